@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages Hachi needs to build, test and benchmark.
+# Idempotent: does nothing when every package is already installed. Only Debian's own
+# archive is used. Why each package is there: docs/dependencies.md.
+set -euo pipefail
+
+PKGS=(
+  build-essential cmake ninja-build pkg-config   # toolchain
+  nlohmann-json3-dev                             # JSON: topology files, --json output
+  libcli11-dev                                   # command line of the hachi binary
+  libfmt-dev                                     # formatting (g++ 12 has no <format>)
+  libgtest-dev libgmock-dev                      # unit and table-driven tests
+  librapidcheck-dev                              # property tests
+  libbenchmark-dev                               # make bench
+  clang-14 libclang-rt-14-dev                    # libFuzzer target (make fuzz)
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
+    || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,22 @@
+// Small string helpers shared by the readers and the CLI. Pure functions.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hachi {
+
+std::string_view Trim(std::string_view s);
+std::vector<std::string_view> Split(std::string_view s, char sep);
+// Splits into lines; handles "\n" and "\r\n"; keeps empty lines.
+std::vector<std::string_view> SplitLines(std::string_view s);
+bool StartsWith(std::string_view s, std::string_view prefix);
+// Parses a whole non-negative or negative decimal integer; nullopt otherwise.
+std::optional<long long> ParseInt(std::string_view s);
+// Reads a whole file. Returns nullopt (and sets *error) on failure.
+std::optional<std::string> ReadFile(const std::string& path, std::string* error);
+std::string ToLower(std::string_view s);
+
+}  // namespace hachi

@@ -1,0 +1,34 @@
+#include "core/strings.h"
+
+#include <gtest/gtest.h>
+
+#include "core/cpulist.h"
+
+namespace hachi {
+namespace {
+
+TEST(StringsTest, TrimSplitLines) {
+  EXPECT_EQ(Trim("  a b \t"), "a b");
+  EXPECT_EQ(Split("a,,b", ',').size(), 3u);
+  auto lines = SplitLines("a\r\nb\n\nc\n");
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[0], "a");
+  EXPECT_EQ(lines[2], "");
+  EXPECT_EQ(ParseInt("42"), 42);
+  EXPECT_FALSE(ParseInt("4x").has_value());
+  EXPECT_FALSE(ParseInt("").has_value());
+}
+
+TEST(CpuListTest, ParsesAndFormats) {
+  auto r = ParseCpuList("0-3,8,6,14,22,30");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(FormatCpuList(*r), "0-3,6,8,14,22,30");
+  EXPECT_EQ(ParseCpuList("0-55,112-167")->size(), 112u);
+  EXPECT_FALSE(ParseCpuList("PH0-115").ok());
+  EXPECT_FALSE(ParseCpuList("5-3").ok());
+  EXPECT_FALSE(ParseCpuList("").ok());
+  EXPECT_FALSE(ParseCpuList("N/A").ok());
+}
+
+}  // namespace
+}  // namespace hachi
