@@ -1,8 +1,18 @@
+// The one `hachi` binary: user and admin commands (DESIGN.md §1).
 #include <CLI/CLI.hpp>
+
+#include "cli/topo_cmd.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"hachi: a job scheduler for clusters of 8-GPU servers"};
+  app.set_version_flag("--version", "hachi 0.1.0");
   app.require_subcommand(1);
-  CLI11_PARSE(app, argc, argv);
-  return 0;
+  int exit_code = 0;
+  hachi::cli::AddTopoCommands(app, &exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  return exit_code;
 }
