@@ -10,6 +10,7 @@
 
 #include "core/status.h"
 #include "topo/topology.h"
+#include "topo/topology_file.h"
 
 namespace hachi::topo {
 
@@ -21,6 +22,9 @@ struct PresetInfo {
 // Every preset, sorted by name.
 std::vector<PresetInfo> ListPresets();
 // The named preset; kNotFound names the known presets when `name` is not one.
+// The topology's source is "preset <name>".
 Result<Topology> LoadPreset(std::string_view name);
+// The same with the file's name, description and notes (facts and their sources).
+Result<TopologyFile> LoadPresetFile(std::string_view name);
 
 }  // namespace hachi::topo

@@ -46,7 +46,8 @@ class Reader {
     for (const auto& [k, v] : obj.items()) {
       if (std::find(allowed.begin(), allowed.end(), k) != allowed.end()) continue;
       std::string list;
-      for (std::string_view a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+      for (std::string_view a : allowed)
+        list += (list.empty() ? "" : ", ") + std::string(a);
       return Error(Key(path, k), "unknown key (expected one of: " + list + ")");
     }
     return Status::Ok();
@@ -65,12 +66,13 @@ class Reader {
       return Error(p, "expected an integer, got " + std::string(it->type_name()));
     }
     if (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(hi)) {
-      return Error(p, "out of range (" + std::to_string(lo) + ".." + std::to_string(hi) + ")");
+      return Error(
+          p, "out of range (" + std::to_string(lo) + ".." + std::to_string(hi) + ")");
     }
     int64_t v = it->get<int64_t>();
     if (v < lo || v > hi) {
-      return Error(p, std::to_string(v) + " is out of range (" + std::to_string(lo) + ".." +
-                          std::to_string(hi) + ")");
+      return Error(p, std::to_string(v) + " is out of range (" + std::to_string(lo) +
+                          ".." + std::to_string(hi) + ")");
     }
     return v;
   }
@@ -106,9 +108,10 @@ class Reader {
     if (!l.ok()) return Error(path, l.status().message());
     if (is_self) return Error(path, "'X' is only allowed on the diagonal");
     if (pcie_only && l->nvlinks > 0) {
-      return Error(path, "'" + s +
-                             "' is an NVLink label; pcie_matrix takes PIX, PXB, PHB, NODE, "
-                             "SYS or ?");
+      return Error(path,
+                   "'" + s +
+                       "' is an NVLink label; pcie_matrix takes PIX, PXB, PHB, NODE, "
+                       "SYS or ?");
     }
     return *l;
   }
@@ -125,7 +128,8 @@ class Reader {
     for (int r = 0; r < n; ++r) {
       const json& row = m[r];
       std::string rp = Idx(path, r);
-      HACHI_RETURN_IF_ERROR(ExpectType(row, rp, json::value_t::array, "an array of cells"));
+      HACHI_RETURN_IF_ERROR(
+          ExpectType(row, rp, json::value_t::array, "an array of cells"));
       if (static_cast<int>(row.size()) != n) {
         return Error(rp, "expected " + std::to_string(n) + " cells (one per GPU), got " +
                              std::to_string(row.size()));
@@ -172,7 +176,8 @@ class Reader {
     if (!cpus.ok()) return cpus.status();
     if (!cpus->empty()) {
       Result<std::vector<int>> parsed = ParseCpuList(*cpus);
-      if (!parsed.ok()) return Error(Key(path, "cpu_affinity"), parsed.status().message());
+      if (!parsed.ok())
+        return Error(Key(path, "cpu_affinity"), parsed.status().message());
     }
     gpu.cpu_affinity = *cpus;
     return gpu;
@@ -193,7 +198,8 @@ class Reader {
     }
     std::vector<Link> m(static_cast<size_t>(n) * n);
     if (has_matrix) {
-      Result<std::vector<Link>> r = Matrix(links["matrix"], Key(path, "matrix"), n, false);
+      Result<std::vector<Link>> r =
+          Matrix(links["matrix"], Key(path, "matrix"), n, false);
       if (!r.ok()) return r.status();
       m = std::move(*r);
     }

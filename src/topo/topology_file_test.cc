@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "topo/topology_testing.h"
+
 namespace hachi::topo {
 namespace {
 
@@ -16,7 +18,8 @@ std::string TwoGpus(const std::string& gpu1 = R"({"index": 1, "model": "M",
   return R"({"format": "hachi-topology/1", "name": "two", "gpus": [
       {"index": 0, "model": "M", "memory_mib": 1024, "numa_node": 0,
        "uuid": "GPU-0", "pci_bus_id": "00000000:18:00.0", "cpu_affinity": "0-7"},
-      )" + gpu1 + R"(], "links": )" + links + extra + "}";
+      )" +
+         gpu1 + R"(], "links": )" + links + extra + "}";
 }
 
 TEST(TopologyFileTest, ParsesAllFields) {
@@ -52,30 +55,42 @@ TEST(TopologyFileTest, CompactForms) {
     Link want;
   };
   const Case cases[] = {
-      {"nvswitch_and_pcie", R"({"nvswitch": {"nvlinks": 18},
-          "pcie_matrix": [["X", "SYS"], ["SYS", "X"]]})", {18, PciePath::kSys}},
+      {"nvswitch_and_pcie",
+       R"({"nvswitch": {"nvlinks": 18},
+          "pcie_matrix": [["X", "SYS"], ["SYS", "X"]]})",
+       {18, PciePath::kSys}},
       {"nvswitch_only", R"({"nvswitch": {"nvlinks": 12}})", {12, PciePath::kUnknown}},
-      {"pcie_only", R"({"pcie_matrix": [["X", "NODE"], ["NODE", "X"]]})",
+      {"pcie_only",
+       R"({"pcie_matrix": [["X", "NODE"], ["NODE", "X"]]})",
        {0, PciePath::kNode}},
-      {"matrix_pcie_labels", R"({"matrix": [["X", "PHB"], ["PHB", "X"]]})",
+      {"matrix_pcie_labels",
+       R"({"matrix": [["X", "PHB"], ["PHB", "X"]]})",
        {0, PciePath::kPhb}},
-      {"matrix_soc_is_sys", R"({"matrix": [["X", "SOC"], ["SOC", "X"]]})",
+      {"matrix_soc_is_sys",
+       R"({"matrix": [["X", "SOC"], ["SOC", "X"]]})",
        {0, PciePath::kSys}},
-      {"unknown_cell", R"({"matrix": [["X", "?"], ["?", "X"]]})", {0, PciePath::kUnknown}},
-      {"unknown_in_matrix_filled_by_pcie", R"({"matrix": [["X", "?"], ["?", "X"]],
-          "pcie_matrix": [["X", "PXB"], ["PXB", "X"]]})", {0, PciePath::kPxb}},
+      {"unknown_cell",
+       R"({"matrix": [["X", "?"], ["?", "X"]]})",
+       {0, PciePath::kUnknown}},
+      {"unknown_in_matrix_filled_by_pcie",
+       R"({"matrix": [["X", "?"], ["?", "X"]],
+          "pcie_matrix": [["X", "PXB"], ["PXB", "X"]]})",
+       {0, PciePath::kPxb}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    Result<Topology> t = ParseTopologyJson(TwoGpus(
-        R"({"index": 1, "model": "M", "memory_mib": 1024, "numa_node": 0})", c.links), "f");
+    Result<Topology> t = ParseTopologyJson(
+        TwoGpus(R"({"index": 1, "model": "M", "memory_mib": 1024, "numa_node": 0})",
+                c.links),
+        "f");
     ASSERT_TRUE(t.ok()) << t.status().ToString();
     EXPECT_EQ(t->link(0, 1), c.want);
   }
 }
 
 TEST(TopologyFileTest, Errors) {
-  const std::string kGpu1 = R"({"index": 1, "model": "M", "memory_mib": 1024, "numa_node": 0})";
+  const std::string kGpu1 =
+      R"({"index": 1, "model": "M", "memory_mib": 1024, "numa_node": 0})";
   const std::string kLinks = R"({"matrix": [["X", "NV4"], ["NV4", "X"]]})";
   struct Case {
     std::string name, text, want;  // `want` must appear in the message
@@ -93,15 +108,18 @@ TEST(TopologyFileTest, Errors) {
       {"empty_gpus", R"({"format": "hachi-topology/1", "gpus": []})",
        "gpus: expected 1 to 64 GPUs, got 0"},
       {"numa_not_int",
-       TwoGpus(R"({"index": 1, "model": "M", "memory_mib": 1, "numa_node": "0"})", kLinks),
+       TwoGpus(R"({"index": 1, "model": "M", "memory_mib": 1, "numa_node": "0"})",
+               kLinks),
        "gpus[1].numa_node: expected an integer, got string"},
       {"numa_float",
-       TwoGpus(R"({"index": 1, "model": "M", "memory_mib": 1, "numa_node": 1.5})", kLinks),
+       TwoGpus(R"({"index": 1, "model": "M", "memory_mib": 1, "numa_node": 1.5})",
+               kLinks),
        "gpus[1].numa_node: expected an integer, got number"},
       {"memory_negative",
        TwoGpus(R"({"index": 1, "model": "M", "memory_mib": -1, "numa_node": 0})", kLinks),
        "gpus[1].memory_mib: -1 is out of range"},
-      {"missing_model", TwoGpus(R"({"index": 1, "memory_mib": 1, "numa_node": 0})", kLinks),
+      {"missing_model",
+       TwoGpus(R"({"index": 1, "memory_mib": 1, "numa_node": 0})", kLinks),
        "gpus[1].model: missing"},
       {"missing_numa", TwoGpus(R"({"index": 1, "model": "M", "memory_mib": 1})", kLinks),
        "gpus[1].numa_node: missing"},
@@ -109,12 +127,14 @@ TEST(TopologyFileTest, Errors) {
        TwoGpus(R"({"index": 0, "model": "M", "memory_mib": 1, "numa_node": 0})", kLinks),
        "gpus[1].index: expected 1"},
       {"unknown_gpu_key",
-       TwoGpus(R"({"index": 1, "model": "M", "memory_mib": 1, "numa_node": 0, "numa": 1})",
-               kLinks),
+       TwoGpus(
+           R"({"index": 1, "model": "M", "memory_mib": 1, "numa_node": 0, "numa": 1})",
+           kLinks),
        "gpus[1].numa: unknown key"},
       {"bad_cpu_affinity",
        TwoGpus(R"({"index": 1, "model": "M", "memory_mib": 1, "numa_node": 0,
-                   "cpu_affinity": "3-1"})", kLinks),
+                   "cpu_affinity": "3-1"})",
+               kLinks),
        "gpus[1].cpu_affinity: bad CPU list item '3-1'"},
       {"gpu_not_object", TwoGpus("7", kLinks), "gpus[1]: expected an object, got number"},
       {"no_links", R"({"format": "hachi-topology/1", "gpus": [
@@ -122,7 +142,8 @@ TEST(TopologyFileTest, Errors) {
        "links: missing"},
       {"empty_links", TwoGpus(kGpu1, "{}"), "links: expected at least one of"},
       {"matrix_and_nvswitch",
-       TwoGpus(kGpu1, R"({"matrix": [["X", "NV4"], ["NV4", "X"]], "nvswitch": {"nvlinks": 1}})"),
+       TwoGpus(kGpu1,
+               R"({"matrix": [["X", "NV4"], ["NV4", "X"]], "nvswitch": {"nvlinks": 1}})"),
        "links: give either matrix or nvswitch"},
       {"bad_cell", TwoGpus(kGpu1, R"({"matrix": [["X", "NV"], ["NV4", "X"]]})"),
        "links.matrix[0][1]: 'NV' is not a link"},
@@ -136,24 +157,28 @@ TEST(TopologyFileTest, Errors) {
        "links.matrix[0][1]: 'X' is only allowed on the diagonal"},
       {"too_few_rows", TwoGpus(kGpu1, R"({"matrix": [["X", "NV4"]]})"),
        "links.matrix: expected 2 rows (one per GPU), got 1"},
-      {"row_too_long", TwoGpus(kGpu1, R"({"matrix": [["X", "NV4", "SYS"], ["NV4", "X"]]})"),
+      {"row_too_long",
+       TwoGpus(kGpu1, R"({"matrix": [["X", "NV4", "SYS"], ["NV4", "X"]]})"),
        "links.matrix[0]: expected 2 cells (one per GPU), got 3"},
       {"nv_in_pcie_matrix",
        TwoGpus(kGpu1, R"({"pcie_matrix": [["X", "NV2"], ["NV2", "X"]]})"),
        "links.pcie_matrix[0][1]: 'NV2' is an NVLink label"},
-      {"contradiction",
-       TwoGpus(kGpu1, R"({"matrix": [["X", "SYS"], ["SYS", "X"]],
+      {"contradiction", TwoGpus(kGpu1, R"({"matrix": [["X", "SYS"], ["SYS", "X"]],
                           "pcie_matrix": [["X", "PIX"], ["PIX", "X"]]})"),
        "links.pcie_matrix[0][1]: 'PIX' contradicts links.matrix[0][1] ('SYS')"},
       {"nvswitch_zero", TwoGpus(kGpu1, R"({"nvswitch": {"nvlinks": 0}})"),
        "links.nvswitch.nvlinks: 0 is out of range (1..64)"},
-      {"unknown_links_key", TwoGpus(kGpu1, R"({"nvlink": {}})"), "links.nvlink: unknown key"},
-      {"nic_short", TwoGpus(kGpu1, kLinks, R"(, "nics": [{"name": "NIC0", "gpu_paths": ["PIX"]}])"),
+      {"unknown_links_key", TwoGpus(kGpu1, R"({"nvlink": {}})"),
+       "links.nvlink: unknown key"},
+      {"nic_short",
+       TwoGpus(kGpu1, kLinks, R"(, "nics": [{"name": "NIC0", "gpu_paths": ["PIX"]}])"),
        "nics[0].gpu_paths: expected 2 labels (one per GPU), got 1"},
-      {"nic_nvlink", TwoGpus(kGpu1, kLinks,
-                             R"(, "nics": [{"name": "n", "gpu_paths": ["NV1", "PIX"]}])"),
+      {"nic_nvlink",
+       TwoGpus(kGpu1, kLinks,
+               R"(, "nics": [{"name": "n", "gpu_paths": ["NV1", "PIX"]}])"),
        "nics[0].gpu_paths[0]: 'NV1' is an NVLink label"},
-      {"nic_no_name", TwoGpus(kGpu1, kLinks, R"(, "nics": [{"gpu_paths": ["PIX", "PIX"]}])"),
+      {"nic_no_name",
+       TwoGpus(kGpu1, kLinks, R"(, "nics": [{"gpu_paths": ["PIX", "PIX"]}])"),
        "nics[0].name: missing"},
   };
   for (const Case& c : cases) {
@@ -172,32 +197,11 @@ TEST(TopologyFileTest, TooManyGpus) {
     gpus += (i ? "," : "") + std::string(R"({"index": )") + std::to_string(i) +
             R"(, "model": "M", "memory_mib": 1, "numa_node": 0})";
   }
-  Result<Topology> t = ParseTopologyJson(
-      R"({"format": "hachi-topology/1", "gpus": [)" + gpus + "]}", "f");
+  Result<Topology> t =
+      ParseTopologyJson(R"({"format": "hachi-topology/1", "gpus": [)" + gpus + "]}", "f");
   ASSERT_FALSE(t.ok());
-  EXPECT_NE(t.status().message().find("expected 1 to 64 GPUs, got 65"), std::string::npos);
-}
-
-bool SameTopology(const Topology& a, const Topology& b) {
-  if (a.gpu_count() != b.gpu_count() || a.nics().size() != b.nics().size()) return false;
-  for (int i = 0; i < a.gpu_count(); ++i) {
-    const Gpu &x = a.gpu(i), &y = b.gpu(i);
-    if (x.index != y.index || x.uuid != y.uuid || x.model != y.model ||
-        x.memory_mib != y.memory_mib || x.pci_bus_id != y.pci_bus_id ||
-        x.numa_node != y.numa_node || x.cpu_affinity != y.cpu_affinity) {
-      return false;
-    }
-    for (int j = 0; j < a.gpu_count(); ++j) {
-      if (i != j && !(a.link(i, j) == b.link(i, j))) return false;
-    }
-  }
-  for (size_t k = 0; k < a.nics().size(); ++k) {
-    if (a.nics()[k].name != b.nics()[k].name || a.nics()[k].device != b.nics()[k].device ||
-        a.nics()[k].gpu_paths != b.nics()[k].gpu_paths) {
-      return false;
-    }
-  }
-  return true;
+  EXPECT_NE(t.status().message().find("expected 1 to 64 GPUs, got 65"),
+            std::string::npos);
 }
 
 TEST(TopologyFileTest, RoundTripsMixedLinks) {
