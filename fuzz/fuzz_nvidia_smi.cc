@@ -11,6 +11,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
   using namespace hachi::topo;
+  using hachi::Result;
   Result<Topology> t = ParseTopoMatrix(text, "fuzz");
   if (t.ok()) {
     (void)Analyze(*t);

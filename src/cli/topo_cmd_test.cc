@@ -1,0 +1,159 @@
+// End-to-end tests of `hachi topo`: the real binary, run as a user would, on presets and
+// the shared nvidia-smi fixtures. Checks exit codes, the JSON contract the issue names
+// (gpus[].index, links, class, findings; alloc's sorted gpus) and clear errors.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace {
+
+struct Run {
+  int exit_code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+Run Hachi(const std::string& args) {
+  std::string cmd = std::string(HACHI_BINARY_DIR) + "/hachi " + args + " 2>&1";
+  Run r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string Fixture(const std::string& name) {
+  return std::string(HACHI_SOURCE_DIR) + "/testdata/nvidia-smi/" + name;
+}
+
+TEST(TopoShowTest, PresetJsonHasTheContract) {
+  Run r = Hachi("topo show --preset hgx-h100 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["gpus"].size(), 8u);
+  EXPECT_EQ(j["gpus"][7]["index"], 7);
+  EXPECT_EQ(j["links"][0][7], "NV18");
+  EXPECT_EQ(j["links"][3][3], "X");
+  EXPECT_EQ(j["class"], "nvswitch");
+  EXPECT_TRUE(j["findings"].is_array());
+  EXPECT_EQ(j["status"], "ok");
+  EXPECT_EQ(j["numa_groups"].size(), 2u);
+}
+
+TEST(TopoShowTest, TextShowsMatrixClassGroupsAndFindings) {
+  Run r = Hachi("topo show --file " + Fixture("topo-dgx1-v100-microway.txt"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  for (const char* want : {"nvlink-mesh", "GPU7", "NV2", "NUMA groups", "Findings: none",
+                           "mlx5_0 (near GPU 0,1)"}) {
+    EXPECT_NE(r.out.find(want), std::string::npos) << want << "\n" << r.out;
+  }
+}
+
+TEST(TopoShowTest, MergesListWithMatrix) {
+  Run r = Hachi("topo show --json --file " + Fixture("topo-hgx-h100-12nics-580.txt") +
+                " --file " + Fixture("list-gpus-8x-h100-rhelai-vm.txt"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["gpus"][0]["model"], "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(j["gpus"][0]["uuid"], "GPU-c7a0294c-c2c2-5476-438c-fb468eaa223b");
+}
+
+TEST(TopoShowTest, BadInputsGiveClearErrors) {
+  Run missing = Hachi("topo show --file /nonexistent/topo.txt");
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.out.find("/nonexistent/topo.txt"), std::string::npos) << missing.out;
+  Run preset = Hachi("topo show --preset dgx-z900");
+  EXPECT_EQ(preset.exit_code, 2);
+  EXPECT_NE(preset.out.find("hgx-h100"), std::string::npos) << preset.out;
+  Run both = Hachi("topo show --preset hgx-h100 --file x");
+  EXPECT_EQ(both.exit_code, 2);
+}
+
+struct CheckCase {
+  const char* name;
+  std::string args;
+  int exit_code;
+  const char* mention;
+};
+
+class TopoCheckTest : public ::testing::TestWithParam<CheckCase> {};
+
+TEST_P(TopoCheckTest, ExitCodeAndMessage) {
+  const CheckCase& c = GetParam();
+  Run r = Hachi("topo check " + c.args);
+  EXPECT_EQ(r.exit_code, c.exit_code) << r.out;
+  EXPECT_NE(r.out.find(c.mention), std::string::npos) << r.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, TopoCheckTest,
+    ::testing::Values(
+        CheckCase{"healthy_preset", "--preset dgx-a100", 0, "healthy"},
+        CheckCase{"healthy_fixture", "--file " + Fixture("topo-dgx-a100-mlx5-names.txt"), 0,
+                  "healthy"},
+        CheckCase{"malformed", "--file " + Fixture("topo-8x-a100-vm-malformed-ph0-cells.txt"),
+                  2, "column NIC7: 'PH0-115'"},
+        CheckCase{"missing_gpu",
+                  "--expect-gpus 8 --file " + Fixture("topo-4x-l40s-nics-missalignment106.txt"),
+                  2, "found 4 GPUs, expected 8"},
+        CheckCase{"unreadable", "--file " + Fixture("SOURCES.md"), 2, "no `nvidia-smi topo -m`"}),
+    [](const auto& p) { return std::string(p.param.name); });
+
+TEST(TopoAllocTest, JsonGpusSorted) {
+  Run r = Hachi("topo alloc --preset hgx-h100 --count 4 --free 1-7 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["gpus"], nlohmann::json({4, 5, 6, 7}));
+  EXPECT_EQ(j["cuda_visible_devices"], "4,5,6,7");
+}
+
+TEST(TopoAllocTest, KeepsPairsWhole) {
+  Run r = Hachi("topo alloc --preset pcie-8x-4090-nv4-pairs --count 1 --free 0,1,2,3,5 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["gpus"], nlohmann::json({5}));
+}
+
+TEST(TopoAllocTest, TextNamesTheScoreParts) {
+  Run r = Hachi("topo alloc --preset dgx1-v100 --count 2");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("weakest link in the set:  NV2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("what stays free"), std::string::npos) << r.out;
+}
+
+struct AllocErrorCase {
+  const char* name;
+  const char* args;
+  int exit_code;
+  const char* mention;
+};
+
+class TopoAllocErrorTest : public ::testing::TestWithParam<AllocErrorCase> {};
+
+TEST_P(TopoAllocErrorTest, Refused) {
+  const AllocErrorCase& c = GetParam();
+  Run r = Hachi(std::string("topo alloc ") + c.args);
+  EXPECT_EQ(r.exit_code, c.exit_code) << r.out;
+  EXPECT_NE(r.out.find(c.mention), std::string::npos) << r.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, TopoAllocErrorTest,
+    ::testing::Values(
+        AllocErrorCase{"nine_gpus", "--preset hgx-h100 --count 9", 1, "9"},
+        AllocErrorCase{"busy", "--preset hgx-h100 --count 4 --free 1,5,6", 1, "1,5,6"},
+        AllocErrorCase{"bad_free", "--preset hgx-h100 --count 1 --free 1,x", 2, "--free"},
+        AllocErrorCase{"required_not_free", "--preset hgx-h100 --count 2 --free 0,1 --require 3",
+                       2, "3"},
+        AllocErrorCase{"unknown_policy", "--preset hgx-h100 --count 1 --policy fastest", 2,
+                       "besteffort"},
+        AllocErrorCase{"no_count", "--preset hgx-h100", 2, "count"}),
+    [](const auto& p) { return std::string(p.param.name); });
+
+}  // namespace
