@@ -66,14 +66,16 @@ INSTANTIATE_TEST_SUITE_P(
                    "GPU 4's NV2 peers are 0 and 7; 7 is on its NUMA node"},
         PresetCase{"pairs_lone_gpu", "pcie-8x-4090-nv4-pairs", 1, "0,1,2,3,5", "", "5",
                    "GPU 5 is alone: taking it keeps both NV4 pairs whole"},
-        PresetCase{"pairs_pair", "pcie-8x-4090-nv4-pairs", 2, "", "", "0,1", "an NV4 pair"},
+        PresetCase{"pairs_pair", "pcie-8x-4090-nv4-pairs", 2, "", "", "0,1",
+                   "an NV4 pair"},
         PresetCase{"pairs_quad", "pcie-8x-4090-nv4-pairs", 4, "", "", "0-3",
                    "two NV4 pairs on one socket (NODE), not across sockets (SYS)"},
         PresetCase{"l40s_quad_one_socket", "pcie-8x-l40s", 4, "", "", "0-3",
                    "a 4-GPU job on a two-socket PCIe box stays on one socket"},
         PresetCase{"l40s_pix_pair", "pcie-8x-l40s", 2, "0,2,3,4", "", "2,3",
                    "2,3 share a PCIe switch (PIX)"},
-        PresetCase{"l40s_one_gpu_spares_switch", "pcie-8x-l40s", 1, "0,2,3,4,5,6,7", "", "0",
+        PresetCase{"l40s_one_gpu_spares_switch", "pcie-8x-l40s", 1, "0,2,3,4,5,6,7", "",
+                   "0",
                    "0's switch partner is busy: take 0, keep the switch pairs whole"},
         PresetCase{"hgx2_eight_of_fourteen", "hgx2-16", 8, "2-15", "", "8-15",
                    "the whole NUMA-1 baseboard"},
@@ -86,8 +88,9 @@ TEST(PresetAllocTest, RefusesWhatCanNeverFit) {
   ASSERT_FALSE(nine.ok());
   EXPECT_EQ(nine.status().code(), StatusCode::kUnsatisfiable);
   NodeModel m16 = Preset("hgx2-16");
-  EXPECT_EQ(DefaultPolicy().Choose(m16, m16.all_gpus(), Request{17, GpuSet()}).status().code(),
-            StatusCode::kUnsatisfiable);
+  EXPECT_EQ(
+      DefaultPolicy().Choose(m16, m16.all_gpus(), Request{17, GpuSet()}).status().code(),
+      StatusCode::kUnsatisfiable);
   Result<Choice> busy = DefaultPolicy().Choose(m, GpuSet(0b111), Request{4, GpuSet()});
   EXPECT_EQ(busy.status().code(), StatusCode::kBusy);
 }
