@@ -1,0 +1,98 @@
+// Our own minimal declarations of the NVML C API (libnvidia-ml.so.1), for loading it
+// with dlopen: only the types, constants and function signatures the topology probe
+// uses. Written from NVML's public API documentation; NVIDIA's nvml.h is not vendored.
+// The layouts are ABI facts, so they are pinned by static_asserts below; the fake NVML
+// used in tests (src/topo/testdata/fake_nvml/) implements these same declarations.
+#pragma once
+
+#include <cstddef>
+
+namespace hachi::topo::nvml {
+
+// nvmlReturn_t: an enum, passed as a C int.
+using Return = int;
+inline constexpr Return kSuccess = 0;
+inline constexpr Return kErrorUninitialized = 1;
+inline constexpr Return kErrorInvalidArgument = 2;
+inline constexpr Return kErrorNotSupported = 3;
+inline constexpr Return kErrorNotFound = 6;
+inline constexpr Return kErrorInsufficientSize = 7;
+inline constexpr Return kErrorDriverNotLoaded = 9;
+inline constexpr Return kErrorLibraryNotFound = 12;
+inline constexpr Return kErrorUnknown = 999;
+
+// nvmlDevice_t: an opaque handle owned by the library.
+struct DeviceOpaque;
+using Device = DeviceOpaque*;
+
+// nvmlPciInfo_t (the layout used by nvmlDeviceGetPciInfo_v3 and
+// nvmlDeviceGetNvLinkRemotePciInfo_v2).
+inline constexpr int kPciBusIdBufferSize = 32;  // NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE
+inline constexpr int kPciBusIdLegacyBufferSize = 16;  // ..._BUFFER_V2_SIZE
+struct PciInfo {
+  char bus_id_legacy[kPciBusIdLegacyBufferSize];  // "0000:18:00.0"
+  unsigned int domain;
+  unsigned int bus;
+  unsigned int device;
+  unsigned int pci_device_id;  // device id << 16 | vendor id
+  unsigned int pci_sub_system_id;
+  char bus_id[kPciBusIdBufferSize];  // "00000000:18:00.0"
+};
+static_assert(sizeof(PciInfo) == 68);
+static_assert(offsetof(PciInfo, domain) == 16);
+static_assert(offsetof(PciInfo, bus_id) == 36);
+
+// nvmlMemory_t (v1), bytes.
+struct Memory {
+  unsigned long long total;
+  unsigned long long free;
+  unsigned long long used;
+};
+static_assert(sizeof(Memory) == 24);
+
+// nvmlEnableState_t.
+using EnableState = int;
+inline constexpr EnableState kFeatureDisabled = 0;
+inline constexpr EnableState kFeatureEnabled = 1;
+
+// nvmlGpuTopologyLevel_t: the closest common ancestor of two GPUs.
+using TopologyLevel = int;
+inline constexpr TopologyLevel kTopologyInternal = 0;     // same board
+inline constexpr TopologyLevel kTopologySingle = 10;      // one PCIe switch
+inline constexpr TopologyLevel kTopologyMultiple = 20;    // several PCIe switches
+inline constexpr TopologyLevel kTopologyHostBridge = 30;  // the CPU's host bridge
+inline constexpr TopologyLevel kTopologyNode = 40;        // host bridges in one NUMA node
+inline constexpr TopologyLevel kTopologySystem = 50;      // across NUMA nodes
+
+// nvmlIntNvLinkDeviceType_t: what the far end of an NVLink is.
+using NvLinkDeviceType = int;
+inline constexpr NvLinkDeviceType kNvLinkDeviceGpu = 0;
+inline constexpr NvLinkDeviceType kNvLinkDeviceIbmNpu = 1;
+inline constexpr NvLinkDeviceType kNvLinkDeviceSwitch = 2;
+inline constexpr NvLinkDeviceType kNvLinkDeviceUnknown = 0xFF;
+
+inline constexpr unsigned kNvLinkMaxLinks = 18;        // NVML_NVLINK_MAX_LINKS
+inline constexpr unsigned kDeviceNameBufferSize = 96;  // NVML_DEVICE_NAME_V2_BUFFER_SIZE
+inline constexpr unsigned kDeviceUuidBufferSize = 96;  // NVML_DEVICE_UUID_V2_BUFFER_SIZE
+
+// Function types, one per symbol looked up with dlsym (the symbol name is the C name).
+extern "C" {
+using InitFn = Return();                                         // nvmlInit_v2
+using ShutdownFn = Return();                                     // nvmlShutdown
+using ErrorStringFn = const char*(Return);                       // nvmlErrorString
+using DeviceGetCountFn = Return(unsigned int*);                  // nvmlDeviceGetCount_v2
+using DeviceGetHandleByIndexFn = Return(unsigned int, Device*);  // ..._v2
+using DeviceGetNameFn = Return(Device, char*, unsigned int);     // nvmlDeviceGetName
+using DeviceGetUuidFn = Return(Device, char*, unsigned int);     // nvmlDeviceGetUUID
+using DeviceGetMemoryInfoFn = Return(Device, Memory*);  // nvmlDeviceGetMemoryInfo
+using DeviceGetPciInfoFn = Return(Device, PciInfo*);    // nvmlDeviceGetPciInfo_v3
+// cpu_set_size counts unsigned longs; bit i of the set is CPU i.
+using DeviceGetCpuAffinityFn = Return(Device, unsigned int, unsigned long*);
+using DeviceGetNumaNodeIdFn = Return(Device, unsigned int*);  // nvmlDeviceGetNumaNodeId
+using DeviceGetTopologyCommonAncestorFn = Return(Device, Device, TopologyLevel*);
+using DeviceGetNvLinkStateFn = Return(Device, unsigned int, EnableState*);
+using DeviceGetNvLinkRemotePciInfoFn = Return(Device, unsigned int, PciInfo*);  // _v2
+using DeviceGetNvLinkRemoteDeviceTypeFn = Return(Device, unsigned int, NvLinkDeviceType*);
+}
+
+}  // namespace hachi::topo::nvml

@@ -1,0 +1,404 @@
+#include "topo/nvml_probe.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+#include "core/cpulist.h"
+#include "core/strings.h"
+#include "topo/nvml_api.h"
+
+namespace hachi::topo {
+namespace {
+
+// Owns the dlopen handle. The library is closed only after nvmlShutdown (see ProbeNvml).
+class Library {
+ public:
+  explicit Library(void* handle) : handle_(handle) {}
+  Library(const Library&) = delete;
+  Library& operator=(const Library&) = delete;
+  ~Library() { dlclose(handle_); }
+
+  template <typename Fn>
+  Fn* Symbol(const char* name) const {
+    void* p = dlsym(handle_, name);
+    Fn* fn = nullptr;
+    // dlsym returns functions as void*; POSIX guarantees the round trip.
+    static_assert(sizeof(p) == sizeof(fn));
+    std::memcpy(&fn, &p, sizeof(fn));
+    return fn;
+  }
+
+ private:
+  void* handle_;
+};
+
+struct Api {
+  nvml::InitFn* init = nullptr;
+  nvml::ShutdownFn* shutdown = nullptr;
+  nvml::ErrorStringFn* error_string = nullptr;
+  nvml::DeviceGetCountFn* get_count = nullptr;
+  nvml::DeviceGetHandleByIndexFn* get_handle = nullptr;
+  // Optional: a missing one leaves its fields unknown.
+  nvml::DeviceGetNameFn* get_name = nullptr;
+  nvml::DeviceGetUuidFn* get_uuid = nullptr;
+  nvml::DeviceGetMemoryInfoFn* get_memory = nullptr;
+  nvml::DeviceGetPciInfoFn* get_pci = nullptr;
+  nvml::DeviceGetCpuAffinityFn* get_cpu_affinity = nullptr;
+  nvml::DeviceGetNumaNodeIdFn* get_numa = nullptr;
+  nvml::DeviceGetTopologyCommonAncestorFn* get_ancestor = nullptr;
+  nvml::DeviceGetNvLinkStateFn* get_nvlink_state = nullptr;
+  nvml::DeviceGetNvLinkRemotePciInfoFn* get_nvlink_remote_pci = nullptr;
+  nvml::DeviceGetNvLinkRemoteDeviceTypeFn* get_nvlink_remote_type = nullptr;
+
+  std::string ErrorText(nvml::Return rc) const {
+    const char* s = error_string ? error_string(rc) : nullptr;
+    return std::string(s ? s : "unknown error") + " (NVML error " + std::to_string(rc) +
+           ")";
+  }
+};
+
+// Failures of one query, gathered over all GPUs into one finding.
+class QueryFailures {
+ public:
+  void Add(const std::string& query, int gpu, const std::string& error) {
+    Entry& e = entries_[query];
+    if (gpu >= 0) e.gpus.Insert(gpu);
+    if (e.error.empty()) e.error = error;
+  }
+  void Report(Topology& t) const {
+    for (const auto& [query, e] : entries_) {
+      t.AddReadFinding({Severity::kWarning, "nvml-query-failed", e.gpus,
+                        query + " failed" +
+                            (e.gpus.empty() ? "" : " for GPU(s) " + e.gpus.ToString()) +
+                            ": " + e.error + "; the field is left unknown"});
+    }
+  }
+
+ private:
+  struct Entry {
+    GpuSet gpus;
+    std::string error;
+  };
+  std::map<std::string, Entry> entries_;
+};
+
+using PciKey = std::tuple<unsigned, unsigned, unsigned>;  // domain, bus, device
+
+PciePath PathOfLevel(nvml::TopologyLevel level) {
+  switch (level) {
+    case nvml::kTopologyInternal:  // two GPUs on one board: as close as PCIe gets
+    case nvml::kTopologySingle:
+      return PciePath::kPix;
+    case nvml::kTopologyMultiple:
+      return PciePath::kPxb;
+    case nvml::kTopologyHostBridge:
+      return PciePath::kPhb;
+    case nvml::kTopologyNode:
+      return PciePath::kNode;
+    case nvml::kTopologySystem:
+      return PciePath::kSys;
+    default:
+      return PciePath::kUnknown;
+  }
+}
+
+// The NUMA node sysfs gives the GPU's PCI function: the CPU-side node, the one
+// `nvidia-smi topo -m` shows as NUMA Affinity. -1 when unreadable or not set.
+int SysfsNumaNode(const std::string& sysfs_root, const std::string& bus_id) {
+  // NVML: "00000000:18:00.0"; sysfs: "0000:18:00.0", lower case.
+  std::string bdf = ToLower(bus_id);
+  size_t colon = bdf.find(':');
+  if (colon == 8) bdf = bdf.substr(4);
+  std::optional<std::string> text =
+      ReadFile(sysfs_root + "/bus/pci/devices/" + bdf + "/numa_node", nullptr);
+  if (!text) return -1;
+  std::optional<long long> n = ParseInt(Trim(*text));
+  return n && *n >= 0 && *n < 4096 ? static_cast<int>(*n) : -1;
+}
+
+std::string CpuAffinity(const Api& api, nvml::Device dev, QueryFailures& failures,
+                        int gpu) {
+  // 64 longs: 4096 CPUs, beyond any current server.
+  constexpr unsigned kWords = 64;
+  unsigned long set[kWords] = {};
+  nvml::Return rc = api.get_cpu_affinity(dev, kWords, set);
+  if (rc != nvml::kSuccess) {
+    failures.Add("nvmlDeviceGetCpuAffinity", gpu, api.ErrorText(rc));
+    return "";
+  }
+  std::vector<int> cpus;
+  constexpr int kBits = 8 * sizeof(unsigned long);
+  for (unsigned w = 0; w < kWords; ++w) {
+    for (int b = 0; b < kBits; ++b) {
+      if ((set[w] >> b) & 1UL) cpus.push_back(static_cast<int>(w) * kBits + b);
+    }
+  }
+  return cpus.empty() ? "" : FormatCpuList(cpus);
+}
+
+Status LoadSymbols(const Library& lib, const std::string& path, Api& api,
+                   std::vector<std::string>& missing_optional) {
+  struct Required {
+    const char* name;
+    bool found;
+  };
+  api.init = lib.Symbol<nvml::InitFn>("nvmlInit_v2");
+  api.shutdown = lib.Symbol<nvml::ShutdownFn>("nvmlShutdown");
+  api.error_string = lib.Symbol<nvml::ErrorStringFn>("nvmlErrorString");
+  api.get_count = lib.Symbol<nvml::DeviceGetCountFn>("nvmlDeviceGetCount_v2");
+  api.get_handle =
+      lib.Symbol<nvml::DeviceGetHandleByIndexFn>("nvmlDeviceGetHandleByIndex_v2");
+  const Required required[] = {
+      {"nvmlInit_v2", api.init != nullptr},
+      {"nvmlShutdown", api.shutdown != nullptr},
+      {"nvmlDeviceGetCount_v2", api.get_count != nullptr},
+      {"nvmlDeviceGetHandleByIndex_v2", api.get_handle != nullptr},
+  };
+  for (const Required& r : required) {
+    if (!r.found) {
+      return Unavailable(path + " has no " + std::string(r.name) +
+                         "; the NVIDIA driver is too old or this is not NVML");
+    }
+  }
+  auto optional = [&](auto*& slot, const char* name) {
+    using Fn = std::remove_pointer_t<std::remove_reference_t<decltype(slot)>>;
+    slot = lib.Symbol<Fn>(name);
+    if (!slot) missing_optional.push_back(name);
+  };
+  optional(api.get_name, "nvmlDeviceGetName");
+  optional(api.get_uuid, "nvmlDeviceGetUUID");
+  optional(api.get_memory, "nvmlDeviceGetMemoryInfo");
+  optional(api.get_pci, "nvmlDeviceGetPciInfo_v3");
+  optional(api.get_cpu_affinity, "nvmlDeviceGetCpuAffinity");
+  optional(api.get_numa, "nvmlDeviceGetNumaNodeId");
+  optional(api.get_ancestor, "nvmlDeviceGetTopologyCommonAncestor");
+  optional(api.get_nvlink_state, "nvmlDeviceGetNvLinkState");
+  optional(api.get_nvlink_remote_pci, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
+  // Only used to confirm what the bus id already says; older drivers lack it.
+  api.get_nvlink_remote_type = lib.Symbol<nvml::DeviceGetNvLinkRemoteDeviceTypeFn>(
+      "nvmlDeviceGetNvLinkRemoteDeviceType");
+  return Status::Ok();
+}
+
+// Name, UUID, memory, bus id, CPU affinity and NUMA node of GPU i.
+void ReadGpu(const Api& api, const NvmlProbeOptions& opts, nvml::Device dev, Gpu& gpu,
+             std::optional<PciKey>& key, QueryFailures& failures) {
+  const int i = gpu.index;
+  nvml::Return rc;
+  if (api.get_name) {
+    char name[nvml::kDeviceNameBufferSize] = {};
+    rc = api.get_name(dev, name, sizeof(name));
+    if (rc == nvml::kSuccess)
+      gpu.model = name;
+    else
+      failures.Add("nvmlDeviceGetName", i, api.ErrorText(rc));
+  }
+  if (api.get_uuid) {
+    char uuid[nvml::kDeviceUuidBufferSize] = {};
+    rc = api.get_uuid(dev, uuid, sizeof(uuid));
+    if (rc == nvml::kSuccess)
+      gpu.uuid = uuid;
+    else
+      failures.Add("nvmlDeviceGetUUID", i, api.ErrorText(rc));
+  }
+  if (api.get_memory) {
+    nvml::Memory mem = {};
+    rc = api.get_memory(dev, &mem);
+    if (rc == nvml::kSuccess)
+      gpu.memory_mib = static_cast<int64_t>(mem.total >> 20);
+    else
+      failures.Add("nvmlDeviceGetMemoryInfo", i, api.ErrorText(rc));
+  }
+  if (api.get_pci) {
+    nvml::PciInfo pci = {};
+    rc = api.get_pci(dev, &pci);
+    if (rc == nvml::kSuccess) {
+      pci.bus_id[sizeof(pci.bus_id) - 1] = '\0';
+      gpu.pci_bus_id = pci.bus_id;
+      key = PciKey{pci.domain, pci.bus, pci.device};
+    } else {
+      failures.Add("nvmlDeviceGetPciInfo_v3", i, api.ErrorText(rc));
+    }
+  }
+  if (api.get_cpu_affinity) gpu.cpu_affinity = CpuAffinity(api, dev, failures, i);
+  // sysfs first: nvmlDeviceGetNumaNodeId answers only where the GPU's own memory is a
+  // NUMA node (coherent platforms), and then names that node, not the CPU-side one.
+  if (!gpu.pci_bus_id.empty())
+    gpu.numa_node = SysfsNumaNode(opts.sysfs_root, gpu.pci_bus_id);
+  if (gpu.numa_node < 0 && api.get_numa) {
+    unsigned int node = 0;
+    if (api.get_numa(dev, &node) == nvml::kSuccess && node < 4096) {
+      gpu.numa_node = static_cast<int>(node);
+    }
+  }
+}
+
+// Counts active NVLinks per GPU pair, and the links each GPU has into NVSwitches.
+void ReadNvLinks(const Api& api, const std::vector<nvml::Device>& devs,
+                 const std::map<PciKey, int>& gpu_by_pci, Topology& t,
+                 QueryFailures& failures) {
+  const int n = t.gpu_count();
+  std::vector<int> direct(static_cast<size_t>(n) * n, 0), to_switch(n, 0);
+  GpuSet unseen_peer, cpu_peer;
+  for (int i = 0; i < n; ++i) {
+    if (!devs[i]) continue;
+    for (unsigned l = 0; l < nvml::kNvLinkMaxLinks; ++l) {
+      nvml::EnableState active = nvml::kFeatureDisabled;
+      // Links a GPU does not have answer "not supported"/"invalid argument": skip them.
+      if (api.get_nvlink_state(devs[i], l, &active) != nvml::kSuccess) continue;
+      if (active != nvml::kFeatureEnabled) continue;
+      nvml::PciInfo remote = {};
+      nvml::Return rc = api.get_nvlink_remote_pci(devs[i], l, &remote);
+      if (rc != nvml::kSuccess) {
+        failures.Add("nvmlDeviceGetNvLinkRemotePciInfo_v2", i, api.ErrorText(rc));
+        continue;
+      }
+      auto peer = gpu_by_pci.find(PciKey{remote.domain, remote.bus, remote.device});
+      if (peer != gpu_by_pci.end()) {
+        if (peer->second != i) ++direct[i * n + peer->second];
+        continue;
+      }
+      nvml::NvLinkDeviceType type = nvml::kNvLinkDeviceUnknown;
+      if (api.get_nvlink_remote_type &&
+          api.get_nvlink_remote_type(devs[i], l, &type) != nvml::kSuccess) {
+        type = nvml::kNvLinkDeviceUnknown;
+      }
+      if (type == nvml::kNvLinkDeviceGpu) {
+        unseen_peer.Insert(i);  // e.g. a container that sees only some of the GPUs
+      } else if (type == nvml::kNvLinkDeviceIbmNpu) {
+        cpu_peer.Insert(i);
+      } else {
+        ++to_switch[i];
+      }
+    }
+  }
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) {
+      if (i == j) continue;
+      Link l = t.link(i, j);
+      // Through NVSwitches a pair gets what the less-connected of the two brings.
+      int via_switch = (to_switch[i] > 0 && to_switch[j] > 0)
+                           ? std::min(to_switch[i], to_switch[j])
+                           : 0;
+      l.nvlinks = direct[i * n + j] + via_switch;
+      t.SetLink(i, j, l);
+    }
+  }
+  if (!unseen_peer.empty()) {
+    t.AddReadFinding({Severity::kInfo, "nvlink-peer-not-visible", unseen_peer,
+                      "GPU(s) " + unseen_peer.ToString() +
+                          " have NVLinks to GPUs that NVML does not list (hidden from "
+                          "this container or process); those links are not counted"});
+  }
+  if (!cpu_peer.empty()) {
+    t.AddReadFinding(
+        {Severity::kInfo, "nvlink-to-cpu", cpu_peer,
+         "GPU(s) " + cpu_peer.ToString() +
+             " have NVLinks to the CPU (IBM NPU); not counted as GPU links"});
+  }
+}
+
+}  // namespace
+
+std::string NvmlLibraryPath(const NvmlProbeOptions& opts) {
+  if (!opts.library.empty()) return opts.library;
+  const char* env = std::getenv("HACHI_NVML_LIBRARY");
+  if (env && *env) return env;
+  return kNvmlLibrary;
+}
+
+Result<Topology> ProbeNvml(const NvmlProbeOptions& opts) {
+  const std::string path = NvmlLibraryPath(opts);
+  dlerror();
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char* why = dlerror();
+    return Unavailable("cannot load NVML (" + path +
+                       "): " + (why ? why : "unknown error") +
+                       "; is the NVIDIA driver installed? HACHI_NVML_LIBRARY may name "
+                       "the library's path");
+  }
+  // Declared before the shutdown guard below, so the library outlives nvmlShutdown.
+  Library lib(handle);
+  Api api;
+  std::vector<std::string> missing;
+  HACHI_RETURN_IF_ERROR(LoadSymbols(lib, path, api, missing));
+
+  nvml::Return rc = api.init();
+  if (rc != nvml::kSuccess) {
+    return Unavailable("NVML (" + path + ") failed to initialise: " + api.ErrorText(rc));
+  }
+  struct Shutdown {
+    nvml::ShutdownFn* fn;
+    ~Shutdown() { fn(); }
+  } shutdown{api.shutdown};
+
+  unsigned int count = 0;
+  rc = api.get_count(&count);
+  if (rc != nvml::kSuccess) {
+    return Unavailable("NVML (" + path + ") cannot count GPUs: " + api.ErrorText(rc));
+  }
+  if (count == 0) return Unavailable("NVML (" + path + ") sees no GPUs");
+  if (count > static_cast<unsigned>(GpuSet::kMaxGpus)) {
+    return Unavailable("NVML reports " + std::to_string(count) +
+                       " GPUs; Hachi handles at most 64 per node");
+  }
+
+  const int n = static_cast<int>(count);
+  Topology t(n);
+  t.set_source("NVML (" + path + ")");
+  if (!missing.empty()) {
+    std::string list;
+    for (const std::string& m : missing) list += (list.empty() ? "" : ", ") + m;
+    t.AddReadFinding(
+        {Severity::kWarning, "nvml-missing-symbol", GpuSet(),
+         path + " lacks " + list + " (older driver?); what they read is left unknown"});
+  }
+  QueryFailures failures;
+  std::vector<nvml::Device> devs(n, nullptr);
+  std::map<PciKey, int> gpu_by_pci;
+  for (int i = 0; i < n; ++i) {
+    rc = api.get_handle(static_cast<unsigned>(i), &devs[i]);
+    if (rc != nvml::kSuccess) {
+      devs[i] = nullptr;
+      GpuSet gpu;
+      gpu.Insert(i);
+      t.AddReadFinding({Severity::kError, "nvml-gpu-unreadable", gpu,
+                        "NVML cannot open GPU " + std::to_string(i) + ": " +
+                            api.ErrorText(rc) + "; it may have fallen off the bus"});
+      continue;
+    }
+    std::optional<PciKey> key;
+    ReadGpu(api, opts, devs[i], t.mutable_gpu(i), key, failures);
+    if (key) gpu_by_pci[*key] = i;
+  }
+  if (api.get_ancestor) {
+    for (int i = 0; i < n; ++i) {
+      for (int j = i + 1; j < n; ++j) {
+        if (!devs[i] || !devs[j]) continue;
+        nvml::TopologyLevel level = 0;
+        rc = api.get_ancestor(devs[i], devs[j], &level);
+        if (rc != nvml::kSuccess) {
+          failures.Add("nvmlDeviceGetTopologyCommonAncestor", i, api.ErrorText(rc));
+          continue;
+        }
+        t.SetSymmetricLink(i, j, {0, PathOfLevel(level)});
+      }
+    }
+  }
+  if (api.get_nvlink_state && api.get_nvlink_remote_pci) {
+    ReadNvLinks(api, devs, gpu_by_pci, t, failures);
+  }
+  failures.Report(t);
+  return t;
+}
+
+}  // namespace hachi::topo
