@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "core/strings.h"
 #include "topo/topology_testing.h"
 
 namespace hachi::topo {
@@ -238,6 +239,22 @@ TEST(TopologyFileTest, RoundTripsFileFields) {
   EXPECT_EQ(back->name, "n");
   EXPECT_EQ(back->notes, f.notes);
   EXPECT_EQ(TopologyFileToJson(*back), text);
+}
+
+// The full example in docs/topology-format.md must stay valid.
+TEST(TopologyFileTest, DocumentedExampleParses) {
+  std::string doc =
+      ReadFile(std::string(HACHI_SOURCE_DIR) + "/docs/topology-format.md", nullptr)
+          .value_or("");
+  size_t begin = doc.find("```json\n");
+  ASSERT_NE(begin, std::string::npos);
+  begin += 8;
+  size_t end = doc.find("```", begin);
+  Result<TopologyFile> f = ParseTopologyFile(doc.substr(begin, end - begin), "doc");
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ(f->topology.gpu_count(), 8);
+  EXPECT_EQ(f->topology.link(0, 1), (Link{4, PciePath::kPix}));
+  EXPECT_EQ(f->topology.link(1, 2), (Link{0, PciePath::kNode}));
 }
 
 TEST(TopologyFileTest, ReadMissingFileIsNotFound) {
