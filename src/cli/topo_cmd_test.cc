@@ -11,14 +11,14 @@
 
 namespace {
 
-struct Run {
+struct CmdResult {
   int exit_code = -1;
   std::string out;  // stdout and stderr together
 };
 
-Run Hachi(const std::string& args) {
+CmdResult Hachi(const std::string& args) {
   std::string cmd = std::string(HACHI_BINARY_DIR) + "/hachi " + args + " 2>&1";
-  Run r;
+  CmdResult r;
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return r;
   std::array<char, 4096> buf;
@@ -34,7 +34,7 @@ std::string Fixture(const std::string& name) {
 }
 
 TEST(TopoShowTest, PresetJsonHasTheContract) {
-  Run r = Hachi("topo show --preset hgx-h100 --json");
+  CmdResult r = Hachi("topo show --preset hgx-h100 --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   nlohmann::json j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["gpus"].size(), 8u);
@@ -48,7 +48,7 @@ TEST(TopoShowTest, PresetJsonHasTheContract) {
 }
 
 TEST(TopoShowTest, TextShowsMatrixClassGroupsAndFindings) {
-  Run r = Hachi("topo show --file " + Fixture("topo-dgx1-v100-microway.txt"));
+  CmdResult r = Hachi("topo show --file " + Fixture("topo-dgx1-v100-microway.txt"));
   ASSERT_EQ(r.exit_code, 0) << r.out;
   for (const char* want : {"nvlink-mesh", "GPU7", "NV2", "NUMA groups", "Findings: none",
                            "mlx5_0 (near GPU 0,1)"}) {
@@ -57,7 +57,7 @@ TEST(TopoShowTest, TextShowsMatrixClassGroupsAndFindings) {
 }
 
 TEST(TopoShowTest, MergesListWithMatrix) {
-  Run r = Hachi("topo show --json --file " + Fixture("topo-hgx-h100-12nics-580.txt") +
+  CmdResult r = Hachi("topo show --json --file " + Fixture("topo-hgx-h100-12nics-580.txt") +
                 " --file " + Fixture("list-gpus-8x-h100-rhelai-vm.txt"));
   ASSERT_EQ(r.exit_code, 0) << r.out;
   nlohmann::json j = nlohmann::json::parse(r.out);
@@ -66,13 +66,13 @@ TEST(TopoShowTest, MergesListWithMatrix) {
 }
 
 TEST(TopoShowTest, BadInputsGiveClearErrors) {
-  Run missing = Hachi("topo show --file /nonexistent/topo.txt");
+  CmdResult missing = Hachi("topo show --file /nonexistent/topo.txt");
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.out.find("/nonexistent/topo.txt"), std::string::npos) << missing.out;
-  Run preset = Hachi("topo show --preset dgx-z900");
+  CmdResult preset = Hachi("topo show --preset dgx-z900");
   EXPECT_EQ(preset.exit_code, 2);
   EXPECT_NE(preset.out.find("hgx-h100"), std::string::npos) << preset.out;
-  Run both = Hachi("topo show --preset hgx-h100 --file x");
+  CmdResult both = Hachi("topo show --preset hgx-h100 --file x");
   EXPECT_EQ(both.exit_code, 2);
 }
 
@@ -87,7 +87,7 @@ class TopoCheckTest : public ::testing::TestWithParam<CheckCase> {};
 
 TEST_P(TopoCheckTest, ExitCodeAndMessage) {
   const CheckCase& c = GetParam();
-  Run r = Hachi("topo check " + c.args);
+  CmdResult r = Hachi("topo check " + c.args);
   EXPECT_EQ(r.exit_code, c.exit_code) << r.out;
   EXPECT_NE(r.out.find(c.mention), std::string::npos) << r.out;
 }
@@ -107,7 +107,7 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& p) { return std::string(p.param.name); });
 
 TEST(TopoAllocTest, JsonGpusSorted) {
-  Run r = Hachi("topo alloc --preset hgx-h100 --count 4 --free 1-7 --json");
+  CmdResult r = Hachi("topo alloc --preset hgx-h100 --count 4 --free 1-7 --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["gpus"], nlohmann::json({4, 5, 6, 7}));
@@ -115,13 +115,13 @@ TEST(TopoAllocTest, JsonGpusSorted) {
 }
 
 TEST(TopoAllocTest, KeepsPairsWhole) {
-  Run r = Hachi("topo alloc --preset pcie-8x-4090-nv4-pairs --count 1 --free 0,1,2,3,5 --json");
+  CmdResult r = Hachi("topo alloc --preset pcie-8x-4090-nv4-pairs --count 1 --free 0,1,2,3,5 --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(nlohmann::json::parse(r.out)["gpus"], nlohmann::json({5}));
 }
 
 TEST(TopoAllocTest, TextNamesTheScoreParts) {
-  Run r = Hachi("topo alloc --preset dgx1-v100 --count 2");
+  CmdResult r = Hachi("topo alloc --preset dgx1-v100 --count 2");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("weakest link in the set:  NV2"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("what stays free"), std::string::npos) << r.out;
@@ -138,7 +138,7 @@ class TopoAllocErrorTest : public ::testing::TestWithParam<AllocErrorCase> {};
 
 TEST_P(TopoAllocErrorTest, Refused) {
   const AllocErrorCase& c = GetParam();
-  Run r = Hachi(std::string("topo alloc ") + c.args);
+  CmdResult r = Hachi(std::string("topo alloc ") + c.args);
   EXPECT_EQ(r.exit_code, c.exit_code) << r.out;
   EXPECT_NE(r.out.find(c.mention), std::string::npos) << r.out;
 }
