@@ -245,7 +245,8 @@ std::string RenderCheckJson(const Topology& t, const std::vector<Finding>& findi
 std::string RenderAllocText(const Topology& t, const AllocReport& r) {
   std::string out;
   out += "Node:     " + t.source() + " (" + std::to_string(t.gpu_count()) + " GPUs)\n";
-  out += "Request:  " + std::to_string(r.request.count) + " GPUs";
+  out += "Request:  " + std::to_string(r.request.count) +
+         (r.request.count == 1 ? " GPU" : " GPUs");
   if (!r.request.required.empty()) out += ", must include " + r.request.required.ToString();
   out += "; free " + r.free.ToString() + "; policy " + r.policy + "\n";
   out += "Chosen:   " + r.choice.gpus.ToString() +

@@ -149,6 +149,29 @@ bool IsMatrixEnd(std::string_view line) {
          StartsWith(t, "```");
 }
 
+// `topo -m` shows NV<n> for NVLinked pairs and so hides their PCIe relation. Two GPUs
+// that are both PIX (at most one bridge) to the same NIC sit under that NIC's switch,
+// so they are PIX to each other too; recording it lets the PCIe-switch groups (and the
+// allocator's switch tie-break) work on NVLink boxes read from text.
+void InferSwitchPeersFromNics(Topology& t) {
+  for (const Nic& nic : t.nics()) {
+    for (size_t a = 0; a < nic.gpu_paths.size(); ++a) {
+      for (size_t b = 0; b < nic.gpu_paths.size(); ++b) {
+        if (a == b || nic.gpu_paths[a] != PciePath::kPix ||
+            nic.gpu_paths[b] != PciePath::kPix) {
+          continue;
+        }
+        int ga = static_cast<int>(a), gb = static_cast<int>(b);
+        Link l = t.link(ga, gb);
+        if (l.nvlinks > 0 && l.pcie == PciePath::kUnknown) {
+          l.pcie = PciePath::kPix;
+          t.SetLink(ga, gb, l);
+        }
+      }
+    }
+  }
+}
+
 class MatrixReader {
  public:
   MatrixReader(std::string_view text, std::string_view origin)
@@ -374,6 +397,7 @@ Result<Topology> MatrixReader::Read() {
     }
   }
   ReadNicLegend(end, t);
+  InferSwitchPeersFromNics(t);
   for (auto& f : findings_) t.AddReadFinding(std::move(f));
   t.set_source("nvidia-smi topo -m (" + std::string(origin_) + ")");
   return t;

@@ -404,6 +404,21 @@ TEST(CheckTest, ExpectedCountFlagsMissingGpu) {
   EXPECT_EQ(WorstSeverity(f), Severity::kError);
 }
 
+TEST(MatrixTest, NicsRevealSwitchPeersUnderNvLink) {
+  Result<Topology> r = ParseTopoMatrix(Fixture("topo-dgx1-v100-microway.txt"), "m");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->link(0, 1).pcie, PciePath::kPix);  // both PIX to mlx5_0
+  EXPECT_EQ(r->link(0, 1).Label(), "NV1");         // the NVLink still shows
+  EXPECT_EQ(r->link(0, 2).pcie, PciePath::kUnknown);
+  TopologyFacts f = Analyze(*r);
+  ASSERT_EQ(f.pcie_groups.size(), 4u);
+  EXPECT_EQ(f.pcie_groups[3].ToString(), "6,7");
+  // HGX H100: each GPU has its own PIX NIC, so nothing is inferred.
+  Result<Topology> h = ParseTopoMatrix(Fixture("topo-hgx-h100-12nics-580.txt"), "h");
+  ASSERT_TRUE(h.ok());
+  EXPECT_TRUE(Analyze(*h).pcie_groups.empty());
+}
+
 TEST(FingerprintTest, IgnoresUuidsButNotLinks) {
   Result<Topology> a = ParseTopoMatrix(Fixture("topo-dgx1-v100-microway.txt"), "a");
   Result<Topology> b = ParseTopoMatrix(Fixture("topo-dgx1-v100-microway.txt"), "b");
