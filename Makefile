@@ -2,6 +2,8 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
+FUZZ_SECONDS ?= 300
+FUZZ_SMOKE_SECONDS ?= 30
 
 .PHONY: all deps build test demo bench fuzz format clean
 
@@ -16,8 +18,11 @@ $(BUILD)/build.ninja:
 build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
+# Every unit, property and end-to-end test, then a short fuzz run of the nvidia-smi
+# readers (the long run is `make fuzz`).
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 300
+	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SMOKE_SECONDS)
 
 demo: build
 	@scripts/demo.sh $(BUILD)/hachi
@@ -26,10 +31,10 @@ bench: build
 	@scripts/bench.sh $(BUILD)
 
 fuzz: deps
-	cmake -S . -B $(BUILD)-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++-14 \
+	cmake -S . -B $(BUILD)-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-14 \
 	  -DCMAKE_C_COMPILER=clang-14 -DHACHI_FUZZ=ON -DHACHI_TESTS=OFF -DHACHI_BENCH=OFF
 	cmake --build $(BUILD)-fuzz -j $(JOBS) --target fuzz_nvidia_smi
-	@scripts/fuzz.sh $(BUILD)-fuzz 60
+	@scripts/fuzz.sh $(BUILD)-fuzz $(FUZZ_SECONDS)
 
 format:
 	find src bench fuzz -name '*.h' -o -name '*.cc' | xargs clang-format -i
