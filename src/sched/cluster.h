@@ -1,0 +1,175 @@
+// The scheduler's input: a snapshot of the cluster (nodes, partitions, limits, jobs)
+// owned by the caller (the server's state, or the simulator). The scheduler only reads
+// it (DESIGN.md §2 sched/: snapshot in, plan out). Plain values; thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "alloc/node_model.h"
+#include "core/gpu_set.h"
+#include "core/time.h"
+#include "topo/analysis.h"
+
+namespace hachi::sched {
+
+using JobId = int64_t;
+
+// ---- Nodes ----
+
+enum class NodeState : uint8_t { kUp, kDrained, kDown };
+
+struct Node {
+  // Constant after registration.
+  std::string name;
+  std::shared_ptr<const alloc::NodeModel> model;  // GPU links, for alloc/ (shared by
+                                                  // nodes of one layout)
+  topo::InterconnectClass interconnect = topo::InterconnectClass::kUnknown;
+  std::string gpu_model;      // "NVIDIA H100 80GB HBM3"
+  int64_t gpu_memory_mib = 0;  // per GPU
+  int cpus = 0;
+  int64_t memory_mib = 0;
+  std::string block;              // network block (leaf switch) for gang placement
+  std::vector<int> partitions;    // indices into ClusterState::partitions
+
+  // Changing state.
+  NodeState state = NodeState::kUp;
+  GpuSet free_gpus;     // allocatable now (excludes unhealthy and allocated GPUs)
+  GpuSet unhealthy;     // drained GPUs (health); never allocated
+  int free_cpus = 0;
+  int64_t free_memory_mib = 0;
+  int whole_node_jobs = 0;  // running jobs that own the whole node (isolation)
+  int shared_jobs = 0;      // running jobs of shared-mode partitions
+
+  int gpu_count() const { return model ? model->gpu_count() : 0; }
+};
+
+// ---- Partitions, QoS, limits ----
+
+enum class PartitionMode : uint8_t {
+  kShared,     // per-GPU jobs (e.g. gpu-shared, 1-4 GPUs), packed onto busy nodes
+  kWholeNode,  // every job gets whole nodes (e.g. gpu8); hard isolation from shared jobs
+};
+
+struct Partition {
+  std::string name;
+  std::vector<int> nodes;  // indices into ClusterState::nodes
+  PartitionMode mode = PartitionMode::kShared;
+  int min_gpus = 1;        // per job
+  int max_gpus = 0;        // per job; 0 = no limit beyond the nodes
+  Duration default_time = 4 * kHour;
+  Duration max_time = 7 * kDay;
+  int tier = 0;            // priority tier: higher is scheduled first
+  std::vector<std::string> allowed_users;     // empty: everyone
+  std::vector<std::string> allowed_accounts;  // empty: every account
+};
+
+struct Qos {
+  std::string name;
+  int priority = 0;  // 0..1000, scaled by the QoS weight
+};
+
+// Weights of the multifactor priority (docs/scheduler.md). A job's priority is
+//   age  * min(wait / age_max, 1)
+// + fairshare * 2^(-usage/share)        (usage and share normalised over accounts)
+// + tier * partition.tier + qos * qos.priority/1000 + size * gpus/largest_node
+struct PriorityWeights {
+  double age = 1000;
+  Duration age_max = 7 * kDay;
+  double fairshare = 10000;
+  double tier = 100000;
+  double qos = 2000;
+  double size = 500;
+};
+
+struct Limits {
+  std::unordered_map<std::string, int> user_gpus;     // GPUs in use, at most
+  std::unordered_map<std::string, int> account_gpus;  // GPUs in use, at most
+};
+
+struct FairShare {
+  std::unordered_map<std::string, double> shares;  // account -> share (any scale)
+  // account -> decayed GPU-seconds used, maintained by the caller (half-life decay).
+  std::unordered_map<std::string, double> usage;
+};
+
+// ---- Jobs ----
+
+enum class DependencyKind : uint8_t { kAfterOk, kAfterAny };
+
+struct Dependency {
+  DependencyKind kind = DependencyKind::kAfterOk;
+  JobId job = 0;
+};
+
+// What a job asks for. `gpus` GPUs on one node, or a gang of `nodes` nodes with
+// `gpus_per_node` each (all or nothing).
+struct JobRequest {
+  int gpus = 0;            // single-node jobs: GPUs on one node
+  int nodes = 1;           // > 1: a gang
+  int gpus_per_node = 0;   // gangs: GPUs on each node (0: = gpus / nodes)
+  int cpus_per_gpu = 0;    // CPUs = cpus + cpus_per_gpu * GPUs (per node)
+  int cpus = 0;
+  int64_t memory_mib_per_gpu = 0;
+  int64_t memory_mib = 0;
+  std::string gpu_model;          // empty: any
+  int64_t min_gpu_memory_mib = 0;
+  std::string partition;          // empty: the first partition the user may use
+  std::string qos;
+  std::string user;
+  std::string account;
+  Duration time_limit = 0;        // 0: the partition's default
+  bool exclusive = false;         // whole nodes, whatever the partition
+  std::vector<Dependency> dependencies;
+
+  int GpusPerNode() const { return nodes > 1 ? (gpus_per_node > 0 ? gpus_per_node
+                                                                  : gpus / nodes)
+                                             : gpus; }
+  int TotalGpus() const { return nodes > 1 ? GpusPerNode() * nodes : gpus; }
+};
+
+enum class DependencyState : uint8_t {
+  kNone,       // no dependency, or all satisfied
+  kWaiting,    // a dependency has not finished yet
+  kNeverMet,   // an after-ok dependency failed: the job can never run
+};
+
+// One node's share of a running job.
+struct Allocation {
+  int node = -1;
+  GpuSet gpus;
+  int cpus = 0;
+  int64_t memory_mib = 0;
+};
+
+struct Job {
+  JobId id = 0;
+  JobRequest req;          // as resolved at submit: partition set, time_limit set
+  int partition = -1;      // index into ClusterState::partitions
+  Time submit_time = 0;
+  DependencyState deps = DependencyState::kNone;  // evaluated by the caller
+  bool held = false;       // user/admin hold: never started while held
+  // Running jobs only.
+  Time start_time = 0;
+  std::vector<Allocation> allocations;
+
+  Time EndEstimate() const { return start_time + req.time_limit; }
+};
+
+struct ClusterState {
+  std::vector<Node> nodes;
+  std::vector<Partition> partitions;
+  std::vector<Qos> qos;
+  Limits limits;
+  FairShare fairshare;
+  PriorityWeights weights;
+  std::vector<Job> pending;  // in any order: the scheduler orders them
+  std::vector<Job> running;
+
+  int PartitionIndex(const std::string& name) const;  // -1 if none
+};
+
+}  // namespace hachi::sched

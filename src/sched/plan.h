@@ -1,0 +1,73 @@
+// The scheduler's output: jobs to start (with their nodes and GPUs), backfill
+// reservations, and a diagnosis for every job left pending. Plain values.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/time.h"
+#include "sched/cluster.h"
+
+namespace hachi::sched {
+
+struct Start {
+  JobId job = 0;
+  std::vector<Allocation> allocations;  // one per node (gangs: several)
+  bool backfilled = false;              // started ahead of a higher-priority job
+};
+
+// A future start the scheduler holds resources for (conservative backfill).
+struct Reservation {
+  JobId job = 0;
+  Time start = 0;
+  std::vector<Allocation> allocations;
+};
+
+// Why a job is still pending. Codes are stable (API, `hachi show job`, metrics).
+enum class Reason : uint8_t {
+  kNone = 0,
+  kPriority,         // resources exist but higher-priority jobs come first
+  kResources,        // no node (set) has enough free GPUs/CPUs/memory now
+  kFragmented,       // enough free GPUs in total, but not on few enough nodes
+  kReservedForOther, // the fitting resources are reserved for a higher-priority job
+  kUserQuota,        // user at their GPU quota
+  kAccountQuota,     // account at its GPU quota
+  kDependency,       // waiting for another job
+  kDependencyNeverMet,
+  kHeld,
+  kIsolation,        // nodes held by whole-node jobs (or their reservations)
+  kNodesUnavailable, // the partition's fitting nodes are drained/down
+};
+std::string_view ReasonName(Reason r);  // "Priority", "Resources", ... (Slurm-like)
+
+// Numbers behind a reason, filled without string formatting; Format() makes the text
+// ("needs 8 GPUs on one node; largest free set is 5 (node n3); earliest start 14:20 on
+// n1 when job 812 hits its time limit", "account ml-infra at quota: 32/32 GPUs").
+struct Diagnosis {
+  JobId job = 0;
+  Reason reason = Reason::kNone;
+  int needed_gpus = 0;        // per node
+  int needed_nodes = 1;
+  int largest_free = 0;       // largest free GPU set on an eligible node
+  int largest_free_node = -1;
+  int eligible_nodes = 0;     // nodes of the partition that could ever hold the job
+  int queue_position = 0;     // 1-based, in priority order
+  Time earliest_start = kNever;  // from the backfill timeline, when known
+  int earliest_node = -1;
+  JobId blocking_job = 0;     // the job whose end frees the resources, when known
+  int quota_used = 0, quota_limit = 0;
+  double priority = 0;
+
+  std::string Format(const ClusterState& state, Time now) const;
+};
+
+struct Plan {
+  std::vector<Start> starts;
+  std::vector<Reservation> reservations;
+  std::vector<Diagnosis> pending;  // one per job left pending, in priority order
+  // Cycle statistics (for metrics and benchmarks).
+  int considered = 0;  // pending jobs looked at
+  int backfilled = 0;
+};
+
+}  // namespace hachi::sched

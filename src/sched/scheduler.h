@@ -1,0 +1,60 @@
+// The scheduler: a deterministic function from a cluster snapshot and `now` to a
+// plan (DESIGN.md §2 sched/, §4). No I/O, no clock reads. The same code runs in the
+// server and in `hachi sim`.
+//
+// A Scheduler object holds the policy configuration and memoised, derived data (the
+// priority order of the queue, per-layout allocator tables) between cycles. The memo
+// never changes the answer: Schedule(state, now) equals what a fresh Scheduler with the
+// same config returns (a test checks it). Not thread-safe: one cycle at a time.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "sched/cluster.h"
+#include "sched/plan.h"
+
+namespace hachi::sched {
+
+struct SchedConfig {
+  // "fifo": submit order, first fit, stop at the first job that does not fit.
+  // "easy": submit order, first fit, EASY backfill (reservation depth 1).
+  // "hachi": multifactor priority, topology- and fragmentation-aware placement
+  //          (node and GPU set chosen together through alloc/), conservative backfill
+  //          with `backfill_depth` reservations.
+  std::string policy = "hachi";
+  int backfill_depth = 16;        // reservations made per cycle (hachi); EASY is 1
+  int backfill_max_jobs = 100000; // pending jobs examined per cycle, at most
+  // Priorities use the time rounded down to this period, so the queue order only
+  // changes at period boundaries or when jobs arrive/leave (and can be memoised).
+  Duration priority_period = 5 * kMinute;
+};
+
+std::vector<std::string_view> PolicyNames();  // "hachi" first
+
+class Scheduler {
+ public:
+  // kInvalidArgument for an unknown policy or bad numbers.
+  static Result<std::unique_ptr<Scheduler>> Create(const SchedConfig& config);
+  virtual ~Scheduler() = default;
+  virtual const SchedConfig& config() const = 0;
+
+  // One cycle. `state.pending` may be in any order; the plan's starts never give a GPU
+  // twice, never exceed a quota, never break isolation, never start part of a gang.
+  virtual Plan Schedule(const ClusterState& state, Time now) = 0;
+};
+
+// Checks a request against the cluster at submit time and fills its defaults
+// (partition when empty, time limit from the partition). Errors, with the reason:
+// kUnsatisfiable — can never run here ("asks for 9 GPUs on one node; the largest node
+// in partition gpu-shared has 8", "time limit 9d exceeds partition gpu8's maximum 7d",
+// "no node of partition p has GPU model X"); kNotFound — no such partition or QoS;
+// kInvalidArgument — malformed (0 GPUs, gang without gpus per node, ...);
+// kPermissionDenied-like — user/account not allowed in the partition
+// (kInvalidArgument, naming the partition and the allowed list).
+Result<Job> ValidateRequest(const ClusterState& state, const JobRequest& req);
+
+}  // namespace hachi::sched
