@@ -95,11 +95,13 @@ std::string Fingerprint(const Topology& t) {
     mix_int(g.memory_mib);
     mix_int(g.numa_node);
   }
+  // Links as nvidia-smi shows them (NV<n>, else the PCIe relation), so a node read by
+  // NVML (which also knows the PCIe path under NVLink) and by `topo -m` can match.
   for (int a = 0; a < n; ++a) {
     for (int b = 0; b < n; ++b) {
       if (a == b) continue;
-      mix_int(t.link(a, b).nvlinks);
-      mix_int(static_cast<int>(t.link(a, b).pcie));
+      std::string label = t.link(a, b).Label();
+      mix(label.data(), label.size() + 1);
     }
   }
   char buf[17];

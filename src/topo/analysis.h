@@ -34,8 +34,9 @@ struct TopologyFacts {
 
 TopologyFacts Analyze(const Topology& t);
 
-// A hash of the layout: GPU count, models and memory, NUMA nodes, every link. UUIDs,
-// bus ids and the source are left out, so two identical servers share a fingerprint.
+// A hash of the layout: GPU count, models and memory, NUMA nodes, every link as
+// `nvidia-smi topo -m` labels it. UUIDs, bus ids and the source are left out, so two
+// identical servers share a fingerprint (when read with the same detail).
 std::string Fingerprint(const Topology& t);
 
 struct CheckOptions {
