@@ -1,0 +1,324 @@
+#include "sim/simulator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <queue>
+
+#include "sim/cluster_spec.h"
+
+namespace hachi::sim {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Decayed GPU-seconds per account, advanced lazily: between two events each account's
+// running GPU count g is constant, so usage(t) = usage(t0)·d + g·H/ln2·(1 − d) with
+// d = 2^(−(t − t0)/H) is exact and costs one exp2 per event time for all accounts.
+class FairShareMeter {
+ public:
+  FairShareMeter(const std::vector<TraceJob>& trace, const SimOptions& options,
+                 sched::FairShare* fs)
+      : half_life_(static_cast<double>(options.fairshare_half_life)) {
+    for (const TraceJob& j : trace) {
+      if (index_.emplace(j.account, static_cast<int>(index_.size())).second) {
+        auto it = options.shares.find(j.account);
+        fs->shares[j.account] = it == options.shares.end() ? 1.0 : it->second;
+        fs->usage[j.account] = 0;
+      }
+    }
+    usage_.assign(index_.size(), 0);
+    running_gpus_.assign(index_.size(), 0);
+    // Pointers into the map stay valid: no account is added after this point.
+    out_.resize(index_.size());
+    for (const auto& [name, i] : index_) out_[i] = &fs->usage[name];
+  }
+
+  int AccountOf(const std::string& account) const { return index_.at(account); }
+  void AddRunning(int account, int gpus) { running_gpus_[account] += gpus; }
+
+  void AdvanceTo(Time now) {
+    if (now <= last_ || half_life_ <= 0) {
+      last_ = std::max(last_, now);
+      return;
+    }
+    const double d = std::exp2(-static_cast<double>(now - last_) / half_life_);
+    const double gain = half_life_ / std::log(2.0) * (1 - d);
+    for (size_t a = 0; a < usage_.size(); ++a) {
+      usage_[a] = usage_[a] * d + running_gpus_[a] * gain;
+      *out_[a] = usage_[a];
+    }
+    last_ = now;
+  }
+
+ private:
+  double half_life_;
+  std::unordered_map<std::string, int> index_;
+  std::vector<double> usage_;
+  std::vector<int> running_gpus_;
+  std::vector<double*> out_;
+  Time last_ = 0;
+};
+
+// The simulation's mutable state and the plan applier. Job ids are trace ids 1..n, so
+// per-job bookkeeping lives in dense vectors indexed by id - 1.
+class Run {
+ public:
+  Run(const std::vector<TraceJob>& trace, sched::ClusterState cluster,
+      sched::Scheduler& scheduler, const SimOptions& options)
+      : trace_(trace),
+        state_(std::move(cluster)),
+        scheduler_(scheduler),
+        options_(options),
+        fairshare_(trace, options, &state_.fairshare),
+        pending_pos_(trace.size(), -1),
+        running_pos_(trace.size(), -1),
+        account_(trace.size(), 0) {
+    state_.pending.clear();
+    state_.running.clear();
+    for (size_t i = 0; i < trace.size(); ++i) account_[i] = fairshare_.AccountOf(trace[i].account);
+    result_.outcomes.reserve(trace.size());
+  }
+
+  Result<SimResult> Go();
+
+ private:
+  struct Completion {
+    Time end;
+    int64_t index;
+    bool operator>(const Completion& o) const {
+      return end != o.end ? end > o.end : index > o.index;
+    }
+  };
+
+  void Arrive(size_t i);
+  Status ApplyStart(const sched::Start& s, Time now);
+  void Complete(int64_t index, Time now);
+  Status Stuck(const sched::Plan& plan, Time now) const;
+  void Report(Time now, bool force);
+
+  const std::vector<TraceJob>& trace_;
+  sched::ClusterState state_;
+  sched::Scheduler& scheduler_;
+  const SimOptions& options_;
+  FairShareMeter fairshare_;
+  std::priority_queue<Completion, std::vector<Completion>, std::greater<>> completions_;
+  std::vector<int32_t> pending_pos_;  // index into state_.pending, -1: not pending
+  std::vector<int32_t> running_pos_;  // index into state_.running, -1: not running
+  std::vector<int> account_;
+  SimResult result_;
+  int64_t finished_ = 0;
+  int64_t reported_permille_ = -1;
+};
+
+void Run::Arrive(size_t i) {
+  const TraceJob& t = trace_[i];
+  sched::JobRequest req;
+  // ShapeOf cannot fail here: the readers checked every row.
+  Result<GangShape> shape = ShapeOf(t.gpus);
+  req.gpus = t.gpus;
+  if (shape.ok() && shape->nodes > 1) {
+    req.nodes = shape->nodes;
+    req.gpus_per_node = shape->gpus_per_node;
+  }
+  req.partition = t.partition;
+  req.user = t.user;
+  req.account = t.account;
+  req.time_limit = t.time_limit > 0 ? t.time_limit : TimeLimitFor(options_.time_limits, t.duration);
+  // The server's admission check: a request that can never run is refused at submit.
+  Result<sched::Job> job = sched::ValidateRequest(state_, req);
+  if (!job.ok()) {
+    ++result_.rejected;
+    ++finished_;
+    if (result_.rejections.size() < 5) {
+      result_.rejections.push_back("job " + std::to_string(t.id) + " (trace line " +
+                                   std::to_string(t.row) + "): " + job.status().message());
+    }
+    return;
+  }
+  job->id = t.id;
+  job->submit_time = t.submit;
+  pending_pos_[i] = static_cast<int32_t>(state_.pending.size());
+  state_.pending.push_back(std::move(*job));
+}
+
+Status Run::ApplyStart(const sched::Start& s, Time now) {
+  const int64_t i = s.job - 1;
+  if (i < 0 || i >= static_cast<int64_t>(trace_.size()) || pending_pos_[i] < 0) {
+    return Internal("plan starts job " + std::to_string(s.job) + ", which is not pending");
+  }
+  sched::Job& job = state_.pending[pending_pos_[i]];
+  const int per_node = job.req.GpusPerNode();
+  if (static_cast<int>(s.allocations.size()) != job.req.nodes) {
+    return Internal("plan starts job " + std::to_string(s.job) + " on " +
+                    std::to_string(s.allocations.size()) + " nodes; it asks for " +
+                    std::to_string(job.req.nodes));
+  }
+  // Check all before changing anything: a gang is all or nothing.
+  for (const sched::Allocation& a : s.allocations) {
+    if (a.node < 0 || a.node >= static_cast<int>(state_.nodes.size())) {
+      return Internal("plan starts job " + std::to_string(s.job) + " on node index " +
+                      std::to_string(a.node));
+    }
+    const sched::Node& n = state_.nodes[a.node];
+    if (a.gpus.size() != per_node || !a.gpus.IsSubsetOf(n.free_gpus) ||
+        a.cpus > n.free_cpus || a.memory_mib > n.free_memory_mib) {
+      return Internal("plan gives job " + std::to_string(s.job) + " GPUs {" +
+                      a.gpus.ToString() + "} of node " + n.name + " (free {" +
+                      n.free_gpus.ToString() + "}, needs " + std::to_string(per_node) +
+                      ") or more CPUs/memory than are free");
+    }
+  }
+  const bool whole = job.req.exclusive ||
+                     (job.partition >= 0 && state_.partitions[job.partition].mode ==
+                                                sched::PartitionMode::kWholeNode);
+  for (const sched::Allocation& a : s.allocations) {
+    sched::Node& n = state_.nodes[a.node];
+    n.free_gpus = n.free_gpus - a.gpus;
+    n.free_cpus -= a.cpus;
+    n.free_memory_mib -= a.memory_mib;
+    (whole ? n.whole_node_jobs : n.shared_jobs)++;
+  }
+  job.start_time = now;
+  job.allocations = s.allocations;
+  if (s.backfilled) ++result_.backfilled;
+  fairshare_.AddRunning(account_[i], job.req.TotalGpus());
+  completions_.push({now + trace_[i].duration, i});
+
+  // Swap-and-pop: the scheduler orders `pending` itself, so its order is free.
+  const int32_t pos = pending_pos_[i];
+  running_pos_[i] = static_cast<int32_t>(state_.running.size());
+  state_.running.push_back(std::move(job));
+  if (pos != static_cast<int32_t>(state_.pending.size()) - 1) {
+    state_.pending[pos] = std::move(state_.pending.back());
+    pending_pos_[state_.pending[pos].id - 1] = pos;
+  }
+  state_.pending.pop_back();
+  pending_pos_[i] = -1;
+  return Status::Ok();
+}
+
+void Run::Complete(int64_t i, Time now) {
+  const int32_t pos = running_pos_[i];
+  sched::Job& job = state_.running[pos];
+  const bool whole = job.req.exclusive ||
+                     (job.partition >= 0 && state_.partitions[job.partition].mode ==
+                                                sched::PartitionMode::kWholeNode);
+  for (const sched::Allocation& a : job.allocations) {
+    sched::Node& n = state_.nodes[a.node];
+    n.free_gpus = n.free_gpus | a.gpus;
+    n.free_cpus += a.cpus;
+    n.free_memory_mib += a.memory_mib;
+    (whole ? n.whole_node_jobs : n.shared_jobs)--;
+  }
+  fairshare_.AddRunning(account_[i], -job.req.TotalGpus());
+  result_.outcomes.push_back(
+      JobOutcome{job.id, job.req.TotalGpus(), job.submit_time, job.start_time, now});
+  if (pos != static_cast<int32_t>(state_.running.size()) - 1) {
+    state_.running[pos] = std::move(state_.running.back());
+    running_pos_[state_.running[pos].id - 1] = pos;
+  }
+  state_.running.pop_back();
+  running_pos_[i] = -1;
+  ++finished_;
+}
+
+Status Run::Stuck(const sched::Plan& plan, Time now) const {
+  std::string msg = "simulation stuck at t=" + std::to_string(now) + "s: " +
+                    std::to_string(state_.pending.size()) +
+                    " jobs pending, none running, none arriving; the scheduler never "
+                    "starts them:";
+  int shown = 0;
+  for (const sched::Diagnosis& d : plan.pending) {
+    if (shown++ == 5) break;
+    const int64_t i = d.job - 1;
+    if (i < 0 || i >= static_cast<int64_t>(trace_.size()) || pending_pos_[i] < 0) continue;
+    const sched::Job& j = state_.pending[pending_pos_[d.job - 1]];
+    msg += "\n  job " + std::to_string(d.job) + " (" + std::to_string(j.req.TotalGpus()) +
+           " GPUs): " + std::string(sched::ReasonName(d.reason)) + ": " +
+           d.Format(state_, now);
+  }
+  if (plan.pending.empty()) msg += " (the plan gave no diagnoses)";
+  return Unsatisfiable(std::move(msg));
+}
+
+void Run::Report(Time now, bool force) {
+  if (!options_.progress) return;
+  const int64_t total = static_cast<int64_t>(trace_.size());
+  const int64_t permille = total == 0 ? 1000 : finished_ * 1000 / total;
+  if (!force && permille == reported_permille_) return;
+  reported_permille_ = permille;
+  options_.progress(SimProgress{finished_, total, now});
+}
+
+Result<SimResult> Run::Go() {
+  size_t next = 0;  // next arrival
+  while (next < trace_.size() || !completions_.empty()) {
+    Time now = kNever;
+    if (next < trace_.size()) now = trace_[next].submit;
+    if (!completions_.empty()) now = std::min(now, completions_.top().end);
+    fairshare_.AdvanceTo(now);
+    // Completions first: their GPUs are free for the jobs arriving at the same second.
+    while (!completions_.empty() && completions_.top().end == now) {
+      const int64_t i = completions_.top().index;
+      completions_.pop();
+      Complete(i, now);
+    }
+    while (next < trace_.size() && trace_[next].submit == now) Arrive(next++);
+    if (!state_.pending.empty()) {
+      const Clock::time_point t0 = Clock::now();
+      sched::Plan plan = scheduler_.Schedule(state_, now);
+      const Clock::time_point t1 = Clock::now();
+      result_.cycle_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      for (const sched::Start& s : plan.starts) HACHI_RETURN_IF_ERROR(ApplyStart(s, now));
+      if (plan.starts.empty() && state_.running.empty() && next == trace_.size()) {
+        return Stuck(plan, now);
+      }
+    }
+    Report(now, false);
+  }
+  Report(trace_.empty() ? 0 : trace_.back().submit, true);
+  std::sort(result_.outcomes.begin(), result_.outcomes.end(),
+            [](const JobOutcome& a, const JobOutcome& b) { return a.id < b.id; });
+  return std::move(result_);
+}
+
+}  // namespace
+
+Result<SimResult> Simulate(const std::vector<TraceJob>& trace, sched::ClusterState cluster,
+                           sched::Scheduler& scheduler, const SimOptions& options) {
+  for (size_t i = 0; i < trace.size(); ++i) {
+    if (trace[i].id != static_cast<int64_t>(i) + 1 ||
+        (i > 0 && trace[i].submit < trace[i - 1].submit)) {
+      return InvalidArgument("trace must be sorted by submit time with ids 1..n (job " +
+                             std::to_string(trace[i].id) + " at position " +
+                             std::to_string(i + 1) + ")");
+    }
+  }
+  Run run(trace, std::move(cluster), scheduler, options);
+  return run.Go();
+}
+
+Result<SimMetrics> RunSimulation(const std::vector<TraceJob>& trace,
+                                 const RunConfig& config) {
+  const Clock::time_point t0 = Clock::now();
+  Result<sched::ClusterState> cluster = BuildCluster(config.cluster, config.cluster_options);
+  if (!cluster.ok()) return cluster.status();
+  const int gpus = TotalGpus(*cluster);
+  Result<std::unique_ptr<sched::Scheduler>> scheduler = sched::Scheduler::Create(config.sched);
+  if (!scheduler.ok()) return scheduler.status();
+  Result<SimResult> r = Simulate(trace, std::move(*cluster), **scheduler, config.sim);
+  if (!r.ok()) return r.status();
+  SimMetrics m;
+  m.policy = config.sched.policy;
+  m.cluster = config.cluster;
+  m.time_limits = std::string(TimeLimitModelName(config.sim.time_limits));
+  m.rejected = r->rejected;
+  m.rejections = r->rejections;
+  m.backfilled = r->backfilled;
+  ComputeMetrics(r->outcomes, gpus, r->cycle_ms, &m);
+  m.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  return m;
+}
+
+}  // namespace hachi::sim
