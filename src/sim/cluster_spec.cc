@@ -21,12 +21,9 @@ constexpr int64_t kGiB = 1024;  // in MiB
 // 128 GiB per GPU. CPUs come from the presets' GPU affinity (every hardware thread).
 int64_t PresetMemoryMib(std::string_view preset) {
   static const std::map<std::string, int64_t, std::less<>> kMemory = {
-      {"hgx-h100", 2048 * kGiB},
-      {"dgx-a100", 2048 * kGiB},
-      {"a800", 1024 * kGiB},
-      {"dgx1-v100", 512 * kGiB},
-      {"hgx2-16", 1536 * kGiB},
-      {"pcie-8x-4090-nv4-pairs", 512 * kGiB},
+      {"hgx-h100", 2048 * kGiB},     {"dgx-a100", 2048 * kGiB},
+      {"a800", 1024 * kGiB},         {"dgx1-v100", 512 * kGiB},
+      {"hgx2-16", 1536 * kGiB},      {"pcie-8x-4090-nv4-pairs", 512 * kGiB},
       {"pcie-8x-l40s", 1024 * kGiB},
   };
   auto it = kMemory.find(preset);
@@ -165,9 +162,9 @@ Status AddPresetItem(std::string_view item, std::map<std::string, NodeKind>* kin
   auto it = kinds->find(preset);
   if (it == kinds->end()) {
     Result<topo::Topology> t = topo::LoadPreset(preset);
-    if (!t.ok()) return Status(t.status().code(), "cluster spec item '" +
-                                                      std::string(item) + "': " +
-                                                      t.status().message());
+    if (!t.ok())
+      return Status(t.status().code(), "cluster spec item '" + std::string(item) +
+                                           "': " + t.status().message());
     int64_t memory = PresetMemoryMib(preset);
     if (memory == 0) memory = 128 * kGiB * t->gpu_count();
     Result<NodeKind> kind = MakeKind(*t, CpusFromAffinity(*t), memory);
@@ -175,8 +172,9 @@ Status AddPresetItem(std::string_view item, std::map<std::string, NodeKind>* kin
     it = kinds->emplace(preset, std::move(*kind)).first;
   }
   if (it->second.model->gpu_count() != *gpus) {
-    return bad("preset " + preset + " has " + std::to_string(it->second.model->gpu_count()) +
-               " GPUs, not " + std::to_string(*gpus));
+    return bad("preset " + preset + " has " +
+               std::to_string(it->second.model->gpu_count()) + " GPUs, not " +
+               std::to_string(*gpus));
   }
   AddNodes(it->second, static_cast<int>(*count), state);
   return Status::Ok();

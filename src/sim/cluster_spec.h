@@ -19,7 +19,8 @@ inline constexpr std::string_view kDefaultClusterSpec = "96x8:hgx-h100";
 inline constexpr int kNodesPerBlock = 16;
 
 struct ClusterOptions {
-  // Where `traces/philly-atc19/cluster_machine_list.csv` lives; empty: DefaultSharedDir().
+  // Where `traces/philly-atc19/cluster_machine_list.csv` lives; empty:
+  // DefaultSharedDir().
   std::string shared_dir;
   // The Philly machine list itself, when set (tests); overrides shared_dir.
   std::string philly_machine_list;

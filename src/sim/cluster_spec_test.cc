@@ -10,7 +10,8 @@ namespace hachi::sim {
 namespace {
 
 std::string MachineList() {
-  return std::string(HACHI_SOURCE_DIR) + "/testdata/traces/philly_cluster_machine_list.csv";
+  return std::string(HACHI_SOURCE_DIR) +
+         "/testdata/traces/philly_cluster_machine_list.csv";
 }
 
 TEST(ClusterSpecTest, ValidSpecs) {
@@ -115,7 +116,8 @@ TEST(ClusterSpecTest, MissingMachineListIsNotFound) {
   Result<sched::ClusterState> s = BuildCluster("philly", opts);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), StatusCode::kNotFound);
-  EXPECT_NE(s.status().message().find("/nonexistent/traces/philly-atc19"), std::string::npos);
+  EXPECT_NE(s.status().message().find("/nonexistent/traces/philly-atc19"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -59,9 +59,10 @@ void ComputeMetrics(const std::vector<JobOutcome>& outcomes, int cluster_gpus,
   m->wait_p99_s = PercentileSorted(waits, 99);
   m->jct_mean_s = jct_sum / n;
   m->makespan_s = outcomes.empty() ? 0 : static_cast<double>(last_end - first_submit);
-  m->gpu_utilization = (m->makespan_s > 0 && cluster_gpus > 0)
-                           ? busy_gpu_s / (static_cast<double>(cluster_gpus) * m->makespan_s)
-                           : 0;
+  m->gpu_utilization =
+      (m->makespan_s > 0 && cluster_gpus > 0)
+          ? busy_gpu_s / (static_cast<double>(cluster_gpus) * m->makespan_s)
+          : 0;
   m->wait_p50_s_by_gpus.clear();
   m->wait_p95_s_by_gpus.clear();
   m->jobs_by_gpus.clear();

@@ -32,15 +32,16 @@ struct JobOutcome {
 struct SimMetrics {
   // What ran.
   std::string policy, cluster, time_limits;
+  int cluster_gpus = 0;
   int64_t jobs = 0;      // finished jobs (the statistics below are over these)
   int64_t rejected = 0;  // refused at submit (can never run on this cluster)
   std::vector<std::string> rejections;  // the first few reasons
-  int64_t backfilled = 0;  // starts the scheduler marked as backfilled
+  int64_t backfilled = 0;               // starts the scheduler marked as backfilled
   // Waits (start - submit) and job completion times (end - submit), seconds.
   double wait_mean_s = 0, wait_p50_s = 0, wait_p95_s = 0, wait_p99_s = 0;
   double jct_mean_s = 0;
-  double makespan_s = 0;        // last end - first submit
-  double gpu_utilization = 0;   // busy GPU-seconds / (cluster GPUs x makespan), 0-1
+  double makespan_s = 0;       // last end - first submit
+  double gpu_utilization = 0;  // busy GPU-seconds / (cluster GPUs x makespan), 0-1
   std::map<std::string, double> wait_p50_s_by_gpus, wait_p95_s_by_gpus;
   std::map<std::string, int64_t> jobs_by_gpus;
   // Scheduler cycles: wall time of each Schedule() call.

@@ -38,8 +38,8 @@ TEST(GpuBucketTest, Buckets) {
     int gpus;
     const char* want;
   };
-  const Case cases[] = {{1, "1"}, {2, "2"}, {3, "4"}, {4, "4"}, {5, "8"},
-                        {8, "8"}, {12, ">8"}, {128, ">8"}};
+  const Case cases[] = {{1, "1"}, {2, "2"}, {3, "4"},   {4, "4"},
+                        {5, "8"}, {8, "8"}, {12, ">8"}, {128, ">8"}};
   for (const Case& c : cases) EXPECT_EQ(GpuBucket(c.gpus), c.want) << c.gpus;
 }
 

@@ -76,7 +76,8 @@ class Run {
         account_(trace.size(), 0) {
     state_.pending.clear();
     state_.running.clear();
-    for (size_t i = 0; i < trace.size(); ++i) account_[i] = fairshare_.AccountOf(trace[i].account);
+    for (size_t i = 0; i < trace.size(); ++i)
+      account_[i] = fairshare_.AccountOf(trace[i].account);
     result_.outcomes.reserve(trace.size());
   }
 
@@ -124,7 +125,8 @@ void Run::Arrive(size_t i) {
   req.partition = t.partition;
   req.user = t.user;
   req.account = t.account;
-  req.time_limit = t.time_limit > 0 ? t.time_limit : TimeLimitFor(options_.time_limits, t.duration);
+  req.time_limit =
+      t.time_limit > 0 ? t.time_limit : TimeLimitFor(options_.time_limits, t.duration);
   // The server's admission check: a request that can never run is refused at submit.
   Result<sched::Job> job = sched::ValidateRequest(state_, req);
   if (!job.ok()) {
@@ -132,7 +134,8 @@ void Run::Arrive(size_t i) {
     ++finished_;
     if (result_.rejections.size() < 5) {
       result_.rejections.push_back("job " + std::to_string(t.id) + " (trace line " +
-                                   std::to_string(t.row) + "): " + job.status().message());
+                                   std::to_string(t.row) +
+                                   "): " + job.status().message());
     }
     return;
   }
@@ -145,7 +148,8 @@ void Run::Arrive(size_t i) {
 Status Run::ApplyStart(const sched::Start& s, Time now) {
   const int64_t i = s.job - 1;
   if (i < 0 || i >= static_cast<int64_t>(trace_.size()) || pending_pos_[i] < 0) {
-    return Internal("plan starts job " + std::to_string(s.job) + ", which is not pending");
+    return Internal("plan starts job " + std::to_string(s.job) +
+                    ", which is not pending");
   }
   sched::Job& job = state_.pending[pending_pos_[i]];
   const int per_node = job.req.GpusPerNode();
@@ -169,9 +173,9 @@ Status Run::ApplyStart(const sched::Start& s, Time now) {
                       ") or more CPUs/memory than are free");
     }
   }
-  const bool whole = job.req.exclusive ||
-                     (job.partition >= 0 && state_.partitions[job.partition].mode ==
-                                                sched::PartitionMode::kWholeNode);
+  const bool whole =
+      job.req.exclusive || (job.partition >= 0 && state_.partitions[job.partition].mode ==
+                                                      sched::PartitionMode::kWholeNode);
   for (const sched::Allocation& a : s.allocations) {
     sched::Node& n = state_.nodes[a.node];
     n.free_gpus = n.free_gpus - a.gpus;
@@ -201,9 +205,9 @@ Status Run::ApplyStart(const sched::Start& s, Time now) {
 void Run::Complete(int64_t i, Time now) {
   const int32_t pos = running_pos_[i];
   sched::Job& job = state_.running[pos];
-  const bool whole = job.req.exclusive ||
-                     (job.partition >= 0 && state_.partitions[job.partition].mode ==
-                                                sched::PartitionMode::kWholeNode);
+  const bool whole =
+      job.req.exclusive || (job.partition >= 0 && state_.partitions[job.partition].mode ==
+                                                      sched::PartitionMode::kWholeNode);
   for (const sched::Allocation& a : job.allocations) {
     sched::Node& n = state_.nodes[a.node];
     n.free_gpus = n.free_gpus | a.gpus;
@@ -224,15 +228,16 @@ void Run::Complete(int64_t i, Time now) {
 }
 
 Status Run::Stuck(const sched::Plan& plan, Time now) const {
-  std::string msg = "simulation stuck at t=" + std::to_string(now) + "s: " +
-                    std::to_string(state_.pending.size()) +
+  std::string msg = "simulation stuck at t=" + std::to_string(now) +
+                    "s: " + std::to_string(state_.pending.size()) +
                     " jobs pending, none running, none arriving; the scheduler never "
                     "starts them:";
   int shown = 0;
   for (const sched::Diagnosis& d : plan.pending) {
     if (shown++ == 5) break;
     const int64_t i = d.job - 1;
-    if (i < 0 || i >= static_cast<int64_t>(trace_.size()) || pending_pos_[i] < 0) continue;
+    if (i < 0 || i >= static_cast<int64_t>(trace_.size()) || pending_pos_[i] < 0)
+      continue;
     const sched::Job& j = state_.pending[pending_pos_[d.job - 1]];
     msg += "\n  job " + std::to_string(d.job) + " (" + std::to_string(j.req.TotalGpus()) +
            " GPUs): " + std::string(sched::ReasonName(d.reason)) + ": " +
@@ -269,7 +274,8 @@ Result<SimResult> Run::Go() {
       const Clock::time_point t0 = Clock::now();
       sched::Plan plan = scheduler_.Schedule(state_, now);
       const Clock::time_point t1 = Clock::now();
-      result_.cycle_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      result_.cycle_ms.push_back(
+          std::chrono::duration<double, std::milli>(t1 - t0).count());
       for (const sched::Start& s : plan.starts) HACHI_RETURN_IF_ERROR(ApplyStart(s, now));
       if (plan.starts.empty() && state_.running.empty() && next == trace_.size()) {
         return Stuck(plan, now);
@@ -285,8 +291,9 @@ Result<SimResult> Run::Go() {
 
 }  // namespace
 
-Result<SimResult> Simulate(const std::vector<TraceJob>& trace, sched::ClusterState cluster,
-                           sched::Scheduler& scheduler, const SimOptions& options) {
+Result<SimResult> Simulate(const std::vector<TraceJob>& trace,
+                           sched::ClusterState cluster, sched::Scheduler& scheduler,
+                           const SimOptions& options) {
   for (size_t i = 0; i < trace.size(); ++i) {
     if (trace[i].id != static_cast<int64_t>(i) + 1 ||
         (i > 0 && trace[i].submit < trace[i - 1].submit)) {
@@ -302,16 +309,19 @@ Result<SimResult> Simulate(const std::vector<TraceJob>& trace, sched::ClusterSta
 Result<SimMetrics> RunSimulation(const std::vector<TraceJob>& trace,
                                  const RunConfig& config) {
   const Clock::time_point t0 = Clock::now();
-  Result<sched::ClusterState> cluster = BuildCluster(config.cluster, config.cluster_options);
+  Result<sched::ClusterState> cluster =
+      BuildCluster(config.cluster, config.cluster_options);
   if (!cluster.ok()) return cluster.status();
   const int gpus = TotalGpus(*cluster);
-  Result<std::unique_ptr<sched::Scheduler>> scheduler = sched::Scheduler::Create(config.sched);
+  Result<std::unique_ptr<sched::Scheduler>> scheduler =
+      sched::Scheduler::Create(config.sched);
   if (!scheduler.ok()) return scheduler.status();
   Result<SimResult> r = Simulate(trace, std::move(*cluster), **scheduler, config.sim);
   if (!r.ok()) return r.status();
   SimMetrics m;
   m.policy = config.sched.policy;
   m.cluster = config.cluster;
+  m.cluster_gpus = gpus;
   m.time_limits = std::string(TimeLimitModelName(config.sim.time_limits));
   m.rejected = r->rejected;
   m.rejections = r->rejections;

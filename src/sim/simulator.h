@@ -32,7 +32,7 @@ namespace hachi::sim {
 struct SimProgress {
   int64_t finished = 0;  // jobs ended or rejected
   int64_t total = 0;
-  Time now = 0;          // virtual time
+  Time now = 0;  // virtual time
 };
 
 struct SimOptions {
@@ -46,11 +46,11 @@ struct SimOptions {
 };
 
 struct SimResult {
-  std::vector<JobOutcome> outcomes;  // finished jobs, by job id
-  std::vector<double> cycle_ms;      // wall time of each Schedule() call
-  int64_t rejected = 0;              // refused at submit by sched::ValidateRequest
+  std::vector<JobOutcome> outcomes;     // finished jobs, by job id
+  std::vector<double> cycle_ms;         // wall time of each Schedule() call
+  int64_t rejected = 0;                 // refused at submit by sched::ValidateRequest
   std::vector<std::string> rejections;  // the first few reasons, "job 12: ..."
-  int64_t backfilled = 0;            // starts the plans marked as backfilled
+  int64_t backfilled = 0;               // starts the plans marked as backfilled
 };
 
 // Replays `trace` (sorted by submit, ids 1..n as the readers return it) on `cluster`
@@ -58,8 +58,9 @@ struct SimResult {
 // is inconsistent (starts a job that is not pending, gives a GPU twice, a gang of the
 // wrong size); kUnsatisfiable when the run is stuck — jobs pending, none running,
 // none arriving — naming the jobs and their diagnoses.
-Result<SimResult> Simulate(const std::vector<TraceJob>& trace, sched::ClusterState cluster,
-                           sched::Scheduler& scheduler, const SimOptions& options);
+Result<SimResult> Simulate(const std::vector<TraceJob>& trace,
+                           sched::ClusterState cluster, sched::Scheduler& scheduler,
+                           const SimOptions& options);
 
 // One `hachi sim` run from names: builds the cluster and the scheduler, simulates and
 // computes the metrics (wall_s covers this call; trace reading is the caller's).
@@ -69,6 +70,7 @@ struct RunConfig {
   sched::SchedConfig sched;
   SimOptions sim;
 };
-Result<SimMetrics> RunSimulation(const std::vector<TraceJob>& trace, const RunConfig& config);
+Result<SimMetrics> RunSimulation(const std::vector<TraceJob>& trace,
+                                 const RunConfig& config);
 
 }  // namespace hachi::sim

@@ -12,8 +12,8 @@ namespace {
 // next round value up is the kindest such user: never killed, and within 2x of the run
 // time between 15m and 1d (jobs shorter than 15m still ask for 15m).
 constexpr std::array<Duration, 15> kUsualLimits = {
-    15 * kMinute, 30 * kMinute, kHour,    2 * kHour, 4 * kHour,
-    8 * kHour,    12 * kHour,   kDay,     2 * kDay,  3 * kDay,
+    15 * kMinute, 30 * kMinute, kHour,     2 * kHour, 4 * kHour,
+    8 * kHour,    12 * kHour,   kDay,      2 * kDay,  3 * kDay,
     7 * kDay,     14 * kDay,    30 * kDay, 60 * kDay, 90 * kDay};
 
 }  // namespace
@@ -35,7 +35,8 @@ Duration RoundUpTimeLimit(Duration true_duration) {
 }
 
 Duration TimeLimitFor(TimeLimitModel model, Duration true_duration) {
-  return model == TimeLimitModel::kExact ? true_duration : RoundUpTimeLimit(true_duration);
+  return model == TimeLimitModel::kExact ? true_duration
+                                         : RoundUpTimeLimit(true_duration);
 }
 
 }  // namespace hachi::sim

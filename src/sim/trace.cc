@@ -72,8 +72,9 @@ int64_t DaysFromCivil(int64_t y, int64_t m, int64_t d) {
 // Sorts by submit time (stable: equal times keep file order), shifts time zero to the
 // earliest submit and numbers the jobs 1, 2, ... in that order.
 void Normalise(std::vector<TraceJob>* jobs) {
-  std::stable_sort(jobs->begin(), jobs->end(),
-                   [](const TraceJob& a, const TraceJob& b) { return a.submit < b.submit; });
+  std::stable_sort(jobs->begin(), jobs->end(), [](const TraceJob& a, const TraceJob& b) {
+    return a.submit < b.submit;
+  });
   const Time zero = jobs->empty() ? 0 : jobs->front().submit;
   for (size_t i = 0; i < jobs->size(); ++i) {
     (*jobs)[i].submit -= zero;
@@ -170,7 +171,8 @@ Result<std::vector<TraceJob>> ParsePhillyTrace(std::string_view text,
     if (Trim(lines[i]).empty()) continue;
     std::vector<std::string_view> f = Fields(lines[i]);
     if (f.size() != std::size(kColumns)) {
-      return RowError(file, line, "", "expected 5 fields, got " + std::to_string(f.size()));
+      return RowError(file, line, "",
+                      "expected 5 fields, got " + std::to_string(f.size()));
     }
     TraceJob j;
     j.row = line;
@@ -194,7 +196,8 @@ Result<std::vector<TraceJob>> ParsePhillyTrace(std::string_view text,
   return jobs;
 }
 
-Result<std::vector<TraceJob>> ParseCsvTrace(std::string_view text, std::string_view file) {
+Result<std::vector<TraceJob>> ParseCsvTrace(std::string_view text,
+                                            std::string_view file) {
   std::vector<std::string_view> lines = SplitLines(text);
   if (lines.empty()) return InvalidArgument(std::string(file) + ": empty trace");
   std::vector<std::string_view> header = Fields(lines[0]);
@@ -212,8 +215,9 @@ Result<std::vector<TraceJob>> ParseCsvTrace(std::string_view text, std::string_v
   int submit_col = find("submit_s");
   if (submit_col < 0) submit_col = find("submit_time");
   const int duration_col = find("duration_s"), gpus_col = find("gpus");
-  for (auto [c, name] : {std::pair{submit_col, "submit_s (or submit_time)"},
-                         std::pair{duration_col, "duration_s"}, std::pair{gpus_col, "gpus"}}) {
+  for (auto [c, name] :
+       {std::pair{submit_col, "submit_s (or submit_time)"},
+        std::pair{duration_col, "duration_s"}, std::pair{gpus_col, "gpus"}}) {
     if (c < 0) return RowError(file, 1, "header", std::string("missing column ") + name);
   }
   const int user_col = find("user"), account_col = find("account"),
@@ -239,9 +243,9 @@ Result<std::vector<TraceJob>> ParseCsvTrace(std::string_view text, std::string_v
     } else if (Result<int64_t> t = ParseDateTime(f[submit_col]); t.ok()) {
       j.submit = *t;
     } else {
-      return RowError(file, line, submit_name,
-                      Quoted(f[submit_col]) +
-                          " is neither seconds nor a time 'YYYY-MM-DD HH:MM:SS'");
+      return RowError(
+          file, line, submit_name,
+          Quoted(f[submit_col]) + " is neither seconds nor a time 'YYYY-MM-DD HH:MM:SS'");
     }
     Result<Duration> d = ParseDuration(f[duration_col], file, line, "duration_s");
     if (!d.ok()) return d.status();
@@ -257,8 +261,8 @@ Result<std::vector<TraceJob>> ParseCsvTrace(std::string_view text, std::string_v
       if (!l.ok()) return l.status();
       if (*l < j.duration) {
         return RowError(file, line, "time_limit_s",
-                        "limit " + std::string(f[limit_col]) + " s is below the run time " +
-                            std::to_string(j.duration) +
+                        "limit " + std::string(f[limit_col]) +
+                            " s is below the run time " + std::to_string(j.duration) +
                             " s (the simulator never kills jobs)");
       }
       j.time_limit = *l;
@@ -278,7 +282,8 @@ Result<std::vector<TraceJob>> ParseTrace(std::string_view text, std::string_view
                                         : ParseCsvTrace(text, file);
 }
 
-Result<std::vector<TraceJob>> ReadTrace(const std::string& path, const TraceFormat* format) {
+Result<std::vector<TraceJob>> ReadTrace(const std::string& path,
+                                        const TraceFormat* format) {
   std::string error;
   std::optional<std::string> text = ReadFile(path, &error);
   if (!text) return NotFound(error);

@@ -19,10 +19,10 @@ namespace hachi::sim {
 inline constexpr int kGpusPerServer = 8;
 
 struct TraceJob {
-  int64_t id = 0;          // 1, 2, ... in submit order (after sorting)
-  Time submit = 0;         // seconds since the earliest submit of the trace
-  Duration duration = 0;   // true run time, whole seconds (≥ 1), rounded up
-  int gpus = 0;            // total GPUs requested
+  int64_t id = 0;         // 1, 2, ... in submit order (after sorting)
+  Time submit = 0;        // seconds since the earliest submit of the trace
+  Duration duration = 0;  // true run time, whole seconds (≥ 1), rounded up
+  int gpus = 0;           // total GPUs requested
   std::string account, user, partition;  // empty when the trace has none
   Duration time_limit = 0;  // the user's limit when the trace has one; 0: derived
   int64_t row = 0;          // 1-based data line in the file (for messages)
@@ -46,7 +46,8 @@ struct GangShape {
 Result<GangShape> ShapeOf(int gpus);
 
 // `file` only names the source in messages ("philly.csv:17: num_gpus: ...").
-Result<std::vector<TraceJob>> ParsePhillyTrace(std::string_view text, std::string_view file);
+Result<std::vector<TraceJob>> ParsePhillyTrace(std::string_view text,
+                                               std::string_view file);
 Result<std::vector<TraceJob>> ParseCsvTrace(std::string_view text, std::string_view file);
 Result<std::vector<TraceJob>> ParseTrace(std::string_view text, std::string_view file,
                                          TraceFormat format);

@@ -39,8 +39,8 @@ TEST(PhillyTraceTest, ReadsSampleRowsSortedWithTimeZeroAtFirstSubmit) {
 
 TEST(PhillyTraceTest, CheckedInSliceIsSortedAndComplete) {
   TraceFormat f = TraceFormat::kPhilly;
-  Result<std::vector<TraceJob>> jobs =
-      ReadTrace(std::string(HACHI_SOURCE_DIR) + "/testdata/traces/philly_first2000.csv", &f);
+  Result<std::vector<TraceJob>> jobs = ReadTrace(
+      std::string(HACHI_SOURCE_DIR) + "/testdata/traces/philly_first2000.csv", &f);
   ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
   ASSERT_EQ(jobs->size(), 2000u);
   EXPECT_EQ(jobs->front().submit, 0);
@@ -57,7 +57,8 @@ TEST(TraceFormatTest, DetectedFromHeader) {
     TraceFormat want;
   };
   const Case cases[] = {
-      {"philly", "timestamp,duration,num_gpus,gpu_time,cluster\n", true, TraceFormat::kPhilly},
+      {"philly", "timestamp,duration,num_gpus,gpu_time,cluster\n", true,
+       TraceFormat::kPhilly},
       {"csv", "submit_s,duration_s,gpus\n1,2,3\n", true, TraceFormat::kCsv},
       {"csv any order", "gpus,user,duration_s,submit_time\n", true, TraceFormat::kCsv},
       {"unknown", "a,b,c\n", false, TraceFormat::kCsv},
@@ -80,9 +81,9 @@ TEST(GangShapeTest, BigJobsBecomeEvenGangs) {
     int nodes, per_node;
   };
   const Case cases[] = {
-      {"one gpu", 1, true, 1, 1},       {"whole server", 8, true, 1, 8},
-      {"twelve", 12, true, 2, 6},       {"sixteen", 16, true, 2, 8},
-      {"twenty-four", 24, true, 3, 8},  {"one-two-eight", 128, true, 16, 8},
+      {"one gpu", 1, true, 1, 1},         {"whole server", 8, true, 1, 8},
+      {"twelve", 12, true, 2, 6},         {"sixteen", 16, true, 2, 8},
+      {"twenty-four", 24, true, 3, 8},    {"one-two-eight", 128, true, 16, 8},
       {"nine is uneven", 9, false, 0, 0}, {"zero", 0, false, 0, 0},
   };
   for (const Case& c : cases) {
@@ -146,7 +147,8 @@ TEST(TraceErrorTest, NameFileLineAndField) {
        "t.csv:2: expected 5 fields"},
       {"philly no tenant", TraceFormat::kPhilly, ph + "2017-10-01 00:00:00,1,1,1,\n",
        "t.csv:2: cluster"},
-      {"csv missing gpus", TraceFormat::kCsv, "submit_s,duration_s\n", "missing column gpus"},
+      {"csv missing gpus", TraceFormat::kCsv, "submit_s,duration_s\n",
+       "missing column gpus"},
       {"csv bad submit", TraceFormat::kCsv, "submit_s,duration_s,gpus\nsoon,1,1\n",
        "t.csv:2: submit_s: 'soon'"},
       {"csv negative duration", TraceFormat::kCsv, "submit_s,duration_s,gpus\n0,-5,1\n",
