@@ -51,6 +51,7 @@ struct Diagnosis {
   int largest_free = 0;       // largest free GPU set on an eligible node
   int largest_free_node = -1;
   int eligible_nodes = 0;     // nodes of the partition that could ever hold the job
+  int free_gpus = 0;          // free GPUs in the partition, all nodes together
   int queue_position = 0;     // 1-based, in priority order
   Time earliest_start = kNever;  // from the backfill timeline, when known
   int earliest_node = -1;

@@ -1,0 +1,130 @@
+#include "sched/backfill.h"
+
+#include <algorithm>
+#include <tuple>
+
+namespace hachi::sched {
+
+bool Backfill::Reserve(CycleContext& ctx, const JobShape& job, Reservation* out,
+                       Diagnosis* diag) {
+  out->allocations.clear();
+  out->job = job.job->id;
+  const bool found = job.nodes > 1 ? EarliestGang(ctx, job, out, diag)
+                                   : EarliestSingle(ctx, job, out, diag);
+  if (found) Book(ctx, job, *out);
+  return found;
+}
+
+bool Backfill::EarliestSingle(CycleContext& ctx, const JobShape& job,
+                              Reservation* out, Diagnosis* diag) {
+  Time best_t = kNever;
+  int best_node = -1;
+  Timeline::Offer offer, best_offer;
+  for (int node : ctx.eligible[job.eligible].nodes) {
+    if (!ctx.nodes[node].up || ctx.state.nodes[node].gpu_count() < job.gpn) continue;
+    ctx.timeline.ChangePoints(node, ctx.now, job.limit, &points_);
+    for (Time t : points_) {
+      if (t >= best_t) break;  // ties go to the lower node index, seen first
+      if (CheckNode(ctx, job, node, t, &offer) == NodeVerdict::kFits) {
+        best_t = t;
+        best_node = node;
+        best_offer = offer;
+        break;
+      }
+    }
+  }
+  if (best_node < 0) return false;
+  out->start = best_t;
+  Allocation a;
+  a.node = best_node;
+  a.gpus = placer_->ChooseGpus(ctx, job, best_node, best_offer.gpus);
+  a.cpus = job.cpus;
+  a.memory_mib = job.memory_mib;
+  out->allocations.push_back(a);
+  diag->earliest_start = best_t;
+  diag->earliest_node = best_node;
+  diag->blocking_job = best_offer.last_release;
+  return true;
+}
+
+bool Backfill::EarliestGang(CycleContext& ctx, const JobShape& job, Reservation* out,
+                            Diagnosis* diag) {
+  // Per node, the intervals over which a share fits; then a sweep over time for the
+  // first moment at which one gang class has enough nodes that SelectGang accepts.
+  struct Event {
+    Time t;
+    int delta;  // -1 before +1 at equal times: intervals are half-open
+    int node;
+  };
+  std::vector<Event> events;
+  Timeline::Offer offer;
+  for (int node : ctx.eligible[job.eligible].nodes) {
+    if (!ctx.nodes[node].up || ctx.state.nodes[node].gpu_count() < job.gpn) continue;
+    ctx.timeline.ChangePoints(node, ctx.now, job.limit, &points_);
+    bool open = false;
+    for (size_t i = 0; i < points_.size(); ++i) {
+      const bool fits =
+          CheckNode(ctx, job, node, points_[i], &offer) == NodeVerdict::kFits;
+      if (fits && !open) events.push_back({points_[i], +1, node});
+      if (!fits && open) events.push_back({points_[i], -1, node});
+      open = fits;
+    }
+  }
+  std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
+    return std::tie(a.t, a.delta, a.node) < std::tie(b.t, b.delta, b.node);
+  });
+  std::vector<uint8_t> active(ctx.nodes.size(), 0);
+  std::vector<int> per_class;
+  for (size_t i = 0; i < events.size();) {
+    const Time t = events[i].t;
+    bool grew = false;
+    for (; i < events.size() && events[i].t == t; ++i) {
+      const int node = events[i].node;
+      const int cls = ctx.nodes[node].gang_class;
+      if (cls >= static_cast<int>(per_class.size())) per_class.resize(cls + 1, 0);
+      active[node] = events[i].delta > 0;
+      per_class[cls] += events[i].delta;
+      grew |= events[i].delta > 0 && per_class[cls] >= job.nodes;
+    }
+    if (!grew) continue;
+    std::vector<int> cands, counts;
+    std::vector<GpuSet> avail;
+    for (size_t n = 0; n < active.size(); ++n) {
+      if (!active[n] || per_class[ctx.nodes[n].gang_class] < job.nodes) continue;
+      CheckNode(ctx, job, static_cast<int>(n), t, &offer);
+      cands.push_back(static_cast<int>(n));
+      counts.push_back(offer.gpus.size());
+      avail.push_back(offer.gpus);
+    }
+    const std::vector<int> pick = placer_->SelectGang(ctx, job, cands, counts);
+    if (pick.empty()) continue;
+    out->start = t;
+    for (int node : pick) {
+      const size_t k = std::lower_bound(cands.begin(), cands.end(), node) - cands.begin();
+      Allocation a;
+      a.node = node;
+      a.gpus = placer_->ChooseGpus(ctx, job, node, avail[k]);
+      a.cpus = job.cpus;
+      a.memory_mib = job.memory_mib;
+      out->allocations.push_back(a);
+    }
+    diag->earliest_start = t;
+    diag->earliest_node = pick.front();
+    CheckNode(ctx, job, pick.front(), t, &offer);
+    diag->blocking_job = offer.last_release;
+    return true;
+  }
+  return false;
+}
+
+void Backfill::Book(CycleContext& ctx, const JobShape& job, const Reservation& r) {
+  for (const Allocation& a : r.allocations) {
+    ctx.timeline.AddHold(a.node, {r.start, r.start + job.limit, a.gpus, a.cpus,
+                                  a.memory_mib, job.whole, job.job->id});
+    if (job.whole) ctx.nodes[a.node].whole_reserved = true;
+  }
+  ++ctx.reservations;
+  ++ctx.version;
+}
+
+}  // namespace hachi::sched

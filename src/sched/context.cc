@@ -1,0 +1,191 @@
+#include "sched/context.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "sched/eligibility.h"
+
+namespace hachi::sched {
+
+// ---- FreeBuckets ----
+
+void FreeBuckets::Reset(int max_gpus) {
+  max_gpus_ = std::min(max_gpus, GpuSet::kMaxGpus);
+  for (auto& b : buckets_) b.clear();
+}
+
+void FreeBuckets::Add(int node, int free_count) {
+  auto& b = buckets_[free_count];
+  b.insert(std::upper_bound(b.begin(), b.end(), node), node);
+}
+
+void FreeBuckets::Move(int node, int from, int to) {
+  if (from == to) return;
+  auto& b = buckets_[from];
+  auto it = std::lower_bound(b.begin(), b.end(), node);
+  if (it != b.end() && *it == node) b.erase(it);
+  Add(node, to);
+}
+
+int FreeBuckets::max_free() const {
+  for (int k = max_gpus_; k > 0; --k) {
+    if (!buckets_[k].empty()) return k;
+  }
+  return 0;
+}
+
+int FreeBuckets::NodesWithAtLeast(int k) const {
+  int n = 0;
+  for (int i = std::max(k, 0); i <= max_gpus_; ++i) n += buckets_[i].size();
+  return n;
+}
+
+// ---- CycleContext ----
+
+void CycleContext::Init() {
+  const int n = static_cast<int>(state.nodes.size());
+  nodes.assign(n, {});
+  timeline.Reset(n);
+  int max_gpus = 0;
+  std::map<std::tuple<int, std::string, int>, int> classes;
+  std::map<std::string, int> blocks;
+  for (int i = 0; i < n; ++i) {
+    const Node& src = state.nodes[i];
+    NodeWork& w = nodes[i];
+    w.up = src.state == NodeState::kUp && src.model != nullptr;
+    w.free = (src.free_gpus - src.unhealthy) & GpuSet::FirstN(src.gpu_count());
+    w.free_cpus = src.free_cpus;
+    w.free_memory_mib = src.free_memory_mib;
+    w.whole_busy = src.whole_node_jobs > 0;
+    w.shared_busy = src.shared_jobs > 0;
+    w.gang_class = classes
+                       .try_emplace({static_cast<int>(src.interconnect), src.gpu_model,
+                                     src.gpu_count()},
+                                    static_cast<int>(classes.size()))
+                       .first->second;
+    w.block = blocks.try_emplace(src.block, static_cast<int>(blocks.size()))
+                  .first->second;
+    max_gpus = std::max(max_gpus, src.gpu_count());
+  }
+  // Running jobs: isolation flags, timeline releases, quota usage.
+  for (const Job& job : state.running) {
+    const bool whole = IsWholeNode(state, job);
+    int gpus = 0;
+    for (const Allocation& a : job.allocations) {
+      if (a.node < 0 || a.node >= n) continue;
+      gpus += a.gpus.size();
+      (whole ? nodes[a.node].whole_busy : nodes[a.node].shared_busy) = true;
+      timeline.AddRelease(a.node, {std::max(job.EndEstimate(), now + 1), a.gpus,
+                                   a.cpus, a.memory_mib, whole, job.id});
+    }
+    if (state.limits.user_gpus.count(job.req.user)) user_used[job.req.user] += gpus;
+    if (state.limits.account_gpus.count(job.req.account)) {
+      account_used[job.req.account] += gpus;
+    }
+  }
+  buckets.Reset(max_gpus);
+  for (int i = 0; i < n; ++i) {
+    if (nodes[i].up) buckets.Add(i, nodes[i].free.size());
+  }
+  default_eligible.assign(state.partitions.size(), -1);
+  partition_free.assign(state.partitions.size(), {});
+}
+
+JobShape CycleContext::Shape(const Job& job) {
+  JobShape s;
+  s.job = &job;
+  const JobRequest& r = job.req;
+  s.gpn = r.GpusPerNode();
+  s.nodes = std::max(r.nodes, 1);
+  s.cpus = NodeCpus(r);
+  s.memory_mib = NodeMemory(r);
+  s.limit = r.time_limit > 0 ? r.time_limit : kHour;
+  const int p = job.partition;
+  if (p < 0 || p >= static_cast<int>(state.partitions.size())) return s;
+  s.whole = IsWholeNode(state.partitions[p], r);
+  const bool plain = r.gpu_model.empty() && r.min_gpu_memory_mib == 0;
+  if (plain && default_eligible[p] >= 0) {
+    s.eligible = default_eligible[p];
+    return s;
+  }
+  for (size_t i = 0; i < eligible.size(); ++i) {
+    const EligibleSet& e = eligible[i];
+    if (e.partition == p && e.gpu_model == r.gpu_model &&
+        e.min_gpu_memory_mib == r.min_gpu_memory_mib) {
+      s.eligible = static_cast<int>(i);
+      return s;
+    }
+  }
+  EligibleSet e;
+  e.partition = p;
+  e.gpu_model = r.gpu_model;
+  e.min_gpu_memory_mib = r.min_gpu_memory_mib;
+  e.ok.assign(state.nodes.size(), 0);
+  for (int node : state.partitions[p].nodes) {
+    if (node < 0 || node >= static_cast<int>(state.nodes.size())) continue;
+    if (NodeMatchesStatic(state.nodes[node], r)) e.ok[node] = 1;
+  }
+  for (size_t i = 0; i < e.ok.size(); ++i) {
+    if (!e.ok[i]) continue;
+    e.nodes.push_back(static_cast<int>(i));
+    e.up += nodes[i].up;
+  }
+  eligible.push_back(std::move(e));
+  s.eligible = static_cast<int>(eligible.size()) - 1;
+  if (plain) default_eligible[p] = s.eligible;
+  return s;
+}
+
+void CycleContext::Book(const JobShape& job, const Allocation& a) {
+  NodeWork& w = nodes[a.node];
+  const int before = w.free.size();
+  w.free = w.free - a.gpus;
+  w.free_cpus -= a.cpus;
+  w.free_memory_mib -= a.memory_mib;
+  (job.whole ? w.whole_busy : w.shared_busy) = true;
+  if (w.up) buckets.Move(a.node, before, w.free.size());
+  timeline.AddRelease(a.node, {now + job.limit, a.gpus, a.cpus, a.memory_mib,
+                               job.whole, job.job->id});
+  const JobRequest& r = job.job->req;
+  if (auto it = user_used.find(r.user); it != user_used.end()) {
+    it->second += a.gpus.size();
+  } else if (state.limits.user_gpus.count(r.user)) {
+    user_used[r.user] = a.gpus.size();
+  }
+  if (auto it = account_used.find(r.account); it != account_used.end()) {
+    it->second += a.gpus.size();
+  } else if (state.limits.account_gpus.count(r.account)) {
+    account_used[r.account] = a.gpus.size();
+  }
+  ++version;
+}
+
+const PartitionFree& CycleContext::FreeIn(int partition) {
+  PartitionFree& f = partition_free[partition];
+  if (f.version == version) return f;
+  f = {};
+  f.version = version;
+  for (int node : state.partitions[partition].nodes) {
+    if (node < 0 || node >= static_cast<int>(nodes.size()) || !nodes[node].up) continue;
+    const int k = nodes[node].free.size();
+    f.total += k;
+    if (k > f.largest) {
+      f.largest = k;
+      f.largest_node = node;
+    }
+  }
+  return f;
+}
+
+int CycleContext::UserUsed(const std::string& user) const {
+  auto it = user_used.find(user);
+  return it == user_used.end() ? 0 : it->second;
+}
+
+int CycleContext::AccountUsed(const std::string& account) const {
+  auto it = account_used.find(account);
+  return it == account_used.end() ? 0 : it->second;
+}
+
+}  // namespace hachi::sched

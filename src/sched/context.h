@@ -1,0 +1,118 @@
+// CycleContext: the scratch state of one scheduling cycle (STYLE.md: Nomad EvalContext,
+// Kubernetes CycleState). Built from the snapshot at the start of a cycle, changed by
+// the phases as they start and reserve jobs, dropped at the end. Nothing here outlives
+// the cycle, so the phases stay pure functions of (snapshot, now, config).
+//
+// Holds: a working copy of each node's free GPUs/CPUs/memory and isolation flags, the
+// nodes bucketed by free-GPU count (so a 1-GPU job does not scan 1,000 nodes), the
+// per-partition eligibility of nodes, quota usage, and the backfill timeline.
+// Thread-compatible (one cycle, one thread).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "alloc/cache.h"
+#include "sched/cluster.h"
+#include "sched/timeline.h"
+
+namespace hachi::sched {
+
+// One node as the cycle sees it: the snapshot minus this cycle's starts.
+struct NodeWork {
+  GpuSet free;              // free now, healthy, minus starts this cycle
+  int free_cpus = 0;
+  int64_t free_memory_mib = 0;
+  bool up = false;
+  bool whole_busy = false;      // runs a whole-node job (or started one this cycle)
+  bool whole_reserved = false;  // reserved for a whole-node job this cycle
+  bool shared_busy = false;     // runs a shared-partition job
+  int gang_class = 0;           // (interconnect, GPU model, GPU count) class id
+  int block = 0;                // block label id
+};
+
+// Up nodes grouped by free-GPU count, each group sorted by node index. Moving a node
+// costs a memmove of at most a few KB; finding fitting nodes skips the empty counts.
+class FreeBuckets {
+ public:
+  void Reset(int max_gpus);
+  void Add(int node, int free_count);
+  void Move(int node, int from, int to);
+  const std::vector<int>& At(int free_count) const { return buckets_[free_count]; }
+  int max_free() const;  // largest free count of any up node (0 when none)
+  int NodesWithAtLeast(int k) const;
+
+ private:
+  std::array<std::vector<int>, GpuSet::kMaxGpus + 1> buckets_;
+  int max_gpus_ = 0;
+};
+
+// The nodes that could ever hold a share of a kind of job: partition member, GPU model
+// and memory suit, big enough. One per (partition, model, min memory) in the queue.
+struct EligibleSet {
+  int partition = -1;
+  std::string gpu_model;
+  int64_t min_gpu_memory_mib = 0;
+  std::vector<uint8_t> ok;  // per node
+  std::vector<int> nodes;   // the ok nodes, ascending
+  int up = 0;               // of which up
+};
+
+// A pending job as the phases read it: resolved once per cycle, no strings.
+struct JobShape {
+  const Job* job = nullptr;
+  int gpn = 0;         // GPUs per node
+  int nodes = 1;
+  int cpus = 0;        // per node
+  int64_t memory_mib = 0;
+  Duration limit = 0;
+  bool whole = false;  // whole-node job
+  int eligible = -1;   // index into CycleContext::eligible
+  int total_gpus() const { return gpn * nodes; }
+};
+
+// Per-partition free-GPU facts for diagnoses, recomputed lazily after a change.
+struct PartitionFree {
+  uint64_t version = ~uint64_t{0};
+  int largest = 0;
+  int largest_node = -1;
+  int total = 0;
+};
+
+struct CycleContext {
+  CycleContext(const ClusterState& s, Time t, alloc::AllocCache* c)
+      : state(s), now(t), cache(c) {}
+
+  // Fills the working copy, buckets, quotas and timeline from the snapshot.
+  void Init();
+  // Resolves a pending job; finds or adds its eligible set.
+  JobShape Shape(const Job& job);
+  // Books `a` (a start of `job`) into the working copy, buckets, quotas, timeline.
+  void Book(const JobShape& job, const Allocation& a);
+  // Free-GPU facts of a partition now (lazy).
+  const PartitionFree& FreeIn(int partition);
+
+  int UserUsed(const std::string& user) const;
+  int AccountUsed(const std::string& account) const;
+
+  const ClusterState& state;
+  const Time now;
+  alloc::AllocCache* const cache;
+
+  std::vector<NodeWork> nodes;
+  FreeBuckets buckets;
+  std::vector<EligibleSet> eligible;
+  std::vector<int> default_eligible;  // per partition: index into `eligible` or -1
+  std::vector<PartitionFree> partition_free;
+  // Quota usage, only for users/accounts that have a limit.
+  std::unordered_map<std::string, int> user_used;
+  std::unordered_map<std::string, int> account_used;
+  Timeline timeline;
+  int reservations = 0;
+  uint64_t version = 0;  // bumped by every start and reservation
+};
+
+}  // namespace hachi::sched

@@ -1,0 +1,26 @@
+#include "sched/eligibility.h"
+
+#include <algorithm>
+#include <cctype>
+#include <string_view>
+
+namespace hachi::sched {
+namespace {
+
+bool ContainsNoCase(std::string_view hay, std::string_view needle) {
+  auto it = std::search(hay.begin(), hay.end(), needle.begin(), needle.end(),
+                        [](char a, char b) {
+                          return std::tolower(static_cast<unsigned char>(a)) ==
+                                 std::tolower(static_cast<unsigned char>(b));
+                        });
+  return it != hay.end();
+}
+
+}  // namespace
+
+bool NodeMatchesStatic(const Node& node, const JobRequest& r) {
+  if (!r.gpu_model.empty() && !ContainsNoCase(node.gpu_model, r.gpu_model)) return false;
+  return node.gpu_memory_mib >= r.min_gpu_memory_mib;
+}
+
+}  // namespace hachi::sched

@@ -1,0 +1,34 @@
+// Static facts about a job and a node that every phase shares: does a node's hardware
+// ever suit a request (GPU model, GPU memory), is a job whole-node, what it needs per
+// node. Pure functions; thread-safe.
+#pragma once
+
+#include <cstdint>
+
+#include "sched/cluster.h"
+
+namespace hachi::sched {
+
+// True when the job gets whole nodes: a whole-node partition, or `exclusive`.
+inline bool IsWholeNode(const Partition& p, const JobRequest& r) {
+  return r.exclusive || p.mode == PartitionMode::kWholeNode;
+}
+inline bool IsWholeNode(const ClusterState& s, const Job& j) {
+  return j.partition >= 0 && j.partition < static_cast<int>(s.partitions.size())
+             ? IsWholeNode(s.partitions[j.partition], j.req)
+             : j.req.exclusive;
+}
+
+// CPUs and memory the job needs on each of its nodes.
+inline int NodeCpus(const JobRequest& r) {
+  return r.cpus + r.cpus_per_gpu * r.GpusPerNode();
+}
+inline int64_t NodeMemory(const JobRequest& r) {
+  return r.memory_mib + r.memory_mib_per_gpu * r.GpusPerNode();
+}
+
+// The node's GPUs suit the request: model (case-insensitive substring, so "H100"
+// matches "NVIDIA H100 80GB HBM3") and minimum GPU memory. Ignores counts and state.
+bool NodeMatchesStatic(const Node& node, const JobRequest& r);
+
+}  // namespace hachi::sched

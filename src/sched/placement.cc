@@ -1,0 +1,237 @@
+#include "sched/placement.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include "alloc/choice.h"
+
+namespace hachi::sched {
+namespace {
+
+GpuSet LowestN(GpuSet avail, int n) {
+  uint64_t m = avail.mask();
+  uint64_t out = 0;
+  for (int i = 0; i < n && m; ++i) {
+    const uint64_t bit = m & (~m + 1);
+    out |= bit;
+    m ^= bit;
+  }
+  return GpuSet(out);
+}
+
+Allocation MakeAllocation(const JobShape& job, int node, GpuSet gpus) {
+  Allocation a;
+  a.node = node;
+  a.gpus = gpus;
+  a.cpus = job.cpus;
+  a.memory_mib = job.memory_mib;
+  return a;
+}
+
+}  // namespace
+
+int Bottleneck(const alloc::NodeModel& model, GpuSet gpus) {
+  int worst = alloc::ScoreParts::kNoPair;
+  uint64_t m = gpus.mask();
+  while (m) {
+    const int a = std::countr_zero(m);
+    m &= m - 1;
+    for (uint64_t rest = m; rest; rest &= rest - 1) {
+      worst = std::min(worst, model.score(a, std::countr_zero(rest)));
+    }
+  }
+  return worst;
+}
+
+GpuSet Placer::ChooseGpus(CycleContext& ctx, const JobShape& job, int node,
+                          GpuSet avail) {
+  const Node& n = ctx.state.nodes[node];
+  if (job.whole) return GpuSet::FirstN(n.gpu_count());
+  if (style_ == PlacementStyle::kFirstFit) return LowestN(avail, job.gpn);
+  Result<GpuSet> pick = ctx.cache->Pick(*n.model, avail, alloc::Request{job.gpn, {}});
+  return pick.ok() ? *pick : LowestN(avail, job.gpn);
+}
+
+int Placer::IdealBottleneck(CycleContext& ctx, const alloc::NodeModel& model,
+                            int count) {
+  const uint64_t key = model.key() * 131 + static_cast<uint64_t>(count);
+  auto it = ideal_.find(key);
+  if (it != ideal_.end()) return it->second;
+  Result<GpuSet> pick =
+      ctx.cache->Pick(model, model.all_gpus(), alloc::Request{count, {}});
+  const int b = pick.ok() ? Bottleneck(model, *pick) : alloc::ScoreParts::kNoPair;
+  ideal_.emplace(key, b);
+  return b;
+}
+
+bool Placer::PlaceNow(CycleContext& ctx, const JobShape& job,
+                      std::vector<Allocation>* out, VerdictTally* tally) {
+  out->clear();
+  if (job.nodes > 1) return PlaceGang(ctx, job, out, tally);
+  Allocation a;
+  if (!PlaceSingle(ctx, job, &a, tally)) return false;
+  out->push_back(a);
+  return true;
+}
+
+bool Placer::PlaceSingle(CycleContext& ctx, const JobShape& job, Allocation* out,
+                         VerdictTally* tally) {
+  const int max_free = ctx.buckets.max_free();
+  Timeline::Offer offer;
+  int best_node = -1;
+  GpuSet best_gpus;
+  for (int k = job.gpn; k <= max_free; ++k) {
+    int best_q = -1;
+    int ideal = 0;
+    for (int node : ctx.buckets.At(k)) {
+      // First fit: a later bucket can only win with a lower index.
+      if (style_ == PlacementStyle::kFirstFit && best_node >= 0 && node > best_node) {
+        break;
+      }
+      const NodeVerdict v = CheckNode(ctx, job, node, ctx.now, &offer);
+      if (v != NodeVerdict::kFits) {
+        tally->Add(v);
+        continue;
+      }
+      const GpuSet gpus = ChooseGpus(ctx, job, node, offer.gpus);
+      if (style_ == PlacementStyle::kFirstFit) {
+        best_node = node;
+        best_gpus = gpus;
+        break;
+      }
+      const alloc::NodeModel& model = *ctx.state.nodes[node].model;
+      const int q = Bottleneck(model, gpus);
+      if (q > best_q) {
+        best_q = q;
+        best_node = node;
+        best_gpus = gpus;
+        ideal = IdealBottleneck(ctx, model, job.gpn);
+      }
+      if (best_q >= ideal) break;
+    }
+    if (style_ == PlacementStyle::kBestFit && best_node >= 0) break;
+  }
+  if (best_node < 0) return false;
+  *out = MakeAllocation(job, best_node, best_gpus);
+  return true;
+}
+
+std::vector<int> Placer::SelectGang(const CycleContext& ctx, const JobShape& job,
+                                    const std::vector<int>& cands,
+                                    const std::vector<int>& free_counts) const {
+  // (class, block or 0, fit key, node): runs of one class, then of one block.
+  struct Cand {
+    int cls, block, fit, node;
+  };
+  std::vector<Cand> c;
+  c.reserve(cands.size());
+  const bool best = style_ == PlacementStyle::kBestFit;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    const NodeWork& w = ctx.nodes[cands[i]];
+    c.push_back({w.gang_class, w.block, best ? free_counts[i] : 0, cands[i]});
+  }
+  auto by_fit = [](const Cand& a, const Cand& b) {
+    return std::tie(a.fit, a.node) < std::tie(b.fit, b.node);
+  };
+  std::vector<int> chosen;
+  long best_score = -1;
+  int best_first = 0;
+  // Classes in order of their lowest node; within each, blocks then spread.
+  std::sort(c.begin(), c.end(), [](const Cand& a, const Cand& b) {
+    return std::tie(a.cls, a.node) < std::tie(b.cls, b.node);
+  });
+  for (size_t lo = 0; lo < c.size();) {
+    size_t hi = lo;
+    while (hi < c.size() && c[hi].cls == c[lo].cls) ++hi;
+    if (static_cast<int>(hi - lo) >= job.nodes) {
+      std::vector<Cand> cls(c.begin() + lo, c.begin() + hi);
+      std::vector<int> pick;
+      long score = 0;
+      if (best) {
+        // The block that hosts all nodes with the best fit (fewest free GPUs left).
+        std::stable_sort(cls.begin(), cls.end(), [](const Cand& a, const Cand& b) {
+          return a.block < b.block;
+        });
+        long best_block = -1;
+        for (size_t b = 0; b < cls.size();) {
+          size_t e = b;
+          while (e < cls.size() && cls[e].block == cls[b].block) ++e;
+          if (static_cast<int>(e - b) >= job.nodes) {
+            std::sort(cls.begin() + b, cls.begin() + e, by_fit);
+            long s = 0;
+            for (int i = 0; i < job.nodes; ++i) s += cls[b + i].fit;
+            if (best_block < 0 || s < best_block) {
+              best_block = s;
+              pick.clear();
+              for (int i = 0; i < job.nodes; ++i) pick.push_back(cls[b + i].node);
+            }
+          }
+          b = e;
+        }
+        if (pick.empty()) {  // no block holds it all: spread, best fit first
+          std::sort(cls.begin(), cls.end(), by_fit);
+          for (int i = 0; i < job.nodes; ++i) pick.push_back(cls[i].node);
+          score = 1L << 40;  // any one-block choice in another class beats a spread
+        }
+        for (int n : pick) {
+          for (const Cand& x : cls) {
+            if (x.node == n) score += x.fit;
+          }
+        }
+      } else {
+        for (int i = 0; i < job.nodes; ++i) pick.push_back(cls[i].node);
+      }
+      std::sort(pick.begin(), pick.end());
+      if (!best) return pick;  // first fit: the class with the lowest node
+      if (best_score < 0 || score < best_score ||
+          (score == best_score && pick.front() < best_first)) {
+        best_score = score;
+        best_first = pick.front();
+        chosen = pick;
+      }
+    }
+    lo = hi;
+  }
+  return chosen;
+}
+
+bool Placer::PlaceGang(CycleContext& ctx, const JobShape& job,
+                       std::vector<Allocation>* out, VerdictTally* tally) {
+  if (ctx.buckets.NodesWithAtLeast(job.gpn) < job.nodes) return false;
+  std::vector<int> cands, counts;
+  std::vector<GpuSet> avail;
+  Timeline::Offer offer;
+  for (int k = job.gpn; k <= ctx.buckets.max_free(); ++k) {
+    for (int node : ctx.buckets.At(k)) {
+      const NodeVerdict v = CheckNode(ctx, job, node, ctx.now, &offer);
+      if (v != NodeVerdict::kFits) {
+        tally->Add(v);
+        continue;
+      }
+      cands.push_back(node);
+      counts.push_back(offer.gpus.size());
+      avail.push_back(offer.gpus);
+    }
+  }
+  if (static_cast<int>(cands.size()) < job.nodes) return false;
+  // SelectGang wants ascending nodes.
+  std::vector<size_t> idx(cands.size());
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+  std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return cands[a] < cands[b]; });
+  std::vector<int> sc, sn;
+  std::vector<GpuSet> sa;
+  for (size_t i : idx) {
+    sc.push_back(cands[i]);
+    sn.push_back(counts[i]);
+    sa.push_back(avail[i]);
+  }
+  const std::vector<int> pick = SelectGang(ctx, job, sc, sn);
+  if (pick.empty()) return false;
+  for (int node : pick) {
+    const size_t i = std::lower_bound(sc.begin(), sc.end(), node) - sc.begin();
+    out->push_back(MakeAllocation(job, node, ChooseGpus(ctx, job, node, sa[i])));
+  }
+  return true;
+}
+
+}  // namespace hachi::sched

@@ -1,0 +1,197 @@
+#include "sched/priority.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <string_view>
+#include <unordered_map>
+
+namespace hachi::sched {
+namespace {
+
+uint64_t Mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h;
+}
+uint64_t Bits(double d) { return std::bit_cast<uint64_t>(d); }
+
+Time RoundDown(Time now, Duration period) {
+  if (period <= 0) return now;
+  Time r = now % period;
+  if (r < 0) r += period;
+  return now - r;
+}
+
+}  // namespace
+
+double JobPriority(const ClusterState& state, const Job& job, Time t,
+                   double fairshare_factor, int largest_node) {
+  const PriorityWeights& w = state.weights;
+  double age = 0;
+  if (w.age_max > 0 && t > job.submit_time) {
+    age = std::min(1.0, static_cast<double>(t - job.submit_time) /
+                            static_cast<double>(w.age_max));
+  }
+  int tier = 0;
+  if (job.partition >= 0 && job.partition < static_cast<int>(state.partitions.size())) {
+    tier = state.partitions[job.partition].tier;
+  }
+  int qos = 0;
+  if (!job.req.qos.empty()) {
+    for (const Qos& q : state.qos) {
+      if (q.name == job.req.qos) qos = q.priority;
+    }
+  }
+  const double size = largest_node > 0 ? static_cast<double>(job.req.TotalGpus()) /
+                                             static_cast<double>(largest_node)
+                                       : 0.0;
+  return w.age * age + w.fairshare * fairshare_factor + w.tier * tier +
+         w.qos * qos / 1000.0 + w.size * size;
+}
+
+QueueOrder::Key QueueOrder::KeyOf(const Job& j) {
+  return {j.id, j.submit_time, j.partition, j.req.gpus, j.req.nodes};
+}
+
+bool QueueOrder::Before(const Entry& a, const Entry& b) {
+  if (a.priority != b.priority) return a.priority > b.priority;
+  if (a.submit != b.submit) return a.submit < b.submit;
+  return a.id < b.id;
+}
+
+uint64_t QueueOrder::InputsHash(const ClusterState& state, Time rounded) const {
+  if (kind_ == OrderKind::kSubmit) return 1;
+  uint64_t h = Mix(0, static_cast<uint64_t>(rounded));
+  const PriorityWeights& w = state.weights;
+  for (double d : {w.age, static_cast<double>(w.age_max), w.fairshare, w.tier, w.qos,
+                   w.size}) {
+    h = Mix(h, Bits(d));
+  }
+  // Unordered maps: combine entries order-independently.
+  uint64_t fs = 0;
+  std::hash<std::string_view> hs;
+  for (const auto& [k, v] : state.fairshare.shares) fs += Mix(hs(k), Bits(v));
+  for (const auto& [k, v] : state.fairshare.usage) fs += Mix(hs(k) * 31, Bits(v));
+  h = Mix(h, fs);
+  for (const Partition& p : state.partitions) h = Mix(h, static_cast<uint64_t>(p.tier));
+  for (const Qos& q : state.qos) h = Mix(Mix(h, hs(q.name)), q.priority);
+  for (const Node& n : state.nodes) h = Mix(h, static_cast<uint64_t>(n.gpu_count()));
+  return h;
+}
+
+double QueueOrder::PriorityOf(const ClusterState& state, const Job& j) const {
+  if (kind_ == OrderKind::kSubmit) return 0;
+  double factor = 1.0;
+  if (!fs_factor_.empty()) {
+    auto it = std::lower_bound(
+        fs_factor_.begin(), fs_factor_.end(), j.req.account,
+        [](const std::pair<std::string, double>& e, const std::string& a) {
+          return e.first < a;
+        });
+    factor = it != fs_factor_.end() && it->first == j.req.account ? it->second : 0.0;
+  }
+  return JobPriority(state, j, rounded_, factor, largest_node_);
+}
+
+void QueueOrder::Rebuild(const ClusterState& state) {
+  // Fair share: usage and share normalised over accounts; 2^(-usage/share). An
+  // account without a share gets 0 when shares are configured; no shares: all 1.
+  fs_factor_.clear();
+  double share_sum = 0, usage_sum = 0;
+  for (const auto& [k, v] : state.fairshare.shares) share_sum += v;
+  for (const auto& [k, v] : state.fairshare.usage) usage_sum += v;
+  if (kind_ == OrderKind::kMultifactor && share_sum > 0) {
+    for (const auto& [account, share] : state.fairshare.shares) {
+      double usage = 0;
+      if (auto it = state.fairshare.usage.find(account);
+          it != state.fairshare.usage.end() && usage_sum > 0) {
+        usage = it->second / usage_sum;
+      }
+      const double s = share / share_sum;
+      fs_factor_.emplace_back(account, s > 0 ? std::exp2(-usage / s) : 0.0);
+    }
+    std::sort(fs_factor_.begin(), fs_factor_.end());
+  }
+  largest_node_ = 1;
+  for (const Node& n : state.nodes) largest_node_ = std::max(largest_node_, n.gpu_count());
+  entries_.clear();
+  entries_.reserve(state.pending.size());
+  for (const Job& j : state.pending) {
+    entries_.push_back({PriorityOf(state, j), j.submit_time, j.id, KeyOf(j)});
+  }
+  std::sort(entries_.begin(), entries_.end(), Before);
+}
+
+void QueueOrder::Update(const ClusterState& state) {
+  // Keep entries still pending (same key); insert the rest by binary search.
+  std::unordered_map<JobId, int> index;
+  index.reserve(state.pending.size() * 2);
+  for (size_t i = 0; i < state.pending.size(); ++i) {
+    index.emplace(state.pending[i].id, static_cast<int>(i));
+  }
+  std::vector<uint8_t> kept(state.pending.size(), 0);
+  auto gone = [&](const Entry& e) {
+    auto it = index.find(e.id);
+    if (it == index.end() || kept[it->second] ||
+        !(KeyOf(state.pending[it->second]) == e.key)) {
+      return true;
+    }
+    kept[it->second] = 1;
+    return false;
+  };
+  entries_.erase(std::remove_if(entries_.begin(), entries_.end(), gone), entries_.end());
+  const size_t fresh = state.pending.size() - entries_.size();
+  if (fresh * 8 > state.pending.size() + 64) {
+    Rebuild(state);
+    return;
+  }
+  for (size_t i = 0; i < state.pending.size(); ++i) {
+    if (kept[i]) continue;
+    const Job& j = state.pending[i];
+    Entry e{PriorityOf(state, j), j.submit_time, j.id, KeyOf(j)};
+    entries_.insert(std::upper_bound(entries_.begin(), entries_.end(), e, Before), e);
+  }
+}
+
+void QueueOrder::Emit(const ClusterState& state) {
+  keys_.resize(state.pending.size());
+  for (size_t i = 0; i < state.pending.size(); ++i) keys_[i] = KeyOf(state.pending[i]);
+  std::unordered_map<JobId, int> index;
+  index.reserve(state.pending.size() * 2);
+  for (size_t i = 0; i < state.pending.size(); ++i) {
+    index.emplace(state.pending[i].id, static_cast<int>(i));
+  }
+  order_.clear();
+  prio_by_index_.assign(state.pending.size(), 0);
+  for (const Entry& e : entries_) {
+    const int i = index.at(e.id);
+    order_.push_back(i);
+    prio_by_index_[i] = e.priority;
+  }
+}
+
+const std::vector<int>& QueueOrder::Order(const ClusterState& state, Time now) {
+  const Time rounded = RoundDown(now, period_);
+  const uint64_t h = InputsHash(state, kind_ == OrderKind::kSubmit ? 0 : rounded);
+  if (valid_ && h == inputs_hash_ && keys_.size() == state.pending.size()) {
+    bool same = true;
+    for (size_t i = 0; i < keys_.size() && same; ++i) {
+      same = keys_[i] == KeyOf(state.pending[i]);
+    }
+    if (same) return order_;
+  }
+  rounded_ = rounded;
+  if (!valid_ || h != inputs_hash_) {
+    Rebuild(state);
+  } else {
+    Update(state);
+  }
+  inputs_hash_ = h;
+  valid_ = true;
+  Emit(state);
+  return order_;
+}
+
+}  // namespace hachi::sched

@@ -1,0 +1,211 @@
+// The policy registry and the cycle wiring: which phase runs when, and why.
+#include "sched/scheduler.h"
+
+#include <algorithm>
+#include <array>
+
+#include "alloc/cache.h"
+#include "sched/backfill.h"
+#include "sched/context.h"
+#include "sched/diagnose.h"
+#include "sched/filter.h"
+#include "sched/placement.h"
+#include "sched/priority.h"
+
+namespace hachi::sched {
+namespace {
+
+// A policy is a choice per phase (docs/scheduler.md, "Policies").
+struct PolicySpec {
+  std::string_view name;
+  OrderKind order;
+  PlacementStyle placement;
+  int depth;           // reservations per cycle; -1: SchedConfig::backfill_depth
+  bool stop_at_block;  // strict FIFO: nothing passes the first job that does not fit
+};
+
+constexpr std::array<PolicySpec, 3> kPolicies = {{
+    {"hachi", OrderKind::kMultifactor, PlacementStyle::kBestFit, -1, false},
+    {"easy", OrderKind::kSubmit, PlacementStyle::kFirstFit, 1, false},
+    {"fifo", OrderKind::kSubmit, PlacementStyle::kFirstFit, 0, true},
+}};
+
+const PolicySpec* FindSpec(std::string_view name) {
+  for (const PolicySpec& p : kPolicies) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+// Failed placements this cycle, by job shape: since nothing changed (same version), a
+// job of the same shape and a time limit at least as long fails too — more of the
+// reserved GPUs overlap a longer run — so it need not scan the nodes again.
+struct FailMemo {
+  int eligible, gpn, nodes, cpus;
+  int64_t memory_mib;
+  bool whole;
+  Duration limit;
+  VerdictTally tally;
+  bool Covers(const JobShape& s) const {
+    return eligible == s.eligible && gpn == s.gpn && nodes == s.nodes &&
+           cpus == s.cpus && memory_mib == s.memory_mib && whole == s.whole &&
+           s.limit >= limit;
+  }
+};
+
+class SchedulerImpl final : public Scheduler {
+ public:
+  SchedulerImpl(const SchedConfig& config, const PolicySpec& spec)
+      : config_(config),
+        spec_(spec),
+        depth_(spec.depth >= 0 ? spec.depth : config.backfill_depth),
+        order_(spec.order, config.priority_period),
+        placer_(spec.placement) {}
+
+  const SchedConfig& config() const override { return config_; }
+
+  // The cycle. Each line is a phase; the order is the point.
+  Plan Schedule(const ClusterState& state, Time now) override {
+    Plan plan;
+    EnsureTables(state);  // alloc/ tables per layout, once: every Pick is a lookup
+    CycleContext ctx(state, now, &cache_);
+    ctx.Init();  // scratch: free resources, quotas and timeline from the snapshot
+    fails_.clear();
+    fails_version_ = ctx.version;
+    const std::vector<int>& order = order_.Order(state, now);  // order: who goes first
+    Backfill backfill(depth_, &placer_);  // reserve: the depth knob (fifo 0, easy 1)
+    bool blocked = false;  // strict FIFO stopped: the rest wait for priority
+    for (size_t pos = 0; pos < order.size(); ++pos) {
+      const Job& job = state.pending[order[pos]];
+      Diagnosis d = Begin(job, pos, order_.priorities()[order[pos]]);
+      if (blocked || plan.considered >= config_.backfill_max_jobs) {
+        d.reason = Reason::kPriority;  // not examined: jobs ahead come first
+      } else {
+        ++plan.considered;
+        if (Step(ctx, backfill, job, &d, &plan)) continue;  // started
+        blocked = spec_.stop_at_block && IsFitReason(d.reason);
+      }
+      plan.pending.push_back(d);
+    }
+    return plan;
+  }
+
+ private:
+  static bool IsFitReason(Reason r) {
+    return r != Reason::kHeld && r != Reason::kDependency &&
+           r != Reason::kDependencyNeverMet && r != Reason::kUserQuota &&
+           r != Reason::kAccountQuota;
+  }
+
+  static Diagnosis Begin(const Job& job, size_t pos, double priority) {
+    Diagnosis d;
+    d.job = job.id;
+    d.needed_gpus = job.req.GpusPerNode();
+    d.needed_nodes = std::max(job.req.nodes, 1);
+    d.queue_position = static_cast<int>(pos) + 1;
+    d.priority = priority;
+    return d;
+  }
+
+  // One job through the phases: true when it starts now.
+  bool Step(CycleContext& ctx, Backfill& backfill, const Job& job, Diagnosis* d,
+            Plan* plan) {
+    const JobShape s = ctx.Shape(job);
+    if (s.eligible < 0) {  // unknown partition: validation would have refused it
+      d->reason = Reason::kNodesUnavailable;
+      return false;
+    }
+    // Filter (job): held, dependencies, quotas — cheap, and no node changes them.
+    d->reason = CheckJob(ctx, s, &d->quota_used, &d->quota_limit);
+    if (d->reason != Reason::kNone) return false;
+    // Filter + score + select (nodes): start now if it fits around the reservations.
+    VerdictTally tally;
+    if (TryPlace(ctx, s, &tally)) {
+      const bool jumped = ctx.reservations > 0;  // ahead of a reserved job
+      for (const Allocation& a : allocs_) ctx.Book(s, a);
+      plan->starts.push_back({job.id, allocs_, jumped});
+      plan->backfilled += jumped;
+      return true;
+    }
+    // Reserve: the first `depth` blocked jobs hold their earliest start.
+    Reservation r;
+    if (backfill.HasRoom(ctx) && backfill.Reserve(ctx, s, &r, d)) {
+      plan->reservations.push_back(std::move(r));
+    }
+    // Diagnose: reason and numbers, no text.
+    DiagnoseBlocked(ctx, s, tally, d);
+    return false;
+  }
+
+  // Placement with the cheap refusals first: no node has enough free GPUs, or a job
+  // of the same shape already failed since the last change.
+  bool TryPlace(CycleContext& ctx, const JobShape& s, VerdictTally* tally) {
+    if (s.gpn > ctx.buckets.max_free()) return false;
+    if (s.nodes > 1 && ctx.buckets.NodesWithAtLeast(s.gpn) < s.nodes) return false;
+    if (fails_version_ != ctx.version) {
+      fails_.clear();
+      fails_version_ = ctx.version;
+    }
+    for (const FailMemo& f : fails_) {
+      if (f.Covers(s)) {
+        *tally = f.tally;
+        return false;
+      }
+    }
+    if (placer_.PlaceNow(ctx, s, &allocs_, tally)) return true;
+    fails_.push_back(
+        {s.eligible, s.gpn, s.nodes, s.cpus, s.memory_mib, s.whole, s.limit, *tally});
+    return false;
+  }
+
+  void EnsureTables(const ClusterState& state) {
+    if (spec_.placement != PlacementStyle::kBestFit) return;
+    for (const Node& n : state.nodes) {
+      if (!n.model || n.model.get() == last_model_) continue;
+      last_model_ = n.model.get();
+      if (!cache_.HasTable(*n.model)) cache_.BuildTable(*n.model);
+    }
+  }
+
+  const SchedConfig config_;
+  const PolicySpec spec_;
+  const int depth_;
+  // Memo between cycles; never changes the answer (scheduler.h).
+  QueueOrder order_;
+  Placer placer_;
+  alloc::AllocCache cache_;
+  const alloc::NodeModel* last_model_ = nullptr;
+  // Scratch of the current cycle.
+  std::vector<Allocation> allocs_;
+  std::vector<FailMemo> fails_;
+  uint64_t fails_version_ = 0;
+};
+
+}  // namespace
+
+std::vector<std::string_view> PolicyNames() {
+  std::vector<std::string_view> names;
+  for (const PolicySpec& p : kPolicies) names.push_back(p.name);
+  return names;
+}
+
+Result<std::unique_ptr<Scheduler>> Scheduler::Create(const SchedConfig& config) {
+  const PolicySpec* spec = FindSpec(config.policy);
+  if (spec == nullptr) {
+    std::string names;
+    for (std::string_view n : PolicyNames()) {
+      if (!names.empty()) names += ", ";
+      names += n;
+    }
+    return InvalidArgument("unknown scheduling policy '" + config.policy +
+                           "' (policies: " + names + ")");
+  }
+  if (config.backfill_depth < 0 || config.backfill_max_jobs < 0 ||
+      config.priority_period < 0) {
+    return InvalidArgument("backfill_depth, backfill_max_jobs and priority_period "
+                           "must not be negative");
+  }
+  return std::unique_ptr<Scheduler>(new SchedulerImpl(config, *spec));
+}
+
+}  // namespace hachi::sched

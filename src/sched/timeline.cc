@@ -1,0 +1,81 @@
+#include "sched/timeline.h"
+
+#include <algorithm>
+
+namespace hachi::sched {
+
+void Timeline::Reset(int nodes) {
+  releases_.assign(nodes, {});
+  holds_.assign(nodes, {});
+}
+
+void Timeline::AddRelease(int node, const Release& r) {
+  auto& v = releases_[node];
+  auto it = std::upper_bound(v.begin(), v.end(), r.end,
+                             [](Time t, const Release& x) { return t < x.end; });
+  v.insert(it, r);
+}
+
+void Timeline::AddHold(int node, const Hold& h) { holds_[node].push_back(h); }
+
+bool Timeline::HasWholeHold(int node) const {
+  for (const Hold& h : holds_[node]) {
+    if (h.whole) return true;
+  }
+  return false;
+}
+
+Timeline::Offer Timeline::At(int node, GpuSet free_now, int cpus_now,
+                             int64_t memory_now, bool whole_now, bool shared_now,
+                             Time now, Time t, Duration d) const {
+  Offer o;
+  o.gpus = free_now;
+  o.cpus = cpus_now;
+  o.memory_mib = memory_now;
+  o.whole_running = whole_now;
+  o.shared_running = shared_now;
+  if (t > now) {
+    o.whole_running = false;
+    o.shared_running = false;
+    for (const Release& r : releases_[node]) {
+      if (r.end <= t) {
+        o.gpus = o.gpus | r.gpus;
+        o.cpus += r.cpus;
+        o.memory_mib += r.memory_mib;
+        o.last_release = r.job;
+      } else if (r.whole) {
+        o.whole_running = true;
+      } else {
+        o.shared_running = true;
+      }
+    }
+  }
+  const Time end = t + d;
+  for (const Hold& h : holds_[node]) {
+    if (h.start < end && h.end > t) {
+      o.gpus = o.gpus - h.gpus;
+      o.cpus -= h.cpus;
+      o.memory_mib -= h.memory_mib;
+      if (h.whole) o.whole_held = true;
+    }
+  }
+  return o;
+}
+
+void Timeline::ChangePoints(int node, Time now, Duration d,
+                            std::vector<Time>* out) const {
+  out->clear();
+  out->push_back(now);
+  for (const Release& r : releases_[node]) {
+    if (r.end > now) out->push_back(r.end);
+  }
+  for (const Hold& h : holds_[node]) {
+    if (h.end > now) out->push_back(h.end);
+    // The hold overlaps [t, t + d) for t in (start - d, end).
+    if (h.start - d + 1 > now) out->push_back(h.start - d + 1);
+  }
+  std::sort(out->begin(), out->end());
+  out->erase(std::unique(out->begin(), out->end()), out->end());
+}
+
+}  // namespace hachi::sched

@@ -1,0 +1,210 @@
+// ValidateRequest: the submit-time check (scheduler.h). Runs once per job, off the
+// scheduling hot path, so it may build strings freely.
+#include <algorithm>
+#include <map>
+#include <string>
+#include <utility>
+
+#include "core/strings.h"
+#include "sched/eligibility.h"
+#include "sched/scheduler.h"
+
+namespace hachi::sched {
+namespace {
+
+bool Allowed(const std::vector<std::string>& list, const std::string& name) {
+  return list.empty() || std::find(list.begin(), list.end(), name) != list.end();
+}
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) {
+    if (!out.empty()) out += ", ";
+    out += n;
+  }
+  return out;
+}
+
+Status CheckAccess(const Partition& p, const JobRequest& req) {
+  if (!Allowed(p.allowed_users, req.user)) {
+    return InvalidArgument("user '" + req.user + "' may not use partition " + p.name +
+                           " (allowed users: " + JoinNames(p.allowed_users) + ")");
+  }
+  if (!Allowed(p.allowed_accounts, req.account)) {
+    return InvalidArgument("account '" + req.account + "' may not use partition " +
+                           p.name + " (allowed accounts: " +
+                           JoinNames(p.allowed_accounts) + ")");
+  }
+  return Status::Ok();
+}
+
+// The shape checks that need no cluster: numbers that can never make sense.
+Status CheckShape(const JobRequest& req) {
+  if (req.gpus < 0 || req.nodes < 1 || req.gpus_per_node < 0 || req.cpus < 0 ||
+      req.cpus_per_gpu < 0 || req.memory_mib < 0 || req.memory_mib_per_gpu < 0 ||
+      req.min_gpu_memory_mib < 0 || req.time_limit < 0) {
+    return InvalidArgument("negative number in the request (gpus " +
+                           std::to_string(req.gpus) + ", nodes " +
+                           std::to_string(req.nodes) + ")");
+  }
+  if (req.nodes > 1) {
+    if (req.gpus_per_node == 0 && req.gpus == 0) {
+      return InvalidArgument("a gang of " + std::to_string(req.nodes) +
+                             " nodes needs gpus or gpus per node");
+    }
+    if (req.gpus_per_node == 0 && req.gpus % req.nodes != 0) {
+      return InvalidArgument(std::to_string(req.gpus) + " GPUs do not divide over " +
+                             std::to_string(req.nodes) + " nodes");
+    }
+    if (req.gpus_per_node > 0 && req.gpus != 0 &&
+        req.gpus != req.gpus_per_node * req.nodes) {
+      return InvalidArgument("gpus " + std::to_string(req.gpus) + " is not nodes " +
+                             std::to_string(req.nodes) + " x gpus per node " +
+                             std::to_string(req.gpus_per_node));
+    }
+  }
+  if (req.TotalGpus() < 1) return InvalidArgument("a job needs at least 1 GPU");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<Job> ValidateRequest(const ClusterState& state, const JobRequest& in) {
+  HACHI_RETURN_IF_ERROR(CheckShape(in));
+  Job job;
+  job.req = in;
+  JobRequest& req = job.req;
+  if (req.nodes > 1 && req.gpus_per_node == 0) req.gpus_per_node = req.gpus / req.nodes;
+  if (req.nodes > 1) req.gpus = req.gpus_per_node * req.nodes;
+
+  // Partition: named, or the first one the user and account may use.
+  if (req.partition.empty()) {
+    for (const Partition& p : state.partitions) {
+      if (CheckAccess(p, req).ok()) {
+        req.partition = p.name;
+        break;
+      }
+    }
+    if (req.partition.empty()) {
+      return InvalidArgument("user '" + req.user + "' (account '" + req.account +
+                             "') may use no partition");
+    }
+  }
+  job.partition = state.PartitionIndex(req.partition);
+  if (job.partition < 0) {
+    std::vector<std::string> names;
+    for (const Partition& p : state.partitions) names.push_back(p.name);
+    return NotFound("no partition '" + req.partition + "' (partitions: " +
+                    JoinNames(names) + ")");
+  }
+  const Partition& part = state.partitions[job.partition];
+  HACHI_RETURN_IF_ERROR(CheckAccess(part, req));
+  if (!req.qos.empty() &&
+      std::none_of(state.qos.begin(), state.qos.end(),
+                   [&](const Qos& q) { return q.name == req.qos; })) {
+    return NotFound("no QoS '" + req.qos + "'");
+  }
+
+  // Time limit.
+  if (req.time_limit == 0) req.time_limit = part.default_time;
+  if (req.time_limit > part.max_time) {
+    return Unsatisfiable("time limit " + FormatDuration(req.time_limit) +
+                         " exceeds partition " + part.name + "'s maximum " +
+                         FormatDuration(part.max_time));
+  }
+
+  // Partition GPU bounds apply to what the user asked for.
+  const int asked = req.TotalGpus();
+  if (asked < part.min_gpus) {
+    return Unsatisfiable("asks for " + std::to_string(asked) + " GPUs; partition " +
+                         part.name + " takes jobs of at least " +
+                         std::to_string(part.min_gpus));
+  }
+  if (part.max_gpus > 0 && asked > part.max_gpus) {
+    return Unsatisfiable("asks for " + std::to_string(asked) + " GPUs; partition " +
+                         part.name + " takes jobs of at most " +
+                         std::to_string(part.max_gpus));
+  }
+  if (part.nodes.empty()) {
+    return Unsatisfiable("partition " + part.name + " has no nodes");
+  }
+
+  // Nodes that could ever hold one share of the job, ignoring the GPU count.
+  std::vector<int> fitting;
+  for (int n : part.nodes) {
+    if (NodeMatchesStatic(state.nodes[n], req)) fitting.push_back(n);
+  }
+  if (fitting.empty()) {
+    std::string what = req.gpu_model.empty() ? "" : "GPU model " + req.gpu_model;
+    if (req.min_gpu_memory_mib > 0) {
+      if (!what.empty()) what += " with ";
+      what += std::to_string(req.min_gpu_memory_mib) + " MiB of GPU memory";
+    }
+    if (what.empty()) what = "room for the job's CPUs and memory";
+    return Unsatisfiable("no node of partition " + part.name + " has " + what);
+  }
+  int largest = 0;
+  std::string largest_name;
+  for (int n : fitting) {
+    if (state.nodes[n].gpu_count() > largest) {
+      largest = state.nodes[n].gpu_count();
+      largest_name = state.nodes[n].name;
+    }
+  }
+
+  // Whole nodes: round up to whole nodes of the partition's largest eligible size;
+  // the job then owns every GPU of each node (docs/scheduler.md).
+  if (IsWholeNode(part, req)) {
+    const int total = req.TotalGpus();
+    req.nodes = (total + largest - 1) / largest;
+    req.gpus_per_node = req.nodes > 1 ? largest : 0;
+    req.gpus = req.nodes * largest;
+  }
+
+  const int gpn = req.GpusPerNode();
+  if (gpn > largest) {
+    return Unsatisfiable("asks for " + std::to_string(gpn) +
+                         " GPUs on one node; the largest node in partition " +
+                         part.name + " has " + std::to_string(largest) + " (" +
+                         largest_name + ")");
+  }
+  // CPUs and memory per node must fit some node that has gpn GPUs.
+  int cpu_fit = 0;
+  std::map<std::pair<int, std::string>, int> per_class;  // (interconnect, model)
+  for (int n : fitting) {
+    const Node& node = state.nodes[n];
+    if (node.gpu_count() < gpn) continue;
+    if (node.cpus < NodeCpus(req) || node.memory_mib < NodeMemory(req)) continue;
+    ++cpu_fit;
+    ++per_class[{static_cast<int>(node.interconnect), node.gpu_model}];
+  }
+  if (cpu_fit == 0) {
+    return Unsatisfiable("needs " + std::to_string(NodeCpus(req)) + " CPUs and " +
+                         std::to_string(NodeMemory(req)) + " MiB per node with " +
+                         std::to_string(gpn) + " GPUs; no node of partition " +
+                         part.name + " has that much");
+  }
+  if (req.nodes > static_cast<int>(part.nodes.size())) {
+    return Unsatisfiable("asks for " + std::to_string(req.nodes) +
+                         " nodes; partition " + part.name + " has " +
+                         std::to_string(part.nodes.size()));
+  }
+  if (req.nodes > cpu_fit) {
+    return Unsatisfiable("asks for " + std::to_string(req.nodes) + " nodes with " +
+                         std::to_string(gpn) + " GPUs each; partition " + part.name +
+                         " has " + std::to_string(cpu_fit) + " such nodes");
+  }
+  if (req.nodes > 1) {
+    int best = 0;
+    for (const auto& [key, count] : per_class) best = std::max(best, count);
+    if (best < req.nodes) {
+      return Unsatisfiable("asks for " + std::to_string(req.nodes) +
+                           " nodes of one interconnect class and GPU model; partition " +
+                           part.name + " has at most " + std::to_string(best) +
+                           " alike");
+    }
+  }
+  return job;
+}
+
+}  // namespace hachi::sched
