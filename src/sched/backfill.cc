@@ -9,10 +9,32 @@ bool Backfill::Reserve(CycleContext& ctx, const JobShape& job, Reservation* out,
                        Diagnosis* diag) {
   out->allocations.clear();
   out->job = job.job->id;
+  ++ctx.reservations;  // the slot is used even if the timeline finds nothing
+  ctx.EnsureTimeline();
   const bool found = job.nodes > 1 ? EarliestGang(ctx, job, out, diag)
                                    : EarliestSingle(ctx, job, out, diag);
   if (found) Book(ctx, job, *out);
   return found;
+}
+
+bool Backfill::CanEverFit(CycleContext& ctx, const JobShape& job) {
+  std::vector<int>& per_class = class_counts_;
+  per_class.clear();
+  for (int node : ctx.eligible[job.eligible].nodes) {
+    const Node& n = ctx.state.nodes[node];
+    if (!ctx.nodes[node].up || n.gpu_count() < job.gpn) continue;
+    if (n.gpu_count() - (n.unhealthy & n.model->all_gpus()).size() < job.gpn ||
+        (job.whole && !(n.unhealthy & n.model->all_gpus()).empty())) {
+      continue;
+    }
+    if (n.cpus < job.cpus || n.memory_mib < job.memory_mib) continue;
+    if (job.nodes == 1) return true;
+    ctx.EnsureGangClasses();
+    const int cls = ctx.nodes[node].gang_class;
+    if (cls >= static_cast<int>(per_class.size())) per_class.resize(cls + 1, 0);
+    if (++per_class[cls] >= job.nodes) return true;
+  }
+  return false;
 }
 
 bool Backfill::EarliestSingle(CycleContext& ctx, const JobShape& job,
@@ -56,6 +78,7 @@ bool Backfill::EarliestGang(CycleContext& ctx, const JobShape& job, Reservation*
     int delta;  // -1 before +1 at equal times: intervals are half-open
     int node;
   };
+  ctx.EnsureGangClasses();
   std::vector<Event> events;
   Timeline::Offer offer;
   for (int node : ctx.eligible[job.eligible].nodes) {
@@ -123,7 +146,6 @@ void Backfill::Book(CycleContext& ctx, const JobShape& job, const Reservation& r
                                   a.memory_mib, job.whole, job.job->id});
     if (job.whole) ctx.nodes[a.node].whole_reserved = true;
   }
-  ++ctx.reservations;
   ++ctx.version;
 }
 

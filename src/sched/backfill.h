@@ -22,11 +22,19 @@ class Backfill {
  public:
   Backfill(int depth, Placer* placer) : depth_(depth), placer_(placer) {}
 
-  bool HasRoom(const CycleContext& ctx) const { return ctx.reservations < depth_; }
+  // Slots: a blocked job takes one when CanEverFit says it could be reserved — a
+  // static fact of the cycle — whether or not the timeline then finds a start. This
+  // makes the slots a cycle uses independent of when reservations are computed, so
+  // the scheduler may compute them lazily (scheduler.cc) with the same plan.
+  bool HasRoom(int taken) const { return taken < depth_; }
+  // Some up, eligible node set could hold the job once everything there ends: enough
+  // healthy GPUs (whole-node: all healthy), CPUs and memory, and for a gang enough
+  // such nodes of one class.
+  bool CanEverFit(CycleContext& ctx, const JobShape& job);
 
   // The earliest start for `job` on the timeline, booked as a reservation into the
-  // context (holds on the timeline, whole-node marks). False when the job fits on no
-  // eligible node that is up, however long it waits.
+  // context (holds on the timeline, whole-node marks). Takes a slot. False when the
+  // timeline finds no start.
   bool Reserve(CycleContext& ctx, const JobShape& job, Reservation* out,
                Diagnosis* diag);
 
@@ -40,6 +48,7 @@ class Backfill {
   int depth_;
   Placer* placer_;
   std::vector<Time> points_;  // scratch
+  std::vector<int> class_counts_;
 };
 
 }  // namespace hachi::sched

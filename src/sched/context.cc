@@ -48,8 +48,6 @@ void CycleContext::Init() {
   nodes.assign(n, {});
   timeline.Reset(n);
   int max_gpus = 0;
-  std::map<std::tuple<int, std::string, int>, int> classes;
-  std::map<std::string, int> blocks;
   for (int i = 0; i < n; ++i) {
     const Node& src = state.nodes[i];
     NodeWork& w = nodes[i];
@@ -59,16 +57,11 @@ void CycleContext::Init() {
     w.free_memory_mib = src.free_memory_mib;
     w.whole_busy = src.whole_node_jobs > 0;
     w.shared_busy = src.shared_jobs > 0;
-    w.gang_class = classes
-                       .try_emplace({static_cast<int>(src.interconnect), src.gpu_model,
-                                     src.gpu_count()},
-                                    static_cast<int>(classes.size()))
-                       .first->second;
-    w.block = blocks.try_emplace(src.block, static_cast<int>(blocks.size()))
-                  .first->second;
     max_gpus = std::max(max_gpus, src.gpu_count());
   }
-  // Running jobs: isolation flags, timeline releases, quota usage.
+  // Running jobs: isolation flags (also when the caller's counters lag), quota usage.
+  const bool quotas =
+      !state.limits.user_gpus.empty() || !state.limits.account_gpus.empty();
   for (const Job& job : state.running) {
     const bool whole = IsWholeNode(state, job);
     int gpus = 0;
@@ -76,9 +69,8 @@ void CycleContext::Init() {
       if (a.node < 0 || a.node >= n) continue;
       gpus += a.gpus.size();
       (whole ? nodes[a.node].whole_busy : nodes[a.node].shared_busy) = true;
-      timeline.AddRelease(a.node, {std::max(job.EndEstimate(), now + 1), a.gpus,
-                                   a.cpus, a.memory_mib, whole, job.id});
     }
+    if (!quotas) continue;
     if (state.limits.user_gpus.count(job.req.user)) user_used[job.req.user] += gpus;
     if (state.limits.account_gpus.count(job.req.account)) {
       account_used[job.req.account] += gpus;
@@ -90,6 +82,38 @@ void CycleContext::Init() {
   }
   default_eligible.assign(state.partitions.size(), -1);
   partition_free.assign(state.partitions.size(), {});
+}
+
+void CycleContext::EnsureTimeline() {
+  if (timeline_ready_) return;
+  timeline_ready_ = true;
+  const int n = static_cast<int>(nodes.size());
+  for (const Job& job : state.running) {
+    const bool whole = IsWholeNode(state, job);
+    for (const Allocation& a : job.allocations) {
+      if (a.node < 0 || a.node >= n) continue;
+      timeline.AddRelease(a.node, {std::max(job.EndEstimate(), now + 1), a.gpus,
+                                   a.cpus, a.memory_mib, whole, job.id});
+    }
+  }
+  for (const auto& [node, r] : started_) timeline.AddRelease(node, r);
+  started_.clear();
+}
+
+void CycleContext::EnsureGangClasses() {
+  if (gang_ready_) return;
+  gang_ready_ = true;
+  std::map<std::tuple<int, std::string, int>, int> classes;
+  std::map<std::string, int> blocks;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& src = state.nodes[i];
+    const auto key = std::make_tuple(static_cast<int>(src.interconnect), src.gpu_model,
+                                     src.gpu_count());
+    nodes[i].gang_class =
+        classes.try_emplace(key, static_cast<int>(classes.size())).first->second;
+    nodes[i].block =
+        blocks.try_emplace(src.block, static_cast<int>(blocks.size())).first->second;
+  }
 }
 
 JobShape CycleContext::Shape(const Job& job) {
@@ -145,8 +169,13 @@ void CycleContext::Book(const JobShape& job, const Allocation& a) {
   w.free_memory_mib -= a.memory_mib;
   (job.whole ? w.whole_busy : w.shared_busy) = true;
   if (w.up) buckets.Move(a.node, before, w.free.size());
-  timeline.AddRelease(a.node, {now + job.limit, a.gpus, a.cpus, a.memory_mib,
-                               job.whole, job.job->id});
+  const Timeline::Release rel{now + job.limit, a.gpus,    a.cpus,
+                              a.memory_mib,    job.whole, job.job->id};
+  if (timeline_ready_) {
+    timeline.AddRelease(a.node, rel);
+  } else {
+    started_.emplace_back(a.node, rel);
+  }
   const JobRequest& r = job.job->req;
   if (auto it = user_used.find(r.user); it != user_used.end()) {
     it->second += a.gpus.size();

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "alloc/cache.h"
@@ -94,6 +95,9 @@ struct CycleContext {
   void Book(const JobShape& job, const Allocation& a);
   // Free-GPU facts of a partition now (lazy).
   const PartitionFree& FreeIn(int partition);
+  // Lazy parts, built on first use: most cycles never reserve or place a gang.
+  void EnsureTimeline();     // releases of running jobs and of this cycle's starts
+  void EnsureGangClasses();  // NodeWork::gang_class and ::block
 
   int UserUsed(const std::string& user) const;
   int AccountUsed(const std::string& account) const;
@@ -111,8 +115,13 @@ struct CycleContext {
   std::unordered_map<std::string, int> user_used;
   std::unordered_map<std::string, int> account_used;
   Timeline timeline;
-  int reservations = 0;
+  int reservations = 0;   // reservation attempts (backfill.h: slots)
   uint64_t version = 0;  // bumped by every start and reservation
+
+ private:
+  bool timeline_ready_ = false;
+  bool gang_ready_ = false;
+  std::vector<std::pair<int, Timeline::Release>> started_;  // until the timeline exists
 };
 
 }  // namespace hachi::sched

@@ -198,6 +198,7 @@ std::vector<int> Placer::SelectGang(const CycleContext& ctx, const JobShape& job
 bool Placer::PlaceGang(CycleContext& ctx, const JobShape& job,
                        std::vector<Allocation>* out, VerdictTally* tally) {
   if (ctx.buckets.NodesWithAtLeast(job.gpn) < job.nodes) return false;
+  ctx.EnsureGangClasses();
   std::vector<int> cands, counts;
   std::vector<GpuSet> avail;
   Timeline::Offer offer;

@@ -6,7 +6,6 @@
 #include <cstring>
 #include <functional>
 #include <string_view>
-#include <unordered_map>
 
 namespace hachi::sched {
 namespace {
@@ -118,39 +117,54 @@ void QueueOrder::Rebuild(const ClusterState& state) {
   for (const Node& n : state.nodes) largest_node_ = std::max(largest_node_, n.gpu_count());
   entries_.clear();
   entries_.reserve(state.pending.size());
-  for (const Job& j : state.pending) {
-    entries_.push_back({PriorityOf(state, j), j.submit_time, j.id, KeyOf(j)});
+  for (size_t i = 0; i < state.pending.size(); ++i) {
+    const Job& j = state.pending[i];
+    entries_.push_back({PriorityOf(state, j), j.submit_time, j.id, static_cast<int>(i)});
   }
   std::sort(entries_.begin(), entries_.end(), Before);
 }
 
 void QueueOrder::Update(const ClusterState& state) {
-  // Keep entries still pending (same key); insert the rest by binary search.
-  std::unordered_map<JobId, int> index;
-  index.reserve(state.pending.size() * 2);
-  for (size_t i = 0; i < state.pending.size(); ++i) {
-    index.emplace(state.pending[i].id, static_cast<int>(i));
-  }
-  std::vector<uint8_t> kept(state.pending.size(), 0);
-  auto gone = [&](const Entry& e) {
-    auto it = index.find(e.id);
-    if (it == index.end() || kept[it->second] ||
-        !(KeyOf(state.pending[it->second]) == e.key)) {
-      return true;
+  // Merge pass: old position -> new position for jobs met in the same relative order.
+  const size_t n_old = keys_.size(), n_new = state.pending.size();
+  std::vector<int> moved(n_old, -1);
+  std::vector<uint8_t> kept(n_new, 0);
+  size_t i = 0, j = 0;
+  size_t matched = 0;
+  while (i < n_old && j < n_new) {
+    if (keys_[i] == KeyOf(state.pending[j])) {
+      moved[i++] = static_cast<int>(j);
+      kept[j++] = 1;
+      ++matched;
+    } else {
+      // Old jobs up to the next match left the queue (a short look-ahead); else new j
+      // is new, or moved: erased and re-inserted below, with the same priority.
+      const Key k = KeyOf(state.pending[j]);
+      size_t d = 1;
+      while (d <= 16 && i + d < n_old && !(keys_[i + d] == k)) ++d;
+      if (d <= 16 && i + d < n_old) {
+        i += d;
+      } else {
+        ++j;
+      }
     }
-    kept[it->second] = 1;
-    return false;
-  };
-  entries_.erase(std::remove_if(entries_.begin(), entries_.end(), gone), entries_.end());
-  const size_t fresh = state.pending.size() - entries_.size();
-  if (fresh * 8 > state.pending.size() + 64) {
+  }
+  if ((n_new - matched) * 8 > n_new + 64) {  // mostly new: sorting is cheaper
     Rebuild(state);
     return;
   }
-  for (size_t i = 0; i < state.pending.size(); ++i) {
-    if (kept[i]) continue;
-    const Job& j = state.pending[i];
-    Entry e{PriorityOf(state, j), j.submit_time, j.id, KeyOf(j)};
+  size_t w = 0;
+  for (size_t r = 0; r < entries_.size(); ++r) {
+    const int to = moved[entries_[r].pos];
+    if (to < 0) continue;
+    entries_[w] = entries_[r];
+    entries_[w++].pos = to;
+  }
+  entries_.resize(w);
+  for (size_t k = 0; k < n_new; ++k) {
+    if (kept[k]) continue;
+    const Job& job = state.pending[k];
+    Entry e{PriorityOf(state, job), job.submit_time, job.id, static_cast<int>(k)};
     entries_.insert(std::upper_bound(entries_.begin(), entries_.end(), e, Before), e);
   }
 }
@@ -158,17 +172,16 @@ void QueueOrder::Update(const ClusterState& state) {
 void QueueOrder::Emit(const ClusterState& state) {
   keys_.resize(state.pending.size());
   for (size_t i = 0; i < state.pending.size(); ++i) keys_[i] = KeyOf(state.pending[i]);
-  std::unordered_map<JobId, int> index;
-  index.reserve(state.pending.size() * 2);
-  for (size_t i = 0; i < state.pending.size(); ++i) {
-    index.emplace(state.pending[i].id, static_cast<int>(i));
-  }
   order_.clear();
   prio_by_index_.assign(state.pending.size(), 0);
   for (const Entry& e : entries_) {
-    const int i = index.at(e.id);
-    order_.push_back(i);
-    prio_by_index_[i] = e.priority;
+    order_.push_back(e.pos);
+    prio_by_index_[e.pos] = e.priority;
+  }
+  min_gpus_from_.assign(order_.size() + 1, 1 << 30);
+  for (size_t k = order_.size(); k-- > 0;) {
+    min_gpus_from_[k] =
+        std::min(min_gpus_from_[k + 1], state.pending[order_[k]].req.GpusPerNode());
   }
 }
 

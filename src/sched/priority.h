@@ -7,8 +7,10 @@
 //     the inputs of the priority (weights, fair share, tiers, QoS) change.
 //
 // QueueOrder memoises the order between cycles: an unchanged queue costs one linear
-// comparison; new jobs are inserted by binary search and gone ones erased; anything
-// else recomputes. The memo never changes the answer. A pending job is recognised by
+// comparison; otherwise one merge pass over the old and new pending lists keeps the
+// jobs found in the same relative order (the usual case: jobs leave, new ones are
+// appended), erases the rest and inserts the new ones by binary search. A job erased
+// and re-inserted gets the same priority, so the memo never changes the answer. A pending job is recognised by
 // (id, submit time, partition, GPUs, nodes): changing its account or QoS in place
 // without changing one of these is not noticed until the period ticks.
 // Not thread-safe (owned by one Scheduler).
@@ -36,6 +38,9 @@ class QueueOrder {
   // (0 for kSubmit), by pending index. Valid until the next call.
   const std::vector<int>& Order(const ClusterState& state, Time now);
   const std::vector<double>& priorities() const { return prio_by_index_; }
+  // min_gpus_from()[k]: the fewest GPUs per node any job at order position >= k asks
+  // for; lets a cycle stop when no remaining job fits the largest free set.
+  const std::vector<int>& min_gpus_from() const { return min_gpus_from_; }
 
  private:
   struct Key {  // what identifies a pending job to the memo
@@ -50,7 +55,7 @@ class QueueOrder {
     double priority;
     Time submit;
     JobId id;
-    Key key;
+    int pos;  // index into state.pending
   };
   static Key KeyOf(const Job& j);
   static bool Before(const Entry& a, const Entry& b);
@@ -70,6 +75,7 @@ class QueueOrder {
   std::vector<Entry> entries_;  // in order
   std::vector<int> order_;
   std::vector<double> prio_by_index_;
+  std::vector<int> min_gpus_from_;
   // Derived per inputs: fair-share factor per account, largest node.
   std::vector<std::pair<std::string, double>> fs_factor_;
   int largest_node_ = 8;

@@ -69,28 +69,50 @@ class SchedulerImpl final : public Scheduler {
     Plan plan;
     EnsureTables(state);  // alloc/ tables per layout, once: every Pick is a lookup
     CycleContext ctx(state, now, &cache_);
-    ctx.Init();  // scratch: free resources, quotas and timeline from the snapshot
+    ctx.Init();  // scratch: free resources, quotas and isolation from the snapshot
     fails_.clear();
     fails_version_ = ctx.version;
     const std::vector<int>& order = order_.Order(state, now);  // order: who goes first
     Backfill backfill(depth_, &placer_);  // reserve: the depth knob (fifo 0, easy 1)
-    bool blocked = false;  // strict FIFO stopped: the rest wait for priority
+    Cycle cycle{ctx, backfill, plan, false, 0, {}};
     for (size_t pos = 0; pos < order.size(); ++pos) {
+      // Lean cycles stop once nothing left can start now (no reservation is needed
+      // to protect anyone from a start that cannot happen).
+      if (!config_.explain && (cycle.blocked || order_.min_gpus_from()[pos] >
+                                                    ctx.buckets.max_free())) {
+        break;
+      }
       const Job& job = state.pending[order[pos]];
       Diagnosis d = Begin(job, pos, order_.priorities()[order[pos]]);
-      if (blocked || plan.considered >= config_.backfill_max_jobs) {
+      if (cycle.blocked || plan.considered >= config_.backfill_max_jobs) {
         d.reason = Reason::kPriority;  // not examined: jobs ahead come first
       } else {
         ++plan.considered;
-        if (Step(ctx, backfill, job, &d, &plan)) continue;  // started
-        blocked = spec_.stop_at_block && IsFitReason(d.reason);
+        if (Step(cycle, job, &d)) continue;  // started
+        cycle.blocked = spec_.stop_at_block && IsFitReason(d.reason);
       }
-      plan.pending.push_back(d);
+      if (config_.explain) plan.pending.push_back(d);
     }
+    if (config_.explain) FlushReservations(cycle);  // earliest starts for the rest
     return plan;
   }
 
  private:
+  // A blocked job waiting for its reservation: computed just before the next start
+  // attempt (which must respect it) or at the end, never needlessly.
+  struct Deferred {
+    JobShape shape;
+    int diag = -1;  // index into plan.pending, or -1
+  };
+  struct Cycle {
+    CycleContext& ctx;
+    Backfill& backfill;
+    Plan& plan;
+    bool blocked = false;  // strict FIFO stopped: the rest wait for priority
+    int slots = 0;         // reservation slots taken (Backfill::HasRoom)
+    std::vector<Deferred> deferred;
+  };
+
   static bool IsFitReason(Reason r) {
     return r != Reason::kHeld && r != Reason::kDependency &&
            r != Reason::kDependencyNeverMet && r != Reason::kUserQuota &&
@@ -108,8 +130,8 @@ class SchedulerImpl final : public Scheduler {
   }
 
   // One job through the phases: true when it starts now.
-  bool Step(CycleContext& ctx, Backfill& backfill, const Job& job, Diagnosis* d,
-            Plan* plan) {
+  bool Step(Cycle& c, const Job& job, Diagnosis* d) {
+    CycleContext& ctx = c.ctx;
     const JobShape s = ctx.Shape(job);
     if (s.eligible < 0) {  // unknown partition: validation would have refused it
       d->reason = Reason::kNodesUnavailable;
@@ -118,30 +140,52 @@ class SchedulerImpl final : public Scheduler {
     // Filter (job): held, dependencies, quotas — cheap, and no node changes them.
     d->reason = CheckJob(ctx, s, &d->quota_used, &d->quota_limit);
     if (d->reason != Reason::kNone) return false;
-    // Filter + score + select (nodes): start now if it fits around the reservations.
+    // Filter + score + select (nodes): start now if it fits around the reservations,
+    // which must exist before any start is decided.
     VerdictTally tally;
-    if (TryPlace(ctx, s, &tally)) {
-      const bool jumped = ctx.reservations > 0;  // ahead of a reserved job
-      for (const Allocation& a : allocs_) ctx.Book(s, a);
-      plan->starts.push_back({job.id, allocs_, jumped});
-      plan->backfilled += jumped;
-      return true;
+    if (MightFit(ctx, s)) {
+      FlushReservations(c);
+      if (TryPlace(ctx, s, &tally)) {
+        const bool jumped = !c.plan.reservations.empty();  // ahead of a reserved job
+        for (const Allocation& a : allocs_) ctx.Book(s, a);
+        c.plan.starts.push_back({job.id, allocs_, jumped});
+        c.plan.backfilled += jumped;
+        return true;
+      }
     }
-    // Reserve: the first `depth` blocked jobs hold their earliest start.
-    Reservation r;
-    if (backfill.HasRoom(ctx) && backfill.Reserve(ctx, s, &r, d)) {
-      plan->reservations.push_back(std::move(r));
+    // Reserve: the first `depth` blocked jobs that could ever fit hold their earliest
+    // start (computed lazily).
+    const int diag = config_.explain ? static_cast<int>(c.plan.pending.size()) : -1;
+    if (c.backfill.HasRoom(c.slots) && c.backfill.CanEverFit(ctx, s)) {
+      ++c.slots;
+      c.deferred.push_back({s, diag});
     }
     // Diagnose: reason and numbers, no text.
-    DiagnoseBlocked(ctx, s, tally, d);
+    if (config_.explain) DiagnoseBlocked(ctx, s, tally, d);
     return false;
   }
 
-  // Placement with the cheap refusals first: no node has enough free GPUs, or a job
-  // of the same shape already failed since the last change.
-  bool TryPlace(CycleContext& ctx, const JobShape& s, VerdictTally* tally) {
+  void FlushReservations(Cycle& c) {
+    for (const Deferred& w : c.deferred) {
+      Reservation r;
+      Diagnosis scratch;
+      Diagnosis* d = w.diag >= 0 ? &c.plan.pending[w.diag] : &scratch;
+      if (c.backfill.Reserve(c.ctx, w.shape, &r, d)) {
+        c.plan.reservations.push_back(std::move(r));
+      }
+    }
+    c.deferred.clear();
+  }
+
+  // No node has enough free GPUs (or enough nodes for a gang): the job cannot start
+  // now, whatever the reservations.
+  static bool MightFit(const CycleContext& ctx, const JobShape& s) {
     if (s.gpn > ctx.buckets.max_free()) return false;
-    if (s.nodes > 1 && ctx.buckets.NodesWithAtLeast(s.gpn) < s.nodes) return false;
+    return s.nodes == 1 || ctx.buckets.NodesWithAtLeast(s.gpn) >= s.nodes;
+  }
+
+  // Placement, unless a job of the same shape already failed since the last change.
+  bool TryPlace(CycleContext& ctx, const JobShape& s, VerdictTally* tally) {
     if (fails_version_ != ctx.version) {
       fails_.clear();
       fails_version_ = ctx.version;

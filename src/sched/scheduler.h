@@ -31,6 +31,11 @@ struct SchedConfig {
   // Priorities use the time rounded down to this period, so the queue order only
   // changes at period boundaries or when jobs arrive/leave (and can be memoised).
   Duration priority_period = 5 * kMinute;
+  // true: the plan explains every pending job (Plan::pending) and holds every
+  // reservation the depth allows. false (the simulator): the plan holds the starts and
+  // only the reservations computed to decide them, and the cycle stops as soon as no
+  // remaining job can start now. The starts are the same either way (a test checks).
+  bool explain = true;
 };
 
 std::vector<std::string_view> PolicyNames();  // "hachi" first
