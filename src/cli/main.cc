@@ -1,6 +1,7 @@
 // The one `hachi` binary: user and admin commands (DESIGN.md §1).
 #include <CLI/CLI.hpp>
 
+#include "cli/sim_cmd.h"
 #include "cli/topo_cmd.h"
 
 int main(int argc, char** argv) {
@@ -9,6 +10,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int exit_code = 0;
   hachi::cli::AddTopoCommands(app, &exit_code);
+  hachi::cli::AddSimCommands(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,247 @@
+#include "cli/sim_cmd.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "sim/simulator.h"
+#include "sim/trace.h"
+
+namespace hachi::cli {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailed = 1;
+constexpr int kExitBadInput = 2;
+
+using Clock = std::chrono::steady_clock;
+
+struct SimFlags {
+  std::string trace;
+  std::string format;  // empty: told from the header
+  std::string policy = "hachi";
+  std::string cluster = std::string(sim::kDefaultClusterSpec);
+  std::string time_limits = "rounded";
+  int backfill_depth = -1;  // -1: the scheduler's default
+  int64_t max_jobs = 0;     // 0: all
+  bool json = false;
+  // Issue 4 adds `--placement openb` (FGD's static placement protocol) here: a second
+  // mode of the same command that reads a pod list instead of replaying time.
+};
+
+// "12,345": long counts and seconds read better grouped.
+std::string Grouped(double v) {
+  char raw[32];
+  std::snprintf(raw, sizeof raw, "%.0f", v);
+  std::string s = raw, out;
+  const size_t start = s[0] == '-' ? 1 : 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i > start && (s.size() - i) % 3 == 0) out += ',';
+    out += s[i];
+  }
+  return out;
+}
+
+std::string RenderText(const sim::SimMetrics& m, int64_t trace_jobs) {
+  std::string out;
+  char line[256];
+  auto add = [&](const char* fmt, auto... args) {
+    std::snprintf(line, sizeof line, fmt, args...);
+    out += line;
+  };
+  add("policy %s on %s (%d GPUs), time limits %s: %s of %s jobs finished",
+      m.policy.c_str(), m.cluster.c_str(), m.cluster_gpus, m.time_limits.c_str(),
+      Grouped(m.jobs).c_str(), Grouped(trace_jobs).c_str());
+  out += m.rejected > 0 ? ", " + Grouped(m.rejected) + " rejected\n" : "\n";
+  add("\n%-22s %12s %12s %12s %12s\n", "seconds", "mean", "p50", "p95", "p99");
+  add("%-22s %12s %12s %12s %12s\n", "wait", Grouped(m.wait_mean_s).c_str(),
+      Grouped(m.wait_p50_s).c_str(), Grouped(m.wait_p95_s).c_str(),
+      Grouped(m.wait_p99_s).c_str());
+  add("%-22s %12s\n", "job completion time", Grouped(m.jct_mean_s).c_str());
+  add("\n%-22s %12s %12s %12s\n", "wait by GPUs asked", "jobs", "p50", "p95");
+  for (const std::string& b : sim::GpuBuckets()) {
+    auto jobs = m.jobs_by_gpus.find(b);
+    if (jobs == m.jobs_by_gpus.end()) continue;
+    static const std::map<std::string, std::string> kLabels = {{"1", "1 GPU"},
+                                                               {"2", "2 GPUs"},
+                                                               {"4", "3-4 GPUs"},
+                                                               {"8", "5-8 GPUs"},
+                                                               {">8", ">8 GPUs (gangs)"}};
+    add("%-22s %12s %12s %12s\n", kLabels.at(b).c_str(),
+        Grouped(static_cast<double>(jobs->second)).c_str(),
+        Grouped(m.wait_p50_s_by_gpus.at(b)).c_str(),
+        Grouped(m.wait_p95_s_by_gpus.at(b)).c_str());
+  }
+  add("\nmakespan %s (%s s), GPU utilisation %.1f %%\n",
+      FormatDuration(static_cast<Duration>(m.makespan_s)).c_str(),
+      Grouped(m.makespan_s).c_str(), 100 * m.gpu_utilization);
+  add("scheduler: %s cycles, %.3f ms p50, %.3f ms p99, %.3f ms max; %s backfilled "
+      "starts\n",
+      Grouped(static_cast<double>(m.cycles)).c_str(), m.cycle_ms_p50, m.cycle_ms_p99,
+      m.cycle_ms_max, Grouped(static_cast<double>(m.backfilled)).c_str());
+  add("wall %.2f s\n", m.wall_s);
+  for (const std::string& r : m.rejections) out += "rejected: " + r + "\n";
+  return out;
+}
+
+std::string RenderJson(const sim::SimMetrics& m, const std::string& trace) {
+  nlohmann::json j;
+  j["trace"] = trace;
+  j["policy"] = m.policy;
+  j["cluster"] = m.cluster;
+  j["cluster_gpus"] = m.cluster_gpus;
+  j["time_limits"] = m.time_limits;
+  j["jobs"] = m.jobs;
+  j["rejected"] = m.rejected;
+  j["wait_mean_s"] = m.wait_mean_s;
+  j["wait_p50_s"] = m.wait_p50_s;
+  j["wait_p95_s"] = m.wait_p95_s;
+  j["wait_p99_s"] = m.wait_p99_s;
+  j["jct_mean_s"] = m.jct_mean_s;
+  j["makespan_s"] = m.makespan_s;
+  j["gpu_utilization"] = m.gpu_utilization;
+  j["wait_p50_s_by_gpus"] = m.wait_p50_s_by_gpus;
+  j["wait_p95_s_by_gpus"] = m.wait_p95_s_by_gpus;
+  j["jobs_by_gpus"] = m.jobs_by_gpus;
+  j["backfilled"] = m.backfilled;
+  j["cycles"] = m.cycles;
+  j["cycle_ms_p50"] = m.cycle_ms_p50;
+  j["cycle_ms_p99"] = m.cycle_ms_p99;
+  j["cycle_ms_max"] = m.cycle_ms_max;
+  j["wall_s"] = m.wall_s;
+  j["rejections"] = m.rejections;
+  return j.dump(2) + "\n";
+}
+
+// The progress line: rewritten in place a few times a second on a terminal; on a pipe
+// or file, one line per 10 % and only for long traces (short runs stay quiet).
+class Progress {
+ public:
+  explicit Progress(int64_t jobs)
+      : tty_(isatty(STDERR_FILENO) == 1), enabled_(tty_ || jobs >= 10000) {}
+
+  void Update(const sim::SimProgress& p) {
+    if (!enabled_ || p.total == 0) return;
+    const int64_t percent = p.finished * 100 / p.total;
+    if (tty_) {
+      const Clock::time_point now = Clock::now();
+      if (now - started_ < std::chrono::milliseconds(500) && percent < 100) return;
+      if (now - last_ < std::chrono::milliseconds(250) && percent < 100) return;
+      last_ = now;
+      std::fprintf(stderr, "\rhachi sim: %3lld%% (%lld/%lld jobs, simulated %s)  ",
+                   static_cast<long long>(percent), static_cast<long long>(p.finished),
+                   static_cast<long long>(p.total), FormatDuration(p.now).c_str());
+      shown_ = true;
+    } else if (percent / 10 > last_decile_) {
+      last_decile_ = percent / 10;
+      std::fprintf(stderr, "hachi sim: %lld%% (%lld/%lld jobs, simulated %s)\n",
+                   static_cast<long long>(percent), static_cast<long long>(p.finished),
+                   static_cast<long long>(p.total), FormatDuration(p.now).c_str());
+    }
+  }
+
+  void Done() {
+    if (shown_) std::fputs("\n", stderr);
+  }
+
+ private:
+  const bool tty_;
+  const bool enabled_;
+  const Clock::time_point started_ = Clock::now();
+  Clock::time_point last_{};
+  int64_t last_decile_ = 0;
+  bool shown_ = false;
+};
+
+void PrintError(const Status& s) {
+  std::fprintf(stderr, "hachi sim: %s\n", s.ToString().c_str());
+}
+
+int RunSim(const SimFlags& f) {
+  const Clock::time_point t0 = Clock::now();
+  sim::RunConfig config;
+  config.cluster = f.cluster;
+  config.sched.policy = f.policy;
+  if (f.backfill_depth >= 0) config.sched.backfill_depth = f.backfill_depth;
+  Result<sim::TimeLimitModel> limits = sim::ParseTimeLimitModel(f.time_limits);
+  if (!limits.ok()) {
+    PrintError(InvalidArgument("--time-limits: " + limits.status().message()));
+    return kExitBadInput;
+  }
+  config.sim.time_limits = *limits;
+
+  std::unique_ptr<sim::TraceFormat> format;
+  if (!f.format.empty()) {
+    Result<sim::TraceFormat> parsed = sim::ParseTraceFormat(f.format);
+    if (!parsed.ok()) {
+      PrintError(InvalidArgument("--format: " + parsed.status().message()));
+      return kExitBadInput;
+    }
+    format = std::make_unique<sim::TraceFormat>(*parsed);
+  }
+  Result<std::vector<sim::TraceJob>> trace = sim::ReadTrace(f.trace, format.get());
+  if (!trace.ok()) {
+    PrintError(trace.status());
+    return kExitBadInput;
+  }
+  if (f.max_jobs > 0 && static_cast<int64_t>(trace->size()) > f.max_jobs) {
+    trace->resize(static_cast<size_t>(f.max_jobs));  // the first N by submit time
+  }
+  Progress progress(static_cast<int64_t>(trace->size()));
+  config.sim.progress = [&progress](const sim::SimProgress& p) { progress.Update(p); };
+  Result<sim::SimMetrics> m = sim::RunSimulation(*trace, config);
+  progress.Done();
+  if (!m.ok()) {
+    PrintError(m.status());
+    // Bad flags, cluster specs or traces are the user's to fix; a stuck or inconsistent
+    // run is the scheduler's.
+    const StatusCode c = m.status().code();
+    return c == StatusCode::kInvalidArgument || c == StatusCode::kNotFound ? kExitBadInput
+                                                                           : kExitFailed;
+  }
+  m->wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::string out = f.json ? RenderJson(*m, f.trace)
+                           : RenderText(*m, static_cast<int64_t>(trace->size()));
+  std::fputs(out.c_str(), stdout);
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddSimCommands(CLI::App& app, int* exit_code) {
+  auto flags = std::make_shared<SimFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "sim",
+      "replay a job trace on a simulated cluster with the real scheduler; report waits, "
+      "completion times, GPU utilisation and cycle times (docs/sim.md)");
+  cmd->add_option(
+         "--trace", flags->trace,
+         "job trace: the Philly CSV (timestamp,duration,num_gpus,gpu_time,cluster) "
+         "or a generic CSV (submit_s,duration_s,gpus[,user,account,partition,"
+         "time_limit_s])")
+      ->required();
+  cmd->add_option("--format", flags->format,
+                  "philly or csv (default: told from the header)");
+  cmd->add_option("--policy", flags->policy, "fifo, easy or hachi (default)");
+  cmd->add_option("--cluster", flags->cluster,
+                  "COUNTxGPUS:PRESET[,...] (default 96x8:hgx-h100) or philly (the Philly "
+                  "machine list: 231x8 + 321x2 GPUs)");
+  cmd->add_option(
+      "--time-limits", flags->time_limits,
+      "user time limits: rounded (default: the run time rounded up to 15m, "
+      "30m, 1h, 2h, 4h, 8h, 12h, 1d, 2d, 3d, 7d, 14d, 30d, 60d, 90d) or exact");
+  cmd->add_option("--backfill-depth", flags->backfill_depth,
+                  "reservations per cycle for the hachi policy (default 16)")
+      ->check(CLI::Range(0, 1000000));
+  cmd->add_option("--max-jobs", flags->max_jobs, "replay only the first N jobs")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  cmd->add_flag("--json", flags->json, "print one JSON object");
+  cmd->callback([flags, exit_code] { *exit_code = RunSim(*flags); });
+}
+
+}  // namespace hachi::cli
