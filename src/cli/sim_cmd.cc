@@ -84,7 +84,8 @@ std::string RenderText(const sim::SimMetrics& m, int64_t trace_jobs) {
       "starts\n",
       Grouped(static_cast<double>(m.cycles)).c_str(), m.cycle_ms_p50, m.cycle_ms_p99,
       m.cycle_ms_max, Grouped(static_cast<double>(m.backfilled)).c_str());
-  add("wall %.2f s\n", m.wall_s);
+  add("wall %.2f s, of which %.2f s in the scheduler (%.3f ms a cycle on average)\n",
+      m.wall_s, m.sched_s, m.cycle_ms_mean);
   for (const std::string& r : m.rejections) out += "rejected: " + r + "\n";
   return out;
 }
@@ -113,6 +114,8 @@ std::string RenderJson(const sim::SimMetrics& m, const std::string& trace) {
   j["cycle_ms_p50"] = m.cycle_ms_p50;
   j["cycle_ms_p99"] = m.cycle_ms_p99;
   j["cycle_ms_max"] = m.cycle_ms_max;
+  j["cycle_ms_mean"] = m.cycle_ms_mean;
+  j["sched_s"] = m.sched_s;
   j["wall_s"] = m.wall_s;
   j["rejections"] = m.rejections;
   return j.dump(2) + "\n";

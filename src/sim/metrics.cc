@@ -78,6 +78,10 @@ void ComputeMetrics(const std::vector<JobOutcome>& outcomes, int cluster_gpus,
   m->cycle_ms_p50 = PercentileSorted(cycles, 50);
   m->cycle_ms_p99 = PercentileSorted(cycles, 99);
   m->cycle_ms_max = cycles.empty() ? 0 : cycles.back();
+  double total_ms = 0;
+  for (double c : cycles) total_ms += c;
+  m->sched_s = total_ms / 1000;
+  m->cycle_ms_mean = cycles.empty() ? 0 : total_ms / static_cast<double>(cycles.size());
 }
 
 }  // namespace hachi::sim

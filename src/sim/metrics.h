@@ -46,8 +46,9 @@ struct SimMetrics {
   std::map<std::string, int64_t> jobs_by_gpus;
   // Scheduler cycles: wall time of each Schedule() call.
   int64_t cycles = 0;
-  double cycle_ms_p50 = 0, cycle_ms_p99 = 0, cycle_ms_max = 0;
-  double wall_s = 0;  // the whole run, trace reading included (set by the caller)
+  double cycle_ms_mean = 0, cycle_ms_p50 = 0, cycle_ms_p99 = 0, cycle_ms_max = 0;
+  double sched_s = 0;  // all cycles together: the scheduler's share of wall_s
+  double wall_s = 0;   // the whole run, trace reading included (set by the caller)
 };
 
 // Fills the job statistics of `m` from `outcomes` and the cycle statistics from

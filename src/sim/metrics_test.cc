@@ -69,6 +69,8 @@ TEST(MetricsTest, HandComputedRun) {
   EXPECT_EQ(m.cycles, 3);
   EXPECT_EQ(m.cycle_ms_p50, 2);
   EXPECT_EQ(m.cycle_ms_p99, 3);
+  EXPECT_DOUBLE_EQ(m.cycle_ms_mean, 2);
+  EXPECT_DOUBLE_EQ(m.sched_s, 0.006);
 }
 
 }  // namespace
