@@ -27,12 +27,15 @@ std::vector<Time> Waits(const SimResult& r) {
   return w;
 }
 
+// Lean cycles (explain = false), as RunSimulation runs them, unless `explain`.
 Result<SimResult> RunOn(const std::string& spec, const std::vector<TraceJob>& trace,
-                        const std::string& policy, TimeLimitModel limits) {
+                        const std::string& policy, TimeLimitModel limits,
+                        bool explain = false) {
   Result<sched::ClusterState> cluster = BuildCluster(spec);
   if (!cluster.ok()) return cluster.status();
   sched::SchedConfig config;
   config.policy = policy;
+  config.explain = explain;
   Result<std::unique_ptr<sched::Scheduler>> s = sched::Scheduler::Create(config);
   if (!s.ok()) return s.status();
   SimOptions opts;
@@ -134,6 +137,23 @@ TEST(SimEndToEndTest, SameTraceAndPolicyGiveIdenticalResults) {
     }
     EXPECT_EQ(a->cycle_ms.size(), b->cycle_ms.size()) << policy;
     EXPECT_EQ(a->backfilled, b->backfilled) << policy;
+  }
+}
+
+TEST(SimEndToEndTest, LeanCyclesStartTheSameJobsAsExplainingOnes) {
+  const std::vector<TraceJob> trace = PhillySlice(1000);
+  for (const char* policy : {"fifo", "easy", "hachi"}) {
+    Result<SimResult> lean =
+        RunOn("24x8:hgx-h100", trace, policy, TimeLimitModel::kRounded);
+    Result<SimResult> full =
+        RunOn("24x8:hgx-h100", trace, policy, TimeLimitModel::kRounded, /*explain=*/true);
+    ASSERT_TRUE(lean.ok()) << policy << ": " << lean.status().ToString();
+    ASSERT_TRUE(full.ok()) << policy << ": " << full.status().ToString();
+    ASSERT_EQ(lean->outcomes.size(), full->outcomes.size()) << policy;
+    for (size_t i = 0; i < lean->outcomes.size(); ++i) {
+      ASSERT_EQ(lean->outcomes[i].start, full->outcomes[i].start)
+          << policy << " job " << lean->outcomes[i].id;
+    }
   }
 }
 

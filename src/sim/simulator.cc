@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <memory>
 #include <queue>
 
 #include "sim/cluster_spec.h"
@@ -227,23 +228,37 @@ void Run::Complete(int64_t i, Time now) {
   ++finished_;
 }
 
-Status Run::Stuck(const sched::Plan& plan, Time now) const {
+Status Run::Stuck(const sched::Plan& lean_plan, Time now) const {
+  // A lean cycle (explain = false) may leave Plan::pending empty; the diagnoses come
+  // from one explaining cycle of a fresh scheduler with the same policy, which starts
+  // the same jobs (none) by the scheduler's contract.
+  sched::Plan explained;
+  const sched::Plan* plan = &lean_plan;
+  if (!scheduler_.config().explain) {
+    sched::SchedConfig config = scheduler_.config();
+    config.explain = true;
+    Result<std::unique_ptr<sched::Scheduler>> s = sched::Scheduler::Create(config);
+    if (s.ok()) {
+      explained = (*s)->Schedule(state_, now);
+      plan = &explained;
+    }
+  }
   std::string msg = "simulation stuck at t=" + std::to_string(now) +
                     "s: " + std::to_string(state_.pending.size()) +
                     " jobs pending, none running, none arriving; the scheduler never "
                     "starts them:";
   int shown = 0;
-  for (const sched::Diagnosis& d : plan.pending) {
+  for (const sched::Diagnosis& d : plan->pending) {
     if (shown++ == 5) break;
     const int64_t i = d.job - 1;
     if (i < 0 || i >= static_cast<int64_t>(trace_.size()) || pending_pos_[i] < 0)
       continue;
-    const sched::Job& j = state_.pending[pending_pos_[d.job - 1]];
+    const sched::Job& j = state_.pending[pending_pos_[i]];
     msg += "\n  job " + std::to_string(d.job) + " (" + std::to_string(j.req.TotalGpus()) +
            " GPUs): " + std::string(sched::ReasonName(d.reason)) + ": " +
            d.Format(state_, now);
   }
-  if (plan.pending.empty()) msg += " (the plan gave no diagnoses)";
+  if (plan->pending.empty()) msg += " (the plan gave no diagnoses)";
   return Unsatisfiable(std::move(msg));
 }
 

@@ -62,7 +62,8 @@ Result<SimResult> Simulate(const std::vector<TraceJob>& trace,
                            sched::ClusterState cluster, sched::Scheduler& scheduler,
                            const SimOptions& options);
 
-// One `hachi sim` run from names: builds the cluster and the scheduler, simulates and
+// One `hachi sim` run from names: builds the cluster and the scheduler (with lean
+// cycles: SchedConfig::explain = false, whatever config.sched says), simulates and
 // computes the metrics (wall_s covers this call; trace reading is the caller's).
 struct RunConfig {
   std::string cluster = "96x8:hgx-h100";  // cluster_spec.h
