@@ -65,7 +65,8 @@ bool Backfill::EarliestSingle(CycleContext& ctx, const JobShape& job,
   out->allocations.push_back(a);
   diag->earliest_start = best_t;
   diag->earliest_node = best_node;
-  diag->blocking_job = best_offer.last_release;
+  diag->blocking_job =
+      best_offer.last_release_end == best_t ? best_offer.last_release : 0;
   return true;
 }
 
@@ -133,8 +134,14 @@ bool Backfill::EarliestGang(CycleContext& ctx, const JobShape& job, Reservation*
     }
     diag->earliest_start = t;
     diag->earliest_node = pick.front();
-    CheckNode(ctx, job, pick.front(), t, &offer);
-    diag->blocking_job = offer.last_release;
+    diag->blocking_job = 0;
+    for (int node : pick) {  // the node whose release came last, if one ends at t
+      CheckNode(ctx, job, node, t, &offer);
+      if (offer.last_release_end == t) {
+        diag->blocking_job = offer.last_release;
+        diag->earliest_node = node;
+      }
+    }
     return true;
   }
   return false;

@@ -43,6 +43,7 @@ Timeline::Offer Timeline::At(int node, GpuSet free_now, int cpus_now,
         o.cpus += r.cpus;
         o.memory_mib += r.memory_mib;
         o.last_release = r.job;
+        o.last_release_end = r.end;
       } else if (r.whole) {
         o.whole_running = true;
       } else {

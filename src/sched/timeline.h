@@ -46,6 +46,7 @@ class Timeline {
     bool whole_held = false;     // a whole-node reservation overlaps [t, t + d)
     bool shared_running = false; // a shared job still runs at t
     JobId last_release = 0;      // the job whose end made the latest release by t
+    Time last_release_end = 0;   // and when it ends
   };
 
   void Reset(int nodes);

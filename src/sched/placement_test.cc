@@ -1,0 +1,135 @@
+// Score and select: which node(s) and GPUs a job gets, one row per rule.
+#include "sched/placement.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "sched/scheduler.h"
+#include "sched/testing.h"
+
+namespace hachi::sched {
+namespace {
+
+using testing::ClusterBuilder;
+using testing::MakeCluster;
+using testing::MakeJob;
+
+struct Share {
+  int node;
+  const char* gpus;  // GpuSet::ToString() form
+};
+
+struct Row {
+  const char* name;
+  const char* policy;
+  std::function<ClusterBuilder()> cluster;
+  testing::JobBuilder job;
+  std::vector<Share> want;  // empty: the job does not start
+};
+
+class PlacementTest : public ::testing::TestWithParam<Row> {};
+
+TEST_P(PlacementTest, Chooses) {
+  const ClusterState s = GetParam().cluster().Pending(GetParam().job).Build();
+  SchedConfig c;
+  c.policy = GetParam().policy;
+  const Plan plan = (*Scheduler::Create(c))->Schedule(s, 1000);
+  if (GetParam().want.empty()) {
+    EXPECT_TRUE(plan.starts.empty());
+    return;
+  }
+  ASSERT_EQ(plan.starts.size(), 1u);
+  const auto& allocs = plan.starts[0].allocations;
+  ASSERT_EQ(allocs.size(), GetParam().want.size());
+  for (size_t i = 0; i < allocs.size(); ++i) {
+    EXPECT_EQ(allocs[i].node, GetParam().want[i].node) << "share " << i;
+    EXPECT_EQ(allocs[i].gpus.ToString(), GetParam().want[i].gpus) << "share " << i;
+  }
+}
+
+// n0 busy on GPUs 0-2, n1 idle, n2 busy on 0-5.
+ClusterBuilder ThreeH100() {
+  return MakeCluster()
+      .Nodes(3, "hgx-h100")
+      .Partition("p")
+      .Running(MakeJob(90).Gpus(3), 0)
+      .Running(MakeJob(91).Gpus(6), 2);
+}
+
+// Two 4090 boxes (NVLink pairs 0-1, 2-3, ...): n0 has GPU 0 busy, n1 is idle.
+ClusterBuilder Pairs() {
+  return MakeCluster()
+      .Nodes(2, "pcie-8x-4090-nv4-pairs")
+      .Partition("p")
+      .Running(MakeJob(90).Gpus(1), 0, "0");
+}
+
+// n0, n1 hgx-h100 (NVSwitch); n2, n3 pcie-8x-l40s (PCIe only), all idle.
+ClusterBuilder Mixed() {
+  return MakeCluster().Nodes(2, "hgx-h100").Nodes(2, "pcie-8x-l40s").Partition("p");
+}
+
+// Block a: n0 idle, n1 half busy. Block b: n2, n3 idle, n4 busy on one GPU.
+ClusterBuilder Blocks() {
+  return MakeCluster()
+      .Nodes(2, "hgx-h100", "a")
+      .Nodes(3, "hgx-h100", "b")
+      .Partition("p")
+      .Running(MakeJob(90).Gpus(4), 1)
+      .Running(MakeJob(91).Gpus(1), 4);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rows, PlacementTest,
+    ::testing::Values(
+        Row{"hachi_packs_onto_busiest_node_that_fits", "hachi", ThreeH100,
+            MakeJob(1).Gpus(2), {{2, "6,7"}}},
+        Row{"hachi_keeps_idle_node_whole", "hachi", ThreeH100, MakeJob(1).Gpus(5),
+            {{0, "3-7"}}},
+        Row{"hachi_takes_idle_node_when_nothing_else_fits", "hachi", ThreeH100,
+            MakeJob(1).Gpus(6), {{1, "0-5"}}},
+        Row{"fifo_first_fit_lowest_node_lowest_gpus", "fifo", ThreeH100,
+            MakeJob(1).Gpus(2), {{0, "3,4"}}},
+        Row{"easy_first_fit_skips_nodes_too_full", "easy", ThreeH100,
+            MakeJob(1).Gpus(6), {{1, "0-5"}}},
+        Row{"hachi_one_gpu_keeps_nvlink_pairs", "hachi", Pairs, MakeJob(1).Gpus(1),
+            {{0, "1"}}},
+        Row{"hachi_two_gpus_take_an_intact_pair", "hachi", Pairs, MakeJob(1).Gpus(2),
+            {{0, "2,3"}}},
+        Row{"fifo_two_gpus_break_pairs", "fifo", Pairs, MakeJob(1).Gpus(2),
+            {{0, "1,2"}}},
+        Row{"gang_never_mixes_classes", "hachi", Mixed, MakeJob(1).Gang(3, 8), {}},
+        Row{"gang_stays_in_one_class", "hachi", Mixed, MakeJob(1).Gang(2, 8),
+            {{0, "0-7"}, {1, "0-7"}}},
+        Row{"gang_prefers_one_block", "hachi", Blocks, MakeJob(1).Gang(2, 8),
+            {{2, "0-7"}, {3, "0-7"}}},
+        Row{"gang_best_fit_block", "hachi", Blocks, MakeJob(1).Gang(2, 4),
+            {{0, "0-3"}, {1, "4-7"}}},
+        Row{"gang_spreads_when_no_block_holds_it", "hachi", Blocks,
+            MakeJob(1).Gang(3, 8), {{0, "0-7"}, {2, "0-7"}, {3, "0-7"}}},
+        Row{"fifo_gang_lowest_nodes", "fifo", Blocks, MakeJob(1).Gang(2, 8),
+            {{0, "0-7"}, {2, "0-7"}}}),
+    [](const auto& row) { return std::string(row.param.name); });
+
+TEST(PlacementTest, WholeNodeJobGetsEveryGpu) {
+  const ClusterState s = MakeCluster()
+                             .Nodes(2, "hgx-h100")
+                             .Partition("gpu8", PartitionMode::kWholeNode)
+                             .Pending(MakeJob(1).Gpus(3))
+                             .Build();
+  ASSERT_EQ(s.pending[0].req.GpusPerNode(), 8);  // rounded up at validation
+  const Plan plan = (*Scheduler::Create({}))->Schedule(s, 0);
+  ASSERT_EQ(plan.starts.size(), 1u);
+  EXPECT_EQ(plan.starts[0].allocations[0].gpus, GpuSet::FirstN(8));
+}
+
+TEST(PlacementTest, BottleneckOfSets) {
+  const auto model = testing::PresetModel("pcie-8x-4090-nv4-pairs");
+  EXPECT_EQ(Bottleneck(*model, GpuSet::FromIndices({3})), alloc::ScoreParts::kNoPair);
+  EXPECT_GT(Bottleneck(*model, GpuSet::FromIndices({0, 1})),
+            Bottleneck(*model, GpuSet::FromIndices({1, 2})));
+}
+
+}  // namespace
+}  // namespace hachi::sched

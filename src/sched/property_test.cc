@@ -1,0 +1,153 @@
+// Invariants of every plan, on random clusters and workloads (random_testing.h):
+// no GPU given twice, gangs all or nothing, quotas never exceeded, hard isolation
+// never broken, the same input gives the same plan (also from a memoised scheduler),
+// and a lean cycle starts exactly what an explaining one starts.
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+#include <rapidcheck/gtest.h>
+
+#include <map>
+
+#include "sched/eligibility.h"
+#include "sched/random_testing.h"
+#include "sched/scheduler.h"
+
+namespace hachi::sched {
+namespace {
+
+constexpr Time kNow = 10000;
+
+std::unique_ptr<Scheduler> Make(const std::string& policy, bool explain = true) {
+  SchedConfig c;
+  c.policy = policy;
+  c.explain = explain;
+  c.backfill_depth = 4;
+  return std::move(Scheduler::Create(c).value());
+}
+
+const Job& PendingJob(const ClusterState& s, JobId id) {
+  for (const Job& j : s.pending) {
+    if (j.id == id) return j;
+  }
+  RC_FAIL("start of a job that is not pending");
+}
+
+void CheckInvariants(const ClusterState& s, const Plan& plan) {
+  const int n = static_cast<int>(s.nodes.size());
+  std::vector<GpuSet> taken(n);
+  std::vector<bool> whole(n), shared(n);
+  for (int i = 0; i < n; ++i) whole[i] = s.nodes[i].whole_node_jobs > 0;
+  for (int i = 0; i < n; ++i) shared[i] = s.nodes[i].shared_jobs > 0;
+  std::map<std::string, int> user_used, account_used;
+  for (const Job& j : s.running) {
+    for (const Allocation& a : j.allocations) {
+      user_used[j.req.user] += a.gpus.size();
+      account_used[j.req.account] += a.gpus.size();
+    }
+  }
+  for (const Start& st : plan.starts) {
+    const Job& job = PendingJob(s, st.job);
+    RC_ASSERT(!job.held);
+    RC_ASSERT(job.deps == DependencyState::kNone);
+    // Gangs all or nothing, on distinct nodes, each share the full size.
+    RC_ASSERT(static_cast<int>(st.allocations.size()) == std::max(job.req.nodes, 1));
+    const bool is_whole = IsWholeNode(s, job);
+    std::vector<int> seen;
+    for (const Allocation& a : st.allocations) {
+      RC_ASSERT(a.node >= 0 && a.node < n);
+      RC_ASSERT(std::find(seen.begin(), seen.end(), a.node) == seen.end());
+      seen.push_back(a.node);
+      const Node& node = s.nodes[a.node];
+      RC_ASSERT(node.state == NodeState::kUp);
+      RC_ASSERT(a.gpus.size() == (is_whole ? node.gpu_count() : job.req.GpusPerNode()));
+      // No GPU twice: free in the snapshot, healthy, and not given this cycle.
+      RC_ASSERT(a.gpus.IsSubsetOf(node.free_gpus - node.unhealthy));
+      RC_ASSERT((a.gpus & taken[a.node]).empty());
+      taken[a.node] = taken[a.node] | a.gpus;
+      // Hard isolation.
+      if (is_whole) {
+        RC_ASSERT(!shared[a.node]);
+        whole[a.node] = true;
+      } else {
+        RC_ASSERT(!whole[a.node]);
+        shared[a.node] = true;
+      }
+      user_used[job.req.user] += a.gpus.size();
+      account_used[job.req.account] += a.gpus.size();
+    }
+    // Classes never mix in a gang.
+    for (const Allocation& a : st.allocations) {
+      const Node& x = s.nodes[a.node];
+      const Node& y = s.nodes[st.allocations[0].node];
+      RC_ASSERT(x.interconnect == y.interconnect && x.gpu_model == y.gpu_model);
+    }
+    if (auto it = s.limits.user_gpus.find(job.req.user); it != s.limits.user_gpus.end()) {
+      RC_ASSERT(user_used[job.req.user] <= it->second);
+    }
+    if (auto it = s.limits.account_gpus.find(job.req.account);
+        it != s.limits.account_gpus.end()) {
+      RC_ASSERT(account_used[job.req.account] <= it->second);
+    }
+  }
+  // Every pending job either starts or is diagnosed, once.
+  RC_ASSERT(plan.starts.size() + plan.pending.size() == s.pending.size());
+}
+
+RC_GTEST_PROP(SchedProperty, PlansKeepTheInvariants, ()) {
+  const ClusterState s = testing::RandomCluster();
+  for (const char* policy : {"hachi", "easy", "fifo"}) {
+    const Plan plan = Make(policy)->Schedule(s, kNow);
+    CheckInvariants(s, plan);
+    RC_CLASSIFY(!plan.starts.empty(), "starts");
+    RC_CLASSIFY(!plan.reservations.empty(), "reserves");
+    RC_CLASSIFY(plan.backfilled > 0, "backfills");
+  }
+}
+
+RC_GTEST_PROP(SchedProperty, SameInputSamePlan, ()) {
+  const ClusterState s = testing::RandomCluster();
+  for (const char* policy : {"hachi", "easy", "fifo"}) {
+    const Plan a = Make(policy)->Schedule(s, kNow);
+    const Plan b = Make(policy)->Schedule(s, kNow);
+    RC_ASSERT(testing::SamePlan(a, b));
+  }
+}
+
+RC_GTEST_PROP(SchedProperty, MemoisedSchedulerMatchesFresh, ()) {
+  // A scheduler that has seen other queues (a prefix, a shuffled copy, an earlier
+  // time) answers as a fresh one does.
+  const ClusterState s = testing::RandomCluster();
+  ClusterState before = s;
+  const size_t keep = *rc::gen::inRange<size_t>(0, s.pending.size() + 1);
+  before.pending.resize(keep);
+  if (!before.pending.empty() && *rc::gen::arbitrary<bool>()) {
+    std::swap(before.pending.front(), before.pending.back());
+  }
+  ClusterState after = s;  // drop some, keep the rest in order
+  std::vector<Job> kept;
+  for (const Job& j : s.pending) {
+    if (*rc::gen::inRange(0, 4) != 0) kept.push_back(j);
+  }
+  after.pending = kept;
+  for (const char* policy : {"hachi", "easy"}) {
+    auto memo = Make(policy);
+    memo->Schedule(before, kNow - *rc::gen::inRange(0, 2000));
+    memo->Schedule(s, kNow);
+    const Plan a = memo->Schedule(after, kNow);
+    const Plan b = Make(policy)->Schedule(after, kNow);
+    RC_ASSERT(testing::SamePlan(a, b));
+  }
+}
+
+RC_GTEST_PROP(SchedProperty, LeanCycleStartsTheSame, ()) {
+  const ClusterState s = testing::RandomCluster();
+  for (const char* policy : {"hachi", "easy", "fifo"}) {
+    const Plan full = Make(policy, true)->Schedule(s, kNow);
+    const Plan lean = Make(policy, false)->Schedule(s, kNow);
+    RC_ASSERT(testing::SameStarts(full, lean));
+    RC_ASSERT(lean.pending.empty());
+  }
+}
+
+}  // namespace
+}  // namespace hachi::sched

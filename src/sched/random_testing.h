@@ -1,0 +1,144 @@
+// Random clusters and workloads for the scheduler's RapidCheck properties, and plan
+// comparison helpers. Test-only.
+//
+// A cluster: 1-10 nodes drawn from four presets (two interconnect classes each side),
+// in two blocks, a shared partition over every node and a whole-node partition over
+// some; users u0-u3 and accounts a0-a1 with random GPU quotas; running jobs placed
+// greedily with random time limits (some already overdue); 0-30 pending jobs of 1, 2,
+// 4 or 8 GPUs, gangs, whole-node jobs, held and dependent ones.
+#pragma once
+
+#include <rapidcheck.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "sched/plan.h"
+#include "sched/testing.h"
+
+namespace hachi::sched::testing {
+
+inline ClusterState RandomCluster() {
+  static const char* kPresets[] = {"hgx-h100", "pcie-8x-l40s", "pcie-8x-4090-nv4-pairs",
+                                   "dgx-a100"};
+  ClusterBuilder b;
+  const int nodes = *rc::gen::inRange(1, 11);
+  for (int i = 0; i < nodes; ++i) {
+    const int p = *rc::gen::inRange(0, 4);
+    b.Nodes(1, kPresets[p], *rc::gen::element<std::string>("a", "b"));
+    if (*rc::gen::inRange(0, 12) == 0) b.NodeState(i, NodeState::kDrained);
+  }
+  b.Partition("shared");
+  std::vector<int> whole;
+  for (int i = 0; i < nodes; ++i) {
+    if (*rc::gen::inRange(0, 2) == 0) whole.push_back(i);
+  }
+  if (whole.empty()) whole.push_back(0);
+  b.Partition("gpu8", PartitionMode::kWholeNode, whole);
+  for (int u = 0; u < 4; ++u) {
+    if (*rc::gen::inRange(0, 2) == 0) {
+      b.UserQuota("u" + std::to_string(u), *rc::gen::inRange(0, 24));
+    }
+  }
+  if (*rc::gen::inRange(0, 2) == 0) b.AccountQuota("a0", *rc::gen::inRange(0, 40));
+  b.Share("a0", 1, *rc::gen::inRange(0, 100)).Share("a1", 2, *rc::gen::inRange(0, 100));
+
+  auto user = [] { return "u" + std::to_string(*rc::gen::inRange(0, 4)); };
+  auto account = [] { return "a" + std::to_string(*rc::gen::inRange(0, 2)); };
+  const Time now = 10000;
+  // Running jobs, placed greedily on the lowest free GPUs.
+  JobId id = 1;
+  const int running = *rc::gen::inRange(0, 3 * nodes + 1);
+  for (int r = 0; r < running; ++r) {
+    const int node = *rc::gen::inRange(0, nodes);
+    const int free = b.state().nodes[node].free_gpus.size();
+    if (free == 0) continue;
+    const bool whole_job =
+        free == 8 && b.state().nodes[node].shared_jobs == 0 &&
+        std::find(whole.begin(), whole.end(), node) != whole.end() &&
+        *rc::gen::inRange(0, 3) == 0;
+    const Time start = now - *rc::gen::inRange(0, 20000);
+    const Duration limit = *rc::gen::inRange(1, 40) * 600;
+    JobBuilder j = MakeJob(id++).User(user()).Account(account()).Start(start)
+                       .Limit(limit).Cpus(*rc::gen::inRange(0, 9));
+    if (whole_job) {
+      j.Gpus(8).Partition("gpu8");
+    } else {
+      if (b.state().nodes[node].whole_node_jobs > 0) continue;
+      j.Gpus(*rc::gen::inRange(1, free + 1));
+    }
+    b.Running(j, node);
+  }
+  // Pending jobs.
+  const int pending = *rc::gen::inRange(0, 31);
+  for (int p = 0; p < pending; ++p) {
+    JobBuilder j = MakeJob(1000 + p).User(user()).Account(account())
+                       .Submit(now - *rc::gen::inRange(0, 5000))
+                       .Limit(*rc::gen::inRange(1, 30) * 600)
+                       .Cpus(*rc::gen::inRange(0, 9));
+    const int kind = *rc::gen::inRange(0, 10);
+    if (kind < 6) {
+      j.Gpus(*rc::gen::element(1, 1, 1, 2, 4, 8));
+    } else if (kind < 7) {
+      j.Gang(*rc::gen::inRange(2, 4), *rc::gen::element(2, 4, 8));
+    } else if (kind < 9) {
+      j.Gpus(*rc::gen::element(4, 8, 16)).Partition("gpu8");
+    } else {
+      j.Gpus(*rc::gen::inRange(1, 4)).Exclusive();
+    }
+    if (*rc::gen::inRange(0, 15) == 0) j.Held();
+    if (*rc::gen::inRange(0, 15) == 0) j.Deps(DependencyState::kWaiting);
+    b.Pending(j);
+  }
+  return b.Build();
+}
+
+inline bool SameAllocations(const std::vector<Allocation>& a,
+                            const std::vector<Allocation>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].node != b[i].node || a[i].gpus != b[i].gpus || a[i].cpus != b[i].cpus ||
+        a[i].memory_mib != b[i].memory_mib) {
+      return false;
+    }
+  }
+  return true;
+}
+
+inline bool SameStarts(const Plan& a, const Plan& b) {
+  if (a.starts.size() != b.starts.size()) return false;
+  for (size_t i = 0; i < a.starts.size(); ++i) {
+    if (a.starts[i].job != b.starts[i].job ||
+        a.starts[i].backfilled != b.starts[i].backfilled ||
+        !SameAllocations(a.starts[i].allocations, b.starts[i].allocations)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+inline bool SamePlan(const Plan& a, const Plan& b) {
+  if (!SameStarts(a, b) || a.reservations.size() != b.reservations.size() ||
+      a.pending.size() != b.pending.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.reservations.size(); ++i) {
+    const Reservation &x = a.reservations[i], &y = b.reservations[i];
+    if (x.job != y.job || x.start != y.start ||
+        !SameAllocations(x.allocations, y.allocations)) {
+      return false;
+    }
+  }
+  for (size_t i = 0; i < a.pending.size(); ++i) {
+    const Diagnosis &x = a.pending[i], &y = b.pending[i];
+    if (x.job != y.job || x.reason != y.reason || x.queue_position != y.queue_position ||
+        x.earliest_start != y.earliest_start || x.largest_free != y.largest_free ||
+        x.priority != y.priority || x.blocking_job != y.blocking_job) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace hachi::sched::testing

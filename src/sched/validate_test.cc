@@ -1,0 +1,128 @@
+// ValidateRequest: one row per refusal, then the defaults it fills.
+#include <gtest/gtest.h>
+
+#include "sched/scheduler.h"
+#include "sched/testing.h"
+
+namespace hachi::sched {
+namespace {
+
+using testing::MakeCluster;
+using testing::MakeJob;
+
+// n0-n3: hgx-h100; n4-n5: pcie-8x-l40s.
+//   shared  (shared, every node)   gpu8 (whole-node, n0-n3, accounts ml only)
+//   small   (shared, n0-n3, 1-4 GPUs, at most 1 day)
+ClusterState Cluster() {
+  return MakeCluster()
+      .Nodes(4, "hgx-h100").Nodes(2, "pcie-8x-l40s")
+      .Partition("shared")
+      .Partition("gpu8", PartitionMode::kWholeNode, {0, 1, 2, 3}).AllowAccounts({"ml"})
+      .Partition("small", PartitionMode::kShared, {0, 1, 2, 3}).MaxGpus(4)
+      .Qos("high", 500)
+      .Build();
+}
+
+struct Row {
+  const char* name;
+  testing::JobBuilder job;
+  StatusCode code;
+  const char* message;  // a substring of the message
+};
+
+class ValidateRefusal : public ::testing::TestWithParam<Row> {};
+
+TEST_P(ValidateRefusal, RefusesWithReason) {
+  ClusterState s = Cluster();
+  s.partitions[2].max_time = kDay;
+  Result<Job> r = ValidateRequest(s, GetParam().job.job().req);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), GetParam().code) << r.status().ToString();
+  EXPECT_NE(r.status().message().find(GetParam().message), std::string::npos)
+      << r.status().message();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rows, ValidateRefusal,
+    ::testing::Values(
+        Row{"zero_gpus", MakeJob(1).Gpus(0), StatusCode::kInvalidArgument,
+            "at least 1 GPU"},
+        Row{"negative_gpus", MakeJob(1).Gpus(-2), StatusCode::kInvalidArgument,
+            "negative"},
+        Row{"negative_limit", MakeJob(1).Gpus(1).Limit(-5),
+            StatusCode::kInvalidArgument, "negative"},
+        Row{"gang_not_divisible", MakeJob(1).Gpus(10).Gang(3, 0).Gpus(10),
+            StatusCode::kInvalidArgument, "do not divide"},
+        Row{"unknown_partition", MakeJob(1).Gpus(1).Partition("nope"),
+            StatusCode::kNotFound, "no partition 'nope'"},
+        Row{"unknown_qos", MakeJob(1).Gpus(1).Qos("gold"), StatusCode::kNotFound,
+            "no QoS 'gold'"},
+        Row{"nine_gpus_one_node", MakeJob(1).Gpus(9), StatusCode::kUnsatisfiable,
+            "asks for 9 GPUs on one node; the largest node in partition shared has 8"},
+        Row{"over_partition_max", MakeJob(1).Gpus(6).Partition("small"),
+            StatusCode::kUnsatisfiable, "at most 4"},
+        Row{"time_over_max", MakeJob(1).Gpus(1).Partition("small").Limit(2 * kDay),
+            StatusCode::kUnsatisfiable, "exceeds partition small's maximum"},
+        Row{"no_such_model", MakeJob(1).Gpus(1).Model("A100"),
+            StatusCode::kUnsatisfiable, "has GPU model A100"},
+        Row{"too_little_gpu_memory", MakeJob(1).Gpus(1).MinGpuMemoryMib(100000),
+            StatusCode::kUnsatisfiable, "100000 MiB of GPU memory"},
+        Row{"too_many_cpus", MakeJob(1).Gpus(1).Cpus(4096), StatusCode::kUnsatisfiable,
+            "4096 CPUs"},
+        Row{"gang_across_classes", MakeJob(1).Gang(5, 8), StatusCode::kUnsatisfiable,
+            "at most 4 alike"},
+        Row{"more_nodes_than_partition", MakeJob(1).Gang(7, 1),
+            StatusCode::kUnsatisfiable, "partition shared has 6"},
+        Row{"account_not_allowed",
+            MakeJob(1).Gpus(8).Partition("gpu8").Account("web"),
+            StatusCode::kInvalidArgument, "allowed accounts: ml"}),
+    [](const auto& row) { return std::string(row.param.name); });
+
+TEST(ValidateTest, FillsPartitionAndTimeLimit) {
+  Result<Job> r = ValidateRequest(Cluster(), MakeJob(1).Gpus(2).job().req);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->req.partition, "shared");
+  EXPECT_EQ(r->partition, 0);
+  EXPECT_EQ(r->req.time_limit, 4 * kHour);
+}
+
+TEST(ValidateTest, EmptyPartitionSkipsPartitionsTheUserMayNotUse) {
+  ClusterState s = Cluster();
+  s.partitions[0].allowed_users = {"alice"};
+  Result<Job> r = ValidateRequest(s, MakeJob(1).Gpus(8).Account("ml").job().req);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->req.partition, "gpu8");
+}
+
+struct RoundRow {
+  const char* name;
+  testing::JobBuilder job;
+  int gpus, nodes, gpus_per_node;
+};
+
+class ValidateWholeNode : public ::testing::TestWithParam<RoundRow> {};
+
+TEST_P(ValidateWholeNode, RoundsUpToWholeNodes) {
+  Result<Job> r = ValidateRequest(Cluster(), GetParam().job.job().req);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->req.TotalGpus(), GetParam().gpus);
+  EXPECT_EQ(r->req.nodes, GetParam().nodes);
+  EXPECT_EQ(r->req.GpusPerNode(), GetParam().gpus_per_node);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rows, ValidateWholeNode,
+    ::testing::Values(
+        RoundRow{"three_gpus_get_a_node",
+                 MakeJob(1).Gpus(3).Partition("gpu8").Account("ml"), 8, 1, 8},
+        RoundRow{"twelve_gpus_get_two_nodes",
+                 MakeJob(1).Gpus(12).Partition("gpu8").Account("ml"), 16, 2, 8},
+        RoundRow{"gang_of_halves_gets_whole_nodes",
+                 MakeJob(1).Gang(2, 4).Partition("gpu8").Account("ml"), 8, 1, 8},
+        RoundRow{"exclusive_in_shared_partition", MakeJob(1).Gpus(2).Exclusive(), 8, 1,
+                 8},
+        RoundRow{"shared_job_unchanged", MakeJob(1).Gpus(2), 2, 1, 2}),
+    [](const auto& row) { return std::string(row.param.name); });
+
+}  // namespace
+}  // namespace hachi::sched
