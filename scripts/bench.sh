@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `make bench`: every Google Benchmark binary in BUILD/bench, results also kept as JSON
-# in BUILD/bench-results/. Benchmarks, not tests: the figures are for the docs.
+# `make bench`: every Google Benchmark binary in BUILD/bench and the Philly replay of
+# `hachi sim`, results also kept as JSON in BUILD/bench-results/. Benchmarks, not tests: the figures are for the docs.
 set -euo pipefail
 build=${1:-build}
 out="$build/bench-results"
@@ -13,4 +13,31 @@ for b in "$build"/bench/*_bench; do
   echo "==> $name"
   "$b" --benchmark_out="$out/$name.json" --benchmark_out_format=json
 done
+# The Philly replay (docs/sim.md): the whole trace with each policy on the default
+# cluster, one JSON object per policy kept next to the benchmarks'.
+root=$(cd "$(dirname "$0")/.." && pwd)
+philly=${HACHI_SHARED_DIR:-$root/../shared}/traces/philly-atc19/philly_jobs_pollux.csv
+if [ ! -f "$philly" ]; then
+  echo "==> hachi sim: skipped, no Philly trace at $philly (set HACHI_SHARED_DIR)"
+elif [ ! -x "$build/hachi" ]; then
+  echo "==> hachi sim: skipped, $build/hachi is not built"
+else
+  for policy in fifo easy hachi; do
+    echo "==> hachi sim --policy $policy (Philly, 96x8:hgx-h100)"
+    # Progress lines go to a log, shown only when the run fails.
+    if ! "$build/hachi" sim --trace "$philly" --policy "$policy" --json \
+      >"$out/sim_philly_$policy.json" 2>"$out/sim_philly_$policy.log"; then
+      cat "$out/sim_philly_$policy.log" >&2
+      exit 1
+    fi
+    if command -v jq >/dev/null; then
+      jq -r '"jobs \(.jobs)  wait mean \(.wait_mean_s|floor) s  p50 \(.wait_p50_s) s  " +
+        "p95 \(.wait_p95_s) s  p99 \(.wait_p99_s) s  8-GPU p95 \(.wait_p95_s_by_gpus["8"]) s  " +
+        "util \(.gpu_utilization*1000|floor/10) %  cycle p99 \(.cycle_ms_p99) ms  " +
+        "wall \(.wall_s*100|floor/100) s"' "$out/sim_philly_$policy.json"
+    else
+      cat "$out/sim_philly_$policy.json"
+    fi
+  done
+fi
 [ "$found" = 1 ] || { echo "no benchmarks built in $build/bench" >&2; exit 1; }
