@@ -179,20 +179,35 @@ void BM_IdleCycle(benchmark::State& state, const char* policy) {
   }
 }
 
-BENCHMARK_CAPTURE(BM_FullCycle, hachi, "hachi")->Unit(benchmark::kMillisecond)->Iterations(50);
-BENCHMARK_CAPTURE(BM_FullCycle, easy, "easy")->Unit(benchmark::kMillisecond)->Iterations(50);
+BENCHMARK_CAPTURE(BM_FullCycle, hachi, "hachi")
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(50);
+BENCHMARK_CAPTURE(BM_FullCycle, easy, "easy")
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(50);
 BENCHMARK_CAPTURE(BM_FullCycleNewPeriod, hachi, "hachi")
-    ->Unit(benchmark::kMillisecond)->Iterations(20);
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(20);
 BENCHMARK_CAPTURE(BM_Place, hachi, "hachi")
-    ->Arg(5000)->Arg(100000)->Unit(benchmark::kMillisecond)->Iterations(10);
+    ->Arg(5000)
+    ->Arg(100000)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(10);
 BENCHMARK_CAPTURE(BM_Place, easy, "easy")
-    ->Arg(5000)->Arg(100000)->Unit(benchmark::kMillisecond)->Iterations(10);
+    ->Arg(5000)
+    ->Arg(100000)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(10);
 // {nodes, pending, explain}: the big cluster, and the simulator's 96 x 8 default.
 BENCHMARK_CAPTURE(BM_IdleCycle, hachi, "hachi")
-    ->Args({1000, 2000, 1})->Args({1000, 2000, 0})->Args({96, 1000, 0})
+    ->Args({1000, 2000, 1})
+    ->Args({1000, 2000, 0})
+    ->Args({96, 1000, 0})
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_IdleCycle, easy, "easy")
-    ->Args({1000, 2000, 1})->Args({1000, 2000, 0})->Args({96, 1000, 0})
+    ->Args({1000, 2000, 1})
+    ->Args({1000, 2000, 0})
+    ->Args({96, 1000, 0})
     ->Unit(benchmark::kMicrosecond);
 
 }  // namespace

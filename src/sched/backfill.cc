@@ -37,8 +37,8 @@ bool Backfill::CanEverFit(CycleContext& ctx, const JobShape& job) {
   return false;
 }
 
-bool Backfill::EarliestSingle(CycleContext& ctx, const JobShape& job,
-                              Reservation* out, Diagnosis* diag) {
+bool Backfill::EarliestSingle(CycleContext& ctx, const JobShape& job, Reservation* out,
+                              Diagnosis* diag) {
   Time best_t = kNever;
   int best_node = -1;
   Timeline::Offer offer, best_offer;

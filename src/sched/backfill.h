@@ -35,8 +35,7 @@ class Backfill {
   // The earliest start for `job` on the timeline, booked as a reservation into the
   // context (holds on the timeline, whole-node marks). Takes a slot. False when the
   // timeline finds no start.
-  bool Reserve(CycleContext& ctx, const JobShape& job, Reservation* out,
-               Diagnosis* diag);
+  bool Reserve(CycleContext& ctx, const JobShape& job, Reservation* out, Diagnosis* diag);
 
  private:
   bool EarliestSingle(CycleContext& ctx, const JobShape& job, Reservation* out,

@@ -84,7 +84,7 @@ TEST(BackfillTest, DepthLimitsReservations) {
 struct Row {
   const char* name;
   const char* policy;
-  Duration limit;   // of the 2-GPU candidate behind the blocked 8-GPU job
+  Duration limit;  // of the 2-GPU candidate behind the blocked 8-GPU job
   bool starts;
 };
 
@@ -113,28 +113,27 @@ TEST_P(BackfillCandidate, StartsOnlyIfItEndsBeforeTheReservation) {
 
 INSTANTIATE_TEST_SUITE_P(
     Rows, BackfillCandidate,
-    ::testing::Values(Row{"easy_short_job_backfills", "easy", 30 * kMinute, true},
-                      Row{"easy_job_ending_at_reservation_backfills", "easy",
-                          2 * kHour - kNow, true},
-                      Row{"easy_one_second_too_long_waits", "easy", 2 * kHour - kNow + 1,
-                          false},
-                      Row{"easy_long_job_waits", "easy", 3 * kHour, false},
-                      Row{"hachi_short_job_backfills", "hachi", 30 * kMinute, true},
-                      Row{"hachi_long_job_waits", "hachi", 3 * kHour, false},
-                      Row{"fifo_never_backfills", "fifo", 30 * kMinute, false}),
+    ::testing::Values(
+        Row{"easy_short_job_backfills", "easy", 30 * kMinute, true},
+        Row{"easy_job_ending_at_reservation_backfills", "easy", 2 * kHour - kNow, true},
+        Row{"easy_one_second_too_long_waits", "easy", 2 * kHour - kNow + 1, false},
+        Row{"easy_long_job_waits", "easy", 3 * kHour, false},
+        Row{"hachi_short_job_backfills", "hachi", 30 * kMinute, true},
+        Row{"hachi_long_job_waits", "hachi", 3 * kHour, false},
+        Row{"fifo_never_backfills", "fifo", 30 * kMinute, false}),
     [](const auto& row) { return std::string(row.param.name); });
 
 TEST(BackfillTest, GangReservationWaitsForEnoughNodesOfOneClass) {
   // n0, n1 hgx-h100 busy until 1 h and 3 h; n2 pcie-8x-l40s idle. A gang of 2 x 8
   // may not use the idle L40S box: it starts at 3 h on n0 + n1.
-  const ClusterState s =
-      MakeCluster()
-          .Nodes(2, "hgx-h100").Nodes(1, "pcie-8x-l40s")
-          .Partition("p")
-          .Running(MakeJob(90).Gpus(8).Start(0).Limit(kHour), 0)
-          .Running(MakeJob(91).Gpus(2).Start(0).Limit(3 * kHour), 1)
-          .Pending(MakeJob(1).Gang(2, 8).Limit(kHour).Submit(1))
-          .Build();
+  const ClusterState s = MakeCluster()
+                             .Nodes(2, "hgx-h100")
+                             .Nodes(1, "pcie-8x-l40s")
+                             .Partition("p")
+                             .Running(MakeJob(90).Gpus(8).Start(0).Limit(kHour), 0)
+                             .Running(MakeJob(91).Gpus(2).Start(0).Limit(3 * kHour), 1)
+                             .Pending(MakeJob(1).Gang(2, 8).Limit(kHour).Submit(1))
+                             .Build();
   const Plan plan = Cycle(s, "hachi");
   ASSERT_EQ(plan.reservations.size(), 1u);
   EXPECT_EQ(plan.reservations[0].start, 3 * kHour);

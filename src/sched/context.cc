@@ -92,8 +92,8 @@ void CycleContext::EnsureTimeline() {
     const bool whole = IsWholeNode(state, job);
     for (const Allocation& a : job.allocations) {
       if (a.node < 0 || a.node >= n) continue;
-      timeline.AddRelease(a.node, {std::max(job.EndEstimate(), now + 1), a.gpus,
-                                   a.cpus, a.memory_mib, whole, job.id});
+      timeline.AddRelease(a.node, {std::max(job.EndEstimate(), now + 1), a.gpus, a.cpus,
+                                   a.memory_mib, whole, job.id});
     }
   }
   for (const auto& [node, r] : started_) timeline.AddRelease(node, r);

@@ -24,7 +24,7 @@ namespace hachi::sched {
 
 // One node as the cycle sees it: the snapshot minus this cycle's starts.
 struct NodeWork {
-  GpuSet free;              // free now, healthy, minus starts this cycle
+  GpuSet free;  // free now, healthy, minus starts this cycle
   int free_cpus = 0;
   int64_t free_memory_mib = 0;
   bool up = false;
@@ -65,9 +65,9 @@ struct EligibleSet {
 // A pending job as the phases read it: resolved once per cycle, no strings.
 struct JobShape {
   const Job* job = nullptr;
-  int gpn = 0;         // GPUs per node
+  int gpn = 0;  // GPUs per node
   int nodes = 1;
-  int cpus = 0;        // per node
+  int cpus = 0;  // per node
   int64_t memory_mib = 0;
   Duration limit = 0;
   bool whole = false;  // whole-node job
@@ -115,7 +115,7 @@ struct CycleContext {
   std::unordered_map<std::string, int> user_used;
   std::unordered_map<std::string, int> account_used;
   Timeline timeline;
-  int reservations = 0;   // reservation attempts (backfill.h: slots)
+  int reservations = 0;  // reservation attempts (backfill.h: slots)
   uint64_t version = 0;  // bumped by every start and reservation
 
  private:

@@ -75,8 +75,9 @@ std::string Diagnosis::Format(const ClusterState& state, Time now) const {
     case Reason::kDependencyNeverMet:
       return "a job it depends on failed; it can never run";
     case Reason::kUserQuota:
-      return "user " + (pending ? pending->req.user : std::string("?")) + " at quota: " +
-             std::to_string(quota_used) + "/" + std::to_string(quota_limit) + " GPUs";
+      return "user " + (pending ? pending->req.user : std::string("?")) +
+             " at quota: " + std::to_string(quota_used) + "/" +
+             std::to_string(quota_limit) + " GPUs";
     case Reason::kAccountQuota:
       return "account " + (pending ? pending->req.account : std::string("?")) +
              " at quota: " + std::to_string(quota_used) + "/" +
@@ -91,8 +92,7 @@ std::string Diagnosis::Format(const ClusterState& state, Time now) const {
   if (out.empty()) {
     out = needed_nodes > 1 ? "needs " + std::to_string(needed_nodes) + " nodes with " +
                                  std::to_string(needed_gpus) + " GPUs each"
-                           : "needs " + std::to_string(needed_gpus) +
-                                 " GPUs on one node";
+                           : "needs " + std::to_string(needed_gpus) + " GPUs on one node";
     switch (reason) {
       case Reason::kNodesUnavailable:
         out += "; every fitting node is down or drained";

@@ -84,9 +84,7 @@ INSTANTIATE_TEST_SUITE_P(
                    d.free_gpus = 12;
                  }),
             "needs 8 GPUs on one node; largest free set is 4 (node n2), 12 free in all"},
-        Row{"gang",
-            With(Reason::kResources,
-                 [](Diagnosis& d) { d.needed_nodes = 4; }),
+        Row{"gang", With(Reason::kResources, [](Diagnosis& d) { d.needed_nodes = 4; }),
             "needs 4 nodes with 8 GPUs each; no GPU is free"},
         Row{"account_quota",
             With(Reason::kAccountQuota,
@@ -102,7 +100,8 @@ INSTANTIATE_TEST_SUITE_P(
                    d.quota_limit = 8;
                  }),
             "user ann at quota: 6/8 GPUs"},
-        Row{"priority", With(Reason::kPriority, [](Diagnosis& d) { d.queue_position = 12; }),
+        Row{"priority",
+            With(Reason::kPriority, [](Diagnosis& d) { d.queue_position = 12; }),
             "waiting behind higher-priority jobs (position 12)"},
         Row{"held", D(Reason::kHeld), "held"},
         Row{"dependency", D(Reason::kDependency), "waiting for a job it depends on"},
@@ -124,7 +123,8 @@ TEST(DiagnoseTest, CycleFillsNumbersForTheText) {
           .Nodes(4, "hgx-h100")
           .Partition("p")
           .Running(MakeJob(810).Gpus(8).Start(0).Limit(20 * kHour), 0)
-          .Running(MakeJob(812).Gpus(8).Start(kNow - kHour).Limit(kHour + 80 * kMinute), 1)
+          .Running(MakeJob(812).Gpus(8).Start(kNow - kHour).Limit(kHour + 80 * kMinute),
+                   1)
           .Running(MakeJob(813).Gpus(8).Start(0).Limit(20 * kHour), 2)
           .Running(MakeJob(814).Gpus(3).Start(0).Limit(20 * kHour), 3)
           .Pending(MakeJob(7).Gpus(8).Submit(1))

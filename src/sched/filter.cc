@@ -55,8 +55,8 @@ NodeVerdict CheckNode(const CycleContext& ctx, const JobShape& job, int node, Ti
     offer->shared_running = w.shared_busy;
     offer->whole_held = false;
   } else {
-    *offer = ctx.timeline.At(node, w.free, w.free_cpus, w.free_memory_mib,
-                             w.whole_busy, w.shared_busy, ctx.now, t, job.limit);
+    *offer = ctx.timeline.At(node, w.free, w.free_cpus, w.free_memory_mib, w.whole_busy,
+                             w.shared_busy, ctx.now, t, job.limit);
     if (t == ctx.now && !job.whole && ctx.timeline.HasWholeHold(node)) {
       offer->whole_held = true;
     }

@@ -21,8 +21,10 @@ constexpr Time kNow = 1000;
 // n0: hgx-h100, n1: pcie-8x-l40s. "shared" over both, "gpu8" whole-node over both.
 ClusterBuilder Base() {
   return MakeCluster()
-      .Nodes(1, "hgx-h100").Nodes(1, "pcie-8x-l40s")
-      .Partition("shared").Partition("gpu8", PartitionMode::kWholeNode);
+      .Nodes(1, "hgx-h100")
+      .Nodes(1, "pcie-8x-l40s")
+      .Partition("shared")
+      .Partition("gpu8", PartitionMode::kWholeNode);
 }
 
 struct NodeRow {
@@ -121,8 +123,8 @@ INSTANTIATE_TEST_SUITE_P(
         JobRow{"passes", Nothing, MakeJob(1).Gpus(1), Reason::kNone, 0, 0},
         JobRow{"held", Nothing, MakeJob(1).Gpus(1).Held(), Reason::kHeld, 0, 0},
         JobRow{"dependency_waiting", Nothing,
-               MakeJob(1).Gpus(1).Deps(DependencyState::kWaiting), Reason::kDependency,
-               0, 0},
+               MakeJob(1).Gpus(1).Deps(DependencyState::kWaiting), Reason::kDependency, 0,
+               0},
         JobRow{"dependency_never_met", Nothing,
                MakeJob(1).Gpus(1).Deps(DependencyState::kNeverMet),
                Reason::kDependencyNeverMet, 0, 0},

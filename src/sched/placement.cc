@@ -52,8 +52,7 @@ GpuSet Placer::ChooseGpus(CycleContext& ctx, const JobShape& job, int node,
   return pick.ok() ? *pick : LowestN(avail, job.gpn);
 }
 
-int Placer::IdealBottleneck(CycleContext& ctx, const alloc::NodeModel& model,
-                            int count) {
+int Placer::IdealBottleneck(CycleContext& ctx, const alloc::NodeModel& model, int count) {
   const uint64_t key = model.key() * 131 + static_cast<uint64_t>(count);
   auto it = ideal_.find(key);
   if (it != ideal_.end()) return it->second;
@@ -149,9 +148,8 @@ std::vector<int> Placer::SelectGang(const CycleContext& ctx, const JobShape& job
       long score = 0;
       if (best) {
         // The block that hosts all nodes with the best fit (fewest free GPUs left).
-        std::stable_sort(cls.begin(), cls.end(), [](const Cand& a, const Cand& b) {
-          return a.block < b.block;
-        });
+        std::stable_sort(cls.begin(), cls.end(),
+                         [](const Cand& a, const Cand& b) { return a.block < b.block; });
         long best_block = -1;
         for (size_t b = 0; b < cls.size();) {
           size_t e = b;
@@ -218,7 +216,8 @@ bool Placer::PlaceGang(CycleContext& ctx, const JobShape& job,
   // SelectGang wants ascending nodes.
   std::vector<size_t> idx(cands.size());
   for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
-  std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return cands[a] < cands[b]; });
+  std::sort(idx.begin(), idx.end(),
+            [&](size_t a, size_t b) { return cands[a] < cands[b]; });
   std::vector<int> sc, sn;
   std::vector<GpuSet> sa;
   for (size_t i : idx) {

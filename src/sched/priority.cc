@@ -30,8 +30,8 @@ double JobPriority(const ClusterState& state, const Job& job, Time t,
   const PriorityWeights& w = state.weights;
   double age = 0;
   if (w.age_max > 0 && t > job.submit_time) {
-    age = std::min(1.0, static_cast<double>(t - job.submit_time) /
-                            static_cast<double>(w.age_max));
+    age = std::min(
+        1.0, static_cast<double>(t - job.submit_time) / static_cast<double>(w.age_max));
   }
   int tier = 0;
   if (job.partition >= 0 && job.partition < static_cast<int>(state.partitions.size())) {
@@ -64,8 +64,8 @@ uint64_t QueueOrder::InputsHash(const ClusterState& state, Time rounded) const {
   if (kind_ == OrderKind::kSubmit) return 1;
   uint64_t h = Mix(0, static_cast<uint64_t>(rounded));
   const PriorityWeights& w = state.weights;
-  for (double d : {w.age, static_cast<double>(w.age_max), w.fairshare, w.tier, w.qos,
-                   w.size}) {
+  for (double d :
+       {w.age, static_cast<double>(w.age_max), w.fairshare, w.tier, w.qos, w.size}) {
     h = Mix(h, Bits(d));
   }
   // Unordered maps: combine entries order-independently.
@@ -84,11 +84,9 @@ double QueueOrder::PriorityOf(const ClusterState& state, const Job& j) const {
   if (kind_ == OrderKind::kSubmit) return 0;
   double factor = 1.0;
   if (!fs_factor_.empty()) {
-    auto it = std::lower_bound(
-        fs_factor_.begin(), fs_factor_.end(), j.req.account,
-        [](const std::pair<std::string, double>& e, const std::string& a) {
-          return e.first < a;
-        });
+    auto it = std::lower_bound(fs_factor_.begin(), fs_factor_.end(), j.req.account,
+                               [](const std::pair<std::string, double>& e,
+                                  const std::string& a) { return e.first < a; });
     factor = it != fs_factor_.end() && it->first == j.req.account ? it->second : 0.0;
   }
   return JobPriority(state, j, rounded_, factor, largest_node_);
@@ -114,7 +112,8 @@ void QueueOrder::Rebuild(const ClusterState& state) {
     std::sort(fs_factor_.begin(), fs_factor_.end());
   }
   largest_node_ = 1;
-  for (const Node& n : state.nodes) largest_node_ = std::max(largest_node_, n.gpu_count());
+  for (const Node& n : state.nodes)
+    largest_node_ = std::max(largest_node_, n.gpu_count());
   entries_.clear();
   entries_.reserve(state.pending.size());
   for (size_t i = 0; i < state.pending.size(); ++i) {

@@ -10,10 +10,10 @@
 // comparison; otherwise one merge pass over the old and new pending lists keeps the
 // jobs found in the same relative order (the usual case: jobs leave, new ones are
 // appended), erases the rest and inserts the new ones by binary search. A job erased
-// and re-inserted gets the same priority, so the memo never changes the answer. A pending job is recognised by
-// (id, submit time, partition, GPUs, nodes): changing its account or QoS in place
-// without changing one of these is not noticed until the period ticks.
-// Not thread-safe (owned by one Scheduler).
+// and re-inserted gets the same priority, so the memo never changes the answer. A pending
+// job is recognised by (id, submit time, partition, GPUs, nodes): changing its account or
+// QoS in place without changing one of these is not noticed until the period ticks. Not
+// thread-safe (owned by one Scheduler).
 #pragma once
 
 #include <cstdint>

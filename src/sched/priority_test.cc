@@ -24,7 +24,8 @@ ClusterBuilder Base() {
   return MakeCluster()
       .Nodes(1, "hgx-h100")
       .Partition("low")
-      .Partition("high").Tier(1)
+      .Partition("high")
+      .Tier(1)
       .Qos("urgent", 1000);
 }
 
@@ -64,7 +65,8 @@ INSTANTIATE_TEST_SUITE_P(
         Row{"tier_beats_everything",
             MakeJob(1).Gpus(1).Partition("high").Account("heavy").Submit(3 * kDay),
             MakeJob(2).Gpus(8).Partition("low").Account("big").Submit(0).Qos("urgent")},
-        Row{"fair_share_prefers_light_users", MakeJob(1).Gpus(1).Account("big").Submit(10),
+        Row{"fair_share_prefers_light_users",
+            MakeJob(1).Gpus(1).Account("big").Submit(10),
             MakeJob(2).Gpus(1).Account("heavy").Submit(0)},
         Row{"qos", MakeJob(1).Gpus(1).Account("big").Qos("urgent").Submit(10),
             MakeJob(2).Gpus(1).Account("big").Submit(0)},

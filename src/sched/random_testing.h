@@ -54,14 +54,14 @@ inline ClusterState RandomCluster() {
     const int node = *rc::gen::inRange(0, nodes);
     const int free = b.state().nodes[node].free_gpus.size();
     if (free == 0) continue;
-    const bool whole_job =
-        free == 8 && b.state().nodes[node].shared_jobs == 0 &&
-        std::find(whole.begin(), whole.end(), node) != whole.end() &&
-        *rc::gen::inRange(0, 3) == 0;
+    const bool whole_job = free == 8 && b.state().nodes[node].shared_jobs == 0 &&
+                           std::find(whole.begin(), whole.end(), node) != whole.end() &&
+                           *rc::gen::inRange(0, 3) == 0;
     const Time start = now - *rc::gen::inRange(0, 20000);
     const Duration limit = *rc::gen::inRange(1, 40) * 600;
-    JobBuilder j = MakeJob(id++).User(user()).Account(account()).Start(start)
-                       .Limit(limit).Cpus(*rc::gen::inRange(0, 9));
+    JobBuilder j =
+        MakeJob(id++).User(user()).Account(account()).Start(start).Limit(limit).Cpus(
+            *rc::gen::inRange(0, 9));
     if (whole_job) {
       j.Gpus(8).Partition("gpu8");
     } else {
@@ -73,7 +73,9 @@ inline ClusterState RandomCluster() {
   // Pending jobs.
   const int pending = *rc::gen::inRange(0, 31);
   for (int p = 0; p < pending; ++p) {
-    JobBuilder j = MakeJob(1000 + p).User(user()).Account(account())
+    JobBuilder j = MakeJob(1000 + p)
+                       .User(user())
+                       .Account(account())
                        .Submit(now - *rc::gen::inRange(0, 5000))
                        .Limit(*rc::gen::inRange(1, 30) * 600)
                        .Cpus(*rc::gen::inRange(0, 9));

@@ -47,9 +47,8 @@ struct FailMemo {
   Duration limit;
   VerdictTally tally;
   bool Covers(const JobShape& s) const {
-    return eligible == s.eligible && gpn == s.gpn && nodes == s.nodes &&
-           cpus == s.cpus && memory_mib == s.memory_mib && whole == s.whole &&
-           s.limit >= limit;
+    return eligible == s.eligible && gpn == s.gpn && nodes == s.nodes && cpus == s.cpus &&
+           memory_mib == s.memory_mib && whole == s.whole && s.limit >= limit;
   }
 };
 
@@ -78,8 +77,8 @@ class SchedulerImpl final : public Scheduler {
     for (size_t pos = 0; pos < order.size(); ++pos) {
       // Lean cycles stop once nothing left can start now (no reservation is needed
       // to protect anyone from a start that cannot happen).
-      if (!config_.explain && (cycle.blocked || order_.min_gpus_from()[pos] >
-                                                    ctx.buckets.max_free())) {
+      if (!config_.explain &&
+          (cycle.blocked || order_.min_gpus_from()[pos] > ctx.buckets.max_free())) {
         break;
       }
       const Job& job = state.pending[order[pos]];
@@ -246,8 +245,9 @@ Result<std::unique_ptr<Scheduler>> Scheduler::Create(const SchedConfig& config) 
   }
   if (config.backfill_depth < 0 || config.backfill_max_jobs < 0 ||
       config.priority_period < 0) {
-    return InvalidArgument("backfill_depth, backfill_max_jobs and priority_period "
-                           "must not be negative");
+    return InvalidArgument(
+        "backfill_depth, backfill_max_jobs and priority_period "
+        "must not be negative");
   }
   return std::unique_ptr<Scheduler>(new SchedulerImpl(config, *spec));
 }

@@ -26,8 +26,8 @@ struct SchedConfig {
   //          (node and GPU set chosen together through alloc/), conservative backfill
   //          with `backfill_depth` reservations.
   std::string policy = "hachi";
-  int backfill_depth = 16;        // reservations made per cycle (hachi); EASY is 1
-  int backfill_max_jobs = 100000; // pending jobs examined per cycle, at most
+  int backfill_depth = 16;         // reservations made per cycle (hachi); EASY is 1
+  int backfill_max_jobs = 100000;  // pending jobs examined per cycle, at most
   // Priorities use the time rounded down to this period, so the queue order only
   // changes at period boundaries or when jobs arrive/leave (and can be memoised).
   Duration priority_period = 5 * kMinute;

@@ -33,7 +33,9 @@ TEST(SchedulerTest, RegistryNamesHachiFirst) {
 }
 
 TEST(SchedulerTest, FifoStartsInSubmitOrderAndStopsAtFirstMisfit) {
-  auto s = MakeCluster().Nodes(1, "hgx-h100").Partition("p")
+  auto s = MakeCluster()
+               .Nodes(1, "hgx-h100")
+               .Partition("p")
                .Pending(MakeJob(1).Gpus(4).Submit(1))
                .Pending(MakeJob(2).Gpus(8).Submit(2))
                .Pending(MakeJob(3).Gpus(1).Submit(3))
@@ -50,7 +52,9 @@ TEST(SchedulerTest, FifoStartsInSubmitOrderAndStopsAtFirstMisfit) {
 }
 
 TEST(SchedulerTest, EasyBackfillsAShortJob) {
-  auto s = MakeCluster().Nodes(1, "hgx-h100").Partition("p")
+  auto s = MakeCluster()
+               .Nodes(1, "hgx-h100")
+               .Partition("p")
                .Running(MakeJob(9).Gpus(4).Start(0).Limit(2 * kHour), 0)
                .Pending(MakeJob(1).Gpus(8).Submit(1).Limit(kHour))
                .Pending(MakeJob(2).Gpus(2).Submit(2).Limit(kHour))

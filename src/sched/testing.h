@@ -29,28 +29,76 @@ namespace hachi::sched::testing {
 class JobBuilder {
  public:
   explicit JobBuilder(JobId id) { job_.id = id; }
-  JobBuilder& Gpus(int n) { job_.req.gpus = n; return *this; }
+  JobBuilder& Gpus(int n) {
+    job_.req.gpus = n;
+    return *this;
+  }
   JobBuilder& Gang(int nodes, int gpus_per_node) {
     job_.req.nodes = nodes;
     job_.req.gpus_per_node = gpus_per_node;
     job_.req.gpus = nodes * gpus_per_node;
     return *this;
   }
-  JobBuilder& Partition(std::string p) { job_.req.partition = std::move(p); return *this; }
-  JobBuilder& User(std::string u) { job_.req.user = std::move(u); return *this; }
-  JobBuilder& Account(std::string a) { job_.req.account = std::move(a); return *this; }
-  JobBuilder& Qos(std::string q) { job_.req.qos = std::move(q); return *this; }
-  JobBuilder& Limit(Duration d) { job_.req.time_limit = d; return *this; }
-  JobBuilder& Submit(Time t) { job_.submit_time = t; return *this; }
-  JobBuilder& Start(Time t) { job_.start_time = t; return *this; }
-  JobBuilder& Cpus(int c) { job_.req.cpus = c; return *this; }
-  JobBuilder& CpusPerGpu(int c) { job_.req.cpus_per_gpu = c; return *this; }
-  JobBuilder& MemoryMib(int64_t m) { job_.req.memory_mib = m; return *this; }
-  JobBuilder& Model(std::string m) { job_.req.gpu_model = std::move(m); return *this; }
-  JobBuilder& MinGpuMemoryMib(int64_t m) { job_.req.min_gpu_memory_mib = m; return *this; }
-  JobBuilder& Exclusive() { job_.req.exclusive = true; return *this; }
-  JobBuilder& Held() { job_.held = true; return *this; }
-  JobBuilder& Deps(DependencyState s) { job_.deps = s; return *this; }
+  JobBuilder& Partition(std::string p) {
+    job_.req.partition = std::move(p);
+    return *this;
+  }
+  JobBuilder& User(std::string u) {
+    job_.req.user = std::move(u);
+    return *this;
+  }
+  JobBuilder& Account(std::string a) {
+    job_.req.account = std::move(a);
+    return *this;
+  }
+  JobBuilder& Qos(std::string q) {
+    job_.req.qos = std::move(q);
+    return *this;
+  }
+  JobBuilder& Limit(Duration d) {
+    job_.req.time_limit = d;
+    return *this;
+  }
+  JobBuilder& Submit(Time t) {
+    job_.submit_time = t;
+    return *this;
+  }
+  JobBuilder& Start(Time t) {
+    job_.start_time = t;
+    return *this;
+  }
+  JobBuilder& Cpus(int c) {
+    job_.req.cpus = c;
+    return *this;
+  }
+  JobBuilder& CpusPerGpu(int c) {
+    job_.req.cpus_per_gpu = c;
+    return *this;
+  }
+  JobBuilder& MemoryMib(int64_t m) {
+    job_.req.memory_mib = m;
+    return *this;
+  }
+  JobBuilder& Model(std::string m) {
+    job_.req.gpu_model = std::move(m);
+    return *this;
+  }
+  JobBuilder& MinGpuMemoryMib(int64_t m) {
+    job_.req.min_gpu_memory_mib = m;
+    return *this;
+  }
+  JobBuilder& Exclusive() {
+    job_.req.exclusive = true;
+    return *this;
+  }
+  JobBuilder& Held() {
+    job_.held = true;
+    return *this;
+  }
+  JobBuilder& Deps(DependencyState s) {
+    job_.deps = s;
+    return *this;
+  }
   const Job& job() const { return job_; }
   Job& job() { return job_; }
 
@@ -99,7 +147,8 @@ inline Node PresetNode(const std::string& name, const std::string& preset) {
 class ClusterBuilder {
  public:
   // `count` nodes of a preset, named n<index>, in network block `block`.
-  ClusterBuilder& Nodes(int count, const std::string& preset, const std::string& block = "") {
+  ClusterBuilder& Nodes(int count, const std::string& preset,
+                        const std::string& block = "") {
     for (int i = 0; i < count; ++i) {
       Node n = PresetNode("n" + std::to_string(s_.nodes.size()), preset);
       n.block = block;
@@ -112,7 +161,8 @@ class ClusterBuilder {
     return *this;
   }
   // A partition over `nodes` (empty: every node added so far).
-  ClusterBuilder& Partition(const std::string& name, PartitionMode mode = PartitionMode::kShared,
+  ClusterBuilder& Partition(const std::string& name,
+                            PartitionMode mode = PartitionMode::kShared,
                             std::vector<int> nodes = {}) {
     sched::Partition p;
     p.name = name;
@@ -128,9 +178,18 @@ class ClusterBuilder {
   }
   // Edits the last partition added.
   sched::Partition& LastPartition() { return s_.partitions.back(); }
-  ClusterBuilder& MaxGpus(int max) { s_.partitions.back().max_gpus = max; return *this; }
-  ClusterBuilder& MinGpus(int min) { s_.partitions.back().min_gpus = min; return *this; }
-  ClusterBuilder& Tier(int tier) { s_.partitions.back().tier = tier; return *this; }
+  ClusterBuilder& MaxGpus(int max) {
+    s_.partitions.back().max_gpus = max;
+    return *this;
+  }
+  ClusterBuilder& MinGpus(int min) {
+    s_.partitions.back().min_gpus = min;
+    return *this;
+  }
+  ClusterBuilder& Tier(int tier) {
+    s_.partitions.back().tier = tier;
+    return *this;
+  }
   ClusterBuilder& AllowUsers(std::vector<std::string> u) {
     s_.partitions.back().allowed_users = std::move(u);
     return *this;
@@ -208,7 +267,8 @@ class ClusterBuilder {
     }
     j.partition = s_.PartitionIndex(j.req.partition);
     if (j.req.time_limit == 0) {
-      j.req.time_limit = j.partition >= 0 ? s_.partitions[j.partition].default_time : kHour;
+      j.req.time_limit =
+          j.partition >= 0 ? s_.partitions[j.partition].default_time : kHour;
     }
     return j;
   }

@@ -25,9 +25,9 @@ bool Timeline::HasWholeHold(int node) const {
   return false;
 }
 
-Timeline::Offer Timeline::At(int node, GpuSet free_now, int cpus_now,
-                             int64_t memory_now, bool whole_now, bool shared_now,
-                             Time now, Time t, Duration d) const {
+Timeline::Offer Timeline::At(int node, GpuSet free_now, int cpus_now, int64_t memory_now,
+                             bool whole_now, bool shared_now, Time now, Time t,
+                             Duration d) const {
   Offer o;
   o.gpus = free_now;
   o.cpus = cpus_now;

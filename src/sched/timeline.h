@@ -42,11 +42,11 @@ class Timeline {
     GpuSet gpus;
     int cpus = 0;
     int64_t memory_mib = 0;
-    bool whole_running = false;  // a whole-node job still runs at t
-    bool whole_held = false;     // a whole-node reservation overlaps [t, t + d)
-    bool shared_running = false; // a shared job still runs at t
-    JobId last_release = 0;      // the job whose end made the latest release by t
-    Time last_release_end = 0;   // and when it ends
+    bool whole_running = false;   // a whole-node job still runs at t
+    bool whole_held = false;      // a whole-node reservation overlaps [t, t + d)
+    bool shared_running = false;  // a shared job still runs at t
+    JobId last_release = 0;       // the job whose end made the latest release by t
+    Time last_release_end = 0;    // and when it ends
   };
 
   void Reset(int nodes);
@@ -59,8 +59,8 @@ class Timeline {
 
   // What a job over [t, t + d) may use on `node`, given what is free now.
   // `shared_now` says whether a shared job runs there now (from the snapshot).
-  Offer At(int node, GpuSet free_now, int cpus_now, int64_t memory_now,
-           bool whole_now, bool shared_now, Time now, Time t, Duration d) const;
+  Offer At(int node, GpuSet free_now, int cpus_now, int64_t memory_now, bool whole_now,
+           bool shared_now, Time now, Time t, Duration d) const;
 
   // The times >= now at which At(node, ., t, d) can change, ascending, starting with
   // now: release ends, hold ends, and hold starts minus d.

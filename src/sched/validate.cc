@@ -32,8 +32,8 @@ Status CheckAccess(const Partition& p, const JobRequest& req) {
   }
   if (!Allowed(p.allowed_accounts, req.account)) {
     return InvalidArgument("account '" + req.account + "' may not use partition " +
-                           p.name + " (allowed accounts: " +
-                           JoinNames(p.allowed_accounts) + ")");
+                           p.name +
+                           " (allowed accounts: " + JoinNames(p.allowed_accounts) + ")");
   }
   return Status::Ok();
 }
@@ -94,14 +94,13 @@ Result<Job> ValidateRequest(const ClusterState& state, const JobRequest& in) {
   if (job.partition < 0) {
     std::vector<std::string> names;
     for (const Partition& p : state.partitions) names.push_back(p.name);
-    return NotFound("no partition '" + req.partition + "' (partitions: " +
-                    JoinNames(names) + ")");
+    return NotFound("no partition '" + req.partition +
+                    "' (partitions: " + JoinNames(names) + ")");
   }
   const Partition& part = state.partitions[job.partition];
   HACHI_RETURN_IF_ERROR(CheckAccess(part, req));
-  if (!req.qos.empty() &&
-      std::none_of(state.qos.begin(), state.qos.end(),
-                   [&](const Qos& q) { return q.name == req.qos; })) {
+  if (!req.qos.empty() && std::none_of(state.qos.begin(), state.qos.end(),
+                                       [&](const Qos& q) { return q.name == req.qos; })) {
     return NotFound("no QoS '" + req.qos + "'");
   }
 
@@ -164,9 +163,8 @@ Result<Job> ValidateRequest(const ClusterState& state, const JobRequest& in) {
   const int gpn = req.GpusPerNode();
   if (gpn > largest) {
     return Unsatisfiable("asks for " + std::to_string(gpn) +
-                         " GPUs on one node; the largest node in partition " +
-                         part.name + " has " + std::to_string(largest) + " (" +
-                         largest_name + ")");
+                         " GPUs on one node; the largest node in partition " + part.name +
+                         " has " + std::to_string(largest) + " (" + largest_name + ")");
   }
   // CPUs and memory per node must fit some node that has gpn GPUs.
   int cpu_fit = 0;
@@ -185,9 +183,8 @@ Result<Job> ValidateRequest(const ClusterState& state, const JobRequest& in) {
                          part.name + " has that much");
   }
   if (req.nodes > static_cast<int>(part.nodes.size())) {
-    return Unsatisfiable("asks for " + std::to_string(req.nodes) +
-                         " nodes; partition " + part.name + " has " +
-                         std::to_string(part.nodes.size()));
+    return Unsatisfiable("asks for " + std::to_string(req.nodes) + " nodes; partition " +
+                         part.name + " has " + std::to_string(part.nodes.size()));
   }
   if (req.nodes > cpu_fit) {
     return Unsatisfiable("asks for " + std::to_string(req.nodes) + " nodes with " +
@@ -200,8 +197,7 @@ Result<Job> ValidateRequest(const ClusterState& state, const JobRequest& in) {
     if (best < req.nodes) {
       return Unsatisfiable("asks for " + std::to_string(req.nodes) +
                            " nodes of one interconnect class and GPU model; partition " +
-                           part.name + " has at most " + std::to_string(best) +
-                           " alike");
+                           part.name + " has at most " + std::to_string(best) + " alike");
     }
   }
   return job;

@@ -15,10 +15,13 @@ using testing::MakeJob;
 //   small   (shared, n0-n3, 1-4 GPUs, at most 1 day)
 ClusterState Cluster() {
   return MakeCluster()
-      .Nodes(4, "hgx-h100").Nodes(2, "pcie-8x-l40s")
+      .Nodes(4, "hgx-h100")
+      .Nodes(2, "pcie-8x-l40s")
       .Partition("shared")
-      .Partition("gpu8", PartitionMode::kWholeNode, {0, 1, 2, 3}).AllowAccounts({"ml"})
-      .Partition("small", PartitionMode::kShared, {0, 1, 2, 3}).MaxGpus(4)
+      .Partition("gpu8", PartitionMode::kWholeNode, {0, 1, 2, 3})
+      .AllowAccounts({"ml"})
+      .Partition("small", PartitionMode::kShared, {0, 1, 2, 3})
+      .MaxGpus(4)
       .Qos("high", 500)
       .Build();
 }
@@ -49,8 +52,8 @@ INSTANTIATE_TEST_SUITE_P(
             "at least 1 GPU"},
         Row{"negative_gpus", MakeJob(1).Gpus(-2), StatusCode::kInvalidArgument,
             "negative"},
-        Row{"negative_limit", MakeJob(1).Gpus(1).Limit(-5),
-            StatusCode::kInvalidArgument, "negative"},
+        Row{"negative_limit", MakeJob(1).Gpus(1).Limit(-5), StatusCode::kInvalidArgument,
+            "negative"},
         Row{"gang_not_divisible", MakeJob(1).Gpus(10).Gang(3, 0).Gpus(10),
             StatusCode::kInvalidArgument, "do not divide"},
         Row{"unknown_partition", MakeJob(1).Gpus(1).Partition("nope"),
@@ -63,8 +66,8 @@ INSTANTIATE_TEST_SUITE_P(
             StatusCode::kUnsatisfiable, "at most 4"},
         Row{"time_over_max", MakeJob(1).Gpus(1).Partition("small").Limit(2 * kDay),
             StatusCode::kUnsatisfiable, "exceeds partition small's maximum"},
-        Row{"no_such_model", MakeJob(1).Gpus(1).Model("A100"),
-            StatusCode::kUnsatisfiable, "has GPU model A100"},
+        Row{"no_such_model", MakeJob(1).Gpus(1).Model("A100"), StatusCode::kUnsatisfiable,
+            "has GPU model A100"},
         Row{"too_little_gpu_memory", MakeJob(1).Gpus(1).MinGpuMemoryMib(100000),
             StatusCode::kUnsatisfiable, "100000 MiB of GPU memory"},
         Row{"too_many_cpus", MakeJob(1).Gpus(1).Cpus(4096), StatusCode::kUnsatisfiable,
@@ -73,8 +76,7 @@ INSTANTIATE_TEST_SUITE_P(
             "at most 4 alike"},
         Row{"more_nodes_than_partition", MakeJob(1).Gang(7, 1),
             StatusCode::kUnsatisfiable, "partition shared has 6"},
-        Row{"account_not_allowed",
-            MakeJob(1).Gpus(8).Partition("gpu8").Account("web"),
+        Row{"account_not_allowed", MakeJob(1).Gpus(8).Partition("gpu8").Account("web"),
             StatusCode::kInvalidArgument, "allowed accounts: ml"}),
     [](const auto& row) { return std::string(row.param.name); });
 
