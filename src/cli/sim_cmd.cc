@@ -106,9 +106,15 @@ std::string RenderJson(const sim::SimMetrics& m, const std::string& trace) {
   j["jct_mean_s"] = m.jct_mean_s;
   j["makespan_s"] = m.makespan_s;
   j["gpu_utilization"] = m.gpu_utilization;
-  j["wait_p50_s_by_gpus"] = m.wait_p50_s_by_gpus;
-  j["wait_p95_s_by_gpus"] = m.wait_p95_s_by_gpus;
-  j["jobs_by_gpus"] = m.jobs_by_gpus;
+  // Every bucket is always present (a stable contract); null when no job asked for it.
+  for (const std::string& b : sim::GpuBuckets()) {
+    const bool any = m.jobs_by_gpus.count(b) > 0;
+    j["wait_p50_s_by_gpus"][b] =
+        any ? nlohmann::json(m.wait_p50_s_by_gpus.at(b)) : nullptr;
+    j["wait_p95_s_by_gpus"][b] =
+        any ? nlohmann::json(m.wait_p95_s_by_gpus.at(b)) : nullptr;
+    j["jobs_by_gpus"][b] = any ? m.jobs_by_gpus.at(b) : 0;
+  }
   j["backfilled"] = m.backfilled;
   j["cycles"] = m.cycles;
   j["cycle_ms_p50"] = m.cycle_ms_p50;

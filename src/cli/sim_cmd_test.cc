@@ -76,6 +76,9 @@ TEST(SimCmdTest, GenericCsvWithHandWorkedWaits) {
     ASSERT_EQ(r.exit_code, 0) << c.name << ": " << r.out;
     nlohmann::json j = nlohmann::json::parse(r.out);
     EXPECT_DOUBLE_EQ(j["wait_mean_s"].get<double>(), c.wait_mean) << c.name;
+    EXPECT_TRUE(j["wait_p95_s_by_gpus"]["1"].is_null()) << c.name;  // no 1-GPU job
+    EXPECT_EQ(j["jobs_by_gpus"]["1"], 0) << c.name;
+    EXPECT_EQ(j["jobs_by_gpus"]["2"], 2) << c.name;
     EXPECT_EQ(j["jobs"], 4) << c.name;
   }
 }

@@ -273,8 +273,9 @@ void Run::Report(Time now, bool force) {
 
 Result<SimResult> Run::Go() {
   size_t next = 0;  // next arrival
+  Time now = 0;
   while (next < trace_.size() || !completions_.empty()) {
-    Time now = kNever;
+    now = kNever;
     if (next < trace_.size()) now = trace_[next].submit;
     if (!completions_.empty()) now = std::min(now, completions_.top().end);
     fairshare_.AdvanceTo(now);
@@ -298,7 +299,7 @@ Result<SimResult> Run::Go() {
     }
     Report(now, false);
   }
-  Report(trace_.empty() ? 0 : trace_.back().submit, true);
+  Report(now, true);
   std::sort(result_.outcomes.begin(), result_.outcomes.end(),
             [](const JobOutcome& a, const JobOutcome& b) { return a.id < b.id; });
   return std::move(result_);
