@@ -39,14 +39,24 @@ bool Backfill::CanEverFit(CycleContext& ctx, const JobShape& job) {
 
 bool Backfill::EarliestSingle(CycleContext& ctx, const JobShape& job, Reservation* out,
                               Diagnosis* diag) {
+  // Nodes by a lower bound on their start (GPU count alone), so the first fits found
+  // are early and most nodes are never examined; ties go to the lower node index.
+  lower_.clear();
+  for (int node : ctx.eligible[job.eligible].nodes) {
+    if (!ctx.nodes[node].up || ctx.state.nodes[node].gpu_count() < job.gpn) continue;
+    const Time lb =
+        ctx.timeline.EarliestCount(node, ctx.nodes[node].free, job.gpn, ctx.now);
+    if (lb != kNever) lower_.emplace_back(lb, node);
+  }
+  std::sort(lower_.begin(), lower_.end());
   Time best_t = kNever;
   int best_node = -1;
   Timeline::Offer offer, best_offer;
-  for (int node : ctx.eligible[job.eligible].nodes) {
-    if (!ctx.nodes[node].up || ctx.state.nodes[node].gpu_count() < job.gpn) continue;
-    ctx.timeline.ChangePoints(node, ctx.now, job.limit, &points_);
+  for (const auto& [lb, node] : lower_) {
+    if (lb > best_t) break;
+    ctx.timeline.ChangePoints(node, lb, job.limit, &points_);
     for (Time t : points_) {
-      if (t >= best_t) break;  // ties go to the lower node index, seen first
+      if (t > best_t || (t == best_t && node > best_node)) break;
       if (CheckNode(ctx, job, node, t, &offer) == NodeVerdict::kFits) {
         best_t = t;
         best_node = node;

@@ -10,6 +10,7 @@
 // Per cycle; not thread-safe.
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "sched/context.h"
@@ -48,6 +49,7 @@ class Backfill {
   Placer* placer_;
   std::vector<Time> points_;  // scratch
   std::vector<int> class_counts_;
+  std::vector<std::pair<Time, int>> lower_;  // (lower bound, node)
 };
 
 }  // namespace hachi::sched

@@ -85,7 +85,13 @@ struct PartitionFree {
 
 struct CycleContext {
   CycleContext(const ClusterState& s, Time t, alloc::AllocCache* c)
-      : state(s), now(t), cache(c) {}
+      : CycleContext(s, t, c, nullptr) {}
+  // `reuse`: a Timeline whose memory the cycle may reuse (the Scheduler keeps one);
+  // nullptr: the context owns its own.
+  CycleContext(const ClusterState& s, Time t, alloc::AllocCache* c, Timeline* reuse)
+      : state(s), now(t), cache(c), timeline(reuse ? *reuse : own_timeline_) {}
+  CycleContext(const CycleContext&) = delete;
+  CycleContext& operator=(const CycleContext&) = delete;
 
   // Fills the working copy, buckets, quotas and timeline from the snapshot.
   void Init();
@@ -114,7 +120,12 @@ struct CycleContext {
   // Quota usage, only for users/accounts that have a limit.
   std::unordered_map<std::string, int> user_used;
   std::unordered_map<std::string, int> account_used;
-  Timeline timeline;
+
+ private:
+  Timeline own_timeline_;  // before `timeline`, which may refer to it
+
+ public:
+  Timeline& timeline;
   int reservations = 0;  // reservation attempts (backfill.h: slots)
   uint64_t version = 0;  // bumped by every start and reservation
 

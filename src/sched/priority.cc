@@ -23,6 +23,16 @@ Time RoundDown(Time now, Duration period) {
   return now - r;
 }
 
+// The fair-share factor 2^(-usage/share), usage and share normalised over accounts,
+// rounded to 1/128: the caller's usage drifts every second, and the rounding keeps the
+// order (and its memo) unchanged until a factor moves by a visible step.
+double FairShareFactor(double share, double share_sum, double usage, double usage_sum) {
+  const double s = share_sum > 0 ? share / share_sum : 0;
+  if (s <= 0) return 0;
+  const double u = usage_sum > 0 ? usage / usage_sum : 0;
+  return std::round(std::exp2(-u / s) * 128) / 128;
+}
+
 }  // namespace
 
 double JobPriority(const ClusterState& state, const Job& job, Time t,
@@ -68,11 +78,17 @@ uint64_t QueueOrder::InputsHash(const ClusterState& state, Time rounded) const {
        {w.age, static_cast<double>(w.age_max), w.fairshare, w.tier, w.qos, w.size}) {
     h = Mix(h, Bits(d));
   }
-  // Unordered maps: combine entries order-independently.
+  // The rounded fair-share factors, combined order-independently (unordered maps).
   uint64_t fs = 0;
   std::hash<std::string_view> hs;
-  for (const auto& [k, v] : state.fairshare.shares) fs += Mix(hs(k), Bits(v));
-  for (const auto& [k, v] : state.fairshare.usage) fs += Mix(hs(k) * 31, Bits(v));
+  double share_sum = 0, usage_sum = 0;
+  for (const auto& [k, v] : state.fairshare.shares) share_sum += v;
+  for (const auto& [k, v] : state.fairshare.usage) usage_sum += v;
+  for (const auto& [account, share] : state.fairshare.shares) {
+    auto it = state.fairshare.usage.find(account);
+    const double usage = it == state.fairshare.usage.end() ? 0 : it->second;
+    fs += Mix(hs(account), Bits(FairShareFactor(share, share_sum, usage, usage_sum)));
+  }
   h = Mix(h, fs);
   for (const Partition& p : state.partitions) h = Mix(h, static_cast<uint64_t>(p.tier));
   for (const Qos& q : state.qos) h = Mix(Mix(h, hs(q.name)), q.priority);
@@ -101,13 +117,10 @@ void QueueOrder::Rebuild(const ClusterState& state) {
   for (const auto& [k, v] : state.fairshare.usage) usage_sum += v;
   if (kind_ == OrderKind::kMultifactor && share_sum > 0) {
     for (const auto& [account, share] : state.fairshare.shares) {
-      double usage = 0;
-      if (auto it = state.fairshare.usage.find(account);
-          it != state.fairshare.usage.end() && usage_sum > 0) {
-        usage = it->second / usage_sum;
-      }
-      const double s = share / share_sum;
-      fs_factor_.emplace_back(account, s > 0 ? std::exp2(-usage / s) : 0.0);
+      auto it = state.fairshare.usage.find(account);
+      const double usage = it == state.fairshare.usage.end() ? 0 : it->second;
+      fs_factor_.emplace_back(account,
+                              FairShareFactor(share, share_sum, usage, usage_sum));
     }
     std::sort(fs_factor_.begin(), fs_factor_.end());
   }

@@ -59,7 +59,8 @@ class SchedulerImpl final : public Scheduler {
         spec_(spec),
         depth_(spec.depth >= 0 ? spec.depth : config.backfill_depth),
         order_(spec.order, config.priority_period),
-        placer_(spec.placement) {}
+        placer_(spec.placement),
+        backfill_(depth_, &placer_) {}
 
   const SchedConfig& config() const override { return config_; }
 
@@ -67,13 +68,13 @@ class SchedulerImpl final : public Scheduler {
   Plan Schedule(const ClusterState& state, Time now) override {
     Plan plan;
     EnsureTables(state);  // alloc/ tables per layout, once: every Pick is a lookup
-    CycleContext ctx(state, now, &cache_);
+    CycleContext ctx(state, now, &cache_, &timeline_);
     ctx.Init();  // scratch: free resources, quotas and isolation from the snapshot
     fails_.clear();
     fails_version_ = ctx.version;
     const std::vector<int>& order = order_.Order(state, now);  // order: who goes first
-    Backfill backfill(depth_, &placer_);  // reserve: the depth knob (fifo 0, easy 1)
-    Cycle cycle{ctx, backfill, plan, false, 0, {}};
+    Cycle cycle{ctx, backfill_, plan, false, 0, {}};           // reserve: depth 0/1/N
+    if (config_.explain) plan.pending.reserve(order.size());
     for (size_t pos = 0; pos < order.size(); ++pos) {
       // Lean cycles stop once nothing left can start now (no reservation is needed
       // to protect anyone from a start that cannot happen).
@@ -216,7 +217,9 @@ class SchedulerImpl final : public Scheduler {
   // Memo between cycles; never changes the answer (scheduler.h).
   QueueOrder order_;
   Placer placer_;
+  Backfill backfill_;  // the depth knob; scratch buffers reused across cycles
   alloc::AllocCache cache_;
+  Timeline timeline_;  // memory reused by every cycle's context
   const alloc::NodeModel* last_model_ = nullptr;
   // Scratch of the current cycle.
   std::vector<Allocation> allocs_;

@@ -5,8 +5,11 @@
 namespace hachi::sched {
 
 void Timeline::Reset(int nodes) {
-  releases_.assign(nodes, {});
-  holds_.assign(nodes, {});
+  // Keeps the inner vectors' memory: a Scheduler reuses one Timeline every cycle.
+  releases_.resize(nodes);
+  holds_.resize(nodes);
+  for (auto& v : releases_) v.clear();
+  for (auto& v : holds_) v.clear();
 }
 
 void Timeline::AddRelease(int node, const Release& r) {
@@ -63,20 +66,31 @@ Timeline::Offer Timeline::At(int node, GpuSet free_now, int cpus_now, int64_t me
   return o;
 }
 
-void Timeline::ChangePoints(int node, Time now, Duration d,
+void Timeline::ChangePoints(int node, Time from, Duration d,
                             std::vector<Time>* out) const {
   out->clear();
-  out->push_back(now);
+  out->push_back(from);
   for (const Release& r : releases_[node]) {
-    if (r.end > now) out->push_back(r.end);
+    if (r.end > from) out->push_back(r.end);
   }
   for (const Hold& h : holds_[node]) {
-    if (h.end > now) out->push_back(h.end);
+    if (h.end > from) out->push_back(h.end);
     // The hold overlaps [t, t + d) for t in (start - d, end).
-    if (h.start - d + 1 > now) out->push_back(h.start - d + 1);
+    if (h.start - d + 1 > from) out->push_back(h.start - d + 1);
   }
-  std::sort(out->begin(), out->end());
+  // Releases come sorted; holds are few, so sort only when there are some.
+  if (!holds_[node].empty()) std::sort(out->begin(), out->end());
   out->erase(std::unique(out->begin(), out->end()), out->end());
+}
+
+Time Timeline::EarliestCount(int node, GpuSet free_now, int count, Time now) const {
+  if (free_now.size() >= count) return now;
+  GpuSet g = free_now;
+  for (const Release& r : releases_[node]) {
+    g = g | r.gpus;
+    if (g.size() >= count) return std::max(r.end, now);
+  }
+  return kNever;
 }
 
 }  // namespace hachi::sched

@@ -62,9 +62,14 @@ class Timeline {
   Offer At(int node, GpuSet free_now, int cpus_now, int64_t memory_now, bool whole_now,
            bool shared_now, Time now, Time t, Duration d) const;
 
-  // The times >= now at which At(node, ., t, d) can change, ascending, starting with
-  // now: release ends, hold ends, and hold starts minus d.
-  void ChangePoints(int node, Time now, Duration d, std::vector<Time>* out) const;
+  // The times >= from at which At(node, ., t, d) can change, ascending, starting with
+  // `from`: release ends, hold ends, and the first second a hold overlaps.
+  void ChangePoints(int node, Time from, Duration d, std::vector<Time>* out) const;
+
+  // A lower bound on when `node` can offer `count` GPUs: the first time >= now at
+  // which the GPUs free now plus those released reach `count`, ignoring holds; kNever
+  // if never.
+  Time EarliestCount(int node, GpuSet free_now, int count, Time now) const;
 
  private:
   std::vector<std::vector<Release>> releases_;  // per node, by end
