@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make demo`: Hachi's main job for now — look at real and preset 8-GPU nodes, check
-# them, and choose GPUs for jobs of several sizes. Later issues grow this into a whole
-# scheduler run.
+# them, choose GPUs for jobs of several sizes, then replay a real cluster trace through
+# the scheduler with each policy. Later issues add the server and agents.
 set -uo pipefail
 hachi=${1:-build/hachi}
 
@@ -32,4 +32,19 @@ step "A job that holds GPU 4 and grows to 2" \
 step "9 GPUs on an 8-GPU node: refused with the reason" \
   "$hachi" topo alloc --preset hgx-h100 --count 9
 step "16-GPU HGX-2, 8 GPUs" "$hachi" topo alloc --preset hgx2-16 --count 8 --free 2-15
+
+# The scheduler, through the simulator: the same sched/ code the server will run.
+root=$(cd "$(dirname "$0")/.." && pwd)
+philly=${HACHI_SHARED_DIR:-$(dirname "$root")/shared}/traces/philly-atc19/philly_jobs_pollux.csv
+if [ -f "$philly" ]; then
+  for policy in fifo easy hachi; do
+    step "The whole Philly trace (82k jobs) on 96 HGX H100 nodes, policy $policy" \
+      "$hachi" sim --trace "$philly" --policy "$policy"
+  done
+else
+  for policy in fifo easy hachi; do
+    step "2,000 Philly jobs on 96 HGX H100 nodes, policy $policy (no ../shared here)" \
+      "$hachi" sim --trace testdata/traces/philly_first2000.csv --policy "$policy"
+  done
+fi
 exit 0
