@@ -1,33 +1,18 @@
 // End-to-end tests of `hachi sim`: the real binary on the checked-in traces. Checks the
 // JSON contract of issue 3 (keys, by-GPU maps), the text table, exit codes and errors.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cli/cli_testing.h"
+
 namespace {
 
-struct CmdResult {
-  int exit_code = -1;
-  std::string out;
-};
+using hachi::cli::testing::CmdResult;
 
 // stdout only unless `with_stderr`: the JSON must parse even when progress is printed.
 CmdResult Hachi(const std::string& args, bool with_stderr = false) {
-  std::string cmd = std::string(HACHI_BINARY_DIR) + "/hachi " + args +
-                    (with_stderr ? " 2>&1" : " 2>/dev/null");
-  CmdResult r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return hachi::cli::testing::Hachi(args, with_stderr);
 }
 
 std::string Trace(const std::string& name) {

@@ -2,32 +2,15 @@
 // the shared nvidia-smi fixtures. Checks exit codes, the JSON contract the issue names
 // (gpus[].index, links, class, findings; alloc's sorted gpus) and clear errors.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cli/cli_testing.h"
+
 namespace {
 
-struct CmdResult {
-  int exit_code = -1;
-  std::string out;  // stdout and stderr together
-};
-
-CmdResult Hachi(const std::string& args) {
-  std::string cmd = std::string(HACHI_BINARY_DIR) + "/hachi " + args + " 2>&1";
-  CmdResult r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using hachi::cli::testing::CmdResult;
+using hachi::cli::testing::Hachi;
 
 std::string Fixture(const std::string& name) {
   return std::string(HACHI_SOURCE_DIR) + "/testdata/nvidia-smi/" + name;

@@ -1,0 +1,33 @@
+// Runs the real `hachi` binary for the CLI end-to-end tests. Test-only.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+namespace hachi::cli::testing {
+
+struct CmdResult {
+  int exit_code = -1;
+  std::string out;
+};
+
+// `hachi ARGS`; stdout only unless `with_stderr` (a JSON reply must parse even when
+// progress lines go to stderr).
+inline CmdResult Hachi(const std::string& args, bool with_stderr = true) {
+  std::string cmd = std::string(HACHI_BINARY_DIR) + "/hachi " + args +
+                    (with_stderr ? " 2>&1" : " 2>/dev/null");
+  CmdResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+}  // namespace hachi::cli::testing
