@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <tuple>
 
+#include "sched/window.h"
+
 namespace hachi::sched {
 
 bool Backfill::Reserve(CycleContext& ctx, const JobShape& job, Reservation* out,
@@ -15,6 +17,25 @@ bool Backfill::Reserve(CycleContext& ctx, const JobShape& job, Reservation* out,
                                    : EarliestSingle(ctx, job, out, diag);
   if (found) Book(ctx, job, *out);
   return found;
+}
+
+bool Backfill::Earliest(CycleContext& ctx, const JobShape& job, Reservation* out,
+                        Diagnosis* diag) {
+  out->allocations.clear();
+  out->job = job.job->id;
+  ctx.EnsureTimeline();
+  return job.nodes > 1 ? EarliestGang(ctx, job, out, diag)
+                       : EarliestSingle(ctx, job, out, diag);
+}
+
+void Backfill::Points(CycleContext& ctx, const JobShape& job, int node, Time from) {
+  ctx.timeline.ChangePoints(node, from, job.limit, &points_);
+  const int owner = ctx.nodes[node].window_owner;
+  if (owner < 0 || owner == ctx.eligible[job.eligible].partition) return;
+  WindowEnds(ctx.state.partitions[owner].windows, from, from + 8 * kDay,
+             ctx.state.clock_offset, &points_);
+  std::sort(points_.begin(), points_.end());
+  points_.erase(std::unique(points_.begin(), points_.end()), points_.end());
 }
 
 bool Backfill::CanEverFit(CycleContext& ctx, const JobShape& job) {
@@ -54,7 +75,7 @@ bool Backfill::EarliestSingle(CycleContext& ctx, const JobShape& job, Reservatio
   Timeline::Offer offer, best_offer;
   for (const auto& [lb, node] : lower_) {
     if (lb > best_t) break;
-    ctx.timeline.ChangePoints(node, lb, job.limit, &points_);
+    Points(ctx, job, node, lb);
     for (Time t : points_) {
       if (t > best_t || (t == best_t && node > best_node)) break;
       if (CheckNode(ctx, job, node, t, &offer) == NodeVerdict::kFits) {
@@ -94,7 +115,7 @@ bool Backfill::EarliestGang(CycleContext& ctx, const JobShape& job, Reservation*
   Timeline::Offer offer;
   for (int node : ctx.eligible[job.eligible].nodes) {
     if (!ctx.nodes[node].up || ctx.state.nodes[node].gpu_count() < job.gpn) continue;
-    ctx.timeline.ChangePoints(node, ctx.now, job.limit, &points_);
+    Points(ctx, job, node, ctx.now);
     bool open = false;
     for (size_t i = 0; i < points_.size(); ++i) {
       const bool fits =

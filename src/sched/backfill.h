@@ -37,13 +37,21 @@ class Backfill {
   // context (holds on the timeline, whole-node marks). Takes a slot. False when the
   // timeline finds no start.
   bool Reserve(CycleContext& ctx, const JobShape& job, Reservation* out, Diagnosis* diag);
+  // The same question without booking anything or taking a slot (the preemption phase
+  // asks whether a job would start soon anyway).
+  bool Earliest(CycleContext& ctx, const JobShape& job, Reservation* out,
+                Diagnosis* diag);
+  // Books `r` as `job`'s hold on the timeline (and whole-node marks).
+  void Book(CycleContext& ctx, const JobShape& job, const Reservation& r);
 
  private:
   bool EarliestSingle(CycleContext& ctx, const JobShape& job, Reservation* out,
                       Diagnosis* diag);
   bool EarliestGang(CycleContext& ctx, const JobShape& job, Reservation* out,
                     Diagnosis* diag);
-  void Book(CycleContext& ctx, const JobShape& job, const Reservation& r);
+  // ChangePoints plus, on another partition's window node, the window ends after
+  // `from` (when the node becomes usable again).
+  void Points(CycleContext& ctx, const JobShape& job, int node, Time from);
 
   int depth_;
   Placer* placer_;

@@ -28,17 +28,17 @@ struct Node {
   std::shared_ptr<const alloc::NodeModel> model;  // GPU links, for alloc/ (shared by
                                                   // nodes of one layout)
   topo::InterconnectClass interconnect = topo::InterconnectClass::kUnknown;
-  std::string gpu_model;      // "NVIDIA H100 80GB HBM3"
+  std::string gpu_model;       // "NVIDIA H100 80GB HBM3"
   int64_t gpu_memory_mib = 0;  // per GPU
   int cpus = 0;
   int64_t memory_mib = 0;
-  std::string block;              // network block (leaf switch) for gang placement
-  std::vector<int> partitions;    // indices into ClusterState::partitions
+  std::string block;            // network block (leaf switch) for gang placement
+  std::vector<int> partitions;  // indices into ClusterState::partitions
 
   // Changing state.
   NodeState state = NodeState::kUp;
-  GpuSet free_gpus;     // allocatable now (excludes unhealthy and allocated GPUs)
-  GpuSet unhealthy;     // drained GPUs (health); never allocated
+  GpuSet free_gpus;  // allocatable now (excludes unhealthy and allocated GPUs)
+  GpuSet unhealthy;  // drained GPUs (health); never allocated
   int free_cpus = 0;
   int64_t free_memory_mib = 0;
   int whole_node_jobs = 0;  // running jobs that own the whole node (isolation)
@@ -54,17 +54,53 @@ enum class PartitionMode : uint8_t {
   kWholeNode,  // every job gets whole nodes (e.g. gpu8); hard isolation from shared jobs
 };
 
+// What happens to a running job that is preempted (docs/scheduler.md, "Preemption"):
+// the mode and grace of the *victim's* partition apply, as in Slurm.
+enum class PreemptMode : uint8_t {
+  kRequeue,  // signalled, then stopped after the grace and put back to pending (same
+             // id and submit time); the work done so far is lost
+  kCancel,   // signalled, then stopped after the grace and ended as cancelled
+};
+
+// A daily period during which a partition owns some nodes (Partition::window_nodes).
+// Minutes since midnight, UTC, of the scheduler's clock: `now + ClusterState::
+// clock_offset` taken as seconds since the Unix epoch (the server's clock is Unix time,
+// offset 0; the simulator's time 0 is the trace start, so the offset says which UTC
+// time that was). [start_minute, end_minute); end <= start crosses midnight (22:00-06:00
+// runs into the next day); start == end is the whole day.
+struct TimeWindow {
+  int start_minute = 0;   // 0..1439
+  int end_minute = 0;     // 0..1440
+  std::vector<int> days;  // days of the week the window starts on, 0 = Sunday .. 6 =
+                          // Saturday; empty: every day
+};
+
 struct Partition {
   std::string name;
   std::vector<int> nodes;  // indices into ClusterState::nodes
   PartitionMode mode = PartitionMode::kShared;
-  int min_gpus = 1;        // per job
-  int max_gpus = 0;        // per job; 0 = no limit beyond the nodes
+  int min_gpus = 1;  // per job
+  int max_gpus = 0;  // per job; 0 = no limit beyond the nodes
   Duration default_time = 4 * kHour;
   Duration max_time = 7 * kDay;
-  int tier = 0;            // priority tier: higher is scheduled first
+  int tier = 0;                               // priority tier: higher is scheduled first
   std::vector<std::string> allowed_users;     // empty: everyone
   std::vector<std::string> allowed_accounts;  // empty: every account
+  // Preemption (hachi policy): a pending job of this partition that cannot start soon
+  // may stop running jobs of partitions with a lower tier.
+  bool preempt_lower_tiers = false;
+  // How this partition's own jobs are preempted (by a higher tier or a time window):
+  // a signal, then after `grace` the job is stopped and requeued or cancelled.
+  PreemptMode preempt_mode = PreemptMode::kRequeue;
+  Duration grace = 5 * kMinute;
+  // Time windows: during a window only this partition's jobs may start on
+  // `window_nodes` (indices into ClusterState::nodes, normally among `nodes`). Outside
+  // them other partitions may use those nodes, for jobs whose time limit ends by the
+  // next window start; their jobs still running there get a preemption signal `grace`
+  // (their partition's) before the window opens. A node should be in one partition's
+  // windows at most (the first such partition owns it).
+  std::vector<TimeWindow> windows;
+  std::vector<int> window_nodes;
 };
 
 struct Qos {
@@ -108,33 +144,33 @@ struct Dependency {
 // What a job asks for. `gpus` GPUs on one node, or a gang of `nodes` nodes with
 // `gpus_per_node` each (all or nothing).
 struct JobRequest {
-  int gpus = 0;            // single-node jobs: GPUs on one node
-  int nodes = 1;           // > 1: a gang
-  int gpus_per_node = 0;   // gangs: GPUs on each node (0: = gpus / nodes)
-  int cpus_per_gpu = 0;    // CPUs = cpus + cpus_per_gpu * GPUs (per node)
+  int gpus = 0;           // single-node jobs: GPUs on one node
+  int nodes = 1;          // > 1: a gang
+  int gpus_per_node = 0;  // gangs: GPUs on each node (0: = gpus / nodes)
+  int cpus_per_gpu = 0;   // CPUs = cpus + cpus_per_gpu * GPUs (per node)
   int cpus = 0;
   int64_t memory_mib_per_gpu = 0;
   int64_t memory_mib = 0;
-  std::string gpu_model;          // empty: any
+  std::string gpu_model;  // empty: any
   int64_t min_gpu_memory_mib = 0;
-  std::string partition;          // empty: the first partition the user may use
+  std::string partition;  // empty: the first partition the user may use
   std::string qos;
   std::string user;
   std::string account;
-  Duration time_limit = 0;        // 0: the partition's default
-  bool exclusive = false;         // whole nodes, whatever the partition
+  Duration time_limit = 0;  // 0: the partition's default
+  bool exclusive = false;   // whole nodes, whatever the partition
   std::vector<Dependency> dependencies;
 
-  int GpusPerNode() const { return nodes > 1 ? (gpus_per_node > 0 ? gpus_per_node
-                                                                  : gpus / nodes)
-                                             : gpus; }
+  int GpusPerNode() const {
+    return nodes > 1 ? (gpus_per_node > 0 ? gpus_per_node : gpus / nodes) : gpus;
+  }
   int TotalGpus() const { return nodes > 1 ? GpusPerNode() * nodes : gpus; }
 };
 
 enum class DependencyState : uint8_t {
-  kNone,       // no dependency, or all satisfied
-  kWaiting,    // a dependency has not finished yet
-  kNeverMet,   // an after-ok dependency failed: the job can never run
+  kNone,      // no dependency, or all satisfied
+  kWaiting,   // a dependency has not finished yet
+  kNeverMet,  // an after-ok dependency failed: the job can never run
 };
 
 // One node's share of a running job.
@@ -147,16 +183,23 @@ struct Allocation {
 
 struct Job {
   JobId id = 0;
-  JobRequest req;          // as resolved at submit: partition set, time_limit set
-  int partition = -1;      // index into ClusterState::partitions
+  JobRequest req;      // as resolved at submit: partition set, time_limit set
+  int partition = -1;  // index into ClusterState::partitions
   Time submit_time = 0;
   DependencyState deps = DependencyState::kNone;  // evaluated by the caller
-  bool held = false;       // user/admin hold: never started while held
+  bool held = false;  // user/admin hold: never started while held
   // Running jobs only.
   Time start_time = 0;
   std::vector<Allocation> allocations;
+  // Set by the caller when it applies a sched::Preemption of this job: the job leaves
+  // by then, and is never chosen as a victim again.
+  Time preempt_kill_at = kNever;
 
   Time EndEstimate() const { return start_time + req.time_limit; }
+  // When the job leaves at the latest: its limit, or its preemption.
+  Time LeaveEstimate() const {
+    return preempt_kill_at < EndEstimate() ? preempt_kill_at : EndEstimate();
+  }
 };
 
 struct ClusterState {
@@ -168,6 +211,9 @@ struct ClusterState {
   PriorityWeights weights;
   std::vector<Job> pending;  // in any order: the scheduler orders them
   std::vector<Job> running;
+  // Added to `now` to get UTC seconds since the Unix epoch, for time windows: 0 in the
+  // server; in the simulator, the UTC time of the trace start (SimOptions).
+  Duration clock_offset = 0;
 
   int PartitionIndex(const std::string& name) const;  // -1 if none
 };

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "sched/eligibility.h"
+#include "sched/window.h"
 
 namespace hachi::sched {
 
@@ -82,6 +83,47 @@ void CycleContext::Init() {
   }
   default_eligible.assign(state.partitions.size(), -1);
   partition_free.assign(state.partitions.size(), {});
+  // Time windows and preemption: a few partitions at most; nothing to do without them.
+  window_nodes.clear();
+  window_start_now.clear();
+  victims.clear();
+  preempting_partitions = false;
+  for (size_t p = 0; p < state.partitions.size(); ++p) {
+    const Partition& part = state.partitions[p];
+    preempting_partitions |= part.preempt_lower_tiers;
+    if (part.windows.empty() || part.window_nodes.empty()) continue;
+    if (window_start_now.empty())
+      window_start_now.assign(state.partitions.size(), kNever);
+    window_start_now[p] = ActiveOrNext(part.windows, now, state.clock_offset).start;
+    for (int node : part.window_nodes) {
+      if (node < 0 || node >= n || nodes[node].window_owner >= 0) continue;
+      nodes[node].window_owner = static_cast<int>(p);
+      window_nodes.push_back(node);
+    }
+  }
+  std::sort(window_nodes.begin(), window_nodes.end());
+}
+
+bool CycleContext::WindowFree(int owner, Time t, Duration d) const {
+  const Time start =
+      t == now
+          ? window_start_now[owner]
+          : ActiveOrNext(state.partitions[owner].windows, t, state.clock_offset).start;
+  return start == kNever || t + d <= start;
+}
+
+const std::vector<std::vector<int>>& CycleContext::RunningOn() {
+  if (running_on_ready_) return running_on_;
+  running_on_ready_ = true;
+  running_on_.resize(nodes.size());
+  for (auto& v : running_on_) v.clear();
+  const int n = static_cast<int>(nodes.size());
+  for (size_t j = 0; j < state.running.size(); ++j) {
+    for (const Allocation& a : state.running[j].allocations) {
+      if (a.node >= 0 && a.node < n) running_on_[a.node].push_back(static_cast<int>(j));
+    }
+  }
+  return running_on_;
 }
 
 void CycleContext::EnsureTimeline() {
@@ -92,7 +134,7 @@ void CycleContext::EnsureTimeline() {
     const bool whole = IsWholeNode(state, job);
     for (const Allocation& a : job.allocations) {
       if (a.node < 0 || a.node >= n) continue;
-      timeline.AddRelease(a.node, {std::max(job.EndEstimate(), now + 1), a.gpus, a.cpus,
+      timeline.AddRelease(a.node, {std::max(job.LeaveEstimate(), now + 1), a.gpus, a.cpus,
                                    a.memory_mib, whole, job.id});
     }
   }

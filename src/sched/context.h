@@ -33,6 +33,7 @@ struct NodeWork {
   bool shared_busy = false;     // runs a shared-partition job
   int gang_class = 0;           // (interconnect, GPU model, GPU count) class id
   int block = 0;                // block label id
+  int window_owner = -1;        // partition whose time window owns the node, or -1
 };
 
 // Up nodes grouped by free-GPU count, each group sorted by node index. Moving a node
@@ -105,6 +106,17 @@ struct CycleContext {
   void EnsureTimeline();     // releases of running jobs and of this cycle's starts
   void EnsureGangClasses();  // NodeWork::gang_class and ::block
 
+  // Time windows: may a job of `partition` run over [t, t + d) on `node` (true unless
+  // the node is another partition's window node and [t, t + d) reaches a window).
+  bool WindowAllows(int node, int partition, Time t, Duration d) const {
+    const int owner = nodes[node].window_owner;
+    return owner < 0 || owner == partition || WindowFree(owner, t, d);
+  }
+  bool WindowFree(int owner, Time t, Duration d) const;
+  // Running jobs per node (indices into state.running), built on first use: only the
+  // preemption phases need it.
+  const std::vector<std::vector<int>>& RunningOn();
+
   int UserUsed(const std::string& user) const;
   int AccountUsed(const std::string& account) const;
 
@@ -117,6 +129,14 @@ struct CycleContext {
   std::vector<EligibleSet> eligible;
   std::vector<int> default_eligible;  // per partition: index into `eligible` or -1
   std::vector<PartitionFree> partition_free;
+  // Time windows: nodes some partition owns in a window, ascending; per partition, the
+  // start of its window that is active at `now` or comes next (kNever: no window).
+  std::vector<int> window_nodes;
+  std::vector<Time> window_start_now;
+  // Preemption: running jobs (indices into state.running) chosen as victims this
+  // cycle, sorted; and whether any partition may preempt lower tiers.
+  std::vector<int> victims;
+  bool preempting_partitions = false;
   // Quota usage, only for users/accounts that have a limit.
   std::unordered_map<std::string, int> user_used;
   std::unordered_map<std::string, int> account_used;
@@ -132,6 +152,8 @@ struct CycleContext {
  private:
   bool timeline_ready_ = false;
   bool gang_ready_ = false;
+  bool running_on_ready_ = false;
+  std::vector<std::vector<int>> running_on_;
   std::vector<std::pair<int, Timeline::Release>> started_;  // until the timeline exists
 };
 

@@ -1,7 +1,11 @@
 #include "sched/diagnose.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <string>
+
+#include "sched/window.h"
 
 namespace hachi::sched {
 
@@ -23,6 +27,16 @@ void DiagnoseBlocked(CycleContext& ctx, const JobShape& job, const VerdictTally&
       return;
     case NodeVerdict::kReserved:
       d->reason = Reason::kReservedForOther;
+      return;
+    case NodeVerdict::kWindow:
+      d->reason = Reason::kTimeWindow;
+      for (int node : e.nodes) {  // the first window node it could otherwise use
+        const int owner = ctx.nodes[node].window_owner;
+        if (owner >= 0 && owner != e.partition) {
+          d->window_partition = owner;
+          break;
+        }
+      }
       return;
     default:
       break;
@@ -60,6 +74,56 @@ const Job* FindPending(const ClusterState& s, JobId id) {
   return nullptr;
 }
 
+const Job* FindRunning(const ClusterState& s, JobId id) {
+  for (const Job& j : s.running) {
+    if (j.id == id) return &j;
+  }
+  return nullptr;
+}
+
+// "5m", "1h", "90s", else FormatDuration's "1h30m": graces are mostly round.
+std::string Short(Duration d) {
+  if (d > 0 && d % kHour == 0) return std::to_string(d / kHour) + "h";
+  if (d > 0 && d < kHour && d % kMinute == 0) return std::to_string(d / kMinute) + "m";
+  if (d < kMinute) return std::to_string(d) + "s";
+  return FormatDuration(d);
+}
+
+// "n1-n8", "n1-n3,n7", "gpu-a,gpu-b": runs of names with one prefix and consecutive
+// numbers are folded.
+std::string NodeList(const ClusterState& s, std::vector<int> nodes) {
+  std::sort(nodes.begin(), nodes.end());
+  auto split = [&](int node, std::string* prefix, long* num) {
+    const std::string& name = NodeName(s, node);
+    size_t i = name.size();
+    while (i > 0 && std::isdigit(static_cast<unsigned char>(name[i - 1]))) --i;
+    *prefix = name.substr(0, i);
+    *num = i < name.size() && name.size() - i < 10 &&
+                   (name[i] != '0' || i + 1 == name.size())
+               ? std::stol(name.substr(i))
+               : -1;
+  };
+  std::string out;
+  for (size_t i = 0; i < nodes.size();) {
+    std::string prefix, p2;
+    long first, n;
+    split(nodes[i], &prefix, &first);
+    size_t j = i + 1;
+    long last = first;
+    while (first >= 0 && j < nodes.size()) {
+      split(nodes[j], &p2, &n);
+      if (p2 != prefix || n != last + 1) break;
+      last = n;
+      ++j;
+    }
+    if (!out.empty()) out += ",";
+    out += NodeName(s, nodes[i]);
+    if (j - i > 1) out += "-" + NodeName(s, nodes[j - 1]);
+    i = j;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string Diagnosis::Format(const ClusterState& state, Time now) const {
@@ -88,6 +152,27 @@ std::string Diagnosis::Format(const ClusterState& state, Time now) const {
       break;
     default:
       break;
+  }
+  if (reason == Reason::kPreempting) {
+    const std::string of =
+        preempt_partition >= 0 &&
+                preempt_partition < static_cast<int>(state.partitions.size())
+            ? " of partition " + state.partitions[preempt_partition].name
+            : " of lower tiers";
+    out = "waiting for " + std::to_string(preempt_jobs) +
+          (preempt_jobs == 1 ? " job" : " jobs") + of + " to leave (grace " +
+          Short(preempt_grace) + ")";
+    if (earliest_start != kNever) {
+      out += ", from " + Clock(earliest_start, now) + " on " +
+             NodeName(state, earliest_node);
+    }
+    return out;
+  }
+  if (reason == Reason::kTimeWindow && window_partition >= 0 &&
+      window_partition < static_cast<int>(state.partitions.size())) {
+    const Partition& p = state.partitions[window_partition];
+    out = "nodes " + NodeList(state, p.window_nodes) + " belong to partition " + p.name +
+          " " + FormatWindows(p.windows);
   }
   if (out.empty()) {
     out = needed_nodes > 1 ? "needs " + std::to_string(needed_nodes) + " nodes with " +
@@ -120,7 +205,11 @@ std::string Diagnosis::Format(const ClusterState& state, Time now) const {
     out += "; earliest start " + Clock(earliest_start, now) + " on " +
            NodeName(state, earliest_node);
     if (blocking_job != 0) {
-      out += " when job " + std::to_string(blocking_job) + " hits its time limit";
+      const Job* b = FindRunning(state, blocking_job);
+      out +=
+          " when job " + std::to_string(blocking_job) +
+          (b != nullptr && b->preempt_kill_at == earliest_start ? " is preempted"
+                                                                : " hits its time limit");
     }
   }
   return out;

@@ -46,6 +46,9 @@ NodeVerdict CheckNode(const CycleContext& ctx, const JobShape& job, int node, Ti
   const EligibleSet& e = ctx.eligible[job.eligible];
   const int size = ctx.state.nodes[node].gpu_count();
   if (!e.ok[node] || size < job.gpn) return NodeVerdict::kIneligible;
+  if (w.window_owner >= 0 && !ctx.WindowAllows(node, e.partition, t, job.limit)) {
+    return NodeVerdict::kWindow;
+  }
   const bool holds = ctx.timeline.HasHolds(node);
   if (t == ctx.now && !holds) {
     offer->gpus = w.free;
@@ -77,6 +80,19 @@ NodeVerdict CheckNode(const CycleContext& ctx, const JobShape& job, int node, Ti
   }
   if (offer->cpus < job.cpus) return NodeVerdict::kCpus;
   if (offer->memory_mib < job.memory_mib) return NodeVerdict::kMemory;
+  return NodeVerdict::kFits;
+}
+
+NodeVerdict FitsOffer(const JobShape& job, int size, const Timeline::Offer& offer) {
+  if (job.whole) {
+    if (offer.shared_running) return NodeVerdict::kIsolation;
+    if (offer.gpus != GpuSet::FirstN(size)) return NodeVerdict::kGpus;
+  } else {
+    if (offer.whole_running || offer.whole_held) return NodeVerdict::kIsolation;
+    if (offer.gpus.size() < job.gpn) return NodeVerdict::kGpus;
+  }
+  if (offer.cpus < job.cpus) return NodeVerdict::kCpus;
+  if (offer.memory_mib < job.memory_mib) return NodeVerdict::kMemory;
   return NodeVerdict::kFits;
 }
 

@@ -27,8 +27,9 @@ enum class NodeVerdict : uint8_t {
   kReserved,    // enough free GPUs, but reserved for a job ahead
   kCpus,
   kMemory,
+  kWindow,  // another partition's time window owns the node then (or soon after)
 };
-inline constexpr int kNodeVerdicts = 8;
+inline constexpr int kNodeVerdicts = 9;
 
 // Counts of verdicts over the nodes a placement looked at: the diagnosis' raw data.
 struct VerdictTally {
@@ -44,5 +45,10 @@ struct VerdictTally {
 // reservation holds.
 NodeVerdict CheckNode(const CycleContext& ctx, const JobShape& job, int node, Time t,
                       Timeline::Offer* offer);
+
+// Whether a share of `job` fits in `offer` on a node of `size` GPUs: kFits, or
+// kIsolation, kGpus, kCpus, kMemory (CheckNode's last steps; the preemption phase asks
+// it about offers with victims gone).
+NodeVerdict FitsOffer(const JobShape& job, int size, const Timeline::Offer& offer);
 
 }  // namespace hachi::sched

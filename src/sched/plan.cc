@@ -16,6 +16,8 @@ std::string_view ReasonName(Reason r) {
     case Reason::kHeld: return "Held";
     case Reason::kIsolation: return "Isolation";
     case Reason::kNodesUnavailable: return "NodesUnavailable";
+    case Reason::kPreempting: return "Preempting";
+    case Reason::kTimeWindow: return "TimeWindow";
   }
   return "?";
 }

@@ -23,20 +23,34 @@ struct Reservation {
   std::vector<Allocation> allocations;
 };
 
+// A running job to stop: signal at `signal_at`, stop at `kill_at` (= signal_at + the
+// grace of the job's partition), then requeue or cancel per `mode`. The caller sets
+// Job::preempt_kill_at when it applies one, so the job is not chosen again.
+struct Preemption {
+  JobId job = 0;
+  PreemptMode mode = PreemptMode::kRequeue;
+  Time signal_at = 0;
+  Time kill_at = 0;
+  JobId for_job = 0;       // the pending job that needs its resources (tier), or 0
+  int for_partition = -1;  // time windows: the partition whose window opens, or -1
+};
+
 // Why a job is still pending. Codes are stable (API, `hachi show job`, metrics).
 enum class Reason : uint8_t {
   kNone = 0,
-  kPriority,         // resources exist but higher-priority jobs come first
-  kResources,        // no node (set) has enough free GPUs/CPUs/memory now
-  kFragmented,       // enough free GPUs in total, but not on few enough nodes
-  kReservedForOther, // the fitting resources are reserved for a higher-priority job
-  kUserQuota,        // user at their GPU quota
-  kAccountQuota,     // account at its GPU quota
-  kDependency,       // waiting for another job
+  kPriority,          // resources exist but higher-priority jobs come first
+  kResources,         // no node (set) has enough free GPUs/CPUs/memory now
+  kFragmented,        // enough free GPUs in total, but not on few enough nodes
+  kReservedForOther,  // the fitting resources are reserved for a higher-priority job
+  kUserQuota,         // user at their GPU quota
+  kAccountQuota,      // account at its GPU quota
+  kDependency,        // waiting for another job
   kDependencyNeverMet,
   kHeld,
-  kIsolation,        // nodes held by whole-node jobs (or their reservations)
-  kNodesUnavailable, // the partition's fitting nodes are drained/down
+  kIsolation,         // nodes held by whole-node jobs (or their reservations)
+  kNodesUnavailable,  // the partition's fitting nodes are drained/down
+  kPreempting,        // lower-tier jobs were told to leave for it; waits for their grace
+  kTimeWindow,        // the fitting nodes belong to another partition's time window
 };
 std::string_view ReasonName(Reason r);  // "Priority", "Resources", ... (Slurm-like)
 
@@ -46,29 +60,40 @@ std::string_view ReasonName(Reason r);  // "Priority", "Resources", ... (Slurm-l
 struct Diagnosis {
   JobId job = 0;
   Reason reason = Reason::kNone;
-  int needed_gpus = 0;        // per node
+  int needed_gpus = 0;  // per node
   int needed_nodes = 1;
-  int largest_free = 0;       // largest free GPU set on an eligible node
+  int largest_free = 0;  // largest free GPU set on an eligible node
   int largest_free_node = -1;
-  int eligible_nodes = 0;     // nodes of the partition that could ever hold the job
-  int free_gpus = 0;          // free GPUs in the partition, all nodes together
-  int queue_position = 0;     // 1-based, in priority order
+  int eligible_nodes = 0;        // nodes of the partition that could ever hold the job
+  int free_gpus = 0;             // free GPUs in the partition, all nodes together
+  int queue_position = 0;        // 1-based, in priority order
   Time earliest_start = kNever;  // from the backfill timeline, when known
   int earliest_node = -1;
-  JobId blocking_job = 0;     // the job whose end frees the resources, when known
+  JobId blocking_job = 0;  // the job whose end frees the resources, when known
   int quota_used = 0, quota_limit = 0;
   double priority = 0;
+  // kPreempting: how many jobs leave for it, of which partition (-1: several), their
+  // grace; earliest_start/earliest_node say when and where it then starts.
+  int preempt_jobs = 0;
+  int preempt_partition = -1;
+  Duration preempt_grace = 0;
+  int window_partition = -1;  // kTimeWindow: the partition owning the nodes
 
   std::string Format(const ClusterState& state, Time now) const;
 };
 
 struct Plan {
   std::vector<Start> starts;
-  std::vector<Reservation> reservations;
+  std::vector<Reservation>
+      reservations;  // preemptors' included, from their victims' exit
+  std::vector<Preemption> preemptions;
   std::vector<Diagnosis> pending;  // one per job left pending, in priority order
   // Cycle statistics (for metrics and benchmarks).
   int considered = 0;  // pending jobs looked at
   int backfilled = 0;
+  // The caller should run a cycle by then even if nothing else happens: a time window
+  // opens or closes, or a window preemption falls due. kNever: no such need.
+  Time wake_at = kNever;
 };
 
 }  // namespace hachi::sched

@@ -10,6 +10,7 @@
 #include "sched/diagnose.h"
 #include "sched/filter.h"
 #include "sched/placement.h"
+#include "sched/preempt.h"
 #include "sched/priority.h"
 
 namespace hachi::sched {
@@ -22,12 +23,13 @@ struct PolicySpec {
   PlacementStyle placement;
   int depth;           // reservations per cycle; -1: SchedConfig::backfill_depth
   bool stop_at_block;  // strict FIFO: nothing passes the first job that does not fit
+  bool preempt;        // higher tiers may preempt lower ones (Partition settings)
 };
 
 constexpr std::array<PolicySpec, 3> kPolicies = {{
-    {"hachi", OrderKind::kMultifactor, PlacementStyle::kBestFit, -1, false},
-    {"easy", OrderKind::kSubmit, PlacementStyle::kFirstFit, 1, false},
-    {"fifo", OrderKind::kSubmit, PlacementStyle::kFirstFit, 0, true},
+    {"hachi", OrderKind::kMultifactor, PlacementStyle::kBestFit, -1, false, true},
+    {"easy", OrderKind::kSubmit, PlacementStyle::kFirstFit, 1, false, false},
+    {"fifo", OrderKind::kSubmit, PlacementStyle::kFirstFit, 0, true, false},
 }};
 
 const PolicySpec* FindSpec(std::string_view name) {
@@ -60,7 +62,8 @@ class SchedulerImpl final : public Scheduler {
         depth_(spec.depth >= 0 ? spec.depth : config.backfill_depth),
         order_(spec.order, config.priority_period),
         placer_(spec.placement),
-        backfill_(depth_, &placer_) {}
+        backfill_(depth_, &placer_),
+        preempter_(&placer_, &backfill_) {}
 
   const SchedConfig& config() const override { return config_; }
 
@@ -70,16 +73,22 @@ class SchedulerImpl final : public Scheduler {
     EnsureTables(state);  // alloc/ tables per layout, once: every Pick is a lookup
     CycleContext ctx(state, now, &cache_, &timeline_);
     ctx.Init();  // scratch: free resources, quotas and isolation from the snapshot
+    // Windows (every policy): the due preemptions first, so that their victims' exit
+    // is on the timeline before anyone reserves; and when to wake up next.
+    preempter_.ForWindows(ctx, &plan);
+    const bool preempt = spec_.preempt && Preempter::Possible(ctx);  // tiers: any use?
     fails_.clear();
     fails_version_ = ctx.version;
     const std::vector<int>& order = order_.Order(state, now);  // order: who goes first
-    Cycle cycle{ctx, backfill_, plan, false, 0, {}};           // reserve: depth 0/1/N
+    Cycle cycle{ctx, backfill_, plan, preempt, false, 0, {}};  // reserve: depth 0/1/N
     if (config_.explain) plan.pending.reserve(order.size());
     for (size_t pos = 0; pos < order.size(); ++pos) {
       // Lean cycles stop once nothing left can start now (no reservation is needed
-      // to protect anyone from a start that cannot happen).
+      // to protect anyone from a start that cannot happen) — unless a job left may
+      // still preempt.
       if (!config_.explain &&
-          (cycle.blocked || order_.min_gpus_from()[pos] > ctx.buckets.max_free())) {
+          (cycle.blocked ||
+           (!preempt && order_.min_gpus_from()[pos] > ctx.buckets.max_free()))) {
         break;
       }
       const Job& job = state.pending[order[pos]];
@@ -108,6 +117,7 @@ class SchedulerImpl final : public Scheduler {
     CycleContext& ctx;
     Backfill& backfill;
     Plan& plan;
+    bool preempt = false;  // tier preemption may happen this cycle
     bool blocked = false;  // strict FIFO stopped: the rest wait for priority
     int slots = 0;         // reservation slots taken (Backfill::HasRoom)
     std::vector<Deferred> deferred;
@@ -152,6 +162,13 @@ class SchedulerImpl final : public Scheduler {
         c.plan.backfilled += jumped;
         return true;
       }
+    }
+    // Preempt (hachi): a job of a preempting partition that would not start soon stops
+    // the cheapest lower-tier jobs and holds their GPUs from their exit: no slot. The
+    // reservations of the jobs ahead exist first, so it takes nothing of theirs.
+    if (c.preempt && ctx.state.partitions[job.partition].preempt_lower_tiers) {
+      FlushReservations(c);
+      if (preempter_.ForJob(ctx, s, &c.plan, d)) return false;
     }
     // Reserve: the first `depth` blocked jobs that could ever fit hold their earliest
     // start (computed lazily).
@@ -218,6 +235,7 @@ class SchedulerImpl final : public Scheduler {
   QueueOrder order_;
   Placer placer_;
   Backfill backfill_;  // the depth knob; scratch buffers reused across cycles
+  Preempter preempter_;
   alloc::AllocCache cache_;
   Timeline timeline_;  // memory reused by every cycle's context
   const alloc::NodeModel* last_model_ = nullptr;

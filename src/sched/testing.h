@@ -95,6 +95,11 @@ class JobBuilder {
     job_.held = true;
     return *this;
   }
+  // A running job already being preempted (the caller applied a Preemption).
+  JobBuilder& PreemptKillAt(Time t) {
+    job_.preempt_kill_at = t;
+    return *this;
+  }
   JobBuilder& Deps(DependencyState s) {
     job_.deps = s;
     return *this;
@@ -188,6 +193,29 @@ class ClusterBuilder {
   }
   ClusterBuilder& Tier(int tier) {
     s_.partitions.back().tier = tier;
+    return *this;
+  }
+  // The last partition may preempt lower tiers.
+  ClusterBuilder& PreemptsLowerTiers() {
+    s_.partitions.back().preempt_lower_tiers = true;
+    return *this;
+  }
+  // How the last partition's jobs are preempted.
+  ClusterBuilder& Preempted(PreemptMode mode, Duration grace) {
+    s_.partitions.back().preempt_mode = mode;
+    s_.partitions.back().grace = grace;
+    return *this;
+  }
+  // The last partition owns `nodes` from `start` to `end` ("HH:MM") on `days` (0 =
+  // Sunday; empty: every day).
+  ClusterBuilder& Window(const std::string& start, const std::string& end,
+                         std::vector<int> nodes, std::vector<int> days = {}) {
+    auto minutes = [](const std::string& hhmm) {
+      return std::stoi(hhmm.substr(0, 2)) * 60 + std::stoi(hhmm.substr(3, 2));
+    };
+    s_.partitions.back().windows.push_back(
+        {minutes(start), minutes(end), std::move(days)});
+    s_.partitions.back().window_nodes = std::move(nodes);
     return *this;
   }
   ClusterBuilder& AllowUsers(std::vector<std::string> u) {

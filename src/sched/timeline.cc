@@ -19,6 +19,18 @@ void Timeline::AddRelease(int node, const Release& r) {
   v.insert(it, r);
 }
 
+void Timeline::Advance(int node, JobId job, Time end) {
+  auto& v = releases_[node];
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (v[i].job != job || v[i].end <= end) continue;
+    Release r = v[i];
+    r.end = end;
+    v.erase(v.begin() + static_cast<std::ptrdiff_t>(i));
+    AddRelease(node, r);
+    return;
+  }
+}
+
 void Timeline::AddHold(int node, const Hold& h) { holds_[node].push_back(h); }
 
 bool Timeline::HasWholeHold(int node) const {
@@ -30,18 +42,19 @@ bool Timeline::HasWholeHold(int node) const {
 
 Timeline::Offer Timeline::At(int node, GpuSet free_now, int cpus_now, int64_t memory_now,
                              bool whole_now, bool shared_now, Time now, Time t,
-                             Duration d) const {
+                             Duration d, const std::vector<JobId>* gone) const {
   Offer o;
   o.gpus = free_now;
   o.cpus = cpus_now;
   o.memory_mib = memory_now;
   o.whole_running = whole_now;
   o.shared_running = shared_now;
-  if (t > now) {
+  if (t > now || gone != nullptr) {
     o.whole_running = false;
     o.shared_running = false;
     for (const Release& r : releases_[node]) {
-      if (r.end <= t) {
+      if (r.end <= t || (gone != nullptr &&
+                         std::find(gone->begin(), gone->end(), r.job) != gone->end())) {
         o.gpus = o.gpus | r.gpus;
         o.cpus += r.cpus;
         o.memory_mib += r.memory_mib;

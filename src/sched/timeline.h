@@ -59,8 +59,13 @@ class Timeline {
 
   // What a job over [t, t + d) may use on `node`, given what is free now.
   // `shared_now` says whether a shared job runs there now (from the snapshot).
+  // `gone` (preemption): jobs taken to have left by t, whatever their release time.
   Offer At(int node, GpuSet free_now, int cpus_now, int64_t memory_now, bool whole_now,
-           bool shared_now, Time now, Time t, Duration d) const;
+           bool shared_now, Time now, Time t, Duration d,
+           const std::vector<JobId>* gone = nullptr) const;
+  // Moves `job`'s release on `node` to `end` if that is earlier (a preempted job
+  // leaves at its kill time).
+  void Advance(int node, JobId job, Time end);
 
   // The times >= from at which At(node, ., t, d) can change, ascending, starting with
   // `from`: release ends, hold ends, and the first second a hold overlaps.
