@@ -84,6 +84,12 @@ std::string RenderText(const sim::SimMetrics& m, int64_t trace_jobs) {
       "starts\n",
       Grouped(static_cast<double>(m.cycles)).c_str(), m.cycle_ms_p50, m.cycle_ms_p99,
       m.cycle_ms_max, Grouped(static_cast<double>(m.backfilled)).c_str());
+  if (m.preemptions > 0) {
+    add("preemption: %s preempted, %s requeued, %s cancelled, %.1f GPU-hours lost\n",
+        Grouped(static_cast<double>(m.preemptions)).c_str(),
+        Grouped(static_cast<double>(m.requeues)).c_str(),
+        Grouped(static_cast<double>(m.cancelled)).c_str(), m.lost_gpu_hours);
+  }
   add("wall %.2f s, of which %.2f s in the scheduler (%.3f ms a cycle on average)\n",
       m.wall_s, m.sched_s, m.cycle_ms_mean);
   for (const std::string& r : m.rejections) out += "rejected: " + r + "\n";
@@ -116,6 +122,12 @@ std::string RenderJson(const sim::SimMetrics& m, const std::string& trace) {
     j["jobs_by_gpus"][b] = any ? m.jobs_by_gpus.at(b) : 0;
   }
   j["backfilled"] = m.backfilled;
+  if (m.preemptions > 0) {  // only when preemption is configured and happened
+    j["preemptions"] = m.preemptions;
+    j["requeues"] = m.requeues;
+    j["cancelled"] = m.cancelled;
+    j["lost_gpu_hours"] = m.lost_gpu_hours;
+  }
   j["cycles"] = m.cycles;
   j["cycle_ms_p50"] = m.cycle_ms_p50;
   j["cycle_ms_p99"] = m.cycle_ms_p99;

@@ -37,6 +37,10 @@ struct SimMetrics {
   int64_t rejected = 0;  // refused at submit (can never run on this cluster)
   std::vector<std::string> rejections;  // the first few reasons
   int64_t backfilled = 0;               // starts the scheduler marked as backfilled
+  // Preemption: applied preemptions, jobs requeued and cancelled by them, and the GPU
+  // hours of work requeued jobs lost (not counted in gpu_utilization).
+  int64_t preemptions = 0, requeues = 0, cancelled = 0;
+  double lost_gpu_hours = 0;
   // Waits (start - submit) and job completion times (end - submit), seconds.
   double wait_mean_s = 0, wait_p50_s = 0, wait_p95_s = 0, wait_p99_s = 0;
   double jct_mean_s = 0;
@@ -52,8 +56,8 @@ struct SimMetrics {
 };
 
 // Fills the job statistics of `m` from `outcomes` and the cycle statistics from
-// `cycle_ms`; leaves the names, rejections, backfilled and wall_s as
-// they are.
+// `cycle_ms`; leaves the names, rejections, backfilled, preemption counts and wall_s
+// as they are.
 void ComputeMetrics(const std::vector<JobOutcome>& outcomes, int cluster_gpus,
                     const std::vector<double>& cycle_ms, SimMetrics* m);
 

@@ -108,6 +108,85 @@ TEST(SimEndToEndTest, GangsAndRejections) {
   }
 }
 
+// Two 8-GPU nodes, two partitions: training (tier 0, over both, preempted with a 5 min
+// grace) and inference (tier 1, over both, may preempt lower tiers, owns n0 08:00-20:00
+// UTC; the trace starts at midnight). Exact limits. Jobs (submit, GPUs, run, partition):
+//   1  00:00  8  6h  training   n0 00:00-06:00 (ends before 08:00, so n0 is allowed)
+//   2  00:00  8 10h  training   n1 00:00; preempted at 08:00 for job 5, killed 08:05
+//   3  01:00  8  3h  training   never on n0 in the day (06:00 + 3h crosses 08:00)
+//   4  07:00  8  2h  inference  n0 07:00-09:00 (the owner may start any time)
+//   5  08:00  8  1h  inference  n0 is busy until 09:00 with job 4 (same tier: never a
+//                               victim); job 2 on n1 is: it takes n1 08:05-09:05
+// Requeue: job 2 waits again (n0 is inference's until 20:00) and runs on n1
+// 09:05-19:05 (older than job 3); job 3 on n1 19:05-22:05. Lost: 8 GPUs x 8h05m.
+// Cancel: job 2 ends at 08:05; job 3 runs on n1 09:05-12:05.
+TEST(SimEndToEndTest, PreemptionAndATimeWindow) {
+  std::vector<TraceJob> trace = Trace({{0, 8, 6 * kHour},
+                                       {0, 8, 10 * kHour},
+                                       {kHour, 8, 3 * kHour},
+                                       {7 * kHour, 8, 2 * kHour},
+                                       {8 * kHour, 8, kHour}});
+  for (TraceJob& j : trace) j.partition = j.id >= 4 ? "inference" : "training";
+  struct Case {
+    const char* name;
+    sched::PreemptMode mode;
+    std::vector<int64_t> ids;
+    std::vector<Time> waits;
+    int64_t requeues, cancelled;
+    double lost_gpu_s;
+  };
+  const Case cases[] = {
+      {"requeue",
+       sched::PreemptMode::kRequeue,
+       {1, 2, 3, 4, 5},
+       {0, 9 * kHour + 5 * kMinute, 18 * kHour + 5 * kMinute, 0, 5 * kMinute},
+       1,
+       0,
+       8.0 * (8 * kHour + 5 * kMinute)},
+      {"cancel",
+       sched::PreemptMode::kCancel,
+       {1, 3, 4, 5},
+       {0, 8 * kHour + 5 * kMinute, 0, 5 * kMinute},
+       0,
+       1,
+       0},
+  };
+  for (const Case& c : cases) {
+    Result<sched::ClusterState> cluster = BuildCluster("2x8:hgx-h100");
+    ASSERT_TRUE(cluster.ok());
+    sched::ClusterState& s = *cluster;
+    for (sched::Node& n : s.nodes) n.partitions = {0, 1};
+    sched::Partition training = s.partitions[0];
+    training.name = "training";
+    training.tier = 0;
+    training.preempt_mode = c.mode;
+    training.grace = 5 * kMinute;
+    sched::Partition inference = training;
+    inference.name = "inference";
+    inference.tier = 1;
+    inference.preempt_lower_tiers = true;
+    inference.windows = {{8 * 60, 20 * 60, {}}};
+    inference.window_nodes = {0};
+    s.partitions = {training, inference};
+    sched::SchedConfig config;  // hachi, lean cycles as in `hachi sim`
+    config.explain = false;
+    auto scheduler = sched::Scheduler::Create(config);
+    ASSERT_TRUE(scheduler.ok());
+    SimOptions opts;
+    opts.time_limits = TimeLimitModel::kExact;
+    Result<SimResult> r = Simulate(trace, std::move(s), **scheduler, opts);
+    ASSERT_TRUE(r.ok()) << c.name << ": " << r.status().ToString();
+    std::vector<int64_t> ids;
+    for (const JobOutcome& o : r->outcomes) ids.push_back(o.id);
+    EXPECT_EQ(ids, c.ids) << c.name;
+    EXPECT_EQ(Waits(*r), c.waits) << c.name;
+    EXPECT_EQ(r->preemptions, 1) << c.name;
+    EXPECT_EQ(r->requeues, c.requeues) << c.name;
+    EXPECT_EQ(r->cancelled, c.cancelled) << c.name;
+    EXPECT_DOUBLE_EQ(r->lost_gpu_seconds, c.lost_gpu_s) << c.name;
+  }
+}
+
 std::vector<TraceJob> PhillySlice(size_t n) {
   TraceFormat f = TraceFormat::kPhilly;
   Result<std::vector<TraceJob>> t = ReadTrace(

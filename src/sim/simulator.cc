@@ -72,11 +72,14 @@ class Run {
         scheduler_(scheduler),
         options_(options),
         fairshare_(trace, options, &state_.fairshare),
+        runs_(trace.size(), 0),
+        cancel_(trace.size(), 0),
         pending_pos_(trace.size(), -1),
         running_pos_(trace.size(), -1),
         account_(trace.size(), 0) {
     state_.pending.clear();
     state_.running.clear();
+    state_.clock_offset = options.clock_offset;
     for (size_t i = 0; i < trace.size(); ++i)
       account_[i] = fairshare_.AccountOf(trace[i].account);
     result_.outcomes.reserve(trace.size());
@@ -85,17 +88,29 @@ class Run {
   Result<SimResult> Go();
 
  private:
+  // A completion or a preemption kill of one run of a job: stale once the job has
+  // left (ended, or requeued and started again: `run` counts its starts).
   struct Completion {
     Time end;
     int64_t index;
+    int32_t run = 0;
     bool operator>(const Completion& o) const {
       return end != o.end ? end > o.end : index > o.index;
     }
   };
+  using EventHeap =
+      std::priority_queue<Completion, std::vector<Completion>, std::greater<>>;
 
   void Arrive(size_t i);
   Status ApplyStart(const sched::Start& s, Time now);
+  Status ApplyPreemption(const sched::Preemption& p, Time now);
+  bool Current(const Completion& c) const {
+    return running_pos_[c.index] >= 0 && runs_[c.index] == c.run;
+  }
+  // Takes job `index` off its nodes and out of `running`.
+  sched::Job Leave(int64_t index);
   void Complete(int64_t index, Time now);
+  void Kill(int64_t index, Time now);
   Status Stuck(const sched::Plan& plan, Time now) const;
   void Report(Time now, bool force);
 
@@ -104,7 +119,12 @@ class Run {
   sched::Scheduler& scheduler_;
   const SimOptions& options_;
   FairShareMeter fairshare_;
-  std::priority_queue<Completion, std::vector<Completion>, std::greater<>> completions_;
+  EventHeap completions_;
+  EventHeap kills_;
+  Time wake_ = kNever;                // the last plan's wake_at
+  Time progress_ = 0;                 // last time a job arrived, started or left
+  std::vector<int32_t> runs_;         // starts per job
+  std::vector<uint8_t> cancel_;       // the pending kill cancels (else requeues)
   std::vector<int32_t> pending_pos_;  // index into state_.pending, -1: not pending
   std::vector<int32_t> running_pos_;  // index into state_.running, -1: not running
   std::vector<int> account_;
@@ -188,7 +208,7 @@ Status Run::ApplyStart(const sched::Start& s, Time now) {
   job.allocations = s.allocations;
   if (s.backfilled) ++result_.backfilled;
   fairshare_.AddRunning(account_[i], job.req.TotalGpus());
-  completions_.push({now + trace_[i].duration, i});
+  completions_.push({now + trace_[i].duration, i, ++runs_[i]});
 
   // Swap-and-pop: the scheduler orders `pending` itself, so its order is free.
   const int32_t pos = pending_pos_[i];
@@ -203,9 +223,9 @@ Status Run::ApplyStart(const sched::Start& s, Time now) {
   return Status::Ok();
 }
 
-void Run::Complete(int64_t i, Time now) {
+sched::Job Run::Leave(int64_t i) {
   const int32_t pos = running_pos_[i];
-  sched::Job& job = state_.running[pos];
+  sched::Job job = std::move(state_.running[pos]);
   const bool whole =
       job.req.exclusive || (job.partition >= 0 && state_.partitions[job.partition].mode ==
                                                       sched::PartitionMode::kWholeNode);
@@ -217,15 +237,58 @@ void Run::Complete(int64_t i, Time now) {
     (whole ? n.whole_node_jobs : n.shared_jobs)--;
   }
   fairshare_.AddRunning(account_[i], -job.req.TotalGpus());
-  result_.outcomes.push_back(
-      JobOutcome{job.id, job.req.TotalGpus(), job.submit_time, job.start_time, now});
   if (pos != static_cast<int32_t>(state_.running.size()) - 1) {
     state_.running[pos] = std::move(state_.running.back());
     running_pos_[state_.running[pos].id - 1] = pos;
   }
   state_.running.pop_back();
   running_pos_[i] = -1;
+  return job;
+}
+
+void Run::Complete(int64_t i, Time now) {
+  const sched::Job job = Leave(i);
+  result_.outcomes.push_back(
+      JobOutcome{job.id, job.req.TotalGpus(), job.submit_time, job.start_time, now});
   ++finished_;
+  progress_ = now;
+}
+
+void Run::Kill(int64_t i, Time now) {
+  sched::Job job = Leave(i);
+  progress_ = now;
+  if (cancel_[i]) {  // the mode of the plan's Preemption
+    ++result_.cancelled;
+    ++finished_;
+    return;
+  }
+  // Back to pending as it was submitted: same id and submit time; the run is lost.
+  ++result_.requeues;
+  result_.lost_gpu_seconds += static_cast<double>(job.req.TotalGpus()) *
+                              static_cast<double>(now - job.start_time);
+  job.start_time = 0;
+  job.allocations.clear();
+  job.preempt_kill_at = kNever;
+  pending_pos_[i] = static_cast<int32_t>(state_.pending.size());
+  state_.pending.push_back(std::move(job));
+}
+
+Status Run::ApplyPreemption(const sched::Preemption& p, Time now) {
+  const int64_t i = p.job - 1;
+  if (i < 0 || i >= static_cast<int64_t>(trace_.size()) || running_pos_[i] < 0) {
+    return Internal("plan preempts job " + std::to_string(p.job) +
+                    ", which is not running");
+  }
+  sched::Job& job = state_.running[running_pos_[i]];
+  if (job.preempt_kill_at != kNever) {
+    return Internal("plan preempts job " + std::to_string(p.job) +
+                    " again; it is already being preempted");
+  }
+  job.preempt_kill_at = std::max(p.kill_at, now);
+  cancel_[i] = p.mode == sched::PreemptMode::kCancel;
+  ++result_.preemptions;
+  kills_.push({job.preempt_kill_at, i, runs_[i]});
+  return Status::Ok();
 }
 
 Status Run::Stuck(const sched::Plan& lean_plan, Time now) const {
@@ -274,18 +337,31 @@ void Run::Report(Time now, bool force) {
 Result<SimResult> Run::Go() {
   size_t next = 0;  // next arrival
   Time now = 0;
-  while (next < trace_.size() || !completions_.empty()) {
+  while (next < trace_.size() || !completions_.empty() || !kills_.empty() ||
+         (!state_.pending.empty() && wake_ != kNever)) {
     now = kNever;
     if (next < trace_.size()) now = trace_[next].submit;
     if (!completions_.empty()) now = std::min(now, completions_.top().end);
+    if (!kills_.empty()) now = std::min(now, kills_.top().end);
+    if (!state_.pending.empty()) now = std::min(now, wake_);
     fairshare_.AdvanceTo(now);
-    // Completions first: their GPUs are free for the jobs arriving at the same second.
+    // Completions first: their GPUs are free for the jobs arriving at the same second,
+    // and a job that ends on its own at its kill time is not killed.
     while (!completions_.empty() && completions_.top().end == now) {
-      const int64_t i = completions_.top().index;
+      const Completion c = completions_.top();
       completions_.pop();
-      Complete(i, now);
+      if (Current(c)) Complete(c.index, now);
     }
-    while (next < trace_.size() && trace_[next].submit == now) Arrive(next++);
+    while (!kills_.empty() && kills_.top().end == now) {
+      const Completion c = kills_.top();
+      kills_.pop();
+      if (Current(c)) Kill(c.index, now);
+    }
+    while (next < trace_.size() && trace_[next].submit == now) {
+      Arrive(next++);
+      progress_ = now;
+    }
+    wake_ = kNever;
     if (!state_.pending.empty()) {
       const Clock::time_point t0 = Clock::now();
       sched::Plan plan = scheduler_.Schedule(state_, now);
@@ -293,7 +369,15 @@ Result<SimResult> Run::Go() {
       result_.cycle_ms.push_back(
           std::chrono::duration<double, std::milli>(t1 - t0).count());
       for (const sched::Start& s : plan.starts) HACHI_RETURN_IF_ERROR(ApplyStart(s, now));
-      if (plan.starts.empty() && state_.running.empty() && next == trace_.size()) {
+      for (const sched::Preemption& p : plan.preemptions) {
+        HACHI_RETURN_IF_ERROR(ApplyPreemption(p, now));
+      }
+      if (!plan.starts.empty()) progress_ = now;
+      if (plan.wake_at > now) wake_ = plan.wake_at;
+      // Stuck: nothing runs or arrives, and waking up for windows has not helped for
+      // longer than any weekly window pattern.
+      if (plan.starts.empty() && state_.running.empty() && next == trace_.size() &&
+          (wake_ == kNever || now - progress_ > 8 * kDay)) {
         return Stuck(plan, now);
       }
     }
@@ -342,6 +426,10 @@ Result<SimMetrics> RunSimulation(const std::vector<TraceJob>& trace,
   m.rejected = r->rejected;
   m.rejections = r->rejections;
   m.backfilled = r->backfilled;
+  m.preemptions = r->preemptions;
+  m.requeues = r->requeues;
+  m.cancelled = r->cancelled;
+  m.lost_gpu_hours = r->lost_gpu_seconds / 3600.0;
   ComputeMetrics(r->outcomes, gpus, r->cycle_ms, &m);
   m.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
   return m;

@@ -3,10 +3,13 @@
 // runs, applies each plan as the server's plan applier would, and records when every
 // job started and ended.
 //
-// Events are arrivals (a job's submit time) and completions (start + true run time:
-// jobs are never killed; their time limits only inform backfill). At each distinct
-// event time the loop applies every event of that time, completions first, then runs
-// one scheduling cycle if jobs are pending. Work per event is proportional to what
+// Events are arrivals (a job's submit time), completions (start + true run time: jobs
+// are never killed by their time limits, which only inform backfill), preemption kills
+// (a plan's Preemption::kill_at: the job is requeued or cancelled) and wake-ups
+// (Plan::wake_at: a time window opens or closes). At each distinct event time the loop
+// applies every event of that time — completions first (a job that finishes on its
+// own before its kill is not killed), then kills, then arrivals — and then runs one
+// scheduling cycle if jobs are pending. Work per event is proportional to what
 // changed (swap-and-pop removal, a heap of completions, lazily decayed fair share).
 //
 // Deterministic: the same trace, cluster and scheduler config give the same outcomes;
@@ -41,6 +44,9 @@ struct SimOptions {
   // account unless listed here.
   Duration fairshare_half_life = 7 * kDay;
   std::unordered_map<std::string, double> shares;
+  // Time windows: UTC seconds since the Unix epoch at trace time 0 (ClusterState::
+  // clock_offset). 0: the trace starts at midnight UTC.
+  Duration clock_offset = 0;
   // Called about every 0.1 % of the jobs and once at the end; may be empty.
   std::function<void(const SimProgress&)> progress;
 };
@@ -51,13 +57,22 @@ struct SimResult {
   int64_t rejected = 0;                 // refused at submit by sched::ValidateRequest
   std::vector<std::string> rejections;  // the first few reasons, "job 12: ..."
   int64_t backfilled = 0;               // starts the plans marked as backfilled
+  // Preemption (sched::Plan::preemptions): applied, and how they ended. A requeued job
+  // loses its run so far (lost_gpu_seconds) and waits again with its submit time; a
+  // cancelled one leaves `outcomes` out.
+  int64_t preemptions = 0;
+  int64_t requeues = 0;
+  int64_t cancelled = 0;
+  double lost_gpu_seconds = 0;
 };
 
 // Replays `trace` (sorted by submit, ids 1..n as the readers return it) on `cluster`
 // (idle nodes; its pending/running lists are ignored). Errors: kInternal when a plan
 // is inconsistent (starts a job that is not pending, gives a GPU twice, a gang of the
-// wrong size); kUnsatisfiable when the run is stuck — jobs pending, none running,
-// none arriving — naming the jobs and their diagnoses.
+// wrong size, preempts a job that is not running or already being preempted);
+// kUnsatisfiable when the run is stuck — jobs pending, none running, none arriving,
+// and no wake-up or 8 days of wake-ups without progress — naming the jobs and their
+// diagnoses.
 Result<SimResult> Simulate(const std::vector<TraceJob>& trace,
                            sched::ClusterState cluster, sched::Scheduler& scheduler,
                            const SimOptions& options);

@@ -66,6 +66,31 @@ class Never : public FirstFit {
   }
 };
 
+// First fit, and once, at the first cycle at or after `at`, preempts running job 1
+// (at every cycle if `twice`: a bad plan).
+class PreemptOne : public FirstFit {
+ public:
+  PreemptOne(Time at, Duration grace, sched::PreemptMode mode, bool twice = false)
+      : at_(at), grace_(grace), mode_(mode), twice_(twice) {}
+  sched::Plan Schedule(const sched::ClusterState& state, Time now) override {
+    sched::Plan plan = FirstFit::Schedule(state, now);
+    if (now < at_ || (done_ && !twice_)) return plan;
+    for (const sched::Job& j : state.running) {
+      if (j.id != 1) continue;
+      plan.preemptions.push_back({1, mode_, now, now + grace_, 0, -1});
+      done_ = true;
+    }
+    return plan;
+  }
+
+ private:
+  Time at_;
+  Duration grace_;
+  sched::PreemptMode mode_;
+  bool twice_;
+  bool done_ = false;
+};
+
 // Gives every pending job GPU 0 of node 0: the second start in a cycle books it twice.
 class DoubleBooker : public FirstFit {
  public:
@@ -135,6 +160,69 @@ TEST(SimulatorTest, FairShareUsageDecaysWithHalfLife) {
   ASSERT_EQ(s.seen_.size(), 2u);
   EXPECT_EQ(s.seen_[0].usage.at("a"), 0);
   EXPECT_NEAR(s.seen_[1].usage.at("a"), 8 * 100 / std::log(2.0) * 0.5, 1e-6);
+}
+
+// Job 1 (2 GPUs, 100 s) is preempted at t=10 (job 2 arrives); what happens after.
+TEST(SimulatorTest, PreemptionsEndAJobOnce) {
+  const std::vector<TraceJob> trace = Trace({{0, 2, 100}, {10, 1, 10}});
+  struct Case {
+    const char* name;
+    Duration grace;
+    sched::PreemptMode mode;
+    std::vector<int64_t> ids;  // finished
+    Time job1_start, job1_end;
+    int64_t requeues, cancelled;
+    double lost;
+  };
+  const Case cases[] = {
+      // Ends on its own at 100, before its kill at 210: not killed, not counted twice.
+      {"finishes_before_the_kill",
+       200,
+       sched::PreemptMode::kRequeue,
+       {1, 2},
+       0,
+       100,
+       0,
+       0,
+       0},
+      // Killed at 20, requeued, started again at once: its old completion (100) is stale.
+      {"requeued_and_restarted",
+       10,
+       sched::PreemptMode::kRequeue,
+       {1, 2},
+       20,
+       120,
+       1,
+       0,
+       2 * 20},
+      {"cancelled", 10, sched::PreemptMode::kCancel, {2}, 0, 0, 0, 1, 0},
+  };
+  for (const Case& c : cases) {
+    PreemptOne s(10, c.grace, c.mode);
+    Result<SimResult> r = Simulate(trace, OneNode(), s, {});
+    ASSERT_TRUE(r.ok()) << c.name << ": " << r.status().ToString();
+    std::vector<int64_t> ids;
+    for (const JobOutcome& o : r->outcomes) ids.push_back(o.id);
+    EXPECT_EQ(ids, c.ids) << c.name;
+    if (ids.front() == 1) {
+      EXPECT_EQ(r->outcomes[0].submit, 0) << c.name;
+      EXPECT_EQ(r->outcomes[0].start, c.job1_start) << c.name;
+      EXPECT_EQ(r->outcomes[0].end, c.job1_end) << c.name;
+    }
+    EXPECT_EQ(r->preemptions, 1) << c.name;
+    EXPECT_EQ(r->requeues, c.requeues) << c.name;
+    EXPECT_EQ(r->cancelled, c.cancelled) << c.name;
+    EXPECT_EQ(r->lost_gpu_seconds, c.lost) << c.name;
+  }
+}
+
+TEST(SimulatorTest, PreemptingAJobTwiceIsAnInternalError) {
+  const std::vector<TraceJob> trace = Trace({{0, 2, 100}, {10, 1, 10}, {20, 8, 10}});
+  PreemptOne s(10, 500, sched::PreemptMode::kRequeue, /*twice=*/true);
+  Result<SimResult> r = Simulate(trace, OneNode(), s, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInternal) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("already being preempted"), std::string::npos);
 }
 
 TEST(SimulatorTest, StuckRunIsAnErrorNamingTheJobs) {
