@@ -11,6 +11,7 @@
 #include "sched/eligibility.h"
 #include "sched/random_testing.h"
 #include "sched/scheduler.h"
+#include "sched/window.h"
 
 namespace hachi::sched {
 namespace {
@@ -101,6 +102,34 @@ RC_GTEST_PROP(SchedProperty, PlansKeepTheInvariants, ()) {
     RC_CLASSIFY(!plan.starts.empty(), "starts");
     RC_CLASSIFY(!plan.reservations.empty(), "reserves");
     RC_CLASSIFY(plan.backfilled > 0, "backfills");
+  }
+}
+
+// The same with tiers that preempt and time windows: no GPU given twice, quotas,
+// isolation and gangs all hold, and no start lands on another partition's window node
+// in (or running into) its window.
+RC_GTEST_PROP(SchedProperty, PlansKeepTheInvariantsWithPreemptionAndWindows, ()) {
+  const ClusterState s = testing::RandomCluster(/*preemption=*/true);
+  for (const char* policy : {"hachi", "easy", "fifo"}) {
+    const Plan plan = Make(policy)->Schedule(s, kNow);
+    CheckInvariants(s, plan);
+    for (const Start& st : plan.starts) {
+      const Job& job = PendingJob(s, st.job);
+      for (const Allocation& a : st.allocations) {
+        for (size_t p = 0; p < s.partitions.size(); ++p) {
+          const Partition& owner = s.partitions[p];
+          const auto& wn = owner.window_nodes;
+          if (static_cast<int>(p) == job.partition ||
+              std::find(wn.begin(), wn.end(), a.node) == wn.end()) {
+            continue;
+          }
+          RC_ASSERT(ActiveOrNext(owner.windows, kNow, s.clock_offset).start >=
+                    kNow + job.req.time_limit);
+        }
+      }
+    }
+    RC_CLASSIFY(!plan.starts.empty(), "starts");
+    RC_CLASSIFY(!plan.preemptions.empty(), "preempts");
   }
 }
 

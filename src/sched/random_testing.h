@@ -6,6 +6,11 @@
 // some; users u0-u3 and accounts a0-a1 with random GPU quotas; running jobs placed
 // greedily with random time limits (some already overdue); 0-30 pending jobs of 1, 2,
 // 4 or 8 GPUs, gangs, whole-node jobs, held and dependent ones.
+//
+// With `preemption`: the two partitions get random tiers (0-2), graces and modes, a
+// third partition "prod" (tier 2, may preempt lower tiers) covers some nodes and may own
+// some of them in a random daily window; 0-6 pending prod jobs; some running jobs are
+// already being preempted.
 #pragma once
 
 #include <rapidcheck.h>
@@ -19,7 +24,7 @@
 
 namespace hachi::sched::testing {
 
-inline ClusterState RandomCluster() {
+inline ClusterState RandomCluster(bool preemption = false) {
   static const char* kPresets[] = {"hgx-h100", "pcie-8x-l40s", "pcie-8x-4090-nv4-pairs",
                                    "dgx-a100"};
   ClusterBuilder b;
@@ -36,6 +41,26 @@ inline ClusterState RandomCluster() {
   }
   if (whole.empty()) whole.push_back(0);
   b.Partition("gpu8", PartitionMode::kWholeNode, whole);
+  if (preemption) {
+    for (int p = 0; p < 2; ++p) {
+      Partition& part = b.state().partitions[p];
+      part.tier = *rc::gen::inRange(0, 3);
+      part.grace = *rc::gen::element<Duration>(0, 60, 300, 1800);
+      part.preempt_mode = *rc::gen::element(PreemptMode::kRequeue, PreemptMode::kCancel);
+    }
+    std::vector<int> prod;
+    for (int i = 0; i < nodes; ++i) {
+      if (*rc::gen::inRange(0, 3) != 0) prod.push_back(i);
+    }
+    if (prod.empty()) prod.push_back(0);
+    b.Partition("prod", PartitionMode::kShared, prod).Tier(2).PreemptsLowerTiers();
+    if (*rc::gen::inRange(0, 2) == 0) {
+      const int start = *rc::gen::inRange(0, 24 * 60);
+      const int end = *rc::gen::inRange(0, 24 * 60);
+      b.state().partitions.back().windows.push_back({start, end, {}});
+      b.state().partitions.back().window_nodes = {prod.front()};
+    }
+  }
   for (int u = 0; u < 4; ++u) {
     if (*rc::gen::inRange(0, 2) == 0) {
       b.UserQuota("u" + std::to_string(u), *rc::gen::inRange(0, 24));
@@ -93,6 +118,27 @@ inline ClusterState RandomCluster() {
     if (*rc::gen::inRange(0, 15) == 0) j.Deps(DependencyState::kWaiting);
     b.Pending(j);
   }
+  if (preemption) {
+    const int prod = *rc::gen::inRange(0, 7);
+    for (int p = 0; p < prod; ++p) {
+      JobBuilder j = MakeJob(2000 + p)
+                         .Partition("prod")
+                         .User(user())
+                         .Account(account())
+                         .Submit(now - *rc::gen::inRange(0, 5000))
+                         .Limit(*rc::gen::inRange(1, 30) * 600);
+      if (*rc::gen::inRange(0, 6) == 0) {
+        j.Gang(2, *rc::gen::element(4, 8));
+      } else {
+        j.Gpus(*rc::gen::element(1, 2, 4, 8));
+      }
+      b.Pending(j);
+    }
+    for (Job& r : b.state().running) {
+      if (*rc::gen::inRange(0, 6) == 0)
+        r.preempt_kill_at = now + *rc::gen::inRange(0, 900);
+    }
+  }
   return b.Build();
 }
 
@@ -120,8 +166,23 @@ inline bool SameStarts(const Plan& a, const Plan& b) {
   return true;
 }
 
+inline bool SamePreemptions(const Plan& a, const Plan& b) {
+  if (a.preemptions.size() != b.preemptions.size() || a.wake_at != b.wake_at)
+    return false;
+  for (size_t i = 0; i < a.preemptions.size(); ++i) {
+    const Preemption &x = a.preemptions[i], &y = b.preemptions[i];
+    if (x.job != y.job || x.mode != y.mode || x.signal_at != y.signal_at ||
+        x.kill_at != y.kill_at || x.for_job != y.for_job ||
+        x.for_partition != y.for_partition) {
+      return false;
+    }
+  }
+  return true;
+}
+
 inline bool SamePlan(const Plan& a, const Plan& b) {
-  if (!SameStarts(a, b) || a.reservations.size() != b.reservations.size() ||
+  if (!SameStarts(a, b) || !SamePreemptions(a, b) ||
+      a.reservations.size() != b.reservations.size() ||
       a.pending.size() != b.pending.size()) {
     return false;
   }
