@@ -33,7 +33,7 @@ void DiagnoseBlocked(CycleContext& ctx, const JobShape& job, const VerdictTally&
       for (int node : e.nodes) {  // the first window node it could otherwise use
         const int owner = ctx.nodes[node].window_owner;
         if (owner >= 0 && owner != e.partition) {
-          d->window_partition = owner;
+          d->partition = static_cast<int16_t>(owner);
           break;
         }
       }
@@ -155,9 +155,8 @@ std::string Diagnosis::Format(const ClusterState& state, Time now) const {
   }
   if (reason == Reason::kPreempting) {
     const std::string of =
-        preempt_partition >= 0 &&
-                preempt_partition < static_cast<int>(state.partitions.size())
-            ? " of partition " + state.partitions[preempt_partition].name
+        partition >= 0 && partition < static_cast<int>(state.partitions.size())
+            ? " of partition " + state.partitions[partition].name
             : " of lower tiers";
     out = "waiting for " + std::to_string(preempt_jobs) +
           (preempt_jobs == 1 ? " job" : " jobs") + of + " to leave (grace " +
@@ -168,9 +167,9 @@ std::string Diagnosis::Format(const ClusterState& state, Time now) const {
     }
     return out;
   }
-  if (reason == Reason::kTimeWindow && window_partition >= 0 &&
-      window_partition < static_cast<int>(state.partitions.size())) {
-    const Partition& p = state.partitions[window_partition];
+  if (reason == Reason::kTimeWindow && partition >= 0 &&
+      partition < static_cast<int>(state.partitions.size())) {
+    const Partition& p = state.partitions[partition];
     out = "nodes " + NodeList(state, p.window_nodes) + " belong to partition " + p.name +
           " " + FormatWindows(p.windows);
   }

@@ -2,6 +2,7 @@
 // reservations, and a diagnosis for every job left pending. Plain values.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,11 @@ std::string_view ReasonName(Reason r);  // "Priority", "Resources", ... (Slurm-l
 struct Diagnosis {
   JobId job = 0;
   Reason reason = Reason::kNone;
+  // kPreempting: how many jobs leave for it (saturates at 255) and their partition (-1:
+  // several); kTimeWindow: `partition` owns the nodes in a window. Small types fill
+  // padding: 100k diagnoses a cycle are copied, so the struct stays 80 bytes.
+  uint8_t preempt_jobs = 0;
+  int16_t partition = -1;
   int needed_gpus = 0;  // per node
   int needed_nodes = 1;
   int largest_free = 0;  // largest free GPU set on an eligible node
@@ -69,15 +75,10 @@ struct Diagnosis {
   int queue_position = 0;        // 1-based, in priority order
   Time earliest_start = kNever;  // from the backfill timeline, when known
   int earliest_node = -1;
-  JobId blocking_job = 0;  // the job whose end frees the resources, when known
+  int32_t preempt_grace = 0;  // kPreempting: seconds, the longest of the victims'
+  JobId blocking_job = 0;     // the job whose end frees the resources, when known
   int quota_used = 0, quota_limit = 0;
   double priority = 0;
-  // kPreempting: how many jobs leave for it, of which partition (-1: several), their
-  // grace; earliest_start/earliest_node say when and where it then starts.
-  int preempt_jobs = 0;
-  int preempt_partition = -1;
-  Duration preempt_grace = 0;
-  int window_partition = -1;  // kTimeWindow: the partition owning the nodes
 
   std::string Format(const ClusterState& state, Time now) const;
 };

@@ -1,6 +1,7 @@
 #include "sched/preempt.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <tuple>
 
 #include "sched/window.h"
@@ -197,17 +198,18 @@ bool Preempter::ForJob(CycleContext& ctx, const JobShape& job, Plan* plan, Diagn
   std::sort(victims.begin(), victims.end(),
             [&](int a, int b) { return s.running[a].id < s.running[b].id; });
   victims.erase(std::unique(victims.begin(), victims.end()), victims.end());
-  d->preempt_jobs = static_cast<int>(victims.size());
-  d->preempt_partition = s.running[victims.front()].partition;
-  d->preempt_grace = 0;
+  d->preempt_jobs = static_cast<uint8_t>(std::min<size_t>(victims.size(), 255));
+  int victim_partition = s.running[victims.front()].partition;
+  Duration grace_max = 0;
   for (int v : victims) {
     const Job& vj = s.running[v];
-    if (vj.partition != d->preempt_partition) d->preempt_partition = -1;
-    if (vj.partition >= 0) {
-      d->preempt_grace = std::max(d->preempt_grace, s.partitions[vj.partition].grace);
-    }
+    if (vj.partition != victim_partition) victim_partition = -1;
+    if (vj.partition >= 0)
+      grace_max = std::max(grace_max, s.partitions[vj.partition].grace);
     Stop(ctx, v, job.job->id, -1, plan);
   }
+  d->partition = static_cast<int16_t>(victim_partition);
+  d->preempt_grace = static_cast<int32_t>(std::min<Duration>(grace_max, INT32_MAX));
   r.allocations.clear();
   r.job = job.job->id;
   r.start = at;
