@@ -187,6 +187,7 @@ struct Job {
   int partition = -1;  // index into ClusterState::partitions
   Time submit_time = 0;
   DependencyState deps = DependencyState::kNone;  // evaluated by the caller
+  JobId deps_job = 0;  // the dependency it waits on / that failed (dependencies.h)
   bool held = false;  // user/admin hold: never started while held
   // Running jobs only.
   Time start_time = 0;

@@ -135,8 +135,15 @@ std::string Diagnosis::Format(const ClusterState& state, Time now) const {
     case Reason::kHeld:
       return "held";
     case Reason::kDependency:
+      if (pending && pending->deps_job > 0) {
+        return "waiting for job " + std::to_string(pending->deps_job) + " to end";
+      }
       return "waiting for a job it depends on";
     case Reason::kDependencyNeverMet:
+      if (pending && pending->deps_job > 0) {
+        return "job " + std::to_string(pending->deps_job) +
+               " it depends on failed or does not exist; it can never run";
+      }
       return "a job it depends on failed; it can never run";
     case Reason::kUserQuota:
       return "user " + (pending ? pending->req.user : std::string("?")) +

@@ -1,0 +1,42 @@
+#include "sched/dependencies.h"
+
+#include <algorithm>
+#include <string>
+
+namespace hachi::sched {
+
+DependencyVerdict EvaluateDependencies(const std::vector<Dependency>& deps,
+                                       const std::function<JobOutcome(JobId)>& outcome_of) {
+  DependencyVerdict waiting;
+  for (const Dependency& d : deps) {
+    JobOutcome o = outcome_of(d.job);
+    bool never = o == JobOutcome::kUnknown ||
+                 (d.kind == DependencyKind::kAfterOk && o == JobOutcome::kFailed);
+    if (never) return {DependencyState::kNeverMet, d.job, d.kind};
+    if (o == JobOutcome::kNotFinished && waiting.state == DependencyState::kNone) {
+      waiting = {DependencyState::kWaiting, d.job, d.kind};
+    }
+  }
+  return waiting;
+}
+
+Status CheckDependencies(JobId self, const std::vector<Dependency>& deps) {
+  std::vector<JobId> seen;
+  for (const Dependency& d : deps) {
+    if (d.job <= 0) {
+      return InvalidArgument("dependency on job " + std::to_string(d.job) +
+                             ": job ids are positive");
+    }
+    if (d.job == self) {
+      return InvalidArgument("job " + std::to_string(self) + " depends on itself");
+    }
+    if (std::find(seen.begin(), seen.end(), d.job) != seen.end()) {
+      return InvalidArgument("job " + std::to_string(d.job) + " is named twice in the "
+                             "dependencies");
+    }
+    seen.push_back(d.job);
+  }
+  return Status::Ok();
+}
+
+}  // namespace hachi::sched

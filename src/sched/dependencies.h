@@ -1,0 +1,38 @@
+// Job dependencies (after-ok / after-any): whether a pending job may run yet, from what
+// the caller knows of the jobs it depends on. The scheduler itself only reads the
+// result (Job::deps, Job::deps_job); the server and the simulator evaluate it when a job
+// is submitted and whenever a job it depends on ends. Pure; thread-safe.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "sched/cluster.h"
+
+namespace hachi::sched {
+
+// How a job the dependent waits on stands, as its owner knows it.
+enum class JobOutcome : uint8_t {
+  kNotFinished,  // pending or running
+  kSucceeded,    // exited 0
+  kFailed,       // failed, cancelled, timed out, node lost
+  kUnknown,      // no such job (never submitted, or purged)
+};
+
+struct DependencyVerdict {
+  DependencyState state = DependencyState::kNone;
+  JobId job = 0;  // the dependency that decided it (waiting on / never met by); 0 if none
+  DependencyKind kind = DependencyKind::kAfterOk;
+};
+
+// after-ok: met when the job succeeded; never met when it failed or is unknown.
+// after-any: met when the job finished in any way; never met when it is unknown.
+// All must be met (Slurm's ','): any never-met one decides, else the first waiting one.
+DependencyVerdict EvaluateDependencies(const std::vector<Dependency>& deps,
+                                       const std::function<JobOutcome(JobId)>& outcome_of);
+
+// Submit-time checks that need no other job: a job may not depend on itself and may
+// name a job at most once. kInvalidArgument naming the job id.
+Status CheckDependencies(JobId self, const std::vector<Dependency>& deps);
+
+}  // namespace hachi::sched
