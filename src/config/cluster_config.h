@@ -1,0 +1,84 @@
+// The cluster policy config file (docs/config.md): partitions, QoS, quotas, fair-share
+// shares, priority weights and node overrides, in TOML. Parsing and applying are two
+// steps: ParseClusterConfig checks everything that needs only the file (syntax, types,
+// unknown keys, durations, times, duplicate names, min > max, ...);
+// ApplyClusterConfig resolves node names against a cluster whose nodes came from
+// elsewhere (a cluster spec in `hachi sim`, registered agents in the server) and
+// installs the policy. Both return an error naming the file, the line and the key
+// path ("cluster.toml:12: partition[1].max_time: '9x' is not a duration (use 30m, 4h,
+// 7d)") and leave the caller's state as it was: a broken config loses nothing.
+//
+// This header is light on purpose (no toml++): the parser lives in the .cc files.
+// Plain values and pure functions; thread-safe.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/status.h"
+#include "sched/cluster.h"
+
+namespace hachi::config {
+
+// Node names as written, ranges expanded ("n[0001-0004]" -> n0001 .. n0004), or every
+// node of the cluster. Resolved against the cluster by ApplyClusterConfig.
+struct NodeSelector {
+  bool all = false;
+  std::vector<std::string> names;
+  std::string where;  // "cluster.toml:7: partition[0].nodes", for messages
+};
+
+struct PartitionConfig {
+  // Everything but the node lists (nodes, windows' days and times are set; `nodes`
+  // and `window_nodes` are filled by ApplyClusterConfig).
+  sched::Partition partition;
+  NodeSelector nodes;
+  NodeSelector window_nodes;  // windows given without nodes: the partition's nodes
+  bool has_window_nodes = false;
+  std::string where;  // "cluster.toml:3: partition[0]"
+};
+
+// [node."n[0001-0016]"] block = "b01": per-node settings over the cluster's own.
+struct NodeOverride {
+  NodeSelector nodes;
+  std::string block;  // empty: unchanged
+};
+
+// Read only by `hachi sim` (docs/sim.md): trace accounts sent to a partition when
+// their rows name none.
+struct SimConfig {
+  std::unordered_map<std::string, std::string> account_partitions;
+};
+
+struct ClusterConfig {
+  std::string origin;  // the file name used in messages
+  // Empty: ApplyClusterConfig keeps the cluster's partitions (e.g. hachi sim's
+  // "default").
+  std::vector<PartitionConfig> partitions;
+  std::vector<sched::Qos> qos;
+  sched::Limits limits;
+  std::unordered_map<std::string, double> shares;  // [fairshare] shares
+  sched::PriorityWeights weights;
+  std::vector<NodeOverride> node_overrides;
+  SimConfig sim;
+};
+
+// Parses a config file's text; `origin` names it in messages ("cluster.toml").
+// kInvalidArgument on any error.
+Result<ClusterConfig> ParseClusterConfig(std::string_view text, std::string_view origin);
+
+// Reads and parses `path` (kNotFound when it cannot be read).
+Result<ClusterConfig> LoadClusterConfig(const std::string& path);
+
+// Installs `config` onto `state`, whose nodes are already there: replaces the
+// partitions (when the config has any; every node's `partitions` list is rebuilt), QoS,
+// limits, fair-share shares (usage is kept) and priority weights, and applies node
+// overrides. Checks: every node named exists, window nodes are in their partition and
+// owned by one partition at most, node overrides do not conflict, and pending or
+// running jobs keep their partitions (their indices are remapped). On error `state`
+// is unchanged.
+Status ApplyClusterConfig(const ClusterConfig& config, sched::ClusterState* state);
+
+}  // namespace hachi::config

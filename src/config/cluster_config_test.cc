@@ -1,0 +1,256 @@
+// Table tests of ParseClusterConfig: what good files produce, and that every bad one
+// is refused with the file, the line and the key path.
+#include "config/cluster_config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace hachi::config {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr const char* kMinimal = R"(
+[[partition]]
+name = "p"
+nodes = "all"
+)";
+
+TEST(ParseClusterConfigTest, FullFile) {
+  const char* text = R"(# a comment
+[[partition]]
+name = "gpu8"
+nodes = ["n[0001-0004]", "n0009"]
+mode = "whole-node"
+min_gpus = 8
+max_gpus = 64
+default_time = "2h"
+max_time = "3d"
+tier = 3
+allowed_users = ["alice", "bob"]
+allowed_accounts = "team-a"
+preempt_lower_tiers = true
+preempt_mode = "cancel"
+grace = "90s"
+window = { start = "08:00", end = "20:00", days = ["mon-fri", "sun"], nodes = "n[0001-0002]" }
+
+[[partition]]
+name = "night"
+nodes = "all"
+window = [{ start = 22:00:00, end = "24:00" }, { start = "00:00", end = "06:00" }]
+
+[[qos]]
+name = "high"
+priority = 700
+
+[limits]
+user_gpus = { alice = 16 }
+account_gpus = { team-a = 32, "team b" = 8 }
+
+[fairshare]
+shares = { team-a = 2, team-b = 0.5 }
+
+[priority]
+age = 10
+age_max = "1d"
+fairshare = 20
+tier = 30.5
+qos = 40
+size = 0
+
+[node."n[0001-0002]"]
+block = "b99"
+
+[sim]
+account_partitions = { "6214e9" = "night" }
+)";
+  Result<ClusterConfig> c = ParseClusterConfig(text, "c.toml");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  ASSERT_EQ(c->partitions.size(), 2u);
+  const PartitionConfig& g = c->partitions[0];
+  const sched::Partition& p = g.partition;
+  EXPECT_EQ(p.name, "gpu8");
+  EXPECT_THAT(g.nodes.names, ElementsAre("n0001", "n0002", "n0003", "n0004", "n0009"));
+  EXPECT_FALSE(g.nodes.all);
+  EXPECT_EQ(g.nodes.where, "c.toml:4: partition[0].nodes");
+  EXPECT_EQ(p.mode, sched::PartitionMode::kWholeNode);
+  EXPECT_EQ(p.min_gpus, 8);
+  EXPECT_EQ(p.max_gpus, 64);
+  EXPECT_EQ(p.default_time, 2 * kHour);
+  EXPECT_EQ(p.max_time, 3 * kDay);
+  EXPECT_EQ(p.tier, 3);
+  EXPECT_THAT(p.allowed_users, ElementsAre("alice", "bob"));
+  EXPECT_THAT(p.allowed_accounts, ElementsAre("team-a"));
+  EXPECT_TRUE(p.preempt_lower_tiers);
+  EXPECT_EQ(p.preempt_mode, sched::PreemptMode::kCancel);
+  EXPECT_EQ(p.grace, 90);
+  ASSERT_EQ(p.windows.size(), 1u);
+  EXPECT_EQ(p.windows[0].start_minute, 8 * 60);
+  EXPECT_EQ(p.windows[0].end_minute, 20 * 60);
+  EXPECT_THAT(p.windows[0].days, ElementsAre(0, 1, 2, 3, 4, 5));
+  EXPECT_TRUE(g.has_window_nodes);
+  EXPECT_THAT(g.window_nodes.names, ElementsAre("n0001", "n0002"));
+
+  const PartitionConfig& n = c->partitions[1];
+  EXPECT_TRUE(n.nodes.all);
+  EXPECT_EQ(n.partition.mode, sched::PartitionMode::kShared);  // defaults
+  EXPECT_EQ(n.partition.min_gpus, 1);
+  EXPECT_EQ(n.partition.max_gpus, 0);
+  EXPECT_EQ(n.partition.default_time, 4 * kHour);
+  EXPECT_EQ(n.partition.max_time, 7 * kDay);
+  EXPECT_EQ(n.partition.grace, 5 * kMinute);
+  EXPECT_EQ(n.partition.preempt_mode, sched::PreemptMode::kRequeue);
+  ASSERT_EQ(n.partition.windows.size(), 2u);
+  EXPECT_EQ(n.partition.windows[0].start_minute, 22 * 60);
+  EXPECT_EQ(n.partition.windows[0].end_minute, 1440);
+  EXPECT_FALSE(n.has_window_nodes);
+
+  ASSERT_EQ(c->qos.size(), 1u);
+  EXPECT_EQ(c->qos[0].name, "high");
+  EXPECT_EQ(c->qos[0].priority, 700);
+  EXPECT_EQ(c->limits.user_gpus.at("alice"), 16);
+  EXPECT_EQ(c->limits.account_gpus.at("team b"), 8);
+  EXPECT_DOUBLE_EQ(c->shares.at("team-b"), 0.5);
+  EXPECT_DOUBLE_EQ(c->weights.age, 10);
+  EXPECT_EQ(c->weights.age_max, kDay);
+  EXPECT_DOUBLE_EQ(c->weights.tier, 30.5);
+  EXPECT_DOUBLE_EQ(c->weights.size, 0);
+  ASSERT_EQ(c->node_overrides.size(), 1u);
+  EXPECT_EQ(c->node_overrides[0].block, "b99");
+  EXPECT_THAT(c->node_overrides[0].nodes.names, ElementsAre("n0001", "n0002"));
+  EXPECT_EQ(c->sim.account_partitions.at("6214e9"), "night");
+}
+
+TEST(ParseClusterConfigTest, EmptyFileKeepsDefaults) {
+  Result<ClusterConfig> c = ParseClusterConfig("", "empty.toml");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_TRUE(c->partitions.empty());
+  EXPECT_DOUBLE_EQ(c->weights.tier, sched::PriorityWeights{}.tier);
+  ASSERT_TRUE(ParseClusterConfig(kMinimal, "m.toml").ok());
+}
+
+// Each bad file is refused with "file:line: key path: what is wrong".
+TEST(ParseClusterConfigTest, Errors) {
+  struct Case {
+    const char* name;
+    std::string text;
+    const char* want;
+  };
+  const std::string part = "[[partition]]\nname = \"p\"\nnodes = \"all\"\n";  // lines 1-3
+  const Case cases[] = {
+      {"bad duration", part + "max_time = \"9x\"\n",
+       "c.toml:4: partition[0].max_time: '9x' is not a duration (use 30m, 4h, 7d)"},
+      {"duration as a number", part + "grace = 300\n",
+       "c.toml:4: partition[0].grace: expected a duration string (30m, 4h, 7d), got an "
+       "integer"},
+      {"unknown partition key", part + "max_gpu = 4\n",
+       "c.toml:4: partition[0].max_gpu: unknown key (known: name, nodes, mode"},
+      {"unknown top-level key", "[partitions]\nname = 1\n",
+       "c.toml:1: partitions: unknown key (known: partition, qos"},
+      {"syntax error", "[[partition]\n", "c.toml:1: "},
+      {"duplicate key", part + "name = \"q\"\n", "c.toml:4: "},
+      {"partition not an array", "[partition]\nname = \"p\"\n",
+       "c.toml:1: partition: expected [[partition]] tables, got a table"},
+      {"no name", "[[partition]]\nnodes = \"all\"\n",
+       "c.toml:1: partition[0]: needs a name"},
+      {"no nodes", "[[partition]]\nname = \"p\"\n",
+       "c.toml:1: partition[0]: needs nodes"},
+      {"bad name", "[[partition]]\nname = \"a b\"\nnodes = \"all\"\n",
+       "c.toml:2: partition[0].name: 'a b' is not a name"},
+      {"name not a string", "[[partition]]\nname = 3\nnodes = \"all\"\n",
+       "c.toml:2: partition[0].name: expected a string, got an integer"},
+      {"duplicate partition", part + part,
+       "c.toml:5: partition[1].name: 'p' is already the name of partition[0] (line 1)"},
+      {"bad mode", part + "mode = \"exclusive\"\n",
+       "c.toml:4: partition[0].mode: 'exclusive' is not a mode (shared or whole-node)"},
+      {"bad preempt mode", part + "preempt_mode = \"kill\"\n",
+       "c.toml:4: partition[0].preempt_mode: 'kill' is not a preempt mode"},
+      {"min over max", part + "min_gpus = 8\nmax_gpus = 4\n",
+       "c.toml:4: partition[0].min_gpus: 8 is more than max_gpus 4"},
+      {"zero gpus", part + "min_gpus = 0\n",
+       "c.toml:4: partition[0].min_gpus: 0 is out of range 1..100000"},
+      {"gpus as a string", part + "max_gpus = \"4\"\n",
+       "c.toml:4: partition[0].max_gpus: expected an integer, got a string"},
+      {"default over max time", part + "default_time = \"8d\"\n",
+       "c.toml:4: partition[0].default_time: 8d00h is longer than max_time 7d00h"},
+      {"zero max time", part + "max_time = \"0s\"\n",
+       "c.toml:4: partition[0].max_time: must be longer than 0s"},
+      {"bad tier", part + "tier = -1\n",
+       "c.toml:4: partition[0].tier: -1 is out of range"},
+      {"bool as string", part + "preempt_lower_tiers = \"yes\"\n",
+       "c.toml:4: partition[0].preempt_lower_tiers: expected true or false, got a "
+       "string"},
+      {"bad node range", "[[partition]]\nname = \"p\"\nnodes = \"n[5-1]\"\n",
+       "c.toml:3: partition[0].nodes: 'n[5-1]' is not a node list: range '5-1' runs "
+       "backwards"},
+      {"node listed twice", "[[partition]]\nname = \"p\"\nnodes = [\"n[1-3]\", \"n2\"]\n",
+       "c.toml:3: partition[0].nodes: node 'n2' is listed twice"},
+      {"all with others", "[[partition]]\nname = \"p\"\nnodes = [\"all\", \"n1\"]\n",
+       "c.toml:3: partition[0].nodes: \"all\" stands alone"},
+      {"empty node list", "[[partition]]\nname = \"p\"\nnodes = []\n",
+       "c.toml:3: partition[0].nodes: no nodes"},
+      {"node not a string", "[[partition]]\nname = \"p\"\nnodes = [\"n1\", 2]\n",
+       "c.toml:3: partition[0].nodes[1]: expected a string, got an integer"},
+      {"bad window start", part + "window = { start = \"8am\", end = \"20:00\" }\n",
+       "c.toml:4: partition[0].window.start: '8am' is not a time of day"},
+      {"window end past midnight",
+       part + "window = { start = \"08:00\", end = \"24:30\" }\n",
+       "c.toml:4: partition[0].window.end: '24:30' is not a time of day"},
+      {"window without end", part + "window = { start = \"08:00\" }\n",
+       "c.toml:4: partition[0].window: needs 'end' (HH:MM)"},
+      {"window unknown key",
+       part + "window = { start = \"08:00\", end = \"09:00\", day = 1 }\n",
+       "c.toml:4: partition[0].window.day: unknown key (known: start, end, days, nodes)"},
+      {"window bad day",
+       part + "window = { start = \"08:00\", end = \"09:00\", days = [\"mo\"] }\n",
+       "c.toml:4: partition[0].window.days: 'mo' is not a day of the week"},
+      {"window time with seconds",
+       part + "window = { start = 08:00:30, end = \"09:00\" }\n",
+       "c.toml:4: partition[0].window.start: times of day are whole minutes"},
+      {"windows disagree on nodes",
+       part +
+           "[[partition.window]]\nstart = \"08:00\"\nend = \"09:00\"\nnodes = \"n1\"\n"
+           "[[partition.window]]\nstart = \"10:00\"\nend = \"11:00\"\nnodes = \"n2\"\n",
+       "c.toml:11: partition[0].window[1].nodes: every window of a partition covers the "
+       "same nodes (first given at c.toml:7: partition[0].window[0].nodes)"},
+      {"duplicate qos", "[[qos]]\nname = \"a\"\n[[qos]]\nname = \"a\"\n",
+       "c.toml:4: qos[1].name: 'a' is already the name of qos[0] (line 1)"},
+      {"qos priority range", "[[qos]]\nname = \"a\"\npriority = 5000\n",
+       "c.toml:3: qos[0].priority: 5000 is out of range 0..1000"},
+      {"limit not a number", "[limits]\nuser_gpus = { alice = \"16\" }\n",
+       "c.toml:2: limits.user_gpus.alice: expected an integer, got a string"},
+      {"limits unknown key", "[limits]\nnode_gpus = { n1 = 1 }\n",
+       "c.toml:2: limits.node_gpus: unknown key (known: user_gpus, account_gpus)"},
+      {"zero share", "[fairshare]\nshares = { a = 0 }\n",
+       "c.toml:2: fairshare.shares.a: a share must be more than 0"},
+      {"negative weight", "[priority]\nage = -1\n",
+       "c.toml:2: priority.age: must be a number from 0 to"},
+      {"weight unknown key", "[priority]\nages = 1\n",
+       "c.toml:2: priority.ages: unknown key"},
+      {"age_max bad", "[priority]\nage_max = \"soon\"\n",
+       "c.toml:2: priority.age_max: 'soon' is not a duration"},
+      {"node override bad range", "[node.\"n[2-1]\"]\nblock = \"b1\"\n",
+       "c.toml:1: node.\"n[2-1]\": 'n[2-1]' is not a node list"},
+      {"node override unknown key", "[node.n1]\nrack = \"r1\"\n",
+       "c.toml:2: node.n1.rack: unknown key (known: block)"},
+      {"sim unknown partition", part + "[sim]\naccount_partitions = { a = \"q\" }\n",
+       "c.toml:5: sim.account_partitions.a: no partition 'q' in this file"},
+  };
+  for (const Case& c : cases) {
+    Result<ClusterConfig> got = ParseClusterConfig(c.text, "c.toml");
+    ASSERT_FALSE(got.ok()) << c.name;
+    EXPECT_EQ(got.status().code(), StatusCode::kInvalidArgument) << c.name;
+    EXPECT_THAT(got.status().message(), HasSubstr(c.want)) << c.name;
+  }
+}
+
+TEST(LoadClusterConfigTest, MissingFileIsNotFound) {
+  Result<ClusterConfig> c = LoadClusterConfig("/nonexistent/cluster.toml");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kNotFound);
+  EXPECT_THAT(c.status().message(), HasSubstr("/nonexistent/cluster.toml"));
+}
+
+}  // namespace
+}  // namespace hachi::config

@@ -1,0 +1,176 @@
+#include "config/values.h"
+
+#include <cctype>
+
+#include "core/strings.h"
+
+namespace hachi::config {
+namespace {
+
+constexpr size_t kMaxHosts = 100000;
+
+std::string Quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
+
+bool AllDigits(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (std::isdigit(static_cast<unsigned char>(c)) == 0) return false;
+  }
+  return true;
+}
+
+// Splits at commas that are not inside brackets.
+std::vector<std::string_view> SplitTopLevel(std::string_view s) {
+  std::vector<std::string_view> out;
+  int depth = 0;
+  size_t start = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '[') ++depth;
+    if (s[i] == ']') --depth;
+    if (s[i] == ',' && depth == 0) {
+      out.push_back(s.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  out.push_back(s.substr(start));
+  return out;
+}
+
+// Appends prefix + each number of one bracket body ("0001-0016,20") + suffix.
+Status ExpandGroup(std::string_view item, std::string_view prefix, std::string_view body,
+                   std::string_view suffix, std::vector<std::string>* out) {
+  auto bad = [&](const std::string& why) {
+    return InvalidArgument(Quoted(item) + " is not a node list: " + why +
+                           " (use names and ranges like n[0001-0016])");
+  };
+  for (std::string_view part : Split(body, ',')) {
+    part = Trim(part);
+    const size_t dash = part.find('-');
+    std::string_view lo = part.substr(0, dash);
+    std::string_view hi = dash == std::string_view::npos ? lo : part.substr(dash + 1);
+    if (!AllDigits(lo) || !AllDigits(hi) || lo.size() > 9 || hi.size() > 9) {
+      return bad(Quoted(part) + " is not a number or a range");
+    }
+    const long long a = *ParseInt(lo), b = *ParseInt(hi);
+    if (a > b) return bad("range " + Quoted(part) + " runs backwards");
+    if (out->size() + static_cast<size_t>(b - a + 1) > kMaxHosts) {
+      return bad("more than " + std::to_string(kMaxHosts) + " names");
+    }
+    const int width = lo.size() > 1 && lo[0] == '0' ? static_cast<int>(lo.size()) : 0;
+    for (long long v = a; v <= b; ++v) {
+      std::string digits = std::to_string(v);
+      if (static_cast<int>(digits.size()) < width) {
+        digits.insert(0, static_cast<size_t>(width) - digits.size(), '0');
+      }
+      out->push_back(std::string(prefix) + digits + std::string(suffix));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<Duration> ParseDuration(std::string_view text) {
+  const std::string_view s = Trim(text);
+  auto bad = [&] {
+    return InvalidArgument(Quoted(text) + " is not a duration (use 30m, 4h, 7d)");
+  };
+  if (s.empty()) return bad();
+  constexpr Duration kMax = 3650 * kDay;
+  Duration total = 0;
+  size_t i = 0;
+  while (i < s.size()) {
+    size_t j = i;
+    while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j])) != 0) ++j;
+    if (j == i || j == s.size() || j - i > 9) return bad();
+    const long long n = *ParseInt(s.substr(i, j - i));
+    Duration unit = 0;
+    switch (s[j]) {
+      case 's':
+        unit = 1;
+        break;
+      case 'm':
+        unit = kMinute;
+        break;
+      case 'h':
+        unit = kHour;
+        break;
+      case 'd':
+        unit = kDay;
+        break;
+      case 'w':
+        unit = 7 * kDay;
+        break;
+      default:
+        return bad();
+    }
+    total += n * unit;
+    if (total > kMax) {
+      return InvalidArgument(Quoted(text) + " is longer than 3650d");
+    }
+    i = j + 1;
+  }
+  return total;
+}
+
+Result<int> ParseTimeOfDay(std::string_view text, bool allow_24) {
+  const std::string_view s = Trim(text);
+  auto bad = [&] {
+    return InvalidArgument(Quoted(text) + " is not a time of day (use HH:MM, e.g. 08:00" +
+                           (allow_24 ? std::string(" or 24:00)") : std::string(")")));
+  };
+  if (s.size() != 5 || s[2] != ':' || !AllDigits(s.substr(0, 2)) ||
+      !AllDigits(s.substr(3, 2))) {
+    return bad();
+  }
+  const int h = static_cast<int>(*ParseInt(s.substr(0, 2)));
+  const int m = static_cast<int>(*ParseInt(s.substr(3, 2)));
+  if (m > 59 || h > 24 || (h == 24 && (m != 0 || !allow_24))) return bad();
+  return h * 60 + m;
+}
+
+Result<int> ParseWeekday(std::string_view text) {
+  static constexpr std::string_view kDays[] = {
+      "sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday"};
+  const std::string s = ToLower(Trim(text));
+  for (int d = 0; d < 7; ++d) {
+    if (s == kDays[d] || (s.size() == 3 && kDays[d].substr(0, 3) == s)) return d;
+  }
+  return InvalidArgument(Quoted(text) +
+                         " is not a day of the week (use mon, tue, wed, "
+                         "thu, fri, sat, sun)");
+}
+
+Result<std::vector<std::string>> ExpandHostList(std::string_view text) {
+  std::vector<std::string> out;
+  for (std::string_view item : SplitTopLevel(text)) {
+    item = Trim(item);
+    auto bad = [&](const std::string& why) {
+      return InvalidArgument(Quoted(item) + " is not a node list: " + why +
+                             " (use names and ranges like n[0001-0016])");
+    };
+    if (item.empty()) return bad("empty name");
+    const size_t open = item.find('['), close = item.find(']');
+    if (open == std::string_view::npos && close == std::string_view::npos) {
+      for (char c : item) {
+        if (std::isspace(static_cast<unsigned char>(c)) != 0) {
+          return bad("a name has no spaces");
+        }
+      }
+      if (out.size() >= kMaxHosts) return bad("too many names");
+      out.emplace_back(item);
+      continue;
+    }
+    if (open == std::string_view::npos || close == std::string_view::npos ||
+        close < open || item.find('[', open + 1) != std::string_view::npos ||
+        item.find(']', close + 1) != std::string_view::npos) {
+      return bad("one [...] group per name");
+    }
+    HACHI_RETURN_IF_ERROR(ExpandGroup(item, item.substr(0, open),
+                                      item.substr(open + 1, close - open - 1),
+                                      item.substr(close + 1), &out));
+  }
+  return out;
+}
+
+}  // namespace hachi::config

@@ -1,0 +1,35 @@
+// The small value syntaxes of the cluster config file (docs/config.md): durations
+// ("30m", "4h", "7d", "1h30m"), times of day ("08:00"), days of the week ("mon") and
+// Slurm-style node lists ("n[0001-0016]", "n[1-3,7],gpu9"). Each parser returns a
+// message that says what was expected; the caller adds the file, line and key.
+// Pure functions; thread-safe.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "core/time.h"
+
+namespace hachi::config {
+
+// One or more <whole number><unit> parts, units s, m, h, d, w ("90s", "4h", "1h30m",
+// "7d"); at least 0s, at most 10 years. kInvalidArgument: "'9x' is not a duration
+// (use 30m, 4h, 7d)".
+Result<Duration> ParseDuration(std::string_view text);
+
+// "HH:MM" (24-hour clock), 00:00..23:59, and 24:00 when `allow_24` (a window end).
+// Minutes since midnight.
+Result<int> ParseTimeOfDay(std::string_view text, bool allow_24);
+
+// "sun".."sat" or the full name, any case: 0 = Sunday .. 6 = Saturday.
+Result<int> ParseWeekday(std::string_view text);
+
+// Expands a Slurm-style host list: comma-separated names, each with at most one
+// bracket group of numbers and ranges ("n[0001-0016]", "n[1-3,7]", "gpu9"). A range
+// keeps the width of its first bound when that has a leading zero (n[0098-0102] ->
+// n0098 .. n0102), as Slurm does. Names come out in the order written; at most 100,000.
+Result<std::vector<std::string>> ExpandHostList(std::string_view text);
+
+}  // namespace hachi::config
