@@ -4,11 +4,14 @@
 
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "config/cluster_config.h"
+#include "core/strings.h"
 #include "sim/simulator.h"
 #include "sim/trace.h"
 
@@ -30,6 +33,8 @@ struct SimFlags {
   int backfill_depth = -1;  // -1: the scheduler's default
   int64_t max_jobs = 0;     // 0: all
   bool json = false;
+  std::string config;      // cluster config file (docs/config.md); empty: none
+  std::string start_time;  // UTC at trace time 0; empty: the default (StartTime)
   // Issue 4 adds `--placement openb` (FGD's static placement protocol) here: a second
   // mode of the same command that reads a pod list instead of replaying time.
 };
@@ -47,7 +52,9 @@ std::string Grouped(double v) {
   return out;
 }
 
-std::string RenderText(const sim::SimMetrics& m, int64_t trace_jobs) {
+// `setup`: an extra line after the first (the config), or empty.
+std::string RenderText(const sim::SimMetrics& m, int64_t trace_jobs,
+                       const std::string& setup) {
   std::string out;
   char line[256];
   auto add = [&](const char* fmt, auto... args) {
@@ -58,6 +65,7 @@ std::string RenderText(const sim::SimMetrics& m, int64_t trace_jobs) {
       m.policy.c_str(), m.cluster.c_str(), m.cluster_gpus, m.time_limits.c_str(),
       Grouped(m.jobs).c_str(), Grouped(trace_jobs).c_str());
   out += m.rejected > 0 ? ", " + Grouped(m.rejected) + " rejected\n" : "\n";
+  out += setup;
   add("\n%-22s %12s %12s %12s %12s\n", "seconds", "mean", "p50", "p95", "p99");
   add("%-22s %12s %12s %12s %12s\n", "wait", Grouped(m.wait_mean_s).c_str(),
       Grouped(m.wait_p50_s).c_str(), Grouped(m.wait_p95_s).c_str(),
@@ -96,9 +104,15 @@ std::string RenderText(const sim::SimMetrics& m, int64_t trace_jobs) {
   return out;
 }
 
-std::string RenderJson(const sim::SimMetrics& m, const std::string& trace) {
+// `config`: the config file or empty; `start_time`: the clock offset (with a config).
+std::string RenderJson(const sim::SimMetrics& m, const std::string& trace,
+                       const std::string& config, Time start_time) {
   nlohmann::json j;
   j["trace"] = trace;
+  if (!config.empty()) {
+    j["config"] = config;
+    j["start_time"] = start_time;
+  }
   j["policy"] = m.policy;
   j["cluster"] = m.cluster;
   j["cluster_gpus"] = m.cluster_gpus;
@@ -179,6 +193,51 @@ class Progress {
   bool shown_ = false;
 };
 
+// --start-time: whole seconds since the Unix epoch, or "YYYY-MM-DDTHH:MM:SS[Z]"
+// (UTC; a space may replace the T).
+Result<Time> ParseStartTime(std::string_view text) {
+  std::string_view t = Trim(text);
+  if (std::optional<long long> secs = ParseInt(t)) return *secs;
+  if (!t.empty() && t.back() == 'Z') t.remove_suffix(1);
+  Result<int64_t> parsed = sim::ParseDateTime(t);
+  if (!parsed.ok()) {
+    return InvalidArgument("--start-time: '" + std::string(text) +
+                           "' is neither seconds since the epoch nor "
+                           "YYYY-MM-DDTHH:MM:SSZ");
+  }
+  return *parsed;
+}
+
+// The default --start-time: for a Philly trace, its earliest timestamp (its rows are
+// wall-clock times, not sorted; the readers keep only differences); else 0.
+Result<Time> DefaultStart(const std::string& path, const sim::TraceFormat* format) {
+  std::string error;
+  std::optional<std::string> text = ReadFile(path, &error);
+  if (!text) return NotFound(error);
+  Result<sim::TraceFormat> f = format ? *format : sim::DetectTraceFormat(*text, path);
+  if (!f.ok()) return f.status();
+  if (*f != sim::TraceFormat::kPhilly) return Time{0};
+  std::vector<std::string_view> lines = SplitLines(*text);
+  Time first = kNever;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    std::string_view line = Trim(lines[i]);
+    if (line.empty()) continue;
+    Result<int64_t> t = sim::ParseDateTime(line.substr(0, line.find(',')));
+    if (t.ok()) first = std::min(first, *t);
+  }
+  return first == kNever ? 0 : first;
+}
+
+// "2017-09-04 10:30:41 UTC".
+std::string FormatUtc(Time t) {
+  const std::time_t tt = static_cast<std::time_t>(t);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[40];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return buf;
+}
+
 void PrintError(const Status& s) {
   std::fprintf(stderr, "hachi sim: %s\n", s.ToString().c_str());
 }
@@ -213,6 +272,44 @@ int RunSim(const SimFlags& f) {
   if (f.max_jobs > 0 && static_cast<int64_t>(trace->size()) > f.max_jobs) {
     trace->resize(static_cast<size_t>(f.max_jobs));  // the first N by submit time
   }
+  // The cluster config: partitions, limits, shares, weights, windows (docs/config.md).
+  // Loaded and checked before the replay; applied to the cluster RunSimulation builds.
+  std::shared_ptr<const config::ClusterConfig> cluster_config;
+  if (!f.config.empty()) {
+    Result<config::ClusterConfig> c = config::LoadClusterConfig(f.config);
+    if (!c.ok()) {
+      PrintError(c.status());
+      return kExitBadInput;
+    }
+    cluster_config = std::make_shared<const config::ClusterConfig>(std::move(*c));
+    config.configure = [cluster_config](sched::ClusterState* state) {
+      return config::ApplyClusterConfig(*cluster_config, state);
+    };
+    // Rows that name no partition: the config's account routing, else the first
+    // partition the account may use (sched::ValidateRequest).
+    const auto& routes = cluster_config->sim.account_partitions;
+    for (sim::TraceJob& j : *trace) {
+      if (!j.partition.empty()) continue;
+      if (auto it = routes.find(j.account); it != routes.end()) j.partition = it->second;
+    }
+  }
+  // Time windows need the wall-clock time of the trace start.
+  if (!f.start_time.empty()) {
+    Result<Time> start = ParseStartTime(f.start_time);
+    if (!start.ok()) {
+      PrintError(start.status());
+      return kExitBadInput;
+    }
+    config.sim.clock_offset = *start;
+  } else if (cluster_config != nullptr) {  // without a config there are no windows
+    Result<Time> start = DefaultStart(f.trace, format.get());
+    if (!start.ok()) {
+      PrintError(start.status());
+      return kExitBadInput;
+    }
+    config.sim.clock_offset = *start;
+  }
+
   Progress progress(static_cast<int64_t>(trace->size()));
   config.sim.progress = [&progress](const sim::SimProgress& p) { progress.Update(p); };
   Result<sim::SimMetrics> m = sim::RunSimulation(*trace, config);
@@ -226,8 +323,12 @@ int RunSim(const SimFlags& f) {
                                                                            : kExitFailed;
   }
   m->wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
-  std::string out = f.json ? RenderJson(*m, f.trace)
-                           : RenderText(*m, static_cast<int64_t>(trace->size()));
+  const std::string setup = f.config.empty()
+                                ? ""
+                                : "config " + f.config + ", trace time 0 is " +
+                                      FormatUtc(config.sim.clock_offset) + "\n";
+  std::string out = f.json ? RenderJson(*m, f.trace, f.config, config.sim.clock_offset)
+                           : RenderText(*m, static_cast<int64_t>(trace->size()), setup);
   std::fputs(out.c_str(), stdout);
   return kExitOk;
 }
@@ -261,6 +362,14 @@ void AddSimCommands(CLI::App& app, int* exit_code) {
       ->check(CLI::Range(0, 1000000));
   cmd->add_option("--max-jobs", flags->max_jobs, "replay only the first N jobs")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  cmd->add_option(
+      "--config", flags->config,
+      "cluster config file (TOML: partitions, QoS, quotas, shares, priority "
+      "weights, time windows; docs/config.md) applied to the --cluster nodes");
+  cmd->add_option("--start-time", flags->start_time,
+                  "UTC time of the trace start, for time windows: seconds since the "
+                  "epoch or 2017-10-03T00:00:00Z (default: a Philly trace's first "
+                  "timestamp, else 0)");
   cmd->add_flag("--json", flags->json, "print one JSON object");
   cmd->callback([flags, exit_code] { *exit_code = RunSim(*flags); });
 }

@@ -1,6 +1,8 @@
 // End-to-end tests of `hachi sim`: the real binary on the checked-in traces. Checks the
 // JSON contract of issue 3 (keys, by-GPU maps), the text table, exit codes and errors.
 #include <gtest/gtest.h>
+
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -17,6 +19,17 @@ CmdResult Hachi(const std::string& args, bool with_stderr = false) {
 
 std::string Trace(const std::string& name) {
   return std::string(HACHI_SOURCE_DIR) + "/testdata/traces/" + name;
+}
+
+std::string Example(const std::string& name) {
+  return std::string(HACHI_SOURCE_DIR) + "/examples/" + name;
+}
+
+// Writes `text` to a file under the test's temporary directory; returns its path.
+std::string WriteConfig(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
 }
 
 TEST(SimCmdTest, JsonHasTheContract) {
@@ -95,11 +108,81 @@ TEST(SimCmdTest, BadInputIsExitTwoWithTheReason) {
       {"bad limits", "sim --trace " + tiny + " --time-limits guess", "--time-limits"},
       {"bad format", "sim --trace " + tiny + " --format xml", "--format"},
       {"wrong format", "sim --trace " + tiny + " --format philly", "tiny.csv:1: header"},
+      {"missing config", "sim --trace " + tiny + " --config /nonexistent.toml",
+       "/nonexistent.toml"},
+      {"bad config",
+       "sim --trace " + tiny + " --config " +
+           WriteConfig(
+               "bad.toml",
+               "[[partition]]\nname = \"p\"\nnodes = \"all\"\nmax_time = \"9x\"\n"),
+       "bad.toml:4: partition[0].max_time: '9x' is not a duration (use 30m, 4h, 7d)"},
+      {"config names unknown nodes",
+       "sim --trace " + tiny + " --cluster 2x8:hgx-h100 --config " +
+           Example("day-night.toml"),
+       "day-night.toml:10: partition[0].nodes: no node 'n0003'"},
+      {"bad start time", "sim --trace " + tiny + " --start-time yesterday",
+       "--start-time: 'yesterday'"},
   };
   for (const Case& c : cases) {
     CmdResult r = Hachi(c.args, true);
     EXPECT_EQ(r.exit_code, 2) << c.name << ": " << r.out;
     EXPECT_NE(r.out.find(c.want), std::string::npos) << c.name << ": " << r.out;
+  }
+}
+
+// issue 3 "Partitions (config)": the day/night example on the Philly sample, with the
+// clock at the trace's first timestamp (2017-09-04 10:30:41 UTC).
+TEST(SimCmdTest, DayNightConfigOnPhilly) {
+  CmdResult r = Hachi("sim --trace " + Trace("philly_first2000.csv") + " --config " +
+                      Example("day-night.toml") + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["jobs"], 2000);
+  EXPECT_EQ(j["rejected"], 0);
+  EXPECT_EQ(j["config"], Example("day-night.toml"));
+  EXPECT_EQ(j["start_time"], 1504521041);
+
+  CmdResult text = Hachi("sim --trace " + Trace("philly_first2000.csv") + " --config " +
+                         Example("day-night.toml") + " --max-jobs 200");
+  ASSERT_EQ(text.exit_code, 0) << text.out;
+  EXPECT_NE(text.out.find("trace time 0 is 2017-09-04 10:30:41 UTC"), std::string::npos)
+      << text.out;
+}
+
+TEST(SimCmdTest, StartTimeAndAccountRouting) {
+  // Account "speech" is routed to a 1-GPU partition: its 8- and 2-GPU jobs are refused.
+  const std::string config = WriteConfig("route.toml", R"(
+[[partition]]
+name = "main"
+nodes = "all"
+[[partition]]
+name = "tiny"
+nodes = "all"
+max_gpus = 1
+[sim]
+account_partitions = { speech = "tiny" }
+)");
+  struct Case {
+    const char* name;
+    std::string start;
+    int64_t want;
+  };
+  const Case cases[] = {
+      {"ISO 8601 UTC", "2017-10-03T00:00:00Z", 1506988800},
+      {"seconds", "86400", 86400},
+      {"csv default", "", 0},
+  };
+  for (const Case& c : cases) {
+    CmdResult r = Hachi("sim --trace " + Trace("tiny.csv") + " --cluster 1x8:hgx-h100 " +
+                        "--config " + config + " --json" +
+                        (c.start.empty() ? "" : " --start-time " + c.start));
+    ASSERT_EQ(r.exit_code, 0) << c.name << ": " << r.out;
+    nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["start_time"], c.want) << c.name;
+    EXPECT_EQ(j["rejected"], 2) << c.name;
+    EXPECT_EQ(j["jobs"], 2) << c.name;
+    EXPECT_NE(j["rejections"].dump().find("partition tiny"), std::string::npos)
+        << c.name << ": " << j["rejections"].dump();
   }
 }
 

@@ -23,8 +23,13 @@ class FairShareMeter {
       : half_life_(static_cast<double>(options.fairshare_half_life)) {
     for (const TraceJob& j : trace) {
       if (index_.emplace(j.account, static_cast<int>(index_.size())).second) {
+        // An account's share: SimOptions, else the cluster's (a config file), else 1.
         auto it = options.shares.find(j.account);
-        fs->shares[j.account] = it == options.shares.end() ? 1.0 : it->second;
+        if (it != options.shares.end()) {
+          fs->shares[j.account] = it->second;
+        } else {
+          fs->shares.emplace(j.account, 1.0);
+        }
         fs->usage[j.account] = 0;
       }
     }
@@ -412,6 +417,7 @@ Result<SimMetrics> RunSimulation(const std::vector<TraceJob>& trace,
   Result<sched::ClusterState> cluster =
       BuildCluster(config.cluster, config.cluster_options);
   if (!cluster.ok()) return cluster.status();
+  if (config.configure) HACHI_RETURN_IF_ERROR(config.configure(&*cluster));
   const int gpus = TotalGpus(*cluster);
   Result<std::unique_ptr<sched::Scheduler>> scheduler =
       sched::Scheduler::Create(config.sched);

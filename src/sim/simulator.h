@@ -41,7 +41,7 @@ struct SimProgress {
 struct SimOptions {
   TimeLimitModel time_limits = TimeLimitModel::kRounded;
   // Fair share: usage is GPU-seconds decayed with this half-life; shares are 1 per
-  // account unless listed here.
+  // account unless listed here or in the cluster's FairShare::shares.
   Duration fairshare_half_life = 7 * kDay;
   std::unordered_map<std::string, double> shares;
   // Time windows: UTC seconds since the Unix epoch at trace time 0 (ClusterState::
@@ -83,6 +83,9 @@ Result<SimResult> Simulate(const std::vector<TraceJob>& trace,
 struct RunConfig {
   std::string cluster = "96x8:hgx-h100";  // cluster_spec.h
   ClusterOptions cluster_options;
+  // Applied to the built cluster before the run when set, e.g. a cluster config file
+  // (`hachi sim --config`: config::ApplyClusterConfig); its error ends the run.
+  std::function<Status(sched::ClusterState*)> configure;
   sched::SchedConfig sched;
   SimOptions sim;
 };
