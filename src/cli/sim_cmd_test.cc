@@ -186,4 +186,51 @@ account_partitions = { speech = "tiny" }
   }
 }
 
+// One node owned by an inference partition 08:00-20:00 (tier 2, preempts lower tiers);
+// a 10-hour-limit training job, then an 8-GPU inference job a minute later.
+TEST(SimCmdTest, ConfigDrivesPreemptionAndWindows) {
+  const std::string trace =
+      WriteConfig("pre.csv", R"(submit_s,duration_s,gpus,user,account,time_limit_s
+0,3600,8,bob,research,36000
+60,100,8,svc,inference,600
+)");
+  const std::string config = WriteConfig("dn1.toml", R"(
+[[partition]]
+name = "inference"
+nodes = "n0001"
+tier = 2
+allowed_accounts = ["inference"]
+preempt_lower_tiers = true
+window = { start = "08:00", end = "20:00" }
+[[partition]]
+name = "training"
+nodes = "all"
+tier = 1
+max_time = "90d"
+)");
+  struct Case {
+    const char* name;
+    const char* start;
+    double wait_mean;
+    int preemptions;
+  };
+  const Case cases[] = {
+      // 21:00: training starts; inference preempts it (grace 5m) and starts at 360 s;
+      // training is requeued and starts again at 460 s. Waits 300 and 460.
+      {"night: preempted", "2017-10-03T21:00:00Z", (300 + 460) / 2.0, 1},
+      // 07:00: the training job's limit runs into the window, so it waits for 20:00
+      // (13 h); inference starts at once on its own node.
+      {"morning: waits for the window to close", "2017-10-03T07:00:00Z", 46800 / 2.0, 0},
+  };
+  for (const Case& c : cases) {
+    CmdResult r = Hachi("sim --trace " + trace + " --cluster 1x8:hgx-h100 --config " +
+                        config + " --start-time " + c.start + " --json");
+    ASSERT_EQ(r.exit_code, 0) << c.name << ": " << r.out;
+    nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["jobs"], 2) << c.name;
+    EXPECT_DOUBLE_EQ(j["wait_mean_s"].get<double>(), c.wait_mean) << c.name;
+    EXPECT_EQ(j.value("preemptions", 0), c.preemptions) << c.name;
+  }
+}
+
 }  // namespace
