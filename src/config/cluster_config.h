@@ -31,8 +31,8 @@ struct NodeSelector {
 };
 
 struct PartitionConfig {
-  // Everything but the node lists (nodes, windows' days and times are set; `nodes`
-  // and `window_nodes` are filled by ApplyClusterConfig).
+  // Everything but the node indices (`nodes`, `window_nodes`), which
+  // ApplyClusterConfig fills from the selectors below.
   sched::Partition partition;
   NodeSelector nodes;
   NodeSelector window_nodes;  // windows given without nodes: the partition's nodes

@@ -41,7 +41,6 @@ Status ReadWindow(const Reader& r, const toml::node& n, const std::string& path,
     CONFIG_ASSIGN_OR_RETURN(is_end ? w.end_minute : w.start_minute,
                             r.TimeOfDay(*v, Join(path, key), is_end));
   }
-  if (w.start_minute == 1440) w.start_minute = 0;
   if (const toml::node* d = t->get("days")) {
     HACHI_RETURN_IF_ERROR(ReadDays(r, *d, Join(path, "days"), &w.days));
   }
