@@ -21,11 +21,7 @@ namespace {
 constexpr Time kNow = 10000;
 
 std::unique_ptr<Scheduler> Make(const std::string& policy, bool explain = true) {
-  SchedConfig c;
-  c.policy = policy;
-  c.explain = explain;
-  c.backfill_depth = 4;
-  return std::move(Scheduler::Create(c).value());
+  return testing::MakeTestScheduler(policy, explain);
 }
 
 const Job* Find(const std::vector<Job>& jobs, JobId id) {

@@ -16,13 +16,25 @@
 #include <rapidcheck.h>
 
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "sched/plan.h"
+#include "sched/scheduler.h"
 #include "sched/testing.h"
 
 namespace hachi::sched::testing {
+
+// A scheduler for the property tests: `policy`, explaining or lean, depth 4.
+inline std::unique_ptr<Scheduler> MakeTestScheduler(const std::string& policy,
+                                                    bool explain = true) {
+  SchedConfig c;
+  c.policy = policy;
+  c.explain = explain;
+  c.backfill_depth = 4;
+  return std::move(Scheduler::Create(c).value());
+}
 
 inline ClusterState RandomCluster(bool preemption = false) {
   static const char* kPresets[] = {"hgx-h100", "pcie-8x-l40s", "pcie-8x-4090-nv4-pairs",

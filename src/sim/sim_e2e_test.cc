@@ -3,23 +3,12 @@
 #include <gtest/gtest.h>
 
 #include "sim/simulator.h"
+#include "sim/testing.h"
 
 namespace hachi::sim {
 namespace {
 
-std::vector<TraceJob> Trace(std::initializer_list<std::tuple<Time, int, Duration>> rows) {
-  std::vector<TraceJob> out;
-  for (auto [submit, gpus, duration] : rows) {
-    TraceJob j;
-    j.id = static_cast<int64_t>(out.size()) + 1;
-    j.submit = submit;
-    j.gpus = gpus;
-    j.duration = duration;
-    j.account = j.user = "a";
-    out.push_back(j);
-  }
-  return out;
-}
+using testing::Trace;
 
 std::vector<Time> Waits(const SimResult& r) {
   std::vector<Time> w;

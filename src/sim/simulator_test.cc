@@ -2,6 +2,7 @@
 // resources, fair-share usage decays, bad plans and stuck runs are errors, not loops.
 // (End-to-end runs with the real policies are in sim_e2e_test.cc.)
 #include "sim/simulator.h"
+#include "sim/testing.h"
 
 #include <gtest/gtest.h>
 
@@ -103,20 +104,7 @@ class DoubleBooker : public FirstFit {
   }
 };
 
-std::vector<TraceJob> Trace(std::initializer_list<std::tuple<Time, int, Duration>> rows,
-                            std::string account = "a") {
-  std::vector<TraceJob> out;
-  for (auto [submit, gpus, duration] : rows) {
-    TraceJob j;
-    j.id = static_cast<int64_t>(out.size()) + 1;
-    j.submit = submit;
-    j.gpus = gpus;
-    j.duration = duration;
-    j.account = j.user = account;
-    out.push_back(j);
-  }
-  return out;
-}
+using testing::Trace;
 
 sched::ClusterState OneNode() {
   Result<sched::ClusterState> c = BuildCluster("1x8:hgx-h100");
