@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cli/placement_cmd.h"
 #include "config/cluster_config.h"
 #include "core/strings.h"
 #include "sim/simulator.h"
@@ -35,8 +36,9 @@ struct SimFlags {
   bool json = false;
   std::string config;      // cluster config file (docs/config.md); empty: none
   std::string start_time;  // UTC at trace time 0; empty: the default (StartTime)
-  // Issue 4 adds `--placement openb` (FGD's static placement protocol) here: a second
-  // mode of the same command that reads a pod list instead of replaying time.
+  // `--placement openb` (FGD's static placement protocol): a second mode of the same
+  // command that reads a pod list instead of replaying time (docs/benchmarks.md).
+  PlacementFlags placement;
 };
 
 // "12,345": long counts and seconds read better grouped.
@@ -243,6 +245,16 @@ void PrintError(const Status& s) {
 }
 
 int RunSim(const SimFlags& f) {
+  if (!f.placement.trace.empty()) {
+    PlacementFlags p = f.placement;
+    p.policy = f.policy;
+    p.json = f.json;
+    return RunPlacement(p);
+  }
+  if (f.trace.empty()) {
+    PrintError(InvalidArgument("--trace is required (or --placement openb)"));
+    return kExitBadInput;
+  }
   const Clock::time_point t0 = Clock::now();
   sim::RunConfig config;
   config.cluster = f.cluster;
@@ -345,11 +357,20 @@ void AddSimCommands(CLI::App& app, int* exit_code) {
          "--trace", flags->trace,
          "job trace: the Philly CSV (timestamp,duration,num_gpus,gpu_time,cluster) "
          "or a generic CSV (submit_s,duration_s,gpus[,user,account,partition,"
-         "time_limit_s])")
-      ->required();
+         "time_limit_s]); required unless --placement");
   cmd->add_option("--format", flags->format,
                   "philly or csv (default: told from the header)");
-  cmd->add_option("--policy", flags->policy, "fifo, easy or hachi (default)");
+  cmd->add_option("--policy", flags->policy,
+                  "fifo, easy or hachi (default); with --placement: random, bestfit, fgd "
+                  "or hachi (default)");
+  cmd->add_option("--placement", flags->placement.trace,
+                  "openb: FGD's static placement benchmark on the Alibaba openb trace "
+                  "instead of a replay (docs/benchmarks.md)");
+  cmd->add_option("--pods", flags->placement.pods,
+                  "with --placement: the pod list openb_pod_list_NAME.csv (default default)");
+  cmd->add_option("--seed", flags->placement.seed, "with --placement: the seed (default 42)");
+  cmd->add_flag("--curve", flags->placement.curve,
+                "with --placement: print the whole allocation curve");
   cmd->add_option("--cluster", flags->cluster,
                   "COUNTxGPUS:PRESET[,...] (default 96x8:hgx-h100) or philly (the Philly "
                   "machine list: 231x8 + 321x2 GPUs)");
