@@ -40,4 +40,9 @@ else
     fi
   done
 fi
+# FGD's placement benchmark on the openb trace (docs/benchmarks.md): ~2-4 min.
+if [ -d "${HACHI_SHARED_DIR:-$root/../shared}/traces/alibaba-openb-gpu-v2023" ]; then
+  echo "==> fgd placement (scripts/fgd-bench.sh)"
+  "$root/scripts/fgd-bench.sh" "$build/hachi" | tee "$out/fgd_placement.md"
+fi
 [ "$found" = 1 ] || { echo "no benchmarks built in $build/bench" >&2; exit 1; }
