@@ -13,6 +13,7 @@
 #include "cli/placement_cmd.h"
 #include "config/cluster_config.h"
 #include "core/strings.h"
+#include "sched/lint.h"
 #include "sim/simulator.h"
 #include "sim/trace.h"
 
@@ -294,9 +295,6 @@ int RunSim(const SimFlags& f) {
       return kExitBadInput;
     }
     cluster_config = std::make_shared<const config::ClusterConfig>(std::move(*c));
-    config.configure = [cluster_config](sched::ClusterState* state) {
-      return config::ApplyClusterConfig(*cluster_config, state);
-    };
     // Rows that name no partition: the config's account routing, else the first
     // partition the account may use (sched::ValidateRequest).
     const auto& routes = cluster_config->sim.account_partitions;
@@ -305,6 +303,17 @@ int RunSim(const SimFlags& f) {
       if (auto it = routes.find(j.account); it != routes.end()) j.partition = it->second;
     }
   }
+  // Policy warnings (a partition mixing interconnect classes or GPU models) go to
+  // stderr, so --json output stays one object.
+  config.configure = [cluster_config](sched::ClusterState* state) {
+    if (cluster_config != nullptr) {
+      HACHI_RETURN_IF_ERROR(config::ApplyClusterConfig(*cluster_config, state));
+    }
+    for (const sched::PolicyWarning& w : sched::LintPartitions(*state)) {
+      std::fprintf(stderr, "hachi sim: warning: %s\n", w.message.c_str());
+    }
+    return Status::Ok();
+  };
   // Time windows need the wall-clock time of the trace start.
   if (!f.start_time.empty()) {
     Result<Time> start = ParseStartTime(f.start_time);

@@ -234,3 +234,19 @@ max_time = "90d"
 }
 
 }  // namespace
+
+namespace {
+
+TEST(SimCmdTest, WarnsAboutAPartitionMixingClasses) {
+  CmdResult r = Hachi("sim --trace " + std::string(HACHI_SOURCE_DIR) +
+                          "/testdata/traces/philly_first2000.csv --max-jobs 50 "
+                          "--cluster 8x8:hgx-h100,4x8:pcie-8x-l40s --json",
+                      /*with_stderr=*/true);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("warning: partition default mixes interconnect classes "
+                       "(8 nvswitch, 4 pcie-only nodes)"),
+            std::string::npos)
+      << r.out;
+}
+
+}  // namespace
