@@ -22,6 +22,12 @@ using JobId = int64_t;
 
 enum class NodeState : uint8_t { kUp, kDrained, kDown };
 
+// What the shares on one GPU use: thousandths of the GPU, and promised memory.
+struct GpuShareUse {
+  int32_t milli = 0;
+  int64_t memory_mib = 0;
+};
+
 struct Node {
   // Constant after registration.
   std::string name;
@@ -43,6 +49,12 @@ struct Node {
   int64_t free_memory_mib = 0;
   int whole_node_jobs = 0;  // running jobs that own the whole node (isolation)
   int shared_jobs = 0;      // running jobs of shared-mode partitions
+  // GPU shares (gpu_share.h): GPUs that hold fractional jobs. Such a GPU is not in
+  // free_gpus, so whole-GPU jobs never land on it; it returns there when its last
+  // share leaves. `share_use` is per GPU, empty until a GPU is first shared (cheap to
+  // copy for the many nodes that never share).
+  GpuSet shared_gpus;
+  std::vector<GpuShareUse> share_use;
 
   int gpu_count() const { return model ? model->gpu_count() : 0; }
 };
@@ -101,6 +113,8 @@ struct Partition {
   // windows at most (the first such partition owns it).
   std::vector<TimeWindow> windows;
   std::vector<int> window_nodes;
+  // GPU shares: jobs of this partition may ask for a fraction of one GPU.
+  bool allow_gpu_sharing = false;
 };
 
 struct Qos {
@@ -160,6 +174,13 @@ struct JobRequest {
   Duration time_limit = 0;  // 0: the partition's default
   bool exclusive = false;   // whole nodes, whatever the partition
   std::vector<Dependency> dependencies;
+  // GPU shares (gpu_share.h): 0 = whole GPUs; 1..999 = thousandths of ONE GPU (gpus
+  // must be 1), e.g. 250 for --gpu-share 0.25. `gpu_memory_mib`: the GPU memory
+  // promised to a shared job (0: none promised).
+  int gpu_share_milli = 0;
+  int64_t gpu_memory_mib = 0;
+
+  bool Shared() const { return gpu_share_milli > 0; }
 
   int GpusPerNode() const {
     return nodes > 1 ? (gpus_per_node > 0 ? gpus_per_node : gpus / nodes) : gpus;
@@ -179,6 +200,10 @@ struct Allocation {
   GpuSet gpus;
   int cpus = 0;
   int64_t memory_mib = 0;
+  // A GPU share: `gpus` is the one GPU; share_milli > 0 thousandths of it and
+  // gpu_memory_mib of its memory (MpsEnvironment in gpu_share.h gives the limits).
+  int share_milli = 0;
+  int64_t gpu_memory_mib = 0;
 };
 
 struct Job {
@@ -188,7 +213,7 @@ struct Job {
   Time submit_time = 0;
   DependencyState deps = DependencyState::kNone;  // evaluated by the caller
   JobId deps_job = 0;  // the dependency it waits on / that failed (dependencies.h)
-  bool held = false;  // user/admin hold: never started while held
+  bool held = false;   // user/admin hold: never started while held
   // Running jobs only.
   Time start_time = 0;
   std::vector<Allocation> allocations;

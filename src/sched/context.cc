@@ -47,6 +47,8 @@ int FreeBuckets::NodesWithAtLeast(int k) const {
 void CycleContext::Init() {
   const int n = static_cast<int>(state.nodes.size());
   nodes.assign(n, {});
+  shared_nodes.clear();
+  share_use.clear();
   timeline.Reset(n);
   int max_gpus = 0;
   for (int i = 0; i < n; ++i) {
@@ -58,6 +60,13 @@ void CycleContext::Init() {
     w.free_memory_mib = src.free_memory_mib;
     w.whole_busy = src.whole_node_jobs > 0;
     w.shared_busy = src.shared_jobs > 0;
+    if (!src.shared_gpus.empty()) {
+      w.shared = src.shared_gpus;
+      w.free = w.free - w.shared;
+      if (share_use.empty()) share_use.resize(n);
+      share_use[i] = src.share_use;
+      shared_nodes.push_back(i);
+    }
     max_gpus = std::max(max_gpus, src.gpu_count());
   }
   // Running jobs: isolation flags (also when the caller's counters lag), quota usage.
@@ -134,7 +143,9 @@ void CycleContext::EnsureTimeline() {
     const bool whole = IsWholeNode(state, job);
     for (const Allocation& a : job.allocations) {
       if (a.node < 0 || a.node >= n) continue;
-      timeline.AddRelease(a.node, {std::max(job.LeaveEstimate(), now + 1), a.gpus, a.cpus,
+      // A share's GPU is never counted on to come back (gpu_share.h: conservative).
+      const GpuSet gpus = a.share_milli > 0 ? GpuSet() : a.gpus;
+      timeline.AddRelease(a.node, {std::max(job.LeaveEstimate(), now + 1), gpus, a.cpus,
                                    a.memory_mib, whole, job.id});
     }
   }
@@ -170,7 +181,12 @@ JobShape CycleContext::Shape(const Job& job) {
   const int p = job.partition;
   if (p < 0 || p >= static_cast<int>(state.partitions.size())) return s;
   s.whole = IsWholeNode(state.partitions[p], r);
-  const bool plain = r.gpu_model.empty() && r.min_gpu_memory_mib == 0;
+  s.share_milli = r.gpu_share_milli;
+  s.gpu_memory_mib = r.gpu_memory_mib;
+  // A share outside a sharing partition never runs (validation refuses it too).
+  if (r.Shared() && (!state.partitions[p].allow_gpu_sharing || s.whole)) return s;
+  const int64_t min_memory = std::max(r.min_gpu_memory_mib, r.gpu_memory_mib);
+  const bool plain = r.gpu_model.empty() && min_memory == 0;
   if (plain && default_eligible[p] >= 0) {
     s.eligible = default_eligible[p];
     return s;
@@ -178,7 +194,7 @@ JobShape CycleContext::Shape(const Job& job) {
   for (size_t i = 0; i < eligible.size(); ++i) {
     const EligibleSet& e = eligible[i];
     if (e.partition == p && e.gpu_model == r.gpu_model &&
-        e.min_gpu_memory_mib == r.min_gpu_memory_mib) {
+        e.min_gpu_memory_mib == min_memory) {
       s.eligible = static_cast<int>(i);
       return s;
     }
@@ -186,7 +202,7 @@ JobShape CycleContext::Shape(const Job& job) {
   EligibleSet e;
   e.partition = p;
   e.gpu_model = r.gpu_model;
-  e.min_gpu_memory_mib = r.min_gpu_memory_mib;
+  e.min_gpu_memory_mib = min_memory;
   e.ok.assign(state.nodes.size(), 0);
   for (int node : state.partitions[p].nodes) {
     if (node < 0 || node >= static_cast<int>(state.nodes.size())) continue;
@@ -210,8 +226,10 @@ void CycleContext::Book(const JobShape& job, const Allocation& a) {
   w.free_cpus -= a.cpus;
   w.free_memory_mib -= a.memory_mib;
   (job.whole ? w.whole_busy : w.shared_busy) = true;
+  if (a.share_milli > 0) BookShare(a);
   if (w.up) buckets.Move(a.node, before, w.free.size());
-  const Timeline::Release rel{now + job.limit, a.gpus,    a.cpus,
+  const GpuSet released = a.share_milli > 0 ? GpuSet() : a.gpus;  // as EnsureTimeline
+  const Timeline::Release rel{now + job.limit, released,  a.cpus,
                               a.memory_mib,    job.whole, job.job->id};
   if (timeline_ready_) {
     timeline.AddRelease(a.node, rel);
@@ -230,6 +248,22 @@ void CycleContext::Book(const JobShape& job, const Allocation& a) {
     account_used[r.account] = a.gpus.size();
   }
   ++version;
+}
+
+void CycleContext::BookShare(const Allocation& a) {
+  NodeWork& w = nodes[a.node];
+  const int gpu = a.gpus.First();
+  if (gpu < 0) return;
+  w.shared = w.shared | a.gpus;
+  if (share_use.empty()) share_use.resize(nodes.size());
+  std::vector<GpuShareUse>& use = share_use[a.node];
+  if (static_cast<int>(use.size()) <= gpu) {
+    use.resize(std::max(state.nodes[a.node].gpu_count(), gpu + 1));
+  }
+  use[gpu].milli += a.share_milli;
+  use[gpu].memory_mib += a.gpu_memory_mib;
+  auto it = std::lower_bound(shared_nodes.begin(), shared_nodes.end(), a.node);
+  if (it == shared_nodes.end() || *it != a.node) shared_nodes.insert(it, a.node);
 }
 
 const PartitionFree& CycleContext::FreeIn(int partition) {

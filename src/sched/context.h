@@ -31,6 +31,7 @@ struct NodeWork {
   bool whole_busy = false;      // runs a whole-node job (or started one this cycle)
   bool whole_reserved = false;  // reserved for a whole-node job this cycle
   bool shared_busy = false;     // runs a shared-partition job
+  GpuSet shared;                // GPUs holding GPU shares (never in `free`)
   int gang_class = 0;           // (interconnect, GPU model, GPU count) class id
   int block = 0;                // block label id
   int window_owner = -1;        // partition whose time window owns the node, or -1
@@ -71,8 +72,10 @@ struct JobShape {
   int cpus = 0;  // per node
   int64_t memory_mib = 0;
   Duration limit = 0;
-  bool whole = false;  // whole-node job
-  int eligible = -1;   // index into CycleContext::eligible
+  bool whole = false;          // whole-node job
+  int share_milli = 0;         // > 0: a share of one GPU (gpn is 1), gpu_share.h
+  int64_t gpu_memory_mib = 0;  // promised to the share
+  int eligible = -1;           // index into CycleContext::eligible
   int total_gpus() const { return gpn * nodes; }
 };
 
@@ -117,6 +120,12 @@ struct CycleContext {
   // preemption phases need it.
   const std::vector<std::vector<int>>& RunningOn();
 
+  // GPU shares: milli and memory the shares on `gpu` of `node` use now.
+  GpuShareUse ShareUseAt(int node, int gpu) const {
+    if (share_use.empty() || gpu >= static_cast<int>(share_use[node].size())) return {};
+    return share_use[node][gpu];
+  }
+
   int UserUsed(const std::string& user) const;
   int AccountUsed(const std::string& account) const;
 
@@ -129,6 +138,10 @@ struct CycleContext {
   std::vector<EligibleSet> eligible;
   std::vector<int> default_eligible;  // per partition: index into `eligible` or -1
   std::vector<PartitionFree> partition_free;
+  // GPU shares: nodes with a shared GPU, ascending; per node, per GPU use (empty when
+  // no node shares, so a cycle without shares pays nothing).
+  std::vector<int> shared_nodes;
+  std::vector<std::vector<GpuShareUse>> share_use;
   // Time windows: nodes some partition owns in a window, ascending; per partition, the
   // start of its window that is active at `now` or comes next (kNever: no window).
   std::vector<int> window_nodes;
@@ -150,6 +163,8 @@ struct CycleContext {
   uint64_t version = 0;  // bumped by every start and reservation
 
  private:
+  void BookShare(const Allocation& a);  // Book's part for a GPU share
+
   bool timeline_ready_ = false;
   bool gang_ready_ = false;
   bool running_on_ready_ = false;

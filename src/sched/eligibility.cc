@@ -20,7 +20,8 @@ bool ContainsNoCase(std::string_view hay, std::string_view needle) {
 
 bool NodeMatchesStatic(const Node& node, const JobRequest& r) {
   if (!r.gpu_model.empty() && !ContainsNoCase(node.gpu_model, r.gpu_model)) return false;
-  return node.gpu_memory_mib >= r.min_gpu_memory_mib;
+  // A share's promised memory must fit one GPU too.
+  return node.gpu_memory_mib >= std::max(r.min_gpu_memory_mib, r.gpu_memory_mib);
 }
 
 }  // namespace hachi::sched

@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "alloc/choice.h"
+#include "sched/gpu_share.h"
 
 namespace hachi::sched {
 namespace {
@@ -25,6 +26,8 @@ Allocation MakeAllocation(const JobShape& job, int node, GpuSet gpus) {
   a.gpus = gpus;
   a.cpus = job.cpus;
   a.memory_mib = job.memory_mib;
+  a.share_milli = job.share_milli;
+  a.gpu_memory_mib = job.gpu_memory_mib;
   return a;
 }
 
@@ -73,8 +76,49 @@ bool Placer::PlaceNow(CycleContext& ctx, const JobShape& job,
   return true;
 }
 
+bool Placer::PackShare(CycleContext& ctx, const JobShape& job, Allocation* out,
+                       VerdictTally* tally) {
+  // The node checks without the free-GPU count: the share needs no free GPU here.
+  JobShape on_shared = job;
+  on_shared.gpn = 0;
+  Timeline::Offer offer;
+  int best_node = -1, best_gpu = -1, best_used = -1, best_free = 0;
+  for (int node : ctx.shared_nodes) {
+    const NodeWork& w = ctx.nodes[node];
+    if (w.shared.empty()) continue;
+    const NodeVerdict v = CheckNode(ctx, on_shared, node, ctx.now, &offer);
+    if (v != NodeVerdict::kFits) {
+      tally->Add(v);
+      continue;
+    }
+    const int64_t capacity = ctx.state.nodes[node].gpu_memory_mib;
+    const int free = w.free.size();
+    for (uint64_t m = w.shared.mask(); m; m &= m - 1) {
+      const int gpu = std::countr_zero(m);
+      const GpuShareUse u = ctx.ShareUseAt(node, gpu);
+      if (u.milli + job.share_milli > kFullGpuMilli) continue;
+      if (job.gpu_memory_mib > 0 && u.memory_mib + job.gpu_memory_mib > capacity) {
+        continue;
+      }
+      // The fullest GPU that fits; among equals, the busiest node (fewest free GPUs).
+      if (u.milli > best_used || (u.milli == best_used && free < best_free)) {
+        best_used = u.milli;
+        best_free = free;
+        best_node = node;
+        best_gpu = gpu;
+      }
+    }
+  }
+  if (best_node < 0) return false;
+  *out = MakeAllocation(job, best_node, GpuSet::FromIndices({best_gpu}));
+  return true;
+}
+
 bool Placer::PlaceSingle(CycleContext& ctx, const JobShape& job, Allocation* out,
                          VerdictTally* tally) {
+  // A GPU share packs onto a GPU that already holds shares, else takes a free GPU
+  // below (a 1-GPU request), which then becomes shared (CycleContext::Book).
+  if (job.share_milli > 0 && PackShare(ctx, job, out, tally)) return true;
   const int max_free = ctx.buckets.max_free();
   Timeline::Offer offer;
   int best_node = -1;

@@ -9,6 +9,10 @@
 //     (bottleneck link of alloc::AllocCache::Pick's choice), then the lowest index.
 //     Gangs: one class, the block that hosts all nodes with the best fit, else spread.
 //
+// GPU shares (gpu_share.h), every style: packed onto the fullest shared GPU that still
+// has room (milli and memory), on the busiest node; else a free GPU chosen as for a
+// 1-GPU job (best fit: alloc/ prefers a GPU whose NVLink partner is busy).
+//
 // Gangs never mix interconnect classes, GPU models or node sizes. Candidate nodes come
 // from the context's free-count buckets, so a 1-GPU job looks at the fullest nodes
 // first and stops early. Not thread-safe (per cycle; the memo is the Scheduler's).
@@ -52,6 +56,10 @@ class Placer {
  private:
   bool PlaceSingle(CycleContext& ctx, const JobShape& job, Allocation* out,
                    VerdictTally* tally);
+  // A GPU share on a GPU that already holds shares: the fullest that fits, on the
+  // busiest node. False when none has room.
+  bool PackShare(CycleContext& ctx, const JobShape& job, Allocation* out,
+                 VerdictTally* tally);
   bool PlaceGang(CycleContext& ctx, const JobShape& job, std::vector<Allocation>* out,
                  VerdictTally* tally);
   // The best bottleneck any set of `count` GPUs can have on `model` (all free): a node

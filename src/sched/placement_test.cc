@@ -80,6 +80,65 @@ ClusterBuilder Blocks() {
       .Running(MakeJob(91).Gpus(1), 4);
 }
 
+// GPU shares. Partition p shares, nos does not. n0: GPU 0 holds 700 milli / 40000 MiB,
+// GPU 1 holds 300 / 0, GPUs 2-7 free. n1: GPU 2 holds 600 / 30000, 3-7 run a
+// whole-GPU job, 0-1 free (the busier node).
+ClusterBuilder Shared() {
+  return MakeCluster()
+      .Nodes(2, "hgx-h100")
+      .Partition("p")
+      .AllowSharing()
+      .Partition("nos")
+      .Running(MakeJob(90).Share(700, 40000), 0, "0")
+      .Running(MakeJob(91).Share(300), 0, "1")
+      .Running(MakeJob(92).Share(600, 30000), 1, "2")
+      .Running(MakeJob(93).Gpus(5), 1, "3-7");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shares, PlacementTest,
+    ::testing::Values(Row{"share_packs_onto_fullest_gpu_that_fits",
+                          "hachi",
+                          Shared,
+                          MakeJob(1).Share(300),
+                          {{0, "0"}}},
+                      Row{"share_skips_gpu_without_room",
+                          "hachi",
+                          Shared,
+                          MakeJob(1).Share(400),
+                          {{1, "2"}}},
+                      Row{"share_respects_gpu_memory",
+                          "hachi",
+                          Shared,
+                          MakeJob(1).Share(100, 60000),
+                          {{0, "1"}}},
+                      Row{"share_packs_under_first_fit_too",
+                          "fifo",
+                          Shared,
+                          MakeJob(1).Share(300),
+                          {{0, "0"}}},
+                      Row{"share_takes_a_free_gpu_when_none_has_room",
+                          "fifo",
+                          Shared,
+                          MakeJob(1).Share(800),
+                          {{0, "2"}}},
+                      Row{"whole_gpu_job_never_on_a_shared_gpu",
+                          "fifo",
+                          Shared,
+                          MakeJob(1).Gpus(1),
+                          {{0, "2"}}},
+                      Row{"whole_gpu_job_best_fit_skips_shared_gpu",
+                          "hachi",
+                          Shared,
+                          MakeJob(1).Gpus(2),
+                          {{1, "0,1"}}},
+                      Row{"share_never_in_partition_without_sharing",
+                          "hachi",
+                          Shared,
+                          MakeJob(1).Share(100).Partition("nos"),
+                          {}}),
+    [](const auto& row) { return std::string(row.param.name); });
+
 INSTANTIATE_TEST_SUITE_P(
     Rows, PlacementTest,
     ::testing::Values(

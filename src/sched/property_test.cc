@@ -9,6 +9,7 @@
 #include <map>
 
 #include "sched/eligibility.h"
+#include "sched/gpu_share.h"
 #include "sched/random_testing.h"
 #include "sched/scheduler.h"
 #include "sched/window.h"
@@ -31,7 +32,13 @@ const Job& PendingJob(const ClusterState& s, JobId id) {
 
 void CheckInvariants(const ClusterState& s, const Plan& plan) {
   const int n = static_cast<int>(s.nodes.size());
-  std::vector<GpuSet> taken(n);
+  std::vector<GpuSet> taken(n);  // whole GPUs given this cycle
+  // GPU shares: per node and GPU, milli and promised memory after this plan.
+  std::vector<std::vector<GpuShareUse>> use(n);
+  for (int i = 0; i < n; ++i) {
+    use[i] = s.nodes[i].share_use;
+    use[i].resize(GpuSet::kMaxGpus);
+  }
   std::vector<bool> whole(n), shared(n);
   for (int i = 0; i < n; ++i) whole[i] = s.nodes[i].whole_node_jobs > 0;
   for (int i = 0; i < n; ++i) shared[i] = s.nodes[i].shared_jobs > 0;
@@ -57,10 +64,29 @@ void CheckInvariants(const ClusterState& s, const Plan& plan) {
       const Node& node = s.nodes[a.node];
       RC_ASSERT(node.state == NodeState::kUp);
       RC_ASSERT(a.gpus.size() == (is_whole ? node.gpu_count() : job.req.GpusPerNode()));
-      // No GPU twice: free in the snapshot, healthy, and not given this cycle.
-      RC_ASSERT(a.gpus.IsSubsetOf(node.free_gpus - node.unhealthy));
-      RC_ASSERT((a.gpus & taken[a.node]).empty());
-      taken[a.node] = taken[a.node] | a.gpus;
+      RC_ASSERT(a.share_milli == job.req.gpu_share_milli);
+      if (a.share_milli > 0) {
+        // A share: a free or shared healthy GPU, not given whole this cycle, and the
+        // shares on it never exceed the GPU (milli and promised memory).
+        RC_ASSERT(a.gpus.size() == 1);
+        RC_ASSERT(s.partitions[job.partition].allow_gpu_sharing);
+        RC_ASSERT(
+            a.gpus.IsSubsetOf((node.free_gpus | node.shared_gpus) - node.unhealthy));
+        RC_ASSERT((a.gpus & taken[a.node]).empty());
+        GpuShareUse& u = use[a.node][a.gpus.First()];
+        u.milli += a.share_milli;
+        u.memory_mib += a.gpu_memory_mib;
+        RC_ASSERT(u.milli <= kFullGpuMilli);
+        RC_ASSERT(u.memory_mib <= node.gpu_memory_mib);
+      } else {
+        // No GPU twice: free in the snapshot, healthy, and not given this cycle — and
+        // never one that holds shares (in the snapshot or from this plan).
+        RC_ASSERT(a.gpus.IsSubsetOf(node.free_gpus - node.unhealthy));
+        RC_ASSERT((a.gpus & taken[a.node]).empty());
+        RC_ASSERT((a.gpus & node.shared_gpus).empty());
+        for (int g : a.gpus.Indices()) RC_ASSERT(use[a.node][g].milli == 0);
+        taken[a.node] = taken[a.node] | a.gpus;
+      }
       // Hard isolation.
       if (is_whole) {
         RC_ASSERT(!shared[a.node]);
@@ -126,6 +152,20 @@ RC_GTEST_PROP(SchedProperty, PlansKeepTheInvariantsWithPreemptionAndWindows, ())
     }
     RC_CLASSIFY(!plan.starts.empty(), "starts");
     RC_CLASSIFY(!plan.preemptions.empty(), "preempts");
+  }
+}
+
+// Random workloads with GPU shares: shares never overcommit a GPU, and no whole-GPU
+// job lands on a shared GPU (CheckInvariants); lean and explaining cycles agree.
+RC_GTEST_PROP(SchedProperty, PlansKeepTheInvariantsWithShares, ()) {
+  const ClusterState s = testing::RandomCluster(/*preemption=*/false, /*shares=*/true);
+  for (const char* policy : {"hachi", "easy", "fifo"}) {
+    const Plan plan = Make(policy)->Schedule(s, kNow);
+    CheckInvariants(s, plan);
+    RC_ASSERT(testing::SameStarts(plan, Make(policy, false)->Schedule(s, kNow)));
+    bool shared = false;
+    for (const Start& st : plan.starts) shared |= st.allocations[0].share_milli > 0;
+    RC_CLASSIFY(shared, "starts a share");
   }
 }
 

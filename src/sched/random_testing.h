@@ -36,7 +36,9 @@ inline std::unique_ptr<Scheduler> MakeTestScheduler(const std::string& policy,
   return std::move(Scheduler::Create(c).value());
 }
 
-inline ClusterState RandomCluster(bool preemption = false) {
+// `shares`: partition shared allows GPU shares, and some running and pending jobs
+// are shares (gpu_share.h).
+inline ClusterState RandomCluster(bool preemption = false, bool shares = false) {
   static const char* kPresets[] = {"hgx-h100", "pcie-8x-l40s", "pcie-8x-4090-nv4-pairs",
                                    "dgx-a100"};
   ClusterBuilder b;
@@ -47,6 +49,7 @@ inline ClusterState RandomCluster(bool preemption = false) {
     if (*rc::gen::inRange(0, 12) == 0) b.NodeState(i, NodeState::kDrained);
   }
   b.Partition("shared");
+  if (shares) b.AllowSharing();
   std::vector<int> whole;
   for (int i = 0; i < nodes; ++i) {
     if (*rc::gen::inRange(0, 2) == 0) whole.push_back(i);
@@ -99,6 +102,23 @@ inline ClusterState RandomCluster(bool preemption = false) {
     JobBuilder j =
         MakeJob(id++).User(user()).Account(account()).Start(start).Limit(limit).Cpus(
             *rc::gen::inRange(0, 9));
+    if (shares && !whole_job && *rc::gen::inRange(0, 2) == 0) {
+      // A share on the first free or shared GPU with room.
+      const Node& n = b.state().nodes[node];
+      if (n.whole_node_jobs > 0) continue;
+      const int milli = *rc::gen::element(100, 250, 500, 750);
+      const int64_t mem = *rc::gen::element<int64_t>(0, 0, 10000, 30000);
+      int gpu = -1;
+      for (int g : (n.free_gpus | n.shared_gpus).Indices()) {
+        if (ShareFits(n, g, milli, mem)) {
+          gpu = g;
+          break;
+        }
+      }
+      if (gpu < 0) continue;
+      b.Running(j.Share(milli, mem), node, std::to_string(gpu));
+      continue;
+    }
     if (whole_job) {
       j.Gpus(8).Partition("gpu8");
     } else {
@@ -117,7 +137,10 @@ inline ClusterState RandomCluster(bool preemption = false) {
                        .Limit(*rc::gen::inRange(1, 30) * 600)
                        .Cpus(*rc::gen::inRange(0, 9));
     const int kind = *rc::gen::inRange(0, 10);
-    if (kind < 6) {
+    if (shares && *rc::gen::inRange(0, 3) == 0) {
+      j.Share(*rc::gen::element(100, 250, 400, 500, 900),
+              *rc::gen::element<int64_t>(0, 0, 20000, 50000));
+    } else if (kind < 6) {
       j.Gpus(*rc::gen::element(1, 1, 1, 2, 4, 8));
     } else if (kind < 7) {
       j.Gang(*rc::gen::inRange(2, 4), *rc::gen::element(2, 4, 8));
@@ -159,7 +182,8 @@ inline bool SameAllocations(const std::vector<Allocation>& a,
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
     if (a[i].node != b[i].node || a[i].gpus != b[i].gpus || a[i].cpus != b[i].cpus ||
-        a[i].memory_mib != b[i].memory_mib) {
+        a[i].memory_mib != b[i].memory_mib || a[i].share_milli != b[i].share_milli ||
+        a[i].gpu_memory_mib != b[i].gpu_memory_mib) {
       return false;
     }
   }

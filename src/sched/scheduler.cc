@@ -45,12 +45,15 @@ const PolicySpec* FindSpec(std::string_view name) {
 struct FailMemo {
   int eligible, gpn, nodes, cpus;
   int64_t memory_mib;
+  int share_milli;
+  int64_t gpu_memory_mib;
   bool whole;
   Duration limit;
   VerdictTally tally;
   bool Covers(const JobShape& s) const {
     return eligible == s.eligible && gpn == s.gpn && nodes == s.nodes && cpus == s.cpus &&
-           memory_mib == s.memory_mib && whole == s.whole && s.limit >= limit;
+           memory_mib == s.memory_mib && whole == s.whole && s.limit >= limit &&
+           share_milli == s.share_milli && gpu_memory_mib == s.gpu_memory_mib;
   }
 };
 
@@ -87,8 +90,8 @@ class SchedulerImpl final : public Scheduler {
       // to protect anyone from a start that cannot happen) — unless a job left may
       // still preempt.
       if (!config_.explain &&
-          (cycle.blocked ||
-           (!preempt && order_.min_gpus_from()[pos] > ctx.buckets.max_free()))) {
+          (cycle.blocked || (!preempt && ctx.shared_nodes.empty() &&
+                             order_.min_gpus_from()[pos] > ctx.buckets.max_free()))) {
         break;
       }
       const Job& job = state.pending[order[pos]];
@@ -197,7 +200,9 @@ class SchedulerImpl final : public Scheduler {
   // No node has enough free GPUs (or enough nodes for a gang): the job cannot start
   // now, whatever the reservations.
   static bool MightFit(const CycleContext& ctx, const JobShape& s) {
-    if (s.gpn > ctx.buckets.max_free()) return false;
+    // A GPU share may pack onto a shared GPU with no free GPU anywhere.
+    if (s.gpn > ctx.buckets.max_free())
+      return s.share_milli > 0 && !ctx.shared_nodes.empty();
     return s.nodes == 1 || ctx.buckets.NodesWithAtLeast(s.gpn) >= s.nodes;
   }
 
@@ -214,8 +219,8 @@ class SchedulerImpl final : public Scheduler {
       }
     }
     if (placer_.PlaceNow(ctx, s, &allocs_, tally)) return true;
-    fails_.push_back(
-        {s.eligible, s.gpn, s.nodes, s.cpus, s.memory_mib, s.whole, s.limit, *tally});
+    fails_.push_back({s.eligible, s.gpn, s.nodes, s.cpus, s.memory_mib, s.share_milli,
+                      s.gpu_memory_mib, s.whole, s.limit, *tally});
     return false;
   }
 

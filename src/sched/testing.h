@@ -20,6 +20,7 @@
 #include "alloc/node_model.h"
 #include "sched/cluster.h"
 #include "sched/eligibility.h"
+#include "sched/gpu_share.h"
 #include "sched/scheduler.h"
 #include "topo/analysis.h"
 #include "topo/presets.h"
@@ -81,6 +82,13 @@ class JobBuilder {
   }
   JobBuilder& Model(std::string m) {
     job_.req.gpu_model = std::move(m);
+    return *this;
+  }
+  // A GPU share: `milli` thousandths of one GPU, `memory_mib` of its memory promised.
+  JobBuilder& Share(int milli, int64_t memory_mib = 0) {
+    job_.req.gpus = 1;
+    job_.req.gpu_share_milli = milli;
+    job_.req.gpu_memory_mib = memory_mib;
     return *this;
   }
   JobBuilder& MinGpuMemoryMib(int64_t m) {
@@ -183,6 +191,11 @@ class ClusterBuilder {
   }
   // Edits the last partition added.
   sched::Partition& LastPartition() { return s_.partitions.back(); }
+  // The last partition allows GPU shares.
+  ClusterBuilder& AllowSharing() {
+    s_.partitions.back().allow_gpu_sharing = true;
+    return *this;
+  }
   ClusterBuilder& MaxGpus(int max) {
     s_.partitions.back().max_gpus = max;
     return *this;
@@ -269,7 +282,13 @@ class ClusterBuilder {
       }
       a.cpus = NodeCpus(j.req);
       a.memory_mib = NodeMemory(j.req);
-      n.free_gpus = n.free_gpus - a.gpus;
+      a.share_milli = j.req.gpu_share_milli;
+      a.gpu_memory_mib = j.req.gpu_memory_mib;
+      if (a.share_milli > 0) {
+        if (!ApplyShare(n, a).ok()) std::abort();  // a test cluster that overcommits
+      } else {
+        n.free_gpus = n.free_gpus - a.gpus;
+      }
       n.free_cpus -= a.cpus;
       n.free_memory_mib -= a.memory_mib;
       ++(IsWholeNode(s_, j) ? n.whole_node_jobs : n.shared_jobs);

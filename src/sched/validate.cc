@@ -42,7 +42,8 @@ Status CheckAccess(const Partition& p, const JobRequest& req) {
 Status CheckShape(const JobRequest& req) {
   if (req.gpus < 0 || req.nodes < 1 || req.gpus_per_node < 0 || req.cpus < 0 ||
       req.cpus_per_gpu < 0 || req.memory_mib < 0 || req.memory_mib_per_gpu < 0 ||
-      req.min_gpu_memory_mib < 0 || req.time_limit < 0) {
+      req.min_gpu_memory_mib < 0 || req.time_limit < 0 || req.gpu_share_milli < 0 ||
+      req.gpu_memory_mib < 0) {
     return InvalidArgument("negative number in the request (gpus " +
                            std::to_string(req.gpus) + ", nodes " +
                            std::to_string(req.nodes) + ")");
@@ -64,6 +65,27 @@ Status CheckShape(const JobRequest& req) {
     }
   }
   if (req.TotalGpus() < 1) return InvalidArgument("a job needs at least 1 GPU");
+  if (req.gpu_share_milli >= 1000) {
+    return InvalidArgument("a GPU share is 1..999 thousandths of one GPU (got " +
+                           std::to_string(req.gpu_share_milli) + ")");
+  }
+  if (req.Shared() && (req.gpus != 1 || req.nodes != 1 || req.gpus_per_node > 1)) {
+    return InvalidArgument("a GPU share is a fraction of one GPU; it asks for " +
+                           std::to_string(req.TotalGpus()) + " GPUs");
+  }
+  if (!req.Shared() && req.gpu_memory_mib > 0) {
+    return InvalidArgument("GPU memory is promised to shared jobs only (use a share)");
+  }
+  return Status::Ok();
+}
+
+// Sharing must be allowed by the partition and makes no sense with whole nodes.
+Status CheckSharing(const Partition& p, const JobRequest& req) {
+  if (!req.Shared()) return Status::Ok();
+  if (!p.allow_gpu_sharing || p.mode == PartitionMode::kWholeNode || req.exclusive) {
+    return Unsatisfiable("partition " + p.name + " does not allow GPU sharing" +
+                         (req.exclusive ? " for exclusive jobs" : ""));
+  }
   return Status::Ok();
 }
 
@@ -99,6 +121,9 @@ Result<Job> ValidateRequest(const ClusterState& state, const JobRequest& in) {
   }
   const Partition& part = state.partitions[job.partition];
   HACHI_RETURN_IF_ERROR(CheckAccess(part, req));
+  HACHI_RETURN_IF_ERROR(CheckSharing(part, req));
+  // Promised memory must fit one GPU: the nodes whose GPUs are smaller are ineligible.
+  req.min_gpu_memory_mib = std::max(req.min_gpu_memory_mib, req.gpu_memory_mib);
   if (!req.qos.empty() && std::none_of(state.qos.begin(), state.qos.end(),
                                        [&](const Qos& q) { return q.name == req.qos; })) {
     return NotFound("no QoS '" + req.qos + "'");

@@ -12,7 +12,8 @@ using testing::MakeJob;
 
 // n0-n3: hgx-h100; n4-n5: pcie-8x-l40s.
 //   shared  (shared, every node)   gpu8 (whole-node, n0-n3, accounts ml only)
-//   small   (shared, n0-n3, 1-4 GPUs, at most 1 day)
+//   small   (shared, n0-n3, 1-4 GPUs, at most 1 day)   mps (shared, every node, GPU
+//   shares)
 ClusterState Cluster() {
   return MakeCluster()
       .Nodes(4, "hgx-h100")
@@ -22,6 +23,8 @@ ClusterState Cluster() {
       .AllowAccounts({"ml"})
       .Partition("small", PartitionMode::kShared, {0, 1, 2, 3})
       .MaxGpus(4)
+      .Partition("mps")
+      .AllowSharing()
       .Qos("high", 500)
       .Build();
 }
@@ -50,6 +53,21 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         Row{"zero_gpus", MakeJob(1).Gpus(0), StatusCode::kInvalidArgument,
             "at least 1 GPU"},
+        Row{"share_negative", MakeJob(1).Share(-1).Partition("mps"),
+            StatusCode::kInvalidArgument, "negative"},
+        Row{"share_whole_gpu", MakeJob(1).Share(1000).Partition("mps"),
+            StatusCode::kInvalidArgument, "1..999"},
+        Row{"share_of_two_gpus", MakeJob(1).Share(250).Gpus(2).Partition("mps"),
+            StatusCode::kInvalidArgument, "fraction of one GPU; it asks for 2"},
+        Row{"gpu_memory_without_share", MakeJob(1).Share(0, 1024).Partition("mps"),
+            StatusCode::kInvalidArgument, "shared jobs only"},
+        Row{"share_where_not_allowed", MakeJob(1).Share(250).Partition("shared"),
+            StatusCode::kUnsatisfiable, "partition shared does not allow GPU sharing"},
+        Row{"share_in_whole_node_partition",
+            MakeJob(1).Share(250).Partition("gpu8").Account("ml"),
+            StatusCode::kUnsatisfiable, "partition gpu8 does not allow GPU sharing"},
+        Row{"share_memory_above_gpu", MakeJob(1).Share(250, 200000).Partition("mps"),
+            StatusCode::kUnsatisfiable, "200000 MiB of GPU memory"},
         Row{"negative_gpus", MakeJob(1).Gpus(-2), StatusCode::kInvalidArgument,
             "negative"},
         Row{"negative_limit", MakeJob(1).Gpus(1).Limit(-5), StatusCode::kInvalidArgument,
@@ -86,6 +104,14 @@ TEST(ValidateTest, FillsPartitionAndTimeLimit) {
   EXPECT_EQ(r->req.partition, "shared");
   EXPECT_EQ(r->partition, 0);
   EXPECT_EQ(r->req.time_limit, 4 * kHour);
+}
+
+TEST(ValidateTest, AcceptsShareAndRequiresItsMemoryPerGpu) {
+  Result<Job> r =
+      ValidateRequest(Cluster(), MakeJob(1).Share(250, 20480).Partition("mps").job().req);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->req.gpu_share_milli, 250);
+  EXPECT_EQ(r->req.min_gpu_memory_mib, 20480);
 }
 
 TEST(ValidateTest, EmptyPartitionSkipsPartitionsTheUserMayNotUse) {

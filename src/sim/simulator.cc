@@ -6,6 +6,7 @@
 #include <memory>
 #include <queue>
 
+#include "sched/gpu_share.h"
 #include "sim/cluster_spec.h"
 
 namespace hachi::sim {
@@ -191,6 +192,25 @@ Status Run::ApplyStart(const sched::Start& s, Time now) {
                       std::to_string(a.node));
     }
     const sched::Node& n = state_.nodes[a.node];
+    if (a.share_milli != job.req.gpu_share_milli ||
+        a.gpu_memory_mib != job.req.gpu_memory_mib) {
+      return Internal("plan gives job " + std::to_string(s.job) + " a share of " +
+                      std::to_string(a.share_milli) + " milli, " +
+                      std::to_string(a.gpu_memory_mib) + " MiB; it asks for " +
+                      std::to_string(job.req.gpu_share_milli) + ", " +
+                      std::to_string(job.req.gpu_memory_mib));
+    }
+    if (a.share_milli > 0) {  // a GPU share: free or shared GPU, never overcommitted
+      const int gpu = a.gpus.First();
+      if (a.gpus.size() != 1 || !a.gpus.IsSubsetOf(n.free_gpus | n.shared_gpus) ||
+          !sched::ShareFits(n, gpu, a.share_milli, a.gpu_memory_mib) ||
+          a.cpus > n.free_cpus || a.memory_mib > n.free_memory_mib) {
+        return Internal("plan gives job " + std::to_string(s.job) + " a share of GPU {" +
+                        a.gpus.ToString() + "} of node " + n.name +
+                        " that is taken, overcommitted, or short of CPUs/memory");
+      }
+      continue;
+    }
     if (a.gpus.size() != per_node || !a.gpus.IsSubsetOf(n.free_gpus) ||
         a.cpus > n.free_cpus || a.memory_mib > n.free_memory_mib) {
       return Internal("plan gives job " + std::to_string(s.job) + " GPUs {" +
@@ -204,7 +224,11 @@ Status Run::ApplyStart(const sched::Start& s, Time now) {
                                                       sched::PartitionMode::kWholeNode);
   for (const sched::Allocation& a : s.allocations) {
     sched::Node& n = state_.nodes[a.node];
-    n.free_gpus = n.free_gpus - a.gpus;
+    if (a.share_milli > 0) {
+      HACHI_RETURN_IF_ERROR(sched::ApplyShare(n, a));  // checked above: cannot fail
+    } else {
+      n.free_gpus = n.free_gpus - a.gpus;
+    }
     n.free_cpus -= a.cpus;
     n.free_memory_mib -= a.memory_mib;
     (whole ? n.whole_node_jobs : n.shared_jobs)++;
@@ -236,7 +260,11 @@ sched::Job Run::Leave(int64_t i) {
                                                       sched::PartitionMode::kWholeNode);
   for (const sched::Allocation& a : job.allocations) {
     sched::Node& n = state_.nodes[a.node];
-    n.free_gpus = n.free_gpus | a.gpus;
+    if (a.share_milli > 0) {
+      sched::ReleaseShare(n, a);  // the GPU is whole again when its last share leaves
+    } else {
+      n.free_gpus = n.free_gpus | a.gpus;
+    }
     n.free_cpus += a.cpus;
     n.free_memory_mib += a.memory_mib;
     (whole ? n.whole_node_jobs : n.shared_jobs)--;
