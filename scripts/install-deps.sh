@@ -5,10 +5,9 @@
 set -euo pipefail
 
 PKGS=(
-  build-essential cmake ninja-build pkg-config   # toolchain
+  build-essential cmake ninja-build              # toolchain
   nlohmann-json3-dev                             # JSON: topology files, --json output
   libcli11-dev                                   # command line of the hachi binary
-  libfmt-dev                                     # formatting (g++ 12 has no <format>)
   libtomlplusplus-dev                            # TOML: the cluster config (src/config/)
   libgtest-dev libgmock-dev                      # unit and table-driven tests
   librapidcheck-dev                              # property tests
