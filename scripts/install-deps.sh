@@ -9,6 +9,8 @@ PKGS=(
   nlohmann-json3-dev                             # JSON: topology files, --json output
   libcli11-dev                                   # command line of the hachi binary
   libtomlplusplus-dev                            # TOML: the cluster config (src/config/)
+  libsqlite3-dev                                 # the server's state (src/state/)
+  libcpp-httplib-dev pkg-config                  # REST API server and client (src/api/)
   libgtest-dev libgmock-dev                      # unit and table-driven tests
   librapidcheck-dev                              # property tests
   libbenchmark-dev                               # make bench

@@ -1,0 +1,60 @@
+// What the server tells an agent to run (DESIGN.md §3 "agent gets the launch"), and
+// what the agent reports back. Plain values; the JSON codecs live in api/.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/gpu_set.h"
+#include "core/time.h"
+#include "state/records.h"
+
+namespace hachi::agent {
+
+struct LaunchSpec {
+  state::JobId job = 0;
+  state::JobSpec spec;  // command/script, workdir, env, output patterns, uid/gid, ...
+  std::string user;     // the submitting user's name
+  std::string partition;
+  // This node's part.
+  std::string node;             // this node's name
+  GpuSet gpus;                  // node-local GPU indices, CUDA_VISIBLE_DEVICES in
+                                // ascending order
+  int cpus = 0;
+  int64_t memory_mib = 0;
+  int share_milli = 0;  // GPU share: MPS limits (sched::MpsEnvironment)
+  int64_t gpu_memory_mib = 0;
+  // The whole job (gangs): every node in rank order; node_rank is this node's place.
+  std::vector<std::string> nodelist;
+  std::vector<std::string> node_addresses;  // same order; MASTER_ADDR is the first
+  int node_rank = 0;
+  int master_port = 29500;  // MASTER_PORT, chosen by the server per job
+  int gpus_per_node = 0;    // NPROC_PER_NODE
+  Duration time_limit = 0;  // seconds; 0 = none
+  Duration kill_grace = 30;  // SIGTERM -> SIGKILL, for the time limit and cancel
+  Time start_time = 0;       // when the server started it (time limit counts from here)
+};
+
+// Why a job's process ended, as the agent saw it.
+enum class ExitKind : uint8_t {
+  kExited,     // exit status in exit_code
+  kSignaled,   // killed by `signal` (not by us)
+  kTimeLimit,  // we stopped it at its time limit
+  kCancelled,  // we stopped it on the server's request
+  kOutOfMemory,  // the cgroup's OOM killer (issue 6)
+  kLaunchFailed,  // never started: exec failed, workdir or output file unusable, ...
+};
+
+struct JobExit {
+  state::JobId job = 0;
+  ExitKind kind = ExitKind::kExited;
+  int exit_code = 0;
+  int signal = 0;
+  std::string message;  // launch failures: what failed ("cannot open /x/out: Permission
+                        // denied"); otherwise empty
+  Time end_time = 0;
+};
+
+}  // namespace hachi::agent

@@ -1,0 +1,66 @@
+// State changes as small typed records (DESIGN.md §2 state/, STYLE.md "state changes as
+// small typed records that are both applied and logged", after LevelDB's VersionEdit):
+// the server builds edits, the Store makes them durable, ApplyEdit applies them to the
+// in-memory image. Loading replays nothing: the store keeps the current records, and an
+// edit is one small UPDATE/INSERT there.
+//
+// Plain values; ApplyEdit is a pure function of its inputs.
+#pragma once
+
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/status.h"
+#include "state/records.h"
+
+namespace hachi::state {
+
+struct JobSubmitted {  // a new job, pending (or held); record.id > last_job_id
+  JobRecord record;
+};
+struct JobStarted {
+  JobId id = 0;
+  Time start_time = 0;
+  std::vector<NodeAllocation> allocations;
+};
+struct JobEnded {  // running or pending -> a final state
+  JobId id = 0;
+  JobState state = JobState::kCompleted;  // must be final
+  Time end_time = 0;
+  int exit_code = 0;
+  int signal = 0;
+  std::string reason;
+};
+struct JobRequeued {  // running -> pending, same id and submit time; requeues + 1
+  JobId id = 0;
+  std::string reason;
+};
+struct JobHeld {  // pending only
+  JobId id = 0;
+  bool held = true;
+};
+struct NodeUpserted {  // an agent registered (again): the whole record
+  NodeRecord record;
+};
+struct NodeStateChanged {
+  std::string name;
+  NodeState state = NodeState::kUp;
+  std::string reason;
+  Time since = 0;
+};
+
+using Edit = std::variant<JobSubmitted, JobStarted, JobEnded, JobRequeued, JobHeld,
+                          NodeUpserted, NodeStateChanged>;
+
+// Applies one edit to `image`. Checks the transition first and leaves `image` unchanged
+// on error (kNotFound: no such job/node; kInvalidArgument: an illegal transition such as
+// starting a job that is not pending, ending one that already ended, a non-final end
+// state, a duplicate or non-increasing job id). The server applies an edit in memory
+// only after the store has made it durable, and checks it before committing (so both
+// agree).
+Status ApplyEdit(StateImage* image, const Edit& edit);
+// Checks without applying.
+Status CheckEdit(const StateImage& image, const Edit& edit);
+
+}  // namespace hachi::state

@@ -1,0 +1,138 @@
+// What the server keeps about jobs and nodes (DESIGN.md §2 state/): the durable records,
+// their lifecycle, and the in-memory image they form. The records are the single source
+// of truth; the scheduler's snapshot (sched::ClusterState) is derived from them each
+// cycle (server/snapshot.h). Node indices never appear here — allocations name their
+// node — so a record stays valid when nodes register in another order.
+//
+// Plain values; thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/gpu_set.h"
+#include "core/time.h"
+#include "sched/cluster.h"
+
+namespace hachi::state {
+
+using JobId = sched::JobId;
+
+// Slurm's job states, with its two-letter codes (squeue's ST column).
+enum class JobState : uint8_t {
+  kPending,      // PD
+  kRunning,      // R
+  kCompleted,    // CD: exit status 0
+  kFailed,       // F:  non-zero exit or killed by a signal it did not ask for
+  kCancelled,    // CA: by the user or an admin
+  kTimeout,      // TO: hit its time limit
+  kNodeFail,     // NF: its node went down and the job was not requeued
+  kOutOfMemory,  // OOM: killed by its memory limit
+};
+std::string_view JobStateName(JobState s);  // "PENDING", "RUNNING", ...
+std::string_view JobStateCode(JobState s);  // "PD", "R", "CD", "F", "CA", "TO", "NF", "OOM"
+// Parses a name or a code, any case ("pending", "PD", "r"); false when unknown.
+bool ParseJobState(std::string_view text, JobState* out);
+inline bool IsFinal(JobState s) { return s != JobState::kPending && s != JobState::kRunning; }
+
+// What the user asked to run, beyond the resource request (sched::JobRequest).
+struct JobSpec {
+  std::string name;               // --job-name; default: the script's or command's base name
+  std::vector<std::string> argv;  // the command; for a script job: {"/bin/sh"-like
+                                  // interpreter from the shebang, script path} is built by
+                                  // the agent, argv then holds the script's arguments
+  std::string script;             // the batch script's text ("" for a wrapped command)
+  std::string workdir;            // absolute; default: the submitter's cwd
+  std::vector<std::pair<std::string, std::string>> env;  // the submitter's environment
+                                                         // (what the job inherits)
+  // Output paths as given, with Slurm's patterns (%j job id, %x name, %A array job,
+  // %a array task, %u user, %N first node, %% percent). Empty stdout: "hachi-%j.out" in
+  // workdir; empty stderr: same file as stdout. Relative paths are under workdir.
+  std::string stdout_path;
+  std::string stderr_path;
+  uint32_t uid = 0;  // the submitting user, as the server saw them
+  uint32_t gid = 0;
+  std::string container_image;  // --container-image: run through the configured runtime
+  int64_t shm_mib = 0;          // --shm-size for containers; 0 = partition/runtime default
+  bool requeue = false;         // --requeue: back to pending when its node dies
+  JobId array_job_id = 0;       // array tasks: the first task's id (%A)
+  int array_task_id = -1;       // array tasks: HACHI_ARRAY_TASK_ID (%a); -1 otherwise
+  std::string comment;
+};
+
+// One node's part of a running job (sched::Allocation with the node named).
+struct NodeAllocation {
+  std::string node;
+  GpuSet gpus;
+  int cpus = 0;
+  int64_t memory_mib = 0;
+  int share_milli = 0;  // GPU share (sched/gpu_share.h); 0 = whole GPUs
+  int64_t gpu_memory_mib = 0;
+};
+
+struct JobRecord {
+  JobId id = 0;
+  sched::JobRequest req;  // as validated at submit (partition and time limit filled in)
+  JobSpec spec;
+  JobState state = JobState::kPending;
+  bool held = false;
+  Time submit_time = 0;  // seconds since the Unix epoch
+  Time start_time = 0;   // last start (0 while it never ran)
+  Time end_time = 0;
+  std::vector<NodeAllocation> allocations;  // while running; kept after it ends (history)
+  int exit_code = 0;  // the process's exit status (0..255) when it exited
+  int signal = 0;     // the signal that ended it, 0 if it exited
+  std::string reason;  // why it ended ("time limit 1m", "cancelled by alice",
+                       // "node n2 down") or, while pending, why it was last requeued
+  int requeues = 0;
+};
+
+enum class NodeState : uint8_t {
+  kUp,       // agent alive, takes jobs
+  kDrained,  // admin drain: no new jobs; running ones finish
+  kDown,     // agent silent past the timeout, or never registered since restart
+};
+std::string_view NodeStateName(NodeState s);  // "up", "drained", "down"
+bool ParseNodeState(std::string_view text, NodeState* out);
+
+struct NodeRecord {
+  std::string name;
+  std::string address;        // where the agent is reachable, as it registered ("host")
+  std::string topology_json;  // topo::TopologyToJson of what the agent discovered
+  int cpus = 0;
+  int64_t memory_mib = 0;
+  std::string block;  // network block (leaf switch) for gang placement; "" = none
+  NodeState state = NodeState::kDown;
+  std::string state_reason;  // drain reason, "agent silent 30s", ...
+  Time state_since = 0;
+  GpuSet unhealthy;  // GPUs drained by health checks (issue 7); never allocated
+};
+
+// A node as `hachi nodes` and the API show it: the record plus what the server derives
+// (not stored).
+struct NodeStatus {
+  NodeRecord record;
+  int gpus = 0;
+  std::string gpu_model;
+  int64_t gpu_memory_mib = 0;
+  std::string interconnect;             // topo::InterconnectClassName
+  std::vector<std::string> partitions;  // names
+  std::vector<JobId> gpu_jobs;          // per GPU index: the job holding it, 0 = free
+                                        // (a shared GPU shows its first job)
+  std::vector<int> gpu_share_milli;     // per GPU: thousandths given to shares
+  int alloc_cpus = 0;
+  int64_t alloc_memory_mib = 0;
+};
+
+// All records: what Store::Load returns and what the server applies edits to.
+struct StateImage {
+  std::map<JobId, JobRecord> jobs;
+  std::map<std::string, NodeRecord> nodes;
+  JobId last_job_id = 0;  // ids are never reused, even after a restart
+};
+
+}  // namespace hachi::state

@@ -1,0 +1,49 @@
+// Store: durable state (DESIGN.md §2 state/). The server holds the StateImage in memory;
+// the store keeps the same records on disk, changed by small typed edits. A Commit that
+// returns OK means the edits are on disk (SQLite WAL, synchronous=FULL): the server
+// acknowledges a submit only after it. On start the server calls Load once.
+//
+// Thread-safety: Commit may be called from many threads at once. Implementations group
+// concurrent commits into one transaction (one fsync for a burst of submits); each
+// caller's edits stay in order and atomic (all or none), and a caller returns only when
+// its own edits are durable — or with the error that stopped them (disk full, database
+// busy past the timeout: kUnavailable), in which case none of its edits are stored.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "state/edits.h"
+#include "state/records.h"
+
+namespace hachi::state {
+
+class Store {
+ public:
+  virtual ~Store() = default;
+  // Everything stored, as the image the edits built.
+  virtual Result<StateImage> Load() = 0;
+  // Makes `edits` durable, atomically and in order (see above).
+  virtual Status Commit(const std::vector<Edit>& edits) = 0;
+};
+
+struct SqliteOptions {
+  int busy_timeout_ms = 5000;
+  // Longest a commit waits for others to join its group (0: commit at once; a group
+  // still forms from the callers that arrive while a transaction is being written).
+  int group_window_us = 0;
+};
+
+// Opens (creating if needed) the SQLite database at `path` (WAL mode, STRICT tables,
+// schema versioned in PRAGMA user_version; an unknown newer version is refused).
+Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,
+                                               const SqliteOptions& options = {});
+
+// In-memory store for tests and `hachi sim`-like uses: the same contract, nothing on
+// disk. `fail_after`: commits after this many succeed return kUnavailable (fault
+// injection); -1 = never.
+std::unique_ptr<Store> NewMemoryStore(int fail_after = -1);
+
+}  // namespace hachi::state
