@@ -61,6 +61,7 @@ struct JobSpec {
   bool requeue = false;         // --requeue: back to pending when its node dies
   JobId array_job_id = 0;       // array tasks: the first task's id (%A)
   int array_task_id = -1;       // array tasks: HACHI_ARRAY_TASK_ID (%a); -1 otherwise
+  int array_max_running = 0;    // --array=1-100%10: at most 10 tasks run at once; 0 = any
   std::string comment;
 };
 
