@@ -1,0 +1,699 @@
+#include "cli/slurm_format.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <map>
+
+#include "cli/table.h"
+#include "core/strings.h"
+
+namespace hachi::cli {
+namespace {
+
+using state::JobRecord;
+using state::JobState;
+using state::NodeStatus;
+
+// Local copies of the state names (records.h declares them in hachi_state, which the
+// CLI's pure code does not link).
+struct StateNames {
+  JobState state;
+  std::string_view name;
+  std::string_view code;
+};
+constexpr StateNames kStates[] = {
+    {JobState::kPending, "PENDING", "PD"},     {JobState::kRunning, "RUNNING", "R"},
+    {JobState::kCompleted, "COMPLETED", "CD"}, {JobState::kFailed, "FAILED", "F"},
+    {JobState::kCancelled, "CANCELLED", "CA"}, {JobState::kTimeout, "TIMEOUT", "TO"},
+    {JobState::kNodeFail, "NODE_FAIL", "NF"},  {JobState::kOutOfMemory, "OUT_OF_MEMORY", "OOM"},
+};
+std::string_view StateName(JobState s) {
+  for (const auto& n : kStates) {
+    if (n.state == s) return n.name;
+  }
+  return "UNKNOWN";
+}
+std::string_view StateCode(JobState s) {
+  for (const auto& n : kStates) {
+    if (n.state == s) return n.code;
+  }
+  return "?";
+}
+
+std::string Or(std::string_view v, std::string_view fallback) {
+  return std::string(v.empty() ? fallback : v);
+}
+
+std::string JobIdText(const JobRecord& j) {
+  if (j.spec.array_task_id >= 0) {
+    return std::to_string(j.spec.array_job_id) + "_" + std::to_string(j.spec.array_task_id);
+  }
+  return std::to_string(j.id);
+}
+
+std::vector<std::string> NodeNames(const JobRecord& j) {
+  std::vector<std::string> names;
+  for (const auto& a : j.allocations) names.push_back(a.node);
+  return names;
+}
+
+// The pending reason word: the server's, or Slurm's defaults.
+std::string PendingReason(const JobRecord& j) {
+  if (!j.reason.empty()) return j.reason;
+  return j.held ? "JobHeldUser" : "None";
+}
+
+// Slurm's Reason word for a job that ended.
+std::string EndReasonWord(const JobRecord& j) {
+  switch (j.state) {
+    case JobState::kFailed:
+      return j.signal != 0 ? "RaisedSignal:" + std::to_string(j.signal) : "NonZeroExitCode";
+    case JobState::kTimeout: return "TimeLimit";
+    case JobState::kNodeFail: return "NodeDown";
+    case JobState::kOutOfMemory: return "OutOfMemory";
+    default: return "None";
+  }
+}
+
+Duration RunTime(const JobRecord& j, Time now) {
+  if (j.start_time == 0) return 0;
+  if (j.state == JobState::kPending) return 0;
+  Time end = j.state == JobState::kRunning ? now : j.end_time;
+  return std::max<Duration>(0, end - j.start_time);
+}
+
+int NodeCount(const JobRecord& j) {
+  return j.allocations.empty() ? j.req.nodes : static_cast<int>(j.allocations.size());
+}
+
+// CPUs and memory (MiB) on one node, as requested.
+int ReqCpusPerNode(const JobRecord& j) {
+  int c = j.req.cpus + j.req.cpus_per_gpu * j.req.GpusPerNode();
+  return std::max(c, 1);
+}
+int64_t ReqMemPerNode(const JobRecord& j) {
+  return j.req.memory_mib > 0 ? j.req.memory_mib
+                              : j.req.memory_mib_per_gpu * j.req.GpusPerNode();
+}
+int TotalCpus(const JobRecord& j) {
+  if (j.allocations.empty()) return ReqCpusPerNode(j) * j.req.nodes;
+  int c = 0;
+  for (const auto& a : j.allocations) c += a.cpus;
+  return c;
+}
+int64_t TotalMem(const JobRecord& j) {
+  if (j.allocations.empty()) return ReqMemPerNode(j) * j.req.nodes;
+  int64_t m = 0;
+  for (const auto& a : j.allocations) m += a.memory_mib;
+  return m;
+}
+
+std::string ShareText(int milli) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%d.%03d", milli / 1000, milli % 1000);
+  std::string s = buf;
+  while (s.back() == '0') s.pop_back();
+  return s;
+}
+
+// GPUs of the whole job: "8", "16", a share as "0.25".
+std::string GpusText(const JobRecord& j) {
+  if (j.req.Shared()) return ShareText(j.req.gpu_share_milli);
+  return std::to_string(j.req.TotalGpus());
+}
+
+std::string DependencyText(const JobRecord& j) {
+  if (j.req.dependencies.empty()) return "(null)";
+  std::string out;
+  for (const auto& d : j.req.dependencies) {
+    if (!out.empty()) out += ",";
+    out += d.kind == sched::DependencyKind::kAfterOk ? "afterok:" : "afterany:";
+    out += std::to_string(d.job);
+  }
+  return out;
+}
+
+std::string TimeOrNa(Time t) { return t > 0 ? FormatIsoTime(t) : "N/A"; }
+
+std::string LimitText(Duration d, bool hms) {
+  if (d <= 0) return "N/A";
+  return hms ? FormatHms(d) : FormatElapsed(d);
+}
+
+std::string QueueTitle(char code) {
+  switch (code) {
+    case 'i': return "JOBID";
+    case 'F': return "ARRAY_JOB_ID";
+    case 'K': return "ARRAY_TASK_ID";
+    case 'P': return "PARTITION";
+    case 'j': return "NAME";
+    case 'u': return "USER";
+    case 'a': return "ACCOUNT";
+    case 'q': return "QOS";
+    case 't': return "ST";
+    case 'T': return "STATE";
+    case 'M': return "TIME";
+    case 'l': return "TIME_LIMIT";
+    case 'L': return "TIME_LEFT";
+    case 'D': return "NODES";
+    case 'R': return "NODELIST(REASON)";
+    case 'r': return "REASON";
+    case 'N': return "NODELIST";
+    case 'C': return "CPUS";
+    case 'm': return "MIN_MEMORY";
+    case 'V': return "SUBMIT_TIME";
+    case 'S': return "START_TIME";
+    case 'e': return "END_TIME";
+    case 'b': return "GPUS";
+    case 'k': return "COMMENT";
+    case 'Z': return "WORK_DIR";
+    case 'E': return "DEPENDENCY";
+  }
+  return "?";
+}
+
+std::string QueueValue(const JobRecord& j, Time now, char code) {
+  const bool pending = j.state == JobState::kPending;
+  switch (code) {
+    case 'i': return JobIdText(j);
+    case 'F': return std::to_string(j.spec.array_task_id >= 0 ? j.spec.array_job_id : j.id);
+    case 'K': return j.spec.array_task_id >= 0 ? std::to_string(j.spec.array_task_id) : "N/A";
+    case 'P': return j.req.partition;
+    case 'j': return j.spec.name;
+    case 'u': return j.req.user;
+    case 'a': return Or(j.req.account, "(null)");
+    case 'q': return Or(j.req.qos, "(null)");
+    case 't': return std::string(StateCode(j.state));
+    case 'T': return std::string(StateName(j.state));
+    case 'M': return FormatElapsed(RunTime(j, now));
+    case 'l': return LimitText(j.req.time_limit, false);
+    case 'L':
+      if (j.req.time_limit <= 0) return "N/A";
+      if (state::IsFinal(j.state)) return "0:00";
+      return FormatElapsed(std::max<Duration>(0, j.req.time_limit - RunTime(j, now)));
+    case 'D': return std::to_string(NodeCount(j));
+    case 'R':
+      if (pending || j.allocations.empty()) {
+        return "(" + (pending ? PendingReason(j) : EndReasonWord(j)) + ")";
+      }
+      return CompressHostlist(NodeNames(j));
+    case 'r': return pending ? PendingReason(j) : EndReasonWord(j);
+    case 'N': return CompressHostlist(NodeNames(j));
+    case 'C': return std::to_string(TotalCpus(j));
+    case 'm': return std::to_string(ReqMemPerNode(j)) + "M";
+    case 'V': return TimeOrNa(j.submit_time);
+    case 'S': return pending ? "N/A" : TimeOrNa(j.start_time);
+    case 'e':
+      if (j.state == JobState::kRunning && j.req.time_limit > 0) {
+        return FormatIsoTime(j.start_time + j.req.time_limit);
+      }
+      return state::IsFinal(j.state) ? TimeOrNa(j.end_time) : "N/A";
+    case 'b': return GpusText(j);
+    case 'k': return Or(j.spec.comment, "(null)");
+    case 'Z': return j.spec.workdir;
+    case 'E': return DependencyText(j);
+  }
+  return "";
+}
+
+// Slurm's output-path patterns: %j %x %A %a %u %N %%; relative paths under workdir.
+std::string ExpandPath(std::string_view pattern, const JobRecord& j) {
+  std::string out;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] != '%' || i + 1 >= pattern.size()) {
+      out += pattern[i];
+      continue;
+    }
+    char c = pattern[++i];
+    switch (c) {
+      case 'j': out += std::to_string(j.id); break;
+      case 'x': out += j.spec.name; break;
+      case 'A':
+        out += std::to_string(j.spec.array_task_id >= 0 ? j.spec.array_job_id : j.id);
+        break;
+      case 'a':
+        out += j.spec.array_task_id >= 0 ? std::to_string(j.spec.array_task_id) : "4294967294";
+        break;
+      case 'u': out += j.req.user; break;
+      case 'N': out += j.allocations.empty() ? "" : j.allocations[0].node; break;
+      case '%': out += '%'; break;
+      default: out += '%'; out += c;
+    }
+  }
+  if (!out.empty() && out[0] != '/' && !j.spec.workdir.empty()) {
+    out = j.spec.workdir + (j.spec.workdir.back() == '/' ? "" : "/") + out;
+  }
+  return out;
+}
+
+std::string JoinArgs(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const auto& a : argv) {
+    if (!out.empty()) out += ' ';
+    out += a;
+  }
+  return out;
+}
+
+// ---- nodes ----
+
+struct GpuCounts {
+  int alloc = 0, idle = 0, other = 0, total = 0;
+  int busy_whole = 0;   // held by a job, whole or fully shared
+  int partial = 0;      // shared, with room left
+};
+
+GpuCounts CountGpus(const NodeStatus& n) {
+  GpuCounts c;
+  c.total = n.gpus;
+  const bool unavailable = n.record.state != state::NodeState::kUp;
+  for (int g = 0; g < n.gpus; ++g) {
+    const bool used = g < static_cast<int>(n.gpu_jobs.size()) && n.gpu_jobs[g] != 0;
+    const int share = g < static_cast<int>(n.gpu_share_milli.size()) ? n.gpu_share_milli[g] : 0;
+    if (used) {
+      ++c.alloc;
+      if (share > 0 && share < 1000) ++c.partial;
+    } else if (unavailable || n.record.unhealthy.contains(g)) {
+      ++c.other;
+    } else {
+      ++c.idle;
+    }
+  }
+  return c;
+}
+
+std::string GresText(const NodeStatus& n) {
+  if (n.gpus == 0) return "(null)";
+  std::string model = ToLower(n.gpu_model);
+  if (StartsWith(model, "nvidia ")) model = model.substr(7);
+  model = model.substr(0, model.find(' '));
+  return model.empty() ? "gpu:" + std::to_string(n.gpus)
+                       : "gpu:" + model + ":" + std::to_string(n.gpus);
+}
+
+std::string NodeTitle(char code) {
+  switch (code) {
+    case 'N': return "NODELIST";
+    case 'n': return "HOSTNAMES";
+    case 'P': return "PARTITION";
+    case 't':
+    case 'T': return "STATE";
+    case 'G': return "GRES";
+    case 'j': return "GPUS(A/I/O/T)";
+    case 'C': return "CPUS(A/I/O/T)";
+    case 'c': return "CPUS";
+    case 'm': return "MEMORY";
+    case 'e': return "FREE_MEM";
+    case 'O': return "CPU_LOAD";
+    case 'E': return "REASON";
+    case 'D': return "NODES";
+    case 'o': return "NODE_ADDR";
+  }
+  return "?";
+}
+
+std::string NodeValue(const NodeStatus& n, char code) {
+  const state::NodeRecord& r = n.record;
+  switch (code) {
+    case 'N':
+    case 'n': return r.name;
+    case 'P': {
+      std::string out;
+      for (const auto& p : n.partitions) out += (out.empty() ? "" : ",") + p;
+      return Or(out, "(none)");
+    }
+    case 't': return NodeStateText(n, false);
+    case 'T': return NodeStateText(n, true);
+    case 'G': return GresText(n);
+    case 'j': {
+      GpuCounts c = CountGpus(n);
+      return std::to_string(c.alloc) + "/" + std::to_string(c.idle) + "/" +
+             std::to_string(c.other) + "/" + std::to_string(c.total);
+    }
+    case 'C': {
+      int alloc = std::min(n.alloc_cpus, r.cpus);
+      int rest = r.cpus - alloc;
+      bool other = r.state != state::NodeState::kUp;
+      return std::to_string(alloc) + "/" + std::to_string(other ? 0 : rest) + "/" +
+             std::to_string(other ? rest : 0) + "/" + std::to_string(r.cpus);
+    }
+    case 'c': return std::to_string(r.cpus);
+    case 'm': return std::to_string(r.memory_mib);
+    case 'e': return std::to_string(std::max<int64_t>(0, r.memory_mib - n.alloc_memory_mib));
+    case 'O': return "N/A";
+    case 'E': return Or(r.state_reason, "none");
+    case 'D': return "1";
+    case 'o': return Or(r.address, "(null)");
+  }
+  return "";
+}
+
+}  // namespace
+
+// ---- pieces ----
+
+std::string FormatElapsed(Duration d) {
+  if (d < 0) d = 0;
+  long long days = d / kDay, h = (d % kDay) / kHour, m = (d % kHour) / kMinute, s = d % kMinute;
+  char buf[48];
+  if (days > 0) {
+    std::snprintf(buf, sizeof buf, "%lld-%02lld:%02lld:%02lld", days, h, m, s);
+  } else if (h > 0) {
+    std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", h, m, s);
+  } else {
+    std::snprintf(buf, sizeof buf, "%lld:%02lld", m, s);
+  }
+  return buf;
+}
+
+std::string FormatHms(Duration d) {
+  if (d < 0) d = 0;
+  long long days = d / kDay, h = (d % kDay) / kHour, m = (d % kHour) / kMinute, s = d % kMinute;
+  char buf[48];
+  if (days > 0) {
+    std::snprintf(buf, sizeof buf, "%lld-%02lld:%02lld:%02lld", days, h, m, s);
+  } else {
+    std::snprintf(buf, sizeof buf, "%02lld:%02lld:%02lld", h, m, s);
+  }
+  return buf;
+}
+
+std::string FormatIsoTime(Time t) {
+  std::time_t tt = static_cast<std::time_t>(t);
+  std::tm tm{};
+  localtime_r(&tt, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  return buf;
+}
+
+std::string CompressHostlist(std::vector<std::string> hosts) {
+  std::sort(hosts.begin(), hosts.end());
+  hosts.erase(std::unique(hosts.begin(), hosts.end()), hosts.end());
+  // Group consecutive names sharing a prefix and a numeric suffix of one width.
+  struct Group {
+    std::string prefix;
+    size_t digits = 0;
+    std::vector<long long> nums;
+  };
+  std::vector<Group> groups;
+  for (const std::string& h : hosts) {
+    size_t p = h.size();
+    while (p > 0 && h[p - 1] >= '0' && h[p - 1] <= '9') --p;
+    std::string prefix = h.substr(0, p);
+    size_t digits = h.size() - p;
+    if (digits == 0 || digits > 12) {
+      groups.push_back({h, 0, {}});
+      continue;
+    }
+    long long num = std::stoll(h.substr(p));
+    if (!groups.empty() && groups.back().digits == digits && groups.back().prefix == prefix) {
+      groups.back().nums.push_back(num);
+    } else {
+      groups.push_back({prefix, digits, {num}});
+    }
+  }
+  std::string out;
+  for (const Group& g : groups) {
+    if (!out.empty()) out += ",";
+    auto num = [&](long long n) {
+      std::string s = std::to_string(n);
+      return std::string(g.digits > s.size() ? g.digits - s.size() : 0, '0') + s;
+    };
+    if (g.digits == 0) {
+      out += g.prefix;
+    } else if (g.nums.size() == 1) {
+      out += g.prefix + num(g.nums[0]);
+    } else {
+      out += g.prefix + "[";
+      for (size_t i = 0; i < g.nums.size();) {
+        size_t k = i;
+        while (k + 1 < g.nums.size() && g.nums[k + 1] == g.nums[k] + 1) ++k;
+        if (i > 0) out += ",";
+        out += num(g.nums[i]);
+        if (k > i) out += "-" + num(g.nums[k]);
+        i = k + 1;
+      }
+      out += "]";
+    }
+  }
+  return out;
+}
+
+std::string NodeStateText(const NodeStatus& n, bool long_form) {
+  GpuCounts c = CountGpus(n);
+  const bool busy = c.alloc > 0 || n.alloc_cpus > 0;
+  switch (n.record.state) {
+    case state::NodeState::kDown: return "down";
+    case state::NodeState::kDrained:
+      if (busy) return long_form ? "draining" : "drng";
+      return long_form ? "drained" : "drain";
+    case state::NodeState::kUp: break;
+  }
+  if (!busy) return "idle";
+  const bool full = c.idle == 0 && c.partial == 0 && c.alloc > 0;
+  if (full) return long_form ? "allocated" : "alloc";
+  return long_form ? "mixed" : "mix";
+}
+
+// ---- queue ----
+
+Result<std::vector<JobState>> ParseStateList(std::string_view csv) {
+  std::vector<JobState> out;
+  for (std::string_view item : Split(csv, ',')) {
+    std::string want = ToLower(Trim(item));
+    if (want == "all") {
+      out.clear();
+      for (const auto& n : kStates) out.push_back(n.state);
+      return out;
+    }
+    bool found = false;
+    for (const auto& n : kStates) {
+      if (want == ToLower(n.name) || want == ToLower(n.code)) {
+        out.push_back(n.state);
+        found = true;
+      }
+    }
+    if (!found) {
+      return InvalidArgument("--states '" + std::string(csv) + "': '" + std::string(item) +
+                             "' is not a job state (use PD, R, CD, F, CA, TO, NF, OOM or all)");
+    }
+  }
+  return out;
+}
+
+std::vector<JobRecord> FilterJobs(const std::vector<JobRecord>& jobs, const QueueFilter& f) {
+  auto has = [](const auto& list, const auto& v) {
+    return list.empty() || std::find(list.begin(), list.end(), v) != list.end();
+  };
+  std::vector<JobRecord> out;
+  for (const JobRecord& j : jobs) {
+    bool state_ok = f.states.empty() ? !state::IsFinal(j.state) : has(f.states, j.state);
+    bool id_ok = f.ids.empty() || has(f.ids, j.id) ||
+                 (j.spec.array_task_id >= 0 && has(f.ids, j.spec.array_job_id));
+    if (state_ok && id_ok && has(f.users, j.req.user) && has(f.partitions, j.req.partition)) {
+      out.push_back(j);
+    }
+  }
+  return out;
+}
+
+void SortForQueue(std::vector<JobRecord>* jobs) {
+  std::stable_sort(jobs->begin(), jobs->end(), [](const JobRecord& a, const JobRecord& b) {
+    if (a.req.partition != b.req.partition) return a.req.partition < b.req.partition;
+    if (StateCode(a.state) != StateCode(b.state)) return StateCode(a.state) < StateCode(b.state);
+    return a.id < b.id;
+  });
+}
+
+Result<std::string> FormatQueue(const std::vector<JobRecord>& jobs, Time now,
+                                std::string_view format) {
+  if (format.empty()) format = kDefaultQueueFormat;
+  Result<std::vector<FormatItem>> items =
+      ParseFormatString(format, "iFKPjuaqtTMlLDRrNCmVSebkZE");
+  if (!items.ok()) return items.status();
+  std::string out = RenderFormatLine(*items, QueueTitle) + "\n";
+  for (const JobRecord& j : jobs) {
+    out += RenderFormatLine(*items, [&](char c) { return QueueValue(j, now, c); }) + "\n";
+  }
+  return out;
+}
+
+// ---- show ----
+
+std::string FormatShowJob(const JobRecord& j, std::string_view diagnosis, Time now) {
+  const bool pending = j.state == JobState::kPending;
+  const bool running = j.state == JobState::kRunning;
+  std::string o;
+  auto line = [&](const std::string& s) { o += "   " + s + "\n"; };
+  o += "JobId=" + std::to_string(j.id) + " JobName=" + j.spec.name + "\n";
+  line("UserId=" + j.req.user + "(" + std::to_string(j.spec.uid) + ") GroupId=" +
+       std::to_string(j.spec.gid) + " MCS_label=N/A");
+  line("Account=" + Or(j.req.account, "(null)") + " QOS=" + Or(j.req.qos, "(null)"));
+  line("JobState=" + std::string(StateName(j.state)) +
+       " Reason=" + (pending ? PendingReason(j) : EndReasonWord(j)) +
+       " Dependency=" + DependencyText(j));
+  line("Requeue=" + std::string(j.spec.requeue ? "1" : "0") +
+       " Restarts=" + std::to_string(j.requeues) +
+       " BatchFlag=" + (j.spec.script.empty() ? "0" : "1") + " ExitCode=" +
+       std::to_string(j.exit_code) + ":" + std::to_string(j.signal));
+  line("RunTime=" + FormatHms(RunTime(j, now)) + " TimeLimit=" +
+       LimitText(j.req.time_limit, true) + " TimeMin=N/A");
+  line("SubmitTime=" + TimeOrNa(j.submit_time));
+  std::string start = "Unknown", end = "Unknown";
+  if (!pending && j.start_time > 0) start = FormatIsoTime(j.start_time);
+  if (running && j.req.time_limit > 0) end = FormatIsoTime(j.start_time + j.req.time_limit);
+  if (state::IsFinal(j.state) && j.end_time > 0) end = FormatIsoTime(j.end_time);
+  line("StartTime=" + start + " EndTime=" + end + " Deadline=N/A");
+  line("Partition=" + j.req.partition);
+  const std::string nodelist = CompressHostlist(NodeNames(j));
+  line("NodeList=" + nodelist);
+  if (!j.allocations.empty()) line("BatchHost=" + j.allocations[0].node);
+  const int cpus = TotalCpus(j);
+  line("NumNodes=" + std::to_string(NodeCount(j)) + " NumCPUs=" + std::to_string(cpus) +
+       " NumTasks=" + std::to_string(NodeCount(j)) + " CPUs/Task=" +
+       std::to_string(std::max(1, cpus / std::max(1, NodeCount(j)))));
+  std::string tres = "cpu=" + std::to_string(cpus) + ",mem=" + std::to_string(TotalMem(j)) +
+                     "M,node=" + std::to_string(NodeCount(j));
+  if (j.req.TotalGpus() > 0) tres += ",gres/gpu=" + std::to_string(j.req.TotalGpus());
+  line("TRES=" + tres);
+  if (!j.allocations.empty() && j.req.TotalGpus() > 0) {
+    line("JOB_GRES=gpu:" + std::to_string(j.req.TotalGpus()));
+    for (const state::NodeAllocation& a : j.allocations) {
+      std::string s = "  Nodes=" + a.node + " CPUs=" + std::to_string(a.cpus) +
+                      " Mem=" + std::to_string(a.memory_mib) + " GRES=gpu:" +
+                      std::to_string(a.gpus.size()) + "(IDX:" + a.gpus.ToString() + ")";
+      if (a.share_milli > 0) s += " GpuShare=" + ShareText(a.share_milli);
+      if (a.gpu_memory_mib > 0) s += " GpuMem=" + std::to_string(a.gpu_memory_mib) + "M";
+      line(s);
+    }
+  }
+  line("MinMemoryNode=" + std::to_string(ReqMemPerNode(j)) + "M");
+  line("Command=" + Or(JoinArgs(j.spec.argv), "(null)"));
+  line("WorkDir=" + j.spec.workdir);
+  const std::string out_path = ExpandPath(Or(j.spec.stdout_path, "hachi-%j.out"), j);
+  line("StdErr=" + (j.spec.stderr_path.empty() ? out_path : ExpandPath(j.spec.stderr_path, j)));
+  line("StdIn=/dev/null");
+  line("StdOut=" + out_path);
+  if (j.req.TotalGpus() > 0) {
+    line("TresPerNode=gres:gpu:" +
+         (j.req.gpu_model.empty() ? "" : j.req.gpu_model + ":") +
+         std::to_string(j.req.GpusPerNode()));
+  }
+  // Hachi's own keys.
+  if (j.req.Shared()) {
+    std::string s = "GpuShare=" + ShareText(j.req.gpu_share_milli);
+    if (j.req.gpu_memory_mib > 0) s += " GpuMem=" + std::to_string(j.req.gpu_memory_mib) + "M";
+    line(s);
+  }
+  if (j.req.exclusive) line("Exclusive=1");
+  if (j.spec.array_task_id >= 0) {
+    line("ArrayJobId=" + std::to_string(j.spec.array_job_id) +
+         " ArrayTaskId=" + std::to_string(j.spec.array_task_id));
+  }
+  if (!j.spec.container_image.empty()) {
+    line("ContainerImage=" + j.spec.container_image +
+         (j.spec.shm_mib > 0 ? " ShmSize=" + std::to_string(j.spec.shm_mib) + "M" : ""));
+  }
+  if (!j.spec.comment.empty()) line("Comment=" + j.spec.comment);
+  if (!pending && !j.reason.empty()) line("EndReason=" + j.reason);
+  if (j.held) line("Held=1");
+  if (pending && !Trim(diagnosis).empty()) {
+    line("Diagnosis:");
+    for (std::string_view l : SplitLines(Trim(diagnosis))) line("  " + std::string(l));
+  }
+  return o;
+}
+
+// ---- nodes ----
+
+Result<std::string> FormatNodes(const std::vector<NodeStatus>& nodes, std::string_view format) {
+  if (format.empty()) format = kDefaultNodesFormat;
+  Result<std::vector<FormatItem>> items = ParseFormatString(format, "NnPtTGjCcmeOEDo");
+  if (!items.ok()) return items.status();
+  std::string out = RenderFormatLine(*items, NodeTitle) + "\n";
+  for (const NodeStatus& n : nodes) {
+    out += RenderFormatLine(*items, [&](char c) { return NodeValue(n, c); }) + "\n";
+  }
+  return out;
+}
+
+std::string FormatGpuPicture(const NodeStatus& n) {
+  std::string head = n.record.name + "  " + std::to_string(n.gpus) + "x " +
+                     Or(n.gpu_model, "GPU") + "  " + Or(n.interconnect, "unknown") + "  " +
+                     NodeStateText(n, true);
+  if (!n.record.state_reason.empty()) head += " (" + n.record.state_reason + ")";
+  std::string o = head + "\n";
+  constexpr int kPerLine = 4;
+  constexpr int kCell = 19;  // 2 + 4 * 19 = 78 columns
+  std::string row;
+  for (int g = 0; g < n.gpus; ++g) {
+    const state::JobId job = g < static_cast<int>(n.gpu_jobs.size()) ? n.gpu_jobs[g] : 0;
+    const int share = g < static_cast<int>(n.gpu_share_milli.size()) ? n.gpu_share_milli[g] : 0;
+    const bool bad = n.record.unhealthy.contains(g);
+    std::string what;
+    if (job == 0) {
+      what = bad ? "UNHEALTHY" : "free";
+    } else {
+      what = std::to_string(job);
+      if (share > 0) what += " sh=" + std::to_string(share);
+      if (bad) what += " !bad";
+    }
+    std::string cell = "gpu" + std::to_string(g) + " " + what;
+    const bool last_in_line = g % kPerLine == kPerLine - 1 || g + 1 == n.gpus;
+    if (!last_in_line) cell.resize(std::max(cell.size() + 1, size_t{kCell}), ' ');
+    row += cell;
+    if (last_in_line) {
+      o += "  " + row + "\n";
+      row.clear();
+    }
+  }
+  return o;
+}
+
+// ---- stats ----
+
+std::string FormatStats(const state::JobStats& s) {
+  std::string o = "Jobs in the last " + FormatDuration(s.window) + ", as of " +
+                  FormatIsoTime(s.now) + "\n";
+  Table t({{"PARTITION"},
+           {"GPUS", Align::kRight},
+           {"STARTED", Align::kRight},
+           {"PENDING", Align::kRight},
+           {"HELD", Align::kRight},
+           {"WAIT_P50", Align::kRight},
+           {"WAIT_P95", Align::kRight},
+           {"GPU_HOURS", Align::kRight},
+           {"ALERT"}});
+  auto hours = [](double secs) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f", secs / 3600.0);
+    return std::string(buf);
+  };
+  auto add = [&](const state::WaitStats& w, const std::string& alert) {
+    std::string gpus = w.gpus < 0 ? "all" : w.gpus == 0 ? "<1" : std::to_string(w.gpus);
+    bool waits = w.samples > 0;
+    t.AddRow({Or(w.partition, "(none)"), gpus, std::to_string(w.started),
+              std::to_string(w.pending), std::to_string(w.held),
+              waits ? FormatDuration(w.wait_p50) : "-", waits ? FormatDuration(w.wait_p95) : "-",
+              hours(w.gpu_seconds), alert});
+  };
+  for (const state::PartitionStats& p : s.partitions) {
+    add(p.all, p.alert ? "median wait over " + FormatDuration(s.alert_threshold) : "");
+    for (const state::WaitStats& w : p.by_gpus) add(w, "");
+  }
+  o += s.partitions.empty() ? "no jobs\n" : t.Render();
+  if (s.utilisation >= 0) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "GPU utilisation: %.1f%% of %d GPUs (%.1f of %.1f GPU-hours)\n",
+                  s.utilisation * 100.0, s.total_gpus, s.gpu_seconds / 3600.0,
+                  static_cast<double>(s.total_gpus) * s.window / 3600.0);
+    o += buf;
+  } else {
+    o += "GPU time used: " + hours(s.gpu_seconds) + " GPU-hours\n";
+  }
+  return o;
+}
+
+}  // namespace hachi::cli

@@ -1,0 +1,104 @@
+#include "state/job_stats.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+namespace hachi::state {
+namespace {
+
+// GPUs a job holds: from its allocations when it has run, else from its request.
+// A share counts as its fraction of one GPU.
+double JobGpus(const JobRecord& j) {
+  if (!j.allocations.empty()) {
+    double g = 0;
+    for (const NodeAllocation& a : j.allocations) {
+      g += a.share_milli > 0 ? a.share_milli / 1000.0 : a.gpus.size();
+    }
+    return g;
+  }
+  return j.req.Shared() ? j.req.gpu_share_milli / 1000.0 : j.req.TotalGpus();
+}
+
+struct Acc {
+  WaitStats s;
+  std::vector<Duration> waits;
+  void Finish() {
+    s.samples = static_cast<int>(waits.size());
+    s.wait_p50 = Percentile(waits, 50);
+    s.wait_p95 = Percentile(std::move(waits), 95);
+  }
+};
+
+}  // namespace
+
+Duration Percentile(std::vector<Duration> values, int p) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  // Nearest rank: the smallest value with at least p% of the values at or below it.
+  size_t rank = (static_cast<size_t>(p) * values.size() + 99) / 100;
+  return values[std::clamp<size_t>(rank, 1, values.size()) - 1];
+}
+
+JobStats ComputeStats(const std::vector<JobRecord>& jobs, Time now, Duration window,
+                      Duration alert_threshold, int total_gpus) {
+  const Time from = now - window;
+  std::map<std::string, Acc> parts;
+  std::map<std::pair<std::string, int>, Acc> rows;
+  JobStats out;
+  out.now = now;
+  out.window = window;
+  out.alert_threshold = alert_threshold;
+  out.total_gpus = total_gpus;
+
+  for (const JobRecord& j : jobs) {
+    const bool pending = j.state == JobState::kPending;
+    const bool started_in_window =
+        j.start_time > 0 && j.start_time > from && j.start_time <= now && !pending;
+    double used = 0;
+    if (j.start_time > 0 && !pending) {
+      Time end = j.state == JobState::kRunning ? now : std::min(j.end_time, now);
+      Time begin = std::max(j.start_time, from);
+      if (end > begin) used = static_cast<double>(end - begin) * JobGpus(j);
+    }
+    if (!pending && !started_in_window && used <= 0) continue;
+
+    const int gpus = j.req.Shared() ? 0 : j.req.TotalGpus();
+    for (Acc* acc : {&parts[j.req.partition], &rows[{j.req.partition, gpus}]}) {
+      acc->s.gpu_seconds += used;
+      if (pending && j.held) {
+        ++acc->s.held;
+      } else if (pending) {
+        ++acc->s.pending;
+        acc->waits.push_back(std::max<Duration>(0, now - j.submit_time));
+      } else if (started_in_window) {
+        ++acc->s.started;
+        acc->waits.push_back(std::max<Duration>(0, j.start_time - j.submit_time));
+      }
+    }
+    out.gpu_seconds += used;
+  }
+
+  for (auto& [name, acc] : parts) {
+    PartitionStats p;
+    acc.s.partition = name;
+    acc.s.gpus = -1;
+    acc.Finish();
+    p.all = acc.s;
+    p.alert = p.all.samples > 0 && p.all.wait_p50 > alert_threshold;
+    for (auto& [key, row] : rows) {
+      if (key.first != name) continue;
+      row.s.partition = name;
+      row.s.gpus = key.second;
+      row.Finish();
+      p.by_gpus.push_back(row.s);
+    }
+    out.partitions.push_back(std::move(p));
+  }
+  if (total_gpus > 0 && window > 0) {
+    out.utilisation = out.gpu_seconds / (static_cast<double>(total_gpus) * window);
+  }
+  return out;
+}
+
+}  // namespace hachi::state

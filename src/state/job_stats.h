@@ -1,0 +1,55 @@
+// Queue-wait and usage statistics over a time window, for `hachi stats` (docs/cli.md):
+// per partition and per GPU count, how many jobs started, how long jobs waited
+// (p50/p95), how many wait now, the GPU-seconds used, and an alert for a partition
+// whose median wait passes a threshold.
+//
+// A pure function of the job records and `now`; no store, no clock. Thread-safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/time.h"
+#include "state/records.h"
+
+namespace hachi::state {
+
+struct WaitStats {
+  std::string partition;  // "" for a job with no partition
+  int gpus = -1;          // -1: every GPU count of the partition; 0: GPU shares (< 1 GPU)
+  int started = 0;        // jobs whose (last) start lies in (now - window, now]
+  int pending = 0;        // pending now, not held
+  int held = 0;           // pending and held: counted, but their waits are the user's
+  // Waits, nearest-rank percentiles over: start - submit of the jobs started in the
+  // window, and now - submit of the jobs pending now (not held).
+  int samples = 0;
+  Duration wait_p50 = 0;
+  Duration wait_p95 = 0;
+  double gpu_seconds = 0;  // GPU time used inside the window (shares count their fraction)
+};
+
+struct PartitionStats {
+  WaitStats all;                 // gpus == -1
+  std::vector<WaitStats> by_gpus;  // ascending GPU count
+  bool alert = false;            // all.wait_p50 > the alert threshold
+};
+
+struct JobStats {
+  Time now = 0;
+  Duration window = 0;
+  Duration alert_threshold = 0;
+  std::vector<PartitionStats> partitions;  // by name
+  double gpu_seconds = 0;                  // all partitions
+  int total_gpus = 0;                      // capacity given to ComputeStats; 0 = unknown
+  double utilisation = -1;  // gpu_seconds / (total_gpus * window); -1 when unknown
+};
+
+// `total_gpus`: the cluster's GPUs, for utilisation (0: not computed). A requeued job's
+// wait runs from its submit time to its last start.
+JobStats ComputeStats(const std::vector<JobRecord>& jobs, Time now, Duration window,
+                      Duration alert_threshold = 20 * kMinute, int total_gpus = 0);
+
+// The nearest-rank percentile (p in 1..100) of `values`; 0 for none.
+Duration Percentile(std::vector<Duration> values, int p);
+
+}  // namespace hachi::state
