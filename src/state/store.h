@@ -10,6 +10,7 @@
 // busy past the timeout: kUnavailable), in which case none of its edits are stored.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +21,13 @@
 
 namespace hachi::state {
 
+// How commits were grouped, for tests and benchmarks: `transactions` < `commits` when
+// concurrent callers shared a transaction.
+struct StoreStats {
+  int64_t commits = 0;       // Commit calls
+  int64_t transactions = 0;  // write transactions begun (group and retries)
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -27,6 +35,8 @@ class Store {
   virtual Result<StateImage> Load() = 0;
   // Makes `edits` durable, atomically and in order (see above).
   virtual Status Commit(const std::vector<Edit>& edits) = 0;
+  // Counters since the store was opened; thread-safe.
+  virtual StoreStats stats() const { return {}; }
 };
 
 struct SqliteOptions {

@@ -1,0 +1,152 @@
+#include "state/edits.h"
+
+#include <string>
+#include <type_traits>
+#include <utility>
+
+namespace hachi::state {
+namespace {
+
+std::string JobName(JobId id) { return "job " + std::to_string(id); }
+
+// Finds the job an edit names; kNotFound when there is none.
+Result<const JobRecord*> FindJob(const StateImage& image, JobId id) {
+  auto it = image.jobs.find(id);
+  if (it == image.jobs.end()) return NotFound(JobName(id) + ": no such job");
+  return &it->second;
+}
+
+Status Check(const StateImage& image, const JobSubmitted& e) {
+  const JobRecord& job = e.record;
+  if (job.id <= 0) return InvalidArgument(JobName(job.id) + ": job ids start at 1");
+  if (image.jobs.count(job.id) != 0) {
+    return InvalidArgument(JobName(job.id) + ": already submitted");
+  }
+  if (job.id <= image.last_job_id) {
+    return InvalidArgument(JobName(job.id) + ": ids must increase (last job id " +
+                           std::to_string(image.last_job_id) + ")");
+  }
+  if (job.state != JobState::kPending) {
+    return InvalidArgument(JobName(job.id) + ": submitted as " +
+                           std::string(JobStateName(job.state)) + ", not PENDING");
+  }
+  return Status::Ok();
+}
+
+Status Check(const StateImage& image, const JobStarted& e) {
+  Result<const JobRecord*> job = FindJob(image, e.id);
+  if (!job.ok()) return job.status();
+  if ((*job)->state != JobState::kPending) {
+    return InvalidArgument(JobName(e.id) + ": cannot start, it is " +
+                           std::string(JobStateName((*job)->state)));
+  }
+  if ((*job)->held) return InvalidArgument(JobName(e.id) + ": cannot start, it is held");
+  return Status::Ok();
+}
+
+Status Check(const StateImage& image, const JobEnded& e) {
+  Result<const JobRecord*> job = FindJob(image, e.id);
+  if (!job.ok()) return job.status();
+  if (!IsFinal(e.state)) {
+    return InvalidArgument(JobName(e.id) + ": cannot end as " +
+                           std::string(JobStateName(e.state)) + ", not a final state");
+  }
+  if (IsFinal((*job)->state)) {
+    return InvalidArgument(JobName(e.id) + ": already ended (" +
+                           std::string(JobStateName((*job)->state)) + ")");
+  }
+  return Status::Ok();
+}
+
+Status Check(const StateImage& image, const JobRequeued& e) {
+  Result<const JobRecord*> job = FindJob(image, e.id);
+  if (!job.ok()) return job.status();
+  if ((*job)->state != JobState::kRunning) {
+    return InvalidArgument(JobName(e.id) + ": cannot requeue, it is " +
+                           std::string(JobStateName((*job)->state)));
+  }
+  return Status::Ok();
+}
+
+Status Check(const StateImage& image, const JobHeld& e) {
+  Result<const JobRecord*> job = FindJob(image, e.id);
+  if (!job.ok()) return job.status();
+  if ((*job)->state != JobState::kPending) {
+    return InvalidArgument(JobName(e.id) + ": cannot " + (e.held ? "hold" : "release") +
+                           ", it is " + std::string(JobStateName((*job)->state)));
+  }
+  return Status::Ok();
+}
+
+Status Check(const StateImage&, const NodeUpserted& e) {
+  if (e.record.name.empty()) return InvalidArgument("node: empty name");
+  return Status::Ok();
+}
+
+Status Check(const StateImage& image, const NodeStateChanged& e) {
+  if (image.nodes.count(e.name) == 0)
+    return NotFound("node " + e.name + ": no such node");
+  return Status::Ok();
+}
+
+// Apply() runs only after Check() passed.
+void Apply(StateImage* image, const JobSubmitted& e) {
+  image->jobs[e.record.id] = e.record;
+  image->last_job_id = e.record.id;
+}
+
+void Apply(StateImage* image, const JobStarted& e) {
+  JobRecord& job = image->jobs.at(e.id);
+  job.state = JobState::kRunning;
+  job.start_time = e.start_time;
+  job.allocations = e.allocations;
+}
+
+void Apply(StateImage* image, const JobEnded& e) {
+  JobRecord& job = image->jobs.at(e.id);
+  job.state = e.state;
+  job.end_time = e.end_time;
+  job.exit_code = e.exit_code;
+  job.signal = e.signal;
+  job.reason = e.reason;
+}
+
+void Apply(StateImage* image, const JobRequeued& e) {
+  JobRecord& job = image->jobs.at(e.id);
+  job.state = JobState::kPending;
+  // A pending job holds no GPUs; start_time stays as "last start".
+  job.allocations.clear();
+  job.reason = e.reason;
+  ++job.requeues;
+}
+
+void Apply(StateImage* image, const JobHeld& e) { image->jobs.at(e.id).held = e.held; }
+
+void Apply(StateImage* image, const NodeUpserted& e) {
+  image->nodes[e.record.name] = e.record;
+}
+
+void Apply(StateImage* image, const NodeStateChanged& e) {
+  NodeRecord& node = image->nodes.at(e.name);
+  node.state = e.state;
+  node.state_reason = e.reason;
+  node.state_since = e.since;
+}
+
+}  // namespace
+
+Status CheckEdit(const StateImage& image, const Edit& edit) {
+  return std::visit([&](const auto& e) { return Check(image, e); }, edit);
+}
+
+Status ApplyEdit(StateImage* image, const Edit& edit) {
+  return std::visit(
+      [&](const auto& e) {
+        Status s = Check(*image, e);
+        if (s.ok()) Apply(image, e);
+        return s;
+      },
+      edit);
+}
+
+}  // namespace hachi::state

@@ -1,0 +1,140 @@
+#include "state/edits.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "state/record_json.h"
+#include "state/testing.h"
+
+namespace hachi::state {
+namespace {
+
+using testing::MakeJob;
+using testing::Started;
+
+// Jobs 1 pending, 2 running, 3 completed, 4 pending and held; node n1 up.
+StateImage BaseImage() {
+  StateImage image;
+  image.jobs[1] = MakeJob(1);
+  image.jobs[2] = MakeJob(2).State(JobState::kRunning);
+  image.jobs[3] = MakeJob(3).State(JobState::kCompleted);
+  image.jobs[4] = MakeJob(4).Held();
+  image.nodes["n1"] = testing::FullNode("n1");
+  image.last_job_id = 9;  // ids 5..9 were used by jobs purged since
+  return image;
+}
+
+std::string Dump(const StateImage& image) {
+  std::string out = "last=" + std::to_string(image.last_job_id) + "\n";
+  for (const auto& [id, job] : image.jobs) out += JobRecordToJson(job) + "\n";
+  for (const auto& [name, node] : image.nodes) out += NodeRecordToJson(node) + "\n";
+  return out;
+}
+
+struct EditCase {
+  const char* name;
+  Edit edit;
+  StatusCode code;      // kOk: applied
+  const char* message;  // part of the error
+};
+
+class ApplyEditTest : public ::testing::TestWithParam<EditCase> {};
+
+TEST_P(ApplyEditTest, ChecksTransition) {
+  const EditCase& c = GetParam();
+  StateImage image = BaseImage();
+  const std::string before = Dump(image);
+  EXPECT_EQ(CheckEdit(image, c.edit).code(), c.code);
+  EXPECT_EQ(Dump(image), before);  // CheckEdit never changes anything
+  Status s = ApplyEdit(&image, c.edit);
+  EXPECT_EQ(s.code(), c.code) << s.ToString();
+  EXPECT_NE(s.message().find(c.message), std::string::npos) << s.message();
+  if (!s.ok()) {
+    EXPECT_EQ(Dump(image), before);
+  } else {
+    EXPECT_NE(Dump(image), before);
+  }
+}
+
+const NodeStateChanged kDrain{"n1", NodeState::kDrained, "maintenance", 50};
+
+NodeUpserted Reregistered(std::string address) {
+  NodeRecord node = testing::FullNode("n1");
+  node.address = std::move(address);
+  return NodeUpserted{node};
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, ApplyEditTest,
+    ::testing::Values(
+        EditCase{"SubmitNext", MakeJob(10).Submitted(), StatusCode::kOk, ""},
+        EditCase{"SubmitHeld", MakeJob(12).Held().Submitted(), StatusCode::kOk, ""},
+        EditCase{"SubmitReusedId", MakeJob(7).Submitted(), StatusCode::kInvalidArgument,
+                 "ids must increase"},
+        EditCase{"SubmitDuplicate", MakeJob(2).Submitted(), StatusCode::kInvalidArgument,
+                 "already submitted"},
+        EditCase{"SubmitZero", MakeJob(0).Submitted(), StatusCode::kInvalidArgument,
+                 "start at 1"},
+        EditCase{"SubmitRunning", MakeJob(11).State(JobState::kRunning).Submitted(),
+                 StatusCode::kInvalidArgument, "not PENDING"},
+        EditCase{"StartPending", Started(1), StatusCode::kOk, ""},
+        EditCase{"StartRunning", Started(2), StatusCode::kInvalidArgument,
+                 "cannot start, it is RUNNING"},
+        EditCase{"StartEnded", Started(3), StatusCode::kInvalidArgument,
+                 "cannot start, it is COMPLETED"},
+        EditCase{"StartHeld", Started(4), StatusCode::kInvalidArgument, "held"},
+        EditCase{"StartMissing", Started(42), StatusCode::kNotFound, "job 42"},
+        EditCase{"EndRunning", JobEnded{2, JobState::kFailed, 90, 1, 0, "exit 1"},
+                 StatusCode::kOk, ""},
+        EditCase{"CancelPending", JobEnded{1, JobState::kCancelled, 90, 0, 0, "by bob"},
+                 StatusCode::kOk, ""},
+        EditCase{"EndTwice", JobEnded{3, JobState::kFailed, 90, 0, 0, ""},
+                 StatusCode::kInvalidArgument, "already ended"},
+        EditCase{"EndNotFinal", JobEnded{2, JobState::kRunning, 90, 0, 0, ""},
+                 StatusCode::kInvalidArgument, "not a final state"},
+        EditCase{"EndMissing", JobEnded{42, JobState::kFailed, 90, 0, 0, ""},
+                 StatusCode::kNotFound, "no such job"},
+        EditCase{"RequeueRunning", JobRequeued{2, "node n1 down"}, StatusCode::kOk, ""},
+        EditCase{"RequeuePending", JobRequeued{1, ""}, StatusCode::kInvalidArgument,
+                 "cannot requeue"},
+        EditCase{"HoldPending", JobHeld{1, true}, StatusCode::kOk, ""},
+        EditCase{"ReleaseHeld", JobHeld{4, false}, StatusCode::kOk, ""},
+        EditCase{"HoldRunning", JobHeld{2, true}, StatusCode::kInvalidArgument,
+                 "cannot hold"},
+        EditCase{"NodeNew", NodeUpserted{testing::FullNode("n2")}, StatusCode::kOk, ""},
+        EditCase{"NodeAgain", Reregistered("10.0.0.8:7070"), StatusCode::kOk, ""},
+        EditCase{"NodeNoName", NodeUpserted{NodeRecord{}}, StatusCode::kInvalidArgument,
+                 "empty name"},
+        EditCase{"NodeDrain", kDrain, StatusCode::kOk, ""},
+        EditCase{"NodeMissing", NodeStateChanged{"n9", NodeState::kDown, "", 0},
+                 StatusCode::kNotFound, "node n9"}),
+    [](const ::testing::TestParamInfo<EditCase>& row) { return row.param.name; });
+
+TEST(ApplyEdit, LifecycleKeepsLastJobId) {
+  StateImage image;
+  ASSERT_TRUE(ApplyEdit(&image, MakeJob(1).Submitted()).ok());
+  ASSERT_TRUE(ApplyEdit(&image, MakeJob(2).Submitted()).ok());
+  ASSERT_TRUE(ApplyEdit(&image, Started(1)).ok());
+  EXPECT_EQ(image.jobs[1].state, JobState::kRunning);
+  EXPECT_EQ(image.jobs[1].allocations.size(), 1u);
+  ASSERT_TRUE(ApplyEdit(&image, JobRequeued{1, "node n1 down"}).ok());
+  EXPECT_EQ(image.jobs[1].state, JobState::kPending);
+  EXPECT_TRUE(image.jobs[1].allocations.empty());
+  EXPECT_EQ(image.jobs[1].requeues, 1);
+  EXPECT_EQ(image.jobs[1].reason, "node n1 down");
+  ASSERT_TRUE(ApplyEdit(&image, Started(1, "n2")).ok());
+  ASSERT_TRUE(
+      ApplyEdit(&image, JobEnded{1, JobState::kTimeout, 3000, 0, 15, "time limit 1m"})
+          .ok());
+  const JobRecord& job = image.jobs[1];
+  EXPECT_EQ(job.state, JobState::kTimeout);
+  EXPECT_EQ(job.end_time, 3000);
+  EXPECT_EQ(job.signal, 15);
+  EXPECT_EQ(job.allocations[0].node, "n2");  // kept as history
+  EXPECT_EQ(image.last_job_id, 2);
+}
+
+}  // namespace
+}  // namespace hachi::state

@@ -1,0 +1,100 @@
+// NewMemoryStore (store.h): the Store contract with nothing on disk. Each Commit
+// applies its batch to a scratch image holding copies of just the records it touches,
+// and merges them back only when every edit applied, so a refused batch leaves nothing
+// behind, as in the SQLite store, and a commit costs the same with 100,000 jobs.
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <type_traits>
+#include <variant>
+
+#include "state/store.h"
+
+namespace hachi::state {
+namespace {
+
+// Copies the record `edit` touches, if it exists, from `image` into `scratch`.
+void CopyTouched(const StateImage& image, const Edit& edit, StateImage* scratch) {
+  std::visit(
+      [&](const auto& e) {
+        using E = std::decay_t<decltype(e)>;
+        if constexpr (std::is_same_v<E, NodeUpserted> ||
+                      std::is_same_v<E, NodeStateChanged>) {
+          const std::string& name = [&]() -> const std::string& {
+            if constexpr (std::is_same_v<E, NodeUpserted>) {
+              return e.record.name;
+            } else {
+              return e.name;
+            }
+          }();
+          if (scratch->nodes.count(name) != 0) return;
+          auto it = image.nodes.find(name);
+          if (it != image.nodes.end()) scratch->nodes.insert(*it);
+        } else {
+          JobId id;
+          if constexpr (std::is_same_v<E, JobSubmitted>) {
+            id = e.record.id;
+          } else {
+            id = e.id;
+          }
+          if (scratch->jobs.count(id) != 0) return;
+          auto it = image.jobs.find(id);
+          if (it != image.jobs.end()) scratch->jobs.insert(*it);
+        }
+      },
+      edit);
+}
+
+class MemoryStore final : public Store {
+ public:
+  explicit MemoryStore(int fail_after) : fail_after_(fail_after) {}
+
+  Result<StateImage> Load() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return image_;
+  }
+
+  Status Commit(const std::vector<Edit>& edits) override {
+    commits_.fetch_add(1, std::memory_order_relaxed);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (fail_after_ >= 0 && succeeded_ >= fail_after_) {
+      return Unavailable("memory store: injected failure after " +
+                         std::to_string(fail_after_) + " commits");
+    }
+    transactions_.fetch_add(1, std::memory_order_relaxed);
+    StateImage scratch;
+    scratch.last_job_id = image_.last_job_id;
+    for (const Edit& edit : edits) {
+      CopyTouched(image_, edit, &scratch);
+      HACHI_RETURN_IF_ERROR(ApplyEdit(&scratch, edit));
+    }
+    for (auto& [id, job] : scratch.jobs) image_.jobs[id] = std::move(job);
+    for (auto& [name, node] : scratch.nodes) image_.nodes[name] = std::move(node);
+    image_.last_job_id = scratch.last_job_id;
+    ++succeeded_;
+    return Status::Ok();
+  }
+
+  StoreStats stats() const override {
+    return StoreStats{commits_.load(std::memory_order_relaxed),
+                      transactions_.load(std::memory_order_relaxed)};
+  }
+
+ private:
+  const int fail_after_;  // constant after construction
+
+  std::mutex mu_;
+  StateImage image_;   // guarded by mu_
+  int succeeded_ = 0;  // guarded by mu_
+
+  std::atomic<int64_t> commits_{0};
+  std::atomic<int64_t> transactions_{0};
+};
+
+}  // namespace
+
+std::unique_ptr<Store> NewMemoryStore(int fail_after) {
+  return std::make_unique<MemoryStore>(fail_after);
+}
+
+}  // namespace hachi::state

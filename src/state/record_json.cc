@@ -1,0 +1,508 @@
+#include "state/record_json.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/strings.h"
+#include "state/record_json_nlohmann.h"
+
+namespace hachi::state {
+namespace {
+
+using nlohmann::json;
+
+std::string Describe(const json& j) {
+  if (j.is_number_float()) return "number " + j.dump();
+  return j.type_name();
+}
+
+Status TypeError(const std::string& path, std::string_view expected, const json& got) {
+  return InvalidArgument(path + ": expected " + std::string(expected) + ", got " +
+                         Describe(got));
+}
+
+// Reads the fields of one JSON object into a struct, strictly: the first error sticks
+// (later reads are skipped), and Finish() reports a field nobody asked for.
+class ObjectReader {
+ public:
+  ObjectReader(const json& j, std::string_view path) : j_(j), path_(path) {
+    if (!j.is_object()) status_ = TypeError(path_, "an object", j);
+  }
+
+  template <typename T>
+  void Int(const char* key, T* out) {
+    const json* v = Field(key);
+    if (v == nullptr) return;
+    status_ = ReadInt(*v, Path(key), out);
+  }
+  void Bool(const char* key, bool* out) {
+    const json* v = Field(key);
+    if (v == nullptr) return;
+    if (!v->is_boolean()) {
+      status_ = TypeError(Path(key), "a boolean", *v);
+      return;
+    }
+    *out = v->get<bool>();
+  }
+  void String(const char* key, std::string* out) {
+    const json* v = Field(key);
+    if (v == nullptr) return;
+    status_ = ReadString(*v, Path(key), out);
+  }
+  void Gpus(const char* key, GpuSet* out) {
+    const json* v = Field(key);
+    if (v == nullptr) return;
+    std::string text;
+    status_ = ReadString(*v, Path(key), &text);
+    if (!status_.ok()) return;
+    Result<GpuSet> set = GpuSet::Parse(text);
+    if (!set.ok()) {
+      status_ = InvalidArgument(Path(key) + ": " + set.status().message());
+      return;
+    }
+    *out = *set;
+  }
+  // Any other value: `read(value, path)` decodes it.
+  void Custom(const char* key,
+              const std::function<Status(const json&, const std::string&)>& read) {
+    const json* v = Field(key);
+    if (v == nullptr) return;
+    status_ = read(*v, Path(key));
+  }
+  // A JSON array, each element decoded by `read(element, path)`.
+  template <typename T>
+  void List(const char* key, std::vector<T>* out,
+            const std::function<Status(const json&, const std::string&, T*)>& read) {
+    const json* v = Field(key);
+    if (v == nullptr) return;
+    status_ = ReadList(*v, Path(key), out, read);
+  }
+
+  Status Finish() {
+    if (!status_.ok()) return status_;
+    for (const auto& [key, value] : j_.items()) {
+      if (std::find(seen_.begin(), seen_.end(), key) == seen_.end()) {
+        return InvalidArgument(Path(key) + ": unknown field");
+      }
+    }
+    return Status::Ok();
+  }
+
+  template <typename T>
+  static Status ReadInt(const json& v, const std::string& path, T* out) {
+    constexpr auto kMin = std::numeric_limits<T>::min();
+    constexpr auto kMax = std::numeric_limits<T>::max();
+    if (!v.is_number_integer()) return TypeError(path, "an integer", v);
+    bool fits;
+    if (v.is_number_unsigned()) {
+      fits = v.get<uint64_t>() <= static_cast<uint64_t>(kMax);
+    } else {
+      const int64_t x = v.get<int64_t>();
+      if constexpr (std::is_signed_v<T>) {
+        fits = x >= static_cast<int64_t>(kMin) && x <= static_cast<int64_t>(kMax);
+      } else {
+        fits = x >= 0 && static_cast<uint64_t>(x) <= static_cast<uint64_t>(kMax);
+      }
+    }
+    if (!fits) {
+      return InvalidArgument(path + ": " + v.dump() + " is out of range (" +
+                             std::to_string(kMin) + ".." + std::to_string(kMax) + ")");
+    }
+    *out = v.get<T>();
+    return Status::Ok();
+  }
+  static Status ReadString(const json& v, const std::string& path, std::string* out) {
+    if (!v.is_string()) return TypeError(path, "a string", v);
+    *out = v.get<std::string>();
+    return Status::Ok();
+  }
+  template <typename T>
+  static Status ReadList(
+      const json& v, const std::string& path, std::vector<T>* out,
+      const std::function<Status(const json&, const std::string&, T*)>& read) {
+    if (!v.is_array()) return TypeError(path, "an array", v);
+    std::vector<T> items(v.size());
+    for (size_t i = 0; i < v.size(); ++i) {
+      HACHI_RETURN_IF_ERROR(read(v[i], path + "[" + std::to_string(i) + "]", &items[i]));
+    }
+    *out = std::move(items);
+    return Status::Ok();
+  }
+
+ private:
+  std::string Path(std::string_view key) const { return path_ + "." + std::string(key); }
+  const json* Field(const char* key) {
+    if (!status_.ok()) return nullptr;
+    seen_.emplace_back(key);
+    auto it = j_.find(key);
+    return it == j_.end() ? nullptr : &*it;
+  }
+
+  const json& j_;
+  std::string path_;
+  std::vector<std::string> seen_;
+  Status status_;
+};
+
+Status ReadStringItem(const json& v, const std::string& path, std::string* out) {
+  return ObjectReader::ReadString(v, path, out);
+}
+
+template <typename T>
+Status ReadIntItem(const json& v, const std::string& path, T* out) {
+  return ObjectReader::ReadInt(v, path, out);
+}
+
+// "NAME=value", split at the first '='.
+Status ReadEnvItem(const json& v, const std::string& path,
+                   std::pair<std::string, std::string>* out) {
+  std::string text;
+  HACHI_RETURN_IF_ERROR(ObjectReader::ReadString(v, path, &text));
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos) {
+    return InvalidArgument(path + ": expected NAME=value, got \"" + text + "\"");
+  }
+  *out = {text.substr(0, eq), text.substr(eq + 1)};
+  return Status::Ok();
+}
+
+std::string_view DependencyKindName(sched::DependencyKind kind) {
+  return kind == sched::DependencyKind::kAfterAny ? "afterany" : "afterok";
+}
+
+Status ReadDependency(const json& v, const std::string& path, sched::Dependency* out) {
+  sched::Dependency dep;
+  ObjectReader r(v, path);
+  r.Custom("kind", [&](const json& k, const std::string& p) {
+    std::string name;
+    HACHI_RETURN_IF_ERROR(ObjectReader::ReadString(k, p, &name));
+    const std::string lower = ToLower(name);
+    if (lower == "afterok") {
+      dep.kind = sched::DependencyKind::kAfterOk;
+    } else if (lower == "afterany") {
+      dep.kind = sched::DependencyKind::kAfterAny;
+    } else {
+      return InvalidArgument(p + ": unknown dependency kind \"" + name +
+                             "\" (afterok, afterany)");
+    }
+    return Status::Ok();
+  });
+  r.Int("job", &dep.job);
+  HACHI_RETURN_IF_ERROR(r.Finish());
+  *out = dep;
+  return Status::Ok();
+}
+
+Status ReadJobState(const json& v, const std::string& path, JobState* out) {
+  std::string name;
+  HACHI_RETURN_IF_ERROR(ObjectReader::ReadString(v, path, &name));
+  if (!ParseJobState(name, out)) {
+    return InvalidArgument(path + ": unknown job state \"" + name + "\"");
+  }
+  return Status::Ok();
+}
+
+Status ReadNodeState(const json& v, const std::string& path, NodeState* out) {
+  std::string name;
+  HACHI_RETURN_IF_ERROR(ObjectReader::ReadString(v, path, &name));
+  if (!ParseNodeState(name, out)) {
+    return InvalidArgument(path + ": unknown node state \"" + name +
+                           "\" (up, drained, down)");
+  }
+  return Status::Ok();
+}
+
+// Decoders that take the path as a std::string, for List().
+template <typename T>
+Status ReadObject(const json& v, const std::string& path, T* out) {
+  return FromJson(v, out, path);
+}
+
+void PutNodeRecord(const NodeRecord& n, json* j) {
+  (*j)["name"] = n.name;
+  (*j)["address"] = n.address;
+  (*j)["topology_json"] = n.topology_json;
+  (*j)["cpus"] = n.cpus;
+  (*j)["memory_mib"] = n.memory_mib;
+  (*j)["block"] = n.block;
+  (*j)["state"] = NodeStateName(n.state);
+  (*j)["state_reason"] = n.state_reason;
+  (*j)["state_since"] = n.state_since;
+  (*j)["unhealthy"] = n.unhealthy.ToString();
+}
+
+void ReadNodeRecord(ObjectReader& r, NodeRecord* n) {
+  r.String("name", &n->name);
+  r.String("address", &n->address);
+  r.String("topology_json", &n->topology_json);
+  r.Int("cpus", &n->cpus);
+  r.Int("memory_mib", &n->memory_mib);
+  r.String("block", &n->block);
+  r.Custom("state", [n](const json& v, const std::string& p) {
+    return ReadNodeState(v, p, &n->state);
+  });
+  r.String("state_reason", &n->state_reason);
+  r.Int("state_since", &n->state_since);
+  r.Gpus("unhealthy", &n->unhealthy);
+}
+
+std::string Dump(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+template <typename T>
+Result<T> Decode(std::string_view text, std::string_view path) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    return InvalidArgument(std::string(path) + ": invalid JSON: " + e.what());
+  }
+  T out;
+  HACHI_RETURN_IF_ERROR(FromJson(j, &out, path));
+  return out;
+}
+
+}  // namespace
+
+// ---- nlohmann values ----
+
+json ToJson(const sched::JobRequest& req) {
+  json deps = json::array();
+  for (const sched::Dependency& d : req.dependencies) {
+    deps.push_back({{"kind", DependencyKindName(d.kind)}, {"job", d.job}});
+  }
+  return {
+      {"gpus", req.gpus},
+      {"nodes", req.nodes},
+      {"gpus_per_node", req.gpus_per_node},
+      {"cpus_per_gpu", req.cpus_per_gpu},
+      {"cpus", req.cpus},
+      {"memory_mib_per_gpu", req.memory_mib_per_gpu},
+      {"memory_mib", req.memory_mib},
+      {"gpu_model", req.gpu_model},
+      {"min_gpu_memory_mib", req.min_gpu_memory_mib},
+      {"partition", req.partition},
+      {"qos", req.qos},
+      {"user", req.user},
+      {"account", req.account},
+      {"time_limit", req.time_limit},
+      {"exclusive", req.exclusive},
+      {"dependencies", std::move(deps)},
+      {"gpu_share_milli", req.gpu_share_milli},
+      {"gpu_memory_mib", req.gpu_memory_mib},
+  };
+}
+
+json ToJson(const JobSpec& spec) {
+  json env = json::array();
+  for (const auto& [name, value] : spec.env) env.push_back(name + "=" + value);
+  return {
+      {"name", spec.name},
+      {"argv", spec.argv},
+      {"script", spec.script},
+      {"workdir", spec.workdir},
+      {"env", std::move(env)},
+      {"stdout_path", spec.stdout_path},
+      {"stderr_path", spec.stderr_path},
+      {"uid", spec.uid},
+      {"gid", spec.gid},
+      {"container_image", spec.container_image},
+      {"shm_mib", spec.shm_mib},
+      {"requeue", spec.requeue},
+      {"array_job_id", spec.array_job_id},
+      {"array_task_id", spec.array_task_id},
+      {"comment", spec.comment},
+  };
+}
+
+json ToJson(const NodeAllocation& a) {
+  return {
+      {"node", a.node},
+      {"gpus", a.gpus.ToString()},
+      {"cpus", a.cpus},
+      {"memory_mib", a.memory_mib},
+      {"share_milli", a.share_milli},
+      {"gpu_memory_mib", a.gpu_memory_mib},
+  };
+}
+
+json ToJson(const JobRecord& job) {
+  json allocs = json::array();
+  for (const NodeAllocation& a : job.allocations) allocs.push_back(ToJson(a));
+  return {
+      {"id", job.id},
+      {"req", ToJson(job.req)},
+      {"spec", ToJson(job.spec)},
+      {"state", JobStateName(job.state)},
+      {"held", job.held},
+      {"submit_time", job.submit_time},
+      {"start_time", job.start_time},
+      {"end_time", job.end_time},
+      {"allocations", std::move(allocs)},
+      {"exit_code", job.exit_code},
+      {"signal", job.signal},
+      {"reason", job.reason},
+      {"requeues", job.requeues},
+  };
+}
+
+json ToJson(const NodeRecord& node) {
+  json j = json::object();
+  PutNodeRecord(node, &j);
+  return j;
+}
+
+json ToJson(const NodeStatus& node) {
+  json j = json::object();
+  PutNodeRecord(node.record, &j);
+  j["gpus"] = node.gpus;
+  j["gpu_model"] = node.gpu_model;
+  j["gpu_memory_mib"] = node.gpu_memory_mib;
+  j["interconnect"] = node.interconnect;
+  j["partitions"] = node.partitions;
+  j["gpu_jobs"] = node.gpu_jobs;
+  j["gpu_share_milli"] = node.gpu_share_milli;
+  j["alloc_cpus"] = node.alloc_cpus;
+  j["alloc_memory_mib"] = node.alloc_memory_mib;
+  return j;
+}
+
+Status FromJson(const json& j, sched::JobRequest* out, std::string_view path) {
+  sched::JobRequest req;
+  ObjectReader r(j, path);
+  r.Int("gpus", &req.gpus);
+  r.Int("nodes", &req.nodes);
+  r.Int("gpus_per_node", &req.gpus_per_node);
+  r.Int("cpus_per_gpu", &req.cpus_per_gpu);
+  r.Int("cpus", &req.cpus);
+  r.Int("memory_mib_per_gpu", &req.memory_mib_per_gpu);
+  r.Int("memory_mib", &req.memory_mib);
+  r.String("gpu_model", &req.gpu_model);
+  r.Int("min_gpu_memory_mib", &req.min_gpu_memory_mib);
+  r.String("partition", &req.partition);
+  r.String("qos", &req.qos);
+  r.String("user", &req.user);
+  r.String("account", &req.account);
+  r.Int("time_limit", &req.time_limit);
+  r.Bool("exclusive", &req.exclusive);
+  r.List<sched::Dependency>("dependencies", &req.dependencies, ReadDependency);
+  r.Int("gpu_share_milli", &req.gpu_share_milli);
+  r.Int("gpu_memory_mib", &req.gpu_memory_mib);
+  HACHI_RETURN_IF_ERROR(r.Finish());
+  *out = std::move(req);
+  return Status::Ok();
+}
+
+Status FromJson(const json& j, JobSpec* out, std::string_view path) {
+  JobSpec spec;
+  ObjectReader r(j, path);
+  r.String("name", &spec.name);
+  r.List<std::string>("argv", &spec.argv, ReadStringItem);
+  r.String("script", &spec.script);
+  r.String("workdir", &spec.workdir);
+  r.List<std::pair<std::string, std::string>>("env", &spec.env, ReadEnvItem);
+  r.String("stdout_path", &spec.stdout_path);
+  r.String("stderr_path", &spec.stderr_path);
+  r.Int("uid", &spec.uid);
+  r.Int("gid", &spec.gid);
+  r.String("container_image", &spec.container_image);
+  r.Int("shm_mib", &spec.shm_mib);
+  r.Bool("requeue", &spec.requeue);
+  r.Int("array_job_id", &spec.array_job_id);
+  r.Int("array_task_id", &spec.array_task_id);
+  r.String("comment", &spec.comment);
+  HACHI_RETURN_IF_ERROR(r.Finish());
+  *out = std::move(spec);
+  return Status::Ok();
+}
+
+Status FromJson(const json& j, NodeAllocation* out, std::string_view path) {
+  NodeAllocation a;
+  ObjectReader r(j, path);
+  r.String("node", &a.node);
+  r.Gpus("gpus", &a.gpus);
+  r.Int("cpus", &a.cpus);
+  r.Int("memory_mib", &a.memory_mib);
+  r.Int("share_milli", &a.share_milli);
+  r.Int("gpu_memory_mib", &a.gpu_memory_mib);
+  HACHI_RETURN_IF_ERROR(r.Finish());
+  *out = std::move(a);
+  return Status::Ok();
+}
+
+Status FromJson(const json& j, JobRecord* out, std::string_view path) {
+  JobRecord job;
+  ObjectReader r(j, path);
+  r.Int("id", &job.id);
+  r.Custom("req",
+           [&](const json& v, const std::string& p) { return FromJson(v, &job.req, p); });
+  r.Custom("spec", [&](const json& v, const std::string& p) {
+    return FromJson(v, &job.spec, p);
+  });
+  r.Custom("state", [&](const json& v, const std::string& p) {
+    return ReadJobState(v, p, &job.state);
+  });
+  r.Bool("held", &job.held);
+  r.Int("submit_time", &job.submit_time);
+  r.Int("start_time", &job.start_time);
+  r.Int("end_time", &job.end_time);
+  r.List<NodeAllocation>("allocations", &job.allocations, ReadObject<NodeAllocation>);
+  r.Int("exit_code", &job.exit_code);
+  r.Int("signal", &job.signal);
+  r.String("reason", &job.reason);
+  r.Int("requeues", &job.requeues);
+  HACHI_RETURN_IF_ERROR(r.Finish());
+  *out = std::move(job);
+  return Status::Ok();
+}
+
+Status FromJson(const json& j, NodeRecord* out, std::string_view path) {
+  NodeRecord node;
+  ObjectReader r(j, path);
+  ReadNodeRecord(r, &node);
+  HACHI_RETURN_IF_ERROR(r.Finish());
+  *out = std::move(node);
+  return Status::Ok();
+}
+
+Status FromJson(const json& j, NodeStatus* out, std::string_view path) {
+  NodeStatus node;
+  ObjectReader r(j, path);
+  ReadNodeRecord(r, &node.record);
+  r.Int("gpus", &node.gpus);
+  r.String("gpu_model", &node.gpu_model);
+  r.Int("gpu_memory_mib", &node.gpu_memory_mib);
+  r.String("interconnect", &node.interconnect);
+  r.List<std::string>("partitions", &node.partitions, ReadStringItem);
+  r.List<JobId>("gpu_jobs", &node.gpu_jobs, ReadIntItem<JobId>);
+  r.List<int>("gpu_share_milli", &node.gpu_share_milli, ReadIntItem<int>);
+  r.Int("alloc_cpus", &node.alloc_cpus);
+  r.Int("alloc_memory_mib", &node.alloc_memory_mib);
+  HACHI_RETURN_IF_ERROR(r.Finish());
+  *out = std::move(node);
+  return Status::Ok();
+}
+
+// ---- text ----
+
+std::string JobRecordToJson(const JobRecord& job) { return Dump(ToJson(job)); }
+std::string NodeRecordToJson(const NodeRecord& node) { return Dump(ToJson(node)); }
+std::string NodeStatusToJson(const NodeStatus& node) { return Dump(ToJson(node)); }
+
+Result<JobRecord> JobRecordFromJson(std::string_view text) {
+  return Decode<JobRecord>(text, "job");
+}
+Result<NodeRecord> NodeRecordFromJson(std::string_view text) {
+  return Decode<NodeRecord>(text, "node");
+}
+Result<NodeStatus> NodeStatusFromJson(std::string_view text) {
+  return Decode<NodeStatus>(text, "node");
+}
+
+}  // namespace hachi::state

@@ -1,0 +1,227 @@
+#include "state/record_json.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "state/record_json_nlohmann.h"
+#include "state/testing.h"
+
+namespace hachi::state {
+namespace {
+
+using nlohmann::json;
+using testing::FullJob;
+using testing::FullNode;
+
+std::vector<std::string> Keys(const json& j) {
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : j.items()) keys.push_back(k);
+  return keys;
+}
+
+TEST(RecordJson, JobRoundTripKeepsEveryField) {
+  const JobRecord job = FullJob(12);
+  const std::string text = JobRecordToJson(job);
+  Result<JobRecord> back = JobRecordFromJson(text);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(JobRecordToJson(*back), text);
+  // Spot checks that the encoder wrote the value and the decoder read it back.
+  EXPECT_EQ(back->req.dependencies.size(), 2u);
+  EXPECT_EQ(back->req.dependencies[1].kind, sched::DependencyKind::kAfterAny);
+  EXPECT_EQ(back->spec.env[1].second, "a=b");
+  EXPECT_EQ(back->spec.uid, 4000000000u);
+  EXPECT_EQ(back->allocations[1].gpus, GpuSet::FromIndices({4, 6}));
+  EXPECT_EQ(back->allocations[1].share_milli, 500);
+  EXPECT_TRUE(back->held);
+  EXPECT_EQ(back->requeues, 2);
+  EXPECT_EQ(back->spec.argv.back(), "");
+}
+
+TEST(RecordJson, EncoderWritesTheDocumentedFields) {
+  const json j = ToJson(FullJob(12));
+  EXPECT_EQ(Keys(j).size(), 13u);
+  EXPECT_EQ(Keys(j["req"]).size(), 18u);
+  EXPECT_EQ(Keys(j["spec"]).size(), 15u);
+  EXPECT_EQ(Keys(j["allocations"][0]).size(), 6u);
+  EXPECT_EQ(j["state"], "PENDING");
+  EXPECT_EQ(j["allocations"][0]["gpus"], "0-3");
+  EXPECT_EQ(j["req"]["dependencies"][0], json::parse(R"({"kind":"afterok","job":3})"));
+  EXPECT_EQ(j["spec"]["env"][0], "PATH=/usr/bin:/bin");
+  EXPECT_EQ(j["submit_time"], 1700000000);
+  const json n = ToJson(FullNode("n1"));
+  EXPECT_EQ(Keys(n).size(), 10u);
+  EXPECT_EQ(n["state"], "drained");
+  EXPECT_EQ(n["unhealthy"], "0-3,6");
+}
+
+TEST(RecordJson, NodeRoundTrip) {
+  const NodeRecord node = FullNode("gpu-017");
+  const std::string text = NodeRecordToJson(node);
+  Result<NodeRecord> back = NodeRecordFromJson(text);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(NodeRecordToJson(*back), text);
+  EXPECT_EQ(back->topology_json, node.topology_json);  // kept byte for byte
+}
+
+TEST(RecordJson, NodeStatusRoundTripIsFlat) {
+  NodeStatus s;
+  s.record = FullNode("n3");
+  s.gpus = 8;
+  s.gpu_model = "NVIDIA H100 80GB HBM3";
+  s.gpu_memory_mib = 81559;
+  s.interconnect = "nvswitch";
+  s.partitions = {"gpu8", "debug"};
+  s.gpu_jobs = {0, 12, 12, 0, 0, 0, 0, 99};
+  s.gpu_share_milli = {0, 0, 0, 0, 0, 0, 0, 250};
+  s.alloc_cpus = 12;
+  s.alloc_memory_mib = 4096;
+  const std::string text = NodeStatusToJson(s);
+  const json j = json::parse(text);
+  EXPECT_EQ(Keys(j).size(), 19u);
+  EXPECT_EQ(j["name"], "n3");
+  Result<NodeStatus> back = NodeStatusFromJson(text);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(NodeStatusToJson(*back), text);
+  EXPECT_EQ(back->record.name, "n3");
+  EXPECT_EQ(back->gpu_jobs[7], 99);
+}
+
+TEST(RecordJson, MissingFieldsTakeDefaults) {
+  Result<JobRecord> job = JobRecordFromJson(R"({"id": 4, "req": {"gpus": 2}})");
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(job->id, 4);
+  EXPECT_EQ(job->req.gpus, 2);
+  EXPECT_EQ(job->req.nodes, 1);
+  EXPECT_EQ(job->spec.array_task_id, -1);
+  EXPECT_EQ(job->state, JobState::kPending);
+  Result<NodeRecord> node = NodeRecordFromJson("{}");
+  ASSERT_TRUE(node.ok());
+  EXPECT_EQ(node->state, NodeState::kDown);
+}
+
+TEST(RecordJson, StatesByNameOrCode) {
+  Result<JobRecord> job = JobRecordFromJson(R"({"state": "ca"})");
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(job->state, JobState::kCancelled);
+}
+
+struct BadCase {
+  const char* name;
+  const char* text;
+  const char* error;  // the message must contain this
+};
+
+class JobDecodeErrors : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(JobDecodeErrors, NameTheField) {
+  Result<JobRecord> job = JobRecordFromJson(GetParam().text);
+  ASSERT_FALSE(job.ok());
+  EXPECT_EQ(job.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(job.status().message().find(GetParam().error), std::string::npos)
+      << job.status().message();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, JobDecodeErrors,
+    ::testing::Values(
+        BadCase{"NotJson", "{", "job: invalid JSON"},
+        BadCase{"NotAnObject", "[1]", "job: expected an object, got array"},
+        BadCase{"StringForInt", R"({"req": {"gpus": "4"}})",
+                "job.req.gpus: expected an integer, got string"},
+        BadCase{"FloatForInt", R"({"req": {"gpus": 1.5}})",
+                "job.req.gpus: expected an integer, got number 1.5"},
+        BadCase{"BoolForInt", R"({"id": true})",
+                "job.id: expected an integer, got boolean"},
+        BadCase{"IntTooBig", R"({"req": {"gpus": 4294967296}})",
+                "job.req.gpus: 4294967296 is out of range"},
+        BadCase{"NegativeUid", R"({"spec": {"uid": -1}})",
+                "job.spec.uid: -1 is out of range"},
+        BadCase{"Int64TooBig", R"({"submit_time": 18446744073709551615})",
+                "job.submit_time: 18446744073709551615 is out of range"},
+        BadCase{"UnknownTopField", R"({"idd": 1})", "job.idd: unknown field"},
+        BadCase{"UnknownNestedField", R"({"spec": {"cwd": "/"}})",
+                "job.spec.cwd: unknown field"},
+        BadCase{"UnknownState", R"({"state": "DONE"})",
+                "job.state: unknown job state \"DONE\""},
+        BadCase{"StateNotString", R"({"state": 1})",
+                "job.state: expected a string, got number"},
+        BadCase{"BadGpuSet", R"({"allocations": [{"gpus": "0-x"}]})",
+                "job.allocations[0].gpus:"},
+        BadCase{"AllocationField", R"({"allocations": [{}, {"cpus": null}]})",
+                "job.allocations[1].cpus: expected an integer, got null"},
+        BadCase{"AllocationsNotArray", R"({"allocations": {}})",
+                "job.allocations: expected an array, got object"},
+        BadCase{"DependencyKind", R"({"req": {"dependencies": [{"kind": "after"}]}})",
+                "job.req.dependencies[0].kind: unknown dependency kind"},
+        BadCase{"DependencyField", R"({"req": {"dependencies": [{"id": 3}]}})",
+                "job.req.dependencies[0].id: unknown field"},
+        BadCase{"EnvWithoutEquals", R"({"spec": {"env": ["PATH"]}})",
+                "job.spec.env[0]: expected NAME=value"},
+        BadCase{"ArgvNotStrings", R"({"spec": {"argv": ["a", 2]}})",
+                "job.spec.argv[1]: expected a string, got number"},
+        BadCase{"HeldNotBool", R"({"held": 1})",
+                "job.held: expected a boolean, got number"}),
+    [](const ::testing::TestParamInfo<BadCase>& row) { return row.param.name; });
+
+class NodeDecodeErrors : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(NodeDecodeErrors, NameTheField) {
+  Result<NodeStatus> node = NodeStatusFromJson(GetParam().text);
+  ASSERT_FALSE(node.ok());
+  EXPECT_NE(node.status().message().find(GetParam().error), std::string::npos)
+      << node.status().message();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, NodeDecodeErrors,
+    ::testing::Values(
+        BadCase{"UnknownState", R"({"state": "idle"})", "node.state: unknown node state"},
+        BadCase{"Unhealthy", R"({"unhealthy": [1]})",
+                "node.unhealthy: expected a string, got array"},
+        BadCase{"GpuJobs", R"({"gpu_jobs": [0, "x"]})",
+                "node.gpu_jobs[1]: expected an integer, got string"},
+        BadCase{"Unknown", R"({"record": {}})", "node.record: unknown field"}),
+    [](const ::testing::TestParamInfo<BadCase>& row) { return row.param.name; });
+
+TEST(RecordJson, FromJsonLeavesOutputUnchangedOnError) {
+  sched::JobRequest req;
+  req.gpus = 3;
+  Status s = FromJson(json::parse(R"({"gpus": 5, "nodes": "x"})"), &req, "body.req");
+  EXPECT_EQ(s.message(), "body.req.nodes: expected an integer, got string");
+  EXPECT_EQ(req.gpus, 3);
+}
+
+TEST(RecordJson, InvalidUtf8IsReplacedNotThrown) {
+  JobRecord job = FullJob(1);
+  job.spec.comment = "bad \xff byte";
+  Result<JobRecord> back = JobRecordFromJson(JobRecordToJson(job));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->spec.comment, "bad \xEF\xBF\xBD byte");
+}
+
+TEST(RecordStates, NamesAndCodesParse) {
+  for (JobState s : {JobState::kPending, JobState::kRunning, JobState::kCompleted,
+                     JobState::kFailed, JobState::kCancelled, JobState::kTimeout,
+                     JobState::kNodeFail, JobState::kOutOfMemory}) {
+    JobState parsed;
+    ASSERT_TRUE(ParseJobState(JobStateName(s), &parsed));
+    EXPECT_EQ(parsed, s);
+    ASSERT_TRUE(ParseJobState(JobStateCode(s), &parsed));
+    EXPECT_EQ(parsed, s);
+  }
+  JobState parsed;
+  EXPECT_TRUE(ParseJobState("pending", &parsed));
+  EXPECT_EQ(parsed, JobState::kPending);
+  EXPECT_FALSE(ParseJobState("PEND", &parsed));
+  NodeState n;
+  EXPECT_TRUE(ParseNodeState("Drained", &n));
+  EXPECT_EQ(n, NodeState::kDrained);
+  EXPECT_FALSE(ParseNodeState("idle", &n));
+  EXPECT_EQ(NodeStateName(NodeState::kUp), "up");
+}
+
+}  // namespace
+}  // namespace hachi::state

@@ -1,0 +1,83 @@
+#include "state/records.h"
+
+#include <array>
+
+#include "core/strings.h"
+
+namespace hachi::state {
+namespace {
+
+struct JobStateNames {
+  JobState state;
+  std::string_view name;
+  std::string_view code;
+};
+constexpr std::array<JobStateNames, 8> kJobStates = {{
+    {JobState::kPending, "PENDING", "PD"},
+    {JobState::kRunning, "RUNNING", "R"},
+    {JobState::kCompleted, "COMPLETED", "CD"},
+    {JobState::kFailed, "FAILED", "F"},
+    {JobState::kCancelled, "CANCELLED", "CA"},
+    {JobState::kTimeout, "TIMEOUT", "TO"},
+    {JobState::kNodeFail, "NODE_FAIL", "NF"},
+    {JobState::kOutOfMemory, "OUT_OF_MEMORY", "OOM"},
+}};
+
+struct NodeStateNames {
+  NodeState state;
+  std::string_view name;
+};
+constexpr std::array<NodeStateNames, 3> kNodeStates = {{
+    {NodeState::kUp, "up"},
+    {NodeState::kDrained, "drained"},
+    {NodeState::kDown, "down"},
+}};
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && ToLower(a) == ToLower(b);
+}
+
+}  // namespace
+
+std::string_view JobStateName(JobState s) {
+  for (const auto& e : kJobStates) {
+    if (e.state == s) return e.name;
+  }
+  return "UNKNOWN";
+}
+
+std::string_view JobStateCode(JobState s) {
+  for (const auto& e : kJobStates) {
+    if (e.state == s) return e.code;
+  }
+  return "?";
+}
+
+bool ParseJobState(std::string_view text, JobState* out) {
+  for (const auto& e : kJobStates) {
+    if (EqualsIgnoreCase(text, e.name) || EqualsIgnoreCase(text, e.code)) {
+      *out = e.state;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string_view NodeStateName(NodeState s) {
+  for (const auto& e : kNodeStates) {
+    if (e.state == s) return e.name;
+  }
+  return "unknown";
+}
+
+bool ParseNodeState(std::string_view text, NodeState* out) {
+  for (const auto& e : kNodeStates) {
+    if (EqualsIgnoreCase(text, e.name)) {
+      *out = e.state;
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace hachi::state

@@ -1,0 +1,82 @@
+// The SQLite Store (store.h), exposed for tests that need to reach under the interface
+// (a full disk is simulated with PRAGMA max_page_count). Other code uses
+// OpenSqliteStore.
+//
+// Layout (schema version 1, PRAGMA user_version): STRICT tables
+//   jobs(id INTEGER PRIMARY KEY, state TEXT, record TEXT)   record: JobRecordToJson
+//   nodes(name TEXT PRIMARY KEY, record TEXT)               record: NodeRecordToJson
+//   meta(key TEXT PRIMARY KEY, value ANY)                   'last_job_id'
+// journal_mode=WAL, synchronous=FULL: a committed transaction survives a crash or a
+// power cut.
+//
+// Group commit: a Commit caller that finds no transaction being written becomes the
+// leader; it takes every batch queued so far (its own included), writes them in one
+// BEGIN IMMEDIATE..COMMIT, each batch inside a savepoint, and hands each caller its
+// own status. Callers that arrive meanwhile queue for the next group. A batch whose
+// edit is refused (CheckEdit) is rolled back to its savepoint alone; if the group's
+// transaction itself fails (disk full, I/O error, busy), every batch is retried in a
+// transaction of its own, so one bad batch cannot fail the others.
+//
+// Thread-safety: Load, Commit and stats may be called from any thread at any time.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "state/store.h"
+
+namespace hachi::state {
+
+class Db;
+
+class SqliteStore final : public Store {
+ public:
+  static constexpr int64_t kSchemaVersion = 1;
+
+  static Result<std::unique_ptr<SqliteStore>> Open(const std::string& path,
+                                                   const SqliteOptions& options);
+  ~SqliteStore() override;
+
+  Result<StateImage> Load() override;
+  Status Commit(const std::vector<Edit>& edits) override;
+  StoreStats stats() const override;
+
+  // Caps the database at `pages` pages (a full disk for tests); 0 lifts the cap. The
+  // cap cannot go below the current size (SQLite ignores that).
+  Status SetMaxPageCountForTesting(int64_t pages);
+
+ private:
+  struct Waiter;
+
+  SqliteStore(std::unique_ptr<Db> db, const SqliteOptions& options);
+
+  // Writes one group; sets each waiter's status. Called by the leader only.
+  void WriteGroup(const std::vector<Waiter*>& group);
+  // One batch in a transaction of its own.
+  Status WriteAlone(const std::vector<Edit>& edits);
+  Status WriteBatch(const std::vector<Edit>& edits);
+  Status WriteEdit(const Edit& edit);
+
+  // Constant after construction.
+  const SqliteOptions options_;
+
+  // Guarded by db_mu_ (the leader writing, or Load).
+  std::mutex db_mu_;
+  std::unique_ptr<Db> db_;
+
+  // Guarded by mu_: the queue of commits waiting for the next group.
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Waiter*> queue_;
+  bool writing_ = false;  // a leader is writing a group
+
+  std::atomic<int64_t> commits_{0};
+  std::atomic<int64_t> transactions_{0};
+};
+
+}  // namespace hachi::state

@@ -1,0 +1,111 @@
+// Test fixtures for state/: records with every field set, and a fluent job builder.
+#pragma once
+
+#include <string>
+#include <utility>
+
+#include "state/edits.h"
+#include "state/records.h"
+
+namespace hachi::state::testing {
+
+// A job with every field away from its default, so a round trip that drops one fails.
+inline JobRecord FullJob(JobId id) {
+  JobRecord j;
+  j.id = id;
+  j.req.gpus = 8;
+  j.req.nodes = 2;
+  j.req.gpus_per_node = 4;
+  j.req.cpus_per_gpu = 6;
+  j.req.cpus = 2;
+  j.req.memory_mib_per_gpu = 65536;
+  j.req.memory_mib = 1024;
+  j.req.gpu_model = "NVIDIA H100 80GB HBM3";
+  j.req.min_gpu_memory_mib = 40960;
+  j.req.partition = "gpu8";
+  j.req.qos = "high";
+  j.req.user = "alice";
+  j.req.account = "vision";
+  j.req.time_limit = 3600;
+  j.req.exclusive = true;
+  j.req.dependencies = {{sched::DependencyKind::kAfterOk, 3},
+                        {sched::DependencyKind::kAfterAny, 4}};
+  j.req.gpu_share_milli = 250;
+  j.req.gpu_memory_mib = 20480;
+  j.spec.name = "train \"résumé\"";
+  j.spec.argv = {"python", "train.py", "--lr=0.1", ""};
+  j.spec.script = "#!/bin/sh\necho hi\n";
+  j.spec.workdir = "/home/alice";
+  j.spec.env = {{"PATH", "/usr/bin:/bin"}, {"EQ", "a=b"}, {"EMPTY", ""}};
+  j.spec.stdout_path = "out-%j.txt";
+  j.spec.stderr_path = "err-%j.txt";
+  j.spec.uid = 4000000000u;
+  j.spec.gid = 100;
+  j.spec.container_image = "nvcr.io/nvidia/pytorch:24.01";
+  j.spec.shm_mib = 8192;
+  j.spec.requeue = true;
+  j.spec.array_job_id = id - 1;
+  j.spec.array_task_id = 7;
+  j.spec.comment = "tab\there";
+  j.state = JobState::kPending;
+  j.held = true;
+  j.submit_time = 1700000000;
+  j.start_time = 1700000100;
+  j.end_time = 1700000200;
+  j.allocations = {{"n1", GpuSet::FromIndices({0, 1, 2, 3}), 24, 262144, 0, 0},
+                   {"n2", GpuSet::FromIndices({4, 6}), 12, 1024, 500, 4096}};
+  j.exit_code = 3;
+  j.signal = 9;
+  j.reason = "node n2 down";
+  j.requeues = 2;
+  return j;
+}
+
+inline NodeRecord FullNode(std::string name) {
+  NodeRecord n;
+  n.name = std::move(name);
+  n.address = "10.0.0.7:7070";
+  n.topology_json = "{\n  \"gpus\": []\n}\n";
+  n.cpus = 96;
+  n.memory_mib = 1 << 20;
+  n.block = "leaf3";
+  n.state = NodeState::kDrained;
+  n.state_reason = "maintenance";
+  n.state_since = 1700000300;
+  n.unhealthy = GpuSet::FromIndices({0, 1, 2, 3, 6});
+  return n;
+}
+
+// A plain pending job for edit tests: MakeJob(5).Gpus(2).Held().
+class MakeJob {
+ public:
+  explicit MakeJob(JobId id) {
+    job_.id = id;
+    job_.req.gpus = 1;
+    job_.req.user = "bob";
+    job_.submit_time = 1000 + id;
+  }
+  MakeJob& Gpus(int n) {
+    job_.req.gpus = n;
+    return *this;
+  }
+  MakeJob& Held(bool held = true) {
+    job_.held = held;
+    return *this;
+  }
+  MakeJob& State(JobState s) {
+    job_.state = s;
+    return *this;
+  }
+  operator JobRecord() const { return job_; }  // NOLINT: fluent builder
+  JobSubmitted Submitted() const { return JobSubmitted{job_}; }
+
+ private:
+  JobRecord job_;
+};
+
+inline JobStarted Started(JobId id, std::string node = "n1") {
+  return JobStarted{id, 2000, {{std::move(node), GpuSet::FirstN(1), 4, 1024, 0, 0}}};
+}
+
+}  // namespace hachi::state::testing
