@@ -55,23 +55,30 @@ constexpr std::array kOptions = {
     OptionDef{"mail-type", 0, Kind::kIgnoredValue, "Hachi sends no mail"},
     OptionDef{"mail-user", 0, Kind::kIgnoredValue, "Hachi sends no mail"},
     OptionDef{"ntasks", 'n', Kind::kIgnoredValue, "a Hachi job is one task per node"},
-    OptionDef{"ntasks-per-node", 0, Kind::kIgnoredValue, "a Hachi job is one task per node"},
-    OptionDef{"export", 0, Kind::kIgnoredValue, "the job always inherits the environment"},
-    OptionDef{"get-user-env", 0, Kind::kIgnoredFlag, "the job always inherits the environment"},
+    OptionDef{"ntasks-per-node", 0, Kind::kIgnoredValue,
+              "a Hachi job is one task per node"},
+    OptionDef{"export", 0, Kind::kIgnoredValue,
+              "the job always inherits the environment"},
+    OptionDef{"get-user-env", 0, Kind::kIgnoredFlag,
+              "the job always inherits the environment"},
     OptionDef{"open-mode", 0, Kind::kIgnoredValue, "output files are appended to"},
-    OptionDef{"signal", 0, Kind::kIgnoredValue, "jobs get SIGTERM, then SIGKILL, at their limit"},
+    OptionDef{"signal", 0, Kind::kIgnoredValue,
+              "jobs get SIGTERM, then SIGKILL, at their limit"},
     OptionDef{"nice", 0, Kind::kIgnoredValue, "priority comes from the cluster policy"},
     OptionDef{"propagate", 0, Kind::kIgnoredValue, "resource limits are not propagated"},
     OptionDef{"hint", 0, Kind::kIgnoredValue, "CPUs are placed by GPU affinity"},
-    OptionDef{"threads-per-core", 0, Kind::kIgnoredValue, "CPUs are placed by GPU affinity"},
-    OptionDef{"distribution", 'm', Kind::kIgnoredValue, "CPUs are placed by GPU affinity"},
+    OptionDef{"threads-per-core", 0, Kind::kIgnoredValue,
+              "CPUs are placed by GPU affinity"},
+    OptionDef{"distribution", 'm', Kind::kIgnoredValue,
+              "CPUs are placed by GPU affinity"},
     OptionDef{"wckey", 0, Kind::kIgnoredValue, "no workload keys"},
     // Would change the job if dropped: refused.
     OptionDef{"mem-per-cpu", 0, Kind::kRefused, "use --mem or --mem-per-gpu"},
     OptionDef{"gpus-per-task", 0, Kind::kRefused, "use --gpus-per-node"},
     OptionDef{"nodelist", 'w', Kind::kRefused, "nodes are chosen by the scheduler"},
     OptionDef{"exclude", 'x', Kind::kRefused, "nodes are chosen by the scheduler"},
-    OptionDef{"constraint", 'C', Kind::kRefused, "use --gres=gpu:MODEL:N for a GPU model"},
+    OptionDef{"constraint", 'C', Kind::kRefused,
+              "use --gres=gpu:MODEL:N for a GPU model"},
     OptionDef{"begin", 'b', Kind::kRefused, "submit when the job should become eligible"},
 };
 
@@ -88,7 +95,8 @@ const OptionDef* FindShort(char c) {
   return nullptr;
 }
 bool TakesValue(const OptionDef& d) {
-  return d.kind == Kind::kValue || d.kind == Kind::kIgnoredValue || d.kind == Kind::kRefused;
+  return d.kind == Kind::kValue || d.kind == Kind::kIgnoredValue ||
+         d.kind == Kind::kRefused;
 }
 
 std::string Quote(std::string_view v) { return "'" + std::string(v) + "'"; }
@@ -149,13 +157,13 @@ Status ParseTokens(const std::vector<std::string>& tokens, std::string_view wher
       return InvalidArgument(std::string(where_prefix) + tok + ": " + written +
                              " takes no value");
     }
-    std::string where = directive ? std::string(where_prefix) + shown
+    std::string where = directive          ? std::string(where_prefix) + shown
                         : TakesValue(*def) ? written + " " + Quote(value)
                                            : written;
     switch (def->kind) {
       case Kind::kRefused:
-        return InvalidArgument(where + ": not supported by Hachi (" + std::string(def->note) +
-                               ")");
+        return InvalidArgument(where + ": not supported by Hachi (" +
+                               std::string(def->note) + ")");
       case Kind::kIgnoredValue:
       case Kind::kIgnoredFlag:
         out->warnings.push_back(where + ": ignored (" + std::string(def->note) + ")");
@@ -259,13 +267,14 @@ Result<std::vector<sched::Dependency>> ParseDependency(std::string_view v) {
       kind = sched::DependencyKind::kAfterOk;
     } else if (parts[0] == "afterany") {
       kind = sched::DependencyKind::kAfterAny;
-    } else if (parts[0] == "after" || parts[0] == "afternotok" || parts[0] == "aftercorr" ||
-               parts[0] == "singleton" || parts[0] == "afterburstbuffer") {
+    } else if (parts[0] == "after" || parts[0] == "afternotok" ||
+               parts[0] == "aftercorr" || parts[0] == "singleton" ||
+               parts[0] == "afterburstbuffer") {
       return InvalidArgument(Quote(parts[0]) +
                              " dependencies are not supported (use afterok or afterany)");
     } else {
-      return InvalidArgument(Quote(item) +
-                             " is not a dependency (use afterok:ID[:ID...] or afterany:ID)");
+      return InvalidArgument(
+          Quote(item) + " is not a dependency (use afterok:ID[:ID...] or afterany:ID)");
     }
     if (parts.size() < 2) {
       return InvalidArgument(Quote(item) + ": no job id (use " + std::string(parts[0]) +
@@ -336,7 +345,8 @@ Result<ArraySpec> ParseArraySpec(std::string_view text) {
     std::optional<long long> b =
         dash == std::string_view::npos ? a : ParseCount(range.substr(dash + 1));
     if (!a || !b) return InvalidArgument(bad);
-    if (*a > *b) return InvalidArgument(Quote(item) + ": the range ends before it starts");
+    if (*a > *b)
+      return InvalidArgument(Quote(item) + ": the range ends before it starts");
     if (*b > kMaxArrayTaskId) {
       return InvalidArgument(Quote(item) + ": task ids go up to " +
                              std::to_string(kMaxArrayTaskId));
@@ -409,7 +419,8 @@ Result<Duration> ParseTimeLimit(std::string_view text, bool* unlimited) {
 }
 
 Result<int64_t> ParseSizeMib(std::string_view text, char default_unit) {
-  const Status bad = InvalidArgument(Quote(text) + " is not a size (use e.g. 512M, 20G, 1T)");
+  const Status bad =
+      InvalidArgument(Quote(text) + " is not a size (use e.g. 512M, 20G, 1T)");
   if (text.empty()) return bad;
   char unit = default_unit;
   std::string_view num = text;
@@ -424,11 +435,16 @@ Result<int64_t> ParseSizeMib(std::string_view text, char default_unit) {
   std::optional<long long> n = ParseCount(num);
   if (!n) return bad;
   switch (unit) {
-    case 'K': return int64_t{(*n + 1023) / 1024};
-    case 'M': return int64_t{*n};
-    case 'G': return int64_t{*n} * 1024;
-    case 'T': return int64_t{*n} * 1024 * 1024;
-    default: return bad;
+    case 'K':
+      return int64_t{(*n + 1023) / 1024};
+    case 'M':
+      return int64_t{*n};
+    case 'G':
+      return int64_t{*n} * 1024;
+    case 'T':
+      return int64_t{*n} * 1024 * 1024;
+    default:
+      return bad;
   }
 }
 
@@ -438,7 +454,8 @@ Result<ParsedOptions> ParseFlags(const std::vector<std::string>& args) {
   return out;
 }
 
-Result<ParsedOptions> ParseDirectives(std::string_view script, std::string_view file_name) {
+Result<ParsedOptions> ParseDirectives(std::string_view script,
+                                      std::string_view file_name) {
   ParsedOptions out;
   std::vector<std::string_view> lines = SplitLines(script);
   bool in_header = true;
@@ -468,7 +485,8 @@ Result<ParsedOptions> ParseDirectives(std::string_view script, std::string_view 
       }
       Result<std::vector<std::string>> words = SplitWords(line.substr(prefix.size()));
       if (!words.ok()) {
-        return InvalidArgument(loc + std::string(Trim(line)) + ": " + words.status().message());
+        return InvalidArgument(loc + std::string(Trim(line)) + ": " +
+                               words.status().message());
       }
       HACHI_RETURN_IF_ERROR(
           ParseTokens(*words, loc + std::string(prefix) + " ", source, false, &out));
@@ -485,10 +503,10 @@ Result<SubmitOptions> BuildSubmitOptions(const ParsedOptions& directives,
                                          const ParsedOptions& flags) {
   std::vector<OptionOccurrence> all = directives.options;
   all.insert(all.end(), flags.options.begin(), flags.options.end());
-  std::stable_sort(all.begin(), all.end(), [](const OptionOccurrence& a,
-                                              const OptionOccurrence& b) {
-    return a.source < b.source;
-  });
+  std::stable_sort(all.begin(), all.end(),
+                   [](const OptionOccurrence& a, const OptionOccurrence& b) {
+                     return a.source < b.source;
+                   });
 
   SubmitOptions o;
   o.warnings = directives.warnings;
@@ -515,7 +533,8 @@ Result<SubmitOptions> BuildSubmitOptions(const ParsedOptions& directives,
     } else if (n == "nodes") {
       std::optional<long long> c = ParseCount(v);
       if (!c && v.find('-') != std::string::npos) {
-        return InvalidArgument(occ.where + ": node ranges are not supported; give one count");
+        return InvalidArgument(occ.where +
+                               ": node ranges are not supported; give one count");
       }
       HACHI_RETURN_IF_ERROR(need(c && *c >= 1, Quote(v) + " is not a node count"));
       o.req.nodes = static_cast<int>(*c);
@@ -612,8 +631,10 @@ Result<SubmitOptions> BuildSubmitOptions(const ParsedOptions& directives,
   if (share != nullptr) {
     if (gpu.form == GpuSlot::kUnset) o.req.gpus = 1;
     if (o.req.gpus != 1 || m > 1) {
-      return InvalidArgument(share->where + ": a GPU share is a fraction of one GPU; the job "
-                             "asks for " + std::to_string(o.req.TotalGpus()) + " GPUs");
+      return InvalidArgument(share->where +
+                             ": a GPU share is a fraction of one GPU; the job "
+                             "asks for " +
+                             std::to_string(o.req.TotalGpus()) + " GPUs");
     }
   }
   if (gpu_mem != nullptr && share == nullptr) {

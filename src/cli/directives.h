@@ -57,8 +57,8 @@ struct SubmitOptions {
   // --time=UNLIMITED: req.time_limit stays 0; the caller asks for the partition's
   // maximum (Slurm: "no limit beyond the partition's").
   bool time_unlimited = false;
-  std::string wrap;      // --wrap: a command line run by /bin/sh -c instead of a script
-  bool parsable = false; // --parsable: print only the job id
+  std::string wrap;       // --wrap: a command line run by /bin/sh -c instead of a script
+  bool parsable = false;  // --parsable: print only the job id
   // Options set explicitly, by their long name ("time", "gres", "job-name", ...): the
   // caller fills defaults (name from the script, workdir from cwd) for the others.
   std::set<std::string, std::less<>> explicitly_set;
@@ -92,7 +92,8 @@ Result<ParsedOptions> ParseFlags(const std::vector<std::string>& args);
 // The directive lines of a batch script. `file_name` names it in messages. Directives
 // are read after the shebang, up to the first line that is neither blank nor a comment
 // (Slurm's rule); a later #SBATCH line is reported in `warnings`.
-Result<ParsedOptions> ParseDirectives(std::string_view script, std::string_view file_name);
+Result<ParsedOptions> ParseDirectives(std::string_view script,
+                                      std::string_view file_name);
 // Folds directives then flags into SubmitOptions and resolves the GPU request:
 // --gres=gpu:N and --gpus-per-node=N are per node, --gpus=N is the total.
 Result<SubmitOptions> BuildSubmitOptions(const ParsedOptions& directives,

@@ -26,77 +26,123 @@ struct OkCase {
 
 TEST(Directives, Options) {
   const std::vector<OkCase> cases = {
-      {"gres_count", {"--gres=gpu:4"}, "",
+      {"gres_count",
+       {"--gres=gpu:4"},
+       "",
        [](const SubmitOptions& o) {
          EXPECT_EQ(o.req.gpus, 4);
          EXPECT_EQ(o.req.nodes, 1);
          EXPECT_EQ(o.req.gpus_per_node, 0);
        }},
-      {"gres_model", {"--gres", "gpu:h100:2"}, "",
+      {"gres_model",
+       {"--gres", "gpu:h100:2"},
+       "",
        [](const SubmitOptions& o) {
          EXPECT_EQ(o.req.gpus, 2);
          EXPECT_EQ(o.req.gpu_model, "h100");
        }},
-      {"gres_bare_gpu_is_one", {"--gres=gpu"}, "",
+      {"gres_bare_gpu_is_one",
+       {"--gres=gpu"},
+       "",
        [](const SubmitOptions& o) { EXPECT_EQ(o.req.gpus, 1); }},
-      {"gres_per_node_times_nodes", {"--gres=gpu:8", "--nodes=4"}, "",
+      {"gres_per_node_times_nodes",
+       {"--gres=gpu:8", "--nodes=4"},
+       "",
        [](const SubmitOptions& o) {
          EXPECT_EQ(o.req.nodes, 4);
          EXPECT_EQ(o.req.gpus_per_node, 8);
          EXPECT_EQ(o.req.gpus, 32);
          EXPECT_EQ(o.req.TotalGpus(), 32);
        }},
-      {"nodes_before_gres", {"-N", "2", "--gres=gpu:4"}, "",
+      {"nodes_before_gres",
+       {"-N", "2", "--gres=gpu:4"},
+       "",
        [](const SubmitOptions& o) { EXPECT_EQ(o.req.TotalGpus(), 8); }},
-      {"gpus_total_over_nodes", {"-G", "16", "-N2"}, "",
+      {"gpus_total_over_nodes",
+       {"-G", "16", "-N2"},
+       "",
        [](const SubmitOptions& o) {
          EXPECT_EQ(o.req.gpus, 16);
          EXPECT_EQ(o.req.gpus_per_node, 8);
        }},
-      {"gpus_long_model", {"--gpus=a100:3"}, "",
+      {"gpus_long_model",
+       {"--gpus=a100:3"},
+       "",
        [](const SubmitOptions& o) {
          EXPECT_EQ(o.req.gpus, 3);
          EXPECT_EQ(o.req.gpu_model, "a100");
        }},
-      {"gpus_per_node", {"--gpus-per-node=4", "--nodes", "3"}, "",
+      {"gpus_per_node",
+       {"--gpus-per-node=4", "--nodes", "3"},
+       "",
        [](const SubmitOptions& o) {
          EXPECT_EQ(o.req.gpus_per_node, 4);
          EXPECT_EQ(o.req.gpus, 12);
        }},
-      {"partition_short_attached", {"-pgpu8"}, "",
+      {"partition_short_attached",
+       {"-pgpu8"},
+       "",
        [](const SubmitOptions& o) { EXPECT_EQ(o.req.partition, "gpu8"); }},
-      {"partition_long", {"--partition", "gpu-shared"}, "",
+      {"partition_long",
+       {"--partition", "gpu-shared"},
+       "",
        [](const SubmitOptions& o) { EXPECT_EQ(o.req.partition, "gpu-shared"); }},
-      {"cpus_per_task", {"-c", "16"}, "", [](const SubmitOptions& o) { EXPECT_EQ(o.req.cpus, 16); }},
-      {"cpus_per_gpu", {"--cpus-per-gpu=8"}, "",
+      {"cpus_per_task",
+       {"-c", "16"},
+       "",
+       [](const SubmitOptions& o) { EXPECT_EQ(o.req.cpus, 16); }},
+      {"cpus_per_gpu",
+       {"--cpus-per-gpu=8"},
+       "",
        [](const SubmitOptions& o) { EXPECT_EQ(o.req.cpus_per_gpu, 8); }},
-      {"mem_default_mb", {"--mem=4096"}, "",
+      {"mem_default_mb",
+       {"--mem=4096"},
+       "",
        [](const SubmitOptions& o) { EXPECT_EQ(o.req.memory_mib, 4096); }},
-      {"mem_g", {"--mem=64G"}, "", [](const SubmitOptions& o) { EXPECT_EQ(o.req.memory_mib, 65536); }},
-      {"mem_t", {"--mem=1T"}, "",
+      {"mem_g",
+       {"--mem=64G"},
+       "",
+       [](const SubmitOptions& o) { EXPECT_EQ(o.req.memory_mib, 65536); }},
+      {"mem_t",
+       {"--mem=1T"},
+       "",
        [](const SubmitOptions& o) { EXPECT_EQ(o.req.memory_mib, 1048576); }},
-      {"mem_k_rounds_up", {"--mem=1500K"}, "",
+      {"mem_k_rounds_up",
+       {"--mem=1500K"},
+       "",
        [](const SubmitOptions& o) { EXPECT_EQ(o.req.memory_mib, 2); }},
-      {"mem_lower_suffix", {"--mem=2g"}, "",
+      {"mem_lower_suffix",
+       {"--mem=2g"},
+       "",
        [](const SubmitOptions& o) { EXPECT_EQ(o.req.memory_mib, 2048); }},
-      {"mem_per_gpu", {"--mem-per-gpu=80G"}, "",
+      {"mem_per_gpu",
+       {"--mem-per-gpu=80G"},
+       "",
        [](const SubmitOptions& o) {
          EXPECT_EQ(o.req.memory_mib_per_gpu, 81920);
          EXPECT_EQ(o.req.memory_mib, 0);
        }},
-      {"mem_per_gpu_flag_overrides_mem_directive", {"--mem-per-gpu=10G"},
+      {"mem_per_gpu_flag_overrides_mem_directive",
+       {"--mem-per-gpu=10G"},
        "#!/bin/sh\n#SBATCH --mem=100G\n",
        [](const SubmitOptions& o) {
          EXPECT_EQ(o.req.memory_mib, 0);
          EXPECT_EQ(o.req.memory_mib_per_gpu, 10240);
        }},
-      {"job_name", {"-J", "train"}, "", [](const SubmitOptions& o) { EXPECT_EQ(o.spec.name, "train"); }},
-      {"output_error", {"-o", "out-%j.log", "--error=err-%j.log"}, "",
+      {"job_name",
+       {"-J", "train"},
+       "",
+       [](const SubmitOptions& o) { EXPECT_EQ(o.spec.name, "train"); }},
+      {"output_error",
+       {"-o", "out-%j.log", "--error=err-%j.log"},
+       "",
        [](const SubmitOptions& o) {
          EXPECT_EQ(o.spec.stdout_path, "out-%j.log");
          EXPECT_EQ(o.spec.stderr_path, "err-%j.log");
        }},
-      {"dependency", {"-d", "afterok:1:2,afterany:3"}, "",
+      {"dependency",
+       {"-d", "afterok:1:2,afterany:3"},
+       "",
        [](const SubmitOptions& o) {
          ASSERT_EQ(o.req.dependencies.size(), 3u);
          EXPECT_EQ(o.req.dependencies[0].job, 1);
@@ -105,55 +151,85 @@ TEST(Directives, Options) {
          EXPECT_EQ(o.req.dependencies[2].job, 3);
          EXPECT_EQ(o.req.dependencies[2].kind, sched::DependencyKind::kAfterAny);
        }},
-      {"exclusive", {"--exclusive"}, "", [](const SubmitOptions& o) { EXPECT_TRUE(o.req.exclusive); }},
-      {"array", {"-a", "1-100%10"}, "",
+      {"exclusive",
+       {"--exclusive"},
+       "",
+       [](const SubmitOptions& o) { EXPECT_TRUE(o.req.exclusive); }},
+      {"array",
+       {"-a", "1-100%10"},
+       "",
        [](const SubmitOptions& o) {
          EXPECT_EQ(o.array.max_running, 10);
          EXPECT_EQ(ExpandArray(o.array).size(), 100u);
        }},
-      {"qos_account", {"-q", "high", "-A", "vision"}, "",
+      {"qos_account",
+       {"-q", "high", "-A", "vision"},
+       "",
        [](const SubmitOptions& o) {
          EXPECT_EQ(o.req.qos, "high");
          EXPECT_EQ(o.req.account, "vision");
        }},
       {"hold_short", {"-H"}, "", [](const SubmitOptions& o) { EXPECT_TRUE(o.hold); }},
       {"hold_long", {"--hold"}, "", [](const SubmitOptions& o) { EXPECT_TRUE(o.hold); }},
-      {"requeue", {"--requeue"}, "", [](const SubmitOptions& o) { EXPECT_TRUE(o.spec.requeue); }},
-      {"no_requeue_overrides_directive", {"--no-requeue"}, "#SBATCH --requeue\n",
+      {"requeue",
+       {"--requeue"},
+       "",
+       [](const SubmitOptions& o) { EXPECT_TRUE(o.spec.requeue); }},
+      {"no_requeue_overrides_directive",
+       {"--no-requeue"},
+       "#SBATCH --requeue\n",
        [](const SubmitOptions& o) { EXPECT_FALSE(o.spec.requeue); }},
-      {"comment_with_spaces", {"--comment", "a b c"}, "",
+      {"comment_with_spaces",
+       {"--comment", "a b c"},
+       "",
        [](const SubmitOptions& o) { EXPECT_EQ(o.spec.comment, "a b c"); }},
-      {"chdir", {"-D", "/data/run"}, "",
+      {"chdir",
+       {"-D", "/data/run"},
+       "",
        [](const SubmitOptions& o) { EXPECT_EQ(o.spec.workdir, "/data/run"); }},
-      {"gpu_share", {"--gpu-share=0.25"}, "",
+      {"gpu_share",
+       {"--gpu-share=0.25"},
+       "",
        [](const SubmitOptions& o) {
          EXPECT_EQ(o.req.gpu_share_milli, 250);
          EXPECT_EQ(o.req.gpus, 1);
        }},
-      {"gpu_share_three_decimals", {"--gpu-share", ".125"}, "",
+      {"gpu_share_three_decimals",
+       {"--gpu-share", ".125"},
+       "",
        [](const SubmitOptions& o) { EXPECT_EQ(o.req.gpu_share_milli, 125); }},
-      {"gpu_share_with_mem", {"--gpu-share=0.5", "--gpu-mem=20G"}, "",
+      {"gpu_share_with_mem",
+       {"--gpu-share=0.5", "--gpu-mem=20G"},
+       "",
        [](const SubmitOptions& o) {
          EXPECT_EQ(o.req.gpu_share_milli, 500);
          EXPECT_EQ(o.req.gpu_memory_mib, 20480);
          EXPECT_EQ(o.req.min_gpu_memory_mib, 0);
        }},
-      {"gpu_mem_whole_gpus_is_a_minimum", {"--gres=gpu:2", "--gpu-mem=40G"}, "",
+      {"gpu_mem_whole_gpus_is_a_minimum",
+       {"--gres=gpu:2", "--gpu-mem=40G"},
+       "",
        [](const SubmitOptions& o) {
          EXPECT_EQ(o.req.gpu_memory_mib, 0);
          EXPECT_EQ(o.req.min_gpu_memory_mib, 40960);
        }},
-      {"container", {"--container-image=nvcr.io/nvidia/pytorch:24.01-py3", "--shm-size=8G"}, "",
+      {"container",
+       {"--container-image=nvcr.io/nvidia/pytorch:24.01-py3", "--shm-size=8G"},
+       "",
        [](const SubmitOptions& o) {
          EXPECT_EQ(o.spec.container_image, "nvcr.io/nvidia/pytorch:24.01-py3");
          EXPECT_EQ(o.spec.shm_mib, 8192);
        }},
-      {"wrap_and_parsable", {"--parsable", "--wrap", "nvidia-smi -L"}, "",
+      {"wrap_and_parsable",
+       {"--parsable", "--wrap", "nvidia-smi -L"},
+       "",
        [](const SubmitOptions& o) {
          EXPECT_EQ(o.wrap, "nvidia-smi -L");
          EXPECT_TRUE(o.parsable);
        }},
-      {"ignored_options_warn", {"--mail-type=END", "-n", "4", "--export=ALL"}, "",
+      {"ignored_options_warn",
+       {"--mail-type=END", "-n", "4", "--export=ALL"},
+       "",
        [](const SubmitOptions& o) {
          ASSERT_EQ(o.warnings.size(), 3u);
          EXPECT_EQ(o.warnings[0], "--mail-type 'END': ignored (Hachi sends no mail)");
@@ -161,13 +237,17 @@ TEST(Directives, Options) {
          EXPECT_EQ(o.warnings[2],
                    "--export 'ALL': ignored (the job always inherits the environment)");
        }},
-      {"explicitly_set", {"-t", "10", "-J", "x"}, "",
+      {"explicitly_set",
+       {"-t", "10", "-J", "x"},
+       "",
        [](const SubmitOptions& o) {
          EXPECT_TRUE(o.IsSet("time"));
          EXPECT_TRUE(o.IsSet("job-name"));
          EXPECT_FALSE(o.IsSet("partition"));
        }},
-      {"defaults", {}, "",
+      {"defaults",
+       {},
+       "",
        [](const SubmitOptions& o) {
          EXPECT_EQ(o.req.gpus, 0);
          EXPECT_EQ(o.req.nodes, 1);
@@ -220,7 +300,9 @@ TEST(Directives, Errors) {
   };
   const std::string kTime = "not a time (use MM, HH:MM:SS or D-HH:MM:SS)";
   const std::vector<Case> cases = {
-      {"gres_directive_count", {}, "#!/bin/bash\n\n# setup\n#SBATCH --gres=gpu:x\n",
+      {"gres_directive_count",
+       {},
+       "#!/bin/bash\n\n# setup\n#SBATCH --gres=gpu:x\n",
        "job.sh:4: #SBATCH --gres=gpu:x: 'x' is not a GPU count"},
       {"time_flag", {"--time", "9x"}, "", "--time '9x': " + kTime},
       {"time_flag_short", {"-t9x"}, "", "-t '9x': " + kTime},
@@ -229,52 +311,129 @@ TEST(Directives, Errors) {
       {"time_directive", {}, "#SBATCH -t 9x\n", "job.sh:1: #SBATCH -t 9x: " + kTime},
       {"unknown_flag", {"--frobnicate=1"}, "", "--frobnicate: unknown option"},
       {"unknown_short", {"-Z"}, "", "-Z: unknown option"},
-      {"unknown_directive", {}, "#SBATCH --frobnicate\n", "job.sh:1: #SBATCH --frobnicate: unknown option"},
+      {"unknown_directive",
+       {},
+       "#SBATCH --frobnicate\n",
+       "job.sh:1: #SBATCH --frobnicate: unknown option"},
       {"missing_value", {"--partition"}, "", "--partition: needs a value"},
-      {"flag_with_value", {"--exclusive=user"}, "", "--exclusive=user: --exclusive takes no value"},
-      {"gres_other", {"--gres=shard:2"}, "", "--gres 'shard:2': 'shard' is not a GRES Hachi knows (use gpu:N)"},
-      {"gres_two", {"--gres=gpu:2,shard:1"}, "", "--gres 'gpu:2,shard:1': one GRES only (gpu:N or gpu:MODEL:N)"},
+      {"flag_with_value",
+       {"--exclusive=user"},
+       "",
+       "--exclusive=user: --exclusive takes no value"},
+      {"gres_other",
+       {"--gres=shard:2"},
+       "",
+       "--gres 'shard:2': 'shard' is not a GRES Hachi knows (use gpu:N)"},
+      {"gres_two",
+       {"--gres=gpu:2,shard:1"},
+       "",
+       "--gres 'gpu:2,shard:1': one GRES only (gpu:N or gpu:MODEL:N)"},
       {"gpus_bad", {"-G", "two"}, "", "-G 'two': 'two' is not a GPU count"},
-      {"gpus_uneven", {"--gpus=6", "-N", "4"}, "", "--gpus '6': 6 GPUs do not divide evenly over 4 nodes (-N '4')"},
-      {"nodes_range", {"-N", "2-4"}, "", "-N '2-4': node ranges are not supported; give one count"},
+      {"gpus_uneven",
+       {"--gpus=6", "-N", "4"},
+       "",
+       "--gpus '6': 6 GPUs do not divide evenly over 4 nodes (-N '4')"},
+      {"nodes_range",
+       {"-N", "2-4"},
+       "",
+       "-N '2-4': node ranges are not supported; give one count"},
       {"nodes_zero", {"-N", "0"}, "", "-N '0': '0' is not a node count"},
       {"cpus_bad", {"-c", "0"}, "", "-c '0': '0' is not a CPU count"},
-      {"mem_bad", {"--mem=12Q"}, "", "--mem '12Q': '12Q' is not a size (use e.g. 512M, 20G, 1T)"},
-      {"mem_gb", {"--mem=12GB"}, "", "--mem '12GB': '12GB' is not a size (use e.g. 512M, 20G, 1T)"},
-      {"dep_or", {"-d", "afterok:1?afterok:2"}, "",
+      {"mem_bad",
+       {"--mem=12Q"},
+       "",
+       "--mem '12Q': '12Q' is not a size (use e.g. 512M, 20G, 1T)"},
+      {"mem_gb",
+       {"--mem=12GB"},
+       "",
+       "--mem '12GB': '12GB' is not a size (use e.g. 512M, 20G, 1T)"},
+      {"dep_or",
+       {"-d", "afterok:1?afterok:2"},
+       "",
        "-d 'afterok:1?afterok:2': '?' (any one of) is not supported: Hachi waits for all "
        "dependencies (use ',')"},
-      {"dep_kind", {"--dependency=afternotok:5"}, "",
-       "--dependency 'afternotok:5': 'afternotok' dependencies are not supported (use afterok "
+      {"dep_kind",
+       {"--dependency=afternotok:5"},
+       "",
+       "--dependency 'afternotok:5': 'afternotok' dependencies are not supported (use "
+       "afterok "
        "or afterany)"},
-      {"dep_singleton", {"--dependency=singleton"}, "",
-       "--dependency 'singleton': 'singleton' dependencies are not supported (use afterok or "
+      {"dep_singleton",
+       {"--dependency=singleton"},
+       "",
+       "--dependency 'singleton': 'singleton' dependencies are not supported (use "
+       "afterok or "
        "afterany)"},
-      {"dep_garbage", {"-d", "12"}, "",
+      {"dep_garbage",
+       {"-d", "12"},
+       "",
        "-d '12': '12' is not a dependency (use afterok:ID[:ID...] or afterany:ID)"},
-      {"dep_no_id", {"-d", "afterok"}, "", "-d 'afterok': 'afterok': no job id (use afterok:ID)"},
-      {"dep_bad_id", {"-d", "afterok:12_3"}, "", "-d 'afterok:12_3': '12_3' is not a job id"},
-      {"array_bad", {"-a", "1-x"}, "", "-a '1-x': '1-x' is not a task range (use N, N-M or N-M:STEP)"},
-      {"array_backwards", {"-a", "9-3"}, "", "-a '9-3': '9-3': the range ends before it starts"},
-      {"array_too_many", {"--array=0-10000"}, "",
+      {"dep_no_id",
+       {"-d", "afterok"},
+       "",
+       "-d 'afterok': 'afterok': no job id (use afterok:ID)"},
+      {"dep_bad_id",
+       {"-d", "afterok:12_3"},
+       "",
+       "-d 'afterok:12_3': '12_3' is not a job id"},
+      {"array_bad",
+       {"-a", "1-x"},
+       "",
+       "-a '1-x': '1-x' is not a task range (use N, N-M or N-M:STEP)"},
+      {"array_backwards",
+       {"-a", "9-3"},
+       "",
+       "-a '9-3': '9-3': the range ends before it starts"},
+      {"array_too_many",
+       {"--array=0-10000"},
+       "",
        "--array '0-10000': 10001 tasks; an array has at most 10000"},
-      {"array_limit", {"--array=1-5%0"}, "",
+      {"array_limit",
+       {"--array=1-5%0"},
+       "",
        "--array '1-5%0': '0' is not a task limit (use %N, N >= 1)"},
-      {"array_step_zero", {"--array=0-15:0"}, "",
+      {"array_step_zero",
+       {"--array=0-15:0"},
+       "",
        "--array '0-15:0': '0-15:0' is not a task range (use N, N-M or N-M:STEP)"},
-      {"share_one", {"--gpu-share=1"}, "", "--gpu-share '1': '1' is not a GPU share (use 0 < x < 1, e.g. 0.25)"},
-      {"share_zero", {"--gpu-share=0.0"}, "", "--gpu-share '0.0': '0.0' is not a GPU share (use 0 < x < 1, e.g. 0.25)"},
-      {"share_precision", {"--gpu-share=0.1234"}, "",
+      {"share_one",
+       {"--gpu-share=1"},
+       "",
+       "--gpu-share '1': '1' is not a GPU share (use 0 < x < 1, e.g. 0.25)"},
+      {"share_zero",
+       {"--gpu-share=0.0"},
+       "",
+       "--gpu-share '0.0': '0.0' is not a GPU share (use 0 < x < 1, e.g. 0.25)"},
+      {"share_precision",
+       {"--gpu-share=0.1234"},
+       "",
        "--gpu-share '0.1234': '0.1234' is not a GPU share (use 0 < x < 1, e.g. 0.25)"},
-      {"share_many_gpus", {"--gpu-share=0.5", "--gres=gpu:2"}, "",
-       "--gpu-share '0.5': a GPU share is a fraction of one GPU; the job asks for 2 GPUs"},
-      {"gpu_mem_zero", {"--gpu-mem=0"}, "", "--gpu-mem '0': GPU memory must be more than 0"},
-      {"refused_mem_per_cpu", {"--mem-per-cpu=4G"}, "",
+      {"share_many_gpus",
+       {"--gpu-share=0.5", "--gres=gpu:2"},
+       "",
+       "--gpu-share '0.5': a GPU share is a fraction of one GPU; the job asks for 2 "
+       "GPUs"},
+      {"gpu_mem_zero",
+       {"--gpu-mem=0"},
+       "",
+       "--gpu-mem '0': GPU memory must be more than 0"},
+      {"refused_mem_per_cpu",
+       {"--mem-per-cpu=4G"},
+       "",
        "--mem-per-cpu '4G': not supported by Hachi (use --mem or --mem-per-gpu)"},
-      {"refused_nodelist_directive", {}, "#SBATCH -w n1\n",
-       "job.sh:1: #SBATCH -w n1: not supported by Hachi (nodes are chosen by the scheduler)"},
-      {"directive_positional", {}, "#SBATCH -p gpu8 extra\n", "job.sh:1: #SBATCH extra: not an option"},
-      {"directive_quote", {}, "#SBATCH -J \"open\n", "job.sh:1: #SBATCH -J \"open: unterminated quote"},
+      {"refused_nodelist_directive",
+       {},
+       "#SBATCH -w n1\n",
+       "job.sh:1: #SBATCH -w n1: not supported by Hachi (nodes are chosen by the "
+       "scheduler)"},
+      {"directive_positional",
+       {},
+       "#SBATCH -p gpu8 extra\n",
+       "job.sh:1: #SBATCH extra: not an option"},
+      {"directive_quote",
+       {},
+       "#SBATCH -J \"open\n",
+       "job.sh:1: #SBATCH -J \"open: unterminated quote"},
       {"empty_name", {"-J", ""}, "", "-J '': empty job name"},
   };
   for (const Case& c : cases) {
@@ -300,7 +459,8 @@ TEST(Directives, ScriptRules) {
   Result<ParsedOptions> d = ParseDirectives(script, "job.sh");
   ASSERT_TRUE(d.ok()) << d.status().message();
   ASSERT_EQ(d->warnings.size(), 1u);
-  EXPECT_EQ(d->warnings[0], "job.sh:10: #SBATCH: after the first command, ignored (as Slurm does)");
+  EXPECT_EQ(d->warnings[0],
+            "job.sh:10: #SBATCH: after the first command, ignored (as Slurm does)");
   Result<SubmitOptions> o = BuildSubmitOptions(*d, ParsedOptions{});
   ASSERT_TRUE(o.ok()) << o.status().message();
   EXPECT_EQ(o->spec.name, "train");
@@ -346,10 +506,8 @@ TEST(Directives, ExpandArray) {
     std::vector<int> want;
   };
   const std::vector<Case> cases = {
-      {"range", "1-4", {1, 2, 3, 4}},
-      {"list", "1,3,5", {1, 3, 5}},
-      {"step", "0-15:4", {0, 4, 8, 12}},
-      {"single", "7", {7}},
+      {"range", "1-4", {1, 2, 3, 4}},           {"list", "1,3,5", {1, 3, 5}},
+      {"step", "0-15:4", {0, 4, 8, 12}},        {"single", "7", {7}},
       {"mixed_dedup", "5,1-3,2", {1, 2, 3, 5}},
   };
   for (const Case& c : cases) {

@@ -23,10 +23,14 @@ struct StateNames {
   std::string_view code;
 };
 constexpr StateNames kStates[] = {
-    {JobState::kPending, "PENDING", "PD"},     {JobState::kRunning, "RUNNING", "R"},
-    {JobState::kCompleted, "COMPLETED", "CD"}, {JobState::kFailed, "FAILED", "F"},
-    {JobState::kCancelled, "CANCELLED", "CA"}, {JobState::kTimeout, "TIMEOUT", "TO"},
-    {JobState::kNodeFail, "NODE_FAIL", "NF"},  {JobState::kOutOfMemory, "OUT_OF_MEMORY", "OOM"},
+    {JobState::kPending, "PENDING", "PD"},
+    {JobState::kRunning, "RUNNING", "R"},
+    {JobState::kCompleted, "COMPLETED", "CD"},
+    {JobState::kFailed, "FAILED", "F"},
+    {JobState::kCancelled, "CANCELLED", "CA"},
+    {JobState::kTimeout, "TIMEOUT", "TO"},
+    {JobState::kNodeFail, "NODE_FAIL", "NF"},
+    {JobState::kOutOfMemory, "OUT_OF_MEMORY", "OOM"},
 };
 std::string_view StateName(JobState s) {
   for (const auto& n : kStates) {
@@ -47,7 +51,8 @@ std::string Or(std::string_view v, std::string_view fallback) {
 
 std::string JobIdText(const JobRecord& j) {
   if (j.spec.array_task_id >= 0) {
-    return std::to_string(j.spec.array_job_id) + "_" + std::to_string(j.spec.array_task_id);
+    return std::to_string(j.spec.array_job_id) + "_" +
+           std::to_string(j.spec.array_task_id);
   }
   return std::to_string(j.id);
 }
@@ -68,11 +73,16 @@ std::string PendingReason(const JobRecord& j) {
 std::string EndReasonWord(const JobRecord& j) {
   switch (j.state) {
     case JobState::kFailed:
-      return j.signal != 0 ? "RaisedSignal:" + std::to_string(j.signal) : "NonZeroExitCode";
-    case JobState::kTimeout: return "TimeLimit";
-    case JobState::kNodeFail: return "NodeDown";
-    case JobState::kOutOfMemory: return "OutOfMemory";
-    default: return "None";
+      return j.signal != 0 ? "RaisedSignal:" + std::to_string(j.signal)
+                           : "NonZeroExitCode";
+    case JobState::kTimeout:
+      return "TimeLimit";
+    case JobState::kNodeFail:
+      return "NodeDown";
+    case JobState::kOutOfMemory:
+      return "OutOfMemory";
+    default:
+      return "None";
   }
 }
 
@@ -143,32 +153,58 @@ std::string LimitText(Duration d, bool hms) {
 
 std::string QueueTitle(char code) {
   switch (code) {
-    case 'i': return "JOBID";
-    case 'F': return "ARRAY_JOB_ID";
-    case 'K': return "ARRAY_TASK_ID";
-    case 'P': return "PARTITION";
-    case 'j': return "NAME";
-    case 'u': return "USER";
-    case 'a': return "ACCOUNT";
-    case 'q': return "QOS";
-    case 't': return "ST";
-    case 'T': return "STATE";
-    case 'M': return "TIME";
-    case 'l': return "TIME_LIMIT";
-    case 'L': return "TIME_LEFT";
-    case 'D': return "NODES";
-    case 'R': return "NODELIST(REASON)";
-    case 'r': return "REASON";
-    case 'N': return "NODELIST";
-    case 'C': return "CPUS";
-    case 'm': return "MIN_MEMORY";
-    case 'V': return "SUBMIT_TIME";
-    case 'S': return "START_TIME";
-    case 'e': return "END_TIME";
-    case 'b': return "GPUS";
-    case 'k': return "COMMENT";
-    case 'Z': return "WORK_DIR";
-    case 'E': return "DEPENDENCY";
+    case 'i':
+      return "JOBID";
+    case 'F':
+      return "ARRAY_JOB_ID";
+    case 'K':
+      return "ARRAY_TASK_ID";
+    case 'P':
+      return "PARTITION";
+    case 'j':
+      return "NAME";
+    case 'u':
+      return "USER";
+    case 'a':
+      return "ACCOUNT";
+    case 'q':
+      return "QOS";
+    case 't':
+      return "ST";
+    case 'T':
+      return "STATE";
+    case 'M':
+      return "TIME";
+    case 'l':
+      return "TIME_LIMIT";
+    case 'L':
+      return "TIME_LEFT";
+    case 'D':
+      return "NODES";
+    case 'R':
+      return "NODELIST(REASON)";
+    case 'r':
+      return "REASON";
+    case 'N':
+      return "NODELIST";
+    case 'C':
+      return "CPUS";
+    case 'm':
+      return "MIN_MEMORY";
+    case 'V':
+      return "SUBMIT_TIME";
+    case 'S':
+      return "START_TIME";
+    case 'e':
+      return "END_TIME";
+    case 'b':
+      return "GPUS";
+    case 'k':
+      return "COMMENT";
+    case 'Z':
+      return "WORK_DIR";
+    case 'E':
+      return "DEPENDENCY";
   }
   return "?";
 }
@@ -176,43 +212,66 @@ std::string QueueTitle(char code) {
 std::string QueueValue(const JobRecord& j, Time now, char code) {
   const bool pending = j.state == JobState::kPending;
   switch (code) {
-    case 'i': return JobIdText(j);
-    case 'F': return std::to_string(j.spec.array_task_id >= 0 ? j.spec.array_job_id : j.id);
-    case 'K': return j.spec.array_task_id >= 0 ? std::to_string(j.spec.array_task_id) : "N/A";
-    case 'P': return j.req.partition;
-    case 'j': return j.spec.name;
-    case 'u': return j.req.user;
-    case 'a': return Or(j.req.account, "(null)");
-    case 'q': return Or(j.req.qos, "(null)");
-    case 't': return std::string(StateCode(j.state));
-    case 'T': return std::string(StateName(j.state));
-    case 'M': return FormatElapsed(RunTime(j, now));
-    case 'l': return LimitText(j.req.time_limit, false);
+    case 'i':
+      return JobIdText(j);
+    case 'F':
+      return std::to_string(j.spec.array_task_id >= 0 ? j.spec.array_job_id : j.id);
+    case 'K':
+      return j.spec.array_task_id >= 0 ? std::to_string(j.spec.array_task_id) : "N/A";
+    case 'P':
+      return j.req.partition;
+    case 'j':
+      return j.spec.name;
+    case 'u':
+      return j.req.user;
+    case 'a':
+      return Or(j.req.account, "(null)");
+    case 'q':
+      return Or(j.req.qos, "(null)");
+    case 't':
+      return std::string(StateCode(j.state));
+    case 'T':
+      return std::string(StateName(j.state));
+    case 'M':
+      return FormatElapsed(RunTime(j, now));
+    case 'l':
+      return LimitText(j.req.time_limit, false);
     case 'L':
       if (j.req.time_limit <= 0) return "N/A";
       if (state::IsFinal(j.state)) return "0:00";
       return FormatElapsed(std::max<Duration>(0, j.req.time_limit - RunTime(j, now)));
-    case 'D': return std::to_string(NodeCount(j));
+    case 'D':
+      return std::to_string(NodeCount(j));
     case 'R':
       if (pending || j.allocations.empty()) {
         return "(" + (pending ? PendingReason(j) : EndReasonWord(j)) + ")";
       }
       return CompressHostlist(NodeNames(j));
-    case 'r': return pending ? PendingReason(j) : EndReasonWord(j);
-    case 'N': return CompressHostlist(NodeNames(j));
-    case 'C': return std::to_string(TotalCpus(j));
-    case 'm': return std::to_string(ReqMemPerNode(j)) + "M";
-    case 'V': return TimeOrNa(j.submit_time);
-    case 'S': return pending ? "N/A" : TimeOrNa(j.start_time);
+    case 'r':
+      return pending ? PendingReason(j) : EndReasonWord(j);
+    case 'N':
+      return CompressHostlist(NodeNames(j));
+    case 'C':
+      return std::to_string(TotalCpus(j));
+    case 'm':
+      return std::to_string(ReqMemPerNode(j)) + "M";
+    case 'V':
+      return TimeOrNa(j.submit_time);
+    case 'S':
+      return pending ? "N/A" : TimeOrNa(j.start_time);
     case 'e':
       if (j.state == JobState::kRunning && j.req.time_limit > 0) {
         return FormatIsoTime(j.start_time + j.req.time_limit);
       }
       return state::IsFinal(j.state) ? TimeOrNa(j.end_time) : "N/A";
-    case 'b': return GpusText(j);
-    case 'k': return Or(j.spec.comment, "(null)");
-    case 'Z': return j.spec.workdir;
-    case 'E': return DependencyText(j);
+    case 'b':
+      return GpusText(j);
+    case 'k':
+      return Or(j.spec.comment, "(null)");
+    case 'Z':
+      return j.spec.workdir;
+    case 'E':
+      return DependencyText(j);
   }
   return "";
 }
@@ -227,18 +286,31 @@ std::string ExpandPath(std::string_view pattern, const JobRecord& j) {
     }
     char c = pattern[++i];
     switch (c) {
-      case 'j': out += std::to_string(j.id); break;
-      case 'x': out += j.spec.name; break;
+      case 'j':
+        out += std::to_string(j.id);
+        break;
+      case 'x':
+        out += j.spec.name;
+        break;
       case 'A':
         out += std::to_string(j.spec.array_task_id >= 0 ? j.spec.array_job_id : j.id);
         break;
       case 'a':
-        out += j.spec.array_task_id >= 0 ? std::to_string(j.spec.array_task_id) : "4294967294";
+        out += j.spec.array_task_id >= 0 ? std::to_string(j.spec.array_task_id)
+                                         : "4294967294";
         break;
-      case 'u': out += j.req.user; break;
-      case 'N': out += j.allocations.empty() ? "" : j.allocations[0].node; break;
-      case '%': out += '%'; break;
-      default: out += '%'; out += c;
+      case 'u':
+        out += j.req.user;
+        break;
+      case 'N':
+        out += j.allocations.empty() ? "" : j.allocations[0].node;
+        break;
+      case '%':
+        out += '%';
+        break;
+      default:
+        out += '%';
+        out += c;
     }
   }
   if (!out.empty() && out[0] != '/' && !j.spec.workdir.empty()) {
@@ -260,8 +332,8 @@ std::string JoinArgs(const std::vector<std::string>& argv) {
 
 struct GpuCounts {
   int alloc = 0, idle = 0, other = 0, total = 0;
-  int busy_whole = 0;   // held by a job, whole or fully shared
-  int partial = 0;      // shared, with room left
+  int busy_whole = 0;  // held by a job, whole or fully shared
+  int partial = 0;     // shared, with room left
 };
 
 GpuCounts CountGpus(const NodeStatus& n) {
@@ -270,7 +342,8 @@ GpuCounts CountGpus(const NodeStatus& n) {
   const bool unavailable = n.record.state != state::NodeState::kUp;
   for (int g = 0; g < n.gpus; ++g) {
     const bool used = g < static_cast<int>(n.gpu_jobs.size()) && n.gpu_jobs[g] != 0;
-    const int share = g < static_cast<int>(n.gpu_share_milli.size()) ? n.gpu_share_milli[g] : 0;
+    const int share =
+        g < static_cast<int>(n.gpu_share_milli.size()) ? n.gpu_share_milli[g] : 0;
     if (used) {
       ++c.alloc;
       if (share > 0 && share < 1000) ++c.partial;
@@ -285,30 +358,57 @@ GpuCounts CountGpus(const NodeStatus& n) {
 
 std::string GresText(const NodeStatus& n) {
   if (n.gpus == 0) return "(null)";
+  // A GRES type as admins write them: "NVIDIA H100 80GB HBM3" -> "h100",
+  // "NVIDIA A100-SXM4-80GB" -> "a100", "NVIDIA GeForce RTX 4090" -> "rtx4090".
   std::string model = ToLower(n.gpu_model);
-  if (StartsWith(model, "nvidia ")) model = model.substr(7);
-  model = model.substr(0, model.find(' '));
+  for (std::string_view p : {"nvidia ", "geforce ", "tesla "}) {
+    if (StartsWith(model, p)) model = model.substr(p.size());
+  }
+  std::replace(model.begin(), model.end(), '-', ' ');
+  std::vector<std::string_view> words;
+  for (std::string_view w : Split(model, ' ')) {
+    if (!w.empty()) words.push_back(w);
+  }
+  auto has_digit = [](std::string_view w) {
+    return std::any_of(w.begin(), w.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  model = words.empty() ? "" : std::string(words[0]);
+  if (words.size() > 1 && !has_digit(words[0])) model += words[1];
   return model.empty() ? "gpu:" + std::to_string(n.gpus)
                        : "gpu:" + model + ":" + std::to_string(n.gpus);
 }
 
 std::string NodeTitle(char code) {
   switch (code) {
-    case 'N': return "NODELIST";
-    case 'n': return "HOSTNAMES";
-    case 'P': return "PARTITION";
+    case 'N':
+      return "NODELIST";
+    case 'n':
+      return "HOSTNAMES";
+    case 'P':
+      return "PARTITION";
     case 't':
-    case 'T': return "STATE";
-    case 'G': return "GRES";
-    case 'j': return "GPUS(A/I/O/T)";
-    case 'C': return "CPUS(A/I/O/T)";
-    case 'c': return "CPUS";
-    case 'm': return "MEMORY";
-    case 'e': return "FREE_MEM";
-    case 'O': return "CPU_LOAD";
-    case 'E': return "REASON";
-    case 'D': return "NODES";
-    case 'o': return "NODE_ADDR";
+    case 'T':
+      return "STATE";
+    case 'G':
+      return "GRES";
+    case 'j':
+      return "GPUS(A/I/O/T)";
+    case 'C':
+      return "CPUS(A/I/O/T)";
+    case 'c':
+      return "CPUS";
+    case 'm':
+      return "MEMORY";
+    case 'e':
+      return "FREE_MEM";
+    case 'O':
+      return "CPU_LOAD";
+    case 'E':
+      return "REASON";
+    case 'D':
+      return "NODES";
+    case 'o':
+      return "NODE_ADDR";
   }
   return "?";
 }
@@ -317,15 +417,19 @@ std::string NodeValue(const NodeStatus& n, char code) {
   const state::NodeRecord& r = n.record;
   switch (code) {
     case 'N':
-    case 'n': return r.name;
+    case 'n':
+      return r.name;
     case 'P': {
       std::string out;
       for (const auto& p : n.partitions) out += (out.empty() ? "" : ",") + p;
       return Or(out, "(none)");
     }
-    case 't': return NodeStateText(n, false);
-    case 'T': return NodeStateText(n, true);
-    case 'G': return GresText(n);
+    case 't':
+      return NodeStateText(n, false);
+    case 'T':
+      return NodeStateText(n, true);
+    case 'G':
+      return GresText(n);
     case 'j': {
       GpuCounts c = CountGpus(n);
       return std::to_string(c.alloc) + "/" + std::to_string(c.idle) + "/" +
@@ -338,13 +442,20 @@ std::string NodeValue(const NodeStatus& n, char code) {
       return std::to_string(alloc) + "/" + std::to_string(other ? 0 : rest) + "/" +
              std::to_string(other ? rest : 0) + "/" + std::to_string(r.cpus);
     }
-    case 'c': return std::to_string(r.cpus);
-    case 'm': return std::to_string(r.memory_mib);
-    case 'e': return std::to_string(std::max<int64_t>(0, r.memory_mib - n.alloc_memory_mib));
-    case 'O': return "N/A";
-    case 'E': return Or(r.state_reason, "none");
-    case 'D': return "1";
-    case 'o': return Or(r.address, "(null)");
+    case 'c':
+      return std::to_string(r.cpus);
+    case 'm':
+      return std::to_string(r.memory_mib);
+    case 'e':
+      return std::to_string(std::max<int64_t>(0, r.memory_mib - n.alloc_memory_mib));
+    case 'O':
+      return "N/A";
+    case 'E':
+      return Or(r.state_reason, "none");
+    case 'D':
+      return "1";
+    case 'o':
+      return Or(r.address, "(null)");
   }
   return "";
 }
@@ -355,7 +466,8 @@ std::string NodeValue(const NodeStatus& n, char code) {
 
 std::string FormatElapsed(Duration d) {
   if (d < 0) d = 0;
-  long long days = d / kDay, h = (d % kDay) / kHour, m = (d % kHour) / kMinute, s = d % kMinute;
+  long long days = d / kDay, h = (d % kDay) / kHour, m = (d % kHour) / kMinute,
+            s = d % kMinute;
   char buf[48];
   if (days > 0) {
     std::snprintf(buf, sizeof buf, "%lld-%02lld:%02lld:%02lld", days, h, m, s);
@@ -369,7 +481,8 @@ std::string FormatElapsed(Duration d) {
 
 std::string FormatHms(Duration d) {
   if (d < 0) d = 0;
-  long long days = d / kDay, h = (d % kDay) / kHour, m = (d % kHour) / kMinute, s = d % kMinute;
+  long long days = d / kDay, h = (d % kDay) / kHour, m = (d % kHour) / kMinute,
+            s = d % kMinute;
   char buf[48];
   if (days > 0) {
     std::snprintf(buf, sizeof buf, "%lld-%02lld:%02lld:%02lld", days, h, m, s);
@@ -389,39 +502,63 @@ std::string FormatIsoTime(Time t) {
 }
 
 std::string CompressHostlist(std::vector<std::string> hosts) {
-  std::sort(hosts.begin(), hosts.end());
-  hosts.erase(std::unique(hosts.begin(), hosts.end()), hosts.end());
-  // Group consecutive names sharing a prefix and a numeric suffix of one width.
-  struct Group {
+  // Split each name into a prefix and a numeric suffix; sort numerically within a prefix.
+  struct Name {
     std::string prefix;
-    size_t digits = 0;
-    std::vector<long long> nums;
+    std::string digits;  // "" when the name does not end in a number
+    long long num = 0;
   };
-  std::vector<Group> groups;
+  std::vector<Name> names;
   for (const std::string& h : hosts) {
     size_t p = h.size();
     while (p > 0 && h[p - 1] >= '0' && h[p - 1] <= '9') --p;
-    std::string prefix = h.substr(0, p);
-    size_t digits = h.size() - p;
-    if (digits == 0 || digits > 12) {
-      groups.push_back({h, 0, {}});
+    Name n{h.substr(0, p), h.substr(p), 0};
+    if (n.digits.size() > 12) n = {h, "", 0};
+    if (!n.digits.empty()) n.num = std::stoll(n.digits);
+    names.push_back(std::move(n));
+  }
+  std::sort(names.begin(), names.end(), [](const Name& a, const Name& b) {
+    if (a.prefix != b.prefix) return a.prefix < b.prefix;
+    if (a.digits.empty() != b.digits.empty()) return a.digits.empty();
+    return a.num != b.num ? a.num < b.num : a.digits.size() < b.digits.size();
+  });
+  // Group a prefix's numbers sharing one zero-padding width ("01" pads to 2, "10" fits
+  // any width up to 2, "7" none).
+  struct Group {
+    std::string prefix;
+    size_t pad = 0;
+    std::vector<long long> nums;
+  };
+  std::vector<Group> groups;
+  for (const Name& n : names) {
+    if (n.digits.empty()) {
+      if (groups.empty() || groups.back().prefix != n.prefix ||
+          !groups.back().nums.empty()) {
+        groups.push_back({n.prefix, 0, {}});
+      }
       continue;
     }
-    long long num = std::stoll(h.substr(p));
-    if (!groups.empty() && groups.back().digits == digits && groups.back().prefix == prefix) {
-      groups.back().nums.push_back(num);
-    } else {
-      groups.push_back({prefix, digits, {num}});
+    const bool padded = n.digits.size() > 1 && n.digits[0] == '0';
+    const size_t pad = padded ? n.digits.size() : 0;
+    if (!groups.empty() && groups.back().prefix == n.prefix &&
+        !groups.back().nums.empty()) {
+      Group& g = groups.back();
+      const bool fits = padded ? g.pad == pad : n.digits.size() >= g.pad;
+      if (fits) {
+        if (g.nums.back() != n.num) g.nums.push_back(n.num);
+        continue;
+      }
     }
+    groups.push_back({n.prefix, pad, {n.num}});
   }
   std::string out;
   for (const Group& g : groups) {
     if (!out.empty()) out += ",";
-    auto num = [&](long long n) {
-      std::string s = std::to_string(n);
-      return std::string(g.digits > s.size() ? g.digits - s.size() : 0, '0') + s;
+    auto num = [&](long long v) {
+      std::string s = std::to_string(v);
+      return std::string(g.pad > s.size() ? g.pad - s.size() : 0, '0') + s;
     };
-    if (g.digits == 0) {
+    if (g.nums.empty()) {
       out += g.prefix;
     } else if (g.nums.size() == 1) {
       out += g.prefix + num(g.nums[0]);
@@ -445,11 +582,13 @@ std::string NodeStateText(const NodeStatus& n, bool long_form) {
   GpuCounts c = CountGpus(n);
   const bool busy = c.alloc > 0 || n.alloc_cpus > 0;
   switch (n.record.state) {
-    case state::NodeState::kDown: return "down";
+    case state::NodeState::kDown:
+      return "down";
     case state::NodeState::kDrained:
       if (busy) return long_form ? "draining" : "drng";
       return long_form ? "drained" : "drain";
-    case state::NodeState::kUp: break;
+    case state::NodeState::kUp:
+      break;
   }
   if (!busy) return "idle";
   const bool full = c.idle == 0 && c.partial == 0 && c.alloc > 0;
@@ -476,14 +615,16 @@ Result<std::vector<JobState>> ParseStateList(std::string_view csv) {
       }
     }
     if (!found) {
-      return InvalidArgument("--states '" + std::string(csv) + "': '" + std::string(item) +
-                             "' is not a job state (use PD, R, CD, F, CA, TO, NF, OOM or all)");
+      return InvalidArgument(
+          "--states '" + std::string(csv) + "': '" + std::string(item) +
+          "' is not a job state (use PD, R, CD, F, CA, TO, NF, OOM or all)");
     }
   }
   return out;
 }
 
-std::vector<JobRecord> FilterJobs(const std::vector<JobRecord>& jobs, const QueueFilter& f) {
+std::vector<JobRecord> FilterJobs(const std::vector<JobRecord>& jobs,
+                                  const QueueFilter& f) {
   auto has = [](const auto& list, const auto& v) {
     return list.empty() || std::find(list.begin(), list.end(), v) != list.end();
   };
@@ -492,7 +633,8 @@ std::vector<JobRecord> FilterJobs(const std::vector<JobRecord>& jobs, const Queu
     bool state_ok = f.states.empty() ? !state::IsFinal(j.state) : has(f.states, j.state);
     bool id_ok = f.ids.empty() || has(f.ids, j.id) ||
                  (j.spec.array_task_id >= 0 && has(f.ids, j.spec.array_job_id));
-    if (state_ok && id_ok && has(f.users, j.req.user) && has(f.partitions, j.req.partition)) {
+    if (state_ok && id_ok && has(f.users, j.req.user) &&
+        has(f.partitions, j.req.partition)) {
       out.push_back(j);
     }
   }
@@ -500,11 +642,14 @@ std::vector<JobRecord> FilterJobs(const std::vector<JobRecord>& jobs, const Queu
 }
 
 void SortForQueue(std::vector<JobRecord>* jobs) {
-  std::stable_sort(jobs->begin(), jobs->end(), [](const JobRecord& a, const JobRecord& b) {
-    if (a.req.partition != b.req.partition) return a.req.partition < b.req.partition;
-    if (StateCode(a.state) != StateCode(b.state)) return StateCode(a.state) < StateCode(b.state);
-    return a.id < b.id;
-  });
+  std::stable_sort(jobs->begin(), jobs->end(),
+                   [](const JobRecord& a, const JobRecord& b) {
+                     if (a.req.partition != b.req.partition)
+                       return a.req.partition < b.req.partition;
+                     if (StateCode(a.state) != StateCode(b.state))
+                       return StateCode(a.state) < StateCode(b.state);
+                     return a.id < b.id;
+                   });
 }
 
 Result<std::string> FormatQueue(const std::vector<JobRecord>& jobs, Time now,
@@ -528,22 +673,22 @@ std::string FormatShowJob(const JobRecord& j, std::string_view diagnosis, Time n
   std::string o;
   auto line = [&](const std::string& s) { o += "   " + s + "\n"; };
   o += "JobId=" + std::to_string(j.id) + " JobName=" + j.spec.name + "\n";
-  line("UserId=" + j.req.user + "(" + std::to_string(j.spec.uid) + ") GroupId=" +
-       std::to_string(j.spec.gid) + " MCS_label=N/A");
+  line("UserId=" + j.req.user + "(" + std::to_string(j.spec.uid) +
+       ") GroupId=" + std::to_string(j.spec.gid) + " MCS_label=N/A");
   line("Account=" + Or(j.req.account, "(null)") + " QOS=" + Or(j.req.qos, "(null)"));
   line("JobState=" + std::string(StateName(j.state)) +
        " Reason=" + (pending ? PendingReason(j) : EndReasonWord(j)) +
        " Dependency=" + DependencyText(j));
-  line("Requeue=" + std::string(j.spec.requeue ? "1" : "0") +
-       " Restarts=" + std::to_string(j.requeues) +
-       " BatchFlag=" + (j.spec.script.empty() ? "0" : "1") + " ExitCode=" +
-       std::to_string(j.exit_code) + ":" + std::to_string(j.signal));
-  line("RunTime=" + FormatHms(RunTime(j, now)) + " TimeLimit=" +
-       LimitText(j.req.time_limit, true) + " TimeMin=N/A");
+  line("Requeue=" + std::string(j.spec.requeue ? "1" : "0") + " Restarts=" +
+       std::to_string(j.requeues) + " BatchFlag=" + (j.spec.script.empty() ? "0" : "1") +
+       " ExitCode=" + std::to_string(j.exit_code) + ":" + std::to_string(j.signal));
+  line("RunTime=" + FormatHms(RunTime(j, now)) +
+       " TimeLimit=" + LimitText(j.req.time_limit, true) + " TimeMin=N/A");
   line("SubmitTime=" + TimeOrNa(j.submit_time));
   std::string start = "Unknown", end = "Unknown";
   if (!pending && j.start_time > 0) start = FormatIsoTime(j.start_time);
-  if (running && j.req.time_limit > 0) end = FormatIsoTime(j.start_time + j.req.time_limit);
+  if (running && j.req.time_limit > 0)
+    end = FormatIsoTime(j.start_time + j.req.time_limit);
   if (state::IsFinal(j.state) && j.end_time > 0) end = FormatIsoTime(j.end_time);
   line("StartTime=" + start + " EndTime=" + end + " Deadline=N/A");
   line("Partition=" + j.req.partition);
@@ -552,9 +697,10 @@ std::string FormatShowJob(const JobRecord& j, std::string_view diagnosis, Time n
   if (!j.allocations.empty()) line("BatchHost=" + j.allocations[0].node);
   const int cpus = TotalCpus(j);
   line("NumNodes=" + std::to_string(NodeCount(j)) + " NumCPUs=" + std::to_string(cpus) +
-       " NumTasks=" + std::to_string(NodeCount(j)) + " CPUs/Task=" +
-       std::to_string(std::max(1, cpus / std::max(1, NodeCount(j)))));
-  std::string tres = "cpu=" + std::to_string(cpus) + ",mem=" + std::to_string(TotalMem(j)) +
+       " NumTasks=" + std::to_string(NodeCount(j)) +
+       " CPUs/Task=" + std::to_string(std::max(1, cpus / std::max(1, NodeCount(j)))));
+  std::string tres = "cpu=" + std::to_string(cpus) +
+                     ",mem=" + std::to_string(TotalMem(j)) +
                      "M,node=" + std::to_string(NodeCount(j));
   if (j.req.TotalGpus() > 0) tres += ",gres/gpu=" + std::to_string(j.req.TotalGpus());
   line("TRES=" + tres);
@@ -562,8 +708,9 @@ std::string FormatShowJob(const JobRecord& j, std::string_view diagnosis, Time n
     line("JOB_GRES=gpu:" + std::to_string(j.req.TotalGpus()));
     for (const state::NodeAllocation& a : j.allocations) {
       std::string s = "  Nodes=" + a.node + " CPUs=" + std::to_string(a.cpus) +
-                      " Mem=" + std::to_string(a.memory_mib) + " GRES=gpu:" +
-                      std::to_string(a.gpus.size()) + "(IDX:" + a.gpus.ToString() + ")";
+                      " Mem=" + std::to_string(a.memory_mib) +
+                      " GRES=gpu:" + std::to_string(a.gpus.size()) +
+                      "(IDX:" + a.gpus.ToString() + ")";
       if (a.share_milli > 0) s += " GpuShare=" + ShareText(a.share_milli);
       if (a.gpu_memory_mib > 0) s += " GpuMem=" + std::to_string(a.gpu_memory_mib) + "M";
       line(s);
@@ -573,18 +720,20 @@ std::string FormatShowJob(const JobRecord& j, std::string_view diagnosis, Time n
   line("Command=" + Or(JoinArgs(j.spec.argv), "(null)"));
   line("WorkDir=" + j.spec.workdir);
   const std::string out_path = ExpandPath(Or(j.spec.stdout_path, "hachi-%j.out"), j);
-  line("StdErr=" + (j.spec.stderr_path.empty() ? out_path : ExpandPath(j.spec.stderr_path, j)));
+  line("StdErr=" +
+       (j.spec.stderr_path.empty() ? out_path : ExpandPath(j.spec.stderr_path, j)));
   line("StdIn=/dev/null");
   line("StdOut=" + out_path);
   if (j.req.TotalGpus() > 0) {
-    line("TresPerNode=gres:gpu:" +
-         (j.req.gpu_model.empty() ? "" : j.req.gpu_model + ":") +
-         std::to_string(j.req.GpusPerNode()));
+    line(
+        "TresPerNode=gres:gpu:" + (j.req.gpu_model.empty() ? "" : j.req.gpu_model + ":") +
+        std::to_string(j.req.GpusPerNode()));
   }
   // Hachi's own keys.
   if (j.req.Shared()) {
     std::string s = "GpuShare=" + ShareText(j.req.gpu_share_milli);
-    if (j.req.gpu_memory_mib > 0) s += " GpuMem=" + std::to_string(j.req.gpu_memory_mib) + "M";
+    if (j.req.gpu_memory_mib > 0)
+      s += " GpuMem=" + std::to_string(j.req.gpu_memory_mib) + "M";
     line(s);
   }
   if (j.req.exclusive) line("Exclusive=1");
@@ -608,7 +757,8 @@ std::string FormatShowJob(const JobRecord& j, std::string_view diagnosis, Time n
 
 // ---- nodes ----
 
-Result<std::string> FormatNodes(const std::vector<NodeStatus>& nodes, std::string_view format) {
+Result<std::string> FormatNodes(const std::vector<NodeStatus>& nodes,
+                                std::string_view format) {
   if (format.empty()) format = kDefaultNodesFormat;
   Result<std::vector<FormatItem>> items = ParseFormatString(format, "NnPtTGjCcmeOEDo");
   if (!items.ok()) return items.status();
@@ -621,8 +771,8 @@ Result<std::string> FormatNodes(const std::vector<NodeStatus>& nodes, std::strin
 
 std::string FormatGpuPicture(const NodeStatus& n) {
   std::string head = n.record.name + "  " + std::to_string(n.gpus) + "x " +
-                     Or(n.gpu_model, "GPU") + "  " + Or(n.interconnect, "unknown") + "  " +
-                     NodeStateText(n, true);
+                     Or(n.gpu_model, "GPU") + "  " + Or(n.interconnect, "unknown") +
+                     "  " + NodeStateText(n, true);
   if (!n.record.state_reason.empty()) head += " (" + n.record.state_reason + ")";
   std::string o = head + "\n";
   constexpr int kPerLine = 4;
@@ -630,7 +780,8 @@ std::string FormatGpuPicture(const NodeStatus& n) {
   std::string row;
   for (int g = 0; g < n.gpus; ++g) {
     const state::JobId job = g < static_cast<int>(n.gpu_jobs.size()) ? n.gpu_jobs[g] : 0;
-    const int share = g < static_cast<int>(n.gpu_share_milli.size()) ? n.gpu_share_milli[g] : 0;
+    const int share =
+        g < static_cast<int>(n.gpu_share_milli.size()) ? n.gpu_share_milli[g] : 0;
     const bool bad = n.record.unhealthy.contains(g);
     std::string what;
     if (job == 0) {
@@ -676,8 +827,8 @@ std::string FormatStats(const state::JobStats& s) {
     bool waits = w.samples > 0;
     t.AddRow({Or(w.partition, "(none)"), gpus, std::to_string(w.started),
               std::to_string(w.pending), std::to_string(w.held),
-              waits ? FormatDuration(w.wait_p50) : "-", waits ? FormatDuration(w.wait_p95) : "-",
-              hours(w.gpu_seconds), alert});
+              waits ? FormatDuration(w.wait_p50) : "-",
+              waits ? FormatDuration(w.wait_p95) : "-", hours(w.gpu_seconds), alert});
   };
   for (const state::PartitionStats& p : s.partitions) {
     add(p.all, p.alert ? "median wait over " + FormatDuration(s.alert_threshold) : "");
@@ -686,7 +837,8 @@ std::string FormatStats(const state::JobStats& s) {
   o += s.partitions.empty() ? "no jobs\n" : t.Render();
   if (s.utilisation >= 0) {
     char buf[160];
-    std::snprintf(buf, sizeof buf, "GPU utilisation: %.1f%% of %d GPUs (%.1f of %.1f GPU-hours)\n",
+    std::snprintf(buf, sizeof buf,
+                  "GPU utilisation: %.1f%% of %d GPUs (%.1f of %.1f GPU-hours)\n",
                   s.utilisation * 100.0, s.total_gpus, s.gpu_seconds / 3600.0,
                   static_cast<double>(s.total_gpus) * s.window / 3600.0);
     o += buf;

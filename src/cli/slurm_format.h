@@ -30,8 +30,9 @@ inline constexpr std::string_view kDefaultNodesFormat =
 struct QueueFilter {
   std::vector<std::string> users;       // -u: any of these; empty = everyone
   std::vector<std::string> partitions;  // -p
-  std::vector<state::JobState> states;  // -t; empty = pending and running (squeue's default)
-  std::vector<state::JobId> ids;        // -j
+  std::vector<state::JobState>
+      states;                     // -t; empty = pending and running (squeue's default)
+  std::vector<state::JobId> ids;  // -j
 };
 // Parses "-t" lists as squeue does: "PD,R", "pending,running", "all" (every state).
 Result<std::vector<state::JobState>> ParseStateList(std::string_view csv);
@@ -51,7 +52,8 @@ Result<std::string> FormatQueue(const std::vector<state::JobRecord>& jobs, Time 
 // GPUs of each node ("     Nodes=n1 CPUs=8 Mem=65536 GRES=gpu:4(IDX:0-3)"), Hachi's own
 // keys after, and for a pending job `diagnosis` (the scheduler's text, may be
 // multi-line) under "   Diagnosis:".
-std::string FormatShowJob(const state::JobRecord& job, std::string_view diagnosis, Time now);
+std::string FormatShowJob(const state::JobRecord& job, std::string_view diagnosis,
+                          Time now);
 
 // ---- hachi nodes ----
 

@@ -1,1 +1,390 @@
+// Golden-file tests of the renderers: fixed records, fixed `now`, TZ=UTC, compared with
+// src/cli/testdata/*.txt. HACHI_UPDATE_GOLDEN=1 rewrites the files instead.
+#include "cli/slurm_format.h"
+
 #include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+#include "core/strings.h"
+
+namespace hachi::cli {
+namespace {
+
+using state::JobRecord;
+using state::JobState;
+using state::NodeStatus;
+
+constexpr Time kNow = 1795979885;  // 2026-11-29T19:18:05Z, as in formats.txt
+
+void ExpectGolden(const std::string& name, const std::string& actual) {
+  const std::string path = std::string(HACHI_SOURCE_DIR) + "/src/cli/testdata/" + name;
+  if (const char* u = std::getenv("HACHI_UPDATE_GOLDEN"); u != nullptr && *u == '1') {
+    std::ofstream(path) << actual;
+    return;
+  }
+  std::string error;
+  std::optional<std::string> want = ReadFile(path, &error);
+  ASSERT_TRUE(want.has_value()) << error << " (HACHI_UPDATE_GOLDEN=1 writes it)";
+  EXPECT_EQ(actual, *want) << "golden " << name
+                           << " differs; HACHI_UPDATE_GOLDEN=1 rewrites it";
+}
+
+class SlurmFormat : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    setenv("TZ", "UTC", 1);
+    tzset();
+  }
+};
+
+// Fluent builder: MakeJob(3136).Name("pair").Gpus(2).Running("gpu02", "0-1").
+class MakeJob {
+ public:
+  explicit MakeJob(state::JobId id) {
+    j_.id = id;
+    j_.req.user = "alice";
+    j_.req.partition = "gpu8";
+    j_.req.time_limit = 5 * kMinute;
+    j_.req.cpus_per_gpu = 8;
+    j_.req.memory_mib_per_gpu = 60000;
+    j_.spec.name = "fill";
+    j_.spec.workdir = "/home/alice";
+    j_.spec.uid = 1000;
+    j_.spec.gid = 1000;
+    j_.spec.script = "#!/bin/sh\ntrue\n";
+    j_.submit_time = kNow - 3;
+  }
+  MakeJob& Name(std::string n) {
+    j_.spec.name = std::move(n);
+    return *this;
+  }
+  MakeJob& User(std::string u) {
+    j_.req.user = std::move(u);
+    return *this;
+  }
+  MakeJob& Partition(std::string p) {
+    j_.req.partition = std::move(p);
+    return *this;
+  }
+  MakeJob& Gpus(int g) {
+    j_.req.gpus = g;
+    return *this;
+  }
+  MakeJob& Gang(int nodes, int per_node) {
+    j_.req.nodes = nodes;
+    j_.req.gpus_per_node = per_node;
+    j_.req.gpus = nodes * per_node;
+    return *this;
+  }
+  MakeJob& Share(int milli, int64_t mem) {
+    j_.req.gpus = 1;
+    j_.req.gpu_share_milli = milli;
+    j_.req.gpu_memory_mib = mem;
+    return *this;
+  }
+  MakeJob& Limit(Duration d) {
+    j_.req.time_limit = d;
+    return *this;
+  }
+  MakeJob& Submitted(Time t) {
+    j_.submit_time = t;
+    return *this;
+  }
+  MakeJob& Pending(std::string reason) {
+    j_.state = JobState::kPending;
+    j_.reason = std::move(reason);
+    return *this;
+  }
+  MakeJob& Held() {
+    j_.held = true;
+    return *this;
+  }
+  MakeJob& Running(const std::string& node, const std::string& gpus,
+                   Time start = kNow - 3) {
+    j_.state = JobState::kRunning;
+    j_.start_time = start;
+    state::NodeAllocation a;
+    a.node = node;
+    a.gpus = *GpuSet::Parse(gpus);
+    a.cpus = a.gpus.size() * 8;
+    a.memory_mib = a.gpus.size() * 60000;
+    if (j_.req.Shared()) {
+      a.cpus = 2;
+      a.memory_mib = 16384;
+      a.share_milli = j_.req.gpu_share_milli;
+      a.gpu_memory_mib = j_.req.gpu_memory_mib;
+    }
+    j_.allocations.push_back(a);
+    return *this;
+  }
+  MakeJob& Ended(JobState s, Time end, int code, int sig, std::string reason) {
+    j_.state = s;
+    j_.end_time = end;
+    j_.exit_code = code;
+    j_.signal = sig;
+    j_.reason = std::move(reason);
+    return *this;
+  }
+  MakeJob& Array(state::JobId first, int task) {
+    j_.spec.array_job_id = first;
+    j_.spec.array_task_id = task;
+    return *this;
+  }
+  MakeJob& Deps(std::vector<sched::Dependency> d) {
+    j_.req.dependencies = std::move(d);
+    return *this;
+  }
+  MakeJob& Spec(const std::function<void(JobRecord&)>& f) {
+    f(j_);
+    return *this;
+  }
+  operator JobRecord() const { return j_; }  // NOLINT: the builder's point
+
+ private:
+  JobRecord j_;
+};
+
+std::vector<JobRecord> Jobs() {
+  return {
+      MakeJob(3135).Name("whole-node").Gpus(8).Running("gpu01", "0-7"),
+      MakeJob(3136).Name("pair").Partition("gpu-shared").Gpus(2).Running("gpu02", "0-1"),
+      MakeJob(3137).Name("quad").Partition("gpu-shared").Gpus(4).Running("gpu02", "4-7"),
+      MakeJob(3138).Gpus(8).Running("gpu03", "0-7"),
+      MakeJob(3139).Gpus(8).Running("gpu04", "0-7", kNow - 2 * kHour - 5),
+      MakeJob(3140).Gpus(8).Pending("Resources"),
+      MakeJob(3141).Gpus(8).Pending("Priority"),
+      MakeJob(3142).Name("waits").Gpus(8).Pending("Priority").User("bob"),
+      MakeJob(3143).Name("later").Gpus(1).Pending("").Held().Partition("gpu-shared"),
+      MakeJob(3144)
+          .Name("llama-70b-finetune")
+          .Gang(2, 8)
+          .Limit(3 * kDay)
+          .Running("gpu05", "0-7", kNow - kDay - 3 * kHour)
+          .Running("gpu06", "0-7", kNow - kDay - 3 * kHour),
+      MakeJob(3145)
+          .Name("notebook")
+          .Partition("gpu-shared")
+          .Share(250, 20480)
+          .Running("gpu02", "3"),
+      MakeJob(3146)
+          .Name("sweep")
+          .Array(3146, 0)
+          .Gpus(1)
+          .Partition("gpu-shared")
+          .Pending("Dependency")
+          .Deps({{sched::DependencyKind::kAfterOk, 3144}}),
+      MakeJob(3100)
+          .Name("done")
+          .Gpus(2)
+          .Running("gpu02", "2-3", kNow - 600)
+          .Ended(JobState::kCompleted, kNow - 60, 0, 0, ""),
+  };
+}
+
+TEST_F(SlurmFormat, QueueDefault) {
+  std::vector<JobRecord> jobs = FilterJobs(Jobs(), {});
+  SortForQueue(&jobs);
+  Result<std::string> out = FormatQueue(jobs, kNow);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  ExpectGolden("queue_default.txt", *out);
+}
+
+TEST_F(SlurmFormat, QueueSlurmFormatString) {
+  std::vector<JobRecord> jobs = FilterJobs(Jobs(), {});
+  SortForQueue(&jobs);
+  Result<std::string> out =
+      FormatQueue(jobs, kNow, "%.8i %.10P %.10j %.8u %.2t %.10M %.6D %.12b %R");
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  ExpectGolden("queue_format.txt", *out);
+}
+
+TEST_F(SlurmFormat, QueueEveryCode) {
+  QueueFilter all;
+  all.states = *ParseStateList("all");
+  std::vector<JobRecord> jobs = FilterJobs(Jobs(), all);
+  Result<std::string> out = FormatQueue(
+      jobs, kNow, "%-10i|%F|%K|%T|%l|%L|%C|%m|%V|%S|%e|%a|%q|%E|%r|%N|%k|%Z|%%|%-5D|");
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  ExpectGolden("queue_codes.txt", *out);
+}
+
+TEST_F(SlurmFormat, QueueFilters) {
+  struct Case {
+    std::string name;
+    QueueFilter filter;
+    std::vector<state::JobId> want;
+  };
+  const std::vector<Case> cases = {
+      {"default_hides_final",
+       {},
+       {3135, 3136, 3137, 3138, 3139, 3140, 3141, 3142, 3143, 3144, 3145, 3146}},
+      {"user", {{"bob"}, {}, {}, {}}, {3142}},
+      {"partition", {{}, {"gpu-shared"}, {}, {}}, {3136, 3137, 3143, 3145, 3146}},
+      {"state_pending",
+       {{}, {}, {JobState::kPending}, {}},
+       {3140, 3141, 3142, 3143, 3146}},
+      {"state_completed", {{}, {}, {JobState::kCompleted}, {}}, {3100}},
+      {"ids", {{}, {}, {}, {3140, 3100}}, {3140}},
+      {"array_job_id", {{}, {}, {}, {3146}}, {3146}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::vector<state::JobId> got;
+    for (const JobRecord& j : FilterJobs(Jobs(), c.filter)) got.push_back(j.id);
+    EXPECT_EQ(got, c.want);
+  }
+}
+
+TEST_F(SlurmFormat, QueueErrors) {
+  Result<std::string> out = FormatQueue({}, kNow, "%.8i %z");
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().message(),
+            "format '%.8i %z': unknown field %z (known: iFKPjuaqtTMlLDRrNCmVSebkZE)");
+  Result<std::vector<JobState>> st = ParseStateList("PD,bogus");
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(
+      st.status().message(),
+      "--states 'PD,bogus': 'bogus' is not a job state (use PD, R, CD, F, CA, TO, NF, "
+      "OOM or all)");
+  Result<std::vector<JobState>> ok = ParseStateList("pending,R");
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(*ok, (std::vector<JobState>{JobState::kPending, JobState::kRunning}));
+}
+
+TEST_F(SlurmFormat, ShowJob) {
+  std::vector<JobRecord> jobs = Jobs();
+  auto find = [&](state::JobId id) {
+    for (const JobRecord& j : jobs) {
+      if (j.id == id) return j;
+    }
+    return JobRecord{};
+  };
+  JobRecord failed = MakeJob(3099)
+                         .Name("crash")
+                         .Gpus(4)
+                         .Running("gpu03", "0-3", kNow - 100)
+                         .Ended(JobState::kFailed, kNow - 50, 1, 0, "exit code 1")
+                         .Spec([](JobRecord& j) {
+                           j.spec.stdout_path = "logs/%x-%j.out";
+                           j.spec.stderr_path = "/scratch/%u/%j.err";
+                           j.spec.argv = {"--epochs", "3"};
+                           j.spec.requeue = true;
+                           j.requeues = 1;
+                           j.spec.comment = "nightly";
+                           j.spec.container_image = "pytorch:24.01";
+                           j.spec.shm_mib = 8192;
+                           j.req.account = "vision";
+                           j.req.qos = "high";
+                           j.req.gpu_model = "h100";
+                         });
+  std::string out = FormatShowJob(find(3137), "", kNow) + "\n" +
+                    FormatShowJob(find(3142),
+                                  "waits for 8 GPUs on one node in gpu8\n"
+                                  "gpu01: 0 of 8 GPUs free (busy until 19:23:02)\n"
+                                  "gpu02: partition gpu-shared only",
+                                  kNow) +
+                    "\n" + FormatShowJob(find(3144), "", kNow) + "\n" +
+                    FormatShowJob(find(3145), "", kNow) + "\n" +
+                    FormatShowJob(find(3143), "", kNow) + "\n" +
+                    FormatShowJob(find(3146), "waits for 3144 (afterok)", kNow) + "\n" +
+                    FormatShowJob(failed, "", kNow);
+  ExpectGolden("show_job.txt", out);
+}
+
+std::vector<NodeStatus> Nodes() {
+  auto node = [](std::string name, std::vector<state::JobId> jobs) {
+    NodeStatus n;
+    n.record.name = std::move(name);
+    n.record.address = "10.0.0.1";
+    n.record.cpus = 64;
+    n.record.memory_mib = 512000;
+    n.record.state = state::NodeState::kUp;
+    n.gpus = 8;
+    n.gpu_model = "NVIDIA H100 80GB HBM3";
+    n.gpu_memory_mib = 81559;
+    n.interconnect = "nvswitch";
+    n.partitions = {"gpu8", "gpu-shared"};
+    n.gpu_jobs = std::move(jobs);
+    n.gpu_share_milli.assign(8, 0);
+    for (state::JobId j : n.gpu_jobs) {
+      if (j != 0) {
+        n.alloc_cpus += 8;
+        n.alloc_memory_mib += 60000;
+      }
+    }
+    return n;
+  };
+  std::vector<NodeStatus> v;
+  v.push_back(node("gpu01", {3135, 3135, 3135, 3135, 3135, 3135, 3135, 3135}));
+  NodeStatus g2 = node("gpu02", {3136, 3136, 3100, 3145, 3137, 3137, 3137, 3137});
+  g2.gpu_share_milli[3] = 250;
+  v.push_back(g2);
+  NodeStatus g3 = node("gpu03", {0, 0, 0, 0, 0, 0, 0, 0});
+  g3.record.unhealthy.Insert(5);
+  v.push_back(g3);
+  NodeStatus g4 = node("gpu04", {3139, 3139, 3139, 3139, 3139, 3139, 3139, 3139});
+  g4.record.state = state::NodeState::kDrained;
+  g4.record.state_reason = "bad fan";
+  v.push_back(g4);
+  NodeStatus g5 = node("gpu05", {0, 0, 0, 0, 0, 0, 0, 0});
+  g5.record.state = state::NodeState::kDrained;
+  g5.record.state_reason = "maintenance";
+  v.push_back(g5);
+  NodeStatus g6 = node("gpu06", {0, 0, 0, 0, 0, 0, 0, 0});
+  g6.record.state = state::NodeState::kDown;
+  g6.record.state_reason = "agent silent 30s";
+  v.push_back(g6);
+  NodeStatus a100 = node("a100-1", {0, 0, 0, 0});
+  a100.gpus = 4;
+  a100.gpu_model = "NVIDIA A100-SXM4-80GB";
+  a100.interconnect = "nvlink-mesh";
+  a100.partitions = {"small"};
+  a100.gpu_jobs = {7, 0, 12345678, 0};
+  a100.gpu_share_milli = {0, 0, 1000, 0};
+  a100.record.unhealthy.Insert(2);
+  a100.alloc_cpus = 16;
+  v.push_back(a100);
+  return v;
+}
+
+TEST_F(SlurmFormat, Nodes) {
+  Result<std::string> def = FormatNodes(Nodes());
+  ASSERT_TRUE(def.ok()) << def.status().message();
+  Result<std::string> custom = FormatNodes(Nodes(), "%n %G %C");
+  ASSERT_TRUE(custom.ok());
+  Result<std::string> more = FormatNodes(Nodes(), "%N %T %c %m %e %O %D %o %j");
+  ASSERT_TRUE(more.ok());
+  std::string pictures;
+  for (const NodeStatus& n : Nodes()) pictures += FormatGpuPicture(n);
+  ExpectGolden("nodes.txt", *def + "\n" + *custom + "\n" + *more + "\n" + pictures);
+  for (const std::string_view line : SplitLines(pictures))
+    EXPECT_LE(line.size(), 80u) << line;
+  Result<std::string> bad = FormatNodes(Nodes(), "%n %Q");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(),
+            "format '%n %Q': unknown field %Q (known: NnPtTGjCcmeOEDo)");
+}
+
+TEST_F(SlurmFormat, Pieces) {
+  EXPECT_EQ(FormatElapsed(3), "0:03");
+  EXPECT_EQ(FormatElapsed(12 * 60 + 30), "12:30");
+  EXPECT_EQ(FormatElapsed(3 * kHour + 5 * kMinute), "3:05:00");
+  EXPECT_EQ(FormatElapsed(2 * kDay + 4 * kHour), "2-04:00:00");
+  EXPECT_EQ(FormatHms(3), "00:00:03");
+  EXPECT_EQ(FormatHms(kDay + 1), "1-00:00:01");
+  EXPECT_EQ(FormatIsoTime(kNow), "2026-11-29T19:18:05");
+  EXPECT_EQ(CompressHostlist({"gpu04", "gpu01", "gpu03"}), "gpu[01,03-04]");
+  EXPECT_EQ(CompressHostlist({"gpu02"}), "gpu02");
+  EXPECT_EQ(CompressHostlist({"n1", "n2", "n3", "n10", "login", "a-7"}),
+            "a-7,login,n[1-3,10]");
+  EXPECT_EQ(CompressHostlist({"gpu10", "gpu09", "gpu08", "gpu100"}), "gpu[08-10,100]");
+  EXPECT_EQ(CompressHostlist({"n2", "n2", "n02"}), "n2,n02");
+  EXPECT_EQ(CompressHostlist({}), "");
+}
+
+}  // namespace
+}  // namespace hachi::cli

@@ -54,8 +54,8 @@ Result<std::vector<FormatItem>> ParseFormatString(std::string_view format,
     it.code = format[i++];
     if (known_codes.find(it.code) == std::string_view::npos) {
       return InvalidArgument("format '" + std::string(format) + "': unknown field %" +
-                             std::string(1, it.code) + " (known: " + std::string(known_codes) +
-                             ")");
+                             std::string(1, it.code) +
+                             " (known: " + std::string(known_codes) + ")");
     }
     items.push_back(std::move(it));
   }

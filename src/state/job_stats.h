@@ -25,13 +25,14 @@ struct WaitStats {
   int samples = 0;
   Duration wait_p50 = 0;
   Duration wait_p95 = 0;
-  double gpu_seconds = 0;  // GPU time used inside the window (shares count their fraction)
+  double gpu_seconds =
+      0;  // GPU time used inside the window (shares count their fraction)
 };
 
 struct PartitionStats {
-  WaitStats all;                 // gpus == -1
+  WaitStats all;                   // gpus == -1
   std::vector<WaitStats> by_gpus;  // ascending GPU count
-  bool alert = false;            // all.wait_p50 > the alert threshold
+  bool alert = false;              // all.wait_p50 > the alert threshold
 };
 
 struct JobStats {
