@@ -1,0 +1,121 @@
+// The SQLite store's commit rate (state/sqlite_store.h): every commit is durable
+// (WAL, synchronous=FULL), so one commit costs an fsync and concurrent commits share
+// one through group commit. The database lives in $TMPDIR (default /tmp); the figures
+// only mean something on a real disk, not tmpfs. Run build-*/bench/store_bench.
+//
+//   BM_SubmitOneThread          one JobSubmitted per commit, one caller
+//   BM_UpdateThreads/threads:N  N callers, each committing one small UPDATE (a hold
+//                               toggle on its own job) in a loop; the counters show
+//                               commits per transaction
+//
+// Submits are measured from one thread only: JobSubmitted ids must reach the store in
+// increasing order (edits.h), so a server serialises them.
+#include <benchmark/benchmark.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "state/store.h"
+
+namespace hachi::state {
+namespace {
+
+std::string NewDbPath() {
+  std::string tmpl = std::filesystem::temp_directory_path() / "hachi-bench-XXXXXX";
+  return std::string(mkdtemp(tmpl.data())) + "/state.db";
+}
+
+void RemoveDb(const std::string& path) {
+  std::filesystem::remove_all(std::filesystem::path(path).parent_path());
+}
+
+JobRecord Job(JobId id) {
+  JobRecord job;
+  job.id = id;
+  job.req.gpus = 1;
+  job.req.user = "alice";
+  job.req.partition = "gpu";
+  job.req.time_limit = 3600;
+  job.spec.name = "train";
+  job.spec.argv = {"python", "train.py", "--epochs", "10"};
+  job.spec.workdir = "/home/alice";
+  job.spec.env = {{"PATH", "/usr/bin:/bin"}, {"HOME", "/home/alice"}};
+  job.submit_time = 1700000000 + id;
+  return job;
+}
+
+void BM_SubmitOneThread(benchmark::State& state) {
+  const std::string path = NewDbPath();
+  auto store = OpenSqliteStore(path);
+  if (!store.ok()) {
+    state.SkipWithError(store.status().ToString().c_str());
+    return;
+  }
+  JobId next = 1;
+  for (auto _ : state) {
+    Status s = (*store)->Commit({JobSubmitted{Job(next++)}});
+    if (!s.ok()) {
+      state.SkipWithError(s.ToString().c_str());
+      break;
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+  store->reset();
+  RemoveDb(path);
+}
+BENCHMARK(BM_SubmitOneThread)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+// Shared by the threads of one run; thread 0 sets it up before the loop and tears it
+// down after (the benchmark library synchronises the threads at both points).
+std::unique_ptr<Store> g_store;
+std::string g_path;
+
+void BM_UpdateThreads(benchmark::State& state) {
+  constexpr int kMaxThreads = 64;
+  if (state.thread_index() == 0) {
+    g_path = NewDbPath();
+    auto store = OpenSqliteStore(g_path);
+    if (!store.ok()) {
+      state.SkipWithError(store.status().ToString().c_str());
+      return;
+    }
+    g_store = std::move(*store);
+    std::vector<Edit> setup;
+    for (int i = 1; i <= kMaxThreads; ++i) {
+      setup.emplace_back(std::in_place_type<JobSubmitted>, Job(i));
+    }
+    if (!g_store->Commit(setup).ok()) state.SkipWithError("setup failed");
+  }
+  const JobId mine = state.thread_index() + 1;
+  bool held = false;
+  for (auto _ : state) {
+    held = !held;
+    Status s = g_store->Commit({JobHeld{mine, held}});
+    if (!s.ok()) {
+      state.SkipWithError(s.ToString().c_str());
+      break;
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+  if (state.thread_index() == 0) {
+    const StoreStats stats = g_store->stats();
+    state.counters["commits_per_txn"] =
+        stats.transactions > 0 ? static_cast<double>(stats.commits - 1) /
+                                     static_cast<double>(stats.transactions - 1)
+                               : 0;
+    g_store.reset();
+    RemoveDb(g_path);
+  }
+}
+BENCHMARK(BM_UpdateThreads)
+    ->Threads(1)
+    ->Threads(16)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace hachi::state
+
+BENCHMARK_MAIN();
