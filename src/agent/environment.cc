@@ -1,0 +1,251 @@
+#include "agent/environment.h"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+#include <string_view>
+
+#include "sched/gpu_share.h"
+
+namespace hachi::agent {
+namespace {
+
+std::string Join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& s : items) {
+    if (!out.empty()) out += ',';
+    out += s;
+  }
+  return out;
+}
+
+bool IsArrayTask(const LaunchSpec& spec) { return spec.spec.array_task_id >= 0; }
+
+int NodeCount(const LaunchSpec& spec) {
+  return std::max<int>(1, static_cast<int>(spec.nodelist.size()));
+}
+
+int ProcsPerNode(const LaunchSpec& spec) {
+  if (spec.gpus_per_node > 0) return spec.gpus_per_node;
+  return std::max(1, spec.gpus.size());
+}
+
+std::string NodeList(const LaunchSpec& spec) {
+  return spec.nodelist.empty() ? spec.node : Join(spec.nodelist);
+}
+
+std::string MasterAddr(const LaunchSpec& spec) {
+  if (!spec.node_addresses.empty() && !spec.node_addresses[0].empty()) {
+    return spec.node_addresses[0];
+  }
+  if (spec.nodelist.size() > 1) return spec.nodelist[0];
+  return "127.0.0.1";
+}
+
+// The user's home directory from the passwd database; "" when unknown.
+std::string HomeOf(const std::string& user) {
+  if (user.empty()) return "";
+  long size = sysconf(_SC_GETPW_R_SIZE_MAX);
+  std::vector<char> buf(size > 0 ? static_cast<size_t>(size) : 16384);
+  struct passwd pw;
+  struct passwd* found = nullptr;
+  if (getpwnam_r(user.c_str(), &pw, buf.data(), buf.size(), &found) != 0 || !found) {
+    return "";
+  }
+  return found->pw_dir ? found->pw_dir : "";
+}
+
+// Names the job must not inherit from its submitter: Hachi's, and those of the
+// launchers and limits Hachi sets, whether or not this job gets them.
+bool IsManagedPrefix(std::string_view name) {
+  for (std::string_view p : {"HACHI_", "SLURM_", "PET_", "CUDA_MPS_"}) {
+    if (name.substr(0, p.size()) == p) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string JobName(const LaunchSpec& spec) {
+  if (!spec.spec.name.empty()) return spec.spec.name;
+  if (spec.spec.script.empty() && !spec.spec.argv.empty()) {
+    const std::string& cmd = spec.spec.argv[0];
+    const size_t slash = cmd.find_last_of('/');
+    std::string base = slash == std::string::npos ? cmd : cmd.substr(slash + 1);
+    if (!base.empty()) return base;
+  }
+  return "hachi";
+}
+
+EnvList JobEnvironment(const LaunchSpec& spec) {
+  const std::string gpus = spec.gpus.ToList();
+  const std::string job = std::to_string(spec.job);
+  const std::string nodelist = NodeList(spec);
+  const std::string nnodes = std::to_string(NodeCount(spec));
+  const std::string rank = std::to_string(spec.node_rank);
+  const std::string nproc = std::to_string(ProcsPerNode(spec));
+  const std::string master = MasterAddr(spec);
+  const std::string port = std::to_string(spec.master_port);
+  const std::string name = JobName(spec);
+
+  EnvList ours;
+  auto set = [&ours](std::string k, std::string v) {
+    ours.emplace_back(std::move(k), std::move(v));
+  };
+  set("CUDA_VISIBLE_DEVICES", gpus);
+  set("NVIDIA_VISIBLE_DEVICES", spec.gpus.empty() ? "void" : gpus);
+  set("CUDA_DEVICE_ORDER", "PCI_BUS_ID");
+  set("HACHI_JOB_ID", job);
+  set("HACHI_JOB_NAME", name);
+  set("HACHI_NODELIST", nodelist);
+  set("HACHI_NODENAME", spec.node);
+  set("HACHI_GPUS", gpus);
+  set("HACHI_NODE_RANK", rank);
+  set("HACHI_NNODES", nnodes);
+  set("HACHI_PARTITION", spec.partition);
+  set("HACHI_SUBMIT_DIR", spec.spec.workdir);
+  if (IsArrayTask(spec)) {
+    set("HACHI_ARRAY_JOB_ID", std::to_string(spec.spec.array_job_id));
+    set("HACHI_ARRAY_TASK_ID", std::to_string(spec.spec.array_task_id));
+  }
+  set("SLURM_JOB_ID", job);
+  set("SLURM_JOBID", job);
+  set("SLURM_JOB_NAME", name);
+  set("SLURM_JOB_NODELIST", nodelist);
+  set("SLURM_NODELIST", nodelist);
+  set("SLURM_NNODES", nnodes);
+  set("SLURM_JOB_NUM_NODES", nnodes);
+  set("SLURM_NODEID", rank);
+  set("SLURM_JOB_PARTITION", spec.partition);
+  set("SLURM_JOB_GPUS", gpus);
+  set("SLURM_GPUS_ON_NODE", std::to_string(spec.gpus.size()));
+  if (spec.cpus > 0) set("SLURM_CPUS_ON_NODE", std::to_string(spec.cpus));
+  set("SLURM_JOB_UID", std::to_string(spec.spec.uid));
+  set("SLURM_JOB_GID", std::to_string(spec.spec.gid));
+  if (!spec.user.empty()) set("SLURM_JOB_USER", spec.user);
+  set("SLURM_SUBMIT_DIR", spec.spec.workdir);
+  set("SLURMD_NODENAME", spec.node);
+  if (IsArrayTask(spec)) {
+    set("SLURM_ARRAY_JOB_ID", std::to_string(spec.spec.array_job_id));
+    set("SLURM_ARRAY_TASK_ID", std::to_string(spec.spec.array_task_id));
+  }
+  set("MASTER_ADDR", master);
+  set("MASTER_PORT", port);
+  set("WORLD_SIZE", std::to_string(NodeCount(spec) * ProcsPerNode(spec)));
+  set("NODE_RANK", rank);
+  set("NPROC_PER_NODE", nproc);
+  set("PET_NNODES", nnodes);
+  set("PET_NODE_RANK", rank);
+  set("PET_NPROC_PER_NODE", nproc);
+  set("PET_MASTER_ADDR", master);
+  set("PET_MASTER_PORT", port);
+  if (spec.share_milli > 0) {
+    sched::Allocation a;
+    a.gpus = spec.gpus;
+    a.cpus = spec.cpus;
+    a.memory_mib = spec.memory_mib;
+    a.share_milli = spec.share_milli;
+    a.gpu_memory_mib = spec.gpu_memory_mib;
+    for (auto& kv : sched::MpsEnvironment(a)) ours.push_back(std::move(kv));
+  }
+  if (!spec.user.empty()) {
+    set("USER", spec.user);
+    set("LOGNAME", spec.user);
+    if (std::string home = HomeOf(spec.user); !home.empty()) set("HOME", home);
+  }
+
+  std::set<std::string_view> overridden;
+  for (const auto& kv : ours) overridden.insert(kv.first);
+  EnvList env;
+  env.reserve(spec.spec.env.size() + ours.size());
+  for (const auto& [k, v] : spec.spec.env) {
+    if (k.empty() || k.find('=') != std::string::npos) continue;  // not expressible
+    if (overridden.count(k) || IsManagedPrefix(k)) continue;
+    auto same = std::find_if(env.begin(), env.end(),
+                             [&k = k](const auto& kv) { return kv.first == k; });
+    if (same != env.end()) {
+      same->second = v;  // keeps the first position, so the order stays stable
+    } else {
+      env.emplace_back(k, v);
+    }
+  }
+  for (auto& kv : ours) env.push_back(std::move(kv));
+  return env;
+}
+
+std::string ExpandOutputPath(const std::string& pattern, const LaunchSpec& spec) {
+  const std::string& p = pattern.empty() ? std::string("hachi-%j.out") : pattern;
+  const bool array = IsArrayTask(spec);
+  std::string out;
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (p[i] != '%' || i + 1 == p.size()) {
+      out += p[i];
+      continue;
+    }
+    size_t j = i + 1;
+    int width = 0;
+    while (j < p.size() && std::isdigit(static_cast<unsigned char>(p[j]))) {
+      width = std::min(width * 10 + (p[j] - '0'), 64);  // a sane cap on padding
+      ++j;
+    }
+    if (j == p.size()) {  // "%12" at the end: not a pattern
+      out += p.substr(i);
+      break;
+    }
+    auto number = [width](long long v) {
+      std::string s = std::to_string(v);
+      if (static_cast<int>(s.size()) < width) s.insert(0, width - s.size(), '0');
+      return s;
+    };
+    switch (p[j]) {
+      case '%':
+        out += '%';
+        break;
+      case 'j':
+      case 'J':
+        out += number(spec.job);
+        break;
+      case 'x':
+        out += JobName(spec);
+        break;
+      case 'A':
+        out += number(array ? spec.spec.array_job_id : spec.job);
+        break;
+      case 'a':
+        out += number(array ? spec.spec.array_task_id : 0);
+        break;
+      case 'u':
+        out += spec.user;
+        break;
+      case 'N':
+        out += spec.node;
+        break;
+      case 'n':
+        out += number(spec.node_rank);
+        break;
+      default:
+        out += p.substr(i, j - i + 1);
+        break;  // unknown: as written
+    }
+    i = j;
+  }
+  if (!out.empty() && out[0] != '/' && !spec.spec.workdir.empty()) {
+    std::string dir = spec.spec.workdir;
+    if (dir.back() != '/') dir += '/';
+    out = dir + out;
+  }
+  return out;
+}
+
+OutputFiles JobOutputFiles(const LaunchSpec& spec) {
+  OutputFiles f;
+  f.out = ExpandOutputPath(spec.spec.stdout_path, spec);
+  f.err = spec.spec.stderr_path.empty() ? f.out
+                                        : ExpandOutputPath(spec.spec.stderr_path, spec);
+  return f;
+}
+
+}  // namespace hachi::agent

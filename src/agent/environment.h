@@ -1,0 +1,66 @@
+// The environment and output files of a job's process on this node (DESIGN.md §3: the
+// agent "sets up ... environment"). Built from the LaunchSpec alone, so the server, the
+// launcher and the tests agree on what a job sees.
+//
+// Pure functions of their arguments, except that JobEnvironment reads the user's
+// passwd entry (for HOME). Thread-safe.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "agent/launch_spec.h"
+
+namespace hachi::agent {
+
+using EnvList = std::vector<std::pair<std::string, std::string>>;
+
+// The job's environment, in a deterministic order: the submitter's variables
+// (spec.spec.env, in their order, the last of duplicate names winning) less every name
+// Hachi sets, then Hachi's variables in a fixed order:
+//   - GPUs: CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES (node-local indices, ascending,
+//     comma-separated; no GPUs: "" and "void"), CUDA_DEVICE_ORDER=PCI_BUS_ID (the
+//     indices are NVML's, which follow the PCI bus; CUDA's default "fastest first"
+//     order would reinterpret them on nodes with mixed GPUs);
+//   - HACHI_JOB_ID, HACHI_JOB_NAME, HACHI_NODELIST, HACHI_NODENAME, HACHI_GPUS,
+//     HACHI_NODE_RANK, HACHI_NNODES, HACHI_PARTITION, HACHI_SUBMIT_DIR (the workdir: the
+//     spec carries no separate submit directory), HACHI_ARRAY_JOB_ID /
+//     HACHI_ARRAY_TASK_ID for array tasks;
+//   - Slurm's names that scripts rely on (SLURM_JOB_ID, SLURM_JOBID, SLURM_JOB_NAME,
+//     SLURM_JOB_NODELIST, SLURM_NODELIST, SLURM_NNODES, SLURM_JOB_NUM_NODES,
+//     SLURM_NODEID, SLURM_JOB_PARTITION, SLURM_JOB_GPUS, SLURM_GPUS_ON_NODE,
+//     SLURM_CPUS_ON_NODE, SLURM_JOB_UID, SLURM_JOB_GID, SLURM_JOB_USER,
+//     SLURM_SUBMIT_DIR, SLURMD_NODENAME, SLURM_ARRAY_*). Node lists are comma lists,
+//     which `scontrol show hostnames` also accepts. SLURM_NTASKS / SLURM_PROCID are
+//     deliberately absent: frameworks (PyTorch Lightning) read them as "srun started one
+//     task per GPU" and would not spawn their own workers;
+//   - torchrun: MASTER_ADDR (node_addresses[0]; else nodelist[0] for several nodes;
+//     else 127.0.0.1), MASTER_PORT, WORLD_SIZE (nodes x NPROC_PER_NODE), NODE_RANK,
+//     NPROC_PER_NODE (gpus_per_node, else this node's GPU count, at least 1) and the
+//     PET_* copies torchrun reads its options from;
+//   - GPU shares (share_milli > 0): sched::MpsEnvironment's MPS limits;
+//   - USER, LOGNAME (spec.user) and HOME (from the passwd entry) when the user is known.
+// Inherited HACHI_*, SLURM_*, PET_* and CUDA_MPS_* variables are dropped: a job
+// submitted from inside another job must not see the outer job's array index or limits.
+EnvList JobEnvironment(const LaunchSpec& spec);
+
+// Expands Slurm's output patterns: %j and %J job id, %x name, %A array job id (the job
+// id for a plain job), %a array task id ("0" for a plain job), %u user, %N this node,
+// %n this node's rank, %% a percent; a width between % and the letter zero-pads numbers
+// ("%4a" -> "0007"); unknown patterns stay as written. An empty pattern is
+// "hachi-%j.out". Relative results are under spec.spec.workdir.
+std::string ExpandOutputPath(const std::string& pattern, const LaunchSpec& spec);
+
+struct OutputFiles {
+  std::string out;
+  std::string err;  // == out when the job has no separate stderr file
+};
+// The job's stdout and stderr paths (empty stderr_path: the stdout file).
+OutputFiles JobOutputFiles(const LaunchSpec& spec);
+
+// The job's name as HACHI_JOB_NAME and %x show it: spec.spec.name, else the base name
+// of the command, else "hachi".
+std::string JobName(const LaunchSpec& spec);
+
+}  // namespace hachi::agent

@@ -1,0 +1,188 @@
+#include "agent/environment.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "agent/testing.h"
+
+namespace hachi::agent {
+namespace {
+
+std::map<std::string, std::string> AsMap(const EnvList& env) {
+  return {env.begin(), env.end()};
+}
+
+struct EnvCase {
+  std::string name;
+  LaunchSpec spec;
+  std::map<std::string, std::string> want;  // "" value with "-" prefix key: absent
+  std::vector<std::string> absent;
+};
+
+class JobEnvironmentTest : public testing::TestWithParam<EnvCase> {};
+
+TEST_P(JobEnvironmentTest, SetsVariables) {
+  const EnvCase& c = GetParam();
+  const auto env = AsMap(JobEnvironment(c.spec));
+  for (const auto& [k, v] : c.want) {
+    auto it = env.find(k);
+    ASSERT_NE(it, env.end()) << k;
+    EXPECT_EQ(it->second, v) << k;
+  }
+  for (const std::string& k : c.absent) EXPECT_EQ(env.count(k), 0u) << k;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rows, JobEnvironmentTest,
+    testing::Values(
+        EnvCase{"two_gpus_one_node",
+                MakeLaunch(42).Gpus({3, 1}).Name("train").Partition("gpu8").Workdir(
+                    "/home/a"),
+                {{"CUDA_VISIBLE_DEVICES", "1,3"},
+                 {"NVIDIA_VISIBLE_DEVICES", "1,3"},
+                 {"HACHI_GPUS", "1,3"},
+                 {"HACHI_JOB_ID", "42"},
+                 {"SLURM_JOB_ID", "42"},
+                 {"HACHI_JOB_NAME", "train"},
+                 {"SLURM_JOB_NAME", "train"},
+                 {"HACHI_NODENAME", "n1"},
+                 {"HACHI_NODELIST", "n1"},
+                 {"SLURM_NNODES", "1"},
+                 {"SLURM_NODEID", "0"},
+                 {"HACHI_PARTITION", "gpu8"},
+                 {"HACHI_SUBMIT_DIR", "/home/a"},
+                 {"MASTER_ADDR", "127.0.0.1"},
+                 {"MASTER_PORT", "29500"},
+                 {"WORLD_SIZE", "2"},
+                 {"NPROC_PER_NODE", "2"},
+                 {"PET_NPROC_PER_NODE", "2"},
+                 {"PET_NNODES", "1"},
+                 {"NODE_RANK", "0"},
+                 {"CUDA_DEVICE_ORDER", "PCI_BUS_ID"}},
+                {"HACHI_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_ID",
+                 "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"}},
+        EnvCase{"no_gpus",
+                MakeLaunch(5),
+                {{"CUDA_VISIBLE_DEVICES", ""},
+                 {"NVIDIA_VISIBLE_DEVICES", "void"},
+                 {"HACHI_GPUS", ""},
+                 {"WORLD_SIZE", "1"},
+                 {"NPROC_PER_NODE", "1"}},
+                {}},
+        EnvCase{"rank_1_of_2_with_addresses",
+                MakeLaunch(9)
+                    .Gpus({0, 1, 2, 3, 4, 5, 6, 7})
+                    .Nodes({"a1", "a2"}, 1)
+                    .Addresses({"10.0.0.1", "10.0.0.2"}),
+                {{"MASTER_ADDR", "10.0.0.1"},
+                 {"PET_MASTER_ADDR", "10.0.0.1"},
+                 {"WORLD_SIZE", "16"},
+                 {"NODE_RANK", "1"},
+                 {"PET_NODE_RANK", "1"},
+                 {"HACHI_NODE_RANK", "1"},
+                 {"SLURM_NODEID", "1"},
+                 {"HACHI_NODELIST", "a1,a2"},
+                 {"SLURM_JOB_NODELIST", "a1,a2"},
+                 {"SLURM_NNODES", "2"},
+                 {"HACHI_NODENAME", "a2"},
+                 {"CUDA_VISIBLE_DEVICES", "0,1,2,3,4,5,6,7"}},
+                {}},
+        EnvCase{"two_nodes_without_addresses",
+                MakeLaunch(9).Gpus({0}).Nodes({"a1", "a2"}, 0),
+                {{"MASTER_ADDR", "a1"}, {"WORLD_SIZE", "2"}},
+                {}},
+        EnvCase{"array_task",
+                MakeLaunch(107).Array(100, 7),
+                {{"HACHI_ARRAY_JOB_ID", "100"},
+                 {"HACHI_ARRAY_TASK_ID", "7"},
+                 {"SLURM_ARRAY_JOB_ID", "100"},
+                 {"SLURM_ARRAY_TASK_ID", "7"},
+                 {"HACHI_JOB_ID", "107"}},
+                {}},
+        EnvCase{"gpu_share",
+                MakeLaunch(3).Gpus({2}).Share(250, 20480),
+                {{"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "25"},
+                 {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "2=20480M"},
+                 {"CUDA_VISIBLE_DEVICES", "2"}},
+                {}},
+        EnvCase{"user_known",
+                MakeLaunch(1).User("root", 0, 0),
+                {{"USER", "root"},
+                 {"LOGNAME", "root"},
+                 {"HOME", "/root"},
+                 {"SLURM_JOB_USER", "root"},
+                 {"SLURM_JOB_UID", "0"}},
+                {}},
+        EnvCase{"submitter_env_kept_ours_override",
+                MakeLaunch(8)
+                    .Gpus({0})
+                    .Env("FOO", "bar")
+                    .Env("CUDA_VISIBLE_DEVICES", "5")
+                    .Env("HACHI_ARRAY_TASK_ID", "3")
+                    .Env("SLURM_PROCID", "4")
+                    .Env("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "10"),
+                {{"FOO", "bar"}, {"CUDA_VISIBLE_DEVICES", "0"}},
+                {"HACHI_ARRAY_TASK_ID", "SLURM_PROCID",
+                 "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"}}),
+    [](const testing::TestParamInfo<EnvCase>& row) { return row.param.name; });
+
+TEST(JobEnvironment, OrderIsSubmitterThenOursAndDeterministic) {
+  LaunchSpec spec = MakeLaunch(8).Gpus({0}).Env("B", "1").Env("A", "2").Env("B", "3").Env(
+      "HACHI_JOB_ID", "99");
+  const EnvList env = JobEnvironment(spec);
+  ASSERT_GE(env.size(), 3u);
+  EXPECT_EQ(env[0], (std::pair<std::string, std::string>{"B", "3"}));
+  EXPECT_EQ(env[1], (std::pair<std::string, std::string>{"A", "2"}));
+  EXPECT_EQ(env[2].first, "CUDA_VISIBLE_DEVICES");
+  EXPECT_EQ(env, JobEnvironment(spec));
+  int job_ids = 0;
+  for (const auto& kv : env) job_ids += kv.first == "HACHI_JOB_ID";
+  EXPECT_EQ(job_ids, 1);
+}
+
+struct PathCase {
+  std::string name;
+  std::string pattern;
+  LaunchSpec spec;
+  std::string want;
+};
+
+class ExpandOutputPathTest : public testing::TestWithParam<PathCase> {};
+
+TEST_P(ExpandOutputPathTest, Expands) {
+  EXPECT_EQ(ExpandOutputPath(GetParam().pattern, GetParam().spec), GetParam().want);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rows, ExpandOutputPathTest,
+    testing::Values(
+        PathCase{"default", "", MakeLaunch(12).Workdir("/w"), "/w/hachi-12.out"},
+        PathCase{"workdir_trailing_slash", "o.txt", MakeLaunch(1).Workdir("/w/"),
+                 "/w/o.txt"},
+        PathCase{"absolute", "/logs/%j.log", MakeLaunch(12), "/logs/12.log"},
+        PathCase{"name_user_node", "%x-%u-%N.out",
+                 MakeLaunch(3).Name("t").User("alice", 1000, 1000).Node("g7"),
+                 "/tmp/t-alice-g7.out"},
+        PathCase{"array", "/l/%A_%a.out", MakeLaunch(107).Array(100, 7), "/l/100_7.out"},
+        PathCase{"array_padded", "/l/%A_%4a.out", MakeLaunch(107).Array(100, 7),
+                 "/l/100_0007.out"},
+        PathCase{"plain_job_array_patterns", "/l/%A_%a.out", MakeLaunch(12),
+                 "/l/12_0.out"},
+        PathCase{"percent", "/l/100%%-%j", MakeLaunch(12), "/l/100%-12"},
+        PathCase{"unknown_kept", "/l/%q%j%", MakeLaunch(12), "/l/%q12%"},
+        PathCase{"name_defaults_to_command", "/l/%x",
+                 MakeLaunch(1).Argv({"/usr/bin/python3", "x.py"}), "/l/python3"}),
+    [](const testing::TestParamInfo<PathCase>& row) { return row.param.name; });
+
+TEST(JobOutputFiles, EmptyStderrIsStdout) {
+  OutputFiles f = JobOutputFiles(MakeLaunch(4).Workdir("/w").Out("o-%j"));
+  EXPECT_EQ(f.out, "/w/o-4");
+  EXPECT_EQ(f.err, "/w/o-4");
+  f = JobOutputFiles(MakeLaunch(4).Workdir("/w").Err("e-%j"));
+  EXPECT_EQ(f.out, "/w/hachi-4.out");
+  EXPECT_EQ(f.err, "/w/e-4");
+}
+
+}  // namespace
+}  // namespace hachi::agent

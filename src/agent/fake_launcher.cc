@@ -1,0 +1,88 @@
+#include "agent/fake_launcher.h"
+
+#include <chrono>
+
+namespace hachi::agent {
+namespace {
+Time WallNow() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+FakeLauncher::FakeLauncher(ExitCallback on_exit) : on_exit_(std::move(on_exit)) {}
+
+Status FakeLauncher::Launch(const LaunchSpec& spec) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!launch_status_.ok()) return launch_status_;
+  if (running_.count(spec.job)) {
+    return InvalidArgument("job " + std::to_string(spec.job) +
+                           " is already running here");
+  }
+  launches_.push_back(spec);
+  running_.insert(spec.job);
+  return Status::Ok();
+}
+
+void FakeLauncher::Cancel(JobId job, std::string reason) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancels_.emplace_back(job, reason);
+  }
+  JobExit e;
+  e.job = job;
+  e.kind = ExitKind::kCancelled;
+  e.signal = 15;  // SIGTERM, as a real job that did not trap it
+  Finish(e);
+}
+
+void FakeLauncher::Signal(JobId job, int sig) {
+  std::lock_guard<std::mutex> lock(mu_);
+  signals_.emplace_back(job, sig);
+}
+
+std::vector<JobId> FakeLauncher::Running() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {running_.begin(), running_.end()};
+}
+
+bool FakeLauncher::Finish(JobId job, int exit_code) {
+  JobExit e;
+  e.job = job;
+  e.exit_code = exit_code;
+  return Finish(e);
+}
+
+bool FakeLauncher::Finish(const JobExit& exit) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (running_.erase(exit.job) == 0) return false;
+  }
+  JobExit e = exit;
+  if (e.end_time == 0) e.end_time = WallNow();
+  on_exit_(e);
+  return true;
+}
+
+void FakeLauncher::FailLaunches(Status status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  launch_status_ = std::move(status);
+}
+
+std::vector<LaunchSpec> FakeLauncher::launches() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return launches_;
+}
+
+std::vector<std::pair<JobId, std::string>> FakeLauncher::cancels() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cancels_;
+}
+
+std::vector<std::pair<JobId, int>> FakeLauncher::signals() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return signals_;
+}
+
+}  // namespace hachi::agent

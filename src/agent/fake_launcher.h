@@ -1,0 +1,52 @@
+// FakeLauncher: a Launcher for tests of the agent daemon. It starts nothing; it records
+// what it was asked to do, and a test ends jobs with Finish().
+//
+// Thread-safe. Unlike ProcessLauncher it has no thread of its own: the exit callback
+// runs on the thread that calls Finish() or Cancel() (never with its lock held), and
+// exactly once per job launched with an OK status.
+#pragma once
+
+#include <mutex>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "agent/launcher.h"
+
+namespace hachi::agent {
+
+class FakeLauncher final : public Launcher {
+ public:
+  explicit FakeLauncher(ExitCallback on_exit);
+
+  // Records the launch; fails like ProcessLauncher for a job already running, or with
+  // the status given to FailLaunches.
+  Status Launch(const LaunchSpec& spec) override;
+  // Reports kCancelled at once (a real job would stop within its grace).
+  void Cancel(JobId job, std::string reason) override;
+  void Signal(JobId job, int sig) override;  // recorded
+  std::vector<JobId> Running() const override;
+
+  // Ends a running job: kExited with `exit_code`. False when the job is not running.
+  bool Finish(JobId job, int exit_code);
+  // Ends a running job with any report (job is taken from `exit`).
+  bool Finish(const JobExit& exit);
+  // Launch returns `status` from now on (OK: launches work again).
+  void FailLaunches(Status status);
+
+  std::vector<LaunchSpec> launches() const;                    // in order
+  std::vector<std::pair<JobId, std::string>> cancels() const;  // (job, reason)
+  std::vector<std::pair<JobId, int>> signals() const;          // (job, signal)
+
+ private:
+  const ExitCallback on_exit_;
+  mutable std::mutex mu_;
+  std::vector<LaunchSpec> launches_;                    // guarded by mu_
+  std::set<JobId> running_;                             // guarded by mu_
+  std::vector<std::pair<JobId, std::string>> cancels_;  // guarded by mu_
+  std::vector<std::pair<JobId, int>> signals_;          // guarded by mu_
+  Status launch_status_;                                // guarded by mu_
+};
+
+}  // namespace hachi::agent

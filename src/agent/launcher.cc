@@ -1,0 +1,327 @@
+#include "agent/launcher.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "agent/environment.h"
+#include "agent/spawn.h"
+
+namespace hachi::agent {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr Clock::time_point kNoDeadline = Clock::time_point::max();
+
+Time WallNow() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// When the time limit expires on the steady clock. The limit counts from the server's
+// start_time (wall clock, whole seconds), so an agent that launches late does not give
+// the job extra time; start_time 0 means "now".
+Clock::time_point Deadline(const LaunchSpec& spec, Clock::time_point now) {
+  if (spec.time_limit <= 0) return kNoDeadline;
+  if (spec.start_time <= 0) return now + std::chrono::seconds(spec.time_limit);
+  const auto wall_now = std::chrono::system_clock::now().time_since_epoch();
+  const auto left = std::chrono::seconds(spec.start_time + spec.time_limit) - wall_now;
+  return now + std::chrono::duration_cast<Clock::duration>(left);
+}
+
+// Writes the batch script where the user can run it and nobody else can read it.
+Status WriteScript(const std::string& dir, const std::string& path,
+                   const LaunchSpec& spec, bool chown_to_user) {
+  if (mkdir(dir.c_str(), 0755) < 0 && errno != EEXIST) {
+    return Internal("cannot create spool directory " + dir + ": " + strerror(errno));
+  }
+  unlink(path.c_str());  // a leftover of an earlier run of this id
+  const int fd =
+      open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0700);
+  if (fd < 0) return Internal("cannot write " + path + ": " + strerror(errno));
+  Status st;
+  const std::string& text = spec.spec.script;
+  size_t done = 0;
+  while (done < text.size() && st.ok()) {
+    const ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0)
+      st = Internal("cannot write " + path + ": " + strerror(errno));
+    else
+      done += static_cast<size_t>(n);
+  }
+  if (st.ok() && fchmod(fd, 0700) < 0)
+    st = Internal("chmod " + path + ": " + strerror(errno));
+  if (st.ok() && chown_to_user && fchown(fd, spec.spec.uid, spec.spec.gid) < 0) {
+    st = Internal("chown " + path + ": " + strerror(errno));
+  }
+  close(fd);
+  if (!st.ok()) unlink(path.c_str());
+  return st;
+}
+
+}  // namespace
+
+struct ProcessLauncher::State {
+  struct Job {
+    pid_t pid = -1;  // also the process group id (the child called setsid)
+    int pidfd = -1;
+    Duration grace = 0;
+    Clock::time_point deadline = kNoDeadline;  // time limit
+    Clock::time_point kill_at = kNoDeadline;   // SIGKILL, once we are stopping it
+    bool killed = false;
+    ExitKind stop = ExitKind::kExited;  // kTimeLimit / kCancelled once stopping
+    std::string script;                 // spooled script to remove at the end
+  };
+
+  mutable std::mutex mu;
+  std::map<JobId, Job> jobs;     // guarded by mu
+  std::vector<JobExit> reports;  // guarded by mu: exits the supervisor has to deliver
+  std::set<JobId> launching;     // guarded by mu: inside Launch, not yet in jobs
+  bool stop = false;             // guarded by mu
+  int wake_fd = -1;              // eventfd; constant after construction
+
+  void Wake() const {
+    const uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = write(wake_fd, &one, sizeof one);
+  }
+  bool Known(JobId id) const {  // mu held
+    return jobs.count(id) || launching.count(id) ||
+           std::any_of(reports.begin(), reports.end(),
+                       [id](const JobExit& e) { return e.job == id; });
+  }
+  // Starts stopping `job` (mu held): SIGTERM now, SIGKILL after its grace.
+  static void BeginStop(Job& job, ExitKind why, Clock::time_point now) {
+    job.stop = why;
+    kill(-job.pid, SIGTERM);
+    job.kill_at = now + std::chrono::seconds(job.grace);
+  }
+};
+
+ProcessLauncher::ProcessLauncher(Options options, ExitCallback on_exit)
+    : options_(std::move(options)),
+      on_exit_(std::move(on_exit)),
+      state_(std::make_unique<State>()) {
+  state_->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  supervisor_ = std::thread([this] { Supervise(); });
+}
+
+ProcessLauncher::~ProcessLauncher() {
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->stop = true;
+  }
+  state_->Wake();
+  supervisor_.join();
+  for (auto& [id, job] : state_->jobs) close(job.pidfd);
+  if (state_->wake_fd >= 0) close(state_->wake_fd);
+}
+
+Status ProcessLauncher::Launch(const LaunchSpec& spec) {
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    if (state_->stop) return Unavailable("the launcher is shutting down");
+    if (state_->Known(spec.job)) {
+      return InvalidArgument("job " + std::to_string(spec.job) +
+                             " is already running here");
+    }
+    state_->launching.insert(spec.job);
+  }
+  const bool root = geteuid() == 0;
+  SpawnRequest req;
+  req.env = JobEnvironment(spec);
+  req.workdir = spec.spec.workdir.empty() ? "/" : spec.spec.workdir;
+  const OutputFiles files = JobOutputFiles(spec);
+  req.stdout_path = files.out;
+  req.stderr_path = files.err;
+  req.switch_user = root && spec.spec.uid != 0;
+  req.uid = spec.spec.uid;
+  req.gid = spec.spec.gid;
+  if (req.switch_user) req.groups = GroupsOf(spec.user, req.uid, req.gid);
+
+  State::Job job;
+  job.grace = spec.kill_grace > 0 ? spec.kill_grace : options_.default_kill_grace;
+  Status st;
+  std::vector<std::string> binds;
+  if (!spec.spec.script.empty()) {
+    job.script = options_.spool_dir + "/job-" + std::to_string(spec.job) + ".sh";
+    st = WriteScript(options_.spool_dir, job.script, spec, req.switch_user);
+    if (spec.spec.script.rfind("#!", 0) == 0) {
+      req.argv = {job.script};  // the kernel runs the shebang's interpreter
+    } else {
+      req.argv = {"/bin/sh", job.script};
+    }
+    req.argv.insert(req.argv.end(), spec.spec.argv.begin(), spec.spec.argv.end());
+    binds.push_back(job.script);
+  } else {
+    req.argv = spec.spec.argv;
+    if (req.argv.empty()) st = InvalidArgument("the job has no command");
+  }
+  if (st.ok() && !spec.spec.container_image.empty()) {
+    Result<ContainerLaunch> c =
+        PrepareContainer(options_.container, spec, req.argv, req.env, binds);
+    if (c.ok()) {
+      req.argv = std::move(c->argv);
+      req.env = std::move(c->env);
+    } else {
+      st = c.status();
+    }
+  }
+  Result<Spawned> child = Internal("not started");
+  if (st.ok()) {
+    req.exec_paths = ExecCandidates(req.argv[0], req.env);
+    child = Spawn(req);
+  } else {
+    child = st;
+  }
+
+  const Clock::time_point now = Clock::now();
+  std::lock_guard<std::mutex> lock(state_->mu);
+  state_->launching.erase(spec.job);
+  if (!child.ok()) {
+    if (!job.script.empty()) unlink(job.script.c_str());
+    JobExit e;
+    e.job = spec.job;
+    e.kind = ExitKind::kLaunchFailed;
+    e.message = child.status().message();
+    e.end_time = WallNow();
+    state_->reports.push_back(std::move(e));
+  } else {
+    job.pid = child->pid;
+    job.pidfd = child->pidfd;
+    job.deadline = Deadline(spec, now);
+    state_->jobs.emplace(spec.job, std::move(job));
+  }
+  state_->Wake();
+  return Status::Ok();
+}
+
+void ProcessLauncher::Cancel(JobId id, std::string /*reason: the server records it*/) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  auto it = state_->jobs.find(id);
+  if (it == state_->jobs.end() || it->second.kill_at != kNoDeadline) return;
+  State::BeginStop(it->second, ExitKind::kCancelled, Clock::now());
+  state_->Wake();
+}
+
+void ProcessLauncher::Signal(JobId id, int sig) {
+  // Under mu: the supervisor reaps under mu too, so the group id cannot be reused here.
+  std::lock_guard<std::mutex> lock(state_->mu);
+  auto it = state_->jobs.find(id);
+  if (it != state_->jobs.end()) kill(-it->second.pid, sig);
+}
+
+std::vector<JobId> ProcessLauncher::Running() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  std::vector<JobId> ids;
+  for (const auto& [id, job] : state_->jobs) ids.push_back(id);
+  for (const JobExit& e : state_->reports) ids.push_back(e.job);
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+void ProcessLauncher::Supervise() {
+  State& s = *state_;
+  std::vector<pollfd> fds;
+  std::vector<JobId> ids;
+  for (;;) {
+    std::vector<JobExit> deliver;
+    int timeout_ms = -1;
+    fds.clear();
+    ids.clear();
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
+      // Shutting down: finish what is being stopped (bounded by the kill grace) and
+      // report it; leave the other jobs running.
+      if (s.stop && s.reports.empty() &&
+          std::none_of(s.jobs.begin(), s.jobs.end(),
+                       [](const auto& kv) { return kv.second.kill_at != kNoDeadline; })) {
+        return;
+      }
+      deliver.swap(s.reports);
+      const Clock::time_point now = Clock::now();
+      Clock::time_point next = kNoDeadline;
+      for (auto& [id, job] : s.jobs) {
+        if (s.stop && job.kill_at == kNoDeadline) continue;  // left running
+        if (job.kill_at == kNoDeadline && job.deadline <= now) {
+          State::BeginStop(job, ExitKind::kTimeLimit, now);
+        }
+        if (!job.killed && job.kill_at <= now) {
+          kill(-job.pid, SIGKILL);
+          job.killed = true;
+        }
+        if (job.kill_at == kNoDeadline) next = std::min(next, job.deadline);
+        if (!job.killed) next = std::min(next, job.kill_at);
+        fds.push_back({job.pidfd, POLLIN, 0});
+        ids.push_back(id);
+      }
+      if (next != kNoDeadline) {
+        const auto ms = std::chrono::ceil<std::chrono::milliseconds>(next - now).count();
+        timeout_ms = static_cast<int>(std::clamp<int64_t>(ms, 0, 60'000));
+      }
+    }
+    if (!deliver.empty()) {
+      for (const JobExit& e : deliver) on_exit_(e);
+      continue;  // the callbacks may have launched or cancelled: look again
+    }
+    fds.push_back({s.wake_fd, POLLIN, 0});
+    if (poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) {
+      // Cannot happen with valid fds; do not spin if it does.
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      continue;
+    }
+    if (fds.back().revents) {
+      uint64_t n;
+      [[maybe_unused]] ssize_t r = read(s.wake_fd, &n, sizeof n);
+    }
+    std::lock_guard<std::mutex> lock(s.mu);
+    for (size_t i = 0; i + 1 < fds.size(); ++i) {
+      if (!fds[i].revents) continue;
+      auto it = s.jobs.find(ids[i]);
+      if (it == s.jobs.end()) continue;
+      State::Job& job = it->second;
+      siginfo_t info{};
+      if (waitid(P_PID, job.pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+          info.si_pid == 0) {
+        continue;  // not exited after all
+      }
+      // The leader is a zombie until reaped, so its group id is still ours: clear out
+      // what is left of the job before the id can be reused.
+      kill(-job.pid, SIGKILL);
+      int status = 0;
+      pid_t r;
+      do {
+        r = waitpid(job.pid, &status, 0);
+      } while (r < 0 && errno == EINTR);
+      JobExit e;
+      e.job = it->first;
+      e.end_time = WallNow();
+      if (r > 0 && WIFSIGNALED(status)) {
+        e.kind = ExitKind::kSignaled;
+        e.signal = WTERMSIG(status);
+      } else if (r > 0) {
+        e.exit_code = WEXITSTATUS(status);
+      }
+      if (job.stop != ExitKind::kExited) e.kind = job.stop;
+      close(job.pidfd);
+      if (!job.script.empty()) unlink(job.script.c_str());
+      s.jobs.erase(it);
+      s.reports.push_back(std::move(e));
+    }
+  }
+}
+
+}  // namespace hachi::agent

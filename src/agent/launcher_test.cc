@@ -1,0 +1,488 @@
+// ProcessLauncher with real processes (DESIGN.md §4.7: the real OS boundary is tested
+// on this machine too).
+#include "agent/launcher.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "agent/testing.h"
+
+namespace hachi::agent {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// Collects exit reports; tests wait on it.
+class Exits {
+ public:
+  ExitCallback Callback() {
+    return [this](const JobExit& e) {
+      std::lock_guard<std::mutex> lock(mu_);
+      exits_[e.job].push_back(e);
+      at_[e.job] = Clock::now();
+      cv_.notify_all();
+    };
+  }
+  // The first report for `job`, waiting up to `timeout`.
+  std::optional<JobExit> Wait(JobId job, milliseconds timeout = milliseconds(10000)) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!cv_.wait_for(lock, timeout, [&] { return exits_.count(job) > 0; }))
+      return std::nullopt;
+    return exits_[job][0];
+  }
+  bool WaitAll(size_t n, milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] { return exits_.size() >= n; });
+  }
+  size_t Count(JobId job) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return exits_.count(job) ? exits_[job].size() : 0;
+  }
+  Clock::time_point At(JobId job) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return at_[job];
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<JobId, std::vector<JobExit>> exits_;
+  std::map<JobId, Clock::time_point> at_;
+};
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Gone, or a zombie nobody has reaped yet (orphans go to PID 1 here).
+bool ProcessGone(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  if (!in) return true;
+  std::string stat((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+  const size_t paren = stat.rfind(')');
+  return paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] == 'Z';
+}
+
+bool WaitGone(pid_t pid) {
+  for (int i = 0; i < 200; ++i) {
+    if (ProcessGone(pid)) return true;
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  return false;
+}
+
+pid_t WaitPidFile(const std::string& path) {
+  for (int i = 0; i < 500; ++i) {
+    std::string s = Slurp(path);
+    if (!s.empty() && s.back() == '\n') return std::stoi(s);
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  return -1;
+}
+
+class LauncherTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/hachi-agent-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    chmod(dir_.c_str(), 0777);  // jobs run as nobody write here too
+    ProcessLauncher::Options o;
+    o.spool_dir = dir_ + "/spool";
+    o.default_kill_grace = 1;
+    launcher_ = std::make_unique<ProcessLauncher>(o, exits_.Callback());
+  }
+  void TearDown() override {
+    launcher_.reset();
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  LaunchBuilder Job(JobId id) {
+    return MakeLaunch(id)
+        .Workdir(dir_)
+        .Env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .Grace(1);
+  }
+  // Launches, waits for the one report, and checks it stays the only one.
+  JobExit Run(const LaunchSpec& spec) {
+    Status st = launcher_->Launch(spec);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    std::optional<JobExit> e = exits_.Wait(spec.job);
+    EXPECT_TRUE(e.has_value()) << "job " << spec.job << " never reported";
+    return e.value_or(JobExit{});
+  }
+
+  std::string dir_;
+  Exits exits_;
+  std::unique_ptr<ProcessLauncher> launcher_;
+};
+
+TEST_F(LauncherTest, EnvironmentMatchesAllocation) {
+  JobExit e = Run(Job(11)
+                      .Gpus({1, 3})
+                      .Nodes({"n1", "n2"}, 1)
+                      .Addresses({"10.1.0.1", "10.1.0.2"})
+                      .Env("FOO", "bar baz")
+                      .Out("env.txt")
+                      .Sh("env"));
+  EXPECT_EQ(e.kind, ExitKind::kExited);
+  EXPECT_EQ(e.exit_code, 0);
+  const std::string out = Slurp(dir_ + "/env.txt");
+  for (const char* line :
+       {"CUDA_VISIBLE_DEVICES=1,3\n", "NVIDIA_VISIBLE_DEVICES=1,3\n", "HACHI_GPUS=1,3\n",
+        "HACHI_JOB_ID=11\n", "SLURM_JOB_ID=11\n", "HACHI_NODENAME=n2\n",
+        "HACHI_NODELIST=n1,n2\n", "NODE_RANK=1\n", "WORLD_SIZE=4\n",
+        "MASTER_ADDR=10.1.0.1\n", "FOO=bar baz\n"}) {
+    EXPECT_NE(out.find(line), std::string::npos) << line << "in:\n" << out;
+  }
+}
+
+struct ExitCase {
+  std::string name;
+  std::string sh;
+  ExitKind kind;
+  int code;
+  int signal;
+};
+
+class LauncherExitTest : public LauncherTest,
+                         public testing::WithParamInterface<ExitCase> {};
+
+TEST_P(LauncherExitTest, Reports) {
+  const ExitCase& c = GetParam();
+  JobExit e = Run(Job(20).Sh(c.sh));
+  EXPECT_EQ(e.kind, c.kind);
+  EXPECT_EQ(e.exit_code, c.code);
+  EXPECT_EQ(e.signal, c.signal);
+  EXPECT_TRUE(e.message.empty()) << e.message;
+  EXPECT_GT(e.end_time, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rows, LauncherExitTest,
+    testing::Values(ExitCase{"zero", "exit 0", ExitKind::kExited, 0, 0},
+                    ExitCase{"three", "exit 3", ExitKind::kExited, 3, 0},
+                    ExitCase{"max", "exit 255", ExitKind::kExited, 255, 0},
+                    ExitCase{"sigkill", "kill -9 $$", ExitKind::kSignaled, 0, SIGKILL},
+                    ExitCase{"sigsegv", "kill -SEGV $$", ExitKind::kSignaled, 0, SIGSEGV},
+                    ExitCase{"sigpipe_default_restored", "kill -PIPE $$",
+                             ExitKind::kSignaled, 0, SIGPIPE}),
+    [](const testing::TestParamInfo<ExitCase>& row) { return row.param.name; });
+
+TEST_F(LauncherTest, TimeLimitTermThenKillAfterGrace) {
+  // Ignores SIGTERM (the sleep inherits the ignore), so only the SIGKILL ends it.
+  const auto start = Clock::now();
+  JobExit e = Run(Job(30).TimeLimit(1, 1).Sh("trap '' TERM; sleep 30"));
+  const double took = std::chrono::duration<double>(Clock::now() - start).count();
+  EXPECT_EQ(e.kind, ExitKind::kTimeLimit);
+  EXPECT_EQ(e.signal, SIGKILL);
+  EXPECT_GE(took, 1.9);
+  EXPECT_LT(took, 4.0);
+}
+
+TEST_F(LauncherTest, TimeLimitTermIsEnoughForWellBehavedJobs) {
+  const auto start = Clock::now();
+  JobExit e = Run(Job(31).TimeLimit(1, 5).Sh("sleep 30"));
+  const double took = std::chrono::duration<double>(Clock::now() - start).count();
+  EXPECT_EQ(e.kind, ExitKind::kTimeLimit);
+  EXPECT_EQ(e.signal, SIGTERM);
+  EXPECT_GE(took, 0.9);
+  EXPECT_LT(took, 3.0);
+}
+
+TEST_F(LauncherTest, CancelKillsWholeProcessGroup) {
+  const std::string pidfile = dir_ + "/grandchild.pid";
+  ASSERT_TRUE(
+      launcher_->Launch(Job(40).Sh("sleep 100 & echo $! > " + pidfile + "; wait")).ok());
+  const pid_t grandchild = WaitPidFile(pidfile);
+  ASSERT_GT(grandchild, 0);
+  EXPECT_FALSE(ProcessGone(grandchild));
+  EXPECT_EQ(launcher_->Running(), std::vector<JobId>{40});
+  launcher_->Cancel(40, "by test");
+  std::optional<JobExit> e = exits_.Wait(40);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->kind, ExitKind::kCancelled);
+  EXPECT_TRUE(WaitGone(grandchild)) << grandchild;
+  EXPECT_TRUE(launcher_->Running().empty());
+}
+
+TEST_F(LauncherTest, CancelEscalatesToSigkillAfterGrace) {
+  const std::string ready = dir_ + "/ready";
+  ASSERT_TRUE(
+      launcher_
+          ->Launch(Job(41).Grace(1).Sh("trap '' TERM; echo $$ > " + ready + "; sleep 30"))
+          .ok());
+  ASSERT_GT(WaitPidFile(ready), 0);
+  const auto start = Clock::now();
+  launcher_->Cancel(41, "by test");
+  launcher_->Cancel(41, "twice: no effect");
+  std::optional<JobExit> e = exits_.Wait(41);
+  ASSERT_TRUE(e.has_value());
+  const double took = std::chrono::duration<double>(Clock::now() - start).count();
+  EXPECT_EQ(e->kind, ExitKind::kCancelled);
+  EXPECT_EQ(e->signal, SIGKILL);
+  EXPECT_GE(took, 0.9);
+  EXPECT_LT(took, 3.0);
+}
+
+TEST_F(LauncherTest, DestructionFinishesCancelsAndLeavesOthersRunning) {
+  const std::string ready = dir_ + "/ready", other = dir_ + "/other";
+  ASSERT_TRUE(
+      launcher_
+          ->Launch(Job(44).Grace(1).Sh("trap '' TERM; echo $$ > " + ready + "; sleep 30"))
+          .ok());
+  ASSERT_TRUE(
+      launcher_->Launch(Job(45).Sh("echo $$ > " + other + "; exec sleep 30")).ok());
+  ASSERT_GT(WaitPidFile(ready), 0);
+  const pid_t survivor = WaitPidFile(other);
+  ASSERT_GT(survivor, 0);
+  launcher_->Cancel(44, "agent stopping");
+  launcher_.reset();  // waits out job 44's grace
+  EXPECT_EQ(exits_.Count(44), 1u);
+  EXPECT_EQ(exits_.Count(45), 0u);
+  EXPECT_FALSE(ProcessGone(survivor));
+  kill(-survivor, SIGKILL);
+}
+
+TEST_F(LauncherTest, LeftoversAreKilledWhenTheMainProcessExits) {
+  const std::string pidfile = dir_ + "/bg.pid";
+  JobExit e = Run(Job(42).Sh("sleep 100 & echo $! > " + pidfile));
+  EXPECT_EQ(e.kind, ExitKind::kExited);
+  const pid_t bg = WaitPidFile(pidfile);
+  ASSERT_GT(bg, 0);
+  EXPECT_TRUE(WaitGone(bg));
+}
+
+TEST_F(LauncherTest, SignalReachesTheJob) {
+  const std::string ready = dir_ + "/ready";
+  ASSERT_TRUE(launcher_
+                  ->Launch(Job(43).Sh("trap 'exit 7' USR1; echo $$ > " + ready +
+                                      "; while :; do sleep 0.05; done"))
+                  .ok());
+  ASSERT_GT(WaitPidFile(ready), 0);
+  launcher_->Signal(43, SIGUSR1);
+  std::optional<JobExit> e = exits_.Wait(43);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->kind, ExitKind::kExited);
+  EXPECT_EQ(e->exit_code, 7);
+}
+
+TEST_F(LauncherTest, OutputPatternsAndSeparateStderr) {
+  JobExit e = Run(Job(50)
+                      .Name("pat")
+                      .Out("logs-%x-%j.out")
+                      .Err("%j.err")
+                      .Sh("echo to-out; echo to-err >&2"));
+  EXPECT_EQ(e.exit_code, 0);
+  EXPECT_EQ(Slurp(dir_ + "/logs-pat-50.out"), "to-out\n");
+  EXPECT_EQ(Slurp(dir_ + "/50.err"), "to-err\n");
+  // Default file, both streams, appended across runs of the same id.
+  Run(Job(51).Sh("echo one; echo two >&2"));
+  EXPECT_EQ(Slurp(dir_ + "/hachi-51.out"), "one\ntwo\n");
+  struct stat st {};
+  ASSERT_EQ(stat((dir_ + "/hachi-51.out").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
+}
+
+struct FailCase {
+  std::string name;
+  std::function<LaunchSpec(LaunchBuilder, const std::string& dir)> make;
+  std::string message;  // "<dir>" is replaced by the test directory
+};
+
+class LauncherFailTest : public LauncherTest,
+                         public testing::WithParamInterface<FailCase> {};
+
+TEST_P(LauncherFailTest, ReportedOnceWithMessage) {
+  const FailCase& c = GetParam();
+  fs::create_directory(dir_ + "/ro");
+  chmod((dir_ + "/ro").c_str(), 0555);
+  {
+    std::ofstream f(dir_ + "/notexec");
+    f << "echo hi\n";
+  }
+  chmod((dir_ + "/notexec").c_str(), 0644);
+  LaunchBuilder b = Job(60);
+  // Root writes anywhere, so the permission rows run the job as nobody.
+  if (geteuid() == 0) b.User("nobody", 65534, 65534);
+  JobExit e = Run(c.make(b, dir_));
+  std::string want = c.message;
+  if (size_t at = want.find("<dir>"); at != std::string::npos) want.replace(at, 5, dir_);
+  EXPECT_EQ(e.kind, ExitKind::kLaunchFailed);
+  EXPECT_EQ(e.message, want);
+  std::this_thread::sleep_for(milliseconds(100));
+  EXPECT_EQ(exits_.Count(60), 1u);
+  EXPECT_TRUE(launcher_->Running().empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rows, LauncherFailTest,
+    testing::Values(
+        FailCase{"no_such_command",
+                 [](LaunchBuilder b, const std::string&) -> LaunchSpec {
+                   return b.Argv({"nosuchcmd", "x"});
+                 },
+                 "exec nosuchcmd: No such file or directory"},
+        FailCase{"no_such_path",
+                 [](LaunchBuilder b, const std::string&) -> LaunchSpec {
+                   return b.Argv({"/no/such/bin"});
+                 },
+                 "exec /no/such/bin: No such file or directory"},
+        FailCase{"not_executable",
+                 [](LaunchBuilder b, const std::string& d) -> LaunchSpec {
+                   return b.Argv({d + "/notexec"});
+                 },
+                 "exec <dir>/notexec: Permission denied"},
+        FailCase{
+            "missing_workdir",
+            [](LaunchBuilder b, const std::string&) -> LaunchSpec {
+              return b.Workdir("/nonexistent/wd").Out("/tmp/x.out").Argv({"/bin/true"});
+            },
+            "cannot chdir to /nonexistent/wd: No such file or directory"},
+        FailCase{"missing_output_dir",
+                 [](LaunchBuilder b, const std::string&) -> LaunchSpec {
+                   return b.Out("nodir/%j.out").Argv({"/bin/true"});
+                 },
+                 "cannot open <dir>/nodir/60.out: No such file or directory"},
+        FailCase{"unwritable_output_dir",
+                 [](LaunchBuilder b, const std::string&) -> LaunchSpec {
+                   return b.Out("ro/out").Argv({"/bin/true"});
+                 },
+                 "cannot open <dir>/ro/out: Permission denied"},
+        FailCase{"unwritable_stderr",
+                 [](LaunchBuilder b, const std::string&) -> LaunchSpec {
+                   return b.Err("ro/err").Argv({"/bin/true"});
+                 },
+                 "cannot open <dir>/ro/err: Permission denied"},
+        FailCase{
+            "no_command",
+            [](LaunchBuilder b, const std::string&) -> LaunchSpec { return b.Argv({}); },
+            "the job has no command"},
+        FailCase{"container_without_runtime",
+                 [](LaunchBuilder b, const std::string&) -> LaunchSpec {
+                   return b.Image("alpine").Argv({"true"});
+                 },
+                 "job 60 asks for container image alpine but this agent has no container "
+                 "runtime configured"}),
+    [](const testing::TestParamInfo<FailCase>& row) { return row.param.name; });
+
+struct ScriptCase {
+  std::string name;
+  std::string script;
+  std::string want;
+};
+
+class LauncherScriptTest : public LauncherTest,
+                           public testing::WithParamInterface<ScriptCase> {};
+
+TEST_P(LauncherScriptTest, RunsWithArguments) {
+  JobExit e = Run(Job(70).Script(GetParam().script).Argv({"a", "b c"}).Out("s.out"));
+  EXPECT_EQ(e.kind, ExitKind::kExited) << e.message;
+  EXPECT_EQ(e.exit_code, 0);
+  EXPECT_EQ(Slurp(dir_ + "/s.out"), GetParam().want);
+  EXPECT_FALSE(fs::exists(dir_ + "/spool/job-70.sh"));  // removed at the end
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rows, LauncherScriptTest,
+    testing::Values(
+        ScriptCase{"shebang_sh", "#!/bin/sh\necho \"$#:$1:$2\"\n", "2:a:b c\n"},
+        ScriptCase{"no_shebang", "echo \"$#:$1:$2\"\n", "2:a:b c\n"},
+        ScriptCase{"shebang_env_bash",
+                   "#!/usr/bin/env bash\necho \"${BASH_VERSION:+bash}:$1:$2\"\n",
+                   "bash:a:b c\n"},
+        ScriptCase{
+            "shebang_sees_own_path",
+            "#!/bin/sh\ncase \"$0\" in */job-70.sh) echo ok;; *) echo \"$0\";; esac\n",
+            "ok\n"}),
+    [](const testing::TestParamInfo<ScriptCase>& row) { return row.param.name; });
+
+TEST_F(LauncherTest, DuplicateLaunchRefused) {
+  ASSERT_TRUE(launcher_->Launch(Job(80).Sh("sleep 30")).ok());
+  Status st = launcher_->Launch(Job(80).Sh("true"));
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  launcher_->Cancel(80, "done");
+  ASSERT_TRUE(exits_.Wait(80).has_value());
+  EXPECT_EQ(exits_.Count(80), 1u);
+  launcher_->Cancel(12345, "unknown: a no-op");
+  launcher_->Signal(12345, SIGTERM);
+}
+
+TEST_F(LauncherTest, TwoHundredConcurrentJobsEachReportedOnce) {
+  constexpr int kJobs = 200;
+  for (int i = 1; i <= kJobs; ++i) {
+    ASSERT_TRUE(launcher_
+                    ->Launch(Job(1000 + i)
+                                 .Out("/dev/null")
+                                 .Sh("sleep 0.3; exit " + std::to_string(i % 5)))
+                    .ok());
+  }
+  EXPECT_GT(launcher_->Running().size(), 0u);
+  ASSERT_TRUE(exits_.WaitAll(kJobs, milliseconds(15000)));
+  std::this_thread::sleep_for(milliseconds(100));
+  for (int i = 1; i <= kJobs; ++i) {
+    ASSERT_EQ(exits_.Count(1000 + i), 1u) << i;
+    std::optional<JobExit> e = exits_.Wait(1000 + i);
+    EXPECT_EQ(e->kind, ExitKind::kExited);
+    EXPECT_EQ(e->exit_code, i % 5) << i;
+  }
+  EXPECT_TRUE(launcher_->Running().empty());
+}
+
+TEST_F(LauncherTest, RunsAsTheUserWhenRoot) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to switch users";
+  JobExit e = Run(Job(90).User("nobody", 65534, 65534).Out("id.out").Sh("id -u; id -g"));
+  EXPECT_EQ(e.kind, ExitKind::kExited) << e.message;
+  EXPECT_EQ(Slurp(dir_ + "/id.out"), "65534\n65534\n");
+  struct stat st {};
+  ASSERT_EQ(stat((dir_ + "/id.out").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 65534u);  // opened as the user, after the switch
+  // A script is the user's too, and readable by nobody else.
+  e = Run(Job(91)
+              .User("nobody", 65534, 65534)
+              .Out("s.out")
+              .Script("#!/bin/sh\nstat -c '%u %a' \"$0\"\n"));
+  EXPECT_EQ(e.kind, ExitKind::kExited) << e.message;
+  EXPECT_EQ(Slurp(dir_ + "/s.out"), "65534 700\n");
+}
+
+TEST_F(LauncherTest, LaunchToExitLatencyOfBinTrue) {
+  constexpr int kRuns = 200;
+  std::vector<double> ms;
+  for (int i = 0; i < kRuns; ++i) {
+    const JobId id = 5000 + i;
+    const auto start = Clock::now();
+    ASSERT_TRUE(launcher_->Launch(Job(id).Out("/dev/null").Argv({"/bin/true"})).ok());
+    ASSERT_TRUE(exits_.Wait(id).has_value());
+    ms.push_back(
+        std::chrono::duration<double, std::milli>(exits_.At(id) - start).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  const double median = ms[kRuns / 2];
+  const double p90 = ms[kRuns * 9 / 10];
+  std::cout << "[ latency ] /bin/true launch-to-exit over " << kRuns << " runs: median "
+            << median << " ms, p90 " << p90 << " ms, max " << ms.back() << " ms\n";
+  RecordProperty("median_ms", std::to_string(median));
+}
+
+}  // namespace
+}  // namespace hachi::agent

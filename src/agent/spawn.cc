@@ -1,0 +1,251 @@
+#include "agent/spawn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+namespace hachi::agent {
+namespace {
+
+// The step of the child that failed, sent with errno through the close-on-exec pipe.
+enum class Step : int {
+  kSetsid = 1,
+  kGroups,
+  kGid,
+  kUid,
+  kChdir,
+  kStdin,
+  kStdout,
+  kStderr,
+  kExec
+};
+struct ChildError {
+  Step step;
+  int err;
+};
+
+[[noreturn]] void Fail(int fd, Step step, int err) {
+  ChildError e{step, err};
+  // Nothing more to do if the pipe is gone: the parent then sees exit status 127.
+  [[maybe_unused]] ssize_t n = write(fd, &e, sizeof e);
+  _exit(127);
+}
+
+// Opens an output file for appending without blocking on a FIFO that has no reader.
+int OpenOutput(const char* path) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NONBLOCK | O_NOCTTY, 0644);
+  if (fd >= 0) fcntl(fd, F_SETFL, O_APPEND);
+  return fd;
+}
+
+bool MoveTo(int fd, int target) {
+  if (fd == target) return true;
+  if (dup2(fd, target) < 0) return false;
+  close(fd);
+  return true;
+}
+
+// The child between fork and exec: async-signal-safe calls and raw syscalls only
+// (glibc's setuid() would try to synchronise threads that do not exist here).
+[[noreturn]] void Child(int err_fd, const SpawnRequest& req, char* const argv[],
+                        char* const envp[], const std::vector<const char*>& paths,
+                        char** sh_argv) {
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &dfl, nullptr);  // EINVAL: fine
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+
+  if (setsid() < 0) Fail(err_fd, Step::kSetsid, errno);
+  if (req.switch_user) {
+    if (syscall(SYS_setgroups, req.groups.size(), req.groups.data()) < 0) {
+      Fail(err_fd, Step::kGroups, errno);
+    }
+    if (syscall(SYS_setresgid, req.gid, req.gid, req.gid) < 0)
+      Fail(err_fd, Step::kGid, errno);
+    if (syscall(SYS_setresuid, req.uid, req.uid, req.uid) < 0)
+      Fail(err_fd, Step::kUid, errno);
+  }
+  if (chdir(req.workdir.c_str()) < 0) Fail(err_fd, Step::kChdir, errno);
+  umask(022);
+  int in = open("/dev/null", O_RDONLY | O_NOCTTY);
+  if (in < 0 || !MoveTo(in, 0)) Fail(err_fd, Step::kStdin, errno);
+  int out = OpenOutput(req.stdout_path.c_str());
+  if (out < 0 || !MoveTo(out, 1)) Fail(err_fd, Step::kStdout, errno);
+  if (req.stderr_path == req.stdout_path) {
+    if (dup2(1, 2) < 0) Fail(err_fd, Step::kStderr, errno);
+  } else {
+    int err = OpenOutput(req.stderr_path.c_str());
+    if (err < 0 || !MoveTo(err, 2)) Fail(err_fd, Step::kStderr, errno);
+  }
+  // Whatever else the agent has open (sockets, the database) must not leak into jobs.
+  syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */);
+
+  // execvp's search: skip missing candidates, remember a permission error.
+  int err = ENOENT;
+  bool denied = false;
+  for (const char* path : paths) {
+    execve(path, argv, envp);
+    if (errno == ENOEXEC) {  // an executable text file without "#!": the shell runs it
+      sh_argv[1] = const_cast<char*>(path);
+      execve("/bin/sh", sh_argv, envp);
+    }
+    if (errno == EACCES) {
+      denied = true;
+    } else if (errno != ENOENT && errno != ENOTDIR && errno != ESTALE &&
+               errno != ENODEV && errno != ETIMEDOUT) {
+      err = errno;
+      break;
+    }
+  }
+  Fail(err_fd, Step::kExec, denied && err == ENOENT ? EACCES : err);
+}
+
+std::string Describe(const SpawnRequest& req, const ChildError& e) {
+  const std::string why = strerror(e.err);
+  switch (e.step) {
+    case Step::kSetsid:
+      return "setsid: " + why;
+    case Step::kGroups:
+      return "cannot set the groups of uid " + std::to_string(req.uid) + ": " + why;
+    case Step::kGid:
+      return "cannot switch to gid " + std::to_string(req.gid) + ": " + why;
+    case Step::kUid:
+      return "cannot switch to uid " + std::to_string(req.uid) + ": " + why;
+    case Step::kChdir:
+      return "cannot chdir to " + req.workdir + ": " + why;
+    case Step::kStdin:
+      return "cannot open /dev/null: " + why;
+    case Step::kStdout:
+      return "cannot open " + req.stdout_path + ": " + why;
+    case Step::kStderr:
+      return "cannot open " + req.stderr_path + ": " + why;
+    case Step::kExec:
+      return "exec " + (req.argv.empty() ? std::string() : req.argv[0]) + ": " + why;
+  }
+  return "launch failed: " + why;
+}
+
+}  // namespace
+
+std::vector<std::string> ExecCandidates(const std::string& cmd, const EnvList& env) {
+  if (cmd.empty()) return {};
+  if (cmd.find('/') != std::string::npos) return {cmd};
+  std::string path = "/usr/local/bin:/usr/bin:/bin";
+  for (const auto& [k, v] : env) {
+    if (k == "PATH") path = v;
+  }
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    std::string dir = path.substr(start, end - start);
+    if (dir.empty()) dir = ".";  // POSIX: an empty PATH entry is the current directory
+    out.push_back(dir + "/" + cmd);
+    start = end + 1;
+  }
+  return out;
+}
+
+std::vector<gid_t> GroupsOf(const std::string& user, uid_t uid, gid_t gid) {
+  std::string name = user;
+  if (name.empty()) {
+    std::vector<char> buf(16384);
+    struct passwd pw;
+    struct passwd* found = nullptr;
+    if (getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found) {
+      name = found->pw_name;
+    }
+  }
+  if (name.empty()) return {gid};
+  int n = 64;
+  std::vector<gid_t> groups(n);
+  while (getgrouplist(name.c_str(), gid, groups.data(), &n) < 0) {
+    if (n <= static_cast<int>(groups.size())) n = static_cast<int>(groups.size()) * 2;
+    groups.resize(n);
+  }
+  groups.resize(n);
+  if (std::find(groups.begin(), groups.end(), gid) == groups.end()) groups.push_back(gid);
+  return groups;
+}
+
+Result<Spawned> Spawn(const SpawnRequest& req) {
+  if (req.argv.empty() || req.exec_paths.empty())
+    return InvalidArgument("the job has no command");
+  // Every string the child touches, laid out before fork.
+  std::vector<char*> argv;
+  for (const std::string& a : req.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::vector<std::string> env_strings;
+  env_strings.reserve(req.env.size());
+  for (const auto& [k, v] : req.env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (const std::string& s : env_strings) envp.push_back(const_cast<char*>(s.c_str()));
+  envp.push_back(nullptr);
+  std::vector<const char*> paths;
+  for (const std::string& p : req.exec_paths) paths.push_back(p.c_str());
+  std::vector<char*> sh_argv = {const_cast<char*>("/bin/sh"), nullptr};
+  for (size_t i = 1; i < req.argv.size(); ++i) sh_argv.push_back(argv[i]);
+  sh_argv.push_back(nullptr);
+
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC) < 0)
+    return Internal(std::string("pipe2: ") + strerror(errno));
+
+  // The child starts with every signal blocked, so no handler of the agent runs in it
+  // before it has reset them.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(pipe_fds[0]);
+    Child(pipe_fds[1], req, argv.data(), envp.data(), paths, sh_argv.data());
+  }
+  const int fork_errno = errno;
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  close(pipe_fds[1]);
+  if (pid < 0) {
+    close(pipe_fds[0]);
+    return Internal(std::string("fork: ") + strerror(fork_errno));
+  }
+
+  ChildError e{};
+  ssize_t n;
+  do {
+    n = read(pipe_fds[0], &e, sizeof e);
+  } while (n < 0 && errno == EINTR);
+  close(pipe_fds[0]);
+  if (n != 0) {  // the child failed before or at exec
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (n != static_cast<ssize_t>(sizeof e))
+      return Internal("launch failed: broken error pipe");
+    return Internal(Describe(req, e));
+  }
+  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (pidfd < 0) {
+    const int err = errno;
+    kill(-pid, SIGKILL);
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return Internal(std::string("pidfd_open: ") + strerror(err) +
+                    " (needs Linux >= 5.3)");
+  }
+  return Spawned{pid, pidfd};
+}
+
+}  // namespace hachi::agent

@@ -1,0 +1,51 @@
+// The fork/exec step of ProcessLauncher (internal to agent/): everything the child
+// needs is prepared in the parent, because after fork() in a threaded process the child
+// may only make async-signal-safe calls (no malloc, no NSS lookups, no locks).
+//
+// Free functions; Spawn is thread-safe (it blocks all signals in the calling thread
+// only around fork()).
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "agent/environment.h"
+#include "core/status.h"
+
+namespace hachi::agent {
+
+struct SpawnRequest {
+  std::vector<std::string> argv;        // argv[0] as the job gave it
+  std::vector<std::string> exec_paths;  // files to try in order (ExecCandidates)
+  EnvList env;
+  std::string workdir;
+  std::string stdout_path;   // absolute
+  std::string stderr_path;   // absolute; == stdout_path for one shared file
+  bool switch_user = false;  // the agent is root and the job is not
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;  // supplementary groups (GroupsOf)
+};
+
+struct Spawned {
+  pid_t pid = -1;
+  int pidfd = -1;  // the caller owns it
+};
+
+// Starts the process and returns once it has exec'd. On failure the child has been
+// reaped and the message names the failed step: "exec nosuchcmd: No such file or
+// directory", "cannot open /x/out: Permission denied", "cannot chdir to /x: ...".
+Result<Spawned> Spawn(const SpawnRequest& req);
+
+// Where execvp would look for `cmd`: itself when it has a slash (relative to the
+// workdir), else each directory of PATH from `env` (default /usr/local/bin:/usr/bin:
+// /bin).
+std::vector<std::string> ExecCandidates(const std::string& cmd, const EnvList& env);
+
+// The supplementary groups of `user` (looked up by uid when the name is empty), always
+// containing `gid`; just {gid} when the user is unknown.
+std::vector<gid_t> GroupsOf(const std::string& user, uid_t uid, gid_t gid);
+
+}  // namespace hachi::agent

@@ -1,0 +1,111 @@
+// Fixture builder for agent tests: a LaunchSpec on a line,
+// MakeLaunch(7).Gpus({1, 3}).Node("n1").Argv({"/bin/true"}).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "agent/launch_spec.h"
+
+namespace hachi::agent {
+
+struct LaunchBuilder {
+  LaunchSpec s;
+  LaunchBuilder& Gpus(const std::vector<int>& g) {
+    s.gpus = GpuSet::FromIndices(g);
+    s.gpus_per_node = static_cast<int>(g.size());
+    return *this;
+  }
+  LaunchBuilder& Node(std::string n) {
+    s.node = std::move(n);
+    return *this;
+  }
+  LaunchBuilder& Nodes(std::vector<std::string> l, int rank) {
+    s.nodelist = std::move(l);
+    s.node_rank = rank;
+    s.node = s.nodelist[rank];
+    return *this;
+  }
+  LaunchBuilder& Addresses(std::vector<std::string> a) {
+    s.node_addresses = std::move(a);
+    return *this;
+  }
+  LaunchBuilder& Name(std::string n) {
+    s.spec.name = std::move(n);
+    return *this;
+  }
+  LaunchBuilder& Argv(std::vector<std::string> a) {
+    s.spec.argv = std::move(a);
+    return *this;
+  }
+  LaunchBuilder& Sh(const std::string& cmd) { return Argv({"/bin/sh", "-c", cmd}); }
+  LaunchBuilder& Script(std::string text) {
+    s.spec.script = std::move(text);
+    return *this;
+  }
+  LaunchBuilder& Workdir(std::string d) {
+    s.spec.workdir = std::move(d);
+    return *this;
+  }
+  LaunchBuilder& Env(std::string k, std::string v) {
+    s.spec.env.emplace_back(std::move(k), std::move(v));
+    return *this;
+  }
+  LaunchBuilder& Out(std::string p) {
+    s.spec.stdout_path = std::move(p);
+    return *this;
+  }
+  LaunchBuilder& Err(std::string p) {
+    s.spec.stderr_path = std::move(p);
+    return *this;
+  }
+  LaunchBuilder& User(std::string name, uint32_t uid, uint32_t gid) {
+    s.user = std::move(name);
+    s.spec.uid = uid;
+    s.spec.gid = gid;
+    return *this;
+  }
+  LaunchBuilder& Partition(std::string p) {
+    s.partition = std::move(p);
+    return *this;
+  }
+  LaunchBuilder& Array(state::JobId array_job, int task) {
+    s.spec.array_job_id = array_job;
+    s.spec.array_task_id = task;
+    return *this;
+  }
+  LaunchBuilder& Share(int milli, int64_t mem_mib) {
+    s.share_milli = milli;
+    s.gpu_memory_mib = mem_mib;
+    return *this;
+  }
+  LaunchBuilder& Image(std::string i) {
+    s.spec.container_image = std::move(i);
+    return *this;
+  }
+  LaunchBuilder& Shm(int64_t mib) {
+    s.spec.shm_mib = mib;
+    return *this;
+  }
+  LaunchBuilder& TimeLimit(Duration limit, Duration grace) {
+    s.time_limit = limit;
+    s.kill_grace = grace;
+    return *this;
+  }
+  LaunchBuilder& Grace(Duration grace) {
+    s.kill_grace = grace;
+    return *this;
+  }
+  operator LaunchSpec() const { return s; }  // NOLINT: a builder converts implicitly
+};
+
+inline LaunchBuilder MakeLaunch(state::JobId job) {
+  LaunchBuilder b;
+  b.s.job = job;
+  b.s.node = "n1";
+  b.s.spec.workdir = "/tmp";
+  return b;
+}
+
+}  // namespace hachi::agent
