@@ -37,8 +37,10 @@ int RunPlacement(const PlacementFlags& f) {
       placement::LoadPods(dir + "/openb_pod_list_" + f.pods + ".csv", *cluster);
   if (!pods.ok()) return Fail(pods.status());
 
-  const placement::BenchResult r =
+  Result<placement::BenchResult> run =
       placement::RunBench(*cluster, std::move(*pods), f.seed, *policy);
+  if (!run.ok()) return Fail(run.status());
+  const placement::BenchResult& r = *run;
   const std::vector<double> alloc =
       placement::DiscreteCurve(r.arrived, r.capacity_milli, placement::AllocValues(r));
   std::vector<double> frag_pct(r.frag_ratio.size());

@@ -165,7 +165,7 @@ struct JobRequest {
   int cpus = 0;
   int64_t memory_mib_per_gpu = 0;
   int64_t memory_mib = 0;
-  std::string gpu_model;  // empty: any
+  std::string gpu_model;  // empty: any; "A|B": either (eligibility.h)
   int64_t min_gpu_memory_mib = 0;
   std::string partition;  // empty: the first partition the user may use
   std::string qos;
@@ -228,6 +228,19 @@ struct Job {
   }
 };
 
+// One kind of job in the recent workload, for fragmentation-aware placement
+// (fragmentation.h): what such a job asks of one node, and how often it comes.
+struct WorkloadClass {
+  int gpus = 0;          // whole GPUs; 0 with share_milli 0: a job that uses no GPU
+  int share_milli = 0;   // 1..999: a share of ONE GPU (gpus is then 1)
+  int cpus = 0;          // per job, in the units of Node::cpus
+  int64_t memory_mib = 0;
+  std::string gpu_model;  // as JobRequest::gpu_model ('|' alternatives); empty: any
+  double weight = 0;      // relative frequency, any scale (normalised over the classes)
+
+  bool operator==(const WorkloadClass&) const = default;
+};
+
 struct ClusterState {
   std::vector<Node> nodes;
   std::vector<Partition> partitions;
@@ -240,6 +253,11 @@ struct ClusterState {
   // Added to `now` to get UTC seconds since the Unix epoch, for time windows: 0 in the
   // server; in the simulator, the UTC time of the trace start (SimOptions).
   Duration clock_offset = 0;
+  // The recent workload's job sizes, supplied by the caller (e.g. the shapes of the
+  // last day's jobs). Empty: placement as without it. Non-empty: `hachi` places GPU
+  // shares and single-node jobs where cluster fragmentation rises least
+  // (fragmentation.h, docs/scheduler.md "Placement").
+  std::vector<WorkloadClass> workload;
 
   int PartitionIndex(const std::string& name) const;  // -1 if none
 };

@@ -1,10 +1,12 @@
 #include "sched/context.h"
 
 #include <algorithm>
+#include <bit>
 #include <map>
 #include <tuple>
 
 #include "sched/eligibility.h"
+#include "sched/gpu_share.h"
 #include "sched/window.h"
 
 namespace hachi::sched {
@@ -247,7 +249,56 @@ void CycleContext::Book(const JobShape& job, const Allocation& a) {
   } else if (state.limits.account_gpus.count(r.account)) {
     account_used[r.account] = a.gpus.size();
   }
+  if (frag_ready_) node_frag_[a.node] = -1;
   ++version;
+}
+
+void CycleContext::EnsureFrag() {
+  if (frag_ready_) return;
+  frag_ready_ = true;
+  const int n = static_cast<int>(nodes.size());
+  model_mask_.assign(n, 0);
+  node_frag_.assign(n, -1);
+  for (int i = 0; i < n; ++i) {
+    const Node& src = state.nodes[i];
+    model_mask_[i] = frag->ModelMask(src.gpu_model);
+    max_cpus_ = std::max(max_cpus_, src.cpus);
+    max_gpus_ = std::max(max_gpus_, src.gpu_count());
+  }
+}
+
+NodeFree CycleContext::FreeView(int node) {
+  EnsureFrag();
+  const NodeWork& w = nodes[node];
+  NodeFree f;
+  f.gpus = std::min(state.nodes[node].gpu_count(), GpuSet::kMaxGpus);
+  for (uint64_t m = w.free.mask(); m; m &= m - 1) {
+    f.milli[std::countr_zero(m)] = kFullGpuMilli;
+  }
+  for (uint64_t m = w.shared.mask(); m; m &= m - 1) {
+    const int g = std::countr_zero(m);
+    f.milli[g] = static_cast<int16_t>(std::max(0, kFullGpuMilli - ShareUseAt(node, g).milli));
+  }
+  f.cpus = w.free_cpus;
+  f.memory_mib = w.free_memory_mib;
+  f.model_ok = model_mask_[node];
+  return f;
+}
+
+double CycleContext::FragAt(int node) {
+  EnsureFrag();
+  if (node_frag_[node] < 0) node_frag_[node] = frag->Frag(FreeView(node));
+  return node_frag_[node];
+}
+
+int CycleContext::MaxNodeCpus() {
+  EnsureFrag();
+  return max_cpus_;
+}
+
+int CycleContext::MaxNodeGpus() {
+  EnsureFrag();
+  return max_gpus_;
 }
 
 void CycleContext::BookShare(const Allocation& a) {

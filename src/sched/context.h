@@ -18,6 +18,7 @@
 
 #include "alloc/cache.h"
 #include "sched/cluster.h"
+#include "sched/fragmentation.h"
 #include "sched/timeline.h"
 
 namespace hachi::sched {
@@ -129,9 +130,20 @@ struct CycleContext {
   int UserUsed(const std::string& user) const;
   int AccountUsed(const std::string& account) const;
 
+  // Fragmentation (fragmentation.h), when the snapshot has a workload and the policy
+  // uses it (`frag` set before Init). FreeView: what F depends on for `node` now;
+  // FragAt: its F now, computed on first use and dropped when Book changes the node.
+  bool frag_active() const { return frag != nullptr && frag->active(); }
+  NodeFree FreeView(int node);
+  double FragAt(int node);
+  // Largest CPUs and GPU count of any node (packing scores are relative to them).
+  int MaxNodeCpus();
+  int MaxNodeGpus();
+
   const ClusterState& state;
   const Time now;
   alloc::AllocCache* const cache;
+  FragMeasure* frag = nullptr;  // the Scheduler's memo; nullptr: no fragmentation
 
   std::vector<NodeWork> nodes;
   FreeBuckets buckets;
@@ -164,6 +176,12 @@ struct CycleContext {
 
  private:
   void BookShare(const Allocation& a);  // Book's part for a GPU share
+  void EnsureFrag();                    // per-node model masks, F slots, maxima
+
+  bool frag_ready_ = false;
+  std::vector<uint64_t> model_mask_;  // per node: FragMeasure::ModelMask
+  std::vector<double> node_frag_;     // per node: F, or < 0 when not computed
+  int max_cpus_ = 0, max_gpus_ = 0;
 
   bool timeline_ready_ = false;
   bool gang_ready_ = false;

@@ -18,8 +18,19 @@ bool ContainsNoCase(std::string_view hay, std::string_view needle) {
 
 }  // namespace
 
+bool GpuModelMatches(std::string_view node_model, std::string_view wanted) {
+  if (wanted.empty()) return true;
+  for (size_t start = 0;;) {
+    const size_t bar = wanted.find('|', start);
+    const std::string_view alt = wanted.substr(start, bar - start);
+    if (!alt.empty() && ContainsNoCase(node_model, alt)) return true;
+    if (bar == std::string_view::npos) return false;
+    start = bar + 1;
+  }
+}
+
 bool NodeMatchesStatic(const Node& node, const JobRequest& r) {
-  if (!r.gpu_model.empty() && !ContainsNoCase(node.gpu_model, r.gpu_model)) return false;
+  if (!GpuModelMatches(node.gpu_model, r.gpu_model)) return false;
   // A share's promised memory must fit one GPU too.
   return node.gpu_memory_mib >= std::max(r.min_gpu_memory_mib, r.gpu_memory_mib);
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "sched/cluster.h"
 
@@ -27,8 +28,13 @@ inline int64_t NodeMemory(const JobRequest& r) {
   return r.memory_mib + r.memory_mib_per_gpu * r.GpusPerNode();
 }
 
-// The node's GPUs suit the request: model (case-insensitive substring, so "H100"
-// matches "NVIDIA H100 80GB HBM3") and minimum GPU memory. Ignores counts and state.
+// A node's GPU model suits `wanted`: empty matches all; else `wanted` is one or more
+// alternatives separated by '|' ("V100M16|V100M32"), each matched as a
+// case-insensitive substring ("H100" matches "NVIDIA H100 80GB HBM3").
+bool GpuModelMatches(std::string_view node_model, std::string_view wanted);
+
+// The node's GPUs suit the request: model (GpuModelMatches) and minimum GPU memory.
+// Ignores counts and state.
 bool NodeMatchesStatic(const Node& node, const JobRequest& r);
 
 }  // namespace hachi::sched

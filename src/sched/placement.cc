@@ -1,6 +1,8 @@
 #include "sched/placement.h"
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <tuple>
 
 #include "alloc/choice.h"
@@ -114,8 +116,95 @@ bool Placer::PackShare(CycleContext& ctx, const JobShape& job, Allocation* out,
   return true;
 }
 
+bool Placer::PlaceByFragmentation(CycleContext& ctx, const JobShape& job,
+                                  Allocation* out, VerdictTally* tally) {
+  const EligibleSet& e = ctx.eligible[job.eligible];
+  const bool share = job.share_milli > 0;
+  JobShape probe = job;
+  if (share) probe.gpn = 0;  // a share may go to a shared GPU: no free GPU needed
+  const int per_gpu = share ? job.share_milli : kFullGpuMilli;
+  const int demand = share ? job.share_milli : job.gpn * kFullGpuMilli;
+  const double max_cpus = std::max(1, ctx.MaxNodeCpus());
+  const double max_milli = std::max(1, ctx.MaxNodeGpus()) * double{kFullGpuMilli};
+  // Larger is better, compared in order: FragScore, bottleneck link of the GPU set,
+  // not opening an empty node, packing (0-100), for a share minus the room it leaves
+  // on its GPU. Equal keys: the first seen (lowest node, then lowest GPU).
+  using Key = std::array<int, 5>;
+  Key best{};
+  int best_node = -1;
+  GpuSet best_gpus;
+  Timeline::Offer offer;
+  for (int node : e.nodes) {
+    const NodeVerdict v = CheckNode(ctx, probe, node, ctx.now, &offer);
+    if (v != NodeVerdict::kFits) {
+      tally->Add(v);
+      continue;
+    }
+    const Node& n = ctx.state.nodes[node];
+    const NodeWork& w = ctx.nodes[node];
+    const NodeFree before = ctx.FreeView(node);
+    const double f_before = ctx.FragAt(node);
+    const int idle = before.idle();
+    const int opens = w.shared.empty() && w.free.size() == n.gpu_count() ? 0 : 1;
+    // BestFit's score (FGD's baseline): CPU and GPU left after, halves of the largest
+    // node's; truncated, so near-equal packings tie and the node order decides.
+    const int pack = static_cast<int>(
+        100.0 * (1.0 - (0.5 * (w.free_cpus - job.cpus) / max_cpus +
+                        0.5 * (idle - demand) / max_milli)));
+    auto consider = [&](GpuSet gpus, int room_left) {
+      NodeFree after = before;
+      after.cpus -= job.cpus;
+      after.memory_mib -= job.memory_mib;
+      for (uint64_t m = gpus.mask(); m; m &= m - 1) {
+        after.milli[std::countr_zero(m)] -= static_cast<int16_t>(per_gpu);
+      }
+      const Key key{FragScore(ctx.frag->Frag(after) - f_before), Bottleneck(*n.model, gpus),
+                    opens, pack, -room_left};
+      if (best_node < 0 || key > best) {
+        best = key;
+        best_node = node;
+        best_gpus = gpus;
+      }
+    };
+    if (!share) {
+      consider(job.gpn == 0 ? GpuSet() : ChooseGpus(ctx, job, node, offer.gpus), 0);
+      continue;
+    }
+    // A shared GPU with room (equal rooms give equal outcomes: the lowest index), or
+    // a free GPU chosen as for a 1-GPU job.
+    bool any = false;
+    std::array<bool, kFullGpuMilli + 1> tried{};
+    for (uint64_t m = w.shared.mask(); m; m &= m - 1) {
+      const int gpu = std::countr_zero(m);
+      const GpuShareUse u = ctx.ShareUseAt(node, gpu);
+      if (u.milli + job.share_milli > kFullGpuMilli) continue;
+      if (job.gpu_memory_mib > 0 && u.memory_mib + job.gpu_memory_mib > n.gpu_memory_mib) {
+        continue;
+      }
+      any = true;
+      const int room = kFullGpuMilli - u.milli;
+      if (tried[room]) continue;
+      tried[room] = true;
+      consider(GpuSet::FromIndices({gpu}), room - job.share_milli);
+    }
+    if (!offer.gpus.empty()) {
+      any = true;
+      consider(ChooseGpus(ctx, job, node, offer.gpus), kFullGpuMilli - job.share_milli);
+    }
+    if (!any) tally->Add(NodeVerdict::kGpus);
+  }
+  if (best_node < 0) return false;
+  *out = MakeAllocation(job, best_node, best_gpus);
+  return true;
+}
+
 bool Placer::PlaceSingle(CycleContext& ctx, const JobShape& job, Allocation* out,
                          VerdictTally* tally) {
+  // With a workload, `hachi` places shares and single-node jobs where fragmentation
+  // rises least; whole-node jobs take whole nodes, so fragmentation cannot guide them.
+  if (style_ == PlacementStyle::kBestFit && !job.whole && ctx.frag_active()) {
+    return PlaceByFragmentation(ctx, job, out, tally);
+  }
   // A GPU share packs onto a GPU that already holds shares, else takes a free GPU
   // below (a 1-GPU request), which then becomes shared (CycleContext::Book).
   if (job.share_milli > 0 && PackShare(ctx, job, out, tally)) return true;

@@ -13,6 +13,14 @@
 // has room (milli and memory), on the busiest node; else a free GPU chosen as for a
 // 1-GPU job (best fit: alloc/ prefers a GPU whose NVLink partner is busy).
 //
+// Fragmentation (kBestFit with ClusterState::workload non-empty): GPU shares and
+// single-node jobs that are not whole-node look at every fitting node, and at each
+// distinct GPU option there (alloc/'s pick of free GPUs; for a share, each shared GPU
+// with room too). Keys, in order: FragScore of the node's rise in fragmentation
+// (fragmentation.h), the bottleneck link of the GPU set, not opening an empty node,
+// packing (CPU and GPU left, relative to the largest node), for a share the fullest
+// GPU; then the lowest node index. Gangs and whole-node jobs are placed as above.
+//
 // Gangs never mix interconnect classes, GPU models or node sizes. Candidate nodes come
 // from the context's free-count buckets, so a 1-GPU job looks at the fullest nodes
 // first and stops early. Not thread-safe (per cycle; the memo is the Scheduler's).
@@ -60,6 +68,11 @@ class Placer {
   // busiest node. False when none has room.
   bool PackShare(CycleContext& ctx, const JobShape& job, Allocation* out,
                  VerdictTally* tally);
+  // With a workload (CycleContext::frag_active), `hachi`'s single-node placement:
+  // the node and GPUs whose fragmentation rises least (fragmentation.h), then the
+  // best-connected GPU set, then not opening an empty node, then packing.
+  bool PlaceByFragmentation(CycleContext& ctx, const JobShape& job, Allocation* out,
+                            VerdictTally* tally);
   bool PlaceGang(CycleContext& ctx, const JobShape& job, std::vector<Allocation>* out,
                  VerdictTally* tally);
   // The best bottleneck any set of `count` GPUs can have on `model` (all free): a node

@@ -9,6 +9,7 @@
 #include "sched/context.h"
 #include "sched/diagnose.h"
 #include "sched/filter.h"
+#include "sched/fragmentation.h"
 #include "sched/placement.h"
 #include "sched/preempt.h"
 #include "sched/priority.h"
@@ -75,6 +76,11 @@ class SchedulerImpl final : public Scheduler {
     Plan plan;
     EnsureTables(state);  // alloc/ tables per layout, once: every Pick is a lookup
     CycleContext ctx(state, now, &cache_, &timeline_);
+    // Fragmentation-aware placement (hachi) when the caller supplies a workload.
+    if (spec_.placement == PlacementStyle::kBestFit && !state.workload.empty()) {
+      frag_.Reset(state.workload);
+      ctx.frag = &frag_;
+    }
     ctx.Init();  // scratch: free resources, quotas and isolation from the snapshot
     // Windows (every policy): the due preemptions first, so that their victims' exit
     // is on the timeline before anyone reserves; and when to wake up next.
@@ -242,6 +248,7 @@ class SchedulerImpl final : public Scheduler {
   Backfill backfill_;  // the depth knob; scratch buffers reused across cycles
   Preempter preempter_;
   alloc::AllocCache cache_;
+  FragMeasure frag_;   // F per node shape, while the workload is unchanged
   Timeline timeline_;  // memory reused by every cycle's context
   const alloc::NodeModel* last_model_ = nullptr;
   // Scratch of the current cycle.

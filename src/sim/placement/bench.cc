@@ -7,6 +7,7 @@
 
 #include "sim/placement/frag.h"
 #include "sim/placement/go_rand.h"
+#include "sim/placement/sched_policy.h"
 
 namespace hachi::placement {
 namespace {
@@ -159,7 +160,7 @@ class Placer {
       c.key[0] = BestFitScore(s, p);
       return c;
     }
-    // FGD and hachi: try each GPU a share pod could take (equal free milli give equal
+    // FGD: try each GPU a share pod could take (equal free milli give equal
     // outcomes, so each value once); other pods take the default GPUs.
     std::vector<std::vector<int>> options;
     if (p.is_share()) {
@@ -176,19 +177,10 @@ class Placer {
     bool first = true;
     for (auto& gpus : options) {
       const NodeView after = After(s, p, gpus);
-      const double frag_after = cache_.Frag(after);
       Candidate o;
       o.node = n;
       o.gpus = gpus;
-      o.key[0] = FgdScore(s.frag, frag_after);
-      if (policy_ == Policy::kHachi) {
-        // Within FGD's integer score, instead of a random node rank: do not start an
-        // empty node (whole nodes stay free for 8-GPU pods), then pack CPU and GPU as
-        // BestFit does. Measured over seeds 42-51 on `default`, this beats both ranking by
-        // the exact ΔF (which chases tiny differences) and BestFit alone (docs/benchmarks.md).
-        o.key[1] = s.view.idle() == s.view.gpus * kMilliPerGpu ? 0 : 1;
-        o.key[2] = BestFitScore(s, p);
-      }
+      o.key[0] = FgdScore(s.frag, cache_.Frag(after));
       // Equal keys keep the lower GPU index (options are in index order).
       if (first || Better(o, c)) c = std::move(o);
       first = false;
@@ -196,6 +188,24 @@ class Placer {
     return c;
   }
 
+ public:
+  // Commits a placement made elsewhere (the `hachi` policy, through sched/), after
+  // checking it against the protocol's filter (§3.2) and the GPUs' free milli.
+  Status Commit(int n, const OpenbPod& p, const std::vector<int>& gpus) {
+    if (n < 0 || n >= static_cast<int>(nodes_.size()) || !Feasible(nodes_[n], p) ||
+        static_cast<int>(gpus.size()) != p.num_gpu) {
+      return Internal("placement of " + p.name + " breaks the protocol's filter");
+    }
+    for (int g : gpus) {
+      if (g < 0 || g >= nodes_[n].view.gpus || nodes_[n].view.free[g] < p.gpu_milli) {
+        return Internal("placement of " + p.name + " overcommits a GPU");
+      }
+    }
+    Apply(n, p, gpus);
+    return Status::Ok();
+  }
+
+ private:
   void Apply(int n, const OpenbPod& p, const std::vector<int>& gpus) {
     NodeState& s = nodes_[n];
     s.cpu_left -= p.cpu_milli;
@@ -258,8 +268,8 @@ std::vector<int> BuildEvents(const std::vector<OpenbPod>& sorted_pods, int64_t c
   return events;
 }
 
-BenchResult RunBench(const Cluster& cluster, std::vector<OpenbPod> pods, int64_t seed,
-                     Policy policy) {
+Result<BenchResult> RunBench(const Cluster& cluster, std::vector<OpenbPod> pods,
+                             int64_t seed, Policy policy) {
   const auto start = std::chrono::steady_clock::now();
   BenchResult r;
   std::sort(pods.begin(), pods.end(),
@@ -278,13 +288,28 @@ BenchResult RunBench(const Cluster& cluster, std::vector<OpenbPod> pods, int64_t
   std::vector<int> order(by_name.size());
   for (size_t i = 0; i < by_name.size(); ++i) order[perm[i]] = by_name[i];
 
-  FragCache cache(TypicalTasks(pods));
+  std::vector<TypicalTask> tasks = TypicalTasks(pods);
+  // hachi: the scheduler that ships places every event; the loop below replays it.
+  std::vector<Placement> placed;
+  if (policy == Policy::kHachi) {
+    Result<std::vector<Placement>> p =
+        PlaceWithScheduler(cluster, pods, r.event_pods, order, tasks);
+    if (!p.ok()) return p.status();
+    placed = std::move(*p);
+  }
+  FragCache cache(std::move(tasks));
   Placer placer(cluster, policy, cache, rng, std::move(order));
   int64_t arrived = 0;
-  for (int e : r.event_pods) {
-    const OpenbPod& p = pods[e];
+  for (size_t i = 0; i < r.event_pods.size(); ++i) {
+    const OpenbPod& p = pods[r.event_pods[i]];
     arrived += p.demand();
-    Placement pl = placer.Place(p);
+    Placement pl;
+    if (policy == Policy::kHachi) {
+      pl = std::move(placed[i]);
+      if (pl.node >= 0) HACHI_RETURN_IF_ERROR(placer.Commit(pl.node, p, pl.gpus));
+    } else {
+      pl = placer.Place(p);
+    }
     if (pl.node < 0) ++r.failed;
     r.placements.push_back(std::move(pl));
     r.arrived.push_back(arrived);

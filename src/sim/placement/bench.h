@@ -39,9 +39,12 @@ struct BenchResult {
   double wall_s = 0;
 };
 
-// Runs the whole protocol for one seed. `pods` need not be sorted.
-BenchResult RunBench(const Cluster& cluster, std::vector<OpenbPod> pods, int64_t seed,
-                     Policy policy);
+// Runs the whole protocol for one seed. `pods` need not be sorted. `random`, `bestfit`
+// and `fgd` are the reference policies, placed here; `hachi` is the scheduler of
+// src/sched/ (sched_policy.h), its placements checked against the protocol's filter.
+// Errors: a placement that breaks the protocol, or models the scheduler would confuse.
+Result<BenchResult> RunBench(const Cluster& cluster, std::vector<OpenbPod> pods,
+                             int64_t seed, Policy policy);
 
 // The published discretised curve (§5): 131 columns, x = 0..130 % of arrived demand;
 // values rounded as Python's round(·, 2) does. `values` are per-event percentages.

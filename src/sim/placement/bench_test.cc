@@ -67,8 +67,10 @@ RC_GTEST_PROP(PlacementProperty, SharesNeverOvercommit, ()) {
   }
   const Policy policy = *rc::gen::elementOf(std::vector<Policy>(std::begin(kPolicies),
                                                                 std::end(kPolicies)));
-  const BenchResult r = RunBench(c, pods, *rc::gen::inRange<int64_t>(1, 1000), policy);
-  const std::string why = CheckBudgets(c, r);
+  const Result<BenchResult> r =
+      RunBench(c, pods, *rc::gen::inRange<int64_t>(1, 1000), policy);
+  RC_ASSERT(r.ok());
+  const std::string why = CheckBudgets(c, *r);
   RC_LOG() << why << "\n";
   RC_ASSERT(why == "");
 }
@@ -80,8 +82,9 @@ TEST(Placement, ModelConstrainedPodsLandOnTheirModel) {
   ASSERT_TRUE(pods.ok());
   for (Policy policy : kPolicies) {
     for (int64_t seed = 42; seed < 52; ++seed) {
-      const BenchResult r = RunBench(*c, *pods, seed, policy);
-      EXPECT_EQ(CheckBudgets(*c, r), "") << PolicyName(policy) << " seed " << seed;
+      const Result<BenchResult> r = RunBench(*c, *pods, seed, policy);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      EXPECT_EQ(CheckBudgets(*c, *r), "") << PolicyName(policy) << " seed " << seed;
     }
   }
 }
@@ -106,9 +109,10 @@ TEST_P(Published, ReproducesTheColumnsExactly) {
   ASSERT_TRUE(c.ok());
   auto pods = LoadPods(dir + "/openb_pod_list_default.csv", *c);
   ASSERT_TRUE(pods.ok());
-  const BenchResult r = RunBench(*c, *pods, 42, GetParam().policy);
-  EXPECT_EQ(r.event_pods.size(), 10866u);
-  const auto curve = DiscreteCurve(r.arrived, r.capacity_milli, AllocValues(r));
+  const Result<BenchResult> r = RunBench(*c, *pods, 42, GetParam().policy);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->event_pods.size(), 10866u);
+  const auto curve = DiscreteCurve(r->arrived, r->capacity_milli, AllocValues(*r));
   EXPECT_DOUBLE_EQ(curve[100], GetParam().col100);
   EXPECT_DOUBLE_EQ(curve[130], GetParam().col130);
 }
