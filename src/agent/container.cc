@@ -13,14 +13,14 @@ bool KeepsImageValue(std::string_view name) {
 }
 
 // The job environment as seen inside a container that renumbers its GPUs 0..n-1.
+// NVIDIA_VISIBLE_DEVICES keeps the host's indices: the nvidia hook may read it from the
+// container's environment to choose devices, and those are the ones --gpus/--device
+// asked for.
 EnvList RenumberGpus(const LaunchSpec& spec, EnvList env) {
   const std::string inside = GpuSet::FirstN(spec.gpus.size()).ToList();
   for (auto& [k, v] : env) {
     if (k == "CUDA_VISIBLE_DEVICES") {
       v = inside;
-    } else if (k == "NVIDIA_VISIBLE_DEVICES" && !spec.gpus.empty()) {
-      // The nvidia hook reads this inside the container: the host's indices, the same
-      // devices --gpus/--device already asked for.
     } else if (k == "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT") {
       const size_t eq = v.find('=');
       if (eq != std::string::npos) v = "0" + v.substr(eq);  // a share holds one GPU

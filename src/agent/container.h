@@ -3,9 +3,10 @@
 // process gets. The launcher execs the result in place of the job's own command.
 //
 // Docker and podman renumber GPUs inside the container (the container sees only the
-// devices it was given, as 0..n-1), so there CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES
-// and the MPS memory limit use the container's indices; HACHI_GPUS and SLURM_JOB_GPUS
-// keep the node's. Apptainer shares the host's device view and keeps the node's indices.
+// devices it was given, as 0..n-1), so there CUDA_VISIBLE_DEVICES and the MPS memory
+// limit use the container's indices; NVIDIA_VISIBLE_DEVICES (read by the nvidia hook),
+// HACHI_GPUS and SLURM_JOB_GPUS keep the node's. Apptainer shares the host's device
+// view and keeps the node's indices everywhere.
 //
 // Stopping: docker/podman get `--init`, so the SIGTERM the launcher sends to the
 // runtime's process group (which `docker run` forwards to the container) reaches the

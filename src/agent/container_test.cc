@@ -167,6 +167,17 @@ TEST(PrepareContainer, DockerRenumbersGpusInsideKeepsHostIndicesInHachiGpus) {
   EXPECT_EQ(Get(c->env, "PATH"), "/usr/bin");  // for finding the docker binary
 }
 
+TEST(PrepareContainer, ShareLimitUsesTheContainersIndexNvidiaDevicesTheHosts) {
+  LaunchSpec spec = Job().Gpus({5}).Share(250, 1000);
+  Result<ContainerLaunch> c =
+      PrepareContainer({"podman", "", {}}, spec, {"x"}, JobEnvironment(spec));
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(Get(c->env, "CUDA_VISIBLE_DEVICES"), "0");
+  EXPECT_EQ(Get(c->env, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), "0=1000M");
+  EXPECT_EQ(Get(c->env, "NVIDIA_VISIBLE_DEVICES"), "5");
+  EXPECT_EQ(Get(c->env, "HACHI_GPUS"), "5");
+}
+
 TEST(PrepareContainer, ApptainerPassesEnvThroughApptainerenv) {
   Result<ContainerLaunch> c =
       PrepareContainer({"apptainer", "", {}}, Job(), {"x"}, kJobEnv);
