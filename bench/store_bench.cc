@@ -4,18 +4,23 @@
 // only mean something on a real disk, not tmpfs. Run build-*/bench/store_bench.
 //
 //   BM_SubmitOneThread          one JobSubmitted per commit, one caller
+//   BM_SubmitThreads/threads:N  N callers, each committing one JobSubmitted (ids from
+//                               a shared counter, so they reach the store slightly
+//                               out of order) in a loop
 //   BM_UpdateThreads/threads:N  N callers, each committing one small UPDATE (a hold
-//                               toggle on its own job) in a loop; the counters show
-//                               commits per transaction
-//
-// Submits are measured from one thread only: JobSubmitted ids must reach the store in
-// increasing order (edits.h), so a server serialises them.
+//                               toggle on its own job) in a loop
+// The threaded ones report commits_per_txn, the grouping achieved.
+//   BM_Load100k                 Load() of 100,000 jobs (a server restart at DESIGN.md
+//                               §4.8 scale)
 #include <benchmark/benchmark.h>
 #include <stdlib.h>
 
+#include <atomic>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "state/store.h"
 
@@ -72,6 +77,39 @@ BENCHMARK(BM_SubmitOneThread)->UseRealTime()->Unit(benchmark::kMicrosecond);
 std::unique_ptr<Store> g_store;
 std::string g_path;
 
+std::atomic<JobId> g_next_id{1};
+
+void BM_SubmitThreads(benchmark::State& state) {
+  if (state.thread_index() == 0) {
+    g_path = NewDbPath();
+    auto store = OpenSqliteStore(g_path);
+    if (!store.ok()) {
+      state.SkipWithError(store.status().ToString().c_str());
+      return;
+    }
+    g_store = std::move(*store);
+    g_next_id = 1;
+  }
+  for (auto _ : state) {
+    Status s = g_store->Commit({JobSubmitted{Job(g_next_id.fetch_add(1))}});
+    if (!s.ok()) {
+      state.SkipWithError(s.ToString().c_str());
+      break;
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+  if (state.thread_index() == 0) {
+    const StoreStats stats = g_store->stats();
+    state.counters["commits_per_txn"] =
+        stats.transactions > 0
+            ? static_cast<double>(stats.commits) / static_cast<double>(stats.transactions)
+            : 0;
+    g_store.reset();
+    RemoveDb(g_path);
+  }
+}
+BENCHMARK(BM_SubmitThreads)->Threads(16)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
 void BM_UpdateThreads(benchmark::State& state) {
   constexpr int kMaxThreads = 64;
   if (state.thread_index() == 0) {
@@ -114,6 +152,39 @@ BENCHMARK(BM_UpdateThreads)
     ->Threads(16)
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
+
+void BM_Load100k(benchmark::State& state) {
+  constexpr int kJobs = 100000;
+  constexpr int kBatch = 1000;
+  const std::string path = NewDbPath();
+  auto store = OpenSqliteStore(path);
+  if (!store.ok()) {
+    state.SkipWithError(store.status().ToString().c_str());
+    return;
+  }
+  for (int first = 1; first <= kJobs; first += kBatch) {
+    std::vector<Edit> batch;
+    for (int id = first; id < first + kBatch; ++id) {
+      batch.emplace_back(std::in_place_type<JobSubmitted>, Job(id));
+    }
+    if (!(*store)->Commit(batch).ok()) {
+      state.SkipWithError("setup failed");
+      return;
+    }
+  }
+  for (auto _ : state) {
+    Result<StateImage> image = (*store)->Load();
+    if (!image.ok() || image->jobs.size() != kJobs) {
+      state.SkipWithError("load failed");
+      break;
+    }
+    benchmark::DoNotOptimize(image);
+  }
+  state.SetItemsProcessed(state.iterations() * kJobs);
+  store->reset();
+  RemoveDb(path);
+}
+BENCHMARK(BM_Load100k)->Iterations(3)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace hachi::state

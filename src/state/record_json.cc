@@ -21,9 +21,45 @@ std::string Describe(const json& j) {
   return j.type_name();
 }
 
+// What is wrong with a value, without the path (built only on error, so that decoding
+// a valid record allocates no path strings).
+std::string TypeProblem(std::string_view expected, const json& got) {
+  return "expected " + std::string(expected) + ", got " + Describe(got);
+}
+
 Status TypeError(const std::string& path, std::string_view expected, const json& got) {
-  return InvalidArgument(path + ": expected " + std::string(expected) + ", got " +
-                         Describe(got));
+  return InvalidArgument(path + ": " + TypeProblem(expected, got));
+}
+
+// Leaf readers: "" on success, else the problem.
+template <typename T>
+std::string ReadIntValue(const json& v, T* out) {
+  constexpr auto kMin = std::numeric_limits<T>::min();
+  constexpr auto kMax = std::numeric_limits<T>::max();
+  if (!v.is_number_integer()) return TypeProblem("an integer", v);
+  bool fits;
+  if (v.is_number_unsigned()) {
+    fits = v.get<uint64_t>() <= static_cast<uint64_t>(kMax);
+  } else {
+    const int64_t x = v.get<int64_t>();
+    if constexpr (std::is_signed_v<T>) {
+      fits = x >= static_cast<int64_t>(kMin) && x <= static_cast<int64_t>(kMax);
+    } else {
+      fits = x >= 0 && static_cast<uint64_t>(x) <= static_cast<uint64_t>(kMax);
+    }
+  }
+  if (!fits) {
+    return v.dump() + " is out of range (" + std::to_string(kMin) + ".." +
+           std::to_string(kMax) + ")";
+  }
+  *out = v.get<T>();
+  return "";
+}
+
+std::string ReadStringValue(const json& v, std::string* out) {
+  if (!v.is_string()) return TypeProblem("a string", v);
+  *out = v.get<std::string>();
+  return "";
 }
 
 // Reads the fields of one JSON object into a struct, strictly: the first error sticks
@@ -38,13 +74,13 @@ class ObjectReader {
   void Int(const char* key, T* out) {
     const json* v = Field(key);
     if (v == nullptr) return;
-    status_ = ReadInt(*v, Path(key), out);
+    Fail(key, ReadIntValue(*v, out));
   }
   void Bool(const char* key, bool* out) {
     const json* v = Field(key);
     if (v == nullptr) return;
     if (!v->is_boolean()) {
-      status_ = TypeError(Path(key), "a boolean", *v);
+      Fail(key, TypeProblem("a boolean", *v));
       return;
     }
     *out = v->get<bool>();
@@ -52,17 +88,16 @@ class ObjectReader {
   void String(const char* key, std::string* out) {
     const json* v = Field(key);
     if (v == nullptr) return;
-    status_ = ReadString(*v, Path(key), out);
+    Fail(key, ReadStringValue(*v, out));
   }
   void Gpus(const char* key, GpuSet* out) {
     const json* v = Field(key);
     if (v == nullptr) return;
     std::string text;
-    status_ = ReadString(*v, Path(key), &text);
-    if (!status_.ok()) return;
+    if (Fail(key, ReadStringValue(*v, &text))) return;
     Result<GpuSet> set = GpuSet::Parse(text);
     if (!set.ok()) {
-      status_ = InvalidArgument(Path(key) + ": " + set.status().message());
+      Fail(key, set.status().message());
       return;
     }
     *out = *set;
@@ -95,31 +130,14 @@ class ObjectReader {
 
   template <typename T>
   static Status ReadInt(const json& v, const std::string& path, T* out) {
-    constexpr auto kMin = std::numeric_limits<T>::min();
-    constexpr auto kMax = std::numeric_limits<T>::max();
-    if (!v.is_number_integer()) return TypeError(path, "an integer", v);
-    bool fits;
-    if (v.is_number_unsigned()) {
-      fits = v.get<uint64_t>() <= static_cast<uint64_t>(kMax);
-    } else {
-      const int64_t x = v.get<int64_t>();
-      if constexpr (std::is_signed_v<T>) {
-        fits = x >= static_cast<int64_t>(kMin) && x <= static_cast<int64_t>(kMax);
-      } else {
-        fits = x >= 0 && static_cast<uint64_t>(x) <= static_cast<uint64_t>(kMax);
-      }
-    }
-    if (!fits) {
-      return InvalidArgument(path + ": " + v.dump() + " is out of range (" +
-                             std::to_string(kMin) + ".." + std::to_string(kMax) + ")");
-    }
-    *out = v.get<T>();
-    return Status::Ok();
+    std::string problem = ReadIntValue(v, out);
+    if (problem.empty()) return Status::Ok();
+    return InvalidArgument(path + ": " + problem);
   }
   static Status ReadString(const json& v, const std::string& path, std::string* out) {
-    if (!v.is_string()) return TypeError(path, "a string", v);
-    *out = v.get<std::string>();
-    return Status::Ok();
+    std::string problem = ReadStringValue(v, out);
+    if (problem.empty()) return Status::Ok();
+    return InvalidArgument(path + ": " + problem);
   }
   template <typename T>
   static Status ReadList(
@@ -136,16 +154,22 @@ class ObjectReader {
 
  private:
   std::string Path(std::string_view key) const { return path_ + "." + std::string(key); }
+  // Records `problem` (if any) against field `key`; true when there was one.
+  bool Fail(const char* key, const std::string& problem) {
+    if (problem.empty()) return false;
+    status_ = InvalidArgument(Path(key) + ": " + problem);
+    return true;
+  }
   const json* Field(const char* key) {
     if (!status_.ok()) return nullptr;
-    seen_.emplace_back(key);
+    seen_.push_back(key);
     auto it = j_.find(key);
     return it == j_.end() ? nullptr : &*it;
   }
 
   const json& j_;
   std::string path_;
-  std::vector<std::string> seen_;
+  std::vector<std::string_view> seen_;  // field names asked for (string literals)
   Status status_;
 };
 
@@ -317,6 +341,7 @@ json ToJson(const JobSpec& spec) {
       {"requeue", spec.requeue},
       {"array_job_id", spec.array_job_id},
       {"array_task_id", spec.array_task_id},
+      {"array_max_running", spec.array_max_running},
       {"comment", spec.comment},
   };
 }
@@ -416,6 +441,7 @@ Status FromJson(const json& j, JobSpec* out, std::string_view path) {
   r.Bool("requeue", &spec.requeue);
   r.Int("array_job_id", &spec.array_job_id);
   r.Int("array_task_id", &spec.array_task_id);
+  r.Int("array_max_running", &spec.array_max_running);
   r.String("comment", &spec.comment);
   HACHI_RETURN_IF_ERROR(r.Finish());
   *out = std::move(spec);

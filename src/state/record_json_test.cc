@@ -38,13 +38,14 @@ TEST(RecordJson, JobRoundTripKeepsEveryField) {
   EXPECT_TRUE(back->held);
   EXPECT_EQ(back->requeues, 2);
   EXPECT_EQ(back->spec.argv.back(), "");
+  EXPECT_EQ(back->spec.array_max_running, 10);
 }
 
 TEST(RecordJson, EncoderWritesTheDocumentedFields) {
   const json j = ToJson(FullJob(12));
   EXPECT_EQ(Keys(j).size(), 13u);
   EXPECT_EQ(Keys(j["req"]).size(), 18u);
-  EXPECT_EQ(Keys(j["spec"]).size(), 15u);
+  EXPECT_EQ(Keys(j["spec"]).size(), 16u);
   EXPECT_EQ(Keys(j["allocations"][0]).size(), 6u);
   EXPECT_EQ(j["state"], "PENDING");
   EXPECT_EQ(j["allocations"][0]["gpus"], "0-3");
@@ -55,6 +56,18 @@ TEST(RecordJson, EncoderWritesTheDocumentedFields) {
   EXPECT_EQ(Keys(n).size(), 10u);
   EXPECT_EQ(n["state"], "drained");
   EXPECT_EQ(n["unhealthy"], "0-3,6");
+}
+
+// A tripwire, not a contract: when a record gains a field its size changes, and this
+// fails until the codec (record_json.cc), FullJob/FullNode (testing.h), the key counts
+// above and docs/api.md list the field too; then update the sizes here (x86-64, g++).
+TEST(RecordJson, RecordSizesMatchTheCodec) {
+  EXPECT_EQ(sizeof(JobRecord), 688u);
+  EXPECT_EQ(sizeof(JobSpec), 312u);
+  EXPECT_EQ(sizeof(sched::JobRequest), 264u);
+  EXPECT_EQ(sizeof(NodeAllocation), 72u);
+  EXPECT_EQ(sizeof(NodeRecord), 200u);
+  EXPECT_EQ(sizeof(NodeStatus), 368u);
 }
 
 TEST(RecordJson, NodeRoundTrip) {

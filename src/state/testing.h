@@ -46,6 +46,7 @@ inline JobRecord FullJob(JobId id) {
   j.spec.requeue = true;
   j.spec.array_job_id = id - 1;
   j.spec.array_task_id = 7;
+  j.spec.array_max_running = 10;
   j.spec.comment = "tab\there";
   j.state = JobState::kPending;
   j.held = true;
