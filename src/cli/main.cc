@@ -1,16 +1,29 @@
 // The one `hachi` binary: user and admin commands (DESIGN.md §1).
+#include <string>
+#include <vector>
+
 #include <CLI/CLI.hpp>
 
+#include "cli/job_cmds.h"
 #include "cli/sim_cmd.h"
 #include "cli/topo_cmd.h"
 
 int main(int argc, char** argv) {
+  // submit/run take sbatch/srun-style arguments, parsed by cli/directives.h.
+  if (argc >= 2 && (std::string(argv[1]) == "submit" || std::string(argv[1]) == "run")) {
+    const std::vector<std::string> args(argv + 2, argv + argc);
+    return std::string(argv[1]) == "submit" ? hachi::cli::SubmitMain(args)
+                                            : hachi::cli::RunMain(args);
+  }
   CLI::App app{"hachi: a job scheduler for clusters of 8-GPU servers"};
   app.set_version_flag("--version", "hachi 0.1.0");
   app.require_subcommand(1);
   int exit_code = 0;
   hachi::cli::AddTopoCommands(app, &exit_code);
   hachi::cli::AddSimCommands(app, &exit_code);
+  hachi::cli::AddJobCommands(app, &exit_code);
+  hachi::cli::AddNodeCommands(app, &exit_code);
+  hachi::cli::AddDaemonCommands(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

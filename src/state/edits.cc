@@ -1,5 +1,6 @@
 #include "state/edits.h"
 
+#include <algorithm>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -21,10 +22,6 @@ Status Check(const StateImage& image, const JobSubmitted& e) {
   if (job.id <= 0) return InvalidArgument(JobName(job.id) + ": job ids start at 1");
   if (image.jobs.count(job.id) != 0) {
     return InvalidArgument(JobName(job.id) + ": already submitted");
-  }
-  if (job.id <= image.last_job_id) {
-    return InvalidArgument(JobName(job.id) + ": ids must increase (last job id " +
-                           std::to_string(image.last_job_id) + ")");
   }
   if (job.state != JobState::kPending) {
     return InvalidArgument(JobName(job.id) + ": submitted as " +
@@ -92,7 +89,8 @@ Status Check(const StateImage& image, const NodeStateChanged& e) {
 // Apply() runs only after Check() passed.
 void Apply(StateImage* image, const JobSubmitted& e) {
   image->jobs[e.record.id] = e.record;
-  image->last_job_id = e.record.id;
+  // Concurrent submits may commit out of id order (group commit): keep the highest.
+  image->last_job_id = std::max(image->last_job_id, e.record.id);
 }
 
 void Apply(StateImage* image, const JobStarted& e) {

@@ -16,7 +16,8 @@
 
 namespace hachi::state {
 
-struct JobSubmitted {  // a new job, pending (or held); record.id > last_job_id
+struct JobSubmitted {  // a new job, pending (or held), with an id never used before
+                       // (concurrent submits may commit out of id order)
   JobRecord record;
 };
 struct JobStarted {
@@ -56,7 +57,7 @@ using Edit = std::variant<JobSubmitted, JobStarted, JobEnded, JobRequeued, JobHe
 // Applies one edit to `image`. Checks the transition first and leaves `image` unchanged
 // on error (kNotFound: no such job/node; kInvalidArgument: an illegal transition such as
 // starting a job that is not pending, ending one that already ended, a non-final end
-// state, a duplicate or non-increasing job id). The server applies an edit in memory
+// state, a duplicate job id). The server applies an edit in memory
 // only after the store has made it durable, and checks it before committing (so both
 // agree).
 Status ApplyEdit(StateImage* image, const Edit& edit);

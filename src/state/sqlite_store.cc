@@ -291,7 +291,7 @@ Status SqliteStore::WriteEdit(const Edit& edit) {
           HACHI_RETURN_IF_ERROR(insert->Run());
           Result<Stmt> meta = db->Prepare(
               "INSERT INTO meta (key, value) VALUES ('last_job_id', ?1) "
-              "ON CONFLICT (key) DO UPDATE SET value = excluded.value");
+              "ON CONFLICT (key) DO UPDATE SET value = max(value, excluded.value)");
           if (!meta.ok()) return meta.status();
           meta->Bind(1, e.record.id);
           return meta->Run();

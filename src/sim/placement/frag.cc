@@ -26,7 +26,7 @@ std::vector<TypicalTask> TypicalTasks(const std::vector<OpenbPod>& pods) {
     if (covered * 100 >= static_cast<int64_t>(pods.size()) * 95) break;
     covered += c.first;
     tasks.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), c.second,
-                     static_cast<double>(c.first), std::get<3>(key)});
+                     static_cast<double>(c.first)});
   }
   for (auto& t : tasks) t.freq /= static_cast<double>(covered);
   return tasks;

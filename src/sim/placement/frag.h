@@ -5,7 +5,6 @@
 
 #include <array>
 #include <cstdint>
-#include <string>
 #include <vector>
 
 #include "sim/placement/openb.h"
@@ -18,7 +17,6 @@ struct TypicalTask {
   int num_gpu = 0;
   uint32_t spec_mask = 0;
   double freq = 0;  // the frequencies of all typical tasks sum to 1
-  std::string gpu_spec;  // as written ("V100M16|V100M32"; empty: any)
 };
 
 // The most common pod shapes (cpu, gpu_milli, num_gpu, gpu_spec) covering >= 95 % of

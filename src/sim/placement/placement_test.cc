@@ -52,8 +52,8 @@ NodeView Node(int64_t cpu, std::vector<int> free, int model = 0) {
 }
 
 // Tasks: cpu, gpu_milli, num_gpu, spec mask, frequency.
-const TypicalTask kHalf{1000, 500, 1, 0, 0.5, ""};
-const TypicalTask kWhole{1000, 1000, 1, 0, 0.5, ""};
+const TypicalTask kHalf{1000, 500, 1, 0, 0.5};
+const TypicalTask kWhole{1000, 1000, 1, 0, 0.5};
 
 class FragTable : public ::testing::TestWithParam<FragRow> {};
 
@@ -78,14 +78,14 @@ INSTANTIATE_TEST_SUITE_P(
         // CPU-short: the GPUs would fit, but the node cannot host the task: all idle.
         FragRow{"CpuShortCountsAllIdle", {kHalf, kWhole}, Node(500, {1000, 300}), 1300},
         // A CPU-only task sees every idle GPU milli as a fragment.
-        FragRow{"CpuOnlyTask", {{1000, 0, 0, 0, 1.0, ""}}, Node(8000, {1000, 250}), 1250},
+        FragRow{"CpuOnlyTask", {{1000, 0, 0, 0, 1.0}}, Node(8000, {1000, 250}), 1250},
         // A task for model 1 on a model-0 node: all idle.
-        FragRow{"OtherModel", {{1000, 500, 1, 0b10, 1.0, ""}}, Node(8000, {1000, 300}), 1300},
-        FragRow{"SameModel", {{1000, 500, 1, 0b10, 1.0, ""}}, Node(8000, {1000, 300}, 1), 300},
+        FragRow{"OtherModel", {{1000, 500, 1, 0b10, 1.0}}, Node(8000, {1000, 300}), 1300},
+        FragRow{"SameModel", {{1000, 500, 1, 0b10, 1.0}}, Node(8000, {1000, 300}, 1), 300},
         // Two whole GPUs: fits on 3 GPUs (the 600 one is the fragment), not on 2.
-        FragRow{"TwoGpuTaskFits", {{1000, 1000, 2, 0, 1.0, ""}}, Node(8000, {1000, 1000, 600}),
+        FragRow{"TwoGpuTaskFits", {{1000, 1000, 2, 0, 1.0}}, Node(8000, {1000, 1000, 600}),
                 600},
-        FragRow{"TwoGpuTaskDoesNot", {{1000, 1000, 2, 0, 1.0, ""}}, Node(8000, {1000, 600}),
+        FragRow{"TwoGpuTaskDoesNot", {{1000, 1000, 2, 0, 1.0}}, Node(8000, {1000, 600}),
                 1600},
         FragRow{"FullNodeHasNone", {kHalf, kWhole}, Node(8000, {0, 0}), 0}),
     [](const auto& row) { return row.param.name; });

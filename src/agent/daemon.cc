@@ -1,0 +1,240 @@
+#include "agent/daemon.h"
+
+#include <chrono>
+#include <ctime>
+
+#include "api/http_client.h"
+#include "api/protocol_json.h"
+
+namespace hachi::agent {
+
+// Keeps an HttpClient per thread and recreates it after connection errors.
+// Stop() aborts a long poll in progress through Abort(), from another thread.
+class HttpClientHolder {
+ public:
+  explicit HttpClientHolder(std::string server) : server_(std::move(server)) {}
+  Result<std::string> Call(std::string_view method, const std::string& path,
+                           const std::string& body, int timeout_ms) {
+    api::HttpClient* client = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (aborted_) return Unavailable("agent stopping");
+      if (!client_) {
+        Result<std::unique_ptr<api::HttpClient>> c = api::HttpClient::Create(server_);
+        if (!c.ok()) return c.status();
+        client_ = std::move(*c);
+      }
+      client = client_.get();
+    }
+    Result<std::string> r = client->Call(method, path, body, timeout_ms);
+    if (!r.ok() && r.status().code() == StatusCode::kUnavailable) {
+      std::lock_guard<std::mutex> lock(mu_);
+      client_.reset();
+    }
+    return r;
+  }
+  void Abort() {
+    std::lock_guard<std::mutex> lock(mu_);
+    aborted_ = true;
+    if (client_) client_->Abort();
+  }
+
+ private:
+  const std::string server_;
+  std::mutex mu_;  // guards client_ (replaced after errors) against Abort
+  std::unique_ptr<api::HttpClient> client_;
+  bool aborted_ = false;
+};
+
+namespace {
+constexpr size_t kFinishedKept = 20000;
+}
+
+AgentDaemon::AgentDaemon(AgentOptions options, LauncherFactory make_launcher)
+    : options_(std::move(options)),
+      started_(static_cast<Time>(std::time(nullptr))),
+      poll_http_(std::make_unique<HttpClientHolder>(options_.server)) {
+  launcher_ = make_launcher([this](const JobExit& e) { OnExit(e); });
+}
+
+AgentDaemon::~AgentDaemon() { Stop(); }
+
+Status AgentDaemon::Start() {
+  if (options_.node.empty()) return InvalidArgument("agent: the node has no name");
+  Result<std::unique_ptr<api::HttpClient>> probe = api::HttpClient::Create(options_.server);
+  if (!probe.ok()) return probe.status();
+  poll_ = std::thread([this] { PollLoop(); });
+  report_ = std::thread([this] { ReportLoop(); });
+  return Status::Ok();
+}
+
+bool AgentDaemon::CancelAll(int wait_ms) {
+  if (!launcher_) return true;
+  for (state::JobId id : launcher_->Running()) launcher_->Cancel(id, "agent stopping");
+  std::unique_lock<std::mutex> lock(mu_);
+  return cv_.wait_for(lock, std::chrono::milliseconds(wait_ms), [&] {
+    return launcher_->Running().empty() && unreported_.empty();
+  });
+}
+
+void AgentDaemon::Stop(bool cancel_jobs) {
+  if (cancel_jobs) CancelAll(0);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ && !poll_.joinable()) return;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  poll_http_->Abort();  // a long poll in progress returns now
+  if (poll_.joinable()) poll_.join();
+  if (report_.joinable()) report_.join();
+  launcher_.reset();  // joins the supervisor (after the cancels were delivered)
+}
+
+bool AgentDaemon::registered() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return registered_;
+}
+
+void AgentDaemon::OnExit(const JobExit& e) {
+  std::lock_guard<std::mutex> lock(mu_);
+  unreported_.push_back(e);
+  cv_.notify_all();
+}
+
+Status AgentDaemon::RegisterOnce(HttpClientHolder& http) {
+  api::AgentRegistration reg;
+  reg.node = options_.node;
+  reg.address = options_.address;
+  reg.topology_json = options_.topology_json;
+  reg.cpus = options_.cpus;
+  reg.memory_mib = options_.memory_mib;
+  reg.agent_started = started_;
+  reg.running = launcher_->Running();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (state::JobId id : finished_order_) reg.finished.push_back(id);
+    for (const JobExit& e : unreported_) reg.running.push_back(e.job);  // report pending
+  }
+  Result<std::string> r = http.Call("POST", std::string(api::kApiPrefix) + "/agents/register",
+                                    api::AgentRegistrationToJson(reg), 10000);
+  if (!r.ok()) return r.status();
+  std::lock_guard<std::mutex> lock(mu_);
+  registered_ = true;
+  cv_.notify_all();  // the report thread waits for a registration
+  return Status::Ok();
+}
+
+void AgentDaemon::PollLoop() {
+  HttpClientHolder& http = *poll_http_;
+  const std::string work_path = std::string(api::kApiPrefix) + "/agents/" + options_.node +
+                                "/work?wait_ms=" + std::to_string(options_.poll_wait_ms);
+  int backoff_ms = 100;
+  auto sleep_backoff = [&] {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, std::chrono::milliseconds(backoff_ms), [&] { return stopping_; });
+    backoff_ms = std::min(backoff_ms * 2, 2000);
+  };
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) return;
+    }
+    bool need_register;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      need_register = !registered_;
+    }
+    if (need_register) {
+      if (!RegisterOnce(http).ok()) {
+        sleep_backoff();
+        continue;
+      }
+      backoff_ms = 100;
+    }
+    Result<std::string> body =
+        http.Call("GET", work_path, "", options_.poll_wait_ms + 10000);
+    if (!body.ok()) {
+      if (body.status().code() == StatusCode::kNotFound) {
+        std::lock_guard<std::mutex> lock(mu_);
+        registered_ = false;
+      }
+      sleep_backoff();
+      continue;
+    }
+    Result<api::AgentWork> work = api::AgentWorkFromJson(*body);
+    if (!work.ok()) {
+      sleep_backoff();
+      continue;
+    }
+    backoff_ms = 100;
+    if (work->reregister) {
+      std::lock_guard<std::mutex> lock(mu_);
+      registered_ = false;
+      continue;
+    }
+    for (const LaunchSpec& l : work->launch) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (launched_.count(l.job)) {
+          // Sent again (the server restarted): report the exit again if it ended.
+          auto f = finished_.find(l.job);
+          if (f != finished_.end()) {
+            unreported_.push_back(f->second);
+            cv_.notify_all();
+          }
+          continue;
+        }
+        launched_.insert(l.job);
+      }
+      Status s = launcher_->Launch(l);
+      if (!s.ok()) {
+        JobExit e;
+        e.job = l.job;
+        e.kind = ExitKind::kLaunchFailed;
+        e.message = s.message();
+        e.end_time = static_cast<Time>(std::time(nullptr));
+        OnExit(e);
+      }
+    }
+    for (state::JobId id : work->cancel) launcher_->Cancel(id, "cancelled");
+  }
+}
+
+void AgentDaemon::ReportLoop() {
+  HttpClientHolder http(options_.server);
+  const std::string path = std::string(api::kApiPrefix) + "/agents/" + options_.node + "/exits";
+  int backoff_ms = 100;
+  for (;;) {
+    std::vector<JobExit> batch;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || (!unreported_.empty() && registered_); });
+      if (unreported_.empty() || !registered_) return;  // stopping
+      batch = unreported_;
+    }
+    Result<std::string> r = http.Call("POST", path, api::JobExitsToJson(batch), 10000);
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!r.ok()) {
+      if (r.status().code() == StatusCode::kNotFound) registered_ = false;
+      if (stopping_) return;
+      cv_.wait_for(lock, std::chrono::milliseconds(backoff_ms), [&] { return stopping_; });
+      backoff_ms = std::min(backoff_ms * 2, 2000);
+      continue;
+    }
+    backoff_ms = 100;
+    // Acknowledged: remember them (a repeated launch re-reports), drop from the queue.
+    for (const JobExit& e : batch) {
+      if (finished_.emplace(e.job, e).second) finished_order_.push_back(e.job);
+    }
+    while (finished_order_.size() > kFinishedKept) {
+      finished_.erase(finished_order_.front());
+      finished_order_.pop_front();
+    }
+    unreported_.erase(unreported_.begin(),
+                      unreported_.begin() + static_cast<std::ptrdiff_t>(batch.size()));
+    cv_.notify_all();  // CancelAll waits for the queue to empty
+  }
+}
+
+}  // namespace hachi::agent

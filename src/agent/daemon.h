@@ -1,0 +1,85 @@
+// AgentDaemon: `hachi agent` (DESIGN.md §1, §3). Registers its node with the server
+// (topology, CPUs, memory, the jobs it runs), then long-polls the server for work — the
+// poll is also its heartbeat — launching and cancelling jobs through a Launcher, and
+// reports every exit until the server has acknowledged it.
+//
+// A job id is launched at most once per agent process: a repeated launch (the server
+// re-sends after a restart) is answered by reporting the job's exit again, or ignored
+// while it still runs. Re-adopting jobs after an agent restart is issue 7.
+//
+// Thread-safety: Start/Stop from one thread. Internally a poll thread and a report
+// thread; the launcher's callback only queues.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "agent/launcher.h"
+#include "core/status.h"
+
+namespace hachi::agent {
+
+struct AgentOptions {
+  std::string server;         // "http://127.0.0.1:8686" or "unix:/path"
+  std::string node;           // this node's name
+  std::string address;        // MASTER_ADDR others use to reach it ("127.0.0.1")
+  std::string topology_json;  // topo::TopologyToJson
+  int cpus = 0;
+  int64_t memory_mib = 0;
+  int poll_wait_ms = 10000;   // long poll; the server's agent timeout must be longer
+};
+
+using LauncherFactory = std::function<std::unique_ptr<Launcher>(ExitCallback)>;
+
+class HttpClientHolder;  // daemon.cc
+
+class AgentDaemon {
+ public:
+  AgentDaemon(AgentOptions options, LauncherFactory make_launcher);
+  ~AgentDaemon();
+  AgentDaemon(const AgentDaemon&) = delete;
+  AgentDaemon& operator=(const AgentDaemon&) = delete;
+
+  Status Start();
+  // Cancels every running job and waits up to `wait_ms` for their exits to be reported
+  // to the server (hachi dev shutting down). True when all were.
+  bool CancelAll(int wait_ms);
+  // Stops polling and reporting. Running jobs are cancelled when `cancel_jobs`
+  // (hachi dev shutting down); otherwise they keep running (their own sessions).
+  void Stop(bool cancel_jobs = true);
+  bool registered() const;
+
+ private:
+  void PollLoop();
+  void ReportLoop();
+  void OnExit(const JobExit& e);
+  Status RegisterOnce(HttpClientHolder& http);
+
+  const AgentOptions options_;
+  const Time started_;
+  const std::unique_ptr<HttpClientHolder> poll_http_;
+  std::unique_ptr<Launcher> launcher_;
+
+  mutable std::mutex mu_;
+  // Guarded by mu_.
+  bool stopping_ = false;
+  bool registered_ = false;
+  std::set<state::JobId> launched_;                        // ever, by this process
+  std::unordered_map<state::JobId, JobExit> finished_;     // acknowledged exits
+  std::deque<state::JobId> finished_order_;                // bounded memory
+  std::vector<JobExit> unreported_;
+  std::condition_variable cv_;
+
+  std::thread poll_;
+  std::thread report_;
+};
+
+}  // namespace hachi::agent

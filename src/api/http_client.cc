@@ -1,0 +1,101 @@
+#include "api/http_client.h"
+
+#include <sys/socket.h>
+
+#include <cstdlib>
+#include <httplib.h>
+
+#include "api/protocol_json.h"
+
+namespace hachi::api {
+
+std::string ResolveServer(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  const char* env = std::getenv("HACHI_SERVER");
+  if (env != nullptr && *env != '\0') return env;
+  return kDefaultServer;
+}
+
+struct HttpClient::Impl {
+  std::unique_ptr<httplib::Client> client;
+  int timeout_ms = 30000;
+  httplib::Headers headers;
+};
+
+void HttpClient::Abort() { impl_->client->stop(); }
+
+void HttpClient::SetHeader(const std::string& name, const std::string& value) {
+  impl_->headers.emplace(name, value);
+  impl_->client->set_default_headers(impl_->headers);
+}
+
+HttpClient::HttpClient(std::string address, std::unique_ptr<Impl> impl)
+    : address_(std::move(address)), impl_(std::move(impl)) {}
+
+HttpClient::~HttpClient() = default;
+
+Result<std::unique_ptr<HttpClient>> HttpClient::Create(std::string_view address,
+                                                       int timeout_ms) {
+  auto impl = std::make_unique<Impl>();
+  impl->timeout_ms = timeout_ms;
+  std::string a(address);
+  if (a.rfind("unix:", 0) == 0) {
+    std::string path = a.substr(5);
+    if (path.empty()) return InvalidArgument("server address '" + a + "': no socket path");
+    impl->client = std::make_unique<httplib::Client>(path);
+    impl->client->set_address_family(AF_UNIX);
+  } else {
+    if (a.rfind("https://", 0) == 0) {
+      return InvalidArgument("server address '" + a + "': TLS is not configured yet");
+    }
+    std::string hostport = a.rfind("http://", 0) == 0 ? a.substr(7) : a;
+    while (!hostport.empty() && hostport.back() == '/') hostport.pop_back();
+    const size_t colon = hostport.rfind(':');
+    if (hostport.empty() || colon == std::string::npos || colon == 0 ||
+        colon + 1 == hostport.size()) {
+      return InvalidArgument("server address '" + a +
+                             "': expected http://HOST:PORT or unix:/path/to.sock");
+    }
+    char* end = nullptr;
+    const long port = std::strtol(hostport.c_str() + colon + 1, &end, 10);
+    if (*end != '\0' || port <= 0 || port > 65535) {
+      return InvalidArgument("server address '" + a + "': bad port");
+    }
+    impl->client =
+        std::make_unique<httplib::Client>(hostport.substr(0, colon), static_cast<int>(port));
+  }
+  impl->client->set_keep_alive(true);
+  impl->client->set_tcp_nodelay(true);  // small requests: no Nagle delay
+  impl->client->set_connection_timeout(std::chrono::milliseconds(std::min(timeout_ms, 5000)));
+  return std::unique_ptr<HttpClient>(new HttpClient(a, std::move(impl)));
+}
+
+Result<HttpResponse> HttpClient::Request(std::string_view method, const std::string& path,
+                                         const std::string& body, int timeout_ms) {
+  httplib::Client& c = *impl_->client;
+  const int t = timeout_ms >= 0 ? timeout_ms : impl_->timeout_ms;
+  c.set_read_timeout(std::chrono::milliseconds(t));
+  c.set_write_timeout(std::chrono::milliseconds(t));
+  if (method != "GET" && method != "POST" && method != "DELETE") {
+    return InvalidArgument("HTTP method " + std::string(method) + " is not supported");
+  }
+  httplib::Result r = method == "GET"    ? c.Get(path)
+                      : method == "POST" ? c.Post(path, body, "application/json")
+                                         : c.Delete(path);
+  if (!r) {
+    return Unavailable("cannot reach the Hachi server at " + address_ + " (" +
+                       httplib::to_string(r.error()) +
+                       "); start one with `hachi dev` or set --server / HACHI_SERVER");
+  }
+  return HttpResponse{r->status, r->body};
+}
+
+Result<std::string> HttpClient::Call(std::string_view method, const std::string& path,
+                                     const std::string& body, int timeout_ms) {
+  Result<HttpResponse> r = Request(method, path, body, timeout_ms);
+  if (!r.ok()) return r.status();
+  if (r->status >= 200 && r->status < 300) return std::move(r->body);
+  return StatusFromError(r->status, r->body);
+}
+
+}  // namespace hachi::api

@@ -1,0 +1,56 @@
+// HttpClient: the one HTTP client the CLI and the agents use to reach the server
+// (DESIGN.md §2 api/). Addresses: "http://127.0.0.1:8686", "127.0.0.1:8686", or
+// "unix:/path/to/hachi.sock" (the local socket). cpp-httplib stays out of this header.
+//
+// Thread-safety: one HttpClient per thread (it keeps one connection alive); creating
+// one is cheap.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+
+namespace hachi::api {
+
+struct HttpResponse {
+  int status = 0;
+  std::string body;
+};
+
+// Where the CLI finds the server: --server, else $HACHI_SERVER, else the default.
+inline constexpr const char* kDefaultServer = "http://127.0.0.1:8686";
+std::string ResolveServer(const std::string& flag);
+
+class HttpClient {
+ public:
+  // kInvalidArgument for an address it cannot parse.
+  static Result<std::unique_ptr<HttpClient>> Create(std::string_view address,
+                                                    int timeout_ms = 30000);
+  ~HttpClient();
+  HttpClient(const HttpClient&) = delete;
+  HttpClient& operator=(const HttpClient&) = delete;
+
+  const std::string& address() const { return address_; }
+  // Interrupts a request in progress on another thread (it fails with kUnavailable);
+  // the only method that may be called concurrently with Request/Call.
+  void Abort();
+  // Sent with every request (the CLI's X-Hachi-User until authentication, issue 6).
+  void SetHeader(const std::string& name, const std::string& value);
+
+  // One request. kUnavailable when the server cannot be reached (naming the address).
+  Result<HttpResponse> Request(std::string_view method, const std::string& path,
+                               const std::string& body = "", int timeout_ms = -1);
+  // The body of a 2xx reply; otherwise the error the server's envelope carries.
+  Result<std::string> Call(std::string_view method, const std::string& path,
+                           const std::string& body = "", int timeout_ms = -1);
+
+ private:
+  struct Impl;
+  HttpClient(std::string address, std::unique_ptr<Impl> impl);
+  std::string address_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hachi::api

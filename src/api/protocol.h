@@ -1,0 +1,45 @@
+// The REST API's messages that are not plain records (docs/api.md): a submit request,
+// and the agent protocol (registration, the work long poll's answer, exit reports).
+// Jobs and nodes travel as their records (state/record_json.h). Plain values; the JSON
+// codecs are in protocol_json.h so this header stays light.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "agent/launch_spec.h"
+#include "sched/cluster.h"
+#include "state/records.h"
+
+namespace hachi::api {
+
+inline constexpr const char* kApiPrefix = "/api/v1";
+
+struct SubmitRequest {
+  sched::JobRequest req;
+  state::JobSpec spec;
+  bool hold = false;
+  std::vector<int> array_tasks;  // --array: one job per task id; empty: one job
+  int array_max_running = 0;     // --array=...%N
+};
+
+struct AgentRegistration {
+  std::string node;
+  std::string address;  // host the job's MASTER_ADDR uses
+  std::string topology_json;
+  int cpus = 0;
+  int64_t memory_mib = 0;
+  Time agent_started = 0;              // when this agent process started
+  std::vector<state::JobId> running;   // jobs it supervises now
+  std::vector<state::JobId> finished;  // jobs it ran and reported, most recent
+};
+
+// What an agent should do next (the work long poll's answer).
+struct AgentWork {
+  std::vector<agent::LaunchSpec> launch;
+  std::vector<state::JobId> cancel;  // SIGTERM, grace, SIGKILL
+  bool reregister = false;           // the server does not know this agent (restart)
+};
+
+}  // namespace hachi::api

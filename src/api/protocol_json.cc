@@ -1,0 +1,364 @@
+#include "api/protocol_json.h"
+
+#include <initializer_list>
+#include <limits>
+
+#include "state/record_json_nlohmann.h"
+
+namespace hachi::api {
+namespace {
+
+using nlohmann::json;
+
+Result<json> Parse(std::string_view text, std::string_view what) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    return InvalidArgument(std::string(what) + ": the body is not valid JSON");
+  }
+  if (!j.is_object()) return InvalidArgument(std::string(what) + ": expected an object");
+  return j;
+}
+
+// Fails on a key outside `known`, naming it (clients learn of typos at once).
+Status OnlyKeys(const json& j, std::string_view path, std::initializer_list<const char*> known) {
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    bool ok = false;
+    for (const char* k : known) ok = ok || it.key() == k;
+    if (!ok) return InvalidArgument(std::string(path) + ": unknown field '" + it.key() + "'");
+  }
+  return Status::Ok();
+}
+
+template <typename T>
+Status GetInt(const json& j, const char* key, std::string_view path, T* out) {
+  auto it = j.find(key);
+  if (it == j.end()) return Status::Ok();
+  if (!it->is_number_integer()) {
+    return InvalidArgument(std::string(path) + "." + key + ": expected an integer, got " +
+                           it->type_name());
+  }
+  const int64_t v = it->get<int64_t>();
+  if (v < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
+      (v > 0 && static_cast<uint64_t>(v) > static_cast<uint64_t>(std::numeric_limits<T>::max()))) {
+    return InvalidArgument(std::string(path) + "." + key + ": " + std::to_string(v) +
+                           " is out of range");
+  }
+  *out = static_cast<T>(v);
+  return Status::Ok();
+}
+
+Status GetString(const json& j, const char* key, std::string_view path, std::string* out) {
+  auto it = j.find(key);
+  if (it == j.end()) return Status::Ok();
+  if (!it->is_string()) {
+    return InvalidArgument(std::string(path) + "." + key + ": expected a string, got " +
+                           it->type_name());
+  }
+  *out = it->get<std::string>();
+  return Status::Ok();
+}
+
+Status GetBool(const json& j, const char* key, std::string_view path, bool* out) {
+  auto it = j.find(key);
+  if (it == j.end()) return Status::Ok();
+  if (!it->is_boolean()) {
+    return InvalidArgument(std::string(path) + "." + key + ": expected a boolean, got " +
+                           it->type_name());
+  }
+  *out = it->get<bool>();
+  return Status::Ok();
+}
+
+template <typename T>
+Status GetIntList(const json& j, const char* key, std::string_view path, std::vector<T>* out) {
+  auto it = j.find(key);
+  if (it == j.end()) return Status::Ok();
+  const std::string p = std::string(path) + "." + key;
+  if (!it->is_array()) return InvalidArgument(p + ": expected an array");
+  out->clear();
+  for (const json& v : *it) {
+    if (!v.is_number_integer()) return InvalidArgument(p + ": expected integers");
+    out->push_back(v.get<T>());
+  }
+  return Status::Ok();
+}
+
+std::string_view ExitKindName(agent::ExitKind k) {
+  switch (k) {
+    case agent::ExitKind::kExited: return "exited";
+    case agent::ExitKind::kSignaled: return "signaled";
+    case agent::ExitKind::kTimeLimit: return "time_limit";
+    case agent::ExitKind::kCancelled: return "cancelled";
+    case agent::ExitKind::kOutOfMemory: return "out_of_memory";
+    case agent::ExitKind::kLaunchFailed: return "launch_failed";
+  }
+  return "exited";
+}
+
+bool ParseExitKind(std::string_view s, agent::ExitKind* out) {
+  for (agent::ExitKind k :
+       {agent::ExitKind::kExited, agent::ExitKind::kSignaled, agent::ExitKind::kTimeLimit,
+        agent::ExitKind::kCancelled, agent::ExitKind::kOutOfMemory,
+        agent::ExitKind::kLaunchFailed}) {
+    if (ExitKindName(k) == s) {
+      *out = k;
+      return true;
+    }
+  }
+  return false;
+}
+
+json LaunchToJson(const agent::LaunchSpec& l) {
+  return json{{"job", l.job},
+              {"spec", state::ToJson(l.spec)},
+              {"user", l.user},
+              {"partition", l.partition},
+              {"node", l.node},
+              {"gpus", l.gpus.ToString()},
+              {"cpus", l.cpus},
+              {"memory_mib", l.memory_mib},
+              {"share_milli", l.share_milli},
+              {"gpu_memory_mib", l.gpu_memory_mib},
+              {"nodelist", l.nodelist},
+              {"node_addresses", l.node_addresses},
+              {"node_rank", l.node_rank},
+              {"master_port", l.master_port},
+              {"gpus_per_node", l.gpus_per_node},
+              {"time_limit", l.time_limit},
+              {"kill_grace", l.kill_grace},
+              {"start_time", l.start_time}};
+}
+
+Status StringList(const json& j, const char* key, std::string_view path,
+                  std::vector<std::string>* out) {
+  auto it = j.find(key);
+  if (it == j.end()) return Status::Ok();
+  const std::string p = std::string(path) + "." + key;
+  if (!it->is_array()) return InvalidArgument(p + ": expected an array of strings");
+  out->clear();
+  for (const json& v : *it) {
+    if (!v.is_string()) return InvalidArgument(p + ": expected an array of strings");
+    out->push_back(v.get<std::string>());
+  }
+  return Status::Ok();
+}
+
+Status LaunchFromJson(const json& j, std::string_view path, agent::LaunchSpec* l) {
+  if (!j.is_object()) return InvalidArgument(std::string(path) + ": expected an object");
+  HACHI_RETURN_IF_ERROR(OnlyKeys(
+      j, path,
+      {"job", "spec", "user", "partition", "node", "gpus", "cpus", "memory_mib", "share_milli",
+       "gpu_memory_mib", "nodelist", "node_addresses", "node_rank", "master_port",
+       "gpus_per_node", "time_limit", "kill_grace", "start_time"}));
+  HACHI_RETURN_IF_ERROR(GetInt(j, "job", path, &l->job));
+  if (j.contains("spec")) {
+    HACHI_RETURN_IF_ERROR(state::FromJson(j["spec"], &l->spec, std::string(path) + ".spec"));
+  }
+  HACHI_RETURN_IF_ERROR(GetString(j, "user", path, &l->user));
+  HACHI_RETURN_IF_ERROR(GetString(j, "partition", path, &l->partition));
+  HACHI_RETURN_IF_ERROR(GetString(j, "node", path, &l->node));
+  std::string gpus;
+  HACHI_RETURN_IF_ERROR(GetString(j, "gpus", path, &gpus));
+  Result<GpuSet> set = GpuSet::Parse(gpus);
+  if (!set.ok()) return InvalidArgument(std::string(path) + ".gpus: " + set.status().message());
+  l->gpus = *set;
+  HACHI_RETURN_IF_ERROR(GetInt(j, "cpus", path, &l->cpus));
+  HACHI_RETURN_IF_ERROR(GetInt(j, "memory_mib", path, &l->memory_mib));
+  HACHI_RETURN_IF_ERROR(GetInt(j, "share_milli", path, &l->share_milli));
+  HACHI_RETURN_IF_ERROR(GetInt(j, "gpu_memory_mib", path, &l->gpu_memory_mib));
+  HACHI_RETURN_IF_ERROR(StringList(j, "nodelist", path, &l->nodelist));
+  HACHI_RETURN_IF_ERROR(StringList(j, "node_addresses", path, &l->node_addresses));
+  HACHI_RETURN_IF_ERROR(GetInt(j, "node_rank", path, &l->node_rank));
+  HACHI_RETURN_IF_ERROR(GetInt(j, "master_port", path, &l->master_port));
+  HACHI_RETURN_IF_ERROR(GetInt(j, "gpus_per_node", path, &l->gpus_per_node));
+  HACHI_RETURN_IF_ERROR(GetInt(j, "time_limit", path, &l->time_limit));
+  HACHI_RETURN_IF_ERROR(GetInt(j, "kill_grace", path, &l->kill_grace));
+  HACHI_RETURN_IF_ERROR(GetInt(j, "start_time", path, &l->start_time));
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string SubmitRequestToJson(const SubmitRequest& r) {
+  json j{{"req", state::ToJson(r.req)}, {"spec", state::ToJson(r.spec)}, {"hold", r.hold}};
+  if (!r.array_tasks.empty()) {
+    j["array_tasks"] = r.array_tasks;
+    j["array_max_running"] = r.array_max_running;
+  }
+  return j.dump();
+}
+
+Result<SubmitRequest> SubmitRequestFromJson(std::string_view text) {
+  Result<json> j = Parse(text, "submit");
+  if (!j.ok()) return j.status();
+  SubmitRequest r;
+  HACHI_RETURN_IF_ERROR(
+      OnlyKeys(*j, "submit", {"req", "spec", "hold", "array_tasks", "array_max_running"}));
+  if (!j->contains("req")) return InvalidArgument("submit: 'req' (the resources) is missing");
+  HACHI_RETURN_IF_ERROR(state::FromJson((*j)["req"], &r.req, "submit.req"));
+  if (j->contains("spec")) {
+    HACHI_RETURN_IF_ERROR(state::FromJson((*j)["spec"], &r.spec, "submit.spec"));
+  }
+  HACHI_RETURN_IF_ERROR(GetBool(*j, "hold", "submit", &r.hold));
+  HACHI_RETURN_IF_ERROR(GetIntList(*j, "array_tasks", "submit", &r.array_tasks));
+  HACHI_RETURN_IF_ERROR(GetInt(*j, "array_max_running", "submit", &r.array_max_running));
+  if (r.array_max_running < 0) {
+    return InvalidArgument("submit.array_max_running: must not be negative");
+  }
+  return r;
+}
+
+std::string AgentRegistrationToJson(const AgentRegistration& r) {
+  return json{{"node", r.node},
+              {"address", r.address},
+              {"topology", json::parse(r.topology_json, nullptr, false)},
+              {"cpus", r.cpus},
+              {"memory_mib", r.memory_mib},
+              {"agent_started", r.agent_started},
+              {"running", r.running},
+              {"finished", r.finished}}
+      .dump();
+}
+
+Result<AgentRegistration> AgentRegistrationFromJson(std::string_view text) {
+  Result<json> j = Parse(text, "register");
+  if (!j.ok()) return j.status();
+  AgentRegistration r;
+  HACHI_RETURN_IF_ERROR(OnlyKeys(*j, "register",
+                                 {"node", "address", "topology", "cpus", "memory_mib",
+                                  "agent_started", "running", "finished"}));
+  HACHI_RETURN_IF_ERROR(GetString(*j, "node", "register", &r.node));
+  HACHI_RETURN_IF_ERROR(GetString(*j, "address", "register", &r.address));
+  auto t = j->find("topology");
+  if (t == j->end() || !t->is_object()) {
+    return InvalidArgument("register.topology: expected the node's topology object");
+  }
+  r.topology_json = t->dump();
+  HACHI_RETURN_IF_ERROR(GetInt(*j, "cpus", "register", &r.cpus));
+  HACHI_RETURN_IF_ERROR(GetInt(*j, "memory_mib", "register", &r.memory_mib));
+  HACHI_RETURN_IF_ERROR(GetInt(*j, "agent_started", "register", &r.agent_started));
+  HACHI_RETURN_IF_ERROR(GetIntList(*j, "running", "register", &r.running));
+  HACHI_RETURN_IF_ERROR(GetIntList(*j, "finished", "register", &r.finished));
+  return r;
+}
+
+std::string AgentWorkToJson(const AgentWork& w) {
+  json launches = json::array();
+  for (const agent::LaunchSpec& l : w.launch) launches.push_back(LaunchToJson(l));
+  return json{{"launch", launches}, {"cancel", w.cancel}, {"reregister", w.reregister}}
+      .dump();
+}
+
+Result<AgentWork> AgentWorkFromJson(std::string_view text) {
+  Result<json> j = Parse(text, "work");
+  if (!j.ok()) return j.status();
+  AgentWork w;
+  HACHI_RETURN_IF_ERROR(OnlyKeys(*j, "work", {"launch", "cancel", "reregister"}));
+  auto l = j->find("launch");
+  if (l != j->end()) {
+    if (!l->is_array()) return InvalidArgument("work.launch: expected an array");
+    for (size_t i = 0; i < l->size(); ++i) {
+      agent::LaunchSpec spec;
+      HACHI_RETURN_IF_ERROR(
+          LaunchFromJson((*l)[i], "work.launch[" + std::to_string(i) + "]", &spec));
+      w.launch.push_back(std::move(spec));
+    }
+  }
+  HACHI_RETURN_IF_ERROR(GetIntList(*j, "cancel", "work", &w.cancel));
+  HACHI_RETURN_IF_ERROR(GetBool(*j, "reregister", "work", &w.reregister));
+  return w;
+}
+
+std::string JobExitsToJson(const std::vector<agent::JobExit>& exits) {
+  json a = json::array();
+  for (const agent::JobExit& e : exits) {
+    a.push_back(json{{"job", e.job},
+                     {"kind", ExitKindName(e.kind)},
+                     {"exit_code", e.exit_code},
+                     {"signal", e.signal},
+                     {"message", e.message},
+                     {"end_time", e.end_time}});
+  }
+  return json{{"exits", a}}.dump();
+}
+
+Result<std::vector<agent::JobExit>> JobExitsFromJson(std::string_view text) {
+  Result<json> j = Parse(text, "exits");
+  if (!j.ok()) return j.status();
+  HACHI_RETURN_IF_ERROR(OnlyKeys(*j, "exits", {"exits"}));
+  auto a = j->find("exits");
+  if (a == j->end() || !a->is_array()) return InvalidArgument("exits: expected an array");
+  std::vector<agent::JobExit> out;
+  for (size_t i = 0; i < a->size(); ++i) {
+    const json& e = (*a)[i];
+    const std::string path = "exits[" + std::to_string(i) + "]";
+    if (!e.is_object()) return InvalidArgument(path + ": expected an object");
+    HACHI_RETURN_IF_ERROR(
+        OnlyKeys(e, path, {"job", "kind", "exit_code", "signal", "message", "end_time"}));
+    agent::JobExit x;
+    HACHI_RETURN_IF_ERROR(GetInt(e, "job", path, &x.job));
+    std::string kind = "exited";
+    HACHI_RETURN_IF_ERROR(GetString(e, "kind", path, &kind));
+    if (!ParseExitKind(kind, &x.kind)) {
+      return InvalidArgument(path + ".kind: unknown exit kind '" + kind + "'");
+    }
+    HACHI_RETURN_IF_ERROR(GetInt(e, "exit_code", path, &x.exit_code));
+    HACHI_RETURN_IF_ERROR(GetInt(e, "signal", path, &x.signal));
+    HACHI_RETURN_IF_ERROR(GetString(e, "message", path, &x.message));
+    HACHI_RETURN_IF_ERROR(GetInt(e, "end_time", path, &x.end_time));
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+std::string_view StatusCodeSlug(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk: return "ok";
+    case StatusCode::kInvalidArgument: return "invalid_argument";
+    case StatusCode::kNotFound: return "not_found";
+    case StatusCode::kUnsatisfiable: return "unsatisfiable";
+    case StatusCode::kBusy: return "busy";
+    case StatusCode::kUnavailable: return "unavailable";
+    case StatusCode::kInternal: return "internal";
+  }
+  return "internal";
+}
+
+int HttpStatusFor(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk: return 200;
+    case StatusCode::kInvalidArgument: return 400;
+    case StatusCode::kNotFound: return 404;
+    case StatusCode::kUnsatisfiable: return 422;
+    case StatusCode::kBusy: return 409;
+    case StatusCode::kUnavailable: return 503;
+    case StatusCode::kInternal: return 500;
+  }
+  return 500;
+}
+
+std::string ErrorToJson(const Status& s) {
+  return json{{"error", {{"code", StatusCodeSlug(s.code())}, {"message", s.message()}}}}
+      .dump();
+}
+
+Status StatusFromError(int http_status, std::string_view body) {
+  json j = json::parse(body, nullptr, false);
+  StatusCode code = StatusCode::kInternal;
+  switch (http_status) {
+    case 400: case 413: code = StatusCode::kInvalidArgument; break;
+    case 404: code = StatusCode::kNotFound; break;
+    case 409: code = StatusCode::kBusy; break;
+    case 422: code = StatusCode::kUnsatisfiable; break;
+    case 503: code = StatusCode::kUnavailable; break;
+    default: break;
+  }
+  if (!j.is_discarded() && j.is_object() && j.contains("error") && j["error"].is_object() &&
+      j["error"].contains("message") && j["error"]["message"].is_string()) {
+    return Status(code, j["error"]["message"].get<std::string>());
+  }
+  std::string start(body.substr(0, 200));
+  return Status(code, "HTTP " + std::to_string(http_status) + (start.empty() ? "" : ": " + start));
+}
+
+}  // namespace hachi::api

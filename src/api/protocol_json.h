@@ -1,0 +1,36 @@
+// JSON codecs of the API messages (protocol.h) and the error envelope
+// {"error": {"code": "invalid_argument", "message": "..."}}. Decoding is strict like the
+// record codecs: wrong types and unknown fields are errors naming the field. Pure
+// functions; thread-safe.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "api/protocol.h"
+#include "core/status.h"
+
+namespace hachi::api {
+
+std::string SubmitRequestToJson(const SubmitRequest& r);
+Result<SubmitRequest> SubmitRequestFromJson(std::string_view text);
+
+std::string AgentRegistrationToJson(const AgentRegistration& r);
+Result<AgentRegistration> AgentRegistrationFromJson(std::string_view text);
+
+std::string AgentWorkToJson(const AgentWork& w);
+Result<AgentWork> AgentWorkFromJson(std::string_view text);
+
+std::string JobExitsToJson(const std::vector<agent::JobExit>& exits);
+Result<std::vector<agent::JobExit>> JobExitsFromJson(std::string_view text);
+
+// The error envelope, and the HTTP status for a code (400, 404, 409, 422, 503, 500).
+std::string ErrorToJson(const Status& s);
+int HttpStatusFor(StatusCode code);
+// Turns an error reply back into a Status (the message from the envelope when there is
+// one, else the HTTP status and the body's start).
+Status StatusFromError(int http_status, std::string_view body);
+
+std::string_view StatusCodeSlug(StatusCode code);  // "invalid_argument", ...
+
+}  // namespace hachi::api

@@ -1,0 +1,125 @@
+#include "cli/client.h"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "api/protocol_json.h"
+#include "state/record_json_nlohmann.h"
+
+namespace hachi::cli {
+
+using nlohmann::json;
+
+LocalUser CurrentUser() {
+  LocalUser u;
+  u.uid = ::getuid();
+  u.gid = ::getgid();
+  if (const passwd* pw = ::getpwuid(u.uid)) u.name = pw->pw_name;
+  if (u.name.empty()) u.name = std::to_string(u.uid);
+  return u;
+}
+
+namespace {
+
+Result<json> ParseBody(const std::string& body) {
+  json j = json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return Internal("the server sent a reply that is not a JSON object");
+  }
+  return j;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ApiClient>> ApiClient::Connect(const std::string& server_flag) {
+  Result<std::unique_ptr<api::HttpClient>> http =
+      api::HttpClient::Create(api::ResolveServer(server_flag));
+  if (!http.ok()) return http.status();
+  const LocalUser u = CurrentUser();
+  (*http)->SetHeader("X-Hachi-User", u.name);
+  (*http)->SetHeader("X-Hachi-Uid", std::to_string(u.uid));
+  (*http)->SetHeader("X-Hachi-Gid", std::to_string(u.gid));
+  return std::unique_ptr<ApiClient>(new ApiClient(std::move(*http)));
+}
+
+Result<std::vector<state::JobId>> ApiClient::Submit(const api::SubmitRequest& r) {
+  Result<std::string> body =
+      http_->Call("POST", std::string(api::kApiPrefix) + "/jobs", api::SubmitRequestToJson(r));
+  if (!body.ok()) return body.status();
+  Result<json> j = ParseBody(*body);
+  if (!j.ok()) return j.status();
+  std::vector<state::JobId> ids;
+  if (!j->contains("job_ids") || !(*j)["job_ids"].is_array()) {
+    return Internal("submit: the reply has no job_ids");
+  }
+  for (const json& id : (*j)["job_ids"]) ids.push_back(id.get<state::JobId>());
+  return ids;
+}
+
+Result<std::vector<state::JobRecord>> ApiClient::Jobs(bool include_finished) {
+  Result<std::string> body = http_->Call(
+      "GET", std::string(api::kApiPrefix) + "/jobs" + (include_finished ? "?all=1" : ""));
+  if (!body.ok()) return body.status();
+  Result<json> j = ParseBody(*body);
+  if (!j.ok()) return j.status();
+  std::vector<state::JobRecord> out;
+  for (const json& r : (*j)["jobs"]) {
+    state::JobRecord rec;
+    HACHI_RETURN_IF_ERROR(state::FromJson(r, &rec));
+    out.push_back(std::move(rec));
+  }
+  return out;
+}
+
+Result<JobView> ApiClient::Job(state::JobId id, const std::string& wait_from, int wait_ms) {
+  std::string path = std::string(api::kApiPrefix) + "/jobs/" + std::to_string(id);
+  if (!wait_from.empty()) {
+    path += "?wait_from=" + wait_from + "&wait_ms=" + std::to_string(wait_ms);
+  }
+  Result<std::string> body = http_->Call("GET", path, "", wait_ms + 30000);
+  if (!body.ok()) return body.status();
+  Result<json> j = ParseBody(*body);
+  if (!j.ok()) return j.status();
+  JobView v;
+  HACHI_RETURN_IF_ERROR(state::FromJson((*j)["job"], &v.job));
+  if (j->contains("diagnosis") && (*j)["diagnosis"].is_string()) {
+    v.diagnosis = (*j)["diagnosis"].get<std::string>();
+  }
+  return v;
+}
+
+Status ApiClient::JobAction(state::JobId id, const std::string& action) {
+  Result<std::string> r = http_->Call(
+      "POST", std::string(api::kApiPrefix) + "/jobs/" + std::to_string(id) + "/" + action);
+  return r.ok() ? Status::Ok() : r.status();
+}
+
+Result<std::vector<state::NodeStatus>> ApiClient::Nodes() {
+  Result<std::string> body = http_->Call("GET", std::string(api::kApiPrefix) + "/nodes");
+  if (!body.ok()) return body.status();
+  Result<json> j = ParseBody(*body);
+  if (!j.ok()) return j.status();
+  std::vector<state::NodeStatus> out;
+  for (const json& n : (*j)["nodes"]) {
+    state::NodeStatus st;
+    HACHI_RETURN_IF_ERROR(state::FromJson(n, &st));
+    out.push_back(std::move(st));
+  }
+  return out;
+}
+
+Status ApiClient::NodeAction(const std::string& node, const std::string& action,
+                             const std::string& reason) {
+  const std::string body = action == "drain" ? json{{"reason", reason}}.dump() : "";
+  Result<std::string> r = http_->Call(
+      "POST", std::string(api::kApiPrefix) + "/nodes/" + node + "/" + action, body);
+  return r.ok() ? Status::Ok() : r.status();
+}
+
+Result<std::string> ApiClient::Raw(const std::string& path) {
+  return http_->Call("GET", std::string(api::kApiPrefix) + path);
+}
+
+}  // namespace hachi::cli

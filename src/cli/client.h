@@ -1,0 +1,51 @@
+// ApiClient: the user commands' typed view of the REST API (docs/api.md), over
+// api::HttpClient. It finds the server from --server, $HACHI_SERVER or the default, and
+// states the calling user in headers (until authentication, issue 6).
+// One per command invocation; not thread-safe.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "api/http_client.h"
+#include "api/protocol.h"
+#include "core/status.h"
+#include "state/records.h"
+
+namespace hachi::cli {
+
+struct JobView {
+  state::JobRecord job;
+  std::string diagnosis;  // pending jobs: why, with numbers
+};
+
+class ApiClient {
+ public:
+  static Result<std::unique_ptr<ApiClient>> Connect(const std::string& server_flag);
+
+  Result<std::vector<state::JobId>> Submit(const api::SubmitRequest& r);
+  Result<std::vector<state::JobRecord>> Jobs(bool include_finished);
+  // wait_from: long-poll until the job leaves this state (or wait_ms passes).
+  Result<JobView> Job(state::JobId id, const std::string& wait_from = "", int wait_ms = 0);
+  Status JobAction(state::JobId id, const std::string& action);  // cancel, hold, release
+  Result<std::vector<state::NodeStatus>> Nodes();
+  Status NodeAction(const std::string& node, const std::string& action,
+                    const std::string& reason = "");  // drain, resume
+  // Raw JSON bodies, for --json output.
+  Result<std::string> Raw(const std::string& path);
+
+ private:
+  explicit ApiClient(std::unique_ptr<api::HttpClient> http) : http_(std::move(http)) {}
+  std::unique_ptr<api::HttpClient> http_;
+};
+
+// The user running this command: name, uid, gid (from the OS).
+struct LocalUser {
+  std::string name;
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+};
+LocalUser CurrentUser();
+
+}  // namespace hachi::cli

@@ -1,0 +1,336 @@
+// hachi server / agent / dev (DESIGN.md §1): the long-running processes.
+#include <pthread.h>
+#include <signal.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <thread>
+#include <iostream>
+
+#include "agent/daemon.h"
+#include "agent/launcher.h"
+#include "api/http_client.h"
+#include "cli/job_cmds.h"
+#include "config/cluster_config.h"
+#include "server/controller.h"
+#include "server/http_api.h"
+#include "sim/cluster_spec.h"
+#include "state/store.h"
+#include "topo/discover.h"
+#include "topo/load.h"
+#include "topo/presets.h"
+#include "topo/topology_file.h"
+
+namespace hachi::cli {
+namespace {
+
+int Fail(const Status& s) {
+  std::cerr << "hachi: error: " << s.message() << "\n";
+  return s.code() == StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+Status MakeDirs(const std::string& path) {
+  std::string cur;
+  for (size_t i = 0; i <= path.size(); ++i) {
+    if (i == path.size() || path[i] == '/') {
+      if (!cur.empty() && ::mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) {
+        return Unavailable("cannot create directory " + cur + ": " + std::strerror(errno));
+      }
+    }
+    if (i < path.size()) cur += path[i];
+  }
+  return Status::Ok();
+}
+
+// Blocks SIGINT/SIGTERM in every thread started after this, then waits for one.
+sigset_t BlockStopSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+int WaitStopSignal(const sigset_t& set) {
+  int sig = 0;
+  sigwait(&set, &sig);
+  return sig;
+}
+
+// A simulated node's host facts from its preset (the simulator's table).
+struct NodeShape {
+  std::string topology_json;
+  int cpus = 0;
+  int64_t memory_mib = 0;
+  std::string what;  // for the banner
+};
+
+Result<NodeShape> PresetShape(const std::string& preset) {
+  Result<topo::Topology> t = topo::LoadPreset(preset);
+  if (!t.ok()) return t.status();
+  Result<sched::ClusterState> one =
+      sim::BuildCluster("1x" + std::to_string(t->gpu_count()) + ":" + preset);
+  if (!one.ok()) return one.status();
+  NodeShape s;
+  s.topology_json = topo::TopologyToJson(*t);
+  s.cpus = one->nodes[0].cpus;
+  s.memory_mib = one->nodes[0].memory_mib;
+  s.what = preset + " (simulated)";
+  return s;
+}
+
+int64_t HostMemoryMib() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  int64_t kib = 0;
+  while (in >> key >> kib) {
+    if (key == "MemTotal:") return kib / 1024;
+    in.ignore(1 << 10, '\n');
+  }
+  return 1024;
+}
+
+// The node an agent runs on: a topology file or preset when given, else this machine's
+// GPUs (NVML, then nvidia-smi). No GPUs and nothing given: an error that says what to do.
+Result<NodeShape> AgentShape(const std::string& preset, const std::string& file) {
+  if (!preset.empty()) return PresetShape(preset);
+  NodeShape s;
+  topo::LoadOptions lo;
+  if (!file.empty()) lo.files = {file};
+  Result<topo::Topology> t = topo::LoadTopology(lo);
+  if (!t.ok()) {
+    return Status(t.status().code(),
+                  t.status().message() +
+                      "; for a simulated node use --preset (hachi topo show --preset list)");
+  }
+  s.topology_json = topo::TopologyToJson(*t);
+  s.cpus = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
+  s.memory_mib = HostMemoryMib();
+  s.what = file.empty() ? std::to_string(t->gpu_count()) + " GPUs of this machine"
+                        : file;
+  return s;
+}
+
+std::string HostName() {
+  char buf[256] = {};
+  ::gethostname(buf, sizeof buf - 1);
+  return buf[0] ? std::string(buf) : std::string("localhost");
+}
+
+std::string DefaultStateDir() {
+  const char* home = std::getenv("HOME");
+  return std::string(home && *home ? home : "/tmp") + "/.hachi/dev";
+}
+
+struct ServerFlags {
+  std::string config, state_dir, listen = "127.0.0.1:8686", socket, policy = "hachi";
+  int agent_timeout = 30;
+  int backfill_depth = 16;
+};
+
+Result<server::ControllerOptions> ControllerOptionsFrom(const ServerFlags& f) {
+  server::ControllerOptions o;
+  o.sched.policy = f.policy;
+  o.sched.backfill_depth = f.backfill_depth;
+  o.agent_timeout = f.agent_timeout;
+  if (!f.config.empty()) {
+    Result<config::ClusterConfig> c = config::LoadClusterConfig(f.config);
+    if (!c.ok()) return c.status();
+    o.config = std::move(*c);
+  }
+  return o;
+}
+
+// The server part shared by `server` and `dev`.
+struct RunningServer {
+  int lock_fd = -1;  // flock on STATE_DIR/lock, held for the process's life
+  std::unique_ptr<server::Controller> controller;
+  std::unique_ptr<server::HttpServer> http;
+};
+
+// One server per state directory: two would both write the database.
+Result<int> LockStateDir(const std::string& dir) {
+  const std::string path = dir + "/lock";
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return Unavailable("cannot open " + path + ": " + std::strerror(errno));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    char pid[32] = {};
+    const ssize_t n = ::pread(fd, pid, sizeof pid - 1, 0);
+    ::close(fd);
+    return Unavailable("another Hachi server uses the state directory " + dir +
+                       (n > 0 ? " (pid " + std::string(pid, static_cast<size_t>(n)) + ")" : ""));
+  }
+  const std::string me = std::to_string(::getpid());
+  if (::ftruncate(fd, 0) == 0 && ::pwrite(fd, me.data(), me.size(), 0) < 0) {
+    // the pid is only for the message above
+  }
+  return fd;
+}
+
+Result<RunningServer> StartServer(const ServerFlags& f, const std::string& state_dir) {
+  HACHI_RETURN_IF_ERROR(MakeDirs(state_dir));
+  Result<int> lock = LockStateDir(state_dir);
+  if (!lock.ok()) return lock.status();
+  Result<server::ControllerOptions> opts = ControllerOptionsFrom(f);
+  if (!opts.ok()) return opts.status();
+  Result<std::unique_ptr<state::Store>> store =
+      state::OpenSqliteStore(state_dir + "/hachi.db");
+  if (!store.ok()) return store.status();
+  Result<std::unique_ptr<server::Controller>> c =
+      server::Controller::Create(std::move(*opts), std::move(*store));
+  if (!c.ok()) return c.status();
+  RunningServer rs;
+  rs.lock_fd = *lock;
+  rs.controller = std::move(*c);
+  server::HttpOptions h;
+  h.listen = f.listen;
+  h.unix_socket = f.socket.empty() ? state_dir + "/hachi.sock" : f.socket;
+  rs.http = std::make_unique<server::HttpServer>(rs.controller.get(), h);
+  HACHI_RETURN_IF_ERROR(rs.http->Start());
+  rs.controller->Start();
+  return rs;
+}
+
+void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
+  cmd->add_option("--config", f->config, "Cluster policy file (TOML, docs/config.md)");
+  cmd->add_option("--state-dir", f->state_dir, "Where the state database and socket live");
+  cmd->add_option("--listen", f->listen, "HOST:PORT for the REST API (default 127.0.0.1:8686)");
+  cmd->add_option("--socket", f->socket, "Unix socket path (default STATE_DIR/hachi.sock)");
+  cmd->add_option("--policy", f->policy, "Scheduling policy: hachi, easy, fifo");
+  cmd->add_option("--agent-timeout", f->agent_timeout,
+                  "Seconds without an agent's poll before its node is down (default 30)");
+}
+
+std::unique_ptr<agent::Launcher> RealLauncher(const std::string& spool,
+                                              agent::ExitCallback cb) {
+  agent::ProcessLauncher::Options lo;
+  lo.spool_dir = spool;
+  return std::make_unique<agent::ProcessLauncher>(lo, std::move(cb));
+}
+
+}  // namespace
+
+void AddDaemonCommands(CLI::App& app, int* exit_code) {
+  auto sf = std::make_shared<ServerFlags>();
+  CLI::App* srv = app.add_subcommand("server", "Run the controller (REST API, scheduler, state)");
+  AddServerFlags(srv, sf.get());
+  srv->callback([sf, exit_code] {
+    const sigset_t stop = BlockStopSignals();
+    const std::string dir = sf->state_dir.empty() ? "/var/lib/hachi" : sf->state_dir;
+    Result<RunningServer> rs = StartServer(*sf, dir);
+    if (!rs.ok()) return void(*exit_code = Fail(rs.status()));
+    std::cerr << "hachi server: listening on " << rs->http->url() << " and unix:" << dir
+              << "/hachi.sock; state in " << dir << "/hachi.db\n";
+    WaitStopSignal(stop);
+    rs->controller->Stop();
+    rs->http->Stop();
+  });
+
+  struct AgentFlags {
+    std::string server, name, address = "127.0.0.1", preset, topology_file, spool_dir;
+  };
+  auto af = std::make_shared<AgentFlags>();
+  CLI::App* agt = app.add_subcommand("agent", "Run the node agent: discover GPUs, run jobs");
+  agt->add_option("--server", af->server, "Server URL (default $HACHI_SERVER or " +
+                                               std::string(api::kDefaultServer) + ")");
+  agt->add_option("--name", af->name, "Node name (default: the host name)");
+  agt->add_option("--address", af->address, "Address other nodes reach this one at (MASTER_ADDR)");
+  agt->add_option("--preset", af->preset, "Simulate a node of this preset instead of real GPUs");
+  agt->add_option("--topology-file", af->topology_file, "Simulate a node from a topology file");
+  agt->add_option("--spool-dir", af->spool_dir, "Where job scripts are kept (default /var/spool/hachi)");
+  agt->callback([af, exit_code] {
+    const sigset_t stop = BlockStopSignals();
+    Result<NodeShape> shape = AgentShape(af->preset, af->topology_file);
+    if (!shape.ok()) return void(*exit_code = Fail(shape.status()));
+    agent::AgentOptions o;
+    o.server = api::ResolveServer(af->server);
+    o.node = af->name.empty() ? HostName() : af->name;
+    o.address = af->address;
+    o.topology_json = shape->topology_json;
+    o.cpus = shape->cpus;
+    o.memory_mib = shape->memory_mib;
+    const std::string spool = af->spool_dir.empty() ? "/var/spool/hachi" : af->spool_dir;
+    agent::AgentDaemon d(o, [spool](agent::ExitCallback cb) { return RealLauncher(spool, cb); });
+    Status s = d.Start();
+    if (!s.ok()) return void(*exit_code = Fail(s));
+    std::cerr << "hachi agent: node " << o.node << " (" << shape->what << "), server "
+              << o.server << "\n";
+    WaitStopSignal(stop);
+    d.Stop(/*cancel_jobs=*/false);
+  });
+
+  struct DevFlags {
+    ServerFlags server;
+    int nodes = 2;
+    std::string preset = "hgx-h100";
+  };
+  auto df = std::make_shared<DevFlags>();
+  CLI::App* dev = app.add_subcommand(
+      "dev", "Server and agents in one process, on localhost (simulated nodes without GPUs)");
+  AddServerFlags(dev, &df->server);
+  dev->add_option("--nodes", df->nodes, "Simulated nodes (default 2)")->check(CLI::Range(1, 64));
+  dev->add_option("--preset", df->preset, "Preset of the simulated nodes (default hgx-h100)");
+  dev->callback([df, exit_code] {
+    const sigset_t stop = BlockStopSignals();
+    const std::string dir = df->server.state_dir.empty() ? DefaultStateDir() : df->server.state_dir;
+    // Real GPUs when NVML finds some (one node: this machine), else simulated ones.
+    std::vector<NodeShape> shapes;
+    std::vector<std::string> names;
+    if (Result<topo::Topology> real = topo::DiscoverLocalTopology(); real.ok() && real->gpu_count() > 0) {
+      Result<NodeShape> s = AgentShape("", "");
+      if (s.ok()) {
+        shapes.push_back(*s);
+        names.push_back(HostName());
+      }
+    }
+    if (shapes.empty()) {
+      Result<NodeShape> s = PresetShape(df->preset);
+      if (!s.ok()) return void(*exit_code = Fail(s.status()));
+      for (int i = 1; i <= df->nodes; ++i) {
+        shapes.push_back(*s);
+        names.push_back("node" + std::to_string(i));
+      }
+    }
+    Result<RunningServer> rs = StartServer(df->server, dir);
+    if (!rs.ok()) return void(*exit_code = Fail(rs.status()));
+    const std::string url = rs->http->url();
+    std::vector<std::unique_ptr<agent::AgentDaemon>> agents;
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      agent::AgentOptions o;
+      o.server = url;
+      o.node = names[i];
+      o.address = "127.0.0.1";
+      o.topology_json = shapes[i].topology_json;
+      o.cpus = shapes[i].cpus;
+      o.memory_mib = shapes[i].memory_mib;
+      const std::string spool = dir + "/spool/" + names[i];
+      agents.push_back(std::make_unique<agent::AgentDaemon>(
+          o, [spool](agent::ExitCallback cb) { return RealLauncher(spool, cb); }));
+      Status s = agents.back()->Start();
+      if (!s.ok()) return void(*exit_code = Fail(s));
+    }
+    std::cerr << "hachi dev: listening on " << url << " (unix:" << dir << "/hachi.sock), "
+              << shapes.size() << " node(s): " << shapes[0].what << "; state in " << dir
+              << "\n"
+              << "  try: HACHI_SERVER=" << url << " hachi run --gpus 2 -- nvidia-smi -L\n";
+    WaitStopSignal(stop);
+    std::cerr << "hachi dev: stopping (cancelling running jobs)\n";
+    // Jobs first, while the server still records their ends; then the server, whose
+    // stop wakes the agents' long polls; then the agents and the HTTP threads.
+    std::vector<std::thread> cancels;
+    for (auto& a : agents) {
+      cancels.emplace_back([&a] { a->CancelAll(15000); });
+    }
+    for (std::thread& t : cancels) t.join();
+    rs->controller->Stop();
+    for (auto& a : agents) a->Stop(/*cancel_jobs=*/true);
+    rs->http->Stop();
+  });
+}
+
+}  // namespace hachi::cli

@@ -1,0 +1,436 @@
+#include "cli/job_cmds.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "cli/client.h"
+#include "cli/directives.h"
+#include "cli/slurm_format.h"
+
+extern char** environ;
+
+namespace hachi::cli {
+namespace {
+
+int Fail(const Status& s) {
+  std::cerr << "hachi: error: " << s.message() << "\n";
+  return s.code() == StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+// Takes "--server X" / "--server=X" out of raw sbatch-style args.
+std::string TakeServerFlag(std::vector<std::string>* args) {
+  std::string server;
+  for (size_t i = 0; i < args->size(); ++i) {
+    const std::string& a = (*args)[i];
+    if (a == "--") break;
+    if (a == "--server" && i + 1 < args->size()) {
+      server = (*args)[i + 1];
+      args->erase(args->begin() + static_cast<long>(i), args->begin() + static_cast<long>(i) + 2);
+      break;
+    }
+    if (a.rfind("--server=", 0) == 0) {
+      server = a.substr(9);
+      args->erase(args->begin() + static_cast<long>(i));
+      break;
+    }
+  }
+  return server;
+}
+
+std::string BaseName(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string Cwd() {
+  char buf[4096];
+  return ::getcwd(buf, sizeof buf) != nullptr ? std::string(buf) : std::string("/");
+}
+
+// sbatch/srun-style args -> a submit request. `run` wraps the command after "--" (or
+// the first positional) instead of reading a script.
+Result<api::SubmitRequest> BuildRequest(std::vector<std::string> args, bool run,
+                                        SubmitOptions* parsed_out) {
+  const auto dashdash = std::find(args.begin(), args.end(), "--");
+  Result<ParsedOptions> flags = ParseFlags(args);
+  if (!flags.ok()) return flags.status();
+  const bool wrapped = run || dashdash != args.end();
+  ParsedOptions directives;
+  std::string script_text, script_name;
+  if (!wrapped && !flags->positional.empty()) {
+    script_name = flags->positional[0];
+    std::ifstream in(script_name, std::ios::binary);
+    if (!in) return NotFound("cannot read the batch script " + script_name);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    script_text = ss.str();
+    Result<ParsedOptions> d = ParseDirectives(script_text, BaseName(script_name));
+    if (!d.ok()) return d.status();
+    directives = std::move(*d);
+  }
+  Result<SubmitOptions> o = BuildSubmitOptions(directives, *flags);
+  if (!o.ok()) return o.status();
+  api::SubmitRequest r;
+  r.req = o->req;
+  r.spec = o->spec;
+  r.hold = o->hold;
+  if (!o->wrap.empty()) {
+    r.spec.script = "#!/bin/sh\n" + o->wrap + "\n";
+    if (r.spec.name.empty()) r.spec.name = "wrap";
+  } else if (wrapped) {
+    if (flags->positional.empty()) {
+      return InvalidArgument(run ? "run: no command given (hachi run [options] -- cmd args)"
+                                 : "submit: no command after '--'");
+    }
+    r.spec.argv = flags->positional;
+    if (r.spec.name.empty()) r.spec.name = BaseName(flags->positional[0]);
+  } else {
+    if (flags->positional.empty()) {
+      return InvalidArgument(
+          "submit: no batch script given (hachi submit [options] script.sh, "
+          "or hachi submit [options] -- cmd args, or --wrap 'cmd')");
+    }
+    r.spec.script = script_text;
+    r.spec.argv.assign(flags->positional.begin() + 1, flags->positional.end());
+    if (r.spec.name.empty()) r.spec.name = BaseName(script_name);
+  }
+  const std::string cwd = Cwd();
+  if (r.spec.workdir.empty()) {
+    r.spec.workdir = cwd;
+  } else if (r.spec.workdir[0] != '/') {
+    r.spec.workdir = cwd + "/" + r.spec.workdir;
+  }
+  r.spec.env.clear();
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string kv = *e;
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos) continue;
+    r.spec.env.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  if (!o->array.empty()) {
+    r.array_tasks = ExpandArray(o->array);
+    r.array_max_running = o->array.max_running;
+  }
+  for (const std::string& w : o->warnings) std::cerr << "hachi: warning: " << w << "\n";
+  if (o->time_unlimited) {
+    std::cerr << "hachi: warning: --time=UNLIMITED: the partition's maximum applies\n";
+    r.req.time_limit = -1;  // the server takes the partition's maximum
+  }
+  if (parsed_out != nullptr) *parsed_out = std::move(*o);
+  return r;
+}
+
+int DoSubmit(std::vector<std::string> args) {
+  const std::string server = TakeServerFlag(&args);
+  SubmitOptions parsed;
+  Result<api::SubmitRequest> r = BuildRequest(std::move(args), false, &parsed);
+  if (!r.ok()) return Fail(r.status());
+  Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(server);
+  if (!c.ok()) return Fail(c.status());
+  Result<std::vector<state::JobId>> ids = (*c)->Submit(*r);
+  if (!ids.ok()) return Fail(ids.status());
+  const state::JobId first = ids->front();
+  if (parsed.parsable) {
+    std::cout << first << "\n";
+  } else {
+    std::cout << "Submitted batch job " << first;
+    if (ids->size() > 1) std::cout << " (array of " << ids->size() << " tasks)";
+    std::cout << "\n";
+  }
+  return 0;
+}
+
+std::atomic<bool> g_interrupted{false};
+extern "C" void OnInterrupt(int) { g_interrupted = true; }
+
+// Copies what `path` gained since `*offset` to `out`.
+void Drain(const std::string& path, off_t* offset, FILE* out) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::pread(fd, buf, sizeof buf, *offset);
+    if (n <= 0) break;
+    std::fwrite(buf, 1, static_cast<size_t>(n), out);
+    *offset += n;
+  }
+  std::fflush(out);
+  ::close(fd);
+}
+
+int ExitCodeOf(const state::JobRecord& j) {
+  switch (j.state) {
+    case state::JobState::kCompleted: return 0;
+    case state::JobState::kFailed:
+      if (j.signal > 0) return 128 + j.signal;
+      return j.exit_code != 0 ? j.exit_code : 1;
+    case state::JobState::kCancelled: return 130;
+    default: return j.exit_code != 0 ? j.exit_code : 1;
+  }
+}
+
+// `hachi run`: submit, stream the output while it runs, exit with its code. The output
+// goes through files the job writes in /tmp on its node, which is this machine for
+// `hachi dev` (srun relays it through its step daemons; Hachi reads the file).
+int DoRun(std::vector<std::string> args) {
+  const std::string server = TakeServerFlag(&args);
+  SubmitOptions parsed;
+  Result<api::SubmitRequest> r = BuildRequest(std::move(args), true, &parsed);
+  if (!r.ok()) return Fail(r.status());
+  char tmpl[] = "/tmp/hachi-run-XXXXXX";
+  const char* dir = ::mkdtemp(tmpl);
+  if (dir == nullptr) return Fail(Internal("cannot create a directory in /tmp"));
+  const std::string out_path = std::string(dir) + "/out";
+  const std::string err_path = std::string(dir) + "/err";
+  if (!parsed.IsSet("output")) r->spec.stdout_path = out_path;
+  if (!parsed.IsSet("error")) r->spec.stderr_path = err_path;
+  Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(server);
+  if (!c.ok()) return Fail(c.status());
+  Result<std::vector<state::JobId>> ids = (*c)->Submit(*r);
+  if (!ids.ok()) return Fail(ids.status());
+  const state::JobId id = ids->front();
+  std::signal(SIGINT, OnInterrupt);
+  std::signal(SIGTERM, OnInterrupt);
+  off_t out_off = 0, err_off = 0;
+  std::string state = "PENDING";
+  bool said_pending = false;
+  bool cancelled = false;
+  for (;;) {
+    if (g_interrupted && !cancelled) {
+      cancelled = true;
+      std::cerr << "hachi: cancelling job " << id << "\n";
+      Status s = (*c)->JobAction(id, "cancel");
+      if (!s.ok()) std::cerr << "hachi: error: " << s.message() << "\n";
+    }
+    // Short polls while it runs, to stream the output; a long one while it waits.
+    const int wait_ms = state == "RUNNING" ? 100 : 2000;
+    Result<JobView> v = (*c)->Job(id, state, wait_ms);
+    if (!v.ok()) return Fail(v.status());
+    state = std::string(state::JobStateName(v->job.state));
+    if (v->job.state == state::JobState::kPending && !said_pending && !v->job.reason.empty()) {
+      std::cerr << "hachi: job " << id << " queued: " << v->job.reason << "\n";
+      said_pending = true;
+    }
+    Drain(out_path, &out_off, stdout);
+    Drain(err_path, &err_off, stderr);
+    if (state::IsFinal(v->job.state)) {
+      ::unlink(out_path.c_str());
+      ::unlink(err_path.c_str());
+      ::rmdir(dir);
+      if (v->job.state != state::JobState::kCompleted && !v->job.reason.empty()) {
+        std::cerr << "hachi: job " << id << " " << state::JobStateName(v->job.state) << ": "
+                  << v->job.reason << "\n";
+      }
+      return ExitCodeOf(v->job);
+    }
+  }
+}
+
+Result<std::vector<state::JobId>> ParseIds(const std::vector<std::string>& words) {
+  std::vector<state::JobId> ids;
+  for (const std::string& w : words) {
+    char* end = nullptr;
+    const long long id = std::strtoll(w.c_str(), &end, 10);
+    if (w.empty() || *end != '\0' || id <= 0) {
+      return InvalidArgument("'" + w + "' is not a job id");
+    }
+    ids.push_back(id);
+  }
+  return ids;
+}
+
+const char kSubmitUsage[] =
+    "usage: hachi submit [options] script.sh [args]   (#SBATCH / #HACHI directives read)\n"
+    "       hachi submit [options] -- command [args]\n"
+    "       hachi submit [options] --wrap 'command line'\n"
+    "options (sbatch's): -p/--partition, -G/--gpus, --gres=gpu[:model]:N, --gpus-per-node,\n"
+    "  -N/--nodes, -t/--time, -c/--cpus-per-task, --mem, --mem-per-gpu, -J/--job-name,\n"
+    "  -o/--output, -e/--error, -d/--dependency, --exclusive, -a/--array, -q/--qos,\n"
+    "  -A/--account, -H/--hold, --requeue, -D/--chdir, --gpu-share, --gpu-mem,\n"
+    "  --container-image, --shm-size, --comment, --parsable, --server URL\n"
+    "See docs/cli.md.\n";
+const char kRunUsage[] =
+    "usage: hachi run [options] -- command [args]   (srun: waits, streams the output,\n"
+    "       exits with the job's exit code; Ctrl-C cancels the job)\n"
+    "options: as hachi submit (hachi submit --help), and --server URL\n";
+
+bool WantsHelp(const std::vector<std::string>& args) {
+  for (const std::string& a : args) {
+    if (a == "--") return false;
+    if (a == "-h" || a == "--help") return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+int SubmitMain(const std::vector<std::string>& args) {
+  if (WantsHelp(args)) {
+    std::cout << kSubmitUsage;
+    return 0;
+  }
+  return DoSubmit(args);
+}
+
+int RunMain(const std::vector<std::string>& args) {
+  if (WantsHelp(args)) {
+    std::cout << kRunUsage;
+    return 0;
+  }
+  return DoRun(args);
+}
+
+void AddJobCommands(CLI::App& app, int* exit_code) {
+  // submit and run take sbatch/srun-style options, parsed by directives.h.
+  CLI::App* submit = app.add_subcommand(
+      "submit", "Submit a batch script (#SBATCH/#HACHI directives) or -- a command (sbatch)");
+  submit->prefix_command();
+  submit->allow_extras();
+  submit->callback([submit, exit_code] { *exit_code = DoSubmit(submit->remaining()); });
+
+  CLI::App* run = app.add_subcommand(
+      "run", "Run a command as a job, stream its output, exit with its code (srun)");
+  run->prefix_command();
+  run->allow_extras();
+  run->callback([run, exit_code] { *exit_code = DoRun(run->remaining()); });
+
+  struct QueueFlags {
+    std::string server, users, partitions, states, format, jobs;
+    bool json = false, all = false;
+  };
+  auto q = std::make_shared<QueueFlags>();
+  CLI::App* queue = app.add_subcommand("queue", "List jobs (squeue)");
+  queue->add_option("--server", q->server, "Server URL (default $HACHI_SERVER or " +
+                                               std::string(api::kDefaultServer) + ")");
+  queue->add_option("-u,--user", q->users, "Only these users (comma-separated)");
+  queue->add_option("-p,--partition", q->partitions, "Only these partitions");
+  queue->add_option("-t,--states", q->states, "Only these states (PD,R,CD,... or all)");
+  queue->add_option("-j,--jobs", q->jobs, "Only these job ids");
+  queue->add_option("-o,--format", q->format, "Output format (squeue's %i %P %j ... codes)");
+  queue->add_flag("-a,--all", q->all, "Include finished jobs");
+  queue->add_flag("--json", q->json, "JSON (the job records)");
+  queue->callback([q, exit_code] {
+    Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(q->server);
+    if (!c.ok()) return void(*exit_code = Fail(c.status()));
+    QueueFilter f;
+    auto split = [](const std::string& s) {
+      std::vector<std::string> out;
+      std::stringstream ss(s);
+      for (std::string item; std::getline(ss, item, ',');) {
+        if (!item.empty()) out.push_back(item);
+      }
+      return out;
+    };
+    f.users = split(q->users);
+    f.partitions = split(q->partitions);
+    bool finished = q->all;
+    if (q->all && q->states.empty()) q->states = "all";
+    if (!q->states.empty()) {
+      Result<std::vector<state::JobState>> st = ParseStateList(q->states);
+      if (!st.ok()) return void(*exit_code = Fail(st.status()));
+      f.states = *st;
+      for (state::JobState s : f.states) finished = finished || state::IsFinal(s);
+    }
+    Result<std::vector<state::JobId>> ids = ParseIds(split(q->jobs));
+    if (!ids.ok()) return void(*exit_code = Fail(ids.status()));
+    f.ids = *ids;
+    if (!f.ids.empty()) finished = true;
+    Result<std::vector<state::JobRecord>> jobs = (*c)->Jobs(finished);
+    if (!jobs.ok()) return void(*exit_code = Fail(jobs.status()));
+    std::vector<state::JobRecord> shown = FilterJobs(*jobs, f);
+    SortForQueue(&shown);
+    if (q->json) {
+      Result<std::string> raw = (*c)->Raw(finished ? "/jobs?all=1" : "/jobs");
+      if (!raw.ok()) return void(*exit_code = Fail(raw.status()));
+      std::cout << *raw << "\n";
+      return;
+    }
+    Result<std::string> text = FormatQueue(shown, static_cast<Time>(std::time(nullptr)), q->format);
+    if (!text.ok()) return void(*exit_code = Fail(text.status()));
+    std::cout << *text;
+    if (!text->empty() && text->back() != '\n') std::cout << "\n";
+  });
+
+  struct ShowFlags {
+    std::string server, what, name;
+    bool json = false;
+  };
+  auto s = std::make_shared<ShowFlags>();
+  CLI::App* show = app.add_subcommand("show", "Show a job or node in detail (scontrol show)");
+  show->add_option("what", s->what, "job | node")->required()->check(CLI::IsMember({"job", "node"}));
+  show->add_option("id", s->name, "Job id or node name")->required();
+  show->add_option("--server", s->server, "Server URL");
+  show->add_flag("--json", s->json, "JSON");
+  show->callback([s, exit_code] {
+    Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(s->server);
+    if (!c.ok()) return void(*exit_code = Fail(c.status()));
+    if (s->what == "node") {
+      if (s->json) {
+        Result<std::string> raw = (*c)->Raw("/nodes/" + s->name);
+        if (!raw.ok()) return void(*exit_code = Fail(raw.status()));
+        std::cout << *raw << "\n";
+        return;
+      }
+      Result<std::vector<state::NodeStatus>> nodes = (*c)->Nodes();
+      if (!nodes.ok()) return void(*exit_code = Fail(nodes.status()));
+      for (const state::NodeStatus& n : *nodes) {
+        if (n.record.name != s->name) continue;
+        Result<std::string> t = FormatNodes({n}, "");
+        if (t.ok()) std::cout << *t;
+        std::cout << FormatGpuPicture(n);
+        return;
+      }
+      *exit_code = Fail(NotFound("no node " + s->name));
+      return;
+    }
+    Result<std::vector<state::JobId>> id = ParseIds({s->name});
+    if (!id.ok()) return void(*exit_code = Fail(id.status()));
+    if (s->json) {
+      Result<std::string> raw = (*c)->Raw("/jobs/" + s->name);
+      if (!raw.ok()) return void(*exit_code = Fail(raw.status()));
+      std::cout << *raw << "\n";
+      return;
+    }
+    Result<JobView> v = (*c)->Job(id->front());
+    if (!v.ok()) return void(*exit_code = Fail(v.status()));
+    const std::string text =
+        FormatShowJob(v->job, v->diagnosis, static_cast<Time>(std::time(nullptr)));
+    std::cout << text << (text.empty() || text.back() == '\n' ? "" : "\n");
+  });
+
+  for (const char* action : {"cancel", "hold", "release"}) {
+    struct ActFlags {
+      std::string server;
+      std::vector<std::string> ids;
+    };
+    auto a = std::make_shared<ActFlags>();
+    const std::string act = action;
+    CLI::App* cmd = app.add_subcommand(
+        act, act == "cancel" ? "Cancel jobs (scancel)"
+             : act == "hold" ? "Hold pending jobs (scontrol hold)"
+                             : "Release held jobs (scontrol release)");
+    cmd->add_option("ids", a->ids, "Job ids")->required();
+    cmd->add_option("--server", a->server, "Server URL");
+    cmd->callback([a, act, exit_code] {
+      Result<std::vector<state::JobId>> ids = ParseIds(a->ids);
+      if (!ids.ok()) return void(*exit_code = Fail(ids.status()));
+      Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(a->server);
+      if (!c.ok()) return void(*exit_code = Fail(c.status()));
+      for (state::JobId id : *ids) {
+        Status st = (*c)->JobAction(id, act);
+        if (!st.ok()) *exit_code = Fail(st);
+      }
+    });
+  }
+}
+
+}  // namespace hachi::cli

@@ -1,0 +1,155 @@
+// hachi nodes / drain / resume / stats.
+#include <ctime>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/client.h"
+#include "cli/job_cmds.h"
+#include "cli/slurm_format.h"
+#include "state/job_stats.h"
+
+namespace hachi::cli {
+namespace {
+
+int Fail(const Status& s) {
+  std::cerr << "hachi: error: " << s.message() << "\n";
+  return s.code() == StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+nlohmann::json WaitJson(const state::WaitStats& w) {
+  return {{"partition", w.partition}, {"gpus", w.gpus},       {"started", w.started},
+          {"pending", w.pending},     {"held", w.held},       {"samples", w.samples},
+          {"wait_p50_s", w.wait_p50}, {"wait_p95_s", w.wait_p95}, {"gpu_seconds", w.gpu_seconds}};
+}
+
+nlohmann::json StatsJson(const state::JobStats& s) {
+  nlohmann::json parts = nlohmann::json::array();
+  for (const state::PartitionStats& p : s.partitions) {
+    nlohmann::json by = nlohmann::json::array();
+    for (const state::WaitStats& w : p.by_gpus) by.push_back(WaitJson(w));
+    parts.push_back({{"all", WaitJson(p.all)}, {"by_gpus", by}, {"alert", p.alert}});
+  }
+  return {{"now", s.now},
+          {"window_s", s.window},
+          {"alert_threshold_s", s.alert_threshold},
+          {"partitions", parts},
+          {"gpu_seconds", s.gpu_seconds},
+          {"total_gpus", s.total_gpus},
+          {"utilisation", s.utilisation}};
+}
+
+Result<Duration> ParseSpan(const std::string& text, const char* flag) {
+  // "24h", "30m", "7d", "90s" or plain seconds.
+  if (text.empty()) return InvalidArgument(std::string(flag) + ": empty");
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  const std::string unit(end);
+  long long mult = unit.empty() || unit == "s" ? 1
+                   : unit == "m"               ? 60
+                   : unit == "h"               ? 3600
+                   : unit == "d"               ? 86400
+                                               : -1;
+  if (end == text.c_str() || v <= 0 || mult < 0) {
+    return InvalidArgument(std::string(flag) + " '" + text + "': use 90s, 30m, 24h or 7d");
+  }
+  return static_cast<Duration>(v * mult);
+}
+
+}  // namespace
+
+void AddNodeCommands(CLI::App& app, int* exit_code) {
+  struct NodesFlags {
+    std::string server, format;
+    bool json = false, gpus = false;
+  };
+  auto n = std::make_shared<NodesFlags>();
+  CLI::App* nodes = app.add_subcommand("nodes", "List nodes and their GPUs (sinfo)");
+  nodes->add_option("--server", n->server, "Server URL");
+  nodes->add_option("-o,--format", n->format, "Output format (%n %G %C %P %t ...)");
+  nodes->add_flag("--gpus", n->gpus, "Also draw each node's GPUs and the jobs holding them");
+  nodes->add_flag("--json", n->json, "JSON (node records with their GPU use)");
+  nodes->callback([n, exit_code] {
+    Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(n->server);
+    if (!c.ok()) return void(*exit_code = Fail(c.status()));
+    if (n->json) {
+      Result<std::string> raw = (*c)->Raw("/nodes");
+      if (!raw.ok()) return void(*exit_code = Fail(raw.status()));
+      std::cout << *raw << "\n";
+      return;
+    }
+    Result<std::vector<state::NodeStatus>> list = (*c)->Nodes();
+    if (!list.ok()) return void(*exit_code = Fail(list.status()));
+    Result<std::string> text = FormatNodes(*list, n->format);
+    if (!text.ok()) return void(*exit_code = Fail(text.status()));
+    std::cout << *text;
+    if (n->gpus) {
+      for (const state::NodeStatus& node : *list) {
+        const std::string pic = FormatGpuPicture(node);
+        std::cout << pic << (pic.empty() || pic.back() == '\n' ? "" : "\n");
+      }
+    }
+  });
+
+  struct DrainFlags {
+    std::string server, node, reason;
+  };
+  auto d = std::make_shared<DrainFlags>();
+  CLI::App* drain = app.add_subcommand("drain", "Drain a node: no new jobs (scontrol update state=drain)");
+  drain->add_option("node", d->node, "Node name")->required();
+  drain->add_option("--reason", d->reason, "Why (shown in hachi nodes)");
+  drain->add_option("--server", d->server, "Server URL");
+  drain->callback([d, exit_code] {
+    Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(d->server);
+    if (!c.ok()) return void(*exit_code = Fail(c.status()));
+    Status s = (*c)->NodeAction(d->node, "drain", d->reason);
+    if (!s.ok()) *exit_code = Fail(s);
+  });
+  auto r = std::make_shared<DrainFlags>();
+  CLI::App* resume = app.add_subcommand("resume", "Put a drained node back in service");
+  resume->add_option("node", r->node, "Node name")->required();
+  resume->add_option("--server", r->server, "Server URL");
+  resume->callback([r, exit_code] {
+    Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(r->server);
+    if (!c.ok()) return void(*exit_code = Fail(c.status()));
+    Status s = (*c)->NodeAction(r->node, "resume");
+    if (!s.ok()) *exit_code = Fail(s);
+  });
+
+  struct StatsFlags {
+    std::string server, window = "24h", threshold = "20m";
+    bool json = false;
+  };
+  auto st = std::make_shared<StatsFlags>();
+  CLI::App* stats = app.add_subcommand(
+      "stats", "Queue waits p50/p95 per partition and GPU count; flags slow partitions");
+  stats->add_option("--server", st->server, "Server URL");
+  stats->add_option("--window", st->window, "Jobs started within this span (default 24h)");
+  stats->add_option("--alert", st->threshold,
+                    "Flag a partition whose median wait passes this (default 20m)");
+  stats->add_flag("--json", st->json, "JSON");
+  stats->callback([st, exit_code] {
+    Result<Duration> window = ParseSpan(st->window, "--window");
+    if (!window.ok()) return void(*exit_code = Fail(window.status()));
+    Result<Duration> threshold = ParseSpan(st->threshold, "--alert");
+    if (!threshold.ok()) return void(*exit_code = Fail(threshold.status()));
+    Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(st->server);
+    if (!c.ok()) return void(*exit_code = Fail(c.status()));
+    Result<std::vector<state::JobRecord>> jobs = (*c)->Jobs(true);
+    if (!jobs.ok()) return void(*exit_code = Fail(jobs.status()));
+    Result<std::vector<state::NodeStatus>> node_list = (*c)->Nodes();
+    if (!node_list.ok()) return void(*exit_code = Fail(node_list.status()));
+    int gpus = 0;
+    for (const state::NodeStatus& node : *node_list) gpus += node.gpus;
+    const state::JobStats s = state::ComputeStats(*jobs, static_cast<Time>(std::time(nullptr)),
+                                                  *window, *threshold, gpus);
+    if (st->json) {
+      std::cout << StatsJson(s).dump(2) << "\n";
+    } else {
+      const std::string text = FormatStats(s);
+      std::cout << text << (text.empty() || text.back() == '\n' ? "" : "\n");
+    }
+  });
+}
+
+}  // namespace hachi::cli

@@ -1,0 +1,361 @@
+// Controller: construction, jobs and nodes (agents.cc: agent sessions; cycle.cc: the
+// scheduling loop and the plan applier).
+#include "server/controller.h"
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+
+#include "sched/dependencies.h"
+#include "sched/gpu_share.h"
+#include "topo/analysis.h"
+
+namespace hachi::server {
+
+Time NowSeconds() { return static_cast<Time>(std::time(nullptr)); }
+
+int64_t MonotonicMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+Controller::Controller(ControllerOptions options, std::unique_ptr<state::Store> store)
+    : options_(std::move(options)), store_(std::move(store)) {}
+
+Controller::~Controller() { Stop(); }
+
+Result<std::unique_ptr<Controller>> Controller::Create(ControllerOptions options,
+                                                       std::unique_ptr<state::Store> store) {
+  options.sched.explain = true;  // pending reasons for every job
+  Result<std::unique_ptr<sched::Scheduler>> scheduler =
+      sched::Scheduler::Create(options.sched);
+  if (!scheduler.ok()) return scheduler.status();
+  Result<state::StateImage> image = store->Load();
+  if (!image.ok()) return image.status();
+  std::unique_ptr<Controller> c(new Controller(std::move(options), std::move(store)));
+  c->scheduler_ = std::move(*scheduler);
+  c->image_ = std::move(*image);
+  c->next_id_ = c->image_.last_job_id + 1;
+  for (const auto& [name, rec] : c->image_.nodes) {
+    Result<NodeHardware> hw = CompileNodeHardware(rec);
+    if (hw.ok()) c->hardware_[name] = std::move(*hw);
+    // Until its agent registers again the node is not trusted: the server may have
+    // been down longer than the agent timeout. Its jobs are reconciled at Register,
+    // or ended when the agent stays silent (CheckAgentsLocked).
+    c->agents_[name].last_seen_ms = MonotonicMs();
+  }
+  for (const auto& [id, job] : c->image_.jobs) {
+    if (job.state != state::JobState::kRunning) continue;
+    RunInfo& info = c->runs_[id];
+    info.parts_left = static_cast<int>(job.allocations.size());
+  }
+  std::unique_lock<std::mutex> lock(c->mu_);
+  HACHI_RETURN_IF_ERROR(c->RebuildBaseLocked());
+  return c;
+}
+
+void Controller::Start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (loop_.joinable() || stopping_) return;
+  loop_ = std::thread([this] { Loop(); });
+}
+
+void Controller::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  loop_cv_.notify_all();
+  work_cv_.notify_all();
+  job_cv_.notify_all();
+  if (loop_.joinable()) loop_.join();
+}
+
+Status Controller::RebuildBaseLocked() {
+  Result<BaseCluster> base =
+      BuildBase(image_, hardware_, options_.config ? &*options_.config : nullptr);
+  if (!base.ok()) return base.status();
+  base_ = std::move(*base);
+  base_dirty_ = false;
+  ++base_generation_;
+  return Status::Ok();
+}
+
+Status Controller::CommitAndApply(std::unique_lock<std::mutex>& lock,
+                                  std::vector<state::Edit> edits) {
+  (void)lock;  // held: edits of one writer at a time stay in order on disk and here
+  if (edits.empty()) return Status::Ok();
+  // Check first, so what goes to disk is what applies here. The edits of one batch
+  // concern different jobs and nodes, so each is checked against the image as it is.
+  for (const state::Edit& e : edits) HACHI_RETURN_IF_ERROR(state::CheckEdit(image_, e));
+  HACHI_RETURN_IF_ERROR(store_->Commit(edits));
+  for (const state::Edit& e : edits) {
+    Status s = state::ApplyEdit(&image_, e);
+    (void)s;  // checked above
+  }
+  dirty_ = true;
+  loop_cv_.notify_all();
+  job_cv_.notify_all();
+  return Status::Ok();
+}
+
+// ---- Jobs ----
+
+Result<std::vector<state::JobId>> Controller::Submit(const SubmitRequest& request,
+                                                     const Caller& who) {
+  if (request.array_tasks.size() > 10000) {
+    return InvalidArgument("an array may have at most 10000 tasks, got " +
+                           std::to_string(request.array_tasks.size()));
+  }
+  std::vector<state::Edit> edits;
+  std::vector<state::JobId> ids;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (stopping_) return Unavailable("the server is stopping");
+    if (base_dirty_) HACHI_RETURN_IF_ERROR(RebuildBaseLocked());
+    sched::JobRequest req = request.req;
+    req.user = who.user;
+    if (req.account.empty()) req.account = who.user;
+    if (req.time_limit < 0) {  // --time=UNLIMITED: the partition's maximum
+      const int p = req.partition.empty() ? 0 : base_.state.PartitionIndex(req.partition);
+      req.time_limit = p >= 0 && p < static_cast<int>(base_.state.partitions.size())
+                           ? base_.state.partitions[p].max_time
+                           : 0;
+    }
+    Result<sched::Job> valid = sched::ValidateRequest(base_.state, req);
+    if (!valid.ok()) return valid.status();
+    const int count =
+        request.array_tasks.empty() ? 1 : static_cast<int>(request.array_tasks.size());
+    const state::JobId first = next_id_;
+    HACHI_RETURN_IF_ERROR(sched::CheckDependencies(first, req.dependencies));
+    for (const sched::Dependency& d : req.dependencies) {
+      if (image_.jobs.find(d.job) == image_.jobs.end()) {
+        return InvalidArgument("dependency on job " + std::to_string(d.job) +
+                               ", which does not exist");
+      }
+    }
+    next_id_ += count;
+    const Time now = NowSeconds();
+    for (int i = 0; i < count; ++i) {
+      state::JobRecord r;
+      r.id = first + i;
+      r.req = valid->req;
+      r.spec = request.spec;
+      r.spec.uid = who.uid;
+      r.spec.gid = who.gid;
+      if (!request.array_tasks.empty()) {
+        r.spec.array_job_id = first;
+        r.spec.array_task_id = request.array_tasks[i];
+        r.spec.array_max_running = request.array_max_running;
+      }
+      r.held = request.hold;
+      r.submit_time = now;
+      ids.push_back(r.id);
+      edits.push_back(state::JobSubmitted{std::move(r)});
+    }
+  }
+  // Outside the lock: concurrent submits share one transaction (group commit).
+  HACHI_RETURN_IF_ERROR(store_->Commit(edits));
+  std::unique_lock<std::mutex> lock(mu_);
+  for (const state::Edit& e : edits) {
+    Status s = state::ApplyEdit(&image_, e);
+    (void)s;  // new ids, reserved above: cannot clash
+  }
+  stats_.submits += static_cast<int64_t>(ids.size());
+  dirty_ = true;
+  loop_cv_.notify_all();
+  return ids;
+}
+
+Status Controller::Cancel(state::JobId id, const Caller& who) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto it = image_.jobs.find(id);
+  if (it == image_.jobs.end()) return NotFound("no job " + std::to_string(id));
+  const state::JobRecord& job = it->second;
+  if (state::IsFinal(job.state)) {
+    return InvalidArgument("job " + std::to_string(id) + " already ended (" +
+                           std::string(state::JobStateName(job.state)) + ")");
+  }
+  const std::string reason = "cancelled by " + (who.user.empty() ? "?" : who.user);
+  if (job.state == state::JobState::kPending) {
+    pending_info_.erase(id);
+    return CommitAndApply(lock, {state::JobEnded{id, state::JobState::kCancelled,
+                                                 NowSeconds(), 0, 0, reason}});
+  }
+  RunInfo& info = runs_[id];
+  if (info.cancel_requested) return Status::Ok();
+  info.cancel_requested = true;
+  info.cancel_reason = reason;
+  for (const state::NodeAllocation& a : job.allocations) {
+    AgentSession& s = agents_[a.node];
+    // Not delivered yet: drop the launch instead of starting and killing it.
+    auto l = std::find_if(s.launches.begin(), s.launches.end(),
+                          [&](const agent::LaunchSpec& x) { return x.job == id; });
+    if (l != s.launches.end()) {
+      s.launches.erase(l);
+      agent::JobExit e;
+      e.job = id;
+      e.kind = agent::ExitKind::kCancelled;
+      e.end_time = NowSeconds();
+      --info.parts_left;
+      if (!info.worst) info.worst = e;
+      continue;
+    }
+    s.cancels.push_back(id);
+  }
+  work_cv_.notify_all();
+  if (info.parts_left <= 0) {
+    state::JobEnded end = EndFor(job, info, NowSeconds());
+    runs_.erase(id);
+    return CommitAndApply(lock, {end});
+  }
+  return Status::Ok();
+}
+
+Status Controller::Hold(state::JobId id, bool hold, const Caller& /*who*/) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto it = image_.jobs.find(id);
+  if (it == image_.jobs.end()) return NotFound("no job " + std::to_string(id));
+  if (it->second.state != state::JobState::kPending) {
+    return InvalidArgument("job " + std::to_string(id) + " is " +
+                           std::string(state::JobStateName(it->second.state)) +
+                           "; only pending jobs can be " + (hold ? "held" : "released"));
+  }
+  if (it->second.held == hold) return Status::Ok();
+  return CommitAndApply(lock, {state::JobHeld{id, hold}});
+}
+
+Result<state::JobRecord> Controller::Job(state::JobId id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = image_.jobs.find(id);
+  if (it == image_.jobs.end()) return NotFound("no job " + std::to_string(id));
+  state::JobRecord r = it->second;
+  auto p = pending_info_.find(id);
+  if (r.state == state::JobState::kPending && p != pending_info_.end()) {
+    r.reason = p->second.reason;
+  }
+  return r;
+}
+
+Result<state::JobRecord> Controller::WaitJob(state::JobId id, state::JobState known,
+                                             int timeout_ms) {
+  std::unique_lock<std::mutex> lock(mu_);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    auto it = image_.jobs.find(id);
+    if (it == image_.jobs.end()) return NotFound("no job " + std::to_string(id));
+    if (it->second.state != known || stopping_) break;
+    if (job_cv_.wait_until(lock, deadline) == std::cv_status::timeout) break;
+  }
+  lock.unlock();
+  return Job(id);
+}
+
+std::vector<state::JobRecord> Controller::Jobs(bool include_finished) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<state::JobRecord> out;
+  for (const auto& [id, r] : image_.jobs) {
+    if (!include_finished && state::IsFinal(r.state)) continue;
+    out.push_back(r);
+    auto p = pending_info_.find(id);
+    if (r.state == state::JobState::kPending && p != pending_info_.end()) {
+      out.back().reason = p->second.reason;
+    }
+  }
+  return out;
+}
+
+std::optional<PendingInfo> Controller::Pending(state::JobId id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto p = pending_info_.find(id);
+  if (p == pending_info_.end()) return std::nullopt;
+  return p->second;
+}
+
+// ---- Nodes ----
+
+state::NodeStatus Controller::NodeStatusLocked(const state::NodeRecord& rec,
+                                               const sched::ClusterState& snap) const {
+  state::NodeStatus st;
+  st.record = rec;
+  auto hw = hardware_.find(rec.name);
+  if (hw != hardware_.end() && hw->second.model) {
+    st.gpus = hw->second.model->gpu_count();
+    st.gpu_model = hw->second.gpu_model;
+    st.gpu_memory_mib = hw->second.gpu_memory_mib;
+    st.interconnect = std::string(topo::InterconnectClassName(hw->second.interconnect));
+  }
+  st.gpu_jobs.assign(st.gpus, 0);
+  st.gpu_share_milli.assign(st.gpus, 0);
+  auto ni = base_.node_index.find(rec.name);
+  if (ni != base_.node_index.end()) {
+    const sched::Node& n = snap.nodes[ni->second];
+    for (int p : n.partitions) st.partitions.push_back(snap.partitions[p].name);
+    st.alloc_cpus = n.cpus - n.free_cpus;
+    st.alloc_memory_mib = n.memory_mib - n.free_memory_mib;
+  }
+  for (const auto& [id, job] : image_.jobs) {
+    if (job.state != state::JobState::kRunning) continue;
+    for (const state::NodeAllocation& a : job.allocations) {
+      if (a.node != rec.name) continue;
+      for (int g = 0; g < st.gpus; ++g) {
+        if (!a.gpus.contains(g)) continue;
+        if (st.gpu_jobs[g] == 0) st.gpu_jobs[g] = id;
+        st.gpu_share_milli[g] += a.share_milli;
+      }
+    }
+  }
+  return st;
+}
+
+std::vector<state::NodeStatus> Controller::Nodes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const sched::ClusterState snap = BuildSnapshot(base_, image_);
+  std::vector<state::NodeStatus> out;
+  for (const auto& [name, rec] : image_.nodes) out.push_back(NodeStatusLocked(rec, snap));
+  return out;
+}
+
+Status Controller::Drain(const std::string& node, const std::string& reason) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto it = image_.nodes.find(node);
+  if (it == image_.nodes.end()) return NotFound("no node " + node);
+  if (it->second.state == state::NodeState::kDown) {
+    return InvalidArgument("node " + node + " is down; drain it when it is back");
+  }
+  return CommitAndApply(lock, {state::NodeStateChanged{node, state::NodeState::kDrained,
+                                                       reason.empty() ? "drained" : reason,
+                                                       NowSeconds()}});
+}
+
+Status Controller::Resume(const std::string& node) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto it = image_.nodes.find(node);
+  if (it == image_.nodes.end()) return NotFound("no node " + node);
+  if (it->second.state != state::NodeState::kDrained) {
+    return InvalidArgument("node " + node + " is " +
+                           std::string(state::NodeStateName(it->second.state)) +
+                           ", not drained");
+  }
+  return CommitAndApply(
+      lock, {state::NodeStateChanged{node, state::NodeState::kUp, "", NowSeconds()}});
+}
+
+std::vector<sched::Partition> Controller::Partitions() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return base_.state.partitions;
+}
+
+std::vector<std::string> Controller::Warnings() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return base_.warnings;
+}
+
+ControllerStats Controller::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+}  // namespace hachi::server

@@ -1,0 +1,180 @@
+// Controller: the server's state and logic, without HTTP (DESIGN.md §2 server/, §3).
+// It owns the in-memory StateImage and the Store, runs the scheduling loop on its own
+// thread, and is the single writer: every change is checked against the image, made
+// durable through the Store, then applied (state/edits.h). The plan applier re-checks
+// each start against the current records before it commits and dispatches it.
+//
+// Agents talk to it through Register / Poll (a long poll that doubles as heartbeat) /
+// Report; user commands through Submit, Cancel, Hold, Drain, ... The HTTP layer
+// (http_api.h) only decodes and encodes.
+//
+// Thread-safety: every public method may be called from any thread at any time; one
+// mutex guards the state, and the Store's group commit batches concurrent submits.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "agent/launch_spec.h"
+#include "api/protocol.h"
+#include "config/cluster_config.h"
+#include "core/status.h"
+#include "sched/scheduler.h"
+#include "server/snapshot.h"
+#include "state/records.h"
+#include "state/store.h"
+
+namespace hachi::server {
+
+// Who is asking. Until authentication (issue 6) the CLI states it; admin rights are
+// not checked yet.
+struct Caller {
+  std::string user;
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+};
+
+using api::AgentRegistration;
+using api::AgentWork;
+using api::SubmitRequest;
+
+// A pending job's reason, as the last cycle found it.
+struct PendingInfo {
+  std::string reason;     // Slurm-like word: "Priority", "Resources", ...
+  std::string diagnosis;  // with numbers (sched::Diagnosis::Format)
+};
+
+struct ControllerOptions {
+  sched::SchedConfig sched;                    // explain is forced on
+  std::optional<config::ClusterConfig> config;  // partitions, QoS, limits
+  Duration agent_timeout = 30;                  // seconds without a poll: node down
+  Duration kill_grace = 10;                     // SIGTERM -> SIGKILL on cancel/limit
+  int cycle_interval_ms = 1000;                 // the timer; changes wake it at once
+  int master_port_base = 29500;                 // MASTER_PORT = base + id % 1000
+};
+
+struct ControllerStats {
+  int64_t cycles = 0;
+  double last_cycle_ms = 0;
+  int64_t starts = 0;
+  int64_t submits = 0;
+};
+
+class Controller {
+ public:
+  // Loads the state from `store`; starts nothing (call Start).
+  static Result<std::unique_ptr<Controller>> Create(ControllerOptions options,
+                                                    std::unique_ptr<state::Store> store);
+  ~Controller();
+  Controller(const Controller&) = delete;
+  Controller& operator=(const Controller&) = delete;
+
+  void Start();  // the scheduling loop thread
+  void Stop();   // idempotent; wakes every waiter
+
+  // ---- Jobs ----
+  // Validates (unsatisfiable requests refused with the reason), stores, then returns
+  // the new ids: on return they are on disk.
+  Result<std::vector<state::JobId>> Submit(const SubmitRequest& request, const Caller& who);
+  // Pending: ended as cancelled now. Running: its agents stop it (SIGTERM, grace,
+  // SIGKILL) and it ends as cancelled when they report. kNotFound / kInvalidArgument
+  // (already ended).
+  Status Cancel(state::JobId id, const Caller& who);
+  Status Hold(state::JobId id, bool hold, const Caller& who);
+  Result<state::JobRecord> Job(state::JobId id) const;
+  // Waits up to `timeout_ms` for the job to leave `known` (long poll for `hachi run`).
+  Result<state::JobRecord> WaitJob(state::JobId id, state::JobState known, int timeout_ms);
+  std::vector<state::JobRecord> Jobs(bool include_finished) const;
+  std::optional<PendingInfo> Pending(state::JobId id) const;
+
+  // ---- Nodes, partitions ----
+  std::vector<state::NodeStatus> Nodes() const;
+  Status Drain(const std::string& node, const std::string& reason);
+  Status Resume(const std::string& node);
+  std::vector<sched::Partition> Partitions() const;  // node indices as in Nodes()
+  std::vector<std::string> Warnings() const;
+
+  // ---- Agents ----
+  Status Register(const AgentRegistration& reg);
+  AgentWork Poll(const std::string& node, int wait_ms);
+  Status Report(const std::string& node, const std::vector<agent::JobExit>& exits);
+
+  ControllerStats stats() const;
+  // Runs one scheduling cycle now, on the caller's thread (tests).
+  void RunCycle();
+
+ private:
+  struct AgentSession {
+    bool registered = false;
+    int64_t last_seen_ms = 0;
+    std::deque<agent::LaunchSpec> launches;
+    std::vector<state::JobId> cancels;
+  };
+  struct RunInfo {  // a running job's progress (not stored)
+    int parts_left = 0;
+    std::optional<agent::JobExit> worst;  // first failing part, else the last
+    bool cancel_requested = false;
+    std::string cancel_reason;
+    bool requeue_on_exit = false;  // preempted with requeue
+    Time preempt_kill_at = kNever;
+  };
+
+  Controller(ControllerOptions options, std::unique_ptr<state::Store> store);
+
+  // All below: mu_ held.
+  Status CommitAndApply(std::unique_lock<std::mutex>& lock, std::vector<state::Edit> edits);
+  Status RebuildBaseLocked();
+  void Loop();
+  void CycleLocked(std::unique_lock<std::mutex>& lock);
+  void ApplyPlanLocked(std::unique_lock<std::mutex>& lock, const sched::Plan& plan,
+                       const sched::ClusterState& snap, Time now);
+  // Queues the launch of `job`'s parts for their agents; only `node`'s when not empty.
+  void DispatchLocked(const state::JobRecord& job, const std::string& node = "");
+  void CheckAgentsLocked(std::unique_lock<std::mutex>& lock, Time now);
+  void NodeLostLocked(std::unique_lock<std::mutex>& lock, const std::string& node,
+                      const std::string& why, Time now);
+  state::JobEnded EndFor(const state::JobRecord& job, const RunInfo& info, Time now) const;
+  state::NodeStatus NodeStatusLocked(const state::NodeRecord& rec,
+                                     const sched::ClusterState& snap) const;
+
+  // Constant after construction.
+  const ControllerOptions options_;
+
+  mutable std::mutex mu_;
+  // Guarded by mu_.
+  std::unique_ptr<state::Store> store_;
+  state::StateImage image_;
+  state::JobId next_id_ = 1;
+  std::unordered_map<std::string, NodeHardware> hardware_;
+  BaseCluster base_;
+  bool base_dirty_ = true;
+  uint64_t base_generation_ = 0;  // +1 per rebuild: a plan made on an older base is dropped
+  std::unordered_map<std::string, AgentSession> agents_;
+  std::unordered_map<state::JobId, RunInfo> runs_;
+  std::unordered_map<state::JobId, PendingInfo> pending_info_;
+  std::unique_ptr<sched::Scheduler> scheduler_;  // used with mu_ released by the loop
+                                                 // thread only (cycle_mu_)
+  bool dirty_ = true;
+  bool stopping_ = false;
+  Time wake_at_ = kNever;
+  ControllerStats stats_;
+  std::condition_variable loop_cv_;
+  std::condition_variable work_cv_;
+  std::condition_variable job_cv_;
+  std::mutex cycle_mu_;  // one cycle at a time (the loop and RunCycle)
+  std::thread loop_;
+};
+
+// Time now (seconds since the epoch) and a monotonic millisecond clock.
+Time NowSeconds();
+int64_t MonotonicMs();
+
+}  // namespace hachi::server

@@ -1,0 +1,185 @@
+// Controller: the scheduling loop and the plan applier (DESIGN.md §4.5: one writer).
+// A cycle takes a snapshot under the lock, runs sched/ without it (submits and reports
+// go on meanwhile), then re-checks every start against the records as they are now,
+// commits the starts in one transaction and hands the launches to the agents.
+#include <algorithm>
+#include <chrono>
+
+#include "server/controller.h"
+
+namespace hachi::server {
+
+void Controller::Loop() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      const auto deadline = std::chrono::steady_clock::now() +
+                            std::chrono::milliseconds(options_.cycle_interval_ms);
+      loop_cv_.wait_until(lock, deadline, [&] { return dirty_ || stopping_; });
+      if (stopping_) return;
+    }
+    RunCycle();
+  }
+}
+
+void Controller::RunCycle() {
+  std::lock_guard<std::mutex> cycle(cycle_mu_);
+  std::unique_lock<std::mutex> lock(mu_);
+  if (stopping_ && loop_.joinable() && std::this_thread::get_id() != loop_.get_id()) return;
+  CycleLocked(lock);
+}
+
+void Controller::CycleLocked(std::unique_lock<std::mutex>& lock) {
+  const Time now = NowSeconds();
+  dirty_ = false;
+  CheckAgentsLocked(lock, now);
+  if (base_dirty_) {
+    Status s = RebuildBaseLocked();
+    if (!s.ok()) base_.warnings.push_back("config not applied: " + s.message());
+  }
+  const uint64_t generation = base_generation_;
+  sched::ClusterState snap = BuildSnapshot(base_, image_);
+  for (sched::Job& j : snap.running) {
+    auto r = runs_.find(j.id);
+    if (r != runs_.end()) j.preempt_kill_at = r->second.preempt_kill_at;
+  }
+  lock.unlock();
+  const auto t0 = std::chrono::steady_clock::now();
+  const sched::Plan plan = scheduler_->Schedule(snap, now);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  lock.lock();
+  ++stats_.cycles;
+  stats_.last_cycle_ms = ms;
+  if (generation != base_generation_) {  // nodes or partitions changed meanwhile
+    dirty_ = true;
+    return;
+  }
+  ApplyPlanLocked(lock, plan, snap, now);
+}
+
+void Controller::ApplyPlanLocked(std::unique_lock<std::mutex>& lock, const sched::Plan& plan,
+                                 const sched::ClusterState& snap, Time now) {
+  pending_info_.clear();
+  for (const sched::Diagnosis& d : plan.pending) {
+    pending_info_[d.job] = PendingInfo{std::string(sched::ReasonName(d.reason)),
+                                       d.Format(snap, now)};
+  }
+  // Re-check against the records as they are now: since the snapshot, jobs may have
+  // been cancelled or held, nodes drained or lost (ends only free resources).
+  sched::ClusterState cur = BuildSnapshot(base_, image_);
+  std::vector<state::Edit> edits;
+  for (const sched::Start& st : plan.starts) {
+    auto it = image_.jobs.find(st.job);
+    if (it == image_.jobs.end() || it->second.state != state::JobState::kPending ||
+        it->second.held) {
+      continue;
+    }
+    const state::JobRecord& rec = it->second;
+    sched::Job probe;
+    probe.req = rec.req;
+    probe.partition = cur.PartitionIndex(rec.req.partition);
+    const bool whole = IsWholeNodeJob(cur, probe);
+    // All parts or none: try them on copies of the nodes involved.
+    std::vector<std::pair<int, sched::Node>> saved;
+    bool ok = static_cast<int>(st.allocations.size()) == rec.req.nodes;
+    for (const sched::Allocation& a : st.allocations) {
+      if (!ok) break;
+      if (a.node < 0 || a.node >= static_cast<int>(cur.nodes.size()) ||
+          cur.nodes[a.node].state != sched::NodeState::kUp ||
+          a.share_milli != rec.req.gpu_share_milli) {
+        ok = false;
+        break;
+      }
+      saved.emplace_back(a.node, cur.nodes[a.node]);
+      ok = TakeAllocation(&cur, whole, a).ok();
+    }
+    if (!ok) {
+      for (auto r = saved.rbegin(); r != saved.rend(); ++r) cur.nodes[r->first] = r->second;
+      dirty_ = true;  // try again next cycle with fresh state
+      continue;
+    }
+    state::JobStarted started;
+    started.id = st.job;
+    started.start_time = now;
+    for (const sched::Allocation& a : st.allocations) {
+      started.allocations.push_back(state::NodeAllocation{cur.nodes[a.node].name, a.gpus,
+                                                          a.cpus, a.memory_mib,
+                                                          a.share_milli, a.gpu_memory_mib});
+    }
+    edits.push_back(std::move(started));
+  }
+  std::vector<state::JobId> ids;
+  for (const state::Edit& e : edits) ids.push_back(std::get<state::JobStarted>(e).id);
+  if (!CommitAndApply(lock, std::move(edits)).ok()) {
+    dirty_ = true;  // nothing started; the next cycle tries again
+    return;
+  }
+  for (state::JobId id : ids) {
+    const state::JobRecord& job = image_.jobs.at(id);
+    RunInfo& info = runs_[id];
+    info = RunInfo{};
+    info.parts_left = static_cast<int>(job.allocations.size());
+    pending_info_.erase(id);
+    DispatchLocked(job);
+  }
+  stats_.starts += static_cast<int64_t>(ids.size());
+
+  // Preemptions: the victims are told now (SIGTERM, then SIGKILL after the agent's
+  // grace) and requeued or cancelled when they report their exit.
+  for (const sched::Preemption& p : plan.preemptions) {
+    auto it = image_.jobs.find(p.job);
+    if (it == image_.jobs.end() || it->second.state != state::JobState::kRunning) continue;
+    RunInfo& info = runs_[p.job];
+    if (info.preempt_kill_at != kNever || info.cancel_requested) continue;
+    info.preempt_kill_at = std::max(p.kill_at, now);
+    if (p.mode == sched::PreemptMode::kRequeue) {
+      info.requeue_on_exit = true;
+    } else {
+      info.cancel_requested = true;
+      info.cancel_reason = "preempted" + (p.for_job ? " by job " + std::to_string(p.for_job)
+                                                    : std::string(" by a time window"));
+    }
+    for (const state::NodeAllocation& a : it->second.allocations) {
+      agents_[a.node].cancels.push_back(p.job);
+    }
+  }
+  work_cv_.notify_all();
+}
+
+void Controller::DispatchLocked(const state::JobRecord& job, const std::string& node) {
+  std::vector<std::string> names;
+  std::vector<std::string> addresses;
+  for (const state::NodeAllocation& a : job.allocations) {
+    names.push_back(a.node);
+    auto n = image_.nodes.find(a.node);
+    addresses.push_back(n == image_.nodes.end() ? "" : n->second.address);
+  }
+  for (size_t rank = 0; rank < job.allocations.size(); ++rank) {
+    const state::NodeAllocation& a = job.allocations[rank];
+    if (!node.empty() && a.node != node) continue;
+    agent::LaunchSpec l;
+    l.job = job.id;
+    l.spec = job.spec;
+    l.user = job.req.user;
+    l.partition = job.req.partition;
+    l.node = a.node;
+    l.gpus = a.gpus;
+    l.cpus = a.cpus;
+    l.memory_mib = a.memory_mib;
+    l.share_milli = a.share_milli;
+    l.gpu_memory_mib = a.gpu_memory_mib;
+    l.nodelist = names;
+    l.node_addresses = addresses;
+    l.node_rank = static_cast<int>(rank);
+    l.master_port = options_.master_port_base + static_cast<int>(job.id % 1000);
+    l.gpus_per_node = job.req.GpusPerNode();
+    l.time_limit = job.req.time_limit;
+    l.kill_grace = options_.kill_grace;
+    l.start_time = job.start_time;
+    agents_[a.node].launches.push_back(std::move(l));
+  }
+  work_cv_.notify_all();
+}
+
+}  // namespace hachi::server

@@ -1,0 +1,298 @@
+#include "server/http_api.h"
+
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "api/protocol_json.h"
+#include "state/record_json_nlohmann.h"
+
+namespace hachi::server {
+namespace {
+
+using nlohmann::json;
+
+void Reply(httplib::Response& res, int status, const std::string& body) {
+  res.status = status;
+  res.set_content(body, "application/json");
+}
+
+void ReplyError(httplib::Response& res, const Status& s) {
+  Reply(res, api::HttpStatusFor(s.code()), api::ErrorToJson(s));
+}
+
+// Who is asking. Until authentication (issue 6) the client states it in headers.
+Caller CallerOf(const httplib::Request& req) {
+  Caller c;
+  c.user = req.get_header_value("X-Hachi-User");
+  c.uid = static_cast<uint32_t>(std::strtoul(req.get_header_value("X-Hachi-Uid").c_str(),
+                                             nullptr, 10));
+  c.gid = static_cast<uint32_t>(std::strtoul(req.get_header_value("X-Hachi-Gid").c_str(),
+                                             nullptr, 10));
+  return c;
+}
+
+Result<state::JobId> JobIdOf(const httplib::Request& req) {
+  const std::string s = req.matches[1];
+  if (s.size() > 18) return InvalidArgument("job id '" + s + "' is too large");
+  return static_cast<state::JobId>(std::stoll(s));
+}
+
+int IntParam(const httplib::Request& req, const char* name, int fallback, int lo, int hi) {
+  if (!req.has_param(name)) return fallback;
+  const std::string v = req.get_param_value(name);
+  char* end = nullptr;
+  const long x = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0') return fallback;
+  return static_cast<int>(std::clamp<long>(x, lo, hi));
+}
+
+json PartitionJson(const sched::Partition& p, const std::vector<state::NodeStatus>& nodes) {
+  json names = json::array();
+  for (const state::NodeStatus& n : nodes) {
+    if (std::find(n.partitions.begin(), n.partitions.end(), p.name) != n.partitions.end()) {
+      names.push_back(n.record.name);
+    }
+  }
+  return json{{"name", p.name},
+              {"mode", p.mode == sched::PartitionMode::kWholeNode ? "whole-node" : "shared"},
+              {"nodes", names},
+              {"min_gpus", p.min_gpus},
+              {"max_gpus", p.max_gpus},
+              {"default_time", p.default_time},
+              {"max_time", p.max_time},
+              {"tier", p.tier},
+              {"allow_gpu_sharing", p.allow_gpu_sharing}};
+}
+
+// cpp-httplib binds with SO_REUSEPORT, so a second server on the same port would share
+// it silently; a plain bind first tells whether someone listens there already.
+bool PortFree(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0) {
+    return true;  // let the real bind report it
+  }
+  bool free = true;
+  const int fd = ::socket(res->ai_family, res->ai_socktype | SOCK_CLOEXEC, res->ai_protocol);
+  if (fd >= 0) {
+    const int yes = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    free = ::bind(fd, res->ai_addr, res->ai_addrlen) == 0;
+    ::close(fd);
+  }
+  ::freeaddrinfo(res);
+  return free;
+}
+
+}  // namespace
+
+HttpServer::HttpServer(Controller* controller, HttpOptions options)
+    : controller_(controller), options_(std::move(options)) {}
+
+HttpServer::~HttpServer() { Stop(); }
+
+std::string HttpServer::url() const {
+  return "http://" + host_ + ":" + std::to_string(port_);
+}
+
+void HttpServer::Routes(httplib::Server& s) {
+  Controller* c = controller_;
+  const std::string p = api::kApiPrefix;
+  s.set_payload_max_length(options_.max_body_bytes);
+  // Replies are small: without TCP_NODELAY, Nagle + the client's delayed ACK add 40 ms
+  // to a reply written in two pieces (headers, body).
+  s.set_tcp_nodelay(true);
+  const int threads = options_.threads;
+  s.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    const Status st =
+        res.status == 404   ? NotFound("no such endpoint: " + req.method + " " + req.path)
+        : res.status == 413 ? InvalidArgument("request body too large")
+                            : InvalidArgument("bad request (HTTP " +
+                                              std::to_string(res.status) + ")");
+    res.set_content(api::ErrorToJson(st), "application/json");
+  });
+  s.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "unexpected error";
+        try {
+          std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        ReplyError(res, Internal(what));
+      });
+
+  s.Get(p + "/health", [](const httplib::Request&, httplib::Response& res) {
+    Reply(res, 200, R"({"ok":true})");
+  });
+
+  // ---- Jobs ----
+  s.Post(p + "/jobs", [c](const httplib::Request& req, httplib::Response& res) {
+    Result<api::SubmitRequest> r = api::SubmitRequestFromJson(req.body);
+    if (!r.ok()) return ReplyError(res, r.status());
+    Result<std::vector<state::JobId>> ids = c->Submit(*r, CallerOf(req));
+    if (!ids.ok()) return ReplyError(res, ids.status());
+    Reply(res, 201, json{{"job_ids", *ids}}.dump());
+  });
+  s.Get(p + "/jobs", [c](const httplib::Request& req, httplib::Response& res) {
+    const bool all = req.has_param("all") && req.get_param_value("all") != "0";
+    json jobs = json::array();
+    for (const state::JobRecord& r : c->Jobs(all)) jobs.push_back(state::ToJson(r));
+    Reply(res, 200, json{{"jobs", jobs}}.dump());
+  });
+  s.Get(p + R"(/jobs/(\d+))", [c](const httplib::Request& req, httplib::Response& res) {
+    Result<state::JobId> id = JobIdOf(req);
+    if (!id.ok()) return ReplyError(res, id.status());
+    Result<state::JobRecord> job = c->Job(*id);
+    if (job.ok() && req.has_param("wait_from")) {
+      state::JobState known;
+      if (!state::ParseJobState(req.get_param_value("wait_from"), &known)) {
+        return ReplyError(res, InvalidArgument("wait_from: unknown job state '" +
+                                               req.get_param_value("wait_from") + "'"));
+      }
+      job = c->WaitJob(*id, known, IntParam(req, "wait_ms", 10000, 0, 60000));
+    }
+    if (!job.ok()) return ReplyError(res, job.status());
+    json j{{"job", state::ToJson(*job)}};
+    if (std::optional<PendingInfo> info = c->Pending(*id)) j["diagnosis"] = info->diagnosis;
+    Reply(res, 200, j.dump());
+  });
+  auto job_action = [c](const char* action) {
+    return [c, action](const httplib::Request& req, httplib::Response& res) {
+      Result<state::JobId> id = JobIdOf(req);
+      if (!id.ok()) return ReplyError(res, id.status());
+      const std::string a = action;
+      const Caller who = CallerOf(req);
+      Status st = a == "cancel" ? c->Cancel(*id, who)
+                  : a == "hold" ? c->Hold(*id, true, who)
+                                : c->Hold(*id, false, who);
+      if (!st.ok()) return ReplyError(res, st);
+      Reply(res, 200, json{{"ok", true}}.dump());
+    };
+  };
+  s.Post(p + R"(/jobs/(\d+)/cancel)", job_action("cancel"));
+  s.Delete(p + R"(/jobs/(\d+))", job_action("cancel"));
+  s.Post(p + R"(/jobs/(\d+)/hold)", job_action("hold"));
+  s.Post(p + R"(/jobs/(\d+)/release)", job_action("release"));
+
+  // ---- Nodes, partitions ----
+  s.Get(p + "/nodes", [c](const httplib::Request&, httplib::Response& res) {
+    json nodes = json::array();
+    for (const state::NodeStatus& n : c->Nodes()) nodes.push_back(state::ToJson(n));
+    Reply(res, 200, json{{"nodes", nodes}}.dump());
+  });
+  s.Get(p + R"(/nodes/([^/]+))", [c](const httplib::Request& req, httplib::Response& res) {
+    const std::string name = req.matches[1];
+    for (const state::NodeStatus& n : c->Nodes()) {
+      if (n.record.name == name) return Reply(res, 200, json{{"node", state::ToJson(n)}}.dump());
+    }
+    ReplyError(res, NotFound("no node " + name));
+  });
+  s.Post(p + R"(/nodes/([^/]+)/(drain|resume))",
+         [c](const httplib::Request& req, httplib::Response& res) {
+           const std::string name = req.matches[1];
+           Status st;
+           if (req.matches[2] == "drain") {
+             std::string reason;
+             if (!req.body.empty()) {
+               json j = json::parse(req.body, nullptr, false);
+               if (j.is_discarded() || !j.is_object() ||
+                   (j.contains("reason") && !j["reason"].is_string())) {
+                 return ReplyError(res, InvalidArgument(
+                                            "drain: expected {\"reason\": \"...\"}"));
+               }
+               if (j.contains("reason")) reason = j["reason"].get<std::string>();
+             }
+             st = c->Drain(name, reason);
+           } else {
+             st = c->Resume(name);
+           }
+           if (!st.ok()) return ReplyError(res, st);
+           Reply(res, 200, json{{"ok", true}}.dump());
+         });
+  s.Get(p + "/partitions", [c](const httplib::Request&, httplib::Response& res) {
+    const std::vector<state::NodeStatus> nodes = c->Nodes();
+    json parts = json::array();
+    for (const sched::Partition& part : c->Partitions()) {
+      parts.push_back(PartitionJson(part, nodes));
+    }
+    Reply(res, 200, json{{"partitions", parts}, {"warnings", c->Warnings()}}.dump());
+  });
+
+  // ---- Agents ----
+  s.Post(p + "/agents/register", [c](const httplib::Request& req, httplib::Response& res) {
+    Result<api::AgentRegistration> r = api::AgentRegistrationFromJson(req.body);
+    if (!r.ok()) return ReplyError(res, r.status());
+    Status st = c->Register(*r);
+    if (!st.ok()) return ReplyError(res, st);
+    Reply(res, 200, json{{"ok", true}}.dump());
+  });
+  s.Get(p + R"(/agents/([^/]+)/work)",
+        [c](const httplib::Request& req, httplib::Response& res) {
+          const api::AgentWork w =
+              c->Poll(req.matches[1], IntParam(req, "wait_ms", 10000, 0, 60000));
+          Reply(res, 200, api::AgentWorkToJson(w));
+        });
+  s.Post(p + R"(/agents/([^/]+)/exits)",
+         [c](const httplib::Request& req, httplib::Response& res) {
+           Result<std::vector<agent::JobExit>> exits = api::JobExitsFromJson(req.body);
+           if (!exits.ok()) return ReplyError(res, exits.status());
+           Status st = c->Report(req.matches[1], *exits);
+           if (!st.ok()) return ReplyError(res, st);
+           Reply(res, 200, json{{"ok", true}}.dump());
+         });
+}
+
+Status HttpServer::Start() {
+  if (!options_.listen.empty()) {
+    const size_t colon = options_.listen.rfind(':');
+    if (colon == std::string::npos) {
+      return InvalidArgument("--listen '" + options_.listen + "': expected HOST:PORT");
+    }
+    host_ = options_.listen.substr(0, colon);
+    const int want = std::atoi(options_.listen.c_str() + colon + 1);
+    if (want != 0 && !PortFree(host_, want)) {
+      return Unavailable("cannot listen on " + options_.listen +
+                         ": the port is in use (another Hachi server?)");
+    }
+    tcp_ = std::make_unique<httplib::Server>();
+    Routes(*tcp_);
+    port_ = want == 0 ? tcp_->bind_to_any_port(host_) : (tcp_->bind_to_port(host_, want) ? want : -1);
+    if (port_ <= 0) {
+      return Unavailable("cannot listen on " + options_.listen +
+                         " (in use, or not an address of this machine)");
+    }
+    threads_.emplace_back([this] { tcp_->listen_after_bind(); });
+  }
+  if (!options_.unix_socket.empty()) {
+    ::unlink(options_.unix_socket.c_str());  // a stale socket from a killed server
+    unix_ = std::make_unique<httplib::Server>();
+    Routes(*unix_);
+    unix_->set_address_family(AF_UNIX);
+    if (!unix_->bind_to_port(options_.unix_socket, 80)) {
+      return Unavailable("cannot listen on the Unix socket " + options_.unix_socket);
+    }
+    threads_.emplace_back([this] { unix_->listen_after_bind(); });
+  }
+  return Status::Ok();
+}
+
+void HttpServer::Stop() {
+  if (tcp_) tcp_->stop();
+  if (unix_) unix_->stop();
+  for (std::thread& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+  threads_.clear();
+}
+
+}  // namespace hachi::server

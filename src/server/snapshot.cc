@@ -1,0 +1,185 @@
+#include "server/snapshot.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "sched/dependencies.h"
+#include "sched/gpu_share.h"
+#include "sched/lint.h"
+#include "topo/topology_file.h"
+
+namespace hachi::server {
+
+Result<NodeHardware> CompileNodeHardware(const state::NodeRecord& node) {
+  Result<topo::Topology> t = topo::ParseTopologyJson(node.topology_json, node.name);
+  if (!t.ok()) {
+    return InvalidArgument("node " + node.name + ": topology: " + t.status().message());
+  }
+  Result<alloc::NodeModel> model = alloc::NodeModel::Compile(*t);
+  if (!model.ok()) {
+    return InvalidArgument("node " + node.name + ": " + model.status().message());
+  }
+  NodeHardware hw;
+  hw.model = std::make_shared<const alloc::NodeModel>(std::move(*model));
+  hw.interconnect = topo::Analyze(*t).interconnect;
+  if (t->gpu_count() > 0) {
+    hw.gpu_model = t->gpu(0).model;
+    hw.gpu_memory_mib = t->gpu(0).memory_mib;
+  }
+  return hw;
+}
+
+Result<BaseCluster> BuildBase(const state::StateImage& image,
+                              const std::unordered_map<std::string, NodeHardware>& hardware,
+                              const config::ClusterConfig* config) {
+  BaseCluster base;
+  sched::ClusterState& s = base.state;
+  for (const auto& [name, rec] : image.nodes) {  // std::map: name order
+    auto hw = hardware.find(name);
+    if (hw == hardware.end() || !hw->second.model) {
+      base.warnings.push_back("node " + name + " left out: no usable topology");
+      continue;
+    }
+    sched::Node n;
+    n.name = name;
+    n.model = hw->second.model;
+    n.interconnect = hw->second.interconnect;
+    n.gpu_model = hw->second.gpu_model;
+    n.gpu_memory_mib = hw->second.gpu_memory_mib;
+    n.cpus = rec.cpus;
+    n.memory_mib = rec.memory_mib;
+    n.block = rec.block;
+    n.partitions = {0};
+    base.node_index[name] = static_cast<int>(s.nodes.size());
+    s.nodes.push_back(std::move(n));
+  }
+  sched::Partition p;
+  p.name = "default";
+  p.mode = sched::PartitionMode::kShared;
+  p.default_time = kHour;
+  p.max_time = 30 * kDay;
+  for (size_t i = 0; i < s.nodes.size(); ++i) p.nodes.push_back(static_cast<int>(i));
+  s.partitions.push_back(std::move(p));
+  if (config != nullptr) {
+    HACHI_RETURN_IF_ERROR(config::ApplyClusterConfig(*config, &s));
+  }
+  for (const sched::PolicyWarning& f : sched::LintPartitions(s)) {
+    base.warnings.push_back(f.message);
+  }
+  return base;
+}
+
+bool IsWholeNodeJob(const sched::ClusterState& state, const sched::Job& job) {
+  return job.req.exclusive ||
+         (job.partition >= 0 &&
+          state.partitions[job.partition].mode == sched::PartitionMode::kWholeNode);
+}
+
+Status TakeAllocation(sched::ClusterState* state, bool whole_node, const sched::Allocation& a) {
+  if (a.node < 0 || a.node >= static_cast<int>(state->nodes.size())) {
+    return Internal("allocation on node index " + std::to_string(a.node));
+  }
+  sched::Node& n = state->nodes[a.node];
+  if (a.cpus > n.free_cpus || a.memory_mib > n.free_memory_mib) {
+    return Internal("node " + n.name + " is short of CPUs or memory");
+  }
+  if (a.share_milli > 0) {
+    HACHI_RETURN_IF_ERROR(sched::ApplyShare(n, a));
+  } else {
+    if (!a.gpus.IsSubsetOf(n.free_gpus)) {
+      return Internal("GPUs {" + a.gpus.ToString() + "} of node " + n.name +
+                      " are not free (free {" + n.free_gpus.ToString() + "})");
+    }
+    n.free_gpus = n.free_gpus - a.gpus;
+  }
+  n.free_cpus -= a.cpus;
+  n.free_memory_mib -= a.memory_mib;
+  (whole_node ? n.whole_node_jobs : n.shared_jobs)++;
+  return Status::Ok();
+}
+
+namespace {
+
+sched::NodeState SchedNodeState(state::NodeState s) {
+  switch (s) {
+    case state::NodeState::kUp: return sched::NodeState::kUp;
+    case state::NodeState::kDrained: return sched::NodeState::kDrained;
+    case state::NodeState::kDown: return sched::NodeState::kDown;
+  }
+  return sched::NodeState::kDown;
+}
+
+sched::JobOutcome OutcomeOf(const state::StateImage& image, sched::JobId id) {
+  auto it = image.jobs.find(id);
+  if (it == image.jobs.end()) return sched::JobOutcome::kUnknown;
+  switch (it->second.state) {
+    case state::JobState::kPending:
+    case state::JobState::kRunning: return sched::JobOutcome::kNotFinished;
+    case state::JobState::kCompleted: return sched::JobOutcome::kSucceeded;
+    default: return sched::JobOutcome::kFailed;
+  }
+}
+
+sched::Job ToSchedJob(const sched::ClusterState& s, const state::JobRecord& r) {
+  sched::Job j;
+  j.id = r.id;
+  j.req = r.req;
+  j.partition = s.PartitionIndex(r.req.partition);
+  j.submit_time = r.submit_time;
+  j.held = r.held;
+  j.start_time = r.start_time;
+  return j;
+}
+
+}  // namespace
+
+sched::ClusterState BuildSnapshot(const BaseCluster& base, const state::StateImage& image) {
+  sched::ClusterState s = base.state;
+  for (size_t i = 0; i < s.nodes.size(); ++i) {
+    sched::Node& n = s.nodes[i];
+    const state::NodeRecord& rec = image.nodes.at(n.name);
+    n.state = SchedNodeState(rec.state);
+    n.unhealthy = rec.unhealthy & n.model->all_gpus();
+    n.free_gpus = n.model->all_gpus() - n.unhealthy;
+    n.free_cpus = n.cpus;
+    n.free_memory_mib = n.memory_mib;
+  }
+  // Running jobs first (they hold resources), then pending ones.
+  std::unordered_map<sched::JobId, int> array_running;
+  for (const auto& [id, r] : image.jobs) {
+    if (r.state != state::JobState::kRunning) continue;
+    sched::Job j = ToSchedJob(s, r);
+    const bool whole = IsWholeNodeJob(s, j);
+    for (const state::NodeAllocation& na : r.allocations) {
+      auto ni = base.node_index.find(na.node);
+      if (ni == base.node_index.end()) continue;  // its node left the cluster
+      sched::Allocation a{ni->second, na.gpus, na.cpus, na.memory_mib, na.share_milli,
+                          na.gpu_memory_mib};
+      // The records never double-book (the applier checked before committing); a
+      // failure here means a node re-registered with fewer GPUs: keep the job, skip it.
+      if (TakeAllocation(&s, whole, a).ok()) j.allocations.push_back(a);
+    }
+    if (r.spec.array_job_id != 0) ++array_running[r.spec.array_job_id];
+    s.running.push_back(std::move(j));
+  }
+  for (const auto& [id, r] : image.jobs) {
+    if (r.state != state::JobState::kPending) continue;
+    if (r.spec.array_max_running > 0 && r.spec.array_job_id != 0) {
+      int& running = array_running[r.spec.array_job_id];
+      if (running >= r.spec.array_max_running) continue;
+      ++running;  // the limit counts the tasks offered to the scheduler too
+    }
+    sched::Job j = ToSchedJob(s, r);
+    if (j.partition < 0) continue;  // its partition left the config: it waits
+    if (!r.req.dependencies.empty()) {
+      sched::DependencyVerdict v = sched::EvaluateDependencies(
+          r.req.dependencies, [&](sched::JobId d) { return OutcomeOf(image, d); });
+      j.deps = v.state;
+      j.deps_job = v.job;
+    }
+    s.pending.push_back(std::move(j));
+  }
+  return s;
+}
+
+}  // namespace hachi::server

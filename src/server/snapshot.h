@@ -1,0 +1,64 @@
+// From the server's records to the scheduler's input (DESIGN.md §3): the StateImage
+// (jobs, nodes as stored) plus each node's compiled topology and the policy config
+// become a sched::ClusterState. The node/partition part (the "base") changes only when
+// an agent registers or the config changes, so it is built once and copied per cycle;
+// occupancy and jobs are filled in from the records every cycle.
+//
+// Thread-compatible values and pure functions; the Controller calls them under its lock.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "alloc/node_model.h"
+#include "config/cluster_config.h"
+#include "core/status.h"
+#include "sched/cluster.h"
+#include "state/records.h"
+#include "topo/analysis.h"
+#include "topo/topology.h"
+
+namespace hachi::server {
+
+// What the server derives from a node's registered topology, once per registration.
+struct NodeHardware {
+  std::shared_ptr<const alloc::NodeModel> model;
+  topo::InterconnectClass interconnect = topo::InterconnectClass::kUnknown;
+  std::string gpu_model;
+  int64_t gpu_memory_mib = 0;
+};
+// Parses NodeRecord::topology_json and compiles it (kInvalidArgument naming the node).
+Result<NodeHardware> CompileNodeHardware(const state::NodeRecord& node);
+
+// Nodes and partitions, without jobs: rebuilt when nodes or the config change.
+struct BaseCluster {
+  sched::ClusterState state;  // nodes (all GPUs free) and partitions, QoS, limits, ...
+  std::unordered_map<std::string, int> node_index;
+  std::vector<std::string> warnings;  // nodes skipped (bad topology), lint findings
+};
+
+// Nodes in name order. Without a config (or one without partitions): one partition
+// "default" with every node, shared mode, default limit 1h, maximum 30d. A node whose
+// hardware failed to compile is left out and named in `warnings`. kInvalidArgument when
+// the config names nodes that do not exist — the caller keeps the previous base.
+Result<BaseCluster> BuildBase(const state::StateImage& image,
+                              const std::unordered_map<std::string, NodeHardware>& hardware,
+                              const config::ClusterConfig* config);
+
+// The base plus occupancy and jobs from `image`: running jobs' allocations taken off
+// their nodes, pending jobs with their partition index and dependency verdicts. Node
+// states come from the records (up/drained/down) and `unhealthy` GPUs are never free.
+// Array tasks past their array's running limit are left out (they wait).
+sched::ClusterState BuildSnapshot(const BaseCluster& base, const state::StateImage& image);
+
+// Whether `job` runs on whole nodes (its partition's mode or --exclusive).
+bool IsWholeNodeJob(const sched::ClusterState& state, const sched::Job& job);
+
+// Takes allocation `a` of `job` off node `a.node` of `state` (shares included).
+// kInternal when it does not fit (GPUs taken, share overcommitted, CPUs/memory short):
+// the applier's re-check.
+Status TakeAllocation(sched::ClusterState* state, bool whole_node, const sched::Allocation& a);
+
+}  // namespace hachi::server
