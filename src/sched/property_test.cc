@@ -169,6 +169,94 @@ RC_GTEST_PROP(SchedProperty, PlansKeepTheInvariantsWithShares, ()) {
   }
 }
 
+// With a workload (fragmentation-aware placement, fragmentation.h): the same
+// invariants, GPU-model constraints ('|' alternatives too) hold, lean and explaining
+// cycles agree, and a scheduler that has seen another workload answers as a fresh one.
+RC_GTEST_PROP(SchedProperty, FragmentationPlacementKeepsTheInvariants, ()) {
+  ClusterState s = testing::RandomCluster(/*preemption=*/false, /*shares=*/true);
+  static const std::vector<std::string> kModels = {"",     "",     "H100",     "A100",
+                                                   "L40S", "4090", "H100|A100", "V100"};
+  for (Job& j : s.pending) {
+    if (*rc::gen::inRange(0, 3) == 0) j.req.gpu_model = *rc::gen::elementOf(kModels);
+  }
+  const int classes = *rc::gen::inRange(1, 5);
+  for (int c = 0; c < classes; ++c) {
+    WorkloadClass w;
+    if (*rc::gen::inRange(0, 3) == 0) {
+      w.gpus = 1;
+      w.share_milli = *rc::gen::element(100, 250, 500, 750);
+    } else {
+      w.gpus = *rc::gen::element(0, 1, 1, 2, 4, 8);
+    }
+    w.cpus = *rc::gen::inRange(0, 9);
+    w.gpu_model = *rc::gen::elementOf(kModels);
+    w.weight = *rc::gen::inRange(1, 10);
+    s.workload.push_back(w);
+  }
+  const Plan plan = Make("hachi")->Schedule(s, kNow);
+  CheckInvariants(s, plan);
+  for (const Start& st : plan.starts) {
+    const Job& job = PendingJob(s, st.job);
+    for (const Allocation& a : st.allocations) {
+      RC_ASSERT(NodeMatchesStatic(s.nodes[a.node], job.req));
+    }
+  }
+  RC_ASSERT(testing::SameStarts(plan, Make("hachi", false)->Schedule(s, kNow)));
+  auto memo = Make("hachi");
+  ClusterState other = s;
+  other.workload.pop_back();
+  memo->Schedule(other, kNow);
+  RC_ASSERT(testing::SamePlan(memo->Schedule(s, kNow), plan));
+  RC_CLASSIFY(!plan.starts.empty(), "starts");
+}
+
+// The FGD benchmark (sim/placement/sched_policy.h) places all its pods in one cycle
+// with no reservations. That equals a cycle per job with the earlier starts applied
+// in between (as a server would run them), with or without a workload.
+RC_GTEST_PROP(SchedProperty, OneCycleEqualsACyclePerJob, ()) {
+  ClusterState s = testing::RandomCluster(/*preemption=*/false, /*shares=*/true);
+  s.weights = PriorityWeights{0, kDay, 0, 0, 0, 0};  // the queue is the id order
+  for (Job& j : s.pending) j.submit_time = kNow;
+  if (*rc::gen::arbitrary<bool>()) {
+    s.workload = {{1, 0, 0, 0, "", 3}, {1, 250, 2, 0, "", 2}, {4, 0, 4, 0, "", 1}};
+  }
+  SchedConfig c;
+  c.backfill_depth = 0;
+  c.explain = false;
+  const Plan all = (*Scheduler::Create(c))->Schedule(s, kNow);
+  std::map<JobId, std::vector<Allocation>> want;
+  for (const Start& st : all.starts) want[st.job] = st.allocations;
+
+  ClusterState one = s;
+  std::vector<Job> queue = s.pending;
+  std::sort(queue.begin(), queue.end(),
+            [](const Job& a, const Job& b) { return a.id < b.id; });
+  std::unique_ptr<Scheduler> sched = std::move(Scheduler::Create(c).value());
+  for (const Job& job : queue) {
+    one.pending = {job};
+    const Plan p = sched->Schedule(one, kNow);
+    auto it = want.find(job.id);
+    RC_ASSERT(p.starts.size() == (it != want.end() ? 1u : 0u));
+    if (p.starts.empty()) continue;
+    RC_ASSERT(testing::SameAllocations(p.starts[0].allocations, it->second));
+    Job run = job;  // applied as the simulator does
+    for (const Allocation& a : run.allocations = p.starts[0].allocations) {
+      Node& n = one.nodes[a.node];
+      if (a.share_milli > 0) {
+        RC_ASSERT(ApplyShare(n, a).ok());
+      } else {
+        n.free_gpus = n.free_gpus - a.gpus;
+      }
+      n.free_cpus -= a.cpus;
+      n.free_memory_mib -= a.memory_mib;
+      ++(IsWholeNode(one, run) ? n.whole_node_jobs : n.shared_jobs);
+    }
+    run.start_time = kNow;
+    one.running.push_back(run);
+  }
+  RC_CLASSIFY(!s.workload.empty(), "workload");
+}
+
 RC_GTEST_PROP(SchedProperty, SameInputSamePlan, ()) {
   const ClusterState s = testing::RandomCluster();
   for (const char* policy : {"hachi", "easy", "fifo"}) {

@@ -69,6 +69,7 @@ RC_GTEST_PROP(PlacementProperty, SharesNeverOvercommit, ()) {
                                                                 std::end(kPolicies)));
   const Result<BenchResult> r =
       RunBench(c, pods, *rc::gen::inRange<int64_t>(1, 1000), policy);
+  RC_LOG() << r.status().ToString() << "\n";
   RC_ASSERT(r.ok());
   const std::string why = CheckBudgets(c, *r);
   RC_LOG() << why << "\n";

@@ -89,7 +89,20 @@ Result<sched::ClusterState> BuildState(const Cluster& cluster, const std::vector
   return s;
 }
 
-sched::Job MakeJob(const OpenbPod& p, int event) {
+// A model set as the scheduler reads it: "G2|T4"; empty: any. A set of models that no
+// node has becomes a name no node has.
+std::string ModelsOf(const Cluster& cluster, uint32_t mask) {
+  if (mask == 0) return "";
+  std::string out;
+  for (size_t k = 0; k < cluster.models.size(); ++k) {
+    if (!(mask >> k & 1u)) continue;
+    if (!out.empty()) out += '|';
+    out += cluster.models[k];
+  }
+  return out.empty() ? "(no openb node has this model)" : out;
+}
+
+sched::Job MakeJob(const Cluster& cluster, const OpenbPod& p, int event) {
   sched::Job j;
   j.id = event + 1;
   j.partition = 0;
@@ -102,11 +115,12 @@ sched::Job MakeJob(const OpenbPod& p, int event) {
   r.gpus = p.num_gpu;  // 0: a CPU-only pod (the placement phase handles it)
   if (p.is_share()) r.gpu_share_milli = p.gpu_milli;
   // The protocol checks the model only for pods that take GPUs (§3.2).
-  if (p.num_gpu > 0) r.gpu_model = p.gpu_spec;
+  if (p.num_gpu > 0) r.gpu_model = ModelsOf(cluster, p.spec_mask);
   return j;
 }
 
-std::vector<sched::WorkloadClass> Workload(const std::vector<TypicalTask>& tasks) {
+std::vector<sched::WorkloadClass> Workload(const Cluster& cluster,
+                                           const std::vector<TypicalTask>& tasks) {
   std::vector<sched::WorkloadClass> w;
   for (const TypicalTask& t : tasks) {
     sched::WorkloadClass c;
@@ -115,7 +129,7 @@ std::vector<sched::WorkloadClass> Workload(const std::vector<TypicalTask>& tasks
     c.share_milli = share ? t.gpu_milli : 0;
     c.cpus = static_cast<int>(t.cpu_milli);
     c.memory_mib = 0;  // FGD's measure ignores memory
-    c.gpu_model = t.gpu_spec;
+    c.gpu_model = ModelsOf(cluster, t.spec_mask);
     c.weight = t.freq;
     w.push_back(std::move(c));
   }
@@ -158,10 +172,10 @@ Result<std::vector<Placement>> PlaceWithScheduler(const Cluster& cluster,
   Result<sched::ClusterState> built = BuildState(cluster, order);
   if (!built.ok()) return built.status();
   sched::ClusterState& state = *built;
-  state.workload = Workload(tasks);
+  state.workload = Workload(cluster, tasks);
   state.pending.reserve(events.size());
   for (size_t e = 0; e < events.size(); ++e) {
-    state.pending.push_back(MakeJob(pods[events[e]], static_cast<int>(e)));
+    state.pending.push_back(MakeJob(cluster, pods[events[e]], static_cast<int>(e)));
   }
   sched::SchedConfig config;
   config.policy = "hachi";
