@@ -208,6 +208,8 @@ void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
 
 std::unique_ptr<agent::Launcher> RealLauncher(const std::string& spool,
                                               agent::ExitCallback cb) {
+  Status made = MakeDirs(spool);  // the launcher creates only the last level
+  if (!made.ok()) std::cerr << "hachi: warning: " << made.message() << "\n";
   agent::ProcessLauncher::Options lo;
   lo.spool_dir = spool;
   return std::make_unique<agent::ProcessLauncher>(lo, std::move(cb));

@@ -49,7 +49,8 @@ Result<std::vector<int>> Resolve(const NodeSelector& sel, const NodeIndex& index
 
 }  // namespace
 
-Status ApplyClusterConfig(const ClusterConfig& config, sched::ClusterState* state) {
+Status ApplyClusterConfig(const ClusterConfig& config, sched::ClusterState* state,
+                          bool allow_empty_partitions) {
   const sched::ClusterState& s = *state;
   NodeIndex index;
   for (size_t i = 0; i < s.nodes.size(); ++i) {
@@ -65,7 +66,7 @@ Status ApplyClusterConfig(const ClusterConfig& config, sched::ClusterState* stat
     Result<std::vector<int>> nodes = Resolve(pc.nodes, index, s);
     if (!nodes.ok()) return nodes.status();
     p.nodes = std::move(*nodes);
-    if (p.nodes.empty()) {
+    if (p.nodes.empty() && !allow_empty_partitions) {
       return InvalidArgument(pc.nodes.where + ": no nodes (" + Describe(s) + ")");
     }
     if (!p.windows.empty()) {

@@ -78,7 +78,10 @@ Result<ClusterConfig> LoadClusterConfig(const std::string& path);
 // overrides. Checks: every node named exists, window nodes are in their partition and
 // owned by one partition at most, node overrides do not conflict, and pending or
 // running jobs keep their partitions (their indices are remapped). On error `state`
-// is unchanged.
-Status ApplyClusterConfig(const ClusterConfig& config, sched::ClusterState* state);
+// is unchanged. `allow_empty_partitions`: the server, whose nodes register over time,
+// passes true and drops the names not registered yet; a partition may then have no
+// nodes for a while.
+Status ApplyClusterConfig(const ClusterConfig& config, sched::ClusterState* state,
+                          bool allow_empty_partitions = false);
 
 }  // namespace hachi::config

@@ -69,7 +69,8 @@ Result<PartitionConfig> ReadPartition(const Reader& r, const toml::node& n,
       r.CheckKeys(*t, path,
                   {"name", "nodes", "mode", "min_gpus", "max_gpus", "default_time",
                    "max_time", "tier", "allowed_users", "allowed_accounts",
-                   "preempt_lower_tiers", "preempt_mode", "grace", "window"}));
+                   "preempt_lower_tiers", "preempt_mode", "grace", "window",
+                   "allow_gpu_sharing"}));
   PartitionConfig pc;
   pc.where = r.Where(n.source(), path);
   sched::Partition& p = pc.partition;
@@ -132,6 +133,8 @@ Result<PartitionConfig> ReadPartition(const Reader& r, const toml::node& n,
       Optional(*t, path, "allowed_accounts", strings, &p.allowed_accounts));
   HACHI_RETURN_IF_ERROR(
       Optional(*t, path, "preempt_lower_tiers", boolean, &p.preempt_lower_tiers));
+  HACHI_RETURN_IF_ERROR(
+      Optional(*t, path, "allow_gpu_sharing", boolean, &p.allow_gpu_sharing));
 
   if (p.max_gpus > 0 && p.min_gpus > p.max_gpus) {
     return r.Error(*t->get("min_gpus"), Join(path, "min_gpus"),

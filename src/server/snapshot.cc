@@ -61,7 +61,30 @@ Result<BaseCluster> BuildBase(const state::StateImage& image,
   for (size_t i = 0; i < s.nodes.size(); ++i) p.nodes.push_back(static_cast<int>(i));
   s.partitions.push_back(std::move(p));
   if (config != nullptr) {
-    HACHI_RETURN_IF_ERROR(config::ApplyClusterConfig(*config, &s));
+    // Nodes the config names but no agent has registered yet are left out for now
+    // (they join when they register), and named in the warnings.
+    config::ClusterConfig c = *config;
+    std::vector<std::string> missing;
+    auto keep_known = [&](config::NodeSelector& sel) {
+      std::vector<std::string> known;
+      for (std::string& n : sel.names) {
+        if (base.node_index.count(n)) {
+          known.push_back(std::move(n));
+        } else if (std::find(missing.begin(), missing.end(), n) == missing.end()) {
+          missing.push_back(n);
+        }
+      }
+      sel.names = std::move(known);
+    };
+    for (config::PartitionConfig& pc : c.partitions) {
+      keep_known(pc.nodes);
+      keep_known(pc.window_nodes);
+    }
+    for (config::NodeOverride& o : c.node_overrides) keep_known(o.nodes);
+    HACHI_RETURN_IF_ERROR(config::ApplyClusterConfig(c, &s, /*allow_empty_partitions=*/true));
+    for (const std::string& n : missing) {
+      base.warnings.push_back("node " + n + " is in the config but has not registered");
+    }
   }
   for (const sched::PolicyWarning& f : sched::LintPartitions(s)) {
     base.warnings.push_back(f.message);
