@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # FGD placement benchmark (docs/benchmarks.md): our four policies on the 17 openb pod lists,
-# seeds 42-51, beside the published Random/BestFit/FGD numbers; prints a Markdown table of
-# the allocation ratio (%) at 130 % arrived demand (the published curve's column 130),
-# averaged over the seeds. About 680 runs: ~4 min on 2 cores, ~1 min on 8.
+# seeds 42-51, beside the published Random/BestFit/FGD numbers (`hachi` is the live
+# scheduler of src/sched/; the other three the reference policies); prints a Markdown
+# table of the allocation ratio (%) at 130 % arrived demand (the published curve's
+# column 130), averaged over the seeds, to stdout only. About 680 runs: ~3 min on 2
+# cores, ~1 min on 8.
 # Usage: scripts/fgd-bench.sh [path/to/hachi] [jobs]
 set -euo pipefail
 hachi=${1:-build/hachi}

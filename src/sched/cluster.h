@@ -231,9 +231,9 @@ struct Job {
 // One kind of job in the recent workload, for fragmentation-aware placement
 // (fragmentation.h): what such a job asks of one node, and how often it comes.
 struct WorkloadClass {
-  int gpus = 0;          // whole GPUs; 0 with share_milli 0: a job that uses no GPU
-  int share_milli = 0;   // 1..999: a share of ONE GPU (gpus is then 1)
-  int cpus = 0;          // per job, in the units of Node::cpus
+  int gpus = 0;         // whole GPUs; 0 with share_milli 0: a job that uses no GPU
+  int share_milli = 0;  // 1..999: a share of ONE GPU (gpus is then 1)
+  int cpus = 0;         // per job, in the units of Node::cpus
   int64_t memory_mib = 0;
   std::string gpu_model;  // as JobRequest::gpu_model ('|' alternatives); empty: any
   double weight = 0;      // relative frequency, any scale (normalised over the classes)

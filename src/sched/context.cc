@@ -277,7 +277,8 @@ NodeFree CycleContext::FreeView(int node) {
   }
   for (uint64_t m = w.shared.mask(); m; m &= m - 1) {
     const int g = std::countr_zero(m);
-    f.milli[g] = static_cast<int16_t>(std::max(0, kFullGpuMilli - ShareUseAt(node, g).milli));
+    f.milli[g] =
+        static_cast<int16_t>(std::max(0, kFullGpuMilli - ShareUseAt(node, g).milli));
   }
   f.cpus = w.free_cpus;
   f.memory_mib = w.free_memory_mib;

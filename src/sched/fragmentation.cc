@@ -107,7 +107,8 @@ double FragMeasure::Frag(const NodeFree& n) {
     v.milli[k] = x;
   }
   const auto cpu_class = static_cast<uint64_t>(
-      std::upper_bound(cpu_steps_.begin(), cpu_steps_.end(), v.cpus) - cpu_steps_.begin());
+      std::upper_bound(cpu_steps_.begin(), cpu_steps_.end(), v.cpus) -
+      cpu_steps_.begin());
   const auto mem_class = static_cast<uint64_t>(
       std::upper_bound(memory_steps_.begin(), memory_steps_.end(), v.memory_mib) -
       memory_steps_.begin());

@@ -30,10 +30,10 @@ namespace hachi::sched {
 
 // What F depends on for one node.
 struct NodeFree {
-  int gpus = 0;                                  // GPUs of the node
+  int gpus = 0;                                   // GPUs of the node
   std::array<int16_t, GpuSet::kMaxGpus> milli{};  // free per GPU: 0..1000
-  int cpus = 0;                                  // free
-  int64_t memory_mib = 0;                        // free
+  int cpus = 0;                                   // free
+  int64_t memory_mib = 0;                         // free
   uint64_t model_ok = 0;  // bit t: the node's GPU model suits class t
   int idle() const {
     int s = 0;
@@ -72,11 +72,11 @@ class FragMeasure {
     double value = 0;
     bool used = false;
   };
-  std::vector<WorkloadClass> given_;   // as supplied, to notice a change
+  std::vector<WorkloadClass> given_;    // as supplied, to notice a change
   std::vector<WorkloadClass> classes_;  // used: at most kMaxClasses
-  std::vector<double> weights_;        // normalised to sum 1
-  std::vector<int> cpu_steps_;         // sorted distinct class CPU requests
-  std::vector<int64_t> memory_steps_;  // sorted distinct class memory requests
+  std::vector<double> weights_;         // normalised to sum 1
+  std::vector<int> cpu_steps_;          // sorted distinct class CPU requests
+  std::vector<int64_t> memory_steps_;   // sorted distinct class memory requests
   std::unordered_map<std::string, uint64_t> model_masks_;
   std::vector<Entry> table_;  // open addressing, power-of-two size
   size_t used_ = 0;

@@ -47,30 +47,59 @@ INSTANTIATE_TEST_SUITE_P(
     Rows, NodeFragmentationTest,
     ::testing::Values(
         // Half shares and whole GPUs, equally often.
-        FragRow{"empty_node_hosts_both", {Share(500), Whole(1)}, {0.5, 0.5},
-                Free({1000, 1000}), 0},
+        FragRow{"empty_node_hosts_both",
+                {Share(500), Whole(1)},
+                {0.5, 0.5},
+                Free({1000, 1000}),
+                0},
         // 500 left on GPU 0: a half share fits it, a whole-GPU job cannot use it.
-        FragRow{"half_used_gpu_fragments_whole_jobs", {Share(500), Whole(1)}, {0.5, 0.5},
-                Free({500, 1000}), 0.5 * 500},
+        FragRow{"half_used_gpu_fragments_whole_jobs",
+                {Share(500), Whole(1)},
+                {0.5, 0.5},
+                Free({500, 1000}),
+                0.5 * 500},
         // 300 left: too little for either class.
-        FragRow{"small_rest_fragments_both", {Share(500), Whole(1)}, {0.5, 0.5},
-                Free({300, 1000}), 0.5 * 300 + 0.5 * 300},
+        FragRow{"small_rest_fragments_both",
+                {Share(500), Whole(1)},
+                {0.5, 0.5},
+                Free({300, 1000}),
+                0.5 * 300 + 0.5 * 300},
         FragRow{"no_cpu_left_everything_idle_is_fragment",
-                {Share(500, 4), Whole(1, 4)}, {0.5, 0.5}, Free({1000, 500}, 3), 1500},
+                {Share(500, 4), Whole(1, 4)},
+                {0.5, 0.5},
+                Free({1000, 500}, 3),
+                1500},
         FragRow{"short_of_memory_everything_idle_is_fragment",
-                {{1, 0, 0, 2000, "", 1}}, {1.0}, Free({1000, 1000}, 8, 1999), 2000},
-        FragRow{"wrong_model_everything_idle_is_fragment", {Share(500), Whole(1)},
-                {0.5, 0.5}, Free({1000, 400}, 8, 1000, /*model_ok=*/0b01),
+                {{1, 0, 0, 2000, "", 1}},
+                {1.0},
+                Free({1000, 1000}, 8, 1999),
+                2000},
+        FragRow{"wrong_model_everything_idle_is_fragment",
+                {Share(500), Whole(1)},
+                {0.5, 0.5},
+                Free({1000, 400}, 8, 1000, /*model_ok=*/0b01),
                 0.5 * 400 + 0.5 * 1400},
         FragRow{"cpu_only_jobs_use_no_gpu", {CpuOnly(1)}, {1.0}, Free({1000, 250}), 1250},
-        FragRow{"two_gpu_job_needs_two_whole_gpus", {Whole(2)}, {1.0},
-                Free({1000, 600, 0, 0}), 1600},
-        FragRow{"two_gpu_job_fits_rest_is_fragment", {Whole(2)}, {1.0},
-                Free({1000, 600, 1000, 0}), 600},
-        FragRow{"full_node_has_no_fragment", {Share(500), Whole(1)}, {0.5, 0.5},
-                Free({0, 0}), 0},
-        FragRow{"weights_apply", {Share(500), Whole(1)}, {0.25, 0.75},
-                Free({500, 1000}), 0.75 * 500}),
+        FragRow{"two_gpu_job_needs_two_whole_gpus",
+                {Whole(2)},
+                {1.0},
+                Free({1000, 600, 0, 0}),
+                1600},
+        FragRow{"two_gpu_job_fits_rest_is_fragment",
+                {Whole(2)},
+                {1.0},
+                Free({1000, 600, 1000, 0}),
+                600},
+        FragRow{"full_node_has_no_fragment",
+                {Share(500), Whole(1)},
+                {0.5, 0.5},
+                Free({0, 0}),
+                0},
+        FragRow{"weights_apply",
+                {Share(500), Whole(1)},
+                {0.25, 0.75},
+                Free({500, 1000}),
+                0.75 * 500}),
     [](const auto& row) { return std::string(row.param.name); });
 
 struct ScoreRow {
@@ -81,7 +110,9 @@ struct ScoreRow {
 
 class FragScoreTest : public ::testing::TestWithParam<ScoreRow> {};
 
-TEST_P(FragScoreTest, Sigmoid) { EXPECT_EQ(FragScore(GetParam().delta), GetParam().want); }
+TEST_P(FragScoreTest, Sigmoid) {
+  EXPECT_EQ(FragScore(GetParam().delta), GetParam().want);
+}
 
 INSTANTIATE_TEST_SUITE_P(Rows, FragScoreTest,
                          ::testing::Values(ScoreRow{"no_change", 0, 50},
@@ -93,8 +124,8 @@ INSTANTIATE_TEST_SUITE_P(Rows, FragScoreTest,
                          [](const auto& row) { return std::string(row.param.name); });
 
 TEST(FragMeasureTest, MemoMatchesTheDefinitionWhateverTheGpuOrder) {
-  const std::vector<WorkloadClass> w = {Share(300, 4), Whole(2, 2), CpuOnly(6),
-                                        {1, 0, 0, 0, "V100M16|V100M32", 2}};
+  const std::vector<WorkloadClass> w = {
+      Share(300, 4), Whole(2, 2), CpuOnly(6), {1, 0, 0, 0, "V100M16|V100M32", 2}};
   FragMeasure m;
   m.Reset(w);
   const std::vector<double> weights = {0.2, 0.2, 0.2, 0.4};
@@ -125,7 +156,9 @@ ClusterState TwoNodes(std::vector<WorkloadClass> workload) {
   return s;
 }
 
-Plan Cycle(const ClusterState& s) { return (*Scheduler::Create(SchedConfig{}))->Schedule(s, 100); }
+Plan Cycle(const ClusterState& s) {
+  return (*Scheduler::Create(SchedConfig{}))->Schedule(s, 100);
+}
 
 TEST(FragPlacementTest, EmptyWorkloadKeepsBestFit) {
   const Plan plan = Cycle(TwoNodes({}));
@@ -189,7 +222,8 @@ TEST(FragPlacementTest, ModelConstraintBeatsFragmentation) {
   ASSERT_EQ(plan.starts.size(), 1u);
   EXPECT_EQ(plan.starts[0].allocations[0].node, 1);
   s.pending[0].req.gpu_model = "";
-  EXPECT_EQ(Cycle(s).starts[0].allocations[0].node, 0);  // no constraint: the last free GPU
+  EXPECT_EQ(Cycle(s).starts[0].allocations[0].node,
+            0);  // no constraint: the last free GPU
 }
 
 TEST(FragPlacementTest, MultiGpuJobGetsAWellConnectedSet) {

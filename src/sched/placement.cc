@@ -116,8 +116,8 @@ bool Placer::PackShare(CycleContext& ctx, const JobShape& job, Allocation* out,
   return true;
 }
 
-bool Placer::PlaceByFragmentation(CycleContext& ctx, const JobShape& job,
-                                  Allocation* out, VerdictTally* tally) {
+bool Placer::PlaceByFragmentation(CycleContext& ctx, const JobShape& job, Allocation* out,
+                                  VerdictTally* tally) {
   const EligibleSet& e = ctx.eligible[job.eligible];
   const bool share = job.share_milli > 0;
   JobShape probe = job;
@@ -148,9 +148,9 @@ bool Placer::PlaceByFragmentation(CycleContext& ctx, const JobShape& job,
     const int opens = w.shared.empty() && w.free.size() == n.gpu_count() ? 0 : 1;
     // BestFit's score (FGD's baseline): CPU and GPU left after, halves of the largest
     // node's; truncated, so near-equal packings tie and the node order decides.
-    const int pack = static_cast<int>(
-        100.0 * (1.0 - (0.5 * (w.free_cpus - job.cpus) / max_cpus +
-                        0.5 * (idle - demand) / max_milli)));
+    const int pack =
+        static_cast<int>(100.0 * (1.0 - (0.5 * (w.free_cpus - job.cpus) / max_cpus +
+                                         0.5 * (idle - demand) / max_milli)));
     auto consider = [&](GpuSet gpus, int room_left) {
       NodeFree after = before;
       after.cpus -= job.cpus;
@@ -158,8 +158,8 @@ bool Placer::PlaceByFragmentation(CycleContext& ctx, const JobShape& job,
       for (uint64_t m = gpus.mask(); m; m &= m - 1) {
         after.milli[std::countr_zero(m)] -= static_cast<int16_t>(per_gpu);
       }
-      const Key key{FragScore(ctx.frag->Frag(after) - f_before), Bottleneck(*n.model, gpus),
-                    opens, pack, -room_left};
+      const Key key{FragScore(ctx.frag->Frag(after) - f_before),
+                    Bottleneck(*n.model, gpus), opens, pack, -room_left};
       if (best_node < 0 || key > best) {
         best = key;
         best_node = node;
@@ -178,7 +178,8 @@ bool Placer::PlaceByFragmentation(CycleContext& ctx, const JobShape& job,
       const int gpu = std::countr_zero(m);
       const GpuShareUse u = ctx.ShareUseAt(node, gpu);
       if (u.milli + job.share_milli > kFullGpuMilli) continue;
-      if (job.gpu_memory_mib > 0 && u.memory_mib + job.gpu_memory_mib > n.gpu_memory_mib) {
+      if (job.gpu_memory_mib > 0 &&
+          u.memory_mib + job.gpu_memory_mib > n.gpu_memory_mib) {
         continue;
       }
       any = true;

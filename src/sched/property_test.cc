@@ -174,7 +174,7 @@ RC_GTEST_PROP(SchedProperty, PlansKeepTheInvariantsWithShares, ()) {
 // cycles agree, and a scheduler that has seen another workload answers as a fresh one.
 RC_GTEST_PROP(SchedProperty, FragmentationPlacementKeepsTheInvariants, ()) {
   ClusterState s = testing::RandomCluster(/*preemption=*/false, /*shares=*/true);
-  static const std::vector<std::string> kModels = {"",     "",     "H100",     "A100",
+  static const std::vector<std::string> kModels = {"",     "",     "H100",      "A100",
                                                    "L40S", "4090", "H100|A100", "V100"};
   for (Job& j : s.pending) {
     if (*rc::gen::inRange(0, 3) == 0) j.req.gpu_model = *rc::gen::elementOf(kModels);

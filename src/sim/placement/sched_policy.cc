@@ -18,8 +18,8 @@ namespace {
 constexpr Duration kLimit = kHour;  // any: nothing ends in the protocol
 
 // openb lists no links: every pair through the host bridge, one NUMA node.
-Result<std::shared_ptr<const alloc::NodeModel>> GenericModel(int gpus,
-                                                             topo::InterconnectClass* cls) {
+Result<std::shared_ptr<const alloc::NodeModel>> GenericModel(
+    int gpus, topo::InterconnectClass* cls) {
   topo::Topology t(gpus);
   t.set_source("openb node (no link data): PHB between every pair");
   for (int a = 0; a < gpus; ++a) {
@@ -53,12 +53,14 @@ Status CheckModelNames(const Cluster& cluster) {
   return Status::Ok();
 }
 
-Result<sched::ClusterState> BuildState(const Cluster& cluster, const std::vector<int>& order) {
+Result<sched::ClusterState> BuildState(const Cluster& cluster,
+                                       const std::vector<int>& order) {
   sched::ClusterState s;
   sched::Partition part;
   part.name = "openb";
   part.allow_gpu_sharing = true;
-  std::map<int, std::pair<std::shared_ptr<const alloc::NodeModel>, topo::InterconnectClass>>
+  std::map<int,
+           std::pair<std::shared_ptr<const alloc::NodeModel>, topo::InterconnectClass>>
       models;
   for (int index : order) {
     const OpenbNode& o = cluster.nodes[index];
