@@ -1,6 +1,9 @@
 #include "agent/daemon.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <random>
 #include <ctime>
 
 #include "api/http_client.h"
@@ -54,6 +57,10 @@ AgentDaemon::AgentDaemon(AgentOptions options, LauncherFactory make_launcher)
     : options_(std::move(options)),
       started_(static_cast<Time>(std::time(nullptr))),
       poll_http_(std::make_unique<HttpClientHolder>(options_.server)) {
+  std::random_device rd;
+  char id[40];
+  std::snprintf(id, sizeof id, "%08x%08x%08x", rd(), rd(), rd());
+  instance_ = id;
   launcher_ = make_launcher([this](const JobExit& e) { OnExit(e); });
 }
 
@@ -110,6 +117,7 @@ Status AgentDaemon::RegisterOnce(HttpClientHolder& http) {
   reg.cpus = options_.cpus;
   reg.memory_mib = options_.memory_mib;
   reg.agent_started = started_;
+  reg.instance = instance_;
   reg.running = launcher_->Running();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -176,7 +184,7 @@ void AgentDaemon::PollLoop() {
     for (const LaunchSpec& l : work->launch) {
       {
         std::lock_guard<std::mutex> lock(mu_);
-        if (launched_.count(l.job)) {
+        if (!launched_.emplace(l.job, l.start_time).second) {
           // Sent again (the server restarted): report the exit again if it ended.
           auto f = finished_.find(l.job);
           if (f != finished_.end()) {
@@ -185,7 +193,10 @@ void AgentDaemon::PollLoop() {
           }
           continue;
         }
-        launched_.insert(l.job);
+        if (finished_.erase(l.job) > 0) {  // a new run of a requeued job: its own exit
+          finished_order_.erase(
+              std::find(finished_order_.begin(), finished_order_.end(), l.job));
+        }
       }
       Status s = launcher_->Launch(l);
       if (!s.ok()) {

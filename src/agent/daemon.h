@@ -3,9 +3,11 @@
 // poll is also its heartbeat — launching and cancelling jobs through a Launcher, and
 // reports every exit until the server has acknowledged it.
 //
-// A job id is launched at most once per agent process: a repeated launch (the server
-// re-sends after a restart) is answered by reporting the job's exit again, or ignored
-// while it still runs. Re-adopting jobs after an agent restart is issue 7.
+// A run — a job id with its start time — is launched at most once per agent process: a
+// repeated launch (the server re-sends after a restart) is answered by reporting the
+// job's exit again, or ignored while it still runs. A launch of the same job with
+// another start time is a new run (the job was requeued) and is launched. Re-adopting
+// jobs after an agent restart is issue 7.
 //
 // Thread-safety: Start/Stop from one thread. Internally a poll thread and a report
 // thread; the launcher's callback only queues.
@@ -20,6 +22,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "agent/launcher.h"
@@ -65,6 +68,7 @@ class AgentDaemon {
 
   const AgentOptions options_;
   const Time started_;
+  std::string instance_;  // random per process: the server tells restarts apart (const)
   const std::unique_ptr<HttpClientHolder> poll_http_;
   std::unique_ptr<Launcher> launcher_;
 
@@ -72,8 +76,10 @@ class AgentDaemon {
   // Guarded by mu_.
   bool stopping_ = false;
   bool registered_ = false;
-  std::set<state::JobId> launched_;                        // ever, by this process
-  std::unordered_map<state::JobId, JobExit> finished_;     // acknowledged exits
+  std::set<std::pair<state::JobId, Time>> launched_;       // runs (job, start time),
+                                                           // ever, by this process
+  std::unordered_map<state::JobId, JobExit> finished_;     // acknowledged exits, the
+                                                           // latest run's
   std::deque<state::JobId> finished_order_;                // bounded memory
   std::vector<JobExit> unreported_;
   std::condition_variable cv_;

@@ -31,6 +31,7 @@ struct AgentRegistration {
   int cpus = 0;
   int64_t memory_mib = 0;
   Time agent_started = 0;              // when this agent process started
+  std::string instance;                // random per agent process start
   std::vector<state::JobId> running;   // jobs it supervises now
   std::vector<state::JobId> finished;  // jobs it ran and reported, most recent
 };

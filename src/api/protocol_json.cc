@@ -215,6 +215,7 @@ std::string AgentRegistrationToJson(const AgentRegistration& r) {
               {"cpus", r.cpus},
               {"memory_mib", r.memory_mib},
               {"agent_started", r.agent_started},
+              {"instance", r.instance},
               {"running", r.running},
               {"finished", r.finished}}
       .dump();
@@ -226,7 +227,7 @@ Result<AgentRegistration> AgentRegistrationFromJson(std::string_view text) {
   AgentRegistration r;
   HACHI_RETURN_IF_ERROR(OnlyKeys(*j, "register",
                                  {"node", "address", "topology", "cpus", "memory_mib",
-                                  "agent_started", "running", "finished"}));
+                                  "agent_started", "instance", "running", "finished"}));
   HACHI_RETURN_IF_ERROR(GetString(*j, "node", "register", &r.node));
   HACHI_RETURN_IF_ERROR(GetString(*j, "address", "register", &r.address));
   auto t = j->find("topology");
@@ -237,6 +238,7 @@ Result<AgentRegistration> AgentRegistrationFromJson(std::string_view text) {
   HACHI_RETURN_IF_ERROR(GetInt(*j, "cpus", "register", &r.cpus));
   HACHI_RETURN_IF_ERROR(GetInt(*j, "memory_mib", "register", &r.memory_mib));
   HACHI_RETURN_IF_ERROR(GetInt(*j, "agent_started", "register", &r.agent_started));
+  HACHI_RETURN_IF_ERROR(GetString(*j, "instance", "register", &r.instance));
   HACHI_RETURN_IF_ERROR(GetIntList(*j, "running", "register", &r.running));
   HACHI_RETURN_IF_ERROR(GetIntList(*j, "finished", "register", &r.finished));
   return r;

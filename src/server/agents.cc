@@ -17,6 +17,7 @@ Status Controller::Register(const AgentRegistration& reg) {
   rec.topology_json = reg.topology_json;
   rec.cpus = reg.cpus;
   rec.memory_mib = reg.memory_mib;
+  rec.agent_instance = reg.instance;
   Result<NodeHardware> hw = CompileNodeHardware(rec);
   if (!hw.ok()) return hw.status();
   if (reg.cpus <= 0 || reg.memory_mib <= 0) {
@@ -27,6 +28,10 @@ Status Controller::Register(const AgentRegistration& reg) {
   std::unique_lock<std::mutex> lock(mu_);
   const Time now = NowSeconds();
   auto old = image_.nodes.find(reg.node);
+  // The same agent process as before (the server restarted, or the network blinked):
+  // it still knows its jobs. Another one: the agent restarted and lost them.
+  const bool same_agent = old != image_.nodes.end() && !reg.instance.empty() &&
+                          old->second.agent_instance == reg.instance;
   rec.state = state::NodeState::kUp;
   rec.state_since = now;
   if (old != image_.nodes.end()) {
@@ -58,7 +63,10 @@ Status Controller::Register(const AgentRegistration& reg) {
                                     return a.node == reg.node;
                                   });
     if (!here || running.count(id)) continue;
-    if (finished.count(id) || job.start_time >= reg.agent_started) {
+    // Without an instance id (older agents, tests) the start times decide.
+    const bool agent_knew =
+        reg.instance.empty() ? job.start_time >= reg.agent_started : same_agent;
+    if (agent_knew || finished.count(id)) {
       // The agent finished it (its report was lost) or never got the launch (the server
       // restarted before delivering it): send it again. The agent launches a job id at
       // most once and answers a repeated one by reporting its exit again.
@@ -82,6 +90,20 @@ Status Controller::Register(const AgentRegistration& reg) {
       edits.push_back(end);
     }
     runs_.erase(id);
+  }
+  // Stops what the agent runs without the records' leave: jobs that ended or were
+  // requeued while it was away (their GPUs may be given to others), and jobs whose
+  // cancel or preemption was queued in the session just cleared.
+  for (state::JobId id : reg.running) {
+    auto it = image_.jobs.find(id);
+    const bool here =
+        it != image_.jobs.end() && it->second.state == state::JobState::kRunning &&
+        std::any_of(it->second.allocations.begin(), it->second.allocations.end(),
+                    [&](const state::NodeAllocation& a) { return a.node == reg.node; });
+    auto run = runs_.find(id);
+    const bool stopping = run != runs_.end() && (run->second.cancel_requested ||
+                                                 run->second.preempt_kill_at != kNever);
+    if (!here || stopping) session.cancels.push_back(id);
   }
   work_cv_.notify_all();
   return CommitAndApply(lock, std::move(edits));
@@ -179,6 +201,10 @@ Status Controller::Report(const std::string& node, const std::vector<agent::JobE
       continue;
     }
     RunInfo& info = runs_[e.job];
+    if (std::find(info.ended_on.begin(), info.ended_on.end(), node) != info.ended_on.end()) {
+      continue;  // this part's exit, reported again
+    }
+    info.ended_on.push_back(node);
     if (info.parts_left <= 0) info.parts_left = static_cast<int>(job.allocations.size());
     --info.parts_left;
     const bool failed = !(e.kind == agent::ExitKind::kExited && e.exit_code == 0);

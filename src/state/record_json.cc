@@ -258,6 +258,7 @@ void PutNodeRecord(const NodeRecord& n, json* j) {
   (*j)["state_reason"] = n.state_reason;
   (*j)["state_since"] = n.state_since;
   (*j)["unhealthy"] = n.unhealthy.ToString();
+  (*j)["agent_instance"] = n.agent_instance;
 }
 
 void ReadNodeRecord(ObjectReader& r, NodeRecord* n) {
@@ -273,6 +274,7 @@ void ReadNodeRecord(ObjectReader& r, NodeRecord* n) {
   r.String("state_reason", &n->state_reason);
   r.Int("state_since", &n->state_since);
   r.Gpus("unhealthy", &n->unhealthy);
+  r.String("agent_instance", &n->agent_instance);
 }
 
 std::string Dump(const json& j) {

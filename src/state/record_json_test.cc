@@ -66,7 +66,7 @@ TEST(RecordJson, RecordSizesMatchTheCodec) {
   EXPECT_EQ(sizeof(JobSpec), 312u);
   EXPECT_EQ(sizeof(sched::JobRequest), 264u);
   EXPECT_EQ(sizeof(NodeAllocation), 72u);
-  EXPECT_EQ(sizeof(NodeRecord), 200u);
+  EXPECT_EQ(sizeof(NodeRecord), 232u);
   EXPECT_EQ(sizeof(NodeStatus), 368u);
 }
 

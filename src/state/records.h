@@ -111,6 +111,9 @@ struct NodeRecord {
   std::string state_reason;  // drain reason, "agent silent 30s", ...
   Time state_since = 0;
   GpuSet unhealthy;  // GPUs drained by health checks (issue 7); never allocated
+  // The agent process that registered last (a random id per agent start): a node whose
+  // agent re-registers with another id has restarted and lost track of its jobs.
+  std::string agent_instance;
 };
 
 // A node as `hachi nodes` and the API show it: the record plus what the server derives

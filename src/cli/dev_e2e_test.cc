@@ -1,0 +1,336 @@
+// End to end through real processes (issue 5 §6): `hachi dev` started as a child on
+// 127.0.0.1, jobs submitted with the real CLI, run as real processes by the agents.
+// What each job prints about itself is checked against what the server says it gave.
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_testing.h"
+
+namespace hachi::cli {
+namespace {
+
+using nlohmann::json;
+using testing::Hachi;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A `hachi dev` child process on a free port, with its state in a temp directory.
+class DevCluster {
+ public:
+  explicit DevCluster(std::string dir, std::string extra = "") : dir_(std::move(dir)) {
+    Start(std::move(extra));
+  }
+  ~DevCluster() { Stop(); }
+
+  void Start(std::string extra) {
+    extra_ = std::move(extra);
+    const std::string log = dir_ + "/dev.log";
+    ::unlink(log.c_str());
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      const std::string cmd = std::string(HACHI_BINARY_DIR) + "/hachi dev --state-dir " +
+                              dir_ + "/state --listen 127.0.0.1:0 " + extra_ + " 2>" + log;
+      ::execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), nullptr);
+      ::_exit(127);
+    }
+    for (int i = 0; i < 100 && url_.empty(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      const std::string text = ReadFile(log);
+      const size_t at = text.find("listening on http://");
+      if (at != std::string::npos) {
+        url_ = text.substr(at + 13, text.find(' ', at + 13) - (at + 13));
+      }
+    }
+    ::setenv("HACHI_SERVER", url_.c_str(), 1);
+    // The agents register within a poll of the server starting.
+    for (int i = 0; i < 50; ++i) {
+      if (Hachi("nodes -o %n").out.find("node") != std::string::npos) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  void Stop() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGTERM);
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+  void Kill9() {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+    url_.clear();
+  }
+  const std::string& url() const { return url_; }
+
+ private:
+  std::string dir_;
+  std::string extra_;
+  pid_t pid_ = -1;
+  std::string url_;
+};
+
+class DevE2e : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/hachi-e2e-XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+  }
+  void TearDown() override {
+    if (!HasFailure()) std::system(("rm -rf " + dir_).c_str());
+  }
+
+  // All jobs, as the server has them.
+  static std::map<int64_t, json> Jobs() {
+    std::map<int64_t, json> out;
+    const testing::CmdResult r = Hachi("queue -a --json", false);
+    json j = json::parse(r.out, nullptr, false);
+    if (j.is_discarded()) return out;
+    for (const json& job : j["jobs"]) out[job["id"].get<int64_t>()] = job;
+    return out;
+  }
+  // Waits until no job is pending or running (or `seconds` pass).
+  static bool WaitIdle(int seconds) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+    while (std::chrono::steady_clock::now() < end) {
+      bool busy = false;
+      for (const auto& [id, j] : Jobs()) {
+        const std::string s = j["state"].get<std::string>();
+        busy = busy || s == "PENDING" || s == "RUNNING";
+      }
+      if (!busy) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    return false;
+  }
+  static std::string StateOf(int64_t id) {
+    auto jobs = Jobs();
+    return jobs.count(id) ? jobs[id]["state"].get<std::string>() : "";
+  }
+  static bool WaitState(int64_t id, const std::string& state, int seconds) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+    while (std::chrono::steady_clock::now() < end) {
+      if (StateOf(id) == state) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  }
+  static int64_t Submit(const std::string& args) {
+    const testing::CmdResult r = Hachi("submit --parsable " + args, false);
+    EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.out;
+    return std::atoll(r.out.c_str());
+  }
+
+  std::string dir_;
+};
+
+// 500 short jobs (four arrays of 1, 2, 4 and 8 GPUs): all complete; each prints its
+// CUDA_VISIBLE_DEVICES, which equals its allocation; no two jobs that ran at the same
+// time on a node shared a GPU (by the jobs' own clocks).
+TEST_F(DevE2e, FiveHundredJobsNeverShareAGpu) {
+  DevCluster dev(dir_);
+  ASSERT_FALSE(dev.url().empty());
+  const std::string out = dir_ + "/out";
+  ::mkdir(out.c_str(), 0755);
+  const std::string body =
+      "'echo $CUDA_VISIBLE_DEVICES $HACHI_NODENAME $(date +%s%N); sleep 0.05; date +%s%N'";
+  for (int gpus : {1, 2, 4, 8}) {
+    Submit("--array=1-125 -G " + std::to_string(gpus) + " -o " + out +
+           "/%j.out -- sh -c " + body);
+  }
+  ASSERT_TRUE(WaitIdle(240));
+  std::map<int64_t, json> jobs = Jobs();
+  ASSERT_EQ(jobs.size(), 500u);
+  struct Run {
+    std::string node;
+    std::set<int> gpus;
+    long long start, end;
+  };
+  std::vector<Run> runs;
+  for (const auto& [id, j] : jobs) {
+    ASSERT_EQ(j["state"], "COMPLETED") << j.dump();
+    ASSERT_EQ(j["allocations"].size(), 1u);
+    const std::string allocated = j["allocations"][0]["gpus"].get<std::string>();
+    std::istringstream in(ReadFile(out + "/" + std::to_string(id) + ".out"));
+    std::string cvd, node;
+    long long start = 0, end = 0;
+    in >> cvd >> node >> start >> end;
+    // CUDA_VISIBLE_DEVICES lists the indices; the API writes ranges ("0-3").
+    std::set<int> seen;
+    std::stringstream list(cvd);
+    for (std::string g; std::getline(list, g, ',');) seen.insert(std::stoi(g));
+    std::set<int> given;
+    std::stringstream alloc(allocated);
+    for (std::string part; std::getline(alloc, part, ',');) {
+      const size_t dash = part.find('-');
+      const int lo = std::stoi(part.substr(0, dash));
+      const int hi = dash == std::string::npos ? lo : std::stoi(part.substr(dash + 1));
+      for (int g = lo; g <= hi; ++g) given.insert(g);
+    }
+    EXPECT_EQ(seen, given) << "job " << id << " printed " << cvd << ", allocated " << allocated;
+    EXPECT_EQ(node, j["allocations"][0]["node"].get<std::string>());
+    ASSERT_GT(end, start) << "job " << id;
+    runs.push_back({node, seen, start, end});
+  }
+  int overlaps = 0;
+  for (size_t a = 0; a < runs.size(); ++a) {
+    for (size_t b = a + 1; b < runs.size(); ++b) {
+      if (runs[a].node != runs[b].node) continue;
+      if (runs[a].end <= runs[b].start || runs[b].end <= runs[a].start) continue;
+      for (int g : runs[a].gpus) overlaps += static_cast<int>(runs[b].gpus.count(g));
+    }
+  }
+  EXPECT_EQ(overlaps, 0);
+}
+
+TEST_F(DevE2e, ExitCodesTimeLimitCancelOutputFiles) {
+  DevCluster dev(dir_);
+  ASSERT_FALSE(dev.url().empty());
+  // hachi run exits with the job's code and streams its output.
+  testing::CmdResult r = Hachi("run -G 1 -- sh -c 'echo out-line; echo err-line >&2; exit 7'");
+  EXPECT_EQ(r.exit_code, 7);
+  EXPECT_NE(r.out.find("out-line"), std::string::npos);
+  EXPECT_NE(r.out.find("err-line"), std::string::npos);
+  EXPECT_EQ(Hachi("run -G 1 -- true").exit_code, 0);
+  // Killed by a signal: 128 + signal, like a shell.
+  EXPECT_EQ(Hachi("run -G 1 -- sh -c 'kill -9 $$'").exit_code, 128 + 9);
+
+  // Time limit: 0:02 is two seconds; the job is stopped and ends TIMEOUT.
+  const int64_t slow = Submit("-G 1 -t 0:02 -- sleep 60");
+  EXPECT_TRUE(WaitState(slow, "TIMEOUT", 20)) << StateOf(slow);
+
+  // Cancel a running job and a pending one.
+  const int64_t running = Submit("-G 8 -- sleep 60");
+  const int64_t running2 = Submit("-G 8 -- sleep 60");
+  const int64_t pending = Submit("-G 8 -- sleep 60");
+  ASSERT_TRUE(WaitState(running, "RUNNING", 10));
+  ASSERT_TRUE(WaitState(running2, "RUNNING", 10));
+  EXPECT_EQ(StateOf(pending), "PENDING");
+  EXPECT_EQ(Hachi("cancel " + std::to_string(running) + " " + std::to_string(pending)).exit_code, 0);
+  EXPECT_TRUE(WaitState(running, "CANCELLED", 20));
+  EXPECT_EQ(StateOf(pending), "CANCELLED");
+  EXPECT_EQ(Hachi("cancel " + std::to_string(running2)).exit_code, 0);
+  EXPECT_TRUE(WaitState(running2, "CANCELLED", 20));
+  EXPECT_NE(Hachi("cancel 99999").exit_code, 0);
+
+  // Output and error files with patterns, relative to the working directory.
+  const int64_t named = Submit("-G 1 -J named -D " + dir_ + " -o '%x-%j.out' -e '%x-%j.err' -- sh -c 'echo hello; echo oops >&2'");
+  ASSERT_TRUE(WaitState(named, "COMPLETED", 20));
+  EXPECT_EQ(ReadFile(dir_ + "/named-" + std::to_string(named) + ".out"), "hello\n");
+  EXPECT_EQ(ReadFile(dir_ + "/named-" + std::to_string(named) + ".err"), "oops\n");
+
+  // A job that can never run is refused at once, with the reason, and nothing is kept.
+  r = Hachi("submit -G 9 -- true");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("9 GPUs"), std::string::npos) << r.out;
+}
+
+TEST_F(DevE2e, SbatchScriptAndDependencies) {
+  DevCluster dev(dir_);
+  ASSERT_FALSE(dev.url().empty());
+  const std::string script = dir_ + "/job.sh";
+  std::ofstream(script) << "#!/bin/sh\n"
+                           "#SBATCH --job-name=scripted\n"
+                           "#SBATCH --gres=gpu:2\n"
+                           "#SBATCH --time=5:00\n"
+                           "#SBATCH --output=" + dir_ + "/%x-%j.out\n"
+                           "echo \"$HACHI_JOB_NAME $CUDA_VISIBLE_DEVICES $1\"\n";
+  const int64_t id = Submit(script + " arg1");
+  ASSERT_TRUE(WaitState(id, "COMPLETED", 20)) << StateOf(id);
+  const std::string printed = ReadFile(dir_ + "/scripted-" + std::to_string(id) + ".out");
+  EXPECT_EQ(printed.substr(0, 9), "scripted ");
+  EXPECT_NE(printed.find(" arg1"), std::string::npos);
+  std::string cvd = printed.substr(9, printed.find(' ', 9) - 9);
+  EXPECT_EQ(std::count(cvd.begin(), cvd.end(), ','), 1) << printed;  // two GPUs
+
+  // after-ok on a failed job never runs; after-any does; after-ok on success does.
+  const int64_t bad = Submit("-G 1 -- sh -c 'sleep 1; exit 1'");
+  const int64_t good = Submit("-G 1 -- sleep 1");
+  const int64_t never = Submit("-G 1 -d afterok:" + std::to_string(bad) + " -- true");
+  const int64_t any = Submit("-G 1 -d afterany:" + std::to_string(bad) + " -- true");
+  const int64_t ok = Submit("-G 1 -d afterok:" + std::to_string(good) + " -- true");
+  EXPECT_EQ(StateOf(any), "PENDING");
+  EXPECT_TRUE(WaitState(any, "COMPLETED", 20));
+  EXPECT_TRUE(WaitState(ok, "COMPLETED", 20));
+  EXPECT_EQ(StateOf(bad), "FAILED");
+  EXPECT_EQ(StateOf(never), "PENDING");
+  testing::CmdResult show = Hachi("show job " + std::to_string(never));
+  EXPECT_NE(show.out.find("Dependency"), std::string::npos) << show.out;
+}
+
+// The server killed with SIGKILL mid-run and restarted on the same state: every job it
+// acknowledged is still there, and none ran twice (each job appends one line per run).
+TEST_F(DevE2e, ServerKilledAndRestartedLosesNothing) {
+  auto dev = std::make_unique<DevCluster>(dir_);
+  ASSERT_FALSE(dev->url().empty());
+  const std::string runs = dir_ + "/runs";
+  ::mkdir(runs.c_str(), 0755);
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 30; ++i) {
+    ids.push_back(Submit("-G 4 -- sh -c 'echo run >> " + runs + "/$HACHI_JOB_ID; sleep 0.3'"));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  dev->Kill9();
+  dev.reset();
+  DevCluster again(dir_);
+  ASSERT_FALSE(again.url().empty());
+  ASSERT_TRUE(WaitIdle(120));
+  std::map<int64_t, json> jobs = Jobs();
+  int completed = 0;
+  for (int64_t id : ids) {
+    ASSERT_TRUE(jobs.count(id)) << "job " << id << " was acknowledged and is gone";
+    const std::string s = jobs[id]["state"].get<std::string>();
+    // Jobs running when the server died lost their agent (NODE_FAIL); the rest ran.
+    EXPECT_TRUE(s == "COMPLETED" || s == "NODE_FAIL") << id << " " << s;
+    completed += s == "COMPLETED";
+    const std::string lines = ReadFile(runs + "/" + std::to_string(id));
+    EXPECT_LE(std::count(lines.begin(), lines.end(), '\n'), 1) << "job " << id << " ran twice";
+  }
+  EXPECT_GT(completed, 0);
+  // New ids continue after the old ones.
+  EXPECT_GT(Submit("-G 1 -- true"), ids.back());
+}
+
+TEST_F(DevE2e, MultiNodeJobGetsConsistentTorchrunEnvironment) {
+  DevCluster dev(dir_, "--nodes 2");
+  ASSERT_FALSE(dev.url().empty());
+  const int64_t id = Submit("-N 2 --gres=gpu:8 -o " + dir_ + "/%j-%N.out -- sh -c " +
+                            "'echo $MASTER_ADDR $MASTER_PORT $WORLD_SIZE $NODE_RANK "
+                            "$NPROC_PER_NODE $HACHI_NODELIST'");
+  ASSERT_TRUE(WaitState(id, "COMPLETED", 20)) << StateOf(id);
+  std::set<std::string> masters, ranks;
+  for (const char* node : {"node1", "node2"}) {
+    std::istringstream in(ReadFile(dir_ + "/" + std::to_string(id) + "-" + node + ".out"));
+    std::string addr, port, world, rank, nproc, nodelist;
+    in >> addr >> port >> world >> rank >> nproc >> nodelist;
+    masters.insert(addr + ":" + port);
+    ranks.insert(rank);
+    EXPECT_EQ(world, "16");
+    EXPECT_EQ(nproc, "8");
+    EXPECT_EQ(nodelist, "node1,node2");
+  }
+  EXPECT_EQ(masters.size(), 1u);
+  EXPECT_EQ(ranks, (std::set<std::string>{"0", "1"}));
+}
+
+}  // namespace
+}  // namespace hachi::cli
