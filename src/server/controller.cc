@@ -199,6 +199,7 @@ Status Controller::Cancel(state::JobId id, const Caller& who) {
       e.kind = agent::ExitKind::kCancelled;
       e.end_time = NowSeconds();
       --info.parts_left;
+      info.ended_on.push_back(a.node);
       if (!info.worst) info.worst = e;
       continue;
     }

@@ -120,6 +120,9 @@ class Controller {
   };
   struct RunInfo {  // a running job's progress (not stored)
     int parts_left = 0;
+    // Nodes whose part has ended: an agent may report one exit twice (its report was
+    // answered but the answer lost), and a gang must not end while a part still runs.
+    std::vector<std::string> ended_on;
     std::optional<agent::JobExit> worst;  // first failing part, else the last
     bool cancel_requested = false;
     std::string cancel_reason;
