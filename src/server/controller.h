@@ -165,6 +165,8 @@ class Controller {
   std::unordered_map<state::JobId, PendingInfo> pending_info_;
   std::unique_ptr<sched::Scheduler> scheduler_;  // used with mu_ released by the loop
                                                  // thread only (cycle_mu_)
+  std::vector<sched::WorkloadClass> workload_;  // RecentWorkload, refreshed by the loop
+  Time workload_at_ = 0;
   bool dirty_ = true;
   bool stopping_ = false;
   Time wake_at_ = kNever;

@@ -39,6 +39,13 @@ void Controller::CycleLocked(std::unique_lock<std::mutex>& lock) {
   }
   const uint64_t generation = base_generation_;
   sched::ClusterState snap = BuildSnapshot(base_, image_);
+  // The workload FGD's measure weighs placements by: refreshed every half minute, not
+  // per submit, so the scheduler's fragmentation memo stays warm between cycles.
+  if (workload_.empty() || now - workload_at_ >= 30) {
+    workload_ = RecentWorkload(image_);
+    workload_at_ = now;
+  }
+  snap.workload = workload_;
   for (sched::Job& j : snap.running) {
     auto r = runs_.find(j.id);
     if (r != runs_.end()) j.preempt_kill_at = r->second.preempt_kill_at;

@@ -92,6 +92,32 @@ Result<BaseCluster> BuildBase(const state::StateImage& image,
   return base;
 }
 
+std::vector<sched::WorkloadClass> RecentWorkload(const state::StateImage& image,
+                                                 size_t last_n) {
+  std::vector<sched::WorkloadClass> classes;
+  size_t seen = 0;
+  for (auto it = image.jobs.rbegin(); it != image.jobs.rend() && seen < last_n; ++it, ++seen) {
+    const sched::JobRequest& r = it->second.req;
+    sched::WorkloadClass c;
+    c.gpus = r.GpusPerNode();
+    c.share_milli = r.gpu_share_milli;
+    c.cpus = r.cpus + r.cpus_per_gpu * c.gpus;
+    c.memory_mib = r.memory_mib + r.memory_mib_per_gpu * c.gpus;
+    c.gpu_model = r.gpu_model;
+    c.weight = 1;
+    auto same = std::find_if(classes.begin(), classes.end(), [&](const sched::WorkloadClass& x) {
+      return x.gpus == c.gpus && x.share_milli == c.share_milli && x.cpus == c.cpus &&
+             x.memory_mib == c.memory_mib && x.gpu_model == c.gpu_model;
+    });
+    if (same != classes.end()) {
+      same->weight += 1;
+    } else {
+      classes.push_back(std::move(c));
+    }
+  }
+  return classes;
+}
+
 bool IsWholeNodeJob(const sched::ClusterState& state, const sched::Job& job) {
   return job.req.exclusive ||
          (job.partition >= 0 &&

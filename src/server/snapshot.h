@@ -53,6 +53,12 @@ Result<BaseCluster> BuildBase(const state::StateImage& image,
 // Array tasks past their array's running limit are left out (they wait).
 sched::ClusterState BuildSnapshot(const BaseCluster& base, const state::StateImage& image);
 
+// The recent workload, for fragmentation-aware placement (sched/fragmentation.h, FGD):
+// the size classes of the last `last_n` jobs submitted (GPUs per node or GPU share,
+// CPUs, memory, GPU model), weighted by how often each occurs. Empty without jobs.
+std::vector<sched::WorkloadClass> RecentWorkload(const state::StateImage& image,
+                                                 size_t last_n = 1000);
+
 // Whether `job` runs on whole nodes (its partition's mode or --exclusive).
 bool IsWholeNodeJob(const sched::ClusterState& state, const sched::Job& job);
 
