@@ -4,6 +4,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <thread>
+
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
@@ -88,6 +91,16 @@ bool PortFree(const std::string& host, int port) {
   }
   ::freeaddrinfo(res);
   return free;
+}
+
+// httplib's stop() does nothing until the listen thread has marked the server running,
+// so a Stop() right after Start() would leave that thread listening and hang the join.
+// Start returns only once the server runs (or its thread ended).
+void WaitUntilRunning(const httplib::Server& s) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!s.is_running() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 }  // namespace
@@ -272,6 +285,7 @@ Status HttpServer::Start() {
                          " (in use, or not an address of this machine)");
     }
     threads_.emplace_back([this] { tcp_->listen_after_bind(); });
+    WaitUntilRunning(*tcp_);
   }
   if (!options_.unix_socket.empty()) {
     ::unlink(options_.unix_socket.c_str());  // a stale socket from a killed server
@@ -282,6 +296,7 @@ Status HttpServer::Start() {
       return Unavailable("cannot listen on the Unix socket " + options_.unix_socket);
     }
     threads_.emplace_back([this] { unix_->listen_after_bind(); });
+    WaitUntilRunning(*unix_);
   }
   return Status::Ok();
 }

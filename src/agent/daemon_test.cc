@@ -1,0 +1,249 @@
+#include "agent/daemon.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "agent/fake_launcher.h"
+#include "api/protocol_json.h"
+#include "server/http_api.h"
+#include "server/testing.h"
+
+namespace hachi::agent {
+namespace {
+
+using server::testing::kAlice;
+using server::testing::MakeSubmit;
+
+// Waits up to `ms` for `done`; true when it came.
+bool WaitFor(const std::function<bool()>& done, int ms = 5000) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+AgentOptions Options(const std::string& server, int poll_wait_ms) {
+  const api::AgentRegistration reg = server::testing::MakeAgent("n1");
+  AgentOptions o;
+  o.server = server;
+  o.node = reg.node;
+  o.address = "127.0.0.1";
+  o.topology_json = reg.topology_json;
+  o.cpus = reg.cpus;
+  o.memory_mib = reg.memory_mib;
+  o.poll_wait_ms = poll_wait_ms;
+  return o;
+}
+
+// An AgentDaemon whose launcher is a FakeLauncher the test can reach.
+struct Agent {
+  explicit Agent(AgentOptions o)
+      : daemon(std::move(o), [this](ExitCallback cb) {
+          auto l = std::make_unique<FakeLauncher>(std::move(cb));
+          launcher = l.get();
+          return l;
+        }) {}
+  FakeLauncher* launcher = nullptr;  // owned by the daemon
+  AgentDaemon daemon;
+};
+
+// ---- Against the real server (Controller + HttpServer in this process) ----
+
+class DaemonTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server::ControllerOptions o;
+    o.cycle_interval_ms = 20;
+    Result<std::unique_ptr<server::Controller>> c =
+        server::Controller::Create(o, state::NewMemoryStore());
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    controller_ = std::move(*c);
+    controller_->Start();
+    server::HttpOptions h;
+    h.listen = "127.0.0.1:0";
+    h.threads = 8;
+    http_ = std::make_unique<server::HttpServer>(controller_.get(), h);
+    ASSERT_TRUE(http_->Start().ok());
+  }
+  void TearDown() override {
+    agent_.reset();
+    controller_->Stop();
+    http_->Stop();
+  }
+  state::JobState StateOf(state::JobId id) { return controller_->Job(id)->state; }
+
+  std::unique_ptr<server::Controller> controller_;
+  std::unique_ptr<server::HttpServer> http_;
+  std::unique_ptr<Agent> agent_;
+};
+
+TEST_F(DaemonTest, RegistersRunsAndReportsAJob) {
+  agent_ = std::make_unique<Agent>(Options(http_->url(), 2000));
+  ASSERT_TRUE(agent_->daemon.Start().ok());
+  ASSERT_TRUE(WaitFor([&] { return agent_->daemon.registered(); }));
+  Result<std::vector<state::JobId>> ids =
+      controller_->Submit(MakeSubmit().Gpus(4).Time(90), kAlice);
+  ASSERT_TRUE(ids.ok()) << ids.status().ToString();
+  const state::JobId id = ids->front();
+  FakeLauncher& fake = *agent_->launcher;
+  ASSERT_TRUE(WaitFor([&] { return fake.launches().size() == 1; }));
+  const LaunchSpec l = fake.launches()[0];
+  EXPECT_EQ(l.job, id);
+  EXPECT_EQ(l.gpus.size(), 4);
+  EXPECT_EQ(l.time_limit, 90);
+  EXPECT_EQ(l.node_addresses, std::vector<std::string>{"127.0.0.1"});
+  EXPECT_EQ(StateOf(id), state::JobState::kRunning);
+  ASSERT_TRUE(fake.Finish(id, 0));
+  ASSERT_TRUE(WaitFor([&] { return StateOf(id) == state::JobState::kCompleted; }));
+
+  // A cancel reaches the launcher and ends the job as cancelled.
+  const state::JobId second = controller_->Submit(MakeSubmit().Gpus(1), kAlice)->front();
+  ASSERT_TRUE(WaitFor([&] { return fake.launches().size() == 2; }));
+  ASSERT_TRUE(controller_->Cancel(second, kAlice).ok());
+  ASSERT_TRUE(WaitFor([&] { return StateOf(second) == state::JobState::kCancelled; }));
+  ASSERT_EQ(fake.cancels().size(), 1u);
+  EXPECT_EQ(fake.cancels()[0].first, second);
+}
+
+TEST_F(DaemonTest, StopReturnsPromptlyDuringALongPoll) {
+  agent_ = std::make_unique<Agent>(Options(http_->url(), 20000));
+  ASSERT_TRUE(agent_->daemon.Start().ok());
+  ASSERT_TRUE(WaitFor([&] { return agent_->daemon.registered(); }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // now in the poll
+  const auto t0 = std::chrono::steady_clock::now();
+  agent_->daemon.Stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(1000));
+}
+
+// ---- Against a scripted server: what the daemon does with a given answer ----
+
+class ScriptedServer {
+ public:
+  ScriptedServer() {
+    const std::string p = api::kApiPrefix;
+    server_.Post(p + "/agents/register",
+                 [this](const httplib::Request& req, httplib::Response& res) {
+                   std::lock_guard<std::mutex> lock(mu_);
+                   registrations_.push_back(*api::AgentRegistrationFromJson(req.body));
+                   res.set_content("{\"ok\":true}", "application/json");
+                 });
+    server_.Get(p + R"(/agents/([^/]+)/work)",
+                [this](const httplib::Request&, httplib::Response& res) {
+                  api::AgentWork w;
+                  {
+                    std::lock_guard<std::mutex> lock(mu_);
+                    if (!work_.empty()) {
+                      w = work_.front();
+                      work_.pop_front();
+                    }
+                  }
+                  if (w.launch.empty() && w.cancel.empty()) {
+                    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+                  }
+                  res.set_content(api::AgentWorkToJson(w), "application/json");
+                });
+    server_.Post(p + R"(/agents/([^/]+)/exits)",
+                 [this](const httplib::Request& req, httplib::Response& res) {
+                   Result<std::vector<JobExit>> r = api::JobExitsFromJson(req.body);
+                   if (!r.ok()) {
+                     res.status = 400;
+                     return;
+                   }
+                   std::lock_guard<std::mutex> lock(mu_);
+                   for (size_t i = 0; i < r->size(); ++i) exits_.push_back((*r)[i]);
+                   res.set_content("{\"ok\":true}", "application/json");
+                 });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    WaitFor([&] { return server_.is_running(); });
+  }
+  ~ScriptedServer() {
+    server_.stop();
+    thread_.join();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  void Send(api::AgentWork w) {
+    std::lock_guard<std::mutex> lock(mu_);
+    work_.push_back(std::move(w));
+  }
+  std::vector<JobExit> exits() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return exits_;
+  }
+  std::vector<api::AgentRegistration> registrations() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return registrations_;
+  }
+
+ private:
+  httplib::Server server_;
+  int port_ = 0;
+  std::thread thread_;
+  mutable std::mutex mu_;
+  std::deque<api::AgentWork> work_;
+  std::vector<JobExit> exits_;
+  std::vector<api::AgentRegistration> registrations_;
+};
+
+LaunchSpec Launch(state::JobId id, Time start_time) {
+  LaunchSpec l;
+  l.job = id;
+  l.node = "n1";
+  l.gpus = GpuSet::FromIndices({0});
+  l.start_time = start_time;
+  return l;
+}
+
+TEST(DaemonScripted, RepeatedLaunchIsReportedAgainNotLaunched) {
+  ScriptedServer server;
+  Agent agent(Options(server.url(), 1000));
+  ASSERT_TRUE(agent.daemon.Start().ok());
+  server.Send(api::AgentWork{{Launch(7, 1000)}, {}, false});
+  ASSERT_TRUE(WaitFor([&] { return agent.launcher->launches().size() == 1; }));
+  // Sent again while it runs: ignored.
+  server.Send(api::AgentWork{{Launch(7, 1000)}, {}, false});
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(agent.launcher->launches().size(), 1u);
+  EXPECT_TRUE(server.exits().empty());
+
+  ASSERT_TRUE(agent.launcher->Finish(7, 3));
+  ASSERT_TRUE(WaitFor([&] { return server.exits().size() == 1; }));
+  // Sent again after it ended (the server lost the report): the exit, again.
+  server.Send(api::AgentWork{{Launch(7, 1000)}, {}, false});
+  ASSERT_TRUE(WaitFor([&] { return server.exits().size() == 2; }));
+  EXPECT_EQ(server.exits()[1].job, 7);
+  EXPECT_EQ(server.exits()[1].exit_code, 3);
+  EXPECT_EQ(agent.launcher->launches().size(), 1u) << "never launched twice";
+
+  // The same job requeued and started again (a later start): a new run, launched.
+  server.Send(api::AgentWork{{Launch(7, 2000)}, {}, false});
+  ASSERT_TRUE(WaitFor([&] { return agent.launcher->launches().size() == 2; }));
+  EXPECT_EQ(agent.launcher->launches()[1].start_time, 2000);
+  agent.daemon.Stop();
+  EXPECT_EQ(server.registrations().size(), 1u);
+  EXPECT_EQ(server.registrations()[0].node, "n1");
+}
+
+TEST(DaemonScripted, ReregistersWhenTold) {
+  ScriptedServer server;
+  Agent agent(Options(server.url(), 1000));
+  ASSERT_TRUE(agent.daemon.Start().ok());
+  server.Send(api::AgentWork{{Launch(9, 1000)}, {}, false});
+  ASSERT_TRUE(WaitFor([&] { return agent.launcher->launches().size() == 1; }));
+  server.Send(api::AgentWork{{}, {}, true});
+  ASSERT_TRUE(WaitFor([&] { return server.registrations().size() == 2; }));
+  EXPECT_EQ(server.registrations()[1].running, std::vector<state::JobId>{9});
+  EXPECT_EQ(server.registrations()[0].agent_started,
+            server.registrations()[1].agent_started);
+}
+
+}  // namespace
+}  // namespace hachi::agent

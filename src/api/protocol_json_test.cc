@@ -1,0 +1,342 @@
+#include "api/protocol_json.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "state/testing.h"
+
+namespace hachi::api {
+namespace {
+
+using nlohmann::json;
+
+// ---- Fixtures: every field away from its default, so a dropped field shows ----
+
+SubmitRequest FullSubmit() {
+  const state::JobRecord job = state::testing::FullJob(12);
+  SubmitRequest r;
+  r.req = job.req;
+  r.spec = job.spec;
+  r.hold = true;
+  r.array_tasks = {1, 3, 5, 100};
+  r.array_max_running = 2;
+  return r;
+}
+
+AgentRegistration FullRegistration() {
+  AgentRegistration r;
+  r.node = "gpu-07";
+  r.address = "10.1.2.3";
+  r.topology_json = R"({"gpus":[{"index":0}],"links":[]})";
+  r.cpus = 128;
+  r.memory_mib = int64_t{2} << 20;
+  r.agent_started = 1700000123;
+  r.instance = "5f3a9c0e12ab34cd56ef7890";
+  r.running = {4, 5};
+  r.finished = {1, 2, 3};
+  return r;
+}
+
+agent::LaunchSpec FullLaunch(state::JobId id, int rank) {
+  agent::LaunchSpec l;
+  l.job = id;
+  l.spec = state::testing::FullJob(id).spec;
+  l.user = "alice";
+  l.partition = "gpu8";
+  l.node = rank == 0 ? "n1" : "n2";
+  l.gpus = GpuSet::FromIndices({0, 2, 5});
+  l.cpus = 24;
+  l.memory_mib = 65536;
+  l.share_milli = 250;
+  l.gpu_memory_mib = 8192;
+  l.nodelist = {"n1", "n2"};
+  l.node_addresses = {"10.0.0.1", "10.0.0.2"};
+  l.node_rank = rank;
+  l.master_port = 29512;
+  l.gpus_per_node = 3;
+  l.time_limit = 3600;
+  l.kill_grace = 15;
+  l.start_time = 1700000200;
+  return l;
+}
+
+std::vector<agent::JobExit> FullExits() {
+  using agent::ExitKind;
+  return {{7, ExitKind::kExited, 3, 0, "", 1700000300},
+          {8, ExitKind::kSignaled, 0, 9, "", 1700000301},
+          {9, ExitKind::kTimeLimit, 0, 15, "", 1700000302},
+          {10, ExitKind::kCancelled, 0, 15, "", 1700000303},
+          {11, ExitKind::kOutOfMemory, 0, 9, "", 1700000304},
+          {12, ExitKind::kLaunchFailed, 0, 0, "exec x: No such file", 1700000305}};
+}
+
+// ---- Round trips: encode, decode, encode again gives the same text ----
+
+TEST(ProtocolJson, SubmitRoundTrip) {
+  const SubmitRequest r = FullSubmit();
+  const std::string text = SubmitRequestToJson(r);
+  Result<SubmitRequest> back = SubmitRequestFromJson(text);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(SubmitRequestToJson(*back), text);
+  EXPECT_TRUE(back->hold);
+  EXPECT_EQ(back->array_tasks, (std::vector<int>{1, 3, 5, 100}));
+  EXPECT_EQ(back->array_max_running, 2);
+  EXPECT_EQ(back->req.gpus_per_node, 4);
+  EXPECT_EQ(back->req.dependencies.size(), 2u);
+  EXPECT_EQ(back->spec.env[1].second, "a=b");
+  EXPECT_TRUE(back->spec.requeue);
+}
+
+TEST(ProtocolJson, SubmitMinimal) {
+  Result<SubmitRequest> r = SubmitRequestFromJson(R"({"req":{"gpus":2}})");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->req.gpus, 2);
+  EXPECT_FALSE(r->hold);
+  EXPECT_TRUE(r->array_tasks.empty());
+  EXPECT_EQ(r->array_max_running, 0);
+}
+
+TEST(ProtocolJson, RegistrationRoundTrip) {
+  const AgentRegistration r = FullRegistration();
+  const std::string text = AgentRegistrationToJson(r);
+  Result<AgentRegistration> back = AgentRegistrationFromJson(text);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(AgentRegistrationToJson(*back), text);
+  EXPECT_EQ(back->node, "gpu-07");
+  EXPECT_EQ(back->address, "10.1.2.3");
+  EXPECT_EQ(json::parse(back->topology_json), json::parse(r.topology_json));
+  EXPECT_EQ(back->cpus, 128);
+  EXPECT_EQ(back->memory_mib, int64_t{2} << 20);
+  EXPECT_EQ(back->agent_started, 1700000123);
+  EXPECT_EQ(back->instance, "5f3a9c0e12ab34cd56ef7890");
+  EXPECT_EQ(back->running, (std::vector<state::JobId>{4, 5}));
+  EXPECT_EQ(back->finished, (std::vector<state::JobId>{1, 2, 3}));
+}
+
+TEST(ProtocolJson, WorkRoundTrip) {
+  AgentWork w;
+  w.launch = {FullLaunch(31, 0), FullLaunch(31, 1)};
+  w.cancel = {4, 9};
+  w.reregister = true;
+  const std::string text = AgentWorkToJson(w);
+  Result<AgentWork> back = AgentWorkFromJson(text);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(AgentWorkToJson(*back), text);
+  ASSERT_EQ(back->launch.size(), 2u);
+  const agent::LaunchSpec& l = back->launch[1];
+  EXPECT_EQ(l.job, 31);
+  EXPECT_EQ(l.node, "n2");
+  EXPECT_EQ(l.gpus, GpuSet::FromIndices({0, 2, 5}));
+  EXPECT_EQ(l.cpus, 24);
+  EXPECT_EQ(l.memory_mib, 65536);
+  EXPECT_EQ(l.share_milli, 250);
+  EXPECT_EQ(l.gpu_memory_mib, 8192);
+  EXPECT_EQ(l.nodelist, (std::vector<std::string>{"n1", "n2"}));
+  EXPECT_EQ(l.node_addresses, (std::vector<std::string>{"10.0.0.1", "10.0.0.2"}));
+  EXPECT_EQ(l.node_rank, 1);
+  EXPECT_EQ(l.master_port, 29512);
+  EXPECT_EQ(l.gpus_per_node, 3);
+  EXPECT_EQ(l.time_limit, 3600);
+  EXPECT_EQ(l.kill_grace, 15);
+  EXPECT_EQ(l.start_time, 1700000200);
+  EXPECT_EQ(l.user, "alice");
+  EXPECT_EQ(l.partition, "gpu8");
+  EXPECT_EQ(l.spec.argv, state::testing::FullJob(31).spec.argv);
+  EXPECT_EQ(back->cancel, (std::vector<state::JobId>{4, 9}));
+  EXPECT_TRUE(back->reregister);
+}
+
+TEST(ProtocolJson, EmptyWork) {
+  Result<AgentWork> w = AgentWorkFromJson(AgentWorkToJson(AgentWork{}));
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  EXPECT_TRUE(w->launch.empty());
+  EXPECT_TRUE(w->cancel.empty());
+  EXPECT_FALSE(w->reregister);
+}
+
+TEST(ProtocolJson, ExitsRoundTripEveryKind) {
+  const std::vector<agent::JobExit> exits = FullExits();
+  const std::string text = JobExitsToJson(exits);
+  Result<std::vector<agent::JobExit>> back = JobExitsFromJson(text);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(JobExitsToJson(*back), text);
+  ASSERT_EQ(back->size(), exits.size());
+  for (size_t i = 0; i < exits.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ((*back)[i].job, exits[i].job);
+    EXPECT_EQ((*back)[i].kind, exits[i].kind);
+    EXPECT_EQ((*back)[i].exit_code, exits[i].exit_code);
+    EXPECT_EQ((*back)[i].signal, exits[i].signal);
+    EXPECT_EQ((*back)[i].message, exits[i].message);
+    EXPECT_EQ((*back)[i].end_time, exits[i].end_time);
+  }
+  EXPECT_EQ(json::parse(text)["exits"][2]["kind"], "time_limit");
+}
+
+// ---- Strict decoding: every error names what is wrong ----
+
+enum class Message { kSubmit, kRegister, kWork, kExits };
+
+struct BadCase {
+  const char* name;
+  Message message;
+  const char* text;
+  const char* error;  // a substring of the message
+};
+
+Status Decode(Message m, std::string_view text) {
+  switch (m) {
+    case Message::kSubmit:
+      return SubmitRequestFromJson(text).status();
+    case Message::kRegister:
+      return AgentRegistrationFromJson(text).status();
+    case Message::kWork:
+      return AgentWorkFromJson(text).status();
+    case Message::kExits:
+      return JobExitsFromJson(text).status();
+  }
+  return Status::Ok();
+}
+
+class DecodeErrorTest : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(DecodeErrorTest, RefusedNamingTheField) {
+  const BadCase& c = GetParam();
+  const Status s = Decode(c.message, c.text);
+  ASSERT_FALSE(s.ok()) << c.text;
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find(c.error), std::string::npos) << s.message();
+}
+
+constexpr const char* kTopo = R"("topology":{"gpus":[]})";
+
+INSTANTIATE_TEST_SUITE_P(
+    All, DecodeErrorTest,
+    ::testing::Values(
+        BadCase{"SubmitNotJson", Message::kSubmit, "{\"req\":", "not valid JSON"},
+        BadCase{"SubmitEmptyBody", Message::kSubmit, "", "not valid JSON"},
+        BadCase{"SubmitNotObject", Message::kSubmit, "[1,2]", "expected an object"},
+        BadCase{"SubmitNoReq", Message::kSubmit, "{}", "'req'"},
+        BadCase{"SubmitUnknownField", Message::kSubmit, R"({"req":{},"priority":3})",
+                "unknown field 'priority'"},
+        BadCase{"SubmitUnknownReqField", Message::kSubmit, R"({"req":{"gpuz":1}})",
+                "gpuz"},
+        BadCase{"SubmitGpusString", Message::kSubmit, R"({"req":{"gpus":"2"}})",
+                "submit.req.gpus"},
+        BadCase{"SubmitHoldNotBool", Message::kSubmit, R"({"req":{},"hold":1})",
+                "submit.hold: expected a boolean"},
+        BadCase{"SubmitTasksNotArray", Message::kSubmit, R"({"req":{},"array_tasks":3})",
+                "submit.array_tasks: expected an array"},
+        BadCase{"SubmitTasksNotIntegers", Message::kSubmit,
+                R"({"req":{},"array_tasks":[1,"2"]})", "submit.array_tasks"},
+        BadCase{"SubmitNegativeMaxRunning", Message::kSubmit,
+                R"({"req":{},"array_tasks":[1],"array_max_running":-1})",
+                "array_max_running: must not be negative"},
+        BadCase{"SubmitMaxRunningOutOfRange", Message::kSubmit,
+                R"({"req":{},"array_max_running":99999999999})", "out of range"},
+        BadCase{"SubmitSpecWrongType", Message::kSubmit,
+                R"({"req":{},"spec":{"argv":"ls"}})", "submit.spec.argv"},
+        BadCase{"RegisterNoTopology", Message::kRegister, R"({"node":"n1"})",
+                "register.topology"},
+        BadCase{"RegisterTopologyNotObject", Message::kRegister,
+                R"({"node":"n1","topology":"x"})", "register.topology"},
+        BadCase{"RegisterUnknownField", Message::kRegister,
+                R"({"node":"n1","gpus":8,"topology":{}})", "unknown field 'gpus'"},
+        BadCase{"RegisterCpusString", Message::kRegister,
+                R"({"node":"n1","cpus":"8","topology":{}})",
+                "register.cpus: expected an integer, got string"},
+        BadCase{"RegisterRunningNotIntegers", Message::kRegister,
+                R"({"node":"n1","topology":{},"running":[1.5]})", "register.running"},
+        BadCase{"RegisterNodeNotString", Message::kRegister,
+                R"({"node":7,"topology":{}})", "register.node: expected a string"},
+        BadCase{"WorkUnknownField", Message::kWork, R"({"launch":[],"stop":true})",
+                "unknown field 'stop'"},
+        BadCase{"WorkLaunchNotArray", Message::kWork, R"({"launch":{}})",
+                "work.launch: expected an array"},
+        BadCase{"WorkLaunchUnknownField", Message::kWork,
+                R"({"launch":[{"job":1},{"job":2,"rank":1}]})",
+                "work.launch[1]: unknown field 'rank'"},
+        BadCase{"WorkLaunchBadGpus", Message::kWork,
+                R"({"launch":[{"job":1,"gpus":"x"}]})", "work.launch[0].gpus"},
+        BadCase{"WorkLaunchNodelistNotStrings", Message::kWork,
+                R"({"launch":[{"job":1,"nodelist":[1]}]})", "work.launch[0].nodelist"},
+        BadCase{"WorkReregisterNotBool", Message::kWork, R"({"reregister":"yes"})",
+                "work.reregister"},
+        BadCase{"ExitsMissing", Message::kExits, "{}", "exits: expected an array"},
+        BadCase{"ExitsUnknownKind", Message::kExits,
+                R"({"exits":[{"job":1,"kind":"oops"}]})",
+                "exits[0].kind: unknown exit kind 'oops'"},
+        BadCase{"ExitsUnknownField", Message::kExits,
+                R"({"exits":[{"job":1},{"job":2,"code":1}]})",
+                "exits[1]: unknown field 'code'"},
+        BadCase{"ExitsCodeString", Message::kExits,
+                R"({"exits":[{"job":1,"exit_code":"1"}]})",
+                "exits[0].exit_code: expected an integer"},
+        BadCase{"ExitsNotObject", Message::kExits, R"({"exits":[3]})",
+                "exits[0]: expected an object"},
+        BadCase{"ExitsTopUnknown", Message::kExits, R"({"exits":[],"node":"n1"})",
+                "unknown field 'node'"}),
+    [](const ::testing::TestParamInfo<BadCase>& p) { return p.param.name; });
+
+TEST(ProtocolJson, RegistrationTopologyGivenAsObject) {
+  const std::string text = std::string(R"({"node":"n1",)") + kTopo + "}";
+  Result<AgentRegistration> r = AgentRegistrationFromJson(text);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(json::parse(r->topology_json), json::parse(R"({"gpus":[]})"));
+}
+
+// ---- Errors: the envelope and HTTP statuses ----
+
+struct CodeCase {
+  const char* name;
+  StatusCode code;
+  int http;
+  const char* slug;
+};
+
+class StatusMappingTest : public ::testing::TestWithParam<CodeCase> {};
+
+TEST_P(StatusMappingTest, EnvelopeAndHttpStatus) {
+  const CodeCase& c = GetParam();
+  EXPECT_EQ(HttpStatusFor(c.code), c.http);
+  EXPECT_EQ(StatusCodeSlug(c.code), c.slug);
+  if (c.code == StatusCode::kOk) return;
+  const Status s(c.code, "job 7: \"quoted\" message");
+  const std::string body = ErrorToJson(s);
+  const json j = json::parse(body);
+  EXPECT_EQ(j["error"]["code"], c.slug);
+  EXPECT_EQ(j["error"]["message"], s.message());
+  // And back: the client sees the code and the message.
+  const Status back = StatusFromError(c.http, body);
+  EXPECT_EQ(back.code(), c.code);
+  EXPECT_EQ(back.message(), s.message());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    All, StatusMappingTest,
+    ::testing::Values(
+        CodeCase{"Ok", StatusCode::kOk, 200, "ok"},
+        CodeCase{"InvalidArgument", StatusCode::kInvalidArgument, 400,
+                 "invalid_argument"},
+        CodeCase{"NotFound", StatusCode::kNotFound, 404, "not_found"},
+        CodeCase{"Unsatisfiable", StatusCode::kUnsatisfiable, 422, "unsatisfiable"},
+        CodeCase{"Busy", StatusCode::kBusy, 409, "busy"},
+        CodeCase{"Unavailable", StatusCode::kUnavailable, 503, "unavailable"},
+        CodeCase{"Internal", StatusCode::kInternal, 500, "internal"}),
+    [](const ::testing::TestParamInfo<CodeCase>& p) { return p.param.name; });
+
+TEST(ProtocolJson, StatusFromErrorWithoutEnvelope) {
+  const Status s = StatusFromError(502, "<html>bad gateway</html>");
+  EXPECT_EQ(s.code(), StatusCode::kInternal);
+  EXPECT_NE(s.message().find("HTTP 502"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("bad gateway"), std::string::npos) << s.message();
+  EXPECT_EQ(StatusFromError(413, "").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(StatusFromError(404, R"({"error":"x"})").code(), StatusCode::kNotFound);
+  EXPECT_EQ(StatusFromError(404, "").message(), "HTTP 404");
+}
+
+}  // namespace
+}  // namespace hachi::api

@@ -1,0 +1,560 @@
+#include "server/controller.h"
+
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+#include <rapidcheck/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <thread>
+
+#include "server/testing.h"
+#include "topo/topology_testing.h"
+
+namespace hachi::server {
+namespace {
+
+using agent::ExitKind;
+using sched::DependencyKind;
+using state::JobState;
+using testing::Harness;
+using testing::kAlice;
+using testing::MakeAgent;
+using testing::MakeSubmit;
+
+bool Has(const std::vector<state::JobId>& v, state::JobId id) {
+  return std::find(v.begin(), v.end(), id) != v.end();
+}
+
+// ---- One job's life ----
+
+TEST(Controller, SubmitCycleLaunchComplete) {
+  Harness h;
+  h.Register("n1");
+  const state::JobId id = h.Submit(MakeSubmit().Gpus(4).Time(120));
+  ASSERT_NE(id, 0);
+  EXPECT_EQ(h.StateOf(id), JobState::kPending);
+  h->RunCycle();
+  const state::JobRecord job = h.Job(id);
+  ASSERT_EQ(job.state, JobState::kRunning);
+  ASSERT_EQ(job.allocations.size(), 1u);
+  EXPECT_EQ(job.allocations[0].node, "n1");
+  EXPECT_EQ(job.allocations[0].gpus.size(), 4);
+
+  const AgentWork work = h.Work("n1");
+  ASSERT_EQ(work.launch.size(), 1u);
+  const agent::LaunchSpec& l = work.launch[0];
+  EXPECT_EQ(l.job, id);
+  EXPECT_EQ(l.node, "n1");
+  EXPECT_EQ(l.gpus, job.allocations[0].gpus);
+  EXPECT_EQ(l.cpus, job.allocations[0].cpus);
+  EXPECT_EQ(l.nodelist, std::vector<std::string>{"n1"});
+  EXPECT_EQ(l.node_addresses, std::vector<std::string>{MakeAgent("n1").address});
+  EXPECT_EQ(l.node_rank, 0);
+  EXPECT_EQ(l.master_port, 29500 + static_cast<int>(id % 1000));
+  EXPECT_EQ(l.gpus_per_node, 4);
+  EXPECT_EQ(l.time_limit, 120);
+  EXPECT_EQ(l.kill_grace, ControllerOptions{}.kill_grace);
+  EXPECT_EQ(l.start_time, job.start_time);
+  EXPECT_EQ(l.user, "alice");
+  EXPECT_EQ(l.spec.uid, 1000u);
+  EXPECT_EQ(l.spec.argv, std::vector<std::string>{"/bin/true"});
+  EXPECT_TRUE(h.Work("n1").launch.empty()) << "a launch is delivered once";
+
+  h.Exit("n1", id, 0);
+  const state::JobRecord done = h.Job(id);
+  EXPECT_EQ(done.state, JobState::kCompleted);
+  EXPECT_EQ(done.exit_code, 0);
+  EXPECT_TRUE(done.reason.empty()) << done.reason;
+}
+
+struct EndCase {
+  const char* name;
+  ExitKind kind;
+  int code;
+  JobState state;
+  const char* reason;
+};
+
+class JobEndTest : public ::testing::TestWithParam<EndCase> {};
+
+TEST_P(JobEndTest, ExitReportEndsTheJob) {
+  const EndCase& c = GetParam();
+  Harness h;
+  h.Register("n1");
+  const state::JobId id = h.Submit(MakeSubmit().Gpus(2).Time(60));
+  h->RunCycle();
+  ASSERT_EQ(h.Work("n1").launch.size(), 1u);
+  h.Exit("n1", id, c.code, c.kind);
+  const state::JobRecord job = h.Job(id);
+  EXPECT_EQ(job.state, c.state);
+  EXPECT_NE(job.reason.find(c.reason), std::string::npos) << job.reason;
+  // The GPUs are free again: an 8-GPU job starts.
+  const state::JobId next = h.Submit(MakeSubmit().Gpus(8));
+  h->RunCycle();
+  EXPECT_EQ(h.StateOf(next), JobState::kRunning);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    All, JobEndTest,
+    ::testing::Values(
+        EndCase{"ExitZero", ExitKind::kExited, 0, JobState::kCompleted, ""},
+        EndCase{"ExitThree", ExitKind::kExited, 3, JobState::kFailed, "exit code 3"},
+        EndCase{"TimeLimit", ExitKind::kTimeLimit, 0, JobState::kTimeout,
+                "time limit 1m"},
+        EndCase{"Signaled", ExitKind::kSignaled, 0, JobState::kFailed, "signal"},
+        EndCase{"OutOfMemory", ExitKind::kOutOfMemory, 0, JobState::kOutOfMemory,
+                "out of memory"},
+        EndCase{"LaunchFailed", ExitKind::kLaunchFailed, 0, JobState::kFailed,
+                "launch failed"}),
+    [](const ::testing::TestParamInfo<EndCase>& p) { return p.param.name; });
+
+TEST(Controller, CancelPendingEndsAtOnce) {
+  Harness h;  // no node: the job stays pending
+  Result<std::vector<state::JobId>> ids = h->Submit(MakeSubmit(), kAlice);
+  ASSERT_FALSE(ids.ok()) << "no node at all: unsatisfiable";
+  h.Register("n1");
+  const state::JobId id = h.Submit(MakeSubmit().Hold());
+  ASSERT_TRUE(h->Cancel(id, kAlice).ok());
+  const state::JobRecord job = h.Job(id);
+  EXPECT_EQ(job.state, JobState::kCancelled);
+  EXPECT_NE(job.reason.find("alice"), std::string::npos) << job.reason;
+  EXPECT_EQ(h->Cancel(id, kAlice).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(h->Cancel(999, kAlice).code(), StatusCode::kNotFound);
+}
+
+TEST(Controller, CancelRunningWaitsForTheAgent) {
+  Harness h;
+  h.Register("n1");
+  const state::JobId id = h.Submit(MakeSubmit().Gpus(1));
+  h->RunCycle();
+  ASSERT_EQ(h.Work("n1").launch.size(), 1u);
+  ASSERT_TRUE(h->Cancel(id, kAlice).ok());
+  EXPECT_EQ(h.StateOf(id), JobState::kRunning);
+  EXPECT_EQ(h.Work("n1").cancel, std::vector<state::JobId>{id});
+  EXPECT_TRUE(h->Cancel(id, kAlice).ok()) << "a second cancel is a no-op";
+  h.Exit("n1", id, 0, ExitKind::kCancelled);
+  const state::JobRecord job = h.Job(id);
+  EXPECT_EQ(job.state, JobState::kCancelled);
+  EXPECT_NE(job.reason.find("cancelled by alice"), std::string::npos) << job.reason;
+}
+
+TEST(Controller, CancelBeforeDeliveryDropsTheLaunch) {
+  Harness h;
+  h.Register("n1");
+  const state::JobId id = h.Submit(MakeSubmit().Gpus(1));
+  h->RunCycle();
+  ASSERT_TRUE(h->Cancel(id, kAlice).ok());
+  EXPECT_EQ(h.StateOf(id), JobState::kCancelled);
+  const AgentWork w = h.Work("n1");
+  EXPECT_TRUE(w.launch.empty());
+  EXPECT_TRUE(w.cancel.empty());
+}
+
+TEST(Controller, HoldAndRelease) {
+  Harness h;
+  h.Register("n1");
+  const state::JobId id = h.Submit(MakeSubmit().Hold());
+  EXPECT_TRUE(h.Job(id).held);
+  h->RunCycle();
+  EXPECT_EQ(h.StateOf(id), JobState::kPending);
+  EXPECT_TRUE(h.Work("n1").launch.empty());
+  ASSERT_TRUE(h->Hold(id, false, kAlice).ok());
+  h->RunCycle();
+  EXPECT_EQ(h.StateOf(id), JobState::kRunning);
+  EXPECT_EQ(h->Hold(id, true, kAlice).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(h->Hold(77, true, kAlice).code(), StatusCode::kNotFound);
+
+  const state::JobId other = h.Submit(MakeSubmit());
+  ASSERT_TRUE(h->Hold(other, true, kAlice).ok());
+  h->RunCycle();
+  EXPECT_EQ(h.StateOf(other), JobState::kPending);
+}
+
+// ---- Gangs ----
+
+TEST(Controller, GangGetsOneLaunchPerNode) {
+  Harness h;
+  h.Register("n1");
+  h.Register("n2");
+  const state::JobId id = h.Submit(MakeSubmit().Gang(2, 8));
+  h->RunCycle();
+  ASSERT_EQ(h.StateOf(id), JobState::kRunning);
+  const AgentWork w1 = h.Work("n1");
+  const AgentWork w2 = h.Work("n2");
+  ASSERT_EQ(w1.launch.size(), 1u);
+  ASSERT_EQ(w2.launch.size(), 1u);
+  const agent::LaunchSpec& a = w1.launch[0];
+  const agent::LaunchSpec& b = w2.launch[0];
+  EXPECT_EQ(a.nodelist, b.nodelist);
+  EXPECT_EQ(a.node_addresses, b.node_addresses);
+  EXPECT_EQ(a.master_port, b.master_port);
+  EXPECT_EQ(a.nodelist.size(), 2u);
+  EXPECT_EQ(std::set<int>({a.node_rank, b.node_rank}), std::set<int>({0, 1}));
+  EXPECT_EQ(a.nodelist[a.node_rank], "n1");
+  EXPECT_EQ(b.nodelist[b.node_rank], "n2");
+  EXPECT_EQ(a.gpus, GpuSet::FirstN(8));
+  EXPECT_EQ(a.gpus_per_node, 8);
+
+  h.Exit("n1", id, 0);
+  EXPECT_EQ(h.StateOf(id), JobState::kRunning) << "one part still runs";
+  h.Exit("n1", id, 0);  // the same part reported twice (a lost acknowledgement)
+  EXPECT_EQ(h.StateOf(id), JobState::kRunning) << "a repeated report counts once";
+  h.Exit("n2", id, 0);
+  EXPECT_EQ(h.StateOf(id), JobState::kCompleted);
+}
+
+TEST(Controller, FailingGangPartCancelsTheOthers) {
+  Harness h;
+  h.Register("n1");
+  h.Register("n2");
+  const state::JobId id = h.Submit(MakeSubmit().Gang(2, 8));
+  h->RunCycle();
+  ASSERT_EQ(h.Work("n1").launch.size(), 1u);
+  ASSERT_EQ(h.Work("n2").launch.size(), 1u);
+  h.Exit("n2", id, 2);
+  EXPECT_EQ(h.StateOf(id), JobState::kRunning);
+  EXPECT_EQ(h.Work("n1").cancel, std::vector<state::JobId>{id});
+  EXPECT_TRUE(h.Work("n2").cancel.empty());
+  h.Exit("n1", id, 0, ExitKind::kCancelled);
+  const state::JobRecord job = h.Job(id);
+  EXPECT_EQ(job.state, JobState::kFailed);
+  EXPECT_EQ(job.reason, "exit code 2");
+}
+
+// ---- Submit checks, dependencies, arrays ----
+
+TEST(Controller, UnsatisfiableSubmitIsRefusedAndNotStored) {
+  Harness h;
+  h.Register("n1");
+  Result<std::vector<state::JobId>> r = h->Submit(MakeSubmit().Gpus(9), kAlice);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnsatisfiable);
+  EXPECT_NE(r.status().message().find("9"), std::string::npos) << r.status().message();
+  EXPECT_TRUE(h->Jobs(true).empty());
+  Result<std::vector<state::JobId>> dep =
+      h->Submit(MakeSubmit().After(DependencyKind::kAfterOk, 42), kAlice);
+  EXPECT_EQ(dep.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(h->Jobs(true).empty());
+}
+
+TEST(Controller, Dependencies) {
+  Harness h;
+  h.Register("n1");
+  const state::JobId a = h.Submit(MakeSubmit().Gpus(8));
+  h->RunCycle();
+  ASSERT_EQ(h.Work("n1").launch.size(), 1u);
+  const state::JobId ok = h.Submit(MakeSubmit().After(DependencyKind::kAfterOk, a));
+  const state::JobId any = h.Submit(MakeSubmit().After(DependencyKind::kAfterAny, a));
+  h->RunCycle();
+  EXPECT_EQ(h.StateOf(ok), JobState::kPending);
+  EXPECT_EQ(h.StateOf(any), JobState::kPending);
+  h.Exit("n1", a, 1);
+  ASSERT_EQ(h.StateOf(a), JobState::kFailed);
+  for (int i = 0; i < 3; ++i) h->RunCycle();
+  EXPECT_EQ(h.StateOf(ok), JobState::kPending) << "afterok on a failed job never runs";
+  EXPECT_EQ(h.StateOf(any), JobState::kRunning);
+  ASSERT_TRUE(h->Pending(ok).has_value());
+  EXPECT_FALSE(h->Pending(ok)->reason.empty());
+}
+
+TEST(Controller, ArrayNeverExceedsItsRunningLimit) {
+  Harness h;
+  h.Register("n1");
+  Result<std::vector<state::JobId>> ids =
+      h->Submit(MakeSubmit().Gpus(1).Array({0, 1, 2, 3, 4, 5, 6}, 2), kAlice);
+  ASSERT_TRUE(ids.ok()) << ids.status().ToString();
+  ASSERT_EQ(ids->size(), 7u);
+  int completed = 0;
+  for (int round = 0; round < 10 && completed < 7; ++round) {
+    h->RunCycle();
+    std::vector<state::JobId> running;
+    for (state::JobId id : *ids) {
+      if (h.StateOf(id) == JobState::kRunning) running.push_back(id);
+    }
+    ASSERT_LE(running.size(), 2u) << "round " << round;
+    ASSERT_FALSE(running.empty()) << "round " << round;
+    h.Work("n1");
+    h.Exit("n1", running[0], 0);
+    ++completed;
+  }
+  EXPECT_EQ(completed, 7);
+  const state::JobRecord first = h.Job((*ids)[0]);
+  EXPECT_EQ(first.spec.array_job_id, (*ids)[0]);
+  EXPECT_EQ(h.Job((*ids)[3]).spec.array_task_id, 3);
+}
+
+// ---- Nodes ----
+
+TEST(Controller, DrainedNodeTakesNoNewJobs) {
+  Harness h;
+  h.Register("n1");
+  const state::JobId before = h.Submit(MakeSubmit().Gpus(2));
+  h->RunCycle();
+  ASSERT_EQ(h.StateOf(before), JobState::kRunning);
+  ASSERT_TRUE(h->Drain("n1", "maintenance").ok());
+  const state::JobId after = h.Submit(MakeSubmit().Gpus(2));
+  h->RunCycle();
+  EXPECT_EQ(h.StateOf(after), JobState::kPending);
+  EXPECT_EQ(h.StateOf(before), JobState::kRunning) << "running jobs finish";
+  h.Register("n1");  // a drain outlives an agent restart
+  h->RunCycle();
+  EXPECT_EQ(h.StateOf(after), JobState::kPending);
+  EXPECT_EQ(h->Nodes()[0].record.state, state::NodeState::kDrained);
+  ASSERT_TRUE(h->Resume("n1").ok());
+  h->RunCycle();
+  EXPECT_EQ(h.StateOf(after), JobState::kRunning);
+  EXPECT_EQ(h->Drain("nx", "").code(), StatusCode::kNotFound);
+  EXPECT_EQ(h->Resume("n1").code(), StatusCode::kInvalidArgument);
+}
+
+TEST(Controller, SilentAgentTakesItsNodeDown) {
+  ControllerOptions o;
+  o.agent_timeout = 1;
+  Harness h(o);
+  h.Register("n1");
+  h.Register("n2");
+  ASSERT_TRUE(h->Drain("n2", "keep jobs off").ok());
+  const state::JobId plain = h.Submit(MakeSubmit().Gpus(4));
+  const state::JobId requeue = h.Submit(MakeSubmit().Gpus(4).Requeue());
+  h->RunCycle();
+  ASSERT_EQ(h.StateOf(plain), JobState::kRunning);
+  ASSERT_EQ(h.StateOf(requeue), JobState::kRunning);
+  ASSERT_EQ(h.Work("n1").launch.size(), 2u);
+  // n2 keeps polling, n1 is silent.
+  for (int i = 0; i < 6; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(220));
+    h.Work("n2");
+  }
+  h->RunCycle();
+  for (const state::NodeStatus& n : h->Nodes()) {
+    EXPECT_EQ(n.record.state, n.record.name == "n1" ? state::NodeState::kDown
+                                                    : state::NodeState::kDrained)
+        << n.record.name;
+  }
+  const state::JobRecord p = h.Job(plain);
+  EXPECT_EQ(p.state, JobState::kNodeFail);
+  EXPECT_NE(p.reason.find("node n1 down"), std::string::npos) << p.reason;
+  const state::JobRecord r = h.Job(requeue);
+  EXPECT_EQ(r.state, JobState::kPending);
+  EXPECT_EQ(r.requeues, 1);
+  EXPECT_TRUE(h.Work("n1").reregister);
+  EXPECT_EQ(h->Report("n1", {}).code(), StatusCode::kNotFound);
+
+  // The agent comes back still running both jobs: the server tells it to stop them,
+  // since their GPUs are no longer theirs.
+  AgentRegistration back = MakeAgent("n1");
+  back.running = {plain, requeue};
+  ASSERT_TRUE(h->Register(back).ok());
+  const AgentWork w = h.Work("n1");
+  EXPECT_TRUE(Has(w.cancel, plain));
+  EXPECT_TRUE(Has(w.cancel, requeue));
+}
+
+TEST(Controller, RegistrationRequeuesCancelsLostWithTheSession) {
+  Harness h;
+  h.Register("n1");
+  const state::JobId id = h.Submit(MakeSubmit());
+  h->RunCycle();
+  ASSERT_EQ(h.Work("n1").launch.size(), 1u);
+  ASSERT_TRUE(h->Cancel(id, kAlice).ok());
+  // The agent re-registers before it polled the cancel (it had lost its session).
+  AgentRegistration again = MakeAgent("n1");
+  again.running = {id};
+  ASSERT_TRUE(h->Register(again).ok());
+  EXPECT_EQ(h.Work("n1").cancel, std::vector<state::JobId>{id});
+}
+
+// ---- Restart: a new Controller on the same SQLite file ----
+
+class RestartTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<Harness> Open() {
+    Result<std::unique_ptr<state::Store>> store =
+        state::OpenSqliteStore(dir_.path() + "/hachi.db");
+    EXPECT_TRUE(store.ok()) << store.status().ToString();
+    return std::make_unique<Harness>(ControllerOptions{}, std::move(*store));
+  }
+  topo::TempDir dir_;
+};
+
+TEST_F(RestartTest, KeepsEveryJobAndNeverReusesAnId) {
+  state::JobId done, running, pending, last;
+  {
+    auto h = Open();
+    h->Register("n1");
+    done = h->Submit(MakeSubmit().Gpus(8));
+    h->c().RunCycle();
+    h->Exit("n1", done, 0);
+    running = h->Submit(MakeSubmit().Gpus(8));
+    h->c().RunCycle();
+    pending = h->Submit(MakeSubmit().Gpus(8));
+    Result<std::vector<state::JobId>> arr =
+        h->c().Submit(MakeSubmit().Array({1, 2, 3}, 0).Hold(), kAlice);
+    ASSERT_TRUE(arr.ok());
+    last = arr->back();
+    ASSERT_TRUE(h->c().Cancel(last, kAlice).ok());
+  }
+  auto h = Open();
+  EXPECT_EQ(h->StateOf(done), JobState::kCompleted);
+  EXPECT_EQ(h->StateOf(running), JobState::kRunning);
+  EXPECT_EQ(h->StateOf(pending), JobState::kPending);
+  EXPECT_EQ(h->StateOf(last), JobState::kCancelled);
+  EXPECT_EQ(h->c().Jobs(true).size(), 6u);
+  EXPECT_TRUE(h->Work("n1").reregister) << "the agent must register again";
+  h->Register("n1");
+  const state::JobId next = h->Submit(MakeSubmit().Gpus(1));
+  EXPECT_GT(next, last);
+}
+
+TEST_F(RestartTest, UndeliveredLaunchIsDispatchedAgain) {
+  state::JobId id;
+  const Time agent_started = NowSeconds() - 100;
+  {
+    auto h = Open();
+    h->Register("n1", agent_started);
+    id = h->Submit(MakeSubmit().Gpus(2));
+    h->c().RunCycle();
+    ASSERT_EQ(h->StateOf(id), JobState::kRunning);
+    // The server stops before the agent polled.
+  }
+  auto h = Open();
+  h->Register("n1", agent_started);  // the same agent process, knows nothing of it
+  const AgentWork w = h->Work("n1");
+  ASSERT_EQ(w.launch.size(), 1u);
+  EXPECT_EQ(w.launch[0].job, id);
+  EXPECT_EQ(w.launch[0].gpus, h->Job(id).allocations[0].gpus);
+  h->Exit("n1", id, 0);
+  EXPECT_EQ(h->StateOf(id), JobState::kCompleted);
+}
+
+TEST_F(RestartTest, FinishedJobIsSentAgainForItsExit) {
+  state::JobId id;
+  {
+    auto h = Open();
+    h->Register("n1");
+    id = h->Submit(MakeSubmit().Gpus(2));
+    h->c().RunCycle();
+    ASSERT_EQ(h->Work("n1").launch.size(), 1u);
+    // The agent reports the exit while the server is down: the report is lost.
+  }
+  auto h = Open();
+  AgentRegistration reg = MakeAgent("n1", NowSeconds() - 100);
+  reg.finished = {id};
+  ASSERT_TRUE(h->c().Register(reg).ok());
+  const AgentWork w = h->Work("n1");
+  ASSERT_EQ(w.launch.size(), 1u);
+  EXPECT_EQ(w.launch[0].job, id);
+  h->Exit("n1", id, 4);
+  EXPECT_EQ(h->StateOf(id), JobState::kFailed);
+}
+
+TEST_F(RestartTest, AgentRestartedAfterTheJobStartedEndsItNodeFail) {
+  state::JobId id, requeue;
+  {
+    auto h = Open();
+    h->Register("n1");
+    id = h->Submit(MakeSubmit().Gpus(2));
+    requeue = h->Submit(MakeSubmit().Gpus(2).Requeue());
+    h->c().RunCycle();
+    ASSERT_EQ(h->Work("n1").launch.size(), 2u);
+  }
+  auto h = Open();
+  h->Register("n1", NowSeconds() + 10);  // a new agent process: knows neither
+  const state::JobRecord job = h->Job(id);
+  EXPECT_EQ(job.state, JobState::kNodeFail);
+  EXPECT_NE(job.reason.find("restarted"), std::string::npos) << job.reason;
+  EXPECT_EQ(h->StateOf(requeue), JobState::kPending);
+  EXPECT_TRUE(h->Work("n1").launch.empty());
+}
+
+// ---- The plan applier never double-books ----
+
+// Checks the records: on every node, no GPU held by two running whole-GPU jobs, and
+// the shares on a GPU never above 1000 milli (and never with a whole-GPU job).
+void CheckNoDoubleBooking(Controller& c) {
+  std::map<std::pair<std::string, int>, int> whole;
+  std::map<std::pair<std::string, int>, int> milli;
+  for (const state::JobRecord& j : c.Jobs(false)) {
+    if (j.state != JobState::kRunning) continue;
+    RC_ASSERT(static_cast<int>(j.allocations.size()) == j.req.nodes);
+    for (const state::NodeAllocation& a : j.allocations) {
+      if (a.share_milli == 0) RC_ASSERT(a.gpus.size() == j.req.GpusPerNode());
+      for (int g : a.gpus.Indices()) {
+        if (a.share_milli > 0) {
+          milli[{a.node, g}] += a.share_milli;
+        } else {
+          ++whole[{a.node, g}];
+        }
+      }
+    }
+  }
+  for (const auto& [gpu, n] : whole) {
+    RC_ASSERT(n == 1);
+    RC_ASSERT(milli.count(gpu) == 0u);
+  }
+  for (const auto& [gpu, m] : milli) RC_ASSERT(m <= 1000);
+  for (const state::NodeStatus& n : c.Nodes()) {
+    for (int m : n.gpu_share_milli) RC_ASSERT(m <= 1000);
+  }
+}
+
+ControllerOptions SharingOptions() {
+  ControllerOptions o;
+  config::ClusterConfig cfg;
+  config::PartitionConfig p;
+  p.partition.name = "any";
+  p.partition.allow_gpu_sharing = true;
+  p.partition.default_time = kHour;
+  p.partition.max_time = kDay;
+  p.nodes.all = true;
+  cfg.partitions.push_back(p);
+  o.config = cfg;
+  return o;
+}
+
+RC_GTEST_PROP(ControllerProperty, PlanApplierNeverDoubleBooks, ()) {
+  Harness h(SharingOptions());
+  const std::vector<std::string> nodes = {"n1", "n2", "n3"};
+  for (const std::string& n : nodes) h.Register(n);
+  std::vector<state::JobId> ids;
+  const int steps = *rc::gen::inRange(10, 60);
+  for (int step = 0; step < steps; ++step) {
+    const int op = *rc::gen::inRange(0, 10);
+    if (op < 4) {  // submit
+      const int kind = *rc::gen::inRange(0, 4);
+      testing::SubmitBuilder b = MakeSubmit();
+      if (kind == 0) b.Share(*rc::gen::element(250, 300, 500, 750));
+      if (kind == 1) b.Gpus(*rc::gen::inRange(1, 9));
+      if (kind == 2) b.Gang(2, *rc::gen::element(4, 8));
+      if (kind == 3) b.Gpus(*rc::gen::element(1, 2, 4));
+      Result<std::vector<state::JobId>> r = h->Submit(b, kAlice);
+      RC_ASSERT(r.ok());
+      ids.insert(ids.end(), r->begin(), r->end());
+    } else if (op < 6) {
+      h->RunCycle();
+    } else if (!ids.empty()) {  // an exit or a cancel of some job
+      const state::JobId id = *rc::gen::elementOf(ids);
+      const state::JobRecord j = h.Job(id);
+      if (op < 9 && j.state == JobState::kRunning) {
+        for (const state::NodeAllocation& a : j.allocations) {
+          h.Work(a.node);
+          h.Exit(a.node, id, *rc::gen::element(0, 1));
+        }
+      } else if (!state::IsFinal(j.state)) {
+        RC_ASSERT(h->Cancel(id, kAlice).ok());
+        for (const std::string& n : nodes) {
+          for (state::JobId c : h.Work(n).cancel) {
+            if (c == id) h.Exit(n, id, 0, ExitKind::kCancelled);
+          }
+        }
+      }
+    }
+    CheckNoDoubleBooking(h.c());
+  }
+}
+
+}  // namespace
+}  // namespace hachi::server

@@ -1,0 +1,285 @@
+#include "server/http_api.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <future>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+#include "api/http_client.h"
+#include "api/protocol_json.h"
+#include "server/testing.h"
+#include "topo/topology_testing.h"
+
+namespace hachi::server {
+namespace {
+
+using nlohmann::json;
+using testing::MakeSubmit;
+
+const std::string kApi = api::kApiPrefix;
+
+// A Controller (loop running, memory store, one registered node) behind an HttpServer
+// on 127.0.0.1 with a free port and on a Unix socket.
+class HttpApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ControllerOptions o;
+    o.cycle_interval_ms = 50;
+    Result<std::unique_ptr<Controller>> c =
+        Controller::Create(o, state::NewMemoryStore());
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    controller_ = std::move(*c);
+    ASSERT_TRUE(controller_->Register(testing::MakeAgent("n1")).ok());
+    controller_->Start();
+    HttpOptions h;
+    h.listen = "127.0.0.1:0";
+    h.unix_socket = dir_.path() + "/hachi.sock";
+    h.max_body_bytes = 64 << 10;
+    h.threads = 8;
+    http_ = std::make_unique<HttpServer>(controller_.get(), h);
+    ASSERT_TRUE(http_->Start().ok());
+    ASSERT_GT(http_->port(), 0);
+    client_ = Client(http_->url());
+  }
+  void TearDown() override {
+    // Closed first: the server's Stop waits for open keep-alive connections (5 s).
+    client_.reset();
+    if (controller_) controller_->Stop();  // wakes long polls, then the server stops
+    if (http_) http_->Stop();
+  }
+
+  static std::unique_ptr<api::HttpClient> Client(const std::string& address) {
+    Result<std::unique_ptr<api::HttpClient>> c = api::HttpClient::Create(address, 5000);
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    if (!c.ok()) return nullptr;
+    (*c)->SetHeader("X-Hachi-User", "alice");
+    return std::move(*c);
+  }
+
+  state::JobId Submit(api::HttpClient& c, const SubmitRequest& r) {
+    Result<std::string> body =
+        c.Call("POST", kApi + "/jobs", api::SubmitRequestToJson(r));
+    EXPECT_TRUE(body.ok()) << body.status().ToString();
+    if (!body.ok()) return 0;
+    return json::parse(*body)["job_ids"][0].get<state::JobId>();
+  }
+
+  // The server answers health checks (after a bad request, too).
+  void ExpectServing() {
+    Result<std::string> r = client_->Call("GET", kApi + "/health");
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+  }
+
+  topo::TempDir dir_;
+  std::unique_ptr<Controller> controller_;
+  std::unique_ptr<HttpServer> http_;
+  std::unique_ptr<api::HttpClient> client_;
+};
+
+TEST_F(HttpApiTest, SubmitListGetCancel) {
+  const state::JobId id = Submit(*client_, MakeSubmit().Gpus(2).Hold());
+  ASSERT_GT(id, 0);
+  Result<std::string> list = client_->Call("GET", kApi + "/jobs");
+  ASSERT_TRUE(list.ok()) << list.status().ToString();
+  const json jobs = json::parse(*list)["jobs"];
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0]["id"], id);
+  EXPECT_EQ(jobs[0]["req"]["user"], "alice") << "the caller comes from the header";
+
+  Result<std::string> one = client_->Call("GET", kApi + "/jobs/" + std::to_string(id));
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  EXPECT_EQ(json::parse(*one)["job"]["state"], "PENDING");
+
+  ASSERT_TRUE(
+      client_->Call("POST", kApi + "/jobs/" + std::to_string(id) + "/cancel").ok());
+  one = client_->Call("GET", kApi + "/jobs/" + std::to_string(id));
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(json::parse(*one)["job"]["state"], "CANCELLED");
+  list = client_->Call("GET", kApi + "/jobs");
+  EXPECT_TRUE(json::parse(*list)["jobs"].empty()) << "finished jobs only with ?all=1";
+  list = client_->Call("GET", kApi + "/jobs?all=1");
+  EXPECT_EQ(json::parse(*list)["jobs"].size(), 1u);
+
+  // Cancelling twice: 400 with the reason.
+  Result<std::string> again =
+      client_->Call("DELETE", kApi + "/jobs/" + std::to_string(id));
+  EXPECT_EQ(again.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(again.status().message().find("already ended"), std::string::npos);
+}
+
+TEST_F(HttpApiTest, WaitFromLongPollsUntilTheStateChanges) {
+  const state::JobId id = Submit(*client_, MakeSubmit().Gpus(1).Hold());
+  const std::string path = kApi + "/jobs/" + std::to_string(id);
+  // Held: nothing changes, the poll times out with the same state.
+  auto t0 = std::chrono::steady_clock::now();
+  Result<std::string> same = client_->Call("GET", path + "?wait_from=PD&wait_ms=200");
+  ASSERT_TRUE(same.ok()) << same.status().ToString();
+  EXPECT_EQ(json::parse(*same)["job"]["state"], "PENDING");
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(150));
+
+  // Released on another connection while this one waits: the poll returns RUNNING.
+  auto waiter = std::async(std::launch::async, [&] {
+    auto c = Client(http_->url());
+    return c->Call("GET", path + "?wait_from=pending&wait_ms=5000");
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(client_->Call("POST", path + "/release").ok());
+  t0 = std::chrono::steady_clock::now();
+  Result<std::string> changed = waiter.get();
+  ASSERT_TRUE(changed.ok()) << changed.status().ToString();
+  EXPECT_EQ(json::parse(*changed)["job"]["state"], "RUNNING");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(3000));
+
+  Result<std::string> bad = client_->Call("GET", path + "?wait_from=sleepy");
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("sleepy"), std::string::npos);
+}
+
+TEST_F(HttpApiTest, NotFound) {
+  Result<api::HttpResponse> r = client_->Request("GET", kApi + "/nope");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 404);
+  EXPECT_EQ(json::parse(r->body)["error"]["code"], "not_found");
+  Result<std::string> job = client_->Call("GET", kApi + "/jobs/12345");
+  EXPECT_EQ(job.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(job.status().message().find("12345"), std::string::npos);
+  EXPECT_EQ(client_->Call("POST", kApi + "/jobs/12345/cancel").status().code(),
+            StatusCode::kNotFound);
+  EXPECT_EQ(client_->Call("GET", kApi + "/nodes/nx").status().code(),
+            StatusCode::kNotFound);
+  ExpectServing();
+}
+
+struct BadBody {
+  const char* name;
+  const char* path;
+  const char* body;
+  const char* message;
+};
+
+class HttpBadRequestTest : public HttpApiTest,
+                           public ::testing::WithParamInterface<BadBody> {};
+
+TEST_P(HttpBadRequestTest, AnsweredWith400AndTheReason) {
+  const BadBody& b = GetParam();
+  Result<api::HttpResponse> r = client_->Request("POST", kApi + b.path, b.body);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 400) << r->body;
+  const json j = json::parse(r->body, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << r->body;
+  EXPECT_EQ(j["error"]["code"], "invalid_argument");
+  EXPECT_NE(j["error"]["message"].get<std::string>().find(b.message), std::string::npos)
+      << r->body;
+  ExpectServing();
+  EXPECT_GT(Submit(*client_, MakeSubmit().Hold()), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    All, HttpBadRequestTest,
+    ::testing::Values(
+        BadBody{"MalformedJson", "/jobs", "{\"req\": ", "not valid JSON"},
+        BadBody{"UnknownField", "/jobs", R"({"req":{"gpus":1},"prio":1})",
+                "unknown field 'prio'"},
+        BadBody{"WrongType", "/jobs", R"({"req":{"gpus":"one"}})", "submit.req.gpus"},
+        BadBody{"RegisterMalformed", "/agents/register", "nope", "not valid JSON"},
+        BadBody{"ExitsWrongKind", "/agents/n1/exits",
+                R"({"exits":[{"job":1,"kind":"x"}]})", "unknown exit kind"},
+        BadBody{"DrainBadBody", "/nodes/n1/drain", R"({"reason":5})", "reason"}),
+    [](const ::testing::TestParamInfo<BadBody>& p) { return p.param.name; });
+
+TEST_F(HttpApiTest, BodyOverTheLimitIs413) {
+  const std::string big(100 << 10, 'x');
+  Result<api::HttpResponse> r = client_->Request("POST", kApi + "/jobs", big);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 413);
+  const json j = json::parse(r->body, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << r->body;
+  EXPECT_EQ(j["error"]["code"], "invalid_argument");
+  EXPECT_EQ(client_->Call("POST", kApi + "/jobs", big).status().code(),
+            StatusCode::kInvalidArgument);
+  ExpectServing();
+}
+
+TEST_F(HttpApiTest, UnsatisfiableIs422) {
+  Result<api::HttpResponse> r = client_->Request(
+      "POST", kApi + "/jobs", api::SubmitRequestToJson(MakeSubmit().Gpus(9)));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 422) << r->body;
+  EXPECT_EQ(json::parse(r->body)["error"]["code"], "unsatisfiable");
+}
+
+TEST_F(HttpApiTest, UnixSocketServesTheSameApi) {
+  auto unix_client = Client("unix:" + dir_.path() + "/hachi.sock");
+  ASSERT_NE(unix_client, nullptr);
+  const state::JobId id = Submit(*unix_client, MakeSubmit().Hold());
+  ASSERT_GT(id, 0);
+  Result<std::string> one = client_->Call("GET", kApi + "/jobs/" + std::to_string(id));
+  ASSERT_TRUE(one.ok()) << "both sockets reach one controller";
+  Result<std::string> nodes = unix_client->Call("GET", kApi + "/nodes");
+  ASSERT_TRUE(nodes.ok()) << nodes.status().ToString();
+  EXPECT_EQ(json::parse(*nodes)["nodes"][0]["name"], "n1");
+}
+
+TEST_F(HttpApiTest, AgentProtocolOverHttp) {
+  const state::JobId id = Submit(*client_, MakeSubmit().Gpus(2));
+  Result<std::string> work =
+      client_->Call("GET", kApi + "/agents/n1/work?wait_ms=5000", "", 10000);
+  ASSERT_TRUE(work.ok()) << work.status().ToString();
+  Result<api::AgentWork> w = api::AgentWorkFromJson(*work);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  ASSERT_EQ(w->launch.size(), 1u);
+  EXPECT_EQ(w->launch[0].job, id);
+  agent::JobExit e;
+  e.job = id;
+  ASSERT_TRUE(
+      client_->Call("POST", kApi + "/agents/n1/exits", api::JobExitsToJson({e})).ok());
+  Result<state::JobRecord> job = controller_->Job(id);
+  EXPECT_EQ(job->state, state::JobState::kCompleted);
+  // An unknown agent is told to register.
+  work = client_->Call("GET", kApi + "/agents/nx/work?wait_ms=0");
+  ASSERT_TRUE(work.ok());
+  EXPECT_TRUE(api::AgentWorkFromJson(*work)->reregister);
+  EXPECT_EQ(client_->Call("POST", kApi + "/agents/nx/exits", api::JobExitsToJson({e}))
+                .status()
+                .code(),
+            StatusCode::kNotFound);
+}
+
+TEST_F(HttpApiTest, SecondServerOnTheSamePortIsRefused) {
+  HttpOptions h;
+  h.listen = "127.0.0.1:" + std::to_string(http_->port());
+  HttpServer second(controller_.get(), h);
+  Status s = second.Start();
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
+}
+
+// Start then Stop at once must not hang (the listen thread may not have begun).
+TEST(HttpServerLifecycle, StopRightAfterStart) {
+  Result<std::unique_ptr<Controller>> c =
+      Controller::Create(ControllerOptions{}, state::NewMemoryStore());
+  ASSERT_TRUE(c.ok());
+  for (int i = 0; i < 20; ++i) {
+    HttpOptions h;
+    h.listen = "127.0.0.1:0";
+    h.threads = 2;
+    // A detached thread: when Stop hangs, the test fails instead of hanging too.
+    auto started = std::make_shared<std::promise<Status>>();
+    std::future<Status> done = started->get_future();
+    Controller* controller = c->get();
+    std::thread([controller, h, started] {
+      HttpServer s(controller, h);
+      Status st = s.Start();
+      s.Stop();
+      started->set_value(st);
+    }).detach();
+    ASSERT_EQ(done.wait_for(std::chrono::seconds(3)), std::future_status::ready)
+        << "Stop hung in round " << i;
+    EXPECT_TRUE(done.get().ok());
+  }
+}
+
+}  // namespace
+}  // namespace hachi::server

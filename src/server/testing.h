@@ -1,0 +1,139 @@
+// Test fixtures for server/: a submit request on a line (MakeSubmit().Gpus(4).Time(60)),
+// a fake agent's registration from a topology preset, and a harness that drives a
+// Controller the way agents and users do (register, submit, cycle, poll, report).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "server/controller.h"
+#include "state/store.h"
+#include "topo/presets.h"
+#include "topo/topology_file.h"
+
+namespace hachi::server::testing {
+
+struct SubmitBuilder {
+  SubmitRequest r;
+  SubmitBuilder& Gpus(int g) {
+    r.req.gpus = g;
+    return *this;
+  }
+  SubmitBuilder& Gang(int nodes, int gpus_per_node) {
+    r.req.nodes = nodes;
+    r.req.gpus_per_node = gpus_per_node;
+    r.req.gpus = nodes * gpus_per_node;
+    return *this;
+  }
+  SubmitBuilder& Share(int milli) {
+    r.req.gpus = 1;
+    r.req.gpu_share_milli = milli;
+    return *this;
+  }
+  SubmitBuilder& Partition(std::string p) {
+    r.req.partition = std::move(p);
+    return *this;
+  }
+  SubmitBuilder& Time(Duration limit) {
+    r.req.time_limit = limit;
+    return *this;
+  }
+  SubmitBuilder& After(sched::DependencyKind kind, state::JobId job) {
+    r.req.dependencies.push_back({kind, job});
+    return *this;
+  }
+  SubmitBuilder& Hold() {
+    r.hold = true;
+    return *this;
+  }
+  SubmitBuilder& Requeue() {
+    r.spec.requeue = true;
+    return *this;
+  }
+  SubmitBuilder& Array(std::vector<int> tasks, int max_running) {
+    r.array_tasks = std::move(tasks);
+    r.array_max_running = max_running;
+    return *this;
+  }
+  operator SubmitRequest() const { return r; }  // NOLINT: a builder converts implicitly
+};
+
+inline SubmitBuilder MakeSubmit() {
+  SubmitBuilder b;
+  b.r.req.gpus = 1;
+  b.r.spec.argv = {"/bin/true"};
+  b.r.spec.workdir = "/tmp";
+  return b;
+}
+
+inline std::string PresetJson(const std::string& preset) {
+  Result<topo::Topology> t = topo::LoadPreset(preset);
+  EXPECT_TRUE(t.ok()) << t.status().ToString();
+  return t.ok() ? topo::TopologyToJson(*t) : "";
+}
+
+// A registration as an agent on an 8-GPU HGX H100 server sends it.
+inline AgentRegistration MakeAgent(const std::string& node, Time agent_started = 0) {
+  static const std::string kTopology = PresetJson("hgx-h100");
+  AgentRegistration r;
+  r.node = node;
+  r.address = "10.0.0." + std::to_string(node.size());
+  r.topology_json = kTopology;
+  r.cpus = 128;
+  r.memory_mib = 1 << 20;
+  r.agent_started = agent_started;
+  return r;
+}
+
+inline const Caller kAlice{"alice", 1000, 1000};
+
+// Drives a Controller with no loop thread: the test decides when cycles run.
+class Harness {
+ public:
+  explicit Harness(ControllerOptions options = {},
+                   std::unique_ptr<state::Store> store = state::NewMemoryStore()) {
+    Result<std::unique_ptr<Controller>> c =
+        Controller::Create(std::move(options), std::move(store));
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    if (c.ok()) c_ = std::move(*c);
+  }
+  Controller& c() { return *c_; }
+  Controller* operator->() { return c_.get(); }
+
+  void Register(const std::string& node, Time agent_started = 0) {
+    Status s = c_->Register(MakeAgent(node, agent_started));
+    EXPECT_TRUE(s.ok()) << s.ToString();
+  }
+  // The first id of the submit (0 on error, with a test failure).
+  state::JobId Submit(const SubmitRequest& r) {
+    Result<std::vector<state::JobId>> ids = c_->Submit(r, kAlice);
+    EXPECT_TRUE(ids.ok()) << ids.status().ToString();
+    return ids.ok() && !ids->empty() ? ids->front() : 0;
+  }
+  state::JobRecord Job(state::JobId id) {
+    Result<state::JobRecord> j = c_->Job(id);
+    EXPECT_TRUE(j.ok()) << j.status().ToString();
+    return j.ok() ? *j : state::JobRecord{};
+  }
+  state::JobState StateOf(state::JobId id) { return Job(id).state; }
+  // What the agent of `node` gets now (no waiting).
+  AgentWork Work(const std::string& node) { return c_->Poll(node, 0); }
+  void Exit(const std::string& node, state::JobId id, int code,
+            agent::ExitKind kind = agent::ExitKind::kExited) {
+    agent::JobExit e;
+    e.job = id;
+    e.kind = kind;
+    e.exit_code = code;
+    Status s = c_->Report(node, {e});
+    EXPECT_TRUE(s.ok()) << s.ToString();
+  }
+
+ private:
+  std::unique_ptr<Controller> c_;
+};
+
+}  // namespace hachi::server::testing
