@@ -103,8 +103,13 @@ bool AgentDaemon::registered() const {
   return registered_;
 }
 
-void AgentDaemon::OnExit(const JobExit& e) {
+void AgentDaemon::OnExit(const JobExit& exit) {
   std::lock_guard<std::mutex> lock(mu_);
+  JobExit e = exit;
+  if (e.start_time == 0) {
+    auto run = current_run_.find(e.job);
+    if (run != current_run_.end()) e.start_time = run->second;
+  }
   unreported_.push_back(e);
   cv_.notify_all();
 }
@@ -193,6 +198,7 @@ void AgentDaemon::PollLoop() {
           }
           continue;
         }
+        current_run_[l.job] = l.start_time;
         if (finished_.erase(l.job) > 0) {  // a new run of a requeued job: its own exit
           finished_order_.erase(
               std::find(finished_order_.begin(), finished_order_.end(), l.job));

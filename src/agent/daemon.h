@@ -76,6 +76,7 @@ class AgentDaemon {
   // Guarded by mu_.
   bool stopping_ = false;
   bool registered_ = false;
+  std::unordered_map<state::JobId, Time> current_run_;  // job -> start of its last run
   std::set<std::pair<state::JobId, Time>> launched_;       // runs (job, start time),
                                                            // ever, by this process
   std::unordered_map<state::JobId, JobExit> finished_;     // acknowledged exits, the

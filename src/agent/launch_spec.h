@@ -55,6 +55,9 @@ struct JobExit {
   std::string message;  // launch failures: what failed ("cannot open /x/out: Permission
                         // denied"); otherwise empty
   Time end_time = 0;
+  // The run it ends (LaunchSpec::start_time; the agent fills it in): the server ignores
+  // a stale exit of an earlier run of a requeued job. 0 = unknown.
+  Time start_time = 0;
 };
 
 }  // namespace hachi::agent

@@ -279,7 +279,8 @@ std::string JobExitsToJson(const std::vector<agent::JobExit>& exits) {
                      {"exit_code", e.exit_code},
                      {"signal", e.signal},
                      {"message", e.message},
-                     {"end_time", e.end_time}});
+                     {"end_time", e.end_time},
+                     {"start_time", e.start_time}});
   }
   return json{{"exits", a}}.dump();
 }
@@ -296,7 +297,8 @@ Result<std::vector<agent::JobExit>> JobExitsFromJson(std::string_view text) {
     const std::string path = "exits[" + std::to_string(i) + "]";
     if (!e.is_object()) return InvalidArgument(path + ": expected an object");
     HACHI_RETURN_IF_ERROR(
-        OnlyKeys(e, path, {"job", "kind", "exit_code", "signal", "message", "end_time"}));
+        OnlyKeys(e, path,
+                 {"job", "kind", "exit_code", "signal", "message", "end_time", "start_time"}));
     agent::JobExit x;
     HACHI_RETURN_IF_ERROR(GetInt(e, "job", path, &x.job));
     std::string kind = "exited";
@@ -308,6 +310,7 @@ Result<std::vector<agent::JobExit>> JobExitsFromJson(std::string_view text) {
     HACHI_RETURN_IF_ERROR(GetInt(e, "signal", path, &x.signal));
     HACHI_RETURN_IF_ERROR(GetString(e, "message", path, &x.message));
     HACHI_RETURN_IF_ERROR(GetInt(e, "end_time", path, &x.end_time));
+    HACHI_RETURN_IF_ERROR(GetInt(e, "start_time", path, &x.start_time));
     out.push_back(std::move(x));
   }
   return out;

@@ -207,11 +207,14 @@ void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
 }
 
 std::unique_ptr<agent::Launcher> RealLauncher(const std::string& spool,
+                                              const std::string& container_runtime,
                                               agent::ExitCallback cb) {
   Status made = MakeDirs(spool);  // the launcher creates only the last level
   if (!made.ok()) std::cerr << "hachi: warning: " << made.message() << "\n";
   agent::ProcessLauncher::Options lo;
   lo.spool_dir = spool;
+  lo.container.kind = container_runtime;  // docker | podman | apptainer; "" = none
+  lo.container.binary = container_runtime;
   return std::make_unique<agent::ProcessLauncher>(lo, std::move(cb));
 }
 
@@ -234,7 +237,8 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
   });
 
   struct AgentFlags {
-    std::string server, name, address = "127.0.0.1", preset, topology_file, spool_dir;
+    std::string server, name, address = "127.0.0.1", preset, topology_file, spool_dir,
+        container_runtime;
   };
   auto af = std::make_shared<AgentFlags>();
   CLI::App* agt = app.add_subcommand("agent", "Run the node agent: discover GPUs, run jobs");
@@ -245,6 +249,9 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
   agt->add_option("--preset", af->preset, "Simulate a node of this preset instead of real GPUs");
   agt->add_option("--topology-file", af->topology_file, "Simulate a node from a topology file");
   agt->add_option("--spool-dir", af->spool_dir, "Where job scripts are kept (default /var/spool/hachi)");
+  agt->add_option("--container-runtime", af->container_runtime,
+                  "Runs --container-image jobs: docker, podman or apptainer")
+      ->check(CLI::IsMember({"docker", "podman", "apptainer"}));
   agt->callback([af, exit_code] {
     const sigset_t stop = BlockStopSignals();
     Result<NodeShape> shape = AgentShape(af->preset, af->topology_file);
@@ -257,7 +264,10 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
     o.cpus = shape->cpus;
     o.memory_mib = shape->memory_mib;
     const std::string spool = af->spool_dir.empty() ? "/var/spool/hachi" : af->spool_dir;
-    agent::AgentDaemon d(o, [spool](agent::ExitCallback cb) { return RealLauncher(spool, cb); });
+    const std::string runtime = af->container_runtime;
+    agent::AgentDaemon d(o, [spool, runtime](agent::ExitCallback cb) {
+      return RealLauncher(spool, runtime, cb);
+    });
     Status s = d.Start();
     if (!s.ok()) return void(*exit_code = Fail(s));
     std::cerr << "hachi agent: node " << o.node << " (" << shape->what << "), server "
@@ -270,6 +280,7 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
     ServerFlags server;
     int nodes = 2;
     std::string preset = "hgx-h100";
+    std::string container_runtime;
   };
   auto df = std::make_shared<DevFlags>();
   CLI::App* dev = app.add_subcommand(
@@ -277,6 +288,9 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
   AddServerFlags(dev, &df->server);
   dev->add_option("--nodes", df->nodes, "Simulated nodes (default 2)")->check(CLI::Range(1, 64));
   dev->add_option("--preset", df->preset, "Preset of the simulated nodes (default hgx-h100)");
+  dev->add_option("--container-runtime", df->container_runtime,
+                  "Runs --container-image jobs: docker, podman or apptainer")
+      ->check(CLI::IsMember({"docker", "podman", "apptainer"}));
   dev->callback([df, exit_code] {
     const sigset_t stop = BlockStopSignals();
     const std::string dir = df->server.state_dir.empty() ? DefaultStateDir() : df->server.state_dir;
@@ -312,7 +326,9 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
       o.memory_mib = shapes[i].memory_mib;
       const std::string spool = dir + "/spool/" + names[i];
       agents.push_back(std::make_unique<agent::AgentDaemon>(
-          o, [spool](agent::ExitCallback cb) { return RealLauncher(spool, cb); }));
+          o, [spool, runtime = df->container_runtime](agent::ExitCallback cb) {
+            return RealLauncher(spool, runtime, cb);
+          }));
       Status s = agents.back()->Start();
       if (!s.ok()) return void(*exit_code = Fail(s));
     }

@@ -196,6 +196,9 @@ Status Controller::Report(const std::string& node, const std::vector<agent::JobE
       continue;  // a repeated report of a job that already ended
     }
     const state::JobRecord& job = it->second;
+    if (e.start_time != 0 && e.start_time != job.start_time) {
+      continue;  // the exit of an earlier run of this (requeued) job
+    }
     if (std::none_of(job.allocations.begin(), job.allocations.end(),
                      [&](const state::NodeAllocation& a) { return a.node == node; })) {
       continue;

@@ -121,6 +121,8 @@ void HttpServer::Routes(httplib::Server& s) {
   // Replies are small: without TCP_NODELAY, Nagle + the client's delayed ACK add 40 ms
   // to a reply written in two pieces (headers, body).
   s.set_tcp_nodelay(true);
+  // Stop() waits for idle keep-alive connections to time out: keep that short.
+  s.set_keep_alive_timeout(1);
   const int threads = options_.threads;
   s.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
