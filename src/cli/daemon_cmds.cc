@@ -15,6 +15,7 @@
 #include "agent/daemon.h"
 #include "agent/launcher.h"
 #include "api/http_client.h"
+#include "cli/fail.h"
 #include "cli/job_cmds.h"
 #include "config/cluster_config.h"
 #include "server/controller.h"
@@ -28,11 +29,6 @@
 
 namespace hachi::cli {
 namespace {
-
-int Fail(const Status& s) {
-  std::cerr << "hachi: error: " << s.message() << "\n";
-  return s.code() == StatusCode::kInvalidArgument ? 2 : 1;
-}
 
 Status MakeDirs(const std::string& path) {
   std::string cur;

@@ -1,3 +1,4 @@
+#include "cli/fail.h"
 #include "cli/job_cmds.h"
 
 #include <fcntl.h>
@@ -20,11 +21,6 @@ extern char** environ;
 
 namespace hachi::cli {
 namespace {
-
-int Fail(const Status& s) {
-  std::cerr << "hachi: error: " << s.message() << "\n";
-  return s.code() == StatusCode::kInvalidArgument ? 2 : 1;
-}
 
 // Takes "--server X" / "--server=X" out of raw sbatch-style args.
 std::string TakeServerFlag(std::vector<std::string>* args) {

@@ -5,17 +5,13 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/client.h"
+#include "cli/fail.h"
 #include "cli/job_cmds.h"
 #include "cli/slurm_format.h"
 #include "state/job_stats.h"
 
 namespace hachi::cli {
 namespace {
-
-int Fail(const Status& s) {
-  std::cerr << "hachi: error: " << s.message() << "\n";
-  return s.code() == StatusCode::kInvalidArgument ? 2 : 1;
-}
 
 nlohmann::json WaitJson(const state::WaitStats& w) {
   return {{"partition", w.partition}, {"gpus", w.gpus},       {"started", w.started},

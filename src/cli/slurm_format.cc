@@ -15,35 +15,8 @@ using state::JobRecord;
 using state::JobState;
 using state::NodeStatus;
 
-// Local copies of the state names (records.h declares them in hachi_state, which the
-// CLI's pure code does not link).
-struct StateNames {
-  JobState state;
-  std::string_view name;
-  std::string_view code;
-};
-constexpr StateNames kStates[] = {
-    {JobState::kPending, "PENDING", "PD"},
-    {JobState::kRunning, "RUNNING", "R"},
-    {JobState::kCompleted, "COMPLETED", "CD"},
-    {JobState::kFailed, "FAILED", "F"},
-    {JobState::kCancelled, "CANCELLED", "CA"},
-    {JobState::kTimeout, "TIMEOUT", "TO"},
-    {JobState::kNodeFail, "NODE_FAIL", "NF"},
-    {JobState::kOutOfMemory, "OUT_OF_MEMORY", "OOM"},
-};
-std::string_view StateName(JobState s) {
-  for (const auto& n : kStates) {
-    if (n.state == s) return n.name;
-  }
-  return "UNKNOWN";
-}
-std::string_view StateCode(JobState s) {
-  for (const auto& n : kStates) {
-    if (n.state == s) return n.code;
-  }
-  return "?";
-}
+std::string_view StateName(JobState s) { return state::JobStateName(s); }
+std::string_view StateCode(JobState s) { return state::JobStateCode(s); }
 
 std::string Or(std::string_view v, std::string_view fallback) {
   return std::string(v.empty() ? fallback : v);
@@ -603,18 +576,13 @@ Result<std::vector<JobState>> ParseStateList(std::string_view csv) {
   for (std::string_view item : Split(csv, ',')) {
     std::string want = ToLower(Trim(item));
     if (want == "all") {
-      out.clear();
-      for (const auto& n : kStates) out.push_back(n.state);
+      out.assign(std::begin(state::kAllJobStates), std::end(state::kAllJobStates));
       return out;
     }
-    bool found = false;
-    for (const auto& n : kStates) {
-      if (want == ToLower(n.name) || want == ToLower(n.code)) {
-        out.push_back(n.state);
-        found = true;
-      }
-    }
-    if (!found) {
+    JobState parsed;
+    if (state::ParseJobState(want, &parsed)) {
+      out.push_back(parsed);
+    } else {
       return InvalidArgument(
           "--states '" + std::string(csv) + "': '" + std::string(item) +
           "' is not a job state (use PD, R, CD, F, CA, TO, NF, OOM or all)");

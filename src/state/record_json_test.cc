@@ -53,7 +53,7 @@ TEST(RecordJson, EncoderWritesTheDocumentedFields) {
   EXPECT_EQ(j["spec"]["env"][0], "PATH=/usr/bin:/bin");
   EXPECT_EQ(j["submit_time"], 1700000000);
   const json n = ToJson(FullNode("n1"));
-  EXPECT_EQ(Keys(n).size(), 10u);
+  EXPECT_EQ(Keys(n).size(), 11u);
   EXPECT_EQ(n["state"], "drained");
   EXPECT_EQ(n["unhealthy"], "0-3,6");
 }
@@ -67,7 +67,7 @@ TEST(RecordJson, RecordSizesMatchTheCodec) {
   EXPECT_EQ(sizeof(sched::JobRequest), 264u);
   EXPECT_EQ(sizeof(NodeAllocation), 72u);
   EXPECT_EQ(sizeof(NodeRecord), 232u);
-  EXPECT_EQ(sizeof(NodeStatus), 368u);
+  EXPECT_EQ(sizeof(NodeStatus), 400u);
 }
 
 TEST(RecordJson, NodeRoundTrip) {
@@ -93,7 +93,7 @@ TEST(RecordJson, NodeStatusRoundTripIsFlat) {
   s.alloc_memory_mib = 4096;
   const std::string text = NodeStatusToJson(s);
   const json j = json::parse(text);
-  EXPECT_EQ(Keys(j).size(), 19u);
+  EXPECT_EQ(Keys(j).size(), 20u);
   EXPECT_EQ(j["name"], "n3");
   Result<NodeStatus> back = NodeStatusFromJson(text);
   ASSERT_TRUE(back.ok()) << back.status().ToString();

@@ -33,6 +33,9 @@ enum class JobState : uint8_t {
   kNodeFail,     // NF: its node went down and the job was not requeued
   kOutOfMemory,  // OOM: killed by its memory limit
 };
+inline constexpr JobState kAllJobStates[] = {
+    JobState::kPending,  JobState::kRunning,   JobState::kCompleted, JobState::kFailed,
+    JobState::kCancelled, JobState::kTimeout, JobState::kNodeFail,  JobState::kOutOfMemory};
 std::string_view JobStateName(JobState s);  // "PENDING", "RUNNING", ...
 std::string_view JobStateCode(JobState s);  // "PD", "R", "CD", "F", "CA", "TO", "NF", "OOM"
 // Parses a name or a code, any case ("pending", "PD", "r"); false when unknown.
