@@ -94,8 +94,13 @@ class DevE2e : public ::testing::Test {
   void SetUp() override {
     char tmpl[] = "/tmp/hachi-e2e-XXXXXX";
     dir_ = ::mkdtemp(tmpl);
+    // Jobs without -o write hachi-<id>.out in the submitter's directory: keep it here.
+    char cwd[4096];
+    old_cwd_ = ::getcwd(cwd, sizeof cwd) != nullptr ? cwd : "/";
+    if (::chdir(dir_.c_str()) != 0) FAIL() << "chdir " << dir_;
   }
   void TearDown() override {
+    if (::chdir(old_cwd_.c_str()) != 0) ADD_FAILURE() << "chdir back";
     if (!HasFailure()) std::system(("rm -rf " + dir_).c_str());
   }
 
@@ -141,6 +146,7 @@ class DevE2e : public ::testing::Test {
   }
 
   std::string dir_;
+  std::string old_cwd_;
 };
 
 // 500 short jobs (four arrays of 1, 2, 4 and 8 GPUs): all complete; each prints its
