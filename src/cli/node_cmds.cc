@@ -2,8 +2,6 @@
 #include <ctime>
 #include <iostream>
 
-#include <nlohmann/json.hpp>
-
 #include "cli/client.h"
 #include "cli/fail.h"
 #include "cli/job_cmds.h"
@@ -12,28 +10,6 @@
 
 namespace hachi::cli {
 namespace {
-
-nlohmann::json WaitJson(const state::WaitStats& w) {
-  return {{"partition", w.partition}, {"gpus", w.gpus},       {"started", w.started},
-          {"pending", w.pending},     {"held", w.held},       {"samples", w.samples},
-          {"wait_p50_s", w.wait_p50}, {"wait_p95_s", w.wait_p95}, {"gpu_seconds", w.gpu_seconds}};
-}
-
-nlohmann::json StatsJson(const state::JobStats& s) {
-  nlohmann::json parts = nlohmann::json::array();
-  for (const state::PartitionStats& p : s.partitions) {
-    nlohmann::json by = nlohmann::json::array();
-    for (const state::WaitStats& w : p.by_gpus) by.push_back(WaitJson(w));
-    parts.push_back({{"all", WaitJson(p.all)}, {"by_gpus", by}, {"alert", p.alert}});
-  }
-  return {{"now", s.now},
-          {"window_s", s.window},
-          {"alert_threshold_s", s.alert_threshold},
-          {"partitions", parts},
-          {"gpu_seconds", s.gpu_seconds},
-          {"total_gpus", s.total_gpus},
-          {"utilisation", s.utilisation}};
-}
 
 Result<Duration> ParseSpan(const std::string& text, const char* flag) {
   // "24h", "30m", "7d", "90s" or plain seconds.
@@ -140,7 +116,7 @@ void AddNodeCommands(CLI::App& app, int* exit_code) {
     const state::JobStats s = state::ComputeStats(*jobs, static_cast<Time>(std::time(nullptr)),
                                                   *window, *threshold, gpus);
     if (st->json) {
-      std::cout << StatsJson(s).dump(2) << "\n";
+      std::cout << state::JobStatsToJson(s) << "\n";
     } else {
       const std::string text = FormatStats(s);
       std::cout << text << (text.empty() || text.back() == '\n' ? "" : "\n");

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/protocol_json.h"
+#include "state/job_stats.h"
 #include "state/record_json_nlohmann.h"
 
 namespace hachi::server {
@@ -241,6 +242,18 @@ void HttpServer::Routes(httplib::Server& s) {
       parts.push_back(PartitionJson(part, nodes));
     }
     Reply(res, 200, json{{"partitions", parts}, {"warnings", c->Warnings()}}.dump());
+  });
+
+  s.Get(p + "/stats", [c](const httplib::Request& req, httplib::Response& res) {
+    // Queue waits per partition and GPU count over ?window=SECONDS (default a day);
+    // a partition whose median wait passes ?alert=SECONDS (default 20 min) is flagged.
+    const int window = IntParam(req, "window", 86400, 60, 90 * 86400);
+    const int alert = IntParam(req, "alert", 1200, 1, 90 * 86400);
+    int gpus = 0;
+    for (const state::NodeStatus& n : c->Nodes()) gpus += n.gpus;
+    const state::JobStats stats =
+        state::ComputeStats(c->Jobs(true), NowSeconds(), window, alert, gpus);
+    Reply(res, 200, state::JobStatsToJson(stats));
   });
 
   // ---- Agents ----

@@ -1,5 +1,7 @@
 #include "state/job_stats.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <map>
 #include <utility>
@@ -99,6 +101,33 @@ JobStats ComputeStats(const std::vector<JobRecord>& jobs, Time now, Duration win
     out.utilisation = out.gpu_seconds / (static_cast<double>(total_gpus) * window);
   }
   return out;
+}
+
+namespace {
+
+nlohmann::json WaitJson(const WaitStats& w) {
+  return {{"partition", w.partition}, {"gpus", w.gpus},         {"started", w.started},
+          {"pending", w.pending},     {"held", w.held},         {"samples", w.samples},
+          {"wait_p50_s", w.wait_p50}, {"wait_p95_s", w.wait_p95}, {"gpu_seconds", w.gpu_seconds}};
+}
+
+}  // namespace
+
+std::string JobStatsToJson(const JobStats& s) {
+  nlohmann::json parts = nlohmann::json::array();
+  for (const PartitionStats& p : s.partitions) {
+    nlohmann::json by = nlohmann::json::array();
+    for (const WaitStats& w : p.by_gpus) by.push_back(WaitJson(w));
+    parts.push_back({{"all", WaitJson(p.all)}, {"by_gpus", by}, {"alert", p.alert}});
+  }
+  return nlohmann::json{{"now", s.now},
+                        {"window_s", s.window},
+                        {"alert_threshold_s", s.alert_threshold},
+                        {"partitions", parts},
+                        {"gpu_seconds", s.gpu_seconds},
+                        {"total_gpus", s.total_gpus},
+                        {"utilisation", s.utilisation}}
+      .dump(2);
 }
 
 }  // namespace hachi::state

@@ -50,6 +50,12 @@ struct JobStats {
 JobStats ComputeStats(const std::vector<JobRecord>& jobs, Time now, Duration window,
                       Duration alert_threshold = 20 * kMinute, int total_gpus = 0);
 
+// As JSON (`hachi stats --json`, GET /api/v1/stats): {"now", "window_s",
+// "alert_threshold_s", "partitions": [{"all": W, "by_gpus": [W...], "alert"}],
+// "gpu_seconds", "total_gpus", "utilisation"}, W = {"partition", "gpus", "started",
+// "pending", "held", "samples", "wait_p50_s", "wait_p95_s", "gpu_seconds"}.
+std::string JobStatsToJson(const JobStats& stats);
+
 // The nearest-rank percentile (p in 1..100) of `values`; 0 for none.
 Duration Percentile(std::vector<Duration> values, int p);
 
