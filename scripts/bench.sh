@@ -45,4 +45,10 @@ if [ -d "${HACHI_SHARED_DIR:-$root/../shared}/traces/alibaba-openb-gpu-v2023" ];
   echo "==> fgd placement (scripts/fgd-bench.sh)"
   "$root/scripts/fgd-bench.sh" "$build/hachi" | tee "$out/fgd_placement.md"
 fi
+# The running system against Slurm (docs/benchmarks.md, "The running system against
+# Slurm"): hachi dev with 4 simulated 8-GPU nodes, the Slurm baseline's job shapes; ~1-2 min.
+if [ -x "$build/hachi" ]; then
+  echo "==> server bench (scripts/server-bench.sh)"
+  "$root/scripts/server-bench.sh" "$build"
+fi
 [ "$found" = 1 ] || { echo "no benchmarks built in $build/bench" >&2; exit 1; }
