@@ -42,6 +42,25 @@ Clock::time_point Deadline(const LaunchSpec& spec, Clock::time_point now) {
   return now + std::chrono::duration_cast<Clock::duration>(left);
 }
 
+// The interpreter line of a script as Linux reads it: "#!/usr/bin/env bash" gives
+// {"/usr/bin/env", "bash"} (the rest of the line is one argument); no "#!": /bin/sh.
+std::vector<std::string> ShebangArgv(const std::string& script) {
+  if (script.rfind("#!", 0) != 0) return {"/bin/sh"};
+  std::string line = script.substr(2, script.find('\n') - 2);
+  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\r'; };
+  size_t b = 0;
+  while (b < line.size() && space(line[b])) ++b;
+  size_t e = b;
+  while (e < line.size() && !space(line[e])) ++e;
+  if (e == b) return {"/bin/sh"};
+  std::vector<std::string> argv{line.substr(b, e - b)};
+  while (e < line.size() && space(line[e])) ++e;
+  size_t end = line.size();
+  while (end > e && space(line[end - 1])) --end;
+  if (end > e) argv.push_back(line.substr(e, end - e));
+  return argv;
+}
+
 // Writes the batch script where the user can run it and nobody else can read it.
 Status WriteScript(const std::string& dir, const std::string& path,
                    const LaunchSpec& spec, bool chown_to_user) {
@@ -159,11 +178,11 @@ Status ProcessLauncher::Launch(const LaunchSpec& spec) {
   if (!spec.spec.script.empty()) {
     job.script = options_.spool_dir + "/job-" + std::to_string(spec.job) + ".sh";
     st = WriteScript(options_.spool_dir, job.script, spec, req.switch_user);
-    if (spec.spec.script.rfind("#!", 0) == 0) {
-      req.argv = {job.script};  // the kernel runs the shebang's interpreter
-    } else {
-      req.argv = {"/bin/sh", job.script};
-    }
+    // The interpreter is exec'd with the script as its argument, as the kernel would
+    // for "#!": exec'ing the script itself fails with ETXTBSY when another launch
+    // thread's child still holds the script's (close-on-exec) write descriptor.
+    req.argv = ShebangArgv(spec.spec.script);
+    req.argv.push_back(job.script);
     req.argv.insert(req.argv.end(), spec.spec.argv.begin(), spec.spec.argv.end());
     binds.push_back(job.script);
   } else {

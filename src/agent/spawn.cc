@@ -1,5 +1,8 @@
 #include "agent/spawn.h"
 
+#include <sched.h>
+#include <sys/mman.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -111,6 +114,24 @@ bool MoveTo(int fd, int target) {
   Fail(err_fd, Step::kExec, denied && err == ENOENT ? EACCES : err);
 }
 
+// clone()'s entry point: the child runs on its own small stack in the agent's memory
+// (CLONE_VM) while the agent's thread waits (CLONE_VFORK) until it execs or fails.
+struct ChildArgs {
+  int read_fd;
+  int err_fd;
+  const SpawnRequest* req;
+  char* const* argv;
+  char* const* envp;
+  const std::vector<const char*>* paths;
+  char** sh_argv;
+};
+
+int ChildEntry(void* p) {
+  const ChildArgs* a = static_cast<const ChildArgs*>(p);
+  close(a->read_fd);
+  Child(a->err_fd, *a->req, a->argv, a->envp, *a->paths, a->sh_argv);
+}
+
 std::string Describe(const SpawnRequest& req, const ChildError& e) {
   const std::string why = strerror(e.err);
   switch (e.step) {
@@ -208,17 +229,31 @@ Result<Spawned> Spawn(const SpawnRequest& req) {
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
-  const pid_t pid = fork();
-  if (pid == 0) {
+  // Not fork(): copying the page tables of a big multi-threaded agent (hachi dev holds
+  // the server too) for every job dominated launch time (docs/benchmarks.md). The child
+  // shares the agent's memory until exec, as posix_spawn's does: it only makes raw
+  // system calls and writes to its own stack, and every signal is blocked meanwhile.
+  constexpr size_t kStackBytes = 256 * 1024;
+  void* stack = mmap(nullptr, kStackBytes, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (stack == MAP_FAILED) {
+    const int err = errno;
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
     close(pipe_fds[0]);
-    Child(pipe_fds[1], req, argv.data(), envp.data(), paths, sh_argv.data());
+    close(pipe_fds[1]);
+    return Internal(std::string("mmap: ") + strerror(err));
   }
+  ChildArgs args{pipe_fds[0], pipe_fds[1], &req,          argv.data(),
+                 envp.data(), &paths,      sh_argv.data()};
+  const pid_t pid = clone(ChildEntry, static_cast<char*>(stack) + kStackBytes,
+                          CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
   const int fork_errno = errno;
+  munmap(stack, kStackBytes);  // the child has exec'd or exited by now (CLONE_VFORK)
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   close(pipe_fds[1]);
   if (pid < 0) {
     close(pipe_fds[0]);
-    return Internal(std::string("fork: ") + strerror(fork_errno));
+    return Internal(std::string("clone: ") + strerror(fork_errno));
   }
 
   ChildError e{};

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <thread>
 #include <iostream>
 
@@ -123,22 +124,41 @@ std::string DefaultStateDir() {
   return std::string(home && *home ? home : "/tmp") + "/.hachi/dev";
 }
 
+// Empty / 0: from the config's [server] table, else the default (flags win).
 struct ServerFlags {
-  std::string config, state_dir, listen = "127.0.0.1:8686", socket, policy = "hachi";
-  int agent_timeout = 30;
+  std::string config, state_dir, listen, socket, policy;
+  int agent_timeout = 0;
   int backfill_depth = 16;
+  std::optional<config::ClusterConfig> loaded;  // the parsed --config
 };
+
+// Loads --config and fills what the flags left open from its [server] table, then the
+// defaults. `default_state_dir` differs for `server` and `dev`.
+Status ResolveServerFlags(ServerFlags* f, const std::string& default_state_dir) {
+  if (!f->config.empty()) {
+    Result<config::ClusterConfig> c = config::LoadClusterConfig(f->config);
+    if (!c.ok()) return c.status();
+    f->loaded = std::move(*c);
+    const config::ServerConfig& s = f->loaded->server;
+    if (f->listen.empty()) f->listen = s.listen;
+    if (f->socket.empty()) f->socket = s.socket;
+    if (f->state_dir.empty()) f->state_dir = s.state_dir;
+    if (f->policy.empty()) f->policy = s.policy;
+    if (f->agent_timeout == 0) f->agent_timeout = static_cast<int>(s.agent_timeout);
+  }
+  if (f->listen.empty()) f->listen = "127.0.0.1:8686";
+  if (f->state_dir.empty()) f->state_dir = default_state_dir;
+  if (f->policy.empty()) f->policy = "hachi";
+  if (f->agent_timeout <= 0) f->agent_timeout = 30;
+  return Status::Ok();
+}
 
 Result<server::ControllerOptions> ControllerOptionsFrom(const ServerFlags& f) {
   server::ControllerOptions o;
   o.sched.policy = f.policy;
   o.sched.backfill_depth = f.backfill_depth;
   o.agent_timeout = f.agent_timeout;
-  if (!f.config.empty()) {
-    Result<config::ClusterConfig> c = config::LoadClusterConfig(f.config);
-    if (!c.ok()) return c.status();
-    o.config = std::move(*c);
-  }
+  o.config = f.loaded;
   return o;
 }
 
@@ -222,7 +242,9 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
   AddServerFlags(srv, sf.get());
   srv->callback([sf, exit_code] {
     const sigset_t stop = BlockStopSignals();
-    const std::string dir = sf->state_dir.empty() ? "/var/lib/hachi" : sf->state_dir;
+    Status resolved = ResolveServerFlags(sf.get(), "/var/lib/hachi");
+    if (!resolved.ok()) return void(*exit_code = Fail(resolved));
+    const std::string dir = sf->state_dir;
     Result<RunningServer> rs = StartServer(*sf, dir);
     if (!rs.ok()) return void(*exit_code = Fail(rs.status()));
     std::cerr << "hachi server: listening on " << rs->http->url() << " and unix:" << dir
@@ -289,7 +311,9 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
       ->check(CLI::IsMember({"docker", "podman", "apptainer"}));
   dev->callback([df, exit_code] {
     const sigset_t stop = BlockStopSignals();
-    const std::string dir = df->server.state_dir.empty() ? DefaultStateDir() : df->server.state_dir;
+    Status resolved = ResolveServerFlags(&df->server, DefaultStateDir());
+    if (!resolved.ok()) return void(*exit_code = Fail(resolved));
+    const std::string dir = df->server.state_dir;
     // Real GPUs when NVML finds some (one node: this machine), else simulated ones.
     std::vector<NodeShape> shapes;
     std::vector<std::string> names;

@@ -64,7 +64,8 @@ Status ReadArray(const Reader& r, const toml::node& n, const std::string& path, 
 
 Status ReadTop(const Reader& r, const toml::table& root, ClusterConfig* c) {
   HACHI_RETURN_IF_ERROR(r.CheckKeys(
-      root, "", {"partition", "qos", "limits", "fairshare", "priority", "node", "sim"}));
+      root, "",
+      {"partition", "qos", "limits", "fairshare", "priority", "node", "sim", "server"}));
   if (const toml::node* n = root.get("partition")) {
     HACHI_RETURN_IF_ERROR(ReadArray(
         r, *n, "partition", ReadPartition,
@@ -150,6 +151,44 @@ Status ReadTop(const Reader& r, const toml::table& root, ClusterConfig* c) {
       }
       c->node_overrides.push_back(std::move(ov));
     }
+  }
+  if (const toml::node* n = root.get("server")) {
+    const toml::table* t = nullptr;
+    CONFIG_ASSIGN_OR_RETURN(t, r.Table(*n, "server"));
+    HACHI_RETURN_IF_ERROR(r.CheckKeys(
+        *t, "server", {"listen", "socket", "state_dir", "policy", "agent_timeout"}));
+    auto string = [&](const toml::node& v, const std::string& k) { return r.String(v, k); };
+    ServerConfig& s = c->server;
+    HACHI_RETURN_IF_ERROR(Optional(
+        *t, "server", "listen",
+        [&](const toml::node& v, const std::string& k) -> Result<std::string> {
+          Result<std::string> l = r.String(v, k);
+          if (l.ok() && l->rfind(':') == std::string::npos) {
+            return r.Error(v, k, Quoted(*l) + " is not HOST:PORT (e.g. 127.0.0.1:8686)");
+          }
+          return l;
+        },
+        &s.listen));
+    HACHI_RETURN_IF_ERROR(Optional(*t, "server", "socket", string, &s.socket));
+    HACHI_RETURN_IF_ERROR(Optional(*t, "server", "state_dir", string, &s.state_dir));
+    HACHI_RETURN_IF_ERROR(Optional(
+        *t, "server", "policy",
+        [&](const toml::node& v, const std::string& k) -> Result<std::string> {
+          Result<std::string> pol = r.String(v, k);
+          if (pol.ok() && *pol != "hachi" && *pol != "easy" && *pol != "fifo") {
+            return r.Error(v, k, Quoted(*pol) + " is not a policy (hachi, easy, fifo)");
+          }
+          return pol;
+        },
+        &s.policy));
+    HACHI_RETURN_IF_ERROR(Optional(
+        *t, "server", "agent_timeout",
+        [&](const toml::node& v, const std::string& k) -> Result<Duration> {
+          Result<Duration> d = r.DurationOf(v, k);
+          if (d.ok() && *d <= 0) return r.Error(v, k, "must be longer than 0s");
+          return d;
+        },
+        &s.agent_timeout));
   }
   if (const toml::node* n = root.get("sim")) {
     const toml::table* t = nullptr;

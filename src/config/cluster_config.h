@@ -52,6 +52,16 @@ struct SimConfig {
   std::unordered_map<std::string, std::string> account_partitions;
 };
 
+// [server]: where `hachi server` / `hachi dev` listen and keep their state, when the
+// command line does not say (flags win). Empty / 0: the command's default.
+struct ServerConfig {
+  std::string listen;     // "127.0.0.1:8686"
+  std::string socket;     // Unix socket path
+  std::string state_dir;  // the SQLite database and the lock live here
+  std::string policy;     // hachi | easy | fifo
+  Duration agent_timeout = 0;
+};
+
 struct ClusterConfig {
   std::string origin;  // the file name used in messages
   // Empty: ApplyClusterConfig keeps the cluster's partitions (e.g. hachi sim's
@@ -63,6 +73,7 @@ struct ClusterConfig {
   sched::PriorityWeights weights;
   std::vector<NodeOverride> node_overrides;
   SimConfig sim;
+  ServerConfig server;
 };
 
 // Parses a config file's text; `origin` names it in messages ("cluster.toml").
