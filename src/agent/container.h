@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "agent/environment.h"
-#include "agent/launch_spec.h"
+#include "api/launch_spec.h"
 #include "core/status.h"
 
 namespace hachi::agent {

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "agent/launch_spec.h"
+#include "api/launch_spec.h"
 
 namespace hachi::agent {
 

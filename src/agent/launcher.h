@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "agent/container.h"
-#include "agent/launch_spec.h"
+#include "api/launch_spec.h"
 #include "core/status.h"
 
 namespace hachi::agent {

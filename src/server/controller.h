@@ -23,7 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "agent/launch_spec.h"
+#include "api/launch_spec.h"
 #include "api/protocol.h"
 #include "config/cluster_config.h"
 #include "core/status.h"

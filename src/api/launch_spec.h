@@ -1,5 +1,6 @@
 // What the server tells an agent to run (DESIGN.md §3 "agent gets the launch"), and
-// what the agent reports back. Plain values; the JSON codecs live in api/.
+// what the agent reports back: the agent protocol's plain structs, in api/ because both
+// server/ and agent/ speak it (DESIGN.md §2). The JSON codecs are in protocol_json.h.
 #pragma once
 
 #include <cstdint>
