@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/launch_spec.h"
+#include "api/launch_spec.h"
 #include "sched/cluster.h"
 #include "state/records.h"
 
