@@ -179,7 +179,7 @@ Status Controller::Cancel(state::JobId id, const Caller& who) {
   }
   const std::string reason = "cancelled by " + (who.user.empty() ? "?" : who.user);
   if (job.state == state::JobState::kPending) {
-    pending_info_.erase(id);
+    diagnoses_.erase(id);
     return CommitAndApply(lock, {state::JobEnded{id, state::JobState::kCancelled,
                                                  NowSeconds(), 0, 0, reason}});
   }
@@ -232,9 +232,9 @@ Result<state::JobRecord> Controller::Job(state::JobId id) const {
   auto it = image_.jobs.find(id);
   if (it == image_.jobs.end()) return NotFound("no job " + std::to_string(id));
   state::JobRecord r = it->second;
-  auto p = pending_info_.find(id);
-  if (r.state == state::JobState::kPending && p != pending_info_.end()) {
-    r.reason = p->second.reason;
+  if (r.state == state::JobState::kPending) {
+    std::string reason = ReasonLocked(id);
+    if (!reason.empty()) r.reason = std::move(reason);
   }
   return r;
 }
@@ -260,19 +260,25 @@ std::vector<state::JobRecord> Controller::Jobs(bool include_finished) const {
   for (const auto& [id, r] : image_.jobs) {
     if (!include_finished && state::IsFinal(r.state)) continue;
     out.push_back(r);
-    auto p = pending_info_.find(id);
-    if (r.state == state::JobState::kPending && p != pending_info_.end()) {
-      out.back().reason = p->second.reason;
+    if (r.state == state::JobState::kPending) {
+      std::string reason = ReasonLocked(id);
+      if (!reason.empty()) out.back().reason = std::move(reason);
     }
   }
   return out;
 }
 
+std::string Controller::ReasonLocked(state::JobId id) const {
+  auto d = diagnoses_.find(id);
+  return d == diagnoses_.end() ? std::string() : std::string(sched::ReasonName(d->second.reason));
+}
+
 std::optional<PendingInfo> Controller::Pending(state::JobId id) const {
   std::lock_guard<std::mutex> lock(mu_);
-  auto p = pending_info_.find(id);
-  if (p == pending_info_.end()) return std::nullopt;
-  return p->second;
+  auto d = diagnoses_.find(id);
+  if (d == diagnoses_.end() || !diagnosed_) return std::nullopt;
+  return PendingInfo{std::string(sched::ReasonName(d->second.reason)),
+                     d->second.Format(*diagnosed_, diagnosed_at_)};
 }
 
 // ---- Nodes ----

@@ -138,7 +138,9 @@ class Controller {
   void Loop();
   void CycleLocked(std::unique_lock<std::mutex>& lock);
   void ApplyPlanLocked(std::unique_lock<std::mutex>& lock, const sched::Plan& plan,
-                       const sched::ClusterState& snap, Time now);
+                       std::shared_ptr<const sched::ClusterState> snap, Time now);
+  // A pending job's reason word from the last cycle ("" if none).
+  std::string ReasonLocked(state::JobId id) const;
   // Queues the launch of `job`'s parts for their agents; only `node`'s when not empty.
   void DispatchLocked(const state::JobRecord& job, const std::string& node = "");
   void CheckAgentsLocked(std::unique_lock<std::mutex>& lock, Time now);
@@ -162,7 +164,12 @@ class Controller {
   uint64_t base_generation_ = 0;  // +1 per rebuild: a plan made on an older base is dropped
   std::unordered_map<std::string, AgentSession> agents_;
   std::unordered_map<state::JobId, RunInfo> runs_;
-  std::unordered_map<state::JobId, PendingInfo> pending_info_;
+  // The last cycle's diagnoses, formatted only when asked for (a cycle with 100k
+  // pending jobs must not build 100k strings); `diagnosed_` is the snapshot they refer
+  // to (node and partition names), kept alive until the next cycle.
+  std::unordered_map<state::JobId, sched::Diagnosis> diagnoses_;
+  std::shared_ptr<const sched::ClusterState> diagnosed_;
+  Time diagnosed_at_ = 0;
   std::unique_ptr<sched::Scheduler> scheduler_;  // used with mu_ released by the loop
                                                  // thread only (cycle_mu_)
   std::vector<sched::WorkloadClass> workload_;  // RecentWorkload, refreshed by the loop

@@ -38,21 +38,21 @@ void Controller::CycleLocked(std::unique_lock<std::mutex>& lock) {
     if (!s.ok()) base_.warnings.push_back("config not applied: " + s.message());
   }
   const uint64_t generation = base_generation_;
-  sched::ClusterState snap = BuildSnapshot(base_, image_);
+  auto snap = std::make_shared<sched::ClusterState>(BuildSnapshot(base_, image_));
   // The workload FGD's measure weighs placements by: refreshed every half minute, not
   // per submit, so the scheduler's fragmentation memo stays warm between cycles.
   if (workload_.empty() || now - workload_at_ >= 30) {
     workload_ = RecentWorkload(image_);
     workload_at_ = now;
   }
-  snap.workload = workload_;
-  for (sched::Job& j : snap.running) {
+  snap->workload = workload_;
+  for (sched::Job& j : snap->running) {
     auto r = runs_.find(j.id);
     if (r != runs_.end()) j.preempt_kill_at = r->second.preempt_kill_at;
   }
   lock.unlock();
   const auto t0 = std::chrono::steady_clock::now();
-  const sched::Plan plan = scheduler_->Schedule(snap, now);
+  const sched::Plan plan = scheduler_->Schedule(*snap, now);
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   lock.lock();
@@ -62,16 +62,16 @@ void Controller::CycleLocked(std::unique_lock<std::mutex>& lock) {
     dirty_ = true;
     return;
   }
-  ApplyPlanLocked(lock, plan, snap, now);
+  ApplyPlanLocked(lock, plan, std::move(snap), now);
 }
 
 void Controller::ApplyPlanLocked(std::unique_lock<std::mutex>& lock, const sched::Plan& plan,
-                                 const sched::ClusterState& snap, Time now) {
-  pending_info_.clear();
-  for (const sched::Diagnosis& d : plan.pending) {
-    pending_info_[d.job] = PendingInfo{std::string(sched::ReasonName(d.reason)),
-                                       d.Format(snap, now)};
-  }
+                                 std::shared_ptr<const sched::ClusterState> snap, Time now) {
+  diagnoses_.clear();
+  diagnoses_.reserve(plan.pending.size());
+  for (const sched::Diagnosis& d : plan.pending) diagnoses_.emplace(d.job, d);
+  diagnosed_ = std::move(snap);
+  diagnosed_at_ = now;
   // Re-check against the records as they are now: since the snapshot, jobs may have
   // been cancelled or held, nodes drained or lost (ends only free resources).
   sched::ClusterState cur = BuildSnapshot(base_, image_);
@@ -127,7 +127,7 @@ void Controller::ApplyPlanLocked(std::unique_lock<std::mutex>& lock, const sched
     RunInfo& info = runs_[id];
     info = RunInfo{};
     info.parts_left = static_cast<int>(job.allocations.size());
-    pending_info_.erase(id);
+    diagnoses_.erase(id);
     DispatchLocked(job);
   }
   stats_.starts += static_cast<int64_t>(ids.size());
