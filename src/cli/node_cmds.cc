@@ -6,26 +6,18 @@
 #include "cli/fail.h"
 #include "cli/job_cmds.h"
 #include "cli/slurm_format.h"
+#include "config/values.h"
 #include "state/job_stats.h"
 
 namespace hachi::cli {
 namespace {
 
+// "24h", "30m", "1h30m": the config file's duration syntax, and more than zero.
 Result<Duration> ParseSpan(const std::string& text, const char* flag) {
-  // "24h", "30m", "7d", "90s" or plain seconds.
-  if (text.empty()) return InvalidArgument(std::string(flag) + ": empty");
-  char* end = nullptr;
-  const long long v = std::strtoll(text.c_str(), &end, 10);
-  const std::string unit(end);
-  long long mult = unit.empty() || unit == "s" ? 1
-                   : unit == "m"               ? 60
-                   : unit == "h"               ? 3600
-                   : unit == "d"               ? 86400
-                                               : -1;
-  if (end == text.c_str() || v <= 0 || mult < 0) {
-    return InvalidArgument(std::string(flag) + " '" + text + "': use 90s, 30m, 24h or 7d");
-  }
-  return static_cast<Duration>(v * mult);
+  Result<Duration> d = config::ParseDuration(text);
+  if (!d.ok()) return InvalidArgument(std::string(flag) + ": " + d.status().message());
+  if (*d <= 0) return InvalidArgument(std::string(flag) + ": must be longer than 0s");
+  return d;
 }
 
 }  // namespace

@@ -437,7 +437,10 @@ std::string NodeValue(const NodeStatus& n, char code) {
 
 // ---- pieces ----
 
-std::string FormatElapsed(Duration d) {
+namespace {
+
+// [D-]HH:MM:SS; without days, hours are left out when zero unless `always_hours`.
+std::string FormatClock(Duration d, bool always_hours) {
   if (d < 0) d = 0;
   long long days = d / kDay, h = (d % kDay) / kHour, m = (d % kHour) / kMinute,
             s = d % kMinute;
@@ -445,25 +448,21 @@ std::string FormatElapsed(Duration d) {
   if (days > 0) {
     std::snprintf(buf, sizeof buf, "%lld-%02lld:%02lld:%02lld", days, h, m, s);
   } else if (h > 0) {
-    std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", h, m, s);
+    std::snprintf(buf, sizeof buf, always_hours ? "%02lld:%02lld:%02lld" : "%lld:%02lld:%02lld",
+                  h, m, s);
+  } else if (always_hours) {
+    std::snprintf(buf, sizeof buf, "00:%02lld:%02lld", m, s);
   } else {
     std::snprintf(buf, sizeof buf, "%lld:%02lld", m, s);
   }
   return buf;
 }
 
-std::string FormatHms(Duration d) {
-  if (d < 0) d = 0;
-  long long days = d / kDay, h = (d % kDay) / kHour, m = (d % kHour) / kMinute,
-            s = d % kMinute;
-  char buf[48];
-  if (days > 0) {
-    std::snprintf(buf, sizeof buf, "%lld-%02lld:%02lld:%02lld", days, h, m, s);
-  } else {
-    std::snprintf(buf, sizeof buf, "%02lld:%02lld:%02lld", h, m, s);
-  }
-  return buf;
-}
+}  // namespace
+
+std::string FormatElapsed(Duration d) { return FormatClock(d, false); }
+
+std::string FormatHms(Duration d) { return FormatClock(d, true); }
 
 std::string FormatIsoTime(Time t) {
   std::time_t tt = static_cast<std::time_t>(t);
