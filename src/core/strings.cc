@@ -70,4 +70,24 @@ std::string ToLower(std::string_view s) {
   return out;
 }
 
+std::string StripAnsiEscapes(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '\x1b') {
+      out += s[i];
+      continue;
+    }
+    if (i + 1 < s.size() && s[i + 1] == '[') {
+      // CSI: parameter and intermediate bytes (0x20-0x3F), then one final byte 0x40-0x7E.
+      size_t j = i + 2;
+      while (j < s.size() && s[j] >= 0x20 && s[j] <= 0x3F) ++j;
+      i = j < s.size() && s[j] >= 0x40 && s[j] <= 0x7E ? j : j - 1;
+    } else if (i + 1 < s.size()) {
+      ++i;  // a two-byte escape
+    }
+  }
+  return out;
+}
+
 }  // namespace hachi

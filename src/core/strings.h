@@ -18,5 +18,8 @@ std::optional<long long> ParseInt(std::string_view s);
 // Reads a whole file. Returns nullopt (and sets *error) on failure.
 std::optional<std::string> ReadFile(const std::string& path, std::string* error);
 std::string ToLower(std::string_view s);
+// Removes terminal escape sequences (CSI "ESC [ ... final", and two-byte "ESC x"), which
+// nvidia-smi writes into `topo -m`'s header (underline) even when its output is a pipe.
+std::string StripAnsiEscapes(std::string_view s);
 
 }  // namespace hachi

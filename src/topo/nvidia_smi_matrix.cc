@@ -8,6 +8,9 @@
 // row can hold empty cells that belong to no column. A blank line and "Legend:" end the
 // matrix; a "NIC Legend:" block may map NICn to device names.
 //
+// nvidia-smi underlines the header with terminal escapes ("\e[4mGPU0 ... \e[0m") even
+// when writing to a pipe (seen on driver 580 with an H200); they are removed first.
+//
 // Pasted copies lose tabs (expanded to spaces at 8-column stops), lose the header's
 // leading tab, or collapse runs of spaces; so fields are split on tabs when the line has
 // any, else on runs of two or more spaces, else on single spaces, and attribute cells are
@@ -175,7 +178,7 @@ void InferSwitchPeersFromNics(Topology& t) {
 class MatrixReader {
  public:
   MatrixReader(std::string_view text, std::string_view origin)
-      : lines_(SplitLines(text)), origin_(origin) {}
+      : text_(StripAnsiEscapes(text)), lines_(SplitLines(text_)), origin_(origin) {}
 
   Result<Topology> Read();
 
@@ -189,6 +192,7 @@ class MatrixReader {
                       Topology& t);
   void ReadNicLegend(size_t from, Topology& t);
 
+  std::string text_;  // the input without terminal escapes (nvidia-smi underlines its header)
   std::vector<std::string_view> lines_;
   std::string_view origin_;
   std::vector<hachi::topo::Finding> findings_;

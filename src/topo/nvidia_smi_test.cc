@@ -105,7 +105,10 @@ INSTANTIATE_TEST_SUITE_P(
                     IC::kNvSwitch, {{0, 3, "NV18"}}, 0, "72-143", "", 0},
         FixtureCase{"hgx_h100_no_leading_tab", "topo-hgx-h100-12nics-580.txt", 8, 12,
                     IC::kNvSwitch, {{0, 7, "NV18"}, {2, 5, "NV18"}}, 0, "56-111,168-223",
-                    "mlx5_0", 0}),
+                    "mlx5_0", 0},
+        // Captured raw on a real H200 (scripts/gpu-check.sh): terminal escapes in the header.
+        FixtureCase{"h200_vm_ansi_header", "topo-1x-h200-vm-ansi-580.txt", 1, 0,
+                    IC::kPcieOnly, {}, 0, "0-15", "", 0}),
     [](const auto& p) { return std::string(p.param.name); });
 
 TEST(FixtureCoverageTest, EveryTopoFixtureIsInTheTable) {
@@ -116,7 +119,7 @@ TEST(FixtureCoverageTest, EveryTopoFixtureIsInTheTable) {
     std::string name = e.path().filename().string();
     if (StartsWith(name, "topo-")) ++files;
   }
-  EXPECT_EQ(files, 13);
+  EXPECT_EQ(files, 14);
 }
 
 // Pasting variants of every fixture read to the same links and affinities.
@@ -354,6 +357,48 @@ TEST(QueryGpuTest, ReadsBriefFieldsWithoutHeader) {
   EXPECT_EQ((*r)[1].uuid, "GPU-bbb");
   EXPECT_EQ((*r)[1].pci_bus_id, "00000000:2A:00.0");
   EXPECT_EQ((*r)[1].memory_mib, 81559);
+}
+
+// The brief's exact query, captured on a real H200: with header and units (--format=csv)
+// and as hachi runs it (noheader,nounits); both read to the same GPU, which merges into the
+// matrix read from the same machine.
+TEST(QueryGpuTest, ReadsRealH200BothFormats) {
+  for (const char* file : {"query-gpu-csv-1x-h200-vm.txt", "query-gpu-noheader-1x-h200-vm.txt"}) {
+    Result<std::vector<QueriedGpu>> r = ParseQueryGpuCsv(Fixture(file), file);
+    ASSERT_TRUE(r.ok()) << file << ": " << r.status().ToString();
+    ASSERT_EQ(r->size(), 1u) << file;
+    EXPECT_EQ((*r)[0].index, 0);
+    EXPECT_EQ((*r)[0].uuid, "GPU-b419a1e4-4ddf-ba69-2493-c968fd0611a3");
+    EXPECT_EQ((*r)[0].model, "NVIDIA H200");
+    EXPECT_EQ((*r)[0].memory_mib, 143771);
+    EXPECT_EQ((*r)[0].pci_bus_id, "00000000:00:06.0");
+  }
+  Result<Topology> t = ParseTopoMatrix(Fixture("topo-1x-h200-vm-ansi-580.txt"), "m");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  Result<std::vector<QueriedGpu>> q =
+      ParseQueryGpuCsv(Fixture("query-gpu-noheader-1x-h200-vm.txt"), "q");
+  ASSERT_TRUE(q.ok());
+  MergeQueriedGpus(*t, *q, "q");
+  EXPECT_EQ(t->gpu(0).model, "NVIDIA H200");
+  EXPECT_TRUE(CheckTopology(*t).empty());
+  Result<std::vector<ListedGpu>> l = ParseGpuList(Fixture("list-gpus-1x-h200-vm.txt"), "L");
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  ASSERT_EQ(l->size(), 1u);
+  EXPECT_EQ((*l)[0].uuid, (*q)[0].uuid);
+}
+
+TEST(MatrixTest, TerminalEscapesAnywhereAreIgnored) {
+  // Underline around the header (as nvidia-smi 580 prints it), colour in a cell, and a
+  // truncated escape at the very end: the same links as the plain text.
+  Result<Topology> r = ParseTopoMatrix(
+      "\t\x1b[4mGPU0\tGPU1\tCPU Affinity\x1b[0m\n"
+      "GPU0\t X \t\x1b[1;32mNV4\x1b[0m\t0-7\n"
+      "GPU1\tNV4\t X \t0-7\n\x1b[",
+      "x");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->gpu_count(), 2);
+  EXPECT_EQ(r->link(0, 1).Label(), "NV4");
+  EXPECT_EQ(r->gpu(1).cpu_affinity, "0-7");
 }
 
 TEST(QueryGpuTest, ErrorsNameLineAndField) {

@@ -4,9 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 
+#include "core/cpulist.h"
 #include "topo/presets.h"
 #include "topo/topology_file.h"
 #include "topo/topology_testing.h"
@@ -61,6 +63,42 @@ TEST(NvmlProbeTest, SysfsNumaNodeWinsOverNvml) {
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_EQ(got->gpu(0).numa_node, 5);
   EXPECT_EQ(got->gpu(1).numa_node, 0);
+}
+
+// Neither sysfs nor NVML names the GPU's node (a VM): the node whose CPUs hold the GPU's
+// CPU affinity does, as nvidia-smi's NUMA Affinity; none when the affinity spans nodes.
+TEST(NvmlProbeTest, NumaNodeFromCpuAffinityWhenNvmlHasNone) {
+  Result<Topology> want = LoadPreset("hgx-h100");
+  ASSERT_TRUE(want.ok());
+  TempDir dir;
+  ScopedEnv env("HACHI_FAKE_NVML_TOPOLOGY",
+                dir.Write("topo.json", TopologyToJson(*want)));
+  ScopedEnv off("HACHI_FAKE_NVML_UNSUPPORTED", "nvmlDeviceGetNumaNodeId");
+  {
+    Result<Topology> got = ProbeNvml(FakeOptions(dir));  // no node cpulists: unknown
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(got->gpu(0).numa_node, -1);
+  }
+  // The preset's two sockets as the kernel lists them.
+  for (int node : {0, 1}) {
+    std::vector<int> cpus;
+    for (int g = 0; g < want->gpu_count(); ++g) {
+      if (want->gpu(g).numa_node != node) continue;
+      Result<std::vector<int>> c = ParseCpuList(want->gpu(g).cpu_affinity);
+      ASSERT_TRUE(c.ok());
+      cpus.insert(cpus.end(), c->begin(), c->end());
+    }
+    std::sort(cpus.begin(), cpus.end());
+    cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+    const std::string d = "sys/devices/system/node/node" + std::to_string(node);
+    fs::create_directories(dir.path() + "/" + d);
+    dir.Write(d + "/cpulist", FormatCpuList(cpus) + "\n");
+  }
+  Result<Topology> got = ProbeNvml(FakeOptions(dir));
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  for (int g = 0; g < want->gpu_count(); ++g) {
+    EXPECT_EQ(got->gpu(g).numa_node, want->gpu(g).numa_node) << "GPU" << g;
+  }
 }
 
 TEST(NvmlProbeTest, UnsupportedQueriesDegradeToFindings) {

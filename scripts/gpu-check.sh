@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# The real-GPU check: Hachi against a machine's NVML, nvidia-smi and GPUs. Run it on a
+# machine with an NVIDIA GPU (it is what the founders run when a session is lent one):
+#   scripts/gpu-check.sh [path/to/hachi] [out-dir]
+# It prints every step and its exit status and never stops at a failing one. Into out-dir
+# (default ./gpu-check-out) it saves the machine's raw nvidia-smi outputs (to become test
+# fixtures) and the log. Nothing here needs a network; the cluster it starts listens on
+# 127.0.0.1 only and is stopped at the end.
+set -uo pipefail
+hachi=$(realpath "${1:-build/hachi}")
+out=${2:-gpu-check-out}
+mkdir -p "$out"
+work=$(mktemp -d /tmp/hachi-gpu-XXXXXX)
+exec > >(tee "$out/gpu-check.log") 2>&1
+
+step() { printf '\n==> %s\n$ %s\n' "$1" "${*:2}"; timeout 120 "${@:2}"; echo "(exit $?)"; }
+
+cleanup() {
+  if [ -n "${dev_pid:-}" ] && kill -0 "$dev_pid" 2>/dev/null; then
+    kill -TERM "$dev_pid"; wait "$dev_pid" 2>/dev/null
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+echo "date: $(date -u +%FT%TZ)  host: $(hostname)  kernel: $(uname -r)"
+echo "hachi: $hachi"
+ldd "$hachi" | grep -i "not found" && echo "MISSING LIBRARIES"
+
+# The machine as NVIDIA's own tools see it; saved raw for the parser tests.
+smi_q="index,uuid,name,memory.total,pci.bus_id"
+step "nvidia-smi -L" nvidia-smi -L
+nvidia-smi -L > "$out/list-gpus.txt" 2>&1
+step "nvidia-smi topo -m" nvidia-smi topo -m
+nvidia-smi topo -m > "$out/topo.txt" 2>&1
+step "nvidia-smi --query-gpu" nvidia-smi --query-gpu=$smi_q --format=csv
+nvidia-smi --query-gpu=$smi_q --format=csv > "$out/query-gpu-csv.txt" 2>&1
+nvidia-smi --query-gpu=$smi_q --format=csv,noheader,nounits > "$out/query-gpu-noheader.txt" 2>&1
+nvidia-smi -q > "$out/nvidia-smi-q.txt" 2>&1
+
+# Discovery: NVML first (the default), then nvidia-smi alone, then the saved files.
+step "hachi topo show (NVML)" "$hachi" topo show
+"$hachi" topo show --json > "$out/topo-nvml.json" 2>&1
+step "hachi topo check (NVML)" "$hachi" topo check
+step "hachi topo check --expect-gpus 8 (this machine has fewer: a missing-GPU error)" \
+  "$hachi" topo check --expect-gpus 8
+step "hachi topo show through nvidia-smi only (NVML library made unloadable)" \
+  env HACHI_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1 "$hachi" topo show
+step "hachi topo show -f the saved nvidia-smi topo -m" "$hachi" topo show -f "$out/topo.txt"
+step "hachi topo alloc -n 1 (NVML)" "$hachi" topo alloc -n 1
+
+# What the NVML health path (Xid/ECC events, lost GPUs, remapped rows, processes) can
+# see on this machine, through NVIDIA's own Python binding when it is installed.
+step "NVML events and health readings (nvidia-ml-py)" python3 -c '
+import pynvml as n
+n.nvmlInit()
+print("driver", n.nvmlSystemGetDriverVersion(), "nvml", n.nvmlSystemGetNVMLVersion())
+for i in range(n.nvmlDeviceGetCount()):
+    h = n.nvmlDeviceGetHandleByIndex(i)
+    def get(f, *a):
+        try: return f(h, *a)
+        except n.NVMLError as e: return "error: %s" % e
+    print("gpu", i, get(n.nvmlDeviceGetName), get(n.nvmlDeviceGetUUID))
+    print("  supported event types", get(n.nvmlDeviceGetSupportedEventTypes))
+    print("  temperature", get(n.nvmlDeviceGetTemperature, n.NVML_TEMPERATURE_GPU))
+    print("  remapped rows", get(n.nvmlDeviceGetRemappedRows))
+    print("  retired pages (dbe)", get(n.nvmlDeviceGetRetiredPages, n.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR))
+    print("  ecc mode", get(n.nvmlDeviceGetEccMode))
+    print("  ecc uncorrected volatile", get(n.nvmlDeviceGetTotalEccErrors, n.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, n.NVML_VOLATILE_ECC))
+    print("  compute processes", get(n.nvmlDeviceGetComputeRunningProcesses))
+    print("  numa node", get(n.nvmlDeviceGetNumaNodeId) if hasattr(n, "nvmlDeviceGetNumaNodeId") else "n/a")
+    print("  mig mode", get(n.nvmlDeviceGetMigMode))
+    print("  minor number", get(n.nvmlDeviceGetMinorNumber))
+    try:
+        s = n.nvmlEventSetCreate()
+        t = n.nvmlEventTypeXidCriticalError | n.nvmlEventTypeSingleBitEccError | n.nvmlEventTypeDoubleBitEccError
+        n.nvmlDeviceRegisterEvents(h, t, s)
+        try:
+            d = n.nvmlEventSetWait_v2(s, 200)
+            print("  event:", d.eventType, d.eventData)
+        except n.NVMLError as e:
+            print("  registered Xid/ECC events; wait 200 ms:", e)
+        n.nvmlEventSetFree(s)
+    except n.NVMLError as e:
+        print("  event registration:", e)
+n.nvmlShutdown()'
+step "kernel log Xid lines readable? device nodes, cgroups" bash -c 'dmesg 2>&1 | grep -i -m5 -e xid -e nvrm; echo "dmesg exit ${PIPESTATUS[0]}"; ls -l /dev/nvidia* 2>&1 | head; ls /sys/fs/cgroup | head -30; stat -fc %T /sys/fs/cgroup'
+
+# A cluster on this machine: hachi dev finds the real GPUs and makes this host its node.
+printf '\n==> hachi dev on the real GPUs\n'
+"$hachi" dev --state-dir "$work/state" --listen 127.0.0.1:0 2> "$work/dev.log" &
+dev_pid=$!
+url=
+for _ in $(seq 100); do
+  url=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$work/dev.log")
+  [ -n "$url" ] && break
+  sleep 0.1
+done
+cat "$work/dev.log"
+if [ -z "$url" ]; then echo "hachi dev did not start"; exit 1; fi
+export HACHI_SERVER=$url
+sleep 1
+node=$("$hachi" nodes -o %n | sed -n 2p | tr -d ' ')
+step "hachi nodes" "$hachi" nodes
+step "hachi nodes -o \"%n %G %C\"" "$hachi" nodes -o "%n %G %C"
+step "hachi show node" "$hachi" show node "$node"
+step "a job that prints the GPU it was given" \
+  "$hachi" run --gpus 1 -t 2:00 -- sh -c 'echo "CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES HACHI_GPUS=$HACHI_GPUS"; nvidia-smi -L; nvidia-smi --query-gpu=index,uuid,pci.bus_id --format=csv,noheader'
+step "the same GPU seen from PyTorch inside a job (a bf16 matmul on it)" \
+  "$hachi" run --gpus 1 -t 5:00 -- python3 -c '
+import os, time, torch
+print("CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES"), "devices", torch.cuda.device_count())
+print("device 0:", torch.cuda.get_device_name(0))
+a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+for _ in range(3): a @ a
+torch.cuda.synchronize(); t = time.perf_counter()
+for _ in range(10): a @ a
+torch.cuda.synchronize(); dt = (time.perf_counter() - t) / 10
+print(f"bf16 8192^3 matmul: {2 * 8192**3 / dt / 1e12:.0f} TFLOP/s")'
+step "a 2-GPU job on a 1-GPU node is refused with the reason" "$hachi" submit --gpus 2 -- true
+printf '\n==> a batch job, its queue line while it runs, then its record\n'
+jid=$("$hachi" submit --parsable --gpus 1 -t 1:00 -J gpu-sleep -o "$work/sleep-%j.out" -- sh -c 'echo "on GPU $CUDA_VISIBLE_DEVICES"; sleep 3')
+echo "job $jid"
+sleep 1
+step "hachi queue" "$hachi" queue
+step "hachi nodes --gpus" "$hachi" nodes --gpus
+sleep 4
+step "hachi show job $jid" "$hachi" show job "$jid"
+step "its output file" sh -c "cat $work/sleep-*.out"
+step "hachi stats" "$hachi" stats
+step "hachi drain (the node) then a job waits with the reason" "$hachi" drain "$node" --reason "gpu-check"
+"$hachi" submit --gpus 1 -t 1:00 -- true
+sleep 1.5
+step "hachi queue" "$hachi" queue
+step "hachi resume" "$hachi" resume "$node"
+sleep 2
+step "hachi queue -t all" "$hachi" queue -t all
+cp "$work/dev.log" "$out/dev.log"
+echo "gpu-check: done"
