@@ -10,7 +10,6 @@ PKGS=(
   libcli11-dev                                   # command line of the hachi binary
   libtomlplusplus-dev                            # TOML: the cluster config (src/config/)
   libsqlite3-dev                                 # the server's state (src/state/)
-  libcpp-httplib-dev pkg-config                  # REST API server and client (src/api/)
   libgtest-dev libgmock-dev                      # unit and table-driven tests
   librapidcheck-dev                              # property tests
   libbenchmark-dev                               # make bench
