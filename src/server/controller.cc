@@ -37,6 +37,9 @@ Result<std::unique_ptr<Controller>> Controller::Create(ControllerOptions options
   c->scheduler_ = std::move(*scheduler);
   c->image_ = std::move(*image);
   c->next_id_ = c->image_.last_job_id + 1;
+  for (const auto& [id, job] : c->image_.jobs) {
+    if (!state::IsFinal(job.state)) c->active_.insert(id);
+  }
   for (const auto& [name, rec] : c->image_.nodes) {
     Result<NodeHardware> hw = CompileNodeHardware(rec);
     if (hw.ok()) c->hardware_[name] = std::move(*hw);
@@ -82,6 +85,30 @@ Status Controller::RebuildBaseLocked() {
   return Status::Ok();
 }
 
+void Controller::TrackJobsLocked(const std::vector<state::Edit>& edits) {
+  for (const state::Edit& e : edits) {
+    const state::JobId id = std::visit(
+        [](const auto& x) -> state::JobId {
+          using T = std::decay_t<decltype(x)>;
+          if constexpr (std::is_same_v<T, state::JobSubmitted>) {
+            return x.record.id;
+          } else if constexpr (requires { x.id; }) {
+            return x.id;
+          } else {
+            return 0;  // a node edit
+          }
+        },
+        e);
+    if (id == 0) continue;
+    auto it = image_.jobs.find(id);
+    if (it != image_.jobs.end() && !state::IsFinal(it->second.state)) {
+      active_.insert(id);
+    } else {
+      active_.erase(id);
+    }
+  }
+}
+
 Status Controller::CommitAndApply(std::unique_lock<std::mutex>& lock,
                                   std::vector<state::Edit> edits) {
   (void)lock;  // held: edits of one writer at a time stay in order on disk and here
@@ -94,6 +121,7 @@ Status Controller::CommitAndApply(std::unique_lock<std::mutex>& lock,
     Status s = state::ApplyEdit(&image_, e);
     (void)s;  // checked above
   }
+  TrackJobsLocked(edits);
   dirty_ = true;
   loop_cv_.notify_all();
   job_cv_.notify_all();
@@ -162,6 +190,7 @@ Result<std::vector<state::JobId>> Controller::Submit(const SubmitRequest& reques
     Status s = state::ApplyEdit(&image_, e);
     (void)s;  // new ids, reserved above: cannot clash
   }
+  TrackJobsLocked(edits);
   stats_.submits += static_cast<int64_t>(ids.size());
   dirty_ = true;
   loop_cv_.notify_all();
@@ -269,12 +298,20 @@ std::vector<state::JobRecord> Controller::Jobs(bool include_finished) const {
 }
 
 std::string Controller::ReasonLocked(state::JobId id) const {
+  if (auto j = image_.jobs.find(id); j != image_.jobs.end() && j->second.held &&
+                                     j->second.state == state::JobState::kPending) {
+    return std::string(sched::ReasonName(sched::Reason::kHeld));  // not in any snapshot
+  }
   auto d = diagnoses_.find(id);
   return d == diagnoses_.end() ? std::string() : std::string(sched::ReasonName(d->second.reason));
 }
 
 std::optional<PendingInfo> Controller::Pending(state::JobId id) const {
   std::lock_guard<std::mutex> lock(mu_);
+  if (auto j = image_.jobs.find(id); j != image_.jobs.end() && j->second.held &&
+                                     j->second.state == state::JobState::kPending) {
+    return PendingInfo{std::string(sched::ReasonName(sched::Reason::kHeld)), "held"};
+  }
   auto d = diagnoses_.find(id);
   if (d == diagnoses_.end() || !diagnosed_) return std::nullopt;
   return PendingInfo{std::string(sched::ReasonName(d->second.reason)),
@@ -319,7 +356,7 @@ state::NodeStatus Controller::NodeStatusLocked(const state::NodeRecord& rec,
 
 std::vector<state::NodeStatus> Controller::Nodes() const {
   std::lock_guard<std::mutex> lock(mu_);
-  const sched::ClusterState snap = BuildSnapshot(base_, image_);
+  const sched::ClusterState snap = BuildSnapshot(base_, image_, &active_);
   std::vector<state::NodeStatus> out;
   for (const auto& [name, rec] : image_.nodes) out.push_back(NodeStatusLocked(rec, snap));
   return out;

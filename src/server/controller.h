@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -146,6 +147,8 @@ class Controller {
   void CheckAgentsLocked(std::unique_lock<std::mutex>& lock, Time now);
   void NodeLostLocked(std::unique_lock<std::mutex>& lock, const std::string& node,
                       const std::string& why, Time now);
+  // Updates active_ for the jobs `edits` touched (after they were applied to image_).
+  void TrackJobsLocked(const std::vector<state::Edit>& edits);
   state::JobEnded EndFor(const state::JobRecord& job, const RunInfo& info, Time now) const;
   state::NodeStatus NodeStatusLocked(const state::NodeRecord& rec,
                                      const sched::ClusterState& snap) const;
@@ -157,6 +160,9 @@ class Controller {
   // Guarded by mu_.
   std::unique_ptr<state::Store> store_;
   state::StateImage image_;
+  // The ids of image_'s pending and running jobs, kept by TrackJobsLocked after every
+  // apply: a cycle visits these, not the finished jobs the image keeps.
+  std::set<state::JobId> active_;
   state::JobId next_id_ = 1;
   std::unordered_map<std::string, NodeHardware> hardware_;
   BaseCluster base_;

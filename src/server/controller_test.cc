@@ -161,6 +161,11 @@ TEST(Controller, HoldAndRelease) {
   h->RunCycle();
   EXPECT_EQ(h.StateOf(id), JobState::kPending);
   EXPECT_TRUE(h.Work("n1").launch.empty());
+  // Held jobs stay out of the scheduler's snapshot; their reason comes from the record.
+  const std::optional<PendingInfo> why = h->Pending(id);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_EQ(why->reason, sched::ReasonName(sched::Reason::kHeld));
+  EXPECT_EQ(why->diagnosis, "held");
   ASSERT_TRUE(h->Hold(id, false, kAlice).ok());
   h->RunCycle();
   EXPECT_EQ(h.StateOf(id), JobState::kRunning);

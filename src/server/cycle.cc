@@ -38,7 +38,7 @@ void Controller::CycleLocked(std::unique_lock<std::mutex>& lock) {
     if (!s.ok()) base_.warnings.push_back("config not applied: " + s.message());
   }
   const uint64_t generation = base_generation_;
-  auto snap = std::make_shared<sched::ClusterState>(BuildSnapshot(base_, image_));
+  auto snap = std::make_shared<sched::ClusterState>(BuildSnapshot(base_, image_, &active_));
   // The workload FGD's measure weighs placements by: refreshed every half minute, not
   // per submit, so the scheduler's fragmentation memo stays warm between cycles.
   if (workload_.empty() || now - workload_at_ >= 30) {
@@ -74,7 +74,7 @@ void Controller::ApplyPlanLocked(std::unique_lock<std::mutex>& lock, const sched
   diagnosed_at_ = now;
   // Re-check against the records as they are now: since the snapshot, jobs may have
   // been cancelled or held, nodes drained or lost (ends only free resources).
-  sched::ClusterState cur = BuildSnapshot(base_, image_);
+  sched::ClusterState cur = BuildSnapshot(base_, image_, &active_);
   std::vector<state::Edit> edits;
   for (const sched::Start& st : plan.starts) {
     auto it = image_.jobs.find(st.job);

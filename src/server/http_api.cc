@@ -124,6 +124,13 @@ void HttpServer::Routes(httplib::Server& s) {
   s.set_tcp_nodelay(true);
   // Stop() waits for idle keep-alive connections to time out: keep that short.
   s.set_keep_alive_timeout(1);
+  // SO_REUSEADDR, not httplib's default SO_REUSEPORT: with REUSEPORT a second server could
+  // bind the same port and share its connections, and the TIME_WAIT sockets a busy server
+  // leaves would refuse a restart's bind for a minute (both seen; http_api_test.cc).
+  s.set_socket_options([](socket_t sock) {
+    const int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   const int threads = options_.threads;
   s.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {

@@ -1,6 +1,10 @@
 #include "server/http_api.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <future>
@@ -254,6 +258,50 @@ TEST_F(HttpApiTest, SecondServerOnTheSamePortIsRefused) {
   HttpServer second(controller_.get(), h);
   Status s = second.Start();
   EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
+}
+
+// One request on a new connection that asks the server to close it, so that the server
+// side ends in TIME_WAIT (as after a busy run). True when a reply came.
+bool RequestAndServerCloses(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  const std::string req = "GET /api/v1/partitions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  ok = ok && ::send(fd, req.data(), req.size(), 0) == static_cast<ssize_t>(req.size());
+  char buf[4096];
+  ssize_t got = 0, n = 0;
+  while (ok && (n = ::recv(fd, buf, sizeof buf, 0)) > 0) got += n;  // until the server closes
+  ::close(fd);
+  return ok && got > 0;
+}
+
+// A server restarted on its port right after a busy run (TIME_WAIT sockets on the port)
+// must start: `hachi server` restarts after a crash must not wait a minute.
+TEST(HttpServerLifecycle, RestartOnTheSamePortDespiteTimeWait) {
+  Result<std::unique_ptr<Controller>> c =
+      Controller::Create(ControllerOptions{}, state::NewMemoryStore());
+  ASSERT_TRUE(c.ok());
+  HttpOptions h;
+  h.listen = "127.0.0.1:0";
+  h.threads = 2;
+  int port = 0;
+  {
+    HttpServer first(c->get(), h);
+    ASSERT_TRUE(first.Start().ok());
+    port = first.port();
+    for (int i = 0; i < 5; ++i) ASSERT_TRUE(RequestAndServerCloses(port));
+    first.Stop();
+  }
+  h.listen = "127.0.0.1:" + std::to_string(port);
+  HttpServer second(c->get(), h);
+  Status s = second.Start();
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(RequestAndServerCloses(port));
+  second.Stop();
 }
 
 // Start then Stop at once must not hang (the listen thread may not have begun).

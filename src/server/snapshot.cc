@@ -180,9 +180,24 @@ sched::Job ToSchedJob(const sched::ClusterState& s, const state::JobRecord& r) {
   return j;
 }
 
+// Calls fn(record) for the jobs `active` names (all jobs when it is null), in id order.
+template <typename Fn>
+void ForEachActiveJob(const state::StateImage& image, const std::set<state::JobId>* active,
+                      Fn fn) {
+  if (active == nullptr) {
+    for (const auto& [id, r] : image.jobs) fn(r);
+    return;
+  }
+  for (state::JobId id : *active) {
+    auto it = image.jobs.find(id);
+    if (it != image.jobs.end()) fn(it->second);
+  }
+}
+
 }  // namespace
 
-sched::ClusterState BuildSnapshot(const BaseCluster& base, const state::StateImage& image) {
+sched::ClusterState BuildSnapshot(const BaseCluster& base, const state::StateImage& image,
+                                  const std::set<state::JobId>* active) {
   sched::ClusterState s = base.state;
   for (size_t i = 0; i < s.nodes.size(); ++i) {
     sched::Node& n = s.nodes[i];
@@ -195,8 +210,8 @@ sched::ClusterState BuildSnapshot(const BaseCluster& base, const state::StateIma
   }
   // Running jobs first (they hold resources), then pending ones.
   std::unordered_map<sched::JobId, int> array_running;
-  for (const auto& [id, r] : image.jobs) {
-    if (r.state != state::JobState::kRunning) continue;
+  ForEachActiveJob(image, active, [&](const state::JobRecord& r) {
+    if (r.state != state::JobState::kRunning) return;
     sched::Job j = ToSchedJob(s, r);
     const bool whole = IsWholeNodeJob(s, j);
     for (const state::NodeAllocation& na : r.allocations) {
@@ -210,16 +225,18 @@ sched::ClusterState BuildSnapshot(const BaseCluster& base, const state::StateIma
     }
     if (r.spec.array_job_id != 0) ++array_running[r.spec.array_job_id];
     s.running.push_back(std::move(j));
-  }
-  for (const auto& [id, r] : image.jobs) {
-    if (r.state != state::JobState::kPending) continue;
+  });
+  ForEachActiveJob(image, active, [&](const state::JobRecord& r) {
+    // A held job cannot start and reserves nothing: the scheduler never sees it (its
+    // reason, "held", comes from the record). A burst of held submits costs no cycle time.
+    if (r.state != state::JobState::kPending || r.held) return;
     if (r.spec.array_max_running > 0 && r.spec.array_job_id != 0) {
       int& running = array_running[r.spec.array_job_id];
-      if (running >= r.spec.array_max_running) continue;
+      if (running >= r.spec.array_max_running) return;
       ++running;  // the limit counts the tasks offered to the scheduler too
     }
     sched::Job j = ToSchedJob(s, r);
-    if (j.partition < 0) continue;  // its partition left the config: it waits
+    if (j.partition < 0) return;  // its partition left the config: it waits
     if (!r.req.dependencies.empty()) {
       sched::DependencyVerdict v = sched::EvaluateDependencies(
           r.req.dependencies, [&](sched::JobId d) { return OutcomeOf(image, d); });
@@ -227,7 +244,7 @@ sched::ClusterState BuildSnapshot(const BaseCluster& base, const state::StateIma
       j.deps_job = v.job;
     }
     s.pending.push_back(std::move(j));
-  }
+  });
   return s;
 }
 

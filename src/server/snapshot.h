@@ -8,6 +8,7 @@
 #pragma once
 
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -51,7 +52,10 @@ Result<BaseCluster> BuildBase(const state::StateImage& image,
 // their nodes, pending jobs with their partition index and dependency verdicts. Node
 // states come from the records (up/drained/down) and `unhealthy` GPUs are never free.
 // Array tasks past their array's running limit are left out (they wait).
-sched::ClusterState BuildSnapshot(const BaseCluster& base, const state::StateImage& image);
+// `active`, when given, holds the ids of the image's pending and running jobs (the
+// Controller keeps it): only those are visited, not every finished job the image holds.
+sched::ClusterState BuildSnapshot(const BaseCluster& base, const state::StateImage& image,
+                                  const std::set<state::JobId>* active = nullptr);
 
 // The recent workload, for fragmentation-aware placement (sched/fragmentation.h, FGD):
 // the size classes of the last `last_n` jobs submitted (GPUs per node or GPU share,
