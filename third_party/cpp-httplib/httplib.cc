@@ -4172,6 +4172,35 @@ void ClientImpl::close_socket(Socket &socket) {
   socket.sock = INVALID_SOCKET;
 }
 
+// Hachi local change (third_party/cpp-httplib/README.md): the status line is matched by
+// hand instead of with std::regex("(HTTP/1\\.[01]) (\\d{3})(?: (.*?))?\r?\n"), whose
+// construction cost every client process about 0.15 ms. Same language: "HTTP/1.0" or
+// "HTTP/1.1", a space, three digits, optionally a space and a reason without CR or LF,
+// then LF or CRLF.
+static bool hachi_parse_response_line(const char *line, Response &res) {
+  std::string v(line);
+  if (v.size() >= 2 && v[v.size() - 2] == '\r' && v.back() == '\n') {
+    v.resize(v.size() - 2);
+  } else if (!v.empty() && v.back() == '\n') {
+    v.resize(v.size() - 1);
+  } else {
+    return false;
+  }
+  if (v.size() < 12 || v.compare(0, 7, "HTTP/1.") != 0 || (v[7] != '0' && v[7] != '1') ||
+      v[8] != ' ') {
+    return false;
+  }
+  for (size_t i = 9; i < 12; ++i) {
+    if (v[i] < '0' || v[i] > '9') { return false; }
+  }
+  if (v.size() > 12 && v[12] != ' ') { return false; }
+  if (v.find_first_of("\r\n") != std::string::npos) { return false; }
+  res.version = v.substr(0, 8);
+  res.status = (v[9] - '0') * 100 + (v[10] - '0') * 10 + (v[11] - '0');
+  res.reason = v.size() > 13 ? v.substr(13) : std::string();
+  return true;
+}
+
 bool ClientImpl::read_response_line(Stream &strm, const Request &req,
                                            Response &res) {
   std::array<char, 2048> buf{};
@@ -4180,29 +4209,16 @@ bool ClientImpl::read_response_line(Stream &strm, const Request &req,
 
   if (!line_reader.getline()) { return false; }
 
-#ifdef CPPHTTPLIB_ALLOW_LF_AS_LINE_TERMINATOR
-  const static std::regex re("(HTTP/1\\.[01]) (\\d{3})(?: (.*?))?\r\n");
-#else
-  const static std::regex re("(HTTP/1\\.[01]) (\\d{3})(?: (.*?))?\r?\n");
-#endif
-
-  std::cmatch m;
-  if (!std::regex_match(line_reader.ptr(), m, re)) {
+  if (!hachi_parse_response_line(line_reader.ptr(), res)) {
     return req.method == "CONNECT";
   }
-  res.version = std::string(m[1]);
-  res.status = std::stoi(std::string(m[2]));
-  res.reason = std::string(m[3]);
 
   // Ignore '100 Continue'
   while (res.status == 100) {
     if (!line_reader.getline()) { return false; } // CRLF
     if (!line_reader.getline()) { return false; } // next response line
 
-    if (!std::regex_match(line_reader.ptr(), m, re)) { return false; }
-    res.version = std::string(m[1]);
-    res.status = std::stoi(std::string(m[2]));
-    res.reason = std::string(m[3]);
+    if (!hachi_parse_response_line(line_reader.ptr(), res)) { return false; }
   }
 
   return true;
