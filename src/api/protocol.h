@@ -37,6 +37,21 @@ struct AgentRegistration {
 };
 
 // What an agent should do next (the work long poll's answer).
+// One GPU fault an agent's health monitor saw (agent/gpu_health.h classifies it).
+struct GpuHealthEvent {
+  int gpu = -1;          // index on the node; -1: node-wide
+  std::string kind;      // "xid", "ecc-dbe", "gpu-lost", "remap-failure", ...
+  int xid = 0;           // for kind "xid"
+  std::string fault;     // "info", "job", "reset", "fatal" or "node"
+  std::string message;   // one line: "Xid 79: GPU has fallen off the bus"
+  Time at = 0;
+};
+// POST /agents/NODE/health.
+struct AgentHealth {
+  std::string instance;  // the reporting agent process (AgentRegistration::instance)
+  std::vector<GpuHealthEvent> events;
+};
+
 struct AgentWork {
   std::vector<agent::LaunchSpec> launch;
   std::vector<state::JobId> cancel;  // SIGTERM, grace, SIGKILL

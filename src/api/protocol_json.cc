@@ -1,5 +1,6 @@
 #include "api/protocol_json.h"
 
+#include <algorithm>
 #include <initializer_list>
 #include <limits>
 
@@ -242,6 +243,55 @@ Result<AgentRegistration> AgentRegistrationFromJson(std::string_view text) {
   HACHI_RETURN_IF_ERROR(GetIntList(*j, "running", "register", &r.running));
   HACHI_RETURN_IF_ERROR(GetIntList(*j, "finished", "register", &r.finished));
   return r;
+}
+
+std::string AgentHealthToJson(const AgentHealth& h) {
+  json events = json::array();
+  for (const GpuHealthEvent& e : h.events) {
+    events.push_back(json{{"gpu", e.gpu},
+                          {"kind", e.kind},
+                          {"xid", e.xid},
+                          {"fault", e.fault},
+                          {"message", e.message},
+                          {"at", e.at}});
+  }
+  return json{{"instance", h.instance}, {"events", events}}.dump(
+      -1, ' ', false, json::error_handler_t::replace);
+}
+
+Result<AgentHealth> AgentHealthFromJson(std::string_view text) {
+  Result<json> j = Parse(text, "health");
+  if (!j.ok()) return j.status();
+  AgentHealth h;
+  HACHI_RETURN_IF_ERROR(OnlyKeys(*j, "health", {"instance", "events"}));
+  HACHI_RETURN_IF_ERROR(GetString(*j, "instance", "health", &h.instance));
+  auto ev = j->find("events");
+  if (ev == j->end()) return h;
+  if (!ev->is_array()) return InvalidArgument("health.events: expected an array");
+  static const std::vector<std::string> kFaults = {"info", "job", "reset", "fatal", "node"};
+  for (size_t i = 0; i < ev->size(); ++i) {
+    const json& e = (*ev)[i];
+    const std::string path = "health.events[" + std::to_string(i) + "]";
+    if (!e.is_object()) return InvalidArgument(path + ": expected an object");
+    HACHI_RETURN_IF_ERROR(OnlyKeys(e, path, {"gpu", "kind", "xid", "fault", "message", "at"}));
+    GpuHealthEvent g;
+    HACHI_RETURN_IF_ERROR(GetInt(e, "gpu", path, &g.gpu));
+    HACHI_RETURN_IF_ERROR(GetString(e, "kind", path, &g.kind));
+    HACHI_RETURN_IF_ERROR(GetInt(e, "xid", path, &g.xid));
+    HACHI_RETURN_IF_ERROR(GetString(e, "fault", path, &g.fault));
+    HACHI_RETURN_IF_ERROR(GetString(e, "message", path, &g.message));
+    HACHI_RETURN_IF_ERROR(GetInt(e, "at", path, &g.at));
+    if (g.gpu < -1 || g.gpu >= GpuSet::kMaxGpus) {
+      return InvalidArgument(path + ".gpu: " + std::to_string(g.gpu) + " is not a GPU index");
+    }
+    if (std::find(kFaults.begin(), kFaults.end(), g.fault) == kFaults.end()) {
+      return InvalidArgument(path + ".fault: '" + g.fault +
+                             "' is not one of info, job, reset, fatal, node");
+    }
+    if (g.kind.empty()) return InvalidArgument(path + ".kind: empty");
+    h.events.push_back(std::move(g));
+  }
+  return h;
 }
 
 std::string AgentWorkToJson(const AgentWork& w) {

@@ -15,6 +15,8 @@ namespace hachi::api {
 std::string SubmitRequestToJson(const SubmitRequest& r);
 Result<SubmitRequest> SubmitRequestFromJson(std::string_view text);
 
+std::string AgentHealthToJson(const AgentHealth& h);
+Result<AgentHealth> AgentHealthFromJson(std::string_view text);
 std::string AgentRegistrationToJson(const AgentRegistration& r);
 Result<AgentRegistration> AgentRegistrationFromJson(std::string_view text);
 

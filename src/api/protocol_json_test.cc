@@ -340,3 +340,29 @@ TEST(ProtocolJson, StatusFromErrorWithoutEnvelope) {
 
 }  // namespace
 }  // namespace hachi::api
+
+namespace hachi::api {
+namespace {
+
+TEST(ProtocolJson, AgentHealthRoundTrip) {
+  AgentHealth h;
+  h.instance = "a1b2";
+  h.events.push_back(GpuHealthEvent{3, "xid", 79, "fatal", "Xid 79: GPU has fallen off the bus",
+                                    1700000000});
+  h.events.push_back(GpuHealthEvent{-1, "xid", 145, "node", "NVSwitch", 1700000001});
+  Result<AgentHealth> back = AgentHealthFromJson(AgentHealthToJson(h));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->instance, "a1b2");
+  ASSERT_EQ(back->events.size(), 2u);
+  EXPECT_EQ(back->events[0].gpu, 3);
+  EXPECT_EQ(back->events[0].xid, 79);
+  EXPECT_EQ(back->events[0].fault, "fatal");
+  EXPECT_EQ(back->events[0].message, "Xid 79: GPU has fallen off the bus");
+  EXPECT_EQ(back->events[1].gpu, -1);
+  EXPECT_FALSE(AgentHealthFromJson(R"({"events":[{"gpu":-2,"kind":"xid","fault":"info"}]})").ok());
+  EXPECT_FALSE(AgentHealthFromJson(R"({"events":[{"gpu":0,"kind":"","fault":"info"}]})").ok());
+  EXPECT_FALSE(AgentHealthFromJson(R"({"events":{}})").ok());
+}
+
+}  // namespace
+}  // namespace hachi::api

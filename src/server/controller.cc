@@ -374,17 +374,107 @@ Status Controller::Drain(const std::string& node, const std::string& reason) {
                                                        NowSeconds()}});
 }
 
-Status Controller::Resume(const std::string& node) {
+Status Controller::Resume(const std::string& node, int gpu) {
   std::unique_lock<std::mutex> lock(mu_);
   auto it = image_.nodes.find(node);
   if (it == image_.nodes.end()) return NotFound("no node " + node);
-  if (it->second.state != state::NodeState::kDrained) {
-    return InvalidArgument("node " + node + " is " +
-                           std::string(state::NodeStateName(it->second.state)) +
-                           ", not drained");
+  const state::NodeRecord& rec = it->second;
+  if (gpu >= 0) {
+    if (!rec.unhealthy.contains(gpu)) {
+      return InvalidArgument("GPU " + std::to_string(gpu) + " of node " + node +
+                             " is not unhealthy (unhealthy: {" + rec.unhealthy.ToString() +
+                             "})");
+    }
+    state::NodeHealthChanged h{node, rec.unhealthy, rec.unhealthy_reasons};
+    h.unhealthy.Erase(gpu);
+    h.reasons.erase(gpu);
+    return CommitAndApply(lock, {h});
   }
-  return CommitAndApply(
-      lock, {state::NodeStateChanged{node, state::NodeState::kUp, "", NowSeconds()}});
+  const bool drained = rec.state == state::NodeState::kDrained;
+  if (!drained && rec.unhealthy.empty()) {
+    return InvalidArgument("node " + node + " is " +
+                           std::string(state::NodeStateName(rec.state)) +
+                           ", not drained, and has no unhealthy GPUs");
+  }
+  std::vector<state::Edit> edits;
+  if (drained) {
+    edits.push_back(state::NodeStateChanged{node, state::NodeState::kUp, "", NowSeconds()});
+  }
+  if (!rec.unhealthy.empty()) edits.push_back(state::NodeHealthChanged{node, GpuSet(), {}});
+  return CommitAndApply(lock, std::move(edits));
+}
+
+namespace {
+
+std::string ClockTime(Time t) {
+  const std::time_t tt = static_cast<std::time_t>(t);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace
+
+Status Controller::ReportHealth(const std::string& node, const api::AgentHealth& health) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto it = image_.nodes.find(node);
+  if (it == image_.nodes.end()) return NotFound("no node " + node);
+  const state::NodeRecord& rec = it->second;
+  auto hw = hardware_.find(node);
+  const int gpus = hw == hardware_.end() ? 0 : hw->second.model->gpu_count();
+  const Time now = NowSeconds();
+  state::NodeHealthChanged health_edit{node, rec.unhealthy, rec.unhealthy_reasons};
+  GpuSet newly_bad;
+  std::string node_fault;  // the first node-wide event's message
+  std::map<int, std::string> why;  // GPU -> the event that took it out
+  for (const api::GpuHealthEvent& e : health.events) {
+    const bool gpu_fault = e.fault == "fatal" || e.fault == "reset";
+    if (e.fault == "node") {
+      if (node_fault.empty()) node_fault = e.message;
+      continue;
+    }
+    if (!gpu_fault) continue;  // info, or the application's own fault
+    if (e.gpu < 0 || e.gpu >= gpus) {
+      return InvalidArgument("health: node " + node + " has " + std::to_string(gpus) +
+                             " GPUs; event for GPU " + std::to_string(e.gpu) + ": " +
+                             e.message);
+    }
+    if (health_edit.unhealthy.contains(e.gpu)) continue;  // already out of service
+    health_edit.unhealthy.Insert(e.gpu);
+    health_edit.reasons[e.gpu] = e.message + " (" + ClockTime(e.at > 0 ? e.at : now) + ")";
+    newly_bad.Insert(e.gpu);
+    why[e.gpu] = e.message;
+  }
+  std::vector<state::Edit> edits;
+  if (!newly_bad.empty()) edits.push_back(health_edit);
+  if (!node_fault.empty() && rec.state == state::NodeState::kUp) {
+    edits.push_back(state::NodeStateChanged{node, state::NodeState::kDrained,
+                                            "health: " + node_fault, now});
+  }
+  if (edits.empty()) return Status::Ok();
+  // The jobs on a GPU that left service (all of the node's on a node-wide fault): stopped
+  // everywhere they run, and requeued with the event as their reason.
+  for (const auto& [id, job] : image_.jobs) {
+    if (job.state != state::JobState::kRunning) continue;
+    std::string reason;
+    for (const state::NodeAllocation& a : job.allocations) {
+      if (a.node != node) continue;
+      if (!node_fault.empty()) {
+        reason = "node " + node + ": " + node_fault;
+      } else if (const GpuSet hit = a.gpus & newly_bad; !hit.empty()) {
+        const int g = hit.First();
+        reason = "GPU " + std::to_string(g) + " of node " + node + ": " + why[g];
+      }
+    }
+    if (reason.empty()) continue;
+    for (const state::NodeAllocation& a : job.allocations) agents_[a.node].cancels.push_back(id);
+    edits.push_back(state::JobRequeued{id, reason});
+    runs_.erase(id);
+  }
+  work_cv_.notify_all();
+  return CommitAndApply(lock, std::move(edits));
 }
 
 std::vector<sched::Partition> Controller::Partitions() const {

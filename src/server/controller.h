@@ -99,7 +99,15 @@ class Controller {
   // ---- Nodes, partitions ----
   std::vector<state::NodeStatus> Nodes() const;
   Status Drain(const std::string& node, const std::string& reason);
-  Status Resume(const std::string& node);
+  // A drained node goes back up, and its unhealthy GPUs back into service; `gpu` >= 0:
+  // only that unhealthy GPU returns (the node's state is left alone).
+  Status Resume(const std::string& node, int gpu = -1);
+  // GPU faults an agent saw (api::GpuHealthEvent). "fatal" or "reset" on a GPU: that GPU
+  // (not the node) leaves service with the event as its reason, and the job running on
+  // it is requeued with the event in its reason, its processes stopped on every node.
+  // "node" (NVSwitch / fabric): the node is drained and its jobs requeued likewise.
+  // "info" and "job" (the application's own fault) change nothing.
+  Status ReportHealth(const std::string& node, const api::AgentHealth& health);
   std::vector<sched::Partition> Partitions() const;  // node indices as in Nodes()
   std::vector<std::string> Warnings() const;
 

@@ -178,6 +178,88 @@ TEST(Controller, HoldAndRelease) {
   EXPECT_EQ(h.StateOf(other), JobState::kPending);
 }
 
+// ---- GPU health ----
+
+state::NodeRecord NodeOf(Harness& h, const std::string& name) {
+  for (const state::NodeStatus& n : h->Nodes()) {
+    if (n.record.name == name) return n.record;
+  }
+  ADD_FAILURE() << "no node " << name;
+  return {};
+}
+
+api::AgentHealth Event(int gpu, const std::string& fault, int xid, const std::string& msg) {
+  api::AgentHealth h;
+  h.events.push_back(api::GpuHealthEvent{gpu, "xid", xid, fault, msg, 1700000000});
+  return h;
+}
+
+TEST(Controller, FatalGpuEventTakesThatGpuOutAndRequeuesItsJob) {
+  Harness h;
+  h.Register("n1");
+  const state::JobId id = h.Submit(MakeSubmit().Gpus(4).Time(600));
+  h->RunCycle();
+  const state::JobRecord job = h.Job(id);
+  ASSERT_EQ(job.state, JobState::kRunning);
+  const int bad = job.allocations[0].gpus.First();
+  h.Work("n1");  // the launch
+
+  // The application's own fault changes nothing.
+  ASSERT_TRUE(h->ReportHealth("n1", Event(bad, "job", 13, "Xid 13: graphics engine exception")).ok());
+  EXPECT_EQ(h.StateOf(id), JobState::kRunning);
+  EXPECT_TRUE(NodeOf(h, "n1").unhealthy.empty());
+
+  ASSERT_TRUE(
+      h->ReportHealth("n1", Event(bad, "fatal", 79, "Xid 79: GPU has fallen off the bus")).ok());
+  const state::NodeRecord node = NodeOf(h, "n1");
+  EXPECT_EQ(node.unhealthy, GpuSet::FromIndices({bad}));
+  ASSERT_EQ(node.unhealthy_reasons.count(bad), 1u);
+  EXPECT_NE(node.unhealthy_reasons.at(bad).find("Xid 79"), std::string::npos);
+  EXPECT_EQ(node.state, state::NodeState::kUp) << "one GPU, not the node";
+  const state::JobRecord requeued = h.Job(id);
+  EXPECT_EQ(requeued.state, JobState::kPending);
+  EXPECT_EQ(requeued.requeues, 1);
+  EXPECT_EQ(requeued.reason,
+            "GPU " + std::to_string(bad) + " of node n1: Xid 79: GPU has fallen off the bus");
+  const AgentWork work = h.Work("n1");
+  EXPECT_EQ(work.cancel, std::vector<state::JobId>{id}) << "its processes are stopped";
+
+  // The same event again changes nothing more; the job runs again, never on that GPU.
+  ASSERT_TRUE(
+      h->ReportHealth("n1", Event(bad, "fatal", 79, "Xid 79: GPU has fallen off the bus")).ok());
+  EXPECT_EQ(h.Job(id).requeues, 1);
+  h->RunCycle();
+  const state::JobRecord again = h.Job(id);
+  ASSERT_EQ(again.state, JobState::kRunning);
+  EXPECT_FALSE(again.allocations[0].gpus.contains(bad));
+
+  // An admin puts it back; then it is allocatable again.
+  EXPECT_EQ(h->Resume("n1", bad == 0 ? 1 : 0).code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(h->Resume("n1", bad).ok());
+  EXPECT_TRUE(NodeOf(h, "n1").unhealthy.empty());
+  EXPECT_TRUE(NodeOf(h, "n1").unhealthy_reasons.empty());
+}
+
+TEST(Controller, NodeWideFaultDrainsTheNodeAndBadEventsAreRefused) {
+  Harness h;
+  h.Register("n1");
+  const state::JobId id = h.Submit(MakeSubmit().Gpus(2).Time(600));
+  h->RunCycle();
+  ASSERT_EQ(h.StateOf(id), JobState::kRunning);
+  EXPECT_EQ(h->ReportHealth("n1", Event(42, "fatal", 79, "x")).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(h->ReportHealth("n9", Event(0, "fatal", 79, "x")).code(), StatusCode::kNotFound);
+  ASSERT_TRUE(h->ReportHealth("n1", Event(-1, "node", 145, "NVSwitch fatal error")).ok());
+  const state::NodeRecord node = NodeOf(h, "n1");
+  EXPECT_EQ(node.state, state::NodeState::kDrained);
+  EXPECT_EQ(node.state_reason, "health: NVSwitch fatal error");
+  EXPECT_EQ(h.StateOf(id), JobState::kPending);
+  EXPECT_EQ(h.Job(id).reason, "node n1: NVSwitch fatal error");
+  ASSERT_TRUE(h->Resume("n1").ok());
+  EXPECT_EQ(NodeOf(h, "n1").state, state::NodeState::kUp);
+  EXPECT_EQ(h->Resume("n1").code(), StatusCode::kInvalidArgument);
+}
+
 // ---- Gangs ----
 
 TEST(Controller, GangGetsOneLaunchPerNode) {

@@ -237,7 +237,26 @@ void HttpServer::Routes(httplib::Server& s) {
              }
              st = c->Drain(name, reason);
            } else {
-             st = c->Resume(name);
+             // {"gpu": N}: only that unhealthy GPU returns to service.
+             int gpu = -1;
+             if (!req.body.empty()) {
+               json j = json::parse(req.body, nullptr, false);
+               if (j.is_discarded() || !j.is_object() ||
+                   (j.contains("gpu") && !j["gpu"].is_number_integer()) ||
+                   j.size() > (j.contains("gpu") ? 1u : 0u)) {
+                 return ReplyError(res, InvalidArgument(
+                                            "resume: expected {} or {\"gpu\": N}"));
+               }
+               if (j.contains("gpu")) {
+                 const int64_t g = j["gpu"].get<int64_t>();
+                 if (g < 0 || g >= GpuSet::kMaxGpus) {
+                   return ReplyError(res, InvalidArgument("resume: gpu " + std::to_string(g) +
+                                                          " is not a GPU index"));
+                 }
+                 gpu = static_cast<int>(g);
+               }
+             }
+             st = c->Resume(name, gpu);
            }
            if (!st.ok()) return ReplyError(res, st);
            Reply(res, 200, json{{"ok", true}}.dump());
@@ -277,6 +296,14 @@ void HttpServer::Routes(httplib::Server& s) {
               c->Poll(req.matches[1], IntParam(req, "wait_ms", 10000, 0, 60000));
           Reply(res, 200, api::AgentWorkToJson(w));
         });
+  s.Post(p + R"(/agents/([^/]+)/health)",
+         [c](const httplib::Request& req, httplib::Response& res) {
+           Result<api::AgentHealth> h = api::AgentHealthFromJson(req.body);
+           if (!h.ok()) return ReplyError(res, h.status());
+           Status st = c->ReportHealth(req.matches[1], *h);
+           if (!st.ok()) return ReplyError(res, st);
+           Reply(res, 200, json{{"ok", true}}.dump());
+         });
   s.Post(p + R"(/agents/([^/]+)/exits)",
          [c](const httplib::Request& req, httplib::Response& res) {
            Result<std::vector<agent::JobExit>> exits = api::JobExitsFromJson(req.body);

@@ -191,7 +191,18 @@ INSTANTIATE_TEST_SUITE_P(
         BadBody{"RegisterMalformed", "/agents/register", "nope", "not valid JSON"},
         BadBody{"ExitsWrongKind", "/agents/n1/exits",
                 R"({"exits":[{"job":1,"kind":"x"}]})", "unknown exit kind"},
-        BadBody{"DrainBadBody", "/nodes/n1/drain", R"({"reason":5})", "reason"}),
+        BadBody{"DrainBadBody", "/nodes/n1/drain", R"({"reason":5})", "reason"},
+        BadBody{"ResumeBadGpu", "/nodes/n1/resume", R"({"gpu":"3"})", "resume"},
+        BadBody{"ResumeUnknownField", "/nodes/n1/resume", R"({"gpus":3})", "resume"},
+        BadBody{"HealthNotJson", "/agents/n1/health", "xid 79", "not valid JSON"},
+        BadBody{"HealthBadFault", "/agents/n1/health",
+                R"({"events":[{"gpu":0,"kind":"xid","xid":79,"fault":"bad"}]})",
+                "health.events[0].fault"},
+        BadBody{"HealthEventNotObject", "/agents/n1/health", R"({"events":[7]})",
+                "health.events[0]: expected an object"},
+        BadBody{"HealthGpuOutOfRange", "/agents/n1/health",
+                R"({"events":[{"gpu":9,"kind":"xid","xid":79,"fault":"fatal"}]})",
+                "has 8 GPUs"}),
     [](const ::testing::TestParamInfo<BadBody>& p) { return p.param.name; });
 
 TEST_F(HttpApiTest, BodyOverTheLimitIs413) {

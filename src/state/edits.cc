@@ -86,6 +86,19 @@ Status Check(const StateImage& image, const NodeStateChanged& e) {
   return Status::Ok();
 }
 
+Status Check(const StateImage& image, const NodeHealthChanged& e) {
+  if (image.nodes.count(e.name) == 0)
+    return NotFound("node " + e.name + ": no such node");
+  for (const auto& [gpu, why] : e.reasons) {
+    if (gpu < 0 || gpu >= GpuSet::kMaxGpus || !e.unhealthy.contains(gpu)) {
+      return InvalidArgument("node " + e.name + ": a reason for GPU " + std::to_string(gpu) +
+                             ", which is not among the unhealthy GPUs {" +
+                             e.unhealthy.ToString() + "}");
+    }
+  }
+  return Status::Ok();
+}
+
 // Apply() runs only after Check() passed.
 void Apply(StateImage* image, const JobSubmitted& e) {
   image->jobs[e.record.id] = e.record;
@@ -129,6 +142,12 @@ void Apply(StateImage* image, const NodeStateChanged& e) {
   node.state = e.state;
   node.state_reason = e.reason;
   node.state_since = e.since;
+}
+
+void Apply(StateImage* image, const NodeHealthChanged& e) {
+  NodeRecord& node = image->nodes.at(e.name);
+  node.unhealthy = e.unhealthy;
+  node.unhealthy_reasons = e.reasons;
 }
 
 }  // namespace

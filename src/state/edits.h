@@ -50,9 +50,14 @@ struct NodeStateChanged {
   std::string reason;
   Time since = 0;
 };
+struct NodeHealthChanged {  // the node's unhealthy GPUs, all of them, with their reasons
+  std::string name;
+  GpuSet unhealthy;
+  std::map<int, std::string> reasons;  // only for GPUs in `unhealthy`
+};
 
 using Edit = std::variant<JobSubmitted, JobStarted, JobEnded, JobRequeued, JobHeld,
-                          NodeUpserted, NodeStateChanged>;
+                          NodeUpserted, NodeStateChanged, NodeHealthChanged>;
 
 // Applies one edit to `image`. Checks the transition first and leaves `image` unchanged
 // on error (kNotFound: no such job/node; kInvalidArgument: an illegal transition such as

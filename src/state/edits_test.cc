@@ -110,6 +110,14 @@ INSTANTIATE_TEST_SUITE_P(
                  "empty name"},
         EditCase{"NodeDrain", kDrain, StatusCode::kOk, ""},
         EditCase{"NodeMissing", NodeStateChanged{"n9", NodeState::kDown, "", 0},
+                 StatusCode::kNotFound, "node n9"},
+        EditCase{"NodeGpuUnhealthy",
+                 NodeHealthChanged{"n1", GpuSet::FromIndices({3}), {{3, "Xid 79"}}},
+                 StatusCode::kOk, ""},
+        EditCase{"NodeGpuReasonWithoutGpu",
+                 NodeHealthChanged{"n1", GpuSet::FromIndices({3}), {{4, "Xid 79"}}},
+                 StatusCode::kInvalidArgument, "GPU 4"},
+        EditCase{"NodeHealthMissing", NodeHealthChanged{"n9", GpuSet(), {}},
                  StatusCode::kNotFound, "node n9"}),
     [](const ::testing::TestParamInfo<EditCase>& row) { return row.param.name; });
 

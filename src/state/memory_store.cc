@@ -19,7 +19,8 @@ void CopyTouched(const StateImage& image, const Edit& edit, StateImage* scratch)
       [&](const auto& e) {
         using E = std::decay_t<decltype(e)>;
         if constexpr (std::is_same_v<E, NodeUpserted> ||
-                      std::is_same_v<E, NodeStateChanged>) {
+                      std::is_same_v<E, NodeStateChanged> ||
+                      std::is_same_v<E, NodeHealthChanged>) {
           const std::string& name = [&]() -> const std::string& {
             if constexpr (std::is_same_v<E, NodeUpserted>) {
               return e.record.name;

@@ -258,6 +258,9 @@ void PutNodeRecord(const NodeRecord& n, json* j) {
   (*j)["state_reason"] = n.state_reason;
   (*j)["state_since"] = n.state_since;
   (*j)["unhealthy"] = n.unhealthy.ToString();
+  json reasons = json::object();
+  for (const auto& [gpu, why] : n.unhealthy_reasons) reasons[std::to_string(gpu)] = why;
+  (*j)["unhealthy_reasons"] = std::move(reasons);
   (*j)["agent_instance"] = n.agent_instance;
 }
 
@@ -274,6 +277,19 @@ void ReadNodeRecord(ObjectReader& r, NodeRecord* n) {
   r.String("state_reason", &n->state_reason);
   r.Int("state_since", &n->state_since);
   r.Gpus("unhealthy", &n->unhealthy);
+  r.Custom("unhealthy_reasons", [n](const json& v, const std::string& p) -> Status {
+    if (!v.is_object()) return InvalidArgument(p + ": expected an object");
+    n->unhealthy_reasons.clear();
+    for (const auto& [key, why] : v.items()) {
+      std::optional<long long> gpu = ParseInt(key);
+      if (!gpu || *gpu < 0 || *gpu >= GpuSet::kMaxGpus) {
+        return InvalidArgument(p + ": '" + key + "' is not a GPU index");
+      }
+      if (!why.is_string()) return InvalidArgument(p + "." + key + ": expected a string");
+      n->unhealthy_reasons[static_cast<int>(*gpu)] = why.get<std::string>();
+    }
+    return Status::Ok();
+  });
   r.String("agent_instance", &n->agent_instance);
 }
 

@@ -114,6 +114,7 @@ struct NodeRecord {
   std::string state_reason;  // drain reason, "agent silent 30s", ...
   Time state_since = 0;
   GpuSet unhealthy;  // GPUs drained by health checks (issue 7); never allocated
+  std::map<int, std::string> unhealthy_reasons;  // GPU index -> why ("Xid 79: ...")
   // The agent process that registered last (a random id per agent start): a node whose
   // agent re-registers with another id has restarted and lost track of its jobs.
   std::string agent_instance;

@@ -298,7 +298,8 @@ Status SqliteStore::WriteEdit(const Edit& edit) {
         } else if constexpr (std::is_same_v<E, NodeUpserted>) {
           HACHI_RETURN_IF_ERROR(CheckEdit(image, edit));
           return WriteNode(db, e.record);
-        } else if constexpr (std::is_same_v<E, NodeStateChanged>) {
+        } else if constexpr (std::is_same_v<E, NodeStateChanged> ||
+                             std::is_same_v<E, NodeHealthChanged>) {
           HACHI_RETURN_IF_ERROR(ReadNode(db, e.name, &image));
           HACHI_RETURN_IF_ERROR(ApplyEdit(&image, edit));
           return WriteNode(db, image.nodes.at(e.name));
