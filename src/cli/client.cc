@@ -111,8 +111,10 @@ Result<std::vector<state::NodeStatus>> ApiClient::Nodes() {
 }
 
 Status ApiClient::NodeAction(const std::string& node, const std::string& action,
-                             const std::string& reason) {
-  const std::string body = action == "drain" ? json{{"reason", reason}}.dump() : "";
+                             const std::string& reason, int gpu) {
+  const std::string body = action == "drain" ? json{{"reason", reason}}.dump()
+                           : gpu >= 0        ? json{{"gpu", gpu}}.dump()
+                                             : "";
   Result<std::string> r = http_->Call(
       "POST", std::string(api::kApiPrefix) + "/nodes/" + node + "/" + action, body);
   return r.ok() ? Status::Ok() : r.status();

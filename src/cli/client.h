@@ -30,8 +30,9 @@ class ApiClient {
   Result<JobView> Job(state::JobId id, const std::string& wait_from = "", int wait_ms = 0);
   Status JobAction(state::JobId id, const std::string& action);  // cancel, hold, release
   Result<std::vector<state::NodeStatus>> Nodes();
+  // drain (with `reason`), resume (`gpu` >= 0: only that unhealthy GPU).
   Status NodeAction(const std::string& node, const std::string& action,
-                    const std::string& reason = "");  // drain, resume
+                    const std::string& reason = "", int gpu = -1);
   // Raw JSON bodies, for --json output.
   Result<std::string> Raw(const std::string& path);
 

@@ -57,6 +57,7 @@ void AddNodeCommands(CLI::App& app, int* exit_code) {
 
   struct DrainFlags {
     std::string server, node, reason;
+    int gpu = -1;
   };
   auto d = std::make_shared<DrainFlags>();
   CLI::App* drain = app.add_subcommand("drain", "Drain a node: no new jobs (scontrol update state=drain)");
@@ -70,13 +71,17 @@ void AddNodeCommands(CLI::App& app, int* exit_code) {
     if (!s.ok()) *exit_code = Fail(s);
   });
   auto r = std::make_shared<DrainFlags>();
-  CLI::App* resume = app.add_subcommand("resume", "Put a drained node back in service");
+  CLI::App* resume = app.add_subcommand(
+      "resume", "Put a drained node and its unhealthy GPUs back in service");
   resume->add_option("node", r->node, "Node name")->required();
+  resume->add_option("--gpu", r->gpu,
+                     "Only this GPU, taken out by a health check (hachi show node NAME)")
+      ->check(CLI::Range(0, 63));
   resume->add_option("--server", r->server, "Server URL");
   resume->callback([r, exit_code] {
     Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(r->server);
     if (!c.ok()) return void(*exit_code = Fail(c.status()));
-    Status s = (*c)->NodeAction(r->node, "resume");
+    Status s = (*c)->NodeAction(r->node, "resume", "", r->gpu);
     if (!s.ok()) *exit_code = Fail(s);
   });
 

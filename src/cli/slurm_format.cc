@@ -767,6 +767,10 @@ std::string FormatGpuPicture(const NodeStatus& n) {
       row.clear();
     }
   }
+  // Why each unhealthy GPU is out of service (hachi resume NODE --gpu N puts it back).
+  for (const auto& [gpu, why] : n.record.unhealthy_reasons) {
+    o += "  gpu" + std::to_string(gpu) + " unhealthy: " + why + "\n";
+  }
   return o;
 }
 
