@@ -110,6 +110,16 @@ void AgentDaemon::OnExit(const JobExit& exit) {
     auto run = current_run_.find(e.job);
     if (run != current_run_.end()) e.start_time = run->second;
   }
+  auto live = live_.find(e.job);
+  if (live != live_.end() && live->second == e.start_time) {
+    live_.erase(live);
+    // A later run of the job waited for this one to end: the report thread starts it.
+    auto d = deferred_.find(e.job);
+    if (d != deferred_.end()) {
+      ready_.push_back(std::move(d->second));
+      deferred_.erase(d);
+    }
+  }
   unreported_.push_back(e);
   cv_.notify_all();
 }
@@ -186,9 +196,20 @@ void AgentDaemon::PollLoop() {
       registered_ = false;
       continue;
     }
+    // Cancels first: one for a job that is also launched in this batch stops its earlier
+    // run (the job was requeued), not the new one.
+    for (state::JobId id : work->cancel) launcher_->Cancel(id, "cancelled");
     for (const LaunchSpec& l : work->launch) {
       {
         std::lock_guard<std::mutex> lock(mu_);
+        auto live = live_.find(l.job);
+        if (live != live_.end() && live->second != l.start_time &&
+            launched_.count({l.job, l.start_time}) == 0) {
+          // The job's earlier run is still stopping here: this run starts once it exits
+          // (OnExit), since the launcher runs one run of a job at a time.
+          deferred_[l.job] = l;
+          continue;
+        }
         if (!launched_.emplace(l.job, l.start_time).second) {
           // Sent again (the server restarted): report the exit again if it ended.
           auto f = finished_.find(l.job);
@@ -199,37 +220,97 @@ void AgentDaemon::PollLoop() {
           continue;
         }
         current_run_[l.job] = l.start_time;
+        live_[l.job] = l.start_time;
         if (finished_.erase(l.job) > 0) {  // a new run of a requeued job: its own exit
           finished_order_.erase(
               std::find(finished_order_.begin(), finished_order_.end(), l.job));
         }
       }
-      Status s = launcher_->Launch(l);
-      if (!s.ok()) {
-        JobExit e;
-        e.job = l.job;
-        e.kind = ExitKind::kLaunchFailed;
-        e.message = s.message();
-        e.end_time = static_cast<Time>(std::time(nullptr));
-        OnExit(e);
-      }
+      LaunchNow(l);
     }
-    for (state::JobId id : work->cancel) launcher_->Cancel(id, "cancelled");
   }
+}
+
+void AgentDaemon::LaunchNow(const LaunchSpec& l) {
+  Status s = launcher_->Launch(l);
+  if (!s.ok()) {
+    JobExit e;
+    e.job = l.job;
+    e.start_time = l.start_time;
+    e.kind = ExitKind::kLaunchFailed;
+    e.message = s.message();
+    e.end_time = static_cast<Time>(std::time(nullptr));
+    OnExit(e);
+  }
+}
+
+void AgentDaemon::ReportHealth(const api::GpuHealthEvent& e) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (health_.size() >= kHealthQueued) health_.erase(health_.begin());  // bounded
+  health_.push_back(e);
+  cv_.notify_all();
 }
 
 void AgentDaemon::ReportLoop() {
   HttpClientHolder http(options_.server);
-  const std::string path = std::string(api::kApiPrefix) + "/agents/" + options_.node + "/exits";
+  const std::string base = std::string(api::kApiPrefix) + "/agents/" + options_.node;
+  const std::string path = base + "/exits";
   int backoff_ms = 100;
   for (;;) {
     std::vector<JobExit> batch;
+    std::vector<api::GpuHealthEvent> health;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || (!unreported_.empty() && registered_); });
-      if (unreported_.empty() || !registered_) return;  // stopping
+      cv_.wait(lock, [&] {
+        return stopping_ || !ready_.empty() ||
+               ((!unreported_.empty() || !health_.empty()) && registered_);
+      });
+      if (!ready_.empty() && !stopping_) {  // runs that waited for their job's earlier run
+        std::vector<LaunchSpec> ready;
+        ready.swap(ready_);
+        for (const LaunchSpec& l : ready) {
+          if (!launched_.emplace(l.job, l.start_time).second) continue;
+          current_run_[l.job] = l.start_time;
+          live_[l.job] = l.start_time;
+          if (finished_.erase(l.job) > 0) {
+            finished_order_.erase(
+                std::find(finished_order_.begin(), finished_order_.end(), l.job));
+          }
+        }
+        lock.unlock();
+        for (const LaunchSpec& l : ready) LaunchNow(l);
+        continue;
+      }
+      if ((unreported_.empty() && health_.empty()) || !registered_) {
+        if (stopping_) return;
+        continue;
+      }
       batch = unreported_;
+      health = health_;
     }
+    if (!health.empty()) {
+      // GPU faults first: the server takes the GPU out before it hears of the exits the
+      // fault caused. A report it refuses (400: an index it does not know) is dropped.
+      Result<std::string> r = http.Call(
+          "POST", base + "/health", api::AgentHealthToJson({instance_, health}), 10000);
+      std::unique_lock<std::mutex> lock(mu_);
+      if (r.ok() || r.status().code() == StatusCode::kInvalidArgument) {
+        if (!r.ok()) {
+          std::fprintf(stderr, "hachi agent: the server refused a GPU health report: %s\n",
+                       r.status().message().c_str());
+        }
+        health_.erase(health_.begin(),
+                      health_.begin() + static_cast<std::ptrdiff_t>(
+                                            std::min(health.size(), health_.size())));
+      } else {
+        if (r.status().code() == StatusCode::kNotFound) registered_ = false;
+        if (stopping_) return;
+        cv_.wait_for(lock, std::chrono::milliseconds(backoff_ms), [&] { return stopping_; });
+        backoff_ms = std::min(backoff_ms * 2, 2000);
+        continue;
+      }
+    }
+    if (batch.empty()) continue;
     Result<std::string> r = http.Call("POST", path, api::JobExitsToJson(batch), 10000);
     std::unique_lock<std::mutex> lock(mu_);
     if (!r.ok()) {

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "agent/launcher.h"
+#include "api/protocol.h"
 #include "core/status.h"
 
 namespace hachi::agent {
@@ -59,11 +60,15 @@ class AgentDaemon {
   // (hachi dev shutting down); otherwise they keep running (their own sessions).
   void Stop(bool cancel_jobs = true);
   bool registered() const;
+  // Queues a GPU fault for the server (POST /agents/NODE/health), re-sent until the server
+  // has it. Thread-safe: the GPU health monitor's thread calls it (agent/gpu_health.h).
+  void ReportHealth(const api::GpuHealthEvent& e);
 
  private:
   void PollLoop();
   void ReportLoop();
   void OnExit(const JobExit& e);
+  void LaunchNow(const LaunchSpec& l);  // without mu_; a refusal is reported as an exit
   Status RegisterOnce(HttpClientHolder& http);
 
   const AgentOptions options_;
@@ -77,12 +82,19 @@ class AgentDaemon {
   bool stopping_ = false;
   bool registered_ = false;
   std::unordered_map<state::JobId, Time> current_run_;  // job -> start of its last run
+  std::unordered_map<state::JobId, Time> live_;  // runs launched and not yet exited
+  // A requeued job's new run that came while its earlier run was still stopping here,
+  // and such runs whose earlier run has now exited (launched by the report thread).
+  std::unordered_map<state::JobId, LaunchSpec> deferred_;
+  std::vector<LaunchSpec> ready_;
   std::set<std::pair<state::JobId, Time>> launched_;       // runs (job, start time),
                                                            // ever, by this process
   std::unordered_map<state::JobId, JobExit> finished_;     // acknowledged exits, the
                                                            // latest run's
   std::deque<state::JobId> finished_order_;                // bounded memory
   std::vector<JobExit> unreported_;
+  static constexpr size_t kHealthQueued = 256;
+  std::vector<api::GpuHealthEvent> health_;  // not yet acknowledged, oldest first
   std::condition_variable cv_;
 
   std::thread poll_;

@@ -113,6 +113,34 @@ TEST_F(DaemonTest, RegistersRunsAndReportsAJob) {
   EXPECT_EQ(fake.cancels()[0].first, second);
 }
 
+// A GPU fault the monitor reports reaches the server: that GPU leaves service, the job
+// on it is requeued and stopped here, and it runs again elsewhere on the node.
+TEST_F(DaemonTest, GpuFaultTakesTheGpuOutAndRequeuesItsJob) {
+  agent_ = std::make_unique<Agent>(Options(http_->url(), 2000));
+  ASSERT_TRUE(agent_->daemon.Start().ok());
+  ASSERT_TRUE(WaitFor([&] { return agent_->daemon.registered(); }));
+  const state::JobId id = controller_->Submit(MakeSubmit().Gpus(2).Time(90), kAlice)->front();
+  FakeLauncher& fake = *agent_->launcher;
+  ASSERT_TRUE(WaitFor([&] { return fake.launches().size() == 1; }));
+  const int bad = fake.launches()[0].gpus.First();
+  const std::string node = fake.launches()[0].node;
+  agent_->daemon.ReportHealth(
+      api::GpuHealthEvent{bad, "xid", 79, "fatal", "Xid 79: GPU has fallen off the bus", 0});
+  ASSERT_TRUE(WaitFor([&] { return fake.cancels().size() == 1; })) << "the job is stopped";
+  EXPECT_EQ(fake.cancels()[0].first, id);
+  // (The fake launcher reports the cancelled run's exit at once: a stale run's exit.)
+  ASSERT_TRUE(WaitFor([&] { return fake.launches().size() == 2; }))
+      << "and runs again; job " << state::JobStateName(controller_->Job(id)->state) << " "
+      << controller_->Job(id)->start_time << " launches " << fake.launches().size();
+  EXPECT_FALSE(fake.launches()[1].gpus.contains(bad));
+  EXPECT_EQ(controller_->Job(id)->requeues, 1);
+  bool out = false;
+  for (const state::NodeStatus& n : controller_->Nodes()) {
+    if (n.record.name == node) out = n.record.unhealthy.contains(bad);
+  }
+  EXPECT_TRUE(out);
+}
+
 TEST_F(DaemonTest, StopReturnsPromptlyDuringALongPoll) {
   agent_ = std::make_unique<Agent>(Options(http_->url(), 20000));
   ASSERT_TRUE(agent_->daemon.Start().ok());

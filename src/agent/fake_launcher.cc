@@ -21,7 +21,7 @@ Status FakeLauncher::Launch(const LaunchSpec& spec) {
                            " is already running here");
   }
   launches_.push_back(spec);
-  running_.insert(spec.job);
+  running_[spec.job] = spec.start_time;
   return Status::Ok();
 }
 
@@ -44,7 +44,9 @@ void FakeLauncher::Signal(JobId job, int sig) {
 
 std::vector<JobId> FakeLauncher::Running() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return {running_.begin(), running_.end()};
+  std::vector<JobId> out;
+  for (const auto& [job, start] : running_) out.push_back(job);
+  return out;
 }
 
 bool FakeLauncher::Finish(JobId job, int exit_code) {
@@ -55,11 +57,14 @@ bool FakeLauncher::Finish(JobId job, int exit_code) {
 }
 
 bool FakeLauncher::Finish(const JobExit& exit) {
+  JobExit e = exit;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (running_.erase(exit.job) == 0) return false;
+    auto it = running_.find(exit.job);
+    if (it == running_.end()) return false;
+    if (e.start_time == 0) e.start_time = it->second;  // as the real launcher: the run
+    running_.erase(it);
   }
-  JobExit e = exit;
   if (e.end_time == 0) e.end_time = WallNow();
   on_exit_(e);
   return true;

@@ -6,6 +6,7 @@
 // exactly once per job launched with an OK status.
 #pragma once
 
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -43,7 +44,7 @@ class FakeLauncher final : public Launcher {
   const ExitCallback on_exit_;
   mutable std::mutex mu_;
   std::vector<LaunchSpec> launches_;                    // guarded by mu_
-  std::set<JobId> running_;                             // guarded by mu_
+  std::map<JobId, Time> running_;  // guarded by mu_: job -> its run's start time
   std::vector<std::pair<JobId, std::string>> cancels_;  // guarded by mu_
   std::vector<std::pair<JobId, int>> signals_;          // guarded by mu_
   Status launch_status_;                                // guarded by mu_

@@ -104,6 +104,7 @@ struct ProcessLauncher::State {
     bool killed = false;
     ExitKind stop = ExitKind::kExited;  // kTimeLimit / kCancelled once stopping
     std::string script;                 // spooled script to remove at the end
+    Time start_time = 0;                // the run (LaunchSpec::start_time), in its exit
   };
 
   mutable std::mutex mu;
@@ -214,6 +215,7 @@ Status ProcessLauncher::Launch(const LaunchSpec& spec) {
     if (!job.script.empty()) unlink(job.script.c_str());
     JobExit e;
     e.job = spec.job;
+    e.start_time = spec.start_time;
     e.kind = ExitKind::kLaunchFailed;
     e.message = child.status().message();
     e.end_time = WallNow();
@@ -221,6 +223,7 @@ Status ProcessLauncher::Launch(const LaunchSpec& spec) {
   } else {
     job.pid = child->pid;
     job.pidfd = child->pidfd;
+    job.start_time = spec.start_time;
     job.deadline = Deadline(spec, now);
     state_->jobs.emplace(spec.job, std::move(job));
   }
@@ -327,6 +330,7 @@ void ProcessLauncher::Supervise() {
       } while (r < 0 && errno == EINTR);
       JobExit e;
       e.job = it->first;
+      e.start_time = it->second.start_time;
       e.end_time = WallNow();
       if (r > 0 && WIFSIGNALED(status)) {
         e.kind = ExitKind::kSignaled;

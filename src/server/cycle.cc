@@ -108,7 +108,10 @@ void Controller::ApplyPlanLocked(std::unique_lock<std::mutex>& lock, const sched
     }
     state::JobStarted started;
     started.id = st.job;
-    started.start_time = now;
+    // The start time is also the run's id (agents and exit reports tell runs apart by it):
+    // a requeued job restarted within the second of its last start gets the next second,
+    // or the old run's exit would end the new one.
+    started.start_time = std::max(now, rec.start_time + 1);
     for (const sched::Allocation& a : st.allocations) {
       started.allocations.push_back(state::NodeAllocation{cur.nodes[a.node].name, a.gpus,
                                                           a.cpus, a.memory_mib,
