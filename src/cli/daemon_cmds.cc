@@ -14,6 +14,7 @@
 #include <iostream>
 
 #include "agent/daemon.h"
+#include "agent/gpu_health.h"
 #include "agent/launcher.h"
 #include "api/http_client.h"
 #include "cli/fail.h"
@@ -90,6 +91,28 @@ int64_t HostMemoryMib() {
     in.ignore(1 << 10, '\n');
   }
   return 1024;
+}
+
+// Watches this machine's GPUs (agent/gpu_health.h) and forwards each fault to `daemon`,
+// which reports it to the server. Null, after saying why on stderr, when NVML is not
+// usable (the agent then runs without health checks).
+std::unique_ptr<agent::GpuHealthMonitor> WatchGpus(agent::AgentDaemon* daemon,
+                                                   const std::string& node) {
+  Result<std::unique_ptr<agent::GpuHealthMonitor>> m = agent::GpuHealthMonitor::Start(
+      agent::GpuHealthOptions{}, [daemon, node](const agent::GpuHealthEvent& e) {
+        std::cerr << "hachi agent: " << node << " GPU " << e.gpu << ": " << e.message << " ("
+                  << agent::GpuFaultName(e.fault) << ")\n";
+        daemon->ReportHealth(api::GpuHealthEvent{e.gpu, e.kind, e.xid,
+                                                 std::string(agent::GpuFaultName(e.fault)),
+                                                 e.message, e.at});
+      });
+  if (!m.ok()) {
+    std::cerr << "hachi agent: " << node << ": no GPU health checks: " << m.status().message()
+              << "\n";
+    return nullptr;
+  }
+  std::cerr << "hachi agent: " << node << ": GPU health: " << (*m)->summary() << "\n";
+  return std::move(*m);
 }
 
 // The node an agent runs on: a topology file or preset when given, else this machine's
@@ -290,7 +313,11 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
     if (!s.ok()) return void(*exit_code = Fail(s));
     std::cerr << "hachi agent: node " << o.node << " (" << shape->what << "), server "
               << o.server << "\n";
+    // Real GPUs only: a simulated node has none to watch.
+    std::unique_ptr<agent::GpuHealthMonitor> health;
+    if (af->preset.empty() && af->topology_file.empty()) health = WatchGpus(&d, o.node);
     WaitStopSignal(stop);
+    if (health) health->Stop();
     d.Stop(/*cancel_jobs=*/false);
   });
 
@@ -317,11 +344,13 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
     // Real GPUs when NVML finds some (one node: this machine), else simulated ones.
     std::vector<NodeShape> shapes;
     std::vector<std::string> names;
+    bool real_gpus = false;
     if (Result<topo::Topology> real = topo::DiscoverLocalTopology(); real.ok() && real->gpu_count() > 0) {
       Result<NodeShape> s = AgentShape("", "");
       if (s.ok()) {
         shapes.push_back(*s);
         names.push_back(HostName());
+        real_gpus = true;
       }
     }
     if (shapes.empty()) {
@@ -352,12 +381,15 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
       Status s = agents.back()->Start();
       if (!s.ok()) return void(*exit_code = Fail(s));
     }
+    std::unique_ptr<agent::GpuHealthMonitor> health;
+    if (real_gpus) health = WatchGpus(agents.front().get(), names.front());
     std::cerr << "hachi dev: listening on " << url << " (unix:" << dir << "/hachi.sock), "
               << shapes.size() << " node(s): " << shapes[0].what << "; state in " << dir
               << "\n"
               << "  try: HACHI_SERVER=" << url << " hachi run --gpus 2 -- nvidia-smi -L\n";
     WaitStopSignal(stop);
     std::cerr << "hachi dev: stopping (cancelling running jobs)\n";
+    if (health) health->Stop();
     // Jobs first, while the server still records their ends; then the server, whose
     // stop wakes the agents' long polls; then the agents and the HTTP threads.
     std::vector<std::thread> cancels;

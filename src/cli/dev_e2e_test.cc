@@ -20,6 +20,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_testing.h"
+#include "topo/presets.h"
+#include "topo/topology_file.h"
 
 namespace hachi::cli {
 namespace {
@@ -336,6 +338,70 @@ TEST_F(DevE2e, MultiNodeJobGetsConsistentTorchrunEnvironment) {
   }
   EXPECT_EQ(masters.size(), 1u);
   EXPECT_EQ(ranks, (std::set<std::string>{"0", "1"}));
+}
+
+// A GPU that falls off the bus, through the real NVML event path: `hachi dev` on "real"
+// GPUs served by the fake libnvidia-ml.so.1 (an HGX H100), a fault injected into it. The
+// agent's monitor reports it, the server takes that GPU out of service and requeues the
+// job on it, which runs again on other GPUs; `show node` says why; `resume --gpu` puts the
+// GPU back.
+TEST_F(DevE2e, GpuFallenOffTheBusIsDrainedAndItsJobRequeued) {
+  const std::string topo_path = dir_ + "/topo.json";
+  {
+    std::ofstream t(topo_path);
+    t << topo::TopologyToJson(*topo::LoadPreset("hgx-h100"));
+  }
+  const std::string events = dir_ + "/nvml-events";
+  { std::ofstream e(events); }
+  ::setenv("HACHI_NVML_LIBRARY", HACHI_FAKE_NVML, 1);
+  ::setenv("HACHI_FAKE_NVML_TOPOLOGY", topo_path.c_str(), 1);
+  ::setenv("HACHI_FAKE_NVML_EVENTS", events.c_str(), 1);
+  DevCluster dev(dir_);
+  ::unsetenv("HACHI_NVML_LIBRARY");
+  ::unsetenv("HACHI_FAKE_NVML_TOPOLOGY");
+  ::unsetenv("HACHI_FAKE_NVML_EVENTS");
+  ASSERT_FALSE(dev.url().empty());
+  std::string node;
+  for (int i = 0; i < 100 && node.empty(); ++i) {
+    std::istringstream lines(Hachi("nodes -o %n", false).out);
+    std::string header;
+    std::getline(lines, header);
+    std::getline(lines, node);
+    if (node.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_FALSE(node.empty()) << ReadFile(dir_ + "/dev.log");
+  EXPECT_NE(ReadFile(dir_ + "/dev.log").find("GPU health: NVML events on 8 GPUs"),
+            std::string::npos)
+      << ReadFile(dir_ + "/dev.log");
+
+  const int64_t id = Submit("-G 2 -t 5:00 -o " + dir_ + "/%j.out -- sleep 60");
+  ASSERT_TRUE(WaitState(id, "RUNNING", 10));
+  const std::string first = Jobs()[id]["allocations"][0]["gpus"].get<std::string>();
+  const int bad = std::stoi(first);  // "0-1" or "4,6": its first GPU
+  {
+    std::ofstream e(events, std::ios::app);
+    e << "xid " << bad << " 79\n";
+  }
+  json again;
+  for (int i = 0; i < 100; ++i) {
+    again = Jobs()[id];
+    if (again["requeues"] == 1 && again["state"] == "RUNNING") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(again["requeues"], 1) << again.dump() << "\n" << ReadFile(dir_ + "/dev.log");
+  ASSERT_EQ(again["state"], "RUNNING") << again.dump();
+  EXPECT_EQ(again["reason"], "GPU " + std::to_string(bad) + " of node " + node +
+                                 ": Xid 79: GPU has fallen off the bus");
+  const std::string now = again["allocations"][0]["gpus"].get<std::string>();
+  EXPECT_EQ(now.find(std::to_string(bad)), std::string::npos) << now << " holds the bad GPU";
+
+  const std::string shown = Hachi("show node " + node).out;
+  EXPECT_NE(shown.find("gpu" + std::to_string(bad) + " unhealthy: Xid 79"), std::string::npos)
+      << shown;
+  EXPECT_EQ(Hachi("resume " + node + " --gpu " + std::to_string(bad), false).exit_code, 0);
+  EXPECT_EQ(Hachi("show node " + node).out.find("unhealthy:"), std::string::npos);
+  EXPECT_EQ(Hachi("cancel " + std::to_string(id), false).exit_code, 0);
+  ASSERT_TRUE(WaitState(id, "CANCELLED", 20));
 }
 
 }  // namespace

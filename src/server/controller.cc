@@ -436,7 +436,8 @@ Status Controller::ReportHealth(const std::string& node, const api::AgentHealth&
       continue;
     }
     if (!gpu_fault) continue;  // info, or the application's own fault
-    if (e.gpu < 0 || e.gpu >= gpus) {
+    if (e.gpu < 0) continue;   // a device the agent could not name: nothing to take out
+    if (e.gpu >= gpus) {
       return InvalidArgument("health: node " + node + " has " + std::to_string(gpus) +
                              " GPUs; event for GPU " + std::to_string(e.gpu) + ": " +
                              e.message);

@@ -1,8 +1,9 @@
 // Our own minimal declarations of the NVML C API (libnvidia-ml.so.1), for loading it
 // with dlopen: only the types, constants and function signatures the topology probe
-// uses. Written from NVML's public API documentation; NVIDIA's nvml.h is not vendored.
-// The layouts are ABI facts, so they are pinned by static_asserts below; the fake NVML
-// used in tests (src/topo/testdata/fake_nvml/) implements these same declarations.
+// and the agent's GPU health monitor (agent/gpu_health.h) use. Written from NVML's public
+// API documentation; NVIDIA's nvml.h is not vendored. The layouts are ABI facts, so they
+// are pinned by static_asserts below; the fake NVML used in tests
+// (src/topo/testdata/fake_nvml/) implements these same declarations.
 #pragma once
 
 #include <cstddef>
@@ -18,7 +19,9 @@ inline constexpr Return kErrorNotSupported = 3;
 inline constexpr Return kErrorNotFound = 6;
 inline constexpr Return kErrorInsufficientSize = 7;
 inline constexpr Return kErrorDriverNotLoaded = 9;
+inline constexpr Return kErrorTimeout = 10;  // nvmlEventSetWait_v2: no event in time
 inline constexpr Return kErrorLibraryNotFound = 12;
+inline constexpr Return kErrorGpuIsLost = 15;  // fallen off the bus or otherwise gone
 inline constexpr Return kErrorUnknown = 999;
 
 // nvmlDevice_t: an opaque handle owned by the library.
@@ -71,6 +74,33 @@ inline constexpr NvLinkDeviceType kNvLinkDeviceIbmNpu = 1;
 inline constexpr NvLinkDeviceType kNvLinkDeviceSwitch = 2;
 inline constexpr NvLinkDeviceType kNvLinkDeviceUnknown = 0xFF;
 
+// nvmlEventSet_t: an opaque handle owned by the library.
+struct EventSetOpaque;
+using EventSet = EventSetOpaque*;
+
+// nvmlEventData_t, as filled by nvmlEventSetWait_v2. event_data is the Xid number for
+// kEventXidCriticalError; the instance ids matter only under MIG.
+struct EventData {
+  Device device;
+  unsigned long long event_type;  // one kEvent* bit
+  unsigned long long event_data;
+  unsigned int gpu_instance_id;
+  unsigned int compute_instance_id;
+};
+static_assert(sizeof(EventData) == 32);
+static_assert(offsetof(EventData, event_data) == 16);
+static_assert(offsetof(EventData, gpu_instance_id) == 24);
+
+// nvmlEventType* bits (unsigned long long masks).
+inline constexpr unsigned long long kEventSingleBitEccError = 0x1;
+inline constexpr unsigned long long kEventDoubleBitEccError = 0x2;
+inline constexpr unsigned long long kEventPState = 0x4;
+inline constexpr unsigned long long kEventXidCriticalError = 0x8;
+inline constexpr unsigned long long kEventClock = 0x10;
+
+// nvmlTemperatureSensors_t.
+inline constexpr int kTemperatureGpu = 0;
+
 inline constexpr unsigned kNvLinkMaxLinks = 18;        // NVML_NVLINK_MAX_LINKS
 inline constexpr unsigned kDeviceNameBufferSize = 96;  // NVML_DEVICE_NAME_V2_BUFFER_SIZE
 inline constexpr unsigned kDeviceUuidBufferSize = 96;  // NVML_DEVICE_UUID_V2_BUFFER_SIZE
@@ -93,6 +123,18 @@ using DeviceGetTopologyCommonAncestorFn = Return(Device, Device, TopologyLevel*)
 using DeviceGetNvLinkStateFn = Return(Device, unsigned int, EnableState*);
 using DeviceGetNvLinkRemotePciInfoFn = Return(Device, unsigned int, PciInfo*);  // _v2
 using DeviceGetNvLinkRemoteDeviceTypeFn = Return(Device, unsigned int, NvLinkDeviceType*);
+// Events and health (agent/gpu_health.h).
+using EventSetCreateFn = Return(EventSet*);  // nvmlEventSetCreate
+// nvmlDeviceRegisterEvents: a mask of kEvent* bits.
+using DeviceRegisterEventsFn = Return(Device, unsigned long long, EventSet);
+// timeout in milliseconds; kErrorTimeout when no event came.
+using EventSetWaitFn = Return(EventSet, EventData*, unsigned int);  // nvmlEventSetWait_v2
+using EventSetFreeFn = Return(EventSet);                            // nvmlEventSetFree
+using DeviceGetSupportedEventTypesFn = Return(Device, unsigned long long*);
+using DeviceGetTemperatureFn = Return(Device, int, unsigned int*);  // sensor; degrees C
+// Corrected rows, uncorrected rows, is_pending, failure_occurred.
+using DeviceGetRemappedRowsFn = Return(Device, unsigned int*, unsigned int*,
+                                       unsigned int*, unsigned int*);
 }
 
 }  // namespace hachi::topo::nvml

@@ -9,14 +9,41 @@
 //
 // Other knobs, for error paths:
 //   HACHI_FAKE_NVML_INIT_ERROR=<nvmlReturn_t>  nvmlInit_v2 fails with that code.
-//   HACHI_FAKE_NVML_UNSUPPORTED=<fn>,<fn>      those functions answer "Not Supported".
-// Not thread-safe: tests call it from one thread.
+//   HACHI_FAKE_NVML_UNSUPPORTED=<fn>,<fn>      those functions answer "Not Supported"
+//                                              (any NVML name this file exports).
+//   HACHI_FAKE_NVML_EVENTS=<file>              faults to inject (agent/gpu_health tests).
+//
+// The events file is read from its start after nvmlInit_v2, then lazily: every device
+// call and every nvmlEventSetWait_v2 poll (each 10 ms) consumes the complete lines
+// appended since, in order, each once; a missing file means no events yet. Lines:
+//   xid <gpu> <n>                  an Xid n event (nvmlEventTypeXidCriticalError)
+//   dbe <gpu> / sbe <gpu>          a double-bit / single-bit ECC event
+//   lost <gpu>                     the GPU falls off the bus: from then on every call
+//                                  for it (handle, name, temperature, register events...)
+//                                  answers GPU_IS_LOST (15), and one Xid 79 event is
+//                                  delivered, as the driver logs it
+//   temp <gpu> <celsius>           nvmlDeviceGetTemperature's answer (default 40)
+//   remap <gpu> pending|failure    nvmlDeviceGetRemappedRows reports is_pending or
+//                                  failure_occurred (and one uncorrected row)
+// Blank lines and lines starting with '#' are skipped; others are reported on stderr.
+// An event goes to every event set that had registered its GPU for its type when its
+// line was read, as NVML fans events out and keeps none from before a registration
+// (nvmlDeviceRegisterEvents reads the file first, so a line written before it is not
+// delivered). Events injected for a GPU already lost are dropped.
+//
+// Thread-safe: one mutex guards the state; nvmlEventSetWait_v2 sleeps without it.
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/cpulist.h"
@@ -30,11 +57,41 @@ struct hachi::topo::nvml::DeviceOpaque {
   int index;
 };
 
+// An event set: the types each GPU registered, and how far into State::events it has
+// read.
+struct hachi::topo::nvml::EventSetOpaque {
+  struct Registration {
+    unsigned long long types = 0;
+    size_t since = 0;  // the first event (index in State::events) it may receive
+  };
+  std::map<int, Registration> registered;  // by GPU index
+  size_t next = 0;
+};
+
 namespace {
 
 struct Remote {
   bool is_switch = false;
   int peer = -1;  // GPU index, or the NVSwitch number when is_switch
+};
+
+// The event types the fake supports on every GPU.
+constexpr unsigned long long kSupportedEvents =
+    nvml::kEventSingleBitEccError | nvml::kEventDoubleBitEccError | nvml::kEventPState |
+    nvml::kEventXidCriticalError | nvml::kEventClock;
+
+struct Injected {
+  int gpu;
+  unsigned long long type;
+  unsigned long long data;
+};
+
+// Per GPU, what the events file has done to it.
+struct Health {
+  bool lost = false;
+  unsigned temperature = 40;
+  bool remap_pending = false;
+  bool remap_failure = false;
 };
 
 struct State {
@@ -46,11 +103,23 @@ struct State {
   std::vector<std::vector<Remote>> links;  // per GPU, per NVLink
   std::vector<std::string> switch_bus_ids;
   std::set<std::string> unsupported;
+  // Injection (HACHI_FAKE_NVML_EVENTS).
+  std::string events_path;
+  long events_offset = 0;  // bytes of the file consumed
+  std::vector<Health> health;
+  std::vector<Injected> events;
+  std::vector<std::unique_ptr<nvml::EventSetOpaque>> sets;
 };
 
 State& S() {
   static State state;
   return state;
+}
+
+// Guards S(). Outside State, which nvmlInit_v2 replaces wholesale.
+std::mutex& Mu() {
+  static std::mutex mu;
+  return mu;
 }
 
 bool Unsupported(const char* fn) { return S().unsupported.count(fn) > 0; }
@@ -120,11 +189,100 @@ const Remote* LinkOf(nvml::Device d, unsigned link) {
   return &S().links[i][link];
 }
 
+void ApplyEventLine(State& s, std::string_view line) {
+  line = hachi::Trim(line);
+  if (line.empty() || line[0] == '#') return;
+  std::vector<std::string> f;
+  for (std::string_view w : hachi::Split(line, ' ')) {
+    if (!w.empty()) f.emplace_back(w);
+  }
+  // -1: absent or not a number (plain values: GCC warns on optionals here).
+  auto number = [&](size_t k) -> long long {
+    std::optional<long long> v = k < f.size() ? hachi::ParseInt(f[k]) : std::nullopt;
+    return v && *v >= 0 ? *v : -1;
+  };
+  const long long gpu = number(1), arg = number(2);
+  if (gpu < 0 || gpu >= s.topo.gpu_count()) {
+    std::fprintf(stderr, "fake NVML: ignoring events line '%.*s'\n",
+                 static_cast<int>(line.size()), line.data());
+    return;
+  }
+  const int g = static_cast<int>(gpu);
+  Health& h = s.health[g];
+  const std::string& what = f[0];
+  if (what == "xid" && f.size() == 3 && arg >= 0) {
+    if (!h.lost) {
+      s.events.push_back(
+          {g, nvml::kEventXidCriticalError, static_cast<unsigned long long>(arg)});
+    }
+  } else if ((what == "dbe" || what == "sbe") && f.size() == 2) {
+    if (!h.lost) {
+      s.events.push_back(
+          {g,
+           what == "dbe" ? nvml::kEventDoubleBitEccError : nvml::kEventSingleBitEccError,
+           0});
+    }
+  } else if (what == "lost" && f.size() == 2) {
+    if (!h.lost) s.events.push_back({g, nvml::kEventXidCriticalError, 79});
+    h.lost = true;
+  } else if (what == "temp" && f.size() == 3 && arg >= 0) {
+    h.temperature = static_cast<unsigned>(arg);
+  } else if (what == "remap" && f.size() == 3 &&
+             (f[2] == "pending" || f[2] == "failure")) {
+    (f[2] == "pending" ? h.remap_pending : h.remap_failure) = true;
+  } else {
+    std::fprintf(stderr, "fake NVML: ignoring events line '%.*s'\n",
+                 static_cast<int>(line.size()), line.data());
+  }
+}
+
+// Consumes the complete lines appended to the events file since the last read.
+void ReadEvents(State& s) {
+  if (s.init_count == 0 || s.events_path.empty()) return;
+  std::FILE* f = std::fopen(s.events_path.c_str(), "rb");
+  if (!f) return;  // not written yet
+  std::string text;
+  if (std::fseek(f, s.events_offset, SEEK_SET) == 0) {
+    char buf[4096];
+    size_t got;
+    while ((got = std::fread(buf, 1, sizeof(buf), f)) > 0) text.append(buf, got);
+  }
+  std::fclose(f);
+  // A line still being written (no newline yet) waits for the next read.
+  const size_t end = text.rfind('\n');
+  if (end == std::string::npos) return;
+  s.events_offset += static_cast<long>(end + 1);
+  for (std::string_view line :
+       hachi::Split(std::string_view(text).substr(0, end), '\n')) {
+    ApplyEventLine(s, line);
+  }
+}
+
+// The index of a device the caller may use: reads pending events first, so that a
+// "lost" line takes effect on the next call. kSuccess, or the error to return
+// (invalid argument for a bad handle or before nvmlInit_v2, as DeviceIndex).
+nvml::Return Use(nvml::Device d, int* index) {
+  State& s = S();
+  ReadEvents(s);
+  *index = DeviceIndex(d);
+  if (*index < 0) return nvml::kErrorInvalidArgument;
+  if (s.health[*index].lost) return nvml::kErrorGpuIsLost;
+  return nvml::kSuccess;
+}
+
+nvml::EventSetOpaque* FindSet(nvml::EventSet set) {
+  for (const auto& p : S().sets) {
+    if (p.get() == set) return p.get();
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 #define FAKE_NVML_API extern "C" __attribute__((visibility("default")))
 
 FAKE_NVML_API nvml::Return nvmlInit_v2() {
+  std::lock_guard<std::mutex> lock(Mu());
   State& s = S();
   if (const char* e = std::getenv("HACHI_FAKE_NVML_INIT_ERROR"); e && *e) {
     return std::atoi(e);
@@ -161,17 +319,21 @@ FAKE_NVML_API nvml::Return nvmlInit_v2() {
       s.unsupported.insert(std::string(fn));
   }
   BuildLinks(s);
+  s.health.assign(n, Health());
+  if (const char* e = std::getenv("HACHI_FAKE_NVML_EVENTS")) s.events_path = e;
   s.init_count = 1;
   return nvml::kSuccess;
 }
 
 FAKE_NVML_API nvml::Return nvmlShutdown() {
+  std::lock_guard<std::mutex> lock(Mu());
   if (S().init_count == 0) return nvml::kErrorUninitialized;
   --S().init_count;
   return nvml::kSuccess;
 }
 
 FAKE_NVML_API const char* nvmlErrorString(nvml::Return rc) {
+  std::lock_guard<std::mutex> lock(Mu());
   switch (rc) {
     case nvml::kSuccess:
       return "Success";
@@ -187,8 +349,12 @@ FAKE_NVML_API const char* nvmlErrorString(nvml::Return rc) {
       return "Insufficient Size";
     case nvml::kErrorDriverNotLoaded:
       return "Driver Not Loaded";
+    case nvml::kErrorTimeout:
+      return "Timeout";
     case nvml::kErrorLibraryNotFound:
       return "NVML Shared Library Not Found";
+    case nvml::kErrorGpuIsLost:
+      return "GPU is lost";
     case nvml::kErrorUnknown:
       return S().error.empty() ? "Unknown Error" : S().error.c_str();
     default:
@@ -197,6 +363,7 @@ FAKE_NVML_API const char* nvmlErrorString(nvml::Return rc) {
 }
 
 FAKE_NVML_API nvml::Return nvmlDeviceGetCount_v2(unsigned int* count) {
+  std::lock_guard<std::mutex> lock(Mu());
   if (S().init_count == 0) return nvml::kErrorUninitialized;
   if (!count) return nvml::kErrorInvalidArgument;
   *count = static_cast<unsigned>(S().topo.gpu_count());
@@ -205,9 +372,14 @@ FAKE_NVML_API nvml::Return nvmlDeviceGetCount_v2(unsigned int* count) {
 
 FAKE_NVML_API nvml::Return nvmlDeviceGetHandleByIndex_v2(unsigned int i,
                                                          nvml::Device* d) {
+  std::lock_guard<std::mutex> lock(Mu());
   State& s = S();
   if (s.init_count == 0) return nvml::kErrorUninitialized;
   if (!d || i >= s.devices.size()) return nvml::kErrorInvalidArgument;
+  ReadEvents(s);
+  // As the real driver: nvidia-smi's "Unable to determine the device handle for GPU
+  // ...: GPU is lost".
+  if (s.health[i].lost) return nvml::kErrorGpuIsLost;
   *d = &s.devices[i];
   return nvml::kSuccess;
 }
@@ -222,22 +394,26 @@ nvml::Return CopyString(const std::string& v, char* out, unsigned int size) {
 }  // namespace
 
 FAKE_NVML_API nvml::Return nvmlDeviceGetName(nvml::Device d, char* name, unsigned int n) {
-  int i = DeviceIndex(d);
-  if (i < 0) return nvml::kErrorInvalidArgument;
+  std::lock_guard<std::mutex> lock(Mu());
+  int i = -1;
+  if (nvml::Return rc = Use(d, &i); rc != nvml::kSuccess) return rc;
   if (Unsupported("nvmlDeviceGetName")) return nvml::kErrorNotSupported;
   return CopyString(S().topo.gpu(i).model, name, n);
 }
 
 FAKE_NVML_API nvml::Return nvmlDeviceGetUUID(nvml::Device d, char* uuid, unsigned int n) {
-  int i = DeviceIndex(d);
-  if (i < 0) return nvml::kErrorInvalidArgument;
+  std::lock_guard<std::mutex> lock(Mu());
+  int i = -1;
+  if (nvml::Return rc = Use(d, &i); rc != nvml::kSuccess) return rc;
   if (Unsupported("nvmlDeviceGetUUID")) return nvml::kErrorNotSupported;
   return CopyString(S().topo.gpu(i).uuid, uuid, n);
 }
 
 FAKE_NVML_API nvml::Return nvmlDeviceGetMemoryInfo(nvml::Device d, nvml::Memory* m) {
-  int i = DeviceIndex(d);
-  if (i < 0 || !m) return nvml::kErrorInvalidArgument;
+  std::lock_guard<std::mutex> lock(Mu());
+  int i = -1;
+  if (nvml::Return rc = Use(d, &i); rc != nvml::kSuccess) return rc;
+  if (!m) return nvml::kErrorInvalidArgument;
   m->total = static_cast<unsigned long long>(S().topo.gpu(i).memory_mib) << 20;
   m->free = m->total;
   m->used = 0;
@@ -245,16 +421,20 @@ FAKE_NVML_API nvml::Return nvmlDeviceGetMemoryInfo(nvml::Device d, nvml::Memory*
 }
 
 FAKE_NVML_API nvml::Return nvmlDeviceGetPciInfo_v3(nvml::Device d, nvml::PciInfo* pci) {
-  int i = DeviceIndex(d);
-  if (i < 0 || !pci) return nvml::kErrorInvalidArgument;
+  std::lock_guard<std::mutex> lock(Mu());
+  int i = -1;
+  if (nvml::Return rc = Use(d, &i); rc != nvml::kSuccess) return rc;
+  if (!pci) return nvml::kErrorInvalidArgument;
   FillPci(S().bus_ids[i], pci);
   return nvml::kSuccess;
 }
 
 FAKE_NVML_API nvml::Return nvmlDeviceGetCpuAffinity(nvml::Device d, unsigned int size,
                                                     unsigned long* set) {
-  int i = DeviceIndex(d);
-  if (i < 0 || !set) return nvml::kErrorInvalidArgument;
+  std::lock_guard<std::mutex> lock(Mu());
+  int i = -1;
+  if (nvml::Return rc = Use(d, &i); rc != nvml::kSuccess) return rc;
+  if (!set) return nvml::kErrorInvalidArgument;
   const std::string& list = S().topo.gpu(i).cpu_affinity;
   if (list.empty() || Unsupported("nvmlDeviceGetCpuAffinity")) {
     return nvml::kErrorNotSupported;
@@ -271,8 +451,10 @@ FAKE_NVML_API nvml::Return nvmlDeviceGetCpuAffinity(nvml::Device d, unsigned int
 }
 
 FAKE_NVML_API nvml::Return nvmlDeviceGetNumaNodeId(nvml::Device d, unsigned int* node) {
-  int i = DeviceIndex(d);
-  if (i < 0 || !node) return nvml::kErrorInvalidArgument;
+  std::lock_guard<std::mutex> lock(Mu());
+  int i = -1;
+  if (nvml::Return rc = Use(d, &i); rc != nvml::kSuccess) return rc;
+  if (!node) return nvml::kErrorInvalidArgument;
   int numa = S().topo.gpu(i).numa_node;
   if (numa < 0 || Unsupported("nvmlDeviceGetNumaNodeId")) return nvml::kErrorNotSupported;
   *node = static_cast<unsigned>(numa);
@@ -281,8 +463,11 @@ FAKE_NVML_API nvml::Return nvmlDeviceGetNumaNodeId(nvml::Device d, unsigned int*
 
 FAKE_NVML_API nvml::Return nvmlDeviceGetTopologyCommonAncestor(
     nvml::Device a, nvml::Device b, nvml::TopologyLevel* level) {
-  int i = DeviceIndex(a), j = DeviceIndex(b);
-  if (i < 0 || j < 0 || !level) return nvml::kErrorInvalidArgument;
+  std::lock_guard<std::mutex> lock(Mu());
+  int i = -1, j = -1;
+  if (nvml::Return rc = Use(a, &i); rc != nvml::kSuccess) return rc;
+  if (nvml::Return rc = Use(b, &j); rc != nvml::kSuccess) return rc;
+  if (!level) return nvml::kErrorInvalidArgument;
   if (Unsupported("nvmlDeviceGetTopologyCommonAncestor")) return nvml::kErrorNotSupported;
   if (i == j) {
     *level = nvml::kTopologyInternal;
@@ -313,8 +498,10 @@ FAKE_NVML_API nvml::Return nvmlDeviceGetTopologyCommonAncestor(
 
 FAKE_NVML_API nvml::Return nvmlDeviceGetNvLinkState(nvml::Device d, unsigned int link,
                                                     nvml::EnableState* active) {
-  int i = DeviceIndex(d);
-  if (i < 0 || !active) return nvml::kErrorInvalidArgument;
+  std::lock_guard<std::mutex> lock(Mu());
+  int i = -1;
+  if (nvml::Return rc = Use(d, &i); rc != nvml::kSuccess) return rc;
+  if (!active) return nvml::kErrorInvalidArgument;
   if (link >= nvml::kNvLinkMaxLinks) return nvml::kErrorInvalidArgument;
   // GPUs without NVLink answer "not supported" for every link, as real ones do.
   if (S().links[i].empty() || link >= S().links[i].size())
@@ -326,6 +513,9 @@ FAKE_NVML_API nvml::Return nvmlDeviceGetNvLinkState(nvml::Device d, unsigned int
 FAKE_NVML_API nvml::Return nvmlDeviceGetNvLinkRemotePciInfo_v2(nvml::Device d,
                                                                unsigned int link,
                                                                nvml::PciInfo* pci) {
+  std::lock_guard<std::mutex> lock(Mu());
+  int i = -1;
+  if (nvml::Return rc = Use(d, &i); rc != nvml::kSuccess) return rc;
   const Remote* r = LinkOf(d, link);
   if (!r || !pci) return nvml::kErrorInvalidArgument;
   FillPci(r->is_switch ? S().switch_bus_ids[r->peer] : S().bus_ids[r->peer], pci);
@@ -334,9 +524,135 @@ FAKE_NVML_API nvml::Return nvmlDeviceGetNvLinkRemotePciInfo_v2(nvml::Device d,
 
 FAKE_NVML_API nvml::Return nvmlDeviceGetNvLinkRemoteDeviceType(
     nvml::Device d, unsigned int link, nvml::NvLinkDeviceType* type) {
+  std::lock_guard<std::mutex> lock(Mu());
+  int i = -1;
+  if (nvml::Return rc = Use(d, &i); rc != nvml::kSuccess) return rc;
   const Remote* r = LinkOf(d, link);
   if (!r || !type) return nvml::kErrorInvalidArgument;
   if (Unsupported("nvmlDeviceGetNvLinkRemoteDeviceType")) return nvml::kErrorNotSupported;
   *type = r->is_switch ? nvml::kNvLinkDeviceSwitch : nvml::kNvLinkDeviceGpu;
+  return nvml::kSuccess;
+}
+
+// Events and health: driven by $HACHI_FAKE_NVML_EVENTS (see the top of this file).
+
+FAKE_NVML_API nvml::Return nvmlEventSetCreate(nvml::EventSet* set) {
+  std::lock_guard<std::mutex> lock(Mu());
+  State& s = S();
+  if (s.init_count == 0) return nvml::kErrorUninitialized;
+  if (!set) return nvml::kErrorInvalidArgument;
+  if (Unsupported("nvmlEventSetCreate")) return nvml::kErrorNotSupported;
+  s.sets.push_back(std::make_unique<nvml::EventSetOpaque>());
+  *set = s.sets.back().get();
+  return nvml::kSuccess;
+}
+
+FAKE_NVML_API nvml::Return nvmlEventSetFree(nvml::EventSet set) {
+  std::lock_guard<std::mutex> lock(Mu());
+  State& s = S();
+  if (s.init_count == 0) return nvml::kErrorUninitialized;
+  if (Unsupported("nvmlEventSetFree")) return nvml::kErrorNotSupported;
+  for (auto it = s.sets.begin(); it != s.sets.end(); ++it) {
+    if (it->get() == set) {
+      s.sets.erase(it);
+      return nvml::kSuccess;
+    }
+  }
+  return nvml::kErrorInvalidArgument;
+}
+
+FAKE_NVML_API nvml::Return nvmlDeviceGetSupportedEventTypes(nvml::Device d,
+                                                            unsigned long long* types) {
+  std::lock_guard<std::mutex> lock(Mu());
+  int i = -1;
+  if (nvml::Return rc = Use(d, &i); rc != nvml::kSuccess) return rc;
+  if (!types) return nvml::kErrorInvalidArgument;
+  if (Unsupported("nvmlDeviceGetSupportedEventTypes")) return nvml::kErrorNotSupported;
+  *types = kSupportedEvents;
+  return nvml::kSuccess;
+}
+
+FAKE_NVML_API nvml::Return nvmlDeviceRegisterEvents(nvml::Device d,
+                                                    unsigned long long types,
+                                                    nvml::EventSet set) {
+  std::lock_guard<std::mutex> lock(Mu());
+  int i = -1;
+  if (nvml::Return rc = Use(d, &i); rc != nvml::kSuccess) return rc;
+  nvml::EventSetOpaque* es = FindSet(set);
+  if (!es) return nvml::kErrorInvalidArgument;
+  // NVML refuses the whole mask when any type in it is unsupported.
+  if (Unsupported("nvmlDeviceRegisterEvents") || (types & ~kSupportedEvents) != 0) {
+    return nvml::kErrorNotSupported;
+  }
+  auto [reg, fresh] = es->registered.try_emplace(i);
+  if (fresh) reg->second.since = S().events.size();
+  reg->second.types |= types;
+  return nvml::kSuccess;
+}
+
+FAKE_NVML_API nvml::Return nvmlEventSetWait_v2(nvml::EventSet set, nvml::EventData* data,
+                                               unsigned int timeout_ms) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(Mu());
+      State& s = S();
+      if (s.init_count == 0) return nvml::kErrorUninitialized;
+      nvml::EventSetOpaque* es = FindSet(set);
+      if (!es || !data) return nvml::kErrorInvalidArgument;
+      if (Unsupported("nvmlEventSetWait_v2")) return nvml::kErrorNotSupported;
+      ReadEvents(s);
+      while (es->next < s.events.size()) {
+        const size_t k = es->next++;
+        const Injected& e = s.events[k];
+        auto reg = es->registered.find(e.gpu);
+        if (reg == es->registered.end() || (reg->second.types & e.type) == 0 ||
+            k < reg->second.since) {
+          continue;
+        }
+        *data = {};
+        data->device = &s.devices[e.gpu];
+        data->event_type = e.type;
+        data->event_data = e.data;
+        return nvml::kSuccess;
+      }
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) return nvml::kErrorTimeout;
+    // The file is polled; the lock is not held while sleeping.
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+        deadline - now, std::chrono::milliseconds(10)));
+  }
+}
+
+FAKE_NVML_API nvml::Return nvmlDeviceGetTemperature(nvml::Device d, int sensor,
+                                                    unsigned int* celsius) {
+  std::lock_guard<std::mutex> lock(Mu());
+  int i = -1;
+  if (nvml::Return rc = Use(d, &i); rc != nvml::kSuccess) return rc;
+  if (!celsius || sensor != nvml::kTemperatureGpu) return nvml::kErrorInvalidArgument;
+  if (Unsupported("nvmlDeviceGetTemperature")) return nvml::kErrorNotSupported;
+  *celsius = S().health[i].temperature;
+  return nvml::kSuccess;
+}
+
+FAKE_NVML_API nvml::Return nvmlDeviceGetRemappedRows(nvml::Device d,
+                                                     unsigned int* corrected,
+                                                     unsigned int* uncorrected,
+                                                     unsigned int* pending,
+                                                     unsigned int* failure) {
+  std::lock_guard<std::mutex> lock(Mu());
+  int i = -1;
+  if (nvml::Return rc = Use(d, &i); rc != nvml::kSuccess) return rc;
+  if (!corrected || !uncorrected || !pending || !failure) {
+    return nvml::kErrorInvalidArgument;
+  }
+  if (Unsupported("nvmlDeviceGetRemappedRows")) return nvml::kErrorNotSupported;
+  const Health& h = S().health[i];
+  *corrected = 0;
+  *uncorrected = h.remap_pending || h.remap_failure ? 1 : 0;
+  *pending = h.remap_pending ? 1 : 0;
+  *failure = h.remap_failure ? 1 : 0;
   return nvml::kSuccess;
 }

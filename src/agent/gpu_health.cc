@@ -1,0 +1,793 @@
+#include "agent/gpu_health.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <chrono>
+#include <climits>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <system_error>
+#include <thread>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "core/strings.h"
+#include "topo/nvml_api.h"
+#include "topo/nvml_probe.h"
+
+namespace hachi::agent {
+
+namespace nvml = topo::nvml;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// The Xid catalogue, as NVIDIA publishes it ("Xid Errors" and "Analyzing Xid Errors with
+// the Xid Catalog", docs.nvidia.com/deploy/xid-errors/; the older Xid table of
+// docs.nvidia.com/deploy/xid-errors/ for Volta and before), reduced to what the scheduler
+// must do. NVIDIA's "Resolution Bucket (Immediate Action)" guides the choice:
+// RESTART_APP -> kJob, RESET_GPU -> kReset, CONTACT_SUPPORT for a dead GPU -> kFatal.
+// Hachi's own calls, where the catalogue leaves room:
+//  - 48 (double-bit ECC) is kFatal, not kReset: the memory is suspect until an operator
+//    has looked, even where row remapping would repair it at the next reset.
+//  - 63 (page retirement / row remap recorded) is kReset: the driver itself says "reset
+//    GPU to activate"; until then the bad row stays in use.
+//  - 74 (NVLink error) is kReset: one GPU's link, reset with that GPU. ClassifyXid has no
+//    topology, so it cannot tell an NVSwitch node, where the server may choose to widen
+//    it to the node.
+//  - 144-150 (NVLink SAW/RLW/TLW/TREX/NVLPW/NETIR/MSE errors of Hopper and later) are
+//    kReset like 74: they are reported per GPU, and NVIDIA's operational-event catalogue
+//    lists them under the GPU's NVLink module, so that GPU leaves service, not the node
+//    (draining a whole 8-GPU node for one GPU's link would strand seven good GPUs).
+//    kNode is kept for faults of the fabric itself (NVSwitch SXids), which an agent would
+//    learn from the fabric manager, not from these Xids.
+//  - 94 (contained ECC) is kJob: the driver stopped only the application that touched
+//    the memory; 95 (uncontained) is kReset.
+struct XidRow {
+  int xid;
+  GpuFault fault;
+  const char* meaning;
+};
+constexpr XidRow kXids[] = {
+    {8, GpuFault::kJob, "GPU stopped processing (a channel timed out)"},
+    {13, GpuFault::kJob,
+     "Graphics Engine Exception (usually the application: an out-of-bounds access or "
+     "illegal instruction)"},
+    {31, GpuFault::kJob, "GPU memory page fault (usually the application's bad address)"},
+    {32, GpuFault::kReset,
+     "Invalid or corrupted push buffer stream (DMA fault, often PCIe signal quality)"},
+    {38, GpuFault::kReset, "Driver firmware error"},
+    {43, GpuFault::kJob,
+     "GPU stopped processing (the application's fault; the GPU is fine)"},
+    {45, GpuFault::kInfo, "Preemptive cleanup (an application was stopped or killed)"},
+    {48, GpuFault::kFatal, "Double-bit ECC error (uncorrectable memory error)"},
+    {61, GpuFault::kReset, "Internal micro-controller breakpoint/warning"},
+    {62, GpuFault::kReset, "Internal micro-controller halt"},
+    {63, GpuFault::kReset,
+     "ECC page retirement or row remapping recorded (a GPU reset activates it)"},
+    {64, GpuFault::kReset, "ECC page retirement or row remapper recording failure"},
+    {68, GpuFault::kJob, "Video processor (NVDEC) exception"},
+    {69, GpuFault::kJob, "Graphics Engine class error"},
+    {74, GpuFault::kReset, "NVLink error (this link, or the device at its other end)"},
+    {79, GpuFault::kFatal, "GPU has fallen off the bus"},
+    {92, GpuFault::kInfo, "High single-bit ECC error rate"},
+    {94, GpuFault::kJob,
+     "Contained ECC error (only the application using the memory was "
+     "stopped; the GPU is fine)"},
+    {95, GpuFault::kReset, "Uncontained ECC error (a GPU reset is needed)"},
+    {119, GpuFault::kReset,
+     "GSP RPC timeout (the GPU's system processor did not answer)"},
+    {120, GpuFault::kReset, "GSP error (the GPU's system processor failed)"},
+    {121, GpuFault::kInfo, "C2C (chip-to-chip) link corrected error"},
+    {140, GpuFault::kReset, "Unrecovered ECC error"},
+    {143, GpuFault::kFatal, "GPU initialization failure"},
+    {144, GpuFault::kReset, "NVLink: SAW error"},
+    {145, GpuFault::kReset, "NVLink: RLW error"},
+    {146, GpuFault::kReset, "NVLink: TLW error"},
+    {147, GpuFault::kReset, "NVLink: TREX error"},
+    {148, GpuFault::kReset, "NVLink: NVLPW control error"},
+    {149, GpuFault::kReset, "NVLink: NETIR error"},
+    {150, GpuFault::kReset, "NVLink: MSE error"},
+    {154, GpuFault::kReset,
+     "GPU recovery action changed (the driver asks for a GPU reset or node reboot; see "
+     "nvidia-smi -q)"},
+};
+
+const XidRow* FindXid(int xid) {
+  for (const XidRow& r : kXids) {
+    if (r.xid == xid) return &r;
+  }
+  return nullptr;
+}
+
+std::string XidMessage(int xid) {
+  const XidRow* r = FindXid(xid);
+  return r ? "Xid " + std::to_string(xid) + ": " + r->meaning : ClassifyXid(xid).meaning;
+}
+
+// The event types the monitor registers: Xid and both ECC kinds.
+constexpr unsigned long long kWantedEvents = nvml::kEventXidCriticalError |
+                                             nvml::kEventDoubleBitEccError |
+                                             nvml::kEventSingleBitEccError;
+constexpr unsigned long long kEccEvents =
+    nvml::kEventDoubleBitEccError | nvml::kEventSingleBitEccError;
+
+// Consecutive failed nvmlEventSetWait_v2 calls after which events are given up and the
+// monitor only polls.
+constexpr int kMaxWaitErrors = 10;
+
+struct Api {
+  nvml::InitFn* init = nullptr;
+  nvml::ShutdownFn* shutdown = nullptr;
+  nvml::ErrorStringFn* error_string = nullptr;
+  nvml::DeviceGetCountFn* get_count = nullptr;
+  nvml::DeviceGetHandleByIndexFn* get_handle = nullptr;
+  // Optional: without the four event functions the monitor only polls.
+  nvml::EventSetCreateFn* set_create = nullptr;
+  nvml::DeviceRegisterEventsFn* register_events = nullptr;
+  nvml::EventSetWaitFn* set_wait = nullptr;
+  nvml::EventSetFreeFn* set_free = nullptr;
+  nvml::DeviceGetSupportedEventTypesFn* supported_events = nullptr;
+  nvml::DeviceGetTemperatureFn* get_temperature = nullptr;
+  nvml::DeviceGetRemappedRowsFn* get_remapped_rows = nullptr;
+  nvml::DeviceGetUuidFn* get_uuid = nullptr;
+
+  bool has_events() const {
+    return set_create && register_events && set_wait && set_free;
+  }
+
+  std::string ErrorText(nvml::Return rc) const {
+    const char* s = error_string ? error_string(rc) : nullptr;
+    return std::string(s ? s : "unknown error") + " (NVML error " + std::to_string(rc) +
+           ")";
+  }
+};
+
+template <typename Fn>
+void LoadSymbol(void* handle, const char* name, Fn*& slot) {
+  void* p = dlsym(handle, name);
+  // dlsym returns functions as void*; POSIX guarantees the round trip.
+  static_assert(sizeof(p) == sizeof(slot));
+  std::memcpy(&slot, &p, sizeof(slot));
+}
+
+// "Xid, ECC" for an event mask.
+std::string EventTypesLabel(unsigned long long mask) {
+  std::string s;
+  if (mask & nvml::kEventXidCriticalError) s = "Xid";
+  if (mask & kEccEvents) s += s.empty() ? "ECC" : ", ECC";
+  return s;
+}
+
+std::string MillisLabel(int ms) {
+  return ms % 1000 == 0 ? std::to_string(ms / 1000) + "s" : std::to_string(ms) + "ms";
+}
+
+std::string GpuList(const std::vector<int>& gpus) {
+  std::string s;
+  for (int g : gpus) s += (s.empty() ? "" : ",") + std::to_string(g);
+  return s;
+}
+
+// What the monitor knows of one GPU. Owned by the monitor thread once it runs.
+struct GpuWatch {
+  nvml::Device device = nullptr;  // nullptr: NVML gave no handle
+  unsigned long long events = 0;  // the event types registered
+  std::string no_events;          // why not, for the summary
+  bool lost = false;
+  std::string lost_at_start;  // a lost report found while registering, not yet sent
+  bool temperature_supported = true;
+  bool remap_supported = true;
+  bool hot = false;
+  bool remap_pending = false;
+  bool remap_failure = false;
+};
+
+Time WallNow() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+std::string_view GpuFaultName(GpuFault f) {
+  switch (f) {
+    case GpuFault::kInfo:
+      return "info";
+    case GpuFault::kJob:
+      return "job";
+    case GpuFault::kReset:
+      return "reset";
+    case GpuFault::kFatal:
+      return "fatal";
+    case GpuFault::kNode:
+      return "node";
+  }
+  return "info";
+}
+
+XidInfo ClassifyXid(int xid) {
+  if (const XidRow* r = FindXid(xid)) return {r->fault, r->meaning};
+  return {GpuFault::kReset, "Xid " + std::to_string(xid) + " (not in Hachi's table)"};
+}
+
+struct GpuHealthMonitor::Impl {
+  ~Impl() { Close(); }
+
+  Status Open();
+  void RegisterEvents();  // creates the event set and registers every GPU it can
+  // Reports the GPUs Open or RegisterEvents found lost (they run before the callback
+  // may).
+  void ReportLostWhileRegistering();
+  std::string BuildSummary() const;
+  void Run();
+  void Poll();
+  void HandleEvent(const nvml::EventData& data);
+  void OnWaitError(nvml::Return rc);
+  void FreeEventSet();
+  void CheckTemperature(int g, unsigned celsius);
+  void CheckRemappedRows(int g, unsigned corrected, unsigned uncorrected, bool pending,
+                         bool failure);
+  // Sends one event; Repeatable ones are dropped within repeat_after_s of the last.
+  void Emit(int g, std::string kind, int xid, GpuFault fault, std::string message);
+  void EmitRepeatable(int g, const std::string& kind, int xid, GpuFault fault,
+                      std::string message);
+  void MarkLost(int g, std::string message);
+  // True when a call's answer says the GPU is gone (then reported, once).
+  bool Lost(int g, nvml::Return rc, const char* call);
+  std::string LostMessage(const char* call, nvml::Return rc) const {
+    return std::string("GPU is lost (off the bus or otherwise unreachable): ") + call +
+           " answered " + api.ErrorText(rc);
+  }
+  bool Stopping() const;
+  void SleepUnlessStopped(int ms);
+  void Close();
+
+  // Constant after Open.
+  GpuHealthOptions options;
+  GpuHealthCallback cb;
+  std::string path;
+  void* handle = nullptr;
+  Api api;
+  bool initialized = false;  // nvmlInit_v2 succeeded
+
+  // Guarded by mu.
+  mutable std::mutex mu;
+  std::condition_variable cv;
+  bool stopping = false;
+  std::string summary;
+
+  // Serialises Close; closed is guarded by it.
+  std::mutex close_mu;
+  bool closed = false;
+
+  // Written by Open, then owned by the monitor thread.
+  std::vector<GpuWatch> gpus;
+  nvml::EventSet set = nullptr;
+  std::string events_off;  // why there is no event set
+  int wait_errors = 0;
+  Clock::time_point next_poll;
+  std::map<std::tuple<int, std::string, int>, Clock::time_point> last_report;
+
+  std::thread thread;
+};
+
+Status GpuHealthMonitor::Impl::Open() {
+  topo::NvmlProbeOptions probe_options;
+  probe_options.library = options.library;
+  path = topo::NvmlLibraryPath(probe_options);
+  dlerror();
+  handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char* why = dlerror();
+    return Unavailable("cannot load NVML (" + path +
+                       "): " + (why ? why : "unknown error") +
+                       "; GPU health checks need the NVIDIA driver; HACHI_NVML_LIBRARY "
+                       "may name the library's path");
+  }
+  LoadSymbol(handle, "nvmlInit_v2", api.init);
+  LoadSymbol(handle, "nvmlShutdown", api.shutdown);
+  LoadSymbol(handle, "nvmlErrorString", api.error_string);
+  LoadSymbol(handle, "nvmlDeviceGetCount_v2", api.get_count);
+  LoadSymbol(handle, "nvmlDeviceGetHandleByIndex_v2", api.get_handle);
+  LoadSymbol(handle, "nvmlEventSetCreate", api.set_create);
+  LoadSymbol(handle, "nvmlDeviceRegisterEvents", api.register_events);
+  LoadSymbol(handle, "nvmlEventSetWait_v2", api.set_wait);
+  LoadSymbol(handle, "nvmlEventSetFree", api.set_free);
+  LoadSymbol(handle, "nvmlDeviceGetSupportedEventTypes", api.supported_events);
+  LoadSymbol(handle, "nvmlDeviceGetTemperature", api.get_temperature);
+  LoadSymbol(handle, "nvmlDeviceGetRemappedRows", api.get_remapped_rows);
+  LoadSymbol(handle, "nvmlDeviceGetUUID", api.get_uuid);
+  const std::pair<const char*, bool> required[] = {
+      {"nvmlInit_v2", api.init != nullptr},
+      {"nvmlShutdown", api.shutdown != nullptr},
+      {"nvmlDeviceGetCount_v2", api.get_count != nullptr},
+      {"nvmlDeviceGetHandleByIndex_v2", api.get_handle != nullptr},
+  };
+  for (const auto& [name, found] : required) {
+    if (!found) {
+      return Unavailable(path + " has no " + name +
+                         "; the NVIDIA driver is too old or this is not NVML");
+    }
+  }
+  nvml::Return rc = api.init();
+  if (rc != nvml::kSuccess) {
+    return Unavailable("NVML (" + path + ") failed to initialise: " + api.ErrorText(rc));
+  }
+  initialized = true;
+  unsigned int count = 0;
+  rc = api.get_count(&count);
+  if (rc != nvml::kSuccess) {
+    return Unavailable("NVML (" + path + ") cannot count GPUs: " + api.ErrorText(rc));
+  }
+  if (count == 0) return Unavailable("NVML (" + path + ") sees no GPUs");
+  gpus.resize(count);
+  for (unsigned i = 0; i < count; ++i) {
+    GpuWatch& w = gpus[i];
+    rc = api.get_handle(i, &w.device);
+    if (rc == nvml::kSuccess) continue;
+    w.device = nullptr;
+    if (rc == nvml::kErrorGpuIsLost) {
+      w.lost_at_start = LostMessage("nvmlDeviceGetHandleByIndex_v2", rc);
+    } else {
+      w.no_events = "no handle (" + api.ErrorText(rc) + ")";
+    }
+  }
+  RegisterEvents();
+  summary = BuildSummary();
+  return Status::Ok();
+}
+
+void GpuHealthMonitor::Impl::RegisterEvents() {
+  if (!api.has_events()) {
+    events_off = path + " lacks the NVML event functions";
+    return;
+  }
+  nvml::Return rc = api.set_create(&set);
+  if (rc != nvml::kSuccess) {
+    set = nullptr;
+    events_off = "nvmlEventSetCreate: " + api.ErrorText(rc);
+    return;
+  }
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    GpuWatch& w = gpus[i];
+    w.events = 0;
+    if (!w.device || w.lost || !w.lost_at_start.empty()) continue;
+    unsigned long long mask = kWantedEvents;
+    if (api.supported_events) {
+      unsigned long long supported = 0;
+      rc = api.supported_events(w.device, &supported);
+      if (rc == nvml::kErrorGpuIsLost) {
+        w.lost_at_start = LostMessage("nvmlDeviceGetSupportedEventTypes", rc);
+        continue;
+      }
+      // Without the answer, try them all; registering tells.
+      if (rc == nvml::kSuccess) mask &= supported;
+    }
+    if (mask == 0) {
+      w.no_events = "supports neither Xid nor ECC events";
+      continue;
+    }
+    rc = api.register_events(w.device, mask, set);
+    // NVML refuses a whole mask for one unsupported type: ECC events need ECC on.
+    if (rc == nvml::kErrorNotSupported && mask != nvml::kEventXidCriticalError &&
+        (mask & nvml::kEventXidCriticalError)) {
+      mask = nvml::kEventXidCriticalError;
+      rc = api.register_events(w.device, mask, set);
+    }
+    if (rc == nvml::kSuccess) {
+      w.events = mask;
+      w.no_events.clear();
+    } else if (rc == nvml::kErrorGpuIsLost) {
+      w.lost_at_start = LostMessage("nvmlDeviceRegisterEvents", rc);
+    } else {
+      w.no_events = "nvmlDeviceRegisterEvents: " + api.ErrorText(rc);
+    }
+  }
+  // An empty set would only be waited on for nothing.
+  for (const GpuWatch& w : gpus) {
+    if (w.events) return;
+  }
+  api.set_free(set);
+  set = nullptr;
+  events_off = "no GPU accepted them";
+}
+
+std::string GpuHealthMonitor::Impl::BuildSummary() const {
+  const int n = static_cast<int>(gpus.size());
+  int with_events = 0;
+  unsigned long long types = 0;
+  std::vector<int> lost;
+  std::map<std::string, std::vector<int>> no_events;  // reason -> GPUs
+  for (int g = 0; g < n; ++g) {
+    const GpuWatch& w = gpus[g];
+    if (w.lost || !w.lost_at_start.empty()) {
+      lost.push_back(g);
+    } else if (w.events) {
+      ++with_events;
+      types |= w.events;
+    } else if (!w.no_events.empty()) {
+      no_events[w.no_events].push_back(g);
+    }
+  }
+  const std::string gpus_word = n == 1 ? " GPU" : " GPUs";
+  std::string s;
+  if (with_events == 0) {
+    s = "no NVML events (" + (events_off.empty() ? "no GPU left to watch" : events_off) +
+        ")";
+  } else {
+    s = "NVML events on " +
+        (with_events == n ? std::to_string(n)
+                          : std::to_string(with_events) + " of " + std::to_string(n)) +
+        gpus_word + " (" + EventTypesLabel(types) + ")";
+  }
+  s += "; polling every " + MillisLabel(options.poll_interval_ms);
+  if (options.temperature_limit_c > 0) {
+    s += ", temperature limit " + std::to_string(options.temperature_limit_c) + "C";
+  }
+  for (const auto& [why, list] : no_events) {
+    s += "; no events on GPU " + GpuList(list) + ": " + why;
+  }
+  if (!lost.empty()) s += "; GPU " + GpuList(lost) + " lost";
+  return s;
+}
+
+bool GpuHealthMonitor::Impl::Stopping() const {
+  std::lock_guard<std::mutex> lock(mu);
+  return stopping;
+}
+
+void GpuHealthMonitor::Impl::SleepUnlessStopped(int ms) {
+  std::unique_lock<std::mutex> lock(mu);
+  cv.wait_for(lock, std::chrono::milliseconds(ms), [this] { return stopping; });
+}
+
+void GpuHealthMonitor::Impl::ReportLostWhileRegistering() {
+  for (size_t g = 0; g < gpus.size(); ++g) {
+    if (!gpus[g].lost_at_start.empty()) {
+      MarkLost(static_cast<int>(g), std::move(gpus[g].lost_at_start));
+    }
+  }
+}
+
+void GpuHealthMonitor::Impl::Run() {
+  ReportLostWhileRegistering();
+  next_poll = Clock::now();
+  while (!Stopping()) {
+    if (Clock::now() >= next_poll) {
+      Poll();
+      next_poll = Clock::now() + std::chrono::milliseconds(options.poll_interval_ms);
+    }
+    // Wake for the next poll even when no event comes.
+    const auto until_poll =
+        std::chrono::duration_cast<std::chrono::milliseconds>(next_poll - Clock::now())
+            .count();
+    const int wait_ms =
+        static_cast<int>(std::clamp<long long>(until_poll, 0, options.event_wait_ms));
+    if (!set) {
+      SleepUnlessStopped(wait_ms);
+      continue;
+    }
+    nvml::EventData data = {};
+    nvml::Return rc = api.set_wait(set, &data, static_cast<unsigned>(wait_ms));
+    if (rc == nvml::kSuccess) {
+      wait_errors = 0;
+      HandleEvent(data);
+    } else if (rc == nvml::kErrorTimeout) {
+      wait_errors = 0;
+    } else {
+      OnWaitError(rc);
+    }
+  }
+}
+
+void GpuHealthMonitor::Impl::Poll() {
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    const int g = static_cast<int>(i);
+    GpuWatch& w = gpus[i];
+    if (!w.device || w.lost) continue;
+    bool asked = false;  // whether some call reached the GPU, which tells if it is lost
+    if (api.get_temperature && w.temperature_supported) {
+      asked = true;
+      unsigned celsius = 0;
+      nvml::Return rc = api.get_temperature(w.device, nvml::kTemperatureGpu, &celsius);
+      if (Lost(g, rc, "nvmlDeviceGetTemperature")) continue;
+      if (rc == nvml::kErrorNotSupported) w.temperature_supported = false;
+      if (rc == nvml::kSuccess) CheckTemperature(g, celsius);
+    }
+    if (api.get_remapped_rows && w.remap_supported) {
+      asked = true;
+      unsigned corrected = 0, uncorrected = 0, pending = 0, failure = 0;
+      nvml::Return rc =
+          api.get_remapped_rows(w.device, &corrected, &uncorrected, &pending, &failure);
+      if (Lost(g, rc, "nvmlDeviceGetRemappedRows")) continue;
+      // GPUs before Ampere retire pages instead of remapping rows.
+      if (rc == nvml::kErrorNotSupported) w.remap_supported = false;
+      if (rc == nvml::kSuccess) {
+        CheckRemappedRows(g, corrected, uncorrected, pending != 0, failure != 0);
+      }
+    }
+    if (!asked && api.get_uuid) {
+      char uuid[nvml::kDeviceUuidBufferSize] = {};
+      Lost(g, api.get_uuid(w.device, uuid, sizeof(uuid)), "nvmlDeviceGetUUID");
+    }
+  }
+}
+
+bool GpuHealthMonitor::Impl::Lost(int g, nvml::Return rc, const char* call) {
+  if (rc != nvml::kErrorGpuIsLost) return false;
+  MarkLost(g, LostMessage(call, rc));
+  return true;
+}
+
+void GpuHealthMonitor::Impl::CheckTemperature(int g, unsigned celsius) {
+  const int limit = options.temperature_limit_c;
+  if (limit <= 0) return;
+  GpuWatch& w = gpus[g];
+  if (celsius > static_cast<unsigned>(limit)) {
+    if (w.hot) return;
+    w.hot = true;
+    Emit(g, "temperature", 0, GpuFault::kInfo,
+         "GPU temperature " + std::to_string(celsius) + "C is above the limit of " +
+             std::to_string(limit) + "C");
+  } else {
+    w.hot = false;
+  }
+}
+
+void GpuHealthMonitor::Impl::CheckRemappedRows(int g, unsigned corrected,
+                                               unsigned uncorrected, bool pending,
+                                               bool failure) {
+  GpuWatch& w = gpus[g];
+  const std::string rows = std::to_string(corrected) + " corrected, " +
+                           std::to_string(uncorrected) + " uncorrected rows remapped";
+  if (failure && !w.remap_failure) {
+    Emit(g, "remap-failure", 0, GpuFault::kFatal,
+         "Row remapping failed: no spare memory rows left (" + rows +
+             "); the GPU needs service");
+  }
+  if (pending && !w.remap_pending) {
+    Emit(g, "remap-pending", 0, GpuFault::kReset,
+         "Row remapping pending: a GPU reset applies it (" + rows + ")");
+  }
+  // Reported again only after clearing (a reset) and coming back.
+  w.remap_failure = failure;
+  w.remap_pending = pending;
+}
+
+void GpuHealthMonitor::Impl::HandleEvent(const nvml::EventData& data) {
+  int g = -1;
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    if (gpus[i].device && gpus[i].device == data.device) g = static_cast<int>(i);
+  }
+  if (g >= 0 && gpus[g].lost) return;  // reported once; what follows is its echo
+  if (data.event_type & nvml::kEventXidCriticalError) {
+    const int xid =
+        static_cast<int>(std::min<unsigned long long>(data.event_data, INT_MAX));
+    if (xid == 79 && g >= 0) {
+      MarkLost(g, XidMessage(79));
+      return;
+    }
+    EmitRepeatable(g, "xid", xid, ClassifyXid(xid).fault, XidMessage(xid));
+  } else if (data.event_type & nvml::kEventDoubleBitEccError) {
+    EmitRepeatable(g, "ecc-dbe", 0, GpuFault::kFatal,
+                   "Double-bit ECC error (uncorrectable memory error)");
+  } else if (data.event_type & nvml::kEventSingleBitEccError) {
+    EmitRepeatable(g, "ecc-sbe", 0, GpuFault::kInfo, "Single-bit ECC error (corrected)");
+  }
+}
+
+// A wait that fails is most likely a GPU gone from under the set (NVML answers
+// GPU_IS_LOST): poll to find it, then rebuild the set without it. Errors that persist
+// back off, and after kMaxWaitErrors the monitor only polls.
+void GpuHealthMonitor::Impl::OnWaitError(nvml::Return rc) {
+  ++wait_errors;
+  Poll();
+  next_poll = Clock::now() + std::chrono::milliseconds(options.poll_interval_ms);
+  if (wait_errors >= kMaxWaitErrors) {
+    FreeEventSet();
+    events_off = "nvmlEventSetWait_v2 failed " + std::to_string(wait_errors) +
+                 " times in a row: " + api.ErrorText(rc) + "; polling only";
+  } else if (wait_errors == 1) {
+    FreeEventSet();
+    RegisterEvents();
+    ReportLostWhileRegistering();
+  } else {
+    SleepUnlessStopped(options.event_wait_ms);
+  }
+  std::string s = BuildSummary();
+  std::lock_guard<std::mutex> lock(mu);
+  summary = std::move(s);
+}
+
+void GpuHealthMonitor::Impl::FreeEventSet() {
+  if (set) api.set_free(set);
+  set = nullptr;
+  for (GpuWatch& w : gpus) w.events = 0;
+}
+
+void GpuHealthMonitor::Impl::Emit(int g, std::string kind, int xid, GpuFault fault,
+                                  std::string message) {
+  if (!cb) return;
+  GpuHealthEvent e;
+  e.gpu = g;
+  e.kind = std::move(kind);
+  e.xid = xid;
+  e.fault = fault;
+  e.message = std::move(message);
+  e.at = WallNow();
+  cb(e);
+}
+
+void GpuHealthMonitor::Impl::EmitRepeatable(int g, const std::string& kind, int xid,
+                                            GpuFault fault, std::string message) {
+  const auto now = Clock::now();
+  auto [it, fresh] = last_report.try_emplace({g, kind, xid}, now);
+  if (!fresh) {
+    if (now - it->second < std::chrono::seconds(options.repeat_after_s)) return;
+    it->second = now;
+  }
+  Emit(g, kind, xid, fault, std::move(message));
+}
+
+void GpuHealthMonitor::Impl::MarkLost(int g, std::string message) {
+  GpuWatch& w = gpus[g];
+  if (w.lost) return;
+  w.lost = true;
+  w.lost_at_start.clear();
+  Emit(g, "gpu-lost", 79, GpuFault::kFatal, std::move(message));
+  std::string s = BuildSummary();
+  std::lock_guard<std::mutex> lock(mu);
+  summary = std::move(s);
+}
+
+void GpuHealthMonitor::Impl::Close() {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    stopping = true;
+  }
+  cv.notify_all();
+  // From the callback (documented as not allowed) the thread cannot join itself; it
+  // ends after the callback returns, and a later Stop elsewhere finishes the work.
+  if (thread.get_id() == std::this_thread::get_id()) return;
+  std::lock_guard<std::mutex> close_lock(close_mu);
+  if (closed) return;
+  if (thread.joinable()) thread.join();
+  // The set and NVML are closed before the library: nvmlShutdown lives in it.
+  if (set) api.set_free(set);
+  set = nullptr;
+  if (initialized) api.shutdown();
+  initialized = false;
+  if (handle) dlclose(handle);
+  handle = nullptr;
+  closed = true;
+}
+
+GpuHealthMonitor::GpuHealthMonitor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+GpuHealthMonitor::~GpuHealthMonitor() { Stop(); }
+
+Result<std::unique_ptr<GpuHealthMonitor>> GpuHealthMonitor::Start(
+    GpuHealthOptions options, GpuHealthCallback cb) {
+  auto impl = std::make_unique<Impl>();
+  // A zero wait would spin; a zero interval would poll without pause.
+  options.event_wait_ms = std::clamp(options.event_wait_ms, 1, 60'000);
+  options.poll_interval_ms = std::max(options.poll_interval_ms, 10);
+  options.repeat_after_s = std::max(options.repeat_after_s, 0);
+  impl->options = std::move(options);
+  impl->cb = std::move(cb);
+  HACHI_RETURN_IF_ERROR(impl->Open());  // on failure ~Impl closes what was opened
+  try {
+    impl->thread = std::thread([p = impl.get()] { p->Run(); });
+  } catch (const std::system_error& e) {
+    return Internal(std::string("cannot start the GPU health thread: ") + e.what());
+  }
+  return std::unique_ptr<GpuHealthMonitor>(new GpuHealthMonitor(std::move(impl)));
+}
+
+void GpuHealthMonitor::Stop() { impl_->Close(); }
+
+int GpuHealthMonitor::gpu_count() const { return static_cast<int>(impl_->gpus.size()); }
+
+std::string GpuHealthMonitor::summary() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->summary;
+}
+
+namespace {
+
+// "0000:3b:00", "0000:3B:00.0", "00000000:3b:00.0" -> "00000000:3B:00.0"; nullopt when
+// it is not a PCI address.
+std::optional<std::string> NormalizeBusId(std::string_view id) {
+  std::vector<std::string_view> parts = Split(id, ':');
+  if (parts.size() == 2) parts.insert(parts.begin(), "0");
+  if (parts.size() != 3) return std::nullopt;
+  std::string_view dev = parts[2], fn = "0";
+  if (size_t dot = dev.find('.'); dot != std::string_view::npos) {
+    fn = dev.substr(dot + 1);
+    dev = dev.substr(0, dot);
+  }
+  unsigned long long v[4] = {};
+  const std::string_view fields[4] = {parts[0], parts[1], dev, fn};
+  const unsigned long long max[4] = {0xFFFFFFFF, 0xFF, 0x1F, 0x7};
+  for (int k = 0; k < 4; ++k) {
+    const std::string_view f = fields[k];
+    if (f.empty() || f.size() > 8) return std::nullopt;
+    auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), v[k], 16);
+    if (ec != std::errc() || end != f.data() + f.size() || v[k] > max[k]) {
+      return std::nullopt;
+    }
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%08llX:%02llX:%02llX.%llX", v[0], v[1], v[2], v[3]);
+  return std::string(buf);
+}
+
+// Splits "key=value, rest" off the front of `s` when it starts with `key=`.
+std::optional<std::string_view> TakeField(std::string_view& s, std::string_view key) {
+  if (!StartsWith(s, key)) return std::nullopt;
+  const size_t comma = s.find(',');
+  std::string_view value =
+      s.substr(key.size(), comma == std::string_view::npos ? std::string_view::npos
+                                                           : comma - key.size());
+  s = comma == std::string_view::npos ? std::string_view() : Trim(s.substr(comma + 1));
+  value = Trim(value);
+  if (value.size() >= 2 && value.front() == '\'' && value.back() == '\'') {
+    value = value.substr(1, value.size() - 2);
+  }
+  return value;
+}
+
+}  // namespace
+
+std::optional<KernelXid> ParseNvrmXidLine(std::string_view line) {
+  constexpr std::string_view kTag = "NVRM: Xid (";
+  const size_t at = line.find(kTag);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string_view rest = line.substr(at + kTag.size());
+  const size_t close = rest.find(')');
+  if (close == std::string_view::npos) return std::nullopt;
+  std::string_view bus = rest.substr(0, close);
+  if (StartsWith(bus, "PCI:")) bus.remove_prefix(4);
+  std::optional<std::string> bus_id = NormalizeBusId(bus);
+  if (!bus_id) return std::nullopt;
+  rest = rest.substr(close + 1);
+  if (!StartsWith(rest, ":")) return std::nullopt;
+  rest = Trim(rest.substr(1));
+  size_t digits = 0;
+  while (digits < rest.size() && std::isdigit(static_cast<unsigned char>(rest[digits]))) {
+    ++digits;
+  }
+  if (digits == 0 || digits > 6) return std::nullopt;
+  KernelXid k;
+  k.pci_bus_id = std::move(*bus_id);
+  k.xid = static_cast<int>(*ParseInt(rest.substr(0, digits)));
+  rest = rest.substr(digits);
+  if (!rest.empty() && rest[0] != ',') return std::nullopt;  // "79x": not an Xid line
+  if (!rest.empty()) rest = Trim(rest.substr(1));
+  // Newer drivers put the process first: pid='<unknown>', name=<unknown>, ...
+  for (bool more = true; more;) {
+    more = false;
+    if (auto pid = TakeField(rest, "pid=")) {
+      std::optional<long long> n = ParseInt(*pid);
+      k.pid = n && *n > 0 && *n <= INT_MAX ? static_cast<int>(*n) : 0;
+      more = true;
+    }
+    if (auto name = TakeField(rest, "name=")) {
+      k.process = *name == "<unknown>" ? "" : std::string(*name);
+      more = true;
+    }
+  }
+  k.text = std::string(Trim(rest));
+  return k;
+}
+
+}  // namespace hachi::agent

@@ -1,0 +1,122 @@
+// GPU health on the agent's node: GpuHealthMonitor watches every GPU through NVML
+// (libnvidia-ml.so.1, loaded with dlopen like topo/nvml_probe.h) and reports faults --
+// Xid errors, ECC errors, GPUs that fell off the bus, pending or failed row remapping,
+// heat -- to a callback, each classified by what it means for scheduling (GpuFault). The
+// agent forwards them to the server, which drains the GPU or node and requeues the job.
+//
+// Two sources, because NVML events alone miss a GPU that dies quietly: a thread waits on
+// an NVML event set (Xid, double- and single-bit ECC) and, every poll interval, asks each
+// GPU for its temperature and remapped rows; a call answering GPU_IS_LOST marks the GPU
+// lost. ParseNvrmXidLine reads the same Xids from the kernel log, for callers that
+// watch it.
+//
+// Thread safety: Start, Stop, gpu_count and summary may be called from any thread. The
+// callback runs on the monitor's own thread, one call at a time; it must not call Stop
+// (Stop joins that thread). Free functions are pure.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+#include "core/time.h"
+
+namespace hachi::agent {
+
+// What a fault asks of the scheduler.
+enum class GpuFault {
+  kInfo,   // logged only
+  kJob,    // the application's fault (Xid 13, 31, 43...); the GPU is fine
+  kReset,  // the GPU needs a reset before it is trusted again: drain that GPU
+  kFatal,  // the GPU is broken or gone (Xid 48, 79, lost): drain that GPU
+  kNode,   // node-wide (NVLink / NVSwitch fabric): drain the node
+};
+
+// "info", "job", "reset", "fatal", "node".
+std::string_view GpuFaultName(GpuFault f);
+
+struct XidInfo {
+  GpuFault fault;
+  std::string meaning;  // "GPU has fallen off the bus"
+};
+
+// The well-known Xids of NVIDIA's Xid catalogue (table and sources in gpu_health.cc).
+// Ids not in the table: kReset, "Xid N (not in Hachi's table)" -- an unknown error is
+// trusted no more than a known hardware one.
+XidInfo ClassifyXid(int xid);
+
+struct GpuHealthEvent {
+  int gpu = -1;  // NVML index (the topology's index); -1: node-wide or an unknown device
+  // "xid", "ecc-dbe", "ecc-sbe", "gpu-lost", "remap-pending", "remap-failure",
+  // "temperature".
+  std::string kind;
+  int xid = 0;  // for "xid"; 79 for "gpu-lost" (what the driver logs for it)
+  GpuFault fault = GpuFault::kInfo;
+  std::string message;  // one line for humans: "Xid 79: GPU has fallen off the bus"
+  Time at = 0;          // seconds since the Unix epoch, when the monitor saw it
+};
+
+struct GpuHealthOptions {
+  // NVML's file name or path; "" = $HACHI_NVML_LIBRARY, else "libnvidia-ml.so.1".
+  std::string library;
+  // The longest single nvmlEventSetWait_v2 call; Stop() returns within about this long.
+  int event_wait_ms = 500;
+  // How often every GPU is asked for its temperature and remapped rows (which is also
+  // how a GPU lost without an Xid 79 event is found).
+  int poll_interval_ms = 5000;
+  // 0: no temperature events. Else a "temperature" event (kInfo: the GPU throttles and
+  // protects itself; an operator should look at the cooling, the scheduler need not act)
+  // when the GPU goes above this many degrees C; again only after it has cooled to the
+  // limit or below.
+  int temperature_limit_c = 0;
+  // The same Xid or ECC error on the same GPU within this many seconds of its last
+  // report is not reported again (a faulting job can log thousands).
+  int repeat_after_s = 60;
+};
+
+using GpuHealthCallback = std::function<void(const GpuHealthEvent&)>;
+
+class GpuHealthMonitor {
+ public:
+  // Loads NVML, registers Xid/ECC events on every GPU that supports them and starts the
+  // watching thread. kUnavailable (the message names the library or the failing call)
+  // when NVML cannot be used: no library, nvmlInit_v2 fails, no GPU. GPUs without events
+  // are still polled; summary() says which.
+  static Result<std::unique_ptr<GpuHealthMonitor>> Start(GpuHealthOptions options,
+                                                         GpuHealthCallback cb);
+  GpuHealthMonitor(const GpuHealthMonitor&) = delete;
+  GpuHealthMonitor& operator=(const GpuHealthMonitor&) = delete;
+  ~GpuHealthMonitor();  // Stop()
+
+  // Stops and joins the thread, frees the event set, calls nvmlShutdown and closes the
+  // library. Idempotent.
+  void Stop();
+
+  int gpu_count() const;
+  // "NVML events on 8 GPUs (Xid, ECC); polling every 5s", plus what is not watched.
+  std::string summary() const;
+
+ private:
+  struct Impl;
+  explicit GpuHealthMonitor(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// A kernel log line "NVRM: Xid (PCI:0000:18:00): 79, pid=..., GPU has fallen off the
+// bus." (or the older "NVRM: Xid (0000:18:00): 48, ..."), with any dmesg or syslog
+// prefix.
+struct KernelXid {
+  std::string pci_bus_id;  // NVML's form, as in topology files: "00000000:18:00.0"
+  int xid = 0;
+  std::string
+      text;     // after the Xid and the pid/name fields: "GPU has fallen off the bus."
+  int pid = 0;  // 0: not given or '<unknown>'
+  std::string process;  // the name= field, "" when not given or <unknown>
+};
+// nullopt for any other line.
+std::optional<KernelXid> ParseNvrmXidLine(std::string_view line);
+
+}  // namespace hachi::agent

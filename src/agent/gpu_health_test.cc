@@ -1,0 +1,468 @@
+// GpuHealthMonitor through the real dlopen and NVML event path, against the fake
+// libnvidia-ml.so.1 (src/topo/testdata/fake_nvml/), with faults appended to the file
+// named by HACHI_FAKE_NVML_EVENTS; and the Xid table and kernel-line parser.
+#include "agent/gpu_health.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <fstream>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/strings.h"
+#include "topo/presets.h"
+#include "topo/topology_file.h"
+#include "topo/topology_testing.h"
+
+namespace hachi::agent {
+namespace {
+
+using topo::ScopedEnv;
+using topo::TempDir;
+
+TEST(ClassifyXidTest, Table) {
+  struct Case {
+    int xid;
+    GpuFault fault;
+    std::string meaning;  // a part of it
+  };
+  const Case cases[] = {
+      {13, GpuFault::kJob, "Graphics Engine Exception"},
+      {31, GpuFault::kJob, "page fault"},
+      {43, GpuFault::kJob, "GPU stopped processing"},
+      {45, GpuFault::kInfo, "Preemptive cleanup"},
+      {48, GpuFault::kFatal, "Double-bit ECC"},
+      {63, GpuFault::kReset, "row remapping"},
+      {74, GpuFault::kReset, "NVLink"},
+      {79, GpuFault::kFatal, "fallen off the bus"},
+      {94, GpuFault::kJob, "Contained ECC"},
+      {95, GpuFault::kReset, "Uncontained ECC"},
+      {119, GpuFault::kReset, "GSP"},
+      {145, GpuFault::kReset, "NVLink"},
+      {154, GpuFault::kReset, "recovery action"},
+      {9999, GpuFault::kReset, "Xid 9999 (not in Hachi's table)"},
+      {-1, GpuFault::kReset, "Xid -1 (not in Hachi's table)"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE("Xid " + std::to_string(c.xid));
+    XidInfo got = ClassifyXid(c.xid);
+    EXPECT_EQ(got.fault, c.fault) << GpuFaultName(got.fault);
+    EXPECT_NE(got.meaning.find(c.meaning), std::string::npos) << got.meaning;
+  }
+}
+
+TEST(ClassifyXidTest, FaultNames) {
+  EXPECT_EQ(GpuFaultName(GpuFault::kInfo), "info");
+  EXPECT_EQ(GpuFaultName(GpuFault::kJob), "job");
+  EXPECT_EQ(GpuFaultName(GpuFault::kReset), "reset");
+  EXPECT_EQ(GpuFaultName(GpuFault::kFatal), "fatal");
+  EXPECT_EQ(GpuFaultName(GpuFault::kNode), "node");
+}
+
+TEST(ParseNvrmXidLineTest, XidLines) {
+  struct Case {
+    std::string name, line;
+    std::string bus_id;
+    int xid;
+    std::string text;
+    int pid;
+    std::string process;
+  };
+  const Case cases[] = {
+      {"dmesg_unknown_pid",
+       "[ 1234.567] NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, "
+       "GPU has fallen off the bus.",
+       "00000000:3B:00.0", 79, "GPU has fallen off the bus.", 0, ""},
+      {"older_form",
+       "NVRM: Xid (0000:18:00): 48, An uncorrectable double bit error (DBE) has been "
+       "detected on GPU in the framebuffer at partition 6, subpartition 0.",
+       "00000000:18:00.0", 48,
+       "An uncorrectable double bit error (DBE) has been detected on GPU in the "
+       "framebuffer at partition 6, subpartition 0.",
+       0, ""},
+      {"syslog_with_process",
+       "Mar  3 10:01:02 gpu07 kernel: NVRM: Xid (PCI:0000:01:00): 13, pid=2421, "
+       "name=python3, Graphics SM Warp Exception on (GPC 0, TPC 0, SM 0): Out Of Range "
+       "Address",
+       "00000000:01:00.0", 13,
+       "Graphics SM Warp Exception on (GPC 0, TPC 0, SM 0): Out Of Range Address", 2421,
+       "python3"},
+      {"no_process_fields", "NVRM: Xid (PCI:0000:2b:00): 79, GPU has fallen off the bus.",
+       "00000000:2B:00.0", 79, "GPU has fallen off the bus.", 0, ""},
+      {"recovery_action",
+       "NVRM: Xid (PCI:0000:b1:00): 154, GPU recovery action changed from 0x0 (None) to "
+       "0x1 (GPU Reset Required)",
+       "00000000:B1:00.0", 154,
+       "GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)", 0, ""},
+      {"bare_number", "NVRM: Xid (PCI:0000:10:1c): 63", "00000000:10:1C.0", 63, "", 0,
+       ""},
+      {"full_bus_id", "NVRM: Xid (PCI:00000000:9a:00.0): 31, pid=77, name=a.out, Ch 08",
+       "00000000:9A:00.0", 31, "Ch 08", 77, "a.out"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::optional<KernelXid> got = ParseNvrmXidLine(c.line);
+    ASSERT_TRUE(got.has_value());
+    EXPECT_EQ(got->pci_bus_id, c.bus_id);
+    EXPECT_EQ(got->xid, c.xid);
+    EXPECT_EQ(got->text, c.text);
+    EXPECT_EQ(got->pid, c.pid);
+    EXPECT_EQ(got->process, c.process);
+  }
+}
+
+TEST(ParseNvrmXidLineTest, OtherLines) {
+  struct Case {
+    std::string name, line;
+  };
+  const Case cases[] = {
+      {"gpu_at_line", "NVRM: GPU at PCI:0000:2b:00: GPU-0b11d014-1685-04bd-26ed"},
+      {"fallen_off_line", "NVRM: GPU 0000:2b:00.0: GPU has fallen off the bus."},
+      {"nvswitch_sxid", "nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 12028, Non-fatal"},
+      {"not_a_bus_id", "NVRM: Xid (43, pid: 5678): ROBUST_CHANNEL_ERROR"},
+      {"no_number", "NVRM: Xid (PCI:0000:3b:00): GPU has fallen off the bus."},
+      {"number_then_junk", "NVRM: Xid (PCI:0000:3b:00): 79x, GPU has fallen off"},
+      {"empty", ""},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    EXPECT_FALSE(ParseNvrmXidLine(c.line).has_value());
+  }
+}
+
+// What the monitor reported, waited on with a deadline.
+class Recorder {
+ public:
+  GpuHealthCallback Callback() {
+    return [this](const GpuHealthEvent& e) {
+      std::lock_guard<std::mutex> lock(mu_);
+      events_.push_back(e);
+      cv_.notify_all();
+    };
+  }
+  // The first event matching, waiting up to 10 s for it.
+  template <typename Pred>
+  std::optional<GpuHealthEvent> WaitFor(Pred pred) {
+    std::unique_lock<std::mutex> lock(mu_);
+    std::optional<GpuHealthEvent> found;
+    cv_.wait_for(lock, std::chrono::seconds(10), [&] {
+      for (const GpuHealthEvent& e : events_) {
+        if (pred(e)) {
+          found = e;
+          return true;
+        }
+      }
+      return false;
+    });
+    return found;
+  }
+  std::optional<GpuHealthEvent> WaitFor(int gpu, const std::string& kind) {
+    return WaitFor(
+        [&](const GpuHealthEvent& e) { return e.gpu == gpu && e.kind == kind; });
+  }
+  int Count(int gpu, const std::string& kind) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return CountLocked(gpu, kind);
+  }
+  // Whether `n` such events came within 10 s.
+  bool WaitForCount(int gpu, const std::string& kind, int n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(10),
+                        [&] { return CountLocked(gpu, kind) >= n; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<GpuHealthEvent> events_;
+
+  int CountLocked(int gpu, const std::string& kind) const {
+    int n = 0;
+    for (const GpuHealthEvent& e : events_) n += e.gpu == gpu && e.kind == kind;
+    return n;
+  }
+};
+
+// An HGX H100 node in the fake NVML, with an events file to append faults to.
+class FakeNode {
+ public:
+  explicit FakeNode(const std::string& preset = "hgx-h100")
+      : topology_(
+            "HACHI_FAKE_NVML_TOPOLOGY",
+            dir_.Write("topo.json", topo::TopologyToJson(*topo::LoadPreset(preset)))),
+        events_("HACHI_FAKE_NVML_EVENTS", dir_.path() + "/events") {}
+
+  // Appends one line at once, so the fake never sees half of it.
+  void Inject(const std::string& line) {
+    std::ofstream(dir_.path() + "/events", std::ios::app) << line + "\n";
+  }
+  GpuHealthOptions Options() const {
+    GpuHealthOptions o;
+    o.library = HACHI_FAKE_NVML;
+    o.event_wait_ms = 50;
+    o.poll_interval_ms = 20;
+    return o;
+  }
+  const TempDir& dir() const { return dir_; }
+
+ private:
+  TempDir dir_;
+  ScopedEnv topology_, events_;
+};
+
+TEST(GpuHealthMonitorTest, InjectedFaultsAreReported) {
+  struct Case {
+    std::string name;
+    std::vector<std::string> inject;
+    int gpu;
+    std::string kind;
+    int xid;
+    GpuFault fault;
+    std::string message;  // a part of it
+  };
+  const Case cases[] = {
+      {"xid_79",
+       {"xid 3 79"},
+       3,
+       "gpu-lost",
+       79,
+       GpuFault::kFatal,
+       "Xid 79: GPU has fallen off the bus"},
+      {"xid_13", {"xid 1 13"}, 1, "xid", 13, GpuFault::kJob, "Xid 13: Graphics Engine"},
+      {"xid_48", {"xid 6 48"}, 6, "xid", 48, GpuFault::kFatal, "Xid 48: Double-bit"},
+      {"xid_unknown",
+       {"xid 2 9999"},
+       2,
+       "xid",
+       9999,
+       GpuFault::kReset,
+       "Xid 9999 (not in Hachi's table)"},
+      {"dbe", {"dbe 2"}, 2, "ecc-dbe", 0, GpuFault::kFatal, "Double-bit ECC"},
+      {"sbe", {"sbe 7"}, 7, "ecc-sbe", 0, GpuFault::kInfo, "Single-bit ECC"},
+      {"remap_failure",
+       {"remap 4 failure"},
+       4,
+       "remap-failure",
+       0,
+       GpuFault::kFatal,
+       "Row remapping failed"},
+      {"remap_pending",
+       {"remap 0 pending"},
+       0,
+       "remap-pending",
+       0,
+       GpuFault::kReset,
+       "a GPU reset applies it"},
+      {"hot",
+       {"temp 0 95"},
+       0,
+       "temperature",
+       0,
+       GpuFault::kInfo,
+       "GPU temperature 95C is above the limit of 90C"},
+      // Found by the Xid 79 event or by a poll, whichever comes first.
+      {"lost", {"lost 5"}, 5, "gpu-lost", 79, GpuFault::kFatal, "off the bus"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    FakeNode node;
+    Recorder rec;
+    GpuHealthOptions opts = node.Options();
+    opts.temperature_limit_c = 90;
+    auto mon = GpuHealthMonitor::Start(opts, rec.Callback());
+    ASSERT_TRUE(mon.ok()) << mon.status().ToString();
+    EXPECT_EQ((*mon)->gpu_count(), 8);
+    const auto before = std::chrono::system_clock::now();
+    for (const std::string& line : c.inject) node.Inject(line);
+    std::optional<GpuHealthEvent> got = rec.WaitFor(c.gpu, c.kind);
+    ASSERT_TRUE(got.has_value());
+    EXPECT_EQ(got->xid, c.xid);
+    EXPECT_EQ(got->fault, c.fault) << GpuFaultName(got->fault);
+    EXPECT_NE(got->message.find(c.message), std::string::npos) << got->message;
+    EXPECT_GE(got->at,
+              std::chrono::duration_cast<std::chrono::seconds>(before.time_since_epoch())
+                  .count());
+  }
+}
+
+// A lost GPU is seen twice (the Xid 79 event and the polls' GPU_IS_LOST) and reported
+// once; the other GPUs are still watched.
+TEST(GpuHealthMonitorTest, LostGpuIsReportedOnceAndOthersStillWatched) {
+  FakeNode node;
+  Recorder rec;
+  GpuHealthOptions opts = node.Options();
+  opts.temperature_limit_c = 90;
+  auto mon = GpuHealthMonitor::Start(opts, rec.Callback());
+  ASSERT_TRUE(mon.ok()) << mon.status().ToString();
+  node.Inject("lost 5");
+  ASSERT_TRUE(rec.WaitFor(5, "gpu-lost").has_value());
+  // Events arrive in order: once Xid 48 on GPU 6 is in, the Xid 79 event of GPU 5 has
+  // been handled too.
+  node.Inject("xid 6 48");
+  std::optional<GpuHealthEvent> xid48 = rec.WaitFor(6, "xid");
+  ASSERT_TRUE(xid48.has_value());
+  EXPECT_EQ(xid48->xid, 48);
+  EXPECT_EQ(xid48->fault, GpuFault::kFatal);
+  // A poll visits GPU 5 before GPU 7: once GPU 7's heat is in, a poll has asked GPU 5.
+  node.Inject("temp 7 95");
+  ASSERT_TRUE(rec.WaitFor(7, "temperature").has_value());
+  EXPECT_EQ(rec.Count(5, "gpu-lost"), 1);
+  EXPECT_EQ(rec.Count(5, "xid"), 0);
+  EXPECT_NE((*mon)->summary().find("GPU 5 lost"), std::string::npos) << (*mon)->summary();
+}
+
+// Without events (here NVML refuses registration) the polls alone find a lost GPU.
+TEST(GpuHealthMonitorTest, PollsFindLostGpuWithoutEvents) {
+  FakeNode node;
+  ScopedEnv off("HACHI_FAKE_NVML_UNSUPPORTED", "nvmlDeviceRegisterEvents");
+  Recorder rec;
+  auto mon = GpuHealthMonitor::Start(node.Options(), rec.Callback());
+  ASSERT_TRUE(mon.ok()) << mon.status().ToString();
+  EXPECT_EQ((*mon)->summary(),
+            "no NVML events (no GPU accepted them); polling every 20ms; no events on GPU "
+            "0,1,2,3,4,5,6,7: nvmlDeviceRegisterEvents: Not Supported (NVML error 3)");
+  node.Inject("lost 2");
+  std::optional<GpuHealthEvent> got = rec.WaitFor(2, "gpu-lost");
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->fault, GpuFault::kFatal);
+  // Whichever poll call comes first after the line is read tells.
+  EXPECT_TRUE(StartsWith(got->message,
+                         "GPU is lost (off the bus or otherwise unreachable): "
+                         "nvmlDeviceGet"))
+      << got->message;
+  EXPECT_NE(got->message.find("answered GPU is lost (NVML error 15)"), std::string::npos)
+      << got->message;
+}
+
+// An event set whose waits keep failing is rebuilt once, then given up for polling.
+TEST(GpuHealthMonitorTest, FailingEventWaitsFallBackToPolling) {
+  FakeNode node;
+  ScopedEnv off("HACHI_FAKE_NVML_UNSUPPORTED", "nvmlEventSetWait_v2");
+  Recorder rec;
+  GpuHealthOptions opts = node.Options();
+  opts.event_wait_ms = 10;
+  auto mon = GpuHealthMonitor::Start(opts, rec.Callback());
+  ASSERT_TRUE(mon.ok()) << mon.status().ToString();
+  const std::string want =
+      "no NVML events (nvmlEventSetWait_v2 failed 10 times in a row: Not Supported (NVML "
+      "error 3); polling only); polling every 20ms";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while ((*mon)->summary() != want && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ((*mon)->summary(), want);
+  node.Inject("lost 6");
+  ASSERT_TRUE(rec.WaitFor(6, "gpu-lost").has_value());
+}
+
+// A GPU already gone at Start has no handle; it is reported once, from the thread.
+TEST(GpuHealthMonitorTest, GpuLostBeforeStart) {
+  FakeNode node;
+  node.Inject("lost 2");
+  Recorder rec;
+  auto mon = GpuHealthMonitor::Start(node.Options(), rec.Callback());
+  ASSERT_TRUE(mon.ok()) << mon.status().ToString();
+  EXPECT_EQ((*mon)->summary(),
+            "NVML events on 7 of 8 GPUs (Xid, ECC); polling every 20ms; GPU 2 lost");
+  ASSERT_TRUE(rec.WaitFor(2, "gpu-lost").has_value());
+  node.Inject("xid 3 13");
+  ASSERT_TRUE(rec.WaitFor(3, "xid").has_value());
+  EXPECT_EQ(rec.Count(2, "gpu-lost"), 1);
+}
+
+// The same Xid on the same GPU within repeat_after_s is one report.
+TEST(GpuHealthMonitorTest, RepeatedXidIsReportedOnceWithinTheWindow) {
+  FakeNode node;
+  Recorder rec;
+  auto mon = GpuHealthMonitor::Start(node.Options(), rec.Callback());
+  ASSERT_TRUE(mon.ok()) << mon.status().ToString();
+  node.Inject("xid 1 13");
+  node.Inject("xid 1 13");
+  node.Inject("xid 1 31");
+  node.Inject("xid 2 13");  // after the others, in order
+  ASSERT_TRUE(rec.WaitFor(2, "xid").has_value());
+  EXPECT_EQ(rec.Count(1, "xid"), 2);  // 13 once, 31 once
+}
+
+TEST(GpuHealthMonitorTest, RepeatedXidAfterTheWindowIsReportedAgain) {
+  FakeNode node;
+  Recorder rec;
+  GpuHealthOptions opts = node.Options();
+  opts.repeat_after_s = 0;
+  auto mon = GpuHealthMonitor::Start(opts, rec.Callback());
+  ASSERT_TRUE(mon.ok()) << mon.status().ToString();
+  node.Inject("xid 1 13");
+  node.Inject("xid 1 13");
+  EXPECT_TRUE(rec.WaitForCount(1, "xid", 2));
+}
+
+TEST(GpuHealthMonitorTest, SummaryAndDefaults) {
+  FakeNode node;
+  GpuHealthOptions opts;
+  opts.library = HACHI_FAKE_NVML;
+  auto mon = GpuHealthMonitor::Start(opts, nullptr);
+  ASSERT_TRUE(mon.ok()) << mon.status().ToString();
+  EXPECT_EQ((*mon)->summary(), "NVML events on 8 GPUs (Xid, ECC); polling every 5s");
+}
+
+TEST(GpuHealthMonitorTest, StopReturnsPromptly) {
+  FakeNode node;
+  GpuHealthOptions opts;  // the default 500 ms wait
+  opts.library = HACHI_FAKE_NVML;
+  auto mon = GpuHealthMonitor::Start(opts, [](const GpuHealthEvent&) {});
+  ASSERT_TRUE(mon.ok()) << mon.status().ToString();
+  const auto start = std::chrono::steady_clock::now();
+  (*mon)->Stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  (*mon)->Stop();  // idempotent
+}
+
+TEST(GpuHealthMonitorTest, StartAgainAfterStop) {
+  FakeNode node;
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE(round);
+    Recorder rec;
+    auto mon = GpuHealthMonitor::Start(node.Options(), rec.Callback());
+    ASSERT_TRUE(mon.ok()) << mon.status().ToString();
+    node.Inject("xid 4 " + std::to_string(31 + round));
+    std::optional<GpuHealthEvent> got = rec.WaitFor(
+        [&](const GpuHealthEvent& e) { return e.gpu == 4 && e.xid == 31 + round; });
+    ASSERT_TRUE(got.has_value());
+  }
+}
+
+TEST(GpuHealthMonitorTest, Unavailable) {
+  TempDir dir;
+  std::string topo =
+      dir.Write("topo.json", topo::TopologyToJson(*topo::LoadPreset("hgx-h100")));
+  struct Case {
+    std::string name, library, init_error;
+    std::string want;
+  };
+  const Case cases[] = {
+      {"missing_library", dir.path() + "/libnvidia-ml.so.1", "",
+       "cannot load NVML (" + dir.path() + "/libnvidia-ml.so.1)"},
+      {"not_a_library", topo, "", "cannot load NVML (" + topo + ")"},
+      {"init_fails", HACHI_FAKE_NVML, "9",
+       "failed to initialise: Driver Not Loaded (NVML error 9)"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    ScopedEnv env("HACHI_FAKE_NVML_TOPOLOGY", topo);
+    ScopedEnv init("HACHI_FAKE_NVML_INIT_ERROR", c.init_error);
+    GpuHealthOptions opts;
+    opts.library = c.library;
+    auto mon = GpuHealthMonitor::Start(opts, nullptr);
+    ASSERT_FALSE(mon.ok());
+    EXPECT_EQ(mon.status().code(), StatusCode::kUnavailable);
+    EXPECT_NE(mon.status().message().find(c.want), std::string::npos)
+        << mon.status().message();
+  }
+}
+
+}  // namespace
+}  // namespace hachi::agent
