@@ -192,8 +192,10 @@ Result<std::vector<state::JobId>> Controller::Submit(const SubmitRequest& reques
   }
   TrackJobsLocked(edits);
   stats_.submits += static_cast<int64_t>(ids.size());
-  dirty_ = true;
-  loop_cv_.notify_all();
+  if (!request.hold) {  // a held job cannot start: nothing for a cycle to do
+    dirty_ = true;
+    loop_cv_.notify_all();
+  }
   return ids;
 }
 
