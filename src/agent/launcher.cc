@@ -1,5 +1,6 @@
 #include "agent/launcher.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -12,11 +13,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <optional>
+#include <sstream>
 #include <map>
 #include <mutex>
 #include <set>
 
 #include "agent/environment.h"
+#include "core/strings.h"
 #include "agent/spawn.h"
 
 namespace hachi::agent {
@@ -92,7 +97,70 @@ Status WriteScript(const std::string& dir, const std::string& path,
   return st;
 }
 
+// A run's record in the spool, "run-<job>": written once its process started, removed when
+// it is reaped. What is left after the agent process died names runs nobody supervises.
+std::string RunRecordPath(const std::string& spool, JobId job) {
+  return spool + "/run-" + std::to_string(job);
+}
+
+// The kernel's start time of a process (field 22 of /proc/PID/stat, clock ticks since
+// boot): with the pid it names one process, even after the pid is reused. 0 when gone.
+unsigned long long ProcessStartTicks(pid_t pid) {
+  std::optional<std::string> stat = ReadFile("/proc/" + std::to_string(pid) + "/stat", nullptr);
+  if (!stat) return 0;
+  const size_t paren = stat->rfind(')');  // the command name may hold spaces and ')'
+  if (paren == std::string::npos) return 0;
+  std::istringstream in(stat->substr(paren + 1));
+  std::string field;
+  for (int i = 3; i <= 22 && (in >> field); ++i) {
+    if (i == 22) return std::strtoull(field.c_str(), nullptr, 10);
+  }
+  return 0;
+}
+
+void WriteRunRecord(const std::string& spool, JobId job, Time start_time, pid_t pid) {
+  const std::string path = RunRecordPath(spool, job);
+  const std::string tmp = path + ".tmp";
+  const std::string text = std::to_string(job) + " " + std::to_string(start_time) + " " +
+                           std::to_string(pid) + " " +
+                           std::to_string(ProcessStartTicks(pid)) + "\n";
+  mkdir(spool.c_str(), 0755);  // made on first use, as for scripts (EEXIST is fine)
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return;  // best effort: without it a restarted agent cannot stop this run
+  const bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  close(fd);
+  if (!ok || rename(tmp.c_str(), path.c_str()) != 0) unlink(tmp.c_str());
+}
+
 }  // namespace
+
+std::vector<std::string> StopLeftoverRuns(const std::string& spool_dir) {
+  std::vector<std::string> stopped;
+  DIR* dir = opendir(spool_dir.c_str());
+  if (dir == nullptr) return stopped;
+  std::vector<std::string> records;
+  while (dirent* e = readdir(dir)) {
+    const std::string name = e->d_name;
+    if (name.rfind("run-", 0) == 0) records.push_back(spool_dir + "/" + name);
+  }
+  closedir(dir);
+  for (const std::string& path : records) {
+    std::optional<std::string> text = ReadFile(path, nullptr);
+    unlink(path.c_str());
+    if (!text) continue;
+    std::istringstream in(*text);
+    long long job = 0, start = 0, pid = 0;
+    unsigned long long ticks = 0;
+    if (!(in >> job >> start >> pid >> ticks) || pid <= 1) continue;
+    // Still the same process (not a reused pid): stop its whole process group, which is
+    // the job's session (the child called setsid).
+    if (ticks == 0 || ProcessStartTicks(static_cast<pid_t>(pid)) != ticks) continue;
+    if (kill(-static_cast<pid_t>(pid), SIGKILL) == 0) {
+      stopped.push_back("job " + std::to_string(job) + " (pid " + std::to_string(pid) + ")");
+    }
+  }
+  return stopped;
+}
 
 struct ProcessLauncher::State {
   struct Job {
@@ -135,6 +203,8 @@ ProcessLauncher::ProcessLauncher(Options options, ExitCallback on_exit)
     : options_(std::move(options)),
       on_exit_(std::move(on_exit)),
       state_(std::make_unique<State>()) {
+  // Before anything runs here: the GPUs of runs an earlier agent left must be free.
+  leftovers_stopped_ = StopLeftoverRuns(options_.spool_dir);
   state_->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   supervisor_ = std::thread([this] { Supervise(); });
 }
@@ -223,6 +293,7 @@ Status ProcessLauncher::Launch(const LaunchSpec& spec) {
   } else {
     job.pid = child->pid;
     job.pidfd = child->pidfd;
+    WriteRunRecord(options_.spool_dir, spec.job, spec.start_time, child->pid);
     job.start_time = spec.start_time;
     job.deadline = Deadline(spec, now);
     state_->jobs.emplace(spec.job, std::move(job));
@@ -341,6 +412,7 @@ void ProcessLauncher::Supervise() {
       if (job.stop != ExitKind::kExited) e.kind = job.stop;
       close(job.pidfd);
       if (!job.script.empty()) unlink(job.script.c_str());
+      unlink(RunRecordPath(options_.spool_dir, it->first).c_str());
       s.jobs.erase(it);
       s.reports.push_back(std::move(e));
     }

@@ -44,6 +44,13 @@ class Launcher {
   virtual std::vector<JobId> Running() const = 0;
 };
 
+// Runs that an earlier agent process left behind in `spool_dir` (its "run-<job>" records;
+// the jobs run in their own sessions, so they outlive the agent): each that is still the
+// same process is stopped, its whole process group killed, so that its GPUs are free
+// before this agent registers (the server then requeues or fails the job). The records
+// are removed. Returns "job 12 (pid 345)" for each run stopped.
+std::vector<std::string> StopLeftoverRuns(const std::string& spool_dir);
+
 // Runs each job as a real process: fork, then in the child setsid (own session and
 // process group), signals back to defaults, the user's groups/gid/uid when the agent is
 // root, chdir to the workdir, stdin from /dev/null, stdout/stderr appended to the output
@@ -72,8 +79,11 @@ class ProcessLauncher final : public Launcher {
     Duration default_kill_grace = 30;            // when a spec's kill_grace <= 0
   };
 
+  // Stops the runs an earlier agent process left in `spool_dir` first (StopLeftoverRuns).
   ProcessLauncher(Options options, ExitCallback on_exit);
   ~ProcessLauncher() override;
+  // What the constructor stopped: "job 12 (pid 345)" each.
+  const std::vector<std::string>& leftovers_stopped() const { return leftovers_stopped_; }
   ProcessLauncher(const ProcessLauncher&) = delete;
   ProcessLauncher& operator=(const ProcessLauncher&) = delete;
 
@@ -89,6 +99,7 @@ class ProcessLauncher final : public Launcher {
   // Constant after construction.
   const Options options_;
   const ExitCallback on_exit_;
+  std::vector<std::string> leftovers_stopped_;
   std::unique_ptr<State> state_;
   std::thread supervisor_;
 };

@@ -263,6 +263,35 @@ TEST_F(LauncherTest, DestructionFinishesCancelsAndLeavesOthersRunning) {
   kill(-survivor, SIGKILL);
 }
 
+// An agent that died leaves its jobs running (own sessions); the next agent's launcher
+// finds their records in the spool and stops them before anything else runs there, so
+// their GPUs are not given twice. A record whose pid now names another process (reused)
+// is not acted on; a job that ended leaves no record.
+TEST_F(LauncherTest, NextLauncherStopsTheRunsTheLastOneLeft) {
+  const std::string spool = dir_ + "/spool";
+  EXPECT_EQ(Run(Job(40).Sh("true")).kind, ExitKind::kExited);
+  EXPECT_FALSE(fs::exists(spool + "/run-40")) << "a reaped run leaves no record";
+  const std::string pidfile = dir_ + "/main.pid";
+  ASSERT_TRUE(launcher_->Launch(Job(46).Sh("echo $$ > " + pidfile + "; sleep 30 & wait")).ok());
+  const pid_t main_pid = WaitPidFile(pidfile);
+  ASSERT_GT(main_pid, 0);
+  ASSERT_TRUE(fs::exists(spool + "/run-46"));
+  launcher_.reset();  // the agent goes away; the job runs on
+  EXPECT_FALSE(ProcessGone(main_pid));
+  {  // a stale record naming this test process with another start time
+    std::ofstream stale(spool + "/run-47");
+    stale << "47 1700000000 " << getpid() << " 12345\n";
+  }
+  ProcessLauncher::Options o;
+  o.spool_dir = spool;
+  ProcessLauncher next(o, exits_.Callback());
+  EXPECT_EQ(next.leftovers_stopped(),
+            std::vector<std::string>{"job 46 (pid " + std::to_string(main_pid) + ")"});
+  EXPECT_TRUE(WaitGone(main_pid));
+  EXPECT_FALSE(fs::exists(spool + "/run-46"));
+  EXPECT_FALSE(fs::exists(spool + "/run-47"));
+}
+
 TEST_F(LauncherTest, LeftoversAreKilledWhenTheMainProcessExits) {
   const std::string pidfile = dir_ + "/bg.pid";
   JobExit e = Run(Job(42).Sh("sleep 100 & echo $! > " + pidfile));

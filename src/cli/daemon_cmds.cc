@@ -254,7 +254,15 @@ std::unique_ptr<agent::Launcher> RealLauncher(const std::string& spool,
   lo.spool_dir = spool;
   lo.container.kind = container_runtime;  // docker | podman | apptainer; "" = none
   lo.container.binary = container_runtime;
-  return std::make_unique<agent::ProcessLauncher>(lo, std::move(cb));
+  auto launcher = std::make_unique<agent::ProcessLauncher>(lo, std::move(cb));
+  const std::vector<std::string>& left = launcher->leftovers_stopped();
+  if (!left.empty()) {
+    std::cerr << "hachi agent: stopped " << left.size()
+              << " run(s) an earlier agent left running in " << spool << ":";
+    for (const std::string& r : left) std::cerr << " " << r;
+    std::cerr << "\n";
+  }
+  return launcher;
 }
 
 }  // namespace

@@ -296,12 +296,32 @@ TEST_F(DevE2e, ServerKilledAndRestartedLosesNothing) {
   for (int i = 0; i < 30; ++i) {
     ids.push_back(Submit("-G 4 -- sh -c 'echo run >> " + runs + "/$HACHI_JOB_ID; sleep 0.3'"));
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // A long job, running when the server and its agents die: its processes live on (their
+  // own session) until the restarted agents stop them, before they take any work.
+  const std::string long_pid = dir_ + "/long.pid";
+  const int64_t long_id = Submit("-G 8 -t 5:00 -- sh -c 'echo $$ > " + long_pid + "; sleep 60'");
+  pid_t orphan = 0;
+  for (int i = 0; i < 200 && orphan == 0; ++i) {
+    orphan = std::atoi(ReadFile(long_pid).c_str());
+    if (orphan == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_GT(orphan, 0) << "job " << long_id << " never started";
   dev->Kill9();
   dev.reset();
+  EXPECT_EQ(::kill(orphan, 0), 0) << "the job outlives its agent";
   DevCluster again(dir_);
   ASSERT_FALSE(again.url().empty());
+  bool stopped = false;
+  for (int i = 0; i < 100 && !stopped; ++i) {
+    stopped = ::kill(orphan, 0) != 0;  // gone (reaped by init once killed)
+    if (!stopped) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(stopped) << "pid " << orphan << " still runs after its node's agent restarted";
+  EXPECT_NE(ReadFile(dir_ + "/dev.log").find("run(s) an earlier agent left running"),
+            std::string::npos)
+      << ReadFile(dir_ + "/dev.log");
   ASSERT_TRUE(WaitIdle(120));
+  EXPECT_EQ(Jobs()[long_id]["state"], "NODE_FAIL");
   std::map<int64_t, json> jobs = Jobs();
   int completed = 0;
   for (int64_t id : ids) {
