@@ -6,10 +6,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <random>
 #include <set>
 #include <sstream>
 #include <string>
@@ -336,6 +338,60 @@ TEST_F(DevE2e, ServerKilledAndRestartedLosesNothing) {
   EXPECT_GT(completed, 0);
   // New ids continue after the old ones.
   EXPECT_GT(Submit("-G 1 -- true"), ids.back());
+}
+
+// Fault injection: the server (with its agents) killed with SIGKILL at random moments of
+// a busy run — while a client submits in a loop and jobs start and end — and restarted,
+// six times. Afterwards: every acknowledged job is there and ended; a job without
+// --requeue ran at most once, one with --requeue at most once per requeue + 1; no id was
+// given twice.
+TEST_F(DevE2e, KilledAtRandomMomentsLosesNothingAndRunsNothingTwice) {
+  const std::string runs = dir_ + "/runs";
+  ::mkdir(runs.c_str(), 0755);
+  std::vector<int64_t> acked;
+  std::mt19937 rng(20261130);
+  auto dev = std::make_unique<DevCluster>(dir_);
+  ASSERT_FALSE(dev->url().empty());
+  for (int round = 0; round < 6; ++round) {
+    std::atomic<bool> stop{false};
+    std::vector<int64_t> got;
+    std::thread client([&] {
+      for (int i = 0; !stop; ++i) {
+        const std::string requeue = i % 2 ? "--requeue " : "";
+        const testing::CmdResult r = Hachi(
+            "submit --parsable -G " + std::to_string(1 << (i % 4)) + " " + requeue +
+                "-- sh -c 'echo run >> " + runs + "/$HACHI_JOB_ID; sleep 0.2'",
+            false);
+        if (r.exit_code == 0) got.push_back(std::atoll(r.out.c_str()));  // acknowledged
+      }
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300 + rng() % 700));
+    dev->Kill9();
+    stop = true;
+    client.join();
+    acked.insert(acked.end(), got.begin(), got.end());
+    dev->Start("");
+    ASSERT_FALSE(dev->url().empty()) << "round " << round;
+  }
+  ASSERT_TRUE(WaitIdle(120));
+  std::map<int64_t, json> jobs = Jobs();
+  std::set<int64_t> unique(acked.begin(), acked.end());
+  EXPECT_EQ(unique.size(), acked.size()) << "an id was given twice";
+  ASSERT_GT(acked.size(), 10u);
+  int completed = 0;
+  for (int64_t id : acked) {
+    ASSERT_TRUE(jobs.count(id)) << "job " << id << " was acknowledged and is gone";
+    const json& j = jobs[id];
+    const std::string s = j["state"].get<std::string>();
+    EXPECT_TRUE(s == "COMPLETED" || s == "NODE_FAIL") << id << " " << j.dump();
+    completed += s == "COMPLETED";
+    const std::string lines = ReadFile(runs + "/" + std::to_string(id));
+    const long ran = std::count(lines.begin(), lines.end(), '\n');
+    const bool requeue = j["spec"]["requeue"].get<bool>();
+    EXPECT_LE(ran, requeue ? j["requeues"].get<long>() + 1 : 1)
+        << "job " << id << " ran " << ran << " times: " << j.dump();
+  }
+  EXPECT_GT(completed, 0);
 }
 
 TEST_F(DevE2e, MultiNodeJobGetsConsistentTorchrunEnvironment) {

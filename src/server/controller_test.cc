@@ -373,6 +373,26 @@ TEST(Controller, ArrayNeverExceedsItsRunningLimit) {
   EXPECT_EQ(h.Job((*ids)[3]).spec.array_task_id, 3);
 }
 
+// A store that cannot commit (disk full, SQLite busy past its timeout): the submit fails
+// with kUnavailable and is not acknowledged, a planned start is not dispatched, and the
+// controller keeps serving.
+TEST(Controller, FailedCommitsAreNeitherAcknowledgedNorApplied) {
+  Harness h(ControllerOptions{}, state::NewMemoryStore(/*fail_after=*/2));
+  h.Register("n1");                                       // commit 1
+  const state::JobId ok = h.Submit(MakeSubmit().Gpus(1));  // commit 2
+  ASSERT_NE(ok, 0);
+  Result<std::vector<state::JobId>> refused = h->Submit(MakeSubmit().Gpus(1), kAlice);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(h->Jobs(true).size(), 1u) << "nothing of the refused submit is kept";
+  h->RunCycle();  // the start cannot be committed either
+  EXPECT_EQ(h.StateOf(ok), JobState::kPending);
+  EXPECT_TRUE(h.Work("n1").launch.empty()) << "a start that is not on disk is not run";
+  EXPECT_EQ(h->Drain("n1", "x").code(), StatusCode::kUnavailable);
+  EXPECT_EQ(h->Nodes().size(), 1u);
+  EXPECT_EQ(h->Nodes()[0].record.state, state::NodeState::kUp);
+}
+
 // ---- Nodes ----
 
 TEST(Controller, DrainedNodeTakesNoNewJobs) {
