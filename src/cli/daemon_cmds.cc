@@ -9,12 +9,14 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <thread>
 #include <iostream>
 
 #include "agent/daemon.h"
 #include "agent/gpu_health.h"
+#include "agent/kernel_log.h"
 #include "agent/launcher.h"
 #include "api/http_client.h"
 #include "cli/fail.h"
@@ -93,26 +95,53 @@ int64_t HostMemoryMib() {
   return 1024;
 }
 
-// Watches this machine's GPUs (agent/gpu_health.h) and forwards each fault to `daemon`,
-// which reports it to the server. Null, after saying why on stderr, when NVML is not
-// usable (the agent then runs without health checks).
-std::unique_ptr<agent::GpuHealthMonitor> WatchGpus(agent::AgentDaemon* daemon,
-                                                   const std::string& node) {
-  Result<std::unique_ptr<agent::GpuHealthMonitor>> m = agent::GpuHealthMonitor::Start(
-      agent::GpuHealthOptions{}, [daemon, node](const agent::GpuHealthEvent& e) {
-        std::cerr << "hachi agent: " << node << " GPU " << e.gpu << ": " << e.message << " ("
-                  << agent::GpuFaultName(e.fault) << ")\n";
-        daemon->ReportHealth(api::GpuHealthEvent{e.gpu, e.kind, e.xid,
-                                                 std::string(agent::GpuFaultName(e.fault)),
-                                                 e.message, e.at});
-      });
-  if (!m.ok()) {
-    std::cerr << "hachi agent: " << node << ": no GPU health checks: " << m.status().message()
-              << "\n";
-    return nullptr;
+// Watches this machine's GPUs and forwards each fault to the daemon, which reports it to
+// the server: NVML's events and polls (agent/gpu_health.h) and the kernel log's NVRM Xid
+// lines (agent/kernel_log.h). Either may be missing (no NVML, /dev/kmsg not readable);
+// what is watched is said on stderr.
+struct GpuWatch {
+  std::unique_ptr<agent::GpuHealthMonitor> nvml;
+  std::unique_ptr<agent::KernelXidWatcher> kernel_log;
+  void Stop() {
+    if (nvml) nvml->Stop();
+    if (kernel_log) kernel_log->Stop();
   }
-  std::cerr << "hachi agent: " << node << ": GPU health: " << (*m)->summary() << "\n";
-  return std::move(*m);
+};
+
+GpuWatch WatchGpus(agent::AgentDaemon* daemon, const std::string& node,
+                   const std::string& topology_json) {
+  agent::GpuHealthCallback report = [daemon, node](const agent::GpuHealthEvent& e) {
+    std::cerr << "hachi agent: " << node << " GPU " << e.gpu << ": " << e.message << " ("
+              << agent::GpuFaultName(e.fault) << ")\n";
+    daemon->ReportHealth(api::GpuHealthEvent{e.gpu, e.kind, e.xid,
+                                             std::string(agent::GpuFaultName(e.fault)),
+                                             e.message, e.at});
+  };
+  GpuWatch w;
+  Result<std::unique_ptr<agent::GpuHealthMonitor>> m =
+      agent::GpuHealthMonitor::Start(agent::GpuHealthOptions{}, report);
+  if (m.ok()) {
+    std::cerr << "hachi agent: " << node << ": GPU health: " << (*m)->summary() << "\n";
+    w.nvml = std::move(*m);
+  } else {
+    std::cerr << "hachi agent: " << node << ": no NVML health checks: " << m.status().message()
+              << "\n";
+  }
+  std::map<std::string, int> gpu_by_bus;
+  if (Result<topo::Topology> t = topo::ParseTopologyJson(topology_json, "node"); t.ok()) {
+    for (int g = 0; g < t->gpu_count(); ++g) {
+      if (!t->gpu(g).pci_bus_id.empty()) gpu_by_bus[t->gpu(g).pci_bus_id] = g;
+    }
+  }
+  Result<std::unique_ptr<agent::KernelXidWatcher>> k =
+      agent::KernelXidWatcher::Start("/dev/kmsg", std::move(gpu_by_bus), report);
+  if (k.ok()) {
+    w.kernel_log = std::move(*k);
+  } else {
+    std::cerr << "hachi agent: " << node << ": no kernel-log Xid checks: "
+              << k.status().message() << "\n";
+  }
+  return w;
 }
 
 // The node an agent runs on: a topology file or preset when given, else this machine's
@@ -322,10 +351,12 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
     std::cerr << "hachi agent: node " << o.node << " (" << shape->what << "), server "
               << o.server << "\n";
     // Real GPUs only: a simulated node has none to watch.
-    std::unique_ptr<agent::GpuHealthMonitor> health;
-    if (af->preset.empty() && af->topology_file.empty()) health = WatchGpus(&d, o.node);
+    GpuWatch health;
+    if (af->preset.empty() && af->topology_file.empty()) {
+      health = WatchGpus(&d, o.node, o.topology_json);
+    }
     WaitStopSignal(stop);
-    if (health) health->Stop();
+    health.Stop();
     d.Stop(/*cancel_jobs=*/false);
   });
 
@@ -389,15 +420,17 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
       Status s = agents.back()->Start();
       if (!s.ok()) return void(*exit_code = Fail(s));
     }
-    std::unique_ptr<agent::GpuHealthMonitor> health;
-    if (real_gpus) health = WatchGpus(agents.front().get(), names.front());
+    GpuWatch health;
+    if (real_gpus) {
+      health = WatchGpus(agents.front().get(), names.front(), shapes.front().topology_json);
+    }
     std::cerr << "hachi dev: listening on " << url << " (unix:" << dir << "/hachi.sock), "
               << shapes.size() << " node(s): " << shapes[0].what << "; state in " << dir
               << "\n"
               << "  try: HACHI_SERVER=" << url << " hachi run --gpus 2 -- nvidia-smi -L\n";
     WaitStopSignal(stop);
     std::cerr << "hachi dev: stopping (cancelling running jobs)\n";
-    if (health) health->Stop();
+    health.Stop();
     // Jobs first, while the server still records their ends; then the server, whose
     // stop wakes the agents' long polls; then the agents and the HTTP threads.
     std::vector<std::thread> cancels;
