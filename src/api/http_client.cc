@@ -1,8 +1,10 @@
 #include "api/http_client.h"
 
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <cstdlib>
+#include <vector>
 #include <httplib.h>
 
 #include "api/protocol_json.h"
@@ -13,6 +15,15 @@ std::string ResolveServer(const std::string& flag) {
   if (!flag.empty()) return flag;
   const char* env = std::getenv("HACHI_SERVER");
   if (env != nullptr && *env != '\0') return env;
+  // A server on this machine: its Unix socket, where the kernel tells it who we are.
+  std::vector<std::string> sockets = {"/var/lib/hachi/hachi.sock"};
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+    sockets.push_back(std::string(home) + "/.hachi/dev/hachi.sock");
+  }
+  for (const std::string& path : sockets) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) return "unix:" + path;
+  }
   return kDefaultServer;
 }
 

@@ -19,7 +19,9 @@ struct HttpResponse {
   std::string body;
 };
 
-// Where the CLI finds the server: --server, else $HACHI_SERVER, else the default.
+// Where the CLI finds the server: --server, else $HACHI_SERVER, else the Unix socket of a
+// server on this machine (/var/lib/hachi/hachi.sock, then ~/.hachi/dev/hachi.sock, the
+// state dirs' defaults), else the default TCP address.
 inline constexpr const char* kDefaultServer = "http://127.0.0.1:8686";
 std::string ResolveServer(const std::string& flag);
 

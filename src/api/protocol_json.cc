@@ -375,6 +375,7 @@ std::string_view StatusCodeSlug(StatusCode code) {
     case StatusCode::kBusy: return "busy";
     case StatusCode::kUnavailable: return "unavailable";
     case StatusCode::kInternal: return "internal";
+    case StatusCode::kPermissionDenied: return "permission_denied";
   }
   return "internal";
 }
@@ -388,6 +389,7 @@ int HttpStatusFor(StatusCode code) {
     case StatusCode::kBusy: return 409;
     case StatusCode::kUnavailable: return 503;
     case StatusCode::kInternal: return 500;
+    case StatusCode::kPermissionDenied: return 403;
   }
   return 500;
 }
@@ -402,6 +404,7 @@ Status StatusFromError(int http_status, std::string_view body) {
   StatusCode code = StatusCode::kInternal;
   switch (http_status) {
     case 400: case 413: code = StatusCode::kInvalidArgument; break;
+    case 403: code = StatusCode::kPermissionDenied; break;
     case 404: code = StatusCode::kNotFound; break;
     case 409: code = StatusCode::kBusy; break;
     case 422: code = StatusCode::kUnsatisfiable; break;

@@ -11,6 +11,7 @@ std::string_view StatusCodeName(StatusCode code) {
     case StatusCode::kBusy: return "busy";
     case StatusCode::kUnavailable: return "unavailable";
     case StatusCode::kInternal: return "internal error";
+    case StatusCode::kPermissionDenied: return "permission denied";
   }
   return "unknown";
 }

@@ -24,6 +24,7 @@ enum class StatusCode {
   kBusy,             // cannot be met now; may be later
   kUnavailable,      // an outside dependency is missing (no NVML, no nvidia-smi)
   kInternal,         // a bug or an unexpected OS failure
+  kPermissionDenied, // the caller may not do this (another user's job, an admin action)
 };
 
 std::string_view StatusCodeName(StatusCode code);
@@ -57,6 +58,9 @@ inline Status Unsatisfiable(std::string msg) {
 }
 inline Status Busy(std::string msg) {
   return Status(StatusCode::kBusy, std::move(msg));
+}
+inline Status PermissionDenied(std::string msg) {
+  return Status(StatusCode::kPermissionDenied, std::move(msg));
 }
 inline Status Unavailable(std::string msg) {
   return Status(StatusCode::kUnavailable, std::move(msg));

@@ -199,11 +199,27 @@ Result<std::vector<state::JobId>> Controller::Submit(const SubmitRequest& reques
   return ids;
 }
 
+namespace {
+
+// A job is changed only by its owner or an admin. An authenticated caller (Unix socket)
+// is its uid; an unauthenticated one (TCP, until tokens) its stated user name.
+Status MayChange(const Caller& who, const state::JobRecord& job, const char* what) {
+  if (who.admin) return Status::Ok();
+  const bool owner = who.authenticated ? who.uid == job.spec.uid : who.user == job.req.user;
+  if (owner) return Status::Ok();
+  return PermissionDenied("job " + std::to_string(job.id) + " belongs to " + job.req.user +
+                          "; " + (who.user.empty() ? std::string("you") : who.user) +
+                          " may not " + what + " it");
+}
+
+}  // namespace
+
 Status Controller::Cancel(state::JobId id, const Caller& who) {
   std::unique_lock<std::mutex> lock(mu_);
   auto it = image_.jobs.find(id);
   if (it == image_.jobs.end()) return NotFound("no job " + std::to_string(id));
   const state::JobRecord& job = it->second;
+  HACHI_RETURN_IF_ERROR(MayChange(who, job, "cancel"));
   if (state::IsFinal(job.state)) {
     return InvalidArgument("job " + std::to_string(id) + " already ended (" +
                            std::string(state::JobStateName(job.state)) + ")");
@@ -245,10 +261,11 @@ Status Controller::Cancel(state::JobId id, const Caller& who) {
   return Status::Ok();
 }
 
-Status Controller::Hold(state::JobId id, bool hold, const Caller& /*who*/) {
+Status Controller::Hold(state::JobId id, bool hold, const Caller& who) {
   std::unique_lock<std::mutex> lock(mu_);
   auto it = image_.jobs.find(id);
   if (it == image_.jobs.end()) return NotFound("no job " + std::to_string(id));
+  HACHI_RETURN_IF_ERROR(MayChange(who, it->second, hold ? "hold" : "release"));
   if (it->second.state != state::JobState::kPending) {
     return InvalidArgument("job " + std::to_string(id) + " is " +
                            std::string(state::JobStateName(it->second.state)) +

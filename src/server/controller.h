@@ -35,12 +35,15 @@
 
 namespace hachi::server {
 
-// Who is asking. Until authentication (issue 6) the CLI states it; admin rights are
-// not checked yet.
+// Who is asking. Over the Unix socket the kernel says (SO_PEERCRED: `authenticated`);
+// over TCP the client still states it in headers until tokens (issue 6). Root over the
+// Unix socket is an admin; admins from the config and tokens are issue 6.
 struct Caller {
   std::string user;
   uint32_t uid = 0;
   uint32_t gid = 0;
+  bool authenticated = false;  // uid/gid from the kernel, not from the client
+  bool admin = false;
 };
 
 using api::AgentRegistration;
@@ -88,6 +91,7 @@ class Controller {
   // Pending: ended as cancelled now. Running: its agents stop it (SIGTERM, grace,
   // SIGKILL) and it ends as cancelled when they report. kNotFound / kInvalidArgument
   // (already ended).
+  // Only the job's owner or an admin (kPermissionDenied).
   Status Cancel(state::JobId id, const Caller& who);
   Status Hold(state::JobId id, bool hold, const Caller& who);
   Result<state::JobRecord> Job(state::JobId id) const;

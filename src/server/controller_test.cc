@@ -178,6 +178,28 @@ TEST(Controller, HoldAndRelease) {
   EXPECT_EQ(h.StateOf(other), JobState::kPending);
 }
 
+// Only the owner or an admin cancels, holds or releases a job: by uid when the kernel
+// vouched for the caller (Unix socket), by the stated name otherwise.
+TEST(Controller, OnlyTheOwnerOrAnAdminChangesAJob) {
+  Harness h;
+  h.Register("n1");
+  const state::JobId id = h.Submit(MakeSubmit().Gpus(1).Hold());  // alice, uid 1000
+  const Caller bob{"bob", 1001, 1001, false, false};
+  Status s = h->Cancel(id, bob);
+  EXPECT_EQ(s.code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(s.message(), "job " + std::to_string(id) + " belongs to alice; bob may not cancel it");
+  EXPECT_EQ(h->Hold(id, false, bob).code(), StatusCode::kPermissionDenied);
+  // A caller the kernel vouched for is its uid, whatever name it gives.
+  const Caller alice_by_uid{"whoever", 1000, 1000, true, false};
+  const Caller bob_claiming_alice{"alice", 1001, 1001, true, false};
+  EXPECT_EQ(h->Hold(id, false, bob_claiming_alice).code(), StatusCode::kPermissionDenied);
+  EXPECT_TRUE(h->Hold(id, false, alice_by_uid).ok());
+  const Caller root{"root", 0, 0, true, true};
+  EXPECT_TRUE(h->Cancel(id, root).ok());
+  EXPECT_EQ(h.StateOf(id), JobState::kCancelled);
+  EXPECT_EQ(h.Job(id).reason, "cancelled by root");
+}
+
 // ---- GPU health ----
 
 state::NodeRecord NodeOf(Harness& h, const std::string& name) {

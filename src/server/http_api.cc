@@ -1,10 +1,13 @@
 #include "server/http_api.h"
 
 #include <netdb.h>
+#include <pwd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <thread>
 
 #include <httplib.h>
@@ -28,15 +31,42 @@ void ReplyError(httplib::Response& res, const Status& s) {
   Reply(res, api::HttpStatusFor(s.code()), api::ErrorToJson(s));
 }
 
-// Who is asking. Until authentication (issue 6) the client states it in headers.
+std::string UserName(uint32_t uid);
+
+// Who is asking. Over the Unix socket the kernel says (the X-Hachi-Peer-Cred header the
+// server itself sets, third_party/cpp-httplib/README.md); over TCP, until tokens (issue 6),
+// the client states it in headers.
 Caller CallerOf(const httplib::Request& req) {
   Caller c;
+  if (req.has_header("X-Hachi-Peer-Cred")) {
+    unsigned long uid = 0, gid = 0, pid = 0;
+    if (std::sscanf(req.get_header_value("X-Hachi-Peer-Cred").c_str(), "%lu %lu %lu", &uid,
+                    &gid, &pid) == 3) {
+      c.uid = static_cast<uint32_t>(uid);
+      c.gid = static_cast<uint32_t>(gid);
+      c.authenticated = true;
+      c.admin = c.uid == 0;
+      c.user = UserName(c.uid);
+      return c;
+    }
+  }
   c.user = req.get_header_value("X-Hachi-User");
   c.uid = static_cast<uint32_t>(std::strtoul(req.get_header_value("X-Hachi-Uid").c_str(),
                                              nullptr, 10));
   c.gid = static_cast<uint32_t>(std::strtoul(req.get_header_value("X-Hachi-Gid").c_str(),
                                              nullptr, 10));
   return c;
+}
+
+// The account name of `uid` ("uid1234" when it has none).
+std::string UserName(uint32_t uid) {
+  char buf[4096];
+  passwd pw{};
+  passwd* found = nullptr;
+  if (getpwuid_r(uid, &pw, buf, sizeof buf, &found) == 0 && found != nullptr) {
+    return found->pw_name;
+  }
+  return "uid" + std::to_string(uid);
 }
 
 Result<state::JobId> JobIdOf(const httplib::Request& req) {
@@ -344,6 +374,9 @@ Status HttpServer::Start() {
     if (!unix_->bind_to_port(options_.unix_socket, 80)) {
       return Unavailable("cannot listen on the Unix socket " + options_.unix_socket);
     }
+    // Every local user may connect: who they are comes from the kernel (SO_PEERCRED),
+    // and what they may do from that (Controller::Cancel, ...).
+    ::chmod(options_.unix_socket.c_str(), 0666);
     threads_.emplace_back([this] { unix_->listen_after_bind(); });
     WaitUntilRunning(*unix_);
   }

@@ -4,9 +4,12 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <future>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -236,6 +239,50 @@ TEST_F(HttpApiTest, UnixSocketServesTheSameApi) {
   Result<std::string> nodes = unix_client->Call("GET", kApi + "/nodes");
   ASSERT_TRUE(nodes.ok()) << nodes.status().ToString();
   EXPECT_EQ(json::parse(*nodes)["nodes"][0]["name"], "n1");
+}
+
+// Over the Unix socket the caller is who the kernel says: headers naming someone else
+// change nothing, and another local user cannot cancel the job (403).
+TEST_F(HttpApiTest, UnixSocketCallerIsWhoTheKernelSays) {
+  auto root = Client("unix:" + dir_.path() + "/hachi.sock");
+  ASSERT_NE(root, nullptr);
+  root->SetHeader("X-Hachi-User", "mallory");
+  root->SetHeader("X-Hachi-Uid", "4242");
+  const state::JobId id = Submit(*root, MakeSubmit().Hold());
+  ASSERT_GT(id, 0);
+  Result<state::JobRecord> job = controller_->Job(id);
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->spec.uid, ::geteuid()) << "the peer's uid, not the header's";
+  EXPECT_NE(job->req.user, "mallory");
+  if (::geteuid() != 0) GTEST_SKIP() << "another local user needs root to become one";
+  // A child that becomes `nobody` asks to cancel it: refused. Only raw syscalls after fork.
+  ::chmod(dir_.path().c_str(), 0755);
+  const std::string path = dir_.path() + "/hachi.sock";
+  char request[256];
+  std::snprintf(request, sizeof request,
+                "POST %s/jobs/%lld/cancel HTTP/1.1\r\nHost: x\r\nX-Hachi-User: root\r\n"
+                "Content-Length: 0\r\nConnection: close\r\n\r\n",
+                kApi.c_str(), static_cast<long long>(id));
+  const pid_t child = ::fork();
+  if (child == 0) {
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(2);
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) ::_exit(3);
+    if (::write(fd, request, std::strlen(request)) < 0) ::_exit(4);
+    char reply[64] = {};
+    if (::read(fd, reply, sizeof reply - 1) < 12) ::_exit(5);
+    ::_exit(std::strncmp(reply + 9, "403", 3) == 0 ? 0 : 6);  // "HTTP/1.1 403 ..."
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1-5: could not ask; 6: not refused with 403";
+  EXPECT_EQ(controller_->Job(id)->state, state::JobState::kPending);
+  EXPECT_TRUE(root->Call("POST", kApi + "/jobs/" + std::to_string(id) + "/cancel").ok())
+      << "its owner can";
 }
 
 TEST_F(HttpApiTest, AgentProtocolOverHttp) {

@@ -3957,6 +3957,22 @@ Server::process_request(Stream &strm, bool close_connection,
   req.set_header("LOCAL_ADDR", req.local_addr);
   req.set_header("LOCAL_PORT", std::to_string(req.local_port));
 
+  // Hachi local change (third_party/cpp-httplib/README.md): on a Unix socket, the peer's
+  // credentials as the kernel gives them (SO_PEERCRED), in a header no client can set:
+  // "uid gid pid". A client's own X-Hachi-Peer-Cred is dropped on every socket.
+  req.headers.erase("X-Hachi-Peer-Cred");
+#if defined(__linux__)
+  if (address_family_ == AF_UNIX) {
+    struct ucred cred {};
+    socklen_t len = sizeof(cred);
+    if (getsockopt(strm.socket(), SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
+      req.set_header("X-Hachi-Peer-Cred", std::to_string(cred.uid) + " " +
+                                              std::to_string(cred.gid) + " " +
+                                              std::to_string(cred.pid));
+    }
+  }
+#endif
+
   if (req.has_header("Range")) {
     const auto &range_header_value = req.get_header_value("Range");
     if (!detail::parse_range_header(range_header_value, req.ranges)) {
