@@ -1,4 +1,5 @@
 // hachi server / agent / dev (DESIGN.md §1): the long-running processes.
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <fcntl.h>
@@ -241,6 +242,9 @@ Result<int> LockStateDir(const std::string& dir) {
 }
 
 Result<RunningServer> StartServer(const ServerFlags& f, const std::string& state_dir) {
+  // The HTTP server's 64 threads would each get a malloc arena that keeps what a big reply
+  // freed: a few arenas serve them as well (the soak test's RSS, docs/soak.md).
+  mallopt(M_ARENA_MAX, 4);
   HACHI_RETURN_IF_ERROR(MakeDirs(state_dir));
   Result<int> lock = LockStateDir(state_dir);
   if (!lock.ok()) return lock.status();

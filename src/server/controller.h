@@ -67,7 +67,8 @@ struct ControllerOptions {
 
 struct ControllerStats {
   int64_t cycles = 0;
-  double last_cycle_ms = 0;
+  double last_cycle_ms = 0;  // the scheduler's time in the last cycle
+  double max_cycle_ms = 0;   // and in the slowest since the server started
   int64_t starts = 0;
   int64_t submits = 0;
 };

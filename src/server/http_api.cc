@@ -152,8 +152,11 @@ void HttpServer::Routes(httplib::Server& s) {
   // Replies are small: without TCP_NODELAY, Nagle + the client's delayed ACK add 40 ms
   // to a reply written in two pieces (headers, body).
   s.set_tcp_nodelay(true);
-  // Stop() waits for idle keep-alive connections to time out: keep that short.
+  // Stop() waits for idle keep-alive connections to time out: keep that short. httplib
+  // closes a connection after 5 requests by default, which made busy clients reconnect
+  // all the time (and sometimes lose a request to the race): no practical limit.
   s.set_keep_alive_timeout(1);
+  s.set_keep_alive_max_count(1 << 20);
   // SO_REUSEADDR, not httplib's default SO_REUSEPORT: with REUSEPORT a second server could
   // bind the same port and share its connections, and the TIME_WAIT sockets a busy server
   // leaves would refuse a restart's bind for a minute (both seen; http_api_test.cc).
@@ -309,7 +312,14 @@ void HttpServer::Routes(httplib::Server& s) {
     for (const state::NodeStatus& n : c->Nodes()) gpus += n.gpus;
     const state::JobStats stats =
         state::ComputeStats(c->Jobs(true), NowSeconds(), window, alert, gpus);
-    Reply(res, 200, state::JobStatsToJson(stats));
+    json j = json::parse(state::JobStatsToJson(stats));
+    const ControllerStats cs = c->stats();
+    j["scheduler"] = {{"cycles", cs.cycles},
+                      {"last_cycle_ms", cs.last_cycle_ms},
+                      {"max_cycle_ms", cs.max_cycle_ms},
+                      {"starts", cs.starts},
+                      {"submits", cs.submits}};
+    Reply(res, 200, j.dump());
   });
 
   // ---- Agents ----
