@@ -126,6 +126,23 @@ TEST(JobStats, Percentile) {
   }
 }
 
+// The JSON the server sends reads back to the same statistics (hachi stats renders the
+// server's GET /stats); a broken reply names the field.
+TEST(JobStats, JsonRoundTrip) {
+  const JobStats s = ComputeStats(Jobs(), kNow, kHour, 15 * kMinute, 4);
+  std::string text = JobStatsToJson(s);
+  Result<JobStats> back = JobStatsFromJson(text);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(JobStatsToJson(*back), text);
+  EXPECT_EQ(cli::FormatStats(*back), cli::FormatStats(s));
+  text.insert(1, "\"scheduler\": {\"cycles\": 3},");  // the server's extra
+  EXPECT_TRUE(JobStatsFromJson(text).ok());
+  Result<JobStats> bad = JobStatsFromJson(R"({"now": 1, "window_s": "x"})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "stats.window_s: missing or not a number");
+  EXPECT_FALSE(JobStatsFromJson("[]").ok());
+}
+
 TEST(JobStats, Golden) {
   setenv("TZ", "UTC", 1);
   tzset();

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <type_traits>
 #include <utility>
 
 namespace hachi::state {
@@ -111,7 +112,82 @@ nlohmann::json WaitJson(const WaitStats& w) {
           {"wait_p50_s", w.wait_p50}, {"wait_p95_s", w.wait_p95}, {"gpu_seconds", w.gpu_seconds}};
 }
 
+// Reads `key` of object `j` into `out`; false (and *error) when missing or of another type.
+template <typename T>
+bool Get(const nlohmann::json& j, const char* key, const std::string& path, T* out,
+         std::string* error) {
+  auto it = j.find(key);
+  const bool ok = it != j.end() && (std::is_same_v<T, std::string> ? it->is_string()
+                                    : std::is_same_v<T, bool>      ? it->is_boolean()
+                                                                   : it->is_number());
+  if (!ok) {
+    *error = path + "." + key + ": missing or not a " +
+             (std::is_same_v<T, std::string> ? "string"
+              : std::is_same_v<T, bool>      ? "boolean"
+                                             : "number");
+    return false;
+  }
+  *out = it->get<T>();
+  return true;
+}
+
+bool ReadWait(const nlohmann::json& j, const std::string& path, WaitStats* w,
+              std::string* error) {
+  if (!j.is_object()) {
+    *error = path + ": not an object";
+    return false;
+  }
+  return Get(j, "partition", path, &w->partition, error) &&
+         Get(j, "gpus", path, &w->gpus, error) && Get(j, "started", path, &w->started, error) &&
+         Get(j, "pending", path, &w->pending, error) && Get(j, "held", path, &w->held, error) &&
+         Get(j, "samples", path, &w->samples, error) &&
+         Get(j, "wait_p50_s", path, &w->wait_p50, error) &&
+         Get(j, "wait_p95_s", path, &w->wait_p95, error) &&
+         Get(j, "gpu_seconds", path, &w->gpu_seconds, error);
+}
+
 }  // namespace
+
+Result<JobStats> JobStatsFromJson(std::string_view text) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return InvalidArgument("stats: not a JSON object");
+  JobStats s;
+  std::string error;
+  const std::string root = "stats";
+  if (!Get(j, "now", root, &s.now, &error) || !Get(j, "window_s", root, &s.window, &error) ||
+      !Get(j, "alert_threshold_s", root, &s.alert_threshold, &error) ||
+      !Get(j, "gpu_seconds", root, &s.gpu_seconds, &error) ||
+      !Get(j, "total_gpus", root, &s.total_gpus, &error) ||
+      !Get(j, "utilisation", root, &s.utilisation, &error)) {
+    return InvalidArgument(error);
+  }
+  auto parts = j.find("partitions");
+  if (parts == j.end() || !parts->is_array()) {
+    return InvalidArgument("stats.partitions: missing or not an array");
+  }
+  for (size_t i = 0; i < parts->size(); ++i) {
+    const nlohmann::json& p = (*parts)[i];
+    const std::string path = "stats.partitions[" + std::to_string(i) + "]";
+    PartitionStats ps;
+    if (!p.is_object() || !p.contains("all") || !ReadWait(p["all"], path + ".all", &ps.all, &error) ||
+        !Get(p, "alert", path, &ps.alert, &error)) {
+      return InvalidArgument(error.empty() ? path + ": not an object" : error);
+    }
+    auto by = p.find("by_gpus");
+    if (by == p.end() || !by->is_array()) {
+      return InvalidArgument(path + ".by_gpus: missing or not an array");
+    }
+    for (size_t k = 0; k < by->size(); ++k) {
+      WaitStats w;
+      if (!ReadWait((*by)[k], path + ".by_gpus[" + std::to_string(k) + "]", &w, &error)) {
+        return InvalidArgument(error);
+      }
+      ps.by_gpus.push_back(std::move(w));
+    }
+    s.partitions.push_back(std::move(ps));
+  }
+  return s;
+}
 
 std::string JobStatsToJson(const JobStats& s) {
   nlohmann::json parts = nlohmann::json::array();

@@ -7,8 +7,10 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "core/status.h"
 #include "core/time.h"
 #include "state/records.h"
 
@@ -55,6 +57,9 @@ JobStats ComputeStats(const std::vector<JobRecord>& jobs, Time now, Duration win
 // "gpu_seconds", "total_gpus", "utilisation"}, W = {"partition", "gpus", "started",
 // "pending", "held", "samples", "wait_p50_s", "wait_p95_s", "gpu_seconds"}.
 std::string JobStatsToJson(const JobStats& stats);
+// The same JSON back (GET /api/v1/stats's reply; other keys, such as its "scheduler", are
+// ignored). kInvalidArgument naming the first missing or mistyped field.
+Result<JobStats> JobStatsFromJson(std::string_view text);
 
 // The nearest-rank percentile (p in 1..100) of `values`; 0 for none.
 Duration Percentile(std::vector<Duration> values, int p);
