@@ -223,7 +223,8 @@ struct RunningServer {
 };
 
 // One server per state directory: two would both write the database.
-Result<int> LockStateDir(const std::string& dir) {
+// One process per directory: `what` ("server", "agent") names the kind in the error.
+Result<int> LockDir(const std::string& dir, const std::string& what) {
   const std::string path = dir + "/lock";
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return Unavailable("cannot open " + path + ": " + std::strerror(errno));
@@ -231,7 +232,7 @@ Result<int> LockStateDir(const std::string& dir) {
     char pid[32] = {};
     const ssize_t n = ::pread(fd, pid, sizeof pid - 1, 0);
     ::close(fd);
-    return Unavailable("another Hachi server uses the state directory " + dir +
+    return Unavailable("another Hachi " + what + " uses the directory " + dir +
                        (n > 0 ? " (pid " + std::string(pid, static_cast<size_t>(n)) + ")" : ""));
   }
   const std::string me = std::to_string(::getpid());
@@ -246,7 +247,7 @@ Result<RunningServer> StartServer(const ServerFlags& f, const std::string& state
   // freed: a few arenas serve them as well (the soak test's RSS, docs/soak.md).
   mallopt(M_ARENA_MAX, 4);
   HACHI_RETURN_IF_ERROR(MakeDirs(state_dir));
-  Result<int> lock = LockStateDir(state_dir);
+  Result<int> lock = LockDir(state_dir, "server");
   if (!lock.ok()) return lock.status();
   Result<server::ControllerOptions> opts = ControllerOptionsFrom(f);
   if (!opts.ok()) return opts.status();
@@ -346,6 +347,10 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
     o.cpus = shape->cpus;
     o.memory_mib = shape->memory_mib;
     const std::string spool = af->spool_dir.empty() ? "/var/spool/hachi" : af->spool_dir;
+    // One agent per spool: a second one would stop the first one's runs as leftovers.
+    if (Status made = MakeDirs(spool); !made.ok()) return void(*exit_code = Fail(made));
+    Result<int> spool_lock = LockDir(spool, "agent");
+    if (!spool_lock.ok()) return void(*exit_code = Fail(spool_lock.status()));
     const std::string runtime = af->container_runtime;
     agent::AgentDaemon d(o, [spool, runtime](agent::ExitCallback cb) {
       return RealLauncher(spool, runtime, cb);
