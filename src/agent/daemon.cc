@@ -266,19 +266,20 @@ void AgentDaemon::ReportLoop() {
                ((!unreported_.empty() || !health_.empty()) && registered_);
       });
       if (!ready_.empty() && !stopping_) {  // runs that waited for their job's earlier run
-        std::vector<LaunchSpec> ready;
+        std::vector<LaunchSpec> ready, now;
         ready.swap(ready_);
-        for (const LaunchSpec& l : ready) {
-          if (!launched_.emplace(l.job, l.start_time).second) continue;
+        for (LaunchSpec& l : ready) {
+          if (!launched_.emplace(l.job, l.start_time).second) continue;  // launched already
           current_run_[l.job] = l.start_time;
           live_[l.job] = l.start_time;
           if (finished_.erase(l.job) > 0) {
             finished_order_.erase(
                 std::find(finished_order_.begin(), finished_order_.end(), l.job));
           }
+          now.push_back(std::move(l));
         }
         lock.unlock();
-        for (const LaunchSpec& l : ready) LaunchNow(l);
+        for (const LaunchSpec& l : now) LaunchNow(l);
         continue;
       }
       if ((unreported_.empty() && health_.empty()) || !registered_) {
