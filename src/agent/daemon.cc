@@ -210,7 +210,7 @@ void AgentDaemon::PollLoop() {
           deferred_[l.job] = l;
           continue;
         }
-        if (!launched_.emplace(l.job, l.start_time).second) {
+        if (!AcceptRunLocked(l)) {
           // Sent again (the server restarted): report the exit again if it ended.
           auto f = finished_.find(l.job);
           if (f != finished_.end()) {
@@ -219,16 +219,20 @@ void AgentDaemon::PollLoop() {
           }
           continue;
         }
-        current_run_[l.job] = l.start_time;
-        live_[l.job] = l.start_time;
-        if (finished_.erase(l.job) > 0) {  // a new run of a requeued job: its own exit
-          finished_order_.erase(
-              std::find(finished_order_.begin(), finished_order_.end(), l.job));
-        }
       }
       LaunchNow(l);
     }
   }
+}
+
+bool AgentDaemon::AcceptRunLocked(const LaunchSpec& l) {
+  if (!launched_.emplace(l.job, l.start_time).second) return false;
+  current_run_[l.job] = l.start_time;
+  live_[l.job] = l.start_time;
+  if (finished_.erase(l.job) > 0) {  // a new run of a requeued job: its own exit
+    finished_order_.erase(std::find(finished_order_.begin(), finished_order_.end(), l.job));
+  }
+  return true;
 }
 
 void AgentDaemon::LaunchNow(const LaunchSpec& l) {
@@ -269,14 +273,7 @@ void AgentDaemon::ReportLoop() {
         std::vector<LaunchSpec> ready, now;
         ready.swap(ready_);
         for (LaunchSpec& l : ready) {
-          if (!launched_.emplace(l.job, l.start_time).second) continue;  // launched already
-          current_run_[l.job] = l.start_time;
-          live_[l.job] = l.start_time;
-          if (finished_.erase(l.job) > 0) {
-            finished_order_.erase(
-                std::find(finished_order_.begin(), finished_order_.end(), l.job));
-          }
-          now.push_back(std::move(l));
+          if (AcceptRunLocked(l)) now.push_back(std::move(l));  // else launched already
         }
         lock.unlock();
         for (const LaunchSpec& l : now) LaunchNow(l);

@@ -69,6 +69,9 @@ class AgentDaemon {
   void ReportLoop();
   void OnExit(const JobExit& e);
   void LaunchNow(const LaunchSpec& l);  // without mu_; a refusal is reported as an exit
+  // Records a run about to be launched (with mu_); false when this process launched it
+  // already.
+  bool AcceptRunLocked(const LaunchSpec& l);
   Status RegisterOnce(HttpClientHolder& http);
 
   const AgentOptions options_;
