@@ -16,6 +16,7 @@
 #   scripts/server-bench.sh BUILD_DIR            # ~1-3 min on 2 shared cores
 #   N_JOBS=200 N_LAT=10 scripts/server-bench.sh build
 set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)  # before any cd
 
 build=${1:?usage: scripts/server-bench.sh BUILD_DIR}
 hachi=$(cd "$build" && pwd)/hachi
@@ -53,25 +54,9 @@ stats() { sort -n | awk '{a[NR]=$1} END{ if(!NR){print "0 0 0"; exit}
 # ---- the server and its agents
 log "starting hachi dev --nodes $NODES --preset $PRESET (state in $tmp/state)"
 cd "$tmp"  # jobs inherit this as their working directory
-"$hachi" dev --nodes "$NODES" --preset "$PRESET" --state-dir "$tmp/state" \
-  --listen 127.0.0.1:0 2>"$tmp/dev.log" &
-dev_pid=$!
-url=""
-for _ in $(seq 150); do
-  url=$(grep -o 'listening on http://[0-9.]*:[0-9]*' "$tmp/dev.log" | head -1 | cut -d' ' -f3 || true)
-  [ -n "$url" ] && break
-  kill -0 "$dev_pid" 2>/dev/null || break
-  sleep 0.1
-done
-[ -n "$url" ] || { echo "server-bench: hachi dev did not start:" >&2; cat "$tmp/dev.log" >&2; exit 1; }
-export HACHI_SERVER=$url
-up=0
-for _ in $(seq 150); do
-  up=$("$hachi" nodes -o %n 2>/dev/null | grep -c "^node" || true)
-  [ "$up" -ge "$NODES" ] && break
-  sleep 0.1
-done
-[ "$up" -ge "$NODES" ] || { echo "server-bench: only $up/$NODES nodes registered" >&2; exit 1; }
+# shellcheck source=scripts/dev-cluster.sh
+. "$here/dev-cluster.sh"
+start_dev "$hachi" "$tmp" "$NODES" "$PRESET" 150 server-bench
 log "hachi dev up at $url with $NODES nodes"
 
 queued() { "$hachi" queue -o %i | tail -n +2 | wc -l; }

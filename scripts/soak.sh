@@ -20,6 +20,7 @@
 #                                                  # then 1-3 min removing 50,000 files
 #   JOBS=2000 CLIENTS=8 scripts/soak.sh build-soak
 set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)  # before any cd
 
 build=${1:?usage: scripts/soak.sh BUILD_DIR [--timeout SECONDS]}
 shift
@@ -77,25 +78,9 @@ cap() { local l; l=$(left); l=$((l < $1 ? l : $1)); echo $((l < ${2:-1} ? ${2:-1
 # ---- the server and its agents
 log "starting hachi dev --nodes $NODES --preset $PRESET (state in $tmp/state)"
 cd "$tmp"
-"$hachi" dev --nodes "$NODES" --preset "$PRESET" --state-dir "$tmp/state" \
-  --listen 127.0.0.1:0 2>"$tmp/dev.log" &
-dev_pid=$!
-url=""
-for _ in $(seq 150); do
-  url=$(grep -o 'listening on http://[0-9.]*:[0-9]*' "$tmp/dev.log" | head -1 | cut -d' ' -f3 || true)
-  [ -n "$url" ] && break
-  kill -0 "$dev_pid" 2>/dev/null || break
-  sleep 0.1
-done
-[ -n "$url" ] || { echo "soak: hachi dev did not start:" >&2; cat "$tmp/dev.log" >&2; exit 1; }
-export HACHI_SERVER=$url
-up=0
-for _ in $(seq 300); do
-  up=$("$hachi" nodes -o %n 2>/dev/null | grep -c "^node" || true)
-  [ "$up" -ge "$NODES" ] && break
-  sleep 0.1
-done
-[ "$up" -ge "$NODES" ] || { echo "soak: only $up/$NODES nodes registered" >&2; exit 1; }
+# shellcheck source=scripts/dev-cluster.sh
+. "$here/dev-cluster.sh"
+start_dev "$hachi" "$tmp" "$NODES" "$PRESET" 300 soak
 log "hachi dev (pid $dev_pid) up at $url with $NODES nodes"
 
 # ---- the sampler: one line a second while the dev process lives
