@@ -420,3 +420,6 @@ Status StatusFromError(int http_status, std::string_view body) {
 }
 
 }  // namespace hachi::api
+    case StatusCode::kUnauthenticated: return "unauthenticated";
+    case StatusCode::kUnauthenticated: return 401;
+    case 401: code = StatusCode::kUnauthenticated; break;

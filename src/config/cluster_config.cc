@@ -65,7 +65,16 @@ Status ReadArray(const Reader& r, const toml::node& n, const std::string& path, 
 Status ReadTop(const Reader& r, const toml::table& root, ClusterConfig* c) {
   HACHI_RETURN_IF_ERROR(r.CheckKeys(
       root, "",
-      {"partition", "qos", "limits", "fairshare", "priority", "node", "sim", "server"}));
+      {"partition", "qos", "limits", "fairshare", "priority", "node", "sim", "server", "auth",
+       "account"}));
+  if (const toml::node* n = root.get("auth")) {
+    HACHI_RETURN_IF_ERROR(internal::ReadAuth(r, *n, &c->auth));
+  }
+  if (const toml::node* n = root.get("account")) {
+    HACHI_RETURN_IF_ERROR(ReadArray(
+        r, *n, "account", internal::ReadAccount,
+        [](const AccountConfig& a) -> const std::string& { return a.name; }, &c->accounts));
+  }
   if (const toml::node* n = root.get("partition")) {
     HACHI_RETURN_IF_ERROR(ReadArray(
         r, *n, "partition", ReadPartition,

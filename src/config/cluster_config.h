@@ -62,6 +62,25 @@ struct ServerConfig {
   Duration agent_timeout = 0;
 };
 
+// [auth]: who is an admin, who may read without a token, and the server's TLS and
+// cluster-secret files (docs/config.md, docs/api.md "Authentication"). Flags win.
+struct AuthConfig {
+  std::vector<std::string> admins;  // user names; root on the Unix socket always is one
+  // Who may GET without a token over TCP: "localhost" (loopback peers), "none", "all".
+  std::string anonymous_read = "localhost";
+  std::string tls_cert;            // PEM files; both set: the TCP API is HTTPS
+  std::string tls_key;
+  std::string cluster_secret_file;  // "": STATE_DIR/cluster-secret
+};
+
+// [[account]] name + members: who may submit under an account (server/auth.h). With
+// any [[account]] listed, a submit must name a listed account its user is a member of,
+// or leave the account out (it is then the user's name, which needs no listing).
+struct AccountConfig {
+  std::string name;
+  std::vector<std::string> members;
+};
+
 struct ClusterConfig {
   std::string origin;  // the file name used in messages
   // Empty: ApplyClusterConfig keeps the cluster's partitions (e.g. hachi sim's
@@ -74,6 +93,8 @@ struct ClusterConfig {
   std::vector<NodeOverride> node_overrides;
   SimConfig sim;
   ServerConfig server;
+  AuthConfig auth;
+  std::vector<AccountConfig> accounts;
 };
 
 // Parses a config file's text; `origin` names it in messages ("cluster.toml").

@@ -122,6 +122,35 @@ account_partitions = { "6214e9" = "night" }
   EXPECT_EQ(c->sim.account_partitions.at("6214e9"), "night");
 }
 
+TEST(ParseClusterConfigTest, AuthAndAccounts) {
+  Result<ClusterConfig> c = ParseClusterConfig(R"(
+[auth]
+admins = ["alice"]
+anonymous_read = "none"
+tls_cert = "/etc/hachi/cert.pem"
+tls_key = "/etc/hachi/key.pem"
+cluster_secret_file = "/etc/hachi/secret"
+
+[[account]]
+name = "vision"
+members = ["bob", "carol"]
+)",
+                                               "c.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->auth.admins, std::vector<std::string>{"alice"});
+  EXPECT_EQ(c->auth.anonymous_read, "none");
+  EXPECT_EQ(c->auth.tls_cert, "/etc/hachi/cert.pem");
+  EXPECT_EQ(c->auth.tls_key, "/etc/hachi/key.pem");
+  EXPECT_EQ(c->auth.cluster_secret_file, "/etc/hachi/secret");
+  ASSERT_EQ(c->accounts.size(), 1u);
+  EXPECT_EQ(c->accounts[0].name, "vision");
+  EXPECT_EQ(c->accounts[0].members, (std::vector<std::string>{"bob", "carol"}));
+  Result<ClusterConfig> none = ParseClusterConfig("", "c.toml");
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->auth.anonymous_read, "localhost");
+  EXPECT_TRUE(none->accounts.empty());
+}
+
 TEST(ParseClusterConfigTest, EmptyFileKeepsDefaults) {
   Result<ClusterConfig> c = ParseClusterConfig("", "empty.toml");
   ASSERT_TRUE(c.ok()) << c.status().message();
@@ -236,6 +265,18 @@ TEST(ParseClusterConfigTest, Errors) {
        "c.toml:2: node.n1.rack: unknown key (known: block)"},
       {"sim unknown partition", part + "[sim]\naccount_partitions = { a = \"q\" }\n",
        "c.toml:5: sim.account_partitions.a: no partition 'q' in this file"},
+      {"auth anonymous_read bad", "[auth]\nanonymous_read = \"everyone\"\n",
+       "c.toml:2: auth.anonymous_read: 'everyone' is not one of localhost, none, all"},
+      {"auth admins twice", "[auth]\nadmins = [\"a\", \"a\"]\n",
+       "c.toml:2: auth.admins: 'a' is listed twice"},
+      {"auth tls half", "[auth]\ntls_cert = \"c.pem\"\n",
+       "c.toml:1: auth: tls_cert and tls_key go together"},
+      {"auth unknown key", "[auth]\ntokens = 1\n", "c.toml:2: auth.tokens: unknown key"},
+      {"account no members", "[[account]]\nname = \"vision\"\n",
+       "c.toml:1: account[0]: needs members"},
+      {"account twice",
+       "[[account]]\nname = \"v\"\nmembers = []\n[[account]]\nname = \"v\"\nmembers = []\n",
+       "c.toml:5: account[1].name: 'v' is already the name of account[0]"},
   };
   for (const Case& c : cases) {
     Result<ClusterConfig> got = ParseClusterConfig(c.text, "c.toml");

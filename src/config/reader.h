@@ -230,4 +230,9 @@ Status Optional(const toml::table& t, std::string_view path, std::string_view ke
 Result<PartitionConfig> ReadPartition(const Reader& r, const toml::node& n,
                                       const std::string& path);
 
+// [auth] and [[account]] (auth_reader.cc).
+Status ReadAuth(const Reader& r, const toml::node& n, AuthConfig* out);
+Result<AccountConfig> ReadAccount(const Reader& r, const toml::node& n,
+                                  const std::string& path);
+
 }  // namespace hachi::config::internal

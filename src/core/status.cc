@@ -12,6 +12,7 @@ std::string_view StatusCodeName(StatusCode code) {
     case StatusCode::kUnavailable: return "unavailable";
     case StatusCode::kInternal: return "internal error";
     case StatusCode::kPermissionDenied: return "permission denied";
+    case StatusCode::kUnauthenticated: return "unauthenticated";
   }
   return "unknown";
 }

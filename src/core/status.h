@@ -25,6 +25,7 @@ enum class StatusCode {
   kUnavailable,      // an outside dependency is missing (no NVML, no nvidia-smi)
   kInternal,         // a bug or an unexpected OS failure
   kPermissionDenied, // the caller may not do this (another user's job, an admin action)
+  kUnauthenticated,  // the caller did not say who they are, or not believably (no token)
 };
 
 std::string_view StatusCodeName(StatusCode code);
@@ -61,6 +62,9 @@ inline Status Busy(std::string msg) {
 }
 inline Status PermissionDenied(std::string msg) {
   return Status(StatusCode::kPermissionDenied, std::move(msg));
+}
+inline Status Unauthenticated(std::string msg) {
+  return Status(StatusCode::kUnauthenticated, std::move(msg));
 }
 inline Status Unavailable(std::string msg) {
   return Status(StatusCode::kUnavailable, std::move(msg));

@@ -99,6 +99,23 @@ Status Check(const StateImage& image, const NodeHealthChanged& e) {
   return Status::Ok();
 }
 
+Status Check(const StateImage& image, const TokenIssued& e) {
+  const TokenRecord& t = e.record;
+  if (t.id.empty() || t.sha256.size() != 64 || t.user.empty()) {
+    return InvalidArgument("token: needs an id, a SHA-256 and a user");
+  }
+  if (image.tokens.count(t.id) != 0) return InvalidArgument("token " + t.id + ": already issued");
+  for (const auto& [id, other] : image.tokens) {
+    if (other.sha256 == t.sha256) return InvalidArgument("token " + t.id + ": hash already in use");
+  }
+  return Status::Ok();
+}
+
+Status Check(const StateImage& image, const TokenRevoked& e) {
+  if (image.tokens.count(e.token_id) == 0) return NotFound("no token " + e.token_id);
+  return Status::Ok();
+}
+
 // Apply() runs only after Check() passed.
 void Apply(StateImage* image, const JobSubmitted& e) {
   image->jobs[e.record.id] = e.record;
@@ -149,6 +166,12 @@ void Apply(StateImage* image, const NodeHealthChanged& e) {
   node.unhealthy = e.unhealthy;
   node.unhealthy_reasons = e.reasons;
 }
+
+void Apply(StateImage* image, const TokenIssued& e) {
+  image->tokens[e.record.id] = e.record;
+}
+
+void Apply(StateImage* image, const TokenRevoked& e) { image->tokens.erase(e.token_id); }
 
 }  // namespace
 

@@ -56,8 +56,16 @@ struct NodeHealthChanged {  // the node's unhealthy GPUs, all of them, with thei
   std::map<int, std::string> reasons;  // only for GPUs in `unhealthy`
 };
 
+struct TokenIssued {  // a new token: id and hash never used before
+  TokenRecord record;
+};
+struct TokenRevoked {  // the token stops working at once; its record is removed
+  std::string token_id;
+};
+
 using Edit = std::variant<JobSubmitted, JobStarted, JobEnded, JobRequeued, JobHeld,
-                          NodeUpserted, NodeStateChanged, NodeHealthChanged>;
+                          NodeUpserted, NodeStateChanged, NodeHealthChanged, TokenIssued,
+                          TokenRevoked>;
 
 // Applies one edit to `image`. Checks the transition first and leaves `image` unchanged
 // on error (kNotFound: no such job/node; kInvalidArgument: an illegal transition such as

@@ -18,7 +18,9 @@ void CopyTouched(const StateImage& image, const Edit& edit, StateImage* scratch)
   std::visit(
       [&](const auto& e) {
         using E = std::decay_t<decltype(e)>;
-        if constexpr (std::is_same_v<E, NodeUpserted> ||
+        if constexpr (std::is_same_v<E, TokenIssued> || std::is_same_v<E, TokenRevoked>) {
+          // Tokens are few, and checked against all of them: copied whole by Commit.
+        } else if constexpr (std::is_same_v<E, NodeUpserted> ||
                       std::is_same_v<E, NodeStateChanged> ||
                       std::is_same_v<E, NodeHealthChanged>) {
           const std::string& name = [&]() -> const std::string& {
@@ -68,6 +70,7 @@ class MemoryStore final : public Store {
     for (const Edit& edit : edits) {
       CopyTouched(image_, edit, &scratch);
       HACHI_RETURN_IF_ERROR(ApplyEdit(&scratch, edit));
+    scratch.tokens = image_.tokens;
     }
     for (auto& [id, job] : scratch.jobs) image_.jobs[id] = std::move(job);
     for (auto& [name, node] : scratch.nodes) image_.nodes[name] = std::move(node);
@@ -75,6 +78,7 @@ class MemoryStore final : public Store {
     ++succeeded_;
     return Status::Ok();
   }
+    image_.tokens = std::move(scratch.tokens);
 
   StoreStats stats() const override {
     return StoreStats{commits_.load(std::memory_order_relaxed),

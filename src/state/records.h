@@ -139,8 +139,23 @@ struct NodeStatus {
 // All records: what Store::Load returns and what the server applies edits to.
 struct StateImage {
   std::map<JobId, JobRecord> jobs;
+// An API token the server issued (`hachi token create`, server/auth.h). The token's
+// text is shown once and never stored: only its SHA-256, which is what a presented
+// token is looked up by.
+struct TokenRecord {
+  std::string id;      // 12 hex digits: what `hachi token list` shows and revoke takes
+  std::string sha256;  // of the whole token text, 64 hex digits
+  std::string user;    // who the bearer is
+  uint32_t uid = 0;    // resolved at issue time (the password database, or given)
+  uint32_t gid = 0;
+  bool admin = false;
+  Time created = 0;
+  std::string created_by;  // the admin who issued it
+};
+
   std::map<std::string, NodeRecord> nodes;
   JobId last_job_id = 0;  // ids are never reused, even after a restart
 };
 
+  std::map<std::string, TokenRecord> tokens;  // by id; revoked tokens are removed
 }  // namespace hachi::state

@@ -8,6 +8,7 @@
 
 #include "state/db.h"
 #include "state/record_json.h"
+#include "state/token_json.h"
 
 namespace hachi::state {
 namespace {
@@ -27,7 +28,11 @@ CREATE TABLE IF NOT EXISTS meta (
   key TEXT PRIMARY KEY,
   value ANY
 ) STRICT;
-PRAGMA user_version = 1;
+CREATE TABLE IF NOT EXISTS tokens (
+  id TEXT PRIMARY KEY,
+  record TEXT NOT NULL
+) STRICT;
+PRAGMA user_version = 2;
 )sql";
 
 // A refused edit (CheckEdit) is the caller's fault and concerns its batch only; any
@@ -90,6 +95,42 @@ Status WriteNode(Db* db, const NodeRecord& node) {
       "ON CONFLICT (name) DO UPDATE SET record = excluded.record");
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, node.name).Bind(2, NodeRecordToJson(node));
+  return stmt->Run();
+}
+
+// Tokens are few and checked against all of them (a hash is never issued twice).
+Result<StateImage> ReadTokens(Db* db) {
+  StateImage image;
+  Result<Stmt> stmt = db->Prepare("SELECT id, record FROM tokens");
+  if (!stmt.ok()) return stmt.status();
+  for (;;) {
+    Result<bool> row = stmt->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    Result<TokenRecord> t = TokenRecordFromJson(stmt->ColumnText(1));
+    if (!t.ok()) return Internal(db->path() + ": tokens row: " + t.status().message());
+    image.tokens[stmt->ColumnText(0)] = std::move(*t);
+  }
+  return image;
+}
+
+Status WriteTokenEdit(Db* db, const TokenIssued& e) {
+  Result<StateImage> image = ReadTokens(db);
+  if (!image.ok()) return image.status();
+  HACHI_RETURN_IF_ERROR(CheckEdit(*image, e));
+  Result<Stmt> stmt = db->Prepare("INSERT INTO tokens (id, record) VALUES (?1, ?2)");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, e.record.id).Bind(2, TokenRecordToJson(e.record));
+  return stmt->Run();
+}
+
+Status WriteTokenEdit(Db* db, const TokenRevoked& e) {
+  Result<StateImage> image = ReadTokens(db);
+  if (!image.ok()) return image.status();
+  HACHI_RETURN_IF_ERROR(CheckEdit(*image, e));
+  Result<Stmt> stmt = db->Prepare("DELETE FROM tokens WHERE id = ?1");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, e.token_id);
   return stmt->Run();
 }
 
@@ -185,6 +226,20 @@ Result<StateImage> SqliteStore::Load() {
                       node.status().message());
     }
     image.nodes.emplace(std::move(name), std::move(*node));
+  }
+
+  Result<Stmt> tokens = db->Prepare("SELECT id, record FROM tokens ORDER BY id");
+  if (!tokens.ok()) return tokens.status();
+  for (;;) {
+    Result<bool> row = tokens->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    std::string id = tokens->ColumnText(0);
+    Result<TokenRecord> token = TokenRecordFromJson(tokens->ColumnText(1));
+    if (!token.ok()) {
+      return Internal(db->path() + ": tokens row " + id + ": " + token.status().message());
+    }
+    image.tokens.emplace(std::move(id), std::move(*token));
   }
   HACHI_RETURN_IF_ERROR(txn.Commit());
   return image;
@@ -295,6 +350,9 @@ Status SqliteStore::WriteEdit(const Edit& edit) {
           if (!meta.ok()) return meta.status();
           meta->Bind(1, e.record.id);
           return meta->Run();
+        } else if constexpr (std::is_same_v<E, TokenIssued> ||
+                             std::is_same_v<E, TokenRevoked>) {
+          return WriteTokenEdit(db, e);
         } else if constexpr (std::is_same_v<E, NodeUpserted>) {
           HACHI_RETURN_IF_ERROR(CheckEdit(image, edit));
           return WriteNode(db, e.record);

@@ -36,7 +36,7 @@ class Db;
 
 class SqliteStore final : public Store {
  public:
-  static constexpr int64_t kSchemaVersion = 1;
+  static constexpr int64_t kSchemaVersion = 2;  // 2: tokens
 
   static Result<std::unique_ptr<SqliteStore>> Open(const std::string& path,
                                                    const SqliteOptions& options);
