@@ -112,6 +112,27 @@ nlohmann::json WaitJson(const WaitStats& w) {
           {"wait_p50_s", w.wait_p50}, {"wait_p95_s", w.wait_p95}, {"gpu_seconds", w.gpu_seconds}};
 }
 
+nlohmann::json LoadJson(const PartitionLoad& l) {
+  return {{"partition", l.partition},
+          {"nodes", l.nodes},
+          {"nodes_up", l.nodes_up},
+          {"gpus", l.gpus},
+          {"allocated_gpus", l.allocated_gpus},
+          {"free_gpus", l.free_gpus},
+          {"largest_free", l.largest_free},
+          {"largest_free_node", l.largest_free_node},
+          {"pending_jobs", l.pending_jobs},
+          {"pending_gpus", l.pending_gpus},
+          {"pending_gpu_hours", l.pending_gpu_hours},
+          {"quota_jobs", l.quota_jobs},
+          {"fragmented_jobs", l.fragmented_jobs},
+          {"needed_gpus", l.needed_gpus},
+          {"top_user", l.top_user},
+          {"top_user_jobs", l.top_user_jobs},
+          {"top_user_gpus", l.top_user_gpus},
+          {"reasons", l.reasons}};
+}
+
 // Reads `key` of object `j` into `out`; false (and *error) when missing or of another type.
 template <typename T>
 bool Get(const nlohmann::json& j, const char* key, const std::string& path, T* out,
@@ -146,7 +167,78 @@ bool ReadWait(const nlohmann::json& j, const std::string& path, WaitStats* w,
          Get(j, "gpu_seconds", path, &w->gpu_seconds, error);
 }
 
+bool ReadLoad(const nlohmann::json& j, const std::string& path, PartitionLoad* l,
+              std::string* error) {
+  if (!j.is_object()) {
+    *error = path + ": not an object";
+    return false;
+  }
+  if (!(Get(j, "partition", path, &l->partition, error) && Get(j, "nodes", path, &l->nodes, error) &&
+        Get(j, "nodes_up", path, &l->nodes_up, error) && Get(j, "gpus", path, &l->gpus, error) &&
+        Get(j, "allocated_gpus", path, &l->allocated_gpus, error) &&
+        Get(j, "free_gpus", path, &l->free_gpus, error) &&
+        Get(j, "largest_free", path, &l->largest_free, error) &&
+        Get(j, "largest_free_node", path, &l->largest_free_node, error) &&
+        Get(j, "pending_jobs", path, &l->pending_jobs, error) &&
+        Get(j, "pending_gpus", path, &l->pending_gpus, error) &&
+        Get(j, "pending_gpu_hours", path, &l->pending_gpu_hours, error) &&
+        Get(j, "quota_jobs", path, &l->quota_jobs, error) &&
+        Get(j, "fragmented_jobs", path, &l->fragmented_jobs, error) &&
+        Get(j, "needed_gpus", path, &l->needed_gpus, error) &&
+        Get(j, "top_user", path, &l->top_user, error) &&
+        Get(j, "top_user_jobs", path, &l->top_user_jobs, error) &&
+        Get(j, "top_user_gpus", path, &l->top_user_gpus, error))) {
+    return false;
+  }
+  auto r = j.find("reasons");
+  if (r == j.end() || !r->is_object()) {
+    *error = path + ".reasons: missing or not an object";
+    return false;
+  }
+  for (auto it = r->begin(); it != r->end(); ++it) {
+    if (!it->is_number_integer()) {
+      *error = path + ".reasons." + it.key() + ": not an integer";
+      return false;
+    }
+    l->reasons[it.key()] = it->get<int>();
+  }
+  return true;
+}
+
+bool ReadCauses(const nlohmann::json& j, const std::string& path, std::vector<AlertCause>* out,
+                std::string* error) {
+  if (!j.is_array()) {
+    *error = path + ": not an array";
+    return false;
+  }
+  for (size_t i = 0; i < j.size(); ++i) {
+    const std::string at = path + "[" + std::to_string(i) + "]";
+    AlertCause c;
+    if (!j[i].is_object()) {
+      *error = at + ": not an object";
+      return false;
+    }
+    if (!Get(j[i], "kind", at, &c.kind, error) || !Get(j[i], "text", at, &c.text, error)) {
+      return false;
+    }
+    out->push_back(std::move(c));
+  }
+  return true;
+}
+
 }  // namespace
+
+void AttachLoads(JobStats* stats, const std::vector<PartitionLoad>& loads) {
+  for (PartitionStats& p : stats->partitions) {
+    for (const PartitionLoad& l : loads) {
+      if (l.partition != p.all.partition) continue;
+      p.has_load = true;
+      p.load = l;
+      p.causes = p.alert ? ClassifyAlert(l) : std::vector<AlertCause>{};
+      break;
+    }
+  }
+}
 
 Result<JobStats> JobStatsFromJson(std::string_view text) {
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
@@ -177,6 +269,13 @@ Result<JobStats> JobStatsFromJson(std::string_view text) {
     if (by == p.end() || !by->is_array()) {
       return InvalidArgument(path + ".by_gpus: missing or not an array");
     }
+    if (auto l = p.find("load"); l != p.end()) {
+      if (!ReadLoad(*l, path + ".load", &ps.load, &error)) return InvalidArgument(error);
+      ps.has_load = true;
+    }
+    if (auto c = p.find("causes"); c != p.end()) {
+      if (!ReadCauses(*c, path + ".causes", &ps.causes, &error)) return InvalidArgument(error);
+    }
     for (size_t k = 0; k < by->size(); ++k) {
       WaitStats w;
       if (!ReadWait((*by)[k], path + ".by_gpus[" + std::to_string(k) + "]", &w, &error)) {
@@ -194,7 +293,14 @@ std::string JobStatsToJson(const JobStats& s) {
   for (const PartitionStats& p : s.partitions) {
     nlohmann::json by = nlohmann::json::array();
     for (const WaitStats& w : p.by_gpus) by.push_back(WaitJson(w));
-    parts.push_back({{"all", WaitJson(p.all)}, {"by_gpus", by}, {"alert", p.alert}});
+    nlohmann::json part{{"all", WaitJson(p.all)}, {"by_gpus", by}, {"alert", p.alert}};
+    if (p.has_load) {
+      nlohmann::json causes = nlohmann::json::array();
+      for (const AlertCause& c : p.causes) causes.push_back({{"kind", c.kind}, {"text", c.text}});
+      part["load"] = LoadJson(p.load);
+      part["causes"] = std::move(causes);
+    }
+    parts.push_back(std::move(part));
   }
   return nlohmann::json{{"now", s.now},
                         {"window_s", s.window},

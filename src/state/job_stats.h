@@ -13,6 +13,7 @@
 #include "core/status.h"
 #include "core/time.h"
 #include "state/records.h"
+#include "state/stats_cause.h"
 
 namespace hachi::state {
 
@@ -35,6 +36,11 @@ struct PartitionStats {
   WaitStats all;                   // gpus == -1
   std::vector<WaitStats> by_gpus;  // ascending GPU count
   bool alert = false;              // all.wait_p50 > the alert threshold
+  // The partition now (the server fills it: AttachLoads); absent for a partition that
+  // no longer exists, or when computed from records alone.
+  bool has_load = false;
+  PartitionLoad load;
+  std::vector<AlertCause> causes;  // when alert and has_load: ClassifyAlert's, likeliest first
 };
 
 struct JobStats {
@@ -52,10 +58,15 @@ struct JobStats {
 JobStats ComputeStats(const std::vector<JobRecord>& jobs, Time now, Duration window,
                       Duration alert_threshold = 20 * kMinute, int total_gpus = 0);
 
+// Gives each partition of `stats` its load (by name) and, when flagged, its causes.
+void AttachLoads(JobStats* stats, const std::vector<PartitionLoad>& loads);
+
 // As JSON (`hachi stats --json`, GET /api/v1/stats): {"now", "window_s",
 // "alert_threshold_s", "partitions": [{"all": W, "by_gpus": [W...], "alert"}],
 // "gpu_seconds", "total_gpus", "utilisation"}, W = {"partition", "gpus", "started",
-// "pending", "held", "samples", "wait_p50_s", "wait_p95_s", "gpu_seconds"}.
+// "pending", "held", "samples", "wait_p50_s", "wait_p95_s", "gpu_seconds"}; with a load
+// also "load": {PartitionLoad's fields by name} and "causes": [{"kind", "text"}, ...]
+// (docs/api.md). The reader takes "load" and "causes" as optional (older servers).
 std::string JobStatsToJson(const JobStats& stats);
 // The same JSON back (GET /api/v1/stats's reply; other keys, such as its "scheduler", are
 // ignored). kInvalidArgument naming the first missing or mistyped field.

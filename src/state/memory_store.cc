@@ -4,6 +4,7 @@
 // behind, as in the SQLite store, and a commit costs the same with 100,000 jobs.
 #include <atomic>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <variant>
@@ -59,6 +60,8 @@ class MemoryStore final : public Store {
 
   Status Commit(const std::vector<Edit>& edits) override {
     commits_.fetch_add(1, std::memory_order_relaxed);
+    std::optional<CommitTimer> timer;  // as the SQLite store: non-empty commits only
+    if (!edits.empty()) timer.emplace(this);
     std::lock_guard<std::mutex> lock(mu_);
     if (fail_after_ >= 0 && succeeded_ >= fail_after_) {
       return Unavailable("memory store: injected failure after " +

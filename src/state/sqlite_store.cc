@@ -248,6 +248,7 @@ Result<StateImage> SqliteStore::Load() {
 Status SqliteStore::Commit(const std::vector<Edit>& edits) {
   commits_.fetch_add(1, std::memory_order_relaxed);
   if (edits.empty()) return Status::Ok();
+  CommitTimer timer(this);  // the wait for a group leader counts: the caller waits it
   Waiter self{&edits, Status::Ok()};
   std::unique_lock<std::mutex> lock(mu_);
   queue_.push_back(&self);

@@ -10,7 +10,9 @@
 // busy past the timeout: kUnavailable), in which case none of its edits are stored.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,6 +39,36 @@ class Store {
   virtual Status Commit(const std::vector<Edit>& edits) = 0;
   // Counters since the store was opened; thread-safe.
   virtual StoreStats stats() const { return {}; }
+
+  // Called after each non-empty Commit with how long it took, in seconds — what the
+  // caller waited, group commit included — whatever its outcome (the server's
+  // hachi_store_commit_seconds; the store knows nothing of metrics). Set it before the
+  // store is shared between threads; it is called from the committing threads.
+  void SetCommitObserver(std::function<void(double seconds)> observer) {
+    commit_observer_ = std::move(observer);
+  }
+
+ protected:
+  // Times one Commit for the observer: construct at its start.
+  class CommitTimer {
+   public:
+    explicit CommitTimer(const Store* store)
+        : store_(store), start_(std::chrono::steady_clock::now()) {}
+    ~CommitTimer() {
+      if (!store_->commit_observer_) return;
+      store_->commit_observer_(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+    }
+    CommitTimer(const CommitTimer&) = delete;
+    CommitTimer& operator=(const CommitTimer&) = delete;
+
+   private:
+    const Store* store_;
+    std::chrono::steady_clock::time_point start_;
+  };
+
+ private:
+  std::function<void(double)> commit_observer_;  // constant once shared
 };
 
 struct SqliteOptions {
