@@ -145,6 +145,7 @@ Status AgentDaemon::RegisterOnce(HttpClientHolder& http) {
   std::lock_guard<std::mutex> lock(mu_);
   registered_ = true;
   cv_.notify_all();  // the report thread waits for a registration
+  reg.cgroup = options_.cgroup;
   return Status::Ok();
 }
 

@@ -40,6 +40,7 @@ struct AgentOptions {
   int64_t memory_mib = 0;
   int poll_wait_ms = 10000;   // long poll; the server's agent timeout must be longer
 };
+  std::string cgroup;         // its job isolation for the node record: "v1", "v2", "none"
 
 using LauncherFactory = std::function<std::unique_ptr<Launcher>(ExitCallback)>;
 

@@ -34,6 +34,7 @@ struct AgentRegistration {
   std::string instance;                // random per agent process start
   std::vector<state::JobId> running;   // jobs it supervises now
   std::vector<state::JobId> finished;  // jobs it ran and reported, most recent
+  std::string cgroup;                  // its job isolation: "v1", "v2", "none"
 };
 
 // What an agent should do next (the work long poll's answer).

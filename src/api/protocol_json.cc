@@ -218,7 +218,8 @@ std::string AgentRegistrationToJson(const AgentRegistration& r) {
               {"agent_started", r.agent_started},
               {"instance", r.instance},
               {"running", r.running},
-              {"finished", r.finished}}
+              {"finished", r.finished},
+              {"cgroup", r.cgroup}}
       .dump();
 }
 
@@ -228,7 +229,8 @@ Result<AgentRegistration> AgentRegistrationFromJson(std::string_view text) {
   AgentRegistration r;
   HACHI_RETURN_IF_ERROR(OnlyKeys(*j, "register",
                                  {"node", "address", "topology", "cpus", "memory_mib",
-                                  "agent_started", "instance", "running", "finished"}));
+                                  "agent_started", "instance", "running", "finished",
+                                  "cgroup"}));
   HACHI_RETURN_IF_ERROR(GetString(*j, "node", "register", &r.node));
   HACHI_RETURN_IF_ERROR(GetString(*j, "address", "register", &r.address));
   auto t = j->find("topology");
@@ -242,6 +244,7 @@ Result<AgentRegistration> AgentRegistrationFromJson(std::string_view text) {
   HACHI_RETURN_IF_ERROR(GetString(*j, "instance", "register", &r.instance));
   HACHI_RETURN_IF_ERROR(GetIntList(*j, "running", "register", &r.running));
   HACHI_RETURN_IF_ERROR(GetIntList(*j, "finished", "register", &r.finished));
+  HACHI_RETURN_IF_ERROR(GetString(*j, "cgroup", "register", &r.cgroup));
   return r;
 }
 

@@ -741,6 +741,7 @@ std::string FormatGpuPicture(const NodeStatus& n) {
                      Or(n.gpu_model, "GPU") + "  " + Or(n.interconnect, "unknown") +
                      "  " + NodeStateText(n, true);
   if (!n.record.state_reason.empty()) head += " (" + n.record.state_reason + ")";
+  if (!n.record.cgroup.empty()) head += "  cgroup " + n.record.cgroup;  // job isolation
   std::string o = head + "\n";
   constexpr int kPerLine = 4;
   constexpr int kCell = 19;  // 2 + 4 * 19 = 78 columns

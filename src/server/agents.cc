@@ -18,6 +18,7 @@ Status Controller::Register(const AgentRegistration& reg) {
   rec.cpus = reg.cpus;
   rec.memory_mib = reg.memory_mib;
   rec.agent_instance = reg.instance;
+  rec.cgroup = reg.cgroup;
   Result<NodeHardware> hw = CompileNodeHardware(rec);
   if (!hw.ok()) return hw.status();
   if (reg.cpus <= 0 || reg.memory_mib <= 0) {

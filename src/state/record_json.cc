@@ -262,6 +262,7 @@ void PutNodeRecord(const NodeRecord& n, json* j) {
   for (const auto& [gpu, why] : n.unhealthy_reasons) reasons[std::to_string(gpu)] = why;
   (*j)["unhealthy_reasons"] = std::move(reasons);
   (*j)["agent_instance"] = n.agent_instance;
+  if (!n.cgroup.empty()) (*j)["cgroup"] = n.cgroup;  // absent from older records
 }
 
 void ReadNodeRecord(ObjectReader& r, NodeRecord* n) {
@@ -291,6 +292,7 @@ void ReadNodeRecord(ObjectReader& r, NodeRecord* n) {
     return Status::Ok();
   });
   r.String("agent_instance", &n->agent_instance);
+  r.String("cgroup", &n->cgroup);
 }
 
 std::string Dump(const json& j) {

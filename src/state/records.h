@@ -118,6 +118,9 @@ struct NodeRecord {
   // The agent process that registered last (a random id per agent start): a node whose
   // agent re-registers with another id has restarted and lost track of its jobs.
   std::string agent_instance;
+  // How its agent isolates jobs (docs/isolation.md): "v1", "v2" (cgroups) or "none";
+  // "" when the agent did not say.
+  std::string cgroup;
 };
 
 // A node as `hachi nodes` and the API show it: the record plus what the server derives

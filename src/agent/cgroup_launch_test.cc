@@ -1,0 +1,307 @@
+// Real jobs in real cgroups (DESIGN.md §4.7: real cgroups in integration tests; only GPUs
+// are simulated, here by device nodes with NVIDIA's major number). Each test makes its
+// own parent (hachi-test-<pid>-<mode>) and removes it, its job cgroups and its device
+// nodes even when it fails. v1 and v2 where this machine has them; a hybrid machine's
+// cgroup2 has no controllers, so there only the device filter and the kill run on v2.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <linux/capability.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "agent/cgroup.h"
+#include "agent/launcher.h"
+#include "agent/testing.h"
+
+namespace hachi::agent {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool ProcessGone(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  if (!in) return true;
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t paren = stat.rfind(')');
+  return paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] == 'Z';
+}
+
+bool HasCapability(int cap) {
+  std::istringstream in(Slurp("/proc/self/status"));
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("CapEff:", 0) == 0) {
+      return (std::stoull(line.substr(7), nullptr, 16) >> cap) & 1;
+    }
+  }
+  return false;
+}
+
+template <typename F>
+bool WaitFor(F done, milliseconds timeout = milliseconds(10000)) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  return true;
+}
+
+class Exits {
+ public:
+  ExitCallback Callback() {
+    return [this](const JobExit& e) {
+      std::lock_guard<std::mutex> lock(mu_);
+      exits_.emplace(e.job, e);
+      cv_.notify_all();
+    };
+  }
+  std::optional<JobExit> Wait(JobId job, milliseconds timeout = milliseconds(20000)) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!cv_.wait_for(lock, timeout, [&] { return exits_.count(job) > 0; })) return {};
+    return exits_.at(job);
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<JobId, JobExit> exits_;
+};
+
+// Device nodes in a temporary directory, removed at the end.
+class DevNodes {
+ public:
+  DevNodes() {
+    char tmpl[] = "/tmp/hachi-dev-XXXXXX";
+    if (mkdtemp(tmpl)) dir_ = tmpl;
+  }
+  ~DevNodes() {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+  bool Make(const std::string& name, unsigned major, unsigned minor) {
+    return mknod((dir_ + "/" + name).c_str(), S_IFCHR | 0666, makedev(major, minor)) == 0;
+  }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_;
+};
+
+// A driver of the mode under test with a parent of its own, and a launcher using it.
+class RealCgroupTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root";
+    CgroupOptions o;
+    o.mode = GetParam();
+    o.parent = "hachi-test-" + std::to_string(getpid()) + "-" + GetParam();
+    Result<std::unique_ptr<CgroupDriver>> d = OpenCgroups(o);
+    if (!d.ok()) GTEST_SKIP() << "no cgroup " << GetParam() << ": " << d.status().message();
+    driver_ = std::move(*d);
+    char tmpl[] = "/tmp/hachi-cgspool-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    spool_ = tmpl;
+  }
+  void TearDown() override {
+    launcher_.reset();
+    if (driver_) {
+      for (const JobCgroup& cg : driver_->Leftovers()) EXPECT_TRUE(driver_->Destroy(cg).ok());
+      for (const std::string& dir : driver_->ParentDirs()) rmdir(dir.c_str());
+    }
+    if (!spool_.empty()) fs::remove_all(spool_);
+  }
+  ProcessLauncher& Launcher(IsolationOptions iso = {}) {
+    ProcessLauncher::Options o;
+    o.spool_dir = spool_;
+    o.isolation = std::move(iso);
+    o.isolation.cgroups = driver_;
+    launcher_ = std::make_unique<ProcessLauncher>(o, exits_.Callback());
+    return *launcher_;
+  }
+  bool JobCgroupExists(JobId job) const {
+    for (const std::string& dir : driver_->ParentDirs()) {
+      if (fs::exists(dir + "/job-" + std::to_string(job))) return true;
+    }
+    return false;
+  }
+
+  std::shared_ptr<CgroupDriver> driver_;
+  std::string spool_;
+  Exits exits_;
+  std::unique_ptr<ProcessLauncher> launcher_;
+};
+
+TEST_P(RealCgroupTest, JobOpensItsOwnGpusAndNotAnothers) {
+  DevNodes dev;
+  ASSERT_FALSE(dev.dir().empty());
+  ASSERT_TRUE(dev.Make("nvidia0", 195, 0) && dev.Make("nvidia2", 195, 2) &&
+              dev.Make("nvidia3", 195, 3) && dev.Make("nvidiactl", 195, 255))
+      << strerror(errno);
+  // Outside a job the nodes open as far as the driver goes: no NVIDIA driver here, so
+  // ENXIO, not EPERM; an EPERM inside the job is the cgroup's.
+  const int fd = open((dev.dir() + "/nvidia0").c_str(), O_RDONLY);
+  ASSERT_LT(fd, 0);
+  ASSERT_NE(errno, EPERM);
+  const std::string out = spool_ + "/devices.out";
+  ProcessLauncher& l = Launcher();
+  ASSERT_TRUE(l.Launch(MakeLaunch(1).Gpus({2, 3}).Out(out).Sh(
+                  "for n in nvidia0 nvidia2 nvidia3 nvidiactl; do"
+                  " (exec 3<" + dev.dir() + "/$n) 2>/dev/null && echo \"$n opened\" ||"
+                  " (exec 3<" + dev.dir() + "/$n) 2>&1 | sed \"s/^/$n: /\"; done"))
+                  .ok());
+  std::optional<JobExit> e = exits_.Wait(1);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->kind, ExitKind::kExited) << e->message;
+  const std::string text = Slurp(out);
+  auto line = [&](const std::string& n) {
+    std::istringstream in(text);
+    for (std::string s; std::getline(in, s);) {
+      if (s.rfind(n + ":", 0) == 0 || s.rfind(n + " ", 0) == 0) return s;
+    }
+    return std::string();
+  };
+  EXPECT_NE(line("nvidia0").find("Operation not permitted"), std::string::npos) << text;
+  for (const char* own : {"nvidia2", "nvidia3", "nvidiactl"}) {
+    EXPECT_FALSE(line(own).empty()) << text;
+    EXPECT_EQ(line(own).find("Operation not permitted"), std::string::npos) << text;
+  }
+}
+
+TEST_P(RealCgroupTest, DoubleForkedSetsidChildDiesWithTheJob) {
+  const std::string pidfile = spool_ + "/escaped.pid";
+  ProcessLauncher& l = Launcher();
+  // The grandchild leaves the job's session and is reparented away from it.
+  ASSERT_TRUE(l.Launch(MakeLaunch(2).Out(spool_ + "/escape.out").Sh(
+                  "(setsid sh -c 'echo $$ > " + pidfile + "; exec sleep 300' &);"
+                  " while [ ! -s " + pidfile + " ]; do sleep 0.05; done; sleep 0.2"))
+                  .ok());
+  pid_t escaped = 0;
+  ASSERT_TRUE(WaitFor([&] { return (escaped = std::atoi(Slurp(pidfile).c_str())) > 0; }));
+  EXPECT_EQ(getsid(escaped), escaped);  // it did leave: a session of its own
+  EXPECT_TRUE(JobCgroupExists(2));
+  std::optional<JobExit> e = exits_.Wait(2);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->kind, ExitKind::kExited);
+  EXPECT_TRUE(WaitFor([&] { return ProcessGone(escaped); })) << "pid " << escaped;
+  EXPECT_FALSE(JobCgroupExists(2));
+}
+
+TEST_P(RealCgroupTest, OutOfMemoryEndsTheJobAndNotItsNeighbour) {
+  if (!driver_->Enforces("memory")) GTEST_SKIP() << driver_->Describe();
+  ProcessLauncher& l = Launcher();
+  LaunchSpec hog = MakeLaunch(3).Out(spool_ + "/hog.out").Sh("head -c 1024m /dev/zero | tail");
+  hog.memory_mib = 64;
+  LaunchSpec neighbour = MakeLaunch(4).Out(spool_ + "/n.out").Sh("sleep 60").Grace(1);
+  neighbour.memory_mib = 64;
+  ASSERT_TRUE(l.Launch(neighbour).ok());
+  ASSERT_TRUE(l.Launch(hog).ok());
+  std::optional<JobExit> e = exits_.Wait(3, milliseconds(60000));
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->kind, ExitKind::kOutOfMemory);
+  EXPECT_EQ(e->message, "out of memory: the job used more than its 64 MiB");
+  EXPECT_FALSE(JobCgroupExists(3));
+  // The neighbour is untouched.
+  std::this_thread::sleep_for(milliseconds(200));
+  EXPECT_EQ(l.Running(), std::vector<JobId>{4});
+  EXPECT_FALSE(exits_.Wait(4, milliseconds(1)).has_value());
+  l.Cancel(4, "test");
+  std::optional<JobExit> n = exits_.Wait(4);
+  ASSERT_TRUE(n.has_value());
+  EXPECT_EQ(n->kind, ExitKind::kCancelled);
+}
+
+TEST_P(RealCgroupTest, JobIsPinnedToCpusOfItsGpusNumaNode) {
+  if (!driver_->Enforces("cpuset")) GTEST_SKIP() << driver_->Describe();
+  IsolationOptions iso;
+  iso.node_cpus = {0, 1};  // this 2-core machine; GPUs 0-1 near CPU 0, 2-3 near CPU 1
+  iso.gpus = {{0, {0}}, {1, {0}}, {2, {1}}, {3, {1}}};
+  ProcessLauncher& l = Launcher(iso);
+  LaunchSpec a = MakeLaunch(5).Gpus({2, 3}).Out(spool_ + "/a.out").Sh(
+      "grep Cpus_allowed_list /proc/self/status");
+  a.cpus = 1;
+  LaunchSpec b = MakeLaunch(6).Gpus({0}).Out(spool_ + "/b.out").Sh(
+      "grep Cpus_allowed_list /proc/self/status");
+  b.cpus = 1;
+  ASSERT_TRUE(l.Launch(a).ok());
+  ASSERT_TRUE(l.Launch(b).ok());
+  ASSERT_TRUE(exits_.Wait(5).has_value());
+  ASSERT_TRUE(exits_.Wait(6).has_value());
+  EXPECT_EQ(Slurp(spool_ + "/a.out"), "Cpus_allowed_list:\t1\n");
+  EXPECT_EQ(Slurp(spool_ + "/b.out"), "Cpus_allowed_list:\t0\n");
+}
+
+INSTANTIATE_TEST_SUITE_P(Cgroup, RealCgroupTest, ::testing::Values("v1", "v2"),
+                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
+
+// Runtime settings need no cgroup: memlock, open files, a private /dev/shm.
+TEST(CgroupRuntime, JobGetsUnlimitedMemlockManyFilesAndItsOwnShm) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root";
+  char tmpl[] = "/tmp/hachi-rt-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  {
+    Exits exits;
+    ProcessLauncher::Options o;
+    o.spool_dir = dir;
+    ProcessLauncher l(o, exits.Callback());
+    ASSERT_TRUE(l.Launch(MakeLaunch(7).Shm(128).Out(dir + "/rt.out").Sh(
+                    "grep -E 'locked memory|open files' /proc/self/limits;"
+                    " grep ' /dev/shm ' /proc/self/mountinfo; touch /dev/shm/hachi-rt-$$"))
+                    .ok());
+    std::optional<JobExit> e = exits.Wait(7);
+    ASSERT_TRUE(e.has_value());
+    EXPECT_EQ(e->kind, ExitKind::kExited) << e->message;
+  }
+  const std::string text = Slurp(dir + "/rt.out");
+  fs::remove_all(dir);
+  // Raising a hard limit needs CAP_SYS_RESOURCE (some containers drop it): then the
+  // job gets the agent's hard limits as its soft ones.
+  const bool can_raise = HasCapability(CAP_SYS_RESOURCE);
+  auto row = [](const std::string& name, std::string v) {
+    if (v.size() < 21) v.resize(21, ' ');
+    std::string s = name;
+    s.resize(26, ' ');
+    return s + v + v;
+  };
+  rlimit memlock{}, nofile{};
+  getrlimit(RLIMIT_MEMLOCK, &memlock);
+  getrlimit(RLIMIT_NOFILE, &nofile);
+  auto text_of = [](rlim_t v) {
+    return v == RLIM_INFINITY ? std::string("unlimited") : std::to_string(v);
+  };
+  EXPECT_NE(text.find(row("Max locked memory", can_raise ? "unlimited"
+                                                          : text_of(memlock.rlim_max))),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(row("Max open files", can_raise ? "1048576" : text_of(nofile.rlim_max))),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("size=131072k"), std::string::npos) << text;
+  // The job's files in /dev/shm went with its tmpfs.
+  for (const auto& f : fs::directory_iterator("/dev/shm")) {
+    EXPECT_EQ(f.path().filename().string().rfind("hachi-rt-", 0), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace hachi::agent

@@ -1,0 +1,163 @@
+#include "agent/isolation.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "core/cpulist.h"
+#include "core/strings.h"
+
+namespace hachi::agent {
+namespace {
+
+constexpr int64_t kMaxDefaultShmMib = 64 * 1024;
+
+std::vector<int> AffinityCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    for (int c = 0; c < CPU_SETSIZE; ++c) {
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+    }
+  }
+  return cpus;
+}
+
+rlim_t NofileFor(rlim_t wanted) {
+  // The kernel refuses RLIMIT_NOFILE above fs.nr_open.
+  std::optional<std::string> nr_open = ReadFile("/proc/sys/fs/nr_open", nullptr);
+  if (nr_open) {
+    const rlim_t cap = std::strtoull(nr_open->c_str(), nullptr, 10);
+    if (cap > 0) wanted = std::min(wanted, cap);
+  }
+  return wanted;
+}
+
+}  // namespace
+
+Isolation::Isolation(IsolationOptions options)
+    : options_(std::move(options)),
+      node_cpus_(options_.node_cpus.empty() ? AffinityCpus() : options_.node_cpus),
+      nofile_(NofileFor(options_.max_open_files)) {}
+
+CgroupMode Isolation::mode() const {
+  return options_.cgroups ? options_.cgroups->mode() : CgroupMode::kNone;
+}
+
+std::string Isolation::Describe(const std::string& why_none) const {
+  if (options_.cgroups) return options_.cgroups->Describe();
+  return "none" + (why_none.empty() ? std::string() : " (" + why_none + ")") +
+         ": jobs run without memory, CPU, pids and device limits";
+}
+
+int64_t Isolation::ShmMib(const LaunchSpec& spec) {
+  if (spec.spec.shm_mib > 0) return spec.spec.shm_mib;
+  if (spec.memory_mib > 0) return std::max<int64_t>(1, std::min(spec.memory_mib / 2, kMaxDefaultShmMib));
+  return kMaxDefaultShmMib;
+}
+
+std::vector<int> Isolation::BookCpus(const LaunchSpec& spec) {
+  std::vector<int> preferred;
+  for (int g : spec.gpus.Indices()) {
+    if (g >= 0 && g < static_cast<int>(options_.gpus.size())) {
+      const std::vector<int>& c = options_.gpus[g].cpus;
+      preferred.insert(preferred.end(), c.begin(), c.end());
+    }
+  }
+  std::sort(preferred.begin(), preferred.end());
+  preferred.erase(std::unique(preferred.begin(), preferred.end()), preferred.end());
+  std::lock_guard<std::mutex> lock(mu_);
+  std::set<int> busy;
+  for (const auto& [job, cpus] : booked_) busy.insert(cpus.begin(), cpus.end());
+  std::vector<int> cpus = ChooseCpus(spec.cpus, node_cpus_, preferred, busy);
+  booked_[spec.job] = cpus;
+  return cpus;
+}
+
+Result<JobIsolation> Isolation::Prepare(const LaunchSpec& spec, SpawnRequest::Setup* setup) {
+  JobIsolation iso;
+  iso.job = spec.job;
+  iso.memory_mib = spec.memory_mib;
+  const bool root = geteuid() == 0;
+  // NCCL registers its buffers with the NIC (RDMA) and pins them: a low memlock limit
+  // makes it fail or fall back to slow paths. Without root the soft limit can only
+  // rise to the hard one.
+  for (int res : {RLIMIT_MEMLOCK, RLIMIT_NOFILE}) {
+    rlimit now{};
+    getrlimit(res, &now);
+    rlimit up_to_hard = now;
+    up_to_hard.rlim_cur = now.rlim_max;
+    rlimit to = up_to_hard;
+    if (root) to.rlim_cur = to.rlim_max = res == RLIMIT_MEMLOCK ? RLIM_INFINITY : nofile_;
+    setup->rlimits.push_back({res, to, up_to_hard});
+  }
+  if (root && options_.private_shm) {
+    setup->shm_options = "size=" + std::to_string(ShmMib(spec)) + "m,mode=1777";
+  }
+  if (!options_.cgroups) return iso;
+
+  CgroupLimits l;
+  l.memory_bytes = spec.memory_mib > 0 ? spec.memory_mib * 1024 * 1024 : 0;
+  iso.cpus = BookCpus(spec);
+  l.cpus = FormatCpuList(iso.cpus);
+  l.pids_max = options_.pids_per_gpu * std::max(1, spec.gpus.size());
+  l.restrict_gpus = true;
+  for (int g : spec.gpus.Indices()) {
+    l.gpu_minors.push_back(g < static_cast<int>(options_.gpus.size())
+                               ? options_.gpus[g].minor
+                               : static_cast<unsigned>(g));
+  }
+  Result<JobCgroup> cg = options_.cgroups->Create("job-" + std::to_string(spec.job), l);
+  if (!cg.ok()) {
+    Finish(iso);
+    return Internal("cannot make the job's cgroup: " + cg.status().message());
+  }
+  setup->cgroup_procs = cg->procs_files;
+  iso.cgroup = std::move(*cg);
+  return iso;
+}
+
+std::string Isolation::Finish(JobIsolation& job) {
+  std::string oom;
+  if (job.cgroup && options_.cgroups) {
+    if (options_.cgroups->OomKills(*job.cgroup) > 0) {
+      oom = job.memory_mib > 0 ? "out of memory: the job used more than its " +
+                                     std::to_string(job.memory_mib) + " MiB"
+                               : "out of memory";
+    }
+    // A failure leaves processes the kernel will not kill (in D state): nothing more to
+    // do here; the directory stays and a later agent's TakeOverLeftovers retries.
+    (void)options_.cgroups->Destroy(*job.cgroup);
+    job.cgroup.reset();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  booked_.erase(job.job);
+  return oom;
+}
+
+std::vector<JobIsolation> Isolation::TakeOverLeftovers(const std::set<state::JobId>& keep,
+                                                       std::vector<std::string>* stopped) {
+  std::vector<JobIsolation> kept;
+  if (!options_.cgroups) return kept;
+  for (JobCgroup& cg : options_.cgroups->Leftovers()) {
+    const state::JobId id = std::strtoll(cg.name.c_str() + 4, nullptr, 10);  // "job-N"
+    if (keep.count(id)) {
+      JobIsolation iso;
+      iso.job = id;
+      iso.cgroup = std::move(cg);
+      kept.push_back(std::move(iso));
+      continue;
+    }
+    const size_t n = options_.cgroups->Pids(cg).size();
+    (void)options_.cgroups->Destroy(cg);
+    if (n > 0 && stopped) {
+      stopped->push_back("cgroup " + cg.name + " (" + std::to_string(n) + " processes)");
+    }
+  }
+  return kept;
+}
+
+}  // namespace hachi::agent

@@ -1,0 +1,88 @@
+// What ProcessLauncher does for a job beyond fork and exec (issue 6, docs/isolation.md):
+// its cgroup (memory limit, CPU set from its GPUs' NUMA nodes, pids limit, GPU device
+// filter), its rlimits (memlock unlimited, many open files) and a private /dev/shm of
+// its shm size; at its end, whether the OOM killer hit it, and the kill of everything
+// left in its cgroup.
+//
+// Thread-safety: all methods may be called from any thread; the CPU bookings are
+// guarded by an internal mutex. The driver is constant after construction.
+#pragma once
+
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "agent/cgroup.h"
+#include "agent/spawn.h"
+#include "api/launch_spec.h"
+
+namespace hachi::agent {
+
+// One GPU of this node as isolation needs it (from the node's topology).
+struct GpuPlacement {
+  unsigned minor = 0;     // of /dev/nvidia<minor>; the GPU's index unless known
+  std::vector<int> cpus;  // the CPUs of its NUMA node; empty when unknown
+};
+
+struct IsolationOptions {
+  std::shared_ptr<CgroupDriver> cgroups;  // null: no cgroups (not root, none mounted)
+  std::vector<GpuPlacement> gpus;         // by GPU index; missing: minor = index
+  std::vector<int> node_cpus;             // empty: the CPUs the agent may run on
+  int64_t pids_per_gpu = 4096;            // pids.max = this x max(1, the job's GPUs)
+  // As root: each job in its own mount namespace with a tmpfs /dev/shm of its shm size.
+  bool private_shm = true;
+  rlim_t max_open_files = 1 << 20;  // RLIMIT_NOFILE, capped at fs.nr_open
+};
+
+// A job's part: its cgroup and CPUs (empty when it has none).
+struct JobIsolation {
+  state::JobId job = 0;
+  std::optional<JobCgroup> cgroup;
+  std::vector<int> cpus;  // booked for it
+  int64_t memory_mib = 0;
+};
+
+class Isolation {
+ public:
+  explicit Isolation(IsolationOptions options);
+
+  CgroupMode mode() const;
+  // For the agent's log: the driver's description, or "none (why)".
+  std::string Describe(const std::string& why_none) const;
+
+  // Makes the job's cgroup (when there is a driver) and fills `setup` for its child.
+  // Errors: the cgroup could not be made; the job is then not started.
+  Result<JobIsolation> Prepare(const LaunchSpec& spec, SpawnRequest::Setup* setup);
+  // The job's main process has ended: kills what is left in its cgroup and removes it,
+  // frees its CPUs. Returns "out of memory: the job used more than its 2048 MiB" when
+  // the OOM killer killed a process of it, else "".
+  std::string Finish(JobIsolation& job);
+  // Job cgroups an earlier agent left: those of `keep` (runs adopted) are returned to be
+  // watched, the others are killed and removed ("cgroup job-12 (3 processes)" in
+  // `stopped`).
+  std::vector<JobIsolation> TakeOverLeftovers(const std::set<state::JobId>& keep,
+                                              std::vector<std::string>* stopped);
+
+  // The size of a job's /dev/shm: its --shm-size, else half its memory, at most 64 GiB
+  // (a tmpfs only caps; its pages count against the job's memory limit).
+  static int64_t ShmMib(const LaunchSpec& spec);
+
+ private:
+  std::vector<int> BookCpus(const LaunchSpec& spec);
+
+  const IsolationOptions options_;
+  const std::vector<int> node_cpus_;
+  const rlim_t nofile_;  // RLIMIT_NOFILE to give, as root
+
+  mutable std::mutex mu_;
+  std::map<state::JobId, std::vector<int>> booked_;  // guarded by mu_: CPUs of running jobs
+};
+
+}  // namespace hachi::agent
