@@ -71,7 +71,10 @@ Result<Cluster> ParseNodes(const std::string& text, const std::string& file) {
     const std::string where = Where(file, i + 1);
     const auto f = Split(lines[i], ',');
     OpenbNode n;
-    n.sn = std::string(Trim(f[0]));
+    // By the header's column, which need not be the first; a short row has none.
+    const size_t sn_col = (*cols)["sn"];
+    if (sn_col >= f.size()) return InvalidArgument(where + "sn: missing");
+    n.sn = std::string(Trim(f[sn_col]));
     HACHI_ASSIGN_FIELD(n.cpu_milli, Field(f, (*cols)["cpu_milli"], "cpu_milli", where, 0,
                                           int64_t{1} << 40));
     HACHI_ASSIGN_FIELD(n.memory_mib, Field(f, (*cols)["memory_mib"], "memory_mib", where,
@@ -105,7 +108,9 @@ Result<std::vector<OpenbPod>> ParsePods(const std::string& text, const std::stri
     const std::string where = Where(file, i + 1);
     const auto f = Split(lines[i], ',');
     OpenbPod p;
-    p.name = std::string(Trim(f[(*cols)["name"]]));
+    const size_t name_col = (*cols)["name"];  // a short row has none (fuzz_trace found it)
+    if (name_col >= f.size()) return InvalidArgument(where + "name: missing");
+    p.name = std::string(Trim(f[name_col]));
     HACHI_ASSIGN_FIELD(p.cpu_milli, Field(f, (*cols)["cpu_milli"], "cpu_milli", where, 0,
                                           int64_t{1} << 40));
     HACHI_ASSIGN_FIELD(p.memory_mib, Field(f, (*cols)["memory_mib"], "memory_mib", where,

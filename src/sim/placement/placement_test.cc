@@ -158,6 +158,27 @@ TEST(ParseNodes, NamesTheField) {
   EXPECT_NE(c.status().message().find("n.csv:2: gpu: '9'"), std::string::npos);
 }
 
+// fuzz_trace: a row shorter than the header's name column read past the row's fields
+// (fuzz/corpus/fuzz_trace/crash-openb-pod-short-row.csv).
+TEST(ParsePods, ShortRowWithoutTheNameColumnIsAnError) {
+  auto cluster = LoadNodes(kDir + "/openb_node_list_gpu_node.csv");
+  ASSERT_TRUE(cluster.ok());
+  auto pods = ParsePods("cpu_milli,memory_mib,num_gpu,gpu_milli,name\n1\n", "x.csv", *cluster);
+  ASSERT_FALSE(pods.ok());
+  EXPECT_NE(pods.status().message().find("x.csv:2: name: missing"), std::string::npos)
+      << pods.status().message();
+}
+
+// The serial number comes from the `sn` column, wherever the header puts it.
+TEST(ParseNodes, ReadsSnByItsColumn) {
+  auto c = ParseNodes("cpu_milli,memory_mib,gpu,model,sn\n1,2,8,G2,node-a\n", "n.csv");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->nodes[0].sn, "node-a");
+  auto bad = ParseNodes("cpu_milli,memory_mib,gpu,model,sn\n1,2,8,G2\n", "n.csv");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("n.csv:2: sn: missing"), std::string::npos);
+}
+
 std::vector<OpenbPod> SortedTiny(const Cluster& c) {
   auto pods = LoadPods(kDir + "/openb_pod_list_tiny.csv", c);
   EXPECT_TRUE(pods.ok());
