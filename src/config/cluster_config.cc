@@ -228,6 +228,10 @@ Result<ClusterConfig> ParseClusterConfig(std::string_view text, std::string_view
   const Reader reader(origin);
   ClusterConfig config;
   config.origin = std::string(origin);
+  // Text that would reach undefined behaviour in toml++ 3.3 never gets there (values.h).
+  if (Status st = CheckTomlText(text); !st.ok()) {
+    return InvalidArgument(std::string(origin) + ":" + st.message());
+  }
   // toml++ reports syntax errors by exception: caught here, at the edge (STYLE.md).
   try {
     const toml::table root = toml::parse(text, origin);

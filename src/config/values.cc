@@ -173,4 +173,59 @@ Result<std::vector<std::string>> ExpandHostList(std::string_view text) {
   return out;
 }
 
+Status CheckTomlText(std::string_view text) {
+  int line = 1;
+  auto bad = [&](const char* where) {
+    return InvalidArgument(std::to_string(line) + ": a non-ASCII character " + where);
+  };
+  auto at = [&](size_t i, std::string_view s) { return text.substr(i, s.size()) == s; };
+  size_t i = StartsWith(text, "\xEF\xBB\xBF") ? 3 : 0;  // UTF-8 byte-order mark
+  while (i < text.size()) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+      ++i;
+    } else if (c == '#') {  // a comment: to the end of the line, anything goes
+      while (i < text.size() && text[i] != '\n') ++i;
+    } else if (at(i, "\"\"\"") || at(i, "'''")) {
+      const std::string_view quotes = text.substr(i, 3);
+      const bool basic = c == '"';
+      i += 3;
+      while (i < text.size() && !at(i, quotes)) {
+        if (text[i] == '\n') ++line;
+        if (basic && text[i] == '\\') {
+          // toml++ classifies the character after the backslash, and after a
+          // line-ending backslash every character it trims and the first one it keeps.
+          ++i;
+          while (i < text.size() && (text[i] == ' ' || text[i] == '\t' || text[i] == '\r' ||
+                                     text[i] == '\n')) {
+            if (text[i] == '\n') ++line;
+            ++i;
+          }
+          if (i < text.size() && static_cast<unsigned char>(text[i]) >= 0x80) {
+            return bad("after a backslash in a multi-line string");
+          }
+          if (i < text.size() && !at(i, quotes)) ++i;  // the escaped character itself
+          continue;
+        }
+        ++i;
+      }
+      i += 3;
+      while (i < text.size() && text[i] == c) ++i;  // """a"""" ends in a quote
+    } else if (c == '"' || c == '\'') {  // one-line string; toml++ ends it at a newline
+      ++i;
+      while (i < text.size() && text[i] != c && text[i] != '\n') {
+        if (c == '"' && text[i] == '\\' && i + 1 < text.size() && text[i + 1] != '\n') ++i;
+        ++i;
+      }
+      if (i < text.size() && text[i] == c) ++i;
+    } else if (static_cast<unsigned char>(c) >= 0x80) {
+      return bad("outside a string or comment");
+    } else {
+      ++i;
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace hachi::config

@@ -32,4 +32,14 @@ Result<int> ParseWeekday(std::string_view text);
 // n0098 .. n0102), as Slurm does. Names come out in the order written; at most 100,000.
 Result<std::vector<std::string>> ExpandHostList(std::string_view text);
 
+// Refuses the text toml++ 3.3 (Debian's) must not see: some non-ASCII characters where
+// it asks "is this whitespace?" reach a __builtin_unreachable() in its Unicode tables
+// (undefined behaviour; upstream issues #190 and #295, fixed after 3.3; fuzz_config
+// found it). That is any non-ASCII character outside strings and comments, which TOML
+// 1.0 does not allow there anyway, and one right after a backslash (an escape or a
+// line-ending backslash, with the whitespace it trims) in a """multi-line""" string.
+// A leading byte-order mark is fine. The error is "LINE: ..." for the caller to prefix
+// with the file.
+Status CheckTomlText(std::string_view text);
+
 }  // namespace hachi::config

@@ -144,5 +144,40 @@ TEST(ExpandHostListTest, LargeRangeKeepsOrder) {
   EXPECT_THAT(*ExpandHostList("b[1-2]"), ElementsAre("b1", "b2"));
 }
 
+// fuzz_config: non-ASCII text where toml++ 3.3 checks for whitespace reached undefined
+// behaviour (fuzz/corpus/fuzz_config/crash-tomlpp-unreachable-*.toml). Strings and
+// comments keep any character.
+TEST(CheckTomlTextTest, Table) {
+  struct Case {
+    const char* name;
+    std::string text;
+    std::string error;  // "" = fine
+  };
+  const Case cases[] = {
+      {"Ascii", "a = 1\n[p]\nb = \"x\"\n", ""},
+      {"InBasicString", "a = \"\xc3\xa9quipe\"\n", ""},
+      {"InLiteralString", "a = '\xc3\xa9'\n", ""},
+      {"InQuotedKey", "\"\xc3\xa9\" = 1\n", ""},
+      {"InComment", "# \xc3\xa9quipe de nuit\na = 1\n", ""},
+      {"InMultiLine", "a = \"\"\"\n\xc3\xa9\n\"\"\"\nb = '''\\\n\xc3\xa9'''\n", ""},
+      {"EscapedQuote", "a = \"\\\"\xc3\xa9\"\n", ""},
+      {"ByteOrderMark", "\xef\xbb\xbf" "a = 1\n", ""},
+      {"BareAfterValue", "a = 1\xc3\xa9\n", "1: a non-ASCII character outside a string or comment"},
+      {"StartOfLine", "[p]\n\xc3\xa9 = 1\n", "2: a non-ASCII character outside a string or comment"},
+      {"LoneBytes", "\xcc\xaa", "1: a non-ASCII character outside"},
+      {"LineEndingBackslash", "a = \"\"\"\\\n  \xc2\xa7\"\"\"\n",
+       "2: a non-ASCII character after a backslash in a multi-line string"},
+      {"AfterStringEnds", "a = \"x\" \xc3\xa9\n", "1: a non-ASCII character outside"},
+  };
+  for (const Case& c : cases) {
+    const Status s = CheckTomlText(c.text);
+    if (c.error.empty()) {
+      EXPECT_TRUE(s.ok()) << c.name << ": " << s.message();
+    } else {
+      EXPECT_THAT(s.message(), HasSubstr(c.error)) << c.name;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace hachi::config
