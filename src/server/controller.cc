@@ -337,6 +337,20 @@ std::optional<PendingInfo> Controller::Pending(state::JobId id) const {
                      d->second.Format(*diagnosed_, diagnosed_at_)};
 }
 
+std::vector<JobBrief> Controller::ActiveJobBriefs() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<JobBrief> out;
+  out.reserve(active_.size());
+  for (state::JobId id : active_) {
+    auto it = image_.jobs.find(id);
+    if (it == image_.jobs.end()) continue;
+    const state::JobRecord& r = it->second;
+    out.push_back(JobBrief{id, r.req.partition, r.state, r.held, r.submit_time, r.start_time,
+                           r.req.TotalGpus()});
+  }
+  return out;
+}
+
 // ---- Nodes ----
 
 state::NodeStatus Controller::NodeStatusLocked(const state::NodeRecord& rec,

@@ -65,6 +65,18 @@ struct ControllerOptions {
   int master_port_base = 29500;                 // MASTER_PORT = base + id % 1000
 };
 
+// An active job as the dashboard's history samples it (server/history.h): no spec, so a
+// sample of 100k pending jobs copies a few MB rather than their environments.
+struct JobBrief {
+  state::JobId id = 0;
+  std::string partition;
+  state::JobState state = state::JobState::kPending;
+  bool held = false;
+  Time submit_time = 0;
+  Time start_time = 0;
+  int gpus = 0;
+};
+
 struct ControllerStats {
   int64_t cycles = 0;
   double last_cycle_ms = 0;  // the scheduler's time in the last cycle
@@ -100,6 +112,8 @@ class Controller {
   Result<state::JobRecord> WaitJob(state::JobId id, state::JobState known, int timeout_ms);
   std::vector<state::JobRecord> Jobs(bool include_finished) const;
   std::optional<PendingInfo> Pending(state::JobId id) const;
+  // The pending and running jobs, briefly (the history sampler's view).
+  std::vector<JobBrief> ActiveJobBriefs() const;
 
   // ---- Nodes, partitions ----
   std::vector<state::NodeStatus> Nodes() const;

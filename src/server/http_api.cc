@@ -352,6 +352,7 @@ void HttpServer::Routes(httplib::Server& s) {
            if (!st.ok()) return ReplyError(res, st);
            Reply(res, 200, json{{"ok", true}}.dump());
          });
+  AddDashboardRoutes(s, c, options_.dashboard);  // the dashboard and its data (web.h)
 }
 
 Status HttpServer::Start() {

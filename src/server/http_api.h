@@ -14,6 +14,7 @@
 
 #include "core/status.h"
 #include "server/controller.h"
+#include "server/web.h"
 
 namespace httplib {
 class Server;
@@ -26,6 +27,7 @@ struct HttpOptions {
   std::string unix_socket;                // path; "" = none
   size_t max_body_bytes = 4 << 20;        // larger requests get 413
   int threads = 64;
+  DashboardOptions dashboard;  // GET /, /web/*, /api/v1/history, /api/v1/jobs/ID/log
 };
 
 class HttpServer {

@@ -1,0 +1,97 @@
+// HistorySampler: the dashboard's recent past (GET /api/v1/history, docs/dashboard.md).
+// Every `interval` seconds it samples the queue per partition (pending count, median wait
+// of the jobs pending now and of the jobs that started since the previous sample) and the
+// cluster's utilisation (allocated GPUs / healthy GPUs), into a fixed ring (default 15 s
+// x 5760 = the last 24 hours, about 1 MB). Samples are taken on the sampler's own thread
+// from the Controller's public reads (ActiveJobBriefs, Nodes): nothing on the scheduling
+// path, and nothing kept on disk — a restarted server starts an empty history.
+//
+// Thread-safety: Start/Stop from one thread; Sample and Samples from any thread (one
+// mutex guards the ring).
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "core/time.h"
+#include "server/controller.h"
+
+namespace hachi::server {
+
+struct PartitionSample {
+  int pending = 0;  // not held
+  int running = 0;
+  int started = 0;  // since the previous sample
+  // Seconds; -1 when there is no such job.
+  double median_wait_pending = -1;  // now - submit, over the jobs pending now
+  double median_wait_started = -1;  // start - submit, over the jobs started since
+};
+
+struct HistorySample {
+  Time at = 0;
+  int gpus_healthy = 0;    // on nodes that are up or drained, less unhealthy GPUs
+  int gpus_allocated = 0;  // of those, held by a job (whole or shared)
+  std::map<std::string, PartitionSample> partitions;  // every partition, busy or not
+};
+
+// One sample from what the controller reports: `active` (pending and running jobs),
+// `ended` (jobs that were pending at the previous sample and have ended since, with
+// their start_time: 0 if they never ran), the nodes, and the partition names. Pure.
+HistorySample Summarize(Time now, Time previous, const std::vector<JobBrief>& active,
+                        const std::vector<JobBrief>& ended,
+                        const std::vector<state::NodeStatus>& nodes,
+                        const std::vector<std::string>& partitions);
+
+// {"interval_s", "samples": [{"at", "gpus_healthy", "gpus_allocated", "utilisation",
+//   "partitions": {NAME: {"pending", "running", "started", "median_wait_pending_s",
+//   "median_wait_started_s"}}}]}; medians are null when no job had one.
+std::string HistoryToJson(const std::vector<HistorySample>& samples, int interval_s);
+
+class HistorySampler {
+ public:
+  struct Options {
+    int interval_s = 15;
+    size_t capacity = 5760;  // samples kept: 24 h at 15 s
+  };
+  HistorySampler(Controller* controller, Options options);
+  ~HistorySampler();  // Stop()
+  HistorySampler(const HistorySampler&) = delete;
+  HistorySampler& operator=(const HistorySampler&) = delete;
+
+  void Start();  // samples at once, then every interval_s on its own thread
+  void Stop();   // idempotent
+
+  // Takes one sample at `now` (the thread's step; tests call it directly).
+  void Sample(Time now);
+  // The samples taken after `since` (0: all), oldest first.
+  std::vector<HistorySample> Samples(Time since = 0) const;
+  int interval_s() const { return options_.interval_s; }
+
+ private:
+  void Loop();
+
+  // Constant after construction.
+  Controller* const controller_;
+  const Options options_;
+
+  mutable std::mutex mu_;
+  // Guarded by mu_.
+  std::deque<HistorySample> ring_;
+  bool stopping_ = false;
+  std::condition_variable cv_;
+
+  // Used by Sample only, which runs on one thread at a time (sample_mu_).
+  std::mutex sample_mu_;
+  std::unordered_set<state::JobId> pending_before_;
+  Time previous_ = 0;
+
+  std::thread thread_;
+};
+
+}  // namespace hachi::server

@@ -1,0 +1,219 @@
+// The dashboard end to end (issue 8): `hachi dev` with two simulated HGX nodes, jobs
+// submitted with the real CLI, the page driven in Debian's Chromium by playwright-core.
+// Checks that the cluster view shows exactly the GPUs the server gave each job, that a
+// pending job shows its reason, that a cancel without a token is refused on the page and
+// one with a token ends the job CANCELLED, and that the charts render. Screenshots go to
+// build/browser-artifacts/ (HACHI_BROWSER_ARTIFACTS).
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir, userInfo } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { chromium } from 'playwright-core';
+
+import { DevCluster, waitFor } from './dev_cluster.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = join(here, '..', '..');
+const build = process.env.HACHI_BUILD_DIR || join(root, 'build');
+const artifacts = process.env.HACHI_BROWSER_ARTIFACTS || join(build, 'browser-artifacts');
+const CHROMIUM = process.env.HACHI_CHROMIUM || '/usr/bin/chromium';
+// No network beyond 127.0.0.1 here: Chromium's own background traffic is switched off.
+const FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+               '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+const cluster = new DevCluster({ root, hachi: join(build, 'hachi') });
+let context;
+let page;
+let profile;
+const pageErrors = [];
+const foreignRequests = [];
+const jobs = {};
+
+function submit(...args) {
+  const out = cluster.cli('submit', '--parsable', ...args);
+  const id = parseInt(out.trim(), 10);
+  assert.ok(id > 0, `submit printed ${out}`);
+  return id;
+}
+
+async function shot(name) {
+  await page.screenshot({ path: join(artifacts, `${name}.png`), fullPage: true });
+}
+
+// The (node, GPU) pairs the page draws as busy with `job`, e.g. ["node1:0", "node1:1"].
+async function busyOnPage(job) {
+  return page.$$eval(`g.gpu[data-state="busy"][data-job="${job}"]`,
+    (cells) => cells.map((c) => `${c.dataset.node}:${c.dataset.gpu}`).sort());
+}
+
+// The same pairs from the API's job record.
+async function busyInApi(job) {
+  const { job: j } = await cluster.api(`/jobs/${job}`);
+  const out = [];
+  for (const a of j.allocations) {
+    for (const part of a.gpus.split(',')) {
+      const [lo, hi] = part.split('-').map(Number);
+      for (let g = lo; g <= (hi ?? lo); g++) out.push(`${a.node}:${g}`);
+    }
+  }
+  return out.sort();
+}
+
+async function goto(hash) {
+  await page.goto(`${cluster.url}/${hash}`);
+}
+
+describe('dashboard in Chromium', { timeout: 180000 }, () => {
+  before(async () => {
+    mkdirSync(artifacts, { recursive: true });
+    await cluster.start();
+    profile = mkdtempSync(join(tmpdir(), 'hachi-chromium-'));
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM, headless: true, args: FLAGS,
+      viewport: { width: 1400, height: 900 },
+    });
+    page = context.pages()[0] || await context.newPage();
+    page.on('pageerror', (e) => pageErrors.push(String(e)));
+    page.on('request', (r) => {
+      if (!r.url().startsWith(cluster.url) && !r.url().startsWith('data:')) {
+        foreignRequests.push(r.url());
+      }
+    });
+
+    jobs.small = submit('-p', 'gpu-shared', '-G', '2', '-J', 'sleeper',
+                        '--wrap', 'echo hello from the dashboard test; sleep 600');
+    jobs.big = submit('-p', 'gpu8', '-G', '8', '-J', 'big', '--wrap', 'sleep 600');
+    await waitFor(async () => {
+      const [a, b] = await Promise.all([cluster.api(`/jobs/${jobs.small}`), cluster.api(`/jobs/${jobs.big}`)]);
+      return a.job.state === 'RUNNING' && b.job.state === 'RUNNING';
+    }, 'the 2-GPU and the 8-GPU job running');
+    // Both servers are busy now: another whole-node job must wait.
+    jobs.waiting = submit('-p', 'gpu8', '-G', '8', '-J', 'waiter', '--wrap', 'sleep 600');
+    await waitFor(async () => {
+      const { jobs: list } = await cluster.api('/jobs');
+      const w = list.find((j) => j.id === jobs.waiting);
+      return w && w.state === 'PENDING' && w.reason;
+    }, 'a reason for the pending 8-GPU job');
+  });
+
+  after(async () => {
+    if (context) await context.close();
+    if (profile) rmSync(profile, { recursive: true, force: true });
+    await cluster.stop();
+  });
+
+  it('cluster view shows exactly the GPUs the server gave each job', async () => {
+    await goto('#/cluster');
+    await page.waitForSelector('section.node[data-node="node2"] svg.board');
+    for (const job of [jobs.small, jobs.big]) {
+      const want = await busyInApi(job);
+      assert.equal(want.length, job === jobs.small ? 2 : 8);
+      await waitFor(async () => JSON.stringify(await busyOnPage(job)) === JSON.stringify(want),
+                    `the page to draw job ${job} on ${want}`);
+    }
+    const busy = await page.$$eval('g.gpu[data-state="busy"]', (c) => c.length);
+    const free = await page.$$eval('g.gpu[data-state="free"]', (c) => c.length);
+    assert.equal(busy, 10);
+    assert.equal(free, 6);
+    // NUMA nodes and PCIe switches of the HGX board are drawn, with the NVSwitch bar.
+    assert.equal(await page.$$eval('section.node[data-node="node1"] .box.numa', (b) => b.length), 2);
+    assert.equal(await page.$$eval('section.node[data-node="node1"] .box.switch', (b) => b.length), 4);
+    assert.match(await page.textContent('section.node[data-node="node1"] .nvswitch-label'), /NVSwitch/);
+
+    // Hover: the job, its user and the GPU's memory.
+    await page.hover(`g.gpu[data-job="${jobs.small}"]`);
+    const tip = await page.textContent('#tooltip');
+    assert.match(tip, new RegExp(`job ${jobs.small}`));
+    assert.match(tip, new RegExp(`user ${userInfo().username}`));
+    assert.match(tip, /GiB|MiB/);
+    await shot('cluster');
+    await page.mouse.move(0, 0);
+  });
+
+  it('queue view shows the pending job with its reason, and filters', async () => {
+    const { jobs: list } = await cluster.api('/jobs');
+    const reason = list.find((j) => j.id === jobs.waiting).reason;
+    await goto('#/queue');
+    const row = `#queue-table tr[data-job="${jobs.waiting}"]`;
+    await page.waitForSelector(row);
+    assert.equal(await page.getAttribute(row, 'data-state'), 'PENDING');
+    assert.equal((await page.textContent(`${row} .reason-word`)).trim(), reason);
+    // The diagnosis with numbers (GET /jobs/ID) is shown under the word.
+    await page.waitForSelector(`${row} .diagnosis`);
+    assert.ok((await page.textContent(`${row} .diagnosis`)).length > 10);
+    await shot('queue');
+
+    await page.selectOption('#filter-partition', 'gpu8');
+    await page.waitForFunction(() => location.hash.includes('partition=gpu8'));
+    await waitFor(async () => {
+      const ids = await page.$$eval('#queue-table tbody tr', (r) => r.map((x) => Number(x.dataset.job)));
+      return JSON.stringify(ids.sort((a, b) => a - b)) === JSON.stringify([jobs.big, jobs.waiting]);
+    }, 'only the gpu8 jobs listed');
+    await page.selectOption('#filter-user', userInfo().username);
+    await page.waitForFunction(() => location.hash.includes('user='));
+    await page.waitForSelector(`#queue-table tr[data-job="${jobs.big}"]`);
+  });
+
+  it('job page shows the history and the log tail', async () => {
+    await goto(`#/job/${jobs.small}`);
+    await page.waitForSelector('#job-history li');
+    const history = await page.textContent('#job-history');
+    assert.match(history, /submitted/);
+    assert.match(history, /started/);
+    await waitFor(async () => /hello from the dashboard test/.test(await page.textContent('#job-log')),
+                  'the log tail');
+    await shot('job');
+  });
+
+  it('cancel without a token is refused visibly; with a token the job ends CANCELLED', async () => {
+    await goto(`#/job/${jobs.small}`);
+    await page.waitForSelector('#job-cancel');
+    await page.click('#job-cancel');
+    await page.waitForSelector('#banner.error');
+    const refused = await page.textContent('#banner');
+    assert.match(refused, /\b(401|403)\b/, refused);
+    assert.equal((await cluster.api(`/jobs/${jobs.small}`)).job.state, 'RUNNING');
+    await shot('cancel-refused');
+
+    if (!cluster.hasTokens()) {
+      console.error('\n*** SKIPPED: `hachi token` is not in this build (issue 6 not landed): the ' +
+                    'cancel-with-a-token step was NOT tested. ***\n');
+      return;
+    }
+    const out = cluster.cli('token', 'create', userInfo().username);
+    const token = (out.match(/[A-Za-z0-9_\-.]{20,}/g) || []).pop();
+    assert.ok(token, `no token in: ${out}`);
+    await page.fill('#token-input', token);
+    await page.click('#token-save');
+    assert.match(await page.textContent('#token-state'), /token saved/);
+    await page.click('#job-cancel');
+    await page.waitForSelector('#banner.ok');
+    await waitFor(async () => (await cluster.api(`/jobs/${jobs.small}`)).job.state === 'CANCELLED',
+                  `job ${jobs.small} CANCELLED`, 30000);
+    await page.waitForFunction(() => document.querySelector('#job-state')?.textContent === 'CANCELLED');
+    await shot('cancelled');
+
+    await goto('#/cluster');
+    await waitFor(async () => (await busyOnPage(jobs.small)).length === 0, 'its GPUs free again');
+  });
+
+  it('charts render the queue wait (with the 20-minute line) and utilisation', async () => {
+    await waitFor(async () => (await cluster.api('/history')).samples.length >= 3, '3 history samples');
+    await goto('#/charts');
+    await page.waitForSelector('#chart-wait .series path');
+    await page.waitForSelector('#chart-util .series path');
+    assert.equal(await page.$$eval('#chart-wait .threshold', (l) => l.length), 1);
+    assert.match(await page.textContent('#chart-wait'), /20 min/);
+    const series = await page.$$eval('#chart-wait .series', (s) => s.map((x) => x.dataset.series));
+    assert.deepEqual(series.sort(), ['gpu-shared', 'gpu8']);
+    await shot('charts');
+  });
+
+  it('loaded nothing from outside the server and threw no errors', () => {
+    assert.deepEqual(foreignRequests, []);
+    assert.deepEqual(pageErrors, []);
+  });
+});

@@ -1,0 +1,108 @@
+// `hachi dev` for the browser tests: a child process on a free 127.0.0.1 port with its
+// own state directory and the two-node example config (two simulated HGX H100 nodes),
+// and the real CLI to drive it over the server's Unix socket (the kernel says who we are).
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export class DevCluster {
+  constructor({ root, hachi, historyInterval = 2 }) {
+    this.root = root;
+    this.hachi = hachi;
+    this.dir = mkdtempSync(join(tmpdir(), 'hachi-browser-'));
+    this.stateDir = join(this.dir, 'state');
+    this.logPath = join(this.dir, 'dev.log');
+    this.historyInterval = historyInterval;
+    this.url = '';
+    this.env = { ...process.env, HACHI_SERVER: `unix:${join(this.stateDir, 'hachi.sock')}` };
+  }
+
+  async start() {
+    const args = ['dev', '--config', join(this.root, 'examples', 'two-nodes.toml'),
+                  '--state-dir', this.stateDir, '--listen', '127.0.0.1:0',
+                  '--history-interval', String(this.historyInterval)];
+    this.log = [];
+    this.proc = spawn(this.hachi, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    this.proc.stderr.setEncoding('utf8');
+    this.proc.stderr.on('data', (d) => this.log.push(d));
+    this.exited = new Promise((resolve) => this.proc.on('exit', resolve));
+    const deadline = Date.now() + 20000;
+    while (!this.url) {
+      const m = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(this.log.join(''));
+      if (m) this.url = m[1];
+      else if (Date.now() > deadline || this.proc.exitCode !== null) {
+        throw new Error(`hachi dev did not start:\n${this.log.join('')}`);
+      }
+      await sleep(50);
+    }
+    // Both agents registered: the nodes are up.
+    await waitFor(async () => {
+      const nodes = (await this.api('/nodes')).nodes;
+      return nodes.length === 2 && nodes.every((n) => n.state === 'up');
+    }, 'both nodes up', 15000);
+  }
+
+  async stop() {
+    if (this.proc && this.proc.exitCode === null) {
+      this.proc.kill('SIGTERM');
+      await Promise.race([this.exited, sleep(20000)]);
+      if (this.proc.exitCode === null) this.proc.kill('SIGKILL');
+    }
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  // The CLI, as this process's user over the Unix socket; throws on a non-zero exit.
+  cli(...args) {
+    const r = spawnSync(this.hachi, args, { env: this.env, encoding: 'utf8', cwd: this.dir });
+    if (r.status !== 0) {
+      throw new Error(`hachi ${args.join(' ')} exited ${r.status}: ${r.stderr}${r.stdout}`);
+    }
+    return r.stdout;
+  }
+
+  // Whether `hachi token` exists in this build (issue 6 lands separately).
+  hasTokens() {
+    const r = spawnSync(this.hachi, ['token', '--help'], { env: this.env, encoding: 'utf8' });
+    return r.status === 0 && /create/.test(r.stdout + r.stderr);
+  }
+
+  // GET over TCP as the page does (an anonymous reader on localhost).
+  async api(path) {
+    const res = await fetch(`${this.url}/api/v1${path}`);
+    if (!res.ok) throw new Error(`GET ${path}: ${res.status} ${await res.text()}`);
+    return res.json();
+  }
+
+  devLog() {
+    return this.log.join('') + (safeRead(this.logPath) || '');
+  }
+}
+
+function safeRead(p) {
+  try {
+    return readFileSync(p, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+export function sleep(ms) {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+// Polls `cond` (async, truthy when done) until it holds or `ms` pass.
+export async function waitFor(cond, what, ms = 15000) {
+  const deadline = Date.now() + ms;
+  let last;
+  for (;;) {
+    try {
+      last = await cond();
+      if (last) return last;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what} (last: ${last})`);
+    await sleep(200);
+  }
+}

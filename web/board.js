@@ -1,0 +1,143 @@
+// A node drawn as its GPU board (SVG): NUMA nodes side by side, PCIe switches inside them,
+// GPUs inside those, NVLink lines between GPU pairs (thicker for more links) or one
+// NVSwitch bar for all-to-all boxes. Each GPU is coloured by the job holding it.
+
+import { boardLayout } from './topology.js';
+import { FREE_COLOR, UNHEALTHY_COLOR, jobColor } from './colors.js';
+import { attachTooltip } from './tooltip.js';
+import { formatMib, parseGpuSet, svg } from './util.js';
+
+const GPU_W = 58;
+const GPU_H = 46;
+const GAP = 10;       // between GPUs of one switch
+const SW_PAD = 8;     // inside a switch box
+const NUMA_PAD = 12;  // inside a NUMA box
+const TOP = 22;       // room for a box's label
+const MAX_ROW = 4;    // GPUs per row inside a switch before wrapping
+
+// What a GPU is doing, for colour, tooltip and the tests' data attributes.
+export function gpuStates(node, jobsById) {
+  const unhealthy = new Set(parseGpuSet(node.unhealthy));
+  const reasons = node.unhealthy_reasons || {};
+  return Array.from({ length: node.gpus }, (_, i) => {
+    const jobId = (node.gpu_jobs || [])[i] || 0;
+    const share = (node.gpu_share_milli || [])[i] || 0;
+    if (unhealthy.has(i)) return { state: 'unhealthy', reason: reasons[String(i)] || 'unhealthy' };
+    if (jobId) return { state: 'busy', job: jobsById.get(jobId) || { id: jobId }, share };
+    return { state: 'free' };
+  });
+}
+
+function gpuTooltip(node, layoutGpu, st) {
+  const lines = [`${node.name} · GPU ${layoutGpu.index}`,
+                 `${layoutGpu.model || node.gpu_model} · ${formatMib(layoutGpu.memory_mib || node.gpu_memory_mib)}`,
+                 `NUMA ${layoutGpu.numa_node}`];
+  if (st.state === 'unhealthy') lines.push(`unhealthy: ${st.reason}`);
+  if (st.state === 'free') lines.push('free');
+  if (st.state === 'busy') {
+    const j = st.job;
+    lines.push(`job ${j.id}${j.spec?.name ? ` · ${j.spec.name}` : ''}`);
+    if (j.req?.user) lines.push(`user ${j.req.user}`);
+    const part = (j.allocations || []).find((a) => a.node === node.name);
+    if (part?.gpu_memory_mib) lines.push(`GPU memory ${formatMib(part.gpu_memory_mib)} (limit)`);
+    if (st.share) lines.push(`share ${(st.share / 10).toFixed(0)}% of the GPU`);
+  }
+  return lines;
+}
+
+// The board of `node` (a NodeStatus from GET /nodes); `jobsById`: the running jobs.
+export function renderBoard(node, jobsById, onJobClick) {
+  const layout = boardLayout(node.topology_json || '{"gpus": [], "links": {}}');
+  const states = gpuStates(node, jobsById);
+  const pos = new Map();  // GPU index -> centre
+  const boxes = [];
+  let x = 0;
+  let height = 0;
+  for (const group of layout.numa) {
+    const numaX = x;
+    let sx = numaX + NUMA_PAD;
+    let numaH = 0;
+    const switchBoxes = [];
+    for (const sw of group.switches) {
+      const cols = Math.min(sw.length, MAX_ROW);
+      const rows = Math.ceil(sw.length / MAX_ROW);
+      const w = SW_PAD * 2 + cols * GPU_W + (cols - 1) * GAP;
+      const h = TOP + SW_PAD + rows * GPU_H + (rows - 1) * GAP;
+      sw.forEach((g, k) => {
+        const gx = sx + SW_PAD + (k % MAX_ROW) * (GPU_W + GAP);
+        const gy = TOP + NUMA_PAD + TOP + Math.floor(k / MAX_ROW) * (GPU_H + GAP);
+        pos.set(g, { x: gx, y: gy, cx: gx + GPU_W / 2, cy: gy + GPU_H / 2 });
+      });
+      switchBoxes.push({ x: sx, y: TOP + NUMA_PAD, w, h, label: sw.length > 1 ? 'PCIe switch' : 'PCIe' });
+      sx += w + GAP;
+      numaH = Math.max(numaH, h);
+    }
+    const numaW = sx - GAP + NUMA_PAD - numaX;
+    boxes.push({ x: numaX, y: 0, w: numaW, h: TOP + NUMA_PAD + numaH + NUMA_PAD,
+                 label: group.numa >= 0 ? `NUMA ${group.numa}` : 'NUMA ?', kind: 'numa' });
+    for (const b of switchBoxes) boxes.push({ ...b, kind: 'switch' });
+    height = Math.max(height, TOP + NUMA_PAD * 2 + numaH);
+    x += numaW + GAP * 2;
+  }
+  const width = Math.max(x - GAP * 2, 200);
+  const barY = height + 14;
+  const totalH = layout.nvswitch ? barY + 30 : height + 4;
+
+  const root = svg('svg', {
+    class: 'board', viewBox: `-2 -2 ${width + 4} ${totalH + 4}`, width: width + 4,
+    height: totalH + 4, role: 'img', 'aria-label': `GPU board of ${node.name}`,
+  });
+  for (const b of boxes) {
+    root.append(svg('rect', { class: `box ${b.kind}`, x: b.x, y: b.y, width: b.w, height: b.h, rx: 6 }),
+                svg('text', { class: `box-label ${b.kind}`, x: b.x + 6, y: b.y + 15 }, b.label));
+  }
+  if (layout.nvswitch) {
+    const bar = svg('g', { class: 'nvswitch' });
+    for (const [, p] of pos) {
+      bar.append(svg('line', { x1: p.cx, y1: p.y + GPU_H, x2: p.cx, y2: barY, class: 'nvlink',
+                                'stroke-width': 2 }));
+    }
+    bar.append(svg('rect', { x: 0, y: barY, width, height: 22, rx: 5, class: 'nvswitch-bar' }),
+               svg('text', { x: width / 2, y: barY + 15, class: 'nvswitch-label', 'text-anchor': 'middle' },
+                   `NVSwitch · NV${layout.nvswitch} between every GPU pair`));
+    root.append(bar);
+  }
+  const links = svg('g', { class: 'nvlinks' });
+  for (const l of layout.nvlinks) {
+    const a = pos.get(l.a);
+    const b = pos.get(l.b);
+    if (!a || !b) continue;
+    // Bowed so that lines between GPUs of one row do not run through the GPUs between.
+    const mx = (a.cx + b.cx) / 2;
+    const my = (a.cy + b.cy) / 2 - (Math.abs(a.cx - b.cx) > GPU_W + GAP ? 26 : 0);
+    const line = svg('path', {
+      d: `M ${a.cx} ${a.cy} Q ${mx} ${my} ${b.cx} ${b.cy}`, class: 'nvlink',
+      'stroke-width': Math.min(1 + l.n * 0.6, 9), fill: 'none',
+    });
+    line.append(svg('title', {}, `GPU ${l.a} – GPU ${l.b}: NV${l.n}`));
+    links.append(line);
+  }
+  root.append(links);
+
+  for (const g of layout.gpus) {
+    const p = pos.get(g.index);
+    if (!p) continue;
+    const st = states[g.index] || { state: 'free' };
+    const fill = st.state === 'busy' ? jobColor(st.job.id)
+      : st.state === 'unhealthy' ? UNHEALTHY_COLOR : FREE_COLOR;
+    const cell = svg('g', {
+      class: `gpu ${st.state}`, 'data-node': node.name, 'data-gpu': g.index,
+      'data-state': st.state, 'data-job': st.state === 'busy' ? st.job.id : undefined,
+      tabindex: 0,
+    });
+    cell.append(svg('rect', { x: p.x, y: p.y, width: GPU_W, height: GPU_H, rx: 5, fill }));
+    cell.append(svg('text', { x: p.cx, y: p.y + 17, 'text-anchor': 'middle', class: 'gpu-index' },
+                    `GPU ${g.index}`));
+    const sub = st.state === 'busy' ? `#${st.job.id}` : st.state === 'unhealthy' ? 'FAULT' : 'free';
+    cell.append(svg('text', { x: p.cx, y: p.y + 35, 'text-anchor': 'middle', class: 'gpu-sub' }, sub));
+    attachTooltip(cell, () => gpuTooltip(node, g, st));
+    if (st.state === 'busy' && onJobClick) cell.addEventListener('click', () => onJobClick(st.job.id));
+    root.append(cell);
+  }
+  return root;
+}

@@ -1,0 +1,124 @@
+// Charts view (#/charts): queue wait per partition over time with the 20-minute line,
+// pending jobs, and utilisation, from GET /api/v1/history (server/history.h). SVG drawn
+// here, no library.
+
+import { api } from './api.js';
+import { el, svg } from './util.js';
+
+const WAIT_ALERT_S = 20 * 60;  // the issue's target: a median wait past 20 min is late
+const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#17becf', '#8c564b'];
+const W = 720;
+const H = 220;
+const M = { left: 52, right: 16, top: 14, bottom: 30 };
+
+function niceMax(v) {
+  if (v <= 0) return 1;
+  const p = 10 ** Math.floor(Math.log10(v));
+  for (const m of [1, 2, 2.5, 5, 10]) if (m * p >= v) return m * p;
+  return 10 * p;
+}
+
+function clock(t) {
+  const d = new Date(t * 1000);
+  return `${String(d.getHours()).padStart(2, '0')}:${String(d.getMinutes()).padStart(2, '0')}`;
+}
+
+// series: [{name, color, points: [[t, v | null], ...]}]; threshold: {value, label}.
+export function lineChart({ id, title, series, yFormat, yMin = 0, yMax, threshold }) {
+  const all = series.flatMap((s) => s.points);
+  const ts = all.map(([t]) => t);
+  const vs = all.map(([, v]) => v).filter((v) => v !== null);
+  const t0 = ts.length ? Math.min(...ts) : 0;
+  const t1 = ts.length ? Math.max(...ts) : 1;
+  const top = yMax ?? niceMax(Math.max(...vs, threshold ? threshold.value * 1.15 : 0, 1e-9));
+  const x = (t) => M.left + (t1 === t0 ? (W - M.left - M.right) : ((t - t0) / (t1 - t0)) * (W - M.left - M.right));
+  const y = (v) => H - M.bottom - ((v - yMin) / (top - yMin)) * (H - M.top - M.bottom);
+
+  const root = svg('svg', { class: 'chart', id, viewBox: `0 0 ${W} ${H}`, width: W, height: H,
+                            role: 'img', 'aria-label': title });
+  const grid = svg('g', { class: 'grid' });
+  for (let i = 0; i <= 4; i++) {
+    const v = yMin + ((top - yMin) * i) / 4;
+    grid.append(svg('line', { x1: M.left, x2: W - M.right, y1: y(v), y2: y(v) }),
+                svg('text', { x: M.left - 6, y: y(v) + 4, 'text-anchor': 'end' }, yFormat(v)));
+  }
+  const ticks = Math.min(6, Math.max(1, Math.round((t1 - t0) / 60)));
+  for (let i = 0; i <= ticks; i++) {
+    const t = t0 + ((t1 - t0) * i) / ticks;
+    grid.append(svg('text', { x: x(t), y: H - 10, 'text-anchor': 'middle' }, clock(t)));
+  }
+  root.append(grid);
+  if (threshold) {
+    root.append(
+      svg('line', { class: 'threshold', x1: M.left, x2: W - M.right, y1: y(threshold.value), y2: y(threshold.value) }),
+      svg('text', { class: 'threshold-label', x: W - M.right - 4, y: y(threshold.value) - 5, 'text-anchor': 'end' },
+          threshold.label));
+  }
+  series.forEach((s) => {
+    // A null value breaks the line (no job waited in that partition then).
+    let d = '';
+    let pen = false;
+    for (const [t, v] of s.points) {
+      if (v === null) { pen = false; continue; }
+      d += `${pen ? 'L' : 'M'} ${x(t).toFixed(1)} ${y(v).toFixed(1)} `;
+      pen = true;
+    }
+    const g = svg('g', { class: 'series', 'data-series': s.name });
+    if (d) g.append(svg('path', { d, stroke: s.color, fill: 'none', 'stroke-width': 2 }));
+    for (const [t, v] of s.points) {
+      if (v !== null) g.append(svg('circle', { cx: x(t), cy: y(v), r: 2.5, fill: s.color }));
+    }
+    root.append(g);
+  });
+  root.append(svg('rect', { class: 'frame', x: M.left, y: M.top, width: W - M.left - M.right,
+                            height: H - M.top - M.bottom, fill: 'none' }));
+  const legend = el('ul', { class: 'chart-legend' }, series.map((s) =>
+    el('li', {}, el('span', { class: 'swatch', style: `background:${s.color}` }), s.name)));
+  return el('figure', { class: 'card chart-card' }, el('figcaption', {}, title), root, legend);
+}
+
+export const chartsView = {
+  title: 'Charts',
+  mount(main) {
+    const info = el('p', { class: 'summary', id: 'charts-summary' });
+    const box = el('div', { class: 'charts' });
+    main.replaceChildren(info, box);
+    return { info, box, samples: [], interval: 0 };
+  },
+  async refresh(st) {
+    // Only the samples since the last fetch: a day of them is a megabyte.
+    const last = st.samples.length ? st.samples[st.samples.length - 1].at : 0;
+    const h = await api.history(last);
+    st.interval = h.interval_s;
+    st.samples.push(...h.samples);
+    const cutoff = (st.samples.length ? st.samples[st.samples.length - 1].at : 0) - 86400;
+    st.samples = st.samples.filter((s) => s.at >= cutoff);
+    const samples = st.samples;
+    const names = [...new Set(samples.flatMap((s) => Object.keys(s.partitions)))].sort();
+    const color = (i) => PALETTE[i % PALETTE.length];
+    st.info.textContent = samples.length
+      ? `${samples.length} samples, one every ${st.interval} s, since the server started ` +
+        '(kept in memory, last 24 h)'
+      : 'no samples yet';
+    const minutes = (v) => `${(v / 60).toFixed(v >= 600 ? 0 : 1)}m`;
+    st.box.replaceChildren(
+      lineChart({
+        id: 'chart-wait', title: 'Queue wait per partition (median of the jobs pending then)',
+        series: names.map((n, i) => ({ name: n, color: color(i),
+          points: samples.map((s) => [s.at, s.partitions[n]?.median_wait_pending_s ?? null]) })),
+        yFormat: minutes, threshold: { value: WAIT_ALERT_S, label: '20 min' },
+      }),
+      lineChart({
+        id: 'chart-pending', title: 'Pending jobs per partition',
+        series: names.map((n, i) => ({ name: n, color: color(i),
+          points: samples.map((s) => [s.at, s.partitions[n]?.pending ?? 0]) })),
+        yFormat: (v) => (Number.isInteger(v) ? String(v) : v.toFixed(1)),
+      }),
+      lineChart({
+        id: 'chart-util', title: 'Utilisation (allocated GPUs / healthy GPUs)',
+        series: [{ name: 'cluster', color: '#2f6f4f',
+          points: samples.map((s) => [s.at, s.utilisation * 100]) }],
+        yFormat: (v) => `${v.toFixed(0)}%`, yMax: 100,
+      }));
+  },
+};

@@ -1,0 +1,102 @@
+// Cluster view (#/cluster): every node as its GPU board, coloured by job, with drain and
+// resume for token holders.
+
+import { api, describeError } from './api.js';
+import { showBanner } from './banner.js';
+import { renderBoard } from './board.js';
+import { jobColor } from './colors.js';
+import { hideTooltip } from './tooltip.js';
+import { el, formatMib, jobGpuCount, parseGpuSet } from './util.js';
+
+function stateBadge(node) {
+  return el('span', { class: `badge node-${node.state}` }, node.state);
+}
+
+async function act(what, fn, refresh) {
+  try {
+    await fn();
+    showBanner(what, 'ok');
+  } catch (e) {
+    showBanner(`${what} failed: ${describeError(e)}`);
+  }
+  refresh();
+}
+
+function nodeCard(node, jobsById, ctx) {
+  const unhealthy = parseGpuSet(node.unhealthy);
+  const jobsHere = [...new Set((node.gpu_jobs || []).filter((j) => j))].map(
+    (id) => jobsById.get(id) || { id });
+  const actions = el('div', { class: 'node-actions' });
+  if (node.state === 'up') {
+    actions.append(el('button', {
+      type: 'button', class: 'drain', 'data-node': node.name,
+      onclick: () => {
+        const reason = window.prompt(`Drain ${node.name}: reason`, 'maintenance');
+        if (reason === null) return;
+        act(`drain ${node.name}`, () => api.drain(node.name, reason), ctx.refresh);
+      },
+    }, 'Drain'));
+  } else if (node.state === 'drained' || unhealthy.length) {
+    actions.append(el('button', {
+      type: 'button', class: 'resume', 'data-node': node.name,
+      onclick: () => act(`resume ${node.name}`, () => api.resume(node.name), ctx.refresh),
+    }, 'Resume'));
+  }
+  const legend = el('ul', { class: 'legend' },
+    jobsHere.map((j) => el('li', {},
+      el('span', { class: 'swatch', style: `background:${jobColor(j.id)}` }),
+      el('a', { href: `#/job/${j.id}` }, `#${j.id}`),
+      ` ${j.spec?.name || ''} · ${j.req?.user || '?'} · ${jobGpuCount(j)} GPU`)));
+  return el('section', { class: 'node', 'data-node': node.name },
+    el('header', {},
+      el('h2', {}, node.name), stateBadge(node),
+      node.state_reason ? el('span', { class: 'muted' }, node.state_reason) : null,
+      actions),
+    el('p', { class: 'node-facts' },
+      `${node.gpus} × ${node.gpu_model || 'GPU'} (${formatMib(node.gpu_memory_mib)}) · ` +
+      `${node.interconnect} · partitions ${(node.partitions || []).join(', ') || '–'} · ` +
+      `CPUs ${node.alloc_cpus}/${node.cpus} · memory ${formatMib(node.alloc_memory_mib)}` +
+      `/${formatMib(node.memory_mib)}`),
+    el('div', { class: 'board-wrap' },
+       renderBoard(node, jobsById, (id) => { location.hash = `#/job/${id}`; })),
+    unhealthy.length
+      ? el('ul', { class: 'unhealthy-list' }, unhealthy.map((g) => el('li', {},
+        `GPU ${g}: ${(node.unhealthy_reasons || {})[String(g)] || 'unhealthy'}`)))
+      : null,
+    jobsHere.length ? legend : el('p', { class: 'muted' }, 'no jobs'));
+}
+
+export const clusterView = {
+  title: 'Cluster',
+  mount(main) {
+    const summary = el('p', { class: 'summary', id: 'cluster-summary' });
+    const list = el('div', { class: 'nodes' });
+    main.replaceChildren(summary, list);
+    return { summary, list };
+  },
+  async refresh(st, ctx) {
+    const [nodes, jobs] = await Promise.all([api.nodes(), api.jobs()]);
+    const jobsById = new Map(jobs.map((j) => [j.id, j]));
+    let healthy = 0;
+    let busy = 0;
+    for (const n of nodes) {
+      if (n.state === 'down') continue;
+      const bad = new Set(parseGpuSet(n.unhealthy));
+      for (let g = 0; g < n.gpus; g++) {
+        if (bad.has(g)) continue;
+        healthy++;
+        if ((n.gpu_jobs || [])[g]) busy++;
+      }
+    }
+    const pending = jobs.filter((j) => j.state === 'PENDING').length;
+    const running = jobs.filter((j) => j.state === 'RUNNING').length;
+    st.summary.textContent = `${nodes.length} nodes · ${busy}/${healthy} GPUs busy · ` +
+      `${running} running · ${pending} pending`;
+    // Redrawn only on a change: a board replaced under the pointer would strand its tooltip.
+    const sig = JSON.stringify([nodes, jobs.map((j) => [j.id, j.state, j.spec?.name])]);
+    if (sig === st.sig) return;
+    st.sig = sig;
+    hideTooltip();
+    st.list.replaceChildren(...nodes.map((n) => nodeCard(n, jobsById, ctx)));
+  },
+};
