@@ -8,6 +8,7 @@
 
 #include "sched/dependencies.h"
 #include "sched/gpu_share.h"
+#include "server/controller_metrics.h"
 #include "topo/analysis.h"
 
 namespace hachi::server {
@@ -35,6 +36,13 @@ Result<std::unique_ptr<Controller>> Controller::Create(ControllerOptions options
   if (!image.ok()) return image.status();
   std::unique_ptr<Controller> c(new Controller(std::move(options), std::move(store)));
   c->scheduler_ = std::move(*scheduler);
+  // Metrics before any thread: the store reports each commit's latency (it knows no
+  // metrics), and a scrape asks the controller for its gauges.
+  c->metrics_ = std::make_unique<ControllerMetrics>();
+  c->store_->SetCommitObserver(
+      [m = c->metrics_.get()](double seconds) { m->store_commit().Observe(seconds); });
+  c->metrics_->registry().AddCollector(
+      [raw = c.get()](metrics::Writer& w) { WriteClusterGauges(raw->Gauges(), w); });
   c->image_ = std::move(*image);
   c->next_id_ = c->image_.last_job_id + 1;
   for (const auto& [id, job] : c->image_.jobs) {
@@ -105,6 +113,13 @@ void Controller::TrackJobsLocked(const std::vector<state::Edit>& edits) {
       active_.insert(id);
     } else {
       active_.erase(id);
+      eligible_since_.erase(id);
+    }
+    // Released or requeued: its next queue wait counts from now (hachi_queue_wait_seconds).
+    if (const auto* r = std::get_if<state::JobRequeued>(&e)) {
+      eligible_since_[r->id] = {NowSeconds(), true};
+    } else if (const auto* h = std::get_if<state::JobHeld>(&e); h != nullptr && !h->held) {
+      eligible_since_[h->id] = {NowSeconds(), false};
     }
   }
 }

@@ -31,9 +31,14 @@
 #include "sched/scheduler.h"
 #include "server/snapshot.h"
 #include "state/records.h"
+#include "state/explain.h"
+#include "state/stats_cause.h"
 #include "state/store.h"
 
 namespace hachi::server {
+
+class ControllerMetrics;  // controller_metrics.h
+struct ClusterGauges;
 
 // Who is asking. Over the Unix socket the kernel says (SO_PEERCRED: `authenticated`);
 // over TCP the client still states it in headers until tokens (issue 6). Root over the
@@ -136,6 +141,17 @@ class Controller {
   Status Report(const std::string& node, const std::vector<agent::JobExit>& exits);
 
   ControllerStats stats() const;
+
+  // ---- What it tells about itself (observe.cc) ----
+  // GET /metrics: the registry's families, then the gauges of Gauges() (docs/metrics.md).
+  std::string MetricsText() const;
+  // The cluster now, for the scrape: copied under the lock, computed without it.
+  ClusterGauges Gauges() const;
+  // Each partition's nodes and pending jobs (with the last cycle's reasons), for the
+  // likely cause of a slow partition (state/stats_cause.h).
+  std::vector<state::PartitionLoad> PartitionLoads() const;
+  // Why a job waits, with numbers, or its history (state/explain.h). kNotFound.
+  Result<state::JobExplain> Explain(state::JobId id) const;
   // Runs one scheduling cycle now, on the caller's thread (tests).
   void RunCycle();
 
@@ -182,6 +198,8 @@ class Controller {
 
   // Constant after construction.
   const ControllerOptions options_;
+  // Set by Create before any thread runs; its series are thread-safe (metrics.h).
+  std::unique_ptr<ControllerMetrics> metrics_;
 
   mutable std::mutex mu_;
   // Guarded by mu_.
@@ -197,6 +215,13 @@ class Controller {
   uint64_t base_generation_ = 0;  // +1 per rebuild: a plan made on an older base is dropped
   std::unordered_map<std::string, AgentSession> agents_;
   std::unordered_map<state::JobId, RunInfo> runs_;
+  // When a pending job last became eligible again (released from hold, requeued) since
+  // this server started: its queue wait counts from then. Dropped when the job ends.
+  struct Eligible {
+    Time at = 0;
+    bool requeued = false;  // else released
+  };
+  std::unordered_map<state::JobId, Eligible> eligible_since_;
   // The last cycle's diagnoses, formatted only when asked for (a cycle with 100k
   // pending jobs must not build 100k strings); `diagnosed_` is the snapshot they refer
   // to (node and partition names), kept alive until the next cycle.

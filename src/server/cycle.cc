@@ -8,6 +8,7 @@
 #include <chrono>
 
 #include "server/controller.h"
+#include "server/controller_metrics.h"
 
 namespace hachi::server {
 
@@ -41,6 +42,7 @@ void Controller::RunCycle() {
 }
 
 void Controller::CycleLocked(std::unique_lock<std::mutex>& lock) {
+  const auto cycle_start = std::chrono::steady_clock::now();
   const Time now = NowSeconds();
   dirty_ = false;
   CheckAgentsLocked(lock, now);
@@ -74,7 +76,11 @@ void Controller::CycleLocked(std::unique_lock<std::mutex>& lock) {
     dirty_ = true;
     return;
   }
+  const auto apply_start = std::chrono::steady_clock::now();
   ApplyPlanLocked(lock, plan, std::move(snap), now);
+  const auto end = std::chrono::steady_clock::now();
+  metrics_->plan_apply().Observe(std::chrono::duration<double>(end - apply_start).count());
+  metrics_->cycle().Observe(std::chrono::duration<double>(end - cycle_start).count());
 }
 
 void Controller::ApplyPlanLocked(std::unique_lock<std::mutex>& lock, const sched::Plan& plan,
@@ -144,6 +150,12 @@ void Controller::ApplyPlanLocked(std::unique_lock<std::mutex>& lock, const sched
     info.parts_left = static_cast<int>(job.allocations.size());
     diagnoses_.erase(id);
     DispatchLocked(job);
+    Time eligible = job.submit_time;
+    if (auto e = eligible_since_.find(id); e != eligible_since_.end()) {
+      eligible = std::max(eligible, e->second.at);
+    }
+    metrics_->ObserveWait(job.req.partition, job.req.TotalGpus(), job.req.Shared(),
+                          static_cast<double>(std::max<Time>(0, job.start_time - eligible)));
   }
   stats_.starts += static_cast<int64_t>(ids.size());
 

@@ -190,6 +190,11 @@ void HttpServer::Routes(httplib::Server& s) {
   s.Get(p + "/health", [](const httplib::Request&, httplib::Response& res) {
     Reply(res, 200, R"({"ok":true})");
   });
+  // Prometheus scrapes /metrics by default (docs/metrics.md): outside /api/v1, read-only.
+  s.Get("/metrics", [c](const httplib::Request&, httplib::Response& res) {
+    res.status = 200;
+    res.set_content(c->MetricsText(), "text/plain; version=0.0.4; charset=utf-8");
+  });
 
   // ---- Jobs ----
   s.Post(p + "/jobs", [c](const httplib::Request& req, httplib::Response& res) {
@@ -220,6 +225,9 @@ void HttpServer::Routes(httplib::Server& s) {
     if (!job.ok()) return ReplyError(res, job.status());
     json j{{"job", state::ToJson(*job)}};
     if (std::optional<PendingInfo> info = c->Pending(*id)) j["diagnosis"] = info->diagnosis;
+    if (Result<state::JobExplain> e = c->Explain(*id); e.ok()) {
+      j["explain"] = json::parse(state::JobExplainToJson(*e));  // docs/api.md, "Explain"
+    }
     Reply(res, 200, j.dump());
   });
   auto job_action = [c](const char* action) {
@@ -310,8 +318,9 @@ void HttpServer::Routes(httplib::Server& s) {
     const int alert = IntParam(req, "alert", 1200, 1, 90 * 86400);
     int gpus = 0;
     for (const state::NodeStatus& n : c->Nodes()) gpus += n.gpus;
-    const state::JobStats stats =
+    state::JobStats stats =
         state::ComputeStats(c->Jobs(true), NowSeconds(), window, alert, gpus);
+    state::AttachLoads(&stats, c->PartitionLoads());  // a flagged partition's likely cause
     json j = json::parse(state::JobStatsToJson(stats));
     const ControllerStats cs = c->stats();
     j["scheduler"] = {{"cycles", cs.cycles},
