@@ -98,7 +98,7 @@ for _ in $(seq 100); do
 done
 cat "$work/dev.log"
 if [ -z "$url" ]; then echo "hachi dev did not start"; exit 1; fi
-export HACHI_SERVER=$url
+export HACHI_SERVER=unix:$work/state/hachi.sock  # a local user needs no token there
 sleep 1
 node=$("$hachi" nodes -o %n | sed -n 2p | tr -d ' ')
 step "hachi nodes" "$hachi" nodes

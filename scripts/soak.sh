@@ -113,6 +113,9 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 listen_overflows() { nstat -az TcpExtListenOverflows 2>/dev/null | awk '/ListenOverflows/{print $2}'; }
 overflows_before=$(listen_overflows)
 rc=0
+# The clients go over TCP, as remote users would: with a token (docs/api.md).
+HACHI_TOKEN=$("$hachi" token create "$(id -un)" 2>/dev/null) || { echo "soak: no token" >&2; exit 1; }
+export HACHI_TOKEN
 timeout -k 5 "$budget" "$soak" --server "$url" --out "$tmp/out" --jobs "$JOBS" \
   --clients "$CLIENTS" --burst "$BURST" --pause-ms "$PAUSE_MS" --timeout-s $((budget - 90)) \
   | tee "$res/soak.log" || rc=$?

@@ -15,7 +15,8 @@ namespace hachi::agent {
 // Stop() aborts a long poll in progress through Abort(), from another thread.
 class HttpClientHolder {
  public:
-  explicit HttpClientHolder(std::string server) : server_(std::move(server)) {}
+  HttpClientHolder(std::string server, std::string cluster_secret)
+      : server_(std::move(server)), cluster_secret_(std::move(cluster_secret)) {}
   Result<std::string> Call(std::string_view method, const std::string& path,
                            const std::string& body, int timeout_ms) {
     api::HttpClient* client = nullptr;
@@ -25,6 +26,8 @@ class HttpClientHolder {
       if (!client_) {
         Result<std::unique_ptr<api::HttpClient>> c = api::HttpClient::Create(server_);
         if (!c.ok()) return c.status();
+        // What opens the server's /agents/* endpoints (server/auth.h).
+        (*c)->SetHeader(api::kClusterSecretHeader, cluster_secret_);
         client_ = std::move(*c);
       }
       client = client_.get();
@@ -44,6 +47,7 @@ class HttpClientHolder {
 
  private:
   const std::string server_;
+  const std::string cluster_secret_;
   std::mutex mu_;  // guards client_ (replaced after errors) against Abort
   std::unique_ptr<api::HttpClient> client_;
   bool aborted_ = false;
@@ -56,7 +60,7 @@ constexpr size_t kFinishedKept = 20000;
 AgentDaemon::AgentDaemon(AgentOptions options, LauncherFactory make_launcher)
     : options_(std::move(options)),
       started_(static_cast<Time>(std::time(nullptr))),
-      poll_http_(std::make_unique<HttpClientHolder>(options_.server)) {
+      poll_http_(std::make_unique<HttpClientHolder>(options_.server, options_.cluster_secret)) {
   std::random_device rd;
   char id[40];
   std::snprintf(id, sizeof id, "%08x%08x%08x", rd(), rd(), rd());
@@ -257,7 +261,7 @@ void AgentDaemon::ReportHealth(const api::GpuHealthEvent& e) {
 }
 
 void AgentDaemon::ReportLoop() {
-  HttpClientHolder http(options_.server);
+  HttpClientHolder http(options_.server, options_.cluster_secret);
   const std::string base = std::string(api::kApiPrefix) + "/agents/" + options_.node;
   const std::string path = base + "/exits";
   int backoff_ms = 100;

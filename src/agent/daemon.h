@@ -33,6 +33,7 @@ namespace hachi::agent {
 
 struct AgentOptions {
   std::string server;         // "http://127.0.0.1:8686" or "unix:/path"
+  std::string cluster_secret;  // sent on every request; the server refuses agents without it
   std::string node;           // this node's name
   std::string address;        // MASTER_ADDR others use to reach it ("127.0.0.1")
   std::string topology_json;  // topo::TopologyToJson

@@ -30,6 +30,8 @@ bool WaitFor(const std::function<bool()>& done, int ms = 5000) {
   return true;
 }
 
+constexpr const char* kClusterSecret = "daemon-test-secret";  // the agents' (server/auth.h)
+
 AgentOptions Options(const std::string& server, int poll_wait_ms) {
   const api::AgentRegistration reg = server::testing::MakeAgent("n1");
   AgentOptions o;
@@ -40,6 +42,7 @@ AgentOptions Options(const std::string& server, int poll_wait_ms) {
   o.cpus = reg.cpus;
   o.memory_mib = reg.memory_mib;
   o.poll_wait_ms = poll_wait_ms;
+  o.cluster_secret = kClusterSecret;
   return o;
 }
 
@@ -70,6 +73,7 @@ class DaemonTest : public ::testing::Test {
     server::HttpOptions h;
     h.listen = "127.0.0.1:0";
     h.threads = 8;
+    h.auth.cluster_secret = kClusterSecret;
     http_ = std::make_unique<server::HttpServer>(controller_.get(), h);
     ASSERT_TRUE(http_->Start().ok());
   }

@@ -23,6 +23,8 @@ struct HttpResponse {
 // server on this machine (/var/lib/hachi/hachi.sock, then ~/.hachi/dev/hachi.sock, the
 // state dirs' defaults), else the default TCP address.
 inline constexpr const char* kDefaultServer = "http://127.0.0.1:8686";
+// The header agents send the cluster secret in (server/auth.h).
+inline constexpr const char* kClusterSecretHeader = "X-Hachi-Cluster-Secret";
 std::string ResolveServer(const std::string& flag);
 
 class HttpClient {
@@ -38,7 +40,7 @@ class HttpClient {
   // Interrupts a request in progress on another thread (it fails with kUnavailable);
   // the only method that may be called concurrently with Request/Call.
   void Abort();
-  // Sent with every request (the CLI's X-Hachi-User until authentication, issue 6).
+  // Sent with every request (a token's Authorization, an agent's cluster secret).
   void SetHeader(const std::string& name, const std::string& value);
 
   // One request. kUnavailable when the server cannot be reached (naming the address).

@@ -1,11 +1,15 @@
 #include "cli/client.h"
 
 #include <pwd.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cstdlib>
 
 #include <nlohmann/json.hpp>
 
 #include "api/protocol_json.h"
+#include "core/secret.h"
 #include "state/record_json_nlohmann.h"
 
 namespace hachi::cli {
@@ -33,15 +37,41 @@ Result<json> ParseBody(const std::string& body) {
 
 }  // namespace
 
+Result<std::string> ClientToken() {
+  if (const char* env = std::getenv("HACHI_TOKEN"); env != nullptr && *env != '\0') {
+    return std::string(env);
+  }
+  std::string path;
+  if (const char* file = std::getenv("HACHI_TOKEN_FILE"); file != nullptr && *file != '\0') {
+    path = file;
+  } else if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+    path = std::string(home) + "/.config/hachi/token";
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return std::string();  // none: anonymous
+  } else {
+    return std::string();
+  }
+  Result<std::string> token = ReadSecretFile(path);
+  if (!token.ok()) return Status(token.status().code(), "token file: " + token.status().message());
+  return token;
+}
+
 Result<std::unique_ptr<ApiClient>> ApiClient::Connect(const std::string& server_flag) {
-  Result<std::unique_ptr<api::HttpClient>> http =
-      api::HttpClient::Create(api::ResolveServer(server_flag));
+  const std::string address = api::ResolveServer(server_flag);
+  Result<std::unique_ptr<api::HttpClient>> http = api::HttpClient::Create(address);
   if (!http.ok()) return http.status();
-  const LocalUser u = CurrentUser();
-  (*http)->SetHeader("X-Hachi-User", u.name);
-  (*http)->SetHeader("X-Hachi-Uid", std::to_string(u.uid));
-  (*http)->SetHeader("X-Hachi-Gid", std::to_string(u.gid));
+  // On the Unix socket the kernel says who we are; a token would only be ignored there.
+  if (address.rfind("unix:", 0) != 0) {
+    Result<std::string> token = ClientToken();
+    if (!token.ok()) return token.status();
+    if (!token->empty()) (*http)->SetHeader("Authorization", "Bearer " + *token);
+  }
   return std::unique_ptr<ApiClient>(new ApiClient(std::move(*http)));
+}
+
+Result<std::string> ApiClient::Call(const std::string& method, const std::string& path,
+                                    const std::string& body) {
+  return http_->Call(method, std::string(api::kApiPrefix) + path, body);
 }
 
 Result<std::vector<state::JobId>> ApiClient::Submit(const api::SubmitRequest& r) {

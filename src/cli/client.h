@@ -1,6 +1,9 @@
 // ApiClient: the user commands' typed view of the REST API (docs/api.md), over
-// api::HttpClient. It finds the server from --server, $HACHI_SERVER or the default, and
-// states the calling user in headers (until authentication, issue 6).
+// api::HttpClient. It finds the server from --server, $HACHI_SERVER, a local server's
+// Unix socket or the default. On the socket the kernel tells the server who we are; over
+// TCP it sends `Authorization: Bearer TOKEN` from $HACHI_TOKEN, else the file
+// $HACHI_TOKEN_FILE or ~/.config/hachi/token (refused unless mode 0600), else nothing
+// (anonymous: reads only, and only where the server allows them).
 // One per command invocation; not thread-safe.
 #pragma once
 
@@ -35,6 +38,9 @@ class ApiClient {
                     const std::string& reason = "", int gpu = -1);
   // Raw JSON bodies, for --json output.
   Result<std::string> Raw(const std::string& path);
+  // Any endpoint: `path` after the API prefix ("/tokens"); the body of a 2xx reply.
+  Result<std::string> Call(const std::string& method, const std::string& path,
+                           const std::string& body = "");
 
  private:
   explicit ApiClient(std::unique_ptr<api::HttpClient> http) : http_(std::move(http)) {}
@@ -48,5 +54,8 @@ struct LocalUser {
   uint32_t gid = 0;
 };
 LocalUser CurrentUser();
+
+// The token this command sends over TCP (see ApiClient): "" when there is none.
+Result<std::string> ClientToken();
 
 }  // namespace hachi::cli

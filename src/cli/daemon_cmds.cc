@@ -20,6 +20,7 @@
 #include "agent/kernel_log.h"
 #include "agent/launcher.h"
 #include "api/http_client.h"
+#include "cli/auth_files.h"
 #include "cli/fail.h"
 #include "cli/job_cmds.h"
 #include "config/cluster_config.h"
@@ -182,6 +183,8 @@ struct ServerFlags {
   std::string config, state_dir, listen, socket, policy;
   int agent_timeout = 0;
   int backfill_depth = 16;
+  // Who is asking (cli/auth_files.h): flags over the config's [auth] over the defaults.
+  std::string cluster_secret_file, tls_cert, tls_key;
   std::optional<config::ClusterConfig> loaded;  // the parsed --config
 };
 
@@ -220,6 +223,7 @@ struct RunningServer {
   int lock_fd = -1;  // flock on STATE_DIR/lock, held for the process's life
   std::unique_ptr<server::Controller> controller;
   std::unique_ptr<server::HttpServer> http;
+  std::string cluster_secret;  // what its agents send (hachi dev's are in this process)
 };
 
 // One server per state directory: two would both write the database.
@@ -263,6 +267,17 @@ Result<RunningServer> StartServer(const ServerFlags& f, const std::string& state
   server::HttpOptions h;
   h.listen = f.listen;
   h.unix_socket = f.socket.empty() ? state_dir + "/hachi.sock" : f.socket;
+  const config::AuthConfig* auth = f.loaded ? &f.loaded->auth : nullptr;
+  Result<std::string> secret = ServerClusterSecret(f.cluster_secret_file, auth, state_dir);
+  if (!secret.ok()) return secret.status();
+  h.auth.cluster_secret = *secret;
+  rs.cluster_secret = *secret;
+  Result<server::AnonymousRead> anonymous =
+      server::ParseAnonymousRead(auth != nullptr ? auth->anonymous_read : "localhost");
+  if (!anonymous.ok()) return anonymous.status();
+  h.auth.anonymous_read = *anonymous;
+  h.tls_cert = !f.tls_cert.empty() || auth == nullptr ? f.tls_cert : auth->tls_cert;
+  h.tls_key = !f.tls_key.empty() || auth == nullptr ? f.tls_key : auth->tls_key;
   rs.http = std::make_unique<server::HttpServer>(rs.controller.get(), h);
   HACHI_RETURN_IF_ERROR(rs.http->Start());
   rs.controller->Start();
@@ -277,6 +292,10 @@ void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
   cmd->add_option("--policy", f->policy, "Scheduling policy: hachi, easy, fifo");
   cmd->add_option("--agent-timeout", f->agent_timeout,
                   "Seconds without an agent's poll before its node is down (default 30)");
+  cmd->add_option("--cluster-secret-file", f->cluster_secret_file,
+                  "The secret agents must send (default STATE_DIR/cluster-secret, created)");
+  cmd->add_option("--tls-cert", f->tls_cert, "PEM certificate: serve the TCP API over HTTPS");
+  cmd->add_option("--tls-key", f->tls_key, "PEM private key of --tls-cert");
 }
 
 std::unique_ptr<agent::Launcher> RealLauncher(const std::string& spool,
@@ -312,8 +331,8 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
     const std::string dir = sf->state_dir;
     Result<RunningServer> rs = StartServer(*sf, dir);
     if (!rs.ok()) return void(*exit_code = Fail(rs.status()));
-    std::cerr << "hachi server: listening on " << rs->http->url() << " and unix:" << dir
-              << "/hachi.sock; state in " << dir << "/hachi.db\n";
+    std::cerr << "hachi server: listening on " << rs->http->url() << " and unix:"
+              << rs->http->unix_socket() << "; state in " << dir << "/hachi.db\n";
     WaitStopSignal(stop);
     rs->controller->Stop();
     rs->http->Stop();
@@ -321,7 +340,7 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
 
   struct AgentFlags {
     std::string server, name, address = "127.0.0.1", preset, topology_file, spool_dir,
-        container_runtime;
+        container_runtime, cluster_secret_file;
   };
   auto af = std::make_shared<AgentFlags>();
   CLI::App* agt = app.add_subcommand("agent", "Run the node agent: discover GPUs, run jobs");
@@ -332,6 +351,9 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
   agt->add_option("--preset", af->preset, "Simulate a node of this preset instead of real GPUs");
   agt->add_option("--topology-file", af->topology_file, "Simulate a node from a topology file");
   agt->add_option("--spool-dir", af->spool_dir, "Where job scripts are kept (default /var/spool/hachi)");
+  agt->add_option("--cluster-secret-file", af->cluster_secret_file,
+                  "The server's cluster secret (default $HACHI_CLUSTER_SECRET_FILE or "
+                  "/var/lib/hachi/cluster-secret)");
   agt->add_option("--container-runtime", af->container_runtime,
                   "Runs --container-image jobs: docker, podman or apptainer")
       ->check(CLI::IsMember({"docker", "podman", "apptainer"}));
@@ -341,6 +363,9 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
     if (!shape.ok()) return void(*exit_code = Fail(shape.status()));
     agent::AgentOptions o;
     o.server = api::ResolveServer(af->server);
+    Result<std::string> secret = AgentClusterSecret(af->cluster_secret_file);
+    if (!secret.ok()) return void(*exit_code = Fail(secret.status()));
+    o.cluster_secret = *secret;
     o.node = af->name.empty() ? HostName() : af->name;
     o.address = af->address;
     o.topology_json = shape->topology_json;
@@ -416,6 +441,7 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
     for (size_t i = 0; i < shapes.size(); ++i) {
       agent::AgentOptions o;
       o.server = url;
+      o.cluster_secret = rs->cluster_secret;
       o.node = names[i];
       o.address = "127.0.0.1";
       o.topology_json = shapes[i].topology_json;
@@ -433,10 +459,11 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
     if (real_gpus) {
       health = WatchGpus(agents.front().get(), names.front(), shapes.front().topology_json);
     }
-    std::cerr << "hachi dev: listening on " << url << " (unix:" << dir << "/hachi.sock), "
+    std::cerr << "hachi dev: listening on " << url << " (unix:" << rs->http->unix_socket() << "), "
               << shapes.size() << " node(s): " << shapes[0].what << "; state in " << dir
               << "\n"
-              << "  try: HACHI_SERVER=" << url << " hachi run --gpus 2 -- nvidia-smi -L\n";
+              << "  try: HACHI_SERVER=unix:" << rs->http->unix_socket()
+              << " hachi run --gpus 2 -- nvidia-smi -L\n";
     WaitStopSignal(stop);
     std::cerr << "hachi dev: stopping (cancelling running jobs)\n";
     health.Stop();

@@ -6,6 +6,7 @@
 
 #include "cli/job_cmds.h"
 #include "cli/sim_cmd.h"
+#include "cli/token_cmds.h"
 #include "cli/topo_cmd.h"
 
 int main(int argc, char** argv) {
@@ -24,6 +25,7 @@ int main(int argc, char** argv) {
   hachi::cli::AddJobCommands(app, &exit_code);
   hachi::cli::AddNodeCommands(app, &exit_code);
   hachi::cli::AddDaemonCommands(app, &exit_code);
+  hachi::cli::AddTokenCommands(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

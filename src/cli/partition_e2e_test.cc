@@ -125,11 +125,14 @@ TEST(Partition, AgentCutOffAndBackRunsNoJobTwiceAtOnce) {
     if (at != std::string::npos) url = log.substr(at + 13, log.find(' ', at + 13) - (at + 13));
   }
   ASSERT_FALSE(url.empty()) << Slurp(dir + "/server.log");
-  ::setenv("HACHI_SERVER", url.c_str(), 1);
+  // The CLI as a local user, on the Unix socket (TCP would need a token); the agent over
+  // TCP, with the secret the server made in its state directory.
+  ::setenv("HACHI_SERVER", ("unix:" + dir + "/state/hachi.sock").c_str(), 1);
   const pid_t agent =
       Spawn("ip netns exec " + net.name() + " " + hachi + " agent --server " + url +
             " --name pnode --preset hgx-h100 --address " + net.ns_ip() + " --spool-dir " + dir +
-            "/spool 2>" + dir + "/agent.log");
+            "/spool --cluster-secret-file " + dir + "/state/cluster-secret 2>" + dir +
+            "/agent.log");
   ASSERT_TRUE(WaitFor([] { return Hachi("nodes -o %n", false).out.find("pnode") !=
                                   std::string::npos; },
                       10))

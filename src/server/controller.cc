@@ -8,6 +8,7 @@
 
 #include "sched/dependencies.h"
 #include "sched/gpu_share.h"
+#include "server/auth.h"
 #include "server/controller_metrics.h"
 #include "topo/analysis.h"
 
@@ -147,6 +148,11 @@ Status Controller::CommitAndApply(std::unique_lock<std::mutex>& lock,
 
 Result<std::vector<state::JobId>> Controller::Submit(const SubmitRequest& request,
                                                      const Caller& who) {
+  if (!who.authenticated) {
+    return Unauthenticated("submitting needs a token (docs/api.md, \"Authentication\")");
+  }
+  HACHI_RETURN_IF_ERROR(CheckJobSpec(request.spec));
+  if (!request.req.account.empty()) HACHI_RETURN_IF_ERROR(MayUseAccount(who, request.req.account));
   if (request.array_tasks.size() > 10000) {
     return InvalidArgument("an array may have at most 10000 tasks, got " +
                            std::to_string(request.array_tasks.size()));
@@ -216,12 +222,15 @@ Result<std::vector<state::JobId>> Controller::Submit(const SubmitRequest& reques
 
 namespace {
 
-// A job is changed only by its owner or an admin. An authenticated caller (Unix socket)
-// is its uid; an unauthenticated one (TCP, until tokens) its stated user name.
-Status MayChange(const Caller& who, const state::JobRecord& job, const char* what) {
-  if (who.admin) return Status::Ok();
-  const bool owner = who.authenticated ? who.uid == job.spec.uid : who.user == job.req.user;
-  if (owner) return Status::Ok();
+// A job is changed only by its owner or an admin. The owner is the uid the job runs as
+// (the kernel's word on the socket, the token's on TCP); an anonymous caller owns nothing.
+Status MayChange(const Caller& who, bool admin, const state::JobRecord& job,
+                 const char* what) {
+  if (admin) return Status::Ok();
+  if (!who.authenticated) {
+    return Unauthenticated(std::string("to ") + what + " a job, send a token");
+  }
+  if (who.uid == job.spec.uid) return Status::Ok();
   return PermissionDenied("job " + std::to_string(job.id) + " belongs to " + job.req.user +
                           "; " + (who.user.empty() ? std::string("you") : who.user) +
                           " may not " + what + " it");
@@ -234,7 +243,7 @@ Status Controller::Cancel(state::JobId id, const Caller& who) {
   auto it = image_.jobs.find(id);
   if (it == image_.jobs.end()) return NotFound("no job " + std::to_string(id));
   const state::JobRecord& job = it->second;
-  HACHI_RETURN_IF_ERROR(MayChange(who, job, "cancel"));
+  HACHI_RETURN_IF_ERROR(MayChange(who, IsAdmin(who), job, "cancel"));
   if (state::IsFinal(job.state)) {
     return InvalidArgument("job " + std::to_string(id) + " already ended (" +
                            std::string(state::JobStateName(job.state)) + ")");
@@ -280,7 +289,7 @@ Status Controller::Hold(state::JobId id, bool hold, const Caller& who) {
   std::unique_lock<std::mutex> lock(mu_);
   auto it = image_.jobs.find(id);
   if (it == image_.jobs.end()) return NotFound("no job " + std::to_string(id));
-  HACHI_RETURN_IF_ERROR(MayChange(who, it->second, hold ? "hold" : "release"));
+  HACHI_RETURN_IF_ERROR(MayChange(who, IsAdmin(who), it->second, hold ? "hold" : "release"));
   if (it->second.state != state::JobState::kPending) {
     return InvalidArgument("job " + std::to_string(id) + " is " +
                            std::string(state::JobStateName(it->second.state)) +
@@ -410,7 +419,11 @@ std::vector<state::NodeStatus> Controller::Nodes() const {
   return out;
 }
 
-Status Controller::Drain(const std::string& node, const std::string& reason) {
+Status Controller::Drain(const std::string& node, const std::string& reason,
+                         const Caller& who) {
+  if (!IsAdmin(who)) {
+    return PermissionDenied("only an admin may drain a node ([auth] admins, docs/config.md)");
+  }
   std::unique_lock<std::mutex> lock(mu_);
   auto it = image_.nodes.find(node);
   if (it == image_.nodes.end()) return NotFound("no node " + node);
@@ -422,7 +435,10 @@ Status Controller::Drain(const std::string& node, const std::string& reason) {
                                                        NowSeconds()}});
 }
 
-Status Controller::Resume(const std::string& node, int gpu) {
+Status Controller::Resume(const std::string& node, int gpu, const Caller& who) {
+  if (!IsAdmin(who)) {
+    return PermissionDenied("only an admin may resume a node ([auth] admins, docs/config.md)");
+  }
   std::unique_lock<std::mutex> lock(mu_);
   auto it = image_.nodes.find(node);
   if (it == image_.nodes.end()) return NotFound("no node " + node);

@@ -20,6 +20,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -40,15 +41,28 @@ namespace hachi::server {
 class ControllerMetrics;  // controller_metrics.h
 struct ClusterGauges;
 
-// Who is asking. Over the Unix socket the kernel says (SO_PEERCRED: `authenticated`);
-// over TCP the client still states it in headers until tokens (issue 6). Root over the
-// Unix socket is an admin; admins from the config and tokens are issue 6.
+// Who is asking (server/auth.h). Over the Unix socket the kernel says (SO_PEERCRED);
+// over TCP the bearer of a token the server issued is its user. Nothing the client
+// writes in a request names the caller. Admins: root on the socket, tokens issued with
+// admin, and the users in the config's [auth] admins.
 struct Caller {
   std::string user;
   uint32_t uid = 0;
   uint32_t gid = 0;
-  bool authenticated = false;  // uid/gid from the kernel, not from the client
+  bool authenticated = false;  // false: anonymous (may read, may change nothing)
   bool admin = false;
+};
+
+// `hachi token create USER [--admin] [--uid N --gid N]` (POST /api/v1/tokens).
+struct TokenRequest {
+  std::string user;
+  int64_t uid = -1;  // -1: the user's uid/gid from the server's password database
+  int64_t gid = -1;
+  bool admin = false;
+};
+struct IssuedToken {
+  std::string token;  // the only time the server has it in clear
+  state::TokenRecord record;
 };
 
 using api::AgentRegistration;
@@ -122,10 +136,11 @@ class Controller {
 
   // ---- Nodes, partitions ----
   std::vector<state::NodeStatus> Nodes() const;
-  Status Drain(const std::string& node, const std::string& reason);
+  // Admins only (kPermissionDenied).
+  Status Drain(const std::string& node, const std::string& reason, const Caller& who);
   // A drained node goes back up, and its unhealthy GPUs back into service; `gpu` >= 0:
-  // only that unhealthy GPU returns (the node's state is left alone).
-  Status Resume(const std::string& node, int gpu = -1);
+  // only that unhealthy GPU returns (the node's state is left alone). Admins only.
+  Status Resume(const std::string& node, int gpu, const Caller& who);
   // GPU faults an agent saw (api::GpuHealthEvent). "fatal" or "reset" on a GPU: that GPU
   // (not the node) leaves service with the event as its reason, and the job running on
   // it is requeued with the event in its reason, its processes stopped on every node.
@@ -134,6 +149,18 @@ class Controller {
   Status ReportHealth(const std::string& node, const api::AgentHealth& health);
   std::vector<sched::Partition> Partitions() const;  // node indices as in Nodes()
   std::vector<std::string> Warnings() const;
+
+  // ---- Who is asking (tokens.cc) ----
+  // A local user as the kernel named them on the Unix socket.
+  Caller LocalCaller(uint32_t uid, uint32_t gid) const;
+  // The bearer of `token`: kUnauthenticated unless the server issued it and it was not
+  // revoked. The token is compared by its SHA-256, in constant time.
+  Result<Caller> Authenticate(std::string_view token) const;
+  // Admins only. The user's uid/gid are resolved now, in the server's password database,
+  // unless given; the record is durable when this returns.
+  Result<IssuedToken> IssueToken(const TokenRequest& request, const Caller& who);
+  Result<std::vector<state::TokenRecord>> Tokens(const Caller& who) const;  // admins
+  Status RevokeToken(const std::string& id, const Caller& who);            // admins
 
   // ---- Agents ----
   Status Register(const AgentRegistration& reg);
@@ -175,6 +202,11 @@ class Controller {
   };
 
   Controller(ControllerOptions options, std::unique_ptr<state::Store> store);
+
+  // An admin: root or an admin token (who.admin), or named in [auth] admins.
+  bool IsAdmin(const Caller& who) const;
+  // The [[account]] rules for a submit by `who` under `account` (tokens.cc).
+  Status MayUseAccount(const Caller& who, const std::string& account) const;
 
   // All below: mu_ held.
   Status CommitAndApply(std::unique_lock<std::mutex>& lock, std::vector<state::Edit> edits);

@@ -21,6 +21,7 @@ using sched::DependencyKind;
 using state::JobState;
 using testing::Harness;
 using testing::kAlice;
+using testing::kRoot;
 using testing::MakeAgent;
 using testing::MakeSubmit;
 
@@ -178,13 +179,15 @@ TEST(Controller, HoldAndRelease) {
   EXPECT_EQ(h.StateOf(other), JobState::kPending);
 }
 
-// Only the owner or an admin cancels, holds or releases a job: by uid when the kernel
-// vouched for the caller (Unix socket), by the stated name otherwise.
+// Only the owner or an admin cancels, holds or releases a job, by the uid the kernel or a
+// token vouched for; an anonymous caller changes nothing.
 TEST(Controller, OnlyTheOwnerOrAnAdminChangesAJob) {
   Harness h;
   h.Register("n1");
   const state::JobId id = h.Submit(MakeSubmit().Gpus(1).Hold());  // alice, uid 1000
-  const Caller bob{"bob", 1001, 1001, false, false};
+  const Caller anonymous{"alice", 1000, 1000, false, false};
+  EXPECT_EQ(h->Cancel(id, anonymous).code(), StatusCode::kUnauthenticated);
+  const Caller bob{"bob", 1001, 1001, true, false};
   Status s = h->Cancel(id, bob);
   EXPECT_EQ(s.code(), StatusCode::kPermissionDenied);
   EXPECT_EQ(s.message(), "job " + std::to_string(id) + " belongs to alice; bob may not cancel it");
@@ -256,8 +259,8 @@ TEST(Controller, FatalGpuEventTakesThatGpuOutAndRequeuesItsJob) {
   EXPECT_FALSE(again.allocations[0].gpus.contains(bad));
 
   // An admin puts it back; then it is allocatable again.
-  EXPECT_EQ(h->Resume("n1", bad == 0 ? 1 : 0).code(), StatusCode::kInvalidArgument);
-  ASSERT_TRUE(h->Resume("n1", bad).ok());
+  EXPECT_EQ(h->Resume("n1", bad == 0 ? 1 : 0, kRoot).code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(h->Resume("n1", bad, kRoot).ok());
   EXPECT_TRUE(NodeOf(h, "n1").unhealthy.empty());
   EXPECT_TRUE(NodeOf(h, "n1").unhealthy_reasons.empty());
 }
@@ -277,9 +280,9 @@ TEST(Controller, NodeWideFaultDrainsTheNodeAndBadEventsAreRefused) {
   EXPECT_EQ(node.state_reason, "health: NVSwitch fatal error");
   EXPECT_EQ(h.StateOf(id), JobState::kPending);
   EXPECT_EQ(h.Job(id).reason, "node n1: NVSwitch fatal error");
-  ASSERT_TRUE(h->Resume("n1").ok());
+  ASSERT_TRUE(h->Resume("n1", -1, kRoot).ok());
   EXPECT_EQ(NodeOf(h, "n1").state, state::NodeState::kUp);
-  EXPECT_EQ(h->Resume("n1").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(h->Resume("n1", -1, kRoot).code(), StatusCode::kInvalidArgument);
 }
 
 // ---- Gangs ----
@@ -410,7 +413,7 @@ TEST(Controller, FailedCommitsAreNeitherAcknowledgedNorApplied) {
   h->RunCycle();  // the start cannot be committed either
   EXPECT_EQ(h.StateOf(ok), JobState::kPending);
   EXPECT_TRUE(h.Work("n1").launch.empty()) << "a start that is not on disk is not run";
-  EXPECT_EQ(h->Drain("n1", "x").code(), StatusCode::kUnavailable);
+  EXPECT_EQ(h->Drain("n1", "x", kRoot).code(), StatusCode::kUnavailable);
   EXPECT_EQ(h->Nodes().size(), 1u);
   EXPECT_EQ(h->Nodes()[0].record.state, state::NodeState::kUp);
 }
@@ -423,7 +426,7 @@ TEST(Controller, DrainedNodeTakesNoNewJobs) {
   const state::JobId before = h.Submit(MakeSubmit().Gpus(2));
   h->RunCycle();
   ASSERT_EQ(h.StateOf(before), JobState::kRunning);
-  ASSERT_TRUE(h->Drain("n1", "maintenance").ok());
+  ASSERT_TRUE(h->Drain("n1", "maintenance", kRoot).ok());
   const state::JobId after = h.Submit(MakeSubmit().Gpus(2));
   h->RunCycle();
   EXPECT_EQ(h.StateOf(after), JobState::kPending);
@@ -432,11 +435,11 @@ TEST(Controller, DrainedNodeTakesNoNewJobs) {
   h->RunCycle();
   EXPECT_EQ(h.StateOf(after), JobState::kPending);
   EXPECT_EQ(h->Nodes()[0].record.state, state::NodeState::kDrained);
-  ASSERT_TRUE(h->Resume("n1").ok());
+  ASSERT_TRUE(h->Resume("n1", -1, kRoot).ok());
   h->RunCycle();
   EXPECT_EQ(h.StateOf(after), JobState::kRunning);
-  EXPECT_EQ(h->Drain("nx", "").code(), StatusCode::kNotFound);
-  EXPECT_EQ(h->Resume("n1").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(h->Drain("nx", "", kRoot).code(), StatusCode::kNotFound);
+  EXPECT_EQ(h->Resume("n1", -1, kRoot).code(), StatusCode::kInvalidArgument);
 }
 
 TEST(Controller, SilentAgentTakesItsNodeDown) {
@@ -445,7 +448,7 @@ TEST(Controller, SilentAgentTakesItsNodeDown) {
   Harness h(o);
   h.Register("n1");
   h.Register("n2");
-  ASSERT_TRUE(h->Drain("n2", "keep jobs off").ok());
+  ASSERT_TRUE(h->Drain("n2", "keep jobs off", kRoot).ok());
   const state::JobId plain = h.Submit(MakeSubmit().Gpus(4));
   const state::JobId requeue = h.Submit(MakeSubmit().Gpus(4).Requeue());
   h->RunCycle();

@@ -1,7 +1,6 @@
 #include "server/http_api.h"
 
 #include <netdb.h>
-#include <pwd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/protocol_json.h"
+#include "server/http_auth.h"
 #include "state/job_stats.h"
 #include "state/record_json_nlohmann.h"
 
@@ -29,44 +29,6 @@ void Reply(httplib::Response& res, int status, const std::string& body) {
 
 void ReplyError(httplib::Response& res, const Status& s) {
   Reply(res, api::HttpStatusFor(s.code()), api::ErrorToJson(s));
-}
-
-std::string UserName(uint32_t uid);
-
-// Who is asking. Over the Unix socket the kernel says (the X-Hachi-Peer-Cred header the
-// server itself sets, third_party/cpp-httplib/README.md); over TCP, until tokens (issue 6),
-// the client states it in headers.
-Caller CallerOf(const httplib::Request& req) {
-  Caller c;
-  if (req.has_header("X-Hachi-Peer-Cred")) {
-    unsigned long uid = 0, gid = 0, pid = 0;
-    if (std::sscanf(req.get_header_value("X-Hachi-Peer-Cred").c_str(), "%lu %lu %lu", &uid,
-                    &gid, &pid) == 3) {
-      c.uid = static_cast<uint32_t>(uid);
-      c.gid = static_cast<uint32_t>(gid);
-      c.authenticated = true;
-      c.admin = c.uid == 0;
-      c.user = UserName(c.uid);
-      return c;
-    }
-  }
-  c.user = req.get_header_value("X-Hachi-User");
-  c.uid = static_cast<uint32_t>(std::strtoul(req.get_header_value("X-Hachi-Uid").c_str(),
-                                             nullptr, 10));
-  c.gid = static_cast<uint32_t>(std::strtoul(req.get_header_value("X-Hachi-Gid").c_str(),
-                                             nullptr, 10));
-  return c;
-}
-
-// The account name of `uid` ("uid1234" when it has none).
-std::string UserName(uint32_t uid) {
-  char buf[4096];
-  passwd pw{};
-  passwd* found = nullptr;
-  if (getpwuid_r(uid, &pw, buf, sizeof buf, &found) == 0 && found != nullptr) {
-    return found->pw_name;
-  }
-  return "uid" + std::to_string(uid);
 }
 
 Result<state::JobId> JobIdOf(const httplib::Request& req) {
@@ -187,6 +149,10 @@ void HttpServer::Routes(httplib::Server& s) {
         ReplyError(res, Internal(what));
       });
 
+  // Who is asking, before any handler (server/http_auth.h).
+  InstallAuthGate(s, c, options_.auth);
+  AddTokenRoutes(s, c);
+
   s.Get(p + "/health", [](const httplib::Request&, httplib::Response& res) {
     Reply(res, 200, R"({"ok":true})");
   });
@@ -200,7 +166,9 @@ void HttpServer::Routes(httplib::Server& s) {
   s.Post(p + "/jobs", [c](const httplib::Request& req, httplib::Response& res) {
     Result<api::SubmitRequest> r = api::SubmitRequestFromJson(req.body);
     if (!r.ok()) return ReplyError(res, r.status());
-    Result<std::vector<state::JobId>> ids = c->Submit(*r, CallerOf(req));
+    Result<Caller> who = CallerOf(req, *c);
+    if (!who.ok()) return ReplyError(res, who.status());
+    Result<std::vector<state::JobId>> ids = c->Submit(*r, *who);
     if (!ids.ok()) return ReplyError(res, ids.status());
     Reply(res, 201, json{{"job_ids", *ids}}.dump());
   });
@@ -235,10 +203,11 @@ void HttpServer::Routes(httplib::Server& s) {
       Result<state::JobId> id = JobIdOf(req);
       if (!id.ok()) return ReplyError(res, id.status());
       const std::string a = action;
-      const Caller who = CallerOf(req);
-      Status st = a == "cancel" ? c->Cancel(*id, who)
-                  : a == "hold" ? c->Hold(*id, true, who)
-                                : c->Hold(*id, false, who);
+      Result<Caller> who = CallerOf(req, *c);
+      if (!who.ok()) return ReplyError(res, who.status());
+      Status st = a == "cancel" ? c->Cancel(*id, *who)
+                  : a == "hold" ? c->Hold(*id, true, *who)
+                                : c->Hold(*id, false, *who);
       if (!st.ok()) return ReplyError(res, st);
       Reply(res, 200, json{{"ok", true}}.dump());
     };
@@ -264,6 +233,8 @@ void HttpServer::Routes(httplib::Server& s) {
   s.Post(p + R"(/nodes/([^/]+)/(drain|resume))",
          [c](const httplib::Request& req, httplib::Response& res) {
            const std::string name = req.matches[1];
+           Result<Caller> who = CallerOf(req, *c);
+           if (!who.ok()) return ReplyError(res, who.status());
            Status st;
            if (req.matches[2] == "drain") {
              std::string reason;
@@ -276,7 +247,7 @@ void HttpServer::Routes(httplib::Server& s) {
                }
                if (j.contains("reason")) reason = j["reason"].get<std::string>();
              }
-             st = c->Drain(name, reason);
+             st = c->Drain(name, reason, *who);
            } else {
              // {"gpu": N}: only that unhealthy GPU returns to service.
              int gpu = -1;
@@ -297,7 +268,7 @@ void HttpServer::Routes(httplib::Server& s) {
                  gpu = static_cast<int>(g);
                }
              }
-             st = c->Resume(name, gpu);
+             st = c->Resume(name, gpu, *who);
            }
            if (!st.ok()) return ReplyError(res, st);
            Reply(res, 200, json{{"ok", true}}.dump());

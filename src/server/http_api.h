@@ -14,6 +14,7 @@
 
 #include "core/status.h"
 #include "server/controller.h"
+#include "server/http_auth.h"
 #include "server/web.h"
 
 namespace httplib {
@@ -27,6 +28,10 @@ struct HttpOptions {
   std::string unix_socket;                // path; "" = none
   size_t max_body_bytes = 4 << 20;        // larger requests get 413
   int threads = 64;
+  HttpAuthOptions auth;  // the cluster secret, anonymous reads (server/http_auth.h)
+  // PEM files: both set, the TCP listener serves HTTPS (the Unix socket stays plain).
+  std::string tls_cert;
+  std::string tls_key;
   DashboardOptions dashboard;  // GET /, /web/*, /api/v1/history, /api/v1/jobs/ID/log
 };
 
@@ -42,8 +47,9 @@ class HttpServer {
   Status Start();
   void Stop();  // idempotent
   int port() const { return port_; }  // the TCP port bound (after Start)
-  // "http://127.0.0.1:PORT", for clients in the same process.
+  // "http://127.0.0.1:PORT" ("https://..." with TLS), for clients in the same process.
   std::string url() const;
+  const std::string& unix_socket() const { return options_.unix_socket; }
 
  private:
   void Routes(httplib::Server& s);

@@ -41,11 +41,15 @@ class HttpApiTest : public ::testing::Test {
     controller_ = std::move(*c);
     ASSERT_TRUE(controller_->Register(testing::MakeAgent("n1")).ok());
     controller_->Start();
+    Result<IssuedToken> t = controller_->IssueToken({"alice", 1000, 1000, false}, testing::kRoot);
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    alice_token_ = t->token;
     HttpOptions h;
     h.listen = "127.0.0.1:0";
     h.unix_socket = dir_.path() + "/hachi.sock";
     h.max_body_bytes = 64 << 10;
     h.threads = 8;
+    h.auth.cluster_secret = kSecret;
     http_ = std::make_unique<HttpServer>(controller_.get(), h);
     ASSERT_TRUE(http_->Start().ok());
     ASSERT_GT(http_->port(), 0);
@@ -58,13 +62,17 @@ class HttpApiTest : public ::testing::Test {
     if (http_) http_->Stop();
   }
 
-  static std::unique_ptr<api::HttpClient> Client(const std::string& address) {
+  // Over TCP alice, by her token; on the Unix socket whoever runs the test (the kernel's
+  // word wins). The cluster secret too, for the agent endpoints.
+  std::unique_ptr<api::HttpClient> Client(const std::string& address) const {
     Result<std::unique_ptr<api::HttpClient>> c = api::HttpClient::Create(address, 5000);
     EXPECT_TRUE(c.ok()) << c.status().ToString();
     if (!c.ok()) return nullptr;
-    (*c)->SetHeader("X-Hachi-User", "alice");
+    (*c)->SetHeader("Authorization", "Bearer " + alice_token_);
+    (*c)->SetHeader(kClusterSecretHeader, kSecret);
     return std::move(*c);
   }
+  static constexpr const char* kSecret = "cluster-secret-for-tests";
 
   state::JobId Submit(api::HttpClient& c, const SubmitRequest& r) {
     Result<std::string> body =
@@ -84,6 +92,7 @@ class HttpApiTest : public ::testing::Test {
   std::unique_ptr<Controller> controller_;
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<api::HttpClient> client_;
+  std::string alice_token_;
 };
 
 TEST_F(HttpApiTest, SubmitListGetCancel) {
@@ -94,7 +103,7 @@ TEST_F(HttpApiTest, SubmitListGetCancel) {
   const json jobs = json::parse(*list)["jobs"];
   ASSERT_EQ(jobs.size(), 1u);
   EXPECT_EQ(jobs[0]["id"], id);
-  EXPECT_EQ(jobs[0]["req"]["user"], "alice") << "the caller comes from the header";
+  EXPECT_EQ(jobs[0]["req"]["user"], "alice") << "the caller comes from the token";
 
   Result<std::string> one = client_->Call("GET", kApi + "/jobs/" + std::to_string(id));
   ASSERT_TRUE(one.ok()) << one.status().ToString();

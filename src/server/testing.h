@@ -89,7 +89,10 @@ inline AgentRegistration MakeAgent(const std::string& node, Time agent_started =
   return r;
 }
 
-inline const Caller kAlice{"alice", 1000, 1000};
+// Callers as the HTTP layer makes them (server/http_auth.h): authenticated by the kernel
+// or a token.
+inline const Caller kAlice{"alice", 1000, 1000, true, false};
+inline const Caller kRoot{"root", 0, 0, true, true};
 
 // Drives a Controller with no loop thread: the test decides when cycles run.
 class Harness {

@@ -1,0 +1,155 @@
+#include "server/auth.h"
+
+#include <arpa/inet.h>
+
+#include <cctype>
+#include <cstring>
+
+#include "core/secret.h"
+
+namespace hachi::server {
+
+Result<AnonymousRead> ParseAnonymousRead(std::string_view text) {
+  if (text == "none") return AnonymousRead::kNone;
+  if (text == "localhost" || text.empty()) return AnonymousRead::kLocalhost;
+  if (text == "all") return AnonymousRead::kAll;
+  return InvalidArgument("anonymous_read: '" + std::string(text) +
+                         "' is not one of localhost, none, all");
+}
+
+bool IsLoopback(std::string_view address) {
+  std::string a(address);
+  if (a.rfind("::ffff:", 0) == 0) a = a.substr(7);
+  in_addr v4{};
+  if (::inet_pton(AF_INET, a.c_str(), &v4) == 1) {
+    return (ntohl(v4.s_addr) >> 24) == 127;
+  }
+  in6_addr v6{};
+  if (::inet_pton(AF_INET6, a.c_str(), &v6) == 1) {
+    return std::memcmp(&v6, &in6addr_loopback, sizeof v6) == 0;
+  }
+  return false;
+}
+
+std::string_view BearerToken(std::string_view authorization) {
+  constexpr std::string_view kBearer = "Bearer ";
+  if (authorization.size() <= kBearer.size()) return {};
+  // The scheme is case-insensitive (RFC 7235).
+  for (size_t i = 0; i < kBearer.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(authorization[i])) !=
+        std::tolower(static_cast<unsigned char>(kBearer[i]))) {
+      return {};
+    }
+  }
+  std::string_view t = authorization.substr(kBearer.size());
+  while (!t.empty() && t.front() == ' ') t.remove_prefix(1);
+  while (!t.empty() && (t.back() == ' ' || t.back() == '\r')) t.remove_suffix(1);
+  return t;
+}
+
+Result<std::string> NewToken(const std::string& id) {
+  Result<std::string> secret = RandomHex(32);
+  if (!secret.ok()) return secret.status();
+  return std::string(kTokenPrefix) + id + "_" + *secret;
+}
+
+std::string_view TokenId(std::string_view token) {
+  if (token.size() > 200 || token.substr(0, kTokenPrefix.size()) != kTokenPrefix) return {};
+  std::string_view rest = token.substr(kTokenPrefix.size());
+  const size_t sep = rest.find('_');
+  if (sep == std::string_view::npos || sep == 0) return {};
+  return rest.substr(0, sep);
+}
+
+namespace {
+
+constexpr size_t kMaxPath = 4096;
+
+bool HasDotDot(std::string_view path) {
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string_view::npos) end = path.size();
+    if (path.substr(start, end - start) == "..") return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+Status CheckPath(std::string_view field, const std::string& path, bool must_be_absolute) {
+  const std::string f(field);
+  if (path.size() > kMaxPath) {
+    return InvalidArgument(f + ": " + std::to_string(path.size()) +
+                           " characters; at most " + std::to_string(kMaxPath));
+  }
+  if (path.find('\0') != std::string::npos || path.find('\n') != std::string::npos) {
+    return InvalidArgument(f + ": a path may not hold a NUL or a newline");
+  }
+  if (must_be_absolute && (path.empty() || path[0] != '/')) {
+    return InvalidArgument(f + ": '" + path + "' is not an absolute path");
+  }
+  if (HasDotDot(path)) {
+    return InvalidArgument(f + ": '" + path +
+                           "' has a '..' component; give the path without it");
+  }
+  return Status::Ok();
+}
+
+bool IsEnvName(const std::string& name) {
+  if (name.empty() || name.size() > 256) return false;
+  for (char c : name) {
+    if (c == '=' || c == '\0' || c == '\n') return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Status CheckJobSpec(const state::JobSpec& spec) {
+  // An empty workdir runs in "/" (agent/launcher.cc), which needs no checking.
+  if (!spec.workdir.empty()) {
+    HACHI_RETURN_IF_ERROR(CheckPath("workdir", spec.workdir, /*must_be_absolute=*/true));
+  }
+  // Relative output paths are under workdir ("/" when it is empty), so absolute once
+  // joined; ".." is refused in either kind so that the joined path stays below workdir.
+  HACHI_RETURN_IF_ERROR(CheckPath("stdout", spec.stdout_path, false));
+  HACHI_RETURN_IF_ERROR(CheckPath("stderr", spec.stderr_path, false));
+  // %x puts the name into the output path: it must stay one file name.
+  if (spec.name.size() > 256 || spec.name.find('/') != std::string::npos ||
+      spec.name == "." || spec.name == ".." || spec.name.find('\0') != std::string::npos) {
+    return InvalidArgument("name: '" + spec.name.substr(0, 64) +
+                           "' cannot be a file name (no '/', not '.' or '..', at most 256 "
+                           "characters)");
+  }
+  if (spec.env.size() > 10000) {
+    return InvalidArgument("env: " + std::to_string(spec.env.size()) +
+                           " variables; at most 10000");
+  }
+  size_t env_bytes = 0;
+  for (const auto& [name, value] : spec.env) {
+    if (!IsEnvName(name)) {
+      return InvalidArgument("env: '" + name.substr(0, 64) +
+                             "' is not a variable name (no '=', NUL or newline, 1-256 "
+                             "characters)");
+    }
+    if (value.find('\0') != std::string::npos) {
+      return InvalidArgument("env: " + name + " holds a NUL byte");
+    }
+    env_bytes += name.size() + value.size() + 2;
+  }
+  // Linux refuses an exec whose arguments and environment pass a few MB (ARG_MAX):
+  // better said now than as a failed launch.
+  size_t argv_bytes = 0;
+  for (const std::string& a : spec.argv) argv_bytes += a.size() + 1;
+  if (env_bytes + argv_bytes > (2u << 20)) {
+    return InvalidArgument("env and argv: " + std::to_string(env_bytes + argv_bytes) +
+                           " bytes; at most 2 MiB together");
+  }
+  if (spec.comment.size() > 4096) return InvalidArgument("comment: at most 4096 characters");
+  if (spec.container_image.size() > 1024) {
+    return InvalidArgument("container_image: at most 1024 characters");
+  }
+  return Status::Ok();
+}
+
+}  // namespace hachi::server

@@ -1,0 +1,54 @@
+// Who is asking, and what a request may carry (docs/api.md "Authentication",
+// architecture.md §5). The pieces the HTTP layer and the Controller share, without
+// httplib:
+//  - users on the Unix socket are who the kernel says (SO_PEERCRED); over TCP they send
+//    `Authorization: Bearer hachi_<id>_<secret>`, a token an admin issued, which the
+//    server knows only by its SHA-256 (Controller::Authenticate, tokens.cc);
+//  - agents send the cluster secret in `X-Hachi-Cluster-Secret` on /agents/*; a user's
+//    token does not open those endpoints, nor the secret the users' ones;
+//  - reads (GET) without a token are allowed from loopback peers by default, the
+//    dashboard's "read-only for anonymous viewers on localhost" ([auth] anonymous_read);
+//  - a job's paths and environment are checked at submit (CheckJobSpec).
+//
+// Free functions and plain values; thread-safe.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "api/http_client.h"
+#include "core/status.h"
+#include "state/records.h"
+
+namespace hachi::server {
+
+inline constexpr std::string_view kTokenPrefix = "hachi_";
+using api::kClusterSecretHeader;  // "X-Hachi-Cluster-Secret"
+
+// Who may GET without a token over TCP ([auth] anonymous_read).
+enum class AnonymousRead { kNone, kLocalhost, kAll };
+// "none" | "localhost" | "all"; kInvalidArgument otherwise.
+Result<AnonymousRead> ParseAnonymousRead(std::string_view text);
+
+// 127.0.0.0/8, ::1 and ::ffff:127.x.y.z, as httplib writes a peer's address.
+bool IsLoopback(std::string_view address);
+
+// The token in an `Authorization: Bearer TOKEN` header's value; "" when it is not one.
+std::string_view BearerToken(std::string_view authorization);
+
+// A new token for id `id`: "hachi_" + id + "_" + 64 random hex digits. The id part lets
+// the server find the record without a search; only the whole token's hash matches.
+Result<std::string> NewToken(const std::string& id);
+// The id part of a token ("" when it does not look like one of ours).
+std::string_view TokenId(std::string_view token);
+
+// A job's spec as submitted, checked before the server stores it (kInvalidArgument
+// naming the field): the working directory absolute, output paths absolute or relative
+// to it, no ".." component in either (a job's output must land where its path says, not
+// be walked elsewhere through a pattern or a link in the name), no NUL or newline in a
+// path, the job name usable in a file name (%x), environment names that are names, and
+// sizes a real job has. The agent opens the output files after it became the job's user
+// (agent/spawn.cc), so the checks here are about meaning, not about privileges.
+Status CheckJobSpec(const state::JobSpec& spec);
+
+}  // namespace hachi::server

@@ -1,0 +1,436 @@
+// Who is who, and who may do what (issue 6): tokens issued, verified, revoked and kept
+// across a restart; 401 without a believable caller over TCP; 403 for another user's
+// job, for non-admins' admin actions and for accounts one is not a member of; a forged
+// user in the request body changes nothing; agent endpoints need the cluster secret;
+// a job's paths are checked at submit.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "api/http_client.h"
+#include "api/protocol_json.h"
+#include "server/auth.h"
+#include "server/http_api.h"
+#include "server/testing.h"
+#include "state/store.h"
+#include "topo/topology_testing.h"
+
+namespace hachi::server {
+namespace {
+
+using nlohmann::json;
+using testing::Harness;
+using testing::kAlice;
+using testing::kRoot;
+using testing::MakeSubmit;
+
+const std::string kApi = api::kApiPrefix;
+const Caller kBob{"bob", 1001, 1001, true, false};
+
+ControllerOptions WithConfig(const std::string& toml) {
+  ControllerOptions o;
+  Result<config::ClusterConfig> c = config::ParseClusterConfig(toml, "test.toml");
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  if (c.ok()) o.config = std::move(*c);
+  return o;
+}
+
+// ---- Tokens in the Controller ----
+
+TEST(Tokens, IssueVerifyRevokeAcrossRestarts) {
+  topo::TempDir dir;
+  const std::string db = dir.path() + "/hachi.db";
+  std::string token, id;
+  {
+    Result<std::unique_ptr<state::Store>> store = state::OpenSqliteStore(db);
+    ASSERT_TRUE(store.ok());
+    Harness h({}, std::move(*store));
+    EXPECT_EQ(h->IssueToken({"bob", 1001, 1001, false}, kAlice).status().code(),
+              StatusCode::kPermissionDenied)
+        << "only admins issue tokens";
+    Result<IssuedToken> t = h->IssueToken({"bob", 1001, 1001, false}, kRoot);
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    token = t->token;
+    id = t->record.id;
+    EXPECT_EQ(token.rfind("hachi_" + id + "_", 0), 0u) << token;
+    EXPECT_EQ(token.size(), 6 + id.size() + 1 + 64u);
+    EXPECT_EQ(t->record.created_by, "root");
+    EXPECT_EQ(t->record.sha256.find(token), std::string::npos);
+    Result<Caller> who = h->Authenticate(token);
+    ASSERT_TRUE(who.ok()) << who.status().ToString();
+    EXPECT_EQ(who->user, "bob");
+    EXPECT_EQ(who->uid, 1001u);
+    EXPECT_TRUE(who->authenticated);
+    EXPECT_FALSE(who->admin);
+    // One character off, a stranger's text, nothing: not a token.
+    std::string off = token;
+    off.back() = off.back() == '0' ? '1' : '0';
+    EXPECT_EQ(h->Authenticate(off).status().code(), StatusCode::kUnauthenticated);
+    EXPECT_EQ(h->Authenticate("hachi_" + id + "_").status().code(),
+              StatusCode::kUnauthenticated);
+    EXPECT_EQ(h->Authenticate("letmein").status().code(), StatusCode::kUnauthenticated);
+    EXPECT_EQ(h->Authenticate("").status().code(), StatusCode::kUnauthenticated);
+    // The passwd database fills uid/gid when they are not given; a user it lacks needs them.
+    Result<IssuedToken> r = h->IssueToken({"root", -1, -1, true}, kRoot);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->record.uid, 0u);
+    EXPECT_EQ(h->IssueToken({"no-such-user-here", -1, -1, false}, kRoot).status().code(),
+              StatusCode::kInvalidArgument);
+    EXPECT_EQ(h->IssueToken({"a b", 1, 1, false}, kRoot).status().code(),
+              StatusCode::kInvalidArgument);
+    Result<std::vector<state::TokenRecord>> list = h->Tokens(kRoot);
+    ASSERT_TRUE(list.ok());
+    EXPECT_EQ(list->size(), 2u);
+    EXPECT_EQ(h->Tokens(kBob).status().code(), StatusCode::kPermissionDenied);
+  }
+  {  // a restart keeps the token
+    Result<std::unique_ptr<state::Store>> store = state::OpenSqliteStore(db);
+    ASSERT_TRUE(store.ok());
+    Harness h({}, std::move(*store));
+    ASSERT_TRUE(h->Authenticate(token).ok());
+    EXPECT_EQ(h->RevokeToken(id, kBob).code(), StatusCode::kPermissionDenied);
+    ASSERT_TRUE(h->RevokeToken(id, kRoot).ok());
+    EXPECT_EQ(h->Authenticate(token).status().code(), StatusCode::kUnauthenticated);
+    EXPECT_EQ(h->RevokeToken(id, kRoot).code(), StatusCode::kNotFound);
+  }
+  {  // and the revocation
+    Result<std::unique_ptr<state::Store>> store = state::OpenSqliteStore(db);
+    ASSERT_TRUE(store.ok());
+    Harness h({}, std::move(*store));
+    EXPECT_EQ(h->Authenticate(token).status().code(), StatusCode::kUnauthenticated);
+  }
+}
+
+// ---- Authorization in the Controller ----
+
+TEST(Authorization, DrainAndResumeAreForAdmins) {
+  Harness plain;
+  plain.Register("n1");
+  EXPECT_EQ(plain->Drain("n1", "mine", kAlice).code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(plain->Resume("n1", -1, kAlice).code(), StatusCode::kPermissionDenied);
+  Caller anonymous_root = kRoot;
+  anonymous_root.authenticated = false;  // a claim, not a proof
+  EXPECT_EQ(plain->Drain("n1", "", anonymous_root).code(), StatusCode::kPermissionDenied);
+  // [auth] admins names alice: her own caller is enough.
+  Harness h(WithConfig("[auth]\nadmins = [\"alice\"]\n"));
+  h.Register("n1");
+  EXPECT_TRUE(h->Drain("n1", "maintenance", kAlice).ok());
+  EXPECT_TRUE(h->Resume("n1", -1, kAlice).ok());
+  EXPECT_EQ(h->Drain("n1", "x", kBob).code(), StatusCode::kPermissionDenied);
+  // ... and she may change bob's jobs.
+  Result<std::vector<state::JobId>> bobs = h->Submit(MakeSubmit().Hold(), kBob);
+  ASSERT_TRUE(bobs.ok());
+  EXPECT_TRUE(h->Cancel(bobs->front(), kAlice).ok());
+}
+
+TEST(Authorization, AccountMembers) {
+  Harness h(WithConfig("[[account]]\nname = \"vision\"\nmembers = [\"bob\"]\n"
+                       "[auth]\nadmins = [\"carol\"]\n"));
+  h.Register("n1");
+  struct Row {
+    const char* name;
+    Caller who;
+    std::string account;
+    StatusCode want;
+  };
+  const Caller carol{"carol", 1002, 1002, true, false};
+  const Row rows[] = {
+      {"member", kBob, "vision", StatusCode::kOk},
+      {"not_a_member", kAlice, "vision", StatusCode::kPermissionDenied},
+      {"own_name", kAlice, "alice", StatusCode::kOk},
+      {"none_named", kAlice, "", StatusCode::kOk},
+      {"unknown_account", kAlice, "physics", StatusCode::kInvalidArgument},
+      {"admin", carol, "vision", StatusCode::kOk},
+  };
+  for (const Row& r : rows) {
+    SubmitRequest req = MakeSubmit().Hold();
+    req.req.account = r.account;
+    Result<std::vector<state::JobId>> ids = h->Submit(req, r.who);
+    EXPECT_EQ(ids.ok() ? StatusCode::kOk : ids.status().code(), r.want)
+        << r.name << ": " << (ids.ok() ? "ok" : ids.status().ToString());
+  }
+  // No [[account]] at all: any account name goes, as before.
+  Harness open;
+  open.Register("n1");
+  SubmitRequest req = MakeSubmit().Hold();
+  req.req.account = "vision";
+  EXPECT_TRUE(open->Submit(req, kAlice).ok());
+}
+
+TEST(Authorization, ForgedUserInTheBodyChangesNothing) {
+  Harness h;
+  h.Register("n1");
+  SubmitRequest req = MakeSubmit().Hold();
+  req.req.user = "root";
+  req.spec.uid = 0;
+  req.spec.gid = 0;
+  Result<std::vector<state::JobId>> ids = h->Submit(req, kBob);
+  ASSERT_TRUE(ids.ok()) << ids.status().ToString();
+  const state::JobRecord job = h.Job(ids->front());
+  EXPECT_EQ(job.req.user, "bob");
+  EXPECT_EQ(job.spec.uid, 1001u);
+  EXPECT_EQ(job.spec.gid, 1001u);
+  EXPECT_EQ(h->Cancel(job.id, kAlice).code(), StatusCode::kPermissionDenied)
+      << "still bob's, not root's nor alice's";
+  Caller anonymous = kBob;
+  anonymous.authenticated = false;
+  EXPECT_EQ(h->Submit(MakeSubmit(), anonymous).status().code(), StatusCode::kUnauthenticated);
+}
+
+// ---- Submit checks ----
+
+TEST(SubmitChecks, PathsAndFields) {
+  struct Row {
+    const char* name;
+    std::string workdir, out, err, job_name, env_name;
+    const char* error;  // "" = accepted
+  };
+  const Row rows[] = {
+      {"ok", "/home/alice/run", "logs/%j.out", "/home/alice/err-%j", "train", "PATH", ""},
+      {"ok_empty_outputs", "/tmp", "", "", "", "X", ""},
+      {"workdir_relative", "home/alice", "", "", "", "X", "workdir: 'home/alice' is not an absolute"},
+      {"workdir_dotdot", "/home/alice/../bob", "", "", "", "X", "workdir: '/home/alice/../bob' has a '..'"},
+      {"stdout_dotdot", "/home/alice", "../bob/x.out", "", "", "X", "stdout: '../bob/x.out' has a '..'"},
+      {"stderr_dotdot_abs", "/home/alice", "", "/home/alice/../../etc/x", "", "X", "stderr:"},
+      {"dotdot_file_is_fine", "/home/alice", "a..b.out", "", "", "X", ""},
+      {"stdout_newline", "/home/alice", "x\nout", "", "", "X", "NUL or a newline"},
+      {"name_with_slash", "/home/alice", "%x.out", "", "../../bob/x", "X", "name:"},
+      {"name_dotdot", "/home/alice", "%x/o", "", "..", "X", "name:"},
+      {"env_name_with_equals", "/tmp", "", "", "", "A=B", "env: 'A=B' is not a variable name"},
+      {"env_name_empty", "/tmp", "", "", "", "", "env: '' is not a variable name"},
+      {"workdir_too_long", "/" + std::string(5000, 'a'), "", "", "", "X", "at most 4096"},
+  };
+  for (const Row& r : rows) {
+    state::JobSpec spec;
+    spec.workdir = r.workdir;
+    spec.stdout_path = r.out;
+    spec.stderr_path = r.err;
+    spec.name = r.job_name;
+    spec.env = {{r.env_name, "v"}};
+    const Status s = CheckJobSpec(spec);
+    if (std::string(r.error).empty()) {
+      EXPECT_TRUE(s.ok()) << r.name << ": " << s.ToString();
+    } else {
+      EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << r.name;
+      EXPECT_NE(s.message().find(r.error), std::string::npos) << r.name << ": " << s.message();
+    }
+  }
+  // The Controller applies them: a traversal is a 400 before anything is stored.
+  Harness h;
+  h.Register("n1");
+  SubmitRequest req = MakeSubmit();
+  req.spec.stdout_path = "/home/alice/../bob/steal.out";
+  EXPECT_EQ(h->Submit(req, kAlice).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(h->Jobs(true).empty());
+}
+
+TEST(AuthHelpers, LoopbackBearerAndTokenId) {
+  EXPECT_TRUE(IsLoopback("127.0.0.1"));
+  EXPECT_TRUE(IsLoopback("127.8.9.10"));
+  EXPECT_TRUE(IsLoopback("::1"));
+  EXPECT_TRUE(IsLoopback("::ffff:127.0.0.1"));
+  EXPECT_FALSE(IsLoopback("10.0.0.1"));
+  EXPECT_FALSE(IsLoopback("::ffff:10.0.0.1"));
+  EXPECT_FALSE(IsLoopback(""));
+  EXPECT_EQ(BearerToken("Bearer hachi_ab_cd"), "hachi_ab_cd");
+  EXPECT_EQ(BearerToken("bearer  hachi_ab_cd "), "hachi_ab_cd");
+  EXPECT_EQ(BearerToken("Basic YWxpY2U6eA=="), "");
+  EXPECT_EQ(TokenId("hachi_0123abcd_ffff"), "0123abcd");
+  EXPECT_EQ(TokenId("hachi__ffff"), "");
+  EXPECT_EQ(TokenId("other_0123_ffff"), "");
+  EXPECT_EQ(ParseAnonymousRead("all").status().ok(), true);
+  EXPECT_FALSE(ParseAnonymousRead("everyone").ok());
+}
+
+// ---- Over HTTP ----
+
+// A server with two users' tokens (alice, bob) and an admin's, on TCP and a Unix socket.
+class AuthHttpTest : public ::testing::Test {
+ protected:
+  void Start(AnonymousRead anonymous = AnonymousRead::kLocalhost) {
+    Result<std::unique_ptr<Controller>> c = Controller::Create({}, state::NewMemoryStore());
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    controller_ = std::move(*c);
+    ASSERT_TRUE(controller_->Register(testing::MakeAgent("n1")).ok());
+    controller_->Start();
+    alice_ = Issue("alice", 1000, false);
+    bob_ = Issue("bob", 1001, false);
+    admin_ = Issue("ops", 1100, true);
+    HttpOptions h;
+    h.listen = "127.0.0.1:0";
+    h.unix_socket = dir_.path() + "/hachi.sock";
+    h.threads = 8;
+    h.auth.cluster_secret = "the-cluster-secret";
+    h.auth.anonymous_read = anonymous;
+    http_ = std::make_unique<HttpServer>(controller_.get(), h);
+    ASSERT_TRUE(http_->Start().ok());
+  }
+  void TearDown() override {
+    if (controller_) controller_->Stop();
+    if (http_) http_->Stop();
+  }
+  std::string Issue(const std::string& user, int64_t uid, bool admin) {
+    Result<IssuedToken> t = controller_->IssueToken({user, uid, uid, admin}, kRoot);
+    EXPECT_TRUE(t.ok()) << t.status().ToString();
+    return t.ok() ? t->token : "";
+  }
+  // A client over TCP sending `token` ("" = none) and any extra header.
+  std::unique_ptr<api::HttpClient> Tcp(const std::string& token, const std::string& header = "",
+                                       const std::string& value = "") {
+    Result<std::unique_ptr<api::HttpClient>> c = api::HttpClient::Create(http_->url(), 5000);
+    EXPECT_TRUE(c.ok());
+    if (!token.empty()) (*c)->SetHeader("Authorization", "Bearer " + token);
+    if (!header.empty()) (*c)->SetHeader(header, value);
+    return std::move(*c);
+  }
+  state::JobId Submit(api::HttpClient& c, const std::string& body) {
+    Result<std::string> r = c.Call("POST", kApi + "/jobs", body);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? json::parse(*r)["job_ids"][0].get<state::JobId>() : 0;
+  }
+  static int StatusOf(api::HttpClient& c, const std::string& method, const std::string& path,
+                      const std::string& body = "") {
+    Result<api::HttpResponse> r = c.Request(method, kApi + path, body);
+    return r.ok() ? r->status : -1;
+  }
+
+  topo::TempDir dir_;
+  std::unique_ptr<Controller> controller_;
+  std::unique_ptr<HttpServer> http_;
+  std::string alice_, bob_, admin_;
+};
+
+TEST_F(AuthHttpTest, NoOrBadTokenIs401) {
+  Start();
+  const std::string submit = api::SubmitRequestToJson(MakeSubmit().Hold());
+  auto none = Tcp("");
+  Result<api::HttpResponse> r = none->Request("POST", kApi + "/jobs", submit);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 401);
+  EXPECT_EQ(json::parse(r->body)["error"]["code"], "unauthenticated");
+  EXPECT_EQ(StatusOf(*Tcp("hachi_000000000000_" + std::string(64, '0')), "POST", "/jobs", submit),
+            401);
+  EXPECT_EQ(StatusOf(*Tcp("", "Authorization", "Basic YWxpY2U6eA=="), "POST", "/jobs", submit),
+            401);
+  // The old headers are believed nowhere.
+  auto claims = Tcp("", "X-Hachi-User", "alice");
+  claims->SetHeader("X-Hachi-Uid", "1000");
+  EXPECT_EQ(StatusOf(*claims, "POST", "/jobs", submit), 401);
+  // A bad token is refused even for reads; no token reads from loopback (the default).
+  EXPECT_EQ(StatusOf(*Tcp("hachi_0_0"), "GET", "/jobs"), 401);
+  EXPECT_EQ(StatusOf(*none, "GET", "/jobs"), 200);
+  EXPECT_EQ(StatusOf(*none, "GET", "/health"), 200);
+  EXPECT_TRUE(controller_->Jobs(true).empty());
+  // With a token, the same submit goes through.
+  EXPECT_GT(Submit(*Tcp(alice_), submit), 0);
+}
+
+TEST_F(AuthHttpTest, AnonymousReadNone) {
+  Start(AnonymousRead::kNone);
+  EXPECT_EQ(StatusOf(*Tcp(""), "GET", "/jobs"), 401);
+  EXPECT_EQ(StatusOf(*Tcp(""), "GET", "/health"), 200);
+  EXPECT_EQ(StatusOf(*Tcp(alice_), "GET", "/jobs"), 200);
+}
+
+// The issue's test: user A cannot cancel user B's job with A's token, and a forged user
+// in the request body (or in the old headers) changes nothing.
+TEST_F(AuthHttpTest, AliceCannotCancelBobsJob) {
+  Start();
+  auto bob = Tcp(bob_);
+  const state::JobId id = Submit(*bob, api::SubmitRequestToJson(MakeSubmit().Hold()));
+  ASSERT_GT(id, 0);
+  auto alice = Tcp(alice_, "X-Hachi-User", "bob");
+  Result<api::HttpResponse> r =
+      alice->Request("POST", kApi + "/jobs/" + std::to_string(id) + "/cancel");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 403);
+  EXPECT_EQ(json::parse(r->body)["error"]["code"], "permission_denied");
+  EXPECT_EQ(StatusOf(*alice, "DELETE", "/jobs/" + std::to_string(id)), 403);
+  EXPECT_EQ(StatusOf(*alice, "POST", "/jobs/" + std::to_string(id) + "/release"), 403);
+  EXPECT_EQ(controller_->Job(id)->state, state::JobState::kPending);
+
+  // Alice's submit claiming to be bob (uid 1001) and root in the body: hers all the same.
+  json forged = json::parse(api::SubmitRequestToJson(MakeSubmit().Hold()));
+  forged["req"]["user"] = "bob";
+  forged["spec"]["uid"] = 0;
+  forged["spec"]["gid"] = 0;
+  Result<api::HttpResponse> sub = alice->Request("POST", kApi + "/jobs", forged.dump());
+  ASSERT_TRUE(sub.ok());
+  ASSERT_EQ(sub->status, 201) << sub->body;
+  const state::JobId mine = json::parse(sub->body)["job_ids"][0].get<state::JobId>();
+  Result<state::JobRecord> job = controller_->Job(mine);
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->req.user, "alice");
+  EXPECT_EQ(job->spec.uid, 1000u);
+  EXPECT_EQ(job->spec.gid, 1000u);
+  EXPECT_EQ(StatusOf(*bob, "POST", "/jobs/" + std::to_string(mine) + "/cancel"), 403);
+
+  // Bob, and an admin, can.
+  EXPECT_EQ(StatusOf(*bob, "POST", "/jobs/" + std::to_string(id) + "/release"), 200);
+  EXPECT_EQ(StatusOf(*Tcp(admin_), "POST", "/jobs/" + std::to_string(id) + "/cancel"), 200);
+}
+
+TEST_F(AuthHttpTest, DrainByNonAdminIs403) {
+  Start();
+  EXPECT_EQ(StatusOf(*Tcp(alice_), "POST", "/nodes/n1/drain", R"({"reason":"x"})"), 403);
+  EXPECT_EQ(StatusOf(*Tcp(alice_), "POST", "/nodes/n1/resume"), 403);
+  EXPECT_EQ(StatusOf(*Tcp(""), "POST", "/nodes/n1/drain"), 401);
+  EXPECT_EQ(StatusOf(*Tcp(admin_), "POST", "/nodes/n1/drain", R"({"reason":"x"})"), 200);
+  EXPECT_EQ(StatusOf(*Tcp(admin_), "POST", "/nodes/n1/resume"), 200);
+}
+
+TEST_F(AuthHttpTest, AgentEndpointsNeedTheClusterSecret) {
+  Start();
+  const std::string work = "/agents/n1/work?wait_ms=0";
+  EXPECT_EQ(StatusOf(*Tcp(""), "GET", work), 401);
+  EXPECT_EQ(StatusOf(*Tcp(admin_), "GET", work), 401) << "a user's token is not an agent's";
+  EXPECT_EQ(StatusOf(*Tcp("", kClusterSecretHeader, "guess"), "GET", work), 401);
+  EXPECT_EQ(StatusOf(*Tcp("", kClusterSecretHeader, "the-cluster-secret"), "GET", work), 200);
+  EXPECT_EQ(StatusOf(*Tcp("", kClusterSecretHeader, "the-cluster-secret"), "POST",
+                     "/agents/register", api::AgentRegistrationToJson(testing::MakeAgent("n9"))),
+            200);
+  // Also on the Unix socket: root there is a user, not an agent.
+  Result<std::unique_ptr<api::HttpClient>> local =
+      api::HttpClient::Create("unix:" + dir_.path() + "/hachi.sock", 5000);
+  ASSERT_TRUE(local.ok());
+  EXPECT_EQ(StatusOf(**local, "GET", work), 401);
+  // And the secret is no user: it cannot submit.
+  EXPECT_EQ(StatusOf(*Tcp("", kClusterSecretHeader, "the-cluster-secret"), "POST", "/jobs",
+                     api::SubmitRequestToJson(MakeSubmit())),
+            401);
+}
+
+TEST_F(AuthHttpTest, TokenEndpointsAreForAdmins) {
+  Start();
+  EXPECT_EQ(StatusOf(*Tcp(alice_), "POST", "/tokens", R"({"user":"alice","admin":true})"), 403);
+  EXPECT_EQ(StatusOf(*Tcp(alice_), "GET", "/tokens"), 403);
+  auto admin = Tcp(admin_);
+  Result<std::string> made = admin->Call("POST", kApi + "/tokens", R"({"user":"dave","uid":1200,"gid":1200})");
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  const json j = json::parse(*made);
+  const std::string dave = j["token"];
+  const std::string id = j["record"]["id"];
+  EXPECT_FALSE(j["record"].contains("sha256"));
+  Result<std::string> list = admin->Call("GET", kApi + "/tokens");
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(json::parse(*list)["tokens"].size(), 4u);
+  EXPECT_EQ(list->find(dave), std::string::npos) << "a listing never shows a token";
+  EXPECT_EQ(list->find("sha256"), std::string::npos);
+  EXPECT_GT(Submit(*Tcp(dave), api::SubmitRequestToJson(MakeSubmit().Hold())), 0);
+  EXPECT_EQ(StatusOf(*admin, "POST", "/tokens", R"({"user":"x","shell":"/bin/sh"})"), 400);
+  EXPECT_EQ(StatusOf(*Tcp(alice_), "DELETE", "/tokens/" + id), 403);
+  EXPECT_EQ(StatusOf(*admin, "DELETE", "/tokens/" + id), 200);
+  EXPECT_EQ(StatusOf(*Tcp(dave), "POST", "/jobs", api::SubmitRequestToJson(MakeSubmit())), 401);
+  // Root on the Unix socket is an admin without a token.
+  Result<std::unique_ptr<api::HttpClient>> local =
+      api::HttpClient::Create("unix:" + dir_.path() + "/hachi.sock", 5000);
+  ASSERT_TRUE(local.ok());
+  EXPECT_EQ(StatusOf(**local, "GET", "/tokens"), ::geteuid() == 0 ? 200 : 403);
+}
+
+}  // namespace
+}  // namespace hachi::server

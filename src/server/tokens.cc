@@ -1,0 +1,149 @@
+// Controller: who is asking — local callers, API tokens (issue, verify, list, revoke),
+// admins and account membership (server/auth.h, docs/api.md "Authentication").
+#include <grp.h>
+#include <pwd.h>
+
+#include <algorithm>
+
+#include "core/secret.h"
+#include "core/sha256.h"
+#include "server/auth.h"
+#include "server/controller.h"
+
+namespace hachi::server {
+namespace {
+
+// The account name of `uid` ("uid1234" when it has none).
+std::string UserName(uint32_t uid) {
+  char buf[4096];
+  passwd pw{};
+  passwd* found = nullptr;
+  if (getpwuid_r(uid, &pw, buf, sizeof buf, &found) == 0 && found != nullptr) {
+    return found->pw_name;
+  }
+  return "uid" + std::to_string(uid);
+}
+
+bool IsUserName(const std::string& name) {
+  if (name.empty() || name.size() > 64 || name[0] == '-') return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-' ||
+           c == '.' || c == '@' || c == '$';
+  });
+}
+
+}  // namespace
+
+bool Controller::IsAdmin(const Caller& who) const {
+  if (!who.authenticated) return false;
+  if (who.admin) return true;
+  if (!options_.config) return false;
+  const std::vector<std::string>& admins = options_.config->auth.admins;
+  return std::find(admins.begin(), admins.end(), who.user) != admins.end();
+}
+
+Status Controller::MayUseAccount(const Caller& who, const std::string& account) const {
+  if (!options_.config || options_.config->accounts.empty()) return Status::Ok();
+  if (account == who.user) return Status::Ok();  // everyone's own, the default account
+  for (const config::AccountConfig& a : options_.config->accounts) {
+    if (a.name != account) continue;
+    if (IsAdmin(who) ||
+        std::find(a.members.begin(), a.members.end(), who.user) != a.members.end()) {
+      return Status::Ok();
+    }
+    return PermissionDenied(who.user + " is not a member of account " + account +
+                            " (its members are listed in the config's [[account]])");
+  }
+  return InvalidArgument("no account " + account + " in the config's [[account]] list");
+}
+
+Caller Controller::LocalCaller(uint32_t uid, uint32_t gid) const {
+  Caller c;
+  c.uid = uid;
+  c.gid = gid;
+  c.user = UserName(uid);
+  c.authenticated = true;
+  c.admin = uid == 0;
+  return c;
+}
+
+Result<Caller> Controller::Authenticate(std::string_view token) const {
+  const std::string_view id = TokenId(token);
+  if (id.empty()) {
+    return Unauthenticated("the token is not a Hachi token (hachi_...); ask an admin for one "
+                           "(hachi token create)");
+  }
+  const std::string hash = Sha256Hex(token);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = image_.tokens.find(std::string(id));
+  if (it == image_.tokens.end() || !SecretEquals(it->second.sha256, hash)) {
+    return Unauthenticated("the token is not valid (revoked, or never issued here)");
+  }
+  Caller c;
+  c.user = it->second.user;
+  c.uid = it->second.uid;
+  c.gid = it->second.gid;
+  c.authenticated = true;
+  c.admin = it->second.admin;
+  return c;
+}
+
+Result<IssuedToken> Controller::IssueToken(const TokenRequest& request, const Caller& who) {
+  if (!IsAdmin(who)) return PermissionDenied("only an admin may create tokens");
+  if (!IsUserName(request.user)) {
+    return InvalidArgument("token: '" + request.user.substr(0, 64) + "' is not a user name");
+  }
+  if ((request.uid < 0) != (request.gid < 0) || request.uid > 0xfffffffe ||
+      request.gid > 0xfffffffe) {
+    return InvalidArgument("token: give both uid and gid (0..4294967294), or neither");
+  }
+  state::TokenRecord t;
+  t.user = request.user;
+  if (request.uid >= 0) {
+    t.uid = static_cast<uint32_t>(request.uid);
+    t.gid = static_cast<uint32_t>(request.gid);
+  } else {
+    char buf[4096];
+    passwd pw{};
+    passwd* found = nullptr;
+    if (getpwnam_r(request.user.c_str(), &pw, buf, sizeof buf, &found) != 0 ||
+        found == nullptr) {
+      return InvalidArgument("token: no user " + request.user +
+                             " in the server's password database; give --uid and --gid");
+    }
+    t.uid = found->pw_uid;
+    t.gid = found->pw_gid;
+  }
+  t.admin = request.admin;
+  t.created = NowSeconds();
+  t.created_by = who.user;
+  Result<std::string> id = RandomHex(6);
+  if (!id.ok()) return id.status();
+  t.id = *id;
+  Result<std::string> token = NewToken(t.id);
+  if (!token.ok()) return token.status();
+  t.sha256 = Sha256Hex(*token);
+  std::unique_lock<std::mutex> lock(mu_);
+  HACHI_RETURN_IF_ERROR(CommitAndApply(lock, {state::TokenIssued{t}}));
+  return IssuedToken{std::move(*token), std::move(t)};
+}
+
+Result<std::vector<state::TokenRecord>> Controller::Tokens(const Caller& who) const {
+  if (!IsAdmin(who)) return PermissionDenied("only an admin may list tokens");
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<state::TokenRecord> out;
+  for (const auto& [id, t] : image_.tokens) out.push_back(t);
+  std::sort(out.begin(), out.end(), [](const state::TokenRecord& a, const state::TokenRecord& b) {
+    return a.created != b.created ? a.created < b.created : a.id < b.id;
+  });
+  return out;
+}
+
+Status Controller::RevokeToken(const std::string& id, const Caller& who) {
+  if (!IsAdmin(who)) return PermissionDenied("only an admin may revoke tokens");
+  std::unique_lock<std::mutex> lock(mu_);
+  if (image_.tokens.count(id) == 0) return NotFound("no token " + id);
+  return CommitAndApply(lock, {state::TokenRevoked{id}});
+}
+
+}  // namespace hachi::server
