@@ -15,6 +15,8 @@
 
 #include "cli/client.h"
 #include "cli/directives.h"
+#include "cli/explain_cmd.h"
+#include "cli/explain_format.h"
 #include "cli/slurm_format.h"
 
 extern char** environ;
@@ -398,9 +400,16 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
     }
     Result<JobView> v = (*c)->Job(id->front());
     if (!v.ok()) return void(*exit_code = Fail(v.status()));
-    const std::string text =
+    std::string text =
         FormatShowJob(v->job, v->diagnosis, static_cast<Time>(std::time(nullptr)));
-    std::cout << text << (text.empty() || text.back() == '\n' ? "" : "\n");
+    if (!text.empty() && text.back() != '\n') text += "\n";
+    // A pending job: the numbers behind the diagnosis, as `hachi explain` prints them.
+    if (v->job.state == state::JobState::kPending) {
+      if (Result<state::JobExplain> e = FetchExplain(**c, v->job.id); e.ok()) {
+        text += "   Explain:\n" + FormatExplain(*e, "     ", false);
+      }
+    }
+    std::cout << text;
   });
 
   for (const char* action : {"cancel", "hold", "release"}) {
@@ -427,6 +436,7 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
       }
     });
   }
+  AddExplainCommand(app, exit_code);
 }
 
 }  // namespace hachi::cli

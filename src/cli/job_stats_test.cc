@@ -148,6 +148,23 @@ TEST(JobStats, Golden) {
   tzset();
   std::string out = cli::FormatStats(ComputeStats(Jobs(), kNow, kHour, 15 * kMinute, 4)) +
                     "\n" + cli::FormatStats(ComputeStats({}, kNow, kDay));
+  // The server's view of the flagged partition p: 8 GPUs, 2 + 2 free on two nodes, and
+  // mostly 4-GPU jobs of one user waiting: fragmentation first, then the burst.
+  JobStats flagged = ComputeStats(Jobs(), kNow, kHour, 15 * kMinute, 4);
+  PartitionLoad p;
+  p.partition = "p";
+  p.nodes = p.nodes_up = 2;
+  p.gpus = 16;
+  p.allocated_gpus = 12;
+  p.free_gpus = 4;
+  p.largest_free = 2;
+  p.largest_free_node = "n1";
+  std::vector<PartitionLoad> loads = {p};
+  AddPending(&loads, {{"p", "ann", 4, 4, kHour, sched::Reason::kFragmented},
+                      {"p", "ann", 4, 4, kHour, sched::Reason::kFragmented},
+                      {"p", "bob", 1, 1, kHour, sched::Reason::kPriority}});
+  AttachLoads(&flagged, loads);
+  out += "\n" + cli::FormatStats(flagged);
   const std::string path = std::string(HACHI_SOURCE_DIR) + "/src/cli/testdata/stats.txt";
   if (const char* u = std::getenv("HACHI_UPDATE_GOLDEN"); u != nullptr && *u == '1') {
     FILE* f = std::fopen(path.c_str(), "w");

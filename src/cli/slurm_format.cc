@@ -807,6 +807,22 @@ std::string FormatStats(const state::JobStats& s) {
     for (const state::WaitStats& w : p.by_gpus) add(w, "");
   }
   o += s.partitions.empty() ? "no jobs\n" : t.Render();
+  // A flagged partition's likely cause, then the other explanations the numbers support
+  // (state/stats_cause.h; the server sends them when it knows the partition).
+  auto cause_name = [](const std::string& kind) -> std::string {
+    if (kind == "user_burst") return "one user's burst";
+    if (kind == "too_few_nodes") return "too few nodes";
+    return kind;
+  };
+  for (const state::PartitionStats& p : s.partitions) {
+    if (!p.alert || p.causes.empty()) continue;
+    o += Or(p.all.partition, "(none)") + ": median wait " + FormatDuration(p.all.wait_p50) +
+         " > " + FormatDuration(s.alert_threshold) + "; likely cause: " +
+         cause_name(p.causes[0].kind) + ": " + p.causes[0].text + "\n";
+    for (size_t i = 1; i < p.causes.size(); ++i) {
+      o += "  also: " + cause_name(p.causes[i].kind) + ": " + p.causes[i].text + "\n";
+    }
+  }
   if (s.utilisation >= 0) {
     char buf[160];
     std::snprintf(buf, sizeof buf,
