@@ -53,7 +53,7 @@ TEST(RecordJson, EncoderWritesTheDocumentedFields) {
   EXPECT_EQ(j["spec"]["env"][0], "PATH=/usr/bin:/bin");
   EXPECT_EQ(j["submit_time"], 1700000000);
   const json n = ToJson(FullNode("n1"));
-  EXPECT_EQ(Keys(n).size(), 12u);
+  EXPECT_EQ(Keys(n).size(), 13u);
   EXPECT_EQ(n["state"], "drained");
   EXPECT_EQ(n["unhealthy"], "0-3,6");
   EXPECT_EQ(n["unhealthy_reasons"]["6"], "ECC: double-bit error");
@@ -67,8 +67,8 @@ TEST(RecordJson, RecordSizesMatchTheCodec) {
   EXPECT_EQ(sizeof(JobSpec), 312u);
   EXPECT_EQ(sizeof(sched::JobRequest), 264u);
   EXPECT_EQ(sizeof(NodeAllocation), 72u);
-  EXPECT_EQ(sizeof(NodeRecord), 280u);
-  EXPECT_EQ(sizeof(NodeStatus), 448u);
+  EXPECT_EQ(sizeof(NodeRecord), 312u);
+  EXPECT_EQ(sizeof(NodeStatus), 480u);
 }
 
 TEST(RecordJson, NodeRoundTrip) {
@@ -97,7 +97,7 @@ TEST(RecordJson, NodeStatusRoundTripIsFlat) {
   s.alloc_memory_mib = 4096;
   const std::string text = NodeStatusToJson(s);
   const json j = json::parse(text);
-  EXPECT_EQ(Keys(j).size(), 21u);
+  EXPECT_EQ(Keys(j).size(), 22u);
   EXPECT_EQ(j["name"], "n3");
   Result<NodeStatus> back = NodeStatusFromJson(text);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
