@@ -66,6 +66,18 @@ AgentDaemon::AgentDaemon(AgentOptions options, LauncherFactory make_launcher)
   std::snprintf(id, sizeof id, "%08x%08x%08x", rd(), rd(), rd());
   instance_ = id;
   launcher_ = make_launcher([this](const JobExit& e) { OnExit(e); });
+  // Runs an earlier agent process left and the launcher took over are this process's
+  // now: a launch the server sends again for one of them is not launched twice. An exit
+  // of one may have been queued (OnExit) already; then the run is not live.
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [job, start] : launcher_->AdoptedRuns()) {
+    launched_.emplace(job, start);
+    current_run_[job] = start;
+    const bool ended = std::any_of(unreported_.begin(), unreported_.end(), [&](const JobExit& e) {
+      return e.job == job && e.start_time == start;
+    });
+    if (!ended) live_[job] = start;
+  }
 }
 
 AgentDaemon::~AgentDaemon() { Stop(); }
@@ -137,6 +149,7 @@ Status AgentDaemon::RegisterOnce(HttpClientHolder& http) {
   reg.memory_mib = options_.memory_mib;
   reg.agent_started = started_;
   reg.instance = instance_;
+  reg.cgroup = options_.cgroup;
   reg.running = launcher_->Running();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -149,7 +162,6 @@ Status AgentDaemon::RegisterOnce(HttpClientHolder& http) {
   std::lock_guard<std::mutex> lock(mu_);
   registered_ = true;
   cv_.notify_all();  // the report thread waits for a registration
-  reg.cgroup = options_.cgroup;
   return Status::Ok();
 }
 

@@ -6,8 +6,9 @@
 // A run — a job id with its start time — is launched at most once per agent process: a
 // repeated launch (the server re-sends after a restart) is answered by reporting the
 // job's exit again, or ignored while it still runs. A launch of the same job with
-// another start time is a new run (the job was requeued) and is launched. Re-adopting
-// jobs after an agent restart is issue 7.
+// another start time is a new run (the job was requeued) and is launched. The runs an
+// earlier agent process left and the launcher adopted (Launcher::AdoptedRuns) count as
+// this process's own: they are registered as running and their exits reported.
 //
 // Thread-safety: Start/Stop from one thread. Internally a poll thread and a report
 // thread; the launcher's callback only queues.
@@ -40,8 +41,8 @@ struct AgentOptions {
   int cpus = 0;
   int64_t memory_mib = 0;
   int poll_wait_ms = 10000;   // long poll; the server's agent timeout must be longer
-};
   std::string cgroup;         // its job isolation for the node record: "v1", "v2", "none"
+};
 
 using LauncherFactory = std::function<std::unique_ptr<Launcher>(ExitCallback)>;
 

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,6 +24,7 @@
 #include "agent/environment.h"
 #include "core/strings.h"
 #include "agent/spawn.h"
+#include "agent/waiter.h"
 
 namespace hachi::agent {
 namespace {
@@ -118,12 +120,63 @@ unsigned long long ProcessStartTicks(pid_t pid) {
   return 0;
 }
 
-void WriteRunRecord(const std::string& spool, JobId job, Time start_time, pid_t pid) {
-  const std::string path = RunRecordPath(spool, job);
+// The exit file of a run with a waiter (waiter.h): "exit N" / "signal N" once it ended.
+std::string ExitFilePath(const std::string& spool, JobId job) {
+  return spool + "/exit-" + std::to_string(job);
+}
+
+// What a run's record says: enough for the next agent process to watch it to its end
+// (its process, time limit, kill grace, script to remove), or to stop it.
+struct RunRecord {
+  JobId job = 0;
+  Time start_time = 0;
+  pid_t pid = 0;
+  unsigned long long ticks = 0;  // ProcessStartTicks(pid) when it started
+  Time deadline = 0;             // wall clock, seconds; 0 = no time limit
+  Duration grace = 0;
+  bool waiter = false;  // pid is a job waiter, which leaves an exit file
+  std::string script;   // "" = none
+};
+
+// "v2 JOB START PID TICKS DEADLINE GRACE WAITER SCRIPT|-"; the first format, "JOB START
+// PID TICKS", is read too (an agent of the previous version left it: stopped, not
+// adopted).
+std::optional<RunRecord> ParseRunRecord(const std::string& text) {
+  std::istringstream in(text);
+  RunRecord r;
+  std::string first;
+  if (!(in >> first)) return std::nullopt;
+  long long job = 0, start = 0, pid = 0, deadline = 0, grace = 0;
+  int waiter = 0;
+  if (first == "v2") {
+    std::string script;
+    if (!(in >> job >> start >> pid >> r.ticks >> deadline >> grace >> waiter)) {
+      return std::nullopt;
+    }
+    std::getline(in >> std::ws, script);
+    r.script = script == "-" ? "" : script;
+  } else {
+    job = std::strtoll(first.c_str(), nullptr, 10);
+    if (!(in >> start >> pid >> r.ticks)) return std::nullopt;
+  }
+  if (job <= 0 || pid <= 1) return std::nullopt;
+  r.job = job;
+  r.start_time = start;
+  r.pid = static_cast<pid_t>(pid);
+  r.deadline = deadline;
+  r.grace = grace;
+  r.waiter = waiter != 0;
+  return r;
+}
+
+void WriteRunRecord(const std::string& spool, const RunRecord& r) {
+  const std::string path = RunRecordPath(spool, r.job);
   const std::string tmp = path + ".tmp";
-  const std::string text = std::to_string(job) + " " + std::to_string(start_time) + " " +
-                           std::to_string(pid) + " " +
-                           std::to_string(ProcessStartTicks(pid)) + "\n";
+  const std::string text = "v2 " + std::to_string(r.job) + " " + std::to_string(r.start_time) +
+                           " " + std::to_string(r.pid) + " " + std::to_string(r.ticks) + " " +
+                           std::to_string(r.deadline) + " " + std::to_string(r.grace) + " " +
+                           (r.waiter ? "1 " : "0 ") + (r.script.empty() ? "-" : r.script) +
+                           "\n";
   mkdir(spool.c_str(), 0755);  // made on first use, as for scripts (EEXIST is fine)
   const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return;  // best effort: without it a restarted agent cannot stop this run
@@ -134,30 +187,59 @@ void WriteRunRecord(const std::string& spool, JobId job, Time start_time, pid_t 
 
 }  // namespace
 
-std::vector<std::string> StopLeftoverRuns(const std::string& spool_dir) {
-  std::vector<std::string> stopped;
-  DIR* dir = opendir(spool_dir.c_str());
-  if (dir == nullptr) return stopped;
+namespace {
+
+// The run records in `spool` (unparsable ones are removed).
+std::vector<RunRecord> LeftoverRuns(const std::string& spool) {
+  std::vector<RunRecord> runs;
+  DIR* dir = opendir(spool.c_str());
+  if (dir == nullptr) return runs;
   std::vector<std::string> records;
   while (dirent* e = readdir(dir)) {
     const std::string name = e->d_name;
-    if (name.rfind("run-", 0) == 0) records.push_back(spool_dir + "/" + name);
+    if (name.rfind("run-", 0) == 0 && name.find('.') == std::string::npos) {
+      records.push_back(spool + "/" + name);
+    }
   }
   closedir(dir);
+  std::sort(records.begin(), records.end());
   for (const std::string& path : records) {
     std::optional<std::string> text = ReadFile(path, nullptr);
-    unlink(path.c_str());
-    if (!text) continue;
-    std::istringstream in(*text);
-    long long job = 0, start = 0, pid = 0;
-    unsigned long long ticks = 0;
-    if (!(in >> job >> start >> pid >> ticks) || pid <= 1) continue;
-    // Still the same process (not a reused pid): stop its whole process group, which is
-    // the job's session (the child called setsid).
-    if (ticks == 0 || ProcessStartTicks(static_cast<pid_t>(pid)) != ticks) continue;
-    if (kill(-static_cast<pid_t>(pid), SIGKILL) == 0) {
-      stopped.push_back("job " + std::to_string(job) + " (pid " + std::to_string(pid) + ")");
+    std::optional<RunRecord> r = text ? ParseRunRecord(*text) : std::nullopt;
+    if (r) {
+      runs.push_back(std::move(*r));
+    } else {
+      unlink(path.c_str());
     }
+  }
+  return runs;
+}
+
+// Still the same process (not a reused pid).
+bool SameProcess(const RunRecord& r) {
+  return r.ticks != 0 && ProcessStartTicks(r.pid) == r.ticks;
+}
+
+// Stops a leftover run: its whole process group, which is the job's session (the child
+// called setsid). Removes its files. True when there was something to kill.
+bool StopRun(const std::string& spool, const RunRecord& r) {
+  const bool killed = SameProcess(r) && kill(-r.pid, SIGKILL) == 0;
+  unlink(RunRecordPath(spool, r.job).c_str());
+  unlink(ExitFilePath(spool, r.job).c_str());
+  if (!r.script.empty()) unlink(r.script.c_str());
+  return killed;
+}
+
+std::string RunName(const RunRecord& r) {
+  return "job " + std::to_string(r.job) + " (pid " + std::to_string(r.pid) + ")";
+}
+
+}  // namespace
+
+std::vector<std::string> StopLeftoverRuns(const std::string& spool_dir) {
+  std::vector<std::string> stopped;
+  for (const RunRecord& r : LeftoverRuns(spool_dir)) {
+    if (StopRun(spool_dir, r)) stopped.push_back(RunName(r));
   }
   return stopped;
 }
@@ -173,6 +255,9 @@ struct ProcessLauncher::State {
     ExitKind stop = ExitKind::kExited;  // kTimeLimit / kCancelled once stopping
     std::string script;                 // spooled script to remove at the end
     Time start_time = 0;                // the run (LaunchSpec::start_time), in its exit
+    bool waiter = false;   // pid is the job's waiter: its exit file tells the status
+    bool adopted = false;  // left by an earlier agent process: not our child
+    JobIsolation iso;      // its cgroup and CPUs
   };
 
   mutable std::mutex mu;
@@ -202,9 +287,12 @@ struct ProcessLauncher::State {
 ProcessLauncher::ProcessLauncher(Options options, ExitCallback on_exit)
     : options_(std::move(options)),
       on_exit_(std::move(on_exit)),
+      isolation_(std::make_unique<Isolation>(options_.isolation)),
       state_(std::make_unique<State>()) {
-  // Before anything runs here: the GPUs of runs an earlier agent left must be free.
-  leftovers_stopped_ = StopLeftoverRuns(options_.spool_dir);
+  // Before anything runs here: the runs an earlier agent process left are watched again
+  // (a waiter's run) or stopped, so their GPUs are never given twice.
+  TakeOverLeftoverRuns();
+  TakeOverCgroups();
   state_->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   supervisor_ = std::thread([this] { Supervise(); });
 }
@@ -218,6 +306,80 @@ ProcessLauncher::~ProcessLauncher() {
   supervisor_.join();
   for (auto& [id, job] : state_->jobs) close(job.pidfd);
   if (state_->wake_fd >= 0) close(state_->wake_fd);
+}
+
+void ProcessLauncher::TakeOverLeftoverRuns() {
+  const Clock::time_point now = Clock::now();
+  const Time wall = WallNow();
+  for (const RunRecord& r : LeftoverRuns(options_.spool_dir)) {
+    if (!r.waiter || !options_.adopt) {
+      if (StopRun(options_.spool_dir, r)) leftovers_stopped_.push_back(RunName(r));
+      continue;
+    }
+    const std::string exit_path = ExitFilePath(options_.spool_dir, r.job);
+    if (!SameProcess(r)) {
+      // It ended while no agent watched: its waiter wrote how (or was killed first).
+      JobExit e;
+      e.job = r.job;
+      e.start_time = r.start_time;
+      struct stat st {};
+      e.end_time = stat(exit_path.c_str(), &st) == 0 ? st.st_mtime : wall;
+      if (std::optional<WaitedStatus> w = ReadWaitedStatus(exit_path)) {
+        e.kind = w->signaled ? ExitKind::kSignaled : ExitKind::kExited;
+        (w->signaled ? e.signal : e.exit_code) = w->code;
+      } else {
+        e.kind = ExitKind::kLost;
+        e.message = "the job ended while its node had no agent, and left no exit status";
+      }
+      state_->reports.push_back(std::move(e));
+      StopRun(options_.spool_dir, r);  // leftovers of its group, and its files
+      adopted_.push_back(r.job);
+      continue;
+    }
+    const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, r.pid, 0));
+    if (pidfd < 0) {
+      if (StopRun(options_.spool_dir, r)) leftovers_stopped_.push_back(RunName(r));
+      continue;
+    }
+    State::Job job;
+    job.pid = r.pid;
+    job.pidfd = pidfd;
+    job.grace = r.grace > 0 ? r.grace : options_.default_kill_grace;
+    job.script = r.script;
+    job.start_time = r.start_time;
+    job.waiter = true;
+    job.adopted = true;
+    if (r.deadline > 0) job.deadline = now + std::chrono::seconds(r.deadline - wall);
+    state_->jobs.emplace(r.job, std::move(job));
+    adopted_.push_back(r.job);
+    runs_adopted_.push_back(RunName(r));
+  }
+}
+
+void ProcessLauncher::TakeOverCgroups() {
+  // Runs still watched keep their cgroups (killed at their end); what else an earlier
+  // agent left is killed, escaped processes included.
+  std::set<JobId> keep;
+  for (const auto& [id, job] : state_->jobs) keep.insert(id);
+  for (JobIsolation& iso : isolation_->TakeOverLeftovers(keep, &leftovers_stopped_)) {
+    state_->jobs[iso.job].iso = std::move(iso);
+  }
+}
+
+std::vector<std::pair<JobId, Time>> ProcessLauncher::AdoptedRuns() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  std::vector<std::pair<JobId, Time>> runs;
+  for (JobId id : adopted_) {
+    auto it = state_->jobs.find(id);
+    if (it != state_->jobs.end() && it->second.adopted) {
+      runs.emplace_back(id, it->second.start_time);
+      continue;
+    }
+    for (const JobExit& e : state_->reports) {
+      if (e.job == id) runs.emplace_back(id, e.start_time);
+    }
+  }
+  return runs;
 }
 
 Status ProcessLauncher::Launch(const LaunchSpec& spec) {
@@ -270,19 +432,41 @@ Status ProcessLauncher::Launch(const LaunchSpec& spec) {
       st = c.status();
     }
   }
+  if (st.ok()) {
+    Result<JobIsolation> iso = isolation_->Prepare(spec, &req.setup);
+    if (iso.ok()) {
+      job.iso = std::move(*iso);
+    } else {
+      st = iso.status();
+    }
+  }
   Result<Spawned> child = Internal("not started");
+  int exit_fd = -1;
+  if (st.ok() && !options_.waiter.empty()) {
+    // Opened here, as root, for the waiter (running as the user) to write into.
+    mkdir(options_.spool_dir.c_str(), 0755);
+    const std::string exit_path = ExitFilePath(options_.spool_dir, spec.job);
+    exit_fd = open(exit_path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+                   0600);
+    if (exit_fd < 0) st = Internal("cannot create " + exit_path + ": " + strerror(errno));
+    req.waiter = options_.waiter;
+    req.exit_fd = exit_fd;
+  }
   if (st.ok()) {
     req.exec_paths = ExecCandidates(req.argv[0], req.env);
     child = Spawn(req);
   } else {
     child = st;
   }
+  if (exit_fd >= 0) close(exit_fd);
 
   const Clock::time_point now = Clock::now();
   std::lock_guard<std::mutex> lock(state_->mu);
   state_->launching.erase(spec.job);
   if (!child.ok()) {
+    isolation_->Finish(job.iso);
     if (!job.script.empty()) unlink(job.script.c_str());
+    if (!options_.waiter.empty()) unlink(ExitFilePath(options_.spool_dir, spec.job).c_str());
     JobExit e;
     e.job = spec.job;
     e.start_time = spec.start_time;
@@ -293,7 +477,19 @@ Status ProcessLauncher::Launch(const LaunchSpec& spec) {
   } else {
     job.pid = child->pid;
     job.pidfd = child->pidfd;
-    WriteRunRecord(options_.spool_dir, spec.job, spec.start_time, child->pid);
+    job.waiter = !options_.waiter.empty();
+    RunRecord r;
+    r.job = spec.job;
+    r.start_time = spec.start_time;
+    r.pid = child->pid;
+    r.ticks = ProcessStartTicks(child->pid);
+    if (spec.time_limit > 0) {
+      r.deadline = (spec.start_time > 0 ? spec.start_time : WallNow()) + spec.time_limit;
+    }
+    r.grace = job.grace;
+    r.waiter = job.waiter;
+    r.script = job.script;
+    WriteRunRecord(options_.spool_dir, r);
     job.start_time = spec.start_time;
     job.deadline = Deadline(spec, now);
     state_->jobs.emplace(spec.job, std::move(job));
@@ -386,32 +582,54 @@ void ProcessLauncher::Supervise() {
       auto it = s.jobs.find(ids[i]);
       if (it == s.jobs.end()) continue;
       State::Job& job = it->second;
-      siginfo_t info{};
-      if (waitid(P_PID, job.pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-          info.si_pid == 0) {
-        continue;  // not exited after all
-      }
-      // The leader is a zombie until reaped, so its group id is still ours: clear out
-      // what is left of the job before the id can be reused.
-      kill(-job.pid, SIGKILL);
-      int status = 0;
-      pid_t r;
-      do {
-        r = waitpid(job.pid, &status, 0);
-      } while (r < 0 && errno == EINTR);
       JobExit e;
       e.job = it->first;
       e.start_time = it->second.start_time;
-      e.end_time = WallNow();
-      if (r > 0 && WIFSIGNALED(status)) {
-        e.kind = ExitKind::kSignaled;
-        e.signal = WTERMSIG(status);
-      } else if (r > 0) {
-        e.exit_code = WEXITSTATUS(status);
+      const std::string exit_path = ExitFilePath(options_.spool_dir, it->first);
+      if (job.adopted) {
+        // Not our child (init reaped it): its waiter's exit file tells how the job ended.
+        // The group may have lost its leader; a live member keeps the id from reuse.
+        kill(-job.pid, SIGKILL);
+        if (std::optional<WaitedStatus> w = ReadWaitedStatus(exit_path)) {
+          e.kind = w->signaled ? ExitKind::kSignaled : ExitKind::kExited;
+          (w->signaled ? e.signal : e.exit_code) = w->code;
+        } else if (job.stop == ExitKind::kExited) {
+          e.kind = ExitKind::kLost;
+          e.message = "the job's waiter was killed before its job ended";
+        }
+      } else {
+        siginfo_t info{};
+        if (waitid(P_PID, job.pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+            info.si_pid == 0) {
+          continue;  // not exited after all
+        }
+        // The leader is a zombie until reaped, so its group id is still ours: clear out
+        // what is left of the job before the id can be reused.
+        kill(-job.pid, SIGKILL);
+        int status = 0;
+        pid_t r;
+        do {
+          r = waitpid(job.pid, &status, 0);
+        } while (r < 0 && errno == EINTR);
+        if (r > 0 && WIFSIGNALED(status)) {
+          e.kind = ExitKind::kSignaled;
+          e.signal = WTERMSIG(status);
+        } else if (r > 0) {
+          e.exit_code = WEXITSTATUS(status);
+        }
       }
-      if (job.stop != ExitKind::kExited) e.kind = job.stop;
+      // Whatever is left of the job, in or out of its session, dies with its cgroup.
+      const std::string oom = isolation_->Finish(job.iso);
+      e.end_time = WallNow();
+      if (job.stop != ExitKind::kExited) {
+        e.kind = job.stop;
+      } else if (!oom.empty()) {
+        e.kind = ExitKind::kOutOfMemory;
+        e.message = oom;
+      }
       close(job.pidfd);
       if (!job.script.empty()) unlink(job.script.c_str());
+      if (job.waiter) unlink(exit_path.c_str());
       unlink(RunRecordPath(options_.spool_dir, it->first).c_str());
       s.jobs.erase(it);
       s.reports.push_back(std::move(e));

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "agent/container.h"
+#include "agent/isolation.h"
 #include "api/launch_spec.h"
 #include "core/status.h"
 
@@ -42,13 +43,17 @@ class Launcher {
   virtual void Signal(JobId job, int sig) = 0;
   // The jobs launched and not yet reported, ascending.
   virtual std::vector<JobId> Running() const = 0;
+  // The runs (job, start time) an earlier agent process left that this launcher took
+  // over at construction: still running, or ended meanwhile with their exit reported.
+  virtual std::vector<std::pair<JobId, Time>> AdoptedRuns() const { return {}; }
 };
 
 // Runs that an earlier agent process left behind in `spool_dir` (its "run-<job>" records;
 // the jobs run in their own sessions, so they outlive the agent): each that is still the
 // same process is stopped, its whole process group killed, so that its GPUs are free
 // before this agent registers (the server then requeues or fails the job). The records
-// are removed. Returns "job 12 (pid 345)" for each run stopped.
+// are removed. Returns "job 12 (pid 345)" for each run stopped. (ProcessLauncher adopts
+// the runs that have a job waiter instead, unless told not to.)
 std::vector<std::string> StopLeftoverRuns(const std::string& spool_dir);
 
 // Runs each job as a real process: fork, then in the child setsid (own session and
@@ -66,24 +71,47 @@ std::vector<std::string> StopLeftoverRuns(const std::string& spool_dir);
 // main process exits, what is left of its process group is SIGKILLed: the job is over
 // and its GPUs go to the next job.
 //
-// Limits: process groups do not catch processes that call setsid() or setpgid() to
-// leave; cgroups (issue 6) will. The process must not ignore SIGCHLD (that auto-reaps
+// With a job waiter (Options::waiter, waiter.h), the process launched is the waiter,
+// which execs the job, waits for it and writes its status to "exit-<job>" in the spool;
+// the run's record ("run-<job>") says what a later agent process needs. Such runs
+// outlive the agent: the next ProcessLauncher on the same spool adopts them (watches the
+// waiter through a pidfd, enforces the time limit, cancels and signals them) and reports
+// their exits; one that ended meanwhile is reported from its exit file at once (or as
+// kLost when its waiter left none). Without a waiter, leftover runs are stopped.
+//
+// With a cgroup driver (Options::isolation), each job runs in its own cgroup (joined
+// before exec) and everything in it is killed when the main process ends, including
+// processes that left the session; a job the OOM killer hit ends as kOutOfMemory.
+// Leftover job cgroups of an earlier agent are killed, except those of adopted runs.
+//
+// Limits: without cgroups, process groups do not catch processes that call setsid() or
+// setpgid() to leave. The process must not ignore SIGCHLD (that auto-reaps
 // children under the pidfds). Destruction waits for the jobs already being stopped
 // (Cancel, time limit; at most their kill grace) and reports them; the other jobs keep
-// running and are not reported (re-adoption after an agent restart comes later).
+// running and are not reported (the next launcher adopts them).
 class ProcessLauncher final : public Launcher {
  public:
   struct Options {
     std::string spool_dir = "/var/spool/hachi";  // created (0755) when missing
     ContainerRuntime container;                  // kind "" = container jobs fail
     Duration default_kill_grace = 30;            // when a spec's kill_grace <= 0
+    // The job waiter's binary ("/proc/self/exe" for `hachi`), "" = none: jobs are exec'd
+    // directly and do not survive a restart of the agent.
+    std::string waiter;
+    // Adopt the waiter runs an earlier agent left (else they are stopped).
+    bool adopt = true;
+    // Per-job cgroup, rlimits and /dev/shm (isolation.h); no cgroup driver = none.
+    IsolationOptions isolation;
   };
 
-  // Stops the runs an earlier agent process left in `spool_dir` first (StopLeftoverRuns).
+  // Takes over the runs an earlier agent process left in `spool_dir` first: adopts those
+  // with a waiter (when `adopt`), stops the others (StopLeftoverRuns).
   ProcessLauncher(Options options, ExitCallback on_exit);
   ~ProcessLauncher() override;
   // What the constructor stopped: "job 12 (pid 345)" each.
   const std::vector<std::string>& leftovers_stopped() const { return leftovers_stopped_; }
+  // What it adopted and still runs: "job 12 (pid 345)" each.
+  const std::vector<std::string>& runs_adopted() const { return runs_adopted_; }
   ProcessLauncher(const ProcessLauncher&) = delete;
   ProcessLauncher& operator=(const ProcessLauncher&) = delete;
 
@@ -91,15 +119,21 @@ class ProcessLauncher final : public Launcher {
   void Cancel(JobId job, std::string reason) override;
   void Signal(JobId job, int sig) override;
   std::vector<JobId> Running() const override;
+  std::vector<std::pair<JobId, Time>> AdoptedRuns() const override;
 
  private:
   struct State;  // jobs, pending reports, stop flag: guarded by State::mu
   void Supervise();
+  void TakeOverLeftoverRuns();  // the constructor, before the supervisor starts
+  void TakeOverCgroups();       // the constructor, after TakeOverLeftoverRuns
 
   // Constant after construction.
   const Options options_;
   const ExitCallback on_exit_;
-  std::vector<std::string> leftovers_stopped_;
+  std::vector<std::string> leftovers_stopped_;  // these three: set by the constructor
+  std::vector<std::string> runs_adopted_;
+  std::vector<JobId> adopted_;
+  const std::unique_ptr<Isolation> isolation_;
   std::unique_ptr<State> state_;
   std::thread supervisor_;
 };

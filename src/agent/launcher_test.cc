@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -106,10 +107,15 @@ class LauncherTest : public testing::Test {
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
     chmod(dir_.c_str(), 0777);  // jobs run as nobody write here too
+    launcher_ = std::make_unique<ProcessLauncher>(Options(), exits_.Callback());
+  }
+  // Every test runs its jobs under the job waiter, as `hachi agent` does.
+  ProcessLauncher::Options Options() const {
     ProcessLauncher::Options o;
     o.spool_dir = dir_ + "/spool";
     o.default_kill_grace = 1;
-    launcher_ = std::make_unique<ProcessLauncher>(o, exits_.Callback());
+    o.waiter = HACHI_TEST_WAITER;
+    return o;
   }
   void TearDown() override {
     launcher_.reset();
@@ -144,7 +150,7 @@ TEST_F(LauncherTest, EnvironmentMatchesAllocation) {
                       .Env("FOO", "bar baz")
                       .Out("env.txt")
                       .Sh("env"));
-  EXPECT_EQ(e.kind, ExitKind::kExited);
+  EXPECT_EQ(e.kind, ExitKind::kExited) << e.message;
   EXPECT_EQ(e.exit_code, 0);
   const std::string out = Slurp(dir_ + "/env.txt");
   for (const char* line :
@@ -260,7 +266,7 @@ TEST_F(LauncherTest, DestructionFinishesCancelsAndLeavesOthersRunning) {
   EXPECT_EQ(exits_.Count(44), 1u);
   EXPECT_EQ(exits_.Count(45), 0u);
   EXPECT_FALSE(ProcessGone(survivor));
-  kill(-survivor, SIGKILL);
+  kill(-getpgid(survivor), SIGKILL);  // the group of its waiter
 }
 
 // An agent that died leaves its jobs running (own sessions); the next agent's launcher
@@ -282,14 +288,119 @@ TEST_F(LauncherTest, NextLauncherStopsTheRunsTheLastOneLeft) {
     std::ofstream stale(spool + "/run-47");
     stale << "47 1700000000 " << getpid() << " 12345\n";
   }
-  ProcessLauncher::Options o;
-  o.spool_dir = spool;
+  const pid_t waiter = getpgid(main_pid);  // the run's process: the job's waiter
+  ProcessLauncher::Options o = Options();
+  o.adopt = false;
   ProcessLauncher next(o, exits_.Callback());
   EXPECT_EQ(next.leftovers_stopped(),
-            std::vector<std::string>{"job 46 (pid " + std::to_string(main_pid) + ")"});
+            std::vector<std::string>{"job 46 (pid " + std::to_string(waiter) + ")"});
   EXPECT_TRUE(WaitGone(main_pid));
   EXPECT_FALSE(fs::exists(spool + "/run-46"));
+  EXPECT_FALSE(fs::exists(spool + "/exit-46"));
   EXPECT_FALSE(fs::exists(spool + "/run-47"));
+}
+
+// With a job waiter the next launcher adopts what the last one left: a run still going is
+// watched to its end and reported with its own exit code, its time limit still holds,
+// cancel and signal reach it, and a run that ended while no launcher was there is
+// reported from its exit file at once.
+TEST_F(LauncherTest, NextLauncherAdoptsTheRunsTheLastOneLeft) {
+  const std::string spool = dir_ + "/spool";
+  const std::string go50 = dir_ + "/go50", go51 = dir_ + "/go51", p1 = dir_ + "/p1",
+                    p2 = dir_ + "/p2", p3 = dir_ + "/p3", p4 = dir_ + "/p4";
+  auto wait_for = [](const std::string& f) {
+    return "while [ ! -e " + f + " ]; do sleep 0.05; done; ";
+  };
+  // 50: ends with 7 once told to, under the next launcher; 51: ends by SIGTERM while no
+  // launcher watches; 52: time limit; 53: cancelled by the next launcher; 54: a script,
+  // removed at the end.
+  ASSERT_TRUE(
+      launcher_->Launch(Job(50).Start(1000).Sh("echo $$ > " + p1 + "; " + wait_for(go50) + "exit 7"))
+          .ok());
+  ASSERT_TRUE(launcher_
+                  ->Launch(Job(51).Start(1001).Sh("echo $$ > " + p2 + "; " + wait_for(go51) +
+                                                  "kill -TERM $$"))
+                  .ok());
+  ASSERT_TRUE(launcher_->Launch(Job(52).TimeLimit(2, 1).Sh("echo $$ > " + p3 + "; sleep 30"))
+                  .ok());
+  ASSERT_TRUE(launcher_->Launch(Job(53).Start(1003).Sh("echo $$ > " + p4 + "; sleep 30")).ok());
+  ASSERT_TRUE(launcher_->Launch(Job(54).Script("#!/bin/sh\nsleep 1\nexit 4\n")).ok());
+  for (const std::string& p : {p1, p2, p3, p4}) ASSERT_GT(WaitPidFile(p), 0) << p;
+  const pid_t waiter51 = getpgid(WaitPidFile(p2));
+  const auto start = Clock::now();
+  launcher_.reset();  // the agent dies; its jobs do not
+  EXPECT_EQ(exits_.Count(50) + exits_.Count(51) + exits_.Count(53), 0u);
+  std::ofstream(go51).close();  // 51 ends with nobody watching: its waiter writes how
+  // Init would reap an orphaned waiter; here the test process is still its parent.
+  ASSERT_EQ(waitpid(waiter51, nullptr, 0), waiter51);
+  EXPECT_FALSE(ProcessGone(WaitPidFile(p1)));
+
+  Exits next_exits;
+  ProcessLauncher next(Options(), next_exits.Callback());
+  EXPECT_TRUE(next.leftovers_stopped().empty());
+  std::vector<JobId> adopted;
+  for (const auto& [job, start_time] : next.AdoptedRuns()) adopted.push_back(job);
+  std::sort(adopted.begin(), adopted.end());
+  EXPECT_EQ(adopted, (std::vector<JobId>{50, 51, 52, 53, 54}));
+  EXPECT_EQ(next.runs_adopted().size(), 4u);  // still running: all but 51
+
+  std::optional<JobExit> e51 = next_exits.Wait(51);
+  ASSERT_TRUE(e51.has_value());
+  EXPECT_EQ(e51->kind, ExitKind::kSignaled);
+  EXPECT_EQ(e51->signal, SIGTERM);
+  EXPECT_EQ(e51->start_time, 1001);
+
+  std::ofstream(go50).close();
+  std::optional<JobExit> e50 = next_exits.Wait(50);
+  ASSERT_TRUE(e50.has_value());
+  EXPECT_EQ(e50->kind, ExitKind::kExited);
+  EXPECT_EQ(e50->exit_code, 7);
+  EXPECT_EQ(e50->start_time, 1000);
+
+  next.Cancel(53, "by test");
+  std::optional<JobExit> e53 = next_exits.Wait(53);
+  ASSERT_TRUE(e53.has_value());
+  EXPECT_EQ(e53->kind, ExitKind::kCancelled);
+  EXPECT_TRUE(WaitGone(WaitPidFile(p4)));
+
+  std::optional<JobExit> e52 = next_exits.Wait(52);
+  ASSERT_TRUE(e52.has_value());
+  EXPECT_EQ(e52->kind, ExitKind::kTimeLimit);
+  const double took = std::chrono::duration<double>(Clock::now() - start).count();
+  EXPECT_LT(took, 5.0) << "the time limit counts from the first launch";
+
+  std::optional<JobExit> e54 = next_exits.Wait(54);
+  ASSERT_TRUE(e54.has_value());
+  EXPECT_EQ(e54->kind, ExitKind::kExited);
+  EXPECT_EQ(e54->exit_code, 4);
+  EXPECT_FALSE(fs::exists(spool + "/job-54.sh"));
+  for (JobId id : {50, 51, 52, 53, 54}) {
+    EXPECT_EQ(next_exits.Count(id), 1u) << id;
+    EXPECT_FALSE(fs::exists(spool + "/run-" + std::to_string(id))) << id;
+    EXPECT_FALSE(fs::exists(spool + "/exit-" + std::to_string(id))) << id;
+  }
+  EXPECT_TRUE(next.Running().empty());
+}
+
+// A run whose waiter was killed with the agent's whole process tree leaves no exit file:
+// the next launcher reports it as lost rather than inventing a status.
+TEST_F(LauncherTest, RunWithoutExitStatusIsReportedLost) {
+  const std::string spool = dir_ + "/spool", pidfile = dir_ + "/p";
+  ASSERT_TRUE(launcher_->Launch(Job(60).Start(2000).Sh("echo $$ > " + pidfile + "; sleep 30"))
+                  .ok());
+  const pid_t job = WaitPidFile(pidfile);
+  ASSERT_GT(job, 0);
+  launcher_.reset();
+  const pid_t waiter = getpgid(job);
+  kill(-waiter, SIGKILL);  // waiter and job die together
+  ASSERT_EQ(waitpid(waiter, nullptr, 0), waiter);  // as init would
+  Exits next_exits;
+  ProcessLauncher next(Options(), next_exits.Callback());
+  std::optional<JobExit> e = next_exits.Wait(60);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->kind, ExitKind::kLost);
+  EXPECT_EQ(e->start_time, 2000);
+  EXPECT_NE(e->message.find("no exit status"), std::string::npos) << e->message;
 }
 
 TEST_F(LauncherTest, LeftoversAreKilledWhenTheMainProcessExits) {

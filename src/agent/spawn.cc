@@ -2,6 +2,7 @@
 
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,25 +17,13 @@
 
 #include <algorithm>
 
+#include "agent/waiter.h"
+
 namespace hachi::agent {
 namespace {
 
-// The step of the child that failed, sent with errno through the close-on-exec pipe.
-enum class Step : int {
-  kSetsid = 1,
-  kGroups,
-  kGid,
-  kUid,
-  kChdir,
-  kStdin,
-  kStdout,
-  kStderr,
-  kExec
-};
-struct ChildError {
-  Step step;
-  int err;
-};
+using Step = SpawnStep;
+using ChildError = SpawnError;
 
 [[noreturn]] void Fail(int fd, Step step, int err) {
   ChildError e{step, err};
@@ -57,11 +46,32 @@ bool MoveTo(int fd, int target) {
   return true;
 }
 
+// The job's isolation (SpawnRequest::Setup), the child's first steps, as root.
+void ApplySetup(int err_fd, const SpawnRequest::Setup& s) {
+  for (const std::string& procs : s.cgroup_procs) {
+    const int fd = open(procs.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || write(fd, "0", 1) != 1) Fail(err_fd, Step::kCgroup, errno);
+    close(fd);
+  }
+  for (const SpawnRequest::Setup::Limit& l : s.rlimits) {
+    if (syscall(SYS_prlimit64, 0, l.resource, &l.value, nullptr) < 0 &&
+        (errno != EPERM || syscall(SYS_prlimit64, 0, l.resource, &l.fallback, nullptr) < 0))
+      Fail(err_fd, Step::kRlimit, errno);
+  }
+  if (s.shm_options.empty()) return;
+  // Slave, not private: mounts the host makes later (NFS, a new disk) still reach the
+  // job, and the job's tmpfs never reaches the host.
+  if (unshare(CLONE_NEWNS) < 0 || mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) < 0)
+    Fail(err_fd, Step::kMountNamespace, errno);
+  if (mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, s.shm_options.c_str()) < 0)
+    Fail(err_fd, Step::kShm, errno);
+}
+
 // The child between fork and exec: async-signal-safe calls and raw syscalls only
 // (glibc's setuid() would try to synchronise threads that do not exist here).
 [[noreturn]] void Child(int err_fd, const SpawnRequest& req, char* const argv[],
                         char* const envp[], const std::vector<const char*>& paths,
-                        char** sh_argv) {
+                        char** sh_argv, char* const waiter_argv[]) {
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &dfl, nullptr);  // EINVAL: fine
@@ -69,6 +79,7 @@ bool MoveTo(int fd, int target) {
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
 
+  ApplySetup(err_fd, req.setup);
   if (setsid() < 0) Fail(err_fd, Step::kSetsid, errno);
   if (req.switch_user) {
     if (syscall(SYS_setgroups, req.groups.size(), req.groups.data()) < 0) {
@@ -93,6 +104,16 @@ bool MoveTo(int fd, int target) {
   }
   // Whatever else the agent has open (sockets, the database) must not leak into jobs.
   syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */);
+
+  if (waiter_argv != nullptr) {
+    // The waiter inherits the error pipe (for its job's exec) and the exit file; it
+    // searches the job's paths itself.
+    if (fcntl(err_fd, F_SETFD, 0) < 0 || fcntl(req.exit_fd, F_SETFD, 0) < 0) {
+      Fail(err_fd, Step::kWaiter, errno);
+    }
+    execve(req.waiter.c_str(), waiter_argv, envp);
+    Fail(err_fd, Step::kWaiter, errno);
+  }
 
   // execvp's search: skip missing candidates, remember a permission error.
   int err = ENOENT;
@@ -124,12 +145,13 @@ struct ChildArgs {
   char* const* envp;
   const std::vector<const char*>* paths;
   char** sh_argv;
+  char* const* waiter_argv;  // nullptr: exec the job itself
 };
 
 int ChildEntry(void* p) {
   const ChildArgs* a = static_cast<const ChildArgs*>(p);
   close(a->read_fd);
-  Child(a->err_fd, *a->req, a->argv, a->envp, *a->paths, a->sh_argv);
+  Child(a->err_fd, *a->req, a->argv, a->envp, *a->paths, a->sh_argv, a->waiter_argv);
 }
 
 std::string Describe(const SpawnRequest& req, const ChildError& e) {
@@ -153,6 +175,16 @@ std::string Describe(const SpawnRequest& req, const ChildError& e) {
       return "cannot open " + req.stderr_path + ": " + why;
     case Step::kExec:
       return "exec " + (req.argv.empty() ? std::string() : req.argv[0]) + ": " + why;
+    case Step::kWaiter:
+      return "cannot start the job waiter " + req.waiter + ": " + why;
+    case Step::kCgroup:
+      return "cannot join the job's cgroup: " + why;
+    case Step::kRlimit:
+      return "cannot set the job's resource limits: " + why;
+    case Step::kMountNamespace:
+      return "cannot make a mount namespace for the job's /dev/shm: " + why;
+    case Step::kShm:
+      return "cannot mount the job's /dev/shm (" + req.setup.shm_options + "): " + why;
   }
   return "launch failed: " + why;
 }
@@ -220,9 +252,24 @@ Result<Spawned> Spawn(const SpawnRequest& req) {
   for (size_t i = 1; i < req.argv.size(); ++i) sh_argv.push_back(argv[i]);
   sh_argv.push_back(nullptr);
 
+  if (!req.waiter.empty() && req.exit_fd < 0) {
+    return InvalidArgument("a job waiter needs an exit file");
+  }
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC) < 0)
     return Internal(std::string("pipe2: ") + strerror(errno));
+  // The waiter's command line (waiter.h): hachi __job-waiter ERR EXIT N PATHS... -- ARGV.
+  std::vector<std::string> waiter_strings;
+  std::vector<char*> waiter_argv;
+  if (!req.waiter.empty()) {
+    waiter_strings = {req.waiter, kWaiterCommand, std::to_string(pipe_fds[1]),
+                      std::to_string(req.exit_fd), std::to_string(req.exec_paths.size())};
+    waiter_strings.insert(waiter_strings.end(), req.exec_paths.begin(), req.exec_paths.end());
+    waiter_strings.push_back("--");
+    waiter_strings.insert(waiter_strings.end(), req.argv.begin(), req.argv.end());
+    for (std::string& a : waiter_strings) waiter_argv.push_back(a.data());
+    waiter_argv.push_back(nullptr);
+  }
 
   // The child starts with every signal blocked, so no handler of the agent runs in it
   // before it has reset them.
@@ -243,8 +290,9 @@ Result<Spawned> Spawn(const SpawnRequest& req) {
     close(pipe_fds[1]);
     return Internal(std::string("mmap: ") + strerror(err));
   }
-  ChildArgs args{pipe_fds[0], pipe_fds[1], &req,          argv.data(),
-                 envp.data(), &paths,      sh_argv.data()};
+  ChildArgs args{pipe_fds[0],     pipe_fds[1], &req,
+                 argv.data(),     envp.data(), &paths,
+                 sh_argv.data(), waiter_argv.empty() ? nullptr : waiter_argv.data()};
   const pid_t pid = clone(ChildEntry, static_cast<char*>(stack) + kStackBytes,
                           CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
   const int fork_errno = errno;

@@ -6,6 +6,7 @@
 // only around fork()).
 #pragma once
 
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include <string>
@@ -27,6 +28,48 @@ struct SpawnRequest {
   uid_t uid = 0;
   gid_t gid = 0;
   std::vector<gid_t> groups;  // supplementary groups (GroupsOf)
+  // The job waiter (waiter.h) to exec in the job's place, "" = exec the job itself. With
+  // a waiter, exit_fd is the exit file it writes (opened by the caller, who closes it).
+  std::string waiter;
+  int exit_fd = -1;
+  // The job's isolation (docs/isolation.md), applied first, as root, in this order:
+  // join the job's cgroup (write "0" to each file: the child moves itself, so it is
+  // inside before it execs anything), set the rlimits, then, when shm_options is set,
+  // unshare the mount namespace, make every mount a slave of the host's and mount a
+  // tmpfs with these options on /dev/shm.
+  struct Setup {
+    std::vector<std::string> cgroup_procs;
+    struct Limit {
+      int resource;  // RLIMIT_*
+      rlimit value;
+      rlimit fallback;  // when value needs CAP_SYS_RESOURCE, which the agent may lack
+    };
+    std::vector<Limit> rlimits;
+    std::string shm_options;  // "size=16384m,mode=1777"; "" = the host's /dev/shm
+  } setup;
+};
+
+// The step of the child that failed, sent with errno through the close-on-exec pipe
+// (by Spawn's child, and by the job waiter when the job's own exec fails: waiter.h).
+enum class SpawnStep : int {
+  kSetsid = 1,
+  kGroups,
+  kGid,
+  kUid,
+  kChdir,
+  kStdin,
+  kStdout,
+  kStderr,
+  kExec,
+  kWaiter,  // exec of the job waiter itself
+  kCgroup,  // joining the job's cgroup (SpawnRequest::Setup)
+  kRlimit,
+  kMountNamespace,
+  kShm,
+};
+struct SpawnError {
+  SpawnStep step;
+  int err;
 };
 
 struct Spawned {

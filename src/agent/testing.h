@@ -88,6 +88,10 @@ struct LaunchBuilder {
     s.spec.shm_mib = mib;
     return *this;
   }
+  LaunchBuilder& Start(Time start_time) {  // the run's id, as the server sets it
+    s.start_time = start_time;
+    return *this;
+  }
   LaunchBuilder& TimeLimit(Duration limit, Duration grace) {
     s.time_limit = limit;
     s.kill_grace = grace;

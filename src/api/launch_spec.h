@@ -46,6 +46,7 @@ enum class ExitKind : uint8_t {
   kCancelled,  // we stopped it on the server's request
   kOutOfMemory,  // the cgroup's OOM killer (issue 6)
   kLaunchFailed,  // never started: exec failed, workdir or output file unusable, ...
+  kLost,          // ended while no agent watched it, and how is not known
 };
 
 struct JobExit {

@@ -15,6 +15,7 @@
 #include <thread>
 #include <iostream>
 
+#include "agent/cgroup.h"
 #include "agent/daemon.h"
 #include "agent/gpu_health.h"
 #include "agent/kernel_log.h"
@@ -23,8 +24,10 @@
 #include "cli/auth_files.h"
 #include "cli/fail.h"
 #include "cli/job_cmds.h"
+#include "core/cpulist.h"
 #include "config/cluster_config.h"
 #include "server/controller.h"
+#include "server/history.h"
 #include "server/http_api.h"
 #include "sim/cluster_spec.h"
 #include "state/store.h"
@@ -183,6 +186,7 @@ struct ServerFlags {
   std::string config, state_dir, listen, socket, policy;
   int agent_timeout = 0;
   int backfill_depth = 16;
+  int history_interval = 15;  // seconds between the dashboard's samples (server/history.h)
   // Who is asking (cli/auth_files.h): flags over the config's [auth] over the defaults.
   std::string cluster_secret_file, tls_cert, tls_key;
   std::optional<config::ClusterConfig> loaded;  // the parsed --config
@@ -222,6 +226,8 @@ Result<server::ControllerOptions> ControllerOptionsFrom(const ServerFlags& f) {
 struct RunningServer {
   int lock_fd = -1;  // flock on STATE_DIR/lock, held for the process's life
   std::unique_ptr<server::Controller> controller;
+  std::unique_ptr<server::HistorySampler> history;  // after controller, before http: it
+                                                     // reads the one, the other reads it
   std::unique_ptr<server::HttpServer> http;
   std::string cluster_secret;  // what its agents send (hachi dev's are in this process)
 };
@@ -246,7 +252,10 @@ Result<int> LockDir(const std::string& dir, const std::string& what) {
   return fd;
 }
 
-Result<RunningServer> StartServer(const ServerFlags& f, const std::string& state_dir) {
+// `local_nodes`: the agents in this process (hachi dev), whose job logs the dashboard may
+// read from this disk.
+Result<RunningServer> StartServer(const ServerFlags& f, const std::string& state_dir,
+                                  std::vector<std::string> local_nodes = {}) {
   // The HTTP server's 64 threads would each get a malloc arena that keeps what a big reply
   // freed: a few arenas serve them as well (the soak test's RSS, docs/soak.md).
   mallopt(M_ARENA_MAX, 4);
@@ -278,9 +287,14 @@ Result<RunningServer> StartServer(const ServerFlags& f, const std::string& state
   h.auth.anonymous_read = *anonymous;
   h.tls_cert = !f.tls_cert.empty() || auth == nullptr ? f.tls_cert : auth->tls_cert;
   h.tls_key = !f.tls_key.empty() || auth == nullptr ? f.tls_key : auth->tls_key;
+  rs.history = std::make_unique<server::HistorySampler>(
+      rs.controller.get(), server::HistorySampler::Options{f.history_interval});
+  h.dashboard.history = rs.history.get();
+  h.dashboard.local_nodes = std::move(local_nodes);
   rs.http = std::make_unique<server::HttpServer>(rs.controller.get(), h);
   HACHI_RETURN_IF_ERROR(rs.http->Start());
   rs.controller->Start();
+  rs.history->Start();
   return rs;
 }
 
@@ -296,10 +310,49 @@ void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
                   "The secret agents must send (default STATE_DIR/cluster-secret, created)");
   cmd->add_option("--tls-cert", f->tls_cert, "PEM certificate: serve the TCP API over HTTPS");
   cmd->add_option("--tls-key", f->tls_key, "PEM private key of --tls-cert");
+  cmd->add_option("--history-interval", f->history_interval,
+                  "Seconds between the dashboard's history samples (default 15)")
+      ->check(CLI::Range(1, 3600));
+}
+
+// How the jobs of `node` are isolated (docs/isolation.md): the cgroup driver of `mode`
+// (--cgroup), and each GPU's device minor (its index) and NUMA CPUs from the topology.
+// Logged either way, since a node without cgroups still runs jobs. Errors: an explicit
+// --cgroup v1 or v2 that cannot work here.
+Result<agent::IsolationOptions> JobIsolation(const std::string& mode, const std::string& parent,
+                                             const std::string& topology_json,
+                                             const std::string& node, std::string* name) {
+  agent::IsolationOptions iso;
+  if (Result<topo::Topology> t = topo::ParseTopologyJson(topology_json, "node"); t.ok()) {
+    for (const topo::Gpu& g : t->gpus()) {
+      agent::GpuPlacement p;
+      p.minor = static_cast<unsigned>(g.index);
+      if (Result<std::vector<int>> cpus = ParseCpuList(g.cpu_affinity); cpus.ok()) p.cpus = *cpus;
+      if (g.index >= static_cast<int>(iso.gpus.size())) iso.gpus.resize(g.index + 1);
+      iso.gpus[g.index] = p;
+    }
+  }
+  agent::CgroupOptions co;
+  co.mode = mode.empty() ? "auto" : mode;
+  co.parent = parent;
+  Result<std::unique_ptr<agent::CgroupDriver>> d = agent::OpenCgroups(co);
+  std::string why;
+  if (d.ok()) {
+    iso.cgroups = std::move(*d);
+  } else if (co.mode == "auto") {
+    why = d.status().message();
+  } else {
+    return d.status();
+  }
+  *name = std::string(iso.cgroups ? agent::CgroupModeName(iso.cgroups->mode()) : "none");
+  std::cerr << "hachi agent: " << node << ": job isolation: cgroup "
+            << agent::Isolation(iso).Describe(why) << "\n";
+  return iso;
 }
 
 std::unique_ptr<agent::Launcher> RealLauncher(const std::string& spool,
                                               const std::string& container_runtime,
+                                              agent::IsolationOptions iso,
                                               agent::ExitCallback cb) {
   Status made = MakeDirs(spool);  // the launcher creates only the last level
   if (!made.ok()) std::cerr << "hachi: warning: " << made.message() << "\n";
@@ -307,7 +360,18 @@ std::unique_ptr<agent::Launcher> RealLauncher(const std::string& spool,
   lo.spool_dir = spool;
   lo.container.kind = container_runtime;  // docker | podman | apptainer; "" = none
   lo.container.binary = container_runtime;
+  lo.isolation = std::move(iso);
+  // This very binary waits for each job (agent/waiter.h), so jobs outlive a restart of
+  // the agent and the next one adopts them.
+  lo.waiter = "/proc/self/exe";
   auto launcher = std::make_unique<agent::ProcessLauncher>(lo, std::move(cb));
+  const std::vector<std::string>& adopted = launcher->runs_adopted();
+  if (!adopted.empty()) {
+    std::cerr << "hachi agent: adopted " << adopted.size()
+              << " run(s) an earlier agent left running in " << spool << ":";
+    for (const std::string& r : adopted) std::cerr << " " << r;
+    std::cerr << "\n";
+  }
   const std::vector<std::string>& left = launcher->leftovers_stopped();
   if (!left.empty()) {
     std::cerr << "hachi agent: stopped " << left.size()
@@ -340,7 +404,7 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
 
   struct AgentFlags {
     std::string server, name, address = "127.0.0.1", preset, topology_file, spool_dir,
-        container_runtime, cluster_secret_file;
+        container_runtime, cgroup = "auto", cgroup_parent = "hachi", cluster_secret_file;
   };
   auto af = std::make_shared<AgentFlags>();
   CLI::App* agt = app.add_subcommand("agent", "Run the node agent: discover GPUs, run jobs");
@@ -357,6 +421,11 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
   agt->add_option("--container-runtime", af->container_runtime,
                   "Runs --container-image jobs: docker, podman or apptainer")
       ->check(CLI::IsMember({"docker", "podman", "apptainer"}));
+  agt->add_option("--cgroup", af->cgroup,
+                  "Per-job cgroups: auto (default), v1, v2 or none (docs/isolation.md)")
+      ->check(CLI::IsMember({"auto", "v1", "v2", "none"}));
+  agt->add_option("--cgroup-parent", af->cgroup_parent,
+                  "The cgroup holding the jobs' cgroups (default hachi)");
   agt->callback([af, exit_code] {
     const sigset_t stop = BlockStopSignals();
     Result<NodeShape> shape = AgentShape(af->preset, af->topology_file);
@@ -377,8 +446,11 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
     Result<int> spool_lock = LockDir(spool, "agent");
     if (!spool_lock.ok()) return void(*exit_code = Fail(spool_lock.status()));
     const std::string runtime = af->container_runtime;
-    agent::AgentDaemon d(o, [spool, runtime](agent::ExitCallback cb) {
-      return RealLauncher(spool, runtime, cb);
+    Result<agent::IsolationOptions> iso =
+        JobIsolation(af->cgroup, af->cgroup_parent, o.topology_json, o.node, &o.cgroup);
+    if (!iso.ok()) return void(*exit_code = Fail(iso.status()));
+    agent::AgentDaemon d(o, [spool, runtime, iso = *iso](agent::ExitCallback cb) {
+      return RealLauncher(spool, runtime, iso, cb);
     });
     Status s = d.Start();
     if (!s.ok()) return void(*exit_code = Fail(s));
@@ -399,6 +471,7 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
     int nodes = 2;
     std::string preset = "hgx-h100";
     std::string container_runtime;
+    std::string cgroup = "none";  // simulated nodes share this machine's devices
   };
   auto df = std::make_shared<DevFlags>();
   CLI::App* dev = app.add_subcommand(
@@ -409,6 +482,9 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
   dev->add_option("--container-runtime", df->container_runtime,
                   "Runs --container-image jobs: docker, podman or apptainer")
       ->check(CLI::IsMember({"docker", "podman", "apptainer"}));
+  dev->add_option("--cgroup", df->cgroup,
+                  "Per-job cgroups: none (default), auto, v1 or v2 (docs/isolation.md)")
+      ->check(CLI::IsMember({"auto", "v1", "v2", "none"}));
   dev->callback([df, exit_code] {
     const sigset_t stop = BlockStopSignals();
     Status resolved = ResolveServerFlags(&df->server, DefaultStateDir());
@@ -434,7 +510,7 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
         names.push_back("node" + std::to_string(i));
       }
     }
-    Result<RunningServer> rs = StartServer(df->server, dir);
+    Result<RunningServer> rs = StartServer(df->server, dir, names);
     if (!rs.ok()) return void(*exit_code = Fail(rs.status()));
     const std::string url = rs->http->url();
     std::vector<std::unique_ptr<agent::AgentDaemon>> agents;
@@ -448,9 +524,13 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
       o.cpus = shapes[i].cpus;
       o.memory_mib = shapes[i].memory_mib;
       const std::string spool = dir + "/spool/" + names[i];
+      // A parent per node: each node's launcher kills the job cgroups it finds in its own.
+      Result<agent::IsolationOptions> iso = JobIsolation(
+          df->cgroup, "hachi-" + names[i], o.topology_json, o.node, &o.cgroup);
+      if (!iso.ok()) return void(*exit_code = Fail(iso.status()));
       agents.push_back(std::make_unique<agent::AgentDaemon>(
-          o, [spool, runtime = df->container_runtime](agent::ExitCallback cb) {
-            return RealLauncher(spool, runtime, cb);
+          o, [spool, runtime = df->container_runtime, iso = *iso](agent::ExitCallback cb) {
+            return RealLauncher(spool, runtime, iso, cb);
           }));
       Status s = agents.back()->Start();
       if (!s.ok()) return void(*exit_code = Fail(s));
@@ -463,7 +543,8 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
               << shapes.size() << " node(s): " << shapes[0].what << "; state in " << dir
               << "\n"
               << "  try: HACHI_SERVER=unix:" << rs->http->unix_socket()
-              << " hachi run --gpus 2 -- nvidia-smi -L\n";
+              << " hachi run --gpus 2 -- nvidia-smi -L\n"
+              << "  dashboard: " << url << "/\n";
     WaitStopSignal(stop);
     std::cerr << "hachi dev: stopping (cancelling running jobs)\n";
     health.Stop();

@@ -1,15 +1,22 @@
 // The one `hachi` binary: user and admin commands (DESIGN.md §1).
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
+#include "agent/waiter.h"
 #include "cli/job_cmds.h"
 #include "cli/sim_cmd.h"
 #include "cli/token_cmds.h"
 #include "cli/topo_cmd.h"
 
 int main(int argc, char** argv) {
+  // The job waiter (agent/waiter.h) sits between the agent and every job: first, and
+  // without the CLI's setup, since it starts with each job.
+  if (argc >= 2 && std::strcmp(argv[1], hachi::agent::kWaiterCommand) == 0) {
+    return hachi::agent::WaiterMain(argc, argv);
+  }
   // submit/run take sbatch/srun-style arguments, parsed by cli/directives.h.
   if (argc >= 2 && (std::string(argv[1]) == "submit" || std::string(argv[1]) == "run")) {
     const std::vector<std::string> args(argv + 2, argv + argc);

@@ -175,6 +175,10 @@ state::JobEnded Controller::EndFor(const state::JobRecord& job, const RunInfo& i
       end.state = state::JobState::kFailed;
       end.reason = "launch failed: " + e.message;
       break;
+    case agent::ExitKind::kLost:  // as Slurm says of a job whose node failed under it
+      end.state = state::JobState::kNodeFail;
+      end.reason = e.message;
+      break;
   }
   if (info.cancel_requested && end.state != state::JobState::kCompleted) {
     end.state = state::JobState::kCancelled;

@@ -1,0 +1,47 @@
+// The job waiter: the small process between the agent and a job, so that a job outlives
+// its agent and its exit status is not lost with it (issue 7, "agent restart").
+//
+// ProcessLauncher (launcher.h) execs the waiter -- `hachi __job-waiter`, the same binary
+// -- in the job's place, after the steps that need the agent's privileges (session,
+// cgroup, user, working directory, output files). The waiter forks; the child execs the
+// job's command; the waiter waits for it, writes "exit N" or "signal N" to an exit file
+// the agent opened for it in the spool, and then ends the same way its job did (same
+// exit code, or killed by the same signal), so an agent that is still there sees the
+// job's own status through waitpid. A restarted agent finds the run's record and watches
+// the waiter through a pidfd; when it ends, the exit file says how the job ended.
+//
+// The waiter ignores the signals the launcher sends to the job's process group (SIGTERM
+// at a time limit, scancel --signal), so they reach the job alone; SIGKILL ends both.
+//
+// Free functions, no shared state.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace hachi::agent {
+
+// The hidden subcommand: argv[1] of the waiter's command line.
+inline constexpr char kWaiterCommand[] = "__job-waiter";
+
+// `hachi __job-waiter ERR_FD EXIT_FD N PATH1..PATHN -- ARGV...`: ERR_FD is the launcher's
+// close-on-exec error pipe (a failed exec is written there as spawn.cc's ChildError, as
+// if the job's own exec had failed), EXIT_FD the exit file, PATH* the candidates for
+// argv[0] (ExecCandidates). The environment is the job's. Returns what the waiter exits
+// with when it cannot mirror its job's end by a signal. argv[0] is the binary, argv[1]
+// kWaiterCommand.
+int WaiterMain(int argc, char** argv);
+
+// How a job ended, as its waiter wrote it.
+struct WaitedStatus {
+  bool signaled = false;
+  int code = 0;  // exit code, or the signal when `signaled`
+};
+
+// The exit file's text: "exit 3\n", "signal 9\n".
+std::string FormatWaitedStatus(const WaitedStatus& s);
+// nullopt when the file is missing, empty or garbled (the waiter was killed before its
+// job ended).
+std::optional<WaitedStatus> ReadWaitedStatus(const std::string& path);
+
+}  // namespace hachi::agent

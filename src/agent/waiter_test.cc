@@ -1,0 +1,71 @@
+// The job waiter's exit file and command line (the waiter's runs are in launcher_test.cc).
+#include "agent/waiter.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace hachi::agent {
+namespace {
+
+struct FileCase {
+  std::string name;
+  std::string text;
+  bool ok;
+  bool signaled;
+  int code;
+};
+
+class WaitedStatusFile : public testing::TestWithParam<FileCase> {};
+
+TEST_P(WaitedStatusFile, Reads) {
+  const FileCase& c = GetParam();
+  char tmpl[] = "/tmp/hachi-waiter-test-XXXXXX";
+  const int fd = mkstemp(tmpl);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  std::ofstream(tmpl) << c.text;
+  std::optional<WaitedStatus> w = ReadWaitedStatus(tmpl);
+  unlink(tmpl);
+  ASSERT_EQ(w.has_value(), c.ok);
+  if (!c.ok) return;
+  EXPECT_EQ(w->signaled, c.signaled);
+  EXPECT_EQ(w->code, c.code);
+  EXPECT_EQ(FormatWaitedStatus(*w), c.text);  // what the waiter writes, read back
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rows, WaitedStatusFile,
+    testing::Values(FileCase{"exit0", "exit 0\n", true, false, 0},
+                    FileCase{"exit255", "exit 255\n", true, false, 255},
+                    FileCase{"signal9", "signal 9\n", true, true, 9},
+                    FileCase{"empty", "", false, false, 0},
+                    FileCase{"garbled", "exi", false, false, 0},
+                    FileCase{"unknown_word", "stopped 3\n", false, false, 0}),
+    [](const testing::TestParamInfo<FileCase>& row) { return row.param.name; });
+
+TEST(WaitedStatusFile, MissingFileIsNoStatus) {
+  EXPECT_FALSE(ReadWaitedStatus("/nonexistent/hachi/exit-1").has_value());
+}
+
+// Started by hand (not by the agent) it refuses and says why, running nothing.
+TEST(WaiterMain, RefusesAMalformedCommandLine) {
+  std::vector<std::vector<std::string>> rows = {
+      {"hachi", kWaiterCommand},
+      {"hachi", kWaiterCommand, "x", "4", "1", "/bin/true", "--", "true"},
+      {"hachi", kWaiterCommand, "3", "4", "2", "/bin/true", "--", "true"},
+      {"hachi", kWaiterCommand, "3", "4", "1", "/bin/true", "true"},
+  };
+  for (std::vector<std::string>& row : rows) {
+    std::vector<char*> argv;
+    for (std::string& a : row) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    EXPECT_EQ(WaiterMain(static_cast<int>(row.size()), argv.data()), 2) << row.size();
+  }
+}
+
+}  // namespace
+}  // namespace hachi::agent
