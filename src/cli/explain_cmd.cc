@@ -2,7 +2,6 @@
 
 #include <iostream>
 #include <memory>
-
 #include <nlohmann/json.hpp>
 
 #include "cli/explain_format.h"
@@ -15,11 +14,13 @@ Result<state::JobExplain> FetchExplain(ApiClient& client, state::JobId id) {
   if (!body.ok()) return body.status();
   const nlohmann::json j = nlohmann::json::parse(*body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
-    return Internal("GET /jobs/" + std::to_string(id) + ": the reply is not a JSON object");
+    return Internal("GET /jobs/" + std::to_string(id) +
+                    ": the reply is not a JSON object");
   }
   auto e = j.find("explain");
   if (e == j.end()) {
-    return InvalidArgument("the server does not explain jobs (it predates `hachi explain`)");
+    return InvalidArgument(
+        "the server does not explain jobs (it predates `hachi explain`)");
   }
   return state::JobExplainFromJson(e->dump());
 }
@@ -31,7 +32,8 @@ void AddExplainCommand(CLI::App& app, int* exit_code) {
   };
   auto f = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
-      "explain", "Why a job waits (queue position, free GPUs, nodes by reason, earliest start)");
+      "explain",
+      "Why a job waits (queue position, free GPUs, nodes by reason, earliest start)");
   cmd->add_option("id", f->id, "Job id")->required();
   cmd->add_option("--server", f->server, "Server URL");
   cmd->add_flag("--json", f->json, "The explain object as the server sends it");

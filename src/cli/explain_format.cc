@@ -15,7 +15,8 @@ std::string Needs(const state::JobExplain& e) {
 
 }  // namespace
 
-std::string FormatExplain(const state::JobExplain& e, std::string_view indent, bool title) {
+std::string FormatExplain(const state::JobExplain& e, std::string_view indent,
+                          bool title) {
   const std::string in(indent);
   const std::string more = in + "  ";
   std::string o;
@@ -46,7 +47,8 @@ std::string FormatExplain(const state::JobExplain& e, std::string_view indent, b
     if (e.earliest_start > 0) {
       o += in + "Earliest start: " + FormatIsoTime(e.earliest_start) +
            (e.earliest_node.empty() ? "" : " on " + e.earliest_node) +
-           (e.blocking_job != 0 ? ", when job " + std::to_string(e.blocking_job) + " ends" : "") +
+           (e.blocking_job != 0 ? ", when job " + std::to_string(e.blocking_job) + " ends"
+                                : "") +
            " (backfill reservation, from time limits)\n";
     } else {
       o += in + "Earliest start: not estimated (no reservation this cycle)\n";
@@ -55,8 +57,8 @@ std::string FormatExplain(const state::JobExplain& e, std::string_view indent, b
   if (!e.history.empty()) {
     o += in + "History:\n";
     for (const state::ExplainEvent& h : e.history) {
-      o += more + (h.time > 0 ? FormatIsoTime(h.time) : std::string(19, ' ')) + "  " + h.text +
-           "\n";
+      o += more + (h.time > 0 ? FormatIsoTime(h.time) : std::string(19, ' ')) + "  " +
+           h.text + "\n";
     }
   }
   return o;

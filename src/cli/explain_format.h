@@ -14,6 +14,7 @@ namespace hachi::cli {
 
 // Every line starts with `indent`. `title`: first a line naming the job, its state and
 // reason, and the scheduler's sentence (show job prints those itself).
-std::string FormatExplain(const state::JobExplain& e, std::string_view indent, bool title);
+std::string FormatExplain(const state::JobExplain& e, std::string_view indent,
+                          bool title);
 
 }  // namespace hachi::cli

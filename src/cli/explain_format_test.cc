@@ -23,7 +23,8 @@ state::JobExplain Pending() {
   e.as_of = kCycle + 5;
   e.reason = "Fragmented";
   e.diagnosis =
-      "needs 4 GPUs on one node; largest free set is 3 (node gpu04), 9 free in all; earliest "
+      "needs 4 GPUs on one node; largest free set is 3 (node gpu04), 9 free in all; "
+      "earliest "
       "start 14:20 on gpu02 when job 3137 hits its time limit";
   e.diagnosed_at = kCycle;
   e.partition = "gpu-shared";
@@ -42,8 +43,9 @@ state::JobExplain Pending() {
   e.earliest_node = "gpu02";
   e.blocking_job = 3137;
   e.history = {{kCycle - 600, "submitted", "submitted to partition gpu-shared (4 GPUs)"},
-               {0, "requeued", "requeued 1 time (last: node gpu07 down: agent silent for more "
-                               "than 30s)"}};
+               {0, "requeued",
+                "requeued 1 time (last: node gpu07 down: agent silent for more "
+                "than 30s)"}};
   return e;
 }
 
@@ -58,7 +60,8 @@ state::JobExplain Gang() {
   e.needed_gpus = 8;
   e.needed_nodes = 2;
   e.nodes = {{"busy", 4, 0, "4 nodes: busy (largest free set 0 GPUs < 8)"}};
-  e.history = {{kCycle - 60, "submitted", "submitted to partition gpu8 (16 GPUs on 2 nodes)"}};
+  e.history = {
+      {kCycle - 60, "submitted", "submitted to partition gpu8 (16 GPUs on 2 nodes)"}};
   return e;  // no cycle has seen it, no reservation
 }
 
@@ -69,10 +72,11 @@ state::JobExplain Finished() {
   e.as_of = kCycle;
   e.partition = "gpu8";
   e.needed_gpus = 4;
-  e.history = {{kCycle - 7200, "submitted", "submitted to partition gpu8 (4 GPUs)"},
-               {kCycle - 7080, "started", "started on gpu03 (GPUs 0-3) after waiting 2m00s"},
-               {kCycle - 7030, "ended",
-                "ended FAILED (exit code 1): exit code 1 after running 50s"}};
+  e.history = {
+      {kCycle - 7200, "submitted", "submitted to partition gpu8 (4 GPUs)"},
+      {kCycle - 7080, "started", "started on gpu03 (GPUs 0-3) after waiting 2m00s"},
+      {kCycle - 7030, "ended",
+       "ended FAILED (exit code 1): exit code 1 after running 50s"}};
   return e;
 }
 
@@ -85,7 +89,8 @@ TEST(FormatExplain, Golden) {
   out += "$ hachi explain 3099\n" + FormatExplain(Finished(), "", true) + "\n";
   out += "$ hachi show job 3150 (after the Diagnosis)\n   Explain:\n" +
          FormatExplain(Pending(), "     ", false);
-  const std::string path = std::string(HACHI_SOURCE_DIR) + "/src/cli/testdata/explain.txt";
+  const std::string path =
+      std::string(HACHI_SOURCE_DIR) + "/src/cli/testdata/explain.txt";
   if (const char* u = std::getenv("HACHI_UPDATE_GOLDEN"); u != nullptr && *u == '1') {
     FILE* f = std::fopen(path.c_str(), "w");
     ASSERT_NE(f, nullptr);

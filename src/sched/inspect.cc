@@ -30,7 +30,8 @@ std::vector<int> FragmentedGpus(const ClusterState& state, Time now) {
     const JobShape s = ctx.Shape(job);
     if (s.eligible < 0 || s.share_milli > 0 || s.gpn < 2) continue;
     int used = 0, limit = 0;
-    if (CheckJob(ctx, s, &used, &limit) != Reason::kNone) continue;  // not waiting on GPUs
+    if (CheckJob(ctx, s, &used, &limit) != Reason::kNone)
+      continue;  // not waiting on GPUs
     int& k = smallest[job.partition];
     std::vector<JobShape>& p = probes[job.partition];
     if (k == 0 || s.gpn < k) {
@@ -38,7 +39,8 @@ std::vector<int> FragmentedGpus(const ClusterState& state, Time now) {
       p.clear();
     }
     if (s.gpn != k || p.size() >= kMaxProbes) continue;
-    if (std::none_of(p.begin(), p.end(), [&](const JobShape& q) { return SameProbe(q, s); })) {
+    if (std::none_of(p.begin(), p.end(),
+                     [&](const JobShape& q) { return SameProbe(q, s); })) {
       p.push_back(s);
     }
   }
@@ -99,7 +101,8 @@ NodeBreakdown ExplainNodes(const ClusterState& state, const Job& job, Time now) 
     const NodeWork& w = ctx.nodes[node];
     const int free = w.free.size();
     ++b.verdicts[i];
-    if (v == NodeVerdict::kDown && state.nodes[node].state == NodeState::kDrained) ++b.drained;
+    if (v == NodeVerdict::kDown && state.nodes[node].state == NodeState::kDrained)
+      ++b.drained;
     b.largest_free[i] = std::max(b.largest_free[i], free);
     if (!w.up) continue;
     b.free_gpus += free;

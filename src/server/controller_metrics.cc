@@ -14,37 +14,41 @@ using metrics::Writer;
 
 // Waits from a second to a week: the alert threshold (20 min) sits between buckets.
 std::vector<double> WaitBuckets() {
-  return {1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400, 28800, 86400,
-          172800, 604800};
+  return {1,    5,    15,   30,    60,    120,   300,    600,   1200,
+          1800, 3600, 7200, 14400, 28800, 86400, 172800, 604800};
 }
 
 }  // namespace
 
 ControllerMetrics::ControllerMetrics()
-    : queue_wait_(registry_.AddHistogram(
-          "hachi_queue_wait_seconds",
-          "Time from submit (or the last release or requeue) to start, observed when a job "
-          "starts; gpus is the job's total GPU count, \"share\" for a fraction of one GPU.",
-          WaitBuckets(), {"partition", "gpus"})),
-      cycle_(registry_
-                 .AddHistogram("hachi_cycle_duration_seconds",
-                               "One scheduling cycle: snapshot, scheduler and plan applier.",
-                               metrics::ExponentialBuckets(0.0005, 2, 14))
-                 .Get()),
-      plan_apply_(registry_
-                      .AddHistogram("hachi_plan_apply_seconds",
-                                    "The plan applier: re-checking a cycle's starts against "
-                                    "the records, committing them and queueing launches.",
-                                    metrics::ExponentialBuckets(0.0001, 2, 16))
-                      .Get()),
+    : queue_wait_(registry_.AddHistogram("hachi_queue_wait_seconds",
+                                         "Time from submit (or the last release or "
+                                         "requeue) to start, observed when a job "
+                                         "starts; gpus is the job's total GPU count, "
+                                         "\"share\" for a fraction of one GPU.",
+                                         WaitBuckets(), {"partition", "gpus"})),
+      cycle_(
+          registry_
+              .AddHistogram("hachi_cycle_duration_seconds",
+                            "One scheduling cycle: snapshot, scheduler and plan applier.",
+                            metrics::ExponentialBuckets(0.0005, 2, 14))
+              .Get()),
+      plan_apply_(
+          registry_
+              .AddHistogram("hachi_plan_apply_seconds",
+                            "The plan applier: re-checking a cycle's starts against "
+                            "the records, committing them and queueing launches.",
+                            metrics::ExponentialBuckets(0.0001, 2, 16))
+              .Get()),
       store_commit_(registry_
                         .AddHistogram("hachi_store_commit_seconds",
                                       "A store commit as its caller waits for it, group "
                                       "commit included (SQLite: synchronous=FULL).",
                                       metrics::ExponentialBuckets(0.0001, 2, 16))
                         .Get()) {
-  registry_.AddGauge("hachi_build_info", "The running server's version; always 1.",
-                     {"version"})
+  registry_
+      .AddGauge("hachi_build_info", "The running server's version; always 1.",
+                {"version"})
       .With({HACHI_VERSION})
       .Set(1);
 }
@@ -61,7 +65,8 @@ void ControllerMetrics::ObserveWait(const std::string& partition, int gpus, bool
       if (g != p->second.end()) h = g->second;
     }
     if (h == nullptr) {
-      h = &queue_wait_.With({partition, share ? std::string("share") : std::to_string(gpus)});
+      h = &queue_wait_.With(
+          {partition, share ? std::string("share") : std::to_string(gpus)});
       wait_series_[partition][key] = h;
     }
   }
@@ -70,18 +75,20 @@ void ControllerMetrics::ObserveWait(const std::string& partition, int gpus, bool
 
 void WriteClusterGauges(const ClusterGauges& g, Writer& w) {
   static constexpr std::string_view kStates[] = {"total", "allocated", "unhealthy"};
-  w.Begin("hachi_node_gpus",
-          "GPUs of a node: total, allocated to jobs (a shared GPU counts once), unhealthy "
-          "(taken out of service by health checks).",
-          Type::kGauge);
+  w.Begin(
+      "hachi_node_gpus",
+      "GPUs of a node: total, allocated to jobs (a shared GPU counts once), unhealthy "
+      "(taken out of service by health checks).",
+      Type::kGauge);
   for (const ClusterGauges::NodeRow& n : g.nodes) {
     const int v[] = {n.total, n.allocated, n.unhealthy};
     for (int i = 0; i < 3; ++i) w.Sample({{"node", n.node}, {"state", kStates[i]}}, v[i]);
   }
-  w.Begin("hachi_partition_gpus",
-          "GPUs of a partition's nodes, as hachi_node_gpus; a node in two partitions counts "
-          "in both.",
-          Type::kGauge);
+  w.Begin(
+      "hachi_partition_gpus",
+      "GPUs of a partition's nodes, as hachi_node_gpus; a node in two partitions counts "
+      "in both.",
+      Type::kGauge);
   for (const ClusterGauges::PartitionRow& p : g.partitions) {
     const int v[] = {p.total, p.allocated, p.unhealthy};
     for (int i = 0; i < 3; ++i) {
@@ -95,18 +102,19 @@ void WriteClusterGauges(const ClusterGauges& g, Writer& w) {
   for (const ClusterGauges::PartitionRow& p : g.partitions) {
     w.Sample({{"partition", p.partition}}, p.fragmented);
   }
-  w.Begin("hachi_node_state", "1 for the node's state (up, drained, down), 0 for the others.",
-          Type::kGauge);
+  w.Begin("hachi_node_state",
+          "1 for the node's state (up, drained, down), 0 for the others.", Type::kGauge);
   for (const ClusterGauges::NodeRow& n : g.nodes) {
     for (std::string_view s : {"up", "drained", "down"}) {
       w.Sample({{"node", n.node}, {"state", s}}, n.state == s ? 1 : 0);
     }
   }
-  w.Begin("hachi_agent_heartbeat_age_seconds",
-          "Seconds since the node's agent last polled (a poll is the heartbeat; a waiting "
-          "long poll counts from when it began). Nodes whose agent never polled this server "
-          "are left out.",
-          Type::kGauge);
+  w.Begin(
+      "hachi_agent_heartbeat_age_seconds",
+      "Seconds since the node's agent last polled (a poll is the heartbeat; a waiting "
+      "long poll counts from when it began). Nodes whose agent never polled this server "
+      "are left out.",
+      Type::kGauge);
   for (const ClusterGauges::NodeRow& n : g.nodes) {
     if (n.heartbeat_age_s >= 0) w.Sample({{"node", n.node}}, n.heartbeat_age_s);
   }
@@ -121,11 +129,11 @@ void WriteClusterGauges(const ClusterGauges& g, Writer& w) {
   w.Begin("hachi_cycles_total", "Scheduling cycles run since the server started.",
           Type::kCounter);
   w.Sample({}, static_cast<double>(g.cycles));
-  w.Begin("hachi_submits_total", "Jobs submitted since the server started (array tasks each).",
-          Type::kCounter);
+  w.Begin("hachi_submits_total",
+          "Jobs submitted since the server started (array tasks each).", Type::kCounter);
   w.Sample({}, static_cast<double>(g.submits));
-  w.Begin("hachi_starts_total", "Job starts since the server started (requeued runs each).",
-          Type::kCounter);
+  w.Begin("hachi_starts_total",
+          "Job starts since the server started (requeued runs each).", Type::kCounter);
   w.Sample({}, static_cast<double>(g.starts));
 }
 

@@ -26,8 +26,8 @@ struct ClusterGauges {
     int total = 0;  // GPUs
     int allocated = 0;
     int unhealthy = 0;
-    std::string state;                // "up", "drained", "down"
-    double heartbeat_age_s = -1;      // since its agent's last poll began or ended; -1: none
+    std::string state;            // "up", "drained", "down"
+    double heartbeat_age_s = -1;  // since its agent's last poll began or ended; -1: none
   };
   struct PartitionRow {
     std::string partition;

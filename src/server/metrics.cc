@@ -38,7 +38,8 @@ std::vector<double> ExponentialBuckets(double start, double factor, int count) {
 std::string FormatValue(double v) {
   if (std::isnan(v)) return "NaN";
   if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
-  // Shortest text that reads back as the same double ("0.005", not 0.0050000000000000001).
+  // Shortest text that reads back as the same double ("0.005", not
+  // 0.0050000000000000001).
   char buf[32];
   const auto r = std::to_chars(buf, buf + sizeof buf, v);
   return std::string(buf, r.ptr);
@@ -79,8 +80,8 @@ std::string EscapeHelp(std::string_view v) {
 namespace {
 
 bool NameChar(char c, bool first, bool colon) {
-  const bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
-                     (colon && c == ':');
+  const bool alpha =
+      (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (colon && c == ':');
   return alpha || (!first && c >= '0' && c <= '9');
 }
 
@@ -189,8 +190,8 @@ Family<Gauge>& Registry::AddGauge(std::string name, std::string help,
                                   std::vector<std::string> labels) {
   std::lock_guard<std::mutex> lock(mu_);
   Entry e{Type::kGauge, {}, {}, {}};
-  e.gauge =
-      std::make_unique<Family<Gauge>>(std::move(name), std::move(help), std::move(labels));
+  e.gauge = std::make_unique<Family<Gauge>>(std::move(name), std::move(help),
+                                            std::move(labels));
   entries_.push_back(std::move(e));
   return *entries_.back().gauge;
 }

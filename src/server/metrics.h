@@ -163,7 +163,7 @@ class Registry {
     std::unique_ptr<Family<Gauge>> gauge;
     std::unique_ptr<Family<Histogram>> histogram;
   };
-  mutable std::mutex mu_;  // guards the lists, not the families' series
+  mutable std::mutex mu_;      // guards the lists, not the families' series
   std::deque<Entry> entries_;  // a deque: Render keeps pointers while others add
   std::vector<std::function<void(Writer&)>> collectors_;
 };

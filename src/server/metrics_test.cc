@@ -18,10 +18,10 @@ using server::testing::ParseScrape;
 TEST(Metrics, RendersTheTextFormat) {
   Registry r;
   Family<Counter>& starts = r.AddCounter("t_starts_total", "Starts.");
-  Family<Gauge>& gpus = r.AddGauge("t_gpus", "GPUs per node\nand state \\ (escaped).",
-                                   {"node", "state"});
-  Family<Histogram>& wait = r.AddHistogram("t_wait_seconds", "Waits.", {1, 2.5, 10},
-                                           {"partition"});
+  Family<Gauge>& gpus =
+      r.AddGauge("t_gpus", "GPUs per node\nand state \\ (escaped).", {"node", "state"});
+  Family<Histogram>& wait =
+      r.AddHistogram("t_wait_seconds", "Waits.", {1, 2.5, 10}, {"partition"});
   r.AddGauge("t_unused", "A labelled family nobody set.", {"x"});
   starts.Get().Inc();
   starts.Get().Inc(2);
@@ -71,7 +71,8 @@ TEST(Metrics, FormatValue) {
   EXPECT_EQ(FormatValue(0), "0");
   EXPECT_EQ(FormatValue(42), "42");
   EXPECT_EQ(FormatValue(0.005), "0.005");
-  EXPECT_EQ(FormatValue(0.1 + 0.2), "0.30000000000000004");  // shortest exact, not rounded
+  EXPECT_EQ(FormatValue(0.1 + 0.2),
+            "0.30000000000000004");  // shortest exact, not rounded
   EXPECT_EQ(FormatValue(1e21), "1e+21");
   EXPECT_EQ(FormatValue(INFINITY), "+Inf");
   EXPECT_EQ(FormatValue(-INFINITY), "-Inf");
@@ -143,7 +144,8 @@ TEST(ScrapeChecker, RefusesInvalidText) {
       {"family split", "# TYPE x gauge\nx{a=\"1\"} 1\ny 1\nx{a=\"2\"} 1\n"},
       {"duplicate series", "x{a=\"1\"} 1\nx{a=\"1\"} 2\n"},
       {"negative counter", "# TYPE x counter\nx -1\n"},
-      {"no +Inf bucket", "# TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_sum 1\nh_count 1\n"},
+      {"no +Inf bucket",
+       "# TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_sum 1\nh_count 1\n"},
       {"count is not +Inf",
        "# TYPE h histogram\nh_bucket{le=\"+Inf\"} 2\nh_sum 1\nh_count 1\n"},
       {"buckets decrease",
@@ -153,7 +155,8 @@ TEST(ScrapeChecker, RefusesInvalidText) {
   for (const BadText& r : rows) {
     EXPECT_NE(ParseScrape(r.text).error, "") << r.name;
   }
-  EXPECT_EQ(ParseScrape("# HELP x a\n# TYPE x gauge\nx{a=\"\\\"\"} 1 1700000000\n").error, "");
+  EXPECT_EQ(ParseScrape("# HELP x a\n# TYPE x gauge\nx{a=\"\\\"\"} 1 1700000000\n").error,
+            "");
 }
 
 }  // namespace

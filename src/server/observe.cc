@@ -39,7 +39,8 @@ ClusterGauges Controller::Gauges() const {
       row.unhealthy = n.unhealthy.size();
       row.allocated = AllocatedGpus(n);
       auto rec = image_.nodes.find(n.name);
-      if (rec != image_.nodes.end()) row.state = std::string(state::NodeStateName(rec->second.state));
+      if (rec != image_.nodes.end())
+        row.state = std::string(state::NodeStateName(rec->second.state));
       auto a = agents_.find(n.name);
       if (a != agents_.end() && a->second.last_seen_ms > 0) {
         row.heartbeat_age_s = static_cast<double>(ms - a->second.last_seen_ms) / 1000.0;
@@ -84,9 +85,10 @@ std::vector<state::PartitionLoad> Controller::PartitionLoads() const {
       const state::JobRecord& r = image_.jobs.at(id);
       if (r.state != state::JobState::kPending || r.held) continue;
       auto d = diagnoses_.find(id);
-      pending.push_back({r.req.partition, r.req.user, r.req.Shared() ? 0 : r.req.TotalGpus(),
-                         r.req.Shared() ? 0 : r.req.GpusPerNode(), r.req.time_limit,
-                         d == diagnoses_.end() ? sched::Reason::kNone : d->second.reason});
+      pending.push_back(
+          {r.req.partition, r.req.user, r.req.Shared() ? 0 : r.req.TotalGpus(),
+           r.req.Shared() ? 0 : r.req.GpusPerNode(), r.req.time_limit,
+           d == diagnoses_.end() ? sched::Reason::kNone : d->second.reason});
     }
   }
   std::vector<state::PartitionLoad> loads;
@@ -127,15 +129,17 @@ void AddNodeGroups(const sched::NodeBreakdown& b, const state::JobRecord& job,
     if (n > 0) e->nodes.push_back({reason, n, largest_free, NodesText(n) + ": " + why});
   };
   add("fits", count(NodeVerdict::kFits), largest(NodeVerdict::kFits),
-      job.req.nodes > 1 ? "would take one part of it now (needs " + NodesText(job.req.nodes) + ")"
-                        : "would take it now");
+      job.req.nodes > 1
+          ? "would take one part of it now (needs " + NodesText(job.req.nodes) + ")"
+          : "would take it now");
   add("busy", count(NodeVerdict::kGpus), largest(NodeVerdict::kGpus),
       "busy (largest free set " + GpusText(largest(NodeVerdict::kGpus)) + " < " +
           std::to_string(need) + ")");
   add("cpus", count(NodeVerdict::kCpus), -1,
       "too few free CPUs (needs " + std::to_string(sched::NodeCpus(job.req)) + ")");
   add("memory", count(NodeVerdict::kMemory), -1,
-      "too little free memory (needs " + std::to_string(sched::NodeMemory(job.req)) + " MiB)");
+      "too little free memory (needs " + std::to_string(sched::NodeMemory(job.req)) +
+          " MiB)");
   add("isolation", count(NodeVerdict::kIsolation), -1,
       "whole-node and shared jobs do not mix there");
   add("reserved", count(NodeVerdict::kReserved), -1, "reserved for jobs ahead");
@@ -146,7 +150,8 @@ void AddNodeGroups(const sched::NodeBreakdown& b, const state::JobRecord& job,
   add("down", down, -1, "down");
   add("unsuitable", b.unsuitable, -1,
       "unsuitable (GPU model, GPU memory, or fewer than " + GpusText(need) + ")");
-  add("not_in_partition", b.not_in_partition, -1, "not in partition " + job.req.partition);
+  add("not_in_partition", b.not_in_partition, -1,
+      "not in partition " + job.req.partition);
 }
 
 }  // namespace
@@ -175,21 +180,24 @@ Result<state::JobExplain> Controller::Explain(state::JobId id) const {
     }
     // History, from the record (and when the job last became eligible, if since this
     // server started).
-    e.history.push_back({rec.submit_time, "submitted",
-                         "submitted to partition " + rec.req.partition + " (" +
-                             (rec.req.Shared() ? std::string("a GPU share")
-                                               : GpusText(rec.req.TotalGpus())) +
-                             (rec.req.nodes > 1 ? " on " + NodesText(rec.req.nodes) : "") + ")"});
+    e.history.push_back(
+        {rec.submit_time, "submitted",
+         "submitted to partition " + rec.req.partition + " (" +
+             (rec.req.Shared() ? std::string("a GPU share")
+                               : GpusText(rec.req.TotalGpus())) +
+             (rec.req.nodes > 1 ? " on " + NodesText(rec.req.nodes) : "") + ")"});
     if (rec.requeues > 0) {
-      e.history.push_back({requeued_last ? eligible : 0, "requeued",
-                           "requeued " + std::to_string(rec.requeues) +
-                               (rec.requeues == 1 ? " time" : " times") +
-                               (rec.state == state::JobState::kPending && !rec.reason.empty()
-                                    ? " (last: " + rec.reason + ")"
-                                    : "")});
+      e.history.push_back(
+          {requeued_last ? eligible : 0, "requeued",
+           "requeued " + std::to_string(rec.requeues) +
+               (rec.requeues == 1 ? " time" : " times") +
+               (rec.state == state::JobState::kPending && !rec.reason.empty()
+                    ? " (last: " + rec.reason + ")"
+                    : "")});
     }
     if (eligible > rec.submit_time && !requeued_last) {
-      e.history.push_back({eligible, "released", "released from hold; its wait counts from here"});
+      e.history.push_back(
+          {eligible, "released", "released from hold; its wait counts from here"});
     }
     if (rec.start_time > 0 && rec.state != state::JobState::kPending) {
       std::string on;
@@ -202,13 +210,15 @@ Result<state::JobExplain> Controller::Explain(state::JobId id) const {
                                FormatDuration(rec.start_time - from)});
       if (rec.state == state::JobState::kRunning && rec.req.time_limit > 0) {
         e.history.push_back({rec.start_time + rec.req.time_limit, "time_limit",
-                             "stopped at its time limit " + FormatDuration(rec.req.time_limit) +
+                             "stopped at its time limit " +
+                                 FormatDuration(rec.req.time_limit) +
                                  " unless it ends first"});
       }
     }
     if (state::IsFinal(rec.state)) {
       std::string text = "ended " + e.state;
-      if (rec.state == state::JobState::kCompleted || rec.state == state::JobState::kFailed) {
+      if (rec.state == state::JobState::kCompleted ||
+          rec.state == state::JobState::kFailed) {
         text += " (exit code " + std::to_string(rec.exit_code) +
                 (rec.signal != 0 ? ", signal " + std::to_string(rec.signal) : "") + ")";
       }
@@ -234,7 +244,8 @@ Result<state::JobExplain> Controller::Explain(state::JobId id) const {
       e.queue_position = e.partition_position = 1;
       for (const auto& [other, od] : diagnoses_) {
         auto o = image_.jobs.find(other);
-        if (o == image_.jobs.end() || o->second.state != state::JobState::kPending) continue;
+        if (o == image_.jobs.end() || o->second.state != state::JobState::kPending)
+          continue;
         const bool same = o->second.req.partition == rec.req.partition;
         const bool ahead = od.queue_position < dg.queue_position;
         ++e.queue_length;
@@ -244,7 +255,8 @@ Result<state::JobExplain> Controller::Explain(state::JobId id) const {
       }
       if (dg.earliest_start != kNever) {
         e.earliest_start = dg.earliest_start;
-        if (dg.earliest_node >= 0 && dg.earliest_node < static_cast<int>(diagnosed_->nodes.size())) {
+        if (dg.earliest_node >= 0 &&
+            dg.earliest_node < static_cast<int>(diagnosed_->nodes.size())) {
           e.earliest_node = diagnosed_->nodes[dg.earliest_node].name;
         }
         e.blocking_job = dg.blocking_job;
@@ -259,7 +271,8 @@ Result<state::JobExplain> Controller::Explain(state::JobId id) const {
   // The nodes now, by the scheduler's own node check.
   const sched::NodeBreakdown b = sched::ExplainNodes(snap, probe, e.as_of);
   e.largest_free = b.largest_free_gpus;
-  if (b.largest_free_node >= 0) e.largest_free_node = snap.nodes[b.largest_free_node].name;
+  if (b.largest_free_node >= 0)
+    e.largest_free_node = snap.nodes[b.largest_free_node].name;
   e.free_gpus = b.free_gpus;
   e.fitting_nodes = b.verdicts[static_cast<int>(sched::NodeVerdict::kFits)];
   AddNodeGroups(b, rec, &e);

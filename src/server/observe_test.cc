@@ -74,12 +74,17 @@ TEST(Metrics, ScrapeReportsTheClusterAndTheLoop) {
   EXPECT_EQ(s.Value("hachi_node_gpus", {{"node", n}, {"state", "total"}}), 8);
   EXPECT_EQ(s.Value("hachi_node_gpus", {{"node", n}, {"state", "allocated"}}), 5);
   EXPECT_EQ(s.Value("hachi_node_gpus", {{"node", n}, {"state", "unhealthy"}}), 1);
-  EXPECT_EQ(s.Value("hachi_node_gpus", {{"node", x.other_node()}, {"state", "allocated"}}), 6);
-  EXPECT_EQ(s.Value("hachi_partition_gpus", {{"partition", "default"}, {"state", "total"}}), 16);
-  EXPECT_EQ(s.Value("hachi_partition_gpus", {{"partition", "default"}, {"state", "allocated"}}),
-            11);
-  EXPECT_EQ(s.Value("hachi_partition_gpus", {{"partition", "default"}, {"state", "unhealthy"}}),
-            1);
+  EXPECT_EQ(
+      s.Value("hachi_node_gpus", {{"node", x.other_node()}, {"state", "allocated"}}), 6);
+  EXPECT_EQ(
+      s.Value("hachi_partition_gpus", {{"partition", "default"}, {"state", "total"}}),
+      16);
+  EXPECT_EQ(
+      s.Value("hachi_partition_gpus", {{"partition", "default"}, {"state", "allocated"}}),
+      11);
+  EXPECT_EQ(
+      s.Value("hachi_partition_gpus", {{"partition", "default"}, {"state", "unhealthy"}}),
+      1);
   // C, E, F need 4 on one node: the 2 free on each node serve none of them.
   EXPECT_EQ(s.Value("hachi_fragmented_gpus", {{"partition", "default"}}), 4);
   EXPECT_EQ(s.Value("hachi_jobs", {{"state", "RUNNING"}}), 2);
@@ -98,7 +103,8 @@ TEST(Metrics, ScrapeReportsTheClusterAndTheLoop) {
   EXPECT_GE(s.Value("hachi_store_commit_seconds_count"), 6 + 1 + 1);
   // A and B waited less than a second (submitted and started at once).
   for (const char* gpus : {"5", "6"}) {
-    EXPECT_EQ(s.Value("hachi_queue_wait_seconds_count", {{"partition", "default"}, {"gpus", gpus}}),
+    EXPECT_EQ(s.Value("hachi_queue_wait_seconds_count",
+                      {{"partition", "default"}, {"gpus", gpus}}),
               1)
         << gpus;
     EXPECT_EQ(s.Value("hachi_queue_wait_seconds_bucket",
@@ -148,7 +154,8 @@ TEST(Explain, PendingJobWithNumbers) {
   const state::JobExplain& e = *r;
   EXPECT_EQ(e.state, "PENDING");
   EXPECT_EQ(e.reason, "Fragmented");
-  EXPECT_NE(e.diagnosis.find("needs 4 GPUs on one node"), std::string::npos) << e.diagnosis;
+  EXPECT_NE(e.diagnosis.find("needs 4 GPUs on one node"), std::string::npos)
+      << e.diagnosis;
   EXPECT_EQ(e.partition, "default");
   EXPECT_EQ(e.needed_gpus, 4);
   EXPECT_EQ(e.queue_length, 4);
@@ -172,7 +179,8 @@ TEST(Explain, PendingJobWithNumbers) {
 
   // Every pending job has its own position: 1..4, once each.
   std::set<int> positions;
-  for (state::JobId id : {x.c, x.d, x.e, x.f}) positions.insert(x.h->Explain(id)->queue_position);
+  for (state::JobId id : {x.c, x.d, x.e, x.f})
+    positions.insert(x.h->Explain(id)->queue_position);
   EXPECT_EQ(positions, (std::set<int>{1, 2, 3, 4}));
 }
 
@@ -184,7 +192,8 @@ TEST(Explain, RunningAndFinishedJobsHaveAHistory) {
   EXPECT_TRUE(running->nodes.empty());
   ASSERT_EQ(running->history.size(), 3u);
   EXPECT_EQ(running->history[1].event, "started");
-  EXPECT_NE(running->history[1].text.find("started on " + x.a_node + " (GPUs "), std::string::npos)
+  EXPECT_NE(running->history[1].text.find("started on " + x.a_node + " (GPUs "),
+            std::string::npos)
       << running->history[1].text;
   EXPECT_EQ(running->history[2].event, "time_limit");
   x.h.Exit(x.a_node, x.a, 3);
@@ -210,7 +219,8 @@ TEST(ObserveHttp, MetricsExplainAndStatsCause) {
     httplib::Result r = cl.Get("/metrics");
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 200);
-    EXPECT_EQ(r->get_header_value("Content-Type"), "text/plain; version=0.0.4; charset=utf-8");
+    EXPECT_EQ(r->get_header_value("Content-Type"),
+              "text/plain; version=0.0.4; charset=utf-8");
     const Scrape s = ParseScrape(r->body);
     ASSERT_EQ(s.error, "");
     EXPECT_EQ(s.Value("hachi_fragmented_gpus", {{"partition", "default"}}), 4);
@@ -224,7 +234,8 @@ TEST(ObserveHttp, MetricsExplainAndStatsCause) {
     ASSERT_TRUE(j.contains("explain")) << r->body;
     EXPECT_EQ(j["explain"]["reason"], "Fragmented");
     EXPECT_EQ(j["explain"]["largest_free"], 2);
-    EXPECT_EQ(j["explain"]["nodes"][0]["text"], "2 nodes: busy (largest free set 2 GPUs < 4)");
+    EXPECT_EQ(j["explain"]["nodes"][0]["text"],
+              "2 nodes: busy (largest free set 2 GPUs < 4)");
     EXPECT_TRUE(j.contains("diagnosis"));
   }
   // The pending jobs' waits pass one second: with ?alert=1 the partition is flagged.
@@ -243,10 +254,11 @@ TEST(ObserveHttp, MetricsExplainAndStatsCause) {
     EXPECT_EQ(p["load"]["largest_free"], 2);
     ASSERT_GE(p["causes"].size(), 1u);
     EXPECT_EQ(p["causes"][0]["kind"], "fragmentation");
-    EXPECT_EQ(p["causes"][0]["text"],
-              "3 of 4 pending jobs fit the partition's 4 free GPUs in all but no node has "
-              "enough of them together (largest free set 2 on " +
-                  p["load"]["largest_free_node"].get<std::string>() + " < 4 needed)");
+    EXPECT_EQ(
+        p["causes"][0]["text"],
+        "3 of 4 pending jobs fit the partition's 4 free GPUs in all but no node has "
+        "enough of them together (largest free set 2 on " +
+            p["load"]["largest_free_node"].get<std::string>() + " < 4 needed)");
   }
   http.Stop();
 }
@@ -273,7 +285,8 @@ TEST(ObserveHttp, PromtoolChecksTheScrape) {
     std::fclose(f);
   }
   const std::string out = path + ".out";
-  const int rc = std::system((tool + " check metrics < " + path + " > " + out + " 2>&1").c_str());
+  const int rc =
+      std::system((tool + " check metrics < " + path + " > " + out + " 2>&1").c_str());
   std::string said;
   if (std::FILE* f = std::fopen(out.c_str(), "r")) {
     char buf[4096];

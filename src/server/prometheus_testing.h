@@ -68,7 +68,8 @@ inline std::string FamilyOf(const std::string& name,
                             const std::map<std::string, std::string>& types) {
   for (const char* suffix : {"_bucket", "_sum", "_count"}) {
     const std::string s = suffix;
-    if (name.size() > s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0) {
+    if (name.size() > s.size() &&
+        name.compare(name.size() - s.size(), s.size(), s) == 0) {
       const std::string base = name.substr(0, name.size() - s.size());
       auto t = types.find(base);
       if (t != types.end() && t->second == "histogram") return base;
@@ -111,19 +112,22 @@ inline Scrape ParseScrape(const std::string& text) {
         const size_t sp = rest.find(' ');
         const std::string name = rest.substr(0, sp);
         const std::string arg = sp == std::string::npos ? "" : rest.substr(sp + 1);
-        if (!metrics::ValidMetricName(name)) return fail(n, "bad metric name '" + name + "'");
+        if (!metrics::ValidMetricName(name))
+          return fail(n, "bad metric name '" + name + "'");
         if (is_type) {
-          if (arg != "counter" && arg != "gauge" && arg != "histogram" && arg != "summary" &&
-              arg != "untyped") {
+          if (arg != "counter" && arg != "gauge" && arg != "histogram" &&
+              arg != "summary" && arg != "untyped") {
             return fail(n, "bad type '" + arg + "'");
           }
           if (out.types.count(name)) return fail(n, "second TYPE for " + name);
-          if (sampled.count(name)) return fail(n, "TYPE for " + name + " after its samples");
+          if (sampled.count(name))
+            return fail(n, "TYPE for " + name + " after its samples");
           out.types[name] = arg;
         } else {
           if (out.help.count(name)) return fail(n, "second HELP for " + name);
           for (size_t i = 0; i < arg.size(); ++i) {
-            if (arg[i] == '\\' && (i + 1 >= arg.size() || (arg[i + 1] != '\\' && arg[i + 1] != 'n'))) {
+            if (arg[i] == '\\' &&
+                (i + 1 >= arg.size() || (arg[i + 1] != '\\' && arg[i + 1] != 'n'))) {
               return fail(n, "bad escape in HELP");
             }
             if (arg[i] == '\\') ++i;
@@ -145,18 +149,24 @@ inline Scrape ParseScrape(const std::string& text) {
         size_t eq = line.find('=', i);
         if (eq == std::string::npos) return fail(n, "label without '='");
         const std::string lname = line.substr(i, eq - i);
-        if (!metrics::ValidLabelName(lname)) return fail(n, "bad label name '" + lname + "'");
-        if (eq + 1 >= line.size() || line[eq + 1] != '"') return fail(n, "unquoted label value");
+        if (!metrics::ValidLabelName(lname))
+          return fail(n, "bad label name '" + lname + "'");
+        if (eq + 1 >= line.size() || line[eq + 1] != '"')
+          return fail(n, "unquoted label value");
         std::string value;
         size_t j = eq + 2;
         for (; j < line.size() && line[j] != '"'; ++j) {
           if (line[j] == '\\') {
             if (j + 1 >= line.size()) return fail(n, "dangling escape");
             const char c = line[++j];
-            if (c == '\\') value += '\\';
-            else if (c == '"') value += '"';
-            else if (c == 'n') value += '\n';
-            else return fail(n, std::string("bad escape \\") + c);
+            if (c == '\\')
+              value += '\\';
+            else if (c == '"')
+              value += '"';
+            else if (c == 'n')
+              value += '\n';
+            else
+              return fail(n, std::string("bad escape \\") + c);
           } else {
             value += line[j];
           }
@@ -186,7 +196,8 @@ inline Scrape ParseScrape(const std::string& text) {
     }
     const std::string family = internal::FamilyOf(name, out.types);
     if (family != current) {
-      if (done_families.count(family)) return fail(n, "family " + family + " split in two");
+      if (done_families.count(family))
+        return fail(n, "family " + family + " split in two");
       if (!current.empty()) done_families.insert(current);
       current = family;
     }
@@ -201,13 +212,16 @@ inline Scrape ParseScrape(const std::string& text) {
       std::vector<std::pair<std::string, std::string>> rest_labels;
       std::string le;
       for (const auto& l : labels) {
-        if (l.first == "le") le = l.second;
-        else rest_labels.push_back(l);
+        if (l.first == "le")
+          le = l.second;
+        else
+          rest_labels.push_back(l);
       }
       Hist& h = hists[Scrape::Key(family, rest_labels)];
       if (name == family + "_bucket") {
         double bound = 0;
-        if (le.empty() || !internal::ParseValue(le, &bound)) return fail(n, "bucket without le");
+        if (le.empty() || !internal::ParseValue(le, &bound))
+          return fail(n, "bucket without le");
         if (!h.buckets.empty() && !(bound > h.buckets.back().first)) {
           return fail(n, "buckets out of order");
         }
@@ -232,7 +246,8 @@ inline Scrape ParseScrape(const std::string& text) {
       return fail(0, key + ": no +Inf bucket");
     }
     if (!h.has_sum || !h.has_count) return fail(0, key + ": no _sum or _count");
-    if (h.count != h.buckets.back().second) return fail(0, key + ": _count != +Inf bucket");
+    if (h.count != h.buckets.back().second)
+      return fail(0, key + ": _count != +Inf bucket");
   }
   return out;
 }

@@ -10,7 +10,8 @@ using nlohmann::json;
 // Reads `key` of `j` into `out` when present; false (and *error) when of another type.
 // Missing keys keep their defaults, so a newer server's extra-less reply still reads.
 template <typename T>
-bool Opt(const json& j, const char* key, const std::string& path, T* out, std::string* error) {
+bool Opt(const json& j, const char* key, const std::string& path, T* out,
+         std::string* error) {
   auto it = j.find(key);
   if (it == j.end()) return true;
   bool ok;
@@ -69,29 +70,30 @@ std::string JobExplainToJson(const JobExplain& e) {
 
 Result<JobExplain> JobExplainFromJson(std::string_view text) {
   const json j = json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return InvalidArgument("explain: not a JSON object");
+  if (j.is_discarded() || !j.is_object())
+    return InvalidArgument("explain: not a JSON object");
   JobExplain e;
   std::string err;
   const std::string p = "explain";
-  const bool ok =
-      Opt(j, "job", p, &e.job, &err) && Opt(j, "state", p, &e.state, &err) &&
-      Opt(j, "as_of", p, &e.as_of, &err) && Opt(j, "reason", p, &e.reason, &err) &&
-      Opt(j, "diagnosis", p, &e.diagnosis, &err) &&
-      Opt(j, "diagnosed_at", p, &e.diagnosed_at, &err) &&
-      Opt(j, "partition", p, &e.partition, &err) &&
-      Opt(j, "queue_position", p, &e.queue_position, &err) &&
-      Opt(j, "queue_length", p, &e.queue_length, &err) &&
-      Opt(j, "partition_position", p, &e.partition_position, &err) &&
-      Opt(j, "partition_length", p, &e.partition_length, &err) &&
-      Opt(j, "needed_gpus", p, &e.needed_gpus, &err) &&
-      Opt(j, "needed_nodes", p, &e.needed_nodes, &err) &&
-      Opt(j, "largest_free", p, &e.largest_free, &err) &&
-      Opt(j, "largest_free_node", p, &e.largest_free_node, &err) &&
-      Opt(j, "free_gpus", p, &e.free_gpus, &err) &&
-      Opt(j, "fitting_nodes", p, &e.fitting_nodes, &err) &&
-      Opt(j, "earliest_start", p, &e.earliest_start, &err) &&
-      Opt(j, "earliest_node", p, &e.earliest_node, &err) &&
-      Opt(j, "blocking_job", p, &e.blocking_job, &err);
+  const bool ok = Opt(j, "job", p, &e.job, &err) && Opt(j, "state", p, &e.state, &err) &&
+                  Opt(j, "as_of", p, &e.as_of, &err) &&
+                  Opt(j, "reason", p, &e.reason, &err) &&
+                  Opt(j, "diagnosis", p, &e.diagnosis, &err) &&
+                  Opt(j, "diagnosed_at", p, &e.diagnosed_at, &err) &&
+                  Opt(j, "partition", p, &e.partition, &err) &&
+                  Opt(j, "queue_position", p, &e.queue_position, &err) &&
+                  Opt(j, "queue_length", p, &e.queue_length, &err) &&
+                  Opt(j, "partition_position", p, &e.partition_position, &err) &&
+                  Opt(j, "partition_length", p, &e.partition_length, &err) &&
+                  Opt(j, "needed_gpus", p, &e.needed_gpus, &err) &&
+                  Opt(j, "needed_nodes", p, &e.needed_nodes, &err) &&
+                  Opt(j, "largest_free", p, &e.largest_free, &err) &&
+                  Opt(j, "largest_free_node", p, &e.largest_free_node, &err) &&
+                  Opt(j, "free_gpus", p, &e.free_gpus, &err) &&
+                  Opt(j, "fitting_nodes", p, &e.fitting_nodes, &err) &&
+                  Opt(j, "earliest_start", p, &e.earliest_start, &err) &&
+                  Opt(j, "earliest_node", p, &e.earliest_node, &err) &&
+                  Opt(j, "blocking_job", p, &e.blocking_job, &err);
   if (!ok) return InvalidArgument(err);
   for (const char* list : {"nodes", "history"}) {
     auto it = j.find(list);
@@ -103,7 +105,8 @@ Result<JobExplain> JobExplainFromJson(std::string_view text) {
       if (!x.is_object()) return InvalidArgument(at + ": expected an object");
       if (std::string_view(list) == "nodes") {
         ExplainNodes n;
-        if (!Opt(x, "reason", at, &n.reason, &err) || !Opt(x, "count", at, &n.count, &err) ||
+        if (!Opt(x, "reason", at, &n.reason, &err) ||
+            !Opt(x, "count", at, &n.count, &err) ||
             !Opt(x, "largest_free", at, &n.largest_free, &err) ||
             !Opt(x, "text", at, &n.text, &err)) {
           return InvalidArgument(err);

@@ -37,9 +37,9 @@ struct JobExplain {
   std::string state;  // JobStateName
   Time as_of = 0;     // when the server answered
   // Pending jobs (reason "" otherwise).
-  std::string reason;       // the last cycle's word: "Resources", "Priority", ...
-  std::string diagnosis;    // the last cycle's sentence (Diagnosis::Format)
-  Time diagnosed_at = 0;    // that cycle's time; 0: no cycle has seen the job yet
+  std::string reason;     // the last cycle's word: "Resources", "Priority", ...
+  std::string diagnosis;  // the last cycle's sentence (Diagnosis::Format)
+  Time diagnosed_at = 0;  // that cycle's time; 0: no cycle has seen the job yet
   std::string partition;
   int queue_position = 0;      // 1-based among the last cycle's pending jobs; 0: unknown
   int queue_length = 0;        // pending jobs the last cycle explained
@@ -52,7 +52,7 @@ struct JobExplain {
   int largest_free = 0;
   std::string largest_free_node;  // "" when none
   int free_gpus = 0;
-  int fitting_nodes = 0;  // nodes that would take one share of it now
+  int fitting_nodes = 0;            // nodes that would take one share of it now
   std::vector<ExplainNodes> nodes;  // every node of the cluster, once
   // The backfill timeline's earliest start, when the scheduler reserved for the job.
   Time earliest_start = 0;  // 0: none computed

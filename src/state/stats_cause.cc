@@ -19,7 +19,8 @@ std::string OneDecimal(double v) {
 
 }  // namespace
 
-void AddPending(std::vector<PartitionLoad>* loads, const std::vector<PendingJob>& pending) {
+void AddPending(std::vector<PartitionLoad>* loads,
+                const std::vector<PendingJob>& pending) {
   std::unordered_map<std::string, size_t> index;
   for (size_t i = 0; i < loads->size(); ++i) index[(*loads)[i].partition] = i;
   // Per partition, per user: jobs and GPUs.
@@ -31,15 +32,18 @@ void AddPending(std::vector<PartitionLoad>* loads, const std::vector<PendingJob>
     ++l.pending_jobs;
     l.pending_gpus += j.gpus;
     l.pending_gpu_hours += static_cast<double>(j.gpus) * j.time_limit / 3600.0;
-    if (j.reason == sched::Reason::kUserQuota || j.reason == sched::Reason::kAccountQuota) {
+    if (j.reason == sched::Reason::kUserQuota ||
+        j.reason == sched::Reason::kAccountQuota) {
       ++l.quota_jobs;
     }
     if (j.reason == sched::Reason::kFragmented) {
       ++l.fragmented_jobs;
-      if (l.needed_gpus == 0 || j.gpus_per_node < l.needed_gpus) l.needed_gpus = j.gpus_per_node;
+      if (l.needed_gpus == 0 || j.gpus_per_node < l.needed_gpus)
+        l.needed_gpus = j.gpus_per_node;
     }
-    ++l.reasons[j.reason == sched::Reason::kNone ? "None"
-                                                  : std::string(sched::ReasonName(j.reason))];
+    ++l.reasons[j.reason == sched::Reason::kNone
+                    ? "None"
+                    : std::string(sched::ReasonName(j.reason))];
     auto& u = users[it->second][j.user];
     ++u.first;
     u.second += j.gpus;
@@ -61,14 +65,16 @@ std::vector<AlertCause> ClassifyAlert(const PartitionLoad& l) {
   std::vector<AlertCause> out;
   const int pending = l.pending_jobs;
   if (pending > 0 && 2 * l.quota_jobs > pending) {
-    out.push_back({"quota", std::to_string(l.quota_jobs) + " of " + std::to_string(pending) +
+    out.push_back({"quota", std::to_string(l.quota_jobs) + " of " +
+                                std::to_string(pending) +
                                 " pending jobs wait for a user or account GPU quota"});
   }
   if (pending > 0 && 2 * l.fragmented_jobs > pending) {
     out.push_back(
         {"fragmentation",
          std::to_string(l.fragmented_jobs) + " of " + std::to_string(pending) +
-             " pending jobs fit the partition's " + Plural(l.free_gpus, "free GPU", "free GPUs") +
+             " pending jobs fit the partition's " +
+             Plural(l.free_gpus, "free GPU", "free GPUs") +
              " in all but no node has enough of them together (largest free set " +
              std::to_string(l.largest_free) +
              (l.largest_free_node.empty() ? "" : " on " + l.largest_free_node) + " < " +
@@ -100,8 +106,9 @@ std::vector<AlertCause> ClassifyAlert(const PartitionLoad& l) {
     for (const auto& [word, n] : l.reasons) {
       reasons += (reasons.empty() ? "" : ", ") + std::to_string(n) + " " + word;
     }
-    out.push_back({"unknown", "no single cause: " + Plural(pending, "pending job", "pending jobs") +
-                                  (reasons.empty() ? "" : " (" + reasons + ")")});
+    out.push_back(
+        {"unknown", "no single cause: " + Plural(pending, "pending job", "pending jobs") +
+                        (reasons.empty() ? "" : " (" + reasons + ")")});
   }
   return out;
 }

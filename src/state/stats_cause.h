@@ -37,7 +37,7 @@ struct PartitionLoad {
   int gpus = 0;            // in service: on up nodes, healthy
   int allocated_gpus = 0;  // of those, held by jobs
   int free_gpus = 0;
-  int largest_free = 0;          // largest free set on one up node
+  int largest_free = 0;           // largest free set on one up node
   std::string largest_free_node;  // "" when no GPU is free
   // Pending jobs, not held.
   int pending_jobs = 0;
@@ -54,7 +54,8 @@ struct PartitionLoad {
 
 // Adds `pending` to the loads of their partitions (those absent from `loads` are left
 // out). `loads` carries the node figures already.
-void AddPending(std::vector<PartitionLoad>* loads, const std::vector<PendingJob>& pending);
+void AddPending(std::vector<PartitionLoad>* loads,
+                const std::vector<PendingJob>& pending);
 
 struct AlertCause {
   std::string kind;  // "quota", "fragmentation", "user_burst", "too_few_nodes", "unknown"

@@ -61,7 +61,8 @@ TEST(ClassifyAlert, Table) {
        Cat(Repeat(2, P("ann", 4, Reason::kFragmented)),
            {P("bob", 8, Reason::kFragmented), P("cat", 4, Reason::kResources)}),
        {"fragmentation"},
-       "3 of 4 pending jobs fit the partition's 26 free GPUs in all but no node has enough "
+       "3 of 4 pending jobs fit the partition's 26 free GPUs in all but no node has "
+       "enough "
        "of them together (largest free set 3 on n2 < 4 needed)"},
       {"user burst: one user has most of the queue",
        Nodes(32, 0),
@@ -79,7 +80,8 @@ TEST(ClassifyAlert, Table) {
        {P("ann", 8, Reason::kResources, 10 * kHour), P("bob", 8, Reason::kResources),
         P("cat", 8, Reason::kResources)},
        {"too_few_nodes"},
-       "28 GPUs in use + 24 pending > 32 in service on 4 of 4 nodes up (pending work 96.0 "
+       "28 GPUs in use + 24 pending > 32 in service on 4 of 4 nodes up (pending work "
+       "96.0 "
        "GPU-hours, 3.0 h of the whole partition)"},
       {"quota comes first when several hold",
        Nodes(32, 0),
