@@ -36,7 +36,7 @@ std::string_view CgroupModeName(CgroupMode m);  // "none", "v1", "v2"
 class CgroupFs {
  public:
   virtual ~CgroupFs() = default;
-  virtual Status MakeDir(const std::string& path);  // EEXIST is fine
+  virtual Status MakeDir(const std::string& path);    // EEXIST is fine
   virtual Status RemoveDir(const std::string& path);  // ENOENT is fine
   // Writes `text` in one write() (cgroup files take one value per write).
   virtual Status Write(const std::string& path, const std::string& text);
@@ -69,28 +69,30 @@ struct JobCgroup {
 };
 
 struct CgroupOptions {
-  std::string mode = "auto";   // "auto", "v1", "v2", "none"
+  std::string mode = "auto";     // "auto", "v1", "v2", "none"
   std::string parent = "hachi";  // the directory holding the jobs' cgroups
   // Where the hierarchies are mounted: found in /proc/self/mountinfo when empty. Tests
   // name a temporary tree: v1 then uses <root>/<controller>, v2 <root>.
   std::string root;
   std::string mountinfo = "/proc/self/mountinfo";
   std::string self_cgroup = "/proc/self/cgroup";  // v1 nests under the agent's own cgroup
-  CgroupFs* fs = nullptr;  // RealCgroupFs() when null
+  CgroupFs* fs = nullptr;                         // RealCgroupFs() when null
 };
 
 class CgroupDriver {
  public:
   virtual ~CgroupDriver() = default;
   virtual CgroupMode mode() const = 0;
-  // For the agent's log: "v1 (memory cpuset pids devices freezer) at /sys/fs/cgroup/*/hachi".
+  // For the agent's log: "v1 (memory cpuset pids devices freezer) at
+  // /sys/fs/cgroup/*/hachi".
   virtual std::string Describe() const = 0;
   // Whether jobs' cgroups enforce `controller` ("memory", "cpuset", "pids", "devices").
   virtual bool Enforces(std::string_view controller) const = 0;
   // Makes the job's cgroup and writes its limits. A limit whose controller this machine
   // lacks is skipped (Describe names what is missing); any other failure removes what
   // was made and is returned.
-  virtual Result<JobCgroup> Create(const std::string& name, const CgroupLimits& limits) = 0;
+  virtual Result<JobCgroup> Create(const std::string& name,
+                                   const CgroupLimits& limits) = 0;
   // The processes in it now.
   virtual std::vector<pid_t> Pids(const JobCgroup& cg) const = 0;
   // How many processes the kernel's OOM killer killed in it (its memory limit).

@@ -5,14 +5,15 @@
 // cgroup2 has no controllers, so there only the device filter and the kill run on v2.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/capability.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <linux/capability.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
@@ -42,7 +43,8 @@ std::string Slurp(const std::string& path) {
 bool ProcessGone(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   if (!in) return true;
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string stat((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
   const size_t paren = stat.rfind(')');
   return paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] == 'Z';
 }
@@ -116,7 +118,8 @@ class RealCgroupTest : public ::testing::TestWithParam<std::string> {
     o.mode = GetParam();
     o.parent = "hachi-test-" + std::to_string(getpid()) + "-" + GetParam();
     Result<std::unique_ptr<CgroupDriver>> d = OpenCgroups(o);
-    if (!d.ok()) GTEST_SKIP() << "no cgroup " << GetParam() << ": " << d.status().message();
+    if (!d.ok())
+      GTEST_SKIP() << "no cgroup " << GetParam() << ": " << d.status().message();
     driver_ = std::move(*d);
     char tmpl[] = "/tmp/hachi-cgspool-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
@@ -125,7 +128,8 @@ class RealCgroupTest : public ::testing::TestWithParam<std::string> {
   void TearDown() override {
     launcher_.reset();
     if (driver_) {
-      for (const JobCgroup& cg : driver_->Leftovers()) EXPECT_TRUE(driver_->Destroy(cg).ok());
+      for (const JobCgroup& cg : driver_->Leftovers())
+        EXPECT_TRUE(driver_->Destroy(cg).ok());
       for (const std::string& dir : driver_->ParentDirs()) rmdir(dir.c_str());
     }
     if (!spool_.empty()) fs::remove_all(spool_);
@@ -165,9 +169,12 @@ TEST_P(RealCgroupTest, JobOpensItsOwnGpusAndNotAnothers) {
   const std::string out = spool_ + "/devices.out";
   ProcessLauncher& l = Launcher();
   ASSERT_TRUE(l.Launch(MakeLaunch(1).Gpus({2, 3}).Out(out).Sh(
-                  "for n in nvidia0 nvidia2 nvidia3 nvidiactl; do"
-                  " (exec 3<" + dev.dir() + "/$n) 2>/dev/null && echo \"$n opened\" ||"
-                  " (exec 3<" + dev.dir() + "/$n) 2>&1 | sed \"s/^/$n: /\"; done"))
+                           "for n in nvidia0 nvidia2 nvidia3 nvidiactl; do"
+                           " (exec 3<" +
+                           dev.dir() +
+                           "/$n) 2>/dev/null && echo \"$n opened\" ||"
+                           " (exec 3<" +
+                           dev.dir() + "/$n) 2>&1 | sed \"s/^/$n: /\"; done"))
                   .ok());
   std::optional<JobExit> e = exits_.Wait(1);
   ASSERT_TRUE(e.has_value());
@@ -191,9 +198,12 @@ TEST_P(RealCgroupTest, DoubleForkedSetsidChildDiesWithTheJob) {
   const std::string pidfile = spool_ + "/escaped.pid";
   ProcessLauncher& l = Launcher();
   // The grandchild leaves the job's session and is reparented away from it.
-  ASSERT_TRUE(l.Launch(MakeLaunch(2).Out(spool_ + "/escape.out").Sh(
-                  "(setsid sh -c 'echo $$ > " + pidfile + "; exec sleep 300' &);"
-                  " while [ ! -s " + pidfile + " ]; do sleep 0.05; done; sleep 0.2"))
+  ASSERT_TRUE(l.Launch(MakeLaunch(2)
+                           .Out(spool_ + "/escape.out")
+                           .Sh("(setsid sh -c 'echo $$ > " + pidfile +
+                               "; exec sleep 300' &);"
+                               " while [ ! -s " +
+                               pidfile + " ]; do sleep 0.05; done; sleep 0.2"))
                   .ok());
   pid_t escaped = 0;
   ASSERT_TRUE(WaitFor([&] { return (escaped = std::atoi(Slurp(pidfile).c_str())) > 0; }));
@@ -206,10 +216,35 @@ TEST_P(RealCgroupTest, DoubleForkedSetsidChildDiesWithTheJob) {
   EXPECT_FALSE(JobCgroupExists(2));
 }
 
+// An agent that died left a job whose escaped child the process group kill misses: the
+// next launcher kills it through the cgroup.
+TEST_P(RealCgroupTest, NextLauncherKillsTheCgroupsTheLastOneLeft) {
+  const std::string pidfile = spool_ + "/left.pid";
+  ASSERT_TRUE(Launcher()
+                  .Launch(MakeLaunch(8)
+                              .Out(spool_ + "/left.out")
+                              .Sh("(setsid sh -c 'echo $$ > " + pidfile +
+                                  "; exec sleep 300' &); sleep 300"))
+                  .ok());
+  pid_t escaped = 0;
+  ASSERT_TRUE(WaitFor([&] { return (escaped = std::atoi(Slurp(pidfile).c_str())) > 0; }));
+  launcher_.reset();  // the agent dies; its job does not
+  ASSERT_FALSE(ProcessGone(escaped));
+  ASSERT_TRUE(JobCgroupExists(8));
+  ProcessLauncher& next = Launcher();
+  const std::vector<std::string>& stopped = next.leftovers_stopped();
+  EXPECT_TRUE(std::any_of(stopped.begin(), stopped.end(), [](const std::string& s) {
+    return s.rfind("cgroup job-8 (", 0) == 0;
+  })) << ::testing::PrintToString(stopped);
+  EXPECT_TRUE(WaitFor([&] { return ProcessGone(escaped); }));
+  EXPECT_FALSE(JobCgroupExists(8));
+}
+
 TEST_P(RealCgroupTest, OutOfMemoryEndsTheJobAndNotItsNeighbour) {
   if (!driver_->Enforces("memory")) GTEST_SKIP() << driver_->Describe();
   ProcessLauncher& l = Launcher();
-  LaunchSpec hog = MakeLaunch(3).Out(spool_ + "/hog.out").Sh("head -c 1024m /dev/zero | tail");
+  LaunchSpec hog =
+      MakeLaunch(3).Out(spool_ + "/hog.out").Sh("head -c 1024m /dev/zero | tail");
   hog.memory_mib = 64;
   LaunchSpec neighbour = MakeLaunch(4).Out(spool_ + "/n.out").Sh("sleep 60").Grace(1);
   neighbour.memory_mib = 64;
@@ -236,11 +271,15 @@ TEST_P(RealCgroupTest, JobIsPinnedToCpusOfItsGpusNumaNode) {
   iso.node_cpus = {0, 1};  // this 2-core machine; GPUs 0-1 near CPU 0, 2-3 near CPU 1
   iso.gpus = {{0, {0}}, {1, {0}}, {2, {1}}, {3, {1}}};
   ProcessLauncher& l = Launcher(iso);
-  LaunchSpec a = MakeLaunch(5).Gpus({2, 3}).Out(spool_ + "/a.out").Sh(
-      "grep Cpus_allowed_list /proc/self/status");
+  LaunchSpec a = MakeLaunch(5)
+                     .Gpus({2, 3})
+                     .Out(spool_ + "/a.out")
+                     .Sh("grep Cpus_allowed_list /proc/self/status");
   a.cpus = 1;
-  LaunchSpec b = MakeLaunch(6).Gpus({0}).Out(spool_ + "/b.out").Sh(
-      "grep Cpus_allowed_list /proc/self/status");
+  LaunchSpec b = MakeLaunch(6)
+                     .Gpus({0})
+                     .Out(spool_ + "/b.out")
+                     .Sh("grep Cpus_allowed_list /proc/self/status");
   b.cpus = 1;
   ASSERT_TRUE(l.Launch(a).ok());
   ASSERT_TRUE(l.Launch(b).ok());
@@ -251,7 +290,9 @@ TEST_P(RealCgroupTest, JobIsPinnedToCpusOfItsGpusNumaNode) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cgroup, RealCgroupTest, ::testing::Values("v1", "v2"),
-                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
+                         [](const ::testing::TestParamInfo<std::string>& p) {
+                           return p.param;
+                         });
 
 // Runtime settings need no cgroup: memlock, open files, a private /dev/shm.
 TEST(CgroupRuntime, JobGetsUnlimitedMemlockManyFilesAndItsOwnShm) {
@@ -264,9 +305,12 @@ TEST(CgroupRuntime, JobGetsUnlimitedMemlockManyFilesAndItsOwnShm) {
     ProcessLauncher::Options o;
     o.spool_dir = dir;
     ProcessLauncher l(o, exits.Callback());
-    ASSERT_TRUE(l.Launch(MakeLaunch(7).Shm(128).Out(dir + "/rt.out").Sh(
-                    "grep -E 'locked memory|open files' /proc/self/limits;"
-                    " grep ' /dev/shm ' /proc/self/mountinfo; touch /dev/shm/hachi-rt-$$"))
+    ASSERT_TRUE(l.Launch(MakeLaunch(7)
+                             .Shm(128)
+                             .Out(dir + "/rt.out")
+                             .Sh("grep -E 'locked memory|open files' /proc/self/limits;"
+                                 " grep ' /dev/shm ' /proc/self/mountinfo; touch "
+                                 "/dev/shm/hachi-rt-$$"))
                     .ok());
     std::optional<JobExit> e = exits.Wait(7);
     ASSERT_TRUE(e.has_value());
@@ -289,12 +333,13 @@ TEST(CgroupRuntime, JobGetsUnlimitedMemlockManyFilesAndItsOwnShm) {
   auto text_of = [](rlim_t v) {
     return v == RLIM_INFINITY ? std::string("unlimited") : std::to_string(v);
   };
-  EXPECT_NE(text.find(row("Max locked memory", can_raise ? "unlimited"
-                                                          : text_of(memlock.rlim_max))),
+  EXPECT_NE(text.find(row("Max locked memory",
+                          can_raise ? "unlimited" : text_of(memlock.rlim_max))),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find(row("Max open files", can_raise ? "1048576" : text_of(nofile.rlim_max))),
-            std::string::npos)
+  EXPECT_NE(
+      text.find(row("Max open files", can_raise ? "1048576" : text_of(nofile.rlim_max))),
+      std::string::npos)
       << text;
   EXPECT_NE(text.find("size=131072k"), std::string::npos) << text;
   // The job's files in /dev/shm went with its tmpfs.

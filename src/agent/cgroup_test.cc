@@ -130,7 +130,8 @@ TEST_F(TempTree, CgroupV2WritesLimitsWhereControllersAreDelegated) {
             std::vector<std::string>{"+cpuset +memory +pids"});
   EXPECT_EQ(fs_.WritesTo(root_ + "/hachi/cgroup.subtree_control"),
             std::vector<std::string>{"+cpuset +memory +pids"});
-  EXPECT_NE((*d)->Describe().find("v2 (memory cpuset pids devices:bpf)"), std::string::npos)
+  EXPECT_NE((*d)->Describe().find("v2 (memory cpuset pids devices:bpf)"),
+            std::string::npos)
       << (*d)->Describe();
 
   CgroupLimits l;
@@ -149,7 +150,8 @@ TEST_F(TempTree, CgroupV2WritesLimitsWhereControllersAreDelegated) {
   EXPECT_EQ(Slurp(dir + "/cpuset.mems"), "0");
   EXPECT_EQ(Slurp(dir + "/pids.max"), "8192");
 
-  Put(dir + "/memory.events", "low 0\nhigh 0\nmax 12\noom 2\noom_kill 1\noom_group_kill 0\n");
+  Put(dir + "/memory.events",
+      "low 0\nhigh 0\nmax 12\noom 2\noom_kill 1\noom_group_kill 0\n");
   EXPECT_EQ((*d)->OomKills(*cg), 1);
   ASSERT_EQ((*d)->Leftovers().size(), 1u);
   EXPECT_EQ((*d)->Leftovers()[0].name, "job-7");
@@ -204,7 +206,8 @@ TEST_F(TempTree, CgroupV1WritesEveryControllerAndDeniesTheOtherGpus) {
   EXPECT_EQ(Slurp(root_ + "/cpuset/hachi/job-3/cpuset.cpus"), "4-5");
   EXPECT_EQ(Slurp(root_ + "/cpuset/hachi/job-3/cpuset.mems"), "0-1");  // the parent's
   EXPECT_EQ(Slurp(root_ + "/pids/hachi/job-3/pids.max"), "100");
-  const std::vector<std::string> denied = fs_.WritesTo(root_ + "/devices/hachi/job-3/devices.deny");
+  const std::vector<std::string> denied =
+      fs_.WritesTo(root_ + "/devices/hachi/job-3/devices.deny");
   EXPECT_EQ(denied.size(), 252u);  // 195:0-253 less the job's two
   EXPECT_EQ(denied.front(), "c 195:0 rwm");
   EXPECT_EQ(std::count(denied.begin(), denied.end(), "c 195:2 rwm"), 0);

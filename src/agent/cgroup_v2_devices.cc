@@ -94,8 +94,9 @@ Status AttachGpuDeviceFilter(int cgroup_fd, const std::vector<unsigned>& allowed
   if (prog_fd < 0) {
     const int err = errno;
     log.resize(strnlen(log.c_str(), log.size()));
-    return Internal(std::string("cannot load the GPU device filter (bpf BPF_PROG_LOAD): ") +
-                    strerror(err) + (log.empty() ? "" : "; verifier: " + log));
+    return Internal(
+        std::string("cannot load the GPU device filter (bpf BPF_PROG_LOAD): ") +
+        strerror(err) + (log.empty() ? "" : "; verifier: " + log));
   }
   bpf_attr attach{};
   attach.target_fd = static_cast<uint32_t>(cgroup_fd);
@@ -108,8 +109,9 @@ Status AttachGpuDeviceFilter(int cgroup_fd, const std::vector<unsigned>& allowed
   const int err = errno;
   close(prog_fd);  // the cgroup holds the program now
   if (r < 0) {
-    return Internal(std::string("cannot attach the GPU device filter (bpf BPF_PROG_ATTACH): ") +
-                    strerror(err));
+    return Internal(
+        std::string("cannot attach the GPU device filter (bpf BPF_PROG_ATTACH): ") +
+        strerror(err));
   }
   return Status::Ok();
 }

@@ -55,7 +55,8 @@ std::string Isolation::Describe(const std::string& why_none) const {
 
 int64_t Isolation::ShmMib(const LaunchSpec& spec) {
   if (spec.spec.shm_mib > 0) return spec.spec.shm_mib;
-  if (spec.memory_mib > 0) return std::max<int64_t>(1, std::min(spec.memory_mib / 2, kMaxDefaultShmMib));
+  if (spec.memory_mib > 0)
+    return std::max<int64_t>(1, std::min(spec.memory_mib / 2, kMaxDefaultShmMib));
   return kMaxDefaultShmMib;
 }
 
@@ -77,7 +78,8 @@ std::vector<int> Isolation::BookCpus(const LaunchSpec& spec) {
   return cpus;
 }
 
-Result<JobIsolation> Isolation::Prepare(const LaunchSpec& spec, SpawnRequest::Setup* setup) {
+Result<JobIsolation> Isolation::Prepare(const LaunchSpec& spec,
+                                        SpawnRequest::Setup* setup) {
   JobIsolation iso;
   iso.job = spec.job;
   iso.memory_mib = spec.memory_mib;
@@ -138,8 +140,8 @@ std::string Isolation::Finish(JobIsolation& job) {
   return oom;
 }
 
-std::vector<JobIsolation> Isolation::TakeOverLeftovers(const std::set<state::JobId>& keep,
-                                                       std::vector<std::string>* stopped) {
+std::vector<JobIsolation> Isolation::TakeOverLeftovers(
+    const std::set<state::JobId>& keep, std::vector<std::string>* stopped) {
   std::vector<JobIsolation> kept;
   if (!options_.cgroups) return kept;
   for (JobCgroup& cg : options_.cgroups->Leftovers()) {

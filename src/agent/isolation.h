@@ -82,7 +82,8 @@ class Isolation {
   const rlim_t nofile_;  // RLIMIT_NOFILE to give, as root
 
   mutable std::mutex mu_;
-  std::map<state::JobId, std::vector<int>> booked_;  // guarded by mu_: CPUs of running jobs
+  std::map<state::JobId, std::vector<int>>
+      booked_;  // guarded by mu_: CPUs of running jobs
 };
 
 }  // namespace hachi::agent
