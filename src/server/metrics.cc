@@ -11,6 +11,7 @@ Histogram::Histogram(std::vector<double> bounds)
       counts_(std::make_unique<std::atomic<uint64_t>[]>(bounds_.size() + 1)) {}
 
 void Histogram::Observe(double v) {
+  if (std::isnan(v)) return;  // would land in the first bucket and poison the sum
   // The first bound >= v: Prometheus buckets are "less than or equal".
   const size_t i = static_cast<size_t>(
       std::lower_bound(bounds_.begin(), bounds_.end(), v) - bounds_.begin());

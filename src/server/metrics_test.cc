@@ -86,6 +86,7 @@ TEST(Metrics, HistogramBucketsAreLessOrEqual) {
   h.Observe(2);    // le=2
   h.Observe(-3);   // le=1
   h.Observe(9);    // +Inf only
+  h.Observe(NAN);  // ignored
   EXPECT_EQ(h.Cumulative(), (std::vector<uint64_t>{2, 4, 5}));
   EXPECT_DOUBLE_EQ(h.sum(), 10.5);
   EXPECT_EQ(ExponentialBuckets(0.5, 2, 4), (std::vector<double>{0.5, 1, 2, 4}));
