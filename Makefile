@@ -18,9 +18,11 @@ $(BUILD)/build.ninja:
 build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
-# Every unit, property and end-to-end test, then a short fuzz run of the nvidia-smi
-# readers (the long run is `make fuzz`).
+# Every unit, property and end-to-end test (the dashboard's in Chromium among them,
+# docs/dashboard.md), then a short fuzz run of the nvidia-smi readers (the long run is
+# `make fuzz`).
 test: build
+	npm ci --prefix tests/browser --prefer-offline --no-audit --no-fund
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 300
 	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SMOKE_SECONDS)
 

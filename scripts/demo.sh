@@ -32,6 +32,7 @@ for _ in $(seq 50); do
 done
 cat "$work/dev.log"
 if [ -z "${url:-}" ]; then echo "hachi dev did not start"; exit 1; fi
+echo "The dashboard, while the demo runs: $url/ (docs/dashboard.md)"
 export HACHI_SERVER=unix:$work/state/hachi.sock  # a local user needs no token there
 sleep 0.5  # the agents register
 

@@ -14,6 +14,7 @@ PKGS=(
   librapidcheck-dev                              # property tests
   libbenchmark-dev                               # make bench
   clang-14 libclang-rt-14-dev                    # libFuzzer target (make fuzz)
+  chromium chromium-driver                       # the dashboard's browser tests (tests/browser)
 )
 
 missing=()
@@ -21,6 +22,9 @@ for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
     || missing+=("$p")
 done
+# Node.js runs the browser tests (npm ci --prefix tests/browser); any node on the PATH
+# will do (the machine's own node 20 is not Debian's package).
+command -v node >/dev/null 2>&1 || missing+=(nodejs npm)
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi

@@ -51,6 +51,7 @@ async function refresh() {
 
 function navigate() {
   app.generation++;
+  clearBanner('ok');  // a success belongs to the page it happened on; errors stay
   app.current = route(location.hash);
   document.title = `Hachi · ${app.current.view.title}`;
   for (const a of document.querySelectorAll('nav a')) {

@@ -9,43 +9,52 @@ const WAIT_ALERT_S = 20 * 60;  // the issue's target: a median wait past 20 min 
 const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#17becf', '#8c564b'];
 const W = 720;
 const H = 220;
-const M = { left: 52, right: 16, top: 14, bottom: 30 };
+const M = { left: 52, right: 30, top: 14, bottom: 30 };  // right: room for the last time label
 
-function niceMax(v) {
-  if (v <= 0) return 1;
-  const p = 10 ** Math.floor(Math.log10(v));
-  for (const m of [1, 2, 2.5, 5, 10]) if (m * p >= v) return m * p;
-  return 10 * p;
+const Y_TICKS = 4;
+
+// The smallest "round" step (1, 2, 2.5 or 5 times a power of ten; whole numbers for
+// counts) with Y_TICKS steps reaching `v`.
+function niceStep(v, integer) {
+  const raw = Math.max(v, 1e-9) / Y_TICKS;
+  const p = 10 ** Math.floor(Math.log10(raw));
+  for (const m of [1, 2, 2.5, 5, 10]) {
+    const step = m * p;
+    if (step >= raw && (!integer || Number.isInteger(step))) return step;
+  }
+  return integer ? Math.max(1, Math.ceil(raw)) : 10 * p;
 }
 
-function clock(t) {
+function clock(t, withSeconds) {
   const d = new Date(t * 1000);
-  return `${String(d.getHours()).padStart(2, '0')}:${String(d.getMinutes()).padStart(2, '0')}`;
+  const p = (n) => String(n).padStart(2, '0');
+  return `${p(d.getHours())}:${p(d.getMinutes())}${withSeconds ? `:${p(d.getSeconds())}` : ''}`;
 }
 
 // series: [{name, color, points: [[t, v | null], ...]}]; threshold: {value, label}.
-export function lineChart({ id, title, series, yFormat, yMin = 0, yMax, threshold }) {
+export function lineChart({ id, title, series, yFormat, yMin = 0, yMax, threshold, integer = false }) {
   const all = series.flatMap((s) => s.points);
   const ts = all.map(([t]) => t);
   const vs = all.map(([, v]) => v).filter((v) => v !== null);
   const t0 = ts.length ? Math.min(...ts) : 0;
   const t1 = ts.length ? Math.max(...ts) : 1;
-  const top = yMax ?? niceMax(Math.max(...vs, threshold ? threshold.value * 1.15 : 0, 1e-9));
+  const top = yMax ?? Y_TICKS * niceStep(Math.max(...vs, threshold ? threshold.value * 1.1 : 0), integer);
   const x = (t) => M.left + (t1 === t0 ? (W - M.left - M.right) : ((t - t0) / (t1 - t0)) * (W - M.left - M.right));
   const y = (v) => H - M.bottom - ((v - yMin) / (top - yMin)) * (H - M.top - M.bottom);
 
-  const root = svg('svg', { class: 'chart', id, viewBox: `0 0 ${W} ${H}`, width: W, height: H,
-                            role: 'img', 'aria-label': title });
+  const root = svg('svg', { class: 'chart', id, viewBox: `0 0 ${W} ${H}`, role: 'img',
+                            'aria-label': title });
   const grid = svg('g', { class: 'grid' });
-  for (let i = 0; i <= 4; i++) {
-    const v = yMin + ((top - yMin) * i) / 4;
+  for (let i = 0; i <= Y_TICKS; i++) {
+    const v = yMin + ((top - yMin) * i) / Y_TICKS;
     grid.append(svg('line', { x1: M.left, x2: W - M.right, y1: y(v), y2: y(v) }),
                 svg('text', { x: M.left - 6, y: y(v) + 4, 'text-anchor': 'end' }, yFormat(v)));
   }
-  const ticks = Math.min(6, Math.max(1, Math.round((t1 - t0) / 60)));
+  const ticks = t1 > t0 ? 4 : 0;
   for (let i = 0; i <= ticks; i++) {
-    const t = t0 + ((t1 - t0) * i) / ticks;
-    grid.append(svg('text', { x: x(t), y: H - 10, 'text-anchor': 'middle' }, clock(t)));
+    const t = t0 + ((t1 - t0) * i) / Math.max(ticks, 1);
+    grid.append(svg('text', { x: x(t), y: H - 10, 'text-anchor': 'middle' },
+                    clock(t, t1 - t0 < 600)));
   }
   root.append(grid);
   if (threshold) {
@@ -100,19 +109,22 @@ export const chartsView = {
       ? `${samples.length} samples, one every ${st.interval} s, since the server started ` +
         '(kept in memory, last 24 h)'
       : 'no samples yet';
-    const minutes = (v) => `${(v / 60).toFixed(v >= 600 ? 0 : 1)}m`;
+    const minutes = (v) => `${Number.isInteger(v) ? v : v.toFixed(1)} min`;
     st.box.replaceChildren(
       lineChart({
         id: 'chart-wait', title: 'Queue wait per partition (median of the jobs pending then)',
         series: names.map((n, i) => ({ name: n, color: color(i),
-          points: samples.map((s) => [s.at, s.partitions[n]?.median_wait_pending_s ?? null]) })),
-        yFormat: minutes, threshold: { value: WAIT_ALERT_S, label: '20 min' },
+          points: samples.map((s) => {
+            const w = s.partitions[n]?.median_wait_pending_s;
+            return [s.at, w === null || w === undefined ? null : w / 60];
+          }) })),
+        yFormat: minutes, threshold: { value: WAIT_ALERT_S / 60, label: '20 min' },
       }),
       lineChart({
         id: 'chart-pending', title: 'Pending jobs per partition',
         series: names.map((n, i) => ({ name: n, color: color(i),
           points: samples.map((s) => [s.at, s.partitions[n]?.pending ?? 0]) })),
-        yFormat: (v) => (Number.isInteger(v) ? String(v) : v.toFixed(1)),
+        yFormat: (v) => String(v), integer: true,
       }),
       lineChart({
         id: 'chart-util', title: 'Utilisation (allocated GPUs / healthy GPUs)',

@@ -4,7 +4,9 @@
 import { api, ApiError } from './api.js';
 import { jobColor } from './colors.js';
 import { cancelJob } from './queue.js';
-import { el, formatDuration, formatMib, formatTime, jobGpuCount, nowSeconds, placementText } from './util.js';
+import {
+  el, formatDuration, formatMib, formatTime, jobGpuCount, nowSeconds, placementText, present,
+} from './util.js';
 
 const LOG_LINES = 200;
 
@@ -25,8 +27,8 @@ export function jobHistory(job) {
   }
   if (job.end_time) {
     let detail = job.reason || '';
-    if (job.signal) detail = `${detail} signal ${job.signal}`.trim();
-    else if (job.state !== 'CANCELLED') detail = `${detail} exit ${job.exit_code}`.trim();
+    if (job.signal) detail = `${detail} (signal ${job.signal})`.trim();
+    else if (job.state !== 'CANCELLED') detail = `${detail} (exit ${job.exit_code})`.trim();
     events.push({ at: job.end_time, what: `ended ${job.state}`, detail });
   } else {
     events.push({ at: null, what: job.state === 'PENDING' ? 'pending' : 'running',
@@ -79,20 +81,20 @@ export const jobView = {
     const detail = await api.job(st.id);
     const { job } = detail;
     const active = job.state === 'PENDING' || job.state === 'RUNNING';
-    st.head.replaceChildren(
+    st.head.replaceChildren(...present(
       el('h2', {}, el('span', { class: 'swatch big', style: `background:${jobColor(job.id)}` }),
          `Job ${job.id}`, job.spec?.name ? ` · ${job.spec.name}` : ''),
       el('span', { class: `badge job-${job.state}`, id: 'job-state' }, job.state),
       active ? el('button', { type: 'button', class: 'cancel', id: 'job-cancel',
-                              onclick: () => cancelJob(job.id, ctx.refresh) }, 'Cancel job') : null);
+                              onclick: () => cancelJob(job.id, ctx.refresh) }, 'Cancel job') : null));
     const history = el('ol', { class: 'history', id: 'job-history' },
       jobHistory(job).map((e) => el('li', {},
         el('time', {}, e.at ? formatTime(e.at) : ''), el('strong', {}, e.what), ' ', e.detail)));
-    st.body.replaceChildren(
+    st.body.replaceChildren(...present(
       el('div', { class: 'columns' },
         el('section', { class: 'card' }, el('h3', {}, 'History'), history),
         el('section', { class: 'card' }, el('h3', {}, 'Request and placement'), facts(job))),
-      explainBlock(detail));
+      explainBlock(detail)));
     // The log: once for a finished job, every refresh while it runs.
     if (!job.start_time || (st.logDone && !active)) {
       if (!job.start_time) st.log.textContent = '(not started: no log yet)';

@@ -25,6 +25,11 @@ function build(node, attrs, children) {
   return node;
 }
 
+// For replaceChildren, which (unlike el) would write null as text.
+export function present(...nodes) {
+  return nodes.filter((n) => n !== null && n !== undefined && n !== false);
+}
+
 export function nowSeconds() {
   return Math.floor(Date.now() / 1000);
 }
@@ -49,7 +54,8 @@ export function formatTime(t) {
 }
 
 export function formatMib(mib) {
-  if (!mib) return '–';
+  if (mib === undefined || mib === null) return '–';
+  if (mib === 0) return '0';
   return mib >= 1024 ? `${(mib / 1024).toFixed(mib % 1024 ? 1 : 0)} GiB` : `${mib} MiB`;
 }
 

@@ -97,6 +97,10 @@ describe('dashboard in Chromium', { timeout: 180000 }, () => {
       const w = list.find((j) => j.id === jobs.waiting);
       return w && w.state === 'PENDING' && w.reason;
     }, 'a reason for the pending 8-GPU job');
+    // Two history samples with it pending, so the wait chart has a line to draw (the
+    // cancel below frees a node, and then it runs).
+    await waitFor(async () => (await cluster.api('/history')).samples
+      .filter((s) => s.partitions.gpu8?.pending >= 1).length >= 2, 'two samples with gpu8 waiting');
   });
 
   after(async () => {
@@ -201,15 +205,46 @@ describe('dashboard in Chromium', { timeout: 180000 }, () => {
   });
 
   it('charts render the queue wait (with the 20-minute line) and utilisation', async () => {
-    await waitFor(async () => (await cluster.api('/history')).samples.length >= 3, '3 history samples');
     await goto('#/charts');
-    await page.waitForSelector('#chart-wait .series path');
-    await page.waitForSelector('#chart-util .series path');
+    // Attached, not visible: a flat line (0% utilisation, say) has an empty bounding box.
+    for (const chart of ['#chart-wait', '#chart-pending', '#chart-util']) {
+      await page.waitForSelector(`${chart} .series path`, { state: 'attached' });
+      const d = await page.getAttribute(`${chart} .series path`, 'd');
+      assert.ok((d.match(/[ML]/g) || []).length >= 2, `${chart}: a line, not a point: ${d}`);
+    }
+    // gpu8's wait line has a point for each sample its job waited in.
+    assert.ok(await page.$$eval('#chart-wait .series[data-series="gpu8"] circle', (c) => c.length) >= 2);
     assert.equal(await page.$$eval('#chart-wait .threshold', (l) => l.length), 1);
     assert.match(await page.textContent('#chart-wait'), /20 min/);
     const series = await page.$$eval('#chart-wait .series', (s) => s.map((x) => x.dataset.series));
     assert.deepEqual(series.sort(), ['gpu-shared', 'gpu8']);
     await shot('charts');
+  });
+
+  it('a GPU that fails is drawn as unhealthy, with its reason', async () => {
+    // As the node's agent would report an Xid 79 (docs/api.md, /agents/NODE/health). Every
+    // GPU is busy by now (the waiting job took the cancelled one's node): the job on it
+    // goes back to pending, which is the server's business, not the page's.
+    const { nodes } = await cluster.api('/nodes');
+    const node = nodes.find((n) => n.name === 'node2');
+    const gpu = 7;
+    const res = await fetch(`${cluster.url}/api/v1/agents/${node.name}/health`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json',
+                 'X-Hachi-Cluster-Secret': cluster.clusterSecret() },
+      body: JSON.stringify({ instance: node.agent_instance, events: [{
+        gpu, kind: 'xid', xid: 79, fault: 'fatal', message: 'GPU has fallen off the bus',
+        at: Math.floor(Date.now() / 1000) }] }),
+    });
+    assert.equal(res.status, 200, await res.text());
+    await goto('#/cluster');
+    const cell = `section.node[data-node="${node.name}"] g.gpu[data-gpu="${gpu}"]`;
+    await page.waitForSelector(`${cell}[data-state="unhealthy"]`);
+    assert.match(await page.textContent(`section.node[data-node="${node.name}"] .unhealthy-list`),
+                 new RegExp(`GPU ${gpu}: .*fallen off the bus`));
+    await page.hover(cell);
+    assert.match(await page.textContent('#tooltip'), /unhealthy: .*fallen off the bus/);
+    await shot('unhealthy');
   });
 
   it('loaded nothing from outside the server and threw no errors', () => {

@@ -67,6 +67,11 @@ export class DevCluster {
     return r.status === 0 && /create/.test(r.stdout + r.stderr);
   }
 
+  // What agents send (hachi dev creates STATE_DIR/cluster-secret), to report as one.
+  clusterSecret() {
+    return readFileSync(join(this.stateDir, 'cluster-secret'), 'utf8').trim();
+  }
+
   // GET over TCP as the page does (an anonymous reader on localhost).
   async api(path) {
     const res = await fetch(`${this.url}/api/v1${path}`);
