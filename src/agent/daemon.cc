@@ -161,6 +161,8 @@ Status AgentDaemon::RegisterOnce(HttpClientHolder& http) {
   if (!r.ok()) return r.status();
   std::lock_guard<std::mutex> lock(mu_);
   registered_ = true;
+  // A new server session (or a restarted server) knows nothing of the GPU processes.
+  if (!processes_.empty()) processes_due_ = true;
   cv_.notify_all();  // the report thread waits for a registration
   return Status::Ok();
 }
@@ -272,6 +274,30 @@ void AgentDaemon::ReportHealth(const api::GpuHealthEvent& e) {
   cv_.notify_all();
 }
 
+namespace {
+
+bool SameProcesses(const std::vector<api::GpuProcessReport>& a,
+                   const std::vector<api::GpuProcessReport>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](const api::GpuProcessReport& x, const api::GpuProcessReport& y) {
+                      return x.gpu == y.gpu && x.pid == y.pid && x.job == y.job;
+                    });
+}
+
+}  // namespace
+
+void AgentDaemon::ReportProcesses(std::vector<api::GpuProcessReport> processes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Time now = static_cast<Time>(std::time(nullptr));
+  const bool changed = !SameProcesses(processes, processes_);
+  const bool refresh = !processes.empty() && now - processes_sent_at_ >= 60;
+  processes_ = std::move(processes);
+  if (changed || refresh) {
+    processes_due_ = true;
+    cv_.notify_all();
+  }
+}
+
 void AgentDaemon::ReportLoop() {
   HttpClientHolder http(options_.server, options_.cluster_secret);
   const std::string base = std::string(api::kApiPrefix) + "/agents/" + options_.node;
@@ -280,11 +306,13 @@ void AgentDaemon::ReportLoop() {
   for (;;) {
     std::vector<JobExit> batch;
     std::vector<api::GpuHealthEvent> health;
+    bool send_processes = false;
+    std::vector<api::GpuProcessReport> processes;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] {
         return stopping_ || !ready_.empty() ||
-               ((!unreported_.empty() || !health_.empty()) && registered_);
+               ((!unreported_.empty() || !health_.empty() || processes_due_) && registered_);
       });
       if (!ready_.empty() && !stopping_) {  // runs that waited for their job's earlier run
         std::vector<LaunchSpec> ready, now;
@@ -296,20 +324,27 @@ void AgentDaemon::ReportLoop() {
         for (const LaunchSpec& l : now) LaunchNow(l);
         continue;
       }
-      if ((unreported_.empty() && health_.empty()) || !registered_) {
+      if ((unreported_.empty() && health_.empty() && !processes_due_) || !registered_) {
         if (stopping_) return;
         continue;
       }
       batch = unreported_;
       health = health_;
+      send_processes = processes_due_;
+      if (send_processes) processes = processes_;
     }
-    if (!health.empty()) {
+    if (!health.empty() || send_processes) {
       // GPU faults first: the server takes the GPU out before it hears of the exits the
       // fault caused. A report it refuses (400: an index it does not know) is dropped.
-      Result<std::string> r = http.Call(
-          "POST", base + "/health", api::AgentHealthToJson({instance_, health}), 10000);
+      api::AgentHealth report{instance_, health, send_processes, processes};
+      Result<std::string> r =
+          http.Call("POST", base + "/health", api::AgentHealthToJson(report), 10000);
       std::unique_lock<std::mutex> lock(mu_);
       if (r.ok() || r.status().code() == StatusCode::kInvalidArgument) {
+        if (send_processes) {
+          processes_sent_at_ = static_cast<Time>(std::time(nullptr));
+          processes_due_ = !SameProcesses(processes, processes_);
+        }
         if (!r.ok()) {
           std::fprintf(stderr, "hachi agent: the server refused a GPU health report: %s\n",
                        r.status().message().c_str());

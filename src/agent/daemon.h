@@ -66,6 +66,10 @@ class AgentDaemon {
   // Queues a GPU fault for the server (POST /agents/NODE/health), re-sent until the server
   // has it. Thread-safe: the GPU health monitor's thread calls it (agent/gpu_health.h).
   void ReportHealth(const api::GpuHealthEvent& e);
+  // The compute processes on the node's GPUs now (agent/gpu_processes.h). Sent with the
+  // next health report when the set (GPU, pid, job) changed, and at least every minute
+  // while it is not empty (memory figures). Thread-safe.
+  void ReportProcesses(std::vector<api::GpuProcessReport> processes);
 
  private:
   void PollLoop();
@@ -101,6 +105,9 @@ class AgentDaemon {
   std::vector<JobExit> unreported_;
   static constexpr size_t kHealthQueued = 256;
   std::vector<api::GpuHealthEvent> health_;  // not yet acknowledged, oldest first
+  std::vector<api::GpuProcessReport> processes_;  // the latest list
+  bool processes_due_ = false;                    // not yet acknowledged by the server
+  Time processes_sent_at_ = 0;
   std::condition_variable cv_;
 
   std::thread poll_;

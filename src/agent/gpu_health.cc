@@ -138,6 +138,7 @@ struct Api {
   nvml::DeviceGetTemperatureFn* get_temperature = nullptr;
   nvml::DeviceGetRemappedRowsFn* get_remapped_rows = nullptr;
   nvml::DeviceGetUuidFn* get_uuid = nullptr;
+  nvml::DeviceGetComputeRunningProcessesFn* get_processes = nullptr;
 
   bool has_events() const {
     return set_create && register_events && set_wait && set_free;
@@ -230,6 +231,7 @@ struct GpuHealthMonitor::Impl {
   std::string BuildSummary() const;
   void Run();
   void Poll();
+  std::vector<GpuProcess> ListProcesses();  // every GPU that answers
   void HandleEvent(const nvml::EventData& data);
   void OnWaitError(nvml::Return rc);
   void FreeEventSet();
@@ -304,6 +306,7 @@ Status GpuHealthMonitor::Impl::Open() {
   LoadSymbol(handle, "nvmlEventSetFree", api.set_free);
   LoadSymbol(handle, "nvmlDeviceGetSupportedEventTypes", api.supported_events);
   LoadSymbol(handle, "nvmlDeviceGetTemperature", api.get_temperature);
+  LoadSymbol(handle, "nvmlDeviceGetComputeRunningProcesses_v3", api.get_processes);
   LoadSymbol(handle, "nvmlDeviceGetRemappedRows", api.get_remapped_rows);
   LoadSymbol(handle, "nvmlDeviceGetUUID", api.get_uuid);
   const std::pair<const char*, bool> required[] = {
@@ -520,6 +523,35 @@ void GpuHealthMonitor::Impl::Poll() {
       Lost(g, api.get_uuid(w.device, uuid, sizeof(uuid)), "nvmlDeviceGetUUID");
     }
   }
+  if (options.on_processes && api.get_processes) options.on_processes(ListProcesses());
+}
+
+std::vector<GpuProcess> GpuHealthMonitor::Impl::ListProcesses() {
+  std::vector<GpuProcess> out;
+  std::vector<nvml::ProcessInfo> infos(16);
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    const int g = static_cast<int>(i);
+    if (!gpus[i].device || gpus[i].lost) continue;
+    unsigned count = 0;
+    nvml::Return rc = nvml::kErrorInsufficientSize;
+    // The list can grow between the two calls: ask again (a few times) with more room.
+    for (int tries = 0; tries < 4 && rc == nvml::kErrorInsufficientSize; ++tries) {
+      count = static_cast<unsigned>(infos.size());
+      rc = api.get_processes(gpus[i].device, &count, infos.data());
+      if (rc == nvml::kErrorInsufficientSize) infos.resize(std::max<size_t>(count, infos.size()) * 2);
+    }
+    if (Lost(g, rc, "nvmlDeviceGetComputeRunningProcesses_v3") || rc != nvml::kSuccess) continue;
+    for (unsigned k = 0; k < count && k < infos.size(); ++k) {
+      GpuProcess p;
+      p.gpu = g;
+      p.pid = infos[k].pid;
+      if (infos[k].used_gpu_memory != nvml::kValueNotAvailable) {
+        p.used_mib = static_cast<int64_t>(infos[k].used_gpu_memory >> 20);
+      }
+      out.push_back(p);
+    }
+  }
+  return out;
 }
 
 bool GpuHealthMonitor::Impl::Lost(int g, nvml::Return rc, const char* call) {

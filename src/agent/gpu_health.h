@@ -15,11 +15,13 @@
 // (Stop joins that thread). Free functions are pure.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/status.h"
 #include "core/time.h"
@@ -59,6 +61,15 @@ struct GpuHealthEvent {
   Time at = 0;          // seconds since the Unix epoch, when the monitor saw it
 };
 
+// A compute process on a GPU, as NVML lists it (nvmlDeviceGetComputeRunningProcesses_v3).
+struct GpuProcess {
+  int gpu = -1;          // NVML index
+  unsigned pid = 0;      // in the agent's pid namespace
+  int64_t used_mib = -1;  // -1: NVML does not say (permissions, MIG)
+};
+// Every poll, all compute processes on the GPUs that answered (ascending by GPU, pid).
+using GpuProcessesCallback = std::function<void(const std::vector<GpuProcess>&)>;
+
 struct GpuHealthOptions {
   // NVML's file name or path; "" = $HACHI_NVML_LIBRARY, else "libnvidia-ml.so.1".
   std::string library;
@@ -75,9 +86,13 @@ struct GpuHealthOptions {
   // The same Xid or ECC error on the same GPU within this many seconds of its last
   // report is not reported again (a faulting job can log thousands).
   int repeat_after_s = 60;
+  // When set, called on the monitor's thread after each poll with the GPUs' compute
+  // processes (users who pin GPUs by hand show up here: agent/gpu_processes.h).
+  GpuProcessesCallback on_processes;
 };
 
 using GpuHealthCallback = std::function<void(const GpuHealthEvent&)>;
+
 
 class GpuHealthMonitor {
  public:

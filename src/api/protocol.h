@@ -47,10 +47,24 @@ struct GpuHealthEvent {
   std::string message;   // one line: "Xid 79: GPU has fallen off the bus"
   Time at = 0;
 };
+// A compute process on one of the node's GPUs (NVML's process list), with what the agent
+// found out about it; the server decides whether it is stray (no job was given that GPU).
+struct GpuProcessReport {
+  int gpu = -1;
+  uint32_t pid = 0;
+  int64_t used_mib = -1;   // -1: NVML does not say
+  std::string user;        // the process's owner ("uid1234" without a name)
+  std::string command;     // its command line, shortened
+  state::JobId job = 0;    // the Hachi job it belongs to (cgroup, else HACHI_JOB_ID); 0: none
+};
 // POST /agents/NODE/health.
 struct AgentHealth {
   std::string instance;  // the reporting agent process (AgentRegistration::instance)
   std::vector<GpuHealthEvent> events;
+  // When has_processes: every compute process on the node's GPUs now (replacing the last
+  // list); otherwise the list did not change.
+  bool has_processes = false;
+  std::vector<GpuProcessReport> processes;
 };
 
 struct AgentWork {

@@ -4,6 +4,7 @@
 #include <initializer_list>
 #include <limits>
 
+#include "api/request_limits.h"
 #include "state/record_json_nlohmann.h"
 
 namespace hachi::api {
@@ -37,6 +38,10 @@ Status GetInt(const json& j, const char* key, std::string_view path, T* out) {
   if (!it->is_number_integer()) {
     return InvalidArgument(std::string(path) + "." + key + ": expected an integer, got " +
                            it->type_name());
+  }
+  if (it->is_number_unsigned() && it->get<uint64_t>() > uint64_t{INT64_MAX}) {
+    return InvalidArgument(std::string(path) + "." + key + ": " + it->dump() +
+                           " is out of range");
   }
   const int64_t v = it->get<int64_t>();
   if (v < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
@@ -77,11 +82,29 @@ Status GetIntList(const json& j, const char* key, std::string_view path, std::ve
   const std::string p = std::string(path) + "." + key;
   if (!it->is_array()) return InvalidArgument(p + ": expected an array");
   out->clear();
-  for (const json& v : *it) {
-    if (!v.is_number_integer()) return InvalidArgument(p + ": expected integers");
+  for (size_t i = 0; i < it->size(); ++i) {
+    const json& v = (*it)[i];
+    const std::string item = p + "[" + std::to_string(i) + "]";
+    if (!v.is_number_integer()) {
+      return InvalidArgument(item + ": expected an integer, got " + v.type_name());
+    }
+    // Checked before the conversion, which would wrap 4294967297 to 1 for an int.
+    constexpr auto kMin = std::numeric_limits<T>::min();
+    constexpr auto kMax = std::numeric_limits<T>::max();
+    const bool fits = v.is_number_unsigned()
+                          ? v.get<uint64_t>() <= static_cast<uint64_t>(kMax)
+                          : v.get<int64_t>() >= static_cast<int64_t>(kMin) &&
+                                v.get<int64_t>() <= static_cast<int64_t>(kMax);
+    if (!fits) return InvalidArgument(item + ": " + v.dump() + " is out of range");
     out->push_back(v.get<T>());
   }
   return Status::Ok();
+}
+
+// Encodes as the record codecs do: bytes that are not UTF-8 (a user's environment, a
+// script) become U+FFFD instead of an exception.
+std::string Dump(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 std::string_view ExitKindName(agent::ExitKind k) {
@@ -92,6 +115,7 @@ std::string_view ExitKindName(agent::ExitKind k) {
     case agent::ExitKind::kCancelled: return "cancelled";
     case agent::ExitKind::kOutOfMemory: return "out_of_memory";
     case agent::ExitKind::kLaunchFailed: return "launch_failed";
+    case agent::ExitKind::kLost: return "lost";
   }
   return "exited";
 }
@@ -100,7 +124,7 @@ bool ParseExitKind(std::string_view s, agent::ExitKind* out) {
   for (agent::ExitKind k :
        {agent::ExitKind::kExited, agent::ExitKind::kSignaled, agent::ExitKind::kTimeLimit,
         agent::ExitKind::kCancelled, agent::ExitKind::kOutOfMemory,
-        agent::ExitKind::kLaunchFailed}) {
+        agent::ExitKind::kLaunchFailed, agent::ExitKind::kLost}) {
     if (ExitKindName(k) == s) {
       *out = k;
       return true;
@@ -137,8 +161,12 @@ Status StringList(const json& j, const char* key, std::string_view path,
   const std::string p = std::string(path) + "." + key;
   if (!it->is_array()) return InvalidArgument(p + ": expected an array of strings");
   out->clear();
-  for (const json& v : *it) {
-    if (!v.is_string()) return InvalidArgument(p + ": expected an array of strings");
+  for (size_t i = 0; i < it->size(); ++i) {
+    const json& v = (*it)[i];
+    if (!v.is_string()) {
+      return InvalidArgument(p + "[" + std::to_string(i) + "]: expected a string, got " +
+                             v.type_name());
+    }
     out->push_back(v.get<std::string>());
   }
   return Status::Ok();
@@ -186,7 +214,7 @@ std::string SubmitRequestToJson(const SubmitRequest& r) {
     j["array_tasks"] = r.array_tasks;
     j["array_max_running"] = r.array_max_running;
   }
-  return j.dump();
+  return Dump(j);
 }
 
 Result<SubmitRequest> SubmitRequestFromJson(std::string_view text) {
@@ -203,14 +231,12 @@ Result<SubmitRequest> SubmitRequestFromJson(std::string_view text) {
   HACHI_RETURN_IF_ERROR(GetBool(*j, "hold", "submit", &r.hold));
   HACHI_RETURN_IF_ERROR(GetIntList(*j, "array_tasks", "submit", &r.array_tasks));
   HACHI_RETURN_IF_ERROR(GetInt(*j, "array_max_running", "submit", &r.array_max_running));
-  if (r.array_max_running < 0) {
-    return InvalidArgument("submit.array_max_running: must not be negative");
-  }
+  HACHI_RETURN_IF_ERROR(CheckSubmitLimits(r));
   return r;
 }
 
 std::string AgentRegistrationToJson(const AgentRegistration& r) {
-  return json{{"node", r.node},
+  return Dump(json{{"node", r.node},
               {"address", r.address},
               {"topology", json::parse(r.topology_json, nullptr, false)},
               {"cpus", r.cpus},
@@ -219,8 +245,7 @@ std::string AgentRegistrationToJson(const AgentRegistration& r) {
               {"instance", r.instance},
               {"running", r.running},
               {"finished", r.finished},
-              {"cgroup", r.cgroup}}
-      .dump();
+              {"cgroup", r.cgroup}});
 }
 
 Result<AgentRegistration> AgentRegistrationFromJson(std::string_view text) {
@@ -245,6 +270,7 @@ Result<AgentRegistration> AgentRegistrationFromJson(std::string_view text) {
   HACHI_RETURN_IF_ERROR(GetIntList(*j, "running", "register", &r.running));
   HACHI_RETURN_IF_ERROR(GetIntList(*j, "finished", "register", &r.finished));
   HACHI_RETURN_IF_ERROR(GetString(*j, "cgroup", "register", &r.cgroup));
+  HACHI_RETURN_IF_ERROR(CheckRegistrationLimits(r));
   return r;
 }
 
@@ -258,18 +284,70 @@ std::string AgentHealthToJson(const AgentHealth& h) {
                           {"message", e.message},
                           {"at", e.at}});
   }
-  return json{{"instance", h.instance}, {"events", events}}.dump(
-      -1, ' ', false, json::error_handler_t::replace);
+  json j{{"instance", h.instance}, {"events", events}};
+  if (h.has_processes) {
+    json procs = json::array();
+    for (const GpuProcessReport& p : h.processes) {
+      procs.push_back(json{{"gpu", p.gpu},
+                           {"pid", p.pid},
+                           {"used_mib", p.used_mib},
+                           {"user", p.user},
+                           {"command", p.command},
+                           {"job", p.job}});
+    }
+    j["processes"] = std::move(procs);
+  }
+  return Dump(j);
 }
+
+namespace {
+
+Status GpuProcessesFromJson(const json& list, std::vector<GpuProcessReport>* out) {
+  if (!list.is_array()) return InvalidArgument("health.processes: expected an array");
+  for (size_t i = 0; i < list.size(); ++i) {
+    const json& e = list[i];
+    const std::string path = "health.processes[" + std::to_string(i) + "]";
+    if (!e.is_object()) return InvalidArgument(path + ": expected an object");
+    HACHI_RETURN_IF_ERROR(
+        OnlyKeys(e, path, {"gpu", "pid", "used_mib", "user", "command", "job"}));
+    GpuProcessReport p;
+    int64_t pid = 0;
+    HACHI_RETURN_IF_ERROR(GetInt(e, "gpu", path, &p.gpu));
+    HACHI_RETURN_IF_ERROR(GetInt(e, "pid", path, &pid));
+    HACHI_RETURN_IF_ERROR(GetInt(e, "used_mib", path, &p.used_mib));
+    HACHI_RETURN_IF_ERROR(GetString(e, "user", path, &p.user));
+    HACHI_RETURN_IF_ERROR(GetString(e, "command", path, &p.command));
+    HACHI_RETURN_IF_ERROR(GetInt(e, "job", path, &p.job));
+    if (p.gpu < 0 || p.gpu >= GpuSet::kMaxGpus) {
+      return InvalidArgument(path + ".gpu: " + std::to_string(p.gpu) + " is not a GPU index");
+    }
+    if (pid <= 0 || pid > (1 << 22)) {
+      return InvalidArgument(path + ".pid: " + std::to_string(pid) + " is not a process id");
+    }
+    if (p.job < 0) return InvalidArgument(path + ".job: negative");
+    p.pid = static_cast<uint32_t>(pid);
+    out->push_back(std::move(p));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
 
 Result<AgentHealth> AgentHealthFromJson(std::string_view text) {
   Result<json> j = Parse(text, "health");
   if (!j.ok()) return j.status();
   AgentHealth h;
-  HACHI_RETURN_IF_ERROR(OnlyKeys(*j, "health", {"instance", "events"}));
+  HACHI_RETURN_IF_ERROR(OnlyKeys(*j, "health", {"instance", "events", "processes"}));
   HACHI_RETURN_IF_ERROR(GetString(*j, "instance", "health", &h.instance));
+  if (auto procs = j->find("processes"); procs != j->end()) {
+    h.has_processes = true;
+    HACHI_RETURN_IF_ERROR(GpuProcessesFromJson(*procs, &h.processes));
+  }
   auto ev = j->find("events");
-  if (ev == j->end()) return h;
+  if (ev == j->end()) {
+    HACHI_RETURN_IF_ERROR(CheckHealthLimits(h));
+    return h;
+  }
   if (!ev->is_array()) return InvalidArgument("health.events: expected an array");
   static const std::vector<std::string> kFaults = {"info", "job", "reset", "fatal", "node"};
   for (size_t i = 0; i < ev->size(); ++i) {
@@ -294,14 +372,14 @@ Result<AgentHealth> AgentHealthFromJson(std::string_view text) {
     if (g.kind.empty()) return InvalidArgument(path + ".kind: empty");
     h.events.push_back(std::move(g));
   }
+  HACHI_RETURN_IF_ERROR(CheckHealthLimits(h));
   return h;
 }
 
 std::string AgentWorkToJson(const AgentWork& w) {
   json launches = json::array();
   for (const agent::LaunchSpec& l : w.launch) launches.push_back(LaunchToJson(l));
-  return json{{"launch", launches}, {"cancel", w.cancel}, {"reregister", w.reregister}}
-      .dump();
+  return Dump(json{{"launch", launches}, {"cancel", w.cancel}, {"reregister", w.reregister}});
 }
 
 Result<AgentWork> AgentWorkFromJson(std::string_view text) {
@@ -335,7 +413,7 @@ std::string JobExitsToJson(const std::vector<agent::JobExit>& exits) {
                      {"end_time", e.end_time},
                      {"start_time", e.start_time}});
   }
-  return json{{"exits", a}}.dump();
+  return Dump(json{{"exits", a}});
 }
 
 Result<std::vector<agent::JobExit>> JobExitsFromJson(std::string_view text) {
@@ -366,7 +444,36 @@ Result<std::vector<agent::JobExit>> JobExitsFromJson(std::string_view text) {
     HACHI_RETURN_IF_ERROR(GetInt(e, "start_time", path, &x.start_time));
     out.push_back(std::move(x));
   }
+  HACHI_RETURN_IF_ERROR(CheckExitLimits(out));
   return out;
+}
+
+Result<std::string> DrainReasonFromJson(std::string_view text) {
+  if (text.empty()) return std::string();
+  Result<json> j = Parse(text, "drain");
+  if (!j.ok()) return j.status();
+  HACHI_RETURN_IF_ERROR(OnlyKeys(*j, "drain", {"reason"}));
+  std::string reason;
+  HACHI_RETURN_IF_ERROR(GetString(*j, "reason", "drain", &reason));
+  if (reason.size() > kMaxCommentBytes) {
+    return InvalidArgument("drain.reason: " + std::to_string(reason.size()) +
+                           " bytes; at most " + std::to_string(kMaxCommentBytes));
+  }
+  return reason;
+}
+
+Result<int> ResumeGpuFromJson(std::string_view text) {
+  if (text.empty()) return -1;
+  Result<json> j = Parse(text, "resume");
+  if (!j.ok()) return j.status();
+  HACHI_RETURN_IF_ERROR(OnlyKeys(*j, "resume", {"gpu"}));
+  int gpu = -1;
+  HACHI_RETURN_IF_ERROR(GetInt(*j, "gpu", "resume", &gpu));
+  if (j->contains("gpu") && (gpu < 0 || gpu >= GpuSet::kMaxGpus)) {
+    return InvalidArgument("resume.gpu: " + std::to_string(gpu) + " is not a GPU index (0.." +
+                           std::to_string(GpuSet::kMaxGpus - 1) + ")");
+  }
+  return gpu;
 }
 
 std::string_view StatusCodeSlug(StatusCode code) {
@@ -379,6 +486,7 @@ std::string_view StatusCodeSlug(StatusCode code) {
     case StatusCode::kUnavailable: return "unavailable";
     case StatusCode::kInternal: return "internal";
     case StatusCode::kPermissionDenied: return "permission_denied";
+    case StatusCode::kUnauthenticated: return "unauthenticated";
   }
   return "internal";
 }
@@ -393,13 +501,14 @@ int HttpStatusFor(StatusCode code) {
     case StatusCode::kUnavailable: return 503;
     case StatusCode::kInternal: return 500;
     case StatusCode::kPermissionDenied: return 403;
+    case StatusCode::kUnauthenticated: return 401;
   }
   return 500;
 }
 
 std::string ErrorToJson(const Status& s) {
-  return json{{"error", {{"code", StatusCodeSlug(s.code())}, {"message", s.message()}}}}
-      .dump();
+  // A message may quote what the client sent (a node name from the URL): any bytes.
+  return Dump(json{{"error", {{"code", StatusCodeSlug(s.code())}, {"message", s.message()}}}});
 }
 
 Status StatusFromError(int http_status, std::string_view body) {
@@ -407,6 +516,7 @@ Status StatusFromError(int http_status, std::string_view body) {
   StatusCode code = StatusCode::kInternal;
   switch (http_status) {
     case 400: case 413: code = StatusCode::kInvalidArgument; break;
+    case 401: code = StatusCode::kUnauthenticated; break;
     case 403: code = StatusCode::kPermissionDenied; break;
     case 404: code = StatusCode::kNotFound; break;
     case 409: code = StatusCode::kBusy; break;
@@ -423,6 +533,3 @@ Status StatusFromError(int http_status, std::string_view body) {
 }
 
 }  // namespace hachi::api
-    case StatusCode::kUnauthenticated: return "unauthenticated";
-    case StatusCode::kUnauthenticated: return 401;
-    case 401: code = StatusCode::kUnauthenticated; break;

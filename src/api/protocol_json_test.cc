@@ -234,7 +234,7 @@ INSTANTIATE_TEST_SUITE_P(
                 R"({"req":{},"array_tasks":[1,"2"]})", "submit.array_tasks"},
         BadCase{"SubmitNegativeMaxRunning", Message::kSubmit,
                 R"({"req":{},"array_tasks":[1],"array_max_running":-1})",
-                "array_max_running: must not be negative"},
+                "submit.array_max_running: -1; at least 0"},
         BadCase{"SubmitMaxRunningOutOfRange", Message::kSubmit,
                 R"({"req":{},"array_max_running":99999999999})", "out of range"},
         BadCase{"SubmitSpecWrongType", Message::kSubmit,
@@ -278,7 +278,28 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"ExitsNotObject", Message::kExits, R"({"exits":[3]})",
                 "exits[0]: expected an object"},
         BadCase{"ExitsTopUnknown", Message::kExits, R"({"exits":[],"node":"n1"})",
-                "unknown field 'node'"}),
+                "unknown field 'node'"},
+        // Array elements are named by index, and checked against the element type
+        // before conversion (4294967297 used to become task 1).
+        BadCase{"SubmitTaskNamedByIndex", Message::kSubmit,
+                R"({"req":{},"array_tasks":[1,"2"]})",
+                "submit.array_tasks[1]: expected an integer, got string"},
+        BadCase{"SubmitTaskWrapsInt", Message::kSubmit,
+                R"({"req":{},"array_tasks":[4294967297]})",
+                "submit.array_tasks[0]: 4294967297 is out of range"},
+        BadCase{"SubmitMaxRunningAboveInt64", Message::kSubmit,
+                R"({"req":{},"array_max_running":18446744073709551615})",
+                "submit.array_max_running: 18446744073709551615 is out of range"},
+        BadCase{"RegisterRunningAboveInt64", Message::kRegister,
+                R"({"node":"n1","topology":{},"running":[18446744073709551615]})",
+                "register.running[0]: 18446744073709551615 is out of range"},
+        // The encoder drops it without tasks, so a round trip would lose it.
+        BadCase{"SubmitMaxRunningWithoutTasks", Message::kSubmit,
+                R"({"req":{},"array_max_running":2})",
+                "submit.array_max_running: set without array_tasks"},
+        BadCase{"WorkNodelistNamedByIndex", Message::kWork,
+                R"({"launch":[{"job":1,"nodelist":["a",2]}]})",
+                "work.launch[0].nodelist[1]: expected a string, got number"}),
     [](const ::testing::TestParamInfo<BadCase>& p) { return p.param.name; });
 
 TEST(ProtocolJson, RegistrationTopologyGivenAsObject) {
@@ -362,6 +383,34 @@ TEST(ProtocolJson, AgentHealthRoundTrip) {
   EXPECT_FALSE(AgentHealthFromJson(R"({"events":[{"gpu":-2,"kind":"xid","fault":"info"}]})").ok());
   EXPECT_FALSE(AgentHealthFromJson(R"({"events":[{"gpu":0,"kind":"","fault":"info"}]})").ok());
   EXPECT_FALSE(AgentHealthFromJson(R"({"events":{}})").ok());
+}
+
+TEST(ProtocolJson, AgentHealthProcessListRoundTrip) {
+  AgentHealth h;
+  h.instance = "a1";
+  EXPECT_EQ(AgentHealthToJson(h).find("processes"), std::string::npos)
+      << "no list: unchanged, not empty";
+  h.has_processes = true;
+  Result<AgentHealth> empty = AgentHealthFromJson(AgentHealthToJson(h));
+  ASSERT_TRUE(empty.ok()) << empty.status().ToString();
+  EXPECT_TRUE(empty->has_processes) << "an empty list clears the node's";
+  h.processes.push_back(GpuProcessReport{7, 4242, 20480, "alice", "python train.py", 0});
+  h.processes.push_back(GpuProcessReport{1, 99, -1, "bob", "torchrun", 12});
+  Result<AgentHealth> back = AgentHealthFromJson(AgentHealthToJson(h));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_EQ(back->processes.size(), 2u);
+  EXPECT_EQ(back->processes[0].pid, 4242u);
+  EXPECT_EQ(back->processes[0].command, "python train.py");
+  EXPECT_EQ(back->processes[1].job, 12);
+  EXPECT_EQ(back->processes[1].used_mib, -1);
+  for (const char* bad :
+       {R"({"processes":{}})", R"({"processes":[{"gpu":99,"pid":1}]})",
+        R"({"processes":[{"gpu":0,"pid":0}]})", R"({"processes":[{"gpu":0,"pid":1,"job":-3}]})",
+        R"({"processes":[{"gpu":0,"pid":1,"pdi":2}]})"}) {
+    Result<AgentHealth> r = AgentHealthFromJson(bad);
+    EXPECT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("processes"), std::string::npos) << r.status().message();
+  }
 }
 
 }  // namespace

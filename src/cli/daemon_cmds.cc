@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -18,6 +19,7 @@
 #include "agent/cgroup.h"
 #include "agent/daemon.h"
 #include "agent/gpu_health.h"
+#include "agent/gpu_processes.h"
 #include "agent/kernel_log.h"
 #include "agent/launcher.h"
 #include "api/http_client.h"
@@ -123,8 +125,14 @@ GpuWatch WatchGpus(agent::AgentDaemon* daemon, const std::string& node,
                                              e.message, e.at});
   };
   GpuWatch w;
+  agent::GpuHealthOptions options;
+  // Every poll: who runs on the GPUs, so the server can report processes no job was
+  // given that GPU for (users who pin GPUs by hand).
+  options.on_processes = [daemon](const std::vector<agent::GpuProcess>& procs) {
+    daemon->ReportProcesses(agent::DescribeGpuProcesses(procs));
+  };
   Result<std::unique_ptr<agent::GpuHealthMonitor>> m =
-      agent::GpuHealthMonitor::Start(agent::GpuHealthOptions{}, report);
+      agent::GpuHealthMonitor::Start(std::move(options), report);
   if (m.ok()) {
     std::cerr << "hachi agent: " << node << ": GPU health: " << (*m)->summary() << "\n";
     w.nvml = std::move(*m);
@@ -315,6 +323,21 @@ void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
       ->check(CLI::Range(1, 3600));
 }
 
+// The cgroup holding an agent's job cgroups: "hachi" for the standard spool, else one
+// per spool ("hachi-" and a hash of its path). Each agent kills the job cgroups it finds
+// in its parent at start, and job ids repeat across clusters, so two agents on one
+// machine (tests, simulated nodes, `hachi dev`) must not share one; one agent per spool
+// is already enforced (LockDir).
+std::string CgroupParentFor(const std::string& flag, const std::string& spool) {
+  if (!flag.empty()) return flag;
+  if (spool == "/var/spool/hachi") return "hachi";
+  uint32_t h = 2166136261u;  // FNV-1a
+  for (unsigned char c : spool) h = (h ^ c) * 16777619u;
+  char hex[9];
+  std::snprintf(hex, sizeof hex, "%08x", h);
+  return std::string("hachi-") + hex;
+}
+
 // How the jobs of `node` are isolated (docs/isolation.md): the cgroup driver of `mode`
 // (--cgroup), and each GPU's device minor (its index) and NUMA CPUs from the topology.
 // Logged either way, since a node without cgroups still runs jobs. Errors: an explicit
@@ -404,7 +427,7 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
 
   struct AgentFlags {
     std::string server, name, address = "127.0.0.1", preset, topology_file, spool_dir,
-        container_runtime, cgroup = "auto", cgroup_parent = "hachi", cluster_secret_file;
+        container_runtime, cgroup = "auto", cgroup_parent, cluster_secret_file;
   };
   auto af = std::make_shared<AgentFlags>();
   CLI::App* agt = app.add_subcommand("agent", "Run the node agent: discover GPUs, run jobs");
@@ -425,7 +448,8 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
                   "Per-job cgroups: auto (default), v1, v2 or none (docs/isolation.md)")
       ->check(CLI::IsMember({"auto", "v1", "v2", "none"}));
   agt->add_option("--cgroup-parent", af->cgroup_parent,
-                  "The cgroup holding the jobs' cgroups (default hachi)");
+                  "The cgroup holding the jobs' cgroups (default hachi; with "
+                  "--spool-dir, one per spool)");
   agt->callback([af, exit_code] {
     const sigset_t stop = BlockStopSignals();
     Result<NodeShape> shape = AgentShape(af->preset, af->topology_file);
@@ -447,7 +471,8 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
     if (!spool_lock.ok()) return void(*exit_code = Fail(spool_lock.status()));
     const std::string runtime = af->container_runtime;
     Result<agent::IsolationOptions> iso =
-        JobIsolation(af->cgroup, af->cgroup_parent, o.topology_json, o.node, &o.cgroup);
+        JobIsolation(af->cgroup, CgroupParentFor(af->cgroup_parent, spool), o.topology_json,
+                     o.node, &o.cgroup);
     if (!iso.ok()) return void(*exit_code = Fail(iso.status()));
     agent::AgentDaemon d(o, [spool, runtime, iso = *iso](agent::ExitCallback cb) {
       return RealLauncher(spool, runtime, iso, cb);
@@ -524,9 +549,8 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
       o.cpus = shapes[i].cpus;
       o.memory_mib = shapes[i].memory_mib;
       const std::string spool = dir + "/spool/" + names[i];
-      // A parent per node: each node's launcher kills the job cgroups it finds in its own.
       Result<agent::IsolationOptions> iso = JobIsolation(
-          df->cgroup, "hachi-" + names[i], o.topology_json, o.node, &o.cgroup);
+          df->cgroup, CgroupParentFor("", spool), o.topology_json, o.node, &o.cgroup);
       if (!iso.ok()) return void(*exit_code = Fail(iso.status()));
       agents.push_back(std::make_unique<agent::AgentDaemon>(
           o, [spool, runtime = df->container_runtime, iso = *iso](agent::ExitCallback cb) {

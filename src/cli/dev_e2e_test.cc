@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <random>
 #include <set>
 #include <sstream>
@@ -151,6 +152,37 @@ class DevE2e : public ::testing::Test {
     const testing::CmdResult r = Hachi("submit --parsable " + args, false);
     EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.out;
     return std::atoll(r.out.c_str());
+  }
+
+  // `hachi dev` on "real" GPUs served by the fake libnvidia-ml.so.1 (one HGX H100 node),
+  // whose events file (faults, processes: fake_nvml.cc) is `events`. Sets `node` to the
+  // node's name once it is up; nullptr when it did not start.
+  std::unique_ptr<DevCluster> StartOnFakeNvml(const std::string& events, std::string* node) {
+    const std::string topo_path = dir_ + "/topo.json";
+    {
+      std::ofstream t(topo_path);
+      t << topo::TopologyToJson(*topo::LoadPreset("hgx-h100"));
+    }
+    { std::ofstream e(events); }
+    ::setenv("HACHI_NVML_LIBRARY", HACHI_FAKE_NVML, 1);
+    ::setenv("HACHI_FAKE_NVML_TOPOLOGY", topo_path.c_str(), 1);
+    ::setenv("HACHI_FAKE_NVML_EVENTS", events.c_str(), 1);
+    auto dev = std::make_unique<DevCluster>(dir_);
+    ::unsetenv("HACHI_NVML_LIBRARY");
+    ::unsetenv("HACHI_FAKE_NVML_TOPOLOGY");
+    ::unsetenv("HACHI_FAKE_NVML_EVENTS");
+    if (dev->url().empty()) return nullptr;
+    for (int i = 0; i < 100 && node->empty(); ++i) {
+      std::istringstream lines(Hachi("nodes -o %n", false).out);
+      std::string header;
+      std::getline(lines, header);
+      std::getline(lines, *node);
+      if (node->empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    EXPECT_NE(ReadFile(dir_ + "/dev.log").find("GPU health: NVML events on 8 GPUs"),
+              std::string::npos)
+        << ReadFile(dir_ + "/dev.log");
+    return dev;
   }
 
   std::string dir_;
@@ -433,33 +465,10 @@ TEST_F(DevE2e, MultiNodeJobGetsConsistentTorchrunEnvironment) {
 // job on it, which runs again on other GPUs; `show node` says why; `resume --gpu` puts the
 // GPU back.
 TEST_F(DevE2e, GpuFallenOffTheBusIsDrainedAndItsJobRequeued) {
-  const std::string topo_path = dir_ + "/topo.json";
-  {
-    std::ofstream t(topo_path);
-    t << topo::TopologyToJson(*topo::LoadPreset("hgx-h100"));
-  }
   const std::string events = dir_ + "/nvml-events";
-  { std::ofstream e(events); }
-  ::setenv("HACHI_NVML_LIBRARY", HACHI_FAKE_NVML, 1);
-  ::setenv("HACHI_FAKE_NVML_TOPOLOGY", topo_path.c_str(), 1);
-  ::setenv("HACHI_FAKE_NVML_EVENTS", events.c_str(), 1);
-  DevCluster dev(dir_);
-  ::unsetenv("HACHI_NVML_LIBRARY");
-  ::unsetenv("HACHI_FAKE_NVML_TOPOLOGY");
-  ::unsetenv("HACHI_FAKE_NVML_EVENTS");
-  ASSERT_FALSE(dev.url().empty());
   std::string node;
-  for (int i = 0; i < 100 && node.empty(); ++i) {
-    std::istringstream lines(Hachi("nodes -o %n", false).out);
-    std::string header;
-    std::getline(lines, header);
-    std::getline(lines, node);
-    if (node.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_FALSE(node.empty()) << ReadFile(dir_ + "/dev.log");
-  EXPECT_NE(ReadFile(dir_ + "/dev.log").find("GPU health: NVML events on 8 GPUs"),
-            std::string::npos)
-      << ReadFile(dir_ + "/dev.log");
+  std::unique_ptr<DevCluster> dev = StartOnFakeNvml(events, &node);
+  ASSERT_TRUE(dev != nullptr && !node.empty()) << ReadFile(dir_ + "/dev.log");
 
   const int64_t id = Submit("-G 2 -t 5:00 -o " + dir_ + "/%j.out -- sleep 60");
   ASSERT_TRUE(WaitState(id, "RUNNING", 10));
@@ -487,6 +496,75 @@ TEST_F(DevE2e, GpuFallenOffTheBusIsDrainedAndItsJobRequeued) {
       << shown;
   EXPECT_EQ(Hachi("resume " + node + " --gpu " + std::to_string(bad), false).exit_code, 0);
   EXPECT_EQ(Hachi("show node " + node).out.find("unhealthy:"), std::string::npos);
+  EXPECT_EQ(Hachi("cancel " + std::to_string(id), false).exit_code, 0);
+  ASSERT_TRUE(WaitState(id, "CANCELLED", 20));
+}
+
+// Users who pin GPUs by hand: NVML lists every compute process per GPU (the fake's
+// "proc" lines); the agent finds each one's job (cgroup or HACHI_JOB_ID) and the server
+// reports on `show node` the processes on GPUs no job of theirs was given: a job's own
+// process on its own GPU is not reported, one on a GPU outside its allocation is, and so
+// is a process Hachi did not start. When they leave the GPUs, the report goes.
+TEST_F(DevE2e, ProcessesOnGpusNoJobWasGivenAreReported) {
+  const std::string events = dir_ + "/nvml-events";
+  std::string node;
+  std::unique_ptr<DevCluster> dev = StartOnFakeNvml(events, &node);
+  ASSERT_TRUE(dev != nullptr && !node.empty()) << ReadFile(dir_ + "/dev.log");
+  const std::string pidfile = dir_ + "/job.pid";
+  const int64_t id = Submit("-G 2 -t 5:00 -- sh -c 'echo $$ > " + pidfile + "; sleep 60'");
+  ASSERT_TRUE(WaitState(id, "RUNNING", 10));
+  const GpuSet given = *GpuSet::Parse(Jobs()[id]["allocations"][0]["gpus"].get<std::string>());
+  int job_pid = 0;
+  for (int i = 0; i < 100 && job_pid == 0; ++i) {
+    job_pid = std::atoi(ReadFile(pidfile).c_str());
+    if (job_pid == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_GT(job_pid, 0);
+  int other = 0;
+  while (given.contains(other)) ++other;
+  // A process somebody started by hand, outside Hachi.
+  const pid_t by_hand = ::fork();
+  if (by_hand == 0) {
+    ::execl("/bin/sleep", "sleep", "60", nullptr);
+    ::_exit(127);
+  }
+  {
+    std::ofstream e(events, std::ios::app);
+    e << "proc " << given.First() << " " << job_pid << " 30000\n"
+      << "proc " << other << " " << job_pid << " 1000\n"
+      << "proc 7 " << by_hand << " 20480\n";
+  }
+  std::string shown;
+  for (int i = 0; i < 150; ++i) {  // the agent polls NVML every 5 s
+    shown = Hachi("show node " + node).out;
+    if (shown.find("stray process") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_NE(shown.find("gpu" + std::to_string(other) + " stray process: pid " +
+                       std::to_string(job_pid)),
+            std::string::npos)
+      << shown;
+  EXPECT_NE(shown.find("of job " + std::to_string(id) + ", which was not given this GPU"),
+            std::string::npos)
+      << shown;
+  EXPECT_NE(shown.find("gpu7 stray process: pid " + std::to_string(by_hand) +
+                       " (root: sleep 60) 20480 MiB, not started by Hachi"),
+            std::string::npos)
+      << shown;
+  EXPECT_EQ(shown.find("gpu" + std::to_string(given.First()) + " stray"), std::string::npos)
+      << "the job's own process on its own GPU is no stray:\n" << shown;
+  {
+    std::ofstream e(events, std::ios::app);
+    e << "noproc " << other << " " << job_pid << "\nnoproc 7 " << by_hand << "\n";
+  }
+  for (int i = 0; i < 150; ++i) {
+    shown = Hachi("show node " + node).out;
+    if (shown.find("stray process") == std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(shown.find("stray process"), std::string::npos) << shown;
+  ::kill(by_hand, SIGKILL);
+  ::waitpid(by_hand, nullptr, 0);
   EXPECT_EQ(Hachi("cancel " + std::to_string(id), false).exit_code, 0);
   ASSERT_TRUE(WaitState(id, "CANCELLED", 20));
 }

@@ -772,6 +772,20 @@ std::string FormatGpuPicture(const NodeStatus& n) {
   for (const auto& [gpu, why] : n.record.unhealthy_reasons) {
     o += "  gpu" + std::to_string(gpu) + " unhealthy: " + why + "\n";
   }
+  // Processes on GPUs no job of theirs was given: they take memory and compute from the
+  // job placed there, and the scheduler cannot see them.
+  for (const state::StrayGpuProcess& p : n.stray_processes) {
+    o += "  gpu" + std::to_string(p.gpu) + " stray process: pid " + std::to_string(p.pid) +
+         " (" + Or(p.user, "?") + ": " + Or(p.command, "?") + ")";
+    if (p.used_mib >= 0) o += " " + std::to_string(p.used_mib) + " MiB";
+    if (p.job != 0) {
+      o += ", of job " + std::to_string(p.job) + ", which was not given this GPU";
+    } else {
+      o += ", not started by Hachi";
+    }
+    if (p.since > 0) o += ", since " + FormatIsoTime(p.since);
+    o += "\n";
+  }
   return o;
 }
 

@@ -408,7 +408,32 @@ state::NodeStatus Controller::NodeStatusLocked(const state::NodeRecord& rec,
       }
     }
   }
+  st.stray_processes = StrayProcessesLocked(rec.name);
   return st;
+}
+
+std::vector<state::StrayGpuProcess> Controller::StrayProcessesLocked(
+    const std::string& node) const {
+  std::vector<state::StrayGpuProcess> out;
+  auto session = agents_.find(node);
+  if (session == agents_.end()) return out;
+  for (const api::GpuProcessReport& p : session->second.gpu_processes) {
+    // Its own: a process of a job running on this node with this GPU in its allocation.
+    auto job = image_.jobs.find(p.job);
+    const bool owned =
+        p.job != 0 && job != image_.jobs.end() &&
+        job->second.state == state::JobState::kRunning &&
+        std::any_of(job->second.allocations.begin(), job->second.allocations.end(),
+                    [&](const state::NodeAllocation& a) {
+                      return a.node == node && a.gpus.contains(p.gpu);
+                    });
+    if (owned) continue;
+    auto since = session->second.gpu_process_since.find({p.gpu, p.pid});
+    out.push_back(state::StrayGpuProcess{
+        p.gpu, p.pid, p.used_mib, p.user, p.command, p.job,
+        since != session->second.gpu_process_since.end() ? since->second : 0});
+  }
+  return out;
 }
 
 std::vector<state::NodeStatus> Controller::Nodes() const {
@@ -489,6 +514,22 @@ Status Controller::ReportHealth(const std::string& node, const api::AgentHealth&
   auto hw = hardware_.find(node);
   const int gpus = hw == hardware_.end() ? 0 : hw->second.model->gpu_count();
   const Time now = NowSeconds();
+  if (health.has_processes) {
+    for (const api::GpuProcessReport& p : health.processes) {
+      if (p.gpu >= gpus) {
+        return InvalidArgument("health: node " + node + " has " + std::to_string(gpus) +
+                               " GPUs; a process on GPU " + std::to_string(p.gpu));
+      }
+    }
+    AgentSession& session = agents_[node];
+    std::map<std::pair<int, uint32_t>, Time> since;
+    for (const api::GpuProcessReport& p : health.processes) {
+      auto old = session.gpu_process_since.find({p.gpu, p.pid});
+      since[{p.gpu, p.pid}] = old != session.gpu_process_since.end() ? old->second : now;
+    }
+    session.gpu_processes = health.processes;
+    session.gpu_process_since = std::move(since);
+  }
   state::NodeHealthChanged health_edit{node, rec.unhealthy, rec.unhealthy_reasons};
   GpuSet newly_bad;
   std::string node_fault;  // the first node-wide event's message

@@ -15,6 +15,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -188,6 +189,10 @@ class Controller {
     int64_t last_seen_ms = 0;
     std::deque<agent::LaunchSpec> launches;
     std::vector<state::JobId> cancels;
+    // The compute processes on the node's GPUs, as its agent last reported them, and
+    // when each (GPU, pid) was first reported.
+    std::vector<api::GpuProcessReport> gpu_processes;
+    std::map<std::pair<int, uint32_t>, Time> gpu_process_since;
   };
   struct RunInfo {  // a running job's progress (not stored)
     int parts_left = 0;
@@ -227,6 +232,8 @@ class Controller {
   state::JobEnded EndFor(const state::JobRecord& job, const RunInfo& info, Time now) const;
   state::NodeStatus NodeStatusLocked(const state::NodeRecord& rec,
                                      const sched::ClusterState& snap) const;
+  // The processes the node's agent reported on GPUs no running job of theirs was given.
+  std::vector<state::StrayGpuProcess> StrayProcessesLocked(const std::string& node) const;
 
   // Constant after construction.
   const ControllerOptions options_;

@@ -265,6 +265,56 @@ TEST(Controller, FatalGpuEventTakesThatGpuOutAndRequeuesItsJob) {
   EXPECT_TRUE(NodeOf(h, "n1").unhealthy_reasons.empty());
 }
 
+// The agent reports every compute process on its GPUs; the node lists those on a GPU no
+// running job of theirs was given, each with when it was first seen.
+TEST(Controller, ProcessesOutsideTheirJobsGpusAreStray) {
+  Harness h;
+  h.Register("n1");
+  const state::JobId id = h.Submit(MakeSubmit().Gpus(2).Time(600));
+  h->RunCycle();
+  const state::JobRecord job = h.Job(id);
+  ASSERT_EQ(job.state, JobState::kRunning);
+  const int own = job.allocations[0].gpus.First();
+  int other = 0;
+  while (job.allocations[0].gpus.contains(other)) ++other;
+  api::AgentHealth report;
+  report.has_processes = true;
+  report.processes = {{own, 100, 4000, "root", "train", id},       // its own: fine
+                      {other, 101, 500, "root", "train", id},      // outside its GPUs
+                      {7, 200, 20000, "alice", "python nb.py", 0},  // not Hachi's
+                      {6, 300, 10, "bob", "old", 9999}};            // a job not running
+  ASSERT_TRUE(h->ReportHealth("n1", report).ok());
+  auto strays = [&] {
+    for (const state::NodeStatus& n : h->Nodes()) {
+      if (n.record.name == "n1") return n.stray_processes;
+    }
+    return std::vector<state::StrayGpuProcess>{};
+  };
+  std::vector<state::StrayGpuProcess> s = strays();
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_EQ(s[0].pid, 101u);
+  EXPECT_EQ(s[0].job, id);
+  EXPECT_EQ(s[1].pid, 200u);
+  EXPECT_EQ(s[1].user, "alice");
+  EXPECT_EQ(s[2].job, 9999);
+  const Time first_seen = s[1].since;
+  EXPECT_GT(first_seen, 0);
+  // The list replaces the last; a report without one changes nothing.
+  report.processes = {{7, 200, 21000, "alice", "python nb.py", 0}};
+  ASSERT_TRUE(h->ReportHealth("n1", report).ok());
+  ASSERT_TRUE(h->ReportHealth("n1", api::AgentHealth{}).ok());
+  s = strays();
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].used_mib, 21000);
+  EXPECT_EQ(s[0].since, first_seen) << "the same process keeps its first sighting";
+  report.processes = {{own, 100, 4000, "root", "train", id}};
+  ASSERT_TRUE(h->ReportHealth("n1", report).ok());
+  EXPECT_TRUE(strays().empty());
+  // A GPU the node does not have is refused.
+  report.processes = {{42, 1, 1, "x", "y", 0}};
+  EXPECT_EQ(h->ReportHealth("n1", report).code(), StatusCode::kInvalidArgument);
+}
+
 TEST(Controller, NodeWideFaultDrainsTheNodeAndBadEventsAreRefused) {
   Harness h;
   h.Register("n1");

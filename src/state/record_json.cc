@@ -415,7 +415,33 @@ json ToJson(const NodeStatus& node) {
   j["gpu_share_milli"] = node.gpu_share_milli;
   j["alloc_cpus"] = node.alloc_cpus;
   j["alloc_memory_mib"] = node.alloc_memory_mib;
+  json strays = json::array();
+  for (const StrayGpuProcess& p : node.stray_processes) {
+    strays.push_back(json{{"gpu", p.gpu},
+                          {"pid", p.pid},
+                          {"used_mib", p.used_mib},
+                          {"user", p.user},
+                          {"command", p.command},
+                          {"job", p.job},
+                          {"since", p.since}});
+  }
+  j["stray_processes"] = std::move(strays);
   return j;
+}
+
+Status ReadStrayItem(const json& v, const std::string& path, StrayGpuProcess* out) {
+  StrayGpuProcess p;
+  ObjectReader r(v, path);
+  r.Int("gpu", &p.gpu);
+  r.Int("pid", &p.pid);
+  r.Int("used_mib", &p.used_mib);
+  r.String("user", &p.user);
+  r.String("command", &p.command);
+  r.Int("job", &p.job);
+  r.Int("since", &p.since);
+  HACHI_RETURN_IF_ERROR(r.Finish());
+  *out = std::move(p);
+  return Status::Ok();
 }
 
 Status FromJson(const json& j, sched::JobRequest* out, std::string_view path) {
@@ -530,6 +556,7 @@ Status FromJson(const json& j, NodeStatus* out, std::string_view path) {
   r.List<int>("gpu_share_milli", &node.gpu_share_milli, ReadIntItem<int>);
   r.Int("alloc_cpus", &node.alloc_cpus);
   r.Int("alloc_memory_mib", &node.alloc_memory_mib);
+  r.List<StrayGpuProcess>("stray_processes", &node.stray_processes, ReadStrayItem);
   HACHI_RETURN_IF_ERROR(r.Finish());
   *out = std::move(node);
   return Status::Ok();

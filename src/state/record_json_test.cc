@@ -68,7 +68,7 @@ TEST(RecordJson, RecordSizesMatchTheCodec) {
   EXPECT_EQ(sizeof(sched::JobRequest), 264u);
   EXPECT_EQ(sizeof(NodeAllocation), 72u);
   EXPECT_EQ(sizeof(NodeRecord), 312u);
-  EXPECT_EQ(sizeof(NodeStatus), 480u);
+  EXPECT_EQ(sizeof(NodeStatus), 504u);
 }
 
 TEST(RecordJson, NodeRoundTrip) {
@@ -95,15 +95,20 @@ TEST(RecordJson, NodeStatusRoundTripIsFlat) {
   s.gpu_share_milli = {0, 0, 0, 0, 0, 0, 0, 250};
   s.alloc_cpus = 12;
   s.alloc_memory_mib = 4096;
+  s.stray_processes.push_back({3, 4242, 20480, "alice", "python train.py", 0, 1764500000});
   const std::string text = NodeStatusToJson(s);
   const json j = json::parse(text);
-  EXPECT_EQ(Keys(j).size(), 22u);
+  EXPECT_EQ(j["stray_processes"][0]["command"], "python train.py");
+  EXPECT_EQ(Keys(j).size(), 23u);
   EXPECT_EQ(j["name"], "n3");
   Result<NodeStatus> back = NodeStatusFromJson(text);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(NodeStatusToJson(*back), text);
   EXPECT_EQ(back->record.name, "n3");
   EXPECT_EQ(back->gpu_jobs[7], 99);
+  ASSERT_EQ(back->stray_processes.size(), 1u);
+  EXPECT_EQ(back->stray_processes[0].pid, 4242u);
+  EXPECT_FALSE(NodeStatusFromJson(R"({"stray_processes": [{"gpu": 1, "pidd": 2}]})").ok());
 }
 
 TEST(RecordJson, MissingFieldsTakeDefaults) {

@@ -125,6 +125,20 @@ struct NodeRecord {
 
 // A node as `hachi nodes` and the API show it: the record plus what the server derives
 // (not stored).
+// A process on one of a node's GPUs that no running job was given that GPU for: a user
+// who pinned a GPU by hand, or a job's process on a GPU outside its allocation. The agent
+// reports NVML's process list (agent/gpu_processes.h); the server keeps the strays in
+// memory only (the next report replaces them).
+struct StrayGpuProcess {
+  int gpu = -1;
+  uint32_t pid = 0;
+  int64_t used_mib = -1;  // -1: NVML does not say
+  std::string user;
+  std::string command;
+  JobId job = 0;   // the Hachi job it belongs to (running elsewhere / on other GPUs), 0: none
+  Time since = 0;  // when the agent first reported it
+};
+
 struct NodeStatus {
   NodeRecord record;
   int gpus = 0;
@@ -137,11 +151,9 @@ struct NodeStatus {
   std::vector<int> gpu_share_milli;     // per GPU: thousandths given to shares
   int alloc_cpus = 0;
   int64_t alloc_memory_mib = 0;
+  std::vector<StrayGpuProcess> stray_processes;
 };
 
-// All records: what Store::Load returns and what the server applies edits to.
-struct StateImage {
-  std::map<JobId, JobRecord> jobs;
 // An API token the server issued (`hachi token create`, server/auth.h). The token's
 // text is shown once and never stored: only its SHA-256, which is what a presented
 // token is looked up by.
@@ -156,9 +168,12 @@ struct TokenRecord {
   std::string created_by;  // the admin who issued it
 };
 
+// All records: what Store::Load returns and what the server applies edits to.
+struct StateImage {
+  std::map<JobId, JobRecord> jobs;
   std::map<std::string, NodeRecord> nodes;
+  std::map<std::string, TokenRecord> tokens;  // by id; revoked tokens are removed
   JobId last_job_id = 0;  // ids are never reused, even after a restart
 };
 
-  std::map<std::string, TokenRecord> tokens;  // by id; revoked tokens are removed
 }  // namespace hachi::state

@@ -132,6 +132,17 @@ using EventSetWaitFn = Return(EventSet, EventData*, unsigned int);  // nvmlEvent
 using EventSetFreeFn = Return(EventSet);                            // nvmlEventSetFree
 using DeviceGetSupportedEventTypesFn = Return(Device, unsigned long long*);
 using DeviceGetTemperatureFn = Return(Device, int, unsigned int*);  // sensor; degrees C
+// nvmlProcessInfo_t (the v2 layout, which nvmlDeviceGetComputeRunningProcesses_v3 fills):
+// used_gpu_memory is bytes, or kValueNotAvailable (no permission, some MIG modes).
+struct ProcessInfo {
+  unsigned int pid;
+  unsigned long long used_gpu_memory;
+  unsigned int gpu_instance_id;      // 0xFFFFFFFF: not a MIG instance
+  unsigned int compute_instance_id;  // likewise
+};
+inline constexpr unsigned long long kValueNotAvailable = ~0ULL;
+// In/out count; kErrorInsufficientSize (count set to what is needed) when too small.
+using DeviceGetComputeRunningProcessesFn = Return(Device, unsigned int*, ProcessInfo*);
 // Corrected rows, uncorrected rows, is_pending, failure_occurred.
 using DeviceGetRemappedRowsFn = Return(Device, unsigned int*, unsigned int*,
                                        unsigned int*, unsigned int*);

@@ -25,6 +25,10 @@
 //   temp <gpu> <celsius>           nvmlDeviceGetTemperature's answer (default 40)
 //   remap <gpu> pending|failure    nvmlDeviceGetRemappedRows reports is_pending or
 //                                  failure_occurred (and one uncorrected row)
+//   proc <gpu> <pid> <mib>         a compute process on the GPU (as
+//                                  nvmlDeviceGetComputeRunningProcesses_v3 lists it),
+//                                  using <mib> MiB; again for the same pid: new usage
+//   noproc <gpu> <pid>             that process left the GPU
 // Blank lines and lines starting with '#' are skipped; others are reported on stderr.
 // An event goes to every event set that had registered its GPU for its type when its
 // line was read, as NVML fans events out and keeps none from before a registration
@@ -92,6 +96,7 @@ struct Health {
   unsigned temperature = 40;
   bool remap_pending = false;
   bool remap_failure = false;
+  std::map<unsigned, unsigned long long> processes;  // pid -> bytes used
 };
 
 struct State {
@@ -227,6 +232,11 @@ void ApplyEventLine(State& s, std::string_view line) {
     h.lost = true;
   } else if (what == "temp" && f.size() == 3 && arg >= 0) {
     h.temperature = static_cast<unsigned>(arg);
+  } else if (what == "proc" && f.size() == 4 && arg > 0 && number(3) >= 0) {
+    h.processes[static_cast<unsigned>(arg)] =
+        static_cast<unsigned long long>(number(3)) << 20;
+  } else if (what == "noproc" && f.size() == 3 && arg > 0) {
+    h.processes.erase(static_cast<unsigned>(arg));
   } else if (what == "remap" && f.size() == 3 &&
              (f[2] == "pending" || f[2] == "failure")) {
     (f[2] == "pending" ? h.remap_pending : h.remap_failure) = true;
@@ -634,6 +644,29 @@ FAKE_NVML_API nvml::Return nvmlDeviceGetTemperature(nvml::Device d, int sensor,
   if (!celsius || sensor != nvml::kTemperatureGpu) return nvml::kErrorInvalidArgument;
   if (Unsupported("nvmlDeviceGetTemperature")) return nvml::kErrorNotSupported;
   *celsius = S().health[i].temperature;
+  return nvml::kSuccess;
+}
+
+FAKE_NVML_API nvml::Return nvmlDeviceGetComputeRunningProcesses_v3(
+    nvml::Device d, unsigned int* count, nvml::ProcessInfo* infos) {
+  std::lock_guard<std::mutex> lock(Mu());
+  int i = -1;
+  if (nvml::Return rc = Use(d, &i); rc != nvml::kSuccess) return rc;
+  if (!count) return nvml::kErrorInvalidArgument;
+  if (Unsupported("nvmlDeviceGetComputeRunningProcesses_v3")) {
+    return nvml::kErrorNotSupported;
+  }
+  const auto& procs = S().health[i].processes;
+  // As NVML: too small a buffer (or none) gets the count needed.
+  if (*count < procs.size() || (!infos && !procs.empty())) {
+    *count = static_cast<unsigned>(procs.size());
+    return nvml::kErrorInsufficientSize;
+  }
+  unsigned k = 0;
+  for (const auto& [pid, bytes] : procs) {
+    infos[k++] = nvml::ProcessInfo{pid, bytes, 0xFFFFFFFFu, 0xFFFFFFFFu};
+  }
+  *count = k;
   return nvml::kSuccess;
 }
 
