@@ -10,6 +10,7 @@ PKGS=(
   libcli11-dev                                   # command line of the hachi binary
   libtomlplusplus-dev                            # TOML: the cluster config (src/config/)
   libsqlite3-dev                                 # the server's state (src/state/)
+  libssl-dev openssl                             # TLS (static libssl/libcrypto); tests' certs
   libgtest-dev libgmock-dev                      # unit and table-driven tests
   librapidcheck-dev                              # property tests
   libbenchmark-dev                               # make bench

@@ -56,24 +56,42 @@ Result<std::unique_ptr<HttpClient>> HttpClient::Create(std::string_view address,
     impl->client = std::make_unique<httplib::Client>(path);
     impl->client->set_address_family(AF_UNIX);
   } else {
-    if (a.rfind("https://", 0) == 0) {
-      return InvalidArgument("server address '" + a + "': TLS is not configured yet");
-    }
-    std::string hostport = a.rfind("http://", 0) == 0 ? a.substr(7) : a;
+    const bool https = a.rfind("https://", 0) == 0;
+    std::string hostport = https ? a.substr(8) : a.rfind("http://", 0) == 0 ? a.substr(7) : a;
     while (!hostport.empty() && hostport.back() == '/') hostport.pop_back();
     const size_t colon = hostport.rfind(':');
     if (hostport.empty() || colon == std::string::npos || colon == 0 ||
         colon + 1 == hostport.size()) {
       return InvalidArgument("server address '" + a +
-                             "': expected http://HOST:PORT or unix:/path/to.sock");
+                             "': expected http://HOST:PORT, https://HOST:PORT or "
+                             "unix:/path/to.sock");
     }
     char* end = nullptr;
     const long port = std::strtol(hostport.c_str() + colon + 1, &end, 10);
     if (*end != '\0' || port <= 0 || port > 65535) {
       return InvalidArgument("server address '" + a + "': bad port");
     }
-    impl->client =
-        std::make_unique<httplib::Client>(hostport.substr(0, colon), static_cast<int>(port));
+    if (https) {
+#ifdef CPPHTTPLIB_OPENSSL_SUPPORT
+      impl->client = std::make_unique<httplib::Client>("https://" + hostport);
+      // The server's certificate is checked against the system's CAs, or the one file
+      // $HACHI_CA_CERT names (a self-signed server's own certificate; `hachi --cacert`).
+      impl->client->enable_server_certificate_verification(true);
+      if (const char* ca = std::getenv("HACHI_CA_CERT"); ca != nullptr && *ca != '\0') {
+        struct stat st {};
+        if (::stat(ca, &st) != 0) {
+          return InvalidArgument("HACHI_CA_CERT: cannot read " + std::string(ca));
+        }
+        impl->client->set_ca_cert_path(ca);
+      }
+#else
+      return InvalidArgument("server address '" + a +
+                             "': this hachi was built without TLS (no static libssl)");
+#endif
+    } else {
+      impl->client =
+          std::make_unique<httplib::Client>(hostport.substr(0, colon), static_cast<int>(port));
+    }
   }
   impl->client->set_keep_alive(true);
   impl->client->set_tcp_nodelay(true);  // small requests: no Nagle delay

@@ -1,6 +1,8 @@
 // HttpClient: the one HTTP client the CLI and the agents use to reach the server
-// (DESIGN.md §2 api/). Addresses: "http://127.0.0.1:8686", "127.0.0.1:8686", or
-// "unix:/path/to/hachi.sock" (the local socket). cpp-httplib stays out of this header.
+// (DESIGN.md §2 api/). Addresses: "http://127.0.0.1:8686", "127.0.0.1:8686",
+// "https://host:8443" (TLS; the server's certificate checked against the system's CAs or
+// the file $HACHI_CA_CERT names), or "unix:/path/to/hachi.sock" (the local socket).
+// cpp-httplib stays out of this header.
 //
 // Thread-safety: one HttpClient per thread (it keeps one connection alive); creating
 // one is cheap.

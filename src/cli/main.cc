@@ -1,4 +1,5 @@
 // The one `hachi` binary: user and admin commands (DESIGN.md §1).
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -26,6 +27,11 @@ int main(int argc, char** argv) {
   CLI::App app{"hachi: a job scheduler for clusters of 8-GPU servers"};
   app.set_version_flag("--version", "hachi 0.1.0");
   app.require_subcommand(1);
+  // For https:// servers with their own CA (api/http_client.h); `submit` and `run` take
+  // $HACHI_CA_CERT, which this sets.
+  std::string cacert;
+  app.add_option("--cacert", cacert, "CA certificate (PEM) of an https:// server (or $HACHI_CA_CERT)")
+      ->each([](const std::string& path) { ::setenv("HACHI_CA_CERT", path.c_str(), 1); });
   int exit_code = 0;
   hachi::cli::AddTopoCommands(app, &exit_code);
   hachi::cli::AddSimCommands(app, &exit_code);

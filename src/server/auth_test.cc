@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <memory>
 #include <string>
 
@@ -430,6 +431,69 @@ TEST_F(AuthHttpTest, TokenEndpointsAreForAdmins) {
       api::HttpClient::Create("unix:" + dir_.path() + "/hachi.sock", 5000);
   ASSERT_TRUE(local.ok());
   EXPECT_EQ(StatusOf(**local, "GET", "/tokens"), ::geteuid() == 0 ? 200 : 403);
+}
+
+// ---- TLS ----
+
+// HTTPS with a certificate made here (openssl req -x509): a client that trusts it
+// ($HACHI_CA_CERT) does a token-authenticated round trip; one that does not, or that
+// speaks plain HTTP to the port, gets nothing.
+TEST(Tls, RoundTripWithASelfSignedCertificate) {
+  if (std::system("command -v openssl >/dev/null 2>&1") != 0) GTEST_SKIP() << "no openssl";
+  topo::TempDir dir;
+  const std::string cert = dir.path() + "/cert.pem", key = dir.path() + "/key.pem";
+  const std::string make =
+      "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 "
+      "-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -keyout " + key + " -out " +
+      cert + " >/dev/null 2>&1";
+  ASSERT_EQ(std::system(make.c_str()), 0);
+  Result<std::unique_ptr<Controller>> c = Controller::Create({}, state::NewMemoryStore());
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE((*c)->Register(testing::MakeAgent("n1")).ok());
+  (*c)->Start();
+  Result<IssuedToken> alice = (*c)->IssueToken({"alice", 1000, 1000, false}, kRoot);
+  ASSERT_TRUE(alice.ok());
+  HttpOptions h;
+  h.listen = "127.0.0.1:0";
+  h.threads = 4;
+  h.tls_cert = cert;
+  h.tls_key = key;
+  HttpServer http(c->get(), h);
+  const Status started = http.Start();
+  if (started.code() == StatusCode::kUnavailable) GTEST_SKIP() << started.message();
+  ASSERT_TRUE(started.ok()) << started.ToString();
+  ASSERT_EQ(http.url().rfind("https://127.0.0.1:", 0), 0u) << http.url();
+
+  ::setenv("HACHI_CA_CERT", cert.c_str(), 1);
+  Result<std::unique_ptr<api::HttpClient>> client = api::HttpClient::Create(http.url(), 5000);
+  ::unsetenv("HACHI_CA_CERT");
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  (*client)->SetHeader("Authorization", "Bearer " + alice->token);
+  Result<std::string> sub =
+      (*client)->Call("POST", kApi + "/jobs", api::SubmitRequestToJson(MakeSubmit().Hold()));
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  const state::JobId id = json::parse(*sub)["job_ids"][0].get<state::JobId>();
+  EXPECT_EQ((*c)->Job(id)->req.user, "alice");
+  Result<std::string> list = (*client)->Call("GET", kApi + "/jobs");
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(json::parse(*list)["jobs"].size(), 1u);
+
+  // Without the CA the certificate is not trusted; plain HTTP is not spoken there.
+  Result<std::unique_ptr<api::HttpClient>> untrusting = api::HttpClient::Create(http.url(), 2000);
+  ASSERT_TRUE(untrusting.ok());
+  EXPECT_FALSE((*untrusting)->Request("GET", kApi + "/health").ok());
+  Result<std::unique_ptr<api::HttpClient>> plain =
+      api::HttpClient::Create("http://127.0.0.1:" + std::to_string(http.port()), 2000);
+  ASSERT_TRUE(plain.ok());
+  Result<api::HttpResponse> r = (*plain)->Request("GET", kApi + "/health");
+  EXPECT_TRUE(!r.ok() || r->status != 200);
+  // A key that is not the certificate's is refused at start.
+  HttpOptions wrong = h;
+  wrong.tls_key = cert;
+  HttpServer bad(c->get(), wrong);
+  EXPECT_EQ(bad.Start().code(), StatusCode::kInvalidArgument);
+  (*c)->Stop();
+  http.Stop();
 }
 
 }  // namespace

@@ -104,7 +104,7 @@ HttpServer::HttpServer(Controller* controller, HttpOptions options)
 HttpServer::~HttpServer() { Stop(); }
 
 std::string HttpServer::url() const {
-  return "http://" + host_ + ":" + std::to_string(port_);
+  return (tls_ ? "https://" : "http://") + host_ + ":" + std::to_string(port_);
 }
 
 void HttpServer::Routes(httplib::Server& s) {
@@ -347,7 +347,26 @@ Status HttpServer::Start() {
       return Unavailable("cannot listen on " + options_.listen +
                          ": the port is in use (another Hachi server?)");
     }
-    tcp_ = std::make_unique<httplib::Server>();
+    if (options_.tls_cert.empty() != options_.tls_key.empty()) {
+      return InvalidArgument("--tls-cert and --tls-key go together");
+    }
+    if (!options_.tls_cert.empty()) {
+#ifdef CPPHTTPLIB_OPENSSL_SUPPORT
+      auto tls = std::make_unique<httplib::SSLServer>(options_.tls_cert.c_str(),
+                                                      options_.tls_key.c_str());
+      if (!tls->is_valid()) {
+        return InvalidArgument("TLS: cannot load the certificate " + options_.tls_cert +
+                               " with the key " + options_.tls_key +
+                               " (PEM files, readable, the key matching the certificate)");
+      }
+      tcp_ = std::move(tls);
+      tls_ = true;
+#else
+      return Unavailable("this hachi was built without TLS (no static libssl at build time)");
+#endif
+    } else {
+      tcp_ = std::make_unique<httplib::Server>();
+    }
     Routes(*tcp_);
     port_ = want == 0 ? tcp_->bind_to_any_port(host_) : (tcp_->bind_to_port(host_, want) ? want : -1);
     if (port_ <= 0) {

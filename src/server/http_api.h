@@ -58,6 +58,7 @@ class HttpServer {
   const HttpOptions options_;
   std::string host_;
   int port_ = 0;
+  bool tls_ = false;  // the TCP listener is HTTPS
   std::unique_ptr<httplib::Server> tcp_;
   std::unique_ptr<httplib::Server> unix_;
   std::vector<std::thread> threads_;

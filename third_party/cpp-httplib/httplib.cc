@@ -5659,7 +5659,9 @@ void SSLSocketStream::get_local_ip_and_port(std::string &ip,
 
 socket_t SSLSocketStream::socket() const { return sock_; }
 
-static SSLInit sslinit_;
+// Hachi local change (third_party/cpp-httplib/README.md): no static SSLInit. OpenSSL 1.1+
+// initialises itself on first use, and a static initialiser ran OpenSSL's setup (error
+// strings, config loading) at the start of every hachi process, TLS or not.
 
 } // namespace detail
 
