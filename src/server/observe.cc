@@ -104,9 +104,10 @@ std::vector<state::PartitionLoad> Controller::PartitionLoads() const {
   sched::ClusterState snap;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    snap = BuildSnapshot(base_, image_, &active_);
+    std::set<state::JobId> running;  // the snapshot needs nodes and running jobs only
     for (state::JobId id : active_) {
       const state::JobRecord& r = image_.jobs.at(id);
+      if (r.state == state::JobState::kRunning) running.insert(id);
       if (r.state != state::JobState::kPending || r.held) continue;
       auto d = diagnoses_.find(id);
       pending.push_back(
@@ -114,6 +115,7 @@ std::vector<state::PartitionLoad> Controller::PartitionLoads() const {
            r.req.Shared() ? 0 : r.req.GpusPerNode(), r.req.time_limit,
            d == diagnoses_.end() ? sched::Reason::kNone : d->second.reason});
     }
+    snap = BuildSnapshot(base_, image_, &running);
   }
   std::vector<state::PartitionLoad> loads;
   for (const sched::Partition& p : snap.partitions) {
