@@ -15,7 +15,7 @@ function stateBadge(node) {
 async function act(what, fn, refresh) {
   try {
     await fn();
-    showBanner(what, 'ok');
+    showBanner(`${what}: done`, 'ok');
   } catch (e) {
     showBanner(`${what} failed: ${describeError(e)}`);
   }

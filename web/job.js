@@ -37,15 +37,52 @@ export function jobHistory(job) {
   return events;
 }
 
+// The server's explain object (docs/api.md, "Explain") when it sends one, else the
+// diagnosis sentence alone.
 function explainBlock(detail) {
   const { job } = detail;
   if (job.state !== 'PENDING') return null;
-  const rows = [el('p', {}, el('span', { class: 'reason-word' }, job.held ? 'held' : job.reason || 'waiting for a cycle'))];
-  if (detail.diagnosis) rows.push(el('p', { class: 'diagnosis', id: 'job-diagnosis' }, detail.diagnosis));
-  if (detail.explain && typeof detail.explain === 'object') {
-    rows.push(el('pre', { class: 'explain' }, JSON.stringify(detail.explain, null, 2)));
+  const x = detail.explain && typeof detail.explain === 'object' ? detail.explain : null;
+  const rows = [el('p', {}, el('span', { class: 'reason-word', id: 'job-reason' },
+                               job.held ? 'held' : x?.reason || job.reason || 'waiting for a cycle'))];
+  const sentence = detail.diagnosis || x?.diagnosis;
+  if (sentence) rows.push(el('p', { class: 'diagnosis', id: 'job-diagnosis' }, sentence));
+  if (x) {
+    const facts = [];
+    if (x.queue_position) {
+      facts.push(['queue position', `${x.queue_position} of ${x.queue_length}` +
+        (x.partition_length ? ` (${x.partition_position} of ${x.partition_length} in ${x.partition})` : '')]);
+    }
+    facts.push(['needs', `${x.needed_gpus} GPU${x.needed_gpus === 1 ? '' : 's'}` +
+      (x.needed_nodes > 1 ? ` on each of ${x.needed_nodes} nodes` : ' on one node')]);
+    facts.push(['largest free set', `${x.largest_free}${x.largest_free_node ? ` (${x.largest_free_node})` : ''}` +
+      ` · ${x.free_gpus} free in the partition · ${x.fitting_nodes} node(s) would take it now`]);
+    if (x.earliest_start) {
+      facts.push(['earliest start', `${formatTime(x.earliest_start)} on ${x.earliest_node || '?'}` +
+        (x.blocking_job ? ` when job ${x.blocking_job} ends` : '')]);
+    }
+    rows.push(el('dl', { class: 'facts', id: 'job-explain' },
+      facts.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)])));
+    if ((x.nodes || []).length) {
+      rows.push(el('ul', { class: 'explain-nodes' }, x.nodes.map((n) => el('li', {}, n.text))));
+    }
   }
   return el('section', { class: 'card' }, el('h3', {}, 'Why it waits'), ...rows);
+}
+
+// The server's history (explain.history: requeues with their times while this server
+// ran) when it sends one, else what the record's timestamps say.
+function historyItems(detail) {
+  const h = detail.explain?.history;
+  if (Array.isArray(h) && h.length) {
+    // The text repeats the event's word ("submitted to partition gpu8"): said once.
+    return h.map((e) => ({
+      at: e.time,
+      what: e.event,
+      detail: (e.text || '').startsWith(e.event) ? e.text.slice(e.event.length).trim() : e.text,
+    }));
+  }
+  return jobHistory(detail.job);
 }
 
 function facts(job) {
@@ -88,7 +125,7 @@ export const jobView = {
       active ? el('button', { type: 'button', class: 'cancel', id: 'job-cancel',
                               onclick: () => cancelJob(job.id, ctx.refresh) }, 'Cancel job') : null));
     const history = el('ol', { class: 'history', id: 'job-history' },
-      jobHistory(job).map((e) => el('li', {},
+      historyItems(detail).map((e) => el('li', {},
         el('time', {}, e.at ? formatTime(e.at) : ''), el('strong', {}, e.what), ' ', e.detail)));
     st.body.replaceChildren(...present(
       el('div', { class: 'columns' },

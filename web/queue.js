@@ -75,7 +75,7 @@ export const queueView = {
     const details = await Promise.all(wanted.map((j) => api.job(j.id).catch(() => null)));
     wanted.forEach((j, i) => {
       const d = details[i];
-      if (d) st.diagnoses.set(j.id, d.explain?.summary || d.diagnosis || '');
+      if (d) st.diagnoses.set(j.id, d.diagnosis || d.explain?.diagnosis || '');
     });
 
     const now = nowSeconds();

@@ -32,6 +32,25 @@ const pageErrors = [];
 const foreignRequests = [];
 const jobs = {};
 
+// A token from `hachi token create` (prints hachi_<id>_<hex>).
+function createToken(...args) {
+  const out = cluster.cli('token', 'create', ...args);
+  const token = (out.match(/hachi_[A-Za-z0-9_]{20,}/g) || out.match(/[A-Za-z0-9_\-.]{20,}/g) || []).pop();
+  assert.ok(token, `no token in: ${out}`);
+  return token;
+}
+
+async function useToken(token) {
+  await page.fill('#token-input', token);
+  await page.click('#token-save');
+  assert.match(await page.textContent('#token-state'), /token saved/);
+}
+
+function noTokensYet(what) {
+  console.error(`\n*** SKIPPED: \`hachi token\` is not in this build (issue 6 not landed): ${what} ` +
+                'was NOT tested. ***\n');
+}
+
 function submit(...args) {
   const out = cluster.cli('submit', '--parsable', ...args);
   const id = parseInt(out.trim(), 10);
@@ -170,6 +189,14 @@ describe('dashboard in Chromium', { timeout: 180000 }, () => {
     await waitFor(async () => /hello from the dashboard test/.test(await page.textContent('#job-log')),
                   'the log tail');
     await shot('job');
+
+    // The waiting job's page: the reason word as the API has it, and the explanation.
+    const w = (await cluster.api('/jobs')).jobs.find((j) => j.id === jobs.waiting);
+    await goto(`#/job/${jobs.waiting}`);
+    await page.waitForSelector('#job-reason');
+    assert.equal((await page.textContent('#job-reason')).trim(), w.reason);
+    assert.ok((await page.textContent('#job-diagnosis')).length > 10);
+    await shot('job-pending');
   });
 
   it('cancel without a token is refused visibly; with a token the job ends CANCELLED', async () => {
@@ -182,17 +209,8 @@ describe('dashboard in Chromium', { timeout: 180000 }, () => {
     assert.equal((await cluster.api(`/jobs/${jobs.small}`)).job.state, 'RUNNING');
     await shot('cancel-refused');
 
-    if (!cluster.hasTokens()) {
-      console.error('\n*** SKIPPED: `hachi token` is not in this build (issue 6 not landed): the ' +
-                    'cancel-with-a-token step was NOT tested. ***\n');
-      return;
-    }
-    const out = cluster.cli('token', 'create', userInfo().username);
-    const token = (out.match(/[A-Za-z0-9_\-.]{20,}/g) || []).pop();
-    assert.ok(token, `no token in: ${out}`);
-    await page.fill('#token-input', token);
-    await page.click('#token-save');
-    assert.match(await page.textContent('#token-state'), /token saved/);
+    if (!cluster.hasTokens()) return noTokensYet('the cancel with a token');
+    await useToken(createToken(userInfo().username));
     await page.click('#job-cancel');
     await page.waitForSelector('#banner.ok');
     await waitFor(async () => (await cluster.api(`/jobs/${jobs.small}`)).job.state === 'CANCELLED',
@@ -202,6 +220,27 @@ describe('dashboard in Chromium', { timeout: 180000 }, () => {
 
     await goto('#/cluster');
     await waitFor(async () => (await busyOnPage(jobs.small)).length === 0, 'its GPUs free again');
+  });
+
+  it('drain needs an admin: a 403 on the page for a user token, done with an admin token', async () => {
+    if (!cluster.hasTokens()) return noTokensYet('drain with a token');
+    await goto('#/cluster');
+    const drain = 'button.drain[data-node="node2"]';
+    await page.waitForSelector(drain);
+    page.once('dialog', (d) => d.accept('dashboard test'));
+    await page.click(drain);  // with the non-admin token of the cancel above
+    await page.waitForSelector('#banner.error');
+    assert.match(await page.textContent('#banner'), /\b403\b/);
+    assert.equal((await cluster.api('/nodes/node2')).node.state, 'up');
+
+    await useToken(createToken(userInfo().username, '--admin'));
+    page.once('dialog', (d) => d.accept('dashboard test'));
+    await page.click(drain);
+    await waitFor(async () => (await cluster.api('/nodes/node2')).node.state === 'drained', 'node2 drained');
+    await page.waitForSelector('section.node[data-node="node2"] .badge.node-drained');
+    await shot('drained');
+    await page.click('button.resume[data-node="node2"]');
+    await waitFor(async () => (await cluster.api('/nodes/node2')).node.state === 'up', 'node2 up again');
   });
 
   it('charts render the queue wait (with the 20-minute line) and utilisation', async () => {
