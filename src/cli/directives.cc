@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cstdint>
+#include <limits>
 
 #include "core/strings.h"
 
@@ -617,6 +619,12 @@ Result<SubmitOptions> BuildSubmitOptions(const ParsedOptions& directives,
   const int m = o.req.nodes;
   o.req.gpu_model = gpu.model;
   if (gpu.form == GpuSlot::kPerNode) {
+    // Both counts have up to 9 digits: their product can overflow an int (UBSan, found
+    // while fuzzing). What fits an int but no cluster is the server's to refuse.
+    if (int64_t{gpu.count} * m > std::numeric_limits<int>::max()) {
+      return InvalidArgument(gpu.where + ": " + std::to_string(gpu.count) +
+                             " GPUs on each of " + std::to_string(m) + " nodes is too many");
+    }
     o.req.gpus = gpu.count * m;
     o.req.gpus_per_node = m > 1 ? gpu.count : 0;
   } else if (gpu.form == GpuSlot::kTotal) {

@@ -1,0 +1,1 @@
+#SBATCH --gres=gpu:999999999 --nodes=999999999
