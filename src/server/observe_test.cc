@@ -237,6 +237,11 @@ TEST(ObserveHttp, MetricsExplainAndStatsCause) {
     EXPECT_EQ(j["explain"]["nodes"][0]["text"],
               "2 nodes: busy (largest free set 2 GPUs < 4)");
     EXPECT_TRUE(j.contains("diagnosis"));
+    // A long poll (`hachi run` waiting) is answered without the explanation.
+    r = cl.Get("/api/v1/jobs/" + std::to_string(x.c) + "?wait_from=RUNNING&wait_ms=0");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    EXPECT_FALSE(json::parse(r->body).contains("explain")) << r->body;
   }
   // The pending jobs' waits pass one second: with ?alert=1 the partition is flagged.
   std::this_thread::sleep_for(std::chrono::milliseconds(2100));
