@@ -1,7 +1,9 @@
 // JSON codecs of the API messages (protocol.h) and the error envelope
 // {"error": {"code": "invalid_argument", "message": "..."}}. Decoding is strict like the
-// record codecs: wrong types and unknown fields are errors naming the field. Pure
-// functions; thread-safe.
+// record codecs: wrong types and unknown fields are errors naming the field, and the
+// request decoders also apply api/request_limits.h (sizes and ranges), so a body they
+// accept is one the server may act on. Encoders never throw: bytes that are not UTF-8
+// become U+FFFD. Pure functions; thread-safe.
 #pragma once
 
 #include <string>
@@ -25,6 +27,11 @@ Result<AgentWork> AgentWorkFromJson(std::string_view text);
 
 std::string JobExitsToJson(const std::vector<agent::JobExit>& exits);
 Result<std::vector<agent::JobExit>> JobExitsFromJson(std::string_view text);
+
+// POST /nodes/NAME/drain: "" or {"reason": "..."} -> the reason ("" for none).
+Result<std::string> DrainReasonFromJson(std::string_view text);
+// POST /nodes/NAME/resume: "", {} or {"gpu": N} -> N, or -1 for the whole node.
+Result<int> ResumeGpuFromJson(std::string_view text);
 
 // The error envelope, and the HTTP status for a code (400, 404, 409, 422, 503, 500).
 std::string ErrorToJson(const Status& s);
