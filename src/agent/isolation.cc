@@ -140,6 +140,11 @@ std::string Isolation::Finish(JobIsolation& job) {
   return oom;
 }
 
+void Isolation::RemoveParentsIfEmpty() {
+  if (!options_.cgroups) return;
+  for (const std::string& dir : options_.cgroups->ParentDirs()) rmdir(dir.c_str());
+}
+
 std::vector<JobIsolation> Isolation::TakeOverLeftovers(
     const std::set<state::JobId>& keep, std::vector<std::string>* stopped) {
   std::vector<JobIsolation> kept;

@@ -70,6 +70,10 @@ class Isolation {
   std::vector<JobIsolation> TakeOverLeftovers(const std::set<state::JobId>& keep,
                                               std::vector<std::string>* stopped);
 
+  // Removes the directories holding the jobs' cgroups when no job cgroup is left in
+  // them (the launcher's end), so agents that come and go leave nothing behind.
+  void RemoveParentsIfEmpty();
+
   // The size of a job's /dev/shm: its --shm-size, else half its memory, at most 64 GiB
   // (a tmpfs only caps; its pages count against the job's memory limit).
   static int64_t ShmMib(const LaunchSpec& spec);

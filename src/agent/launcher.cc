@@ -306,6 +306,7 @@ ProcessLauncher::~ProcessLauncher() {
   supervisor_.join();
   for (auto& [id, job] : state_->jobs) close(job.pidfd);
   if (state_->wake_fd >= 0) close(state_->wake_fd);
+  isolation_->RemoveParentsIfEmpty();  // jobs left running keep theirs
 }
 
 void ProcessLauncher::TakeOverLeftoverRuns() {
