@@ -89,18 +89,33 @@ Result<std::vector<state::JobId>> ApiClient::Submit(const api::SubmitRequest& r)
 }
 
 Result<std::vector<state::JobRecord>> ApiClient::Jobs(bool include_finished) {
-  Result<std::string> body = http_->Call(
-      "GET", std::string(api::kApiPrefix) + "/jobs" + (include_finished ? "?all=1" : ""));
-  if (!body.ok()) return body.status();
-  Result<json> j = ParseBody(*body);
-  if (!j.ok()) return j.status();
+  // Page by page: the server builds one page's reply at a time, not one of every job
+  // it ever ran.
+  constexpr int kPage = 5000;
   std::vector<state::JobRecord> out;
-  for (const json& r : (*j)["jobs"]) {
-    state::JobRecord rec;
-    HACHI_RETURN_IF_ERROR(state::FromJson(r, &rec));
-    out.push_back(std::move(rec));
+  state::JobId after = 0;
+  for (;;) {
+    Result<std::string> body =
+        http_->Call("GET", std::string(api::kApiPrefix) + "/jobs?limit=" +
+                               std::to_string(kPage) + "&after=" + std::to_string(after) +
+                               (include_finished ? "&all=1" : ""));
+    if (!body.ok()) return body.status();
+    Result<json> j = ParseBody(*body);
+    if (!j.ok()) return j.status();
+    if (!j->contains("jobs") || !(*j)["jobs"].is_array()) {
+      return Internal("jobs: the reply has no jobs list");
+    }
+    for (const json& r : (*j)["jobs"]) {
+      state::JobRecord rec;
+      HACHI_RETURN_IF_ERROR(state::FromJson(r, &rec));
+      out.push_back(std::move(rec));
+    }
+    auto next = j->find("next_after");
+    if (next == j->end() || !next->is_number_integer()) return out;
+    const state::JobId n = next->get<state::JobId>();
+    if (n <= after) return Internal("jobs: the server's next page does not move on");
+    after = n;
   }
-  return out;
 }
 
 Result<JobView> ApiClient::Job(state::JobId id, const std::string& wait_from, int wait_ms) {

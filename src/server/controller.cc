@@ -46,8 +46,12 @@ Result<std::unique_ptr<Controller>> Controller::Create(ControllerOptions options
       [raw = c.get()](metrics::Writer& w) { WriteClusterGauges(raw->Gauges(), w); });
   c->image_ = std::move(*image);
   c->next_id_ = c->image_.last_job_id + 1;
-  for (const auto& [id, job] : c->image_.jobs) {
-    if (!state::IsFinal(job.state)) c->active_.insert(id);
+  for (auto& [id, job] : c->image_.jobs) {
+    if (!state::IsFinal(job.state)) {
+      c->active_.insert(id);
+    } else {
+      CompactFinished(&job);
+    }
   }
   for (const auto& [name, rec] : c->image_.nodes) {
     Result<NodeHardware> hw = CompileNodeHardware(rec);
@@ -94,6 +98,14 @@ Status Controller::RebuildBaseLocked() {
   return Status::Ok();
 }
 
+// A job that has ended keeps its environment in the store only: it was what its run
+// needed, and it is most of a record's memory (the submitter's whole environment, 1-4 KB
+// a job, as sbatch's --export=ALL), which the server would otherwise hold for every job
+// it ever ran. (The batch script stays: `show job` says whether there was one.)
+void Controller::CompactFinished(state::JobRecord* job) {
+  std::vector<std::pair<std::string, std::string>>().swap(job->spec.env);
+}
+
 void Controller::TrackJobsLocked(const std::vector<state::Edit>& edits) {
   for (const state::Edit& e : edits) {
     const state::JobId id = std::visit(
@@ -115,6 +127,7 @@ void Controller::TrackJobsLocked(const std::vector<state::Edit>& edits) {
     } else {
       active_.erase(id);
       eligible_since_.erase(id);
+      if (it != image_.jobs.end()) CompactFinished(&it->second);
     }
     // Released or requeued: its next queue wait counts from now (hachi_queue_wait_seconds).
     if (const auto* r = std::get_if<state::JobRequeued>(&e)) {
@@ -326,10 +339,13 @@ Result<state::JobRecord> Controller::WaitJob(state::JobId id, state::JobState kn
   return Job(id);
 }
 
-std::vector<state::JobRecord> Controller::Jobs(bool include_finished) const {
+std::vector<state::JobRecord> Controller::Jobs(bool include_finished, state::JobId after,
+                                               size_t limit) const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<state::JobRecord> out;
-  for (const auto& [id, r] : image_.jobs) {
+  for (auto it = image_.jobs.upper_bound(after); it != image_.jobs.end(); ++it) {
+    const auto& [id, r] = *it;
+    if (limit > 0 && out.size() >= limit) break;
     if (!include_finished && state::IsFinal(r.state)) continue;
     out.push_back(r);
     if (r.state == state::JobState::kPending) {

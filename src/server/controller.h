@@ -130,7 +130,11 @@ class Controller {
   Result<state::JobRecord> Job(state::JobId id) const;
   // Waits up to `timeout_ms` for the job to leave `known` (long poll for `hachi run`).
   Result<state::JobRecord> WaitJob(state::JobId id, state::JobState known, int timeout_ms);
-  std::vector<state::JobRecord> Jobs(bool include_finished) const;
+  // Jobs in id order, those with ids above `after`, at most `limit` (0: all): a page,
+  // so that a client listing 100,000 jobs does not make the server build one reply of
+  // them all (GET /jobs?after=&limit=).
+  std::vector<state::JobRecord> Jobs(bool include_finished, state::JobId after = 0,
+                                     size_t limit = 0) const;
   std::optional<PendingInfo> Pending(state::JobId id) const;
   // The pending and running jobs, briefly (the history sampler's view).
   std::vector<JobBrief> ActiveJobBriefs() const;
@@ -229,6 +233,7 @@ class Controller {
                       const std::string& why, Time now);
   // Updates active_ for the jobs `edits` touched (after they were applied to image_).
   void TrackJobsLocked(const std::vector<state::Edit>& edits);
+  static void CompactFinished(state::JobRecord* job);  // memory: drops env
   state::JobEnded EndFor(const state::JobRecord& job, const RunInfo& info, Time now) const;
   state::NodeStatus NodeStatusLocked(const state::NodeRecord& rec,
                                      const sched::ClusterState& snap) const;

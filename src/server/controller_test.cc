@@ -265,6 +265,25 @@ TEST(Controller, FatalGpuEventTakesThatGpuOutAndRequeuesItsJob) {
   EXPECT_TRUE(NodeOf(h, "n1").unhealthy_reasons.empty());
 }
 
+// A finished job's environment stays in the store, not in the server's memory; the
+// running job's launch still carries it.
+TEST(Controller, FinishedJobsKeepTheirEnvironmentOnDiskOnly) {
+  Harness h;
+  h.Register("n1");
+  SubmitRequest r = MakeSubmit().Gpus(1).Time(600);
+  r.spec.env = {{"PATH", "/usr/bin:/bin"}, {"HOME", "/home/alice"}};
+  const state::JobId id = h.Submit(r);
+  EXPECT_EQ(h.Job(id).spec.env.size(), 2u);
+  h->RunCycle();
+  const AgentWork work = h.Work("n1");
+  ASSERT_EQ(work.launch.size(), 1u);
+  EXPECT_EQ(work.launch[0].spec.env.size(), 2u);
+  h.Exit("n1", id, 0);
+  ASSERT_EQ(h.StateOf(id), JobState::kCompleted);
+  EXPECT_TRUE(h.Job(id).spec.env.empty());
+  EXPECT_EQ(h.Job(id).spec.argv, std::vector<std::string>{"/bin/true"});
+}
+
 // The agent reports every compute process on its GPUs; the node lists those on a GPU no
 // running job of theirs was given, each with when it was first seen.
 TEST(Controller, ProcessesOutsideTheirJobsGpusAreStray) {

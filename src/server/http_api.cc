@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -44,6 +45,22 @@ int IntParam(const httplib::Request& req, const char* name, int fallback, int lo
   const long x = std::strtol(v.c_str(), &end, 10);
   if (v.empty() || *end != '\0') return fallback;
   return static_cast<int>(std::clamp<long>(x, lo, hi));
+}
+
+// ?name= as an integer in [0, hi]; `fallback` when absent. Anything else is a 400 that
+// names the parameter (a mistyped page size must not silently list everything).
+Result<int64_t> NonNegativeParam(const httplib::Request& req, const char* name,
+                                 int64_t fallback, int64_t hi) {
+  if (!req.has_param(name)) return fallback;
+  const std::string v = req.get_param_value(name);
+  char* end = nullptr;
+  errno = 0;
+  const long long x = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || errno != 0 || x < 0 || x > hi) {
+    return InvalidArgument(std::string("?") + name + "=" + v.substr(0, 40) +
+                           ": expected an integer from 0 to " + std::to_string(hi));
+  }
+  return static_cast<int64_t>(x);
 }
 
 json PartitionJson(const sched::Partition& p, const std::vector<state::NodeStatus>& nodes) {
@@ -174,9 +191,21 @@ void HttpServer::Routes(httplib::Server& s) {
   });
   s.Get(p + "/jobs", [c](const httplib::Request& req, httplib::Response& res) {
     const bool all = req.has_param("all") && req.get_param_value("all") != "0";
+    // A page: ids above ?after=, at most ?limit= (docs/api.md); "next_after" says where
+    // the next page starts while there may be more.
+    Result<int64_t> after = NonNegativeParam(req, "after", 0, int64_t{1} << 62);
+    if (!after.ok()) return ReplyError(res, after.status());
+    Result<int64_t> limit = NonNegativeParam(req, "limit", 0, 100000);
+    if (!limit.ok()) return ReplyError(res, limit.status());
+    const std::vector<state::JobRecord> page =
+        c->Jobs(all, *after, static_cast<size_t>(*limit));
     json jobs = json::array();
-    for (const state::JobRecord& r : c->Jobs(all)) jobs.push_back(state::ToJson(r));
-    Reply(res, 200, json{{"jobs", jobs}}.dump());
+    for (const state::JobRecord& r : page) jobs.push_back(state::ToJson(r));
+    json j{{"jobs", std::move(jobs)}};
+    if (*limit > 0 && static_cast<int64_t>(page.size()) == *limit) {
+      j["next_after"] = page.back().id;
+    }
+    Reply(res, 200, j.dump());
   });
   s.Get(p + R"(/jobs/(\d+))", [c](const httplib::Request& req, httplib::Response& res) {
     Result<state::JobId> id = JobIdOf(req);
@@ -241,38 +270,14 @@ void HttpServer::Routes(httplib::Server& s) {
            if (!who.ok()) return ReplyError(res, who.status());
            Status st;
            if (req.matches[2] == "drain") {
-             std::string reason;
-             if (!req.body.empty()) {
-               json j = json::parse(req.body, nullptr, false);
-               if (j.is_discarded() || !j.is_object() ||
-                   (j.contains("reason") && !j["reason"].is_string())) {
-                 return ReplyError(res, InvalidArgument(
-                                            "drain: expected {\"reason\": \"...\"}"));
-               }
-               if (j.contains("reason")) reason = j["reason"].get<std::string>();
-             }
-             st = c->Drain(name, reason, *who);
+             Result<std::string> reason = api::DrainReasonFromJson(req.body);
+             if (!reason.ok()) return ReplyError(res, reason.status());
+             st = c->Drain(name, *reason, *who);
            } else {
              // {"gpu": N}: only that unhealthy GPU returns to service.
-             int gpu = -1;
-             if (!req.body.empty()) {
-               json j = json::parse(req.body, nullptr, false);
-               if (j.is_discarded() || !j.is_object() ||
-                   (j.contains("gpu") && !j["gpu"].is_number_integer()) ||
-                   j.size() > (j.contains("gpu") ? 1u : 0u)) {
-                 return ReplyError(res, InvalidArgument(
-                                            "resume: expected {} or {\"gpu\": N}"));
-               }
-               if (j.contains("gpu")) {
-                 const int64_t g = j["gpu"].get<int64_t>();
-                 if (g < 0 || g >= GpuSet::kMaxGpus) {
-                   return ReplyError(res, InvalidArgument("resume: gpu " + std::to_string(g) +
-                                                          " is not a GPU index"));
-                 }
-                 gpu = static_cast<int>(g);
-               }
-             }
-             st = c->Resume(name, gpu, *who);
+             Result<int> gpu = api::ResumeGpuFromJson(req.body);
+             if (!gpu.ok()) return ReplyError(res, gpu.status());
+             st = c->Resume(name, *gpu, *who);
            }
            if (!st.ok()) return ReplyError(res, st);
            Reply(res, 200, json{{"ok", true}}.dump());

@@ -126,6 +126,43 @@ TEST_F(HttpApiTest, SubmitListGetCancel) {
   EXPECT_NE(again.status().message().find("already ended"), std::string::npos);
 }
 
+// GET /jobs in pages: ids above ?after=, at most ?limit=, "next_after" while the page
+// is full; a bad page parameter is a 400 naming it.
+TEST_F(HttpApiTest, JobsListInPages) {
+  std::vector<state::JobId> ids;
+  for (int i = 0; i < 5; ++i) ids.push_back(Submit(*client_, MakeSubmit().Gpus(1).Hold()));
+  ASSERT_TRUE(
+      client_->Call("POST", kApi + "/jobs/" + std::to_string(ids[1]) + "/cancel").ok());
+  std::vector<state::JobId> seen;
+  state::JobId after = 0;
+  int pages = 0;
+  for (; pages < 10; ++pages) {
+    Result<std::string> r = client_->Call(
+        "GET", kApi + "/jobs?all=1&limit=2&after=" + std::to_string(after));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    const json j = json::parse(*r);
+    for (const json& job : j["jobs"]) seen.push_back(job["id"].get<state::JobId>());
+    if (!j.contains("next_after")) break;
+    EXPECT_EQ(j["jobs"].size(), 2u);
+    after = j["next_after"].get<state::JobId>();
+  }
+  EXPECT_EQ(seen, ids) << "every job once, in id order";
+  EXPECT_EQ(pages, 2) << "pages of 2, 2 and 1";
+  // Without ?all=1 the finished one is skipped, not counted.
+  Result<std::string> active = client_->Call("GET", kApi + "/jobs?limit=2");
+  ASSERT_TRUE(active.ok());
+  const json first = json::parse(*active);
+  ASSERT_EQ(first["jobs"].size(), 2u) << first.dump();
+  EXPECT_EQ(first["jobs"][1]["id"], ids[2]);
+  EXPECT_EQ(first["next_after"], ids[2]);
+  for (const char* bad : {"?limit=-1", "?limit=abc", "?after=1x", "?limit=100001"}) {
+    Result<std::string> r = client_->Call("GET", kApi + "/jobs" + bad);
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(r.status().message().find(bad[1] == 'l' ? "limit" : "after"), std::string::npos)
+        << r.status().message();
+  }
+}
+
 TEST_F(HttpApiTest, WaitFromLongPollsUntilTheStateChanges) {
   const state::JobId id = Submit(*client_, MakeSubmit().Gpus(1).Hold());
   const std::string path = kApi + "/jobs/" + std::to_string(id);
