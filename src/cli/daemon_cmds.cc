@@ -388,20 +388,16 @@ std::unique_ptr<agent::Launcher> RealLauncher(const std::string& spool,
   // the agent and the next one adopts them.
   lo.waiter = "/proc/self/exe";
   auto launcher = std::make_unique<agent::ProcessLauncher>(lo, std::move(cb));
-  const std::vector<std::string>& adopted = launcher->runs_adopted();
-  if (!adopted.empty()) {
-    std::cerr << "hachi agent: adopted " << adopted.size()
+  // What it did with the runs an earlier agent left: "adopted" / "stopped".
+  auto say = [&spool](const char* what, const std::vector<std::string>& runs) {
+    if (runs.empty()) return;
+    std::cerr << "hachi agent: " << what << " " << runs.size()
               << " run(s) an earlier agent left running in " << spool << ":";
-    for (const std::string& r : adopted) std::cerr << " " << r;
+    for (const std::string& r : runs) std::cerr << " " << r;
     std::cerr << "\n";
-  }
-  const std::vector<std::string>& left = launcher->leftovers_stopped();
-  if (!left.empty()) {
-    std::cerr << "hachi agent: stopped " << left.size()
-              << " run(s) an earlier agent left running in " << spool << ":";
-    for (const std::string& r : left) std::cerr << " " << r;
-    std::cerr << "\n";
-  }
+  };
+  say("adopted", launcher->runs_adopted());
+  say("stopped", launcher->leftovers_stopped());
   return launcher;
 }
 
