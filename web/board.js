@@ -1,5 +1,5 @@
 // A node drawn as its GPU board (SVG): NUMA nodes side by side, PCIe switches inside them,
-// GPUs inside those, NVLink lines between GPU pairs (thicker for more links) or one
+// GPUs inside those, NVLink arcs between GPU pairs (thicker for more links) or one
 // NVSwitch bar for all-to-all boxes. Each GPU is coloured by the job holding it.
 
 import { boardLayout } from './topology.js';
@@ -80,9 +80,18 @@ export function renderBoard(node, jobsById, onJobClick) {
     x += numaW + GAP * 2;
   }
   const width = Math.max(x - GAP * 2, 200);
+  // NVLink pairs as an arc diagram under the boxes: from the bottom of one GPU down and
+  // back up to the other, deeper for GPUs further apart, so no line hides behind a GPU.
+  const arcDepth = (a, b) => 18 + Math.abs(a.cx - b.cx) * 0.24;
+  let extent = height;  // the lowest point drawn
+  for (const l of layout.nvlinks) {
+    const a = pos.get(l.a);
+    const b = pos.get(l.b);
+    // A cubic Bezier reaches 3/4 of its control points' offset.
+    if (a && b) extent = Math.max(extent, Math.max(a.y, b.y) + GPU_H + 0.75 * arcDepth(a, b));
+  }
   const barY = height + 14;
-  const totalH = layout.nvswitch ? barY + 30 : height + 4;
-
+  const totalH = layout.nvswitch ? barY + 30 : extent + 6;
   const root = svg('svg', {
     class: 'board', viewBox: `-2 -2 ${width + 4} ${totalH + 4}`, width: width + 4,
     height: totalH + 4, role: 'img', 'aria-label': `GPU board of ${node.name}`,
@@ -107,12 +116,12 @@ export function renderBoard(node, jobsById, onJobClick) {
     const a = pos.get(l.a);
     const b = pos.get(l.b);
     if (!a || !b) continue;
-    // Bowed so that lines between GPUs of one row do not run through the GPUs between.
-    const mx = (a.cx + b.cx) / 2;
-    const my = (a.cy + b.cy) / 2 - (Math.abs(a.cx - b.cx) > GPU_W + GAP ? 26 : 0);
+    const ay = a.y + GPU_H;
+    const by = b.y + GPU_H;
+    const cy = Math.max(ay, by) + arcDepth(a, b);
     const line = svg('path', {
-      d: `M ${a.cx} ${a.cy} Q ${mx} ${my} ${b.cx} ${b.cy}`, class: 'nvlink',
-      'stroke-width': Math.min(1 + l.n * 0.6, 9), fill: 'none',
+      d: `M ${a.cx} ${ay} C ${a.cx} ${cy} ${b.cx} ${cy} ${b.cx} ${by}`, class: 'nvlink',
+      'stroke-width': Math.min(1 + l.n * 0.6, 9), fill: 'none', 'data-nv': l.n,
     });
     line.append(svg('title', {}, `GPU ${l.a} – GPU ${l.b}: NV${l.n}`));
     links.append(line);

@@ -179,5 +179,16 @@ TEST(HistoryTest, SamplerRingFromAController) {
   EXPECT_EQ(all.back().at - all.front().at, 30);
 }
 
+TEST(HistoryTest, StartSamplesAtOnceAndStopJoins) {
+  testing::Harness h;
+  h.Register("n1");
+  HistorySampler sampler(&h.c(), HistorySampler::Options{3600, 10});
+  sampler.Start();
+  EXPECT_EQ(sampler.Samples().size(), 1u) << "a sample at start, not one interval later";
+  sampler.Stop();  // wakes the thread's hour-long wait at once
+  sampler.Stop();
+  EXPECT_EQ(sampler.Samples().size(), 1u);
+}
+
 }  // namespace
 }  // namespace hachi::server

@@ -7,7 +7,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 export class DevCluster {
-  constructor({ root, hachi, historyInterval = 2 }) {
+  // config: a cluster config (default examples/two-nodes.toml), null for none; nodes and
+  // preset: hachi dev's --nodes/--preset (default 2 HGX H100).
+  constructor({ root, hachi, historyInterval = 2, config, nodes = 2, preset = 'hgx-h100' }) {
+    this.config = config === undefined ? join(root, 'examples', 'two-nodes.toml') : config;
+    this.nodes = nodes;
+    this.preset = preset;
     this.root = root;
     this.hachi = hachi;
     this.dir = mkdtempSync(join(tmpdir(), 'hachi-browser-'));
@@ -19,7 +24,8 @@ export class DevCluster {
   }
 
   async start() {
-    const args = ['dev', '--config', join(this.root, 'examples', 'two-nodes.toml'),
+    const args = ['dev', ...(this.config ? ['--config', this.config] : []),
+                  '--nodes', String(this.nodes), '--preset', this.preset,
                   '--state-dir', this.stateDir, '--listen', '127.0.0.1:0',
                   '--history-interval', String(this.historyInterval)];
     this.log = [];
@@ -36,11 +42,11 @@ export class DevCluster {
       }
       await sleep(50);
     }
-    // Both agents registered: the nodes are up.
+    // Every agent registered: the nodes are up.
     await waitFor(async () => {
       const nodes = (await this.api('/nodes')).nodes;
-      return nodes.length === 2 && nodes.every((n) => n.state === 'up');
-    }, 'both nodes up', 15000);
+      return nodes.length === this.nodes && nodes.every((n) => n.state === 'up');
+    }, 'every node up', 15000);
   }
 
   async stop() {
