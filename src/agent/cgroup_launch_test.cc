@@ -134,9 +134,12 @@ class RealCgroupTest : public ::testing::TestWithParam<std::string> {
     }
     if (!spool_.empty()) fs::remove_all(spool_);
   }
-  ProcessLauncher& Launcher(IsolationOptions iso = {}) {
+  // `waiter`: jobs under the job waiter, as `hachi agent` runs them (the next launcher
+  // then adopts what this one leaves); without, it stops them.
+  ProcessLauncher& Launcher(IsolationOptions iso = {}, bool waiter = true) {
     ProcessLauncher::Options o;
     o.spool_dir = spool_;
+    if (waiter) o.waiter = HACHI_TEST_WAITER;
     o.isolation = std::move(iso);
     o.isolation.cgroups = driver_;
     launcher_ = std::make_unique<ProcessLauncher>(o, exits_.Callback());
@@ -216,11 +219,11 @@ TEST_P(RealCgroupTest, DoubleForkedSetsidChildDiesWithTheJob) {
   EXPECT_FALSE(JobCgroupExists(2));
 }
 
-// An agent that died left a job whose escaped child the process group kill misses: the
-// next launcher kills it through the cgroup.
+// An agent that died left a job (no waiter: not adopted) whose escaped child the process
+// group kill misses: the next launcher kills it through the cgroup.
 TEST_P(RealCgroupTest, NextLauncherKillsTheCgroupsTheLastOneLeft) {
   const std::string pidfile = spool_ + "/left.pid";
-  ASSERT_TRUE(Launcher()
+  ASSERT_TRUE(Launcher({}, /*waiter=*/false)
                   .Launch(MakeLaunch(8)
                               .Out(spool_ + "/left.out")
                               .Sh("(setsid sh -c 'echo $$ > " + pidfile +
@@ -231,13 +234,42 @@ TEST_P(RealCgroupTest, NextLauncherKillsTheCgroupsTheLastOneLeft) {
   launcher_.reset();  // the agent dies; its job does not
   ASSERT_FALSE(ProcessGone(escaped));
   ASSERT_TRUE(JobCgroupExists(8));
-  ProcessLauncher& next = Launcher();
+  ProcessLauncher& next = Launcher({}, /*waiter=*/false);
   const std::vector<std::string>& stopped = next.leftovers_stopped();
   EXPECT_TRUE(std::any_of(stopped.begin(), stopped.end(), [](const std::string& s) {
     return s.rfind("cgroup job-8 (", 0) == 0;
   })) << ::testing::PrintToString(stopped);
   EXPECT_TRUE(WaitFor([&] { return ProcessGone(escaped); }));
   EXPECT_FALSE(JobCgroupExists(8));
+}
+
+// A run the next launcher adopts (its waiter outlived the agent) keeps its cgroup,
+// escaped child included, until it ends; then the cgroup goes, with the child.
+TEST_P(RealCgroupTest, AdoptedRunKeepsItsCgroupUntilItEnds) {
+  const std::string pidfile = spool_ + "/adopted.pid", go = spool_ + "/go";
+  ASSERT_TRUE(Launcher()
+                  .Launch(MakeLaunch(9)
+                              .Out(spool_ + "/adopted.out")
+                              .Sh("(setsid sh -c 'echo $$ > " + pidfile +
+                                  "; exec sleep 300' &);"
+                                  " while [ ! -e " +
+                                  go + " ]; do sleep 0.05; done; exit 3"))
+                  .ok());
+  pid_t escaped = 0;
+  ASSERT_TRUE(WaitFor([&] { return (escaped = std::atoi(Slurp(pidfile).c_str())) > 0; }));
+  launcher_.reset();
+  ProcessLauncher& next = Launcher();
+  EXPECT_EQ(next.runs_adopted().size(), 1u);
+  EXPECT_TRUE(next.leftovers_stopped().empty());
+  EXPECT_FALSE(ProcessGone(escaped));
+  EXPECT_TRUE(JobCgroupExists(9));
+  std::ofstream(go).close();
+  std::optional<JobExit> e = exits_.Wait(9);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->kind, ExitKind::kExited);
+  EXPECT_EQ(e->exit_code, 3);
+  EXPECT_TRUE(WaitFor([&] { return ProcessGone(escaped); }));
+  EXPECT_FALSE(JobCgroupExists(9));
 }
 
 TEST_P(RealCgroupTest, OutOfMemoryEndsTheJobAndNotItsNeighbour) {
