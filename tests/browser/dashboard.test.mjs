@@ -286,6 +286,19 @@ describe('dashboard in Chromium', { timeout: 180000 }, () => {
     await shot('unhealthy');
   });
 
+  it('cancel from a queue row', async () => {
+    if (!cluster.hasTokens()) return noTokensYet('the cancel from a queue row');
+    // The admin token of the drain test is still in the field (localStorage).
+    await goto('#/queue');
+    const button = `#queue-table tr[data-job="${jobs.big}"] button.cancel`;
+    await page.waitForSelector(button);
+    await page.click(button);
+    await page.waitForSelector('#banner.ok');
+    await waitFor(async () => (await cluster.api(`/jobs/${jobs.big}`)).job.state === 'CANCELLED',
+                  `job ${jobs.big} CANCELLED`, 30000);
+    await page.waitForSelector(`#queue-table tr[data-job="${jobs.big}"]`, { state: 'detached' });
+  });
+
   it('loaded nothing from outside the server and threw no errors', () => {
     assert.deepEqual(foreignRequests, []);
     assert.deepEqual(pageErrors, []);
