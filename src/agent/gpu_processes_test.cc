@@ -35,8 +35,8 @@ class FakeProc : public testing::Test {
     std::ofstream(dir + "/cgroup") << cgroup;
     std::ofstream(dir + "/environ", std::ios::binary) << environ;
     std::ofstream(dir + "/cmdline", std::ios::binary) << cmdline;
-    std::ofstream(dir + "/status") << "Name:\tx\nUid:\t" << uid << "\t" << uid << "\t" << uid
-                                   << "\t" << uid << "\n";
+    std::ofstream(dir + "/status")
+        << "Name:\tx\nUid:\t" << uid << "\t" << uid << "\t" << uid << "\t" << uid << "\n";
   }
   std::string root_;
 };
@@ -63,14 +63,14 @@ INSTANTIATE_TEST_SUITE_P(
     testing::Values(
         JobCase{"v2_cgroup", "0::/hachi/job-7\n", "", 7},
         JobCase{"v1_nested_under_the_agent",
-                "12:pids:/system.slice/hachi/job-9\n4:memory:/system.slice/hachi/job-9\n", "",
-                9},
+                "12:pids:/system.slice/hachi/job-9\n4:memory:/system.slice/hachi/job-9\n",
+                "", 9},
         JobCase{"cgroup_wins_over_environment", "0::/hachi/job-7\n", kEnv12, 7},
         JobCase{"environment_without_cgroup", "0::/user.slice\n", kEnv12, 12},
         JobCase{"another_parent_is_not_ours", "0::/kubepods/job-7\n", "", 0},
         JobCase{"job_dir_not_a_number", "0::/hachi/job-x\n", "", 0},
-        JobCase{"garbled_environment_value",
-                "", std::string("HACHI_JOB_ID=12a\0", 17), 0},
+        JobCase{"garbled_environment_value", "", std::string("HACHI_JOB_ID=12a\0", 17),
+                0},
         JobCase{"nothing", "0::/\n", std::string("PATH=/bin\0", 10), 0}),
     [](const testing::TestParamInfo<JobCase>& row) { return row.param.name; });
 
@@ -94,7 +94,8 @@ TEST_F(FakeProc, DescribesEachLiveProcess) {
 
 TEST_F(FakeProc, LongCommandLinesAreShortened) {
   Process(300, "", "", std::string(1000, 'a'));
-  const std::vector<api::GpuProcessReport> got = DescribeGpuProcesses({{1, 300, 1}}, root_);
+  const std::vector<api::GpuProcessReport> got =
+      DescribeGpuProcesses({{1, 300, 1}}, root_);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].command, std::string(200, 'a') + "...");
 }
@@ -106,7 +107,8 @@ TEST(RealProc, ThisProcessByItsEnvironment) {
   char tmpl[] = "/tmp/hachi-proc-env-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   const std::string pidfile = std::string(tmpl) + "/pid";
-  ASSERT_EQ(std::system(("HACHI_JOB_ID=41 sh -c 'echo $$ > " + pidfile + "; sleep 5' &").c_str()),
+  ASSERT_EQ(std::system(
+                ("HACHI_JOB_ID=41 sh -c 'echo $$ > " + pidfile + "; sleep 5' &").c_str()),
             0);
   unsigned pid = 0;
   for (int i = 0; i < 200 && pid == 0; ++i) {

@@ -24,6 +24,28 @@ namespace {
   _exit(127);
 }
 
+// The signals sent to the job's process group (the launcher's SIGTERM at a time limit,
+// scancel --signal, a terminal's) that the waiter must survive. Not SIGCHLD (its wait),
+// SIGKILL/SIGSTOP (cannot be), nor the ones a fault of its own raises (an ignored SIGSEGV
+// would loop on the faulting instruction).
+bool IgnoredByWaiter(int sig) {
+  switch (sig) {
+    case SIGCHLD:
+    case SIGKILL:
+    case SIGSTOP:
+    case SIGSEGV:
+    case SIGBUS:
+    case SIGILL:
+    case SIGFPE:
+    case SIGTRAP:
+    case SIGSYS:
+    case SIGABRT:
+      return false;
+    default:
+      return true;
+  }
+}
+
 // The job's side of the fork: the signals the waiter ignores are the job's again, then
 // execvp's search over the launcher's candidates (as spawn.cc's child does without a
 // waiter).
@@ -31,7 +53,9 @@ namespace {
                           char** argv) {
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
-  for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &dfl, nullptr);
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (IgnoredByWaiter(sig)) sigaction(sig, &dfl, nullptr);
+  }
   close(exit_fd);  // the job must not be able to forge its own status
   fcntl(err_fd, F_SETFD, FD_CLOEXEC);
   std::vector<char*> sh_argv = {const_cast<char*>("/bin/sh"), nullptr};
@@ -47,8 +71,8 @@ namespace {
     }
     if (errno == EACCES) {
       denied = true;
-    } else if (errno != ENOENT && errno != ENOTDIR && errno != ESTALE && errno != ENODEV &&
-               errno != ETIMEDOUT) {
+    } else if (errno != ENOENT && errno != ENOTDIR && errno != ESTALE &&
+               errno != ENODEV && errno != ETIMEDOUT) {
       err = errno;
       break;
     }
@@ -81,7 +105,7 @@ int WaiterMain(int argc, char** argv) {
   struct sigaction ign {};
   ign.sa_handler = SIG_IGN;
   for (int sig = 1; sig < NSIG; ++sig) {
-    if (sig != SIGCHLD && sig != SIGKILL && sig != SIGSTOP) sigaction(sig, &ign, nullptr);
+    if (IgnoredByWaiter(sig)) sigaction(sig, &ign, nullptr);
   }
   fcntl(exit_fd, F_SETFD, FD_CLOEXEC);
   const pid_t pid = fork();
@@ -108,7 +132,8 @@ int WaiterMain(int argc, char** argv) {
   }
   const std::string text = FormatWaitedStatus(w);
   [[maybe_unused]] ssize_t written = pwrite(exit_fd, text.data(), text.size(), 0);
-  fsync(exit_fd);  // a restarted agent reads it, perhaps after a crash of the node's agent
+  fsync(
+      exit_fd);  // a restarted agent reads it, perhaps after a crash of the node's agent
   close(exit_fd);
   if (w.signaled) {
     // End as the job did, without a core dump of our own.

@@ -1,4 +1,5 @@
-// The job waiter's exit file and command line (the waiter's runs are in launcher_test.cc).
+// The job waiter's exit file and command line (the waiter's runs are in
+// launcher_test.cc).
 #include "agent/waiter.h"
 
 #include <gtest/gtest.h>
