@@ -114,12 +114,16 @@ void HistorySampler::Stop() {
 
 void HistorySampler::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
+  auto next =
+      std::chrono::steady_clock::now() + std::chrono::seconds(options_.interval_s);
   while (!stopping_) {
-    cv_.wait_for(lock, std::chrono::seconds(options_.interval_s));
-    if (stopping_) break;
-    lock.unlock();
-    Sample(NowSeconds());
-    lock.lock();
+    // A spurious wake-up must not take an early sample: wait for the deadline itself.
+    if (!cv_.wait_until(lock, next, [this] { return stopping_; })) {
+      lock.unlock();
+      Sample(NowSeconds());
+      lock.lock();
+      next = std::chrono::steady_clock::now() + std::chrono::seconds(options_.interval_s);
+    }
   }
 }
 
