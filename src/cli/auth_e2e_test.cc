@@ -1,8 +1,9 @@
 // Who is who with real processes (issue 6): `hachi dev` as root, the CLI as root and as
-// `nobody` (setpriv), over the Unix socket and over TCP with a token, and over HTTPS with a
-// certificate made here. User A (nobody) cannot cancel user B's (root's) job through the
-// socket nor with A's token; a job's output is opened as its user, so nobody's job cannot
-// write into a directory only root may write to. Root only (it switches users).
+// `nobody` (setpriv), over the Unix socket and over TCP with a token, and over HTTPS with
+// a certificate made here. User A (nobody) cannot cancel user B's (root's) job through
+// the socket nor with A's token; a job's output is opened as its user, so nobody's job
+// cannot write into a directory only root may write to. Root only (it switches users).
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -11,12 +12,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <thread>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "cli/cli_testing.h"
 
@@ -72,8 +71,9 @@ class AuthE2e : public ::testing::Test {
     const std::string log = dir_ + "/dev.log";
     pid_ = ::fork();
     if (pid_ == 0) {
-      const std::string cmd = "exec " + std::string(HACHI_BINARY_DIR) + "/hachi dev --state-dir " +
-                              dir_ + "/state --listen 127.0.0.1:0 " + extra + " 2>" + log;
+      const std::string cmd = "exec " + std::string(HACHI_BINARY_DIR) +
+                              "/hachi dev --state-dir " + dir_ +
+                              "/state --listen 127.0.0.1:0 " + extra + " 2>" + log;
       ::execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
       ::_exit(127);
     }
@@ -167,7 +167,8 @@ TEST_F(AuthE2e, NobodyCannotCancelRootsJobNorWriteWhereOnlyRootMay) {
   ASSERT_EQ(::stat((open_dir + "/" + std::to_string(ok) + ".out").c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, 65534u);
   EXPECT_EQ(StateOf(denied), "FAILED");
-  EXPECT_NE(::access((closed_dir + "/stolen.out").c_str(), F_OK), 0) << "nothing written there";
+  EXPECT_NE(::access((closed_dir + "/stolen.out").c_str(), F_OK), 0)
+      << "nothing written there";
   // A path walking out of the working directory is refused at submit.
   r = AsNobody(on_tcp, "submit -G 1 -D " + open_dir + " -o ../closed/x.out --wrap true");
   EXPECT_NE(r.exit_code, 0);
@@ -178,18 +179,60 @@ TEST_F(AuthE2e, NobodyCannotCancelRootsJobNorWriteWhereOnlyRootMay) {
   const json tokens = json::parse(list.out, nullptr, false);
   ASSERT_FALSE(tokens.is_discarded()) << list.out;
   ASSERT_EQ(tokens["tokens"].size(), 1u);
-  ASSERT_EQ(Hachi("token revoke " + tokens["tokens"][0]["id"].get<std::string>()).exit_code, 0);
+  ASSERT_EQ(
+      Hachi("token revoke " + tokens["tokens"][0]["id"].get<std::string>()).exit_code, 0);
   r = AsNobody(on_tcp, "submit -G 1 --wrap true");
   EXPECT_NE(r.out.find("not valid"), std::string::npos) << r.out;
 }
 
+// Without $HACHI_TOKEN the CLI reads ~/.config/hachi/token, and only when no one else
+// can.
+TEST_F(AuthE2e, TokenFileMustBeTheUsersAlone) {
+  StartDev();
+  const CmdResult token = Hachi("token create root", false);
+  ASSERT_EQ(token.exit_code, 0) << token.out;
+  const std::string home = dir_ + "/home";
+  ASSERT_EQ(std::system(("mkdir -p " + home + "/.config/hachi").c_str()), 0);
+  const std::string file = home + "/.config/hachi/token";
+  {
+    std::ofstream f(file);
+    f << token.out;
+  }
+  ::chmod(file.c_str(), 0644);
+  const std::string env =
+      "env -u HACHI_TOKEN HOME=" + home + " HACHI_SERVER=" + url_ + " ";
+  auto submit = [&] {
+    CmdResult r;
+    FILE* p = popen(
+        (env + HACHI_BINARY_DIR + "/hachi submit -G 1 --hold --wrap true 2>&1").c_str(),
+        "r");
+    if (p == nullptr) return r;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+    const int status = pclose(p);
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return r;
+  };
+  CmdResult r = submit();
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("is mode 0644"), std::string::npos) << r.out;
+  ::chmod(file.c_str(), 0600);
+  r = submit();
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("Submitted batch job"), std::string::npos) << r.out;
+}
+
 TEST_F(AuthE2e, HttpsWithTheServersOwnCertificate) {
-  if (std::system("command -v openssl >/dev/null 2>&1") != 0) GTEST_SKIP() << "no openssl";
+  if (std::system("command -v openssl >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "no openssl";
   const std::string cert = dir_ + "/cert.pem", key = dir_ + "/key.pem";
-  ASSERT_EQ(std::system(("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
-                         "-nodes -days 1 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 "
-                         "-keyout " + key + " -out " + cert + " >/dev/null 2>&1")
-                            .c_str()),
+  ASSERT_EQ(std::system(
+                ("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
+                 "-nodes -days 1 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 "
+                 "-keyout " +
+                 key + " -out " + cert + " >/dev/null 2>&1")
+                    .c_str()),
             0);
   StartDev("--tls-cert " + cert + " --tls-key " + key);
   ASSERT_EQ(url_.rfind("https://", 0), 0u) << url_;
@@ -197,10 +240,12 @@ TEST_F(AuthE2e, HttpsWithTheServersOwnCertificate) {
   ASSERT_EQ(token.exit_code, 0) << token.out;
   const std::string t = token.out.substr(0, token.out.find('\n'));
   const std::string env = "HACHI_SERVER=" + url_ + " HACHI_TOKEN=" + t + " ";
-  CmdResult r = Hachi("--cacert " + cert + " nodes -o %n", false);  // on the socket: plain
+  CmdResult r =
+      Hachi("--cacert " + cert + " nodes -o %n", false);  // on the socket: plain
   EXPECT_EQ(r.exit_code, 0);
   const std::string hachi = std::string(HACHI_BINARY_DIR) + "/hachi";
-  FILE* p = popen((env + hachi + " --cacert " + cert + " queue 2>&1; echo rc=$?").c_str(), "r");
+  FILE* p =
+      popen((env + hachi + " --cacert " + cert + " queue 2>&1; echo rc=$?").c_str(), "r");
   ASSERT_NE(p, nullptr);
   char buf[4096] = {};
   std::string out;

@@ -15,7 +15,8 @@ Result<std::string> ServerClusterSecret(const std::string& flag_file,
   if (path.empty() && auth != nullptr) path = auth->cluster_secret_file;
   if (!path.empty()) {
     Result<std::string> s = ReadSecretFile(path);
-    if (!s.ok()) return Status(s.status().code(), "cluster secret: " + s.status().message());
+    if (!s.ok())
+      return Status(s.status().code(), "cluster secret: " + s.status().message());
     return s;
   }
   path = state_dir + "/cluster-secret";
@@ -27,7 +28,8 @@ Result<std::string> ServerClusterSecret(const std::string& flag_file,
     if (WriteSecretFile(path, *fresh).ok()) return fresh;
   }
   Result<std::string> s = ReadSecretFile(path);
-  if (!s.ok()) return Status(s.status().code(), "cluster secret: " + s.status().message());
+  if (!s.ok())
+    return Status(s.status().code(), "cluster secret: " + s.status().message());
   return s;
 }
 

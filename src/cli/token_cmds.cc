@@ -4,7 +4,6 @@
 #include <ctime>
 #include <iostream>
 #include <memory>
-
 #include <nlohmann/json.hpp>
 
 #include "cli/client.h"
@@ -18,7 +17,8 @@ using nlohmann::json;
 
 Result<json> ParseReply(const std::string& body) {
   json j = json::parse(body, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return Internal("the server's reply is not JSON");
+  if (j.is_discarded() || !j.is_object())
+    return Internal("the server's reply is not JSON");
   return j;
 }
 
@@ -46,8 +46,10 @@ void AddTokenCommands(CLI::App& app, int* exit_code) {
   CLI::App* create = token->add_subcommand(
       "create", "Issue a token for USER; it is printed once, on stdout, and never again");
   create->add_option("USER", cf->user, "Whom the token names")->required();
-  create->add_flag("--admin", cf->admin, "The bearer is an admin (drain, tokens, any job)");
-  create->add_option("--uid", cf->uid, "Their uid (default: the server's password database)");
+  create->add_flag("--admin", cf->admin,
+                   "The bearer is an admin (drain, tokens, any job)");
+  create->add_option("--uid", cf->uid,
+                     "Their uid (default: the server's password database)");
   create->add_option("--gid", cf->gid, "Their gid (with --uid)");
   create->add_option("--server", cf->server, "Server URL");
   create->callback([cf, exit_code] {
@@ -63,11 +65,12 @@ void AddTokenCommands(CLI::App& app, int* exit_code) {
     const json& rec = (*j)["record"];
     // The token alone on stdout, so that it can go straight into a file.
     std::cout << (*j)["token"].get<std::string>() << "\n";
-    std::cerr << "hachi: token " << rec.value("id", "") << " for " << rec.value("user", "")
-              << " (uid " << rec.value("uid", 0) << ", gid " << rec.value("gid", 0) << ")"
-              << (rec.value("admin", false) ? ", admin" : "")
-              << ". It is shown only now: keep it in ~/.config/hachi/token (mode 0600) or "
-                 "$HACHI_TOKEN.\n";
+    std::cerr
+        << "hachi: token " << rec.value("id", "") << " for " << rec.value("user", "")
+        << " (uid " << rec.value("uid", 0) << ", gid " << rec.value("gid", 0) << ")"
+        << (rec.value("admin", false) ? ", admin" : "")
+        << ". It is shown only now: keep it in ~/.config/hachi/token (mode 0600) or "
+           "$HACHI_TOKEN.\n";
   });
 
   struct ListFlags {
@@ -89,11 +92,17 @@ void AddTokenCommands(CLI::App& app, int* exit_code) {
     }
     Result<json> j = ParseReply(*r);
     if (!j.ok()) return void(*exit_code = Fail(j.status()));
-    Table t({{"ID"}, {"USER"}, {"UID", Align::kRight}, {"GID", Align::kRight}, {"ADMIN"},
-             {"CREATED"}, {"BY"}});
+    Table t({{"ID"},
+             {"USER"},
+             {"UID", Align::kRight},
+             {"GID", Align::kRight},
+             {"ADMIN"},
+             {"CREATED"},
+             {"BY"}});
     for (const json& rec : (*j)["tokens"]) {
-      t.AddRow({rec.value("id", ""), rec.value("user", ""), std::to_string(rec.value("uid", 0)),
-                std::to_string(rec.value("gid", 0)), rec.value("admin", false) ? "yes" : "no",
+      t.AddRow({rec.value("id", ""), rec.value("user", ""),
+                std::to_string(rec.value("uid", 0)), std::to_string(rec.value("gid", 0)),
+                rec.value("admin", false) ? "yes" : "no",
                 When(rec.value("created", int64_t{0})), rec.value("created_by", "")});
     }
     std::cout << t.Render();
@@ -103,7 +112,8 @@ void AddTokenCommands(CLI::App& app, int* exit_code) {
     std::string server, id;
   };
   auto rf = std::make_shared<RevokeFlags>();
-  CLI::App* revoke = token->add_subcommand("revoke", "Stop a token from working, at once");
+  CLI::App* revoke =
+      token->add_subcommand("revoke", "Stop a token from working, at once");
   revoke->add_option("ID", rf->id, "The token's id (hachi token list)")->required();
   revoke->add_option("--server", rf->server, "Server URL");
   revoke->callback([rf, exit_code] {

@@ -15,10 +15,12 @@ Result<std::vector<std::string>> UserNames(const Reader& r, const toml::node& n,
   if (!names.ok()) return names.status();
   std::set<std::string> seen;
   for (const std::string& name : *names) {
-    if (name.empty() || name.size() > 64 || name.find_first_of(" \t/:") != std::string::npos) {
+    if (name.empty() || name.size() > 64 ||
+        name.find_first_of(" \t/:") != std::string::npos) {
       return r.Error(n, path, Quoted(name) + " is not a user name");
     }
-    if (!seen.insert(name).second) return r.Error(n, path, Quoted(name) + " is listed twice");
+    if (!seen.insert(name).second)
+      return r.Error(n, path, Quoted(name) + " is listed twice");
   }
   return names;
 }
@@ -29,7 +31,8 @@ Status ReadAuth(const Reader& r, const toml::node& n, AuthConfig* out) {
   const toml::table* t = nullptr;
   CONFIG_ASSIGN_OR_RETURN(t, r.Table(n, "auth"));
   HACHI_RETURN_IF_ERROR(r.CheckKeys(
-      *t, "auth", {"admins", "anonymous_read", "tls_cert", "tls_key", "cluster_secret_file"}));
+      *t, "auth",
+      {"admins", "anonymous_read", "tls_cert", "tls_key", "cluster_secret_file"}));
   if (const toml::node* a = t->get("admins")) {
     CONFIG_ASSIGN_OR_RETURN(out->admins, UserNames(r, *a, "auth.admins"));
   }

@@ -57,7 +57,8 @@ Result<std::string> ReadSecretFile(const std::string& path) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
     return PermissionDenied(path + " is mode " + mode +
-                            ": others could read it; make it 0600 (chmod 600 " + path + ")");
+                            ": others could read it; make it 0600 (chmod 600 " + path +
+                            ")");
   }
   std::string text;
   char buf[4096];
@@ -76,12 +77,14 @@ Result<std::string> ReadSecretFile(const std::string& path) {
 }
 
 Status WriteSecretFile(const std::string& path, std::string_view secret) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  const int fd =
+      ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return Unavailable("cannot create " + path + ": " + std::strerror(errno));
   std::string text(secret);
   text += '\n';
-  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
-                  ::fsync(fd) == 0;
+  const bool ok =
+      ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+      ::fsync(fd) == 0;
   ::close(fd);
   if (!ok) {
     ::unlink(path.c_str());

@@ -23,8 +23,8 @@ bool SecretEquals(std::string_view a, std::string_view b);
 
 // The secret in `path`, surrounding whitespace trimmed. Refused (kPermissionDenied) when
 // the file can be read or written by its group or others: a secret anyone can read is
-// no secret, and saying so beats using it. kNotFound when it cannot be read; kInvalidArgument
-// when it is empty.
+// no secret, and saying so beats using it. kNotFound when it cannot be read;
+// kInvalidArgument when it is empty.
 Result<std::string> ReadSecretFile(const std::string& path);
 
 // Writes `secret` and a newline to a new file `path`, mode 0600 (kUnavailable when it

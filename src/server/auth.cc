@@ -54,7 +54,8 @@ Result<std::string> NewToken(const std::string& id) {
 }
 
 std::string_view TokenId(std::string_view token) {
-  if (token.size() > 200 || token.substr(0, kTokenPrefix.size()) != kTokenPrefix) return {};
+  if (token.size() > 200 || token.substr(0, kTokenPrefix.size()) != kTokenPrefix)
+    return {};
   std::string_view rest = token.substr(kTokenPrefix.size());
   const size_t sep = rest.find('_');
   if (sep == std::string_view::npos || sep == 0) return {};
@@ -116,10 +117,12 @@ Status CheckJobSpec(const state::JobSpec& spec) {
   HACHI_RETURN_IF_ERROR(CheckPath("stderr", spec.stderr_path, false));
   // %x puts the name into the output path: it must stay one file name.
   if (spec.name.size() > 256 || spec.name.find('/') != std::string::npos ||
-      spec.name == "." || spec.name == ".." || spec.name.find('\0') != std::string::npos) {
-    return InvalidArgument("name: '" + spec.name.substr(0, 64) +
-                           "' cannot be a file name (no '/', not '.' or '..', at most 256 "
-                           "characters)");
+      spec.name == "." || spec.name == ".." ||
+      spec.name.find('\0') != std::string::npos) {
+    return InvalidArgument(
+        "name: '" + spec.name.substr(0, 64) +
+        "' cannot be a file name (no '/', not '.' or '..', at most 256 "
+        "characters)");
   }
   if (spec.env.size() > 10000) {
     return InvalidArgument("env: " + std::to_string(spec.env.size()) +
@@ -145,7 +148,8 @@ Status CheckJobSpec(const state::JobSpec& spec) {
     return InvalidArgument("env and argv: " + std::to_string(env_bytes + argv_bytes) +
                            " bytes; at most 2 MiB together");
   }
-  if (spec.comment.size() > 4096) return InvalidArgument("comment: at most 4096 characters");
+  if (spec.comment.size() > 4096)
+    return InvalidArgument("comment: at most 4096 characters");
   if (spec.container_image.size() > 1024) {
     return InvalidArgument("container_image: at most 1024 characters");
   }

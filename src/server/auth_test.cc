@@ -3,18 +3,18 @@
 // job, for non-admins' admin actions and for accounts one is not a member of; a forged
 // user in the request body changes nothing; agent endpoints need the cluster secret;
 // a job's paths are checked at submit.
+#include "server/auth.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "api/http_client.h"
 #include "api/protocol_json.h"
-#include "server/auth.h"
 #include "server/http_api.h"
 #include "server/testing.h"
 #include "state/store.h"
@@ -75,7 +75,8 @@ TEST(Tokens, IssueVerifyRevokeAcrossRestarts) {
               StatusCode::kUnauthenticated);
     EXPECT_EQ(h->Authenticate("letmein").status().code(), StatusCode::kUnauthenticated);
     EXPECT_EQ(h->Authenticate("").status().code(), StatusCode::kUnauthenticated);
-    // The passwd database fills uid/gid when they are not given; a user it lacks needs them.
+    // The passwd database fills uid/gid when they are not given; a user it lacks needs
+    // them.
     Result<IssuedToken> r = h->IssueToken({"root", -1, -1, true}, kRoot);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     EXPECT_EQ(r->record.uid, 0u);
@@ -129,8 +130,9 @@ TEST(Authorization, DrainAndResumeAreForAdmins) {
 }
 
 TEST(Authorization, AccountMembers) {
-  Harness h(WithConfig("[[account]]\nname = \"vision\"\nmembers = [\"bob\"]\n"
-                       "[auth]\nadmins = [\"carol\"]\n"));
+  Harness h(
+      WithConfig("[[account]]\nname = \"vision\"\nmembers = [\"bob\"]\n"
+                 "[auth]\nadmins = [\"carol\"]\n"));
   h.Register("n1");
   struct Row {
     const char* name;
@@ -179,7 +181,8 @@ TEST(Authorization, ForgedUserInTheBodyChangesNothing) {
       << "still bob's, not root's nor alice's";
   Caller anonymous = kBob;
   anonymous.authenticated = false;
-  EXPECT_EQ(h->Submit(MakeSubmit(), anonymous).status().code(), StatusCode::kUnauthenticated);
+  EXPECT_EQ(h->Submit(MakeSubmit(), anonymous).status().code(),
+            StatusCode::kUnauthenticated);
 }
 
 // ---- Submit checks ----
@@ -193,15 +196,20 @@ TEST(SubmitChecks, PathsAndFields) {
   const Row rows[] = {
       {"ok", "/home/alice/run", "logs/%j.out", "/home/alice/err-%j", "train", "PATH", ""},
       {"ok_empty_outputs", "/tmp", "", "", "", "X", ""},
-      {"workdir_relative", "home/alice", "", "", "", "X", "workdir: 'home/alice' is not an absolute"},
-      {"workdir_dotdot", "/home/alice/../bob", "", "", "", "X", "workdir: '/home/alice/../bob' has a '..'"},
-      {"stdout_dotdot", "/home/alice", "../bob/x.out", "", "", "X", "stdout: '../bob/x.out' has a '..'"},
-      {"stderr_dotdot_abs", "/home/alice", "", "/home/alice/../../etc/x", "", "X", "stderr:"},
+      {"workdir_relative", "home/alice", "", "", "", "X",
+       "workdir: 'home/alice' is not an absolute"},
+      {"workdir_dotdot", "/home/alice/../bob", "", "", "", "X",
+       "workdir: '/home/alice/../bob' has a '..'"},
+      {"stdout_dotdot", "/home/alice", "../bob/x.out", "", "", "X",
+       "stdout: '../bob/x.out' has a '..'"},
+      {"stderr_dotdot_abs", "/home/alice", "", "/home/alice/../../etc/x", "", "X",
+       "stderr:"},
       {"dotdot_file_is_fine", "/home/alice", "a..b.out", "", "", "X", ""},
       {"stdout_newline", "/home/alice", "x\nout", "", "", "X", "NUL or a newline"},
       {"name_with_slash", "/home/alice", "%x.out", "", "../../bob/x", "X", "name:"},
       {"name_dotdot", "/home/alice", "%x/o", "", "..", "X", "name:"},
-      {"env_name_with_equals", "/tmp", "", "", "", "A=B", "env: 'A=B' is not a variable name"},
+      {"env_name_with_equals", "/tmp", "", "", "", "A=B",
+       "env: 'A=B' is not a variable name"},
       {"env_name_empty", "/tmp", "", "", "", "", "env: '' is not a variable name"},
       {"workdir_too_long", "/" + std::string(5000, 'a'), "", "", "", "X", "at most 4096"},
   };
@@ -217,7 +225,8 @@ TEST(SubmitChecks, PathsAndFields) {
       EXPECT_TRUE(s.ok()) << r.name << ": " << s.ToString();
     } else {
       EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << r.name;
-      EXPECT_NE(s.message().find(r.error), std::string::npos) << r.name << ": " << s.message();
+      EXPECT_NE(s.message().find(r.error), std::string::npos)
+          << r.name << ": " << s.message();
     }
   }
   // The Controller applies them: a traversal is a 400 before anything is stored.
@@ -253,7 +262,8 @@ TEST(AuthHelpers, LoopbackBearerAndTokenId) {
 class AuthHttpTest : public ::testing::Test {
  protected:
   void Start(AnonymousRead anonymous = AnonymousRead::kLocalhost) {
-    Result<std::unique_ptr<Controller>> c = Controller::Create({}, state::NewMemoryStore());
+    Result<std::unique_ptr<Controller>> c =
+        Controller::Create({}, state::NewMemoryStore());
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     controller_ = std::move(*c);
     ASSERT_TRUE(controller_->Register(testing::MakeAgent("n1")).ok());
@@ -280,9 +290,11 @@ class AuthHttpTest : public ::testing::Test {
     return t.ok() ? t->token : "";
   }
   // A client over TCP sending `token` ("" = none) and any extra header.
-  std::unique_ptr<api::HttpClient> Tcp(const std::string& token, const std::string& header = "",
+  std::unique_ptr<api::HttpClient> Tcp(const std::string& token,
+                                       const std::string& header = "",
                                        const std::string& value = "") {
-    Result<std::unique_ptr<api::HttpClient>> c = api::HttpClient::Create(http_->url(), 5000);
+    Result<std::unique_ptr<api::HttpClient>> c =
+        api::HttpClient::Create(http_->url(), 5000);
     EXPECT_TRUE(c.ok());
     if (!token.empty()) (*c)->SetHeader("Authorization", "Bearer " + token);
     if (!header.empty()) (*c)->SetHeader(header, value);
@@ -293,8 +305,8 @@ class AuthHttpTest : public ::testing::Test {
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? json::parse(*r)["job_ids"][0].get<state::JobId>() : 0;
   }
-  static int StatusOf(api::HttpClient& c, const std::string& method, const std::string& path,
-                      const std::string& body = "") {
+  static int StatusOf(api::HttpClient& c, const std::string& method,
+                      const std::string& path, const std::string& body = "") {
     Result<api::HttpResponse> r = c.Request(method, kApi + path, body);
     return r.ok() ? r->status : -1;
   }
@@ -313,10 +325,12 @@ TEST_F(AuthHttpTest, NoOrBadTokenIs401) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->status, 401);
   EXPECT_EQ(json::parse(r->body)["error"]["code"], "unauthenticated");
-  EXPECT_EQ(StatusOf(*Tcp("hachi_000000000000_" + std::string(64, '0')), "POST", "/jobs", submit),
+  EXPECT_EQ(StatusOf(*Tcp("hachi_000000000000_" + std::string(64, '0')), "POST", "/jobs",
+                     submit),
             401);
-  EXPECT_EQ(StatusOf(*Tcp("", "Authorization", "Basic YWxpY2U6eA=="), "POST", "/jobs", submit),
-            401);
+  EXPECT_EQ(
+      StatusOf(*Tcp("", "Authorization", "Basic YWxpY2U6eA=="), "POST", "/jobs", submit),
+      401);
   // The old headers are believed nowhere.
   auto claims = Tcp("", "X-Hachi-User", "alice");
   claims->SetHeader("X-Hachi-Uid", "1000");
@@ -372,7 +386,8 @@ TEST_F(AuthHttpTest, AliceCannotCancelBobsJob) {
 
   // Bob, and an admin, can.
   EXPECT_EQ(StatusOf(*bob, "POST", "/jobs/" + std::to_string(id) + "/release"), 200);
-  EXPECT_EQ(StatusOf(*Tcp(admin_), "POST", "/jobs/" + std::to_string(id) + "/cancel"), 200);
+  EXPECT_EQ(StatusOf(*Tcp(admin_), "POST", "/jobs/" + std::to_string(id) + "/cancel"),
+            200);
 }
 
 TEST_F(AuthHttpTest, DrainByNonAdminIs403) {
@@ -388,11 +403,14 @@ TEST_F(AuthHttpTest, AgentEndpointsNeedTheClusterSecret) {
   Start();
   const std::string work = "/agents/n1/work?wait_ms=0";
   EXPECT_EQ(StatusOf(*Tcp(""), "GET", work), 401);
-  EXPECT_EQ(StatusOf(*Tcp(admin_), "GET", work), 401) << "a user's token is not an agent's";
+  EXPECT_EQ(StatusOf(*Tcp(admin_), "GET", work), 401)
+      << "a user's token is not an agent's";
   EXPECT_EQ(StatusOf(*Tcp("", kClusterSecretHeader, "guess"), "GET", work), 401);
-  EXPECT_EQ(StatusOf(*Tcp("", kClusterSecretHeader, "the-cluster-secret"), "GET", work), 200);
+  EXPECT_EQ(StatusOf(*Tcp("", kClusterSecretHeader, "the-cluster-secret"), "GET", work),
+            200);
   EXPECT_EQ(StatusOf(*Tcp("", kClusterSecretHeader, "the-cluster-secret"), "POST",
-                     "/agents/register", api::AgentRegistrationToJson(testing::MakeAgent("n9"))),
+                     "/agents/register",
+                     api::AgentRegistrationToJson(testing::MakeAgent("n9"))),
             200);
   // Also on the Unix socket: root there is a user, not an agent.
   Result<std::unique_ptr<api::HttpClient>> local =
@@ -400,17 +418,19 @@ TEST_F(AuthHttpTest, AgentEndpointsNeedTheClusterSecret) {
   ASSERT_TRUE(local.ok());
   EXPECT_EQ(StatusOf(**local, "GET", work), 401);
   // And the secret is no user: it cannot submit.
-  EXPECT_EQ(StatusOf(*Tcp("", kClusterSecretHeader, "the-cluster-secret"), "POST", "/jobs",
-                     api::SubmitRequestToJson(MakeSubmit())),
+  EXPECT_EQ(StatusOf(*Tcp("", kClusterSecretHeader, "the-cluster-secret"), "POST",
+                     "/jobs", api::SubmitRequestToJson(MakeSubmit())),
             401);
 }
 
 TEST_F(AuthHttpTest, TokenEndpointsAreForAdmins) {
   Start();
-  EXPECT_EQ(StatusOf(*Tcp(alice_), "POST", "/tokens", R"({"user":"alice","admin":true})"), 403);
+  EXPECT_EQ(StatusOf(*Tcp(alice_), "POST", "/tokens", R"({"user":"alice","admin":true})"),
+            403);
   EXPECT_EQ(StatusOf(*Tcp(alice_), "GET", "/tokens"), 403);
   auto admin = Tcp(admin_);
-  Result<std::string> made = admin->Call("POST", kApi + "/tokens", R"({"user":"dave","uid":1200,"gid":1200})");
+  Result<std::string> made =
+      admin->Call("POST", kApi + "/tokens", R"({"user":"dave","uid":1200,"gid":1200})");
   ASSERT_TRUE(made.ok()) << made.status().ToString();
   const json j = json::parse(*made);
   const std::string dave = j["token"];
@@ -422,10 +442,12 @@ TEST_F(AuthHttpTest, TokenEndpointsAreForAdmins) {
   EXPECT_EQ(list->find(dave), std::string::npos) << "a listing never shows a token";
   EXPECT_EQ(list->find("sha256"), std::string::npos);
   EXPECT_GT(Submit(*Tcp(dave), api::SubmitRequestToJson(MakeSubmit().Hold())), 0);
-  EXPECT_EQ(StatusOf(*admin, "POST", "/tokens", R"({"user":"x","shell":"/bin/sh"})"), 400);
+  EXPECT_EQ(StatusOf(*admin, "POST", "/tokens", R"({"user":"x","shell":"/bin/sh"})"),
+            400);
   EXPECT_EQ(StatusOf(*Tcp(alice_), "DELETE", "/tokens/" + id), 403);
   EXPECT_EQ(StatusOf(*admin, "DELETE", "/tokens/" + id), 200);
-  EXPECT_EQ(StatusOf(*Tcp(dave), "POST", "/jobs", api::SubmitRequestToJson(MakeSubmit())), 401);
+  EXPECT_EQ(StatusOf(*Tcp(dave), "POST", "/jobs", api::SubmitRequestToJson(MakeSubmit())),
+            401);
   // Root on the Unix socket is an admin without a token.
   Result<std::unique_ptr<api::HttpClient>> local =
       api::HttpClient::Create("unix:" + dir_.path() + "/hachi.sock", 5000);
@@ -439,13 +461,14 @@ TEST_F(AuthHttpTest, TokenEndpointsAreForAdmins) {
 // ($HACHI_CA_CERT) does a token-authenticated round trip; one that does not, or that
 // speaks plain HTTP to the port, gets nothing.
 TEST(Tls, RoundTripWithASelfSignedCertificate) {
-  if (std::system("command -v openssl >/dev/null 2>&1") != 0) GTEST_SKIP() << "no openssl";
+  if (std::system("command -v openssl >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "no openssl";
   topo::TempDir dir;
   const std::string cert = dir.path() + "/cert.pem", key = dir.path() + "/key.pem";
   const std::string make =
       "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 "
-      "-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -keyout " + key + " -out " +
-      cert + " >/dev/null 2>&1";
+      "-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -keyout " +
+      key + " -out " + cert + " >/dev/null 2>&1";
   ASSERT_EQ(std::system(make.c_str()), 0);
   Result<std::unique_ptr<Controller>> c = Controller::Create({}, state::NewMemoryStore());
   ASSERT_TRUE(c.ok());
@@ -465,12 +488,13 @@ TEST(Tls, RoundTripWithASelfSignedCertificate) {
   ASSERT_EQ(http.url().rfind("https://127.0.0.1:", 0), 0u) << http.url();
 
   ::setenv("HACHI_CA_CERT", cert.c_str(), 1);
-  Result<std::unique_ptr<api::HttpClient>> client = api::HttpClient::Create(http.url(), 5000);
+  Result<std::unique_ptr<api::HttpClient>> client =
+      api::HttpClient::Create(http.url(), 5000);
   ::unsetenv("HACHI_CA_CERT");
   ASSERT_TRUE(client.ok()) << client.status().ToString();
   (*client)->SetHeader("Authorization", "Bearer " + alice->token);
-  Result<std::string> sub =
-      (*client)->Call("POST", kApi + "/jobs", api::SubmitRequestToJson(MakeSubmit().Hold()));
+  Result<std::string> sub = (*client)->Call(
+      "POST", kApi + "/jobs", api::SubmitRequestToJson(MakeSubmit().Hold()));
   ASSERT_TRUE(sub.ok()) << sub.status().ToString();
   const state::JobId id = json::parse(*sub)["job_ids"][0].get<state::JobId>();
   EXPECT_EQ((*c)->Job(id)->req.user, "alice");
@@ -479,7 +503,8 @@ TEST(Tls, RoundTripWithASelfSignedCertificate) {
   EXPECT_EQ(json::parse(*list)["jobs"].size(), 1u);
 
   // Without the CA the certificate is not trusted; plain HTTP is not spoken there.
-  Result<std::unique_ptr<api::HttpClient>> untrusting = api::HttpClient::Create(http.url(), 2000);
+  Result<std::unique_ptr<api::HttpClient>> untrusting =
+      api::HttpClient::Create(http.url(), 2000);
   ASSERT_TRUE(untrusting.ok());
   EXPECT_FALSE((*untrusting)->Request("GET", kApi + "/health").ok());
   Result<std::unique_ptr<api::HttpClient>> plain =

@@ -1,10 +1,10 @@
 #include "server/http_auth.h"
 
-#include <cstdio>
-#include <string_view>
-
 #include <httplib.h>
+
+#include <cstdio>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "api/protocol.h"
 #include "api/protocol_json.h"
@@ -51,50 +51,51 @@ bool StartsWith(std::string_view s, std::string_view prefix) {
 void InstallAuthGate(httplib::Server& s, Controller* c, const HttpAuthOptions& options) {
   const std::string agents = std::string(api::kApiPrefix) + "/agents/";
   const std::string health = std::string(api::kApiPrefix) + "/health";
-  s.set_pre_routing_handler([c, options, agents, health](const httplib::Request& req,
-                                                         httplib::Response& res) {
-    using R = httplib::Server::HandlerResponse;
-    if (StartsWith(req.path, agents)) {
-      // Agents are not users: only the cluster secret opens these, on either socket.
-      const std::string sent = req.get_header_value(kClusterSecretHeader);
-      if (options.cluster_secret.empty() || sent.empty() ||
-          !SecretEquals(sent, options.cluster_secret)) {
-        Refuse(res, Unauthenticated("agent endpoints need the cluster secret "
-                                    "(--cluster-secret-file on the agent)"));
+  s.set_pre_routing_handler(
+      [c, options, agents, health](const httplib::Request& req, httplib::Response& res) {
+        using R = httplib::Server::HandlerResponse;
+        if (StartsWith(req.path, agents)) {
+          // Agents are not users: only the cluster secret opens these, on either socket.
+          const std::string sent = req.get_header_value(kClusterSecretHeader);
+          if (options.cluster_secret.empty() || sent.empty() ||
+              !SecretEquals(sent, options.cluster_secret)) {
+            Refuse(res, Unauthenticated("agent endpoints need the cluster secret "
+                                        "(--cluster-secret-file on the agent)"));
+            return R::Handled;
+          }
+          return R::Unhandled;
+        }
+        if (req.path == health) return R::Unhandled;
+        uint32_t uid = 0, gid = 0;
+        if (PeerCred(req, &uid, &gid)) return R::Unhandled;  // the kernel's word
+        if (req.has_header("Authorization")) {
+          // get_header_value returns a copy: keep it while the view lives.
+          const std::string header = req.get_header_value("Authorization");
+          const std::string_view token = BearerToken(header);
+          if (token.empty()) {
+            Refuse(res, Unauthenticated("Authorization: expected 'Bearer hachi_...'"));
+            return R::Handled;
+          }
+          Result<Caller> who = c->Authenticate(token);
+          if (!who.ok()) {
+            Refuse(res, who.status());
+            return R::Handled;
+          }
+          return R::Unhandled;
+        }
+        const bool read = req.method == "GET" || req.method == "HEAD";
+        const bool anonymous_ok =
+            read && (options.anonymous_read == AnonymousRead::kAll ||
+                     (options.anonymous_read == AnonymousRead::kLocalhost &&
+                      IsLoopback(req.remote_addr)));
+        if (anonymous_ok) return R::Unhandled;
+        Refuse(res,
+               Unauthenticated(
+                   std::string(read ? "reading" : "this request") +
+                   " needs a token: set HACHI_TOKEN or ~/.config/hachi/token (an admin "
+                   "makes one with `hachi token create`), or use the local Unix socket"));
         return R::Handled;
-      }
-      return R::Unhandled;
-    }
-    if (req.path == health) return R::Unhandled;
-    uint32_t uid = 0, gid = 0;
-    if (PeerCred(req, &uid, &gid)) return R::Unhandled;  // the kernel's word
-    if (req.has_header("Authorization")) {
-      // get_header_value returns a copy: keep it while the view lives.
-      const std::string header = req.get_header_value("Authorization");
-      const std::string_view token = BearerToken(header);
-      if (token.empty()) {
-        Refuse(res, Unauthenticated("Authorization: expected 'Bearer hachi_...'"));
-        return R::Handled;
-      }
-      Result<Caller> who = c->Authenticate(token);
-      if (!who.ok()) {
-        Refuse(res, who.status());
-        return R::Handled;
-      }
-      return R::Unhandled;
-    }
-    const bool read = req.method == "GET" || req.method == "HEAD";
-    const bool anonymous_ok =
-        read && (options.anonymous_read == AnonymousRead::kAll ||
-                 (options.anonymous_read == AnonymousRead::kLocalhost &&
-                  IsLoopback(req.remote_addr)));
-    if (anonymous_ok) return R::Unhandled;
-    Refuse(res, Unauthenticated(
-                    std::string(read ? "reading" : "this request") +
-                    " needs a token: set HACHI_TOKEN or ~/.config/hachi/token (an admin "
-                    "makes one with `hachi token create`), or use the local Unix socket"));
-    return R::Handled;
-  });
+      });
 }
 
 Result<Caller> CallerOf(const httplib::Request& req, const Controller& c) {
@@ -125,13 +126,16 @@ void AddTokenRoutes(httplib::Server& s, Controller* c) {
     j.erase("sha256");
     return j;
   };
-  s.Post(p, [c, reply, fail, public_json](const httplib::Request& req, httplib::Response& res) {
+  s.Post(p, [c, reply, fail, public_json](const httplib::Request& req,
+                                          httplib::Response& res) {
     Result<Caller> who = CallerOf(req, *c);
     if (!who.ok()) return fail(res, who.status());
     const json j = json::parse(req.body, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("user") || !j["user"].is_string()) {
-      return fail(res, InvalidArgument(
-                           "tokens: expected {\"user\": NAME, \"admin\"?, \"uid\"?, \"gid\"?}"));
+    if (j.is_discarded() || !j.is_object() || !j.contains("user") ||
+        !j["user"].is_string()) {
+      return fail(
+          res, InvalidArgument(
+                   "tokens: expected {\"user\": NAME, \"admin\"?, \"uid\"?, \"gid\"?}"));
     }
     TokenRequest r;
     for (const auto& [key, v] : j.items()) {
@@ -143,7 +147,8 @@ void AddTokenRoutes(httplib::Server& s, Controller* c) {
         (key == "uid" ? r.uid : r.gid) = static_cast<int64_t>(
             std::min<uint64_t>(v.get<uint64_t>(), uint64_t{1} << 40));
       } else {
-        return fail(res, InvalidArgument("tokens: field '" + key + "' is unknown or of the "
+        return fail(res, InvalidArgument("tokens: field '" + key +
+                                         "' is unknown or of the "
                                          "wrong type"));
       }
     }
@@ -151,7 +156,8 @@ void AddTokenRoutes(httplib::Server& s, Controller* c) {
     if (!t.ok()) return fail(res, t.status());
     reply(res, 201, json{{"token", t->token}, {"record", public_json(t->record)}}.dump());
   });
-  s.Get(p, [c, reply, fail, public_json](const httplib::Request& req, httplib::Response& res) {
+  s.Get(p, [c, reply, fail, public_json](const httplib::Request& req,
+                                         httplib::Response& res) {
     Result<Caller> who = CallerOf(req, *c);
     if (!who.ok()) return fail(res, who.status());
     Result<std::vector<state::TokenRecord>> list = c->Tokens(*who);

@@ -70,8 +70,9 @@ Caller Controller::LocalCaller(uint32_t uid, uint32_t gid) const {
 Result<Caller> Controller::Authenticate(std::string_view token) const {
   const std::string_view id = TokenId(token);
   if (id.empty()) {
-    return Unauthenticated("the token is not a Hachi token (hachi_...); ask an admin for one "
-                           "(hachi token create)");
+    return Unauthenticated(
+        "the token is not a Hachi token (hachi_...); ask an admin for one "
+        "(hachi token create)");
   }
   const std::string hash = Sha256Hex(token);
   std::lock_guard<std::mutex> lock(mu_);
@@ -88,10 +89,12 @@ Result<Caller> Controller::Authenticate(std::string_view token) const {
   return c;
 }
 
-Result<IssuedToken> Controller::IssueToken(const TokenRequest& request, const Caller& who) {
+Result<IssuedToken> Controller::IssueToken(const TokenRequest& request,
+                                           const Caller& who) {
   if (!IsAdmin(who)) return PermissionDenied("only an admin may create tokens");
   if (!IsUserName(request.user)) {
-    return InvalidArgument("token: '" + request.user.substr(0, 64) + "' is not a user name");
+    return InvalidArgument("token: '" + request.user.substr(0, 64) +
+                           "' is not a user name");
   }
   if ((request.uid < 0) != (request.gid < 0) || request.uid > 0xfffffffe ||
       request.gid > 0xfffffffe) {
@@ -133,9 +136,10 @@ Result<std::vector<state::TokenRecord>> Controller::Tokens(const Caller& who) co
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<state::TokenRecord> out;
   for (const auto& [id, t] : image_.tokens) out.push_back(t);
-  std::sort(out.begin(), out.end(), [](const state::TokenRecord& a, const state::TokenRecord& b) {
-    return a.created != b.created ? a.created < b.created : a.id < b.id;
-  });
+  std::sort(out.begin(), out.end(),
+            [](const state::TokenRecord& a, const state::TokenRecord& b) {
+              return a.created != b.created ? a.created < b.created : a.id < b.id;
+            });
   return out;
 }
 

@@ -1,7 +1,6 @@
 #include "state/token_json.h"
 
 #include <limits>
-
 #include <nlohmann/json.hpp>
 
 namespace hachi::state {
@@ -9,15 +8,17 @@ namespace hachi::state {
 using nlohmann::json;
 
 std::string TokenRecordToJson(const TokenRecord& t) {
-  return json{{"id", t.id},       {"sha256", t.sha256},   {"user", t.user},
-              {"uid", t.uid},     {"gid", t.gid},         {"admin", t.admin},
+  return json{{"id", t.id},           {"sha256", t.sha256},
+              {"user", t.user},       {"uid", t.uid},
+              {"gid", t.gid},         {"admin", t.admin},
               {"created", t.created}, {"created_by", t.created_by}}
       .dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 Result<TokenRecord> TokenRecordFromJson(std::string_view text) {
   const json j = json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return InvalidArgument("token: not a JSON object");
+  if (j.is_discarded() || !j.is_object())
+    return InvalidArgument("token: not a JSON object");
   TokenRecord t;
   for (const auto& [key, v] : j.items()) {
     const std::string path = "token." + key;
@@ -27,7 +28,8 @@ Result<TokenRecord> TokenRecordFromJson(std::string_view text) {
       return Status::Ok();
     };
     auto want_id = [&](uint32_t* out) -> Status {
-      if (!v.is_number_unsigned() || v.get<uint64_t>() > std::numeric_limits<uint32_t>::max()) {
+      if (!v.is_number_unsigned() ||
+          v.get<uint64_t>() > std::numeric_limits<uint32_t>::max()) {
         return InvalidArgument(path + ": expected a uid/gid");
       }
       *out = v.get<uint32_t>();

@@ -1,5 +1,6 @@
 // API tokens as state (server/auth.h): TokenIssued / TokenRevoked through both stores,
 // surviving a reopen, and a version-1 database gaining the tokens table.
+#include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -7,8 +8,6 @@
 #include <functional>
 #include <memory>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "core/sha256.h"
 #include "state/db.h"
@@ -19,7 +18,8 @@
 namespace hachi::state {
 namespace {
 
-TokenRecord MakeToken(const std::string& id, const std::string& user, bool admin = false) {
+TokenRecord MakeToken(const std::string& id, const std::string& user,
+                      bool admin = false) {
   TokenRecord t;
   t.id = id;
   t.sha256 = Sha256Hex("hachi_secret_of_" + id);
@@ -58,14 +58,16 @@ class TokenStoreTest : public ::testing::TestWithParam<const char*> {
 TEST_P(TokenStoreTest, IssueRevokeAndReopen) {
   std::unique_ptr<Store> store = Open();
   ASSERT_NE(store, nullptr);
-  ASSERT_TRUE(store->Commit({TokenIssued{MakeToken("a1", "alice")},
-                             TokenIssued{MakeToken("r1", "root", true)}})
+  ASSERT_TRUE(store
+                  ->Commit({TokenIssued{MakeToken("a1", "alice")},
+                            TokenIssued{MakeToken("r1", "root", true)}})
                   .ok());
   // A second token with a hash already issued is refused, and its whole batch with it.
   TokenRecord dup = MakeToken("b1", "bob");
   dup.sha256 = MakeToken("a1", "alice").sha256;
-  EXPECT_EQ(store->Commit({TokenIssued{MakeToken("c1", "carol")}, TokenIssued{dup}}).code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      store->Commit({TokenIssued{MakeToken("c1", "carol")}, TokenIssued{dup}}).code(),
+      StatusCode::kInvalidArgument);
   EXPECT_EQ(store->Commit({TokenIssued{MakeToken("a1", "mallory")}}).code(),
             StatusCode::kInvalidArgument);
   EXPECT_EQ(store->Commit({TokenRevoked{"nope"}}).code(), StatusCode::kNotFound);
@@ -75,7 +77,8 @@ TEST_P(TokenStoreTest, IssueRevokeAndReopen) {
   Result<StateImage> image = store->Load();
   ASSERT_TRUE(image.ok()) << image.status().ToString();
   ASSERT_EQ(image->tokens.size(), 2u);
-  EXPECT_EQ(TokenRecordToJson(image->tokens.at("a1")), TokenRecordToJson(MakeToken("a1", "alice")));
+  EXPECT_EQ(TokenRecordToJson(image->tokens.at("a1")),
+            TokenRecordToJson(MakeToken("a1", "alice")));
   EXPECT_TRUE(image->tokens.at("r1").admin);
 
   ASSERT_TRUE(store->Commit({TokenRevoked{"a1"}}).ok());
@@ -88,7 +91,9 @@ TEST_P(TokenStoreTest, IssueRevokeAndReopen) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, TokenStoreTest, ::testing::Values("memory", "sqlite"),
-                         [](const ::testing::TestParamInfo<const char*>& p) { return std::string(p.param); });
+                         [](const ::testing::TestParamInfo<const char*>& p) {
+                           return std::string(p.param);
+                         });
 
 TEST(TokenStoreUpgrade, VersionOneDatabaseGainsTokens) {
   std::string tmpl = std::filesystem::temp_directory_path() / "hachi-tokens-XXXXXX";
