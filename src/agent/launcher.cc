@@ -22,6 +22,7 @@
 #include <set>
 
 #include "agent/environment.h"
+#include "agent/nccl_env.h"
 #include "core/strings.h"
 #include "agent/spawn.h"
 #include "agent/waiter.h"
@@ -396,6 +397,7 @@ Status ProcessLauncher::Launch(const LaunchSpec& spec) {
   const bool root = geteuid() == 0;
   SpawnRequest req;
   req.env = JobEnvironment(spec);
+  AddNcclEnvironment(options_.gpu_nics, spec.gpus, &req.env);
   req.workdir = spec.spec.workdir.empty() ? "/" : spec.spec.workdir;
   const OutputFiles files = JobOutputFiles(spec);
   req.stdout_path = files.out;

@@ -100,6 +100,8 @@ class ProcessLauncher final : public Launcher {
     std::string waiter;
     // Adopt the waiter runs an earlier agent left (else they are stopped).
     bool adopt = true;
+    // By GPU index, the NICs nearest it (NearestNics, nccl_env.h): a job's NCCL_IB_HCA.
+    std::vector<std::vector<std::string>> gpu_nics;
     // Per-job cgroup, rlimits and /dev/shm (isolation.h); no cgroup driver = none.
     IsolationOptions isolation;
   };

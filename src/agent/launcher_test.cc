@@ -162,6 +162,24 @@ TEST_F(LauncherTest, EnvironmentMatchesAllocation) {
   }
 }
 
+// The NICs beside the job's GPUs reach it as NCCL_IB_HCA (nccl_env.h); a job that sets
+// its own keeps it.
+TEST_F(LauncherTest, NcclHcaOfTheGrantedGpus) {
+  ProcessLauncher::Options o = Options();
+  o.gpu_nics = {{"mlx5_0"}, {"mlx5_1"}, {"mlx5_2"}, {"mlx5_3"}};
+  Exits exits;
+  ProcessLauncher launcher(o, exits.Callback());
+  ASSERT_TRUE(launcher.Launch(Job(12).Gpus({1, 3}).Out("a.txt").Sh("echo $NCCL_IB_HCA")).ok());
+  ASSERT_TRUE(launcher
+                  .Launch(Job(13).Gpus({0}).Env("NCCL_IB_HCA", "mlx5_9").Out("b.txt").Sh(
+                      "echo $NCCL_IB_HCA"))
+                  .ok());
+  ASSERT_TRUE(exits.Wait(12).has_value());
+  ASSERT_TRUE(exits.Wait(13).has_value());
+  EXPECT_EQ(Slurp(dir_ + "/a.txt"), "=mlx5_1,mlx5_3\n");
+  EXPECT_EQ(Slurp(dir_ + "/b.txt"), "mlx5_9\n");
+}
+
 struct ExitCase {
   std::string name;
   std::string sh;

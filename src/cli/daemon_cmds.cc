@@ -22,6 +22,7 @@
 #include "agent/gpu_processes.h"
 #include "agent/kernel_log.h"
 #include "agent/launcher.h"
+#include "agent/nccl_env.h"
 #include "api/http_client.h"
 #include "cli/auth_files.h"
 #include "cli/fail.h"
@@ -376,6 +377,7 @@ Result<agent::IsolationOptions> JobIsolation(const std::string& mode, const std:
 std::unique_ptr<agent::Launcher> RealLauncher(const std::string& spool,
                                               const std::string& container_runtime,
                                               agent::IsolationOptions iso,
+                                              const std::string& topology_json,
                                               agent::ExitCallback cb) {
   Status made = MakeDirs(spool);  // the launcher creates only the last level
   if (!made.ok()) std::cerr << "hachi: warning: " << made.message() << "\n";
@@ -384,6 +386,11 @@ std::unique_ptr<agent::Launcher> RealLauncher(const std::string& spool,
   lo.container.kind = container_runtime;  // docker | podman | apptainer; "" = none
   lo.container.binary = container_runtime;
   lo.isolation = std::move(iso);
+  // NCCL_IB_HCA: the NICs beside each job's GPUs (agent/nccl_env.h), when the topology
+  // names them.
+  if (Result<topo::Topology> t = topo::ParseTopologyJson(topology_json, "node"); t.ok()) {
+    lo.gpu_nics = agent::NearestNics(*t);
+  }
   // This very binary waits for each job (agent/waiter.h), so jobs outlive a restart of
   // the agent and the next one adopts them.
   lo.waiter = "/proc/self/exe";
@@ -470,8 +477,9 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
         JobIsolation(af->cgroup, CgroupParentFor(af->cgroup_parent, spool), o.topology_json,
                      o.node, &o.cgroup);
     if (!iso.ok()) return void(*exit_code = Fail(iso.status()));
-    agent::AgentDaemon d(o, [spool, runtime, iso = *iso](agent::ExitCallback cb) {
-      return RealLauncher(spool, runtime, iso, cb);
+    agent::AgentDaemon d(o, [spool, runtime, iso = *iso,
+                             topology = o.topology_json](agent::ExitCallback cb) {
+      return RealLauncher(spool, runtime, iso, topology, cb);
     });
     Status s = d.Start();
     if (!s.ok()) return void(*exit_code = Fail(s));
@@ -549,8 +557,9 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
           df->cgroup, CgroupParentFor("", spool), o.topology_json, o.node, &o.cgroup);
       if (!iso.ok()) return void(*exit_code = Fail(iso.status()));
       agents.push_back(std::make_unique<agent::AgentDaemon>(
-          o, [spool, runtime = df->container_runtime, iso = *iso](agent::ExitCallback cb) {
-            return RealLauncher(spool, runtime, iso, cb);
+          o, [spool, runtime = df->container_runtime, iso = *iso,
+              topology = o.topology_json](agent::ExitCallback cb) {
+            return RealLauncher(spool, runtime, iso, topology, cb);
           }));
       Status s = agents.back()->Start();
       if (!s.ok()) return void(*exit_code = Fail(s));
