@@ -435,8 +435,8 @@ TEST(Directives, Errors) {
        "#SBATCH -J \"open\n",
        "job.sh:1: #SBATCH -J \"open: unterminated quote"},
       {"empty_name", {"-J", ""}, "", "-J '': empty job name"},
-      // 999999999 x 999999999 overflowed an int (fuzz/corpus/fuzz_directives/
-      // gres-times-nodes-overflow.sh).
+      // 999999999 x 999999999 overflowed an int (UBSan;
+      // fuzz/corpus/fuzz_directives/crash-gres-times-nodes-overflow.sh).
       {"gres_times_nodes_overflow",
        {},
        "#SBATCH --gres=gpu:999999999 --nodes=999999999\n",
