@@ -385,7 +385,8 @@ TEST_F(LauncherTest, NextLauncherAdoptsTheRunsTheLastOneLeft) {
   ASSERT_TRUE(e52.has_value());
   EXPECT_EQ(e52->kind, ExitKind::kTimeLimit);
   const double took = std::chrono::duration<double>(Clock::now() - start).count();
-  EXPECT_LT(took, 5.0) << "the time limit counts from the first launch";
+  // Its 30 s sleep was cut at 2 s + 1 s of grace (loose: a loaded machine is slow).
+  EXPECT_LT(took, 10.0) << "the adopted run keeps its time limit";
 
   std::optional<JobExit> e54 = next_exits.Wait(54);
   ASSERT_TRUE(e54.has_value());
