@@ -51,4 +51,9 @@ std::string_view TokenId(std::string_view token);
 // (agent/spawn.cc), so the checks here are about meaning, not about privileges.
 Status CheckJobSpec(const state::JobSpec& spec);
 
+// What a job's record shows a caller who is neither its owner nor an admin
+// (Controller::MaySeeDetails): no environment (it holds keys and passwords as often as
+// paths), and a placeholder for the script, which is no less private.
+void RedactJobDetails(state::JobRecord* job);
+
 }  // namespace hachi::server

@@ -116,7 +116,7 @@ TEST(Authorization, DrainAndResumeAreForAdmins) {
   EXPECT_EQ(plain->Resume("n1", -1, kAlice).code(), StatusCode::kPermissionDenied);
   Caller anonymous_root = kRoot;
   anonymous_root.authenticated = false;  // a claim, not a proof
-  EXPECT_EQ(plain->Drain("n1", "", anonymous_root).code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(plain->Drain("n1", "", anonymous_root).code(), StatusCode::kUnauthenticated);
   // [auth] admins names alice: her own caller is enough.
   Harness h(WithConfig("[auth]\nadmins = [\"alice\"]\n"));
   h.Register("n1");
@@ -388,6 +388,33 @@ TEST_F(AuthHttpTest, AliceCannotCancelBobsJob) {
   EXPECT_EQ(StatusOf(*bob, "POST", "/jobs/" + std::to_string(id) + "/release"), 200);
   EXPECT_EQ(StatusOf(*Tcp(admin_), "POST", "/jobs/" + std::to_string(id) + "/cancel"),
             200);
+}
+
+// Everyone sees every job; only its owner and admins what it runs with.
+TEST_F(AuthHttpTest, OnlyTheOwnerSeesAJobsEnvironmentAndScript) {
+  Start();
+  SubmitRequest req = MakeSubmit().Hold();
+  req.spec.env = {{"AWS_SECRET_ACCESS_KEY", "s3cr3t"}};
+  req.spec.script = "#!/bin/sh\ncurl -H 'token: s3cr3t' ...\n";
+  const state::JobId id = Submit(*Tcp(bob_), api::SubmitRequestToJson(req));
+  ASSERT_GT(id, 0);
+  const std::string path = kApi + "/jobs/" + std::to_string(id);
+  auto seen = [&](const std::string& token, const std::string& p) {
+    Result<std::string> r = Tcp(token)->Call("GET", p);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : "";
+  };
+  EXPECT_NE(seen(bob_, path).find("s3cr3t"), std::string::npos) << "the owner sees it";
+  EXPECT_NE(seen(admin_, path).find("s3cr3t"), std::string::npos) << "an admin sees it";
+  for (const std::string& other : {alice_, std::string()}) {
+    const std::string one = seen(other, path);
+    EXPECT_EQ(one.find("s3cr3t"), std::string::npos) << one;
+    EXPECT_NE(one.find("not shown"), std::string::npos) << one;
+    EXPECT_EQ(json::parse(one)["job"]["spec"]["env"].size(), 0u);
+    const std::string list = seen(other, kApi + "/jobs");
+    EXPECT_EQ(list.find("s3cr3t"), std::string::npos) << list;
+    EXPECT_EQ(json::parse(list)["jobs"].size(), 1u) << "but the job itself is listed";
+  }
 }
 
 TEST_F(AuthHttpTest, DrainByNonAdminIs403) {

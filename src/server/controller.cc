@@ -462,9 +462,7 @@ std::vector<state::NodeStatus> Controller::Nodes() const {
 
 Status Controller::Drain(const std::string& node, const std::string& reason,
                          const Caller& who) {
-  if (!IsAdmin(who)) {
-    return PermissionDenied("only an admin may drain a node ([auth] admins, docs/config.md)");
-  }
+  HACHI_RETURN_IF_ERROR(RequireAdmin(who, "drain a node"));
   std::unique_lock<std::mutex> lock(mu_);
   auto it = image_.nodes.find(node);
   if (it == image_.nodes.end()) return NotFound("no node " + node);
@@ -477,9 +475,7 @@ Status Controller::Drain(const std::string& node, const std::string& reason,
 }
 
 Status Controller::Resume(const std::string& node, int gpu, const Caller& who) {
-  if (!IsAdmin(who)) {
-    return PermissionDenied("only an admin may resume a node ([auth] admins, docs/config.md)");
-  }
+  HACHI_RETURN_IF_ERROR(RequireAdmin(who, "resume a node"));
   std::unique_lock<std::mutex> lock(mu_);
   auto it = image_.nodes.find(node);
   if (it == image_.nodes.end()) return NotFound("no node " + node);

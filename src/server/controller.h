@@ -166,6 +166,9 @@ class Controller {
   Result<IssuedToken> IssueToken(const TokenRequest& request, const Caller& who);
   Result<std::vector<state::TokenRecord>> Tokens(const Caller& who) const;  // admins
   Status RevokeToken(const std::string& id, const Caller& who);            // admins
+  // Whether `who` may see `job`'s environment and script (its owner, an admin): every
+  // caller sees every job, the rest of the world not what the job was given to run with.
+  bool MaySeeDetails(const Caller& who, const state::JobRecord& job) const;
 
   // ---- Agents ----
   Status Register(const AgentRegistration& reg);
@@ -214,6 +217,8 @@ class Controller {
 
   // An admin: root or an admin token (who.admin), or named in [auth] admins.
   bool IsAdmin(const Caller& who) const;
+  // Ok for an admin; kUnauthenticated for an anonymous caller, kPermissionDenied else.
+  Status RequireAdmin(const Caller& who, const std::string& what) const;
   // The [[account]] rules for a submit by `who` under `account` (tokens.cc).
   Status MayUseAccount(const Caller& who, const std::string& account) const;
 

@@ -197,10 +197,14 @@ void HttpServer::Routes(httplib::Server& s) {
     if (!after.ok()) return ReplyError(res, after.status());
     Result<int64_t> limit = NonNegativeParam(req, "limit", 0, 100000);
     if (!limit.ok()) return ReplyError(res, limit.status());
-    const std::vector<state::JobRecord> page =
-        c->Jobs(all, *after, static_cast<size_t>(*limit));
+    std::vector<state::JobRecord> page = c->Jobs(all, *after, static_cast<size_t>(*limit));
+    // Everyone sees every job; only its owner and admins its environment and script.
+    const Result<Caller> who = CallerOf(req, *c);
     json jobs = json::array();
-    for (const state::JobRecord& r : page) jobs.push_back(state::ToJson(r));
+    for (state::JobRecord& r : page) {
+      if (!who.ok() || !c->MaySeeDetails(*who, r)) RedactJobDetails(&r);
+      jobs.push_back(state::ToJson(r));
+    }
     json j{{"jobs", std::move(jobs)}};
     if (*limit > 0 && static_cast<int64_t>(page.size()) == *limit) {
       j["next_after"] = page.back().id;
@@ -220,6 +224,8 @@ void HttpServer::Routes(httplib::Server& s) {
       job = c->WaitJob(*id, known, IntParam(req, "wait_ms", 10000, 0, 60000));
     }
     if (!job.ok()) return ReplyError(res, job.status());
+    const Result<Caller> who = CallerOf(req, *c);
+    if (!who.ok() || !c->MaySeeDetails(*who, *job)) RedactJobDetails(&*job);
     json j{{"job", state::ToJson(*job)}};
     if (std::optional<PendingInfo> info = c->Pending(*id)) j["diagnosis"] = info->diagnosis;
     // docs/api.md, "Explain". Not on long polls (`hachi run` waiting for its job): at

@@ -42,6 +42,18 @@ bool Controller::IsAdmin(const Caller& who) const {
   return std::find(admins.begin(), admins.end(), who.user) != admins.end();
 }
 
+Status Controller::RequireAdmin(const Caller& who, const std::string& what) const {
+  if (IsAdmin(who)) return Status::Ok();
+  if (!who.authenticated)
+    return Unauthenticated("only an admin may " + what + "; send a token");
+  return PermissionDenied("only an admin may " + what +
+                          " ([auth] admins, docs/config.md)");
+}
+
+bool Controller::MaySeeDetails(const Caller& who, const state::JobRecord& job) const {
+  return IsAdmin(who) || (who.authenticated && who.uid == job.spec.uid);
+}
+
 Status Controller::MayUseAccount(const Caller& who, const std::string& account) const {
   if (!options_.config || options_.config->accounts.empty()) return Status::Ok();
   if (account == who.user) return Status::Ok();  // everyone's own, the default account
@@ -91,7 +103,7 @@ Result<Caller> Controller::Authenticate(std::string_view token) const {
 
 Result<IssuedToken> Controller::IssueToken(const TokenRequest& request,
                                            const Caller& who) {
-  if (!IsAdmin(who)) return PermissionDenied("only an admin may create tokens");
+  HACHI_RETURN_IF_ERROR(RequireAdmin(who, "create tokens"));
   if (!IsUserName(request.user)) {
     return InvalidArgument("token: '" + request.user.substr(0, 64) +
                            "' is not a user name");
@@ -132,7 +144,7 @@ Result<IssuedToken> Controller::IssueToken(const TokenRequest& request,
 }
 
 Result<std::vector<state::TokenRecord>> Controller::Tokens(const Caller& who) const {
-  if (!IsAdmin(who)) return PermissionDenied("only an admin may list tokens");
+  HACHI_RETURN_IF_ERROR(RequireAdmin(who, "list tokens"));
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<state::TokenRecord> out;
   for (const auto& [id, t] : image_.tokens) out.push_back(t);
@@ -144,7 +156,7 @@ Result<std::vector<state::TokenRecord>> Controller::Tokens(const Caller& who) co
 }
 
 Status Controller::RevokeToken(const std::string& id, const Caller& who) {
-  if (!IsAdmin(who)) return PermissionDenied("only an admin may revoke tokens");
+  HACHI_RETURN_IF_ERROR(RequireAdmin(who, "revoke tokens"));
   std::unique_lock<std::mutex> lock(mu_);
   if (image_.tokens.count(id) == 0) return NotFound("no token " + id);
   return CommitAndApply(lock, {state::TokenRevoked{id}});
