@@ -70,18 +70,18 @@ class MemoryStore final : public Store {
     transactions_.fetch_add(1, std::memory_order_relaxed);
     StateImage scratch;
     scratch.last_job_id = image_.last_job_id;
+    scratch.tokens = image_.tokens;
     for (const Edit& edit : edits) {
       CopyTouched(image_, edit, &scratch);
       HACHI_RETURN_IF_ERROR(ApplyEdit(&scratch, edit));
-    scratch.tokens = image_.tokens;
     }
     for (auto& [id, job] : scratch.jobs) image_.jobs[id] = std::move(job);
     for (auto& [name, node] : scratch.nodes) image_.nodes[name] = std::move(node);
     image_.last_job_id = scratch.last_job_id;
+    image_.tokens = std::move(scratch.tokens);
     ++succeeded_;
     return Status::Ok();
   }
-    image_.tokens = std::move(scratch.tokens);
 
   StoreStats stats() const override {
     return StoreStats{commits_.load(std::memory_order_relaxed),
