@@ -11,6 +11,9 @@ export function showBanner(message, kind = 'error') {
                     el('button', { type: 'button', class: 'banner-close', 'aria-label': 'dismiss',
                                    onclick: () => { b.hidden = true; } }, '×'));
   b.hidden = false;
+  // Successes fade on their own; errors stay until dismissed.
+  clearTimeout(b.hideTimer);
+  if (kind === 'ok') b.hideTimer = setTimeout(() => clearBanner('ok'), 6000);
 }
 
 export function clearBanner(kind) {

@@ -73,7 +73,10 @@ export function lineChart({ id, title, series, yFormat, yMin = 0, yMax, threshol
       pen = true;
     }
     const g = svg('g', { class: 'series', 'data-series': s.name });
-    if (d) g.append(svg('path', { d, stroke: s.color, fill: 'none', 'stroke-width': 2 }));
+    if (d) {
+      g.append(svg('path', { d, stroke: s.color, fill: 'none', 'stroke-width': 2,
+                             'stroke-dasharray': s.dash ? '5 4' : undefined }));
+    }
     for (const [t, v] of s.points) {
       if (v !== null) g.append(svg('circle', { cx: x(t), cy: y(v), r: 2.5, fill: s.color }));
     }
@@ -82,8 +85,17 @@ export function lineChart({ id, title, series, yFormat, yMin = 0, yMax, threshol
   root.append(svg('rect', { class: 'frame', x: M.left, y: M.top, width: W - M.left - M.right,
                             height: H - M.top - M.bottom, fill: 'none' }));
   const legend = el('ul', { class: 'chart-legend' }, series.map((s) =>
-    el('li', {}, el('span', { class: 'swatch', style: `background:${s.color}` }), s.name)));
+    el('li', {}, el('span', { class: `swatch${s.dash ? ' dashed' : ''}`,
+                              style: `${s.dash ? 'border-color' : 'background'}:${s.color}` }), s.name)));
   return el('figure', { class: 'card chart-card' }, el('figcaption', {}, title), root, legend);
+}
+
+// [[at, minutes | null], ...] of one partition's wait field (seconds, null for none).
+function minutesOf(samples, partition, field) {
+  return samples.map((s) => {
+    const w = s.partitions[partition]?.[field];
+    return [s.at, w === null || w === undefined ? null : w / 60];
+  });
 }
 
 export const chartsView = {
@@ -112,12 +124,14 @@ export const chartsView = {
     const minutes = (v) => `${Number.isInteger(v) ? v : v.toFixed(1)} min`;
     st.box.replaceChildren(
       lineChart({
-        id: 'chart-wait', title: 'Queue wait per partition (median of the jobs pending then)',
-        series: names.map((n, i) => ({ name: n, color: color(i),
-          points: samples.map((s) => {
-            const w = s.partitions[n]?.median_wait_pending_s;
-            return [s.at, w === null || w === undefined ? null : w / 60];
-          }) })),
+        id: 'chart-wait',
+        title: 'Queue wait per partition: median of the jobs pending then (solid) and of ' +
+               'those that started in the interval (dashed)',
+        series: names.flatMap((n, i) => [
+          { name: n, color: color(i), points: minutesOf(samples, n, 'median_wait_pending_s') },
+          { name: `${n} · started`, color: color(i), dash: true,
+            points: minutesOf(samples, n, 'median_wait_started_s') },
+        ]),
         yFormat: minutes, threshold: { value: WAIT_ALERT_S / 60, label: '20 min' },
       }),
       lineChart({

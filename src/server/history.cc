@@ -20,8 +20,8 @@ double Median(std::vector<double>& v) {
 
 }  // namespace
 
-HistorySample Summarize(Time now, Time previous, const std::vector<JobBrief>& active,
-                        const std::vector<JobBrief>& ended,
+HistorySample Summarize(Time now, const std::vector<JobBrief>& active,
+                        const std::vector<JobBrief>& ended, const CountedStarts& counted,
                         const std::vector<state::NodeStatus>& nodes,
                         const std::vector<std::string>& partitions) {
   HistorySample s;
@@ -29,8 +29,9 @@ HistorySample Summarize(Time now, Time previous, const std::vector<JobBrief>& ac
   for (const std::string& p : partitions) s.partitions[p];
   std::map<std::string, std::vector<double>> pending_waits, started_waits;
   auto started = [&](const JobBrief& j) {
-    // A start at the previous sample's second was counted then.
-    if (j.start_time <= previous || j.start_time == 0) return;
+    if (j.start_time == 0) return;  // ended without running (cancelled while pending)
+    if (auto c = counted.find(j.id); c != counted.end() && c->second == j.start_time)
+      return;
     ++s.partitions[j.partition].started;
     started_waits[j.partition].push_back(
         static_cast<double>(std::max<Time>(0, j.start_time - j.submit_time)));
@@ -147,16 +148,26 @@ void HistorySampler::Sample(Time now) {
   std::vector<std::string> partitions;
   for (const sched::Partition& p : controller_->Partitions())
     partitions.push_back(p.name);
-  // The first sample counts the starts of one interval, not all since the server began.
-  const Time previous = previous_ == 0 ? now - options_.interval_s : previous_;
+  if (first_) {
+    // The first sample counts the starts of one interval, not every run since the server
+    // (or the job) began.
+    for (const JobBrief& j : active) {
+      if (j.state == state::JobState::kRunning &&
+          j.start_time < now - options_.interval_s) {
+        counted_[j.id] = j.start_time;
+      }
+    }
+    first_ = false;
+  }
   HistorySample s =
-      Summarize(now, previous, active, ended, controller_->Nodes(), partitions);
+      Summarize(now, active, ended, counted_, controller_->Nodes(), partitions);
 
   pending_before_.clear();
+  counted_.clear();
   for (const JobBrief& j : active) {
     if (j.state == state::JobState::kPending) pending_before_.insert(j.id);
+    if (j.state == state::JobState::kRunning) counted_[j.id] = j.start_time;
   }
-  previous_ = now;
   std::lock_guard<std::mutex> lock(mu_);
   ring_.push_back(std::move(s));
   while (ring_.size() > options_.capacity) ring_.pop_front();

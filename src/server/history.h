@@ -16,6 +16,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -40,11 +41,17 @@ struct HistorySample {
   std::map<std::string, PartitionSample> partitions;  // every partition, busy or not
 };
 
+// Runs already counted as started by an earlier sample: job -> that run's start_time.
+// By run, not by time: a job that starts in the very second of a sample, after it, must
+// count at the next one (times are whole seconds).
+using CountedStarts = std::unordered_map<state::JobId, Time>;
+
 // One sample from what the controller reports: `active` (pending and running jobs),
 // `ended` (jobs that were pending at the previous sample and have ended since, with
-// their start_time: 0 if they never ran), the nodes, and the partition names. Pure.
-HistorySample Summarize(Time now, Time previous, const std::vector<JobBrief>& active,
-                        const std::vector<JobBrief>& ended,
+// their start_time: 0 if they never ran), the runs `counted` before, the nodes, and the
+// partition names. Pure.
+HistorySample Summarize(Time now, const std::vector<JobBrief>& active,
+                        const std::vector<JobBrief>& ended, const CountedStarts& counted,
                         const std::vector<state::NodeStatus>& nodes,
                         const std::vector<std::string>& partitions);
 
@@ -89,7 +96,8 @@ class HistorySampler {
   // Used by Sample only, which runs on one thread at a time (sample_mu_).
   std::mutex sample_mu_;
   std::unordered_set<state::JobId> pending_before_;
-  Time previous_ = 0;
+  CountedStarts counted_;  // the running jobs of the last sample
+  bool first_ = true;
 
   std::thread thread_;
 };

@@ -36,82 +36,39 @@ TEST(HistoryTest, SummarizeQueuePerPartition) {
   struct Case {
     const char* name;
     std::vector<JobBrief> active, ended;
+    CountedStarts counted;
     std::string part;
     int pending, running, started;
     double wait_pending, wait_started;
   };
-  // now = 1000, previous sample at 985.
+  // now = 1000.
+  // clang-format off
   const Case cases[] = {
-      {"empty_partition_is_listed", {}, {}, "gpu8", 0, 0, 0, -1, -1},
-      {"median_of_odd",
-       {Pending(1, "a", 900), Pending(2, "a", 700), Pending(3, "a", 990)},
-       {},
-       "a",
-       3,
-       0,
-       0,
-       100,
-       -1},
-      {"median_of_even",
-       {Pending(1, "a", 900), Pending(2, "a", 700)},
-       {},
-       "a",
-       2,
-       0,
-       0,
-       200,
-       -1},
-      {"held_jobs_do_not_wait",
-       {Pending(1, "a", 0, /*held=*/true), Pending(2, "a", 990)},
-       {},
-       "a",
-       1,
-       0,
-       0,
-       10,
-       -1},
-      {"started_in_the_interval",
-       {Running(1, "a", 900, 990), Running(2, "a", 100, 900)},
-       {},
-       "a",
-       0,
-       2,
-       1,
-       -1,
-       90},
-      {"started_at_the_previous_sample_counted_then",
-       {Running(1, "a", 900, 985)},
-       {},
-       "a",
-       0,
-       1,
-       0,
-       -1,
-       -1},
-      {"ended_between_samples_counts_its_start",
-       {},
+      {"empty_partition_is_listed", {}, {}, {}, "gpu8", 0, 0, 0, -1, -1},
+      {"median_of_odd", {Pending(1, "a", 900), Pending(2, "a", 700), Pending(3, "a", 990)},
+       {}, {}, "a", 3, 0, 0, 100, -1},
+      {"median_of_even", {Pending(1, "a", 900), Pending(2, "a", 700)},
+       {}, {}, "a", 2, 0, 0, 200, -1},
+      {"held_jobs_do_not_wait", {Pending(1, "a", 0, /*held=*/true), Pending(2, "a", 990)},
+       {}, {}, "a", 1, 0, 0, 10, -1},
+      {"new_runs_start", {Running(1, "a", 900, 990), Running(2, "a", 100, 900)},
+       {}, {{2, 900}}, "a", 0, 2, 1, -1, 90},
+      {"a_run_counted_before_does_not_start_again", {Running(1, "a", 900, 985)},
+       {}, {{1, 985}}, "a", 0, 1, 0, -1, -1},
+      {"a_requeued_jobs_new_run_starts", {Running(1, "a", 900, 995)},
+       {}, {{1, 985}}, "a", 0, 1, 1, -1, 95},
+      {"ended_between_samples_counts_its_start", {},
        {JobBrief{5, "a", JobState::kCompleted, false, 950, 991, 1},
         JobBrief{6, "a", JobState::kCancelled, false, 950, 0, 1}},
-       "a",
-       0,
-       0,
-       1,
-       -1,
-       41},
-      {"partitions_apart",
-       {Pending(1, "a", 900), Pending(2, "b", 400)},
-       {},
-       "b",
-       1,
-       0,
-       0,
-       600,
-       -1},
+       {}, "a", 0, 0, 1, -1, 41},
+      {"partitions_apart", {Pending(1, "a", 900), Pending(2, "b", 400)},
+       {}, {}, "b", 1, 0, 0, 600, -1},
   };
+  // clang-format on
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     const HistorySample s =
-        Summarize(1000, 985, c.active, c.ended, {}, {"a", "b", "gpu8"});
+        Summarize(1000, c.active, c.ended, c.counted, {}, {"a", "b", "gpu8"});
     ASSERT_EQ(s.partitions.count(c.part), 1u);
     const PartitionSample& p = s.partitions.at(c.part);
     EXPECT_EQ(p.pending, c.pending);
@@ -131,7 +88,7 @@ TEST(HistoryTest, UtilisationIsAllocatedOverHealthyGpus) {
       Node("n3", 8, {4, 4, 4, 4, 4, 4, 4, 4}, state::NodeState::kDown),  // serves nobody
       Node("n4", 8, {}, state::NodeState::kDrained),
   };
-  const HistorySample s = Summarize(1000, 985, {}, {}, nodes, {});
+  const HistorySample s = Summarize(1000, {}, {}, {}, nodes, {});
   EXPECT_EQ(s.gpus_healthy, 8 + 7 + 8);
   EXPECT_EQ(s.gpus_allocated, 2 + 1);
   const nlohmann::json j = nlohmann::json::parse(HistoryToJson({s}, 15));
@@ -151,7 +108,7 @@ TEST(HistoryTest, SamplerRingFromAController) {
     return ids.ok() ? ids->front() : 0;
   };
   const state::JobId a = submit(2);
-  sampler.Sample(NowSeconds() - 1);  // before the start, whatever second it falls in
+  sampler.Sample(NowSeconds());  // before the start (in the same second, maybe)
   h->RunCycle();
   const state::JobId b = submit(8);  // waits for a
   h->RunCycle();

@@ -246,9 +246,10 @@ describe('dashboard in Chromium', { timeout: 180000 }, () => {
   it('charts render the queue wait (with the 20-minute line) and utilisation', async () => {
     await goto('#/charts');
     // Attached, not visible: a flat line (0% utilisation, say) has an empty bounding box.
-    for (const chart of ['#chart-wait', '#chart-pending', '#chart-util']) {
-      await page.waitForSelector(`${chart} .series path`, { state: 'attached' });
-      const d = await page.getAttribute(`${chart} .series path`, 'd');
+    for (const chart of ['#chart-wait .series[data-series="gpu8"]', '#chart-pending .series',
+                         '#chart-util .series']) {
+      await page.waitForSelector(`${chart} path`, { state: 'attached' });
+      const d = await page.getAttribute(`${chart} path`, 'd');
       assert.ok((d.match(/[ML]/g) || []).length >= 2, `${chart}: a line, not a point: ${d}`);
     }
     // gpu8's wait line has a point for each sample its job waited in.
@@ -256,7 +257,9 @@ describe('dashboard in Chromium', { timeout: 180000 }, () => {
     assert.equal(await page.$$eval('#chart-wait .threshold', (l) => l.length), 1);
     assert.match(await page.textContent('#chart-wait'), /20 min/);
     const series = await page.$$eval('#chart-wait .series', (s) => s.map((x) => x.dataset.series));
-    assert.deepEqual(series.sort(), ['gpu-shared', 'gpu8']);
+    assert.deepEqual(series.sort(), ['gpu-shared', 'gpu-shared · started', 'gpu8', 'gpu8 · started']);
+    // The 2- and 8-GPU jobs started at once: a started median of 0 in some interval.
+    assert.ok(await page.$$eval('#chart-wait .series[data-series="gpu8 · started"] circle', (c) => c.length) >= 1);
     await shot('charts');
   });
 
