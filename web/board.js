@@ -45,9 +45,23 @@ function gpuTooltip(node, layoutGpu, st) {
   return lines;
 }
 
+// A topology the page cannot read (or none: a node that never registered here) still
+// shows its GPUs, in one row, rather than failing the whole view.
+function safeLayout(node) {
+  try {
+    const l = boardLayout(node.topology_json);
+    if (l.gpus.length === node.gpus) return l;
+  } catch {
+    // fall through
+  }
+  const gpus = Array.from({ length: node.gpus }, (_, i) => ({
+    index: i, model: node.gpu_model, memory_mib: node.gpu_memory_mib, numa_node: -1 }));
+  return { gpus, numa: [{ numa: -1, switches: gpus.map((g) => [g.index]) }], nvlinks: [], nvswitch: 0 };
+}
+
 // The board of `node` (a NodeStatus from GET /nodes); `jobsById`: the running jobs.
 export function renderBoard(node, jobsById, onJobClick) {
-  const layout = boardLayout(node.topology_json || '{"gpus": [], "links": {}}');
+  const layout = safeLayout(node);
   const states = gpuStates(node, jobsById);
   const pos = new Map();  // GPU index -> centre
   const boxes = [];

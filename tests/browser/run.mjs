@@ -18,7 +18,7 @@ if (!existsSync(join(here, 'node_modules', 'playwright-core'))) {
   process.exit(1);
 }
 const r = spawnSync(process.execPath,
-  ['--test', '--test-concurrency=1', join(here, 'topology.test.mjs'), join(here, 'dashboard.test.mjs'),
-   join(here, 'boards.test.mjs')],
+  ['--test', '--test-concurrency=1', join(here, 'topology.test.mjs'), join(here, 'views.test.mjs'),
+   join(here, 'dashboard.test.mjs'), join(here, 'boards.test.mjs')],
   { stdio: 'inherit', cwd: here });
 process.exit(r.status ?? 1);
