@@ -1,5 +1,6 @@
 // The dashboard's entry point: hash routes, the token field, and live updates by
-// polling (every view refreshes every POLL_MS while the tab is visible).
+// polling (every view refreshes every POLL_MS, or slower when refreshes are slow, while
+// the tab is visible).
 
 import { getToken, setToken, describeError } from './api.js';
 import { clearBanner, showBanner } from './banner.js';
@@ -8,7 +9,12 @@ import { clusterView } from './cluster.js';
 import { jobView } from './job.js';
 import { queueView } from './queue.js';
 
+// Every view refreshes every POLL_MS, or, when a refresh takes long (a big queue is a big
+// GET /jobs), SLOW_FACTOR times as long as the last one took, up to MAX_POLL_MS: the page
+// never spends more than a fifth of the time fetching.
 const POLL_MS = 2000;
+const SLOW_FACTOR = 5;
+const MAX_POLL_MS = 30000;
 
 // "#/queue?user=a" -> {view: queueView, params: {user: 'a'}}; "#/job/12" -> job 12.
 function route(hash) {
@@ -29,12 +35,14 @@ const app = {
   timer: null,
   busy: false,
   generation: 0,
+  lastMs: 0,  // how long the last refresh took
 };
 
 async function refresh() {
   if (app.busy || !app.current) return;
   app.busy = true;
   const gen = app.generation;
+  const started = performance.now();
   try {
     await app.current.view.refresh(app.state, { refresh: () => setTimeout(refresh, 0) });
     if (gen === app.generation) {
@@ -46,7 +54,16 @@ async function refresh() {
     if (gen === app.generation) showBanner(`cannot refresh: ${describeError(e)}`, 'stale');
   } finally {
     app.busy = false;
+    app.lastMs = performance.now() - started;
   }
+}
+
+function schedulePoll() {
+  const delay = Math.min(MAX_POLL_MS, Math.max(POLL_MS, SLOW_FACTOR * app.lastMs));
+  app.timer = setTimeout(async () => {
+    if (document.visibilityState === 'visible') await refresh();
+    schedulePoll();
+  }, delay);
 }
 
 function navigate() {
@@ -88,9 +105,7 @@ function start() {
   setupToken();
   window.addEventListener('hashchange', navigate);
   navigate();
-  app.timer = setInterval(() => {
-    if (document.visibilityState === 'visible') refresh();
-  }, POLL_MS);
+  schedulePoll();
 }
 
 start();

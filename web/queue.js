@@ -6,8 +6,10 @@ import { showBanner } from './banner.js';
 import { jobColor } from './colors.js';
 import { el, formatDuration, jobGpuCount, nowSeconds, placementText } from './util.js';
 
-// Diagnoses cost a request each: fetched for at most this many pending rows a refresh.
+// Diagnoses cost a request each (and the server builds an explanation for each): fetched
+// for at most this many pending rows, each at most every DIAGNOSIS_MS.
 const MAX_DIAGNOSES = 25;
+const DIAGNOSIS_MS = 10000;
 
 export async function cancelJob(id, refresh) {
   try {
@@ -71,11 +73,13 @@ export const queueView = {
       (!partition || j.req?.partition === partition) && (!state || j.state === state))
       .sort((a, b) => (a.state === b.state ? a.id - b.id : a.state === 'RUNNING' ? -1 : 1));
 
-    const wanted = shown.filter((j) => j.state === 'PENDING').slice(0, MAX_DIAGNOSES);
+    const stale = Date.now() - DIAGNOSIS_MS;
+    const wanted = shown.filter((j) => j.state === 'PENDING').slice(0, MAX_DIAGNOSES)
+      .filter((j) => !(st.diagnoses.get(j.id)?.at > stale));
     const details = await Promise.all(wanted.map((j) => api.job(j.id).catch(() => null)));
     wanted.forEach((j, i) => {
       const d = details[i];
-      if (d) st.diagnoses.set(j.id, d.diagnosis || d.explain?.diagnosis || '');
+      if (d) st.diagnoses.set(j.id, { at: Date.now(), text: d.diagnosis || d.explain?.diagnosis || '' });
     });
 
     const now = nowSeconds();
@@ -86,7 +90,8 @@ export const queueView = {
       const reason = j.state === 'PENDING'
         ? el('div', {},
           el('span', { class: 'reason-word' }, j.held ? 'held' : (j.reason || 'waiting for a cycle')),
-          st.diagnoses.get(j.id) ? el('div', { class: 'diagnosis' }, st.diagnoses.get(j.id)) : null)
+          st.diagnoses.get(j.id)?.text
+            ? el('div', { class: 'diagnosis' }, st.diagnoses.get(j.id).text) : null)
         : '';
       return el('tr', { 'data-job': j.id, 'data-state': j.state },
         el('td', {}, el('span', { class: 'swatch', style: `background:${jobColor(j.id)}` }),
