@@ -139,7 +139,15 @@ Result<std::vector<QueriedGpu>> ParseQueryGpuCsv(std::string_view text,
         g.memory_mib = *m;
       }
     }
-    if (g.index < 0) g.index = static_cast<int>(out.size());
+    // Without an index column a row's place is its index, bounded like a written one
+    // (a 65th row made GPU 64, past GpuSet: fuzz_nvidia_smi, UBSan).
+    if (g.index < 0) {
+      if (out.size() >= static_cast<size_t>(GpuSet::kMaxGpus)) {
+        return InvalidArgument(where + ": more than " + std::to_string(GpuSet::kMaxGpus) +
+                               " GPUs");
+      }
+      g.index = static_cast<int>(out.size());
+    }
     out.push_back(std::move(g));
   }
   if (out.empty()) return InvalidArgument(std::string(origin) + ": no GPU rows");

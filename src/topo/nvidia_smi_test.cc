@@ -410,6 +410,19 @@ TEST(QueryGpuTest, ErrorsNameLineAndField) {
   EXPECT_FALSE(ParseQueryGpuCsv("0, GPU-a\n", "q").ok());
 }
 
+// fuzz_nvidia_smi: rows without an index column were numbered past GPU 63
+// (fuzz/corpus/fuzz_nvidia_smi/crash-query-65-rows-without-index.txt).
+TEST(QueryGpuTest, AtMost64RowsWithoutAnIndexColumn) {
+  std::string csv = "name, uuid\n";
+  for (int i = 0; i < 64; ++i) csv += "H100, GPU-" + std::to_string(i) + "\n";
+  Result<std::vector<QueriedGpu>> ok = ParseQueryGpuCsv(csv, "q");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->back().index, 63);
+  Result<std::vector<QueriedGpu>> r = ParseQueryGpuCsv(csv + "H100, GPU-64\n", "q");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "q:66: more than 64 GPUs");
+}
+
 TEST(MergeTest, ListMergesAndCountMismatchIsAnError) {
   Result<Topology> t = ParseTopoMatrix(Fixture("topo-hgx-h100-12nics-580.txt"), "m");
   ASSERT_TRUE(t.ok());
