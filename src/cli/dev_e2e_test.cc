@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <memory>
 #include <random>
 #include <set>
@@ -114,20 +115,23 @@ class DevE2e : public ::testing::Test {
   }
 
   // All jobs, as the server has them.
-  static std::map<int64_t, json> Jobs() {
-    std::map<int64_t, json> out;
+  static std::optional<std::map<int64_t, json>> TryJobs() {
     const testing::CmdResult r = Hachi("queue -a --json", false);
     json j = json::parse(r.out, nullptr, false);
-    if (j.is_discarded()) return out;
+    if (r.exit_code != 0 || j.is_discarded() || !j.contains("jobs")) return std::nullopt;
+    std::map<int64_t, json> out;
     for (const json& job : j["jobs"]) out[job["id"].get<int64_t>()] = job;
     return out;
   }
+  static std::map<int64_t, json> Jobs() { return TryJobs().value_or(std::map<int64_t, json>{}); }
   // Waits until no job is pending or running (or `seconds` pass).
   static bool WaitIdle(int seconds) {
     const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
     while (std::chrono::steady_clock::now() < end) {
-      bool busy = false;
-      for (const auto& [id, j] : Jobs()) {
+      // A listing that failed (the server still starting) says nothing: not idle.
+      std::optional<std::map<int64_t, json>> jobs = TryJobs();
+      bool busy = !jobs.has_value();
+      for (const auto& [id, j] : jobs.value_or(std::map<int64_t, json>{})) {
         const std::string s = j["state"].get<std::string>();
         busy = busy || s == "PENDING" || s == "RUNNING";
       }
