@@ -1,5 +1,7 @@
-// The REST API as the page uses it (docs/api.md). Reads are anonymous; actions carry
-// the token the user pasted (Authorization: Bearer), kept in localStorage.
+// The REST API as the page uses it (docs/api.md). Without a token the page reads as an
+// anonymous viewer; with the token the user pasted (kept in localStorage) every request
+// carries it (Authorization: Bearer): actions need it, and so do a job's log and its
+// environment, which are its owner's and the admins'.
 
 const TOKEN_KEY = 'hachi.token';
 
@@ -23,8 +25,7 @@ export function setToken(token) {
 async function request(method, path, body) {
   const headers = {};
   const token = getToken();
-  // Reads go out without the token too: what an anonymous viewer sees is the default.
-  if (method !== 'GET' && token) headers.Authorization = `Bearer ${token}`;
+  if (token) headers.Authorization = `Bearer ${token}`;
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   let res;
   try {
@@ -52,9 +53,24 @@ async function request(method, path, body) {
   return data;
 }
 
+// Pages of this many jobs, as the CLI reads them: the server never builds one reply of
+// every job it holds.
+const JOBS_PAGE = 5000;
+
+async function allJobs(all) {
+  const out = [];
+  let after = 0;
+  for (;;) {
+    const d = await request('GET', `/jobs?limit=${JOBS_PAGE}&after=${after}${all ? '&all=1' : ''}`);
+    out.push(...d.jobs);
+    if (d.next_after === undefined || d.next_after === null) return out;
+    after = d.next_after;
+  }
+}
+
 export const api = {
   nodes: () => request('GET', '/nodes').then((d) => d.nodes),
-  jobs: (all = false) => request('GET', all ? '/jobs?all=1' : '/jobs').then((d) => d.jobs),
+  jobs: (all = false) => allJobs(all),
   job: (id) => request('GET', `/jobs/${id}`),
   log: (id, lines = 200) => request('GET', `/jobs/${id}/log?tail=${lines}`),
   partitions: () => request('GET', '/partitions').then((d) => d.partitions),

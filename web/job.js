@@ -1,7 +1,7 @@
 // Job page (#/job/ID): what it asked for and got, its history from the timestamps the
 // record keeps, why it waits, and the tail of its log.
 
-import { api, ApiError } from './api.js';
+import { api, ApiError, describeError } from './api.js';
 import { jobColor } from './colors.js';
 import { cancelJob } from './queue.js';
 import {
@@ -143,7 +143,8 @@ export const jobView = {
       st.log.textContent = t.text || '(empty)';
     } catch (e) {
       st.logInfo.textContent = '';
-      st.log.textContent = e instanceof ApiError ? e.message : String(e);
+      // 404: not started, or on another node; 401/403: the log is its owner's.
+      st.log.textContent = e instanceof ApiError && e.status === 404 ? e.message : describeError(e);
     }
     st.logDone = !active;
   },

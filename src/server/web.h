@@ -7,7 +7,8 @@
 //   GET /web/FILE               web/FILE; an ETag from the content, 304 on If-None-Match
 //   GET /api/v1/history         ?since=T: the samples after T
 //   GET /api/v1/jobs/ID/log     ?tail=LINES (default 200, at most 10,000) of the last
-//                               ?bytes=N (default 64 KiB, at most 1 MiB)
+//                               ?bytes=N (default 64 KiB, at most 1 MiB); for the job's
+//                               owner and admins only
 //
 // Thread-safety: AddDashboardRoutes is called while the server is set up; the handlers
 // it registers run on the server's threads and only read.

@@ -157,7 +157,23 @@ TEST_F(WebRoutesTest, LogTailOfALocalJobOnly) {
   const std::string id = std::to_string(here);
   std::ofstream(dir_.path() + "/out-" + id + ".txt") << "one\ntwo\nthree\n";
 
-  httplib::Result r = client_->Get("/api/v1/jobs/" + id + "/log?tail=2");
+  // The log is its owner's and the admins': not an anonymous reader's, nor bob's.
+  httplib::Result r = client_->Get("/api/v1/jobs/" + id + "/log");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 401) << r->body;
+  auto token = [&](const std::string& user, int64_t uid) {
+    Result<IssuedToken> t =
+        controller_->IssueToken({user, uid, uid, false}, testing::kRoot);
+    EXPECT_TRUE(t.ok()) << t.status().ToString();
+    return t.ok() ? "Bearer " + t->token : std::string();
+  };
+  r = client_->Get("/api/v1/jobs/" + id + "/log",
+                   {{"Authorization", token("bob", 4242)}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 403) << r->body;
+  client_->set_default_headers({{"Authorization", token("me", ::getuid())}});
+
+  r = client_->Get("/api/v1/jobs/" + id + "/log?tail=2");
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
   json j = json::parse(r->body);

@@ -180,14 +180,15 @@ describe('dashboard in Chromium', { timeout: 180000 }, () => {
     await page.waitForSelector(`#queue-table tr[data-job="${jobs.big}"]`);
   });
 
-  it('job page shows the history and the log tail', async () => {
+  it('job page shows the history; the log is not for anonymous viewers', async () => {
     await goto(`#/job/${jobs.small}`);
     await page.waitForSelector('#job-history li');
     const history = await page.textContent('#job-history');
     assert.match(history, /submitted/);
     assert.match(history, /started/);
-    await waitFor(async () => /hello from the dashboard test/.test(await page.textContent('#job-log')),
-                  'the log tail');
+    // Anonymous: the log is its owner's (a token shows it, in the cancel test below).
+    await waitFor(async () => /\b401\b.*token/.test(await page.textContent('#job-log')),
+                  'the log refused to an anonymous viewer');
     await shot('job');
 
     // The waiting job's page: the reason word as the API has it, and the explanation.
@@ -211,6 +212,10 @@ describe('dashboard in Chromium', { timeout: 180000 }, () => {
 
     if (!cluster.hasTokens()) return noTokensYet('the cancel with a token');
     await useToken(createToken(userInfo().username));
+    // With the owner's token the log tail shows (GET /jobs/ID/log).
+    await waitFor(async () => /hello from the dashboard test/.test(await page.textContent('#job-log')),
+                  'the log tail');
+    await shot('job-log');
     await page.click('#job-cancel');
     await page.waitForSelector('#banner.ok');
     await waitFor(async () => (await cluster.api(`/jobs/${jobs.small}`)).job.state === 'CANCELLED',
