@@ -179,15 +179,25 @@ Status CheckTomlText(std::string_view text) {
     return InvalidArgument(std::to_string(line) + ": a non-ASCII character " + where);
   };
   auto at = [&](size_t i, std::string_view s) { return text.substr(i, s.size()) == s; };
+  // Inside a bare key or value (`gpu8`, `7d`, `-d"x"`): toml++ reads one until a blank,
+  // `,`, `]`, `}`, `=` or `#` and classifies each of its characters, quotes included, so
+  // a quote there opens no string. (A quoted dotted key after a bare part, `a."b"`, is
+  // then checked as if bare: stricter than needed, never looser.)
+  bool bare = false;
   size_t i = StartsWith(text, "\xEF\xBB\xBF") ? 3 : 0;  // UTF-8 byte-order mark
   while (i < text.size()) {
     const char c = text[i];
     if (c == '\n') {
       ++line;
       ++i;
+      bare = false;
+    } else if (c == ' ' || c == '\t' || c == '\r' || c == ',' || c == ']' || c == '}' ||
+               c == '=') {
+      ++i;
+      bare = false;
     } else if (c == '#') {  // a comment: to the end of the line, anything goes
       while (i < text.size() && text[i] != '\n') ++i;
-    } else if (at(i, "\"\"\"") || at(i, "'''")) {
+    } else if ((at(i, "\"\"\"") || at(i, "'''")) && !bare) {
       const std::string_view quotes = text.substr(i, 3);
       const bool basic = c == '"';
       i += 3;
@@ -212,8 +222,8 @@ Status CheckTomlText(std::string_view text) {
       }
       i += 3;
       while (i < text.size() && text[i] == c) ++i;  // """a"""" ends in a quote
-    } else if (c == '"' || c == '\'') {  // one-line string; toml++ ends it at a newline
-      ++i;
+    } else if ((c == '"' || c == '\'') && !bare) {
+      ++i;  // a one-line string; toml++ ends it at a newline
       while (i < text.size() && text[i] != c && text[i] != '\n') {
         if (c == '"' && text[i] == '\\' && i + 1 < text.size() && text[i + 1] != '\n') ++i;
         ++i;
@@ -222,6 +232,7 @@ Status CheckTomlText(std::string_view text) {
     } else if (static_cast<unsigned char>(c) >= 0x80) {
       return bad("outside a string or comment");
     } else {
+      bare = bare || (c != '[' && c != '{');  // `[` and `{` open a table or an array
       ++i;
     }
   }

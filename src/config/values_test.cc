@@ -168,6 +168,13 @@ TEST(CheckTomlTextTest, Table) {
       {"LineEndingBackslash", "a = \"\"\"\\\n  \xc2\xa7\"\"\"\n",
        "2: a non-ASCII character after a backslash in a multi-line string"},
       {"AfterStringEnds", "a = \"x\" \xc3\xa9\n", "1: a non-ASCII character outside"},
+      // A quote inside a bad value opens no string (crash-tomlpp-unreachable-quote-in-value).
+      {"QuoteInsideAValue", "a =-d\"shared\xc5\x98\n", "1: a non-ASCII character outside"},
+      {"InlineTableAndArray", "a = { b = \"\xc3\xa9\", c = [\"\xc3\xa9\",\n'\xc3\xa9'] }\n", ""},
+      // After a bare part the scanner cannot tell a key from a bad value: refused.
+      {"DottedQuotedKeyAfterBare", "a.\"\xc3\xa9\" = 1\n", "1: a non-ASCII character outside"},
+      {"QuotedTableHeader", "[node.\"n[0001-0002]\"]\nblock = \"b\xc3\xa9\"\n", ""},
+      {"BracketInsideAValue", "a =-[node.\"'''''$ed\xc5\x98[[]](\n", "1: a non-ASCII character"},
   };
   for (const Case& c : cases) {
     const Status s = CheckTomlText(c.text);
