@@ -25,6 +25,7 @@
 
 #include "agent/cgroup.h"
 #include "agent/launcher.h"
+#include "agent/launcher_testing.h"
 #include "agent/testing.h"
 
 namespace hachi::agent {
@@ -33,21 +34,9 @@ namespace {
 namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-bool ProcessGone(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  if (!in) return true;
-  std::string stat((std::istreambuf_iterator<char>(in)),
-                   std::istreambuf_iterator<char>());
-  const size_t paren = stat.rfind(')');
-  return paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] == 'Z';
-}
+using testing_util::Exits;
+using testing_util::ProcessGone;
+using testing_util::Slurp;
 
 bool HasCapability(int cap) {
   std::istringstream in(Slurp("/proc/self/status"));
@@ -68,27 +57,6 @@ bool WaitFor(F done, milliseconds timeout = milliseconds(10000)) {
   }
   return true;
 }
-
-class Exits {
- public:
-  ExitCallback Callback() {
-    return [this](const JobExit& e) {
-      std::lock_guard<std::mutex> lock(mu_);
-      exits_.emplace(e.job, e);
-      cv_.notify_all();
-    };
-  }
-  std::optional<JobExit> Wait(JobId job, milliseconds timeout = milliseconds(20000)) {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!cv_.wait_for(lock, timeout, [&] { return exits_.count(job) > 0; })) return {};
-    return exits_.at(job);
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<JobId, JobExit> exits_;
-};
 
 // Device nodes in a temporary directory, removed at the end.
 class DevNodes {

@@ -19,6 +19,7 @@
 #include <sstream>
 #include <thread>
 
+#include "agent/launcher_testing.h"
 #include "agent/testing.h"
 
 namespace hachi::agent {
@@ -28,77 +29,11 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-// Collects exit reports; tests wait on it.
-class Exits {
- public:
-  ExitCallback Callback() {
-    return [this](const JobExit& e) {
-      std::lock_guard<std::mutex> lock(mu_);
-      exits_[e.job].push_back(e);
-      at_[e.job] = Clock::now();
-      cv_.notify_all();
-    };
-  }
-  // The first report for `job`, waiting up to `timeout`.
-  std::optional<JobExit> Wait(JobId job, milliseconds timeout = milliseconds(10000)) {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!cv_.wait_for(lock, timeout, [&] { return exits_.count(job) > 0; }))
-      return std::nullopt;
-    return exits_[job][0];
-  }
-  bool WaitAll(size_t n, milliseconds timeout) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, timeout, [&] { return exits_.size() >= n; });
-  }
-  size_t Count(JobId job) {
-    std::lock_guard<std::mutex> lock(mu_);
-    return exits_.count(job) ? exits_[job].size() : 0;
-  }
-  Clock::time_point At(JobId job) {
-    std::lock_guard<std::mutex> lock(mu_);
-    return at_[job];
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<JobId, std::vector<JobExit>> exits_;
-  std::map<JobId, Clock::time_point> at_;
-};
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Gone, or a zombie nobody has reaped yet (orphans go to PID 1 here).
-bool ProcessGone(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  if (!in) return true;
-  std::string stat((std::istreambuf_iterator<char>(in)),
-                   std::istreambuf_iterator<char>());
-  const size_t paren = stat.rfind(')');
-  return paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] == 'Z';
-}
-
-bool WaitGone(pid_t pid) {
-  for (int i = 0; i < 200; ++i) {
-    if (ProcessGone(pid)) return true;
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  return false;
-}
-
-pid_t WaitPidFile(const std::string& path) {
-  for (int i = 0; i < 500; ++i) {
-    std::string s = Slurp(path);
-    if (!s.empty() && s.back() == '\n') return std::stoi(s);
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  return -1;
-}
+using testing_util::Exits;
+using testing_util::ProcessGone;
+using testing_util::Slurp;
+using testing_util::WaitGone;
+using testing_util::WaitPidFile;
 
 class LauncherTest : public testing::Test {
  protected:

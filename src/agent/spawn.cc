@@ -115,24 +115,8 @@ void ApplySetup(int err_fd, const SpawnRequest::Setup& s) {
     Fail(err_fd, Step::kWaiter, errno);
   }
 
-  // execvp's search: skip missing candidates, remember a permission error.
-  int err = ENOENT;
-  bool denied = false;
-  for (const char* path : paths) {
-    execve(path, argv, envp);
-    if (errno == ENOEXEC) {  // an executable text file without "#!": the shell runs it
-      sh_argv[1] = const_cast<char*>(path);
-      execve("/bin/sh", sh_argv, envp);
-    }
-    if (errno == EACCES) {
-      denied = true;
-    } else if (errno != ENOENT && errno != ENOTDIR && errno != ESTALE &&
-               errno != ENODEV && errno != ETIMEDOUT) {
-      err = errno;
-      break;
-    }
-  }
-  Fail(err_fd, Step::kExec, denied && err == ENOENT ? EACCES : err);
+  Fail(err_fd, Step::kExec,
+       ExecFirst(paths.data(), paths.size(), argv, envp, sh_argv));
 }
 
 // clone()'s entry point: the child runs on its own small stack in the agent's memory
@@ -190,6 +174,28 @@ std::string Describe(const SpawnRequest& req, const ChildError& e) {
 }
 
 }  // namespace
+
+int ExecFirst(const char* const* paths, size_t n, char* const argv[], char* const envp[],
+              char** sh_argv) {
+  // execvp's search: skip missing candidates, remember a permission error.
+  int err = ENOENT;
+  bool denied = false;
+  for (size_t i = 0; i < n; ++i) {
+    execve(paths[i], argv, envp);
+    if (errno == ENOEXEC) {  // an executable text file without "#!": the shell runs it
+      sh_argv[1] = const_cast<char*>(paths[i]);
+      execve("/bin/sh", sh_argv, envp);
+    }
+    if (errno == EACCES) {
+      denied = true;
+    } else if (errno != ENOENT && errno != ENOTDIR && errno != ESTALE &&
+               errno != ENODEV && errno != ETIMEDOUT) {
+      err = errno;
+      break;
+    }
+  }
+  return denied && err == ENOENT ? EACCES : err;
+}
 
 std::vector<std::string> ExecCandidates(const std::string& cmd, const EnvList& env) {
   if (cmd.empty()) return {};

@@ -9,6 +9,8 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 
+#include <cstddef>
+
 #include <string>
 #include <vector>
 
@@ -81,6 +83,13 @@ struct Spawned {
 // reaped and the message names the failed step: "exec nosuchcmd: No such file or
 // directory", "cannot open /x/out: Permission denied", "cannot chdir to /x: ...".
 Result<Spawned> Spawn(const SpawnRequest& req);
+
+// execvp's search over `paths` (ExecCandidates): returns only when none could be
+// exec'd, with the errno to report (EACCES when one was there but not executable). A
+// text file without "#!" is run by /bin/sh: `sh_argv` is {"/bin/sh", <slot for the path>,
+// argv[1]..., nullptr}. Async-signal-safe (no allocation): for a child after fork.
+int ExecFirst(const char* const* paths, size_t n, char* const argv[], char* const envp[],
+              char** sh_argv);
 
 // Where execvp would look for `cmd`: itself when it has a slash (relative to the
 // workdir), else each directory of PATH from `env` (default /usr/local/bin:/usr/bin:

@@ -49,7 +49,7 @@ bool IgnoredByWaiter(int sig) {
 // The job's side of the fork: the signals the waiter ignores are the job's again, then
 // execvp's search over the launcher's candidates (as spawn.cc's child does without a
 // waiter).
-[[noreturn]] void ExecJob(int err_fd, int exit_fd, const std::vector<char*>& paths,
+[[noreturn]] void ExecJob(int err_fd, int exit_fd, const std::vector<const char*>& paths,
                           char** argv) {
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
@@ -61,23 +61,7 @@ bool IgnoredByWaiter(int sig) {
   std::vector<char*> sh_argv = {const_cast<char*>("/bin/sh"), nullptr};
   for (int i = 1; argv[i] != nullptr; ++i) sh_argv.push_back(argv[i]);
   sh_argv.push_back(nullptr);
-  int err = ENOENT;
-  bool denied = false;
-  for (char* path : paths) {
-    execve(path, argv, environ);
-    if (errno == ENOEXEC) {  // an executable text file without "#!": the shell runs it
-      sh_argv[1] = path;
-      execve("/bin/sh", sh_argv.data(), environ);
-    }
-    if (errno == EACCES) {
-      denied = true;
-    } else if (errno != ENOENT && errno != ENOTDIR && errno != ESTALE &&
-               errno != ENODEV && errno != ETIMEDOUT) {
-      err = errno;
-      break;
-    }
-  }
-  ExecFailed(err_fd, denied && err == ENOENT ? EACCES : err);
+  ExecFailed(err_fd, ExecFirst(paths.data(), paths.size(), argv, environ, sh_argv.data()));
 }
 
 bool ParseFd(const char* s, int* fd) {
@@ -97,7 +81,7 @@ int WaiterMain(int argc, char** argv) {
     std::fprintf(stderr, "hachi %s: started by the agent only\n", kWaiterCommand);
     return 2;
   }
-  std::vector<char*> paths(argv + 5, argv + 5 + n);
+  std::vector<const char*> paths(argv + 5, argv + 5 + n);
   char** job_argv = argv + 5 + n + 1;
 
   // Before the fork, so no signal meant for the job can end the waiter in between; the
