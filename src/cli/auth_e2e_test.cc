@@ -26,26 +26,13 @@ using nlohmann::json;
 using testing::CmdResult;
 using testing::Hachi;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing::ReadFile;
+using testing::Shell;
 
 // `hachi ARGS` as `nobody` (uid/gid 65534, no groups), with `env` before it.
 CmdResult AsNobody(const std::string& env, const std::string& args) {
-  const std::string cmd = env + " setpriv --reuid=65534 --regid=65534 --clear-groups " +
-                          std::string(HACHI_BINARY_DIR) + "/hachi " + args + " 2>&1";
-  CmdResult r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return Shell(env + " setpriv --reuid=65534 --regid=65534 --clear-groups " +
+               std::string(HACHI_BINARY_DIR) + "/hachi " + args + " 2>&1");
 }
 
 class AuthE2e : public ::testing::Test {
@@ -202,17 +189,7 @@ TEST_F(AuthE2e, TokenFileMustBeTheUsersAlone) {
   const std::string env =
       "env -u HACHI_TOKEN HOME=" + home + " HACHI_SERVER=" + url_ + " ";
   auto submit = [&] {
-    CmdResult r;
-    FILE* p = popen(
-        (env + HACHI_BINARY_DIR + "/hachi submit -G 1 --hold --wrap true 2>&1").c_str(),
-        "r");
-    if (p == nullptr) return r;
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-    const int status = pclose(p);
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return r;
+    return Shell(env + HACHI_BINARY_DIR + "/hachi submit -G 1 --hold --wrap true 2>&1");
   };
   CmdResult r = submit();
   EXPECT_NE(r.exit_code, 0);

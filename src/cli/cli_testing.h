@@ -5,6 +5,8 @@
 
 #include <array>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 namespace hachi::cli::testing {
@@ -14,11 +16,8 @@ struct CmdResult {
   std::string out;
 };
 
-// `hachi ARGS`; stdout only unless `with_stderr` (a JSON reply must parse even when
-// progress lines go to stderr).
-inline CmdResult Hachi(const std::string& args, bool with_stderr = true) {
-  std::string cmd = std::string(HACHI_BINARY_DIR) + "/hachi " + args +
-                    (with_stderr ? " 2>&1" : " 2>/dev/null");
+// A shell command line, its stdout and exit code.
+inline CmdResult Shell(const std::string& cmd) {
   CmdResult r;
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return r;
@@ -28,6 +27,21 @@ inline CmdResult Hachi(const std::string& args, bool with_stderr = true) {
   int status = pclose(p);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+// `hachi ARGS`; stdout only unless `with_stderr` (a JSON reply must parse even when
+// progress lines go to stderr).
+inline CmdResult Hachi(const std::string& args, bool with_stderr = true) {
+  return Shell(std::string(HACHI_BINARY_DIR) + "/hachi " + args +
+               (with_stderr ? " 2>&1" : " 2>/dev/null"));
+}
+
+// A whole file ("" when it cannot be read).
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
 }  // namespace hachi::cli::testing

@@ -33,12 +33,7 @@ namespace {
 using nlohmann::json;
 using testing::Hachi;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing::ReadFile;
 
 // A `hachi dev` child process on a free port, with its state in a temp directory.
 class DevCluster {
