@@ -179,50 +179,77 @@ Status CheckTomlText(std::string_view text) {
     return InvalidArgument(std::to_string(line) + ": a non-ASCII character " + where);
   };
   auto at = [&](size_t i, std::string_view s) { return text.substr(i, s.size()) == s; };
-  // Inside a bare key or value (`gpu8`, `7d`, `-d"x"`): toml++ reads one until a blank,
-  // `,`, `]`, `}`, `=` or `#` and classifies each of its characters, quotes included, so
-  // a quote there opens no string. (A quoted dotted key after a bare part, `a."b"`, is
-  // then checked as if bare: stricter than needed, never looser.)
+  auto blank = [](char k) { return k == ' ' || k == '\t' || k == '\r'; };
+  auto key_start = [](char k) {
+    return std::isalnum(static_cast<unsigned char>(k)) != 0 || k == '_' || k == '-' ||
+           k == '"' || k == '\'';
+  };
+  // Where toml++ is, as far as this matters: inside which arrays ('a'), inline tables
+  // ('t') and table headers ('h'); whether a key or a value comes next; and whether it
+  // is inside a bare key or value (`gpu8`, `7d`, `-d"x"`). It reads a bare key up to a
+  // blank, `.`, `=` or `]`, a bare value up to a blank, `,`, `]`, `}` or `#`, and
+  // classifies every character on the way, quotes included: a quote there opens no
+  // string.
+  std::string open;
+  bool in_key = true;
   bool bare = false;
+  bool line_start = true;  // only blanks so far on this line
   size_t i = StartsWith(text, "\xEF\xBB\xBF") ? 3 : 0;  // UTF-8 byte-order mark
   while (i < text.size()) {
     const char c = text[i];
+    const bool first = line_start;
+    if (!blank(c)) line_start = c == '\n';
     if (c == '\n') {
       ++line;
       ++i;
       bare = false;
-    } else if (c == ' ' || c == '\t' || c == '\r' || c == ',' || c == ']' || c == '}' ||
-               c == '=') {
+      if (open.empty() || open.back() != 'a') {  // only arrays span lines
+        open.clear();
+        in_key = true;
+      }
+      continue;
+    }
+    if (bare) {
+      const bool ends = blank(c) || (in_key ? c == '.' || c == '=' || c == ']'
+                                            : c == ',' || c == ']' || c == '}' || c == '#');
+      if (!ends) {
+        if (static_cast<unsigned char>(c) >= 0x80) return bad("outside a string or comment");
+        ++i;
+        continue;
+      }
+      bare = false;  // and `c` is read below
+    }
+    if (blank(c)) {
       ++i;
-      bare = false;
     } else if (c == '#') {  // a comment: to the end of the line, anything goes
       while (i < text.size() && text[i] != '\n') ++i;
-    } else if ((at(i, "\"\"\"") || at(i, "'''")) && !bare) {
+    } else if (at(i, "\"\"\"") || at(i, "'''")) {
       const std::string_view quotes = text.substr(i, 3);
       const bool basic = c == '"';
       i += 3;
       while (i < text.size() && !at(i, quotes)) {
         if (text[i] == '\n') ++line;
         if (basic && text[i] == '\\') {
-          // toml++ classifies the character after the backslash, and after a
-          // line-ending backslash every character it trims and the first one it keeps.
+          // toml++ classifies the character after a backslash; after a line-ending
+          // backslash, also every character it trims and the first one it keeps, which
+          // may start another escape.
           ++i;
-          while (i < text.size() && (text[i] == ' ' || text[i] == '\t' || text[i] == '\r' ||
-                                     text[i] == '\n')) {
+          const bool line_ending = i < text.size() && (blank(text[i]) || text[i] == '\n');
+          while (i < text.size() && (blank(text[i]) || text[i] == '\n')) {
             if (text[i] == '\n') ++line;
             ++i;
           }
           if (i < text.size() && static_cast<unsigned char>(text[i]) >= 0x80) {
             return bad("after a backslash in a multi-line string");
           }
-          if (i < text.size() && !at(i, quotes)) ++i;  // the escaped character itself
+          if (!line_ending && i < text.size() && !at(i, quotes)) ++i;  // the escaped one
           continue;
         }
         ++i;
       }
       i += 3;
       while (i < text.size() && text[i] == c) ++i;  // """a"""" ends in a quote
-    } else if ((c == '"' || c == '\'') && !bare) {
+    } else if (c == '"' || c == '\'') {
       ++i;  // a one-line string; toml++ ends it at a newline
       while (i < text.size() && text[i] != c && text[i] != '\n') {
         if (c == '"' && text[i] == '\\' && i + 1 < text.size() && text[i + 1] != '\n') ++i;
@@ -232,7 +259,44 @@ Status CheckTomlText(std::string_view text) {
     } else if (static_cast<unsigned char>(c) >= 0x80) {
       return bad("outside a string or comment");
     } else {
-      bare = bare || (c != '[' && c != '{');  // `[` and `{` open a table or an array
+      switch (c) {
+        case '=':
+          in_key = false;
+          break;
+        case '.':
+          break;
+        case '[':
+          if (open.empty() && first && in_key) {
+            // A table header: toml++ 3.3 assumes a name follows (`[` then a newline
+            // breaks its precondition, a __builtin_assume under clang: upstream #301).
+            if (at(i, "[[")) ++i;
+            size_t k = i + 1;
+            while (k < text.size() && blank(text[k])) ++k;
+            if (k >= text.size() || !key_start(text[k])) {
+              return InvalidArgument(std::to_string(line) +
+                                     ": a table header without a name");
+            }
+            open.push_back('h');
+          } else {
+            open.push_back('a');
+            in_key = false;
+          }
+          break;
+        case '{':
+          open.push_back('t');
+          in_key = true;
+          break;
+        case ',':
+          in_key = !open.empty() && open.back() == 't';
+          break;
+        case ']':
+        case '}':
+          if (!open.empty()) open.pop_back();
+          in_key = !open.empty() && open.back() == 'h';
+          break;
+        default:
+          bare = true;  // a bare key or value starts
+      }
       ++i;
     }
   }

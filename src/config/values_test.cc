@@ -167,12 +167,20 @@ TEST(CheckTomlTextTest, Table) {
       {"LoneBytes", "\xcc\xaa", "1: a non-ASCII character outside"},
       {"LineEndingBackslash", "a = \"\"\"\\\n  \xc2\xa7\"\"\"\n",
        "2: a non-ASCII character after a backslash in a multi-line string"},
+      // toml++ 3.3 assumes a table header has a name (upstream #301).
+      {"HeaderWithoutName", " [\n", "1: a table header without a name"},
+      {"ArrayHeaderWithoutName", "[[ =", "1: a table header without a name"},
+      {"TripleBracket", "[[[1]]]\n", "1: a table header without a name"},
+      {"ArrayOfArraysAcrossLines", "a = [\n[\n1], [2]]\n[t]\n[[u]]\n['v']\n", ""},
+      {"EscapeAfterLineEndingBackslash", "a = \"\"\"x\\\n\\\xef\xbb\xaf\"\"\"\n",
+       "2: a non-ASCII character after a backslash in a multi-line string"},
       {"AfterStringEnds", "a = \"x\" \xc3\xa9\n", "1: a non-ASCII character outside"},
       // A quote inside a bad value opens no string (crash-tomlpp-unreachable-quote-in-value).
       {"QuoteInsideAValue", "a =-d\"shared\xc5\x98\n", "1: a non-ASCII character outside"},
       {"InlineTableAndArray", "a = { b = \"\xc3\xa9\", c = [\"\xc3\xa9\",\n'\xc3\xa9'] }\n", ""},
-      // After a bare part the scanner cannot tell a key from a bad value: refused.
-      {"DottedQuotedKeyAfterBare", "a.\"\xc3\xa9\" = 1\n", "1: a non-ASCII character outside"},
+      {"DottedQuotedKey", "a.\"\xc3\xa9\" = 1\n", ""},
+      {"NoBlanksAroundEquals", "a=\"\xc3\xa9\"\nb={c='\xc3\xa9'}\n", ""},
+      {"EqualsInsideAValue", "a =-[node.a=\"'''''$-{r\xc5\x98\n", "1: a non-ASCII character"},
       {"QuotedTableHeader", "[node.\"n[0001-0002]\"]\nblock = \"b\xc3\xa9\"\n", ""},
       {"BracketInsideAValue", "a =-[node.\"'''''$ed\xc5\x98[[]](\n", "1: a non-ASCII character"},
   };
