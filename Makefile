@@ -33,9 +33,13 @@ demo: build
 bench: build
 	@scripts/bench.sh $(BUILD)
 
+# -O1 -gline-tables-only as OSS-Fuzz builds: the clean fuzz build takes ~1.3 min on 2
+# cores instead of ~2.2 at -O2 -g, and NDEBUG as the shipped binary.
+FUZZ_FLAGS = -O1 -gline-tables-only -DNDEBUG
 fuzz: deps
 	cmake -S . -B $(BUILD)-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-14 \
-	  -DCMAKE_C_COMPILER=clang-14 -DHACHI_FUZZ=ON -DHACHI_TESTS=OFF -DHACHI_BENCH=OFF
+	  -DCMAKE_C_COMPILER=clang-14 -DHACHI_FUZZ=ON -DHACHI_TESTS=OFF -DHACHI_BENCH=OFF \
+	  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$(FUZZ_FLAGS)" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=$(FUZZ_FLAGS)"
 	cmake --build $(BUILD)-fuzz -j $(JOBS) --target fuzz_all  # and only the libraries they use
 	@scripts/fuzz.sh $(BUILD)-fuzz $(FUZZ_SECONDS)
 

@@ -20,7 +20,7 @@ trap 'rm -rf "$work"' EXIT
 
 # UBSan reports abort (libFuzzer then saves the input); LeakSanitizer is ASan's default.
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1
+export ASAN_OPTIONS=detect_leaks=1
 
 failed=0
 for t in "${targets[@]}"; do
