@@ -1,7 +1,8 @@
-// libFuzzer target for the simulator's readers (sim/trace.h, sim/cluster_spec.h,
-// sim/placement/openb.h): every reader gets the same bytes (each rejects the others'
-// headers at once), and must return jobs, nodes or pods, or an error, never a crash,
-// hang or sanitizer report. What is accepted must hold the documented contract:
+// libFuzzer target for the simulator's readers (sim/trace.h, sim/cluster_spec.h and its
+// Philly machine list, sim/placement/openb.h): every reader gets the same bytes (each
+// rejects the others' headers at once), and must return jobs, nodes or pods, or an error,
+// never a crash, hang or sanitizer report. What is accepted must hold the documented
+// contract:
 //   - traces: sorted by submit, ids 1..n, time zero at the first submit, durations
 //     >= 1 s, GPU counts that make a gang shape, limits 0 or >= the run time, the row
 //     within the file, an account and a user on every job;
@@ -92,8 +93,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view first = text.substr(0, std::min<size_t>(text.find('\n'), 256));
   if (first != "philly") {  // that one reads the machine list from ../shared
     Result<sched::ClusterState> c = sim::BuildCluster(first);
-    if (c.ok())
+    if (c.ok()) {
       FUZZ_CHECK(!c->nodes.empty() && c->partitions.size() == 1, std::string(first));
+      FUZZ_CHECK(c->nodes.size() <= static_cast<size_t>(sim::kMaxClusterNodes),
+                 std::string(first));
+    }
+  }
+  // The Philly machine list, from memory: one node per row, of 8 or 2 GPUs.
+  if (!text.empty()) {
+    sim::ClusterOptions options;
+    options.philly_machine_list_text = s;
+    Result<sched::ClusterState> c = sim::BuildCluster("philly", options);
+    if (c.ok()) {
+      for (const sched::Node& n : c->nodes) {
+        FUZZ_CHECK(n.gpu_count() == 8 || n.gpu_count() == 2, n.name);
+      }
+    }
   }
   return 0;
 }

@@ -112,12 +112,11 @@ topo::Topology TwoGpuPcieTopology(const std::string& gpu_model, int64_t gpu_memo
 // The list names no GPU model, CPUs or host memory: the 8-GPU servers take the
 // PCIe-only layout of the pcie-8x-l40s preset, and the host figures are assumptions
 // (48 CPUs / 256 GiB and 24 CPUs / 128 GiB) that count-only traces never touch.
-Status AddPhillyNodes(const std::string& path, sched::ClusterState* state) {
-  std::string error;
-  std::optional<std::string> text = ReadFile(path, &error);
-  if (!text) return NotFound("cluster 'philly': " + error);
+// `path` names the list in messages.
+Status AddPhillyNodes(std::string_view text, const std::string& path,
+                      sched::ClusterState* state) {
   int count8 = 0, count2 = 0;
-  std::vector<std::string_view> lines = SplitLines(*text);
+  std::vector<std::string_view> lines = SplitLines(text);
   for (size_t i = 1; i < lines.size(); ++i) {
     if (Trim(lines[i]).empty()) continue;
     std::vector<std::string_view> f = Split(lines[i], ',');
@@ -128,6 +127,10 @@ Status AddPhillyNodes(const std::string& path, sched::ClusterState* state) {
                              "of GPUs, single GPU mem'");
     }
     (*gpus == 8 ? count8 : count2)++;
+    if (count8 + count2 > kMaxClusterNodes) {
+      return InvalidArgument(path + ": more than " + std::to_string(kMaxClusterNodes) +
+                             " machines");
+    }
   }
   Result<topo::Topology> eight = topo::LoadPreset("pcie-8x-l40s");
   if (!eight.ok()) return eight.status();
@@ -157,7 +160,14 @@ Status AddPresetItem(std::string_view item, std::map<std::string, NodeKind>* kin
   std::optional<long long> count = ParseInt(Trim(item.substr(0, x)));
   std::optional<long long> gpus = ParseInt(Trim(item.substr(x + 1, colon - x - 1)));
   std::string preset(Trim(item.substr(colon + 1)));
-  if (!count || *count < 1 || *count > 100000) return bad("node count must be 1..100000");
+  if (!count || *count < 1 || *count > kMaxClusterNodes) {
+    return bad("node count must be 1.." + std::to_string(kMaxClusterNodes));
+  }
+  // Items add up: "100000x8:hgx-h100,100000x8:..." would build millions of nodes.
+  if (state->nodes.size() + static_cast<size_t>(*count) >
+      static_cast<size_t>(kMaxClusterNodes)) {
+    return bad("more than " + std::to_string(kMaxClusterNodes) + " nodes in all");
+  }
   if (!gpus || *gpus < 1) return bad("GPUs per node must be a positive number");
   auto it = kinds->find(preset);
   if (it == kinds->end()) {
@@ -194,13 +204,18 @@ Result<sched::ClusterState> BuildCluster(std::string_view spec,
   sched::ClusterState state;
   spec = Trim(spec);
   if (spec.empty()) return InvalidArgument("empty cluster spec (e.g. 96x8:hgx-h100)");
-  if (spec == "philly") {
+  if (spec == "philly" && !options.philly_machine_list_text.empty()) {
+    HACHI_RETURN_IF_ERROR(AddPhillyNodes(options.philly_machine_list_text, "philly", &state));
+  } else if (spec == "philly") {
     std::string path = options.philly_machine_list;
     if (path.empty()) {
       path = (options.shared_dir.empty() ? DefaultSharedDir() : options.shared_dir) +
              "/traces/philly-atc19/cluster_machine_list.csv";
     }
-    HACHI_RETURN_IF_ERROR(AddPhillyNodes(path, &state));
+    std::string error;
+    std::optional<std::string> text = ReadFile(path, &error);
+    if (!text) return NotFound("cluster 'philly': " + error);
+    HACHI_RETURN_IF_ERROR(AddPhillyNodes(*text, path, &state));
   } else {
     std::map<std::string, NodeKind> kinds;
     for (std::string_view item : Split(spec, ',')) {

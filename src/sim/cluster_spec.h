@@ -17,6 +17,7 @@ namespace hachi::sim {
 
 inline constexpr std::string_view kDefaultClusterSpec = "96x8:hgx-h100";
 inline constexpr int kNodesPerBlock = 16;
+inline constexpr int kMaxClusterNodes = 100000;
 
 struct ClusterOptions {
   // Where `traces/philly-atc19/cluster_machine_list.csv` lives; empty:
@@ -24,6 +25,8 @@ struct ClusterOptions {
   std::string shared_dir;
   // The Philly machine list itself, when set (tests); overrides shared_dir.
   std::string philly_machine_list;
+  // Its text, when set (fuzz_trace); overrides both. Named "philly" in messages.
+  std::string philly_machine_list_text;
 };
 
 // $HACHI_SHARED_DIR, else <source tree>/../shared.
@@ -31,7 +34,8 @@ std::string DefaultSharedDir();
 
 // Errors (kInvalidArgument / kNotFound) name the spec item: a malformed item, a GPU count
 // that is not the preset's ("96x4:hgx-h100": the preset has 8), an unknown preset (with
-// the known ones), a missing or malformed machine list.
+// the known ones), more than kMaxClusterNodes nodes in all, a missing or malformed
+// machine list.
 Result<sched::ClusterState> BuildCluster(std::string_view spec,
                                          const ClusterOptions& options = {});
 
