@@ -20,7 +20,11 @@ Result<TokenRecord> TokenRecordFromJson(std::string_view text) {
   if (j.is_discarded() || !j.is_object())
     return InvalidArgument("token: not a JSON object");
   TokenRecord t;
-  for (const auto& [key, v] : j.items()) {
+  for (const auto& item : j.items()) {
+    // Named copies, not structured bindings: lambdas capture those only from C++20
+    // compilers newer than the clang 14 the fuzz build uses.
+    const std::string& key = item.key();
+    const json& v = item.value();
     const std::string path = "token." + key;
     auto want_string = [&](std::string* out) -> Status {
       if (!v.is_string()) return InvalidArgument(path + ": expected a string");
