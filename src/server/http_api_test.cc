@@ -33,14 +33,8 @@ const std::string kApi = api::kApiPrefix;
 class HttpApiTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ControllerOptions o;
-    o.cycle_interval_ms = 50;
-    Result<std::unique_ptr<Controller>> c =
-        Controller::Create(o, state::NewMemoryStore());
-    ASSERT_TRUE(c.ok()) << c.status().ToString();
-    controller_ = std::move(*c);
-    ASSERT_TRUE(controller_->Register(testing::MakeAgent("n1")).ok());
-    controller_->Start();
+    controller_ = testing::RunningController("n1");
+    ASSERT_TRUE(controller_ != nullptr);
     Result<IssuedToken> t = controller_->IssueToken({"alice", 1000, 1000, false}, testing::kRoot);
     ASSERT_TRUE(t.ok()) << t.status().ToString();
     alice_token_ = t->token;

@@ -94,6 +94,22 @@ inline AgentRegistration MakeAgent(const std::string& node, Time agent_started =
 inline const Caller kAlice{"alice", 1000, 1000, true, false};
 inline const Caller kRoot{"root", 0, 0, true, true};
 
+// A Controller on a memory store with node `node` registered as an HGX H100 agent and,
+// when `start`, its loop running (50 ms cycles): what the HTTP tests serve. Null (with a
+// test failure) when it cannot be made.
+inline std::unique_ptr<Controller> RunningController(const std::string& node = "n1",
+                                                     bool start = true) {
+  ControllerOptions o;
+  o.cycle_interval_ms = 50;
+  Result<std::unique_ptr<Controller>> c = Controller::Create(o, state::NewMemoryStore());
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  if (!c.ok()) return nullptr;
+  Status s = (*c)->Register(MakeAgent(node));
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  if (start) (*c)->Start();
+  return std::move(*c);
+}
+
 // Drives a Controller with no loop thread: the test decides when cycles run.
 class Harness {
  public:

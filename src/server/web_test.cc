@@ -54,14 +54,9 @@ TEST(WebAssetsTest, EveryWebFileIsEmbeddedAsIs) {
 class WebRoutesTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ControllerOptions o;
-    o.cycle_interval_ms = 50;
-    Result<std::unique_ptr<Controller>> c =
-        Controller::Create(o, state::NewMemoryStore());
-    ASSERT_TRUE(c.ok()) << c.status().ToString();
-    controller_ = std::move(*c);
     // "far" only: its logs are on another machine. LogTailOfALocalJobOnly adds "n1".
-    ASSERT_TRUE(controller_->Register(testing::MakeAgent("far")).ok());
+    controller_ = testing::RunningController("far", /*start=*/false);
+    ASSERT_TRUE(controller_ != nullptr);
     history_ =
         std::make_unique<HistorySampler>(controller_.get(), HistorySampler::Options{});
     HttpOptions h;
