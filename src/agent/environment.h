@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "api/launch_spec.h"
+#include "api/output_paths.h"  // ExpandOutputPath, JobOutputFiles, JobName
 
 namespace hachi::agent {
 
@@ -44,23 +45,5 @@ using EnvList = std::vector<std::pair<std::string, std::string>>;
 // Inherited HACHI_*, SLURM_*, PET_* and CUDA_MPS_* variables are dropped: a job
 // submitted from inside another job must not see the outer job's array index or limits.
 EnvList JobEnvironment(const LaunchSpec& spec);
-
-// Expands Slurm's output patterns: %j and %J job id, %x name, %A array job id (the job
-// id for a plain job), %a array task id ("0" for a plain job), %u user, %N this node,
-// %n this node's rank, %% a percent; a width between % and the letter zero-pads numbers
-// ("%4a" -> "0007"); unknown patterns stay as written. An empty pattern is
-// "hachi-%j.out". Relative results are under spec.spec.workdir.
-std::string ExpandOutputPath(const std::string& pattern, const LaunchSpec& spec);
-
-struct OutputFiles {
-  std::string out;
-  std::string err;  // == out when the job has no separate stderr file
-};
-// The job's stdout and stderr paths (empty stderr_path: the stdout file).
-OutputFiles JobOutputFiles(const LaunchSpec& spec);
-
-// The job's name as HACHI_JOB_NAME and %x show it: spec.spec.name, else the base name
-// of the command, else "hachi".
-std::string JobName(const LaunchSpec& spec);
 
 }  // namespace hachi::agent

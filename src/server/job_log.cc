@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "agent/environment.h"
+#include "api/output_paths.h"
 
 namespace hachi::server {
 
