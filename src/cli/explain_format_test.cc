@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <ctime>
 
+#include "cli/golden_testing.h"
 #include "core/strings.h"
 
 namespace hachi::cli {
@@ -89,19 +90,7 @@ TEST(FormatExplain, Golden) {
   out += "$ hachi explain 3099\n" + FormatExplain(Finished(), "", true) + "\n";
   out += "$ hachi show job 3150 (after the Diagnosis)\n   Explain:\n" +
          FormatExplain(Pending(), "     ", false);
-  const std::string path =
-      std::string(HACHI_SOURCE_DIR) + "/src/cli/testdata/explain.txt";
-  if (const char* u = std::getenv("HACHI_UPDATE_GOLDEN"); u != nullptr && *u == '1') {
-    FILE* f = std::fopen(path.c_str(), "w");
-    ASSERT_NE(f, nullptr);
-    std::fputs(out.c_str(), f);
-    std::fclose(f);
-    return;
-  }
-  std::string error;
-  std::optional<std::string> want = ReadFile(path, &error);
-  ASSERT_TRUE(want.has_value()) << error << " (HACHI_UPDATE_GOLDEN=1 writes it)";
-  EXPECT_EQ(out, *want);
+  testing::ExpectGolden("explain.txt", out);
 }
 
 TEST(JobExplainJson, RoundTripAndErrors) {

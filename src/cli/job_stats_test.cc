@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <ctime>
 
+#include "cli/golden_testing.h"
 #include "cli/slurm_format.h"
 #include "core/strings.h"
 
@@ -165,18 +166,7 @@ TEST(JobStats, Golden) {
                       {"p", "bob", 1, 1, kHour, sched::Reason::kPriority}});
   AttachLoads(&flagged, loads);
   out += "\n" + cli::FormatStats(flagged);
-  const std::string path = std::string(HACHI_SOURCE_DIR) + "/src/cli/testdata/stats.txt";
-  if (const char* u = std::getenv("HACHI_UPDATE_GOLDEN"); u != nullptr && *u == '1') {
-    FILE* f = std::fopen(path.c_str(), "w");
-    ASSERT_NE(f, nullptr);
-    std::fputs(out.c_str(), f);
-    std::fclose(f);
-    return;
-  }
-  std::string error;
-  std::optional<std::string> want = ReadFile(path, &error);
-  ASSERT_TRUE(want.has_value()) << error;
-  EXPECT_EQ(out, *want);
+  cli::testing::ExpectGolden("stats.txt", out);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "cli/golden_testing.h"
 #include "core/strings.h"
 
 namespace hachi::cli {
@@ -20,18 +21,7 @@ using state::NodeStatus;
 
 constexpr Time kNow = 1795979885;  // 2026-11-29T19:18:05Z, as in formats.txt
 
-void ExpectGolden(const std::string& name, const std::string& actual) {
-  const std::string path = std::string(HACHI_SOURCE_DIR) + "/src/cli/testdata/" + name;
-  if (const char* u = std::getenv("HACHI_UPDATE_GOLDEN"); u != nullptr && *u == '1') {
-    std::ofstream(path) << actual;
-    return;
-  }
-  std::string error;
-  std::optional<std::string> want = ReadFile(path, &error);
-  ASSERT_TRUE(want.has_value()) << error << " (HACHI_UPDATE_GOLDEN=1 writes it)";
-  EXPECT_EQ(actual, *want) << "golden " << name
-                           << " differs; HACHI_UPDATE_GOLDEN=1 rewrites it";
-}
+using testing::ExpectGolden;
 
 class SlurmFormat : public ::testing::Test {
  protected:

@@ -8,21 +8,12 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 
 import { chromium } from 'playwright-core';
 
-import { DevCluster, waitFor } from './dev_cluster.mjs';
+import { DevCluster, waitFor , artifacts, build, CHROMIUM, FLAGS, root } from './dev_cluster.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const root = join(here, '..', '..');
-const build = process.env.HACHI_BUILD_DIR || join(root, 'build');
-const artifacts = process.env.HACHI_BROWSER_ARTIFACTS || join(build, 'browser-artifacts');
-const CHROMIUM = process.env.HACHI_CHROMIUM || '/usr/bin/chromium';
-// No network beyond 127.0.0.1 here: Chromium's own background traffic is switched off.
-const FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-               '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
 const cluster = new DevCluster({ root, hachi: join(build, 'hachi') });
 let context;

@@ -4,7 +4,19 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+// Where the tests find the repository, the build, Chromium, and where they leave
+// screenshots; the same for every browser test.
+export const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const build = process.env.HACHI_BUILD_DIR || join(root, 'build');
+export const artifacts = process.env.HACHI_BROWSER_ARTIFACTS || join(build, 'browser-artifacts');
+export const CHROMIUM = process.env.HACHI_CHROMIUM || '/usr/bin/chromium';
+// No network beyond 127.0.0.1 here: Chromium's own background traffic is switched off.
+export const FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+                      '--disable-background-networking', '--disable-component-update',
+                      '--disable-sync'];
 
 export class DevCluster {
   // config: a cluster config (default examples/two-nodes.toml), null for none; nodes and
