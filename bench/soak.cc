@@ -166,7 +166,8 @@ void Client(const Options& o, int index, Shared* sh, ClientResult* res) {
   }
   // Over TCP the server believes a token only (docs/api.md "Authentication"); on a
   // unix: address the kernel's word.
-  if (const char* token = std::getenv("HACHI_TOKEN"); token != nullptr && *token != '\0') {
+  if (const char* token = std::getenv("HACHI_TOKEN");
+      token != nullptr && *token != '\0') {
     (*http)->SetHeader("Authorization", std::string("Bearer ") + token);
   }
   std::mt19937 rng(static_cast<unsigned>(o.seed) * 7919u + static_cast<unsigned>(index));
@@ -410,12 +411,14 @@ int Run(const Options& o) {
   std::map<int64_t, state::JobRecord> finals;
   size_t all_bytes = 0;
   for (int64_t after = 0;;) {
-    Result<std::string> page = (*http)->Call(
-        "GET",
-        std::string(api::kApiPrefix) + "/jobs?all=1&limit=5000&after=" + std::to_string(after),
-        "", w.all_final ? 120000 : 30000);
+    Result<std::string> page =
+        (*http)->Call("GET",
+                      std::string(api::kApiPrefix) +
+                          "/jobs?all=1&limit=5000&after=" + std::to_string(after),
+                      "", w.all_final ? 120000 : 30000);
     if (!page.ok()) {
-      std::fprintf(stderr, "hachi_soak: GET /jobs?all=1: %s\n", page.status().message().c_str());
+      std::fprintf(stderr, "hachi_soak: GET /jobs?all=1: %s\n",
+                   page.status().message().c_str());
       return 1;
     }
     all_bytes += page->size();

@@ -15,6 +15,7 @@ PKGS=(
   librapidcheck-dev                              # property tests
   libbenchmark-dev                               # make bench
   clang-14 libclang-rt-14-dev                    # libFuzzer target (make fuzz)
+  clang-format                                   # make format-check (Debian 12: 14.0.6)
   chromium chromium-driver                       # the dashboard's browser tests (tests/browser)
 )
 

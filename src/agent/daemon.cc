@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <random>
 #include <ctime>
+#include <random>
 
 #include "api/http_client.h"
 #include "api/protocol_json.h"
@@ -60,7 +60,8 @@ constexpr size_t kFinishedKept = 20000;
 AgentDaemon::AgentDaemon(AgentOptions options, LauncherFactory make_launcher)
     : options_(std::move(options)),
       started_(static_cast<Time>(std::time(nullptr))),
-      poll_http_(std::make_unique<HttpClientHolder>(options_.server, options_.cluster_secret)) {
+      poll_http_(
+          std::make_unique<HttpClientHolder>(options_.server, options_.cluster_secret)) {
   std::random_device rd;
   char id[40];
   std::snprintf(id, sizeof id, "%08x%08x%08x", rd(), rd(), rd());
@@ -73,9 +74,9 @@ AgentDaemon::AgentDaemon(AgentOptions options, LauncherFactory make_launcher)
   for (const auto& [job, start] : launcher_->AdoptedRuns()) {
     launched_.emplace(job, start);
     current_run_[job] = start;
-    const bool ended = std::any_of(unreported_.begin(), unreported_.end(), [&](const JobExit& e) {
-      return e.job == job && e.start_time == start;
-    });
+    const bool ended = std::any_of(
+        unreported_.begin(), unreported_.end(),
+        [&](const JobExit& e) { return e.job == job && e.start_time == start; });
     if (!ended) live_[job] = start;
   }
 }
@@ -84,7 +85,8 @@ AgentDaemon::~AgentDaemon() { Stop(); }
 
 Status AgentDaemon::Start() {
   if (options_.node.empty()) return InvalidArgument("agent: the node has no name");
-  Result<std::unique_ptr<api::HttpClient>> probe = api::HttpClient::Create(options_.server);
+  Result<std::unique_ptr<api::HttpClient>> probe =
+      api::HttpClient::Create(options_.server);
   if (!probe.ok()) return probe.status();
   poll_ = std::thread([this] { PollLoop(); });
   report_ = std::thread([this] { ReportLoop(); });
@@ -156,8 +158,9 @@ Status AgentDaemon::RegisterOnce(HttpClientHolder& http) {
     for (state::JobId id : finished_order_) reg.finished.push_back(id);
     for (const JobExit& e : unreported_) reg.running.push_back(e.job);  // report pending
   }
-  Result<std::string> r = http.Call("POST", std::string(api::kApiPrefix) + "/agents/register",
-                                    api::AgentRegistrationToJson(reg), 10000);
+  Result<std::string> r =
+      http.Call("POST", std::string(api::kApiPrefix) + "/agents/register",
+                api::AgentRegistrationToJson(reg), 10000);
   if (!r.ok()) return r.status();
   std::lock_guard<std::mutex> lock(mu_);
   registered_ = true;
@@ -169,7 +172,8 @@ Status AgentDaemon::RegisterOnce(HttpClientHolder& http) {
 
 void AgentDaemon::PollLoop() {
   HttpClientHolder& http = *poll_http_;
-  const std::string work_path = std::string(api::kApiPrefix) + "/agents/" + options_.node +
+  const std::string work_path = std::string(api::kApiPrefix) + "/agents/" +
+                                options_.node +
                                 "/work?wait_ms=" + std::to_string(options_.poll_wait_ms);
   int backoff_ms = 100;
   auto sleep_backoff = [&] {
@@ -249,7 +253,8 @@ bool AgentDaemon::AcceptRunLocked(const LaunchSpec& l) {
   current_run_[l.job] = l.start_time;
   live_[l.job] = l.start_time;
   if (finished_.erase(l.job) > 0) {  // a new run of a requeued job: its own exit
-    finished_order_.erase(std::find(finished_order_.begin(), finished_order_.end(), l.job));
+    finished_order_.erase(
+        std::find(finished_order_.begin(), finished_order_.end(), l.job));
   }
   return true;
 }
@@ -312,9 +317,11 @@ void AgentDaemon::ReportLoop() {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] {
         return stopping_ || !ready_.empty() ||
-               ((!unreported_.empty() || !health_.empty() || processes_due_) && registered_);
+               ((!unreported_.empty() || !health_.empty() || processes_due_) &&
+                registered_);
       });
-      if (!ready_.empty() && !stopping_) {  // runs that waited for their job's earlier run
+      if (!ready_.empty() &&
+          !stopping_) {  // runs that waited for their job's earlier run
         std::vector<LaunchSpec> ready, now;
         ready.swap(ready_);
         for (LaunchSpec& l : ready) {
@@ -346,7 +353,8 @@ void AgentDaemon::ReportLoop() {
           processes_due_ = !SameProcesses(processes, processes_);
         }
         if (!r.ok()) {
-          std::fprintf(stderr, "hachi agent: the server refused a GPU health report: %s\n",
+          std::fprintf(stderr,
+                       "hachi agent: the server refused a GPU health report: %s\n",
                        r.status().message().c_str());
         }
         health_.erase(health_.begin(),
@@ -355,7 +363,8 @@ void AgentDaemon::ReportLoop() {
       } else {
         if (r.status().code() == StatusCode::kNotFound) registered_ = false;
         if (stopping_) return;
-        cv_.wait_for(lock, std::chrono::milliseconds(backoff_ms), [&] { return stopping_; });
+        cv_.wait_for(lock, std::chrono::milliseconds(backoff_ms),
+                     [&] { return stopping_; });
         backoff_ms = std::min(backoff_ms * 2, 2000);
         continue;
       }
@@ -366,7 +375,8 @@ void AgentDaemon::ReportLoop() {
     if (!r.ok()) {
       if (r.status().code() == StatusCode::kNotFound) registered_ = false;
       if (stopping_) return;
-      cv_.wait_for(lock, std::chrono::milliseconds(backoff_ms), [&] { return stopping_; });
+      cv_.wait_for(lock, std::chrono::milliseconds(backoff_ms),
+                   [&] { return stopping_; });
       backoff_ms = std::min(backoff_ms * 2, 2000);
       continue;
     }

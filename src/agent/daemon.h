@@ -33,15 +33,16 @@
 namespace hachi::agent {
 
 struct AgentOptions {
-  std::string server;         // "http://127.0.0.1:8686" or "unix:/path"
-  std::string cluster_secret;  // sent on every request; the server refuses agents without it
-  std::string node;           // this node's name
-  std::string address;        // MASTER_ADDR others use to reach it ("127.0.0.1")
+  std::string server;  // "http://127.0.0.1:8686" or "unix:/path"
+  std::string
+      cluster_secret;   // sent on every request; the server refuses agents without it
+  std::string node;     // this node's name
+  std::string address;  // MASTER_ADDR others use to reach it ("127.0.0.1")
   std::string topology_json;  // topo::TopologyToJson
   int cpus = 0;
   int64_t memory_mib = 0;
-  int poll_wait_ms = 10000;   // long poll; the server's agent timeout must be longer
-  std::string cgroup;         // its job isolation for the node record: "v1", "v2", "none"
+  int poll_wait_ms = 10000;  // long poll; the server's agent timeout must be longer
+  std::string cgroup;        // its job isolation for the node record: "v1", "v2", "none"
 };
 
 using LauncherFactory = std::function<std::unique_ptr<Launcher>(ExitCallback)>;
@@ -63,8 +64,9 @@ class AgentDaemon {
   // (hachi dev shutting down); otherwise they keep running (their own sessions).
   void Stop(bool cancel_jobs = true);
   bool registered() const;
-  // Queues a GPU fault for the server (POST /agents/NODE/health), re-sent until the server
-  // has it. Thread-safe: the GPU health monitor's thread calls it (agent/gpu_health.h).
+  // Queues a GPU fault for the server (POST /agents/NODE/health), re-sent until the
+  // server has it. Thread-safe: the GPU health monitor's thread calls it
+  // (agent/gpu_health.h).
   void ReportHealth(const api::GpuHealthEvent& e);
   // The compute processes on the node's GPUs now (agent/gpu_processes.h). Sent with the
   // next health report when the set (GPU, pid, job) changed, and at least every minute
@@ -97,14 +99,14 @@ class AgentDaemon {
   // and such runs whose earlier run has now exited (launched by the report thread).
   std::unordered_map<state::JobId, LaunchSpec> deferred_;
   std::vector<LaunchSpec> ready_;
-  std::set<std::pair<state::JobId, Time>> launched_;       // runs (job, start time),
-                                                           // ever, by this process
-  std::unordered_map<state::JobId, JobExit> finished_;     // acknowledged exits, the
-                                                           // latest run's
-  std::deque<state::JobId> finished_order_;                // bounded memory
+  std::set<std::pair<state::JobId, Time>> launched_;    // runs (job, start time),
+                                                        // ever, by this process
+  std::unordered_map<state::JobId, JobExit> finished_;  // acknowledged exits, the
+                                                        // latest run's
+  std::deque<state::JobId> finished_order_;             // bounded memory
   std::vector<JobExit> unreported_;
   static constexpr size_t kHealthQueued = 256;
-  std::vector<api::GpuHealthEvent> health_;  // not yet acknowledged, oldest first
+  std::vector<api::GpuHealthEvent> health_;       // not yet acknowledged, oldest first
   std::vector<api::GpuProcessReport> processes_;  // the latest list
   bool processes_due_ = false;                    // not yet acknowledged by the server
   Time processes_sent_at_ = 0;

@@ -30,7 +30,8 @@ bool WaitFor(const std::function<bool()>& done, int ms = 5000) {
   return true;
 }
 
-constexpr const char* kClusterSecret = "daemon-test-secret";  // the agents' (server/auth.h)
+constexpr const char* kClusterSecret =
+    "daemon-test-secret";  // the agents' (server/auth.h)
 
 AgentOptions Options(const std::string& server, int poll_wait_ms) {
   const api::AgentRegistration reg = server::testing::MakeAgent("n1");
@@ -123,14 +124,16 @@ TEST_F(DaemonTest, GpuFaultTakesTheGpuOutAndRequeuesItsJob) {
   agent_ = std::make_unique<Agent>(Options(http_->url(), 2000));
   ASSERT_TRUE(agent_->daemon.Start().ok());
   ASSERT_TRUE(WaitFor([&] { return agent_->daemon.registered(); }));
-  const state::JobId id = controller_->Submit(MakeSubmit().Gpus(2).Time(90), kAlice)->front();
+  const state::JobId id =
+      controller_->Submit(MakeSubmit().Gpus(2).Time(90), kAlice)->front();
   FakeLauncher& fake = *agent_->launcher;
   ASSERT_TRUE(WaitFor([&] { return fake.launches().size() == 1; }));
   const int bad = fake.launches()[0].gpus.First();
   const std::string node = fake.launches()[0].node;
-  agent_->daemon.ReportHealth(
-      api::GpuHealthEvent{bad, "xid", 79, "fatal", "Xid 79: GPU has fallen off the bus", 0});
-  ASSERT_TRUE(WaitFor([&] { return fake.cancels().size() == 1; })) << "the job is stopped";
+  agent_->daemon.ReportHealth(api::GpuHealthEvent{
+      bad, "xid", 79, "fatal", "Xid 79: GPU has fallen off the bus", 0});
+  ASSERT_TRUE(WaitFor([&] { return fake.cancels().size() == 1; }))
+      << "the job is stopped";
   EXPECT_EQ(fake.cancels()[0].first, id);
   // (The fake launcher reports the cancelled run's exit at once: a stale run's exit.)
   ASSERT_TRUE(WaitFor([&] { return fake.launches().size() == 2; }))

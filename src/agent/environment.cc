@@ -165,5 +165,4 @@ EnvList JobEnvironment(const LaunchSpec& spec) {
   return env;
 }
 
-
 }  // namespace hachi::agent

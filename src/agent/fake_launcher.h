@@ -43,8 +43,8 @@ class FakeLauncher final : public Launcher {
  private:
   const ExitCallback on_exit_;
   mutable std::mutex mu_;
-  std::vector<LaunchSpec> launches_;                    // guarded by mu_
-  std::map<JobId, Time> running_;  // guarded by mu_: job -> its run's start time
+  std::vector<LaunchSpec> launches_;  // guarded by mu_
+  std::map<JobId, Time> running_;     // guarded by mu_: job -> its run's start time
   std::vector<std::pair<JobId, std::string>> cancels_;  // guarded by mu_
   std::vector<std::pair<JobId, int>> signals_;          // guarded by mu_
   Status launch_status_;                                // guarded by mu_

@@ -538,9 +538,11 @@ std::vector<GpuProcess> GpuHealthMonitor::Impl::ListProcesses() {
     for (int tries = 0; tries < 4 && rc == nvml::kErrorInsufficientSize; ++tries) {
       count = static_cast<unsigned>(infos.size());
       rc = api.get_processes(gpus[i].device, &count, infos.data());
-      if (rc == nvml::kErrorInsufficientSize) infos.resize(std::max<size_t>(count, infos.size()) * 2);
+      if (rc == nvml::kErrorInsufficientSize)
+        infos.resize(std::max<size_t>(count, infos.size()) * 2);
     }
-    if (Lost(g, rc, "nvmlDeviceGetComputeRunningProcesses_v3") || rc != nvml::kSuccess) continue;
+    if (Lost(g, rc, "nvmlDeviceGetComputeRunningProcesses_v3") || rc != nvml::kSuccess)
+      continue;
     for (unsigned k = 0; k < count && k < infos.size(); ++k) {
       GpuProcess p;
       p.gpu = g;

@@ -63,8 +63,8 @@ struct GpuHealthEvent {
 
 // A compute process on a GPU, as NVML lists it (nvmlDeviceGetComputeRunningProcesses_v3).
 struct GpuProcess {
-  int gpu = -1;          // NVML index
-  unsigned pid = 0;      // in the agent's pid namespace
+  int gpu = -1;           // NVML index
+  unsigned pid = 0;       // in the agent's pid namespace
   int64_t used_mib = -1;  // -1: NVML does not say (permissions, MIG)
 };
 // Every poll, all compute processes on the GPUs that answered (ascending by GPU, pid).
@@ -92,7 +92,6 @@ struct GpuHealthOptions {
 };
 
 using GpuHealthCallback = std::function<void(const GpuHealthEvent&)>;
-
 
 class GpuHealthMonitor {
  public:

@@ -41,14 +41,17 @@ struct KernelXidWatcher::Impl {
         break;
       }
       std::unique_lock<std::mutex> lock(mu);
-      if (cv.wait_for(lock, std::chrono::milliseconds(poll_ms), [&] { return stop; })) return;
+      if (cv.wait_for(lock, std::chrono::milliseconds(poll_ms), [&] { return stop; }))
+        return;
     }
   }
 
   void Lines() {
     size_t start = 0;
-    for (size_t nl; (nl = pending.find('\n', start)) != std::string::npos; start = nl + 1) {
-      std::optional<KernelXid> x = ParseNvrmXidLine(std::string_view(pending).substr(start, nl - start));
+    for (size_t nl; (nl = pending.find('\n', start)) != std::string::npos;
+         start = nl + 1) {
+      std::optional<KernelXid> x =
+          ParseNvrmXidLine(std::string_view(pending).substr(start, nl - start));
       if (!x) continue;
       auto g = gpu_by_bus.find(x->pci_bus_id);
       const XidInfo info = ClassifyXid(x->xid);

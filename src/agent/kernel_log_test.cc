@@ -45,7 +45,8 @@ TEST(KernelXidWatcher, ReportsNewXidLinesForTheRightGpu) {
   const std::string path = tmpl;
   {
     std::ofstream old(path);
-    old << "6,100,1000,-;NVRM: Xid (PCI:0000:18:00): 48, logged before the agent started\n";
+    old << "6,100,1000,-;NVRM: Xid (PCI:0000:18:00): 48, logged before the agent "
+           "started\n";
   }
   Events events;
   Result<std::unique_ptr<KernelXidWatcher>> w = KernelXidWatcher::Start(
@@ -54,7 +55,8 @@ TEST(KernelXidWatcher, ReportsNewXidLinesForTheRightGpu) {
   {
     std::ofstream log(path, std::ios::app);
     log << "6,101,2000,-;usb 1-1: new high-speed USB device\n";
-    log << "4,102,3000,-;NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, "
+    log << "4,102,3000,-;NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', "
+           "name=<unknown>, "
            "GPU has fallen off the bus.\n";
     log << "4,103,4000,-;NVRM: Xid (PCI:0000:18:00): 13, pid=4242, name=python, "
            "Graphics SM Warp Exception\n";
@@ -77,8 +79,9 @@ TEST(KernelXidWatcher, ReportsNewXidLinesForTheRightGpu) {
   EXPECT_EQ(got[2].gpu, -1) << "a device that is not one of this node's GPUs";
   (*w)->Stop();
   unlink(path.c_str());
-  EXPECT_EQ(KernelXidWatcher::Start("/nonexistent/kmsg", {}, events.Callback()).status().code(),
-            StatusCode::kUnavailable);
+  EXPECT_EQ(
+      KernelXidWatcher::Start("/nonexistent/kmsg", {}, events.Callback()).status().code(),
+      StatusCode::kUnavailable);
 }
 
 }  // namespace

@@ -15,17 +15,17 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <optional>
-#include <sstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <sstream>
 
 #include "agent/environment.h"
 #include "agent/nccl_env.h"
-#include "core/strings.h"
 #include "agent/spawn.h"
 #include "agent/waiter.h"
+#include "core/strings.h"
 
 namespace hachi::agent {
 namespace {
@@ -100,8 +100,9 @@ Status WriteScript(const std::string& dir, const std::string& path,
   return st;
 }
 
-// A run's record in the spool, "run-<job>": written once its process started, removed when
-// it is reaped. What is left after the agent process died names runs nobody supervises.
+// A run's record in the spool, "run-<job>": written once its process started, removed
+// when it is reaped. What is left after the agent process died names runs nobody
+// supervises.
 std::string RunRecordPath(const std::string& spool, JobId job) {
   return spool + "/run-" + std::to_string(job);
 }
@@ -109,7 +110,8 @@ std::string RunRecordPath(const std::string& spool, JobId job) {
 // The kernel's start time of a process (field 22 of /proc/PID/stat, clock ticks since
 // boot): with the pid it names one process, even after the pid is reused. 0 when gone.
 unsigned long long ProcessStartTicks(pid_t pid) {
-  std::optional<std::string> stat = ReadFile("/proc/" + std::to_string(pid) + "/stat", nullptr);
+  std::optional<std::string> stat =
+      ReadFile("/proc/" + std::to_string(pid) + "/stat", nullptr);
   if (!stat) return 0;
   const size_t paren = stat->rfind(')');  // the command name may hold spaces and ')'
   if (paren == std::string::npos) return 0;
@@ -173,15 +175,17 @@ std::optional<RunRecord> ParseRunRecord(const std::string& text) {
 void WriteRunRecord(const std::string& spool, const RunRecord& r) {
   const std::string path = RunRecordPath(spool, r.job);
   const std::string tmp = path + ".tmp";
-  const std::string text = "v2 " + std::to_string(r.job) + " " + std::to_string(r.start_time) +
-                           " " + std::to_string(r.pid) + " " + std::to_string(r.ticks) + " " +
-                           std::to_string(r.deadline) + " " + std::to_string(r.grace) + " " +
-                           (r.waiter ? "1 " : "0 ") + (r.script.empty() ? "-" : r.script) +
-                           "\n";
+  const std::string text =
+      "v2 " + std::to_string(r.job) + " " + std::to_string(r.start_time) + " " +
+      std::to_string(r.pid) + " " + std::to_string(r.ticks) + " " +
+      std::to_string(r.deadline) + " " + std::to_string(r.grace) + " " +
+      (r.waiter ? "1 " : "0 ") + (r.script.empty() ? "-" : r.script) + "\n";
   mkdir(spool.c_str(), 0755);  // made on first use, as for scripts (EEXIST is fine)
-  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  const int fd =
+      open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return;  // best effort: without it a restarted agent cannot stop this run
-  const bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  const bool ok =
+      write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
   close(fd);
   if (!ok || rename(tmp.c_str(), path.c_str()) != 0) unlink(tmp.c_str());
 }
@@ -469,7 +473,8 @@ Status ProcessLauncher::Launch(const LaunchSpec& spec) {
   if (!child.ok()) {
     isolation_->Finish(job.iso);
     if (!job.script.empty()) unlink(job.script.c_str());
-    if (!options_.waiter.empty()) unlink(ExitFilePath(options_.spool_dir, spec.job).c_str());
+    if (!options_.waiter.empty())
+      unlink(ExitFilePath(options_.spool_dir, spec.job).c_str());
     JobExit e;
     e.job = spec.job;
     e.start_time = spec.start_time;

@@ -104,10 +104,14 @@ TEST_F(LauncherTest, NcclHcaOfTheGrantedGpus) {
   o.gpu_nics = {{"mlx5_0"}, {"mlx5_1"}, {"mlx5_2"}, {"mlx5_3"}};
   Exits exits;
   ProcessLauncher launcher(o, exits.Callback());
-  ASSERT_TRUE(launcher.Launch(Job(12).Gpus({1, 3}).Out("a.txt").Sh("echo $NCCL_IB_HCA")).ok());
+  ASSERT_TRUE(
+      launcher.Launch(Job(12).Gpus({1, 3}).Out("a.txt").Sh("echo $NCCL_IB_HCA")).ok());
   ASSERT_TRUE(launcher
-                  .Launch(Job(13).Gpus({0}).Env("NCCL_IB_HCA", "mlx5_9").Out("b.txt").Sh(
-                      "echo $NCCL_IB_HCA"))
+                  .Launch(Job(13)
+                              .Gpus({0})
+                              .Env("NCCL_IB_HCA", "mlx5_9")
+                              .Out("b.txt")
+                              .Sh("echo $NCCL_IB_HCA"))
                   .ok());
   ASSERT_TRUE(exits.Wait(12).has_value());
   ASSERT_TRUE(exits.Wait(13).has_value());
@@ -231,7 +235,8 @@ TEST_F(LauncherTest, NextLauncherStopsTheRunsTheLastOneLeft) {
   EXPECT_EQ(Run(Job(40).Sh("true")).kind, ExitKind::kExited);
   EXPECT_FALSE(fs::exists(spool + "/run-40")) << "a reaped run leaves no record";
   const std::string pidfile = dir_ + "/main.pid";
-  ASSERT_TRUE(launcher_->Launch(Job(46).Sh("echo $$ > " + pidfile + "; sleep 30 & wait")).ok());
+  ASSERT_TRUE(
+      launcher_->Launch(Job(46).Sh("echo $$ > " + pidfile + "; sleep 30 & wait")).ok());
   const pid_t main_pid = WaitPidFile(pidfile);
   ASSERT_GT(main_pid, 0);
   ASSERT_TRUE(fs::exists(spool + "/run-46"));
@@ -267,16 +272,19 @@ TEST_F(LauncherTest, NextLauncherAdoptsTheRunsTheLastOneLeft) {
   // 50: ends with 7 once told to, under the next launcher; 51: ends by SIGTERM while no
   // launcher watches; 52: time limit; 53: cancelled by the next launcher; 54: a script,
   // removed at the end.
-  ASSERT_TRUE(
-      launcher_->Launch(Job(50).Start(1000).Sh("echo $$ > " + p1 + "; " + wait_for(go50) + "exit 7"))
-          .ok());
   ASSERT_TRUE(launcher_
-                  ->Launch(Job(51).Start(1001).Sh("echo $$ > " + p2 + "; " + wait_for(go51) +
-                                                  "kill -TERM $$"))
+                  ->Launch(Job(50).Start(1000).Sh("echo $$ > " + p1 + "; " +
+                                                  wait_for(go50) + "exit 7"))
                   .ok());
-  ASSERT_TRUE(launcher_->Launch(Job(52).TimeLimit(2, 1).Sh("echo $$ > " + p3 + "; sleep 30"))
+  ASSERT_TRUE(launcher_
+                  ->Launch(Job(51).Start(1001).Sh("echo $$ > " + p2 + "; " +
+                                                  wait_for(go51) + "kill -TERM $$"))
                   .ok());
-  ASSERT_TRUE(launcher_->Launch(Job(53).Start(1003).Sh("echo $$ > " + p4 + "; sleep 30")).ok());
+  ASSERT_TRUE(
+      launcher_->Launch(Job(52).TimeLimit(2, 1).Sh("echo $$ > " + p3 + "; sleep 30"))
+          .ok());
+  ASSERT_TRUE(
+      launcher_->Launch(Job(53).Start(1003).Sh("echo $$ > " + p4 + "; sleep 30")).ok());
   ASSERT_TRUE(launcher_->Launch(Job(54).Script("#!/bin/sh\nsleep 1\nexit 4\n")).ok());
   for (const std::string& p : {p1, p2, p3, p4}) ASSERT_GT(WaitPidFile(p), 0) << p;
   const pid_t waiter51 = getpgid(WaitPidFile(p2));
@@ -340,13 +348,14 @@ TEST_F(LauncherTest, NextLauncherAdoptsTheRunsTheLastOneLeft) {
 // the next launcher reports it as lost rather than inventing a status.
 TEST_F(LauncherTest, RunWithoutExitStatusIsReportedLost) {
   const std::string spool = dir_ + "/spool", pidfile = dir_ + "/p";
-  ASSERT_TRUE(launcher_->Launch(Job(60).Start(2000).Sh("echo $$ > " + pidfile + "; sleep 30"))
-                  .ok());
+  ASSERT_TRUE(
+      launcher_->Launch(Job(60).Start(2000).Sh("echo $$ > " + pidfile + "; sleep 30"))
+          .ok());
   const pid_t job = WaitPidFile(pidfile);
   ASSERT_GT(job, 0);
   launcher_.reset();
   const pid_t waiter = getpgid(job);
-  kill(-waiter, SIGKILL);  // waiter and job die together
+  kill(-waiter, SIGKILL);                          // waiter and job die together
   ASSERT_EQ(waitpid(waiter, nullptr, 0), waiter);  // as init would
   Exits next_exits;
   ProcessLauncher next(Options(), next_exits.Callback());
@@ -570,7 +579,8 @@ TEST_F(LauncherTest, LaunchToExitLatencyOfBinTrue) {
       const auto start = Clock::now();
       EXPECT_TRUE(launcher.Launch(Job(id).Out("/dev/null").Argv({"/bin/true"})).ok());
       EXPECT_TRUE(exits.Wait(id).has_value());
-      ms.push_back(std::chrono::duration<double, std::milli>(exits.At(id) - start).count());
+      ms.push_back(
+          std::chrono::duration<double, std::milli>(exits.At(id) - start).count());
     }
     std::sort(ms.begin(), ms.end());
     return ms;
@@ -585,8 +595,8 @@ TEST_F(LauncherTest, LaunchToExitLatencyOfBinTrue) {
   for (const auto& [name, ms] : {std::pair{"with the job waiter", &waited},
                                  std::pair{"exec'd directly", &plain}}) {
     std::cout << "[ latency ] /bin/true launch-to-exit " << name << ", " << kRuns
-              << " runs: median " << (*ms)[kRuns / 2] << " ms, p90 " << (*ms)[kRuns * 9 / 10]
-              << " ms, max " << ms->back() << " ms\n";
+              << " runs: median " << (*ms)[kRuns / 2] << " ms, p90 "
+              << (*ms)[kRuns * 9 / 10] << " ms, max " << ms->back() << " ms\n";
   }
   std::cout << "[ latency ] median ratio waiter/direct: "
             << waited[kRuns / 2] / plain[kRuns / 2] << "\n";

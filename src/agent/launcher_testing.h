@@ -73,7 +73,8 @@ inline std::string Slurp(const std::string& path) {
 inline bool ProcessGone(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   if (!in) return true;
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string stat((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
   const size_t paren = stat.rfind(')');
   return paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] == 'Z';
 }

@@ -1,15 +1,14 @@
 #include "agent/spawn.h"
 
-#include <sched.h>
-#include <sys/mman.h>
-#include <sys/mount.h>
-
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -55,15 +54,18 @@ void ApplySetup(int err_fd, const SpawnRequest::Setup& s) {
   }
   for (const SpawnRequest::Setup::Limit& l : s.rlimits) {
     if (syscall(SYS_prlimit64, 0, l.resource, &l.value, nullptr) < 0 &&
-        (errno != EPERM || syscall(SYS_prlimit64, 0, l.resource, &l.fallback, nullptr) < 0))
+        (errno != EPERM ||
+         syscall(SYS_prlimit64, 0, l.resource, &l.fallback, nullptr) < 0))
       Fail(err_fd, Step::kRlimit, errno);
   }
   if (s.shm_options.empty()) return;
   // Slave, not private: mounts the host makes later (NFS, a new disk) still reach the
   // job, and the job's tmpfs never reaches the host.
-  if (unshare(CLONE_NEWNS) < 0 || mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) < 0)
+  if (unshare(CLONE_NEWNS) < 0 ||
+      mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) < 0)
     Fail(err_fd, Step::kMountNamespace, errno);
-  if (mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, s.shm_options.c_str()) < 0)
+  if (mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, s.shm_options.c_str()) <
+      0)
     Fail(err_fd, Step::kShm, errno);
 }
 
@@ -115,8 +117,7 @@ void ApplySetup(int err_fd, const SpawnRequest::Setup& s) {
     Fail(err_fd, Step::kWaiter, errno);
   }
 
-  Fail(err_fd, Step::kExec,
-       ExecFirst(paths.data(), paths.size(), argv, envp, sh_argv));
+  Fail(err_fd, Step::kExec, ExecFirst(paths.data(), paths.size(), argv, envp, sh_argv));
 }
 
 // clone()'s entry point: the child runs on its own small stack in the agent's memory
@@ -270,7 +271,8 @@ Result<Spawned> Spawn(const SpawnRequest& req) {
   if (!req.waiter.empty()) {
     waiter_strings = {req.waiter, kWaiterCommand, std::to_string(pipe_fds[1]),
                       std::to_string(req.exit_fd), std::to_string(req.exec_paths.size())};
-    waiter_strings.insert(waiter_strings.end(), req.exec_paths.begin(), req.exec_paths.end());
+    waiter_strings.insert(waiter_strings.end(), req.exec_paths.begin(),
+                          req.exec_paths.end());
     waiter_strings.push_back("--");
     waiter_strings.insert(waiter_strings.end(), req.argv.begin(), req.argv.end());
     for (std::string& a : waiter_strings) waiter_argv.push_back(a.data());
@@ -296,8 +298,9 @@ Result<Spawned> Spawn(const SpawnRequest& req) {
     close(pipe_fds[1]);
     return Internal(std::string("mmap: ") + strerror(err));
   }
-  ChildArgs args{pipe_fds[0],     pipe_fds[1], &req,
-                 argv.data(),     envp.data(), &paths,
+  ChildArgs args{pipe_fds[0],    pipe_fds[1],
+                 &req,           argv.data(),
+                 envp.data(),    &paths,
                  sh_argv.data(), waiter_argv.empty() ? nullptr : waiter_argv.data()};
   const pid_t pid = clone(ChildEntry, static_cast<char*>(stack) + kStackBytes,
                           CLONE_VM | CLONE_VFORK | SIGCHLD, &args);

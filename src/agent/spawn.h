@@ -10,7 +10,6 @@
 #include <sys/types.h>
 
 #include <cstddef>
-
 #include <string>
 #include <vector>
 

@@ -61,7 +61,8 @@ bool IgnoredByWaiter(int sig) {
   std::vector<char*> sh_argv = {const_cast<char*>("/bin/sh"), nullptr};
   for (int i = 1; argv[i] != nullptr; ++i) sh_argv.push_back(argv[i]);
   sh_argv.push_back(nullptr);
-  ExecFailed(err_fd, ExecFirst(paths.data(), paths.size(), argv, environ, sh_argv.data()));
+  ExecFailed(err_fd,
+             ExecFirst(paths.data(), paths.size(), argv, environ, sh_argv.data()));
 }
 
 bool ParseFd(const char* s, int* fd) {

@@ -1,11 +1,11 @@
 #include "api/http_client.h"
 
+#include <httplib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
 #include <cstdlib>
 #include <vector>
-#include <httplib.h>
 
 #include "api/protocol_json.h"
 
@@ -52,12 +52,15 @@ Result<std::unique_ptr<HttpClient>> HttpClient::Create(std::string_view address,
   std::string a(address);
   if (a.rfind("unix:", 0) == 0) {
     std::string path = a.substr(5);
-    if (path.empty()) return InvalidArgument("server address '" + a + "': no socket path");
+    if (path.empty())
+      return InvalidArgument("server address '" + a + "': no socket path");
     impl->client = std::make_unique<httplib::Client>(path);
     impl->client->set_address_family(AF_UNIX);
   } else {
     const bool https = a.rfind("https://", 0) == 0;
-    std::string hostport = https ? a.substr(8) : a.rfind("http://", 0) == 0 ? a.substr(7) : a;
+    std::string hostport = https                        ? a.substr(8)
+                           : a.rfind("http://", 0) == 0 ? a.substr(7)
+                                                        : a;
     while (!hostport.empty() && hostport.back() == '/') hostport.pop_back();
     const size_t colon = hostport.rfind(':');
     if (hostport.empty() || colon == std::string::npos || colon == 0 ||
@@ -89,13 +92,14 @@ Result<std::unique_ptr<HttpClient>> HttpClient::Create(std::string_view address,
                              "': this hachi was built without TLS (no static libssl)");
 #endif
     } else {
-      impl->client =
-          std::make_unique<httplib::Client>(hostport.substr(0, colon), static_cast<int>(port));
+      impl->client = std::make_unique<httplib::Client>(hostport.substr(0, colon),
+                                                       static_cast<int>(port));
     }
   }
   impl->client->set_keep_alive(true);
   impl->client->set_tcp_nodelay(true);  // small requests: no Nagle delay
-  impl->client->set_connection_timeout(std::chrono::milliseconds(std::min(timeout_ms, 5000)));
+  impl->client->set_connection_timeout(
+      std::chrono::milliseconds(std::min(timeout_ms, 5000)));
   return std::unique_ptr<HttpClient>(new HttpClient(a, std::move(impl)));
 }
 

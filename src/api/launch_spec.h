@@ -20,9 +20,9 @@ struct LaunchSpec {
   std::string user;     // the submitting user's name
   std::string partition;
   // This node's part.
-  std::string node;             // this node's name
-  GpuSet gpus;                  // node-local GPU indices, CUDA_VISIBLE_DEVICES in
-                                // ascending order
+  std::string node;  // this node's name
+  GpuSet gpus;       // node-local GPU indices, CUDA_VISIBLE_DEVICES in
+                     // ascending order
   int cpus = 0;
   int64_t memory_mib = 0;
   int share_milli = 0;  // GPU share: MPS limits (sched::MpsEnvironment)
@@ -31,20 +31,20 @@ struct LaunchSpec {
   std::vector<std::string> nodelist;
   std::vector<std::string> node_addresses;  // same order; MASTER_ADDR is the first
   int node_rank = 0;
-  int master_port = 29500;  // MASTER_PORT, chosen by the server per job
-  int gpus_per_node = 0;    // NPROC_PER_NODE
-  Duration time_limit = 0;  // seconds; 0 = none
+  int master_port = 29500;   // MASTER_PORT, chosen by the server per job
+  int gpus_per_node = 0;     // NPROC_PER_NODE
+  Duration time_limit = 0;   // seconds; 0 = none
   Duration kill_grace = 30;  // SIGTERM -> SIGKILL, for the time limit and cancel
   Time start_time = 0;       // when the server started it (time limit counts from here)
 };
 
 // Why a job's process ended, as the agent saw it.
 enum class ExitKind : uint8_t {
-  kExited,     // exit status in exit_code
-  kSignaled,   // killed by `signal` (not by us)
-  kTimeLimit,  // we stopped it at its time limit
-  kCancelled,  // we stopped it on the server's request
-  kOutOfMemory,  // the cgroup's OOM killer (issue 6)
+  kExited,        // exit status in exit_code
+  kSignaled,      // killed by `signal` (not by us)
+  kTimeLimit,     // we stopped it at its time limit
+  kCancelled,     // we stopped it on the server's request
+  kOutOfMemory,   // the cgroup's OOM killer (issue 6)
   kLaunchFailed,  // never started: exec failed, workdir or output file unusable, ...
   kLost,          // ended while no agent watched it, and how is not known
 };

@@ -40,11 +40,11 @@ struct AgentRegistration {
 // What an agent should do next (the work long poll's answer).
 // One GPU fault an agent's health monitor saw (agent/gpu_health.h classifies it).
 struct GpuHealthEvent {
-  int gpu = -1;          // index on the node; -1: node-wide
-  std::string kind;      // "xid", "ecc-dbe", "gpu-lost", "remap-failure", ...
-  int xid = 0;           // for kind "xid"
-  std::string fault;     // "info", "job", "reset", "fatal" or "node"
-  std::string message;   // one line: "Xid 79: GPU has fallen off the bus"
+  int gpu = -1;         // index on the node; -1: node-wide
+  std::string kind;     // "xid", "ecc-dbe", "gpu-lost", "remap-failure", ...
+  int xid = 0;          // for kind "xid"
+  std::string fault;    // "info", "job", "reset", "fatal" or "node"
+  std::string message;  // one line: "Xid 79: GPU has fallen off the bus"
   Time at = 0;
 };
 // A compute process on one of the node's GPUs (NVML's process list), with what the agent
@@ -52,10 +52,11 @@ struct GpuHealthEvent {
 struct GpuProcessReport {
   int gpu = -1;
   uint32_t pid = 0;
-  int64_t used_mib = -1;   // -1: NVML does not say
-  std::string user;        // the process's owner ("uid1234" without a name)
-  std::string command;     // its command line, shortened
-  state::JobId job = 0;    // the Hachi job it belongs to (cgroup, else HACHI_JOB_ID); 0: none
+  int64_t used_mib = -1;  // -1: NVML does not say
+  std::string user;       // the process's owner ("uid1234" without a name)
+  std::string command;    // its command line, shortened
+  state::JobId job =
+      0;  // the Hachi job it belongs to (cgroup, else HACHI_JOB_ID); 0: none
 };
 // POST /agents/NODE/health.
 struct AgentHealth {

@@ -22,11 +22,13 @@ Result<json> Parse(std::string_view text, std::string_view what) {
 }
 
 // Fails on a key outside `known`, naming it (clients learn of typos at once).
-Status OnlyKeys(const json& j, std::string_view path, std::initializer_list<const char*> known) {
+Status OnlyKeys(const json& j, std::string_view path,
+                std::initializer_list<const char*> known) {
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool ok = false;
     for (const char* k : known) ok = ok || it.key() == k;
-    if (!ok) return InvalidArgument(std::string(path) + ": unknown field '" + it.key() + "'");
+    if (!ok)
+      return InvalidArgument(std::string(path) + ": unknown field '" + it.key() + "'");
   }
   return Status::Ok();
 }
@@ -45,7 +47,8 @@ Status GetInt(const json& j, const char* key, std::string_view path, T* out) {
   }
   const int64_t v = it->get<int64_t>();
   if (v < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
-      (v > 0 && static_cast<uint64_t>(v) > static_cast<uint64_t>(std::numeric_limits<T>::max()))) {
+      (v > 0 &&
+       static_cast<uint64_t>(v) > static_cast<uint64_t>(std::numeric_limits<T>::max()))) {
     return InvalidArgument(std::string(path) + "." + key + ": " + std::to_string(v) +
                            " is out of range");
   }
@@ -53,7 +56,8 @@ Status GetInt(const json& j, const char* key, std::string_view path, T* out) {
   return Status::Ok();
 }
 
-Status GetString(const json& j, const char* key, std::string_view path, std::string* out) {
+Status GetString(const json& j, const char* key, std::string_view path,
+                 std::string* out) {
   auto it = j.find(key);
   if (it == j.end()) return Status::Ok();
   if (!it->is_string()) {
@@ -76,7 +80,8 @@ Status GetBool(const json& j, const char* key, std::string_view path, bool* out)
 }
 
 template <typename T>
-Status GetIntList(const json& j, const char* key, std::string_view path, std::vector<T>* out) {
+Status GetIntList(const json& j, const char* key, std::string_view path,
+                  std::vector<T>* out) {
   auto it = j.find(key);
   if (it == j.end()) return Status::Ok();
   const std::string p = std::string(path) + "." + key;
@@ -109,13 +114,20 @@ std::string Dump(const json& j) {
 
 std::string_view ExitKindName(agent::ExitKind k) {
   switch (k) {
-    case agent::ExitKind::kExited: return "exited";
-    case agent::ExitKind::kSignaled: return "signaled";
-    case agent::ExitKind::kTimeLimit: return "time_limit";
-    case agent::ExitKind::kCancelled: return "cancelled";
-    case agent::ExitKind::kOutOfMemory: return "out_of_memory";
-    case agent::ExitKind::kLaunchFailed: return "launch_failed";
-    case agent::ExitKind::kLost: return "lost";
+    case agent::ExitKind::kExited:
+      return "exited";
+    case agent::ExitKind::kSignaled:
+      return "signaled";
+    case agent::ExitKind::kTimeLimit:
+      return "time_limit";
+    case agent::ExitKind::kCancelled:
+      return "cancelled";
+    case agent::ExitKind::kOutOfMemory:
+      return "out_of_memory";
+    case agent::ExitKind::kLaunchFailed:
+      return "launch_failed";
+    case agent::ExitKind::kLost:
+      return "lost";
   }
   return "exited";
 }
@@ -176,12 +188,13 @@ Status LaunchFromJson(const json& j, std::string_view path, agent::LaunchSpec* l
   if (!j.is_object()) return InvalidArgument(std::string(path) + ": expected an object");
   HACHI_RETURN_IF_ERROR(OnlyKeys(
       j, path,
-      {"job", "spec", "user", "partition", "node", "gpus", "cpus", "memory_mib", "share_milli",
-       "gpu_memory_mib", "nodelist", "node_addresses", "node_rank", "master_port",
-       "gpus_per_node", "time_limit", "kill_grace", "start_time"}));
+      {"job", "spec", "user", "partition", "node", "gpus", "cpus", "memory_mib",
+       "share_milli", "gpu_memory_mib", "nodelist", "node_addresses", "node_rank",
+       "master_port", "gpus_per_node", "time_limit", "kill_grace", "start_time"}));
   HACHI_RETURN_IF_ERROR(GetInt(j, "job", path, &l->job));
   if (j.contains("spec")) {
-    HACHI_RETURN_IF_ERROR(state::FromJson(j["spec"], &l->spec, std::string(path) + ".spec"));
+    HACHI_RETURN_IF_ERROR(
+        state::FromJson(j["spec"], &l->spec, std::string(path) + ".spec"));
   }
   HACHI_RETURN_IF_ERROR(GetString(j, "user", path, &l->user));
   HACHI_RETURN_IF_ERROR(GetString(j, "partition", path, &l->partition));
@@ -189,7 +202,8 @@ Status LaunchFromJson(const json& j, std::string_view path, agent::LaunchSpec* l
   std::string gpus;
   HACHI_RETURN_IF_ERROR(GetString(j, "gpus", path, &gpus));
   Result<GpuSet> set = GpuSet::Parse(gpus);
-  if (!set.ok()) return InvalidArgument(std::string(path) + ".gpus: " + set.status().message());
+  if (!set.ok())
+    return InvalidArgument(std::string(path) + ".gpus: " + set.status().message());
   l->gpus = *set;
   HACHI_RETURN_IF_ERROR(GetInt(j, "cpus", path, &l->cpus));
   HACHI_RETURN_IF_ERROR(GetInt(j, "memory_mib", path, &l->memory_mib));
@@ -209,7 +223,8 @@ Status LaunchFromJson(const json& j, std::string_view path, agent::LaunchSpec* l
 }  // namespace
 
 std::string SubmitRequestToJson(const SubmitRequest& r) {
-  json j{{"req", state::ToJson(r.req)}, {"spec", state::ToJson(r.spec)}, {"hold", r.hold}};
+  json j{
+      {"req", state::ToJson(r.req)}, {"spec", state::ToJson(r.spec)}, {"hold", r.hold}};
   if (!r.array_tasks.empty()) {
     j["array_tasks"] = r.array_tasks;
     j["array_max_running"] = r.array_max_running;
@@ -221,9 +236,10 @@ Result<SubmitRequest> SubmitRequestFromJson(std::string_view text) {
   Result<json> j = Parse(text, "submit");
   if (!j.ok()) return j.status();
   SubmitRequest r;
-  HACHI_RETURN_IF_ERROR(
-      OnlyKeys(*j, "submit", {"req", "spec", "hold", "array_tasks", "array_max_running"}));
-  if (!j->contains("req")) return InvalidArgument("submit: 'req' (the resources) is missing");
+  HACHI_RETURN_IF_ERROR(OnlyKeys(
+      *j, "submit", {"req", "spec", "hold", "array_tasks", "array_max_running"}));
+  if (!j->contains("req"))
+    return InvalidArgument("submit: 'req' (the resources) is missing");
   HACHI_RETURN_IF_ERROR(state::FromJson((*j)["req"], &r.req, "submit.req"));
   if (j->contains("spec")) {
     HACHI_RETURN_IF_ERROR(state::FromJson((*j)["spec"], &r.spec, "submit.spec"));
@@ -237,25 +253,25 @@ Result<SubmitRequest> SubmitRequestFromJson(std::string_view text) {
 
 std::string AgentRegistrationToJson(const AgentRegistration& r) {
   return Dump(json{{"node", r.node},
-              {"address", r.address},
-              {"topology", json::parse(r.topology_json, nullptr, false)},
-              {"cpus", r.cpus},
-              {"memory_mib", r.memory_mib},
-              {"agent_started", r.agent_started},
-              {"instance", r.instance},
-              {"running", r.running},
-              {"finished", r.finished},
-              {"cgroup", r.cgroup}});
+                   {"address", r.address},
+                   {"topology", json::parse(r.topology_json, nullptr, false)},
+                   {"cpus", r.cpus},
+                   {"memory_mib", r.memory_mib},
+                   {"agent_started", r.agent_started},
+                   {"instance", r.instance},
+                   {"running", r.running},
+                   {"finished", r.finished},
+                   {"cgroup", r.cgroup}});
 }
 
 Result<AgentRegistration> AgentRegistrationFromJson(std::string_view text) {
   Result<json> j = Parse(text, "register");
   if (!j.ok()) return j.status();
   AgentRegistration r;
-  HACHI_RETURN_IF_ERROR(OnlyKeys(*j, "register",
-                                 {"node", "address", "topology", "cpus", "memory_mib",
-                                  "agent_started", "instance", "running", "finished",
-                                  "cgroup"}));
+  HACHI_RETURN_IF_ERROR(
+      OnlyKeys(*j, "register",
+               {"node", "address", "topology", "cpus", "memory_mib", "agent_started",
+                "instance", "running", "finished", "cgroup"}));
   HACHI_RETURN_IF_ERROR(GetString(*j, "node", "register", &r.node));
   HACHI_RETURN_IF_ERROR(GetString(*j, "address", "register", &r.address));
   auto t = j->find("topology");
@@ -319,10 +335,12 @@ Status GpuProcessesFromJson(const json& list, std::vector<GpuProcessReport>* out
     HACHI_RETURN_IF_ERROR(GetString(e, "command", path, &p.command));
     HACHI_RETURN_IF_ERROR(GetInt(e, "job", path, &p.job));
     if (p.gpu < 0 || p.gpu >= GpuSet::kMaxGpus) {
-      return InvalidArgument(path + ".gpu: " + std::to_string(p.gpu) + " is not a GPU index");
+      return InvalidArgument(path + ".gpu: " + std::to_string(p.gpu) +
+                             " is not a GPU index");
     }
     if (pid <= 0 || pid > (1 << 22)) {
-      return InvalidArgument(path + ".pid: " + std::to_string(pid) + " is not a process id");
+      return InvalidArgument(path + ".pid: " + std::to_string(pid) +
+                             " is not a process id");
     }
     if (p.job < 0) return InvalidArgument(path + ".job: negative");
     p.pid = static_cast<uint32_t>(pid);
@@ -349,12 +367,14 @@ Result<AgentHealth> AgentHealthFromJson(std::string_view text) {
     return h;
   }
   if (!ev->is_array()) return InvalidArgument("health.events: expected an array");
-  static const std::vector<std::string> kFaults = {"info", "job", "reset", "fatal", "node"};
+  static const std::vector<std::string> kFaults = {"info", "job", "reset", "fatal",
+                                                   "node"};
   for (size_t i = 0; i < ev->size(); ++i) {
     const json& e = (*ev)[i];
     const std::string path = "health.events[" + std::to_string(i) + "]";
     if (!e.is_object()) return InvalidArgument(path + ": expected an object");
-    HACHI_RETURN_IF_ERROR(OnlyKeys(e, path, {"gpu", "kind", "xid", "fault", "message", "at"}));
+    HACHI_RETURN_IF_ERROR(
+        OnlyKeys(e, path, {"gpu", "kind", "xid", "fault", "message", "at"}));
     GpuHealthEvent g;
     HACHI_RETURN_IF_ERROR(GetInt(e, "gpu", path, &g.gpu));
     HACHI_RETURN_IF_ERROR(GetString(e, "kind", path, &g.kind));
@@ -363,7 +383,8 @@ Result<AgentHealth> AgentHealthFromJson(std::string_view text) {
     HACHI_RETURN_IF_ERROR(GetString(e, "message", path, &g.message));
     HACHI_RETURN_IF_ERROR(GetInt(e, "at", path, &g.at));
     if (g.gpu < -1 || g.gpu >= GpuSet::kMaxGpus) {
-      return InvalidArgument(path + ".gpu: " + std::to_string(g.gpu) + " is not a GPU index");
+      return InvalidArgument(path + ".gpu: " + std::to_string(g.gpu) +
+                             " is not a GPU index");
     }
     if (std::find(kFaults.begin(), kFaults.end(), g.fault) == kFaults.end()) {
       return InvalidArgument(path + ".fault: '" + g.fault +
@@ -379,7 +400,8 @@ Result<AgentHealth> AgentHealthFromJson(std::string_view text) {
 std::string AgentWorkToJson(const AgentWork& w) {
   json launches = json::array();
   for (const agent::LaunchSpec& l : w.launch) launches.push_back(LaunchToJson(l));
-  return Dump(json{{"launch", launches}, {"cancel", w.cancel}, {"reregister", w.reregister}});
+  return Dump(
+      json{{"launch", launches}, {"cancel", w.cancel}, {"reregister", w.reregister}});
 }
 
 Result<AgentWork> AgentWorkFromJson(std::string_view text) {
@@ -427,9 +449,9 @@ Result<std::vector<agent::JobExit>> JobExitsFromJson(std::string_view text) {
     const json& e = (*a)[i];
     const std::string path = "exits[" + std::to_string(i) + "]";
     if (!e.is_object()) return InvalidArgument(path + ": expected an object");
-    HACHI_RETURN_IF_ERROR(
-        OnlyKeys(e, path,
-                 {"job", "kind", "exit_code", "signal", "message", "end_time", "start_time"}));
+    HACHI_RETURN_IF_ERROR(OnlyKeys(
+        e, path,
+        {"job", "kind", "exit_code", "signal", "message", "end_time", "start_time"}));
     agent::JobExit x;
     HACHI_RETURN_IF_ERROR(GetInt(e, "job", path, &x.job));
     std::string kind = "exited";
@@ -470,7 +492,8 @@ Result<int> ResumeGpuFromJson(std::string_view text) {
   int gpu = -1;
   HACHI_RETURN_IF_ERROR(GetInt(*j, "gpu", "resume", &gpu));
   if (j->contains("gpu") && (gpu < 0 || gpu >= GpuSet::kMaxGpus)) {
-    return InvalidArgument("resume.gpu: " + std::to_string(gpu) + " is not a GPU index (0.." +
+    return InvalidArgument("resume.gpu: " + std::to_string(gpu) +
+                           " is not a GPU index (0.." +
                            std::to_string(GpuSet::kMaxGpus - 1) + ")");
   }
   return gpu;
@@ -478,58 +501,95 @@ Result<int> ResumeGpuFromJson(std::string_view text) {
 
 std::string_view StatusCodeSlug(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return "ok";
-    case StatusCode::kInvalidArgument: return "invalid_argument";
-    case StatusCode::kNotFound: return "not_found";
-    case StatusCode::kUnsatisfiable: return "unsatisfiable";
-    case StatusCode::kBusy: return "busy";
-    case StatusCode::kUnavailable: return "unavailable";
-    case StatusCode::kInternal: return "internal";
-    case StatusCode::kPermissionDenied: return "permission_denied";
-    case StatusCode::kUnauthenticated: return "unauthenticated";
+    case StatusCode::kOk:
+      return "ok";
+    case StatusCode::kInvalidArgument:
+      return "invalid_argument";
+    case StatusCode::kNotFound:
+      return "not_found";
+    case StatusCode::kUnsatisfiable:
+      return "unsatisfiable";
+    case StatusCode::kBusy:
+      return "busy";
+    case StatusCode::kUnavailable:
+      return "unavailable";
+    case StatusCode::kInternal:
+      return "internal";
+    case StatusCode::kPermissionDenied:
+      return "permission_denied";
+    case StatusCode::kUnauthenticated:
+      return "unauthenticated";
   }
   return "internal";
 }
 
 int HttpStatusFor(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return 200;
-    case StatusCode::kInvalidArgument: return 400;
-    case StatusCode::kNotFound: return 404;
-    case StatusCode::kUnsatisfiable: return 422;
-    case StatusCode::kBusy: return 409;
-    case StatusCode::kUnavailable: return 503;
-    case StatusCode::kInternal: return 500;
-    case StatusCode::kPermissionDenied: return 403;
-    case StatusCode::kUnauthenticated: return 401;
+    case StatusCode::kOk:
+      return 200;
+    case StatusCode::kInvalidArgument:
+      return 400;
+    case StatusCode::kNotFound:
+      return 404;
+    case StatusCode::kUnsatisfiable:
+      return 422;
+    case StatusCode::kBusy:
+      return 409;
+    case StatusCode::kUnavailable:
+      return 503;
+    case StatusCode::kInternal:
+      return 500;
+    case StatusCode::kPermissionDenied:
+      return 403;
+    case StatusCode::kUnauthenticated:
+      return 401;
   }
   return 500;
 }
 
 std::string ErrorToJson(const Status& s) {
   // A message may quote what the client sent (a node name from the URL): any bytes.
-  return Dump(json{{"error", {{"code", StatusCodeSlug(s.code())}, {"message", s.message()}}}});
+  return Dump(
+      json{{"error", {{"code", StatusCodeSlug(s.code())}, {"message", s.message()}}}});
 }
 
 Status StatusFromError(int http_status, std::string_view body) {
   json j = json::parse(body, nullptr, false);
   StatusCode code = StatusCode::kInternal;
   switch (http_status) {
-    case 400: case 413: code = StatusCode::kInvalidArgument; break;
-    case 401: code = StatusCode::kUnauthenticated; break;
-    case 403: code = StatusCode::kPermissionDenied; break;
-    case 404: code = StatusCode::kNotFound; break;
-    case 409: code = StatusCode::kBusy; break;
-    case 422: code = StatusCode::kUnsatisfiable; break;
-    case 503: code = StatusCode::kUnavailable; break;
-    default: break;
+    case 400:
+    case 413:
+      code = StatusCode::kInvalidArgument;
+      break;
+    case 401:
+      code = StatusCode::kUnauthenticated;
+      break;
+    case 403:
+      code = StatusCode::kPermissionDenied;
+      break;
+    case 404:
+      code = StatusCode::kNotFound;
+      break;
+    case 409:
+      code = StatusCode::kBusy;
+      break;
+    case 422:
+      code = StatusCode::kUnsatisfiable;
+      break;
+    case 503:
+      code = StatusCode::kUnavailable;
+      break;
+    default:
+      break;
   }
-  if (!j.is_discarded() && j.is_object() && j.contains("error") && j["error"].is_object() &&
-      j["error"].contains("message") && j["error"]["message"].is_string()) {
+  if (!j.is_discarded() && j.is_object() && j.contains("error") &&
+      j["error"].is_object() && j["error"].contains("message") &&
+      j["error"]["message"].is_string()) {
     return Status(code, j["error"]["message"].get<std::string>());
   }
   std::string start(body.substr(0, 200));
-  return Status(code, "HTTP " + std::to_string(http_status) + (start.empty() ? "" : ": " + start));
+  return Status(
+      code, "HTTP " + std::to_string(http_status) + (start.empty() ? "" : ": " + start));
 }
 
 }  // namespace hachi::api

@@ -368,8 +368,8 @@ namespace {
 TEST(ProtocolJson, AgentHealthRoundTrip) {
   AgentHealth h;
   h.instance = "a1b2";
-  h.events.push_back(GpuHealthEvent{3, "xid", 79, "fatal", "Xid 79: GPU has fallen off the bus",
-                                    1700000000});
+  h.events.push_back(GpuHealthEvent{3, "xid", 79, "fatal",
+                                    "Xid 79: GPU has fallen off the bus", 1700000000});
   h.events.push_back(GpuHealthEvent{-1, "xid", 145, "node", "NVSwitch", 1700000001});
   Result<AgentHealth> back = AgentHealthFromJson(AgentHealthToJson(h));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
@@ -380,8 +380,10 @@ TEST(ProtocolJson, AgentHealthRoundTrip) {
   EXPECT_EQ(back->events[0].fault, "fatal");
   EXPECT_EQ(back->events[0].message, "Xid 79: GPU has fallen off the bus");
   EXPECT_EQ(back->events[1].gpu, -1);
-  EXPECT_FALSE(AgentHealthFromJson(R"({"events":[{"gpu":-2,"kind":"xid","fault":"info"}]})").ok());
-  EXPECT_FALSE(AgentHealthFromJson(R"({"events":[{"gpu":0,"kind":"","fault":"info"}]})").ok());
+  EXPECT_FALSE(
+      AgentHealthFromJson(R"({"events":[{"gpu":-2,"kind":"xid","fault":"info"}]})").ok());
+  EXPECT_FALSE(
+      AgentHealthFromJson(R"({"events":[{"gpu":0,"kind":"","fault":"info"}]})").ok());
   EXPECT_FALSE(AgentHealthFromJson(R"({"events":{}})").ok());
 }
 
@@ -403,13 +405,14 @@ TEST(ProtocolJson, AgentHealthProcessListRoundTrip) {
   EXPECT_EQ(back->processes[0].command, "python train.py");
   EXPECT_EQ(back->processes[1].job, 12);
   EXPECT_EQ(back->processes[1].used_mib, -1);
-  for (const char* bad :
-       {R"({"processes":{}})", R"({"processes":[{"gpu":99,"pid":1}]})",
-        R"({"processes":[{"gpu":0,"pid":0}]})", R"({"processes":[{"gpu":0,"pid":1,"job":-3}]})",
-        R"({"processes":[{"gpu":0,"pid":1,"pdi":2}]})"}) {
+  for (const char* bad : {R"({"processes":{}})", R"({"processes":[{"gpu":99,"pid":1}]})",
+                          R"({"processes":[{"gpu":0,"pid":0}]})",
+                          R"({"processes":[{"gpu":0,"pid":1,"job":-3}]})",
+                          R"({"processes":[{"gpu":0,"pid":1,"pdi":2}]})"}) {
     Result<AgentHealth> r = AgentHealthFromJson(bad);
     EXPECT_FALSE(r.ok()) << bad;
-    EXPECT_NE(r.status().message().find("processes"), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find("processes"), std::string::npos)
+        << r.status().message();
   }
 }
 

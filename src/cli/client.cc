@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <cstdlib>
-
 #include <nlohmann/json.hpp>
 
 #include "api/protocol_json.h"
@@ -42,7 +41,8 @@ Result<std::string> ClientToken() {
     return std::string(env);
   }
   std::string path;
-  if (const char* file = std::getenv("HACHI_TOKEN_FILE"); file != nullptr && *file != '\0') {
+  if (const char* file = std::getenv("HACHI_TOKEN_FILE");
+      file != nullptr && *file != '\0') {
     path = file;
   } else if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
     path = std::string(home) + "/.config/hachi/token";
@@ -52,7 +52,8 @@ Result<std::string> ClientToken() {
     return std::string();
   }
   Result<std::string> token = ReadSecretFile(path);
-  if (!token.ok()) return Status(token.status().code(), "token file: " + token.status().message());
+  if (!token.ok())
+    return Status(token.status().code(), "token file: " + token.status().message());
   return token;
 }
 
@@ -75,8 +76,8 @@ Result<std::string> ApiClient::Call(const std::string& method, const std::string
 }
 
 Result<std::vector<state::JobId>> ApiClient::Submit(const api::SubmitRequest& r) {
-  Result<std::string> body =
-      http_->Call("POST", std::string(api::kApiPrefix) + "/jobs", api::SubmitRequestToJson(r));
+  Result<std::string> body = http_->Call("POST", std::string(api::kApiPrefix) + "/jobs",
+                                         api::SubmitRequestToJson(r));
   if (!body.ok()) return body.status();
   Result<json> j = ParseBody(*body);
   if (!j.ok()) return j.status();
@@ -95,10 +96,10 @@ Result<std::vector<state::JobRecord>> ApiClient::Jobs(bool include_finished) {
   std::vector<state::JobRecord> out;
   state::JobId after = 0;
   for (;;) {
-    Result<std::string> body =
-        http_->Call("GET", std::string(api::kApiPrefix) + "/jobs?limit=" +
-                               std::to_string(kPage) + "&after=" + std::to_string(after) +
-                               (include_finished ? "&all=1" : ""));
+    Result<std::string> body = http_->Call(
+        "GET", std::string(api::kApiPrefix) + "/jobs?limit=" + std::to_string(kPage) +
+                   "&after=" + std::to_string(after) +
+                   (include_finished ? "&all=1" : ""));
     if (!body.ok()) return body.status();
     Result<json> j = ParseBody(*body);
     if (!j.ok()) return j.status();
@@ -118,7 +119,8 @@ Result<std::vector<state::JobRecord>> ApiClient::Jobs(bool include_finished) {
   }
 }
 
-Result<JobView> ApiClient::Job(state::JobId id, const std::string& wait_from, int wait_ms) {
+Result<JobView> ApiClient::Job(state::JobId id, const std::string& wait_from,
+                               int wait_ms) {
   std::string path = std::string(api::kApiPrefix) + "/jobs/" + std::to_string(id);
   if (!wait_from.empty()) {
     path += "?wait_from=" + wait_from + "&wait_ms=" + std::to_string(wait_ms);
@@ -136,8 +138,8 @@ Result<JobView> ApiClient::Job(state::JobId id, const std::string& wait_from, in
 }
 
 Status ApiClient::JobAction(state::JobId id, const std::string& action) {
-  Result<std::string> r = http_->Call(
-      "POST", std::string(api::kApiPrefix) + "/jobs/" + std::to_string(id) + "/" + action);
+  Result<std::string> r = http_->Call("POST", std::string(api::kApiPrefix) + "/jobs/" +
+                                                  std::to_string(id) + "/" + action);
   return r.ok() ? Status::Ok() : r.status();
 }
 

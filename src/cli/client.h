@@ -30,7 +30,8 @@ class ApiClient {
   Result<std::vector<state::JobId>> Submit(const api::SubmitRequest& r);
   Result<std::vector<state::JobRecord>> Jobs(bool include_finished);
   // wait_from: long-poll until the job leaves this state (or wait_ms passes).
-  Result<JobView> Job(state::JobId id, const std::string& wait_from = "", int wait_ms = 0);
+  Result<JobView> Job(state::JobId id, const std::string& wait_from = "",
+                      int wait_ms = 0);
   Status JobAction(state::JobId id, const std::string& action);  // cancel, hold, release
   Result<std::vector<state::NodeStatus>> Nodes();
   // drain (with `reason`), resume (`gpu` >= 0: only that unhealthy GPU).

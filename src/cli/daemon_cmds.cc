@@ -1,8 +1,8 @@
 // hachi server / agent / dev (DESIGN.md §1): the long-running processes.
+#include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
-#include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,10 +11,10 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <optional>
 #include <thread>
-#include <iostream>
 
 #include "agent/cgroup.h"
 #include "agent/daemon.h"
@@ -27,8 +27,8 @@
 #include "cli/auth_files.h"
 #include "cli/fail.h"
 #include "cli/job_cmds.h"
-#include "core/cpulist.h"
 #include "config/cluster_config.h"
+#include "core/cpulist.h"
 #include "server/controller.h"
 #include "server/history.h"
 #include "server/http_api.h"
@@ -47,7 +47,8 @@ Status MakeDirs(const std::string& path) {
   for (size_t i = 0; i <= path.size(); ++i) {
     if (i == path.size() || path[i] == '/') {
       if (!cur.empty() && ::mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) {
-        return Unavailable("cannot create directory " + cur + ": " + std::strerror(errno));
+        return Unavailable("cannot create directory " + cur + ": " +
+                           std::strerror(errno));
       }
     }
     if (i < path.size()) cur += path[i];
@@ -138,8 +139,8 @@ GpuWatch WatchGpus(agent::AgentDaemon* daemon, const std::string& node,
     std::cerr << "hachi agent: " << node << ": GPU health: " << (*m)->summary() << "\n";
     w.nvml = std::move(*m);
   } else {
-    std::cerr << "hachi agent: " << node << ": no NVML health checks: " << m.status().message()
-              << "\n";
+    std::cerr << "hachi agent: " << node
+              << ": no NVML health checks: " << m.status().message() << "\n";
   }
   std::map<std::string, int> gpu_by_bus;
   if (Result<topo::Topology> t = topo::ParseTopologyJson(topology_json, "node"); t.ok()) {
@@ -152,8 +153,8 @@ GpuWatch WatchGpus(agent::AgentDaemon* daemon, const std::string& node,
   if (k.ok()) {
     w.kernel_log = std::move(*k);
   } else {
-    std::cerr << "hachi agent: " << node << ": no kernel-log Xid checks: "
-              << k.status().message() << "\n";
+    std::cerr << "hachi agent: " << node
+              << ": no kernel-log Xid checks: " << k.status().message() << "\n";
   }
   return w;
 }
@@ -167,15 +168,15 @@ Result<NodeShape> AgentShape(const std::string& preset, const std::string& file)
   if (!file.empty()) lo.files = {file};
   Result<topo::Topology> t = topo::LoadTopology(lo);
   if (!t.ok()) {
-    return Status(t.status().code(),
-                  t.status().message() +
-                      "; for a simulated node use --preset (hachi topo show --preset list)");
+    return Status(
+        t.status().code(),
+        t.status().message() +
+            "; for a simulated node use --preset (hachi topo show --preset list)");
   }
   s.topology_json = topo::TopologyToJson(*t);
   s.cpus = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
   s.memory_mib = HostMemoryMib();
-  s.what = file.empty() ? std::to_string(t->gpu_count()) + " GPUs of this machine"
-                        : file;
+  s.what = file.empty() ? std::to_string(t->gpu_count()) + " GPUs of this machine" : file;
   return s;
 }
 
@@ -195,7 +196,8 @@ struct ServerFlags {
   std::string config, state_dir, listen, socket, policy;
   int agent_timeout = 0;
   int backfill_depth = 16;
-  int history_interval = 15;  // seconds between the dashboard's samples (server/history.h)
+  int history_interval =
+      15;  // seconds between the dashboard's samples (server/history.h)
   // Who is asking (cli/auth_files.h): flags over the config's [auth] over the defaults.
   std::string cluster_secret_file, tls_cert, tls_key;
   std::optional<config::ClusterConfig> loaded;  // the parsed --config
@@ -236,7 +238,7 @@ struct RunningServer {
   int lock_fd = -1;  // flock on STATE_DIR/lock, held for the process's life
   std::unique_ptr<server::Controller> controller;
   std::unique_ptr<server::HistorySampler> history;  // after controller, before http: it
-                                                     // reads the one, the other reads it
+                                                    // reads the one, the other reads it
   std::unique_ptr<server::HttpServer> http;
   std::string cluster_secret;  // what its agents send (hachi dev's are in this process)
 };
@@ -251,8 +253,9 @@ Result<int> LockDir(const std::string& dir, const std::string& what) {
     char pid[32] = {};
     const ssize_t n = ::pread(fd, pid, sizeof pid - 1, 0);
     ::close(fd);
-    return Unavailable("another Hachi " + what + " uses the directory " + dir +
-                       (n > 0 ? " (pid " + std::string(pid, static_cast<size_t>(n)) + ")" : ""));
+    return Unavailable(
+        "another Hachi " + what + " uses the directory " + dir +
+        (n > 0 ? " (pid " + std::string(pid, static_cast<size_t>(n)) + ")" : ""));
   }
   const std::string me = std::to_string(::getpid());
   if (::ftruncate(fd, 0) == 0 && ::pwrite(fd, me.data(), me.size(), 0) < 0) {
@@ -265,8 +268,8 @@ Result<int> LockDir(const std::string& dir, const std::string& what) {
 // read from this disk.
 Result<RunningServer> StartServer(const ServerFlags& f, const std::string& state_dir,
                                   std::vector<std::string> local_nodes = {}) {
-  // The HTTP server's 64 threads would each get a malloc arena that keeps what a big reply
-  // freed: a few arenas serve them as well (the soak test's RSS, docs/soak.md).
+  // The HTTP server's 64 threads would each get a malloc arena that keeps what a big
+  // reply freed: a few arenas serve them as well (the soak test's RSS, docs/soak.md).
   mallopt(M_ARENA_MAX, 4);
   HACHI_RETURN_IF_ERROR(MakeDirs(state_dir));
   Result<int> lock = LockDir(state_dir, "server");
@@ -286,7 +289,8 @@ Result<RunningServer> StartServer(const ServerFlags& f, const std::string& state
   h.listen = f.listen;
   h.unix_socket = f.socket.empty() ? state_dir + "/hachi.sock" : f.socket;
   const config::AuthConfig* auth = f.loaded ? &f.loaded->auth : nullptr;
-  Result<std::string> secret = ServerClusterSecret(f.cluster_secret_file, auth, state_dir);
+  Result<std::string> secret =
+      ServerClusterSecret(f.cluster_secret_file, auth, state_dir);
   if (!secret.ok()) return secret.status();
   h.auth.cluster_secret = *secret;
   rs.cluster_secret = *secret;
@@ -309,15 +313,20 @@ Result<RunningServer> StartServer(const ServerFlags& f, const std::string& state
 
 void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
   cmd->add_option("--config", f->config, "Cluster policy file (TOML, docs/config.md)");
-  cmd->add_option("--state-dir", f->state_dir, "Where the state database and socket live");
-  cmd->add_option("--listen", f->listen, "HOST:PORT for the REST API (default 127.0.0.1:8686)");
-  cmd->add_option("--socket", f->socket, "Unix socket path (default STATE_DIR/hachi.sock)");
+  cmd->add_option("--state-dir", f->state_dir,
+                  "Where the state database and socket live");
+  cmd->add_option("--listen", f->listen,
+                  "HOST:PORT for the REST API (default 127.0.0.1:8686)");
+  cmd->add_option("--socket", f->socket,
+                  "Unix socket path (default STATE_DIR/hachi.sock)");
   cmd->add_option("--policy", f->policy, "Scheduling policy: hachi, easy, fifo");
   cmd->add_option("--agent-timeout", f->agent_timeout,
                   "Seconds without an agent's poll before its node is down (default 30)");
-  cmd->add_option("--cluster-secret-file", f->cluster_secret_file,
-                  "The secret agents must send (default STATE_DIR/cluster-secret, created)");
-  cmd->add_option("--tls-cert", f->tls_cert, "PEM certificate: serve the TCP API over HTTPS");
+  cmd->add_option(
+      "--cluster-secret-file", f->cluster_secret_file,
+      "The secret agents must send (default STATE_DIR/cluster-secret, created)");
+  cmd->add_option("--tls-cert", f->tls_cert,
+                  "PEM certificate: serve the TCP API over HTTPS");
   cmd->add_option("--tls-key", f->tls_key, "PEM private key of --tls-cert");
   cmd->add_option("--history-interval", f->history_interval,
                   "Seconds between the dashboard's history samples (default 15)")
@@ -343,7 +352,8 @@ std::string CgroupParentFor(const std::string& flag, const std::string& spool) {
 // (--cgroup), and each GPU's device minor (its index) and NUMA CPUs from the topology.
 // Logged either way, since a node without cgroups still runs jobs. Errors: an explicit
 // --cgroup v1 or v2 that cannot work here.
-Result<agent::IsolationOptions> JobIsolation(const std::string& mode, const std::string& parent,
+Result<agent::IsolationOptions> JobIsolation(const std::string& mode,
+                                             const std::string& parent,
                                              const std::string& topology_json,
                                              const std::string& node, std::string* name) {
   agent::IsolationOptions iso;
@@ -351,7 +361,8 @@ Result<agent::IsolationOptions> JobIsolation(const std::string& mode, const std:
     for (const topo::Gpu& g : t->gpus()) {
       agent::GpuPlacement p;
       p.minor = static_cast<unsigned>(g.index);
-      if (Result<std::vector<int>> cpus = ParseCpuList(g.cpu_affinity); cpus.ok()) p.cpus = *cpus;
+      if (Result<std::vector<int>> cpus = ParseCpuList(g.cpu_affinity); cpus.ok())
+        p.cpus = *cpus;
       if (g.index >= static_cast<int>(iso.gpus.size())) iso.gpus.resize(g.index + 1);
       iso.gpus[g.index] = p;
     }
@@ -412,7 +423,8 @@ std::unique_ptr<agent::Launcher> RealLauncher(const std::string& spool,
 
 void AddDaemonCommands(CLI::App& app, int* exit_code) {
   auto sf = std::make_shared<ServerFlags>();
-  CLI::App* srv = app.add_subcommand("server", "Run the controller (REST API, scheduler, state)");
+  CLI::App* srv =
+      app.add_subcommand("server", "Run the controller (REST API, scheduler, state)");
   AddServerFlags(srv, sf.get());
   srv->callback([sf, exit_code] {
     const sigset_t stop = BlockStopSignals();
@@ -421,8 +433,9 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
     const std::string dir = sf->state_dir;
     Result<RunningServer> rs = StartServer(*sf, dir);
     if (!rs.ok()) return void(*exit_code = Fail(rs.status()));
-    std::cerr << "hachi server: listening on " << rs->http->url() << " and unix:"
-              << rs->http->unix_socket() << "; state in " << dir << "/hachi.db\n";
+    std::cerr << "hachi server: listening on " << rs->http->url()
+              << " and unix:" << rs->http->unix_socket() << "; state in " << dir
+              << "/hachi.db\n";
     WaitStopSignal(stop);
     rs->controller->Stop();
     rs->http->Stop();
@@ -430,17 +443,24 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
 
   struct AgentFlags {
     std::string server, name, address = "127.0.0.1", preset, topology_file, spool_dir,
-        container_runtime, cgroup = "auto", cgroup_parent, cluster_secret_file;
+                              container_runtime, cgroup = "auto", cgroup_parent,
+                              cluster_secret_file;
   };
   auto af = std::make_shared<AgentFlags>();
-  CLI::App* agt = app.add_subcommand("agent", "Run the node agent: discover GPUs, run jobs");
-  agt->add_option("--server", af->server, "Server URL (default $HACHI_SERVER or " +
-                                               std::string(api::kDefaultServer) + ")");
+  CLI::App* agt =
+      app.add_subcommand("agent", "Run the node agent: discover GPUs, run jobs");
+  agt->add_option(
+      "--server", af->server,
+      "Server URL (default $HACHI_SERVER or " + std::string(api::kDefaultServer) + ")");
   agt->add_option("--name", af->name, "Node name (default: the host name)");
-  agt->add_option("--address", af->address, "Address other nodes reach this one at (MASTER_ADDR)");
-  agt->add_option("--preset", af->preset, "Simulate a node of this preset instead of real GPUs");
-  agt->add_option("--topology-file", af->topology_file, "Simulate a node from a topology file");
-  agt->add_option("--spool-dir", af->spool_dir, "Where job scripts are kept (default /var/spool/hachi)");
+  agt->add_option("--address", af->address,
+                  "Address other nodes reach this one at (MASTER_ADDR)");
+  agt->add_option("--preset", af->preset,
+                  "Simulate a node of this preset instead of real GPUs");
+  agt->add_option("--topology-file", af->topology_file,
+                  "Simulate a node from a topology file");
+  agt->add_option("--spool-dir", af->spool_dir,
+                  "Where job scripts are kept (default /var/spool/hachi)");
   agt->add_option("--cluster-secret-file", af->cluster_secret_file,
                   "The server's cluster secret (default $HACHI_CLUSTER_SECRET_FILE or "
                   "/var/lib/hachi/cluster-secret)");
@@ -474,8 +494,8 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
     if (!spool_lock.ok()) return void(*exit_code = Fail(spool_lock.status()));
     const std::string runtime = af->container_runtime;
     Result<agent::IsolationOptions> iso =
-        JobIsolation(af->cgroup, CgroupParentFor(af->cgroup_parent, spool), o.topology_json,
-                     o.node, &o.cgroup);
+        JobIsolation(af->cgroup, CgroupParentFor(af->cgroup_parent, spool),
+                     o.topology_json, o.node, &o.cgroup);
     if (!iso.ok()) return void(*exit_code = Fail(iso.status()));
     agent::AgentDaemon d(o, [spool, runtime, iso = *iso,
                              topology = o.topology_json](agent::ExitCallback cb) {
@@ -504,10 +524,13 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
   };
   auto df = std::make_shared<DevFlags>();
   CLI::App* dev = app.add_subcommand(
-      "dev", "Server and agents in one process, on localhost (simulated nodes without GPUs)");
+      "dev",
+      "Server and agents in one process, on localhost (simulated nodes without GPUs)");
   AddServerFlags(dev, &df->server);
-  dev->add_option("--nodes", df->nodes, "Simulated nodes (default 2)")->check(CLI::Range(1, 64));
-  dev->add_option("--preset", df->preset, "Preset of the simulated nodes (default hgx-h100)");
+  dev->add_option("--nodes", df->nodes, "Simulated nodes (default 2)")
+      ->check(CLI::Range(1, 64));
+  dev->add_option("--preset", df->preset,
+                  "Preset of the simulated nodes (default hgx-h100)");
   dev->add_option("--container-runtime", df->container_runtime,
                   "Runs --container-image jobs: docker, podman or apptainer")
       ->check(CLI::IsMember({"docker", "podman", "apptainer"}));
@@ -523,7 +546,8 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
     std::vector<NodeShape> shapes;
     std::vector<std::string> names;
     bool real_gpus = false;
-    if (Result<topo::Topology> real = topo::DiscoverLocalTopology(); real.ok() && real->gpu_count() > 0) {
+    if (Result<topo::Topology> real = topo::DiscoverLocalTopology();
+        real.ok() && real->gpu_count() > 0) {
       Result<NodeShape> s = AgentShape("", "");
       if (s.ok()) {
         shapes.push_back(*s);
@@ -566,11 +590,12 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
     }
     GpuWatch health;
     if (real_gpus) {
-      health = WatchGpus(agents.front().get(), names.front(), shapes.front().topology_json);
+      health =
+          WatchGpus(agents.front().get(), names.front(), shapes.front().topology_json);
     }
-    std::cerr << "hachi dev: listening on " << url << " (unix:" << rs->http->unix_socket() << "), "
-              << shapes.size() << " node(s): " << shapes[0].what << "; state in " << dir
-              << "\n"
+    std::cerr << "hachi dev: listening on " << url << " (unix:" << rs->http->unix_socket()
+              << "), " << shapes.size() << " node(s): " << shapes[0].what << "; state in "
+              << dir << "\n"
               << "  try: HACHI_SERVER=unix:" << rs->http->unix_socket()
               << " hachi run --gpus 2 -- nvidia-smi -L\n"
               << "  dashboard: " << url << "/\n";

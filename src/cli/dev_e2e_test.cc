@@ -1,6 +1,7 @@
 // End to end through real processes (issue 5 §6): `hachi dev` started as a child on
 // 127.0.0.1, jobs submitted with the real CLI, run as real processes by the agents.
 // What each job prints about itself is checked against what the server says it gave.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -11,17 +12,15 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
-#include <optional>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "cli/cli_testing.h"
 #include "topo/presets.h"
@@ -50,7 +49,8 @@ class DevCluster {
     pid_ = ::fork();
     if (pid_ == 0) {
       const std::string cmd = std::string(HACHI_BINARY_DIR) + "/hachi dev --state-dir " +
-                              dir_ + "/state --listen 127.0.0.1:0 " + extra_ + " 2>" + log;
+                              dir_ + "/state --listen 127.0.0.1:0 " + extra_ + " 2>" +
+                              log;
       ::execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), nullptr);
       ::_exit(127);
     }
@@ -118,7 +118,9 @@ class DevE2e : public ::testing::Test {
     for (const json& job : j["jobs"]) out[job["id"].get<int64_t>()] = job;
     return out;
   }
-  static std::map<int64_t, json> Jobs() { return TryJobs().value_or(std::map<int64_t, json>{}); }
+  static std::map<int64_t, json> Jobs() {
+    return TryJobs().value_or(std::map<int64_t, json>{});
+  }
   // Waits until no job is pending or running (or `seconds` pass).
   static bool WaitIdle(int seconds) {
     const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
@@ -156,7 +158,8 @@ class DevE2e : public ::testing::Test {
   // `hachi dev` on "real" GPUs served by the fake libnvidia-ml.so.1 (one HGX H100 node),
   // whose events file (faults, processes: fake_nvml.cc) is `events`. Sets `node` to the
   // node's name once it is up; nullptr when it did not start.
-  std::unique_ptr<DevCluster> StartOnFakeNvml(const std::string& events, std::string* node) {
+  std::unique_ptr<DevCluster> StartOnFakeNvml(const std::string& events,
+                                              std::string* node) {
     const std::string topo_path = dir_ + "/topo.json";
     {
       std::ofstream t(topo_path);
@@ -197,7 +200,8 @@ TEST_F(DevE2e, FiveHundredJobsNeverShareAGpu) {
   const std::string out = dir_ + "/out";
   ::mkdir(out.c_str(), 0755);
   const std::string body =
-      "'echo $CUDA_VISIBLE_DEVICES $HACHI_NODENAME $(date +%s%N); sleep 0.05; date +%s%N'";
+      "'echo $CUDA_VISIBLE_DEVICES $HACHI_NODENAME $(date +%s%N); sleep 0.05; date "
+      "+%s%N'";
   for (int gpus : {1, 2, 4, 8}) {
     Submit("--array=1-125 -G " + std::to_string(gpus) + " -o " + out +
            "/%j.out -- sh -c " + body);
@@ -231,7 +235,8 @@ TEST_F(DevE2e, FiveHundredJobsNeverShareAGpu) {
       const int hi = dash == std::string::npos ? lo : std::stoi(part.substr(dash + 1));
       for (int g = lo; g <= hi; ++g) given.insert(g);
     }
-    EXPECT_EQ(seen, given) << "job " << id << " printed " << cvd << ", allocated " << allocated;
+    EXPECT_EQ(seen, given) << "job " << id << " printed " << cvd << ", allocated "
+                           << allocated;
     EXPECT_EQ(node, j["allocations"][0]["node"].get<std::string>());
     ASSERT_GT(end, start) << "job " << id;
     runs.push_back({node, seen, start, end});
@@ -251,7 +256,8 @@ TEST_F(DevE2e, ExitCodesTimeLimitCancelOutputFiles) {
   DevCluster dev(dir_);
   ASSERT_FALSE(dev.url().empty());
   // hachi run exits with the job's code and streams its output.
-  testing::CmdResult r = Hachi("run -G 1 -- sh -c 'echo out-line; echo err-line >&2; exit 7'");
+  testing::CmdResult r =
+      Hachi("run -G 1 -- sh -c 'echo out-line; echo err-line >&2; exit 7'");
   EXPECT_EQ(r.exit_code, 7);
   EXPECT_NE(r.out.find("out-line"), std::string::npos);
   EXPECT_NE(r.out.find("err-line"), std::string::npos);
@@ -270,7 +276,9 @@ TEST_F(DevE2e, ExitCodesTimeLimitCancelOutputFiles) {
   ASSERT_TRUE(WaitState(running, "RUNNING", 10));
   ASSERT_TRUE(WaitState(running2, "RUNNING", 10));
   EXPECT_EQ(StateOf(pending), "PENDING");
-  EXPECT_EQ(Hachi("cancel " + std::to_string(running) + " " + std::to_string(pending)).exit_code, 0);
+  EXPECT_EQ(Hachi("cancel " + std::to_string(running) + " " + std::to_string(pending))
+                .exit_code,
+            0);
   EXPECT_TRUE(WaitState(running, "CANCELLED", 20));
   EXPECT_EQ(StateOf(pending), "CANCELLED");
   EXPECT_EQ(Hachi("cancel " + std::to_string(running2)).exit_code, 0);
@@ -278,7 +286,9 @@ TEST_F(DevE2e, ExitCodesTimeLimitCancelOutputFiles) {
   EXPECT_NE(Hachi("cancel 99999").exit_code, 0);
 
   // Output and error files with patterns, relative to the working directory.
-  const int64_t named = Submit("-G 1 -J named -D " + dir_ + " -o '%x-%j.out' -e '%x-%j.err' -- sh -c 'echo hello; echo oops >&2'");
+  const int64_t named =
+      Submit("-G 1 -J named -D " + dir_ +
+             " -o '%x-%j.out' -e '%x-%j.err' -- sh -c 'echo hello; echo oops >&2'");
   ASSERT_TRUE(WaitState(named, "COMPLETED", 20));
   EXPECT_EQ(ReadFile(dir_ + "/named-" + std::to_string(named) + ".out"), "hello\n");
   EXPECT_EQ(ReadFile(dir_ + "/named-" + std::to_string(named) + ".err"), "oops\n");
@@ -297,8 +307,10 @@ TEST_F(DevE2e, SbatchScriptAndDependencies) {
                            "#SBATCH --job-name=scripted\n"
                            "#SBATCH --gres=gpu:2\n"
                            "#SBATCH --time=5:00\n"
-                           "#SBATCH --output=" + dir_ + "/%x-%j.out\n"
-                           "echo \"$HACHI_JOB_NAME $CUDA_VISIBLE_DEVICES $1\"\n";
+                           "#SBATCH --output=" +
+                               dir_ +
+                               "/%x-%j.out\n"
+                               "echo \"$HACHI_JOB_NAME $CUDA_VISIBLE_DEVICES $1\"\n";
   const int64_t id = Submit(script + " arg1");
   ASSERT_TRUE(WaitState(id, "COMPLETED", 20)) << StateOf(id);
   const std::string printed = ReadFile(dir_ + "/scripted-" + std::to_string(id) + ".out");
@@ -331,7 +343,8 @@ TEST_F(DevE2e, ServerKilledAndRestartedLosesNothing) {
   ::mkdir(runs.c_str(), 0755);
   std::vector<int64_t> ids;
   for (int i = 0; i < 30; ++i) {
-    ids.push_back(Submit("-G 4 -- sh -c 'echo run >> " + runs + "/$HACHI_JOB_ID; sleep 0.3'"));
+    ids.push_back(
+        Submit("-G 4 -- sh -c 'echo run >> " + runs + "/$HACHI_JOB_ID; sleep 0.3'"));
   }
   // A long job, running when the server and its agents die: it lives on (its own
   // session, under its job waiter), the restarted agent adopts it, and when it ends its
@@ -375,7 +388,8 @@ TEST_F(DevE2e, ServerKilledAndRestartedLosesNothing) {
     EXPECT_TRUE(s == "COMPLETED" || s == "NODE_FAIL") << id << " " << s;
     completed += s == "COMPLETED";
     const std::string lines = ReadFile(runs + "/" + std::to_string(id));
-    EXPECT_LE(std::count(lines.begin(), lines.end(), '\n'), 1) << "job " << id << " ran twice";
+    EXPECT_LE(std::count(lines.begin(), lines.end(), '\n'), 1)
+        << "job " << id << " ran twice";
   }
   EXPECT_GT(completed, 0);
   // New ids continue after the old ones.
@@ -400,10 +414,10 @@ TEST_F(DevE2e, KilledAtRandomMomentsLosesNothingAndRunsNothingTwice) {
     std::thread client([&] {
       for (int i = 0; !stop; ++i) {
         const std::string requeue = i % 2 ? "--requeue " : "";
-        const testing::CmdResult r = Hachi(
-            "submit --parsable -G " + std::to_string(1 << (i % 4)) + " " + requeue +
-                "-- sh -c 'echo run >> " + runs + "/$HACHI_JOB_ID; sleep 0.2'",
-            false);
+        const testing::CmdResult r =
+            Hachi("submit --parsable -G " + std::to_string(1 << (i % 4)) + " " + requeue +
+                      "-- sh -c 'echo run >> " + runs + "/$HACHI_JOB_ID; sleep 0.2'",
+                  false);
         if (r.exit_code == 0) got.push_back(std::atoll(r.out.c_str()));  // acknowledged
       }
     });
@@ -445,7 +459,8 @@ TEST_F(DevE2e, MultiNodeJobGetsConsistentTorchrunEnvironment) {
   ASSERT_TRUE(WaitState(id, "COMPLETED", 20)) << StateOf(id);
   std::set<std::string> masters, ranks;
   for (const char* node : {"node1", "node2"}) {
-    std::istringstream in(ReadFile(dir_ + "/" + std::to_string(id) + "-" + node + ".out"));
+    std::istringstream in(
+        ReadFile(dir_ + "/" + std::to_string(id) + "-" + node + ".out"));
     std::string addr, port, world, rank, nproc, nodelist;
     in >> addr >> port >> world >> rank >> nproc >> nodelist;
     masters.insert(addr + ":" + port);
@@ -461,8 +476,8 @@ TEST_F(DevE2e, MultiNodeJobGetsConsistentTorchrunEnvironment) {
 // A GPU that falls off the bus, through the real NVML event path: `hachi dev` on "real"
 // GPUs served by the fake libnvidia-ml.so.1 (an HGX H100), a fault injected into it. The
 // agent's monitor reports it, the server takes that GPU out of service and requeues the
-// job on it, which runs again on other GPUs; `show node` says why; `resume --gpu` puts the
-// GPU back.
+// job on it, which runs again on other GPUs; `show node` says why; `resume --gpu` puts
+// the GPU back.
 TEST_F(DevE2e, GpuFallenOffTheBusIsDrainedAndItsJobRequeued) {
   const std::string events = dir_ + "/nvml-events";
   std::string node;
@@ -488,12 +503,15 @@ TEST_F(DevE2e, GpuFallenOffTheBusIsDrainedAndItsJobRequeued) {
   EXPECT_EQ(again["reason"], "GPU " + std::to_string(bad) + " of node " + node +
                                  ": Xid 79: GPU has fallen off the bus");
   const std::string now = again["allocations"][0]["gpus"].get<std::string>();
-  EXPECT_EQ(now.find(std::to_string(bad)), std::string::npos) << now << " holds the bad GPU";
+  EXPECT_EQ(now.find(std::to_string(bad)), std::string::npos)
+      << now << " holds the bad GPU";
 
   const std::string shown = Hachi("show node " + node).out;
-  EXPECT_NE(shown.find("gpu" + std::to_string(bad) + " unhealthy: Xid 79"), std::string::npos)
+  EXPECT_NE(shown.find("gpu" + std::to_string(bad) + " unhealthy: Xid 79"),
+            std::string::npos)
       << shown;
-  EXPECT_EQ(Hachi("resume " + node + " --gpu " + std::to_string(bad), false).exit_code, 0);
+  EXPECT_EQ(Hachi("resume " + node + " --gpu " + std::to_string(bad), false).exit_code,
+            0);
   EXPECT_EQ(Hachi("show node " + node).out.find("unhealthy:"), std::string::npos);
   EXPECT_EQ(Hachi("cancel " + std::to_string(id), false).exit_code, 0);
   ASSERT_TRUE(WaitState(id, "CANCELLED", 20));
@@ -510,9 +528,11 @@ TEST_F(DevE2e, ProcessesOnGpusNoJobWasGivenAreReported) {
   std::unique_ptr<DevCluster> dev = StartOnFakeNvml(events, &node);
   ASSERT_TRUE(dev != nullptr && !node.empty()) << ReadFile(dir_ + "/dev.log");
   const std::string pidfile = dir_ + "/job.pid";
-  const int64_t id = Submit("-G 2 -t 5:00 -- sh -c 'echo $$ > " + pidfile + "; sleep 60'");
+  const int64_t id =
+      Submit("-G 2 -t 5:00 -- sh -c 'echo $$ > " + pidfile + "; sleep 60'");
   ASSERT_TRUE(WaitState(id, "RUNNING", 10));
-  const GpuSet given = *GpuSet::Parse(Jobs()[id]["allocations"][0]["gpus"].get<std::string>());
+  const GpuSet given =
+      *GpuSet::Parse(Jobs()[id]["allocations"][0]["gpus"].get<std::string>());
   int job_pid = 0;
   for (int i = 0; i < 100 && job_pid == 0; ++i) {
     job_pid = std::atoi(ReadFile(pidfile).c_str());
@@ -550,8 +570,10 @@ TEST_F(DevE2e, ProcessesOnGpusNoJobWasGivenAreReported) {
                        " (root: sleep 60) 20480 MiB, not started by Hachi"),
             std::string::npos)
       << shown;
-  EXPECT_EQ(shown.find("gpu" + std::to_string(given.First()) + " stray"), std::string::npos)
-      << "the job's own process on its own GPU is no stray:\n" << shown;
+  EXPECT_EQ(shown.find("gpu" + std::to_string(given.First()) + " stray"),
+            std::string::npos)
+      << "the job's own process on its own GPU is no stray:\n"
+      << shown;
   {
     std::ofstream e(events, std::ios::app);
     e << "noproc " << other << " " << job_pid << "\nnoproc 7 " << by_hand << "\n";

@@ -623,7 +623,8 @@ Result<SubmitOptions> BuildSubmitOptions(const ParsedOptions& directives,
     // while fuzzing). What fits an int but no cluster is the server's to refuse.
     if (int64_t{gpu.count} * m > std::numeric_limits<int>::max()) {
       return InvalidArgument(gpu.where + ": " + std::to_string(gpu.count) +
-                             " GPUs on each of " + std::to_string(m) + " nodes is too many");
+                             " GPUs on each of " + std::to_string(m) +
+                             " nodes is too many");
     }
     o.req.gpus = gpu.count * m;
     o.req.gpus_per_node = m > 1 ? gpu.count : 0;

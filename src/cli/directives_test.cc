@@ -440,7 +440,8 @@ TEST(Directives, Errors) {
       {"gres_times_nodes_overflow",
        {},
        "#SBATCH --gres=gpu:999999999 --nodes=999999999\n",
-       "job.sh:1: #SBATCH --gres=gpu:999999999: 999999999 GPUs on each of 999999999 nodes "
+       "job.sh:1: #SBATCH --gres=gpu:999999999: 999999999 GPUs on each of 999999999 "
+       "nodes "
        "is too many"},
   };
   for (const Case& c : cases) {

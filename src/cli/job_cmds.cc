@@ -1,4 +1,3 @@
-#include "cli/fail.h"
 #include "cli/job_cmds.h"
 
 #include <fcntl.h>
@@ -17,6 +16,7 @@
 #include "cli/directives.h"
 #include "cli/explain_cmd.h"
 #include "cli/explain_format.h"
+#include "cli/fail.h"
 #include "cli/slurm_format.h"
 
 extern char** environ;
@@ -32,7 +32,8 @@ std::string TakeServerFlag(std::vector<std::string>* args) {
     if (a == "--") break;
     if (a == "--server" && i + 1 < args->size()) {
       server = (*args)[i + 1];
-      args->erase(args->begin() + static_cast<long>(i), args->begin() + static_cast<long>(i) + 2);
+      args->erase(args->begin() + static_cast<long>(i),
+                  args->begin() + static_cast<long>(i) + 2);
       break;
     }
     if (a.rfind("--server=", 0) == 0) {
@@ -86,8 +87,9 @@ Result<api::SubmitRequest> BuildRequest(std::vector<std::string> args, bool run,
     if (r.spec.name.empty()) r.spec.name = "wrap";
   } else if (wrapped) {
     if (flags->positional.empty()) {
-      return InvalidArgument(run ? "run: no command given (hachi run [options] -- cmd args)"
-                                 : "submit: no command after '--'");
+      return InvalidArgument(
+          run ? "run: no command given (hachi run [options] -- cmd args)"
+              : "submit: no command after '--'");
     }
     r.spec.argv = flags->positional;
     if (r.spec.name.empty()) r.spec.name = BaseName(flags->positional[0]);
@@ -167,12 +169,15 @@ void Drain(const std::string& path, off_t* offset, FILE* out) {
 
 int ExitCodeOf(const state::JobRecord& j) {
   switch (j.state) {
-    case state::JobState::kCompleted: return 0;
+    case state::JobState::kCompleted:
+      return 0;
     case state::JobState::kFailed:
       if (j.signal > 0) return 128 + j.signal;
       return j.exit_code != 0 ? j.exit_code : 1;
-    case state::JobState::kCancelled: return 130;
-    default: return j.exit_code != 0 ? j.exit_code : 1;
+    case state::JobState::kCancelled:
+      return 130;
+    default:
+      return j.exit_code != 0 ? j.exit_code : 1;
   }
 }
 
@@ -214,7 +219,8 @@ int DoRun(std::vector<std::string> args) {
     Result<JobView> v = (*c)->Job(id, state, wait_ms);
     if (!v.ok()) return Fail(v.status());
     state = std::string(state::JobStateName(v->job.state));
-    if (v->job.state == state::JobState::kPending && !said_pending && !v->job.reason.empty()) {
+    if (v->job.state == state::JobState::kPending && !said_pending &&
+        !v->job.reason.empty()) {
       std::cerr << "hachi: job " << id << " queued: " << v->job.reason << "\n";
       said_pending = true;
     }
@@ -225,8 +231,8 @@ int DoRun(std::vector<std::string> args) {
       ::unlink(err_path.c_str());
       ::rmdir(dir);
       if (v->job.state != state::JobState::kCompleted && !v->job.reason.empty()) {
-        std::cerr << "hachi: job " << id << " " << state::JobStateName(v->job.state) << ": "
-                  << v->job.reason << "\n";
+        std::cerr << "hachi: job " << id << " " << state::JobStateName(v->job.state)
+                  << ": " << v->job.reason << "\n";
       }
       return ExitCodeOf(v->job);
     }
@@ -247,10 +253,12 @@ Result<std::vector<state::JobId>> ParseIds(const std::vector<std::string>& words
 }
 
 const char kSubmitUsage[] =
-    "usage: hachi submit [options] script.sh [args]   (#SBATCH / #HACHI directives read)\n"
+    "usage: hachi submit [options] script.sh [args]   (#SBATCH / #HACHI directives "
+    "read)\n"
     "       hachi submit [options] -- command [args]\n"
     "       hachi submit [options] --wrap 'command line'\n"
-    "options (sbatch's): -p/--partition, -G/--gpus, --gres=gpu[:model]:N, --gpus-per-node,\n"
+    "options (sbatch's): -p/--partition, -G/--gpus, --gres=gpu[:model]:N, "
+    "--gpus-per-node,\n"
     "  -N/--nodes, -t/--time, -c/--cpus-per-task, --mem, --mem-per-gpu, -J/--job-name,\n"
     "  -o/--output, -e/--error, -d/--dependency, --exclusive, -a/--array, -q/--qos,\n"
     "  -A/--account, -H/--hold, --requeue, -D/--chdir, --gpu-share, --gpu-mem,\n"
@@ -290,7 +298,8 @@ int RunMain(const std::vector<std::string>& args) {
 void AddJobCommands(CLI::App& app, int* exit_code) {
   // submit and run take sbatch/srun-style options, parsed by directives.h.
   CLI::App* submit = app.add_subcommand(
-      "submit", "Submit a batch script (#SBATCH/#HACHI directives) or -- a command (sbatch)");
+      "submit",
+      "Submit a batch script (#SBATCH/#HACHI directives) or -- a command (sbatch)");
   submit->prefix_command();
   submit->allow_extras();
   submit->callback([submit, exit_code] { *exit_code = DoSubmit(submit->remaining()); });
@@ -307,13 +316,15 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
   };
   auto q = std::make_shared<QueueFlags>();
   CLI::App* queue = app.add_subcommand("queue", "List jobs (squeue)");
-  queue->add_option("--server", q->server, "Server URL (default $HACHI_SERVER or " +
-                                               std::string(api::kDefaultServer) + ")");
+  queue->add_option(
+      "--server", q->server,
+      "Server URL (default $HACHI_SERVER or " + std::string(api::kDefaultServer) + ")");
   queue->add_option("-u,--user", q->users, "Only these users (comma-separated)");
   queue->add_option("-p,--partition", q->partitions, "Only these partitions");
   queue->add_option("-t,--states", q->states, "Only these states (PD,R,CD,... or all)");
   queue->add_option("-j,--jobs", q->jobs, "Only these job ids");
-  queue->add_option("-o,--format", q->format, "Output format (squeue's %i %P %j ... codes)");
+  queue->add_option("-o,--format", q->format,
+                    "Output format (squeue's %i %P %j ... codes)");
   queue->add_flag("-a,--all", q->all, "Include finished jobs");
   queue->add_flag("--json", q->json, "JSON (the job records)");
   queue->callback([q, exit_code] {
@@ -352,7 +363,8 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
       std::cout << *raw << "\n";
       return;
     }
-    Result<std::string> text = FormatQueue(shown, static_cast<Time>(std::time(nullptr)), q->format);
+    Result<std::string> text =
+        FormatQueue(shown, static_cast<Time>(std::time(nullptr)), q->format);
     if (!text.ok()) return void(*exit_code = Fail(text.status()));
     std::cout << *text;
     if (!text->empty() && text->back() != '\n') std::cout << "\n";
@@ -363,8 +375,11 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
     bool json = false;
   };
   auto s = std::make_shared<ShowFlags>();
-  CLI::App* show = app.add_subcommand("show", "Show a job or node in detail (scontrol show)");
-  show->add_option("what", s->what, "job | node")->required()->check(CLI::IsMember({"job", "node"}));
+  CLI::App* show =
+      app.add_subcommand("show", "Show a job or node in detail (scontrol show)");
+  show->add_option("what", s->what, "job | node")
+      ->required()
+      ->check(CLI::IsMember({"job", "node"}));
   show->add_option("id", s->name, "Job id or node name")->required();
   show->add_option("--server", s->server, "Server URL");
   show->add_flag("--json", s->json, "JSON");
@@ -419,10 +434,10 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
     };
     auto a = std::make_shared<ActFlags>();
     const std::string act = action;
-    CLI::App* cmd = app.add_subcommand(
-        act, act == "cancel" ? "Cancel jobs (scancel)"
-             : act == "hold" ? "Hold pending jobs (scontrol hold)"
-                             : "Release held jobs (scontrol release)");
+    CLI::App* cmd =
+        app.add_subcommand(act, act == "cancel" ? "Cancel jobs (scancel)"
+                                : act == "hold" ? "Hold pending jobs (scontrol hold)"
+                                                : "Release held jobs (scontrol release)");
     cmd->add_option("ids", a->ids, "Job ids")->required();
     cmd->add_option("--server", a->server, "Server URL");
     cmd->callback([a, act, exit_code] {

@@ -4,10 +4,9 @@
 // stderr and a non-zero exit. Registration only; the handlers run from CLI11 callbacks.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 namespace hachi::cli {
 
@@ -16,8 +15,9 @@ namespace hachi::cli {
 int SubmitMain(const std::vector<std::string>& args);
 int RunMain(const std::vector<std::string>& args);
 
-void AddJobCommands(CLI::App& app, int* exit_code);   // submit run queue show cancel hold release
-void AddNodeCommands(CLI::App& app, int* exit_code);  // nodes drain resume stats
+void AddJobCommands(CLI::App& app,
+                    int* exit_code);  // submit run queue show cancel hold release
+void AddNodeCommands(CLI::App& app, int* exit_code);    // nodes drain resume stats
 void AddDaemonCommands(CLI::App& app, int* exit_code);  // server agent dev
 
 }  // namespace hachi::cli

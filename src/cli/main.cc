@@ -1,10 +1,9 @@
 // The one `hachi` binary: user and admin commands (DESIGN.md §1).
+#include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "agent/waiter.h"
 #include "cli/job_cmds.h"
@@ -30,7 +29,8 @@ int main(int argc, char** argv) {
   // For https:// servers with their own CA (api/http_client.h); `submit` and `run` take
   // $HACHI_CA_CERT, which this sets.
   std::string cacert;
-  app.add_option("--cacert", cacert, "CA certificate (PEM) of an https:// server (or $HACHI_CA_CERT)")
+  app.add_option("--cacert", cacert,
+                 "CA certificate (PEM) of an https:// server (or $HACHI_CA_CERT)")
       ->each([](const std::string& path) { ::setenv("HACHI_CA_CERT", path.c_str(), 1); });
   int exit_code = 0;
   hachi::cli::AddTopoCommands(app, &exit_code);

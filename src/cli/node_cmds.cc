@@ -31,7 +31,8 @@ void AddNodeCommands(CLI::App& app, int* exit_code) {
   CLI::App* nodes = app.add_subcommand("nodes", "List nodes and their GPUs (sinfo)");
   nodes->add_option("--server", n->server, "Server URL");
   nodes->add_option("-o,--format", n->format, "Output format (%n %G %C %P %t ...)");
-  nodes->add_flag("--gpus", n->gpus, "Also draw each node's GPUs and the jobs holding them");
+  nodes->add_flag("--gpus", n->gpus,
+                  "Also draw each node's GPUs and the jobs holding them");
   nodes->add_flag("--json", n->json, "JSON (node records with their GPU use)");
   nodes->callback([n, exit_code] {
     Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(n->server);
@@ -60,7 +61,8 @@ void AddNodeCommands(CLI::App& app, int* exit_code) {
     int gpu = -1;
   };
   auto d = std::make_shared<DrainFlags>();
-  CLI::App* drain = app.add_subcommand("drain", "Drain a node: no new jobs (scontrol update state=drain)");
+  CLI::App* drain = app.add_subcommand(
+      "drain", "Drain a node: no new jobs (scontrol update state=drain)");
   drain->add_option("node", d->node, "Node name")->required();
   drain->add_option("--reason", d->reason, "Why (shown in hachi nodes)");
   drain->add_option("--server", d->server, "Server URL");
@@ -74,8 +76,9 @@ void AddNodeCommands(CLI::App& app, int* exit_code) {
   CLI::App* resume = app.add_subcommand(
       "resume", "Put a drained node and its unhealthy GPUs back in service");
   resume->add_option("node", r->node, "Node name")->required();
-  resume->add_option("--gpu", r->gpu,
-                     "Only this GPU, taken out by a health check (hachi show node NAME)")
+  resume
+      ->add_option("--gpu", r->gpu,
+                   "Only this GPU, taken out by a health check (hachi show node NAME)")
       ->check(CLI::Range(0, 63));
   resume->add_option("--server", r->server, "Server URL");
   resume->callback([r, exit_code] {
@@ -93,7 +96,8 @@ void AddNodeCommands(CLI::App& app, int* exit_code) {
   CLI::App* stats = app.add_subcommand(
       "stats", "Queue waits p50/p95 per partition and GPU count; flags slow partitions");
   stats->add_option("--server", st->server, "Server URL");
-  stats->add_option("--window", st->window, "Jobs started within this span (default 24h)");
+  stats->add_option("--window", st->window,
+                    "Jobs started within this span (default 24h)");
   stats->add_option("--alert", st->threshold,
                     "Flag a partition whose median wait passes this (default 20m)");
   stats->add_flag("--json", st->json, "JSON");

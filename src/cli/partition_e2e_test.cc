@@ -2,6 +2,7 @@
 // `hachi server` in this network namespace, `hachi agent` in one of its own joined by a
 // veth pair whose link the test cuts and restores. Needs root and iproute2; skipped
 // otherwise.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -9,13 +10,11 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "cli/cli_testing.h"
 
@@ -32,7 +31,9 @@ std::string Slurp(const std::string& path) {
   return ss.str();
 }
 
-bool Sh(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0; }
+bool Sh(const std::string& cmd) {
+  return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0;
+}
 
 pid_t Spawn(const std::string& cmd) {
   const pid_t pid = ::fork();
@@ -88,8 +89,8 @@ class Netns {
 };
 
 json Job(int64_t id) {
-  json j = json::parse(Hachi("show job " + std::to_string(id) + " --json", false).out, nullptr,
-                       false);
+  json j = json::parse(Hachi("show job " + std::to_string(id) + " --json", false).out,
+                       nullptr, false);
   return j.is_object() && j.contains("job") ? j["job"] : json();
 }
 
@@ -115,14 +116,16 @@ TEST(Partition, AgentCutOffAndBackRunsNoJobTwiceAtOnce) {
   char tmpl[] = "/tmp/hachi-partition-XXXXXX";
   const std::string dir = ::mkdtemp(tmpl);
   const std::string hachi = std::string(HACHI_BINARY_DIR) + "/hachi";
-  const pid_t server = Spawn(hachi + " server --state-dir " + dir + "/state --listen " +
-                             net.host_ip() + ":0 --agent-timeout 12 2>" + dir + "/server.log");
+  const pid_t server =
+      Spawn(hachi + " server --state-dir " + dir + "/state --listen " + net.host_ip() +
+            ":0 --agent-timeout 12 2>" + dir + "/server.log");
   std::string url;
   for (int i = 0; i < 100 && url.empty(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     const std::string log = Slurp(dir + "/server.log");
     const size_t at = log.find("listening on http://");
-    if (at != std::string::npos) url = log.substr(at + 13, log.find(' ', at + 13) - (at + 13));
+    if (at != std::string::npos)
+      url = log.substr(at + 13, log.find(' ', at + 13) - (at + 13));
   }
   ASSERT_FALSE(url.empty()) << Slurp(dir + "/server.log");
   // The CLI as a local user, on the Unix socket (TCP would need a token); the agent over
@@ -130,31 +133,34 @@ TEST(Partition, AgentCutOffAndBackRunsNoJobTwiceAtOnce) {
   ::setenv("HACHI_SERVER", ("unix:" + dir + "/state/hachi.sock").c_str(), 1);
   const pid_t agent =
       Spawn("ip netns exec " + net.name() + " " + hachi + " agent --server " + url +
-            " --name pnode --preset hgx-h100 --address " + net.ns_ip() + " --spool-dir " + dir +
-            "/spool --cluster-secret-file " + dir + "/state/cluster-secret 2>" + dir +
-            "/agent.log");
-  ASSERT_TRUE(WaitFor([] { return Hachi("nodes -o %n", false).out.find("pnode") !=
-                                  std::string::npos; },
-                      10))
+            " --name pnode --preset hgx-h100 --address " + net.ns_ip() + " --spool-dir " +
+            dir + "/spool --cluster-secret-file " + dir + "/state/cluster-secret 2>" +
+            dir + "/agent.log");
+  ASSERT_TRUE(WaitFor(
+      [] { return Hachi("nodes -o %n", false).out.find("pnode") != std::string::npos; },
+      10))
       << Slurp(dir + "/agent.log");
 
-  const std::string body =
-      "'echo start $(date +%s%N) >> " + dir +
-      "/$HACHI_JOB_ID.runs; trap \"echo end $(date +%s%N) >> " + dir +
-      "/$HACHI_JOB_ID.runs; exit 143\" TERM; sleep 120 & wait'";
+  const std::string body = "'echo start $(date +%s%N) >> " + dir +
+                           "/$HACHI_JOB_ID.runs; trap \"echo end $(date +%s%N) >> " +
+                           dir +
+                           "/$HACHI_JOB_ID.runs; exit 143\" TERM; sleep 120 & wait'";
   auto submit = [&](const std::string& flags) {
     return std::atoll(
-        Hachi("submit --parsable -G 4 -t 10:00 " + flags + " -- sh -c " + body, false).out.c_str());
+        Hachi("submit --parsable -G 4 -t 10:00 " + flags + " -- sh -c " + body, false)
+            .out.c_str());
   };
   const int64_t plain = submit("");
   const int64_t requeue = submit("--requeue");
   ASSERT_GT(plain, 0);
   ASSERT_GT(requeue, 0);
-  ASSERT_TRUE(WaitFor([&] { return Job(plain)["state"] == "RUNNING" &&
-                                   Job(requeue)["state"] == "RUNNING"; },
-                      10));
-  ASSERT_TRUE(WaitFor([&] { return Slurp(dir + "/" + std::to_string(requeue) + ".runs") != ""; },
-                      10));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return Job(plain)["state"] == "RUNNING" && Job(requeue)["state"] == "RUNNING";
+      },
+      10));
+  ASSERT_TRUE(WaitFor(
+      [&] { return Slurp(dir + "/" + std::to_string(requeue) + ".runs") != ""; }, 10));
 
   ASSERT_TRUE(net.Cut());
   EXPECT_TRUE(WaitFor([&] { return Job(plain)["state"] == "NODE_FAIL"; }, 30))
@@ -165,8 +171,10 @@ TEST(Partition, AgentCutOffAndBackRunsNoJobTwiceAtOnce) {
 
   // Back: the requeued job runs again once its first run has been stopped.
   EXPECT_TRUE(WaitFor(
-      [&] { return Job(requeue)["state"] == "RUNNING" && Job(requeue)["requeues"] == 1; }, 60))
-      << Job(requeue).dump() << "\n" << Slurp(dir + "/agent.log");
+      [&] { return Job(requeue)["state"] == "RUNNING" && Job(requeue)["requeues"] == 1; },
+      60))
+      << Job(requeue).dump() << "\n"
+      << Slurp(dir + "/agent.log");
   EXPECT_TRUE(WaitFor(
       [&] {
         const std::string runs = Slurp(dir + "/" + std::to_string(requeue) + ".runs");
@@ -182,7 +190,8 @@ TEST(Partition, AgentCutOffAndBackRunsNoJobTwiceAtOnce) {
   }
   ASSERT_GE(events.size(), 3u) << Slurp(dir + "/" + std::to_string(requeue) + ".runs");
   EXPECT_EQ(events[0].first, "start");
-  EXPECT_EQ(events[1].first, "end") << "the first run was stopped before the second began";
+  EXPECT_EQ(events[1].first, "end")
+      << "the first run was stopped before the second began";
   EXPECT_EQ(events[2].first, "start");
   EXPECT_LE(events[1].second, events[2].second);
   const std::string plain_runs = Slurp(dir + "/" + std::to_string(plain) + ".runs");
@@ -192,7 +201,8 @@ TEST(Partition, AgentCutOffAndBackRunsNoJobTwiceAtOnce) {
                std::string::npos;
       },
       30))
-      << "the NODE_FAIL job's processes were stopped when the agent came back: " << plain_runs;
+      << "the NODE_FAIL job's processes were stopped when the agent came back: "
+      << plain_runs;
   EXPECT_EQ(Job(plain)["state"], "NODE_FAIL");
 
   Hachi("cancel " + std::to_string(requeue), false);

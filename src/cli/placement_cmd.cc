@@ -45,9 +45,11 @@ int RunPlacement(const PlacementFlags& f) {
       placement::DiscreteCurve(r.arrived, r.capacity_milli, placement::AllocValues(r));
   std::vector<double> frag_pct(r.frag_ratio.size());
   for (size_t i = 0; i < frag_pct.size(); ++i) frag_pct[i] = r.frag_ratio[i] * 100.0;
-  const std::vector<double> frag = placement::DiscreteCurve(r.arrived, r.capacity_milli, frag_pct);
+  const std::vector<double> frag =
+      placement::DiscreteCurve(r.arrived, r.capacity_milli, frag_pct);
   const double gpus = static_cast<double>(r.capacity_milli) / 1000.0;
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   if (f.json) {
     nlohmann::ordered_json j;
@@ -74,13 +76,15 @@ int RunPlacement(const PlacementFlags& f) {
     std::printf("%s\n", j.dump().c_str());
     return kExitOk;
   }
-  std::printf("placement openb, pods %s, seed %lld, policy %s: %zu events on %zu nodes "
-              "(%.0f GPUs), %d failed\n",
-              f.pods.c_str(), static_cast<long long>(f.seed), placement::PolicyName(*policy),
-              r.event_pods.size(), cluster->nodes.size(), gpus, r.failed);
-  std::printf("alloc %% at 100 %% arrived: %.2f   at 130 %%: %.2f   unallocated GPUs at 130 %%: "
-              "%.1f   frag ratio %% at 80 %%: %.2f   wall %.2f s\n",
-              alloc[100], alloc[130], gpus * (1.0 - alloc[130] / 100.0), frag[80], wall);
+  std::printf(
+      "placement openb, pods %s, seed %lld, policy %s: %zu events on %zu nodes "
+      "(%.0f GPUs), %d failed\n",
+      f.pods.c_str(), static_cast<long long>(f.seed), placement::PolicyName(*policy),
+      r.event_pods.size(), cluster->nodes.size(), gpus, r.failed);
+  std::printf(
+      "alloc %% at 100 %% arrived: %.2f   at 130 %%: %.2f   unallocated GPUs at 130 %%: "
+      "%.1f   frag ratio %% at 80 %%: %.2f   wall %.2f s\n",
+      alloc[100], alloc[130], gpus * (1.0 - alloc[130] / 100.0), frag[80], wall);
   if (f.curve) {
     std::printf("x_pct alloc_pct frag_ratio_pct\n");
     for (int x = 0; x <= 130; ++x) std::printf("%d %.2f %.2f\n", x, alloc[x], frag[x]);

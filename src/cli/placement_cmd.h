@@ -7,7 +7,7 @@
 namespace hachi::cli {
 
 struct PlacementFlags {
-  std::string trace;       // openb (the only one)
+  std::string trace;  // openb (the only one)
   std::string pods = "default";
   int64_t seed = 42;
   std::string policy = "hachi";

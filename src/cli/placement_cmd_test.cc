@@ -13,18 +13,18 @@ namespace {
 using testing::CmdResult;
 using testing::Hachi;
 
-std::string Run(const std::string& args) {
-  return "sim --placement openb " + args;
-}
+std::string Run(const std::string& args) { return "sim --placement openb " + args; }
 
 CmdResult WithData(const std::string& args, bool with_stderr = true) {
   return Hachi(Run(args), with_stderr);
 }
 
 TEST(PlacementCli, JsonHasTheKeys) {
-  setenv("HACHI_SHARED_DIR", (std::string(HACHI_SOURCE_DIR) + "/testdata/openb").c_str(), 1);
+  setenv("HACHI_SHARED_DIR", (std::string(HACHI_SOURCE_DIR) + "/testdata/openb").c_str(),
+         1);
   for (const char* policy : {"random", "bestfit", "fgd", "hachi"}) {
-    CmdResult r = WithData(std::string("--pods tiny --json --curve --policy ") + policy, false);
+    CmdResult r =
+        WithData(std::string("--pods tiny --json --curve --policy ") + policy, false);
     ASSERT_EQ(r.exit_code, 0) << r.out;
     const auto j = nlohmann::json::parse(r.out);
     for (const char* key : {"alloc_ratio_at_100", "alloc_ratio_at_130",
@@ -47,7 +47,8 @@ struct BadRow {
 class PlacementCliBad : public ::testing::TestWithParam<BadRow> {};
 
 TEST_P(PlacementCliBad, ExitsTwoWithTheReason) {
-  setenv("HACHI_SHARED_DIR", (std::string(HACHI_SOURCE_DIR) + "/testdata/openb").c_str(), 1);
+  setenv("HACHI_SHARED_DIR", (std::string(HACHI_SOURCE_DIR) + "/testdata/openb").c_str(),
+         1);
   CmdResult r = Hachi(GetParam().args);
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find(GetParam().reason), std::string::npos) << r.out;

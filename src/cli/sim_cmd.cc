@@ -363,10 +363,10 @@ void AddSimCommands(CLI::App& app, int* exit_code) {
       "replay a job trace on a simulated cluster with the real scheduler; report waits, "
       "completion times, GPU utilisation and cycle times (docs/sim.md)");
   cmd->add_option(
-         "--trace", flags->trace,
-         "job trace: the Philly CSV (timestamp,duration,num_gpus,gpu_time,cluster) "
-         "or a generic CSV (submit_s,duration_s,gpus[,user,account,partition,"
-         "time_limit_s]); required unless --placement");
+      "--trace", flags->trace,
+      "job trace: the Philly CSV (timestamp,duration,num_gpus,gpu_time,cluster) "
+      "or a generic CSV (submit_s,duration_s,gpus[,user,account,partition,"
+      "time_limit_s]); required unless --placement");
   cmd->add_option("--format", flags->format,
                   "philly or csv (default: told from the header)");
   cmd->add_option("--policy", flags->policy,
@@ -375,9 +375,11 @@ void AddSimCommands(CLI::App& app, int* exit_code) {
   cmd->add_option("--placement", flags->placement.trace,
                   "openb: FGD's static placement benchmark on the Alibaba openb trace "
                   "instead of a replay (docs/benchmarks.md)");
-  cmd->add_option("--pods", flags->placement.pods,
-                  "with --placement: the pod list openb_pod_list_NAME.csv (default default)");
-  cmd->add_option("--seed", flags->placement.seed, "with --placement: the seed (default 42)");
+  cmd->add_option(
+      "--pods", flags->placement.pods,
+      "with --placement: the pod list openb_pod_list_NAME.csv (default default)");
+  cmd->add_option("--seed", flags->placement.seed,
+                  "with --placement: the seed (default 42)");
   cmd->add_flag("--curve", flags->placement.curve,
                 "with --placement: print the whole allocation curve");
   cmd->add_option("--cluster", flags->cluster,

@@ -448,8 +448,8 @@ std::string FormatClock(Duration d, bool always_hours) {
   if (days > 0) {
     std::snprintf(buf, sizeof buf, "%lld-%02lld:%02lld:%02lld", days, h, m, s);
   } else if (h > 0) {
-    std::snprintf(buf, sizeof buf, always_hours ? "%02lld:%02lld:%02lld" : "%lld:%02lld:%02lld",
-                  h, m, s);
+    std::snprintf(buf, sizeof buf,
+                  always_hours ? "%02lld:%02lld:%02lld" : "%lld:%02lld:%02lld", h, m, s);
   } else if (always_hours) {
     std::snprintf(buf, sizeof buf, "00:%02lld:%02lld", m, s);
   } else {
@@ -775,8 +775,8 @@ std::string FormatGpuPicture(const NodeStatus& n) {
   // Processes on GPUs no job of theirs was given: they take memory and compute from the
   // job placed there, and the scheduler cannot see them.
   for (const state::StrayGpuProcess& p : n.stray_processes) {
-    o += "  gpu" + std::to_string(p.gpu) + " stray process: pid " + std::to_string(p.pid) +
-         " (" + Or(p.user, "?") + ": " + Or(p.command, "?") + ")";
+    o += "  gpu" + std::to_string(p.gpu) + " stray process: pid " +
+         std::to_string(p.pid) + " (" + Or(p.user, "?") + ": " + Or(p.command, "?") + ")";
     if (p.used_mib >= 0) o += " " + std::to_string(p.used_mib) + " MiB";
     if (p.job != 0) {
       o += ", of job " + std::to_string(p.job) + ", which was not given this GPU";
@@ -830,9 +830,10 @@ std::string FormatStats(const state::JobStats& s) {
   };
   for (const state::PartitionStats& p : s.partitions) {
     if (!p.alert || p.causes.empty()) continue;
-    o += Or(p.all.partition, "(none)") + ": median wait " + FormatDuration(p.all.wait_p50) +
-         " > " + FormatDuration(s.alert_threshold) + "; likely cause: " +
-         cause_name(p.causes[0].kind) + ": " + p.causes[0].text + "\n";
+    o += Or(p.all.partition, "(none)") + ": median wait " +
+         FormatDuration(p.all.wait_p50) + " > " + FormatDuration(s.alert_threshold) +
+         "; likely cause: " + cause_name(p.causes[0].kind) + ": " + p.causes[0].text +
+         "\n";
     for (size_t i = 1; i < p.causes.size(); ++i) {
       o += "  also: " + cause_name(p.causes[i].kind) + ": " + p.causes[i].text + "\n";
     }

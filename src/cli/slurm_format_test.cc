@@ -315,7 +315,8 @@ std::vector<NodeStatus> Nodes() {
   v.push_back(g2);
   NodeStatus g3 = node("gpu03", {0, 0, 0, 0, 0, 0, 0, 0});
   g3.record.unhealthy.Insert(5);
-  g3.record.unhealthy_reasons[5] = "Xid 79: GPU has fallen off the bus (2026-11-30T01:02:03Z)";
+  g3.record.unhealthy_reasons[5] =
+      "Xid 79: GPU has fallen off the bus (2026-11-30T01:02:03Z)";
   v.push_back(g3);
   NodeStatus g4 = node("gpu04", {3139, 3139, 3139, 3139, 3139, 3139, 3139, 3139});
   g4.record.state = state::NodeState::kDrained;

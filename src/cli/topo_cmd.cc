@@ -28,10 +28,11 @@ struct SourceFlags {
 };
 
 void AddSourceFlags(CLI::App* cmd, SourceFlags* f) {
-  cmd->add_option("-f,--file", f->files,
-                  "read the node from files: `nvidia-smi topo -m` output, optionally with "
-                  "`nvidia-smi -L` / `--query-gpu` output, or a Hachi topology JSON "
-                  "(repeat --file to merge)");
+  cmd->add_option(
+      "-f,--file", f->files,
+      "read the node from files: `nvidia-smi topo -m` output, optionally with "
+      "`nvidia-smi -L` / `--query-gpu` output, or a Hachi topology JSON "
+      "(repeat --file to merge)");
   std::string names;
   for (const topo::PresetInfo& p : topo::ListPresets()) {
     names += (names.empty() ? "" : ", ") + p.name;
@@ -78,9 +79,9 @@ int RunCheck(const SourceFlags& f, int expect_gpus) {
   if (f.json) {
     std::fputs(RenderCheckJson(*t, findings).c_str(), stdout);
   } else {
-    std::printf("%s: %d GPUs, %s\n", t->source().c_str(), t->gpu_count(),
-                std::string(topo::InterconnectClassName(topo::Analyze(*t).interconnect))
-                    .c_str());
+    std::printf(
+        "%s: %d GPUs, %s\n", t->source().c_str(), t->gpu_count(),
+        std::string(topo::InterconnectClassName(topo::Analyze(*t).interconnect)).c_str());
     std::fputs(RenderFindingsText(findings).c_str(), stdout);
   }
   if (findings.empty() || worst == topo::Severity::kInfo) return 0;
@@ -118,7 +119,8 @@ int RunAlloc(const SourceFlags& f, const AllocFlags& a) {
   req.count = a.count;
   Result<GpuSet> required = GpuSet::Parse(a.require);
   if (!required.ok()) {
-    PrintError("topo alloc", InvalidArgument("--require: " + required.status().message()));
+    PrintError("topo alloc",
+               InvalidArgument("--require: " + required.status().message()));
     return kExitBadInput;
   }
   req.required = *required;
@@ -128,9 +130,8 @@ int RunAlloc(const SourceFlags& f, const AllocFlags& a) {
     for (std::string_view n : alloc::PolicyNames()) {
       names += (names.empty() ? "" : ", ") + std::string(n);
     }
-    PrintError("topo alloc",
-               InvalidArgument("--policy: unknown policy '" + a.policy + "' (known: " +
-                               names + ")"));
+    PrintError("topo alloc", InvalidArgument("--policy: unknown policy '" + a.policy +
+                                             "' (known: " + names + ")"));
     return kExitBadInput;
   }
   Result<alloc::Choice> choice = policy->Choose(*model, free, req);
@@ -165,12 +166,12 @@ void AddTopoCommands(CLI::App& app, int* exit_code) {
   CLI::App* check = topo->add_subcommand(
       "check", "check the node for anomalies; exit 0 healthy, 1 warnings, 2 errors");
   AddSourceFlags(check, check_flags.get());
-  check->add_option("--expect-gpus", *expect,
-                    "the number of GPUs the node should have (a missing GPU is an error)")
+  check
+      ->add_option("--expect-gpus", *expect,
+                   "the number of GPUs the node should have (a missing GPU is an error)")
       ->check(CLI::Range(1, 64));
-  check->callback([check_flags, expect, exit_code] {
-    *exit_code = RunCheck(*check_flags, *expect);
-  });
+  check->callback(
+      [check_flags, expect, exit_code] { *exit_code = RunCheck(*check_flags, *expect); });
 
   auto alloc_src = std::make_shared<SourceFlags>();
   auto alloc_flags = std::make_shared<AllocFlags>();

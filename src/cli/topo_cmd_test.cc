@@ -2,6 +2,7 @@
 // the shared nvidia-smi fixtures. Checks exit codes, the JSON contract the issue names
 // (gpus[].index, links, class, findings; alloc's sorted gpus) and clear errors.
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -40,8 +41,9 @@ TEST(TopoShowTest, TextShowsMatrixClassGroupsAndFindings) {
 }
 
 TEST(TopoShowTest, MergesListWithMatrix) {
-  CmdResult r = Hachi("topo show --json --file " + Fixture("topo-hgx-h100-12nics-580.txt") +
-                " --file " + Fixture("list-gpus-8x-h100-rhelai-vm.txt"));
+  CmdResult r =
+      Hachi("topo show --json --file " + Fixture("topo-hgx-h100-12nics-580.txt") +
+            " --file " + Fixture("list-gpus-8x-h100-rhelai-vm.txt"));
   ASSERT_EQ(r.exit_code, 0) << r.out;
   nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["gpus"][0]["model"], "NVIDIA H100 80GB HBM3");
@@ -79,14 +81,17 @@ INSTANTIATE_TEST_SUITE_P(
     Cases, TopoCheckTest,
     ::testing::Values(
         CheckCase{"healthy_preset", "--preset dgx-a100", 0, "healthy"},
-        CheckCase{"healthy_fixture", "--file " + Fixture("topo-dgx-a100-mlx5-names.txt"), 0,
-                  "healthy"},
-        CheckCase{"malformed", "--file " + Fixture("topo-8x-a100-vm-malformed-ph0-cells.txt"),
-                  2, "column NIC7: 'PH0-115'"},
-        CheckCase{"missing_gpu",
-                  "--expect-gpus 8 --file " + Fixture("topo-4x-l40s-nics-missalignment106.txt"),
-                  2, "found 4 GPUs, expected 8"},
-        CheckCase{"unreadable", "--file " + Fixture("SOURCES.md"), 2, "no `nvidia-smi topo -m`"}),
+        CheckCase{"healthy_fixture", "--file " + Fixture("topo-dgx-a100-mlx5-names.txt"),
+                  0, "healthy"},
+        CheckCase{"malformed",
+                  "--file " + Fixture("topo-8x-a100-vm-malformed-ph0-cells.txt"), 2,
+                  "column NIC7: 'PH0-115'"},
+        CheckCase{
+            "missing_gpu",
+            "--expect-gpus 8 --file " + Fixture("topo-4x-l40s-nics-missalignment106.txt"),
+            2, "found 4 GPUs, expected 8"},
+        CheckCase{"unreadable", "--file " + Fixture("SOURCES.md"), 2,
+                  "no `nvidia-smi topo -m`"}),
     [](const auto& p) { return std::string(p.param.name); });
 
 TEST(TopoAllocTest, JsonGpusSorted) {
@@ -98,7 +103,8 @@ TEST(TopoAllocTest, JsonGpusSorted) {
 }
 
 TEST(TopoAllocTest, KeepsPairsWhole) {
-  CmdResult r = Hachi("topo alloc --preset pcie-8x-4090-nv4-pairs --count 1 --free 0,1,2,3,5 --json");
+  CmdResult r = Hachi(
+      "topo alloc --preset pcie-8x-4090-nv4-pairs --count 1 --free 0,1,2,3,5 --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(nlohmann::json::parse(r.out)["gpus"], nlohmann::json({5}));
 }
@@ -132,10 +138,10 @@ INSTANTIATE_TEST_SUITE_P(
         AllocErrorCase{"nine_gpus", "--preset hgx-h100 --count 9", 1, "9"},
         AllocErrorCase{"busy", "--preset hgx-h100 --count 4 --free 1,5,6", 1, "1,5,6"},
         AllocErrorCase{"bad_free", "--preset hgx-h100 --count 1 --free 1,x", 2, "--free"},
-        AllocErrorCase{"required_not_free", "--preset hgx-h100 --count 2 --free 0,1 --require 3",
-                       2, "3"},
-        AllocErrorCase{"unknown_policy", "--preset hgx-h100 --count 1 --policy fastest", 2,
-                       "besteffort"},
+        AllocErrorCase{"required_not_free",
+                       "--preset hgx-h100 --count 2 --free 0,1 --require 3", 2, "3"},
+        AllocErrorCase{"unknown_policy", "--preset hgx-h100 --count 1 --policy fastest",
+                       2, "besteffort"},
         AllocErrorCase{"no_count", "--preset hgx-h100", 2, "count"}),
     [](const auto& p) { return std::string(p.param.name); });
 

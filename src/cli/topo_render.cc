@@ -55,8 +55,8 @@ std::string RenderFindingsText(const std::vector<Finding>& findings) {
   if (findings.empty()) return "Findings: none, the node looks healthy\n";
   std::string out = "Findings:\n";
   for (const Finding& f : findings) {
-    out += "  " + Pad(std::string("[") + std::string(topo::SeverityName(f.severity)) + "]",
-                      10) +
+    out += "  " +
+           Pad(std::string("[") + std::string(topo::SeverityName(f.severity)) + "]", 10) +
            f.code;
     if (!f.gpus.empty()) out += " (GPUs " + f.gpus.ToString() + ")";
     out += ": " + f.message + "\n";
@@ -106,9 +106,10 @@ std::string RenderTopologyText(const Topology& t, const TopologyFacts& facts,
       out += "\n";
     }
   }
-  out += "Legend: NV<n> = n bonded NVLinks; PIX = one PCIe switch; PXB = several PCIe "
-         "switches; PHB = PCIe host bridge; NODE = host bridges within a NUMA node; SYS "
-         "= across NUMA nodes (QPI/UPI); ? = unknown\n\n";
+  out +=
+      "Legend: NV<n> = n bonded NVLinks; PIX = one PCIe switch; PXB = several PCIe "
+      "switches; PHB = PCIe host bridge; NODE = host bridges within a NUMA node; SYS "
+      "= across NUMA nodes (QPI/UPI); ? = unknown\n\n";
 
   out += "GPU   Model                          Memory     NUMA  PCI bus id        UUID\n";
   for (const topo::Gpu& g : t.gpus()) {
@@ -219,8 +220,8 @@ std::string RenderTopologyJson(const Topology& t, const TopologyFacts& facts,
   j["nics"] = nics;
   json numa = json::array();
   for (size_t i = 0; i < facts.numa_groups.size(); ++i) {
-    numa.push_back({{"numa_node", facts.numa_ids[i]},
-                    {"gpus", Indices(facts.numa_groups[i])}});
+    numa.push_back(
+        {{"numa_node", facts.numa_ids[i]}, {"gpus", Indices(facts.numa_groups[i])}});
   }
   j["numa_groups"] = numa;
   json pg = json::array(), ng = json::array();
@@ -247,7 +248,8 @@ std::string RenderAllocText(const Topology& t, const AllocReport& r) {
   out += "Node:     " + t.source() + " (" + std::to_string(t.gpu_count()) + " GPUs)\n";
   out += "Request:  " + std::to_string(r.request.count) +
          (r.request.count == 1 ? " GPU" : " GPUs");
-  if (!r.request.required.empty()) out += ", must include " + r.request.required.ToString();
+  if (!r.request.required.empty())
+    out += ", must include " + r.request.required.ToString();
   out += "; free " + r.free.ToString() + "; policy " + r.policy + "\n";
   out += "Chosen:   " + r.choice.gpus.ToString() +
          "  (CUDA_VISIBLE_DEVICES=" + r.choice.gpus.ToList() + ")\n";

@@ -63,17 +63,18 @@ Status ReadArray(const Reader& r, const toml::node& n, const std::string& path, 
 }
 
 Status ReadTop(const Reader& r, const toml::table& root, ClusterConfig* c) {
-  HACHI_RETURN_IF_ERROR(r.CheckKeys(
-      root, "",
-      {"partition", "qos", "limits", "fairshare", "priority", "node", "sim", "server", "auth",
-       "account"}));
+  HACHI_RETURN_IF_ERROR(
+      r.CheckKeys(root, "",
+                  {"partition", "qos", "limits", "fairshare", "priority", "node", "sim",
+                   "server", "auth", "account"}));
   if (const toml::node* n = root.get("auth")) {
     HACHI_RETURN_IF_ERROR(internal::ReadAuth(r, *n, &c->auth));
   }
   if (const toml::node* n = root.get("account")) {
     HACHI_RETURN_IF_ERROR(ReadArray(
         r, *n, "account", internal::ReadAccount,
-        [](const AccountConfig& a) -> const std::string& { return a.name; }, &c->accounts));
+        [](const AccountConfig& a) -> const std::string& { return a.name; },
+        &c->accounts));
   }
   if (const toml::node* n = root.get("partition")) {
     HACHI_RETURN_IF_ERROR(ReadArray(
@@ -166,7 +167,9 @@ Status ReadTop(const Reader& r, const toml::table& root, ClusterConfig* c) {
     CONFIG_ASSIGN_OR_RETURN(t, r.Table(*n, "server"));
     HACHI_RETURN_IF_ERROR(r.CheckKeys(
         *t, "server", {"listen", "socket", "state_dir", "policy", "agent_timeout"}));
-    auto string = [&](const toml::node& v, const std::string& k) { return r.String(v, k); };
+    auto string = [&](const toml::node& v, const std::string& k) {
+      return r.String(v, k);
+    };
     ServerConfig& s = c->server;
     HACHI_RETURN_IF_ERROR(Optional(
         *t, "server", "listen",

@@ -68,7 +68,7 @@ struct AuthConfig {
   std::vector<std::string> admins;  // user names; root on the Unix socket always is one
   // Who may GET without a token over TCP: "localhost" (loopback peers), "none", "all".
   std::string anonymous_read = "localhost";
-  std::string tls_cert;            // PEM files; both set: the TCP API is HTTPS
+  std::string tls_cert;  // PEM files; both set: the TCP API is HTTPS
   std::string tls_key;
   std::string cluster_secret_file;  // "": STATE_DIR/cluster-secret
 };

@@ -275,7 +275,8 @@ TEST(ParseClusterConfigTest, Errors) {
       {"account no members", "[[account]]\nname = \"vision\"\n",
        "c.toml:1: account[0]: needs members"},
       {"account twice",
-       "[[account]]\nname = \"v\"\nmembers = []\n[[account]]\nname = \"v\"\nmembers = []\n",
+       "[[account]]\nname = \"v\"\nmembers = []\n[[account]]\nname = \"v\"\nmembers = "
+       "[]\n",
        "c.toml:5: account[1].name: 'v' is already the name of account[0]"},
   };
   for (const Case& c : cases) {

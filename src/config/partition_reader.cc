@@ -65,12 +65,11 @@ Result<PartitionConfig> ReadPartition(const Reader& r, const toml::node& n,
                                       const std::string& path) {
   const toml::table* t = nullptr;
   CONFIG_ASSIGN_OR_RETURN(t, r.Table(n, path));
-  HACHI_RETURN_IF_ERROR(
-      r.CheckKeys(*t, path,
-                  {"name", "nodes", "mode", "min_gpus", "max_gpus", "default_time",
-                   "max_time", "tier", "allowed_users", "allowed_accounts",
-                   "preempt_lower_tiers", "preempt_mode", "grace", "window",
-                   "allow_gpu_sharing"}));
+  HACHI_RETURN_IF_ERROR(r.CheckKeys(
+      *t, path,
+      {"name", "nodes", "mode", "min_gpus", "max_gpus", "default_time", "max_time",
+       "tier", "allowed_users", "allowed_accounts", "preempt_lower_tiers", "preempt_mode",
+       "grace", "window", "allow_gpu_sharing"}));
   PartitionConfig pc;
   pc.where = r.Where(n.source(), path);
   sched::Partition& p = pc.partition;

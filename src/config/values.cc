@@ -193,7 +193,7 @@ Status CheckTomlText(std::string_view text) {
   std::string open;
   bool in_key = true;
   bool bare = false;
-  bool line_start = true;  // only blanks so far on this line
+  bool line_start = true;                               // only blanks so far on this line
   size_t i = StartsWith(text, "\xEF\xBB\xBF") ? 3 : 0;  // UTF-8 byte-order mark
   while (i < text.size()) {
     const char c = text[i];
@@ -210,10 +210,12 @@ Status CheckTomlText(std::string_view text) {
       continue;
     }
     if (bare) {
-      const bool ends = blank(c) || (in_key ? c == '.' || c == '=' || c == ']'
-                                            : c == ',' || c == ']' || c == '}' || c == '#');
+      const bool ends =
+          blank(c) || (in_key ? c == '.' || c == '=' || c == ']'
+                              : c == ',' || c == ']' || c == '}' || c == '#');
       if (!ends) {
-        if (static_cast<unsigned char>(c) >= 0x80) return bad("outside a string or comment");
+        if (static_cast<unsigned char>(c) >= 0x80)
+          return bad("outside a string or comment");
         ++i;
         continue;
       }
@@ -252,7 +254,8 @@ Status CheckTomlText(std::string_view text) {
     } else if (c == '"' || c == '\'') {
       ++i;  // a one-line string; toml++ ends it at a newline
       while (i < text.size() && text[i] != c && text[i] != '\n') {
-        if (c == '"' && text[i] == '\\' && i + 1 < text.size() && text[i + 1] != '\n') ++i;
+        if (c == '"' && text[i] == '\\' && i + 1 < text.size() && text[i + 1] != '\n')
+          ++i;
         ++i;
       }
       if (i < text.size() && text[i] == c) ++i;

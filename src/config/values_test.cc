@@ -161,9 +161,14 @@ TEST(CheckTomlTextTest, Table) {
       {"InComment", "# \xc3\xa9quipe de nuit\na = 1\n", ""},
       {"InMultiLine", "a = \"\"\"\n\xc3\xa9\n\"\"\"\nb = '''\\\n\xc3\xa9'''\n", ""},
       {"EscapedQuote", "a = \"\\\"\xc3\xa9\"\n", ""},
-      {"ByteOrderMark", "\xef\xbb\xbf" "a = 1\n", ""},
-      {"BareAfterValue", "a = 1\xc3\xa9\n", "1: a non-ASCII character outside a string or comment"},
-      {"StartOfLine", "[p]\n\xc3\xa9 = 1\n", "2: a non-ASCII character outside a string or comment"},
+      {"ByteOrderMark",
+       "\xef\xbb\xbf"
+       "a = 1\n",
+       ""},
+      {"BareAfterValue", "a = 1\xc3\xa9\n",
+       "1: a non-ASCII character outside a string or comment"},
+      {"StartOfLine", "[p]\n\xc3\xa9 = 1\n",
+       "2: a non-ASCII character outside a string or comment"},
       {"LoneBytes", "\xcc\xaa", "1: a non-ASCII character outside"},
       {"LineEndingBackslash", "a = \"\"\"\\\n  \xc2\xa7\"\"\"\n",
        "2: a non-ASCII character after a backslash in a multi-line string"},
@@ -175,14 +180,19 @@ TEST(CheckTomlTextTest, Table) {
       {"EscapeAfterLineEndingBackslash", "a = \"\"\"x\\\n\\\xef\xbb\xaf\"\"\"\n",
        "2: a non-ASCII character after a backslash in a multi-line string"},
       {"AfterStringEnds", "a = \"x\" \xc3\xa9\n", "1: a non-ASCII character outside"},
-      // A quote inside a bad value opens no string (crash-tomlpp-unreachable-quote-in-value).
-      {"QuoteInsideAValue", "a =-d\"shared\xc5\x98\n", "1: a non-ASCII character outside"},
-      {"InlineTableAndArray", "a = { b = \"\xc3\xa9\", c = [\"\xc3\xa9\",\n'\xc3\xa9'] }\n", ""},
+      // A quote inside a bad value opens no string
+      // (crash-tomlpp-unreachable-quote-in-value).
+      {"QuoteInsideAValue", "a =-d\"shared\xc5\x98\n",
+       "1: a non-ASCII character outside"},
+      {"InlineTableAndArray",
+       "a = { b = \"\xc3\xa9\", c = [\"\xc3\xa9\",\n'\xc3\xa9'] }\n", ""},
       {"DottedQuotedKey", "a.\"\xc3\xa9\" = 1\n", ""},
       {"NoBlanksAroundEquals", "a=\"\xc3\xa9\"\nb={c='\xc3\xa9'}\n", ""},
-      {"EqualsInsideAValue", "a =-[node.a=\"'''''$-{r\xc5\x98\n", "1: a non-ASCII character"},
+      {"EqualsInsideAValue", "a =-[node.a=\"'''''$-{r\xc5\x98\n",
+       "1: a non-ASCII character"},
       {"QuotedTableHeader", "[node.\"n[0001-0002]\"]\nblock = \"b\xc3\xa9\"\n", ""},
-      {"BracketInsideAValue", "a =-[node.\"'''''$ed\xc5\x98[[]](\n", "1: a non-ASCII character"},
+      {"BracketInsideAValue", "a =-[node.\"'''''$ed\xc5\x98[[]](\n",
+       "1: a non-ASCII character"},
   };
   for (const Case& c : cases) {
     const Status s = CheckTomlText(c.text);

@@ -30,9 +30,7 @@ class GpuSet {
   constexpr bool empty() const { return mask_ == 0; }
   constexpr int size() const { return std::popcount(mask_); }
   constexpr bool contains(int i) const { return (mask_ >> i) & 1; }
-  constexpr bool IsSubsetOf(GpuSet other) const {
-    return (mask_ & ~other.mask_) == 0;
-  }
+  constexpr bool IsSubsetOf(GpuSet other) const { return (mask_ & ~other.mask_) == 0; }
   void Insert(int i) { mask_ |= uint64_t{1} << i; }
   void Erase(int i) { mask_ &= ~(uint64_t{1} << i); }
   // Lowest index in the set; -1 if empty.

@@ -25,19 +25,18 @@ TEST_P(GpuSetParseTest, Parses) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Cases, GpuSetParseTest,
-    ::testing::Values(ParseCase{"empty", "", true, 0},
-                      ParseCase{"single", "3", true, 0b1000},
-                      ParseCase{"list", "0,2,5", true, 0b100101},
-                      ParseCase{"range", "0-3,6", true, 0b1001111},
-                      ParseCase{"spaces", " 1 , 2 ", true, 0b110},
-                      ParseCase{"negative", "-1", false, 0},
-                      ParseCase{"too_big", "64", false, 0},
-                      ParseCase{"letters", "a", false, 0},
-                      ParseCase{"descending", "5-3", false, 0},
-                      ParseCase{"empty_item", "1,,2", false, 0}),
-    [](const auto& p) { return std::string(p.param.name); });
+INSTANTIATE_TEST_SUITE_P(Cases, GpuSetParseTest,
+                         ::testing::Values(ParseCase{"empty", "", true, 0},
+                                           ParseCase{"single", "3", true, 0b1000},
+                                           ParseCase{"list", "0,2,5", true, 0b100101},
+                                           ParseCase{"range", "0-3,6", true, 0b1001111},
+                                           ParseCase{"spaces", " 1 , 2 ", true, 0b110},
+                                           ParseCase{"negative", "-1", false, 0},
+                                           ParseCase{"too_big", "64", false, 0},
+                                           ParseCase{"letters", "a", false, 0},
+                                           ParseCase{"descending", "5-3", false, 0},
+                                           ParseCase{"empty_item", "1,,2", false, 0}),
+                         [](const auto& p) { return std::string(p.param.name); });
 
 TEST(GpuSetTest, FormatsRanges) {
   EXPECT_EQ(GpuSet(0b11110011).ToString(), "0,1,4-7");

@@ -18,14 +18,14 @@ namespace hachi {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,  // the input is malformed (bad flag, bad file, bad request)
-  kNotFound,         // a named thing does not exist (file, preset, GPU)
-  kUnsatisfiable,    // can never be met on this topology/cluster
-  kBusy,             // cannot be met now; may be later
-  kUnavailable,      // an outside dependency is missing (no NVML, no nvidia-smi)
-  kInternal,         // a bug or an unexpected OS failure
-  kPermissionDenied, // the caller may not do this (another user's job, an admin action)
-  kUnauthenticated,  // the caller did not say who they are, or not believably (no token)
+  kInvalidArgument,   // the input is malformed (bad flag, bad file, bad request)
+  kNotFound,          // a named thing does not exist (file, preset, GPU)
+  kUnsatisfiable,     // can never be met on this topology/cluster
+  kBusy,              // cannot be met now; may be later
+  kUnavailable,       // an outside dependency is missing (no NVML, no nvidia-smi)
+  kInternal,          // a bug or an unexpected OS failure
+  kPermissionDenied,  // the caller may not do this (another user's job, an admin action)
+  kUnauthenticated,   // the caller did not say who they are, or not believably (no token)
 };
 
 std::string_view StatusCodeName(StatusCode code);
@@ -57,9 +57,7 @@ inline Status NotFound(std::string msg) {
 inline Status Unsatisfiable(std::string msg) {
   return Status(StatusCode::kUnsatisfiable, std::move(msg));
 }
-inline Status Busy(std::string msg) {
-  return Status(StatusCode::kBusy, std::move(msg));
-}
+inline Status Busy(std::string msg) { return Status(StatusCode::kBusy, std::move(msg)); }
 inline Status PermissionDenied(std::string msg) {
   return Status(StatusCode::kPermissionDenied, std::move(msg));
 }
@@ -77,7 +75,7 @@ inline Status Internal(std::string msg) {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : data_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : data_(std::move(value)) {}        // NOLINT: implicit by design
   Result(Status status) : data_(std::move(status)) {  // NOLINT
     assert(!std::get<Status>(data_).ok());
   }
@@ -102,8 +100,8 @@ class [[nodiscard]] Result {
 }  // namespace hachi
 
 // Returns early from a function returning Status or Result<U> when `expr` fails.
-#define HACHI_RETURN_IF_ERROR(expr)       \
-  do {                                    \
-    ::hachi::Status hachi_status_ = (expr); \
+#define HACHI_RETURN_IF_ERROR(expr)                \
+  do {                                             \
+    ::hachi::Status hachi_status_ = (expr);        \
     if (!hachi_status_.ok()) return hachi_status_; \
   } while (0)

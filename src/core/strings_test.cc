@@ -20,9 +20,12 @@ TEST(StringsTest, TrimSplitLines) {
 }
 
 TEST(StringsTest, StripAnsiEscapes) {
-  EXPECT_EQ(StripAnsiEscapes("\t\x1b[4mGPU0\tCPU Affinity\x1b[0m"), "\tGPU0\tCPU Affinity");
+  EXPECT_EQ(StripAnsiEscapes("\t\x1b[4mGPU0\tCPU Affinity\x1b[0m"),
+            "\tGPU0\tCPU Affinity");
   EXPECT_EQ(StripAnsiEscapes("a\x1b[1;32mb\x1b[0mc"), "abc");
-  EXPECT_EQ(StripAnsiEscapes("a\x1b" "Bc"), "ac");  // two-byte escape
+  EXPECT_EQ(StripAnsiEscapes("a\x1b"
+                             "Bc"),
+            "ac");  // two-byte escape
   EXPECT_EQ(StripAnsiEscapes("plain\ttext\n"), "plain\ttext\n");
   EXPECT_EQ(StripAnsiEscapes("end\x1b["), "end");  // cut short: dropped, no overrun
   EXPECT_EQ(StripAnsiEscapes("end\x1b"), "end");

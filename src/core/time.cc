@@ -13,12 +13,15 @@ std::string FormatDuration(Duration d) {
     std::snprintf(buf, sizeof buf, "%s%llds", sign, static_cast<long long>(d));
   } else if (d < kHour) {
     std::snprintf(buf, sizeof buf, "%s%lldm%02llds", sign,
-                  static_cast<long long>(d / kMinute), static_cast<long long>(d % kMinute));
+                  static_cast<long long>(d / kMinute),
+                  static_cast<long long>(d % kMinute));
   } else if (d < kDay) {
-    std::snprintf(buf, sizeof buf, "%s%lldh%02lldm", sign, static_cast<long long>(d / kHour),
+    std::snprintf(buf, sizeof buf, "%s%lldh%02lldm", sign,
+                  static_cast<long long>(d / kHour),
                   static_cast<long long>((d % kHour) / kMinute));
   } else {
-    std::snprintf(buf, sizeof buf, "%s%lldd%02lldh", sign, static_cast<long long>(d / kDay),
+    std::snprintf(buf, sizeof buf, "%s%lldd%02lldh", sign,
+                  static_cast<long long>(d / kDay),
                   static_cast<long long>((d % kDay) / kHour));
   }
   return buf;

@@ -5,8 +5,9 @@
 
 namespace hachi::sched {
 
-DependencyVerdict EvaluateDependencies(const std::vector<Dependency>& deps,
-                                       const std::function<JobOutcome(JobId)>& outcome_of) {
+DependencyVerdict EvaluateDependencies(
+    const std::vector<Dependency>& deps,
+    const std::function<JobOutcome(JobId)>& outcome_of) {
   DependencyVerdict waiting;
   for (const Dependency& d : deps) {
     JobOutcome o = outcome_of(d.job);
@@ -31,7 +32,8 @@ Status CheckDependencies(JobId self, const std::vector<Dependency>& deps) {
       return InvalidArgument("job " + std::to_string(self) + " depends on itself");
     }
     if (std::find(seen.begin(), seen.end(), d.job) != seen.end()) {
-      return InvalidArgument("job " + std::to_string(d.job) + " is named twice in the "
+      return InvalidArgument("job " + std::to_string(d.job) +
+                             " is named twice in the "
                              "dependencies");
     }
     seen.push_back(d.job);

@@ -28,8 +28,9 @@ struct DependencyVerdict {
 // after-ok: met when the job succeeded; never met when it failed or is unknown.
 // after-any: met when the job finished in any way; never met when it is unknown.
 // All must be met (Slurm's ','): any never-met one decides, else the first waiting one.
-DependencyVerdict EvaluateDependencies(const std::vector<Dependency>& deps,
-                                       const std::function<JobOutcome(JobId)>& outcome_of);
+DependencyVerdict EvaluateDependencies(
+    const std::vector<Dependency>& deps,
+    const std::function<JobOutcome(JobId)>& outcome_of);
 
 // Submit-time checks that need no other job: a job may not depend on itself and may
 // name a job at most once. kInvalidArgument naming the job id.

@@ -39,22 +39,42 @@ INSTANTIATE_TEST_SUITE_P(
     Rows, DependencyRows,
     ::testing::Values(
         Row{"none", {}, {}, DependencyState::kNone, 0},
-        Row{"afterok_running", {{K::kAfterOk, 7}}, {{7, O::kNotFinished}},
-            DependencyState::kWaiting, 7},
-        Row{"afterok_succeeded", {{K::kAfterOk, 7}}, {{7, O::kSucceeded}},
-            DependencyState::kNone, 0},
-        Row{"afterok_failed", {{K::kAfterOk, 7}}, {{7, O::kFailed}},
-            DependencyState::kNeverMet, 7},
-        Row{"afterany_failed", {{K::kAfterAny, 7}}, {{7, O::kFailed}},
-            DependencyState::kNone, 0},
-        Row{"afterany_running", {{K::kAfterAny, 7}}, {{7, O::kNotFinished}},
-            DependencyState::kWaiting, 7},
+        Row{"afterok_running",
+            {{K::kAfterOk, 7}},
+            {{7, O::kNotFinished}},
+            DependencyState::kWaiting,
+            7},
+        Row{"afterok_succeeded",
+            {{K::kAfterOk, 7}},
+            {{7, O::kSucceeded}},
+            DependencyState::kNone,
+            0},
+        Row{"afterok_failed",
+            {{K::kAfterOk, 7}},
+            {{7, O::kFailed}},
+            DependencyState::kNeverMet,
+            7},
+        Row{"afterany_failed",
+            {{K::kAfterAny, 7}},
+            {{7, O::kFailed}},
+            DependencyState::kNone,
+            0},
+        Row{"afterany_running",
+            {{K::kAfterAny, 7}},
+            {{7, O::kNotFinished}},
+            DependencyState::kWaiting,
+            7},
         Row{"unknown_job", {{K::kAfterAny, 99}}, {}, DependencyState::kNeverMet, 99},
-        Row{"first_waiting_named", {{K::kAfterOk, 1}, {K::kAfterOk, 2}, {K::kAfterOk, 3}},
+        Row{"first_waiting_named",
+            {{K::kAfterOk, 1}, {K::kAfterOk, 2}, {K::kAfterOk, 3}},
             {{1, O::kSucceeded}, {2, O::kNotFinished}, {3, O::kNotFinished}},
-            DependencyState::kWaiting, 2},
-        Row{"never_met_wins_over_waiting", {{K::kAfterOk, 1}, {K::kAfterOk, 2}},
-            {{1, O::kNotFinished}, {2, O::kFailed}}, DependencyState::kNeverMet, 2}),
+            DependencyState::kWaiting,
+            2},
+        Row{"never_met_wins_over_waiting",
+            {{K::kAfterOk, 1}, {K::kAfterOk, 2}},
+            {{1, O::kNotFinished}, {2, O::kFailed}},
+            DependencyState::kNeverMet,
+            2}),
     [](const auto& p) { return std::string(p.param.name); });
 
 TEST(CheckDependenciesTest, RefusesSelfDuplicatesAndBadIds) {
@@ -66,11 +86,12 @@ TEST(CheckDependenciesTest, RefusesSelfDuplicatesAndBadIds) {
 }
 
 TEST(DependencyDiagnosisTest, NamesTheJobWaitedOn) {
-  ClusterState state = testing::MakeCluster()
-                           .Nodes(1, "hgx-h100")
-                           .Partition("p")
-                           .Pending(testing::MakeJob(3).Gpus(1).Deps(DependencyState::kWaiting))
-                           .Build();
+  ClusterState state =
+      testing::MakeCluster()
+          .Nodes(1, "hgx-h100")
+          .Partition("p")
+          .Pending(testing::MakeJob(3).Gpus(1).Deps(DependencyState::kWaiting))
+          .Build();
   state.pending[0].deps_job = 812;
   auto sched = Scheduler::Create(SchedConfig{});
   ASSERT_TRUE(sched.ok());

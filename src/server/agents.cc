@@ -55,14 +55,14 @@ Status Controller::Register(const AgentRegistration& reg) {
 
   // Reconcile the jobs the records run there with what the agent says it runs.
   const std::unordered_set<state::JobId> running(reg.running.begin(), reg.running.end());
-  const std::unordered_set<state::JobId> finished(reg.finished.begin(), reg.finished.end());
+  const std::unordered_set<state::JobId> finished(reg.finished.begin(),
+                                                  reg.finished.end());
   std::vector<state::Edit> edits;
   for (const auto& [id, job] : image_.jobs) {
     if (job.state != state::JobState::kRunning) continue;
-    const bool here = std::any_of(job.allocations.begin(), job.allocations.end(),
-                                  [&](const state::NodeAllocation& a) {
-                                    return a.node == reg.node;
-                                  });
+    const bool here =
+        std::any_of(job.allocations.begin(), job.allocations.end(),
+                    [&](const state::NodeAllocation& a) { return a.node == reg.node; });
     if (!here || running.count(id)) continue;
     // Without an instance id (older agents, tests) the start times decide.
     const bool agent_knew =
@@ -152,7 +152,8 @@ state::JobEnded Controller::EndFor(const state::JobRecord& job, const RunInfo& i
   end.signal = e.signal;
   switch (e.kind) {
     case agent::ExitKind::kExited:
-      end.state = e.exit_code == 0 ? state::JobState::kCompleted : state::JobState::kFailed;
+      end.state =
+          e.exit_code == 0 ? state::JobState::kCompleted : state::JobState::kFailed;
       if (e.exit_code != 0) end.reason = "exit code " + std::to_string(e.exit_code);
       break;
     case agent::ExitKind::kSignaled:
@@ -187,7 +188,8 @@ state::JobEnded Controller::EndFor(const state::JobRecord& job, const RunInfo& i
   return end;
 }
 
-Status Controller::Report(const std::string& node, const std::vector<agent::JobExit>& exits) {
+Status Controller::Report(const std::string& node,
+                          const std::vector<agent::JobExit>& exits) {
   std::unique_lock<std::mutex> lock(mu_);
   auto session = agents_.find(node);
   if (session == agents_.end() || !session->second.registered) {
@@ -209,7 +211,8 @@ Status Controller::Report(const std::string& node, const std::vector<agent::JobE
       continue;
     }
     RunInfo& info = runs_[e.job];
-    if (std::find(info.ended_on.begin(), info.ended_on.end(), node) != info.ended_on.end()) {
+    if (std::find(info.ended_on.begin(), info.ended_on.end(), node) !=
+        info.ended_on.end()) {
       continue;  // this part's exit, reported again
     }
     info.ended_on.push_back(node);
@@ -238,8 +241,9 @@ Status Controller::Report(const std::string& node, const std::vector<agent::JobE
   return CommitAndApply(lock, std::move(edits));
 }
 
-void Controller::NodeLostLocked(std::unique_lock<std::mutex>& lock, const std::string& node,
-                                const std::string& why, Time now) {
+void Controller::NodeLostLocked(std::unique_lock<std::mutex>& lock,
+                                const std::string& node, const std::string& why,
+                                Time now) {
   std::vector<state::Edit> edits;
   edits.push_back(state::NodeStateChanged{node, state::NodeState::kDown, why, now});
   for (const auto& [id, job] : image_.jobs) {

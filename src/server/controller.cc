@@ -27,8 +27,8 @@ Controller::Controller(ControllerOptions options, std::unique_ptr<state::Store> 
 
 Controller::~Controller() { Stop(); }
 
-Result<std::unique_ptr<Controller>> Controller::Create(ControllerOptions options,
-                                                       std::unique_ptr<state::Store> store) {
+Result<std::unique_ptr<Controller>> Controller::Create(
+    ControllerOptions options, std::unique_ptr<state::Store> store) {
   options.sched.explain = true;  // pending reasons for every job
   Result<std::unique_ptr<sched::Scheduler>> scheduler =
       sched::Scheduler::Create(options.sched);
@@ -129,10 +129,12 @@ void Controller::TrackJobsLocked(const std::vector<state::Edit>& edits) {
       eligible_since_.erase(id);
       if (it != image_.jobs.end()) CompactFinished(&it->second);
     }
-    // Released or requeued: its next queue wait counts from now (hachi_queue_wait_seconds).
+    // Released or requeued: its next queue wait counts from now
+    // (hachi_queue_wait_seconds).
     if (const auto* r = std::get_if<state::JobRequeued>(&e)) {
       eligible_since_[r->id] = {NowSeconds(), true};
-    } else if (const auto* h = std::get_if<state::JobHeld>(&e); h != nullptr && !h->held) {
+    } else if (const auto* h = std::get_if<state::JobHeld>(&e);
+               h != nullptr && !h->held) {
       eligible_since_[h->id] = {NowSeconds(), false};
     }
   }
@@ -165,7 +167,8 @@ Result<std::vector<state::JobId>> Controller::Submit(const SubmitRequest& reques
     return Unauthenticated("submitting needs a token (docs/api.md, \"Authentication\")");
   }
   HACHI_RETURN_IF_ERROR(CheckJobSpec(request.spec));
-  if (!request.req.account.empty()) HACHI_RETURN_IF_ERROR(MayUseAccount(who, request.req.account));
+  if (!request.req.account.empty())
+    HACHI_RETURN_IF_ERROR(MayUseAccount(who, request.req.account));
   if (request.array_tasks.size() > 10000) {
     return InvalidArgument("an array may have at most 10000 tasks, got " +
                            std::to_string(request.array_tasks.size()));
@@ -236,7 +239,8 @@ Result<std::vector<state::JobId>> Controller::Submit(const SubmitRequest& reques
 namespace {
 
 // A job is changed only by its owner or an admin. The owner is the uid the job runs as
-// (the kernel's word on the socket, the token's on TCP); an anonymous caller owns nothing.
+// (the kernel's word on the socket, the token's on TCP); an anonymous caller owns
+// nothing.
 Status MayChange(const Caller& who, bool admin, const state::JobRecord& job,
                  const char* what) {
   if (admin) return Status::Ok();
@@ -244,9 +248,9 @@ Status MayChange(const Caller& who, bool admin, const state::JobRecord& job,
     return Unauthenticated(std::string("to ") + what + " a job, send a token");
   }
   if (who.uid == job.spec.uid) return Status::Ok();
-  return PermissionDenied("job " + std::to_string(job.id) + " belongs to " + job.req.user +
-                          "; " + (who.user.empty() ? std::string("you") : who.user) +
-                          " may not " + what + " it");
+  return PermissionDenied(
+      "job " + std::to_string(job.id) + " belongs to " + job.req.user + "; " +
+      (who.user.empty() ? std::string("you") : who.user) + " may not " + what + " it");
 }
 
 }  // namespace
@@ -302,7 +306,8 @@ Status Controller::Hold(state::JobId id, bool hold, const Caller& who) {
   std::unique_lock<std::mutex> lock(mu_);
   auto it = image_.jobs.find(id);
   if (it == image_.jobs.end()) return NotFound("no job " + std::to_string(id));
-  HACHI_RETURN_IF_ERROR(MayChange(who, IsAdmin(who), it->second, hold ? "hold" : "release"));
+  HACHI_RETURN_IF_ERROR(
+      MayChange(who, IsAdmin(who), it->second, hold ? "hold" : "release"));
   if (it->second.state != state::JobState::kPending) {
     return InvalidArgument("job " + std::to_string(id) + " is " +
                            std::string(state::JobStateName(it->second.state)) +
@@ -362,7 +367,8 @@ std::string Controller::ReasonLocked(state::JobId id) const {
     return std::string(sched::ReasonName(sched::Reason::kHeld));  // not in any snapshot
   }
   auto d = diagnoses_.find(id);
-  return d == diagnoses_.end() ? std::string() : std::string(sched::ReasonName(d->second.reason));
+  return d == diagnoses_.end() ? std::string()
+                               : std::string(sched::ReasonName(d->second.reason));
 }
 
 std::optional<PendingInfo> Controller::Pending(state::JobId id) const {
@@ -385,8 +391,8 @@ std::vector<JobBrief> Controller::ActiveJobBriefs() const {
     auto it = image_.jobs.find(id);
     if (it == image_.jobs.end()) continue;
     const state::JobRecord& r = it->second;
-    out.push_back(JobBrief{id, r.req.partition, r.state, r.held, r.submit_time, r.start_time,
-                           r.req.TotalGpus()});
+    out.push_back(JobBrief{id, r.req.partition, r.state, r.held, r.submit_time,
+                           r.start_time, r.req.TotalGpus()});
   }
   return out;
 }
@@ -469,9 +475,9 @@ Status Controller::Drain(const std::string& node, const std::string& reason,
   if (it->second.state == state::NodeState::kDown) {
     return InvalidArgument("node " + node + " is down; drain it when it is back");
   }
-  return CommitAndApply(lock, {state::NodeStateChanged{node, state::NodeState::kDrained,
-                                                       reason.empty() ? "drained" : reason,
-                                                       NowSeconds()}});
+  return CommitAndApply(
+      lock, {state::NodeStateChanged{node, state::NodeState::kDrained,
+                                     reason.empty() ? "drained" : reason, NowSeconds()}});
 }
 
 Status Controller::Resume(const std::string& node, int gpu, const Caller& who) {
@@ -483,8 +489,8 @@ Status Controller::Resume(const std::string& node, int gpu, const Caller& who) {
   if (gpu >= 0) {
     if (!rec.unhealthy.contains(gpu)) {
       return InvalidArgument("GPU " + std::to_string(gpu) + " of node " + node +
-                             " is not unhealthy (unhealthy: {" + rec.unhealthy.ToString() +
-                             "})");
+                             " is not unhealthy (unhealthy: {" +
+                             rec.unhealthy.ToString() + "})");
     }
     state::NodeHealthChanged h{node, rec.unhealthy, rec.unhealthy_reasons};
     h.unhealthy.Erase(gpu);
@@ -499,9 +505,11 @@ Status Controller::Resume(const std::string& node, int gpu, const Caller& who) {
   }
   std::vector<state::Edit> edits;
   if (drained) {
-    edits.push_back(state::NodeStateChanged{node, state::NodeState::kUp, "", NowSeconds()});
+    edits.push_back(
+        state::NodeStateChanged{node, state::NodeState::kUp, "", NowSeconds()});
   }
-  if (!rec.unhealthy.empty()) edits.push_back(state::NodeHealthChanged{node, GpuSet(), {}});
+  if (!rec.unhealthy.empty())
+    edits.push_back(state::NodeHealthChanged{node, GpuSet(), {}});
   return CommitAndApply(lock, std::move(edits));
 }
 
@@ -544,7 +552,7 @@ Status Controller::ReportHealth(const std::string& node, const api::AgentHealth&
   }
   state::NodeHealthChanged health_edit{node, rec.unhealthy, rec.unhealthy_reasons};
   GpuSet newly_bad;
-  std::string node_fault;  // the first node-wide event's message
+  std::string node_fault;          // the first node-wide event's message
   std::map<int, std::string> why;  // GPU -> the event that took it out
   for (const api::GpuHealthEvent& e : health.events) {
     const bool gpu_fault = e.fault == "fatal" || e.fault == "reset";
@@ -561,7 +569,8 @@ Status Controller::ReportHealth(const std::string& node, const api::AgentHealth&
     }
     if (health_edit.unhealthy.contains(e.gpu)) continue;  // already out of service
     health_edit.unhealthy.Insert(e.gpu);
-    health_edit.reasons[e.gpu] = e.message + " (" + ClockTime(e.at > 0 ? e.at : now) + ")";
+    health_edit.reasons[e.gpu] =
+        e.message + " (" + ClockTime(e.at > 0 ? e.at : now) + ")";
     newly_bad.Insert(e.gpu);
     why[e.gpu] = e.message;
   }
@@ -587,7 +596,8 @@ Status Controller::ReportHealth(const std::string& node, const api::AgentHealth&
       }
     }
     if (reason.empty()) continue;
-    for (const state::NodeAllocation& a : job.allocations) agents_[a.node].cancels.push_back(id);
+    for (const state::NodeAllocation& a : job.allocations)
+      agents_[a.node].cancels.push_back(id);
     edits.push_back(state::JobRequeued{id, reason});
     runs_.erase(id);
   }

@@ -32,8 +32,8 @@
 #include "core/status.h"
 #include "sched/scheduler.h"
 #include "server/snapshot.h"
-#include "state/records.h"
 #include "state/explain.h"
+#include "state/records.h"
 #include "state/stats_cause.h"
 #include "state/store.h"
 
@@ -77,7 +77,7 @@ struct PendingInfo {
 };
 
 struct ControllerOptions {
-  sched::SchedConfig sched;                    // explain is forced on
+  sched::SchedConfig sched;                     // explain is forced on
   std::optional<config::ClusterConfig> config;  // partitions, QoS, limits
   Duration agent_timeout = 30;                  // seconds without a poll: node down
   Duration kill_grace = 10;                     // SIGTERM -> SIGKILL on cancel/limit
@@ -120,7 +120,8 @@ class Controller {
   // ---- Jobs ----
   // Validates (unsatisfiable requests refused with the reason), stores, then returns
   // the new ids: on return they are on disk.
-  Result<std::vector<state::JobId>> Submit(const SubmitRequest& request, const Caller& who);
+  Result<std::vector<state::JobId>> Submit(const SubmitRequest& request,
+                                           const Caller& who);
   // Pending: ended as cancelled now. Running: its agents stop it (SIGTERM, grace,
   // SIGKILL) and it ends as cancelled when they report. kNotFound / kInvalidArgument
   // (already ended).
@@ -129,7 +130,8 @@ class Controller {
   Status Hold(state::JobId id, bool hold, const Caller& who);
   Result<state::JobRecord> Job(state::JobId id) const;
   // Waits up to `timeout_ms` for the job to leave `known` (long poll for `hachi run`).
-  Result<state::JobRecord> WaitJob(state::JobId id, state::JobState known, int timeout_ms);
+  Result<state::JobRecord> WaitJob(state::JobId id, state::JobState known,
+                                   int timeout_ms);
   // Jobs in id order, those with ids above `after`, at most `limit` (0: all): a page,
   // so that a client listing 100,000 jobs does not make the server build one reply of
   // them all (GET /jobs?after=&limit=).
@@ -165,7 +167,7 @@ class Controller {
   // unless given; the record is durable when this returns.
   Result<IssuedToken> IssueToken(const TokenRequest& request, const Caller& who);
   Result<std::vector<state::TokenRecord>> Tokens(const Caller& who) const;  // admins
-  Status RevokeToken(const std::string& id, const Caller& who);            // admins
+  Status RevokeToken(const std::string& id, const Caller& who);             // admins
   // Whether `who` may see `job`'s environment and script (its owner, an admin): every
   // caller sees every job, the rest of the world not what the job was given to run with.
   bool MaySeeDetails(const Caller& who, const state::JobRecord& job) const;
@@ -223,7 +225,8 @@ class Controller {
   Status MayUseAccount(const Caller& who, const std::string& account) const;
 
   // All below: mu_ held.
-  Status CommitAndApply(std::unique_lock<std::mutex>& lock, std::vector<state::Edit> edits);
+  Status CommitAndApply(std::unique_lock<std::mutex>& lock,
+                        std::vector<state::Edit> edits);
   Status RebuildBaseLocked();
   void Loop();
   void CycleLocked(std::unique_lock<std::mutex>& lock);
@@ -239,7 +242,8 @@ class Controller {
   // Updates active_ for the jobs `edits` touched (after they were applied to image_).
   void TrackJobsLocked(const std::vector<state::Edit>& edits);
   static void CompactFinished(state::JobRecord* job);  // memory: drops env
-  state::JobEnded EndFor(const state::JobRecord& job, const RunInfo& info, Time now) const;
+  state::JobEnded EndFor(const state::JobRecord& job, const RunInfo& info,
+                         Time now) const;
   state::NodeStatus NodeStatusLocked(const state::NodeRecord& rec,
                                      const sched::ClusterState& snap) const;
   // The processes the node's agent reported on GPUs no running job of theirs was given.
@@ -261,7 +265,8 @@ class Controller {
   std::unordered_map<std::string, NodeHardware> hardware_;
   BaseCluster base_;
   bool base_dirty_ = true;
-  uint64_t base_generation_ = 0;  // +1 per rebuild: a plan made on an older base is dropped
+  uint64_t base_generation_ =
+      0;  // +1 per rebuild: a plan made on an older base is dropped
   std::unordered_map<std::string, AgentSession> agents_;
   std::unordered_map<state::JobId, RunInfo> runs_;
   // When a pending job last became eligible again (released from hold, requeued) since
@@ -279,7 +284,7 @@ class Controller {
   Time diagnosed_at_ = 0;
   std::unique_ptr<sched::Scheduler> scheduler_;  // used with mu_ released by the loop
                                                  // thread only (cycle_mu_)
-  std::vector<sched::WorkloadClass> workload_;  // RecentWorkload, refreshed by the loop
+  std::vector<sched::WorkloadClass> workload_;   // RecentWorkload, refreshed by the loop
   Time workload_at_ = 0;
   bool dirty_ = true;
   bool stopping_ = false;

@@ -190,7 +190,8 @@ TEST(Controller, OnlyTheOwnerOrAnAdminChangesAJob) {
   const Caller bob{"bob", 1001, 1001, true, false};
   Status s = h->Cancel(id, bob);
   EXPECT_EQ(s.code(), StatusCode::kPermissionDenied);
-  EXPECT_EQ(s.message(), "job " + std::to_string(id) + " belongs to alice; bob may not cancel it");
+  EXPECT_EQ(s.message(),
+            "job " + std::to_string(id) + " belongs to alice; bob may not cancel it");
   EXPECT_EQ(h->Hold(id, false, bob).code(), StatusCode::kPermissionDenied);
   // A caller the kernel vouched for is its uid, whatever name it gives.
   const Caller alice_by_uid{"whoever", 1000, 1000, true, false};
@@ -213,7 +214,8 @@ state::NodeRecord NodeOf(Harness& h, const std::string& name) {
   return {};
 }
 
-api::AgentHealth Event(int gpu, const std::string& fault, int xid, const std::string& msg) {
+api::AgentHealth Event(int gpu, const std::string& fault, int xid,
+                       const std::string& msg) {
   api::AgentHealth h;
   h.events.push_back(api::GpuHealthEvent{gpu, "xid", xid, fault, msg, 1700000000});
   return h;
@@ -230,12 +232,15 @@ TEST(Controller, FatalGpuEventTakesThatGpuOutAndRequeuesItsJob) {
   h.Work("n1");  // the launch
 
   // The application's own fault changes nothing.
-  ASSERT_TRUE(h->ReportHealth("n1", Event(bad, "job", 13, "Xid 13: graphics engine exception")).ok());
+  ASSERT_TRUE(
+      h->ReportHealth("n1", Event(bad, "job", 13, "Xid 13: graphics engine exception"))
+          .ok());
   EXPECT_EQ(h.StateOf(id), JobState::kRunning);
   EXPECT_TRUE(NodeOf(h, "n1").unhealthy.empty());
 
   ASSERT_TRUE(
-      h->ReportHealth("n1", Event(bad, "fatal", 79, "Xid 79: GPU has fallen off the bus")).ok());
+      h->ReportHealth("n1", Event(bad, "fatal", 79, "Xid 79: GPU has fallen off the bus"))
+          .ok());
   const state::NodeRecord node = NodeOf(h, "n1");
   EXPECT_EQ(node.unhealthy, GpuSet::FromIndices({bad}));
   ASSERT_EQ(node.unhealthy_reasons.count(bad), 1u);
@@ -244,14 +249,15 @@ TEST(Controller, FatalGpuEventTakesThatGpuOutAndRequeuesItsJob) {
   const state::JobRecord requeued = h.Job(id);
   EXPECT_EQ(requeued.state, JobState::kPending);
   EXPECT_EQ(requeued.requeues, 1);
-  EXPECT_EQ(requeued.reason,
-            "GPU " + std::to_string(bad) + " of node n1: Xid 79: GPU has fallen off the bus");
+  EXPECT_EQ(requeued.reason, "GPU " + std::to_string(bad) +
+                                 " of node n1: Xid 79: GPU has fallen off the bus");
   const AgentWork work = h.Work("n1");
   EXPECT_EQ(work.cancel, std::vector<state::JobId>{id}) << "its processes are stopped";
 
   // The same event again changes nothing more; the job runs again, never on that GPU.
   ASSERT_TRUE(
-      h->ReportHealth("n1", Event(bad, "fatal", 79, "Xid 79: GPU has fallen off the bus")).ok());
+      h->ReportHealth("n1", Event(bad, "fatal", 79, "Xid 79: GPU has fallen off the bus"))
+          .ok());
   EXPECT_EQ(h.Job(id).requeues, 1);
   h->RunCycle();
   const state::JobRecord again = h.Job(id);
@@ -259,7 +265,8 @@ TEST(Controller, FatalGpuEventTakesThatGpuOutAndRequeuesItsJob) {
   EXPECT_FALSE(again.allocations[0].gpus.contains(bad));
 
   // An admin puts it back; then it is allocatable again.
-  EXPECT_EQ(h->Resume("n1", bad == 0 ? 1 : 0, kRoot).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(h->Resume("n1", bad == 0 ? 1 : 0, kRoot).code(),
+            StatusCode::kInvalidArgument);
   ASSERT_TRUE(h->Resume("n1", bad, kRoot).ok());
   EXPECT_TRUE(NodeOf(h, "n1").unhealthy.empty());
   EXPECT_TRUE(NodeOf(h, "n1").unhealthy_reasons.empty());
@@ -298,8 +305,8 @@ TEST(Controller, ProcessesOutsideTheirJobsGpusAreStray) {
   while (job.allocations[0].gpus.contains(other)) ++other;
   api::AgentHealth report;
   report.has_processes = true;
-  report.processes = {{own, 100, 4000, "root", "train", id},       // its own: fine
-                      {other, 101, 500, "root", "train", id},      // outside its GPUs
+  report.processes = {{own, 100, 4000, "root", "train", id},        // its own: fine
+                      {other, 101, 500, "root", "train", id},       // outside its GPUs
                       {7, 200, 20000, "alice", "python nb.py", 0},  // not Hachi's
                       {6, 300, 10, "bob", "old", 9999}};            // a job not running
   ASSERT_TRUE(h->ReportHealth("n1", report).ok());
@@ -342,7 +349,8 @@ TEST(Controller, NodeWideFaultDrainsTheNodeAndBadEventsAreRefused) {
   ASSERT_EQ(h.StateOf(id), JobState::kRunning);
   EXPECT_EQ(h->ReportHealth("n1", Event(42, "fatal", 79, "x")).code(),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(h->ReportHealth("n9", Event(0, "fatal", 79, "x")).code(), StatusCode::kNotFound);
+  EXPECT_EQ(h->ReportHealth("n9", Event(0, "fatal", 79, "x")).code(),
+            StatusCode::kNotFound);
   ASSERT_TRUE(h->ReportHealth("n1", Event(-1, "node", 145, "NVSwitch fatal error")).ok());
   const state::NodeRecord node = NodeOf(h, "n1");
   EXPECT_EQ(node.state, state::NodeState::kDrained);
@@ -472,7 +480,7 @@ TEST(Controller, ArrayNeverExceedsItsRunningLimit) {
 // controller keeps serving.
 TEST(Controller, FailedCommitsAreNeitherAcknowledgedNorApplied) {
   Harness h(ControllerOptions{}, state::NewMemoryStore(/*fail_after=*/2));
-  h.Register("n1");                                       // commit 1
+  h.Register("n1");                                        // commit 1
   const state::JobId ok = h.Submit(MakeSubmit().Gpus(1));  // commit 2
   ASSERT_NE(ok, 0);
   Result<std::vector<state::JobId>> refused = h->Submit(MakeSubmit().Gpus(1), kAlice);

@@ -37,7 +37,8 @@ void Controller::Loop() {
 void Controller::RunCycle() {
   std::lock_guard<std::mutex> cycle(cycle_mu_);
   std::unique_lock<std::mutex> lock(mu_);
-  if (stopping_ && loop_.joinable() && std::this_thread::get_id() != loop_.get_id()) return;
+  if (stopping_ && loop_.joinable() && std::this_thread::get_id() != loop_.get_id())
+    return;
   CycleLocked(lock);
 }
 
@@ -51,7 +52,8 @@ void Controller::CycleLocked(std::unique_lock<std::mutex>& lock) {
     if (!s.ok()) base_.warnings.push_back("config not applied: " + s.message());
   }
   const uint64_t generation = base_generation_;
-  auto snap = std::make_shared<sched::ClusterState>(BuildSnapshot(base_, image_, &active_));
+  auto snap =
+      std::make_shared<sched::ClusterState>(BuildSnapshot(base_, image_, &active_));
   // The workload FGD's measure weighs placements by: refreshed every half minute, not
   // per submit, so the scheduler's fragmentation memo stays warm between cycles.
   if (workload_.empty() || now - workload_at_ >= 30) {
@@ -67,7 +69,8 @@ void Controller::CycleLocked(std::unique_lock<std::mutex>& lock) {
   const auto t0 = std::chrono::steady_clock::now();
   const sched::Plan plan = scheduler_->Schedule(*snap, now);
   const double ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+          .count();
   lock.lock();
   ++stats_.cycles;
   stats_.last_cycle_ms = ms;
@@ -79,12 +82,15 @@ void Controller::CycleLocked(std::unique_lock<std::mutex>& lock) {
   const auto apply_start = std::chrono::steady_clock::now();
   ApplyPlanLocked(lock, plan, std::move(snap), now);
   const auto end = std::chrono::steady_clock::now();
-  metrics_->plan_apply().Observe(std::chrono::duration<double>(end - apply_start).count());
+  metrics_->plan_apply().Observe(
+      std::chrono::duration<double>(end - apply_start).count());
   metrics_->cycle().Observe(std::chrono::duration<double>(end - cycle_start).count());
 }
 
-void Controller::ApplyPlanLocked(std::unique_lock<std::mutex>& lock, const sched::Plan& plan,
-                                 std::shared_ptr<const sched::ClusterState> snap, Time now) {
+void Controller::ApplyPlanLocked(std::unique_lock<std::mutex>& lock,
+                                 const sched::Plan& plan,
+                                 std::shared_ptr<const sched::ClusterState> snap,
+                                 Time now) {
   diagnoses_.clear();
   diagnoses_.reserve(plan.pending.size());
   for (const sched::Diagnosis& d : plan.pending) diagnoses_.emplace(d.job, d);
@@ -120,20 +126,21 @@ void Controller::ApplyPlanLocked(std::unique_lock<std::mutex>& lock, const sched
       ok = TakeAllocation(&cur, whole, a).ok();
     }
     if (!ok) {
-      for (auto r = saved.rbegin(); r != saved.rend(); ++r) cur.nodes[r->first] = r->second;
+      for (auto r = saved.rbegin(); r != saved.rend(); ++r)
+        cur.nodes[r->first] = r->second;
       dirty_ = true;  // try again next cycle with fresh state
       continue;
     }
     state::JobStarted started;
     started.id = st.job;
-    // The start time is also the run's id (agents and exit reports tell runs apart by it):
-    // a requeued job restarted within the second of its last start gets the next second,
-    // or the old run's exit would end the new one.
+    // The start time is also the run's id (agents and exit reports tell runs apart by
+    // it): a requeued job restarted within the second of its last start gets the next
+    // second, or the old run's exit would end the new one.
     started.start_time = std::max(now, rec.start_time + 1);
     for (const sched::Allocation& a : st.allocations) {
-      started.allocations.push_back(state::NodeAllocation{cur.nodes[a.node].name, a.gpus,
-                                                          a.cpus, a.memory_mib,
-                                                          a.share_milli, a.gpu_memory_mib});
+      started.allocations.push_back(
+          state::NodeAllocation{cur.nodes[a.node].name, a.gpus, a.cpus, a.memory_mib,
+                                a.share_milli, a.gpu_memory_mib});
     }
     edits.push_back(std::move(started));
   }
@@ -154,8 +161,9 @@ void Controller::ApplyPlanLocked(std::unique_lock<std::mutex>& lock, const sched
     if (auto e = eligible_since_.find(id); e != eligible_since_.end()) {
       eligible = std::max(eligible, e->second.at);
     }
-    metrics_->ObserveWait(job.req.partition, job.req.TotalGpus(), job.req.Shared(),
-                          static_cast<double>(std::max<Time>(0, job.start_time - eligible)));
+    metrics_->ObserveWait(
+        job.req.partition, job.req.TotalGpus(), job.req.Shared(),
+        static_cast<double>(std::max<Time>(0, job.start_time - eligible)));
   }
   stats_.starts += static_cast<int64_t>(ids.size());
 
@@ -163,7 +171,8 @@ void Controller::ApplyPlanLocked(std::unique_lock<std::mutex>& lock, const sched
   // grace) and requeued or cancelled when they report their exit.
   for (const sched::Preemption& p : plan.preemptions) {
     auto it = image_.jobs.find(p.job);
-    if (it == image_.jobs.end() || it->second.state != state::JobState::kRunning) continue;
+    if (it == image_.jobs.end() || it->second.state != state::JobState::kRunning)
+      continue;
     RunInfo& info = runs_[p.job];
     if (info.preempt_kill_at != kNever || info.cancel_requested) continue;
     info.preempt_kill_at = std::max(p.kill_at, now);
@@ -171,8 +180,9 @@ void Controller::ApplyPlanLocked(std::unique_lock<std::mutex>& lock, const sched
       info.requeue_on_exit = true;
     } else {
       info.cancel_requested = true;
-      info.cancel_reason = "preempted" + (p.for_job ? " by job " + std::to_string(p.for_job)
-                                                    : std::string(" by a time window"));
+      info.cancel_reason =
+          "preempted" + (p.for_job ? " by job " + std::to_string(p.for_job)
+                                   : std::string(" by a time window"));
     }
     for (const state::NodeAllocation& a : it->second.allocations) {
       agents_[a.node].cancels.push_back(p.job);

@@ -1,5 +1,6 @@
 #include "server/http_api.h"
 
+#include <httplib.h>
 #include <netdb.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -8,10 +9,8 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <thread>
-
-#include <httplib.h>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "api/protocol_json.h"
 #include "server/http_auth.h"
@@ -38,7 +37,8 @@ Result<state::JobId> JobIdOf(const httplib::Request& req) {
   return static_cast<state::JobId>(std::stoll(s));
 }
 
-int IntParam(const httplib::Request& req, const char* name, int fallback, int lo, int hi) {
+int IntParam(const httplib::Request& req, const char* name, int fallback, int lo,
+             int hi) {
   if (!req.has_param(name)) return fallback;
   const std::string v = req.get_param_value(name);
   char* end = nullptr;
@@ -63,22 +63,25 @@ Result<int64_t> NonNegativeParam(const httplib::Request& req, const char* name,
   return static_cast<int64_t>(x);
 }
 
-json PartitionJson(const sched::Partition& p, const std::vector<state::NodeStatus>& nodes) {
+json PartitionJson(const sched::Partition& p,
+                   const std::vector<state::NodeStatus>& nodes) {
   json names = json::array();
   for (const state::NodeStatus& n : nodes) {
-    if (std::find(n.partitions.begin(), n.partitions.end(), p.name) != n.partitions.end()) {
+    if (std::find(n.partitions.begin(), n.partitions.end(), p.name) !=
+        n.partitions.end()) {
       names.push_back(n.record.name);
     }
   }
-  return json{{"name", p.name},
-              {"mode", p.mode == sched::PartitionMode::kWholeNode ? "whole-node" : "shared"},
-              {"nodes", names},
-              {"min_gpus", p.min_gpus},
-              {"max_gpus", p.max_gpus},
-              {"default_time", p.default_time},
-              {"max_time", p.max_time},
-              {"tier", p.tier},
-              {"allow_gpu_sharing", p.allow_gpu_sharing}};
+  return json{
+      {"name", p.name},
+      {"mode", p.mode == sched::PartitionMode::kWholeNode ? "whole-node" : "shared"},
+      {"nodes", names},
+      {"min_gpus", p.min_gpus},
+      {"max_gpus", p.max_gpus},
+      {"default_time", p.default_time},
+      {"max_time", p.max_time},
+      {"tier", p.tier},
+      {"allow_gpu_sharing", p.allow_gpu_sharing}};
 }
 
 // cpp-httplib binds with SO_REUSEPORT, so a second server on the same port would share
@@ -92,7 +95,8 @@ bool PortFree(const std::string& host, int port) {
     return true;  // let the real bind report it
   }
   bool free = true;
-  const int fd = ::socket(res->ai_family, res->ai_socktype | SOCK_CLOEXEC, res->ai_protocol);
+  const int fd =
+      ::socket(res->ai_family, res->ai_socktype | SOCK_CLOEXEC, res->ai_protocol);
   if (fd >= 0) {
     const int yes = 1;
     ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
@@ -136,9 +140,10 @@ void HttpServer::Routes(httplib::Server& s) {
   // all the time (and sometimes lose a request to the race): no practical limit.
   s.set_keep_alive_timeout(1);
   s.set_keep_alive_max_count(1 << 20);
-  // SO_REUSEADDR, not httplib's default SO_REUSEPORT: with REUSEPORT a second server could
-  // bind the same port and share its connections, and the TIME_WAIT sockets a busy server
-  // leaves would refuse a restart's bind for a minute (both seen; http_api_test.cc).
+  // SO_REUSEADDR, not httplib's default SO_REUSEPORT: with REUSEPORT a second server
+  // could bind the same port and share its connections, and the TIME_WAIT sockets a busy
+  // server leaves would refuse a restart's bind for a minute (both seen;
+  // http_api_test.cc).
   s.set_socket_options([](socket_t sock) {
     const int yes = 1;
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
@@ -148,10 +153,10 @@ void HttpServer::Routes(httplib::Server& s) {
   s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     const Status st =
-        res.status == 404   ? NotFound("no such endpoint: " + req.method + " " + req.path)
-        : res.status == 413 ? InvalidArgument("request body too large")
-                            : InvalidArgument("bad request (HTTP " +
-                                              std::to_string(res.status) + ")");
+        res.status == 404 ? NotFound("no such endpoint: " + req.method + " " + req.path)
+        : res.status == 413
+            ? InvalidArgument("request body too large")
+            : InvalidArgument("bad request (HTTP " + std::to_string(res.status) + ")");
     res.set_content(api::ErrorToJson(st), "application/json");
   });
   s.set_exception_handler(
@@ -197,7 +202,8 @@ void HttpServer::Routes(httplib::Server& s) {
     if (!after.ok()) return ReplyError(res, after.status());
     Result<int64_t> limit = NonNegativeParam(req, "limit", 0, 100000);
     if (!limit.ok()) return ReplyError(res, limit.status());
-    std::vector<state::JobRecord> page = c->Jobs(all, *after, static_cast<size_t>(*limit));
+    std::vector<state::JobRecord> page =
+        c->Jobs(all, *after, static_cast<size_t>(*limit));
     // Everyone sees every job; only its owner and admins its environment and script.
     const Result<Caller> who = CallerOf(req, *c);
     json jobs = json::array();
@@ -227,7 +233,8 @@ void HttpServer::Routes(httplib::Server& s) {
     const Result<Caller> who = CallerOf(req, *c);
     if (!who.ok() || !c->MaySeeDetails(*who, *job)) RedactJobDetails(&*job);
     json j{{"job", state::ToJson(*job)}};
-    if (std::optional<PendingInfo> info = c->Pending(*id)) j["diagnosis"] = info->diagnosis;
+    if (std::optional<PendingInfo> info = c->Pending(*id))
+      j["diagnosis"] = info->diagnosis;
     // docs/api.md, "Explain". Not on long polls (`hachi run` waiting for its job): at
     // 100k pending jobs an explanation holds the lock ~30 ms, and nobody reads it there.
     if (!req.has_param("wait_from")) {
@@ -262,13 +269,15 @@ void HttpServer::Routes(httplib::Server& s) {
     for (const state::NodeStatus& n : c->Nodes()) nodes.push_back(state::ToJson(n));
     Reply(res, 200, json{{"nodes", nodes}}.dump());
   });
-  s.Get(p + R"(/nodes/([^/]+))", [c](const httplib::Request& req, httplib::Response& res) {
-    const std::string name = req.matches[1];
-    for (const state::NodeStatus& n : c->Nodes()) {
-      if (n.record.name == name) return Reply(res, 200, json{{"node", state::ToJson(n)}}.dump());
-    }
-    ReplyError(res, NotFound("no node " + name));
-  });
+  s.Get(p + R"(/nodes/([^/]+))",
+        [c](const httplib::Request& req, httplib::Response& res) {
+          const std::string name = req.matches[1];
+          for (const state::NodeStatus& n : c->Nodes()) {
+            if (n.record.name == name)
+              return Reply(res, 200, json{{"node", state::ToJson(n)}}.dump());
+          }
+          ReplyError(res, NotFound("no node " + name));
+        });
   s.Post(p + R"(/nodes/([^/]+)/(drain|resume))",
          [c](const httplib::Request& req, httplib::Response& res) {
            const std::string name = req.matches[1];
@@ -306,7 +315,8 @@ void HttpServer::Routes(httplib::Server& s) {
     for (const state::NodeStatus& n : c->Nodes()) gpus += n.gpus;
     state::JobStats stats =
         state::ComputeStats(c->Jobs(true), NowSeconds(), window, alert, gpus);
-    state::AttachLoads(&stats, c->PartitionLoads());  // a flagged partition's likely cause
+    state::AttachLoads(&stats,
+                       c->PartitionLoads());  // a flagged partition's likely cause
     json j = json::parse(state::JobStatsToJson(stats));
     const ControllerStats cs = c->stats();
     j["scheduler"] = {{"cycles", cs.cycles},
@@ -318,13 +328,14 @@ void HttpServer::Routes(httplib::Server& s) {
   });
 
   // ---- Agents ----
-  s.Post(p + "/agents/register", [c](const httplib::Request& req, httplib::Response& res) {
-    Result<api::AgentRegistration> r = api::AgentRegistrationFromJson(req.body);
-    if (!r.ok()) return ReplyError(res, r.status());
-    Status st = c->Register(*r);
-    if (!st.ok()) return ReplyError(res, st);
-    Reply(res, 200, json{{"ok", true}}.dump());
-  });
+  s.Post(p + "/agents/register",
+         [c](const httplib::Request& req, httplib::Response& res) {
+           Result<api::AgentRegistration> r = api::AgentRegistrationFromJson(req.body);
+           if (!r.ok()) return ReplyError(res, r.status());
+           Status st = c->Register(*r);
+           if (!st.ok()) return ReplyError(res, st);
+           Reply(res, 200, json{{"ok", true}}.dump());
+         });
   s.Get(p + R"(/agents/([^/]+)/work)",
         [c](const httplib::Request& req, httplib::Response& res) {
           const api::AgentWork w =
@@ -370,20 +381,23 @@ Status HttpServer::Start() {
       auto tls = std::make_unique<httplib::SSLServer>(options_.tls_cert.c_str(),
                                                       options_.tls_key.c_str());
       if (!tls->is_valid()) {
-        return InvalidArgument("TLS: cannot load the certificate " + options_.tls_cert +
-                               " with the key " + options_.tls_key +
-                               " (PEM files, readable, the key matching the certificate)");
+        return InvalidArgument(
+            "TLS: cannot load the certificate " + options_.tls_cert + " with the key " +
+            options_.tls_key +
+            " (PEM files, readable, the key matching the certificate)");
       }
       tcp_ = std::move(tls);
       tls_ = true;
 #else
-      return Unavailable("this hachi was built without TLS (no static libssl at build time)");
+      return Unavailable(
+          "this hachi was built without TLS (no static libssl at build time)");
 #endif
     } else {
       tcp_ = std::make_unique<httplib::Server>();
     }
     Routes(*tcp_);
-    port_ = want == 0 ? tcp_->bind_to_any_port(host_) : (tcp_->bind_to_port(host_, want) ? want : -1);
+    port_ = want == 0 ? tcp_->bind_to_any_port(host_)
+                      : (tcp_->bind_to_port(host_, want) ? want : -1);
     if (port_ <= 0) {
       return Unavailable("cannot listen on " + options_.listen +
                          " (in use, or not an address of this machine)");

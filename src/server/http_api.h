@@ -45,7 +45,7 @@ class HttpServer {
   // Binds and starts serving on background threads. kUnavailable when a socket cannot
   // be bound (naming it).
   Status Start();
-  void Stop();  // idempotent
+  void Stop();                        // idempotent
   int port() const { return port_; }  // the TCP port bound (after Start)
   // "http://127.0.0.1:PORT" ("https://..." with TLS), for clients in the same process.
   std::string url() const;

@@ -35,7 +35,8 @@ class HttpApiTest : public ::testing::Test {
   void SetUp() override {
     controller_ = testing::RunningController("n1");
     ASSERT_TRUE(controller_ != nullptr);
-    Result<IssuedToken> t = controller_->IssueToken({"alice", 1000, 1000, false}, testing::kRoot);
+    Result<IssuedToken> t =
+        controller_->IssueToken({"alice", 1000, 1000, false}, testing::kRoot);
     ASSERT_TRUE(t.ok()) << t.status().ToString();
     alice_token_ = t->token;
     HttpOptions h;
@@ -124,15 +125,16 @@ TEST_F(HttpApiTest, SubmitListGetCancel) {
 // is full; a bad page parameter is a 400 naming it.
 TEST_F(HttpApiTest, JobsListInPages) {
   std::vector<state::JobId> ids;
-  for (int i = 0; i < 5; ++i) ids.push_back(Submit(*client_, MakeSubmit().Gpus(1).Hold()));
+  for (int i = 0; i < 5; ++i)
+    ids.push_back(Submit(*client_, MakeSubmit().Gpus(1).Hold()));
   ASSERT_TRUE(
       client_->Call("POST", kApi + "/jobs/" + std::to_string(ids[1]) + "/cancel").ok());
   std::vector<state::JobId> seen;
   state::JobId after = 0;
   int pages = 0;
   for (; pages < 10; ++pages) {
-    Result<std::string> r = client_->Call(
-        "GET", kApi + "/jobs?all=1&limit=2&after=" + std::to_string(after));
+    Result<std::string> r =
+        client_->Call("GET", kApi + "/jobs?all=1&limit=2&after=" + std::to_string(after));
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     const json j = json::parse(*r);
     for (const json& job : j["jobs"]) seen.push_back(job["id"].get<state::JobId>());
@@ -152,7 +154,8 @@ TEST_F(HttpApiTest, JobsListInPages) {
   for (const char* bad : {"?limit=-1", "?limit=abc", "?after=1x", "?limit=100001"}) {
     Result<std::string> r = client_->Call("GET", kApi + "/jobs" + bad);
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
-    EXPECT_NE(r.status().message().find(bad[1] == 'l' ? "limit" : "after"), std::string::npos)
+    EXPECT_NE(r.status().message().find(bad[1] == 'l' ? "limit" : "after"),
+              std::string::npos)
         << r.status().message();
   }
 }
@@ -295,7 +298,8 @@ TEST_F(HttpApiTest, UnixSocketCallerIsWhoTheKernelSays) {
   EXPECT_EQ(job->spec.uid, ::geteuid()) << "the peer's uid, not the header's";
   EXPECT_NE(job->req.user, "mallory");
   if (::geteuid() != 0) GTEST_SKIP() << "another local user needs root to become one";
-  // A child that becomes `nobody` asks to cancel it: refused. Only raw syscalls after fork.
+  // A child that becomes `nobody` asks to cancel it: refused. Only raw syscalls after
+  // fork.
   ::chmod(dir_.path().c_str(), 0755);
   const std::string path = dir_.path() + "/hachi.sock";
   char request[256];
@@ -368,11 +372,13 @@ bool RequestAndServerCloses(int port) {
   a.sin_port = htons(static_cast<uint16_t>(port));
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  const std::string req = "GET /api/v1/partitions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  const std::string req =
+      "GET /api/v1/partitions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
   ok = ok && ::send(fd, req.data(), req.size(), 0) == static_cast<ssize_t>(req.size());
   char buf[4096];
   ssize_t got = 0, n = 0;
-  while (ok && (n = ::recv(fd, buf, sizeof buf, 0)) > 0) got += n;  // until the server closes
+  while (ok && (n = ::recv(fd, buf, sizeof buf, 0)) > 0)
+    got += n;  // until the server closes
   ::close(fd);
   return ok && got > 0;
 }

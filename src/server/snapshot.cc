@@ -29,9 +29,10 @@ Result<NodeHardware> CompileNodeHardware(const state::NodeRecord& node) {
   return hw;
 }
 
-Result<BaseCluster> BuildBase(const state::StateImage& image,
-                              const std::unordered_map<std::string, NodeHardware>& hardware,
-                              const config::ClusterConfig* config) {
+Result<BaseCluster> BuildBase(
+    const state::StateImage& image,
+    const std::unordered_map<std::string, NodeHardware>& hardware,
+    const config::ClusterConfig* config) {
   BaseCluster base;
   sched::ClusterState& s = base.state;
   for (const auto& [name, rec] : image.nodes) {  // std::map: name order
@@ -81,7 +82,8 @@ Result<BaseCluster> BuildBase(const state::StateImage& image,
       keep_known(pc.window_nodes);
     }
     for (config::NodeOverride& o : c.node_overrides) keep_known(o.nodes);
-    HACHI_RETURN_IF_ERROR(config::ApplyClusterConfig(c, &s, /*allow_empty_partitions=*/true));
+    HACHI_RETURN_IF_ERROR(
+        config::ApplyClusterConfig(c, &s, /*allow_empty_partitions=*/true));
     for (const std::string& n : missing) {
       base.warnings.push_back("node " + n + " is in the config but has not registered");
     }
@@ -96,7 +98,8 @@ std::vector<sched::WorkloadClass> RecentWorkload(const state::StateImage& image,
                                                  size_t last_n) {
   std::vector<sched::WorkloadClass> classes;
   size_t seen = 0;
-  for (auto it = image.jobs.rbegin(); it != image.jobs.rend() && seen < last_n; ++it, ++seen) {
+  for (auto it = image.jobs.rbegin(); it != image.jobs.rend() && seen < last_n;
+       ++it, ++seen) {
     const sched::JobRequest& r = it->second.req;
     sched::WorkloadClass c;
     c.gpus = r.GpusPerNode();
@@ -105,10 +108,11 @@ std::vector<sched::WorkloadClass> RecentWorkload(const state::StateImage& image,
     c.memory_mib = r.memory_mib + r.memory_mib_per_gpu * c.gpus;
     c.gpu_model = r.gpu_model;
     c.weight = 1;
-    auto same = std::find_if(classes.begin(), classes.end(), [&](const sched::WorkloadClass& x) {
-      return x.gpus == c.gpus && x.share_milli == c.share_milli && x.cpus == c.cpus &&
-             x.memory_mib == c.memory_mib && x.gpu_model == c.gpu_model;
-    });
+    auto same =
+        std::find_if(classes.begin(), classes.end(), [&](const sched::WorkloadClass& x) {
+          return x.gpus == c.gpus && x.share_milli == c.share_milli && x.cpus == c.cpus &&
+                 x.memory_mib == c.memory_mib && x.gpu_model == c.gpu_model;
+        });
     if (same != classes.end()) {
       same->weight += 1;
     } else {
@@ -124,7 +128,8 @@ bool IsWholeNodeJob(const sched::ClusterState& state, const sched::Job& job) {
           state.partitions[job.partition].mode == sched::PartitionMode::kWholeNode);
 }
 
-Status TakeAllocation(sched::ClusterState* state, bool whole_node, const sched::Allocation& a) {
+Status TakeAllocation(sched::ClusterState* state, bool whole_node,
+                      const sched::Allocation& a) {
   if (a.node < 0 || a.node >= static_cast<int>(state->nodes.size())) {
     return Internal("allocation on node index " + std::to_string(a.node));
   }
@@ -151,9 +156,12 @@ namespace {
 
 sched::NodeState SchedNodeState(state::NodeState s) {
   switch (s) {
-    case state::NodeState::kUp: return sched::NodeState::kUp;
-    case state::NodeState::kDrained: return sched::NodeState::kDrained;
-    case state::NodeState::kDown: return sched::NodeState::kDown;
+    case state::NodeState::kUp:
+      return sched::NodeState::kUp;
+    case state::NodeState::kDrained:
+      return sched::NodeState::kDrained;
+    case state::NodeState::kDown:
+      return sched::NodeState::kDown;
   }
   return sched::NodeState::kDown;
 }
@@ -163,9 +171,12 @@ sched::JobOutcome OutcomeOf(const state::StateImage& image, sched::JobId id) {
   if (it == image.jobs.end()) return sched::JobOutcome::kUnknown;
   switch (it->second.state) {
     case state::JobState::kPending:
-    case state::JobState::kRunning: return sched::JobOutcome::kNotFinished;
-    case state::JobState::kCompleted: return sched::JobOutcome::kSucceeded;
-    default: return sched::JobOutcome::kFailed;
+    case state::JobState::kRunning:
+      return sched::JobOutcome::kNotFinished;
+    case state::JobState::kCompleted:
+      return sched::JobOutcome::kSucceeded;
+    default:
+      return sched::JobOutcome::kFailed;
   }
 }
 
@@ -182,8 +193,8 @@ sched::Job ToSchedJob(const sched::ClusterState& s, const state::JobRecord& r) {
 
 // Calls fn(record) for the jobs `active` names (all jobs when it is null), in id order.
 template <typename Fn>
-void ForEachActiveJob(const state::StateImage& image, const std::set<state::JobId>* active,
-                      Fn fn) {
+void ForEachActiveJob(const state::StateImage& image,
+                      const std::set<state::JobId>* active, Fn fn) {
   if (active == nullptr) {
     for (const auto& [id, r] : image.jobs) fn(r);
     return;
@@ -217,8 +228,8 @@ sched::ClusterState BuildSnapshot(const BaseCluster& base, const state::StateIma
     for (const state::NodeAllocation& na : r.allocations) {
       auto ni = base.node_index.find(na.node);
       if (ni == base.node_index.end()) continue;  // its node left the cluster
-      sched::Allocation a{ni->second, na.gpus, na.cpus, na.memory_mib, na.share_milli,
-                          na.gpu_memory_mib};
+      sched::Allocation a{ni->second,    na.gpus,        na.cpus,
+                          na.memory_mib, na.share_milli, na.gpu_memory_mib};
       // The records never double-book (the applier checked before committing); a
       // failure here means a node re-registered with fewer GPUs: keep the job, skip it.
       if (TakeAllocation(&s, whole, a).ok()) j.allocations.push_back(a);
@@ -228,7 +239,8 @@ sched::ClusterState BuildSnapshot(const BaseCluster& base, const state::StateIma
   });
   ForEachActiveJob(image, active, [&](const state::JobRecord& r) {
     // A held job cannot start and reserves nothing: the scheduler never sees it (its
-    // reason, "held", comes from the record). A burst of held submits costs no cycle time.
+    // reason, "held", comes from the record). A burst of held submits costs no cycle
+    // time.
     if (r.state != state::JobState::kPending || r.held) return;
     if (r.spec.array_max_running > 0 && r.spec.array_job_id != 0) {
       int& running = array_running[r.spec.array_job_id];

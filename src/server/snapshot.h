@@ -44,9 +44,10 @@ struct BaseCluster {
 // "default" with every node, shared mode, default limit 1h, maximum 30d. A node whose
 // hardware failed to compile is left out and named in `warnings`. kInvalidArgument when
 // the config names nodes that do not exist — the caller keeps the previous base.
-Result<BaseCluster> BuildBase(const state::StateImage& image,
-                              const std::unordered_map<std::string, NodeHardware>& hardware,
-                              const config::ClusterConfig* config);
+Result<BaseCluster> BuildBase(
+    const state::StateImage& image,
+    const std::unordered_map<std::string, NodeHardware>& hardware,
+    const config::ClusterConfig* config);
 
 // The base plus occupancy and jobs from `image`: running jobs' allocations taken off
 // their nodes, pending jobs with their partition index and dependency verdicts. Node
@@ -69,6 +70,7 @@ bool IsWholeNodeJob(const sched::ClusterState& state, const sched::Job& job);
 // Takes allocation `a` of `job` off node `a.node` of `state` (shares included).
 // kInternal when it does not fit (GPUs taken, share overcommitted, CPUs/memory short):
 // the applier's re-check.
-Status TakeAllocation(sched::ClusterState* state, bool whole_node, const sched::Allocation& a);
+Status TakeAllocation(sched::ClusterState* state, bool whole_node,
+                      const sched::Allocation& a);
 
 }  // namespace hachi::server

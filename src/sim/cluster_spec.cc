@@ -205,7 +205,8 @@ Result<sched::ClusterState> BuildCluster(std::string_view spec,
   spec = Trim(spec);
   if (spec.empty()) return InvalidArgument("empty cluster spec (e.g. 96x8:hgx-h100)");
   if (spec == "philly" && !options.philly_machine_list_text.empty()) {
-    HACHI_RETURN_IF_ERROR(AddPhillyNodes(options.philly_machine_list_text, "philly", &state));
+    HACHI_RETURN_IF_ERROR(
+        AddPhillyNodes(options.philly_machine_list_text, "philly", &state));
   } else if (spec == "philly") {
     std::string path = options.philly_machine_list;
     if (path.empty()) {

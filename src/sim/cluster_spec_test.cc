@@ -101,8 +101,8 @@ TEST(ClusterSpecTest, ErrorsNameTheItem) {
       {"empty item", "96x8:hgx-h100,", StatusCode::kInvalidArgument, "item ''"},
       {"empty", "", StatusCode::kInvalidArgument, "empty cluster spec"},
       // Each item within bounds, together 120,000 nodes.
-      {"too many in all", "60000x8:hgx-h100,60000x8:hgx-h100", StatusCode::kInvalidArgument,
-       "more than 100000 nodes in all"},
+      {"too many in all", "60000x8:hgx-h100,60000x8:hgx-h100",
+       StatusCode::kInvalidArgument, "more than 100000 nodes in all"},
   };
   for (const Case& c : cases) {
     Result<sched::ClusterState> s = BuildCluster(c.spec);
@@ -121,7 +121,8 @@ TEST(ClusterSpecTest, MachineListText) {
   Result<sched::ClusterState> s = BuildCluster("philly", opts);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(s->nodes.size(), 2u);
-  opts.philly_machine_list_text = "machineId, number of GPUs, single GPU mem\nm0,4, 12GB\n";
+  opts.philly_machine_list_text =
+      "machineId, number of GPUs, single GPU mem\nm0,4, 12GB\n";
   s = BuildCluster("philly", opts);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("philly:2: number of GPUs"), std::string::npos)

@@ -2,11 +2,12 @@
 // resources, fair-share usage decays, bad plans and stuck runs are errors, not loops.
 // (End-to-end runs with the real policies are in sim_e2e_test.cc.)
 #include "sim/simulator.h"
-#include "sim/testing.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+
+#include "sim/testing.h"
 
 namespace hachi::sim {
 namespace {

@@ -91,9 +91,9 @@ Status Check(const StateImage& image, const NodeHealthChanged& e) {
     return NotFound("node " + e.name + ": no such node");
   for (const auto& [gpu, why] : e.reasons) {
     if (gpu < 0 || gpu >= GpuSet::kMaxGpus || !e.unhealthy.contains(gpu)) {
-      return InvalidArgument("node " + e.name + ": a reason for GPU " + std::to_string(gpu) +
-                             ", which is not among the unhealthy GPUs {" +
-                             e.unhealthy.ToString() + "}");
+      return InvalidArgument(
+          "node " + e.name + ": a reason for GPU " + std::to_string(gpu) +
+          ", which is not among the unhealthy GPUs {" + e.unhealthy.ToString() + "}");
     }
   }
   return Status::Ok();
@@ -104,9 +104,11 @@ Status Check(const StateImage& image, const TokenIssued& e) {
   if (t.id.empty() || t.sha256.size() != 64 || t.user.empty()) {
     return InvalidArgument("token: needs an id, a SHA-256 and a user");
   }
-  if (image.tokens.count(t.id) != 0) return InvalidArgument("token " + t.id + ": already issued");
+  if (image.tokens.count(t.id) != 0)
+    return InvalidArgument("token " + t.id + ": already issued");
   for (const auto& [id, other] : image.tokens) {
-    if (other.sha256 == t.sha256) return InvalidArgument("token " + t.id + ": hash already in use");
+    if (other.sha256 == t.sha256)
+      return InvalidArgument("token " + t.id + ": hash already in use");
   }
   return Status::Ok();
 }

@@ -63,9 +63,9 @@ struct TokenRevoked {  // the token stops working at once; its record is removed
   std::string token_id;
 };
 
-using Edit = std::variant<JobSubmitted, JobStarted, JobEnded, JobRequeued, JobHeld,
-                          NodeUpserted, NodeStateChanged, NodeHealthChanged, TokenIssued,
-                          TokenRevoked>;
+using Edit =
+    std::variant<JobSubmitted, JobStarted, JobEnded, JobRequeued, JobHeld, NodeUpserted,
+                 NodeStateChanged, NodeHealthChanged, TokenIssued, TokenRevoked>;
 
 // Applies one edit to `image`. Checks the transition first and leaves `image` unchanged
 // on error (kNotFound: no such job/node; kInvalidArgument: an illegal transition such as

@@ -1,9 +1,8 @@
 #include "state/job_stats.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <type_traits>
 #include <utility>
 
@@ -107,9 +106,15 @@ JobStats ComputeStats(const std::vector<JobRecord>& jobs, Time now, Duration win
 namespace {
 
 nlohmann::json WaitJson(const WaitStats& w) {
-  return {{"partition", w.partition}, {"gpus", w.gpus},         {"started", w.started},
-          {"pending", w.pending},     {"held", w.held},         {"samples", w.samples},
-          {"wait_p50_s", w.wait_p50}, {"wait_p95_s", w.wait_p95}, {"gpu_seconds", w.gpu_seconds}};
+  return {{"partition", w.partition},
+          {"gpus", w.gpus},
+          {"started", w.started},
+          {"pending", w.pending},
+          {"held", w.held},
+          {"samples", w.samples},
+          {"wait_p50_s", w.wait_p50},
+          {"wait_p95_s", w.wait_p95},
+          {"gpu_seconds", w.gpu_seconds}};
 }
 
 nlohmann::json LoadJson(const PartitionLoad& l) {
@@ -133,7 +138,8 @@ nlohmann::json LoadJson(const PartitionLoad& l) {
           {"reasons", l.reasons}};
 }
 
-// Reads `key` of object `j` into `out`; false (and *error) when missing or of another type.
+// Reads `key` of object `j` into `out`; false (and *error) when missing or of another
+// type.
 template <typename T>
 bool Get(const nlohmann::json& j, const char* key, const std::string& path, T* out,
          std::string* error) {
@@ -159,8 +165,10 @@ bool ReadWait(const nlohmann::json& j, const std::string& path, WaitStats* w,
     return false;
   }
   return Get(j, "partition", path, &w->partition, error) &&
-         Get(j, "gpus", path, &w->gpus, error) && Get(j, "started", path, &w->started, error) &&
-         Get(j, "pending", path, &w->pending, error) && Get(j, "held", path, &w->held, error) &&
+         Get(j, "gpus", path, &w->gpus, error) &&
+         Get(j, "started", path, &w->started, error) &&
+         Get(j, "pending", path, &w->pending, error) &&
+         Get(j, "held", path, &w->held, error) &&
          Get(j, "samples", path, &w->samples, error) &&
          Get(j, "wait_p50_s", path, &w->wait_p50, error) &&
          Get(j, "wait_p95_s", path, &w->wait_p95, error) &&
@@ -173,8 +181,10 @@ bool ReadLoad(const nlohmann::json& j, const std::string& path, PartitionLoad* l
     *error = path + ": not an object";
     return false;
   }
-  if (!(Get(j, "partition", path, &l->partition, error) && Get(j, "nodes", path, &l->nodes, error) &&
-        Get(j, "nodes_up", path, &l->nodes_up, error) && Get(j, "gpus", path, &l->gpus, error) &&
+  if (!(Get(j, "partition", path, &l->partition, error) &&
+        Get(j, "nodes", path, &l->nodes, error) &&
+        Get(j, "nodes_up", path, &l->nodes_up, error) &&
+        Get(j, "gpus", path, &l->gpus, error) &&
         Get(j, "allocated_gpus", path, &l->allocated_gpus, error) &&
         Get(j, "free_gpus", path, &l->free_gpus, error) &&
         Get(j, "largest_free", path, &l->largest_free, error) &&
@@ -205,8 +215,8 @@ bool ReadLoad(const nlohmann::json& j, const std::string& path, PartitionLoad* l
   return true;
 }
 
-bool ReadCauses(const nlohmann::json& j, const std::string& path, std::vector<AlertCause>* out,
-                std::string* error) {
+bool ReadCauses(const nlohmann::json& j, const std::string& path,
+                std::vector<AlertCause>* out, std::string* error) {
   if (!j.is_array()) {
     *error = path + ": not an array";
     return false;
@@ -218,7 +228,8 @@ bool ReadCauses(const nlohmann::json& j, const std::string& path, std::vector<Al
       *error = at + ": not an object";
       return false;
     }
-    if (!Get(j[i], "kind", at, &c.kind, error) || !Get(j[i], "text", at, &c.text, error)) {
+    if (!Get(j[i], "kind", at, &c.kind, error) ||
+        !Get(j[i], "text", at, &c.text, error)) {
       return false;
     }
     out->push_back(std::move(c));
@@ -242,11 +253,13 @@ void AttachLoads(JobStats* stats, const std::vector<PartitionLoad>& loads) {
 
 Result<JobStats> JobStatsFromJson(std::string_view text) {
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return InvalidArgument("stats: not a JSON object");
+  if (j.is_discarded() || !j.is_object())
+    return InvalidArgument("stats: not a JSON object");
   JobStats s;
   std::string error;
   const std::string root = "stats";
-  if (!Get(j, "now", root, &s.now, &error) || !Get(j, "window_s", root, &s.window, &error) ||
+  if (!Get(j, "now", root, &s.now, &error) ||
+      !Get(j, "window_s", root, &s.window, &error) ||
       !Get(j, "alert_threshold_s", root, &s.alert_threshold, &error) ||
       !Get(j, "gpu_seconds", root, &s.gpu_seconds, &error) ||
       !Get(j, "total_gpus", root, &s.total_gpus, &error) ||
@@ -261,7 +274,8 @@ Result<JobStats> JobStatsFromJson(std::string_view text) {
     const nlohmann::json& p = (*parts)[i];
     const std::string path = "stats.partitions[" + std::to_string(i) + "]";
     PartitionStats ps;
-    if (!p.is_object() || !p.contains("all") || !ReadWait(p["all"], path + ".all", &ps.all, &error) ||
+    if (!p.is_object() || !p.contains("all") ||
+        !ReadWait(p["all"], path + ".all", &ps.all, &error) ||
         !Get(p, "alert", path, &ps.alert, &error)) {
       return InvalidArgument(error.empty() ? path + ": not an object" : error);
     }
@@ -274,7 +288,8 @@ Result<JobStats> JobStatsFromJson(std::string_view text) {
       ps.has_load = true;
     }
     if (auto c = p.find("causes"); c != p.end()) {
-      if (!ReadCauses(*c, path + ".causes", &ps.causes, &error)) return InvalidArgument(error);
+      if (!ReadCauses(*c, path + ".causes", &ps.causes, &error))
+        return InvalidArgument(error);
     }
     for (size_t k = 0; k < by->size(); ++k) {
       WaitStats w;
@@ -296,7 +311,8 @@ std::string JobStatsToJson(const JobStats& s) {
     nlohmann::json part{{"all", WaitJson(p.all)}, {"by_gpus", by}, {"alert", p.alert}};
     if (p.has_load) {
       nlohmann::json causes = nlohmann::json::array();
-      for (const AlertCause& c : p.causes) causes.push_back({{"kind", c.kind}, {"text", c.text}});
+      for (const AlertCause& c : p.causes)
+        causes.push_back({{"kind", c.kind}, {"text", c.text}});
       part["load"] = LoadJson(p.load);
       part["causes"] = std::move(causes);
     }

@@ -40,7 +40,8 @@ struct PartitionStats {
   // no longer exists, or when computed from records alone.
   bool has_load = false;
   PartitionLoad load;
-  std::vector<AlertCause> causes;  // when alert and has_load: ClassifyAlert's, likeliest first
+  std::vector<AlertCause>
+      causes;  // when alert and has_load: ClassifyAlert's, likeliest first
 };
 
 struct JobStats {

@@ -22,8 +22,8 @@ void CopyTouched(const StateImage& image, const Edit& edit, StateImage* scratch)
         if constexpr (std::is_same_v<E, TokenIssued> || std::is_same_v<E, TokenRevoked>) {
           // Tokens are few, and checked against all of them: copied whole by Commit.
         } else if constexpr (std::is_same_v<E, NodeUpserted> ||
-                      std::is_same_v<E, NodeStateChanged> ||
-                      std::is_same_v<E, NodeHealthChanged>) {
+                             std::is_same_v<E, NodeStateChanged> ||
+                             std::is_same_v<E, NodeHealthChanged>) {
           const std::string& name = [&]() -> const std::string& {
             if constexpr (std::is_same_v<E, NodeUpserted>) {
               return e.record.name;

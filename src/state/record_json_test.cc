@@ -95,7 +95,8 @@ TEST(RecordJson, NodeStatusRoundTripIsFlat) {
   s.gpu_share_milli = {0, 0, 0, 0, 0, 0, 0, 250};
   s.alloc_cpus = 12;
   s.alloc_memory_mib = 4096;
-  s.stray_processes.push_back({3, 4242, 20480, "alice", "python train.py", 0, 1764500000});
+  s.stray_processes.push_back(
+      {3, 4242, 20480, "alice", "python train.py", 0, 1764500000});
   const std::string text = NodeStatusToJson(s);
   const json j = json::parse(text);
   EXPECT_EQ(j["stray_processes"][0]["command"], "python train.py");
@@ -108,7 +109,8 @@ TEST(RecordJson, NodeStatusRoundTripIsFlat) {
   EXPECT_EQ(back->gpu_jobs[7], 99);
   ASSERT_EQ(back->stray_processes.size(), 1u);
   EXPECT_EQ(back->stray_processes[0].pid, 4242u);
-  EXPECT_FALSE(NodeStatusFromJson(R"({"stray_processes": [{"gpu": 1, "pidd": 2}]})").ok());
+  EXPECT_FALSE(
+      NodeStatusFromJson(R"({"stray_processes": [{"gpu": 1, "pidd": 2}]})").ok());
 }
 
 TEST(RecordJson, MissingFieldsTakeDefaults) {

@@ -34,24 +34,28 @@ enum class JobState : uint8_t {
   kOutOfMemory,  // OOM: killed by its memory limit
 };
 inline constexpr JobState kAllJobStates[] = {
-    JobState::kPending,  JobState::kRunning,   JobState::kCompleted, JobState::kFailed,
-    JobState::kCancelled, JobState::kTimeout, JobState::kNodeFail,  JobState::kOutOfMemory};
+    JobState::kPending,  JobState::kRunning,    JobState::kCompleted,
+    JobState::kFailed,   JobState::kCancelled,  JobState::kTimeout,
+    JobState::kNodeFail, JobState::kOutOfMemory};
 std::string_view JobStateName(JobState s);  // "PENDING", "RUNNING", ...
-std::string_view JobStateCode(JobState s);  // "PD", "R", "CD", "F", "CA", "TO", "NF", "OOM"
+std::string_view JobStateCode(
+    JobState s);  // "PD", "R", "CD", "F", "CA", "TO", "NF", "OOM"
 // Parses a name or a code, any case ("pending", "PD", "r"); false when unknown.
 bool ParseJobState(std::string_view text, JobState* out);
-inline bool IsFinal(JobState s) { return s != JobState::kPending && s != JobState::kRunning; }
+inline bool IsFinal(JobState s) {
+  return s != JobState::kPending && s != JobState::kRunning;
+}
 
 // What the user asked to run, beyond the resource request (sched::JobRequest).
 struct JobSpec {
-  std::string name;               // --job-name; default: the script's or command's base name
-  std::vector<std::string> argv;  // the command; for a script job: {"/bin/sh"-like
-                                  // interpreter from the shebang, script path} is built by
-                                  // the agent, argv then holds the script's arguments
-  std::string script;             // the batch script's text ("" for a wrapped command)
-  std::string workdir;            // absolute; default: the submitter's cwd
-  std::vector<std::pair<std::string, std::string>> env;  // the submitter's environment
-                                                         // (what the job inherits)
+  std::string name;  // --job-name; default: the script's or command's base name
+  // The command; for a script job: {"/bin/sh"-like interpreter from the shebang, script
+  // path} is built by the agent, argv then holds the script's arguments.
+  std::vector<std::string> argv;
+  std::string script;   // the batch script's text ("" for a wrapped command)
+  std::string workdir;  // absolute; default: the submitter's cwd
+  // The submitter's environment (what the job inherits).
+  std::vector<std::pair<std::string, std::string>> env;
   // Output paths as given, with Slurm's patterns (%j job id, %x name, %A array job,
   // %a array task, %u user, %N first node, %% percent). Empty stdout: "hachi-%j.out" in
   // workdir; empty stderr: same file as stdout. Relative paths are under workdir.
@@ -60,11 +64,11 @@ struct JobSpec {
   uint32_t uid = 0;  // the submitting user, as the server saw them
   uint32_t gid = 0;
   std::string container_image;  // --container-image: run through the configured runtime
-  int64_t shm_mib = 0;          // --shm-size for containers; 0 = partition/runtime default
-  bool requeue = false;         // --requeue: back to pending when its node dies
-  JobId array_job_id = 0;       // array tasks: the first task's id (%A)
-  int array_task_id = -1;       // array tasks: HACHI_ARRAY_TASK_ID (%a); -1 otherwise
-  int array_max_running = 0;    // --array=1-100%10: at most 10 tasks run at once; 0 = any
+  int64_t shm_mib = 0;        // --shm-size for containers; 0 = partition/runtime default
+  bool requeue = false;       // --requeue: back to pending when its node dies
+  JobId array_job_id = 0;     // array tasks: the first task's id (%A)
+  int array_task_id = -1;     // array tasks: HACHI_ARRAY_TASK_ID (%a); -1 otherwise
+  int array_max_running = 0;  // --array=1-100%10: at most 10 tasks run at once; 0 = any
   std::string comment;
 };
 
@@ -88,8 +92,8 @@ struct JobRecord {
   Time start_time = 0;   // last start (0 while it never ran)
   Time end_time = 0;
   std::vector<NodeAllocation> allocations;  // while running; kept after it ends (history)
-  int exit_code = 0;  // the process's exit status (0..255) when it exited
-  int signal = 0;     // the signal that ended it, 0 if it exited
+  int exit_code = 0;   // the process's exit status (0..255) when it exited
+  int signal = 0;      // the signal that ended it, 0 if it exited
   std::string reason;  // why it ended ("time limit 1m", "cancelled by alice",
                        // "node n2 down") or, while pending, why it was last requeued
   int requeues = 0;
@@ -135,7 +139,8 @@ struct StrayGpuProcess {
   int64_t used_mib = -1;  // -1: NVML does not say
   std::string user;
   std::string command;
-  JobId job = 0;   // the Hachi job it belongs to (running elsewhere / on other GPUs), 0: none
+  JobId job =
+      0;  // the Hachi job it belongs to (running elsewhere / on other GPUs), 0: none
   Time since = 0;  // when the agent first reported it
 };
 

@@ -237,7 +237,8 @@ Result<StateImage> SqliteStore::Load() {
     std::string id = tokens->ColumnText(0);
     Result<TokenRecord> token = TokenRecordFromJson(tokens->ColumnText(1));
     if (!token.ok()) {
-      return Internal(db->path() + ": tokens row " + id + ": " + token.status().message());
+      return Internal(db->path() + ": tokens row " + id + ": " +
+                      token.status().message());
     }
     image.tokens.emplace(std::move(id), std::move(*token));
   }

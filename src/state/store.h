@@ -57,7 +57,8 @@ class Store {
     ~CommitTimer() {
       if (!store_->commit_observer_) return;
       store_->commit_observer_(
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start_)
+              .count());
     }
     CommitTimer(const CommitTimer&) = delete;
     CommitTimer& operator=(const CommitTimer&) = delete;

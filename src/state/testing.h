@@ -74,7 +74,8 @@ inline NodeRecord FullNode(std::string name) {
   n.state_reason = "maintenance";
   n.state_since = 1700000300;
   n.unhealthy = GpuSet::FromIndices({0, 1, 2, 3, 6});
-  n.unhealthy_reasons = {{0, "Xid 79: GPU has fallen off the bus"}, {6, "ECC: double-bit error"}};
+  n.unhealthy_reasons = {{0, "Xid 79: GPU has fallen off the bus"},
+                         {6, "ECC: double-bit error"}};
   n.cgroup = "v2";
   return n;
 }

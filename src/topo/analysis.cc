@@ -9,11 +9,16 @@ namespace hachi::topo {
 
 std::string_view InterconnectClassName(InterconnectClass c) {
   switch (c) {
-    case InterconnectClass::kPcieOnly: return "pcie-only";
-    case InterconnectClass::kNvLinkPairs: return "nvlink-pairs";
-    case InterconnectClass::kNvLinkMesh: return "nvlink-mesh";
-    case InterconnectClass::kNvSwitch: return "nvswitch";
-    case InterconnectClass::kUnknown: break;
+    case InterconnectClass::kPcieOnly:
+      return "pcie-only";
+    case InterconnectClass::kNvLinkPairs:
+      return "nvlink-pairs";
+    case InterconnectClass::kNvLinkMesh:
+      return "nvlink-mesh";
+    case InterconnectClass::kNvSwitch:
+      return "nvswitch";
+    case InterconnectClass::kUnknown:
+      break;
   }
   return "unknown";
 }
@@ -207,11 +212,14 @@ std::vector<Finding> CheckTopology(const Topology& t, const CheckOptions& opts) 
     out.push_back({Severity::kError, "no-gpus", {}, "no GPU found"});
   }
   if (opts.expected_gpus > 0 && n != opts.expected_gpus) {
-    out.push_back({Severity::kError, "gpu-count-mismatch", {},
-                   "found " + std::to_string(n) + " GPUs, expected " +
-                       std::to_string(opts.expected_gpus) +
-                       ": a GPU may have fallen off the bus (check `dmesg` for Xid 79) or "
-                       "be hidden by the driver"});
+    out.push_back(
+        {Severity::kError,
+         "gpu-count-mismatch",
+         {},
+         "found " + std::to_string(n) + " GPUs, expected " +
+             std::to_string(opts.expected_gpus) +
+             ": a GPU may have fallen off the bus (check `dmesg` for Xid 79) or "
+             "be hidden by the driver"});
   }
 
   // Asymmetric cells: both directions known and different.
@@ -220,11 +228,12 @@ std::vector<Finding> CheckTopology(const Topology& t, const CheckOptions& opts) 
       const Link& x = t.link(a, b);
       const Link& y = t.link(b, a);
       if (x.known() && y.known() && !(x == y)) {
-        out.push_back({Severity::kError, "asymmetric", GpuSet::FromIndices({a, b}),
-                       "the link GPU" + std::to_string(a) + "->GPU" + std::to_string(b) +
-                           " is " + x.Label() + " but GPU" + std::to_string(b) +
-                           "->GPU" + std::to_string(a) + " is " + y.Label() +
-                           ": the matrix is inconsistent; re-read it or check the driver"});
+        out.push_back(
+            {Severity::kError, "asymmetric", GpuSet::FromIndices({a, b}),
+             "the link GPU" + std::to_string(a) + "->GPU" + std::to_string(b) + " is " +
+                 x.Label() + " but GPU" + std::to_string(b) + "->GPU" +
+                 std::to_string(a) + " is " + y.Label() +
+                 ": the matrix is inconsistent; re-read it or check the driver"});
       }
     }
   }
@@ -261,10 +270,13 @@ std::vector<Finding> CheckTopology(const Topology& t, const CheckOptions& opts) 
         for (int b = a + 1; b < n; ++b) {
           int c = PairLink(t, a, b).nvlinks;
           if (c > 0 && c < usual) {
-            out.push_back({Severity::kWarning, "degraded-link", GpuSet::FromIndices({a, b}),
+            out.push_back({Severity::kWarning, "degraded-link",
+                           GpuSet::FromIndices({a, b}),
                            "GPU" + std::to_string(a) + "-GPU" + std::to_string(b) +
-                               " has NV" + std::to_string(c) + " where the other pairs "
-                               "have NV" + std::to_string(usual) +
+                               " has NV" + std::to_string(c) +
+                               " where the other pairs "
+                               "have NV" +
+                               std::to_string(usual) +
                                ": some NVLinks are down (check `nvidia-smi nvlink -s`)"});
           }
         }
@@ -297,7 +309,9 @@ std::vector<Finding> CheckTopology(const Topology& t, const CheckOptions& opts) 
     }
   }
   if (unknown > 0) {
-    out.push_back({Severity::kWarning, "unknown-links", {},
+    out.push_back({Severity::kWarning,
+                   "unknown-links",
+                   {},
                    std::to_string(unknown) + " GPU-to-GPU links are unknown"});
   }
 
@@ -308,7 +322,8 @@ std::vector<Finding> CheckTopology(const Topology& t, const CheckOptions& opts) 
   }
   if (models.size() > 1) {
     std::string list;
-    for (auto& [m, s] : models) list += (list.empty() ? "" : "; ") + m + ": " + s.ToString();
+    for (auto& [m, s] : models)
+      list += (list.empty() ? "" : "; ") + m + ": " + s.ToString();
     out.push_back({Severity::kWarning, "mixed-models", t.AllGpus(),
                    "GPU models differ within the node (" + list + ")"});
   }

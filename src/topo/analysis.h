@@ -14,10 +14,11 @@ namespace hachi::topo {
 // How the GPUs of a node talk to each other (DESIGN.md §4.3: classes never mix).
 enum class InterconnectClass : uint8_t {
   kUnknown = 0,
-  kPcieOnly,      // no NVLink at all
-  kNvLinkPairs,   // NVLink bridges joining GPUs in pairs (or small cliques), PCIe otherwise
-  kNvLinkMesh,    // NVLink to some peers, not all (e.g. DGX-1 hybrid cube-mesh)
-  kNvSwitch,      // every pair NVLinked with the same link count (NVSwitch all-to-all)
+  kPcieOnly,     // no NVLink at all
+  kNvLinkPairs,  // NVLink bridges joining GPUs in pairs (or small cliques), PCIe
+                 // otherwise
+  kNvLinkMesh,   // NVLink to some peers, not all (e.g. DGX-1 hybrid cube-mesh)
+  kNvSwitch,     // every pair NVLinked with the same link count (NVSwitch all-to-all)
 };
 std::string_view InterconnectClassName(InterconnectClass c);  // "nvswitch", ...
 // True when the class has NVLink (the two sides of the "never mix" rule).
@@ -25,11 +26,12 @@ bool IsNvLinkClass(InterconnectClass c);
 
 struct TopologyFacts {
   InterconnectClass interconnect = InterconnectClass::kUnknown;
-  std::vector<GpuSet> numa_groups;   // GPUs by NUMA node, ordered by node id; unknown apart
-  std::vector<int> numa_ids;         // the NUMA node of each group (-1: unknown)
-  std::vector<GpuSet> pcie_groups;   // GPUs under one PCIe switch (PIX/PXB-connected)
-  std::vector<GpuSet> nvlink_groups; // connected components of the NVLink graph (size>1)
-  std::string fingerprint;           // 16 hex digits; same layout -> same value
+  std::vector<GpuSet>
+      numa_groups;            // GPUs by NUMA node, ordered by node id; unknown apart
+  std::vector<int> numa_ids;  // the NUMA node of each group (-1: unknown)
+  std::vector<GpuSet> pcie_groups;    // GPUs under one PCIe switch (PIX/PXB-connected)
+  std::vector<GpuSet> nvlink_groups;  // connected components of the NVLink graph (size>1)
+  std::string fingerprint;            // 16 hex digits; same layout -> same value
 };
 
 TopologyFacts Analyze(const Topology& t);

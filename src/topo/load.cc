@@ -10,10 +10,14 @@ namespace hachi::topo {
 
 std::string_view FileKindName(FileKind k) {
   switch (k) {
-    case FileKind::kTopologyJson: return "Hachi topology JSON";
-    case FileKind::kTopoMatrix: return "nvidia-smi topo -m";
-    case FileKind::kGpuList: return "nvidia-smi -L";
-    case FileKind::kQueryGpuCsv: return "nvidia-smi --query-gpu CSV";
+    case FileKind::kTopologyJson:
+      return "Hachi topology JSON";
+    case FileKind::kTopoMatrix:
+      return "nvidia-smi topo -m";
+    case FileKind::kGpuList:
+      return "nvidia-smi -L";
+    case FileKind::kQueryGpuCsv:
+      return "nvidia-smi --query-gpu CSV";
   }
   return "?";
 }

@@ -25,12 +25,13 @@ Result<Topology> ParseTopoMatrix(std::string_view text, std::string_view origin)
 
 struct ListedGpu {
   int index = 0;
-  std::string model;  // "NVIDIA H100 80GB HBM3"
-  std::string uuid;   // "GPU-…"
+  std::string model;    // "NVIDIA H100 80GB HBM3"
+  std::string uuid;     // "GPU-…"
   int mig_devices = 0;  // MIG instances listed under it
 };
 // `nvidia-smi -L` output.
-Result<std::vector<ListedGpu>> ParseGpuList(std::string_view text, std::string_view origin);
+Result<std::vector<ListedGpu>> ParseGpuList(std::string_view text,
+                                            std::string_view origin);
 
 struct QueriedGpu {
   int index = -1;
@@ -46,7 +47,8 @@ Result<std::vector<QueriedGpu>> ParseQueryGpuCsv(
 
 // Adds names/UUIDs (and memory, bus ids) to `t`, by GPU index. A GPU count that differs
 // from the matrix, or a UUID/name that conflicts with one already there, is a finding.
-void MergeGpuList(Topology& t, const std::vector<ListedGpu>& gpus, std::string_view origin);
+void MergeGpuList(Topology& t, const std::vector<ListedGpu>& gpus,
+                  std::string_view origin);
 void MergeQueriedGpus(Topology& t, const std::vector<QueriedGpu>& gpus,
                       std::string_view origin);
 

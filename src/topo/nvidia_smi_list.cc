@@ -30,7 +30,8 @@ Result<int64_t> ParseMemoryMib(std::string_view v, const std::string& where) {
   }
   std::optional<long long> n = ParseInt(num);
   if (!n || *n < 0) {
-    return InvalidArgument(where + ": '" + std::string(v) + "' is not an amount of memory");
+    return InvalidArgument(where + ": '" + std::string(v) +
+                           "' is not an amount of memory");
   }
   return static_cast<int64_t>(*n) * scale;
 }
@@ -45,11 +46,14 @@ std::string CanonicalField(std::string_view f) {
   return s;
 }
 
-GpuSet One(int i) { return i >= 0 && i < GpuSet::kMaxGpus ? GpuSet::FromIndices({i}) : GpuSet(); }
+GpuSet One(int i) {
+  return i >= 0 && i < GpuSet::kMaxGpus ? GpuSet::FromIndices({i}) : GpuSet();
+}
 
 }  // namespace
 
-Result<std::vector<ListedGpu>> ParseGpuList(std::string_view text, std::string_view origin) {
+Result<std::vector<ListedGpu>> ParseGpuList(std::string_view text,
+                                            std::string_view origin) {
   std::vector<ListedGpu> out;
   std::vector<std::string_view> lines = SplitLines(text);
   for (size_t i = 0; i < lines.size(); ++i) {
@@ -66,14 +70,16 @@ Result<std::vector<ListedGpu>> ParseGpuList(std::string_view text, std::string_v
     }
     // GPU <index>: <model> (UUID: <uuid>)
     if (!StartsWith(s, "GPU ")) {
-      return InvalidArgument(where + ": expected 'GPU <n>: <name> (UUID: GPU-...)', got '" +
+      return InvalidArgument(where +
+                             ": expected 'GPU <n>: <name> (UUID: GPU-...)', got '" +
                              std::string(s) + "'");
     }
     size_t colon = s.find(':');
     size_t uuid_at = s.rfind("(UUID:");
     if (colon == std::string_view::npos || uuid_at == std::string_view::npos ||
         uuid_at < colon || s.back() != ')') {
-      return InvalidArgument(where + ": expected 'GPU <n>: <name> (UUID: GPU-...)', got '" +
+      return InvalidArgument(where +
+                             ": expected 'GPU <n>: <name> (UUID: GPU-...)', got '" +
                              std::string(s) + "'");
     }
     std::optional<long long> idx = ParseInt(Trim(s.substr(4, colon - 4)));
@@ -181,7 +187,9 @@ void ReconcileCount(Topology& t, int n, std::string_view what, std::string_view 
     return;
   }
   if (n != t.gpu_count()) {
-    t.AddReadFinding({Severity::kError, "gpu-count-mismatch", {},
+    t.AddReadFinding({Severity::kError,
+                      "gpu-count-mismatch",
+                      {},
                       std::string(origin) + ": " + std::string(what) + " lists " +
                           std::to_string(n) + " GPUs but the topology matrix has " +
                           std::to_string(t.gpu_count()) +
@@ -191,7 +199,8 @@ void ReconcileCount(Topology& t, int n, std::string_view what, std::string_view 
 
 }  // namespace
 
-void MergeGpuList(Topology& t, const std::vector<ListedGpu>& gpus, std::string_view origin) {
+void MergeGpuList(Topology& t, const std::vector<ListedGpu>& gpus,
+                  std::string_view origin) {
   int n = 0;
   for (const ListedGpu& g : gpus) n = std::max(n, g.index + 1);
   ReconcileCount(t, n, "`nvidia-smi -L`", origin);

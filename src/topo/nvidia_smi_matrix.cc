@@ -43,8 +43,8 @@ std::vector<Field> SplitTabs(std::string_view line) {
   int start_col = 0;
   for (size_t i = 0; i <= line.size(); ++i) {
     if (i == line.size() || line[i] == '\t') {
-      out.push_back({Trim(line.substr(start, i - start)),
-                     text_col >= 0 ? text_col : start_col});
+      out.push_back(
+          {Trim(line.substr(start, i - start)), text_col >= 0 ? text_col : start_col});
       if (i < line.size()) col = (col / kTabWidth + 1) * kTabWidth;
       start = i + 1;
       start_col = col;
@@ -82,8 +82,9 @@ std::vector<Field> JoinAlignedWords(const std::vector<Field>& words,
       Field& prev = out.back();
       int prev_end = prev.column + static_cast<int>(prev.text.size());
       if (w.column == prev_end + 1 && w.column % kTabWidth != 0) {
-        prev.text = line.substr(static_cast<size_t>(prev.column),
-                                static_cast<size_t>(w.column - prev.column) + w.text.size());
+        prev.text =
+            line.substr(static_cast<size_t>(prev.column),
+                        static_cast<size_t>(w.column - prev.column) + w.text.size());
         continue;
       }
     }
@@ -192,7 +193,8 @@ class MatrixReader {
                       Topology& t);
   void ReadNicLegend(size_t from, Topology& t);
 
-  std::string text_;  // the input without terminal escapes (nvidia-smi underlines its header)
+  std::string
+      text_;  // the input without terminal escapes (nvidia-smi underlines its header)
   std::vector<std::string_view> lines_;
   std::string_view origin_;
   std::vector<hachi::topo::Finding> findings_;
@@ -292,8 +294,8 @@ Result<Topology> MatrixReader::Read() {
       gpu_count = std::max(gpu_count, *g + 1);
     }
   }
-  int gpu_cols = static_cast<int>(std::count_if(col_gpu.begin(), col_gpu.end(),
-                                                [](int g) { return g >= 0; }));
+  int gpu_cols = static_cast<int>(
+      std::count_if(col_gpu.begin(), col_gpu.end(), [](int g) { return g >= 0; }));
   if (gpu_cols != gpu_count) {
     Finding(Severity::kError, "gpu-missing", {},
             "header has " + std::to_string(gpu_cols) + " GPU columns but names GPU" +
@@ -316,8 +318,8 @@ Result<Topology> MatrixReader::Read() {
 
   for (const Row& row : rows) {
     std::optional<int> gpu = GpuIndexOf(row.label);
-    std::string where = "line " + std::to_string(row.line_no) + ", row " +
-                        std::string(row.label);
+    std::string where =
+        "line " + std::to_string(row.line_no) + ", row " + std::string(row.label);
     auto col_it = std::find(device_cols_.begin(), device_cols_.end(), row.label);
     if (col_it == device_cols_.end()) {
       Finding(Severity::kWarning, "malformed-row", {},
@@ -370,11 +372,11 @@ Result<Topology> MatrixReader::Read() {
           Finding(Severity::kWarning, "malformed-cell", row_gpus,
                   cell_where + ": NVLink to a NIC is not expected");
         }
-        t.mutable_nics()[static_cast<size_t>(col_nic[c])].gpu_paths[
-            static_cast<size_t>(*gpu)] = link->pcie;
+        t.mutable_nics()[static_cast<size_t>(col_nic[c])]
+            .gpu_paths[static_cast<size_t>(*gpu)] = link->pcie;
       }
     }
-    if (!gpu) continue;  // NIC rows carry no attributes worth reading
+    if (!gpu) continue;       // NIC rows carry no attributes worth reading
     if (malformed) continue;  // the rest of the row is shifted: not trusted
     std::vector<Field> rest(cells.begin() + static_cast<long>(device_cols_.size()),
                             cells.end());

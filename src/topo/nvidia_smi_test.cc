@@ -2,6 +2,8 @@
 // ../shared/fixtures/nvidia-smi) read in a table with its expected summary, plus the
 // variants pasting produces (tabs expanded, spaces collapsed, CRLF, a lost leading tab)
 // and broken inputs that must give findings or errors, never a crash.
+#include "topo/nvidia_smi.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -9,7 +11,6 @@
 
 #include "core/strings.h"
 #include "topo/analysis.h"
-#include "topo/nvidia_smi.h"
 
 namespace hachi::topo {
 namespace {
@@ -73,49 +74,155 @@ using IC = InterconnectClass;
 INSTANTIATE_TEST_SUITE_P(
     SharedFixtures, FixtureTest,
     ::testing::Values(
-        FixtureCase{"a100_pcie_della", "topo-2x-a100-pcie-della-sys.txt", 2, 2,
-                    IC::kPcieOnly, {{0, 1, "SYS"}}, 0, "64-127", "mlx5_0", 0},
-        FixtureCase{"rtx6000_puget", "topo-2x-rtx6000ada-puget-wrx90.txt", 2, 2,
-                    IC::kPcieOnly, {{0, 1, "PHB"}}, 0, "0-23", "mlx5_0", 0},
-        FixtureCase{"h100_nv6_4gpu", "topo-4x-h100-nv6-nccl1617.txt", 4, 4, IC::kNvSwitch,
-                    {{0, 3, "NV6"}, {1, 2, "NV6"}}, 3, "5,13,21,29", "NIC0", 0},
-        FixtureCase{"l40s_4gpu", "topo-4x-l40s-nics-missalignment106.txt", 4, 2,
-                    IC::kPcieOnly, {{0, 1, "NODE"}, {1, 2, "SYS"}, {2, 3, "NODE"}}, 0,
-                    "96-191,288-383", "mlx5_0", 0},
-        FixtureCase{"rtx6000_asus", "topo-4x-rtx6000ada-asus-esc8000a-e12.txt", 4, 4,
-                    IC::kPcieOnly, {{0, 1, "NODE"}, {0, 2, "SYS"}}, 0, "32-63", "mlx5_0",
-                    0},
-        FixtureCase{"a100_vm_malformed", "topo-8x-a100-vm-malformed-ph0-cells.txt", 8, 8,
-                    IC::kNvSwitch, {{0, 7, "NV12"}, {3, 4, "NV12"}}, -1, "", "mlx5_0", 1},
-        FixtureCase{"pcie_pix_pxb", "topo-8x-pcie-pix-pxb-quda669.txt", 8, 1,
+        FixtureCase{"a100_pcie_della",
+                    "topo-2x-a100-pcie-della-sys.txt",
+                    2,
+                    2,
                     IC::kPcieOnly,
-                    {{0, 1, "PIX"}, {0, 2, "PXB"}, {0, 4, "SYS"}, {6, 7, "PIX"}}, -1,
-                    "14-27", "mlx5_0", 0},
-        FixtureCase{"p4d_a100", "topo-aws-p4d-a100-nv12-gpunumaid.txt", 8, 0,
-                    IC::kNvSwitch, {{0, 7, "NV12"}}, 0, "24-47,72-95", "", 0},
-        FixtureCase{"dgx_a100_mlx5", "topo-dgx-a100-mlx5-names.txt", 8, 12, IC::kNvSwitch,
-                    {{0, 1, "NV12"}, {2, 6, "NV12"}}, 3, "80-95,208-223", "mlx5_0", 0},
-        FixtureCase{"dgx1_microway", "topo-dgx1-v100-microway.txt", 8, 4, IC::kNvLinkMesh,
-                    {{0, 1, "NV1"}, {0, 3, "NV2"}, {0, 5, "SYS"}, {3, 7, "NV1"}}, -1,
-                    "20-39,60-79", "mlx5_0", 0},
-        FixtureCase{"dgx1_vastai", "topo-dgx1-v100-vastai-580.txt", 8, 1, IC::kNvLinkMesh,
-                    {{0, 4, "NV2"}, {1, 5, "NV2"}, {4, 7, "NV2"}, {2, 7, "SYS"}}, 0,
-                    "20-39,60-79", "mlx5_2", 0},
-        FixtureCase{"gb200_4gpu", "topo-gb200-4gpu-nv18-k8stestinfra371.txt", 4, 0,
-                    IC::kNvSwitch, {{0, 3, "NV18"}}, 0, "72-143", "", 0},
-        FixtureCase{"hgx_h100_no_leading_tab", "topo-hgx-h100-12nics-580.txt", 8, 12,
-                    IC::kNvSwitch, {{0, 7, "NV18"}, {2, 5, "NV18"}}, 0, "56-111,168-223",
-                    "mlx5_0", 0},
-        // Captured raw on a real H200 (scripts/gpu-check.sh): terminal escapes in the header.
-        FixtureCase{"h200_vm_ansi_header", "topo-1x-h200-vm-ansi-580.txt", 1, 0,
-                    IC::kPcieOnly, {}, 0, "0-15", "", 0}),
+                    {{0, 1, "SYS"}},
+                    0,
+                    "64-127",
+                    "mlx5_0",
+                    0},
+        FixtureCase{"rtx6000_puget",
+                    "topo-2x-rtx6000ada-puget-wrx90.txt",
+                    2,
+                    2,
+                    IC::kPcieOnly,
+                    {{0, 1, "PHB"}},
+                    0,
+                    "0-23",
+                    "mlx5_0",
+                    0},
+        FixtureCase{"h100_nv6_4gpu",
+                    "topo-4x-h100-nv6-nccl1617.txt",
+                    4,
+                    4,
+                    IC::kNvSwitch,
+                    {{0, 3, "NV6"}, {1, 2, "NV6"}},
+                    3,
+                    "5,13,21,29",
+                    "NIC0",
+                    0},
+        FixtureCase{"l40s_4gpu",
+                    "topo-4x-l40s-nics-missalignment106.txt",
+                    4,
+                    2,
+                    IC::kPcieOnly,
+                    {{0, 1, "NODE"}, {1, 2, "SYS"}, {2, 3, "NODE"}},
+                    0,
+                    "96-191,288-383",
+                    "mlx5_0",
+                    0},
+        FixtureCase{"rtx6000_asus",
+                    "topo-4x-rtx6000ada-asus-esc8000a-e12.txt",
+                    4,
+                    4,
+                    IC::kPcieOnly,
+                    {{0, 1, "NODE"}, {0, 2, "SYS"}},
+                    0,
+                    "32-63",
+                    "mlx5_0",
+                    0},
+        FixtureCase{"a100_vm_malformed",
+                    "topo-8x-a100-vm-malformed-ph0-cells.txt",
+                    8,
+                    8,
+                    IC::kNvSwitch,
+                    {{0, 7, "NV12"}, {3, 4, "NV12"}},
+                    -1,
+                    "",
+                    "mlx5_0",
+                    1},
+        FixtureCase{"pcie_pix_pxb",
+                    "topo-8x-pcie-pix-pxb-quda669.txt",
+                    8,
+                    1,
+                    IC::kPcieOnly,
+                    {{0, 1, "PIX"}, {0, 2, "PXB"}, {0, 4, "SYS"}, {6, 7, "PIX"}},
+                    -1,
+                    "14-27",
+                    "mlx5_0",
+                    0},
+        FixtureCase{"p4d_a100",
+                    "topo-aws-p4d-a100-nv12-gpunumaid.txt",
+                    8,
+                    0,
+                    IC::kNvSwitch,
+                    {{0, 7, "NV12"}},
+                    0,
+                    "24-47,72-95",
+                    "",
+                    0},
+        FixtureCase{"dgx_a100_mlx5",
+                    "topo-dgx-a100-mlx5-names.txt",
+                    8,
+                    12,
+                    IC::kNvSwitch,
+                    {{0, 1, "NV12"}, {2, 6, "NV12"}},
+                    3,
+                    "80-95,208-223",
+                    "mlx5_0",
+                    0},
+        FixtureCase{"dgx1_microway",
+                    "topo-dgx1-v100-microway.txt",
+                    8,
+                    4,
+                    IC::kNvLinkMesh,
+                    {{0, 1, "NV1"}, {0, 3, "NV2"}, {0, 5, "SYS"}, {3, 7, "NV1"}},
+                    -1,
+                    "20-39,60-79",
+                    "mlx5_0",
+                    0},
+        FixtureCase{"dgx1_vastai",
+                    "topo-dgx1-v100-vastai-580.txt",
+                    8,
+                    1,
+                    IC::kNvLinkMesh,
+                    {{0, 4, "NV2"}, {1, 5, "NV2"}, {4, 7, "NV2"}, {2, 7, "SYS"}},
+                    0,
+                    "20-39,60-79",
+                    "mlx5_2",
+                    0},
+        FixtureCase{"gb200_4gpu",
+                    "topo-gb200-4gpu-nv18-k8stestinfra371.txt",
+                    4,
+                    0,
+                    IC::kNvSwitch,
+                    {{0, 3, "NV18"}},
+                    0,
+                    "72-143",
+                    "",
+                    0},
+        FixtureCase{"hgx_h100_no_leading_tab",
+                    "topo-hgx-h100-12nics-580.txt",
+                    8,
+                    12,
+                    IC::kNvSwitch,
+                    {{0, 7, "NV18"}, {2, 5, "NV18"}},
+                    0,
+                    "56-111,168-223",
+                    "mlx5_0",
+                    0},
+        // Captured raw on a real H200 (scripts/gpu-check.sh): terminal escapes in the
+        // header.
+        FixtureCase{"h200_vm_ansi_header",
+                    "topo-1x-h200-vm-ansi-580.txt",
+                    1,
+                    0,
+                    IC::kPcieOnly,
+                    {},
+                    0,
+                    "0-15",
+                    "",
+                    0}),
     [](const auto& p) { return std::string(p.param.name); });
 
 TEST(FixtureCoverageTest, EveryTopoFixtureIsInTheTable) {
   // A new fixture must get a row above.
   int files = 0;
   for (const auto& e : std::filesystem::directory_iterator(std::string(HACHI_SOURCE_DIR) +
-                                                          "/testdata/nvidia-smi")) {
+                                                           "/testdata/nvidia-smi")) {
     std::string name = e.path().filename().string();
     if (StartsWith(name, "topo-")) ++files;
   }
@@ -229,18 +336,20 @@ INSTANTIATE_TEST_SUITE_P(
         BrokenCase{"garbage", "hello world\n\x01\x02\xff\n", false, "", "no `nvidia-smi"},
         BrokenCase{"bad_cell", "\tGPU0\tGPU1\nGPU0\t X \tNVX\nGPU1\tNV4\t X \n", true,
                    "malformed-cell", "row GPU0, column GPU1: 'NVX'"},
-        BrokenCase{"short_row", "\tGPU0\tGPU1\tGPU2\nGPU0\t X \tNV4\nGPU1\tNV4\t X \tPHB\n"
-                                "GPU2\tPHB\tPHB\t X \n",
+        BrokenCase{"short_row",
+                   "\tGPU0\tGPU1\tGPU2\nGPU0\t X \tNV4\nGPU1\tNV4\t X \tPHB\n"
+                   "GPU2\tPHB\tPHB\t X \n",
                    true, "malformed-row", "row GPU0, column GPU2: row ends early"},
         BrokenCase{"missing_row", "\tGPU0\tGPU1\nGPU0\t X \tPIX\n", true, "gpu-missing",
                    "no row for GPU1"},
-        BrokenCase{"x_off_diagonal", "\tGPU0\tGPU1\nGPU0\t X \t X \nGPU1\tPIX\t X \n", true,
-                   "malformed-cell", "'X' (self) off the diagonal"},
+        BrokenCase{"x_off_diagonal", "\tGPU0\tGPU1\nGPU0\t X \t X \nGPU1\tPIX\t X \n",
+                   true, "malformed-cell", "'X' (self) off the diagonal"},
         BrokenCase{"asymmetric", "\tGPU0\tGPU1\nGPU0\t X \tNV2\nGPU1\tPIX\t X \n", true,
                    "asymmetric", "GPU0->GPU1 is NV2"},
-        BrokenCase{"bad_cpu_affinity",
-                   "\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X \tPIX\t0-x\nGPU1\tPIX\t X \t0-3\n",
-                   true, "malformed-cell", "column CPU Affinity: '0-x'"},
+        BrokenCase{
+            "bad_cpu_affinity",
+            "\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X \tPIX\t0-x\nGPU1\tPIX\t X \t0-3\n",
+            true, "malformed-cell", "column CPU Affinity: '0-x'"},
         BrokenCase{"pcie_gpu_among_nvlink",
                    "\tGPU0\tGPU1\tGPU2\tGPU3\n"
                    "GPU0\t X \tNV18\tNV18\tSYS\nGPU1\tNV18\t X \tNV18\tSYS\n"
@@ -254,11 +363,12 @@ INSTANTIATE_TEST_SUITE_P(
         BrokenCase{"duplicate_row",
                    "\tGPU0\tGPU1\nGPU0\t X \tPIX\nGPU1\tPIX\t X \nGPU1\tPIX\t X \n", true,
                    "malformed-row", "row GPU1 appears twice"},
-        BrokenCase{"old_soc_legend",
-                   "\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X \tSOC\t0-7\nGPU1\tSOC\t X \t8-15\n"
-                   "\nLegend:\n\n  X   = Self\n  SOC  = Connection traversing PCIe as well "
-                   "as the SMP link between CPU sockets(e.g. QPI)\n",
-                   true, "", ""}),
+        BrokenCase{
+            "old_soc_legend",
+            "\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X \tSOC\t0-7\nGPU1\tSOC\t X \t8-15\n"
+            "\nLegend:\n\n  X   = Self\n  SOC  = Connection traversing PCIe as well "
+            "as the SMP link between CPU sockets(e.g. QPI)\n",
+            true, "", ""}),
     [](const auto& p) { return std::string(p.param.name); });
 
 TEST(MatrixTest, SocMeansSys) {
@@ -271,7 +381,8 @@ TEST(MatrixTest, SocMeansSys) {
 
 TEST(MatrixTest, PromptAndFenceLinesAreSkipped) {
   Result<Topology> r = ParseTopoMatrix(
-      "$ nvidia-smi topo -m\n```\n\tGPU0\tGPU1\nGPU0\t X \tNV4\nGPU1\tNV4\t X \n```\n", "x");
+      "$ nvidia-smi topo -m\n```\n\tGPU0\tGPU1\nGPU0\t X \tNV4\nGPU1\tNV4\t X \n```\n",
+      "x");
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->link(1, 0).nvlinks, 4);
   EXPECT_TRUE(r->read_findings().empty());
@@ -340,7 +451,8 @@ TEST(GpuListTest, RejectsGarbageWithLine) {
 }
 
 TEST(QueryGpuTest, ReadsA800WithHeaderAndUnits) {
-  Result<std::vector<QueriedGpu>> r = ParseQueryGpuCsv(Fixture("query-gpu-csv-a800.txt"), "q");
+  Result<std::vector<QueriedGpu>> r =
+      ParseQueryGpuCsv(Fixture("query-gpu-csv-a800.txt"), "q");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->size(), 8u);
   EXPECT_EQ((*r)[3].index, 3);
@@ -360,10 +472,11 @@ TEST(QueryGpuTest, ReadsBriefFieldsWithoutHeader) {
 }
 
 // The brief's exact query, captured on a real H200: with header and units (--format=csv)
-// and as hachi runs it (noheader,nounits); both read to the same GPU, which merges into the
-// matrix read from the same machine.
+// and as hachi runs it (noheader,nounits); both read to the same GPU, which merges into
+// the matrix read from the same machine.
 TEST(QueryGpuTest, ReadsRealH200BothFormats) {
-  for (const char* file : {"query-gpu-csv-1x-h200-vm.txt", "query-gpu-noheader-1x-h200-vm.txt"}) {
+  for (const char* file :
+       {"query-gpu-csv-1x-h200-vm.txt", "query-gpu-noheader-1x-h200-vm.txt"}) {
     Result<std::vector<QueriedGpu>> r = ParseQueryGpuCsv(Fixture(file), file);
     ASSERT_TRUE(r.ok()) << file << ": " << r.status().ToString();
     ASSERT_EQ(r->size(), 1u) << file;
@@ -381,7 +494,8 @@ TEST(QueryGpuTest, ReadsRealH200BothFormats) {
   MergeQueriedGpus(*t, *q, "q");
   EXPECT_EQ(t->gpu(0).model, "NVIDIA H200");
   EXPECT_TRUE(CheckTopology(*t).empty());
-  Result<std::vector<ListedGpu>> l = ParseGpuList(Fixture("list-gpus-1x-h200-vm.txt"), "L");
+  Result<std::vector<ListedGpu>> l =
+      ParseGpuList(Fixture("list-gpus-1x-h200-vm.txt"), "L");
   ASSERT_TRUE(l.ok()) << l.status().ToString();
   ASSERT_EQ(l->size(), 1u);
   EXPECT_EQ((*l)[0].uuid, (*q)[0].uuid);
@@ -444,7 +558,8 @@ TEST(MergeTest, ListMergesAndCountMismatchIsAnError) {
 
 TEST(MergeTest, ListAloneMakesGpus) {
   Topology t;
-  Result<std::vector<QueriedGpu>> q = ParseQueryGpuCsv(Fixture("query-gpu-csv-a800.txt"), "q");
+  Result<std::vector<QueriedGpu>> q =
+      ParseQueryGpuCsv(Fixture("query-gpu-csv-a800.txt"), "q");
   ASSERT_TRUE(q.ok());
   MergeQueriedGpus(t, *q, "q");
   EXPECT_EQ(t.gpu_count(), 8);
@@ -452,7 +567,8 @@ TEST(MergeTest, ListAloneMakesGpus) {
 }
 
 TEST(CheckTest, ExpectedCountFlagsMissingGpu) {
-  Result<Topology> t = ParseTopoMatrix(Fixture("topo-4x-l40s-nics-missalignment106.txt"), "m");
+  Result<Topology> t =
+      ParseTopoMatrix(Fixture("topo-4x-l40s-nics-missalignment106.txt"), "m");
   ASSERT_TRUE(t.ok());
   CheckOptions opts;
   opts.expected_gpus = 8;
@@ -466,7 +582,7 @@ TEST(MatrixTest, NicsRevealSwitchPeersUnderNvLink) {
   Result<Topology> r = ParseTopoMatrix(Fixture("topo-dgx1-v100-microway.txt"), "m");
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->link(0, 1).pcie, PciePath::kPix);  // both PIX to mlx5_0
-  EXPECT_EQ(r->link(0, 1).Label(), "NV1");         // the NVLink still shows
+  EXPECT_EQ(r->link(0, 1).Label(), "NV1");        // the NVLink still shows
   EXPECT_EQ(r->link(0, 2).pcie, PciePath::kUnknown);
   TopologyFacts f = Analyze(*r);
   ASSERT_EQ(f.pcie_groups.size(), 4u);

@@ -124,7 +124,8 @@ int SysfsNumaNode(const std::string& sysfs_root, const std::string& bus_id) {
   return n && *n >= 0 && *n < 4096 ? static_cast<int>(*n) : -1;
 }
 
-// The NUMA node that holds every CPU of the GPU's affinity, from the kernel's node cpulists
+// The NUMA node that holds every CPU of the GPU's affinity, from the kernel's node
+// cpulists
 // (/sys/devices/system/node/nodeN/cpulist); -1 when none or several do. This is how
 // nvidia-smi fills NUMA Affinity where the PCI function has no node (seen in a VM with an
 // H200: sysfs numa_node -1 and nvmlDeviceGetNumaNodeId "Not Supported", nvidia-smi "0").
@@ -135,14 +136,17 @@ int NumaNodeOfCpus(const std::string& sysfs_root, const std::string& affinity) {
   int found = -1;
   for (int node = 0; node < 4096; ++node) {
     std::optional<std::string> text = ReadFile(
-        sysfs_root + "/devices/system/node/node" + std::to_string(node) + "/cpulist", nullptr);
+        sysfs_root + "/devices/system/node/node" + std::to_string(node) + "/cpulist",
+        nullptr);
     if (!text) {
-      if (node >= 64) break;  // ids below 64 may have holes; past that the first gap ends it
+      if (node >= 64)
+        break;  // ids below 64 may have holes; past that the first gap ends it
       continue;
     }
     Result<std::vector<int>> mine = ParseCpuList(Trim(*text));
     if (!mine.ok()) continue;
-    const bool holds_all = std::includes(mine->begin(), mine->end(), cpus->begin(), cpus->end());
+    const bool holds_all =
+        std::includes(mine->begin(), mine->end(), cpus->begin(), cpus->end());
     if (holds_all) {
       if (found >= 0) return -1;
       found = node;
@@ -266,7 +270,8 @@ void ReadGpu(const Api& api, const NvmlProbeOptions& opts, nvml::Device dev, Gpu
       gpu.numa_node = static_cast<int>(node);
     }
   }
-  if (gpu.numa_node < 0) gpu.numa_node = NumaNodeOfCpus(opts.sysfs_root, gpu.cpu_affinity);
+  if (gpu.numa_node < 0)
+    gpu.numa_node = NumaNodeOfCpus(opts.sysfs_root, gpu.cpu_affinity);
 }
 
 // Counts active NVLinks per GPU pair, and the links each GPU has into NVSwitches.

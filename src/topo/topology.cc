@@ -6,12 +6,18 @@ namespace hachi::topo {
 
 std::string_view PciePathName(PciePath p) {
   switch (p) {
-    case PciePath::kSys: return "SYS";
-    case PciePath::kNode: return "NODE";
-    case PciePath::kPhb: return "PHB";
-    case PciePath::kPxb: return "PXB";
-    case PciePath::kPix: return "PIX";
-    case PciePath::kUnknown: break;
+    case PciePath::kSys:
+      return "SYS";
+    case PciePath::kNode:
+      return "NODE";
+    case PciePath::kPhb:
+      return "PHB";
+    case PciePath::kPxb:
+      return "PXB";
+    case PciePath::kPix:
+      return "PIX";
+    case PciePath::kUnknown:
+      break;
   }
   return "?";
 }
@@ -56,9 +62,12 @@ Result<Link> ParseLinkCell(std::string_view cell, bool* is_self) {
 
 std::string_view SeverityName(Severity s) {
   switch (s) {
-    case Severity::kInfo: return "info";
-    case Severity::kWarning: return "warning";
-    case Severity::kError: return "error";
+    case Severity::kInfo:
+      return "info";
+    case Severity::kWarning:
+      return "warning";
+    case Severity::kError:
+      return "error";
   }
   return "?";
 }

@@ -58,17 +58,17 @@ struct Finding {
 
 struct Gpu {
   int index = 0;
-  std::string uuid;        // "GPU-…"; empty when unknown
-  std::string model;       // "NVIDIA H100 80GB HBM3"; empty when unknown
-  int64_t memory_mib = 0;  // 0 when unknown
-  std::string pci_bus_id;  // "00000000:18:00.0"; empty when unknown
-  int numa_node = -1;      // -1 when unknown
+  std::string uuid;          // "GPU-…"; empty when unknown
+  std::string model;         // "NVIDIA H100 80GB HBM3"; empty when unknown
+  int64_t memory_mib = 0;    // 0 when unknown
+  std::string pci_bus_id;    // "00000000:18:00.0"; empty when unknown
+  int numa_node = -1;        // -1 when unknown
   std::string cpu_affinity;  // Linux cpulist, e.g. "0-55,112-167"; empty when unknown
 };
 
 struct Nic {
-  std::string name;     // column name as shown: "NIC0" or "mlx5_0"
-  std::string device;   // device name from the NIC Legend ("mlx5_0"), else = name
+  std::string name;    // column name as shown: "NIC0" or "mlx5_0"
+  std::string device;  // device name from the NIC Legend ("mlx5_0"), else = name
   std::vector<PciePath> gpu_paths;  // PCIe relation to each GPU, by GPU index
 };
 
@@ -96,7 +96,8 @@ class Topology {
   const std::vector<Nic>& nics() const { return nics_; }
   std::vector<Nic>& mutable_nics() { return nics_; }
 
-  // Where this topology came from: "preset hgx-h100", "nvidia-smi topo -m (FILE)", "NVML".
+  // Where this topology came from: "preset hgx-h100", "nvidia-smi topo -m (FILE)",
+  // "NVML".
   const std::string& source() const { return source_; }
   void set_source(std::string s) { source_ = std::move(s); }
   // Findings met while reading (malformed rows, cut legends, merge conflicts).

@@ -109,7 +109,8 @@ class Placer {
     if (p.is_share()) {
       int pick = -1;
       for (int g = 0; g < s.view.gpus; ++g) {
-        if (s.view.free[g] >= p.gpu_milli && (pick < 0 || s.view.free[g] < s.view.free[pick])) {
+        if (s.view.free[g] >= p.gpu_milli &&
+            (pick < 0 || s.view.free[g] < s.view.free[pick])) {
           pick = g;
         }
       }
@@ -131,7 +132,8 @@ class Placer {
     return {pick};
   }
 
-  static NodeView After(const NodeState& s, const OpenbPod& p, const std::vector<int>& gpus) {
+  static NodeView After(const NodeState& s, const OpenbPod& p,
+                        const std::vector<int>& gpus) {
     NodeView v = s.view;
     v.cpu_left -= p.cpu_milli;
     for (int g : gpus) v.free[g] -= p.gpu_milli;
@@ -141,7 +143,8 @@ class Placer {
   // 100 · sigmoid(−ΔF / 1000), truncated: FGD's integer score.
   static double FgdScore(double frag_before, double frag_after) {
     const double x = (frag_before - frag_after) / 1000.0;
-    return static_cast<double>(static_cast<int64_t>(100.0 * (1.0 / (1.0 + std::exp(-x)))));
+    return static_cast<double>(
+        static_cast<int64_t>(100.0 * (1.0 / (1.0 + std::exp(-x)))));
   }
 
   static double BestFitScore(const NodeState& s, const OpenbPod& p) {
@@ -235,21 +238,26 @@ Result<Policy> ParsePolicy(const std::string& name) {
   if (name == "bestfit") return Policy::kBestFit;
   if (name == "fgd") return Policy::kFgd;
   if (name == "hachi") return Policy::kHachi;
-  return InvalidArgument("--policy: '" + name + "' is not one of random, bestfit, fgd, hachi");
+  return InvalidArgument("--policy: '" + name +
+                         "' is not one of random, bestfit, fgd, hachi");
 }
 
 const char* PolicyName(Policy p) {
   switch (p) {
-    case Policy::kRandom: return "random";
-    case Policy::kBestFit: return "bestfit";
-    case Policy::kFgd: return "fgd";
-    case Policy::kHachi: return "hachi";
+    case Policy::kRandom:
+      return "random";
+    case Policy::kBestFit:
+      return "bestfit";
+    case Policy::kFgd:
+      return "fgd";
+    case Policy::kHachi:
+      return "hachi";
   }
   return "?";
 }
 
-std::vector<int> BuildEvents(const std::vector<OpenbPod>& sorted_pods, int64_t capacity_milli,
-                             GoRand& rng) {
+std::vector<int> BuildEvents(const std::vector<OpenbPod>& sorted_pods,
+                             int64_t capacity_milli, GoRand& rng) {
   const int n = static_cast<int>(sorted_pods.size());
   std::vector<int> events = rng.ShuffleOrder(n);
   int64_t total = 0;
@@ -317,7 +325,8 @@ Result<BenchResult> RunBench(const Cluster& cluster, std::vector<OpenbPod> pods,
     r.frag_ratio.push_back(placer.frag_ratio());
   }
   r.pods = std::move(pods);
-  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r.wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }
 

@@ -20,8 +20,8 @@ const char* PolicyName(Policy p);
 // The event list: indices into `pods` sorted by name, then the shuffle, then the top-up
 // (§2); `rng` is left where the protocol draws the node ranks next.
 class GoRand;
-std::vector<int> BuildEvents(const std::vector<OpenbPod>& sorted_pods, int64_t capacity_milli,
-                             GoRand& rng);
+std::vector<int> BuildEvents(const std::vector<OpenbPod>& sorted_pods,
+                             int64_t capacity_milli, GoRand& rng);
 
 struct Placement {
   int node = -1;  // -1: failed
@@ -48,7 +48,8 @@ Result<BenchResult> RunBench(const Cluster& cluster, std::vector<OpenbPod> pods,
 
 // The published discretised curve (§5): 131 columns, x = 0..130 % of arrived demand;
 // values rounded as Python's round(·, 2) does. `values` are per-event percentages.
-std::vector<double> DiscreteCurve(const std::vector<int64_t>& arrived, int64_t capacity_milli,
+std::vector<double> DiscreteCurve(const std::vector<int64_t>& arrived,
+                                  int64_t capacity_milli,
                                   const std::vector<double>& values);
 // Per-event allocation in % (allocated milli / GPUs / 10, the merge script's expression).
 std::vector<double> AllocValues(const BenchResult& r);

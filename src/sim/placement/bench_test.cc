@@ -1,13 +1,13 @@
 // The placement loop: shares never overcommit (property), GPU-model constraints hold, and
 // the published BestFit and FGD numbers come out exactly (when ../shared is there).
+#include "sim/placement/bench.h"
+
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
 
 #include <cstdlib>
 #include <filesystem>
-
-#include "sim/placement/bench.h"
 
 namespace hachi::placement {
 namespace {
@@ -17,7 +17,8 @@ const std::string kDir =
 constexpr Policy kPolicies[] = {Policy::kRandom, Policy::kBestFit, Policy::kFgd,
                                 Policy::kHachi};
 
-// Replays the placements and checks every GPU, CPU and memory budget; returns "" or why not.
+// Replays the placements and checks every GPU, CPU and memory budget; returns "" or why
+// not.
 std::string CheckBudgets(const Cluster& c, const BenchResult& r) {
   std::vector<std::array<int, kMaxGpusPerNode>> used(c.nodes.size());
   std::vector<int64_t> cpu(c.nodes.size()), mem(c.nodes.size());
@@ -33,7 +34,8 @@ std::string CheckBudgets(const Cluster& c, const BenchResult& r) {
     }
     cpu[pl.node] += p.cpu_milli;
     mem[pl.node] += p.memory_mib;
-    if (cpu[pl.node] > n.cpu_milli || mem[pl.node] > n.memory_mib) return "CPU/memory over";
+    if (cpu[pl.node] > n.cpu_milli || mem[pl.node] > n.memory_mib)
+      return "CPU/memory over";
     for (int g : pl.gpus) {
       if (g < 0 || g >= n.gpus) return "no such GPU";
       used[pl.node][g] += p.gpu_milli;
@@ -61,12 +63,13 @@ RC_GTEST_PROP(PlacementProperty, SharesNeverOvercommit, ()) {
     p.cpu_milli = *rc::gen::inRange<int64_t>(0, 16000);
     p.memory_mib = *rc::gen::inRange<int64_t>(0, 32768);
     p.num_gpu = *rc::gen::element(0, 1, 1, 1, 2, 4, 8);
-    p.gpu_milli = p.num_gpu == 1 ? *rc::gen::inRange(1, 1001) : (p.num_gpu > 0 ? 1000 : 0);
+    p.gpu_milli =
+        p.num_gpu == 1 ? *rc::gen::inRange(1, 1001) : (p.num_gpu > 0 ? 1000 : 0);
     p.spec_mask = *rc::gen::element(0u, 1u, 2u);
     pods.push_back(p);
   }
-  const Policy policy = *rc::gen::elementOf(std::vector<Policy>(std::begin(kPolicies),
-                                                                std::end(kPolicies)));
+  const Policy policy = *rc::gen::elementOf(
+      std::vector<Policy>(std::begin(kPolicies), std::end(kPolicies)));
   const Result<BenchResult> r =
       RunBench(c, pods, *rc::gen::inRange<int64_t>(1, 1000), policy);
   RC_LOG() << r.status().ToString() << "\n";
@@ -118,11 +121,11 @@ TEST_P(Published, ReproducesTheColumnsExactly) {
   EXPECT_DOUBLE_EQ(curve[130], GetParam().col130);
 }
 
-INSTANTIATE_TEST_SUITE_P(Rows, Published,
-                         ::testing::Values(PublishedRow{"BestFit", Policy::kBestFit, 92.94,
-                                                        93.13},
-                                           PublishedRow{"Fgd", Policy::kFgd, 95.14, 95.29}),
-                         [](const auto& row) { return row.param.name; });
+INSTANTIATE_TEST_SUITE_P(
+    Rows, Published,
+    ::testing::Values(PublishedRow{"BestFit", Policy::kBestFit, 92.94, 93.13},
+                      PublishedRow{"Fgd", Policy::kFgd, 95.14, 95.29}),
+    [](const auto& row) { return row.param.name; });
 
 }  // namespace
 }  // namespace hachi::placement

@@ -27,7 +27,8 @@ std::vector<double> AllocValues(const BenchResult& r) {
   return v;
 }
 
-std::vector<double> DiscreteCurve(const std::vector<int64_t>& arrived, int64_t capacity_milli,
+std::vector<double> DiscreteCurve(const std::vector<int64_t>& arrived,
+                                  int64_t capacity_milli,
                                   const std::vector<double>& values) {
   const double gpus = static_cast<double>(capacity_milli) / 1000.0;
   std::vector<double> ar(arrived.size()), al(arrived.size());

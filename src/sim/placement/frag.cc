@@ -70,7 +70,8 @@ double FragCache::Frag(const NodeView& n) {
     sorted[k] = n.free[g];
   }
   const auto cpu_class = static_cast<uint64_t>(
-      std::upper_bound(cpu_steps_.begin(), cpu_steps_.end(), n.cpu_left) - cpu_steps_.begin());
+      std::upper_bound(cpu_steps_.begin(), cpu_steps_.end(), n.cpu_left) -
+      cpu_steps_.begin());
   // 11 bits per GPU (0..1000) packs 8 GPUs into 88 bits: two words.
   uint64_t k1 = 0, k2 = 0;
   for (int g = 0; g < 4; ++g) k1 = k1 << 11 | static_cast<uint64_t>(sorted[g]);

@@ -20,7 +20,8 @@ struct TypicalTask {
 };
 
 // The most common pod shapes (cpu, gpu_milli, num_gpu, gpu_spec) covering >= 95 % of
-// `pods`, most common first (equal counts: the larger key first), frequencies renormalised.
+// `pods`, most common first (equal counts: the larger key first), frequencies
+// renormalised.
 std::vector<TypicalTask> TypicalTasks(const std::vector<OpenbPod>& pods);
 
 // What F depends on: the node's model, CPU left and the free milli of each GPU.
@@ -40,9 +41,9 @@ struct NodeView {
 // and FGD's integer score truncation can tell the last bit apart).
 double NodeFrag(const NodeView& n, const std::vector<TypicalTask>& tasks);
 
-// NodeFrag memoised on (model, the CPU class, the sorted free milli): F depends on CPU only
-// through which typical tasks' CPU the node still fits, so few distinct keys occur and a
-// score costs a lookup rather than |tasks| x GPUs work.
+// NodeFrag memoised on (model, the CPU class, the sorted free milli): F depends on CPU
+// only through which typical tasks' CPU the node still fits, so few distinct keys occur
+// and a score costs a lookup rather than |tasks| x GPUs work.
 class FragCache {
  public:
   explicit FragCache(std::vector<TypicalTask> tasks);

@@ -13,7 +13,8 @@ std::string Where(const std::string& file, size_t line) {
 }
 
 // The header's column indices by name; missing required ones are an error.
-Result<std::map<std::string, size_t>> Header(std::string_view line, const std::string& file,
+Result<std::map<std::string, size_t>> Header(std::string_view line,
+                                             const std::string& file,
                                              const std::vector<std::string>& required) {
   std::map<std::string, size_t> cols;
   const auto fields = Split(line, ',');
@@ -37,11 +38,11 @@ Result<int64_t> Field(const std::vector<std::string_view>& fields, size_t col,
   return static_cast<int64_t>(*v);
 }
 
-#define HACHI_ASSIGN_FIELD(lhs, expr)    \
-  do {                                  \
-    auto r_ = (expr);                   \
-    if (!r_.ok()) return r_.status();   \
-    lhs = *r_;                          \
+#define HACHI_ASSIGN_FIELD(lhs, expr) \
+  do {                                \
+    auto r_ = (expr);                 \
+    if (!r_.ok()) return r_.status(); \
+    lhs = *r_;                        \
   } while (0)
 
 Result<std::string> Read(const std::string& path) {
@@ -79,13 +80,15 @@ Result<Cluster> ParseNodes(const std::string& text, const std::string& file) {
                                           int64_t{1} << 40));
     HACHI_ASSIGN_FIELD(n.memory_mib, Field(f, (*cols)["memory_mib"], "memory_mib", where,
                                            0, int64_t{1} << 40));
-    HACHI_ASSIGN_FIELD(n.gpus, Field(f, (*cols)["gpu"], "gpu", where, 0, kMaxGpusPerNode));
+    HACHI_ASSIGN_FIELD(n.gpus,
+                       Field(f, (*cols)["gpu"], "gpu", where, 0, kMaxGpusPerNode));
     if ((*cols)["model"] >= f.size()) return InvalidArgument(where + "model: missing");
     const std::string model(Trim(f[(*cols)["model"]]));
     if (n.gpus == 0) return InvalidArgument(where + "gpu: a GPU node needs GPUs");
     auto [it, added] = model_ids.emplace(model, static_cast<int>(cluster.models.size()));
     if (added) {
-      if (cluster.models.size() == 31) return InvalidArgument(where + "model: over 31 models");
+      if (cluster.models.size() == 31)
+        return InvalidArgument(where + "model: over 31 models");
       cluster.models.push_back(model);
     }
     n.model = it->second;
@@ -99,7 +102,8 @@ Result<std::vector<OpenbPod>> ParsePods(const std::string& text, const std::stri
                                         const Cluster& cluster) {
   const auto lines = SplitLines(text);
   if (lines.empty()) return InvalidArgument(file + ": empty");
-  auto cols = Header(lines[0], file, {"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli"});
+  auto cols =
+      Header(lines[0], file, {"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli"});
   if (!cols.ok()) return cols.status();
   const bool has_spec = cols->count("gpu_spec") > 0;
   std::vector<OpenbPod> pods;
@@ -108,17 +112,18 @@ Result<std::vector<OpenbPod>> ParsePods(const std::string& text, const std::stri
     const std::string where = Where(file, i + 1);
     const auto f = Split(lines[i], ',');
     OpenbPod p;
-    const size_t name_col = (*cols)["name"];  // a short row has none (fuzz_trace found it)
+    const size_t name_col =
+        (*cols)["name"];  // a short row has none (fuzz_trace found it)
     if (name_col >= f.size()) return InvalidArgument(where + "name: missing");
     p.name = std::string(Trim(f[name_col]));
     HACHI_ASSIGN_FIELD(p.cpu_milli, Field(f, (*cols)["cpu_milli"], "cpu_milli", where, 0,
                                           int64_t{1} << 40));
     HACHI_ASSIGN_FIELD(p.memory_mib, Field(f, (*cols)["memory_mib"], "memory_mib", where,
                                            0, int64_t{1} << 40));
-    HACHI_ASSIGN_FIELD(p.num_gpu, Field(f, (*cols)["num_gpu"], "num_gpu", where, 0,
-                                        kMaxGpusPerNode));
-    HACHI_ASSIGN_FIELD(p.gpu_milli, Field(f, (*cols)["gpu_milli"], "gpu_milli", where, 0,
-                                          kMilliPerGpu));
+    HACHI_ASSIGN_FIELD(
+        p.num_gpu, Field(f, (*cols)["num_gpu"], "num_gpu", where, 0, kMaxGpusPerNode));
+    HACHI_ASSIGN_FIELD(
+        p.gpu_milli, Field(f, (*cols)["gpu_milli"], "gpu_milli", where, 0, kMilliPerGpu));
     if (p.num_gpu > 1 && p.gpu_milli < kMilliPerGpu) {
       return InvalidArgument(where + "gpu_milli: a multi-GPU pod must take whole GPUs");
     }
@@ -144,7 +149,8 @@ Result<std::vector<OpenbPod>> ParsePods(const std::string& text, const std::stri
 
 std::string OpenbDir() {
   const char* env = std::getenv("HACHI_SHARED_DIR");
-  const std::string shared = env && *env ? env : std::string(HACHI_SOURCE_DIR) + "/../shared";
+  const std::string shared =
+      env && *env ? env : std::string(HACHI_SOURCE_DIR) + "/../shared";
   return shared + "/traces/alibaba-openb-gpu-v2023";
 }
 

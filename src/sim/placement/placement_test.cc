@@ -81,11 +81,16 @@ INSTANTIATE_TEST_SUITE_P(
         FragRow{"CpuOnlyTask", {{1000, 0, 0, 0, 1.0}}, Node(8000, {1000, 250}), 1250},
         // A task for model 1 on a model-0 node: all idle.
         FragRow{"OtherModel", {{1000, 500, 1, 0b10, 1.0}}, Node(8000, {1000, 300}), 1300},
-        FragRow{"SameModel", {{1000, 500, 1, 0b10, 1.0}}, Node(8000, {1000, 300}, 1), 300},
+        FragRow{
+            "SameModel", {{1000, 500, 1, 0b10, 1.0}}, Node(8000, {1000, 300}, 1), 300},
         // Two whole GPUs: fits on 3 GPUs (the 600 one is the fragment), not on 2.
-        FragRow{"TwoGpuTaskFits", {{1000, 1000, 2, 0, 1.0}}, Node(8000, {1000, 1000, 600}),
+        FragRow{"TwoGpuTaskFits",
+                {{1000, 1000, 2, 0, 1.0}},
+                Node(8000, {1000, 1000, 600}),
                 600},
-        FragRow{"TwoGpuTaskDoesNot", {{1000, 1000, 2, 0, 1.0}}, Node(8000, {1000, 600}),
+        FragRow{"TwoGpuTaskDoesNot",
+                {{1000, 1000, 2, 0, 1.0}},
+                Node(8000, {1000, 600}),
                 1600},
         FragRow{"FullNodeHasNone", {kHalf, kWhole}, Node(8000, {0, 0}), 0}),
     [](const auto& row) { return row.param.name; });
@@ -146,8 +151,8 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(ParsePods, RejectsMultiGpuShares) {
   auto cluster = LoadNodes(kDir + "/openb_node_list_gpu_node.csv");
   ASSERT_TRUE(cluster.ok());
-  auto pods = ParsePods("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1,1,2,500\n", "x.csv",
-                        *cluster);
+  auto pods = ParsePods("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1,1,2,500\n",
+                        "x.csv", *cluster);
   ASSERT_FALSE(pods.ok());
   EXPECT_NE(pods.status().message().find("x.csv:2: gpu_milli"), std::string::npos);
 }
@@ -163,7 +168,8 @@ TEST(ParseNodes, NamesTheField) {
 TEST(ParsePods, ShortRowWithoutTheNameColumnIsAnError) {
   auto cluster = LoadNodes(kDir + "/openb_node_list_gpu_node.csv");
   ASSERT_TRUE(cluster.ok());
-  auto pods = ParsePods("cpu_milli,memory_mib,num_gpu,gpu_milli,name\n1\n", "x.csv", *cluster);
+  auto pods =
+      ParsePods("cpu_milli,memory_mib,num_gpu,gpu_milli,name\n1\n", "x.csv", *cluster);
   ASSERT_FALSE(pods.ok());
   EXPECT_NE(pods.status().message().find("x.csv:2: name: missing"), std::string::npos)
       << pods.status().message();
@@ -197,8 +203,10 @@ TEST(BuildEvents, ShuffleThenTopUpTo130Percent) {
   for (size_t i = 0; i < pods.size(); ++i) EXPECT_EQ(head[i], static_cast<int>(i));
   int64_t total = 0;
   for (int e : events) total += pods[e].demand();
-  EXPECT_LE(static_cast<double>(total), 1.3 * static_cast<double>(c->total_gpu_milli()) + 8000);
-  EXPECT_GT(static_cast<double>(total), 1.3 * static_cast<double>(c->total_gpu_milli()) - 8000);
+  EXPECT_LE(static_cast<double>(total),
+            1.3 * static_cast<double>(c->total_gpu_milli()) + 8000);
+  EXPECT_GT(static_cast<double>(total),
+            1.3 * static_cast<double>(c->total_gpu_milli()) - 8000);
 }
 
 TEST(BuildEvents, DeterministicPerSeedDifferentAcrossSeeds) {

@@ -233,8 +233,8 @@ void ApplyEventLine(State& s, std::string_view line) {
   } else if (what == "temp" && f.size() == 3 && arg >= 0) {
     h.temperature = static_cast<unsigned>(arg);
   } else if (what == "proc" && f.size() == 4 && arg > 0 && number(3) >= 0) {
-    h.processes[static_cast<unsigned>(arg)] =
-        static_cast<unsigned long long>(number(3)) << 20;
+    h.processes[static_cast<unsigned>(arg)] = static_cast<unsigned long long>(number(3))
+                                              << 20;
   } else if (what == "noproc" && f.size() == 3 && arg > 0) {
     h.processes.erase(static_cast<unsigned>(arg));
   } else if (what == "remap" && f.size() == 3 &&
