@@ -49,11 +49,10 @@ bool SameHealth(const api::AgentHealth& a, const api::AgentHealth& b) {
   return true;
 }
 
-bool SameExits(const std::vector<agent::JobExit>& a,
-               const std::vector<agent::JobExit>& b) {
+bool SameExits(const std::vector<api::JobExit>& a, const std::vector<api::JobExit>& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
-    const agent::JobExit &x = a[i], &y = b[i];
+    const api::JobExit &x = a[i], &y = b[i];
     if (x.job != y.job || x.kind != y.kind || x.exit_code != y.exit_code ||
         x.signal != y.signal || x.message != y.message || x.end_time != y.end_time ||
         x.start_time != y.start_time) {
@@ -104,7 +103,7 @@ void EncodeRawBytes(std::string_view text) {
       api::AgentRegistrationFromJson(api::AgentRegistrationToJson(reg)).status().code() !=
           StatusCode::kInternal,
       "registration");
-  agent::JobExit x;
+  api::JobExit x;
   x.job = 1;
   x.message = s;
   (void)api::JobExitsFromJson(api::JobExitsToJson({x}));
@@ -126,8 +125,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                     "register");
   RoundTrip<api::AgentHealth>(text, api::AgentHealthFromJson, api::AgentHealthToJson,
                               SameHealth, "health");
-  RoundTrip<std::vector<agent::JobExit>>(text, api::JobExitsFromJson, api::JobExitsToJson,
-                                         SameExits, "exits");
+  RoundTrip<std::vector<api::JobExit>>(text, api::JobExitsFromJson, api::JobExitsToJson,
+                                       SameExits, "exits");
   // The work poll's answer: its encoding is canonical, so compare the encodings.
   RoundTrip<api::AgentWork>(
       text, api::AgentWorkFromJson, api::AgentWorkToJson,

@@ -147,9 +147,9 @@ TEST_P(RealCgroupTest, JobOpensItsOwnGpusAndNotAnothers) {
                            " (exec 3<" +
                            dev.dir() + "/$n) 2>&1 | sed \"s/^/$n: /\"; done"))
                   .ok());
-  std::optional<JobExit> e = exits_.Wait(1);
+  std::optional<api::JobExit> e = exits_.Wait(1);
   ASSERT_TRUE(e.has_value());
-  EXPECT_EQ(e->kind, ExitKind::kExited) << e->message;
+  EXPECT_EQ(e->kind, api::ExitKind::kExited) << e->message;
   const std::string text = Slurp(out);
   auto line = [&](const std::string& n) {
     std::istringstream in(text);
@@ -180,9 +180,9 @@ TEST_P(RealCgroupTest, DoubleForkedSetsidChildDiesWithTheJob) {
   ASSERT_TRUE(WaitFor([&] { return (escaped = std::atoi(Slurp(pidfile).c_str())) > 0; }));
   EXPECT_EQ(getsid(escaped), escaped);  // it did leave: a session of its own
   EXPECT_TRUE(JobCgroupExists(2));
-  std::optional<JobExit> e = exits_.Wait(2);
+  std::optional<api::JobExit> e = exits_.Wait(2);
   ASSERT_TRUE(e.has_value());
-  EXPECT_EQ(e->kind, ExitKind::kExited);
+  EXPECT_EQ(e->kind, api::ExitKind::kExited);
   EXPECT_TRUE(WaitFor([&] { return ProcessGone(escaped); })) << "pid " << escaped;
   EXPECT_FALSE(JobCgroupExists(2));
 }
@@ -232,9 +232,9 @@ TEST_P(RealCgroupTest, AdoptedRunKeepsItsCgroupUntilItEnds) {
   EXPECT_FALSE(ProcessGone(escaped));
   EXPECT_TRUE(JobCgroupExists(9));
   std::ofstream(go).close();
-  std::optional<JobExit> e = exits_.Wait(9);
+  std::optional<api::JobExit> e = exits_.Wait(9);
   ASSERT_TRUE(e.has_value());
-  EXPECT_EQ(e->kind, ExitKind::kExited);
+  EXPECT_EQ(e->kind, api::ExitKind::kExited);
   EXPECT_EQ(e->exit_code, 3);
   EXPECT_TRUE(WaitFor([&] { return ProcessGone(escaped); }));
   EXPECT_FALSE(JobCgroupExists(9));
@@ -243,16 +243,17 @@ TEST_P(RealCgroupTest, AdoptedRunKeepsItsCgroupUntilItEnds) {
 TEST_P(RealCgroupTest, OutOfMemoryEndsTheJobAndNotItsNeighbour) {
   if (!driver_->Enforces("memory")) GTEST_SKIP() << driver_->Describe();
   ProcessLauncher& l = Launcher();
-  LaunchSpec hog =
+  api::LaunchSpec hog =
       MakeLaunch(3).Out(spool_ + "/hog.out").Sh("head -c 1024m /dev/zero | tail");
   hog.memory_mib = 64;
-  LaunchSpec neighbour = MakeLaunch(4).Out(spool_ + "/n.out").Sh("sleep 60").Grace(1);
+  api::LaunchSpec neighbour =
+      MakeLaunch(4).Out(spool_ + "/n.out").Sh("sleep 60").Grace(1);
   neighbour.memory_mib = 64;
   ASSERT_TRUE(l.Launch(neighbour).ok());
   ASSERT_TRUE(l.Launch(hog).ok());
-  std::optional<JobExit> e = exits_.Wait(3, milliseconds(60000));
+  std::optional<api::JobExit> e = exits_.Wait(3, milliseconds(60000));
   ASSERT_TRUE(e.has_value());
-  EXPECT_EQ(e->kind, ExitKind::kOutOfMemory);
+  EXPECT_EQ(e->kind, api::ExitKind::kOutOfMemory);
   EXPECT_EQ(e->message, "out of memory: the job used more than its 64 MiB");
   EXPECT_FALSE(JobCgroupExists(3));
   // The neighbour is untouched.
@@ -260,9 +261,9 @@ TEST_P(RealCgroupTest, OutOfMemoryEndsTheJobAndNotItsNeighbour) {
   EXPECT_EQ(l.Running(), std::vector<JobId>{4});
   EXPECT_FALSE(exits_.Wait(4, milliseconds(1)).has_value());
   l.Cancel(4, "test");
-  std::optional<JobExit> n = exits_.Wait(4);
+  std::optional<api::JobExit> n = exits_.Wait(4);
   ASSERT_TRUE(n.has_value());
-  EXPECT_EQ(n->kind, ExitKind::kCancelled);
+  EXPECT_EQ(n->kind, api::ExitKind::kCancelled);
 }
 
 TEST_P(RealCgroupTest, JobIsPinnedToCpusOfItsGpusNumaNode) {
@@ -271,15 +272,15 @@ TEST_P(RealCgroupTest, JobIsPinnedToCpusOfItsGpusNumaNode) {
   iso.node_cpus = {0, 1};  // this 2-core machine; GPUs 0-1 near CPU 0, 2-3 near CPU 1
   iso.gpus = {{0, {0}}, {1, {0}}, {2, {1}}, {3, {1}}};
   ProcessLauncher& l = Launcher(iso);
-  LaunchSpec a = MakeLaunch(5)
-                     .Gpus({2, 3})
-                     .Out(spool_ + "/a.out")
-                     .Sh("grep Cpus_allowed_list /proc/self/status");
+  api::LaunchSpec a = MakeLaunch(5)
+                          .Gpus({2, 3})
+                          .Out(spool_ + "/a.out")
+                          .Sh("grep Cpus_allowed_list /proc/self/status");
   a.cpus = 1;
-  LaunchSpec b = MakeLaunch(6)
-                     .Gpus({0})
-                     .Out(spool_ + "/b.out")
-                     .Sh("grep Cpus_allowed_list /proc/self/status");
+  api::LaunchSpec b = MakeLaunch(6)
+                          .Gpus({0})
+                          .Out(spool_ + "/b.out")
+                          .Sh("grep Cpus_allowed_list /proc/self/status");
   b.cpus = 1;
   ASSERT_TRUE(l.Launch(a).ok());
   ASSERT_TRUE(l.Launch(b).ok());
@@ -296,13 +297,15 @@ TEST_P(RealCgroupTest, LaunchToExitLatencyOfBinTrue) {
   auto measure = [&](ProcessLauncher& l, Exits& exits, JobId first) {
     std::vector<double> ms;
     for (int i = 0; i < kRuns; ++i) {
-      LaunchSpec s = MakeLaunch(first + i).Gpus({1}).Out("/dev/null").Argv({"/bin/true"});
+      api::LaunchSpec s =
+          MakeLaunch(first + i).Gpus({1}).Out("/dev/null").Argv({"/bin/true"});
       s.memory_mib = 256;
       s.cpus = 1;
       const auto start = std::chrono::steady_clock::now();
       EXPECT_TRUE(l.Launch(s).ok());
-      std::optional<JobExit> e = exits.Wait(first + i);
-      EXPECT_TRUE(e.has_value() && e->kind == ExitKind::kExited && e->exit_code == 0);
+      std::optional<api::JobExit> e = exits.Wait(first + i);
+      EXPECT_TRUE(e.has_value() && e->kind == api::ExitKind::kExited &&
+                  e->exit_code == 0);
       ms.push_back(std::chrono::duration<double, std::milli>(
                        std::chrono::steady_clock::now() - start)
                        .count());
@@ -349,9 +352,9 @@ TEST(CgroupRuntime, JobGetsUnlimitedMemlockManyFilesAndItsOwnShm) {
                                  " grep ' /dev/shm ' /proc/self/mountinfo; touch "
                                  "/dev/shm/hachi-rt-$$"))
                     .ok());
-    std::optional<JobExit> e = exits.Wait(7);
+    std::optional<api::JobExit> e = exits.Wait(7);
     ASSERT_TRUE(e.has_value());
-    EXPECT_EQ(e->kind, ExitKind::kExited) << e->message;
+    EXPECT_EQ(e->kind, api::ExitKind::kExited) << e->message;
   }
   const std::string text = Slurp(dir + "/rt.out");
   fs::remove_all(dir);

@@ -16,7 +16,7 @@ bool KeepsImageValue(std::string_view name) {
 // NVIDIA_VISIBLE_DEVICES keeps the host's indices: the nvidia hook may read it from the
 // container's environment to choose devices, and those are the ones --gpus/--device
 // asked for.
-EnvList RenumberGpus(const LaunchSpec& spec, EnvList env) {
+EnvList RenumberGpus(const api::LaunchSpec& spec, EnvList env) {
   const std::string inside = GpuSet::FirstN(spec.gpus.size()).ToList();
   for (auto& [k, v] : env) {
     if (k == "CUDA_VISIBLE_DEVICES") {
@@ -29,7 +29,8 @@ EnvList RenumberGpus(const LaunchSpec& spec, EnvList env) {
   return env;
 }
 
-Result<ContainerLaunch> DockerLike(const ContainerRuntime& rt, const LaunchSpec& spec,
+Result<ContainerLaunch> DockerLike(const ContainerRuntime& rt,
+                                   const api::LaunchSpec& spec,
                                    const std::vector<std::string>& argv,
                                    const EnvList& job_env,
                                    const std::vector<std::string>& binds) {
@@ -70,7 +71,7 @@ Result<ContainerLaunch> DockerLike(const ContainerRuntime& rt, const LaunchSpec&
   return c;
 }
 
-Result<ContainerLaunch> Apptainer(const ContainerRuntime& rt, const LaunchSpec& spec,
+Result<ContainerLaunch> Apptainer(const ContainerRuntime& rt, const api::LaunchSpec& spec,
                                   const std::vector<std::string>& argv,
                                   const EnvList& job_env,
                                   const std::vector<std::string>& binds) {
@@ -94,7 +95,7 @@ Result<ContainerLaunch> Apptainer(const ContainerRuntime& rt, const LaunchSpec& 
 }  // namespace
 
 Result<ContainerLaunch> PrepareContainer(const ContainerRuntime& rt,
-                                         const LaunchSpec& spec,
+                                         const api::LaunchSpec& spec,
                                          const std::vector<std::string>& argv,
                                          const EnvList& job_env,
                                          const std::vector<std::string>& binds) {
@@ -116,7 +117,7 @@ Result<ContainerLaunch> PrepareContainer(const ContainerRuntime& rt,
 }
 
 Result<std::vector<std::string>> ContainerCommand(const ContainerRuntime& rt,
-                                                  const LaunchSpec& spec,
+                                                  const api::LaunchSpec& spec,
                                                   const std::vector<std::string>& argv) {
   Result<ContainerLaunch> c = PrepareContainer(rt, spec, argv, JobEnvironment(spec));
   if (!c.ok()) return c.status();

@@ -46,7 +46,7 @@ struct ContainerLaunch {
 // place (the spooled batch script). kInvalidArgument for an unknown kind or an empty
 // image.
 Result<ContainerLaunch> PrepareContainer(const ContainerRuntime& rt,
-                                         const LaunchSpec& spec,
+                                         const api::LaunchSpec& spec,
                                          const std::vector<std::string>& argv,
                                          const EnvList& job_env,
                                          const std::vector<std::string>& binds = {});
@@ -58,7 +58,7 @@ Result<ContainerLaunch> PrepareContainer(const ContainerRuntime& rt,
 //   podman:    the same with --device nvidia.com/gpu=<i> per GPU (CDI) for --gpus
 //   apptainer: apptainer exec --nv --bind wd --pwd wd [extra] image argv
 Result<std::vector<std::string>> ContainerCommand(const ContainerRuntime& rt,
-                                                  const LaunchSpec& spec,
+                                                  const api::LaunchSpec& spec,
                                                   const std::vector<std::string>& argv);
 
 }  // namespace hachi::agent

@@ -19,7 +19,7 @@ const EnvList kJobEnv = {{"PATH", "/usr/bin"},
 struct ArgvCase {
   std::string name;
   ContainerRuntime rt;
-  LaunchSpec spec;
+  api::LaunchSpec spec;
   Argv want;
 };
 
@@ -168,7 +168,7 @@ TEST(PrepareContainer, DockerRenumbersGpusInsideKeepsHostIndicesInHachiGpus) {
 }
 
 TEST(PrepareContainer, ShareLimitUsesTheContainersIndexNvidiaDevicesTheHosts) {
-  LaunchSpec spec = Job().Gpus({5}).Share(250, 1000);
+  api::LaunchSpec spec = Job().Gpus({5}).Share(250, 1000);
   Result<ContainerLaunch> c =
       PrepareContainer({"podman", "", {}}, spec, {"x"}, JobEnvironment(spec));
   ASSERT_TRUE(c.ok());
@@ -204,7 +204,7 @@ TEST(PrepareContainer, BindsScriptReadOnly) {
 }
 
 TEST(ContainerCommand, PassesEveryJobVariableByName) {
-  LaunchSpec spec = Job().Env("SECRET_TOKEN", "hunter2");
+  api::LaunchSpec spec = Job().Env("SECRET_TOKEN", "hunter2");
   Result<Argv> argv = ContainerCommand({"docker", "", {}}, spec, {"true"});
   ASSERT_TRUE(argv.ok());
   for (const auto& [k, v] : JobEnvironment(spec)) {
@@ -217,7 +217,7 @@ TEST(ContainerCommand, PassesEveryJobVariableByName) {
 struct ErrorCase {
   std::string name;
   ContainerRuntime rt;
-  LaunchSpec spec;
+  api::LaunchSpec spec;
   std::string mention;
 };
 

@@ -66,7 +66,7 @@ AgentDaemon::AgentDaemon(AgentOptions options, LauncherFactory make_launcher)
   char id[40];
   std::snprintf(id, sizeof id, "%08x%08x%08x", rd(), rd(), rd());
   instance_ = id;
-  launcher_ = make_launcher([this](const JobExit& e) { OnExit(e); });
+  launcher_ = make_launcher([this](const api::JobExit& e) { OnExit(e); });
   // Runs an earlier agent process left and the launcher took over are this process's
   // now: a launch the server sends again for one of them is not launched twice. An exit
   // of one may have been queued (OnExit) already; then the run is not live.
@@ -76,7 +76,7 @@ AgentDaemon::AgentDaemon(AgentOptions options, LauncherFactory make_launcher)
     current_run_[job] = start;
     const bool ended = std::any_of(
         unreported_.begin(), unreported_.end(),
-        [&](const JobExit& e) { return e.job == job && e.start_time == start; });
+        [&](const api::JobExit& e) { return e.job == job && e.start_time == start; });
     if (!ended) live_[job] = start;
   }
 }
@@ -121,9 +121,9 @@ bool AgentDaemon::registered() const {
   return registered_;
 }
 
-void AgentDaemon::OnExit(const JobExit& exit) {
+void AgentDaemon::OnExit(const api::JobExit& exit) {
   std::lock_guard<std::mutex> lock(mu_);
-  JobExit e = exit;
+  api::JobExit e = exit;
   if (e.start_time == 0) {
     auto run = current_run_.find(e.job);
     if (run != current_run_.end()) e.start_time = run->second;
@@ -156,7 +156,8 @@ Status AgentDaemon::RegisterOnce(HttpClientHolder& http) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (state::JobId id : finished_order_) reg.finished.push_back(id);
-    for (const JobExit& e : unreported_) reg.running.push_back(e.job);  // report pending
+    for (const api::JobExit& e : unreported_)
+      reg.running.push_back(e.job);  // report pending
   }
   Result<std::string> r =
       http.Call("POST", std::string(api::kApiPrefix) + "/agents/register",
@@ -222,7 +223,7 @@ void AgentDaemon::PollLoop() {
     // Cancels first: one for a job that is also launched in this batch stops its earlier
     // run (the job was requeued), not the new one.
     for (state::JobId id : work->cancel) launcher_->Cancel(id, "cancelled");
-    for (const LaunchSpec& l : work->launch) {
+    for (const api::LaunchSpec& l : work->launch) {
       {
         std::lock_guard<std::mutex> lock(mu_);
         auto live = live_.find(l.job);
@@ -248,7 +249,7 @@ void AgentDaemon::PollLoop() {
   }
 }
 
-bool AgentDaemon::AcceptRunLocked(const LaunchSpec& l) {
+bool AgentDaemon::AcceptRunLocked(const api::LaunchSpec& l) {
   if (!launched_.emplace(l.job, l.start_time).second) return false;
   current_run_[l.job] = l.start_time;
   live_[l.job] = l.start_time;
@@ -259,13 +260,13 @@ bool AgentDaemon::AcceptRunLocked(const LaunchSpec& l) {
   return true;
 }
 
-void AgentDaemon::LaunchNow(const LaunchSpec& l) {
+void AgentDaemon::LaunchNow(const api::LaunchSpec& l) {
   Status s = launcher_->Launch(l);
   if (!s.ok()) {
-    JobExit e;
+    api::JobExit e;
     e.job = l.job;
     e.start_time = l.start_time;
-    e.kind = ExitKind::kLaunchFailed;
+    e.kind = api::ExitKind::kLaunchFailed;
     e.message = s.message();
     e.end_time = static_cast<Time>(std::time(nullptr));
     OnExit(e);
@@ -309,7 +310,7 @@ void AgentDaemon::ReportLoop() {
   const std::string path = base + "/exits";
   int backoff_ms = 100;
   for (;;) {
-    std::vector<JobExit> batch;
+    std::vector<api::JobExit> batch;
     std::vector<api::GpuHealthEvent> health;
     bool send_processes = false;
     std::vector<api::GpuProcessReport> processes;
@@ -322,13 +323,13 @@ void AgentDaemon::ReportLoop() {
       });
       if (!ready_.empty() &&
           !stopping_) {  // runs that waited for their job's earlier run
-        std::vector<LaunchSpec> ready, now;
+        std::vector<api::LaunchSpec> ready, now;
         ready.swap(ready_);
-        for (LaunchSpec& l : ready) {
+        for (api::LaunchSpec& l : ready) {
           if (AcceptRunLocked(l)) now.push_back(std::move(l));  // else launched already
         }
         lock.unlock();
-        for (const LaunchSpec& l : now) LaunchNow(l);
+        for (const api::LaunchSpec& l : now) LaunchNow(l);
         continue;
       }
       if ((unreported_.empty() && health_.empty() && !processes_due_) || !registered_) {
@@ -382,7 +383,7 @@ void AgentDaemon::ReportLoop() {
     }
     backoff_ms = 100;
     // Acknowledged: remember them (a repeated launch re-reports), drop from the queue.
-    for (const JobExit& e : batch) {
+    for (const api::JobExit& e : batch) {
       if (finished_.emplace(e.job, e).second) finished_order_.push_back(e.job);
     }
     while (finished_order_.size() > kFinishedKept) {

@@ -76,11 +76,12 @@ class AgentDaemon {
  private:
   void PollLoop();
   void ReportLoop();
-  void OnExit(const JobExit& e);
-  void LaunchNow(const LaunchSpec& l);  // without mu_; a refusal is reported as an exit
+  void OnExit(const api::JobExit& e);
+  void LaunchNow(
+      const api::LaunchSpec& l);  // without mu_; a refusal is reported as an exit
   // Records a run about to be launched (with mu_); false when this process launched it
   // already.
-  bool AcceptRunLocked(const LaunchSpec& l);
+  bool AcceptRunLocked(const api::LaunchSpec& l);
   Status RegisterOnce(HttpClientHolder& http);
 
   const AgentOptions options_;
@@ -97,14 +98,14 @@ class AgentDaemon {
   std::unordered_map<state::JobId, Time> live_;  // runs launched and not yet exited
   // A requeued job's new run that came while its earlier run was still stopping here,
   // and such runs whose earlier run has now exited (launched by the report thread).
-  std::unordered_map<state::JobId, LaunchSpec> deferred_;
-  std::vector<LaunchSpec> ready_;
-  std::set<std::pair<state::JobId, Time>> launched_;    // runs (job, start time),
-                                                        // ever, by this process
-  std::unordered_map<state::JobId, JobExit> finished_;  // acknowledged exits, the
-                                                        // latest run's
-  std::deque<state::JobId> finished_order_;             // bounded memory
-  std::vector<JobExit> unreported_;
+  std::unordered_map<state::JobId, api::LaunchSpec> deferred_;
+  std::vector<api::LaunchSpec> ready_;
+  std::set<std::pair<state::JobId, Time>> launched_;         // runs (job, start time),
+                                                             // ever, by this process
+  std::unordered_map<state::JobId, api::JobExit> finished_;  // acknowledged exits, the
+                                                             // latest run's
+  std::deque<state::JobId> finished_order_;                  // bounded memory
+  std::vector<api::JobExit> unreported_;
   static constexpr size_t kHealthQueued = 256;
   std::vector<api::GpuHealthEvent> health_;       // not yet acknowledged, oldest first
   std::vector<api::GpuProcessReport> processes_;  // the latest list

@@ -100,7 +100,7 @@ TEST_F(DaemonTest, RegistersRunsAndReportsAJob) {
   const state::JobId id = ids->front();
   FakeLauncher& fake = *agent_->launcher;
   ASSERT_TRUE(WaitFor([&] { return fake.launches().size() == 1; }));
-  const LaunchSpec l = fake.launches()[0];
+  const api::LaunchSpec l = fake.launches()[0];
   EXPECT_EQ(l.job, id);
   EXPECT_EQ(l.gpus.size(), 4);
   EXPECT_EQ(l.time_limit, 90);
@@ -187,7 +187,7 @@ class ScriptedServer {
                 });
     server_.Post(p + R"(/agents/([^/]+)/exits)",
                  [this](const httplib::Request& req, httplib::Response& res) {
-                   Result<std::vector<JobExit>> r = api::JobExitsFromJson(req.body);
+                   Result<std::vector<api::JobExit>> r = api::JobExitsFromJson(req.body);
                    if (!r.ok()) {
                      res.status = 400;
                      return;
@@ -209,7 +209,7 @@ class ScriptedServer {
     std::lock_guard<std::mutex> lock(mu_);
     work_.push_back(std::move(w));
   }
-  std::vector<JobExit> exits() const {
+  std::vector<api::JobExit> exits() const {
     std::lock_guard<std::mutex> lock(mu_);
     return exits_;
   }
@@ -224,12 +224,12 @@ class ScriptedServer {
   std::thread thread_;
   mutable std::mutex mu_;
   std::deque<api::AgentWork> work_;
-  std::vector<JobExit> exits_;
+  std::vector<api::JobExit> exits_;
   std::vector<api::AgentRegistration> registrations_;
 };
 
-LaunchSpec Launch(state::JobId id, Time start_time) {
-  LaunchSpec l;
+api::LaunchSpec Launch(state::JobId id, Time start_time) {
+  api::LaunchSpec l;
   l.job = id;
   l.node = "n1";
   l.gpus = GpuSet::FromIndices({0});

@@ -22,22 +22,22 @@ std::string Join(const std::vector<std::string>& items) {
   return out;
 }
 
-bool IsArrayTask(const LaunchSpec& spec) { return spec.spec.array_task_id >= 0; }
+bool IsArrayTask(const api::LaunchSpec& spec) { return spec.spec.array_task_id >= 0; }
 
-int NodeCount(const LaunchSpec& spec) {
+int NodeCount(const api::LaunchSpec& spec) {
   return std::max<int>(1, static_cast<int>(spec.nodelist.size()));
 }
 
-int ProcsPerNode(const LaunchSpec& spec) {
+int ProcsPerNode(const api::LaunchSpec& spec) {
   if (spec.gpus_per_node > 0) return spec.gpus_per_node;
   return std::max(1, spec.gpus.size());
 }
 
-std::string NodeList(const LaunchSpec& spec) {
+std::string NodeList(const api::LaunchSpec& spec) {
   return spec.nodelist.empty() ? spec.node : Join(spec.nodelist);
 }
 
-std::string MasterAddr(const LaunchSpec& spec) {
+std::string MasterAddr(const api::LaunchSpec& spec) {
   if (!spec.node_addresses.empty() && !spec.node_addresses[0].empty()) {
     return spec.node_addresses[0];
   }
@@ -69,7 +69,7 @@ bool IsManagedPrefix(std::string_view name) {
 
 }  // namespace
 
-EnvList JobEnvironment(const LaunchSpec& spec) {
+EnvList JobEnvironment(const api::LaunchSpec& spec) {
   const std::string gpus = spec.gpus.ToList();
   const std::string job = std::to_string(spec.job);
   const std::string nodelist = NodeList(spec);
@@ -78,7 +78,7 @@ EnvList JobEnvironment(const LaunchSpec& spec) {
   const std::string nproc = std::to_string(ProcsPerNode(spec));
   const std::string master = MasterAddr(spec);
   const std::string port = std::to_string(spec.master_port);
-  const std::string name = JobName(spec);
+  const std::string name = api::JobName(spec);
 
   EnvList ours;
   auto set = [&ours](std::string k, std::string v) {

@@ -1,6 +1,6 @@
 // The environment and output files of a job's process on this node (DESIGN.md §3: the
-// agent "sets up ... environment"). Built from the LaunchSpec alone, so the server, the
-// launcher and the tests agree on what a job sees.
+// agent "sets up ... environment"). Built from the api::LaunchSpec alone, so the server,
+// the launcher and the tests agree on what a job sees.
 //
 // Pure functions of their arguments, except that JobEnvironment reads the user's
 // passwd entry (for HOME). Thread-safe.
@@ -44,6 +44,6 @@ using EnvList = std::vector<std::pair<std::string, std::string>>;
 //   - USER, LOGNAME (spec.user) and HOME (from the passwd entry) when the user is known.
 // Inherited HACHI_*, SLURM_*, PET_* and CUDA_MPS_* variables are dropped: a job
 // submitted from inside another job must not see the outer job's array index or limits.
-EnvList JobEnvironment(const LaunchSpec& spec);
+EnvList JobEnvironment(const api::LaunchSpec& spec);
 
 }  // namespace hachi::agent

@@ -15,7 +15,7 @@ std::map<std::string, std::string> AsMap(const EnvList& env) {
 
 struct EnvCase {
   std::string name;
-  LaunchSpec spec;
+  api::LaunchSpec spec;
   std::map<std::string, std::string> want;  // "" value with "-" prefix key: absent
   std::vector<std::string> absent;
 };
@@ -128,8 +128,9 @@ INSTANTIATE_TEST_SUITE_P(
     [](const testing::TestParamInfo<EnvCase>& row) { return row.param.name; });
 
 TEST(JobEnvironment, OrderIsSubmitterThenOursAndDeterministic) {
-  LaunchSpec spec = MakeLaunch(8).Gpus({0}).Env("B", "1").Env("A", "2").Env("B", "3").Env(
-      "HACHI_JOB_ID", "99");
+  api::LaunchSpec spec =
+      MakeLaunch(8).Gpus({0}).Env("B", "1").Env("A", "2").Env("B", "3").Env(
+          "HACHI_JOB_ID", "99");
   const EnvList env = JobEnvironment(spec);
   ASSERT_GE(env.size(), 3u);
   EXPECT_EQ(env[0], (std::pair<std::string, std::string>{"B", "3"}));
@@ -144,14 +145,14 @@ TEST(JobEnvironment, OrderIsSubmitterThenOursAndDeterministic) {
 struct PathCase {
   std::string name;
   std::string pattern;
-  LaunchSpec spec;
+  api::LaunchSpec spec;
   std::string want;
 };
 
 class ExpandOutputPathTest : public testing::TestWithParam<PathCase> {};
 
 TEST_P(ExpandOutputPathTest, Expands) {
-  EXPECT_EQ(ExpandOutputPath(GetParam().pattern, GetParam().spec), GetParam().want);
+  EXPECT_EQ(api::ExpandOutputPath(GetParam().pattern, GetParam().spec), GetParam().want);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -175,11 +176,11 @@ INSTANTIATE_TEST_SUITE_P(
                  MakeLaunch(1).Argv({"/usr/bin/python3", "x.py"}), "/l/python3"}),
     [](const testing::TestParamInfo<PathCase>& row) { return row.param.name; });
 
-TEST(JobOutputFiles, EmptyStderrIsStdout) {
-  OutputFiles f = JobOutputFiles(MakeLaunch(4).Workdir("/w").Out("o-%j"));
+TEST(api::JobOutputFiles, EmptyStderrIsStdout) {
+  api::OutputFiles f = api::JobOutputFiles(MakeLaunch(4).Workdir("/w").Out("o-%j"));
   EXPECT_EQ(f.out, "/w/o-4");
   EXPECT_EQ(f.err, "/w/o-4");
-  f = JobOutputFiles(MakeLaunch(4).Workdir("/w").Err("e-%j"));
+  f = api::JobOutputFiles(MakeLaunch(4).Workdir("/w").Err("e-%j"));
   EXPECT_EQ(f.out, "/w/hachi-4.out");
   EXPECT_EQ(f.err, "/w/e-4");
 }

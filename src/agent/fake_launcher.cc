@@ -13,7 +13,7 @@ Time WallNow() {
 
 FakeLauncher::FakeLauncher(ExitCallback on_exit) : on_exit_(std::move(on_exit)) {}
 
-Status FakeLauncher::Launch(const LaunchSpec& spec) {
+Status FakeLauncher::Launch(const api::LaunchSpec& spec) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!launch_status_.ok()) return launch_status_;
   if (running_.count(spec.job)) {
@@ -30,9 +30,9 @@ void FakeLauncher::Cancel(JobId job, std::string reason) {
     std::lock_guard<std::mutex> lock(mu_);
     cancels_.emplace_back(job, reason);
   }
-  JobExit e;
+  api::JobExit e;
   e.job = job;
-  e.kind = ExitKind::kCancelled;
+  e.kind = api::ExitKind::kCancelled;
   e.signal = 15;  // SIGTERM, as a real job that did not trap it
   Finish(e);
 }
@@ -50,14 +50,14 @@ std::vector<JobId> FakeLauncher::Running() const {
 }
 
 bool FakeLauncher::Finish(JobId job, int exit_code) {
-  JobExit e;
+  api::JobExit e;
   e.job = job;
   e.exit_code = exit_code;
   return Finish(e);
 }
 
-bool FakeLauncher::Finish(const JobExit& exit) {
-  JobExit e = exit;
+bool FakeLauncher::Finish(const api::JobExit& exit) {
+  api::JobExit e = exit;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = running_.find(exit.job);
@@ -75,7 +75,7 @@ void FakeLauncher::FailLaunches(Status status) {
   launch_status_ = std::move(status);
 }
 
-std::vector<LaunchSpec> FakeLauncher::launches() const {
+std::vector<api::LaunchSpec> FakeLauncher::launches() const {
   std::lock_guard<std::mutex> lock(mu_);
   return launches_;
 }

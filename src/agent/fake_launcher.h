@@ -23,7 +23,7 @@ class FakeLauncher final : public Launcher {
 
   // Records the launch; fails like ProcessLauncher for a job already running, or with
   // the status given to FailLaunches.
-  Status Launch(const LaunchSpec& spec) override;
+  Status Launch(const api::LaunchSpec& spec) override;
   // Reports kCancelled at once (a real job would stop within its grace).
   void Cancel(JobId job, std::string reason) override;
   void Signal(JobId job, int sig) override;  // recorded
@@ -32,19 +32,19 @@ class FakeLauncher final : public Launcher {
   // Ends a running job: kExited with `exit_code`. False when the job is not running.
   bool Finish(JobId job, int exit_code);
   // Ends a running job with any report (job is taken from `exit`).
-  bool Finish(const JobExit& exit);
+  bool Finish(const api::JobExit& exit);
   // Launch returns `status` from now on (OK: launches work again).
   void FailLaunches(Status status);
 
-  std::vector<LaunchSpec> launches() const;                    // in order
+  std::vector<api::LaunchSpec> launches() const;               // in order
   std::vector<std::pair<JobId, std::string>> cancels() const;  // (job, reason)
   std::vector<std::pair<JobId, int>> signals() const;          // (job, signal)
 
  private:
   const ExitCallback on_exit_;
   mutable std::mutex mu_;
-  std::vector<LaunchSpec> launches_;  // guarded by mu_
-  std::map<JobId, Time> running_;     // guarded by mu_: job -> its run's start time
+  std::vector<api::LaunchSpec> launches_;  // guarded by mu_
+  std::map<JobId, Time> running_;          // guarded by mu_: job -> its run's start time
   std::vector<std::pair<JobId, std::string>> cancels_;  // guarded by mu_
   std::vector<std::pair<JobId, int>> signals_;          // guarded by mu_
   Status launch_status_;                                // guarded by mu_

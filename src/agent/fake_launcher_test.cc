@@ -8,8 +8,8 @@ namespace hachi::agent {
 namespace {
 
 TEST(FakeLauncher, RecordsLaunchesAndReportsFinishOnce) {
-  std::vector<JobExit> exits;
-  FakeLauncher fake([&](const JobExit& e) { exits.push_back(e); });
+  std::vector<api::JobExit> exits;
+  FakeLauncher fake([&](const api::JobExit& e) { exits.push_back(e); });
   ASSERT_TRUE(fake.Launch(MakeLaunch(1)).ok());
   ASSERT_TRUE(fake.Launch(MakeLaunch(2)).ok());
   EXPECT_FALSE(fake.Launch(MakeLaunch(2)).ok());
@@ -21,7 +21,7 @@ TEST(FakeLauncher, RecordsLaunchesAndReportsFinishOnce) {
   ASSERT_EQ(exits.size(), 2u);
   EXPECT_EQ(exits[0].job, 1);
   EXPECT_EQ(exits[0].exit_code, 3);
-  EXPECT_EQ(exits[1].kind, ExitKind::kCancelled);
+  EXPECT_EQ(exits[1].kind, api::ExitKind::kCancelled);
   EXPECT_TRUE(fake.Running().empty());
   EXPECT_EQ(fake.launches().size(), 2u);
   EXPECT_EQ(fake.cancels().size(), 2u);

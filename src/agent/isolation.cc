@@ -53,14 +53,14 @@ std::string Isolation::Describe(const std::string& why_none) const {
          ": jobs run without memory, CPU, pids and device limits";
 }
 
-int64_t Isolation::ShmMib(const LaunchSpec& spec) {
+int64_t Isolation::ShmMib(const api::LaunchSpec& spec) {
   if (spec.spec.shm_mib > 0) return spec.spec.shm_mib;
   if (spec.memory_mib > 0)
     return std::max<int64_t>(1, std::min(spec.memory_mib / 2, kMaxDefaultShmMib));
   return kMaxDefaultShmMib;
 }
 
-std::vector<int> Isolation::BookCpus(const LaunchSpec& spec) {
+std::vector<int> Isolation::BookCpus(const api::LaunchSpec& spec) {
   std::vector<int> preferred;
   for (int g : spec.gpus.Indices()) {
     if (g >= 0 && g < static_cast<int>(options_.gpus.size())) {
@@ -78,7 +78,7 @@ std::vector<int> Isolation::BookCpus(const LaunchSpec& spec) {
   return cpus;
 }
 
-Result<JobIsolation> Isolation::Prepare(const LaunchSpec& spec,
+Result<JobIsolation> Isolation::Prepare(const api::LaunchSpec& spec,
                                         SpawnRequest::Setup* setup) {
   JobIsolation iso;
   iso.job = spec.job;

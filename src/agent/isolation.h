@@ -59,7 +59,7 @@ class Isolation {
 
   // Makes the job's cgroup (when there is a driver) and fills `setup` for its child.
   // Errors: the cgroup could not be made; the job is then not started.
-  Result<JobIsolation> Prepare(const LaunchSpec& spec, SpawnRequest::Setup* setup);
+  Result<JobIsolation> Prepare(const api::LaunchSpec& spec, SpawnRequest::Setup* setup);
   // The job's main process has ended: kills what is left in its cgroup and removes it,
   // frees its CPUs. Returns "out of memory: the job used more than its 2048 MiB" when
   // the OOM killer killed a process of it, else "".
@@ -76,10 +76,10 @@ class Isolation {
 
   // The size of a job's /dev/shm: its --shm-size, else half its memory, at most 64 GiB
   // (a tmpfs only caps; its pages count against the job's memory limit).
-  static int64_t ShmMib(const LaunchSpec& spec);
+  static int64_t ShmMib(const api::LaunchSpec& spec);
 
  private:
-  std::vector<int> BookCpus(const LaunchSpec& spec);
+  std::vector<int> BookCpus(const api::LaunchSpec& spec);
 
   const IsolationOptions options_;
   const std::vector<int> node_cpus_;

@@ -42,7 +42,7 @@ Time WallNow() {
 // When the time limit expires on the steady clock. The limit counts from the server's
 // start_time (wall clock, whole seconds), so an agent that launches late does not give
 // the job extra time; start_time 0 means "now".
-Clock::time_point Deadline(const LaunchSpec& spec, Clock::time_point now) {
+Clock::time_point Deadline(const api::LaunchSpec& spec, Clock::time_point now) {
   if (spec.time_limit <= 0) return kNoDeadline;
   if (spec.start_time <= 0) return now + std::chrono::seconds(spec.time_limit);
   const auto wall_now = std::chrono::system_clock::now().time_since_epoch();
@@ -71,7 +71,7 @@ std::vector<std::string> ShebangArgv(const std::string& script) {
 
 // Writes the batch script where the user can run it and nobody else can read it.
 Status WriteScript(const std::string& dir, const std::string& path,
-                   const LaunchSpec& spec, bool chown_to_user) {
+                   const api::LaunchSpec& spec, bool chown_to_user) {
   if (mkdir(dir.c_str(), 0755) < 0 && errno != EEXIST) {
     return Internal("cannot create spool directory " + dir + ": " + strerror(errno));
   }
@@ -257,20 +257,21 @@ struct ProcessLauncher::State {
     Clock::time_point deadline = kNoDeadline;  // time limit
     Clock::time_point kill_at = kNoDeadline;   // SIGKILL, once we are stopping it
     bool killed = false;
-    ExitKind stop = ExitKind::kExited;  // kTimeLimit / kCancelled once stopping
-    std::string script;                 // spooled script to remove at the end
-    Time start_time = 0;                // the run (LaunchSpec::start_time), in its exit
+    api::ExitKind stop = api::ExitKind::kExited;  // kTimeLimit / kCancelled once stopping
+    std::string script;                           // spooled script to remove at the end
+    Time start_time = 0;   // the run (api::LaunchSpec::start_time), in its exit
     bool waiter = false;   // pid is the job's waiter: its exit file tells the status
     bool adopted = false;  // left by an earlier agent process: not our child
     JobIsolation iso;      // its cgroup and CPUs
   };
 
   mutable std::mutex mu;
-  std::map<JobId, Job> jobs;     // guarded by mu
-  std::vector<JobExit> reports;  // guarded by mu: exits the supervisor has to deliver
-  std::set<JobId> launching;     // guarded by mu: inside Launch, not yet in jobs
-  bool stop = false;             // guarded by mu
-  int wake_fd = -1;              // eventfd; constant after construction
+  std::map<JobId, Job> jobs;  // guarded by mu
+  std::vector<api::JobExit>
+      reports;                // guarded by mu: exits the supervisor has to deliver
+  std::set<JobId> launching;  // guarded by mu: inside Launch, not yet in jobs
+  bool stop = false;          // guarded by mu
+  int wake_fd = -1;           // eventfd; constant after construction
 
   void Wake() const {
     const uint64_t one = 1;
@@ -279,10 +280,10 @@ struct ProcessLauncher::State {
   bool Known(JobId id) const {  // mu held
     return jobs.count(id) || launching.count(id) ||
            std::any_of(reports.begin(), reports.end(),
-                       [id](const JobExit& e) { return e.job == id; });
+                       [id](const api::JobExit& e) { return e.job == id; });
   }
   // Starts stopping `job` (mu held): SIGTERM now, SIGKILL after its grace.
-  static void BeginStop(Job& job, ExitKind why, Clock::time_point now) {
+  static void BeginStop(Job& job, api::ExitKind why, Clock::time_point now) {
     job.stop = why;
     kill(-job.pid, SIGTERM);
     job.kill_at = now + std::chrono::seconds(job.grace);
@@ -325,16 +326,16 @@ void ProcessLauncher::TakeOverLeftoverRuns() {
     const std::string exit_path = ExitFilePath(options_.spool_dir, r.job);
     if (!SameProcess(r)) {
       // It ended while no agent watched: its waiter wrote how (or was killed first).
-      JobExit e;
+      api::JobExit e;
       e.job = r.job;
       e.start_time = r.start_time;
       struct stat st {};
       e.end_time = stat(exit_path.c_str(), &st) == 0 ? st.st_mtime : wall;
       if (std::optional<WaitedStatus> w = ReadWaitedStatus(exit_path)) {
-        e.kind = w->signaled ? ExitKind::kSignaled : ExitKind::kExited;
+        e.kind = w->signaled ? api::ExitKind::kSignaled : api::ExitKind::kExited;
         (w->signaled ? e.signal : e.exit_code) = w->code;
       } else {
-        e.kind = ExitKind::kLost;
+        e.kind = api::ExitKind::kLost;
         e.message = "the job ended while its node had no agent, and left no exit status";
       }
       state_->reports.push_back(std::move(e));
@@ -381,14 +382,14 @@ std::vector<std::pair<JobId, Time>> ProcessLauncher::AdoptedRuns() const {
       runs.emplace_back(id, it->second.start_time);
       continue;
     }
-    for (const JobExit& e : state_->reports) {
+    for (const api::JobExit& e : state_->reports) {
       if (e.job == id) runs.emplace_back(id, e.start_time);
     }
   }
   return runs;
 }
 
-Status ProcessLauncher::Launch(const LaunchSpec& spec) {
+Status ProcessLauncher::Launch(const api::LaunchSpec& spec) {
   {
     std::lock_guard<std::mutex> lock(state_->mu);
     if (state_->stop) return Unavailable("the launcher is shutting down");
@@ -403,7 +404,7 @@ Status ProcessLauncher::Launch(const LaunchSpec& spec) {
   req.env = JobEnvironment(spec);
   AddNcclEnvironment(options_.gpu_nics, spec.gpus, &req.env);
   req.workdir = spec.spec.workdir.empty() ? "/" : spec.spec.workdir;
-  const OutputFiles files = JobOutputFiles(spec);
+  const api::OutputFiles files = api::JobOutputFiles(spec);
   req.stdout_path = files.out;
   req.stderr_path = files.err;
   req.switch_user = root && spec.spec.uid != 0;
@@ -475,10 +476,10 @@ Status ProcessLauncher::Launch(const LaunchSpec& spec) {
     if (!job.script.empty()) unlink(job.script.c_str());
     if (!options_.waiter.empty())
       unlink(ExitFilePath(options_.spool_dir, spec.job).c_str());
-    JobExit e;
+    api::JobExit e;
     e.job = spec.job;
     e.start_time = spec.start_time;
-    e.kind = ExitKind::kLaunchFailed;
+    e.kind = api::ExitKind::kLaunchFailed;
     e.message = child.status().message();
     e.end_time = WallNow();
     state_->reports.push_back(std::move(e));
@@ -510,7 +511,7 @@ void ProcessLauncher::Cancel(JobId id, std::string /*reason: the server records 
   std::lock_guard<std::mutex> lock(state_->mu);
   auto it = state_->jobs.find(id);
   if (it == state_->jobs.end() || it->second.kill_at != kNoDeadline) return;
-  State::BeginStop(it->second, ExitKind::kCancelled, Clock::now());
+  State::BeginStop(it->second, api::ExitKind::kCancelled, Clock::now());
   state_->Wake();
 }
 
@@ -525,7 +526,7 @@ std::vector<JobId> ProcessLauncher::Running() const {
   std::lock_guard<std::mutex> lock(state_->mu);
   std::vector<JobId> ids;
   for (const auto& [id, job] : state_->jobs) ids.push_back(id);
-  for (const JobExit& e : state_->reports) ids.push_back(e.job);
+  for (const api::JobExit& e : state_->reports) ids.push_back(e.job);
   std::sort(ids.begin(), ids.end());
   return ids;
 }
@@ -535,7 +536,7 @@ void ProcessLauncher::Supervise() {
   std::vector<pollfd> fds;
   std::vector<JobId> ids;
   for (;;) {
-    std::vector<JobExit> deliver;
+    std::vector<api::JobExit> deliver;
     int timeout_ms = -1;
     fds.clear();
     ids.clear();
@@ -554,7 +555,7 @@ void ProcessLauncher::Supervise() {
       for (auto& [id, job] : s.jobs) {
         if (s.stop && job.kill_at == kNoDeadline) continue;  // left running
         if (job.kill_at == kNoDeadline && job.deadline <= now) {
-          State::BeginStop(job, ExitKind::kTimeLimit, now);
+          State::BeginStop(job, api::ExitKind::kTimeLimit, now);
         }
         if (!job.killed && job.kill_at <= now) {
           kill(-job.pid, SIGKILL);
@@ -571,7 +572,7 @@ void ProcessLauncher::Supervise() {
       }
     }
     if (!deliver.empty()) {
-      for (const JobExit& e : deliver) on_exit_(e);
+      for (const api::JobExit& e : deliver) on_exit_(e);
       continue;  // the callbacks may have launched or cancelled: look again
     }
     fds.push_back({s.wake_fd, POLLIN, 0});
@@ -590,7 +591,7 @@ void ProcessLauncher::Supervise() {
       auto it = s.jobs.find(ids[i]);
       if (it == s.jobs.end()) continue;
       State::Job& job = it->second;
-      JobExit e;
+      api::JobExit e;
       e.job = it->first;
       e.start_time = it->second.start_time;
       const std::string exit_path = ExitFilePath(options_.spool_dir, it->first);
@@ -599,10 +600,10 @@ void ProcessLauncher::Supervise() {
         // The group may have lost its leader; a live member keeps the id from reuse.
         kill(-job.pid, SIGKILL);
         if (std::optional<WaitedStatus> w = ReadWaitedStatus(exit_path)) {
-          e.kind = w->signaled ? ExitKind::kSignaled : ExitKind::kExited;
+          e.kind = w->signaled ? api::ExitKind::kSignaled : api::ExitKind::kExited;
           (w->signaled ? e.signal : e.exit_code) = w->code;
-        } else if (job.stop == ExitKind::kExited) {
-          e.kind = ExitKind::kLost;
+        } else if (job.stop == api::ExitKind::kExited) {
+          e.kind = api::ExitKind::kLost;
           e.message = "the job's waiter was killed before its job ended";
         }
       } else {
@@ -620,7 +621,7 @@ void ProcessLauncher::Supervise() {
           r = waitpid(job.pid, &status, 0);
         } while (r < 0 && errno == EINTR);
         if (r > 0 && WIFSIGNALED(status)) {
-          e.kind = ExitKind::kSignaled;
+          e.kind = api::ExitKind::kSignaled;
           e.signal = WTERMSIG(status);
         } else if (r > 0) {
           e.exit_code = WEXITSTATUS(status);
@@ -629,10 +630,10 @@ void ProcessLauncher::Supervise() {
       // Whatever is left of the job, in or out of its session, dies with its cgroup.
       const std::string oom = isolation_->Finish(job.iso);
       e.end_time = WallNow();
-      if (job.stop != ExitKind::kExited) {
+      if (job.stop != api::ExitKind::kExited) {
         e.kind = job.stop;
       } else if (!oom.empty()) {
-        e.kind = ExitKind::kOutOfMemory;
+        e.kind = api::ExitKind::kOutOfMemory;
         e.message = oom;
       }
       close(job.pidfd);

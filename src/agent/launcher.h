@@ -5,8 +5,8 @@
 //
 // Contract of every Launcher: Launch returns OK and then the exit callback given at
 // construction is called exactly once for that job (its process exited, or it never
-// started: ExitKind::kLaunchFailed with the reason), or Launch returns an error and the
-// callback is never called for that launch. All methods are thread-safe. The callback
+// started: api::ExitKind::kLaunchFailed with the reason), or Launch returns an error and
+// the callback is never called for that launch. All methods are thread-safe. The callback
 // runs on the launcher's own thread (ProcessLauncher: its supervisor thread), never
 // with the launcher's locks held, so it may call back into the launcher; it must return
 // quickly, since time limits are enforced on the same thread.
@@ -26,7 +26,7 @@
 namespace hachi::agent {
 
 using JobId = state::JobId;
-using ExitCallback = std::function<void(const JobExit&)>;
+using ExitCallback = std::function<void(const api::JobExit&)>;
 
 class Launcher {
  public:
@@ -35,7 +35,7 @@ class Launcher {
   // Starts the job's process. Errors: the job is already running here, or the launcher
   // is shutting down. Everything wrong with the job itself (command, workdir, output
   // files, user) is reported through the callback as kLaunchFailed.
-  virtual Status Launch(const LaunchSpec& spec) = 0;
+  virtual Status Launch(const api::LaunchSpec& spec) = 0;
   // Stops the job: SIGTERM to its process group now, SIGKILL after its kill grace;
   // reported as kCancelled. A no-op for unknown jobs and jobs already stopping.
   virtual void Cancel(JobId job, std::string reason) = 0;
@@ -117,7 +117,7 @@ class ProcessLauncher final : public Launcher {
   ProcessLauncher(const ProcessLauncher&) = delete;
   ProcessLauncher& operator=(const ProcessLauncher&) = delete;
 
-  Status Launch(const LaunchSpec& spec) override;
+  Status Launch(const api::LaunchSpec& spec) override;
   void Cancel(JobId job, std::string reason) override;
   void Signal(JobId job, int sig) override;
   std::vector<JobId> Running() const override;

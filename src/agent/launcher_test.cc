@@ -64,12 +64,12 @@ class LauncherTest : public testing::Test {
         .Grace(1);
   }
   // Launches, waits for the one report, and checks it stays the only one.
-  JobExit Run(const LaunchSpec& spec) {
+  api::JobExit Run(const api::LaunchSpec& spec) {
     Status st = launcher_->Launch(spec);
     EXPECT_TRUE(st.ok()) << st.ToString();
-    std::optional<JobExit> e = exits_.Wait(spec.job);
+    std::optional<api::JobExit> e = exits_.Wait(spec.job);
     EXPECT_TRUE(e.has_value()) << "job " << spec.job << " never reported";
-    return e.value_or(JobExit{});
+    return e.value_or(api::JobExit{});
   }
 
   std::string dir_;
@@ -78,14 +78,14 @@ class LauncherTest : public testing::Test {
 };
 
 TEST_F(LauncherTest, EnvironmentMatchesAllocation) {
-  JobExit e = Run(Job(11)
-                      .Gpus({1, 3})
-                      .Nodes({"n1", "n2"}, 1)
-                      .Addresses({"10.1.0.1", "10.1.0.2"})
-                      .Env("FOO", "bar baz")
-                      .Out("env.txt")
-                      .Sh("env"));
-  EXPECT_EQ(e.kind, ExitKind::kExited) << e.message;
+  api::JobExit e = Run(Job(11)
+                           .Gpus({1, 3})
+                           .Nodes({"n1", "n2"}, 1)
+                           .Addresses({"10.1.0.1", "10.1.0.2"})
+                           .Env("FOO", "bar baz")
+                           .Out("env.txt")
+                           .Sh("env"));
+  EXPECT_EQ(e.kind, api::ExitKind::kExited) << e.message;
   EXPECT_EQ(e.exit_code, 0);
   const std::string out = Slurp(dir_ + "/env.txt");
   for (const char* line :
@@ -122,7 +122,7 @@ TEST_F(LauncherTest, NcclHcaOfTheGrantedGpus) {
 struct ExitCase {
   std::string name;
   std::string sh;
-  ExitKind kind;
+  api::ExitKind kind;
   int code;
   int signal;
 };
@@ -132,7 +132,7 @@ class LauncherExitTest : public LauncherTest,
 
 TEST_P(LauncherExitTest, Reports) {
   const ExitCase& c = GetParam();
-  JobExit e = Run(Job(20).Sh(c.sh));
+  api::JobExit e = Run(Job(20).Sh(c.sh));
   EXPECT_EQ(e.kind, c.kind);
   EXPECT_EQ(e.exit_code, c.code);
   EXPECT_EQ(e.signal, c.signal);
@@ -142,21 +142,22 @@ TEST_P(LauncherExitTest, Reports) {
 
 INSTANTIATE_TEST_SUITE_P(
     Rows, LauncherExitTest,
-    testing::Values(ExitCase{"zero", "exit 0", ExitKind::kExited, 0, 0},
-                    ExitCase{"three", "exit 3", ExitKind::kExited, 3, 0},
-                    ExitCase{"max", "exit 255", ExitKind::kExited, 255, 0},
-                    ExitCase{"sigkill", "kill -9 $$", ExitKind::kSignaled, 0, SIGKILL},
-                    ExitCase{"sigsegv", "kill -SEGV $$", ExitKind::kSignaled, 0, SIGSEGV},
-                    ExitCase{"sigpipe_default_restored", "kill -PIPE $$",
-                             ExitKind::kSignaled, 0, SIGPIPE}),
+    testing::Values(
+        ExitCase{"zero", "exit 0", api::ExitKind::kExited, 0, 0},
+        ExitCase{"three", "exit 3", api::ExitKind::kExited, 3, 0},
+        ExitCase{"max", "exit 255", api::ExitKind::kExited, 255, 0},
+        ExitCase{"sigkill", "kill -9 $$", api::ExitKind::kSignaled, 0, SIGKILL},
+        ExitCase{"sigsegv", "kill -SEGV $$", api::ExitKind::kSignaled, 0, SIGSEGV},
+        ExitCase{"sigpipe_default_restored", "kill -PIPE $$", api::ExitKind::kSignaled, 0,
+                 SIGPIPE}),
     [](const testing::TestParamInfo<ExitCase>& row) { return row.param.name; });
 
 TEST_F(LauncherTest, TimeLimitTermThenKillAfterGrace) {
   // Ignores SIGTERM (the sleep inherits the ignore), so only the SIGKILL ends it.
   const auto start = Clock::now();
-  JobExit e = Run(Job(30).TimeLimit(1, 1).Sh("trap '' TERM; sleep 30"));
+  api::JobExit e = Run(Job(30).TimeLimit(1, 1).Sh("trap '' TERM; sleep 30"));
   const double took = std::chrono::duration<double>(Clock::now() - start).count();
-  EXPECT_EQ(e.kind, ExitKind::kTimeLimit);
+  EXPECT_EQ(e.kind, api::ExitKind::kTimeLimit);
   EXPECT_EQ(e.signal, SIGKILL);
   EXPECT_GE(took, 1.9);
   EXPECT_LT(took, 4.0);
@@ -164,9 +165,9 @@ TEST_F(LauncherTest, TimeLimitTermThenKillAfterGrace) {
 
 TEST_F(LauncherTest, TimeLimitTermIsEnoughForWellBehavedJobs) {
   const auto start = Clock::now();
-  JobExit e = Run(Job(31).TimeLimit(1, 5).Sh("sleep 30"));
+  api::JobExit e = Run(Job(31).TimeLimit(1, 5).Sh("sleep 30"));
   const double took = std::chrono::duration<double>(Clock::now() - start).count();
-  EXPECT_EQ(e.kind, ExitKind::kTimeLimit);
+  EXPECT_EQ(e.kind, api::ExitKind::kTimeLimit);
   EXPECT_EQ(e.signal, SIGTERM);
   EXPECT_GE(took, 0.9);
   EXPECT_LT(took, 3.0);
@@ -181,9 +182,9 @@ TEST_F(LauncherTest, CancelKillsWholeProcessGroup) {
   EXPECT_FALSE(ProcessGone(grandchild));
   EXPECT_EQ(launcher_->Running(), std::vector<JobId>{40});
   launcher_->Cancel(40, "by test");
-  std::optional<JobExit> e = exits_.Wait(40);
+  std::optional<api::JobExit> e = exits_.Wait(40);
   ASSERT_TRUE(e.has_value());
-  EXPECT_EQ(e->kind, ExitKind::kCancelled);
+  EXPECT_EQ(e->kind, api::ExitKind::kCancelled);
   EXPECT_TRUE(WaitGone(grandchild)) << grandchild;
   EXPECT_TRUE(launcher_->Running().empty());
 }
@@ -198,10 +199,10 @@ TEST_F(LauncherTest, CancelEscalatesToSigkillAfterGrace) {
   const auto start = Clock::now();
   launcher_->Cancel(41, "by test");
   launcher_->Cancel(41, "twice: no effect");
-  std::optional<JobExit> e = exits_.Wait(41);
+  std::optional<api::JobExit> e = exits_.Wait(41);
   ASSERT_TRUE(e.has_value());
   const double took = std::chrono::duration<double>(Clock::now() - start).count();
-  EXPECT_EQ(e->kind, ExitKind::kCancelled);
+  EXPECT_EQ(e->kind, api::ExitKind::kCancelled);
   EXPECT_EQ(e->signal, SIGKILL);
   EXPECT_GE(took, 0.9);
   EXPECT_LT(took, 3.0);
@@ -232,7 +233,7 @@ TEST_F(LauncherTest, DestructionFinishesCancelsAndLeavesOthersRunning) {
 // is not acted on; a job that ended leaves no record.
 TEST_F(LauncherTest, NextLauncherStopsTheRunsTheLastOneLeft) {
   const std::string spool = dir_ + "/spool";
-  EXPECT_EQ(Run(Job(40).Sh("true")).kind, ExitKind::kExited);
+  EXPECT_EQ(Run(Job(40).Sh("true")).kind, api::ExitKind::kExited);
   EXPECT_FALSE(fs::exists(spool + "/run-40")) << "a reaped run leaves no record";
   const std::string pidfile = dir_ + "/main.pid";
   ASSERT_TRUE(
@@ -305,35 +306,35 @@ TEST_F(LauncherTest, NextLauncherAdoptsTheRunsTheLastOneLeft) {
   EXPECT_EQ(adopted, (std::vector<JobId>{50, 51, 52, 53, 54}));
   EXPECT_EQ(next.runs_adopted().size(), 4u);  // still running: all but 51
 
-  std::optional<JobExit> e51 = next_exits.Wait(51);
+  std::optional<api::JobExit> e51 = next_exits.Wait(51);
   ASSERT_TRUE(e51.has_value());
-  EXPECT_EQ(e51->kind, ExitKind::kSignaled);
+  EXPECT_EQ(e51->kind, api::ExitKind::kSignaled);
   EXPECT_EQ(e51->signal, SIGTERM);
   EXPECT_EQ(e51->start_time, 1001);
 
   std::ofstream(go50).close();
-  std::optional<JobExit> e50 = next_exits.Wait(50);
+  std::optional<api::JobExit> e50 = next_exits.Wait(50);
   ASSERT_TRUE(e50.has_value());
-  EXPECT_EQ(e50->kind, ExitKind::kExited);
+  EXPECT_EQ(e50->kind, api::ExitKind::kExited);
   EXPECT_EQ(e50->exit_code, 7);
   EXPECT_EQ(e50->start_time, 1000);
 
   next.Cancel(53, "by test");
-  std::optional<JobExit> e53 = next_exits.Wait(53);
+  std::optional<api::JobExit> e53 = next_exits.Wait(53);
   ASSERT_TRUE(e53.has_value());
-  EXPECT_EQ(e53->kind, ExitKind::kCancelled);
+  EXPECT_EQ(e53->kind, api::ExitKind::kCancelled);
   EXPECT_TRUE(WaitGone(WaitPidFile(p4)));
 
-  std::optional<JobExit> e52 = next_exits.Wait(52);
+  std::optional<api::JobExit> e52 = next_exits.Wait(52);
   ASSERT_TRUE(e52.has_value());
-  EXPECT_EQ(e52->kind, ExitKind::kTimeLimit);
+  EXPECT_EQ(e52->kind, api::ExitKind::kTimeLimit);
   const double took = std::chrono::duration<double>(Clock::now() - start).count();
   // Its 30 s sleep was cut at 2 s + 1 s of grace (loose: a loaded machine is slow).
   EXPECT_LT(took, 10.0) << "the adopted run keeps its time limit";
 
-  std::optional<JobExit> e54 = next_exits.Wait(54);
+  std::optional<api::JobExit> e54 = next_exits.Wait(54);
   ASSERT_TRUE(e54.has_value());
-  EXPECT_EQ(e54->kind, ExitKind::kExited);
+  EXPECT_EQ(e54->kind, api::ExitKind::kExited);
   EXPECT_EQ(e54->exit_code, 4);
   EXPECT_FALSE(fs::exists(spool + "/job-54.sh"));
   for (JobId id : {50, 51, 52, 53, 54}) {
@@ -359,17 +360,17 @@ TEST_F(LauncherTest, RunWithoutExitStatusIsReportedLost) {
   ASSERT_EQ(waitpid(waiter, nullptr, 0), waiter);  // as init would
   Exits next_exits;
   ProcessLauncher next(Options(), next_exits.Callback());
-  std::optional<JobExit> e = next_exits.Wait(60);
+  std::optional<api::JobExit> e = next_exits.Wait(60);
   ASSERT_TRUE(e.has_value());
-  EXPECT_EQ(e->kind, ExitKind::kLost);
+  EXPECT_EQ(e->kind, api::ExitKind::kLost);
   EXPECT_EQ(e->start_time, 2000);
   EXPECT_NE(e->message.find("no exit status"), std::string::npos) << e->message;
 }
 
 TEST_F(LauncherTest, LeftoversAreKilledWhenTheMainProcessExits) {
   const std::string pidfile = dir_ + "/bg.pid";
-  JobExit e = Run(Job(42).Sh("sleep 100 & echo $! > " + pidfile));
-  EXPECT_EQ(e.kind, ExitKind::kExited);
+  api::JobExit e = Run(Job(42).Sh("sleep 100 & echo $! > " + pidfile));
+  EXPECT_EQ(e.kind, api::ExitKind::kExited);
   const pid_t bg = WaitPidFile(pidfile);
   ASSERT_GT(bg, 0);
   EXPECT_TRUE(WaitGone(bg));
@@ -383,18 +384,18 @@ TEST_F(LauncherTest, SignalReachesTheJob) {
                   .ok());
   ASSERT_GT(WaitPidFile(ready), 0);
   launcher_->Signal(43, SIGUSR1);
-  std::optional<JobExit> e = exits_.Wait(43);
+  std::optional<api::JobExit> e = exits_.Wait(43);
   ASSERT_TRUE(e.has_value());
-  EXPECT_EQ(e->kind, ExitKind::kExited);
+  EXPECT_EQ(e->kind, api::ExitKind::kExited);
   EXPECT_EQ(e->exit_code, 7);
 }
 
 TEST_F(LauncherTest, OutputPatternsAndSeparateStderr) {
-  JobExit e = Run(Job(50)
-                      .Name("pat")
-                      .Out("logs-%x-%j.out")
-                      .Err("%j.err")
-                      .Sh("echo to-out; echo to-err >&2"));
+  api::JobExit e = Run(Job(50)
+                           .Name("pat")
+                           .Out("logs-%x-%j.out")
+                           .Err("%j.err")
+                           .Sh("echo to-out; echo to-err >&2"));
   EXPECT_EQ(e.exit_code, 0);
   EXPECT_EQ(Slurp(dir_ + "/logs-pat-50.out"), "to-out\n");
   EXPECT_EQ(Slurp(dir_ + "/50.err"), "to-err\n");
@@ -408,7 +409,7 @@ TEST_F(LauncherTest, OutputPatternsAndSeparateStderr) {
 
 struct FailCase {
   std::string name;
-  std::function<LaunchSpec(LaunchBuilder, const std::string& dir)> make;
+  std::function<api::LaunchSpec(LaunchBuilder, const std::string& dir)> make;
   std::string message;  // "<dir>" is replaced by the test directory
 };
 
@@ -427,10 +428,10 @@ TEST_P(LauncherFailTest, ReportedOnceWithMessage) {
   LaunchBuilder b = Job(60);
   // Root writes anywhere, so the permission rows run the job as nobody.
   if (geteuid() == 0) b.User("nobody", 65534, 65534);
-  JobExit e = Run(c.make(b, dir_));
+  api::JobExit e = Run(c.make(b, dir_));
   std::string want = c.message;
   if (size_t at = want.find("<dir>"); at != std::string::npos) want.replace(at, 5, dir_);
-  EXPECT_EQ(e.kind, ExitKind::kLaunchFailed);
+  EXPECT_EQ(e.kind, api::ExitKind::kLaunchFailed);
   EXPECT_EQ(e.message, want);
   std::this_thread::sleep_for(milliseconds(100));
   EXPECT_EQ(exits_.Count(60), 1u);
@@ -441,47 +442,48 @@ INSTANTIATE_TEST_SUITE_P(
     Rows, LauncherFailTest,
     testing::Values(
         FailCase{"no_such_command",
-                 [](LaunchBuilder b, const std::string&) -> LaunchSpec {
+                 [](LaunchBuilder b, const std::string&) -> api::LaunchSpec {
                    return b.Argv({"nosuchcmd", "x"});
                  },
                  "exec nosuchcmd: No such file or directory"},
         FailCase{"no_such_path",
-                 [](LaunchBuilder b, const std::string&) -> LaunchSpec {
+                 [](LaunchBuilder b, const std::string&) -> api::LaunchSpec {
                    return b.Argv({"/no/such/bin"});
                  },
                  "exec /no/such/bin: No such file or directory"},
         FailCase{"not_executable",
-                 [](LaunchBuilder b, const std::string& d) -> LaunchSpec {
+                 [](LaunchBuilder b, const std::string& d) -> api::LaunchSpec {
                    return b.Argv({d + "/notexec"});
                  },
                  "exec <dir>/notexec: Permission denied"},
         FailCase{
             "missing_workdir",
-            [](LaunchBuilder b, const std::string&) -> LaunchSpec {
+            [](LaunchBuilder b, const std::string&) -> api::LaunchSpec {
               return b.Workdir("/nonexistent/wd").Out("/tmp/x.out").Argv({"/bin/true"});
             },
             "cannot chdir to /nonexistent/wd: No such file or directory"},
         FailCase{"missing_output_dir",
-                 [](LaunchBuilder b, const std::string&) -> LaunchSpec {
+                 [](LaunchBuilder b, const std::string&) -> api::LaunchSpec {
                    return b.Out("nodir/%j.out").Argv({"/bin/true"});
                  },
                  "cannot open <dir>/nodir/60.out: No such file or directory"},
         FailCase{"unwritable_output_dir",
-                 [](LaunchBuilder b, const std::string&) -> LaunchSpec {
+                 [](LaunchBuilder b, const std::string&) -> api::LaunchSpec {
                    return b.Out("ro/out").Argv({"/bin/true"});
                  },
                  "cannot open <dir>/ro/out: Permission denied"},
         FailCase{"unwritable_stderr",
-                 [](LaunchBuilder b, const std::string&) -> LaunchSpec {
+                 [](LaunchBuilder b, const std::string&) -> api::LaunchSpec {
                    return b.Err("ro/err").Argv({"/bin/true"});
                  },
                  "cannot open <dir>/ro/err: Permission denied"},
-        FailCase{
-            "no_command",
-            [](LaunchBuilder b, const std::string&) -> LaunchSpec { return b.Argv({}); },
-            "the job has no command"},
+        FailCase{"no_command",
+                 [](LaunchBuilder b, const std::string&) -> api::LaunchSpec {
+                   return b.Argv({});
+                 },
+                 "the job has no command"},
         FailCase{"container_without_runtime",
-                 [](LaunchBuilder b, const std::string&) -> LaunchSpec {
+                 [](LaunchBuilder b, const std::string&) -> api::LaunchSpec {
                    return b.Image("alpine").Argv({"true"});
                  },
                  "job 60 asks for container image alpine but this agent has no container "
@@ -498,8 +500,8 @@ class LauncherScriptTest : public LauncherTest,
                            public testing::WithParamInterface<ScriptCase> {};
 
 TEST_P(LauncherScriptTest, RunsWithArguments) {
-  JobExit e = Run(Job(70).Script(GetParam().script).Argv({"a", "b c"}).Out("s.out"));
-  EXPECT_EQ(e.kind, ExitKind::kExited) << e.message;
+  api::JobExit e = Run(Job(70).Script(GetParam().script).Argv({"a", "b c"}).Out("s.out"));
+  EXPECT_EQ(e.kind, api::ExitKind::kExited) << e.message;
   EXPECT_EQ(e.exit_code, 0);
   EXPECT_EQ(Slurp(dir_ + "/s.out"), GetParam().want);
   EXPECT_FALSE(fs::exists(dir_ + "/spool/job-70.sh"));  // removed at the end
@@ -544,8 +546,8 @@ TEST_F(LauncherTest, TwoHundredConcurrentJobsEachReportedOnce) {
   std::this_thread::sleep_for(milliseconds(100));
   for (int i = 1; i <= kJobs; ++i) {
     ASSERT_EQ(exits_.Count(1000 + i), 1u) << i;
-    std::optional<JobExit> e = exits_.Wait(1000 + i);
-    EXPECT_EQ(e->kind, ExitKind::kExited);
+    std::optional<api::JobExit> e = exits_.Wait(1000 + i);
+    EXPECT_EQ(e->kind, api::ExitKind::kExited);
     EXPECT_EQ(e->exit_code, i % 5) << i;
   }
   EXPECT_TRUE(launcher_->Running().empty());
@@ -553,8 +555,9 @@ TEST_F(LauncherTest, TwoHundredConcurrentJobsEachReportedOnce) {
 
 TEST_F(LauncherTest, RunsAsTheUserWhenRoot) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to switch users";
-  JobExit e = Run(Job(90).User("nobody", 65534, 65534).Out("id.out").Sh("id -u; id -g"));
-  EXPECT_EQ(e.kind, ExitKind::kExited) << e.message;
+  api::JobExit e =
+      Run(Job(90).User("nobody", 65534, 65534).Out("id.out").Sh("id -u; id -g"));
+  EXPECT_EQ(e.kind, api::ExitKind::kExited) << e.message;
   EXPECT_EQ(Slurp(dir_ + "/id.out"), "65534\n65534\n");
   struct stat st {};
   ASSERT_EQ(stat((dir_ + "/id.out").c_str(), &st), 0);
@@ -564,7 +567,7 @@ TEST_F(LauncherTest, RunsAsTheUserWhenRoot) {
               .User("nobody", 65534, 65534)
               .Out("s.out")
               .Script("#!/bin/sh\nstat -c '%u %a' \"$0\"\n"));
-  EXPECT_EQ(e.kind, ExitKind::kExited) << e.message;
+  EXPECT_EQ(e.kind, api::ExitKind::kExited) << e.message;
   EXPECT_EQ(Slurp(dir_ + "/s.out"), "65534 700\n");
 }
 

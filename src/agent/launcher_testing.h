@@ -28,7 +28,7 @@ using std::chrono::milliseconds;
 class Exits {
  public:
   ExitCallback Callback() {
-    return [this](const JobExit& e) {
+    return [this](const api::JobExit& e) {
       std::lock_guard<std::mutex> lock(mu_);
       exits_[e.job].push_back(e);
       at_[e.job] = Clock::now();
@@ -36,7 +36,8 @@ class Exits {
     };
   }
   // The first report for `job`, waiting up to `timeout`.
-  std::optional<JobExit> Wait(JobId job, milliseconds timeout = milliseconds(20000)) {
+  std::optional<api::JobExit> Wait(JobId job,
+                                   milliseconds timeout = milliseconds(20000)) {
     std::unique_lock<std::mutex> lock(mu_);
     if (!cv_.wait_for(lock, timeout, [&] { return exits_.count(job) > 0; }))
       return std::nullopt;
@@ -58,7 +59,7 @@ class Exits {
  private:
   std::mutex mu_;
   std::condition_variable cv_;
-  std::map<JobId, std::vector<JobExit>> exits_;
+  std::map<JobId, std::vector<api::JobExit>> exits_;
   std::map<JobId, Clock::time_point> at_;
 };
 

@@ -1,4 +1,4 @@
-// Fixture builder for agent tests: a LaunchSpec on a line,
+// Fixture builder for agent tests: a api::LaunchSpec on a line,
 // MakeLaunch(7).Gpus({1, 3}).Node("n1").Argv({"/bin/true"}).
 #pragma once
 
@@ -11,7 +11,7 @@
 namespace hachi::agent {
 
 struct LaunchBuilder {
-  LaunchSpec s;
+  api::LaunchSpec s;
   LaunchBuilder& Gpus(const std::vector<int>& g) {
     s.gpus = GpuSet::FromIndices(g);
     s.gpus_per_node = static_cast<int>(g.size());
@@ -101,7 +101,7 @@ struct LaunchBuilder {
     s.kill_grace = grace;
     return *this;
   }
-  operator LaunchSpec() const { return s; }  // NOLINT: a builder converts implicitly
+  operator api::LaunchSpec() const { return s; }  // NOLINT: a builder converts implicitly
 };
 
 inline LaunchBuilder MakeLaunch(state::JobId job) {

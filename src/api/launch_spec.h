@@ -12,7 +12,7 @@
 #include "core/time.h"
 #include "state/records.h"
 
-namespace hachi::agent {
+namespace hachi::api {
 
 struct LaunchSpec {
   state::JobId job = 0;
@@ -62,4 +62,4 @@ struct JobExit {
   Time start_time = 0;
 };
 
-}  // namespace hachi::agent
+}  // namespace hachi::api

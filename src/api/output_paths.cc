@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
-namespace hachi::agent {
+namespace hachi::api {
 
 std::string JobName(const LaunchSpec& spec) {
   if (!spec.spec.name.empty()) return spec.spec.name;
@@ -88,4 +88,4 @@ OutputFiles JobOutputFiles(const LaunchSpec& spec) {
   return f;
 }
 
-}  // namespace hachi::agent
+}  // namespace hachi::api

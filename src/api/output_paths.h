@@ -10,7 +10,7 @@
 
 #include "api/launch_spec.h"
 
-namespace hachi::agent {
+namespace hachi::api {
 
 // Expands Slurm's output patterns: %j and %J job id, %x name, %A array job id (the job
 // id for a plain job), %a array task id ("0" for a plain job), %u user, %N this node,
@@ -30,4 +30,4 @@ OutputFiles JobOutputFiles(const LaunchSpec& spec);
 // of the command, else "hachi".
 std::string JobName(const LaunchSpec& spec);
 
-}  // namespace hachi::agent
+}  // namespace hachi::api

@@ -69,7 +69,7 @@ struct AgentHealth {
 };
 
 struct AgentWork {
-  std::vector<agent::LaunchSpec> launch;
+  std::vector<api::LaunchSpec> launch;
   std::vector<state::JobId> cancel;  // SIGTERM, grace, SIGKILL
   bool reregister = false;           // the server does not know this agent (restart)
 };

@@ -112,31 +112,31 @@ std::string Dump(const json& j) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-std::string_view ExitKindName(agent::ExitKind k) {
+std::string_view ExitKindName(api::ExitKind k) {
   switch (k) {
-    case agent::ExitKind::kExited:
+    case api::ExitKind::kExited:
       return "exited";
-    case agent::ExitKind::kSignaled:
+    case api::ExitKind::kSignaled:
       return "signaled";
-    case agent::ExitKind::kTimeLimit:
+    case api::ExitKind::kTimeLimit:
       return "time_limit";
-    case agent::ExitKind::kCancelled:
+    case api::ExitKind::kCancelled:
       return "cancelled";
-    case agent::ExitKind::kOutOfMemory:
+    case api::ExitKind::kOutOfMemory:
       return "out_of_memory";
-    case agent::ExitKind::kLaunchFailed:
+    case api::ExitKind::kLaunchFailed:
       return "launch_failed";
-    case agent::ExitKind::kLost:
+    case api::ExitKind::kLost:
       return "lost";
   }
   return "exited";
 }
 
-bool ParseExitKind(std::string_view s, agent::ExitKind* out) {
-  for (agent::ExitKind k :
-       {agent::ExitKind::kExited, agent::ExitKind::kSignaled, agent::ExitKind::kTimeLimit,
-        agent::ExitKind::kCancelled, agent::ExitKind::kOutOfMemory,
-        agent::ExitKind::kLaunchFailed, agent::ExitKind::kLost}) {
+bool ParseExitKind(std::string_view s, api::ExitKind* out) {
+  for (api::ExitKind k :
+       {api::ExitKind::kExited, api::ExitKind::kSignaled, api::ExitKind::kTimeLimit,
+        api::ExitKind::kCancelled, api::ExitKind::kOutOfMemory,
+        api::ExitKind::kLaunchFailed, api::ExitKind::kLost}) {
     if (ExitKindName(k) == s) {
       *out = k;
       return true;
@@ -145,7 +145,7 @@ bool ParseExitKind(std::string_view s, agent::ExitKind* out) {
   return false;
 }
 
-json LaunchToJson(const agent::LaunchSpec& l) {
+json LaunchToJson(const api::LaunchSpec& l) {
   return json{{"job", l.job},
               {"spec", state::ToJson(l.spec)},
               {"user", l.user},
@@ -184,7 +184,7 @@ Status StringList(const json& j, const char* key, std::string_view path,
   return Status::Ok();
 }
 
-Status LaunchFromJson(const json& j, std::string_view path, agent::LaunchSpec* l) {
+Status LaunchFromJson(const json& j, std::string_view path, api::LaunchSpec* l) {
   if (!j.is_object()) return InvalidArgument(std::string(path) + ": expected an object");
   HACHI_RETURN_IF_ERROR(OnlyKeys(
       j, path,
@@ -399,7 +399,7 @@ Result<AgentHealth> AgentHealthFromJson(std::string_view text) {
 
 std::string AgentWorkToJson(const AgentWork& w) {
   json launches = json::array();
-  for (const agent::LaunchSpec& l : w.launch) launches.push_back(LaunchToJson(l));
+  for (const api::LaunchSpec& l : w.launch) launches.push_back(LaunchToJson(l));
   return Dump(
       json{{"launch", launches}, {"cancel", w.cancel}, {"reregister", w.reregister}});
 }
@@ -413,7 +413,7 @@ Result<AgentWork> AgentWorkFromJson(std::string_view text) {
   if (l != j->end()) {
     if (!l->is_array()) return InvalidArgument("work.launch: expected an array");
     for (size_t i = 0; i < l->size(); ++i) {
-      agent::LaunchSpec spec;
+      api::LaunchSpec spec;
       HACHI_RETURN_IF_ERROR(
           LaunchFromJson((*l)[i], "work.launch[" + std::to_string(i) + "]", &spec));
       w.launch.push_back(std::move(spec));
@@ -424,9 +424,9 @@ Result<AgentWork> AgentWorkFromJson(std::string_view text) {
   return w;
 }
 
-std::string JobExitsToJson(const std::vector<agent::JobExit>& exits) {
+std::string JobExitsToJson(const std::vector<api::JobExit>& exits) {
   json a = json::array();
-  for (const agent::JobExit& e : exits) {
+  for (const api::JobExit& e : exits) {
     a.push_back(json{{"job", e.job},
                      {"kind", ExitKindName(e.kind)},
                      {"exit_code", e.exit_code},
@@ -438,13 +438,13 @@ std::string JobExitsToJson(const std::vector<agent::JobExit>& exits) {
   return Dump(json{{"exits", a}});
 }
 
-Result<std::vector<agent::JobExit>> JobExitsFromJson(std::string_view text) {
+Result<std::vector<api::JobExit>> JobExitsFromJson(std::string_view text) {
   Result<json> j = Parse(text, "exits");
   if (!j.ok()) return j.status();
   HACHI_RETURN_IF_ERROR(OnlyKeys(*j, "exits", {"exits"}));
   auto a = j->find("exits");
   if (a == j->end() || !a->is_array()) return InvalidArgument("exits: expected an array");
-  std::vector<agent::JobExit> out;
+  std::vector<api::JobExit> out;
   for (size_t i = 0; i < a->size(); ++i) {
     const json& e = (*a)[i];
     const std::string path = "exits[" + std::to_string(i) + "]";
@@ -452,7 +452,7 @@ Result<std::vector<agent::JobExit>> JobExitsFromJson(std::string_view text) {
     HACHI_RETURN_IF_ERROR(OnlyKeys(
         e, path,
         {"job", "kind", "exit_code", "signal", "message", "end_time", "start_time"}));
-    agent::JobExit x;
+    api::JobExit x;
     HACHI_RETURN_IF_ERROR(GetInt(e, "job", path, &x.job));
     std::string kind = "exited";
     HACHI_RETURN_IF_ERROR(GetString(e, "kind", path, &kind));

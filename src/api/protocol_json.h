@@ -25,8 +25,8 @@ Result<AgentRegistration> AgentRegistrationFromJson(std::string_view text);
 std::string AgentWorkToJson(const AgentWork& w);
 Result<AgentWork> AgentWorkFromJson(std::string_view text);
 
-std::string JobExitsToJson(const std::vector<agent::JobExit>& exits);
-Result<std::vector<agent::JobExit>> JobExitsFromJson(std::string_view text);
+std::string JobExitsToJson(const std::vector<api::JobExit>& exits);
+Result<std::vector<api::JobExit>> JobExitsFromJson(std::string_view text);
 
 // POST /nodes/NAME/drain: "" or {"reason": "..."} -> the reason ("" for none).
 Result<std::string> DrainReasonFromJson(std::string_view text);

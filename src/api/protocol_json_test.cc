@@ -40,8 +40,8 @@ AgentRegistration FullRegistration() {
   return r;
 }
 
-agent::LaunchSpec FullLaunch(state::JobId id, int rank) {
-  agent::LaunchSpec l;
+api::LaunchSpec FullLaunch(state::JobId id, int rank) {
+  api::LaunchSpec l;
   l.job = id;
   l.spec = state::testing::FullJob(id).spec;
   l.user = "alice";
@@ -63,8 +63,8 @@ agent::LaunchSpec FullLaunch(state::JobId id, int rank) {
   return l;
 }
 
-std::vector<agent::JobExit> FullExits() {
-  using agent::ExitKind;
+std::vector<api::JobExit> FullExits() {
+  using api::ExitKind;
   return {{7, ExitKind::kExited, 3, 0, "", 1700000300},
           {8, ExitKind::kSignaled, 0, 9, "", 1700000301},
           {9, ExitKind::kTimeLimit, 0, 15, "", 1700000302},
@@ -126,7 +126,7 @@ TEST(ProtocolJson, WorkRoundTrip) {
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(AgentWorkToJson(*back), text);
   ASSERT_EQ(back->launch.size(), 2u);
-  const agent::LaunchSpec& l = back->launch[1];
+  const api::LaunchSpec& l = back->launch[1];
   EXPECT_EQ(l.job, 31);
   EXPECT_EQ(l.node, "n2");
   EXPECT_EQ(l.gpus, GpuSet::FromIndices({0, 2, 5}));
@@ -158,9 +158,9 @@ TEST(ProtocolJson, EmptyWork) {
 }
 
 TEST(ProtocolJson, ExitsRoundTripEveryKind) {
-  const std::vector<agent::JobExit> exits = FullExits();
+  const std::vector<api::JobExit> exits = FullExits();
   const std::string text = JobExitsToJson(exits);
-  Result<std::vector<agent::JobExit>> back = JobExitsFromJson(text);
+  Result<std::vector<api::JobExit>> back = JobExitsFromJson(text);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(JobExitsToJson(*back), text);
   ASSERT_EQ(back->size(), exits.size());

@@ -209,7 +209,7 @@ Status CheckHealthLimits(const AgentHealth& h) {
   return Status::Ok();
 }
 
-Status CheckExitLimits(const std::vector<agent::JobExit>& exits) {
+Status CheckExitLimits(const std::vector<api::JobExit>& exits) {
   HACHI_RETURN_IF_ERROR(Count("exits", exits.size(), kMaxJobIdList, "exits"));
   for (size_t i = 0; i < exits.size(); ++i) {
     HACHI_RETURN_IF_ERROR(Bytes("exits[" + std::to_string(i) + "].message",

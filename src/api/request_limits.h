@@ -54,6 +54,6 @@ Status CheckRegistrationLimits(const AgentRegistration& r);
 Status CheckHealthLimits(const AgentHealth& h);
 // Only sizes: an agent keeps an exit until the server takes it, so refusing a real one
 // for its values would block every later exit of that node.
-Status CheckExitLimits(const std::vector<agent::JobExit>& exits);
+Status CheckExitLimits(const std::vector<api::JobExit>& exits);
 
 }  // namespace hachi::api

@@ -185,7 +185,7 @@ TEST(AgentLimits, HealthAndExits) {
   h.events.resize(kMaxHealthEvents + 1);
   EXPECT_EQ(CheckHealthLimits(h).message(), "health.events: 1001 events; at most 1000");
   // An exit is refused only for its size: a refused exit blocks an agent's later ones.
-  agent::JobExit x;
+  api::JobExit x;
   x.job = 1;
   x.exit_code = -7;
   EXPECT_TRUE(CheckExitLimits({x}).ok());

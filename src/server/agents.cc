@@ -80,9 +80,9 @@ Status Controller::Register(const AgentRegistration& reg) {
     if (job.spec.requeue) {
       edits.push_back(state::JobRequeued{id, "agent on " + reg.node + " restarted"});
     } else {
-      agent::JobExit e;
+      api::JobExit e;
       e.job = id;
-      e.kind = agent::ExitKind::kLaunchFailed;
+      e.kind = api::ExitKind::kLaunchFailed;
       e.message = "agent on " + reg.node + " restarted while the job ran";
       info.worst = e;
       info.parts_left = 0;
@@ -147,36 +147,36 @@ state::JobEnded Controller::EndFor(const state::JobRecord& job, const RunInfo& i
   state::JobEnded end;
   end.id = job.id;
   end.end_time = now;
-  const agent::JobExit e = info.worst.value_or(agent::JobExit{});
+  const api::JobExit e = info.worst.value_or(api::JobExit{});
   end.exit_code = e.exit_code;
   end.signal = e.signal;
   switch (e.kind) {
-    case agent::ExitKind::kExited:
+    case api::ExitKind::kExited:
       end.state =
           e.exit_code == 0 ? state::JobState::kCompleted : state::JobState::kFailed;
       if (e.exit_code != 0) end.reason = "exit code " + std::to_string(e.exit_code);
       break;
-    case agent::ExitKind::kSignaled:
+    case api::ExitKind::kSignaled:
       end.state = state::JobState::kFailed;
       end.reason = "killed by signal " + std::to_string(e.signal);
       break;
-    case agent::ExitKind::kTimeLimit:
+    case api::ExitKind::kTimeLimit:
       end.state = state::JobState::kTimeout;
       end.reason = "time limit " + FormatDuration(job.req.time_limit);
       break;
-    case agent::ExitKind::kCancelled:
+    case api::ExitKind::kCancelled:
       end.state = state::JobState::kCancelled;
       end.reason = info.cancel_reason.empty() ? "cancelled" : info.cancel_reason;
       break;
-    case agent::ExitKind::kOutOfMemory:
+    case api::ExitKind::kOutOfMemory:
       end.state = state::JobState::kOutOfMemory;
       end.reason = "out of memory (limit " + std::to_string(job.req.memory_mib) + " MiB)";
       break;
-    case agent::ExitKind::kLaunchFailed:
+    case api::ExitKind::kLaunchFailed:
       end.state = state::JobState::kFailed;
       end.reason = "launch failed: " + e.message;
       break;
-    case agent::ExitKind::kLost:  // as Slurm says of a job whose node failed under it
+    case api::ExitKind::kLost:  // as Slurm says of a job whose node failed under it
       end.state = state::JobState::kNodeFail;
       end.reason = e.message;
       break;
@@ -189,7 +189,7 @@ state::JobEnded Controller::EndFor(const state::JobRecord& job, const RunInfo& i
 }
 
 Status Controller::Report(const std::string& node,
-                          const std::vector<agent::JobExit>& exits) {
+                          const std::vector<api::JobExit>& exits) {
   std::unique_lock<std::mutex> lock(mu_);
   auto session = agents_.find(node);
   if (session == agents_.end() || !session->second.registered) {
@@ -197,7 +197,7 @@ Status Controller::Report(const std::string& node,
   }
   session->second.last_seen_ms = MonotonicMs();
   std::vector<state::Edit> edits;
-  for (const agent::JobExit& e : exits) {
+  for (const api::JobExit& e : exits) {
     auto it = image_.jobs.find(e.job);
     if (it == image_.jobs.end() || it->second.state != state::JobState::kRunning) {
       continue;  // a repeated report of a job that already ended
@@ -218,8 +218,8 @@ Status Controller::Report(const std::string& node,
     info.ended_on.push_back(node);
     if (info.parts_left <= 0) info.parts_left = static_cast<int>(job.allocations.size());
     --info.parts_left;
-    const bool failed = !(e.kind == agent::ExitKind::kExited && e.exit_code == 0);
-    if (!info.worst || (failed && info.worst->kind == agent::ExitKind::kExited &&
+    const bool failed = !(e.kind == api::ExitKind::kExited && e.exit_code == 0);
+    if (!info.worst || (failed && info.worst->kind == api::ExitKind::kExited &&
                         info.worst->exit_code == 0)) {
       info.worst = e;
     }

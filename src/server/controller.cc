@@ -279,12 +279,12 @@ Status Controller::Cancel(state::JobId id, const Caller& who) {
     AgentSession& s = agents_[a.node];
     // Not delivered yet: drop the launch instead of starting and killing it.
     auto l = std::find_if(s.launches.begin(), s.launches.end(),
-                          [&](const agent::LaunchSpec& x) { return x.job == id; });
+                          [&](const api::LaunchSpec& x) { return x.job == id; });
     if (l != s.launches.end()) {
       s.launches.erase(l);
-      agent::JobExit e;
+      api::JobExit e;
       e.job = id;
-      e.kind = agent::ExitKind::kCancelled;
+      e.kind = api::ExitKind::kCancelled;
       e.end_time = NowSeconds();
       --info.parts_left;
       info.ended_on.push_back(a.node);

@@ -175,7 +175,7 @@ class Controller {
   // ---- Agents ----
   Status Register(const AgentRegistration& reg);
   AgentWork Poll(const std::string& node, int wait_ms);
-  Status Report(const std::string& node, const std::vector<agent::JobExit>& exits);
+  Status Report(const std::string& node, const std::vector<api::JobExit>& exits);
 
   ControllerStats stats() const;
 
@@ -196,7 +196,7 @@ class Controller {
   struct AgentSession {
     bool registered = false;
     int64_t last_seen_ms = 0;
-    std::deque<agent::LaunchSpec> launches;
+    std::deque<api::LaunchSpec> launches;
     std::vector<state::JobId> cancels;
     // The compute processes on the node's GPUs, as its agent last reported them, and
     // when each (GPU, pid) was first reported.
@@ -208,7 +208,7 @@ class Controller {
     // Nodes whose part has ended: an agent may report one exit twice (its report was
     // answered but the answer lost), and a gang must not end while a part still runs.
     std::vector<std::string> ended_on;
-    std::optional<agent::JobExit> worst;  // first failing part, else the last
+    std::optional<api::JobExit> worst;  // first failing part, else the last
     bool cancel_requested = false;
     std::string cancel_reason;
     bool requeue_on_exit = false;  // preempted with requeue

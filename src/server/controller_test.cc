@@ -16,7 +16,7 @@
 namespace hachi::server {
 namespace {
 
-using agent::ExitKind;
+using api::ExitKind;
 using sched::DependencyKind;
 using state::JobState;
 using testing::Harness;
@@ -46,7 +46,7 @@ TEST(Controller, SubmitCycleLaunchComplete) {
 
   const AgentWork work = h.Work("n1");
   ASSERT_EQ(work.launch.size(), 1u);
-  const agent::LaunchSpec& l = work.launch[0];
+  const api::LaunchSpec& l = work.launch[0];
   EXPECT_EQ(l.job, id);
   EXPECT_EQ(l.node, "n1");
   EXPECT_EQ(l.gpus, job.allocations[0].gpus);
@@ -375,8 +375,8 @@ TEST(Controller, GangGetsOneLaunchPerNode) {
   const AgentWork w2 = h.Work("n2");
   ASSERT_EQ(w1.launch.size(), 1u);
   ASSERT_EQ(w2.launch.size(), 1u);
-  const agent::LaunchSpec& a = w1.launch[0];
-  const agent::LaunchSpec& b = w2.launch[0];
+  const api::LaunchSpec& a = w1.launch[0];
+  const api::LaunchSpec& b = w2.launch[0];
   EXPECT_EQ(a.nodelist, b.nodelist);
   EXPECT_EQ(a.node_addresses, b.node_addresses);
   EXPECT_EQ(a.master_port, b.master_port);

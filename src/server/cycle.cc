@@ -202,7 +202,7 @@ void Controller::DispatchLocked(const state::JobRecord& job, const std::string& 
   for (size_t rank = 0; rank < job.allocations.size(); ++rank) {
     const state::NodeAllocation& a = job.allocations[rank];
     if (!node.empty() && a.node != node) continue;
-    agent::LaunchSpec l;
+    api::LaunchSpec l;
     l.job = job.id;
     l.spec = job.spec;
     l.user = job.req.user;

@@ -352,7 +352,7 @@ void HttpServer::Routes(httplib::Server& s) {
          });
   s.Post(p + R"(/agents/([^/]+)/exits)",
          [c](const httplib::Request& req, httplib::Response& res) {
-           Result<std::vector<agent::JobExit>> exits = api::JobExitsFromJson(req.body);
+           Result<std::vector<api::JobExit>> exits = api::JobExitsFromJson(req.body);
            if (!exits.ok()) return ReplyError(res, exits.status());
            Status st = c->Report(req.matches[1], *exits);
            if (!st.ok()) return ReplyError(res, st);

@@ -338,7 +338,7 @@ TEST_F(HttpApiTest, AgentProtocolOverHttp) {
   ASSERT_TRUE(w.ok()) << w.status().ToString();
   ASSERT_EQ(w->launch.size(), 1u);
   EXPECT_EQ(w->launch[0].job, id);
-  agent::JobExit e;
+  api::JobExit e;
   e.job = id;
   ASSERT_TRUE(
       client_->Call("POST", kApi + "/agents/n1/exits", api::JobExitsToJson({e})).ok());

@@ -16,14 +16,14 @@ std::string JobOutputPath(const state::JobRecord& job) {
   if (job.allocations.empty()) return "";
   // The first node's part, as DispatchLocked builds its LaunchSpec: the fields the
   // output patterns read (%j %x %A %a %u %N %n) and the workdir.
-  agent::LaunchSpec l;
+  api::LaunchSpec l;
   l.job = job.id;
   l.spec = job.spec;
   l.user = job.req.user;
   l.partition = job.req.partition;
   l.node = job.allocations[0].node;
   l.node_rank = 0;
-  return agent::JobOutputFiles(l).out;
+  return api::JobOutputFiles(l).out;
 }
 
 Result<LogTail> ReadJobLogTail(const state::JobRecord& job,

@@ -142,8 +142,8 @@ class Harness {
   // What the agent of `node` gets now (no waiting).
   AgentWork Work(const std::string& node) { return c_->Poll(node, 0); }
   void Exit(const std::string& node, state::JobId id, int code,
-            agent::ExitKind kind = agent::ExitKind::kExited) {
-    agent::JobExit e;
+            api::ExitKind kind = api::ExitKind::kExited) {
+    api::JobExit e;
     e.job = id;
     e.kind = kind;
     e.exit_code = code;
