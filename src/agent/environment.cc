@@ -8,8 +8,6 @@
 #include <set>
 #include <string_view>
 
-#include "sched/gpu_share.h"
-
 namespace hachi::agent {
 namespace {
 
@@ -131,14 +129,8 @@ EnvList JobEnvironment(const api::LaunchSpec& spec) {
   set("PET_NPROC_PER_NODE", nproc);
   set("PET_MASTER_ADDR", master);
   set("PET_MASTER_PORT", port);
-  if (spec.share_milli > 0) {
-    sched::Allocation a;
-    a.gpus = spec.gpus;
-    a.cpus = spec.cpus;
-    a.memory_mib = spec.memory_mib;
-    a.share_milli = spec.share_milli;
-    a.gpu_memory_mib = spec.gpu_memory_mib;
-    for (auto& kv : sched::MpsEnvironment(a)) ours.push_back(std::move(kv));
+  for (auto& kv : MpsEnvironment(spec.gpus, spec.share_milli, spec.gpu_memory_mib)) {
+    ours.push_back(std::move(kv));
   }
   if (!spec.user.empty()) {
     set("USER", spec.user);
@@ -162,6 +154,19 @@ EnvList JobEnvironment(const api::LaunchSpec& spec) {
     }
   }
   for (auto& kv : ours) env.push_back(std::move(kv));
+  return env;
+}
+
+EnvList MpsEnvironment(GpuSet gpus, int share_milli, int64_t gpu_memory_mib) {
+  EnvList env;
+  if (share_milli <= 0 || gpus.empty()) return env;
+  env.emplace_back("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
+                   std::to_string((share_milli + 9) / 10));
+  if (gpu_memory_mib > 0) {
+    env.emplace_back(
+        "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT",
+        std::to_string(gpus.First()) + "=" + std::to_string(gpu_memory_mib) + "M");
+  }
   return env;
 }
 

@@ -6,6 +6,7 @@
 // passwd entry (for HOME). Thread-safe.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,10 +41,18 @@ using EnvList = std::vector<std::pair<std::string, std::string>>;
 //     else 127.0.0.1), MASTER_PORT, WORLD_SIZE (nodes x NPROC_PER_NODE), NODE_RANK,
 //     NPROC_PER_NODE (gpus_per_node, else this node's GPU count, at least 1) and the
 //     PET_* copies torchrun reads its options from;
-//   - GPU shares (share_milli > 0): sched::MpsEnvironment's MPS limits;
+//   - GPU shares (share_milli > 0): MpsEnvironment's MPS limits;
 //   - USER, LOGNAME (spec.user) and HOME (from the passwd entry) when the user is known.
 // Inherited HACHI_*, SLURM_*, PET_* and CUDA_MPS_* variables are dropped: a job
 // submitted from inside another job must not see the outer job's array index or limits.
 EnvList JobEnvironment(const api::LaunchSpec& spec);
+
+// The MPS limits of a GPU share (share_milli > 0) on `gpus` (its one GPU), in this
+// order:
+//   CUDA_MPS_ACTIVE_THREAD_PERCENTAGE = ceil(share_milli / 10)   ("25" for 250)
+//   CUDA_MPS_PINNED_DEVICE_MEM_LIMIT  = "<gpu index>=<MiB>M"      ("3=20480M"),
+//                                       only when memory is promised.
+// Empty for a whole-GPU allocation (share_milli == 0).
+EnvList MpsEnvironment(GpuSet gpus, int share_milli, int64_t gpu_memory_mib);
 
 }  // namespace hachi::agent

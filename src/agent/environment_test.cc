@@ -176,7 +176,7 @@ INSTANTIATE_TEST_SUITE_P(
                  MakeLaunch(1).Argv({"/usr/bin/python3", "x.py"}), "/l/python3"}),
     [](const testing::TestParamInfo<PathCase>& row) { return row.param.name; });
 
-TEST(api::JobOutputFiles, EmptyStderrIsStdout) {
+TEST(JobOutputFiles, EmptyStderrIsStdout) {
   api::OutputFiles f = api::JobOutputFiles(MakeLaunch(4).Workdir("/w").Out("o-%j"));
   EXPECT_EQ(f.out, "/w/o-4");
   EXPECT_EQ(f.err, "/w/o-4");
@@ -184,6 +184,38 @@ TEST(api::JobOutputFiles, EmptyStderrIsStdout) {
   EXPECT_EQ(f.out, "/w/hachi-4.out");
   EXPECT_EQ(f.err, "/w/e-4");
 }
+
+// The MPS limits of a GPU share (moved here from sched/: the agent sets them).
+struct MpsRow {
+  const char* name;
+  int gpu;
+  int milli;
+  int64_t memory_mib;
+  EnvList want;
+};
+
+class MpsEnvironmentTest : public ::testing::TestWithParam<MpsRow> {};
+
+TEST_P(MpsEnvironmentTest, Limits) {
+  EXPECT_EQ(MpsEnvironment(GpuSet::FromIndices({GetParam().gpu}), GetParam().milli,
+                           GetParam().memory_mib),
+            GetParam().want);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rows, MpsEnvironmentTest,
+    ::testing::Values(
+        MpsRow{"whole_gpu", 0, 0, 0, {}},
+        MpsRow{"quarter", 2, 250, 0, {{"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "25"}}},
+        MpsRow{"rounds_up", 0, 1, 0, {{"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "1"}}},
+        MpsRow{"rounds_up_odd", 0, 333, 0, {{"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "34"}}},
+        MpsRow{"with_memory",
+               3,
+               500,
+               20480,
+               {{"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "50"},
+                {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "3=20480M"}}}),
+    [](const auto& row) { return std::string(row.param.name); });
 
 }  // namespace
 }  // namespace hachi::agent

@@ -11,7 +11,6 @@ bool Backfill::Reserve(CycleContext& ctx, const JobShape& job, Reservation* out,
                        Diagnosis* diag) {
   out->allocations.clear();
   out->job = job.job->id;
-  ++ctx.reservations;  // the slot is used even if the timeline finds nothing
   ctx.EnsureTimeline();
   const bool found = job.nodes > 1 ? EarliestGang(ctx, job, out, diag)
                                    : EarliestSingle(ctx, job, out, diag);
@@ -87,10 +86,13 @@ bool Backfill::EarliestSingle(CycleContext& ctx, const JobShape& job, Reservatio
     }
   }
   if (best_node < 0) return false;
+  // An allocator failure: no reservation (the placer keeps the error for the plan).
+  const Result<GpuSet> gpus = placer_->ChooseGpus(ctx, job, best_node, best_offer.gpus);
+  if (!gpus.ok()) return false;
   out->start = best_t;
   Allocation a;
   a.node = best_node;
-  a.gpus = placer_->ChooseGpus(ctx, job, best_node, best_offer.gpus);
+  a.gpus = *gpus;
   a.cpus = job.cpus;
   a.memory_mib = job.memory_mib;
   out->allocations.push_back(a);
@@ -156,9 +158,14 @@ bool Backfill::EarliestGang(CycleContext& ctx, const JobShape& job, Reservation*
     out->start = t;
     for (int node : pick) {
       const size_t k = std::lower_bound(cands.begin(), cands.end(), node) - cands.begin();
+      const Result<GpuSet> gpus = placer_->ChooseGpus(ctx, job, node, avail[k]);
+      if (!gpus.ok()) {  // no reservation (the placer keeps the error for the plan)
+        out->allocations.clear();
+        return false;
+      }
       Allocation a;
       a.node = node;
-      a.gpus = placer_->ChooseGpus(ctx, job, node, avail[k]);
+      a.gpus = *gpus;
       a.cpus = job.cpus;
       a.memory_mib = job.memory_mib;
       out->allocations.push_back(a);

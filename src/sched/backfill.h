@@ -34,8 +34,8 @@ class Backfill {
   bool CanEverFit(CycleContext& ctx, const JobShape& job);
 
   // The earliest start for `job` on the timeline, booked as a reservation into the
-  // context (holds on the timeline, whole-node marks). Takes a slot. False when the
-  // timeline finds no start.
+  // context (holds on the timeline, whole-node marks). Takes no slot: the caller took
+  // it when CanEverFit said yes (see HasRoom). False when the timeline finds no start.
   bool Reserve(CycleContext& ctx, const JobShape& job, Reservation* out, Diagnosis* diag);
   // The same question without booking anything or taking a slot (the preemption phase
   // asks whether a job would start soon anyway).

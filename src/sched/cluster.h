@@ -201,7 +201,8 @@ struct Allocation {
   int cpus = 0;
   int64_t memory_mib = 0;
   // A GPU share: `gpus` is the one GPU; share_milli > 0 thousandths of it and
-  // gpu_memory_mib of its memory (MpsEnvironment in gpu_share.h gives the limits).
+  // gpu_memory_mib of its memory (the agent's MpsEnvironment, agent/environment.h,
+  // sets the limits).
   int share_milli = 0;
   int64_t gpu_memory_mib = 0;
 };

@@ -140,39 +140,58 @@ struct CycleContext {
   int MaxNodeCpus();
   int MaxNodeGpus();
 
+  // Field groups, by who writes them (every phase may read them). A phase changes
+  // the context only through Book (a start), Backfill::Book (a reservation: timeline
+  // holds, NodeWork::whole_reserved, version), the preemption phase's victim marking
+  // (victims, timeline releases moved earlier, version) and the Ensure* / lazy
+  // getters above.
+
+  // Constant for the cycle.
   const ClusterState& state;
   const Time now;
   alloc::AllocCache* const cache;
   FragMeasure* frag = nullptr;  // the Scheduler's memo; nullptr: no fragmentation
 
-  std::vector<NodeWork> nodes;
+  // Init fills these from the snapshot; Book keeps them current as jobs start.
+  // Filter (CheckNode) and placement read them.
+  std::vector<NodeWork> nodes;  // gang_class / block: EnsureGangClasses
   FreeBuckets buckets;
-  std::vector<EligibleSet> eligible;
-  std::vector<int> default_eligible;  // per partition: index into `eligible` or -1
-  std::vector<PartitionFree> partition_free;
   // GPU shares: nodes with a shared GPU, ascending; per node, per GPU use (empty when
   // no node shares, so a cycle without shares pays nothing).
   std::vector<int> shared_nodes;
   std::vector<std::vector<GpuShareUse>> share_use;
-  // Time windows: nodes some partition owns in a window, ascending; per partition, the
-  // start of its window that is active at `now` or comes next (kNever: no window).
-  std::vector<int> window_nodes;
-  std::vector<Time> window_start_now;
-  // Preemption: running jobs (indices into state.running) chosen as victims this
-  // cycle, sorted; and whether any partition may preempt lower tiers.
-  std::vector<int> victims;
-  bool preempting_partitions = false;
-  // Quota usage, only for users/accounts that have a limit.
+  // Quota usage, only for users/accounts that have a limit (filter: CheckJob).
   std::unordered_map<std::string, int> user_used;
   std::unordered_map<std::string, int> account_used;
+
+  // Eligibility: Shape adds a set per (partition, model, min memory) on first use;
+  // Init sizes the per-partition tables. Read by filter, placement, backfill.
+  std::vector<EligibleSet> eligible;
+  std::vector<int> default_eligible;  // per partition: index into `eligible` or -1
+  std::vector<PartitionFree> partition_free;  // FreeIn's lazy cache (diagnoses)
+
+  // Time windows, set by Init: nodes some partition owns in a window, ascending; per
+  // partition, the start of its window that is active at `now` or comes next (kNever:
+  // no window). Read by the filter (WindowAllows) and the window preemptions.
+  std::vector<int> window_nodes;
+  std::vector<Time> window_start_now;
+  // Preemption: running jobs (indices into state.running) the preemption phase chose
+  // as victims this cycle, sorted (written by it alone); whether any partition may
+  // preempt lower tiers (Init).
+  std::vector<int> victims;
+  bool preempting_partitions = false;
 
  private:
   Timeline own_timeline_;  // before `timeline`, which may refer to it
 
  public:
+  // Backfill's view of the future: running jobs' releases (EnsureTimeline; the
+  // preemption phase moves its victims' earlier), this cycle's starts (Book) and
+  // reservations (Backfill::Book).
   Timeline& timeline;
-  int reservations = 0;  // reservation attempts (backfill.h: slots)
-  uint64_t version = 0;  // bumped by every start and reservation
+  // Bumped by every start, reservation and preemption: memos keyed by it
+  // (the scheduler's failed-placement memo, partition_free) know when to recompute.
+  uint64_t version = 0;
 
  private:
   void BookShare(const Allocation& a);  // Book's part for a GPU share

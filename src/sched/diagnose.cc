@@ -134,6 +134,9 @@ std::string Diagnosis::Format(const ClusterState& state, Time now) const {
       return "";
     case Reason::kHeld:
       return "held";
+    case Reason::kInternal:
+      return "internal: allocator error choosing its GPUs; not started (the scheduler's "
+             "errors name it)";
     case Reason::kDependency:
       if (pending && pending->deps_job > 0) {
         return "waiting for job " + std::to_string(pending->deps_job) + " to end";

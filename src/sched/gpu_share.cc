@@ -4,19 +4,6 @@
 
 namespace hachi::sched {
 
-std::vector<std::pair<std::string, std::string>> MpsEnvironment(const Allocation& a) {
-  std::vector<std::pair<std::string, std::string>> env;
-  if (a.share_milli <= 0 || a.gpus.empty()) return env;
-  env.emplace_back("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
-                   std::to_string((a.share_milli + 9) / 10));
-  if (a.gpu_memory_mib > 0) {
-    const int gpu = a.gpus.First();
-    env.emplace_back("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT",
-                     std::to_string(gpu) + "=" + std::to_string(a.gpu_memory_mib) + "M");
-  }
-  return env;
-}
-
 GpuShareUse ShareUse(const Node& node, int gpu) {
   if (gpu < 0 || gpu >= static_cast<int>(node.share_use.size())) return {};
   return node.share_use[gpu];

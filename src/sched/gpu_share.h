@@ -13,9 +13,6 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
-#include <utility>
-#include <vector>
 
 #include "core/status.h"
 #include "sched/cluster.h"
@@ -23,13 +20,6 @@
 namespace hachi::sched {
 
 inline constexpr int kFullGpuMilli = 1000;
-
-// The MPS limits the agent sets for a shared allocation, in this order:
-//   CUDA_MPS_ACTIVE_THREAD_PERCENTAGE = ceil(share_milli / 10)   ("25" for 250)
-//   CUDA_MPS_PINNED_DEVICE_MEM_LIMIT  = "<gpu index>=<MiB>M"      ("3=20480M"),
-//                                       only when memory is promised.
-// Empty for a whole-GPU allocation (share_milli == 0).
-std::vector<std::pair<std::string, std::string>> MpsEnvironment(const Allocation& a);
 
 // Milli and memory the shares on `gpu` of `node` use (zeros when none).
 GpuShareUse ShareUse(const Node& node, int gpu);

@@ -1,4 +1,5 @@
-// GPU shares: MPS limits per allocation, and applying/releasing shares on a node.
+// GPU shares: applying/releasing shares on a node (the MPS limits:
+// agent/environment_test.cc).
 #include "sched/gpu_share.h"
 
 #include <gtest/gtest.h>
@@ -7,42 +8,6 @@
 
 namespace hachi::sched {
 namespace {
-
-using Env = std::vector<std::pair<std::string, std::string>>;
-
-struct MpsRow {
-  const char* name;
-  int gpu;
-  int milli;
-  int64_t memory_mib;
-  Env want;
-};
-
-class MpsEnvironmentTest : public ::testing::TestWithParam<MpsRow> {};
-
-TEST_P(MpsEnvironmentTest, Limits) {
-  Allocation a;
-  a.node = 0;
-  a.gpus = GpuSet::FromIndices({GetParam().gpu});
-  a.share_milli = GetParam().milli;
-  a.gpu_memory_mib = GetParam().memory_mib;
-  EXPECT_EQ(MpsEnvironment(a), GetParam().want);
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    Rows, MpsEnvironmentTest,
-    ::testing::Values(
-        MpsRow{"whole_gpu", 0, 0, 0, {}},
-        MpsRow{"quarter", 2, 250, 0, {{"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "25"}}},
-        MpsRow{"rounds_up", 0, 1, 0, {{"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "1"}}},
-        MpsRow{"rounds_up_odd", 0, 333, 0, {{"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "34"}}},
-        MpsRow{"with_memory",
-               3,
-               500,
-               20480,
-               {{"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "50"},
-                {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "3=20480M"}}}),
-    [](const auto& row) { return std::string(row.param.name); });
 
 Allocation ShareOn(int gpu, int milli, int64_t memory_mib) {
   Allocation a;

@@ -4,6 +4,7 @@
 #include <array>
 #include <bit>
 #include <tuple>
+#include <unordered_map>
 
 #include "alloc/choice.h"
 #include "sched/gpu_share.h"
@@ -48,29 +49,26 @@ int Bottleneck(const alloc::NodeModel& model, GpuSet gpus) {
   return worst;
 }
 
-GpuSet Placer::ChooseGpus(CycleContext& ctx, const JobShape& job, int node,
-                          GpuSet avail) {
+Result<GpuSet> Placer::ChooseGpus(CycleContext& ctx, const JobShape& job, int node,
+                                  GpuSet avail) {
   const Node& n = ctx.state.nodes[node];
   if (job.whole) return GpuSet::FirstN(n.gpu_count());
-  if (style_ == PlacementStyle::kFirstFit) return LowestN(avail, job.gpn);
-  Result<GpuSet> pick = ctx.cache->Pick(*n.model, avail, alloc::Request{job.gpn, {}});
-  return pick.ok() ? *pick : LowestN(avail, job.gpn);
-}
-
-int Placer::IdealBottleneck(CycleContext& ctx, const alloc::NodeModel& model, int count) {
-  const uint64_t key = model.key() * 131 + static_cast<uint64_t>(count);
-  auto it = ideal_.find(key);
-  if (it != ideal_.end()) return it->second;
-  Result<GpuSet> pick =
-      ctx.cache->Pick(model, model.all_gpus(), alloc::Request{count, {}});
-  const int b = pick.ok() ? Bottleneck(model, *pick) : alloc::ScoreParts::kNoPair;
-  ideal_.emplace(key, b);
-  return b;
+  if (job.gpn == 0) return GpuSet();  // a job without GPUs
+  Result<GpuSet> pick = scorer_->ChooseGpus(ctx, job, n, avail);
+  if (!pick.ok()) {
+    failed_ = true;
+    errors_.push_back("job " + std::to_string(job.job->id) + " on node " + n.name +
+                      ": allocator: " + pick.status().message() + " (" +
+                      std::to_string(job.gpn) + " of free {" + avail.ToString() + "})");
+    return Internal(errors_.back());
+  }
+  return pick;
 }
 
 bool Placer::PlaceNow(CycleContext& ctx, const JobShape& job,
                       std::vector<Allocation>* out, VerdictTally* tally) {
   out->clear();
+  failed_ = false;
   if (job.nodes > 1) return PlaceGang(ctx, job, out, tally);
   Allocation a;
   if (!PlaceSingle(ctx, job, &a, tally)) return false;
@@ -167,7 +165,9 @@ bool Placer::PlaceByFragmentation(CycleContext& ctx, const JobShape& job, Alloca
       }
     };
     if (!share) {
-      consider(job.gpn == 0 ? GpuSet() : ChooseGpus(ctx, job, node, offer.gpus), 0);
+      const Result<GpuSet> gpus = ChooseGpus(ctx, job, node, offer.gpus);
+      if (!gpus.ok()) return false;  // the job is not started (errors_)
+      consider(*gpus, 0);
       continue;
     }
     // A shared GPU with room (equal rooms give equal outcomes: the lowest index), or
@@ -190,7 +190,9 @@ bool Placer::PlaceByFragmentation(CycleContext& ctx, const JobShape& job, Alloca
     }
     if (!offer.gpus.empty()) {
       any = true;
-      consider(ChooseGpus(ctx, job, node, offer.gpus), kFullGpuMilli - job.share_milli);
+      const Result<GpuSet> gpus = ChooseGpus(ctx, job, node, offer.gpus);
+      if (!gpus.ok()) return false;  // the job is not started (errors_)
+      consider(*gpus, kFullGpuMilli - job.share_milli);
     }
     if (!any) tally->Add(NodeVerdict::kGpus);
   }
@@ -203,128 +205,31 @@ bool Placer::PlaceSingle(CycleContext& ctx, const JobShape& job, Allocation* out
                          VerdictTally* tally) {
   // With a workload, `hachi` places shares and single-node jobs where fragmentation
   // rises least; whole-node jobs take whole nodes, so fragmentation cannot guide them.
-  if (style_ == PlacementStyle::kBestFit && !job.whole && ctx.frag_active()) {
+  if (scorer_->ByFragmentation(ctx, job))
     return PlaceByFragmentation(ctx, job, out, tally);
-  }
   // A GPU share packs onto a GPU that already holds shares, else takes a free GPU
   // below (a 1-GPU request), which then becomes shared (CycleContext::Book).
   if (job.share_milli > 0 && PackShare(ctx, job, out, tally)) return true;
   const int max_free = ctx.buckets.max_free();
   Timeline::Offer offer;
-  int best_node = -1;
-  GpuSet best_gpus;
+  Scorer::Best best;
   for (int k = job.gpn; k <= max_free; ++k) {
-    int best_q = -1;
-    int ideal = 0;
     for (int node : ctx.buckets.At(k)) {
-      // First fit: a later bucket can only win with a lower index.
-      if (style_ == PlacementStyle::kFirstFit && best_node >= 0 && node > best_node) {
-        break;
-      }
+      if (!scorer_->Visits(best, node)) break;
       const NodeVerdict v = CheckNode(ctx, job, node, ctx.now, &offer);
       if (v != NodeVerdict::kFits) {
         tally->Add(v);
         continue;
       }
-      const GpuSet gpus = ChooseGpus(ctx, job, node, offer.gpus);
-      if (style_ == PlacementStyle::kFirstFit) {
-        best_node = node;
-        best_gpus = gpus;
-        break;
-      }
-      const alloc::NodeModel& model = *ctx.state.nodes[node].model;
-      const int q = Bottleneck(model, gpus);
-      if (q > best_q) {
-        best_q = q;
-        best_node = node;
-        best_gpus = gpus;
-        ideal = IdealBottleneck(ctx, model, job.gpn);
-      }
-      if (best_q >= ideal) break;
+      const Result<GpuSet> gpus = ChooseGpus(ctx, job, node, offer.gpus);
+      if (!gpus.ok()) return false;  // the job is not started (errors_)
+      if (scorer_->Offer(ctx, job, node, *gpus, &best)) break;
     }
-    if (style_ == PlacementStyle::kBestFit && best_node >= 0) break;
+    if (scorer_->Settled(best)) break;
   }
-  if (best_node < 0) return false;
-  *out = MakeAllocation(job, best_node, best_gpus);
+  if (best.node < 0) return false;
+  *out = MakeAllocation(job, best.node, best.gpus);
   return true;
-}
-
-std::vector<int> Placer::SelectGang(const CycleContext& ctx, const JobShape& job,
-                                    const std::vector<int>& cands,
-                                    const std::vector<int>& free_counts) const {
-  // (class, block or 0, fit key, node): runs of one class, then of one block.
-  struct Cand {
-    int cls, block, fit, node;
-  };
-  std::vector<Cand> c;
-  c.reserve(cands.size());
-  const bool best = style_ == PlacementStyle::kBestFit;
-  for (size_t i = 0; i < cands.size(); ++i) {
-    const NodeWork& w = ctx.nodes[cands[i]];
-    c.push_back({w.gang_class, w.block, best ? free_counts[i] : 0, cands[i]});
-  }
-  auto by_fit = [](const Cand& a, const Cand& b) {
-    return std::tie(a.fit, a.node) < std::tie(b.fit, b.node);
-  };
-  std::vector<int> chosen;
-  long best_score = -1;
-  int best_first = 0;
-  // Classes in order of their lowest node; within each, blocks then spread.
-  std::sort(c.begin(), c.end(), [](const Cand& a, const Cand& b) {
-    return std::tie(a.cls, a.node) < std::tie(b.cls, b.node);
-  });
-  for (size_t lo = 0; lo < c.size();) {
-    size_t hi = lo;
-    while (hi < c.size() && c[hi].cls == c[lo].cls) ++hi;
-    if (static_cast<int>(hi - lo) >= job.nodes) {
-      std::vector<Cand> cls(c.begin() + lo, c.begin() + hi);
-      std::vector<int> pick;
-      long score = 0;
-      if (best) {
-        // The block that hosts all nodes with the best fit (fewest free GPUs left).
-        std::stable_sort(cls.begin(), cls.end(),
-                         [](const Cand& a, const Cand& b) { return a.block < b.block; });
-        long best_block = -1;
-        for (size_t b = 0; b < cls.size();) {
-          size_t e = b;
-          while (e < cls.size() && cls[e].block == cls[b].block) ++e;
-          if (static_cast<int>(e - b) >= job.nodes) {
-            std::sort(cls.begin() + b, cls.begin() + e, by_fit);
-            long s = 0;
-            for (int i = 0; i < job.nodes; ++i) s += cls[b + i].fit;
-            if (best_block < 0 || s < best_block) {
-              best_block = s;
-              pick.clear();
-              for (int i = 0; i < job.nodes; ++i) pick.push_back(cls[b + i].node);
-            }
-          }
-          b = e;
-        }
-        if (pick.empty()) {  // no block holds it all: spread, best fit first
-          std::sort(cls.begin(), cls.end(), by_fit);
-          for (int i = 0; i < job.nodes; ++i) pick.push_back(cls[i].node);
-          score = 1L << 40;  // any one-block choice in another class beats a spread
-        }
-        for (int n : pick) {
-          for (const Cand& x : cls) {
-            if (x.node == n) score += x.fit;
-          }
-        }
-      } else {
-        for (int i = 0; i < job.nodes; ++i) pick.push_back(cls[i].node);
-      }
-      std::sort(pick.begin(), pick.end());
-      if (!best) return pick;  // first fit: the class with the lowest node
-      if (best_score < 0 || score < best_score ||
-          (score == best_score && pick.front() < best_first)) {
-        best_score = score;
-        best_first = pick.front();
-        chosen = pick;
-      }
-    }
-    lo = hi;
-  }
-  return chosen;
 }
 
 bool Placer::PlaceGang(CycleContext& ctx, const JobShape& job,
@@ -363,9 +268,197 @@ bool Placer::PlaceGang(CycleContext& ctx, const JobShape& job,
   if (pick.empty()) return false;
   for (int node : pick) {
     const size_t i = std::lower_bound(sc.begin(), sc.end(), node) - sc.begin();
-    out->push_back(MakeAllocation(job, node, ChooseGpus(ctx, job, node, sa[i])));
+    const Result<GpuSet> gpus = ChooseGpus(ctx, job, node, sa[i]);
+    if (!gpus.ok()) {
+      out->clear();
+      return false;  // the job is not started (errors_)
+    }
+    out->push_back(MakeAllocation(job, node, *gpus));
   }
   return true;
+}
+
+// ---- The styles ----
+
+namespace {
+
+// (class, block or 0, fit key, node) of a gang candidate, sorted by (class, node):
+// runs of one class, classes in the order of their ids.
+struct GangCand {
+  int cls, block, fit, node;
+};
+std::vector<GangCand> GangCands(const CycleContext& ctx, const std::vector<int>& cands,
+                                const std::vector<int>* free_counts) {
+  std::vector<GangCand> c;
+  c.reserve(cands.size());
+  for (size_t i = 0; i < cands.size(); ++i) {
+    const NodeWork& w = ctx.nodes[cands[i]];
+    c.push_back({w.gang_class, w.block, free_counts ? (*free_counts)[i] : 0, cands[i]});
+  }
+  std::sort(c.begin(), c.end(), [](const GangCand& a, const GangCand& b) {
+    return std::tie(a.cls, a.node) < std::tie(b.cls, b.node);
+  });
+  return c;
+}
+
+// kFirstFit ("fifo", "easy"): the lowest-index node with enough free GPUs, its lowest
+// free GPU indices; gangs: the lowest-index fitting nodes of the first class that has
+// enough.
+class FirstFit final : public Scorer {
+ public:
+  Result<GpuSet> ChooseGpus(CycleContext&, const JobShape& job, const Node&,
+                            GpuSet avail) override {
+    return LowestN(avail, job.gpn);
+  }
+  bool ByFragmentation(const CycleContext&, const JobShape&) const override {
+    return false;
+  }
+  // A later bucket can only win with a lower index.
+  bool Visits(const Best& best, int node) const override {
+    return best.node < 0 || node <= best.node;
+  }
+  bool Offer(CycleContext&, const JobShape&, int node, GpuSet gpus, Best* best) override {
+    best->node = node;
+    best->gpus = gpus;
+    return true;  // the lowest fitting index of this bucket
+  }
+  bool Settled(const Best&) const override { return false; }
+
+  std::vector<int> SelectGang(const CycleContext& ctx, const JobShape& job,
+                              const std::vector<int>& cands,
+                              const std::vector<int>&) const override {
+    const std::vector<GangCand> c = GangCands(ctx, cands, nullptr);
+    for (size_t lo = 0; lo < c.size();) {
+      size_t hi = lo;
+      while (hi < c.size() && c[hi].cls == c[lo].cls) ++hi;
+      if (static_cast<int>(hi - lo) >= job.nodes) {
+        std::vector<int> pick;
+        for (int i = 0; i < job.nodes; ++i) pick.push_back(c[lo + i].node);
+        return pick;  // ascending: the class's run is sorted by node
+      }
+      lo = hi;
+    }
+    return {};
+  }
+};
+
+// kBestFit ("hachi"): the node with the fewest free GPUs that still fit (packs small
+// jobs onto busy nodes, keeps whole nodes free), then the best GPU set there
+// (bottleneck link of alloc::AllocCache::Pick's choice), then the lowest index; with
+// a workload, by fragmentation. Gangs: one class, the block that hosts all nodes with
+// the best fit, else spread.
+class BestFit final : public Scorer {
+ public:
+  Result<GpuSet> ChooseGpus(CycleContext& ctx, const JobShape& job, const Node& n,
+                            GpuSet avail) override {
+    return ctx.cache->Pick(*n.model, avail, alloc::Request{job.gpn, {}});
+  }
+  bool ByFragmentation(const CycleContext& ctx, const JobShape& job) const override {
+    return !job.whole && ctx.frag_active();
+  }
+  bool Visits(const Best&, int) const override { return true; }
+  bool Offer(CycleContext& ctx, const JobShape& job, int node, GpuSet gpus,
+             Best* best) override {
+    const alloc::NodeModel& model = *ctx.state.nodes[node].model;
+    const int q = Bottleneck(model, gpus);
+    if (q > best->quality) {
+      best->quality = q;
+      best->node = node;
+      best->gpus = gpus;
+      best->ideal = IdealBottleneck(ctx, model, job.gpn);
+    }
+    return best->quality >= best->ideal;  // no node can beat it
+  }
+  // The fullest bucket that has a fitting node wins.
+  bool Settled(const Best& best) const override { return best.node >= 0; }
+
+  std::vector<int> SelectGang(const CycleContext& ctx, const JobShape& job,
+                              const std::vector<int>& cands,
+                              const std::vector<int>& free_counts) const override {
+    const std::vector<GangCand> c = GangCands(ctx, cands, &free_counts);
+    auto by_fit = [](const GangCand& a, const GangCand& b) {
+      return std::tie(a.fit, a.node) < std::tie(b.fit, b.node);
+    };
+    std::vector<int> chosen;
+    long best_score = -1;
+    int best_first = 0;
+    for (size_t lo = 0; lo < c.size();) {
+      size_t hi = lo;
+      while (hi < c.size() && c[hi].cls == c[lo].cls) ++hi;
+      if (static_cast<int>(hi - lo) >= job.nodes) {
+        std::vector<GangCand> cls(c.begin() + lo, c.begin() + hi);
+        std::vector<int> pick;
+        long score = 0;
+        // The block that hosts all nodes with the best fit (fewest free GPUs left).
+        std::stable_sort(
+            cls.begin(), cls.end(),
+            [](const GangCand& a, const GangCand& b) { return a.block < b.block; });
+        long best_block = -1;
+        for (size_t b = 0; b < cls.size();) {
+          size_t e = b;
+          while (e < cls.size() && cls[e].block == cls[b].block) ++e;
+          if (static_cast<int>(e - b) >= job.nodes) {
+            std::sort(cls.begin() + b, cls.begin() + e, by_fit);
+            long s = 0;
+            for (int i = 0; i < job.nodes; ++i) s += cls[b + i].fit;
+            if (best_block < 0 || s < best_block) {
+              best_block = s;
+              pick.clear();
+              for (int i = 0; i < job.nodes; ++i) pick.push_back(cls[b + i].node);
+            }
+          }
+          b = e;
+        }
+        if (pick.empty()) {  // no block holds it all: spread, best fit first
+          std::sort(cls.begin(), cls.end(), by_fit);
+          for (int i = 0; i < job.nodes; ++i) pick.push_back(cls[i].node);
+          score = 1L << 40;  // any one-block choice in another class beats a spread
+        }
+        for (int n : pick) {
+          for (const GangCand& x : cls) {
+            if (x.node == n) score += x.fit;
+          }
+        }
+        std::sort(pick.begin(), pick.end());
+        if (best_score < 0 || score < best_score ||
+            (score == best_score && pick.front() < best_first)) {
+          best_score = score;
+          best_first = pick.front();
+          chosen = pick;
+        }
+      }
+      lo = hi;
+    }
+    return chosen;
+  }
+
+ private:
+  // The best bottleneck any set of `count` GPUs can have on `model` (all free): a node
+  // reaching it cannot be beaten, so the scan stops there.
+  int IdealBottleneck(CycleContext& ctx, const alloc::NodeModel& model, int count) {
+    const uint64_t key = model.key() * 131 + static_cast<uint64_t>(count);
+    auto it = ideal_.find(key);
+    if (it != ideal_.end()) return it->second;
+    Result<GpuSet> pick =
+        ctx.cache->Pick(model, model.all_gpus(), alloc::Request{count, {}});
+    const int b = pick.ok() ? Bottleneck(model, *pick) : alloc::ScoreParts::kNoPair;
+    ideal_.emplace(key, b);
+    return b;
+  }
+
+  std::unordered_map<uint64_t, int> ideal_;  // (model key, count) -> bottleneck
+};
+
+}  // namespace
+
+std::unique_ptr<Scorer> MakeScorer(PlacementStyle style) {
+  switch (style) {
+    case PlacementStyle::kFirstFit:
+      return std::make_unique<FirstFit>();
+    case PlacementStyle::kBestFit:
+      return std::make_unique<BestFit>();
+  }
+  return std::make_unique<FirstFit>();
 }
 
 }  // namespace hachi::sched

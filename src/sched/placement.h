@@ -23,43 +23,104 @@
 //
 // Gangs never mix interconnect classes, GPU models or node sizes. Candidate nodes come
 // from the context's free-count buckets, so a 1-GPU job looks at the fullest nodes
-// first and stops early. Not thread-safe (per cycle; the memo is the Scheduler's).
+// first and stops early. Each style is a type (Scorer, MakeScorer), chosen once: the
+// scans ask it and never test the style. An allocator failure (alloc/ refusing a pick
+// the filters said fits) is an error the plan carries (Plan::errors, Reason::kInternal),
+// never a silent other choice. Not thread-safe (per cycle; the memo is the Scheduler's).
 #pragma once
 
 #include <cstdint>
-#include <unordered_map>
+#include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "alloc/node_model.h"
+#include "core/status.h"
 #include "sched/context.h"
 #include "sched/filter.h"
 
 namespace hachi::sched {
 
+// The registry's name for a style (scheduler.cc PolicySpec); MakeScorer makes its type.
 enum class PlacementStyle : uint8_t { kFirstFit, kBestFit };
 
 // Bottleneck link score of `gpus` on `model` (higher is better); a single GPU has no
 // pair and scores kNoPair, the top.
 int Bottleneck(const alloc::NodeModel& model, GpuSet gpus);
 
+// A placement style as a type: what differs between first fit and best fit, asked by
+// the Placer's scans, which never test the style themselves. One object per Placer,
+// made once (MakeScorer). Not thread-safe (best fit memoises ideal bottlenecks).
+class Scorer {
+ public:
+  // The best node of a single-node scan so far (Placer::PlaceSingle).
+  struct Best {
+    int node = -1;
+    GpuSet gpus;
+    int quality = -1;  // best fit: bottleneck of `gpus`
+    int ideal = 0;     // best fit: the best bottleneck any set could reach there
+  };
+
+  virtual ~Scorer() = default;
+
+  // GPUs for one share of `job` (not whole-node, gpn >= 1) on `node` out of `avail`
+  // (enough free). An allocator failure is an error, never a silent other choice.
+  virtual Result<GpuSet> ChooseGpus(CycleContext& ctx, const JobShape& job,
+                                    const Node& node, GpuSet avail) = 0;
+  // Whether a single-node job is placed by fragmentation (PlaceByFragmentation).
+  virtual bool ByFragmentation(const CycleContext& ctx, const JobShape& job) const = 0;
+
+  // The single-node scan: free-count buckets from `job.gpn` up, nodes ascending in
+  // each. Visits: whether `node` may still beat `best` (false ends the bucket).
+  // Offer: a fitting node and its GPUs; true ends the bucket. Settled: after a
+  // bucket, whether the scan is over.
+  virtual bool Visits(const Best& best, int node) const = 0;
+  virtual bool Offer(CycleContext& ctx, const JobShape& job, int node, GpuSet gpus,
+                     Best* best) = 0;
+  virtual bool Settled(const Best& best) const = 0;
+
+  // Among `cands` (nodes that fit at one time, ascending; `free_counts` their free
+  // GPUs), the `job.nodes` nodes of a gang, ascending: one gang class. Empty when no
+  // class has enough.
+  virtual std::vector<int> SelectGang(const CycleContext& ctx, const JobShape& job,
+                                      const std::vector<int>& cands,
+                                      const std::vector<int>& free_counts) const = 0;
+};
+
+std::unique_ptr<Scorer> MakeScorer(PlacementStyle style);
+
 class Placer {
  public:
-  explicit Placer(PlacementStyle style) : style_(style) {}
-  PlacementStyle style() const { return style_; }
+  explicit Placer(PlacementStyle style) : scorer_(MakeScorer(style)) {}
+  // Any style (tests: one whose allocator fails).
+  explicit Placer(std::unique_ptr<Scorer> scorer) : scorer_(std::move(scorer)) {}
 
   // Chooses node(s) and GPUs for `job` to start now, around this cycle's reservations.
-  // False when none fit; `tally` then counts why the nodes looked at refused.
+  // False when none fit; `tally` then counts why the nodes looked at refused. False
+  // with failed() when the allocator failed (the job is not started; errors()).
   bool PlaceNow(CycleContext& ctx, const JobShape& job, std::vector<Allocation>* out,
                 VerdictTally* tally);
+  // The last PlaceNow ended on an allocator failure.
+  bool failed() const { return failed_; }
 
-  // The GPUs of one share on `node` out of `avail` (which has room).
-  GpuSet ChooseGpus(CycleContext& ctx, const JobShape& job, int node, GpuSet avail);
+  // The GPUs of one share on `node` out of `avail` (which has room): all of them for
+  // a whole-node job, none for a job without GPUs, else the style's choice. An
+  // allocator failure is returned and also kept in the error list.
+  Result<GpuSet> ChooseGpus(CycleContext& ctx, const JobShape& job, int node,
+                            GpuSet avail);
 
   // Among `cands` (nodes that fit at one time, ascending), the `job.nodes` nodes for
-  // a gang: one gang class; best fit prefers one block. Empty when no class has enough.
+  // a gang (Scorer::SelectGang).
   std::vector<int> SelectGang(const CycleContext& ctx, const JobShape& job,
                               const std::vector<int>& cands,
-                              const std::vector<int>& free_counts) const;
+                              const std::vector<int>& free_counts) const {
+    return scorer_->SelectGang(ctx, job, cands, free_counts);
+  }
+
+  // Allocator failures since the last call ("job 12 on node n3: allocator: ..."), for
+  // Plan::errors; clears the list.
+  std::vector<std::string> TakeErrors() { return std::exchange(errors_, {}); }
 
  private:
   bool PlaceSingle(CycleContext& ctx, const JobShape& job, Allocation* out,
@@ -75,12 +136,10 @@ class Placer {
                             VerdictTally* tally);
   bool PlaceGang(CycleContext& ctx, const JobShape& job, std::vector<Allocation>* out,
                  VerdictTally* tally);
-  // The best bottleneck any set of `count` GPUs can have on `model` (all free): a node
-  // reaching it cannot be beaten, so the scan stops there.
-  int IdealBottleneck(CycleContext& ctx, const alloc::NodeModel& model, int count);
 
-  PlacementStyle style_;
-  std::unordered_map<uint64_t, int> ideal_;  // (model key, count) -> bottleneck
+  std::unique_ptr<Scorer> scorer_;
+  bool failed_ = false;
+  std::vector<std::string> errors_;
 };
 
 }  // namespace hachi::sched

@@ -5,6 +5,7 @@
 
 #include <functional>
 
+#include "sched/fragmentation.h"
 #include "sched/scheduler.h"
 #include "sched/testing.h"
 
@@ -223,6 +224,93 @@ TEST(PlacementTest, BottleneckOfSets) {
   EXPECT_EQ(Bottleneck(*model, GpuSet::FromIndices({3})), alloc::ScoreParts::kNoPair);
   EXPECT_GT(Bottleneck(*model, GpuSet::FromIndices({0, 1})),
             Bottleneck(*model, GpuSet::FromIndices({1, 2})));
+}
+
+// Best fit whose allocator always fails (as a bug in alloc/ would): the placement
+// must fail visibly, never fall back to some other GPUs.
+class FailingAllocator final : public Scorer {
+ public:
+  FailingAllocator() : real_(MakeScorer(PlacementStyle::kBestFit)) {}
+  Result<GpuSet> ChooseGpus(CycleContext&, const JobShape&, const Node&,
+                            GpuSet) override {
+    return Internal("injected failure");
+  }
+  bool ByFragmentation(const CycleContext& c, const JobShape& j) const override {
+    return real_->ByFragmentation(c, j);
+  }
+  bool Visits(const Best& b, int node) const override { return real_->Visits(b, node); }
+  bool Offer(CycleContext& c, const JobShape& j, int node, GpuSet g, Best* b) override {
+    return real_->Offer(c, j, node, g, b);
+  }
+  bool Settled(const Best& b) const override { return real_->Settled(b); }
+  std::vector<int> SelectGang(const CycleContext& c, const JobShape& j,
+                              const std::vector<int>& cands,
+                              const std::vector<int>& counts) const override {
+    return real_->SelectGang(c, j, cands, counts);
+  }
+
+ private:
+  std::unique_ptr<Scorer> real_;
+};
+
+struct AllocFailRow {
+  const char* name;
+  testing::JobBuilder job;
+  bool workload;  // fragmentation-aware placement (ClusterState::workload)
+};
+
+class AllocatorFailureTest : public ::testing::TestWithParam<AllocFailRow> {};
+
+TEST_P(AllocatorFailureTest, IsAnInternalErrorNotAFallback) {
+  ClusterState s = MakeCluster()
+                       .Nodes(2, "hgx-h100")
+                       .Partition("gpu")
+                       .AllowSharing()
+                       .Pending(GetParam().job)
+                       .Build();
+  if (GetParam().workload) s.workload = {WorkloadClass{2, 0, 0, 0, "", 1}};
+  alloc::AllocCache cache;
+  FragMeasure frag;
+  CycleContext ctx(s, 0, &cache);
+  if (GetParam().workload) {
+    frag.Reset(s.workload);
+    ctx.frag = &frag;
+  }
+  ctx.Init();
+  const JobShape shape = ctx.Shape(s.pending[0]);
+  std::vector<Allocation> out;
+  VerdictTally tally;
+  // The real best fit places the job here...
+  Placer real(PlacementStyle::kBestFit);
+  ASSERT_TRUE(real.PlaceNow(ctx, shape, &out, &tally));
+  EXPECT_FALSE(real.failed());
+  EXPECT_TRUE(real.TakeErrors().empty());
+  // ...a failing allocator leaves it unplaced and says why.
+  Placer failing(std::make_unique<FailingAllocator>());
+  EXPECT_FALSE(failing.PlaceNow(ctx, shape, &out, &tally));
+  EXPECT_TRUE(failing.failed());
+  EXPECT_TRUE(out.empty());
+  const std::vector<std::string> errors = failing.TakeErrors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("job 1 on node n0: allocator: injected failure"),
+            std::string::npos)
+      << errors[0];
+  EXPECT_TRUE(failing.TakeErrors().empty());  // taken
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rows, AllocatorFailureTest,
+    ::testing::Values(AllocFailRow{"single_node", MakeJob(1).Gpus(2), false},
+                      AllocFailRow{"by_fragmentation", MakeJob(1).Gpus(2), true},
+                      AllocFailRow{"gang", MakeJob(1).Gang(2, 4), false}),
+    [](const auto& row) { return std::string(row.param.name); });
+
+TEST(Diagnosis, InternalSaysSo) {
+  Diagnosis d;
+  d.job = 1;
+  d.reason = Reason::kInternal;
+  EXPECT_EQ(ReasonName(Reason::kInternal), "Internal");
+  EXPECT_EQ(d.Format(ClusterState{}, 0).rfind("internal: allocator", 0), 0u);
 }
 
 }  // namespace

@@ -32,6 +32,8 @@ std::string_view ReasonName(Reason r) {
       return "Preempting";
     case Reason::kTimeWindow:
       return "TimeWindow";
+    case Reason::kInternal:
+      return "Internal";
   }
   return "?";
 }

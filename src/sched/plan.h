@@ -52,6 +52,7 @@ enum class Reason : uint8_t {
   kNodesUnavailable,  // the partition's fitting nodes are drained/down
   kPreempting,        // lower-tier jobs were told to leave for it; waits for their grace
   kTimeWindow,        // the fitting nodes belong to another partition's time window
+  kInternal,          // the scheduler failed (e.g. the GPU allocator): Plan::errors
 };
 std::string_view ReasonName(Reason r);  // "Priority", "Resources", ... (Slurm-like)
 
@@ -95,6 +96,9 @@ struct Plan {
   // The caller should run a cycle by then even if nothing else happens: a time window
   // opens or closes, or a window preemption falls due. kNever: no such need.
   Time wake_at = kNever;
+  // Internal errors of this cycle, for the caller's log ("job 12 on node n3: allocator:
+  // ..."): such a job is not started (Reason::kInternal), never placed some other way.
+  std::vector<std::string> errors;
 };
 
 }  // namespace hachi::sched

@@ -103,7 +103,10 @@ bool Preempter::BestOnNode(CycleContext& ctx, const JobShape& job, int node, Tim
   for (int i = 0; i < k; ++i) {
     if (best_mask >> i & 1) out->victims.push_back(cands_[idx[i]]);
   }
-  out->gpus = placer_->ChooseGpus(ctx, job, node, best_offer.gpus);
+  // An allocator failure: no choice (the placer keeps the error for the plan).
+  const Result<GpuSet> gpus = placer_->ChooseGpus(ctx, job, node, best_offer.gpus);
+  if (!gpus.ok()) return false;
+  out->gpus = *gpus;
   out->quality = Bottleneck(*s.nodes[node].model, out->gpus);
   return true;
 }

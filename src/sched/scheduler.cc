@@ -74,7 +74,8 @@ class SchedulerImpl final : public Scheduler {
   // The cycle. Each line is a phase; the order is the point.
   Plan Schedule(const ClusterState& state, Time now) override {
     Plan plan;
-    EnsureTables(state);  // alloc/ tables per layout, once: every Pick is a lookup
+    placer_.TakeErrors();  // a cycle's errors are its own
+    EnsureTables(state);   // alloc/ tables per layout, once: every Pick is a lookup
     CycleContext ctx(state, now, &cache_, &timeline_);
     // Fragmentation-aware placement (hachi) when the caller supplies a workload.
     if (spec_.placement == PlacementStyle::kBestFit && !state.workload.empty()) {
@@ -112,6 +113,7 @@ class SchedulerImpl final : public Scheduler {
       if (config_.explain) plan.pending.push_back(d);
     }
     if (config_.explain) FlushReservations(cycle);  // earliest starts for the rest
+    plan.errors = placer_.TakeErrors();  // allocator failures: internal, for the log
     return plan;
   }
 
@@ -171,6 +173,12 @@ class SchedulerImpl final : public Scheduler {
         c.plan.backfilled += jumped;
         return true;
       }
+      // The allocator failed (a bug in alloc/ or here): not started, not reserved,
+      // and said so (Plan::errors), rather than placed some other way.
+      if (placer_.failed()) {
+        d->reason = Reason::kInternal;
+        return false;
+      }
     }
     // Preempt (hachi): a job of a preempting partition that would not start soon stops
     // the cheapest lower-tier jobs and holds their GPUs from their exit: no slot. The
@@ -225,6 +233,7 @@ class SchedulerImpl final : public Scheduler {
       }
     }
     if (placer_.PlaceNow(ctx, s, &allocs_, tally)) return true;
+    if (placer_.failed()) return false;  // no memo: another job may still succeed
     fails_.push_back({s.eligible, s.gpn, s.nodes, s.cpus, s.memory_mib, s.share_milli,
                       s.gpu_memory_mib, s.whole, s.limit, *tally});
     return false;

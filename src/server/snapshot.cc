@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "sched/apply.h"
 #include "sched/dependencies.h"
-#include "sched/gpu_share.h"
 #include "sched/lint.h"
 #include "topo/topology_file.h"
 
@@ -122,36 +122,6 @@ std::vector<sched::WorkloadClass> RecentWorkload(const state::StateImage& image,
   return classes;
 }
 
-bool IsWholeNodeJob(const sched::ClusterState& state, const sched::Job& job) {
-  return job.req.exclusive ||
-         (job.partition >= 0 &&
-          state.partitions[job.partition].mode == sched::PartitionMode::kWholeNode);
-}
-
-Status TakeAllocation(sched::ClusterState* state, bool whole_node,
-                      const sched::Allocation& a) {
-  if (a.node < 0 || a.node >= static_cast<int>(state->nodes.size())) {
-    return Internal("allocation on node index " + std::to_string(a.node));
-  }
-  sched::Node& n = state->nodes[a.node];
-  if (a.cpus > n.free_cpus || a.memory_mib > n.free_memory_mib) {
-    return Internal("node " + n.name + " is short of CPUs or memory");
-  }
-  if (a.share_milli > 0) {
-    HACHI_RETURN_IF_ERROR(sched::ApplyShare(n, a));
-  } else {
-    if (!a.gpus.IsSubsetOf(n.free_gpus)) {
-      return Internal("GPUs {" + a.gpus.ToString() + "} of node " + n.name +
-                      " are not free (free {" + n.free_gpus.ToString() + "})");
-    }
-    n.free_gpus = n.free_gpus - a.gpus;
-  }
-  n.free_cpus -= a.cpus;
-  n.free_memory_mib -= a.memory_mib;
-  (whole_node ? n.whole_node_jobs : n.shared_jobs)++;
-  return Status::Ok();
-}
-
 namespace {
 
 sched::NodeState SchedNodeState(state::NodeState s) {
@@ -221,10 +191,10 @@ sched::ClusterState BuildSnapshot(const BaseCluster& base, const state::StateIma
   }
   // Running jobs first (they hold resources), then pending ones.
   std::unordered_map<sched::JobId, int> array_running;
+  sched::PlanApplier applier(&s);
   ForEachActiveJob(image, active, [&](const state::JobRecord& r) {
     if (r.state != state::JobState::kRunning) return;
     sched::Job j = ToSchedJob(s, r);
-    const bool whole = IsWholeNodeJob(s, j);
     for (const state::NodeAllocation& na : r.allocations) {
       auto ni = base.node_index.find(na.node);
       if (ni == base.node_index.end()) continue;  // its node left the cluster
@@ -232,7 +202,7 @@ sched::ClusterState BuildSnapshot(const BaseCluster& base, const state::StateIma
                           na.memory_mib, na.share_milli, na.gpu_memory_mib};
       // The records never double-book (the applier checked before committing); a
       // failure here means a node re-registered with fewer GPUs: keep the job, skip it.
-      if (TakeAllocation(&s, whole, a).ok()) j.allocations.push_back(a);
+      if (applier.Take(j, a).ok()) j.allocations.push_back(a);
     }
     if (r.spec.array_job_id != 0) ++array_running[r.spec.array_job_id];
     s.running.push_back(std::move(j));

@@ -50,11 +50,12 @@ Result<BaseCluster> BuildBase(
     const config::ClusterConfig* config);
 
 // The base plus occupancy and jobs from `image`: running jobs' allocations taken off
-// their nodes, pending jobs with their partition index and dependency verdicts. Node
-// states come from the records (up/drained/down) and `unhealthy` GPUs are never free.
-// Array tasks past their array's running limit are left out (they wait).
-// `active`, when given, holds the ids of the image's pending and running jobs (the
-// Controller keeps it): only those are visited, not every finished job the image holds.
+// their nodes (sched::PlanApplier::Take), pending jobs with their partition index and
+// dependency verdicts. Node states come from the records (up/drained/down) and
+// `unhealthy` GPUs are never free. Array tasks past their array's running limit are left
+// out (they wait). `active`, when given, holds the ids of the image's pending and running
+// jobs (the Controller keeps it): only those are visited, not every finished job the
+// image holds.
 sched::ClusterState BuildSnapshot(const BaseCluster& base, const state::StateImage& image,
                                   const std::set<state::JobId>* active = nullptr);
 
@@ -63,14 +64,5 @@ sched::ClusterState BuildSnapshot(const BaseCluster& base, const state::StateIma
 // CPUs, memory, GPU model), weighted by how often each occurs. Empty without jobs.
 std::vector<sched::WorkloadClass> RecentWorkload(const state::StateImage& image,
                                                  size_t last_n = 1000);
-
-// Whether `job` runs on whole nodes (its partition's mode or --exclusive).
-bool IsWholeNodeJob(const sched::ClusterState& state, const sched::Job& job);
-
-// Takes allocation `a` of `job` off node `a.node` of `state` (shares included).
-// kInternal when it does not fit (GPUs taken, share overcommitted, CPUs/memory short):
-// the applier's re-check.
-Status TakeAllocation(sched::ClusterState* state, bool whole_node,
-                      const sched::Allocation& a);
 
 }  // namespace hachi::server

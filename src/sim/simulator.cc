@@ -6,7 +6,7 @@
 #include <memory>
 #include <queue>
 
-#include "sched/gpu_share.h"
+#include "sched/apply.h"
 #include "sim/cluster_spec.h"
 
 namespace hachi::sim {
@@ -67,14 +67,16 @@ class FairShareMeter {
   Time last_ = 0;
 };
 
-// The simulation's mutable state and the plan applier. Job ids are trace ids 1..n, so
-// per-job bookkeeping lives in dense vectors indexed by id - 1.
+// The simulation's mutable state. Plans are applied by sched::PlanApplier, the server's
+// applier (same checks, same bookkeeping). Job ids are trace ids 1..n, so per-job
+// bookkeeping lives in dense vectors indexed by id - 1.
 class Run {
  public:
   Run(const std::vector<TraceJob>& trace, sched::ClusterState cluster,
       sched::Scheduler& scheduler, const SimOptions& options)
       : trace_(trace),
         state_(std::move(cluster)),
+        applier_(&state_),
         scheduler_(scheduler),
         options_(options),
         fairshare_(trace, options, &state_.fairshare),
@@ -122,6 +124,7 @@ class Run {
 
   const std::vector<TraceJob>& trace_;
   sched::ClusterState state_;
+  sched::PlanApplier applier_;  // over state_
   sched::Scheduler& scheduler_;
   const SimOptions& options_;
   FairShareMeter fairshare_;
@@ -179,60 +182,8 @@ Status Run::ApplyStart(const sched::Start& s, Time now) {
                     ", which is not pending");
   }
   sched::Job& job = state_.pending[pending_pos_[i]];
-  const int per_node = job.req.GpusPerNode();
-  if (static_cast<int>(s.allocations.size()) != job.req.nodes) {
-    return Internal("plan starts job " + std::to_string(s.job) + " on " +
-                    std::to_string(s.allocations.size()) + " nodes; it asks for " +
-                    std::to_string(job.req.nodes));
-  }
-  // Check all before changing anything: a gang is all or nothing.
-  for (const sched::Allocation& a : s.allocations) {
-    if (a.node < 0 || a.node >= static_cast<int>(state_.nodes.size())) {
-      return Internal("plan starts job " + std::to_string(s.job) + " on node index " +
-                      std::to_string(a.node));
-    }
-    const sched::Node& n = state_.nodes[a.node];
-    if (a.share_milli != job.req.gpu_share_milli ||
-        a.gpu_memory_mib != job.req.gpu_memory_mib) {
-      return Internal("plan gives job " + std::to_string(s.job) + " a share of " +
-                      std::to_string(a.share_milli) + " milli, " +
-                      std::to_string(a.gpu_memory_mib) + " MiB; it asks for " +
-                      std::to_string(job.req.gpu_share_milli) + ", " +
-                      std::to_string(job.req.gpu_memory_mib));
-    }
-    if (a.share_milli > 0) {  // a GPU share: free or shared GPU, never overcommitted
-      const int gpu = a.gpus.First();
-      if (a.gpus.size() != 1 || !a.gpus.IsSubsetOf(n.free_gpus | n.shared_gpus) ||
-          !sched::ShareFits(n, gpu, a.share_milli, a.gpu_memory_mib) ||
-          a.cpus > n.free_cpus || a.memory_mib > n.free_memory_mib) {
-        return Internal("plan gives job " + std::to_string(s.job) + " a share of GPU {" +
-                        a.gpus.ToString() + "} of node " + n.name +
-                        " that is taken, overcommitted, or short of CPUs/memory");
-      }
-      continue;
-    }
-    if (a.gpus.size() != per_node || !a.gpus.IsSubsetOf(n.free_gpus) ||
-        a.cpus > n.free_cpus || a.memory_mib > n.free_memory_mib) {
-      return Internal("plan gives job " + std::to_string(s.job) + " GPUs {" +
-                      a.gpus.ToString() + "} of node " + n.name + " (free {" +
-                      n.free_gpus.ToString() + "}, needs " + std::to_string(per_node) +
-                      ") or more CPUs/memory than are free");
-    }
-  }
-  const bool whole =
-      job.req.exclusive || (job.partition >= 0 && state_.partitions[job.partition].mode ==
-                                                      sched::PartitionMode::kWholeNode);
-  for (const sched::Allocation& a : s.allocations) {
-    sched::Node& n = state_.nodes[a.node];
-    if (a.share_milli > 0) {
-      HACHI_RETURN_IF_ERROR(sched::ApplyShare(n, a));  // checked above: cannot fail
-    } else {
-      n.free_gpus = n.free_gpus - a.gpus;
-    }
-    n.free_cpus -= a.cpus;
-    n.free_memory_mib -= a.memory_mib;
-    (whole ? n.whole_node_jobs : n.shared_jobs)++;
-  }
+  // The server's applier (sched/apply.h): the same checks, all parts or none.
+  HACHI_RETURN_IF_ERROR(applier_.Apply(job, s));
   job.start_time = now;
   job.allocations = s.allocations;
   if (s.backfilled) ++result_.backfilled;
@@ -255,20 +206,7 @@ Status Run::ApplyStart(const sched::Start& s, Time now) {
 sched::Job Run::Leave(int64_t i) {
   const int32_t pos = running_pos_[i];
   sched::Job job = std::move(state_.running[pos]);
-  const bool whole =
-      job.req.exclusive || (job.partition >= 0 && state_.partitions[job.partition].mode ==
-                                                      sched::PartitionMode::kWholeNode);
-  for (const sched::Allocation& a : job.allocations) {
-    sched::Node& n = state_.nodes[a.node];
-    if (a.share_milli > 0) {
-      sched::ReleaseShare(n, a);  // the GPU is whole again when its last share leaves
-    } else {
-      n.free_gpus = n.free_gpus | a.gpus;
-    }
-    n.free_cpus += a.cpus;
-    n.free_memory_mib += a.memory_mib;
-    (whole ? n.whole_node_jobs : n.shared_jobs)--;
-  }
+  applier_.Release(job);
   fairshare_.AddRunning(account_[i], -job.req.TotalGpus());
   if (pos != static_cast<int32_t>(state_.running.size()) - 1) {
     state_.running[pos] = std::move(state_.running.back());

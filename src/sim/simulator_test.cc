@@ -232,7 +232,9 @@ TEST(SimulatorTest, DoubleBookedGpuIsAnInternalError) {
   Result<SimResult> r = Simulate(trace, OneNode(), s, {});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInternal);
-  EXPECT_NE(r.status().message().find("GPUs {0} of node n0001"), std::string::npos)
+  // The applier's text (sched/apply.h): the job, the node, the GPUs and why.
+  EXPECT_NE(r.status().message().find("job 2 on node n0001: GPUs {0} are not free"),
+            std::string::npos)
       << r.status().message();
 }
 

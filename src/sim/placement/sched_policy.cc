@@ -6,8 +6,7 @@
 #include <memory>
 
 #include "alloc/node_model.h"
-#include "sched/eligibility.h"
-#include "sched/gpu_share.h"
+#include "sched/apply.h"
 #include "sched/scheduler.h"
 #include "topo/analysis.h"
 #include "topo/topology.h"
@@ -138,31 +137,6 @@ std::vector<sched::WorkloadClass> Workload(const Cluster& cluster,
   return w;
 }
 
-// The simulator's bookkeeping for a start (sim/simulator.cc ApplyStart): checks, then
-// applies; a share through sched::ApplyShare, which refuses an overcommit.
-Status Apply(sched::Node& n, const sched::Allocation& a, const sched::JobRequest& r) {
-  if (a.cpus > n.free_cpus || a.memory_mib > n.free_memory_mib) {
-    return Internal("start on " + n.name + " exceeds its free CPUs or memory");
-  }
-  if (!r.gpu_model.empty() && !sched::GpuModelMatches(n.gpu_model, r.gpu_model)) {
-    return Internal("start on " + n.name + " (" + n.gpu_model + ") for a job of " +
-                    r.gpu_model);
-  }
-  if (a.share_milli > 0) {
-    HACHI_RETURN_IF_ERROR(sched::ApplyShare(n, a));
-  } else {
-    if (a.gpus.size() != r.gpus || !a.gpus.IsSubsetOf(n.free_gpus)) {
-      return Internal("start on " + n.name + " takes GPUs {" + a.gpus.ToString() +
-                      "} of free {" + n.free_gpus.ToString() + "}");
-    }
-    n.free_gpus = n.free_gpus - a.gpus;
-  }
-  n.free_cpus -= a.cpus;
-  n.free_memory_mib -= a.memory_mib;
-  ++n.shared_jobs;
-  return Status::Ok();
-}
-
 }  // namespace
 
 Result<std::vector<Placement>> PlaceWithScheduler(const Cluster& cluster,
@@ -188,14 +162,17 @@ Result<std::vector<Placement>> PlaceWithScheduler(const Cluster& cluster,
   if (!scheduler.ok()) return scheduler.status();
   const sched::Plan plan = (*scheduler)->Schedule(state, 0);
 
+  // Each start through the applier the server and the simulator use (sched/apply.h),
+  // which refuses an overcommit or any start the scheduler should not have made.
+  sched::PlanApplier applier(&state);
   std::vector<Placement> out(events.size());
   for (const sched::Start& st : plan.starts) {
     const size_t e = static_cast<size_t>(st.job - 1);
     if (e >= events.size() || st.allocations.size() != 1 || out[e].node >= 0) {
       return Internal("the plan starts job " + std::to_string(st.job) + " wrongly");
     }
+    HACHI_RETURN_IF_ERROR(applier.Apply(state.pending[e], st));
     const sched::Allocation& a = st.allocations[0];
-    HACHI_RETURN_IF_ERROR(Apply(state.nodes[a.node], a, state.pending[e].req));
     out[e].node = order[a.node];
     for (int g : a.gpus.Indices()) out[e].gpus.push_back(g);
   }

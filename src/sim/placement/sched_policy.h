@@ -13,8 +13,8 @@
 // event order), and ONE cycle with no reservations (backfill depth 0) places them:
 // each job sees the starts before it booked into the cycle's context, a job that fits
 // nowhere stays pending, nothing leaves — the protocol's sequential loop. Each start is
-// then applied to the ClusterState with the simulator's bookkeeping (sched::ApplyShare
-// for shares, free masks, CPUs, memory), which refuses an overcommit.
+// then applied to the ClusterState by sched::PlanApplier (sched/apply.h), the applier
+// of the server and the simulator, which refuses an overcommit.
 // Thread-compatible.
 #pragma once
 
