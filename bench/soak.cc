@@ -47,8 +47,8 @@
 #include "api/http_client.h"
 #include "api/protocol.h"
 #include "api/protocol_json.h"
+#include "api/record_json_nlohmann.h"
 #include "core/gpu_set.h"
-#include "state/record_json_nlohmann.h"
 #include "state/records.h"
 
 extern char** environ;
@@ -355,7 +355,7 @@ int Run(const Options& o) {
   int nodes = 0, gpus_total = 0;
   for (const json& n : nodes_json["nodes"]) {
     state::NodeStatus node;
-    if (!state::FromJson(n, &node).ok() || node.record.state != state::NodeState::kUp)
+    if (!api::FromJson(n, &node).ok() || node.record.state != state::NodeState::kUp)
       continue;
     ++nodes;
     gpus_total += node.gpus;
@@ -429,7 +429,7 @@ int Run(const Options& o) {
     }
     for (const json& job : j["jobs"]) {
       state::JobRecord rec;
-      if (Status st = state::FromJson(job, &rec); !st.ok()) {
+      if (Status st = api::FromJson(job, &rec); !st.ok()) {
         std::fprintf(stderr, "hachi_soak: GET /jobs?all=1: %s\n", st.message().c_str());
         return 1;
       }

@@ -1,6 +1,6 @@
 // libFuzzer target for the JSON the server decodes from untrusted request bodies (a
 // submit, an agent's registration, health report and exits: api/protocol_json.h) and
-// the records clients decode from its replies (state/record_json.h). Any bytes must
+// the records clients decode from its replies (api/record_json.h). Any bytes must
 // give a value or an error, never a crash, hang or sanitizer report, and:
 //   - whatever a decoder accepts survives encode -> decode unchanged (field for field),
 //     so what the server stores is what the client meant;
@@ -13,19 +13,19 @@
 #include <string_view>
 
 #include "api/protocol_json.h"
+#include "api/record_json.h"
+#include "api/record_json_nlohmann.h"
 #include "api/request_limits.h"
 #include "fuzz_check.h"
-#include "state/record_json.h"
-#include "state/record_json_nlohmann.h"
 
 namespace {
 
 using namespace hachi;  // NOLINT: a fuzz target's one function
 
 bool SameSubmit(const api::SubmitRequest& a, const api::SubmitRequest& b) {
-  // state::ToJson writes every field of the request and the spec.
-  return state::ToJson(a.req) == state::ToJson(b.req) &&
-         state::ToJson(a.spec) == state::ToJson(b.spec) && a.hold == b.hold &&
+  // api::ToJson writes every field of the request and the spec.
+  return api::ToJson(a.req) == api::ToJson(b.req) &&
+         api::ToJson(a.spec) == api::ToJson(b.spec) && a.hold == b.hold &&
          a.array_tasks == b.array_tasks && a.array_max_running == b.array_max_running;
 }
 
@@ -135,15 +135,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       },
       "work");
   RoundTrip<state::JobRecord>(
-      text, state::JobRecordFromJson, state::JobRecordToJson,
+      text, api::JobRecordFromJson, api::JobRecordToJson,
       [](const state::JobRecord& a, const state::JobRecord& b) {
-        return state::ToJson(a) == state::ToJson(b);
+        return api::ToJson(a) == api::ToJson(b);
       },
       "job");
   RoundTrip<state::NodeStatus>(
-      text, state::NodeStatusFromJson, state::NodeStatusToJson,
+      text, api::NodeStatusFromJson, api::NodeStatusToJson,
       [](const state::NodeStatus& a, const state::NodeStatus& b) {
-        return state::ToJson(a) == state::ToJson(b);
+        return api::ToJson(a) == api::ToJson(b);
       },
       "node");
   EncodeRawBytes(text);

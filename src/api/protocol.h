@@ -1,6 +1,6 @@
 // The REST API's messages that are not plain records (docs/api.md): a submit request,
 // and the agent protocol (registration, the work long poll's answer, exit reports).
-// Jobs and nodes travel as their records (state/record_json.h). Plain values; the JSON
+// Jobs and nodes travel as their records (api/record_json.h). Plain values; the JSON
 // codecs are in protocol_json.h so this header stays light.
 #pragma once
 

@@ -4,8 +4,8 @@
 #include <initializer_list>
 #include <limits>
 
+#include "api/record_json_nlohmann.h"
 #include "api/request_limits.h"
-#include "state/record_json_nlohmann.h"
 
 namespace hachi::api {
 namespace {
@@ -147,7 +147,7 @@ bool ParseExitKind(std::string_view s, api::ExitKind* out) {
 
 json LaunchToJson(const api::LaunchSpec& l) {
   return json{{"job", l.job},
-              {"spec", state::ToJson(l.spec)},
+              {"spec", api::ToJson(l.spec)},
               {"user", l.user},
               {"partition", l.partition},
               {"node", l.node},
@@ -194,7 +194,7 @@ Status LaunchFromJson(const json& j, std::string_view path, api::LaunchSpec* l) 
   HACHI_RETURN_IF_ERROR(GetInt(j, "job", path, &l->job));
   if (j.contains("spec")) {
     HACHI_RETURN_IF_ERROR(
-        state::FromJson(j["spec"], &l->spec, std::string(path) + ".spec"));
+        api::FromJson(j["spec"], &l->spec, std::string(path) + ".spec"));
   }
   HACHI_RETURN_IF_ERROR(GetString(j, "user", path, &l->user));
   HACHI_RETURN_IF_ERROR(GetString(j, "partition", path, &l->partition));
@@ -223,8 +223,7 @@ Status LaunchFromJson(const json& j, std::string_view path, api::LaunchSpec* l) 
 }  // namespace
 
 std::string SubmitRequestToJson(const SubmitRequest& r) {
-  json j{
-      {"req", state::ToJson(r.req)}, {"spec", state::ToJson(r.spec)}, {"hold", r.hold}};
+  json j{{"req", api::ToJson(r.req)}, {"spec", api::ToJson(r.spec)}, {"hold", r.hold}};
   if (!r.array_tasks.empty()) {
     j["array_tasks"] = r.array_tasks;
     j["array_max_running"] = r.array_max_running;
@@ -240,9 +239,9 @@ Result<SubmitRequest> SubmitRequestFromJson(std::string_view text) {
       *j, "submit", {"req", "spec", "hold", "array_tasks", "array_max_running"}));
   if (!j->contains("req"))
     return InvalidArgument("submit: 'req' (the resources) is missing");
-  HACHI_RETURN_IF_ERROR(state::FromJson((*j)["req"], &r.req, "submit.req"));
+  HACHI_RETURN_IF_ERROR(api::FromJson((*j)["req"], &r.req, "submit.req"));
   if (j->contains("spec")) {
-    HACHI_RETURN_IF_ERROR(state::FromJson((*j)["spec"], &r.spec, "submit.spec"));
+    HACHI_RETURN_IF_ERROR(api::FromJson((*j)["spec"], &r.spec, "submit.spec"));
   }
   HACHI_RETURN_IF_ERROR(GetBool(*j, "hold", "submit", &r.hold));
   HACHI_RETURN_IF_ERROR(GetIntList(*j, "array_tasks", "submit", &r.array_tasks));

@@ -1,5 +1,5 @@
 // Sane sizes and ranges for what clients send the server (docs/api.md, "Limits"). The
-// record codecs (state/record_json.h) check form: types, field names, each integer
+// record codecs (api/record_json.h) check form: types, field names, each integer
 // within its C++ type. These check that a request from outside could mean something:
 // no negative counts, no 10^9 GPUs, no megabyte job names, no NUL bytes in what
 // becomes an argv or a path. The decoders of api/protocol_json.h call them, so every

@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "api/protocol_json.h"
+#include "api/record_json_nlohmann.h"
 #include "core/secret.h"
-#include "state/record_json_nlohmann.h"
 
 namespace hachi::cli {
 
@@ -108,7 +108,7 @@ Result<std::vector<state::JobRecord>> ApiClient::Jobs(bool include_finished) {
     }
     for (const json& r : (*j)["jobs"]) {
       state::JobRecord rec;
-      HACHI_RETURN_IF_ERROR(state::FromJson(r, &rec));
+      HACHI_RETURN_IF_ERROR(api::FromJson(r, &rec));
       out.push_back(std::move(rec));
     }
     auto next = j->find("next_after");
@@ -130,7 +130,7 @@ Result<JobView> ApiClient::Job(state::JobId id, const std::string& wait_from,
   Result<json> j = ParseBody(*body);
   if (!j.ok()) return j.status();
   JobView v;
-  HACHI_RETURN_IF_ERROR(state::FromJson((*j)["job"], &v.job));
+  HACHI_RETURN_IF_ERROR(api::FromJson((*j)["job"], &v.job));
   if (j->contains("diagnosis") && (*j)["diagnosis"].is_string()) {
     v.diagnosis = (*j)["diagnosis"].get<std::string>();
   }
@@ -151,7 +151,7 @@ Result<std::vector<state::NodeStatus>> ApiClient::Nodes() {
   std::vector<state::NodeStatus> out;
   for (const json& n : (*j)["nodes"]) {
     state::NodeStatus st;
-    HACHI_RETURN_IF_ERROR(state::FromJson(n, &st));
+    HACHI_RETURN_IF_ERROR(api::FromJson(n, &st));
     out.push_back(std::move(st));
   }
   return out;

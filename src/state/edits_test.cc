@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "state/record_json.h"
+#include "state/row_codec.h"
 #include "state/testing.h"
 
 namespace hachi::state {
@@ -28,8 +28,8 @@ StateImage BaseImage() {
 
 std::string Dump(const StateImage& image) {
   std::string out = "last=" + std::to_string(image.last_job_id) + "\n";
-  for (const auto& [id, job] : image.jobs) out += JobRecordToJson(job) + "\n";
-  for (const auto& [name, node] : image.nodes) out += NodeRecordToJson(node) + "\n";
+  for (const auto& [id, job] : image.jobs) out += EncodeJobRow(job) + "\n";
+  for (const auto& [name, node] : image.nodes) out += EncodeNodeRow(node) + "\n";
   return out;
 }
 

@@ -7,8 +7,7 @@
 #include <variant>
 
 #include "state/db.h"
-#include "state/record_json.h"
-#include "state/token_json.h"
+#include "state/row_codec.h"
 
 namespace hachi::state {
 namespace {
@@ -32,8 +31,30 @@ CREATE TABLE IF NOT EXISTS tokens (
   id TEXT PRIMARY KEY,
   record TEXT NOT NULL
 ) STRICT;
-PRAGMA user_version = 2;
+INSERT INTO meta (key, value) VALUES ('min_reader_schema', 3)
+  ON CONFLICT (key) DO UPDATE SET value = excluded.value;
+PRAGMA user_version = 3;
 )sql";
+
+// The oldest layout version that can use a database of this layout (meta
+// 'min_reader_schema'; absent before version 3).
+Result<int64_t> ReadMinReaderSchema(Db* db) {
+  Result<Stmt> stmt =
+      db->Prepare("SELECT value FROM meta WHERE key = 'min_reader_schema'");
+  if (!stmt.ok()) return stmt.status();
+  Result<bool> row = stmt->Step();
+  if (!row.ok()) return row.status();
+  return *row ? stmt->ColumnInt(0) : 0;
+}
+
+// "<db>: jobs row 17: <what the row codec said>". A row this binary must not read keeps
+// its code (kInvalidArgument); anything else wrong with a row is kInternal.
+Status RowError(Db* db, std::string_view table, std::string_view key, const Status& s) {
+  std::string message = db->path() + ": " + std::string(table) + " row " +
+                        std::string(key) + ": " + s.message();
+  return s.code() == StatusCode::kInvalidArgument ? InvalidArgument(std::move(message))
+                                                  : Internal(std::move(message));
+}
 
 // A refused edit (CheckEdit) is the caller's fault and concerns its batch only; any
 // other error comes from SQLite and may have ended the whole transaction.
@@ -49,52 +70,54 @@ Result<int64_t> ReadLastJobId(Db* db) {
   return *row ? stmt->ColumnInt(0) : 0;
 }
 
-// Reads job `id` into image->jobs (absent: left out, CheckEdit reports it).
-Status ReadJob(Db* db, JobId id, StateImage* image) {
+// Reads job `id` into image->jobs (absent: left out, CheckEdit reports it), and the
+// row's fields this binary does not know into *unknown (for the rewrite).
+Status ReadJob(Db* db, JobId id, StateImage* image, std::string* unknown = nullptr) {
   Result<Stmt> stmt = db->Prepare("SELECT record FROM jobs WHERE id = ?1");
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, id);
   Result<bool> row = stmt->Step();
   if (!row.ok()) return row.status();
   if (!*row) return Status::Ok();
-  Result<JobRecord> job = JobRecordFromJson(stmt->ColumnText(0));
-  if (!job.ok()) {
-    return Internal(db->path() + ": jobs row " + std::to_string(id) + ": " +
-                    job.status().message());
-  }
-  image->jobs[id] = std::move(*job);
+  Result<Row<JobRecord>> job = DecodeJobRow(stmt->ColumnText(0));
+  if (!job.ok()) return RowError(db, "jobs", std::to_string(id), job.status());
+  image->jobs[id] = std::move(job->record);
+  if (unknown) *unknown = std::move(job->unknown);
   return Status::Ok();
 }
 
-Status ReadNode(Db* db, const std::string& name, StateImage* image) {
+Status ReadNode(Db* db, const std::string& name, StateImage* image,
+                std::string* unknown) {
   Result<Stmt> stmt = db->Prepare("SELECT record FROM nodes WHERE name = ?1");
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, name);
   Result<bool> row = stmt->Step();
   if (!row.ok()) return row.status();
   if (!*row) return Status::Ok();
-  Result<NodeRecord> node = NodeRecordFromJson(stmt->ColumnText(0));
-  if (!node.ok()) {
-    return Internal(db->path() + ": nodes row " + name + ": " + node.status().message());
-  }
-  image->nodes[name] = std::move(*node);
+  Result<Row<NodeRecord>> node = DecodeNodeRow(stmt->ColumnText(0));
+  if (!node.ok()) return RowError(db, "nodes", name, node.status());
+  image->nodes[name] = std::move(node->record);
+  *unknown = std::move(node->unknown);
   return Status::Ok();
 }
 
-Status WriteJob(Db* db, const JobRecord& job) {
+// `unknown`: the fields of the row being replaced that this binary does not know.
+Status WriteJob(Db* db, const JobRecord& job, std::string_view unknown) {
   Result<Stmt> stmt =
       db->Prepare("UPDATE jobs SET state = ?2, record = ?3 WHERE id = ?1");
   if (!stmt.ok()) return stmt.status();
-  stmt->Bind(1, job.id).Bind(2, JobStateName(job.state)).Bind(3, JobRecordToJson(job));
+  stmt->Bind(1, job.id)
+      .Bind(2, JobStateName(job.state))
+      .Bind(3, EncodeJobRow(job, unknown));
   return stmt->Run();
 }
 
-Status WriteNode(Db* db, const NodeRecord& node) {
+Status WriteNode(Db* db, const NodeRecord& node, std::string_view unknown = "") {
   Result<Stmt> stmt = db->Prepare(
       "INSERT INTO nodes (name, record) VALUES (?1, ?2) "
       "ON CONFLICT (name) DO UPDATE SET record = excluded.record");
   if (!stmt.ok()) return stmt.status();
-  stmt->Bind(1, node.name).Bind(2, NodeRecordToJson(node));
+  stmt->Bind(1, node.name).Bind(2, EncodeNodeRow(node, unknown));
   return stmt->Run();
 }
 
@@ -107,9 +130,10 @@ Result<StateImage> ReadTokens(Db* db) {
     Result<bool> row = stmt->Step();
     if (!row.ok()) return row.status();
     if (!*row) break;
-    Result<TokenRecord> t = TokenRecordFromJson(stmt->ColumnText(1));
-    if (!t.ok()) return Internal(db->path() + ": tokens row: " + t.status().message());
-    image.tokens[stmt->ColumnText(0)] = std::move(*t);
+    std::string id = stmt->ColumnText(0);
+    Result<Row<TokenRecord>> t = DecodeTokenRow(stmt->ColumnText(1));
+    if (!t.ok()) return RowError(db, "tokens", id, t.status());
+    image.tokens[std::move(id)] = std::move(t->record);
   }
   return image;
 }
@@ -120,7 +144,7 @@ Status WriteTokenEdit(Db* db, const TokenIssued& e) {
   HACHI_RETURN_IF_ERROR(CheckEdit(*image, e));
   Result<Stmt> stmt = db->Prepare("INSERT INTO tokens (id, record) VALUES (?1, ?2)");
   if (!stmt.ok()) return stmt.status();
-  stmt->Bind(1, e.record.id).Bind(2, TokenRecordToJson(e.record));
+  stmt->Bind(1, e.record.id).Bind(2, EncodeTokenRow(e.record));
   return stmt->Run();
 }
 
@@ -153,8 +177,12 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path,
   if (!opened.ok()) return opened.status();
   std::unique_ptr<Db> db = std::move(*opened);
   HACHI_RETURN_IF_ERROR(db->Exec("PRAGMA synchronous = FULL"));
+  // A newer layout opens when its min_reader_schema says this one can use it.
   auto check_version = [&](int64_t version) -> Status {
-    if (version > kSchemaVersion) {
+    if (version <= kSchemaVersion) return Status::Ok();
+    // No meta table, or no key: a layout from before the key, or not Hachi's.
+    Result<int64_t> min_reader = ReadMinReaderSchema(db.get());
+    if (!min_reader.ok() || *min_reader == 0 || *min_reader > kSchemaVersion) {
       return InvalidArgument(
           path + ": state database schema version " + std::to_string(version) +
           " is newer than this hachi knows (" + std::to_string(kSchemaVersion) +
@@ -200,17 +228,14 @@ Result<StateImage> SqliteStore::Load() {
     if (!row.ok()) return row.status();
     if (!*row) break;
     const JobId id = jobs->ColumnInt(0);
-    Result<JobRecord> job = JobRecordFromJson(jobs->ColumnText(1));
-    if (!job.ok()) {
-      return Internal(db->path() + ": jobs row " + std::to_string(id) + ": " +
-                      job.status().message());
-    }
-    if (job->id != id) {
+    Result<Row<JobRecord>> job = DecodeJobRow(jobs->ColumnText(1));
+    if (!job.ok()) return RowError(db, "jobs", std::to_string(id), job.status());
+    if (job->record.id != id) {
       return Internal(db->path() + ": jobs row " + std::to_string(id) + " holds job " +
-                      std::to_string(job->id));
+                      std::to_string(job->record.id));
     }
     if (id > image.last_job_id) image.last_job_id = id;
-    image.jobs.emplace(id, std::move(*job));
+    image.jobs.emplace(id, std::move(job->record));
   }
 
   Result<Stmt> nodes = db->Prepare("SELECT name, record FROM nodes ORDER BY name");
@@ -220,12 +245,9 @@ Result<StateImage> SqliteStore::Load() {
     if (!row.ok()) return row.status();
     if (!*row) break;
     std::string name = nodes->ColumnText(0);
-    Result<NodeRecord> node = NodeRecordFromJson(nodes->ColumnText(1));
-    if (!node.ok()) {
-      return Internal(db->path() + ": nodes row " + name + ": " +
-                      node.status().message());
-    }
-    image.nodes.emplace(std::move(name), std::move(*node));
+    Result<Row<NodeRecord>> node = DecodeNodeRow(nodes->ColumnText(1));
+    if (!node.ok()) return RowError(db, "nodes", name, node.status());
+    image.nodes.emplace(std::move(name), std::move(node->record));
   }
 
   Result<Stmt> tokens = db->Prepare("SELECT id, record FROM tokens ORDER BY id");
@@ -235,12 +257,9 @@ Result<StateImage> SqliteStore::Load() {
     if (!row.ok()) return row.status();
     if (!*row) break;
     std::string id = tokens->ColumnText(0);
-    Result<TokenRecord> token = TokenRecordFromJson(tokens->ColumnText(1));
-    if (!token.ok()) {
-      return Internal(db->path() + ": tokens row " + id + ": " +
-                      token.status().message());
-    }
-    image.tokens.emplace(std::move(id), std::move(*token));
+    Result<Row<TokenRecord>> token = DecodeTokenRow(tokens->ColumnText(1));
+    if (!token.ok()) return RowError(db, "tokens", id, token.status());
+    image.tokens.emplace(std::move(id), std::move(token->record));
   }
   HACHI_RETURN_IF_ERROR(txn.Commit());
   return image;
@@ -344,7 +363,7 @@ Status SqliteStore::WriteEdit(const Edit& edit) {
           if (!insert.ok()) return insert.status();
           insert->Bind(1, e.record.id)
               .Bind(2, JobStateName(e.record.state))
-              .Bind(3, JobRecordToJson(e.record));
+              .Bind(3, EncodeJobRow(e.record));
           HACHI_RETURN_IF_ERROR(insert->Run());
           Result<Stmt> meta = db->Prepare(
               "INSERT INTO meta (key, value) VALUES ('last_job_id', ?1) "
@@ -360,14 +379,16 @@ Status SqliteStore::WriteEdit(const Edit& edit) {
           return WriteNode(db, e.record);
         } else if constexpr (std::is_same_v<E, NodeStateChanged> ||
                              std::is_same_v<E, NodeHealthChanged>) {
-          HACHI_RETURN_IF_ERROR(ReadNode(db, e.name, &image));
+          std::string unknown;  // carried over (row_codec.h)
+          HACHI_RETURN_IF_ERROR(ReadNode(db, e.name, &image, &unknown));
           HACHI_RETURN_IF_ERROR(ApplyEdit(&image, edit));
-          return WriteNode(db, image.nodes.at(e.name));
+          return WriteNode(db, image.nodes.at(e.name), unknown);
         } else {
           const JobId id = EditJobId(e);
-          HACHI_RETURN_IF_ERROR(ReadJob(db, id, &image));
+          std::string unknown;  // carried over (row_codec.h)
+          HACHI_RETURN_IF_ERROR(ReadJob(db, id, &image, &unknown));
           HACHI_RETURN_IF_ERROR(ApplyEdit(&image, edit));
-          return WriteJob(db, image.jobs.at(id));
+          return WriteJob(db, image.jobs.at(id), unknown);
         }
       },
       edit);

@@ -2,10 +2,17 @@
 // (a full disk is simulated with PRAGMA max_page_count). Other code uses
 // OpenSqliteStore.
 //
-// Layout (schema version 1, PRAGMA user_version): STRICT tables
-//   jobs(id INTEGER PRIMARY KEY, state TEXT, record TEXT)   record: JobRecordToJson
-//   nodes(name TEXT PRIMARY KEY, record TEXT)               record: NodeRecordToJson
-//   meta(key TEXT PRIMARY KEY, value ANY)                   'last_job_id'
+// Layout (schema version 3, PRAGMA user_version): STRICT tables
+//   jobs(id INTEGER PRIMARY KEY, state TEXT, record TEXT)   record: EncodeJobRow
+//   nodes(name TEXT PRIMARY KEY, record TEXT)               record: EncodeNodeRow
+//   tokens(id TEXT PRIMARY KEY, record TEXT)                record: EncodeTokenRow
+//   meta(key TEXT PRIMARY KEY, value ANY)   'last_job_id', 'min_reader_schema'
+// The records are the store's own JSON, each row versioned (state/row_codec.h); the
+// layout's version is user_version, and a newer layout opens when its
+// 'min_reader_schema' is at most this binary's kSchemaVersion (docs/storage.md).
+// Opening an older layout upgrades it in place (kSchema: idempotent CREATE ... IF NOT
+// EXISTS); its rows are upgraded when read, and written in the current row format when
+// next rewritten.
 // journal_mode=WAL, synchronous=FULL: a committed transaction survives a crash or a
 // power cut.
 //
@@ -36,7 +43,8 @@ class Db;
 
 class SqliteStore final : public Store {
  public:
-  static constexpr int64_t kSchemaVersion = 2;  // 2: tokens
+  // 2: tokens. 3: rows versioned apart from the API (row_codec.h); min_reader_schema.
+  static constexpr int64_t kSchemaVersion = 3;
 
   static Result<std::unique_ptr<SqliteStore>> Open(const std::string& path,
                                                    const SqliteOptions& options);

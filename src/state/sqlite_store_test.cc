@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "state/db.h"
-#include "state/record_json.h"
+#include "state/row_codec.h"
 #include "state/store.h"
 #include "state/testing.h"
 
@@ -30,8 +30,8 @@ using testing::Started;
 // Every record as JSON text, for comparing images.
 std::string Dump(const StateImage& image) {
   std::string out = "last=" + std::to_string(image.last_job_id) + "\n";
-  for (const auto& [id, job] : image.jobs) out += JobRecordToJson(job) + "\n";
-  for (const auto& [name, node] : image.nodes) out += NodeRecordToJson(node) + "\n";
+  for (const auto& [id, job] : image.jobs) out += EncodeJobRow(job) + "\n";
+  for (const auto& [name, node] : image.nodes) out += EncodeNodeRow(node) + "\n";
   return out;
 }
 
@@ -128,11 +128,11 @@ TEST(SqliteStore, NewerSchemaIsRefused) {
   {
     Result<std::unique_ptr<Db>> db = Db::Open(path, 1000);
     ASSERT_TRUE(db.ok());
-    ASSERT_TRUE((*db)->Exec("PRAGMA user_version = 3").ok());
+    ASSERT_TRUE((*db)->Exec("PRAGMA user_version = 4").ok());
   }
   Result<std::unique_ptr<Store>> store = OpenSqliteStore(path);
   ASSERT_FALSE(store.ok());
-  EXPECT_NE(store.status().message().find("schema version 3 is newer"), std::string::npos)
+  EXPECT_NE(store.status().message().find("schema version 4 is newer"), std::string::npos)
       << store.status().message();
 }
 

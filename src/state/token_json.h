@@ -1,5 +1,5 @@
-// JSON text of a TokenRecord: how the SQLite store keeps one (a row per token) and how
-// GET /api/v1/tokens lists them. Same rules as record_json.h: every field written,
+// JSON text of a TokenRecord as GET /api/v1/tokens lists it (the store keeps tokens in
+// rows of its own: row_codec.h). Same rules as api/record_json.h: every field written,
 // decoding strict (unknown fields and wrong types are errors naming the field).
 // Pure functions; thread-safe.
 #pragma once

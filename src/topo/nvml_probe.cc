@@ -1,69 +1,21 @@
 #include "topo/nvml_probe.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <map>
 #include <optional>
 #include <tuple>
-#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "core/cpulist.h"
 #include "core/strings.h"
 #include "topo/nvml_api.h"
+#include "topo/nvml_library.h"
 
 namespace hachi::topo {
 namespace {
 
-// Owns the dlopen handle. The library is closed only after nvmlShutdown (see ProbeNvml).
-class Library {
- public:
-  explicit Library(void* handle) : handle_(handle) {}
-  Library(const Library&) = delete;
-  Library& operator=(const Library&) = delete;
-  ~Library() { dlclose(handle_); }
-
-  template <typename Fn>
-  Fn* Symbol(const char* name) const {
-    void* p = dlsym(handle_, name);
-    Fn* fn = nullptr;
-    // dlsym returns functions as void*; POSIX guarantees the round trip.
-    static_assert(sizeof(p) == sizeof(fn));
-    std::memcpy(&fn, &p, sizeof(fn));
-    return fn;
-  }
-
- private:
-  void* handle_;
-};
-
-struct Api {
-  nvml::InitFn* init = nullptr;
-  nvml::ShutdownFn* shutdown = nullptr;
-  nvml::ErrorStringFn* error_string = nullptr;
-  nvml::DeviceGetCountFn* get_count = nullptr;
-  nvml::DeviceGetHandleByIndexFn* get_handle = nullptr;
-  // Optional: a missing one leaves its fields unknown.
-  nvml::DeviceGetNameFn* get_name = nullptr;
-  nvml::DeviceGetUuidFn* get_uuid = nullptr;
-  nvml::DeviceGetMemoryInfoFn* get_memory = nullptr;
-  nvml::DeviceGetPciInfoFn* get_pci = nullptr;
-  nvml::DeviceGetCpuAffinityFn* get_cpu_affinity = nullptr;
-  nvml::DeviceGetNumaNodeIdFn* get_numa = nullptr;
-  nvml::DeviceGetTopologyCommonAncestorFn* get_ancestor = nullptr;
-  nvml::DeviceGetNvLinkStateFn* get_nvlink_state = nullptr;
-  nvml::DeviceGetNvLinkRemotePciInfoFn* get_nvlink_remote_pci = nullptr;
-  nvml::DeviceGetNvLinkRemoteDeviceTypeFn* get_nvlink_remote_type = nullptr;
-
-  std::string ErrorText(nvml::Return rc) const {
-    const char* s = error_string ? error_string(rc) : nullptr;
-    return std::string(s ? s : "unknown error") + " (NVML error " + std::to_string(rc) +
-           ")";
-  }
-};
+using Api = NvmlApi;
 
 // Failures of one query, gathered over all GPUs into one finding.
 class QueryFailures {
@@ -175,48 +127,26 @@ std::string CpuAffinity(const Api& api, nvml::Device dev, QueryFailures& failure
   return cpus.empty() ? "" : FormatCpuList(cpus);
 }
 
-Status LoadSymbols(const Library& lib, const std::string& path, Api& api,
-                   std::vector<std::string>& missing_optional) {
-  struct Required {
-    const char* name;
-    bool found;
+// The optional symbols whose absence the probe reports
+// (nvmlDeviceGetNvLinkRemoteDeviceType only confirms what the bus id already says, and
+// older drivers lack it: not reported).
+std::vector<std::string> MissingOptional(const Api& api) {
+  const std::pair<const char*, bool> optional[] = {
+      {"nvmlDeviceGetName", api.get_name != nullptr},
+      {"nvmlDeviceGetUUID", api.get_uuid != nullptr},
+      {"nvmlDeviceGetMemoryInfo", api.get_memory != nullptr},
+      {"nvmlDeviceGetPciInfo_v3", api.get_pci != nullptr},
+      {"nvmlDeviceGetCpuAffinity", api.get_cpu_affinity != nullptr},
+      {"nvmlDeviceGetNumaNodeId", api.get_numa != nullptr},
+      {"nvmlDeviceGetTopologyCommonAncestor", api.get_ancestor != nullptr},
+      {"nvmlDeviceGetNvLinkState", api.get_nvlink_state != nullptr},
+      {"nvmlDeviceGetNvLinkRemotePciInfo_v2", api.get_nvlink_remote_pci != nullptr},
   };
-  api.init = lib.Symbol<nvml::InitFn>("nvmlInit_v2");
-  api.shutdown = lib.Symbol<nvml::ShutdownFn>("nvmlShutdown");
-  api.error_string = lib.Symbol<nvml::ErrorStringFn>("nvmlErrorString");
-  api.get_count = lib.Symbol<nvml::DeviceGetCountFn>("nvmlDeviceGetCount_v2");
-  api.get_handle =
-      lib.Symbol<nvml::DeviceGetHandleByIndexFn>("nvmlDeviceGetHandleByIndex_v2");
-  const Required required[] = {
-      {"nvmlInit_v2", api.init != nullptr},
-      {"nvmlShutdown", api.shutdown != nullptr},
-      {"nvmlDeviceGetCount_v2", api.get_count != nullptr},
-      {"nvmlDeviceGetHandleByIndex_v2", api.get_handle != nullptr},
-  };
-  for (const Required& r : required) {
-    if (!r.found) {
-      return Unavailable(path + " has no " + std::string(r.name) +
-                         "; the NVIDIA driver is too old or this is not NVML");
-    }
+  std::vector<std::string> missing;
+  for (const auto& [name, found] : optional) {
+    if (!found) missing.push_back(name);
   }
-  auto optional = [&](auto*& slot, const char* name) {
-    using Fn = std::remove_pointer_t<std::remove_reference_t<decltype(slot)>>;
-    slot = lib.Symbol<Fn>(name);
-    if (!slot) missing_optional.push_back(name);
-  };
-  optional(api.get_name, "nvmlDeviceGetName");
-  optional(api.get_uuid, "nvmlDeviceGetUUID");
-  optional(api.get_memory, "nvmlDeviceGetMemoryInfo");
-  optional(api.get_pci, "nvmlDeviceGetPciInfo_v3");
-  optional(api.get_cpu_affinity, "nvmlDeviceGetCpuAffinity");
-  optional(api.get_numa, "nvmlDeviceGetNumaNodeId");
-  optional(api.get_ancestor, "nvmlDeviceGetTopologyCommonAncestor");
-  optional(api.get_nvlink_state, "nvmlDeviceGetNvLinkState");
-  optional(api.get_nvlink_remote_pci, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
-  // Only used to confirm what the bus id already says; older drivers lack it.
-  api.get_nvlink_remote_type = lib.Symbol<nvml::DeviceGetNvLinkRemoteDeviceTypeFn>(
-      "nvmlDeviceGetNvLinkRemoteDeviceType");
-  return Status::Ok();
+  return missing;
 }
 
 // Name, UUID, memory, bus id, CPU affinity and NUMA node of GPU i.
@@ -342,28 +272,15 @@ void ReadNvLinks(const Api& api, const std::vector<nvml::Device>& devs,
 }  // namespace
 
 std::string NvmlLibraryPath(const NvmlProbeOptions& opts) {
-  if (!opts.library.empty()) return opts.library;
-  const char* env = std::getenv("HACHI_NVML_LIBRARY");
-  if (env && *env) return env;
-  return kNvmlLibrary;
+  return ResolveNvmlLibrary(opts.library);
 }
 
 Result<Topology> ProbeNvml(const NvmlProbeOptions& opts) {
   const std::string path = NvmlLibraryPath(opts);
-  dlerror();
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    const char* why = dlerror();
-    return Unavailable("cannot load NVML (" + path +
-                       "): " + (why ? why : "unknown error") +
-                       "; is the NVIDIA driver installed? HACHI_NVML_LIBRARY may name "
-                       "the library's path");
-  }
-  // Declared before the shutdown guard below, so the library outlives nvmlShutdown.
-  Library lib(handle);
-  Api api;
-  std::vector<std::string> missing;
-  HACHI_RETURN_IF_ERROR(LoadSymbols(lib, path, api, missing));
+  Result<const Api*> loaded = LoadNvml(path);
+  if (!loaded.ok()) return loaded.status();
+  const Api& api = **loaded;
+  const std::vector<std::string> missing = MissingOptional(api);
 
   nvml::Return rc = api.init();
   if (rc != nvml::kSuccess) {

@@ -2,23 +2,23 @@
 // with dlopen so that Hachi builds and runs on machines without the NVIDIA driver.
 // What is read and how links are counted: docs/nvml.md.
 //
-// ProbeNvml is safe to call from one thread at a time per process (NVML's init/shutdown
-// are reference counted by the library, but the probe is not meant to race itself).
+// The library is loaded once per process (nvml_library.h); ProbeNvml initialises NVML
+// for the probe and shuts it down after. Safe to call from one thread at a time per
+// process (NVML's init/shutdown are reference counted by the library, but the probe is
+// not meant to race itself).
 #pragma once
 
 #include <string>
 
 #include "core/status.h"
+#include "topo/nvml_library.h"
 #include "topo/topology.h"
 
 namespace hachi::topo {
 
-// The library tried when neither the option nor the environment names one.
-inline constexpr const char* kNvmlLibrary = "libnvidia-ml.so.1";
-
 struct NvmlProbeOptions {
   // A file name (searched by the dynamic loader) or a path. Empty: the environment
-  // variable HACHI_NVML_LIBRARY, else kNvmlLibrary.
+  // variable HACHI_NVML_LIBRARY, else kNvmlLibrary (ResolveNvmlLibrary).
   std::string library;
   // Where /sys lives, for the PCI devices' numa_node files (tests point it elsewhere).
   std::string sysfs_root = "/sys";

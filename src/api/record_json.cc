@@ -1,4 +1,4 @@
-#include "state/record_json.h"
+#include "api/record_json.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -8,10 +8,26 @@
 #include <utility>
 #include <vector>
 
+#include "api/record_json_nlohmann.h"
 #include "core/strings.h"
-#include "state/record_json_nlohmann.h"
 
-namespace hachi::state {
+namespace hachi::api {
+
+// The records (state/records.h) this codec writes and reads.
+using state::JobId;
+using state::JobRecord;
+using state::JobSpec;
+using state::JobState;
+using state::JobStateName;
+using state::NodeAllocation;
+using state::NodeRecord;
+using state::NodeState;
+using state::NodeStateName;
+using state::NodeStatus;
+using state::ParseJobState;
+using state::ParseNodeState;
+using state::StrayGpuProcess;
+
 namespace {
 
 using nlohmann::json;
@@ -578,4 +594,4 @@ Result<NodeStatus> NodeStatusFromJson(std::string_view text) {
   return Decode<NodeStatus>(text, "node");
 }
 
-}  // namespace hachi::state
+}  // namespace hachi::api

@@ -1,0 +1,579 @@
+#include "state/row_codec.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <iterator>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/strings.h"
+
+namespace hachi::state {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kVersionKey = "_v";
+constexpr const char* kMinReaderKey = "_min_reader";
+
+// ---- reading ----
+
+std::string Describe(const json& j) {
+  if (j.is_number_float()) return "number " + j.dump();
+  return j.type_name();
+}
+
+std::string TypeProblem(std::string_view expected, const json& got) {
+  return "expected " + std::string(expected) + ", got " + Describe(got);
+}
+
+template <typename T>
+std::string ReadIntValue(const json& v, T* out) {
+  constexpr auto kMin = std::numeric_limits<T>::min();
+  constexpr auto kMax = std::numeric_limits<T>::max();
+  if (!v.is_number_integer()) return TypeProblem("an integer", v);
+  bool fits;
+  if (v.is_number_unsigned()) {
+    fits = v.get<uint64_t>() <= static_cast<uint64_t>(kMax);
+  } else {
+    const int64_t x = v.get<int64_t>();
+    if constexpr (std::is_signed_v<T>) {
+      fits = x >= static_cast<int64_t>(kMin) && x <= static_cast<int64_t>(kMax);
+    } else {
+      fits = x >= 0 && static_cast<uint64_t>(x) <= static_cast<uint64_t>(kMax);
+    }
+  }
+  if (!fits) {
+    return v.dump() + " is out of range (" + std::to_string(kMin) + ".." +
+           std::to_string(kMax) + ")";
+  }
+  *out = v.get<T>();
+  return "";
+}
+
+// Reads the fields of one JSON object into a struct. Unlike the API's reader, a field
+// it is not asked for is no error: Finish() moves it into `unknown` (when given), so that
+// a rewrite keeps it. The first error sticks; later reads are skipped. Paths are built
+// only on error.
+class RowReader {
+ public:
+  RowReader(const json& j, std::string path, json* unknown)
+      : j_(j), path_(std::move(path)), unknown_(unknown) {
+    if (!j.is_object()) status_ = Internal(path_ + ": " + TypeProblem("an object", j));
+  }
+
+  template <typename T>
+  void Int(const char* key, T* out) {
+    if (const json* v = Field(key)) Fail(key, ReadIntValue(*v, out));
+  }
+  void Bool(const char* key, bool* out) {
+    const json* v = Field(key);
+    if (v == nullptr) return;
+    if (!v->is_boolean()) {
+      Fail(key, TypeProblem("a boolean", *v));
+      return;
+    }
+    *out = v->get<bool>();
+  }
+  void String(const char* key, std::string* out) {
+    const json* v = Field(key);
+    if (v == nullptr) return;
+    if (!v->is_string()) {
+      Fail(key, TypeProblem("a string", *v));
+      return;
+    }
+    *out = v->get<std::string>();
+  }
+  void Gpus(const char* key, GpuSet* out) {
+    const json* v = Field(key);
+    if (v == nullptr) return;
+    if (!v->is_string()) {
+      Fail(key, TypeProblem("a string", *v));
+      return;
+    }
+    Result<GpuSet> set = GpuSet::Parse(v->get_ref<const std::string&>());
+    if (!set.ok()) {
+      Fail(key, set.status().message());
+      return;
+    }
+    *out = *set;
+  }
+  // Any other value: read(value, path) -> Status.
+  template <typename F>
+  void Custom(const char* key, F&& read) {
+    if (const json* v = Field(key)) status_ = read(*v, Path(key));
+  }
+  // A nested object with unknown fields of its own: read(value, path, unknown).
+  template <typename F>
+  void Object(const char* key, F&& read) {
+    const json* v = Field(key);
+    if (v == nullptr) return;
+    json nested;
+    status_ = read(*v, Path(key), unknown_ ? &nested : nullptr);
+    if (status_.ok() && !nested.is_null()) (*unknown_)[key] = std::move(nested);
+  }
+  // A JSON array, each element read by read(element, path, T*).
+  template <typename T, typename F>
+  void List(const char* key, std::vector<T>* out, F&& read) {
+    const json* v = Field(key);
+    if (v == nullptr) return;
+    const std::string path = Path(key);
+    if (!v->is_array()) {
+      status_ = Internal(path + ": " + TypeProblem("an array", *v));
+      return;
+    }
+    std::vector<T> items(v->size());
+    for (size_t i = 0; i < v->size() && status_.ok(); ++i) {
+      status_ = read((*v)[i], path + "[" + std::to_string(i) + "]", &items[i]);
+    }
+    if (status_.ok()) *out = std::move(items);
+  }
+  // A field read elsewhere (the version keys): not unknown.
+  void Skip(const char* key) {
+    if (status_.ok() && j_.contains(key)) seen_.push_back(key);
+  }
+
+  Status Finish() {
+    if (!status_.ok()) return status_;
+    if (unknown_ == nullptr || seen_.size() == j_.size()) return Status::Ok();
+    for (const auto& [key, value] : j_.items()) {
+      if (std::find(seen_.begin(), seen_.end(), key) == seen_.end()) {
+        (*unknown_)[key] = value;
+      }
+    }
+    return Status::Ok();
+  }
+
+ private:
+  std::string Path(std::string_view key) const { return path_ + "." + std::string(key); }
+  void Fail(const char* key, const std::string& problem) {
+    if (!problem.empty()) status_ = Internal(Path(key) + ": " + problem);
+  }
+  const json* Field(const char* key) {
+    if (!status_.ok()) return nullptr;
+    auto it = j_.find(key);
+    if (it == j_.end()) return nullptr;
+    seen_.push_back(key);  // only fields present: Finish compares counts first
+    return &*it;
+  }
+
+  const json& j_;
+  std::string path_;
+  json* unknown_;                       // null: unknown fields are dropped
+  std::vector<std::string_view> seen_;  // field names read (string literals)
+  Status status_;
+};
+
+Status ReadStringItem(const json& v, const std::string& path, std::string* out) {
+  if (!v.is_string()) return Internal(path + ": " + TypeProblem("a string", v));
+  *out = v.get<std::string>();
+  return Status::Ok();
+}
+
+template <typename T>
+Status ReadIntItem(const json& v, const std::string& path, T* out) {
+  std::string problem = ReadIntValue(v, out);
+  return problem.empty() ? Status::Ok() : Internal(path + ": " + problem);
+}
+
+Status ReadEnvItem(const json& v, const std::string& path,
+                   std::pair<std::string, std::string>* out) {
+  std::string text;
+  HACHI_RETURN_IF_ERROR(ReadStringItem(v, path, &text));
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos) {
+    return Internal(path + ": expected NAME=value, got \"" + text + "\"");
+  }
+  *out = {text.substr(0, eq), text.substr(eq + 1)};
+  return Status::Ok();
+}
+
+Status ReadDependency(const json& v, const std::string& path, sched::Dependency* out) {
+  RowReader r(v, path, nullptr);
+  r.Custom("kind", [&](const json& k, const std::string& p) -> Status {
+    std::string name;
+    HACHI_RETURN_IF_ERROR(ReadStringItem(k, p, &name));
+    if (name == "afterok") {
+      out->kind = sched::DependencyKind::kAfterOk;
+    } else if (name == "afterany") {
+      out->kind = sched::DependencyKind::kAfterAny;
+    } else {
+      return Internal(p + ": unknown dependency kind \"" + name + "\"");
+    }
+    return Status::Ok();
+  });
+  r.Int("job", &out->job);
+  return r.Finish();
+}
+
+Status ReadAllocation(const json& v, const std::string& path, NodeAllocation* a) {
+  RowReader r(v, path, nullptr);
+  r.String("node", &a->node);
+  r.Gpus("gpus", &a->gpus);
+  r.Int("cpus", &a->cpus);
+  r.Int("memory_mib", &a->memory_mib);
+  r.Int("share_milli", &a->share_milli);
+  r.Int("gpu_memory_mib", &a->gpu_memory_mib);
+  return r.Finish();
+}
+
+Status ReadRequest(const json& v, const std::string& path, json* unknown,
+                   sched::JobRequest* req) {
+  RowReader r(v, path, unknown);
+  r.Int("gpus", &req->gpus);
+  r.Int("nodes", &req->nodes);
+  r.Int("gpus_per_node", &req->gpus_per_node);
+  r.Int("cpus_per_gpu", &req->cpus_per_gpu);
+  r.Int("cpus", &req->cpus);
+  r.Int("memory_mib_per_gpu", &req->memory_mib_per_gpu);
+  r.Int("memory_mib", &req->memory_mib);
+  r.String("gpu_model", &req->gpu_model);
+  r.Int("min_gpu_memory_mib", &req->min_gpu_memory_mib);
+  r.String("partition", &req->partition);
+  r.String("qos", &req->qos);
+  r.String("user", &req->user);
+  r.String("account", &req->account);
+  r.Int("time_limit", &req->time_limit);
+  r.Bool("exclusive", &req->exclusive);
+  r.List("dependencies", &req->dependencies, ReadDependency);
+  r.Int("gpu_share_milli", &req->gpu_share_milli);
+  r.Int("gpu_memory_mib", &req->gpu_memory_mib);
+  return r.Finish();
+}
+
+Status ReadSpec(const json& v, const std::string& path, json* unknown, JobSpec* spec) {
+  RowReader r(v, path, unknown);
+  r.String("name", &spec->name);
+  r.List("argv", &spec->argv, ReadStringItem);
+  r.String("script", &spec->script);
+  r.String("workdir", &spec->workdir);
+  r.List("env", &spec->env, ReadEnvItem);
+  r.String("stdout_path", &spec->stdout_path);
+  r.String("stderr_path", &spec->stderr_path);
+  r.Int("uid", &spec->uid);
+  r.Int("gid", &spec->gid);
+  r.String("container_image", &spec->container_image);
+  r.Int("shm_mib", &spec->shm_mib);
+  r.Bool("requeue", &spec->requeue);
+  r.Int("array_job_id", &spec->array_job_id);
+  r.Int("array_task_id", &spec->array_task_id);
+  r.Int("array_max_running", &spec->array_max_running);
+  r.String("comment", &spec->comment);
+  return r.Finish();
+}
+
+Status ReadJob(const json& j, json* unknown, JobRecord* job) {
+  RowReader r(j, "job", unknown);
+  r.Skip(kVersionKey);
+  r.Skip(kMinReaderKey);
+  r.Int("id", &job->id);
+  r.Object("req", [&](const json& v, const std::string& p, json* u) {
+    return ReadRequest(v, p, u, &job->req);
+  });
+  r.Object("spec", [&](const json& v, const std::string& p, json* u) {
+    return ReadSpec(v, p, u, &job->spec);
+  });
+  r.Custom("state", [&](const json& v, const std::string& p) -> Status {
+    std::string name;
+    HACHI_RETURN_IF_ERROR(ReadStringItem(v, p, &name));
+    if (!ParseJobState(name, &job->state)) {
+      return Internal(p + ": unknown job state \"" + name + "\"");
+    }
+    return Status::Ok();
+  });
+  r.Bool("held", &job->held);
+  r.Int("submit_time", &job->submit_time);
+  r.Int("start_time", &job->start_time);
+  r.Int("end_time", &job->end_time);
+  r.List("allocations", &job->allocations, ReadAllocation);
+  r.Int("exit_code", &job->exit_code);
+  r.Int("signal", &job->signal);
+  r.String("reason", &job->reason);
+  r.Int("requeues", &job->requeues);
+  return r.Finish();
+}
+
+Status ReadNode(const json& j, json* unknown, NodeRecord* n) {
+  RowReader r(j, "node", unknown);
+  r.Skip(kVersionKey);
+  r.Skip(kMinReaderKey);
+  r.String("name", &n->name);
+  r.String("address", &n->address);
+  r.String("topology_json", &n->topology_json);
+  r.Int("cpus", &n->cpus);
+  r.Int("memory_mib", &n->memory_mib);
+  r.String("block", &n->block);
+  r.Custom("state", [&](const json& v, const std::string& p) -> Status {
+    std::string name;
+    HACHI_RETURN_IF_ERROR(ReadStringItem(v, p, &name));
+    if (!ParseNodeState(name, &n->state)) {
+      return Internal(p + ": unknown node state \"" + name + "\"");
+    }
+    return Status::Ok();
+  });
+  r.String("state_reason", &n->state_reason);
+  r.Int("state_since", &n->state_since);
+  r.Gpus("unhealthy", &n->unhealthy);
+  r.Custom("unhealthy_reasons", [&](const json& v, const std::string& p) -> Status {
+    if (!v.is_object()) return Internal(p + ": " + TypeProblem("an object", v));
+    n->unhealthy_reasons.clear();
+    for (const auto& [key, why] : v.items()) {
+      std::optional<long long> gpu = ParseInt(key);
+      if (!gpu || *gpu < 0 || *gpu >= GpuSet::kMaxGpus) {
+        return Internal(p + ": '" + key + "' is not a GPU index");
+      }
+      if (!why.is_string()) return Internal(p + "." + key + ": expected a string");
+      n->unhealthy_reasons[static_cast<int>(*gpu)] = why.get<std::string>();
+    }
+    return Status::Ok();
+  });
+  r.String("agent_instance", &n->agent_instance);
+  r.String("cgroup", &n->cgroup);
+  return r.Finish();
+}
+
+Status ReadToken(const json& j, json* unknown, TokenRecord* t) {
+  RowReader r(j, "token", unknown);
+  r.Skip(kVersionKey);
+  r.Skip(kMinReaderKey);
+  r.String("id", &t->id);
+  r.String("sha256", &t->sha256);
+  r.String("user", &t->user);
+  r.Int("uid", &t->uid);
+  r.Int("gid", &t->gid);
+  r.Bool("admin", &t->admin);
+  r.Int("created", &t->created);
+  r.String("created_by", &t->created_by);
+  return r.Finish();
+}
+
+// ---- versions and upgrade steps ----
+
+// One step upgrades a row in place from version N to N + 1 (steps[N - 1]). A step must
+// accept a row that already holds what it adds: an older binary may have carried a
+// newer row's fields over (Row::unknown) while writing its own version.
+using Step = Status (*)(json* row);
+
+// 1 -> 2: rows gain "_v" and "_min_reader" (written by the encoder); the fields are
+// those of version 1, which was the API's JSON of the time (docs/api.md at that
+// version): nothing to rename. A version 1 node row may lack "cgroup" (older still);
+// the default "" is right for it.
+Status StepV1ToV2(json* /*row*/) { return Status::Ok(); }
+
+constexpr Step kJobSteps[] = {StepV1ToV2};
+constexpr Step kNodeSteps[] = {StepV1ToV2};
+constexpr Step kTokenSteps[] = {StepV1ToV2};
+static_assert(std::size(kJobSteps) == kJobRowFormat.version - 1);
+static_assert(std::size(kNodeSteps) == kNodeRowFormat.version - 1);
+static_assert(std::size(kTokenSteps) == kTokenRowFormat.version - 1);
+
+// Reads the row's version and refuses one this binary must not read; then runs the
+// steps from the row's version to `format`'s.
+template <size_t N>
+Result<int> Upgrade(json* row, std::string_view what, RowFormat format,
+                    const Step (&steps)[N]) {
+  int version = 1, min_reader = 1;
+  if (auto v = row->find(kVersionKey); v != row->end()) {
+    if (!ReadIntValue(*v, &version).empty() || version < 1) {
+      return Internal(std::string(what) + "." + kVersionKey +
+                      ": expected a version, got " + v->dump());
+    }
+    min_reader = version;
+    if (auto m = row->find(kMinReaderKey); m != row->end()) {
+      if (!ReadIntValue(*m, &min_reader).empty() || min_reader < 1 ||
+          min_reader > version) {
+        return Internal(std::string(what) + "." + kMinReaderKey +
+                        ": expected a version up to " + std::to_string(version) +
+                        ", got " + m->dump());
+      }
+    }
+  }
+  if (min_reader > format.version) {
+    return InvalidArgument(
+        "row format version " + std::to_string(version) + " needs a reader of version " +
+        std::to_string(min_reader) + " or later; this hachi reads " + std::string(what) +
+        " rows up to version " + std::to_string(format.version) + " (run a newer hachi)");
+  }
+  for (int v = version; v < format.version; ++v) {
+    HACHI_RETURN_IF_ERROR(steps[v - 1](row));
+  }
+  return version;
+}
+
+template <typename Record, size_t N>
+Result<Row<Record>> Decode(std::string_view text, std::string_view what, RowFormat format,
+                           const Step (&steps)[N],
+                           Status (*read)(const json&, json*, Record*)) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Internal(std::string(what) + ": invalid JSON");
+  if (!j.is_object()) {
+    return Internal(std::string(what) + ": " + TypeProblem("an object", j));
+  }
+  Result<int> version = Upgrade(&j, what, format, steps);
+  if (!version.ok()) return version.status();
+  Row<Record> row;
+  row.version = *version;
+  json unknown;
+  HACHI_RETURN_IF_ERROR(read(j, &unknown, &row.record));
+  if (!unknown.is_null()) row.unknown = unknown.dump();
+  return row;
+}
+
+// ---- writing ----
+
+void PutVersion(RowFormat format, json* j) {
+  (*j)[kVersionKey] = format.version;
+  (*j)[kMinReaderKey] = format.min_reader;
+}
+
+// Adds the fields of `unknown` that `out` lacks, descending into objects both have.
+void MergeUnknown(const json& unknown, json* out) {
+  for (const auto& [key, value] : unknown.items()) {
+    auto it = out->find(key);
+    if (it == out->end()) {
+      (*out)[key] = value;
+    } else if (it->is_object() && value.is_object()) {
+      MergeUnknown(value, &*it);
+    }
+  }
+}
+
+std::string Dump(json* j, std::string_view unknown) {
+  if (!unknown.empty()) {
+    json u = json::parse(unknown, nullptr, /*allow_exceptions=*/false);
+    if (u.is_object()) MergeUnknown(u, j);
+  }
+  return j->dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+json RequestJson(const sched::JobRequest& req) {
+  json deps = json::array();
+  for (const sched::Dependency& d : req.dependencies) {
+    deps.push_back(
+        {{"kind", d.kind == sched::DependencyKind::kAfterAny ? "afterany" : "afterok"},
+         {"job", d.job}});
+  }
+  return {
+      {"gpus", req.gpus},
+      {"nodes", req.nodes},
+      {"gpus_per_node", req.gpus_per_node},
+      {"cpus_per_gpu", req.cpus_per_gpu},
+      {"cpus", req.cpus},
+      {"memory_mib_per_gpu", req.memory_mib_per_gpu},
+      {"memory_mib", req.memory_mib},
+      {"gpu_model", req.gpu_model},
+      {"min_gpu_memory_mib", req.min_gpu_memory_mib},
+      {"partition", req.partition},
+      {"qos", req.qos},
+      {"user", req.user},
+      {"account", req.account},
+      {"time_limit", req.time_limit},
+      {"exclusive", req.exclusive},
+      {"dependencies", std::move(deps)},
+      {"gpu_share_milli", req.gpu_share_milli},
+      {"gpu_memory_mib", req.gpu_memory_mib},
+  };
+}
+
+json SpecJson(const JobSpec& spec) {
+  json env = json::array();
+  for (const auto& [name, value] : spec.env) env.push_back(name + "=" + value);
+  return {
+      {"name", spec.name},
+      {"argv", spec.argv},
+      {"script", spec.script},
+      {"workdir", spec.workdir},
+      {"env", std::move(env)},
+      {"stdout_path", spec.stdout_path},
+      {"stderr_path", spec.stderr_path},
+      {"uid", spec.uid},
+      {"gid", spec.gid},
+      {"container_image", spec.container_image},
+      {"shm_mib", spec.shm_mib},
+      {"requeue", spec.requeue},
+      {"array_job_id", spec.array_job_id},
+      {"array_task_id", spec.array_task_id},
+      {"array_max_running", spec.array_max_running},
+      {"comment", spec.comment},
+  };
+}
+
+}  // namespace
+
+std::string EncodeJobRow(const JobRecord& job, std::string_view unknown) {
+  json allocs = json::array();
+  for (const NodeAllocation& a : job.allocations) {
+    allocs.push_back({
+        {"node", a.node},
+        {"gpus", a.gpus.ToString()},
+        {"cpus", a.cpus},
+        {"memory_mib", a.memory_mib},
+        {"share_milli", a.share_milli},
+        {"gpu_memory_mib", a.gpu_memory_mib},
+    });
+  }
+  json j = {
+      {"id", job.id},
+      {"req", RequestJson(job.req)},
+      {"spec", SpecJson(job.spec)},
+      {"state", JobStateName(job.state)},
+      {"held", job.held},
+      {"submit_time", job.submit_time},
+      {"start_time", job.start_time},
+      {"end_time", job.end_time},
+      {"allocations", std::move(allocs)},
+      {"exit_code", job.exit_code},
+      {"signal", job.signal},
+      {"reason", job.reason},
+      {"requeues", job.requeues},
+  };
+  PutVersion(kJobRowFormat, &j);
+  return Dump(&j, unknown);
+}
+
+std::string EncodeNodeRow(const NodeRecord& n, std::string_view unknown) {
+  json reasons = json::object();
+  for (const auto& [gpu, why] : n.unhealthy_reasons) reasons[std::to_string(gpu)] = why;
+  json j = {
+      {"name", n.name},
+      {"address", n.address},
+      {"topology_json", n.topology_json},
+      {"cpus", n.cpus},
+      {"memory_mib", n.memory_mib},
+      {"block", n.block},
+      {"state", NodeStateName(n.state)},
+      {"state_reason", n.state_reason},
+      {"state_since", n.state_since},
+      {"unhealthy", n.unhealthy.ToString()},
+      {"unhealthy_reasons", std::move(reasons)},
+      {"agent_instance", n.agent_instance},
+      {"cgroup", n.cgroup},
+  };
+  PutVersion(kNodeRowFormat, &j);
+  return Dump(&j, unknown);
+}
+
+std::string EncodeTokenRow(const TokenRecord& t, std::string_view unknown) {
+  json j = {{"id", t.id},           {"sha256", t.sha256},
+            {"user", t.user},       {"uid", t.uid},
+            {"gid", t.gid},         {"admin", t.admin},
+            {"created", t.created}, {"created_by", t.created_by}};
+  PutVersion(kTokenRowFormat, &j);
+  return Dump(&j, unknown);
+}
+
+Result<Row<JobRecord>> DecodeJobRow(std::string_view text) {
+  return Decode<JobRecord>(text, "job", kJobRowFormat, kJobSteps, ReadJob);
+}
+Result<Row<NodeRecord>> DecodeNodeRow(std::string_view text) {
+  return Decode<NodeRecord>(text, "node", kNodeRowFormat, kNodeSteps, ReadNode);
+}
+Result<Row<TokenRecord>> DecodeTokenRow(std::string_view text) {
+  return Decode<TokenRecord>(text, "token", kTokenRowFormat, kTokenSteps, ReadToken);
+}
+
+}  // namespace hachi::state

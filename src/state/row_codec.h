@@ -1,0 +1,68 @@
+// How the SQLite store keeps a record in a row (sqlite_store.h): JSON text of the store's
+// own, versioned apart from the API's wire format (api/record_json.h). The two start out
+// with the same field names, but renaming an API field no longer touches the database,
+// and a database is no longer refused by an older binary for fields it does not know.
+// The rules (docs/storage.md):
+//
+//  - Every row holds "_v", the row format version it was written in, and "_min_reader",
+//    the oldest reader version that can read it. A row without "_v" is version 1 (what
+//    Hachi wrote before rows were versioned: the API's JSON of that time).
+//  - A row whose "_min_reader" is above this binary's version is refused, naming the
+//    versions (the store adds the table and the row's key).
+//  - A row of a newer version this binary may read (a newer binary only added fields)
+//    loads: fields this binary does not know are tolerated and returned in
+//    Row::unknown, so that a rewrite of the row (EncodeJobRow(job, row.unknown)) carries
+//    them over. Unknown fields inside array elements (allocations, dependencies) are
+//    tolerated but not carried over.
+//  - A row of an older version is upgraded on read, one explicit step per version
+//    (row_codec.cc, kJobSteps and friends), then read as the current version.
+//  - A known field with a wrong type or an unknown enum name is an error naming the
+//    field ("job.req.gpus: expected an integer, got string"); a missing field keeps the
+//    struct's default, so a field may be added without a step.
+//
+// This header is light on purpose (no nlohmann). Pure functions; thread-safe.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+#include "state/records.h"
+
+namespace hachi::state {
+
+// The row formats this binary writes and reads, per table. Bump `version` for any
+// change; raise `min_reader` to `version` only when an older binary must not read the
+// new rows (a field changes meaning, type or name; an enum gains a value).
+struct RowFormat {
+  int version;
+  int min_reader;
+};
+inline constexpr RowFormat kJobRowFormat{2, 2};    // jobs.record
+inline constexpr RowFormat kNodeRowFormat{2, 2};   // nodes.record
+inline constexpr RowFormat kTokenRowFormat{2, 2};  // tokens.record
+
+// A decoded row.
+template <typename Record>
+struct Row {
+  Record record;
+  int version = 0;  // as stored (1: a row from before versioning)
+  // The fields this binary does not know, as a JSON object of the same shape as the row
+  // (nested objects by name); "" when there are none (the usual case).
+  std::string unknown;
+};
+
+// Compact JSON (one line), every field written. Strings that are not valid UTF-8 have
+// the bad bytes replaced by U+FFFD. `unknown` (a Row's) is merged in.
+std::string EncodeJobRow(const JobRecord& job, std::string_view unknown = "");
+std::string EncodeNodeRow(const NodeRecord& node, std::string_view unknown = "");
+std::string EncodeTokenRow(const TokenRecord& token, std::string_view unknown = "");
+
+// kInvalidArgument for a row this binary must not read (its "_min_reader" is newer);
+// kInternal for a row that is not what any version writes (bad JSON, wrong types).
+// Error paths start at "job" / "node" / "token".
+Result<Row<JobRecord>> DecodeJobRow(std::string_view text);
+Result<Row<NodeRecord>> DecodeNodeRow(std::string_view text);
+Result<Row<TokenRecord>> DecodeTokenRow(std::string_view text);
+
+}  // namespace hachi::state
