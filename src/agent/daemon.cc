@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <ctime>
 #include <random>
 
 #include "api/http_client.h"
@@ -55,11 +54,16 @@ class HttpClientHolder {
 
 namespace {
 constexpr size_t kFinishedKept = 20000;
+
+AgentOptions WithClock(AgentOptions o) {
+  if (o.clock == nullptr) o.clock = RealClock();
+  return o;
 }
+}  // namespace
 
 AgentDaemon::AgentDaemon(AgentOptions options, LauncherFactory make_launcher)
-    : options_(std::move(options)),
-      started_(static_cast<Time>(std::time(nullptr))),
+    : options_(WithClock(std::move(options))),
+      started_(options_.clock->Now()),
       poll_http_(
           std::make_unique<HttpClientHolder>(options_.server, options_.cluster_secret)) {
   std::random_device rd;
@@ -268,7 +272,7 @@ void AgentDaemon::LaunchNow(const api::LaunchSpec& l) {
     e.start_time = l.start_time;
     e.kind = api::ExitKind::kLaunchFailed;
     e.message = s.message();
-    e.end_time = static_cast<Time>(std::time(nullptr));
+    e.end_time = options_.clock->Now();
     OnExit(e);
   }
 }
@@ -294,7 +298,7 @@ bool SameProcesses(const std::vector<api::GpuProcessReport>& a,
 
 void AgentDaemon::ReportProcesses(std::vector<api::GpuProcessReport> processes) {
   std::lock_guard<std::mutex> lock(mu_);
-  const Time now = static_cast<Time>(std::time(nullptr));
+  const Time now = options_.clock->Now();
   const bool changed = !SameProcesses(processes, processes_);
   const bool refresh = !processes.empty() && now - processes_sent_at_ >= 60;
   processes_ = std::move(processes);
@@ -350,7 +354,7 @@ void AgentDaemon::ReportLoop() {
       std::unique_lock<std::mutex> lock(mu_);
       if (r.ok() || r.status().code() == StatusCode::kInvalidArgument) {
         if (send_processes) {
-          processes_sent_at_ = static_cast<Time>(std::time(nullptr));
+          processes_sent_at_ = options_.clock->Now();
           processes_due_ = !SameProcesses(processes, processes_);
         }
         if (!r.ok()) {

@@ -28,6 +28,7 @@
 
 #include "agent/launcher.h"
 #include "api/protocol.h"
+#include "core/clock.h"
 #include "core/status.h"
 
 namespace hachi::agent {
@@ -43,6 +44,9 @@ struct AgentOptions {
   int64_t memory_mib = 0;
   int poll_wait_ms = 10000;  // long poll; the server's agent timeout must be longer
   std::string cgroup;        // its job isolation for the node record: "v1", "v2", "none"
+  // What it reads the time from (its start, exit and GPU-process report times); tests
+  // give a FakeClock. Not owned; outlives the daemon.
+  const Clock* clock = RealClock();
 };
 
 using LauncherFactory = std::function<std::unique_ptr<Launcher>(ExitCallback)>;

@@ -196,6 +196,17 @@ class ScriptedServer {
                    for (size_t i = 0; i < r->size(); ++i) exits_.push_back((*r)[i]);
                    res.set_content("{\"ok\":true}", "application/json");
                  });
+    server_.Post(p + R"(/agents/([^/]+)/health)",
+                 [this](const httplib::Request& req, httplib::Response& res) {
+                   Result<api::AgentHealth> h = api::AgentHealthFromJson(req.body);
+                   if (!h.ok()) {
+                     res.status = 400;
+                     return;
+                   }
+                   std::lock_guard<std::mutex> lock(mu_);
+                   health_.push_back(*h);
+                   res.set_content("{\"ok\":true}", "application/json");
+                 });
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
     WaitFor([&] { return server_.is_running(); });
@@ -217,6 +228,10 @@ class ScriptedServer {
     std::lock_guard<std::mutex> lock(mu_);
     return registrations_;
   }
+  std::vector<api::AgentHealth> health() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return health_;
+  }
 
  private:
   httplib::Server server_;
@@ -226,6 +241,7 @@ class ScriptedServer {
   std::deque<api::AgentWork> work_;
   std::vector<api::JobExit> exits_;
   std::vector<api::AgentRegistration> registrations_;
+  std::vector<api::AgentHealth> health_;
 };
 
 api::LaunchSpec Launch(state::JobId id, Time start_time) {
@@ -265,6 +281,38 @@ TEST(DaemonScripted, RepeatedLaunchIsReportedAgainNotLaunched) {
   agent.daemon.Stop();
   EXPECT_EQ(server.registrations().size(), 1u);
   EXPECT_EQ(server.registrations()[0].node, "n1");
+}
+
+// The GPU processes are sent when the list changes, and at least every minute while it is
+// not empty (their memory figures): a minute on the daemon's clock.
+TEST(DaemonScripted, GpuProcessesAreSentAgainEveryMinute) {
+  ScriptedServer server;
+  FakeClock clock;
+  AgentOptions o = Options(server.url(), 1000);
+  o.clock = &clock;
+  Agent agent(o);
+  ASSERT_TRUE(agent.daemon.Start().ok());
+  ASSERT_TRUE(WaitFor([&] { return agent.daemon.registered(); }));
+  ASSERT_FALSE(server.registrations().empty());
+  EXPECT_EQ(server.registrations()[0].agent_started, clock.Now()) << "the daemon's clock";
+  const std::vector<api::GpuProcessReport> procs{{0, 4242, 100, "bob", "python", 0}};
+  agent.daemon.ReportProcesses(procs);
+  ASSERT_TRUE(WaitFor([&] { return server.health().size() == 1; }));
+  EXPECT_TRUE(server.health()[0].has_processes);
+  // One report thread: once this second report is in, the first one's answer was taken
+  // (the minute counts from then).
+  agent.daemon.ReportHealth(api::GpuHealthEvent{0, "xid", 13, "job", "Xid 13", 0});
+  ASSERT_TRUE(WaitFor([&] { return server.health().size() == 2; }));
+  EXPECT_FALSE(server.health()[1].has_processes);
+  clock.Advance(std::chrono::seconds(59));
+  agent.daemon.ReportProcesses(procs);  // the same list within the minute: not sent
+  EXPECT_FALSE(WaitFor([&] { return server.health().size() > 2; }, 200));
+  clock.Advance(std::chrono::seconds(1));
+  agent.daemon.ReportProcesses(procs);
+  ASSERT_TRUE(WaitFor([&] { return server.health().size() == 3; }));
+  EXPECT_TRUE(server.health()[2].has_processes);
+  ASSERT_EQ(server.health()[2].processes.size(), 1u);
+  EXPECT_EQ(server.health()[2].processes[0].pid, 4242u);
 }
 
 TEST(DaemonScripted, ReregistersWhenTold) {

@@ -1,17 +1,9 @@
 #include "agent/fake_launcher.h"
 
-#include <chrono>
-
 namespace hachi::agent {
-namespace {
-Time WallNow() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-}  // namespace
 
-FakeLauncher::FakeLauncher(ExitCallback on_exit) : on_exit_(std::move(on_exit)) {}
+FakeLauncher::FakeLauncher(ExitCallback on_exit, const Clock* clock)
+    : on_exit_(std::move(on_exit)), clock_(clock != nullptr ? clock : RealClock()) {}
 
 Status FakeLauncher::Launch(const api::LaunchSpec& spec) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -65,7 +57,7 @@ bool FakeLauncher::Finish(const api::JobExit& exit) {
     if (e.start_time == 0) e.start_time = it->second;  // as the real launcher: the run
     running_.erase(it);
   }
-  if (e.end_time == 0) e.end_time = WallNow();
+  if (e.end_time == 0) e.end_time = clock_->Now();
   on_exit_(e);
   return true;
 }

@@ -19,7 +19,8 @@ namespace hachi::agent {
 
 class FakeLauncher final : public Launcher {
  public:
-  explicit FakeLauncher(ExitCallback on_exit);
+  // Exit times are read from `clock` (not owned; outlives the launcher).
+  explicit FakeLauncher(ExitCallback on_exit, const Clock* clock = RealClock());
 
   // Records the launch; fails like ProcessLauncher for a job already running, or with
   // the status given to FailLaunches.
@@ -42,6 +43,7 @@ class FakeLauncher final : public Launcher {
 
  private:
   const ExitCallback on_exit_;
+  const Clock* const clock_;
   mutable std::mutex mu_;
   std::vector<api::LaunchSpec> launches_;  // guarded by mu_
   std::map<JobId, Time> running_;          // guarded by mu_: job -> its run's start time

@@ -1,7 +1,5 @@
 #include "agent/gpu_health.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -20,12 +18,12 @@
 
 #include "core/strings.h"
 #include "topo/nvml_api.h"
-#include "topo/nvml_probe.h"
+#include "topo/nvml_library.h"
 
 namespace hachi::agent {
 
 namespace nvml = topo::nvml;
-using Clock = std::chrono::steady_clock;
+using Steady = std::chrono::steady_clock;  // the poll schedule (a wait, in real time)
 
 namespace {
 
@@ -123,41 +121,9 @@ constexpr unsigned long long kEccEvents =
 // monitor only polls.
 constexpr int kMaxWaitErrors = 10;
 
-struct Api {
-  nvml::InitFn* init = nullptr;
-  nvml::ShutdownFn* shutdown = nullptr;
-  nvml::ErrorStringFn* error_string = nullptr;
-  nvml::DeviceGetCountFn* get_count = nullptr;
-  nvml::DeviceGetHandleByIndexFn* get_handle = nullptr;
-  // Optional: without the four event functions the monitor only polls.
-  nvml::EventSetCreateFn* set_create = nullptr;
-  nvml::DeviceRegisterEventsFn* register_events = nullptr;
-  nvml::EventSetWaitFn* set_wait = nullptr;
-  nvml::EventSetFreeFn* set_free = nullptr;
-  nvml::DeviceGetSupportedEventTypesFn* supported_events = nullptr;
-  nvml::DeviceGetTemperatureFn* get_temperature = nullptr;
-  nvml::DeviceGetRemappedRowsFn* get_remapped_rows = nullptr;
-  nvml::DeviceGetUuidFn* get_uuid = nullptr;
-  nvml::DeviceGetComputeRunningProcessesFn* get_processes = nullptr;
-
-  bool has_events() const {
-    return set_create && register_events && set_wait && set_free;
-  }
-
-  std::string ErrorText(nvml::Return rc) const {
-    const char* s = error_string ? error_string(rc) : nullptr;
-    return std::string(s ? s : "unknown error") + " (NVML error " + std::to_string(rc) +
-           ")";
-  }
-};
-
-template <typename Fn>
-void LoadSymbol(void* handle, const char* name, Fn*& slot) {
-  void* p = dlsym(handle, name);
-  // dlsym returns functions as void*; POSIX guarantees the round trip.
-  static_assert(sizeof(p) == sizeof(slot));
-  std::memcpy(&slot, &p, sizeof(slot));
-}
+// The process's NVML, loaded once (topo/nvml_library.h). Without the four event
+// functions (has_events) the monitor only polls.
+using Api = topo::NvmlApi;
 
 // "Xid, ECC" for an event mask.
 std::string EventTypesLabel(unsigned long long mask) {
@@ -190,12 +156,6 @@ struct GpuWatch {
   bool remap_pending = false;
   bool remap_failure = false;
 };
-
-Time WallNow() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 }  // namespace
 
@@ -257,8 +217,7 @@ struct GpuHealthMonitor::Impl {
   GpuHealthOptions options;
   GpuHealthCallback cb;
   std::string path;
-  void* handle = nullptr;
-  Api api;
+  Api api;                   // a copy of the loaded library's functions
   bool initialized = false;  // nvmlInit_v2 succeeded
 
   // Guarded by mu.
@@ -276,51 +235,18 @@ struct GpuHealthMonitor::Impl {
   nvml::EventSet set = nullptr;
   std::string events_off;  // why there is no event set
   int wait_errors = 0;
-  Clock::time_point next_poll;
-  std::map<std::tuple<int, std::string, int>, Clock::time_point> last_report;
+  Steady::time_point next_poll;
+  // When each (GPU, kind, Xid) was last reported: options.clock's monotonic us.
+  std::map<std::tuple<int, std::string, int>, int64_t> last_report;
 
   std::thread thread;
 };
 
 Status GpuHealthMonitor::Impl::Open() {
-  topo::NvmlProbeOptions probe_options;
-  probe_options.library = options.library;
-  path = topo::NvmlLibraryPath(probe_options);
-  dlerror();
-  handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    const char* why = dlerror();
-    return Unavailable("cannot load NVML (" + path +
-                       "): " + (why ? why : "unknown error") +
-                       "; GPU health checks need the NVIDIA driver; HACHI_NVML_LIBRARY "
-                       "may name the library's path");
-  }
-  LoadSymbol(handle, "nvmlInit_v2", api.init);
-  LoadSymbol(handle, "nvmlShutdown", api.shutdown);
-  LoadSymbol(handle, "nvmlErrorString", api.error_string);
-  LoadSymbol(handle, "nvmlDeviceGetCount_v2", api.get_count);
-  LoadSymbol(handle, "nvmlDeviceGetHandleByIndex_v2", api.get_handle);
-  LoadSymbol(handle, "nvmlEventSetCreate", api.set_create);
-  LoadSymbol(handle, "nvmlDeviceRegisterEvents", api.register_events);
-  LoadSymbol(handle, "nvmlEventSetWait_v2", api.set_wait);
-  LoadSymbol(handle, "nvmlEventSetFree", api.set_free);
-  LoadSymbol(handle, "nvmlDeviceGetSupportedEventTypes", api.supported_events);
-  LoadSymbol(handle, "nvmlDeviceGetTemperature", api.get_temperature);
-  LoadSymbol(handle, "nvmlDeviceGetComputeRunningProcesses_v3", api.get_processes);
-  LoadSymbol(handle, "nvmlDeviceGetRemappedRows", api.get_remapped_rows);
-  LoadSymbol(handle, "nvmlDeviceGetUUID", api.get_uuid);
-  const std::pair<const char*, bool> required[] = {
-      {"nvmlInit_v2", api.init != nullptr},
-      {"nvmlShutdown", api.shutdown != nullptr},
-      {"nvmlDeviceGetCount_v2", api.get_count != nullptr},
-      {"nvmlDeviceGetHandleByIndex_v2", api.get_handle != nullptr},
-  };
-  for (const auto& [name, found] : required) {
-    if (!found) {
-      return Unavailable(path + " has no " + name +
-                         "; the NVIDIA driver is too old or this is not NVML");
-    }
-  }
+  path = topo::ResolveNvmlLibrary(options.library);
+  Result<const Api*> loaded = topo::LoadNvml(path);
+  if (!loaded.ok()) return loaded.status();
+  api = **loaded;
   nvml::Return rc = api.init();
   if (rc != nvml::kSuccess) {
     return Unavailable("NVML (" + path + ") failed to initialise: " + api.ErrorText(rc));
@@ -463,15 +389,15 @@ void GpuHealthMonitor::Impl::ReportLostWhileRegistering() {
 
 void GpuHealthMonitor::Impl::Run() {
   ReportLostWhileRegistering();
-  next_poll = Clock::now();
+  next_poll = Steady::now();
   while (!Stopping()) {
-    if (Clock::now() >= next_poll) {
+    if (Steady::now() >= next_poll) {
       Poll();
-      next_poll = Clock::now() + std::chrono::milliseconds(options.poll_interval_ms);
+      next_poll = Steady::now() + std::chrono::milliseconds(options.poll_interval_ms);
     }
     // Wake for the next poll even when no event comes.
     const auto until_poll =
-        std::chrono::duration_cast<std::chrono::milliseconds>(next_poll - Clock::now())
+        std::chrono::duration_cast<std::chrono::milliseconds>(next_poll - Steady::now())
             .count();
     const int wait_ms =
         static_cast<int>(std::clamp<long long>(until_poll, 0, options.event_wait_ms));
@@ -625,7 +551,7 @@ void GpuHealthMonitor::Impl::HandleEvent(const nvml::EventData& data) {
 void GpuHealthMonitor::Impl::OnWaitError(nvml::Return rc) {
   ++wait_errors;
   Poll();
-  next_poll = Clock::now() + std::chrono::milliseconds(options.poll_interval_ms);
+  next_poll = Steady::now() + std::chrono::milliseconds(options.poll_interval_ms);
   if (wait_errors >= kMaxWaitErrors) {
     FreeEventSet();
     events_off = "nvmlEventSetWait_v2 failed " + std::to_string(wait_errors) +
@@ -657,16 +583,16 @@ void GpuHealthMonitor::Impl::Emit(int g, std::string kind, int xid, GpuFault fau
   e.xid = xid;
   e.fault = fault;
   e.message = std::move(message);
-  e.at = WallNow();
+  e.at = options.clock->Now();
   cb(e);
 }
 
 void GpuHealthMonitor::Impl::EmitRepeatable(int g, const std::string& kind, int xid,
                                             GpuFault fault, std::string message) {
-  const auto now = Clock::now();
+  const int64_t now = options.clock->MonotonicMicros();
   auto [it, fresh] = last_report.try_emplace({g, kind, xid}, now);
   if (!fresh) {
-    if (now - it->second < std::chrono::seconds(options.repeat_after_s)) return;
+    if (now - it->second < int64_t{options.repeat_after_s} * 1'000'000) return;
     it->second = now;
   }
   Emit(g, kind, xid, fault, std::move(message));
@@ -695,13 +621,11 @@ void GpuHealthMonitor::Impl::Close() {
   std::lock_guard<std::mutex> close_lock(close_mu);
   if (closed) return;
   if (thread.joinable()) thread.join();
-  // The set and NVML are closed before the library: nvmlShutdown lives in it.
+  // The library itself stays loaded for the process (topo/nvml_library.h).
   if (set) api.set_free(set);
   set = nullptr;
   if (initialized) api.shutdown();
   initialized = false;
-  if (handle) dlclose(handle);
-  handle = nullptr;
   closed = true;
 }
 
@@ -717,6 +641,7 @@ Result<std::unique_ptr<GpuHealthMonitor>> GpuHealthMonitor::Start(
   options.poll_interval_ms = std::max(options.poll_interval_ms, 10);
   options.repeat_after_s = std::max(options.repeat_after_s, 0);
   impl->options = std::move(options);
+  if (impl->options.clock == nullptr) impl->options.clock = RealClock();
   impl->cb = std::move(cb);
   HACHI_RETURN_IF_ERROR(impl->Open());  // on failure ~Impl closes what was opened
   try {

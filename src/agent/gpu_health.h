@@ -1,6 +1,6 @@
 // GPU health on the agent's node: GpuHealthMonitor watches every GPU through NVML
-// (libnvidia-ml.so.1, loaded with dlopen like topo/nvml_probe.h) and reports faults --
-// Xid errors, ECC errors, GPUs that fell off the bus, pending or failed row remapping,
+// (libnvidia-ml.so.1, loaded once per process by topo/nvml_library.h) and reports faults
+// -- Xid errors, ECC errors, GPUs that fell off the bus, pending or failed row remapping,
 // heat -- to a callback, each classified by what it means for scheduling (GpuFault). The
 // agent forwards them to the server, which drains the GPU or node and requeues the job.
 //
@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/clock.h"
 #include "core/status.h"
 #include "core/time.h"
 
@@ -89,6 +90,9 @@ struct GpuHealthOptions {
   // When set, called on the monitor's thread after each poll with the GPUs' compute
   // processes (users who pin GPUs by hand show up here: agent/gpu_processes.h).
   GpuProcessesCallback on_processes;
+  // Events' times and the repeat window read it (the poll schedule waits in real time).
+  // Not owned; outlives the monitor; null: RealClock().
+  const Clock* clock = RealClock();
 };
 
 using GpuHealthCallback = std::function<void(const GpuHealthEvent&)>;
@@ -105,8 +109,8 @@ class GpuHealthMonitor {
   GpuHealthMonitor& operator=(const GpuHealthMonitor&) = delete;
   ~GpuHealthMonitor();  // Stop()
 
-  // Stops and joins the thread, frees the event set, calls nvmlShutdown and closes the
-  // library. Idempotent.
+  // Stops and joins the thread, frees the event set, calls nvmlShutdown (the library
+  // stays loaded for the process). Idempotent.
   void Stop();
 
   int gpu_count() const;

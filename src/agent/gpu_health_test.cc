@@ -400,6 +400,30 @@ TEST(GpuHealthMonitorTest, RepeatedXidAfterTheWindowIsReportedAgain) {
   EXPECT_TRUE(rec.WaitForCount(1, "xid", 2));
 }
 
+// The window is on the monitor's clock: a minute passes on a FakeClock, not in the test.
+TEST(GpuHealthMonitorTest, RepeatWindowIsReadFromTheClock) {
+  FakeNode node;
+  Recorder rec;
+  FakeClock clock;
+  GpuHealthOptions opts = node.Options();
+  opts.repeat_after_s = 60;
+  opts.clock = &clock;
+  auto mon = GpuHealthMonitor::Start(opts, rec.Callback());
+  ASSERT_TRUE(mon.ok()) << mon.status().ToString();
+  node.Inject("xid 1 13");
+  std::optional<GpuHealthEvent> first = rec.WaitFor(1, "xid");
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->at, clock.Now()) << "stamped with the clock's time";
+  clock.Advance(std::chrono::seconds(59));
+  node.Inject("xid 1 13");  // within the window: dropped
+  node.Inject("xid 2 13");  // after it, in order: once this is in, the repeat was seen
+  ASSERT_TRUE(rec.WaitFor(2, "xid").has_value());
+  EXPECT_EQ(rec.Count(1, "xid"), 1);
+  clock.Advance(std::chrono::seconds(1));
+  node.Inject("xid 1 13");  // 60 s after the first: reported again
+  EXPECT_TRUE(rec.WaitForCount(1, "xid", 2));
+}
+
 TEST(GpuHealthMonitorTest, SummaryAndDefaults) {
   FakeNode node;
   GpuHealthOptions opts;

@@ -7,7 +7,6 @@
 
 #include <chrono>
 #include <condition_variable>
-#include <ctime>
 #include <mutex>
 #include <thread>
 
@@ -18,6 +17,7 @@ struct KernelXidWatcher::Impl {
   std::map<std::string, int> gpu_by_bus;
   GpuHealthCallback cb;
   int poll_ms = 500;
+  const Clock* clock = RealClock();
   std::string pending;  // a partial line (a regular file may be read mid-write)
 
   std::mutex mu;
@@ -61,7 +61,7 @@ struct KernelXidWatcher::Impl {
       e.xid = x->xid;
       e.fault = info.fault;
       e.message = "Xid " + std::to_string(x->xid) + ": " + info.meaning + " (kernel log)";
-      e.at = static_cast<Time>(std::time(nullptr));
+      e.at = clock->Now();
       cb(e);
     }
     pending.erase(0, start);
@@ -71,7 +71,7 @@ struct KernelXidWatcher::Impl {
 
 Result<std::unique_ptr<KernelXidWatcher>> KernelXidWatcher::Start(
     std::string path, std::map<std::string, int> gpu_by_bus, GpuHealthCallback cb,
-    int poll_ms) {
+    int poll_ms, const Clock* clock) {
   auto impl = std::make_unique<Impl>();
   impl->fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (impl->fd < 0) {
@@ -81,6 +81,7 @@ Result<std::unique_ptr<KernelXidWatcher>> KernelXidWatcher::Start(
   impl->gpu_by_bus = std::move(gpu_by_bus);
   impl->cb = std::move(cb);
   impl->poll_ms = poll_ms > 0 ? poll_ms : 500;
+  if (clock != nullptr) impl->clock = clock;
   Impl* raw = impl.get();
   impl->thread = std::thread([raw] { raw->Run(); });
   return std::unique_ptr<KernelXidWatcher>(new KernelXidWatcher(std::move(impl)));

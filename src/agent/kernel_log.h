@@ -22,9 +22,11 @@ class KernelXidWatcher {
   // at its end: only lines logged from now on count. `gpu_by_bus`: NVML-form bus id
   // ("00000000:18:00.0") -> GPU index; a line for another device is reported with gpu -1.
   // kUnavailable when the log cannot be opened (not root, no /dev/kmsg in a container).
+  // Events are stamped with `clock`'s time (not owned; outlives the watcher; null:
+  // RealClock()).
   static Result<std::unique_ptr<KernelXidWatcher>> Start(
       std::string path, std::map<std::string, int> gpu_by_bus, GpuHealthCallback cb,
-      int poll_ms = 500);
+      int poll_ms = 500, const Clock* clock = RealClock());
   KernelXidWatcher(const KernelXidWatcher&) = delete;
   KernelXidWatcher& operator=(const KernelXidWatcher&) = delete;
   ~KernelXidWatcher();  // Stop()

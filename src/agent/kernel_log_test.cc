@@ -49,8 +49,10 @@ TEST(KernelXidWatcher, ReportsNewXidLinesForTheRightGpu) {
            "started\n";
   }
   Events events;
-  Result<std::unique_ptr<KernelXidWatcher>> w = KernelXidWatcher::Start(
-      path, {{"00000000:18:00.0", 0}, {"00000000:3B:00.0", 3}}, events.Callback(), 20);
+  FakeClock clock;
+  Result<std::unique_ptr<KernelXidWatcher>> w =
+      KernelXidWatcher::Start(path, {{"00000000:18:00.0", 0}, {"00000000:3B:00.0", 3}},
+                              events.Callback(), 20, &clock);
   ASSERT_TRUE(w.ok()) << w.status().ToString();
   {
     std::ofstream log(path, std::ios::app);
@@ -68,6 +70,7 @@ TEST(KernelXidWatcher, ReportsNewXidLinesForTheRightGpu) {
   EXPECT_EQ(got[0].xid, 79);
   EXPECT_EQ(got[0].fault, GpuFault::kFatal);
   EXPECT_EQ(got[0].message, "Xid 79: GPU has fallen off the bus (kernel log)");
+  EXPECT_EQ(got[0].at, clock.Now()) << "stamped with the watcher's clock";
   EXPECT_EQ(got[1].gpu, 0);
   EXPECT_EQ(got[1].fault, GpuFault::kJob);
   {

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -30,24 +31,25 @@
 namespace hachi::agent {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-constexpr Clock::time_point kNoDeadline = Clock::time_point::max();
+// Deadlines are points on the Clock's monotonic timeline (Options::clock), held as
+// steady_clock time points: for RealClock() the two are the same clock.
+using Mono = std::chrono::steady_clock;
+constexpr Mono::time_point kNoDeadline = Mono::time_point::max();
 
-Time WallNow() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
+Mono::time_point MonoNow(const Clock& clock) {
+  return Mono::time_point(std::chrono::microseconds(clock.MonotonicMicros()));
 }
 
-// When the time limit expires on the steady clock. The limit counts from the server's
+// When the time limit expires on the monotonic clock. The limit counts from the server's
 // start_time (wall clock, whole seconds), so an agent that launches late does not give
 // the job extra time; start_time 0 means "now".
-Clock::time_point Deadline(const api::LaunchSpec& spec, Clock::time_point now) {
+Mono::time_point Deadline(const api::LaunchSpec& spec, Mono::time_point now,
+                          const Clock& clock) {
   if (spec.time_limit <= 0) return kNoDeadline;
   if (spec.start_time <= 0) return now + std::chrono::seconds(spec.time_limit);
-  const auto wall_now = std::chrono::system_clock::now().time_since_epoch();
+  const auto wall_now = std::chrono::microseconds(clock.NowMicros());
   const auto left = std::chrono::seconds(spec.start_time + spec.time_limit) - wall_now;
-  return now + std::chrono::duration_cast<Clock::duration>(left);
+  return now + std::chrono::duration_cast<Mono::duration>(left);
 }
 
 // The interpreter line of a script as Linux reads it: "#!/usr/bin/env bash" gives
@@ -254,8 +256,8 @@ struct ProcessLauncher::State {
     pid_t pid = -1;  // also the process group id (the child called setsid)
     int pidfd = -1;
     Duration grace = 0;
-    Clock::time_point deadline = kNoDeadline;  // time limit
-    Clock::time_point kill_at = kNoDeadline;   // SIGKILL, once we are stopping it
+    Mono::time_point deadline = kNoDeadline;  // time limit
+    Mono::time_point kill_at = kNoDeadline;   // SIGKILL, once we are stopping it
     bool killed = false;
     api::ExitKind stop = api::ExitKind::kExited;  // kTimeLimit / kCancelled once stopping
     std::string script;                           // spooled script to remove at the end
@@ -272,6 +274,10 @@ struct ProcessLauncher::State {
   std::set<JobId> launching;  // guarded by mu: inside Launch, not yet in jobs
   bool stop = false;          // guarded by mu
   int wake_fd = -1;           // eventfd; constant after construction
+  // Tick(): asked and done by the supervisor (guarded by mu).
+  uint64_t ticks_asked = 0;
+  uint64_t ticks_done = 0;
+  std::condition_variable ticked;
 
   void Wake() const {
     const uint64_t one = 1;
@@ -283,15 +289,22 @@ struct ProcessLauncher::State {
                        [id](const api::JobExit& e) { return e.job == id; });
   }
   // Starts stopping `job` (mu held): SIGTERM now, SIGKILL after its grace.
-  static void BeginStop(Job& job, api::ExitKind why, Clock::time_point now) {
+  static void BeginStop(Job& job, api::ExitKind why, Mono::time_point now) {
     job.stop = why;
     kill(-job.pid, SIGTERM);
     job.kill_at = now + std::chrono::seconds(job.grace);
   }
 };
 
+namespace {
+ProcessLauncher::Options WithClock(ProcessLauncher::Options o) {
+  if (o.clock == nullptr) o.clock = RealClock();
+  return o;
+}
+}  // namespace
+
 ProcessLauncher::ProcessLauncher(Options options, ExitCallback on_exit)
-    : options_(std::move(options)),
+    : options_(WithClock(std::move(options))),
       on_exit_(std::move(on_exit)),
       isolation_(std::make_unique<Isolation>(options_.isolation)),
       state_(std::make_unique<State>()) {
@@ -316,8 +329,8 @@ ProcessLauncher::~ProcessLauncher() {
 }
 
 void ProcessLauncher::TakeOverLeftoverRuns() {
-  const Clock::time_point now = Clock::now();
-  const Time wall = WallNow();
+  const Mono::time_point now = MonoNow(*options_.clock);
+  const Time wall = options_.clock->Now();
   for (const RunRecord& r : LeftoverRuns(options_.spool_dir)) {
     if (!r.waiter || !options_.adopt) {
       if (StopRun(options_.spool_dir, r)) leftovers_stopped_.push_back(RunName(r));
@@ -468,7 +481,7 @@ Status ProcessLauncher::Launch(const api::LaunchSpec& spec) {
   }
   if (exit_fd >= 0) close(exit_fd);
 
-  const Clock::time_point now = Clock::now();
+  const Mono::time_point now = MonoNow(*options_.clock);
   std::lock_guard<std::mutex> lock(state_->mu);
   state_->launching.erase(spec.job);
   if (!child.ok()) {
@@ -481,7 +494,7 @@ Status ProcessLauncher::Launch(const api::LaunchSpec& spec) {
     e.start_time = spec.start_time;
     e.kind = api::ExitKind::kLaunchFailed;
     e.message = child.status().message();
-    e.end_time = WallNow();
+    e.end_time = options_.clock->Now();
     state_->reports.push_back(std::move(e));
   } else {
     job.pid = child->pid;
@@ -493,14 +506,15 @@ Status ProcessLauncher::Launch(const api::LaunchSpec& spec) {
     r.pid = child->pid;
     r.ticks = ProcessStartTicks(child->pid);
     if (spec.time_limit > 0) {
-      r.deadline = (spec.start_time > 0 ? spec.start_time : WallNow()) + spec.time_limit;
+      r.deadline = (spec.start_time > 0 ? spec.start_time : options_.clock->Now()) +
+                   spec.time_limit;
     }
     r.grace = job.grace;
     r.waiter = job.waiter;
     r.script = job.script;
     WriteRunRecord(options_.spool_dir, r);
     job.start_time = spec.start_time;
-    job.deadline = Deadline(spec, now);
+    job.deadline = Deadline(spec, now, *options_.clock);
     state_->jobs.emplace(spec.job, std::move(job));
   }
   state_->Wake();
@@ -511,7 +525,7 @@ void ProcessLauncher::Cancel(JobId id, std::string /*reason: the server records 
   std::lock_guard<std::mutex> lock(state_->mu);
   auto it = state_->jobs.find(id);
   if (it == state_->jobs.end() || it->second.kill_at != kNoDeadline) return;
-  State::BeginStop(it->second, api::ExitKind::kCancelled, Clock::now());
+  State::BeginStop(it->second, api::ExitKind::kCancelled, MonoNow(*options_.clock));
   state_->Wake();
 }
 
@@ -529,6 +543,16 @@ std::vector<JobId> ProcessLauncher::Running() const {
   for (const api::JobExit& e : state_->reports) ids.push_back(e.job);
   std::sort(ids.begin(), ids.end());
   return ids;
+}
+
+void ProcessLauncher::Tick() {
+  State& s = *state_;
+  std::unique_lock<std::mutex> lock(s.mu);
+  const uint64_t want = ++s.ticks_asked;
+  s.Wake();
+  // Bounded: a supervisor that has returned (stop) ticks no more.
+  s.ticked.wait_for(lock, std::chrono::seconds(10),
+                    [&] { return s.ticks_done >= want || s.stop; });
 }
 
 void ProcessLauncher::Supervise() {
@@ -550,8 +574,8 @@ void ProcessLauncher::Supervise() {
         return;
       }
       deliver.swap(s.reports);
-      const Clock::time_point now = Clock::now();
-      Clock::time_point next = kNoDeadline;
+      const Mono::time_point now = MonoNow(*options_.clock);
+      Mono::time_point next = kNoDeadline;
       for (auto& [id, job] : s.jobs) {
         if (s.stop && job.kill_at == kNoDeadline) continue;  // left running
         if (job.kill_at == kNoDeadline && job.deadline <= now) {
@@ -565,6 +589,10 @@ void ProcessLauncher::Supervise() {
         if (!job.killed) next = std::min(next, job.kill_at);
         fds.push_back({job.pidfd, POLLIN, 0});
         ids.push_back(id);
+      }
+      if (s.ticks_done != s.ticks_asked) {  // what was due is done: Tick() returns
+        s.ticks_done = s.ticks_asked;
+        s.ticked.notify_all();
       }
       if (next != kNoDeadline) {
         const auto ms = std::chrono::ceil<std::chrono::milliseconds>(next - now).count();
@@ -629,7 +657,7 @@ void ProcessLauncher::Supervise() {
       }
       // Whatever is left of the job, in or out of its session, dies with its cgroup.
       const std::string oom = isolation_->Finish(job.iso);
-      e.end_time = WallNow();
+      e.end_time = options_.clock->Now();
       if (job.stop != api::ExitKind::kExited) {
         e.kind = job.stop;
       } else if (!oom.empty()) {

@@ -21,6 +21,7 @@
 #include "agent/container.h"
 #include "agent/isolation.h"
 #include "api/launch_spec.h"
+#include "core/clock.h"
 #include "core/status.h"
 
 namespace hachi::agent {
@@ -104,6 +105,10 @@ class ProcessLauncher final : public Launcher {
     std::vector<std::vector<std::string>> gpu_nics;
     // Per-job cgroup, rlimits and /dev/shm (isolation.h); no cgroup driver = none.
     IsolationOptions isolation;
+    // Time limits, kill graces and exit times read it (not owned; outlives the
+    // launcher). The supervisor waits in real time: after moving a FakeClock, call
+    // Tick() for it to act on what is due.
+    const Clock* clock = RealClock();
   };
 
   // Takes over the runs an earlier agent process left in `spool_dir` first: adopts those
@@ -121,6 +126,10 @@ class ProcessLauncher final : public Launcher {
   void Cancel(JobId job, std::string reason) override;
   void Signal(JobId job, int sig) override;
   std::vector<JobId> Running() const override;
+  // Has the supervisor read the clock and act on what is due (SIGTERM at a time limit,
+  // SIGKILL after a grace) before it returns: for tests that move a FakeClock
+  // (Options::clock). A real clock needs no ticks.
+  void Tick();
   std::vector<std::pair<JobId, Time>> AdoptedRuns() const override;
 
  private:

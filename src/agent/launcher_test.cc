@@ -152,25 +152,70 @@ INSTANTIATE_TEST_SUITE_P(
                  SIGPIPE}),
     [](const testing::TestParamInfo<ExitCase>& row) { return row.param.name; });
 
-TEST_F(LauncherTest, TimeLimitTermThenKillAfterGrace) {
+// A launcher on a FakeClock: time limits and kill graces pass when the test says, and
+// the supervisor acts on them at Tick().
+class FakeTimeLauncherTest : public LauncherTest {
+ protected:
+  void SetUp() override {
+    LauncherTest::SetUp();
+    ProcessLauncher::Options o = Options();
+    o.clock = &clock_;
+    launcher_ = std::make_unique<ProcessLauncher>(o, exits_.Callback());
+  }
+  // Moves the clock by `d` and has the supervisor act on what is due.
+  void Pass(milliseconds d) {
+    clock_.Advance(d);
+    launcher_->Tick();
+  }
+  // No exit of `job` within a short real wait (a signal sent would end it by then).
+  bool StillRunning(JobId job) { return !exits_.Wait(job, milliseconds(100)); }
+
+  FakeClock clock_;  // launcher_ is reset in TearDown, before this goes
+};
+
+TEST_F(FakeTimeLauncherTest, TimeLimitTermThenKillAfterGrace) {
   // Ignores SIGTERM (the sleep inherits the ignore), so only the SIGKILL ends it.
-  const auto start = Clock::now();
-  api::JobExit e = Run(Job(30).TimeLimit(1, 1).Sh("trap '' TERM; sleep 30"));
-  const double took = std::chrono::duration<double>(Clock::now() - start).count();
-  EXPECT_EQ(e.kind, api::ExitKind::kTimeLimit);
-  EXPECT_EQ(e.signal, SIGKILL);
-  EXPECT_GE(took, 1.9);
-  EXPECT_LT(took, 4.0);
+  const std::string ready = dir_ + "/ready";
+  ASSERT_TRUE(launcher_
+                  ->Launch(Job(30).TimeLimit(1, 1).Sh("trap '' TERM; echo $$ > " + ready +
+                                                      "; sleep 30"))
+                  .ok());
+  ASSERT_GT(WaitPidFile(ready), 0);
+  Pass(milliseconds(1000));  // the limit: SIGTERM, ignored
+  Pass(milliseconds(999));
+  EXPECT_TRUE(StillRunning(30)) << "killed before its grace was over";
+  Pass(milliseconds(1));  // the grace is over: SIGKILL
+  std::optional<api::JobExit> e = exits_.Wait(30);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->kind, api::ExitKind::kTimeLimit);
+  EXPECT_EQ(e->signal, SIGKILL);
+  EXPECT_EQ(e->end_time, clock_.Now()) << "the exit is stamped with the clock's time";
 }
 
-TEST_F(LauncherTest, TimeLimitTermIsEnoughForWellBehavedJobs) {
-  const auto start = Clock::now();
-  api::JobExit e = Run(Job(31).TimeLimit(1, 5).Sh("sleep 30"));
-  const double took = std::chrono::duration<double>(Clock::now() - start).count();
-  EXPECT_EQ(e.kind, api::ExitKind::kTimeLimit);
-  EXPECT_EQ(e.signal, SIGTERM);
-  EXPECT_GE(took, 0.9);
-  EXPECT_LT(took, 3.0);
+TEST_F(FakeTimeLauncherTest, TimeLimitTermIsEnoughForWellBehavedJobs) {
+  ASSERT_TRUE(launcher_->Launch(Job(31).TimeLimit(1, 5).Sh("sleep 30")).ok());
+  Pass(milliseconds(999));
+  EXPECT_TRUE(StillRunning(31)) << "stopped before its limit";
+  Pass(milliseconds(1));
+  std::optional<api::JobExit> e = exits_.Wait(31);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->kind, api::ExitKind::kTimeLimit);
+  EXPECT_EQ(e->signal, SIGTERM);
+}
+
+// The limit counts from the server's start time (wall clock), not from the launch: a job
+// launched a second late has a second less.
+TEST_F(FakeTimeLauncherTest, TimeLimitCountsFromTheServersStartTime) {
+  ASSERT_TRUE(
+      launcher_->Launch(Job(32).Start(clock_.Now() - 1).TimeLimit(3, 5).Sh("sleep 30"))
+          .ok());
+  Pass(milliseconds(1999));
+  EXPECT_TRUE(StillRunning(32)) << "stopped before its limit";
+  Pass(milliseconds(1));
+  std::optional<api::JobExit> e = exits_.Wait(32);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->kind, api::ExitKind::kTimeLimit);
+  EXPECT_EQ(e->signal, SIGTERM);
 }
 
 TEST_F(LauncherTest, CancelKillsWholeProcessGroup) {
@@ -189,23 +234,23 @@ TEST_F(LauncherTest, CancelKillsWholeProcessGroup) {
   EXPECT_TRUE(launcher_->Running().empty());
 }
 
-TEST_F(LauncherTest, CancelEscalatesToSigkillAfterGrace) {
+TEST_F(FakeTimeLauncherTest, CancelEscalatesToSigkillAfterGrace) {
   const std::string ready = dir_ + "/ready";
   ASSERT_TRUE(
       launcher_
           ->Launch(Job(41).Grace(1).Sh("trap '' TERM; echo $$ > " + ready + "; sleep 30"))
           .ok());
   ASSERT_GT(WaitPidFile(ready), 0);
-  const auto start = Clock::now();
   launcher_->Cancel(41, "by test");
-  launcher_->Cancel(41, "twice: no effect");
+  Pass(milliseconds(500));
+  launcher_->Cancel(41, "twice: no effect");  // in particular, no later SIGKILL
+  Pass(milliseconds(499));
+  EXPECT_TRUE(StillRunning(41)) << "killed before its grace was over";
+  Pass(milliseconds(1));
   std::optional<api::JobExit> e = exits_.Wait(41);
   ASSERT_TRUE(e.has_value());
-  const double took = std::chrono::duration<double>(Clock::now() - start).count();
   EXPECT_EQ(e->kind, api::ExitKind::kCancelled);
   EXPECT_EQ(e->signal, SIGKILL);
-  EXPECT_GE(took, 0.9);
-  EXPECT_LT(took, 3.0);
 }
 
 TEST_F(LauncherTest, DestructionFinishesCancelsAndLeavesOthersRunning) {
