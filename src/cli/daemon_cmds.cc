@@ -294,10 +294,7 @@ Result<RunningServer> StartServer(const ServerFlags& f, const std::string& state
   if (!secret.ok()) return secret.status();
   h.auth.cluster_secret = *secret;
   rs.cluster_secret = *secret;
-  Result<server::AnonymousRead> anonymous =
-      server::ParseAnonymousRead(auth != nullptr ? auth->anonymous_read : "localhost");
-  if (!anonymous.ok()) return anonymous.status();
-  h.auth.anonymous_read = *anonymous;
+  // [auth] anonymous_read is the Controller's Authorizer's (server/authorizer.h).
   h.tls_cert = !f.tls_cert.empty() || auth == nullptr ? f.tls_cert : auth->tls_cert;
   h.tls_key = !f.tls_key.empty() || auth == nullptr ? f.tls_key : auth->tls_key;
   rs.history = std::make_unique<server::HistorySampler>(

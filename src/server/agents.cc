@@ -27,7 +27,7 @@ Status Controller::Register(const AgentRegistration& reg) {
                            std::to_string(reg.memory_mib) + " MiB of memory");
   }
   std::unique_lock<std::mutex> lock(mu_);
-  const Time now = NowSeconds();
+  const Time now = options_.clock->Now();
   auto old = image_.nodes.find(reg.node);
   // The same agent process as before (the server restarted, or the network blinked):
   // it still knows its jobs. Another one: the agent restarted and lost them.
@@ -49,7 +49,7 @@ Status Controller::Register(const AgentRegistration& reg) {
   base_dirty_ = true;
   AgentSession& session = agents_[reg.node];
   session.registered = true;
-  session.last_seen_ms = MonotonicMs();
+  session.last_seen_ms = options_.clock->MonotonicMs();
   session.launches.clear();
   session.cancels.clear();
 
@@ -122,7 +122,7 @@ AgentWork Controller::Poll(const std::string& node, int wait_ms) {
       std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max(wait_ms, 0));
   for (;;) {
     AgentSession& s = agents_[node];
-    s.last_seen_ms = MonotonicMs();
+    s.last_seen_ms = options_.clock->MonotonicMs();
     if (!s.registered) {
       work.reregister = true;
       return work;
@@ -136,7 +136,7 @@ AgentWork Controller::Poll(const std::string& node, int wait_ms) {
       return work;
     }
     if (work_cv_.wait_until(lock, deadline) == std::cv_status::timeout) {
-      agents_[node].last_seen_ms = MonotonicMs();
+      agents_[node].last_seen_ms = options_.clock->MonotonicMs();
       return work;
     }
   }
@@ -195,7 +195,7 @@ Status Controller::Report(const std::string& node,
   if (session == agents_.end() || !session->second.registered) {
     return NotFound("agent " + node + " is not registered");
   }
-  session->second.last_seen_ms = MonotonicMs();
+  session->second.last_seen_ms = options_.clock->MonotonicMs();
   std::vector<state::Edit> edits;
   for (const api::JobExit& e : exits) {
     auto it = image_.jobs.find(e.job);
@@ -234,7 +234,8 @@ Status Controller::Report(const std::string& node,
     if (info.requeue_on_exit) {
       edits.push_back(state::JobRequeued{e.job, "preempted"});
     } else {
-      edits.push_back(EndFor(job, info, e.end_time > 0 ? e.end_time : NowSeconds()));
+      edits.push_back(
+          EndFor(job, info, e.end_time > 0 ? e.end_time : options_.clock->Now()));
     }
     runs_.erase(e.job);
   }
@@ -276,7 +277,7 @@ void Controller::NodeLostLocked(std::unique_lock<std::mutex>& lock,
 }
 
 void Controller::CheckAgentsLocked(std::unique_lock<std::mutex>& lock, Time now) {
-  const int64_t ms = MonotonicMs();
+  const int64_t ms = options_.clock->MonotonicMs();
   std::vector<std::string> lost;
   for (const auto& [name, rec] : image_.nodes) {
     if (rec.state == state::NodeState::kDown) continue;

@@ -9,14 +9,6 @@
 
 namespace hachi::server {
 
-Result<AnonymousRead> ParseAnonymousRead(std::string_view text) {
-  if (text == "none") return AnonymousRead::kNone;
-  if (text == "localhost" || text.empty()) return AnonymousRead::kLocalhost;
-  if (text == "all") return AnonymousRead::kAll;
-  return InvalidArgument("anonymous_read: '" + std::string(text) +
-                         "' is not one of localhost, none, all");
-}
-
 bool IsLoopback(std::string_view address) {
   std::string a(address);
   if (a.rfind("::ffff:", 0) == 0) a = a.substr(7);

@@ -9,6 +9,7 @@
 //  - reads (GET) without a token are allowed from loopback peers by default, the
 //    dashboard's "read-only for anonymous viewers on localhost" ([auth] anonymous_read);
 //  - a job's paths and environment are checked at submit (CheckJobSpec).
+// What a caller may do once known is decided by the Authorizer (server/authorizer.h).
 //
 // Free functions and plain values; thread-safe.
 #pragma once
@@ -18,17 +19,13 @@
 
 #include "api/http_client.h"
 #include "core/status.h"
+#include "server/authorizer.h"  // Caller, AnonymousRead
 #include "state/records.h"
 
 namespace hachi::server {
 
 inline constexpr std::string_view kTokenPrefix = "hachi_";
 using api::kClusterSecretHeader;  // "X-Hachi-Cluster-Secret"
-
-// Who may GET without a token over TCP ([auth] anonymous_read).
-enum class AnonymousRead { kNone, kLocalhost, kAll };
-// "none" | "localhost" | "all"; kInvalidArgument otherwise.
-Result<AnonymousRead> ParseAnonymousRead(std::string_view text);
 
 // 127.0.0.0/8, ::1 and ::ffff:127.x.y.z, as httplib writes a peer's address.
 bool IsLoopback(std::string_view address);
@@ -51,9 +48,10 @@ std::string_view TokenId(std::string_view token);
 // (agent/spawn.cc), so the checks here are about meaning, not about privileges.
 Status CheckJobSpec(const state::JobSpec& spec);
 
-// What a job's record shows a caller who is neither its owner nor an admin
-// (Controller::MaySeeDetails): no environment (it holds keys and passwords as often as
-// paths), and a placeholder for the script, which is no less private.
+// What a job's record shows a caller the Authorizer does not allow
+// Action::kSeeJobDetails (neither its owner nor an admin): no environment (it holds keys
+// and passwords as often as paths), and a placeholder for the script, which is no less
+// private.
 void RedactJobDetails(state::JobRecord* job);
 
 }  // namespace hachi::server

@@ -1,8 +1,10 @@
 // Who is who, and who may do what (issue 6): tokens issued, verified, revoked and kept
 // across a restart; 401 without a believable caller over TCP; 403 for another user's
-// job, for non-admins' admin actions and for accounts one is not a member of; a forged
-// user in the request body changes nothing; agent endpoints need the cluster secret;
-// a job's paths are checked at submit.
+// job, for non-admins' admin actions, for accounts one is not a member of and for
+// partitions whose allow-lists leave one out (the Authorizer's rules, table-tested in
+// authorizer_test.cc, as the endpoints apply them); a forged user in the request body
+// changes nothing; agent endpoints need the cluster secret; a job's paths are checked at
+// submit.
 #include "server/auth.h"
 
 #include <gtest/gtest.h>
@@ -261,9 +263,10 @@ TEST(AuthHelpers, LoopbackBearerAndTokenId) {
 // A server with two users' tokens (alice, bob) and an admin's, on TCP and a Unix socket.
 class AuthHttpTest : public ::testing::Test {
  protected:
-  void Start(AnonymousRead anonymous = AnonymousRead::kLocalhost) {
+  // `config`: the server's cluster.toml ([auth] anonymous_read, partitions, ...).
+  void Start(const std::string& config = "") {
     Result<std::unique_ptr<Controller>> c =
-        Controller::Create({}, state::NewMemoryStore());
+        Controller::Create(WithConfig(config), state::NewMemoryStore());
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     controller_ = std::move(*c);
     ASSERT_TRUE(controller_->Register(testing::MakeAgent("n1")).ok());
@@ -276,7 +279,6 @@ class AuthHttpTest : public ::testing::Test {
     h.unix_socket = dir_.path() + "/hachi.sock";
     h.threads = 8;
     h.auth.cluster_secret = "the-cluster-secret";
-    h.auth.anonymous_read = anonymous;
     http_ = std::make_unique<HttpServer>(controller_.get(), h);
     ASSERT_TRUE(http_->Start().ok());
   }
@@ -345,7 +347,7 @@ TEST_F(AuthHttpTest, NoOrBadTokenIs401) {
 }
 
 TEST_F(AuthHttpTest, AnonymousReadNone) {
-  Start(AnonymousRead::kNone);
+  Start("[auth]\nanonymous_read = \"none\"\n");
   EXPECT_EQ(StatusOf(*Tcp(""), "GET", "/jobs"), 401);
   EXPECT_EQ(StatusOf(*Tcp(""), "GET", "/health"), 200);
   EXPECT_EQ(StatusOf(*Tcp(alice_), "GET", "/jobs"), 200);
@@ -415,6 +417,59 @@ TEST_F(AuthHttpTest, OnlyTheOwnerSeesAJobsEnvironmentAndScript) {
     EXPECT_EQ(list.find("s3cr3t"), std::string::npos) << list;
     EXPECT_EQ(json::parse(list)["jobs"].size(), 1u) << "but the job itself is listed";
   }
+}
+
+TEST_F(AuthHttpTest, AnonymousReadAll) {
+  Start("[auth]\nanonymous_read = \"all\"\n");
+  EXPECT_EQ(StatusOf(*Tcp(""), "GET", "/jobs"), 200);
+  EXPECT_EQ(StatusOf(*Tcp(""), "POST", "/jobs", api::SubmitRequestToJson(MakeSubmit())),
+            401)
+      << "reading is not changing";
+}
+
+// A partition's allow-list refuses as an account does: 403 permission_denied, before the
+// request is validated (it was a 400 from sched::ValidateRequest; issue 14 point 4).
+TEST_F(AuthHttpTest, PartitionAllowListIs403) {
+  Start(
+      "[[partition]]\nname = \"gpu8\"\nnodes = \"all\"\nallowed_users = [\"bob\"]\n"
+      "[[partition]]\nname = \"team\"\nnodes = \"all\"\nallowed_accounts = "
+      "[\"vision\"]\n"
+      "[[account]]\nname = \"vision\"\nmembers = [\"bob\"]\n");
+  struct Row {
+    const char* name;
+    std::string token, partition, account;
+    int want;
+    const char* code;
+  };
+  const Row rows[] = {
+      {"allowed_user", bob_, "gpu8", "", 201, ""},
+      {"not_an_allowed_user", alice_, "gpu8", "", 403, "permission_denied"},
+      {"allowed_account", bob_, "team", "vision", 201, ""},
+      {"own_account_not_allowed", bob_, "team", "", 403, "permission_denied"},
+      {"not_a_member", alice_, "team", "vision", 403, "permission_denied"},
+      {"no_partition_allows_alice", alice_, "", "", 403, "permission_denied"},
+      {"anonymous", "", "gpu8", "", 401, "unauthenticated"},
+  };
+  for (const Row& r : rows) {
+    SubmitRequest req = MakeSubmit().Hold();
+    req.req.partition = r.partition;
+    req.req.account = r.account;
+    Result<api::HttpResponse> res =
+        Tcp(r.token)->Request("POST", kApi + "/jobs", api::SubmitRequestToJson(req));
+    ASSERT_TRUE(res.ok()) << r.name;
+    EXPECT_EQ(res->status, r.want) << r.name << ": " << res->body;
+    if (r.want != 201) {
+      EXPECT_EQ(json::parse(res->body)["error"]["code"], r.code) << r.name;
+    }
+  }
+  Result<api::HttpResponse> res = Tcp(alice_)->Request(
+      "POST", kApi + "/jobs",
+      api::SubmitRequestToJson(MakeSubmit().Hold().Partition("gpu8")));
+  ASSERT_TRUE(res.ok());
+  EXPECT_EQ(json::parse(res->body)["error"]["message"],
+            "alice may not submit to partition gpu8 under account alice (allowed users: "
+            "bob)");
+  EXPECT_EQ(controller_->Jobs(true).size(), 2u) << "bob's two, nothing of alice's";
 }
 
 TEST_F(AuthHttpTest, DrainByNonAdminIs403) {

@@ -14,14 +14,6 @@
 
 namespace hachi::server {
 
-Time NowSeconds() { return static_cast<Time>(std::time(nullptr)); }
-
-int64_t MonotonicMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 Controller::Controller(ControllerOptions options, std::unique_ptr<state::Store> store)
     : options_(std::move(options)), store_(std::move(store)) {}
 
@@ -30,6 +22,7 @@ Controller::~Controller() { Stop(); }
 Result<std::unique_ptr<Controller>> Controller::Create(
     ControllerOptions options, std::unique_ptr<state::Store> store) {
   options.sched.explain = true;  // pending reasons for every job
+  if (options.clock == nullptr) options.clock = RealClock();
   Result<std::unique_ptr<sched::Scheduler>> scheduler =
       sched::Scheduler::Create(options.sched);
   if (!scheduler.ok()) return scheduler.status();
@@ -37,6 +30,10 @@ Result<std::unique_ptr<Controller>> Controller::Create(
   if (!image.ok()) return image.status();
   std::unique_ptr<Controller> c(new Controller(std::move(options), std::move(store)));
   c->scheduler_ = std::move(*scheduler);
+  Result<Authorizer> authorizer =
+      Authorizer::FromConfig(c->options_.config ? &*c->options_.config : nullptr);
+  if (!authorizer.ok()) return authorizer.status();
+  c->authorizer_ = std::move(*authorizer);
   // Metrics before any thread: the store reports each commit's latency (it knows no
   // metrics), and a scrape asks the controller for its gauges.
   c->metrics_ = std::make_unique<ControllerMetrics>();
@@ -59,7 +56,7 @@ Result<std::unique_ptr<Controller>> Controller::Create(
     // Until its agent registers again the node is not trusted: the server may have
     // been down longer than the agent timeout. Its jobs are reconciled at Register,
     // or ended when the agent stays silent (CheckAgentsLocked).
-    c->agents_[name].last_seen_ms = MonotonicMs();
+    c->agents_[name].last_seen_ms = c->options_.clock->MonotonicMs();
   }
   for (const auto& [id, job] : c->image_.jobs) {
     if (job.state != state::JobState::kRunning) continue;
@@ -132,10 +129,10 @@ void Controller::TrackJobsLocked(const std::vector<state::Edit>& edits) {
     // Released or requeued: its next queue wait counts from now
     // (hachi_queue_wait_seconds).
     if (const auto* r = std::get_if<state::JobRequeued>(&e)) {
-      eligible_since_[r->id] = {NowSeconds(), true};
+      eligible_since_[r->id] = {options_.clock->Now(), true};
     } else if (const auto* h = std::get_if<state::JobHeld>(&e);
                h != nullptr && !h->held) {
-      eligible_since_[h->id] = {NowSeconds(), false};
+      eligible_since_[h->id] = {options_.clock->Now(), false};
     }
   }
 }
@@ -163,12 +160,12 @@ Status Controller::CommitAndApply(std::unique_lock<std::mutex>& lock,
 
 Result<std::vector<state::JobId>> Controller::Submit(const SubmitRequest& request,
                                                      const Caller& who) {
-  if (!who.authenticated) {
-    return Unauthenticated("submitting needs a token (docs/api.md, \"Authentication\")");
-  }
+  // Who may submit, under which account, to which partition: a refusal is a 401/403
+  // before anything about the job itself is looked at.
+  HACHI_RETURN_IF_ERROR(authorizer_.Authorize(
+      who, Action::kSubmit,
+      Resource::Submit(request.req.account, request.req.partition)));
   HACHI_RETURN_IF_ERROR(CheckJobSpec(request.spec));
-  if (!request.req.account.empty())
-    HACHI_RETURN_IF_ERROR(MayUseAccount(who, request.req.account));
   if (request.array_tasks.size() > 10000) {
     return InvalidArgument("an array may have at most 10000 tasks, got " +
                            std::to_string(request.array_tasks.size()));
@@ -201,7 +198,7 @@ Result<std::vector<state::JobId>> Controller::Submit(const SubmitRequest& reques
       }
     }
     next_id_ += count;
-    const Time now = NowSeconds();
+    const Time now = options_.clock->Now();
     for (int i = 0; i < count; ++i) {
       state::JobRecord r;
       r.id = first + i;
@@ -236,31 +233,12 @@ Result<std::vector<state::JobId>> Controller::Submit(const SubmitRequest& reques
   return ids;
 }
 
-namespace {
-
-// A job is changed only by its owner or an admin. The owner is the uid the job runs as
-// (the kernel's word on the socket, the token's on TCP); an anonymous caller owns
-// nothing.
-Status MayChange(const Caller& who, bool admin, const state::JobRecord& job,
-                 const char* what) {
-  if (admin) return Status::Ok();
-  if (!who.authenticated) {
-    return Unauthenticated(std::string("to ") + what + " a job, send a token");
-  }
-  if (who.uid == job.spec.uid) return Status::Ok();
-  return PermissionDenied(
-      "job " + std::to_string(job.id) + " belongs to " + job.req.user + "; " +
-      (who.user.empty() ? std::string("you") : who.user) + " may not " + what + " it");
-}
-
-}  // namespace
-
 Status Controller::Cancel(state::JobId id, const Caller& who) {
   std::unique_lock<std::mutex> lock(mu_);
   auto it = image_.jobs.find(id);
   if (it == image_.jobs.end()) return NotFound("no job " + std::to_string(id));
   const state::JobRecord& job = it->second;
-  HACHI_RETURN_IF_ERROR(MayChange(who, IsAdmin(who), job, "cancel"));
+  HACHI_RETURN_IF_ERROR(authorizer_.Authorize(who, Action::kCancel, Resource::Job(job)));
   if (state::IsFinal(job.state)) {
     return InvalidArgument("job " + std::to_string(id) + " already ended (" +
                            std::string(state::JobStateName(job.state)) + ")");
@@ -269,7 +247,7 @@ Status Controller::Cancel(state::JobId id, const Caller& who) {
   if (job.state == state::JobState::kPending) {
     diagnoses_.erase(id);
     return CommitAndApply(lock, {state::JobEnded{id, state::JobState::kCancelled,
-                                                 NowSeconds(), 0, 0, reason}});
+                                                 options_.clock->Now(), 0, 0, reason}});
   }
   RunInfo& info = runs_[id];
   if (info.cancel_requested) return Status::Ok();
@@ -285,7 +263,7 @@ Status Controller::Cancel(state::JobId id, const Caller& who) {
       api::JobExit e;
       e.job = id;
       e.kind = api::ExitKind::kCancelled;
-      e.end_time = NowSeconds();
+      e.end_time = options_.clock->Now();
       --info.parts_left;
       info.ended_on.push_back(a.node);
       if (!info.worst) info.worst = e;
@@ -295,7 +273,7 @@ Status Controller::Cancel(state::JobId id, const Caller& who) {
   }
   work_cv_.notify_all();
   if (info.parts_left <= 0) {
-    state::JobEnded end = EndFor(job, info, NowSeconds());
+    state::JobEnded end = EndFor(job, info, options_.clock->Now());
     runs_.erase(id);
     return CommitAndApply(lock, {end});
   }
@@ -306,8 +284,8 @@ Status Controller::Hold(state::JobId id, bool hold, const Caller& who) {
   std::unique_lock<std::mutex> lock(mu_);
   auto it = image_.jobs.find(id);
   if (it == image_.jobs.end()) return NotFound("no job " + std::to_string(id));
-  HACHI_RETURN_IF_ERROR(
-      MayChange(who, IsAdmin(who), it->second, hold ? "hold" : "release"));
+  HACHI_RETURN_IF_ERROR(authorizer_.Authorize(
+      who, hold ? Action::kHold : Action::kRelease, Resource::Job(it->second)));
   if (it->second.state != state::JobState::kPending) {
     return InvalidArgument("job " + std::to_string(id) + " is " +
                            std::string(state::JobStateName(it->second.state)) +
@@ -468,20 +446,22 @@ std::vector<state::NodeStatus> Controller::Nodes() const {
 
 Status Controller::Drain(const std::string& node, const std::string& reason,
                          const Caller& who) {
-  HACHI_RETURN_IF_ERROR(RequireAdmin(who, "drain a node"));
+  HACHI_RETURN_IF_ERROR(authorizer_.Authorize(who, Action::kDrain, Resource::Node(node)));
   std::unique_lock<std::mutex> lock(mu_);
   auto it = image_.nodes.find(node);
   if (it == image_.nodes.end()) return NotFound("no node " + node);
   if (it->second.state == state::NodeState::kDown) {
     return InvalidArgument("node " + node + " is down; drain it when it is back");
   }
-  return CommitAndApply(
-      lock, {state::NodeStateChanged{node, state::NodeState::kDrained,
-                                     reason.empty() ? "drained" : reason, NowSeconds()}});
+  return CommitAndApply(lock,
+                        {state::NodeStateChanged{node, state::NodeState::kDrained,
+                                                 reason.empty() ? "drained" : reason,
+                                                 options_.clock->Now()}});
 }
 
 Status Controller::Resume(const std::string& node, int gpu, const Caller& who) {
-  HACHI_RETURN_IF_ERROR(RequireAdmin(who, "resume a node"));
+  HACHI_RETURN_IF_ERROR(
+      authorizer_.Authorize(who, Action::kResume, Resource::Node(node)));
   std::unique_lock<std::mutex> lock(mu_);
   auto it = image_.nodes.find(node);
   if (it == image_.nodes.end()) return NotFound("no node " + node);
@@ -506,7 +486,7 @@ Status Controller::Resume(const std::string& node, int gpu, const Caller& who) {
   std::vector<state::Edit> edits;
   if (drained) {
     edits.push_back(
-        state::NodeStateChanged{node, state::NodeState::kUp, "", NowSeconds()});
+        state::NodeStateChanged{node, state::NodeState::kUp, "", options_.clock->Now()});
   }
   if (!rec.unhealthy.empty())
     edits.push_back(state::NodeHealthChanged{node, GpuSet(), {}});
@@ -533,7 +513,7 @@ Status Controller::ReportHealth(const std::string& node, const api::AgentHealth&
   const state::NodeRecord& rec = it->second;
   auto hw = hardware_.find(node);
   const int gpus = hw == hardware_.end() ? 0 : hw->second.model->gpu_count();
-  const Time now = NowSeconds();
+  const Time now = options_.clock->Now();
   if (health.has_processes) {
     for (const api::GpuProcessReport& p : health.processes) {
       if (p.gpu >= gpus) {

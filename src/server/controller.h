@@ -29,8 +29,10 @@
 #include "api/launch_spec.h"
 #include "api/protocol.h"
 #include "config/cluster_config.h"
+#include "core/clock.h"
 #include "core/status.h"
 #include "sched/scheduler.h"
+#include "server/authorizer.h"  // Caller, Authorizer
 #include "server/snapshot.h"
 #include "state/explain.h"
 #include "state/records.h"
@@ -41,18 +43,6 @@ namespace hachi::server {
 
 class ControllerMetrics;  // controller_metrics.h
 struct ClusterGauges;
-
-// Who is asking (server/auth.h). Over the Unix socket the kernel says (SO_PEERCRED);
-// over TCP the bearer of a token the server issued is its user. Nothing the client
-// writes in a request names the caller. Admins: root on the socket, tokens issued with
-// admin, and the users in the config's [auth] admins.
-struct Caller {
-  std::string user;
-  uint32_t uid = 0;
-  uint32_t gid = 0;
-  bool authenticated = false;  // false: anonymous (may read, may change nothing)
-  bool admin = false;
-};
 
 // `hachi token create USER [--admin] [--uid N --gid N]` (POST /api/v1/tokens).
 struct TokenRequest {
@@ -83,6 +73,9 @@ struct ControllerOptions {
   Duration kill_grace = 10;                     // SIGTERM -> SIGKILL on cancel/limit
   int cycle_interval_ms = 1000;                 // the timer; changes wake it at once
   int master_port_base = 29500;                 // MASTER_PORT = base + id % 1000
+  // Every time the controller decides by (records' times, agent silence, the workload
+  // refresh) is read here; tests give a FakeClock. Not owned; outlives the controller.
+  const Clock* clock = RealClock();
 };
 
 // An active job as the dashboard's history samples it (server/history.h): no spec, so a
@@ -125,7 +118,7 @@ class Controller {
   // Pending: ended as cancelled now. Running: its agents stop it (SIGTERM, grace,
   // SIGKILL) and it ends as cancelled when they report. kNotFound / kInvalidArgument
   // (already ended).
-  // Only the job's owner or an admin (kPermissionDenied).
+  // Only the job's owner or an admin (Authorizer: kUnauthenticated, kPermissionDenied).
   Status Cancel(state::JobId id, const Caller& who);
   Status Hold(state::JobId id, bool hold, const Caller& who);
   Result<state::JobRecord> Job(state::JobId id) const;
@@ -143,7 +136,7 @@ class Controller {
 
   // ---- Nodes, partitions ----
   std::vector<state::NodeStatus> Nodes() const;
-  // Admins only (kPermissionDenied).
+  // Admins only (Authorizer).
   Status Drain(const std::string& node, const std::string& reason, const Caller& who);
   // A drained node goes back up, and its unhealthy GPUs back into service; `gpu` >= 0:
   // only that unhealthy GPU returns (the node's state is left alone). Admins only.
@@ -168,9 +161,9 @@ class Controller {
   Result<IssuedToken> IssueToken(const TokenRequest& request, const Caller& who);
   Result<std::vector<state::TokenRecord>> Tokens(const Caller& who) const;  // admins
   Status RevokeToken(const std::string& id, const Caller& who);             // admins
-  // Whether `who` may see `job`'s environment and script (its owner, an admin): every
-  // caller sees every job, the rest of the world not what the job was given to run with.
-  bool MaySeeDetails(const Caller& who, const state::JobRecord& job) const;
+  // Who may do what, for the HTTP layer's decisions too (its gate, the redaction of a
+  // job's details): built from the config at Create, constant after.
+  const Authorizer& authorizer() const { return authorizer_; }
 
   // ---- Agents ----
   Status Register(const AgentRegistration& reg);
@@ -178,6 +171,9 @@ class Controller {
   Status Report(const std::string& node, const std::vector<api::JobExit>& exits);
 
   ControllerStats stats() const;
+  // The clock it reads (ControllerOptions::clock): the HTTP layer and the history
+  // sampler read the same one.
+  const Clock& clock() const { return *options_.clock; }
 
   // ---- What it tells about itself (observe.cc) ----
   // GET /metrics: the registry's families, then the gauges of Gauges() (docs/metrics.md).
@@ -217,13 +213,6 @@ class Controller {
 
   Controller(ControllerOptions options, std::unique_ptr<state::Store> store);
 
-  // An admin: root or an admin token (who.admin), or named in [auth] admins.
-  bool IsAdmin(const Caller& who) const;
-  // Ok for an admin; kUnauthenticated for an anonymous caller, kPermissionDenied else.
-  Status RequireAdmin(const Caller& who, const std::string& what) const;
-  // The [[account]] rules for a submit by `who` under `account` (tokens.cc).
-  Status MayUseAccount(const Caller& who, const std::string& account) const;
-
   // All below: mu_ held.
   Status CommitAndApply(std::unique_lock<std::mutex>& lock,
                         std::vector<state::Edit> edits);
@@ -253,6 +242,8 @@ class Controller {
   const ControllerOptions options_;
   // Set by Create before any thread runs; its series are thread-safe (metrics.h).
   std::unique_ptr<ControllerMetrics> metrics_;
+  // Set by Create before any thread runs, from options_.config; constant after.
+  Authorizer authorizer_;
 
   mutable std::mutex mu_;
   // Guarded by mu_.
@@ -296,9 +287,5 @@ class Controller {
   std::mutex cycle_mu_;  // one cycle at a time (the loop and RunCycle)
   std::thread loop_;
 };
-
-// Time now (seconds since the epoch) and a monotonic millisecond clock.
-Time NowSeconds();
-int64_t MonotonicMs();
 
 }  // namespace hachi::server

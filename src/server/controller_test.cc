@@ -520,8 +520,10 @@ TEST(Controller, DrainedNodeTakesNoNewJobs) {
 }
 
 TEST(Controller, SilentAgentTakesItsNodeDown) {
+  FakeClock clock;
   ControllerOptions o;
   o.agent_timeout = 1;
+  o.clock = &clock;
   Harness h(o);
   h.Register("n1");
   h.Register("n2");
@@ -533,8 +535,15 @@ TEST(Controller, SilentAgentTakesItsNodeDown) {
   ASSERT_EQ(h.StateOf(requeue), JobState::kRunning);
   ASSERT_EQ(h.Work("n1").launch.size(), 2u);
   // n2 keeps polling, n1 is silent.
-  for (int i = 0; i < 6; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(220));
+  for (int i = 0; i < 4; ++i) {
+    clock.Advance(std::chrono::milliseconds(220));
+    h.Work("n2");
+  }
+  h->RunCycle();  // n1 silent for 880 ms: not yet past the timeout
+  for (const state::NodeStatus& n : h->Nodes())
+    EXPECT_NE(n.record.state, state::NodeState::kDown);
+  for (int i = 0; i < 2; ++i) {
+    clock.Advance(std::chrono::milliseconds(220));
     h.Work("n2");
   }
   h->RunCycle();
@@ -620,7 +629,7 @@ TEST_F(RestartTest, KeepsEveryJobAndNeverReusesAnId) {
 
 TEST_F(RestartTest, UndeliveredLaunchIsDispatchedAgain) {
   state::JobId id;
-  const Time agent_started = NowSeconds() - 100;
+  const Time agent_started = RealClock()->Now() - 100;
   {
     auto h = Open();
     h->Register("n1", agent_started);
@@ -650,7 +659,7 @@ TEST_F(RestartTest, FinishedJobIsSentAgainForItsExit) {
     // The agent reports the exit while the server is down: the report is lost.
   }
   auto h = Open();
-  AgentRegistration reg = MakeAgent("n1", NowSeconds() - 100);
+  AgentRegistration reg = MakeAgent("n1", RealClock()->Now() - 100);
   reg.finished = {id};
   ASSERT_TRUE(h->c().Register(reg).ok());
   const AgentWork w = h->Work("n1");
@@ -671,7 +680,7 @@ TEST_F(RestartTest, AgentRestartedAfterTheJobStartedEndsItNodeFail) {
     ASSERT_EQ(h->Work("n1").launch.size(), 2u);
   }
   auto h = Open();
-  h->Register("n1", NowSeconds() + 10);  // a new agent process: knows neither
+  h->Register("n1", RealClock()->Now() + 10);  // a new agent process: knows neither
   const state::JobRecord job = h->Job(id);
   EXPECT_EQ(job.state, JobState::kNodeFail);
   EXPECT_NE(job.reason.find("restarted"), std::string::npos) << job.reason;

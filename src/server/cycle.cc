@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "sched/apply.h"
 #include "server/controller.h"
 #include "server/controller_metrics.h"
 
@@ -44,7 +45,7 @@ void Controller::RunCycle() {
 
 void Controller::CycleLocked(std::unique_lock<std::mutex>& lock) {
   const auto cycle_start = std::chrono::steady_clock::now();
-  const Time now = NowSeconds();
+  const Time now = options_.clock->Now();
   dirty_ = false;
   CheckAgentsLocked(lock, now);
   if (base_dirty_) {
@@ -108,26 +109,13 @@ void Controller::ApplyPlanLocked(std::unique_lock<std::mutex>& lock,
     }
     const state::JobRecord& rec = it->second;
     sched::Job probe;
+    probe.id = rec.id;
     probe.req = rec.req;
     probe.partition = cur.PartitionIndex(rec.req.partition);
-    const bool whole = IsWholeNodeJob(cur, probe);
-    // All parts or none: try them on copies of the nodes involved.
-    std::vector<std::pair<int, sched::Node>> saved;
-    bool ok = static_cast<int>(st.allocations.size()) == rec.req.nodes;
-    for (const sched::Allocation& a : st.allocations) {
-      if (!ok) break;
-      if (a.node < 0 || a.node >= static_cast<int>(cur.nodes.size()) ||
-          cur.nodes[a.node].state != sched::NodeState::kUp ||
-          a.share_milli != rec.req.gpu_share_milli) {
-        ok = false;
-        break;
-      }
-      saved.emplace_back(a.node, cur.nodes[a.node]);
-      ok = TakeAllocation(&cur, whole, a).ok();
-    }
-    if (!ok) {
-      for (auto r = saved.rbegin(); r != saved.rend(); ++r)
-        cur.nodes[r->first] = r->second;
+    // The one applier's checks (sched/apply.h), all parts or none; `cur` then holds
+    // this start for the next ones.
+    sched::PlanApplier applier(&cur);
+    if (!applier.Apply(probe, st).ok()) {
       dirty_ = true;  // try again next cycle with fresh state
       continue;
     }

@@ -100,7 +100,7 @@ HistorySampler::HistorySampler(Controller* controller, Options options)
 HistorySampler::~HistorySampler() { Stop(); }
 
 void HistorySampler::Start() {
-  Sample(NowSeconds());
+  Sample(controller_->clock().Now());
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -121,7 +121,7 @@ void HistorySampler::Loop() {
     // A spurious wake-up must not take an early sample: wait for the deadline itself.
     if (!cv_.wait_until(lock, next, [this] { return stopping_; })) {
       lock.unlock();
-      Sample(NowSeconds());
+      Sample(controller_->clock().Now());
       lock.lock();
       next = std::chrono::steady_clock::now() + std::chrono::seconds(options_.interval_s);
     }

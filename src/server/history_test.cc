@@ -97,7 +97,10 @@ TEST(HistoryTest, UtilisationIsAllocatedOverHealthyGpus) {
 }
 
 TEST(HistoryTest, SamplerRingFromAController) {
-  testing::Harness h;
+  FakeClock clock;
+  ControllerOptions o;
+  o.clock = &clock;
+  testing::Harness h(o);
   h.Register("n1");
   HistorySampler sampler(&h.c(), HistorySampler::Options{15, 3});
   const Caller alice{"alice", 1000, 1000, /*authenticated=*/true, /*admin=*/false};
@@ -108,13 +111,14 @@ TEST(HistoryTest, SamplerRingFromAController) {
     return ids.ok() ? ids->front() : 0;
   };
   const state::JobId a = submit(2);
-  sampler.Sample(NowSeconds());  // before the start (in the same second, maybe)
+  sampler.Sample(clock.Now());  // before the start, in the same second
   h->RunCycle();
   const state::JobId b = submit(8);  // waits for a
   h->RunCycle();
   ASSERT_EQ(h.StateOf(a), JobState::kRunning);
   ASSERT_EQ(h.StateOf(b), JobState::kPending);
-  sampler.Sample(NowSeconds() + 15);
+  clock.Advance(std::chrono::seconds(15));
+  sampler.Sample(clock.Now());
 
   std::vector<HistorySample> all = sampler.Samples();
   ASSERT_EQ(all.size(), 2u);
@@ -129,8 +133,10 @@ TEST(HistoryTest, SamplerRingFromAController) {
   EXPECT_EQ(sampler.Samples(all[0].at).size(), 1u) << "since: only newer samples";
 
   // The ring keeps the last `capacity` samples.
-  sampler.Sample(NowSeconds() + 30);
-  sampler.Sample(NowSeconds() + 45);
+  for (int i = 0; i < 2; ++i) {
+    clock.Advance(std::chrono::seconds(15));
+    sampler.Sample(clock.Now());
+  }
   all = sampler.Samples();
   ASSERT_EQ(all.size(), 3u);
   EXPECT_EQ(all.back().at - all.front().at, 30);

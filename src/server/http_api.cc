@@ -13,9 +13,9 @@
 #include <thread>
 
 #include "api/protocol_json.h"
+#include "api/record_json_nlohmann.h"
 #include "server/http_auth.h"
 #include "state/job_stats.h"
-#include "state/record_json_nlohmann.h"
 
 namespace hachi::server {
 namespace {
@@ -206,10 +206,12 @@ void HttpServer::Routes(httplib::Server& s) {
         c->Jobs(all, *after, static_cast<size_t>(*limit));
     // Everyone sees every job; only its owner and admins its environment and script.
     const Result<Caller> who = CallerOf(req, *c);
+    const Authorizer& authorizer = c->authorizer();
     json jobs = json::array();
     for (state::JobRecord& r : page) {
-      if (!who.ok() || !c->MaySeeDetails(*who, r)) RedactJobDetails(&r);
-      jobs.push_back(state::ToJson(r));
+      if (!who.ok() || !authorizer.Allows(*who, Action::kSeeJobDetails, Resource::Job(r)))
+        RedactJobDetails(&r);
+      jobs.push_back(api::ToJson(r));
     }
     json j{{"jobs", std::move(jobs)}};
     if (*limit > 0 && static_cast<int64_t>(page.size()) == *limit) {
@@ -231,8 +233,11 @@ void HttpServer::Routes(httplib::Server& s) {
     }
     if (!job.ok()) return ReplyError(res, job.status());
     const Result<Caller> who = CallerOf(req, *c);
-    if (!who.ok() || !c->MaySeeDetails(*who, *job)) RedactJobDetails(&*job);
-    json j{{"job", state::ToJson(*job)}};
+    if (!who.ok() ||
+        !c->authorizer().Allows(*who, Action::kSeeJobDetails, Resource::Job(*job))) {
+      RedactJobDetails(&*job);
+    }
+    json j{{"job", api::ToJson(*job)}};
     if (std::optional<PendingInfo> info = c->Pending(*id))
       j["diagnosis"] = info->diagnosis;
     // docs/api.md, "Explain". Not on long polls (`hachi run` waiting for its job): at
@@ -266,7 +271,7 @@ void HttpServer::Routes(httplib::Server& s) {
   // ---- Nodes, partitions ----
   s.Get(p + "/nodes", [c](const httplib::Request&, httplib::Response& res) {
     json nodes = json::array();
-    for (const state::NodeStatus& n : c->Nodes()) nodes.push_back(state::ToJson(n));
+    for (const state::NodeStatus& n : c->Nodes()) nodes.push_back(api::ToJson(n));
     Reply(res, 200, json{{"nodes", nodes}}.dump());
   });
   s.Get(p + R"(/nodes/([^/]+))",
@@ -274,7 +279,7 @@ void HttpServer::Routes(httplib::Server& s) {
           const std::string name = req.matches[1];
           for (const state::NodeStatus& n : c->Nodes()) {
             if (n.record.name == name)
-              return Reply(res, 200, json{{"node", state::ToJson(n)}}.dump());
+              return Reply(res, 200, json{{"node", api::ToJson(n)}}.dump());
           }
           ReplyError(res, NotFound("no node " + name));
         });
@@ -314,7 +319,7 @@ void HttpServer::Routes(httplib::Server& s) {
     int gpus = 0;
     for (const state::NodeStatus& n : c->Nodes()) gpus += n.gpus;
     state::JobStats stats =
-        state::ComputeStats(c->Jobs(true), NowSeconds(), window, alert, gpus);
+        state::ComputeStats(c->Jobs(true), c->clock().Now(), window, alert, gpus);
     state::AttachLoads(&stats,
                        c->PartitionLoads());  // a flagged partition's likely cause
     json j = json::parse(state::JobStatsToJson(stats));

@@ -1,10 +1,12 @@
 // The HTTP side of who is asking (server/auth.h): the gate every request passes before
 // its handler, the caller a handler acts for, and the token endpoints
-// (POST/GET /api/v1/tokens, DELETE /api/v1/tokens/ID). Internal to server/; callers
-// include httplib themselves.
+// (POST/GET /api/v1/tokens, DELETE /api/v1/tokens/ID). This file finds out who the
+// caller is (peer credentials, bearer token, cluster secret, loopback); whether they may
+// is the Controller's Authorizer's answer (server/authorizer.h), asked here and by the
+// handlers. Internal to server/; callers include httplib themselves.
 //
 // Thread-safety: the gate and handlers run on the server's threads; they read only
-// constant options and the Controller (thread-safe).
+// constant options, the Authorizer (constant) and the Controller (thread-safe).
 #pragma once
 
 #include <string>
@@ -24,17 +26,21 @@ struct HttpAuthOptions {
   // What agents send in X-Hachi-Cluster-Secret; "" refuses every agent request (a server
   // always has one: hachi server/dev read or create STATE_DIR/cluster-secret).
   std::string cluster_secret;
-  AnonymousRead anonymous_read = AnonymousRead::kLocalhost;
+  // Who may read without a token is the config's [auth] anonymous_read, which the
+  // Controller's Authorizer reads.
 };
 
-// Installs the pre-routing gate on `s`: /agents/* need the cluster secret; other
-// requests need the kernel's word (the Unix socket), a valid token, or, for GET, an
-// anonymous reader the options allow. Refusals are 401 {"error": {"code":
-// "unauthenticated", ...}}, before the body is read. GET /api/v1/health is always open.
+// Installs the pre-routing gate on `s`: it finds the caller and asks the Authorizer
+// before the body is read: Action::kAgent on /agents/* (the cluster secret makes an
+// agent; nothing else does), kHealth on GET /api/v1/health (open, whatever the request
+// carries), else kRead for GET/HEAD and kWrite for the rest (the handler then asks for
+// its own action). Refusals are 401 {"error": {"code": "unauthenticated", ...}} (403
+// were an authenticated caller refused), with `Connection: close`.
 void InstallAuthGate(httplib::Server& s, Controller* c, const HttpAuthOptions& options);
 
 // The caller a handler acts for, once the gate let the request through: the kernel's
-// uid on the Unix socket, the token's user, or an anonymous reader (authenticated=false).
+// uid on the Unix socket, the token's user, or an anonymous reader (authenticated=false,
+// `loopback` set from the peer's address).
 Result<Caller> CallerOf(const httplib::Request& req, const Controller& c);
 
 // POST /api/v1/tokens {"user", "uid"?, "gid"?, "admin"?} -> 201 {"token", "record"};

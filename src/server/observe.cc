@@ -54,7 +54,7 @@ ClusterGauges Controller::Gauges() const {
     // here held the lock as long as a cycle's own snapshot (80-150 ms, measured).
     snap = BuildSnapshot(base_, image_, &running);
     last = diagnosed_;
-    const int64_t ms = MonotonicMs();
+    const int64_t ms = options_.clock->MonotonicMs();
     for (const sched::Node& n : snap.nodes) {  // name order (BuildBase)
       ClusterGauges::NodeRow row;
       row.node = n.name;
@@ -81,7 +81,7 @@ ClusterGauges Controller::Gauges() const {
       if (running.count(j.id) == 0) snap.pending.push_back(j);
     }
   }
-  const std::vector<int> fragmented = sched::FragmentedGpus(snap, NowSeconds());
+  const std::vector<int> fragmented = sched::FragmentedGpus(snap, options_.clock->Now());
   for (size_t p = 0; p < snap.partitions.size(); ++p) {
     ClusterGauges::PartitionRow row;
     row.partition = snap.partitions[p].name;
@@ -194,7 +194,7 @@ Result<state::JobExplain> Controller::Explain(state::JobId id) const {
     rec = it->second;
     e.job = id;
     e.state = std::string(state::JobStateName(rec.state));
-    e.as_of = NowSeconds();
+    e.as_of = options_.clock->Now();
     e.partition = rec.req.partition;
     e.needed_gpus = rec.req.Shared() ? 1 : rec.req.GpusPerNode();
     e.needed_nodes = std::max(rec.req.nodes, 1);

@@ -11,7 +11,6 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <thread>
 
 #include "server/controller_metrics.h"
 #include "server/http_api.h"
@@ -29,8 +28,15 @@ using testing::Scrape;
 
 // Two 8-GPU nodes. A (5 GPUs) and B (6) run, one free GPU of A's node is taken out of
 // service, then C, E, F (4 GPUs each) and D (8) wait: 2 + 2 GPUs are free, on no node 4.
+ControllerOptions OnClock(const Clock* clock) {
+  ControllerOptions o;
+  o.clock = clock;
+  return o;
+}
+
 struct Fragmented {
-  Harness h;
+  FakeClock clock;  // before h, which reads it
+  Harness h{OnClock(&clock)};
   state::JobId a = 0, b = 0, c = 0, d = 0, e = 0, f = 0;
   std::string a_node;
   int bad_gpu = -1;
@@ -132,13 +138,15 @@ TEST(Metrics, ScrapeReportsTheClusterAndTheLoop) {
 }
 
 TEST(Metrics, ReleasedJobWaitsFromItsRelease) {
-  Harness h;
+  FakeClock clock;
+  Harness h(OnClock(&clock));
   h.Register("n1");
   const state::JobId id = h.Submit(MakeSubmit().Gpus(1).Hold());
-  std::this_thread::sleep_for(std::chrono::milliseconds(2100));  // a wait if from submit
+  clock.Advance(std::chrono::seconds(2));  // a wait if from submit
   ASSERT_TRUE(h->Hold(id, false, testing::kAlice).ok());
   h->RunCycle();
   ASSERT_EQ(h.StateOf(id), state::JobState::kRunning);
+  EXPECT_EQ(h.Job(id).start_time - h.Job(id).submit_time, 2) << "the controller's clock";
   const Scrape s = ParseScrape(h->MetricsText());
   ASSERT_EQ(s.error, "");
   EXPECT_EQ(s.Value("hachi_queue_wait_seconds_bucket",
@@ -244,7 +252,7 @@ TEST(ObserveHttp, MetricsExplainAndStatsCause) {
     EXPECT_FALSE(json::parse(r->body).contains("explain")) << r->body;
   }
   // The pending jobs' waits pass one second: with ?alert=1 the partition is flagged.
-  std::this_thread::sleep_for(std::chrono::milliseconds(2100));
+  x.clock.Advance(std::chrono::seconds(2));
   {
     httplib::Result r = cl.Get("/api/v1/stats?alert=1");
     ASSERT_TRUE(r);

@@ -1,5 +1,6 @@
-// Controller: who is asking — local callers, API tokens (issue, verify, list, revoke),
-// admins and account membership (server/auth.h, docs/api.md "Authentication").
+// Controller: who is asking — local callers, API tokens (issue, verify, list, revoke)
+// (server/auth.h, docs/api.md "Authentication"). What they may do is the Authorizer's
+// (server/authorizer.h).
 #include <grp.h>
 #include <pwd.h>
 
@@ -33,41 +34,6 @@ bool IsUserName(const std::string& name) {
 }
 
 }  // namespace
-
-bool Controller::IsAdmin(const Caller& who) const {
-  if (!who.authenticated) return false;
-  if (who.admin) return true;
-  if (!options_.config) return false;
-  const std::vector<std::string>& admins = options_.config->auth.admins;
-  return std::find(admins.begin(), admins.end(), who.user) != admins.end();
-}
-
-Status Controller::RequireAdmin(const Caller& who, const std::string& what) const {
-  if (IsAdmin(who)) return Status::Ok();
-  if (!who.authenticated)
-    return Unauthenticated("only an admin may " + what + "; send a token");
-  return PermissionDenied("only an admin may " + what +
-                          " ([auth] admins, docs/config.md)");
-}
-
-bool Controller::MaySeeDetails(const Caller& who, const state::JobRecord& job) const {
-  return IsAdmin(who) || (who.authenticated && who.uid == job.spec.uid);
-}
-
-Status Controller::MayUseAccount(const Caller& who, const std::string& account) const {
-  if (!options_.config || options_.config->accounts.empty()) return Status::Ok();
-  if (account == who.user) return Status::Ok();  // everyone's own, the default account
-  for (const config::AccountConfig& a : options_.config->accounts) {
-    if (a.name != account) continue;
-    if (IsAdmin(who) ||
-        std::find(a.members.begin(), a.members.end(), who.user) != a.members.end()) {
-      return Status::Ok();
-    }
-    return PermissionDenied(who.user + " is not a member of account " + account +
-                            " (its members are listed in the config's [[account]])");
-  }
-  return InvalidArgument("no account " + account + " in the config's [[account]] list");
-}
 
 Caller Controller::LocalCaller(uint32_t uid, uint32_t gid) const {
   Caller c;
@@ -103,7 +69,7 @@ Result<Caller> Controller::Authenticate(std::string_view token) const {
 
 Result<IssuedToken> Controller::IssueToken(const TokenRequest& request,
                                            const Caller& who) {
-  HACHI_RETURN_IF_ERROR(RequireAdmin(who, "create tokens"));
+  HACHI_RETURN_IF_ERROR(authorizer_.Authorize(who, Action::kIssueToken, {}));
   if (!IsUserName(request.user)) {
     return InvalidArgument("token: '" + request.user.substr(0, 64) +
                            "' is not a user name");
@@ -130,7 +96,7 @@ Result<IssuedToken> Controller::IssueToken(const TokenRequest& request,
     t.gid = found->pw_gid;
   }
   t.admin = request.admin;
-  t.created = NowSeconds();
+  t.created = options_.clock->Now();
   t.created_by = who.user;
   Result<std::string> id = RandomHex(6);
   if (!id.ok()) return id.status();
@@ -144,7 +110,7 @@ Result<IssuedToken> Controller::IssueToken(const TokenRequest& request,
 }
 
 Result<std::vector<state::TokenRecord>> Controller::Tokens(const Caller& who) const {
-  HACHI_RETURN_IF_ERROR(RequireAdmin(who, "list tokens"));
+  HACHI_RETURN_IF_ERROR(authorizer_.Authorize(who, Action::kListTokens, {}));
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<state::TokenRecord> out;
   for (const auto& [id, t] : image_.tokens) out.push_back(t);
@@ -156,7 +122,8 @@ Result<std::vector<state::TokenRecord>> Controller::Tokens(const Caller& who) co
 }
 
 Status Controller::RevokeToken(const std::string& id, const Caller& who) {
-  HACHI_RETURN_IF_ERROR(RequireAdmin(who, "revoke tokens"));
+  HACHI_RETURN_IF_ERROR(
+      authorizer_.Authorize(who, Action::kRevokeToken, Resource::Token(id)));
   std::unique_lock<std::mutex> lock(mu_);
   if (image_.tokens.count(id) == 0) return NotFound("no token " + id);
   return CommitAndApply(lock, {state::TokenRevoked{id}});

@@ -90,16 +90,12 @@ void AddDashboardRoutes(httplib::Server& s, Controller* c,
           Result<state::JobRecord> job = c->Job(id);
           if (!job.ok()) return ReplyError(res, job.status());
           // What a job prints is as private as its environment and script: its owner's
-          // and the admins' (Controller::MaySeeDetails, as GET /jobs/ID redacts them).
+          // and the admins' (Action::kSeeJobDetails, as GET /jobs/ID redacts them).
           Result<Caller> who = CallerOf(req, *c);
           if (!who.ok()) return ReplyError(res, who.status());
-          if (!c->MaySeeDetails(*who, *job)) {
-            const std::string what = "the log of job " + std::to_string(id) + " is for " +
-                                     job->req.user + " and the admins";
-            return ReplyError(res, who->authenticated
-                                       ? PermissionDenied(what)
-                                       : Unauthenticated(what + ": send a token"));
-          }
+          const Status may = c->authorizer().Authorize(*who, Action::kSeeJobDetails,
+                                                       Resource::Job(*job));
+          if (!may.ok()) return ReplyError(res, may);
           const int lines = static_cast<int>(Int64Param(req, "tail", 200, 1, 10000));
           const int64_t bytes = Int64Param(req, "bytes", 64 << 10, 1, kMaxLogTailBytes);
           Result<LogTail> t = ReadJobLogTail(*job, local, bytes, lines);

@@ -128,7 +128,7 @@ TEST_F(WebRoutesTest, UnknownAndTraversingPathsAre404) {
 }
 
 TEST_F(WebRoutesTest, HistoryReportsTheSamples) {
-  history_->Sample(NowSeconds());
+  history_->Sample(RealClock()->Now());
   httplib::Result r = client_->Get("/api/v1/history");
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200);
