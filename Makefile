@@ -6,7 +6,7 @@ CMAKE_FLAGS ?=
 FUZZ_SECONDS ?= 300
 FUZZ_SMOKE_SECONDS ?= 12
 
-.PHONY: all deps build test demo bench fuzz format format-check clean
+.PHONY: all deps build test demo bench fuzz format format-check analyze clean
 
 all: build
 
@@ -22,7 +22,7 @@ build: deps $(BUILD)/build.ninja
 # Every unit, property and end-to-end test (the dashboard's in Chromium among them,
 # docs/dashboard.md), then a short run of every fuzz target (about a minute; the long
 # run is `make fuzz`).
-test: build format-check
+test: build format-check analyze
 	npm ci --prefix tests/browser --prefer-offline --no-audit --no-fund
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 300
 	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SMOKE_SECONDS)
@@ -43,16 +43,19 @@ fuzz: deps
 	cmake --build $(BUILD)-fuzz -j $(JOBS) --target fuzz_all  # and only the libraries they use
 	@scripts/fuzz.sh $(BUILD)-fuzz $(FUZZ_SECONDS)
 
-# The C++ files git knows, except the vendored ones: `make format` rewrites them,
-# `make format-check` (part of `make test`) fails on any drift from .clang-format.
-FORMAT_FILES = git ls-files -z -- '*.h' '*.cc' ':!:third_party/*'
+# The C++ files git knows, but the vendored ones (scripts/format.sh): `make format`
+# rewrites them, `make format-check` (part of `make test`) fails on any drift.
 format:
-	$(FORMAT_FILES) | xargs -0 clang-format -i
+	@scripts/format.sh fix
 
 format-check: deps
-	@$(FORMAT_FILES) | xargs -0 clang-format --dry-run --Werror \
-	  || { echo "format-check: run 'make format' (clang-format $$(clang-format --version | grep -o '[0-9.]*' | head -1))"; exit 1; }
-	@echo "format-check: $$($(FORMAT_FILES) | tr -cd '\0' | wc -c) files clean"
+	@scripts/format.sh check
+
+# Clang's thread-safety analysis (core/mutex.h): clang-14 -fsyntax-only -Wthread-safety
+# over every source file with the flags of BUILD's compile_commands.json, about a minute
+# on 2 cores; part of `make test`.
+analyze: deps $(BUILD)/build.ninja
+	@scripts/analyze.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-fuzz
