@@ -75,7 +75,10 @@ AgentDaemon::AgentDaemon(AgentOptions options, LauncherFactory make_launcher)
   // now: a launch the server sends again for one of them is not launched twice. An exit
   // of one may have been queued (OnExit) already; then the run is not live.
   std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& [job, start] : launcher_->AdoptedRuns()) {
+  for (const auto& run : launcher_->AdoptedRuns()) {
+    // Named, not structured bindings: clang 14 (make analyze) cannot capture those.
+    const state::JobId job = run.first;
+    const Time start = run.second;
     launched_.emplace(job, start);
     current_run_[job] = start;
     const bool ended = std::any_of(

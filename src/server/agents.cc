@@ -1,5 +1,6 @@
-// Controller: agent sessions — registration and reconciliation, the work long poll
-// (which is also the heartbeat), exit reports, and lost nodes.
+// Controller: the agents' side — registration and reconciliation, the work long poll
+// (which is also the heartbeat; it waits in the AgentHub, not on the Controller's lock),
+// exit reports, and lost nodes.
 #include <algorithm>
 #include <chrono>
 #include <csignal>
@@ -26,7 +27,8 @@ Status Controller::Register(const AgentRegistration& reg) {
                            std::to_string(reg.cpus) + " CPUs and " +
                            std::to_string(reg.memory_mib) + " MiB of memory");
   }
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock writer(&writer_mu_);
+  MutexLock lock(&mu_);
   const Time now = options_.clock->Now();
   auto old = image_.nodes.find(reg.node);
   // The same agent process as before (the server restarted, or the network blinked):
@@ -44,14 +46,10 @@ Status Controller::Register(const AgentRegistration& reg) {
       rec.state_since = old->second.state_since;
     }
   }
-  HACHI_RETURN_IF_ERROR(CommitAndApply(lock, {state::NodeUpserted{rec}}));
+  HACHI_RETURN_IF_ERROR(CommitAndApply({state::NodeUpserted{rec}}));
   hardware_[reg.node] = std::move(*hw);
   base_dirty_ = true;
-  AgentSession& session = agents_[reg.node];
-  session.registered = true;
-  session.last_seen_ms = options_.clock->MonotonicMs();
-  session.launches.clear();
-  session.cancels.clear();
+  agents_.Open(reg.node);  // what was queued for its predecessor is dropped
 
   // Reconcile the jobs the records run there with what the agent says it runs.
   const std::unordered_set<state::JobId> running(reg.running.begin(), reg.running.end());
@@ -86,7 +84,7 @@ Status Controller::Register(const AgentRegistration& reg) {
       e.message = "agent on " + reg.node + " restarted while the job ran";
       info.worst = e;
       info.parts_left = 0;
-      state::JobEnded end = EndFor(job, info, now);
+      state::JobEnded end = EndOf(job, info, now);
       end.state = state::JobState::kNodeFail;
       edits.push_back(end);
     }
@@ -104,98 +102,21 @@ Status Controller::Register(const AgentRegistration& reg) {
     auto run = runs_.find(id);
     const bool stopping = run != runs_.end() && (run->second.cancel_requested ||
                                                  run->second.preempt_kill_at != kNever);
-    if (!here || stopping) session.cancels.push_back(id);
+    if (!here || stopping) agents_.Cancel(reg.node, id);
   }
-  work_cv_.notify_all();
-  return CommitAndApply(lock, std::move(edits));
+  return CommitAndApply(std::move(edits));
 }
 
 AgentWork Controller::Poll(const std::string& node, int wait_ms) {
-  std::unique_lock<std::mutex> lock(mu_);
-  AgentWork work;
-  auto it = agents_.find(node);
-  if (it == agents_.end() || !it->second.registered) {
-    work.reregister = true;
-    return work;
-  }
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max(wait_ms, 0));
-  for (;;) {
-    AgentSession& s = agents_[node];
-    s.last_seen_ms = options_.clock->MonotonicMs();
-    if (!s.registered) {
-      work.reregister = true;
-      return work;
-    }
-    if (!s.launches.empty() || !s.cancels.empty() || stopping_) {
-      work.launch.assign(std::make_move_iterator(s.launches.begin()),
-                         std::make_move_iterator(s.launches.end()));
-      s.launches.clear();
-      work.cancel = std::move(s.cancels);
-      s.cancels.clear();
-      return work;
-    }
-    if (work_cv_.wait_until(lock, deadline) == std::cv_status::timeout) {
-      agents_[node].last_seen_ms = options_.clock->MonotonicMs();
-      return work;
-    }
-  }
-}
-
-state::JobEnded Controller::EndFor(const state::JobRecord& job, const RunInfo& info,
-                                   Time now) const {
-  state::JobEnded end;
-  end.id = job.id;
-  end.end_time = now;
-  const api::JobExit e = info.worst.value_or(api::JobExit{});
-  end.exit_code = e.exit_code;
-  end.signal = e.signal;
-  switch (e.kind) {
-    case api::ExitKind::kExited:
-      end.state =
-          e.exit_code == 0 ? state::JobState::kCompleted : state::JobState::kFailed;
-      if (e.exit_code != 0) end.reason = "exit code " + std::to_string(e.exit_code);
-      break;
-    case api::ExitKind::kSignaled:
-      end.state = state::JobState::kFailed;
-      end.reason = "killed by signal " + std::to_string(e.signal);
-      break;
-    case api::ExitKind::kTimeLimit:
-      end.state = state::JobState::kTimeout;
-      end.reason = "time limit " + FormatDuration(job.req.time_limit);
-      break;
-    case api::ExitKind::kCancelled:
-      end.state = state::JobState::kCancelled;
-      end.reason = info.cancel_reason.empty() ? "cancelled" : info.cancel_reason;
-      break;
-    case api::ExitKind::kOutOfMemory:
-      end.state = state::JobState::kOutOfMemory;
-      end.reason = "out of memory (limit " + std::to_string(job.req.memory_mib) + " MiB)";
-      break;
-    case api::ExitKind::kLaunchFailed:
-      end.state = state::JobState::kFailed;
-      end.reason = "launch failed: " + e.message;
-      break;
-    case api::ExitKind::kLost:  // as Slurm says of a job whose node failed under it
-      end.state = state::JobState::kNodeFail;
-      end.reason = e.message;
-      break;
-  }
-  if (info.cancel_requested && end.state != state::JobState::kCompleted) {
-    end.state = state::JobState::kCancelled;
-    end.reason = info.cancel_reason;
-  }
-  return end;
+  return agents_.Wait(node, wait_ms);
 }
 
 Status Controller::Report(const std::string& node,
                           const std::vector<api::JobExit>& exits) {
-  std::unique_lock<std::mutex> lock(mu_);
-  auto session = agents_.find(node);
-  if (session == agents_.end() || !session->second.registered) {
-    return NotFound("agent " + node + " is not registered");
-  }
-  session->second.last_seen_ms = options_.clock->MonotonicMs();
+  if (!agents_.IsOpen(node)) return NotFound("agent " + node + " is not registered");
+  agents_.Touch(node);
+  MutexLock writer(&writer_mu_);
+  MutexLock lock(&mu_);
   std::vector<state::Edit> edits;
   for (const api::JobExit& e : exits) {
     auto it = image_.jobs.find(e.job);
@@ -211,41 +132,34 @@ Status Controller::Report(const std::string& node,
       continue;
     }
     RunInfo& info = runs_[e.job];
-    if (std::find(info.ended_on.begin(), info.ended_on.end(), node) !=
-        info.ended_on.end()) {
+    if (!CountExit(&info, node, e, static_cast<int>(job.allocations.size()))) {
       continue;  // this part's exit, reported again
     }
-    info.ended_on.push_back(node);
-    if (info.parts_left <= 0) info.parts_left = static_cast<int>(job.allocations.size());
-    --info.parts_left;
     const bool failed = !(e.kind == api::ExitKind::kExited && e.exit_code == 0);
-    if (!info.worst || (failed && info.worst->kind == api::ExitKind::kExited &&
-                        info.worst->exit_code == 0)) {
-      info.worst = e;
-    }
     if (failed && info.parts_left > 0 && !info.cancel_requested) {
-      // A gang is one job: when one part fails, stop the others.
+      // A gang is one job: when one part fails, stop the others (no edit: at once).
       for (const state::NodeAllocation& a : job.allocations) {
-        if (a.node != node) agents_[a.node].cancels.push_back(e.job);
+        if (a.node != node) agents_.Cancel(a.node, e.job);
       }
-      work_cv_.notify_all();
     }
     if (info.parts_left > 0) continue;
     if (info.requeue_on_exit) {
       edits.push_back(state::JobRequeued{e.job, "preempted"});
     } else {
       edits.push_back(
-          EndFor(job, info, e.end_time > 0 ? e.end_time : options_.clock->Now()));
+          EndOf(job, info, e.end_time > 0 ? e.end_time : options_.clock->Now()));
     }
     runs_.erase(e.job);
   }
-  return CommitAndApply(lock, std::move(edits));
+  return CommitAndApply(std::move(edits));
 }
 
-void Controller::NodeLostLocked(std::unique_lock<std::mutex>& lock,
-                                const std::string& node, const std::string& why,
+void Controller::NodeLostLocked(const std::string& node, const std::string& why,
                                 Time now) {
+  // Its agent must register again, and what was queued for it is dropped.
+  agents_.Close(node);
   std::vector<state::Edit> edits;
+  std::vector<std::pair<std::string, state::JobId>> stops;
   edits.push_back(state::NodeStateChanged{node, state::NodeState::kDown, why, now});
   for (const auto& [id, job] : image_.jobs) {
     if (job.state != state::JobState::kRunning) continue;
@@ -254,7 +168,7 @@ void Controller::NodeLostLocked(std::unique_lock<std::mutex>& lock,
       continue;
     }
     for (const state::NodeAllocation& a : job.allocations) {  // the gang's other parts
-      if (a.node != node) agents_[a.node].cancels.push_back(id);
+      if (a.node != node) stops.emplace_back(a.node, id);
     }
     if (job.spec.requeue) {
       edits.push_back(state::JobRequeued{id, "node " + node + " down: " + why});
@@ -268,24 +182,20 @@ void Controller::NodeLostLocked(std::unique_lock<std::mutex>& lock,
     }
     runs_.erase(id);
   }
-  agents_[node].registered = false;
-  agents_[node].launches.clear();
-  agents_[node].cancels.clear();
-  work_cv_.notify_all();
-  Status s = CommitAndApply(lock, std::move(edits));
-  (void)s;  // a failed commit changes nothing; the next check tries again
+  // A failed commit changes nothing; the next check tries again.
+  if (!CommitAndApply(std::move(edits)).ok()) return;
+  for (const auto& [n, id] : stops) agents_.Cancel(n, id);  // once the end is durable
 }
 
-void Controller::CheckAgentsLocked(std::unique_lock<std::mutex>& lock, Time now) {
-  const int64_t ms = options_.clock->MonotonicMs();
+void Controller::CheckAgentsLocked(Time now) {
   std::vector<std::string> lost;
   for (const auto& [name, rec] : image_.nodes) {
     if (rec.state == state::NodeState::kDown) continue;
-    const AgentSession& s = agents_[name];
-    if (ms - s.last_seen_ms > options_.agent_timeout * 1000) lost.push_back(name);
+    const int64_t silent = agents_.SilentForMs(name);
+    if (silent < 0 || silent > options_.agent_timeout * 1000) lost.push_back(name);
   }
   for (const std::string& name : lost) {
-    NodeLostLocked(lock, name,
+    NodeLostLocked(name,
                    "agent silent for more than " + FormatDuration(options_.agent_timeout),
                    now);
   }

@@ -1,5 +1,6 @@
-// Controller: construction, jobs and nodes (agents.cc: agent sessions; cycle.cc: the
-// scheduling loop and the plan applier).
+// Controller: construction, jobs and nodes (agents.cc: registration, exits and lost
+// nodes; cycle.cc: the scheduling loop and the plan applier; tokens.cc: tokens;
+// observe.cc: metrics and explanations).
 #include "server/controller.h"
 
 #include <algorithm>
@@ -15,7 +16,7 @@
 namespace hachi::server {
 
 Controller::Controller(ControllerOptions options, std::unique_ptr<state::Store> store)
-    : options_(std::move(options)), store_(std::move(store)) {}
+    : options_(std::move(options)), store_(std::move(store)), agents_(options_.clock) {}
 
 Controller::~Controller() { Stop(); }
 
@@ -29,6 +30,9 @@ Result<std::unique_ptr<Controller>> Controller::Create(
   Result<state::StateImage> image = store->Load();
   if (!image.ok()) return image.status();
   std::unique_ptr<Controller> c(new Controller(std::move(options), std::move(store)));
+  // Nothing else runs yet; the locks are taken so the analysis sees the contract kept.
+  MutexLock cycle(&c->cycle_mu_);
+  MutexLock lock(&c->mu_);
   c->scheduler_ = std::move(*scheduler);
   Result<Authorizer> authorizer =
       Authorizer::FromConfig(c->options_.config ? &*c->options_.config : nullptr);
@@ -56,32 +60,31 @@ Result<std::unique_ptr<Controller>> Controller::Create(
     // Until its agent registers again the node is not trusted: the server may have
     // been down longer than the agent timeout. Its jobs are reconciled at Register,
     // or ended when the agent stays silent (CheckAgentsLocked).
-    c->agents_[name].last_seen_ms = c->options_.clock->MonotonicMs();
+    c->agents_.Expect(name);
   }
   for (const auto& [id, job] : c->image_.jobs) {
     if (job.state != state::JobState::kRunning) continue;
     RunInfo& info = c->runs_[id];
     info.parts_left = static_cast<int>(job.allocations.size());
   }
-  std::unique_lock<std::mutex> lock(c->mu_);
   HACHI_RETURN_IF_ERROR(c->RebuildBaseLocked());
   return c;
 }
 
 void Controller::Start() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (loop_.joinable() || stopping_) return;
   loop_ = std::thread([this] { Loop(); });
 }
 
 void Controller::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
+    loop_cv_.SignalAll();
+    job_cv_.SignalAll();
   }
-  loop_cv_.notify_all();
-  work_cv_.notify_all();
-  job_cv_.notify_all();
+  agents_.Stop();
   if (loop_.joinable()) loop_.join();
 }
 
@@ -137,22 +140,24 @@ void Controller::TrackJobsLocked(const std::vector<state::Edit>& edits) {
   }
 }
 
-Status Controller::CommitAndApply(std::unique_lock<std::mutex>& lock,
-                                  std::vector<state::Edit> edits) {
-  (void)lock;  // held: edits of one writer at a time stay in order on disk and here
+Status Controller::CommitAndApply(std::vector<state::Edit> edits) {
   if (edits.empty()) return Status::Ok();
   // Check first, so what goes to disk is what applies here. The edits of one batch
   // concern different jobs and nodes, so each is checked against the image as it is.
   for (const state::Edit& e : edits) HACHI_RETURN_IF_ERROR(state::CheckEdit(image_, e));
-  HACHI_RETURN_IF_ERROR(store_->Commit(edits));
+  // The fsync without mu_ (the header says why this is safe: writer_mu_ is held).
+  mu_.Unlock();
+  const Status committed = store_->Commit(edits);
+  mu_.Lock();
+  HACHI_RETURN_IF_ERROR(committed);
   for (const state::Edit& e : edits) {
     Status s = state::ApplyEdit(&image_, e);
     (void)s;  // checked above
   }
   TrackJobsLocked(edits);
   dirty_ = true;
-  loop_cv_.notify_all();
-  job_cv_.notify_all();
+  loop_cv_.SignalAll();
+  job_cv_.SignalAll();
   return Status::Ok();
 }
 
@@ -173,7 +178,7 @@ Result<std::vector<state::JobId>> Controller::Submit(const SubmitRequest& reques
   std::vector<state::Edit> edits;
   std::vector<state::JobId> ids;
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (stopping_) return Unavailable("the server is stopping");
     if (base_dirty_) HACHI_RETURN_IF_ERROR(RebuildBaseLocked());
     sched::JobRequest req = request.req;
@@ -217,9 +222,10 @@ Result<std::vector<state::JobId>> Controller::Submit(const SubmitRequest& reques
       edits.push_back(state::JobSubmitted{std::move(r)});
     }
   }
-  // Outside the lock: concurrent submits share one transaction (group commit).
+  // Outside both locks: concurrent submits share one transaction (group commit). Not
+  // under writer_mu_ either: new jobs change nothing another writer has checked.
   HACHI_RETURN_IF_ERROR(store_->Commit(edits));
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (const state::Edit& e : edits) {
     Status s = state::ApplyEdit(&image_, e);
     (void)s;  // new ids, reserved above: cannot clash
@@ -228,13 +234,14 @@ Result<std::vector<state::JobId>> Controller::Submit(const SubmitRequest& reques
   stats_.submits += static_cast<int64_t>(ids.size());
   if (!request.hold) {  // a held job cannot start: nothing for a cycle to do
     dirty_ = true;
-    loop_cv_.notify_all();
+    loop_cv_.SignalAll();
   }
   return ids;
 }
 
 Status Controller::Cancel(state::JobId id, const Caller& who) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock writer(&writer_mu_);
+  MutexLock lock(&mu_);
   auto it = image_.jobs.find(id);
   if (it == image_.jobs.end()) return NotFound("no job " + std::to_string(id));
   const state::JobRecord& job = it->second;
@@ -246,20 +253,16 @@ Status Controller::Cancel(state::JobId id, const Caller& who) {
   const std::string reason = "cancelled by " + (who.user.empty() ? "?" : who.user);
   if (job.state == state::JobState::kPending) {
     diagnoses_.erase(id);
-    return CommitAndApply(lock, {state::JobEnded{id, state::JobState::kCancelled,
-                                                 options_.clock->Now(), 0, 0, reason}});
+    return CommitAndApply({state::JobEnded{id, state::JobState::kCancelled,
+                                           options_.clock->Now(), 0, 0, reason}});
   }
   RunInfo& info = runs_[id];
   if (info.cancel_requested) return Status::Ok();
   info.cancel_requested = true;
   info.cancel_reason = reason;
   for (const state::NodeAllocation& a : job.allocations) {
-    AgentSession& s = agents_[a.node];
     // Not delivered yet: drop the launch instead of starting and killing it.
-    auto l = std::find_if(s.launches.begin(), s.launches.end(),
-                          [&](const api::LaunchSpec& x) { return x.job == id; });
-    if (l != s.launches.end()) {
-      s.launches.erase(l);
+    if (agents_.TakeBackLaunch(a.node, id)) {
       api::JobExit e;
       e.job = id;
       e.kind = api::ExitKind::kCancelled;
@@ -269,19 +272,19 @@ Status Controller::Cancel(state::JobId id, const Caller& who) {
       if (!info.worst) info.worst = e;
       continue;
     }
-    s.cancels.push_back(id);
+    agents_.Cancel(a.node, id);
   }
-  work_cv_.notify_all();
   if (info.parts_left <= 0) {
-    state::JobEnded end = EndFor(job, info, options_.clock->Now());
+    state::JobEnded end = EndOf(job, info, options_.clock->Now());
     runs_.erase(id);
-    return CommitAndApply(lock, {end});
+    return CommitAndApply({end});
   }
   return Status::Ok();
 }
 
 Status Controller::Hold(state::JobId id, bool hold, const Caller& who) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock writer(&writer_mu_);
+  MutexLock lock(&mu_);
   auto it = image_.jobs.find(id);
   if (it == image_.jobs.end()) return NotFound("no job " + std::to_string(id));
   HACHI_RETURN_IF_ERROR(authorizer_.Authorize(
@@ -292,11 +295,11 @@ Status Controller::Hold(state::JobId id, bool hold, const Caller& who) {
                            "; only pending jobs can be " + (hold ? "held" : "released"));
   }
   if (it->second.held == hold) return Status::Ok();
-  return CommitAndApply(lock, {state::JobHeld{id, hold}});
+  return CommitAndApply({state::JobHeld{id, hold}});
 }
 
 Result<state::JobRecord> Controller::Job(state::JobId id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = image_.jobs.find(id);
   if (it == image_.jobs.end()) return NotFound("no job " + std::to_string(id));
   state::JobRecord r = it->second;
@@ -309,22 +312,25 @@ Result<state::JobRecord> Controller::Job(state::JobId id) const {
 
 Result<state::JobRecord> Controller::WaitJob(state::JobId id, state::JobState known,
                                              int timeout_ms) {
-  std::unique_lock<std::mutex> lock(mu_);
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  for (;;) {
-    auto it = image_.jobs.find(id);
-    if (it == image_.jobs.end()) return NotFound("no job " + std::to_string(id));
-    if (it->second.state != known || stopping_) break;
-    if (job_cv_.wait_until(lock, deadline) == std::cv_status::timeout) break;
+  {
+    MutexLock lock(&mu_);
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    for (;;) {
+      auto it = image_.jobs.find(id);
+      if (it == image_.jobs.end()) return NotFound("no job " + std::to_string(id));
+      if (it->second.state != known || stopping_) break;
+      if (!job_cv_.WaitUntil(deadline) && std::chrono::steady_clock::now() >= deadline) {
+        break;
+      }
+    }
   }
-  lock.unlock();
   return Job(id);
 }
 
 std::vector<state::JobRecord> Controller::Jobs(bool include_finished, state::JobId after,
                                                size_t limit) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<state::JobRecord> out;
   for (auto it = image_.jobs.upper_bound(after); it != image_.jobs.end(); ++it) {
     const auto& [id, r] = *it;
@@ -350,7 +356,7 @@ std::string Controller::ReasonLocked(state::JobId id) const {
 }
 
 std::optional<PendingInfo> Controller::Pending(state::JobId id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (auto j = image_.jobs.find(id); j != image_.jobs.end() && j->second.held &&
                                      j->second.state == state::JobState::kPending) {
     return PendingInfo{std::string(sched::ReasonName(sched::Reason::kHeld)), "held"};
@@ -362,7 +368,7 @@ std::optional<PendingInfo> Controller::Pending(state::JobId id) const {
 }
 
 std::vector<JobBrief> Controller::ActiveJobBriefs() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<JobBrief> out;
   out.reserve(active_.size());
   for (state::JobId id : active_) {
@@ -415,9 +421,9 @@ state::NodeStatus Controller::NodeStatusLocked(const state::NodeRecord& rec,
 std::vector<state::StrayGpuProcess> Controller::StrayProcessesLocked(
     const std::string& node) const {
   std::vector<state::StrayGpuProcess> out;
-  auto session = agents_.find(node);
-  if (session == agents_.end()) return out;
-  for (const api::GpuProcessReport& p : session->second.gpu_processes) {
+  auto seen = gpu_processes_.find(node);
+  if (seen == gpu_processes_.end()) return out;
+  for (const api::GpuProcessReport& p : seen->second.processes) {
     // Its own: a process of a job running on this node with this GPU in its allocation.
     auto job = image_.jobs.find(p.job);
     const bool owned =
@@ -428,16 +434,16 @@ std::vector<state::StrayGpuProcess> Controller::StrayProcessesLocked(
                       return a.node == node && a.gpus.contains(p.gpu);
                     });
     if (owned) continue;
-    auto since = session->second.gpu_process_since.find({p.gpu, p.pid});
-    out.push_back(state::StrayGpuProcess{
-        p.gpu, p.pid, p.used_mib, p.user, p.command, p.job,
-        since != session->second.gpu_process_since.end() ? since->second : 0});
+    auto since = seen->second.since.find({p.gpu, p.pid});
+    out.push_back(
+        state::StrayGpuProcess{p.gpu, p.pid, p.used_mib, p.user, p.command, p.job,
+                               since != seen->second.since.end() ? since->second : 0});
   }
   return out;
 }
 
 std::vector<state::NodeStatus> Controller::Nodes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   const sched::ClusterState snap = BuildSnapshot(base_, image_, &active_);
   std::vector<state::NodeStatus> out;
   for (const auto& [name, rec] : image_.nodes) out.push_back(NodeStatusLocked(rec, snap));
@@ -447,14 +453,14 @@ std::vector<state::NodeStatus> Controller::Nodes() const {
 Status Controller::Drain(const std::string& node, const std::string& reason,
                          const Caller& who) {
   HACHI_RETURN_IF_ERROR(authorizer_.Authorize(who, Action::kDrain, Resource::Node(node)));
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock writer(&writer_mu_);
+  MutexLock lock(&mu_);
   auto it = image_.nodes.find(node);
   if (it == image_.nodes.end()) return NotFound("no node " + node);
   if (it->second.state == state::NodeState::kDown) {
     return InvalidArgument("node " + node + " is down; drain it when it is back");
   }
-  return CommitAndApply(lock,
-                        {state::NodeStateChanged{node, state::NodeState::kDrained,
+  return CommitAndApply({state::NodeStateChanged{node, state::NodeState::kDrained,
                                                  reason.empty() ? "drained" : reason,
                                                  options_.clock->Now()}});
 }
@@ -462,7 +468,8 @@ Status Controller::Drain(const std::string& node, const std::string& reason,
 Status Controller::Resume(const std::string& node, int gpu, const Caller& who) {
   HACHI_RETURN_IF_ERROR(
       authorizer_.Authorize(who, Action::kResume, Resource::Node(node)));
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock writer(&writer_mu_);
+  MutexLock lock(&mu_);
   auto it = image_.nodes.find(node);
   if (it == image_.nodes.end()) return NotFound("no node " + node);
   const state::NodeRecord& rec = it->second;
@@ -475,7 +482,7 @@ Status Controller::Resume(const std::string& node, int gpu, const Caller& who) {
     state::NodeHealthChanged h{node, rec.unhealthy, rec.unhealthy_reasons};
     h.unhealthy.Erase(gpu);
     h.reasons.erase(gpu);
-    return CommitAndApply(lock, {h});
+    return CommitAndApply({h});
   }
   const bool drained = rec.state == state::NodeState::kDrained;
   if (!drained && rec.unhealthy.empty()) {
@@ -490,7 +497,7 @@ Status Controller::Resume(const std::string& node, int gpu, const Caller& who) {
   }
   if (!rec.unhealthy.empty())
     edits.push_back(state::NodeHealthChanged{node, GpuSet(), {}});
-  return CommitAndApply(lock, std::move(edits));
+  return CommitAndApply(std::move(edits));
 }
 
 namespace {
@@ -507,7 +514,9 @@ std::string ClockTime(Time t) {
 }  // namespace
 
 Status Controller::ReportHealth(const std::string& node, const api::AgentHealth& health) {
-  std::unique_lock<std::mutex> lock(mu_);
+  agents_.Touch(node);
+  MutexLock writer(&writer_mu_);
+  MutexLock lock(&mu_);
   auto it = image_.nodes.find(node);
   if (it == image_.nodes.end()) return NotFound("no node " + node);
   const state::NodeRecord& rec = it->second;
@@ -521,14 +530,14 @@ Status Controller::ReportHealth(const std::string& node, const api::AgentHealth&
                                " GPUs; a process on GPU " + std::to_string(p.gpu));
       }
     }
-    AgentSession& session = agents_[node];
+    NodeProcesses& seen = gpu_processes_[node];
     std::map<std::pair<int, uint32_t>, Time> since;
     for (const api::GpuProcessReport& p : health.processes) {
-      auto old = session.gpu_process_since.find({p.gpu, p.pid});
-      since[{p.gpu, p.pid}] = old != session.gpu_process_since.end() ? old->second : now;
+      auto old = seen.since.find({p.gpu, p.pid});
+      since[{p.gpu, p.pid}] = old != seen.since.end() ? old->second : now;
     }
-    session.gpu_processes = health.processes;
-    session.gpu_process_since = std::move(since);
+    seen.processes = health.processes;
+    seen.since = std::move(since);
   }
   state::NodeHealthChanged health_edit{node, rec.unhealthy, rec.unhealthy_reasons};
   GpuSet newly_bad;
@@ -562,7 +571,9 @@ Status Controller::ReportHealth(const std::string& node, const api::AgentHealth&
   }
   if (edits.empty()) return Status::Ok();
   // The jobs on a GPU that left service (all of the node's on a node-wide fault): stopped
-  // everywhere they run, and requeued with the event as their reason.
+  // everywhere they run, and requeued with the event as their reason — stopped once the
+  // requeue is durable (commit, then dispatch).
+  std::vector<std::pair<std::string, state::JobId>> stops;
   for (const auto& [id, job] : image_.jobs) {
     if (job.state != state::JobState::kRunning) continue;
     std::string reason;
@@ -576,27 +587,27 @@ Status Controller::ReportHealth(const std::string& node, const api::AgentHealth&
       }
     }
     if (reason.empty()) continue;
-    for (const state::NodeAllocation& a : job.allocations)
-      agents_[a.node].cancels.push_back(id);
+    for (const state::NodeAllocation& a : job.allocations) stops.emplace_back(a.node, id);
     edits.push_back(state::JobRequeued{id, reason});
     runs_.erase(id);
   }
-  work_cv_.notify_all();
-  return CommitAndApply(lock, std::move(edits));
+  HACHI_RETURN_IF_ERROR(CommitAndApply(std::move(edits)));
+  for (const auto& [n, id] : stops) agents_.Cancel(n, id);
+  return Status::Ok();
 }
 
 std::vector<sched::Partition> Controller::Partitions() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return base_.state.partitions;
 }
 
 std::vector<std::string> Controller::Warnings() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return base_.warnings;
 }
 
 ControllerStats Controller::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return stats_;
 }
 

@@ -8,16 +8,17 @@
 // Report; user commands through Submit, Cancel, Hold, Drain, ... The HTTP layer
 // (http_api.h) only decodes and encodes.
 //
-// Thread-safety: every public method may be called from any thread at any time; one
-// mutex guards the state, and the Store's group commit batches concurrent submits.
+// Thread-safety: every public method may be called from any thread at any time. One
+// mutex (mu_) guards the state; a second (writer_mu_) lets one writer at a time check,
+// commit and apply its edits, and the commit's fsync runs without mu_, so reads never
+// wait for the disk. Agents' long polls wait in the AgentHub, not on mu_. The lock
+// contract is in the declarations below (GUARDED_BY, REQUIRES), checked by `make
+// analyze` (clang's -Wthread-safety).
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -30,9 +31,12 @@
 #include "api/protocol.h"
 #include "config/cluster_config.h"
 #include "core/clock.h"
+#include "core/mutex.h"
 #include "core/status.h"
 #include "sched/scheduler.h"
+#include "server/agent_hub.h"
 #include "server/authorizer.h"  // Caller, Authorizer
+#include "server/runs.h"
 #include "server/snapshot.h"
 #include "state/explain.h"
 #include "state/records.h"
@@ -96,6 +100,7 @@ struct ControllerStats {
   double max_cycle_ms = 0;   // and in the slowest since the server started
   int64_t starts = 0;
   int64_t submits = 0;
+  int64_t internal_errors = 0;  // Plan::errors (a scheduler bug), all cycles together
 };
 
 class Controller {
@@ -189,103 +194,106 @@ class Controller {
   void RunCycle();
 
  private:
-  struct AgentSession {
-    bool registered = false;
-    int64_t last_seen_ms = 0;
-    std::deque<api::LaunchSpec> launches;
-    std::vector<state::JobId> cancels;
-    // The compute processes on the node's GPUs, as its agent last reported them, and
-    // when each (GPU, pid) was first reported.
-    std::vector<api::GpuProcessReport> gpu_processes;
-    std::map<std::pair<int, uint32_t>, Time> gpu_process_since;
-  };
-  struct RunInfo {  // a running job's progress (not stored)
-    int parts_left = 0;
-    // Nodes whose part has ended: an agent may report one exit twice (its report was
-    // answered but the answer lost), and a gang must not end while a part still runs.
-    std::vector<std::string> ended_on;
-    std::optional<api::JobExit> worst;  // first failing part, else the last
-    bool cancel_requested = false;
-    std::string cancel_reason;
-    bool requeue_on_exit = false;  // preempted with requeue
-    Time preempt_kill_at = kNever;
-  };
-
   Controller(ControllerOptions options, std::unique_ptr<state::Store> store);
 
-  // All below: mu_ held.
-  Status CommitAndApply(std::unique_lock<std::mutex>& lock,
-                        std::vector<state::Edit> edits);
-  Status RebuildBaseLocked();
-  void Loop();
-  void CycleLocked(std::unique_lock<std::mutex>& lock);
-  void ApplyPlanLocked(std::unique_lock<std::mutex>& lock, const sched::Plan& plan,
-                       std::shared_ptr<const sched::ClusterState> snap, Time now);
+  // Checks `edits` against the image, makes them durable, then applies them here. The
+  // store's commit (an fsync) runs with mu_ released, so API reads, agents' polls and
+  // submits go on meanwhile; writer_mu_, which the caller holds, keeps every other
+  // writer out, so the image the edits were checked against is the image they apply to
+  // (what may change it meanwhile is a submit, which only adds new jobs). Callers must
+  // not keep pointers into runs_ or hardware_ across it. Nothing applies on error.
+  Status CommitAndApply(std::vector<state::Edit> edits) REQUIRES(writer_mu_, mu_);
+  Status RebuildBaseLocked() REQUIRES(mu_);
+  void Loop() EXCLUDES(mu_, writer_mu_);
+  // One cycle: snapshot (writer_mu_ and mu_), schedule (neither), apply (both again).
+  void Cycle() REQUIRES(cycle_mu_) EXCLUDES(mu_, writer_mu_);
+  void ApplyPlanLocked(const sched::Plan& plan,
+                       std::shared_ptr<const sched::ClusterState> snap, Time now)
+      REQUIRES(writer_mu_, mu_);
   // A pending job's reason word from the last cycle ("" if none).
-  std::string ReasonLocked(state::JobId id) const;
+  std::string ReasonLocked(state::JobId id) const REQUIRES(mu_);
   // Queues the launch of `job`'s parts for their agents; only `node`'s when not empty.
-  void DispatchLocked(const state::JobRecord& job, const std::string& node = "");
-  void CheckAgentsLocked(std::unique_lock<std::mutex>& lock, Time now);
-  void NodeLostLocked(std::unique_lock<std::mutex>& lock, const std::string& node,
-                      const std::string& why, Time now);
+  // Called after the job's start is durable (commit, then dispatch).
+  void DispatchLocked(const state::JobRecord& job, const std::string& node = "")
+      REQUIRES(mu_);
+  void CheckAgentsLocked(Time now) REQUIRES(writer_mu_, mu_);
+  void NodeLostLocked(const std::string& node, const std::string& why, Time now)
+      REQUIRES(writer_mu_, mu_);
   // Updates active_ for the jobs `edits` touched (after they were applied to image_).
-  void TrackJobsLocked(const std::vector<state::Edit>& edits);
+  void TrackJobsLocked(const std::vector<state::Edit>& edits) REQUIRES(mu_);
   static void CompactFinished(state::JobRecord* job);  // memory: drops env
-  state::JobEnded EndFor(const state::JobRecord& job, const RunInfo& info,
-                         Time now) const;
   state::NodeStatus NodeStatusLocked(const state::NodeRecord& rec,
-                                     const sched::ClusterState& snap) const;
+                                     const sched::ClusterState& snap) const REQUIRES(mu_);
   // The processes the node's agent reported on GPUs no running job of theirs was given.
-  std::vector<state::StrayGpuProcess> StrayProcessesLocked(const std::string& node) const;
+  std::vector<state::StrayGpuProcess> StrayProcessesLocked(const std::string& node) const
+      REQUIRES(mu_);
+
+  // Lock order: cycle_mu_, writer_mu_, mu_, then the AgentHub's own. Reads take mu_
+  // only; agents' polls take only the hub's.
 
   // Constant after construction.
   const ControllerOptions options_;
+  // Thread-safe itself (its group commit batches concurrent submits). Every commit but
+  // a submit's is made under writer_mu_, so edits reach the disk in the order they
+  // apply here; submits add new jobs only, so their order against others is free.
+  const std::unique_ptr<state::Store> store_;
   // Set by Create before any thread runs; its series are thread-safe (metrics.h).
   std::unique_ptr<ControllerMetrics> metrics_;
   // Set by Create before any thread runs, from options_.config; constant after.
   Authorizer authorizer_;
+  // The agents' work queues and long polls; thread-safe (agent_hub.h).
+  AgentHub agents_;
 
-  mutable std::mutex mu_;
-  // Guarded by mu_.
-  std::unique_ptr<state::Store> store_;
-  state::StateImage image_;
+  // One cycle at a time (the loop and RunCycle).
+  Mutex cycle_mu_ ACQUIRED_BEFORE(writer_mu_);
+  std::unique_ptr<sched::Scheduler> scheduler_ GUARDED_BY(cycle_mu_);
+  std::vector<std::string> last_plan_errors_ GUARDED_BY(cycle_mu_);
+
+  // One writer at a time: held from an edit's check to its apply, across the commit
+  // (CommitAndApply); never while scheduling, so a cycle's sched/ run blocks no one.
+  Mutex writer_mu_ ACQUIRED_BEFORE(mu_);
+
+  mutable Mutex mu_;
+  state::StateImage image_ GUARDED_BY(mu_);
   // The ids of image_'s pending and running jobs, kept by TrackJobsLocked after every
   // apply: a cycle visits these, not the finished jobs the image keeps.
-  std::set<state::JobId> active_;
-  state::JobId next_id_ = 1;
-  std::unordered_map<std::string, NodeHardware> hardware_;
-  BaseCluster base_;
-  bool base_dirty_ = true;
-  uint64_t base_generation_ =
-      0;  // +1 per rebuild: a plan made on an older base is dropped
-  std::unordered_map<std::string, AgentSession> agents_;
-  std::unordered_map<state::JobId, RunInfo> runs_;
+  std::set<state::JobId> active_ GUARDED_BY(mu_);
+  state::JobId next_id_ GUARDED_BY(mu_) = 1;
+  std::unordered_map<std::string, NodeHardware> hardware_ GUARDED_BY(mu_);
+  BaseCluster base_ GUARDED_BY(mu_);
+  bool base_dirty_ GUARDED_BY(mu_) = true;
+  // +1 per rebuild: a plan made on an older base is dropped.
+  uint64_t base_generation_ GUARDED_BY(mu_) = 0;
+  std::unordered_map<state::JobId, RunInfo> runs_ GUARDED_BY(mu_);
+  // The compute processes on each node's GPUs, as its agent last reported them, and
+  // when each (GPU, pid) was first reported.
+  struct NodeProcesses {
+    std::vector<api::GpuProcessReport> processes;
+    std::map<std::pair<int, uint32_t>, Time> since;
+  };
+  std::unordered_map<std::string, NodeProcesses> gpu_processes_ GUARDED_BY(mu_);
   // When a pending job last became eligible again (released from hold, requeued) since
   // this server started: its queue wait counts from then. Dropped when the job ends.
   struct Eligible {
     Time at = 0;
     bool requeued = false;  // else released
   };
-  std::unordered_map<state::JobId, Eligible> eligible_since_;
+  std::unordered_map<state::JobId, Eligible> eligible_since_ GUARDED_BY(mu_);
   // The last cycle's diagnoses, formatted only when asked for (a cycle with 100k
   // pending jobs must not build 100k strings); `diagnosed_` is the snapshot they refer
   // to (node and partition names), kept alive until the next cycle.
-  std::unordered_map<state::JobId, sched::Diagnosis> diagnoses_;
-  std::shared_ptr<const sched::ClusterState> diagnosed_;
-  Time diagnosed_at_ = 0;
-  std::unique_ptr<sched::Scheduler> scheduler_;  // used with mu_ released by the loop
-                                                 // thread only (cycle_mu_)
-  std::vector<sched::WorkloadClass> workload_;   // RecentWorkload, refreshed by the loop
-  Time workload_at_ = 0;
-  bool dirty_ = true;
-  bool stopping_ = false;
-  Time wake_at_ = kNever;
-  ControllerStats stats_;
-  std::condition_variable loop_cv_;
-  std::condition_variable work_cv_;
-  std::condition_variable job_cv_;
-  std::mutex cycle_mu_;  // one cycle at a time (the loop and RunCycle)
-  std::thread loop_;
+  std::unordered_map<state::JobId, sched::Diagnosis> diagnoses_ GUARDED_BY(mu_);
+  std::shared_ptr<const sched::ClusterState> diagnosed_ GUARDED_BY(mu_);
+  Time diagnosed_at_ GUARDED_BY(mu_) = 0;
+  // RecentWorkload, refreshed by the cycle.
+  std::vector<sched::WorkloadClass> workload_ GUARDED_BY(mu_);
+  Time workload_at_ GUARDED_BY(mu_) = 0;
+  bool dirty_ GUARDED_BY(mu_) = true;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  ControllerStats stats_ GUARDED_BY(mu_);
+  CondVar loop_cv_{&mu_};  // dirty_ or stopping_
+  CondVar job_cv_{&mu_};   // a job changed (WaitJob)
+  std::thread loop_;       // started under mu_ (Start), joined by Stop without it
 };
 
 }  // namespace hachi::server

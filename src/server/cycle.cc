@@ -1,11 +1,13 @@
 // Controller: the scheduling loop and the plan applier (DESIGN.md §4.5: one writer).
-// A cycle takes a snapshot under the lock, runs sched/ without it (submits and reports
-// go on meanwhile), then re-checks every start against the records as they are now,
-// commits the starts in one transaction and hands the launches to the agents.
+// A cycle takes a snapshot under the locks, runs sched/ without them (submits, reports,
+// cancels go on meanwhile), then re-checks every start against the records as they are
+// now (sched::PlanApplier, the checks `hachi sim` applies too), commits the starts in
+// one transaction and hands the launches to the agents.
 #include <malloc.h>
 
 #include <algorithm>
 #include <chrono>
+#include <iostream>
 
 #include "sched/apply.h"
 #include "server/controller.h"
@@ -17,10 +19,15 @@ void Controller::Loop() {
   auto trimmed = std::chrono::steady_clock::now();
   for (;;) {
     {
-      std::unique_lock<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       const auto deadline = std::chrono::steady_clock::now() +
                             std::chrono::milliseconds(options_.cycle_interval_ms);
-      loop_cv_.wait_until(lock, deadline, [&] { return dirty_ || stopping_; });
+      while (!dirty_ && !stopping_) {
+        if (!loop_cv_.WaitUntil(deadline) &&
+            std::chrono::steady_clock::now() >= deadline) {
+          break;
+        }
+      }
       if (stopping_) return;
     }
     RunCycle();
@@ -36,60 +43,77 @@ void Controller::Loop() {
 }
 
 void Controller::RunCycle() {
-  std::lock_guard<std::mutex> cycle(cycle_mu_);
-  std::unique_lock<std::mutex> lock(mu_);
-  if (stopping_ && loop_.joinable() && std::this_thread::get_id() != loop_.get_id())
-    return;
-  CycleLocked(lock);
+  MutexLock cycle(&cycle_mu_);
+  {
+    MutexLock lock(&mu_);
+    if (stopping_ && loop_.joinable() && std::this_thread::get_id() != loop_.get_id())
+      return;
+  }
+  Cycle();
 }
 
-void Controller::CycleLocked(std::unique_lock<std::mutex>& lock) {
+void Controller::Cycle() {
   const auto cycle_start = std::chrono::steady_clock::now();
   const Time now = options_.clock->Now();
-  dirty_ = false;
-  CheckAgentsLocked(lock, now);
-  if (base_dirty_) {
-    Status s = RebuildBaseLocked();
-    if (!s.ok()) base_.warnings.push_back("config not applied: " + s.message());
+  std::shared_ptr<sched::ClusterState> snap;
+  uint64_t generation = 0;
+  {
+    MutexLock writer(&writer_mu_);  // CheckAgentsLocked may end jobs
+    MutexLock lock(&mu_);
+    dirty_ = false;
+    CheckAgentsLocked(now);
+    if (base_dirty_) {
+      Status s = RebuildBaseLocked();
+      if (!s.ok()) base_.warnings.push_back("config not applied: " + s.message());
+    }
+    generation = base_generation_;
+    snap = std::make_shared<sched::ClusterState>(BuildSnapshot(base_, image_, &active_));
+    // The workload FGD's measure weighs placements by: refreshed every half minute, not
+    // per submit, so the scheduler's fragmentation memo stays warm between cycles.
+    if (workload_.empty() || now - workload_at_ >= 30) {
+      workload_ = RecentWorkload(image_);
+      workload_at_ = now;
+    }
+    snap->workload = workload_;
+    for (sched::Job& j : snap->running) {
+      auto r = runs_.find(j.id);
+      if (r != runs_.end()) j.preempt_kill_at = r->second.preempt_kill_at;
+    }
   }
-  const uint64_t generation = base_generation_;
-  auto snap =
-      std::make_shared<sched::ClusterState>(BuildSnapshot(base_, image_, &active_));
-  // The workload FGD's measure weighs placements by: refreshed every half minute, not
-  // per submit, so the scheduler's fragmentation memo stays warm between cycles.
-  if (workload_.empty() || now - workload_at_ >= 30) {
-    workload_ = RecentWorkload(image_);
-    workload_at_ = now;
-  }
-  snap->workload = workload_;
-  for (sched::Job& j : snap->running) {
-    auto r = runs_.find(j.id);
-    if (r != runs_.end()) j.preempt_kill_at = r->second.preempt_kill_at;
-  }
-  lock.unlock();
+  // No lock but cycle_mu_: the API, the agents and every writer go on meanwhile.
   const auto t0 = std::chrono::steady_clock::now();
   const sched::Plan plan = scheduler_->Schedule(*snap, now);
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
           .count();
-  lock.lock();
+  // A scheduler bug (the allocator failed a choice): the job waits with reason
+  // Internal, and the operator hears of it — once per new message, not every cycle.
+  for (const std::string& e : plan.errors) {
+    if (std::find(last_plan_errors_.begin(), last_plan_errors_.end(), e) ==
+        last_plan_errors_.end()) {
+      std::cerr << "hachi server: scheduler internal error: " << e << "\n";
+    }
+  }
+  last_plan_errors_ = plan.errors;
+  MutexLock writer(&writer_mu_);
+  MutexLock lock(&mu_);
   ++stats_.cycles;
   stats_.last_cycle_ms = ms;
   stats_.max_cycle_ms = std::max(stats_.max_cycle_ms, ms);
+  stats_.internal_errors += static_cast<int64_t>(plan.errors.size());
   if (generation != base_generation_) {  // nodes or partitions changed meanwhile
     dirty_ = true;
     return;
   }
   const auto apply_start = std::chrono::steady_clock::now();
-  ApplyPlanLocked(lock, plan, std::move(snap), now);
+  ApplyPlanLocked(plan, std::move(snap), now);
   const auto end = std::chrono::steady_clock::now();
   metrics_->plan_apply().Observe(
       std::chrono::duration<double>(end - apply_start).count());
   metrics_->cycle().Observe(std::chrono::duration<double>(end - cycle_start).count());
 }
 
-void Controller::ApplyPlanLocked(std::unique_lock<std::mutex>& lock,
-                                 const sched::Plan& plan,
+void Controller::ApplyPlanLocked(const sched::Plan& plan,
                                  std::shared_ptr<const sched::ClusterState> snap,
                                  Time now) {
   diagnoses_.clear();
@@ -134,7 +158,7 @@ void Controller::ApplyPlanLocked(std::unique_lock<std::mutex>& lock,
   }
   std::vector<state::JobId> ids;
   for (const state::Edit& e : edits) ids.push_back(std::get<state::JobStarted>(e).id);
-  if (!CommitAndApply(lock, std::move(edits)).ok()) {
+  if (!CommitAndApply(std::move(edits)).ok()) {
     dirty_ = true;  // nothing started; the next cycle tries again
     return;
   }
@@ -173,10 +197,9 @@ void Controller::ApplyPlanLocked(std::unique_lock<std::mutex>& lock,
                                    : std::string(" by a time window"));
     }
     for (const state::NodeAllocation& a : it->second.allocations) {
-      agents_[a.node].cancels.push_back(p.job);
+      agents_.Cancel(a.node, p.job);
     }
   }
-  work_cv_.notify_all();
 }
 
 void Controller::DispatchLocked(const state::JobRecord& job, const std::string& node) {
@@ -209,9 +232,8 @@ void Controller::DispatchLocked(const state::JobRecord& job, const std::string& 
     l.time_limit = job.req.time_limit;
     l.kill_grace = options_.kill_grace;
     l.start_time = job.start_time;
-    agents_[a.node].launches.push_back(std::move(l));
+    agents_.Launch(a.node, std::move(l));
   }
-  work_cv_.notify_all();
 }
 
 }  // namespace hachi::server

@@ -42,7 +42,7 @@ ClusterGauges Controller::Gauges() const {
   std::set<state::JobId> running;
   std::shared_ptr<const sched::ClusterState> last;  // the last cycle's snapshot
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     // Every job of the image: finished ones too, which a 50k-job soak keeps (a scan of a
     // map, a few milliseconds at 100k jobs, per scrape).
     for (const auto& [id, job] : image_.jobs) {
@@ -54,7 +54,6 @@ ClusterGauges Controller::Gauges() const {
     // here held the lock as long as a cycle's own snapshot (80-150 ms, measured).
     snap = BuildSnapshot(base_, image_, &running);
     last = diagnosed_;
-    const int64_t ms = options_.clock->MonotonicMs();
     for (const sched::Node& n : snap.nodes) {  // name order (BuildBase)
       ClusterGauges::NodeRow row;
       row.node = n.name;
@@ -64,9 +63,8 @@ ClusterGauges Controller::Gauges() const {
       auto rec = image_.nodes.find(n.name);
       if (rec != image_.nodes.end())
         row.state = std::string(state::NodeStateName(rec->second.state));
-      auto a = agents_.find(n.name);
-      if (a != agents_.end() && a->second.last_seen_ms > 0) {
-        row.heartbeat_age_s = static_cast<double>(ms - a->second.last_seen_ms) / 1000.0;
+      if (const int64_t silent = agents_.SilentForMs(n.name); silent >= 0) {
+        row.heartbeat_age_s = static_cast<double>(silent) / 1000.0;
       }
       g.nodes.push_back(std::move(row));
     }
@@ -103,7 +101,7 @@ std::vector<state::PartitionLoad> Controller::PartitionLoads() const {
   std::vector<state::PendingJob> pending;
   sched::ClusterState snap;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     std::set<state::JobId> running;  // the snapshot needs nodes and running jobs only
     for (state::JobId id : active_) {
       const state::JobRecord& r = image_.jobs.at(id);
@@ -188,7 +186,7 @@ Result<state::JobExplain> Controller::Explain(state::JobId id) const {
   sched::ClusterState snap;
   sched::Job probe;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = image_.jobs.find(id);
     if (it == image_.jobs.end()) return NotFound("no job " + std::to_string(id));
     rec = it->second;

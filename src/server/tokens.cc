@@ -53,7 +53,7 @@ Result<Caller> Controller::Authenticate(std::string_view token) const {
         "(hachi token create)");
   }
   const std::string hash = Sha256Hex(token);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = image_.tokens.find(std::string(id));
   if (it == image_.tokens.end() || !SecretEquals(it->second.sha256, hash)) {
     return Unauthenticated("the token is not valid (revoked, or never issued here)");
@@ -104,14 +104,15 @@ Result<IssuedToken> Controller::IssueToken(const TokenRequest& request,
   Result<std::string> token = NewToken(t.id);
   if (!token.ok()) return token.status();
   t.sha256 = Sha256Hex(*token);
-  std::unique_lock<std::mutex> lock(mu_);
-  HACHI_RETURN_IF_ERROR(CommitAndApply(lock, {state::TokenIssued{t}}));
+  MutexLock writer(&writer_mu_);
+  MutexLock lock(&mu_);
+  HACHI_RETURN_IF_ERROR(CommitAndApply({state::TokenIssued{t}}));
   return IssuedToken{std::move(*token), std::move(t)};
 }
 
 Result<std::vector<state::TokenRecord>> Controller::Tokens(const Caller& who) const {
   HACHI_RETURN_IF_ERROR(authorizer_.Authorize(who, Action::kListTokens, {}));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<state::TokenRecord> out;
   for (const auto& [id, t] : image_.tokens) out.push_back(t);
   std::sort(out.begin(), out.end(),
@@ -124,9 +125,10 @@ Result<std::vector<state::TokenRecord>> Controller::Tokens(const Caller& who) co
 Status Controller::RevokeToken(const std::string& id, const Caller& who) {
   HACHI_RETURN_IF_ERROR(
       authorizer_.Authorize(who, Action::kRevokeToken, Resource::Token(id)));
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock writer(&writer_mu_);
+  MutexLock lock(&mu_);
   if (image_.tokens.count(id) == 0) return NotFound("no token " + id);
-  return CommitAndApply(lock, {state::TokenRevoked{id}});
+  return CommitAndApply({state::TokenRevoked{id}});
 }
 
 }  // namespace hachi::server

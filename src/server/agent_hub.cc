@@ -1,0 +1,123 @@
+#include "server/agent_hub.h"
+
+#include <algorithm>
+#include <chrono>
+#include <iterator>
+
+namespace hachi::server {
+
+AgentHub::Session& AgentHub::SessionLocked(const std::string& node) {
+  std::unique_ptr<Session>& s = sessions_[node];
+  if (!s) s = std::make_unique<Session>(&mu_);
+  return *s;
+}
+
+void AgentHub::Open(const std::string& node) {
+  MutexLock lock(&mu_);
+  Session& s = SessionLocked(node);
+  s.open = true;
+  s.last_seen_ms = clock_->MonotonicMs();
+  s.launches.clear();
+  s.cancels.clear();
+  s.wake.SignalAll();  // a poll of the previous session answers with nothing
+}
+
+void AgentHub::Close(const std::string& node) {
+  MutexLock lock(&mu_);
+  Session& s = SessionLocked(node);
+  s.open = false;
+  s.launches.clear();
+  s.cancels.clear();
+  s.wake.SignalAll();
+}
+
+void AgentHub::Expect(const std::string& node) {
+  MutexLock lock(&mu_);
+  SessionLocked(node).last_seen_ms = clock_->MonotonicMs();
+}
+
+bool AgentHub::IsOpen(const std::string& node) const {
+  MutexLock lock(&mu_);
+  auto it = sessions_.find(node);
+  return it != sessions_.end() && it->second->open;
+}
+
+void AgentHub::Touch(const std::string& node) {
+  MutexLock lock(&mu_);
+  SessionLocked(node).last_seen_ms = clock_->MonotonicMs();
+}
+
+int64_t AgentHub::SilentForMs(const std::string& node) const {
+  MutexLock lock(&mu_);
+  auto it = sessions_.find(node);
+  if (it == sessions_.end()) return -1;
+  return clock_->MonotonicMs() - it->second->last_seen_ms;
+}
+
+void AgentHub::Launch(const std::string& node, api::LaunchSpec launch) {
+  MutexLock lock(&mu_);
+  Session& s = SessionLocked(node);
+  if (!s.open) return;
+  s.launches.push_back(std::move(launch));
+  s.wake.Signal();  // one agent process polls a node at a time
+}
+
+void AgentHub::Cancel(const std::string& node, state::JobId job) {
+  MutexLock lock(&mu_);
+  Session& s = SessionLocked(node);
+  if (!s.open) return;
+  s.cancels.push_back(job);
+  s.wake.Signal();
+}
+
+bool AgentHub::TakeBackLaunch(const std::string& node, state::JobId job) {
+  MutexLock lock(&mu_);
+  Session& s = SessionLocked(node);
+  auto l = std::find_if(s.launches.begin(), s.launches.end(),
+                        [&](const api::LaunchSpec& x) { return x.job == job; });
+  if (l == s.launches.end()) return false;
+  s.launches.erase(l);
+  return true;
+}
+
+api::AgentWork AgentHub::Wait(const std::string& node, int wait_ms) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max(wait_ms, 0));
+  MutexLock lock(&mu_);
+  api::AgentWork work;
+  auto it = sessions_.find(node);
+  if (it == sessions_.end()) {  // never registered, never expected
+    work.reregister = true;
+    return work;
+  }
+  Session& s = *it->second;
+  for (;;) {
+    // An agent the server does not know is not heard from: it must register, and a
+    // node whose registration keeps failing goes down at the agent timeout.
+    if (!s.open) {
+      work.reregister = true;
+      return work;
+    }
+    s.last_seen_ms = clock_->MonotonicMs();
+    if (!s.launches.empty() || !s.cancels.empty() || stopping_) {
+      work.launch.assign(std::make_move_iterator(s.launches.begin()),
+                         std::make_move_iterator(s.launches.end()));
+      s.launches.clear();
+      work.cancel = std::move(s.cancels);
+      s.cancels.clear();
+      return work;
+    }
+    if (!s.wake.WaitUntil(deadline) && std::chrono::steady_clock::now() >= deadline) {
+      if (s.open) s.last_seen_ms = clock_->MonotonicMs();
+      return work;
+    }
+  }
+}
+
+void AgentHub::Stop() {
+  MutexLock lock(&mu_);
+  stopping_ = true;
+  for (auto& [name, s] : sessions_) s->wake.SignalAll();
+}
+
+}  // namespace hachi::server

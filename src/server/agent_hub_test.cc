@@ -1,0 +1,132 @@
+#include "server/agent_hub.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <future>
+#include <string>
+#include <thread>
+
+namespace hachi::server {
+namespace {
+
+using std::chrono::seconds;
+
+api::LaunchSpec LaunchOf(state::JobId job) {
+  api::LaunchSpec l;
+  l.job = job;
+  return l;
+}
+
+TEST(AgentHubTest, UnknownOrClosedNodeIsToldToRegisterAndIsNotSeen) {
+  FakeClock clock;
+  AgentHub hub(&clock);
+  EXPECT_TRUE(hub.Wait("n1", 1000).reregister);  // at once: no session
+  EXPECT_EQ(hub.SilentForMs("n1"), -1);          // nor is one made for a stranger
+  hub.Expect("n1");
+  clock.Advance(seconds(5));
+  EXPECT_TRUE(hub.Wait("n1", 1000).reregister);
+  EXPECT_EQ(hub.SilentForMs("n1"),
+            5000);                // a poll of an unregistered agent is no heartbeat
+  hub.Launch("n1", LaunchOf(7));  // dropped: registration reconciles
+  hub.Cancel("n1", 7);
+  hub.Open("n1");
+  const api::AgentWork w = hub.Wait("n1", 0);
+  EXPECT_FALSE(w.reregister);
+  EXPECT_TRUE(w.launch.empty());
+  EXPECT_TRUE(w.cancel.empty());
+}
+
+TEST(AgentHubTest, WorkQueuedForANodeGoesToThatNodesPollInOrder) {
+  FakeClock clock;
+  AgentHub hub(&clock);
+  hub.Open("n1");
+  hub.Open("n2");
+  hub.Launch("n1", LaunchOf(1));
+  hub.Launch("n1", LaunchOf(2));
+  hub.Cancel("n1", 9);
+  const api::AgentWork other = hub.Wait("n2", 0);
+  EXPECT_TRUE(other.launch.empty());
+  const api::AgentWork w = hub.Wait("n1", 0);
+  ASSERT_EQ(w.launch.size(), 2u);
+  EXPECT_EQ(w.launch[0].job, 1);
+  EXPECT_EQ(w.launch[1].job, 2);
+  EXPECT_EQ(w.cancel, std::vector<state::JobId>{9});
+  EXPECT_TRUE(hub.Wait("n1", 0).launch.empty());  // taken once
+}
+
+TEST(AgentHubTest, ALaunchTakenBackBeforeDeliveryNeverReachesTheAgent) {
+  FakeClock clock;
+  AgentHub hub(&clock);
+  hub.Open("n1");
+  hub.Launch("n1", LaunchOf(1));
+  hub.Launch("n1", LaunchOf(2));
+  EXPECT_TRUE(hub.TakeBackLaunch("n1", 1));
+  EXPECT_FALSE(hub.TakeBackLaunch("n1", 1));
+  const api::AgentWork w = hub.Wait("n1", 0);
+  ASSERT_EQ(w.launch.size(), 1u);
+  EXPECT_EQ(w.launch[0].job, 2);
+  EXPECT_FALSE(hub.TakeBackLaunch("n1", 2));  // delivered
+}
+
+TEST(AgentHubTest, OpeningAgainDropsWhatWasQueuedForThePreviousAgent) {
+  FakeClock clock;
+  AgentHub hub(&clock);
+  hub.Open("n1");
+  hub.Launch("n1", LaunchOf(1));
+  hub.Cancel("n1", 2);
+  hub.Open("n1");
+  const api::AgentWork w = hub.Wait("n1", 0);
+  EXPECT_TRUE(w.launch.empty());
+  EXPECT_TRUE(w.cancel.empty());
+}
+
+TEST(AgentHubTest, SilenceIsMeasuredOnTheClockAndEndedByPollsAndTouches) {
+  FakeClock clock;
+  AgentHub hub(&clock);
+  EXPECT_EQ(hub.SilentForMs("n1"), -1);
+  hub.Open("n1");
+  clock.Advance(seconds(31));
+  EXPECT_EQ(hub.SilentForMs("n1"), 31000);
+  hub.Wait("n1", 0);
+  EXPECT_EQ(hub.SilentForMs("n1"), 0);
+  clock.Advance(seconds(3));
+  hub.Touch("n1");
+  EXPECT_EQ(hub.SilentForMs("n1"), 0);
+}
+
+// The waits below are real ones (a poll blocks a thread), bounded by the futures' own
+// timeouts; each ends long before its poll's 60 s deadline only if it was woken.
+TEST(AgentHubTest, ALaunchWakesAWaitingPoll) {
+  FakeClock clock;
+  AgentHub hub(&clock);
+  hub.Open("n1");
+  auto poll = std::async(std::launch::async, [&] { return hub.Wait("n1", 60000); });
+  std::this_thread::sleep_for(
+      std::chrono::milliseconds(20));  // let it wait (either order is fine)
+  hub.Launch("n1", LaunchOf(5));
+  ASSERT_EQ(poll.wait_for(seconds(10)), std::future_status::ready);
+  const api::AgentWork w = poll.get();
+  ASSERT_EQ(w.launch.size(), 1u);
+  EXPECT_EQ(w.launch[0].job, 5);
+}
+
+TEST(AgentHubTest, CloseAndStopWakeWaitingPolls) {
+  FakeClock clock;
+  AgentHub hub(&clock);
+  hub.Open("n1");
+  hub.Open("n2");
+  auto closed = std::async(std::launch::async, [&] { return hub.Wait("n1", 60000); });
+  auto stopped = std::async(std::launch::async, [&] { return hub.Wait("n2", 60000); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  hub.Close("n1");
+  ASSERT_EQ(closed.wait_for(seconds(10)), std::future_status::ready);
+  EXPECT_TRUE(closed.get().reregister);
+  hub.Stop();
+  ASSERT_EQ(stopped.wait_for(seconds(10)), std::future_status::ready);
+  EXPECT_FALSE(stopped.get().reregister);
+  EXPECT_FALSE(hub.Wait("n2", 60000).reregister);  // at once after Stop
+}
+
+}  // namespace
+}  // namespace hachi::server

@@ -1,0 +1,40 @@
+// A running job's progress on the server (not stored: rebuilt from the records and the
+// agents' reports after a restart), and how its end is worded from the exits its parts
+// reported. Pure values and functions; thread-compatible (the Controller keeps its
+// RunInfos under its lock).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/launch_spec.h"
+#include "core/time.h"
+#include "state/edits.h"
+#include "state/records.h"
+
+namespace hachi::server {
+
+struct RunInfo {
+  int parts_left = 0;
+  // Nodes whose part has ended: an agent may report one exit twice (its report was
+  // answered but the answer lost), and a gang must not end while a part still runs.
+  std::vector<std::string> ended_on;
+  std::optional<api::JobExit> worst;  // first failing part, else the last
+  bool cancel_requested = false;
+  std::string cancel_reason;
+  bool requeue_on_exit = false;  // preempted with requeue
+  Time preempt_kill_at = kNever;
+};
+
+// Counts `exit` of the part on `node` into `info` (the first failing part's exit is the
+// job's). False when that part's exit was counted already (a repeated report).
+bool CountExit(RunInfo* info, const std::string& node, const api::JobExit& exit,
+               int parts);
+
+// The job's end from its worst exit: COMPLETED on exit 0, FAILED with the code or signal,
+// TIMEOUT, OUT_OF_MEMORY, NODE_FAIL for a run no agent watched; CANCELLED (with the
+// canceller's reason) whenever a cancel was asked for and the job did not complete.
+state::JobEnded EndOf(const state::JobRecord& job, const RunInfo& info, Time now);
+
+}  // namespace hachi::server
