@@ -10,6 +10,7 @@
 
 #include "api/record_json_nlohmann.h"
 #include "core/strings.h"
+#include "state/json_values.h"
 
 namespace hachi::api {
 
@@ -32,48 +33,16 @@ namespace {
 
 using nlohmann::json;
 
-std::string Describe(const json& j) {
-  if (j.is_number_float()) return "number " + j.dump();
-  return j.type_name();
-}
-
-// What is wrong with a value, without the path (built only on error, so that decoding
-// a valid record allocates no path strings).
-std::string TypeProblem(std::string_view expected, const json& got) {
-  return "expected " + std::string(expected) + ", got " + Describe(got);
-}
+// The leaf checks both codecs share (state/json_values.h).
+using state::JsonTypeProblem;
+using state::ReadJsonInt;
 
 Status TypeError(const std::string& path, std::string_view expected, const json& got) {
-  return InvalidArgument(path + ": " + TypeProblem(expected, got));
-}
-
-// Leaf readers: "" on success, else the problem.
-template <typename T>
-std::string ReadIntValue(const json& v, T* out) {
-  constexpr auto kMin = std::numeric_limits<T>::min();
-  constexpr auto kMax = std::numeric_limits<T>::max();
-  if (!v.is_number_integer()) return TypeProblem("an integer", v);
-  bool fits;
-  if (v.is_number_unsigned()) {
-    fits = v.get<uint64_t>() <= static_cast<uint64_t>(kMax);
-  } else {
-    const int64_t x = v.get<int64_t>();
-    if constexpr (std::is_signed_v<T>) {
-      fits = x >= static_cast<int64_t>(kMin) && x <= static_cast<int64_t>(kMax);
-    } else {
-      fits = x >= 0 && static_cast<uint64_t>(x) <= static_cast<uint64_t>(kMax);
-    }
-  }
-  if (!fits) {
-    return v.dump() + " is out of range (" + std::to_string(kMin) + ".." +
-           std::to_string(kMax) + ")";
-  }
-  *out = v.get<T>();
-  return "";
+  return InvalidArgument(path + ": " + JsonTypeProblem(expected, got));
 }
 
 std::string ReadStringValue(const json& v, std::string* out) {
-  if (!v.is_string()) return TypeProblem("a string", v);
+  if (!v.is_string()) return JsonTypeProblem("a string", v);
   *out = v.get<std::string>();
   return "";
 }
@@ -90,13 +59,13 @@ class ObjectReader {
   void Int(const char* key, T* out) {
     const json* v = Field(key);
     if (v == nullptr) return;
-    Fail(key, ReadIntValue(*v, out));
+    Fail(key, ReadJsonInt(*v, out));
   }
   void Bool(const char* key, bool* out) {
     const json* v = Field(key);
     if (v == nullptr) return;
     if (!v->is_boolean()) {
-      Fail(key, TypeProblem("a boolean", *v));
+      Fail(key, JsonTypeProblem("a boolean", *v));
       return;
     }
     *out = v->get<bool>();
@@ -146,7 +115,7 @@ class ObjectReader {
 
   template <typename T>
   static Status ReadInt(const json& v, const std::string& path, T* out) {
-    std::string problem = ReadIntValue(v, out);
+    std::string problem = ReadJsonInt(v, out);
     if (problem.empty()) return Status::Ok();
     return InvalidArgument(path + ": " + problem);
   }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/strings.h"
+#include "state/json_values.h"
 
 namespace hachi::state {
 namespace {
@@ -22,38 +23,7 @@ constexpr const char* kMinReaderKey = "_min_reader";
 
 // ---- reading ----
 
-std::string Describe(const json& j) {
-  if (j.is_number_float()) return "number " + j.dump();
-  return j.type_name();
-}
-
-std::string TypeProblem(std::string_view expected, const json& got) {
-  return "expected " + std::string(expected) + ", got " + Describe(got);
-}
-
-template <typename T>
-std::string ReadIntValue(const json& v, T* out) {
-  constexpr auto kMin = std::numeric_limits<T>::min();
-  constexpr auto kMax = std::numeric_limits<T>::max();
-  if (!v.is_number_integer()) return TypeProblem("an integer", v);
-  bool fits;
-  if (v.is_number_unsigned()) {
-    fits = v.get<uint64_t>() <= static_cast<uint64_t>(kMax);
-  } else {
-    const int64_t x = v.get<int64_t>();
-    if constexpr (std::is_signed_v<T>) {
-      fits = x >= static_cast<int64_t>(kMin) && x <= static_cast<int64_t>(kMax);
-    } else {
-      fits = x >= 0 && static_cast<uint64_t>(x) <= static_cast<uint64_t>(kMax);
-    }
-  }
-  if (!fits) {
-    return v.dump() + " is out of range (" + std::to_string(kMin) + ".." +
-           std::to_string(kMax) + ")";
-  }
-  *out = v.get<T>();
-  return "";
-}
+// The leaf checks (JsonTypeProblem, ReadJsonInt) are state/json_values.h's.
 
 // Reads the fields of one JSON object into a struct. Unlike the API's reader, a field
 // it is not asked for is no error: Finish() moves it into `unknown` (when given), so that
@@ -63,18 +33,19 @@ class RowReader {
  public:
   RowReader(const json& j, std::string path, json* unknown)
       : j_(j), path_(std::move(path)), unknown_(unknown) {
-    if (!j.is_object()) status_ = Internal(path_ + ": " + TypeProblem("an object", j));
+    if (!j.is_object())
+      status_ = Internal(path_ + ": " + JsonTypeProblem("an object", j));
   }
 
   template <typename T>
   void Int(const char* key, T* out) {
-    if (const json* v = Field(key)) Fail(key, ReadIntValue(*v, out));
+    if (const json* v = Field(key)) Fail(key, ReadJsonInt(*v, out));
   }
   void Bool(const char* key, bool* out) {
     const json* v = Field(key);
     if (v == nullptr) return;
     if (!v->is_boolean()) {
-      Fail(key, TypeProblem("a boolean", *v));
+      Fail(key, JsonTypeProblem("a boolean", *v));
       return;
     }
     *out = v->get<bool>();
@@ -83,7 +54,7 @@ class RowReader {
     const json* v = Field(key);
     if (v == nullptr) return;
     if (!v->is_string()) {
-      Fail(key, TypeProblem("a string", *v));
+      Fail(key, JsonTypeProblem("a string", *v));
       return;
     }
     *out = v->get<std::string>();
@@ -92,7 +63,7 @@ class RowReader {
     const json* v = Field(key);
     if (v == nullptr) return;
     if (!v->is_string()) {
-      Fail(key, TypeProblem("a string", *v));
+      Fail(key, JsonTypeProblem("a string", *v));
       return;
     }
     Result<GpuSet> set = GpuSet::Parse(v->get_ref<const std::string&>());
@@ -123,7 +94,7 @@ class RowReader {
     if (v == nullptr) return;
     const std::string path = Path(key);
     if (!v->is_array()) {
-      status_ = Internal(path + ": " + TypeProblem("an array", *v));
+      status_ = Internal(path + ": " + JsonTypeProblem("an array", *v));
       return;
     }
     std::vector<T> items(v->size());
@@ -169,14 +140,14 @@ class RowReader {
 };
 
 Status ReadStringItem(const json& v, const std::string& path, std::string* out) {
-  if (!v.is_string()) return Internal(path + ": " + TypeProblem("a string", v));
+  if (!v.is_string()) return Internal(path + ": " + JsonTypeProblem("a string", v));
   *out = v.get<std::string>();
   return Status::Ok();
 }
 
 template <typename T>
 Status ReadIntItem(const json& v, const std::string& path, T* out) {
-  std::string problem = ReadIntValue(v, out);
+  std::string problem = ReadJsonInt(v, out);
   return problem.empty() ? Status::Ok() : Internal(path + ": " + problem);
 }
 
@@ -319,7 +290,7 @@ Status ReadNode(const json& j, json* unknown, NodeRecord* n) {
   r.Int("state_since", &n->state_since);
   r.Gpus("unhealthy", &n->unhealthy);
   r.Custom("unhealthy_reasons", [&](const json& v, const std::string& p) -> Status {
-    if (!v.is_object()) return Internal(p + ": " + TypeProblem("an object", v));
+    if (!v.is_object()) return Internal(p + ": " + JsonTypeProblem("an object", v));
     n->unhealthy_reasons.clear();
     for (const auto& [key, why] : v.items()) {
       std::optional<long long> gpu = ParseInt(key);
@@ -378,13 +349,13 @@ Result<int> Upgrade(json* row, std::string_view what, RowFormat format,
                     const Step (&steps)[N]) {
   int version = 1, min_reader = 1;
   if (auto v = row->find(kVersionKey); v != row->end()) {
-    if (!ReadIntValue(*v, &version).empty() || version < 1) {
+    if (!ReadJsonInt(*v, &version).empty() || version < 1) {
       return Internal(std::string(what) + "." + kVersionKey +
                       ": expected a version, got " + v->dump());
     }
     min_reader = version;
     if (auto m = row->find(kMinReaderKey); m != row->end()) {
-      if (!ReadIntValue(*m, &min_reader).empty() || min_reader < 1 ||
+      if (!ReadJsonInt(*m, &min_reader).empty() || min_reader < 1 ||
           min_reader > version) {
         return Internal(std::string(what) + "." + kMinReaderKey +
                         ": expected a version up to " + std::to_string(version) +
@@ -411,7 +382,7 @@ Result<Row<Record>> Decode(std::string_view text, std::string_view what, RowForm
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return Internal(std::string(what) + ": invalid JSON");
   if (!j.is_object()) {
-    return Internal(std::string(what) + ": " + TypeProblem("an object", j));
+    return Internal(std::string(what) + ": " + JsonTypeProblem("an object", j));
   }
   Result<int> version = Upgrade(&j, what, format, steps);
   if (!version.ok()) return version.status();
