@@ -25,7 +25,7 @@ struct LaunchSpec {
                      // ascending order
   int cpus = 0;
   int64_t memory_mib = 0;
-  int share_milli = 0;  // GPU share: MPS limits (sched::MpsEnvironment)
+  int share_milli = 0;  // GPU share: MPS limits (agent::MpsEnvironment)
   int64_t gpu_memory_mib = 0;
   // The whole job (gangs): every node in rank order; node_rank is this node's place.
   std::vector<std::string> nodelist;
