@@ -31,11 +31,6 @@ void AgentHub::Close(const std::string& node) {
   s.wake.SignalAll();
 }
 
-void AgentHub::Expect(const std::string& node) {
-  MutexLock lock(&mu_);
-  SessionLocked(node).last_seen_ms = clock_->MonotonicMs();
-}
-
 bool AgentHub::IsOpen(const std::string& node) const {
   MutexLock lock(&mu_);
   auto it = sessions_.find(node);

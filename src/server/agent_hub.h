@@ -39,12 +39,11 @@ class AgentHub {
   // The node is lost (silent past the timeout): its queued work is dropped and its poll
   // answers "register again" (now, if one is waiting).
   void Close(const std::string& node) EXCLUDES(mu_);
-  // A node known from the records whose agent has not registered with this server yet:
-  // not open, but counted as seen now, so that it gets the agent timeout to come back.
-  void Expect(const std::string& node) EXCLUDES(mu_);
   bool IsOpen(const std::string& node) const EXCLUDES(mu_);
 
-  // Heard from the node's agent (a report, a health message): seen now.
+  // Heard from the node's agent (a report, a health message): seen now. Also for a node
+  // known from the records whose agent has not registered with this server yet: not
+  // open, but counted as seen now, so that it gets the agent timeout to come back.
   void Touch(const std::string& node) EXCLUDES(mu_);
   // Milliseconds since the node's agent was last heard from (by the Clock's monotonic
   // time); -1 for a node the hub has never seen.

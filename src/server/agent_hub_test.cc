@@ -23,7 +23,7 @@ TEST(AgentHubTest, UnknownOrClosedNodeIsToldToRegisterAndIsNotSeen) {
   AgentHub hub(&clock);
   EXPECT_TRUE(hub.Wait("n1", 1000).reregister);  // at once: no session
   EXPECT_EQ(hub.SilentForMs("n1"), -1);          // nor is one made for a stranger
-  hub.Expect("n1");
+  hub.Touch("n1");
   clock.Advance(seconds(5));
   EXPECT_TRUE(hub.Wait("n1", 1000).reregister);
   EXPECT_EQ(hub.SilentForMs("n1"),

@@ -60,7 +60,7 @@ Result<std::unique_ptr<Controller>> Controller::Create(
     // Until its agent registers again the node is not trusted: the server may have
     // been down longer than the agent timeout. Its jobs are reconciled at Register,
     // or ended when the agent stays silent (CheckAgentsLocked).
-    c->agents_.Expect(name);
+    c->agents_.Touch(name);
   }
   for (const auto& [id, job] : c->image_.jobs) {
     if (job.state != state::JobState::kRunning) continue;

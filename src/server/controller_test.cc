@@ -6,8 +6,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
+#include <future>
 #include <map>
+#include <mutex>
 #include <thread>
 
 #include "server/testing.h"
@@ -772,6 +775,84 @@ RC_GTEST_PROP(ControllerProperty, PlanApplierNeverDoubleBooks, ()) {
     }
     CheckNoDoubleBooking(h.c());
   }
+}
+
+}  // namespace
+}  // namespace hachi::server
+
+// ---- The store's commit runs without the Controller's lock ----
+
+namespace hachi::server {
+namespace {
+
+// A store whose commits wait at a gate while it is closed: a commit that takes as long
+// as a slow disk's fsync, for as long as the test wants.
+class GatedStore : public state::Store {
+ public:
+  explicit GatedStore(std::unique_ptr<state::Store> inner) : inner_(std::move(inner)) {}
+  Result<state::StateImage> Load() override { return inner_->Load(); }
+  Status Commit(const std::vector<state::Edit>& edits) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    ++waiting_;
+    cv_.notify_all();
+    // Bounded, so that a test that fails while the gate is closed still ends.
+    cv_.wait_for(lock, std::chrono::seconds(20), [&] { return open_; });
+    --waiting_;
+    return inner_->Commit(edits);
+  }
+  void Close() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = false;
+  }
+  void Open() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  // Waits (bounded) until a commit waits at the gate.
+  bool AwaitWaiter() {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(10), [&] { return waiting_ > 0; });
+  }
+
+ private:
+  std::unique_ptr<state::Store> inner_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = true;
+  int waiting_ = 0;
+};
+
+TEST(Controller, ReadsAndPollsGoOnWhileAWritersCommitWaitsForTheDisk) {
+  auto gated = std::make_unique<GatedStore>(state::NewMemoryStore());
+  GatedStore* store = gated.get();
+  Harness h(ControllerOptions{}, std::move(gated));
+  h.Register("n1");
+  const state::JobId id = h.Submit(MakeSubmit().Gpus(1));
+  ASSERT_NE(id, 0);
+
+  store->Close();
+  auto drain = std::async(std::launch::async, [&] { return h->Drain("n1", "x", kRoot); });
+  ASSERT_TRUE(store->AwaitWaiter()) << "the drain never reached the store";
+  // Each of these needs the Controller's lock; with the lock held across the commit they
+  // would wait for the gate, and the futures would not be ready.
+  auto job = std::async(std::launch::async, [&] { return h->Job(id); });
+  auto nodes = std::async(std::launch::async, [&] { return h->Nodes(); });
+  auto poll = std::async(std::launch::async, [&] { return h->Poll("n1", 0); });
+  ASSERT_EQ(job.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  ASSERT_EQ(nodes.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  ASSERT_EQ(poll.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_EQ(job.get()->state, JobState::kPending);
+  const std::vector<state::NodeStatus> during = nodes.get();
+  ASSERT_EQ(during.size(), 1u);
+  EXPECT_EQ(during[0].record.state, state::NodeState::kUp)
+      << "an edit applies only once it is durable";
+  EXPECT_EQ(drain.wait_for(std::chrono::milliseconds(0)), std::future_status::timeout);
+
+  store->Open();
+  ASSERT_EQ(drain.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_TRUE(drain.get().ok());
+  EXPECT_EQ(h->Nodes()[0].record.state, state::NodeState::kDrained);
 }
 
 }  // namespace

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# The control plane on separate "hosts": `hachi server` in one network namespace, N real
+# `hachi agent` processes (simulated hgx-h100 GPUs) in another, each agent in its own
+# mount namespace with a private /tmp, on addresses that exist only inside the two
+# namespaces (10.77.0.1 and 10.77.0.2 over a veth pair). Submits JOBS 1-GPU jobs and
+# GANGS 2-node whole-node jobs, waits for all to end, and checks: every job COMPLETED,
+# each ran exactly once (one line per run in its output file), no agent lost.
+# Root only. Cleans up what it made (namespaces, processes by pid, its directory).
+#
+#   scripts/scale-netns.sh BUILD_DIR            # N=60 JOBS=600 GANGS=20
+set -euo pipefail
+build=${1:?usage: scripts/scale-netns.sh BUILD_DIR}
+hachi=$(cd "$build" && pwd)/hachi
+N=${N:-60}
+JOBS=${JOBS:-600}
+GANGS=${GANGS:-20}
+TIMEOUT=${TIMEOUT:-600}
+[ "$(id -u)" -eq 0 ] || { echo "scale-netns: needs root (ip netns)" >&2; exit 2; }
+tag=hs$$
+srv=${tag}s
+agt=${tag}a
+dir=$(mktemp -d /var/tmp/hachi-scale.XXXXXX)  # not /tmp: the agents' /tmp is private
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for _ in $(seq 50); do
+    alive=0
+    for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+    [ $alive -eq 0 ] && break
+    sleep 0.2
+  done
+  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+  ip netns del "$srv" 2>/dev/null || true
+  ip netns del "$agt" 2>/dev/null || true
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+
+ip netns add "$srv"
+ip netns add "$agt"
+ip link add "${tag}x" type veth peer name "${tag}y"
+ip link set "${tag}x" netns "$srv"
+ip link set "${tag}y" netns "$agt"
+ip -n "$srv" addr add 10.77.0.1/30 dev "${tag}x"
+ip -n "$agt" addr add 10.77.0.2/30 dev "${tag}y"
+for ns in "$srv" "$agt"; do
+  ip -n "$ns" link set lo up
+  ip -n "$ns" link set "${tag}$([ "$ns" = "$srv" ] && echo x || echo y)" up
+done
+
+mkdir -p "$dir/state" "$dir/out"
+chmod 1777 "$dir/out"
+ip netns exec "$srv" "$hachi" server --state-dir "$dir/state" --listen 10.77.0.1:8686 \
+  >"$dir/server.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do [ -S "$dir/state/hachi.sock" ] && [ -f "$dir/state/cluster-secret" ] && break; sleep 0.1; done
+cp "$dir/state/cluster-secret" "$dir/agent-secret"
+
+rss_of() { awk '/VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
+t0=$(date +%s.%N)
+for i in $(seq 1 "$N"); do
+  name=$(printf 'n%04d' "$i")
+  ip netns exec "$agt" unshare -m sh -c "mount -t tmpfs tmpfs /tmp && exec '$hachi' agent \
+    --server http://10.77.0.1:8686 --name $name --address 10.77.0.2 --preset hgx-h100 \
+    --spool-dir /tmp/spool --cgroup none --cluster-secret-file '$dir/agent-secret'" \
+    >"$dir/agent-$name.log" 2>&1 &
+  pids+=($!)
+done
+cli() { ip netns exec "$srv" env HACHI_SERVER="unix:$dir/state/hachi.sock" "$hachi" "$@"; }
+up=0
+for _ in $(seq 600); do
+  up=$(cli nodes 2>/dev/null | grep -c ' idle\| mix\| alloc' || true)
+  [ "$up" -ge "$N" ] && break
+  sleep 0.1
+done
+t_reg=$(awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN {printf "%.2f", a - b}')
+echo "registered: $up of $N agents in ${t_reg}s"
+
+t1=$(date +%s.%N)
+for i in $(seq 1 "$JOBS"); do
+  cli submit --gres=gpu:1 -t 5 -o "$dir/out/%j.out" --wrap 'echo run $HACHI_JOB_ID $HACHI_NODENAME' >/dev/null
+done
+for i in $(seq 1 "$GANGS"); do
+  cli submit -N 2 --exclusive --gres=gpu:8 -t 5 -o "$dir/out/%j.out" \
+    --wrap 'echo run $HACHI_JOB_ID $HACHI_NODENAME rank=$NODE_RANK master=$MASTER_ADDR' >/dev/null
+done
+t_sub=$(awk -v a="$(date +%s.%N)" -v b="$t1" 'BEGIN {printf "%.2f", a - b}')
+total=$((JOBS + GANGS))
+done_n=0
+deadline=$(( $(date +%s) + TIMEOUT ))
+while [ "$(date +%s)" -lt "$deadline" ]; do
+  left=$(cli queue -t PD,R 2>/dev/null | tail -n +2 | wc -l)
+  [ "$left" -eq 0 ] && break
+  sleep 0.5
+done
+t_all=$(awk -v a="$(date +%s.%N)" -v b="$t1" 'BEGIN {printf "%.2f", a - b}')
+completed=$(cli queue -a -t CD 2>/dev/null | tail -n +2 | wc -l)
+notok=$(cli queue -a 2>/dev/null | tail -n +2 | awk '$5 != "CD"' | wc -l)
+twice=0
+for f in "$dir"/out/*.out; do
+  id=$(basename "$f" .out)
+  runs=$(grep -c "^run $id " "$f" || true)
+  want=1
+  grep -q "rank=" "$f" && want=2  # a gang: one line from each of its two nodes' ranks
+  [ "$runs" -ne "$want" ] && twice=$((twice + 1))
+done
+files=$(ls "$dir"/out/*.out 2>/dev/null | wc -l)
+gang_meet=$(grep -h "rank=" "$dir"/out/*.out 2>/dev/null | grep -vc "master=10.77.0.2" || true)
+down=$(cli nodes 2>/dev/null | grep -c ' down' || true)
+echo "submitted $total jobs in ${t_sub}s; all ended ${t_all}s after the first submit"
+echo "completed $completed of $total; other states $notok; output files $files; wrong run counts $twice"
+echo "gang ranks with MASTER_ADDR other than the agents' address: $gang_meet; nodes down: $down"
+echo "server RSS $(rss_of "${pids[0]}") kB; one agent RSS $(rss_of "${pids[1]}") kB"
+[ "$completed" -eq "$total" ] && [ "$twice" -eq 0 ] && [ "$down" -eq 0 ] && [ "$gang_meet" -eq 0 ]
