@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "api/http_client.h"
@@ -70,11 +71,15 @@ AgentDaemon::AgentDaemon(AgentOptions options, LauncherFactory make_launcher)
   char id[40];
   std::snprintf(id, sizeof id, "%08x%08x%08x", rd(), rd(), rd());
   instance_ = id;
+  jitter_state_ = (uint64_t{rd()} << 32) | rd();
   launcher_ = make_launcher([this](const api::JobExit& e) { OnExit(e); });
   // Runs an earlier agent process left and the launcher took over are this process's
   // now: a launch the server sends again for one of them is not launched twice. An exit
   // of one may have been queued (OnExit) already; then the run is not live.
   std::lock_guard<std::mutex> lock(mu_);
+  // Adopted runs get one lease from now to reach the server.
+  lease_ms_ = std::max<int64_t>(options_.lease, 1) * 1000;
+  renewed_ms_ = options_.clock->MonotonicMs();
   for (const auto& run : launcher_->AdoptedRuns()) {
     // Named, not structured bindings: clang 14 (make analyze) cannot capture those.
     const state::JobId job = run.first;
@@ -97,6 +102,7 @@ Status AgentDaemon::Start() {
   if (!probe.ok()) return probe.status();
   poll_ = std::thread([this] { PollLoop(); });
   report_ = std::thread([this] { ReportLoop(); });
+  lease_ = std::thread([this] { LeaseLoop(); });
   return Status::Ok();
 }
 
@@ -120,6 +126,7 @@ void AgentDaemon::Stop(bool cancel_jobs) {
   poll_http_->Abort();  // a long poll in progress returns now
   if (poll_.joinable()) poll_.join();
   if (report_.joinable()) report_.join();
+  if (lease_.joinable()) lease_.join();
   launcher_.reset();  // joins the supervisor (after the cancels were delivered)
 }
 
@@ -134,6 +141,14 @@ void AgentDaemon::OnExit(const api::JobExit& exit) {
   if (e.start_time == 0) {
     auto run = current_run_.find(e.job);
     if (run != current_run_.end()) e.start_time = run->second;
+  }
+  // Stopped because its lease expired: lost with the node, to the server.
+  if (lease_stopped_.erase({e.job, e.start_time}) > 0 &&
+      e.kind == api::ExitKind::kCancelled) {
+    e.kind = api::ExitKind::kLost;
+    e.message = "lease expired: its agent on " + options_.node +
+                " had no contact with the server for " +
+                std::to_string(lease_ms_ / 1000) + " s and stopped it";
   }
   auto live = live_.find(e.job);
   if (live != live_.end() && live->second == e.start_time) {
@@ -166,11 +181,21 @@ Status AgentDaemon::RegisterOnce(HttpClientHolder& http) {
     for (const api::JobExit& e : unreported_)
       reg.running.push_back(e.job);  // report pending
   }
+  const int64_t sent = options_.clock->MonotonicMs();
   Result<std::string> r =
       http.Call("POST", std::string(api::kApiPrefix) + "/agents/register",
                 api::AgentRegistrationToJson(reg), 10000);
   if (!r.ok()) return r.status();
+  // {"ok":true,"lease_s":30}; a server without lease_s: the agent's own default.
+  const nlohmann::json reply = nlohmann::json::parse(*r, nullptr, false);
+  int64_t lease_s = options_.lease;
+  if (reply.is_object() && reply.contains("lease_s") &&
+      reply["lease_s"].is_number_integer() && reply["lease_s"].get<int64_t>() > 0) {
+    lease_s = reply["lease_s"].get<int64_t>();
+  }
   std::lock_guard<std::mutex> lock(mu_);
+  lease_ms_ = std::max<int64_t>(lease_s, 1) * 1000;
+  RenewLeaseLocked(sent);
   registered_ = true;
   // A new server session (or a restarted server) knows nothing of the GPU processes.
   if (!processes_.empty()) processes_due_ = true;
@@ -180,14 +205,12 @@ Status AgentDaemon::RegisterOnce(HttpClientHolder& http) {
 
 void AgentDaemon::PollLoop() {
   HttpClientHolder& http = *poll_http_;
-  const std::string work_path = std::string(api::kApiPrefix) + "/agents/" +
-                                options_.node +
-                                "/work?wait_ms=" + std::to_string(options_.poll_wait_ms);
+  const std::string work_base =
+      std::string(api::kApiPrefix) + "/agents/" + options_.node + "/work?wait_ms=";
   int backoff_ms = 100;
   auto sleep_backoff = [&] {
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, std::chrono::milliseconds(backoff_ms), [&] { return stopping_; });
-    backoff_ms = std::min(backoff_ms * 2, 2000);
+    BackoffLocked(lock, &backoff_ms);
   };
   for (;;) {
     {
@@ -206,8 +229,18 @@ void AgentDaemon::PollLoop() {
       }
       backoff_ms = 100;
     }
+    // A poll renews the lease from when it was sent, so when the link goes the last
+    // renewal is up to two polls old: the agent stops its jobs between lease - 2 polls
+    // and lease after the cut. Polls of at most a sixth of the lease keep that within
+    // [2/3 lease, lease] (20-30 s at the defaults).
+    int wait_ms = options_.poll_wait_ms;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      wait_ms = static_cast<int>(std::min<int64_t>(wait_ms, lease_ms_ / 6));
+    }
+    const int64_t sent = options_.clock->MonotonicMs();
     Result<std::string> body =
-        http.Call("GET", work_path, "", options_.poll_wait_ms + 10000);
+        http.Call("GET", work_base + std::to_string(wait_ms), "", wait_ms + 10000);
     if (!body.ok()) {
       if (body.status().code() == StatusCode::kNotFound) {
         std::lock_guard<std::mutex> lock(mu_);
@@ -222,10 +255,14 @@ void AgentDaemon::PollLoop() {
       continue;
     }
     backoff_ms = 100;
-    if (work->reregister) {
+    if (work->reregister) {  // the server did not count it as contact: no renewal
       std::lock_guard<std::mutex> lock(mu_);
       registered_ = false;
       continue;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      RenewLeaseLocked(sent);
     }
     // Cancels first: one for a job that is also launched in this batch stops its earlier
     // run (the job was requeued), not the new one.
@@ -371,24 +408,22 @@ void AgentDaemon::ReportLoop() {
       } else {
         if (r.status().code() == StatusCode::kNotFound) registered_ = false;
         if (stopping_) return;
-        cv_.wait_for(lock, std::chrono::milliseconds(backoff_ms),
-                     [&] { return stopping_; });
-        backoff_ms = std::min(backoff_ms * 2, 2000);
+        BackoffLocked(lock, &backoff_ms);
         continue;
       }
     }
     if (batch.empty()) continue;
+    const int64_t sent = options_.clock->MonotonicMs();
     Result<std::string> r = http.Call("POST", path, api::JobExitsToJson(batch), 10000);
     std::unique_lock<std::mutex> lock(mu_);
     if (!r.ok()) {
       if (r.status().code() == StatusCode::kNotFound) registered_ = false;
       if (stopping_) return;
-      cv_.wait_for(lock, std::chrono::milliseconds(backoff_ms),
-                   [&] { return stopping_; });
-      backoff_ms = std::min(backoff_ms * 2, 2000);
+      BackoffLocked(lock, &backoff_ms);
       continue;
     }
     backoff_ms = 100;
+    RenewLeaseLocked(sent);
     // Acknowledged: remember them (a repeated launch re-reports), drop from the queue.
     for (const api::JobExit& e : batch) {
       if (finished_.emplace(e.job, e).second) finished_order_.push_back(e.job);
@@ -400,6 +435,71 @@ void AgentDaemon::ReportLoop() {
     unreported_.erase(unreported_.begin(),
                       unreported_.begin() + static_cast<std::ptrdiff_t>(batch.size()));
     cv_.notify_all();  // CancelAll waits for the queue to empty
+  }
+}
+
+void AgentDaemon::RenewLeaseLocked(int64_t sent_ms) {
+  renewed_ms_ = std::max(renewed_ms_, sent_ms);
+  if (lease_expired_ && options_.clock->MonotonicMs() - renewed_ms_ <= lease_ms_) {
+    lease_expired_ = false;
+    std::fprintf(stderr, "hachi agent: in contact with the server again\n");
+  }
+}
+
+void AgentDaemon::BackoffLocked(std::unique_lock<std::mutex>& lock, int* backoff_ms) {
+  // splitmix64: a fresh draw in [0, backoff] per wait.
+  uint64_t z = (jitter_state_ += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  z ^= z >> 31;
+  const int wait_ms = static_cast<int>(z % static_cast<uint64_t>(*backoff_ms + 1));
+  cv_.wait_for(lock, std::chrono::milliseconds(wait_ms), [&] { return stopping_; });
+  *backoff_ms = std::min(*backoff_ms * 2, 2000);
+}
+
+void AgentDaemon::LeaseLoop() {
+  // Waits in real time, decides by the Clock (a test moves a FakeClock). Never calls
+  // the server: a call hung on a dead connection delays nothing here.
+  constexpr auto kCheckEvery = std::chrono::milliseconds(200);
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait_for(lock, kCheckEvery, [&] { return stopping_; });
+    if (stopping_) return;
+    const int64_t silent = options_.clock->MonotonicMs() - renewed_ms_;
+    if (lease_expired_ || silent <= lease_ms_) continue;
+    lease_expired_ = true;
+    const std::string why = "lease expired: no contact with the server for " +
+                            std::to_string(lease_ms_ / 1000) + " s";
+    // Runs that waited for their job's earlier run never start: reported lost.
+    std::vector<api::LaunchSpec> unstarted;
+    for (auto& [job, l] : deferred_) unstarted.push_back(std::move(l));
+    deferred_.clear();
+    for (api::LaunchSpec& l : ready_) unstarted.push_back(std::move(l));
+    ready_.clear();
+    for (const api::LaunchSpec& l : unstarted) {
+      launched_.emplace(l.job, l.start_time);  // a launch sent again is not started
+      api::JobExit e;
+      e.job = l.job;
+      e.start_time = l.start_time;
+      e.kind = api::ExitKind::kLost;
+      e.message = why + " before it started";
+      e.end_time = options_.clock->Now();
+      unreported_.push_back(e);
+    }
+    std::vector<state::JobId> stop;
+    for (const auto& [job, start] : live_) {
+      lease_stopped_.emplace(job, start);
+      stop.push_back(job);
+    }
+    std::string list;
+    for (state::JobId id : stop) list += (list.empty() ? "" : ", ") + std::to_string(id);
+    std::fprintf(stderr, "hachi agent: %s; stopping %zu job(s)%s%s\n", why.c_str(),
+                 stop.size(), list.empty() ? "" : ": ", list.c_str());
+    cv_.notify_all();
+    lock.unlock();
+    // Without mu_: a launcher may report the exit (OnExit) from within Cancel.
+    for (state::JobId id : stop) launcher_->Cancel(id, why);
+    lock.lock();
   }
 }
 

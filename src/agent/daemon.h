@@ -10,8 +10,18 @@
 // earlier agent process left and the launcher adopted (Launcher::AdoptedRuns) count as
 // this process's own: they are registered as running and their exits reported.
 //
-// Thread-safety: Start/Stop from one thread. Internally a poll thread and a report
-// thread; the launcher's callback only queues.
+// Fencing (docs/fencing.md): the agent holds a lease on its jobs, renewed by every call
+// the server answered (registration, work poll, exit report), counted from when the call
+// was sent, on the Clock's monotonic time. When no call has succeeded for the lease (the
+// server's register reply says how long; 30 s from an older server), the agent stops
+// every job it runs (Launcher::Cancel: SIGTERM, the job's kill grace, SIGKILL) and
+// reports them, once the server answers again, as lost (api::ExitKind::kLost), so that
+// the server requeues or fails them as after a node failure. The server gives their
+// GPUs to no one until their lease and kill grace have passed.
+//
+// Thread-safety: Start/Stop from one thread. Internally a poll thread, a report thread
+// and a lease thread (which never calls the server, so a hung call cannot delay it);
+// the launcher's callback only queues.
 #pragma once
 
 #include <condition_variable>
@@ -43,7 +53,9 @@ struct AgentOptions {
   int cpus = 0;
   int64_t memory_mib = 0;
   int poll_wait_ms = 10000;  // long poll; the server's agent timeout must be longer
-  std::string cgroup;        // its job isolation for the node record: "v1", "v2", "none"
+  // The lease until the server says otherwise (its register reply's lease_s).
+  Duration lease = 30;
+  std::string cgroup;  // its job isolation for the node record: "v1", "v2", "none"
   // What it reads the time from (its start, exit and GPU-process report times); tests
   // give a FakeClock. Not owned; outlives the daemon.
   const Clock* clock = RealClock();
@@ -87,6 +99,13 @@ class AgentDaemon {
   // already.
   bool AcceptRunLocked(const api::LaunchSpec& l);
   Status RegisterOnce(HttpClientHolder& http);
+  // Stops every run when the lease has expired; a thread of its own.
+  void LeaseLoop();
+  // A call sent at `sent_ms` (the Clock's monotonic time) was answered.
+  void RenewLeaseLocked(int64_t sent_ms);
+  // Waits up to a random part of `*backoff_ms` (full jitter, so that a fleet whose
+  // server restarted does not come back at once), then doubles it up to 2 s.
+  void BackoffLocked(std::unique_lock<std::mutex>& lock, int* backoff_ms);
 
   const AgentOptions options_;
   const Time started_;
@@ -115,10 +134,18 @@ class AgentDaemon {
   std::vector<api::GpuProcessReport> processes_;  // the latest list
   bool processes_due_ = false;                    // not yet acknowledged by the server
   Time processes_sent_at_ = 0;
+  // The lease: how long, and when the last answered call was sent (monotonic ms).
+  int64_t lease_ms_ = 30000;
+  int64_t renewed_ms_ = 0;
+  bool lease_expired_ = false;  // stopped the runs; logged once per expiry
+  // Runs the lease stopped: their exits are reported as lost.
+  std::set<std::pair<state::JobId, Time>> lease_stopped_;
+  uint64_t jitter_state_ = 0;  // for BackoffLocked
   std::condition_variable cv_;
 
   std::thread poll_;
   std::thread report_;
+  std::thread lease_;
 };
 
 }  // namespace hachi::agent

@@ -4,6 +4,7 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -164,14 +165,19 @@ class ScriptedServer {
  public:
   ScriptedServer() {
     const std::string p = api::kApiPrefix;
-    server_.Post(p + "/agents/register",
-                 [this](const httplib::Request& req, httplib::Response& res) {
-                   std::lock_guard<std::mutex> lock(mu_);
-                   registrations_.push_back(*api::AgentRegistrationFromJson(req.body));
-                   res.set_content("{\"ok\":true}", "application/json");
-                 });
+    server_.Post(p + "/agents/register", [this](const httplib::Request& req,
+                                                httplib::Response& res) {
+      WhileHung();
+      std::lock_guard<std::mutex> lock(mu_);
+      registrations_.push_back(*api::AgentRegistrationFromJson(req.body));
+      res.set_content(lease_s_ > 0
+                          ? "{\"ok\":true,\"lease_s\":" + std::to_string(lease_s_) + "}"
+                          : std::string("{\"ok\":true}"),
+                      "application/json");
+    });
     server_.Get(p + R"(/agents/([^/]+)/work)",
                 [this](const httplib::Request&, httplib::Response& res) {
+                  WhileHung();
                   api::AgentWork w;
                   {
                     std::lock_guard<std::mutex> lock(mu_);
@@ -187,6 +193,7 @@ class ScriptedServer {
                 });
     server_.Post(p + R"(/agents/([^/]+)/exits)",
                  [this](const httplib::Request& req, httplib::Response& res) {
+                   WhileHung();
                    Result<std::vector<api::JobExit>> r = api::JobExitsFromJson(req.body);
                    if (!r.ok()) {
                      res.status = 400;
@@ -212,10 +219,26 @@ class ScriptedServer {
     WaitFor([&] { return server_.is_running(); });
   }
   ~ScriptedServer() {
+    Hang(false);
     server_.stop();
     thread_.join();
   }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  // The lease its register reply gives (0: none, as an older server's).
+  void SetLease(int seconds) {
+    std::lock_guard<std::mutex> lock(mu_);
+    lease_s_ = seconds;
+  }
+  // While hung, every request waits (a dead link whose TCP connection stays open).
+  void Hang(bool hung) {
+    std::lock_guard<std::mutex> lock(mu_);
+    hung_ = hung;
+    unhung_.notify_all();
+  }
+  int hung_calls() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return hung_calls_;
+  }
   void Send(api::AgentWork w) {
     std::lock_guard<std::mutex> lock(mu_);
     work_.push_back(std::move(w));
@@ -242,6 +265,17 @@ class ScriptedServer {
   std::vector<api::JobExit> exits_;
   std::vector<api::AgentRegistration> registrations_;
   std::vector<api::AgentHealth> health_;
+  int lease_s_ = 0;
+  bool hung_ = false;
+  int hung_calls_ = 0;  // requests waiting now
+  std::condition_variable unhung_;
+
+  void WhileHung() {
+    std::unique_lock<std::mutex> lock(mu_);
+    ++hung_calls_;
+    unhung_.wait_for(lock, std::chrono::seconds(30), [&] { return !hung_; });
+    --hung_calls_;
+  }
 };
 
 api::LaunchSpec Launch(state::JobId id, Time start_time) {
@@ -327,6 +361,62 @@ TEST(DaemonScripted, ReregistersWhenTold) {
   EXPECT_EQ(server.registrations()[0].agent_started,
             server.registrations()[1].agent_started);
 }
+
+// The lease: with the server silent (its connection open, no answer: the poll in flight
+// hangs), the agent stops its jobs when the lease has passed since the last call the
+// server answered was sent, and not before; once the server answers again it reports
+// them lost. The lease is the server's (register reply), else the agent's 30 s.
+struct LeaseCase {
+  const char* name;
+  int server_lease_s;  // 0: the reply has none
+  int lease_s;         // what the agent holds
+};
+
+class DaemonLease : public ::testing::TestWithParam<LeaseCase> {};
+
+TEST_P(DaemonLease, StopsItsJobsWhenTheLeaseExpiresAndNotBefore) {
+  const LeaseCase& c = GetParam();
+  ScriptedServer server;
+  server.SetLease(c.server_lease_s);
+  FakeClock clock;
+  AgentOptions o = Options(server.url(), 1000);
+  o.clock = &clock;
+  Agent agent(o);
+  ASSERT_TRUE(agent.daemon.Start().ok());
+  server.Send(api::AgentWork{{Launch(7, 1000), Launch(8, 1000)}, {}, false});
+  ASSERT_TRUE(WaitFor([&] { return agent.launcher->launches().size() == 2; }));
+  server.Hang(true);
+  ASSERT_TRUE(WaitFor([&] { return server.hung_calls() >= 1; })) << "a poll hangs";
+  // Every call the server answered was sent at this clock time or before.
+  clock.Advance(std::chrono::seconds(c.lease_s - 1));
+  EXPECT_FALSE(WaitFor([&] { return !agent.launcher->cancels().empty(); }, 700))
+      << "stopped before its lease expired";
+  clock.Advance(std::chrono::seconds(2));
+  ASSERT_TRUE(WaitFor([&] { return agent.launcher->cancels().size() == 2; }, 3000))
+      << "the lease checker does not wait for the hung poll";
+  for (const auto& [job, reason] : agent.launcher->cancels()) {
+    EXPECT_NE(reason.find("lease expired: no contact with the server for " +
+                          std::to_string(c.lease_s) + " s"),
+              std::string::npos)
+        << reason;
+  }
+  EXPECT_TRUE(server.exits().empty()) << "nothing reached the server";
+  server.Hang(false);
+  ASSERT_TRUE(WaitFor([&] { return server.exits().size() == 2; }));
+  for (const api::JobExit& e : server.exits()) {
+    EXPECT_EQ(e.kind, api::ExitKind::kLost) << e.job;
+    EXPECT_EQ(e.start_time, 1000) << e.job;
+    EXPECT_NE(e.message.find("lease expired"), std::string::npos) << e.message;
+  }
+  agent.daemon.Stop();
+}
+
+INSTANTIATE_TEST_SUITE_P(All, DaemonLease,
+                         ::testing::Values(LeaseCase{"FromTheServer", 20, 20},
+                                           LeaseCase{"OlderServerDefault", 0, 30}),
+                         [](const ::testing::TestParamInfo<LeaseCase>& p) {
+                           return p.param.name;
+                         });
 
 }  // namespace
 }  // namespace hachi::agent

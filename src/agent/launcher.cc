@@ -3,10 +3,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -190,6 +192,39 @@ void WriteRunRecord(const std::string& spool, const RunRecord& r) {
       write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
   close(fd);
   if (!ok || rename(tmp.c_str(), path.c_str()) != 0) unlink(tmp.c_str());
+}
+
+// On a job's first node, that its MASTER_PORT is free: the server chose a port no other
+// running job of its there holds (server/cycle.cc), so a port in use is held by a
+// process outside Hachi, and the job's rendezvous would fail later with EADDRINUSE,
+// or worse, rank 1 would reach that process. Bound as a rendezvous server binds it, on
+// 0.0.0.0 with SO_REUSEADDR (a port in TIME_WAIT from an earlier job is free), then
+// closed. Only a job of more than one process has ranks that meet there; a port that
+// cannot be checked (no socket) is left to the job.
+Status CheckMasterPortFree(const api::LaunchSpec& spec) {
+  const int nodes = std::max<int>(1, static_cast<int>(spec.nodelist.size()));
+  const int per_node = spec.gpus_per_node > 0 ? spec.gpus_per_node : spec.gpus.size();
+  if (spec.node_rank != 0 || nodes * std::max(1, per_node) <= 1) return Status::Ok();
+  if (spec.master_port <= 0 || spec.master_port > 65535) {
+    return InvalidArgument("MASTER_PORT " + std::to_string(spec.master_port) +
+                           " is not a port");
+  }
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Status::Ok();
+  const int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(spec.master_port));
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  const int rc = bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
+  const int err = errno;
+  close(fd);
+  if (rc != 0 && err == EADDRINUSE) {
+    return Unavailable("MASTER_PORT " + std::to_string(spec.master_port) +
+                       " is in use on " + spec.node + " by a process outside Hachi");
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -443,6 +478,7 @@ Status ProcessLauncher::Launch(const api::LaunchSpec& spec) {
     req.argv = spec.spec.argv;
     if (req.argv.empty()) st = InvalidArgument("the job has no command");
   }
+  if (st.ok()) st = CheckMasterPortFree(spec);
   if (st.ok() && !spec.spec.container_image.empty()) {
     Result<ContainerLaunch> c =
         PrepareContainer(options_.container, spec, req.argv, req.env, binds);

@@ -3,7 +3,9 @@
 #include "agent/launcher.h"
 
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -565,6 +567,49 @@ INSTANTIATE_TEST_SUITE_P(
             "#!/bin/sh\ncase \"$0\" in */job-70.sh) echo ok;; *) echo \"$0\";; esac\n",
             "ok\n"}),
     [](const testing::TestParamInfo<ScriptCase>& row) { return row.param.name; });
+
+// On a job's first node the agent checks that MASTER_PORT is free before it starts
+// anything: held by another process, the launch fails saying so. Only the rank-0 part
+// of a job of more than one process checks (the others connect, they do not bind).
+TEST_F(LauncherTest, MasterPortHeldOutsideHachiFailsTheRank0Launch) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(fd, 1), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const int held = ntohs(addr.sin_port);  // a port some process outside Hachi holds
+  struct Case {
+    const char* name;
+    api::LaunchSpec spec;
+    bool fails;
+  };
+  const Case cases[] = {
+      {"GangRank0", Job(91).Nodes({"n1", "n2"}, 0).MasterPort(held).Sh("true"), true},
+      {"MultiGpuOneNode", Job(92).Gpus({0, 1}).MasterPort(held).Sh("true"), true},
+      {"GangRank1", Job(93).Nodes({"n1", "n2"}, 1).MasterPort(held).Sh("true"), false},
+      {"OneProcess", Job(94).Gpus({0}).MasterPort(held).Sh("true"), false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const api::JobExit e = Run(c.spec);
+    if (c.fails) {
+      EXPECT_EQ(e.kind, api::ExitKind::kLaunchFailed);
+      EXPECT_EQ(e.message, "MASTER_PORT " + std::to_string(held) +
+                               " is in use on n1 by a process outside Hachi");
+    } else {
+      EXPECT_EQ(e.kind, api::ExitKind::kExited) << e.message;
+      EXPECT_EQ(e.exit_code, 0);
+    }
+  }
+  close(fd);
+  // Given back, the same port is free again: the gang's rank 0 starts.
+  const api::JobExit e = Run(Job(95).Nodes({"n1", "n2"}, 0).MasterPort(held).Sh("true"));
+  EXPECT_EQ(e.kind, api::ExitKind::kExited) << e.message;
+}
 
 TEST_F(LauncherTest, DuplicateLaunchRefused) {
   ASSERT_TRUE(launcher_->Launch(Job(80).Sh("sleep 30")).ok());

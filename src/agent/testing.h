@@ -101,6 +101,10 @@ struct LaunchBuilder {
     s.kill_grace = grace;
     return *this;
   }
+  LaunchBuilder& MasterPort(int port) {
+    s.master_port = port;
+    return *this;
+  }
   operator api::LaunchSpec() const { return s; }  // NOLINT: a builder converts implicitly
 };
 

@@ -379,6 +379,7 @@ json ToJson(const JobRecord& job) {
       {"signal", job.signal},
       {"reason", job.reason},
       {"requeues", job.requeues},
+      {"master_port", job.master_port},
   };
 }
 
@@ -514,6 +515,7 @@ Status FromJson(const json& j, JobRecord* out, std::string_view path) {
   r.Int("signal", &job.signal);
   r.String("reason", &job.reason);
   r.Int("requeues", &job.requeues);
+  r.Int("master_port", &job.master_port);
   HACHI_RETURN_IF_ERROR(r.Finish());
   *out = std::move(job);
   return Status::Ok();

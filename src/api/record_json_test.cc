@@ -42,13 +42,14 @@ TEST(RecordJson, JobRoundTripKeepsEveryField) {
   EXPECT_EQ(back->allocations[1].share_milli, 500);
   EXPECT_TRUE(back->held);
   EXPECT_EQ(back->requeues, 2);
+  EXPECT_EQ(back->master_port, 29517);
   EXPECT_EQ(back->spec.argv.back(), "");
   EXPECT_EQ(back->spec.array_max_running, 10);
 }
 
 TEST(RecordJson, EncoderWritesTheDocumentedFields) {
   const json j = ToJson(FullJob(12));
-  EXPECT_EQ(Keys(j).size(), 13u);
+  EXPECT_EQ(Keys(j).size(), 14u);
   EXPECT_EQ(Keys(j["req"]).size(), 18u);
   EXPECT_EQ(Keys(j["spec"]).size(), 16u);
   EXPECT_EQ(Keys(j["allocations"][0]).size(), 6u);

@@ -195,9 +195,13 @@ std::string DefaultStateDir() {
 struct ServerFlags {
   std::string config, state_dir, listen, socket, policy;
   int agent_timeout = 0;
+  int lease = 0;        // fencing (docs/fencing.md); 0: the agent timeout
+  int kill_grace = 10;  // SIGTERM -> SIGKILL (ControllerOptions::kill_grace)
   int backfill_depth = 16;
   int history_interval =
       15;  // seconds between the dashboard's samples (server/history.h)
+  int master_port_base = 29500;  // each node's MASTER_PORT range (ControllerOptions)
+  int master_port_count = 1000;
   // Who is asking (cli/auth_files.h): flags over the config's [auth] over the defaults.
   std::string cluster_secret_file, tls_cert, tls_key;
   std::optional<config::ClusterConfig> loaded;  // the parsed --config
@@ -229,7 +233,16 @@ Result<server::ControllerOptions> ControllerOptionsFrom(const ServerFlags& f) {
   o.sched.policy = f.policy;
   o.sched.backfill_depth = f.backfill_depth;
   o.agent_timeout = f.agent_timeout;
+  o.lease = f.lease;
+  o.kill_grace = f.kill_grace;
   o.config = f.loaded;
+  o.master_port_base = f.master_port_base;
+  o.master_port_count = f.master_port_count;
+  if (o.master_port_base + o.master_port_count > 65536) {
+    return InvalidArgument("--master-port-base " + std::to_string(o.master_port_base) +
+                           " with --master-port-count " +
+                           std::to_string(o.master_port_count) + " goes past port 65535");
+  }
   return o;
 }
 
@@ -319,6 +332,13 @@ void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
   cmd->add_option("--policy", f->policy, "Scheduling policy: hachi, easy, fifo");
   cmd->add_option("--agent-timeout", f->agent_timeout,
                   "Seconds without an agent's poll before its node is down (default 30)");
+  cmd->add_option("--lease", f->lease,
+                  "Seconds an agent cut off from the server keeps its jobs before it "
+                  "stops them (default: the agent timeout; docs/fencing.md)")
+      ->check(CLI::Range(0, 86400));
+  cmd->add_option("--kill-grace", f->kill_grace,
+                  "Seconds from SIGTERM to SIGKILL when a job is stopped (default 10)")
+      ->check(CLI::Range(1, 3600));
   cmd->add_option(
       "--cluster-secret-file", f->cluster_secret_file,
       "The secret agents must send (default STATE_DIR/cluster-secret, created)");
@@ -328,6 +348,13 @@ void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
   cmd->add_option("--history-interval", f->history_interval,
                   "Seconds between the dashboard's history samples (default 15)")
       ->check(CLI::Range(1, 3600));
+  cmd->add_option("--master-port-base", f->master_port_base,
+                  "First port of each node's MASTER_PORT range (default 29500)")
+      ->check(CLI::Range(1, 65535));
+  cmd->add_option("--master-port-count", f->master_port_count,
+                  "Ports in each node's MASTER_PORT range: the most jobs whose rank 0 "
+                  "runs on one node at once (default 1000)")
+      ->check(CLI::Range(1, 65535));
 }
 
 // The cgroup holding an agent's job cgroups: "hachi" for the standard spool, else one
@@ -439,9 +466,8 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
   });
 
   struct AgentFlags {
-    std::string server, name, address = "127.0.0.1", preset, topology_file, spool_dir,
-                              container_runtime, cgroup = "auto", cgroup_parent,
-                              cluster_secret_file;
+    std::string server, name, address, preset, topology_file, spool_dir,
+        container_runtime, cgroup = "auto", cgroup_parent, cluster_secret_file;
   };
   auto af = std::make_shared<AgentFlags>();
   CLI::App* agt =
@@ -451,7 +477,8 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
       "Server URL (default $HACHI_SERVER or " + std::string(api::kDefaultServer) + ")");
   agt->add_option("--name", af->name, "Node name (default: the host name)");
   agt->add_option("--address", af->address,
-                  "Address other nodes reach this one at (MASTER_ADDR)");
+                  "Address other nodes reach this one at (MASTER_ADDR); default: the "
+                  "address the server sees this agent connect from");
   agt->add_option("--preset", af->preset,
                   "Simulate a node of this preset instead of real GPUs");
   agt->add_option("--topology-file", af->topology_file,

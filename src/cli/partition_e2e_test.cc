@@ -1,15 +1,24 @@
-// A network partition between an agent and the server (issue 7 §1), with real processes:
-// `hachi server` in this network namespace, `hachi agent` in one of its own joined by a
-// veth pair whose link the test cuts and restores. Needs root and iproute2; skipped
-// otherwise.
+// A network partition between an agent and the server (issue 7 §1, fencing: issue 15),
+// with real processes on simulated hosts (cli/fleet_testing.h): `hachi server` on host
+// 0, the agent of node "cut" on host 1, the agent of node "other" on host 2, each in its
+// own network namespace with its own /tmp. The test cuts host 1's link for longer than
+// the fence and then heals it. Needs root and `ip netns`; skipped otherwise.
+//
+// Every job writes its runs to a file in a shared directory ("start <date +%s.%N>
+// <node> <CUDA_VISIBLE_DEVICES>", "end <time> <node>" when SIGTERM stops it), and the
+// test judges from those: never two runs of one job at once, never two jobs on one GPU
+// at once, the non-requeue job stopped by its own agent within the lease, the requeued
+// job started once more, after the fence.
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -17,12 +26,24 @@
 #include <vector>
 
 #include "cli/cli_testing.h"
+#include "cli/fleet_testing.h"
 
 namespace hachi::cli {
 namespace {
 
 using nlohmann::json;
+using testing::Fleet;
 using testing::Hachi;
+
+// Short, so that the test takes well under a minute: the node is down 3 s after its
+// agent's last contact, the agent stops its jobs at 3 s, the server counts them dead at
+// 3 + 2 (kill grace) + 5 (margin) = 10 s.
+constexpr int kTimeout = 3;
+constexpr int kLease = 3;
+constexpr int kGrace = 2;
+constexpr int kMargin = 5;  // ControllerOptions::fence_margin's default
+constexpr int kFence = kLease + kGrace + kMargin;
+constexpr int kCutSeconds = kFence + 4;
 
 std::string Slurp(const std::string& path) {
   std::ifstream in(path);
@@ -31,62 +52,11 @@ std::string Slurp(const std::string& path) {
   return ss.str();
 }
 
-bool Sh(const std::string& cmd) {
-  return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0;
+double Now() {
+  return std::chrono::duration<double>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
-
-pid_t Spawn(const std::string& cmd) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), nullptr);
-    ::_exit(127);
-  }
-  return pid;
-}
-
-void Stop(pid_t pid) {
-  if (pid <= 0) return;
-  ::kill(pid, SIGTERM);
-  for (int i = 0; i < 100; ++i) {
-    if (::waitpid(pid, nullptr, WNOHANG) == pid) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  ::kill(pid, SIGKILL);
-  ::waitpid(pid, nullptr, 0);
-}
-
-// A network namespace joined to this one by a veth pair: 10.77.N.1 here, 10.77.N.2 there.
-class Netns {
- public:
-  Netns() {
-    const int n = ::getpid() % 200 + 20;
-    name_ = "hachi-pt-" + std::to_string(::getpid());
-    host_if_ = "hpt" + std::to_string(::getpid() % 100000);
-    host_ip_ = "10.77." + std::to_string(n) + ".1";
-    ns_ip_ = "10.77." + std::to_string(n) + ".2";
-    ok_ = Sh("ip netns add " + name_) &&
-          Sh("ip link add " + host_if_ + " type veth peer name npt0 netns " + name_) &&
-          Sh("ip addr add " + host_ip_ + "/30 dev " + host_if_) &&
-          Sh("ip link set " + host_if_ + " up") &&
-          Sh("ip netns exec " + name_ + " ip addr add " + ns_ip_ + "/30 dev npt0") &&
-          Sh("ip netns exec " + name_ + " ip link set npt0 up") &&
-          Sh("ip netns exec " + name_ + " ip link set lo up");
-  }
-  ~Netns() {
-    Sh("ip link del " + host_if_);
-    Sh("ip netns del " + name_);
-  }
-  bool ok() const { return ok_; }
-  bool Cut() { return Sh("ip link set " + host_if_ + " down"); }
-  bool Restore() { return Sh("ip link set " + host_if_ + " up"); }
-  const std::string& name() const { return name_; }
-  const std::string& host_ip() const { return host_ip_; }
-  const std::string& ns_ip() const { return ns_ip_; }
-
- private:
-  std::string name_, host_if_, host_ip_, ns_ip_;
-  bool ok_ = false;
-};
 
 json Job(int64_t id) {
   json j = json::parse(Hachi("show job " + std::to_string(id) + " --json", false).out,
@@ -104,110 +74,219 @@ bool WaitFor(Pred done, int seconds) {
   return done();
 }
 
-// Both jobs run on the agent's node when the link is cut. Past the agent timeout the
-// server takes the node down: the plain job ends NODE_FAIL, the --requeue one waits. The
-// agent keeps running both meanwhile (it cannot tell a partition from a server restart).
-// When the link is back the agent re-registers, is told to stop both old runs, and the
-// requeued job runs again there only after its old run has exited: never two at once.
-TEST(Partition, AgentCutOffAndBackRunsNoJobTwiceAtOnce) {
-  if (::geteuid() != 0 || !Sh("command -v ip")) GTEST_SKIP() << "needs root and iproute2";
-  Netns net;
-  ASSERT_TRUE(net.ok()) << "could not create the namespace and veth pair";
-  char tmpl[] = "/tmp/hachi-partition-XXXXXX";
-  const std::string dir = ::mkdtemp(tmpl);
-  const std::string hachi = std::string(HACHI_BINARY_DIR) + "/hachi";
-  const pid_t server =
-      Spawn(hachi + " server --state-dir " + dir + "/state --listen " + net.host_ip() +
-            ":0 --agent-timeout 12 2>" + dir + "/server.log");
-  std::string url;
-  for (int i = 0; i < 100 && url.empty(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    const std::string log = Slurp(dir + "/server.log");
-    const size_t at = log.find("listening on http://");
-    if (at != std::string::npos)
-      url = log.substr(at + 13, log.find(' ', at + 13) - (at + 13));
-  }
-  ASSERT_FALSE(url.empty()) << Slurp(dir + "/server.log");
-  // The CLI as a local user, on the Unix socket (TCP would need a token); the agent over
-  // TCP, with the secret the server made in its state directory.
-  ::setenv("HACHI_SERVER", ("unix:" + dir + "/state/hachi.sock").c_str(), 1);
-  const pid_t agent =
-      Spawn("ip netns exec " + net.name() + " " + hachi + " agent --server " + url +
-            " --name pnode --preset hgx-h100 --address " + net.ns_ip() + " --spool-dir " +
-            dir + "/spool --cluster-secret-file " + dir + "/state/cluster-secret 2>" +
-            dir + "/agent.log");
-  ASSERT_TRUE(WaitFor(
-      [] { return Hachi("nodes -o %n", false).out.find("pnode") != std::string::npos; },
-      10))
-      << Slurp(dir + "/agent.log");
+// One run of a job, from its file.
+struct JobRun {
+  int64_t job = 0;
+  std::string node;
+  std::vector<int> gpus;
+  double start = 0;
+  double end = std::numeric_limits<double>::infinity();  // still running
+};
 
-  const std::string body = "'echo start $(date +%s%N) >> " + dir +
-                           "/$HACHI_JOB_ID.runs; trap \"echo end $(date +%s%N) >> " +
-                           dir +
-                           "/$HACHI_JOB_ID.runs; exit 143\" TERM; sleep 120 & wait'";
+// The runs in `path`, in order; false (with a test failure) when the file is not a
+// sequence of start/end pairs, i.e. a run began while the last one still ran.
+bool ReadRuns(int64_t job, const std::string& path, std::vector<JobRun>* out) {
+  std::istringstream in(Slurp(path));
+  bool open = false;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream l(line);
+    std::string what, node, gpus;
+    double at = 0;
+    l >> what >> at >> node >> gpus;
+    if (what == "start") {
+      if (open) {
+        ADD_FAILURE() << "job " << job << ": a run started before the last one ended:\n"
+                      << Slurp(path);
+        return false;
+      }
+      JobRun r;
+      r.job = job;
+      r.node = node;
+      r.start = at;
+      std::stringstream g(gpus);
+      for (std::string x; std::getline(g, x, ',');)
+        r.gpus.push_back(std::atoi(x.c_str()));
+      out->push_back(r);
+      open = true;
+    } else if (what == "end") {
+      if (!open) {
+        ADD_FAILURE() << "job " << job << ": an end without a start:\n" << Slurp(path);
+        return false;
+      }
+      out->back().end = at;
+      open = false;
+    }
+  }
+  return true;
+}
+
+TEST(Partition, CutNodeFencedNoJobTwiceNoGpuTwice) {
+  if (!Fleet::Possible()) GTEST_SKIP() << "needs root and `ip netns` with bridges";
+  Fleet fleet(3);
+  ASSERT_TRUE(fleet.ok()) << "could not build the fleet's namespaces";
+  // Shared by every host (their /tmp is their own).
+  char tmpl[] = "/var/tmp/hachi-partition-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  const std::string hachi = std::string(HACHI_BINARY_DIR) + "/hachi";
+  fleet.Spawn(0,
+              hachi + " server --state-dir " + dir + "/state --listen " +
+                  fleet.address(0) + ":0 --agent-timeout " + std::to_string(kTimeout) +
+                  " --lease " + std::to_string(kLease) + " --kill-grace " +
+                  std::to_string(kGrace),
+              dir + "/server.log");
+  std::string url;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const std::string log = Slurp(dir + "/server.log");
+        const size_t at = log.find("listening on http://");
+        if (at == std::string::npos) return false;
+        url = log.substr(at + 13, log.find_first_of(" \n", at + 13) - (at + 13));
+        return true;
+      },
+      10))
+      << Slurp(dir + "/server.log");
+  // The CLI as a local user on the server's Unix socket (a file: any namespace reaches
+  // it); the agents over TCP with the secret the server made.
+  ::setenv("HACHI_SERVER", ("unix:" + dir + "/state/hachi.sock").c_str(), 1);
+  auto agent = [&](int host, const std::string& name) {
+    fleet.Spawn(host,
+                hachi + " agent --server " + url + " --name " + name +
+                    " --preset hgx-h100 --address " + fleet.address(host) +
+                    " --spool-dir " + dir + "/spool-" + name + " --cluster-secret-file " +
+                    dir + "/state/cluster-secret",
+                dir + "/agent-" + name + ".log");
+    return WaitFor(
+        [&] { return Hachi("nodes -o %n", false).out.find(name) != std::string::npos; },
+        15);
+  };
+  ASSERT_TRUE(agent(1, "cut")) << Slurp(dir + "/agent-cut.log");
+
+  std::ofstream(dir + "/job.sh") << "f=" << dir << "/$HACHI_JOB_ID.runs\n"
+                                 << "echo \"start $(date +%s.%N) $HACHI_NODENAME "
+                                    "$CUDA_VISIBLE_DEVICES\" >> $f\n"
+                                 << "trap 'echo \"end $(date +%s.%N) $HACHI_NODENAME\" "
+                                    ">> $f; exit 143' TERM\n"
+                                 << "sleep 300 & wait\n";
+  const std::string cwd = std::filesystem::current_path();
+  std::filesystem::current_path(dir);  // the jobs' workdir: on every host
   auto submit = [&](const std::string& flags) {
     return std::atoll(
-        Hachi("submit --parsable -G 4 -t 10:00 " + flags + " -- sh -c " + body, false)
+        Hachi("submit --parsable " + flags + " -- sh " + dir + "/job.sh", false)
             .out.c_str());
   };
-  const int64_t plain = submit("");
-  const int64_t requeue = submit("--requeue");
-  ASSERT_GT(plain, 0);
+  auto runs_file = [&](int64_t id) { return dir + "/" + std::to_string(id) + ".runs"; };
+  auto started = [&](int64_t id) { return Slurp(runs_file(id)).find("start") == 0; };
+  // The cut node's 8 GPUs: a --requeue job and a plain one.
+  const int64_t requeue = submit("-G 4 -t 10:00 --requeue");
+  const int64_t plain = submit("-G 4 -t 10:00");
   ASSERT_GT(requeue, 0);
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        return Job(plain)["state"] == "RUNNING" && Job(requeue)["state"] == "RUNNING";
-      },
-      10));
-  ASSERT_TRUE(WaitFor(
-      [&] { return Slurp(dir + "/" + std::to_string(requeue) + ".runs") != ""; }, 10));
+  ASSERT_GT(plain, 0);
+  ASSERT_TRUE(WaitFor([&] { return started(requeue) && started(plain); }, 15))
+      << Job(requeue).dump() << Job(plain).dump();
+  // The other node: half taken, so that the requeued job fits there and the pending
+  // 8-GPU job fits only the cut node. (The filler's limit is the longest: the 8-GPU job's
+  // reservation there, at the filler's end, does not keep the requeued one off.)
+  ASSERT_TRUE(agent(2, "other")) << Slurp(dir + "/agent-other.log");
+  const int64_t filler = submit("-G 4 -t 60:00");
+  ASSERT_TRUE(WaitFor([&] { return started(filler); }, 15)) << Job(filler).dump();
+  const int64_t pending = submit("-G 8 -t 10:00");
+  ASSERT_GT(pending, 0);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  ASSERT_EQ(Job(pending)["state"], "PENDING");
 
-  ASSERT_TRUE(net.Cut());
-  EXPECT_TRUE(WaitFor([&] { return Job(plain)["state"] == "NODE_FAIL"; }, 30))
-      << Job(plain).dump();
-  EXPECT_EQ(Job(requeue)["state"], "PENDING");
-  EXPECT_NE(Hachi("nodes -o \"%n %t\"", false).out.find("pnode down"), std::string::npos);
-  ASSERT_TRUE(net.Restore());
-
-  // Back: the requeued job runs again once its first run has been stopped.
-  EXPECT_TRUE(WaitFor(
-      [&] { return Job(requeue)["state"] == "RUNNING" && Job(requeue)["requeues"] == 1; },
-      60))
-      << Job(requeue).dump() << "\n"
-      << Slurp(dir + "/agent.log");
+  const double cut_at = Now();
+  ASSERT_TRUE(fleet.Cut(1));
+  // Down at the timeout, but its jobs stay RUNNING with the wait said, with a number.
   EXPECT_TRUE(WaitFor(
       [&] {
-        const std::string runs = Slurp(dir + "/" + std::to_string(requeue) + ".runs");
-        return runs.find("start", runs.find("end")) != std::string::npos;
-      },
-      30));
-  std::istringstream runs(Slurp(dir + "/" + std::to_string(requeue) + ".runs"));
-  std::vector<std::pair<std::string, long long>> events;
-  for (std::string what; runs >> what;) {
-    long long at = 0;
-    runs >> at;
-    events.emplace_back(what, at);
-  }
-  ASSERT_GE(events.size(), 3u) << Slurp(dir + "/" + std::to_string(requeue) + ".runs");
-  EXPECT_EQ(events[0].first, "start");
-  EXPECT_EQ(events[1].first, "end")
-      << "the first run was stopped before the second began";
-  EXPECT_EQ(events[2].first, "start");
-  EXPECT_LE(events[1].second, events[2].second);
-  const std::string plain_runs = Slurp(dir + "/" + std::to_string(plain) + ".runs");
-  EXPECT_TRUE(WaitFor(
-      [&] {
-        return Slurp(dir + "/" + std::to_string(plain) + ".runs").find("end") !=
+        return Hachi("nodes -o \"%n %t\"", false).out.find("cut down") !=
                std::string::npos;
       },
-      30))
-      << "the NODE_FAIL job's processes were stopped when the agent came back: "
-      << plain_runs;
-  EXPECT_EQ(Job(plain)["state"], "NODE_FAIL");
+      kTimeout + 4));
+  const json r = Job(requeue);
+  EXPECT_EQ(r["state"], "RUNNING") << r.dump();
+  EXPECT_NE(r.value("reason", "")
+                .find("waiting for node cut's lease to expire before "
+                      "requeue, "),
+            std::string::npos)
+      << r.dump();
+  EXPECT_EQ(Job(plain)["state"], "RUNNING");
+  EXPECT_EQ(Job(pending)["state"], "PENDING");
+  // Past the fence: the plain job NODE_FAIL, the requeued one running on the other node.
+  EXPECT_TRUE(WaitFor([&] { return Job(plain)["state"] == "NODE_FAIL"; }, kFence + 4))
+      << Job(plain).dump();
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        const json j = Job(requeue);
+        return j["state"] == "RUNNING" && j["requeues"] == 1;
+      },
+      6))
+      << Job(requeue).dump();
+  std::this_thread::sleep_for(
+      std::chrono::duration<double>(std::max(0.0, cut_at + kCutSeconds - Now())));
+  ASSERT_TRUE(fleet.Heal(1));
+  const double healed_at = Now();
 
-  Hachi("cancel " + std::to_string(requeue), false);
-  Stop(agent);
-  Stop(server);
+  // Back: the cut node takes the 8-GPU job once its agent has reported the old runs.
+  EXPECT_TRUE(WaitFor([&] { return started(pending); }, 30))
+      << Job(pending).dump() << "\n"
+      << Slurp(dir + "/agent-cut.log");
+
+  std::map<int64_t, std::vector<JobRun>> runs;
+  for (int64_t id : {requeue, plain, filler, pending}) {
+    ASSERT_TRUE(ReadRuns(id, runs_file(id), &runs[id])) << "job " << id;
+  }
+  // The plain job: one run, on the cut node, stopped by its agent within the lease (its
+  // last answered call was sent at most two polls, 2 x lease / 6, before the cut).
+  ASSERT_EQ(runs[plain].size(), 1u) << Slurp(runs_file(plain));
+  EXPECT_EQ(runs[plain][0].node, "cut");
+  EXPECT_GE(runs[plain][0].end, cut_at + kLease * 2.0 / 3 - 0.5)
+      << "stopped before its lease ran out";
+  EXPECT_LE(runs[plain][0].end, cut_at + kLease + 2) << "stopped late";
+  // The requeued job: its first run stopped the same way, its second on the other node,
+  // started once, after the fence.
+  ASSERT_EQ(runs[requeue].size(), 2u) << Slurp(runs_file(requeue));
+  EXPECT_EQ(runs[requeue][0].node, "cut");
+  EXPECT_LE(runs[requeue][0].end, cut_at + kLease + 2);
+  EXPECT_EQ(runs[requeue][1].node, "other");
+  EXPECT_GE(runs[requeue][1].start, runs[requeue][0].end);
+  EXPECT_GE(runs[requeue][1].start, cut_at + kFence - 1.5) << "before the fence";
+  EXPECT_LT(runs[requeue][1].start, healed_at) << "during the cut";
+  ASSERT_EQ(runs[pending].size(), 1u);
+  EXPECT_EQ(runs[pending][0].node, "cut");
+  EXPECT_GE(runs[pending][0].start, healed_at);
+  // No GPU had two runs at once.
+  std::vector<JobRun> all;
+  for (const auto& [id, rs] : runs) all.insert(all.end(), rs.begin(), rs.end());
+  for (size_t i = 0; i < all.size(); ++i) {
+    EXPECT_EQ(all[i].gpus.size(), all[i].job == pending ? 8u : 4u) << all[i].job;
+    for (size_t j = i + 1; j < all.size(); ++j) {
+      const JobRun& a = all[i];
+      const JobRun& b = all[j];
+      if (a.node != b.node) continue;
+      const bool share = std::any_of(a.gpus.begin(), a.gpus.end(), [&](int g) {
+        return std::find(b.gpus.begin(), b.gpus.end(), g) != b.gpus.end();
+      });
+      const bool overlap = a.start < b.end && b.start < a.end;
+      EXPECT_FALSE(share && overlap)
+          << "jobs " << a.job << " and " << b.job << " on one GPU of " << a.node
+          << " at once: [" << a.start << ", " << a.end << ") and [" << b.start << ", "
+          << b.end << ")";
+    }
+  }
+
+  // Their processes must not outlive the test (an agent stopped keeps its jobs).
+  for (int64_t id : {requeue, filler, pending})
+    Hachi("cancel " + std::to_string(id), false);
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return Job(requeue)["state"] == "CANCELLED" &&
+               Job(filler)["state"] == "CANCELLED" &&
+               Job(pending)["state"] == "CANCELLED";
+      },
+      kGrace + 10));
+  std::filesystem::current_path(cwd);
   ::unsetenv("HACHI_SERVER");
   if (!HasFailure()) std::system(("rm -rf " + dir).c_str());
 }

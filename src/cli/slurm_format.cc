@@ -697,6 +697,9 @@ std::string FormatShowJob(const JobRecord& j, std::string_view diagnosis, Time n
         std::to_string(j.req.GpusPerNode()));
   }
   // Hachi's own keys.
+  if (running && j.master_port > 0) {  // on the first node (BatchHost): MASTER_ADDR's
+    line("MasterPort=" + std::to_string(j.master_port));
+  }
   if (j.req.Shared()) {
     std::string s = "GpuShare=" + ShareText(j.req.gpu_share_milli);
     if (j.req.gpu_memory_mib > 0)
@@ -713,7 +716,9 @@ std::string FormatShowJob(const JobRecord& j, std::string_view diagnosis, Time n
          (j.spec.shm_mib > 0 ? " ShmSize=" + std::to_string(j.spec.shm_mib) + "M" : ""));
   }
   if (!j.spec.comment.empty()) line("Comment=" + j.spec.comment);
-  if (!pending && !j.reason.empty()) line("EndReason=" + j.reason);
+  if (!pending && !j.reason.empty()) {  // a running job's: its fence (docs/fencing.md)
+    line((j.state == JobState::kRunning ? "Note=" : "EndReason=") + j.reason);
+  }
   if (j.held) line("Held=1");
   if (pending && !Trim(diagnosis).empty()) {
     line("Diagnosis:");

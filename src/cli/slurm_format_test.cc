@@ -64,6 +64,10 @@ class MakeJob {
     j_.req.gpus = g;
     return *this;
   }
+  MakeJob& MasterPort(int port) {
+    j_.master_port = port;
+    return *this;
+  }
   MakeJob& Gang(int nodes, int per_node) {
     j_.req.nodes = nodes;
     j_.req.gpus_per_node = per_node;
@@ -154,7 +158,8 @@ std::vector<JobRecord> Jobs() {
           .Gang(2, 8)
           .Limit(3 * kDay)
           .Running("gpu05", "0-7", kNow - kDay - 3 * kHour)
-          .Running("gpu06", "0-7", kNow - kDay - 3 * kHour),
+          .Running("gpu06", "0-7", kNow - kDay - 3 * kHour)
+          .MasterPort(29501),
       MakeJob(3145)
           .Name("notebook")
           .Partition("gpu-shared")

@@ -6,6 +6,13 @@
 
 namespace hachi::server {
 
+std::string AgentTopic(const std::string& node) { return "agent/" + node; }
+
+void AgentHub::SetNotifier(std::function<void(const std::string&)> notify) {
+  MutexLock lock(&mu_);
+  notify_ = std::move(notify);
+}
+
 AgentHub::Session& AgentHub::SessionLocked(const std::string& node) {
   std::unique_ptr<Session>& s = sessions_[node];
   if (!s) s = std::make_unique<Session>(&mu_);
@@ -29,6 +36,7 @@ void AgentHub::Close(const std::string& node) {
   s.launches.clear();
   s.cancels.clear();
   s.wake.SignalAll();
+  if (notify_) notify_(AgentTopic(node));
 }
 
 bool AgentHub::IsOpen(const std::string& node) const {
@@ -55,6 +63,7 @@ void AgentHub::Launch(const std::string& node, api::LaunchSpec launch) {
   if (!s.open) return;
   s.launches.push_back(std::move(launch));
   s.wake.Signal();  // one agent process polls a node at a time
+  if (notify_) notify_(AgentTopic(node));
 }
 
 void AgentHub::Cancel(const std::string& node, state::JobId job) {
@@ -63,6 +72,7 @@ void AgentHub::Cancel(const std::string& node, state::JobId job) {
   if (!s.open) return;
   s.cancels.push_back(job);
   s.wake.Signal();
+  if (notify_) notify_(AgentTopic(node));
 }
 
 bool AgentHub::TakeBackLaunch(const std::string& node, state::JobId job) {
@@ -112,7 +122,10 @@ api::AgentWork AgentHub::Wait(const std::string& node, int wait_ms) {
 void AgentHub::Stop() {
   MutexLock lock(&mu_);
   stopping_ = true;
-  for (auto& [name, s] : sessions_) s->wake.SignalAll();
+  for (auto& [name, s] : sessions_) {
+    s->wake.SignalAll();
+    if (notify_) notify_(AgentTopic(name));
+  }
 }
 
 }  // namespace hachi::server

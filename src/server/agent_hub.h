@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -27,9 +28,16 @@
 
 namespace hachi::server {
 
+// The topic an agent's parked work poll waits on (server/http_loop.h).
+std::string AgentTopic(const std::string& node);
+
 class AgentHub {
  public:
   explicit AgentHub(const Clock* clock) : clock_(clock) {}
+
+  // Called (with the hub's lock held: it must only queue) with AgentTopic(node) whenever
+  // a Wait for `node` would now return something: work queued, closed, stopping.
+  void SetNotifier(std::function<void(const std::string&)> notify) EXCLUDES(mu_);
   AgentHub(const AgentHub&) = delete;
   AgentHub& operator=(const AgentHub&) = delete;
 
@@ -84,6 +92,7 @@ class AgentHub {
   mutable Mutex mu_;
   std::unordered_map<std::string, std::unique_ptr<Session>> sessions_ GUARDED_BY(mu_);
   bool stopping_ GUARDED_BY(mu_) = false;
+  std::function<void(const std::string&)> notify_ GUARDED_BY(mu_);
 };
 
 }  // namespace hachi::server

@@ -4,17 +4,26 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <iostream>
+#include <set>
 #include <unordered_set>
 
+#include "server/agent_address.h"
 #include "server/controller.h"
 
 namespace hachi::server {
 
-Status Controller::Register(const AgentRegistration& reg) {
+Status Controller::Register(const AgentRegistration& reg, const std::string& peer) {
   if (reg.node.empty()) return InvalidArgument("register: node name is empty");
+  Result<std::string> address = AgentAddress(reg.node, reg.address, peer);
+  if (!address.ok()) {
+    // Said here too: the agent only retries, and the operator reads the server's log.
+    std::cerr << "hachi server: " << address.status().message() << "\n";
+    return address.status();
+  }
   state::NodeRecord rec;
   rec.name = reg.node;
-  rec.address = reg.address;
+  rec.address = std::move(*address);
   rec.topology_json = reg.topology_json;
   rec.cpus = reg.cpus;
   rec.memory_mib = reg.memory_mib;
@@ -31,6 +40,17 @@ Status Controller::Register(const AgentRegistration& reg) {
   MutexLock lock(&mu_);
   const Time now = options_.clock->Now();
   auto old = image_.nodes.find(reg.node);
+  // Idempotent per agent instance: a request from an instance that started before the
+  // one registered now (a dead agent's retry, delayed in the network) changes nothing.
+  if (auto known = agent_started_.find(reg.node);
+      known != agent_started_.end() && old != image_.nodes.end() &&
+      !reg.instance.empty() && old->second.agent_instance != reg.instance &&
+      reg.agent_started < known->second) {
+    return Busy("register: node " + reg.node + " is registered by a newer agent (" +
+                old->second.agent_instance + ", started " +
+                std::to_string(known->second) + "); this one (" + reg.instance +
+                ", started " + std::to_string(reg.agent_started) + ") is stale");
+  }
   // The same agent process as before (the server restarted, or the network blinked):
   // it still knows its jobs. Another one: the agent restarted and lost them.
   const bool same_agent = old != image_.nodes.end() && !reg.instance.empty() &&
@@ -47,6 +67,7 @@ Status Controller::Register(const AgentRegistration& reg) {
     }
   }
   HACHI_RETURN_IF_ERROR(CommitAndApply({state::NodeUpserted{rec}}));
+  agent_started_[reg.node] = reg.agent_started;
   hardware_[reg.node] = std::move(*hw);
   base_dirty_ = true;
   agents_.Open(reg.node);  // what was queued for its predecessor is dropped
@@ -91,8 +112,12 @@ Status Controller::Register(const AgentRegistration& reg) {
     runs_.erase(id);
   }
   // Stops what the agent runs without the records' leave: jobs that ended or were
-  // requeued while it was away (their GPUs may be given to others), and jobs whose
-  // cancel or preemption was queued in the session just cleared.
+  // requeued while it was away, and jobs whose cancel or preemption was queued in the
+  // session just cleared. The former are stale runs: the records gave their GPUs back,
+  // but they are in use until the agent reports the exits, so the node takes no new
+  // jobs until then (HoldStaleNodesLocked). This registration says which still run.
+  std::set<state::JobId>& stale = stale_runs_[reg.node];
+  stale.clear();
   for (state::JobId id : reg.running) {
     auto it = image_.jobs.find(id);
     const bool here =
@@ -102,8 +127,16 @@ Status Controller::Register(const AgentRegistration& reg) {
     auto run = runs_.find(id);
     const bool stopping = run != runs_.end() && (run->second.cancel_requested ||
                                                  run->second.preempt_kill_at != kNever);
-    if (!here || stopping) agents_.Cancel(reg.node, id);
+    // A gang part the fence counted dead while the gang waits for its other parts: it
+    // must stop, and its GPUs stay taken after the job ends until it has.
+    const bool fenced_here =
+        here && run != runs_.end() && run->second.fenced &&
+        std::find(run->second.ended_on.begin(), run->second.ended_on.end(), reg.node) !=
+            run->second.ended_on.end();
+    if (!here || stopping || fenced_here) agents_.Cancel(reg.node, id);
+    if (!here || fenced_here) stale.insert(id);
   }
+  if (stale.empty()) stale_runs_.erase(reg.node);
   return CommitAndApply(std::move(edits));
 }
 
@@ -119,6 +152,13 @@ Status Controller::Report(const std::string& node,
   MutexLock lock(&mu_);
   std::vector<state::Edit> edits;
   for (const api::JobExit& e : exits) {
+    // A stale run's exit (the records had ended or requeued it): its GPUs are free now.
+    if (auto st = stale_runs_.find(node);
+        st != stale_runs_.end() && st->second.erase(e.job) > 0) {
+      if (st->second.empty()) stale_runs_.erase(st);
+      dirty_ = true;
+      loop_cv_.SignalAll();
+    }
     auto it = image_.jobs.find(e.job);
     if (it == image_.jobs.end() || it->second.state != state::JobState::kRunning) {
       continue;  // a repeated report of a job that already ended
@@ -143,48 +183,110 @@ Status Controller::Report(const std::string& node,
       }
     }
     if (info.parts_left > 0) continue;
-    if (info.requeue_on_exit) {
-      edits.push_back(state::JobRequeued{e.job, "preempted"});
-    } else {
-      edits.push_back(
-          EndOf(job, info, e.end_time > 0 ? e.end_time : options_.clock->Now()));
-    }
+    edits.push_back(
+        RunEndLocked(job, info, e.end_time > 0 ? e.end_time : options_.clock->Now()));
     runs_.erase(e.job);
   }
   return CommitAndApply(std::move(edits));
 }
 
+state::Edit Controller::RunEndLocked(const state::JobRecord& job, const RunInfo& info,
+                                     Time end_time) const {
+  if (info.requeue_on_exit) return state::JobRequeued{job.id, "preempted"};
+  // Lost with its node (the fence passed, or its agent stopped it when its lease
+  // expired): a --requeue job runs again, as after any node failure.
+  const bool lost = info.worst && info.worst->kind == api::ExitKind::kLost;
+  if (lost && job.spec.requeue && !info.cancel_requested) {
+    return state::JobRequeued{job.id, info.worst->message};
+  }
+  return EndOf(job, info, end_time);
+}
+
 void Controller::NodeLostLocked(const std::string& node, const std::string& why,
                                 Time now) {
-  // Its agent must register again, and what was queued for it is dropped.
+  // Its agent must register again, and what was queued for it is dropped. Its jobs
+  // keep their GPUs: cut off, the agent may still be running them (FenceLocked).
   agents_.Close(node);
-  std::vector<state::Edit> edits;
-  std::vector<std::pair<std::string, state::JobId>> stops;
-  edits.push_back(state::NodeStateChanged{node, state::NodeState::kDown, why, now});
-  for (const auto& [id, job] : image_.jobs) {
-    if (job.state != state::JobState::kRunning) continue;
-    if (std::none_of(job.allocations.begin(), job.allocations.end(),
-                     [&](const state::NodeAllocation& a) { return a.node == node; })) {
+  // A failed commit changes nothing; the next check tries again.
+  (void)CommitAndApply(
+      {state::NodeStateChanged{node, state::NodeState::kDown, why, now}});
+}
+
+int64_t Controller::FenceLeftMsLocked(const std::string& node) const {
+  auto n = image_.nodes.find(node);
+  if (n == image_.nodes.end() || n->second.state != state::NodeState::kDown) return -1;
+  const int64_t silent = agents_.SilentForMs(node);
+  if (silent < 0) return 0;  // never heard from since this server started
+  const int64_t fence_ms =
+      (options_.lease + options_.kill_grace + options_.fence_margin) * 1000;
+  return std::max<int64_t>(0, fence_ms - silent);
+}
+
+std::string Controller::FenceNoteLocked(const state::JobRecord& job) const {
+  if (job.state != state::JobState::kRunning) return "";
+  auto run = runs_.find(job.id);
+  for (const state::NodeAllocation& a : job.allocations) {
+    if (run != runs_.end() &&
+        std::find(run->second.ended_on.begin(), run->second.ended_on.end(), a.node) !=
+            run->second.ended_on.end()) {
       continue;
     }
-    for (const state::NodeAllocation& a : job.allocations) {  // the gang's other parts
-      if (a.node != node) stops.emplace_back(a.node, id);
-    }
-    if (job.spec.requeue) {
-      edits.push_back(state::JobRequeued{id, "node " + node + " down: " + why});
-    } else {
-      state::JobEnded end;
-      end.id = id;
-      end.state = state::JobState::kNodeFail;
-      end.end_time = now;
-      end.reason = "node " + node + " down: " + why;
-      edits.push_back(end);
-    }
-    runs_.erase(id);
+    const int64_t left = FenceLeftMsLocked(a.node);
+    if (left < 0) continue;
+    return "waiting for node " + a.node + "'s lease to expire before " +
+           (job.spec.requeue ? "requeue" : "ending it NODE_FAIL") + ", " +
+           std::to_string((left + 999) / 1000) + " s";
   }
-  // A failed commit changes nothing; the next check tries again.
+  return "";
+}
+
+void Controller::FenceLocked(Time now) {
+  std::vector<state::Edit> edits;
+  std::vector<state::JobId> ended;
+  std::vector<std::pair<std::string, state::JobId>> stops;
+  for (state::JobId id : active_) {
+    auto it = image_.jobs.find(id);
+    if (it == image_.jobs.end() || it->second.state != state::JobState::kRunning) {
+      continue;
+    }
+    const state::JobRecord& job = it->second;
+    auto run = runs_.find(id);
+    bool counted = false;
+    for (const state::NodeAllocation& a : job.allocations) {
+      if (FenceLeftMsLocked(a.node) != 0) continue;  // up, or still fenced
+      if (run == runs_.end()) run = runs_.emplace(id, RunInfo{}).first;
+      api::JobExit e;
+      e.job = id;
+      e.start_time = job.start_time;
+      e.kind = api::ExitKind::kLost;
+      e.end_time = now;
+      e.message = "node " + a.node + " down: no contact with its agent for " +
+                  FormatDuration(options_.lease) + " (its lease) + " +
+                  FormatDuration(options_.kill_grace) + " (kill grace) + " +
+                  FormatDuration(options_.fence_margin);
+      counted |=
+          CountExit(&run->second, a.node, e, static_cast<int>(job.allocations.size()));
+    }
+    if (run == runs_.end() || (!counted && !run->second.fenced)) continue;
+    RunInfo& info = run->second;
+    if (!info.fenced) {  // the gang's other parts cannot go on without this one
+      info.fenced = true;
+      for (const state::NodeAllocation& a : job.allocations) {
+        if (std::find(info.ended_on.begin(), info.ended_on.end(), a.node) ==
+            info.ended_on.end()) {
+          stops.emplace_back(a.node, id);
+        }
+      }
+    }
+    if (info.parts_left > 0) continue;  // requeued or ended when the others report
+    edits.push_back(RunEndLocked(job, info, now));
+    ended.push_back(id);
+  }
+  for (const auto& [n, id] : stops) agents_.Cancel(n, id);
+  if (edits.empty()) return;
+  // A failed commit changes nothing; the next check tries again (the RunInfo says so).
   if (!CommitAndApply(std::move(edits)).ok()) return;
-  for (const auto& [n, id] : stops) agents_.Cancel(n, id);  // once the end is durable
+  for (state::JobId id : ended) runs_.erase(id);
 }
 
 void Controller::CheckAgentsLocked(Time now) {
@@ -199,6 +301,39 @@ void Controller::CheckAgentsLocked(Time now) {
                    "agent silent for more than " + FormatDuration(options_.agent_timeout),
                    now);
   }
+  FenceLocked(now);
+}
+
+void Controller::HoldStaleNodesLocked(sched::ClusterState* s) const {
+  for (const auto& [node, jobs] : stale_runs_) {
+    auto i = base_.node_index.find(node);
+    if (jobs.empty() || i == base_.node_index.end() ||
+        i->second >= static_cast<int>(s->nodes.size())) {
+      continue;
+    }
+    sched::Node& n = s->nodes[i->second];
+    if (n.name == node && n.state == sched::NodeState::kUp) {
+      n.state = sched::NodeState::kDrained;
+    }
+  }
+}
+
+std::string Controller::StaleNoteLocked(const std::string& node) const {
+  auto st = stale_runs_.find(node);
+  if (st == stale_runs_.end() || st->second.empty()) return "";
+  std::string jobs;
+  size_t i = 0;
+  for (state::JobId id : st->second) {
+    jobs += (i == 0                       ? ""
+             : i + 1 == st->second.size() ? " and "
+                                          : ", ") +
+            std::to_string(id);
+    ++i;
+  }
+  return "node " + node + " is stopping job" + (st->second.size() > 1 ? "s " : " ") +
+         jobs + "'s earlier run" + (st->second.size() > 1 ? "s" : "") +
+         "; it takes no new jobs until " +
+         (st->second.size() > 1 ? "they have" : "it has") + " exited";
 }
 
 }  // namespace hachi::server

@@ -24,6 +24,8 @@ Result<std::unique_ptr<Controller>> Controller::Create(
     ControllerOptions options, std::unique_ptr<state::Store> store) {
   options.sched.explain = true;  // pending reasons for every job
   if (options.clock == nullptr) options.clock = RealClock();
+  if (options.lease <= 0) options.lease = options.agent_timeout;
+  if (options.fence_margin < 0) options.fence_margin = 0;
   Result<std::unique_ptr<sched::Scheduler>> scheduler =
       sched::Scheduler::Create(options.sched);
   if (!scheduler.ok()) return scheduler.status();
@@ -77,12 +79,28 @@ void Controller::Start() {
   loop_ = std::thread([this] { Loop(); });
 }
 
+std::string JobTopic(state::JobId id) { return "job/" + std::to_string(id); }
+
+bool Controller::stopping() const {
+  MutexLock lock(&mu_);
+  return stopping_;
+}
+
+void Controller::SetNotifier(std::function<void(const std::string&)> notify) {
+  agents_.SetNotifier(notify);
+  MutexLock lock(&mu_);
+  notify_ = std::move(notify);
+}
+
 void Controller::Stop() {
   {
     MutexLock lock(&mu_);
     stopping_ = true;
     loop_cv_.SignalAll();
     job_cv_.SignalAll();
+    for (const auto& [id, job] : image_.jobs) {
+      if (notify_ && !state::IsFinal(job.state)) notify_(JobTopic(id));
+    }
   }
   agents_.Stop();
   if (loop_.joinable()) loop_.join();
@@ -121,6 +139,7 @@ void Controller::TrackJobsLocked(const std::vector<state::Edit>& edits) {
         },
         e);
     if (id == 0) continue;
+    if (notify_) notify_(JobTopic(id));  // a `hachi run` waiting for it
     auto it = image_.jobs.find(id);
     if (it != image_.jobs.end() && !state::IsFinal(it->second.state)) {
       active_.insert(id);
@@ -306,6 +325,8 @@ Result<state::JobRecord> Controller::Job(state::JobId id) const {
   if (r.state == state::JobState::kPending) {
     std::string reason = ReasonLocked(id);
     if (!reason.empty()) r.reason = std::move(reason);
+  } else if (std::string fence = FenceNoteLocked(r); !fence.empty()) {
+    r.reason = std::move(fence);  // `show job`: why a job on a down node is RUNNING
   }
   return r;
 }
@@ -340,6 +361,8 @@ std::vector<state::JobRecord> Controller::Jobs(bool include_finished, state::Job
     if (r.state == state::JobState::kPending) {
       std::string reason = ReasonLocked(id);
       if (!reason.empty()) out.back().reason = std::move(reason);
+    } else if (std::string fence = FenceNoteLocked(r); !fence.empty()) {
+      out.back().reason = std::move(fence);
     }
   }
   return out;
@@ -415,6 +438,10 @@ state::NodeStatus Controller::NodeStatusLocked(const state::NodeRecord& rec,
     }
   }
   st.stray_processes = StrayProcessesLocked(rec.name);
+  // Up, but taking no new jobs while its agent stops runs the records ended.
+  if (std::string stale = StaleNoteLocked(rec.name); !stale.empty()) {
+    st.record.state_reason = std::move(stale);
+  }
   return st;
 }
 

@@ -75,8 +75,20 @@ struct ControllerOptions {
   std::optional<config::ClusterConfig> config;  // partitions, QoS, limits
   Duration agent_timeout = 30;                  // seconds without a poll: node down
   Duration kill_grace = 10;                     // SIGTERM -> SIGKILL on cancel/limit
-  int cycle_interval_ms = 1000;                 // the timer; changes wake it at once
-  int master_port_base = 29500;                 // MASTER_PORT = base + id % 1000
+  // Fencing (docs/fencing.md). An agent that has not reached the server for `lease`
+  // seconds stops its jobs itself (the server tells it the lease when it registers);
+  // the server counts a silent node's runs dead, and requeues or ends them, only
+  // `lease + kill_grace + fence_margin` after it last heard from the agent. Until then
+  // they stay RUNNING and keep their GPUs. lease 0: agent_timeout (so 30 s by default,
+  // and the runs are counted dead 45 s after the last contact).
+  Duration lease = 0;
+  Duration fence_margin = 5;     // clock rates and a slow SIGKILL
+  int cycle_interval_ms = 1000;  // the timer; changes wake it at once
+  // Each node's MASTER_PORT range, [base, base + count): a job gets the lowest port of
+  // it that no other running job whose rank-0 node has the same address holds
+  // (cycle.cc; nodes on one host, as `hachi dev`'s, share a range).
+  int master_port_base = 29500;
+  int master_port_count = 1000;
   // Every time the controller decides by (records' times, agent silence, the workload
   // refresh) is read here; tests give a FakeClock. Not owned; outlives the controller.
   const Clock* clock = RealClock();
@@ -103,6 +115,9 @@ struct ControllerStats {
   int64_t internal_errors = 0;  // Plan::errors (a scheduler bug), all cycles together
 };
 
+// The topic a long poll for job `id` waits on (Controller::SetNotifier).
+std::string JobTopic(state::JobId id);
+
 class Controller {
  public:
   // Loads the state from `store`; starts nothing (call Start).
@@ -114,6 +129,13 @@ class Controller {
 
   void Start();  // the scheduling loop thread
   void Stop();   // idempotent; wakes every waiter
+  bool stopping() const;
+
+  // Long polls parked in the HTTP layer (server/http_loop.h) wait on topics: JobTopic(id)
+  // is notified when the job changes, AgentTopic(node) when the node's agent has work or
+  // must register again. `notify` is called with the Controller's or the hub's lock
+  // held: it must only queue, never call back. nullptr: none.
+  void SetNotifier(std::function<void(const std::string&)> notify);
 
   // ---- Jobs ----
   // Validates (unsatisfiable requests refused with the reason), stores, then returns
@@ -171,9 +193,14 @@ class Controller {
   const Authorizer& authorizer() const { return authorizer_; }
 
   // ---- Agents ----
-  Status Register(const AgentRegistration& reg);
+  // `peer` is the address the registration came from as the connection layer saw it
+  // ("" for a Unix-socket peer or an in-process caller): the node's address when the
+  // agent gave none; a given one is checked against it (server/agent_address.h).
+  Status Register(const AgentRegistration& reg, const std::string& peer = "");
   AgentWork Poll(const std::string& node, int wait_ms);
   Status Report(const std::string& node, const std::vector<api::JobExit>& exits);
+  // The lease agents are told at registration (ControllerOptions::lease, resolved).
+  Duration lease() const { return options_.lease; }
 
   ControllerStats stats() const;
   // The clock it reads (ControllerOptions::clock): the HTTP layer and the history
@@ -217,8 +244,29 @@ class Controller {
   void DispatchLocked(const state::JobRecord& job, const std::string& node = "")
       REQUIRES(mu_);
   void CheckAgentsLocked(Time now) REQUIRES(writer_mu_, mu_);
+  // The node goes down (no new jobs) and its agent must register again; its running
+  // jobs stay RUNNING, with their GPUs, until FenceLocked counts them dead.
   void NodeLostLocked(const std::string& node, const std::string& why, Time now)
       REQUIRES(writer_mu_, mu_);
+  // The runs on down nodes whose fence (last contact + lease + kill grace + margin) has
+  // passed: that part counts as lost, the gang's other parts are stopped, and the job is
+  // requeued (--requeue) or ends NODE_FAIL once no part runs.
+  void FenceLocked(Time now) REQUIRES(writer_mu_, mu_);
+  // Milliseconds until the fence of `node` passes (0: passed); -1 when it is not down.
+  int64_t FenceLeftMsLocked(const std::string& node) const REQUIRES(mu_);
+  // A running job's note while a part of it waits for its node's fence ("waiting for
+  // node n2's lease to expire before requeue, 47 s"); "" when none does.
+  std::string FenceNoteLocked(const state::JobRecord& job) const REQUIRES(mu_);
+  // The edit that ends a run no part of which runs any more: requeued (preempted with
+  // requeue; lost with its node, --requeue) or ended (EndOf).
+  state::Edit RunEndLocked(const state::JobRecord& job, const RunInfo& info,
+                           Time end_time) const REQUIRES(mu_);
+  // Nodes whose agent still runs a run the records no longer have there (it came back
+  // after the fence): they take no new jobs until those runs' exits are in. Applied to
+  // every snapshot the scheduler and the applier see.
+  void HoldStaleNodesLocked(sched::ClusterState* s) const REQUIRES(mu_);
+  // "stopping job 12's earlier run" for such a node; "" for another.
+  std::string StaleNoteLocked(const std::string& node) const REQUIRES(mu_);
   // Updates active_ for the jobs `edits` touched (after they were applied to image_).
   void TrackJobsLocked(const std::vector<state::Edit>& edits) REQUIRES(mu_);
   static void CompactFinished(state::JobRecord* job);  // memory: drops env
@@ -258,6 +306,9 @@ class Controller {
   // The ids of image_'s pending and running jobs, kept by TrackJobsLocked after every
   // apply: a cycle visits these, not the finished jobs the image keeps.
   std::set<state::JobId> active_ GUARDED_BY(mu_);
+  // Jobs the applier did not start for want of a free MASTER_PORT on their rank-0 node
+  // (cycle.cc), so that the log says it once per job.
+  std::set<state::JobId> port_starved_ GUARDED_BY(mu_);
   state::JobId next_id_ GUARDED_BY(mu_) = 1;
   std::unordered_map<std::string, NodeHardware> hardware_ GUARDED_BY(mu_);
   BaseCluster base_ GUARDED_BY(mu_);
@@ -265,6 +316,14 @@ class Controller {
   // +1 per rebuild: a plan made on an older base is dropped.
   uint64_t base_generation_ GUARDED_BY(mu_) = 0;
   std::unordered_map<state::JobId, RunInfo> runs_ GUARDED_BY(mu_);
+  // Per node, the jobs whose earlier run its agent still runs though the records ended
+  // or requeued it (HoldStaleNodesLocked): kept until the agent reports their exit or
+  // registers without them.
+  std::unordered_map<std::string, std::set<state::JobId>> stale_runs_ GUARDED_BY(mu_);
+  // Per node, when the agent instance registered now started (AgentRegistration::
+  // agent_started): a registration from an older instance is refused. Not stored: a
+  // restarted server takes the first registration.
+  std::unordered_map<std::string, Time> agent_started_ GUARDED_BY(mu_);
   // The compute processes on each node's GPUs, as its agent last reported them, and
   // when each (GPU, pid) was first reported.
   struct NodeProcesses {
@@ -293,7 +352,8 @@ class Controller {
   ControllerStats stats_ GUARDED_BY(mu_);
   CondVar loop_cv_{&mu_};  // dirty_ or stopping_
   CondVar job_cv_{&mu_};   // a job changed (WaitJob)
-  std::thread loop_;       // started under mu_ (Start), joined by Stop without it
+  std::function<void(const std::string&)> notify_ GUARDED_BY(mu_);  // SetNotifier
+  std::thread loop_;  // started under mu_ (Start), joined by Stop without it
 };
 
 }  // namespace hachi::server

@@ -57,7 +57,9 @@ TEST(Controller, SubmitCycleLaunchComplete) {
   EXPECT_EQ(l.nodelist, std::vector<std::string>{"n1"});
   EXPECT_EQ(l.node_addresses, std::vector<std::string>{MakeAgent("n1").address});
   EXPECT_EQ(l.node_rank, 0);
-  EXPECT_EQ(l.master_port, 29500 + static_cast<int>(id % 1000));
+  // The lowest port of n1's range: no other job runs there.
+  EXPECT_EQ(l.master_port, 29500);
+  EXPECT_EQ(job.master_port, 29500) << "kept with the start";
   EXPECT_EQ(l.gpus_per_node, 4);
   EXPECT_EQ(l.time_limit, 120);
   EXPECT_EQ(l.kill_grace, ControllerOptions{}.kill_grace);
@@ -383,6 +385,7 @@ TEST(Controller, GangGetsOneLaunchPerNode) {
   EXPECT_EQ(a.nodelist, b.nodelist);
   EXPECT_EQ(a.node_addresses, b.node_addresses);
   EXPECT_EQ(a.master_port, b.master_port);
+  EXPECT_EQ(a.master_port, 29500);  // the lowest of the rank-0 node's range
   EXPECT_EQ(a.nodelist.size(), 2u);
   EXPECT_EQ(std::set<int>({a.node_rank, b.node_rank}), std::set<int>({0, 1}));
   EXPECT_EQ(a.nodelist[a.node_rank], "n1");
@@ -525,7 +528,9 @@ TEST(Controller, DrainedNodeTakesNoNewJobs) {
 TEST(Controller, SilentAgentTakesItsNodeDown) {
   FakeClock clock;
   ControllerOptions o;
-  o.agent_timeout = 1;
+  o.agent_timeout = 1;  // and the lease: its jobs are counted dead 1 + 1 + 1 s after
+  o.kill_grace = 1;
+  o.fence_margin = 1;
   o.clock = &clock;
   Harness h(o);
   h.Register("n1");
@@ -555,6 +560,15 @@ TEST(Controller, SilentAgentTakesItsNodeDown) {
                                                     : state::NodeState::kDrained)
         << n.record.name;
   }
+  // Down, but its jobs keep running (fencing_test.cc) until the lease, the kill grace
+  // and the margin have passed since n1 was last heard from.
+  EXPECT_EQ(h.StateOf(plain), JobState::kRunning);
+  EXPECT_EQ(h.StateOf(requeue), JobState::kRunning);
+  for (int i = 0; i < 9; ++i) {
+    clock.Advance(std::chrono::milliseconds(220));
+    h.Work("n2");
+  }
+  h->RunCycle();  // silent for 3.3 s
   const state::JobRecord p = h.Job(plain);
   EXPECT_EQ(p.state, JobState::kNodeFail);
   EXPECT_NE(p.reason.find("node n1 down"), std::string::npos) << p.reason;

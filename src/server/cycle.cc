@@ -8,12 +8,60 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <set>
+#include <unordered_map>
 
 #include "sched/apply.h"
 #include "server/controller.h"
 #include "server/controller_metrics.h"
 
 namespace hachi::server {
+namespace {
+
+// The MASTER_PORT a run of `job` uses: the one its start chose, or for a job started
+// before ports were tracked (a row without one), the old rule's.
+int MasterPortOf(const state::JobRecord& job, const ControllerOptions& o) {
+  return job.master_port != 0 ? job.master_port
+                              : o.master_port_base + static_cast<int>(job.id % 1000);
+}
+
+// Which port range a rank-0 node draws from: its address, since MASTER_ADDR:MASTER_PORT
+// is what must be unique. Nodes on one host (`hachi dev`'s simulated nodes, all
+// 127.0.0.1) share one range; two jobs whose rank-0 nodes are different hosts may have
+// the same port.
+std::string PortKey(const state::StateImage& image, const std::string& node) {
+  auto n = image.nodes.find(node);
+  return n == image.nodes.end() || n->second.address.empty() ? "node " + node
+                                                             : n->second.address;
+}
+
+// Per rank-0 node address, the MASTER_PORTs its running jobs hold.
+using PortsInUse = std::unordered_map<std::string, std::set<int>>;
+PortsInUse MasterPortsInUse(const state::StateImage& image,
+                            const std::set<state::JobId>& active,
+                            const ControllerOptions& o) {
+  PortsInUse used;
+  for (state::JobId id : active) {
+    auto it = image.jobs.find(id);
+    if (it == image.jobs.end() || it->second.state != state::JobState::kRunning ||
+        it->second.allocations.empty()) {
+      continue;
+    }
+    used[PortKey(image, it->second.allocations[0].node)].insert(
+        MasterPortOf(it->second, o));
+  }
+  return used;
+}
+
+// The lowest port of the range not in `used`; 0 when every one is.
+int LowestFreePort(const std::set<int>& used, const ControllerOptions& o) {
+  for (int p = o.master_port_base; p < o.master_port_base + o.master_port_count; ++p) {
+    if (!used.count(p)) return p;
+  }
+  return 0;
+}
+
+}  // namespace
 
 void Controller::Loop() {
   auto trimmed = std::chrono::steady_clock::now();
@@ -68,6 +116,7 @@ void Controller::Cycle() {
     }
     generation = base_generation_;
     snap = std::make_shared<sched::ClusterState>(BuildSnapshot(base_, image_, &active_));
+    HoldStaleNodesLocked(snap.get());  // their GPUs are still in use
     // The workload FGD's measure weighs placements by: refreshed every half minute, not
     // per submit, so the scheduler's fragmentation memo stays warm between cycles.
     if (workload_.empty() || now - workload_at_ >= 30) {
@@ -124,7 +173,10 @@ void Controller::ApplyPlanLocked(const sched::Plan& plan,
   // Re-check against the records as they are now: since the snapshot, jobs may have
   // been cancelled or held, nodes drained or lost (ends only free resources).
   sched::ClusterState cur = BuildSnapshot(base_, image_, &active_);
+  HoldStaleNodesLocked(&cur);  // an agent may have come back with stale runs meanwhile
   std::vector<state::Edit> edits;
+  PortsInUse ports;  // filled at the first start: most cycles start nothing
+  bool ports_known = false;
   for (const sched::Start& st : plan.starts) {
     auto it = image_.jobs.find(st.job);
     if (it == image_.jobs.end() || it->second.state != state::JobState::kPending ||
@@ -136,6 +188,30 @@ void Controller::ApplyPlanLocked(const sched::Plan& plan,
     probe.id = rec.id;
     probe.req = rec.req;
     probe.partition = cur.PartitionIndex(rec.req.partition);
+    // Its MASTER_PORT, on its rank-0 node, before anything is booked: with every port
+    // of the range held there it does not start (it waits for one to free, as for
+    // GPUs; a running job's end wakes the next cycle). Not dirty_: nothing would
+    // change by trying again at once.
+    if (st.allocations.empty() || st.allocations[0].node < 0 ||
+        static_cast<size_t>(st.allocations[0].node) >= cur.nodes.size()) {
+      continue;  // the applier's own check would refuse it too
+    }
+    if (!ports_known) {
+      ports = MasterPortsInUse(image_, active_, options_);
+      ports_known = true;
+    }
+    const std::string& rank0 = cur.nodes[st.allocations[0].node].name;
+    std::set<int>& held = ports[PortKey(image_, rank0)];
+    const int port = LowestFreePort(held, options_);
+    if (port == 0) {
+      if (port_starved_.insert(st.job).second) {  // said once per job, not every cycle
+        std::cerr << "hachi server: job " << st.job << " not started on " << rank0
+                  << ": every MASTER_PORT of " << options_.master_port_base << "-"
+                  << options_.master_port_base + options_.master_port_count - 1
+                  << " is held by a running job there\n";
+      }
+      continue;
+    }
     // The one applier's checks (sched/apply.h), all parts or none; `cur` then holds
     // this start for the next ones.
     sched::PlanApplier applier(&cur);
@@ -143,8 +219,11 @@ void Controller::ApplyPlanLocked(const sched::Plan& plan,
       dirty_ = true;  // try again next cycle with fresh state
       continue;
     }
+    held.insert(port);
+    port_starved_.erase(st.job);
     state::JobStarted started;
     started.id = st.job;
+    started.master_port = port;
     // The start time is also the run's id (agents and exit reports tell runs apart by
     // it): a requeued job restarted within the second of its last start gets the next
     // second, or the old run's exit would end the new one.
@@ -227,7 +306,8 @@ void Controller::DispatchLocked(const state::JobRecord& job, const std::string& 
     l.nodelist = names;
     l.node_addresses = addresses;
     l.node_rank = static_cast<int>(rank);
-    l.master_port = options_.master_port_base + static_cast<int>(job.id % 1000);
+    l.master_port =
+        MasterPortOf(job, options_);  // the start's: the same on a re-dispatch
     l.gpus_per_node = job.req.GpusPerNode();
     l.time_limit = job.req.time_limit;
     l.kill_grace = options_.kill_grace;

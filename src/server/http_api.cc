@@ -1,10 +1,6 @@
 #include "server/http_api.h"
 
 #include <httplib.h>
-#include <netdb.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -15,6 +11,7 @@
 #include "api/protocol_json.h"
 #include "api/record_json_nlohmann.h"
 #include "server/http_auth.h"
+#include "server/http_loop.h"
 #include "state/job_stats.h"
 
 namespace hachi::server {
@@ -84,37 +81,36 @@ json PartitionJson(const sched::Partition& p,
       {"allow_gpu_sharing", p.allow_gpu_sharing}};
 }
 
-// cpp-httplib binds with SO_REUSEPORT, so a second server on the same port would share
-// it silently; a plain bind first tells whether someone listens there already.
-bool PortFree(const std::string& host, int port) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0) {
-    return true;  // let the real bind report it
-  }
-  bool free = true;
-  const int fd =
-      ::socket(res->ai_family, res->ai_socktype | SOCK_CLOEXEC, res->ai_protocol);
-  if (fd >= 0) {
-    const int yes = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    free = ::bind(fd, res->ai_addr, res->ai_addrlen) == 0;
-    ::close(fd);
-  }
-  ::freeaddrinfo(res);
-  return free;
-}
-
-// httplib's stop() does nothing until the listen thread has marked the server running,
-// so a Stop() right after Start() would leave that thread listening and hang the join.
-// Start returns only once the server runs (or its thread ended).
-void WaitUntilRunning(const httplib::Server& s) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (!s.is_running() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+// The connection layer's own figures (docs/metrics.md), after the Controller's.
+std::string ConnectionMetrics(const HttpLoopStats& st) {
+  std::string out;
+  auto family = [&](const char* name, const char* type, const char* help) {
+    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type +
+           "\n";
+  };
+  auto sample = [&](const std::string& name, int64_t v) {
+    out += name + " " + std::to_string(v) + "\n";
+  };
+  family("hachi_http_connections", "gauge",
+         "Open API connections (TCP and Unix socket).");
+  sample("hachi_http_connections", st.connections);
+  family("hachi_http_parked_requests", "gauge",
+         "Long polls waiting without a thread (agents' work polls, job waits).");
+  sample("hachi_http_parked_requests", st.parked);
+  family("hachi_http_requests_total", "counter", "Requests read whole and handled.");
+  sample("hachi_http_requests_total", st.requests);
+  family("hachi_http_connections_refused_total", "counter",
+         "Connections refused at accept, by the bound they passed.");
+  sample("hachi_http_connections_refused_total{reason=\"per_peer\"}",
+         st.refused_per_peer);
+  sample("hachi_http_connections_refused_total{reason=\"limit\"}", st.refused_full);
+  family("hachi_http_deadlines_missed_total", "counter",
+         "Connections cut at a head, body or write deadline.");
+  sample("hachi_http_deadlines_missed_total", st.timed_out);
+  family("hachi_http_bodies_too_large_total", "counter",
+         "Requests refused (413) for a body past the limit, before reading it.");
+  sample("hachi_http_bodies_too_large_total", st.too_large);
+  return out;
 }
 
 }  // namespace
@@ -128,28 +124,9 @@ std::string HttpServer::url() const {
   return (tls_ ? "https://" : "http://") + host_ + ":" + std::to_string(port_);
 }
 
-void HttpServer::Routes(httplib::Server& s) {
+void HttpServer::Routes(HttpRouter& s) {
   Controller* c = controller_;
   const std::string p = api::kApiPrefix;
-  s.set_payload_max_length(options_.max_body_bytes);
-  // Replies are small: without TCP_NODELAY, Nagle + the client's delayed ACK add 40 ms
-  // to a reply written in two pieces (headers, body).
-  s.set_tcp_nodelay(true);
-  // Stop() waits for idle keep-alive connections to time out: keep that short. httplib
-  // closes a connection after 5 requests by default, which made busy clients reconnect
-  // all the time (and sometimes lose a request to the race): no practical limit.
-  s.set_keep_alive_timeout(1);
-  s.set_keep_alive_max_count(1 << 20);
-  // SO_REUSEADDR, not httplib's default SO_REUSEPORT: with REUSEPORT a second server
-  // could bind the same port and share its connections, and the TIME_WAIT sockets a busy
-  // server leaves would refuse a restart's bind for a minute (both seen;
-  // http_api_test.cc).
-  s.set_socket_options([](socket_t sock) {
-    const int yes = 1;
-    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  });
-  const int threads = options_.threads;
-  s.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     const Status st =
@@ -179,9 +156,11 @@ void HttpServer::Routes(httplib::Server& s) {
     Reply(res, 200, R"({"ok":true})");
   });
   // Prometheus scrapes /metrics by default (docs/metrics.md): outside /api/v1, read-only.
-  s.Get("/metrics", [c](const httplib::Request&, httplib::Response& res) {
+  HttpLoop* loop = loop_.get();
+  s.Get("/metrics", [c, loop](const httplib::Request&, httplib::Response& res) {
     res.status = 200;
-    res.set_content(c->MetricsText(), "text/plain; version=0.0.4; charset=utf-8");
+    res.set_content(c->MetricsText() + ConnectionMetrics(loop->stats()),
+                    "text/plain; version=0.0.4; charset=utf-8");
   });
 
   // ---- Jobs ----
@@ -219,7 +198,10 @@ void HttpServer::Routes(httplib::Server& s) {
     }
     Reply(res, 200, j.dump());
   });
-  s.Get(p + R"(/jobs/(\d+))", [c](const httplib::Request& req, httplib::Response& res) {
+  // ?wait_from=STATE&wait_ms=N: a long poll (`hachi run`), answered once the job's state
+  // is not STATE, or after N ms; it waits parked on "job/ID", holding no thread.
+  s.GetPoll(p + R"(/jobs/(\d+))", [c](const httplib::Request& req, httplib::Response& res,
+                                      LongPoll& poll) {
     Result<state::JobId> id = JobIdOf(req);
     if (!id.ok()) return ReplyError(res, id.status());
     Result<state::JobRecord> job = c->Job(*id);
@@ -229,7 +211,11 @@ void HttpServer::Routes(httplib::Server& s) {
         return ReplyError(res, InvalidArgument("wait_from: unknown job state '" +
                                                req.get_param_value("wait_from") + "'"));
       }
-      job = c->WaitJob(*id, known, IntParam(req, "wait_ms", 10000, 0, 60000));
+      const int wait_ms = IntParam(req, "wait_ms", 10000, 0, 60000);
+      if (job->state == known && !poll.expired() && !c->stopping() && wait_ms > 0) {
+        return poll.WaitFor(JobTopic(*id),
+                            poll.started() + std::chrono::milliseconds(wait_ms));
+      }
     }
     if (!job.ok()) return ReplyError(res, job.status());
     const Result<Caller> who = CallerOf(req, *c);
@@ -337,16 +323,24 @@ void HttpServer::Routes(httplib::Server& s) {
          [c](const httplib::Request& req, httplib::Response& res) {
            Result<api::AgentRegistration> r = api::AgentRegistrationFromJson(req.body);
            if (!r.ok()) return ReplyError(res, r.status());
-           Status st = c->Register(*r);
+           Status st = c->Register(*r, req.remote_addr);
            if (!st.ok()) return ReplyError(res, st);
-           Reply(res, 200, json{{"ok", true}}.dump());
+           Reply(res, 200, json{{"ok", true}, {"lease_s", c->lease()}}.dump());
          });
-  s.Get(p + R"(/agents/([^/]+)/work)",
-        [c](const httplib::Request& req, httplib::Response& res) {
-          const api::AgentWork w =
-              c->Poll(req.matches[1], IntParam(req, "wait_ms", 10000, 0, 60000));
-          Reply(res, 200, api::AgentWorkToJson(w));
-        });
+  // The agent's long poll (and heartbeat): work now, or parked on "agent/NODE" until the
+  // AgentHub has some for it (Launch, Cancel, Close notify) or wait_ms passed.
+  s.GetPoll(p + R"(/agents/([^/]+)/work)",
+            [c](const httplib::Request& req, httplib::Response& res, LongPoll& poll) {
+              const std::string node = req.matches[1];
+              const api::AgentWork w = c->Poll(node, 0);
+              const int wait_ms = IntParam(req, "wait_ms", 10000, 0, 60000);
+              if (w.launch.empty() && w.cancel.empty() && !w.reregister &&
+                  !poll.expired() && !c->stopping() && wait_ms > 0) {
+                return poll.WaitFor(AgentTopic(node),
+                                    poll.started() + std::chrono::milliseconds(wait_ms));
+              }
+              Reply(res, 200, api::AgentWorkToJson(w));
+            });
   s.Post(p + R"(/agents/([^/]+)/health)",
          [c](const httplib::Request& req, httplib::Response& res) {
            Result<api::AgentHealth> h = api::AgentHealthFromJson(req.body);
@@ -367,73 +361,60 @@ void HttpServer::Routes(httplib::Server& s) {
 }
 
 Status HttpServer::Start() {
+  if (started_) return Status::Ok();
+  HttpLoopOptions lo = options_.connections;
+  lo.max_body_bytes = options_.max_body_bytes;
+  lo.workers = options_.threads;
+  router_ = std::make_unique<HttpRouter>();
+  loop_ = std::make_unique<HttpLoop>(router_.get(), lo);
+  Routes(*router_);
   if (!options_.listen.empty()) {
     const size_t colon = options_.listen.rfind(':');
     if (colon == std::string::npos) {
       return InvalidArgument("--listen '" + options_.listen + "': expected HOST:PORT");
     }
     host_ = options_.listen.substr(0, colon);
-    const int want = std::atoi(options_.listen.c_str() + colon + 1);
-    if (want != 0 && !PortFree(host_, want)) {
-      return Unavailable("cannot listen on " + options_.listen +
-                         ": the port is in use (another Hachi server?)");
+    const std::string port_text = options_.listen.substr(colon + 1);
+    char* end = nullptr;
+    const long want = std::strtol(port_text.c_str(), &end, 10);
+    if (port_text.empty() || *end != '\0' || want < 0 || want > 65535) {
+      return InvalidArgument("--listen '" + options_.listen +
+                             "': the port must be a number from 0 to 65535");
     }
     if (options_.tls_cert.empty() != options_.tls_key.empty()) {
       return InvalidArgument("--tls-cert and --tls-key go together");
     }
     if (!options_.tls_cert.empty()) {
-#ifdef CPPHTTPLIB_OPENSSL_SUPPORT
-      auto tls = std::make_unique<httplib::SSLServer>(options_.tls_cert.c_str(),
-                                                      options_.tls_key.c_str());
-      if (!tls->is_valid()) {
-        return InvalidArgument(
-            "TLS: cannot load the certificate " + options_.tls_cert + " with the key " +
-            options_.tls_key +
-            " (PEM files, readable, the key matching the certificate)");
-      }
-      tcp_ = std::move(tls);
+      HACHI_RETURN_IF_ERROR(loop_->UseTls(options_.tls_cert, options_.tls_key));
       tls_ = true;
-#else
-      return Unavailable(
-          "this hachi was built without TLS (no static libssl at build time)");
-#endif
-    } else {
-      tcp_ = std::make_unique<httplib::Server>();
     }
-    Routes(*tcp_);
-    port_ = want == 0 ? tcp_->bind_to_any_port(host_)
-                      : (tcp_->bind_to_port(host_, want) ? want : -1);
-    if (port_ <= 0) {
-      return Unavailable("cannot listen on " + options_.listen +
-                         " (in use, or not an address of this machine)");
+    // [::1] style hosts: getaddrinfo wants the address without brackets.
+    std::string host = host_;
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+      host = host.substr(1, host.size() - 2);
     }
-    threads_.emplace_back([this] { tcp_->listen_after_bind(); });
-    WaitUntilRunning(*tcp_);
+    Result<int> port = loop_->ListenTcp(host, static_cast<int>(want));
+    if (!port.ok()) return port.status();
+    port_ = *port;
   }
   if (!options_.unix_socket.empty()) {
-    ::unlink(options_.unix_socket.c_str());  // a stale socket from a killed server
-    unix_ = std::make_unique<httplib::Server>();
-    Routes(*unix_);
-    unix_->set_address_family(AF_UNIX);
-    if (!unix_->bind_to_port(options_.unix_socket, 80)) {
-      return Unavailable("cannot listen on the Unix socket " + options_.unix_socket);
-    }
-    // Every local user may connect: who they are comes from the kernel (SO_PEERCRED),
-    // and what they may do from that (Controller::Cancel, ...).
-    ::chmod(options_.unix_socket.c_str(), 0666);
-    threads_.emplace_back([this] { unix_->listen_after_bind(); });
-    WaitUntilRunning(*unix_);
+    HACHI_RETURN_IF_ERROR(loop_->ListenUnix(options_.unix_socket));
   }
+  HACHI_RETURN_IF_ERROR(loop_->Start());
+  HttpLoop* loop = loop_.get();
+  controller_->SetNotifier([loop](const std::string& topic) { loop->Notify(topic); });
+  started_ = true;
   return Status::Ok();
 }
 
 void HttpServer::Stop() {
-  if (tcp_) tcp_->stop();
-  if (unix_) unix_->stop();
-  for (std::thread& t : threads_) {
-    if (t.joinable()) t.join();
-  }
-  threads_.clear();
+  if (!loop_) return;
+  if (started_) controller_->SetNotifier(nullptr);
+  loop_->Stop();
+}
+
+HttpLoopStats HttpServer::connection_stats() const {
+  return loop_ ? loop_->stats() : HttpLoopStats{};
 }
 
 }  // namespace hachi::server

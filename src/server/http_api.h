@@ -1,33 +1,39 @@
-// HttpServer: the REST API of docs/api.md over cpp-httplib, on TCP (127.0.0.1 by
-// default) and on a local Unix socket. It decodes requests, calls the Controller and
-// encodes replies; no state of its own. Errors are {"error": {"code", "message"}} with
-// a 4xx/5xx status; the server keeps serving after any bad request.
+// HttpServer: the REST API of docs/api.md, on TCP (127.0.0.1 by default; HTTPS with a
+// certificate) and on a local Unix socket, over the server's own connection layer
+// (server/http_loop.h: one epoll thread, a few handler threads; a waiting long poll
+// holds no thread). It decodes requests, calls the Controller and encodes replies; no
+// state of its own. Errors are {"error": {"code", "message"}} with a 4xx/5xx status;
+// the server keeps serving after any bad request.
 //
-// Thread-safety: Start/Stop from one thread; requests are served by a thread pool
-// (long polls hold a thread each, so the pool is sized for agents + waiting clients).
+// The two long polls — an agent's GET /agents/NODE/work and GET /jobs/ID?wait_from= —
+// park on the topics "agent/NODE" and "job/ID", which the Controller and its AgentHub
+// notify (Controller::SetNotifier) when there is work for that agent or the job changed.
+//
+// Thread-safety: Start/Stop from one thread.
 #pragma once
 
 #include <memory>
 #include <string>
-#include <thread>
-#include <vector>
 
 #include "core/status.h"
 #include "server/controller.h"
 #include "server/http_auth.h"
+#include "server/http_loop_options.h"
 #include "server/web.h"
 
-namespace httplib {
-class Server;
-}
-
 namespace hachi::server {
+
+class HttpLoop;  // server/http_loop.h
+class HttpRouter;
 
 struct HttpOptions {
   std::string listen = "127.0.0.1:8686";  // HOST:PORT; port 0 picks a free one; "" = none
   std::string unix_socket;                // path; "" = none
-  size_t max_body_bytes = 4 << 20;        // larger requests get 413
-  int threads = 64;
+  size_t max_body_bytes = 4 << 20;        // larger requests get 413, unread
+  int threads = 16;                       // handler threads (not one per connection)
+  // Deadlines and bounds per connection and per peer (server/http_loop.h); the body
+  // limit and the threads above override theirs.
+  HttpLoopOptions connections;
   HttpAuthOptions auth;  // the cluster secret, anonymous reads (server/http_auth.h)
   // PEM files: both set, the TCP listener serves HTTPS (the Unix socket stays plain).
   std::string tls_cert;
@@ -50,18 +56,20 @@ class HttpServer {
   // "http://127.0.0.1:PORT" ("https://..." with TLS), for clients in the same process.
   std::string url() const;
   const std::string& unix_socket() const { return options_.unix_socket; }
+  // Connections, parked long polls, refusals and timeouts so far.
+  HttpLoopStats connection_stats() const;
 
  private:
-  void Routes(httplib::Server& s);
+  void Routes(HttpRouter& s);
 
   Controller* const controller_;
   const HttpOptions options_;
   std::string host_;
   int port_ = 0;
   bool tls_ = false;  // the TCP listener is HTTPS
-  std::unique_ptr<httplib::Server> tcp_;
-  std::unique_ptr<httplib::Server> unix_;
-  std::vector<std::thread> threads_;
+  std::unique_ptr<HttpRouter> router_;
+  std::unique_ptr<HttpLoop> loop_;
+  bool started_ = false;
 };
 
 }  // namespace hachi::server

@@ -9,6 +9,7 @@
 #include "api/protocol.h"
 #include "api/protocol_json.h"
 #include "core/secret.h"
+#include "server/http_loop.h"
 #include "state/token_json.h"
 
 namespace hachi::server {
@@ -78,7 +79,7 @@ Result<Caller> UserOf(const httplib::Request& req, const Controller& c, bool nam
 
 }  // namespace
 
-void InstallAuthGate(httplib::Server& s, Controller* c, const HttpAuthOptions& options) {
+void InstallAuthGate(HttpRouter& s, Controller* c, const HttpAuthOptions& options) {
   const std::string agents = std::string(api::kApiPrefix) + "/agents/";
   const std::string health = std::string(api::kApiPrefix) + "/health";
   const Authorizer* authorizer = &c->authorizer();
@@ -113,7 +114,7 @@ Result<Caller> CallerOf(const httplib::Request& req, const Controller& c) {
   return UserOf(req, c, /*named=*/true);
 }
 
-void AddTokenRoutes(httplib::Server& s, Controller* c) {
+void AddTokenRoutes(HttpRouter& s, Controller* c) {
   const std::string p = std::string(api::kApiPrefix) + "/tokens";
   auto reply = [](httplib::Response& res, int status, const std::string& body) {
     res.status = status;

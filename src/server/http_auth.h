@@ -16,11 +16,12 @@
 #include "server/controller.h"
 
 namespace httplib {
-class Server;
 struct Request;
 }  // namespace httplib
 
 namespace hachi::server {
+
+class HttpRouter;  // server/http_loop.h
 
 struct HttpAuthOptions {
   // What agents send in X-Hachi-Cluster-Secret; "" refuses every agent request (a server
@@ -36,7 +37,7 @@ struct HttpAuthOptions {
 // carries), else kRead for GET/HEAD and kWrite for the rest (the handler then asks for
 // its own action). Refusals are 401 {"error": {"code": "unauthenticated", ...}} (403
 // were an authenticated caller refused), with `Connection: close`.
-void InstallAuthGate(httplib::Server& s, Controller* c, const HttpAuthOptions& options);
+void InstallAuthGate(HttpRouter& s, Controller* c, const HttpAuthOptions& options);
 
 // The caller a handler acts for, once the gate let the request through: the kernel's
 // uid on the Unix socket, the token's user, or an anonymous reader (authenticated=false,
@@ -45,6 +46,6 @@ Result<Caller> CallerOf(const httplib::Request& req, const Controller& c);
 
 // POST /api/v1/tokens {"user", "uid"?, "gid"?, "admin"?} -> 201 {"token", "record"};
 // GET /api/v1/tokens; DELETE /api/v1/tokens/ID. Admins only (the Controller checks).
-void AddTokenRoutes(httplib::Server& s, Controller* c);
+void AddTokenRoutes(HttpRouter& s, Controller* c);
 
 }  // namespace hachi::server

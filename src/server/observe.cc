@@ -185,6 +185,7 @@ Result<state::JobExplain> Controller::Explain(state::JobId id) const {
   state::JobRecord rec;
   sched::ClusterState snap;
   sched::Job probe;
+  std::vector<std::string> stale_notes;  // nodes held for their stale runs
   {
     MutexLock lock(&mu_);
     auto it = image_.jobs.find(id);
@@ -252,6 +253,10 @@ Result<state::JobExplain> Controller::Explain(state::JobId id) const {
       }
       e.history.push_back({rec.end_time, "ended", std::move(text)});
     }
+    // Running on a node that went down: it waits for that node's fence.
+    if (std::string fence = FenceNoteLocked(rec); !fence.empty()) {
+      e.history.push_back({e.as_of, "fence", std::move(fence)});
+    }
     if (rec.state != state::JobState::kPending) return e;
 
     // Pending: the last cycle's word and numbers.
@@ -294,6 +299,10 @@ Result<state::JobExplain> Controller::Explain(state::JobId id) const {
         running.insert(a);
     }
     snap = BuildSnapshot(base_, image_, &running);
+    HoldStaleNodesLocked(&snap);
+    for (const auto& [node, jobs] : stale_runs_) {
+      if (!jobs.empty()) stale_notes.push_back(StaleNoteLocked(node));
+    }
     probe.id = id;
     probe.req = rec.req;
     probe.partition = snap.PartitionIndex(rec.req.partition);
@@ -307,6 +316,22 @@ Result<state::JobExplain> Controller::Explain(state::JobId id) const {
   e.free_gpus = b.free_gpus;
   e.fitting_nodes = b.verdicts[static_cast<int>(sched::NodeVerdict::kFits)];
   AddNodeGroups(b, rec, &e);
+  // The nodes held for stale runs count as drained to the scheduler; say why instead.
+  if (!stale_notes.empty()) {
+    auto drained =
+        std::find_if(e.nodes.begin(), e.nodes.end(),
+                     [](const state::ExplainNodes& g) { return g.reason == "drained"; });
+    if (drained != e.nodes.end()) {
+      drained->count -= std::min<int>(drained->count, stale_notes.size());
+      drained->text = NodesText(drained->count) + ": drained";
+      if (drained->count == 0) e.nodes.erase(drained);
+    }
+    std::string text = NodesText(static_cast<int>(stale_notes.size())) + ": ";
+    for (size_t i = 0; i < stale_notes.size(); ++i) {
+      text += (i == 0 ? "" : "; ") + stale_notes[i];
+    }
+    e.nodes.push_back({"stopping", static_cast<int>(stale_notes.size()), -1, text});
+  }
   return e;
 }
 

@@ -25,6 +25,9 @@ struct RunInfo {
   std::string cancel_reason;
   bool requeue_on_exit = false;  // preempted with requeue
   Time preempt_kill_at = kNever;
+  // A part's node was lost and its fence passed (Controller::FenceLocked): the other
+  // parts were told to stop; set once.
+  bool fenced = false;
 };
 
 // Counts `exit` of the part on `node` into `info` (the first failing part's exit is the

@@ -10,6 +10,7 @@
 #include "server/controller.h"
 #include "server/history.h"
 #include "server/http_auth.h"
+#include "server/http_loop.h"
 #include "server/job_log.h"
 
 namespace hachi::server {
@@ -57,8 +58,7 @@ const WebAsset* FindWebAsset(std::string_view name) {
   return it != all.end() && it->name == name ? &*it : nullptr;
 }
 
-void AddDashboardRoutes(httplib::Server& s, Controller* c,
-                        const DashboardOptions& options) {
+void AddDashboardRoutes(HttpRouter& s, Controller* c, const DashboardOptions& options) {
   s.Get("/", [](const httplib::Request& req, httplib::Response& res) {
     const WebAsset* index = FindWebAsset("index.html");
     if (index == nullptr)

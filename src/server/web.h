@@ -20,11 +20,9 @@
 
 #include "server/web_assets.h"
 
-namespace httplib {
-class Server;
-}
-
 namespace hachi::server {
+
+class HttpRouter;  // server/http_loop.h
 
 class Controller;
 class HistorySampler;
@@ -35,8 +33,7 @@ struct DashboardOptions {
   const HistorySampler* history = nullptr;  // not owned; null: an empty history
 };
 
-void AddDashboardRoutes(httplib::Server& s, Controller* c,
-                        const DashboardOptions& options);
+void AddDashboardRoutes(HttpRouter& s, Controller* c, const DashboardOptions& options);
 
 // The embedded file `name` ("app.js"), or null. Exact names only: "../x", "a/b" and
 // "" are never found, so no request reaches outside the embedded set.

@@ -130,6 +130,7 @@ void Apply(StateImage* image, const JobStarted& e) {
   job.state = JobState::kRunning;
   job.start_time = e.start_time;
   job.allocations = e.allocations;
+  job.master_port = e.master_port;
 }
 
 void Apply(StateImage* image, const JobEnded& e) {

@@ -24,6 +24,7 @@ struct JobStarted {
   JobId id = 0;
   Time start_time = 0;
   std::vector<NodeAllocation> allocations;
+  int master_port = 0;  // JobRecord::master_port
 };
 struct JobEnded {  // running or pending -> a final state
   JobId id = 0;

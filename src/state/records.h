@@ -97,6 +97,10 @@ struct JobRecord {
   std::string reason;  // why it ended ("time limit 1m", "cancelled by alice",
                        // "node n2 down") or, while pending, why it was last requeued
   int requeues = 0;
+  // MASTER_PORT of the last start, chosen by the server from its rank-0 node's port
+  // range (server/cycle.cc) and kept so that a re-dispatch sends the same one. 0: a row
+  // from before ports were tracked; dispatch then uses base + id % 1000.
+  int master_port = 0;
 };
 
 enum class NodeState : uint8_t {

@@ -265,6 +265,7 @@ Status ReadJob(const json& j, json* unknown, JobRecord* job) {
   r.Int("signal", &job->signal);
   r.String("reason", &job->reason);
   r.Int("requeues", &job->requeues);
+  r.Int("master_port", &job->master_port);
   return r.Finish();
 }
 
@@ -335,7 +336,12 @@ using Step = Status (*)(json* row);
 // the default "" is right for it.
 Status StepV1ToV2(json* /*row*/) { return Status::Ok(); }
 
-constexpr Step kJobSteps[] = {StepV1ToV2};
+// Job rows 2 -> 3: "master_port" added (issue 15). A version 2 row has none; it reads as
+// 0, "assign the old way on dispatch", right for a job that started before ports were
+// tracked.
+Status StepJobV2ToV3(json* /*row*/) { return Status::Ok(); }
+
+constexpr Step kJobSteps[] = {StepV1ToV2, StepJobV2ToV3};
 constexpr Step kNodeSteps[] = {StepV1ToV2};
 constexpr Step kTokenSteps[] = {StepV1ToV2};
 static_assert(std::size(kJobSteps) == kJobRowFormat.version - 1);
@@ -501,6 +507,7 @@ std::string EncodeJobRow(const JobRecord& job, std::string_view unknown) {
       {"signal", job.signal},
       {"reason", job.reason},
       {"requeues", job.requeues},
+      {"master_port", job.master_port},
   };
   PutVersion(kJobRowFormat, &j);
   return Dump(&j, unknown);

@@ -38,7 +38,7 @@ struct RowFormat {
   int version;
   int min_reader;
 };
-inline constexpr RowFormat kJobRowFormat{2, 2};    // jobs.record
+inline constexpr RowFormat kJobRowFormat{3, 2};    // jobs.record
 inline constexpr RowFormat kNodeRowFormat{2, 2};   // nodes.record
 inline constexpr RowFormat kTokenRowFormat{2, 2};  // tokens.record
 

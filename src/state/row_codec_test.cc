@@ -37,6 +37,7 @@ TEST(RowCodec, JobRoundTripKeepsEveryField) {
   EXPECT_EQ(b.allocations[1].gpu_memory_mib, 4096);
   EXPECT_TRUE(b.held);
   EXPECT_EQ(b.requeues, 2);
+  EXPECT_EQ(b.master_port, 29517);
   EXPECT_EQ(b.spec.argv.back(), "");
   EXPECT_EQ(b.spec.array_task_id, 7);
 }
@@ -45,7 +46,7 @@ TEST(RowCodec, RowsCarryTheirVersion) {
   const json j = json::parse(EncodeJobRow(FullJob(3)));
   EXPECT_EQ(j["_v"], kJobRowFormat.version);
   EXPECT_EQ(j["_min_reader"], kJobRowFormat.min_reader);
-  EXPECT_EQ(j.size(), 15u);  // 13 fields + the two version keys
+  EXPECT_EQ(j.size(), 16u);  // 14 fields + the two version keys
   EXPECT_EQ(j["req"].size(), 18u);
   EXPECT_EQ(j["spec"].size(), 16u);
   EXPECT_EQ(j["allocations"][0].size(), 6u);
@@ -131,12 +132,18 @@ const UpgradeCase kUpgrades[] = {
        EXPECT_EQ(t->uid, 1000u);
        EXPECT_EQ(t->created_by, "root");
      }},
-    {"job_v2_current", "jobs", R"({"_v":2,"_min_reader":2,"id":9,"state":"COMPLETED"})",
-     2,
+    {"job_v2", "jobs", R"({"_v":2,"_min_reader":2,"id":9,"state":"COMPLETED"})", 2,
      [](const JobRecord* j, const NodeRecord*, const TokenRecord*) {
        EXPECT_EQ(j->id, 9);
        EXPECT_EQ(j->state, JobState::kCompleted);
        EXPECT_EQ(j->spec.array_task_id, -1);  // missing: the default
+       EXPECT_EQ(j->master_port, 0);          // before ports were tracked
+     }},
+    {"job_v3_current", "jobs",
+     R"({"_v":3,"_min_reader":2,"id":10,"state":"RUNNING","master_port":29501})", 3,
+     [](const JobRecord* j, const NodeRecord*, const TokenRecord*) {
+       EXPECT_EQ(j->id, 10);
+       EXPECT_EQ(j->master_port, 29501);
      }},
 };
 
@@ -200,12 +207,12 @@ TEST(RowCodec, UnknownFieldsOfANewerRowLoadAndSurviveARewrite) {
 }
 
 TEST(RowCodec, ARowForNewerReadersIsRefusedNamingTheVersions) {
-  Result<Row<JobRecord>> job = DecodeJobRow(R"({"_v":4,"_min_reader":3,"id":1})");
+  Result<Row<JobRecord>> job = DecodeJobRow(R"({"_v":5,"_min_reader":4,"id":1})");
   ASSERT_FALSE(job.ok());
   EXPECT_EQ(job.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(job.status().message(),
-            "row format version 4 needs a reader of version 3 or later; this hachi "
-            "reads job rows up to version 2 (run a newer hachi)");
+            "row format version 5 needs a reader of version 4 or later; this hachi "
+            "reads job rows up to version 3 (run a newer hachi)");
   // Without "_min_reader" a row needs a reader of its own version.
   Result<Row<TokenRecord>> token = DecodeTokenRow(R"({"_v":3})");
   ASSERT_FALSE(token.ok());

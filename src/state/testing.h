@@ -59,6 +59,7 @@ inline JobRecord FullJob(JobId id) {
   j.signal = 9;
   j.reason = "node n2 down";
   j.requeues = 2;
+  j.master_port = 29517;
   return j;
 }
 

@@ -1,0 +1,185 @@
+// A fleet of simulated hosts for the end-to-end tests that need more than one machine
+// (issue 15): a server on one "host", agents on others, each with its own address and
+// its own /tmp, joined by a switch whose ports the test can cut. Test-only, header-only.
+//
+// Everything lives in network namespaces this object creates; the root namespace's
+// addresses, links and sysctls are never touched, so a test cannot break the machine's
+// own networking and two test binaries running at once do not collide.
+//
+// Address plan (k = pid % 200 + 20, so concurrent test processes use different subnets):
+//   switch  netns hachi-sw-<pid>      bridge br0; port p<i> for host i (the veth's
+//                                     bridge-side end: Cut/Heal set it down/up)
+//   host i  netns hachi-h<i>-<pid>    eth0 = 10.79.<k>.<i+1>/24, lo up
+// Host 0 is 10.79.<k>.1, host 1 is 10.79.<k>.2, and so on; every host reaches every
+// other through the bridge. A host's 127.0.0.1 is its own.
+//
+// Spawn runs a command in a host's netns and in a private mount namespace with a tmpfs
+// /tmp (what scripts/scale-netns.sh does), so two "hosts" never share /tmp files or
+// sockets; anything that must be shared (a secret, output files) goes under another
+// directory, e.g. /var/tmp.
+//
+// Not thread-safe: one test thread drives it. Needs root and iproute2; Possible() says
+// whether both are there so a test can GTEST_SKIP with the reason.
+#pragma once
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace hachi::cli::testing {
+
+class Fleet {
+ public:
+  // Root and a working `ip netns` with bridges: what the constructor needs.
+  static bool Possible() {
+    if (::geteuid() != 0) return false;
+    const std::string probe = "hachi-probe-" + std::to_string(::getpid());
+    const bool ok = Run("ip netns add " + probe) &&
+                    Run("ip -n " + probe + " link add br0 type bridge");
+    Run("ip netns del " + probe);
+    return ok;
+  }
+
+  // Builds the switch and `hosts` hosts; ok() says whether all of it worked (on a
+  // failure, what was made is still torn down by the destructor).
+  explicit Fleet(int hosts) : pid_(::getpid()), subnet_(pid_ % 200 + 20) {
+    const std::string sw = SwitchNetns();
+    ok_ = Run("ip netns add " + sw);
+    if (ok_) made_.push_back(sw);
+    ok_ = ok_ && Run("ip -n " + sw + " link set lo up") &&
+          Run("ip -n " + sw + " link add br0 type bridge") &&
+          Run("ip -n " + sw + " link set br0 up");
+    for (int i = 0; ok_ && i < hosts; ++i) {
+      const std::string ns = netns(i);
+      ok_ = Run("ip netns add " + ns);
+      if (!ok_) break;
+      made_.push_back(ns);
+      ++hosts_;
+      // Both ends are created inside namespaces: p<i> in the switch, eth0 in the host.
+      const std::string port = Port(i);
+      ok_ = Run("ip -n " + sw + " link add " + port + " type veth peer name eth0 netns " +
+                ns) &&
+            Run("ip -n " + sw + " link set " + port + " master br0") &&
+            Run("ip -n " + sw + " link set " + port + " up") &&
+            Run("ip -n " + ns + " link set lo up") &&
+            Run("ip -n " + ns + " addr add " + address(i) + "/24 dev eth0") &&
+            Run("ip -n " + ns + " link set eth0 up");
+    }
+  }
+
+  ~Fleet() {
+    const std::vector<pid_t> pids = spawned_;  // Stop erases from spawned_
+    for (pid_t pid : pids) Stop(pid);
+    // Deleting a namespace deletes the links in it (and so each veth's peer).
+    for (auto it = made_.rbegin(); it != made_.rend(); ++it) Run("ip netns del " + *it);
+  }
+
+  Fleet(const Fleet&) = delete;
+  Fleet& operator=(const Fleet&) = delete;
+
+  bool ok() const { return ok_; }
+  int hosts() const { return hosts_; }
+  std::string address(int i) const {
+    return "10.79." + std::to_string(subnet_) + "." + std::to_string(i + 1);
+  }
+  std::string netns(int i) const {
+    return "hachi-h" + std::to_string(i) + "-" + std::to_string(pid_);
+  }
+
+  // Runs `shell_cmd` (through sh -c) on host i with a private tmpfs /tmp, stdout and
+  // stderr appended to `log_path`. The returned pid is the command's own (every layer
+  // execs), so Stop(pid) signals it directly. -1 when fork fails.
+  pid_t Spawn(int host, const std::string& shell_cmd, const std::string& log_path) {
+    const std::string inner = "mount -t tmpfs tmpfs /tmp && exec " + shell_cmd;
+    const std::string cmd = "exec ip netns exec " + netns(host) +
+                            " unshare -m --propagation private sh -c " + Quote(inner) +
+                            " >>" + Quote(log_path) + " 2>&1 </dev/null";
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::setpgid(0, 0);  // the test's terminal signals do not reach it; Stop does
+      ::execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+      ::_exit(127);
+    }
+    if (pid > 0) spawned_.push_back(pid);
+    return pid;
+  }
+
+  // SIGTERM, up to 10 s for it to exit, then SIGKILL. Only pids this Fleet spawned.
+  void Stop(pid_t pid) {
+    bool mine = false;
+    for (auto it = spawned_.begin(); it != spawned_.end(); ++it) {
+      if (*it == pid) {
+        spawned_.erase(it);
+        mine = true;
+        break;
+      }
+    }
+    if (!mine || pid <= 0) return;
+    ::kill(pid, SIGTERM);
+    for (int i = 0; i < 100; ++i) {
+      if (::waitpid(pid, nullptr, WNOHANG) == pid) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+  }
+
+  // Whether a spawned pid is still running (false once it has exited and been reaped).
+  bool Alive(pid_t pid) {
+    if (pid <= 0 || ::waitpid(pid, nullptr, WNOHANG) == 0) return pid > 0;
+    std::erase(spawned_, pid);  // reaped: its pid may be reused, so never signal it again
+    return false;
+  }
+
+  // Host i's switch port down (its traffic to every other host drops) / up again.
+  bool Cut(int host) {
+    return Run("ip -n " + SwitchNetns() + " link set " + Port(host) + " down");
+  }
+  bool Heal(int host) {
+    return Run("ip -n " + SwitchNetns() + " link set " + Port(host) + " up");
+  }
+
+  // A short command on host i (its netns, the shared /tmp); its stdout.
+  std::string Exec(int host, const std::string& cmd) {
+    std::string out;
+    FILE* p =
+        ::popen(("ip netns exec " + netns(host) + " sh -c " + Quote(cmd)).c_str(), "r");
+    if (p == nullptr) return out;
+    std::array<char, 4096> buf;
+    size_t n;
+    while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+    ::pclose(p);
+    return out;
+  }
+
+  // `s` as one single-quoted shell word.
+  static std::string Quote(const std::string& s) {
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+  }
+
+ private:
+  static bool Run(const std::string& cmd) {
+    return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0;
+  }
+  std::string SwitchNetns() const { return "hachi-sw-" + std::to_string(pid_); }
+  static std::string Port(int host) { return "p" + std::to_string(host); }
+
+  const pid_t pid_;
+  const int subnet_;
+  bool ok_ = false;
+  int hosts_ = 0;
+  std::vector<std::string> made_;  // namespaces, in creation order
+  std::vector<pid_t> spawned_;
+};
+
+}  // namespace hachi::cli::testing

@@ -1,0 +1,219 @@
+// HttpLoop: the server's connection layer (issue 15) — HTTP/1.1 on TCP (optionally TLS)
+// and on a Unix socket, with one epoll thread for every connection and a small pool of
+// handler threads. An idle connection (a keep-alive client, an agent's work long poll, a
+// `hachi run` waiting for its job) costs a descriptor and a few KB, never a thread:
+// a handler that cannot answer yet parks its request on a topic ("agent/n7", "job/42")
+// and the request runs again when someone calls Notify(topic), or at its deadline.
+//
+// What a client cannot do to it (each measured in http_loop_test.cc):
+//   - hold it with slow bytes: a request's head must be complete within header_timeout
+//     of its first byte, and its body within body_timeout (+ the body's size at
+//     body_min_rate) of the head: deadlines that do not restart on each byte;
+//   - make it read a large body: Content-Length past max_body_bytes is refused (413)
+//     before a byte of it is read, and a chunked body as soon as its decoded size passes
+//     max_body_bytes;
+//   - take every descriptor: connections from one TCP address (max_per_address) and of
+//     one Unix-socket uid (max_per_uid; root and the server's own uid go unbounded) are
+//     bounded, and so is the total (the open-files limit, raised at Start to the hard
+//     limit, minus a reserve). A refused connection gets a 503 that says why.
+//
+// The routes are those of cpp-httplib's Server (same Request and Response types, same
+// pre-routing, error and exception handlers), so the API's handlers are unchanged;
+// only the connection handling is ours. On the Unix socket every request carries the
+// kernel's SO_PEERCRED of its peer in the X-Hachi-Peer-Cred header ("UID GID PID"),
+// any the client sent being removed first.
+//
+// Thread-safety: configure (Listen*, Start) and Stop from one thread; Notify from any
+// thread at any time (it takes the loop's own lock briefly and never calls a handler).
+// Lock order: whatever the caller of Notify holds, then the loop's lock.
+#pragma once
+
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <regex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "core/mutex.h"
+#include "core/status.h"
+#include "server/http_loop_options.h"
+
+namespace hachi::server {
+
+using SteadyTime = std::chrono::steady_clock::time_point;
+
+// What a long-poll handler is given: when the request first ran, whether its deadline
+// passed (then it must answer with what there is), and how to wait for more.
+class LongPoll {
+ public:
+  SteadyTime started() const { return started_; }
+  bool expired() const { return expired_; }
+  // No answer yet: the request runs again once `topic` is notified, or at `deadline`
+  // (then expired() is true). The response written by this run is dropped.
+  void WaitFor(std::string topic, SteadyTime deadline) {
+    wait_ = true;
+    topic_ = std::move(topic);
+    deadline_ = deadline;
+  }
+
+ private:
+  friend class HttpLoop;
+  friend class HttpRouter;
+  SteadyTime started_{};
+  bool expired_ = false;
+  bool wait_ = false;
+  std::string topic_;
+  SteadyTime deadline_{};
+};
+
+// The routes: cpp-httplib's Server interface for what Hachi uses, plus GetPoll.
+class HttpRouter {
+ public:
+  using Request = httplib::Request;
+  using Response = httplib::Response;
+  using Handler = std::function<void(const Request&, Response&)>;
+  using PollHandler = std::function<void(const Request&, Response&, LongPoll&)>;
+  using HandlerResponse = httplib::Server::HandlerResponse;
+  using PreRouting = std::function<HandlerResponse(const Request&, Response&)>;
+  using ExceptionHandler =
+      std::function<void(const Request&, Response&, std::exception_ptr)>;
+
+  void Get(const std::string& pattern, Handler h);
+  void Post(const std::string& pattern, Handler h);
+  void Delete(const std::string& pattern, Handler h);
+  // A GET that may wait (LongPoll::WaitFor).
+  void GetPoll(const std::string& pattern, PollHandler h);
+  void set_pre_routing_handler(PreRouting h) { pre_routing_ = std::move(h); }
+  // Called for every reply of status 400 or more (routed or not: 404 for no route).
+  void set_error_handler(Handler h) { error_ = std::move(h); }
+  void set_exception_handler(ExceptionHandler h) { exception_ = std::move(h); }
+
+  // The request through the pre-routing handler and the first route whose method and
+  // pattern (std::regex_match on the path; groups in req.matches) fit. HEAD runs GET's.
+  void Handle(Request& req, Response& res, LongPoll& poll) const;
+
+ private:
+  struct Route {
+    std::string method;
+    std::regex pattern;
+    PollHandler handler;
+  };
+  void Add(const char* method, const std::string& pattern, PollHandler h);
+
+  std::vector<Route> routes_;
+  PreRouting pre_routing_;
+  Handler error_;
+  ExceptionHandler exception_;
+};
+
+class HttpLoop {
+ public:
+  HttpLoop(const HttpRouter* router, HttpLoopOptions options);
+  ~HttpLoop();
+  HttpLoop(const HttpLoop&) = delete;
+  HttpLoop& operator=(const HttpLoop&) = delete;
+
+  // Before Start. TLS, when set, applies to the TCP listeners added after it (PEM files).
+  Status UseTls(const std::string& cert_file, const std::string& key_file);
+  // Binds HOST:PORT (port 0: any free one) and returns the port bound.
+  Result<int> ListenTcp(const std::string& host, int port);
+  // Binds a Unix socket at `path` (a stale one is removed first), mode 0666.
+  Status ListenUnix(const std::string& path);
+
+  // Raises the open-files limit to the hard limit (saying so on stderr once) and starts
+  // the loop and the handler threads.
+  Status Start();
+  // Parked requests are answered (expired), then every connection closed. Idempotent.
+  void Stop();
+
+  // Runs again every request parked on `topic`. Cheap; safe under any caller's lock.
+  void Notify(const std::string& topic);
+
+  HttpLoopStats stats() const;
+
+ private:
+  struct Conn;
+  struct Listener;
+  struct Task {
+    uint64_t conn = 0;
+    std::shared_ptr<httplib::Request> req;
+    bool keep_alive = true;
+    bool head_only = false;
+    SteadyTime started{};
+    bool expired = false;
+    uint64_t seq = 0;  // notifications before this run began
+  };
+  struct Parked {
+    Task task;
+    std::string topic;
+    SteadyTime deadline{};
+  };
+  struct Done {
+    uint64_t conn = 0;
+    std::string bytes;  // the whole reply
+    bool close = false;
+  };
+
+  void Run();     // the epoll thread
+  void Worker();  // a handler thread
+  void Accept(Listener& l);
+  void OnEvent(Conn& c, uint32_t events);
+  void ReadSome(Conn& c);
+  void Parse(Conn& c);  // as many requests as the buffer holds (one at a time)
+  bool ParseHead(Conn& c, size_t end);
+  bool ParseBody(Conn& c);
+  void Dispatch(Conn& c);
+  void Fail(Conn& c, int status, const std::string& message);  // reply, then close
+  void Queue(Conn& c, std::string bytes, bool close);
+  void Flush(Conn& c);
+  void Close(uint64_t id);
+  void Rearm(Conn& c);
+  void Tick(SteadyTime now);
+  void TakeDone();
+  bool NotifiedSinceLocked(const std::string& topic, uint64_t seq) const REQUIRES(mu_);
+  void UnparkLocked(uint64_t conn, bool expired) REQUIRES(mu_);
+
+  const HttpRouter* const router_;
+  const HttpLoopOptions options_;
+  int max_connections_ = 0;
+  uid_t self_uid_ = 0;
+  void* tls_ctx_ = nullptr;  // SSL_CTX*, when UseTls
+  int epoll_ = -1;
+  int wake_ = -1;     // eventfd: replies are waiting, or Stop
+  int reserve_ = -1;  // a spare descriptor: accept-and-refuse when out of them
+  std::vector<std::unique_ptr<Listener>> listeners_;
+  std::thread loop_;
+  std::vector<std::thread> workers_;
+  std::atomic<bool> stopping_{false};
+
+  // The epoll thread's own (no lock).
+  std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns_;
+  std::vector<uint64_t> graveyard_;  // closed this round
+  std::unordered_map<std::string, int> per_peer_;
+  uint64_t next_id_ = 1;
+
+  mutable Mutex mu_;
+  CondVar work_cv_{&mu_};
+  std::deque<Task> tasks_ GUARDED_BY(mu_);
+  std::vector<Done> done_ GUARDED_BY(mu_);
+  std::unordered_map<uint64_t, Parked> parked_ GUARDED_BY(mu_);
+  std::unordered_map<std::string, std::unordered_set<uint64_t>> by_topic_ GUARDED_BY(mu_);
+  // The latest notifications (hash of the topic, sequence number), newest last: a run
+  // that parks checks whether its topic was notified while it ran.
+  std::deque<std::pair<size_t, uint64_t>> recent_ GUARDED_BY(mu_);
+  uint64_t seq_ GUARDED_BY(mu_) = 0;
+  bool workers_stop_ GUARDED_BY(mu_) = false;
+  HttpLoopStats stats_ GUARDED_BY(mu_);
+};
+
+}  // namespace hachi::server
