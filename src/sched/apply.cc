@@ -21,16 +21,17 @@ bool InPartition(const Node& n, int partition) {
 
 }  // namespace
 
-Status PlanApplier::CheckCapacity(const Job& job, const Allocation& a) const {
+Status PlanApplier::CheckCapacity(const Job& job, const Allocation& a, bool held) const {
   const Node& n = state_->nodes[a.node];
+  const GpuSet unhealthy = held ? n.unhealthy - a.gpus : n.unhealthy;
+  const GpuSet free = held ? n.free_gpus | (a.gpus & n.unhealthy) : n.free_gpus;
   if (a.share_milli > 0) {
     if (a.gpus.size() != 1 || a.share_milli >= kFullGpuMilli) {
       return Internal(JobOn(job, n) +
                       "a GPU share needs one GPU and 1..999 milli (got {" +
                       a.gpus.ToString() + "}, " + std::to_string(a.share_milli) + ")");
     }
-    if (!a.gpus.IsSubsetOf(n.free_gpus | n.shared_gpus) ||
-        !(a.gpus & n.unhealthy).empty()) {
+    if (!a.gpus.IsSubsetOf(free | n.shared_gpus) || !(a.gpus & unhealthy).empty()) {
       return Internal(JobOn(job, n) + "GPU {" + a.gpus.ToString() +
                       "} is neither free nor shared");
     }
@@ -42,7 +43,7 @@ Status PlanApplier::CheckCapacity(const Job& job, const Allocation& a) const {
                       std::to_string(u.milli) + " milli, " +
                       std::to_string(u.memory_mib) + " MiB)");
     }
-  } else if (!a.gpus.IsSubsetOf(n.free_gpus) || !(a.gpus & n.unhealthy).empty()) {
+  } else if (!a.gpus.IsSubsetOf(free) || !(a.gpus & unhealthy).empty()) {
     return Internal(JobOn(job, n) + "GPUs {" + a.gpus.ToString() +
                     "} are not free (free {" + n.free_gpus.ToString() + "})");
   }
@@ -167,7 +168,10 @@ Status PlanApplier::Take(const Job& job, const Allocation& a) {
                     std::to_string(a.node) + " of " +
                     std::to_string(state_->nodes.size()));
   }
-  HACHI_RETURN_IF_ERROR(CheckCapacity(job, a));
+  HACHI_RETURN_IF_ERROR(CheckCapacity(job, a, /*held=*/true));
+  Node& n = state_->nodes[a.node];
+  // A GPU of it that left service is not in free_gpus: put it there for Book to take.
+  n.free_gpus = n.free_gpus | ((a.gpus & n.unhealthy) - n.shared_gpus);
   Book(IsWholeNode(*state_, job), a);
   return Status::Ok();
 }
@@ -180,7 +184,7 @@ void PlanApplier::Release(const Job& job) {
     if (a.share_milli > 0) {
       ReleaseShare(n, a);  // the GPU is whole again when its last share leaves
     } else {
-      n.free_gpus = n.free_gpus | a.gpus;
+      n.free_gpus = n.free_gpus | (a.gpus - n.unhealthy);
     }
     n.free_cpus += a.cpus;
     n.free_memory_mib += a.memory_mib;

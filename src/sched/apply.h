@@ -42,16 +42,19 @@ class PlanApplier {
   Status Apply(const Job& job, const Start& start);
   // Books one allocation of a job already running (the server's records): only that
   // it still fits — node index, GPUs free (a share: ShareFits), CPUs and memory. Its
-  // node may have been drained and its partition changed since it started; that
-  // does not undo a start. On error the state is as it was.
+  // node may have been drained and its partition changed since it started, and a GPU
+  // of it may have left service (unhealthy: its job is being stopped and keeps it
+  // until it has); none of that undoes a start. On error the state is as it was.
   Status Take(const Job& job, const Allocation& a);
   // Gives back every allocation of `job` (booked by Apply or Take): the nodes'
-  // free resources and counters are as before it was booked.
+  // free resources and counters are as before it was booked; a GPU that left service
+  // meanwhile is not free again.
   void Release(const Job& job);
 
  private:
   Status CheckPart(const Job& job, bool whole, const Allocation& a) const;
-  Status CheckCapacity(const Job& job, const Allocation& a) const;
+  // `held`: the job runs there already, so a GPU of it that left service still counts.
+  Status CheckCapacity(const Job& job, const Allocation& a, bool held = false) const;
   void Book(bool whole, const Allocation& a);
 
   ClusterState* state_;

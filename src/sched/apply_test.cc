@@ -340,5 +340,27 @@ TEST(PlanApplier, TakeChecksOnlyCapacity) {
   ExpectSameNodes(after, state);
 }
 
+// A running job keeps a GPU that left service until it ends (the server is stopping it):
+// the snapshot books it, nothing else gets it, and its end does not make it free.
+TEST(PlanApplier, TakeKeepsAGpuThatLeftServiceWithItsJob) {
+  ClusterBuilder b = Base();
+  const Job running = Resolved(b, MakeJob(1).Gpus(2));
+  ClusterState state = b.Build();
+  Node& n = state.nodes[0];
+  n.unhealthy = *GpuSet::Parse("0");
+  n.free_gpus = n.free_gpus - n.unhealthy;
+  PlanApplier applier(&state);
+  ASSERT_TRUE(applier.Take(running, Part(0, "0,1")).ok());
+  EXPECT_EQ(n.free_gpus, *GpuSet::Parse("2-7"));
+  // A start that wants the unhealthy GPU is still refused.
+  const Job other = Resolved(b, MakeJob(2).Gpus(1));
+  EXPECT_EQ(applier.Apply(other, Start{2, {Part(0, "0")}, false}).code(),
+            StatusCode::kInternal);
+  Job ended = running;
+  ended.allocations = {Part(0, "0,1")};
+  applier.Release(ended);
+  EXPECT_EQ(n.free_gpus, *GpuSet::Parse("1-7")) << "GPU 0 stays out of service";
+}
+
 }  // namespace
 }  // namespace hachi::sched

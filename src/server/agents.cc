@@ -192,7 +192,10 @@ Status Controller::Report(const std::string& node,
 
 state::Edit Controller::RunEndLocked(const state::JobRecord& job, const RunInfo& info,
                                      Time end_time) const {
-  if (info.requeue_on_exit) return state::JobRequeued{job.id, "preempted"};
+  if (info.requeue_on_exit && !info.cancel_requested) {
+    return state::JobRequeued{
+        job.id, info.requeue_reason.empty() ? "preempted" : info.requeue_reason};
+  }
   // Lost with its node (the fence passed, or its agent stopped it when its lease
   // expired): a --requeue job runs again, as after any node failure.
   const bool lost = info.worst && info.worst->kind == api::ExitKind::kLost;

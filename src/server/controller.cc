@@ -598,8 +598,10 @@ Status Controller::ReportHealth(const std::string& node, const api::AgentHealth&
   }
   if (edits.empty()) return Status::Ok();
   // The jobs on a GPU that left service (all of the node's on a node-wide fault): stopped
-  // everywhere they run, and requeued with the event as their reason — stopped once the
-  // requeue is durable (commit, then dispatch).
+  // everywhere they run, once the GPU's state is durable (commit, then dispatch), and
+  // requeued with the event as their reason when every part has reported its exit — not
+  // before: until then their processes may still hold the GPUs (and a requeued gang
+  // would run twice). An agent that never reports is fenced (docs/fencing.md).
   std::vector<std::pair<std::string, state::JobId>> stops;
   for (const auto& [id, job] : image_.jobs) {
     if (job.state != state::JobState::kRunning) continue;
@@ -614,9 +616,11 @@ Status Controller::ReportHealth(const std::string& node, const api::AgentHealth&
       }
     }
     if (reason.empty()) continue;
+    RunInfo& info = runs_[id];
+    if (info.requeue_on_exit || info.cancel_requested) continue;  // stopping already
+    info.requeue_on_exit = true;
+    info.requeue_reason = reason;
     for (const state::NodeAllocation& a : job.allocations) stops.emplace_back(a.node, id);
-    edits.push_back(state::JobRequeued{id, reason});
-    runs_.erase(id);
   }
   HACHI_RETURN_IF_ERROR(CommitAndApply(std::move(edits)));
   for (const auto& [n, id] : stops) agents_.Cancel(n, id);

@@ -251,13 +251,27 @@ TEST(Controller, FatalGpuEventTakesThatGpuOutAndRequeuesItsJob) {
   ASSERT_EQ(node.unhealthy_reasons.count(bad), 1u);
   EXPECT_NE(node.unhealthy_reasons.at(bad).find("Xid 79"), std::string::npos);
   EXPECT_EQ(node.state, state::NodeState::kUp) << "one GPU, not the node";
+  const AgentWork work = h.Work("n1");
+  EXPECT_EQ(work.cancel, std::vector<state::JobId>{id}) << "its processes are stopped";
+  // Until they are, the job keeps its GPUs: nothing else is given them, and it is not
+  // started again (it would run twice).
+  const state::JobId other = h.Submit(MakeSubmit().Gpus(7).Time(600));
+  h->RunCycle();
+  EXPECT_EQ(h.StateOf(id), JobState::kRunning);
+  EXPECT_EQ(h.Job(id).allocations[0].gpus, job.allocations[0].gpus);
+  EXPECT_EQ(h.StateOf(other), JobState::kPending) << "7 of 8 GPUs: the job's are held";
+  ASSERT_TRUE(h->Cancel(other, kRoot).ok());
+  // A repeated event while it stops changes nothing.
+  ASSERT_TRUE(
+      h->ReportHealth("n1", Event(bad, "fatal", 79, "Xid 79: GPU has fallen off the bus"))
+          .ok());
+  EXPECT_TRUE(h.Work("n1").cancel.empty());
+  h.Exit("n1", id, 143);  // stopped: now it is requeued
   const state::JobRecord requeued = h.Job(id);
   EXPECT_EQ(requeued.state, JobState::kPending);
   EXPECT_EQ(requeued.requeues, 1);
   EXPECT_EQ(requeued.reason, "GPU " + std::to_string(bad) +
                                  " of node n1: Xid 79: GPU has fallen off the bus");
-  const AgentWork work = h.Work("n1");
-  EXPECT_EQ(work.cancel, std::vector<state::JobId>{id}) << "its processes are stopped";
 
   // The same event again changes nothing more; the job runs again, never on that GPU.
   ASSERT_TRUE(
@@ -360,6 +374,10 @@ TEST(Controller, NodeWideFaultDrainsTheNodeAndBadEventsAreRefused) {
   const state::NodeRecord node = NodeOf(h, "n1");
   EXPECT_EQ(node.state, state::NodeState::kDrained);
   EXPECT_EQ(node.state_reason, "health: NVSwitch fatal error");
+  // Stopped first; requeued once its agent reports it gone.
+  EXPECT_EQ(h.StateOf(id), JobState::kRunning);
+  EXPECT_EQ(h.Work("n1").cancel, std::vector<state::JobId>{id});
+  h.Exit("n1", id, 143);
   EXPECT_EQ(h.StateOf(id), JobState::kPending);
   EXPECT_EQ(h.Job(id).reason, "node n1: NVSwitch fatal error");
   ASSERT_TRUE(h->Resume("n1", -1, kRoot).ok());

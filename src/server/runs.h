@@ -23,7 +23,8 @@ struct RunInfo {
   std::optional<api::JobExit> worst;  // first failing part, else the last
   bool cancel_requested = false;
   std::string cancel_reason;
-  bool requeue_on_exit = false;  // preempted with requeue
+  bool requeue_on_exit = false;  // preempted with requeue, or its GPU left service
+  std::string requeue_reason;    // then: why ("" = "preempted")
   Time preempt_kill_at = kNever;
   // A part's node was lost and its fence passed (Controller::FenceLocked): the other
   // parts were told to stop; set once.
