@@ -202,7 +202,8 @@ TEST_F(AttackE2e, SlowClientsNeitherStallTheApiNorLoseAJob) {
   for (int i = 0; i < 100 && !NodeUp(); ++i)
     std::this_thread::sleep_for(milliseconds(100));
   ASSERT_TRUE(NodeUp()) << ReadFile(dir_ + "/agent.log");
-  const CmdResult sub = Hachi("submit --parsable -G 1 --wrap 'sleep 600'", false);
+  const CmdResult sub =
+      Hachi("submit --parsable -G 1 -o /dev/null --wrap 'sleep 600'", false);
   ASSERT_EQ(sub.exit_code, 0) << sub.out;
   const int64_t job = std::stoll(sub.out);
   for (int i = 0; i < 100 && Job(job).value("state", "") != "RUNNING"; ++i) {
