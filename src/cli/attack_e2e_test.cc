@@ -159,9 +159,18 @@ class AttackE2e : public ::testing::Test {
     StartAgent();
   }
   void TearDown() override {
-    Hachi("cancel --all 2>/dev/null || true");
+    // The job first, while its agent still runs to stop it (an agent stopped with
+    // SIGTERM leaves its jobs running, by design); then what is left of it, by its pid.
+    if (job_ > 0) {
+      Hachi("cancel " + std::to_string(job_));
+      for (int i = 0; i < 200 && Job(job_).value("state", "") == "RUNNING"; ++i) {
+        std::this_thread::sleep_for(milliseconds(100));
+      }
+    }
     StopPid(agent_);
     StopPid(server_);
+    const int pid = std::atoi(ReadFile(dir_ + "/job.pid").c_str());
+    if (pid > 1) ::kill(pid, SIGKILL);  // `exec sleep`: the job's own pid
     ::unsetenv("HACHI_SERVER");
     if (!dir_.empty() && !HasFailure()) std::system(("rm -rf " + dir_).c_str());
   }
@@ -194,6 +203,7 @@ class AttackE2e : public ::testing::Test {
   std::string dir_, socket_, server_log_;
   pid_t server_ = -1, agent_ = -1;
   int port_ = 0;
+  int64_t job_ = 0;
 };
 
 TEST_F(AttackE2e, SlowClientsNeitherStallTheApiNorLoseAJob) {
@@ -202,10 +212,13 @@ TEST_F(AttackE2e, SlowClientsNeitherStallTheApiNorLoseAJob) {
   for (int i = 0; i < 100 && !NodeUp(); ++i)
     std::this_thread::sleep_for(milliseconds(100));
   ASSERT_TRUE(NodeUp()) << ReadFile(dir_ + "/agent.log");
-  const CmdResult sub =
-      Hachi("submit --parsable -G 1 -o /dev/null --wrap 'sleep 600'", false);
+  // It writes its pid for TearDown to stop it should its agent not have.
+  const CmdResult sub = Hachi("submit --parsable -G 1 -o /dev/null --wrap 'echo $$ > " +
+                                  dir_ + "/job.pid; exec sleep 600'",
+                              false);
   ASSERT_EQ(sub.exit_code, 0) << sub.out;
   const int64_t job = std::stoll(sub.out);
+  job_ = job;
   for (int i = 0; i < 100 && Job(job).value("state", "") != "RUNNING"; ++i) {
     std::this_thread::sleep_for(milliseconds(100));
   }
