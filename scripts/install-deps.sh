@@ -16,7 +16,8 @@ PKGS=(
   libbenchmark-dev                               # make bench
   clang-14 libclang-rt-14-dev                    # libFuzzer target (make fuzz)
   clang-format                                   # make format-check (Debian 12: 14.0.6)
-  python3                                        # make analyze reads compile_commands.json
+  python3                                        # make analyze reads compile_commands.json; fleet tests' rank programs
+  iproute2                                       # `ip netns`: the fleet and partition tests' simulated hosts
   chromium chromium-driver                       # the dashboard's browser tests (tests/browser)
 )
 
