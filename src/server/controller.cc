@@ -97,7 +97,6 @@ void Controller::Stop() {
     MutexLock lock(&mu_);
     stopping_ = true;
     loop_cv_.SignalAll();
-    job_cv_.SignalAll();
     for (const auto& [id, job] : image_.jobs) {
       if (notify_ && !state::IsFinal(job.state)) notify_(JobTopic(id));
     }
@@ -176,7 +175,6 @@ Status Controller::CommitAndApply(std::vector<state::Edit> edits) {
   TrackJobsLocked(edits);
   dirty_ = true;
   loop_cv_.SignalAll();
-  job_cv_.SignalAll();
   return Status::Ok();
 }
 
@@ -329,24 +327,6 @@ Result<state::JobRecord> Controller::Job(state::JobId id) const {
     r.reason = std::move(fence);  // `show job`: why a job on a down node is RUNNING
   }
   return r;
-}
-
-Result<state::JobRecord> Controller::WaitJob(state::JobId id, state::JobState known,
-                                             int timeout_ms) {
-  {
-    MutexLock lock(&mu_);
-    const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-    for (;;) {
-      auto it = image_.jobs.find(id);
-      if (it == image_.jobs.end()) return NotFound("no job " + std::to_string(id));
-      if (it->second.state != known || stopping_) break;
-      if (!job_cv_.WaitUntil(deadline) && std::chrono::steady_clock::now() >= deadline) {
-        break;
-      }
-    }
-  }
-  return Job(id);
 }
 
 std::vector<state::JobRecord> Controller::Jobs(bool include_finished, state::JobId after,

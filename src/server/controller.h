@@ -149,9 +149,6 @@ class Controller {
   Status Cancel(state::JobId id, const Caller& who);
   Status Hold(state::JobId id, bool hold, const Caller& who);
   Result<state::JobRecord> Job(state::JobId id) const;
-  // Waits up to `timeout_ms` for the job to leave `known` (long poll for `hachi run`).
-  Result<state::JobRecord> WaitJob(state::JobId id, state::JobState known,
-                                   int timeout_ms);
   // Jobs in id order, those with ids above `after`, at most `limit` (0: all): a page,
   // so that a client listing 100,000 jobs does not make the server build one reply of
   // them all (GET /jobs?after=&limit=).
@@ -350,8 +347,7 @@ class Controller {
   bool dirty_ GUARDED_BY(mu_) = true;
   bool stopping_ GUARDED_BY(mu_) = false;
   ControllerStats stats_ GUARDED_BY(mu_);
-  CondVar loop_cv_{&mu_};  // dirty_ or stopping_
-  CondVar job_cv_{&mu_};   // a job changed (WaitJob)
+  CondVar loop_cv_{&mu_};                                           // dirty_ or stopping_
   std::function<void(const std::string&)> notify_ GUARDED_BY(mu_);  // SetNotifier
   std::thread loop_;  // started under mu_ (Start), joined by Stop without it
 };

@@ -12,6 +12,7 @@
 #include "api/record_json_nlohmann.h"
 #include "server/http_auth.h"
 #include "server/http_loop.h"
+#include "server/metrics.h"
 #include "state/job_stats.h"
 
 namespace hachi::server {
@@ -83,34 +84,28 @@ json PartitionJson(const sched::Partition& p,
 
 // The connection layer's own figures (docs/metrics.md), after the Controller's.
 std::string ConnectionMetrics(const HttpLoopStats& st) {
-  std::string out;
-  auto family = [&](const char* name, const char* type, const char* help) {
-    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type +
-           "\n";
+  using metrics::Type;
+  metrics::Writer w;
+  auto one = [&w](const char* name, Type type, const char* help, int64_t v) {
+    w.Begin(name, help, type);
+    w.Sample({}, static_cast<double>(v));
   };
-  auto sample = [&](const std::string& name, int64_t v) {
-    out += name + " " + std::to_string(v) + "\n";
-  };
-  family("hachi_http_connections", "gauge",
-         "Open API connections (TCP and Unix socket).");
-  sample("hachi_http_connections", st.connections);
-  family("hachi_http_parked_requests", "gauge",
-         "Long polls waiting without a thread (agents' work polls, job waits).");
-  sample("hachi_http_parked_requests", st.parked);
-  family("hachi_http_requests_total", "counter", "Requests read whole and handled.");
-  sample("hachi_http_requests_total", st.requests);
-  family("hachi_http_connections_refused_total", "counter",
-         "Connections refused at accept, by the bound they passed.");
-  sample("hachi_http_connections_refused_total{reason=\"per_peer\"}",
-         st.refused_per_peer);
-  sample("hachi_http_connections_refused_total{reason=\"limit\"}", st.refused_full);
-  family("hachi_http_deadlines_missed_total", "counter",
-         "Connections cut at a head, body or write deadline.");
-  sample("hachi_http_deadlines_missed_total", st.timed_out);
-  family("hachi_http_bodies_too_large_total", "counter",
-         "Requests refused (413) for a body past the limit, before reading it.");
-  sample("hachi_http_bodies_too_large_total", st.too_large);
-  return out;
+  one("hachi_http_connections", Type::kGauge,
+      "Open API connections (TCP and Unix socket).", st.connections);
+  one("hachi_http_parked_requests", Type::kGauge,
+      "Long polls waiting without a thread (agents' work polls, job waits).", st.parked);
+  one("hachi_http_requests_total", Type::kCounter, "Requests read whole and handled.",
+      st.requests);
+  w.Begin("hachi_http_connections_refused_total",
+          "Connections refused at accept, by the bound they passed.", Type::kCounter);
+  w.Sample({{"reason", "per_peer"}}, static_cast<double>(st.refused_per_peer));
+  w.Sample({{"reason", "limit"}}, static_cast<double>(st.refused_full));
+  one("hachi_http_deadlines_missed_total", Type::kCounter,
+      "Connections cut at a head, body or write deadline.", st.timed_out);
+  one("hachi_http_bodies_too_large_total", Type::kCounter,
+      "Requests refused (413) for a body past the limit, before reading it.",
+      st.too_large);
+  return w.Take();
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "api/protocol_json.h"
 
@@ -42,54 +43,33 @@ constexpr size_t kReadChunk = 64 << 10;
 constexpr const char* kPeerCredHeader = "X-Hachi-Peer-Cred";
 
 const char* Reason(int status) {
-  switch (status) {
-    case 100:
-      return "Continue";
-    case 200:
-      return "OK";
-    case 201:
-      return "Created";
-    case 204:
-      return "No Content";
-    case 206:
-      return "Partial Content";
-    case 304:
-      return "Not Modified";
-    case 400:
-      return "Bad Request";
-    case 401:
-      return "Unauthorized";
-    case 403:
-      return "Forbidden";
-    case 404:
-      return "Not Found";
-    case 405:
-      return "Method Not Allowed";
-    case 408:
-      return "Request Timeout";
-    case 409:
-      return "Conflict";
-    case 411:
-      return "Length Required";
-    case 413:
-      return "Payload Too Large";
-    case 414:
-      return "URI Too Long";
-    case 429:
-      return "Too Many Requests";
-    case 431:
-      return "Request Header Fields Too Large";
-    case 500:
-      return "Internal Server Error";
-    case 501:
-      return "Not Implemented";
-    case 503:
-      return "Service Unavailable";
-    case 505:
-      return "HTTP Version Not Supported";
-    default:
-      return status < 400 ? "OK" : "Error";
+  static constexpr std::pair<int, const char*> kReasons[] = {
+      {100, "Continue"},
+      {200, "OK"},
+      {201, "Created"},
+      {204, "No Content"},
+      {206, "Partial Content"},
+      {304, "Not Modified"},
+      {400, "Bad Request"},
+      {401, "Unauthorized"},
+      {403, "Forbidden"},
+      {404, "Not Found"},
+      {405, "Method Not Allowed"},
+      {408, "Request Timeout"},
+      {409, "Conflict"},
+      {411, "Length Required"},
+      {413, "Payload Too Large"},
+      {414, "URI Too Long"},
+      {429, "Too Many Requests"},
+      {431, "Request Header Fields Too Large"},
+      {500, "Internal Server Error"},
+      {501, "Not Implemented"},
+      {503, "Service Unavailable"},
+      {505, "HTTP Version Not Supported"}};
+  for (const auto& [code, text] : kReasons) {
+    if (code == status) return text;
   }
+  return status < 400 ? "OK" : "Error";
 }
 
 std::string Serialize(const httplib::Response& res, bool close, bool head_only) {
@@ -135,59 +115,6 @@ std::string Trim(std::string_view s) {
 }
 
 }  // namespace
-
-// ---- HttpRouter ----
-
-void HttpRouter::Add(const char* method, const std::string& pattern, PollHandler h) {
-  routes_.push_back(Route{method, std::regex(pattern), std::move(h)});
-}
-
-void HttpRouter::Get(const std::string& pattern, Handler h) {
-  Add("GET", pattern,
-      [h = std::move(h)](const Request& q, Response& r, LongPoll&) { h(q, r); });
-}
-void HttpRouter::Post(const std::string& pattern, Handler h) {
-  Add("POST", pattern,
-      [h = std::move(h)](const Request& q, Response& r, LongPoll&) { h(q, r); });
-}
-void HttpRouter::Delete(const std::string& pattern, Handler h) {
-  Add("DELETE", pattern,
-      [h = std::move(h)](const Request& q, Response& r, LongPoll&) { h(q, r); });
-}
-void HttpRouter::GetPoll(const std::string& pattern, PollHandler h) {
-  Add("GET", pattern, std::move(h));
-}
-
-void HttpRouter::Handle(Request& req, Response& res, LongPoll& poll) const {
-  try {
-    bool routed = false;
-    if (pre_routing_ && pre_routing_(req, res) == HandlerResponse::Handled) {
-      routed = true;
-    } else {
-      const std::string method = req.method == "HEAD" ? "GET" : req.method;
-      for (const Route& r : routes_) {
-        if (r.method != method) continue;
-        if (std::regex_match(req.path, req.matches, r.pattern)) {
-          r.handler(req, res, poll);
-          routed = true;
-          break;
-        }
-      }
-    }
-    if (poll.wait_) return;
-    if (res.status == -1) res.status = routed ? 200 : 404;
-  } catch (...) {
-    poll.wait_ = false;
-    res = Response();
-    res.status = 500;
-    if (exception_) {
-      exception_(req, res, std::current_exception());
-    } else {
-      res.set_content(api::ErrorToJson(Internal("unexpected error")), "application/json");
-    }
-  }
-  if (res.status >= 400 && error_) error_(req, res);
-}
 
 // ---- HttpLoop ----
 

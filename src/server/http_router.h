@@ -1,0 +1,86 @@
+// HttpRouter: the API's routes as cpp-httplib's Server declares them (Get, Post, Delete,
+// pre-routing, error and exception handlers; the same Request and Response types), plus
+// GetPoll for a long poll that may wait (LongPoll::WaitFor). The connection layer
+// (server/http_loop.h) runs requests through it on its handler threads.
+//
+// Thread-safety: add routes from one thread before serving; Handle from any thread.
+#pragma once
+
+#include <httplib.h>
+
+#include <chrono>
+#include <exception>
+#include <functional>
+#include <regex>
+#include <string>
+#include <vector>
+
+namespace hachi::server {
+
+using SteadyTime = std::chrono::steady_clock::time_point;
+
+// What a long-poll handler is given: when the request first ran, whether its deadline
+// passed (then it must answer with what there is), and how to wait for more.
+class LongPoll {
+ public:
+  SteadyTime started() const { return started_; }
+  bool expired() const { return expired_; }
+  // No answer yet: the request runs again once `topic` is notified, or at `deadline`
+  // (then expired() is true). The response written by this run is dropped.
+  void WaitFor(std::string topic, SteadyTime deadline) {
+    wait_ = true;
+    topic_ = std::move(topic);
+    deadline_ = deadline;
+  }
+
+ private:
+  friend class HttpLoop;
+  friend class HttpRouter;
+  SteadyTime started_{};
+  bool expired_ = false;
+  bool wait_ = false;
+  std::string topic_;
+  SteadyTime deadline_{};
+};
+
+// The routes: cpp-httplib's Server interface for what Hachi uses, plus GetPoll.
+class HttpRouter {
+ public:
+  using Request = httplib::Request;
+  using Response = httplib::Response;
+  using Handler = std::function<void(const Request&, Response&)>;
+  using PollHandler = std::function<void(const Request&, Response&, LongPoll&)>;
+  using HandlerResponse = httplib::Server::HandlerResponse;
+  using PreRouting = std::function<HandlerResponse(const Request&, Response&)>;
+  using ExceptionHandler =
+      std::function<void(const Request&, Response&, std::exception_ptr)>;
+
+  void Get(const std::string& pattern, Handler h);
+  void Post(const std::string& pattern, Handler h);
+  void Delete(const std::string& pattern, Handler h);
+  // A GET that may wait (LongPoll::WaitFor).
+  void GetPoll(const std::string& pattern, PollHandler h);
+  void set_pre_routing_handler(PreRouting h) { pre_routing_ = std::move(h); }
+  // Called for every reply of status 400 or more (routed or not: 404 for no route).
+  void set_error_handler(Handler h) { error_ = std::move(h); }
+  void set_exception_handler(ExceptionHandler h) { exception_ = std::move(h); }
+
+  // The request through the pre-routing handler and the first route whose method and
+  // pattern (std::regex_match on the path; groups in req.matches) fit. HEAD runs GET's.
+  void Handle(Request& req, Response& res, LongPoll& poll) const;
+
+ private:
+  struct Route {
+    std::string method;
+    std::regex pattern;
+    PollHandler handler;
+  };
+  void Add(const char* method, const std::string& pattern, PollHandler h);
+
+  std::vector<Route> routes_;
+  PreRouting pre_routing_;
+  Handler error_;
+  ExceptionHandler exception_;
+};
+
+}  // namespace hachi::server
