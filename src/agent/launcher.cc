@@ -388,7 +388,7 @@ void ProcessLauncher::TakeOverLeftoverRuns() {
       }
       state_->reports.push_back(std::move(e));
       StopRun(options_.spool_dir, r);  // leftovers of its group, and its files
-      adopted_.push_back(r.job);
+      adopted_.emplace_back(r.job, r.start_time);
       continue;
     }
     const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, r.pid, 0));
@@ -406,7 +406,7 @@ void ProcessLauncher::TakeOverLeftoverRuns() {
     job.adopted = true;
     if (r.deadline > 0) job.deadline = now + std::chrono::seconds(r.deadline - wall);
     state_->jobs.emplace(r.job, std::move(job));
-    adopted_.push_back(r.job);
+    adopted_.emplace_back(r.job, r.start_time);
     runs_adopted_.push_back(RunName(r));
   }
 }
@@ -422,19 +422,9 @@ void ProcessLauncher::TakeOverCgroups() {
 }
 
 std::vector<std::pair<JobId, Time>> ProcessLauncher::AdoptedRuns() const {
-  std::lock_guard<std::mutex> lock(state_->mu);
-  std::vector<std::pair<JobId, Time>> runs;
-  for (JobId id : adopted_) {
-    auto it = state_->jobs.find(id);
-    if (it != state_->jobs.end() && it->second.adopted) {
-      runs.emplace_back(id, it->second.start_time);
-      continue;
-    }
-    for (const api::JobExit& e : state_->reports) {
-      if (e.job == id) runs.emplace_back(id, e.start_time);
-    }
-  }
-  return runs;
+  // Kept from construction: the supervisor may have delivered (and dropped) the exit of
+  // a run that ended meanwhile, and that run was still this launcher's to report.
+  return adopted_;
 }
 
 Status ProcessLauncher::Launch(const api::LaunchSpec& spec) {

@@ -143,7 +143,7 @@ class ProcessLauncher final : public Launcher {
   const ExitCallback on_exit_;
   std::vector<std::string> leftovers_stopped_;  // these three: set by the constructor
   std::vector<std::string> runs_adopted_;
-  std::vector<JobId> adopted_;
+  std::vector<std::pair<JobId, Time>> adopted_;  // (job, start time), in spool order
   const std::unique_ptr<Isolation> isolation_;
   std::unique_ptr<State> state_;
   std::thread supervisor_;

@@ -358,6 +358,12 @@ TEST_F(LauncherTest, NextLauncherAdoptsTheRunsTheLastOneLeft) {
   EXPECT_EQ(e51->kind, api::ExitKind::kSignaled);
   EXPECT_EQ(e51->signal, SIGTERM);
   EXPECT_EQ(e51->start_time, 1001);
+  // Delivered and gone from the launcher's queue, 51 is still one it adopted: the agent
+  // asks after the launcher is built, and must not launch 51 again if the server resends.
+  adopted.clear();
+  for (const auto& [job, start_time] : next.AdoptedRuns()) adopted.push_back(job);
+  std::sort(adopted.begin(), adopted.end());
+  EXPECT_EQ(adopted, (std::vector<JobId>{50, 51, 52, 53, 54}));
 
   std::ofstream(go50).close();
   std::optional<api::JobExit> e50 = next_exits.Wait(50);
