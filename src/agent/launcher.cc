@@ -76,7 +76,7 @@ std::vector<std::string> ShebangArgv(const std::string& script) {
 // Writes the batch script where the user can run it and nobody else can read it.
 Status WriteScript(const std::string& dir, const std::string& path,
                    const api::LaunchSpec& spec, bool chown_to_user) {
-  if (mkdir(dir.c_str(), 0755) < 0 && errno != EEXIST) {
+  if (mkdir(dir.c_str(), 0711) < 0 && errno != EEXIST) {  // as the daemon makes it
     return Internal("cannot create spool directory " + dir + ": " + strerror(errno));
   }
   unlink(path.c_str());  // a leftover of an earlier run of this id
@@ -184,7 +184,7 @@ void WriteRunRecord(const std::string& spool, const RunRecord& r) {
       std::to_string(r.pid) + " " + std::to_string(r.ticks) + " " +
       std::to_string(r.deadline) + " " + std::to_string(r.grace) + " " +
       (r.waiter ? "1 " : "0 ") + (r.script.empty() ? "-" : r.script) + "\n";
-  mkdir(spool.c_str(), 0755);  // made on first use, as for scripts (EEXIST is fine)
+  mkdir(spool.c_str(), 0711);  // made on first use, as for scripts (EEXIST is fine)
   const int fd =
       open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return;  // best effort: without it a restarted agent cannot stop this run
@@ -491,7 +491,7 @@ Status ProcessLauncher::Launch(const api::LaunchSpec& spec) {
   int exit_fd = -1;
   if (st.ok() && !options_.waiter.empty()) {
     // Opened here, as root, for the waiter (running as the user) to write into.
-    mkdir(options_.spool_dir.c_str(), 0755);
+    mkdir(options_.spool_dir.c_str(), 0711);
     const std::string exit_path = ExitFilePath(options_.spool_dir, spec.job);
     exit_fd = open(exit_path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
                    0600);

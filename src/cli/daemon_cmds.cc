@@ -29,6 +29,7 @@
 #include "cli/job_cmds.h"
 #include "config/cluster_config.h"
 #include "core/cpulist.h"
+#include "core/file_modes.h"
 #include "server/controller.h"
 #include "server/history.h"
 #include "server/http_api.h"
@@ -41,20 +42,6 @@
 
 namespace hachi::cli {
 namespace {
-
-Status MakeDirs(const std::string& path) {
-  std::string cur;
-  for (size_t i = 0; i <= path.size(); ++i) {
-    if (i == path.size() || path[i] == '/') {
-      if (!cur.empty() && ::mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) {
-        return Unavailable("cannot create directory " + cur + ": " +
-                           std::strerror(errno));
-      }
-    }
-    if (i < path.size()) cur += path[i];
-  }
-  return Status::Ok();
-}
 
 // Blocks SIGINT/SIGTERM in every thread started after this, then waits for one.
 sigset_t BlockStopSignals() {
@@ -258,9 +245,12 @@ struct RunningServer {
 
 // One server per state directory: two would both write the database.
 // One process per directory: `what` ("server", "agent") names the kind in the error.
+// The lock file is 0600: anyone who can open it can flock it and keep the daemon from
+// starting.
 Result<int> LockDir(const std::string& dir, const std::string& what) {
   const std::string path = dir + "/lock";
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  HACHI_RETURN_IF_ERROR(CheckPrivateFile(path, 0600, std::cerr));
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return Unavailable("cannot open " + path + ": " + std::strerror(errno));
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     char pid[32] = {};
@@ -284,13 +274,28 @@ Result<RunningServer> StartServer(const ServerFlags& f, const std::string& state
   // The HTTP server's 64 threads would each get a malloc arena that keeps what a big
   // reply freed: a few arenas serve them as well (the soak test's RSS, docs/soak.md).
   mallopt(M_ARENA_MAX, 4);
-  HACHI_RETURN_IF_ERROR(MakeDirs(state_dir));
+  // The database holds every job's script and environment: the directory is the
+  // server's alone, 0700, or 0711 when it holds the Unix socket users connect to (they
+  // may pass through it to the socket, not list it); its files are 0600 (issue 16).
+  const std::string socket = f.socket.empty() ? state_dir + "/hachi.sock" : f.socket;
+  const bool socket_inside = socket.rfind(state_dir + "/", 0) == 0;
+  HACHI_RETURN_IF_ERROR(
+      EnsurePrivateDir(state_dir, socket_inside ? 0711 : 0700, std::cerr));
   Result<int> lock = LockDir(state_dir, "server");
   if (!lock.ok()) return lock.status();
   Result<server::ControllerOptions> opts = ControllerOptionsFrom(f);
   if (!opts.ok()) return opts.status();
-  Result<std::unique_ptr<state::Store>> store =
-      state::OpenSqliteStore(state_dir + "/hachi.db");
+  const std::string db = state_dir + "/hachi.db";
+  for (const std::string& file : {db, db + "-wal", db + "-shm", db + "-journal"}) {
+    HACHI_RETURN_IF_ERROR(CheckPrivateFile(file, 0600, std::cerr));
+  }
+  // SQLite creates the database 0644 & ~umask, and its -wal and -shm with the
+  // database's mode: 0600 from their first byte, so nobody holds a descriptor opened
+  // while they were wider.
+  Result<std::unique_ptr<state::Store>> store = [&db] {
+    ScopedUmask private_files(077);
+    return state::OpenSqliteStore(db);
+  }();
   if (!store.ok()) return store.status();
   Result<std::unique_ptr<server::Controller>> c =
       server::Controller::Create(std::move(*opts), std::move(*store));
@@ -300,7 +305,7 @@ Result<RunningServer> StartServer(const ServerFlags& f, const std::string& state
   rs.controller = std::move(*c);
   server::HttpOptions h;
   h.listen = f.listen;
-  h.unix_socket = f.socket.empty() ? state_dir + "/hachi.sock" : f.socket;
+  h.unix_socket = socket;
   const config::AuthConfig* auth = f.loaded ? &f.loaded->auth : nullptr;
   Result<std::string> secret =
       ServerClusterSecret(f.cluster_secret_file, auth, state_dir);
@@ -414,7 +419,9 @@ std::unique_ptr<agent::Launcher> RealLauncher(const std::string& spool,
                                               agent::IsolationOptions iso,
                                               const std::string& topology_json,
                                               agent::ExitCallback cb) {
-  Status made = MakeDirs(spool);  // the launcher creates only the last level
+  // Scripts (0700, the user's) and exit files (0600): their names are not for others
+  // to list; the jobs' users pass through it to their scripts.
+  Status made = EnsurePrivateDir(spool, 0711, std::cerr);
   if (!made.ok()) std::cerr << "hachi: warning: " << made.message() << "\n";
   agent::ProcessLauncher::Options lo;
   lo.spool_dir = spool;
@@ -513,7 +520,9 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
     o.memory_mib = shape->memory_mib;
     const std::string spool = af->spool_dir.empty() ? "/var/spool/hachi" : af->spool_dir;
     // One agent per spool: a second one would stop the first one's runs as leftovers.
-    if (Status made = MakeDirs(spool); !made.ok()) return void(*exit_code = Fail(made));
+    if (Status made = EnsurePrivateDir(spool, 0711, std::cerr); !made.ok()) {
+      return void(*exit_code = Fail(made));
+    }
     Result<int> spool_lock = LockDir(spool, "agent");
     if (!spool_lock.ok()) return void(*exit_code = Fail(spool_lock.status()));
     const std::string runtime = af->container_runtime;

@@ -590,5 +590,57 @@ TEST_F(DevE2e, ProcessesOnGpusNoJobWasGivenAreReported) {
   ASSERT_TRUE(WaitState(id, "CANCELLED", 20));
 }
 
+// What the server keeps is not for other local users (issue 16 §2): under the usual
+// umask 022 the state directory is 0711 (users pass through it to the socket), the
+// database and its -wal and -shm 0600 from the first start, the lock and the spool
+// private too; at a later start what was widened meanwhile is narrowed and said, and a
+// database someone else owns is refused.
+TEST_F(DevE2e, StateFilesArePrivateFromTheFirstStart) {
+  const mode_t old_mask = ::umask(022);
+  const std::string state = dir_ + "/state", db = state + "/hachi.db";
+  auto mode = [](const std::string& path) {
+    struct stat st {};
+    return ::lstat(path.c_str(), &st) == 0 ? static_cast<int>(st.st_mode & 07777) : -1;
+  };
+  {
+    DevCluster dev(dir_);
+    ASSERT_FALSE(dev.url().empty()) << ReadFile(dir_ + "/dev.log");
+    ASSERT_EQ(Hachi("run -G 1 -o /dev/null -- true").exit_code, 0);
+    EXPECT_EQ(mode(state), 0711);
+    for (const std::string& f :
+         {db, db + "-wal", db + "-shm", state + "/lock", state + "/cluster-secret"}) {
+      EXPECT_EQ(mode(f), 0600) << f;
+    }
+    EXPECT_EQ(mode(state + "/spool/node1"), 0711);
+  }
+  ASSERT_EQ(::chmod(state.c_str(), 0755), 0);
+  ASSERT_EQ(::chmod(db.c_str(), 0644), 0);
+  ASSERT_EQ(::chmod((state + "/lock").c_str(), 0666), 0);
+  ASSERT_EQ(::chmod((state + "/spool/node1").c_str(), 0777), 0);
+  {
+    DevCluster dev(dir_);
+    ASSERT_FALSE(dev.url().empty()) << ReadFile(dir_ + "/dev.log");
+    const std::string log = ReadFile(dir_ + "/dev.log");
+    EXPECT_NE(log.find(db + " was mode 0644, wider than 0600: made it 0600"),
+              std::string::npos)
+        << log;
+    EXPECT_NE(log.find(state + " was mode 0755, wider than 0711: made it 0711"),
+              std::string::npos)
+        << log;
+    EXPECT_EQ(mode(state), 0711);
+    EXPECT_EQ(mode(db), 0600);
+    EXPECT_EQ(mode(state + "/lock"), 0600);
+    EXPECT_EQ(mode(state + "/spool/node1"), 0711);
+  }
+  ::umask(old_mask);
+  if (::geteuid() != 0) GTEST_SKIP() << "giving the database to another uid needs root";
+  ASSERT_EQ(::chown(db.c_str(), 65534, 65534), 0);
+  DevCluster dev(dir_);
+  EXPECT_TRUE(dev.url().empty());
+  const std::string log = ReadFile(dir_ + "/dev.log");
+  EXPECT_NE(log.find(db + " belongs to uid 65534"), std::string::npos) << log;
+  ASSERT_EQ(::chown(db.c_str(), 0, 0), 0);
+}
+
 }  // namespace
 }  // namespace hachi::cli
