@@ -315,6 +315,7 @@ Result<RunningServer> StartServer(const ServerFlags& f, const std::string& state
   // [auth] anonymous_read is the Controller's Authorizer's (server/authorizer.h).
   h.tls_cert = !f.tls_cert.empty() || auth == nullptr ? f.tls_cert : auth->tls_cert;
   h.tls_key = !f.tls_key.empty() || auth == nullptr ? f.tls_key : auth->tls_key;
+  HACHI_RETURN_IF_ERROR(CheckNotWorldReadable(h.tls_key, "--tls-key"));
   rs.history = std::make_unique<server::HistorySampler>(
       rs.controller.get(), server::HistorySampler::Options{f.history_interval});
   h.dashboard.history = rs.history.get();

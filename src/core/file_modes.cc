@@ -75,6 +75,15 @@ Status CheckPrivateFile(const std::string& path, mode_t mode, std::ostream& warn
   return Narrow(path, st, mode, warn);
 }
 
+Status CheckNotWorldReadable(const std::string& path, const std::string& what) {
+  struct stat st {};
+  if (path.empty() || ::stat(path.c_str(), &st) != 0)
+    return Status::Ok();  // its reader says
+  if ((st.st_mode & 007) == 0) return Status::Ok();
+  return PermissionDenied(what + " " + path + " is mode " + Octal(st.st_mode) +
+                          ": every local user can read it; chmod o-rwx " + path);
+}
+
 ScopedUmask::ScopedUmask(mode_t mask) : old_(::umask(mask)) {}
 ScopedUmask::~ScopedUmask() { ::umask(old_); }
 

@@ -28,6 +28,11 @@ Status EnsurePrivateDir(const std::string& dir, mode_t mode, std::ostream& warn)
 // effective uid, narrowed to `mode` (with a line to `warn`) when wider. Absent: Ok.
 Status CheckPrivateFile(const std::string& path, mode_t mode, std::ostream& warn);
 
+// A secret the admin placed (the TLS key): kPermissionDenied naming `what` and the mode
+// when every local user may read it. Group bits are the admin's choice (Debian's
+// ssl-cert group). "" : Ok.
+Status CheckNotWorldReadable(const std::string& path, const std::string& what);
+
 // umask(mask) for its lifetime: files a library creates by itself (SQLite's database,
 // whose mode its -wal and -shm copy) get no group or other bits from their first byte.
 class ScopedUmask {

@@ -90,5 +90,23 @@ TEST_F(FileModes, SomeoneElsesOrNotAFileIsRefused) {
   EXPECT_EQ(CheckPrivateFile(file, 0600, warn).code(), StatusCode::kPermissionDenied);
 }
 
+TEST_F(FileModes, AKeyEveryoneCanReadIsRefused) {
+  const std::string key = dir_ + "/key.pem";
+  const int fd = ::open(key.c_str(), O_CREAT | O_WRONLY, 0600);
+  ASSERT_GE(fd, 0);
+  ::close(fd);
+  EXPECT_TRUE(CheckNotWorldReadable(key, "--tls-key").ok());
+  ASSERT_EQ(::chmod(key.c_str(), 0640), 0);  // a group of the admin's choosing
+  EXPECT_TRUE(CheckNotWorldReadable(key, "--tls-key").ok());
+  ASSERT_EQ(::chmod(key.c_str(), 0644), 0);
+  const Status st = CheckNotWorldReadable(key, "--tls-key");
+  EXPECT_EQ(st.code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(st.message(), "--tls-key " + key +
+                              " is mode 0644: every local user can read "
+                              "it; chmod o-rwx " +
+                              key);
+  EXPECT_TRUE(CheckNotWorldReadable("", "--tls-key").ok());
+}
+
 }  // namespace
 }  // namespace hachi
