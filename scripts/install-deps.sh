@@ -18,6 +18,7 @@ PKGS=(
   clang-format                                   # make format-check (Debian 12: 14.0.6)
   python3                                        # make analyze reads compile_commands.json; fleet tests' rank programs
   iproute2                                       # `ip netns`: the fleet and partition tests' simulated hosts
+  prometheus                                     # promtool checks the metrics scrape (server/observe_test.cc)
   chromium chromium-driver                       # the dashboard's browser tests (tests/browser)
 )
 
