@@ -6,6 +6,7 @@
 
 #include "api/record_json_nlohmann.h"
 #include "api/request_limits.h"
+#include "core/strings.h"
 
 namespace hachi::api {
 namespace {
@@ -28,7 +29,8 @@ Status OnlyKeys(const json& j, std::string_view path,
     bool ok = false;
     for (const char* k : known) ok = ok || it.key() == k;
     if (!ok)
-      return InvalidArgument(std::string(path) + ": unknown field '" + it.key() + "'");
+      return InvalidArgument(std::string(path) + ": unknown field '" + Clip(it.key()) +
+                             "'");
   }
   return Status::Ok();
 }

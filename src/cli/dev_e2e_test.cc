@@ -2,13 +2,17 @@
 // 127.0.0.1, jobs submitted with the real CLI, run as real processes by the agents.
 // What each job prints about itself is checked against what the server says it gave.
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -23,6 +27,7 @@
 #include <vector>
 
 #include "cli/cli_testing.h"
+#include "core/bytes.h"
 #include "topo/presets.h"
 #include "topo/topology_file.h"
 
@@ -588,6 +593,41 @@ TEST_F(DevE2e, ProcessesOnGpusNoJobWasGivenAreReported) {
   ::waitpid(by_hand, nullptr, 0);
   EXPECT_EQ(Hachi("cancel " + std::to_string(id), false).exit_code, 0);
   ASSERT_TRUE(WaitState(id, "CANCELLED", 20));
+}
+
+// Issue 16, item 4: bytes that are not UTF-8 used to become U+FFFD on the way, so a job
+// submitted from `d\xff` ran in `d\xef\xbf\xbd` (a directory another user may create).
+// The working directory, an environment value and an argument reach the job byte for
+// byte, through the CLI, the API, the store and the agent's launch.
+TEST_F(DevE2e, NonUtf8WorkdirEnvironmentAndArgvReachTheJobExactly) {
+  DevCluster dev(dir_);
+  ASSERT_FALSE(dev.url().empty());
+  const std::string odd = dir_ + "/d\xff";
+  const std::string replaced = dir_ + "/d\xef\xbf\xbd";  // what the old codec made of it
+  ASSERT_EQ(::mkdir(odd.c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir(replaced.c_str(), 0755), 0);
+  ASSERT_EQ(::chdir(odd.c_str()), 0);
+  ::setenv("ISSUE16_BYTES",
+           "v\xff\xfe"
+           "1",
+           1);
+  const int64_t id = Submit("-G 1 -o " + dir_ + "/job.out -- sh -c 'pwd -P > " + dir_ +
+                            "/pwd.out; printf %s \"$ISSUE16_BYTES\" > " + dir_ +
+                            "/env.out; printf %s \"$0\" > " + dir_ + "/arg.out' 'a\xff'");
+  ::unsetenv("ISSUE16_BYTES");
+  ASSERT_EQ(::chdir(dir_.c_str()), 0);
+  ASSERT_TRUE(WaitState(id, "COMPLETED", 20)) << StateOf(id) << "\n"
+                                              << ReadFile(dir_ + "/job.out");
+  EXPECT_EQ(ReadFile(dir_ + "/pwd.out"), odd + "\n");
+  EXPECT_EQ(ReadFile(dir_ + "/env.out"),
+            "v\xff\xfe"
+            "1");
+  EXPECT_EQ(ReadFile(dir_ + "/arg.out"), "a\xff");
+  // The API shows such a value in its bytes form; UTF-8 values stay strings.
+  json job = Jobs()[id];
+  ASSERT_TRUE(job["spec"]["workdir"].is_object()) << job.dump();
+  EXPECT_EQ(Base64Decode(job["spec"]["workdir"]["base64"].get<std::string>()), odd);
+  EXPECT_EQ(job["spec"]["argv"][0], "sh");
 }
 
 }  // namespace

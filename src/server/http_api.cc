@@ -10,6 +10,7 @@
 
 #include "api/protocol_json.h"
 #include "api/record_json_nlohmann.h"
+#include "core/strings.h"
 #include "server/http_auth.h"
 #include "server/http_loop.h"
 #include "server/metrics.h"
@@ -31,7 +32,7 @@ void ReplyError(httplib::Response& res, const Status& s) {
 
 Result<state::JobId> JobIdOf(const httplib::Request& req) {
   const std::string s = req.matches[1];
-  if (s.size() > 18) return InvalidArgument("job id '" + s + "' is too large");
+  if (s.size() > 18) return InvalidArgument("job id '" + Clip(s) + "' is too large");
   return static_cast<state::JobId>(std::stoll(s));
 }
 
@@ -203,8 +204,9 @@ void HttpServer::Routes(HttpRouter& s) {
     if (job.ok() && req.has_param("wait_from")) {
       state::JobState known;
       if (!state::ParseJobState(req.get_param_value("wait_from"), &known)) {
-        return ReplyError(res, InvalidArgument("wait_from: unknown job state '" +
-                                               req.get_param_value("wait_from") + "'"));
+        return ReplyError(res,
+                          InvalidArgument("wait_from: unknown job state '" +
+                                          Clip(req.get_param_value("wait_from")) + "'"));
       }
       const int wait_ms = IntParam(req, "wait_ms", 10000, 0, 60000);
       if (job->state == known && !poll.expired() && !c->stopping() && wait_ms > 0) {
