@@ -277,6 +277,7 @@ Status ReadJob(const json& j, json* unknown, JobRecord* job) {
   r.String("reason", &job->reason);
   r.Int("requeues", &job->requeues);
   r.Int("master_port", &job->master_port);
+  r.String("submit_key", &job->submit_key);
   return r.Finish();
 }
 
@@ -353,9 +354,11 @@ Status StepV1ToV2(json* /*row*/) { return Status::Ok(); }
 Status StepJobV2ToV3(json* /*row*/) { return Status::Ok(); }
 
 // Job rows 3 -> 4 (issue 16): a string of the spec or request may be {"base64": ...}
-// (bytes that are not UTF-8; before, they were replaced by U+FFFD). A version 3 row holds
-// only strings, which version 4 reads as they are. Rows that hold the bytes form have
-// "_min_reader" 4 (JobRowMinReader): an older binary must refuse them, not misread them.
+// (bytes that are not UTF-8; before, they were replaced by U+FFFD), and "submit_key"
+// (the submit's idempotency key, written only when there is one) is added. A version 3
+// row holds only strings, which version 4 reads as they are, and no key (""). Rows that
+// hold the bytes form have "_min_reader" 4 (JobRowMinReader): an older binary must
+// refuse them, not misread them; a key alone is an unknown field older binaries keep.
 Status StepJobV3ToV4(json* /*row*/) { return Status::Ok(); }
 
 constexpr Step kJobSteps[] = {StepV1ToV2, StepJobV2ToV3, StepJobV3ToV4};
@@ -547,6 +550,7 @@ std::string EncodeJobRow(const JobRecord& job, std::string_view unknown) {
       {"requeues", job.requeues},
       {"master_port", job.master_port},
   };
+  if (!job.submit_key.empty()) j["submit_key"] = job.submit_key;  // version 4
   PutVersion(RowFormat{kJobRowFormat.version, JobRowMinReader(job)}, &j);
   return Dump(&j, unknown);
 }

@@ -38,6 +38,7 @@ TEST(RowCodec, JobRoundTripKeepsEveryField) {
   EXPECT_TRUE(b.held);
   EXPECT_EQ(b.requeues, 2);
   EXPECT_EQ(b.master_port, 29517);
+  EXPECT_EQ(b.submit_key, "0123456789abcdef");
   EXPECT_EQ(b.spec.argv.back(), "");
   EXPECT_EQ(b.spec.array_task_id, 7);
 }
@@ -95,7 +96,7 @@ TEST(RowCodec, RowsCarryTheirVersion) {
   const json j = json::parse(EncodeJobRow(FullJob(3)));
   EXPECT_EQ(j["_v"], kJobRowFormat.version);
   EXPECT_EQ(j["_min_reader"], kJobRowFormat.min_reader);
-  EXPECT_EQ(j.size(), 16u);  // 14 fields + the two version keys
+  EXPECT_EQ(j.size(), 17u);  // 15 fields + the two version keys
   EXPECT_EQ(j["req"].size(), 18u);
   EXPECT_EQ(j["spec"].size(), 16u);
   EXPECT_EQ(j["allocations"][0].size(), 6u);
