@@ -3,6 +3,8 @@
 // carries it (Authorization: Bearer): actions need it, and so do a job's log and its
 // environment, which are its owner's and the admins'.
 
+import { displayJob } from './bytes.js';
+
 const TOKEN_KEY = 'hachi.token';
 
 export class ApiError extends Error {
@@ -62,7 +64,7 @@ async function allJobs(all) {
   let after = 0;
   for (;;) {
     const d = await request('GET', `/jobs?limit=${JOBS_PAGE}&after=${after}${all ? '&all=1' : ''}`);
-    out.push(...d.jobs);
+    out.push(...d.jobs.map(displayJob));
     if (d.next_after === undefined || d.next_after === null) return out;
     after = d.next_after;
   }
@@ -71,7 +73,10 @@ async function allJobs(all) {
 export const api = {
   nodes: () => request('GET', '/nodes').then((d) => d.nodes),
   jobs: (all = false) => allJobs(all),
-  job: (id) => request('GET', `/jobs/${id}`),
+  job: (id) => request('GET', `/jobs/${id}`).then((d) => {
+    if (d && d.job) displayJob(d.job);
+    return d;
+  }),
   log: (id, lines = 200) => request('GET', `/jobs/${id}/log?tail=${lines}`),
   partitions: () => request('GET', '/partitions').then((d) => d.partitions),
   history: (since = 0) => request('GET', `/history?since=${since}`),

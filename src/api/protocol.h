@@ -22,6 +22,9 @@ struct SubmitRequest {
   bool hold = false;
   std::vector<int> array_tasks;  // --array: one job per task id; empty: one job
   int array_max_running = 0;     // --array=...%N
+  // Random per submit (the CLI makes one; docs/api.md, "Submit idempotency"): a second
+  // submit with the same key from the same user gets the first one's job ids. "": none.
+  std::string idempotency_key;
 };
 
 struct AgentRegistration {

@@ -6,6 +6,7 @@
 
 #include "api/record_json_nlohmann.h"
 #include "api/request_limits.h"
+#include "core/strings.h"
 
 namespace hachi::api {
 namespace {
@@ -28,7 +29,8 @@ Status OnlyKeys(const json& j, std::string_view path,
     bool ok = false;
     for (const char* k : known) ok = ok || it.key() == k;
     if (!ok)
-      return InvalidArgument(std::string(path) + ": unknown field '" + it.key() + "'");
+      return InvalidArgument(std::string(path) + ": unknown field '" + Clip(it.key()) +
+                             "'");
   }
   return Status::Ok();
 }
@@ -228,6 +230,7 @@ std::string SubmitRequestToJson(const SubmitRequest& r) {
     j["array_tasks"] = r.array_tasks;
     j["array_max_running"] = r.array_max_running;
   }
+  if (!r.idempotency_key.empty()) j["idempotency_key"] = r.idempotency_key;
   return Dump(j);
 }
 
@@ -236,7 +239,8 @@ Result<SubmitRequest> SubmitRequestFromJson(std::string_view text) {
   if (!j.ok()) return j.status();
   SubmitRequest r;
   HACHI_RETURN_IF_ERROR(OnlyKeys(
-      *j, "submit", {"req", "spec", "hold", "array_tasks", "array_max_running"}));
+      *j, "submit",
+      {"req", "spec", "hold", "array_tasks", "array_max_running", "idempotency_key"}));
   if (!j->contains("req"))
     return InvalidArgument("submit: 'req' (the resources) is missing");
   HACHI_RETURN_IF_ERROR(api::FromJson((*j)["req"], &r.req, "submit.req"));
@@ -246,6 +250,16 @@ Result<SubmitRequest> SubmitRequestFromJson(std::string_view text) {
   HACHI_RETURN_IF_ERROR(GetBool(*j, "hold", "submit", &r.hold));
   HACHI_RETURN_IF_ERROR(GetIntList(*j, "array_tasks", "submit", &r.array_tasks));
   HACHI_RETURN_IF_ERROR(GetInt(*j, "array_max_running", "submit", &r.array_max_running));
+  HACHI_RETURN_IF_ERROR(GetString(*j, "idempotency_key", "submit", &r.idempotency_key));
+  const std::string& key = r.idempotency_key;
+  if (key.size() > 128 || !std::all_of(key.begin(), key.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+               (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
+      })) {
+    return InvalidArgument(
+        "submit.idempotency_key: at most 128 of A-Z a-z 0-9 - _ . (got " +
+        std::to_string(key.size()) + " bytes)");
+  }
   HACHI_RETURN_IF_ERROR(CheckSubmitLimits(r));
   return r;
 }

@@ -149,6 +149,53 @@ TEST(ProtocolJson, WorkRoundTrip) {
   EXPECT_TRUE(back->reregister);
 }
 
+// Issue 16: the launch carries the job's bytes exactly to the agent; a submit carries
+// them exactly to the server, and refuses a text field that is not UTF-8 by name.
+TEST(ProtocolJson, NonUtf8BytesReachTheAgentAndTheServerExactly) {
+  AgentWork w;
+  w.launch = {FullLaunch(40, 0)};
+  state::JobSpec& spec = w.launch[0].spec;
+  spec.workdir = "/srv/d\xff";
+  spec.script = "#!/bin/sh\necho \xfe\n";
+  spec.argv = {"a\xff", "b"};
+  spec.env = {{"K", "v\xff"}};
+  spec.stdout_path = "%x\xff.out";
+  Result<AgentWork> back = AgentWorkFromJson(AgentWorkToJson(w));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  const state::JobSpec& b = back->launch[0].spec;
+  EXPECT_EQ(b.workdir, spec.workdir);
+  EXPECT_EQ(b.script, spec.script);
+  EXPECT_EQ(b.argv, spec.argv);
+  EXPECT_EQ(b.env, spec.env);
+  EXPECT_EQ(b.stdout_path, spec.stdout_path);
+
+  SubmitRequest r = FullSubmit();
+  r.spec.workdir = "/srv/d\xff";
+  r.spec.env = {{"K\xfe", "v\xff"}};
+  Result<SubmitRequest> sub = SubmitRequestFromJson(SubmitRequestToJson(r));
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  EXPECT_EQ(sub->spec.workdir, r.spec.workdir);
+  EXPECT_EQ(sub->spec.env, r.spec.env);
+  r.req.account = "acct\xff";
+  sub = SubmitRequestFromJson(SubmitRequestToJson(r));
+  ASSERT_FALSE(sub.ok());
+  EXPECT_EQ(sub.status().message(), "submit.req.account: not valid UTF-8 (5 bytes)");
+}
+
+// Issue 16, item 10: a 3 MB field name used to come back whole in the error.
+TEST(ProtocolJson, AHugeUnknownFieldNameMakesAShortError) {
+  const std::string name(3 << 20, 'y');
+  Result<SubmitRequest> r = SubmitRequestFromJson("{\"req\": {}, \"" + name + "\": 1}");
+  ASSERT_FALSE(r.ok());
+  EXPECT_LT(ErrorToJson(r.status()).size(), 1024u);
+  EXPECT_EQ(r.status().message(),
+            "submit: unknown field '" + std::string(64, 'y') + "...'");
+  Result<AgentWork> w =
+      AgentWorkFromJson(R"({"launch":[{"job":1,")" + name + R"(":2}]})");
+  ASSERT_FALSE(w.ok());
+  EXPECT_LT(w.status().message().size(), 1024u);
+}
+
 TEST(ProtocolJson, EmptyWork) {
   Result<AgentWork> w = AgentWorkFromJson(AgentWorkToJson(AgentWork{}));
   ASSERT_TRUE(w.ok()) << w.status().ToString();

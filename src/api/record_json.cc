@@ -34,8 +34,11 @@ namespace {
 using nlohmann::json;
 
 // The leaf checks both codecs share (state/json_values.h).
+using state::JsonBytes;
 using state::JsonTypeProblem;
+using state::ReadJsonBytes;
 using state::ReadJsonInt;
+using state::ReadJsonText;
 
 Status TypeError(const std::string& path, std::string_view expected, const json& got) {
   return InvalidArgument(path + ": " + JsonTypeProblem(expected, got));
@@ -45,6 +48,13 @@ std::string ReadStringValue(const json& v, std::string* out) {
   if (!v.is_string()) return JsonTypeProblem("a string", v);
   *out = v.get<std::string>();
   return "";
+}
+
+// A list of byte strings (argv), each a string or {"base64": ...} (state/json_values.h).
+json BytesList(const std::vector<std::string>& items) {
+  json out = json::array();
+  for (const std::string& s : items) out.push_back(JsonBytes(s));
+  return out;
 }
 
 // Reads the fields of one JSON object into a struct, strictly: the first error sticks
@@ -70,10 +80,17 @@ class ObjectReader {
     }
     *out = v->get<bool>();
   }
+  // Text: a string, or the bytes form when it holds UTF-8 ("not valid UTF-8" else).
   void String(const char* key, std::string* out) {
     const json* v = Field(key);
     if (v == nullptr) return;
-    Fail(key, ReadStringValue(*v, out));
+    Fail(key, ReadJsonText(*v, out));
+  }
+  // Bytes carried exactly: a string or {"base64": ...}.
+  void Bytes(const char* key, std::string* out) {
+    const json* v = Field(key);
+    if (v == nullptr) return;
+    Fail(key, ReadJsonBytes(*v, out));
   }
   void Gpus(const char* key, GpuSet* out) {
     const json* v = Field(key);
@@ -107,7 +124,7 @@ class ObjectReader {
     if (!status_.ok()) return status_;
     for (const auto& [key, value] : j_.items()) {
       if (std::find(seen_.begin(), seen_.end(), key) == seen_.end()) {
-        return InvalidArgument(Path(key) + ": unknown field");
+        return InvalidArgument(Path(Clip(key)) + ": unknown field");
       }
     }
     return Status::Ok();
@@ -162,19 +179,26 @@ Status ReadStringItem(const json& v, const std::string& path, std::string* out) 
   return ObjectReader::ReadString(v, path, out);
 }
 
+Status ReadBytesItem(const json& v, const std::string& path, std::string* out) {
+  std::string problem = ReadJsonBytes(v, out);
+  if (problem.empty()) return Status::Ok();
+  return InvalidArgument(path + ": " + problem);
+}
+
 template <typename T>
 Status ReadIntItem(const json& v, const std::string& path, T* out) {
   return ObjectReader::ReadInt(v, path, out);
 }
 
-// "NAME=value", split at the first '='.
+// "NAME=value", split at the first '='; bytes (a string or {"base64": ...}).
 Status ReadEnvItem(const json& v, const std::string& path,
                    std::pair<std::string, std::string>* out) {
   std::string text;
-  HACHI_RETURN_IF_ERROR(ObjectReader::ReadString(v, path, &text));
+  HACHI_RETURN_IF_ERROR(ReadBytesItem(v, path, &text));
   const size_t eq = text.find('=');
   if (eq == std::string::npos) {
-    return InvalidArgument(path + ": expected NAME=value, got \"" + text + "\"");
+    return InvalidArgument(path + ": expected NAME=value, got \"" + text.substr(0, 64) +
+                           (text.size() > 64 ? "...\"" : "\""));
   }
   *out = {text.substr(0, eq), text.substr(eq + 1)};
   return Status::Ok();
@@ -196,7 +220,7 @@ Status ReadDependency(const json& v, const std::string& path, sched::Dependency*
     } else if (lower == "afterany") {
       dep.kind = sched::DependencyKind::kAfterAny;
     } else {
-      return InvalidArgument(p + ": unknown dependency kind \"" + name +
+      return InvalidArgument(p + ": unknown dependency kind \"" + Clip(name) +
                              "\" (afterok, afterany)");
     }
     return Status::Ok();
@@ -211,7 +235,7 @@ Status ReadJobState(const json& v, const std::string& path, JobState* out) {
   std::string name;
   HACHI_RETURN_IF_ERROR(ObjectReader::ReadString(v, path, &name));
   if (!ParseJobState(name, out)) {
-    return InvalidArgument(path + ": unknown job state \"" + name + "\"");
+    return InvalidArgument(path + ": unknown job state \"" + Clip(name) + "\"");
   }
   return Status::Ok();
 }
@@ -220,7 +244,7 @@ Status ReadNodeState(const json& v, const std::string& path, NodeState* out) {
   std::string name;
   HACHI_RETURN_IF_ERROR(ObjectReader::ReadString(v, path, &name));
   if (!ParseNodeState(name, out)) {
-    return InvalidArgument(path + ": unknown node state \"" + name +
+    return InvalidArgument(path + ": unknown node state \"" + Clip(name) +
                            "\" (up, drained, down)");
   }
   return Status::Ok();
@@ -269,9 +293,11 @@ void ReadNodeRecord(ObjectReader& r, NodeRecord* n) {
     for (const auto& [key, why] : v.items()) {
       std::optional<long long> gpu = ParseInt(key);
       if (!gpu || *gpu < 0 || *gpu >= GpuSet::kMaxGpus) {
-        return InvalidArgument(p + ": '" + key + "' is not a GPU index");
+        return InvalidArgument(p + ": '" + Clip(key) + "' is not a GPU index");
       }
-      if (!why.is_string()) return InvalidArgument(p + "." + key + ": expected a string");
+      if (!why.is_string()) {
+        return InvalidArgument(p + "." + Clip(key) + ": expected a string");
+      }
       n->unhealthy_reasons[static_cast<int>(*gpu)] = why.get<std::string>();
     }
     return Status::Ok();
@@ -314,12 +340,14 @@ json ToJson(const sched::JobRequest& req) {
       {"cpus", req.cpus},
       {"memory_mib_per_gpu", req.memory_mib_per_gpu},
       {"memory_mib", req.memory_mib},
-      {"gpu_model", req.gpu_model},
+      // Text fields, but written as bytes when they are not UTF-8 so that the reader
+      // refuses them by name instead of the writer replacing them.
+      {"gpu_model", JsonBytes(req.gpu_model)},
       {"min_gpu_memory_mib", req.min_gpu_memory_mib},
-      {"partition", req.partition},
-      {"qos", req.qos},
-      {"user", req.user},
-      {"account", req.account},
+      {"partition", JsonBytes(req.partition)},
+      {"qos", JsonBytes(req.qos)},
+      {"user", JsonBytes(req.user)},
+      {"account", JsonBytes(req.account)},
       {"time_limit", req.time_limit},
       {"exclusive", req.exclusive},
       {"dependencies", std::move(deps)},
@@ -329,25 +357,27 @@ json ToJson(const sched::JobRequest& req) {
 }
 
 json ToJson(const JobSpec& spec) {
+  // Everything that reaches the job or the file system is bytes, carried exactly
+  // (docs/api.md, "Bytes that are not UTF-8"); the image is text, refused when not.
   json env = json::array();
-  for (const auto& [name, value] : spec.env) env.push_back(name + "=" + value);
+  for (const auto& [name, value] : spec.env) env.push_back(JsonBytes(name + "=" + value));
   return {
-      {"name", spec.name},
-      {"argv", spec.argv},
-      {"script", spec.script},
-      {"workdir", spec.workdir},
+      {"name", JsonBytes(spec.name)},
+      {"argv", BytesList(spec.argv)},
+      {"script", JsonBytes(spec.script)},
+      {"workdir", JsonBytes(spec.workdir)},
       {"env", std::move(env)},
-      {"stdout_path", spec.stdout_path},
-      {"stderr_path", spec.stderr_path},
+      {"stdout_path", JsonBytes(spec.stdout_path)},
+      {"stderr_path", JsonBytes(spec.stderr_path)},
       {"uid", spec.uid},
       {"gid", spec.gid},
-      {"container_image", spec.container_image},
+      {"container_image", JsonBytes(spec.container_image)},
       {"shm_mib", spec.shm_mib},
       {"requeue", spec.requeue},
       {"array_job_id", spec.array_job_id},
       {"array_task_id", spec.array_task_id},
       {"array_max_running", spec.array_max_running},
-      {"comment", spec.comment},
+      {"comment", JsonBytes(spec.comment)},
   };
 }
 
@@ -459,13 +489,13 @@ Status FromJson(const json& j, sched::JobRequest* out, std::string_view path) {
 Status FromJson(const json& j, JobSpec* out, std::string_view path) {
   JobSpec spec;
   ObjectReader r(j, path);
-  r.String("name", &spec.name);
-  r.List<std::string>("argv", &spec.argv, ReadStringItem);
-  r.String("script", &spec.script);
-  r.String("workdir", &spec.workdir);
+  r.Bytes("name", &spec.name);
+  r.List<std::string>("argv", &spec.argv, ReadBytesItem);
+  r.Bytes("script", &spec.script);
+  r.Bytes("workdir", &spec.workdir);
   r.List<std::pair<std::string, std::string>>("env", &spec.env, ReadEnvItem);
-  r.String("stdout_path", &spec.stdout_path);
-  r.String("stderr_path", &spec.stderr_path);
+  r.Bytes("stdout_path", &spec.stdout_path);
+  r.Bytes("stderr_path", &spec.stderr_path);
   r.Int("uid", &spec.uid);
   r.Int("gid", &spec.gid);
   r.String("container_image", &spec.container_image);
@@ -474,7 +504,7 @@ Status FromJson(const json& j, JobSpec* out, std::string_view path) {
   r.Int("array_job_id", &spec.array_job_id);
   r.Int("array_task_id", &spec.array_task_id);
   r.Int("array_max_running", &spec.array_max_running);
-  r.String("comment", &spec.comment);
+  r.Bytes("comment", &spec.comment);
   HACHI_RETURN_IF_ERROR(r.Finish());
   *out = std::move(spec);
   return Status::Ok();

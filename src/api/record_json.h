@@ -18,8 +18,12 @@
 
 namespace hachi::api {
 
-// Compact JSON (one line). Strings that are not valid UTF-8 have the bad bytes
-// replaced by U+FFFD: the only lossy case.
+// Compact JSON (one line). A job's script, argv, environment, workdir, output paths,
+// name and comment are bytes: a value that is not UTF-8 is written {"base64": "..."}
+// and read back exactly. Request fields that must be text (partition, qos, user,
+// account, gpu_model, container_image) are written the same way and refused by the
+// decoder when not UTF-8 ("submit.req.partition: not valid UTF-8 (4 bytes)"). Display
+// text (a job's reason, node texts) has bad bytes replaced by U+FFFD: nothing acts on it.
 std::string JobRecordToJson(const state::JobRecord& job);
 std::string NodeRecordToJson(const state::NodeRecord& node);
 // A NodeStatus is one flat object: the NodeRecord's fields plus the derived ones.

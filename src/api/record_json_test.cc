@@ -212,12 +212,84 @@ TEST(RecordJson, FromJsonLeavesOutputUnchangedOnError) {
   EXPECT_EQ(req.gpus, 3);
 }
 
-TEST(RecordJson, InvalidUtf8IsReplacedNotThrown) {
+// Issue 16: bytes that are not UTF-8 became U+FFFD (a job from `d\xff` ran in
+// `d\xef\xbf\xbd`). Now they are {"base64": ...} and come back exactly; UTF-8 values
+// stay plain strings, so clients see what they always saw.
+TEST(RecordJson, NonUtf8BytesRoundTripExactly) {
   JobRecord job = FullJob(1);
   job.spec.comment = "bad \xff byte";
+  job.spec.script = "#!/bin/sh\nprintf '\xfe\xff'\n";
+  job.spec.workdir = "/home/a/d\xff";
+  job.spec.argv = {"/bin/echo", "\xc3", "plain"};
+  job.spec.env = {{"N\xff", "v\x80"}, {"OK", "caf\xc3\xa9"}};
+  job.spec.stdout_path = "o\xff";
+  job.spec.stderr_path = "e\xff";
+  job.spec.name = "j\xff";
+  const std::string text = JobRecordToJson(job);
+  EXPECT_EQ(text.find("\xEF\xBF\xBD"), std::string::npos) << text;
+  const json j = json::parse(text);
+  EXPECT_EQ(j["spec"]["workdir"], json({{"base64", "L2hvbWUvYS9k/w=="}}));
+  EXPECT_EQ(j["spec"]["argv"][2], "plain");
+  EXPECT_EQ(j["spec"]["env"][1], "OK=caf\xc3\xa9");
+  Result<JobRecord> back = JobRecordFromJson(text);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->spec.comment, job.spec.comment);
+  EXPECT_EQ(back->spec.script, job.spec.script);
+  EXPECT_EQ(back->spec.workdir, job.spec.workdir);
+  EXPECT_EQ(back->spec.argv, job.spec.argv);
+  EXPECT_EQ(back->spec.env, job.spec.env);
+  EXPECT_EQ(back->spec.stdout_path, job.spec.stdout_path);
+  EXPECT_EQ(back->spec.stderr_path, job.spec.stderr_path);
+  EXPECT_EQ(back->spec.name, job.spec.name);
+}
+
+// Text fields are never replaced either: not UTF-8 is refused, naming the field.
+TEST(RecordJson, TextFieldsThatAreNotUtf8AreRefusedByName) {
+  JobRecord job = FullJob(1);
+  job.req.partition = "gpu\xff";
   Result<JobRecord> back = JobRecordFromJson(JobRecordToJson(job));
-  ASSERT_TRUE(back.ok());
-  EXPECT_EQ(back->spec.comment, "bad \xEF\xBF\xBD byte");
+  ASSERT_FALSE(back.ok());
+  EXPECT_EQ(back.status().message(), "job.req.partition: not valid UTF-8 (4 bytes)");
+  job = FullJob(1);
+  job.spec.container_image = "img\xff";
+  back = JobRecordFromJson(JobRecordToJson(job));
+  ASSERT_FALSE(back.ok());
+  EXPECT_EQ(back.status().message(),
+            "job.spec.container_image: not valid UTF-8 (4 bytes)");
+  // The bytes form holding UTF-8 is text like any other.
+  back = JobRecordFromJson(R"({"req":{"partition":{"base64":"Z3B1"}}})");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->req.partition, "gpu");
+}
+
+TEST(RecordJson, BytesFormIsStrict) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"spec":{"script":{"base64":"Z3B"}}})",
+       "job.spec.script: base64: not valid base64 (RFC 4648, padded)"},
+      {R"({"spec":{"script":{"base64":"Z3B1","more":1}}})",
+       "job.spec.script: expected a string or {\"base64\": \"...\"}, got an object "
+       "with other fields"},
+      {R"({"spec":{"argv":[{"hex":"00"}]}})",
+       "job.spec.argv[0]: expected a string or {\"base64\": \"...\"}, got an object "
+       "with other fields"},
+      {R"({"spec":{"env":[{"base64":"Tk9FUQ=="}]}})",
+       "job.spec.env[0]: expected NAME=value, got \"NOEQ\""},
+      {R"({"spec":{"workdir":7}})", "job.spec.workdir: expected a string, got number"},
+  };
+  for (const auto& [text, message] : cases) {
+    Result<JobRecord> r = JobRecordFromJson(text);
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_EQ(r.status().message(), message);
+  }
+}
+
+// Issue 16, item 10: a client's field name is quoted cut, not whole.
+TEST(RecordJson, AHugeUnknownFieldNameMakesAShortError) {
+  const std::string name(3 << 20, 'x');
+  Result<JobRecord> r = JobRecordFromJson("{\"" + name + "\": 1}");
+  ASSERT_FALSE(r.ok());
+  EXPECT_LT(r.status().message().size(), 1024u);
+  EXPECT_EQ(r.status().message(), "job." + std::string(64, 'x') + "...: unknown field");
 }
 
 }  // namespace

@@ -4,8 +4,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "api/protocol_json.h"
 #include "api/record_json_nlohmann.h"
@@ -76,8 +78,23 @@ Result<std::string> ApiClient::Call(const std::string& method, const std::string
 }
 
 Result<std::vector<state::JobId>> ApiClient::Submit(const api::SubmitRequest& r) {
-  Result<std::string> body = http_->Call("POST", std::string(api::kApiPrefix) + "/jobs",
-                                         api::SubmitRequestToJson(r));
+  // An idempotency key per submit (docs/api.md, "Submit idempotency"): when the reply is
+  // lost the same request is sent again, and the server answers it with the first
+  // one's ids instead of making a second job. Twice more at most, after 0.3 s and 1 s.
+  api::SubmitRequest keyed = r;
+  if (keyed.idempotency_key.empty()) {
+    Result<std::string> key = RandomHex(16);
+    if (!key.ok()) return key.status();
+    keyed.idempotency_key = *key;
+  }
+  const std::string request = api::SubmitRequestToJson(keyed);
+  const std::string path = std::string(api::kApiPrefix) + "/jobs";
+  Result<std::string> body = http_->Call("POST", path, request);
+  for (int retry : {300, 1000}) {
+    if (body.ok() || body.status().code() != StatusCode::kUnavailable) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(retry));
+    body = http_->Call("POST", path, request);
+  }
   if (!body.ok()) return body.status();
   Result<json> j = ParseBody(*body);
   if (!j.ok()) return j.status();
@@ -138,8 +155,12 @@ Result<JobView> ApiClient::Job(state::JobId id, const std::string& wait_from,
 }
 
 Status ApiClient::JobAction(state::JobId id, const std::string& action) {
-  Result<std::string> r = http_->Call("POST", std::string(api::kApiPrefix) + "/jobs/" +
-                                                  std::to_string(id) + "/" + action);
+  return JobAction(std::to_string(id), action);
+}
+
+Status ApiClient::JobAction(const std::string& id, const std::string& action) {
+  Result<std::string> r =
+      http_->Call("POST", std::string(api::kApiPrefix) + "/jobs/" + id + "/" + action);
   return r.ok() ? Status::Ok() : r.status();
 }
 

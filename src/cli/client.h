@@ -33,6 +33,8 @@ class ApiClient {
   Result<JobView> Job(state::JobId id, const std::string& wait_from = "",
                       int wait_ms = 0);
   Status JobAction(state::JobId id, const std::string& action);  // cancel, hold, release
+  // `id` as the user wrote it: "ID", an array's "A" (every task), "A_T" (task T).
+  Status JobAction(const std::string& id, const std::string& action);
   Result<std::vector<state::NodeStatus>> Nodes();
   // drain (with `reason`), resume (`gpu` >= 0: only that unhealthy GPU).
   Status NodeAction(const std::string& node, const std::string& action,

@@ -2,13 +2,17 @@
 // 127.0.0.1, jobs submitted with the real CLI, run as real processes by the agents.
 // What each job prints about itself is checked against what the server says it gave.
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -23,6 +27,7 @@
 #include <vector>
 
 #include "cli/cli_testing.h"
+#include "core/bytes.h"
 #include "topo/presets.h"
 #include "topo/topology_file.h"
 
@@ -640,6 +645,171 @@ TEST_F(DevE2e, StateFilesArePrivateFromTheFirstStart) {
   const std::string log = ReadFile(dir_ + "/dev.log");
   EXPECT_NE(log.find(db + " belongs to uid 65534"), std::string::npos) << log;
   ASSERT_EQ(::chown(db.c_str(), 0, 0), 0);
+}
+
+// Issue 16, item 4: bytes that are not UTF-8 used to become U+FFFD on the way, so a job
+// submitted from `d\xff` ran in `d\xef\xbf\xbd` (a directory another user may create).
+// The working directory, an environment value and an argument reach the job byte for
+// byte, through the CLI, the API, the store and the agent's launch.
+TEST_F(DevE2e, NonUtf8WorkdirEnvironmentAndArgvReachTheJobExactly) {
+  DevCluster dev(dir_);
+  ASSERT_FALSE(dev.url().empty());
+  const std::string odd = dir_ + "/d\xff";
+  const std::string replaced = dir_ + "/d\xef\xbf\xbd";  // what the old codec made of it
+  ASSERT_EQ(::mkdir(odd.c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir(replaced.c_str(), 0755), 0);
+  ASSERT_EQ(::chdir(odd.c_str()), 0);
+  ::setenv("ISSUE16_BYTES",
+           "v\xff\xfe"
+           "1",
+           1);
+  const int64_t id = Submit("-G 1 -o " + dir_ + "/job.out -- sh -c 'pwd -P > " + dir_ +
+                            "/pwd.out; printf %s \"$ISSUE16_BYTES\" > " + dir_ +
+                            "/env.out; printf %s \"$0\" > " + dir_ + "/arg.out' 'a\xff'");
+  ::unsetenv("ISSUE16_BYTES");
+  ASSERT_EQ(::chdir(dir_.c_str()), 0);
+  ASSERT_TRUE(WaitState(id, "COMPLETED", 20)) << StateOf(id) << "\n"
+                                              << ReadFile(dir_ + "/job.out");
+  EXPECT_EQ(ReadFile(dir_ + "/pwd.out"), odd + "\n");
+  EXPECT_EQ(ReadFile(dir_ + "/env.out"),
+            "v\xff\xfe"
+            "1");
+  EXPECT_EQ(ReadFile(dir_ + "/arg.out"), "a\xff");
+  // The API shows such a value in its bytes form; UTF-8 values stay strings.
+  json job = Jobs()[id];
+  ASSERT_TRUE(job["spec"]["workdir"].is_object()) << job.dump();
+  EXPECT_EQ(Base64Decode(job["spec"]["workdir"]["base64"].get<std::string>()), odd);
+  EXPECT_EQ(job["spec"]["argv"][0], "sh");
+}
+
+// Issue 16, item 10: `hachi cancel A` cancels the whole array (it cancelled the first
+// task only), `hachi cancel A_T` task T alone, as Slurm's scancel.
+TEST_F(DevE2e, CancelOfAnArraysIdCancelsTheArray) {
+  DevCluster dev(dir_);
+  ASSERT_FALSE(dev.url().empty());
+  // The tasks wait on a held job, so that released ones stay pending too.
+  const int64_t blocker = Submit("-H -G 1 -o /dev/null -- true");
+  const int64_t a =
+      Submit("-H --array=0-3 -G 1 -o /dev/null -d afterok:" + std::to_string(blocker) +
+             " -- true");
+  ASSERT_GT(a, 0);
+  const std::string id = std::to_string(a);
+  EXPECT_EQ(Hachi("cancel " + id + "_2").exit_code, 0);
+  EXPECT_EQ(StateOf(a + 2), "CANCELLED");
+  EXPECT_EQ(StateOf(a), "PENDING");
+  EXPECT_EQ(Hachi("release " + id + "_[0-1]").exit_code, 0);
+  EXPECT_FALSE(Jobs()[a]["held"].get<bool>());
+  EXPECT_TRUE(Jobs()[a + 3]["held"].get<bool>());
+  EXPECT_EQ(Hachi("hold " + id).exit_code, 0);
+  EXPECT_TRUE(Jobs()[a]["held"].get<bool>());
+  EXPECT_EQ(Hachi("cancel " + id).exit_code, 0);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(StateOf(a + i), "CANCELLED") << i;
+  const testing::CmdResult r = Hachi("cancel " + id + "_9");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("has no task 9"), std::string::npos) << r.out;
+  EXPECT_NE(Hachi("cancel 1_x").exit_code, 0);
+  EXPECT_EQ(Hachi("cancel " + std::to_string(blocker)).exit_code, 0);
+}
+
+// A Unix-socket proxy in front of the server that loses the reply of the first
+// request: it forwards the request, waits until the server answers (so the submit was
+// made), then closes the client's connection without a word. Later connections pass.
+class ReplyLosingProxy {
+ public:
+  ReplyLosingProxy(std::string listen, std::string server)
+      : listen_(std::move(listen)), server_(std::move(server)) {
+    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a = Address(listen_);
+    ::unlink(listen_.c_str());
+    ok_ = fd_ >= 0 && ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+          ::listen(fd_, 8) == 0;
+    if (ok_) thread_ = std::thread([this] { Serve(); });
+  }
+  ~ReplyLosingProxy() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    if (fd_ >= 0) ::close(fd_);
+    ::unlink(listen_.c_str());
+  }
+  bool ok() const { return ok_; }
+  int lost() const { return lost_; }
+
+ private:
+  static sockaddr_un Address(const std::string& path) {
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
+    return a;
+  }
+  static bool Readable(int fd, int ms) {
+    pollfd p{fd, POLLIN, 0};
+    return ::poll(&p, 1, ms) > 0;
+  }
+  void Serve() {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!stop_ && std::chrono::steady_clock::now() < end) {
+      if (!Readable(fd_, 100)) continue;
+      const int client = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (client < 0) continue;
+      const int server = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_un a = Address(server_);
+      if (server >= 0 &&
+          ::connect(server, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
+        Pump(client, server, /*lose_reply=*/lost_ == 0);
+      }
+      if (server >= 0) ::close(server);
+      ::close(client);
+    }
+  }
+  // Copies both ways for at most 10 s. With lose_reply: once the server has answered,
+  // both ends are closed, the reply unsent.
+  void Pump(int client, int server, bool lose_reply) {
+    char buf[65536];
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!stop_ && std::chrono::steady_clock::now() < end) {
+      pollfd p[2] = {{client, POLLIN, 0}, {server, POLLIN, 0}};
+      if (::poll(p, 2, 100) <= 0) continue;
+      for (int k = 0; k < 2; ++k) {
+        if ((p[k].revents & (POLLIN | POLLHUP)) == 0) continue;
+        const ssize_t n = ::read(p[k].fd, buf, sizeof buf);
+        if (n <= 0) return;
+        if (k == 1 && lose_reply) {
+          ++lost_;
+          return;
+        }
+        if (::write(p[1 - k].fd, buf, static_cast<size_t>(n)) != n) return;
+      }
+    }
+  }
+
+  std::string listen_, server_;
+  int fd_ = -1;
+  bool ok_ = false;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> lost_{0};
+  std::thread thread_;
+};
+
+// Issue 16, item 10: a submit whose reply was lost printed "cannot reach the server",
+// and submitting again made a second job. The CLI now sends the same submit again with
+// its idempotency key, and the server answers with the first one's job: one job.
+TEST_F(DevE2e, ASubmitWhoseReplyWasLostMakesOneJob) {
+  DevCluster dev(dir_);
+  ASSERT_FALSE(dev.url().empty());
+  ReplyLosingProxy proxy(dir_ + "/proxy.sock", dir_ + "/state/hachi.sock");
+  ASSERT_TRUE(proxy.ok());
+  const std::string real = std::getenv("HACHI_SERVER");
+  ::setenv("HACHI_SERVER", ("unix:" + dir_ + "/proxy.sock").c_str(), 1);
+  const testing::CmdResult r =
+      Hachi("submit --parsable -H -G 1 -o /dev/null -- true", false);
+  ::setenv("HACHI_SERVER", real.c_str(), 1);
+  EXPECT_EQ(proxy.lost(), 1) << "the first reply was lost";
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const int64_t id = std::atoll(r.out.c_str());
+  std::map<int64_t, json> jobs = Jobs();
+  EXPECT_EQ(jobs.size(), 1u) << "one job, not a duplicate";
+  EXPECT_EQ(jobs.count(id), 1u) << r.out;
+  EXPECT_EQ(Hachi("cancel " + std::to_string(id)).exit_code, 0);
 }
 
 }  // namespace

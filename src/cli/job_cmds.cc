@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -18,6 +19,7 @@
 #include "cli/explain_format.h"
 #include "cli/fail.h"
 #include "cli/slurm_format.h"
+#include "core/strings.h"
 
 extern char** environ;
 
@@ -252,6 +254,46 @@ Result<std::vector<state::JobId>> ParseIds(const std::vector<std::string>& words
   return ids;
 }
 
+// cancel/hold/release ids as scancel takes them: "ID", "A_T", "A_[1-3,7]" (each task).
+Result<std::vector<std::string>> ParseActionIds(const std::vector<std::string>& words) {
+  auto number = [](std::string_view s) {
+    return !s.empty() && s.size() <= 18 && std::all_of(s.begin(), s.end(), [](char ch) {
+      return ch >= '0' && ch <= '9';
+    });
+  };
+  std::vector<std::string> out;
+  for (const std::string& w : words) {
+    const size_t us = w.find('_');
+    const std::string_view head = std::string_view(w).substr(0, us);
+    if (!number(head) || std::stoll(std::string(head)) <= 0) {
+      return InvalidArgument("'" + Clip(w) + "' is not a job id (ID, A_T or A_[T-U])");
+    }
+    if (us == std::string::npos) {
+      out.push_back(w);
+      continue;
+    }
+    std::string_view tasks = std::string_view(w).substr(us + 1);
+    if (tasks.size() > 2 && tasks.front() == '[' && tasks.back() == ']') {
+      tasks = tasks.substr(1, tasks.size() - 2);
+    }
+    for (std::string_view part : Split(tasks, ',')) {
+      const size_t dash = part.find('-');
+      const std::string_view lo = part.substr(0, dash);
+      const std::string_view hi =
+          dash == std::string_view::npos ? lo : part.substr(dash + 1);
+      if (!number(lo) || !number(hi) || lo.size() > 9 || hi.size() > 9 ||
+          std::stol(std::string(lo)) > std::stol(std::string(hi)) ||
+          std::stol(std::string(hi)) - std::stol(std::string(lo)) >= 10000) {
+        return InvalidArgument("'" + Clip(w) + "' is not a job id (ID, A_T or A_[T-U])");
+      }
+      for (long t = std::stol(std::string(lo)); t <= std::stol(std::string(hi)); ++t) {
+        out.push_back(std::string(head) + "_" + std::to_string(t));
+      }
+    }
+  }
+  return out;
+}
+
 const char kSubmitUsage[] =
     "usage: hachi submit [options] script.sh [args]   (#SBATCH / #HACHI directives "
     "read)\n"
@@ -438,14 +480,16 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
         app.add_subcommand(act, act == "cancel" ? "Cancel jobs (scancel)"
                                 : act == "hold" ? "Hold pending jobs (scontrol hold)"
                                                 : "Release held jobs (scontrol release)");
-    cmd->add_option("ids", a->ids, "Job ids")->required();
+    cmd->add_option("ids", a->ids,
+                    "Job ids; an array's id (A) means all its tasks, A_T task T only")
+        ->required();
     cmd->add_option("--server", a->server, "Server URL");
     cmd->callback([a, act, exit_code] {
-      Result<std::vector<state::JobId>> ids = ParseIds(a->ids);
+      Result<std::vector<std::string>> ids = ParseActionIds(a->ids);
       if (!ids.ok()) return void(*exit_code = Fail(ids.status()));
       Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(a->server);
       if (!c.ok()) return void(*exit_code = Fail(c.status()));
-      for (state::JobId id : *ids) {
+      for (const std::string& id : *ids) {
         Status st = (*c)->JobAction(id, act);
         if (!st.ok()) *exit_code = Fail(st);
       }

@@ -91,6 +91,7 @@ int RunCheck(const SourceFlags& f, int expect_gpus) {
 struct AllocFlags {
   int count = 0;
   std::string free;
+  bool free_given = false;  // --free "" (none free) is not --free absent (all free)
   std::string require;
   std::string policy = "hachi";
 };
@@ -107,13 +108,20 @@ int RunAlloc(const SourceFlags& f, const AllocFlags& a) {
     return kExitBadInput;
   }
   GpuSet free = model->all_gpus();
-  if (!a.free.empty()) {
+  if (a.free_given) {
     Result<GpuSet> parsed = GpuSet::Parse(a.free);
     if (!parsed.ok()) {
       PrintError("topo alloc", InvalidArgument("--free: " + parsed.status().message()));
       return kExitBadInput;
     }
     free = *parsed;
+    if (free.empty() && a.count > 0) {
+      PrintError("topo alloc",
+                 Busy("--free '" + a.free + "': no GPU is free, so " +
+                      std::to_string(a.count) + " GPU" + (a.count == 1 ? "" : "s") +
+                      " cannot be allocated (leave --free out for all GPUs free)"));
+      return kExitNoFit;
+    }
   }
   alloc::Request req;
   req.count = a.count;
@@ -179,14 +187,16 @@ void AddTopoCommands(CLI::App& app, int* exit_code) {
       "alloc", "choose the GPUs a job of --count GPUs should get on this node");
   AddSourceFlags(al, alloc_src.get());
   al->add_option("-n,--count", alloc_flags->count, "GPUs the job needs")->required();
-  al->add_option("--free", alloc_flags->free,
-                 "GPUs free now, e.g. 0,2,5 or 0-3,6 (default: all)");
+  CLI::Option* free_opt =
+      al->add_option("--free", alloc_flags->free,
+                     "GPUs free now, e.g. 0,2,5 or 0-3,6 (default: all; \"\": none)");
   al->add_option("--require", alloc_flags->require,
                  "GPUs that must be part of the choice (a job already holding them)");
   al->add_option("--policy", alloc_flags->policy,
                  "allocation policy: hachi (default) or besteffort (NVIDIA "
                  "go-gpuallocator's, for comparison)");
-  al->callback([alloc_src, alloc_flags, exit_code] {
+  al->callback([alloc_src, alloc_flags, free_opt, exit_code] {
+    alloc_flags->free_given = free_opt->count() > 0;
     *exit_code = RunAlloc(*alloc_src, *alloc_flags);
   });
 }

@@ -138,6 +138,12 @@ INSTANTIATE_TEST_SUITE_P(
         AllocErrorCase{"nine_gpus", "--preset hgx-h100 --count 9", 1, "9"},
         AllocErrorCase{"busy", "--preset hgx-h100 --count 4 --free 1,5,6", 1, "1,5,6"},
         AllocErrorCase{"bad_free", "--preset hgx-h100 --count 1 --free 1,x", 2, "--free"},
+        // Issue 16: an explicitly empty free list is "none free", not "all free".
+        AllocErrorCase{"empty_free_is_none_free", "--preset hgx-h100 --count 1 --free ''",
+                       1, "no GPU is free"},
+        // CLI11 itself refuses "--free=" (no value after '='): bad input, not all free.
+        AllocErrorCase{"empty_free_with_equals", "--preset hgx-h100 --count 2 --free=", 2,
+                       "--free"},
         AllocErrorCase{"required_not_free",
                        "--preset hgx-h100 --count 2 --free 0,1 --require 3", 2, "3"},
         AllocErrorCase{"unknown_policy", "--preset hgx-h100 --count 1 --policy fastest",

@@ -19,8 +19,8 @@ Result<int> ParseIndex(std::string_view tok, std::string_view whole) {
   auto [p, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), v);
   if (ec != std::errc() || p != tok.data() + tok.size() || v < 0 ||
       v >= GpuSet::kMaxGpus) {
-    return InvalidArgument("bad GPU index '" + std::string(tok) + "' in '" +
-                           std::string(whole) + "' (expected 0-63)");
+    return InvalidArgument("bad GPU index '" + Clip(tok) + "' in '" + Clip(whole) +
+                           "' (expected 0-63)");
   }
   return v;
 }
@@ -34,7 +34,7 @@ Result<GpuSet> GpuSet::Parse(std::string_view text) {
   for (std::string_view part : Split(rest, ',')) {
     part = Trim(part);
     if (part.empty()) {
-      return InvalidArgument("empty item in GPU list '" + std::string(text) + "'");
+      return InvalidArgument("empty item in GPU list '" + Clip(text) + "'");
     }
     size_t dash = part.find('-');
     if (dash == std::string_view::npos) {
@@ -48,8 +48,8 @@ Result<GpuSet> GpuSet::Parse(std::string_view text) {
     Result<int> hi = ParseIndex(Trim(part.substr(dash + 1)), text);
     if (!hi.ok()) return hi.status();
     if (*hi < *lo) {
-      return InvalidArgument("descending range '" + std::string(part) +
-                             "' in GPU list '" + std::string(text) + "'");
+      return InvalidArgument("descending range '" + Clip(part) + "' in GPU list '" +
+                             Clip(text) + "'");
     }
     for (int i = *lo; i <= *hi; ++i) out.Insert(i);
   }

@@ -90,4 +90,11 @@ std::string StripAnsiEscapes(std::string_view s) {
   return out;
 }
 
+std::string Clip(std::string_view s, size_t max_bytes) {
+  if (s.size() <= max_bytes) return std::string(s);
+  size_t cut = max_bytes;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  return std::string(s.substr(0, cut)) + "...";
+}
+
 }  // namespace hachi

@@ -21,5 +21,9 @@ std::string ToLower(std::string_view s);
 // Removes terminal escape sequences (CSI "ESC [ ... final", and two-byte "ESC x"), which
 // nvidia-smi writes into `topo -m`'s header (underline) even when its output is a pipe.
 std::string StripAnsiEscapes(std::string_view s);
+// Client text quoted in an error ("unknown field '...'"): at most `max_bytes` bytes,
+// cut before a UTF-8 continuation byte and marked "..." when cut, so that a 3 MB field
+// name makes a short error, not a 3 MB one.
+std::string Clip(std::string_view s, size_t max_bytes = 64);
 
 }  // namespace hachi

@@ -99,9 +99,26 @@ bool IsEnvName(const std::string& name) {
 }  // namespace
 
 void RedactJobDetails(state::JobRecord* job) {
-  job->spec.env.clear();
-  if (!job->spec.script.empty()) {
-    job->spec.script = "# not shown: only the job's owner and admins see its script\n";
+  state::JobSpec& spec = job->spec;
+  spec.env.clear();
+  // Arguments hold passwords as often as the environment does (`--db-password=...`).
+  // A command job keeps its command's base name — the default job name, shown anyway —
+  // so that queue displays still say what runs; a batch script's argv is all arguments.
+  std::vector<std::string> argv;
+  size_t hidden = spec.argv.size();
+  if (spec.script.empty() && !spec.argv.empty()) {
+    const std::string& cmd = spec.argv[0];
+    const size_t slash = cmd.rfind('/');
+    argv.push_back(slash == std::string::npos ? cmd : cmd.substr(slash + 1));
+    --hidden;
+  }
+  if (hidden > 0) {
+    argv.push_back("(" + std::to_string(hidden) +
+                   (hidden == 1 ? " argument" : " arguments") + " not shown)");
+  }
+  spec.argv = std::move(argv);
+  if (!spec.script.empty()) {
+    spec.script = "# not shown: only the job's owner and admins see its script\n";
   }
 }
 

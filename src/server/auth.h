@@ -50,8 +50,9 @@ Status CheckJobSpec(const state::JobSpec& spec);
 
 // What a job's record shows a caller the Authorizer does not allow
 // Action::kSeeJobDetails (neither its owner nor an admin): no environment (it holds keys
-// and passwords as often as paths), and a placeholder for the script, which is no less
-// private.
+// and passwords as often as paths), a placeholder for the script, which is no less
+// private, and no arguments: argv becomes the command's base name (command jobs only)
+// and "(N arguments not shown)".
 void RedactJobDetails(state::JobRecord* job);
 
 }  // namespace hachi::server

@@ -419,6 +419,48 @@ TEST_F(AuthHttpTest, OnlyTheOwnerSeesAJobsEnvironmentAndScript) {
   }
 }
 
+// Issue 16, item 5: `hachi run -- echo SECRET` showed SECRET to anonymous readers and
+// other users. Arguments are redacted as the environment is; a command job keeps its
+// command's base name, and the listing says how many arguments are hidden.
+TEST_F(AuthHttpTest, OnlyTheOwnerSeesAJobsArguments) {
+  Start();
+  SubmitRequest cmd = MakeSubmit().Hold();
+  cmd.spec.script.clear();
+  cmd.spec.argv = {"/usr/bin/psql", "--db-password=s3cr3t", "-c", "select 1"};
+  const state::JobId cmd_id = Submit(*Tcp(bob_), api::SubmitRequestToJson(cmd));
+  ASSERT_GT(cmd_id, 0);
+  SubmitRequest script = MakeSubmit().Hold();
+  script.spec.script = "#!/bin/sh\necho \"$1\"\n";
+  script.spec.argv = {"--token=s3cr3t"};
+  const state::JobId script_id = Submit(*Tcp(bob_), api::SubmitRequestToJson(script));
+  ASSERT_GT(script_id, 0);
+  auto seen = [&](const std::string& token, const std::string& p) {
+    Result<std::string> r = Tcp(token)->Call("GET", p);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : "";
+  };
+  const std::string cmd_path = kApi + "/jobs/" + std::to_string(cmd_id);
+  const std::string script_path = kApi + "/jobs/" + std::to_string(script_id);
+  for (const std::string& who : {bob_, admin_}) {
+    const json one = json::parse(seen(who, cmd_path));
+    EXPECT_EQ(one["job"]["spec"]["argv"], json(cmd.spec.argv)) << "owner or admin";
+    EXPECT_NE(seen(who, script_path).find("--token=s3cr3t"), std::string::npos);
+  }
+  for (const std::string& other : {alice_, std::string()}) {
+    SCOPED_TRACE(other.empty() ? "anonymous" : "alice");
+    const std::string one = seen(other, cmd_path);
+    EXPECT_EQ(one.find("s3cr3t"), std::string::npos) << one;
+    EXPECT_EQ(json::parse(one)["job"]["spec"]["argv"],
+              json({"psql", "(3 arguments not shown)"}));
+    const std::string two = seen(other, script_path);
+    EXPECT_EQ(two.find("s3cr3t"), std::string::npos) << two;
+    EXPECT_EQ(json::parse(two)["job"]["spec"]["argv"], json({"(1 argument not shown)"}));
+    const std::string list = seen(other, kApi + "/jobs");
+    EXPECT_EQ(list.find("s3cr3t"), std::string::npos) << list;
+    EXPECT_EQ(json::parse(list)["jobs"].size(), 2u);
+  }
+}
+
 TEST_F(AuthHttpTest, AnonymousReadAll) {
   Start("[auth]\nanonymous_read = \"all\"\n");
   EXPECT_EQ(StatusOf(*Tcp(""), "GET", "/jobs"), 200);

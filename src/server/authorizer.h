@@ -66,7 +66,7 @@ enum class Action {
   kCancel,         // POST /jobs/ID/cancel, DELETE /jobs/ID (object: the job)
   kHold,           // POST /jobs/ID/hold
   kRelease,        // POST /jobs/ID/release
-  kSeeJobDetails,  // a job's spec.env and spec.script (GET /jobs, /jobs/ID), its log
+  kSeeJobDetails,  // a job's spec.env, spec.script, spec.argv (GET /jobs, /jobs/ID), log
   kDrain,          // POST /nodes/NAME/drain (object: the node)
   kResume,         // POST /nodes/NAME/resume
   kIssueToken,     // POST /tokens

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <ctime>
 
+#include "core/bytes.h"
 #include "sched/dependencies.h"
 #include "sched/gpu_share.h"
 #include "server/auth.h"
@@ -49,7 +50,11 @@ Result<std::unique_ptr<Controller>> Controller::Create(
       [raw = c.get()](metrics::Writer& w) { WriteClusterGauges(raw->Gauges(), w); });
   c->image_ = std::move(*image);
   c->next_id_ = c->image_.last_job_id + 1;
+  const Time now = c->options_.clock->Now();
   for (auto& [id, job] : c->image_.jobs) {
+    if (!job.submit_key.empty()) {
+      c->submit_keys_.Load(job.spec.uid, job.submit_key, id, job.submit_time, now);
+    }
     if (!state::IsFinal(job.state)) {
       c->active_.insert(id);
     } else {
@@ -199,6 +204,12 @@ Result<std::vector<state::JobId>> Controller::Submit(const SubmitRequest& reques
     if (stopping_) return Unavailable("the server is stopping");
     if (base_dirty_) HACHI_RETURN_IF_ERROR(RebuildBaseLocked());
     sched::JobRequest req = request.req;
+    // Names are text in the API (docs/api.md, "Bytes that are not UTF-8"): a user name
+    // that is not UTF-8 would make every listing of the job unreadable to clients.
+    if (!IsValidUtf8(who.user)) {
+      return InvalidArgument("user: the name of uid " + std::to_string(who.uid) +
+                             " is not valid UTF-8");
+    }
     req.user = who.user;
     if (req.account.empty()) req.account = who.user;
     if (req.time_limit < 0) {  // --time=UNLIMITED: the partition's maximum
@@ -206,6 +217,18 @@ Result<std::vector<state::JobId>> Controller::Submit(const SubmitRequest& reques
       req.time_limit = p >= 0 && p < static_cast<int>(base_.state.partitions.size())
                            ? base_.state.partitions[p].max_time
                            : 0;
+    }
+    const Time now = options_.clock->Now();
+    if (!request.idempotency_key.empty()) {
+      if (const SubmitKeys::Entry* e =
+              submit_keys_.Find(who.uid, request.idempotency_key, now)) {
+        if (!e->stored) {
+          return Unavailable(
+              "a submit with this idempotency key is still being stored; retry");
+        }
+        for (int i = 0; i < e->count; ++i) ids.push_back(e->first + i);
+        return ids;  // a retry: the first submit's jobs, nothing new
+      }
     }
     Result<sched::Job> valid = sched::ValidateRequest(base_.state, req);
     if (!valid.ok()) return valid.status();
@@ -220,7 +243,9 @@ Result<std::vector<state::JobId>> Controller::Submit(const SubmitRequest& reques
       }
     }
     next_id_ += count;
-    const Time now = options_.clock->Now();
+    if (!request.idempotency_key.empty()) {
+      submit_keys_.Reserve(who.uid, request.idempotency_key, first, count, now);
+    }
     for (int i = 0; i < count; ++i) {
       state::JobRecord r;
       r.id = first + i;
@@ -235,14 +260,24 @@ Result<std::vector<state::JobId>> Controller::Submit(const SubmitRequest& reques
       }
       r.held = request.hold;
       r.submit_time = now;
+      r.submit_key = request.idempotency_key;
       ids.push_back(r.id);
       edits.push_back(state::JobSubmitted{std::move(r)});
     }
   }
   // Outside both locks: concurrent submits share one transaction (group commit). Not
   // under writer_mu_ either: new jobs change nothing another writer has checked.
-  HACHI_RETURN_IF_ERROR(store_->Commit(edits));
+  if (Status s = store_->Commit(edits); !s.ok()) {
+    if (!request.idempotency_key.empty()) {
+      MutexLock lock(&mu_);
+      submit_keys_.Forget(who.uid, request.idempotency_key);
+    }
+    return s;
+  }
   MutexLock lock(&mu_);
+  if (!request.idempotency_key.empty()) {
+    submit_keys_.Stored(who.uid, request.idempotency_key);
+  }
   for (const state::Edit& e : edits) {
     Status s = state::ApplyEdit(&image_, e);
     (void)s;  // new ids, reserved above: cannot clash
@@ -256,25 +291,71 @@ Result<std::vector<state::JobId>> Controller::Submit(const SubmitRequest& reques
   return ids;
 }
 
-Status Controller::Cancel(state::JobId id, const Caller& who) {
-  MutexLock writer(&writer_mu_);
-  MutexLock lock(&mu_);
+Result<std::vector<state::JobId>> Controller::TargetsLocked(state::JobId id, int task,
+                                                            bool* whole_array) const {
+  *whole_array = false;
   auto it = image_.jobs.find(id);
   if (it == image_.jobs.end()) return NotFound("no job " + std::to_string(id));
-  const state::JobRecord& job = it->second;
-  HACHI_RETURN_IF_ERROR(authorizer_.Authorize(who, Action::kCancel, Resource::Job(job)));
-  if (state::IsFinal(job.state)) {
-    return InvalidArgument("job " + std::to_string(id) + " already ended (" +
+  const bool is_array = it->second.spec.array_job_id == id;
+  if (task < 0 && !is_array) return std::vector<state::JobId>{id};
+  if (!is_array) {
+    return NotFound("job " + std::to_string(id) + " is not an array, so it has no task " +
+                    std::to_string(task));
+  }
+  // An array's tasks have consecutive ids from the array's (Submit).
+  std::vector<state::JobId> ids;
+  for (; it != image_.jobs.end() && it->second.spec.array_job_id == id; ++it) {
+    if (task < 0 || it->second.spec.array_task_id == task) ids.push_back(it->first);
+  }
+  if (ids.empty()) {
+    return NotFound("array " + std::to_string(id) + " has no task " +
+                    std::to_string(task));
+  }
+  *whole_array = task < 0;
+  return ids;
+}
+
+Status Controller::Cancel(state::JobId id, const Caller& who, int task) {
+  MutexLock writer(&writer_mu_);
+  MutexLock lock(&mu_);
+  bool whole_array = false;
+  Result<std::vector<state::JobId>> ids = TargetsLocked(id, task, &whole_array);
+  if (!ids.ok()) return ids.status();
+  // Every task is checked before any is touched: all of them or none.
+  std::vector<state::JobId> live;
+  for (state::JobId t : *ids) {
+    const state::JobRecord& job = image_.jobs.at(t);
+    HACHI_RETURN_IF_ERROR(
+        authorizer_.Authorize(who, Action::kCancel, Resource::Job(job)));
+    if (!state::IsFinal(job.state)) live.push_back(t);
+  }
+  if (live.empty()) {
+    if (whole_array) {
+      return InvalidArgument("array " + std::to_string(id) + ": all its " +
+                             std::to_string(ids->size()) + " tasks already ended");
+    }
+    const state::JobRecord& job = image_.jobs.at(ids->front());
+    return InvalidArgument("job " + std::to_string(job.id) + " already ended (" +
                            std::string(state::JobStateName(job.state)) + ")");
   }
   const std::string reason = "cancelled by " + (who.user.empty() ? "?" : who.user);
+  std::vector<state::Edit> edits;
+  for (state::JobId t : live) CancelOneLocked(t, reason, &edits);
+  if (edits.empty()) return Status::Ok();
+  return CommitAndApply(std::move(edits));
+}
+
+void Controller::CancelOneLocked(state::JobId id, const std::string& reason,
+                                 std::vector<state::Edit>* edits) {
+  const state::JobRecord& job = image_.jobs.at(id);
   if (job.state == state::JobState::kPending) {
     diagnoses_.erase(id);
-    return CommitAndApply({state::JobEnded{id, state::JobState::kCancelled,
-                                           options_.clock->Now(), 0, 0, reason}});
+    edits->push_back(state::JobEnded{id, state::JobState::kCancelled,
+                                     options_.clock->Now(), 0, 0, reason});
+    return;
   }
   RunInfo& info = runs_[id];
-  if (info.cancel_requested) return Status::Ok();
+  if (info.cancel_requested) return;
   info.cancel_requested = true;
   info.cancel_reason = reason;
   for (const state::NodeAllocation& a : job.allocations) {
@@ -292,27 +373,40 @@ Status Controller::Cancel(state::JobId id, const Caller& who) {
     agents_.Cancel(a.node, id);
   }
   if (info.parts_left <= 0) {
-    state::JobEnded end = EndOf(job, info, options_.clock->Now());
+    edits->push_back(EndOf(job, info, options_.clock->Now()));
     runs_.erase(id);
-    return CommitAndApply({end});
   }
-  return Status::Ok();
 }
 
-Status Controller::Hold(state::JobId id, bool hold, const Caller& who) {
+Status Controller::Hold(state::JobId id, bool hold, const Caller& who, int task) {
   MutexLock writer(&writer_mu_);
   MutexLock lock(&mu_);
-  auto it = image_.jobs.find(id);
-  if (it == image_.jobs.end()) return NotFound("no job " + std::to_string(id));
-  HACHI_RETURN_IF_ERROR(authorizer_.Authorize(
-      who, hold ? Action::kHold : Action::kRelease, Resource::Job(it->second)));
-  if (it->second.state != state::JobState::kPending) {
-    return InvalidArgument("job " + std::to_string(id) + " is " +
-                           std::string(state::JobStateName(it->second.state)) +
-                           "; only pending jobs can be " + (hold ? "held" : "released"));
+  bool whole_array = false;
+  Result<std::vector<state::JobId>> ids = TargetsLocked(id, task, &whole_array);
+  if (!ids.ok()) return ids.status();
+  std::vector<state::Edit> edits;
+  bool any_pending = false;
+  for (state::JobId t : *ids) {
+    const state::JobRecord& job = image_.jobs.at(t);
+    HACHI_RETURN_IF_ERROR(authorizer_.Authorize(
+        who, hold ? Action::kHold : Action::kRelease, Resource::Job(job)));
+    if (job.state != state::JobState::kPending) {
+      if (whole_array) continue;  // an array's tasks that run or ended are left alone
+      return InvalidArgument("job " + std::to_string(t) + " is " +
+                             std::string(state::JobStateName(job.state)) +
+                             "; only pending jobs can be " +
+                             (hold ? "held" : "released"));
+    }
+    any_pending = true;
+    if (job.held != hold) edits.push_back(state::JobHeld{t, hold});
   }
-  if (it->second.held == hold) return Status::Ok();
-  return CommitAndApply({state::JobHeld{id, hold}});
+  if (!any_pending) {
+    return InvalidArgument("array " + std::to_string(id) +
+                           " has no pending task; only pending jobs can be " +
+                           (hold ? "held" : "released"));
+  }
+  if (edits.empty()) return Status::Ok();
+  return CommitAndApply(std::move(edits));
 }
 
 Result<state::JobRecord> Controller::Job(state::JobId id) const {

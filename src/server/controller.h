@@ -38,6 +38,7 @@
 #include "server/authorizer.h"  // Caller, Authorizer
 #include "server/runs.h"
 #include "server/snapshot.h"
+#include "server/submit_keys.h"
 #include "state/explain.h"
 #include "state/records.h"
 #include "state/stats_cause.h"
@@ -139,15 +140,21 @@ class Controller {
 
   // ---- Jobs ----
   // Validates (unsatisfiable requests refused with the reason), stores, then returns
-  // the new ids: on return they are on disk.
+  // the new ids: on return they are on disk. A request whose idempotency_key this user
+  // already submitted with (SubmitKeys' window) returns that submit's ids and makes
+  // nothing; kUnavailable while that first submit is still being stored.
   Result<std::vector<state::JobId>> Submit(const SubmitRequest& request,
                                            const Caller& who);
   // Pending: ended as cancelled now. Running: its agents stop it (SIGTERM, grace,
   // SIGKILL) and it ends as cancelled when they report. kNotFound / kInvalidArgument
   // (already ended).
   // Only the job's owner or an admin (Authorizer: kUnauthenticated, kPermissionDenied).
-  Status Cancel(state::JobId id, const Caller& who);
-  Status Hold(state::JobId id, bool hold, const Caller& who);
+  // As Slurm's scancel: `id` an array's id (its first task's, JobSpec::array_job_id)
+  // means every task of it that has not ended, in one commit; `task` >= 0 means task
+  // `task` of array `id` alone ("A_T"). Any other id is that one job.
+  Status Cancel(state::JobId id, const Caller& who, int task = -1);
+  // Holds or releases the same way: an array's id is its pending tasks.
+  Status Hold(state::JobId id, bool hold, const Caller& who, int task = -1);
   Result<state::JobRecord> Job(state::JobId id) const;
   // Jobs in id order, those with ids above `after`, at most `limit` (0: all): a page,
   // so that a client listing 100,000 jobs does not make the server build one reply of
@@ -227,6 +234,13 @@ class Controller {
   // (what may change it meanwhile is a submit, which only adds new jobs). Callers must
   // not keep pointers into runs_ or hardware_ across it. Nothing applies on error.
   Status CommitAndApply(std::vector<state::Edit> edits) REQUIRES(writer_mu_, mu_);
+  // The jobs a cancel/hold/release of `id` (and `task`, Cancel's) means, in id order;
+  // `whole_array` says whether `id` named an array. kNotFound.
+  Result<std::vector<state::JobId>> TargetsLocked(state::JobId id, int task,
+                                                  bool* whole_array) const REQUIRES(mu_);
+  // One job's part of Cancel: its JobEnded appended to `edits`, or its agents told.
+  void CancelOneLocked(state::JobId id, const std::string& reason,
+                       std::vector<state::Edit>* edits) REQUIRES(writer_mu_, mu_);
   Status RebuildBaseLocked() REQUIRES(mu_);
   void Loop() EXCLUDES(mu_, writer_mu_);
   // One cycle: snapshot (writer_mu_ and mu_), schedule (neither), apply (both again).
@@ -307,6 +321,7 @@ class Controller {
   // (cycle.cc), so that the log says it once per job.
   std::set<state::JobId> port_starved_ GUARDED_BY(mu_);
   state::JobId next_id_ GUARDED_BY(mu_) = 1;
+  SubmitKeys submit_keys_ GUARDED_BY(mu_);  // recent submits' idempotency keys
   std::unordered_map<std::string, NodeHardware> hardware_ GUARDED_BY(mu_);
   BaseCluster base_ GUARDED_BY(mu_);
   bool base_dirty_ GUARDED_BY(mu_) = true;

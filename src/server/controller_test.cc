@@ -473,6 +473,47 @@ TEST(Controller, Dependencies) {
   EXPECT_FALSE(h->Pending(ok)->reason.empty());
 }
 
+// Issue 16, item 10: as Slurm's scancel, the array's id cancels the whole array (it
+// cancelled the first task only) and A_T (task >= 0) one task; hold and release alike.
+TEST(Controller, AnArraysIdCancelsEveryTaskAndATOneTask) {
+  Harness h;
+  h.Register("n1");
+  Result<std::vector<state::JobId>> ids =
+      h->Submit(MakeSubmit().Gpus(1).Array({0, 1, 2, 3}, 1), kAlice);
+  ASSERT_TRUE(ids.ok()) << ids.status().ToString();
+  const state::JobId a = (*ids)[0];
+  h->RunCycle();
+  ASSERT_EQ(h.Work("n1").launch.size(), 1u);
+  ASSERT_EQ(h.StateOf(a), JobState::kRunning);
+  const state::JobId other = h.Submit(MakeSubmit().Gpus(1).Array({5, 6, 7}, 0).Hold());
+  ASSERT_TRUE(h->Cancel(other, kAlice, 6).ok());  // "B_6": that task alone
+  EXPECT_EQ(h.StateOf(other), JobState::kPending);
+  EXPECT_EQ(h.StateOf(other + 1), JobState::kCancelled);
+  EXPECT_EQ(h.StateOf(other + 2), JobState::kPending);
+  EXPECT_EQ(h->Cancel(other, kAlice, 9).code(), StatusCode::kNotFound);
+  EXPECT_EQ(h->Cancel(a + 1, kAlice, 0).code(), StatusCode::kNotFound)
+      << "a task's own id is not an array";
+
+  const Caller bob{"bob", 1001, 1001, true, false};
+  EXPECT_EQ(h->Cancel(a, bob).code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(h.StateOf(a + 3), JobState::kPending) << "refused: nothing changed";
+  ASSERT_TRUE(h->Cancel(a, kAlice).ok());  // "A": every task
+  for (int i = 1; i < 4; ++i) EXPECT_EQ(h.StateOf(a + i), JobState::kCancelled) << i;
+  EXPECT_EQ(h.StateOf(a), JobState::kRunning) << "running: its agent stops it";
+  EXPECT_EQ(h.Work("n1").cancel, std::vector<state::JobId>{a});
+  h.Exit("n1", a, 0, ExitKind::kCancelled);
+  EXPECT_EQ(h.StateOf(a), JobState::kCancelled);
+  EXPECT_EQ(h->Cancel(a, kAlice).code(), StatusCode::kInvalidArgument) << "all ended";
+
+  // Hold and release of the array's id: its pending tasks.
+  ASSERT_TRUE(h->Hold(other, false, kAlice).ok());
+  EXPECT_FALSE(h.Job(other).held);
+  EXPECT_FALSE(h.Job(other + 2).held);
+  ASSERT_TRUE(h->Hold(other, true, kAlice, 7).ok());
+  EXPECT_FALSE(h.Job(other).held);
+  EXPECT_TRUE(h.Job(other + 2).held);
+}
+
 TEST(Controller, ArrayNeverExceedsItsRunningLimit) {
   Harness h;
   h.Register("n1");

@@ -10,6 +10,7 @@
 
 #include "api/protocol_json.h"
 #include "api/record_json_nlohmann.h"
+#include "core/strings.h"
 #include "server/http_auth.h"
 #include "server/http_loop.h"
 #include "server/metrics.h"
@@ -31,7 +32,7 @@ void ReplyError(httplib::Response& res, const Status& s) {
 
 Result<state::JobId> JobIdOf(const httplib::Request& req) {
   const std::string s = req.matches[1];
-  if (s.size() > 18) return InvalidArgument("job id '" + s + "' is too large");
+  if (s.size() > 18) return InvalidArgument("job id '" + Clip(s) + "' is too large");
   return static_cast<state::JobId>(std::stoll(s));
 }
 
@@ -203,8 +204,9 @@ void HttpServer::Routes(HttpRouter& s) {
     if (job.ok() && req.has_param("wait_from")) {
       state::JobState known;
       if (!state::ParseJobState(req.get_param_value("wait_from"), &known)) {
-        return ReplyError(res, InvalidArgument("wait_from: unknown job state '" +
-                                               req.get_param_value("wait_from") + "'"));
+        return ReplyError(res,
+                          InvalidArgument("wait_from: unknown job state '" +
+                                          Clip(req.get_param_value("wait_from")) + "'"));
       }
       const int wait_ms = IntParam(req, "wait_ms", 10000, 0, 60000);
       if (job->state == known && !poll.expired() && !c->stopping() && wait_ms > 0) {
@@ -234,20 +236,30 @@ void HttpServer::Routes(HttpRouter& s) {
     return [c, action](const httplib::Request& req, httplib::Response& res) {
       Result<state::JobId> id = JobIdOf(req);
       if (!id.ok()) return ReplyError(res, id.status());
+      // "A_T": task T of array A (Slurm's); A alone is the whole array.
+      int task = -1;
+      if (req.matches.size() > 2 && req.matches[2].matched) {
+        const std::string t = req.matches[2];
+        if (t.size() > 9)
+          return ReplyError(res,
+                            InvalidArgument("array task '" + Clip(t) + "' is too large"));
+        task = std::stoi(t);
+      }
       const std::string a = action;
       Result<Caller> who = CallerOf(req, *c);
       if (!who.ok()) return ReplyError(res, who.status());
-      Status st = a == "cancel" ? c->Cancel(*id, *who)
-                  : a == "hold" ? c->Hold(*id, true, *who)
-                                : c->Hold(*id, false, *who);
+      Status st = a == "cancel" ? c->Cancel(*id, *who, task)
+                  : a == "hold" ? c->Hold(*id, true, *who, task)
+                                : c->Hold(*id, false, *who, task);
       if (!st.ok()) return ReplyError(res, st);
       Reply(res, 200, json{{"ok", true}}.dump());
     };
   };
-  s.Post(p + R"(/jobs/(\d+)/cancel)", job_action("cancel"));
-  s.Delete(p + R"(/jobs/(\d+))", job_action("cancel"));
-  s.Post(p + R"(/jobs/(\d+)/hold)", job_action("hold"));
-  s.Post(p + R"(/jobs/(\d+)/release)", job_action("release"));
+  // ID, or A_T for one task of array A (docs/api.md, "Arrays").
+  s.Post(p + R"(/jobs/(\d+)(?:_(\d+))?/cancel)", job_action("cancel"));
+  s.Delete(p + R"(/jobs/(\d+)(?:_(\d+))?)", job_action("cancel"));
+  s.Post(p + R"(/jobs/(\d+)(?:_(\d+))?/hold)", job_action("hold"));
+  s.Post(p + R"(/jobs/(\d+)(?:_(\d+))?/release)", job_action("release"));
 
   // ---- Nodes, partitions ----
   s.Get(p + "/nodes", [c](const httplib::Request&, httplib::Response& res) {

@@ -10,9 +10,13 @@
 #include <cstdint>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
+
+#include "core/bytes.h"
 
 namespace hachi::state {
 
@@ -51,6 +55,49 @@ std::string ReadJsonInt(const nlohmann::json& v, T* out) {
            std::to_string(kMax) + ")";
   }
   *out = v.get<T>();
+  return "";
+}
+
+// Bytes as JSON (docs/api.md, "Bytes that are not UTF-8"): valid UTF-8 stays a JSON
+// string, so clients see what they always saw; anything else is {"base64": "..."}, and
+// nothing is ever replaced. Every codec writes a job's script, argv, environment, paths,
+// name and comment with this, and any text whose source may hold other bytes.
+inline nlohmann::json JsonBytes(const std::string& bytes) {
+  if (IsValidUtf8(bytes)) return bytes;
+  return nlohmann::json{{"base64", Base64Encode(bytes)}};
+}
+
+// Reads what JsonBytes wrote: a string, or an object holding exactly one "base64"
+// string in canonical form. "" on success, else the problem.
+inline std::string ReadJsonBytes(const nlohmann::json& v, std::string* out) {
+  if (v.is_string()) {
+    *out = v.get<std::string>();
+    return "";
+  }
+  if (!v.is_object()) return JsonTypeProblem("a string", v);
+  auto it = v.find("base64");
+  if (v.size() != 1 || it == v.end() || !it->is_string()) {
+    return "expected a string or {\"base64\": \"...\"}, got an object with other fields";
+  }
+  std::optional<std::string> bytes = Base64Decode(it->get_ref<const std::string&>());
+  if (!bytes) return "base64: not valid base64 (RFC 4648, padded)";
+  *out = std::move(*bytes);
+  return "";
+}
+
+// A field that must be text (a partition, a user or node name, an image): the bytes
+// form is accepted only when it holds UTF-8, and refused by name otherwise — never
+// replaced ("partition: not valid UTF-8").
+inline std::string ReadJsonText(const nlohmann::json& v, std::string* out) {
+  if (v.is_string()) {
+    *out = v.get<std::string>();
+    return "";
+  }
+  std::string bytes;
+  if (std::string problem = ReadJsonBytes(v, &bytes); !problem.empty()) return problem;
+  if (!IsValidUtf8(bytes))
+    return "not valid UTF-8 (" + std::to_string(bytes.size()) + " bytes)";
+  *out = std::move(bytes);
   return "";
 }
 

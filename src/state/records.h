@@ -101,6 +101,10 @@ struct JobRecord {
   // range (server/cycle.cc) and kept so that a re-dispatch sends the same one. 0: a row
   // from before ports were tracked; dispatch then uses base + id % 1000.
   int master_port = 0;
+  // The idempotency key of the submit that made it (per uid; server/submit_keys.h), so
+  // that a retried submit finds this job after a restart too. "" when none was given.
+  // Kept in the store's rows, not in the API's job objects.
+  std::string submit_key;
 };
 
 enum class NodeState : uint8_t {

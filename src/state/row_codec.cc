@@ -23,7 +23,8 @@ constexpr const char* kMinReaderKey = "_min_reader";
 
 // ---- reading ----
 
-// The leaf checks (JsonTypeProblem, ReadJsonInt) are state/json_values.h's.
+// The leaf checks (JsonTypeProblem, ReadJsonInt, ReadJsonBytes) are
+// state/json_values.h's.
 
 // Reads the fields of one JSON object into a struct. Unlike the API's reader, a field
 // it is not asked for is no error: Finish() moves it into `unknown` (when given), so that
@@ -58,6 +59,11 @@ class RowReader {
       return;
     }
     *out = v->get<std::string>();
+  }
+  // Bytes as state/json_values.h writes them: a string or {"base64": ...}. The store
+  // reads back whatever it wrote, so every string of a job's spec and request is one.
+  void Bytes(const char* key, std::string* out) {
+    if (const json* v = Field(key)) Fail(key, ReadJsonBytes(*v, out));
   }
   void Gpus(const char* key, GpuSet* out) {
     const json* v = Field(key);
@@ -145,6 +151,11 @@ Status ReadStringItem(const json& v, const std::string& path, std::string* out) 
   return Status::Ok();
 }
 
+Status ReadBytesItem(const json& v, const std::string& path, std::string* out) {
+  std::string problem = ReadJsonBytes(v, out);
+  return problem.empty() ? Status::Ok() : Internal(path + ": " + problem);
+}
+
 template <typename T>
 Status ReadIntItem(const json& v, const std::string& path, T* out) {
   std::string problem = ReadJsonInt(v, out);
@@ -154,10 +165,10 @@ Status ReadIntItem(const json& v, const std::string& path, T* out) {
 Status ReadEnvItem(const json& v, const std::string& path,
                    std::pair<std::string, std::string>* out) {
   std::string text;
-  HACHI_RETURN_IF_ERROR(ReadStringItem(v, path, &text));
+  HACHI_RETURN_IF_ERROR(ReadBytesItem(v, path, &text));
   const size_t eq = text.find('=');
   if (eq == std::string::npos) {
-    return Internal(path + ": expected NAME=value, got \"" + text + "\"");
+    return Internal(path + ": expected NAME=value, got \"" + text.substr(0, 64) + "\"");
   }
   *out = {text.substr(0, eq), text.substr(eq + 1)};
   return Status::Ok();
@@ -202,12 +213,12 @@ Status ReadRequest(const json& v, const std::string& path, json* unknown,
   r.Int("cpus", &req->cpus);
   r.Int("memory_mib_per_gpu", &req->memory_mib_per_gpu);
   r.Int("memory_mib", &req->memory_mib);
-  r.String("gpu_model", &req->gpu_model);
+  r.Bytes("gpu_model", &req->gpu_model);
   r.Int("min_gpu_memory_mib", &req->min_gpu_memory_mib);
-  r.String("partition", &req->partition);
-  r.String("qos", &req->qos);
-  r.String("user", &req->user);
-  r.String("account", &req->account);
+  r.Bytes("partition", &req->partition);
+  r.Bytes("qos", &req->qos);
+  r.Bytes("user", &req->user);
+  r.Bytes("account", &req->account);
   r.Int("time_limit", &req->time_limit);
   r.Bool("exclusive", &req->exclusive);
   r.List("dependencies", &req->dependencies, ReadDependency);
@@ -218,22 +229,22 @@ Status ReadRequest(const json& v, const std::string& path, json* unknown,
 
 Status ReadSpec(const json& v, const std::string& path, json* unknown, JobSpec* spec) {
   RowReader r(v, path, unknown);
-  r.String("name", &spec->name);
-  r.List("argv", &spec->argv, ReadStringItem);
-  r.String("script", &spec->script);
-  r.String("workdir", &spec->workdir);
+  r.Bytes("name", &spec->name);
+  r.List("argv", &spec->argv, ReadBytesItem);
+  r.Bytes("script", &spec->script);
+  r.Bytes("workdir", &spec->workdir);
   r.List("env", &spec->env, ReadEnvItem);
-  r.String("stdout_path", &spec->stdout_path);
-  r.String("stderr_path", &spec->stderr_path);
+  r.Bytes("stdout_path", &spec->stdout_path);
+  r.Bytes("stderr_path", &spec->stderr_path);
   r.Int("uid", &spec->uid);
   r.Int("gid", &spec->gid);
-  r.String("container_image", &spec->container_image);
+  r.Bytes("container_image", &spec->container_image);
   r.Int("shm_mib", &spec->shm_mib);
   r.Bool("requeue", &spec->requeue);
   r.Int("array_job_id", &spec->array_job_id);
   r.Int("array_task_id", &spec->array_task_id);
   r.Int("array_max_running", &spec->array_max_running);
-  r.String("comment", &spec->comment);
+  r.Bytes("comment", &spec->comment);
   return r.Finish();
 }
 
@@ -266,6 +277,7 @@ Status ReadJob(const json& j, json* unknown, JobRecord* job) {
   r.String("reason", &job->reason);
   r.Int("requeues", &job->requeues);
   r.Int("master_port", &job->master_port);
+  r.String("submit_key", &job->submit_key);
   return r.Finish();
 }
 
@@ -341,7 +353,15 @@ Status StepV1ToV2(json* /*row*/) { return Status::Ok(); }
 // tracked.
 Status StepJobV2ToV3(json* /*row*/) { return Status::Ok(); }
 
-constexpr Step kJobSteps[] = {StepV1ToV2, StepJobV2ToV3};
+// Job rows 3 -> 4 (issue 16): a string of the spec or request may be {"base64": ...}
+// (bytes that are not UTF-8; before, they were replaced by U+FFFD), and "submit_key"
+// (the submit's idempotency key, written only when there is one) is added. A version 3
+// row holds only strings, which version 4 reads as they are, and no key (""). Rows that
+// hold the bytes form have "_min_reader" 4 (JobRowMinReader): an older binary must
+// refuse them, not misread them; a key alone is an unknown field older binaries keep.
+Status StepJobV3ToV4(json* /*row*/) { return Status::Ok(); }
+
+constexpr Step kJobSteps[] = {StepV1ToV2, StepJobV2ToV3, StepJobV3ToV4};
 constexpr Step kNodeSteps[] = {StepV1ToV2};
 constexpr Step kTokenSteps[] = {StepV1ToV2};
 static_assert(std::size(kJobSteps) == kJobRowFormat.version - 1);
@@ -407,6 +427,24 @@ void PutVersion(RowFormat format, json* j) {
   (*j)[kMinReaderKey] = format.min_reader;
 }
 
+// The oldest reader of a job row: kJobRowFormat.min_reader, or 4 when a field holds
+// bytes that are not UTF-8 (written {"base64": ...}, which version 3 cannot read).
+int JobRowMinReader(const JobRecord& job) {
+  const JobSpec& s = job.spec;
+  const sched::JobRequest& r = job.req;
+  bool utf8 = true;
+  for (const std::string* f : {&s.name, &s.script, &s.workdir, &s.stdout_path,
+                               &s.stderr_path, &s.container_image, &s.comment,
+                               &r.gpu_model, &r.partition, &r.qos, &r.user, &r.account}) {
+    utf8 = utf8 && IsValidUtf8(*f);
+  }
+  for (const std::string& a : s.argv) utf8 = utf8 && IsValidUtf8(a);
+  for (const auto& [name, value] : s.env) {
+    utf8 = utf8 && IsValidUtf8(name) && IsValidUtf8(value);
+  }
+  return utf8 ? kJobRowFormat.min_reader : 4;
+}
+
 // Adds the fields of `unknown` that `out` lacks, descending into objects both have.
 void MergeUnknown(const json& unknown, json* out) {
   for (const auto& [key, value] : unknown.items()) {
@@ -442,12 +480,12 @@ json RequestJson(const sched::JobRequest& req) {
       {"cpus", req.cpus},
       {"memory_mib_per_gpu", req.memory_mib_per_gpu},
       {"memory_mib", req.memory_mib},
-      {"gpu_model", req.gpu_model},
+      {"gpu_model", JsonBytes(req.gpu_model)},
       {"min_gpu_memory_mib", req.min_gpu_memory_mib},
-      {"partition", req.partition},
-      {"qos", req.qos},
-      {"user", req.user},
-      {"account", req.account},
+      {"partition", JsonBytes(req.partition)},
+      {"qos", JsonBytes(req.qos)},
+      {"user", JsonBytes(req.user)},
+      {"account", JsonBytes(req.account)},
       {"time_limit", req.time_limit},
       {"exclusive", req.exclusive},
       {"dependencies", std::move(deps)},
@@ -456,26 +494,29 @@ json RequestJson(const sched::JobRequest& req) {
   };
 }
 
+// Every string is bytes, written exactly (state/json_values.h: JsonBytes).
 json SpecJson(const JobSpec& spec) {
   json env = json::array();
-  for (const auto& [name, value] : spec.env) env.push_back(name + "=" + value);
+  for (const auto& [name, value] : spec.env) env.push_back(JsonBytes(name + "=" + value));
+  json argv = json::array();
+  for (const std::string& a : spec.argv) argv.push_back(JsonBytes(a));
   return {
-      {"name", spec.name},
-      {"argv", spec.argv},
-      {"script", spec.script},
-      {"workdir", spec.workdir},
+      {"name", JsonBytes(spec.name)},
+      {"argv", std::move(argv)},
+      {"script", JsonBytes(spec.script)},
+      {"workdir", JsonBytes(spec.workdir)},
       {"env", std::move(env)},
-      {"stdout_path", spec.stdout_path},
-      {"stderr_path", spec.stderr_path},
+      {"stdout_path", JsonBytes(spec.stdout_path)},
+      {"stderr_path", JsonBytes(spec.stderr_path)},
       {"uid", spec.uid},
       {"gid", spec.gid},
-      {"container_image", spec.container_image},
+      {"container_image", JsonBytes(spec.container_image)},
       {"shm_mib", spec.shm_mib},
       {"requeue", spec.requeue},
       {"array_job_id", spec.array_job_id},
       {"array_task_id", spec.array_task_id},
       {"array_max_running", spec.array_max_running},
-      {"comment", spec.comment},
+      {"comment", JsonBytes(spec.comment)},
   };
 }
 
@@ -509,7 +550,8 @@ std::string EncodeJobRow(const JobRecord& job, std::string_view unknown) {
       {"requeues", job.requeues},
       {"master_port", job.master_port},
   };
-  PutVersion(kJobRowFormat, &j);
+  if (!job.submit_key.empty()) j["submit_key"] = job.submit_key;  // version 4
+  PutVersion(RowFormat{kJobRowFormat.version, JobRowMinReader(job)}, &j);
   return Dump(&j, unknown);
 }
 

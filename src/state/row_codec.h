@@ -38,7 +38,7 @@ struct RowFormat {
   int version;
   int min_reader;
 };
-inline constexpr RowFormat kJobRowFormat{3, 2};    // jobs.record
+inline constexpr RowFormat kJobRowFormat{4, 2};    // jobs.record (4 for bytes rows)
 inline constexpr RowFormat kNodeRowFormat{2, 2};   // nodes.record
 inline constexpr RowFormat kTokenRowFormat{2, 2};  // tokens.record
 
@@ -52,8 +52,10 @@ struct Row {
   std::string unknown;
 };
 
-// Compact JSON (one line), every field written. Strings that are not valid UTF-8 have
-// the bad bytes replaced by U+FFFD. `unknown` (a Row's) is merged in.
+// Compact JSON (one line), every field written. A job's spec and request strings that
+// are not valid UTF-8 are written {"base64": "..."} and read back exactly (such a row
+// has "_min_reader" 4); in node and token rows, whose text never reaches a process or
+// a path, bad bytes are replaced by U+FFFD. `unknown` (a Row's) is merged in.
 std::string EncodeJobRow(const JobRecord& job, std::string_view unknown = "");
 std::string EncodeNodeRow(const NodeRecord& node, std::string_view unknown = "");
 std::string EncodeTokenRow(const TokenRecord& token, std::string_view unknown = "");

@@ -38,15 +38,65 @@ TEST(RowCodec, JobRoundTripKeepsEveryField) {
   EXPECT_TRUE(b.held);
   EXPECT_EQ(b.requeues, 2);
   EXPECT_EQ(b.master_port, 29517);
+  EXPECT_EQ(b.submit_key, "0123456789abcdef");
   EXPECT_EQ(b.spec.argv.back(), "");
   EXPECT_EQ(b.spec.array_task_id, 7);
+}
+
+// Issue 16: bytes that are not UTF-8 used to become U+FFFD (a job from `d\xff` ran in
+// `d\xef\xbf\xbd`). Every byte string of the spec and request reads back exactly.
+TEST(RowCodec, NonUtf8BytesRoundTripExactly) {
+  JobRecord job = FullJob(21);
+  job.spec.script = "#!/bin/sh\necho \xff\xfe\n";
+  job.spec.workdir = "/tmp/d\xff";
+  job.spec.argv = {"/bin/echo", "caf\xe9", "ok"};
+  job.spec.env = {{"V\xff", "x\xff\xc3"}, {"PLAIN", "y"}};
+  job.spec.stdout_path = "out\xff.%j";
+  job.spec.stderr_path = "err\x80";
+  job.spec.name = "n\xff";
+  job.spec.comment = "c\xfe";
+  job.req.partition = "p\xff";
+  const std::string text = EncodeJobRow(job);
+  EXPECT_EQ(text.find("\xef\xbf\xbd"), std::string::npos) << text;
+  const json j = json::parse(text);
+  EXPECT_EQ(j["spec"]["workdir"], json({{"base64", "L3RtcC9k/w=="}}));
+  EXPECT_EQ(j["spec"]["env"][1], "PLAIN=y");  // UTF-8 stays a string
+  EXPECT_EQ(j["_min_reader"], 4);  // version 3 readers must refuse, not misread, it
+  Result<Row<JobRecord>> back = DecodeJobRow(text);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  const JobSpec& b = back->record.spec;
+  EXPECT_EQ(b.script, job.spec.script);
+  EXPECT_EQ(b.workdir, job.spec.workdir);
+  EXPECT_EQ(b.argv, job.spec.argv);
+  EXPECT_EQ(b.env, job.spec.env);
+  EXPECT_EQ(b.stdout_path, job.spec.stdout_path);
+  EXPECT_EQ(b.stderr_path, job.spec.stderr_path);
+  EXPECT_EQ(b.name, job.spec.name);
+  EXPECT_EQ(b.comment, job.spec.comment);
+  EXPECT_EQ(back->record.req.partition, "p\xff");
+  EXPECT_EQ(EncodeJobRow(back->record), text);
+  // A row of text only keeps the table's min_reader: older binaries still read it.
+  EXPECT_EQ(json::parse(EncodeJobRow(FullJob(22)))["_min_reader"],
+            kJobRowFormat.min_reader);
+}
+
+TEST(RowCodec, BytesFormIsStrict) {
+  for (const char* bad : {R"({"base64":"L2Q"})", R"({"base64":"L2Q=","x":1})",
+                          R"({"hex":"2f64"})", R"({"base64":7})"}) {
+    const std::string row =
+        std::string(R"({"_v":4,"_min_reader":4,"id":1,"spec":{"workdir":)") + bad + "}}";
+    Result<Row<JobRecord>> r = DecodeJobRow(row);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("job.spec.workdir"), std::string::npos)
+        << r.status().message();
+  }
 }
 
 TEST(RowCodec, RowsCarryTheirVersion) {
   const json j = json::parse(EncodeJobRow(FullJob(3)));
   EXPECT_EQ(j["_v"], kJobRowFormat.version);
   EXPECT_EQ(j["_min_reader"], kJobRowFormat.min_reader);
-  EXPECT_EQ(j.size(), 16u);  // 14 fields + the two version keys
+  EXPECT_EQ(j.size(), 17u);  // 15 fields + the two version keys
   EXPECT_EQ(j["req"].size(), 18u);
   EXPECT_EQ(j["spec"].size(), 16u);
   EXPECT_EQ(j["allocations"][0].size(), 6u);
@@ -139,11 +189,22 @@ const UpgradeCase kUpgrades[] = {
        EXPECT_EQ(j->spec.array_task_id, -1);  // missing: the default
        EXPECT_EQ(j->master_port, 0);          // before ports were tracked
      }},
-    {"job_v3_current", "jobs",
-     R"({"_v":3,"_min_reader":2,"id":10,"state":"RUNNING","master_port":29501})", 3,
+    {"job_v3", "jobs",
+     R"({"_v":3,"_min_reader":2,"id":10,"state":"RUNNING","master_port":29501,)"
+     R"("spec":{"workdir":"/home/a/d\ufffd"}})",
+     3,
      [](const JobRecord* j, const NodeRecord*, const TokenRecord*) {
        EXPECT_EQ(j->id, 10);
        EXPECT_EQ(j->master_port, 29501);
+       EXPECT_EQ(j->spec.workdir, "/home/a/d\xef\xbf\xbd");  // what version 3 stored
+     }},
+    {"job_v4_current", "jobs",
+     R"({"_v":4,"_min_reader":4,"id":11,"state":"PENDING",)"
+     R"("spec":{"workdir":{"base64":"L2QK/w=="}}})",
+     4,
+     [](const JobRecord* j, const NodeRecord*, const TokenRecord*) {
+       EXPECT_EQ(j->id, 11);
+       EXPECT_EQ(j->spec.workdir, "/d\n\xff");
      }},
 };
 
@@ -207,12 +268,12 @@ TEST(RowCodec, UnknownFieldsOfANewerRowLoadAndSurviveARewrite) {
 }
 
 TEST(RowCodec, ARowForNewerReadersIsRefusedNamingTheVersions) {
-  Result<Row<JobRecord>> job = DecodeJobRow(R"({"_v":5,"_min_reader":4,"id":1})");
+  Result<Row<JobRecord>> job = DecodeJobRow(R"({"_v":6,"_min_reader":5,"id":1})");
   ASSERT_FALSE(job.ok());
   EXPECT_EQ(job.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(job.status().message(),
-            "row format version 5 needs a reader of version 4 or later; this hachi "
-            "reads job rows up to version 3 (run a newer hachi)");
+            "row format version 6 needs a reader of version 5 or later; this hachi "
+            "reads job rows up to version 4 (run a newer hachi)");
   // Without "_min_reader" a row needs a reader of its own version.
   Result<Row<TokenRecord>> token = DecodeTokenRow(R"({"_v":3})");
   ASSERT_FALSE(token.ok());
@@ -282,21 +343,13 @@ TEST(RowCodec, NodeAndTokenErrorsNameTheField) {
             std::string::npos);
 }
 
-TEST(RowCodec, InvalidUtf8IsReplacedNotThrown) {
-  JobRecord job = FullJob(1);
-  job.spec.comment = "bad \xff byte";
-  Result<Row<JobRecord>> back = DecodeJobRow(EncodeJobRow(job));
-  ASSERT_TRUE(back.ok());
-  EXPECT_EQ(back->record.spec.comment, "bad \xEF\xBF\xBD byte");
-}
-
 // A tripwire, not a contract: when a record gains a field its size changes, and this
 // fails until both codecs (state/row_codec.cc, api/record_json.cc), FullJob/FullNode
 // (testing.h), the key counts here and in api/record_json_test.cc, docs/api.md and the
 // store's fixture check (store_format_test.cc) know the field; then update the sizes
 // here (x86-64, g++).
 TEST(RowCodec, RecordSizesMatchTheCodecs) {
-  EXPECT_EQ(sizeof(JobRecord), 688u);
+  EXPECT_EQ(sizeof(JobRecord), 720u);
   EXPECT_EQ(sizeof(JobSpec), 312u);
   EXPECT_EQ(sizeof(sched::JobRequest), 264u);
   EXPECT_EQ(sizeof(NodeAllocation), 72u);

@@ -448,7 +448,7 @@ TEST(StoreFormat, RowsForNewerReadersAreRefused) {
   const std::string db = dir.File("state.db");
   MustOpen(db).reset();
   ExecSql(db, R"sql(
-INSERT INTO jobs VALUES (17, 'PENDING', '{"_v":5,"_min_reader":4,"id":17,"state":"PENDING"}');
+INSERT INTO jobs VALUES (17, 'PENDING', '{"_v":6,"_min_reader":5,"id":17,"state":"PENDING"}');
 )sql");
   std::unique_ptr<SqliteStore> store = MustOpen(db);
   ASSERT_NE(store, nullptr);
@@ -456,11 +456,11 @@ INSERT INTO jobs VALUES (17, 'PENDING', '{"_v":5,"_min_reader":4,"id":17,"state"
   ASSERT_FALSE(got.ok());
   EXPECT_EQ(got.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(got.status().message(),
-            db + ": jobs row 17: row format version 5 needs a reader of version 4 or "
-                 "later; this hachi reads job rows up to version 3 (run a newer hachi)");
+            db + ": jobs row 17: row format version 6 needs a reader of version 5 or "
+                 "later; this hachi reads job rows up to version 4 (run a newer hachi)");
   Status held = store->Commit({JobHeld{17, true}});
   EXPECT_EQ(held.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(held.message().find("jobs row 17: row format version 5"), std::string::npos)
+  EXPECT_NE(held.message().find("jobs row 17: row format version 6"), std::string::npos)
       << held.message();
 }
 

@@ -60,6 +60,7 @@ inline JobRecord FullJob(JobId id) {
   j.reason = "node n2 down";
   j.requeues = 2;
   j.master_port = 29517;
+  j.submit_key = "0123456789abcdef";  // the store's only: not in the API's objects
   return j;
 }
 

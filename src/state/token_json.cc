@@ -3,6 +3,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "core/strings.h"
+
 namespace hachi::state {
 
 using nlohmann::json;
@@ -25,7 +27,7 @@ Result<TokenRecord> TokenRecordFromJson(std::string_view text) {
     // compilers newer than the clang 14 the fuzz build uses.
     const std::string& key = item.key();
     const json& v = item.value();
-    const std::string path = "token." + key;
+    const std::string path = "token." + Clip(key);
     auto want_string = [&](std::string* out) -> Status {
       if (!v.is_string()) return InvalidArgument(path + ": expected a string");
       *out = v.get<std::string>();
