@@ -157,7 +157,8 @@ Status CgroupFs::RemoveDir(const std::string& path) {
 }
 
 Status CgroupFs::Write(const std::string& path, const std::string& text) {
-  const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC | O_CREAT | O_TRUNC, 0644);
+  const int fd =
+      open(path.c_str(), O_WRONLY | O_CLOEXEC | O_CREAT | O_TRUNC | O_NOCTTY, 0644);
   if (fd < 0) return Internal("cannot open " + path + ": " + strerror(errno));
   const ssize_t n = write(fd, text.data(), text.size());
   const int err = errno;
@@ -169,7 +170,7 @@ Status CgroupFs::Write(const std::string& path, const std::string& text) {
 }
 
 Result<std::string> CgroupFs::Read(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) return Internal("cannot open " + path + ": " + strerror(errno));
   std::string out;
   char buf[4096];

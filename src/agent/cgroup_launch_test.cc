@@ -266,6 +266,41 @@ TEST_P(RealCgroupTest, OutOfMemoryEndsTheJobAndNotItsNeighbour) {
   EXPECT_EQ(n->kind, api::ExitKind::kCancelled);
 }
 
+// Issue 16: the pids.max the kernel enforces add up to no more than the node's budget
+// (here 6,000: pid_max and threads-max given, a reserve of 2,000).
+TEST_P(RealCgroupTest, PidsMaxWrittenWithinTheNodesBudget) {
+  if (!driver_->Enforces("pids")) GTEST_SKIP() << driver_->Describe();
+  IsolationOptions iso;
+  iso.pid_max = 8000;
+  iso.threads_max = 1 << 20;
+  iso.pids_reserve = 2000;
+  ProcessLauncher& l = Launcher(iso);
+  ASSERT_TRUE(
+      l.Launch(MakeLaunch(11).Gpus({0}).Out("/dev/null").Sh("sleep 30").Grace(1)).ok());
+  ASSERT_TRUE(
+      l.Launch(MakeLaunch(12).Gpus({1, 2}).Out("/dev/null").Sh("sleep 30").Grace(1))
+          .ok());
+  auto pids_max = [&](JobId job) {
+    for (const std::string& dir : driver_->ParentDirs()) {
+      const std::string f = dir + "/job-" + std::to_string(job) + "/pids.max";
+      if (fs::exists(f)) return Slurp(f);
+    }
+    return std::string("<none>");
+  };
+  EXPECT_EQ(pids_max(11), "4096\n");
+  EXPECT_EQ(pids_max(12), "1904\n") << "8192 wanted; 6000 - 4096 left";
+  // The budget is spent: the next launch fails rather than over-commits.
+  ASSERT_TRUE(l.Launch(MakeLaunch(13).Gpus({3}).Out("/dev/null").Sh("true")).ok());
+  std::optional<api::JobExit> refused = exits_.Wait(13);
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->kind, api::ExitKind::kLaunchFailed);
+  EXPECT_NE(refused->message.find("pids are taken"), std::string::npos)
+      << refused->message;
+  for (JobId j : {11, 12}) l.Cancel(j, "test");
+  EXPECT_TRUE(exits_.Wait(11).has_value());
+  EXPECT_TRUE(exits_.Wait(12).has_value());
+}
+
 TEST_P(RealCgroupTest, JobIsPinnedToCpusOfItsGpusNumaNode) {
   if (!driver_->Enforces("cpuset")) GTEST_SKIP() << driver_->Describe();
   IsolationOptions iso;
@@ -386,6 +421,33 @@ TEST(CgroupRuntime, JobGetsUnlimitedMemlockManyFilesAndItsOwnShm) {
   for (const auto& f : fs::directory_iterator("/dev/shm")) {
     EXPECT_EQ(f.path().filename().string().rfind("hachi-rt-", 0), std::string::npos);
   }
+}
+
+// Issue 16: a job's private /dev/shm is never bigger than its memory, whatever it asked.
+TEST(CgroupRuntime, ShmIsBoundedByTheJobsMemory) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root";
+  char tmpl[] = "/tmp/hachi-rt-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  {
+    Exits exits;
+    ProcessLauncher::Options o;
+    o.spool_dir = dir;
+    ProcessLauncher l(o, exits.Callback());
+    api::LaunchSpec spec = MakeLaunch(8)
+                               .Shm(8192)
+                               .Out(dir + "/shm.out")
+                               .Sh("grep ' /dev/shm ' /proc/self/mountinfo");
+    spec.memory_mib = 64;
+    ASSERT_TRUE(l.Launch(spec).ok());
+    std::optional<api::JobExit> e = exits.Wait(8);
+    ASSERT_TRUE(e.has_value());
+    EXPECT_EQ(e->kind, api::ExitKind::kExited) << e->message;
+  }
+  const std::string text = Slurp(dir + "/shm.out");
+  fs::remove_all(dir);
+  EXPECT_NE(text.find("size=65536k"), std::string::npos)
+      << "8 GiB asked, 64 MiB of memory: " << text;
 }
 
 }  // namespace

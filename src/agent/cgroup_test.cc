@@ -19,6 +19,7 @@
 #include <sstream>
 #include <thread>
 
+#include "agent/isolation.h"
 #include "agent/launcher.h"
 #include "agent/testing.h"
 
@@ -231,6 +232,98 @@ TEST_F(TempTree, CgroupModeNoneAndBadModes) {
   // Nothing mounted in the tree.
   Result<std::unique_ptr<CgroupDriver>> nothing = OpenCgroups(Options("auto"));
   EXPECT_FALSE(nothing.ok());
+}
+
+// Issue 16: one 8-GPU job's 4096 x 8 pids could take every pid of a node. The jobs'
+// pids.max together now stay within the node's budget, min(pid_max, threads-max) less
+// the agent's reserve.
+TEST(NodePidsBudget, KernelLimitsLessTheReserve) {
+  struct Row {
+    const char* name;
+    int64_t pid_max, threads_max, reserve, want;
+  };
+  const Row rows[] = {
+      {"big_pid_max_default_reserve", 4194304, 4194304, -1, 4194304 - 419430},
+      {"small_pid_max_reserve_4096", 32768, 1000000, -1, 32768 - 4096},
+      {"threads_max_is_smaller", 4194304, 63000, -1, 63000 - 6300},
+      {"explicit_reserve", 100000, 100000, 500, 99500},
+      {"reserve_above_the_limit", 5000, 5000, 9000, 0},
+      {"unknown_pid_max_is_the_kernels_default", 0, 0, -1, 32768 - 4096},
+  };
+  for (const Row& r : rows) {
+    EXPECT_EQ(Isolation::NodePidsBudget(r.pid_max, r.threads_max, r.reserve), r.want)
+        << r.name;
+  }
+  EXPECT_EQ(*Isolation::JobPidsMax(4096, 8, 1000000, 0), 32768);
+  EXPECT_EQ(*Isolation::JobPidsMax(4096, 0, 1000000, 0), 4096) << "no GPUs: one share";
+  EXPECT_EQ(*Isolation::JobPidsMax(4096, 8, 30000, 10000), 20000) << "what is left";
+  EXPECT_EQ(Isolation::JobPidsMax(4096, 1, 30000, 29990).status().code(),
+            StatusCode::kUnavailable);
+}
+
+TEST_F(TempTree, JobsPidsTogetherStayWithinTheNodesBudget) {
+  // A v1 tree (v2's device filter needs a real cgroup2 to attach its BPF program to).
+  for (const char* c : {"memory", "cpuset", "pids", "devices", "freezer"}) {
+    fs::create_directories(root_ + "/" + c);
+  }
+  Put(root_ + "/cpuset/cpuset.cpus", "0-3\n");
+  Put(root_ + "/cpuset/cpuset.mems", "0\n");
+  Result<std::unique_ptr<CgroupDriver>> d = OpenCgroups(Options("v1"));
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  IsolationOptions o;
+  o.cgroups = std::move(*d);
+  o.node_cpus = {0, 1, 2, 3};
+  o.pid_max = 20000;
+  o.threads_max = 100000;
+  o.pids_reserve = 10000;  // a budget of 10,000 for all jobs
+  Isolation iso(o);
+  EXPECT_EQ(iso.pids_budget(), 10000);
+  auto pids_of = [&](int job) {
+    return Slurp(root_ + "/pids/hachi/job-" + std::to_string(job) + "/pids.max");
+  };
+  SpawnRequest::Setup s1, s2, s3, s4;
+  Result<JobIsolation> a = iso.Prepare(MakeLaunch(1).Gpus({0}), &s1);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(pids_of(1), "4096");
+  Result<JobIsolation> b = iso.Prepare(MakeLaunch(2).Gpus({1, 2}), &s2);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ(pids_of(2), "5904") << "8192 wanted, 5904 left";
+  EXPECT_EQ(iso.pids_booked(), 10000);
+  Result<JobIsolation> c = iso.Prepare(MakeLaunch(3).Gpus({3}), &s3);
+  EXPECT_EQ(c.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(c.status().message().find("pids are taken"), std::string::npos)
+      << c.status().message();
+  // A job's end gives its pids back.
+  iso.Finish(*a);
+  Result<JobIsolation> e = iso.Prepare(MakeLaunch(4).Gpus({3}), &s4);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_EQ(pids_of(4), "4096");
+  EXPECT_LE(iso.pids_booked(), iso.pids_budget());
+  iso.Finish(*b);
+  iso.Finish(*e);
+  EXPECT_EQ(iso.pids_booked(), 0);
+}
+
+// Issue 16: /dev/shm is never bigger than the job's memory.
+TEST(ShmMib, NeverMoreThanTheJobsMemory) {
+  struct Row {
+    const char* name;
+    int64_t shm, memory, want;
+  };
+  const Row rows[] = {
+      {"asked_within_memory", 512, 4096, 512},
+      {"asked_above_memory", 8192, 1024, 1024},
+      {"default_half_of_memory", 0, 1024, 512},
+      {"default_capped_at_64g", 0, 1 << 20, 64 * 1024},
+      {"no_memory_limit_asked", 128, 0, 128},
+      {"no_memory_limit_default", 0, 0, 64 * 1024},
+      {"tiny_memory", 0, 1, 1},
+  };
+  for (const Row& r : rows) {
+    api::LaunchSpec spec = MakeLaunch(1).Shm(r.shm);
+    spec.memory_mib = r.memory;
+    EXPECT_EQ(Isolation::ShmMib(spec), r.want) << r.name;
+  }
 }
 
 }  // namespace

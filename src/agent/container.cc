@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string_view>
 
+#include "api/container_image.h"
+
 namespace hachi::agent {
 namespace {
 
@@ -66,6 +68,10 @@ Result<ContainerLaunch> DockerLike(const ContainerRuntime& rt,
     if (!KeepsImageValue(kv.first)) a.insert(a.end(), {"-e", kv.first});
   }
   a.insert(a.end(), rt.extra_args.begin(), rt.extra_args.end());
+  // The end of the runtime's options (docker and podman parse with pflag, which stops
+  // at "--"): whatever the image is, it is not a flag (issue 16; CheckContainerImage
+  // already refused a leading '-').
+  a.push_back("--");
   a.push_back(spec.spec.container_image);
   a.insert(a.end(), argv.begin(), argv.end());
   return c;
@@ -87,6 +93,9 @@ Result<ContainerLaunch> Apptainer(const ContainerRuntime& rt, const api::LaunchS
   for (const std::string& b : binds) a.insert(a.end(), {"--bind", b + ":" + b + ":ro"});
   a.insert(a.end(), {"--pwd", wd});
   a.insert(a.end(), rt.extra_args.begin(), rt.extra_args.end());
+  // No "--" here: not checked against a real apptainer on this machine, so the image
+  // is kept where its documentation puts it; CheckContainerImage (a leading '-' is
+  // refused) is what keeps it from being read as an option.
   a.push_back(spec.spec.container_image);
   a.insert(a.end(), argv.begin(), argv.end());
   return c;
@@ -102,6 +111,10 @@ Result<ContainerLaunch> PrepareContainer(const ContainerRuntime& rt,
   if (spec.spec.container_image.empty()) {
     return InvalidArgument("job " + std::to_string(spec.job) +
                            " names no container image");
+  }
+  // Defence in depth: the server refused these at submit already.
+  if (Status st = api::CheckContainerImage(spec.spec.container_image); !st.ok()) {
+    return InvalidArgument("job " + std::to_string(spec.job) + ": " + st.message());
   }
   if (rt.kind == "docker" || rt.kind == "podman") {
     return DockerLike(rt, spec, argv, job_env, binds);

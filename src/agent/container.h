@@ -43,8 +43,9 @@ struct ContainerLaunch {
 // (`-e NAME`, or APPTAINERENV_NAME in the environment), never with their values on the
 // command line, where every user could read them. PATH, HOME, LD_LIBRARY_PATH and
 // HOSTNAME stay the image's. `binds` are extra host paths mounted read-only at the same
-// place (the spooled batch script). kInvalidArgument for an unknown kind or an empty
-// image.
+// place (the spooled batch script). kInvalidArgument for an unknown kind, an empty
+// image, or one api::CheckContainerImage refuses (a leading '-': never an option of the
+// runtime, issue 16; the server refused it at submit already).
 Result<ContainerLaunch> PrepareContainer(const ContainerRuntime& rt,
                                          const api::LaunchSpec& spec,
                                          const std::vector<std::string>& argv,
@@ -54,7 +55,8 @@ Result<ContainerLaunch> PrepareContainer(const ContainerRuntime& rt,
 // The command line alone, for JobEnvironment(spec).
 //   docker:    docker run --rm --name hachi-job-<id> --init --gpus "device=0,1"
 //              --ipc=host [--shm-size=<N>m] --ulimit memlock=-1 --ulimit stack=67108864
-//              --network host --user uid:gid -v wd:wd -w wd -e NAME... [extra] image argv
+//              --network host --user uid:gid -v wd:wd -w wd -e NAME... [extra] -- image
+//              argv
 //   podman:    the same with --device nvidia.com/gpu=<i> per GPU (CDI) for --gpus
 //   apptainer: apptainer exec --nv --bind wd --pwd wd [extra] image argv
 Result<std::vector<std::string>> ContainerCommand(const ContainerRuntime& rt,

@@ -36,12 +36,60 @@ rlim_t NofileFor(rlim_t wanted) {
   return wanted;
 }
 
+int64_t KernelLimit(const char* path) {
+  std::optional<std::string> text = ReadFile(path, nullptr);
+  return text ? std::strtoll(text->c_str(), nullptr, 10) : 0;
+}
+
+// The pids.max written in an adopted job's cgroup (the pids controller's directory).
+int64_t WrittenPidsMax(const JobCgroup& cg) {
+  int64_t most = 0;
+  for (const std::string& dir : cg.dirs) {
+    std::optional<std::string> text = ReadFile(dir + "/pids.max", nullptr);
+    if (text) most = std::max<int64_t>(most, std::strtoll(text->c_str(), nullptr, 10));
+  }
+  return most;
+}
+
 }  // namespace
 
 Isolation::Isolation(IsolationOptions options)
     : options_(std::move(options)),
       node_cpus_(options_.node_cpus.empty() ? AffinityCpus() : options_.node_cpus),
-      nofile_(NofileFor(options_.max_open_files)) {}
+      nofile_(NofileFor(options_.max_open_files)),
+      pids_budget_(NodePidsBudget(
+          options_.pid_max > 0 ? options_.pid_max
+                               : KernelLimit("/proc/sys/kernel/pid_max"),
+          options_.threads_max > 0 ? options_.threads_max
+                                   : KernelLimit("/proc/sys/kernel/threads-max"),
+          options_.pids_reserve)) {}
+
+int64_t Isolation::NodePidsBudget(int64_t pid_max, int64_t threads_max, int64_t reserve) {
+  int64_t limit = pid_max > 0 ? pid_max : 32768;  // the kernel's default pid_max
+  if (threads_max > 0) limit = std::min(limit, threads_max);
+  if (reserve < 0) reserve = std::max<int64_t>(4096, limit / 10);
+  return std::max<int64_t>(0, limit - reserve);
+}
+
+Result<int64_t> Isolation::JobPidsMax(int64_t per_gpu, int gpus, int64_t budget,
+                                      int64_t booked) {
+  const int64_t wanted = per_gpu * std::max(1, gpus);
+  const int64_t left = budget - booked;
+  if (left < kMinJobPids) {
+    return Unavailable("the node's pids are taken: running jobs hold " +
+                       std::to_string(booked) + " of the " + std::to_string(budget) +
+                       " the agent gives jobs (kernel.pid_max/threads-max less the "
+                       "agent's --pids-reserve)");
+  }
+  return std::min(wanted, left);
+}
+
+int64_t Isolation::pids_booked() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t sum = 0;
+  for (const auto& [job, n] : pids_) sum += n;
+  return sum;
+}
 
 CgroupMode Isolation::mode() const {
   return options_.cgroups ? options_.cgroups->mode() : CgroupMode::kNone;
@@ -54,10 +102,11 @@ std::string Isolation::Describe(const std::string& why_none) const {
 }
 
 int64_t Isolation::ShmMib(const api::LaunchSpec& spec) {
-  if (spec.spec.shm_mib > 0) return spec.spec.shm_mib;
-  if (spec.memory_mib > 0)
-    return std::max<int64_t>(1, std::min(spec.memory_mib / 2, kMaxDefaultShmMib));
-  return kMaxDefaultShmMib;
+  int64_t shm = spec.spec.shm_mib > 0 ? spec.spec.shm_mib
+                : spec.memory_mib > 0 ? std::min(spec.memory_mib / 2, kMaxDefaultShmMib)
+                                      : kMaxDefaultShmMib;
+  if (spec.memory_mib > 0) shm = std::min(shm, spec.memory_mib);
+  return std::max<int64_t>(1, shm);
 }
 
 std::vector<int> Isolation::BookCpus(const api::LaunchSpec& spec) {
@@ -105,7 +154,21 @@ Result<JobIsolation> Isolation::Prepare(const api::LaunchSpec& spec,
   l.memory_bytes = spec.memory_mib > 0 ? spec.memory_mib * 1024 * 1024 : 0;
   iso.cpus = BookCpus(spec);
   l.cpus = FormatCpuList(iso.cpus);
-  l.pids_max = options_.pids_per_gpu * std::max(1, spec.gpus.size());
+  {
+    // Booked before the cgroup exists, so two launches at once cannot both take the
+    // last of the budget.
+    std::lock_guard<std::mutex> lock(mu_);
+    int64_t booked = 0;
+    for (const auto& [job, n] : pids_) booked += n;
+    Result<int64_t> pids =
+        JobPidsMax(options_.pids_per_gpu, spec.gpus.size(), pids_budget_, booked);
+    if (!pids.ok()) {
+      booked_.erase(spec.job);
+      return pids.status();
+    }
+    l.pids_max = *pids;
+    pids_[spec.job] = l.pids_max;
+  }
   l.restrict_gpus = true;
   for (int g : spec.gpus.Indices()) {
     l.gpu_minors.push_back(g < static_cast<int>(options_.gpus.size())
@@ -137,6 +200,7 @@ std::string Isolation::Finish(JobIsolation& job) {
   }
   std::lock_guard<std::mutex> lock(mu_);
   booked_.erase(job.job);
+  pids_.erase(job.job);
   return oom;
 }
 
@@ -154,6 +218,13 @@ std::vector<JobIsolation> Isolation::TakeOverLeftovers(
     if (keep.count(id)) {
       JobIsolation iso;
       iso.job = id;
+      // Its pids count against the budget until it ends, as they did for the agent
+      // that started it.
+      const int64_t pids = WrittenPidsMax(cg);
+      if (pids > 0) {
+        std::lock_guard<std::mutex> lock(mu_);
+        pids_[id] = pids;
+      }
       iso.cgroup = std::move(cg);
       kept.push_back(std::move(iso));
       continue;

@@ -36,6 +36,12 @@ struct IsolationOptions {
   std::vector<GpuPlacement> gpus;         // by GPU index; missing: minor = index
   std::vector<int> node_cpus;             // empty: the CPUs the agent may run on
   int64_t pids_per_gpu = 4096;            // pids.max = this x max(1, the job's GPUs)
+  // The node's pids kept for the agent and the system (issue 16): the pids.max of all
+  // running jobs together never pass min(kernel.pid_max, kernel.threads-max) minus this.
+  // -1: the larger of 4096 and a tenth of that minimum (NodePidsBudget).
+  int64_t pids_reserve = -1;
+  // The kernel's limits, for tests: 0 = read /proc/sys/kernel/{pid_max,threads-max}.
+  int64_t pid_max = 0, threads_max = 0;
   // As root: each job in its own mount namespace with a tmpfs /dev/shm of its shm size.
   bool private_shm = true;
   rlim_t max_open_files = 1 << 20;  // RLIMIT_NOFILE, capped at fs.nr_open
@@ -76,18 +82,34 @@ class Isolation {
 
   // The size of a job's /dev/shm: its --shm-size, else half its memory, at most 64 GiB
   // (a tmpfs only caps; its pages count against the job's memory limit).
+  // Never more than the job's memory (a tmpfs's pages count against it anyway; a
+  // bigger one only invites a job to run its cgroup out of memory through /dev/shm).
   static int64_t ShmMib(const api::LaunchSpec& spec);
+
+  // What all jobs' pids.max may add up to on this node: min(pid_max, threads_max) minus
+  // the reserve (-1: max(4096, a tenth of that minimum)), at least 0.
+  static int64_t NodePidsBudget(int64_t pid_max, int64_t threads_max, int64_t reserve);
+  // The pids.max a job gets: pids_per_gpu x max(1, its GPUs), within what the running
+  // jobs left of the budget; kUnavailable when less than kMinJobPids is left.
+  static constexpr int64_t kMinJobPids = 64;
+  static Result<int64_t> JobPidsMax(int64_t per_gpu, int gpus, int64_t budget,
+                                    int64_t booked);
+  // The budget this isolation enforces and what running jobs hold of it now.
+  int64_t pids_budget() const { return pids_budget_; }
+  int64_t pids_booked() const;
 
  private:
   std::vector<int> BookCpus(const api::LaunchSpec& spec);
 
   const IsolationOptions options_;
   const std::vector<int> node_cpus_;
-  const rlim_t nofile_;  // RLIMIT_NOFILE to give, as root
+  const rlim_t nofile_;        // RLIMIT_NOFILE to give, as root
+  const int64_t pids_budget_;  // NodePidsBudget of the options
 
   mutable std::mutex mu_;
   std::map<state::JobId, std::vector<int>>
-      booked_;  // guarded by mu_: CPUs of running jobs
+      booked_;                            // guarded by mu_: CPUs of running jobs
+  std::map<state::JobId, int64_t> pids_;  // guarded by mu_: pids.max of running jobs
 };
 
 }  // namespace hachi::agent

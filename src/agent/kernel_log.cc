@@ -73,7 +73,7 @@ Result<std::unique_ptr<KernelXidWatcher>> KernelXidWatcher::Start(
     std::string path, std::map<std::string, int> gpu_by_bus, GpuHealthCallback cb,
     int poll_ms, const Clock* clock) {
   auto impl = std::make_unique<Impl>();
-  impl->fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  impl->fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (impl->fd < 0) {
     return Unavailable("cannot read the kernel log " + path + ": " + strerror(errno));
   }

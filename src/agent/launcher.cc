@@ -81,7 +81,8 @@ Status WriteScript(const std::string& dir, const std::string& path,
   }
   unlink(path.c_str());  // a leftover of an earlier run of this id
   const int fd =
-      open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0700);
+      open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
+           0700);
   if (fd < 0) return Internal("cannot write " + path + ": " + strerror(errno));
   Status st;
   const std::string& text = spec.spec.script;
@@ -186,7 +187,8 @@ void WriteRunRecord(const std::string& spool, const RunRecord& r) {
       (r.waiter ? "1 " : "0 ") + (r.script.empty() ? "-" : r.script) + "\n";
   mkdir(spool.c_str(), 0711);  // made on first use, as for scripts (EEXIST is fine)
   const int fd =
-      open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+      open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY,
+           0600);
   if (fd < 0) return;  // best effort: without it a restarted agent cannot stop this run
   const bool ok =
       write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
@@ -493,8 +495,8 @@ Status ProcessLauncher::Launch(const api::LaunchSpec& spec) {
     // Opened here, as root, for the waiter (running as the user) to write into.
     mkdir(options_.spool_dir.c_str(), 0711);
     const std::string exit_path = ExitFilePath(options_.spool_dir, spec.job);
-    exit_fd = open(exit_path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-                   0600);
+    exit_fd = open(exit_path.c_str(),
+                   O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
     if (exit_fd < 0) st = Internal("cannot create " + exit_path + ": " + strerror(errno));
     req.waiter = options_.waiter;
     req.exit_fd = exit_fd;

@@ -667,6 +667,24 @@ TEST_F(LauncherTest, RunsAsTheUserWhenRoot) {
   EXPECT_EQ(Slurp(dir_ + "/s.out"), "65534 700\n");
 }
 
+// Issue 16: the job's waiter runs as the job's uid and holds the exit file the agent
+// opened as root; before, the job could take that descriptor with pidfd_getfd (or list
+// and open /proc/$PPID/fd) and forge its status or fill the spool. The waiter is
+// undumpable now: the job gets none of its descriptors, and its status still arrives.
+TEST_F(LauncherTest, TheJobCannotTakeItsWaitersDescriptors) {
+  const bool root = geteuid() == 0;
+  LaunchBuilder job =
+      Job(95).Out("thief.out").Sh(std::string(HACHI_TEST_FD_THIEF) + " $PPID; exit 3");
+  if (root) job.User("nobody", 65534, 65534);  // else the test's own uid: the same risk
+  api::JobExit e = Run(job);
+  EXPECT_EQ(e.kind, api::ExitKind::kExited) << e.message;
+  EXPECT_EQ(e.exit_code, 3) << e.message;
+  const std::string out = Slurp(dir_ + "/thief.out");
+  EXPECT_NE(out.find("taken=0 "), std::string::npos) << out;
+  EXPECT_EQ(out.find("denied=0 "), std::string::npos) << "refused for a reason: " << out;
+  EXPECT_NE(out.find("procfd=refused"), std::string::npos) << out;
+}
+
 // Not a timing assertion (the machine is shared): the figures, with the job waiter (as
 // `hachi agent` runs jobs) and without it, measured in the same run.
 TEST_F(LauncherTest, LaunchToExitLatencyOfBinTrue) {

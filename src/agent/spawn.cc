@@ -48,7 +48,7 @@ bool MoveTo(int fd, int target) {
 // The job's isolation (SpawnRequest::Setup), the child's first steps, as root.
 void ApplySetup(int err_fd, const SpawnRequest::Setup& s) {
   for (const std::string& procs : s.cgroup_procs) {
-    const int fd = open(procs.c_str(), O_WRONLY | O_CLOEXEC);
+    const int fd = open(procs.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
     if (fd < 0 || write(fd, "0", 1) != 1) Fail(err_fd, Step::kCgroup, errno);
     close(fd);
   }

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -80,6 +81,18 @@ int WaiterMain(int argc, char** argv) {
   if (argc < 6 || !ParseFd(argv[2], &err_fd) || !ParseFd(argv[3], &exit_fd) ||
       !ParseFd(argv[4], &n) || argc < 5 + n + 2 || std::strcmp(argv[5 + n], "--") != 0) {
     std::fprintf(stderr, "hachi %s: started by the agent only\n", kWaiterCommand);
+    return 2;
+  }
+  // Undumpable before the job exists: the waiter holds the exit file (root's, opened
+  // by the agent) and runs as the job's uid, so otherwise the job could take that
+  // descriptor with pidfd_getfd(2), or ptrace the waiter, or open /proc/PPID/fd/N, and
+  // forge its status or fill the spool through it (issue 16). Not dumpable, the kernel
+  // refuses all three to processes of the same uid without CAP_SYS_PTRACE; /proc/PID
+  // becomes root's. The job gets its own dumpable flag back at its exec (same uid, no
+  // set-id bits), so debuggers and core dumps of the job itself still work.
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+    std::fprintf(stderr, "hachi %s: cannot make the waiter undumpable: %s\n",
+                 kWaiterCommand, std::strerror(errno));
     return 2;
   }
   std::vector<const char*> paths(argv + 5, argv + 5 + n);

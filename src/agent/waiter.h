@@ -10,6 +10,12 @@
 // job's own status through waitpid. A restarted agent finds the run's record and watches
 // the waiter through a pidfd; when it ends, the exit file says how the job ended.
 //
+// The waiter runs as the job's uid and holds the exit file, which is root's: it makes
+// itself undumpable (PR_SET_DUMPABLE 0) before it forks the job, so the job cannot take
+// that descriptor (pidfd_getfd, ptrace, /proc/PPID/fd/N are refused to a same-uid
+// process without CAP_SYS_PTRACE) to forge its status or fill the spool (issue 16). The
+// job's own exec makes the job dumpable again.
+//
 // The waiter ignores the signals the launcher sends to the job's process group (SIGTERM
 // at a time limit, scancel --signal), so they reach the job alone; SIGKILL ends both.
 //

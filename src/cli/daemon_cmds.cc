@@ -250,7 +250,7 @@ struct RunningServer {
 Result<int> LockDir(const std::string& dir, const std::string& what) {
   const std::string path = dir + "/lock";
   HACHI_RETURN_IF_ERROR(CheckPrivateFile(path, 0600, std::cerr));
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
   if (fd < 0) return Unavailable("cannot open " + path + ": " + std::strerror(errno));
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     char pid[32] = {};
@@ -385,8 +385,10 @@ std::string CgroupParentFor(const std::string& flag, const std::string& spool) {
 Result<agent::IsolationOptions> JobIsolation(const std::string& mode,
                                              const std::string& parent,
                                              const std::string& topology_json,
-                                             const std::string& node, std::string* name) {
+                                             const std::string& node, std::string* name,
+                                             int64_t pids_reserve = -1) {
   agent::IsolationOptions iso;
+  iso.pids_reserve = pids_reserve;
   if (Result<topo::Topology> t = topo::ParseTopologyJson(topology_json, "node"); t.ok()) {
     for (const topo::Gpu& g : t->gpus()) {
       agent::GpuPlacement p;
@@ -476,6 +478,7 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
   struct AgentFlags {
     std::string server, name, address, preset, topology_file, spool_dir,
         container_runtime, cgroup = "auto", cgroup_parent, cluster_secret_file;
+    int64_t pids_reserve = -1;
   };
   auto af = std::make_shared<AgentFlags>();
   CLI::App* agt =
@@ -505,6 +508,11 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
   agt->add_option("--cgroup-parent", af->cgroup_parent,
                   "The cgroup holding the jobs' cgroups (default hachi; with "
                   "--spool-dir, one per spool)");
+  agt->add_option("--pids-reserve", af->pids_reserve,
+                  "Pids kept for the agent and the system: jobs' pids.max together stay "
+                  "under min(kernel.pid_max, threads-max) minus this (default the larger "
+                  "of 4096 and a tenth of it; docs/isolation.md)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
   agt->callback([af, exit_code] {
     const sigset_t stop = BlockStopSignals();
     Result<NodeShape> shape = AgentShape(af->preset, af->topology_file);
@@ -529,7 +537,7 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
     const std::string runtime = af->container_runtime;
     Result<agent::IsolationOptions> iso =
         JobIsolation(af->cgroup, CgroupParentFor(af->cgroup_parent, spool),
-                     o.topology_json, o.node, &o.cgroup);
+                     o.topology_json, o.node, &o.cgroup, af->pids_reserve);
     if (!iso.ok()) return void(*exit_code = Fail(iso.status()));
     agent::AgentDaemon d(o, [spool, runtime, iso = *iso,
                              topology = o.topology_json](agent::ExitCallback cb) {

@@ -33,11 +33,13 @@ allowed_accounts = "team-a"
 preempt_lower_tiers = true
 preempt_mode = "cancel"
 grace = "90s"
+default_mem_per_gpu = "64G"
 window = { start = "08:00", end = "20:00", days = ["mon-fri", "sun"], nodes = "n[0001-0002]" }
 
 [[partition]]
 name = "night"
 nodes = "all"
+default_mem_per_gpu = 2048
 window = [{ start = 22:00:00, end = "24:00" }, { start = "00:00", end = "06:00" }]
 
 [[qos]]
@@ -85,6 +87,7 @@ account_partitions = { "6214e9" = "night" }
   EXPECT_TRUE(p.preempt_lower_tiers);
   EXPECT_EQ(p.preempt_mode, sched::PreemptMode::kCancel);
   EXPECT_EQ(p.grace, 90);
+  EXPECT_EQ(p.default_mem_per_gpu_mib, 64 * 1024);
   ASSERT_EQ(p.windows.size(), 1u);
   EXPECT_EQ(p.windows[0].start_minute, 8 * 60);
   EXPECT_EQ(p.windows[0].end_minute, 20 * 60);
@@ -100,6 +103,7 @@ account_partitions = { "6214e9" = "night" }
   EXPECT_EQ(n.partition.default_time, 4 * kHour);
   EXPECT_EQ(n.partition.max_time, 7 * kDay);
   EXPECT_EQ(n.partition.grace, 5 * kMinute);
+  EXPECT_EQ(n.partition.default_mem_per_gpu_mib, 2048) << "an integer is MiB";
   EXPECT_EQ(n.partition.preempt_mode, sched::PreemptMode::kRequeue);
   ASSERT_EQ(n.partition.windows.size(), 2u);
   EXPECT_EQ(n.partition.windows[0].start_minute, 22 * 60);
@@ -205,6 +209,13 @@ TEST(ParseClusterConfigTest, Errors) {
        "c.toml:4: partition[0].default_time: 8d00h is longer than max_time 7d00h"},
       {"zero max time", part + "max_time = \"0s\"\n",
        "c.toml:4: partition[0].max_time: must be longer than 0s"},
+      {"bad default memory", part + "default_mem_per_gpu = \"64Q\"\n",
+       "c.toml:4: partition[0].default_mem_per_gpu: '64Q' is not a size (use 512M, 64G, "
+       "1T)"},
+      {"default memory as a bool", part + "default_mem_per_gpu = true\n",
+       "c.toml:4: partition[0].default_mem_per_gpu: expected a size"},
+      {"zero default memory", part + "default_mem_per_gpu = 0\n",
+       "c.toml:4: partition[0].default_mem_per_gpu: 0 is out of range"},
       {"bad tier", part + "tier = -1\n",
        "c.toml:4: partition[0].tier: -1 is out of range"},
       {"bool as string", part + "preempt_lower_tiers = \"yes\"\n",

@@ -69,7 +69,7 @@ Result<PartitionConfig> ReadPartition(const Reader& r, const toml::node& n,
       *t, path,
       {"name", "nodes", "mode", "min_gpus", "max_gpus", "default_time", "max_time",
        "tier", "allowed_users", "allowed_accounts", "preempt_lower_tiers", "preempt_mode",
-       "grace", "window", "allow_gpu_sharing"}));
+       "grace", "window", "allow_gpu_sharing", "default_mem_per_gpu"}));
   PartitionConfig pc;
   pc.where = r.Where(n.source(), path);
   sched::Partition& p = pc.partition;
@@ -134,6 +134,9 @@ Result<PartitionConfig> ReadPartition(const Reader& r, const toml::node& n,
       Optional(*t, path, "preempt_lower_tiers", boolean, &p.preempt_lower_tiers));
   HACHI_RETURN_IF_ERROR(
       Optional(*t, path, "allow_gpu_sharing", boolean, &p.allow_gpu_sharing));
+  auto size = [&](const toml::node& v, const std::string& k) { return r.SizeMib(v, k); };
+  HACHI_RETURN_IF_ERROR(
+      Optional(*t, path, "default_mem_per_gpu", size, &p.default_mem_per_gpu_mib));
 
   if (p.max_gpus > 0 && p.min_gpus > p.max_gpus) {
     return r.Error(*t->get("min_gpus"), Join(path, "min_gpus"),

@@ -131,6 +131,17 @@ class Reader {
     if (!d.ok()) return Error(n, path, d.status().message());
     return d;
   }
+  // A memory size: "64G", "512M" (ParseSizeMib), or an integer of MiB. In MiB.
+  Result<int64_t> SizeMib(const toml::node& n, std::string_view path) const {
+    if (n.is_integer()) return Int(n, path, 1, int64_t{64} << 20);
+    if (!n.is_string()) {
+      return Error(n, path,
+                   "expected a size (\"64G\", \"512M\") or MiB, got " + TypeName(n));
+    }
+    Result<int64_t> m = ParseSizeMib(n.as_string()->get());
+    if (!m.ok()) return Error(n, path, m.status().message());
+    return m;
+  }
   // "08:00" or a TOML local time (08:00:00).
   Result<int> TimeOfDay(const toml::node& n, std::string_view path, bool allow_24) const {
     if (n.is_time()) {

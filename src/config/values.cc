@@ -129,6 +129,36 @@ Result<int> ParseTimeOfDay(std::string_view text, bool allow_24) {
   return h * 60 + m;
 }
 
+Result<int64_t> ParseSizeMib(std::string_view text) {
+  const Status bad =
+      InvalidArgument(Quoted(std::string(text)) + " is not a size (use 512M, 64G, 1T)");
+  if (text.size() < 2) return bad;
+  const char unit =
+      static_cast<char>(std::toupper(static_cast<unsigned char>(text.back())));
+  std::optional<long long> n = ParseInt(text.substr(0, text.size() - 1));
+  if (!n || *n < 1 || *n > (int64_t{1} << 40)) return bad;
+  int64_t mib = 0;
+  switch (unit) {
+    case 'K':
+      mib = (*n + 1023) / 1024;
+      break;
+    case 'M':
+      mib = *n;
+      break;
+    case 'G':
+      mib = *n * 1024;
+      break;
+    case 'T':
+      mib = *n * 1024 * 1024;
+      break;
+    default:
+      return bad;
+  }
+  if (mib > (int64_t{64} << 20))
+    return InvalidArgument(Quoted(std::string(text)) + " is more than 64T");
+  return mib;
+}
+
 Result<int> ParseWeekday(std::string_view text) {
   static constexpr std::string_view kDays[] = {
       "sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday"};

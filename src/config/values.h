@@ -23,6 +23,11 @@ Result<Duration> ParseDuration(std::string_view text);
 // Minutes since midnight.
 Result<int> ParseTimeOfDay(std::string_view text, bool allow_24);
 
+// A memory size: a whole number with a unit K, M, G or T (binary: 64G = 65536 MiB; K
+// rounds up), "512M", "64G", "1T"; 1 MiB..64 TiB. In MiB. kInvalidArgument: "'64Q' is
+// not a size (use 512M, 64G, 1T)".
+Result<int64_t> ParseSizeMib(std::string_view text);
+
 // "sun".."sat" or the full name, any case: 0 = Sunday .. 6 = Saturday.
 Result<int> ParseWeekday(std::string_view text);
 

@@ -1,5 +1,8 @@
 #include "core/strings.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cctype>
 #include <cerrno>
 #include <charconv>
@@ -50,18 +53,29 @@ std::optional<long long> ParseInt(std::string_view s) {
 }
 
 std::optional<std::string> ReadFile(const std::string& path, std::string* error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  // open(2) rather than std::ifstream, for O_NOCTTY: the daemons read files with this,
+  // and a session leader without a controlling terminal (hachi dev under setsid or a
+  // service manager) that opens a terminal without it acquires one (issue 16).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
     if (error) *error = "cannot open '" + path + "': " + std::strerror(errno);
     return std::nullopt;
   }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) {
-    if (error) *error = "cannot read '" + path + "'";
-    return std::nullopt;
+  std::string out;
+  char buf[8192];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      if (error) *error = "cannot read '" + path + "': " + std::strerror(errno);
+      ::close(fd);
+      return std::nullopt;
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
   }
-  return ss.str();
+  ::close(fd);
+  return out;
 }
 
 std::string ToLower(std::string_view s) {

@@ -115,6 +115,10 @@ struct Partition {
   std::vector<int> window_nodes;
   // GPU shares: jobs of this partition may ask for a fraction of one GPU.
   bool allow_gpu_sharing = false;
+  // The memory per GPU a job that asks for none gets (the server's submit,
+  // ApplyDefaultMemory); 0 = the built-in default, the smallest memory per GPU of the
+  // partition's nodes, so that defaults alone never over-commit a node.
+  int64_t default_mem_per_gpu_mib = 0;
 };
 
 struct Qos {

@@ -62,4 +62,14 @@ class Scheduler {
 // (kInvalidArgument, naming the partition and the allowed list).
 Result<Job> ValidateRequest(const ClusterState& state, const JobRequest& req);
 
+// The server's submit, after ValidateRequest (issue 16): a job that asks for no memory
+// (neither --mem nor --mem-per-gpu) gets its partition's default_mem_per_gpu_mib per
+// GPU, or, when the partition names none, the smallest memory per GPU among the
+// partition's nodes (node memory / its GPUs: a node full of such jobs is exactly full,
+// never over-committed). A GPU share gets that times its share of the GPU. The job's
+// record then carries the memory it was given, and the agent's cgroup limit and /dev/shm
+// follow. Nothing changes when the job asked for memory or no node says its memory.
+// The simulator does not call it: a trace's jobs keep the memory they had.
+void ApplyDefaultMemory(const ClusterState& state, Job* job);
+
 }  // namespace hachi::sched

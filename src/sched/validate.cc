@@ -91,6 +91,29 @@ Status CheckSharing(const Partition& p, const JobRequest& req) {
 
 }  // namespace
 
+void ApplyDefaultMemory(const ClusterState& state, Job* job) {
+  JobRequest& req = job->req;
+  if (req.memory_mib > 0 || req.memory_mib_per_gpu > 0) return;
+  if (job->partition < 0 || job->partition >= static_cast<int>(state.partitions.size()))
+    return;
+  const Partition& part = state.partitions[job->partition];
+  int64_t per_gpu = part.default_mem_per_gpu_mib;
+  if (per_gpu <= 0) {
+    for (int n : part.nodes) {
+      const Node& node = state.nodes[n];
+      if (node.gpu_count() <= 0 || node.memory_mib <= 0) continue;
+      const int64_t share = node.memory_mib / node.gpu_count();
+      if (per_gpu <= 0 || share < per_gpu) per_gpu = share;
+    }
+  }
+  if (per_gpu <= 0) return;
+  if (req.Shared()) {
+    req.memory_mib = std::max<int64_t>(1, per_gpu * req.gpu_share_milli / 1000);
+  } else {
+    req.memory_mib_per_gpu = per_gpu;
+  }
+}
+
 Result<Job> ValidateRequest(const ClusterState& state, const JobRequest& in) {
   HACHI_RETURN_IF_ERROR(CheckShape(in));
   Job job;

@@ -1,6 +1,8 @@
 // ValidateRequest: one row per refusal, then the defaults it fills.
 #include <gtest/gtest.h>
 
+#include <utility>
+
 #include "sched/scheduler.h"
 #include "sched/testing.h"
 
@@ -112,6 +114,43 @@ TEST(ValidateTest, AcceptsShareAndRequiresItsMemoryPerGpu) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->req.gpu_share_milli, 250);
   EXPECT_EQ(r->req.min_gpu_memory_mib, 20480);
+}
+
+// Issue 16: a job that asks for no memory had no memory limit at all.
+TEST(ApplyDefaultMemoryTest, BoundedDefaultWhenTheJobAsksForNone) {
+  ClusterState s = Cluster();
+  auto given = [&](const testing::JobBuilder& b) {
+    Result<Job> j = ValidateRequest(s, b.job().req);
+    EXPECT_TRUE(j.ok()) << j.status().ToString();
+    if (!j.ok()) return std::pair<int64_t, int64_t>{-1, -1};
+    ApplyDefaultMemory(s, &*j);
+    return std::pair{j->req.memory_mib, j->req.memory_mib_per_gpu};
+  };
+  // The built-in default: the smallest node memory per GPU of the partition's nodes.
+  int64_t smallest = 0;
+  for (int n : s.partitions[0].nodes) {
+    const int64_t per = s.nodes[n].memory_mib / s.nodes[n].gpu_count();
+    if (smallest == 0 || per < smallest) smallest = per;
+  }
+  ASSERT_GT(smallest, 0);
+  EXPECT_EQ(given(MakeJob(1).Gpus(2)), (std::pair<int64_t, int64_t>{0, smallest}));
+  // What the job asked for stays.
+  EXPECT_EQ(given(MakeJob(1).Gpus(2).MemoryMib(1000)),
+            (std::pair<int64_t, int64_t>{1000, 0}));
+  // The partition's own default.
+  s.partitions[0].default_mem_per_gpu_mib = 65536;
+  EXPECT_EQ(given(MakeJob(1).Gpus(4)), (std::pair<int64_t, int64_t>{0, 65536}));
+  // A GPU share gets its fraction of a GPU's default.
+  s.partitions[3].default_mem_per_gpu_mib = 40000;
+  EXPECT_EQ(given(MakeJob(1).Share(250, 1024).Partition("mps")),
+            (std::pair<int64_t, int64_t>{10000, 0}));
+  // Nodes that say no memory give no default.
+  ClusterState none = Cluster();
+  for (Node& n : none.nodes) n.memory_mib = 0;
+  Result<Job> j = ValidateRequest(none, MakeJob(1).Gpus(1).job().req);
+  ASSERT_TRUE(j.ok());
+  ApplyDefaultMemory(none, &*j);
+  EXPECT_EQ(j->req.memory_mib_per_gpu, 0);
 }
 
 TEST(ValidateTest, EmptyPartitionSkipsPartitionsTheUserMayNotUse) {

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstring>
 
+#include "api/container_image.h"
 #include "core/secret.h"
 
 namespace hachi::server {
@@ -166,9 +167,8 @@ Status CheckJobSpec(const state::JobSpec& spec) {
   }
   if (spec.comment.size() > 4096)
     return InvalidArgument("comment: at most 4096 characters");
-  if (spec.container_image.size() > 1024) {
-    return InvalidArgument("container_image: at most 1024 characters");
-  }
+  // An image, never an option of the runtime (issue 16): "--user=0" was docker's flag.
+  HACHI_RETURN_IF_ERROR(api::CheckContainerImage(spec.container_image));
   return Status::Ok();
 }
 

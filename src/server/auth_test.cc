@@ -238,6 +238,15 @@ TEST(SubmitChecks, PathsAndFields) {
   req.spec.stdout_path = "/home/alice/../bob/steal.out";
   EXPECT_EQ(h->Submit(req, kAlice).status().code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(h->Jobs(true).empty());
+  // Issue 16: an image that is an option of the runtime is refused at submit.
+  req = MakeSubmit();
+  req.spec.container_image = "--user=0";
+  const Status image = h->Submit(req, kAlice).status();
+  EXPECT_EQ(image.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(image.message().find("container_image: '--user=0' starts with '-'"),
+            std::string::npos)
+      << image.message();
+  EXPECT_TRUE(h->Jobs(true).empty());
 }
 
 TEST(AuthHelpers, LoopbackBearerAndTokenId) {

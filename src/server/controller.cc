@@ -232,6 +232,7 @@ Result<std::vector<state::JobId>> Controller::Submit(const SubmitRequest& reques
     }
     Result<sched::Job> valid = sched::ValidateRequest(base_.state, req);
     if (!valid.ok()) return valid.status();
+    sched::ApplyDefaultMemory(base_.state, &*valid);  // no --mem: a bounded default
     const int count =
         request.array_tasks.empty() ? 1 : static_cast<int>(request.array_tasks.size());
     const state::JobId first = next_id_;

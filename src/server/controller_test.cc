@@ -147,6 +147,20 @@ TEST(Controller, CancelRunningWaitsForTheAgent) {
   EXPECT_NE(job.reason.find("cancelled by alice"), std::string::npos) << job.reason;
 }
 
+// Issue 16: without --mem a job had no memory limit. Now it is given the partition's
+// default per GPU (here the built-in one: the node's 1 TiB over its 8 GPUs), kept in its
+// record, and the launch carries it to the agent's cgroup.
+TEST(Controller, JobWithoutMemoryGetsTheDefaultAndTheLaunchCarriesIt) {
+  Harness h;
+  h.Register("n1");
+  const state::JobId id = h.Submit(MakeSubmit().Gpus(2));
+  EXPECT_EQ(h.Job(id).req.memory_mib_per_gpu, (1 << 20) / 8);
+  h->RunCycle();
+  const AgentWork w = h.Work("n1");
+  ASSERT_EQ(w.launch.size(), 1u);
+  EXPECT_EQ(w.launch[0].memory_mib, 2 * (1 << 20) / 8);
+}
+
 TEST(Controller, CancelBeforeDeliveryDropsTheLaunch) {
   Harness h;
   h.Register("n1");

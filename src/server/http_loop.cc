@@ -306,7 +306,7 @@ Status HttpLoop::Start() {
   self_uid_ = ::geteuid();
   epoll_ = ::epoll_create1(EPOLL_CLOEXEC);
   wake_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  reserve_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  reserve_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC | O_NOCTTY);
   if (epoll_ < 0 || wake_ < 0) return Internal("epoll: " + std::string(strerror(errno)));
   epoll_event ev{};
   ev.events = EPOLLIN;
@@ -508,7 +508,7 @@ void HttpLoop::Accept(Listener& l) {
           ::close(reserve_);
           const int spare = ::accept4(l.fd, nullptr, nullptr, SOCK_CLOEXEC);
           if (spare >= 0) ::close(spare);
-          reserve_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+          reserve_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC | O_NOCTTY);
         }
       }
       return;  // EAGAIN, or an error the next round retries

@@ -2,11 +2,13 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include "api/output_paths.h"
 
@@ -26,6 +28,86 @@ std::string JobOutputPath(const state::JobRecord& job) {
   return api::JobOutputFiles(l).out;
 }
 
+namespace {
+
+// The server's file system identity switched to the job's user on this thread, so the
+// directories on the way to the job's output are searched with the job's permissions,
+// not root's. Linux keeps credentials per thread and the raw syscalls change the
+// calling thread's only (glibc's setgroups/setuid wrappers would change every thread):
+// the fsuid/fsgid become the job's, the supplementary groups just the job's gid (the
+// server knows no others of the job: fewer rights than the job, never more), and
+// switching the fsuid away from 0 drops CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH and
+// CAP_FOWNER from this thread until it is switched back. Not root (hachi dev as a
+// user): nothing to switch, the open runs as the server itself.
+class AsJobUser {
+ public:
+  AsJobUser(uid_t uid, gid_t gid) : active_(::geteuid() == 0 && uid != 0) {
+    if (!active_) return;
+    const int n = ::getgroups(0, nullptr);
+    if (n < 0) return;
+    old_groups_.resize(static_cast<size_t>(n));
+    if (::getgroups(n, old_groups_.data()) != n) return;
+    if (::syscall(SYS_setgroups, 1, &gid) != 0) return;
+    groups_set_ = true;
+    old_gid_ = static_cast<gid_t>(::syscall(SYS_setfsgid, gid));
+    old_uid_ = static_cast<uid_t>(::syscall(SYS_setfsuid, uid));
+    // setfsuid answers the previous value whether it worked or not: ask again (an
+    // invalid id changes nothing and answers the current one).
+    ok_ = static_cast<uid_t>(::syscall(SYS_setfsuid, -1)) == uid &&
+          static_cast<gid_t>(::syscall(SYS_setfsgid, -1)) == gid;
+    ids_set_ = true;
+  }
+  ~AsJobUser() {
+    if (ids_set_) {
+      ::syscall(SYS_setfsuid, old_uid_);
+      ::syscall(SYS_setfsgid, old_gid_);
+    }
+    if (groups_set_) ::syscall(SYS_setgroups, old_groups_.size(), old_groups_.data());
+  }
+  AsJobUser(const AsJobUser&) = delete;
+  AsJobUser& operator=(const AsJobUser&) = delete;
+  bool ok() const { return !active_ || ok_; }
+
+ private:
+  const bool active_;
+  bool groups_set_ = false, ids_set_ = false, ok_ = false;
+  std::vector<gid_t> old_groups_;
+  uid_t old_uid_ = 0;
+  gid_t old_gid_ = 0;
+};
+
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// Opens the job's output for reading without ever opening anything but a regular file
+// of the job's uid: first a path-only descriptor of the last component itself (a
+// symlink is not followed; O_PATH opens no device, FIFO or terminal), then, once fstat
+// says it is a regular file owned by the job, the real open through /proc/self/fd,
+// which reopens that very inode (O_NOCTTY all the same). -1 with errno on any refusal.
+int OpenJobsRegularFile(const std::string& path, uid_t uid, gid_t gid, struct stat* st) {
+  AsJobUser as(uid, gid);
+  if (!as.ok()) {
+    errno = EPERM;
+    return -1;
+  }
+  Fd where{::open(path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC)};
+  if (where.fd < 0) return -1;
+  if (::fstat(where.fd, st) != 0) return -1;
+  if (!S_ISREG(st->st_mode) || st->st_uid != uid) {
+    errno = EPERM;
+    return -1;
+  }
+  const std::string again = "/proc/self/fd/" + std::to_string(where.fd);
+  // Not O_NOFOLLOW: /proc/self/fd/N is the link to follow, to the inode just checked.
+  return ::open(again.c_str(), O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+}
+
+}  // namespace
+
 Result<LogTail> ReadJobLogTail(const state::JobRecord& job,
                                const std::vector<std::string>& local_nodes,
                                int64_t max_bytes, int lines) {
@@ -37,27 +119,19 @@ Result<LogTail> ReadJobLogTail(const state::JobRecord& job,
     return NotFound("the log of job " + id + " is on node " + t.node);
   }
   t.path = JobOutputPath(job);
-  const int fd = ::open(t.path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    const int e = errno;
-    if (e == ELOOP)
-      return PermissionDenied(t.path + " is a symlink, not job " + id + "'s log");
-    if (e == ENOENT)
-      return NotFound("job " + id + "'s log " + t.path + " does not exist");
-    return Unavailable("cannot open " + t.path + ": " + std::strerror(e));
-  }
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
+  // One answer for every refusal (missing, a symlink, not a regular file, another
+  // uid's, a directory the job's user may not search), so the endpoint tells nobody
+  // which of them it was: it is no oracle for paths the caller cannot list.
   struct stat st {};
-  if (::fstat(fd, &st) != 0) return Unavailable("cannot stat " + t.path);
-  if (!S_ISREG(st.st_mode)) return PermissionDenied(t.path + " is not a regular file");
-  if (st.st_uid != job.spec.uid) {
-    return PermissionDenied(t.path + " belongs to uid " + std::to_string(st.st_uid) +
-                            ", not to job " + id + "'s uid " +
-                            std::to_string(job.spec.uid));
+  const int fd = OpenJobsRegularFile(t.path, job.spec.uid, job.spec.gid, &st);
+  if (fd < 0) return NotFound("job " + id + " has no log readable here");
+  Fd closer{fd};
+  struct stat now {};
+  if (::fstat(fd, &now) != 0 || now.st_dev != st.st_dev || now.st_ino != st.st_ino ||
+      !S_ISREG(now.st_mode)) {
+    return NotFound("job " + id + " has no log readable here");
   }
+  st = now;
   max_bytes = std::clamp<int64_t>(max_bytes, 1, kMaxLogTailBytes);
   t.size = st.st_size;
   t.offset = std::max<int64_t>(0, t.size - max_bytes);

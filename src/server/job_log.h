@@ -5,9 +5,13 @@
 //
 // Only the job's own output file is ever opened: the path comes from the job record
 // (its stdout pattern expanded exactly as the agent expands it, agent/environment.h),
-// never from the request. The file must be a regular file owned by the job's uid, and
-// the last path component must not be a symlink, so a job cannot point its "output" at
-// a file of someone else's that the server could read.
+// never from the request. It is looked up as the job's user (the server's fsuid and
+// fsgid on the calling thread, when the server is root), the last component is not
+// followed if it is a symlink, and only a regular file owned by the job's uid is opened
+// for reading (first a path-only descriptor to check it, then the reopen, O_NOCTTY):
+// no device, FIFO or terminal is ever opened, so a job's "-o /dev/pts/N" cannot become
+// the server's controlling terminal (issue 16). Every refusal gives the same answer, so
+// the endpoint tells no one whether a path exists in a directory they cannot list.
 //
 // Pure functions of their arguments plus the file system; thread-safe.
 #pragma once
@@ -36,8 +40,10 @@ std::string JobOutputPath(const state::JobRecord& job);
 
 // The last `max_bytes` (1..kMaxLogTailBytes) of the job's output; with `lines` > 0 at
 // most the last `lines` lines of those. kNotFound: the job never ran, its node is not
-// local ("the log is on node n3"), or the file does not exist; kPermissionDenied: the
-// file is not the job's (owner, type, symlink).
+// local ("the log is on node n3"), or no regular file of the job's uid that the job's
+// user may open is there (missing, a symlink, a FIFO or device, another uid's, a
+// directory the job's user cannot search): then always "job N has no log readable
+// here".
 Result<LogTail> ReadJobLogTail(const state::JobRecord& job,
                                const std::vector<std::string>& local_nodes,
                                int64_t max_bytes, int lines);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <functional>
 #include <string>
 
 #include "topo/topology_testing.h"
@@ -92,21 +93,122 @@ TEST(JobLogTest, RefusesWhatIsNotTheJobsLocalFile) {
   Write(dir.path() + "/secret", "not yours\n");
   ASSERT_EQ(::symlink((dir.path() + "/secret").c_str(), out.c_str()), 0);
   t = ReadJobLogTail(j, {"n1"}, 100, 0);
-  EXPECT_EQ(t.status().code(), StatusCode::kPermissionDenied) << t.status().ToString();
+  EXPECT_EQ(t.status().code(), StatusCode::kNotFound) << t.status().ToString();
   ::unlink(out.c_str());
 
   // A file of another uid is not the job's output.
   Write(out, "someone else's\n");
   j.spec.uid = ::getuid() + 1;
   t = ReadJobLogTail(j, {"n1"}, 100, 0);
-  EXPECT_EQ(t.status().code(), StatusCode::kPermissionDenied) << t.status().ToString();
+  EXPECT_EQ(t.status().code(), StatusCode::kNotFound) << t.status().ToString();
 
   // Nor is a directory.
   ::unlink(out.c_str());
   ASSERT_EQ(::mkdir(out.c_str(), 0755), 0);
   j.spec.uid = ::getuid();
   t = ReadJobLogTail(j, {"n1"}, 100, 0);
-  EXPECT_EQ(t.status().code(), StatusCode::kPermissionDenied) << t.status().ToString();
+  EXPECT_EQ(t.status().code(), StatusCode::kNotFound) << t.status().ToString();
+}
+
+// Issue 16: whatever keeps the server from reading the log, the answer is the same
+// (code and text), so GET /jobs/N/log tells nobody whether a path exists in a directory
+// they cannot list, nor whose a file there is. Before, a symlink and another uid's file
+// were 403s with their own texts ("... belongs to uid 0 ..."), a missing file a 404, and
+// a directory the job's user cannot search was no obstacle to a root server.
+TEST(JobLogTest, EveryRefusalGivesTheSameAnswer) {
+  const bool root = ::geteuid() == 0;
+  // As root the job is nobody's, so the job's own permissions can be tested; as a user
+  // the job is the user's (the server opens as itself then).
+  const uid_t uid = root ? 65534 : ::getuid();
+  const gid_t gid = root ? 65534 : ::getgid();
+  topo::TempDir top;
+  ASSERT_EQ(::chmod(top.path().c_str(), 0755), 0);
+  struct Case {
+    const char* name;
+    std::function<std::string(const std::string& dir)> plant;  // returns the job's dir
+    bool root_only;
+  };
+  auto job_file = [&](const std::string& path) {
+    Write(path, "the job's\n");
+    return ::chown(path.c_str(), uid, gid) == 0;
+  };
+  const Case cases[] = {
+      {"missing", [](const std::string& d) { return d; }, false},
+      {"symlink_to_a_file_of_the_job",
+       [&](const std::string& d) {
+         EXPECT_TRUE(job_file(d + "/real"));
+         EXPECT_EQ(::symlink((d + "/real").c_str(), (d + "/hachi-42.out").c_str()), 0);
+         return d;
+       },
+       false},
+      {"symlink_to_nothing",
+       [](const std::string& d) {
+         EXPECT_EQ(::symlink("/nonexistent", (d + "/hachi-42.out").c_str()), 0);
+         return d;
+       },
+       false},
+      {"another_uids_file",
+       [](const std::string& d) {
+         Write(d + "/hachi-42.out", "not the job's\n");
+         EXPECT_EQ(::chown((d + "/hachi-42.out").c_str(), 0, 0), 0);
+         return d;
+       },
+       true},
+      {"a_directory",
+       [](const std::string& d) {
+         EXPECT_EQ(::mkdir((d + "/hachi-42.out").c_str(), 0755), 0);
+         return d;
+       },
+       false},
+      {"a_fifo",
+       [](const std::string& d) {
+         EXPECT_EQ(::mkfifo((d + "/hachi-42.out").c_str(), 0666), 0);
+         return d;
+       },
+       false},
+      // The job's own file, in a directory the job's user may not search (root's 0700):
+      // only root could read it, and the server reads as the job's user.
+      {"dir_the_job_cannot_search",
+       [&](const std::string& d) {
+         const std::string locked = d + "/locked";
+         EXPECT_EQ(::mkdir(locked.c_str(), 0700), 0);
+         EXPECT_TRUE(job_file(locked + "/hachi-42.out"));
+         return locked;
+       },
+       true},
+  };
+  std::string first_message;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    if (c.root_only && !root) continue;
+    const std::string d = top.path() + "/" + c.name;
+    ASSERT_EQ(::mkdir(d.c_str(), 0755), 0);
+    state::JobRecord j = RanOn("n1", c.plant(d));
+    j.spec.uid = uid;
+    j.spec.gid = gid;
+    Result<LogTail> t = ReadJobLogTail(j, {"n1"}, 100, 0);
+    ASSERT_FALSE(t.ok()) << "read " << t->text;
+    EXPECT_EQ(t.status().code(), StatusCode::kNotFound);
+    EXPECT_EQ(t.status().message(), "job 42 has no log readable here");
+  }
+  // And the job's own file in a directory it may search is read, as that user.
+  const std::string d = top.path() + "/fine";
+  ASSERT_EQ(::mkdir(d.c_str(), 0755), 0);
+  ASSERT_TRUE(job_file(d + "/hachi-42.out"));
+  ASSERT_EQ(::chmod((d + "/hachi-42.out").c_str(), 0600), 0);
+  state::JobRecord j = RanOn("n1", d);
+  j.spec.uid = uid;
+  j.spec.gid = gid;
+  Result<LogTail> t = ReadJobLogTail(j, {"n1"}, 100, 0);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->text, "the job's\n");
+  // The server's own identity is back: it can still make root-only things.
+  EXPECT_EQ(static_cast<uid_t>(::geteuid()), root ? 0u : ::getuid());
+  const std::string mine = top.path() + "/after";
+  ASSERT_EQ(::mkdir(mine.c_str(), 0700), 0);
+  struct stat st {};
+  ASSERT_EQ(::stat(mine.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, ::geteuid()) << "the fsuid was not restored";
 }
 
 }  // namespace
