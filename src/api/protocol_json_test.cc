@@ -86,7 +86,7 @@ TEST(ProtocolJson, SubmitRoundTrip) {
   EXPECT_EQ(back->array_max_running, 2);
   EXPECT_EQ(back->req.gpus_per_node, 4);
   EXPECT_EQ(back->req.dependencies.size(), 2u);
-  EXPECT_EQ(back->spec.env[1].second, "a=b");
+  EXPECT_EQ(back->spec.env()[1].second, "a=b");
   EXPECT_TRUE(back->spec.requeue);
 }
 

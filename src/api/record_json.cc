@@ -330,11 +330,11 @@ json ToJson(const sched::JobRequest& req) {
 
 json ToJson(const JobSpec& spec) {
   json env = json::array();
-  for (const auto& [name, value] : spec.env) env.push_back(name + "=" + value);
+  for (const auto& [name, value] : spec.env()) env.push_back(name + "=" + value);
   return {
       {"name", spec.name},
       {"argv", spec.argv},
-      {"script", spec.script},
+      {"script", spec.script()},
       {"workdir", spec.workdir},
       {"env", std::move(env)},
       {"stdout_path", spec.stdout_path},
@@ -461,9 +461,12 @@ Status FromJson(const json& j, JobSpec* out, std::string_view path) {
   ObjectReader r(j, path);
   r.String("name", &spec.name);
   r.List<std::string>("argv", &spec.argv, ReadStringItem);
-  r.String("script", &spec.script);
+  std::string script;
+  state::EnvList env;
+  r.String("script", &script);
   r.String("workdir", &spec.workdir);
-  r.List<std::pair<std::string, std::string>>("env", &spec.env, ReadEnvItem);
+  r.List<std::pair<std::string, std::string>>("env", &env, ReadEnvItem);
+  spec.SetPayload(std::move(script), std::move(env));
   r.String("stdout_path", &spec.stdout_path);
   r.String("stderr_path", &spec.stderr_path);
   r.Int("uid", &spec.uid);

@@ -36,7 +36,7 @@ TEST(RecordJson, JobRoundTripKeepsEveryField) {
   // Spot checks that the encoder wrote the value and the decoder read it back.
   EXPECT_EQ(back->req.dependencies.size(), 2u);
   EXPECT_EQ(back->req.dependencies[1].kind, sched::DependencyKind::kAfterAny);
-  EXPECT_EQ(back->spec.env[1].second, "a=b");
+  EXPECT_EQ(back->spec.env()[1].second, "a=b");
   EXPECT_EQ(back->spec.uid, 4000000000u);
   EXPECT_EQ(back->allocations[1].gpus, GpuSet::FromIndices({4, 6}));
   EXPECT_EQ(back->allocations[1].share_milli, 500);

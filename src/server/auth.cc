@@ -99,10 +99,11 @@ bool IsEnvName(const std::string& name) {
 }  // namespace
 
 void RedactJobDetails(state::JobRecord* job) {
-  job->spec.env.clear();
-  if (!job->spec.script.empty()) {
-    job->spec.script = "# not shown: only the job's owner and admins see its script\n";
-  }
+  job->spec.SetPayload(
+      job->spec.script().empty()
+          ? ""
+          : "# not shown: only the job's owner and admins see its script\n",
+      {});
 }
 
 Status CheckJobSpec(const state::JobSpec& spec) {
@@ -123,12 +124,12 @@ Status CheckJobSpec(const state::JobSpec& spec) {
         "' cannot be a file name (no '/', not '.' or '..', at most 256 "
         "characters)");
   }
-  if (spec.env.size() > 10000) {
-    return InvalidArgument("env: " + std::to_string(spec.env.size()) +
+  if (spec.env().size() > 10000) {
+    return InvalidArgument("env: " + std::to_string(spec.env().size()) +
                            " variables; at most 10000");
   }
   size_t env_bytes = 0;
-  for (const auto& [name, value] : spec.env) {
+  for (const auto& [name, value] : spec.env()) {
     if (!IsEnvName(name)) {
       return InvalidArgument("env: '" + name.substr(0, 64) +
                              "' is not a variable name (no '=', NUL or newline, 1-256 "

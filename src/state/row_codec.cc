@@ -216,13 +216,19 @@ Status ReadRequest(const json& v, const std::string& path, json* unknown,
   return r.Finish();
 }
 
-Status ReadSpec(const json& v, const std::string& path, json* unknown, JobSpec* spec) {
+// `payload_ref`: where a version 4 row names the payloads row holding its script and
+// environment (0: they are inline, as every row before version 4 has them).
+Status ReadSpec(const json& v, const std::string& path, json* unknown, JobSpec* spec,
+                JobId* payload_ref) {
   RowReader r(v, path, unknown);
+  std::string script;
+  EnvList env;
   r.String("name", &spec->name);
   r.List("argv", &spec->argv, ReadStringItem);
-  r.String("script", &spec->script);
+  r.String("script", &script);
   r.String("workdir", &spec->workdir);
-  r.List("env", &spec->env, ReadEnvItem);
+  r.List("env", &env, ReadEnvItem);
+  r.Int("payload", payload_ref);
   r.String("stdout_path", &spec->stdout_path);
   r.String("stderr_path", &spec->stderr_path);
   r.Int("uid", &spec->uid);
@@ -234,10 +240,12 @@ Status ReadSpec(const json& v, const std::string& path, json* unknown, JobSpec* 
   r.Int("array_task_id", &spec->array_task_id);
   r.Int("array_max_running", &spec->array_max_running);
   r.String("comment", &spec->comment);
-  return r.Finish();
+  HACHI_RETURN_IF_ERROR(r.Finish());
+  spec->SetPayload(std::move(script), std::move(env));
+  return Status::Ok();
 }
 
-Status ReadJob(const json& j, json* unknown, JobRecord* job) {
+Status ReadJob(const json& j, json* unknown, JobRecord* job, JobId* payload_ref) {
   RowReader r(j, "job", unknown);
   r.Skip(kVersionKey);
   r.Skip(kMinReaderKey);
@@ -246,7 +254,7 @@ Status ReadJob(const json& j, json* unknown, JobRecord* job) {
     return ReadRequest(v, p, u, &job->req);
   });
   r.Object("spec", [&](const json& v, const std::string& p, json* u) {
-    return ReadSpec(v, p, u, &job->spec);
+    return ReadSpec(v, p, u, &job->spec, payload_ref);
   });
   r.Custom("state", [&](const json& v, const std::string& p) -> Status {
     std::string name;
@@ -323,6 +331,15 @@ Status ReadToken(const json& j, json* unknown, TokenRecord* t) {
   return r.Finish();
 }
 
+Status ReadPayload(const json& j, json* unknown, JobPayload* p) {
+  RowReader r(j, "payload", unknown);
+  r.Skip(kVersionKey);
+  r.Skip(kMinReaderKey);
+  r.String("script", &p->script);
+  r.List("env", &p->env, ReadEnvItem);
+  return r.Finish();
+}
+
 // ---- versions and upgrade steps ----
 
 // One step upgrades a row in place from version N to N + 1 (steps[N - 1]). A step must
@@ -341,12 +358,18 @@ Status StepV1ToV2(json* /*row*/) { return Status::Ok(); }
 // tracked.
 Status StepJobV2ToV3(json* /*row*/) { return Status::Ok(); }
 
-constexpr Step kJobSteps[] = {StepV1ToV2, StepJobV2ToV3};
+// Job rows 3 -> 4: an array task's script and environment may live in the payloads
+// table, the row naming it in "spec.payload" (issue 16). A version 3 row holds them
+// inline, which version 4 reads as it is.
+Status StepJobV3ToV4(json* /*row*/) { return Status::Ok(); }
+
+constexpr Step kJobSteps[] = {StepV1ToV2, StepJobV2ToV3, StepJobV3ToV4};
 constexpr Step kNodeSteps[] = {StepV1ToV2};
 constexpr Step kTokenSteps[] = {StepV1ToV2};
 static_assert(std::size(kJobSteps) == kJobRowFormat.version - 1);
 static_assert(std::size(kNodeSteps) == kNodeRowFormat.version - 1);
 static_assert(std::size(kTokenSteps) == kTokenRowFormat.version - 1);
+constexpr Step kPayloadSteps[] = {nullptr};  // none yet (version 1)
 
 // Reads the row's version and refuses one this binary must not read; then runs the
 // steps from the row's version to `format`'s.
@@ -381,10 +404,10 @@ Result<int> Upgrade(json* row, std::string_view what, RowFormat format,
   return version;
 }
 
-template <typename Record, size_t N>
+// `read(json, unknown, Row<Record>*)` reads the upgraded row's fields.
+template <typename Record, size_t N, typename Read>
 Result<Row<Record>> Decode(std::string_view text, std::string_view what, RowFormat format,
-                           const Step (&steps)[N],
-                           Status (*read)(const json&, json*, Record*)) {
+                           const Step (&steps)[N], Read&& read) {
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return Internal(std::string(what) + ": invalid JSON");
   if (!j.is_object()) {
@@ -395,9 +418,16 @@ Result<Row<Record>> Decode(std::string_view text, std::string_view what, RowForm
   Row<Record> row;
   row.version = *version;
   json unknown;
-  HACHI_RETURN_IF_ERROR(read(j, &unknown, &row.record));
+  HACHI_RETURN_IF_ERROR(read(j, &unknown, &row));
   if (!unknown.is_null()) row.unknown = unknown.dump();
   return row;
+}
+
+template <typename Record>
+auto RecordOnly(Status (*read)(const json&, json*, Record*)) {
+  return [read](const json& j, json* unknown, Row<Record>* row) {
+    return read(j, unknown, &row->record);
+  };
 }
 
 // ---- writing ----
@@ -456,15 +486,18 @@ json RequestJson(const sched::JobRequest& req) {
   };
 }
 
-json SpecJson(const JobSpec& spec) {
+json EnvJson(const EnvList& list) {
   json env = json::array();
-  for (const auto& [name, value] : spec.env) env.push_back(name + "=" + value);
-  return {
+  for (const auto& [name, value] : list) env.push_back(name + "=" + value);
+  return env;
+}
+
+// `payload_ref` != 0: script and environment are in that payloads row, not here.
+json SpecJson(const JobSpec& spec, JobId payload_ref) {
+  json j = {
       {"name", spec.name},
       {"argv", spec.argv},
-      {"script", spec.script},
       {"workdir", spec.workdir},
-      {"env", std::move(env)},
       {"stdout_path", spec.stdout_path},
       {"stderr_path", spec.stderr_path},
       {"uid", spec.uid},
@@ -477,11 +510,19 @@ json SpecJson(const JobSpec& spec) {
       {"array_max_running", spec.array_max_running},
       {"comment", spec.comment},
   };
+  if (payload_ref != 0) {
+    j["payload"] = payload_ref;
+  } else {
+    j["script"] = spec.script();
+    j["env"] = EnvJson(spec.env());
+  }
+  return j;
 }
 
 }  // namespace
 
-std::string EncodeJobRow(const JobRecord& job, std::string_view unknown) {
+std::string EncodeJobRow(const JobRecord& job, std::string_view unknown,
+                         JobId payload_ref) {
   json allocs = json::array();
   for (const NodeAllocation& a : job.allocations) {
     allocs.push_back({
@@ -496,7 +537,7 @@ std::string EncodeJobRow(const JobRecord& job, std::string_view unknown) {
   json j = {
       {"id", job.id},
       {"req", RequestJson(job.req)},
-      {"spec", SpecJson(job.spec)},
+      {"spec", SpecJson(job.spec, payload_ref)},
       {"state", JobStateName(job.state)},
       {"held", job.held},
       {"submit_time", job.submit_time},
@@ -544,14 +585,29 @@ std::string EncodeTokenRow(const TokenRecord& t, std::string_view unknown) {
   return Dump(&j, unknown);
 }
 
+std::string EncodePayloadRow(const JobPayload& payload) {
+  json j = {{"script", payload.script}, {"env", EnvJson(payload.env)}};
+  PutVersion(kPayloadRowFormat, &j);
+  return Dump(&j, "");
+}
+
 Result<Row<JobRecord>> DecodeJobRow(std::string_view text) {
-  return Decode<JobRecord>(text, "job", kJobRowFormat, kJobSteps, ReadJob);
+  return Decode<JobRecord>(text, "job", kJobRowFormat, kJobSteps,
+                           [](const json& j, json* unknown, Row<JobRecord>* row) {
+                             return ReadJob(j, unknown, &row->record, &row->payload_ref);
+                           });
 }
 Result<Row<NodeRecord>> DecodeNodeRow(std::string_view text) {
-  return Decode<NodeRecord>(text, "node", kNodeRowFormat, kNodeSteps, ReadNode);
+  return Decode<NodeRecord>(text, "node", kNodeRowFormat, kNodeSteps,
+                            RecordOnly(ReadNode));
 }
 Result<Row<TokenRecord>> DecodeTokenRow(std::string_view text) {
-  return Decode<TokenRecord>(text, "token", kTokenRowFormat, kTokenSteps, ReadToken);
+  return Decode<TokenRecord>(text, "token", kTokenRowFormat, kTokenSteps,
+                             RecordOnly(ReadToken));
+}
+Result<Row<JobPayload>> DecodePayloadRow(std::string_view text) {
+  return Decode<JobPayload>(text, "payload", kPayloadRowFormat, kPayloadSteps,
+                            RecordOnly(ReadPayload));
 }
 
 }  // namespace hachi::state
