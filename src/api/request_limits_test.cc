@@ -123,17 +123,17 @@ INSTANTIATE_TEST_SUITE_P(
                   [](SubmitRequest& r) {
                     r.spec.set_env(state::EnvList(kMaxEnvEntries + 1, {"A", "1"}));
                   },
-                  "submit.spec.env(): 4097 entries; at most 4096"},
+                  "submit.spec.env: 4097 entries; at most 4096"},
         LimitCase{"EnvBytes",
                   [](SubmitRequest& r) {
                     r.spec.set_env({{"BIG", kMiB}});
                   },
-                  "submit.spec.env(): 1048581 bytes; at most 1048576"},
+                  "submit.spec.env: 1048581 bytes; at most 1048576"},
         LimitCase{"EnvEmptyName",
                   [](SubmitRequest& r) {
                     r.spec.set_env({{"", "x"}});
                   },
-                  "submit.spec.env()[0]: an empty variable name"},
+                  "submit.spec.env[0]: an empty variable name"},
         LimitCase{"LongWorkdir",
                   [](SubmitRequest& r) { r.spec.workdir.assign(5000, 'd'); },
                   "submit.spec.workdir: 5000 bytes; at most 4096"},

@@ -80,34 +80,4 @@ bool ParseNodeState(std::string_view text, NodeState* out) {
   return false;
 }
 
-int64_t JobPayload::bytes() const {
-  int64_t n = static_cast<int64_t>(script.size());
-  for (const auto& [name, value] : env)
-    n += static_cast<int64_t>(name.size() + value.size());
-  return n;
-}
-
-const std::string& JobSpec::script() const {
-  static const std::string* const kEmpty = new std::string();
-  return payload ? payload->script : *kEmpty;
-}
-
-const EnvList& JobSpec::env() const {
-  static const EnvList* const kEmpty = new EnvList();
-  return payload ? payload->env : *kEmpty;
-}
-
-void JobSpec::SetPayload(std::string script, EnvList env) {
-  if (script.empty() && env.empty()) {
-    payload = nullptr;
-    return;
-  }
-  payload =
-      std::make_shared<const JobPayload>(JobPayload{std::move(script), std::move(env)});
-}
-
-void JobSpec::set_script(std::string s) { SetPayload(std::move(s), env()); }
-
-void JobSpec::set_env(EnvList e) { SetPayload(script(), std::move(e)); }
-
 }  // namespace hachi::state

@@ -58,7 +58,12 @@ struct JobPayload {
   EnvList env;         // the submitter's environment (what the job inherits)
   // What it costs: the script's and the environment's bytes (what the per-user pending
   // bound counts, once per array).
-  int64_t bytes() const;
+  int64_t bytes() const {
+    int64_t n = static_cast<int64_t>(script.size());
+    for (const auto& [name, value] : env)
+      n += static_cast<int64_t>(name.size() + value.size());
+    return n;
+  }
 };
 
 // What the user asked to run, beyond the resource request (sched::JobRequest).
@@ -69,13 +74,28 @@ struct JobSpec {
   std::vector<std::string> argv;
   // Script and environment, shared by the tasks of an array (JobPayload); null reads as
   // empty. Copying a JobSpec copies the pointer, never the text.
+  // Inline: the agent and the API use them without linking state/.
   std::shared_ptr<const JobPayload> payload;
-  const std::string& script() const;
-  const EnvList& env() const;
-  // Each builds a new payload (the old one may be shared: never changed in place).
-  void SetPayload(std::string script, EnvList env);
-  void set_script(std::string script);
-  void set_env(EnvList env);
+  const std::string& script() const {
+    static const std::string kEmpty;
+    return payload ? payload->script : kEmpty;
+  }
+  const EnvList& env() const {
+    static const EnvList kEmpty;
+    return payload ? payload->env : kEmpty;
+  }
+  // Each builds a new payload (the old one may be shared: never changed in place); both
+  // empty: none.
+  void SetPayload(std::string script, EnvList env) {
+    if (script.empty() && env.empty()) {
+      payload = nullptr;
+      return;
+    }
+    payload =
+        std::make_shared<const JobPayload>(JobPayload{std::move(script), std::move(env)});
+  }
+  void set_script(std::string s) { SetPayload(std::move(s), env()); }
+  void set_env(EnvList e) { SetPayload(script(), std::move(e)); }
   std::string workdir;  // absolute; default: the submitter's cwd
   // Output paths as given, with Slurm's patterns (%j job id, %x name, %A array job,
   // %a array task, %u user, %N first node, %% percent). Empty stdout: "hachi-%j.out" in

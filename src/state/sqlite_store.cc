@@ -102,29 +102,29 @@ Status CheckSum(Db* db, const Stmt& stmt, int sum_index, std::string_view table,
 // named: `name_missing` false). In the caller's transaction.
 Status Seal(Db* db, bool name_missing, std::vector<std::string>* resealed) {
   for (const auto& [table, key] : kSummed) {
-    Result<Stmt> rows = db->Prepare(std::string("SELECT CAST(") + key +
+    // Updated by rowid (every table has one): one b-tree step a row, not a scan.
+    Result<Stmt> rows = db->Prepare(std::string("SELECT rowid, CAST(") + key +
                                     " AS TEXT), record, sum FROM " + table);
     if (!rows.ok()) return rows.status();
-    std::vector<std::pair<std::string, int64_t>> fix;
+    std::vector<std::pair<int64_t, int64_t>> fix;  // rowid, sum
     for (;;) {
       Result<bool> row = rows->Step();
       if (!row.ok()) return row.status();
       if (!*row) break;
-      std::string k = rows->ColumnText(0);
-      const int64_t sum = RowSum(k, rows->ColumnText(1));
-      const bool missing = rows->ColumnIsNull(2);
-      if (!missing && rows->ColumnInt(2) == sum) continue;
+      const std::string k = rows->ColumnText(1);
+      const int64_t sum = RowSum(k, rows->ColumnText(2));
+      const bool missing = rows->ColumnIsNull(3);
+      if (!missing && rows->ColumnInt(3) == sum) continue;
       if (resealed && (name_missing || !missing)) {
         resealed->push_back(std::string(table) + " row " + k);
       }
-      fix.emplace_back(std::move(k), sum);
+      fix.emplace_back(rows->ColumnInt(0), sum);
     }
-    for (const auto& [k, sum] : fix) {
+    for (const auto& [rowid, sum] : fix) {
       Result<Stmt> update =
-          db->Prepare(std::string("UPDATE ") + table + " SET sum = ?2 WHERE CAST(" + key +
-                      " AS TEXT) = ?1");
+          db->Prepare(std::string("UPDATE ") + table + " SET sum = ?2 WHERE rowid = ?1");
       if (!update.ok()) return update.status();
-      update->Bind(1, k).Bind(2, sum);
+      update->Bind(1, rowid).Bind(2, sum);
       HACHI_RETURN_IF_ERROR(update->Run());
     }
   }
