@@ -145,12 +145,13 @@ api::SubmitRequest BaseRequest(const Options& o) {
   // As `hachi submit -o OUT/jobs/%j.out` fills it: the path as given, patterns expanded
   // by the agent, and the submitter's environment (job_cmds.cc BuildRequest).
   r.spec.stdout_path = o.out + "/jobs/%j.out";
+  state::EnvList env;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     const std::string kv = *e;
     const size_t eq = kv.find('=');
-    if (eq != std::string::npos)
-      r.spec.env.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+    if (eq != std::string::npos) env.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
   }
+  r.spec.set_env(std::move(env));
   return r;
 }
 
@@ -362,7 +363,7 @@ int Run(const Options& o) {
   }
   const size_t env_bytes = [&] {
     size_t b = 0;
-    for (const auto& [k, v] : BaseRequest(o).spec.env) b += k.size() + v.size() + 2;
+    for (const auto& [k, v] : BaseRequest(o).spec.env()) b += k.size() + v.size() + 2;
     return b;
   }();
   std::printf(

@@ -46,7 +46,7 @@ JobRecord Job(JobId id) {
   job.spec.name = "train";
   job.spec.argv = {"python", "train.py", "--epochs", "10"};
   job.spec.workdir = "/home/alice";
-  job.spec.env = {{"PATH", "/usr/bin:/bin"}, {"HOME", "/home/alice"}};
+  job.spec.set_env({{"PATH", "/usr/bin:/bin"}, {"HOME", "/home/alice"}});
   job.submit_time = 1700000000 + id;
   return job;
 }

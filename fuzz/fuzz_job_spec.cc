@@ -85,8 +85,8 @@ void EncodeRawBytes(std::string_view text) {
   r.req.gpus = 1;
   r.spec.name = s;
   r.spec.argv = {s, "x"};
-  r.spec.script = s;
-  r.spec.env = {{"A", s}};
+  r.spec.set_script(s);
+  r.spec.set_env({{"A", s}});
   r.spec.comment = s;
   const std::string body = api::SubmitRequestToJson(r);
   Result<api::SubmitRequest> back = api::SubmitRequestFromJson(body);

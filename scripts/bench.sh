@@ -51,4 +51,10 @@ if [ -x "$build/hachi" ]; then
   echo "==> server bench (scripts/server-bench.sh)"
   "$root/scripts/server-bench.sh" "$build"
 fi
+# One array of a 1 MB script (docs/benchmarks.md, "One array of a big script"): RSS, state
+# size and the next start; with ARRAY_BASELINE=OLD_HACHI the old binary too, same run.
+if [ -x "$build/hachi" ]; then
+  echo "==> array payload (bench/array_payload.sh)"
+  "$root/bench/array_payload.sh" "$build/hachi" | tee "$out/array_payload.md"
+fi
 [ "$found" = 1 ] || { echo "no benchmarks built in $build/bench" >&2; exit 1; }

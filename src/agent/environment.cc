@@ -141,8 +141,8 @@ EnvList JobEnvironment(const api::LaunchSpec& spec) {
   std::set<std::string_view> overridden;
   for (const auto& kv : ours) overridden.insert(kv.first);
   EnvList env;
-  env.reserve(spec.spec.env.size() + ours.size());
-  for (const auto& [k, v] : spec.spec.env) {
+  env.reserve(spec.spec.env().size() + ours.size());
+  for (const auto& [k, v] : spec.spec.env()) {
     if (k.empty() || k.find('=') != std::string::npos) continue;  // not expressible
     if (overridden.count(k) || IsManagedPrefix(k)) continue;
     auto same = std::find_if(env.begin(), env.end(),

@@ -85,7 +85,7 @@ Status WriteScript(const std::string& dir, const std::string& path,
            0700);
   if (fd < 0) return Internal("cannot write " + path + ": " + strerror(errno));
   Status st;
-  const std::string& text = spec.spec.script;
+  const std::string& text = spec.spec.script();
   size_t done = 0;
   while (done < text.size() && st.ok()) {
     const ssize_t n = write(fd, text.data() + done, text.size() - done);
@@ -456,13 +456,13 @@ Status ProcessLauncher::Launch(const api::LaunchSpec& spec) {
   job.grace = spec.kill_grace > 0 ? spec.kill_grace : options_.default_kill_grace;
   Status st;
   std::vector<std::string> binds;
-  if (!spec.spec.script.empty()) {
+  if (!spec.spec.script().empty()) {
     job.script = options_.spool_dir + "/job-" + std::to_string(spec.job) + ".sh";
     st = WriteScript(options_.spool_dir, job.script, spec, req.switch_user);
     // The interpreter is exec'd with the script as its argument, as the kernel would
     // for "#!": exec'ing the script itself fails with ETXTBSY when another launch
     // thread's child still holds the script's (close-on-exec) write descriptor.
-    req.argv = ShebangArgv(spec.spec.script);
+    req.argv = ShebangArgv(spec.spec.script());
     req.argv.push_back(job.script);
     req.argv.insert(req.argv.end(), spec.spec.argv.begin(), spec.spec.argv.end());
     binds.push_back(job.script);

@@ -41,7 +41,7 @@ struct LaunchBuilder {
   }
   LaunchBuilder& Sh(const std::string& cmd) { return Argv({"/bin/sh", "-c", cmd}); }
   LaunchBuilder& Script(std::string text) {
-    s.spec.script = std::move(text);
+    s.spec.set_script(std::move(text));
     return *this;
   }
   LaunchBuilder& Workdir(std::string d) {
@@ -49,7 +49,9 @@ struct LaunchBuilder {
     return *this;
   }
   LaunchBuilder& Env(std::string k, std::string v) {
-    s.spec.env.emplace_back(std::move(k), std::move(v));
+    state::EnvList env = s.spec.env();
+    env.emplace_back(std::move(k), std::move(v));
+    s.spec.set_env(std::move(env));
     return *this;
   }
   LaunchBuilder& Out(std::string p) {

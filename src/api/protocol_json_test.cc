@@ -86,7 +86,7 @@ TEST(ProtocolJson, SubmitRoundTrip) {
   EXPECT_EQ(back->array_max_running, 2);
   EXPECT_EQ(back->req.gpus_per_node, 4);
   EXPECT_EQ(back->req.dependencies.size(), 2u);
-  EXPECT_EQ(back->spec.env[1].second, "a=b");
+  EXPECT_EQ(back->spec.env()[1].second, "a=b");
   EXPECT_TRUE(back->spec.requeue);
 }
 
@@ -156,26 +156,26 @@ TEST(ProtocolJson, NonUtf8BytesReachTheAgentAndTheServerExactly) {
   w.launch = {FullLaunch(40, 0)};
   state::JobSpec& spec = w.launch[0].spec;
   spec.workdir = "/srv/d\xff";
-  spec.script = "#!/bin/sh\necho \xfe\n";
+  spec.set_script("#!/bin/sh\necho \xfe\n");
   spec.argv = {"a\xff", "b"};
-  spec.env = {{"K", "v\xff"}};
+  spec.set_env({{"K", "v\xff"}});
   spec.stdout_path = "%x\xff.out";
   Result<AgentWork> back = AgentWorkFromJson(AgentWorkToJson(w));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   const state::JobSpec& b = back->launch[0].spec;
   EXPECT_EQ(b.workdir, spec.workdir);
-  EXPECT_EQ(b.script, spec.script);
+  EXPECT_EQ(b.script(), spec.script());
   EXPECT_EQ(b.argv, spec.argv);
-  EXPECT_EQ(b.env, spec.env);
+  EXPECT_EQ(b.env(), spec.env());
   EXPECT_EQ(b.stdout_path, spec.stdout_path);
 
   SubmitRequest r = FullSubmit();
   r.spec.workdir = "/srv/d\xff";
-  r.spec.env = {{"K\xfe", "v\xff"}};
+  r.spec.set_env({{"K\xfe", "v\xff"}});
   Result<SubmitRequest> sub = SubmitRequestFromJson(SubmitRequestToJson(r));
   ASSERT_TRUE(sub.ok()) << sub.status().ToString();
   EXPECT_EQ(sub->spec.workdir, r.spec.workdir);
-  EXPECT_EQ(sub->spec.env, r.spec.env);
+  EXPECT_EQ(sub->spec.env(), r.spec.env());
   r.req.account = "acct\xff";
   sub = SubmitRequestFromJson(SubmitRequestToJson(r));
   ASSERT_FALSE(sub.ok());

@@ -360,11 +360,11 @@ json ToJson(const JobSpec& spec) {
   // Everything that reaches the job or the file system is bytes, carried exactly
   // (docs/api.md, "Bytes that are not UTF-8"); the image is text, refused when not.
   json env = json::array();
-  for (const auto& [name, value] : spec.env) env.push_back(JsonBytes(name + "=" + value));
+  for (const auto& [name, value] : spec.env()) env.push_back(JsonBytes(name + "=" + value));
   return {
       {"name", JsonBytes(spec.name)},
       {"argv", BytesList(spec.argv)},
-      {"script", JsonBytes(spec.script)},
+      {"script", JsonBytes(spec.script())},
       {"workdir", JsonBytes(spec.workdir)},
       {"env", std::move(env)},
       {"stdout_path", JsonBytes(spec.stdout_path)},
@@ -491,9 +491,12 @@ Status FromJson(const json& j, JobSpec* out, std::string_view path) {
   ObjectReader r(j, path);
   r.Bytes("name", &spec.name);
   r.List<std::string>("argv", &spec.argv, ReadBytesItem);
-  r.Bytes("script", &spec.script);
+  std::string script;
+  state::EnvList env;
+  r.Bytes("script", &script);
   r.Bytes("workdir", &spec.workdir);
-  r.List<std::pair<std::string, std::string>>("env", &spec.env, ReadEnvItem);
+  r.List<std::pair<std::string, std::string>>("env", &env, ReadEnvItem);
+  spec.SetPayload(std::move(script), std::move(env));
   r.Bytes("stdout_path", &spec.stdout_path);
   r.Bytes("stderr_path", &spec.stderr_path);
   r.Int("uid", &spec.uid);

@@ -36,7 +36,7 @@ TEST(RecordJson, JobRoundTripKeepsEveryField) {
   // Spot checks that the encoder wrote the value and the decoder read it back.
   EXPECT_EQ(back->req.dependencies.size(), 2u);
   EXPECT_EQ(back->req.dependencies[1].kind, sched::DependencyKind::kAfterAny);
-  EXPECT_EQ(back->spec.env[1].second, "a=b");
+  EXPECT_EQ(back->spec.env()[1].second, "a=b");
   EXPECT_EQ(back->spec.uid, 4000000000u);
   EXPECT_EQ(back->allocations[1].gpus, GpuSet::FromIndices({4, 6}));
   EXPECT_EQ(back->allocations[1].share_milli, 500);
@@ -218,10 +218,10 @@ TEST(RecordJson, FromJsonLeavesOutputUnchangedOnError) {
 TEST(RecordJson, NonUtf8BytesRoundTripExactly) {
   JobRecord job = FullJob(1);
   job.spec.comment = "bad \xff byte";
-  job.spec.script = "#!/bin/sh\nprintf '\xfe\xff'\n";
+  job.spec.set_script("#!/bin/sh\nprintf '\xfe\xff'\n");
   job.spec.workdir = "/home/a/d\xff";
   job.spec.argv = {"/bin/echo", "\xc3", "plain"};
-  job.spec.env = {{"N\xff", "v\x80"}, {"OK", "caf\xc3\xa9"}};
+  job.spec.set_env({{"N\xff", "v\x80"}, {"OK", "caf\xc3\xa9"}});
   job.spec.stdout_path = "o\xff";
   job.spec.stderr_path = "e\xff";
   job.spec.name = "j\xff";
@@ -234,10 +234,10 @@ TEST(RecordJson, NonUtf8BytesRoundTripExactly) {
   Result<JobRecord> back = JobRecordFromJson(text);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->spec.comment, job.spec.comment);
-  EXPECT_EQ(back->spec.script, job.spec.script);
+  EXPECT_EQ(back->spec.script(), job.spec.script());
   EXPECT_EQ(back->spec.workdir, job.spec.workdir);
   EXPECT_EQ(back->spec.argv, job.spec.argv);
-  EXPECT_EQ(back->spec.env, job.spec.env);
+  EXPECT_EQ(back->spec.env(), job.spec.env());
   EXPECT_EQ(back->spec.stdout_path, job.spec.stdout_path);
   EXPECT_EQ(back->spec.stderr_path, job.spec.stderr_path);
   EXPECT_EQ(back->spec.name, job.spec.name);

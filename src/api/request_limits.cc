@@ -103,13 +103,13 @@ Status CheckSpec(const state::JobSpec& s, const std::string& path) {
     argv_bytes += s.argv[i].size() + 1;
   }
   HACHI_RETURN_IF_ERROR(Count(Field(path, "argv"), argv_bytes, kMaxArgvBytes, "bytes"));
-  HACHI_RETURN_IF_ERROR(Bytes(Field(path, "script"), s.script, kMaxScriptBytes));
+  HACHI_RETURN_IF_ERROR(Bytes(Field(path, "script"), s.script(), kMaxScriptBytes));
   HACHI_RETURN_IF_ERROR(
-      Count(Field(path, "env"), s.env.size(), kMaxEnvEntries, "entries"));
+      Count(Field(path, "env"), s.env().size(), kMaxEnvEntries, "entries"));
   size_t env_bytes = 0;
-  for (size_t i = 0; i < s.env.size(); ++i) {
+  for (size_t i = 0; i < s.env().size(); ++i) {
     const std::string f = Field(path, "env[" + std::to_string(i) + "]");
-    const auto& [name, value] = s.env[i];
+    const auto& [name, value] = s.env()[i];
     if (name.empty()) return InvalidArgument(f + ": an empty variable name");
     HACHI_RETURN_IF_ERROR(CString(f, name, kMaxEnvBytes));
     HACHI_RETURN_IF_ERROR(CString(f, value, kMaxEnvBytes));

@@ -19,7 +19,7 @@ SubmitRequest Good() {
   r.spec.name = "train";
   r.spec.argv = {"python", "train.py"};
   r.spec.workdir = "/home/alice";
-  r.spec.env = {{"PATH", "/usr/bin"}};
+  r.spec.set_env({{"PATH", "/usr/bin"}});
   return r;
 }
 
@@ -117,21 +117,21 @@ INSTANTIATE_TEST_SUITE_P(
         LimitCase{"NulInArgv",
                   [](SubmitRequest& r) { r.spec.argv[1] = std::string("a\0b", 3); },
                   "submit.spec.argv[1]: contains a NUL byte"},
-        LimitCase{"ScriptBytes", [](SubmitRequest& r) { r.spec.script = kMiB + "x"; },
+        LimitCase{"ScriptBytes", [](SubmitRequest& r) { r.spec.set_script(kMiB + "x"); },
                   "submit.spec.script: 1048577 bytes; at most 1048576"},
         LimitCase{"ManyEnv",
                   [](SubmitRequest& r) {
-                    r.spec.env.assign(kMaxEnvEntries + 1, {"A", "1"});
+                    r.spec.set_env(state::EnvList(kMaxEnvEntries + 1, {"A", "1"}));
                   },
                   "submit.spec.env: 4097 entries; at most 4096"},
         LimitCase{"EnvBytes",
                   [](SubmitRequest& r) {
-                    r.spec.env = {{"BIG", kMiB}};
+                    r.spec.set_env({{"BIG", kMiB}});
                   },
                   "submit.spec.env: 1048581 bytes; at most 1048576"},
         LimitCase{"EnvEmptyName",
                   [](SubmitRequest& r) {
-                    r.spec.env = {{"", "x"}};
+                    r.spec.set_env({{"", "x"}});
                   },
                   "submit.spec.env[0]: an empty variable name"},
         LimitCase{"LongWorkdir",
@@ -217,10 +217,10 @@ TEST(NodeActionBodies, DrainAndResume) {
 // replaced bad bytes before), never throws; display text (an error) is replaced.
 TEST(Encoders, AnyBytes) {
   SubmitRequest r = Good();
-  r.spec.env = {{"LATIN1", "caf\xe9"}};
+  r.spec.set_env({{"LATIN1", "caf\xe9"}});
   Result<SubmitRequest> back = SubmitRequestFromJson(SubmitRequestToJson(r));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
-  EXPECT_EQ(back->spec.env[0].second, "caf\xe9");
+  EXPECT_EQ(back->spec.env()[0].second, "caf\xe9");
   const Status s = StatusFromError(404, ErrorToJson(NotFound("no node \xff")));
   EXPECT_EQ(s.message(), "no node \xef\xbf\xbd");
 }

@@ -189,6 +189,13 @@ struct ServerFlags {
       15;  // seconds between the dashboard's samples (server/history.h)
   int master_port_base = 29500;  // each node's MASTER_PORT range (ControllerOptions)
   int master_port_count = 1000;
+  // What one user may have pending (ControllerOptions::max_pending_*); 0: no bound.
+  int64_t max_pending_jobs = 10000;
+  int64_t max_pending_bytes = int64_t{1} << 30;
+  // The state database (docs/storage.md): --init makes a new one where the file lost
+  // its schema; --accept-edited-rows keeps rows whose checksum does not match.
+  bool init = false;
+  bool accept_edited_rows = false;
   // Who is asking (cli/auth_files.h): flags over the config's [auth] over the defaults.
   std::string cluster_secret_file, tls_cert, tls_key;
   std::optional<config::ClusterConfig> loaded;  // the parsed --config
@@ -225,6 +232,8 @@ Result<server::ControllerOptions> ControllerOptionsFrom(const ServerFlags& f) {
   o.config = f.loaded;
   o.master_port_base = f.master_port_base;
   o.master_port_count = f.master_port_count;
+  o.max_pending_jobs_per_user = f.max_pending_jobs;
+  o.max_pending_bytes_per_user = f.max_pending_bytes;
   if (o.master_port_base + o.master_port_count > 65536) {
     return InvalidArgument("--master-port-base " + std::to_string(o.master_port_base) +
                            " with --master-port-count " +
@@ -285,6 +294,12 @@ Result<RunningServer> StartServer(const ServerFlags& f, const std::string& state
   if (!lock.ok()) return lock.status();
   Result<server::ControllerOptions> opts = ControllerOptionsFrom(f);
   if (!opts.ok()) return opts.status();
+  state::SqliteOptions db_options;
+  db_options.initialize = f.init;
+  db_options.accept_edited_rows = f.accept_edited_rows;
+  db_options.warn = [](const std::string& line) {
+    std::cerr << "hachi: " << line << "\n";
+  };
   const std::string db = state_dir + "/hachi.db";
   for (const std::string& file : {db, db + "-wal", db + "-shm", db + "-journal"}) {
     HACHI_RETURN_IF_ERROR(CheckPrivateFile(file, 0600, std::cerr));
@@ -292,9 +307,9 @@ Result<RunningServer> StartServer(const ServerFlags& f, const std::string& state
   // SQLite creates the database 0644 & ~umask, and its -wal and -shm with the
   // database's mode: 0600 from their first byte, so nobody holds a descriptor opened
   // while they were wider.
-  Result<std::unique_ptr<state::Store>> store = [&db] {
+  Result<std::unique_ptr<state::Store>> store = [&db, &db_options] {
     ScopedUmask private_files(077);
-    return state::OpenSqliteStore(db);
+    return state::OpenSqliteStore(db, db_options);
   }();
   if (!store.ok()) return store.status();
   Result<std::unique_ptr<server::Controller>> c =
@@ -361,6 +376,22 @@ void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
                   "Ports in each node's MASTER_PORT range: the most jobs whose rank 0 "
                   "runs on one node at once (default 1000)")
       ->check(CLI::Range(1, 65535));
+  cmd->add_option("--max-pending-jobs", f->max_pending_jobs,
+                  "Jobs one user may have pending, an array's tasks each counted; a "
+                  "submit past it is refused (default 10000; 0: no bound)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  cmd->add_option("--max-pending-bytes", f->max_pending_bytes,
+                  "Bytes of batch scripts and environments one user may have pending, an "
+                  "array's counted once (default 1073741824, 1 GiB; 0: no bound)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 50));
+  cmd->add_flag(
+      "--init", f->init,
+      "Make a new, empty state database where STATE_DIR/hachi.db exists but "
+      "holds no Hachi tables (0 bytes, its schema lost), which is refused "
+      "otherwise: job ids start again at 1. A missing file is created without it");
+  cmd->add_flag("--accept-edited-rows", f->accept_edited_rows,
+                "Keep state rows whose checksum does not match their record (edited "
+                "outside hachi), naming each, instead of refusing to start");
 }
 
 // The cgroup holding an agent's job cgroups: "hachi" for the standard spool, else one

@@ -85,7 +85,7 @@ Result<api::SubmitRequest> BuildRequest(std::vector<std::string> args, bool run,
   r.spec = o->spec;
   r.hold = o->hold;
   if (!o->wrap.empty()) {
-    r.spec.script = "#!/bin/sh\n" + o->wrap + "\n";
+    r.spec.set_script("#!/bin/sh\n" + o->wrap + "\n");
     if (r.spec.name.empty()) r.spec.name = "wrap";
   } else if (wrapped) {
     if (flags->positional.empty()) {
@@ -101,7 +101,7 @@ Result<api::SubmitRequest> BuildRequest(std::vector<std::string> args, bool run,
           "submit: no batch script given (hachi submit [options] script.sh, "
           "or hachi submit [options] -- cmd args, or --wrap 'cmd')");
     }
-    r.spec.script = script_text;
+    r.spec.set_script(script_text);
     r.spec.argv.assign(flags->positional.begin() + 1, flags->positional.end());
     if (r.spec.name.empty()) r.spec.name = BaseName(script_name);
   }
@@ -111,13 +111,14 @@ Result<api::SubmitRequest> BuildRequest(std::vector<std::string> args, bool run,
   } else if (r.spec.workdir[0] != '/') {
     r.spec.workdir = cwd + "/" + r.spec.workdir;
   }
-  r.spec.env.clear();
+  state::EnvList env;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     const std::string kv = *e;
     const size_t eq = kv.find('=');
     if (eq == std::string::npos) continue;
-    r.spec.env.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+    env.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
   }
+  r.spec.set_env(std::move(env));
   if (!o->array.empty()) {
     r.array_tasks = ExpandArray(o->array);
     r.array_max_running = o->array.max_running;

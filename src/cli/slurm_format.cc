@@ -646,8 +646,9 @@ std::string FormatShowJob(const JobRecord& j, std::string_view diagnosis, Time n
   line("JobState=" + std::string(StateName(j.state)) +
        " Reason=" + (pending ? PendingReason(j) : EndReasonWord(j)) +
        " Dependency=" + DependencyText(j));
-  line("Requeue=" + std::string(j.spec.requeue ? "1" : "0") + " Restarts=" +
-       std::to_string(j.requeues) + " BatchFlag=" + (j.spec.script.empty() ? "0" : "1") +
+  line("Requeue=" + std::string(j.spec.requeue ? "1" : "0") +
+       " Restarts=" + std::to_string(j.requeues) +
+       " BatchFlag=" + (j.spec.script().empty() ? "0" : "1") +
        " ExitCode=" + std::to_string(j.exit_code) + ":" + std::to_string(j.signal));
   line("RunTime=" + FormatHms(RunTime(j, now)) +
        " TimeLimit=" + LimitText(j.req.time_limit, true) + " TimeMin=N/A");

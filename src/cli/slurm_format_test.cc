@@ -45,7 +45,7 @@ class MakeJob {
     j_.spec.workdir = "/home/alice";
     j_.spec.uid = 1000;
     j_.spec.gid = 1000;
-    j_.spec.script = "#!/bin/sh\ntrue\n";
+    j_.spec.set_script("#!/bin/sh\ntrue\n");
     j_.submit_time = kNow - 3;
   }
   MakeJob& Name(std::string n) {

@@ -101,13 +101,12 @@ bool IsEnvName(const std::string& name) {
 
 void RedactJobDetails(state::JobRecord* job) {
   state::JobSpec& spec = job->spec;
-  spec.env.clear();
   // Arguments hold passwords as often as the environment does (`--db-password=...`).
   // A command job keeps its command's base name — the default job name, shown anyway —
   // so that queue displays still say what runs; a batch script's argv is all arguments.
   std::vector<std::string> argv;
   size_t hidden = spec.argv.size();
-  if (spec.script.empty() && !spec.argv.empty()) {
+  if (spec.script().empty() && !spec.argv.empty()) {
     const std::string& cmd = spec.argv[0];
     const size_t slash = cmd.rfind('/');
     argv.push_back(slash == std::string::npos ? cmd : cmd.substr(slash + 1));
@@ -118,9 +117,10 @@ void RedactJobDetails(state::JobRecord* job) {
                    (hidden == 1 ? " argument" : " arguments") + " not shown)");
   }
   spec.argv = std::move(argv);
-  if (!spec.script.empty()) {
-    spec.script = "# not shown: only the job's owner and admins see its script\n";
-  }
+  spec.SetPayload(spec.script().empty()
+                      ? ""
+                      : "# not shown: only the job's owner and admins see its script\n",
+                  {});
 }
 
 Status CheckJobSpec(const state::JobSpec& spec) {
@@ -141,12 +141,12 @@ Status CheckJobSpec(const state::JobSpec& spec) {
         "' cannot be a file name (no '/', not '.' or '..', at most 256 "
         "characters)");
   }
-  if (spec.env.size() > 10000) {
-    return InvalidArgument("env: " + std::to_string(spec.env.size()) +
+  if (spec.env().size() > 10000) {
+    return InvalidArgument("env: " + std::to_string(spec.env().size()) +
                            " variables; at most 10000");
   }
   size_t env_bytes = 0;
-  for (const auto& [name, value] : spec.env) {
+  for (const auto& [name, value] : spec.env()) {
     if (!IsEnvName(name)) {
       return InvalidArgument("env: '" + name.substr(0, 64) +
                              "' is not a variable name (no '=', NUL or newline, 1-256 "

@@ -221,7 +221,7 @@ TEST(SubmitChecks, PathsAndFields) {
     spec.stdout_path = r.out;
     spec.stderr_path = r.err;
     spec.name = r.job_name;
-    spec.env = {{r.env_name, "v"}};
+    spec.set_env({{r.env_name, "v"}});
     const Status s = CheckJobSpec(spec);
     if (std::string(r.error).empty()) {
       EXPECT_TRUE(s.ok()) << r.name << ": " << s.ToString();
@@ -405,8 +405,8 @@ TEST_F(AuthHttpTest, AliceCannotCancelBobsJob) {
 TEST_F(AuthHttpTest, OnlyTheOwnerSeesAJobsEnvironmentAndScript) {
   Start();
   SubmitRequest req = MakeSubmit().Hold();
-  req.spec.env = {{"AWS_SECRET_ACCESS_KEY", "s3cr3t"}};
-  req.spec.script = "#!/bin/sh\ncurl -H 'token: s3cr3t' ...\n";
+  req.spec.set_env({{"AWS_SECRET_ACCESS_KEY", "s3cr3t"}});
+  req.spec.set_script("#!/bin/sh\ncurl -H 'token: s3cr3t' ...\n");
   const state::JobId id = Submit(*Tcp(bob_), api::SubmitRequestToJson(req));
   ASSERT_GT(id, 0);
   const std::string path = kApi + "/jobs/" + std::to_string(id);
@@ -434,12 +434,12 @@ TEST_F(AuthHttpTest, OnlyTheOwnerSeesAJobsEnvironmentAndScript) {
 TEST_F(AuthHttpTest, OnlyTheOwnerSeesAJobsArguments) {
   Start();
   SubmitRequest cmd = MakeSubmit().Hold();
-  cmd.spec.script.clear();
+  cmd.spec.set_script("");
   cmd.spec.argv = {"/usr/bin/psql", "--db-password=s3cr3t", "-c", "select 1"};
   const state::JobId cmd_id = Submit(*Tcp(bob_), api::SubmitRequestToJson(cmd));
   ASSERT_GT(cmd_id, 0);
   SubmitRequest script = MakeSubmit().Hold();
-  script.spec.script = "#!/bin/sh\necho \"$1\"\n";
+  script.spec.set_script("#!/bin/sh\necho \"$1\"\n");
   script.spec.argv = {"--token=s3cr3t"};
   const state::JobId script_id = Submit(*Tcp(bob_), api::SubmitRequestToJson(script));
   ASSERT_GT(script_id, 0);

@@ -3,6 +3,8 @@
 // observe.cc: metrics and explanations).
 #include "server/controller.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <chrono>
 #include <ctime>
@@ -57,10 +59,13 @@ Result<std::unique_ptr<Controller>> Controller::Create(
     }
     if (!state::IsFinal(job.state)) {
       c->active_.insert(id);
+      c->TrackPendingLocked(id);
     } else {
-      CompactFinished(&job);
+      c->CompactFinishedLocked(&job);
     }
   }
+  c->freed_bytes_ = 0;
+  malloc_trim(0);  // what the load's JSON and the dropped environments left
   for (const auto& [name, rec] : c->image_.nodes) {
     Result<NodeHardware> hw = CompileNodeHardware(rec);
     if (hw.ok()) c->hardware_[name] = std::move(*hw);
@@ -124,8 +129,54 @@ Status Controller::RebuildBaseLocked() {
 // needed, and it is most of a record's memory (the submitter's whole environment, 1-4 KB
 // a job, as sbatch's --export=ALL), which the server would otherwise hold for every job
 // it ever ran. (The batch script stays: `show job` says whether there was one.)
-void Controller::CompactFinished(state::JobRecord* job) {
-  std::vector<std::pair<std::string, std::string>>().swap(job->spec.env);
+//
+// An array's tasks share one payload (issue 16): dropping each task's environment by
+// copying its script would make one copy per task. They share the script-only payload
+// instead (compacted_, per array); the full one goes with the last task that held it.
+void Controller::CompactFinishedLocked(state::JobRecord* job) {
+  state::JobSpec& spec = job->spec;
+  if (spec.payload == nullptr || spec.env().empty()) return;
+  if (spec.payload.use_count() == 1) freed_bytes_ += spec.payload->bytes();
+  if (spec.array_job_id == 0) {
+    spec.SetPayload(spec.script(), {});
+    return;
+  }
+  std::shared_ptr<const state::JobPayload>& shared = compacted_[spec.array_job_id];
+  if (shared == nullptr) {  // the tasks of one array all have the same script
+    shared =
+        std::make_shared<const state::JobPayload>(state::JobPayload{spec.script(), {}});
+  }
+  spec.payload = shared;
+}
+
+void Controller::TrackPendingLocked(state::JobId id) {
+  auto it = image_.jobs.find(id);
+  const bool pending =
+      it != image_.jobs.end() && it->second.state == state::JobState::kPending;
+  const bool counted = pending_counted_.count(id) > 0;
+  if (pending == counted) return;
+  if (it == image_.jobs.end()) {  // never: the image keeps every job
+    pending_counted_.erase(id);
+    return;
+  }
+  const state::JobRecord& job = it->second;  // counted jobs are never removed
+  PendingUse& use = pending_use_[job.req.user];
+  const state::JobPayload* payload = job.spec.payload.get();
+  if (pending) {
+    pending_counted_.insert(id);
+    ++use.jobs;
+    if (payload != nullptr && use.payloads[payload]++ == 0) use.bytes += payload->bytes();
+  } else {
+    pending_counted_.erase(id);
+    --use.jobs;
+    if (payload != nullptr) {
+      auto p = use.payloads.find(payload);
+      if (p != use.payloads.end() && --p->second == 0) {
+        use.bytes -= payload->bytes();
+        use.payloads.erase(p);
+      }
+    }
+  }
 }
 
 void Controller::TrackJobsLocked(const std::vector<state::Edit>& edits) {
@@ -144,13 +195,14 @@ void Controller::TrackJobsLocked(const std::vector<state::Edit>& edits) {
         e);
     if (id == 0) continue;
     if (notify_) notify_(JobTopic(id));  // a `hachi run` waiting for it
+    TrackPendingLocked(id);
     auto it = image_.jobs.find(id);
     if (it != image_.jobs.end() && !state::IsFinal(it->second.state)) {
       active_.insert(id);
     } else {
       active_.erase(id);
       eligible_since_.erase(id);
-      if (it != image_.jobs.end()) CompactFinished(&it->second);
+      if (it != image_.jobs.end()) CompactFinishedLocked(&it->second);
     }
     // Released or requeued: its next queue wait counts from now
     // (hachi_queue_wait_seconds).
@@ -199,6 +251,10 @@ Result<std::vector<state::JobId>> Controller::Submit(const SubmitRequest& reques
   }
   std::vector<state::Edit> edits;
   std::vector<state::JobId> ids;
+  struct {
+    std::string user;
+    int64_t jobs = 0, bytes = 0;
+  } reserved;
   {
     MutexLock lock(&mu_);
     if (stopping_) return Unavailable("the server is stopping");
@@ -243,6 +299,30 @@ Result<std::vector<state::JobId>> Controller::Submit(const SubmitRequest& reques
                                ", which does not exist");
       }
     }
+    // What the user may have pending (ControllerOptions::max_pending_*): the array's
+    // payload counts once, as it is kept once.
+    PendingUse& use = pending_use_[req.user];
+    const int64_t bytes = request.spec.payload ? request.spec.payload->bytes() : 0;
+    const int64_t max_jobs = options_.max_pending_jobs_per_user;
+    const int64_t max_bytes = options_.max_pending_bytes_per_user;
+    if (max_jobs > 0 && use.jobs + use.reserved_jobs + count > max_jobs) {
+      return Busy("user " + req.user + " has " +
+                  std::to_string(use.jobs + use.reserved_jobs) +
+                  " jobs pending and may have at most " + std::to_string(max_jobs) +
+                  " (the server's --max-pending-jobs); this submit would add " +
+                  std::to_string(count));
+    }
+    if (max_bytes > 0 && use.bytes + use.reserved_bytes + bytes > max_bytes) {
+      return Busy("user " + req.user + " has " +
+                  std::to_string(use.bytes + use.reserved_bytes) +
+                  " bytes of scripts and environments pending and may have at most " +
+                  std::to_string(max_bytes) +
+                  " (the server's --max-pending-bytes); this submit would add " +
+                  std::to_string(bytes));
+    }
+    use.reserved_jobs += count;
+    use.reserved_bytes += bytes;
+    reserved = {req.user, count, bytes};
     next_id_ += count;
     if (!request.idempotency_key.empty()) {
       submit_keys_.Reserve(who.uid, request.idempotency_key, first, count, now);
@@ -268,14 +348,17 @@ Result<std::vector<state::JobId>> Controller::Submit(const SubmitRequest& reques
   }
   // Outside both locks: concurrent submits share one transaction (group commit). Not
   // under writer_mu_ either: new jobs change nothing another writer has checked.
-  if (Status s = store_->Commit(edits); !s.ok()) {
+  const Status committed = store_->Commit(edits);
+  MutexLock lock(&mu_);
+  PendingUse& use = pending_use_[reserved.user];
+  use.reserved_jobs -= reserved.jobs;  // counted by TrackJobsLocked from here
+  use.reserved_bytes -= reserved.bytes;
+  if (!committed.ok()) {
     if (!request.idempotency_key.empty()) {
-      MutexLock lock(&mu_);
       submit_keys_.Forget(who.uid, request.idempotency_key);
     }
-    return s;
+    return committed;
   }
-  MutexLock lock(&mu_);
   if (!request.idempotency_key.empty()) {
     submit_keys_.Stored(who.uid, request.idempotency_key);
   }

@@ -90,6 +90,12 @@ struct ControllerOptions {
   // (cycle.cc; nodes on one host, as `hachi dev`'s, share a range).
   int master_port_base = 29500;
   int master_port_count = 1000;
+  // What one user may have pending (issue 16), each 0 for no bound: jobs (an array's
+  // tasks each count), and bytes of script + environment (an array's once, as it is kept
+  // once). A submit past either is refused (kBusy: 409), naming the user, the limit and
+  // what the user has pending.
+  int64_t max_pending_jobs_per_user = 10000;
+  int64_t max_pending_bytes_per_user = int64_t{1} << 30;
   // Every time the controller decides by (records' times, agent silence, the workload
   // refresh) is read here; tests give a FakeClock. Not owned; outlives the controller.
   const Clock* clock = RealClock();
@@ -280,7 +286,11 @@ class Controller {
   std::string StaleNoteLocked(const std::string& node) const REQUIRES(mu_);
   // Updates active_ for the jobs `edits` touched (after they were applied to image_).
   void TrackJobsLocked(const std::vector<state::Edit>& edits) REQUIRES(mu_);
-  static void CompactFinished(state::JobRecord* job);  // memory: drops env
+  // Memory: a finished job's env is dropped; the tasks of an array keep sharing one
+  // payload (its script). Counts what it frees towards trim_due_.
+  void CompactFinishedLocked(state::JobRecord* job) REQUIRES(mu_);
+  // pending_use_ for job `id` as it is now in image_ (absent: gone).
+  void TrackPendingLocked(state::JobId id) REQUIRES(mu_);
   state::NodeStatus NodeStatusLocked(const state::NodeRecord& rec,
                                      const sched::ClusterState& snap) const REQUIRES(mu_);
   // The processes the node's agent reported on GPUs no running job of theirs was given.
@@ -317,6 +327,23 @@ class Controller {
   // The ids of image_'s pending and running jobs, kept by TrackJobsLocked after every
   // apply: a cycle visits these, not the finished jobs the image keeps.
   std::set<state::JobId> active_ GUARDED_BY(mu_);
+  // What each user has pending, for the bound at submit (ControllerOptions::
+  // max_pending_*): jobs, and the payloads they hold, each counted once.
+  struct PendingUse {
+    int64_t jobs = 0;
+    int64_t bytes = 0;
+    std::map<const state::JobPayload*, int64_t> payloads;  // -> pending jobs holding it
+    int64_t reserved_jobs = 0;  // submits checked, not yet committed
+    int64_t reserved_bytes = 0;
+  };
+  std::unordered_map<std::string, PendingUse> pending_use_ GUARDED_BY(mu_);
+  std::set<state::JobId> pending_counted_ GUARDED_BY(mu_);  // in pending_use_
+  // Per array, the payload its finished tasks share once their environment is dropped.
+  std::unordered_map<state::JobId, std::shared_ptr<const state::JobPayload>> compacted_
+      GUARDED_BY(mu_);
+  // Bytes of payloads freed since the loop last gave memory back (malloc_trim): past
+  // kTrimBytes it does so at once rather than at its half-minute turn.
+  int64_t freed_bytes_ GUARDED_BY(mu_) = 0;
   // Jobs the applier did not start for want of a free MASTER_PORT on their rank-0 node
   // (cycle.cc), so that the log says it once per job.
   std::set<state::JobId> port_starved_ GUARDED_BY(mu_);

@@ -311,16 +311,16 @@ TEST(Controller, FinishedJobsKeepTheirEnvironmentOnDiskOnly) {
   Harness h;
   h.Register("n1");
   SubmitRequest r = MakeSubmit().Gpus(1).Time(600);
-  r.spec.env = {{"PATH", "/usr/bin:/bin"}, {"HOME", "/home/alice"}};
+  r.spec.set_env({{"PATH", "/usr/bin:/bin"}, {"HOME", "/home/alice"}});
   const state::JobId id = h.Submit(r);
-  EXPECT_EQ(h.Job(id).spec.env.size(), 2u);
+  EXPECT_EQ(h.Job(id).spec.env().size(), 2u);
   h->RunCycle();
   const AgentWork work = h.Work("n1");
   ASSERT_EQ(work.launch.size(), 1u);
-  EXPECT_EQ(work.launch[0].spec.env.size(), 2u);
+  EXPECT_EQ(work.launch[0].spec.env().size(), 2u);
   h.Exit("n1", id, 0);
   ASSERT_EQ(h.StateOf(id), JobState::kCompleted);
-  EXPECT_TRUE(h.Job(id).spec.env.empty());
+  EXPECT_TRUE(h.Job(id).spec.env().empty());
   EXPECT_EQ(h.Job(id).spec.argv, std::vector<std::string>{"/bin/true"});
 }
 

@@ -65,7 +65,10 @@ int LowestFreePort(const std::set<int>& used, const ControllerOptions& o) {
 
 void Controller::Loop() {
   auto trimmed = std::chrono::steady_clock::now();
+  // Payloads freed past this (a big array cancelled or ended) are given back at once.
+  constexpr int64_t kTrimBytes = int64_t{64} << 20;
   for (;;) {
+    bool trim_now = false;
     {
       MutexLock lock(&mu_);
       const auto deadline = std::chrono::steady_clock::now() +
@@ -77,13 +80,15 @@ void Controller::Loop() {
         }
       }
       if (stopping_) return;
+      trim_now = freed_bytes_ >= kTrimBytes;
+      if (trim_now) freed_bytes_ = 0;
     }
     RunCycle();
     // Big replies (GET /jobs?all=1 of 50k jobs: ~120 MB of JSON) leave freed memory in
     // malloc's arenas, never returned: the soak test saw RSS of 1.5-3 GB holding 55 MB of
     // live data (docs/soak.md). Give it back every half minute.
     if (const auto now = std::chrono::steady_clock::now();
-        now - trimmed > std::chrono::seconds(30)) {
+        trim_now || now - trimmed > std::chrono::seconds(30)) {
       malloc_trim(0);
       trimmed = now;
     }

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -46,16 +47,56 @@ inline bool IsFinal(JobState s) {
   return s != JobState::kPending && s != JobState::kRunning;
 }
 
+using EnvList = std::vector<std::pair<std::string, std::string>>;
+
+// A job's batch script and environment: the bulk of what a submit sends (a script may be
+// megabytes). Immutable once built, so the tasks of an array share one (issue 16): the
+// server holds it once in memory, the store keeps it once on disk (docs/storage.md,
+// table `payloads`).
+struct JobPayload {
+  std::string script;  // the batch script's text ("" for a wrapped command)
+  EnvList env;         // the submitter's environment (what the job inherits)
+  // What it costs: the script's and the environment's bytes (what the per-user pending
+  // bound counts, once per array).
+  int64_t bytes() const {
+    int64_t n = static_cast<int64_t>(script.size());
+    for (const auto& [name, value] : env)
+      n += static_cast<int64_t>(name.size() + value.size());
+    return n;
+  }
+};
+
 // What the user asked to run, beyond the resource request (sched::JobRequest).
 struct JobSpec {
   std::string name;  // --job-name; default: the script's or command's base name
   // The command; for a script job: {"/bin/sh"-like interpreter from the shebang, script
   // path} is built by the agent, argv then holds the script's arguments.
   std::vector<std::string> argv;
-  std::string script;   // the batch script's text ("" for a wrapped command)
+  // Script and environment, shared by the tasks of an array (JobPayload); null reads as
+  // empty. Copying a JobSpec copies the pointer, never the text.
+  // Inline: the agent and the API use them without linking state/.
+  std::shared_ptr<const JobPayload> payload;
+  const std::string& script() const {
+    static const std::string kEmpty;
+    return payload ? payload->script : kEmpty;
+  }
+  const EnvList& env() const {
+    static const EnvList kEmpty;
+    return payload ? payload->env : kEmpty;
+  }
+  // Each builds a new payload (the old one may be shared: never changed in place); both
+  // empty: none.
+  void SetPayload(std::string script, EnvList env) {
+    if (script.empty() && env.empty()) {
+      payload = nullptr;
+      return;
+    }
+    payload =
+        std::make_shared<const JobPayload>(JobPayload{std::move(script), std::move(env)});
+  }
+  void set_script(std::string s) { SetPayload(std::move(s), env()); }
+  void set_env(EnvList e) { SetPayload(script(), std::move(e)); }
   std::string workdir;  // absolute; default: the submitter's cwd
-  // The submitter's environment (what the job inherits).
-  std::vector<std::pair<std::string, std::string>> env;
   // Output paths as given, with Slurm's patterns (%j job id, %x name, %A array job,
   // %a array task, %u user, %N first node, %% percent). Empty stdout: "hachi-%j.out" in
   // workdir; empty stderr: same file as stdout. Relative paths are under workdir.

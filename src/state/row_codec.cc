@@ -227,13 +227,19 @@ Status ReadRequest(const json& v, const std::string& path, json* unknown,
   return r.Finish();
 }
 
-Status ReadSpec(const json& v, const std::string& path, json* unknown, JobSpec* spec) {
+// `payload_ref`: where a version 4 row names the payloads row holding its script and
+// environment (0: they are inline, as every row before version 4 has them).
+Status ReadSpec(const json& v, const std::string& path, json* unknown, JobSpec* spec,
+                JobId* payload_ref) {
   RowReader r(v, path, unknown);
+  std::string script;
+  EnvList env;
   r.Bytes("name", &spec->name);
   r.List("argv", &spec->argv, ReadBytesItem);
-  r.Bytes("script", &spec->script);
+  r.Bytes("script", &script);
   r.Bytes("workdir", &spec->workdir);
-  r.List("env", &spec->env, ReadEnvItem);
+  r.List("env", &env, ReadEnvItem);
+  r.Int("payload", payload_ref);
   r.Bytes("stdout_path", &spec->stdout_path);
   r.Bytes("stderr_path", &spec->stderr_path);
   r.Int("uid", &spec->uid);
@@ -245,10 +251,12 @@ Status ReadSpec(const json& v, const std::string& path, json* unknown, JobSpec* 
   r.Int("array_task_id", &spec->array_task_id);
   r.Int("array_max_running", &spec->array_max_running);
   r.Bytes("comment", &spec->comment);
-  return r.Finish();
+  HACHI_RETURN_IF_ERROR(r.Finish());
+  spec->SetPayload(std::move(script), std::move(env));
+  return Status::Ok();
 }
 
-Status ReadJob(const json& j, json* unknown, JobRecord* job) {
+Status ReadJob(const json& j, json* unknown, JobRecord* job, JobId* payload_ref) {
   RowReader r(j, "job", unknown);
   r.Skip(kVersionKey);
   r.Skip(kMinReaderKey);
@@ -257,7 +265,7 @@ Status ReadJob(const json& j, json* unknown, JobRecord* job) {
     return ReadRequest(v, p, u, &job->req);
   });
   r.Object("spec", [&](const json& v, const std::string& p, json* u) {
-    return ReadSpec(v, p, u, &job->spec);
+    return ReadSpec(v, p, u, &job->spec, payload_ref);
   });
   r.Custom("state", [&](const json& v, const std::string& p) -> Status {
     std::string name;
@@ -335,6 +343,15 @@ Status ReadToken(const json& j, json* unknown, TokenRecord* t) {
   return r.Finish();
 }
 
+Status ReadPayload(const json& j, json* unknown, JobPayload* p) {
+  RowReader r(j, "payload", unknown);
+  r.Skip(kVersionKey);
+  r.Skip(kMinReaderKey);
+  r.Bytes("script", &p->script);
+  r.List("env", &p->env, ReadEnvItem);
+  return r.Finish();
+}
+
 // ---- versions and upgrade steps ----
 
 // One step upgrades a row in place from version N to N + 1 (steps[N - 1]). A step must
@@ -353,12 +370,12 @@ Status StepV1ToV2(json* /*row*/) { return Status::Ok(); }
 // tracked.
 Status StepJobV2ToV3(json* /*row*/) { return Status::Ok(); }
 
-// Job rows 3 -> 4 (issue 16): a string of the spec or request may be {"base64": ...}
-// (bytes that are not UTF-8; before, they were replaced by U+FFFD), and "submit_key"
-// (the submit's idempotency key, written only when there is one) is added. A version 3
-// row holds only strings, which version 4 reads as they are, and no key (""). Rows that
-// hold the bytes form have "_min_reader" 4 (JobRowMinReader): an older binary must
-// refuse them, not misread them; a key alone is an unknown field older binaries keep.
+// Job rows 3 -> 4 (issue 16): an array task's script and environment may live in the
+// payloads table, the row naming it in "spec.payload"; a string of the spec or request
+// may be {"base64": ...} (bytes that are not UTF-8; before, they were replaced by
+// U+FFFD); and "submit_key" (the submit's idempotency key, written only when there is
+// one) is added. A version 3 row holds only strings, its script and environment inline,
+// and no key (""), which version 4 reads as they are.
 Status StepJobV3ToV4(json* /*row*/) { return Status::Ok(); }
 
 constexpr Step kJobSteps[] = {StepV1ToV2, StepJobV2ToV3, StepJobV3ToV4};
@@ -367,6 +384,7 @@ constexpr Step kTokenSteps[] = {StepV1ToV2};
 static_assert(std::size(kJobSteps) == kJobRowFormat.version - 1);
 static_assert(std::size(kNodeSteps) == kNodeRowFormat.version - 1);
 static_assert(std::size(kTokenSteps) == kTokenRowFormat.version - 1);
+constexpr Step kPayloadSteps[] = {nullptr};  // none yet (version 1)
 
 // Reads the row's version and refuses one this binary must not read; then runs the
 // steps from the row's version to `format`'s.
@@ -401,10 +419,10 @@ Result<int> Upgrade(json* row, std::string_view what, RowFormat format,
   return version;
 }
 
-template <typename Record, size_t N>
+// `read(json, unknown, Row<Record>*)` reads the upgraded row's fields.
+template <typename Record, size_t N, typename Read>
 Result<Row<Record>> Decode(std::string_view text, std::string_view what, RowFormat format,
-                           const Step (&steps)[N],
-                           Status (*read)(const json&, json*, Record*)) {
+                           const Step (&steps)[N], Read&& read) {
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return Internal(std::string(what) + ": invalid JSON");
   if (!j.is_object()) {
@@ -415,9 +433,16 @@ Result<Row<Record>> Decode(std::string_view text, std::string_view what, RowForm
   Row<Record> row;
   row.version = *version;
   json unknown;
-  HACHI_RETURN_IF_ERROR(read(j, &unknown, &row.record));
+  HACHI_RETURN_IF_ERROR(read(j, &unknown, &row));
   if (!unknown.is_null()) row.unknown = unknown.dump();
   return row;
+}
+
+template <typename Record>
+auto RecordOnly(Status (*read)(const json&, json*, Record*)) {
+  return [read](const json& j, json* unknown, Row<Record>* row) {
+    return read(j, unknown, &row->record);
+  };
 }
 
 // ---- writing ----
@@ -425,24 +450,6 @@ Result<Row<Record>> Decode(std::string_view text, std::string_view what, RowForm
 void PutVersion(RowFormat format, json* j) {
   (*j)[kVersionKey] = format.version;
   (*j)[kMinReaderKey] = format.min_reader;
-}
-
-// The oldest reader of a job row: kJobRowFormat.min_reader, or 4 when a field holds
-// bytes that are not UTF-8 (written {"base64": ...}, which version 3 cannot read).
-int JobRowMinReader(const JobRecord& job) {
-  const JobSpec& s = job.spec;
-  const sched::JobRequest& r = job.req;
-  bool utf8 = true;
-  for (const std::string* f : {&s.name, &s.script, &s.workdir, &s.stdout_path,
-                               &s.stderr_path, &s.container_image, &s.comment,
-                               &r.gpu_model, &r.partition, &r.qos, &r.user, &r.account}) {
-    utf8 = utf8 && IsValidUtf8(*f);
-  }
-  for (const std::string& a : s.argv) utf8 = utf8 && IsValidUtf8(a);
-  for (const auto& [name, value] : s.env) {
-    utf8 = utf8 && IsValidUtf8(name) && IsValidUtf8(value);
-  }
-  return utf8 ? kJobRowFormat.min_reader : 4;
 }
 
 // Adds the fields of `unknown` that `out` lacks, descending into objects both have.
@@ -495,17 +502,20 @@ json RequestJson(const sched::JobRequest& req) {
 }
 
 // Every string is bytes, written exactly (state/json_values.h: JsonBytes).
-json SpecJson(const JobSpec& spec) {
+json EnvJson(const EnvList& list) {
   json env = json::array();
-  for (const auto& [name, value] : spec.env) env.push_back(JsonBytes(name + "=" + value));
+  for (const auto& [name, value] : list) env.push_back(JsonBytes(name + "=" + value));
+  return env;
+}
+
+// `payload_ref` != 0: script and environment are in that payloads row, not here.
+json SpecJson(const JobSpec& spec, JobId payload_ref) {
   json argv = json::array();
   for (const std::string& a : spec.argv) argv.push_back(JsonBytes(a));
-  return {
+  json j = {
       {"name", JsonBytes(spec.name)},
       {"argv", std::move(argv)},
-      {"script", JsonBytes(spec.script)},
       {"workdir", JsonBytes(spec.workdir)},
-      {"env", std::move(env)},
       {"stdout_path", JsonBytes(spec.stdout_path)},
       {"stderr_path", JsonBytes(spec.stderr_path)},
       {"uid", spec.uid},
@@ -518,11 +528,19 @@ json SpecJson(const JobSpec& spec) {
       {"array_max_running", spec.array_max_running},
       {"comment", JsonBytes(spec.comment)},
   };
+  if (payload_ref != 0) {
+    j["payload"] = payload_ref;
+  } else {
+    j["script"] = JsonBytes(spec.script());
+    j["env"] = EnvJson(spec.env());
+  }
+  return j;
 }
 
 }  // namespace
 
-std::string EncodeJobRow(const JobRecord& job, std::string_view unknown) {
+std::string EncodeJobRow(const JobRecord& job, std::string_view unknown,
+                         JobId payload_ref) {
   json allocs = json::array();
   for (const NodeAllocation& a : job.allocations) {
     allocs.push_back({
@@ -537,7 +555,7 @@ std::string EncodeJobRow(const JobRecord& job, std::string_view unknown) {
   json j = {
       {"id", job.id},
       {"req", RequestJson(job.req)},
-      {"spec", SpecJson(job.spec)},
+      {"spec", SpecJson(job.spec, payload_ref)},
       {"state", JobStateName(job.state)},
       {"held", job.held},
       {"submit_time", job.submit_time},
@@ -551,7 +569,7 @@ std::string EncodeJobRow(const JobRecord& job, std::string_view unknown) {
       {"master_port", job.master_port},
   };
   if (!job.submit_key.empty()) j["submit_key"] = job.submit_key;  // version 4
-  PutVersion(RowFormat{kJobRowFormat.version, JobRowMinReader(job)}, &j);
+  PutVersion(kJobRowFormat, &j);
   return Dump(&j, unknown);
 }
 
@@ -586,14 +604,29 @@ std::string EncodeTokenRow(const TokenRecord& t, std::string_view unknown) {
   return Dump(&j, unknown);
 }
 
+std::string EncodePayloadRow(const JobPayload& payload) {
+  json j = {{"script", JsonBytes(payload.script)}, {"env", EnvJson(payload.env)}};
+  PutVersion(kPayloadRowFormat, &j);
+  return Dump(&j, "");
+}
+
 Result<Row<JobRecord>> DecodeJobRow(std::string_view text) {
-  return Decode<JobRecord>(text, "job", kJobRowFormat, kJobSteps, ReadJob);
+  return Decode<JobRecord>(text, "job", kJobRowFormat, kJobSteps,
+                           [](const json& j, json* unknown, Row<JobRecord>* row) {
+                             return ReadJob(j, unknown, &row->record, &row->payload_ref);
+                           });
 }
 Result<Row<NodeRecord>> DecodeNodeRow(std::string_view text) {
-  return Decode<NodeRecord>(text, "node", kNodeRowFormat, kNodeSteps, ReadNode);
+  return Decode<NodeRecord>(text, "node", kNodeRowFormat, kNodeSteps,
+                            RecordOnly(ReadNode));
 }
 Result<Row<TokenRecord>> DecodeTokenRow(std::string_view text) {
-  return Decode<TokenRecord>(text, "token", kTokenRowFormat, kTokenSteps, ReadToken);
+  return Decode<TokenRecord>(text, "token", kTokenRowFormat, kTokenSteps,
+                             RecordOnly(ReadToken));
+}
+Result<Row<JobPayload>> DecodePayloadRow(std::string_view text) {
+  return Decode<JobPayload>(text, "payload", kPayloadRowFormat, kPayloadSteps,
+                            RecordOnly(ReadPayload));
 }
 
 }  // namespace hachi::state

@@ -38,9 +38,14 @@ struct RowFormat {
   int version;
   int min_reader;
 };
-inline constexpr RowFormat kJobRowFormat{4, 2};    // jobs.record (4 for bytes rows)
-inline constexpr RowFormat kNodeRowFormat{2, 2};   // nodes.record
-inline constexpr RowFormat kTokenRowFormat{2, 2};  // tokens.record
+// Jobs 4 (issue 16): an array task's script and environment may be a reference to a
+// payloads row ("spec.payload"), which a reader of version 3 would read as no script,
+// and any string of the spec or request may be {"base64": ...} (bytes that are not
+// UTF-8), which version 3 cannot read.
+inline constexpr RowFormat kJobRowFormat{4, 4};      // jobs.record
+inline constexpr RowFormat kNodeRowFormat{2, 2};     // nodes.record
+inline constexpr RowFormat kTokenRowFormat{2, 2};    // tokens.record
+inline constexpr RowFormat kPayloadRowFormat{1, 1};  // payloads.record (JobPayload)
 
 // A decoded row.
 template <typename Record>
@@ -50,15 +55,22 @@ struct Row {
   // The fields this binary does not know, as a JSON object of the same shape as the row
   // (nested objects by name); "" when there are none (the usual case).
   std::string unknown;
+  // Jobs: the payloads row that holds the script and environment (the spec's payload is
+  // then left null for the store to share); 0: they were inline.
+  JobId payload_ref = 0;
 };
 
 // Compact JSON (one line), every field written. A job's spec and request strings that
-// are not valid UTF-8 are written {"base64": "..."} and read back exactly (such a row
-// has "_min_reader" 4); in node and token rows, whose text never reaches a process or
-// a path, bad bytes are replaced by U+FFFD. `unknown` (a Row's) is merged in.
-std::string EncodeJobRow(const JobRecord& job, std::string_view unknown = "");
+// are not valid UTF-8 are written {"base64": "..."} and read back exactly; in node and
+// token rows, whose text never reaches a process or a path, bad bytes are replaced by
+// U+FFFD. `unknown` (a Row's) is merged in.
+// `payload_ref` != 0: the row names that payloads row instead of holding the spec's
+// script and environment (an array's tasks share one, written by EncodePayloadRow).
+std::string EncodeJobRow(const JobRecord& job, std::string_view unknown = "",
+                         JobId payload_ref = 0);
 std::string EncodeNodeRow(const NodeRecord& node, std::string_view unknown = "");
 std::string EncodeTokenRow(const TokenRecord& token, std::string_view unknown = "");
+std::string EncodePayloadRow(const JobPayload& payload);
 
 // kInvalidArgument for a row this binary must not read (its "_min_reader" is newer);
 // kInternal for a row that is not what any version writes (bad JSON, wrong types).
@@ -66,5 +78,6 @@ std::string EncodeTokenRow(const TokenRecord& token, std::string_view unknown = 
 Result<Row<JobRecord>> DecodeJobRow(std::string_view text);
 Result<Row<NodeRecord>> DecodeNodeRow(std::string_view text);
 Result<Row<TokenRecord>> DecodeTokenRow(std::string_view text);
+Result<Row<JobPayload>> DecodePayloadRow(std::string_view text);
 
 }  // namespace hachi::state

@@ -1,6 +1,9 @@
 #include "state/sqlite_store.h"
 
+#include <sys/stat.h>
+
 #include <chrono>
+#include <map>
 #include <thread>
 #include <type_traits>
 #include <utility>
@@ -12,16 +15,21 @@
 namespace hachi::state {
 namespace {
 
+// The tables as a new database gets them. An older layout's tables are completed by
+// kColumns and kSchemaTail (CREATE TABLE IF NOT EXISTS leaves an existing table alone).
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS jobs (
   id INTEGER PRIMARY KEY,
   state TEXT NOT NULL,
-  record TEXT NOT NULL
+  record TEXT NOT NULL,
+  payload INTEGER,
+  sum INTEGER
 ) STRICT;
 CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state);
 CREATE TABLE IF NOT EXISTS nodes (
   name TEXT PRIMARY KEY,
-  record TEXT NOT NULL
+  record TEXT NOT NULL,
+  sum INTEGER
 ) STRICT;
 CREATE TABLE IF NOT EXISTS meta (
   key TEXT PRIMARY KEY,
@@ -29,12 +37,132 @@ CREATE TABLE IF NOT EXISTS meta (
 ) STRICT;
 CREATE TABLE IF NOT EXISTS tokens (
   id TEXT PRIMARY KEY,
-  record TEXT NOT NULL
+  record TEXT NOT NULL,
+  sum INTEGER
 ) STRICT;
-INSERT INTO meta (key, value) VALUES ('min_reader_schema', 3)
-  ON CONFLICT (key) DO UPDATE SET value = excluded.value;
-PRAGMA user_version = 3;
+CREATE TABLE IF NOT EXISTS payloads (
+  id INTEGER PRIMARY KEY,
+  record TEXT NOT NULL,
+  sum INTEGER
+) STRICT;
 )sql";
+
+// Columns layout 4 added to tables of older layouts: {table, column}.
+constexpr std::pair<const char*, const char*> kColumns[] = {
+    {"jobs", "payload"}, {"jobs", "sum"}, {"nodes", "sum"}, {"tokens", "sum"}};
+
+constexpr const char* kSchemaTail = R"sql(
+CREATE INDEX IF NOT EXISTS jobs_by_payload ON jobs(payload) WHERE payload IS NOT NULL;
+INSERT INTO meta (key, value) VALUES ('min_reader_schema', 4)
+  ON CONFLICT (key) DO UPDATE SET value = excluded.value;
+PRAGMA user_version = 4;
+)sql";
+
+// The tables whose rows carry a checksum: {table, key column}.
+constexpr std::pair<const char*, const char*> kSummed[] = {
+    {"jobs", "id"}, {"nodes", "name"}, {"tokens", "id"}, {"payloads", "id"}};
+
+// A row's checksum (the `sum` column): 64-bit FNV-1a over its key and its record, so a
+// record edited, or moved to another key, outside Hachi is found at the next start. Not
+// a signature: whoever may write the file may compute it too (docs/storage.md).
+int64_t RowSum(std::string_view key, std::string_view record) {
+  uint64_t h = 14695981039346656037ull;
+  auto mix = [&](std::string_view text) {
+    for (const char c : text) {
+      h ^= static_cast<unsigned char>(c);
+      h *= 1099511628211ull;
+    }
+  };
+  mix(key);
+  mix(std::string_view("\0", 1));
+  mix(record);
+  return static_cast<int64_t>(h);
+}
+
+Status SumError(Db* db, std::string_view table, std::string_view key, bool missing) {
+  return Internal(
+      db->path() + ": " + std::string(table) + " row " + std::string(key) +
+      (missing ? ": has no checksum" : ": its checksum does not match its record") +
+      " (edited outside hachi, or damaged); restore the file from a backup, or "
+      "start once with --accept-edited-rows to keep the row as it is");
+}
+
+// Checks column `sum` (at `sum_index`) of the current row against `key` and `record`.
+Status CheckSum(Db* db, const Stmt& stmt, int sum_index, std::string_view table,
+                std::string_view key, std::string_view record) {
+  if (stmt.ColumnIsNull(sum_index)) return SumError(db, table, key, true);
+  if (stmt.ColumnInt(sum_index) != RowSum(key, record)) {
+    return SumError(db, table, key, false);
+  }
+  return Status::Ok();
+}
+
+// Gives every row whose checksum is missing or wrong the one its record has; `resealed`
+// gets "table row key" for each (rows of an older layout, before checksums, are not
+// named: `name_missing` false). In the caller's transaction.
+Status Seal(Db* db, bool name_missing, std::vector<std::string>* resealed) {
+  for (const auto& [table, key] : kSummed) {
+    // Updated by rowid (every table has one): one b-tree step a row, not a scan.
+    Result<Stmt> rows = db->Prepare(std::string("SELECT rowid, CAST(") + key +
+                                    " AS TEXT), record, sum FROM " + table);
+    if (!rows.ok()) return rows.status();
+    std::vector<std::pair<int64_t, int64_t>> fix;  // rowid, sum
+    for (;;) {
+      Result<bool> row = rows->Step();
+      if (!row.ok()) return row.status();
+      if (!*row) break;
+      const std::string k = rows->ColumnText(1);
+      const int64_t sum = RowSum(k, rows->ColumnText(2));
+      const bool missing = rows->ColumnIsNull(3);
+      if (!missing && rows->ColumnInt(3) == sum) continue;
+      if (resealed && (name_missing || !missing)) {
+        resealed->push_back(std::string(table) + " row " + k);
+      }
+      fix.emplace_back(rows->ColumnInt(0), sum);
+    }
+    for (const auto& [rowid, sum] : fix) {
+      Result<Stmt> update =
+          db->Prepare(std::string("UPDATE ") + table + " SET sum = ?2 WHERE rowid = ?1");
+      if (!update.ok()) return update.status();
+      update->Bind(1, rowid).Bind(2, sum);
+      HACHI_RETURN_IF_ERROR(update->Run());
+    }
+  }
+  return Status::Ok();
+}
+
+Result<bool> HasColumn(Db* db, const char* table, const char* column) {
+  Result<Stmt> stmt =
+      db->Prepare("SELECT count(*) FROM pragma_table_info(?1) WHERE name = ?2");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, std::string_view(table)).Bind(2, std::string_view(column));
+  Result<bool> row = stmt->Step();
+  if (!row.ok()) return row.status();
+  return *row && stmt->ColumnInt(0) > 0;
+}
+
+// Creates or completes the layout (in the caller's transaction).
+Status CreateSchema(Db* db) {
+  HACHI_RETURN_IF_ERROR(db->Exec(kSchema));
+  for (const auto& [table, column] : kColumns) {
+    Result<bool> has = HasColumn(db, table, column);
+    if (!has.ok()) return has.status();
+    if (!*has) {
+      HACHI_RETURN_IF_ERROR(db->Exec(std::string("ALTER TABLE ") + table +
+                                     " ADD COLUMN " + column + " INTEGER"));
+    }
+  }
+  HACHI_RETURN_IF_ERROR(db->Exec(kSchemaTail));
+  // Rows of an older layout get their checksums now, once.
+  return Seal(db, /*name_missing=*/false, nullptr);
+}
+
+// How many of the tables every Hachi layout has (jobs, nodes, meta) the file holds.
+Result<int64_t> CoreTables(Db* db) {
+  return db->QueryInt(
+      "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('jobs', "
+      "'nodes', 'meta')");
+}
 
 // The oldest layout version that can use a database of this layout (meta
 // 'min_reader_schema'; absent before version 3).
@@ -72,7 +200,9 @@ Result<int64_t> ReadLastJobId(Db* db) {
 
 // Reads job `id` into image->jobs (absent: left out, CheckEdit reports it), and the
 // row's fields this binary does not know into *unknown (for the rewrite).
-Status ReadJob(Db* db, JobId id, StateImage* image, std::string* unknown = nullptr) {
+// `payload_ref`: the payloads row the stored row names (row_codec.h), kept by a rewrite.
+Status ReadJob(Db* db, JobId id, StateImage* image, std::string* unknown = nullptr,
+               JobId* payload_ref = nullptr) {
   Result<Stmt> stmt = db->Prepare("SELECT record FROM jobs WHERE id = ?1");
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, id);
@@ -83,6 +213,7 @@ Status ReadJob(Db* db, JobId id, StateImage* image, std::string* unknown = nullp
   if (!job.ok()) return RowError(db, "jobs", std::to_string(id), job.status());
   image->jobs[id] = std::move(job->record);
   if (unknown) *unknown = std::move(job->unknown);
+  if (payload_ref) *payload_ref = job->payload_ref;
   return Status::Ok();
 }
 
@@ -102,22 +233,65 @@ Status ReadNode(Db* db, const std::string& name, StateImage* image,
 }
 
 // `unknown`: the fields of the row being replaced that this binary does not know.
-Status WriteJob(Db* db, const JobRecord& job, std::string_view unknown) {
+Status WriteJob(Db* db, const JobRecord& job, std::string_view unknown,
+                JobId payload_ref) {
   Result<Stmt> stmt =
-      db->Prepare("UPDATE jobs SET state = ?2, record = ?3 WHERE id = ?1");
+      db->Prepare("UPDATE jobs SET state = ?2, record = ?3, sum = ?4 WHERE id = ?1");
   if (!stmt.ok()) return stmt.status();
+  const std::string record = EncodeJobRow(job, unknown, payload_ref);
   stmt->Bind(1, job.id)
       .Bind(2, JobStateName(job.state))
-      .Bind(3, EncodeJobRow(job, unknown));
+      .Bind(3, record)
+      .Bind(4, RowSum(std::to_string(job.id), record));
   return stmt->Run();
+}
+
+// An array's script and environment, once (row `array_id` of payloads): written with the
+// array's first task, in the transaction that writes the tasks.
+Status WritePayload(Db* db, JobId array_id, const JobPayload& payload) {
+  Result<Stmt> exists = db->Prepare("SELECT 1 FROM payloads WHERE id = ?1");
+  if (!exists.ok()) return exists.status();
+  exists->Bind(1, array_id);
+  Result<bool> found = exists->Step();
+  if (!found.ok()) return found.status();
+  if (*found) return Status::Ok();
+  Result<Stmt> insert =
+      db->Prepare("INSERT INTO payloads (id, record, sum) VALUES (?1, ?2, ?3)");
+  if (!insert.ok()) return insert.status();
+  const std::string record = EncodePayloadRow(payload);
+  insert->Bind(1, array_id)
+      .Bind(2, record)
+      .Bind(3, RowSum(std::to_string(array_id), record));
+  return insert->Run();
+}
+
+// Reads payloads row `id` once per Load, shared by the tasks that name it.
+Result<std::shared_ptr<const JobPayload>> LoadPayload(
+    Db* db, JobId id, std::map<JobId, std::shared_ptr<const JobPayload>>* cache) {
+  if (auto it = cache->find(id); it != cache->end()) return it->second;
+  Result<Stmt> stmt = db->Prepare("SELECT record, sum FROM payloads WHERE id = ?1");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, id);
+  Result<bool> row = stmt->Step();
+  if (!row.ok()) return row.status();
+  const std::string key = std::to_string(id);
+  if (!*row) return Internal(db->path() + ": payloads row " + key + " is missing");
+  const std::string record = stmt->ColumnText(0);
+  HACHI_RETURN_IF_ERROR(CheckSum(db, *stmt, 1, "payloads", key, record));
+  Result<Row<JobPayload>> payload = DecodePayloadRow(record);
+  if (!payload.ok()) return RowError(db, "payloads", key, payload.status());
+  auto shared = std::make_shared<const JobPayload>(std::move(payload->record));
+  (*cache)[id] = shared;
+  return std::shared_ptr<const JobPayload>(std::move(shared));
 }
 
 Status WriteNode(Db* db, const NodeRecord& node, std::string_view unknown = "") {
   Result<Stmt> stmt = db->Prepare(
-      "INSERT INTO nodes (name, record) VALUES (?1, ?2) "
-      "ON CONFLICT (name) DO UPDATE SET record = excluded.record");
+      "INSERT INTO nodes (name, record, sum) VALUES (?1, ?2, ?3) "
+      "ON CONFLICT (name) DO UPDATE SET record = excluded.record, sum = excluded.sum");
   if (!stmt.ok()) return stmt.status();
-  stmt->Bind(1, node.name).Bind(2, EncodeNodeRow(node, unknown));
+  const std::string record = EncodeNodeRow(node, unknown);
+  stmt->Bind(1, node.name).Bind(2, record).Bind(3, RowSum(node.name, record));
   return stmt->Run();
 }
 
@@ -142,9 +316,11 @@ Status WriteTokenEdit(Db* db, const TokenIssued& e) {
   Result<StateImage> image = ReadTokens(db);
   if (!image.ok()) return image.status();
   HACHI_RETURN_IF_ERROR(CheckEdit(*image, e));
-  Result<Stmt> stmt = db->Prepare("INSERT INTO tokens (id, record) VALUES (?1, ?2)");
+  Result<Stmt> stmt =
+      db->Prepare("INSERT INTO tokens (id, record, sum) VALUES (?1, ?2, ?3)");
   if (!stmt.ok()) return stmt.status();
-  stmt->Bind(1, e.record.id).Bind(2, EncodeTokenRow(e.record));
+  const std::string record = EncodeTokenRow(e.record);
+  stmt->Bind(1, e.record.id).Bind(2, record).Bind(3, RowSum(e.record.id, record));
   return stmt->Run();
 }
 
@@ -173,6 +349,23 @@ struct SqliteStore::Waiter {
 
 Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path,
                                                        const SqliteOptions& options) {
+  // A file that is there but holds no Hachi tables lost them (truncated to 0 bytes,
+  // replaced): starting on it would begin a new cluster whose job ids start again at 1.
+  // Only a file that does not exist yet is a first start.
+  auto refuse = [&](const std::string& what) {
+    return InvalidArgument(
+        path + ": the state database " + what +
+        "; refusing to start a new cluster on it (job ids would start again at 1). "
+        "Restore it from a backup, or start with --init to make a new, empty one");
+  };
+  struct stat st {};
+  struct stat wal {};
+  const bool existed = ::stat(path.c_str(), &st) == 0;
+  const bool has_wal = ::stat((path + "-wal").c_str(), &wal) == 0 && wal.st_size > 0;
+  // Refused before SQLite opens it: opening writes a header into an empty file.
+  if (existed && st.st_size == 0 && !has_wal && !options.initialize) {
+    return refuse("is empty (0 bytes)");
+  }
   Result<std::unique_ptr<Db>> opened = Db::Open(path, options.busy_timeout_ms);
   if (!opened.ok()) return opened.status();
   std::unique_ptr<Db> db = std::move(*opened);
@@ -193,6 +386,28 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path,
   Result<int64_t> version = db->QueryInt("PRAGMA user_version");
   if (!version.ok()) return version.status();
   HACHI_RETURN_IF_ERROR(check_version(*version));
+  Result<int64_t> core_tables = CoreTables(db.get());
+  if (!core_tables.ok()) return core_tables.status();
+  if (existed && *core_tables < 3 && !options.initialize) {
+    return refuse(*core_tables == 0
+                      ? "holds no Hachi tables"
+                      : "lost some of its tables (" + std::to_string(*core_tables) +
+                            " of jobs, nodes, meta are there)");
+  }
+  if (options.quick_check) {
+    // SQLite's own structural check: pages, b-trees, free lists, not-null and STRICT
+    // types (docs/storage.md measures its time).
+    Result<Stmt> check = db->Prepare("PRAGMA quick_check");
+    if (!check.ok()) return check.status();
+    Result<bool> row = check->Step();
+    const std::string verdict = !row.ok() ? row.status().message()
+                                : *row    ? check->ColumnText(0)
+                                          : "no answer";
+    if (verdict != "ok") {
+      return Internal(path + ": the state database fails SQLite's quick_check: " +
+                      verdict + "; restore it from a backup");
+    }
+  }
   if (*version < kSchemaVersion) {
     Txn txn(db.get());
     HACHI_RETURN_IF_ERROR(txn.Begin());
@@ -200,8 +415,27 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path,
     version = db->QueryInt("PRAGMA user_version");
     if (!version.ok()) return version.status();
     HACHI_RETURN_IF_ERROR(check_version(*version));
-    if (*version < kSchemaVersion) HACHI_RETURN_IF_ERROR(db->Exec(kSchema));
+    if (*version < kSchemaVersion) HACHI_RETURN_IF_ERROR(CreateSchema(db.get()));
     HACHI_RETURN_IF_ERROR(txn.Commit());
+  } else if (*core_tables < 3) {  // --init on a file that lost tables, of any layout
+    Txn txn(db.get());
+    HACHI_RETURN_IF_ERROR(txn.Begin());
+    HACHI_RETURN_IF_ERROR(CreateSchema(db.get()));
+    HACHI_RETURN_IF_ERROR(txn.Commit());
+  }
+  if (options.accept_edited_rows) {
+    Txn txn(db.get());
+    HACHI_RETURN_IF_ERROR(txn.Begin());
+    std::vector<std::string> resealed;
+    HACHI_RETURN_IF_ERROR(Seal(db.get(), /*name_missing=*/true, &resealed));
+    HACHI_RETURN_IF_ERROR(txn.Commit());
+    if (options.warn) {
+      for (const std::string& row : resealed) {
+        options.warn(
+            path + ": " + row +
+            ": its checksum did not match; kept as it is (--accept-edited-rows)");
+      }
+    }
   }
   return std::unique_ptr<SqliteStore>(new SqliteStore(std::move(db), options));
 }
@@ -221,15 +455,30 @@ Result<StateImage> SqliteStore::Load() {
   if (!last.ok()) return last.status();
   image.last_job_id = *last;
 
-  Result<Stmt> jobs = db->Prepare("SELECT id, record FROM jobs ORDER BY id");
+  // Payloads no job names any more (none, as jobs are kept: a safety net for rows
+  // removed by hand).
+  HACHI_RETURN_IF_ERROR(
+      db->Exec("DELETE FROM payloads WHERE id NOT IN "
+               "(SELECT payload FROM jobs WHERE payload IS NOT NULL)"));
+  std::map<JobId, std::shared_ptr<const JobPayload>> payloads;
+  Result<Stmt> jobs = db->Prepare("SELECT id, record, sum FROM jobs ORDER BY id");
   if (!jobs.ok()) return jobs.status();
   for (;;) {
     Result<bool> row = jobs->Step();
     if (!row.ok()) return row.status();
     if (!*row) break;
     const JobId id = jobs->ColumnInt(0);
-    Result<Row<JobRecord>> job = DecodeJobRow(jobs->ColumnText(1));
-    if (!job.ok()) return RowError(db, "jobs", std::to_string(id), job.status());
+    const std::string key = std::to_string(id);
+    const std::string record = jobs->ColumnText(1);
+    HACHI_RETURN_IF_ERROR(CheckSum(db, *jobs, 2, "jobs", key, record));
+    Result<Row<JobRecord>> job = DecodeJobRow(record);
+    if (!job.ok()) return RowError(db, "jobs", key, job.status());
+    if (job->payload_ref != 0) {
+      Result<std::shared_ptr<const JobPayload>> payload =
+          LoadPayload(db, job->payload_ref, &payloads);
+      if (!payload.ok()) return payload.status();
+      job->record.spec.payload = std::move(*payload);
+    }
     if (job->record.id != id) {
       return Internal(db->path() + ": jobs row " + std::to_string(id) + " holds job " +
                       std::to_string(job->record.id));
@@ -238,26 +487,30 @@ Result<StateImage> SqliteStore::Load() {
     image.jobs.emplace(id, std::move(job->record));
   }
 
-  Result<Stmt> nodes = db->Prepare("SELECT name, record FROM nodes ORDER BY name");
+  Result<Stmt> nodes = db->Prepare("SELECT name, record, sum FROM nodes ORDER BY name");
   if (!nodes.ok()) return nodes.status();
   for (;;) {
     Result<bool> row = nodes->Step();
     if (!row.ok()) return row.status();
     if (!*row) break;
     std::string name = nodes->ColumnText(0);
-    Result<Row<NodeRecord>> node = DecodeNodeRow(nodes->ColumnText(1));
+    const std::string record = nodes->ColumnText(1);
+    HACHI_RETURN_IF_ERROR(CheckSum(db, *nodes, 2, "nodes", name, record));
+    Result<Row<NodeRecord>> node = DecodeNodeRow(record);
     if (!node.ok()) return RowError(db, "nodes", name, node.status());
     image.nodes.emplace(std::move(name), std::move(node->record));
   }
 
-  Result<Stmt> tokens = db->Prepare("SELECT id, record FROM tokens ORDER BY id");
+  Result<Stmt> tokens = db->Prepare("SELECT id, record, sum FROM tokens ORDER BY id");
   if (!tokens.ok()) return tokens.status();
   for (;;) {
     Result<bool> row = tokens->Step();
     if (!row.ok()) return row.status();
     if (!*row) break;
     std::string id = tokens->ColumnText(0);
-    Result<Row<TokenRecord>> token = DecodeTokenRow(tokens->ColumnText(1));
+    const std::string record = tokens->ColumnText(1);
+    HACHI_RETURN_IF_ERROR(CheckSum(db, *tokens, 2, "tokens", id, record));
+    Result<Row<TokenRecord>> token = DecodeTokenRow(record);
     if (!token.ok()) return RowError(db, "tokens", id, token.status());
     image.tokens.emplace(std::move(id), std::move(token->record));
   }
@@ -358,12 +611,28 @@ Status SqliteStore::WriteEdit(const Edit& edit) {
           image.last_job_id = *last;
           HACHI_RETURN_IF_ERROR(ReadJob(db, e.record.id, &image));
           HACHI_RETURN_IF_ERROR(CheckEdit(image, edit));
-          Result<Stmt> insert =
-              db->Prepare("INSERT INTO jobs (id, state, record) VALUES (?1, ?2, ?3)");
+          // An array's tasks name one payloads row (its first task's id) instead of
+          // each holding the script and environment (issue 16).
+          const JobSpec& spec = e.record.spec;
+          const JobId payload_ref =
+              spec.array_job_id != 0 && spec.payload != nullptr ? spec.array_job_id : 0;
+          if (payload_ref != 0) {
+            HACHI_RETURN_IF_ERROR(WritePayload(db, payload_ref, *spec.payload));
+          }
+          Result<Stmt> insert = db->Prepare(
+              "INSERT INTO jobs (id, state, record, payload, sum) "
+              "VALUES (?1, ?2, ?3, ?4, ?5)");
           if (!insert.ok()) return insert.status();
+          const std::string record = EncodeJobRow(e.record, "", payload_ref);
           insert->Bind(1, e.record.id)
               .Bind(2, JobStateName(e.record.state))
-              .Bind(3, EncodeJobRow(e.record));
+              .Bind(3, record);
+          if (payload_ref != 0) {
+            insert->Bind(4, payload_ref);
+          } else {
+            insert->BindNull(4);
+          }
+          insert->Bind(5, RowSum(std::to_string(e.record.id), record));
           HACHI_RETURN_IF_ERROR(insert->Run());
           Result<Stmt> meta = db->Prepare(
               "INSERT INTO meta (key, value) VALUES ('last_job_id', ?1) "
@@ -385,10 +654,11 @@ Status SqliteStore::WriteEdit(const Edit& edit) {
           return WriteNode(db, image.nodes.at(e.name), unknown);
         } else {
           const JobId id = EditJobId(e);
-          std::string unknown;  // carried over (row_codec.h)
-          HACHI_RETURN_IF_ERROR(ReadJob(db, id, &image, &unknown));
+          std::string unknown;    // carried over (row_codec.h)
+          JobId payload_ref = 0;  // an array task's payload stays where it is
+          HACHI_RETURN_IF_ERROR(ReadJob(db, id, &image, &unknown, &payload_ref));
           HACHI_RETURN_IF_ERROR(ApplyEdit(&image, edit));
-          return WriteJob(db, image.jobs.at(id), unknown);
+          return WriteJob(db, image.jobs.at(id), unknown, payload_ref);
         }
       },
       edit);

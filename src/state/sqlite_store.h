@@ -2,11 +2,18 @@
 // (a full disk is simulated with PRAGMA max_page_count). Other code uses
 // OpenSqliteStore.
 //
-// Layout (schema version 3, PRAGMA user_version): STRICT tables
-//   jobs(id INTEGER PRIMARY KEY, state TEXT, record TEXT)   record: EncodeJobRow
-//   nodes(name TEXT PRIMARY KEY, record TEXT)               record: EncodeNodeRow
-//   tokens(id TEXT PRIMARY KEY, record TEXT)                record: EncodeTokenRow
+// Layout (schema version 4, PRAGMA user_version): STRICT tables
+//   jobs(id INTEGER PRIMARY KEY, state TEXT, record TEXT, payload INTEGER, sum INTEGER)
+//                                           record: EncodeJobRow; payload: the payloads
+//                                           row of an array task (NULL: inline)
+//   nodes(name TEXT PRIMARY KEY, record TEXT, sum INTEGER)  record: EncodeNodeRow
+//   tokens(id TEXT PRIMARY KEY, record TEXT, sum INTEGER)   record: EncodeTokenRow
+//   payloads(id INTEGER PRIMARY KEY, record TEXT, sum INTEGER)
+//                                           an array's script and environment, once,
+//                                           keyed by the array's job id
 //   meta(key TEXT PRIMARY KEY, value ANY)   'last_job_id', 'min_reader_schema'
+// `sum`: each row's checksum over its key and record, checked by Load: a row edited
+// outside Hachi is refused by name (SqliteOptions::accept_edited_rows).
 // The records are the store's own JSON, each row versioned (state/row_codec.h); the
 // layout's version is user_version, and a newer layout opens when its
 // 'min_reader_schema' is at most this binary's kSchemaVersion (docs/storage.md).
@@ -44,7 +51,8 @@ class Db;
 class SqliteStore final : public Store {
  public:
   // 2: tokens. 3: rows versioned apart from the API (row_codec.h); min_reader_schema.
-  static constexpr int64_t kSchemaVersion = 3;
+  // 4: payloads (an array's script and environment once), row checksums (issue 16).
+  static constexpr int64_t kSchemaVersion = 4;
 
   static Result<std::unique_ptr<SqliteStore>> Open(const std::string& path,
                                                    const SqliteOptions& options);

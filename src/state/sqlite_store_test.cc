@@ -128,11 +128,11 @@ TEST(SqliteStore, NewerSchemaIsRefused) {
   {
     Result<std::unique_ptr<Db>> db = Db::Open(path, 1000);
     ASSERT_TRUE(db.ok());
-    ASSERT_TRUE((*db)->Exec("PRAGMA user_version = 4").ok());
+    ASSERT_TRUE((*db)->Exec("PRAGMA user_version = 5").ok());
   }
   Result<std::unique_ptr<Store>> store = OpenSqliteStore(path);
   ASSERT_FALSE(store.ok());
-  EXPECT_NE(store.status().message().find("schema version 4 is newer"), std::string::npos)
+  EXPECT_NE(store.status().message().find("schema version 5 is newer"), std::string::npos)
       << store.status().message();
 }
 
@@ -239,7 +239,7 @@ TEST(SqliteStore, DiskFullIsUnavailableAndRecoverable) {
   ASSERT_TRUE(store->SetMaxPageCountForTesting(1).ok());  // capped at today's size
 
   JobRecord big = MakeJob(2);
-  big.spec.script = std::string(256 * 1024, 'x');  // needs new pages
+  big.spec.set_script(std::string(256 * 1024, 'x'));  // needs new pages
   Status s = store->Commit({MakeJob(3).Submitted(), Started(1)});
   // A small batch may or may not fit in the free pages left; a 256 KiB one cannot.
   if (s.ok()) {
@@ -275,8 +275,67 @@ TEST(SqliteStore, DiskFullIsUnavailableAndRecoverable) {
   std::unique_ptr<SqliteStore> reopened = MustOpen(path);
   StateImage image = MustLoad(*reopened);
   EXPECT_EQ(image.jobs[4].state, JobState::kRunning);
-  EXPECT_EQ(image.jobs[4].spec.script.size(), big.spec.script.size());
+  EXPECT_EQ(image.jobs[4].spec.script().size(), big.spec.script().size());
   EXPECT_EQ(image.jobs.count(10), 0u);
+  EXPECT_EQ(IntegrityCheck(path), "ok");
+}
+
+// The database's logical size (pages of the latest commit, WAL included), in bytes.
+int64_t StateBytes(const std::string& path) {
+  Result<std::unique_ptr<Db>> db = Db::Open(path, 1000);
+  EXPECT_TRUE(db.ok());
+  if (!db.ok()) return -1;
+  Result<int64_t> pages = (*db)->QueryInt("PRAGMA page_count");
+  Result<int64_t> size = (*db)->QueryInt("PRAGMA page_size");
+  EXPECT_TRUE(pages.ok() && size.ok());
+  return pages.ok() && size.ok() ? *pages * *size : -1;
+}
+
+// Issue 16: the 500 tasks of an array with a 1 MiB script keep one copy of it (and of
+// the environment) on disk, and the loaded tasks share one copy in memory. Before, each
+// task row held its own: the file grew by 500 MiB.
+TEST(SqliteStore, ArrayTasksStoreTheirPayloadOnce) {
+  TempDir dir;
+  const std::string path = dir.File("state.db");
+  std::unique_ptr<SqliteStore> store = MustOpen(path);
+  ASSERT_TRUE(store->Commit({MakeJob(1).Submitted()}).ok());
+  const int64_t before = StateBytes(path);
+  const std::string script = "#!/bin/sh\n" + std::string(1 << 20, 'x') + "\n";
+  JobRecord task = MakeJob(2);
+  task.spec.SetPayload(script, {{"PATH", "/usr/bin:/bin"}, {"HOME", "/home/bob"}});
+  std::vector<Edit> edits;
+  for (int i = 0; i < 500; ++i) {
+    JobRecord t = task;
+    t.id = 2 + i;
+    t.spec.array_job_id = 2;
+    t.spec.array_task_id = i;
+    edits.push_back(JobSubmitted{t});
+  }
+  ASSERT_TRUE(store->Commit(edits).ok());
+  ASSERT_TRUE(store
+                  ->Commit({Started(3), JobEnded{4, JobState::kCancelled, 3000, 0, 0,
+                                                 "cancelled by bob"}})
+                  .ok());
+  const int64_t grown = StateBytes(path) - before;
+  EXPECT_GT(grown, 1 << 20);
+  EXPECT_LT(grown, 2 << 20) << "the script is stored more than once";
+
+  store.reset();
+  std::unique_ptr<SqliteStore> reopened = MustOpen(path);
+  StateImage image = MustLoad(*reopened);
+  ASSERT_EQ(image.jobs.size(), 501u);
+  const JobPayload* shared = image.jobs[2].spec.payload.get();
+  ASSERT_NE(shared, nullptr);
+  for (JobId id = 2; id < 502; ++id) {
+    const JobSpec& spec = image.jobs[id].spec;
+    EXPECT_EQ(spec.payload.get(), shared) << id;
+    EXPECT_EQ(spec.script(), script) << id;
+    ASSERT_EQ(spec.env().size(), 2u) << id;
+    EXPECT_EQ(spec.env()[1].second, "/home/bob") << id;
+  }
+  EXPECT_EQ(image.jobs[3].state, JobState::kRunning);
+  EXPECT_EQ(image.jobs[4].state, JobState::kCancelled);
+  EXPECT_EQ(image.jobs[1].spec.payload, nullptr);  // a single job: inline, here empty
   EXPECT_EQ(IntegrityCheck(path), "ok");
 }
 

@@ -77,6 +77,17 @@ struct SqliteOptions {
   // Longest a commit waits for others to join its group (0: commit at once; a group
   // still forms from the callers that arrive while a transaction is being written).
   int group_window_us = 0;
+  // A file that exists but holds no Hachi tables (0 bytes, its schema lost) is refused
+  // unless this is set (`--init`): then it gets a new, empty schema. A file that does
+  // not exist is created either way (the first start).
+  bool initialize = false;
+  // PRAGMA quick_check at open; a failure refuses the file.
+  bool quick_check = true;
+  // Rows whose checksum does not match their record (edited outside Hachi) are refused
+  // by Load, naming the row; with this set they are given the checksum of what they
+  // hold at open instead (`--accept-edited-rows`), each named through `warn`.
+  bool accept_edited_rows = false;
+  std::function<void(const std::string&)> warn;  // may be empty
 };
 
 // Opens (creating if needed) the SQLite database at `path` (WAL mode, STRICT tables,

@@ -63,7 +63,7 @@ JobRecord FixtureJob(JobId id, std::string user, int gpus) {
   j.spec.name = "train-" + std::to_string(id);
   j.spec.argv = {"python", "train.py", "--lr=0.1"};
   j.spec.workdir = "/home/" + user;
-  j.spec.env = {{"PATH", "/usr/bin:/bin"}, {"EQ", "a=b"}};
+  j.spec.set_env({{"PATH", "/usr/bin:/bin"}, {"EQ", "a=b"}});
   j.spec.uid = 1000;
   j.spec.gid = 100;
   j.submit_time = 1700000000 + id;
@@ -108,7 +108,7 @@ std::vector<Edit> FixtureEdits() {
 
   JobRecord held = FixtureJob(2, "bob", 2);
   held.held = true;
-  held.spec.script = "#!/bin/sh\necho \"résumé\"\n";
+  held.spec.set_script("#!/bin/sh\necho \"résumé\"\n");
   held.spec.stdout_path = "out-%j.txt";
   held.spec.stderr_path = "err-%j.txt";
   e.push_back(JobSubmitted{held});
@@ -212,9 +212,9 @@ void ExpectSame(const JobRecord& w, const JobRecord& g) {
   const JobSpec &ws = w.spec, &gs = g.spec;
   EXPECT_EQ(gs.name, ws.name);
   EXPECT_EQ(gs.argv, ws.argv);
-  EXPECT_EQ(gs.script, ws.script);
+  EXPECT_EQ(gs.script(), ws.script());
   EXPECT_EQ(gs.workdir, ws.workdir);
-  EXPECT_EQ(gs.env, ws.env);
+  EXPECT_EQ(gs.env(), ws.env());
   EXPECT_EQ(gs.stdout_path, ws.stdout_path);
   EXPECT_EQ(gs.stderr_path, ws.stderr_path);
   EXPECT_EQ(gs.uid, ws.uid);
@@ -330,6 +330,15 @@ void ExecSql(const std::string& db_path, const std::string& sql) {
   ASSERT_TRUE(s.ok()) << s.ToString();
 }
 
+// Rows written by hand (ExecSql) get their checksums, as --accept-edited-rows gives
+// them: the tests below are about the rows' versions, not about their checksums.
+void Seal(const std::string& db_path) {
+  SqliteOptions o;
+  o.accept_edited_rows = true;
+  Result<std::unique_ptr<SqliteStore>> store = SqliteStore::Open(db_path, o);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+}
+
 // The database this version writes for FixtureEdits() loads, every field as written.
 TEST(StoreFormat, FixtureV3Loads) {
   TempDir dir;
@@ -362,11 +371,30 @@ TEST(StoreFormat, FixtureV3Loads) {
             StatusCode::kInvalidArgument);
 }
 
-// Writes testdata/state/v3.sql's database; run once, by hand, when a version changes
+// Layout 4 (issue 16): the array's three tasks name one payloads row, and load sharing
+// one payload; every row has its checksum.
+TEST(StoreFormat, FixtureV4Loads) {
+  TempDir dir;
+  const std::string db = dir.File("state.db");
+  BuildFromSql(FixturePath("v4.sql"), db);
+  EXPECT_EQ(RowText(db, "SELECT count(*) FROM payloads"), "1");
+  EXPECT_EQ(RowText(db, "SELECT count(*) FROM jobs WHERE payload = 8"), "3");
+  std::unique_ptr<SqliteStore> store = MustOpen(db);
+  ASSERT_NE(store, nullptr);
+  Result<StateImage> got = store->Load();
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ExpectSame(FixtureImage(), *got);
+  ASSERT_NE(got->jobs.at(8).spec.payload, nullptr);
+  EXPECT_EQ(got->jobs.at(9).spec.payload, got->jobs.at(8).spec.payload);
+  EXPECT_EQ(got->jobs.at(10).spec.payload, got->jobs.at(8).spec.payload);
+  EXPECT_NE(got->jobs.at(7).spec.payload, got->jobs.at(8).spec.payload);
+}
+
+// Writes testdata/state/vN.sql's database; run once, by hand, when a version changes
 // the format (then name the new fixture after the new kSchemaVersion and keep the old):
-//   HACHI_STORE_FIXTURE_DB=/tmp/v3.db build/src/state/state_test
+//   HACHI_STORE_FIXTURE_DB=/tmp/v4.db build/src/state/state_test
 //     --gtest_also_run_disabled_tests --gtest_filter=StoreFormat.DISABLED_WriteFixture
-//   (sqlite3 /tmp/v3.db .dump; echo 'PRAGMA user_version=3;') > testdata/state/v3.sql
+//   (sqlite3 /tmp/v4.db .dump; echo 'PRAGMA user_version=4;') > testdata/state/v4.sql
 TEST(StoreFormat, DISABLED_WriteFixture) {
   const char* out = getenv("HACHI_STORE_FIXTURE_DB");
   ASSERT_NE(out, nullptr) << "set HACHI_STORE_FIXTURE_DB";
@@ -375,7 +403,7 @@ TEST(StoreFormat, DISABLED_WriteFixture) {
   ASSERT_NE(store, nullptr);
   // One edit per commit, as the server commits them.
   for (const Edit& e : FixtureEdits()) ASSERT_TRUE(store->Commit({e}).ok());
-  ASSERT_EQ(SqliteStore::kSchemaVersion, 3);
+  ASSERT_EQ(SqliteStore::kSchemaVersion, 4);
 }
 
 // A database of layout 2 (before rows were versioned: rows in the API's JSON of the
@@ -409,7 +437,7 @@ PRAGMA user_version = 2;
   const json row = json::parse(RowText(db, "SELECT record FROM jobs WHERE id = 12"));
   EXPECT_EQ(row["_v"], kJobRowFormat.version);
   EXPECT_EQ(row["held"], true);
-  EXPECT_EQ(RowText(db, "PRAGMA user_version"), "3");
+  EXPECT_EQ(RowText(db, "PRAGMA user_version"), "4");
 }
 
 // A newer binary added fields (and said an older reader may read its rows): they load,
@@ -420,9 +448,10 @@ TEST(StoreFormat, NewerRowsWithAddedFieldsLoadAndKeepThem) {
   MustOpen(db).reset();
   ExecSql(db, R"sql(
 INSERT INTO meta VALUES ('last_job_id', 3);
-INSERT INTO jobs VALUES (3, 'PENDING', '{"_v":7,"_min_reader":2,"id":3,"state":"PENDING","req":{"gpus":1,"user":"bob","gpu_arch":"sm90"},"priority_boost":5}');
-INSERT INTO nodes VALUES ('n1', '{"_v":7,"_min_reader":1,"name":"n1","state":"up","nic_count":4}');
+INSERT INTO jobs (id, state, record) VALUES (3, 'PENDING', '{"_v":7,"_min_reader":2,"id":3,"state":"PENDING","req":{"gpus":1,"user":"bob","gpu_arch":"sm90"},"priority_boost":5}');
+INSERT INTO nodes (name, record) VALUES ('n1', '{"_v":7,"_min_reader":1,"name":"n1","state":"up","nic_count":4}');
 )sql");
+  Seal(db);
   std::unique_ptr<SqliteStore> store = MustOpen(db);
   ASSERT_NE(store, nullptr);
   Result<StateImage> got = store->Load();
@@ -448,8 +477,9 @@ TEST(StoreFormat, RowsForNewerReadersAreRefused) {
   const std::string db = dir.File("state.db");
   MustOpen(db).reset();
   ExecSql(db, R"sql(
-INSERT INTO jobs VALUES (17, 'PENDING', '{"_v":6,"_min_reader":5,"id":17,"state":"PENDING"}');
+INSERT INTO jobs (id, state, record) VALUES (17, 'PENDING', '{"_v":6,"_min_reader":5,"id":17,"state":"PENDING"}');
 )sql");
+  Seal(db);
   std::unique_ptr<SqliteStore> store = MustOpen(db);
   ASSERT_NE(store, nullptr);
   Result<StateImage> got = store->Load();
@@ -469,14 +499,14 @@ TEST(StoreFormat, NewerLayoutOpensWhenItsMinReaderAllows) {
   TempDir dir;
   const std::string db = dir.File("state.db");
   MustOpen(db).reset();
-  ExecSql(db, "PRAGMA user_version = 4");
-  EXPECT_NE(MustOpen(db), nullptr);                    // min_reader_schema is still 3
-  EXPECT_EQ(RowText(db, "PRAGMA user_version"), "4");  // left as it is
-  ExecSql(db, "UPDATE meta SET value = 4 WHERE key = 'min_reader_schema'");
+  ExecSql(db, "PRAGMA user_version = 5");
+  EXPECT_NE(MustOpen(db), nullptr);                    // min_reader_schema is still 4
+  EXPECT_EQ(RowText(db, "PRAGMA user_version"), "5");  // left as it is
+  ExecSql(db, "UPDATE meta SET value = 5 WHERE key = 'min_reader_schema'");
   Result<std::unique_ptr<SqliteStore>> refused = SqliteStore::Open(db, {});
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find("schema version 4 is newer than this hachi "
-                                            "knows (3)"),
+  EXPECT_NE(refused.status().message().find("schema version 5 is newer than this hachi "
+                                            "knows (4)"),
             std::string::npos)
       << refused.status().message();
 }

@@ -34,9 +34,10 @@ inline JobRecord FullJob(JobId id) {
   j.req.gpu_memory_mib = 20480;
   j.spec.name = "train \"résumé\"";
   j.spec.argv = {"python", "train.py", "--lr=0.1", ""};
-  j.spec.script = "#!/bin/sh\necho hi\n";
+
   j.spec.workdir = "/home/alice";
-  j.spec.env = {{"PATH", "/usr/bin:/bin"}, {"EQ", "a=b"}, {"EMPTY", ""}};
+  j.spec.SetPayload("#!/bin/sh\necho hi\n",
+                    {{"PATH", "/usr/bin:/bin"}, {"EQ", "a=b"}, {"EMPTY", ""}});
   j.spec.stdout_path = "out-%j.txt";
   j.spec.stderr_path = "err-%j.txt";
   j.spec.uid = 4000000000u;

@@ -1,0 +1,142 @@
+// Issue 16, item 3: an array's script and environment are kept once (the tasks share
+// one state::JobPayload), every task still launches and reads back with all of it, and
+// what one user may have pending is bounded.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "api/record_json_nlohmann.h"
+#include "server/controller.h"
+#include "server/testing.h"
+#include "topo/topology_testing.h"
+
+namespace hachi::server {
+namespace {
+
+using state::JobState;
+using testing::Harness;
+using testing::kAlice;
+using testing::MakeSubmit;
+
+std::vector<int> Tasks(int n) {
+  std::vector<int> t(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) t[static_cast<size_t>(i)] = i;
+  return t;
+}
+
+const state::EnvList kEnv = {{"PATH", "/usr/bin:/bin"}, {"TOKEN", "t0ps3cret"}};
+
+SubmitRequest BigArray(const std::string& script, int tasks) {
+  SubmitRequest r = MakeSubmit().Gpus(1).Time(600).Array(Tasks(tasks), 0);
+  r.spec.argv.clear();
+  r.spec.SetPayload(script, kEnv);
+  return r;
+}
+
+// Every task holds the very same payload (one copy in memory however many tasks), and
+// each one's launch and API record carry the whole script and environment.
+TEST(ArrayPayload, TasksShareOnePayloadAndEachLaunchesWithAllOfIt) {
+  topo::TempDir dir;
+  const std::string script = "#!/bin/sh\n# " + std::string(64 << 10, 'x') + "\n";
+  std::vector<state::JobId> ids;
+  {
+    Result<std::unique_ptr<state::Store>> store =
+        state::OpenSqliteStore(dir.path() + "/hachi.db");
+    ASSERT_TRUE(store.ok());
+    Harness h(ControllerOptions{}, std::move(*store));
+    h.Register("n1");
+    Result<std::vector<state::JobId>> submitted =
+        h->Submit(BigArray(script, 200), kAlice);
+    ASSERT_TRUE(submitted.ok()) << submitted.status().ToString();
+    ids = *submitted;
+    ASSERT_EQ(ids.size(), 200u);
+    const state::JobPayload* shared = h.Job(ids[0]).spec.payload.get();
+    ASSERT_NE(shared, nullptr);
+    for (state::JobId id : ids) ASSERT_EQ(h.Job(id).spec.payload.get(), shared) << id;
+
+    h->RunCycle();
+    const AgentWork work = h.Work("n1");
+    ASSERT_EQ(work.launch.size(), 8u);  // n1's 8 GPUs
+    for (const api::LaunchSpec& l : work.launch) {
+      EXPECT_EQ(l.spec.script(), script) << l.job;
+      EXPECT_EQ(l.spec.env(), kEnv) << l.job;
+    }
+    for (state::JobId id : {ids[0], ids[100], ids[199]}) {
+      const nlohmann::json j = api::ToJson(h.Job(id));
+      EXPECT_EQ(j["spec"]["script"], script) << id;
+      EXPECT_EQ(j["spec"]["env"],
+                nlohmann::json({"PATH=/usr/bin:/bin", "TOKEN=t0ps3cret"}))
+          << id;
+    }
+    h.Exit("n1", work.launch[0].job, 0);
+    ASSERT_EQ(h.StateOf(work.launch[0].job), JobState::kCompleted);
+  }
+  // After a restart the loaded tasks share one payload again; the finished one keeps
+  // the script, without the environment.
+  Result<std::unique_ptr<state::Store>> store =
+      state::OpenSqliteStore(dir.path() + "/hachi.db");
+  ASSERT_TRUE(store.ok());
+  Harness h(ControllerOptions{}, std::move(*store));
+  const state::JobPayload* shared = h.Job(ids[199]).spec.payload.get();
+  ASSERT_NE(shared, nullptr);
+  int finished = 0;
+  for (state::JobId id : ids) {
+    const state::JobRecord job = h.Job(id);
+    EXPECT_EQ(job.spec.script(), script) << id;
+    if (job.state == JobState::kCompleted) {
+      ++finished;
+      EXPECT_TRUE(job.spec.env().empty()) << id;
+    } else {
+      EXPECT_EQ(job.spec.payload.get(), shared) << id;
+    }
+  }
+  EXPECT_EQ(finished, 1);
+}
+
+// Refusals name the user, the bound and what the user has; a job that leaves the queue
+// frees its share.
+TEST(ArrayPayload, PendingJobsAndBytesPerUserAreBounded) {
+  ControllerOptions o;
+  o.max_pending_jobs_per_user = 10;
+  o.max_pending_bytes_per_user = 1000;
+  Harness h(o);
+  h.Register("n1");
+  const std::string script(500, '#');  // + 31 bytes of environment: 531 a payload
+  Result<std::vector<state::JobId>> first = h->Submit(BigArray(script, 8), kAlice);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();  // 531 bytes: counted once
+
+  Result<std::vector<state::JobId>> refused = h->Submit(BigArray("", 3), kAlice);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kBusy);
+  EXPECT_EQ(refused.status().message(),
+            "user alice has 8 jobs pending and may have at most 10 (the server's "
+            "--max-pending-jobs); this submit would add 3");
+
+  refused = h->Submit(BigArray(script, 1), kAlice);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kBusy);
+  EXPECT_EQ(
+      refused.status().message(),
+      "user alice has 531 bytes of scripts and environments pending and may have at "
+      "most 1000 (the server's --max-pending-bytes); this submit would add 531");
+  EXPECT_EQ(h->Jobs(true).size(), 8u) << "nothing of a refused submit is kept";
+
+  // Another user is not counted against alice.
+  const Caller bob{"bob", 1001, 1001, true, false};
+  ASSERT_TRUE(h->Submit(BigArray(script, 8), bob).ok());
+
+  // Started and cancelled tasks leave the queue: alice may submit again.
+  h->RunCycle();  // 8 of the 16 start on n1's 8 GPUs
+  for (state::JobId id : *first) {
+    if (h.StateOf(id) == JobState::kPending) {
+      ASSERT_TRUE(h->Cancel(id, kAlice).ok());
+    }
+  }
+  Result<std::vector<state::JobId>> again = h->Submit(BigArray(script, 10), kAlice);
+  EXPECT_TRUE(again.ok()) << again.status().ToString();
+}
+
+}  // namespace
+}  // namespace hachi::server
