@@ -360,7 +360,8 @@ json ToJson(const JobSpec& spec) {
   // Everything that reaches the job or the file system is bytes, carried exactly
   // (docs/api.md, "Bytes that are not UTF-8"); the image is text, refused when not.
   json env = json::array();
-  for (const auto& [name, value] : spec.env()) env.push_back(JsonBytes(name + "=" + value));
+  for (const auto& [name, value] : spec.env())
+    env.push_back(JsonBytes(name + "=" + value));
   return {
       {"name", JsonBytes(spec.name)},
       {"argv", BytesList(spec.argv)},

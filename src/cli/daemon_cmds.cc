@@ -259,7 +259,8 @@ struct RunningServer {
 Result<int> LockDir(const std::string& dir, const std::string& what) {
   const std::string path = dir + "/lock";
   HACHI_RETURN_IF_ERROR(CheckPrivateFile(path, 0600, std::cerr));
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
+  const int fd =
+      ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
   if (fd < 0) return Unavailable("cannot open " + path + ": " + std::strerror(errno));
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     char pid[32] = {};

@@ -123,6 +123,17 @@ void RedactJobDetails(state::JobRecord* job) {
                   {});
 }
 
+void RedactStrayProcesses(state::NodeStatus* node) {
+  for (state::StrayGpuProcess& p : node->stray_processes) {
+    // The command line as /proc has it: its first word's base name says what runs.
+    const std::string first = p.command.substr(0, p.command.find(' '));
+    const size_t slash = first.rfind('/');
+    const bool cut = first.size() < p.command.size();
+    p.command = (slash == std::string::npos ? first : first.substr(slash + 1)) +
+                (cut ? " (arguments not shown)" : "");
+  }
+}
+
 Status CheckJobSpec(const state::JobSpec& spec) {
   // An empty workdir runs in "/" (agent/launcher.cc), which needs no checking.
   if (!spec.workdir.empty()) {

@@ -55,4 +55,9 @@ Status CheckJobSpec(const state::JobSpec& spec);
 // and "(N arguments not shown)".
 void RedactJobDetails(state::JobRecord* job);
 
+// What a node's stray GPU processes (processes no job was given their GPU for) show a
+// caller who is not an admin: each command's base name, not its arguments, which may
+// hold a password as a job's do.
+void RedactStrayProcesses(state::NodeStatus* node);
+
 }  // namespace hachi::server

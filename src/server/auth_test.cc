@@ -470,6 +470,36 @@ TEST_F(AuthHttpTest, OnlyTheOwnerSeesAJobsArguments) {
   }
 }
 
+// A process someone started on a GPU by hand is on every reader's node list; its
+// arguments (`--db-password=...`) only on an admin's.
+TEST_F(AuthHttpTest, OnlyAdminsSeeAStrayProcesssArguments) {
+  Start();
+  api::AgentHealth report;
+  report.has_processes = true;
+  report.processes = {{7, 200, 20000, "alice", "/opt/bin/psql --db-password=s3cr3t", 0},
+                      {6, 201, 100, "alice", "top", 0}};
+  ASSERT_TRUE(controller_->ReportHealth("n1", report).ok());
+  auto commands = [&](const std::string& token, const std::string& path) {
+    Result<std::string> r = Tcp(token)->Call("GET", kApi + path);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    std::vector<std::string> out;
+    if (!r.ok()) return out;
+    const json j = json::parse(*r);
+    const json& node = j.contains("node") ? j["node"] : j["nodes"][0];
+    for (const json& p : node["stray_processes"]) out.push_back(p["command"]);
+    return out;
+  };
+  for (const std::string& path : {std::string("/nodes"), std::string("/nodes/n1")}) {
+    EXPECT_EQ(commands(admin_, path),
+              (std::vector<std::string>{"/opt/bin/psql --db-password=s3cr3t", "top"}));
+    for (const std::string& other : {alice_, std::string()}) {
+      EXPECT_EQ(commands(other, path),
+                (std::vector<std::string>{"psql (arguments not shown)", "top"}))
+          << (other.empty() ? "anonymous " : "alice ") << path;
+    }
+  }
+}
+
 TEST_F(AuthHttpTest, AnonymousReadAll) {
   Start("[auth]\nanonymous_read = \"all\"\n");
   EXPECT_EQ(StatusOf(*Tcp(""), "GET", "/jobs"), 200);

@@ -262,15 +262,24 @@ void HttpServer::Routes(HttpRouter& s) {
   s.Post(p + R"(/jobs/(\d+)(?:_(\d+))?/release)", job_action("release"));
 
   // ---- Nodes, partitions ----
-  s.Get(p + "/nodes", [c](const httplib::Request&, httplib::Response& res) {
+  // Stray processes' arguments are the admins' to see (RedactStrayProcesses).
+  auto nodes_for = [c](const httplib::Request& req) {
+    std::vector<state::NodeStatus> nodes = c->Nodes();
+    const Result<Caller> who = CallerOf(req, *c);
+    if (!who.ok() || !who->admin) {
+      for (state::NodeStatus& n : nodes) RedactStrayProcesses(&n);
+    }
+    return nodes;
+  };
+  s.Get(p + "/nodes", [nodes_for](const httplib::Request& req, httplib::Response& res) {
     json nodes = json::array();
-    for (const state::NodeStatus& n : c->Nodes()) nodes.push_back(api::ToJson(n));
+    for (const state::NodeStatus& n : nodes_for(req)) nodes.push_back(api::ToJson(n));
     Reply(res, 200, json{{"nodes", nodes}}.dump());
   });
   s.Get(p + R"(/nodes/([^/]+))",
-        [c](const httplib::Request& req, httplib::Response& res) {
+        [nodes_for](const httplib::Request& req, httplib::Response& res) {
           const std::string name = req.matches[1];
-          for (const state::NodeStatus& n : c->Nodes()) {
+          for (const state::NodeStatus& n : nodes_for(req)) {
             if (n.record.name == name)
               return Reply(res, 200, json{{"node", api::ToJson(n)}}.dump());
           }
