@@ -90,11 +90,17 @@ void EncodeRawBytes(std::string_view text) {
   r.spec.comment = s;
   const std::string body = api::SubmitRequestToJson(r);
   Result<api::SubmitRequest> back = api::SubmitRequestFromJson(body);
-  // Refused only by the limits (a NUL, a long value; U+FFFD takes 3 bytes where a bad
-  // byte took 1); a form error would mean the encoder wrote junk.
+  // Refused only by the limits (a NUL, a long value); a form error would mean the
+  // encoder wrote junk. Read back, every byte is as it was: not UTF-8 goes as base64.
   FUZZ_CHECK(back.ok() || !api::CheckSubmitLimits(r).ok() ||
                  back.status().message().find("at most") != std::string::npos,
              back.status().ToString());
+  if (back.ok()) {
+    FUZZ_CHECK(back->spec.name == s && back->spec.argv == r.spec.argv &&
+                   back->spec.script() == s && back->spec.env() == r.spec.env() &&
+                   back->spec.comment == s,
+               "the bytes changed on the way");
+  }
 
   api::AgentRegistration reg;
   reg.node = s;
