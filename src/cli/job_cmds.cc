@@ -47,11 +47,6 @@ std::string TakeServerFlag(std::vector<std::string>* args) {
   return server;
 }
 
-std::string BaseName(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 std::string Cwd() {
   char buf[4096];
   return ::getcwd(buf, sizeof buf) != nullptr ? std::string(buf) : std::string("/");

@@ -104,6 +104,11 @@ std::string StripAnsiEscapes(std::string_view s) {
   return out;
 }
 
+std::string BaseName(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
+}
+
 std::string Clip(std::string_view s, size_t max_bytes) {
   if (s.size() <= max_bytes) return std::string(s);
   size_t cut = max_bytes;

@@ -25,5 +25,7 @@ std::string StripAnsiEscapes(std::string_view s);
 // cut before a UTF-8 continuation byte and marked "..." when cut, so that a 3 MB field
 // name makes a short error, not a 3 MB one.
 std::string Clip(std::string_view s, size_t max_bytes = 64);
+// What follows the last '/' ("/usr/bin/psql" -> "psql"; no '/': all of it).
+std::string BaseName(std::string_view path);
 
 }  // namespace hachi

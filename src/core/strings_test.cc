@@ -19,6 +19,13 @@ TEST(StringsTest, TrimSplitLines) {
   EXPECT_FALSE(ParseInt("").has_value());
 }
 
+TEST(StringsTest, BaseName) {
+  EXPECT_EQ(BaseName("/usr/bin/psql"), "psql");
+  EXPECT_EQ(BaseName("psql"), "psql");
+  EXPECT_EQ(BaseName("dir/"), "");
+  EXPECT_EQ(BaseName(""), "");
+}
+
 TEST(StringsTest, StripAnsiEscapes) {
   EXPECT_EQ(StripAnsiEscapes("\t\x1b[4mGPU0\tCPU Affinity\x1b[0m"),
             "\tGPU0\tCPU Affinity");

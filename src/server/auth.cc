@@ -7,6 +7,7 @@
 
 #include "api/container_image.h"
 #include "core/secret.h"
+#include "core/strings.h"
 
 namespace hachi::server {
 
@@ -107,9 +108,7 @@ void RedactJobDetails(state::JobRecord* job) {
   std::vector<std::string> argv;
   size_t hidden = spec.argv.size();
   if (spec.script().empty() && !spec.argv.empty()) {
-    const std::string& cmd = spec.argv[0];
-    const size_t slash = cmd.rfind('/');
-    argv.push_back(slash == std::string::npos ? cmd : cmd.substr(slash + 1));
+    argv.push_back(BaseName(spec.argv[0]));
     --hidden;
   }
   if (hidden > 0) {
@@ -126,11 +125,9 @@ void RedactJobDetails(state::JobRecord* job) {
 void RedactStrayProcesses(state::NodeStatus* node) {
   for (state::StrayGpuProcess& p : node->stray_processes) {
     // The command line as /proc has it: its first word's base name says what runs.
-    const std::string first = p.command.substr(0, p.command.find(' '));
-    const size_t slash = first.rfind('/');
-    const bool cut = first.size() < p.command.size();
-    p.command = (slash == std::string::npos ? first : first.substr(slash + 1)) +
-                (cut ? " (arguments not shown)" : "");
+    const size_t space = p.command.find(' ');
+    p.command = BaseName(p.command.substr(0, space)) +
+                (space != std::string::npos ? " (arguments not shown)" : "");
   }
 }
 
