@@ -20,6 +20,7 @@ PKGS=(
   iproute2                                       # `ip netns`: the fleet and partition tests' simulated hosts
   prometheus                                     # promtool checks the metrics scrape (server/observe_test.cc)
   chromium chromium-driver                       # the dashboard's browser tests (tests/browser)
+  snakemake                                      # its --slurm executor drives the Slurm names (tests/slurm)
 )
 
 missing=()
