@@ -19,6 +19,7 @@
 #include "cli/explain_format.h"
 #include "cli/fail.h"
 #include "cli/slurm_format.h"
+#include "cli/submit_request.h"
 #include "core/strings.h"
 
 extern char** environ;
@@ -52,10 +53,14 @@ std::string Cwd() {
   return ::getcwd(buf, sizeof buf) != nullptr ? std::string(buf) : std::string("/");
 }
 
+}  // namespace
+
 // sbatch/srun-style args -> a submit request. `run` wraps the command after "--" (or
-// the first positional) instead of reading a script.
+// the first positional) instead of reading a script. Warnings go to `warnings_out`
+// when given (sbatch words them its way), else to stderr.
 Result<api::SubmitRequest> BuildRequest(std::vector<std::string> args, bool run,
-                                        SubmitOptions* parsed_out) {
+                                        SubmitOptions* parsed_out,
+                                        std::vector<std::string>* warnings_out) {
   const auto dashdash = std::find(args.begin(), args.end(), "--");
   Result<ParsedOptions> flags = ParseFlags(args);
   if (!flags.ok()) return flags.status();
@@ -118,19 +123,26 @@ Result<api::SubmitRequest> BuildRequest(std::vector<std::string> args, bool run,
     r.array_tasks = ExpandArray(o->array);
     r.array_max_running = o->array.max_running;
   }
-  for (const std::string& w : o->warnings) std::cerr << "hachi: warning: " << w << "\n";
+  std::vector<std::string> warnings = o->warnings;
   if (o->time_unlimited) {
-    std::cerr << "hachi: warning: --time=UNLIMITED: the partition's maximum applies\n";
+    warnings.push_back("--time=UNLIMITED: the partition's maximum applies");
     r.req.time_limit = -1;  // the server takes the partition's maximum
+  }
+  if (warnings_out != nullptr) {
+    *warnings_out = std::move(warnings);
+  } else {
+    for (const std::string& w : warnings) std::cerr << "hachi: warning: " << w << "\n";
   }
   if (parsed_out != nullptr) *parsed_out = std::move(*o);
   return r;
 }
 
+namespace {
+
 int DoSubmit(std::vector<std::string> args) {
   const std::string server = TakeServerFlag(&args);
   SubmitOptions parsed;
-  Result<api::SubmitRequest> r = BuildRequest(std::move(args), false, &parsed);
+  Result<api::SubmitRequest> r = BuildRequest(std::move(args), false, &parsed, nullptr);
   if (!r.ok()) return Fail(r.status());
   Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(server);
   if (!c.ok()) return Fail(c.status());
@@ -185,7 +197,7 @@ int ExitCodeOf(const state::JobRecord& j) {
 int DoRun(std::vector<std::string> args) {
   const std::string server = TakeServerFlag(&args);
   SubmitOptions parsed;
-  Result<api::SubmitRequest> r = BuildRequest(std::move(args), true, &parsed);
+  Result<api::SubmitRequest> r = BuildRequest(std::move(args), true, &parsed, nullptr);
   if (!r.ok()) return Fail(r.status());
   char tmpl[] = "/tmp/hachi-run-XXXXXX";
   const char* dir = ::mkdtemp(tmpl);

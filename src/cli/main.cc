@@ -8,10 +8,21 @@
 #include "agent/waiter.h"
 #include "cli/job_cmds.h"
 #include "cli/sim_cmd.h"
+#include "cli/slurm/slurm_cmds.h"
 #include "cli/token_cmds.h"
 #include "cli/topo_cmd.h"
+#include "core/strings.h"
 
 int main(int argc, char** argv) {
+  // Invoked as sbatch, squeue, ... (links from `hachi slurm install-links`): that Slurm
+  // command (cli/slurm/slurm_cmds.h).
+  if (argc >= 1) {
+    const std::string name = hachi::BaseName(argv[0]);
+    if (hachi::cli::slurm::IsSlurmName(name)) {
+      return hachi::cli::slurm::SlurmMain(
+          name, std::vector<std::string>(argv + 1, argv + argc));
+    }
+  }
   // The job waiter (agent/waiter.h) sits between the agent and every job: first, and
   // without the CLI's setup, since it starts with each job.
   if (argc >= 2 && std::strcmp(argv[1], hachi::agent::kWaiterCommand) == 0) {
@@ -39,6 +50,7 @@ int main(int argc, char** argv) {
   hachi::cli::AddNodeCommands(app, &exit_code);
   hachi::cli::AddDaemonCommands(app, &exit_code);
   hachi::cli::AddTokenCommands(app, &exit_code);
+  hachi::cli::slurm::AddSlurmCommands(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

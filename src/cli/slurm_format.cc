@@ -435,6 +435,13 @@ std::string NodeValue(const NodeStatus& n, char code) {
 
 }  // namespace
 
+// Slurm front-ends (cli/slurm/): squeue's codes one at a time.
+std::string QueueFieldTitle(char code) { return QueueTitle(code); }
+std::string QueueFieldValue(const JobRecord& j, Time now, char code) {
+  return QueueValue(j, now, code);
+}
+std::string NodeFieldValue(const NodeStatus& n, char code) { return NodeValue(n, code); }
+
 // ---- pieces ----
 
 namespace {

@@ -46,6 +46,13 @@ void SortForQueue(std::vector<state::JobRecord>* jobs);
 Result<std::string> FormatQueue(const std::vector<state::JobRecord>& jobs, Time now,
                                 std::string_view format = {});
 
+// One squeue code's column title and value (the Slurm front-ends, cli/slurm/, render
+// their own lines from them).
+std::string QueueFieldTitle(char code);
+std::string QueueFieldValue(const state::JobRecord& j, Time now, char code);
+// One `hachi nodes` (sinfo -N -o) code's value for a node.
+std::string NodeFieldValue(const state::NodeStatus& n, char code);
+
 // ---- hachi show ----
 
 // scontrol show job -d: key=value lines, Slurm's keys and order where they exist, the

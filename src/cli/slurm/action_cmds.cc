@@ -1,0 +1,300 @@
+// scancel, scontrol, srun: act on jobs through the API (scancel_plan.h builds the
+// requests), and srun's one-task step inside an allocation.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <iostream>
+
+#include "cli/client.h"
+#include "cli/job_cmds.h"
+#include "cli/slurm/scancel_plan.h"
+#include "cli/slurm/slurm_cmds.h"
+#include "cli/slurm_format.h"
+#include "core/strings.h"
+
+namespace hachi::cli::slurm {
+namespace {
+
+Time Now() { return static_cast<Time>(std::time(nullptr)); }
+
+bool IsNotFound(const Status& s) { return s.code() == StatusCode::kNotFound; }
+
+}  // namespace
+
+int ScancelMain(const std::vector<std::string>& args) {
+  Result<ScancelOptions> o = ParseScancelArgs(args, CurrentUser().name);
+  if (!o.ok()) return SlurmBadArgs("scancel", o.status());
+  if (o->help || o->usage) {
+    std::cout << "Usage: scancel [-s SIGNAL] [-b] [-Q] [-u USER] [-n NAME] [-t STATE]\n"
+                 "  [-p PARTITION] [-A ACCOUNT] [--me] [ID | A | A_T | A_[T-U] ...]\n"
+                 "See docs/cli.md \"scancel\".\n";
+    return 0;
+  }
+  Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(o->server);
+  if (!c.ok()) return SlurmFail("scancel", c.status().message());
+  std::vector<state::JobRecord> jobs;
+  if (o->HasFilters()) {
+    Result<std::vector<state::JobRecord>> all = (*c)->Jobs(false);
+    if (!all.ok()) return SlurmFail("scancel", all.status().message());
+    jobs = std::move(*all);
+  }
+  int rc = 0;
+  for (const ScancelAction& a : PlanScancel(*o, jobs)) {
+    Result<std::string> r = (*c)->Call("POST", a.path, a.body);
+    if (r.ok()) continue;
+    rc = 1;
+    if (o->quiet) continue;
+    const std::string why =
+        IsNotFound(r.status()) ? "Invalid job id specified" : r.status().message();
+    SlurmFail("scancel", (o->signal.empty() ? "Kill job error on job id "
+                                            : "Signal job error on job id ") +
+                             a.target + ": " + why);
+  }
+  return rc;
+}
+
+namespace {
+
+constexpr char kScontrolUsage[] =
+    "Usage: scontrol [-d|-dd] [-o] COMMAND\n"
+    "  show job [ID] | show jobid [ID] | show node [NAME] | show partition [NAME]\n"
+    "  show config | show hostnames [LIST]   (LIST default: $SLURM_JOB_NODELIST)\n"
+    "  hold ID... | release ID... | requeue ID...\n"
+    "See docs/cli.md \"scontrol\".\n";
+
+int ShowJobs(ApiClient& c, const std::vector<std::string>& ids) {
+  Result<std::vector<JobSelector>> sel = ParseJobSelectors(ids);
+  if (!sel.ok()) return SlurmFail("scontrol", sel.status().message());
+  const bool any = sel->empty();
+  Result<std::vector<state::JobRecord>> jobs = c.Jobs(!any);
+  if (!jobs.ok()) return SlurmFail("scontrol", jobs.status().message());
+  bool printed = false;
+  for (const state::JobRecord& j : *jobs) {
+    bool want = any;
+    for (const JobSelector& s : *sel) want = want || Matches(s, j);
+    if (!want) continue;
+    std::string diagnosis;
+    if (j.state == state::JobState::kPending && !any) {
+      if (Result<JobView> v = c.Job(j.id); v.ok()) diagnosis = v->diagnosis;
+    }
+    std::cout << FormatShowJob(j, diagnosis, Now()) << "\n";
+    printed = true;
+  }
+  if (!printed) {
+    if (any) {
+      std::cout << "No jobs in the system\n";
+      return 0;
+    }
+    std::cerr << "slurm_load_jobs error: Invalid job id specified\n";
+    return 1;
+  }
+  return 0;
+}
+
+int ShowNodesOrPartitions(ApiClient& c, bool partitions, const std::string& name) {
+  Result<std::vector<state::NodeStatus>> nodes = c.Nodes();
+  if (!nodes.ok()) return SlurmFail("scontrol", nodes.status().message());
+  if (!partitions) {
+    bool found = false;
+    for (const state::NodeStatus& n : *nodes) {
+      if (!name.empty() && n.record.name != name) continue;
+      std::cout << FormatShowNode(n);
+      found = true;
+    }
+    if (!found && !name.empty()) {
+      std::cerr << "Node " << name << " not found\n";
+      return 1;
+    }
+    return 0;
+  }
+  Result<std::string> body = c.Call("GET", "/partitions");
+  if (!body.ok()) return SlurmFail("scontrol", body.status().message());
+  Result<std::vector<PartitionInfo>> parts = PartitionsFromJson(*body);
+  if (!parts.ok()) return SlurmFail("scontrol", parts.status().message());
+  bool found = false;
+  for (const PartitionInfo& p : *parts) {
+    if (!name.empty() && p.name != name) continue;
+    std::cout << FormatShowPartition(p, *nodes);
+    found = true;
+  }
+  if (!found && !name.empty()) {
+    std::cerr << "Partition " << name << " not found\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int ScontrolMain(const std::vector<std::string>& argv) {
+  std::vector<std::string> words;
+  std::string server;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (a == "-h" || a == "--help" || a == "--usage" || a == "help") {
+      std::cout << kScontrolUsage;
+      return 0;
+    }
+    if (a == "-d" || a == "-dd" || a == "--details" || a == "-o" || a == "--oneliner" ||
+        a == "-Q" || a == "--quiet" || a == "-v") {
+      continue;  // details: FormatShowJob always prints them; one-liner: not yet
+    }
+    if (a == "--server" && i + 1 < argv.size()) {
+      server = argv[++i];
+      continue;
+    }
+    if (a.rfind("--server=", 0) == 0) {
+      server = a.substr(9);
+      continue;
+    }
+    if (!a.empty() && a[0] == '-') {
+      std::cerr << "scontrol: unrecognized option '" << a << "'\n"
+                << UsageHint("scontrol");
+      return 1;
+    }
+    words.push_back(a);
+  }
+  if (words.empty()) return SlurmFail("scontrol", "no command given (scontrol --help)");
+  const std::string cmd = ToLower(words[0]);
+  if (cmd == "show" && words.size() >= 2 && ToLower(words[1]) == "hostnames") {
+    std::string list = words.size() >= 3 ? words[2] : "";
+    if (list.empty()) {
+      const char* env = std::getenv("SLURM_JOB_NODELIST");
+      if (env == nullptr) env = std::getenv("SLURM_NODELIST");
+      if (env == nullptr) return SlurmFail("scontrol", "No list of hosts given");
+      list = env;
+    }
+    Result<std::vector<std::string>> hosts = ExpandHostlist(list);
+    if (!hosts.ok()) return SlurmFail("scontrol", hosts.status().message());
+    for (const std::string& h : *hosts) std::cout << h << "\n";
+    return 0;
+  }
+  Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(server);
+  if (!c.ok()) return SlurmFail("scontrol", c.status().message());
+  if (cmd == "show") {
+    const std::string what = words.size() >= 2 ? ToLower(words[1]) : "";
+    const std::vector<std::string> rest(words.begin() + std::min<size_t>(2, words.size()),
+                                        words.end());
+    if (what == "job" || what == "jobs" || what == "jobid") return ShowJobs(**c, rest);
+    if (what == "node" || what == "nodes") {
+      return ShowNodesOrPartitions(**c, false, rest.empty() ? "" : rest[0]);
+    }
+    if (what == "partition" || what == "partitions") {
+      return ShowNodesOrPartitions(**c, true, rest.empty() ? "" : rest[0]);
+    }
+    if (what == "config") {
+      Result<std::string> body = (*c)->Call("GET", "/partitions");
+      if (!body.ok()) return SlurmFail("scontrol", body.status().message());
+      Result<std::vector<PartitionInfo>> parts = PartitionsFromJson(*body);
+      if (!parts.ok()) return SlurmFail("scontrol", parts.status().message());
+      const char* env = std::getenv("HACHI_SERVER");
+      std::cout << FormatShowConfig(Now(), env != nullptr ? env : "(local)", *parts);
+      return 0;
+    }
+    return SlurmFail("scontrol", "invalid entity: " + what + " for keyword: show");
+  }
+  if (cmd == "hold" || cmd == "release" || cmd == "requeue" || cmd == "uhold") {
+    const std::vector<std::string> ids(words.begin() + 1, words.end());
+    if (ids.empty()) return SlurmFail("scontrol", "Invalid job id specified");
+    Result<std::vector<JobSelector>> sel = ParseJobSelectors(ids);
+    if (!sel.ok()) return SlurmFail("scontrol", sel.status().message());
+    const std::string action = cmd == "uhold" ? "hold" : cmd;
+    int rc = 0;
+    for (const JobSelector& s : *sel) {
+      Result<std::string> r =
+          (*c)->Call("POST", "/jobs/" + SelectorText(s) + "/" + action, "");
+      if (!r.ok()) {
+        rc = 1;
+        SlurmFail("scontrol",
+                  (IsNotFound(r.status()) ? std::string("Invalid job id specified")
+                                          : r.status().message()) +
+                      " for job " + SelectorText(s));
+      }
+    }
+    return rc;
+  }
+  if (cmd == "update") {
+    return SlurmFail("scontrol",
+                     "update: not supported by Hachi yet (nothing changed); "
+                     "hold, release and requeue are");
+  }
+  return SlurmFail("scontrol", "Invalid command: " + words[0]);
+}
+
+int SrunMain(const std::vector<std::string>& args) {
+  const char* job = std::getenv("SLURM_JOB_ID");
+  if (job == nullptr) job = std::getenv("HACHI_JOB_ID");
+  if (job == nullptr) return RunMain(args);  // outside an allocation: `hachi run`
+  // Inside one: one task on this node runs in place (it is already in the job's cgroup).
+  static const std::vector<OptDef> kOpts = {{'n', "ntasks", true},
+                                            {'N', "nodes", true},
+                                            {0, "cpu-bind", true},
+                                            {'c', "cpus-per-task", true},
+                                            {0, "mem", true},
+                                            {0, "mem-per-cpu", true},
+                                            {0, "mem-per-gpu", true},
+                                            {0, "gres", true},
+                                            {'G', "gpus", true},
+                                            {0, "exclusive", false},
+                                            {0, "overlap", false},
+                                            {0, "exact", false},
+                                            {'l', "label", false},
+                                            {'u', "unbuffered", false},
+                                            {'J', "job-name", true},
+                                            {'K', "kill-on-bad-exit", false},
+                                            {0, "mpi", true},
+                                            {'v', "verbose", false},
+                                            {0, "ntasks-per-node", true},
+                                            {'Q', "quiet", false},
+                                            {0, "export", true}};
+  Result<ParsedArgs> p = ParseArgs(args, kOpts, true);
+  if (!p.ok()) return SlurmBadArgs("srun", p.status());
+  for (const char* many : {"ntasks", "nodes", "ntasks-per-node"}) {
+    if (!p->Has(many)) continue;
+    const std::string v = p->Get(many);
+    if (v != "1" && !(std::string(many) == "nodes" && v == "1-1")) {
+      return SlurmFail("srun", std::string("--") + many + "=" + v +
+                                   ": job steps across tasks or nodes are not available "
+                                   "in Hachi yet (one task on this node only)");
+    }
+  }
+  if (p->positional.empty()) return SlurmFail("srun", "No command given to execute.");
+  // The step id: a counter per job run, a byte appended per step to a file in /tmp
+  // named by the job and its session (a job runs in a session of its own, so a rerun
+  // or a requeued run starts at 0 again).
+  int step = 0;
+  const std::string counter = "/tmp/hachi-steps-" + std::string(job) + "-" +
+                              std::to_string(::getuid()) + "-" +
+                              std::to_string(::getsid(0));
+  const int fd = ::open(counter.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  if (fd >= 0) {
+    const off_t before = ::lseek(fd, 0, SEEK_END);
+    if (::write(fd, "s", 1) == 1 && before >= 0) step = static_cast<int>(before);
+    ::close(fd);
+  }
+  const std::string step_s = std::to_string(step);
+  ::setenv("SLURM_STEP_ID", step_s.c_str(), 1);
+  ::setenv("SLURM_STEPID", step_s.c_str(), 1);
+  for (const char* k : {"SLURM_PROCID", "SLURM_LOCALID", "SLURM_NODEID"})
+    ::setenv(k, "0", 1);
+  for (const char* k :
+       {"SLURM_STEP_NUM_TASKS", "SLURM_STEP_NUM_NODES", "SLURM_NTASKS", "SLURM_NPROCS"}) {
+    ::setenv(k, "1", 1);
+  }
+  if (const char* nodes = std::getenv("SLURM_JOB_NODELIST")) {
+    ::setenv("SLURM_STEP_NODELIST", nodes, 1);
+  }
+  std::vector<char*> cargv;
+  for (const std::string& a : p->positional)
+    cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  ::execvp(cargv[0], cargv.data());
+  SlurmFail("srun", "execve(): " + p->positional[0] + ": " + std::strerror(errno));
+  return errno == ENOENT ? 2 : 1;
+}
+
+}  // namespace hachi::cli::slurm

@@ -1,0 +1,106 @@
+// squeue, sinfo, sacct: read the server's records and print them with the pure
+// renderers (squeue_format.h, sinfo_format.h, sacct_format.h).
+#include <pwd.h>
+#include <unistd.h>
+
+#include <ctime>
+#include <iostream>
+
+#include "cli/client.h"
+#include "cli/slurm/sacct_format.h"
+#include "cli/slurm/sinfo_format.h"
+#include "cli/slurm/slurm_cmds.h"
+#include "cli/slurm/squeue_format.h"
+
+namespace hachi::cli::slurm {
+namespace {
+
+Time Now() { return static_cast<Time>(std::time(nullptr)); }
+
+}  // namespace
+
+int SqueueMain(const std::vector<std::string>& args) {
+  Result<SqueueOptions> o = ParseSqueueArgs(args, CurrentUser().name);
+  if (!o.ok()) return SlurmBadArgs("squeue", o.status());
+  if (o->help || o->usage) {
+    std::cout
+        << "Usage: squeue [-h] [-r] [--start] [--json] [-j IDS] [-u USERS] [-n NAMES]\n"
+           "  [-p PARTITIONS] [-A ACCOUNTS] [-t STATES] [--me] [-o FORMAT] "
+           "[-O FIELDS]\nSee docs/cli.md \"squeue\".\n";
+    return 0;
+  }
+  Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(o->server);
+  if (!c.ok()) return SlurmFail("squeue", c.status().message());
+  bool finished = !o->jobs.empty();
+  for (state::JobState s : o->states) finished = finished || state::IsFinal(s);
+  Result<std::vector<state::JobRecord>> jobs = (*c)->Jobs(finished);
+  if (!jobs.ok()) return SlurmFail("squeue", jobs.status().message());
+  if (!o->jobs.empty()) {
+    // squeue -j of an unknown id: Slurm's error, exit 1.
+    for (const JobSelector& s : o->jobs) {
+      bool found = false;
+      for (const state::JobRecord& j : *jobs) found = found || Matches(s, j);
+      if (!found && o->jobs.size() == 1) {
+        return SlurmFail("squeue", "Invalid job id specified");
+      }
+    }
+  }
+  Result<std::string> text = RenderSqueue(*o, *jobs, Now());
+  if (!text.ok()) return SlurmFail("squeue", text.status().message());
+  std::cout << *text;
+  return 0;
+}
+
+int SinfoMain(const std::vector<std::string>& args) {
+  Result<SinfoOptions> o = ParseSinfoArgs(args);
+  if (!o.ok()) return SlurmBadArgs("sinfo", o.status());
+  if (o->help || o->usage) {
+    std::cout << "Usage: sinfo [-h] [-N] [-s] [-p PARTITIONS] [-n NODES] [-o FORMAT] "
+                 "[-O FIELDS]\nSee docs/cli.md \"sinfo\".\n";
+    return 0;
+  }
+  Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(o->server);
+  if (!c.ok()) return SlurmFail("sinfo", c.status().message());
+  Result<std::vector<state::NodeStatus>> nodes = (*c)->Nodes();
+  if (!nodes.ok()) return SlurmFail("sinfo", nodes.status().message());
+  Result<std::string> body = (*c)->Call("GET", "/partitions");
+  if (!body.ok()) return SlurmFail("sinfo", body.status().message());
+  Result<std::vector<PartitionInfo>> parts = PartitionsFromJson(*body);
+  if (!parts.ok()) return SlurmFail("sinfo", parts.status().message());
+  Result<std::string> text = RenderSinfo(*o, *parts, *nodes);
+  if (!text.ok()) return SlurmFail("sinfo", text.status().message());
+  std::cout << *text;
+  return 0;
+}
+
+int SacctMain(const std::vector<std::string>& args) {
+  const LocalUser me = CurrentUser();
+  Result<SacctOptions> o = ParseSacctArgs(args, Now(), me.name, me.uid == 0);
+  if (!o.ok()) return SlurmBadArgs("sacct", o.status());
+  if (o->help || o->usage) {
+    std::cout << "Usage: sacct [-X] [-P|-p] [-n] [-a] [-j IDS] [-u USERS] [-A ACCOUNTS]\n"
+                 "  [--name NAMES] [-s STATES] [-S TIME] [-E TIME] [-o FIELDS[%WIDTH]]\n"
+                 "See docs/cli.md \"sacct\".\n";
+    return 0;
+  }
+  Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(o->server);
+  if (!c.ok()) return SlurmFail("sacct", c.status().message());
+  Result<std::vector<state::JobRecord>> jobs = (*c)->Jobs(true);
+  if (!jobs.ok()) return SlurmFail("sacct", jobs.status().message());
+  auto uid_of = [](const std::string& name) -> std::optional<uint32_t> {
+    struct passwd pw {};
+    struct passwd* found = nullptr;
+    char buf[4096];
+    if (::getpwnam_r(name.c_str(), &pw, buf, sizeof buf, &found) != 0 ||
+        found == nullptr) {
+      return std::nullopt;
+    }
+    return found->pw_uid;
+  };
+  Result<std::string> text = RenderSacct(*o, *jobs, Now(), uid_of);
+  if (!text.ok()) return SlurmFail("sacct", text.status().message());
+  std::cout << *text;
+  return 0;
+}
+
+}  // namespace hachi::cli::slurm

@@ -1,0 +1,428 @@
+#include "cli/slurm/sacct_format.h"
+
+#include <algorithm>
+#include <ctime>
+
+#include "cli/slurm_format.h"
+#include "core/strings.h"
+
+namespace hachi::cli::slurm {
+namespace {
+
+using state::JobRecord;
+using state::JobState;
+
+const std::vector<OptDef> kSacctOpts = {{'j', "jobs", true},
+                                        {'u', "user", true},
+                                        {'A', "account", true},
+                                        {0, "name", true},
+                                        {'r', "partition", true},
+                                        {'S', "starttime", true},
+                                        {'E', "endtime", true},
+                                        {'s', "state", true},
+                                        {'X', "allocations", false},
+                                        {'P', "parsable2", false},
+                                        {'p', "parsable", false},
+                                        {'n', "noheader", false},
+                                        {'a', "allusers", false},
+                                        {'o', "format", true},
+                                        {'b', "brief", false},
+                                        {'D', "duplicates", false},
+                                        {'L', "allclusters", false},
+                                        {0, "noconvert", false},
+                                        {'M', "clusters", true},
+                                        {0, "help", false},
+                                        {0, "usage", false},
+                                        {0, "server", true},
+                                        {0, "uid", true}};
+
+// One output line: a job, or its batch step.
+struct Line {
+  const JobRecord* job;
+  bool batch_step;
+};
+
+// A field: its name as sacct prints it, its default width (negative: left-aligned).
+struct Field {
+  std::string_view name;
+  int width;
+};
+constexpr Field kFields[] = {
+    {"Account", 10},  {"AllocCPUS", 10},       {"AllocNodes", 10},   {"AllocTRES", -10},
+    {"Comment", -15}, {"DerivedExitCode", 15}, {"Elapsed", 10},      {"ElapsedRaw", 10},
+    {"End", 19},      {"ExitCode", 8},         {"GID", 6},           {"Group", 9},
+    {"JobID", -12},   {"JobIDRaw", -12},       {"JobName", 10},      {"NCPUS", 10},
+    {"NNodes", 8},    {"NodeList", -15},       {"Partition", 10},    {"Priority", 10},
+    {"QOS", 10},      {"Reason", -20},         {"ReqCPUS", 8},       {"ReqMem", 10},
+    {"ReqNodes", 8},  {"ReqTRES", -10},        {"Start", 19},        {"State", 10},
+    {"Submit", 19},   {"Timelimit", 10},       {"TimelimitRaw", 12}, {"UID", 6},
+    {"User", 9},      {"WorkDir", -15},        {"Eligible", 19},     {"Restarts", 8},
+};
+
+struct Column {
+  const Field* field;
+  int width;  // negative: left-aligned
+};
+
+Result<std::vector<Column>> ParseFields(std::string_view spec) {
+  std::vector<Column> cols;
+  std::string s(spec);
+  std::replace(s.begin(), s.end(), ' ', ',');
+  for (std::string_view item : Split(s, ',')) {
+    if (item.empty()) continue;
+    const size_t pct = item.find('%');
+    const std::string name = ToLower(item.substr(0, pct));
+    const auto f = std::find_if(std::begin(kFields), std::end(kFields),
+                                [&](const Field& x) { return ToLower(x.name) == name; });
+    if (f == std::end(kFields)) {
+      return InvalidArgument("Invalid field requested: \"" + Clip(item.substr(0, pct)) +
+                             "\"");
+    }
+    int width = f->width;
+    if (pct != std::string_view::npos) {
+      std::optional<long long> w = ParseInt(item.substr(pct + 1));
+      if (!w || *w == 0 || *w > 1000 || *w < -1000) {
+        return InvalidArgument("Invalid field width: \"" + Clip(item) + "\"");
+      }
+      width = f->width < 0 ? -static_cast<int>(std::abs(*w)) : static_cast<int>(*w);
+    }
+    cols.push_back({f, width});
+  }
+  if (cols.empty()) return InvalidArgument("No fields requested");
+  return cols;
+}
+
+// 4096 -> "4G", 7500 -> "7500M" (Slurm's convert_num_unit: the largest exact unit).
+std::string MemText(int64_t mib) {
+  if (mib > 0 && mib % (1024 * 1024) == 0) return std::to_string(mib / 1024 / 1024) + "T";
+  if (mib > 0 && mib % 1024 == 0) return std::to_string(mib / 1024) + "G";
+  return std::to_string(mib) + "M";
+}
+
+int CpusPerNodeReq(const JobRecord& j) {
+  return std::max(1, j.req.cpus + j.req.cpus_per_gpu * j.req.GpusPerNode());
+}
+int64_t MemPerNodeReq(const JobRecord& j) {
+  return j.req.memory_mib > 0 ? j.req.memory_mib
+                              : j.req.memory_mib_per_gpu * j.req.GpusPerNode();
+}
+int AllocCpus(const JobRecord& j) {
+  int c = 0;
+  for (const auto& a : j.allocations) c += a.cpus;
+  // An allocation without a CPU count (no CPUs asked for): what the job asked for.
+  if (c == 0 && !j.allocations.empty()) c = CpusPerNodeReq(j) * j.req.nodes;
+  return c;
+}
+bool Started(const JobRecord& j) {
+  return j.start_time > 0 && !j.allocations.empty() && j.state != JobState::kPending;
+}
+
+// Slurm's TRES strings, in its order: billing, cpu, gres/gpu, mem, node.
+std::string Tres(int cpus, int gpus, int64_t mem, int nodes) {
+  std::string s = "billing=" + std::to_string(cpus) + ",cpu=" + std::to_string(cpus);
+  if (gpus > 0) s += ",gres/gpu=" + std::to_string(gpus);
+  return s + ",mem=" + MemText(mem) + ",node=" + std::to_string(nodes);
+}
+
+std::string Value(const Line& l, std::string_view field, Time now, const UidOf& uid_of) {
+  const JobRecord& j = *l.job;
+  const bool step = l.batch_step;
+  const bool started = Started(j);
+  const std::string f = ToLower(field);
+  auto elapsed = [&]() -> Duration {
+    if (!started) return 0;
+    return std::max<Duration>(
+        0, (j.state == JobState::kRunning ? now : j.end_time) - j.start_time);
+  };
+  if (f == "jobid") return JobIdText(j) + (step ? ".batch" : "");
+  if (f == "jobidraw") return std::to_string(j.id) + (step ? ".batch" : "");
+  if (f == "jobname") return step ? "batch" : j.spec.name;
+  if (f == "state") {
+    std::string s = SacctState(j, uid_of);
+    if (step && StartsWith(s, "CANCELLED")) return "CANCELLED";
+    if (step && s == "REQUEUED") return "CANCELLED";
+    return s;
+  }
+  if (f == "exitcode" || f == "derivedexitcode") return ExitCodeText(j);
+  if (f == "elapsed") return FormatHms(elapsed());
+  if (f == "elapsedraw") return std::to_string(elapsed());
+  if (f == "start") return started ? FormatIsoTime(j.start_time) : "Unknown";
+  if (f == "end") {
+    return started && state::IsFinal(j.state) && j.end_time > 0
+               ? FormatIsoTime(j.end_time)
+               : "Unknown";
+  }
+  if (f == "submit" || f == "eligible") return FormatIsoTime(j.submit_time);
+  if (f == "nodelist") {
+    if (!started && j.allocations.empty()) return "None assigned";
+    if (step) return j.allocations.empty() ? "" : j.allocations[0].node;
+    std::vector<std::string> names;
+    for (const auto& a : j.allocations) names.push_back(a.node);
+    return CompressHostlist(names);
+  }
+  if (f == "partition") return step ? "" : j.req.partition;
+  if (f == "account") return j.req.account;
+  if (f == "qos") return step ? "" : j.req.qos;
+  if (f == "user") return step ? "" : j.req.user;
+  if (f == "uid") return step ? "" : std::to_string(j.spec.uid);
+  if (f == "gid" || f == "group") return step ? "" : std::to_string(j.spec.gid);
+  if (f == "alloctres") {
+    if (!started && j.allocations.empty()) return "";
+    if (step) {
+      const auto& a = j.allocations[0];
+      return "cpu=" + std::to_string(a.cpus) +
+             (a.gpus.size() > 0 ? ",gres/gpu=" + std::to_string(a.gpus.size()) : "") +
+             ",mem=" + MemText(a.memory_mib) + ",node=1";
+    }
+    int64_t mem = 0;
+    for (const auto& a : j.allocations) mem += a.memory_mib;
+    return Tres(AllocCpus(j), j.req.TotalGpus(), mem,
+                static_cast<int>(j.allocations.size()));
+  }
+  if (f == "reqtres") {
+    if (step) return "";
+    return Tres(CpusPerNodeReq(j) * j.req.nodes, j.req.TotalGpus(),
+                MemPerNodeReq(j) * j.req.nodes, j.req.nodes);
+  }
+  if (f == "alloccpus" || f == "ncpus") {
+    if (step) {
+      if (j.allocations.empty()) return "0";
+      return std::to_string(j.allocations[0].cpus > 0 ? j.allocations[0].cpus
+                                                      : CpusPerNodeReq(j));
+    }
+    return std::to_string(AllocCpus(j));
+  }
+  if (f == "reqcpus") return std::to_string(CpusPerNodeReq(j) * j.req.nodes);
+  if (f == "nnodes") {
+    if (step) return "1";
+    return std::to_string(j.allocations.empty() ? j.req.nodes
+                                                : static_cast<int>(j.allocations.size()));
+  }
+  if (f == "allocnodes") {
+    return std::to_string(step ? 1 : static_cast<int>(j.allocations.size()));
+  }
+  if (f == "reqnodes") return std::to_string(j.req.nodes);
+  if (f == "reqmem") return step ? "" : MemText(MemPerNodeReq(j));
+  if (f == "timelimit") {
+    if (step) return "";
+    return j.req.time_limit > 0 ? FormatHms(j.req.time_limit) : "UNLIMITED";
+  }
+  if (f == "timelimitraw") {
+    if (step) return "";
+    return j.req.time_limit > 0 ? std::to_string(j.req.time_limit / 60) : "UNLIMITED";
+  }
+  if (f == "comment") return step ? "" : j.spec.comment;
+  if (f == "reason") return step ? "" : QueueFieldValue(j, now, 'r');
+  if (f == "workdir") return step ? "" : j.spec.workdir;
+  if (f == "priority") return step ? "" : "0";
+  if (f == "restarts") return step ? "" : std::to_string(j.requeues);
+  return "";
+}
+
+// sacct cuts a long value to width-1 characters and a '+'.
+std::string Fit(const std::string& v, int width) {
+  const size_t w = static_cast<size_t>(std::abs(width));
+  if (v.size() > w) return v.substr(0, w - 1) + "+";
+  const std::string pad(w - v.size(), ' ');
+  return width < 0 ? v + pad : pad + v;
+}
+
+bool InWindow(const SacctOptions& o, const JobRecord& j, Time now) {
+  const Time end = o.end > 0 ? o.end : now;
+  if (j.submit_time > end) return false;
+  if (o.start > 0 && state::IsFinal(j.state) && j.end_time > 0 && j.end_time < o.start) {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<Time> ParseSacctTime(std::string_view text, Time now) {
+  const Status bad = InvalidArgument("Invalid time specification (pos=0): " + Clip(text));
+  std::string t = ToLower(Trim(text));
+  const std::time_t now_t = static_cast<std::time_t>(now);
+  std::tm base{};
+  localtime_r(&now_t, &base);
+  auto at = [](std::tm tm) {
+    tm.tm_isdst = -1;
+    return static_cast<Time>(std::mktime(&tm));
+  };
+  auto midnight = [&] {
+    std::tm m = base;
+    m.tm_hour = m.tm_min = m.tm_sec = 0;
+    return at(m);
+  };
+  if (t == "now") return now;
+  if (t == "today" || t == "midnight") return midnight();
+  if (StartsWith(t, "now-") || StartsWith(t, "now+")) {
+    const int sign = t[3] == '-' ? -1 : 1;
+    std::string rest = t.substr(4);
+    size_t k = 0;
+    while (k < rest.size() && rest[k] >= '0' && rest[k] <= '9') ++k;
+    std::optional<long long> n = ParseInt(rest.substr(0, k));
+    if (!n) return bad;
+    const std::string unit = rest.substr(k);
+    long long mult = 0;
+    if (unit.empty() || unit == "s" || unit == "seconds") mult = 1;
+    if (unit == "minutes" || unit == "min") mult = 60;
+    if (unit == "hours" || unit == "h") mult = 3600;
+    if (unit == "days" || unit == "d") mult = 86400;
+    if (unit == "weeks" || unit == "w") mult = 7 * 86400;
+    if (mult == 0) return bad;
+    return now + sign * *n * mult;
+  }
+  std::tm tm = base;
+  tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
+  int y = 0, mo = 0, d = 0, h = 0, mi = 0, s = 0;
+  char tail = 0;
+  if (std::sscanf(t.c_str(), "%4d-%2d-%2dt%2d:%2d:%2d%c", &y, &mo, &d, &h, &mi, &s,
+                  &tail) >= 3 &&
+      t.size() >= 10 && t[4] == '-') {
+    if (tail != 0) return bad;
+    tm.tm_year = y - 1900;
+    tm.tm_mon = mo - 1;
+    tm.tm_mday = d;
+    tm.tm_hour = h;
+    tm.tm_min = mi;
+    tm.tm_sec = s;
+  } else if (t.find('/') != std::string::npos) {
+    const int n = std::sscanf(t.c_str(), "%2d/%2d/%2d%c", &mo, &d, &y, &tail);
+    if (n < 2 || tail != 0) return bad;
+    tm.tm_mon = mo - 1;
+    tm.tm_mday = d;
+    if (n >= 3) tm.tm_year = 100 + y;
+  } else if (t.find(':') != std::string::npos) {
+    const int n = std::sscanf(t.c_str(), "%2d:%2d:%2d%c", &h, &mi, &s, &tail);
+    if (n < 2 || tail != 0) return bad;
+    tm.tm_hour = h;
+    tm.tm_min = mi;
+    tm.tm_sec = n >= 3 ? s : 0;
+  } else {
+    return bad;
+  }
+  if (tm.tm_mon < 0 || tm.tm_mon > 11 || tm.tm_mday < 1 || tm.tm_mday > 31 ||
+      tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60) {
+    return bad;
+  }
+  return at(tm);
+}
+
+Result<SacctOptions> ParseSacctArgs(const std::vector<std::string>& args, Time now,
+                                    const std::string& me, bool root) {
+  Result<ParsedArgs> p = ParseArgs(args, kSacctOpts);
+  if (!p.ok()) return p.status();
+  if (!p->positional.empty()) {
+    return InvalidArgument("Unrecognized argument: " + Clip(p->positional[0]));
+  }
+  SacctOptions o;
+  o.help = p->Has("help");
+  o.usage = p->Has("usage");
+  Result<std::vector<JobSelector>> sel = ParseJobSelectors(p->List("jobs"));
+  if (!sel.ok()) return sel.status();
+  o.jobs = *sel;
+  o.users = p->List("user");
+  o.accounts = p->List("account");
+  o.names = p->List("name");
+  o.partitions = p->List("partition");
+  o.all_users = p->Has("allusers");
+  for (const std::string& s : p->List("state")) {
+    Result<std::vector<state::JobState>> st = ParseStateList(s);
+    if (!st.ok()) return InvalidArgument("Invalid state: " + Clip(s));
+    o.states.insert(o.states.end(), st->begin(), st->end());
+  }
+  o.allocations = p->Has("allocations");
+  o.parsable = p->Has("parsable");
+  o.parsable2 = p->Has("parsable2");
+  o.noheader = p->Has("noheader");
+  o.fields = p->Has("brief") ? "JobID,State,ExitCode" : p->Get("format");
+  if (!o.fields.empty()) {
+    Result<std::vector<Column>> cols = ParseFields(o.fields);
+    if (!cols.ok()) return cols.status();
+  }
+  o.server = p->Get("server");
+  if (p->Has("starttime")) {
+    Result<Time> t = ParseSacctTime(p->Get("starttime"), now);
+    if (!t.ok()) return t.status();
+    o.start = *t;
+  } else if (o.jobs.empty()) {
+    Result<Time> t = ParseSacctTime("midnight", now);
+    if (t.ok()) o.start = *t;
+  }
+  if (p->Has("endtime")) {
+    Result<Time> t = ParseSacctTime(p->Get("endtime"), now);
+    if (!t.ok()) return t.status();
+    o.end = *t;
+  }
+  // A user sees their own jobs unless they name users or ask for all (root: all).
+  if (o.users.empty() && !o.all_users && !root && o.jobs.empty()) o.users.push_back(me);
+  return o;
+}
+
+Result<std::string> RenderSacct(const SacctOptions& o, const std::vector<JobRecord>& jobs,
+                                Time now, const UidOf& uid_of) {
+  Result<std::vector<Column>> cols =
+      ParseFields(o.fields.empty() ? kSacctDefaultFields : o.fields);
+  if (!cols.ok()) return cols.status();
+  auto in = [](const std::vector<std::string>& list, const std::string& v) {
+    return list.empty() || std::find(list.begin(), list.end(), v) != list.end();
+  };
+  std::vector<const JobRecord*> shown;
+  for (const JobRecord& j : jobs) {
+    if (!o.jobs.empty() &&
+        std::none_of(o.jobs.begin(), o.jobs.end(),
+                     [&](const JobSelector& s) { return Matches(s, j); })) {
+      continue;
+    }
+    if (!o.states.empty() &&
+        std::find(o.states.begin(), o.states.end(), j.state) == o.states.end()) {
+      continue;
+    }
+    if (!in(o.users, j.req.user) || !in(o.accounts, j.req.account) ||
+        !in(o.names, j.spec.name) || !in(o.partitions, j.req.partition) ||
+        !InWindow(o, j, now)) {
+      continue;
+    }
+    shown.push_back(&j);
+  }
+  std::sort(shown.begin(), shown.end(),
+            [](const JobRecord* a, const JobRecord* b) { return a->id < b->id; });
+  std::vector<Line> lines;
+  for (const JobRecord* j : shown) {
+    lines.push_back({j, false});
+    const bool batch = !j->spec.script().empty() || j->spec.argv.empty();
+    if (!o.allocations && batch && Started(*j)) lines.push_back({j, true});
+  }
+  std::string out;
+  auto emit = [&](const std::function<std::string(const Column&)>& v) {
+    std::string s;
+    for (size_t i = 0; i < cols->size(); ++i) {
+      const Column& c = (*cols)[i];
+      if (o.parsable2) {
+        s += (i > 0 ? "|" : "") + v(c);
+      } else if (o.parsable) {
+        s += v(c) + "|";
+      } else {
+        s += Fit(v(c), c.width) + " ";
+      }
+    }
+    out += s + "\n";
+  };
+  if (!o.noheader) {
+    // Titles are cut without the '+' values get.
+    emit([](const Column& c) {
+      return std::string(c.field->name.substr(0, static_cast<size_t>(std::abs(c.width))));
+    });
+    if (!o.parsable && !o.parsable2) {
+      emit([](const Column& c) {
+        return std::string(static_cast<size_t>(std::abs(c.width)), '-');
+      });
+    }
+  }
+  for (const Line& l : lines) {
+    emit([&](const Column& c) { return Value(l, c.field->name, now, uid_of); });
+  }
+  return out;
+}
+
+}  // namespace hachi::cli::slurm

@@ -1,0 +1,146 @@
+// sbatch: `hachi submit`'s request (cli/submit_request.h) with sbatch's own flags and
+// words: --parsable, -Q/--quiet, -W/--wait, --test-only (--json: the request as parsed).
+#include <unistd.h>
+
+#include <algorithm>
+#include <iostream>
+
+#include "api/protocol_json.h"
+#include "cli/client.h"
+#include "cli/slurm/slurm_cmds.h"
+#include "cli/submit_request.h"
+
+namespace hachi::cli::slurm {
+namespace {
+
+constexpr char kUsage[] =
+    "Usage: sbatch [OPTIONS(0)...] [ : [OPTIONS(N)...]] script(0) [args(0)...]\n"
+    "Hachi's sbatch: every option of `hachi submit --help`, and --parsable, -Q/--quiet,\n"
+    "-W/--wait, --test-only [--json], --server URL. See docs/cli.md \"sbatch\".\n";
+
+struct Own {
+  bool wait = false, test_only = false, quiet = false, json = false, help = false;
+  std::string server;
+};
+
+// Takes sbatch's own flags out of the arguments before the script (its arguments are
+// the script's).
+Own TakeOwnFlags(std::vector<std::string>* args) {
+  Own o;
+  std::vector<std::string> rest;
+  bool done = false;
+  for (size_t i = 0; i < args->size(); ++i) {
+    const std::string& a = (*args)[i];
+    if (a == "--") done = true;
+    if (!done) {
+      if (a == "-W" || a == "--wait") {
+        o.wait = true;
+        continue;
+      }
+      if (a == "--test-only") {
+        o.test_only = true;
+        continue;
+      }
+      if (a == "-Q" || a == "--quiet") {
+        o.quiet = true;
+        continue;
+      }
+      if (a == "--json") {
+        o.json = true;
+        continue;
+      }
+      if (a == "-h" || a == "--help" || a == "--usage") {
+        o.help = true;
+        continue;
+      }
+      if (a == "--server" && i + 1 < args->size()) {
+        o.server = (*args)[++i];
+        continue;
+      }
+      if (a.rfind("--server=", 0) == 0) {
+        o.server = a.substr(9);
+        continue;
+      }
+      // The script: an existing file that is not an option's value is where sbatch's
+      // options end.
+      if (!a.empty() && a[0] != '-' && ::access(a.c_str(), R_OK) == 0) done = true;
+    }
+    rest.push_back(a);
+  }
+  *args = std::move(rest);
+  return o;
+}
+
+int ExitCodeOf(const state::JobRecord& j) {
+  switch (j.state) {
+    case state::JobState::kCompleted:
+      return 0;
+    case state::JobState::kFailed:
+      if (j.signal > 0) return 128 + j.signal;
+      return j.exit_code != 0 ? j.exit_code : 1;
+    default:
+      return j.exit_code != 0 ? j.exit_code : 1;
+  }
+}
+
+}  // namespace
+
+int SbatchMain(const std::vector<std::string>& argv) {
+  std::vector<std::string> args = argv;
+  const Own own = TakeOwnFlags(&args);
+  if (own.help) {
+    std::cout << kUsage;
+    return 0;
+  }
+  SubmitOptions parsed;
+  std::vector<std::string> warnings;
+  Result<api::SubmitRequest> r = BuildRequest(std::move(args), false, &parsed, &warnings);
+  if (!r.ok()) return SlurmFail("sbatch", r.status().message());
+  if (!own.quiet) {
+    for (const std::string& w : warnings) std::cerr << "sbatch: warning: " << w << "\n";
+  }
+  if (own.test_only) {
+    if (own.json) {
+      std::cout << api::SubmitRequestToJson(*r) << "\n";
+      return 0;
+    }
+    // The server has no "where and when would it start" answer yet (a later change).
+    return SlurmFail("sbatch",
+                     "--test-only: this Hachi server cannot say when a job "
+                     "would start; nothing was submitted (--json prints the "
+                     "request as parsed)");
+  }
+  Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(own.server);
+  if (!c.ok()) return SlurmFail("sbatch", c.status().message());
+  Result<std::vector<state::JobId>> ids = (*c)->Submit(*r);
+  if (!ids.ok()) {
+    return SlurmFail("sbatch", "Batch job submission failed: " + ids.status().message());
+  }
+  const state::JobId first = ids->front();
+  // Hachi has no cluster name, so --parsable is the id alone (Slurm's "ID;cluster"
+  // needs one).
+  if (parsed.parsable) {
+    std::cout << first << "\n";
+  } else if (!own.quiet) {
+    std::cout << "Submitted batch job " << first << "\n";
+  }
+  std::cout.flush();
+  if (!own.wait) return 0;
+  // --wait: until every task has ended; the worst exit code (sbatch's rule for arrays).
+  int worst = 0;
+  for (state::JobId id : *ids) {
+    std::string state = "PENDING";
+    for (;;) {
+      Result<JobView> v = (*c)->Job(id, state, 10000);
+      if (!v.ok()) return SlurmFail("sbatch", v.status().message());
+      state = std::string(state::JobStateName(v->job.state));
+      if (state::IsFinal(v->job.state)) {
+        worst = std::max(worst, ExitCodeOf(v->job));
+        break;
+      }
+    }
+  }
+  return worst;
+}
+
+}  // namespace hachi::cli::slurm

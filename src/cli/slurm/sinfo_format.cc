@@ -1,0 +1,352 @@
+#include "cli/slurm/sinfo_format.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "cli/slurm/slurm_text.h"
+#include "cli/slurm_format.h"
+#include "cli/table.h"
+#include "core/strings.h"
+
+namespace hachi::cli::slurm {
+namespace {
+
+using state::NodeStatus;
+
+const std::vector<OptDef> kSinfoOpts = {
+    {'h', "noheader", false}, {'N', "Node", false},  {'s', "summarize", false},
+    {'o', "format", true},    {'O', "Format", true}, {'p', "partition", true},
+    {'n', "nodes", true},     {'a', "all", false},   {'l', "long", false},
+    {'v', "verbose", false},  {0, "help", false},    {0, "usage", false},
+    {0, "server", true},      {'e', "exact", false}, {0, "noconvert", false}};
+
+// A group of alike nodes of one partition (one line).
+struct Group {
+  const PartitionInfo* part = nullptr;
+  std::vector<const NodeStatus*> nodes;
+};
+
+// sinfo's default sort puts states in this order (Slurm sorts by its state number,
+// descending).
+int StateRank(const std::string& short_state) {
+  static const char* kOrder[] = {"mix", "alloc", "drng", "idle", "drain", "down"};
+  for (int i = 0; i < 6; ++i) {
+    if (short_state == kOrder[i]) return i;
+  }
+  return 6;
+}
+
+std::string Cpus(const std::vector<const NodeStatus*>& nodes) {
+  long a = 0, i = 0, o = 0, t = 0;
+  for (const NodeStatus* n : nodes) {
+    // NodeFieldValue('C') is "A/I/O/T" for one node.
+    std::vector<std::string_view> p = Split(NodeFieldValue(*n, 'C'), '/');
+    if (p.size() != 4) continue;
+    a += ParseInt(p[0]).value_or(0);
+    i += ParseInt(p[1]).value_or(0);
+    o += ParseInt(p[2]).value_or(0);
+    t += ParseInt(p[3]).value_or(0);
+  }
+  return std::to_string(a) + "/" + std::to_string(i) + "/" + std::to_string(o) + "/" +
+         std::to_string(t);
+}
+
+// Nodes as A/I/O/T (allocated or mixed / idle / other / total), sinfo -s's %F.
+std::string NodeCounts(const std::vector<const NodeStatus*>& nodes) {
+  long a = 0, i = 0, o = 0;
+  for (const NodeStatus* n : nodes) {
+    const std::string s = NodeStateText(*n, false);
+    if (s == "alloc" || s == "mix") {
+      ++a;
+    } else if (s == "idle") {
+      ++i;
+    } else {
+      ++o;
+    }
+  }
+  return std::to_string(a) + "/" + std::to_string(i) + "/" + std::to_string(o) + "/" +
+         std::to_string(nodes.size());
+}
+
+std::string Value(const Group& g, char code) {
+  const PartitionInfo& p = *g.part;
+  const NodeStatus* first = g.nodes.empty() ? nullptr : g.nodes.front();
+  auto names = [&] {
+    std::vector<std::string> v;
+    for (const NodeStatus* n : g.nodes) v.push_back(n->record.name);
+    return v;
+  };
+  switch (code) {
+    case 'P':
+      return p.name + (p.is_default ? "*" : "");
+    case 'R':
+      return p.name;
+    case 'a':
+      return "up";
+    case 'l':
+      return SinfoTimeLimit(p.max_time);
+    case 'L':
+      return p.default_time > 0 ? SinfoTimeLimit(p.default_time) : "n/a";
+    case 'D':
+      return std::to_string(g.nodes.size());
+    case 'F':
+      return NodeCounts(g.nodes);
+    case 'N':
+    case 'n':
+      return CompressHostlist(names());
+    case 'C':
+      return Cpus(g.nodes);
+    case 'f':
+      return "(null)";
+    case 't':
+    case 'T':
+      if (first == nullptr) return "n/a";
+      return NodeStateText(*first, code == 'T');
+    case 'G':
+    case 'c':
+    case 'm':
+    case 'E':
+    case 'e':
+    case 'o':
+      if (first == nullptr) return code == 'E' ? "none" : "(null)";
+      return NodeFieldValue(*first, code);
+  }
+  return "";
+}
+
+std::string Title(char code) {
+  switch (code) {
+    case 'P':
+    case 'R':
+      return "PARTITION";
+    case 'a':
+      return "AVAIL";
+    case 'l':
+      return "TIMELIMIT";
+    case 'L':
+      return "DEFAULTTIME";
+    case 'D':
+      return "NODES";
+    case 'F':
+      return "NODES(A/I/O/T)";
+    case 'N':
+      return "NODELIST";
+    case 'n':
+      return "HOSTNAMES";
+    case 'C':
+      return "CPUS(A/I/O/T)";
+    case 'c':
+      return "CPUS";
+    case 'm':
+      return "MEMORY";
+    case 'f':
+      return "AVAIL_FEATURES";
+    case 't':
+    case 'T':
+      return "STATE";
+    case 'G':
+      return "GRES";
+    case 'E':
+      return "REASON";
+    case 'e':
+      return "FREE_MEM";
+    case 'o':
+      return "NODE_ADDR";
+  }
+  return "?";
+}
+
+// -O names -> codes.
+struct LongField {
+  std::string_view name;
+  char code;
+};
+constexpr LongField kLongFields[] = {
+    {"partition", 'P'}, {"partitionname", 'R'}, {"available", 'a'},    {"time", 'l'},
+    {"timelimit", 'l'}, {"defaulttime", 'L'},   {"nodes", 'D'},        {"nodeaiot", 'F'},
+    {"nodelist", 'N'},  {"nodehost", 'n'},      {"cpusstate", 'C'},    {"cpus", 'c'},
+    {"memory", 'm'},    {"features", 'f'},      {"statecompact", 't'}, {"statelong", 'T'},
+    {"gres", 'G'},      {"reason", 'E'},        {"freemem", 'e'},      {"nodeaddr", 'o'},
+};
+
+}  // namespace
+
+std::string SinfoTimeLimit(Duration d) { return d <= 0 ? "infinite" : FormatElapsed(d); }
+
+Result<std::vector<PartitionInfo>> PartitionsFromJson(std::string_view body) {
+  using nlohmann::json;
+  json j = json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.contains("partitions") || !j["partitions"].is_array()) {
+    return Internal("partitions: the reply has no partitions list");
+  }
+  std::vector<PartitionInfo> out;
+  for (const json& p : j["partitions"]) {
+    PartitionInfo info;
+    info.name = p.value("name", "");
+    if (p.contains("nodes") && p["nodes"].is_array()) {
+      for (const json& n : p["nodes"]) {
+        if (n.is_string()) info.nodes.push_back(n.get<std::string>());
+      }
+    }
+    info.default_time = p.value("default_time", int64_t{0});
+    info.max_time = p.value("max_time", int64_t{0});
+    info.min_gpus = p.value("min_gpus", 0);
+    info.max_gpus = p.value("max_gpus", 0);
+    info.whole_node = p.value("mode", "") == "whole-node";
+    info.is_default = out.empty();
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+Result<SinfoOptions> ParseSinfoArgs(const std::vector<std::string>& args) {
+  Result<ParsedArgs> p = ParseArgs(args, kSinfoOpts);
+  if (!p.ok()) return p.status();
+  if (!p->positional.empty()) {
+    return InvalidArgument("Unrecognized argument: " + Clip(p->positional[0]));
+  }
+  SinfoOptions o;
+  o.help = p->Has("help");
+  o.usage = p->Has("usage");
+  o.noheader = p->Has("noheader");
+  o.node_lines = p->Has("Node");
+  o.summarize = p->Has("summarize");
+  o.format = p->Get("format");
+  o.long_format = p->Get("Format");
+  o.partitions = p->List("partition");
+  for (const std::string& n : p->List("nodes")) {
+    Result<std::vector<std::string>> names = ExpandHostlist(n);
+    if (!names.ok()) return names.status();
+    o.nodes.insert(o.nodes.end(), names->begin(), names->end());
+  }
+  o.server = p->Get("server");
+  return o;
+}
+
+Result<std::string> RenderSinfo(const SinfoOptions& o,
+                                const std::vector<PartitionInfo>& partitions,
+                                const std::vector<NodeStatus>& nodes) {
+  // The columns: -O names (width 20 by default, cut to width-1 and a space), or -o codes.
+  struct Column {
+    char code;
+    int width;
+  };
+  std::vector<FormatItem> items;
+  std::vector<Column> long_cols;
+  if (!o.long_format.empty()) {
+    for (std::string_view item : Split(o.long_format, ',')) {
+      item = Trim(item);
+      if (item.empty()) continue;
+      const size_t colon = item.find(':');
+      const std::string name = ToLower(item.substr(0, colon));
+      int width = 20;
+      if (colon != std::string_view::npos) {
+        std::string_view w = item.substr(colon + 1);
+        if (!w.empty() && w[0] == '.') w.remove_prefix(1);
+        std::optional<long long> n = ParseInt(w);
+        if (!n || *n < 1 || *n > 1000) {
+          return InvalidArgument("Invalid --Format width: " + Clip(item));
+        }
+        width = static_cast<int>(*n);
+      }
+      const auto f = std::find_if(std::begin(kLongFields), std::end(kLongFields),
+                                  [&](const LongField& l) { return l.name == name; });
+      if (f == std::end(kLongFields)) {
+        return InvalidArgument("Invalid node format specification: " + Clip(name));
+      }
+      long_cols.push_back({f->code, width});
+    }
+  } else {
+    std::string format = o.format;
+    if (format.empty()) {
+      format = o.summarize    ? kSinfoSummaryFormat
+               : o.node_lines ? kSinfoNodeFormat
+                              : kSinfoDefaultFormat;
+      // Slurm's default is "%#P ...": as wide as the longest name and its '*'.
+      size_t width = 9;
+      for (const PartitionInfo& p : partitions) {
+        width = std::max(width, p.name.size() + (p.is_default ? 1 : 0));
+      }
+      if (const size_t at = format.find("%9P"); at != std::string::npos) {
+        format.replace(at, 3, "%" + std::to_string(width) + "P");
+      }
+    }
+    Result<std::vector<FormatItem>> parsed =
+        ParseFormatString(format, "PRalLDFNnCcftTGEeom");
+    if (!parsed.ok()) return parsed.status();
+    items = std::move(*parsed);
+  }
+  std::vector<char> codes;
+  for (const FormatItem& i : items) {
+    if (!i.literal) codes.push_back(i.code);
+  }
+  for (const Column& c : long_cols) codes.push_back(c.code);
+
+  std::map<std::string, const NodeStatus*> by_name;
+  for (const NodeStatus& n : nodes) by_name[n.record.name] = &n;
+  auto wanted = [](const std::vector<std::string>& list, const std::string& v) {
+    return list.empty() || std::find(list.begin(), list.end(), v) != list.end();
+  };
+  std::vector<Group> groups;
+  for (const PartitionInfo& p : partitions) {
+    if (!wanted(o.partitions, p.name)) continue;
+    std::vector<Group> mine;
+    std::vector<std::string> keys;
+    for (const std::string& name : p.nodes) {
+      auto it = by_name.find(name);
+      if (it == by_name.end() || !wanted(o.nodes, name)) continue;
+      Group single{&p, {it->second}};
+      if (o.node_lines) {
+        mine.push_back(single);
+        continue;
+      }
+      // Alike nodes share a line: every printed field but the aggregated ones equal.
+      std::string key;
+      for (char c : codes) {
+        if (c == 'N' || c == 'n' || c == 'D' || c == 'C' || c == 'F') continue;
+        key += Value(single, c) + '\x1f';
+      }
+      auto k = std::find(keys.begin(), keys.end(), key);
+      if (k == keys.end()) {
+        keys.push_back(key);
+        mine.push_back(single);
+      } else {
+        mine[static_cast<size_t>(k - keys.begin())].nodes.push_back(it->second);
+      }
+    }
+    if (mine.empty() && o.nodes.empty() && !o.node_lines) mine.push_back(Group{&p, {}});
+    if (!o.node_lines) {
+      std::stable_sort(mine.begin(), mine.end(), [](const Group& a, const Group& b) {
+        auto rank = [](const Group& g) {
+          return g.nodes.empty() ? 7 : StateRank(NodeStateText(*g.nodes[0], false));
+        };
+        return rank(a) < rank(b);
+      });
+    }
+    groups.insert(groups.end(), mine.begin(), mine.end());
+  }
+  if (o.node_lines) {  // sinfo -N: by node name, then the partitions' order
+    std::stable_sort(groups.begin(), groups.end(), [](const Group& a, const Group& b) {
+      return a.nodes[0]->record.name < b.nodes[0]->record.name;
+    });
+  }
+  std::string out;
+  auto long_line = [&](const std::function<std::string(char)>& v) {
+    std::string s;
+    for (const Column& c : long_cols)
+      s += FitField(v(c.code), c.width - 1, Align::kLeft) + " ";
+    return s + "\n";
+  };
+  if (!o.noheader) {
+    out += long_cols.empty() ? RenderFormatLine(items, Title) + "\n" : long_line(Title);
+  }
+  for (const Group& g : groups) {
+    auto v = [&](char c) { return Value(g, c); };
+    out += long_cols.empty() ? RenderFormatLine(items, v) + "\n" : long_line(v);
+  }
+  return out;
+}
+
+}  // namespace hachi::cli::slurm

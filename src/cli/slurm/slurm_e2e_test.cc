@@ -1,0 +1,166 @@
+// Slurm's names end to end (issue 17): `hachi slurm install-links` into a temp bin/,
+// then sbatch, squeue, scancel, sinfo, sacct, scontrol and srun run through those links
+// against a real `hachi dev` child, as a Slurm user's scripts and tools call them.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include "cli/cli_testing.h"
+
+namespace hachi::cli {
+namespace {
+
+using testing::CmdResult;
+using testing::ReadFile;
+using testing::Shell;
+
+class SlurmE2e : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/hachi-slurm-e2e-XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    const std::string log = dir_ + "/dev.log";
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      const std::string cmd = std::string(HACHI_BINARY_DIR) + "/hachi dev --state-dir " +
+                              dir_ + "/state --listen 127.0.0.1:0 2>" + log;
+      ::execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), nullptr);
+      ::_exit(127);
+    }
+    bool up = false;
+    for (int i = 0; i < 100 && !up; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      up = ReadFile(log).find("listening on http://") != std::string::npos;
+    }
+    ASSERT_TRUE(up) << ReadFile(log);
+    ::setenv("HACHI_SERVER", ("unix:" + dir_ + "/state/hachi.sock").c_str(), 1);
+    ASSERT_EQ(Shell("mkdir " + dir_ + "/bin").exit_code, 0);
+    CmdResult links = Shell(std::string(HACHI_BINARY_DIR) +
+                            "/hachi slurm install-links " + dir_ + "/bin 2>&1");
+    ASSERT_EQ(links.exit_code, 0) << links.out;
+    for (int i = 0; i < 50; ++i) {
+      if (Run("sinfo -h -o %D").out.find('2') != std::string::npos) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  void TearDown() override {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    Shell("rm -rf " + dir_);
+  }
+  // A command line run with the links first on PATH, in the temp directory.
+  CmdResult Run(const std::string& cmd) {
+    return Shell("cd " + dir_ + " && PATH=" + dir_ + "/bin:$PATH " + cmd + " 2>&1");
+  }
+  // Polls sacct until job `id` is in `state`.
+  bool WaitState(const std::string& id, const std::string& state) {
+    for (int i = 0; i < 200; ++i) {
+      if (Run("sacct -X -P -n -o State -j " + id).out.find(state) != std::string::npos) {
+        return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
+
+  std::string dir_;
+  pid_t pid_ = -1;
+};
+
+TEST_F(SlurmE2e, AToolsDayThroughTheLinks) {
+  // install-links again is a no-op; a foreign file of one of the names is refused.
+  EXPECT_EQ(
+      Shell(std::string(HACHI_BINARY_DIR) + "/hachi slurm install-links " + dir_ + "/bin")
+          .exit_code,
+      0);
+  Shell("mkdir " + dir_ + "/other && touch " + dir_ + "/other/squeue");
+  CmdResult refused = Shell(std::string(HACHI_BINARY_DIR) +
+                            "/hachi slurm install-links " + dir_ + "/other 2>&1");
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.out.find(dir_ + "/other/squeue exists"), std::string::npos)
+      << refused.out;
+  EXPECT_NE(::access((dir_ + "/other/sbatch").c_str(), F_OK), 0) << "nothing half-done";
+
+  // sinfo -o %P: one line per partition, the default marked (what Snakemake reads).
+  EXPECT_EQ(Run("sinfo -h -o %P").out, "default*\n");
+
+  CmdResult sub = Run("sbatch -G1 -J ok --wrap true");
+  ASSERT_EQ(sub.exit_code, 0) << sub.out;
+  EXPECT_EQ(sub.out.rfind("Submitted batch job ", 0), 0u) << sub.out;
+  const std::string ok = sub.out.substr(20, sub.out.find('\n') - 20);
+  CmdResult bad = Run("sbatch --parsable -G1 -J bad --wrap 'exit 3'");
+  ASSERT_EQ(bad.exit_code, 0) << bad.out;
+  const std::string bad_id = bad.out.substr(0, bad.out.find('\n'));
+  CmdResult sleeper = Run("sbatch --parsable -G1 -J nap --array=0-2%1 --wrap 'sleep 60'");
+  ASSERT_EQ(sleeper.exit_code, 0) << sleeper.out;
+  const std::string arr = sleeper.out.substr(0, sleeper.out.find('\n'));
+
+  // sbatch -W: the job's exit code.
+  CmdResult waited = Run("sbatch -W -Q -G1 --wrap 'exit 5'");
+  EXPECT_EQ(waited.exit_code, 5) << waited.out;
+  EXPECT_EQ(waited.out, "") << "-Q prints nothing";
+
+  ASSERT_TRUE(WaitState(ok, "COMPLETED"));
+  ASSERT_TRUE(WaitState(bad_id, "FAILED"));
+  // Snakemake's status query.
+  EXPECT_EQ(Run("sacct -P -n --format=JobIdRaw,State -j " + ok).out,
+            ok + "|COMPLETED\n" + ok + ".batch|COMPLETED\n");
+  EXPECT_EQ(Run("sacct -X -P -n -o JobName,ExitCode -j " + bad_id).out, "bad|3:0\n");
+
+  // The array: pending tasks share a squeue line; -r splits them.
+  ASSERT_TRUE(WaitState(arr + "_0", "RUNNING"));
+  EXPECT_NE(Run("squeue -h -o %i -n nap").out.find(arr + "_[1-2%1]"), std::string::npos);
+  EXPECT_EQ(Run("squeue -h -r -t PD -o %i -n nap").out, arr + "_1\n" + arr + "_2\n");
+  // scancel A_T then the rest by name and state; then the whole array.
+  EXPECT_EQ(Run("scancel " + arr + "_2").exit_code, 0);
+  ASSERT_TRUE(WaitState(arr + "_2", "CANCELLED"));
+  EXPECT_EQ(Run("scancel " + arr).exit_code, 0);
+  ASSERT_TRUE(WaitState(arr + "_0", "CANCELLED"));
+  ASSERT_TRUE(WaitState(arr + "_1", "CANCELLED"));
+  EXPECT_EQ(Run("squeue -h -n nap").out, "");
+
+  // Slurm's words and exit codes for mistakes.
+  CmdResult junk = Run("scancel 12x");
+  EXPECT_EQ(junk.exit_code, 1);
+  EXPECT_EQ(junk.out, "scancel: error: Invalid job id 12x\n");
+  CmdResult missing = Run("scancel 99999");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(missing.out,
+            "scancel: error: Kill job error on job id 99999: Invalid job id specified\n");
+  EXPECT_EQ(Run("squeue --frob").exit_code, 1);
+  CmdResult refused_submit = Run("sbatch --wrap true");  // no GPU: refused by the server
+  EXPECT_EQ(refused_submit.exit_code, 1);
+  EXPECT_EQ(refused_submit.out.rfind("sbatch: error: Batch job submission failed: ", 0),
+            0u)
+      << refused_submit.out;
+
+  // scontrol.
+  EXPECT_NE(Run("scontrol show jobid -dd " + ok).out.find("JobId=" + ok + " JobName=ok"),
+            std::string::npos);
+  EXPECT_EQ(Run("scontrol show hostnames 'gpu[01-02]'").out, "gpu01\ngpu02\n");
+  EXPECT_EQ(Run("SLURM_JOB_NODELIST='n[7-8]' scontrol show hostnames").out, "n7\nn8\n");
+  EXPECT_NE(Run("scontrol show partition").out.find("PartitionName=default"),
+            std::string::npos);
+  EXPECT_EQ(Run("scontrol show job 99999").exit_code, 1);
+
+  // srun inside an allocation: in place, one task, exit status passed through.
+  CmdResult step = Run("SLURM_JOB_ID=" + ok +
+                       " srun -n1 --cpu-bind=q sh -c 'echo $SLURM_STEP_ID $SLURM_PROCID; "
+                       "exit 4'");
+  EXPECT_EQ(step.exit_code, 4);
+  EXPECT_EQ(step.out, "0 0\n");
+  CmdResult wide = Run("SLURM_JOB_ID=" + ok + " srun -n2 true");
+  EXPECT_EQ(wide.exit_code, 1);
+  EXPECT_EQ(wide.out.rfind("srun: error: ", 0), 0u) << wide.out;
+}
+
+}  // namespace
+}  // namespace hachi::cli

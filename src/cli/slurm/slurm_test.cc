@@ -1,0 +1,395 @@
+// The Slurm front-ends' pure cores (cli/slurm/): argument parsing with Slurm's words,
+// job-id lists, hostlists, and golden output of squeue, sinfo, sacct, scancel's
+// requests and scontrol's blocks. Fixed records, fixed `now`, TZ=UTC; golden files in
+// src/cli/testdata/slurm_*.txt (HACHI_UPDATE_GOLDEN=1 rewrites them).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <ctime>
+
+#include "cli/golden_testing.h"
+#include "cli/slurm/sacct_format.h"
+#include "cli/slurm/scancel_plan.h"
+#include "cli/slurm/sinfo_format.h"
+#include "cli/slurm/slurm_text.h"
+#include "cli/slurm/squeue_format.h"
+
+namespace hachi::cli::slurm {
+namespace {
+
+using state::JobRecord;
+using state::JobState;
+using testing::ExpectGolden;
+
+constexpr Time kNow = 1795979885;  // 2026-11-29T19:18:05Z, as in formats.txt
+
+class Slurm : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    setenv("TZ", "UTC", 1);
+    tzset();
+  }
+};
+
+class MakeJob {
+ public:
+  explicit MakeJob(state::JobId id) {
+    j_.id = id;
+    j_.req.user = "alice";
+    j_.req.account = "ml";
+    j_.req.partition = "gpu8";
+    j_.req.time_limit = 5 * kMinute;
+    j_.req.cpus_per_gpu = 8;
+    j_.req.memory_mib_per_gpu = 61440;
+    j_.req.gpus = 2;
+    j_.spec.name = "train";
+    j_.spec.workdir = "/home/alice";
+    j_.spec.uid = 1000;
+    j_.spec.gid = 1000;
+    j_.spec.set_script("#!/bin/sh\ntrue\n");
+    j_.submit_time = kNow - 100;
+  }
+  MakeJob& Name(std::string n) {
+    j_.spec.name = std::move(n);
+    return *this;
+  }
+  MakeJob& User(std::string u) {
+    j_.req.user = std::move(u);
+    return *this;
+  }
+  MakeJob& Partition(std::string p) {
+    j_.req.partition = std::move(p);
+    return *this;
+  }
+  MakeJob& Task(state::JobId array, int task) {
+    j_.spec.array_job_id = array;
+    j_.spec.array_task_id = task;
+    return *this;
+  }
+  MakeJob& Reason(std::string r) {
+    j_.reason = std::move(r);
+    return *this;
+  }
+  MakeJob& Running(const std::string& node) {
+    j_.state = JobState::kRunning;
+    j_.start_time = kNow - 63;
+    j_.allocations.push_back({node, GpuSet::FromIndices({0, 1}), 16, 122880, 0, 0});
+    return *this;
+  }
+  MakeJob& Ended(JobState s, int exit_code = 0, int signal = 0) {
+    if (j_.allocations.empty()) Running("gpu01");
+    j_.state = s;
+    j_.exit_code = exit_code;
+    j_.signal = signal;
+    j_.end_time = kNow - 3;
+    return *this;
+  }
+  operator JobRecord() const { return j_; }
+
+ private:
+  JobRecord j_;
+};
+
+std::vector<JobRecord> Queue() {
+  return {
+      MakeJob(10).Name("prep").Ended(JobState::kCompleted),
+      MakeJob(11).Name("bad").Ended(JobState::kFailed, 3),
+      MakeJob(12).Name("killed").Ended(JobState::kCancelled).Reason("cancelled by alice"),
+      MakeJob(13).Name("a-very-long-job-name").Running("gpu02"),
+      MakeJob(14).Name("arr").Task(14, 0).Running("gpu03"),
+      MakeJob(15).Name("arr").Task(14, 1).Reason("Resources"),
+      MakeJob(16).Name("arr").Task(14, 2).Reason("Priority"),
+      MakeJob(17).Name("arr").Task(14, 3).Reason("Priority"),
+      MakeJob(18).Name("other").User("bob").Partition("gpu-shared").Reason("Priority"),
+      MakeJob(19).Name("slow").Ended(JobState::kTimeout),
+      MakeJob(20).Name("oom").Ended(JobState::kOutOfMemory, 0, 9),
+  };
+}
+
+// ---- arguments ----
+
+TEST(SlurmArgs, GetoptForms) {
+  const std::vector<OptDef> defs = {
+      {'n', "noheader", false}, {'u', "user", true}, {'o', "format", true}};
+  Result<ParsedArgs> p =
+      ParseArgs({"-nu", "bob", "--format=JobID", "-oState", "x"}, defs);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_TRUE(p->Has("noheader"));
+  EXPECT_EQ(p->Get("user"), "bob");
+  EXPECT_EQ(p->Get("format"), "State");  // the last one wins
+  EXPECT_EQ(p->positional, std::vector<std::string>{"x"});
+  EXPECT_EQ(ParseArgs({"--frob"}, defs).status().message(),
+            "unrecognized option '--frob'");
+  EXPECT_EQ(ParseArgs({"-z"}, defs).status().message(), "invalid option -- 'z'");
+  EXPECT_EQ(ParseArgs({"--user"}, defs).status().message(),
+            "option '--user' requires an argument");
+  Result<ParsedArgs> stop = ParseArgs({"-n", "cmd", "-u", "x"}, defs, true);
+  ASSERT_TRUE(stop.ok());
+  EXPECT_EQ(stop->positional, (std::vector<std::string>{"cmd", "-u", "x"}));
+}
+
+TEST(SlurmArgs, JobSelectors) {
+  struct Case {
+    const char* name;
+    std::vector<std::string> words;
+    std::vector<std::string> want;  // SelectorText of each; empty + error
+    const char* error;
+  };
+  const Case cases[] = {
+      {"plain", {"12"}, {"12"}, nullptr},
+      {"task", {"12_3"}, {"12_3"}, nullptr},
+      {"range", {"12_[1-3]"}, {"12_1", "12_2", "12_3"}, nullptr},
+      {"list", {"12_[1,5]", "9"}, {"12_1", "12_5", "9"}, nullptr},
+      {"junk", {"12x"}, {}, "Invalid job id 12x"},
+      {"zero", {"0"}, {}, "Invalid job id 0"},
+      {"bad range", {"12_[3-1]"}, {}, "Invalid job id 12_[3-1]"},
+      {"bad task", {"12_x"}, {}, "Invalid job id 12_x"},
+  };
+  for (const Case& c : cases) {
+    Result<std::vector<JobSelector>> r = ParseJobSelectors(c.words);
+    if (c.error != nullptr) {
+      EXPECT_EQ(r.status().message(), c.error) << c.name;
+      continue;
+    }
+    ASSERT_TRUE(r.ok()) << c.name << ": " << r.status().message();
+    std::vector<std::string> got;
+    for (const JobSelector& s : *r) got.push_back(SelectorText(s));
+    EXPECT_EQ(got, c.want) << c.name;
+  }
+  JobRecord task = MakeJob(15).Task(14, 1);
+  EXPECT_TRUE(Matches({14, -1}, task));
+  EXPECT_TRUE(Matches({14, 1}, task));
+  EXPECT_FALSE(Matches({14, 2}, task));
+  EXPECT_TRUE(Matches({15, -1}, task));
+}
+
+TEST(SlurmArgs, Hostlists) {
+  Result<std::vector<std::string>> h = ExpandHostlist("gpu[01-03,10],cpu7,n[8-9]x");
+  ASSERT_TRUE(h.ok()) << h.status().message();
+  EXPECT_EQ(*h, (std::vector<std::string>{"gpu01", "gpu02", "gpu03", "gpu10", "cpu7",
+                                          "n8x", "n9x"}));
+  EXPECT_FALSE(ExpandHostlist("gpu[01-03").ok());
+  EXPECT_FALSE(ExpandHostlist("gpu[3-1]").ok());
+}
+
+TEST(SlurmArgs, SacctStates) {
+  auto uid = [](const std::string& who) -> std::optional<uint32_t> {
+    if (who == "root") return 0u;
+    return std::nullopt;
+  };
+  EXPECT_EQ(
+      SacctState(MakeJob(1).Ended(JobState::kCancelled).Reason("cancelled by root"), uid),
+      "CANCELLED by 0");
+  EXPECT_EQ(SacctState(
+                MakeJob(1).Ended(JobState::kCancelled).Reason("cancelled by alice"), uid),
+            "CANCELLED by 1000");  // the owner: the job's uid
+  EXPECT_EQ(SacctState(MakeJob(1).Ended(JobState::kCancelled).Reason("preempted")),
+            "PREEMPTED");
+  EXPECT_EQ(SacctState(MakeJob(1).Ended(JobState::kOutOfMemory)), "OUT_OF_MEMORY");
+  EXPECT_EQ(SacctState(MakeJob(1).Ended(JobState::kNodeFail)), "NODE_FAIL");
+  EXPECT_EQ(SacctState(MakeJob(1).Ended(JobState::kTimeout)), "TIMEOUT");
+  JobRecord requeued = MakeJob(1);
+  requeued.requeues = 1;
+  EXPECT_EQ(SacctState(requeued), "REQUEUED");
+}
+
+// ---- squeue ----
+
+std::string Squeue(const std::vector<std::string>& args) {
+  Result<SqueueOptions> o = ParseSqueueArgs(args, "alice");
+  if (!o.ok()) return "error: " + o.status().message() + "\n";
+  Result<std::string> t = RenderSqueue(*o, Queue(), kNow);
+  return t.ok() ? *t : "error: " + t.status().message() + "\n";
+}
+
+TEST_F(Slurm, SqueueGolden) {
+  std::string out;
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {},
+           {"-r"},
+           {"-h", "-u", "bob"},
+           {"-t", "all", "-o", "%.8i %.10P %.10j %.8u %.2t %.10M %.6D %.12b %R"},
+           {"-j", "14_2,13", "-O",
+            "JobID,Name:12,State,StateCompact,TimeUsed,"
+            "NumNodes,NodeList,Reason,tres-per-node,"
+            "ArrayJobID,ArrayTaskID,tres-alloc:40"},
+           {"--start"},
+           {"-n", "arr", "--json"},
+           {"-t", "bogus"},
+           {"-O", "NoSuchField"},
+       }) {
+    out += "$ squeue";
+    for (const std::string& a : args) out += " " + a;
+    out += "\n" + Squeue(args);
+  }
+  ExpectGolden("slurm_squeue.txt", out);
+}
+
+// ---- sinfo ----
+
+std::vector<state::NodeStatus> Nodes() {
+  std::vector<state::NodeStatus> out;
+  for (int i = 1; i <= 4; ++i) {
+    state::NodeStatus n;
+    n.record.name = "gpu0" + std::to_string(i);
+    n.record.cpus = 64;
+    n.record.memory_mib = 512000;
+    n.record.state = state::NodeState::kUp;
+    n.gpus = 8;
+    n.gpu_model = "NVIDIA H100 80GB HBM3";
+    n.partitions = {"gpu8", "gpu-shared"};
+    n.gpu_jobs.assign(8, 0);
+    n.gpu_share_milli.assign(8, 0);
+    out.push_back(n);
+  }
+  out[0].gpu_jobs.assign(8, 13);  // all taken: alloc
+  out[0].alloc_cpus = 64;
+  out[1].gpu_jobs[0] = 14;  // mixed
+  out[1].alloc_cpus = 16;
+  out[3].record.state = state::NodeState::kDrained;
+  out[3].record.state_reason = "bad fan";
+  return out;
+}
+
+std::vector<PartitionInfo> Partitions() {
+  Result<std::vector<PartitionInfo>> p = PartitionsFromJson(
+      R"({"partitions":[{"name":"gpu-shared","mode":"shared","nodes":["gpu01","gpu02","gpu03","gpu04"],"min_gpus":1,"max_gpus":4,"default_time":3600,"max_time":0},
+                        {"name":"gpu8","mode":"whole-node","nodes":["gpu01","gpu02","gpu03","gpu04"],"min_gpus":8,"max_gpus":0,"default_time":3600,"max_time":604800},
+                        {"name":"empty","nodes":[],"max_time":1800}]})");
+  EXPECT_TRUE(p.ok());
+  return p.ok() ? *p : std::vector<PartitionInfo>{};
+}
+
+TEST_F(Slurm, SinfoGolden) {
+  std::string out;
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {},
+           {"-o", "%P"},
+           {"-h", "-o", "%P %D"},
+           {"-N", "-o", "%N %G %C %T"},
+           {"-o", "%n %G %C %c %m %f %E %t %l %a"},
+           {"-p", "gpu8", "-s"},
+           {"-N", "-O", "NodeList,Gres,CPUsState,StateLong:12"},
+           {"-o", "%Q"},
+       }) {
+    out += "$ sinfo";
+    for (const std::string& a : args) out += " " + a;
+    out += "\n";
+    Result<SinfoOptions> o = ParseSinfoArgs(args);
+    Result<std::string> t =
+        o.ok() ? RenderSinfo(*o, Partitions(), Nodes()) : Result<std::string>(o.status());
+    out += t.ok() ? *t : "error: " + t.status().message() + "\n";
+  }
+  ExpectGolden("slurm_sinfo.txt", out);
+}
+
+// ---- sacct ----
+
+TEST_F(Slurm, SacctGolden) {
+  auto uid = [](const std::string&) -> std::optional<uint32_t> { return std::nullopt; };
+  std::string out;
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {},
+           {"-X", "-a", "-o",
+            "JobID,JobIDRaw,JobName%25,State%20,ExitCode,Elapsed,Start,End"},
+           {"-P", "-n", "--format=JobIdRaw,State", "-j", "11"},
+           {"-nu", "alice", "-o", "Account%20", "-X"},
+           {"-p", "-j", "14_[0-1]", "-o",
+            "JobID,State,NodeList,AllocTRES,ReqTRES,ReqMem,"
+            "Timelimit,NNodes,AllocCPUS,Partition,User"},
+           {"-a", "-s", "R,PD", "-X", "-o", "JobID,State,Reason,Submit"},
+           {"-S", "2026-11-30", "-a"},
+           {"-o", "JobID,Bogus"},
+           {"-S", "tomorrowish"},
+       }) {
+    out += "$ sacct";
+    for (const std::string& a : args) out += " " + a;
+    out += "\n";
+    Result<SacctOptions> o = ParseSacctArgs(args, kNow, "alice", false);
+    Result<std::string> t =
+        o.ok() ? RenderSacct(*o, Queue(), kNow, uid) : Result<std::string>(o.status());
+    out += t.ok() ? *t : "error: " + t.status().message() + "\n";
+  }
+  ExpectGolden("slurm_sacct.txt", out);
+}
+
+TEST_F(Slurm, SacctTimes) {
+  EXPECT_EQ(*ParseSacctTime("now", kNow), kNow);
+  EXPECT_EQ(*ParseSacctTime("midnight", kNow), 1795910400);  // 2026-11-29T00:00:00Z
+  EXPECT_EQ(*ParseSacctTime("now-2hours", kNow), kNow - 7200);
+  EXPECT_EQ(*ParseSacctTime("2026-11-29T10:00", kNow), 1795910400 + 36000);
+  EXPECT_EQ(*ParseSacctTime("11/28", kNow), 1795910400 - 86400);
+  EXPECT_EQ(*ParseSacctTime("01:30", kNow), 1795910400 + 5400);
+  EXPECT_FALSE(ParseSacctTime("yesterdayish", kNow).ok());
+  // Without -j the window starts at midnight: job 1 ended the day before is left out.
+  JobRecord old = MakeJob(1).Ended(JobState::kCompleted);
+  old.end_time = 1795910400 - 10;
+  Result<SacctOptions> o =
+      ParseSacctArgs({"-X", "-n", "-o", "JobID"}, kNow, "alice", false);
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(*RenderSacct(*o, {old}, kNow), "");
+  o = ParseSacctArgs({"-X", "-n", "-o", "JobID", "-j", "1"}, kNow, "alice", false);
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(*RenderSacct(*o, {old}, kNow), "1            \n");
+}
+
+// ---- scancel ----
+
+TEST(Scancel, Plans) {
+  struct Case {
+    const char* name;
+    std::vector<std::string> args;
+    std::vector<std::string> want;  // "path body"
+    const char* error;
+  };
+  const Case cases[] = {
+      {"ids",
+       {"12", "14_[1-2]"},
+       {"/jobs/12/cancel ", "/jobs/14_1/cancel ", "/jobs/14_2/cancel "},
+       nullptr},
+      {"whole array", {"14"}, {"/jobs/14/cancel "}, nullptr},
+      {"signal name",
+       {"-s", "SIGUSR1", "13"},
+       {R"(/jobs/13/signal {"batch_only":false,"signal":"USR1"})"},
+       nullptr},
+      {"signal number batch",
+       {"--signal=10", "-b", "13"},
+       {R"(/jobs/13/signal {"batch_only":true,"signal":10})"},
+       nullptr},
+      {"user filter", {"-u", "bob"}, {"/jobs/18/cancel "}, nullptr},
+      {"name and state",
+       {"-n", "arr", "-t", "PD"},
+       {"/jobs/14_1/cancel ", "/jobs/14_2/cancel ", "/jobs/14_3/cancel "},
+       nullptr},
+      {"ids and filter", {"14", "-t", "R"}, {"/jobs/14_0/cancel "}, nullptr},
+      {"partition", {"-p", "gpu-shared", "-u", "alice"}, {}, nullptr},
+      {"nothing", {}, {}, "No job identification provided"},
+      {"bad id", {"12x"}, {}, "Invalid job id 12x"},
+      {"bad signal", {"-s", "FROB", "1"}, {}, "Invalid job signal: FROB"},
+  };
+  for (const Case& c : cases) {
+    Result<ScancelOptions> o = ParseScancelArgs(c.args, "alice");
+    if (c.error != nullptr) {
+      EXPECT_EQ(o.status().message(), c.error) << c.name;
+      continue;
+    }
+    ASSERT_TRUE(o.ok()) << c.name << ": " << o.status().message();
+    std::vector<std::string> got;
+    for (const ScancelAction& a : PlanScancel(*o, Queue()))
+      got.push_back(a.path + " " + a.body);
+    EXPECT_EQ(got, c.want) << c.name;
+  }
+}
+
+// ---- scontrol ----
+
+TEST_F(Slurm, ScontrolGolden) {
+  std::string out;
+  for (const PartitionInfo& p : Partitions()) out += FormatShowPartition(p, Nodes());
+  for (const state::NodeStatus& n : Nodes()) out += FormatShowNode(n);
+  out += FormatShowConfig(kNow, "unix:/run/hachi.sock", Partitions());
+  ExpectGolden("slurm_scontrol.txt", out);
+}
+
+}  // namespace
+}  // namespace hachi::cli::slurm
