@@ -290,6 +290,11 @@ void AgentDaemon::PollLoop() {
       }
       LaunchNow(l);
     }
+    // POST /jobs/ID/signal: to the runs here now (a signal for a run that ended or has
+    // not started yet here is dropped, as Slurm's for a job no longer running).
+    for (const api::JobSignal& sig : work->signals) {
+      launcher_->Signal(sig.job, sig.signal, sig.batch_only);
+    }
   }
 }
 

@@ -287,14 +287,34 @@ api::LaunchSpec Launch(state::JobId id, Time start_time) {
   return l;
 }
 
+// Issue 17: a signal in the work answer reaches the launcher, after the launch of the
+// same answer, with its batch-only flag.
+TEST(DaemonScripted, SignalsReachTheLauncher) {
+  ScriptedServer server;
+  Agent agent(Options(server.url(), 1000));
+  ASSERT_TRUE(agent.daemon.Start().ok());
+  api::AgentWork w;
+  w.launch = {Launch(8, 1000)};
+  w.signals = {{8, 10, true}, {8, 12, false}};
+  server.Send(w);
+  ASSERT_TRUE(WaitFor([&] { return agent.launcher->signals().size() == 2; }));
+  EXPECT_EQ(agent.launcher->launches().size(), 1u);
+  const std::vector<api::JobSignal> got = agent.launcher->signals();
+  EXPECT_EQ(got[0].job, 8);
+  EXPECT_EQ(got[0].signal, 10);
+  EXPECT_TRUE(got[0].batch_only);
+  EXPECT_EQ(got[1].signal, 12);
+  EXPECT_FALSE(got[1].batch_only);
+}
+
 TEST(DaemonScripted, RepeatedLaunchIsReportedAgainNotLaunched) {
   ScriptedServer server;
   Agent agent(Options(server.url(), 1000));
   ASSERT_TRUE(agent.daemon.Start().ok());
-  server.Send(api::AgentWork{{Launch(7, 1000)}, {}, false});
+  server.Send(api::AgentWork{{Launch(7, 1000)}, {}, false, {}});
   ASSERT_TRUE(WaitFor([&] { return agent.launcher->launches().size() == 1; }));
   // Sent again while it runs: ignored.
-  server.Send(api::AgentWork{{Launch(7, 1000)}, {}, false});
+  server.Send(api::AgentWork{{Launch(7, 1000)}, {}, false, {}});
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_EQ(agent.launcher->launches().size(), 1u);
   EXPECT_TRUE(server.exits().empty());
@@ -302,14 +322,14 @@ TEST(DaemonScripted, RepeatedLaunchIsReportedAgainNotLaunched) {
   ASSERT_TRUE(agent.launcher->Finish(7, 3));
   ASSERT_TRUE(WaitFor([&] { return server.exits().size() == 1; }));
   // Sent again after it ended (the server lost the report): the exit, again.
-  server.Send(api::AgentWork{{Launch(7, 1000)}, {}, false});
+  server.Send(api::AgentWork{{Launch(7, 1000)}, {}, false, {}});
   ASSERT_TRUE(WaitFor([&] { return server.exits().size() == 2; }));
   EXPECT_EQ(server.exits()[1].job, 7);
   EXPECT_EQ(server.exits()[1].exit_code, 3);
   EXPECT_EQ(agent.launcher->launches().size(), 1u) << "never launched twice";
 
   // The same job requeued and started again (a later start): a new run, launched.
-  server.Send(api::AgentWork{{Launch(7, 2000)}, {}, false});
+  server.Send(api::AgentWork{{Launch(7, 2000)}, {}, false, {}});
   ASSERT_TRUE(WaitFor([&] { return agent.launcher->launches().size() == 2; }));
   EXPECT_EQ(agent.launcher->launches()[1].start_time, 2000);
   agent.daemon.Stop();
@@ -353,9 +373,9 @@ TEST(DaemonScripted, ReregistersWhenTold) {
   ScriptedServer server;
   Agent agent(Options(server.url(), 1000));
   ASSERT_TRUE(agent.daemon.Start().ok());
-  server.Send(api::AgentWork{{Launch(9, 1000)}, {}, false});
+  server.Send(api::AgentWork{{Launch(9, 1000)}, {}, false, {}});
   ASSERT_TRUE(WaitFor([&] { return agent.launcher->launches().size() == 1; }));
-  server.Send(api::AgentWork{{}, {}, true});
+  server.Send(api::AgentWork{{}, {}, true, {}});
   ASSERT_TRUE(WaitFor([&] { return server.registrations().size() == 2; }));
   EXPECT_EQ(server.registrations()[1].running, std::vector<state::JobId>{9});
   EXPECT_EQ(server.registrations()[0].agent_started,
@@ -383,7 +403,7 @@ TEST_P(DaemonLease, StopsItsJobsWhenTheLeaseExpiresAndNotBefore) {
   o.clock = &clock;
   Agent agent(o);
   ASSERT_TRUE(agent.daemon.Start().ok());
-  server.Send(api::AgentWork{{Launch(7, 1000), Launch(8, 1000)}, {}, false});
+  server.Send(api::AgentWork{{Launch(7, 1000), Launch(8, 1000)}, {}, false, {}});
   ASSERT_TRUE(WaitFor([&] { return agent.launcher->launches().size() == 2; }));
   server.Hang(true);
   ASSERT_TRUE(WaitFor([&] { return server.hung_calls() >= 1; })) << "a poll hangs";

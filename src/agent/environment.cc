@@ -8,6 +8,8 @@
 #include <set>
 #include <string_view>
 
+#include "core/hostlist.h"
+
 namespace hachi::agent {
 namespace {
 
@@ -65,6 +67,54 @@ bool IsManagedPrefix(std::string_view name) {
   return false;
 }
 
+// Slurm's repeat form of per-node counts: {2, 2, 1} -> "2(x2),1".
+std::string RepeatForm(const std::vector<int>& counts) {
+  std::string out;
+  for (size_t i = 0; i < counts.size();) {
+    size_t j = i;
+    while (j + 1 < counts.size() && counts[j + 1] == counts[i]) ++j;
+    if (!out.empty()) out += ',';
+    out += std::to_string(counts[i]);
+    if (j > i) out += "(x" + std::to_string(j - i + 1) + ")";
+    i = j + 1;
+  }
+  return out;
+}
+
+// The job's task count as Slurm's sbatch sets it: -n, else --ntasks-per-node on each
+// node; 0 when neither was given.
+int TaskCount(const api::LaunchSpec& spec) {
+  if (spec.spec.ntasks > 0) return spec.spec.ntasks;
+  return spec.spec.ntasks_per_node * NodeCount(spec);
+}
+
+// Tasks on each node, in node order: --ntasks-per-node each (the last ones fewer when -n
+// runs out), else -n spread as Slurm's block distribution does (the first nodes one
+// more); without either, this node's CPUs / --cpus-per-task on every node (what Slurm
+// prints for a job without -n).
+std::vector<int> TasksPerNode(const api::LaunchSpec& spec) {
+  const int nodes = NodeCount(spec);
+  std::vector<int> counts(static_cast<size_t>(nodes), 0);
+  const int tasks = TaskCount(spec);
+  if (tasks <= 0) {
+    const int per = std::max(1, spec.cpus / std::max(1, spec.spec.cpus_per_task));
+    std::fill(counts.begin(), counts.end(), per);
+    return counts;
+  }
+  if (spec.spec.ntasks_per_node > 0) {
+    int left = tasks;
+    for (int& c : counts) {
+      c = std::min(left, spec.spec.ntasks_per_node);
+      left -= c;
+    }
+    return counts;
+  }
+  for (int i = 0; i < nodes; ++i) {
+    counts[static_cast<size_t>(i)] = tasks / nodes + (i < tasks % nodes ? 1 : 0);
+  }
+  return counts;
+}
+
 }  // namespace
 
 EnvList JobEnvironment(const api::LaunchSpec& spec) {
@@ -101,15 +151,38 @@ EnvList JobEnvironment(const api::LaunchSpec& spec) {
   set("SLURM_JOB_ID", job);
   set("SLURM_JOBID", job);
   set("SLURM_JOB_NAME", name);
-  set("SLURM_JOB_NODELIST", nodelist);
-  set("SLURM_NODELIST", nodelist);
+  // Issue 17: Slurm's compressed form (scontrol show hostnames expands it).
+  const std::string hostlist = CompressHostList(
+      spec.nodelist.empty() ? std::vector<std::string>{spec.node} : spec.nodelist);
+  set("SLURM_JOB_NODELIST", hostlist);
+  set("SLURM_NODELIST", hostlist);
   set("SLURM_NNODES", nnodes);
   set("SLURM_JOB_NUM_NODES", nnodes);
   set("SLURM_NODEID", rank);
   set("SLURM_JOB_PARTITION", spec.partition);
   set("SLURM_JOB_GPUS", gpus);
   set("SLURM_GPUS_ON_NODE", std::to_string(spec.gpus.size()));
-  if (spec.cpus > 0) set("SLURM_CPUS_ON_NODE", std::to_string(spec.cpus));
+  if (spec.cpus > 0) {
+    set("SLURM_CPUS_ON_NODE", std::to_string(spec.cpus));
+    set("SLURM_JOB_CPUS_PER_NODE",
+        RepeatForm(std::vector<int>(static_cast<size_t>(NodeCount(spec)), spec.cpus)));
+  }
+  // Issue 17: tasks, as sbatch sets them (only what the job asked for, but
+  // SLURM_TASKS_PER_NODE always), and the requeue count once there was one.
+  if (const int tasks = TaskCount(spec); tasks > 0) {
+    set("SLURM_NTASKS", std::to_string(tasks));
+    set("SLURM_NPROCS", std::to_string(tasks));
+  }
+  if (spec.spec.ntasks_per_node > 0) {
+    set("SLURM_NTASKS_PER_NODE", std::to_string(spec.spec.ntasks_per_node));
+  }
+  set("SLURM_TASKS_PER_NODE", RepeatForm(TasksPerNode(spec)));
+  if (spec.spec.cpus_per_task > 0) {
+    set("SLURM_CPUS_PER_TASK", std::to_string(spec.spec.cpus_per_task));
+  }
+  if (spec.restart_count > 0) {
+    set("SLURM_RESTART_COUNT", std::to_string(spec.restart_count));
+  }
   set("SLURM_JOB_UID", std::to_string(spec.spec.uid));
   set("SLURM_JOB_GID", std::to_string(spec.spec.gid));
   if (!spec.user.empty()) set("SLURM_JOB_USER", spec.user);

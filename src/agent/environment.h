@@ -33,10 +33,15 @@ using EnvList = std::vector<std::pair<std::string, std::string>>;
 //     SLURM_JOB_NODELIST, SLURM_NODELIST, SLURM_NNODES, SLURM_JOB_NUM_NODES,
 //     SLURM_NODEID, SLURM_JOB_PARTITION, SLURM_JOB_GPUS, SLURM_GPUS_ON_NODE,
 //     SLURM_CPUS_ON_NODE, SLURM_JOB_UID, SLURM_JOB_GID, SLURM_JOB_USER,
-//     SLURM_SUBMIT_DIR, SLURMD_NODENAME, SLURM_ARRAY_*). Node lists are comma lists,
-//     which `scontrol show hostnames` also accepts. SLURM_NTASKS / SLURM_PROCID are
-//     deliberately absent: frameworks (PyTorch Lightning) read them as "srun started one
-//     task per GPU" and would not spawn their own workers;
+//     SLURM_SUBMIT_DIR, SLURMD_NODENAME, SLURM_ARRAY_*). SLURM_JOB_NODELIST and
+//     SLURM_NODELIST are in Slurm's compressed form ("gpu[01-04]", CompressHostList),
+//     HACHI_NODELIST a comma list in rank order. SLURM_JOB_CPUS_PER_NODE and
+//     SLURM_TASKS_PER_NODE in Slurm's repeat form ("8(x2)"). SLURM_NTASKS /
+//     SLURM_NPROCS only when the job asked for tasks (-n, or --ntasks-per-node x nodes),
+//     SLURM_NTASKS_PER_NODE and SLURM_CPUS_PER_TASK only when given, as sbatch sets
+//     them: frameworks (PyTorch Lightning) read SLURM_NTASKS as "srun started one task
+//     per GPU" and would not spawn their own workers. SLURM_RESTART_COUNT once the job
+//     was requeued (LaunchSpec::restart_count > 0). SLURM_PROCID is absent (job steps);
 //   - torchrun: MASTER_ADDR (node_addresses[0]; else nodelist[0] for several nodes;
 //     else 127.0.0.1), MASTER_PORT, WORLD_SIZE (nodes x NPROC_PER_NODE), NODE_RANK,
 //     NPROC_PER_NODE (gpus_per_node, else this node's GPU count, at least 1) and the

@@ -83,7 +83,8 @@ INSTANTIATE_TEST_SUITE_P(
                  {"HACHI_NODE_RANK", "1"},
                  {"SLURM_NODEID", "1"},
                  {"HACHI_NODELIST", "a1,a2"},
-                 {"SLURM_JOB_NODELIST", "a1,a2"},
+                 {"SLURM_JOB_NODELIST", "a[1-2]"},  // Slurm's form (issue 17)
+                 {"SLURM_NODELIST", "a[1-2]"},
                  {"SLURM_NNODES", "2"},
                  {"HACHI_NODENAME", "a2"},
                  {"CUDA_VISIBLE_DEVICES", "0,1,2,3,4,5,6,7"}},
@@ -114,17 +115,69 @@ INSTANTIATE_TEST_SUITE_P(
                  {"SLURM_JOB_USER", "root"},
                  {"SLURM_JOB_UID", "0"}},
                 {}},
-        EnvCase{"submitter_env_kept_ours_override",
-                MakeLaunch(8)
-                    .Gpus({0})
-                    .Env("FOO", "bar")
-                    .Env("CUDA_VISIBLE_DEVICES", "5")
-                    .Env("HACHI_ARRAY_TASK_ID", "3")
-                    .Env("SLURM_PROCID", "4")
-                    .Env("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "10"),
-                {{"FOO", "bar"}, {"CUDA_VISIBLE_DEVICES", "0"}},
-                {"HACHI_ARRAY_TASK_ID", "SLURM_PROCID",
-                 "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"}}),
+        EnvCase{
+            "submitter_env_kept_ours_override",
+            MakeLaunch(8)
+                .Gpus({0})
+                .Env("FOO", "bar")
+                .Env("CUDA_VISIBLE_DEVICES", "5")
+                .Env("HACHI_ARRAY_TASK_ID", "3")
+                .Env("SLURM_PROCID", "4")
+                .Env("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "10"),
+            {{"FOO", "bar"}, {"CUDA_VISIBLE_DEVICES", "0"}},
+            {"HACHI_ARRAY_TASK_ID", "SLURM_PROCID", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"}},
+        // ---- Issue 17: tasks, CPUs, restarts, node lists as Slurm 22.05 sets them ----
+        EnvCase{"no_tasks_asked",
+                MakeLaunch(20).Cpus(32).Node("gpu01"),
+                {{"SLURM_TASKS_PER_NODE", "32"},  // env_sbatch_gpu4.txt: CPUs on node
+                 {"SLURM_CPUS_ON_NODE", "32"},
+                 {"SLURM_JOB_CPUS_PER_NODE", "32"},
+                 {"SLURM_JOB_NODELIST", "gpu01"},
+                 {"SLURM_NODELIST", "gpu01"},
+                 {"SLURM_JOB_NUM_NODES", "1"}},
+                {"SLURM_NTASKS", "SLURM_NPROCS", "SLURM_NTASKS_PER_NODE",
+                 "SLURM_CPUS_PER_TASK", "SLURM_RESTART_COUNT"}},
+        EnvCase{"ntasks_cpus_per_task",
+                MakeLaunch(21).Cpus(8).Tasks(4, 0, 2),
+                {{"SLURM_NTASKS", "4"},
+                 {"SLURM_NPROCS", "4"},
+                 {"SLURM_TASKS_PER_NODE", "4"},
+                 {"SLURM_CPUS_PER_TASK", "2"}},
+                {"SLURM_NTASKS_PER_NODE"}},
+        EnvCase{"ntasks_per_node_on_four_nodes",
+                MakeLaunch(22).Cpus(4).Tasks(0, 2, 0).Nodes(
+                    {"gpu01", "gpu02", "gpu03", "gpu04"}, 2),
+                {{"SLURM_NTASKS", "8"},
+                 {"SLURM_NPROCS", "8"},
+                 {"SLURM_NTASKS_PER_NODE", "2"},
+                 {"SLURM_TASKS_PER_NODE", "2(x4)"},
+                 {"SLURM_JOB_CPUS_PER_NODE", "4(x4)"},
+                 {"SLURM_JOB_NODELIST", "gpu[01-04]"},
+                 {"SLURM_NODELIST", "gpu[01-04]"},
+                 {"HACHI_NODELIST", "gpu01,gpu02,gpu03,gpu04"},
+                 {"SLURM_JOB_NUM_NODES", "4"},
+                 {"SLURM_NNODES", "4"}},
+                {"SLURM_CPUS_PER_TASK"}},
+        EnvCase{"ntasks_uneven_over_nodes",
+                MakeLaunch(23).Cpus(2).Tasks(3, 0, 0).Nodes({"n1", "n2"}, 0),
+                {{"SLURM_NTASKS", "3"}, {"SLURM_TASKS_PER_NODE", "2,1"}},
+                {}},
+        EnvCase{"ntasks_and_per_node_cap",
+                MakeLaunch(24).Cpus(4).Tasks(5, 4, 0).Nodes({"n1", "n2"}, 0),
+                {{"SLURM_NTASKS", "5"}, {"SLURM_TASKS_PER_NODE", "4,1"}},
+                {}},
+        EnvCase{"cpus_per_task_alone",
+                MakeLaunch(25).Cpus(12).Tasks(0, 0, 4),
+                {{"SLURM_CPUS_PER_TASK", "4"}, {"SLURM_TASKS_PER_NODE", "3"}},
+                {"SLURM_NTASKS"}},
+        EnvCase{"requeued_twice",
+                MakeLaunch(26).Restarts(2),
+                {{"SLURM_RESTART_COUNT", "2"}},
+                {}},
+        EnvCase{"inherited_restart_count_dropped",
+                MakeLaunch(27).Env("SLURM_RESTART_COUNT", "5").Env("SLURM_NTASKS", "9"),
+                {},
+                {"SLURM_RESTART_COUNT", "SLURM_NTASKS"}}),
     [](const testing::TestParamInfo<EnvCase>& row) { return row.param.name; });
 
 TEST(JobEnvironment, OrderIsSubmitterThenOursAndDeterministic) {

@@ -29,9 +29,9 @@ void FakeLauncher::Cancel(JobId job, std::string reason) {
   Finish(e);
 }
 
-void FakeLauncher::Signal(JobId job, int sig) {
+void FakeLauncher::Signal(JobId job, int sig, bool batch_only) {
   std::lock_guard<std::mutex> lock(mu_);
-  signals_.emplace_back(job, sig);
+  signals_.push_back(api::JobSignal{job, sig, batch_only});
 }
 
 std::vector<JobId> FakeLauncher::Running() const {
@@ -77,7 +77,7 @@ std::vector<std::pair<JobId, std::string>> FakeLauncher::cancels() const {
   return cancels_;
 }
 
-std::vector<std::pair<JobId, int>> FakeLauncher::signals() const {
+std::vector<api::JobSignal> FakeLauncher::signals() const {
   std::lock_guard<std::mutex> lock(mu_);
   return signals_;
 }

@@ -27,7 +27,7 @@ class FakeLauncher final : public Launcher {
   Status Launch(const api::LaunchSpec& spec) override;
   // Reports kCancelled at once (a real job would stop within its grace).
   void Cancel(JobId job, std::string reason) override;
-  void Signal(JobId job, int sig) override;  // recorded
+  void Signal(JobId job, int sig, bool batch_only) override;  // recorded
   std::vector<JobId> Running() const override;
 
   // Ends a running job: kExited with `exit_code`. False when the job is not running.
@@ -39,7 +39,7 @@ class FakeLauncher final : public Launcher {
 
   std::vector<api::LaunchSpec> launches() const;               // in order
   std::vector<std::pair<JobId, std::string>> cancels() const;  // (job, reason)
-  std::vector<std::pair<JobId, int>> signals() const;          // (job, signal)
+  std::vector<api::JobSignal> signals() const;                 // in order
 
  private:
   const ExitCallback on_exit_;
@@ -48,7 +48,7 @@ class FakeLauncher final : public Launcher {
   std::vector<api::LaunchSpec> launches_;  // guarded by mu_
   std::map<JobId, Time> running_;          // guarded by mu_: job -> its run's start time
   std::vector<std::pair<JobId, std::string>> cancels_;  // guarded by mu_
-  std::vector<std::pair<JobId, int>> signals_;          // guarded by mu_
+  std::vector<api::JobSignal> signals_;                 // guarded by mu_
   Status launch_status_;                                // guarded by mu_
 };
 

@@ -144,11 +144,19 @@ struct RunRecord {
   Duration grace = 0;
   bool waiter = false;  // pid is a job waiter, which leaves an exit file
   std::string script;   // "" = none
+  // --signal (v3): `signal` due at `signal_at` (wall clock, seconds), to the batch shell
+  // alone when `batch_only`; `signaled` once sent, so a restarted agent neither loses it
+  // nor sends it twice.
+  int signal = 0;
+  Time signal_at = 0;
+  bool batch_only = false;
+  bool signaled = false;
 };
 
-// "v2 JOB START PID TICKS DEADLINE GRACE WAITER SCRIPT|-"; the first format, "JOB START
-// PID TICKS", is read too (an agent of the previous version left it: stopped, not
-// adopted).
+// "v3 JOB START PID TICKS DEADLINE GRACE WAITER SIGNAL SIGNAL_AT BATCH_ONLY SIGNALED
+// SCRIPT|-"; "v2 JOB START PID TICKS DEADLINE GRACE WAITER SCRIPT|-" (no --signal) is
+// read too, and the first format, "JOB START PID TICKS" (an agent of an old version
+// left it: stopped, not adopted).
 std::optional<RunRecord> ParseRunRecord(const std::string& text) {
   std::istringstream in(text);
   RunRecord r;
@@ -156,10 +164,19 @@ std::optional<RunRecord> ParseRunRecord(const std::string& text) {
   if (!(in >> first)) return std::nullopt;
   long long job = 0, start = 0, pid = 0, deadline = 0, grace = 0;
   int waiter = 0;
-  if (first == "v2") {
+  if (first == "v2" || first == "v3") {
     std::string script;
     if (!(in >> job >> start >> pid >> r.ticks >> deadline >> grace >> waiter)) {
       return std::nullopt;
+    }
+    if (first == "v3") {
+      long long sig = 0, at = 0;
+      int batch = 0, sent = 0;
+      if (!(in >> sig >> at >> batch >> sent)) return std::nullopt;
+      r.signal = static_cast<int>(sig);
+      r.signal_at = at;
+      r.batch_only = batch != 0;
+      r.signaled = sent != 0;
     }
     std::getline(in >> std::ws, script);
     r.script = script == "-" ? "" : script;
@@ -181,10 +198,12 @@ void WriteRunRecord(const std::string& spool, const RunRecord& r) {
   const std::string path = RunRecordPath(spool, r.job);
   const std::string tmp = path + ".tmp";
   const std::string text =
-      "v2 " + std::to_string(r.job) + " " + std::to_string(r.start_time) + " " +
+      "v3 " + std::to_string(r.job) + " " + std::to_string(r.start_time) + " " +
       std::to_string(r.pid) + " " + std::to_string(r.ticks) + " " +
       std::to_string(r.deadline) + " " + std::to_string(r.grace) + " " +
-      (r.waiter ? "1 " : "0 ") + (r.script.empty() ? "-" : r.script) + "\n";
+      (r.waiter ? "1 " : "0 ") + std::to_string(r.signal) + " " +
+      std::to_string(r.signal_at) + " " + (r.batch_only ? "1 " : "0 ") +
+      (r.signaled ? "1 " : "0 ") + (r.script.empty() ? "-" : r.script) + "\n";
   mkdir(spool.c_str(), 0711);  // made on first use, as for scripts (EEXIST is fine)
   const int fd =
       open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY,
@@ -288,6 +307,46 @@ std::vector<std::string> StopLeftoverRuns(const std::string& spool_dir) {
   return stopped;
 }
 
+namespace {
+
+// The job's batch shell: the process launched, or with a job waiter (which forks the job
+// and waits) the waiter's child. -1 when it has none (it ended).
+pid_t BatchShellPid(pid_t pid, bool waiter) {
+  if (!waiter) return pid;
+  const std::string task =
+      "/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children";
+  if (std::optional<std::string> kids = ReadFile(task, nullptr)) {
+    std::istringstream in(*kids);
+    long child = 0;
+    if (in >> child && child > 1) return static_cast<pid_t>(child);
+  }
+  // Kernels without CONFIG_PROC_CHILDREN: the process whose parent is the waiter.
+  DIR* dir = opendir("/proc");
+  if (dir == nullptr) return -1;
+  pid_t found = -1;
+  while (dirent* e = readdir(dir)) {
+    char* end = nullptr;
+    const long p = std::strtol(e->d_name, &end, 10);
+    if (p <= 1 || *end != '\0') continue;
+    std::optional<std::string> stat =
+        ReadFile("/proc/" + std::string(e->d_name) + "/stat", nullptr);
+    if (!stat) continue;
+    const size_t paren = stat->rfind(')');
+    if (paren == std::string::npos) continue;
+    std::istringstream in(stat->substr(paren + 1));
+    std::string state;
+    long ppid = 0;
+    if (in >> state >> ppid && ppid == pid) {
+      found = static_cast<pid_t>(p);
+      break;
+    }
+  }
+  closedir(dir);
+  return found;
+}
+
+}  // namespace
+
 struct ProcessLauncher::State {
   struct Job {
     pid_t pid = -1;  // also the process group id (the child called setsid)
@@ -302,6 +361,10 @@ struct ProcessLauncher::State {
     bool waiter = false;   // pid is the job's waiter: its exit file tells the status
     bool adopted = false;  // left by an earlier agent process: not our child
     JobIsolation iso;      // its cgroup and CPUs
+    // --signal: sent at signal_at (before the time limit), once; `record` is rewritten
+    // with `signaled` set then, so that a restarted agent does not send it again.
+    Mono::time_point signal_at = kNoDeadline;
+    RunRecord record;
   };
 
   mutable std::mutex mu;
@@ -324,6 +387,30 @@ struct ProcessLauncher::State {
     return jobs.count(id) || launching.count(id) ||
            std::any_of(reports.begin(), reports.end(),
                        [id](const api::JobExit& e) { return e.job == id; });
+  }
+  // Sends `sig` to the job (mu held, so the pid cannot be reaped and reused meanwhile):
+  // with `batch_only` to its batch shell alone, else to its process group and every
+  // process of its cgroup (those that left the session too).
+  static void SendSignal(const Job& job, int sig, bool batch_only) {
+    if (batch_only) {
+      const pid_t shell = BatchShellPid(job.pid, job.waiter);
+      if (shell > 0) kill(shell, sig);
+      return;
+    }
+    kill(-job.pid, sig);
+    if (!job.iso.cgroup) return;
+    std::set<pid_t> seen;
+    for (const std::string& procs : job.iso.cgroup->procs_files) {
+      std::optional<std::string> text = ReadFile(procs, nullptr);
+      if (!text) continue;
+      std::istringstream in(*text);
+      for (long p; in >> p;) {
+        // The waiter ignores what is meant for its job; the group got it already.
+        if (p > 1 && p != job.pid && seen.insert(static_cast<pid_t>(p)).second) {
+          if (getpgid(static_cast<pid_t>(p)) != job.pid) kill(static_cast<pid_t>(p), sig);
+        }
+      }
+    }
   }
   // Starts stopping `job` (mu held): SIGTERM now, SIGKILL after its grace.
   static void BeginStop(Job& job, api::ExitKind why, Mono::time_point now) {
@@ -407,6 +494,10 @@ void ProcessLauncher::TakeOverLeftoverRuns() {
     job.waiter = true;
     job.adopted = true;
     if (r.deadline > 0) job.deadline = now + std::chrono::seconds(r.deadline - wall);
+    if (r.signal > 0 && !r.signaled) {  // still due: at its time, or at once if past
+      job.signal_at = now + std::chrono::seconds(std::max<Time>(0, r.signal_at - wall));
+    }
+    job.record = r;
     state_->jobs.emplace(r.job, std::move(job));
     adopted_.emplace_back(r.job, r.start_time);
     runs_adopted_.push_back(RunName(r));
@@ -447,6 +538,9 @@ Status ProcessLauncher::Launch(const api::LaunchSpec& spec) {
   const api::OutputFiles files = api::JobOutputFiles(spec);
   req.stdout_path = files.out;
   req.stderr_path = files.err;
+  req.append_output = spec.spec.open_append;
+  req.stdout_dirs = OutputDirChain(files.out);
+  if (files.err != files.out) req.stderr_dirs = OutputDirChain(files.err);
   req.switch_user = root && spec.spec.uid != 0;
   req.uid = spec.spec.uid;
   req.gid = spec.spec.gid;
@@ -540,9 +634,19 @@ Status ProcessLauncher::Launch(const api::LaunchSpec& spec) {
     r.grace = job.grace;
     r.waiter = job.waiter;
     r.script = job.script;
-    WriteRunRecord(options_.spool_dir, r);
     job.start_time = spec.start_time;
     job.deadline = Deadline(spec, now, *options_.clock);
+    if (spec.spec.signal > 0 && r.deadline > 0) {
+      // --signal=SIG@TIME: TIME seconds before the limit (at once when the limit is
+      // shorter), by the same clock as the limit itself.
+      const Duration before = std::max(0, spec.spec.signal_before);
+      r.signal = spec.spec.signal;
+      r.signal_at = r.deadline - before;
+      r.batch_only = spec.spec.signal_batch_only;
+      job.signal_at = job.deadline - std::chrono::seconds(before);
+    }
+    WriteRunRecord(options_.spool_dir, r);
+    job.record = r;
     state_->jobs.emplace(spec.job, std::move(job));
   }
   state_->Wake();
@@ -557,11 +661,11 @@ void ProcessLauncher::Cancel(JobId id, std::string /*reason: the server records 
   state_->Wake();
 }
 
-void ProcessLauncher::Signal(JobId id, int sig) {
+void ProcessLauncher::Signal(JobId id, int sig, bool batch_only) {
   // Under mu: the supervisor reaps under mu too, so the group id cannot be reused here.
   std::lock_guard<std::mutex> lock(state_->mu);
   auto it = state_->jobs.find(id);
-  if (it != state_->jobs.end()) kill(-it->second.pid, sig);
+  if (it != state_->jobs.end()) State::SendSignal(it->second, sig, batch_only);
 }
 
 std::vector<JobId> ProcessLauncher::Running() const {
@@ -606,6 +710,12 @@ void ProcessLauncher::Supervise() {
       Mono::time_point next = kNoDeadline;
       for (auto& [id, job] : s.jobs) {
         if (s.stop && job.kill_at == kNoDeadline) continue;  // left running
+        if (job.kill_at == kNoDeadline && job.signal_at <= now) {
+          State::SendSignal(job, job.record.signal, job.record.batch_only);
+          job.signal_at = kNoDeadline;
+          job.record.signaled = true;
+          WriteRunRecord(options_.spool_dir, job.record);
+        }
         if (job.kill_at == kNoDeadline && job.deadline <= now) {
           State::BeginStop(job, api::ExitKind::kTimeLimit, now);
         }
@@ -613,7 +723,8 @@ void ProcessLauncher::Supervise() {
           kill(-job.pid, SIGKILL);
           job.killed = true;
         }
-        if (job.kill_at == kNoDeadline) next = std::min(next, job.deadline);
+        if (job.kill_at == kNoDeadline)
+          next = std::min({next, job.deadline, job.signal_at});
         if (!job.killed) next = std::min(next, job.kill_at);
         fds.push_back({job.pidfd, POLLIN, 0});
         ids.push_back(id);

@@ -40,8 +40,10 @@ class Launcher {
   // Stops the job: SIGTERM to its process group now, SIGKILL after its kill grace;
   // reported as kCancelled. A no-op for unknown jobs and jobs already stopping.
   virtual void Cancel(JobId job, std::string reason) = 0;
-  // Sends `sig` to the job's process group (scancel --signal); the job keeps its fate.
-  virtual void Signal(JobId job, int sig) = 0;
+  // Sends `sig` to every process of the job (its process group and, with cgroups, its
+  // cgroup), or with `batch_only` to its batch shell alone (scancel --signal, sbatch
+  // --signal=B:); the job keeps its fate. A no-op for unknown jobs.
+  virtual void Signal(JobId job, int sig, bool batch_only) = 0;
   // The jobs launched and not yet reported, ascending.
   virtual std::vector<JobId> Running() const = 0;
   // The runs (job, start time) an earlier agent process left that this launcher took
@@ -124,7 +126,7 @@ class ProcessLauncher final : public Launcher {
 
   Status Launch(const api::LaunchSpec& spec) override;
   void Cancel(JobId job, std::string reason) override;
-  void Signal(JobId job, int sig) override;
+  void Signal(JobId job, int sig, bool batch_only) override;
   std::vector<JobId> Running() const override;
   // Has the supervisor read the clock and act on what is due (SIGTERM at a time limit,
   // SIGKILL after a grace) before it returns: for tests that move a FakeClock

@@ -31,9 +31,24 @@ using ChildError = SpawnError;
   _exit(127);
 }
 
-// Opens an output file for appending without blocking on a FIFO that has no reader.
-int OpenOutput(const char* path) {
-  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NONBLOCK | O_NOCTTY, 0644);
+// Opens an output file for appending (truncated first unless `append`) without
+// blocking on a FIFO that has no reader. A missing directory above it: `dirs`
+// (OutputDirChain) are created, as whoever the child is by now, and it tries again;
+// -1 with errno set and *dir_failed when a directory could not be made.
+int OpenOutput(const char* path, bool append, const std::vector<std::string>& dirs,
+               bool* dir_failed) {
+  const int flags =
+      O_WRONLY | O_CREAT | O_APPEND | O_NONBLOCK | O_NOCTTY | (append ? 0 : O_TRUNC);
+  int fd = open(path, flags, 0644);
+  if (fd < 0 && errno == ENOENT && !dirs.empty()) {
+    for (const std::string& d : dirs) {
+      if (mkdir(d.c_str(), 0755) < 0 && errno != EEXIST) {
+        *dir_failed = true;
+        return -1;
+      }
+    }
+    fd = open(path, flags, 0644);
+  }
   if (fd >= 0) fcntl(fd, F_SETFL, O_APPEND);
   return fd;
 }
@@ -96,12 +111,17 @@ void ApplySetup(int err_fd, const SpawnRequest::Setup& s) {
   umask(022);
   int in = open("/dev/null", O_RDONLY | O_NOCTTY);
   if (in < 0 || !MoveTo(in, 0)) Fail(err_fd, Step::kStdin, errno);
-  int out = OpenOutput(req.stdout_path.c_str());
+  bool dir_failed = false;
+  int out = OpenOutput(req.stdout_path.c_str(), req.append_output, req.stdout_dirs,
+                       &dir_failed);
+  if (out < 0 && dir_failed) Fail(err_fd, Step::kStdoutDir, errno);
   if (out < 0 || !MoveTo(out, 1)) Fail(err_fd, Step::kStdout, errno);
   if (req.stderr_path == req.stdout_path) {
     if (dup2(1, 2) < 0) Fail(err_fd, Step::kStderr, errno);
   } else {
-    int err = OpenOutput(req.stderr_path.c_str());
+    int err = OpenOutput(req.stderr_path.c_str(), req.append_output, req.stderr_dirs,
+                         &dir_failed);
+    if (err < 0 && dir_failed) Fail(err_fd, Step::kStderrDir, errno);
     if (err < 0 || !MoveTo(err, 2)) Fail(err_fd, Step::kStderr, errno);
   }
   // Whatever else the agent has open (sockets, the database) must not leak into jobs.
@@ -170,11 +190,26 @@ std::string Describe(const SpawnRequest& req, const ChildError& e) {
       return "cannot make a mount namespace for the job's /dev/shm: " + why;
     case Step::kShm:
       return "cannot mount the job's /dev/shm (" + req.setup.shm_options + "): " + why;
+    case Step::kStdoutDir:
+      return "cannot create the directory of " + req.stdout_path + ": " + why;
+    case Step::kStderrDir:
+      return "cannot create the directory of " + req.stderr_path + ": " + why;
   }
   return "launch failed: " + why;
 }
 
 }  // namespace
+
+std::vector<std::string> OutputDirChain(const std::string& path) {
+  std::vector<std::string> dirs;
+  if (path.empty() || path[0] != '/') return dirs;
+  const size_t last = path.rfind('/');
+  for (size_t i = path.find('/', 1); i != std::string::npos && i <= last;
+       i = path.find('/', i + 1)) {
+    if (path[i - 1] != '/') dirs.push_back(path.substr(0, i));  // "//" adds nothing
+  }
+  return dirs;
+}
 
 int ExecFirst(const char* const* paths, size_t n, char* const argv[], char* const envp[],
               char** sh_argv) {

@@ -23,8 +23,17 @@ struct SpawnRequest {
   std::vector<std::string> exec_paths;  // files to try in order (ExecCandidates)
   EnvList env;
   std::string workdir;
-  std::string stdout_path;   // absolute
-  std::string stderr_path;   // absolute; == stdout_path for one shared file
+  std::string stdout_path;  // absolute
+  std::string stderr_path;  // absolute; == stdout_path for one shared file
+  // --open-mode=append; else an existing output file is truncated (Slurm's default,
+  // JobFileAppend=0).
+  bool append_output = false;
+  // The directories above each output file, outermost first (OutputDirChain): when the
+  // file cannot be opened for a missing directory, the child creates these (0755 under
+  // umask 022) with the job's credentials, after switching user, so it can only create
+  // what the user could, and retries.
+  std::vector<std::string> stdout_dirs;
+  std::vector<std::string> stderr_dirs;
   bool switch_user = false;  // the agent is root and the job is not
   uid_t uid = 0;
   gid_t gid = 0;
@@ -67,11 +76,17 @@ enum class SpawnStep : int {
   kRlimit,
   kMountNamespace,
   kShm,
+  kStdoutDir,  // creating the missing directories of the output files
+  kStderrDir,
 };
 struct SpawnError {
   SpawnStep step;
   int err;
 };
+
+// The directories above `path` (absolute), outermost first, without "/" itself:
+// "/a/b/c/out" gives {"/a", "/a/b", "/a/b/c"}. Empty for a relative path.
+std::vector<std::string> OutputDirChain(const std::string& path);
 
 struct Spawned {
   pid_t pid = -1;

@@ -107,6 +107,31 @@ struct LaunchBuilder {
     s.master_port = port;
     return *this;
   }
+  // Issue 17.
+  LaunchBuilder& Cpus(int n) {
+    s.cpus = n;
+    return *this;
+  }
+  LaunchBuilder& Tasks(int ntasks, int per_node, int cpus_per_task) {
+    s.spec.ntasks = ntasks;
+    s.spec.ntasks_per_node = per_node;
+    s.spec.cpus_per_task = cpus_per_task;
+    return *this;
+  }
+  LaunchBuilder& Signal(int sig, int before, bool batch_only) {
+    s.spec.signal = sig;
+    s.spec.signal_before = before;
+    s.spec.signal_batch_only = batch_only;
+    return *this;
+  }
+  LaunchBuilder& Append() {
+    s.spec.open_append = true;
+    return *this;
+  }
+  LaunchBuilder& Restarts(int n) {
+    s.restart_count = n;
+    return *this;
+  }
   operator api::LaunchSpec() const { return s; }  // NOLINT: a builder converts implicitly
 };
 

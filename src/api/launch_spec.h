@@ -36,6 +36,15 @@ struct LaunchSpec {
   Duration time_limit = 0;   // seconds; 0 = none
   Duration kill_grace = 30;  // SIGTERM -> SIGKILL, for the time limit and cancel
   Time start_time = 0;       // when the server started it (time limit counts from here)
+  int restart_count = 0;     // the job's requeues: SLURM_RESTART_COUNT when > 0
+};
+
+// A signal for a running job (POST /jobs/ID/signal, scancel --signal): to every process
+// of the job (its process group and cgroup), or to its batch shell alone.
+struct JobSignal {
+  state::JobId job = 0;
+  int signal = 0;
+  bool batch_only = false;
 };
 
 // Why a job's process ended, as the agent saw it.

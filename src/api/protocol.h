@@ -27,6 +27,12 @@ struct SubmitRequest {
   std::string idempotency_key;
 };
 
+// POST /jobs/ID/signal's body: {"signal": "USR1" or 10, "batch_only": false}.
+struct SignalRequest {
+  int signal = 0;
+  bool batch_only = false;
+};
+
 struct AgentRegistration {
   std::string node;
   std::string address;  // host the job's MASTER_ADDR uses
@@ -75,6 +81,7 @@ struct AgentWork {
   std::vector<api::LaunchSpec> launch;
   std::vector<state::JobId> cancel;  // SIGTERM, grace, SIGKILL
   bool reregister = false;           // the server does not know this agent (restart)
+  std::vector<JobSignal> signals;    // issue 17: delivered after the launches
 };
 
 }  // namespace hachi::api

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <initializer_list>
 #include <limits>
+#include <optional>
 
 #include "api/record_json_nlohmann.h"
 #include "api/request_limits.h"
+#include "core/signals.h"
 #include "core/strings.h"
 
 namespace hachi::api {
@@ -165,7 +167,8 @@ json LaunchToJson(const api::LaunchSpec& l) {
               {"gpus_per_node", l.gpus_per_node},
               {"time_limit", l.time_limit},
               {"kill_grace", l.kill_grace},
-              {"start_time", l.start_time}};
+              {"start_time", l.start_time},
+              {"restart_count", l.restart_count}};
 }
 
 Status StringList(const json& j, const char* key, std::string_view path,
@@ -188,11 +191,12 @@ Status StringList(const json& j, const char* key, std::string_view path,
 
 Status LaunchFromJson(const json& j, std::string_view path, api::LaunchSpec* l) {
   if (!j.is_object()) return InvalidArgument(std::string(path) + ": expected an object");
-  HACHI_RETURN_IF_ERROR(OnlyKeys(
-      j, path,
-      {"job", "spec", "user", "partition", "node", "gpus", "cpus", "memory_mib",
-       "share_milli", "gpu_memory_mib", "nodelist", "node_addresses", "node_rank",
-       "master_port", "gpus_per_node", "time_limit", "kill_grace", "start_time"}));
+  HACHI_RETURN_IF_ERROR(
+      OnlyKeys(j, path,
+               {"job", "spec", "user", "partition", "node", "gpus", "cpus", "memory_mib",
+                "share_milli", "gpu_memory_mib", "nodelist", "node_addresses",
+                "node_rank", "master_port", "gpus_per_node", "time_limit", "kill_grace",
+                "start_time", "restart_count"}));
   HACHI_RETURN_IF_ERROR(GetInt(j, "job", path, &l->job));
   if (j.contains("spec")) {
     HACHI_RETURN_IF_ERROR(
@@ -219,6 +223,7 @@ Status LaunchFromJson(const json& j, std::string_view path, api::LaunchSpec* l) 
   HACHI_RETURN_IF_ERROR(GetInt(j, "time_limit", path, &l->time_limit));
   HACHI_RETURN_IF_ERROR(GetInt(j, "kill_grace", path, &l->kill_grace));
   HACHI_RETURN_IF_ERROR(GetInt(j, "start_time", path, &l->start_time));
+  HACHI_RETURN_IF_ERROR(GetInt(j, "restart_count", path, &l->restart_count));
   return Status::Ok();
 }
 
@@ -413,15 +418,24 @@ Result<AgentHealth> AgentHealthFromJson(std::string_view text) {
 std::string AgentWorkToJson(const AgentWork& w) {
   json launches = json::array();
   for (const api::LaunchSpec& l : w.launch) launches.push_back(LaunchToJson(l));
-  return Dump(
-      json{{"launch", launches}, {"cancel", w.cancel}, {"reregister", w.reregister}});
+  json j{{"launch", launches}, {"cancel", w.cancel}, {"reregister", w.reregister}};
+  if (!w.signals.empty()) {  // absent when none: an older agent reads the rest
+    json sigs = json::array();
+    for (const api::JobSignal& s : w.signals) {
+      sigs.push_back(
+          json{{"job", s.job}, {"signal", s.signal}, {"batch_only", s.batch_only}});
+    }
+    j["signals"] = std::move(sigs);
+  }
+  return Dump(j);
 }
 
 Result<AgentWork> AgentWorkFromJson(std::string_view text) {
   Result<json> j = Parse(text, "work");
   if (!j.ok()) return j.status();
   AgentWork w;
-  HACHI_RETURN_IF_ERROR(OnlyKeys(*j, "work", {"launch", "cancel", "reregister"}));
+  HACHI_RETURN_IF_ERROR(
+      OnlyKeys(*j, "work", {"launch", "cancel", "reregister", "signals"}));
   auto l = j->find("launch");
   if (l != j->end()) {
     if (!l->is_array()) return InvalidArgument("work.launch: expected an array");
@@ -434,6 +448,24 @@ Result<AgentWork> AgentWorkFromJson(std::string_view text) {
   }
   HACHI_RETURN_IF_ERROR(GetIntList(*j, "cancel", "work", &w.cancel));
   HACHI_RETURN_IF_ERROR(GetBool(*j, "reregister", "work", &w.reregister));
+  if (auto s = j->find("signals"); s != j->end()) {
+    if (!s->is_array()) return InvalidArgument("work.signals: expected an array");
+    for (size_t i = 0; i < s->size(); ++i) {
+      const std::string path = "work.signals[" + std::to_string(i) + "]";
+      const json& e = (*s)[i];
+      if (!e.is_object()) return InvalidArgument(path + ": expected an object");
+      HACHI_RETURN_IF_ERROR(OnlyKeys(e, path, {"job", "signal", "batch_only"}));
+      api::JobSignal sig;
+      HACHI_RETURN_IF_ERROR(GetInt(e, "job", path, &sig.job));
+      HACHI_RETURN_IF_ERROR(GetInt(e, "signal", path, &sig.signal));
+      HACHI_RETURN_IF_ERROR(GetBool(e, "batch_only", path, &sig.batch_only));
+      if (sig.signal < 1 || sig.signal > 64) {
+        return InvalidArgument(path + ".signal: " + std::to_string(sig.signal) +
+                               " is not a signal");
+      }
+      w.signals.push_back(sig);
+    }
+  }
   return w;
 }
 
@@ -510,6 +542,34 @@ Result<int> ResumeGpuFromJson(std::string_view text) {
                            std::to_string(GpuSet::kMaxGpus - 1) + ")");
   }
   return gpu;
+}
+
+std::string SignalRequestToJson(const SignalRequest& r) {
+  return Dump(json{{"signal", r.signal}, {"batch_only", r.batch_only}});
+}
+
+Result<SignalRequest> SignalRequestFromJson(std::string_view text) {
+  Result<json> j = Parse(text, "signal");
+  if (!j.ok()) return j.status();
+  HACHI_RETURN_IF_ERROR(OnlyKeys(*j, "signal", {"signal", "batch_only"}));
+  SignalRequest r;
+  auto sig = j->find("signal");
+  if (sig == j->end())
+    return InvalidArgument("signal.signal: missing (e.g. \"USR1\" or 10)");
+  std::optional<int> n;
+  if (sig->is_string()) {
+    n = ParseSignal(sig->get<std::string>());
+  } else if (sig->is_number_integer()) {
+    const long long v = sig->get<long long>();
+    if (v >= 1 && v <= 64) n = static_cast<int>(v);
+  }
+  if (!n) {
+    return InvalidArgument("signal.signal: " + Clip(sig->dump()) +
+                           " is not a signal (a name such as \"USR1\", or 1-64)");
+  }
+  r.signal = *n;
+  HACHI_RETURN_IF_ERROR(GetBool(*j, "batch_only", "signal", &r.batch_only));
+  return r;
 }
 
 std::string_view StatusCodeSlug(StatusCode code) {

@@ -28,6 +28,11 @@ Result<AgentWork> AgentWorkFromJson(std::string_view text);
 std::string JobExitsToJson(const std::vector<api::JobExit>& exits);
 Result<std::vector<api::JobExit>> JobExitsFromJson(std::string_view text);
 
+// POST /jobs/ID/signal (issue 17): {"signal": "USR1" or 10, "batch_only": false}; a bad
+// signal is kInvalidArgument naming it.
+std::string SignalRequestToJson(const SignalRequest& r);
+Result<SignalRequest> SignalRequestFromJson(std::string_view text);
+
 // POST /nodes/NAME/drain: "" or {"reason": "..."} -> the reason ("" for none).
 Result<std::string> DrainReasonFromJson(std::string_view text);
 // POST /nodes/NAME/resume: "", {} or {"gpu": N} -> N, or -1 for the whole node.

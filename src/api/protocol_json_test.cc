@@ -60,6 +60,7 @@ api::LaunchSpec FullLaunch(state::JobId id, int rank) {
   l.time_limit = 3600;
   l.kill_grace = 15;
   l.start_time = 1700000200;
+  l.restart_count = 2;  // issue 17
   return l;
 }
 
@@ -147,6 +148,65 @@ TEST(ProtocolJson, WorkRoundTrip) {
   EXPECT_EQ(l.spec.argv, state::testing::FullJob(31).spec.argv);
   EXPECT_EQ(back->cancel, (std::vector<state::JobId>{4, 9}));
   EXPECT_TRUE(back->reregister);
+  EXPECT_EQ(l.restart_count, 2);
+  EXPECT_EQ(l.spec.signal, 10);  // the spec's issue-17 fields reach the agent
+  EXPECT_TRUE(l.spec.signal_batch_only);
+  EXPECT_EQ(l.spec.signal_before, 90);
+  EXPECT_TRUE(l.spec.open_append);
+  EXPECT_EQ(l.spec.ntasks, 4);
+}
+
+// Issue 17: signals for running jobs travel in the work answer; absent when none, so
+// an agent of the previous version reads the rest.
+TEST(ProtocolJson, WorkSignals) {
+  AgentWork w;
+  w.signals = {{7, 10, true}, {8, 15, false}};
+  const std::string text = AgentWorkToJson(w);
+  Result<AgentWork> back = AgentWorkFromJson(text);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_EQ(back->signals.size(), 2u);
+  EXPECT_EQ(back->signals[0].job, 7);
+  EXPECT_EQ(back->signals[0].signal, 10);
+  EXPECT_TRUE(back->signals[0].batch_only);
+  EXPECT_FALSE(back->signals[1].batch_only);
+  EXPECT_EQ(json::parse(AgentWorkToJson(AgentWork{})).count("signals"), 0u);
+  Result<AgentWork> bad =
+      AgentWorkFromJson(R"({"signals":[{"job":1,"signal":0,"batch_only":false}]})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "work.signals[0].signal: 0 is not a signal");
+}
+
+TEST(ProtocolJson, SignalRequest) {
+  struct Case {
+    std::string body;
+    int signal;  // 0: refused with `error`
+    bool batch_only;
+    std::string error;
+  };
+  const std::vector<Case> cases = {
+      {R"({"signal":"USR1"})", 10, false, ""},
+      {R"({"signal":"SIGUSR2","batch_only":true})", 12, true, ""},
+      {R"({"signal":15})", 15, false, ""},
+      {R"({"signal":"USR7"})", 0, false,
+       "signal.signal: \"USR7\" is not a signal (a name such as \"USR1\", or 1-64)"},
+      {R"({"signal":0})", 0, false,
+       "signal.signal: 0 is not a signal (a name such as \"USR1\", or 1-64)"},
+      {R"({})", 0, false, "signal.signal: missing (e.g. \"USR1\" or 10)"},
+      {R"({"signal":"USR1","what":1})", 0, false, "signal: unknown field 'what'"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.body);
+    Result<SignalRequest> r = SignalRequestFromJson(c.body);
+    if (c.signal == 0) {
+      ASSERT_FALSE(r.ok());
+      EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+      EXPECT_EQ(r.status().message(), c.error);
+      continue;
+    }
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->signal, c.signal);
+    EXPECT_EQ(r->batch_only, c.batch_only);
+  }
 }
 
 // Issue 16: the launch carries the job's bytes exactly to the agent; a submit carries

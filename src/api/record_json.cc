@@ -379,6 +379,14 @@ json ToJson(const JobSpec& spec) {
       {"array_task_id", spec.array_task_id},
       {"array_max_running", spec.array_max_running},
       {"comment", JsonBytes(spec.comment)},
+      // Issue 17: the job runtime's Slurm options.
+      {"ntasks", spec.ntasks},
+      {"ntasks_per_node", spec.ntasks_per_node},
+      {"cpus_per_task", spec.cpus_per_task},
+      {"signal", spec.signal},
+      {"signal_before", spec.signal_before},
+      {"signal_batch_only", spec.signal_batch_only},
+      {"open_append", spec.open_append},
   };
 }
 
@@ -509,6 +517,14 @@ Status FromJson(const json& j, JobSpec* out, std::string_view path) {
   r.Int("array_task_id", &spec.array_task_id);
   r.Int("array_max_running", &spec.array_max_running);
   r.Bytes("comment", &spec.comment);
+  // Issue 17, each optional.
+  r.Int("ntasks", &spec.ntasks);
+  r.Int("ntasks_per_node", &spec.ntasks_per_node);
+  r.Int("cpus_per_task", &spec.cpus_per_task);
+  r.Int("signal", &spec.signal);
+  r.Int("signal_before", &spec.signal_before);
+  r.Bool("signal_batch_only", &spec.signal_batch_only);
+  r.Bool("open_append", &spec.open_append);
   HACHI_RETURN_IF_ERROR(r.Finish());
   *out = std::move(spec);
   return Status::Ok();

@@ -51,7 +51,7 @@ TEST(RecordJson, EncoderWritesTheDocumentedFields) {
   const json j = ToJson(FullJob(12));
   EXPECT_EQ(Keys(j).size(), 14u);
   EXPECT_EQ(Keys(j["req"]).size(), 18u);
-  EXPECT_EQ(Keys(j["spec"]).size(), 16u);
+  EXPECT_EQ(Keys(j["spec"]).size(), 23u);
   EXPECT_EQ(Keys(j["allocations"][0]).size(), 6u);
   EXPECT_EQ(j["state"], "PENDING");
   EXPECT_EQ(j["allocations"][0]["gpus"], "0-3");

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "core/signals.h"
 #include "core/strings.h"
 
 namespace hachi::cli {
@@ -53,19 +54,19 @@ constexpr std::array kOptions = {
     OptionDef{"shm-size", 0, Kind::kValue, ""},
     OptionDef{"wrap", 0, Kind::kValue, ""},
     OptionDef{"parsable", 0, Kind::kFlag, ""},
+    // Issue 17 (the job runtime): honoured, see BuildSubmitOptions.
+    OptionDef{"ntasks", 'n', Kind::kValue, ""},
+    OptionDef{"ntasks-per-node", 0, Kind::kValue, ""},
+    OptionDef{"export", 0, Kind::kValue, ""},
+    OptionDef{"open-mode", 0, Kind::kValue, ""},
+    OptionDef{"signal", 0, Kind::kValue, ""},
+    OptionDef{"mincpus", 0, Kind::kValue, ""},
+    OptionDef{"overcommit", 'O', Kind::kFlag, ""},
     // Accepted for Slurm scripts, ignored with a warning.
     OptionDef{"mail-type", 0, Kind::kIgnoredValue, "Hachi sends no mail"},
     OptionDef{"mail-user", 0, Kind::kIgnoredValue, "Hachi sends no mail"},
-    OptionDef{"ntasks", 'n', Kind::kIgnoredValue, "a Hachi job is one task per node"},
-    OptionDef{"ntasks-per-node", 0, Kind::kIgnoredValue,
-              "a Hachi job is one task per node"},
-    OptionDef{"export", 0, Kind::kIgnoredValue,
-              "the job always inherits the environment"},
     OptionDef{"get-user-env", 0, Kind::kIgnoredFlag,
               "the job always inherits the environment"},
-    OptionDef{"open-mode", 0, Kind::kIgnoredValue, "output files are appended to"},
-    OptionDef{"signal", 0, Kind::kIgnoredValue,
-              "jobs get SIGTERM, then SIGKILL, at their limit"},
     OptionDef{"nice", 0, Kind::kIgnoredValue, "priority comes from the cluster policy"},
     OptionDef{"propagate", 0, Kind::kIgnoredValue, "resource limits are not propagated"},
     OptionDef{"hint", 0, Kind::kIgnoredValue, "CPUs are placed by GPU affinity"},
@@ -315,6 +316,111 @@ Status Err(const OptionOccurrence& o, const Status& s) {
   return InvalidArgument(o.where + ": " + s.message());
 }
 
+// Issue 17 (the job runtime): --signal, --export, --open-mode.
+
+// --signal=[{R|B|RB|BR}:]SIG[@TIME] as Slurm reads it: SIG a name or a number, TIME
+// seconds before the limit (default 60, at most 65535). R (on reservation end too) is
+// accepted: Hachi has no reservations that end under a job.
+Status ParseSignalSpec(std::string_view v, state::JobSpec* spec) {
+  std::string_view body = v;
+  spec->signal_batch_only = false;
+  if (size_t colon = body.find(':'); colon != std::string_view::npos) {
+    const std::string flags = ToLower(body.substr(0, colon));
+    if (flags != "b" && flags != "r" && flags != "rb" && flags != "br") {
+      return InvalidArgument(Quote(body.substr(0, colon + 1)) +
+                             " is not a signal option (use B: or R:)");
+    }
+    spec->signal_batch_only = flags.find('b') != std::string::npos;
+    body = body.substr(colon + 1);
+  }
+  std::string_view time = "60";
+  if (size_t at = body.find('@'); at != std::string_view::npos) {
+    time = body.substr(at + 1);
+    body = body.substr(0, at);
+  }
+  std::optional<int> sig = ParseSignal(body);
+  if (!sig)
+    return InvalidArgument(Quote(body) + " is not a signal (use e.g. USR1 or 10)");
+  std::optional<long long> t = ParseCount(time);
+  if (!t || *t > 65535) {
+    return InvalidArgument(Quote(time) + " is not a time in seconds (0-65535)");
+  }
+  spec->signal = *sig;
+  spec->signal_before = static_cast<int>(*t);
+  return Status::Ok();
+}
+
+Status ParseExportSpec(std::string_view v, ExportSpec* out) {
+  ExportSpec e;
+  e.all = false;
+  if (v.empty()) return InvalidArgument("empty (use ALL, NONE or VAR[=value],...)");
+  for (std::string_view item : Split(v, ',')) {
+    const std::string word = ToLower(item);
+    if (word == "all") {
+      e.all = true;
+    } else if (word == "none" || word == "nil") {
+      e.none = true;
+    } else {
+      size_t eq = item.find('=');
+      std::string name(item.substr(0, eq));
+      if (name.empty()) {
+        return InvalidArgument(Quote(item) + " is not a variable (use VAR or VAR=value)");
+      }
+      if (eq == std::string_view::npos) {
+        e.vars.push_back({name, std::nullopt});
+      } else {
+        e.vars.push_back({name, std::string(item.substr(eq + 1))});
+      }
+    }
+  }
+  if (e.none && (e.all || !e.vars.empty())) {
+    return InvalidArgument("NONE cannot be combined with other names");
+  }
+  *out = std::move(e);
+  return Status::Ok();
+}
+
+// The CPUs of a job with tasks: each node's tasks x --cpus-per-task (1 without -c), as
+// Slurm allocates them, unless --cpus-per-gpu gives the count; --mincpus raises it.
+// -c alone (no tasks) stays what it was: that many CPUs per node.
+Status ResolveTasks(const OptionOccurrence* ntasks, const OptionOccurrence* per_node,
+                    const OptionOccurrence* nodes_occ, int mincpus, SubmitOptions* o) {
+  const int nodes = o->req.nodes;
+  state::JobSpec& spec = o->spec;
+  spec.cpus_per_task = o->IsSet("cpus-per-task") ? o->req.cpus : 0;
+  if (ntasks != nullptr && spec.ntasks < nodes) {
+    return InvalidArgument(ntasks->where + ": " + std::to_string(spec.ntasks) +
+                           " tasks cannot run on " + std::to_string(nodes) + " nodes" +
+                           (nodes_occ ? " (" + nodes_occ->where + ")" : ""));
+  }
+  if (ntasks != nullptr && per_node != nullptr &&
+      int64_t{spec.ntasks_per_node} * nodes < spec.ntasks) {
+    return InvalidArgument(ntasks->where + ": " + std::to_string(spec.ntasks) +
+                           " tasks do not fit " + std::to_string(nodes) + " node(s) of " +
+                           std::to_string(spec.ntasks_per_node) + " (" + per_node->where +
+                           ")");
+  }
+  int64_t tasks_per_node = 0;
+  if (per_node != nullptr) {
+    tasks_per_node = spec.ntasks_per_node;
+  } else if (ntasks != nullptr) {
+    tasks_per_node = (spec.ntasks + nodes - 1) / nodes;
+  }
+  if (tasks_per_node > 0 && o->req.cpus_per_gpu == 0) {
+    const int64_t cpus = tasks_per_node * std::max(1, spec.cpus_per_task);
+    if (cpus > std::numeric_limits<int>::max()) {
+      return InvalidArgument((per_node ? per_node : ntasks)->where + ": " +
+                             std::to_string(cpus) + " CPUs per node is too many");
+    }
+    o->req.cpus = static_cast<int>(cpus);
+  }
+  if (mincpus > 0) {
+    const int from_gpus = o->req.cpus_per_gpu * o->req.GpusPerNode();
+    o->req.cpus = std::max(o->req.cpus, mincpus - from_gpus);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<ArraySpec> ParseArraySpec(std::string_view text) {
@@ -433,6 +539,12 @@ Result<int64_t> ParseSizeMib(std::string_view text, char default_unit) {
     if (!num.empty() && (num.back() == 'B' || num.back() == 'b') && unit != 'B') {
       return bad;
     }
+    // Issue 17: Slurm takes an optional B after the unit, any case ("4GB", "4096mb").
+    if (unit == 'B' && !num.empty() && (num.back() < '0' || num.back() > '9')) {
+      const char u = num.back();
+      unit = static_cast<char>(u >= 'a' ? u - 'a' + 'A' : u);
+      num.remove_suffix(1);
+    }
   }
   std::optional<long long> n = ParseCount(num);
   if (!n) return bad;
@@ -448,6 +560,28 @@ Result<int64_t> ParseSizeMib(std::string_view text, char default_unit) {
     default:
       return bad;
   }
+}
+
+state::EnvList ExportEnvironment(const ExportSpec& spec, state::EnvList submitter) {
+  state::EnvList out;
+  if (spec.all) out = std::move(submitter);
+  for (const ExportSpec::Var& var : spec.vars) {
+    std::optional<std::string> value = var.value;
+    if (!value && !spec.all) {  // a name alone: its value from the submitter, if set
+      for (const auto& [k, v] : submitter) {
+        if (k == var.name) value = v;  // the last one, as getenv's environment has one
+      }
+    }
+    if (!value) continue;
+    auto same = std::find_if(out.begin(), out.end(),
+                             [&](const auto& kv) { return kv.first == var.name; });
+    if (same != out.end()) {
+      same->second = *value;
+    } else {
+      out.emplace_back(var.name, *value);
+    }
+  }
+  return out;
 }
 
 Result<ParsedOptions> ParseFlags(const std::vector<std::string>& args) {
@@ -517,6 +651,10 @@ Result<SubmitOptions> BuildSubmitOptions(const ParsedOptions& directives,
   const OptionOccurrence* share = nullptr;
   const OptionOccurrence* gpu_mem = nullptr;
   const OptionOccurrence* nodes = nullptr;
+  // Issue 17: tasks and CPUs, resolved after the loop.
+  const OptionOccurrence* ntasks = nullptr;
+  const OptionOccurrence* per_node = nullptr;
+  int mincpus = 0;
 
   for (const OptionOccurrence& occ : all) {
     const std::string& n = occ.name;
@@ -612,6 +750,33 @@ Result<SubmitOptions> BuildSubmitOptions(const ParsedOptions& directives,
       o.wrap = v;
     } else if (n == "parsable") {
       o.parsable = true;
+      // Issue 17 (the job runtime).
+    } else if (n == "ntasks" || n == "ntasks-per-node") {
+      std::optional<long long> c = ParseCount(v);
+      HACHI_RETURN_IF_ERROR(need(c && *c >= 1, Quote(v) + " is not a task count"));
+      (n == "ntasks" ? o.spec.ntasks : o.spec.ntasks_per_node) = static_cast<int>(*c);
+      (n == "ntasks" ? ntasks : per_node) = &occ;
+    } else if (n == "mincpus") {
+      std::optional<long long> c = ParseCount(v);
+      HACHI_RETURN_IF_ERROR(need(c && *c >= 1, Quote(v) + " is not a CPU count"));
+      mincpus = static_cast<int>(*c);
+    } else if (n == "overcommit") {
+      o.warnings.push_back(occ.where +
+                           ": Hachi does not over-subscribe CPUs; the job gets a CPU "
+                           "for each task");
+    } else if (n == "signal") {
+      Status st = ParseSignalSpec(v, &o.spec);
+      if (!st.ok()) return Err(occ, st);
+    } else if (n == "export") {
+      Status st = ParseExportSpec(v, &o.export_env);
+      if (!st.ok()) return Err(occ, st);
+    } else if (n == "open-mode") {
+      // Slurm reads the first letter only.
+      const char c = v.empty() ? 0 : static_cast<char>(v[0] | 0x20);
+      HACHI_RETURN_IF_ERROR(
+          need(c == 'a' || c == 't', Quote(v) + " is not an open mode (use append or "
+                                                "truncate)"));
+      o.spec.open_append = c == 'a';
     }
   }
 
@@ -651,6 +816,7 @@ Result<SubmitOptions> BuildSubmitOptions(const ParsedOptions& directives,
     o.req.min_gpu_memory_mib = o.req.gpu_memory_mib;
     o.req.gpu_memory_mib = 0;
   }
+  HACHI_RETURN_IF_ERROR(ResolveTasks(ntasks, per_node, nodes, mincpus, &o));
   return o;
 }
 

@@ -11,6 +11,7 @@
 // Pure functions; no I/O, no environment. Thread-safe.
 #pragma once
 
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -49,6 +50,21 @@ Result<Duration> ParseTimeLimit(std::string_view text, bool* unlimited);
 // when bare ('M' for --mem). Returns MiB, rounding KiB up.
 Result<int64_t> ParseSizeMib(std::string_view text, char default_unit = 'M');
 
+// --export (Slurm 22.05): ALL (the default) = the submitter's environment; NONE = none
+// of it; ALL,X=1 = all and X; a plain list A,B=2 = only those. The job gets Slurm's and
+// Hachi's own variables in every case (agent/environment.h).
+struct ExportSpec {
+  struct Var {
+    std::string name;
+    std::optional<std::string> value;  // nullopt: the submitter's value
+  };
+  bool all = true;
+  bool none = false;
+  std::vector<Var> vars;
+};
+// The environment a job inherits from `submitter` under `spec`.
+state::EnvList ExportEnvironment(const ExportSpec& spec, state::EnvList submitter);
+
 struct SubmitOptions {
   sched::JobRequest req;
   state::JobSpec spec;
@@ -59,6 +75,7 @@ struct SubmitOptions {
   bool time_unlimited = false;
   std::string wrap;       // --wrap: a command line run by /bin/sh -c instead of a script
   bool parsable = false;  // --parsable: print only the job id
+  ExportSpec export_env;  // --export (issue 17): apply with ExportEnvironment
   // Options set explicitly, by their long name ("time", "gres", "job-name", ...): the
   // caller fills defaults (name from the script, workdir from cwd) for the others.
   std::set<std::string, std::less<>> explicitly_set;

@@ -231,12 +231,190 @@ TEST(Directives, Options) {
        {"--mail-type=END", "-n", "4", "--export=ALL"},
        "",
        [](const SubmitOptions& o) {
-         ASSERT_EQ(o.warnings.size(), 3u);
+         // -n and --export are honoured since issue 17: no warning for them.
+         ASSERT_EQ(o.warnings.size(), 1u);
          EXPECT_EQ(o.warnings[0], "--mail-type 'END': ignored (Hachi sends no mail)");
-         EXPECT_EQ(o.warnings[1], "-n '4': ignored (a Hachi job is one task per node)");
-         EXPECT_EQ(o.warnings[2],
-                   "--export 'ALL': ignored (the job always inherits the environment)");
        }},
+      // ---- Issue 17: the job runtime's options ----
+      {"ntasks_cpus_per_task",
+       {"-n", "4", "-c", "2"},
+       "",
+       [](const SubmitOptions& o) {
+         EXPECT_EQ(o.spec.ntasks, 4);
+         EXPECT_EQ(o.spec.cpus_per_task, 2);
+         EXPECT_EQ(o.spec.ntasks_per_node, 0);
+         EXPECT_EQ(o.req.cpus, 8);  // 4 tasks x 2 CPUs, one node
+       }},
+      {"ntasks_alone_one_cpu_each",
+       {"--ntasks=3"},
+       "",
+       [](const SubmitOptions& o) {
+         EXPECT_EQ(o.spec.ntasks, 3);
+         EXPECT_EQ(o.spec.cpus_per_task, 0);
+         EXPECT_EQ(o.req.cpus, 3);
+       }},
+      {"ntasks_over_nodes_rounds_up",
+       {"-n", "3", "-N", "2", "-c", "4"},
+       "",
+       [](const SubmitOptions& o) { EXPECT_EQ(o.req.cpus, 8); }},  // 2 tasks x 4
+      {"ntasks_per_node",
+       {"--ntasks-per-node=2", "-N2", "--cpus-per-task=3"},
+       "",
+       [](const SubmitOptions& o) {
+         EXPECT_EQ(o.spec.ntasks_per_node, 2);
+         EXPECT_EQ(o.spec.ntasks, 0);
+         EXPECT_EQ(o.req.cpus, 6);  // per node
+       }},
+      {"cpus_per_task_alone_unchanged",
+       {"-c", "6"},
+       "",
+       [](const SubmitOptions& o) {
+         EXPECT_EQ(o.req.cpus, 6);
+         EXPECT_EQ(o.spec.cpus_per_task, 6);
+       }},
+      {"cpus_per_gpu_wins_over_tasks",
+       {"-n", "4", "--cpus-per-gpu=8", "--gres=gpu:2"},
+       "",
+       [](const SubmitOptions& o) {
+         EXPECT_EQ(o.req.cpus, 0);
+         EXPECT_EQ(o.req.cpus_per_gpu, 8);
+       }},
+      {"mincpus_raises",
+       {"-n", "2", "--mincpus=16"},
+       "",
+       [](const SubmitOptions& o) { EXPECT_EQ(o.req.cpus, 16); }},
+      {"mincpus_below_is_no_change",
+       {"-n", "8", "--mincpus", "4"},
+       "",
+       [](const SubmitOptions& o) { EXPECT_EQ(o.req.cpus, 8); }},
+      {"mincpus_with_cpus_per_gpu",
+       {"--gres=gpu:2", "--cpus-per-gpu=4", "--mincpus=10"},
+       "",
+       [](const SubmitOptions& o) { EXPECT_EQ(o.req.cpus, 2); }},  // 2 + 2 x 4 = 10
+      {"overcommit_warns",
+       {"-O", "-n", "4"},
+       "",
+       [](const SubmitOptions& o) {
+         ASSERT_EQ(o.warnings.size(), 1u);
+         EXPECT_EQ(o.warnings[0],
+                   "-O: Hachi does not over-subscribe CPUs; the job gets a CPU for "
+                   "each task");
+         EXPECT_EQ(o.req.cpus, 4);
+       }},
+      {"overcommit_directive",
+       {},
+       "#SBATCH --overcommit\n",
+       [](const SubmitOptions& o) {
+         ASSERT_EQ(o.warnings.size(), 1u);
+         EXPECT_EQ(o.warnings[0].rfind("job.sh:1: #SBATCH --overcommit: ", 0), 0u);
+       }},
+      {"signal_batch_time",
+       {"--signal=B:USR1@5"},
+       "",
+       [](const SubmitOptions& o) {
+         EXPECT_EQ(o.spec.signal, 10);
+         EXPECT_EQ(o.spec.signal_before, 5);
+         EXPECT_TRUE(o.spec.signal_batch_only);
+       }},
+      {"signal_default_time",
+       {},
+       "#SBATCH --signal=USR2\n",
+       [](const SubmitOptions& o) {
+         EXPECT_EQ(o.spec.signal, 12);
+         EXPECT_EQ(o.spec.signal_before, 60);
+         EXPECT_FALSE(o.spec.signal_batch_only);
+       }},
+      {"signal_number_submitit",
+       {"--signal=USR2@90"},
+       "",
+       [](const SubmitOptions& o) {
+         EXPECT_EQ(o.spec.signal, 12);
+         EXPECT_EQ(o.spec.signal_before, 90);
+       }},
+      {"signal_r_flag_and_number",
+       {"--signal=R:15@30"},
+       "",
+       [](const SubmitOptions& o) {
+         EXPECT_EQ(o.spec.signal, 15);
+         EXPECT_EQ(o.spec.signal_before, 30);
+         EXPECT_FALSE(o.spec.signal_batch_only);
+       }},
+      {"signal_rb",
+       {"--signal=rb:SIGTERM@0"},
+       "",
+       [](const SubmitOptions& o) {
+         EXPECT_EQ(o.spec.signal, 15);
+         EXPECT_EQ(o.spec.signal_before, 0);
+         EXPECT_TRUE(o.spec.signal_batch_only);
+       }},
+      {"open_mode",
+       {"--open-mode=append"},
+       "",
+       [](const SubmitOptions& o) { EXPECT_TRUE(o.spec.open_append); }},
+      {"open_mode_truncate_first_letter",
+       {"--open-mode=append", "--open-mode=T"},
+       "",
+       [](const SubmitOptions& o) { EXPECT_FALSE(o.spec.open_append); }},
+      {"export_default_all",
+       {},
+       "",
+       [](const SubmitOptions& o) {
+         EXPECT_TRUE(o.export_env.all);
+         EXPECT_FALSE(o.export_env.none);
+       }},
+      {"export_none",
+       {"--export=NONE"},
+       "",
+       [](const SubmitOptions& o) {
+         EXPECT_FALSE(o.export_env.all);
+         EXPECT_TRUE(o.export_env.none);
+       }},
+      {"export_all_plus",
+       {"--export=ALL,X=1"},
+       "",
+       [](const SubmitOptions& o) {
+         EXPECT_TRUE(o.export_env.all);
+         ASSERT_EQ(o.export_env.vars.size(), 1u);
+         EXPECT_EQ(o.export_env.vars[0].name, "X");
+         EXPECT_EQ(o.export_env.vars[0].value, "1");
+       }},
+      {"export_list",
+       {"--export=A,B=2"},
+       "",
+       [](const SubmitOptions& o) {
+         EXPECT_FALSE(o.export_env.all);
+         ASSERT_EQ(o.export_env.vars.size(), 2u);
+         EXPECT_EQ(o.export_env.vars[0].value, std::nullopt);
+         EXPECT_EQ(o.export_env.vars[1].value, "2");
+       }},
+      {"mem_optional_b_any_case",
+       {"--mem=4GB"},
+       "",
+       [](const SubmitOptions& o) { EXPECT_EQ(o.req.memory_mib, 4096); }},
+      {"mem_lower_gb",
+       {"--mem=4gb"},
+       "",
+       [](const SubmitOptions& o) { EXPECT_EQ(o.req.memory_mib, 4096); }},
+      {"mem_mb",
+       {"--mem=4096MB"},
+       "",
+       [](const SubmitOptions& o) { EXPECT_EQ(o.req.memory_mib, 4096); }},
+      {"mem_per_gpu_gb",
+       {"--mem-per-gpu=10GB", "--gres=gpu:1"},
+       "",
+       [](const SubmitOptions& o) { EXPECT_EQ(o.req.memory_mib_per_gpu, 10240); }},
+      {"shm_size_tb",
+       {"--shm-size=1Tb"},
+       "",
+       [](const SubmitOptions& o) { EXPECT_EQ(o.spec.shm_mib, 1048576); }},
+      {"requeue_flags",
+       {"--requeue"},
+       "#SBATCH --no-requeue\n",
+       [](const SubmitOptions& o) { EXPECT_TRUE(o.spec.requeue); }},
+      {"no_requeue_flag",
+       {"--no-requeue"},
+       "#SBATCH --requeue\n",
+       [](const SubmitOptions& o) { EXPECT_FALSE(o.spec.requeue); }},
       {"explicitly_set",
        {"-t", "10", "-J", "x"},
        "",
@@ -320,6 +498,57 @@ TEST(Directives, Errors) {
        {"--exclusive=user"},
        "",
        "--exclusive=user: --exclusive takes no value"},
+      // ---- Issue 17 ----
+      {"signal_bad_name",
+       {"--signal=USR9@5"},
+       "",
+       "--signal 'USR9@5': 'USR9' is not a signal (use e.g. USR1 or 10)"},
+      {"signal_bad_time",
+       {"--signal=USR1@soon"},
+       "",
+       "--signal 'USR1@soon': 'soon' is not a time in seconds (0-65535)"},
+      {"signal_bad_flag",
+       {"--signal=X:USR1"},
+       "",
+       "--signal 'X:USR1': 'X:' is not a signal option (use B: or R:)"},
+      {"signal_zero",
+       {"--signal=0"},
+       "",
+       "--signal '0': '0' is not a signal (use e.g. USR1 or 10)"},
+      {"open_mode_bad",
+       {"--open-mode=overwrite"},
+       "",
+       "--open-mode 'overwrite': 'overwrite' is not an open mode (use append or "
+       "truncate)"},
+      {"export_none_mixed",
+       {"--export=NONE,X=1"},
+       "",
+       "--export 'NONE,X=1': NONE cannot be combined with other names"},
+      {"export_empty_name",
+       {"--export==1"},
+       "",
+       "--export '=1': '=1' is not a variable (use VAR or VAR=value)"},
+      {"ntasks_zero", {"-n", "0"}, "", "-n '0': '0' is not a task count"},
+      {"ntasks_fewer_than_nodes",
+       {"-n", "1", "-N", "2"},
+       "",
+       "-n '1': 1 tasks cannot run on 2 nodes (-N '2')"},
+      {"ntasks_over_per_node",
+       {"-n", "5", "-N", "2", "--ntasks-per-node=2"},
+       "",
+       "-n '5': 5 tasks do not fit 2 node(s) of 2 (--ntasks-per-node '2')"},
+      {"mincpus_bad",
+       {"--mincpus=lots"},
+       "",
+       "--mincpus 'lots': 'lots' is not a CPU count"},
+      {"mem_b_alone",
+       {"--mem=4096B"},
+       "",
+       "--mem '4096B': '4096B' is not a size (use e.g. 512M, 20G, 1T)"},
+      {"mem_double_b",
+       {"--mem=4GBB"},
+       "",
+       "--mem '4GBB': '4GBB' is not a size (use e.g. 512M, 20G, 1T)"},
       {"gres_other",
        {"--gres=shard:2"},
        "",
@@ -343,10 +572,6 @@ TEST(Directives, Errors) {
        {"--mem=12Q"},
        "",
        "--mem '12Q': '12Q' is not a size (use e.g. 512M, 20G, 1T)"},
-      {"mem_gb",
-       {"--mem=12GB"},
-       "",
-       "--mem '12GB': '12GB' is not a size (use e.g. 512M, 20G, 1T)"},
       {"dep_or",
        {"-d", "afterok:1?afterok:2"},
        "",
@@ -506,6 +731,25 @@ TEST(Directives, FlagsStopAtScript) {
   Result<ParsedOptions> g = ParseFlags({"-H", "--", "-weird-name.sh"});
   ASSERT_TRUE(g.ok());
   EXPECT_EQ(g->positional, (Args{"-weird-name.sh"}));
+}
+
+// Issue 17: --export, applied to the submitter's environment.
+TEST(Directives, ExportEnvironment) {
+  const state::EnvList submitter = {{"PATH", "/bin"}, {"A", "a"}, {"HOME", "/h"}};
+  ExportSpec all;
+  EXPECT_EQ(ExportEnvironment(all, submitter), submitter);
+  ExportSpec none;
+  none.all = false;
+  none.none = true;
+  EXPECT_TRUE(ExportEnvironment(none, submitter).empty());
+  ExportSpec all_plus;
+  all_plus.vars = {{"X", "1"}, {"A", "b"}};
+  EXPECT_EQ(ExportEnvironment(all_plus, submitter),
+            (state::EnvList{{"PATH", "/bin"}, {"A", "b"}, {"HOME", "/h"}, {"X", "1"}}));
+  ExportSpec list;
+  list.all = false;
+  list.vars = {{"A", std::nullopt}, {"B", "2"}, {"MISSING", std::nullopt}};
+  EXPECT_EQ(ExportEnvironment(list, submitter), (state::EnvList{{"A", "a"}, {"B", "2"}}));
 }
 
 TEST(Directives, ExpandArray) {

@@ -26,6 +26,7 @@ void AgentHub::Open(const std::string& node) {
   s.last_seen_ms = clock_->MonotonicMs();
   s.launches.clear();
   s.cancels.clear();
+  s.signals.clear();
   s.wake.SignalAll();  // a poll of the previous session answers with nothing
 }
 
@@ -35,6 +36,7 @@ void AgentHub::Close(const std::string& node) {
   s.open = false;
   s.launches.clear();
   s.cancels.clear();
+  s.signals.clear();
   s.wake.SignalAll();
   if (notify_) notify_(AgentTopic(node));
 }
@@ -75,6 +77,15 @@ void AgentHub::Cancel(const std::string& node, state::JobId job) {
   if (notify_) notify_(AgentTopic(node));
 }
 
+void AgentHub::Signal(const std::string& node, api::JobSignal signal) {
+  MutexLock lock(&mu_);
+  Session& s = SessionLocked(node);
+  if (!s.open) return;
+  s.signals.push_back(signal);
+  s.wake.Signal();
+  if (notify_) notify_(AgentTopic(node));
+}
+
 bool AgentHub::TakeBackLaunch(const std::string& node, state::JobId job) {
   MutexLock lock(&mu_);
   Session& s = SessionLocked(node);
@@ -104,12 +115,14 @@ api::AgentWork AgentHub::Wait(const std::string& node, int wait_ms) {
       return work;
     }
     s.last_seen_ms = clock_->MonotonicMs();
-    if (!s.launches.empty() || !s.cancels.empty() || stopping_) {
+    if (!s.launches.empty() || !s.cancels.empty() || !s.signals.empty() || stopping_) {
       work.launch.assign(std::make_move_iterator(s.launches.begin()),
                          std::make_move_iterator(s.launches.end()));
       s.launches.clear();
       work.cancel = std::move(s.cancels);
       s.cancels.clear();
+      work.signals = std::move(s.signals);
+      s.signals.clear();
       return work;
     }
     if (!s.wake.WaitUntil(deadline) && std::chrono::steady_clock::now() >= deadline) {

@@ -61,6 +61,7 @@ class AgentHub {
   // dropped (its agent must register first, and registration reconciles).
   void Launch(const std::string& node, api::LaunchSpec launch) EXCLUDES(mu_);
   void Cancel(const std::string& node, state::JobId job) EXCLUDES(mu_);
+  void Signal(const std::string& node, api::JobSignal signal) EXCLUDES(mu_);
   // Takes back `job`'s launch when the agent has not picked it up yet: true when there
   // was one (the job never ran there).
   bool TakeBackLaunch(const std::string& node, state::JobId job) EXCLUDES(mu_);
@@ -81,6 +82,7 @@ class AgentHub {
     int64_t last_seen_ms = 0;
     std::deque<api::LaunchSpec> launches;
     std::vector<state::JobId> cancels;
+    std::vector<api::JobSignal> signals;
     CondVar wake;  // on mu_: work queued, closed, or stopping
   };
   // The node's session, made (closed) when missing. Sessions are never removed, so the

@@ -64,6 +64,10 @@ Phrase PhraseOf(Action a, const Resource& on) {
       return {"list", "tokens", "listing tokens"};
     case Action::kRevokeToken:
       return {"revoke", "token " + on.token, "revoking token " + on.token};
+    case Action::kSignal:
+      return {"signal", job, "signalling " + job};
+    case Action::kRequeue:
+      return {"requeue", job, "requeueing " + job};
     case Action::kAgent:
       return {"use", "the agent endpoints", "the agent endpoints"};
   }
@@ -102,6 +106,10 @@ std::string_view ActionName(Action a) {
       return "list_tokens";
     case Action::kRevokeToken:
       return "revoke_token";
+    case Action::kSignal:
+      return "signal";
+    case Action::kRequeue:
+      return "requeue";
     case Action::kAgent:
       return "agent";
   }
@@ -200,6 +208,8 @@ Authorizer::Verdict Authorizer::Decide(const Caller& who, Action action,
     case Action::kCancel:
     case Action::kHold:
     case Action::kRelease:
+    case Action::kSignal:
+    case Action::kRequeue:
     case Action::kSeeJobDetails: {
       // The owner is the uid the job runs as (the kernel's word on the socket, the
       // token's on TCP), whatever name the caller gives; an anonymous caller owns

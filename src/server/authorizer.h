@@ -72,6 +72,8 @@ enum class Action {
   kIssueToken,     // POST /tokens
   kListTokens,     // GET /tokens
   kRevokeToken,    // DELETE /tokens/ID (object: the token id)
+  kSignal,         // POST /jobs/ID/signal (object: the job; issue 17)
+  kRequeue,        // POST /jobs/ID/requeue (object: the job; issue 17)
   kAgent,          // /agents/*: register, poll for work, health, exits
 };
 inline constexpr int kActionCount = static_cast<int>(Action::kAgent) + 1;
@@ -82,7 +84,8 @@ std::string_view ActionName(Action a);
 // What an action is on. Only the fields its action reads matter; the named constructors
 // say which.
 struct Resource {
-  const state::JobRecord* job = nullptr;  // cancel, hold, release, details: its owner
+  const state::JobRecord* job = nullptr;  // cancel, hold, release, details, signal,
+                                          // requeue: its owner
   std::string account;                    // submit: as named ("" = the user's own)
   std::string partition;                  // submit: as named ("" = the first allowed)
   std::string node;                       // drain, resume

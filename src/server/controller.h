@@ -161,6 +161,18 @@ class Controller {
   Status Cancel(state::JobId id, const Caller& who, int task = -1);
   // Holds or releases the same way: an array's id is its pending tasks.
   Status Hold(state::JobId id, bool hold, const Caller& who, int task = -1);
+  // Issue 17 (job_control.cc). Sends `signal` to a running job's processes (every
+  // process on every node; `batch_only`: its batch shell, on its first node) through
+  // its agents; an array's id means its running tasks. kBusy (409) naming the state for
+  // a job that does not run. Owner or admin.
+  Status Signal(state::JobId id, int signal, bool batch_only, const Caller& who,
+                int task = -1);
+  // scontrol requeue: a running job is stopped as by Cancel (SIGTERM, grace, SIGKILL)
+  // and goes back to pending with its id when its agents report; a finished one goes
+  // back to pending now, its script and environment read back from the store. Either
+  // way requeues + 1 (SLURM_RESTART_COUNT). kBusy for a pending job or one being
+  // cancelled. An array's id means its tasks that run or ended. Owner or admin.
+  Status Requeue(state::JobId id, const Caller& who, int task = -1);
   Result<state::JobRecord> Job(state::JobId id) const;
   // Jobs in id order, those with ids above `after`, at most `limit` (0: all): a page,
   // so that a client listing 100,000 jobs does not make the server build one reply of

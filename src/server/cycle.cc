@@ -317,6 +317,7 @@ void Controller::DispatchLocked(const state::JobRecord& job, const std::string& 
     l.time_limit = job.req.time_limit;
     l.kill_grace = options_.kill_grace;
     l.start_time = job.start_time;
+    l.restart_count = job.requeues;  // SLURM_RESTART_COUNT
     agents_.Launch(a.node, std::move(l));
   }
 }

@@ -260,6 +260,43 @@ void HttpServer::Routes(HttpRouter& s) {
   s.Delete(p + R"(/jobs/(\d+)(?:_(\d+))?)", job_action("cancel"));
   s.Post(p + R"(/jobs/(\d+)(?:_(\d+))?/hold)", job_action("hold"));
   s.Post(p + R"(/jobs/(\d+)(?:_(\d+))?/release)", job_action("release"));
+  // Issue 17: scancel --signal and scontrol requeue (docs/api.md, "Signal and requeue").
+  auto job_task = [](const httplib::Request& req, int* task) -> Status {
+    *task = -1;
+    if (req.matches.size() > 2 && req.matches[2].matched) {
+      const std::string t = req.matches[2];
+      if (t.size() > 9)
+        return InvalidArgument("array task '" + Clip(t) + "' is too large");
+      *task = std::stoi(t);
+    }
+    return Status::Ok();
+  };
+  s.Post(p + R"(/jobs/(\d+)(?:_(\d+))?/signal)",
+         [c, job_task](const httplib::Request& req, httplib::Response& res) {
+           Result<state::JobId> id = JobIdOf(req);
+           if (!id.ok()) return ReplyError(res, id.status());
+           int task = -1;
+           if (Status st = job_task(req, &task); !st.ok()) return ReplyError(res, st);
+           Result<Caller> who = CallerOf(req, *c);
+           if (!who.ok()) return ReplyError(res, who.status());
+           Result<api::SignalRequest> body = api::SignalRequestFromJson(req.body);
+           if (!body.ok()) return ReplyError(res, body.status());
+           Status st = c->Signal(*id, body->signal, body->batch_only, *who, task);
+           if (!st.ok()) return ReplyError(res, st);
+           Reply(res, 200, json{{"ok", true}}.dump());
+         });
+  s.Post(p + R"(/jobs/(\d+)(?:_(\d+))?/requeue)",
+         [c, job_task](const httplib::Request& req, httplib::Response& res) {
+           Result<state::JobId> id = JobIdOf(req);
+           if (!id.ok()) return ReplyError(res, id.status());
+           int task = -1;
+           if (Status st = job_task(req, &task); !st.ok()) return ReplyError(res, st);
+           Result<Caller> who = CallerOf(req, *c);
+           if (!who.ok()) return ReplyError(res, who.status());
+           Status st = c->Requeue(*id, *who, task);
+           if (!st.ok()) return ReplyError(res, st);
+           Reply(res, 200, json{{"ok", true}}.dump());
+         });
 
   // ---- Nodes, partitions ----
   // Stray processes' arguments are the admins' to see (RedactStrayProcesses).
@@ -350,8 +387,8 @@ void HttpServer::Routes(HttpRouter& s) {
               const std::string node = req.matches[1];
               const api::AgentWork w = c->Poll(node, 0);
               const int wait_ms = IntParam(req, "wait_ms", 10000, 0, 60000);
-              if (w.launch.empty() && w.cancel.empty() && !w.reregister &&
-                  !poll.expired() && !c->stopping() && wait_ms > 0) {
+              if (w.launch.empty() && w.cancel.empty() && w.signals.empty() &&
+                  !w.reregister && !poll.expired() && !c->stopping() && wait_ms > 0) {
                 return poll.WaitFor(AgentTopic(node),
                                     poll.started() + std::chrono::milliseconds(wait_ms));
               }

@@ -100,6 +100,9 @@ INSTANTIATE_TEST_SUITE_P(
         EditCase{"RequeueRunning", JobRequeued{2, "node n1 down"}, StatusCode::kOk, ""},
         EditCase{"RequeuePending", JobRequeued{1, ""}, StatusCode::kInvalidArgument,
                  "cannot requeue"},
+        // scontrol requeue of a finished batch job (issue 17).
+        EditCase{"RequeueFinished", JobRequeued{3, "requeued by alice"}, StatusCode::kOk,
+                 ""},
         EditCase{"HoldPending", JobHeld{1, true}, StatusCode::kOk, ""},
         EditCase{"ReleaseHeld", JobHeld{4, false}, StatusCode::kOk, ""},
         EditCase{"HoldRunning", JobHeld{2, true}, StatusCode::kInvalidArgument,

@@ -53,6 +53,12 @@ class MemoryStore final : public Store {
  public:
   explicit MemoryStore(int fail_after) : fail_after_(fail_after) {}
 
+  Result<std::shared_ptr<const JobPayload>> LoadPayload(JobId id) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = image_.jobs.find(id);
+    if (it == image_.jobs.end()) return NotFound("no job " + std::to_string(id));
+    return it->second.spec.payload;
+  }
   Result<StateImage> Load() override {
     std::lock_guard<std::mutex> lock(mu_);
     return image_;

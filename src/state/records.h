@@ -111,6 +111,16 @@ struct JobSpec {
   int array_task_id = -1;     // array tasks: HACHI_ARRAY_TASK_ID (%a); -1 otherwise
   int array_max_running = 0;  // --array=1-100%10: at most 10 tasks run at once; 0 = any
   std::string comment;
+  // Issue 17, the job runtime's Slurm options (docs/cli.md). 0 / false: not given.
+  int ntasks = 0;           // -n/--ntasks: SLURM_NTASKS, SLURM_NPROCS
+  int ntasks_per_node = 0;  // --ntasks-per-node: SLURM_NTASKS_PER_NODE
+  int cpus_per_task = 0;    // -c/--cpus-per-task: SLURM_CPUS_PER_TASK
+  // --signal=[R][B:]SIG[@TIME]: `signal` (a number) is sent `signal_before` seconds
+  // before the time limit, to the batch shell alone when `signal_batch_only`.
+  int signal = 0;
+  int signal_before = 0;
+  bool signal_batch_only = false;
+  bool open_append = false;  // --open-mode=append (default truncate, as Slurm's)
 };
 
 // One node's part of a running job (sched::Allocation with the node named).

@@ -251,6 +251,14 @@ Status ReadSpec(const json& v, const std::string& path, json* unknown, JobSpec* 
   r.Int("array_task_id", &spec->array_task_id);
   r.Int("array_max_running", &spec->array_max_running);
   r.Bytes("comment", &spec->comment);
+  // Issue 17 (version 5), each optional.
+  r.Int("ntasks", &spec->ntasks);
+  r.Int("ntasks_per_node", &spec->ntasks_per_node);
+  r.Int("cpus_per_task", &spec->cpus_per_task);
+  r.Int("signal", &spec->signal);
+  r.Int("signal_before", &spec->signal_before);
+  r.Bool("signal_batch_only", &spec->signal_batch_only);
+  r.Bool("open_append", &spec->open_append);
   HACHI_RETURN_IF_ERROR(r.Finish());
   spec->SetPayload(std::move(script), std::move(env));
   return Status::Ok();
@@ -378,7 +386,12 @@ Status StepJobV2ToV3(json* /*row*/) { return Status::Ok(); }
 // and no key (""), which version 4 reads as they are.
 Status StepJobV3ToV4(json* /*row*/) { return Status::Ok(); }
 
-constexpr Step kJobSteps[] = {StepV1ToV2, StepJobV2ToV3, StepJobV3ToV4};
+// Job rows 4 -> 5 (issue 17): the spec's optional "ntasks", "ntasks_per_node",
+// "cpus_per_task", "signal", "signal_before", "signal_batch_only", "open_append", written
+// only when set. A version 4 row has none: 0 / false, what a job without them asked.
+Status StepJobV4ToV5(json* /*row*/) { return Status::Ok(); }
+
+constexpr Step kJobSteps[] = {StepV1ToV2, StepJobV2ToV3, StepJobV3ToV4, StepJobV4ToV5};
 constexpr Step kNodeSteps[] = {StepV1ToV2};
 constexpr Step kTokenSteps[] = {StepV1ToV2};
 static_assert(std::size(kJobSteps) == kJobRowFormat.version - 1);
@@ -528,6 +541,16 @@ json SpecJson(const JobSpec& spec, JobId payload_ref) {
       {"array_max_running", spec.array_max_running},
       {"comment", JsonBytes(spec.comment)},
   };
+  // Issue 17 (version 5): only when given, so most rows stay as they were.
+  if (spec.ntasks != 0) j["ntasks"] = spec.ntasks;
+  if (spec.ntasks_per_node != 0) j["ntasks_per_node"] = spec.ntasks_per_node;
+  if (spec.cpus_per_task != 0) j["cpus_per_task"] = spec.cpus_per_task;
+  if (spec.signal != 0) {
+    j["signal"] = spec.signal;
+    j["signal_before"] = spec.signal_before;
+    if (spec.signal_batch_only) j["signal_batch_only"] = true;
+  }
+  if (spec.open_append) j["open_append"] = true;
   if (payload_ref != 0) {
     j["payload"] = payload_ref;
   } else {

@@ -42,7 +42,10 @@ struct RowFormat {
 // payloads row ("spec.payload"), which a reader of version 3 would read as no script,
 // and any string of the spec or request may be {"base64": ...} (bytes that are not
 // UTF-8), which version 3 cannot read.
-inline constexpr RowFormat kJobRowFormat{4, 4};      // jobs.record
+// Jobs 5 (issue 17): the spec's optional ntasks, ntasks_per_node, cpus_per_task,
+// signal, signal_before, signal_batch_only, open_append (absent: 0 / false), which a
+// reader of version 4 keeps as unknown fields.
+inline constexpr RowFormat kJobRowFormat{5, 4};      // jobs.record
 inline constexpr RowFormat kNodeRowFormat{2, 2};     // nodes.record
 inline constexpr RowFormat kTokenRowFormat{2, 2};    // tokens.record
 inline constexpr RowFormat kPayloadRowFormat{1, 1};  // payloads.record (JobPayload)

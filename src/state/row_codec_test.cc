@@ -33,6 +33,13 @@ TEST(RowCodec, JobRoundTripKeepsEveryField) {
   EXPECT_EQ(b.req.dependencies[1].kind, sched::DependencyKind::kAfterAny);
   EXPECT_EQ(b.spec.env()[1].second, "a=b");
   EXPECT_EQ(b.spec.uid, 4000000000u);
+  EXPECT_EQ(b.spec.ntasks, 4);  // issue 17's fields
+  EXPECT_EQ(b.spec.ntasks_per_node, 2);
+  EXPECT_EQ(b.spec.cpus_per_task, 3);
+  EXPECT_EQ(b.spec.signal, 10);
+  EXPECT_EQ(b.spec.signal_before, 90);
+  EXPECT_TRUE(b.spec.signal_batch_only);
+  EXPECT_TRUE(b.spec.open_append);
   EXPECT_EQ(b.allocations[1].gpus, GpuSet::FromIndices({4, 6}));
   EXPECT_EQ(b.allocations[1].gpu_memory_mib, 4096);
   EXPECT_TRUE(b.held);
@@ -98,7 +105,7 @@ TEST(RowCodec, RowsCarryTheirVersion) {
   EXPECT_EQ(j["_min_reader"], kJobRowFormat.min_reader);
   EXPECT_EQ(j.size(), 17u);  // 15 fields + the two version keys
   EXPECT_EQ(j["req"].size(), 18u);
-  EXPECT_EQ(j["spec"].size(), 16u);
+  EXPECT_EQ(j["spec"].size(), 23u);  // 16 + issue 17's 7 (FullJob sets them all)
   EXPECT_EQ(j["allocations"][0].size(), 6u);
   const json n = json::parse(EncodeNodeRow(FullNode("n1")));
   EXPECT_EQ(n["_v"], kNodeRowFormat.version);
@@ -241,12 +248,12 @@ TEST(RowCodec, OlderRowsAreUpgradedOnRead) {
 // older one keeps what it does not know (except inside array elements).
 TEST(RowCodec, UnknownFieldsOfANewerRowLoadAndSurviveARewrite) {
   const std::string newer =
-      R"({"_v":5,"_min_reader":2,"id":4,"state":"PENDING","priority_boost":7,)"
+      R"({"_v":6,"_min_reader":2,"id":4,"state":"PENDING","priority_boost":7,)"
       R"("req":{"gpus":2,"gpu_arch":"sm90"},"spec":{"name":"x"},)"
       R"("allocations":[{"node":"n1","gpus":"0","numa":1}]})";
   Result<Row<JobRecord>> row = DecodeJobRow(newer);
   ASSERT_TRUE(row.ok()) << row.status().ToString();
-  EXPECT_EQ(row->version, 5);
+  EXPECT_EQ(row->version, 6);
   EXPECT_EQ(row->record.req.gpus, 2);
   EXPECT_EQ(row->record.spec.name, "x");
   EXPECT_EQ(json::parse(row->unknown),
@@ -268,12 +275,12 @@ TEST(RowCodec, UnknownFieldsOfANewerRowLoadAndSurviveARewrite) {
 }
 
 TEST(RowCodec, ARowForNewerReadersIsRefusedNamingTheVersions) {
-  Result<Row<JobRecord>> job = DecodeJobRow(R"({"_v":6,"_min_reader":5,"id":1})");
+  Result<Row<JobRecord>> job = DecodeJobRow(R"({"_v":7,"_min_reader":6,"id":1})");
   ASSERT_FALSE(job.ok());
   EXPECT_EQ(job.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(job.status().message(),
-            "row format version 6 needs a reader of version 5 or later; this hachi "
-            "reads job rows up to version 4 (run a newer hachi)");
+            "row format version 7 needs a reader of version 6 or later; this hachi "
+            "reads job rows up to version 5 (run a newer hachi)");
   // Without "_min_reader" a row needs a reader of its own version.
   Result<Row<TokenRecord>> token = DecodeTokenRow(R"({"_v":3})");
   ASSERT_FALSE(token.ok());
@@ -349,8 +356,8 @@ TEST(RowCodec, NodeAndTokenErrorsNameTheField) {
 // store's fixture check (store_format_test.cc) know the field; then update the sizes
 // here (x86-64, g++).
 TEST(RowCodec, RecordSizesMatchTheCodecs) {
-  EXPECT_EQ(sizeof(JobRecord), 680u);
-  EXPECT_EQ(sizeof(JobSpec), 272u);
+  EXPECT_EQ(sizeof(JobRecord), 704u);
+  EXPECT_EQ(sizeof(JobSpec), 296u);
   EXPECT_EQ(sizeof(sched::JobRequest), 264u);
   EXPECT_EQ(sizeof(NodeAllocation), 72u);
   EXPECT_EQ(sizeof(NodeRecord), 312u);

@@ -445,6 +445,18 @@ SqliteStore::SqliteStore(std::unique_ptr<Db> db, const SqliteOptions& options)
 
 SqliteStore::~SqliteStore() = default;
 
+Result<std::shared_ptr<const JobPayload>> SqliteStore::LoadPayload(JobId id) {
+  std::lock_guard<std::mutex> lock(db_mu_);
+  StateImage one;
+  JobId ref = 0;
+  HACHI_RETURN_IF_ERROR(ReadJob(db_.get(), id, &one, nullptr, &ref));
+  auto it = one.jobs.find(id);
+  if (it == one.jobs.end()) return NotFound("no job " + std::to_string(id));
+  if (ref == 0) return it->second.spec.payload;
+  std::map<JobId, std::shared_ptr<const JobPayload>> cache;
+  return state::LoadPayload(db_.get(), ref, &cache);  // the row reader above
+}
+
 Result<StateImage> SqliteStore::Load() {
   std::lock_guard<std::mutex> lock(db_mu_);
   Db* db = db_.get();
@@ -475,7 +487,7 @@ Result<StateImage> SqliteStore::Load() {
     if (!job.ok()) return RowError(db, "jobs", key, job.status());
     if (job->payload_ref != 0) {
       Result<std::shared_ptr<const JobPayload>> payload =
-          LoadPayload(db, job->payload_ref, &payloads);
+          state::LoadPayload(db, job->payload_ref, &payloads);
       if (!payload.ok()) return payload.status();
       job->record.spec.payload = std::move(*payload);
     }

@@ -59,6 +59,7 @@ class SqliteStore final : public Store {
   ~SqliteStore() override;
 
   Result<StateImage> Load() override;
+  Result<std::shared_ptr<const JobPayload>> LoadPayload(JobId id) override;
   Status Commit(const std::vector<Edit>& edits) override;
   StoreStats stats() const override;
 

@@ -39,6 +39,13 @@ class Store {
   virtual Status Commit(const std::vector<Edit>& edits) = 0;
   // Counters since the store was opened; thread-safe.
   virtual StoreStats stats() const { return {}; }
+  // Job `id`'s script and environment as stored (the server drops a finished job's
+  // environment from memory; requeueing it needs them back: issue 17). kNotFound when
+  // there is no such job; kUnavailable for a store that cannot say.
+  virtual Result<std::shared_ptr<const JobPayload>> LoadPayload(JobId id) {
+    return Unavailable("this store cannot load job " + std::to_string(id) +
+                       "'s script and environment");
+  }
 
   // Called after each non-empty Commit with how long it took, in seconds — what the
   // caller waited, group commit included — whatever its outcome (the server's

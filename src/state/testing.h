@@ -49,6 +49,14 @@ inline JobRecord FullJob(JobId id) {
   j.spec.array_task_id = 7;
   j.spec.array_max_running = 10;
   j.spec.comment = "tab\there";
+  // Issue 17.
+  j.spec.ntasks = 4;
+  j.spec.ntasks_per_node = 2;
+  j.spec.cpus_per_task = 3;
+  j.spec.signal = 10;
+  j.spec.signal_before = 90;
+  j.spec.signal_batch_only = true;
+  j.spec.open_append = true;
   j.state = JobState::kPending;
   j.held = true;
   j.submit_time = 1700000000;

@@ -1,0 +1,250 @@
+// ProcessLauncher and the Slurm options that reach a running job (issue 17): signals to
+// every process or to the batch shell alone, --signal's pre-limit signal (on a fake
+// clock, across an agent restart), --open-mode, and output directories made at launch.
+// Real processes under the job waiter, as `hachi agent` runs them.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "agent/launcher.h"
+#include "agent/launcher_testing.h"
+#include "agent/testing.h"
+#include "core/clock.h"
+
+namespace hachi::agent {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+using testing_util::Exits;
+using testing_util::Slurp;
+using testing_util::WaitPidFile;
+
+// Lines in `path` (0 when it does not exist).
+int Lines(const std::string& path) {
+  const std::string text = Slurp(path);
+  return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+}
+
+// Waits (real time) until `path` has at least `n` lines.
+bool WaitLines(const std::string& path, int n,
+               milliseconds timeout = milliseconds(5000)) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < until) {
+    if (Lines(path) >= n) return true;
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  return Lines(path) >= n;
+}
+
+// A batch shell with a child process, each appending a line to its own file on
+// SIGUSR1; "ready" holds the shell's pid once both traps are set.
+std::string TwoProcessScript(const std::string& dir) {
+  return "#!/bin/sh\n"
+         "( trap 'echo child >> " +
+         dir + "/child' USR1; echo x > " + dir +
+         "/child_ready; while :; do sleep 0.05; done ) &\n"
+         "trap 'echo shell >> " +
+         dir + "/shell' USR1\n" + "while [ ! -e " + dir +
+         "/child_ready ]; do sleep 0.01; done\n"
+         "echo $$ > " +
+         dir + "/ready\n" + "while :; do sleep 0.05; done\n";
+}
+
+class RuntimeTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/hachi-runtime-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    chmod(dir_.c_str(), 0777);
+    launcher_ = std::make_unique<ProcessLauncher>(Options(), exits_.Callback());
+  }
+  void TearDown() override {
+    launcher_.reset();
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  virtual ProcessLauncher::Options Options() {
+    ProcessLauncher::Options o;
+    o.spool_dir = dir_ + "/spool";
+    o.default_kill_grace = 1;
+    o.waiter = HACHI_TEST_WAITER;
+    return o;
+  }
+  LaunchBuilder Job(JobId id) {
+    return MakeLaunch(id).Workdir(dir_).Env("PATH", "/usr/bin:/bin").Grace(1);
+  }
+  void Stop(JobId id) {
+    launcher_->Cancel(id, "test over");
+    ASSERT_TRUE(exits_.Wait(id).has_value());
+  }
+
+  std::string dir_;
+  Exits exits_;
+  std::unique_ptr<ProcessLauncher> launcher_;
+};
+
+TEST_F(RuntimeTest, SignalReachesEveryProcessOfTheJob) {
+  ASSERT_TRUE(launcher_->Launch(Job(1).Script(TwoProcessScript(dir_))).ok());
+  ASSERT_GT(WaitPidFile(dir_ + "/ready"), 0);
+  launcher_->Signal(1, SIGUSR1, /*batch_only=*/false);
+  EXPECT_TRUE(WaitLines(dir_ + "/shell", 1));
+  EXPECT_TRUE(WaitLines(dir_ + "/child", 1));
+  Stop(1);
+}
+
+TEST_F(RuntimeTest, BatchOnlySignalReachesTheBatchShellAlone) {
+  ASSERT_TRUE(launcher_->Launch(Job(2).Script(TwoProcessScript(dir_))).ok());
+  ASSERT_GT(WaitPidFile(dir_ + "/ready"), 0);
+  launcher_->Signal(2, SIGUSR1, /*batch_only=*/true);
+  EXPECT_TRUE(WaitLines(dir_ + "/shell", 1));
+  std::this_thread::sleep_for(milliseconds(300));  // the child would have written
+  EXPECT_EQ(Lines(dir_ + "/child"), 0) << "the child got a batch-only signal";
+  EXPECT_EQ(exits_.Count(2), 0u) << "the waiter must not take the job's signal";
+  Stop(2);
+}
+
+// --signal=B:USR1@5 with a 10 s limit: sent at 5 s on the launcher's clock, once.
+class PreLimitSignalTest : public RuntimeTest {
+ protected:
+  ProcessLauncher::Options Options() override {
+    ProcessLauncher::Options o = RuntimeTest::Options();
+    o.clock = &clock_;
+    return o;
+  }
+  void Pass(milliseconds d) {
+    clock_.Advance(d);
+    launcher_->Tick();
+  }
+  LaunchBuilder Warned(JobId id, bool batch_only) {
+    return Job(id)
+        .Start(clock_.Now())
+        .TimeLimit(10, 1)
+        .Signal(SIGUSR1, 5, batch_only)
+        .Script(TwoProcessScript(dir_));
+  }
+  FakeClock clock_;  // declared before use; launchers are reset in TearDown first
+};
+
+TEST_F(PreLimitSignalTest, SentTimeBeforeTheLimitAndOnlyOnce) {
+  ASSERT_TRUE(launcher_->Launch(Warned(3, /*batch_only=*/true)).ok());
+  ASSERT_GT(WaitPidFile(dir_ + "/ready"), 0);
+  Pass(milliseconds(4999));
+  std::this_thread::sleep_for(milliseconds(200));
+  EXPECT_EQ(Lines(dir_ + "/shell"), 0) << "sent before limit - 5 s";
+  Pass(milliseconds(1));
+  EXPECT_TRUE(WaitLines(dir_ + "/shell", 1)) << "not sent at limit - 5 s";
+  Pass(milliseconds(4000));
+  Pass(milliseconds(900));
+  std::this_thread::sleep_for(milliseconds(300));
+  EXPECT_EQ(Lines(dir_ + "/shell"), 1) << "sent twice";
+  EXPECT_EQ(Lines(dir_ + "/child"), 0) << "B: reaches the batch shell alone";
+  EXPECT_EQ(exits_.Count(3), 0u);
+  Pass(milliseconds(100));  // the limit itself: SIGTERM as ever
+  std::optional<api::JobExit> e = exits_.Wait(3);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->kind, api::ExitKind::kTimeLimit);
+}
+
+TEST_F(PreLimitSignalTest, WithoutBReachesEveryProcess) {
+  ASSERT_TRUE(launcher_->Launch(Warned(4, /*batch_only=*/false)).ok());
+  ASSERT_GT(WaitPidFile(dir_ + "/ready"), 0);
+  Pass(milliseconds(5000));
+  EXPECT_TRUE(WaitLines(dir_ + "/shell", 1));
+  EXPECT_TRUE(WaitLines(dir_ + "/child", 1));
+  Stop(4);
+}
+
+// An agent restart neither repeats a signal sent nor loses one still due: the run's
+// record in the spool says which.
+TEST_F(PreLimitSignalTest, AgentRestartNeitherRepeatsNorLosesIt) {
+  ASSERT_TRUE(launcher_->Launch(Warned(5, /*batch_only=*/true)).ok());
+  ASSERT_GT(WaitPidFile(dir_ + "/ready"), 0);
+  Pass(milliseconds(6000));
+  ASSERT_TRUE(WaitLines(dir_ + "/shell", 1));
+  launcher_.reset();  // the agent stops; the job runs on under its waiter
+  launcher_ = std::make_unique<ProcessLauncher>(Options(), exits_.Callback());
+  ASSERT_EQ(launcher_->Running(), std::vector<JobId>{5});
+  Pass(milliseconds(1000));
+  std::this_thread::sleep_for(milliseconds(300));
+  EXPECT_EQ(Lines(dir_ + "/shell"), 1) << "the restarted agent sent it again";
+  Stop(5);
+}
+
+TEST_F(PreLimitSignalTest, AgentRestartBeforeTheSignalStillSendsIt) {
+  ASSERT_TRUE(launcher_->Launch(Warned(6, /*batch_only=*/true)).ok());
+  ASSERT_GT(WaitPidFile(dir_ + "/ready"), 0);
+  Pass(milliseconds(2000));
+  launcher_.reset();  // the agent stops before the signal is due
+  launcher_ = std::make_unique<ProcessLauncher>(Options(), exits_.Callback());
+  Pass(milliseconds(2999));
+  std::this_thread::sleep_for(milliseconds(200));
+  EXPECT_EQ(Lines(dir_ + "/shell"), 0) << "early after the restart";
+  Pass(milliseconds(1));
+  EXPECT_TRUE(WaitLines(dir_ + "/shell", 1)) << "lost with the restart";
+  Stop(6);
+}
+
+// A limit shorter than TIME: the signal goes at once, as Slurm's does. It may reach
+// the shell before its trap is set (and end it): either way it arrived without the
+// clock moving.
+TEST_F(PreLimitSignalTest, LimitShorterThanTimeSignalsAtOnce) {
+  ASSERT_TRUE(launcher_
+                  ->Launch(Job(7)
+                               .Start(clock_.Now())
+                               .TimeLimit(3, 1)
+                               .Signal(SIGUSR1, 60, true)
+                               .Script(TwoProcessScript(dir_)))
+                  .ok());
+  Pass(milliseconds(0));
+  std::optional<api::JobExit> e = exits_.Wait(7, milliseconds(3000));
+  if (e.has_value()) {
+    EXPECT_EQ(e->kind, api::ExitKind::kSignaled);
+    EXPECT_EQ(e->signal, SIGUSR1);
+  } else {
+    EXPECT_TRUE(WaitLines(dir_ + "/shell", 1));
+    Stop(7);
+  }
+}
+
+TEST_F(RuntimeTest, OpenModeTruncateByDefaultAppendWhenAsked) {
+  {
+    std::ofstream(dir_ + "/t.out") << "old\n";
+    std::ofstream(dir_ + "/a.out") << "old\n";
+  }
+  ASSERT_TRUE(launcher_->Launch(Job(8).Out("t.out").Sh("echo new")).ok());
+  ASSERT_TRUE(exits_.Wait(8).has_value());
+  EXPECT_EQ(Slurp(dir_ + "/t.out"), "new\n");
+  ASSERT_TRUE(launcher_->Launch(Job(9).Out("a.out").Append().Sh("echo new")).ok());
+  ASSERT_TRUE(exits_.Wait(9).has_value());
+  EXPECT_EQ(Slurp(dir_ + "/a.out"), "old\nnew\n");
+}
+
+// submitit's race: the job starts before the directory of its %j path exists. The
+// launcher makes it, as the job's user, 0755.
+TEST_F(RuntimeTest, MissingOutputDirectoriesAreMadeAsTheUser) {
+  LaunchBuilder b =
+      Job(10).Out("logs/10/%j_0_log.out").Err("errs/%j.err").Sh("echo out; echo err >&2");
+  const bool root = geteuid() == 0;
+  if (root) b.User("nobody", 65534, 65534);
+  ASSERT_TRUE(launcher_->Launch(b).ok());
+  std::optional<api::JobExit> e = exits_.Wait(10);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->kind, api::ExitKind::kExited) << e->message;
+  EXPECT_EQ(Slurp(dir_ + "/logs/10/10_0_log.out"), "out\n");
+  EXPECT_EQ(Slurp(dir_ + "/errs/10.err"), "err\n");
+  struct stat st {};
+  ASSERT_EQ(stat((dir_ + "/logs/10").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0755u);
+  EXPECT_EQ(st.st_uid, root ? 65534u : geteuid()) << "made as the job's user";
+}
+
+}  // namespace
+}  // namespace hachi::agent

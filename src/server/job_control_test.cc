@@ -1,0 +1,160 @@
+// Controller::Signal and Controller::Requeue (issue 17: scancel --signal, scontrol
+// requeue), driven as agents and users do (server/testing.h's Harness).
+#include <gtest/gtest.h>
+
+#include "server/controller.h"
+#include "server/testing.h"
+
+namespace hachi::server {
+namespace {
+
+using api::ExitKind;
+using state::JobState;
+using testing::Harness;
+using testing::kAlice;
+using testing::kRoot;
+using testing::MakeSubmit;
+
+const Caller kBob{"bob", 1001, 1001, true, false};
+
+TEST(JobControl, SignalGoesToEveryNodeOrTheBatchShellsAlone) {
+  Harness h;
+  h.Register("n1");
+  h.Register("n2");
+  const state::JobId id = h.Submit(MakeSubmit().Gang(2, 8));
+  h->RunCycle();
+  ASSERT_EQ(h.StateOf(id), JobState::kRunning);
+  ASSERT_EQ(h.Work("n1").launch.size(), 1u);
+  ASSERT_EQ(h.Work("n2").launch.size(), 1u);
+
+  ASSERT_TRUE(h->Signal(id, 10, /*batch_only=*/false, kAlice).ok());
+  for (const char* node : {"n1", "n2"}) {
+    const AgentWork w = h.Work(node);
+    ASSERT_EQ(w.signals.size(), 1u) << node;
+    EXPECT_EQ(w.signals[0].job, id);
+    EXPECT_EQ(w.signals[0].signal, 10);
+    EXPECT_FALSE(w.signals[0].batch_only);
+  }
+  // B: the batch shell runs on the first node (rank 0) only.
+  ASSERT_TRUE(h->Signal(id, 12, /*batch_only=*/true, kRoot).ok());
+  const AgentWork w1 = h.Work("n1");
+  ASSERT_EQ(w1.signals.size(), 1u);
+  EXPECT_TRUE(w1.signals[0].batch_only);
+  EXPECT_TRUE(h.Work("n2").signals.empty());
+  EXPECT_EQ(h.StateOf(id), JobState::kRunning) << "a signal does not end a job";
+}
+
+TEST(JobControl, SignalRefusals) {
+  Harness h;
+  h.Register("n1");
+  const state::JobId pending = h.Submit(MakeSubmit().Hold());
+  Status s = h->Signal(pending, 10, false, kAlice);
+  EXPECT_EQ(s.code(), StatusCode::kBusy);  // 409
+  EXPECT_EQ(s.message(), "job " + std::to_string(pending) +
+                             " is PENDING; only running jobs can be signalled");
+  const state::JobId running = h.Submit(MakeSubmit());
+  h->RunCycle();
+  ASSERT_EQ(h.StateOf(running), JobState::kRunning);
+  EXPECT_EQ(h->Signal(running, 10, false, kBob).code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(h->Signal(running, 0, false, kAlice).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(h->Signal(999, 10, false, kAlice).code(), StatusCode::kNotFound);
+  h.Work("n1");
+  h.Exit("n1", running, 0);
+  s = h->Signal(running, 10, false, kAlice);
+  EXPECT_EQ(s.code(), StatusCode::kBusy);
+  EXPECT_NE(s.message().find("is COMPLETED"), std::string::npos) << s.message();
+}
+
+// The launch carries --signal to the agent, which sends it TIME before the limit itself
+// (agent/launcher_runtime_test.cc tests that on a fake clock); the restart count too.
+TEST(JobControl, RequeueRunningStopsItThenRunsItAgainWithItsId) {
+  Harness h;
+  h.Register("n1");
+  SubmitRequest r = MakeSubmit().Time(600);
+  r.spec.signal = 10;
+  r.spec.signal_before = 90;
+  r.spec.signal_batch_only = true;
+  const state::JobId id = h.Submit(r);
+  h->RunCycle();
+  AgentWork w = h.Work("n1");
+  ASSERT_EQ(w.launch.size(), 1u);
+  EXPECT_EQ(w.launch[0].spec.signal, 10);
+  EXPECT_EQ(w.launch[0].spec.signal_before, 90);
+  EXPECT_TRUE(w.launch[0].spec.signal_batch_only);
+  EXPECT_EQ(w.launch[0].restart_count, 0);
+
+  EXPECT_EQ(h->Requeue(id, kBob).code(), StatusCode::kPermissionDenied);
+  ASSERT_TRUE(h->Requeue(id, kAlice).ok());
+  EXPECT_EQ(h.StateOf(id), JobState::kRunning) << "until its agent reports";
+  EXPECT_EQ(h.Work("n1").cancel, std::vector<state::JobId>{id});
+  ASSERT_TRUE(h->Requeue(id, kAlice).ok()) << "asked twice: once";
+  EXPECT_TRUE(h.Work("n1").cancel.empty());
+  h.Exit("n1", id, 0, ExitKind::kCancelled);
+  state::JobRecord job = h.Job(id);
+  EXPECT_EQ(job.state, JobState::kPending);
+  EXPECT_EQ(job.requeues, 1);
+  EXPECT_EQ(job.reason, "requeued by alice");
+  h->RunCycle();
+  w = h.Work("n1");
+  ASSERT_EQ(w.launch.size(), 1u);
+  EXPECT_EQ(w.launch[0].job, id);
+  EXPECT_EQ(w.launch[0].restart_count, 1);  // SLURM_RESTART_COUNT=1
+}
+
+TEST(JobControl, RequeueFinishedGoesBackToPendingWithItsEnvironment) {
+  Harness h;
+  h.Register("n1");
+  SubmitRequest r = MakeSubmit();
+  r.spec.set_env({{"PATH", "/usr/bin:/bin"}, {"HOME", "/home/alice"}});
+  const state::JobId id = h.Submit(r);
+  h->RunCycle();
+  ASSERT_EQ(h.Work("n1").launch.size(), 1u);
+  h.Exit("n1", id, 3);
+  ASSERT_EQ(h.StateOf(id), JobState::kFailed);
+  ASSERT_TRUE(h.Job(id).spec.env().empty()) << "dropped from memory at its end";
+
+  ASSERT_TRUE(h->Requeue(id, kRoot).ok());
+  state::JobRecord job = h.Job(id);
+  EXPECT_EQ(job.state, JobState::kPending);
+  EXPECT_EQ(job.requeues, 1);
+  EXPECT_EQ(job.exit_code, 0);
+  EXPECT_EQ(job.end_time, 0);
+  EXPECT_EQ(job.spec.env().size(), 2u) << "read back from the store";
+  h->RunCycle();
+  const AgentWork w = h.Work("n1");
+  ASSERT_EQ(w.launch.size(), 1u);
+  EXPECT_EQ(w.launch[0].spec.env().size(), 2u);
+  EXPECT_EQ(w.launch[0].restart_count, 1);
+}
+
+TEST(JobControl, RequeueRefusalsAndUndeliveredLaunch) {
+  Harness h;
+  h.Register("n1");
+  const state::JobId pending = h.Submit(MakeSubmit().Hold());
+  Status s = h->Requeue(pending, kAlice);
+  EXPECT_EQ(s.code(), StatusCode::kBusy);
+  EXPECT_EQ(s.message(),
+            "job " + std::to_string(pending) +
+                " is PENDING; only running or finished jobs can be requeued");
+  EXPECT_EQ(h->Requeue(999, kAlice).code(), StatusCode::kNotFound);
+
+  // Started, its launch not yet picked up: taken back, and pending again at once.
+  const state::JobId id = h.Submit(MakeSubmit());
+  h->RunCycle();
+  ASSERT_EQ(h.StateOf(id), JobState::kRunning);
+  ASSERT_TRUE(h->Requeue(id, kAlice).ok());
+  EXPECT_EQ(h.StateOf(id), JobState::kPending);
+  EXPECT_EQ(h.Job(id).requeues, 1);
+  const AgentWork w = h.Work("n1");
+  EXPECT_TRUE(w.launch.empty());
+  EXPECT_TRUE(w.cancel.empty());
+
+  // Being cancelled: no requeue.
+  h->RunCycle();
+  ASSERT_EQ(h.Work("n1").launch.size(), 1u);
+  ASSERT_TRUE(h->Cancel(id, kAlice).ok());
+  EXPECT_EQ(h->Requeue(id, kAlice).code(), StatusCode::kBusy);
+}
+
+}  // namespace
+}  // namespace hachi::server
