@@ -22,7 +22,7 @@ const std::vector<OptDef> kSqueueOpts = {
     {0, "me", false},         {'a', "all", false},     {'l', "long", false},
     {0, "noconvert", false},  {'v', "verbose", false}, {0, "help", false},
     {0, "usage", false},      {0, "server", true},     {0, "state", true},
-    {0, "job", true}};
+    {0, "job", true},         {'M', "clusters", true}};  // one cluster: accepted
 
 // The value a row shows for a code, with Slurm's meaning where Hachi's `hachi queue`
 // differs: %b is TRES_PER_NODE.
