@@ -95,7 +95,15 @@ int SbatchMain(const std::vector<std::string>& argv) {
   SubmitOptions parsed;
   std::vector<std::string> warnings;
   Result<api::SubmitRequest> r = BuildRequest(std::move(args), false, &parsed, &warnings);
-  if (!r.ok()) return SlurmFail("sbatch", r.status().message());
+  if (!r.ok()) {
+    if (r.status().message().rfind("submit: no batch script given", 0) == 0) {
+      return SlurmFail("sbatch",
+                       "no batch script given (sbatch [options] script.sh "
+                       "[args], or --wrap 'command'); reading the script from "
+                       "standard input is not supported by Hachi yet");
+    }
+    return SlurmFail("sbatch", r.status().message());
+  }
   if (!own.quiet) {
     for (const std::string& w : warnings) std::cerr << "sbatch: warning: " << w << "\n";
   }

@@ -142,6 +142,11 @@ TEST_F(SlurmE2e, AToolsDayThroughTheLinks) {
             0u)
       << refused_submit.out;
 
+  CmdResult no_script = Run("sbatch -G1 </dev/null");
+  EXPECT_EQ(no_script.exit_code, 1);
+  EXPECT_EQ(no_script.out.rfind("sbatch: error: no batch script given", 0), 0u)
+      << no_script.out;
+
   // scontrol.
   EXPECT_NE(Run("scontrol show jobid -dd " + ok).out.find("JobId=" + ok + " JobName=ok"),
             std::string::npos);
