@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "api/protocol_json.h"
 #include "cli/client.h"
 #include "cli/slurm/slurm_cmds.h"
+#include "cli/slurm_format.h"
 #include "cli/submit_request.h"
 
 namespace hachi::cli::slurm {
@@ -83,6 +85,37 @@ int ExitCodeOf(const state::JobRecord& j) {
   }
 }
 
+// --test-only: POST /jobs/test validates as a submit and answers where and when the
+// job would start; sbatch's line goes to stderr, as Slurm's does.
+int TestOnly(ApiClient& c, const api::SubmitRequest& r) {
+  Result<std::string> body = c.Call("POST", "/jobs/test", api::SubmitRequestToJson(r));
+  if (!body.ok()) {
+    return SlurmFail("sbatch", "Job submission failed: " + body.status().message());
+  }
+  const nlohmann::json a = nlohmann::json::parse(*body, nullptr, false);
+  if (a.is_discarded() || !a.is_object()) {
+    return SlurmFail("sbatch", "--test-only: the server's answer is not JSON");
+  }
+  const std::string id = std::to_string(a.value("job_id", int64_t{0}));
+  if (!a.value("known", false)) {
+    std::cerr << "sbatch: Job " << id << " to start at (unknown: the scheduler holds "
+              << "nothing for it now) in partition " << a.value("partition", "") << "\n";
+    return 0;
+  }
+  std::vector<std::string> nodes;
+  if (a.contains("nodes") && a["nodes"].is_array()) {
+    for (const auto& n : a["nodes"]) {
+      if (n.is_string()) nodes.push_back(n.get<std::string>());
+    }
+  }
+  std::cerr << "sbatch: Job " << id << " to start at "
+            << FormatIsoTime(a.value("start", int64_t{0})) << " using "
+            << a.value("cpus", 0) << " processors on nodes "
+            << (nodes.empty() ? std::string("(unknown)") : CompressHostlist(nodes))
+            << " in partition " << a.value("partition", "") << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int SbatchMain(const std::vector<std::string>& argv) {
@@ -107,19 +140,13 @@ int SbatchMain(const std::vector<std::string>& argv) {
   if (!own.quiet) {
     for (const std::string& w : warnings) std::cerr << "sbatch: warning: " << w << "\n";
   }
-  if (own.test_only) {
-    if (own.json) {
-      std::cout << api::SubmitRequestToJson(*r) << "\n";
-      return 0;
-    }
-    // The server has no "where and when would it start" answer yet (a later change).
-    return SlurmFail("sbatch",
-                     "--test-only: this Hachi server cannot say when a job "
-                     "would start; nothing was submitted (--json prints the "
-                     "request as parsed)");
+  if (own.test_only && own.json) {  // the request as parsed; nothing asked, nothing sent
+    std::cout << api::SubmitRequestToJson(*r) << "\n";
+    return 0;
   }
   Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(own.server);
   if (!c.ok()) return SlurmFail("sbatch", c.status().message());
+  if (own.test_only) return TestOnly(**c, *r);
   Result<std::vector<state::JobId>> ids = (*c)->Submit(*r);
   if (!ids.ok()) {
     return SlurmFail("sbatch", "Batch job submission failed: " + ids.status().message());

@@ -103,6 +103,20 @@ TEST_F(SlurmE2e, AToolsDayThroughTheLinks) {
   ASSERT_EQ(sleeper.exit_code, 0) << sleeper.out;
   const std::string arr = sleeper.out.substr(0, sleeper.out.find('\n'));
 
+  // --test-only: where and when, on stderr in sbatch's words; nothing submitted.
+  CmdResult test = Run("sbatch --test-only -G1 -J probe --wrap true");
+  EXPECT_EQ(test.exit_code, 0) << test.out;
+  EXPECT_EQ(test.out.rfind("sbatch: Job ", 0), 0u) << test.out;
+  EXPECT_NE(test.out.find(" to start at "), std::string::npos) << test.out;
+  EXPECT_NE(test.out.find(" in partition default"), std::string::npos) << test.out;
+  EXPECT_EQ(Run("squeue -h -t all -n probe").out, "") << "nothing submitted";
+  CmdResult never = Run("sbatch --test-only -G9 --wrap true");
+  EXPECT_EQ(never.exit_code, 1);
+  EXPECT_EQ(never.out.rfind("sbatch: error: Job submission failed: ", 0), 0u)
+      << never.out;
+  CmdResult parsed = Run("sbatch --test-only --json -G2 -J seen --wrap true");
+  EXPECT_NE(parsed.out.find("\"gpus\":2"), std::string::npos) << parsed.out;
+
   // sbatch -W: the job's exit code.
   CmdResult waited = Run("sbatch -W -Q -G1 --wrap 'exit 5'");
   EXPECT_EQ(waited.exit_code, 5) << waited.out;
