@@ -8,6 +8,7 @@
 
 #include "api/protocol_json.h"
 #include "cli/client.h"
+#include "cli/directives.h"
 #include "cli/slurm/slurm_cmds.h"
 #include "cli/slurm_format.h"
 #include "cli/submit_request.h"
@@ -25,47 +26,52 @@ struct Own {
   std::string server;
 };
 
-// Takes sbatch's own flags out of the arguments before the script (its arguments are
-// the script's).
+bool IsOwnFlag(const std::string& a) {
+  return a == "-W" || a == "--wait" || a == "--test-only" || a == "-Q" ||
+         a == "--quiet" || a == "--json" || a == "-h" || a == "--help" ||
+         a == "--usage" || a == "--server" || a.rfind("--server=", 0) == 0;
+}
+
+// Where the script's own arguments start: ParseFlags (directives.h, which knows which
+// options take a value) on the arguments without sbatch's own flags finds the script;
+// its first occurrence in `args` is the end of sbatch's options. args.size(): none.
+size_t ScriptIndex(const std::vector<std::string>& args) {
+  std::vector<std::string> options;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--") return args.size();  // a command after "--": hachi submit's
+    if (args[i] == "--server") {
+      ++i;
+      continue;
+    }
+    if (!IsOwnFlag(args[i])) options.push_back(args[i]);
+  }
+  Result<ParsedOptions> p = ParseFlags(options);
+  if (!p.ok() || p->positional.empty()) return args.size();
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == p->positional[0] && (i == 0 || args[i - 1] != "--server")) return i;
+  }
+  return args.size();
+}
+
+// Takes sbatch's own flags out of the arguments before the script (the ones after it
+// are the script's arguments) or "--".
 Own TakeOwnFlags(std::vector<std::string>* args) {
   Own o;
   std::vector<std::string> rest;
+  const size_t script = ScriptIndex(*args);
   bool done = false;
   for (size_t i = 0; i < args->size(); ++i) {
     const std::string& a = (*args)[i];
-    if (a == "--") done = true;
-    if (!done) {
-      if (a == "-W" || a == "--wait") {
-        o.wait = true;
-        continue;
-      }
-      if (a == "--test-only") {
-        o.test_only = true;
-        continue;
-      }
-      if (a == "-Q" || a == "--quiet") {
-        o.quiet = true;
-        continue;
-      }
-      if (a == "--json") {
-        o.json = true;
-        continue;
-      }
-      if (a == "-h" || a == "--help" || a == "--usage") {
-        o.help = true;
-        continue;
-      }
-      if (a == "--server" && i + 1 < args->size()) {
-        o.server = (*args)[++i];
-        continue;
-      }
-      if (a.rfind("--server=", 0) == 0) {
-        o.server = a.substr(9);
-        continue;
-      }
-      // The script: an existing file that is not an option's value is where sbatch's
-      // options end.
-      if (!a.empty() && a[0] != '-' && ::access(a.c_str(), R_OK) == 0) done = true;
+    if (a == "--" || i >= script) done = true;
+    if (!done && IsOwnFlag(a)) {
+      if (a == "-W" || a == "--wait") o.wait = true;
+      if (a == "--test-only") o.test_only = true;
+      if (a == "-Q" || a == "--quiet") o.quiet = true;
+      if (a == "--json") o.json = true;
+      if (a == "-h" || a == "--help" || a == "--usage") o.help = true;
+      if (a == "--server" && i + 1 < args->size()) o.server = (*args)[++i];
+      if (a.rfind("--server=", 0) == 0) o.server = a.substr(9);
+      continue;
     }
     rest.push_back(a);
   }

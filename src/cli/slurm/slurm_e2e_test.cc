@@ -117,10 +117,15 @@ TEST_F(SlurmE2e, AToolsDayThroughTheLinks) {
   CmdResult parsed = Run("sbatch --test-only --json -G2 -J seen --wrap true");
   EXPECT_NE(parsed.out.find("\"gpus\":2"), std::string::npos) << parsed.out;
 
-  // sbatch -W: the job's exit code.
+  // sbatch -W: the job's exit code. Its flags are sbatch's before the script (an
+  // option's value that names a file does not end them), the script's after it.
   CmdResult waited = Run("sbatch -W -Q -G1 --wrap 'exit 5'");
   EXPECT_EQ(waited.exit_code, 5) << waited.out;
   EXPECT_EQ(waited.out, "") << "-Q prints nothing";
+  Shell("printf '#!/bin/sh\\nexit $#\\n' > " + dir_ + "/args.sh && touch " + dir_ +
+        "/log.txt");
+  CmdResult script = Run("sbatch -G1 -o log.txt -W -Q args.sh -W --wait x");
+  EXPECT_EQ(script.exit_code, 3) << script.out;
 
   ASSERT_TRUE(WaitState(ok, "COMPLETED"));
   ASSERT_TRUE(WaitState(bad_id, "FAILED"));
