@@ -151,6 +151,20 @@ class Controller {
   // nothing; kUnavailable while that first submit is still being stored.
   Result<std::vector<state::JobId>> Submit(const SubmitRequest& request,
                                            const Caller& who);
+  // sbatch --test-only (issue 17; server/test_submit.cc): `request` validated as
+  // Submit validates it (not the pending bounds, not the idempotency key), then where
+  // and when it would start given the cluster and queue now (sched/test_start.h).
+  // Nothing is stored. `known` false: the scheduler reserved nothing for it.
+  struct TestSubmitAnswer {
+    state::JobId job_id = 0;  // the id a submit now would get
+    bool known = false;
+    Time start = 0;
+    std::vector<std::string> nodes;
+    int cpus = 0;
+    std::string partition;
+  };
+  Result<TestSubmitAnswer> TestSubmit(const SubmitRequest& request, const Caller& who)
+      EXCLUDES(mu_);
   // Pending: ended as cancelled now. Running: its agents stop it (SIGTERM, grace,
   // SIGKILL) and it ends as cancelled when they report. kNotFound / kInvalidArgument
   // (already ended).

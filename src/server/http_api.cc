@@ -169,6 +169,24 @@ void HttpServer::Routes(HttpRouter& s) {
     if (!ids.ok()) return ReplyError(res, ids.status());
     Reply(res, 201, json{{"job_ids", *ids}}.dump());
   });
+  // sbatch --test-only (issue 17): a submit's checks and where and when it would start;
+  // nothing is stored.
+  s.Post(p + "/jobs/test", [c](const httplib::Request& req, httplib::Response& res) {
+    Result<api::SubmitRequest> r = api::SubmitRequestFromJson(req.body);
+    if (!r.ok()) return ReplyError(res, r.status());
+    Result<Caller> who = CallerOf(req, *c);
+    if (!who.ok()) return ReplyError(res, who.status());
+    Result<Controller::TestSubmitAnswer> a = c->TestSubmit(*r, *who);
+    if (!a.ok()) return ReplyError(res, a.status());
+    Reply(res, 200,
+          json{{"job_id", a->job_id},
+               {"known", a->known},
+               {"start", a->start},
+               {"nodes", a->nodes},
+               {"cpus", a->cpus},
+               {"partition", a->partition}}
+              .dump());
+  });
   s.Get(p + "/jobs", [c](const httplib::Request& req, httplib::Response& res) {
     const bool all = req.has_param("all") && req.get_param_value("all") != "0";
     // A page: ids above ?after=, at most ?limit= (docs/api.md); "next_after" says where

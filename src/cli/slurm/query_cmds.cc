@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "cli/client.h"
+#include "cli/explain_cmd.h"
 #include "cli/slurm/sacct_format.h"
 #include "cli/slurm/sinfo_format.h"
 #include "cli/slurm/slurm_cmds.h"
@@ -45,7 +46,20 @@ int SqueueMain(const std::vector<std::string>& args) {
       }
     }
   }
-  Result<std::string> text = RenderSqueue(*o, *jobs, Now());
+  // --start: the backfill timeline's estimate of each pending job shown (one explain
+  // request a job; at most kMaxEstimates of them, the rest N/A).
+  StartEstimates starts;
+  if (o->start) {
+    constexpr size_t kMaxEstimates = 500;
+    for (const state::JobRecord& j : *jobs) {
+      if (j.state != state::JobState::kPending || starts.size() >= kMaxEstimates)
+        continue;
+      if (Result<state::JobExplain> e = FetchExplain(**c, j.id); e.ok()) {
+        starts[j.id] = {e->earliest_start, e->earliest_node};
+      }
+    }
+  }
+  Result<std::string> text = RenderSqueue(*o, *jobs, Now(), starts);
   if (!text.ok()) return SlurmFail("squeue", text.status().message());
   std::cout << *text;
   return 0;

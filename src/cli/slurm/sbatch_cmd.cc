@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "api/protocol_json.h"
 #include "cli/client.h"
+#include "cli/directives.h"
 #include "cli/slurm/slurm_cmds.h"
+#include "cli/slurm_format.h"
 #include "cli/submit_request.h"
 
 namespace hachi::cli::slurm {
@@ -23,47 +26,52 @@ struct Own {
   std::string server;
 };
 
-// Takes sbatch's own flags out of the arguments before the script (its arguments are
-// the script's).
+bool IsOwnFlag(const std::string& a) {
+  return a == "-W" || a == "--wait" || a == "--test-only" || a == "-Q" ||
+         a == "--quiet" || a == "--json" || a == "-h" || a == "--help" ||
+         a == "--usage" || a == "--server" || a.rfind("--server=", 0) == 0;
+}
+
+// Where the script's own arguments start: ParseFlags (directives.h, which knows which
+// options take a value) on the arguments without sbatch's own flags finds the script;
+// its first occurrence in `args` is the end of sbatch's options. args.size(): none.
+size_t ScriptIndex(const std::vector<std::string>& args) {
+  std::vector<std::string> options;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--") return args.size();  // a command after "--": hachi submit's
+    if (args[i] == "--server") {
+      ++i;
+      continue;
+    }
+    if (!IsOwnFlag(args[i])) options.push_back(args[i]);
+  }
+  Result<ParsedOptions> p = ParseFlags(options);
+  if (!p.ok() || p->positional.empty()) return args.size();
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == p->positional[0] && (i == 0 || args[i - 1] != "--server")) return i;
+  }
+  return args.size();
+}
+
+// Takes sbatch's own flags out of the arguments before the script (the ones after it
+// are the script's arguments) or "--".
 Own TakeOwnFlags(std::vector<std::string>* args) {
   Own o;
   std::vector<std::string> rest;
+  const size_t script = ScriptIndex(*args);
   bool done = false;
   for (size_t i = 0; i < args->size(); ++i) {
     const std::string& a = (*args)[i];
-    if (a == "--") done = true;
-    if (!done) {
-      if (a == "-W" || a == "--wait") {
-        o.wait = true;
-        continue;
-      }
-      if (a == "--test-only") {
-        o.test_only = true;
-        continue;
-      }
-      if (a == "-Q" || a == "--quiet") {
-        o.quiet = true;
-        continue;
-      }
-      if (a == "--json") {
-        o.json = true;
-        continue;
-      }
-      if (a == "-h" || a == "--help" || a == "--usage") {
-        o.help = true;
-        continue;
-      }
-      if (a == "--server" && i + 1 < args->size()) {
-        o.server = (*args)[++i];
-        continue;
-      }
-      if (a.rfind("--server=", 0) == 0) {
-        o.server = a.substr(9);
-        continue;
-      }
-      // The script: an existing file that is not an option's value is where sbatch's
-      // options end.
-      if (!a.empty() && a[0] != '-' && ::access(a.c_str(), R_OK) == 0) done = true;
+    if (a == "--" || i >= script) done = true;
+    if (!done && IsOwnFlag(a)) {
+      if (a == "-W" || a == "--wait") o.wait = true;
+      if (a == "--test-only") o.test_only = true;
+      if (a == "-Q" || a == "--quiet") o.quiet = true;
+      if (a == "--json") o.json = true;
+      if (a == "-h" || a == "--help" || a == "--usage") o.help = true;
+      if (a == "--server" && i + 1 < args->size()) o.server = (*args)[++i];
+      if (a.rfind("--server=", 0) == 0) o.server = a.substr(9);
+      continue;
     }
     rest.push_back(a);
   }
@@ -83,6 +91,37 @@ int ExitCodeOf(const state::JobRecord& j) {
   }
 }
 
+// --test-only: POST /jobs/test validates as a submit and answers where and when the
+// job would start; sbatch's line goes to stderr, as Slurm's does.
+int TestOnly(ApiClient& c, const api::SubmitRequest& r) {
+  Result<std::string> body = c.Call("POST", "/jobs/test", api::SubmitRequestToJson(r));
+  if (!body.ok()) {
+    return SlurmFail("sbatch", "Job submission failed: " + body.status().message());
+  }
+  const nlohmann::json a = nlohmann::json::parse(*body, nullptr, false);
+  if (a.is_discarded() || !a.is_object()) {
+    return SlurmFail("sbatch", "--test-only: the server's answer is not JSON");
+  }
+  const std::string id = std::to_string(a.value("job_id", int64_t{0}));
+  if (!a.value("known", false)) {
+    std::cerr << "sbatch: Job " << id << " to start at (unknown: the scheduler holds "
+              << "nothing for it now) in partition " << a.value("partition", "") << "\n";
+    return 0;
+  }
+  std::vector<std::string> nodes;
+  if (a.contains("nodes") && a["nodes"].is_array()) {
+    for (const auto& n : a["nodes"]) {
+      if (n.is_string()) nodes.push_back(n.get<std::string>());
+    }
+  }
+  std::cerr << "sbatch: Job " << id << " to start at "
+            << FormatIsoTime(a.value("start", int64_t{0})) << " using "
+            << a.value("cpus", 0) << " processors on nodes "
+            << (nodes.empty() ? std::string("(unknown)") : CompressHostlist(nodes))
+            << " in partition " << a.value("partition", "") << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int SbatchMain(const std::vector<std::string>& argv) {
@@ -95,23 +134,25 @@ int SbatchMain(const std::vector<std::string>& argv) {
   SubmitOptions parsed;
   std::vector<std::string> warnings;
   Result<api::SubmitRequest> r = BuildRequest(std::move(args), false, &parsed, &warnings);
-  if (!r.ok()) return SlurmFail("sbatch", r.status().message());
+  if (!r.ok()) {
+    if (r.status().message().rfind("submit: no batch script given", 0) == 0) {
+      return SlurmFail("sbatch",
+                       "no batch script given (sbatch [options] script.sh "
+                       "[args], or --wrap 'command'); reading the script from "
+                       "standard input is not supported by Hachi yet");
+    }
+    return SlurmFail("sbatch", r.status().message());
+  }
   if (!own.quiet) {
     for (const std::string& w : warnings) std::cerr << "sbatch: warning: " << w << "\n";
   }
-  if (own.test_only) {
-    if (own.json) {
-      std::cout << api::SubmitRequestToJson(*r) << "\n";
-      return 0;
-    }
-    // The server has no "where and when would it start" answer yet (a later change).
-    return SlurmFail("sbatch",
-                     "--test-only: this Hachi server cannot say when a job "
-                     "would start; nothing was submitted (--json prints the "
-                     "request as parsed)");
+  if (own.test_only && own.json) {  // the request as parsed; nothing asked, nothing sent
+    std::cout << api::SubmitRequestToJson(*r) << "\n";
+    return 0;
   }
   Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(own.server);
   if (!c.ok()) return SlurmFail("sbatch", c.status().message());
+  if (own.test_only) return TestOnly(**c, *r);
   Result<std::vector<state::JobId>> ids = (*c)->Submit(*r);
   if (!ids.ok()) {
     return SlurmFail("sbatch", "Batch job submission failed: " + ids.status().message());

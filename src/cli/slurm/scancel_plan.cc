@@ -18,7 +18,8 @@ const std::vector<OptDef> kScancelOpts = {
     {'n', "name", true},    {'t', "state", true},  {'p', "partition", true},
     {'A', "account", true}, {'Q', "quiet", false}, {'v', "verbose", false},
     {'f', "full", false},   {0, "me", false},      {0, "help", false},
-    {0, "usage", false},    {0, "server", true},   {0, "jobname", true}};
+    {0, "usage", false},    {0, "server", true},   {0, "jobname", true},
+    {'M', "clusters", true}};  // one cluster: accepted (Snakemake: --clusters=all)
 
 constexpr std::pair<std::string_view, int> kSignals[] = {
     {"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"ABRT", SIGABRT},

@@ -103,10 +103,29 @@ TEST_F(SlurmE2e, AToolsDayThroughTheLinks) {
   ASSERT_EQ(sleeper.exit_code, 0) << sleeper.out;
   const std::string arr = sleeper.out.substr(0, sleeper.out.find('\n'));
 
-  // sbatch -W: the job's exit code.
+  // --test-only: where and when, on stderr in sbatch's words; nothing submitted.
+  CmdResult test = Run("sbatch --test-only -G1 -J probe --wrap true");
+  EXPECT_EQ(test.exit_code, 0) << test.out;
+  EXPECT_EQ(test.out.rfind("sbatch: Job ", 0), 0u) << test.out;
+  EXPECT_NE(test.out.find(" to start at "), std::string::npos) << test.out;
+  EXPECT_NE(test.out.find(" in partition default"), std::string::npos) << test.out;
+  EXPECT_EQ(Run("squeue -h -t all -n probe").out, "") << "nothing submitted";
+  CmdResult never = Run("sbatch --test-only -G9 --wrap true");
+  EXPECT_EQ(never.exit_code, 1);
+  EXPECT_EQ(never.out.rfind("sbatch: error: Job submission failed: ", 0), 0u)
+      << never.out;
+  CmdResult parsed = Run("sbatch --test-only --json -G2 -J seen --wrap true");
+  EXPECT_NE(parsed.out.find("\"gpus\":2"), std::string::npos) << parsed.out;
+
+  // sbatch -W: the job's exit code. Its flags are sbatch's before the script (an
+  // option's value that names a file does not end them), the script's after it.
   CmdResult waited = Run("sbatch -W -Q -G1 --wrap 'exit 5'");
   EXPECT_EQ(waited.exit_code, 5) << waited.out;
   EXPECT_EQ(waited.out, "") << "-Q prints nothing";
+  Shell("printf '#!/bin/sh\\nexit $#\\n' > " + dir_ + "/args.sh && touch " + dir_ +
+        "/log.txt");
+  CmdResult script = Run("sbatch -G1 -o log.txt -W -Q args.sh -W --wait x");
+  EXPECT_EQ(script.exit_code, 3) << script.out;
 
   ASSERT_TRUE(WaitState(ok, "COMPLETED"));
   ASSERT_TRUE(WaitState(bad_id, "FAILED"));
@@ -142,6 +161,11 @@ TEST_F(SlurmE2e, AToolsDayThroughTheLinks) {
             0u)
       << refused_submit.out;
 
+  CmdResult no_script = Run("sbatch -G1 </dev/null");
+  EXPECT_EQ(no_script.exit_code, 1);
+  EXPECT_EQ(no_script.out.rfind("sbatch: error: no batch script given", 0), 0u)
+      << no_script.out;
+
   // scontrol.
   EXPECT_NE(Run("scontrol show jobid -dd " + ok).out.find("JobId=" + ok + " JobName=ok"),
             std::string::npos);
@@ -152,11 +176,16 @@ TEST_F(SlurmE2e, AToolsDayThroughTheLinks) {
   EXPECT_EQ(Run("scontrol show job 99999").exit_code, 1);
 
   // srun inside an allocation: in place, one task, exit status passed through.
-  CmdResult step = Run("SLURM_JOB_ID=" + ok +
+  // The step counter is per job run (a file in /tmp named by the job and session): a
+  // job id of this test's own, so that earlier runs do not count.
+  const std::string job = "e2e" + std::to_string(::getpid());
+  CmdResult step = Run("SLURM_JOB_ID=" + job +
                        " srun -n1 --cpu-bind=q sh -c 'echo $SLURM_STEP_ID $SLURM_PROCID; "
                        "exit 4'");
   EXPECT_EQ(step.exit_code, 4);
   EXPECT_EQ(step.out, "0 0\n");
+  EXPECT_EQ(Run("SLURM_JOB_ID=" + job + " srun sh -c 'echo $SLURM_STEP_ID'").out, "1\n");
+  Shell("rm -f /tmp/hachi-steps-" + job + "-*");
   CmdResult wide = Run("SLURM_JOB_ID=" + ok + " srun -n2 true");
   EXPECT_EQ(wide.exit_code, 1);
   EXPECT_EQ(wide.out.rfind("srun: error: ", 0), 0u) << wide.out;

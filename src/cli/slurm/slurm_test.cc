@@ -225,6 +225,15 @@ TEST_F(Slurm, SqueueGolden) {
   ExpectGolden("slurm_squeue.txt", out);
 }
 
+TEST_F(Slurm, SqueueStartEstimates) {
+  Result<SqueueOptions> o = ParseSqueueArgs({"--start", "-h", "-o", "%i %S %Y"}, "alice");
+  ASSERT_TRUE(o.ok());
+  StartEstimates starts = {{18, {kNow + 60, "gpu03"}}};
+  Result<std::string> t = RenderSqueue(*o, Queue(), kNow, starts);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(*t, "18 2026-11-29T19:19:05 gpu03\n14_[1-3] N/A (null)\n");
+}
+
 // ---- sinfo ----
 
 std::vector<state::NodeStatus> Nodes() {
@@ -348,6 +357,10 @@ TEST(Scancel, Plans) {
        {"/jobs/12/cancel ", "/jobs/14_1/cancel ", "/jobs/14_2/cancel "},
        nullptr},
       {"whole array", {"14"}, {"/jobs/14/cancel "}, nullptr},
+      {"snakemake",
+       {"12", "13", "--clusters=all"},
+       {"/jobs/12/cancel ", "/jobs/13/cancel "},
+       nullptr},
       {"signal name",
        {"-s", "SIGUSR1", "13"},
        {R"(/jobs/13/signal {"batch_only":false,"signal":"USR1"})"},

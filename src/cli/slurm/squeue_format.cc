@@ -22,7 +22,7 @@ const std::vector<OptDef> kSqueueOpts = {
     {0, "me", false},         {'a', "all", false},     {'l', "long", false},
     {0, "noconvert", false},  {'v', "verbose", false}, {0, "help", false},
     {0, "usage", false},      {0, "server", true},     {0, "state", true},
-    {0, "job", true}};
+    {0, "job", true},         {'M', "clusters", true}};  // one cluster: accepted
 
 // The value a row shows for a code, with Slurm's meaning where Hachi's `hachi queue`
 // differs: %b is TRES_PER_NODE.
@@ -59,8 +59,10 @@ std::string TresAlloc(const JobRecord& j) {
   return s;
 }
 
-std::string Value(const Row& r, Time now, char code) {
+std::string Value(const Row& r, Time now, char code, const StartEstimates& starts) {
   const JobRecord& j = *r.job;
+  const auto est = starts.find(j.id);
+  const bool estimated = j.state == JobState::kPending && est != starts.end();
   switch (code) {
     case 'i':
     case 'A':
@@ -70,8 +72,9 @@ std::string Value(const Row& r, Time now, char code) {
     case 'b':
       return TresPerNode(j);
     case 'Y':
-      return "(null)";
+      return estimated && !est->second.node.empty() ? est->second.node : "(null)";
     case 'S':
+      if (estimated && est->second.start > 0) return FormatIsoTime(est->second.start);
       if (j.state == JobState::kPending) return "N/A";
       break;
   }
@@ -303,7 +306,8 @@ Result<SqueueOptions> ParseSqueueArgs(const std::vector<std::string>& args,
 }
 
 Result<std::string> RenderSqueue(const SqueueOptions& o,
-                                 const std::vector<JobRecord>& jobs, Time now) {
+                                 const std::vector<JobRecord>& jobs, Time now,
+                                 const StartEstimates& starts) {
   std::vector<JobRecord> shown;
   for (const JobRecord& j : jobs) {
     if (Selected(o, j)) shown.push_back(j);
@@ -330,7 +334,7 @@ Result<std::string> RenderSqueue(const SqueueOptions& o,
       out += line([&](const Column& c) {
         if (c.code == '@') return TresAlloc(*r.job);
         if (c.code == 'U') return std::to_string(r.job->spec.uid);
-        return Value(r, now, c.code);
+        return Value(r, now, c.code, starts);
       });
     }
     return out;
@@ -342,7 +346,8 @@ Result<std::string> RenderSqueue(const SqueueOptions& o,
   if (!items.ok()) return items.status();
   if (!o.noheader) out += RenderFormatLine(*items, Title) + "\n";
   for (const Row& r : rows) {
-    out += RenderFormatLine(*items, [&](char c) { return Value(r, now, c); }) + "\n";
+    out +=
+        RenderFormatLine(*items, [&](char c) { return Value(r, now, c, starts); }) + "\n";
   }
   return out;
 }

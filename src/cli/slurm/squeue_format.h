@@ -5,6 +5,7 @@
 // Pure functions; thread-safe.
 #pragma once
 
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,9 +41,18 @@ struct SqueueOptions {
 Result<SqueueOptions> ParseSqueueArgs(const std::vector<std::string>& args,
                                       const std::string& me);
 
+// The backfill timeline's estimate for a pending job (the server's explain:
+// earliest_start / earliest_node): squeue --start's START_TIME and SCHEDNODES.
+struct StartEstimate {
+  Time start = 0;
+  std::string node;
+};
+using StartEstimates = std::map<state::JobId, StartEstimate>;
+
 // Selects, sorts (partition, state, id) and renders. Pending tasks of an array share a
-// line ("12_[3-9%2]") unless -r.
+// line ("12_[3-9%2]") unless -r. A pending job without an estimate starts "N/A".
 Result<std::string> RenderSqueue(const SqueueOptions& o,
-                                 const std::vector<state::JobRecord>& jobs, Time now);
+                                 const std::vector<state::JobRecord>& jobs, Time now,
+                                 const StartEstimates& starts = {});
 
 }  // namespace hachi::cli::slurm
