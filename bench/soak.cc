@@ -145,6 +145,9 @@ api::SubmitRequest BaseRequest(const Options& o) {
   // As `hachi submit -o OUT/jobs/%j.out` fills it: the path as given, patterns expanded
   // by the agent, and the submitter's environment (job_cmds.cc BuildRequest).
   r.spec.stdout_path = o.out + "/jobs/%j.out";
+  // Appended, so that a second run of a job would show as a second pair (the default
+  // truncates, as Slurm's: issue 17).
+  r.spec.open_append = true;
   state::EnvList env;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     const std::string kv = *e;

@@ -131,6 +131,15 @@ Status CheckSpec(const state::JobSpec& s, const std::string& path) {
   HACHI_RETURN_IF_ERROR(
       Range(Field(path, "array_max_running"), s.array_max_running, 0, kMaxArrayTasks));
   HACHI_RETURN_IF_ERROR(Bytes(Field(path, "comment"), s.comment, kMaxCommentBytes));
+  // Issue 17: tasks as sbatch bounds them by CPUs, and a signal the kernel has.
+  HACHI_RETURN_IF_ERROR(
+      Range(Field(path, "ntasks"), s.ntasks, 0, int64_t{kMaxCpusPerNode} * kMaxNodes));
+  HACHI_RETURN_IF_ERROR(
+      Range(Field(path, "ntasks_per_node"), s.ntasks_per_node, 0, kMaxCpusPerNode));
+  HACHI_RETURN_IF_ERROR(
+      Range(Field(path, "cpus_per_task"), s.cpus_per_task, 0, kMaxCpusPerNode));
+  HACHI_RETURN_IF_ERROR(Range(Field(path, "signal"), s.signal, 0, 64));
+  HACHI_RETURN_IF_ERROR(Range(Field(path, "signal_before"), s.signal_before, 0, 65535));
   return Status::Ok();
 }
 

@@ -143,6 +143,14 @@ INSTANTIATE_TEST_SUITE_P(
             "submit.spec.stdout_path: contains a NUL byte"},
         LimitCase{"NegativeShm", [](SubmitRequest& r) { r.spec.shm_mib = -1; },
                   "submit.spec.shm_mib: -1 MiB; at least 0"},
+        // Issue 17.
+        LimitCase{"NegativeNtasks", [](SubmitRequest& r) { r.spec.ntasks = -2; },
+                  "submit.spec.ntasks: -2; at least 0"},
+        LimitCase{"SignalOutOfRange", [](SubmitRequest& r) { r.spec.signal = 65; },
+                  "submit.spec.signal: 65; at most 64"},
+        LimitCase{"SignalTimeOutOfRange",
+                  [](SubmitRequest& r) { r.spec.signal_before = 70000; },
+                  "submit.spec.signal_before: 70000; at most 65535"},
         LimitCase{"TooManyTasks",
                   [](SubmitRequest& r) {
                     for (int i = 0; i <= kMaxArrayTasks; ++i) r.array_tasks.push_back(i);

@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "api/http_client.h"
 #include "cli/cli_testing.h"
 #include "core/bytes.h"
 #include "topo/presets.h"
@@ -810,6 +811,69 @@ TEST_F(DevE2e, ASubmitWhoseReplyWasLostMakesOneJob) {
   EXPECT_EQ(jobs.size(), 1u) << "one job, not a duplicate";
   EXPECT_EQ(jobs.count(id), 1u) << r.out;
   EXPECT_EQ(Hachi("cancel " + std::to_string(id)).exit_code, 0);
+}
+
+// Issue 17, the job runtime: --signal=B:USR1@TIME reaches the batch shell TIME before its
+// limit (here 1 s before a 3 s limit), a requeued job runs again with its id and sees
+// SLURM_RESTART_COUNT=1, POST /signal reaches it, and an output directory that does not
+// exist yet (submitit makes it after sbatch returns) is made at launch.
+TEST_F(DevE2e, SignalBeforeTheLimitRequeueAndOutputDirectories) {
+  DevCluster dev(dir_);
+  ASSERT_FALSE(dev.url().empty());
+  Result<std::unique_ptr<api::HttpClient>> http =
+      api::HttpClient::Create("unix:" + dir_ + "/state/hachi.sock");
+  ASSERT_TRUE(http.ok()) << http.status().ToString();
+
+  const std::string warned = dir_ + "/warned.sh";
+  std::ofstream(warned) << "#!/bin/sh\n"
+                           "#SBATCH --signal=B:USR1@1\n"
+                           "#SBATCH -t 0:03\n"
+                           "trap 'echo checkpoint > " +
+                               dir_ + "/trapped; exit 0' USR1\n" +
+                               "while :; do sleep 0.1; done\n";
+  const int64_t w = Submit("-G 1 " + warned);
+  EXPECT_TRUE(WaitState(w, "COMPLETED", 20)) << StateOf(w) << " (TIMEOUT: no signal)";
+  EXPECT_EQ(ReadFile(dir_ + "/trapped"), "checkpoint\n");
+
+  const std::string again = dir_ + "/again.sh";
+  std::ofstream(again) << "#!/bin/sh\n"
+                          "trap 'echo usr2 >> " +
+                              dir_ + "/signals' USR2\n" +
+                              "echo \"${SLURM_RESTART_COUNT:-none}\" >> " + dir_ +
+                              "/runs\n" + "while :; do sleep 0.1; done\n";
+  const int64_t r = Submit("-G 1 " + again);
+  const std::string job = "/api/v1/jobs/" + std::to_string(r);
+  ASSERT_TRUE(WaitState(r, "RUNNING", 20));
+  for (int i = 0; i < 100 && ReadFile(dir_ + "/runs").empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(ReadFile(dir_ + "/runs"), "none\n");
+  Result<std::string> sent =
+      (*http)->Call("POST", job + "/signal", R"({"signal":"USR2","batch_only":true})");
+  ASSERT_TRUE(sent.ok()) << sent.status().ToString();
+  for (int i = 0; i < 100 && ReadFile(dir_ + "/signals").empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(ReadFile(dir_ + "/signals"), "usr2\n");
+  Result<std::string> bad =
+      (*http)->Call("POST", job + "/signal", R"({"signal":"USR9"})");
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE((*http)->Call("POST", job + "/requeue").ok());
+  for (int i = 0; i < 200 && ReadFile(dir_ + "/runs") != "none\n1\n"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(ReadFile(dir_ + "/runs"), "none\n1\n") << "the requeued run, same id";
+  EXPECT_EQ(Jobs()[r]["requeues"], 1);
+  EXPECT_EQ(Hachi("cancel " + std::to_string(r)).exit_code, 0);
+  ASSERT_TRUE(WaitState(r, "CANCELLED", 20));
+  Result<std::string> ended = (*http)->Call("POST", job + "/signal", R"({"signal":10})");
+  EXPECT_EQ(ended.status().code(), StatusCode::kBusy) << ended.status().ToString();
+
+  // Nothing creates logs/ before the job starts.
+  const int64_t o = Submit("-G 1 -o " + dir_ + "/logs/%j/%j_0_log.out -- echo made");
+  ASSERT_TRUE(WaitState(o, "COMPLETED", 20)) << StateOf(o);
+  const std::string id = std::to_string(o);
+  EXPECT_EQ(ReadFile(dir_ + "/logs/" + id + "/" + id + "_0_log.out"), "made\n");
 }
 
 }  // namespace
