@@ -64,6 +64,9 @@ Phrase PhraseOf(Action a, const Resource& on) {
       return {"list", "tokens", "listing tokens"};
     case Action::kRevokeToken:
       return {"revoke", "token " + on.token, "revoking token " + on.token};
+    case Action::kNegativeNice:
+      return {"submit", "a job with a negative --nice",
+              "submitting a job with a negative --nice"};
     case Action::kAgent:
       return {"use", "the agent endpoints", "the agent endpoints"};
   }
@@ -102,6 +105,8 @@ std::string_view ActionName(Action a) {
       return "list_tokens";
     case Action::kRevokeToken:
       return "revoke_token";
+    case Action::kNegativeNice:
+      return "negative_nice";
     case Action::kAgent:
       return "agent";
   }
@@ -220,6 +225,7 @@ Authorizer::Verdict Authorizer::Decide(const Caller& who, Action action,
     case Action::kIssueToken:
     case Action::kListTokens:
     case Action::kRevokeToken:
+    case Action::kNegativeNice:
       return only_admins();
     case Action::kAgent:
       if (who.agent) return Verdict::kAllow;

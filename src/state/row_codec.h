@@ -42,7 +42,9 @@ struct RowFormat {
 // payloads row ("spec.payload"), which a reader of version 3 would read as no script,
 // and any string of the spec or request may be {"base64": ...} (bytes that are not
 // UTF-8), which version 3 cannot read.
-inline constexpr RowFormat kJobRowFormat{4, 4};      // jobs.record
+// Jobs 5 (issue 17): afternotok / singleton dependencies (a version-4 reader would
+// refuse the kinds), optional constraint, nodelist, exclude, begin_time, deadline, nice.
+inline constexpr RowFormat kJobRowFormat{5, 5};      // jobs.record
 inline constexpr RowFormat kNodeRowFormat{2, 2};     // nodes.record
 inline constexpr RowFormat kTokenRowFormat{2, 2};    // tokens.record
 inline constexpr RowFormat kPayloadRowFormat{1, 1};  // payloads.record (JobPayload)

@@ -61,7 +61,8 @@ TEST(RowCodec, NonUtf8BytesRoundTripExactly) {
   const json j = json::parse(text);
   EXPECT_EQ(j["spec"]["workdir"], json({{"base64", "L3RtcC9k/w=="}}));
   EXPECT_EQ(j["spec"]["env"][1], "PLAIN=y");  // UTF-8 stays a string
-  EXPECT_EQ(j["_min_reader"], 4);  // version 3 readers must refuse, not misread, it
+  EXPECT_EQ(j["_min_reader"], 5);  // version 3 readers must refuse, not misread, it
+                                   // (5 since issue 17: new dependency kinds)
   Result<Row<JobRecord>> back = DecodeJobRow(text);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   const JobSpec& b = back->record.spec;
@@ -97,7 +98,7 @@ TEST(RowCodec, RowsCarryTheirVersion) {
   EXPECT_EQ(j["_v"], kJobRowFormat.version);
   EXPECT_EQ(j["_min_reader"], kJobRowFormat.min_reader);
   EXPECT_EQ(j.size(), 17u);  // 15 fields + the two version keys
-  EXPECT_EQ(j["req"].size(), 18u);
+  EXPECT_EQ(j["req"].size(), 24u);  // issue 17: FullJob sets the six optional fields
   EXPECT_EQ(j["spec"].size(), 16u);
   EXPECT_EQ(j["allocations"][0].size(), 6u);
   const json n = json::parse(EncodeNodeRow(FullNode("n1")));
@@ -268,12 +269,12 @@ TEST(RowCodec, UnknownFieldsOfANewerRowLoadAndSurviveARewrite) {
 }
 
 TEST(RowCodec, ARowForNewerReadersIsRefusedNamingTheVersions) {
-  Result<Row<JobRecord>> job = DecodeJobRow(R"({"_v":6,"_min_reader":5,"id":1})");
+  Result<Row<JobRecord>> job = DecodeJobRow(R"({"_v":7,"_min_reader":6,"id":1})");
   ASSERT_FALSE(job.ok());
   EXPECT_EQ(job.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(job.status().message(),
-            "row format version 6 needs a reader of version 5 or later; this hachi "
-            "reads job rows up to version 4 (run a newer hachi)");
+            "row format version 7 needs a reader of version 6 or later; this hachi "
+            "reads job rows up to version 5 (run a newer hachi)");
   // Without "_min_reader" a row needs a reader of its own version.
   Result<Row<TokenRecord>> token = DecodeTokenRow(R"({"_v":3})");
   ASSERT_FALSE(token.ok());
@@ -349,9 +350,9 @@ TEST(RowCodec, NodeAndTokenErrorsNameTheField) {
 // store's fixture check (store_format_test.cc) know the field; then update the sizes
 // here (x86-64, g++).
 TEST(RowCodec, RecordSizesMatchTheCodecs) {
-  EXPECT_EQ(sizeof(JobRecord), 680u);
+  EXPECT_EQ(sizeof(JobRecord), 800u);  // issue 17: constraint .. nice
   EXPECT_EQ(sizeof(JobSpec), 272u);
-  EXPECT_EQ(sizeof(sched::JobRequest), 264u);
+  EXPECT_EQ(sizeof(sched::JobRequest), 384u);
   EXPECT_EQ(sizeof(NodeAllocation), 72u);
   EXPECT_EQ(sizeof(NodeRecord), 312u);
   EXPECT_EQ(sizeof(NodeStatus), 504u);
