@@ -205,7 +205,17 @@ Status ReadEnvItem(const json& v, const std::string& path,
 }
 
 std::string_view DependencyKindName(sched::DependencyKind kind) {
-  return kind == sched::DependencyKind::kAfterAny ? "afterany" : "afterok";
+  switch (kind) {
+    case sched::DependencyKind::kAfterOk:
+      return "afterok";
+    case sched::DependencyKind::kAfterAny:
+      return "afterany";
+    case sched::DependencyKind::kAfterNotOk:  // issue 17
+      return "afternotok";
+    case sched::DependencyKind::kSingleton:
+      return "singleton";
+  }
+  return "afterok";
 }
 
 Status ReadDependency(const json& v, const std::string& path, sched::Dependency* out) {
@@ -219,9 +229,13 @@ Status ReadDependency(const json& v, const std::string& path, sched::Dependency*
       dep.kind = sched::DependencyKind::kAfterOk;
     } else if (lower == "afterany") {
       dep.kind = sched::DependencyKind::kAfterAny;
+    } else if (lower == "afternotok") {  // issue 17
+      dep.kind = sched::DependencyKind::kAfterNotOk;
+    } else if (lower == "singleton") {
+      dep.kind = sched::DependencyKind::kSingleton;
     } else {
       return InvalidArgument(p + ": unknown dependency kind \"" + Clip(name) +
-                             "\" (afterok, afterany)");
+                             "\" (afterok, afterany, afternotok, singleton)");
     }
     return Status::Ok();
   });
@@ -353,6 +367,13 @@ json ToJson(const sched::JobRequest& req) {
       {"dependencies", std::move(deps)},
       {"gpu_share_milli", req.gpu_share_milli},
       {"gpu_memory_mib", req.gpu_memory_mib},
+      // Issue 17: node selection and timing.
+      {"constraint", JsonBytes(req.constraint)},
+      {"nodelist", JsonBytes(req.nodelist)},
+      {"exclude", JsonBytes(req.exclude)},
+      {"begin_time", req.begin_time},
+      {"deadline", req.deadline},
+      {"nice", req.nice},
   };
 }
 
@@ -490,6 +511,13 @@ Status FromJson(const json& j, sched::JobRequest* out, std::string_view path) {
   r.List<sched::Dependency>("dependencies", &req.dependencies, ReadDependency);
   r.Int("gpu_share_milli", &req.gpu_share_milli);
   r.Int("gpu_memory_mib", &req.gpu_memory_mib);
+  // Issue 17: node selection and timing (optional).
+  r.String("constraint", &req.constraint);
+  r.String("nodelist", &req.nodelist);
+  r.String("exclude", &req.exclude);
+  r.Int("begin_time", &req.begin_time);
+  r.Int("deadline", &req.deadline);
+  r.Int("nice", &req.nice);
   HACHI_RETURN_IF_ERROR(r.Finish());
   *out = std::move(req);
   return Status::Ok();

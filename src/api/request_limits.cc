@@ -89,6 +89,10 @@ Status CheckRequest(const sched::JobRequest& q, const std::string& path) {
   HACHI_RETURN_IF_ERROR(Bytes(Field(path, "user"), q.user, kMaxNameBytes));
   HACHI_RETURN_IF_ERROR(Bytes(Field(path, "account"), q.account, kMaxNameBytes));
   HACHI_RETURN_IF_ERROR(Bytes(Field(path, "gpu_model"), q.gpu_model, kMaxCommentBytes));
+  // Issue 17: node selection strings, bounded as a comment.
+  HACHI_RETURN_IF_ERROR(Bytes(Field(path, "constraint"), q.constraint, kMaxCommentBytes));
+  HACHI_RETURN_IF_ERROR(Bytes(Field(path, "nodelist"), q.nodelist, kMaxCommentBytes));
+  HACHI_RETURN_IF_ERROR(Bytes(Field(path, "exclude"), q.exclude, kMaxCommentBytes));
   return Status::Ok();
 }
 

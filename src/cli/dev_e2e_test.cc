@@ -340,6 +340,62 @@ TEST_F(DevE2e, SbatchScriptAndDependencies) {
   EXPECT_NE(show.out.find("Dependency"), std::string::npos) << show.out;
 }
 
+// Issue 17 (helper A): a job without GPUs (Snakemake's and dask's kind, submitted
+// without -p) runs to COMPLETED on `hachi dev`'s built-in partition and sees no GPU;
+// -w pins a job to a node, -x keeps it off nodes, -C follows a configured feature, and a
+// constraint no node has is refused at submit with Slurm's words; --begin holds a job.
+TEST_F(DevE2e, CpuJobsAndNodeSelection) {
+  const std::string config = dir_ + "/cluster.toml";
+  std::ofstream(config) << "[node.\"node2\"]\nfeatures = [\"ib\"]\n";
+  DevCluster dev(dir_, "--nodes 3 --config " + config);
+  ASSERT_FALSE(dev.url().empty()) << ReadFile(dir_ + "/dev.log");
+  auto allocations = [&](int64_t id) -> json {
+    json j = json::parse(Hachi("show job " + std::to_string(id) + " --json", false).out,
+                         nullptr, false);
+    return j.is_object() && j.contains("job") ? j["job"]["allocations"] : json::array();
+  };
+  auto node_of = [&](int64_t id) -> std::string {
+    const json a = allocations(id);
+    return a.is_array() && !a.empty() ? a[0]["node"].get<std::string>() : "";
+  };
+
+  const int64_t cpu =
+      Submit("-c 2 -o " + dir_ + "/cpu.out --wrap 'echo gpus=[$CUDA_VISIBLE_DEVICES]'");
+  ASSERT_TRUE(WaitState(cpu, "COMPLETED", 20)) << StateOf(cpu);
+  EXPECT_EQ(ReadFile(dir_ + "/cpu.out"), "gpus=[]\n");
+  EXPECT_EQ(Jobs()[cpu]["req"]["gpus"].get<int>(), 0);
+  EXPECT_EQ(allocations(cpu).at(0)["gpus"], "") << allocations(cpu).dump();
+
+  const int64_t pinned = Submit("-G 1 -w node3 -- true");
+  const int64_t avoid = Submit("-G 1 -x node[1-2] -- true");
+  const int64_t feature = Submit("-G 1 -C ib -- true");
+  const int64_t gang = Submit("-N 2 --gres=gpu:1 -w node1 -x node2 -- true");
+  for (int64_t id : {pinned, avoid, feature, gang}) {
+    ASSERT_TRUE(WaitState(id, "COMPLETED", 20)) << id << ": " << StateOf(id);
+  }
+  EXPECT_EQ(node_of(pinned), "node3");
+  EXPECT_EQ(node_of(avoid), "node3");
+  EXPECT_EQ(node_of(feature), "node2");
+  std::set<std::string> gang_nodes;
+  for (const json& a : allocations(gang)) gang_nodes.insert(a["node"]);
+  EXPECT_EQ(gang_nodes, (std::set<std::string>{"node1", "node3"}));
+
+  testing::CmdResult r = Hachi("submit -G 1 -C 'ib&nvme' -- true");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("Requested node configuration is not available"),
+            std::string::npos)
+      << r.out;
+  r = Hachi("submit -G 1 -w gpu07 -- true");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("Invalid node name specified"), std::string::npos) << r.out;
+
+  const int64_t later = Submit("--begin=now+1hour -- true");
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  EXPECT_EQ(StateOf(later), "PENDING");
+  testing::CmdResult show = Hachi("show job " + std::to_string(later));
+  EXPECT_NE(show.out.find("--begin"), std::string::npos) << show.out;
+}
+
 // The server killed with SIGKILL mid-run and restarted on the same state: every job it
 // acknowledged is still there, and none ran twice (each job appends one line per run).
 TEST_F(DevE2e, ServerKilledAndRestartedLosesNothing) {

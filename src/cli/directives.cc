@@ -7,7 +7,10 @@
 #include <limits>
 
 #include "core/signals.h"
+#include "core/hostlist.h"
+#include "core/slurm_time.h"
 #include "core/strings.h"
+#include "sched/features.h"
 
 namespace hachi::cli {
 namespace {
@@ -15,7 +18,15 @@ namespace {
 // How an option is treated. Ignored options are Slurm options that change nothing
 // harmful when dropped (mail, task counts for one-task jobs); refused ones would change
 // the job's meaning if dropped, so they are errors with a pointer to what to use.
-enum class Kind : uint8_t { kValue, kFlag, kIgnoredValue, kIgnoredFlag, kRefused };
+// kOptionalValue (issue 17, --nice[=N]): a value only with '=', never the next word.
+enum class Kind : uint8_t {
+  kValue,
+  kFlag,
+  kIgnoredValue,
+  kIgnoredFlag,
+  kRefused,
+  kOptionalValue
+};
 
 struct OptionDef {
   std::string_view name;
@@ -62,12 +73,18 @@ constexpr std::array kOptions = {
     OptionDef{"signal", 0, Kind::kValue, ""},
     OptionDef{"mincpus", 0, Kind::kValue, ""},
     OptionDef{"overcommit", 'O', Kind::kFlag, ""},
+    // Issue 17 (helper A): node selection and timing, honoured by the scheduler.
+    OptionDef{"constraint", 'C', Kind::kValue, ""},
+    OptionDef{"nodelist", 'w', Kind::kValue, ""},
+    OptionDef{"exclude", 'x', Kind::kValue, ""},
+    OptionDef{"begin", 'b', Kind::kValue, ""},
+    OptionDef{"deadline", 0, Kind::kValue, ""},
+    OptionDef{"nice", 0, Kind::kOptionalValue, ""},
     // Accepted for Slurm scripts, ignored with a warning.
     OptionDef{"mail-type", 0, Kind::kIgnoredValue, "Hachi sends no mail"},
     OptionDef{"mail-user", 0, Kind::kIgnoredValue, "Hachi sends no mail"},
     OptionDef{"get-user-env", 0, Kind::kIgnoredFlag,
               "the job always inherits the environment"},
-    OptionDef{"nice", 0, Kind::kIgnoredValue, "priority comes from the cluster policy"},
     OptionDef{"propagate", 0, Kind::kIgnoredValue, "resource limits are not propagated"},
     OptionDef{"hint", 0, Kind::kIgnoredValue, "CPUs are placed by GPU affinity"},
     OptionDef{"threads-per-core", 0, Kind::kIgnoredValue,
@@ -78,11 +95,6 @@ constexpr std::array kOptions = {
     // Would change the job if dropped: refused.
     OptionDef{"mem-per-cpu", 0, Kind::kRefused, "use --mem or --mem-per-gpu"},
     OptionDef{"gpus-per-task", 0, Kind::kRefused, "use --gpus-per-node"},
-    OptionDef{"nodelist", 'w', Kind::kRefused, "nodes are chosen by the scheduler"},
-    OptionDef{"exclude", 'x', Kind::kRefused, "nodes are chosen by the scheduler"},
-    OptionDef{"constraint", 'C', Kind::kRefused,
-              "use --gres=gpu:MODEL:N for a GPU model"},
-    OptionDef{"begin", 'b', Kind::kRefused, "submit when the job should become eligible"},
 };
 
 const OptionDef* FindLong(std::string_view name) {
@@ -155,14 +167,17 @@ Status ParseTokens(const std::vector<std::string>& tokens, std::string_view wher
       }
       value = tokens[++i];
       shown += " " + value;
-    } else if (!TakesValue(*def) && has_value && def->kind != Kind::kIgnoredFlag) {
+    } else if (!TakesValue(*def) && has_value && def->kind != Kind::kIgnoredFlag &&
+               def->kind != Kind::kOptionalValue) {
       // Also "-Hx": clusters of short flags are not supported.
       return InvalidArgument(std::string(where_prefix) + tok + ": " + written +
                              " takes no value");
     }
-    std::string where = directive          ? std::string(where_prefix) + shown
-                        : TakesValue(*def) ? written + " " + Quote(value)
-                                           : written;
+    const bool shows_value =
+        TakesValue(*def) || (has_value && def->kind == Kind::kOptionalValue);
+    std::string where = directive     ? std::string(where_prefix) + shown
+                        : shows_value ? written + " " + Quote(value)
+                                      : written;
     switch (def->kind) {
       case Kind::kRefused:
         return InvalidArgument(where + ": not supported by Hachi (" +
@@ -173,6 +188,7 @@ Status ParseTokens(const std::vector<std::string>& tokens, std::string_view wher
         break;
       case Kind::kValue:
       case Kind::kFlag:
+      case Kind::kOptionalValue:
         out->options.push_back({std::string(def->name), value, where, source});
         break;
     }
@@ -270,14 +286,21 @@ Result<std::vector<sched::Dependency>> ParseDependency(std::string_view v) {
       kind = sched::DependencyKind::kAfterOk;
     } else if (parts[0] == "afterany") {
       kind = sched::DependencyKind::kAfterAny;
-    } else if (parts[0] == "after" || parts[0] == "afternotok" ||
-               parts[0] == "aftercorr" || parts[0] == "singleton" ||
-               parts[0] == "afterburstbuffer") {
+    } else if (parts[0] == "afternotok") {  // issue 17
+      kind = sched::DependencyKind::kAfterNotOk;
+    } else if (parts[0] == "singleton" && parts.size() == 1) {  // issue 17
+      deps.push_back({sched::DependencyKind::kSingleton, 0});
+      continue;
+    } else if (parts[0] == "after" || parts[0] == "aftercorr" ||
+               parts[0] == "singleton" || parts[0] == "afterburstbuffer") {
       return InvalidArgument(Quote(parts[0]) +
-                             " dependencies are not supported (use afterok or afterany)");
+                             " dependencies are not supported (use afterok, afterany, "
+                             "afternotok or singleton)");
     } else {
       return InvalidArgument(
-          Quote(item) + " is not a dependency (use afterok:ID[:ID...] or afterany:ID)");
+          Quote(item) +
+          " is not a dependency (use afterok:ID[:ID...], afterany:ID, afternotok:ID or "
+          "singleton)");
     }
     if (parts.size() < 2) {
       return InvalidArgument(Quote(item) + ": no job id (use " + std::string(parts[0]) +
@@ -417,6 +440,42 @@ Status ResolveTasks(const OptionOccurrence* ntasks, const OptionOccurrence* per_
   if (mincpus > 0) {
     const int from_gpus = o->req.cpus_per_gpu * o->req.GpusPerNode();
     o->req.cpus = std::max(o->req.cpus, mincpus - from_gpus);
+  }
+  return Status::Ok();
+}
+
+// ---- Issue 17 (helper A): -C, -w, -x, --begin, --deadline, --nice ----
+
+// The options of issue 17's scheduler part, one occurrence; other options pass. The
+// values are checked here (syntax); the times are resolved against the clock by
+// ResolveSubmitTimes, the node names against the cluster by the server.
+Status ApplySelectionAndTiming(const OptionOccurrence& occ, SubmitOptions* o) {
+  const std::string& n = occ.name;
+  const std::string& v = occ.value;
+  if (n == "constraint") {
+    Result<sched::Constraint> c = sched::Constraint::Parse(v);
+    if (!c.ok()) return Err(occ, c.status());
+    o->req.constraint = v;
+  } else if (n == "nodelist" || n == "exclude") {
+    if (v.find('/') != std::string::npos) {
+      return InvalidArgument(occ.where +
+                             ": a file of node names is not supported (give the names)");
+    }
+    Result<std::vector<std::string>> hosts = ExpandHostList(v);
+    if (!hosts.ok()) return Err(occ, hosts.status());
+    (n == "nodelist" ? o->req.nodelist : o->req.exclude) = v;
+  } else if (n == "begin" || n == "deadline") {
+    Result<Time> t = ParseSlurmTime(v, 0, 0);  // syntax only; the clock comes later
+    if (!t.ok()) return Err(occ, t.status());
+    (n == "begin" ? o->begin_text : o->deadline_text) = v;
+  } else if (n == "nice") {
+    // --nice alone: 100, as sbatch. Slurm's range is +-2147483645.
+    std::optional<long long> x = v.empty() ? std::optional<long long>(100) : ParseInt(v);
+    if (!x || *x < -2147483645LL || *x > 2147483645LL) {
+      return InvalidArgument(occ.where + ": " + Quote(v) +
+                             " is not a nice value (an integer, e.g. --nice=100)");
+    }
+    o->req.nice = static_cast<int>(*x);
   }
   return Status::Ok();
 }
@@ -582,6 +641,24 @@ state::EnvList ExportEnvironment(const ExportSpec& spec, state::EnvList submitte
     }
   }
   return out;
+}
+
+Status ResolveSubmitTimes(Time now, int64_t utc_offset, SubmitOptions* o) {
+  // Issue 17 (helper A): --begin / --deadline against the submitting clock.
+  if (!o->begin_text.empty()) {
+    Result<Time> t = ParseSlurmTime(o->begin_text, now, utc_offset);
+    if (!t.ok()) return InvalidArgument("--begin: " + t.status().message());
+    o->req.begin_time = *t > now ? *t : 0;
+  }
+  if (!o->deadline_text.empty()) {
+    Result<Time> t = ParseSlurmTime(o->deadline_text, now, utc_offset);
+    if (!t.ok()) return InvalidArgument("--deadline: " + t.status().message());
+    if (*t <= now) {
+      return InvalidArgument("--deadline " + o->deadline_text + ": the time has passed");
+    }
+    o->req.deadline = *t;
+  }
+  return Status::Ok();
 }
 
 Result<ParsedOptions> ParseFlags(const std::vector<std::string>& args) {
@@ -777,6 +854,8 @@ Result<SubmitOptions> BuildSubmitOptions(const ParsedOptions& directives,
           need(c == 'a' || c == 't', Quote(v) + " is not an open mode (use append or "
                                                 "truncate)"));
       o.spec.open_append = c == 'a';
+    } else if (Status st = ApplySelectionAndTiming(occ, &o); !st.ok()) {
+      return st;  // issue 17: -C, -w, -x, --begin, --deadline, --nice
     }
   }
 

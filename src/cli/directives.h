@@ -76,6 +76,10 @@ struct SubmitOptions {
   std::string wrap;       // --wrap: a command line run by /bin/sh -c instead of a script
   bool parsable = false;  // --parsable: print only the job id
   ExportSpec export_env;  // --export (issue 17): apply with ExportEnvironment
+  // Issue 17 (helper A): --begin / --deadline as written; ResolveSubmitTimes turns
+  // them into req.begin_time / req.deadline against the clock.
+  std::string begin_text;
+  std::string deadline_text;
   // Options set explicitly, by their long name ("time", "gres", "job-name", ...): the
   // caller fills defaults (name from the script, workdir from cwd) for the others.
   std::set<std::string, std::less<>> explicitly_set;
@@ -115,5 +119,10 @@ Result<ParsedOptions> ParseDirectives(std::string_view script,
 // --gres=gpu:N and --gpus-per-node=N are per node, --gpus=N is the total.
 Result<SubmitOptions> BuildSubmitOptions(const ParsedOptions& directives,
                                          const ParsedOptions& flags);
+
+// Issue 17 (helper A): resolves --begin / --deadline (core/slurm_time.h) at `now` in
+// the submitter's time zone (`utc_offset`, LocalUtcOffset). A begin time already past
+// is no limit; a deadline already past is an error.
+Status ResolveSubmitTimes(Time now, int64_t utc_offset, SubmitOptions* o);
 
 }  // namespace hachi::cli

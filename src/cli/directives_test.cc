@@ -578,21 +578,20 @@ TEST(Directives, Errors) {
        "-d 'afterok:1?afterok:2': '?' (any one of) is not supported: Hachi waits for all "
        "dependencies (use ',')"},
       {"dep_kind",
-       {"--dependency=afternotok:5"},
+       {"--dependency=aftercorr:5"},
        "",
-       "--dependency 'afternotok:5': 'afternotok' dependencies are not supported (use "
-       "afterok "
-       "or afterany)"},
-      {"dep_singleton",
-       {"--dependency=singleton"},
+       "--dependency 'aftercorr:5': 'aftercorr' dependencies are not supported (use "
+       "afterok, afterany, afternotok or singleton)"},
+      {"dep_singleton_with_id",
+       {"--dependency=singleton:4"},
        "",
-       "--dependency 'singleton': 'singleton' dependencies are not supported (use "
-       "afterok or "
-       "afterany)"},
+       "--dependency 'singleton:4': 'singleton' dependencies are not supported (use "
+       "afterok, afterany, afternotok or singleton)"},
       {"dep_garbage",
        {"-d", "12"},
        "",
-       "-d '12': '12' is not a dependency (use afterok:ID[:ID...] or afterany:ID)"},
+       "-d '12': '12' is not a dependency (use afterok:ID[:ID...], afterany:ID, "
+       "afternotok:ID or singleton)"},
       {"dep_no_id",
        {"-d", "afterok"},
        "",
@@ -646,11 +645,37 @@ TEST(Directives, Errors) {
        {"--mem-per-cpu=4G"},
        "",
        "--mem-per-cpu '4G': not supported by Hachi (use --mem or --mem-per-gpu)"},
-      {"refused_nodelist_directive",
+      // Issue 17: -C/-w/-x/--begin/--deadline/--nice are read; bad values are errors.
+      {"nodelist_directive_bad",
        {},
-       "#SBATCH -w n1\n",
-       "job.sh:1: #SBATCH -w n1: not supported by Hachi (nodes are chosen by the "
-       "scheduler)"},
+       "#SBATCH -w n[3-1]\n",
+       "job.sh:1: #SBATCH -w n[3-1]: 'n[3-1]' is not a node list: range '3-1' runs "
+       "backwards (use names and ranges like n[0001-0016])"},
+      {"nodelist_file",
+       {"--nodelist=/etc/hosts"},
+       "",
+       "--nodelist '/etc/hosts': a file of node names is not supported (give the names)"},
+      {"constraint_bad",
+       {"-C", "ib&"},
+       "",
+       "-C 'ib&': invalid constraint 'ib&': a feature name is missing at character 4 "
+       "(use "
+       "names joined by & and |, e.g. 'h100&ib', '[rack1|rack2]')"},
+      {"constraint_count",
+       {"--constraint=ib*2"},
+       "",
+       "--constraint 'ib*2': invalid constraint 'ib*2': counts (*N) are not supported by "
+       "Hachi at character 3 (use names joined by & and |, e.g. 'h100&ib', "
+       "'[rack1|rack2]')"},
+      {"begin_bad",
+       {"--begin=25:00"},
+       "",
+       "--begin '25:00': '25:00' is not a time (use HH:MM[:SS], YYYY-MM-DD[THH:MM[:SS]], "
+       "now+N[unit], today, tomorrow, midnight, noon)"},
+      {"nice_bad",
+       {"--nice=x"},
+       "",
+       "--nice 'x': 'x' is not a nice value (an integer, e.g. --nice=100)"},
       {"directive_positional",
        {},
        "#SBATCH -p gpu8 extra\n",
@@ -771,6 +796,42 @@ TEST(Directives, ExpandArray) {
   Result<ArraySpec> big = ParseArraySpec("0-9999%10");
   ASSERT_TRUE(big.ok());
   EXPECT_EQ(ExpandArray(*big).size(), 10000u);
+}
+
+// Issue 17 (helper A): node selection, timing and the new dependency kinds.
+TEST(Directives, NodeSelectionAndTiming) {
+  Result<SubmitOptions> r = Parse(
+      {"-C", "h100&[rack1|rack2]", "-w", "gpu[01-02]", "--exclude=gpu07",
+       "--begin=now+1hour", "--deadline", "2099-01-01", "-d", "afternotok:5,singleton"},
+      "#SBATCH --nice\n");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->req.constraint, "h100&[rack1|rack2]");
+  EXPECT_EQ(r->req.nodelist, "gpu[01-02]");
+  EXPECT_EQ(r->req.exclude, "gpu07");
+  EXPECT_EQ(r->req.nice, 100);  // --nice alone
+  EXPECT_EQ(r->begin_text, "now+1hour");
+  ASSERT_EQ(r->req.dependencies.size(), 2u);
+  EXPECT_EQ(r->req.dependencies[0].kind, sched::DependencyKind::kAfterNotOk);
+  EXPECT_EQ(r->req.dependencies[0].job, 5);
+  EXPECT_EQ(r->req.dependencies[1].kind, sched::DependencyKind::kSingleton);
+  EXPECT_TRUE(r->warnings.empty());
+
+  // The times against a fixed clock, UTC: 2026-12-02 14:30.
+  const Time now = 1796221800;
+  ASSERT_TRUE(ResolveSubmitTimes(now, 0, &*r).ok());
+  EXPECT_EQ(r->req.begin_time, now + kHour);
+  EXPECT_EQ(r->req.deadline, 4070908800);  // 2099-01-01T00:00:00Z
+
+  Result<SubmitOptions> n = Parse({"--nice=-5", "--begin=now"});
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(n->req.nice, -5);
+  ASSERT_TRUE(ResolveSubmitTimes(now, 0, &*n).ok());
+  EXPECT_EQ(n->req.begin_time, 0);  // not in the future: no limit
+
+  Result<SubmitOptions> late = Parse({"--deadline=now-60"});
+  ASSERT_TRUE(late.ok());
+  const Status s = ResolveSubmitTimes(now, 0, &*late);
+  EXPECT_EQ(s.message(), "--deadline now-60: the time has passed");
 }
 
 }  // namespace

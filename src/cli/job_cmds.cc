@@ -8,6 +8,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -20,6 +21,7 @@
 #include "cli/fail.h"
 #include "cli/slurm_format.h"
 #include "cli/submit_request.h"
+#include "core/slurm_time.h"
 #include "core/strings.h"
 
 extern char** environ;
@@ -80,6 +82,10 @@ Result<api::SubmitRequest> BuildRequest(std::vector<std::string> args, bool run,
   }
   Result<SubmitOptions> o = BuildSubmitOptions(directives, *flags);
   if (!o.ok()) return o.status();
+  {  // issue 17: --begin / --deadline in the submitter's clock and time zone
+    const Time now = static_cast<Time>(std::time(nullptr));
+    HACHI_RETURN_IF_ERROR(ResolveSubmitTimes(now, LocalUtcOffset(now), &*o));
+  }
   api::SubmitRequest r;
   r.req = o->req;
   r.spec = o->spec;

@@ -54,6 +54,8 @@ std::string EndReasonWord(const JobRecord& j) {
       return "NodeDown";
     case JobState::kOutOfMemory:
       return "OutOfMemory";
+    case JobState::kDeadline:  // issue 17 (helper A)
+      return "DeadLine";
     default:
       return "None";
   }
@@ -111,7 +113,14 @@ std::string DependencyText(const JobRecord& j) {
   std::string out;
   for (const auto& d : j.req.dependencies) {
     if (!out.empty()) out += ",";
-    out += d.kind == sched::DependencyKind::kAfterOk ? "afterok:" : "afterany:";
+    // Issue 17 (helper A): afternotok, singleton.
+    if (d.kind == sched::DependencyKind::kSingleton) {
+      out += "singleton";
+      continue;
+    }
+    out += d.kind == sched::DependencyKind::kAfterOk      ? "afterok:"
+           : d.kind == sched::DependencyKind::kAfterNotOk ? "afternotok:"
+                                                          : "afterany:";
     out += std::to_string(d.job);
   }
   return out;

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "config/reader.h"
+#include "sched/features.h"
 
 namespace hachi::config {
 namespace {
@@ -147,7 +148,7 @@ Status ReadTop(const Reader& r, const toml::table& root, ClusterConfig* c) {
       const std::string path = Join("node", key.str());
       const toml::table* o = nullptr;
       CONFIG_ASSIGN_OR_RETURN(o, r.Table(value, path));
-      HACHI_RETURN_IF_ERROR(r.CheckKeys(*o, path, {"block"}));
+      HACHI_RETURN_IF_ERROR(r.CheckKeys(*o, path, {"block", "features", "gres_type"}));
       NodeOverride ov;
       Result<std::vector<std::string>> names = ExpandHostList(key.str());
       if (!names.ok()) {
@@ -158,6 +159,22 @@ Status ReadTop(const Reader& r, const toml::table& root, ClusterConfig* c) {
       ov.nodes.where = r.Where(key.source(), path);
       if (const toml::node* b = o->get("block")) {
         CONFIG_ASSIGN_OR_RETURN(ov.block, r.Name(*b, Join(path, "block")));
+      }
+      // Issue 17: node features and the gres.conf GPU type name.
+      if (const toml::node* f = o->get("features")) {
+        CONFIG_ASSIGN_OR_RETURN(ov.features, r.Strings(*f, Join(path, "features")));
+        for (const std::string& name : ov.features) {
+          Result<sched::Constraint> one = sched::Constraint::Parse(name);
+          if (name.empty() || !one.ok() || one->Names().size() != 1 ||
+              one->Names()[0] != name) {
+            return r.Error(
+                *f, Join(path, "features"),
+                "'" + name + "' is not a feature name (letters, digits, _ - . : / +)");
+          }
+        }
+      }
+      if (const toml::node* g = o->get("gres_type")) {
+        CONFIG_ASSIGN_OR_RETURN(ov.gres_type, r.Name(*g, Join(path, "gres_type")));
       }
       c->node_overrides.push_back(std::move(ov));
     }

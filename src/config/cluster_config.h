@@ -44,6 +44,10 @@ struct PartitionConfig {
 struct NodeOverride {
   NodeSelector nodes;
   std::string block;  // empty: unchanged
+  // Issue 17: features for -C/--constraint (added to the automatic ones) and the GPU
+  // type name as gres.conf spells it (--gres=gpu:TYPE:N). Empty: unchanged.
+  std::vector<std::string> features;
+  std::string gres_type;
 };
 
 // Read only by `hachi sim` (docs/sim.md): trace accounts sent to a partition when

@@ -69,7 +69,7 @@ Result<PartitionConfig> ReadPartition(const Reader& r, const toml::node& n,
       *t, path,
       {"name", "nodes", "mode", "min_gpus", "max_gpus", "default_time", "max_time",
        "tier", "allowed_users", "allowed_accounts", "preempt_lower_tiers", "preempt_mode",
-       "grace", "window", "allow_gpu_sharing", "default_mem_per_gpu"}));
+       "grace", "window", "allow_gpu_sharing", "default_mem_per_gpu", "allow_cpu_jobs"}));
   PartitionConfig pc;
   pc.where = r.Where(n.source(), path);
   sched::Partition& p = pc.partition;
@@ -118,7 +118,11 @@ Result<PartitionConfig> ReadPartition(const Reader& r, const toml::node& n,
   };
   auto boolean = [&](const toml::node& v, const std::string& k) { return r.Bool(v, k); };
   int64_t min_gpus = p.min_gpus, max_gpus = p.max_gpus, tier_value = p.tier;
-  HACHI_RETURN_IF_ERROR(Optional(*t, path, "min_gpus", gpus, &min_gpus));
+  // min_gpus = 0: the partition takes jobs without GPUs too (issue 17).
+  auto min_gpus_of = [&](const toml::node& v, const std::string& k) {
+    return r.Int(v, k, 0, 100000);
+  };
+  HACHI_RETURN_IF_ERROR(Optional(*t, path, "min_gpus", min_gpus_of, &min_gpus));
   HACHI_RETURN_IF_ERROR(Optional(*t, path, "max_gpus", gpus, &max_gpus));
   HACHI_RETURN_IF_ERROR(Optional(*t, path, "tier", tier, &tier_value));
   p.min_gpus = static_cast<int>(min_gpus);
@@ -134,6 +138,7 @@ Result<PartitionConfig> ReadPartition(const Reader& r, const toml::node& n,
       Optional(*t, path, "preempt_lower_tiers", boolean, &p.preempt_lower_tiers));
   HACHI_RETURN_IF_ERROR(
       Optional(*t, path, "allow_gpu_sharing", boolean, &p.allow_gpu_sharing));
+  HACHI_RETURN_IF_ERROR(Optional(*t, path, "allow_cpu_jobs", boolean, &p.allow_cpu_jobs));
   auto size = [&](const toml::node& v, const std::string& k) { return r.SizeMib(v, k); };
   HACHI_RETURN_IF_ERROR(
       Optional(*t, path, "default_mem_per_gpu", size, &p.default_mem_per_gpu_mib));

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/hostlist.h"
 #include "core/status.h"
 #include "core/time.h"
 
@@ -31,11 +32,8 @@ Result<int64_t> ParseSizeMib(std::string_view text);
 // "sun".."sat" or the full name, any case: 0 = Sunday .. 6 = Saturday.
 Result<int> ParseWeekday(std::string_view text);
 
-// Expands a Slurm-style host list: comma-separated names, each with at most one
-// bracket group of numbers and ranges ("n[0001-0016]", "n[1-3,7]", "gpu9"). A range
-// keeps the width of its first bound when that has a leading zero (n[0098-0102] ->
-// n0098 .. n0102), as Slurm does. Names come out in the order written; at most 100,000.
-Result<std::vector<std::string>> ExpandHostList(std::string_view text);
+// Host lists ("n[0001-0016]"): core/hostlist.h, shared with the scheduler.
+using ::hachi::ExpandHostList;
 
 // Refuses the text toml++ 3.3 (Debian's) must not see: some non-ASCII characters where
 // it asks "is this whitespace?" reach a __builtin_unreachable() in its Unicode tables

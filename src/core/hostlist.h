@@ -1,11 +1,22 @@
-// Slurm's compressed host lists ("gpu[01-04,07],login1"), as SLURM_JOB_NODELIST and
-// squeue's NODELIST print them. Pure functions; thread-safe.
+// Slurm host lists: "gpu[01-04],gpu07" <-> the names. Shared by the config reader
+// (node ranges), the scheduler (-w/--nodelist, -x/--exclude), the CLI, and the job's
+// environment (SLURM_JOB_NODELIST, compressed as squeue's NODELIST prints it). Pure
+// functions; thread-safe.
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "core/status.h"
+
 namespace hachi {
+
+// Expands a Slurm-style host list: comma-separated names, each with at most one
+// bracket group of numbers and ranges ("n[0001-0016]", "n[1-3,7]", "gpu9"). A range
+// keeps the width of its first bound when that has a leading zero (n[0098-0102] ->
+// n0098 .. n0102), as Slurm does. Names come out in the order written; at most 100,000.
+Result<std::vector<std::string>> ExpandHostList(std::string_view text);
 
 // The hosts as one Slurm host list: each name splits into a prefix and its trailing
 // digits; names of one prefix are sorted by number and runs of consecutive numbers of

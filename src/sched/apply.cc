@@ -4,6 +4,7 @@
 #include <string>
 
 #include "sched/eligibility.h"
+#include "sched/features.h"
 #include "sched/gpu_share.h"
 
 namespace hachi::sched {
@@ -83,6 +84,14 @@ Status PlanApplier::CheckPart(const Job& job, bool whole, const Allocation& a) c
         (r.gpu_model.empty() ? "any model" : r.gpu_model) + " with " +
         std::to_string(std::max(r.min_gpu_memory_mib, r.gpu_memory_mib)) + " MiB");
   }
+  // Issue 17: -C/-w/-x (features.h), as the cycle's eligible sets have them.
+  if (!r.constraint.empty() || !r.nodelist.empty() || !r.exclude.empty()) {
+    Result<NodeSelection> sel = ResolveSelection(*state_, r);
+    if (!sel.ok()) return Internal(JobOn(job, n) + sel.status().message());
+    if (!SelectionAllows(*state_, *sel, r.nodes, a.node)) {
+      return Internal(JobOn(job, n) + "the node is not one its -C/-w/-x allow");
+    }
+  }
   if (a.share_milli != r.gpu_share_milli || a.gpu_memory_mib != r.gpu_memory_mib) {
     return Internal(JobOn(job, n) + "a share of " + std::to_string(a.share_milli) +
                     " milli, " + std::to_string(a.gpu_memory_mib) + " MiB; it asks for " +
@@ -122,6 +131,19 @@ Status PlanApplier::Check(const Job& job, const Start& start) const {
                     std::to_string(job.req.nodes));
   }
   const bool whole = IsWholeNode(*state_, job);
+  if (!job.req.nodelist.empty()) {  // issue 17: every -w node is in the gang
+    Result<NodeSelection> sel = ResolveSelection(*state_, job.req);
+    if (!sel.ok())
+      return Internal("job " + std::to_string(job.id) + ": " + sel.status().message());
+    for (int want : sel->required) {
+      if (std::none_of(start.allocations.begin(), start.allocations.end(),
+                       [&](const Allocation& a) { return a.node == want; })) {
+        return Internal("job " + std::to_string(job.id) + ": node " +
+                        state_->nodes[want].name +
+                        " of its --nodelist is not in the plan");
+      }
+    }
+  }
   for (size_t i = 0; i < start.allocations.size(); ++i) {
     const Allocation& a = start.allocations[i];
     HACHI_RETURN_IF_ERROR(CheckPart(job, whole, a));

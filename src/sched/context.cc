@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "sched/eligibility.h"
+#include "sched/features.h"
 #include "sched/gpu_share.h"
 #include "sched/window.h"
 
@@ -188,15 +189,22 @@ JobShape CycleContext::Shape(const Job& job) {
   // A share outside a sharing partition never runs (validation refuses it too).
   if (r.Shared() && (!state.partitions[p].allow_gpu_sharing || s.whole)) return s;
   const int64_t min_memory = std::max(r.min_gpu_memory_mib, r.gpu_memory_mib);
-  const bool plain = r.gpu_model.empty() && min_memory == 0;
+  const bool selects = !r.constraint.empty() || !r.nodelist.empty() || !r.exclude.empty();
+  const bool plain = r.gpu_model.empty() && min_memory == 0 && !selects;
   if (plain && default_eligible[p] >= 0) {
     s.eligible = default_eligible[p];
     return s;
   }
+  // Issue 17: the node selection is part of the set's key (features.h).
+  std::string key;
+  if (selects) {
+    key = r.constraint + '\x1f' + r.nodelist + '\x1f' + r.exclude + '\x1f' +
+          std::to_string(s.nodes);
+  }
   for (size_t i = 0; i < eligible.size(); ++i) {
     const EligibleSet& e = eligible[i];
     if (e.partition == p && e.gpu_model == r.gpu_model &&
-        e.min_gpu_memory_mib == min_memory) {
+        e.min_gpu_memory_mib == min_memory && e.select_key == key) {
       s.eligible = static_cast<int>(i);
       return s;
     }
@@ -205,11 +213,13 @@ JobShape CycleContext::Shape(const Job& job) {
   e.partition = p;
   e.gpu_model = r.gpu_model;
   e.min_gpu_memory_mib = min_memory;
+  e.select_key = key;
   e.ok.assign(state.nodes.size(), 0);
   for (int node : state.partitions[p].nodes) {
     if (node < 0 || node >= static_cast<int>(state.nodes.size())) continue;
     if (NodeMatchesStatic(state.nodes[node], r)) e.ok[node] = 1;
   }
+  if (selects) ApplySelection(r, s.nodes, &e);
   for (size_t i = 0; i < e.ok.size(); ++i) {
     if (!e.ok[i]) continue;
     e.nodes.push_back(static_cast<int>(i));
@@ -219,6 +229,40 @@ JobShape CycleContext::Shape(const Job& job) {
   s.eligible = static_cast<int>(eligible.size()) - 1;
   if (plain) default_eligible[p] = s.eligible;
   return s;
+}
+
+void CycleContext::ApplySelection(const JobRequest& r, int job_nodes, EligibleSet* e) {
+  Result<NodeSelection> sel = ResolveSelection(state, r);
+  if (!sel.ok()) {  // validated at submit; a node left the cluster since
+    e->bad_selection = true;
+    std::fill(e->ok.begin(), e->ok.end(), 0);
+    return;
+  }
+  if (!sel->required.empty() && static_cast<int>(sel->required.size()) < job_nodes) {
+    e->required = sel->required;
+  }
+  // A gang's [...] alternative: the one with the most up nodes (ties: the first), so
+  // that every node of the gang has the same one.
+  if (job_nodes > 1 && sel->constraint.alternatives() > 0) {
+    int best = -1;
+    for (int k = 0; k < sel->constraint.alternatives(); ++k) {
+      int up = 0;
+      for (size_t n = 0; n < e->ok.size(); ++n) {
+        up += e->ok[n] && nodes[n].up &&
+              SelectionAllows(state, *sel, job_nodes, static_cast<int>(n), k);
+      }
+      if (up > best) {
+        best = up;
+        e->choice = k;
+      }
+    }
+  }
+  for (size_t n = 0; n < e->ok.size(); ++n) {
+    if (e->ok[n] &&
+        !SelectionAllows(state, *sel, job_nodes, static_cast<int>(n), e->choice)) {
+      e->ok[n] = 0;
+    }
+  }
 }
 
 void CycleContext::Book(const JobShape& job, const Allocation& a) {

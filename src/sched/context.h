@@ -60,6 +60,16 @@ struct EligibleSet {
   int partition = -1;
   std::string gpu_model;
   int64_t min_gpu_memory_mib = 0;
+  // Issue 17, node selection (features.h): the request's constraint, node list,
+  // exclusion and node count as one key ("" for none); `required`, the node list of a
+  // gang that names fewer nodes than it has (all of them must be in the gang; a list
+  // naming every node limits `ok` instead); `choice`, the [...] alternative a gang's
+  // nodes share (-1: none); `bad_selection`, the selection names a node the cluster
+  // no longer has (no node is ok).
+  std::string select_key;
+  std::vector<int> required;
+  int choice = -1;
+  bool bad_selection = false;
   std::vector<uint8_t> ok;  // per node
   std::vector<int> nodes;   // the ok nodes, ascending
   int up = 0;               // of which up
@@ -195,7 +205,10 @@ struct CycleContext {
 
  private:
   void BookShare(const Allocation& a);  // Book's part for a GPU share
-  void EnsureFrag();                    // per-node model masks, F slots, maxima
+  // Shape's part for a request with a node selection (issue 17): clears `e->ok` where
+  // the selection refuses a node; sets required, choice, bad_selection.
+  void ApplySelection(const JobRequest& r, int job_nodes, EligibleSet* e);
+  void EnsureFrag();  // per-node model masks, F slots, maxima
 
   bool frag_ready_ = false;
   std::vector<uint64_t> model_mask_;  // per node: FragMeasure::ModelMask

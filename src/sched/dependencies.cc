@@ -10,9 +10,12 @@ DependencyVerdict EvaluateDependencies(
     const std::function<JobOutcome(JobId)>& outcome_of) {
   DependencyVerdict waiting;
   for (const Dependency& d : deps) {
+    if (d.kind == DependencyKind::kSingleton) continue;  // the caller's (SingletonWaits)
     JobOutcome o = outcome_of(d.job);
+    // afternotok (issue 17): met by a failure, never by a success.
     bool never = o == JobOutcome::kUnknown ||
-                 (d.kind == DependencyKind::kAfterOk && o == JobOutcome::kFailed);
+                 (d.kind == DependencyKind::kAfterOk && o == JobOutcome::kFailed) ||
+                 (d.kind == DependencyKind::kAfterNotOk && o == JobOutcome::kSucceeded);
     if (never) return {DependencyState::kNeverMet, d.job, d.kind};
     if (o == JobOutcome::kNotFinished && waiting.state == DependencyState::kNone) {
       waiting = {DependencyState::kWaiting, d.job, d.kind};
@@ -24,6 +27,7 @@ DependencyVerdict EvaluateDependencies(
 Status CheckDependencies(JobId self, const std::vector<Dependency>& deps) {
   std::vector<JobId> seen;
   for (const Dependency& d : deps) {
+    if (d.kind == DependencyKind::kSingleton) continue;  // names no job
     if (d.job <= 0) {
       return InvalidArgument("dependency on job " + std::to_string(d.job) +
                              ": job ids are positive");

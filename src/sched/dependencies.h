@@ -27,6 +27,9 @@ struct DependencyVerdict {
 
 // after-ok: met when the job succeeded; never met when it failed or is unknown.
 // after-any: met when the job finished in any way; never met when it is unknown.
+// after-not-ok (issue 17): met when the job failed; never met when it succeeded or is
+// unknown. singleton: skipped here (the caller knows names; the server waits while an
+// earlier job of the same name and user is pending or running, reason Dependency).
 // All must be met (Slurm's ','): any never-met one decides, else the first waiting one.
 DependencyVerdict EvaluateDependencies(
     const std::vector<Dependency>& deps,

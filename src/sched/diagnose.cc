@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <string>
 
+#include "sched/eligibility.h"
+#include "sched/features.h"
 #include "sched/window.h"
 
 namespace hachi::sched {
@@ -12,13 +14,28 @@ namespace hachi::sched {
 void DiagnoseBlocked(CycleContext& ctx, const JobShape& job, const VerdictTally& tally,
                      Diagnosis* d) {
   const EligibleSet& e = ctx.eligible[job.eligible];
-  const PartitionFree& f = ctx.FreeIn(e.partition);
+  PartitionFree f = ctx.FreeIn(e.partition);
+  if (!e.select_key.empty()) {  // -C/-w/-x (issue 17): only the nodes they allow
+    f = {};
+    for (int node : e.nodes) {
+      if (!ctx.nodes[node].up) continue;
+      const int k = ctx.nodes[node].free.size();
+      f.total += k;
+      if (k > f.largest) {
+        f.largest = k;
+        f.largest_node = node;
+      }
+    }
+  }
   d->largest_free = f.largest;
   d->largest_free_node = f.largest_node;
   d->free_gpus = f.total;
   d->eligible_nodes = static_cast<int>(e.nodes.size());
   if (e.up == 0) {
-    d->reason = Reason::kNodesUnavailable;
+    // Issue 17: with -C/-w/-x, Slurm's words: never (no node) or not now (all down).
+    d->reason = e.select_key.empty() ? Reason::kNodesUnavailable
+                : e.nodes.empty()    ? Reason::kBadConstraints
+                                     : Reason::kReqNodeNotAvail;
     return;
   }
   switch (tally.Main()) {
@@ -41,7 +58,9 @@ void DiagnoseBlocked(CycleContext& ctx, const JobShape& job, const VerdictTally&
     default:
       break;
   }
-  d->reason = f.total >= job.total_gpus() ? Reason::kFragmented : Reason::kResources;
+  // A job without GPUs (issue 17) waits for CPUs or memory: never "fragmented".
+  d->reason = job.total_gpus() > 0 && f.total >= job.total_gpus() ? Reason::kFragmented
+                                                                  : Reason::kResources;
 }
 
 namespace {
@@ -124,6 +143,38 @@ std::string NodeList(const ClusterState& s, std::vector<int> nodes) {
   return out;
 }
 
+// Issue 17: what -C/-w/-x leave of the job's partition ("constraint 'ib&h100' matches
+// 2 of 8 nodes of partition gpu8, 3 excluded"); "" without a selection.
+std::string SelectionNote(const ClusterState& s, const Job& job) {
+  const JobRequest& r = job.req;
+  if (r.constraint.empty() && r.nodelist.empty() && r.exclude.empty()) return "";
+  if (job.partition < 0 || job.partition >= static_cast<int>(s.partitions.size())) {
+    return "";
+  }
+  const Partition& p = s.partitions[job.partition];
+  Result<NodeSelection> sel = ResolveSelection(s, r);
+  if (!sel.ok()) return sel.status().message();
+  int match = 0, excluded = 0;
+  for (int n : p.nodes) {
+    if (std::binary_search(sel->excluded.begin(), sel->excluded.end(), n)) {
+      ++excluded;
+    } else if (SelectionAllows(s, *sel, std::max(r.nodes, 1), n) &&
+               NodeMatchesStatic(s.nodes[n], r)) {
+      ++match;
+    }
+  }
+  std::string out;
+  if (!r.constraint.empty()) out = "constraint '" + r.constraint + "'";
+  if (!r.nodelist.empty()) out += (out.empty() ? "" : ", ") + ("nodelist " + r.nodelist);
+  if (out.empty()) out = "the job";
+  out += match == 0
+             ? " matches no node of partition " + p.name
+             : " matches " + std::to_string(match) + " of " +
+                   std::to_string(p.nodes.size()) + " nodes of partition " + p.name;
+  if (excluded > 0) out += ", excluded " + std::to_string(excluded) + " nodes";
+  return out;
+}
+
 }  // namespace
 
 std::string Diagnosis::Format(const ClusterState& state, Time now) const {
@@ -156,6 +207,21 @@ std::string Diagnosis::Format(const ClusterState& state, Time now) const {
       return "account " + (pending ? pending->req.account : std::string("?")) +
              " at quota: " + std::to_string(quota_used) + "/" +
              std::to_string(quota_limit) + " GPUs";
+    case Reason::kBadConstraints:
+      return (pending ? SelectionNote(state, *pending)
+                      : std::string("its node selection")) +
+             "; it can never run (BadConstraints)";
+    case Reason::kReqNodeNotAvail:
+      return (pending ? SelectionNote(state, *pending)
+                      : std::string("its node selection")) +
+             "; those nodes are down or drained (ReqNodeNotAvail)";
+    case Reason::kBeginTime:
+      return pending ? "not before " + Clock(pending->req.begin_time, now) + " (--begin)"
+                     : std::string("not before its begin time (--begin)");
+    case Reason::kDeadline:
+      return pending ? "cannot end by its deadline " + Clock(pending->req.deadline, now) +
+                           " (--deadline); it will not run"
+                     : std::string("cannot end by its deadline (--deadline)");
     case Reason::kPriority:
       out = "waiting behind higher-priority jobs (position " +
             std::to_string(queue_position) + ")";
@@ -183,6 +249,28 @@ std::string Diagnosis::Format(const ClusterState& state, Time now) const {
     out = "nodes " + NodeList(state, p.window_nodes) + " belong to partition " + p.name +
           " " + FormatWindows(p.windows);
   }
+  // A job without GPUs (issue 17): its CPUs and memory.
+  const bool cpu_only = pending != nullptr && pending->req.TotalGpus() == 0;
+  if (out.empty() && cpu_only) {
+    out = "needs " + std::to_string(NodeCpus(pending->req)) + " CPUs and " +
+          std::to_string(NodeMemory(pending->req)) + " MiB of memory, no GPU, on " +
+          (needed_nodes > 1 ? "each of " + std::to_string(needed_nodes) + " nodes"
+                            : std::string("one node"));
+    switch (reason) {
+      case Reason::kNodesUnavailable:
+        out += "; every fitting node is down or drained";
+        break;
+      case Reason::kIsolation:
+        out += "; the nodes with room are held by whole-node jobs";
+        break;
+      case Reason::kReservedForOther:
+        out += "; the room is reserved for jobs ahead";
+        break;
+      default:
+        out += "; no node has that much free";
+        break;
+    }
+  }
   if (out.empty()) {
     out = needed_nodes > 1 ? "needs " + std::to_string(needed_nodes) + " nodes with " +
                                  std::to_string(needed_gpus) + " GPUs each"
@@ -209,6 +297,10 @@ std::string Diagnosis::Format(const ClusterState& state, Time now) const {
         }
         break;
     }
+  }
+  if (pending != nullptr && reason != Reason::kPriority) {
+    const std::string note = SelectionNote(state, *pending);  // issue 17
+    if (!note.empty()) out += "; " + note;
   }
   if (earliest_start != kNever) {
     out += "; earliest start " + Clock(earliest_start, now) + " on " +

@@ -29,8 +29,21 @@ bool GpuModelMatches(std::string_view node_model, std::string_view wanted) {
   }
 }
 
+bool GresTypeMatches(std::string_view gres_type, std::string_view wanted) {
+  if (gres_type.empty() || wanted.empty()) return false;
+  for (size_t start = 0;;) {
+    const size_t bar = wanted.find('|', start);
+    if (wanted.substr(start, bar - start) == gres_type) return true;
+    if (bar == std::string_view::npos) return false;
+    start = bar + 1;
+  }
+}
+
 bool NodeMatchesStatic(const Node& node, const JobRequest& r) {
-  if (!GpuModelMatches(node.gpu_model, r.gpu_model)) return false;
+  if (!GpuModelMatches(node.gpu_model, r.gpu_model) &&
+      !GresTypeMatches(node.gres_type, r.gpu_model)) {
+    return false;
+  }
   // A share's promised memory must fit one GPU too.
   return node.gpu_memory_mib >= std::max(r.min_gpu_memory_mib, r.gpu_memory_mib);
 }

@@ -13,8 +13,9 @@
 
 namespace hachi::sched {
 
-// Job-level gates. kNone when the job may be placed; else the reason, with the quota
-// numbers in *used / *limit for the quota reasons.
+// Job-level gates: held, dependencies, --begin and --deadline (issue 17), quotas.
+// kNone when the job may be placed; else the reason, with the quota numbers in *used /
+// *limit for the quota reasons.
 Reason CheckJob(const CycleContext& ctx, const JobShape& job, int* used, int* limit);
 
 // Why one node cannot take one share of a job.

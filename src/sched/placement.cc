@@ -65,6 +65,38 @@ Result<GpuSet> Placer::ChooseGpus(CycleContext& ctx, const JobShape& job, int no
   return pick;
 }
 
+std::vector<int> Placer::SelectGang(const CycleContext& ctx, const JobShape& job,
+                                    const std::vector<int>& cands,
+                                    const std::vector<int>& free_counts) const {
+  const std::vector<int>* required =
+      job.eligible >= 0 ? &ctx.eligible[job.eligible].required : nullptr;
+  if (required == nullptr || required->empty()) {
+    return scorer_->SelectGang(ctx, job, cands, free_counts);
+  }
+  int cls = -1;
+  for (int r : *required) {
+    if (!std::binary_search(cands.begin(), cands.end(), r)) return {};
+    if (cls >= 0 && ctx.nodes[r].gang_class != cls) return {};
+    cls = ctx.nodes[r].gang_class;
+  }
+  std::vector<int> rest, rest_free;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    if (ctx.nodes[cands[i]].gang_class != cls ||
+        std::binary_search(required->begin(), required->end(), cands[i])) {
+      continue;
+    }
+    rest.push_back(cands[i]);
+    rest_free.push_back(free_counts[i]);
+  }
+  JobShape others = job;
+  others.nodes = job.nodes - static_cast<int>(required->size());
+  std::vector<int> pick = scorer_->SelectGang(ctx, others, rest, rest_free);
+  if (pick.empty()) return {};
+  pick.insert(pick.end(), required->begin(), required->end());
+  std::sort(pick.begin(), pick.end());
+  return pick;
+}
+
 bool Placer::PlaceNow(CycleContext& ctx, const JobShape& job,
                       std::vector<Allocation>* out, VerdictTally* tally) {
   out->clear();

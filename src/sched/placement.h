@@ -111,12 +111,12 @@ class Placer {
                             GpuSet avail);
 
   // Among `cands` (nodes that fit at one time, ascending), the `job.nodes` nodes for
-  // a gang (Scorer::SelectGang).
+  // a gang (Scorer::SelectGang). A gang whose -w list names fewer nodes than it has
+  // (EligibleSet::required, issue 17) gets all of them, and the rest as the style
+  // picks among the candidates of their class; none when one of them is no candidate.
   std::vector<int> SelectGang(const CycleContext& ctx, const JobShape& job,
                               const std::vector<int>& cands,
-                              const std::vector<int>& free_counts) const {
-    return scorer_->SelectGang(ctx, job, cands, free_counts);
-  }
+                              const std::vector<int>& free_counts) const;
 
   // Allocator failures since the last call ("job 12 on node n3: allocator: ..."), for
   // Plan::errors; clears the list.

@@ -34,6 +34,14 @@ std::string_view ReasonName(Reason r) {
       return "TimeWindow";
     case Reason::kInternal:
       return "Internal";
+    case Reason::kBadConstraints:
+      return "BadConstraints";
+    case Reason::kReqNodeNotAvail:
+      return "ReqNodeNotAvail";
+    case Reason::kBeginTime:
+      return "BeginTime";
+    case Reason::kDeadline:
+      return "DeadLine";
   }
   return "?";
 }

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "sched/eligibility.h"
+#include "sched/features.h"
 #include "sched/gpu_share.h"
 #include "sched/random_testing.h"
 #include "sched/scheduler.h"
@@ -112,6 +113,26 @@ void CheckInvariants(const ClusterState& s, const Plan& plan) {
       RC_ASSERT(account_used[job.req.account] <= it->second);
     }
   }
+  // CPUs and memory never overcommitted (jobs without GPUs, issue 17, take only
+  // these); -C/-w/-x honoured.
+  std::vector<int> cpus(n);
+  std::vector<int64_t> memory(n);
+  for (const Start& st : plan.starts) {
+    const Job& job = PendingJob(s, st.job);
+    Result<NodeSelection> sel = ResolveSelection(s, job.req);
+    RC_ASSERT(sel.ok());
+    for (const Allocation& a : st.allocations) {
+      cpus[a.node] += a.cpus;
+      memory[a.node] += a.memory_mib;
+      RC_ASSERT(cpus[a.node] <= s.nodes[a.node].free_cpus);
+      RC_ASSERT(memory[a.node] <= s.nodes[a.node].free_memory_mib);
+      RC_ASSERT(SelectionAllows(s, *sel, job.req.nodes, a.node));
+    }
+    for (int want : sel->required) {
+      RC_ASSERT(std::any_of(st.allocations.begin(), st.allocations.end(),
+                            [&](const Allocation& a) { return a.node == want; }));
+    }
+  }
   // Every pending job either starts or is diagnosed, once.
   RC_ASSERT(plan.starts.size() + plan.pending.size() == s.pending.size());
 }
@@ -152,6 +173,33 @@ RC_GTEST_PROP(SchedProperty, PlansKeepTheInvariantsWithPreemptionAndWindows, ())
     }
     RC_CLASSIFY(!plan.starts.empty(), "starts");
     RC_CLASSIFY(!plan.preemptions.empty(), "preempts");
+  }
+}
+
+// Issue 17: jobs without GPUs and -C/-w/-x in the mix. Beside the invariants (hard
+// isolation: a job without GPUs is never on a node of a whole-node job, nor a
+// whole-node job beside one; it never holds a GPU), lean and explaining cycles agree
+// and the same input gives the same plan.
+RC_GTEST_PROP(SchedProperty, PlansKeepTheInvariantsWithCpuJobs, ()) {
+  const ClusterState s = testing::RandomCluster(/*preemption=*/false,
+                                                /*shares=*/*rc::gen::arbitrary<bool>(),
+                                                /*cpu_jobs=*/true);
+  for (const char* policy : {"hachi", "easy", "fifo"}) {
+    const Plan plan = Make(policy)->Schedule(s, kNow);
+    CheckInvariants(s, plan);
+    bool cpu_only = false;
+    for (const Start& st : plan.starts) {
+      const Job& job = PendingJob(s, st.job);
+      if (job.req.TotalGpus() != 0) continue;
+      cpu_only = true;
+      for (const Allocation& a : st.allocations) {
+        RC_ASSERT(IsWholeNode(s, job) || a.gpus.empty());
+        RC_ASSERT(s.nodes[a.node].whole_node_jobs == 0 || IsWholeNode(s, job));
+      }
+    }
+    RC_ASSERT(testing::SameStarts(plan, Make(policy, false)->Schedule(s, kNow)));
+    RC_ASSERT(testing::SamePlan(plan, Make(policy)->Schedule(s, kNow)));
+    RC_CLASSIFY(cpu_only, "starts a job without GPUs");
   }
 }
 

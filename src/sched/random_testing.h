@@ -11,6 +11,10 @@
 // third partition "prod" (tier 2, may preempt lower tiers) covers some nodes and may own
 // some of them in a random daily window; 0-6 pending prod jobs; some running jobs are
 // already being preempted.
+//
+// With `cpu_jobs` (issue 17): both partitions take jobs without GPUs, some running and
+// pending jobs have none (single-node and gangs), some nodes carry the feature "ib",
+// and some pending jobs ask for -C/-w/-x.
 #pragma once
 
 #include <rapidcheck.h>
@@ -38,7 +42,8 @@ inline std::unique_ptr<Scheduler> MakeTestScheduler(const std::string& policy,
 
 // `shares`: partition shared allows GPU shares, and some running and pending jobs
 // are shares (gpu_share.h).
-inline ClusterState RandomCluster(bool preemption = false, bool shares = false) {
+inline ClusterState RandomCluster(bool preemption = false, bool shares = false,
+                                  bool cpu_jobs = false) {
   static const char* kPresets[] = {"hgx-h100", "pcie-8x-l40s", "pcie-8x-4090-nv4-pairs",
                                    "dgx-a100"};
   ClusterBuilder b;
@@ -48,14 +53,24 @@ inline ClusterState RandomCluster(bool preemption = false, bool shares = false) 
     b.Nodes(1, kPresets[p], *rc::gen::element<std::string>("a", "b"));
     if (*rc::gen::inRange(0, 12) == 0) b.NodeState(i, NodeState::kDrained);
   }
+  if (cpu_jobs) {
+    for (int i = 0; i < nodes; ++i) {
+      if (*rc::gen::inRange(0, 2) == 0) b.Features(i, {"ib"});
+    }
+  }
   b.Partition("shared");
   if (shares) b.AllowSharing();
+  if (cpu_jobs) b.AllowCpuJobs();
   std::vector<int> whole;
   for (int i = 0; i < nodes; ++i) {
     if (*rc::gen::inRange(0, 2) == 0) whole.push_back(i);
   }
   if (whole.empty()) whole.push_back(0);
   b.Partition("gpu8", PartitionMode::kWholeNode, whole);
+  // Jobs without GPUs go only where validation lets them (an unvalidated exclusive one
+  // would hold a node's GPUs its request does not count).
+  const bool gpu8_cpu = cpu_jobs && *rc::gen::inRange(0, 2) == 0;
+  if (gpu8_cpu) b.AllowCpuJobs();
   if (preemption) {
     for (int p = 0; p < 2; ++p) {
       Partition& part = b.state().partitions[p];
@@ -123,7 +138,10 @@ inline ClusterState RandomCluster(bool preemption = false, bool shares = false) 
       j.Gpus(8).Partition("gpu8");
     } else {
       if (b.state().nodes[node].whole_node_jobs > 0) continue;
-      j.Gpus(*rc::gen::inRange(1, free + 1));
+      // Issue 17: a job without GPUs (it needs a CPU).
+      const bool cpu_only = cpu_jobs && *rc::gen::inRange(0, 3) == 0;
+      j.Gpus(cpu_only ? 0 : *rc::gen::inRange(1, free + 1));
+      if (cpu_only) j.Cpus(*rc::gen::inRange(1, 9));
     }
     b.Running(j, node);
   }
@@ -148,6 +166,22 @@ inline ClusterState RandomCluster(bool preemption = false, bool shares = false) 
       j.Gpus(*rc::gen::element(4, 8, 16)).Partition("gpu8");
     } else {
       j.Gpus(*rc::gen::inRange(1, 4)).Exclusive();
+    }
+    if (cpu_jobs && *rc::gen::inRange(0, 3) == 0) {  // issue 17: no GPUs
+      j.Gpus(0).Partition(gpu8_cpu && *rc::gen::inRange(0, 3) == 0 ? "gpu8" : "shared");
+      j.job().req.gpu_share_milli = 0;  // not a share any more
+      j.job().req.gpu_memory_mib = 0;
+      j.Cpus(*rc::gen::inRange(1, 17));
+      if (*rc::gen::inRange(0, 6) == 0) j.Gang(*rc::gen::inRange(2, 4), 0);
+      if (*rc::gen::inRange(0, 8) == 0) j.Exclusive();
+    }
+    if (cpu_jobs) {  // issue 17: -C, -x, -w
+      const int sel = *rc::gen::inRange(0, 8);
+      if (sel == 0) j.Constraint("ib");
+      if (sel == 1)
+        j.Constraint(*rc::gen::element<std::string>("h100|l40s", "[ib|a100]"));
+      if (sel == 2) j.Exclude("n" + std::to_string(*rc::gen::inRange(0, nodes)));
+      if (sel == 3) j.Nodelist("n" + std::to_string(*rc::gen::inRange(0, nodes)));
     }
     if (*rc::gen::inRange(0, 15) == 0) j.Held();
     if (*rc::gen::inRange(0, 15) == 0) j.Deps(DependencyState::kWaiting);

@@ -137,7 +137,8 @@ class SchedulerImpl final : public Scheduler {
   static bool IsFitReason(Reason r) {
     return r != Reason::kHeld && r != Reason::kDependency &&
            r != Reason::kDependencyNeverMet && r != Reason::kUserQuota &&
-           r != Reason::kAccountQuota;
+           r != Reason::kAccountQuota && r != Reason::kBeginTime &&
+           r != Reason::kDeadline && r != Reason::kBadConstraints;
   }
 
   static Diagnosis Begin(const Job& job, size_t pos, double priority) {
@@ -160,7 +161,16 @@ class SchedulerImpl final : public Scheduler {
     }
     // Filter (job): held, dependencies, quotas — cheap, and no node changes them.
     d->reason = CheckJob(ctx, s, &d->quota_used, &d->quota_limit);
+    if (d->reason == Reason::kBeginTime) {  // a cycle when it may start (issue 17)
+      c.plan.wake_at = std::min(c.plan.wake_at, job.req.begin_time);
+    }
     if (d->reason != Reason::kNone) return false;
+    // -C/-w/-x that no node can ever satisfy (issue 17): never placed, never reserved.
+    if (ctx.eligible[s.eligible].nodes.empty() &&
+        !ctx.eligible[s.eligible].select_key.empty()) {
+      d->reason = Reason::kBadConstraints;
+      return false;
+    }
     // Filter + score + select (nodes): start now if it fits around the reservations,
     // which must exist before any start is decided.
     VerdictTally tally;

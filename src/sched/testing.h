@@ -112,6 +112,31 @@ class JobBuilder {
     job_.deps = s;
     return *this;
   }
+  // Issue 17: node selection and timing.
+  JobBuilder& Constraint(std::string c) {
+    job_.req.constraint = std::move(c);
+    return *this;
+  }
+  JobBuilder& Nodelist(std::string l) {
+    job_.req.nodelist = std::move(l);
+    return *this;
+  }
+  JobBuilder& Exclude(std::string l) {
+    job_.req.exclude = std::move(l);
+    return *this;
+  }
+  JobBuilder& Begin(Time t) {
+    job_.req.begin_time = t;
+    return *this;
+  }
+  JobBuilder& Deadline(Time t) {
+    job_.req.deadline = t;
+    return *this;
+  }
+  JobBuilder& Nice(int n) {
+    job_.req.nice = n;
+    return *this;
+  }
   const Job& job() const { return job_; }
   Job& job() { return job_; }
 
@@ -194,6 +219,20 @@ class ClusterBuilder {
   // The last partition allows GPU shares.
   ClusterBuilder& AllowSharing() {
     s_.partitions.back().allow_gpu_sharing = true;
+    return *this;
+  }
+  // Issue 17: the last partition takes jobs without GPUs.
+  ClusterBuilder& AllowCpuJobs() {
+    s_.partitions.back().allow_cpu_jobs = true;
+    return *this;
+  }
+  // Issue 17: configured features and gres.conf type of a node.
+  ClusterBuilder& Features(int node, std::vector<std::string> f) {
+    s_.nodes[node].features = std::move(f);
+    return *this;
+  }
+  ClusterBuilder& GresType(int node, std::string t) {
+    s_.nodes[node].gres_type = std::move(t);
     return *this;
   }
   ClusterBuilder& MaxGpus(int max) {

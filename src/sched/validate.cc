@@ -7,6 +7,7 @@
 
 #include "core/strings.h"
 #include "sched/eligibility.h"
+#include "sched/features.h"
 #include "sched/scheduler.h"
 
 namespace hachi::sched {
@@ -49,10 +50,7 @@ Status CheckShape(const JobRequest& req) {
                            std::to_string(req.nodes) + ")");
   }
   if (req.nodes > 1) {
-    if (req.gpus_per_node == 0 && req.gpus == 0) {
-      return InvalidArgument("a gang of " + std::to_string(req.nodes) +
-                             " nodes needs gpus or gpus per node");
-    }
+    // gpus 0 and gpus per node 0: a job without GPUs on several nodes (issue 17).
     if (req.gpus_per_node == 0 && req.gpus % req.nodes != 0) {
       return InvalidArgument(std::to_string(req.gpus) + " GPUs do not divide over " +
                              std::to_string(req.nodes) + " nodes");
@@ -64,7 +62,6 @@ Status CheckShape(const JobRequest& req) {
                              std::to_string(req.gpus_per_node));
     }
   }
-  if (req.TotalGpus() < 1) return InvalidArgument("a job needs at least 1 GPU");
   if (req.gpu_share_milli >= 1000) {
     return InvalidArgument("a GPU share is 1..999 thousandths of one GPU (got " +
                            std::to_string(req.gpu_share_milli) + ")");
@@ -89,6 +86,59 @@ Status CheckSharing(const Partition& p, const JobRequest& req) {
   return Status::Ok();
 }
 
+// Issue 17: -C, -w, -x (features.h). Keeps in `fitting` the nodes the selection
+// allows; a selection no node of the partition can ever satisfy is refused with
+// Slurm's words. `job_nodes`: the job's node count as far as it is known.
+constexpr char kNotAvailable[] = "Requested node configuration is not available: ";
+
+Status CheckSelection(const ClusterState& state, const Partition& part,
+                      const JobRequest& req, const NodeSelection& sel, int job_nodes,
+                      std::vector<int>* fitting) {
+  std::vector<std::string> names;
+  for (int n : sel.required) {
+    if (std::find(part.nodes.begin(), part.nodes.end(), n) == part.nodes.end()) {
+      return Unsatisfiable(kNotAvailable + std::string("node ") + state.nodes[n].name +
+                           " (--nodelist) is not in partition " + part.name);
+    }
+    if (std::binary_search(sel.excluded.begin(), sel.excluded.end(), n)) {
+      return Unsatisfiable(kNotAvailable + std::string("node ") + state.nodes[n].name +
+                           " is both required (--nodelist) and excluded (--exclude)");
+    }
+    if (!NodeMatchesStatic(state.nodes[n], req) ||
+        !sel.constraint.Matches(NodeFeatures(state.nodes[n]))) {
+      return Unsatisfiable(kNotAvailable + std::string("node ") + state.nodes[n].name +
+                           " (--nodelist) does not have what the job asks for" +
+                           (sel.constraint.empty()
+                                ? std::string()
+                                : " (constraint '" + sel.constraint.text() + "')"));
+    }
+  }
+  const size_t before = fitting->size();
+  std::vector<int> kept;
+  int excluded = 0;
+  for (int n : *fitting) {
+    if (std::binary_search(sel.excluded.begin(), sel.excluded.end(), n)) {
+      ++excluded;
+      continue;
+    }
+    if (SelectionAllows(state, sel, job_nodes, n)) kept.push_back(n);
+  }
+  if (kept.empty()) {
+    std::string why;
+    if (!sel.constraint.empty()) {
+      why = "constraint '" + sel.constraint.text() + "' matches no node of partition " +
+            part.name;
+    } else {
+      why = "no node of partition " + part.name + " is left";
+    }
+    if (excluded > 0) why += " (" + std::to_string(excluded) + " excluded)";
+    if (before == 0) why = "no node of partition " + part.name + " suits the job";
+    return Unsatisfiable(kNotAvailable + why);
+  }
+  *fitting = std::move(kept);
+  return Status::Ok();
+}
+
 }  // namespace
 
 void ApplyDefaultMemory(const ClusterState& state, Job* job) {
@@ -107,7 +157,9 @@ void ApplyDefaultMemory(const ClusterState& state, Job* job) {
     }
   }
   if (per_gpu <= 0) return;
-  if (req.Shared()) {
+  if (req.TotalGpus() == 0) {
+    req.memory_mib = per_gpu;  // a job without GPUs: one GPU's worth (issue 17)
+  } else if (req.Shared()) {
     req.memory_mib = std::max<int64_t>(1, per_gpu * req.gpu_share_milli / 1000);
   } else {
     req.memory_mib_per_gpu = per_gpu;
@@ -160,9 +212,16 @@ Result<Job> ValidateRequest(const ClusterState& state, const JobRequest& in) {
                          FormatDuration(part.max_time));
   }
 
-  // Partition GPU bounds apply to what the user asked for.
+  // Partition GPU bounds apply to what the user asked for. A job without GPUs
+  // (issue 17) runs only where the partition takes such jobs, with at least 1 CPU.
   const int asked = req.TotalGpus();
-  if (asked < part.min_gpus) {
+  if (asked == 0 && !part.AcceptsCpuJobs()) {
+    return Unsatisfiable("a job without GPUs cannot run in partition " + part.name +
+                         ": it takes no CPU-only jobs (its config needs allow_cpu_jobs "
+                         "= true, or min_gpus = 0; or ask for a GPU, --gres=gpu:1)");
+  }
+  if (asked == 0 && NodeCpus(req) == 0) req.cpus = 1;
+  if (asked > 0 && asked < part.min_gpus) {
     return Unsatisfiable("asks for " + std::to_string(asked) + " GPUs; partition " +
                          part.name + " takes jobs of at least " +
                          std::to_string(part.min_gpus));
@@ -180,6 +239,13 @@ Result<Job> ValidateRequest(const ClusterState& state, const JobRequest& in) {
   std::vector<int> fitting;
   for (int n : part.nodes) {
     if (NodeMatchesStatic(state.nodes[n], req)) fitting.push_back(n);
+  }
+  // Issue 17: -C, -w, -x.
+  Result<NodeSelection> sel = ResolveSelection(state, req);
+  if (!sel.ok()) return sel.status();
+  if (!sel->empty() && !fitting.empty()) {
+    const int job_nodes = std::max(req.nodes, static_cast<int>(sel->required.size()));
+    HACHI_RETURN_IF_ERROR(CheckSelection(state, part, req, *sel, job_nodes, &fitting));
   }
   if (fitting.empty()) {
     std::string what = req.gpu_model.empty() ? "" : "GPU model " + req.gpu_model;
@@ -203,11 +269,18 @@ Result<Job> ValidateRequest(const ClusterState& state, const JobRequest& in) {
   // the job then owns every GPU of each node (docs/scheduler.md).
   if (IsWholeNode(part, req)) {
     const int total = req.TotalGpus();
-    req.nodes = (total + largest - 1) / largest;
+    // An exclusive job without GPUs keeps its node count and takes their GPUs too.
+    if (total > 0) req.nodes = (total + largest - 1) / largest;
     req.gpus_per_node = req.nodes > 1 ? largest : 0;
     req.gpus = req.nodes * largest;
   }
 
+  if (static_cast<int>(sel->required.size()) > req.nodes) {
+    return InvalidArgument("--nodelist names " + std::to_string(sel->required.size()) +
+                           " nodes; the job asks for " + std::to_string(req.nodes) +
+                           " (ask for them all with -N " +
+                           std::to_string(sel->required.size()) + ")");
+  }
   const int gpn = req.GpusPerNode();
   if (gpn > largest) {
     return Unsatisfiable("asks for " + std::to_string(gpn) +

@@ -53,8 +53,10 @@ TEST_P(ValidateRefusal, RefusesWithReason) {
 INSTANTIATE_TEST_SUITE_P(
     Rows, ValidateRefusal,
     ::testing::Values(
-        Row{"zero_gpus", MakeJob(1).Gpus(0), StatusCode::kInvalidArgument,
-            "at least 1 GPU"},
+        // Issue 17: a job without GPUs only where the partition takes them.
+        Row{"zero_gpus", MakeJob(1).Gpus(0), StatusCode::kUnsatisfiable,
+            "cannot run in partition shared: it takes no CPU-only jobs (its config needs "
+            "allow_cpu_jobs = true"},
         Row{"share_negative", MakeJob(1).Share(-1).Partition("mps"),
             StatusCode::kInvalidArgument, "negative"},
         Row{"share_whole_gpu", MakeJob(1).Share(1000).Partition("mps"),

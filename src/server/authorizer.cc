@@ -68,6 +68,9 @@ Phrase PhraseOf(Action a, const Resource& on) {
       return {"signal", job, "signalling " + job};
     case Action::kRequeue:
       return {"requeue", job, "requeueing " + job};
+    case Action::kNegativeNice:
+      return {"submit", "a job with a negative --nice",
+              "submitting a job with a negative --nice"};
     case Action::kAgent:
       return {"use", "the agent endpoints", "the agent endpoints"};
   }
@@ -110,6 +113,8 @@ std::string_view ActionName(Action a) {
       return "signal";
     case Action::kRequeue:
       return "requeue";
+    case Action::kNegativeNice:
+      return "negative_nice";
     case Action::kAgent:
       return "agent";
   }
@@ -230,6 +235,7 @@ Authorizer::Verdict Authorizer::Decide(const Caller& who, Action action,
     case Action::kIssueToken:
     case Action::kListTokens:
     case Action::kRevokeToken:
+    case Action::kNegativeNice:
       return only_admins();
     case Action::kAgent:
       if (who.agent) return Verdict::kAllow;

@@ -74,6 +74,7 @@ enum class Action {
   kRevokeToken,    // DELETE /tokens/ID (object: the token id)
   kSignal,         // POST /jobs/ID/signal (object: the job; issue 17)
   kRequeue,        // POST /jobs/ID/requeue (object: the job; issue 17)
+  kNegativeNice,   // POST /jobs with --nice below 0, raising its priority (issue 17)
   kAgent,          // /agents/*: register, poll for work, health, exits
 };
 inline constexpr int kActionCount = static_cast<int>(Action::kAgent) + 1;
@@ -142,7 +143,7 @@ class Authorizer {
   //    (validation answers 404).
   //  - kCancel, kHold, kRelease, kSeeJobDetails: the job's owner (the uid it runs as)
   //    or an admin.
-  //  - kDrain, kResume, kIssueToken, kListTokens, kRevokeToken: admins.
+  //  - kDrain, kResume, kIssueToken, kListTokens, kRevokeToken, kNegativeNice: admins.
   //  - kAgent: agents only.
   Status Authorize(const Caller& who, Action action, const Resource& on) const;
   // The same rule without building a message: for a decision taken per item of a

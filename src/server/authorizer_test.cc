@@ -91,7 +91,8 @@ struct RoleRow {
   const char* role;
   Caller who;
   // In Action order: health read write submit cancel hold release see_job_details
-  // drain resume issue_token list_tokens revoke_token signal requeue agent.
+  // drain resume issue_token list_tokens revoke_token signal requeue negative_nice
+  // agent.
   std::array<StatusCode, kActionCount> want;
 };
 
@@ -108,21 +109,21 @@ TEST(Authorizer, EveryRoleTimesEveryAction) {
   // clang-format off
   const RoleRow rows[] = {
       // health read write submit cancel hold release see_job_details drain resume
-      // issue_token list_tokens revoke_token signal requeue agent (signal and
+      // issue_token list_tokens revoke_token signal requeue negative_nice agent (signal and
       // requeue as cancel):
-      {"anonymous_remote",   anonymous_remote,        {O,U,U,U,U,U,U,U,U,U,U,U,U,U,U,U}},
-      {"anonymous_loopback", anonymous_loopback,      {O,O,U,U,U,U,U,U,U,U,U,U,U,U,U,U}},
-      {"unproven_admin",     claims_admin,            {O,U,U,U,U,U,U,U,U,U,U,U,U,U,U,U}},
-      {"agent",              agent,                   {O,U,U,U,U,U,U,U,U,U,U,U,U,U,U,O}},
-      {"user",               User("carol", 1002),     {O,O,O,D,D,D,D,D,D,D,D,D,D,D,D,D}},
-      {"owner",              User("alice", 1000),     {O,O,O,D,O,O,O,O,D,D,D,D,D,O,O,D}},
+      {"anonymous_remote",   anonymous_remote,        {O,U,U,U,U,U,U,U,U,U,U,U,U,U,U,U,U}},
+      {"anonymous_loopback", anonymous_loopback,      {O,O,U,U,U,U,U,U,U,U,U,U,U,U,U,U,U}},
+      {"unproven_admin",     claims_admin,            {O,U,U,U,U,U,U,U,U,U,U,U,U,U,U,U,U}},
+      {"agent",              agent,                   {O,U,U,U,U,U,U,U,U,U,U,U,U,U,U,U,O}},
+      {"user",               User("carol", 1002),     {O,O,O,D,D,D,D,D,D,D,D,D,D,D,D,D,D}},
+      {"owner",              User("alice", 1000),     {O,O,O,D,O,O,O,O,D,D,D,D,D,O,O,D,D}},
       // The owner is the uid the job runs as, not a name the caller gives.
-      {"owner_by_uid",       User("whoever", 1000),   {O,O,O,D,O,O,O,O,D,D,D,D,D,O,O,D}},
-      {"name_not_uid",       User("alice", 1001),     {O,O,O,D,D,D,D,D,D,D,D,D,D,D,D,D}},
-      {"account_member",     User("bob", 1001),       {O,O,O,O,D,D,D,D,D,D,D,D,D,D,D,D}},
-      {"admin_token",        User("ops", 1100, true), {O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,D}},
-      {"root_on_socket",     User("root", 0, true),   {O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,D}},
-      {"admin_in_config",    User("dana", 1200),      {O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,D}},
+      {"owner_by_uid",       User("whoever", 1000),   {O,O,O,D,O,O,O,O,D,D,D,D,D,O,O,D,D}},
+      {"name_not_uid",       User("alice", 1001),     {O,O,O,D,D,D,D,D,D,D,D,D,D,D,D,D,D}},
+      {"account_member",     User("bob", 1001),       {O,O,O,O,D,D,D,D,D,D,D,D,D,D,D,D,D}},
+      {"admin_token",        User("ops", 1100, true), {O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,D}},
+      {"root_on_socket",     User("root", 0, true),   {O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,D}},
+      {"admin_in_config",    User("dana", 1200),      {O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,D}},
   };
   // clang-format on
   const Authorizer authorizer = Make(Config());

@@ -245,6 +245,9 @@ Result<std::vector<state::JobId>> Controller::Submit(const SubmitRequest& reques
       who, Action::kSubmit,
       Resource::Submit(request.req.account, request.req.partition)));
   HACHI_RETURN_IF_ERROR(CheckJobSpec(request.spec));
+  if (request.req.nice < 0) {  // issue 17: a negative --nice raises priority: admins
+    HACHI_RETURN_IF_ERROR(authorizer_.Authorize(who, Action::kNegativeNice, {}));
+  }
   if (request.array_tasks.size() > 10000) {
     return InvalidArgument("an array may have at most 10000 tasks, got " +
                            std::to_string(request.array_tasks.size()));
@@ -294,6 +297,7 @@ Result<std::vector<state::JobId>> Controller::Submit(const SubmitRequest& reques
     const state::JobId first = next_id_;
     HACHI_RETURN_IF_ERROR(sched::CheckDependencies(first, req.dependencies));
     for (const sched::Dependency& d : req.dependencies) {
+      if (d.kind == sched::DependencyKind::kSingleton) continue;  // names no job
       if (image_.jobs.find(d.job) == image_.jobs.end()) {
         return InvalidArgument("dependency on job " + std::to_string(d.job) +
                                ", which does not exist");

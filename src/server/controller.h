@@ -277,6 +277,9 @@ class Controller {
   void Loop() EXCLUDES(mu_, writer_mu_);
   // One cycle: snapshot (writer_mu_ and mu_), schedule (neither), apply (both again).
   void Cycle() REQUIRES(cycle_mu_) EXCLUDES(mu_, writer_mu_);
+  // Issue 17: pending jobs whose --deadline can no longer be met (now + time limit
+  // past it) end as DEADLINE, never started.
+  void EndPastDeadlineLocked(Time now) REQUIRES(writer_mu_, mu_);
   void ApplyPlanLocked(const sched::Plan& plan,
                        std::shared_ptr<const sched::ClusterState> snap, Time now)
       REQUIRES(writer_mu_, mu_);

@@ -161,6 +161,7 @@ void Controller::Cycle() {
   }
   const auto apply_start = std::chrono::steady_clock::now();
   ApplyPlanLocked(plan, std::move(snap), now);
+  EndPastDeadlineLocked(now);  // issue 17: --deadline
   const auto end = std::chrono::steady_clock::now();
   metrics_->plan_apply().Observe(
       std::chrono::duration<double>(end - apply_start).count());
@@ -284,6 +285,26 @@ void Controller::ApplyPlanLocked(const sched::Plan& plan,
       agents_.Cancel(a.node, p.job);
     }
   }
+}
+
+void Controller::EndPastDeadlineLocked(Time now) {
+  std::vector<state::Edit> edits;
+  for (state::JobId id : active_) {
+    auto it = image_.jobs.find(id);
+    if (it == image_.jobs.end()) continue;
+    const state::JobRecord& r = it->second;
+    if (r.state != state::JobState::kPending || r.req.deadline <= 0) continue;
+    if (now + r.req.time_limit <= r.req.deadline) continue;
+    state::JobEnded end;
+    end.id = id;
+    end.state = state::JobState::kDeadline;
+    end.end_time = now;
+    end.reason = "DeadLine: its time limit " + FormatDuration(r.req.time_limit) +
+                 " no longer fits before its --deadline";
+    edits.push_back(std::move(end));
+  }
+  if (edits.empty()) return;
+  if (!CommitAndApply(std::move(edits)).ok()) dirty_ = true;  // tried again next cycle
 }
 
 void Controller::DispatchLocked(const state::JobRecord& job, const std::string& node) {

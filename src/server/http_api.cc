@@ -80,7 +80,8 @@ json PartitionJson(const sched::Partition& p,
       {"default_time", p.default_time},
       {"max_time", p.max_time},
       {"tier", p.tier},
-      {"allow_gpu_sharing", p.allow_gpu_sharing}};
+      {"allow_gpu_sharing", p.allow_gpu_sharing},
+      {"allow_cpu_jobs", p.allow_cpu_jobs}};
 }
 
 // The connection layer's own figures (docs/metrics.md), after the Controller's.

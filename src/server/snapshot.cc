@@ -1,7 +1,10 @@
 #include "server/snapshot.h"
 
 #include <algorithm>
+#include <map>
+#include <string>
 #include <unordered_map>
+#include <utility>
 
 #include "sched/apply.h"
 #include "sched/dependencies.h"
@@ -59,6 +62,7 @@ Result<BaseCluster> BuildBase(
   p.mode = sched::PartitionMode::kShared;
   p.default_time = kHour;
   p.max_time = 30 * kDay;
+  p.allow_cpu_jobs = true;  // hachi dev: Snakemake rules, dask workers (issue 17)
   for (size_t i = 0; i < s.nodes.size(); ++i) p.nodes.push_back(static_cast<int>(i));
   s.partitions.push_back(std::move(p));
   if (config != nullptr) {
@@ -207,7 +211,31 @@ sched::ClusterState BuildSnapshot(const BaseCluster& base, const state::StateIma
     if (r.spec.array_job_id != 0) ++array_running[r.spec.array_job_id];
     s.running.push_back(std::move(j));
   });
+  // Issue 17, -d singleton: a job waits while an earlier job of its name and user is
+  // pending, or any is running. The lowest such job id per (user, name), filled as the
+  // pending jobs go by in id order; only built when some job asks for it.
+  bool singletons = false;
   ForEachActiveJob(image, active, [&](const state::JobRecord& r) {
+    for (const sched::Dependency& d : r.req.dependencies) {
+      singletons |= d.kind == sched::DependencyKind::kSingleton;
+    }
+  });
+  std::map<std::pair<std::string, std::string>, state::JobId> first_of_name;
+  if (singletons) {
+    for (const sched::Job& j : s.running) {
+      const state::JobRecord& r = image.jobs.at(j.id);
+      first_of_name.try_emplace({r.req.user, r.spec.name}, r.id);
+    }
+  }
+  ForEachActiveJob(image, active, [&](const state::JobRecord& r) {
+    state::JobId singleton_wait = 0;
+    if (singletons && r.state == state::JobState::kPending) {
+      auto [it, fresh] = first_of_name.try_emplace({r.req.user, r.spec.name}, r.id);
+      const bool asks = std::any_of(
+          r.req.dependencies.begin(), r.req.dependencies.end(),
+          [](const auto& d) { return d.kind == sched::DependencyKind::kSingleton; });
+      if (asks && !fresh && it->second != r.id) singleton_wait = it->second;
+    }
     // A held job cannot start and reserves nothing: the scheduler never sees it (its
     // reason, "held", comes from the record). A burst of held submits costs no cycle
     // time.
@@ -224,6 +252,10 @@ sched::ClusterState BuildSnapshot(const BaseCluster& base, const state::StateIma
           r.req.dependencies, [&](sched::JobId d) { return OutcomeOf(image, d); });
       j.deps = v.state;
       j.deps_job = v.job;
+    }
+    if (singleton_wait != 0 && j.deps == sched::DependencyState::kNone) {
+      j.deps = sched::DependencyState::kWaiting;  // issue 17: -d singleton
+      j.deps_job = singleton_wait;
     }
     s.pending.push_back(std::move(j));
   });

@@ -12,7 +12,7 @@ struct JobStateNames {
   std::string_view name;
   std::string_view code;
 };
-constexpr std::array<JobStateNames, 8> kJobStates = {{
+constexpr std::array<JobStateNames, 9> kJobStates = {{
     {JobState::kPending, "PENDING", "PD"},
     {JobState::kRunning, "RUNNING", "R"},
     {JobState::kCompleted, "COMPLETED", "CD"},
@@ -21,6 +21,7 @@ constexpr std::array<JobStateNames, 8> kJobStates = {{
     {JobState::kTimeout, "TIMEOUT", "TO"},
     {JobState::kNodeFail, "NODE_FAIL", "NF"},
     {JobState::kOutOfMemory, "OUT_OF_MEMORY", "OOM"},
+    {JobState::kDeadline, "DEADLINE", "DL"},  // issue 17
 }};
 
 struct NodeStateNames {

@@ -33,14 +33,15 @@ enum class JobState : uint8_t {
   kTimeout,      // TO: hit its time limit
   kNodeFail,     // NF: its node went down and the job was not requeued
   kOutOfMemory,  // OOM: killed by its memory limit
+  kDeadline,     // DL: could no longer end by its --deadline, never started (issue 17)
 };
 inline constexpr JobState kAllJobStates[] = {
-    JobState::kPending,  JobState::kRunning,    JobState::kCompleted,
-    JobState::kFailed,   JobState::kCancelled,  JobState::kTimeout,
-    JobState::kNodeFail, JobState::kOutOfMemory};
+    JobState::kPending,  JobState::kRunning,     JobState::kCompleted,
+    JobState::kFailed,   JobState::kCancelled,   JobState::kTimeout,
+    JobState::kNodeFail, JobState::kOutOfMemory, JobState::kDeadline};  // issue 17
 std::string_view JobStateName(JobState s);  // "PENDING", "RUNNING", ...
 std::string_view JobStateCode(
-    JobState s);  // "PD", "R", "CD", "F", "CA", "TO", "NF", "OOM"
+    JobState s);  // "PD", "R", "CD", "F", "CA", "TO", "NF", "OOM", "DL"
 // Parses a name or a code, any case ("pending", "PD", "r"); false when unknown.
 bool ParseJobState(std::string_view text, JobState* out);
 inline bool IsFinal(JobState s) {

@@ -183,6 +183,10 @@ Status ReadDependency(const json& v, const std::string& path, sched::Dependency*
       out->kind = sched::DependencyKind::kAfterOk;
     } else if (name == "afterany") {
       out->kind = sched::DependencyKind::kAfterAny;
+    } else if (name == "afternotok") {  // issue 17 (jobs version 5)
+      out->kind = sched::DependencyKind::kAfterNotOk;
+    } else if (name == "singleton") {
+      out->kind = sched::DependencyKind::kSingleton;
     } else {
       return Internal(p + ": unknown dependency kind \"" + name + "\"");
     }
@@ -224,6 +228,13 @@ Status ReadRequest(const json& v, const std::string& path, json* unknown,
   r.List("dependencies", &req->dependencies, ReadDependency);
   r.Int("gpu_share_milli", &req->gpu_share_milli);
   r.Int("gpu_memory_mib", &req->gpu_memory_mib);
+  // Issue 17 (jobs version 5): node selection and timing, optional.
+  r.Bytes("constraint", &req->constraint);
+  r.Bytes("nodelist", &req->nodelist);
+  r.Bytes("exclude", &req->exclude);
+  r.Int("begin_time", &req->begin_time);
+  r.Int("deadline", &req->deadline);
+  r.Int("nice", &req->nice);
   return r.Finish();
 }
 
@@ -387,8 +398,10 @@ Status StepJobV2ToV3(json* /*row*/) { return Status::Ok(); }
 Status StepJobV3ToV4(json* /*row*/) { return Status::Ok(); }
 
 // Job rows 4 -> 5 (issue 17): the spec's optional "ntasks", "ntasks_per_node",
-// "cpus_per_task", "signal", "signal_before", "signal_batch_only", "open_append", written
-// only when set. A version 4 row has none: 0 / false, what a job without them asked.
+// "cpus_per_task", "signal", "signal_before", "signal_batch_only", "open_append", the
+// request's optional constraint, nodelist, exclude, begin_time, deadline, nice, and the
+// dependency kinds afternotok and singleton, all written only when set. A version 4 row
+// has none of them: 0 / false / empty, what a job without them asked.
 Status StepJobV4ToV5(json* /*row*/) { return Status::Ok(); }
 
 constexpr Step kJobSteps[] = {StepV1ToV2, StepJobV2ToV3, StepJobV3ToV4, StepJobV4ToV5};
@@ -488,11 +501,14 @@ std::string Dump(json* j, std::string_view unknown) {
 json RequestJson(const sched::JobRequest& req) {
   json deps = json::array();
   for (const sched::Dependency& d : req.dependencies) {
-    deps.push_back(
-        {{"kind", d.kind == sched::DependencyKind::kAfterAny ? "afterany" : "afterok"},
-         {"job", d.job}});
+    // Issue 17: afternotok, singleton (jobs version 5).
+    const char* kind = d.kind == sched::DependencyKind::kAfterAny     ? "afterany"
+                       : d.kind == sched::DependencyKind::kAfterNotOk ? "afternotok"
+                       : d.kind == sched::DependencyKind::kSingleton  ? "singleton"
+                                                                      : "afterok";
+    deps.push_back({{"kind", kind}, {"job", d.job}});
   }
-  return {
+  json out = {
       {"gpus", req.gpus},
       {"nodes", req.nodes},
       {"gpus_per_node", req.gpus_per_node},
@@ -512,6 +528,14 @@ json RequestJson(const sched::JobRequest& req) {
       {"gpu_share_milli", req.gpu_share_milli},
       {"gpu_memory_mib", req.gpu_memory_mib},
   };
+  // Issue 17 (jobs version 5): written only when set, so rows stay as they were.
+  if (!req.constraint.empty()) out["constraint"] = JsonBytes(req.constraint);
+  if (!req.nodelist.empty()) out["nodelist"] = JsonBytes(req.nodelist);
+  if (!req.exclude.empty()) out["exclude"] = JsonBytes(req.exclude);
+  if (req.begin_time != 0) out["begin_time"] = req.begin_time;
+  if (req.deadline != 0) out["deadline"] = req.deadline;
+  if (req.nice != 0) out["nice"] = req.nice;
+  return out;
 }
 
 // Every string is bytes, written exactly (state/json_values.h: JsonBytes).

@@ -43,9 +43,11 @@ struct RowFormat {
 // and any string of the spec or request may be {"base64": ...} (bytes that are not
 // UTF-8), which version 3 cannot read.
 // Jobs 5 (issue 17): the spec's optional ntasks, ntasks_per_node, cpus_per_task,
-// signal, signal_before, signal_batch_only, open_append (absent: 0 / false), which a
-// reader of version 4 keeps as unknown fields.
-inline constexpr RowFormat kJobRowFormat{5, 4};      // jobs.record
+// signal, signal_before, signal_batch_only, open_append (absent: 0 / false); the
+// request's optional constraint, nodelist, exclude, begin_time, deadline, nice; and the
+// dependency kinds afternotok and singleton. A version-4 reader would refuse the kinds
+// and run a job that asked for -w/-C/--begin anywhere at once, so it must not read them.
+inline constexpr RowFormat kJobRowFormat{5, 5};      // jobs.record
 inline constexpr RowFormat kNodeRowFormat{2, 2};     // nodes.record
 inline constexpr RowFormat kTokenRowFormat{2, 2};    // tokens.record
 inline constexpr RowFormat kPayloadRowFormat{1, 1};  // payloads.record (JobPayload)

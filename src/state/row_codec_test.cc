@@ -68,7 +68,8 @@ TEST(RowCodec, NonUtf8BytesRoundTripExactly) {
   const json j = json::parse(text);
   EXPECT_EQ(j["spec"]["workdir"], json({{"base64", "L3RtcC9k/w=="}}));
   EXPECT_EQ(j["spec"]["env"][1], "PLAIN=y");  // UTF-8 stays a string
-  EXPECT_EQ(j["_min_reader"], 4);  // version 3 readers must refuse, not misread, it
+  EXPECT_EQ(j["_min_reader"], 5);  // version 3 readers must refuse, not misread, it
+                                   // (5 since issue 17: new dependency kinds)
   Result<Row<JobRecord>> back = DecodeJobRow(text);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   const JobSpec& b = back->record.spec;
@@ -104,7 +105,7 @@ TEST(RowCodec, RowsCarryTheirVersion) {
   EXPECT_EQ(j["_v"], kJobRowFormat.version);
   EXPECT_EQ(j["_min_reader"], kJobRowFormat.min_reader);
   EXPECT_EQ(j.size(), 17u);  // 15 fields + the two version keys
-  EXPECT_EQ(j["req"].size(), 18u);
+  EXPECT_EQ(j["req"].size(), 24u);   // issue 17: FullJob sets the six optional fields
   EXPECT_EQ(j["spec"].size(), 23u);  // 16 + issue 17's 7 (FullJob sets them all)
   EXPECT_EQ(j["allocations"][0].size(), 6u);
   const json n = json::parse(EncodeNodeRow(FullNode("n1")));
@@ -356,9 +357,9 @@ TEST(RowCodec, NodeAndTokenErrorsNameTheField) {
 // store's fixture check (store_format_test.cc) know the field; then update the sizes
 // here (x86-64, g++).
 TEST(RowCodec, RecordSizesMatchTheCodecs) {
-  EXPECT_EQ(sizeof(JobRecord), 704u);
+  EXPECT_EQ(sizeof(JobRecord), 824u);  // issue 17: constraint .. nice, ntasks .. open_append
   EXPECT_EQ(sizeof(JobSpec), 296u);
-  EXPECT_EQ(sizeof(sched::JobRequest), 264u);
+  EXPECT_EQ(sizeof(sched::JobRequest), 384u);
   EXPECT_EQ(sizeof(NodeAllocation), 72u);
   EXPECT_EQ(sizeof(NodeRecord), 312u);
   EXPECT_EQ(sizeof(NodeStatus), 504u);

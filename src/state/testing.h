@@ -32,6 +32,13 @@ inline JobRecord FullJob(JobId id) {
                         {sched::DependencyKind::kAfterAny, 4}};
   j.req.gpu_share_milli = 250;
   j.req.gpu_memory_mib = 20480;
+  // Issue 17.
+  j.req.constraint = "h100&[rack1|rack2]";
+  j.req.nodelist = "gpu[01-02]";
+  j.req.exclude = "gpu07";
+  j.req.begin_time = 1700003600;
+  j.req.deadline = 1700090000;
+  j.req.nice = 100;
   j.spec.name = "train \"résumé\"";
   j.spec.argv = {"python", "train.py", "--lr=0.1", ""};
 
