@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <limits>
 
-#include "core/signals.h"
 #include "core/hostlist.h"
+#include "core/signals.h"
 #include "core/slurm_time.h"
 #include "core/strings.h"
 #include "sched/features.h"
@@ -93,11 +93,13 @@ constexpr std::array kOptions = {
               "CPUs are placed by GPU affinity"},
     OptionDef{"wckey", 0, Kind::kIgnoredValue, "no workload keys"},
     // Would change the job if dropped: refused.
-    OptionDef{"mem-per-cpu", 0, Kind::kRefused, "use --mem or --mem-per-gpu"},
-    OptionDef{"gpus-per-task", 0, Kind::kRefused, "use --gpus-per-node"},
+    // Issue 17 (lead): read as Slurm reads them, see BuildSubmitOptions.
+    OptionDef{"mem-per-cpu", 0, Kind::kValue, ""},
+    OptionDef{"gpus-per-task", 0, Kind::kValue, ""},
 };
 
 const OptionDef* FindLong(std::string_view name) {
+  if (name == "tasks-per-node") name = "ntasks-per-node";  // Slurm's alias
   for (const OptionDef& d : kOptions) {
     if (d.name == name) return &d;
   }
@@ -232,7 +234,7 @@ std::optional<long long> ParseCount(std::string_view s) {
 // The GPU request, one slot for --gres, --gpus and --gpus-per-node: the last one given
 // wins, so a flag of one form overrides a directive of another.
 struct GpuSlot {
-  enum Form : uint8_t { kUnset, kPerNode, kTotal } form = kUnset;
+  enum Form : uint8_t { kUnset, kPerNode, kTotal, kPerTask } form = kUnset;
   int count = 0;
   std::string model;
   std::string where;
@@ -732,6 +734,7 @@ Result<SubmitOptions> BuildSubmitOptions(const ParsedOptions& directives,
   const OptionOccurrence* ntasks = nullptr;
   const OptionOccurrence* per_node = nullptr;
   int mincpus = 0;
+  int64_t mem_per_cpu = 0;  // --mem-per-cpu, MiB (issue 17)
 
   for (const OptionOccurrence& occ : all) {
     const std::string& n = occ.name;
@@ -740,11 +743,13 @@ Result<SubmitOptions> BuildSubmitOptions(const ParsedOptions& directives,
     auto need = [&](bool ok, std::string problem) -> Status {
       return ok ? Status::Ok() : InvalidArgument(occ.where + ": " + problem);
     };
-    if (n == "gres" || n == "gpus" || n == "gpus-per-node") {
+    if (n == "gres" || n == "gpus" || n == "gpus-per-node" || n == "gpus-per-task") {
       GpuSlot s;
       Status st = n == "gres" ? ParseGres(v, &s) : ParseGpuCount(v, &s);
       if (!st.ok()) return Err(occ, st);
-      s.form = n == "gpus" ? GpuSlot::kTotal : GpuSlot::kPerNode;
+      s.form = n == "gpus"            ? GpuSlot::kTotal
+               : n == "gpus-per-task" ? GpuSlot::kPerTask
+                                      : GpuSlot::kPerNode;
       s.where = occ.where;
       gpu = s;
     } else if (n == "nodes") {
@@ -773,6 +778,20 @@ Result<SubmitOptions> BuildSubmitOptions(const ParsedOptions& directives,
       if (!m.ok()) return Err(occ, m.status());
       o.req.memory_mib = n == "mem" ? *m : 0;
       o.req.memory_mib_per_gpu = n == "mem" ? 0 : *m;
+      mem_per_cpu = 0;
+      if (*m == 0) {  // Slurm: all of each node's memory; Hachi has no such request
+        o.warnings.push_back(occ.where +
+                             ": read as no memory request (the partition's default per "
+                             "GPU), not as all of the node's memory");
+      }
+    } else if (n == "mem-per-cpu") {
+      // The same memory slot: memory per node = this x the node's CPUs (below).
+      Result<int64_t> m = ParseSizeMib(v);
+      if (!m.ok()) return Err(occ, m.status());
+      HACHI_RETURN_IF_ERROR(need(*m > 0, Quote(v) + ": give memory per CPU above 0"));
+      mem_per_cpu = *m;
+      o.req.memory_mib = 0;
+      o.req.memory_mib_per_gpu = 0;
     } else if (n == "job-name") {
       HACHI_RETURN_IF_ERROR(need(!v.empty(), "empty job name"));
       o.spec.name = v;
@@ -862,6 +881,24 @@ Result<SubmitOptions> BuildSubmitOptions(const ParsedOptions& directives,
   // GPUs: Slurm's --gres and --gpus-per-node count per node, --gpus the whole job.
   const int m = o.req.nodes;
   o.req.gpu_model = gpu.model;
+  if (gpu.form == GpuSlot::kPerTask) {
+    // --gpus-per-task: each node's tasks times this (Hachi's batch shell sees the
+    // node's GPUs, as Slurm's does; a task's own GPUs come with job steps).
+    const state::JobSpec& t = o.spec;
+    if (t.ntasks_per_node == 0 && t.ntasks > 0 && t.ntasks % m != 0) {
+      return InvalidArgument(gpu.where + ": " + std::to_string(t.ntasks) +
+                             " tasks do not spread evenly over " + std::to_string(m) +
+                             " nodes (give --ntasks-per-node)");
+    }
+    const int per_node_tasks = t.ntasks_per_node > 0 ? t.ntasks_per_node
+                               : t.ntasks > 0        ? t.ntasks / m
+                                                     : 1;
+    if (int64_t{gpu.count} * per_node_tasks > std::numeric_limits<int>::max()) {
+      return InvalidArgument(gpu.where + ": too many GPUs per node");
+    }
+    gpu.count *= per_node_tasks;
+    gpu.form = GpuSlot::kPerNode;
+  }
   if (gpu.form == GpuSlot::kPerNode) {
     // Both counts have up to 9 digits: their product can overflow an int (UBSan, found
     // while fuzzing). What fits an int but no cluster is the server's to refuse.
@@ -896,6 +933,13 @@ Result<SubmitOptions> BuildSubmitOptions(const ParsedOptions& directives,
     o.req.gpu_memory_mib = 0;
   }
   HACHI_RETURN_IF_ERROR(ResolveTasks(ntasks, per_node, nodes, mincpus, &o));
+  if (mem_per_cpu > 0) {
+    // --mem-per-cpu: Slurm's memory per allocated CPU; Hachi allocates exactly the CPUs
+    // asked for (1 when none are), so the node's memory is this times them.
+    const int64_t cpus = std::max<int64_t>(
+        1, o.req.cpus + int64_t{o.req.cpus_per_gpu} * o.req.GpusPerNode());
+    o.req.memory_mib = mem_per_cpu * cpus;
+  }
   return o;
 }
 

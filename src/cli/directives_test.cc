@@ -265,6 +265,45 @@ TEST(Directives, Options) {
          EXPECT_EQ(o.spec.ntasks, 0);
          EXPECT_EQ(o.req.cpus, 6);  // per node
        }},
+      // Issue 17 (lead): --mem-per-cpu, --gpus-per-task and --tasks-per-node as Slurm
+      // reads them (testdata/slurm-scripts/slurm-22.05/ has Slurm's own reading).
+      {"mem_per_cpu_times_the_nodes_cpus",
+       {"--mem-per-cpu=6G", "-c", "4", "--gres=gpu:1"},
+       "",
+       [](const SubmitOptions& o) {
+         EXPECT_EQ(o.req.memory_mib, 4 * 6144);
+         EXPECT_EQ(o.req.memory_mib_per_gpu, 0);
+       }},
+      {"mem_per_cpu_one_cpu_when_none_asked",
+       {"--mem-per-cpu=512M"},
+       "",
+       [](const SubmitOptions& o) { EXPECT_EQ(o.req.memory_mib, 512); }},
+      {"mem_per_cpu_with_cpus_per_gpu",
+       {"--mem-per-cpu=1G", "--cpus-per-gpu=8", "--gres=gpu:2"},
+       "",
+       [](const SubmitOptions& o) { EXPECT_EQ(o.req.memory_mib, 16 * 1024); }},
+      {"mem_after_mem_per_cpu_wins",
+       {"--mem-per-cpu=1G", "--mem=3G"},
+       "",
+       [](const SubmitOptions& o) { EXPECT_EQ(o.req.memory_mib, 3072); }},
+      {"gpus_per_task_times_tasks_per_node",
+       {"-N", "2", "--ntasks-per-node=1", "--gpus-per-task=4"},
+       "",
+       [](const SubmitOptions& o) {
+         EXPECT_EQ(o.req.GpusPerNode(), 4);
+         EXPECT_EQ(o.req.TotalGpus(), 8);
+       }},
+      {"gpus_per_task_over_ntasks",
+       {"-n", "8", "--gpus-per-task=1"},
+       "",
+       [](const SubmitOptions& o) { EXPECT_EQ(o.req.gpus, 8); }},
+      {"tasks_per_node_is_ntasks_per_node",
+       {"--tasks-per-node=2", "-c", "3"},
+       "",
+       [](const SubmitOptions& o) {
+         EXPECT_EQ(o.spec.ntasks_per_node, 2);
+         EXPECT_EQ(o.req.cpus, 6);
+       }},
       {"cpus_per_task_alone_unchanged",
        {"-c", "6"},
        "",
@@ -641,10 +680,15 @@ TEST(Directives, Errors) {
        {"--gpu-mem=0"},
        "",
        "--gpu-mem '0': GPU memory must be more than 0"},
-      {"refused_mem_per_cpu",
-       {"--mem-per-cpu=4G"},
+      {"mem_per_cpu_zero",
+       {"--mem-per-cpu=0"},
        "",
-       "--mem-per-cpu '4G': not supported by Hachi (use --mem or --mem-per-gpu)"},
+       "--mem-per-cpu '0': '0': give memory per CPU above 0"},
+      {"gpus_per_task_uneven",
+       {"-n", "3", "-N", "2", "--gpus-per-task=1"},
+       "",
+       "--gpus-per-task '1': 3 tasks do not spread evenly over 2 nodes (give "
+       "--ntasks-per-node)"},
       // Issue 17: -C/-w/-x/--begin/--deadline/--nice are read; bad values are errors.
       {"nodelist_directive_bad",
        {},
