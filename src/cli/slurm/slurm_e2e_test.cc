@@ -155,7 +155,8 @@ TEST_F(SlurmE2e, AToolsDayThroughTheLinks) {
   EXPECT_EQ(missing.out,
             "scancel: error: Kill job error on job id 99999: Invalid job id specified\n");
   EXPECT_EQ(Run("squeue --frob").exit_code, 1);
-  CmdResult refused_submit = Run("sbatch --wrap true");  // no GPU: refused by the server
+  // Nine GPUs on one of dev's 8-GPU nodes: refused by the server.
+  CmdResult refused_submit = Run("sbatch -G9 --wrap true");
   EXPECT_EQ(refused_submit.exit_code, 1);
   EXPECT_EQ(refused_submit.out.rfind("sbatch: error: Batch job submission failed: ", 0),
             0u)

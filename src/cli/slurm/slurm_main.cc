@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <iostream>
+#include <optional>
 
 #include "cli/slurm/slurm_cmds.h"
 #include "cli/slurm/slurm_text.h"
+#include "config/slurm_conf.h"
+#include "core/strings.h"
 
 namespace hachi::cli::slurm {
 
@@ -88,11 +91,31 @@ int InstallLinks(const std::string& dir, bool force) {
   return 0;
 }
 
+// `hachi slurm import-conf FILE`: the cluster config on stdout, a note per line or key
+// not carried over on stderr (config/slurm_conf.h).
+int ImportConf(const std::string& path) {
+  std::string error;
+  const std::optional<std::string> text = ReadFile(path, &error);
+  if (!text) {
+    std::cerr << "hachi slurm import-conf: " << error << "\n";
+    return 1;
+  }
+  Result<config::SlurmConfImport> r = config::ImportSlurmConf(*text, BaseName(path));
+  if (!r.ok()) {
+    std::cerr << "hachi slurm import-conf: " << r.status().message() << "\n";
+    return 1;
+  }
+  std::cout << r->toml;
+  for (const std::string& n : r->notes) std::cerr << "note: " << n << "\n";
+  return 0;
+}
+
 }  // namespace
 
 void AddSlurmCommands(CLI::App& app, int* exit_code) {
   CLI::App* slurm = app.add_subcommand(
-      "slurm", "Slurm's command names (sbatch, squeue, ...): install-links DIR");
+      "slurm",
+      "Slurm's command names (sbatch, squeue, ...): install-links DIR; import-conf FILE");
   slurm->require_subcommand(1);
   struct Flags {
     std::string dir;
@@ -106,6 +129,14 @@ void AddSlurmCommands(CLI::App& app, int* exit_code) {
   links->add_option("dir", f->dir, "Directory (on $PATH)")->required();
   links->add_flag("--force", f->force, "Replace files of those names that are not ours");
   links->callback([f, exit_code] { *exit_code = InstallLinks(f->dir, f->force); });
-}
+  auto conf = std::make_shared<std::string>();
+  CLI::App* import = slurm->add_subcommand(
+      "import-conf",
+      "Translate slurm.conf's node and partition lines into a cluster config "
+      "(stdout; what has no equivalent: notes on stderr)");
+  import->add_option("file", *conf, "slurm.conf")->required();
+  import->callback([conf, exit_code] { *exit_code = ImportConf(*conf);
+});
+}  // namespace hachi::cli::slurm
 
 }  // namespace hachi::cli::slurm

@@ -238,6 +238,8 @@ std::string SacctState(
       return "NODE_FAIL";
     case JobState::kOutOfMemory:
       return "OUT_OF_MEMORY";
+    case JobState::kDeadline:
+      return "DEADLINE";
     case JobState::kCancelled: {
       if (reason.find("preempt") != std::string::npos) return "PREEMPTED";
       constexpr std::string_view kBy = "cancelled by ";
