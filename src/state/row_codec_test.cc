@@ -104,7 +104,7 @@ TEST(RowCodec, RowsCarryTheirVersion) {
   const json j = json::parse(EncodeJobRow(FullJob(3)));
   EXPECT_EQ(j["_v"], kJobRowFormat.version);
   EXPECT_EQ(j["_min_reader"], kJobRowFormat.min_reader);
-  EXPECT_EQ(j.size(), 17u);  // 15 fields + the two version keys
+  EXPECT_EQ(j.size(), 17u);          // 15 fields + the two version keys
   EXPECT_EQ(j["req"].size(), 24u);   // issue 17: FullJob sets the six optional fields
   EXPECT_EQ(j["spec"].size(), 23u);  // 16 + issue 17's 7 (FullJob sets them all)
   EXPECT_EQ(j["allocations"][0].size(), 6u);
@@ -357,7 +357,8 @@ TEST(RowCodec, NodeAndTokenErrorsNameTheField) {
 // store's fixture check (store_format_test.cc) know the field; then update the sizes
 // here (x86-64, g++).
 TEST(RowCodec, RecordSizesMatchTheCodecs) {
-  EXPECT_EQ(sizeof(JobRecord), 824u);  // issue 17: constraint .. nice, ntasks .. open_append
+  EXPECT_EQ(sizeof(JobRecord),
+            824u);  // issue 17: constraint .. nice, ntasks .. open_append
   EXPECT_EQ(sizeof(JobSpec), 296u);
   EXPECT_EQ(sizeof(sched::JobRequest), 384u);
   EXPECT_EQ(sizeof(NodeAllocation), 72u);
