@@ -237,8 +237,7 @@ Status Controller::CommitAndApply(std::vector<state::Edit> edits) {
 
 // ---- Jobs ----
 
-Result<std::vector<state::JobId>> Controller::Submit(const SubmitRequest& request,
-                                                     const Caller& who) {
+Status Controller::CheckSubmit(const SubmitRequest& request, const Caller& who) const {
   // Who may submit, under which account, to which partition: a refusal is a 401/403
   // before anything about the job itself is looked at.
   HACHI_RETURN_IF_ERROR(authorizer_.Authorize(
@@ -252,6 +251,48 @@ Result<std::vector<state::JobId>> Controller::Submit(const SubmitRequest& reques
     return InvalidArgument("an array may have at most 10000 tasks, got " +
                            std::to_string(request.array_tasks.size()));
   }
+  return Status::Ok();
+}
+
+Result<sched::JobRequest> Controller::CompleteRequestLocked(const SubmitRequest& request,
+                                                            const Caller& who) const {
+  sched::JobRequest req = request.req;
+  // Names are text in the API (docs/api.md, "Bytes that are not UTF-8"): a user name
+  // that is not UTF-8 would make every listing of the job unreadable to clients.
+  if (!IsValidUtf8(who.user)) {
+    return InvalidArgument("user: the name of uid " + std::to_string(who.uid) +
+                           " is not valid UTF-8");
+  }
+  req.user = who.user;
+  if (req.account.empty()) req.account = who.user;
+  if (req.time_limit < 0) {  // --time=UNLIMITED: the partition's maximum
+    const int p = req.partition.empty() ? 0 : base_.state.PartitionIndex(req.partition);
+    req.time_limit = p >= 0 && p < static_cast<int>(base_.state.partitions.size())
+                         ? base_.state.partitions[p].max_time
+                         : 0;
+  }
+  return req;
+}
+
+Result<sched::Job> Controller::ValidateJobLocked(const sched::JobRequest& req,
+                                                 state::JobId first_id) const {
+  Result<sched::Job> valid = sched::ValidateRequest(base_.state, req);
+  if (!valid.ok()) return valid.status();
+  sched::ApplyDefaultMemory(base_.state, &*valid);  // no --mem: a bounded default
+  HACHI_RETURN_IF_ERROR(sched::CheckDependencies(first_id, req.dependencies));
+  for (const sched::Dependency& d : req.dependencies) {
+    if (d.kind == sched::DependencyKind::kSingleton) continue;  // names no job
+    if (image_.jobs.find(d.job) == image_.jobs.end()) {
+      return InvalidArgument("dependency on job " + std::to_string(d.job) +
+                             ", which does not exist");
+    }
+  }
+  return valid;
+}
+
+Result<std::vector<state::JobId>> Controller::Submit(const SubmitRequest& request,
+                                                     const Caller& who) {
+  HACHI_RETURN_IF_ERROR(CheckSubmit(request, who));
   std::vector<state::Edit> edits;
   std::vector<state::JobId> ids;
   struct {
@@ -262,21 +303,9 @@ Result<std::vector<state::JobId>> Controller::Submit(const SubmitRequest& reques
     MutexLock lock(&mu_);
     if (stopping_) return Unavailable("the server is stopping");
     if (base_dirty_) HACHI_RETURN_IF_ERROR(RebuildBaseLocked());
-    sched::JobRequest req = request.req;
-    // Names are text in the API (docs/api.md, "Bytes that are not UTF-8"): a user name
-    // that is not UTF-8 would make every listing of the job unreadable to clients.
-    if (!IsValidUtf8(who.user)) {
-      return InvalidArgument("user: the name of uid " + std::to_string(who.uid) +
-                             " is not valid UTF-8");
-    }
-    req.user = who.user;
-    if (req.account.empty()) req.account = who.user;
-    if (req.time_limit < 0) {  // --time=UNLIMITED: the partition's maximum
-      const int p = req.partition.empty() ? 0 : base_.state.PartitionIndex(req.partition);
-      req.time_limit = p >= 0 && p < static_cast<int>(base_.state.partitions.size())
-                           ? base_.state.partitions[p].max_time
-                           : 0;
-    }
+    Result<sched::JobRequest> completed = CompleteRequestLocked(request, who);
+    if (!completed.ok()) return completed.status();
+    const sched::JobRequest& req = *completed;
     const Time now = options_.clock->Now();
     if (!request.idempotency_key.empty()) {
       if (const SubmitKeys::Entry* e =
@@ -289,20 +318,11 @@ Result<std::vector<state::JobId>> Controller::Submit(const SubmitRequest& reques
         return ids;  // a retry: the first submit's jobs, nothing new
       }
     }
-    Result<sched::Job> valid = sched::ValidateRequest(base_.state, req);
+    const state::JobId first = next_id_;
+    Result<sched::Job> valid = ValidateJobLocked(req, first);
     if (!valid.ok()) return valid.status();
-    sched::ApplyDefaultMemory(base_.state, &*valid);  // no --mem: a bounded default
     const int count =
         request.array_tasks.empty() ? 1 : static_cast<int>(request.array_tasks.size());
-    const state::JobId first = next_id_;
-    HACHI_RETURN_IF_ERROR(sched::CheckDependencies(first, req.dependencies));
-    for (const sched::Dependency& d : req.dependencies) {
-      if (d.kind == sched::DependencyKind::kSingleton) continue;  // names no job
-      if (image_.jobs.find(d.job) == image_.jobs.end()) {
-        return InvalidArgument("dependency on job " + std::to_string(d.job) +
-                               ", which does not exist");
-      }
-    }
     // What the user may have pending (ControllerOptions::max_pending_*): the array's
     // payload counts once, as it is kept once.
     PendingUse& use = pending_use_[req.user];

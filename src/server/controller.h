@@ -274,6 +274,18 @@ class Controller {
   void CancelOneLocked(state::JobId id, const std::string& reason,
                        std::vector<state::Edit>* edits) REQUIRES(writer_mu_, mu_);
   Status RebuildBaseLocked() REQUIRES(mu_);
+  // Submit's checks, shared with TestSubmit (sbatch --test-only) so that the two never
+  // disagree. Before the lock: who may submit there, the spec, a negative --nice, the
+  // array's size.
+  Status CheckSubmit(const SubmitRequest& request, const Caller& who) const;
+  // The request as the server completes it: the caller's name and default account, a
+  // --time=UNLIMITED as the partition's maximum.
+  Result<sched::JobRequest> CompleteRequestLocked(const SubmitRequest& request,
+                                                  const Caller& who) const REQUIRES(mu_);
+  // Validated against the cluster (with the default memory), its dependencies checked
+  // for jobs numbered from `first_id` on.
+  Result<sched::Job> ValidateJobLocked(const sched::JobRequest& req,
+                                       state::JobId first_id) const REQUIRES(mu_);
   void Loop() EXCLUDES(mu_, writer_mu_);
   // One cycle: snapshot (writer_mu_ and mu_), schedule (neither), apply (both again).
   void Cycle() REQUIRES(cycle_mu_) EXCLUDES(mu_, writer_mu_);

@@ -131,6 +131,28 @@ TEST(Controller, CancelPendingEndsAtOnce) {
   EXPECT_EQ(h->Cancel(999, kAlice).code(), StatusCode::kNotFound);
 }
 
+// sbatch --test-only takes exactly Submit's checks (one CheckSubmit / ValidateJobLocked
+// for both): before they were shared, a singleton dependency was refused there as "job
+// 0, which does not exist" and a user's negative --nice passed.
+TEST(Controller, TestSubmitChecksWhatSubmitChecks) {
+  Harness h;
+  h.Register("n1");
+  SubmitRequest singleton =
+      MakeSubmit().Gpus(1).After(sched::DependencyKind::kSingleton, 0);
+  Result<Controller::TestSubmitAnswer> t = h->TestSubmit(singleton, kAlice);
+  EXPECT_TRUE(t.ok()) << t.status().message();
+  EXPECT_TRUE(h->Submit(singleton, kAlice).ok());
+  SubmitRequest nice = MakeSubmit().Gpus(1);
+  nice.req.nice = -5;
+  const Status submit = h->Submit(nice, kAlice).status();
+  EXPECT_EQ(submit.code(), StatusCode::kPermissionDenied) << submit.message();
+  t = h->TestSubmit(nice, kAlice);
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), submit.code());
+  EXPECT_EQ(t.status().message(), submit.message());
+  EXPECT_TRUE(h->TestSubmit(nice, kRoot).ok());
+}
+
 TEST(Controller, CancelRunningWaitsForTheAgent) {
   Harness h;
   h.Register("n1");

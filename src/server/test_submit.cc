@@ -3,10 +3,7 @@
 // a scheduler of its own so that the loop's is never shared.
 #include <algorithm>
 
-#include "core/bytes.h"
-#include "sched/dependencies.h"
 #include "sched/test_start.h"
-#include "server/auth.h"
 #include "server/controller.h"
 #include "server/snapshot.h"
 
@@ -14,10 +11,7 @@ namespace hachi::server {
 
 Result<Controller::TestSubmitAnswer> Controller::TestSubmit(const SubmitRequest& request,
                                                             const Caller& who) {
-  HACHI_RETURN_IF_ERROR(authorizer_.Authorize(
-      who, Action::kSubmit,
-      Resource::Submit(request.req.account, request.req.partition)));
-  HACHI_RETURN_IF_ERROR(CheckJobSpec(request.spec));
+  HACHI_RETURN_IF_ERROR(CheckSubmit(request, who));
   sched::ClusterState snap;
   sched::Job job;
   Time now = 0;
@@ -26,29 +20,10 @@ Result<Controller::TestSubmitAnswer> Controller::TestSubmit(const SubmitRequest&
     MutexLock lock(&mu_);
     if (stopping_) return Unavailable("the server is stopping");
     if (base_dirty_) HACHI_RETURN_IF_ERROR(RebuildBaseLocked());
-    sched::JobRequest req = request.req;
-    if (!IsValidUtf8(who.user)) {
-      return InvalidArgument("user: the name of uid " + std::to_string(who.uid) +
-                             " is not valid UTF-8");
-    }
-    req.user = who.user;
-    if (req.account.empty()) req.account = who.user;
-    if (req.time_limit < 0) {  // --time=UNLIMITED: the partition's maximum
-      const int p = req.partition.empty() ? 0 : base_.state.PartitionIndex(req.partition);
-      req.time_limit = p >= 0 && p < static_cast<int>(base_.state.partitions.size())
-                           ? base_.state.partitions[p].max_time
-                           : 0;
-    }
-    Result<sched::Job> valid = sched::ValidateRequest(base_.state, req);
+    Result<sched::JobRequest> req = CompleteRequestLocked(request, who);
+    if (!req.ok()) return req.status();
+    Result<sched::Job> valid = ValidateJobLocked(*req, next_id_);
     if (!valid.ok()) return valid.status();
-    sched::ApplyDefaultMemory(base_.state, &*valid);
-    HACHI_RETURN_IF_ERROR(sched::CheckDependencies(next_id_, req.dependencies));
-    for (const sched::Dependency& d : req.dependencies) {
-      if (image_.jobs.find(d.job) == image_.jobs.end()) {
-        return InvalidArgument("dependency on job " + std::to_string(d.job) +
-                               ", which does not exist");
-      }
-    }
     job = std::move(*valid);
     next_id = next_id_;
     snap = BuildSnapshot(base_, image_, &active_);
