@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,17 @@ struct SubmitRequest {
 struct SignalRequest {
   int signal = 0;
   bool batch_only = false;
+};
+
+// POST /jobs/ID/update's body (scontrol update, issue 17; docs/api.md "Update"):
+// {"req": {...}, "name": "...", "comment": "..."}, each optional. `req` holds fields of
+// the job's request (the job object's "req", docs/api.md) with their new values, all
+// but "user"; the server merges them into the job's request and validates the result
+// as a submit's (ApplyRequestPatch).
+struct JobUpdate {
+  std::string req_patch = "{}";  // a JSON object's text
+  std::optional<std::string> name;
+  std::optional<std::string> comment;
 };
 
 struct AgentRegistration {

@@ -9,6 +9,7 @@
 #include "api/request_limits.h"
 #include "core/signals.h"
 #include "core/strings.h"
+#include "state/json_values.h"
 
 namespace hachi::api {
 namespace {
@@ -570,6 +571,88 @@ Result<SignalRequest> SignalRequestFromJson(std::string_view text) {
   r.signal = *n;
   HACHI_RETURN_IF_ERROR(GetBool(*j, "batch_only", "signal", &r.batch_only));
   return r;
+}
+
+namespace {
+// The request fields an update may set: every field of the job object's "req" but
+// "user" (record_json.cc's ToJson(sched::JobRequest)).
+constexpr std::initializer_list<const char*> kUpdatableRequestFields = {
+    "gpus",
+    "nodes",
+    "gpus_per_node",
+    "cpus_per_gpu",
+    "cpus",
+    "memory_mib_per_gpu",
+    "memory_mib",
+    "gpu_model",
+    "min_gpu_memory_mib",
+    "partition",
+    "qos",
+    "account",
+    "time_limit",
+    "exclusive",
+    "dependencies",
+    "gpu_share_milli",
+    "gpu_memory_mib",
+    "constraint",
+    "nodelist",
+    "exclude",
+    "begin_time",
+    "deadline",
+    "nice"};
+}  // namespace
+
+std::string JobUpdateToJson(const JobUpdate& u) {
+  json j = json::object();
+  json req = json::parse(u.req_patch, nullptr, false);
+  if (req.is_object() && !req.empty()) j["req"] = std::move(req);
+  if (u.name) j["name"] = state::JsonBytes(*u.name);
+  if (u.comment) j["comment"] = state::JsonBytes(*u.comment);
+  return j.dump();
+}
+
+Result<JobUpdate> JobUpdateFromJson(std::string_view text) {
+  Result<json> j = Parse(text, "update");
+  if (!j.ok()) return j.status();
+  HACHI_RETURN_IF_ERROR(OnlyKeys(*j, "update", {"req", "name", "comment"}));
+  JobUpdate u;
+  if (auto it = j->find("req"); it != j->end()) {
+    if (!it->is_object()) {
+      return InvalidArgument(std::string("update.req: expected an object, got ") +
+                             it->type_name());
+    }
+    if (it->contains("user")) {
+      return InvalidArgument("update.req.user: a job's user cannot change");
+    }
+    HACHI_RETURN_IF_ERROR(OnlyKeys(*it, "update.req", kUpdatableRequestFields));
+    u.req_patch = it->dump();
+  }
+  for (const char* key : {"name", "comment"}) {
+    auto it = j->find(key);
+    if (it == j->end()) continue;
+    std::string v;
+    if (std::string problem = state::ReadJsonBytes(*it, &v); !problem.empty()) {
+      return InvalidArgument(std::string("update.") + key + ": " + problem);
+    }
+    (std::string(key) == "name" ? u.name : u.comment) = std::move(v);
+  }
+  return u;
+}
+
+Status ApplyRequestPatch(std::string_view patch, sched::JobRequest* req) {
+  json p = json::parse(patch, nullptr, false);
+  if (p.is_discarded() || !p.is_object()) {
+    return InvalidArgument("update.req: expected an object");
+  }
+  if (p.contains("user"))
+    return InvalidArgument("update.req.user: a job's user cannot change");
+  HACHI_RETURN_IF_ERROR(OnlyKeys(p, "update.req", kUpdatableRequestFields));
+  json merged = ToJson(*req);
+  for (auto it = p.begin(); it != p.end(); ++it) merged[it.key()] = it.value();
+  sched::JobRequest out;
+  HACHI_RETURN_IF_ERROR(FromJson(merged, &out, "update.req"));
+  *req = std::move(out);
+  return Status::Ok();
 }
 
 std::string_view StatusCodeSlug(StatusCode code) {

@@ -33,6 +33,14 @@ Result<std::vector<api::JobExit>> JobExitsFromJson(std::string_view text);
 std::string SignalRequestToJson(const SignalRequest& r);
 Result<SignalRequest> SignalRequestFromJson(std::string_view text);
 
+// POST /jobs/ID/update (issue 17). FromJson checks the shape and the keys ("req"'s
+// among the request's fields, never "user"); the values are checked by
+// ApplyRequestPatch, which merges `patch` into `*req` (unchanged on error: a field of
+// the wrong type is kInvalidArgument naming it, as "update.req.gpus: ...").
+std::string JobUpdateToJson(const JobUpdate& u);
+Result<JobUpdate> JobUpdateFromJson(std::string_view text);
+Status ApplyRequestPatch(std::string_view patch, sched::JobRequest* req);
+
 // POST /nodes/NAME/drain: "" or {"reason": "..."} -> the reason ("" for none).
 Result<std::string> DrainReasonFromJson(std::string_view text);
 // POST /nodes/NAME/resume: "", {} or {"gpu": N} -> N, or -1 for the whole node.

@@ -409,6 +409,37 @@ INSTANTIATE_TEST_SUITE_P(
                 "work.launch[0].nodelist[1]: expected a string, got number"}),
     [](const ::testing::TestParamInfo<BadCase>& p) { return p.param.name; });
 
+// POST /jobs/ID/update (issue 17).
+TEST(ProtocolJson, JobUpdateRoundTripAndRefusals) {
+  JobUpdate u;
+  u.req_patch = R"({"time_limit":300,"constraint":"h100"})";
+  u.name = std::string("n\xff");  // bytes, carried exactly
+  Result<JobUpdate> back = JobUpdateFromJson(JobUpdateToJson(u));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(json::parse(back->req_patch), json::parse(u.req_patch));
+  EXPECT_EQ(back->name, u.name);
+  EXPECT_FALSE(back->comment.has_value());
+  EXPECT_EQ(JobUpdateFromJson(R"({"req": {"user": "mallory"}})").status().message(),
+            "update.req.user: a job's user cannot change");
+  EXPECT_EQ(JobUpdateFromJson(R"({"req": {"gpu": 2}})").status().message(),
+            "update.req: unknown field 'gpu'");
+  EXPECT_EQ(JobUpdateFromJson(R"({"state": "RUNNING"})").status().message(),
+            "update: unknown field 'state'");
+  EXPECT_FALSE(JobUpdateFromJson(R"({"req": []})").ok());
+
+  sched::JobRequest req;
+  req.gpus = 2;
+  req.user = "alice";
+  ASSERT_TRUE(ApplyRequestPatch(R"({"gpus": 4, "nice": 10})", &req).ok());
+  EXPECT_EQ(req.gpus, 4);
+  EXPECT_EQ(req.nice, 10);
+  EXPECT_EQ(req.user, "alice");
+  Status bad = ApplyRequestPatch(R"({"gpus": "four"})", &req);
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("update.req.gpus"), std::string::npos) << bad.message();
+  EXPECT_EQ(req.gpus, 4) << "unchanged on error";
+}
+
 TEST(ProtocolJson, RegistrationTopologyGivenAsObject) {
   const std::string text = std::string(R"({"node":"n1",)") + kTopo + "}";
   Result<AgentRegistration> r = AgentRegistrationFromJson(text);

@@ -10,6 +10,7 @@
 
 #include "api/record_json_nlohmann.h"
 #include "core/strings.h"
+#include "sched/dependencies.h"
 #include "state/json_values.h"
 
 namespace hachi::api {
@@ -204,20 +205,6 @@ Status ReadEnvItem(const json& v, const std::string& path,
   return Status::Ok();
 }
 
-std::string_view DependencyKindName(sched::DependencyKind kind) {
-  switch (kind) {
-    case sched::DependencyKind::kAfterOk:
-      return "afterok";
-    case sched::DependencyKind::kAfterAny:
-      return "afterany";
-    case sched::DependencyKind::kAfterNotOk:  // issue 17
-      return "afternotok";
-    case sched::DependencyKind::kSingleton:
-      return "singleton";
-  }
-  return "afterok";
-}
-
 Status ReadDependency(const json& v, const std::string& path, sched::Dependency* out) {
   sched::Dependency dep;
   ObjectReader r(v, path);
@@ -344,7 +331,7 @@ Result<T> Decode(std::string_view text, std::string_view path) {
 json ToJson(const sched::JobRequest& req) {
   json deps = json::array();
   for (const sched::Dependency& d : req.dependencies) {
-    deps.push_back({{"kind", DependencyKindName(d.kind)}, {"job", d.job}});
+    deps.push_back({{"kind", sched::DependencyKindName(d.kind)}, {"job", d.job}});
   }
   return {
       {"gpus", req.gpus},

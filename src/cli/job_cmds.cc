@@ -62,7 +62,8 @@ std::string Cwd() {
 // when given (sbatch words them its way), else to stderr.
 Result<api::SubmitRequest> BuildRequest(std::vector<std::string> args, bool run,
                                         SubmitOptions* parsed_out,
-                                        std::vector<std::string>* warnings_out) {
+                                        std::vector<std::string>* warnings_out,
+                                        const std::string* stdin_script) {
   const auto dashdash = std::find(args.begin(), args.end(), "--");
   Result<ParsedOptions> flags = ParseFlags(args);
   if (!flags.ok()) return flags.status();
@@ -77,6 +78,25 @@ Result<api::SubmitRequest> BuildRequest(std::vector<std::string> args, bool run,
     ss << in.rdbuf();
     script_text = ss.str();
     Result<ParsedOptions> d = ParseDirectives(script_text, BaseName(script_name));
+    if (!d.ok()) return d.status();
+    directives = std::move(*d);
+  }
+  // sbatch's standard input: its directives count, unless --wrap makes the script.
+  const bool from_stdin =
+      !wrapped && flags->positional.empty() && stdin_script != nullptr &&
+      std::none_of(flags->options.begin(), flags->options.end(),
+                   [](const OptionOccurrence& o) { return o.name == "wrap"; });
+  if (from_stdin) {
+    if (stdin_script->empty()) {
+      return InvalidArgument("Batch script is empty! (standard input held nothing)");
+    }
+    if (stdin_script->rfind("#!", 0) != 0) {
+      return InvalidArgument(
+          "This does not look like a batch script.  The first line must start with #! "
+          "followed by the path to an interpreter (standard input)");
+    }
+    script_text = *stdin_script;
+    Result<ParsedOptions> d = ParseDirectives(script_text, "(standard input)");
     if (!d.ok()) return d.status();
     directives = std::move(*d);
   }
@@ -101,6 +121,9 @@ Result<api::SubmitRequest> BuildRequest(std::vector<std::string> args, bool run,
     }
     r.spec.argv = flags->positional;
     if (r.spec.name.empty()) r.spec.name = BaseName(flags->positional[0]);
+  } else if (from_stdin) {
+    r.spec.set_script(script_text);
+    if (r.spec.name.empty()) r.spec.name = "sbatch";  // Slurm's name for such a job
   } else {
     if (flags->positional.empty()) {
       return InvalidArgument(

@@ -16,8 +16,11 @@ namespace hachi::cli {
 // `run`: the command after "--" (or the first positional) is wrapped instead of a
 // script read. Warnings (options accepted and ignored) go to `warnings_out` when given,
 // else to stderr as "hachi: warning: ...".
+// `stdin_script`: the batch script when no script file is named and there is no
+// --wrap (sbatch reads its standard input then); null: none, an error as before.
 Result<api::SubmitRequest> BuildRequest(std::vector<std::string> args, bool run,
                                         SubmitOptions* parsed_out,
-                                        std::vector<std::string>* warnings_out);
+                                        std::vector<std::string>* warnings_out,
+                                        const std::string* stdin_script = nullptr);
 
 }  // namespace hachi::cli

@@ -173,6 +173,7 @@ enum class DependencyKind : uint8_t { kAfterOk, kAfterAny, kAfterNotOk, kSinglet
 struct Dependency {
   DependencyKind kind = DependencyKind::kAfterOk;
   JobId job = 0;
+  bool operator==(const Dependency&) const = default;
 };
 
 // What a job asks for. `gpus` GPUs on one node, or a gang of `nodes` nodes with
@@ -213,6 +214,7 @@ struct JobRequest {
   int nice = 0;
 
   bool Shared() const { return gpu_share_milli > 0; }
+  bool operator==(const JobRequest&) const = default;
 
   int GpusPerNode() const {
     return nodes > 1 ? (gpus_per_node > 0 ? gpus_per_node : gpus / nodes) : gpus;

@@ -45,4 +45,18 @@ Status CheckDependencies(JobId self, const std::vector<Dependency>& deps) {
   return Status::Ok();
 }
 
+std::string_view DependencyKindName(DependencyKind kind) {
+  switch (kind) {
+    case DependencyKind::kAfterOk:
+      return "afterok";
+    case DependencyKind::kAfterAny:
+      return "afterany";
+    case DependencyKind::kAfterNotOk:  // issue 17
+      return "afternotok";
+    case DependencyKind::kSingleton:
+      return "singleton";
+  }
+  return "afterok";
+}
+
 }  // namespace hachi::sched

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <string_view>
 #include <vector>
 
 #include "sched/cluster.h"
@@ -38,5 +39,8 @@ DependencyVerdict EvaluateDependencies(
 // Submit-time checks that need no other job: a job may not depend on itself and may
 // name a job at most once. kInvalidArgument naming the job id.
 Status CheckDependencies(JobId self, const std::vector<Dependency>& deps);
+
+// "afterok", "afterany", "afternotok", "singleton": the API's and Slurm's words.
+std::string_view DependencyKindName(DependencyKind kind);
 
 }  // namespace hachi::sched

@@ -71,6 +71,11 @@ Phrase PhraseOf(Action a, const Resource& on) {
     case Action::kNegativeNice:
       return {"submit", "a job with a negative --nice",
               "submitting a job with a negative --nice"};
+    case Action::kUpdate:
+      return {"update", job, "updating " + job};
+    case Action::kRaiseTimeLimit:
+      return {"lengthen", "the time limit of " + job,
+              "lengthening the time limit of " + job};
     case Action::kAgent:
       return {"use", "the agent endpoints", "the agent endpoints"};
   }
@@ -115,6 +120,10 @@ std::string_view ActionName(Action a) {
       return "requeue";
     case Action::kNegativeNice:
       return "negative_nice";
+    case Action::kUpdate:
+      return "update";
+    case Action::kRaiseTimeLimit:
+      return "raise_time_limit";
     case Action::kAgent:
       return "agent";
   }
@@ -215,6 +224,7 @@ Authorizer::Verdict Authorizer::Decide(const Caller& who, Action action,
     case Action::kRelease:
     case Action::kSignal:
     case Action::kRequeue:
+    case Action::kUpdate:
     case Action::kSeeJobDetails: {
       // The owner is the uid the job runs as (the kernel's word on the socket, the
       // token's on TCP), whatever name the caller gives; an anonymous caller owns
@@ -236,6 +246,7 @@ Authorizer::Verdict Authorizer::Decide(const Caller& who, Action action,
     case Action::kListTokens:
     case Action::kRevokeToken:
     case Action::kNegativeNice:
+    case Action::kRaiseTimeLimit:
       return only_admins();
     case Action::kAgent:
       if (who.agent) return Verdict::kAllow;

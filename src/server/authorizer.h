@@ -62,20 +62,22 @@ enum class Action {
   // Reaching any endpoint that changes something (POST, DELETE), asked by the gate
   // before the body is read; the handler then asks for its own action and object.
   kWrite,
-  kSubmit,         // POST /jobs (object: the account and partition named)
-  kCancel,         // POST /jobs/ID/cancel, DELETE /jobs/ID (object: the job)
-  kHold,           // POST /jobs/ID/hold
-  kRelease,        // POST /jobs/ID/release
-  kSeeJobDetails,  // a job's spec.env, spec.script, spec.argv (GET /jobs, /jobs/ID), log
-  kDrain,          // POST /nodes/NAME/drain (object: the node)
-  kResume,         // POST /nodes/NAME/resume
-  kIssueToken,     // POST /tokens
-  kListTokens,     // GET /tokens
-  kRevokeToken,    // DELETE /tokens/ID (object: the token id)
-  kSignal,         // POST /jobs/ID/signal (object: the job; issue 17)
-  kRequeue,        // POST /jobs/ID/requeue (object: the job; issue 17)
-  kNegativeNice,   // POST /jobs with --nice below 0, raising its priority (issue 17)
-  kAgent,          // /agents/*: register, poll for work, health, exits
+  kSubmit,          // POST /jobs (object: the account and partition named)
+  kCancel,          // POST /jobs/ID/cancel, DELETE /jobs/ID (object: the job)
+  kHold,            // POST /jobs/ID/hold
+  kRelease,         // POST /jobs/ID/release
+  kSeeJobDetails,   // a job's spec.env, spec.script, spec.argv (GET /jobs, /jobs/ID), log
+  kDrain,           // POST /nodes/NAME/drain (object: the node)
+  kResume,          // POST /nodes/NAME/resume
+  kIssueToken,      // POST /tokens
+  kListTokens,      // GET /tokens
+  kRevokeToken,     // DELETE /tokens/ID (object: the token id)
+  kSignal,          // POST /jobs/ID/signal (object: the job; issue 17)
+  kRequeue,         // POST /jobs/ID/requeue (object: the job; issue 17)
+  kNegativeNice,    // POST /jobs with --nice below 0, raising its priority (issue 17)
+  kUpdate,          // POST /jobs/ID/update (object: the job; issue 17)
+  kRaiseTimeLimit,  // an update lengthening a job's time limit: admins (Slurm's rule)
+  kAgent,           // /agents/*: register, poll for work, health, exits
 };
 inline constexpr int kActionCount = static_cast<int>(Action::kAgent) + 1;
 

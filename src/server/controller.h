@@ -187,6 +187,16 @@ class Controller {
   // way requeues + 1 (SLURM_RESTART_COUNT). kBusy for a pending job or one being
   // cancelled. An array's id means its tasks that run or ended. Owner or admin.
   Status Requeue(state::JobId id, const Caller& who, int task = -1);
+  // scontrol update (issue 17; job_control.cc): a pending job's request changes as
+  // `update` says (merged, then validated as a submit's: the same partitions, limits
+  // and dependencies), a pending or running job's name and comment. A running job's
+  // request does not change (kBusy: its agents enforce it); an ended job is kBusy.
+  // Owner or admin; as Slurm's, lengthening a time limit is an admin's
+  // (Action::kRaiseTimeLimit), and so are a negative nice and an account or partition
+  // the caller may not submit to. A dependency that would make a cycle is refused. An
+  // array's id means its pending tasks (its running ones for a name or comment).
+  Status Update(state::JobId id, const api::JobUpdate& update, const Caller& who,
+                int task = -1);
   Result<state::JobRecord> Job(state::JobId id) const;
   // Jobs in id order, those with ids above `after`, at most `limit` (0: all): a page,
   // so that a client listing 100,000 jobs does not make the server build one reply of

@@ -317,6 +317,22 @@ void HttpServer::Routes(HttpRouter& s) {
            Reply(res, 200, json{{"ok", true}}.dump());
          });
 
+  // scontrol update (issue 17; docs/api.md "Update"): {"req": {...}, "name", "comment"}.
+  s.Post(p + R"(/jobs/(\d+)(?:_(\d+))?/update)",
+         [c, job_task](const httplib::Request& req, httplib::Response& res) {
+           Result<state::JobId> id = JobIdOf(req);
+           if (!id.ok()) return ReplyError(res, id.status());
+           int task = -1;
+           if (Status st = job_task(req, &task); !st.ok()) return ReplyError(res, st);
+           Result<Caller> who = CallerOf(req, *c);
+           if (!who.ok()) return ReplyError(res, who.status());
+           Result<api::JobUpdate> body = api::JobUpdateFromJson(req.body);
+           if (!body.ok()) return ReplyError(res, body.status());
+           Status st = c->Update(*id, *body, *who, task);
+           if (!st.ok()) return ReplyError(res, st);
+           Reply(res, 200, json{{"ok", true}}.dump());
+         });
+
   // ---- Nodes, partitions ----
   // Stray processes' arguments are the admins' to see (RedactStrayProcesses).
   auto nodes_for = [c](const httplib::Request& req) {

@@ -1,8 +1,11 @@
 // Controller: signals and requeues of jobs (issue 17: scancel --signal, scontrol
 // requeue; docs/api.md "Signal and requeue").
+#include <set>
 #include <string>
 #include <vector>
 
+#include "api/protocol_json.h"
+#include "server/auth.h"
 #include "server/controller.h"
 
 namespace hachi::server {
@@ -128,6 +131,113 @@ Status Controller::Requeue(state::JobId id, const Caller& who, int task) {
   dirty_ = true;
   loop_cv_.SignalAll();
   return Status::Ok();
+}
+
+namespace {
+
+// Whether job `from`'s dependencies lead back to `to` through the pending jobs of
+// `image` (an update that would make two jobs wait on each other forever). Bounded by
+// the image's size: each job is visited once.
+bool DependsOn(const state::StateImage& image, state::JobId from, state::JobId to,
+               std::set<state::JobId>* seen) {
+  if (from == to) return true;
+  if (!seen->insert(from).second) return false;
+  auto it = image.jobs.find(from);
+  if (it == image.jobs.end() || state::IsFinal(it->second.state)) return false;
+  for (const sched::Dependency& d : it->second.req.dependencies) {
+    if (d.kind == sched::DependencyKind::kSingleton) continue;
+    if (DependsOn(image, d.job, to, seen)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Status Controller::Update(state::JobId id, const api::JobUpdate& update,
+                          const Caller& who, int task) {
+  MutexLock writer(&writer_mu_);
+  MutexLock lock(&mu_);
+  if (base_dirty_) HACHI_RETURN_IF_ERROR(RebuildBaseLocked());
+  bool whole_array = false;
+  Result<std::vector<state::JobId>> ids = TargetsLocked(id, task, &whole_array);
+  if (!ids.ok()) return ids.status();
+  std::vector<state::Edit> edits;
+  for (state::JobId t : *ids) {  // every task checked before any is changed
+    const state::JobRecord& job = image_.jobs.at(t);
+    HACHI_RETURN_IF_ERROR(
+        authorizer_.Authorize(who, Action::kUpdate, Resource::Job(job)));
+    const std::string name = "job " + std::to_string(t);
+    if (state::IsFinal(job.state)) {
+      if (whole_array) continue;
+      return Busy(name + " has already finished (" +
+                  std::string(state::JobStateName(job.state)) +
+                  "); it cannot be updated");
+    }
+    sched::JobRequest req = job.req;
+    HACHI_RETURN_IF_ERROR(api::ApplyRequestPatch(update.req_patch, &req));
+    req.user = job.req.user;  // never changes (JobUpdateFromJson refuses it too)
+    if (req.account.empty()) req.account = job.req.user;
+    const bool request_changed = !(req == job.req);
+    if (job.state == state::JobState::kRunning && request_changed) {
+      if (whole_array) continue;
+      return Busy(name +
+                  " is RUNNING: only its name and comment can change now (its agents "
+                  "enforce the request it started with, time limit included)");
+    }
+    if (request_changed) {
+      if (req.time_limit < 0) {  // TimeLimit=UNLIMITED: the partition's maximum
+        const int p = base_.state.PartitionIndex(req.partition);
+        req.time_limit = p >= 0 ? base_.state.partitions[p].max_time : 0;
+      }
+      // Slurm's rules: a user may shorten a job, only an admin lengthen it; a negative
+      // nice is an admin's; a new account or partition must be one the caller may use.
+      if (req.time_limit > job.req.time_limit ||
+          (req.time_limit == 0 && job.req.time_limit > 0)) {
+        HACHI_RETURN_IF_ERROR(
+            authorizer_.Authorize(who, Action::kRaiseTimeLimit, Resource::Job(job)));
+      }
+      if (req.nice < 0 && req.nice != job.req.nice) {
+        HACHI_RETURN_IF_ERROR(authorizer_.Authorize(who, Action::kNegativeNice, {}));
+      }
+      if (req.account != job.req.account || req.partition != job.req.partition) {
+        HACHI_RETURN_IF_ERROR(authorizer_.Authorize(
+            who, Action::kSubmit, Resource::Submit(req.account, req.partition)));
+      }
+      Result<sched::Job> valid = ValidateJobLocked(req, t);
+      if (!valid.ok()) {
+        return Status(valid.status().code(), name + ": " + valid.status().message());
+      }
+      req = valid->req;
+      for (const sched::Dependency& d : req.dependencies) {
+        std::set<state::JobId> seen;
+        if (d.kind != sched::DependencyKind::kSingleton &&
+            DependsOn(image_, d.job, t, &seen)) {
+          return InvalidArgument(name + ": a dependency on job " + std::to_string(d.job) +
+                                 " would make a cycle (job " + std::to_string(d.job) +
+                                 " waits on " + name + ")");
+        }
+      }
+    }
+    state::JobUpdated e{t, req, update.name.value_or(job.spec.name),
+                        update.comment.value_or(job.spec.comment)};
+    if (!request_changed && e.name == job.spec.name && e.comment == job.spec.comment) {
+      continue;  // nothing to change
+    }
+    state::JobSpec renamed = job.spec;  // the name and comment checked as a submit's
+    renamed.name = e.name;
+    renamed.comment = e.comment;
+    HACHI_RETURN_IF_ERROR(CheckJobSpec(renamed));
+    edits.push_back(std::move(e));
+  }
+  if (edits.empty()) {
+    if (whole_array) {
+      return Busy("array " + std::to_string(id) +
+                  " has no task this update could change (they ended, or run)");
+    }
+    return Status::Ok();
+  }
+  for (const state::Edit& e : edits) diagnoses_.erase(std::get<state::JobUpdated>(e).id);
+  return CommitAndApply(std::move(edits));
 }
 
 }  // namespace hachi::server

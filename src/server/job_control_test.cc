@@ -156,5 +156,110 @@ TEST(JobControl, RequeueRefusalsAndUndeliveredLaunch) {
   EXPECT_EQ(h->Requeue(id, kAlice).code(), StatusCode::kBusy);
 }
 
+// scontrol update (issue 17): Controller::Update.
+api::JobUpdate ReqPatch(std::string patch) {
+  api::JobUpdate u;
+  u.req_patch = std::move(patch);
+  return u;
+}
+
+TEST(JobControl, UpdateChangesAPendingJobWhichThenStartsUnderTheNewRequest) {
+  Harness h;
+  h.Register("n1");
+  const state::JobId id = h.Submit(MakeSubmit().Time(600).Hold());
+  api::JobUpdate u = ReqPatch(R"({"gpus": 4, "time_limit": 300, "constraint": "h100"})");
+  u.name = "renamed";
+  u.comment = "four now";
+  ASSERT_TRUE(h->Update(id, u, kAlice).ok());
+  state::JobRecord j = h.Job(id);
+  EXPECT_EQ(j.req.gpus, 4);
+  EXPECT_EQ(j.req.time_limit, 300);
+  EXPECT_EQ(j.req.constraint, "h100");
+  EXPECT_EQ(j.req.user, "alice");
+  EXPECT_EQ(j.spec.name, "renamed");
+  EXPECT_EQ(j.spec.comment, "four now");
+  EXPECT_TRUE(j.held) << "an update leaves the hold alone";
+  ASSERT_TRUE(h->Hold(id, false, kAlice).ok());
+  h->RunCycle();
+  ASSERT_EQ(h.StateOf(id), JobState::kRunning);
+  const AgentWork w = h.Work("n1");
+  ASSERT_EQ(w.launch.size(), 1u);
+  EXPECT_EQ(w.launch[0].gpus.size(), 4);
+  EXPECT_EQ(w.launch[0].time_limit, 300);
+  EXPECT_EQ(w.launch[0].spec.name, "renamed");
+}
+
+TEST(JobControl, UpdateRefusesWhatASubmitWouldAndChangesNothing) {
+  Harness h;
+  h.Register("n1");
+  const state::JobId id = h.Submit(MakeSubmit().Time(600).Hold());
+  const state::JobRecord before = h.Job(id);
+  Status s = h->Update(id, ReqPatch(R"({"gpus": 9})"), kAlice);  // an 8-GPU node
+  EXPECT_EQ(s.code(), h->Submit(MakeSubmit().Gpus(9), kAlice).status().code())
+      << "refused as a submit is: " << s.ToString();
+  EXPECT_EQ(s.message().rfind("job " + std::to_string(id) + ": ", 0), 0u) << s.message();
+  s = h->Update(id, ReqPatch(R"({"gpus": "four"})"), kAlice);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("update.req.gpus"), std::string::npos) << s.message();
+  s = h->Update(id, ReqPatch(R"({"constraint": "h100&("})"), kAlice);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  EXPECT_EQ(h.Job(id).req, before.req);
+  // Only the owner or an admin; lengthening is an admin's, shortening anyone's.
+  EXPECT_EQ(h->Update(id, ReqPatch(R"({"time_limit": 300})"), kBob).code(),
+            StatusCode::kPermissionDenied);
+  s = h->Update(id, ReqPatch(R"({"time_limit": 1200})"), kAlice);
+  EXPECT_EQ(s.code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(s.message().find("only an admin may lengthen the time limit of job"),
+            std::string::npos)
+      << s.message();
+  EXPECT_TRUE(h->Update(id, ReqPatch(R"({"time_limit": 300})"), kAlice).ok());
+  EXPECT_TRUE(h->Update(id, ReqPatch(R"({"time_limit": 1200})"), kRoot).ok());
+  EXPECT_EQ(h.Job(id).req.time_limit, 1200);
+  EXPECT_EQ(h->Update(id, ReqPatch(R"({"nice": -5})"), kAlice).code(),
+            StatusCode::kPermissionDenied);
+  EXPECT_EQ(h->Update(999, ReqPatch("{}"), kAlice).code(), StatusCode::kNotFound);
+}
+
+TEST(JobControl, UpdateOfARunningJobChangesItsNameOnlyAndOfAnEndedOneNothing) {
+  Harness h;
+  h.Register("n1");
+  const state::JobId id = h.Submit(MakeSubmit().Time(600));
+  h->RunCycle();
+  ASSERT_EQ(h.StateOf(id), JobState::kRunning);
+  Status s = h->Update(id, ReqPatch(R"({"time_limit": 300})"), kAlice);
+  EXPECT_EQ(s.code(), StatusCode::kBusy);
+  EXPECT_NE(s.message().find("only its name and comment"), std::string::npos)
+      << s.message();
+  api::JobUpdate rename;
+  rename.name = "still-running";
+  ASSERT_TRUE(h->Update(id, rename, kAlice).ok());
+  EXPECT_EQ(h.Job(id).spec.name, "still-running");
+  rename.name = "a/b";  // %x puts the name into output paths
+  EXPECT_EQ(h->Update(id, rename, kAlice).code(), StatusCode::kInvalidArgument);
+  h.Work("n1");
+  h.Exit("n1", id, 0);
+  rename.name = "too-late";
+  s = h->Update(id, rename, kAlice);
+  EXPECT_EQ(s.code(), StatusCode::kBusy);
+  EXPECT_NE(s.message().find("has already finished (COMPLETED)"), std::string::npos)
+      << s.message();
+}
+
+TEST(JobControl, UpdateRefusesADependencyCycle) {
+  Harness h;
+  h.Register("n1");
+  const state::JobId a = h.Submit(MakeSubmit().Hold());
+  const state::JobId b = h.Submit(MakeSubmit().After(sched::DependencyKind::kAfterOk, a));
+  const std::string on_b =
+      R"({"dependencies": [{"kind": "afterok", "job": )" + std::to_string(b) + "}]}";
+  Status s = h->Update(a, ReqPatch(on_b), kAlice);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("would make a cycle"), std::string::npos) << s.message();
+  EXPECT_TRUE(h.Job(a).req.dependencies.empty());
+  // Clearing b's dependency is fine, and so then is a's on b.
+  ASSERT_TRUE(h->Update(b, ReqPatch(R"({"dependencies": []})"), kAlice).ok());
+  EXPECT_TRUE(h->Update(a, ReqPatch(on_b), kAlice).ok());
+}
+
 }  // namespace
 }  // namespace hachi::server

@@ -77,6 +77,21 @@ Status Check(const StateImage& image, const JobHeld& e) {
   return Status::Ok();
 }
 
+Status Check(const StateImage& image, const JobUpdated& e) {
+  Result<const JobRecord*> job = FindJob(image, e.id);
+  if (!job.ok()) return job.status();
+  const JobRecord& j = **job;
+  if (j.state == JobState::kPending) return Status::Ok();
+  if (j.state == JobState::kRunning) {
+    if (j.req == e.req) return Status::Ok();
+    return InvalidArgument(JobName(e.id) +
+                           ": cannot change the request of a running job, only its "
+                           "name and comment");
+  }
+  return InvalidArgument(JobName(e.id) + ": cannot update it, it is " +
+                         std::string(JobStateName(j.state)));
+}
+
 Status Check(const StateImage&, const NodeUpserted& e) {
   if (e.record.name.empty()) return InvalidArgument("node: empty name");
   return Status::Ok();
@@ -158,6 +173,13 @@ void Apply(StateImage* image, const JobRequeued& e) {
 }
 
 void Apply(StateImage* image, const JobHeld& e) { image->jobs.at(e.id).held = e.held; }
+
+void Apply(StateImage* image, const JobUpdated& e) {
+  JobRecord& job = image->jobs.at(e.id);
+  job.req = e.req;
+  job.spec.name = e.name;
+  job.spec.comment = e.comment;
+}
 
 void Apply(StateImage* image, const NodeUpserted& e) {
   image->nodes[e.record.name] = e.record;

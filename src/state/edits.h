@@ -42,6 +42,15 @@ struct JobHeld {  // pending only
   JobId id = 0;
   bool held = true;
 };
+// scontrol update (issue 17): a job's request, name and comment replaced, as the
+// server validated them. A pending job may change any of its request; a running one
+// only its name and comment (the request it runs under is what its agents enforce).
+struct JobUpdated {
+  JobId id = 0;
+  sched::JobRequest req;
+  std::string name;
+  std::string comment;
+};
 struct NodeUpserted {  // an agent registered (again): the whole record
   NodeRecord record;
 };
@@ -64,9 +73,9 @@ struct TokenRevoked {  // the token stops working at once; its record is removed
   std::string token_id;
 };
 
-using Edit =
-    std::variant<JobSubmitted, JobStarted, JobEnded, JobRequeued, JobHeld, NodeUpserted,
-                 NodeStateChanged, NodeHealthChanged, TokenIssued, TokenRevoked>;
+using Edit = std::variant<JobSubmitted, JobStarted, JobEnded, JobRequeued, JobHeld,
+                          JobUpdated, NodeUpserted, NodeStateChanged, NodeHealthChanged,
+                          TokenIssued, TokenRevoked>;
 
 // Applies one edit to `image`. Checks the transition first and leaves `image` unchanged
 // on error (kNotFound: no such job/node; kInvalidArgument: an illegal transition such as

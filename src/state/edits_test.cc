@@ -33,6 +33,14 @@ std::string Dump(const StateImage& image) {
   return out;
 }
 
+sched::JobRequest Req(int gpus) {
+  sched::JobRequest r;
+  r.gpus = gpus;
+  r.partition = "gpu";
+  r.time_limit = 600;
+  return r;
+}
+
 struct EditCase {
   const char* name;
   Edit edit;
@@ -107,6 +115,15 @@ INSTANTIATE_TEST_SUITE_P(
         EditCase{"ReleaseHeld", JobHeld{4, false}, StatusCode::kOk, ""},
         EditCase{"HoldRunning", JobHeld{2, true}, StatusCode::kInvalidArgument,
                  "cannot hold"},
+        // scontrol update (issue 17): a pending job's request; never an ended job's.
+        EditCase{"UpdatePending", JobUpdated{1, Req(3), "renamed", "a note"},
+                 StatusCode::kOk, ""},
+        EditCase{"UpdateRunningRequest", JobUpdated{2, Req(3), "renamed", ""},
+                 StatusCode::kInvalidArgument, "only its name and comment"},
+        EditCase{"UpdateEnded", JobUpdated{3, Req(3), "", ""},
+                 StatusCode::kInvalidArgument, "it is COMPLETED"},
+        EditCase{"UpdateMissing", JobUpdated{42, Req(3), "", ""}, StatusCode::kNotFound,
+                 "job 42"},
         EditCase{"NodeNew", NodeUpserted{testing::FullNode("n2")}, StatusCode::kOk, ""},
         EditCase{"NodeAgain", Reregistered("10.0.0.8:7070"), StatusCode::kOk, ""},
         EditCase{"NodeNoName", NodeUpserted{NodeRecord{}}, StatusCode::kInvalidArgument,
@@ -146,6 +163,21 @@ TEST(ApplyEdit, LifecycleKeepsLastJobId) {
   EXPECT_EQ(job.signal, 15);
   EXPECT_EQ(job.allocations[0].node, "n2");  // kept as history
   EXPECT_EQ(image.last_job_id, 2);
+}
+
+// A running job keeps the request its agents enforce; its name and comment may change.
+TEST(ApplyEdit, UpdateRunningChangesNameAndCommentOnly) {
+  StateImage image = BaseImage();
+  const sched::JobRequest req = image.jobs[2].req;
+  ASSERT_TRUE(ApplyEdit(&image, JobUpdated{2, req, "renamed", "checked"}).ok());
+  EXPECT_EQ(image.jobs[2].spec.name, "renamed");
+  EXPECT_EQ(image.jobs[2].spec.comment, "checked");
+  EXPECT_EQ(image.jobs[2].state, JobState::kRunning);
+  sched::JobRequest longer = req;
+  longer.time_limit += 60;
+  Status s = ApplyEdit(&image, JobUpdated{2, longer, "renamed", "checked"});
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  EXPECT_EQ(image.jobs[2].req, req);
 }
 
 }  // namespace

@@ -338,6 +338,7 @@ JobId EditJobId(const JobStarted& e) { return e.id; }
 JobId EditJobId(const JobEnded& e) { return e.id; }
 JobId EditJobId(const JobRequeued& e) { return e.id; }
 JobId EditJobId(const JobHeld& e) { return e.id; }
+JobId EditJobId(const JobUpdated& e) { return e.id; }
 
 }  // namespace
 

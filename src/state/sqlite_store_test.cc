@@ -94,6 +94,10 @@ TEST(SqliteStore, ReopenLoadsWhatWasCommitted) {
     CommitAndApply(*store, &expected,
                    {JobEnded{7, JobState::kCompleted, 5000, 0, 0, ""}, Started(8, "n2")});
     CommitAndApply(*store, &expected, {JobRequeued{8, "node n2 down"}, JobHeld{8, true}});
+    sched::JobRequest changed = expected.jobs[8].req;  // scontrol update (issue 17)
+    changed.time_limit = 1800;
+    changed.constraint = "h100";
+    CommitAndApply(*store, &expected, {JobUpdated{8, changed, "renamed", "a note"}});
     CommitAndApply(*store, &expected,
                    {NodeStateChanged{"n2", NodeState::kDown, "agent silent 30s", 6000}});
     CommitAndApply(*store, &expected, {MakeJob(20).Submitted()});
@@ -105,6 +109,8 @@ TEST(SqliteStore, ReopenLoadsWhatWasCommitted) {
   EXPECT_EQ(Dump(loaded), Dump(expected));
   EXPECT_EQ(loaded.last_job_id, 20);
   EXPECT_EQ(loaded.jobs[8].requeues, 1);
+  EXPECT_EQ(loaded.jobs[8].req.time_limit, 1800);
+  EXPECT_EQ(loaded.jobs[8].spec.name, "renamed");
   EXPECT_EQ(IntegrityCheck(path), "ok");
 }
 

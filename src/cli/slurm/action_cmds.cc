@@ -12,8 +12,10 @@
 #include "cli/client.h"
 #include "cli/job_cmds.h"
 #include "cli/slurm/scancel_plan.h"
+#include "cli/slurm/scontrol_update.h"
 #include "cli/slurm/slurm_cmds.h"
 #include "cli/slurm_format.h"
+#include "core/slurm_time.h"
 #include "core/strings.h"
 
 namespace hachi::cli::slurm {
@@ -218,9 +220,34 @@ int ScontrolMain(const std::vector<std::string>& argv) {
     return rc;
   }
   if (cmd == "update") {
-    return SlurmFail("scontrol",
-                     "update: not supported by Hachi yet (nothing changed); "
-                     "hold, release and requeue are");
+    // Each job's body is made against the job as it is (TimeLimit=+30 counts from its
+    // limit), then POST /jobs/ID/update; nothing is printed on success, as Slurm's.
+    Result<UpdateWords> u =
+        ParseUpdateWords(std::vector<std::string>(words.begin() + 1, words.end()));
+    if (!u.ok()) return SlurmFail("scontrol", u.status().message());
+    int rc = 0;
+    for (const JobSelector& s : u->jobs) {
+      Result<JobView> job = (*c)->Job(s.id);
+      if (!job.ok()) {
+        rc = 1;
+        SlurmFail("scontrol",
+                  (IsNotFound(job.status()) ? std::string("Invalid job id specified")
+                                            : job.status().message()) +
+                      " for job " + SelectorText(s));
+        continue;
+      }
+      const Time now = Now();
+      Result<std::string> body =
+          UpdateBody(u->fields, job->job, now, LocalUtcOffset(now));
+      if (!body.ok()) return SlurmFail("scontrol", body.status().message());
+      Result<std::string> r =
+          (*c)->Call("POST", "/jobs/" + SelectorText(s) + "/update", *body);
+      if (!r.ok()) {
+        rc = 1;
+        SlurmFail("scontrol", r.status().message());
+      }
+    }
+    return rc;
   }
   return SlurmFail("scontrol", "Invalid command: " + words[0]);
 }

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -133,16 +134,37 @@ int SbatchMain(const std::vector<std::string>& argv) {
   }
   SubmitOptions parsed;
   std::vector<std::string> warnings;
-  Result<api::SubmitRequest> r = BuildRequest(std::move(args), false, &parsed, &warnings);
-  if (!r.ok()) {
-    if (r.status().message().rfind("submit: no batch script given", 0) == 0) {
-      return SlurmFail("sbatch",
-                       "no batch script given (sbatch [options] script.sh "
-                       "[args], or --wrap 'command'); reading the script from "
-                       "standard input is not supported by Hachi yet");
+  // No script named and no --wrap: Slurm's sbatch reads the script from its standard
+  // input (`sbatch <<EOF`, `cat job.sh | sbatch`). Read only then, and at most 4 MiB
+  // (the server's bound on a script is smaller; it names the size).
+  std::string stdin_text;
+  const bool wants_stdin =
+      ScriptIndex(args) == args.size() &&
+      std::find(args.begin(), args.end(), "--") == args.end() &&
+      std::none_of(args.begin(), args.end(), [](const std::string& a) {
+        return a == "--wrap" || a.rfind("--wrap=", 0) == 0;
+      });
+  if (wants_stdin) {
+    if (::isatty(STDIN_FILENO)) {
+      std::cerr << "sbatch: reading the batch script from standard input "
+                   "(end it with Ctrl-D)\n";
     }
-    return SlurmFail("sbatch", r.status().message());
+    char buf[65536];
+    for (;;) {
+      const ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      stdin_text.append(buf, static_cast<size_t>(n));
+      if (stdin_text.size() > (size_t{4} << 20)) {
+        return SlurmFail("sbatch",
+                         "the batch script on standard input is larger than "
+                         "4 MiB");
+      }
+    }
   }
+  Result<api::SubmitRequest> r = BuildRequest(std::move(args), false, &parsed, &warnings,
+                                              wants_stdin ? &stdin_text : nullptr);
+  if (!r.ok()) return SlurmFail("sbatch", r.status().message());
   if (!own.quiet) {
     for (const std::string& w : warnings) std::cerr << "sbatch: warning: " << w << "\n";
   }

@@ -58,7 +58,9 @@ class SlurmE2e : public ::testing::Test {
   }
   // A command line run with the links first on PATH, in the temp directory.
   CmdResult Run(const std::string& cmd) {
-    return Shell("cd " + dir_ + " && PATH=" + dir_ + "/bin:$PATH " + cmd + " 2>&1");
+    // Exported, so that every command of a pipeline finds them.
+    return Shell("cd " + dir_ + " && export PATH=" + dir_ + "/bin:$PATH && " + cmd +
+                 " 2>&1");
   }
   // Polls sacct until job `id` is in `state`.
   bool WaitState(const std::string& id, const std::string& state) {
@@ -162,10 +164,61 @@ TEST_F(SlurmE2e, AToolsDayThroughTheLinks) {
             0u)
       << refused_submit.out;
 
+  // No script named: sbatch reads it from standard input, as Slurm's does.
   CmdResult no_script = Run("sbatch -G1 </dev/null");
   EXPECT_EQ(no_script.exit_code, 1);
-  EXPECT_EQ(no_script.out.rfind("sbatch: error: no batch script given", 0), 0u)
+  EXPECT_EQ(no_script.out.rfind("sbatch: error: Batch script is empty!", 0), 0u)
       << no_script.out;
+  CmdResult not_a_script = Run("echo 'echo hi' | sbatch -G1");
+  EXPECT_EQ(not_a_script.exit_code, 1);
+  EXPECT_EQ(not_a_script.out.rfind("sbatch: error: This does not look like a batch", 0),
+            0u)
+      << not_a_script.out;
+  CmdResult piped = Run(
+      "printf '#!/bin/sh\\n#SBATCH -J piped\\n#SBATCH -G 1\\necho from-stdin $1\\n' | "
+      "sbatch --parsable");
+  ASSERT_EQ(piped.exit_code, 0) << piped.out;
+  const std::string piped_id = piped.out.substr(0, piped.out.find('\n'));
+  ASSERT_TRUE(WaitState(piped_id, "COMPLETED")) << Run("squeue").out;
+  EXPECT_EQ(Run("sacct -X -P -n -o JobName -j " + piped_id).out, "piped\n");
+  EXPECT_EQ(ReadFile(dir_ + "/hachi-" + piped_id + ".out"), "from-stdin\n");
+  CmdResult unnamed = Run("printf '#!/bin/sh\\ntrue\\n' | sbatch --parsable --hold");
+  ASSERT_EQ(unnamed.exit_code, 0) << unnamed.out;
+  const std::string held = unnamed.out.substr(0, unnamed.out.find('\n'));
+  EXPECT_EQ(Run("squeue -h -o %j -j " + held).out, "sbatch\n");  // Slurm's name
+
+  // scontrol update of the held job: the new request is the one it runs under.
+  EXPECT_EQ(Run("scontrol update JobId=" + held +
+                " TimeLimit=7 JobName=updated Comment=checked Gres=gpu:2")
+                .out,
+            "");
+  EXPECT_EQ(Run("squeue -h -o '%j %l %b %k' -j " + held).out,
+            "updated 7:00 gres:gpu:2 checked\n");
+  EXPECT_EQ(Run("scontrol update JobId=" + held + " TimeLimit=+3").exit_code, 0);
+  EXPECT_EQ(Run("squeue -h -o %l -j " + held).out, "10:00\n");
+  CmdResult too_big = Run("scontrol update JobId=" + held + " Gres=gpu:9");
+  EXPECT_EQ(too_big.exit_code, 1);
+  EXPECT_EQ(too_big.out.rfind("scontrol: error: job " + held + ": ", 0), 0u)
+      << too_big.out;
+  CmdResult unsupported = Run("scontrol update JobId=" + held + " Shared=yes");
+  EXPECT_EQ(unsupported.exit_code, 1);
+  EXPECT_EQ(
+      unsupported.out.rfind(
+          "scontrol: error: Update of this parameter is not supported: Shared=yes", 0),
+      0u);
+  EXPECT_EQ(Run("squeue -h -o '%j %l %b' -j " + held).out, "updated 10:00 gres:gpu:2\n")
+      << "a refused update changes nothing";
+  ASSERT_EQ(Run("scontrol release " + held).exit_code, 0);
+  ASSERT_TRUE(WaitState(held, "COMPLETED")) << Run("squeue").out;
+  EXPECT_EQ(Run("sacct -X -P -n -o JobName,Timelimit,AllocTRES -j " + held)
+                .out.find("updated|00:10:00|"),
+            0u)
+      << Run("sacct -X -P -n -o JobName,Timelimit,AllocTRES -j " + held).out;
+  EXPECT_NE(Run("sacct -X -P -n -o AllocTRES -j " + held).out.find("gres/gpu=2"),
+            std::string::npos);
+  CmdResult ended = Run("scontrol update JobId=" + held + " TimeLimit=5");
+  EXPECT_EQ(ended.exit_code, 1);
+  EXPECT_NE(ended.out.find("has already finished"), std::string::npos) << ended.out;
 
   // scontrol.
   EXPECT_NE(Run("scontrol show jobid -dd " + ok).out.find("JobId=" + ok + " JobName=ok"),

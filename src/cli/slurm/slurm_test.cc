@@ -6,10 +6,12 @@
 
 #include <cstdlib>
 #include <ctime>
+#include <nlohmann/json.hpp>
 
 #include "cli/golden_testing.h"
 #include "cli/slurm/sacct_format.h"
 #include "cli/slurm/scancel_plan.h"
+#include "cli/slurm/scontrol_update.h"
 #include "cli/slurm/sinfo_format.h"
 #include "cli/slurm/slurm_text.h"
 #include "cli/slurm/squeue_format.h"
@@ -395,6 +397,76 @@ TEST(Scancel, Plans) {
 }
 
 // ---- scontrol ----
+
+// scontrol update (issue 17): Field=Value words -> POST /jobs/ID/update's body.
+TEST(ScontrolUpdate, WordsAndBodies) {
+  Result<UpdateWords> w =
+      ParseUpdateWords({"JobId=12,13_[1,3]", "timelimit=1:00:00", "Nice"});
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  ASSERT_EQ(w->jobs.size(), 3u);
+  EXPECT_EQ(SelectorText(w->jobs[0]), "12");
+  EXPECT_EQ(SelectorText(w->jobs[2]), "13_3");
+  ASSERT_EQ(w->fields.size(), 2u);
+  EXPECT_EQ(ParseUpdateWords({"TimeLimit=5"}).status().message(),
+            "No job identification provided (give JobId=ID)");
+  EXPECT_EQ(ParseUpdateWords({"JobId=5"}).status().message(), "No changes specified");
+  EXPECT_EQ(ParseUpdateWords({"JobId=5", "Shared=yes"})
+                .status()
+                .message()
+                .rfind("Update of this parameter is not supported: Shared=yes", 0),
+            0u);
+  EXPECT_FALSE(ParseUpdateWords({"JobId=5", "TimeLimit"}).ok());
+  EXPECT_FALSE(ParseUpdateWords({"JobId=x1", "TimeLimit=5"}).ok());
+
+  JobRecord job;
+  job.id = 12;
+  job.req.gpus_per_node = 4;
+  job.req.nodes = 2;
+  job.req.gpus = 8;
+  job.req.time_limit = 3600;
+  auto body = [&](std::vector<std::pair<std::string, std::string>> fields) {
+    Result<std::string> b = UpdateBody(fields, job, kNow, 0);
+    EXPECT_TRUE(b.ok()) << b.status().ToString();
+    return b.ok() ? nlohmann::json::parse(*b) : nlohmann::json();
+  };
+  EXPECT_EQ(body({{"TimeLimit", "30"}})["req"]["time_limit"], 1800);
+  EXPECT_EQ(body({{"TimeLimit", "+30"}})["req"]["time_limit"], 5400);
+  EXPECT_EQ(body({{"TimeLimit", "-0:30:00"}})["req"]["time_limit"], 1800);
+  EXPECT_EQ(body({{"TimeLimit", "UNLIMITED"}})["req"]["time_limit"], -1);
+  EXPECT_EQ(body({{"JobName", "renamed"}, {"Comment", ""}}),
+            nlohmann::json::parse(R"({"name": "renamed", "comment": ""})"));
+  // NumNodes alone keeps 4 GPUs per node; Gres alone keeps 2 nodes.
+  nlohmann::json n = body({{"NumNodes", "3"}})["req"];
+  EXPECT_EQ(n["nodes"], 3);
+  EXPECT_EQ(n["gpus"], 12);
+  nlohmann::json g = body({{"Gres", "gpu:h100:2"}})["req"];
+  EXPECT_EQ(g["nodes"], 2);
+  EXPECT_EQ(g["gpus"], 4);
+  EXPECT_EQ(g["gpu_model"], "h100");
+  EXPECT_EQ(body({{"TresPerNode", "gres/gpu:8"}, {"NumNodes", "1"}})["req"]["gpus"], 8);
+  EXPECT_EQ(body({{"Features", "h100&ib"}})["req"]["constraint"], "h100&ib");
+  EXPECT_EQ(body({{"Features", ""}})["req"]["constraint"], "");
+  EXPECT_EQ(body({{"Dependency", "afterok:3:4"}})["req"]["dependencies"],
+            nlohmann::json::parse(
+                R"([{"kind": "afterok", "job": 3}, {"kind": "afterok", "job": 4}])"));
+  EXPECT_EQ(body({{"Dependency", ""}})["req"]["dependencies"], nlohmann::json::array());
+  EXPECT_EQ(body({{"Nice", ""}})["req"]["nice"], 100);
+  EXPECT_EQ(body({{"StartTime", "now+1hour"}})["req"]["begin_time"], kNow + 3600);
+  EXPECT_EQ(body({{"StartTime", "now"}})["req"]["begin_time"], 0);
+  EXPECT_EQ(body({{"MinMemoryNode", "64G"}})["req"]["memory_mib"], 65536);
+  EXPECT_EQ(body({{"ExcNodeList", "gpu[01-02]"}})["req"]["exclude"], "gpu[01-02]");
+
+  auto error = [&](std::vector<std::pair<std::string, std::string>> fields) {
+    Result<std::string> b = UpdateBody(fields, job, kNow, 0);
+    return b.ok() ? std::string("(accepted)") : b.status().message();
+  };
+  EXPECT_EQ(error({{"TimeLimit", "9x"}}).rfind("TimeLimit=9x: ", 0), 0u);
+  EXPECT_NE(error({{"TimeLimit", "-2:00:00"}}).find("below 1 minute"), std::string::npos);
+  EXPECT_EQ(error({{"Features", "h100&("}}).rfind("Features=h100&(: ", 0), 0u);
+  EXPECT_EQ(error({{"NumNodes", "two"}}).rfind("NumNodes=two: ", 0), 0u);
+  EXPECT_EQ(error({{"Partition", ""}}).rfind("Partition=: ", 0), 0u);
+  EXPECT_EQ(error({{"JobName", ""}}), "JobName=: empty job name");
+}
 
 TEST_F(Slurm, ScontrolGolden) {
   std::string out;
