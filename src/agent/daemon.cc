@@ -295,6 +295,10 @@ void AgentDaemon::PollLoop() {
     for (const api::JobSignal& sig : work->signals) {
       launcher_->Signal(sig.job, sig.signal, sig.batch_only);
     }
+    // scontrol update TimeLimit= of a running job: to that run here, if it still runs.
+    for (const api::AgentWork::Limit& l : work->limits) {
+      launcher_->SetTimeLimit(l.job, l.start_time, l.time_limit);
+    }
   }
 }
 

@@ -34,6 +34,18 @@ void FakeLauncher::Signal(JobId job, int sig, bool batch_only) {
   signals_.push_back(api::JobSignal{job, sig, batch_only});
 }
 
+void FakeLauncher::SetTimeLimit(JobId job, Time start_time, Duration time_limit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = running_.find(job);
+  if (it == running_.end() || it->second != start_time) return;  // another run
+  limits_.emplace_back(job, time_limit);
+}
+
+std::vector<std::pair<JobId, Duration>> FakeLauncher::limits() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return limits_;
+}
+
 std::vector<JobId> FakeLauncher::Running() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<JobId> out;

@@ -40,6 +40,9 @@ class FakeLauncher final : public Launcher {
   std::vector<api::LaunchSpec> launches() const;               // in order
   std::vector<std::pair<JobId, std::string>> cancels() const;  // (job, reason)
   std::vector<api::JobSignal> signals() const;                 // in order
+  void SetTimeLimit(JobId job, Time start_time, Duration time_limit) override;
+  // (job, time limit) of each SetTimeLimit for a run that is running, in order.
+  std::vector<std::pair<JobId, Duration>> limits() const;
 
  private:
   const ExitCallback on_exit_;
@@ -49,6 +52,7 @@ class FakeLauncher final : public Launcher {
   std::map<JobId, Time> running_;          // guarded by mu_: job -> its run's start time
   std::vector<std::pair<JobId, std::string>> cancels_;  // guarded by mu_
   std::vector<api::JobSignal> signals_;                 // guarded by mu_
+  std::vector<std::pair<JobId, Duration>> limits_;      // guarded by mu_
   Status launch_status_;                                // guarded by mu_
 };
 

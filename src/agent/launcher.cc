@@ -668,6 +668,35 @@ void ProcessLauncher::Signal(JobId id, int sig, bool batch_only) {
   if (it != state_->jobs.end()) State::SendSignal(it->second, sig, batch_only);
 }
 
+void ProcessLauncher::SetTimeLimit(JobId id, Time start_time, Duration time_limit) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  auto it = state_->jobs.find(id);
+  if (it == state_->jobs.end()) return;
+  State::Job& job = it->second;
+  if (job.start_time != start_time || job.kill_at != kNoDeadline) return;
+  RunRecord& r = job.record;
+  // A --signal not sent yet keeps its distance from the limit.
+  const Duration before = r.signal > 0 && r.deadline > 0 ? r.deadline - r.signal_at : 0;
+  const Mono::time_point now = MonoNow(*options_.clock);
+  const Time base = start_time > 0 ? start_time : options_.clock->Now();
+  api::LaunchSpec limit;  // Deadline()'s inputs: the same clock rule as at the launch
+  limit.start_time = start_time;
+  limit.time_limit = time_limit;
+  job.deadline = Deadline(limit, now, *options_.clock);
+  r.deadline = time_limit > 0 ? base + time_limit : 0;
+  if (r.signal > 0 && !r.signaled) {
+    if (r.deadline > 0) {
+      r.signal_at = r.deadline - before;
+      job.signal_at = job.deadline - std::chrono::seconds(before);
+    } else {  // no limit: nothing to warn of
+      r.signal_at = 0;
+      job.signal_at = kNoDeadline;
+    }
+  }
+  WriteRunRecord(options_.spool_dir, r);
+  state_->Wake();
+}
+
 std::vector<JobId> ProcessLauncher::Running() const {
   std::lock_guard<std::mutex> lock(state_->mu);
   std::vector<JobId> ids;

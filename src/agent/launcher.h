@@ -44,6 +44,11 @@ class Launcher {
   // cgroup), or with `batch_only` to its batch shell alone (scancel --signal, sbatch
   // --signal=B:); the job keeps its fate. A no-op for unknown jobs.
   virtual void Signal(JobId job, int sig, bool batch_only) = 0;
+  // scontrol update TimeLimit= (issue 17): the run of `job` that started at
+  // `start_time` (api::LaunchSpec::start_time) ends `time_limit` seconds after it, 0 for
+  // no limit; a --signal not sent yet moves with it. A limit already past stops the job
+  // now, as its time limit. A no-op for unknown jobs, other runs, and jobs stopping.
+  virtual void SetTimeLimit(JobId job, Time start_time, Duration time_limit) = 0;
   // The jobs launched and not yet reported, ascending.
   virtual std::vector<JobId> Running() const = 0;
   // The runs (job, start time) an earlier agent process left that this launcher took
@@ -127,6 +132,7 @@ class ProcessLauncher final : public Launcher {
   Status Launch(const api::LaunchSpec& spec) override;
   void Cancel(JobId job, std::string reason) override;
   void Signal(JobId job, int sig, bool batch_only) override;
+  void SetTimeLimit(JobId job, Time start_time, Duration time_limit) override;
   std::vector<JobId> Running() const override;
   // Has the supervisor read the clock and act on what is due (SIGTERM at a time limit,
   // SIGKILL after a grace) before it returns: for tests that move a FakeClock

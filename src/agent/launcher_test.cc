@@ -220,6 +220,34 @@ TEST_F(FakeTimeLauncherTest, TimeLimitCountsFromTheServersStartTime) {
   EXPECT_EQ(e->signal, SIGTERM);
 }
 
+// scontrol update TimeLimit= of a running job (issue 17): the server's new limit counts
+// from the same start; a shorter one already past stops the job at once.
+TEST_F(FakeTimeLauncherTest, SetTimeLimitLengthensAndShortensTheRunning) {
+  const Time start = clock_.Now();
+  ASSERT_TRUE(
+      launcher_->Launch(Job(33).Start(start).TimeLimit(2, 5).Sh("sleep 30")).ok());
+  launcher_->SetTimeLimit(33, start, 4);
+  launcher_->SetTimeLimit(33, start + 1, 1);  // another run's: ignored
+  Pass(milliseconds(3999));
+  EXPECT_TRUE(StillRunning(33)) << "stopped at its old limit";
+  Pass(milliseconds(1));
+  std::optional<api::JobExit> e = exits_.Wait(33);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->kind, api::ExitKind::kTimeLimit);
+
+  const Time start2 = clock_.Now();
+  ASSERT_TRUE(
+      launcher_->Launch(Job(34).Start(start2).TimeLimit(600, 5).Sh("sleep 30")).ok());
+  Pass(milliseconds(2000));
+  EXPECT_TRUE(StillRunning(34));
+  launcher_->SetTimeLimit(34, start2, 1);  // already past: stopped now
+  launcher_->Tick();
+  e = exits_.Wait(34);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->kind, api::ExitKind::kTimeLimit);
+  EXPECT_EQ(e->signal, SIGTERM);
+}
+
 TEST_F(LauncherTest, CancelKillsWholeProcessGroup) {
   const std::string pidfile = dir_ + "/grandchild.pid";
   ASSERT_TRUE(

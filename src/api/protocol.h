@@ -94,6 +94,15 @@ struct AgentWork {
   std::vector<state::JobId> cancel;  // SIGTERM, grace, SIGKILL
   bool reregister = false;           // the server does not know this agent (restart)
   std::vector<JobSignal> signals;    // issue 17: delivered after the launches
+  // scontrol update TimeLimit= of a running job (issue 17): its run that started at
+  // `start_time` now ends `time_limit` seconds after it (0: no limit); delivered after
+  // the launches.
+  struct Limit {
+    state::JobId job = 0;
+    Time start_time = 0;
+    Duration time_limit = 0;
+  };
+  std::vector<Limit> limits;
 };
 
 }  // namespace hachi::api

@@ -428,6 +428,14 @@ std::string AgentWorkToJson(const AgentWork& w) {
     }
     j["signals"] = std::move(sigs);
   }
+  if (!w.limits.empty()) {  // absent when none, as "signals"
+    json limits = json::array();
+    for (const AgentWork::Limit& l : w.limits) {
+      limits.push_back(json{
+          {"job", l.job}, {"start_time", l.start_time}, {"time_limit", l.time_limit}});
+    }
+    j["limits"] = std::move(limits);
+  }
   return Dump(j);
 }
 
@@ -436,7 +444,7 @@ Result<AgentWork> AgentWorkFromJson(std::string_view text) {
   if (!j.ok()) return j.status();
   AgentWork w;
   HACHI_RETURN_IF_ERROR(
-      OnlyKeys(*j, "work", {"launch", "cancel", "reregister", "signals"}));
+      OnlyKeys(*j, "work", {"launch", "cancel", "reregister", "signals", "limits"}));
   auto l = j->find("launch");
   if (l != j->end()) {
     if (!l->is_array()) return InvalidArgument("work.launch: expected an array");
@@ -465,6 +473,24 @@ Result<AgentWork> AgentWorkFromJson(std::string_view text) {
                                " is not a signal");
       }
       w.signals.push_back(sig);
+    }
+  }
+  if (auto s = j->find("limits"); s != j->end()) {
+    if (!s->is_array()) return InvalidArgument("work.limits: expected an array");
+    for (size_t i = 0; i < s->size(); ++i) {
+      const std::string path = "work.limits[" + std::to_string(i) + "]";
+      const json& e = (*s)[i];
+      if (!e.is_object()) return InvalidArgument(path + ": expected an object");
+      HACHI_RETURN_IF_ERROR(OnlyKeys(e, path, {"job", "start_time", "time_limit"}));
+      AgentWork::Limit limit;
+      HACHI_RETURN_IF_ERROR(GetInt(e, "job", path, &limit.job));
+      HACHI_RETURN_IF_ERROR(GetInt(e, "start_time", path, &limit.start_time));
+      HACHI_RETURN_IF_ERROR(GetInt(e, "time_limit", path, &limit.time_limit));
+      if (limit.time_limit < 0) {
+        return InvalidArgument(path + ".time_limit: " + std::to_string(limit.time_limit) +
+                               " is below 0");
+      }
+      w.limits.push_back(limit);
     }
   }
   return w;

@@ -161,9 +161,14 @@ TEST(ProtocolJson, WorkRoundTrip) {
 TEST(ProtocolJson, WorkSignals) {
   AgentWork w;
   w.signals = {{7, 10, true}, {8, 15, false}};
+  w.limits = {{7, 1000, 3600}};
   const std::string text = AgentWorkToJson(w);
   Result<AgentWork> back = AgentWorkFromJson(text);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_EQ(back->limits.size(), 1u);
+  EXPECT_EQ(back->limits[0].job, 7);
+  EXPECT_EQ(back->limits[0].start_time, 1000);
+  EXPECT_EQ(back->limits[0].time_limit, 3600);
   ASSERT_EQ(back->signals.size(), 2u);
   EXPECT_EQ(back->signals[0].job, 7);
   EXPECT_EQ(back->signals[0].signal, 10);

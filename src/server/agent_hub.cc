@@ -27,6 +27,7 @@ void AgentHub::Open(const std::string& node) {
   s.launches.clear();
   s.cancels.clear();
   s.signals.clear();
+  s.limits.clear();
   s.wake.SignalAll();  // a poll of the previous session answers with nothing
 }
 
@@ -37,6 +38,7 @@ void AgentHub::Close(const std::string& node) {
   s.launches.clear();
   s.cancels.clear();
   s.signals.clear();
+  s.limits.clear();
   s.wake.SignalAll();
   if (notify_) notify_(AgentTopic(node));
 }
@@ -86,6 +88,15 @@ void AgentHub::Signal(const std::string& node, api::JobSignal signal) {
   if (notify_) notify_(AgentTopic(node));
 }
 
+void AgentHub::SetLimit(const std::string& node, api::AgentWork::Limit limit) {
+  MutexLock lock(&mu_);
+  Session& s = SessionLocked(node);
+  if (!s.open) return;
+  s.limits.push_back(limit);
+  s.wake.Signal();
+  if (notify_) notify_(AgentTopic(node));
+}
+
 bool AgentHub::TakeBackLaunch(const std::string& node, state::JobId job) {
   MutexLock lock(&mu_);
   Session& s = SessionLocked(node);
@@ -115,7 +126,8 @@ api::AgentWork AgentHub::Wait(const std::string& node, int wait_ms) {
       return work;
     }
     s.last_seen_ms = clock_->MonotonicMs();
-    if (!s.launches.empty() || !s.cancels.empty() || !s.signals.empty() || stopping_) {
+    if (!s.launches.empty() || !s.cancels.empty() || !s.signals.empty() ||
+        !s.limits.empty() || stopping_) {
       work.launch.assign(std::make_move_iterator(s.launches.begin()),
                          std::make_move_iterator(s.launches.end()));
       s.launches.clear();
@@ -123,6 +135,8 @@ api::AgentWork AgentHub::Wait(const std::string& node, int wait_ms) {
       s.cancels.clear();
       work.signals = std::move(s.signals);
       s.signals.clear();
+      work.limits = std::move(s.limits);
+      s.limits.clear();
       return work;
     }
     if (!s.wake.WaitUntil(deadline) && std::chrono::steady_clock::now() >= deadline) {

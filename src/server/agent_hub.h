@@ -62,6 +62,8 @@ class AgentHub {
   void Launch(const std::string& node, api::LaunchSpec launch) EXCLUDES(mu_);
   void Cancel(const std::string& node, state::JobId job) EXCLUDES(mu_);
   void Signal(const std::string& node, api::JobSignal signal) EXCLUDES(mu_);
+  // A running job's new time limit (scontrol update), as Signal.
+  void SetLimit(const std::string& node, api::AgentWork::Limit limit) EXCLUDES(mu_);
   // Takes back `job`'s launch when the agent has not picked it up yet: true when there
   // was one (the job never ran there).
   bool TakeBackLaunch(const std::string& node, state::JobId job) EXCLUDES(mu_);
@@ -83,6 +85,7 @@ class AgentHub {
     std::deque<api::LaunchSpec> launches;
     std::vector<state::JobId> cancels;
     std::vector<api::JobSignal> signals;
+    std::vector<api::AgentWork::Limit> limits;
     CondVar wake;  // on mu_: work queued, closed, or stopping
   };
   // The node's session, made (closed) when missing. Sessions are never removed, so the

@@ -135,6 +135,11 @@ Status Controller::Register(const AgentRegistration& reg, const std::string& pee
             run->second.ended_on.end();
     if (!here || stopping || fenced_here) agents_.Cancel(reg.node, id);
     if (!here || fenced_here) stale.insert(id);
+    // Its time limit as the records have it now: a scontrol update queued for the
+    // session just cleared reaches the agent all the same.
+    if (here && !stopping && !fenced_here) {
+      agents_.SetLimit(reg.node, {id, it->second.start_time, it->second.req.time_limit});
+    }
   }
   if (stale.empty()) stale_runs_.erase(reg.node);
   return CommitAndApply(std::move(edits));

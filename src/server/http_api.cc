@@ -417,18 +417,18 @@ void HttpServer::Routes(HttpRouter& s) {
          });
   // The agent's long poll (and heartbeat): work now, or parked on "agent/NODE" until the
   // AgentHub has some for it (Launch, Cancel, Close notify) or wait_ms passed.
-  s.GetPoll(p + R"(/agents/([^/]+)/work)",
-            [c](const httplib::Request& req, httplib::Response& res, LongPoll& poll) {
-              const std::string node = req.matches[1];
-              const api::AgentWork w = c->Poll(node, 0);
-              const int wait_ms = IntParam(req, "wait_ms", 10000, 0, 60000);
-              if (w.launch.empty() && w.cancel.empty() && w.signals.empty() &&
-                  !w.reregister && !poll.expired() && !c->stopping() && wait_ms > 0) {
-                return poll.WaitFor(AgentTopic(node),
-                                    poll.started() + std::chrono::milliseconds(wait_ms));
-              }
-              Reply(res, 200, api::AgentWorkToJson(w));
-            });
+  s.GetPoll(p + R"(/agents/([^/]+)/work)", [c](const httplib::Request& req,
+                                               httplib::Response& res, LongPoll& poll) {
+    const std::string node = req.matches[1];
+    const api::AgentWork w = c->Poll(node, 0);
+    const int wait_ms = IntParam(req, "wait_ms", 10000, 0, 60000);
+    if (w.launch.empty() && w.cancel.empty() && w.signals.empty() && w.limits.empty() &&
+        !w.reregister && !poll.expired() && !c->stopping() && wait_ms > 0) {
+      return poll.WaitFor(AgentTopic(node),
+                          poll.started() + std::chrono::milliseconds(wait_ms));
+    }
+    Reply(res, 200, api::AgentWorkToJson(w));
+  });
   s.Post(p + R"(/agents/([^/]+)/health)",
          [c](const httplib::Request& req, httplib::Response& res) {
            Result<api::AgentHealth> h = api::AgentHealthFromJson(req.body);

@@ -162,7 +162,8 @@ Status Controller::Update(state::JobId id, const api::JobUpdate& update,
   Result<std::vector<state::JobId>> ids = TargetsLocked(id, task, &whole_array);
   if (!ids.ok()) return ids.status();
   std::vector<state::Edit> edits;
-  for (state::JobId t : *ids) {  // every task checked before any is changed
+  std::vector<state::JobId> new_limits;  // running jobs whose agents are told
+  for (state::JobId t : *ids) {          // every task checked before any is changed
     const state::JobRecord& job = image_.jobs.at(t);
     HACHI_RETURN_IF_ERROR(
         authorizer_.Authorize(who, Action::kUpdate, Resource::Job(job)));
@@ -177,18 +178,23 @@ Status Controller::Update(state::JobId id, const api::JobUpdate& update,
     HACHI_RETURN_IF_ERROR(api::ApplyRequestPatch(update.req_patch, &req));
     req.user = job.req.user;  // never changes (JobUpdateFromJson refuses it too)
     if (req.account.empty()) req.account = job.req.user;
+    if (req.time_limit < 0) {  // TimeLimit=UNLIMITED: the partition's maximum
+      const int p = base_.state.PartitionIndex(req.partition);
+      req.time_limit = p >= 0 ? base_.state.partitions[p].max_time : 0;
+    }
     const bool request_changed = !(req == job.req);
+    const bool limit_changed = req.time_limit != job.req.time_limit;
     if (job.state == state::JobState::kRunning && request_changed) {
-      if (whole_array) continue;
-      return Busy(name +
-                  " is RUNNING: only its name and comment can change now (its agents "
-                  "enforce the request it started with, time limit included)");
+      sched::JobRequest same = req;
+      same.time_limit = job.req.time_limit;
+      if (!(same == job.req)) {
+        if (whole_array) continue;
+        return Busy(name +
+                    " is RUNNING: only its time limit, name and comment can change now "
+                    "(its agents hold the resources it started with)");
+      }
     }
     if (request_changed) {
-      if (req.time_limit < 0) {  // TimeLimit=UNLIMITED: the partition's maximum
-        const int p = base_.state.PartitionIndex(req.partition);
-        req.time_limit = p >= 0 ? base_.state.partitions[p].max_time : 0;
-      }
       // Slurm's rules: a user may shorten a job, only an admin lengthen it; a negative
       // nice is an admin's; a new account or partition must be one the caller may use.
       if (req.time_limit > job.req.time_limit ||
@@ -228,6 +234,7 @@ Status Controller::Update(state::JobId id, const api::JobUpdate& update,
     renamed.comment = e.comment;
     HACHI_RETURN_IF_ERROR(CheckJobSpec(renamed));
     edits.push_back(std::move(e));
+    if (job.state == state::JobState::kRunning && limit_changed) new_limits.push_back(t);
   }
   if (edits.empty()) {
     if (whole_array) {
@@ -237,7 +244,17 @@ Status Controller::Update(state::JobId id, const api::JobUpdate& update,
     return Status::Ok();
   }
   for (const state::Edit& e : edits) diagnoses_.erase(std::get<state::JobUpdated>(e).id);
-  return CommitAndApply(std::move(edits));
+  HACHI_RETURN_IF_ERROR(CommitAndApply(std::move(edits)));
+  // Durable first, then the agents: a re-dispatch (DispatchLocked) carries the new
+  // limit from the record, and an agent that registers again is told it (Register).
+  for (state::JobId t : new_limits) {
+    const state::JobRecord& job = image_.jobs.at(t);
+    if (job.state != state::JobState::kRunning) continue;  // ended while committing
+    for (const state::NodeAllocation& a : job.allocations) {
+      agents_.SetLimit(a.node, {t, job.start_time, job.req.time_limit});
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace hachi::server

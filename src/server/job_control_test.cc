@@ -220,15 +220,39 @@ TEST(JobControl, UpdateRefusesWhatASubmitWouldAndChangesNothing) {
   EXPECT_EQ(h->Update(999, ReqPatch("{}"), kAlice).code(), StatusCode::kNotFound);
 }
 
-TEST(JobControl, UpdateOfARunningJobChangesItsNameOnlyAndOfAnEndedOneNothing) {
+TEST(JobControl, UpdateOfARunningJobChangesItsLimitAndNameAndOfAnEndedOneNothing) {
   Harness h;
   h.Register("n1");
   const state::JobId id = h.Submit(MakeSubmit().Time(600));
   h->RunCycle();
   ASSERT_EQ(h.StateOf(id), JobState::kRunning);
-  Status s = h->Update(id, ReqPatch(R"({"time_limit": 300})"), kAlice);
+  h.Work("n1");
+  // Its time limit: shortened by its owner, lengthened by an admin; its agents told.
+  ASSERT_TRUE(h->Update(id, ReqPatch(R"({"time_limit": 300})"), kAlice).ok());
+  AgentWork w = h.Work("n1");
+  ASSERT_EQ(w.limits.size(), 1u);
+  EXPECT_EQ(w.limits[0].job, id);
+  EXPECT_EQ(w.limits[0].start_time, h.Job(id).start_time);
+  EXPECT_EQ(w.limits[0].time_limit, 300);
+  EXPECT_EQ(h->Update(id, ReqPatch(R"({"time_limit": 900})"), kAlice).code(),
+            StatusCode::kPermissionDenied);
+  ASSERT_TRUE(h->Update(id, ReqPatch(R"({"time_limit": 900})"), kRoot).ok());
+  EXPECT_EQ(h.Work("n1").limits.at(0).time_limit, 900);
+  EXPECT_EQ(h.Job(id).req.time_limit, 900);
+  // An agent that registers again is told the limit the records have.
+  Status again = h->Register([&] {
+    AgentRegistration r = testing::MakeAgent("n1");
+    r.running = {id};
+    return r;
+  }());
+  ASSERT_TRUE(again.ok()) << again.ToString();
+  w = h.Work("n1");
+  ASSERT_EQ(w.limits.size(), 1u);
+  EXPECT_EQ(w.limits[0].time_limit, 900);
+  // The rest of the request is what its agents hold: not changed while it runs.
+  Status s = h->Update(id, ReqPatch(R"({"gpus": 2})"), kAlice);
   EXPECT_EQ(s.code(), StatusCode::kBusy);
-  EXPECT_NE(s.message().find("only its name and comment"), std::string::npos)
+  EXPECT_NE(s.message().find("only its time limit, name and comment"), std::string::npos)
       << s.message();
   api::JobUpdate rename;
   rename.name = "still-running";

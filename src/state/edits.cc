@@ -83,10 +83,12 @@ Status Check(const StateImage& image, const JobUpdated& e) {
   const JobRecord& j = **job;
   if (j.state == JobState::kPending) return Status::Ok();
   if (j.state == JobState::kRunning) {
-    if (j.req == e.req) return Status::Ok();
+    sched::JobRequest same = e.req;  // its agents are told a new time limit
+    same.time_limit = j.req.time_limit;
+    if (j.req == same) return Status::Ok();
     return InvalidArgument(JobName(e.id) +
                            ": cannot change the request of a running job, only its "
-                           "name and comment");
+                           "time limit, name and comment");
   }
   return InvalidArgument(JobName(e.id) + ": cannot update it, it is " +
                          std::string(JobStateName(j.state)));

@@ -44,7 +44,7 @@ struct JobHeld {  // pending only
 };
 // scontrol update (issue 17): a job's request, name and comment replaced, as the
 // server validated them. A pending job may change any of its request; a running one
-// only its name and comment (the request it runs under is what its agents enforce).
+// only its time limit (which the server tells its agents), name and comment.
 struct JobUpdated {
   JobId id = 0;
   sched::JobRequest req;

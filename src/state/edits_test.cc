@@ -119,7 +119,7 @@ INSTANTIATE_TEST_SUITE_P(
         EditCase{"UpdatePending", JobUpdated{1, Req(3), "renamed", "a note"},
                  StatusCode::kOk, ""},
         EditCase{"UpdateRunningRequest", JobUpdated{2, Req(3), "renamed", ""},
-                 StatusCode::kInvalidArgument, "only its name and comment"},
+                 StatusCode::kInvalidArgument, "only its time limit, name and comment"},
         EditCase{"UpdateEnded", JobUpdated{3, Req(3), "", ""},
                  StatusCode::kInvalidArgument, "it is COMPLETED"},
         EditCase{"UpdateMissing", JobUpdated{42, Req(3), "", ""}, StatusCode::kNotFound,
@@ -165,8 +165,9 @@ TEST(ApplyEdit, LifecycleKeepsLastJobId) {
   EXPECT_EQ(image.last_job_id, 2);
 }
 
-// A running job keeps the request its agents enforce; its name and comment may change.
-TEST(ApplyEdit, UpdateRunningChangesNameAndCommentOnly) {
+// A running job keeps the request it started with but its time limit (its agents are
+// told), and its name and comment may change.
+TEST(ApplyEdit, UpdateRunningChangesTimeLimitNameAndCommentOnly) {
   StateImage image = BaseImage();
   const sched::JobRequest req = image.jobs[2].req;
   ASSERT_TRUE(ApplyEdit(&image, JobUpdated{2, req, "renamed", "checked"}).ok());
@@ -175,9 +176,13 @@ TEST(ApplyEdit, UpdateRunningChangesNameAndCommentOnly) {
   EXPECT_EQ(image.jobs[2].state, JobState::kRunning);
   sched::JobRequest longer = req;
   longer.time_limit += 60;
-  Status s = ApplyEdit(&image, JobUpdated{2, longer, "renamed", "checked"});
+  ASSERT_TRUE(ApplyEdit(&image, JobUpdated{2, longer, "renamed", "checked"}).ok());
+  EXPECT_EQ(image.jobs[2].req.time_limit, req.time_limit + 60);
+  sched::JobRequest wider = longer;
+  wider.gpus += 1;
+  Status s = ApplyEdit(&image, JobUpdated{2, wider, "renamed", "checked"});
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
-  EXPECT_EQ(image.jobs[2].req, req);
+  EXPECT_EQ(image.jobs[2].req, longer);
 }
 
 }  // namespace

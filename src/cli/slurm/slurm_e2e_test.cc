@@ -216,6 +216,16 @@ TEST_F(SlurmE2e, AToolsDayThroughTheLinks) {
       << Run("sacct -X -P -n -o JobName,Timelimit,AllocTRES -j " + held).out;
   EXPECT_NE(Run("sacct -X -P -n -o AllocTRES -j " + held).out.find("gres/gpu=2"),
             std::string::npos);
+  // A running job's limit, lengthened (root on the socket is an admin): the agent lets
+  // it run past the 3 s it started with, to its end.
+  CmdResult longer = Run("sbatch --parsable -t 0:03 -G1 --wrap 'sleep 6; echo lived'");
+  ASSERT_EQ(longer.exit_code, 0) << longer.out;
+  const std::string longer_id = longer.out.substr(0, longer.out.find('\n'));
+  ASSERT_TRUE(WaitState(longer_id, "RUNNING"));
+  EXPECT_EQ(Run("scontrol update JobId=" + longer_id + " TimeLimit=0:30").out, "");
+  EXPECT_EQ(Run("squeue -h -o %l -j " + longer_id).out, "0:30\n");
+  ASSERT_TRUE(WaitState(longer_id, "COMPLETED")) << Run("sacct -j " + longer_id).out;
+  EXPECT_EQ(ReadFile(dir_ + "/hachi-" + longer_id + ".out"), "lived\n");
   CmdResult ended = Run("scontrol update JobId=" + held + " TimeLimit=5");
   EXPECT_EQ(ended.exit_code, 1);
   EXPECT_NE(ended.out.find("has already finished"), std::string::npos) << ended.out;
