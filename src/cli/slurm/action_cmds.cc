@@ -66,6 +66,10 @@ constexpr char kScontrolUsage[] =
     "  show job [ID] | show jobid [ID] | show node [NAME] | show partition [NAME]\n"
     "  show config | show hostnames [LIST]   (LIST default: $SLURM_JOB_NODELIST)\n"
     "  hold ID... | release ID... | requeue ID...\n"
+    "  update JobId=ID[,ID...] FIELD=VALUE...   (TimeLimit, Partition, JobName, Comment,\n"
+    "    Nice, Account, QOS, Features, ExcNodeList, ReqNodeList, StartTime, Deadline,\n"
+    "    Dependency, NumNodes, Gres, MinMemoryNode; a running job: TimeLimit, JobName,\n"
+    "    Comment)\n"
     "See docs/cli.md \"scontrol\".\n";
 
 int ShowJobs(ApiClient& c, const std::vector<std::string>& ids) {
