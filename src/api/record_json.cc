@@ -444,6 +444,7 @@ json ToJson(const NodeStatus& node) {
   j["gpu_memory_mib"] = node.gpu_memory_mib;
   j["interconnect"] = node.interconnect;
   j["partitions"] = node.partitions;
+  j["features"] = node.features;
   j["gpu_jobs"] = node.gpu_jobs;
   j["gpu_share_milli"] = node.gpu_share_milli;
   j["alloc_cpus"] = node.alloc_cpus;
@@ -604,6 +605,7 @@ Status FromJson(const json& j, NodeStatus* out, std::string_view path) {
   r.Int("gpu_memory_mib", &node.gpu_memory_mib);
   r.String("interconnect", &node.interconnect);
   r.List<std::string>("partitions", &node.partitions, ReadStringItem);
+  r.List<std::string>("features", &node.features, ReadStringItem);
   r.List<JobId>("gpu_jobs", &node.gpu_jobs, ReadIntItem<JobId>);
   r.List<int>("gpu_share_milli", &node.gpu_share_milli, ReadIntItem<int>);
   r.Int("alloc_cpus", &node.alloc_cpus);

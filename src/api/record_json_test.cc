@@ -85,6 +85,7 @@ TEST(RecordJson, NodeStatusRoundTripIsFlat) {
   s.gpu_memory_mib = 81559;
   s.interconnect = "nvswitch";
   s.partitions = {"gpu8", "debug"};
+  s.features = {"h100", "ib", "nvlink"};
   s.gpu_jobs = {0, 12, 12, 0, 0, 0, 0, 99};
   s.gpu_share_milli = {0, 0, 0, 0, 0, 0, 0, 250};
   s.alloc_cpus = 12;
@@ -94,13 +95,15 @@ TEST(RecordJson, NodeStatusRoundTripIsFlat) {
   const std::string text = NodeStatusToJson(s);
   const json j = json::parse(text);
   EXPECT_EQ(j["stray_processes"][0]["command"], "python train.py");
-  EXPECT_EQ(Keys(j).size(), 23u);
+  EXPECT_EQ(Keys(j).size(), 24u);
+  EXPECT_EQ(j["features"], json({"h100", "ib", "nvlink"}));
   EXPECT_EQ(j["name"], "n3");
   Result<NodeStatus> back = NodeStatusFromJson(text);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(NodeStatusToJson(*back), text);
   EXPECT_EQ(back->record.name, "n3");
   EXPECT_EQ(back->gpu_jobs[7], 99);
+  EXPECT_EQ(back->features, s.features);
   ASSERT_EQ(back->stray_processes.size(), 1u);
   EXPECT_EQ(back->stray_processes[0].pid, 4242u);
   EXPECT_FALSE(

@@ -187,6 +187,8 @@ std::string QueueTitle(char code) {
       return "WORK_DIR";
     case 'E':
       return "DEPENDENCY";
+    case 'f':
+      return "FEATURES";
   }
   return "?";
 }
@@ -254,6 +256,8 @@ std::string QueueValue(const JobRecord& j, Time now, char code) {
       return j.spec.workdir;
     case 'E':
       return DependencyText(j);
+    case 'f':  // -C/--constraint as given
+      return Or(j.req.constraint, "(null)");
   }
   return "";
 }
@@ -438,6 +442,11 @@ std::string NodeValue(const NodeStatus& n, char code) {
       return "1";
     case 'o':
       return Or(r.address, "(null)");
+    case 'f': {  // issue 17: AVAIL_FEATURES
+      std::string out;
+      for (const std::string& f : n.features) out += (out.empty() ? "" : ",") + f;
+      return Or(out, "(null)");
+    }
   }
   return "";
 }

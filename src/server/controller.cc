@@ -11,6 +11,7 @@
 
 #include "core/bytes.h"
 #include "sched/dependencies.h"
+#include "sched/features.h"
 #include "sched/gpu_share.h"
 #include "server/auth.h"
 #include "server/controller_metrics.h"
@@ -605,6 +606,7 @@ state::NodeStatus Controller::NodeStatusLocked(const state::NodeRecord& rec,
   if (ni != base_.node_index.end()) {
     const sched::Node& n = snap.nodes[ni->second];
     for (int p : n.partitions) st.partitions.push_back(snap.partitions[p].name);
+    st.features = sched::NodeFeatures(n);
     st.alloc_cpus = n.cpus - n.free_cpus;
     st.alloc_memory_mib = n.memory_mib - n.free_memory_mib;
   }

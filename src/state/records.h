@@ -217,6 +217,9 @@ struct NodeStatus {
   int alloc_cpus = 0;
   int64_t alloc_memory_mib = 0;
   std::vector<StrayGpuProcess> stray_processes;
+  // Its features (sched/features.h: automatic and configured, sorted), which -C
+  // matches; sinfo's %f, scontrol show node's AvailableFeatures (issue 17).
+  std::vector<std::string> features;
 };
 
 // An API token the server issued (`hachi token create`, server/auth.h). The token's

@@ -20,7 +20,8 @@ namespace {
 constexpr char kUsage[] =
     "Usage: sbatch [OPTIONS(0)...] [ : [OPTIONS(N)...]] script(0) [args(0)...]\n"
     "Hachi's sbatch: every option of `hachi submit --help`, and --parsable, -Q/--quiet,\n"
-    "-W/--wait, --test-only [--json], --server URL. Without a script (and without --wrap)\n"
+    "-W/--wait, --test-only [--json], --server URL. Without a script (and without "
+    "--wrap)\n"
     "the script is read from standard input. See docs/cli.md \"sbatch\".\n";
 
 struct Own {

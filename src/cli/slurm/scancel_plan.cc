@@ -169,7 +169,8 @@ std::string FormatShowNode(const state::NodeStatus& n) {
   o += "   CPUAlloc=" + std::to_string(n.alloc_cpus) +
        " CPUEfctv=" + std::to_string(r.cpus) + " CPUTot=" + std::to_string(r.cpus) +
        " CPULoad=N/A\n";
-  o += "   AvailableFeatures=(null)\n   ActiveFeatures=(null)\n";
+  const std::string features = NodeFieldValue(n, 'f');
+  o += "   AvailableFeatures=" + features + "\n   ActiveFeatures=" + features + "\n";
   o += "   Gres=" + NodeFieldValue(n, 'G') + "\n";
   o += "   NodeAddr=" + (r.address.empty() ? r.name : r.address) +
        " NodeHostName=" + r.name + "\n";

@@ -99,7 +99,7 @@ std::string Value(const Group& g, char code) {
     case 'C':
       return Cpus(g.nodes);
     case 'f':
-      return "(null)";
+      return first != nullptr ? NodeFieldValue(*first, 'f') : "(null)";
     case 't':
     case 'T':
       if (first == nullptr) return "n/a";

@@ -93,7 +93,7 @@ class MakeJob {
 };
 
 std::vector<JobRecord> Queue() {
-  return {
+  std::vector<JobRecord> q = {
       MakeJob(10).Name("prep").Ended(JobState::kCompleted),
       MakeJob(11).Name("bad").Ended(JobState::kFailed, 3),
       MakeJob(12).Name("killed").Ended(JobState::kCancelled).Reason("cancelled by alice"),
@@ -106,6 +106,8 @@ std::vector<JobRecord> Queue() {
       MakeJob(19).Name("slow").Ended(JobState::kTimeout),
       MakeJob(20).Name("oom").Ended(JobState::kOutOfMemory, 0, 9),
   };
+  q[8].req.constraint = "h100&ib";  // bob's: squeue's %f
+  return q;
 }
 
 // ---- arguments ----
@@ -219,6 +221,7 @@ TEST_F(Slurm, SqueueGolden) {
            {"-n", "arr", "--json"},
            {"-t", "bogus"},
            {"-O", "NoSuchField"},
+           {"-t", "all", "-o", "%i %f", "-j", "13,18"},
        }) {
     out += "$ squeue";
     for (const std::string& a : args) out += " " + a;
@@ -259,6 +262,8 @@ std::vector<state::NodeStatus> Nodes() {
   out[1].alloc_cpus = 16;
   out[3].record.state = state::NodeState::kDrained;
   out[3].record.state_reason = "bad fan";
+  for (state::NodeStatus& n : out) n.features = {"h100", "nvlink"};
+  out[3].features = {"h100", "ib", "nvlink"};
   return out;
 }
 
@@ -282,6 +287,7 @@ TEST_F(Slurm, SinfoGolden) {
            {"-p", "gpu8", "-s"},
            {"-N", "-O", "NodeList,Gres,CPUsState,StateLong:12"},
            {"-o", "%Q"},
+           {"-o", "%P %f %D"},
        }) {
     out += "$ sinfo";
     for (const std::string& a : args) out += " " + a;

@@ -129,6 +129,7 @@ constexpr LongField kLongFields[] = {
     {"comment", 'k', "COMMENT"},
     {"workdir", 'Z', "WORK_DIR"},
     {"dependency", 'E', "DEPENDENCY"},
+    {"feature", 'f', "FEATURES"},
 };
 
 struct Column {
@@ -342,7 +343,7 @@ Result<std::string> RenderSqueue(const SqueueOptions& o,
   std::string_view format = o.format;
   if (format.empty()) format = o.start ? kSqueueStartFormat : kSqueueDefaultFormat;
   Result<std::vector<FormatItem>> items =
-      ParseFormatString(format, "iAFKPjuaqtTMlLDRrNCmVSebkZEY");
+      ParseFormatString(format, "iAFKPjuaqtTMlLDRrNCmVSebkZEYf");
   if (!items.ok()) return items.status();
   if (!o.noheader) out += RenderFormatLine(*items, Title) + "\n";
   for (const Row& r : rows) {
