@@ -538,7 +538,10 @@ Status ProcessLauncher::Launch(const api::LaunchSpec& spec) {
   const api::OutputFiles files = api::JobOutputFiles(spec);
   req.stdout_path = files.out;
   req.stderr_path = files.err;
-  req.append_output = spec.spec.open_append;
+  // A gang's nodes all run the script and share its output files: each opens them for
+  // appending, as truncating would wipe what another node wrote first (the netns scale
+  // run lost gang ranks' lines that way). --open-mode=truncate holds for one node.
+  req.append_output = spec.spec.open_append || spec.nodelist.size() > 1;
   req.stdout_dirs = OutputDirChain(files.out);
   if (files.err != files.out) req.stderr_dirs = OutputDirChain(files.err);
   req.switch_user = root && spec.spec.uid != 0;

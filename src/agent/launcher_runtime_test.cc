@@ -225,6 +225,13 @@ TEST_F(RuntimeTest, OpenModeTruncateByDefaultAppendWhenAsked) {
   ASSERT_TRUE(launcher_->Launch(Job(9).Out("a.out").Append().Sh("echo new")).ok());
   ASSERT_TRUE(exits_.Wait(9).has_value());
   EXPECT_EQ(Slurp(dir_ + "/a.out"), "old\nnew\n");
+  // A gang's part appends: its other nodes write the same file.
+  api::LaunchSpec part = Job(11).Out("a.out").Sh("echo rank1");
+  part.nodelist = {"n1", "n2"};
+  part.node_rank = 1;
+  ASSERT_TRUE(launcher_->Launch(part).ok());
+  ASSERT_TRUE(exits_.Wait(11).has_value());
+  EXPECT_EQ(Slurp(dir_ + "/a.out"), "old\nnew\nrank1\n");
 }
 
 // submitit's race: the job starts before the directory of its %j path exists. The

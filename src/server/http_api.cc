@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -251,11 +252,15 @@ void HttpServer::Routes(HttpRouter& s) {
     }
     Reply(res, 200, j.dump());
   });
-  auto job_action = [c](const char* action) {
-    return [c, action](const httplib::Request& req, httplib::Response& res) {
+  // POST /jobs/ID/ACTION and /jobs/A_T/ACTION: the job, the array task ("A_T", Slurm's;
+  // -1 for A alone, the whole array) and who asks, then `act` with the request's body.
+  // Every job action's handler is one of these.
+  using JobAct =
+      std::function<Status(state::JobId, int, const Caller&, const std::string&)>;
+  auto job_action = [c](JobAct act) {
+    return [c, act](const httplib::Request& req, httplib::Response& res) {
       Result<state::JobId> id = JobIdOf(req);
       if (!id.ok()) return ReplyError(res, id.status());
-      // "A_T": task T of array A (Slurm's); A alone is the whole array.
       int task = -1;
       if (req.matches.size() > 2 && req.matches[2].matched) {
         const std::string t = req.matches[2];
@@ -264,74 +269,42 @@ void HttpServer::Routes(HttpRouter& s) {
                             InvalidArgument("array task '" + Clip(t) + "' is too large"));
         task = std::stoi(t);
       }
-      const std::string a = action;
       Result<Caller> who = CallerOf(req, *c);
       if (!who.ok()) return ReplyError(res, who.status());
-      Status st = a == "cancel" ? c->Cancel(*id, *who, task)
-                  : a == "hold" ? c->Hold(*id, true, *who, task)
-                                : c->Hold(*id, false, *who, task);
+      Status st = act(*id, task, *who, req.body);
       if (!st.ok()) return ReplyError(res, st);
       Reply(res, 200, json{{"ok", true}}.dump());
     };
   };
+  auto cancel = job_action([c](state::JobId id, int task, const Caller& who,
+                               const std::string&) { return c->Cancel(id, who, task); });
   // ID, or A_T for one task of array A (docs/api.md, "Arrays").
-  s.Post(p + R"(/jobs/(\d+)(?:_(\d+))?/cancel)", job_action("cancel"));
-  s.Delete(p + R"(/jobs/(\d+)(?:_(\d+))?)", job_action("cancel"));
-  s.Post(p + R"(/jobs/(\d+)(?:_(\d+))?/hold)", job_action("hold"));
-  s.Post(p + R"(/jobs/(\d+)(?:_(\d+))?/release)", job_action("release"));
-  // Issue 17: scancel --signal and scontrol requeue (docs/api.md, "Signal and requeue").
-  auto job_task = [](const httplib::Request& req, int* task) -> Status {
-    *task = -1;
-    if (req.matches.size() > 2 && req.matches[2].matched) {
-      const std::string t = req.matches[2];
-      if (t.size() > 9)
-        return InvalidArgument("array task '" + Clip(t) + "' is too large");
-      *task = std::stoi(t);
-    }
-    return Status::Ok();
-  };
+  s.Post(p + R"(/jobs/(\d+)(?:_(\d+))?/cancel)", cancel);
+  s.Delete(p + R"(/jobs/(\d+)(?:_(\d+))?)", cancel);
+  s.Post(p + R"(/jobs/(\d+)(?:_(\d+))?/hold)",
+         job_action([c](state::JobId id, int task, const Caller& who,
+                        const std::string&) { return c->Hold(id, true, who, task); }));
+  s.Post(p + R"(/jobs/(\d+)(?:_(\d+))?/release)",
+         job_action([c](state::JobId id, int task, const Caller& who,
+                        const std::string&) { return c->Hold(id, false, who, task); }));
+  // Issue 17: scancel --signal, scontrol requeue and scontrol update (docs/api.md).
   s.Post(p + R"(/jobs/(\d+)(?:_(\d+))?/signal)",
-         [c, job_task](const httplib::Request& req, httplib::Response& res) {
-           Result<state::JobId> id = JobIdOf(req);
-           if (!id.ok()) return ReplyError(res, id.status());
-           int task = -1;
-           if (Status st = job_task(req, &task); !st.ok()) return ReplyError(res, st);
-           Result<Caller> who = CallerOf(req, *c);
-           if (!who.ok()) return ReplyError(res, who.status());
-           Result<api::SignalRequest> body = api::SignalRequestFromJson(req.body);
-           if (!body.ok()) return ReplyError(res, body.status());
-           Status st = c->Signal(*id, body->signal, body->batch_only, *who, task);
-           if (!st.ok()) return ReplyError(res, st);
-           Reply(res, 200, json{{"ok", true}}.dump());
-         });
+         job_action(
+             [c](state::JobId id, int task, const Caller& who, const std::string& body) {
+               Result<api::SignalRequest> r = api::SignalRequestFromJson(body);
+               if (!r.ok()) return r.status();
+               return c->Signal(id, r->signal, r->batch_only, who, task);
+             }));
   s.Post(p + R"(/jobs/(\d+)(?:_(\d+))?/requeue)",
-         [c, job_task](const httplib::Request& req, httplib::Response& res) {
-           Result<state::JobId> id = JobIdOf(req);
-           if (!id.ok()) return ReplyError(res, id.status());
-           int task = -1;
-           if (Status st = job_task(req, &task); !st.ok()) return ReplyError(res, st);
-           Result<Caller> who = CallerOf(req, *c);
-           if (!who.ok()) return ReplyError(res, who.status());
-           Status st = c->Requeue(*id, *who, task);
-           if (!st.ok()) return ReplyError(res, st);
-           Reply(res, 200, json{{"ok", true}}.dump());
-         });
-
-  // scontrol update (issue 17; docs/api.md "Update"): {"req": {...}, "name", "comment"}.
+         job_action([c](state::JobId id, int task, const Caller& who,
+                        const std::string&) { return c->Requeue(id, who, task); }));
   s.Post(p + R"(/jobs/(\d+)(?:_(\d+))?/update)",
-         [c, job_task](const httplib::Request& req, httplib::Response& res) {
-           Result<state::JobId> id = JobIdOf(req);
-           if (!id.ok()) return ReplyError(res, id.status());
-           int task = -1;
-           if (Status st = job_task(req, &task); !st.ok()) return ReplyError(res, st);
-           Result<Caller> who = CallerOf(req, *c);
-           if (!who.ok()) return ReplyError(res, who.status());
-           Result<api::JobUpdate> body = api::JobUpdateFromJson(req.body);
-           if (!body.ok()) return ReplyError(res, body.status());
-           Status st = c->Update(*id, *body, *who, task);
-           if (!st.ok()) return ReplyError(res, st);
-           Reply(res, 200, json{{"ok", true}}.dump());
-         });
+         job_action(
+             [c](state::JobId id, int task, const Caller& who, const std::string& body) {
+               Result<api::JobUpdate> u = api::JobUpdateFromJson(body);
+               if (!u.ok()) return u.status();
+               return c->Update(id, *u, who, task);
+             }));
 
   // ---- Nodes, partitions ----
   // Stray processes' arguments are the admins' to see (RedactStrayProcesses).
