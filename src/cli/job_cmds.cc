@@ -88,12 +88,13 @@ Result<api::SubmitRequest> BuildRequest(std::vector<std::string> args, bool run,
                    [](const OptionOccurrence& o) { return o.name == "wrap"; });
   if (from_stdin) {
     if (stdin_script->empty()) {
-      return InvalidArgument("Batch script is empty! (standard input held nothing)");
+      return InvalidArgument("Batch script is empty!");
     }
     if (stdin_script->rfind("#!", 0) != 0) {
-      return InvalidArgument(
-          "This does not look like a batch script.  The first line must start with #! "
-          "followed by the path to an interpreter (standard input)");
+      return InvalidArgument(  // Slurm's three lines
+          "This does not look like a batch script.  The first\nsbatch: error: line must "
+          "start with #! followed by the path to an interpreter.\nsbatch: error: For "
+          "instance: #!/bin/sh");
     }
     script_text = *stdin_script;
     Result<ParsedOptions> d = ParseDirectives(script_text, "(standard input)");

@@ -227,18 +227,30 @@ int ScontrolMain(const std::vector<std::string>& argv) {
   if (cmd == "update") {
     // Each job's body is made against the job as it is (TimeLimit=+30 counts from its
     // limit), then POST /jobs/ID/update; nothing is printed on success, as Slurm's.
+    // Slurm 22.05's words, bare (no "scontrol: error:"), as it prints them for updates.
     Result<UpdateWords> u =
         ParseUpdateWords(std::vector<std::string>(words.begin() + 1, words.end()));
-    if (!u.ok()) return SlurmFail("scontrol", u.status().message());
+    if (!u.ok()) {
+      const std::string& m = u.status().message();
+      if (m.rfind("No job identification", 0) == 0) {
+        std::cerr << "No valid entity in update command\nInput line must include "
+                     "\"NodeName\", \"PartitionName\", \"Reservation\", \"JobId\", or "
+                     "\"SlurmctldDebug\"\n";
+      } else if (m.rfind("Update of this parameter", 0) == 0) {
+        std::cerr << m << "\nRequest aborted\n";
+      } else {
+        return SlurmFail("scontrol", m);
+      }
+      return 1;
+    }
     int rc = 0;
     for (const JobSelector& s : u->jobs) {
       Result<JobView> job = (*c)->Job(s.id);
       if (!job.ok()) {
         rc = 1;
-        SlurmFail("scontrol",
-                  (IsNotFound(job.status()) ? std::string("Invalid job id specified")
-                                            : job.status().message()) +
-                      " for job " + SelectorText(s));
+        std::cerr << (IsNotFound(job.status()) ? std::string("Invalid job id specified")
+                                               : job.status().message())
+                  << " for job " << SelectorText(s) << "\n";
         continue;
       }
       const Time now = Now();
@@ -249,7 +261,7 @@ int ScontrolMain(const std::vector<std::string>& argv) {
           (*c)->Call("POST", "/jobs/" + SelectorText(s) + "/update", *body);
       if (!r.ok()) {
         rc = 1;
-        SlurmFail("scontrol", r.status().message());
+        std::cerr << r.status().message() << "\n";  // it names the job ("job 12: ...")
       }
     }
     return rc;

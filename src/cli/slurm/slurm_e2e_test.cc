@@ -167,13 +167,13 @@ TEST_F(SlurmE2e, AToolsDayThroughTheLinks) {
   // No script named: sbatch reads it from standard input, as Slurm's does.
   CmdResult no_script = Run("sbatch -G1 </dev/null");
   EXPECT_EQ(no_script.exit_code, 1);
-  EXPECT_EQ(no_script.out.rfind("sbatch: error: Batch script is empty!", 0), 0u)
-      << no_script.out;
+  EXPECT_EQ(no_script.out, "sbatch: error: Batch script is empty!\n");
   CmdResult not_a_script = Run("echo 'echo hi' | sbatch -G1");
   EXPECT_EQ(not_a_script.exit_code, 1);
-  EXPECT_EQ(not_a_script.out.rfind("sbatch: error: This does not look like a batch", 0),
-            0u)
-      << not_a_script.out;
+  EXPECT_EQ(not_a_script.out,  // Slurm 22.05's three lines
+            "sbatch: error: This does not look like a batch script.  The first\n"
+            "sbatch: error: line must start with #! followed by the path to an "
+            "interpreter.\nsbatch: error: For instance: #!/bin/sh\n");
   CmdResult piped = Run(
       "printf '#!/bin/sh\\n#SBATCH -J piped\\n#SBATCH -G 1\\necho from-stdin $1\\n' | "
       "sbatch --parsable");
@@ -198,14 +198,19 @@ TEST_F(SlurmE2e, AToolsDayThroughTheLinks) {
   EXPECT_EQ(Run("squeue -h -o %l -j " + held).out, "10:00\n");
   CmdResult too_big = Run("scontrol update JobId=" + held + " Gres=gpu:9");
   EXPECT_EQ(too_big.exit_code, 1);
-  EXPECT_EQ(too_big.out.rfind("scontrol: error: job " + held + ": ", 0), 0u)
-      << too_big.out;
-  CmdResult unsupported = Run("scontrol update JobId=" + held + " Shared=yes");
+  EXPECT_EQ(too_big.out.rfind("job " + held + ": ", 0), 0u) << too_big.out;
+  // Slurm's words, bare, as its scontrol prints them.
+  CmdResult unsupported = Run("scontrol update JobId=" + held + " Frob=1");
   EXPECT_EQ(unsupported.exit_code, 1);
-  EXPECT_EQ(
-      unsupported.out.rfind(
-          "scontrol: error: Update of this parameter is not supported: Shared=yes", 0),
-      0u);
+  EXPECT_EQ(unsupported.out.rfind("Update of this parameter is not supported: Frob=1", 0),
+            0u);
+  EXPECT_NE(unsupported.out.find("\nRequest aborted\n"), std::string::npos);
+  CmdResult nobody = Run("scontrol update JobId=99999 TimeLimit=5");
+  EXPECT_EQ(nobody.exit_code, 1);
+  EXPECT_EQ(nobody.out, "Invalid job id specified for job 99999\n");
+  CmdResult no_id = Run("scontrol update TimeLimit=5");
+  EXPECT_EQ(no_id.exit_code, 1);
+  EXPECT_EQ(no_id.out.rfind("No valid entity in update command\n", 0), 0u) << no_id.out;
   EXPECT_EQ(Run("squeue -h -o '%j %l %b' -j " + held).out, "updated 10:00 gres:gpu:2\n")
       << "a refused update changes nothing";
   ASSERT_EQ(Run("scontrol release " + held).exit_code, 0);
