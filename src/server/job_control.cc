@@ -197,8 +197,9 @@ Status Controller::Update(state::JobId id, const api::JobUpdate& update,
     if (request_changed) {
       // Slurm's rules: a user may shorten a job, only an admin lengthen it; a negative
       // nice is an admin's; a new account or partition must be one the caller may use.
-      if (req.time_limit > job.req.time_limit ||
-          (req.time_limit == 0 && job.req.time_limit > 0)) {
+      // A limit of 0 is none: from none to any limit is a shortening.
+      if (job.req.time_limit > 0 &&
+          (req.time_limit == 0 || req.time_limit > job.req.time_limit)) {
         HACHI_RETURN_IF_ERROR(
             authorizer_.Authorize(who, Action::kRaiseTimeLimit, Resource::Job(job)));
       }

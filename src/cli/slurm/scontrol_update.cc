@@ -197,6 +197,11 @@ Result<std::string> UpdateBody(
           return InvalidArgument(field + ": an increment must be a time, not UNLIMITED");
         }
         Duration limit = unlimited ? -1 : *d;
+        if (relative && job.req.time_limit <= 0) {
+          return InvalidArgument(field +
+                                 ": the job has no time limit to add to or take from; "
+                                 "give one (TimeLimit=2:00:00)");
+        }
         if (relative) {
           limit = job.req.time_limit + (value[0] == '+' ? *d : -*d);
           if (limit < 60) {

@@ -468,6 +468,9 @@ TEST(ScontrolUpdate, WordsAndBodies) {
   };
   EXPECT_EQ(error({{"TimeLimit", "9x"}}).rfind("TimeLimit=9x: ", 0), 0u);
   EXPECT_NE(error({{"TimeLimit", "-2:00:00"}}).find("below 1 minute"), std::string::npos);
+  job.req.time_limit = 0;  // none: nothing to count from
+  EXPECT_NE(error({{"TimeLimit", "+30"}}).find("has no time limit"), std::string::npos);
+  job.req.time_limit = 3600;
   EXPECT_EQ(error({{"Features", "h100&("}}).rfind("Features=h100&(: ", 0), 0u);
   EXPECT_EQ(error({{"NumNodes", "two"}}).rfind("NumNodes=two: ", 0), 0u);
   EXPECT_EQ(error({{"Partition", ""}}).rfind("Partition=: ", 0), 0u);
