@@ -61,20 +61,30 @@ std::optional<std::string> ReadFile(const std::string& path, std::string* error)
     if (error) *error = "cannot open '" + path + "': " + std::strerror(errno);
     return std::nullopt;
   }
+  std::string why;
+  std::optional<std::string> out = ReadFd(fd, SIZE_MAX, &why);
+  ::close(fd);
+  if (!out && error) *error = "cannot read '" + path + "': " + why;
+  return out;
+}
+
+std::optional<std::string> ReadFd(int fd, size_t max_bytes, std::string* error) {
   std::string out;
   char buf[8192];
   for (;;) {
     const ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      if (error) *error = "cannot read '" + path + "': " + std::strerror(errno);
-      ::close(fd);
+      if (error) *error = std::strerror(errno);
       return std::nullopt;
     }
     if (n == 0) break;
     out.append(buf, static_cast<size_t>(n));
+    if (out.size() > max_bytes) {
+      if (error) *error = "more than " + std::to_string(max_bytes) + " bytes";
+      return std::nullopt;
+    }
   }
-  ::close(fd);
   return out;
 }
 

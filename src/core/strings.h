@@ -17,6 +17,9 @@ bool StartsWith(std::string_view s, std::string_view prefix);
 std::optional<long long> ParseInt(std::string_view s);
 // Reads a whole file. Returns nullopt (and sets *error) on failure.
 std::optional<std::string> ReadFile(const std::string& path, std::string* error);
+// Reads `fd` to its end (EINTR retried), at most `max_bytes`: nullopt with *error set on
+// a read error or past the bound ("more than N bytes"). Does not close it.
+std::optional<std::string> ReadFd(int fd, size_t max_bytes, std::string* error);
 std::string ToLower(std::string_view s);
 // Removes terminal escape sequences (CSI "ESC [ ... final", and two-byte "ESC x"), which
 // nvidia-smi writes into `topo -m`'s header (underline) even when its output is a pipe.

@@ -1,6 +1,7 @@
 #include "core/strings.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "core/cpulist.h"
 
@@ -47,6 +48,32 @@ TEST(CpuListTest, ParsesAndFormats) {
   EXPECT_FALSE(ParseCpuList("5-3").ok());
   EXPECT_FALSE(ParseCpuList("").ok());
   EXPECT_FALSE(ParseCpuList("N/A").ok());
+}
+
+}  // namespace
+}  // namespace hachi
+
+namespace hachi {
+namespace {
+
+// sbatch's standard input (issue 17): read to the end, within a bound.
+TEST(ReadFd, ReadsToTheEndWithinTheBound) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  ASSERT_EQ(::write(fds[1], "0123456789", 10), 10);
+  ::close(fds[1]);
+  std::string why;
+  std::optional<std::string> all = ReadFd(fds[0], 10, &why);
+  ::close(fds[0]);
+  ASSERT_TRUE(all.has_value()) << why;
+  EXPECT_EQ(*all, "0123456789");
+
+  ASSERT_EQ(::pipe(fds), 0);
+  ASSERT_EQ(::write(fds[1], "0123456789", 10), 10);
+  ::close(fds[1]);
+  EXPECT_FALSE(ReadFd(fds[0], 9, &why).has_value());
+  ::close(fds[0]);
+  EXPECT_EQ(why, "more than 9 bytes");
 }
 
 }  // namespace

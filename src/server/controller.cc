@@ -266,13 +266,15 @@ Result<sched::JobRequest> Controller::CompleteRequestLocked(const SubmitRequest&
   }
   req.user = who.user;
   if (req.account.empty()) req.account = who.user;
-  if (req.time_limit < 0) {  // --time=UNLIMITED: the partition's maximum
-    const int p = req.partition.empty() ? 0 : base_.state.PartitionIndex(req.partition);
-    req.time_limit = p >= 0 && p < static_cast<int>(base_.state.partitions.size())
-                         ? base_.state.partitions[p].max_time
-                         : 0;
-  }
+  if (req.time_limit < 0) req.time_limit = MaxTimeLocked(req.partition);  // UNLIMITED
   return req;
+}
+
+Duration Controller::MaxTimeLocked(const std::string& partition) const {
+  const int p = partition.empty() ? 0 : base_.state.PartitionIndex(partition);
+  return p >= 0 && p < static_cast<int>(base_.state.partitions.size())
+             ? base_.state.partitions[p].max_time
+             : 0;
 }
 
 Result<sched::Job> Controller::ValidateJobLocked(const sched::JobRequest& req,

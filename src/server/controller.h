@@ -292,6 +292,8 @@ class Controller {
   // --time=UNLIMITED as the partition's maximum.
   Result<sched::JobRequest> CompleteRequestLocked(const SubmitRequest& request,
                                                   const Caller& who) const REQUIRES(mu_);
+  // --time=UNLIMITED: the maximum of `partition` ("" the first), 0 when it has none.
+  Duration MaxTimeLocked(const std::string& partition) const REQUIRES(mu_);
   // Validated against the cluster (with the default memory), its dependencies checked
   // for jobs numbered from `first_id` on.
   Result<sched::Job> ValidateJobLocked(const sched::JobRequest& req,

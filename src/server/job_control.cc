@@ -135,18 +135,23 @@ Status Controller::Requeue(state::JobId id, const Caller& who, int task) {
 
 namespace {
 
-// Whether job `from`'s dependencies lead back to `to` through the pending jobs of
-// `image` (an update that would make two jobs wait on each other forever). Bounded by
-// the image's size: each job is visited once.
-bool DependsOn(const state::StateImage& image, state::JobId from, state::JobId to,
-               std::set<state::JobId>* seen) {
-  if (from == to) return true;
-  if (!seen->insert(from).second) return false;
-  auto it = image.jobs.find(from);
-  if (it == image.jobs.end() || state::IsFinal(it->second.state)) return false;
-  for (const sched::Dependency& d : it->second.req.dependencies) {
-    if (d.kind == sched::DependencyKind::kSingleton) continue;
-    if (DependsOn(image, d.job, to, seen)) return true;
+// Whether job `from`'s dependencies lead back to `to` through the unfinished jobs of
+// `image` (an update that would make two jobs wait on each other forever). Each job is
+// visited once, with a stack of its own rather than the thread's: a chain may be as long
+// as the queue.
+bool DependsOn(const state::StateImage& image, state::JobId from, state::JobId to) {
+  std::set<state::JobId> seen;
+  std::vector<state::JobId> next = {from};
+  while (!next.empty()) {
+    const state::JobId j = next.back();
+    next.pop_back();
+    if (j == to) return true;
+    if (!seen.insert(j).second) continue;
+    auto it = image.jobs.find(j);
+    if (it == image.jobs.end() || state::IsFinal(it->second.state)) continue;
+    for (const sched::Dependency& d : it->second.req.dependencies) {
+      if (d.kind != sched::DependencyKind::kSingleton) next.push_back(d.job);
+    }
   }
   return false;
 }
@@ -178,21 +183,15 @@ Status Controller::Update(state::JobId id, const api::JobUpdate& update,
     HACHI_RETURN_IF_ERROR(api::ApplyRequestPatch(update.req_patch, &req));
     req.user = job.req.user;  // never changes (JobUpdateFromJson refuses it too)
     if (req.account.empty()) req.account = job.req.user;
-    if (req.time_limit < 0) {  // TimeLimit=UNLIMITED: the partition's maximum
-      const int p = base_.state.PartitionIndex(req.partition);
-      req.time_limit = p >= 0 ? base_.state.partitions[p].max_time : 0;
-    }
+    if (req.time_limit < 0) req.time_limit = MaxTimeLocked(req.partition);  // UNLIMITED
     const bool request_changed = !(req == job.req);
     const bool limit_changed = req.time_limit != job.req.time_limit;
-    if (job.state == state::JobState::kRunning && request_changed) {
-      sched::JobRequest same = req;
-      same.time_limit = job.req.time_limit;
-      if (!(same == job.req)) {
-        if (whole_array) continue;
-        return Busy(name +
-                    " is RUNNING: only its time limit, name and comment can change now "
-                    "(its agents hold the resources it started with)");
-      }
+    if (job.state == state::JobState::kRunning &&
+        !state::RunningRequestMayBecome(job.req, req)) {
+      if (whole_array) continue;
+      return Busy(name +
+                  " is RUNNING: only its time limit, name and comment can change now "
+                  "(its agents hold the resources it started with)");
     }
     if (request_changed) {
       // Slurm's rules: a user may shorten a job, only an admin lengthen it; a negative
@@ -216,9 +215,7 @@ Status Controller::Update(state::JobId id, const api::JobUpdate& update,
       }
       req = valid->req;
       for (const sched::Dependency& d : req.dependencies) {
-        std::set<state::JobId> seen;
-        if (d.kind != sched::DependencyKind::kSingleton &&
-            DependsOn(image_, d.job, t, &seen)) {
+        if (d.kind != sched::DependencyKind::kSingleton && DependsOn(image_, d.job, t)) {
           return InvalidArgument(name + ": a dependency on job " + std::to_string(d.job) +
                                  " would make a cycle (job " + std::to_string(d.job) +
                                  " waits on " + name + ")");

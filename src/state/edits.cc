@@ -83,9 +83,7 @@ Status Check(const StateImage& image, const JobUpdated& e) {
   const JobRecord& j = **job;
   if (j.state == JobState::kPending) return Status::Ok();
   if (j.state == JobState::kRunning) {
-    sched::JobRequest same = e.req;  // its agents are told a new time limit
-    same.time_limit = j.req.time_limit;
-    if (j.req == same) return Status::Ok();
+    if (RunningRequestMayBecome(j.req, e.req)) return Status::Ok();
     return InvalidArgument(JobName(e.id) +
                            ": cannot change the request of a running job, only its "
                            "time limit, name and comment");
@@ -207,6 +205,12 @@ void Apply(StateImage* image, const TokenIssued& e) {
 void Apply(StateImage* image, const TokenRevoked& e) { image->tokens.erase(e.token_id); }
 
 }  // namespace
+
+bool RunningRequestMayBecome(const sched::JobRequest& from, const sched::JobRequest& to) {
+  sched::JobRequest same = to;  // its agents are told a new time limit
+  same.time_limit = from.time_limit;
+  return same == from;
+}
 
 Status CheckEdit(const StateImage& image, const Edit& edit) {
   return std::visit([&](const auto& e) { return Check(image, e); }, edit);

@@ -51,6 +51,8 @@ struct JobUpdated {
   std::string name;
   std::string comment;
 };
+// Whether a running job may take `to` for its request `from`: equal but the time limit.
+bool RunningRequestMayBecome(const sched::JobRequest& from, const sched::JobRequest& to);
 struct NodeUpserted {  // an agent registered (again): the whole record
   NodeRecord record;
 };

@@ -3,9 +3,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
+#include <cstdint>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "api/protocol_json.h"
 #include "cli/client.h"
@@ -13,6 +14,7 @@
 #include "cli/slurm/slurm_cmds.h"
 #include "cli/slurm_format.h"
 #include "cli/submit_request.h"
+#include "core/strings.h"
 
 namespace hachi::cli::slurm {
 namespace {
@@ -151,18 +153,13 @@ int SbatchMain(const std::vector<std::string>& argv) {
       std::cerr << "sbatch: reading the batch script from standard input "
                    "(end it with Ctrl-D)\n";
     }
-    char buf[65536];
-    for (;;) {
-      const ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      stdin_text.append(buf, static_cast<size_t>(n));
-      if (stdin_text.size() > (size_t{4} << 20)) {
-        return SlurmFail("sbatch",
-                         "the batch script on standard input is larger than "
-                         "4 MiB");
-      }
+    std::string why;
+    std::optional<std::string> text = ReadFd(STDIN_FILENO, size_t{4} << 20, &why);
+    if (!text) {
+      return SlurmFail("sbatch",
+                       "cannot read the batch script on standard input: " + why);
     }
+    stdin_text = std::move(*text);
   }
   Result<api::SubmitRequest> r = BuildRequest(std::move(args), false, &parsed, &warnings,
                                               wants_stdin ? &stdin_text : nullptr);
