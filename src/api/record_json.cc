@@ -28,6 +28,7 @@ using state::NodeStateName;
 using state::NodeStatus;
 using state::ParseJobState;
 using state::ParseNodeState;
+using state::StepRecord;
 using state::StrayGpuProcess;
 
 namespace {
@@ -307,6 +308,11 @@ void ReadNodeRecord(ObjectReader& r, NodeRecord* n) {
   r.String("cgroup", &n->cgroup);
 }
 
+// A step's id as Slurm writes it: "12.0" (job.step).
+std::string StepId(const StepRecord& s) {
+  return std::to_string(s.job) + "." + std::to_string(s.step);
+}
+
 std::string Dump(const json& j) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
@@ -463,6 +469,27 @@ json ToJson(const NodeStatus& node) {
   return j;
 }
 
+json ToJson(const StepRecord& s) {
+  return {
+      {"job", s.job},
+      {"job_start", s.job_start},
+      {"step", s.step},
+      {"id", StepId(s)},
+      {"name", JsonBytes(s.name)},
+      {"user", s.user},
+      {"nodes", s.nodes},
+      {"ntasks", s.ntasks},
+      {"cpus", s.cpus},
+      {"gpus", s.gpus},
+      {"state", JobStateName(s.state)},
+      {"start_time", s.start_time},
+      {"end_time", s.end_time},
+      {"exit_code", s.exit_code},
+      {"signal", s.signal},
+      {"reason", s.reason},
+  };
+}
+
 Status ReadStrayItem(const json& v, const std::string& path, StrayGpuProcess* out) {
   StrayGpuProcess p;
   ObjectReader r(v, path);
@@ -616,11 +643,50 @@ Status FromJson(const json& j, NodeStatus* out, std::string_view path) {
   return Status::Ok();
 }
 
+Status FromJson(const json& j, StepRecord* out, std::string_view path) {
+  StepRecord step;
+  std::string id;
+  ObjectReader r(j, path);
+  r.Int("job", &step.job);
+  r.Int("job_start", &step.job_start);
+  r.Int("step", &step.step);
+  r.String("id", &id);
+  r.Bytes("name", &step.name);
+  r.String("user", &step.user);
+  r.List<std::string>("nodes", &step.nodes, ReadStringItem);
+  r.Int("ntasks", &step.ntasks);
+  r.Int("cpus", &step.cpus);
+  r.Int("gpus", &step.gpus);
+  r.Custom("state", [&](const json& v, const std::string& p) {
+    return ReadJobState(v, p, &step.state);
+  });
+  r.Int("start_time", &step.start_time);
+  r.Int("end_time", &step.end_time);
+  r.Int("exit_code", &step.exit_code);
+  r.Int("signal", &step.signal);
+  r.String("reason", &step.reason);
+  HACHI_RETURN_IF_ERROR(r.Finish());
+  // Derived, so it cannot disagree with the fields it is made of.
+  if (!id.empty() && id != StepId(step)) {
+    return InvalidArgument(std::string(path) + ".id: \"" + Clip(id) +
+                           "\" is not this step's (" + StepId(step) + ")");
+  }
+  *out = std::move(step);
+  return Status::Ok();
+}
+
 // ---- text ----
 
 std::string JobRecordToJson(const JobRecord& job) { return Dump(ToJson(job)); }
 std::string NodeRecordToJson(const NodeRecord& node) { return Dump(ToJson(node)); }
 std::string NodeStatusToJson(const NodeStatus& node) { return Dump(ToJson(node)); }
+
+std::string StepRecordToJson(const StepRecord& step) { return Dump(ToJson(step)); }
+std::string StepRecordsToJson(const std::vector<StepRecord>& steps) {
+  json list = json::array();
+  for (const StepRecord& s : steps) list.push_back(ToJson(s));
+  return Dump(json{{"steps", std::move(list)}});
+}
 
 Result<JobRecord> JobRecordFromJson(std::string_view text) {
   return Decode<JobRecord>(text, "job");
@@ -630,6 +696,20 @@ Result<NodeRecord> NodeRecordFromJson(std::string_view text) {
 }
 Result<NodeStatus> NodeStatusFromJson(std::string_view text) {
   return Decode<NodeStatus>(text, "node");
+}
+Result<StepRecord> StepRecordFromJson(std::string_view text) {
+  return Decode<StepRecord>(text, "step");
+}
+Result<std::vector<StepRecord>> StepRecordsFromJson(std::string_view text) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return InvalidArgument("steps: invalid JSON");
+  if (!j.is_object()) return TypeError("steps", "an object", j);
+  auto it = j.find("steps");
+  if (it == j.end()) return InvalidArgument("steps: the reply has no \"steps\"");
+  std::vector<StepRecord> out;
+  HACHI_RETURN_IF_ERROR(
+      ObjectReader::ReadList<StepRecord>(*it, "steps", &out, ReadObject<StepRecord>));
+  return out;
 }
 
 }  // namespace hachi::api

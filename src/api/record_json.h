@@ -12,6 +12,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/status.h"
 #include "state/records.h"
@@ -33,5 +34,15 @@ std::string NodeStatusToJson(const state::NodeStatus& node);
 Result<state::JobRecord> JobRecordFromJson(std::string_view text);
 Result<state::NodeRecord> NodeRecordFromJson(std::string_view text);
 Result<state::NodeStatus> NodeStatusFromJson(std::string_view text);
+
+// A job step (issue 18): the StepRecord's fields plus "id", "12.0" (job.step), which the
+// decoder checks against them when present. The name is bytes as a job's is; the
+// reason is display text. Error paths start at "step".
+std::string StepRecordToJson(const state::StepRecord& step);
+Result<state::StepRecord> StepRecordFromJson(std::string_view text);
+// {"steps": [...]}, in the order given. The decoder reads "steps" (each step strictly,
+// paths "steps[0].job") and leaves other fields of the reply to its other readers.
+std::string StepRecordsToJson(const std::vector<state::StepRecord>& steps);
+Result<std::vector<state::StepRecord>> StepRecordsFromJson(std::string_view text);
 
 }  // namespace hachi::api

@@ -25,6 +25,7 @@ nlohmann::json ToJson(const state::JobRecord& job);
 nlohmann::json ToJson(const state::NodeRecord& node);
 nlohmann::json ToJson(
     const state::NodeStatus& node);  // flat: record fields + derived ones
+nlohmann::json ToJson(const state::StepRecord& step);  // with "id", "12.0"
 
 Status FromJson(const nlohmann::json& j, sched::JobRequest* out,
                 std::string_view path = "req");
@@ -38,5 +39,7 @@ Status FromJson(const nlohmann::json& j, state::NodeRecord* out,
                 std::string_view path = "node");
 Status FromJson(const nlohmann::json& j, state::NodeStatus* out,
                 std::string_view path = "node");
+Status FromJson(const nlohmann::json& j, state::StepRecord* out,
+                std::string_view path = "step");
 
 }  // namespace hachi::api

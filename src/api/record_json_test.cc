@@ -18,8 +18,10 @@ using state::JobState;
 using state::NodeRecord;
 using state::NodeState;
 using state::NodeStatus;
+using state::StepRecord;
 using state::testing::FullJob;
 using state::testing::FullNode;
+using state::testing::FullStep;
 
 std::vector<std::string> Keys(const json& j) {
   std::vector<std::string> keys;
@@ -108,6 +110,81 @@ TEST(RecordJson, NodeStatusRoundTripIsFlat) {
   EXPECT_EQ(back->stray_processes[0].pid, 4242u);
   EXPECT_FALSE(
       NodeStatusFromJson(R"({"stray_processes": [{"gpu": 1, "pidd": 2}]})").ok());
+}
+
+// Issue 18: a step's every field, its id made of job and step, its name's bytes exact.
+TEST(RecordJson, StepRoundTripKeepsEveryField) {
+  const StepRecord step = FullStep(12, 3);
+  const std::string text = StepRecordToJson(step);
+  const json j = json::parse(text);
+  EXPECT_EQ(Keys(j).size(), 16u);
+  EXPECT_EQ(j["id"], "12.3");
+  EXPECT_EQ(j["state"], "FAILED");
+  EXPECT_EQ(j["nodes"], json({"n2", "n1"}));
+  EXPECT_EQ(j["name"], json({{"base64", "cHl0aG9uIP8="}}));
+  Result<StepRecord> back = StepRecordFromJson(text);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(StepRecordToJson(*back), text);
+  EXPECT_EQ(back->job, 12);
+  EXPECT_EQ(back->job_start, 1700000100);
+  EXPECT_EQ(back->step, 3);
+  EXPECT_EQ(back->name, step.name);
+  EXPECT_EQ(back->user, "alice");
+  EXPECT_EQ(back->nodes, step.nodes);
+  EXPECT_EQ(back->ntasks, 16);
+  EXPECT_EQ(back->cpus, 48);
+  EXPECT_EQ(back->gpus, 8);
+  EXPECT_EQ(back->state, JobState::kFailed);
+  EXPECT_EQ(back->start_time, 1700000110);
+  EXPECT_EQ(back->end_time, 1700000190);
+  EXPECT_EQ(back->exit_code, 137);
+  EXPECT_EQ(back->signal, 9);
+  EXPECT_EQ(back->reason, step.reason);
+
+  // A list, as GET .../steps replies.
+  StepRecord running = FullStep(12, 4);
+  running.state = JobState::kRunning;
+  running.end_time = 0;
+  const std::string list = StepRecordsToJson({step, running});
+  EXPECT_EQ(json::parse(list)["steps"][1]["id"], "12.4");
+  Result<std::vector<StepRecord>> steps = StepRecordsFromJson(list);
+  ASSERT_TRUE(steps.ok()) << steps.status().ToString();
+  ASSERT_EQ(steps->size(), 2u);
+  EXPECT_EQ(StepRecordsToJson(*steps), list);
+  EXPECT_EQ(StepRecordsToJson({}), R"({"steps":[]})");
+  steps = StepRecordsFromJson(R"({"steps":[],"next_after":3})");
+  ASSERT_TRUE(steps.ok()) << steps.status().ToString();
+  EXPECT_TRUE(steps->empty());
+}
+
+TEST(RecordJson, StepDecodeErrorsNameTheField) {
+  const std::pair<const char*, const char*> steps[] = {
+      {R"({"job":12,"step":0,"id":"12.1"})",
+       "step.id: \"12.1\" is not this step's (12.0)"},
+      {R"({"state":"DONE"})", "step.state: unknown job state \"DONE\""},
+      {R"({"nodes":["n1",2]})", "step.nodes[1]: expected a string, got number"},
+      {R"({"ntasks":"4"})", "step.ntasks: expected an integer, got string"},
+      {R"({"tasks":4})", "step.tasks: unknown field"},
+  };
+  for (const auto& [text, message] : steps) {
+    Result<StepRecord> r = StepRecordFromJson(text);
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(r.status().message(), message);
+  }
+  const std::pair<const char*, const char*> lists[] = {
+      {"[]", "steps: expected an object, got array"},
+      {"{", "steps: invalid JSON"},
+      {R"({"jobs":[]})", "steps: the reply has no \"steps\""},
+      {R"({"steps":{}})", "steps: expected an array, got object"},
+      {R"({"steps":[{"job":1},{"job":"2"}]})",
+       "steps[1].job: expected an integer, got string"},
+  };
+  for (const auto& [text, message] : lists) {
+    Result<std::vector<StepRecord>> r = StepRecordsFromJson(text);
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_EQ(r.status().message(), message);
+  }
 }
 
 TEST(RecordJson, MissingFieldsTakeDefaults) {

@@ -1,6 +1,7 @@
 #include "state/edits.h"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -135,6 +136,84 @@ Status Check(const StateImage& image, const TokenRevoked& e) {
   return Status::Ok();
 }
 
+std::string StepName(const StepKey& k) {
+  return "step " + std::to_string(k.job) + "." + std::to_string(k.step);
+}
+
+Status Check(const StateImage& image, const StepStarted& e) {
+  const StepRecord& r = e.record;
+  const StepKey key{r.job, r.job_start, r.step};
+  const std::string name = StepName(key);
+  auto it = image.jobs.find(r.job);
+  if (it == image.jobs.end()) return NotFound(name + ": no such job");
+  const JobRecord& job = it->second;
+  if (job.state != JobState::kRunning) {
+    return InvalidArgument(name + ": its job is " + std::string(JobStateName(job.state)) +
+                           ", not RUNNING");
+  }
+  // A step of an earlier run (the job was requeued since) must not land in this one.
+  if (r.job_start != job.start_time) {
+    return InvalidArgument(
+        name + ": for the run started at " + std::to_string(r.job_start) +
+        ", but the job's run started at " + std::to_string(job.start_time));
+  }
+  if (image.steps.count(key) != 0) return InvalidArgument(name + ": already started");
+  const int next = NextStepNumber(image, r.job, r.job_start);
+  if (r.step != next) {
+    return InvalidArgument(name + ": out of order, the run's next step is " +
+                           std::to_string(next));
+  }
+  if (r.state != JobState::kRunning) {
+    return InvalidArgument(name + ": started as " + std::string(JobStateName(r.state)) +
+                           ", not RUNNING");
+  }
+  if (r.end_time != 0) return InvalidArgument(name + ": started with an end time");
+  if (r.start_time < r.job_start) {
+    return InvalidArgument(name + ": starts at " + std::to_string(r.start_time) +
+                           ", before its job's run (" + std::to_string(r.job_start) +
+                           ")");
+  }
+  if (r.ntasks < 1) {
+    return InvalidArgument(name + ": needs at least one task, got " +
+                           std::to_string(r.ntasks));
+  }
+  if (r.nodes.empty()) return InvalidArgument(name + ": runs on no node");
+  for (size_t i = 0; i < r.nodes.size(); ++i) {
+    const std::string& node = r.nodes[i];
+    const bool allocated =
+        std::any_of(job.allocations.begin(), job.allocations.end(),
+                    [&](const NodeAllocation& a) { return a.node == node; });
+    if (!allocated) {
+      return InvalidArgument(name + ": node " + node + " is not one of its job's");
+    }
+    if (std::find(r.nodes.begin(), r.nodes.begin() + i, node) != r.nodes.begin() + i) {
+      return InvalidArgument(name + ": node " + node + " is listed twice");
+    }
+  }
+  return Status::Ok();
+}
+
+Status Check(const StateImage& image, const StepEnded& e) {
+  const std::string name = StepName(e.key);
+  auto it = image.steps.find(e.key);
+  if (it == image.steps.end()) return NotFound(name + ": no such step");
+  const StepRecord& step = it->second;
+  if (step.state != JobState::kRunning) {
+    return InvalidArgument(name + ": already ended (" +
+                           std::string(JobStateName(step.state)) + ")");
+  }
+  if (!IsFinal(e.state)) {
+    return InvalidArgument(name + ": cannot end as " +
+                           std::string(JobStateName(e.state)) + ", not a final state");
+  }
+  if (e.end_time < step.start_time) {
+    return InvalidArgument(name + ": ends at " + std::to_string(e.end_time) +
+                           ", before it started (" + std::to_string(step.start_time) +
+                           ")");
+  }
+  return Status::Ok();
+}
+
 // Apply() runs only after Check() passed.
 void Apply(StateImage* image, const JobSubmitted& e) {
   image->jobs[e.record.id] = e.record;
@@ -204,12 +283,48 @@ void Apply(StateImage* image, const TokenIssued& e) {
 
 void Apply(StateImage* image, const TokenRevoked& e) { image->tokens.erase(e.token_id); }
 
+void Apply(StateImage* image, const StepStarted& e) {
+  const StepRecord& r = e.record;
+  image->steps[StepKey{r.job, r.job_start, r.step}] = r;
+}
+
+void Apply(StateImage* image, const StepEnded& e) {
+  StepRecord& step = image->steps.at(e.key);
+  step.state = e.state;
+  step.end_time = e.end_time;
+  step.exit_code = e.exit_code;
+  step.signal = e.signal;
+  step.reason = e.reason;
+}
+
 }  // namespace
 
 bool RunningRequestMayBecome(const sched::JobRequest& from, const sched::JobRequest& to) {
   sched::JobRequest same = to;  // its agents are told a new time limit
   same.time_limit = from.time_limit;
   return same == from;
+}
+
+int NextStepNumber(const StateImage& image, JobId job, Time job_start) {
+  // The first key past the run's, then one back: the run's last step, if it has one.
+  auto it =
+      image.steps.upper_bound(StepKey{job, job_start, std::numeric_limits<int>::max()});
+  if (it == image.steps.begin()) return 0;
+  --it;
+  if (it->first.job != job || it->first.job_start != job_start) return 0;
+  return it->first.step + 1;
+}
+
+std::vector<StepKey> RunningSteps(const StateImage& image, JobId job, Time job_start) {
+  std::vector<StepKey> out;
+  for (auto it = image.steps.lower_bound(
+           StepKey{job, job_start, std::numeric_limits<int>::min()});
+       it != image.steps.end() && it->first.job == job &&
+       it->first.job_start == job_start;
+       ++it) {
+    if (it->second.state == JobState::kRunning) out.push_back(it->first);
+  }
+  return out;
 }
 
 Status CheckEdit(const StateImage& image, const Edit& edit) {

@@ -75,16 +75,38 @@ struct TokenRevoked {  // the token stops working at once; its record is removed
   std::string token_id;
 };
 
+// Job steps (issue 18). A step starts only in a running job's current run, with the
+// next step number of that run (StepRecord::step == the number of steps of the run so
+// far); it ends once, into a final state.
+struct StepStarted {
+  StepRecord record;  // state kRunning, end_time 0
+};
+struct StepEnded {
+  StepKey key;
+  JobState state = JobState::kCompleted;  // must be final
+  Time end_time = 0;
+  int exit_code = 0;
+  int signal = 0;
+  std::string reason;
+};
+// The step number a new step of the run (job, job_start) takes: one past the run's
+// highest, 0 for its first. Steps are numbered without gaps, so this is also how many
+// the run has; reading only the last one is what lets the SQLite store check a
+// StepStarted without loading the run's every step.
+int NextStepNumber(const StateImage& image, JobId job, Time job_start);
+// The run's steps still kRunning, in step order (what ends with the run).
+std::vector<StepKey> RunningSteps(const StateImage& image, JobId job, Time job_start);
+
 using Edit = std::variant<JobSubmitted, JobStarted, JobEnded, JobRequeued, JobHeld,
                           JobUpdated, NodeUpserted, NodeStateChanged, NodeHealthChanged,
-                          TokenIssued, TokenRevoked>;
+                          TokenIssued, TokenRevoked, StepStarted, StepEnded>;
 
 // Applies one edit to `image`. Checks the transition first and leaves `image` unchanged
-// on error (kNotFound: no such job/node; kInvalidArgument: an illegal transition such as
-// starting a job that is not pending, ending one that already ended, a non-final end
-// state, a duplicate job id). The server applies an edit in memory
-// only after the store has made it durable, and checks it before committing (so both
-// agree).
+// on error (kNotFound: no such job/node/step; kInvalidArgument: an illegal transition
+// such as starting a job that is not pending, ending one that already ended, a
+// non-final end state, a duplicate job id, a step outside its job's running run or out
+// of number order). The server applies an edit in memory only after the store has made
+// it durable, and checks it before committing (so both agree).
 Status ApplyEdit(StateImage* image, const Edit& edit);
 // Checks without applying.
 Status CheckEdit(const StateImage& image, const Edit& edit);

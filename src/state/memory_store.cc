@@ -21,6 +21,20 @@ void CopyTouched(const StateImage& image, const Edit& edit, StateImage* scratch)
         using E = std::decay_t<decltype(e)>;
         if constexpr (std::is_same_v<E, TokenIssued> || std::is_same_v<E, TokenRevoked>) {
           // Tokens are few, and checked against all of them: copied whole by Commit.
+        } else if constexpr (std::is_same_v<E, StepStarted>) {
+          // Its job, and the run's last step: what its number is checked against.
+          const StepRecord& r = e.record;
+          if (auto it = image.jobs.find(r.job); it != image.jobs.end()) {
+            scratch->jobs.insert(*it);  // no-op when an earlier edit copied it
+          }
+          const int next = NextStepNumber(image, r.job, r.job_start);
+          if (next > 0) {
+            scratch->steps.insert(*image.steps.find({r.job, r.job_start, next - 1}));
+          }
+        } else if constexpr (std::is_same_v<E, StepEnded>) {
+          if (auto it = image.steps.find(e.key); it != image.steps.end()) {
+            scratch->steps.insert(*it);
+          }
         } else if constexpr (std::is_same_v<E, NodeUpserted> ||
                              std::is_same_v<E, NodeStateChanged> ||
                              std::is_same_v<E, NodeHealthChanged>) {
@@ -83,6 +97,7 @@ class MemoryStore final : public Store {
     }
     for (auto& [id, job] : scratch.jobs) image_.jobs[id] = std::move(job);
     for (auto& [name, node] : scratch.nodes) image_.nodes[name] = std::move(node);
+    for (auto& [key, step] : scratch.steps) image_.steps[key] = std::move(step);
     image_.last_job_id = scratch.last_job_id;
     image_.tokens = std::move(scratch.tokens);
     ++succeeded_;

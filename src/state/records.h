@@ -7,6 +7,7 @@
 // Plain values; thread-compatible.
 #pragma once
 
+#include <compare>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -236,11 +237,42 @@ struct TokenRecord {
   std::string created_by;  // the admin who issued it
 };
 
+// A job step (issue 18): one `srun` inside a job's allocation, its tasks run on some
+// of the job's nodes through their agents. Steps belong to one run of the job
+// (job_start, JobRecord::start_time of that run): a requeued job's new run numbers its
+// steps from 0 again, and sacct shows the latest run's. The batch script itself is not
+// a step record: sacct's ID.batch is made from the job's record.
+struct StepRecord {
+  JobId job = 0;
+  Time job_start = 0;  // the run of the job it belongs to
+  int step = 0;        // 0, 1, ... in the order the run's steps were created
+  std::string name;    // srun -J, else the command's base name (sacct's JobName)
+  std::string user;    // who created it (the job's user, or an admin: --overlap)
+  std::vector<std::string> nodes;  // where its tasks run, in node-rank order
+  int ntasks = 0;
+  int cpus = 0;                         // all tasks together
+  int gpus = 0;                         // all nodes together
+  JobState state = JobState::kRunning;  // kRunning, then a final state
+  Time start_time = 0;
+  Time end_time = 0;   // 0 while running
+  int exit_code = 0;   // the worst task's (srun's exit status)
+  int signal = 0;      // when the worst task was killed by a signal
+  std::string reason;  // why it ended, when not by its tasks' own exits
+};
+// Steps by (job, job_start, step).
+struct StepKey {
+  JobId job = 0;
+  Time job_start = 0;
+  int step = 0;
+  friend auto operator<=>(const StepKey&, const StepKey&) = default;
+};
+
 // All records: what Store::Load returns and what the server applies edits to.
 struct StateImage {
   std::map<JobId, JobRecord> jobs;
   std::map<std::string, NodeRecord> nodes;
   std::map<std::string, TokenRecord> tokens;  // by id; revoked tokens are removed
+  std::map<StepKey, StepRecord> steps;        // issue 18
   JobId last_job_id = 0;  // ids are never reused, even after a restart
 };
 

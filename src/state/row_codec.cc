@@ -371,6 +371,35 @@ Status ReadPayload(const json& j, json* unknown, JobPayload* p) {
   return r.Finish();
 }
 
+Status ReadStep(const json& j, json* unknown, StepRecord* s) {
+  RowReader r(j, "step", unknown);
+  r.Skip(kVersionKey);
+  r.Skip(kMinReaderKey);
+  r.Int("job", &s->job);
+  r.Int("job_start", &s->job_start);
+  r.Int("step", &s->step);
+  r.Bytes("name", &s->name);
+  r.String("user", &s->user);
+  r.List("nodes", &s->nodes, ReadStringItem);
+  r.Int("ntasks", &s->ntasks);
+  r.Int("cpus", &s->cpus);
+  r.Int("gpus", &s->gpus);
+  r.Custom("state", [&](const json& v, const std::string& p) -> Status {
+    std::string name;
+    HACHI_RETURN_IF_ERROR(ReadStringItem(v, p, &name));
+    if (!ParseJobState(name, &s->state)) {
+      return Internal(p + ": unknown job state \"" + name + "\"");
+    }
+    return Status::Ok();
+  });
+  r.Int("start_time", &s->start_time);
+  r.Int("end_time", &s->end_time);
+  r.Int("exit_code", &s->exit_code);
+  r.Int("signal", &s->signal);
+  r.String("reason", &s->reason);
+  return r.Finish();
+}
+
 // ---- versions and upgrade steps ----
 
 // One step upgrades a row in place from version N to N + 1 (steps[N - 1]). A step must
@@ -411,6 +440,7 @@ static_assert(std::size(kJobSteps) == kJobRowFormat.version - 1);
 static_assert(std::size(kNodeSteps) == kNodeRowFormat.version - 1);
 static_assert(std::size(kTokenSteps) == kTokenRowFormat.version - 1);
 constexpr Step kPayloadSteps[] = {nullptr};  // none yet (version 1)
+constexpr Step kStepSteps[] = {nullptr};     // none yet (version 1)
 
 // Reads the row's version and refuses one this binary must not read; then runs the
 // steps from the row's version to `format`'s.
@@ -657,6 +687,28 @@ std::string EncodePayloadRow(const JobPayload& payload) {
   return Dump(&j, "");
 }
 
+std::string EncodeStepRow(const StepRecord& s, std::string_view unknown) {
+  json j = {
+      {"job", s.job},
+      {"job_start", s.job_start},
+      {"step", s.step},
+      {"name", JsonBytes(s.name)},
+      {"user", s.user},
+      {"nodes", s.nodes},
+      {"ntasks", s.ntasks},
+      {"cpus", s.cpus},
+      {"gpus", s.gpus},
+      {"state", JobStateName(s.state)},
+      {"start_time", s.start_time},
+      {"end_time", s.end_time},
+      {"exit_code", s.exit_code},
+      {"signal", s.signal},
+      {"reason", s.reason},
+  };
+  PutVersion(kStepRowFormat, &j);
+  return Dump(&j, unknown);
+}
+
 Result<Row<JobRecord>> DecodeJobRow(std::string_view text) {
   return Decode<JobRecord>(text, "job", kJobRowFormat, kJobSteps,
                            [](const json& j, json* unknown, Row<JobRecord>* row) {
@@ -674,6 +726,10 @@ Result<Row<TokenRecord>> DecodeTokenRow(std::string_view text) {
 Result<Row<JobPayload>> DecodePayloadRow(std::string_view text) {
   return Decode<JobPayload>(text, "payload", kPayloadRowFormat, kPayloadSteps,
                             RecordOnly(ReadPayload));
+}
+Result<Row<StepRecord>> DecodeStepRow(std::string_view text) {
+  return Decode<StepRecord>(text, "step", kStepRowFormat, kStepSteps,
+                            RecordOnly(ReadStep));
 }
 
 }  // namespace hachi::state

@@ -51,6 +51,7 @@ inline constexpr RowFormat kJobRowFormat{5, 5};      // jobs.record
 inline constexpr RowFormat kNodeRowFormat{2, 2};     // nodes.record
 inline constexpr RowFormat kTokenRowFormat{2, 2};    // tokens.record
 inline constexpr RowFormat kPayloadRowFormat{1, 1};  // payloads.record (JobPayload)
+inline constexpr RowFormat kStepRowFormat{1, 1};     // steps.record (issue 18)
 
 // A decoded row.
 template <typename Record>
@@ -76,13 +77,16 @@ std::string EncodeJobRow(const JobRecord& job, std::string_view unknown = "",
 std::string EncodeNodeRow(const NodeRecord& node, std::string_view unknown = "");
 std::string EncodeTokenRow(const TokenRecord& token, std::string_view unknown = "");
 std::string EncodePayloadRow(const JobPayload& payload);
+// A step's name is bytes as a job's is; its other strings are text (bad bytes replaced).
+std::string EncodeStepRow(const StepRecord& step, std::string_view unknown = "");
 
 // kInvalidArgument for a row this binary must not read (its "_min_reader" is newer);
 // kInternal for a row that is not what any version writes (bad JSON, wrong types).
-// Error paths start at "job" / "node" / "token".
+// Error paths start at "job" / "node" / "token" / "payload" / "step".
 Result<Row<JobRecord>> DecodeJobRow(std::string_view text);
 Result<Row<NodeRecord>> DecodeNodeRow(std::string_view text);
 Result<Row<TokenRecord>> DecodeTokenRow(std::string_view text);
 Result<Row<JobPayload>> DecodePayloadRow(std::string_view text);
+Result<Row<StepRecord>> DecodeStepRow(std::string_view text);
 
 }  // namespace hachi::state

@@ -14,6 +14,7 @@ namespace {
 using nlohmann::json;
 using testing::FullJob;
 using testing::FullNode;
+using testing::FullStep;
 
 TokenRecord FullToken() {
   return TokenRecord{"0123456789ab", std::string(64, 'f'), "alice", 4000000000u, 100,
@@ -114,6 +115,81 @@ TEST(RowCodec, RowsCarryTheirVersion) {
   const json t = json::parse(EncodeTokenRow(FullToken()));
   EXPECT_EQ(t["_v"], kTokenRowFormat.version);
   EXPECT_EQ(t.size(), 10u);
+  const json s = json::parse(EncodeStepRow(FullStep(12, 3)));
+  EXPECT_EQ(s["_v"], kStepRowFormat.version);
+  EXPECT_EQ(s["_min_reader"], kStepRowFormat.min_reader);
+  EXPECT_EQ(s.size(), 17u);  // 15 fields + the two version keys
+}
+
+// Issue 18: every field of a step, its name's bytes exactly.
+TEST(RowCodec, StepRoundTripKeepsEveryField) {
+  const StepRecord step = FullStep(12, 3);
+  const std::string text = EncodeStepRow(step);
+  Result<Row<StepRecord>> back = DecodeStepRow(text);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->version, kStepRowFormat.version);
+  EXPECT_EQ(back->unknown, "");
+  EXPECT_EQ(EncodeStepRow(back->record), text);
+  const StepRecord& b = back->record;
+  EXPECT_EQ(b.job, 12);
+  EXPECT_EQ(b.job_start, 1700000100);
+  EXPECT_EQ(b.step, 3);
+  EXPECT_EQ(b.name, "python \xff");
+  EXPECT_EQ(b.user, "alice");
+  EXPECT_EQ(b.nodes, (std::vector<std::string>{"n2", "n1"}));
+  EXPECT_EQ(b.ntasks, 16);
+  EXPECT_EQ(b.cpus, 48);
+  EXPECT_EQ(b.gpus, 8);
+  EXPECT_EQ(b.state, JobState::kFailed);
+  EXPECT_EQ(b.start_time, 1700000110);
+  EXPECT_EQ(b.end_time, 1700000190);
+  EXPECT_EQ(b.exit_code, 137);
+  EXPECT_EQ(b.signal, 9);
+  EXPECT_EQ(b.reason, "task 3 killed by signal 9");
+  EXPECT_EQ(json::parse(text)["name"], json({{"base64", "cHl0aG9uIP8="}}));
+}
+
+// A newer binary's step row with fields this one does not know: read, and kept by a
+// rewrite (StepEnded reads the row before it writes it).
+TEST(RowCodec, UnknownFieldsOfANewerStepRowSurviveARewrite) {
+  Result<Row<StepRecord>> row = DecodeStepRow(
+      R"({"_v":3,"_min_reader":1,"job":5,"job_start":100,"step":2,"state":"RUNNING",)"
+      R"("nodes":["n1"],"ntasks":4,"cpu_bind":"cores","mpi":{"type":"pmix"}})");
+  ASSERT_TRUE(row.ok()) << row.status().ToString();
+  EXPECT_EQ(row->version, 3);
+  EXPECT_EQ(row->record.ntasks, 4);
+  EXPECT_EQ(json::parse(row->unknown),
+            json::parse(R"({"cpu_bind":"cores","mpi":{"type":"pmix"}})"));
+  row->record.state = JobState::kCompleted;
+  const json rewritten = json::parse(EncodeStepRow(row->record, row->unknown));
+  EXPECT_EQ(rewritten["cpu_bind"], "cores");
+  EXPECT_EQ(rewritten["mpi"]["type"], "pmix");
+  EXPECT_EQ(rewritten["state"], "COMPLETED");
+  EXPECT_EQ(rewritten["_v"], kStepRowFormat.version);
+
+  Result<Row<StepRecord>> newer = DecodeStepRow(R"({"_v":3,"_min_reader":2,"job":5})");
+  ASSERT_FALSE(newer.ok());
+  EXPECT_EQ(newer.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(newer.status().message(),
+            "row format version 3 needs a reader of version 2 or later; this hachi "
+            "reads step rows up to version 1 (run a newer hachi)");
+}
+
+TEST(RowCodec, StepErrorsNameTheField) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"state":"DONE"})", "step.state: unknown job state \"DONE\""},
+      {R"({"nodes":"n1"})", "step.nodes: expected an array, got string"},
+      {R"({"nodes":[1]})", "step.nodes[0]: expected a string, got number"},
+      {R"({"step":"0"})", "step.step: expected an integer, got string"},
+      {R"({"name":{"hex":"00"}})", "step.name: expected a string or"},
+  };
+  for (const auto& [text, error] : cases) {
+    Result<Row<StepRecord>> r = DecodeStepRow(text);
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_EQ(r.status().code(), StatusCode::kInternal);
+    EXPECT_NE(r.status().message().find(error), std::string::npos)
+        << r.status().message();
+  }
 }
 
 TEST(RowCodec, NodeAndTokenRoundTrip) {
@@ -352,10 +428,10 @@ TEST(RowCodec, NodeAndTokenErrorsNameTheField) {
 }
 
 // A tripwire, not a contract: when a record gains a field its size changes, and this
-// fails until both codecs (state/row_codec.cc, api/record_json.cc), FullJob/FullNode
-// (testing.h), the key counts here and in api/record_json_test.cc, docs/api.md and the
-// store's fixture check (store_format_test.cc) know the field; then update the sizes
-// here (x86-64, g++).
+// fails until both codecs (state/row_codec.cc, api/record_json.cc), FullJob/FullNode/
+// FullStep (testing.h), the key counts here and in api/record_json_test.cc, docs/api.md
+// and the store's fixture check (store_format_test.cc) know the field; then update the
+// sizes here (x86-64, g++).
 TEST(RowCodec, RecordSizesMatchTheCodecs) {
   EXPECT_EQ(sizeof(JobRecord),
             824u);  // issue 17: constraint .. nice, ntasks .. open_append
@@ -365,6 +441,7 @@ TEST(RowCodec, RecordSizesMatchTheCodecs) {
   EXPECT_EQ(sizeof(NodeRecord), 312u);
   EXPECT_EQ(sizeof(NodeStatus), 528u);  // issue 17: features (API only, not stored)
   EXPECT_EQ(sizeof(TokenRecord), 152u);
+  EXPECT_EQ(sizeof(StepRecord), 184u);  // issue 18
 }
 
 TEST(RecordStates, NamesAndCodesParse) {

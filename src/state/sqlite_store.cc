@@ -45,22 +45,44 @@ CREATE TABLE IF NOT EXISTS payloads (
   record TEXT NOT NULL,
   sum INTEGER
 ) STRICT;
+CREATE TABLE IF NOT EXISTS steps (
+  job INTEGER NOT NULL,
+  job_start INTEGER NOT NULL,
+  step INTEGER NOT NULL,
+  record TEXT NOT NULL,
+  sum INTEGER,
+  PRIMARY KEY (job, job_start, step)
+) STRICT;
 )sql";
 
 // Columns layout 4 added to tables of older layouts: {table, column}.
 constexpr std::pair<const char*, const char*> kColumns[] = {
     {"jobs", "payload"}, {"jobs", "sum"}, {"nodes", "sum"}, {"tokens", "sum"}};
 
+// min_reader_schema stays 4 at layout 5: layout 5 only adds the steps table, which a
+// layout-4 binary never reads (it keeps no steps); the other tables are layout 4's.
 constexpr const char* kSchemaTail = R"sql(
 CREATE INDEX IF NOT EXISTS jobs_by_payload ON jobs(payload) WHERE payload IS NOT NULL;
 INSERT INTO meta (key, value) VALUES ('min_reader_schema', 4)
   ON CONFLICT (key) DO UPDATE SET value = excluded.value;
-PRAGMA user_version = 4;
+PRAGMA user_version = 5;
 )sql";
 
-// The tables whose rows carry a checksum: {table, key column}.
+// The tables whose rows carry a checksum: {table, the key's text as SQL}. A step's key
+// is StepRowKey's text.
 constexpr std::pair<const char*, const char*> kSummed[] = {
-    {"jobs", "id"}, {"nodes", "name"}, {"tokens", "id"}, {"payloads", "id"}};
+    {"jobs", "id"},
+    {"nodes", "name"},
+    {"tokens", "id"},
+    {"payloads", "id"},
+    {"steps", "job || '.' || step || '@' || job_start"}};
+
+// A steps row's key as its checksum covers it and errors name it: "12.3@1700000100"
+// (step 3 of job 12's run that started then).
+std::string StepRowKey(const StepKey& k) {
+  return std::to_string(k.job) + "." + std::to_string(k.step) + "@" +
+         std::to_string(k.job_start);
+}
 
 // A row's checksum (the `sum` column): 64-bit FNV-1a over its key and its record, so a
 // record edited, or moved to another key, outside Hachi is found at the next start. Not
@@ -334,6 +356,56 @@ Status WriteTokenEdit(Db* db, const TokenRevoked& e) {
   return stmt->Run();
 }
 
+// Reads step `key` into image->steps (absent: left out, CheckEdit reports it), and the
+// row's fields this binary does not know into *unknown.
+Status ReadStep(Db* db, const StepKey& key, StateImage* image, std::string* unknown) {
+  Result<Stmt> stmt = db->Prepare(
+      "SELECT record FROM steps WHERE job = ?1 AND job_start = ?2 AND step = ?3");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, key.job).Bind(2, key.job_start).Bind(3, int64_t{key.step});
+  Result<bool> row = stmt->Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return Status::Ok();
+  Result<Row<StepRecord>> step = DecodeStepRow(stmt->ColumnText(0));
+  if (!step.ok()) return RowError(db, "steps", StepRowKey(key), step.status());
+  image->steps[key] = std::move(step->record);
+  *unknown = std::move(step->unknown);
+  return Status::Ok();
+}
+
+// The last step of the run (job, job_start), if any, into image->steps: all a
+// StepStarted is checked against (NextStepNumber), however many steps the run has.
+Status ReadLastStep(Db* db, JobId job, Time job_start, StateImage* image) {
+  Result<Stmt> stmt =
+      db->Prepare("SELECT max(step) FROM steps WHERE job = ?1 AND job_start = ?2");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, job).Bind(2, job_start);
+  Result<bool> row = stmt->Step();
+  if (!row.ok()) return row.status();
+  if (!*row || stmt->ColumnIsNull(0)) return Status::Ok();
+  const StepKey key{job, job_start, static_cast<int>(stmt->ColumnInt(0))};
+  std::string unknown;
+  return ReadStep(db, key, image, &unknown);
+}
+
+// Inserts (a new step) or replaces the record of step `s`.
+Status WriteStep(Db* db, const StepRecord& s, bool insert,
+                 std::string_view unknown = "") {
+  Result<Stmt> stmt =
+      db->Prepare(insert ? "INSERT INTO steps (job, job_start, step, record, sum) "
+                           "VALUES (?1, ?2, ?3, ?4, ?5)"
+                         : "UPDATE steps SET record = ?4, sum = ?5 "
+                           "WHERE job = ?1 AND job_start = ?2 AND step = ?3");
+  if (!stmt.ok()) return stmt.status();
+  const std::string record = EncodeStepRow(s, unknown);
+  stmt->Bind(1, s.job)
+      .Bind(2, s.job_start)
+      .Bind(3, int64_t{s.step})
+      .Bind(4, record)
+      .Bind(5, RowSum(StepRowKey({s.job, s.job_start, s.step}), record));
+  return stmt->Run();
+}
+
 JobId EditJobId(const JobStarted& e) { return e.id; }
 JobId EditJobId(const JobEnded& e) { return e.id; }
 JobId EditJobId(const JobRequeued& e) { return e.id; }
@@ -461,7 +533,7 @@ Result<std::shared_ptr<const JobPayload>> SqliteStore::LoadPayload(JobId id) {
 Result<StateImage> SqliteStore::Load() {
   std::lock_guard<std::mutex> lock(db_mu_);
   Db* db = db_.get();
-  Txn txn(db);  // one consistent view of the three tables
+  Txn txn(db);  // one consistent view of the tables
   HACHI_RETURN_IF_ERROR(txn.Begin());
   StateImage image;
   Result<int64_t> last = ReadLastJobId(db);
@@ -526,6 +598,29 @@ Result<StateImage> SqliteStore::Load() {
     Result<Row<TokenRecord>> token = DecodeTokenRow(record);
     if (!token.ok()) return RowError(db, "tokens", id, token.status());
     image.tokens.emplace(std::move(id), std::move(token->record));
+  }
+
+  Result<Stmt> steps = db->Prepare(
+      "SELECT job, job_start, step, record, sum FROM steps ORDER BY job, job_start, "
+      "step");
+  if (!steps.ok()) return steps.status();
+  for (;;) {
+    Result<bool> row = steps->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    const StepKey key{steps->ColumnInt(0), steps->ColumnInt(1),
+                      static_cast<int>(steps->ColumnInt(2))};
+    const std::string name = StepRowKey(key);
+    const std::string record = steps->ColumnText(3);
+    HACHI_RETURN_IF_ERROR(CheckSum(db, *steps, 4, "steps", name, record));
+    Result<Row<StepRecord>> step = DecodeStepRow(record);
+    if (!step.ok()) return RowError(db, "steps", name, step.status());
+    const StepRecord& s = step->record;
+    if (StepKey{s.job, s.job_start, s.step} != key) {
+      return Internal(db->path() + ": steps row " + name + " holds step " +
+                      StepRowKey({s.job, s.job_start, s.step}));
+    }
+    image.steps.emplace(key, std::move(step->record));
   }
   HACHI_RETURN_IF_ERROR(txn.Commit());
   return image;
@@ -656,6 +751,17 @@ Status SqliteStore::WriteEdit(const Edit& edit) {
         } else if constexpr (std::is_same_v<E, TokenIssued> ||
                              std::is_same_v<E, TokenRevoked>) {
           return WriteTokenEdit(db, e);
+        } else if constexpr (std::is_same_v<E, StepStarted>) {
+          const StepRecord& r = e.record;
+          HACHI_RETURN_IF_ERROR(ReadJob(db, r.job, &image));
+          HACHI_RETURN_IF_ERROR(ReadLastStep(db, r.job, r.job_start, &image));
+          HACHI_RETURN_IF_ERROR(CheckEdit(image, edit));
+          return WriteStep(db, r, /*insert=*/true);
+        } else if constexpr (std::is_same_v<E, StepEnded>) {
+          std::string unknown;  // carried over (row_codec.h)
+          HACHI_RETURN_IF_ERROR(ReadStep(db, e.key, &image, &unknown));
+          HACHI_RETURN_IF_ERROR(ApplyEdit(&image, edit));
+          return WriteStep(db, image.steps.at(e.key), /*insert=*/false, unknown);
         } else if constexpr (std::is_same_v<E, NodeUpserted>) {
           HACHI_RETURN_IF_ERROR(CheckEdit(image, edit));
           return WriteNode(db, e.record);

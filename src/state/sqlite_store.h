@@ -2,7 +2,7 @@
 // (a full disk is simulated with PRAGMA max_page_count). Other code uses
 // OpenSqliteStore.
 //
-// Layout (schema version 4, PRAGMA user_version): STRICT tables
+// Layout (schema version 5, PRAGMA user_version): STRICT tables
 //   jobs(id INTEGER PRIMARY KEY, state TEXT, record TEXT, payload INTEGER, sum INTEGER)
 //                                           record: EncodeJobRow; payload: the payloads
 //                                           row of an array task (NULL: inline)
@@ -11,6 +11,10 @@
 //   payloads(id INTEGER PRIMARY KEY, record TEXT, sum INTEGER)
 //                                           an array's script and environment, once,
 //                                           keyed by the array's job id
+//   steps(job INTEGER, job_start INTEGER, step INTEGER, record TEXT, sum INTEGER,
+//         PRIMARY KEY (job, job_start, step))
+//                                           record: EncodeStepRow; job steps (issue
+//                                           18), by run (job_start: its start_time)
 //   meta(key TEXT PRIMARY KEY, value ANY)   'last_job_id', 'min_reader_schema'
 // `sum`: each row's checksum over its key and record, checked by Load: a row edited
 // outside Hachi is refused by name (SqliteOptions::accept_edited_rows).
@@ -52,7 +56,9 @@ class SqliteStore final : public Store {
  public:
   // 2: tokens. 3: rows versioned apart from the API (row_codec.h); min_reader_schema.
   // 4: payloads (an array's script and environment once), row checksums (issue 16).
-  static constexpr int64_t kSchemaVersion = 4;
+  // 5: steps (issue 18); min_reader_schema stays 4 (a layout-4 binary leaves the table
+  // alone).
+  static constexpr int64_t kSchemaVersion = 5;
 
   static Result<std::unique_ptr<SqliteStore>> Open(const std::string& path,
                                                    const SqliteOptions& options);

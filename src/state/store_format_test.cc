@@ -171,14 +171,57 @@ std::vector<Edit> FixtureEdits() {
   return e;
 }
 
-StateImage FixtureImage() {
+// Layout 5 (issue 18): FixtureEdits() and then steps. Job 3's gang ran a step on both
+// nodes and has one running on n2; array task 8 ran one that failed.
+std::vector<Edit> FixtureEditsV5() {
+  std::vector<Edit> e = FixtureEdits();
+  StepRecord all;
+  all.job = 3;
+  all.job_start = 1700000100;
+  all.step = 0;
+  all.name = "torchrun";
+  all.user = "alice";
+  all.nodes = {"n1", "n2"};
+  all.ntasks = 8;
+  all.cpus = 48;
+  all.gpus = 8;
+  all.start_time = 1700000105;
+  e.push_back(StepStarted{all});
+  e.push_back(StepEnded{{3, 1700000100, 0}, JobState::kCompleted, 1700000170, 0, 0, ""});
+  StepRecord one = all;
+  one.step = 1;
+  one.name = "eval \xff";  // bytes, not UTF-8
+  one.nodes = {"n2"};
+  one.ntasks = 1;
+  one.cpus = 6;
+  one.gpus = 1;
+  one.start_time = 1700000175;
+  e.push_back(StepStarted{one});
+  StepRecord task;
+  task.job = 8;
+  task.job_start = 1700000150;
+  task.name = "python";
+  task.user = "erin";
+  task.nodes = {"n1"};
+  task.ntasks = 2;
+  task.cpus = 4;
+  task.gpus = 1;
+  task.start_time = 1700000151;
+  e.push_back(StepStarted{task});
+  e.push_back(StepEnded{
+      {8, 1700000150, 0}, JobState::kFailed, 1700000159, 1, 0, "task 1 exited 1"});
+  return e;
+}
+
+StateImage ImageOf(const std::vector<Edit>& edits) {
   StateImage image;
-  for (const Edit& e : FixtureEdits()) {
+  for (const Edit& e : edits) {
     Status s = ApplyEdit(&image, e);
     EXPECT_TRUE(s.ok()) << s.ToString();
   }
   return image;
 }
+StateImage FixtureImage() { return ImageOf(FixtureEdits()); }
 
 // ---- member-by-member comparison (not through a codec, which could drop a field
 // on both sides) ----
@@ -276,6 +319,25 @@ void ExpectSame(const TokenRecord& w, const TokenRecord& g) {
   EXPECT_EQ(g.created_by, w.created_by);
 }
 
+void ExpectSame(const StepRecord& w, const StepRecord& g) {
+  SCOPED_TRACE("step " + std::to_string(w.job) + "." + std::to_string(w.step));
+  EXPECT_EQ(g.job, w.job);
+  EXPECT_EQ(g.job_start, w.job_start);
+  EXPECT_EQ(g.step, w.step);
+  EXPECT_EQ(g.name, w.name);
+  EXPECT_EQ(g.user, w.user);
+  EXPECT_EQ(g.nodes, w.nodes);
+  EXPECT_EQ(g.ntasks, w.ntasks);
+  EXPECT_EQ(g.cpus, w.cpus);
+  EXPECT_EQ(g.gpus, w.gpus);
+  EXPECT_EQ(g.state, w.state);
+  EXPECT_EQ(g.start_time, w.start_time);
+  EXPECT_EQ(g.end_time, w.end_time);
+  EXPECT_EQ(g.exit_code, w.exit_code);
+  EXPECT_EQ(g.signal, w.signal);
+  EXPECT_EQ(g.reason, w.reason);
+}
+
 void ExpectSame(const StateImage& want, const StateImage& got) {
   EXPECT_EQ(got.last_job_id, want.last_job_id);
   ASSERT_EQ(got.jobs.size(), want.jobs.size());
@@ -292,6 +354,11 @@ void ExpectSame(const StateImage& want, const StateImage& got) {
   for (const auto& [id, token] : want.tokens) {
     ASSERT_EQ(got.tokens.count(id), 1u) << id;
     ExpectSame(token, got.tokens.at(id));
+  }
+  ASSERT_EQ(got.steps.size(), want.steps.size());
+  for (const auto& [key, step] : want.steps) {
+    ASSERT_EQ(got.steps.count(key), 1u) << key.job << "." << key.step;
+    ExpectSame(step, got.steps.at(key));
   }
 }
 
@@ -390,11 +457,65 @@ TEST(StoreFormat, FixtureV4Loads) {
   EXPECT_NE(got->jobs.at(7).spec.payload, got->jobs.at(8).spec.payload);
 }
 
+// Layout 5 (issue 18): a layout-4 file opens, gains the steps table in the upgrade's
+// transaction (user_version 5, min_reader_schema still 4), and takes steps; they load
+// after a reopen.
+TEST(StoreFormat, FixtureV4GainsTheStepsTable) {
+  TempDir dir;
+  const std::string db = dir.File("state.db");
+  BuildFromSql(FixturePath("v4.sql"), db);
+  EXPECT_EQ(RowText(db, "SELECT count(*) FROM sqlite_master WHERE name = 'steps'"), "0");
+  std::unique_ptr<SqliteStore> store = MustOpen(db);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(RowText(db, "PRAGMA user_version"), "5");
+  EXPECT_EQ(RowText(db, "SELECT value FROM meta WHERE key = 'min_reader_schema'"), "4");
+  const std::vector<Edit> all = FixtureEditsV5();
+  const std::vector<Edit> steps(all.begin() + FixtureEdits().size(), all.end());
+  for (const Edit& e : steps) {
+    Status s = store->Commit({e});
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  store.reset();
+  store = MustOpen(db);
+  ASSERT_NE(store, nullptr);
+  Result<StateImage> got = store->Load();
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ExpectSame(ImageOf(all), *got);
+  EXPECT_EQ(got->steps.size(), 3u);
+}
+
+// Layout 5 (issue 18): the fixture's steps, ended and running, load as written.
+TEST(StoreFormat, FixtureV5Loads) {
+  TempDir dir;
+  const std::string db = dir.File("state.db");
+  BuildFromSql(FixturePath("v5.sql"), db);
+  EXPECT_EQ(RowText(db, "SELECT count(*) FROM steps"), "3");
+  std::unique_ptr<SqliteStore> store = MustOpen(db);
+  ASSERT_NE(store, nullptr);
+  Result<StateImage> got = store->Load();
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ExpectSame(ImageOf(FixtureEditsV5()), *got);
+  // Spot checks that do not depend on ApplyEdit.
+  EXPECT_EQ(got->steps.at({3, 1700000100, 0}).state, JobState::kCompleted);
+  EXPECT_EQ(got->steps.at({3, 1700000100, 1}).state, JobState::kRunning);
+  EXPECT_EQ(got->steps.at({3, 1700000100, 1}).name, "eval \xff");
+  EXPECT_EQ(got->steps.at({8, 1700000150, 0}).exit_code, 1);
+  // And the store goes on from it: the run's next step, and its running one ended.
+  StepRecord next = got->steps.at({3, 1700000100, 1});
+  next.step = 2;
+  EXPECT_TRUE(store->Commit({StepStarted{next}}).ok());
+  EXPECT_TRUE(store
+                  ->Commit({StepEnded{
+                      {3, 1700000100, 1}, JobState::kCancelled, 1700000180, 0, 15, ""}})
+                  .ok());
+}
+
 // Writes testdata/state/vN.sql's database; run once, by hand, when a version changes
 // the format (then name the new fixture after the new kSchemaVersion and keep the old):
-//   HACHI_STORE_FIXTURE_DB=/tmp/v4.db build/src/state/state_test
+//   HACHI_STORE_FIXTURE_DB=/tmp/v5.db build/src/state/state_test
 //     --gtest_also_run_disabled_tests --gtest_filter=StoreFormat.DISABLED_WriteFixture
-//   (sqlite3 /tmp/v4.db .dump; echo 'PRAGMA user_version=4;') > testdata/state/v4.sql
+//   (sqlite3 /tmp/v5.db .dump; echo 'PRAGMA user_version=5;') > testdata/state/v5.sql
+// (then the comment lines at the fixture's top, as the others have).
 TEST(StoreFormat, DISABLED_WriteFixture) {
   const char* out = getenv("HACHI_STORE_FIXTURE_DB");
   ASSERT_NE(out, nullptr) << "set HACHI_STORE_FIXTURE_DB";
@@ -402,8 +523,8 @@ TEST(StoreFormat, DISABLED_WriteFixture) {
   std::unique_ptr<SqliteStore> store = MustOpen(out);
   ASSERT_NE(store, nullptr);
   // One edit per commit, as the server commits them.
-  for (const Edit& e : FixtureEdits()) ASSERT_TRUE(store->Commit({e}).ok());
-  ASSERT_EQ(SqliteStore::kSchemaVersion, 4);
+  for (const Edit& e : FixtureEditsV5()) ASSERT_TRUE(store->Commit({e}).ok());
+  ASSERT_EQ(SqliteStore::kSchemaVersion, 5);
 }
 
 // A database of layout 2 (before rows were versioned: rows in the API's JSON of the
@@ -437,7 +558,7 @@ PRAGMA user_version = 2;
   const json row = json::parse(RowText(db, "SELECT record FROM jobs WHERE id = 12"));
   EXPECT_EQ(row["_v"], kJobRowFormat.version);
   EXPECT_EQ(row["held"], true);
-  EXPECT_EQ(RowText(db, "PRAGMA user_version"), "4");
+  EXPECT_EQ(RowText(db, "PRAGMA user_version"), "5");
 }
 
 // A newer binary added fields (and said an older reader may read its rows): they load,
@@ -499,14 +620,14 @@ TEST(StoreFormat, NewerLayoutOpensWhenItsMinReaderAllows) {
   TempDir dir;
   const std::string db = dir.File("state.db");
   MustOpen(db).reset();
-  ExecSql(db, "PRAGMA user_version = 5");
+  ExecSql(db, "PRAGMA user_version = 6");
   EXPECT_NE(MustOpen(db), nullptr);                    // min_reader_schema is still 4
-  EXPECT_EQ(RowText(db, "PRAGMA user_version"), "5");  // left as it is
-  ExecSql(db, "UPDATE meta SET value = 5 WHERE key = 'min_reader_schema'");
+  EXPECT_EQ(RowText(db, "PRAGMA user_version"), "6");  // left as it is
+  ExecSql(db, "UPDATE meta SET value = 6 WHERE key = 'min_reader_schema'");
   Result<std::unique_ptr<SqliteStore>> refused = SqliteStore::Open(db, {});
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find("schema version 5 is newer than this hachi "
-                                            "knows (4)"),
+  EXPECT_NE(refused.status().message().find("schema version 6 is newer than this hachi "
+                                            "knows (5)"),
             std::string::npos)
       << refused.status().message();
 }

@@ -19,6 +19,7 @@ namespace hachi::state {
 namespace {
 
 using testing::MakeJob;
+using testing::MakeStep;
 
 class TempDir {
  public:
@@ -101,7 +102,7 @@ TEST(StoreGuard, AFileWithoutTheSchemaIsRefused) {
   MakeDatabase(path);
   ExecSql(path,
           "DROP TABLE jobs; DROP TABLE nodes; DROP TABLE meta; DROP TABLE tokens; "
-          "DROP TABLE payloads; PRAGMA user_version = 0");
+          "DROP TABLE payloads; DROP TABLE steps; PRAGMA user_version = 0");
   Result<std::unique_ptr<SqliteStore>> refused = SqliteStore::Open(path, {});
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find(path + ": the state database holds no Hachi "
@@ -179,6 +180,60 @@ TEST(StoreGuard, AnEditedRowIsReportedByName) {
   EXPECT_NE(image.status().message().find("jobs row 3: has no checksum"),
             std::string::npos)
       << image.status().message();
+}
+
+// Issue 18: a step row is guarded as the others are: edited, or moved to another key,
+// it is refused by name; --accept-edited-rows reseals it under the same key text the
+// store writes (kSummed's SQL and StepRowKey agree).
+TEST(StoreGuard, AnEditedStepRowIsReportedByName) {
+  TempDir dir;
+  const std::string path = dir.File("hachi.db");
+  MakeDatabase(path);
+  {
+    Result<std::unique_ptr<SqliteStore>> store = SqliteStore::Open(path, {});
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    ASSERT_TRUE((*store)->Commit({testing::Started(1), MakeStep(1, 0).Started()}).ok());
+  }
+  ExecSql(path,
+          "UPDATE steps SET record = replace(record, '\"user\":\"bob\"', "
+          "'\"user\":\"eve\"')");
+  auto load = [&](const SqliteOptions& options) {
+    Result<std::unique_ptr<SqliteStore>> store = SqliteStore::Open(path, options);
+    EXPECT_TRUE(store.ok()) << store.status().ToString();
+    return store.ok() ? (*store)->Load() : Result<StateImage>(store.status());
+  };
+  Result<StateImage> image = load({});
+  ASSERT_FALSE(image.ok());
+  EXPECT_EQ(image.status().message(),
+            path +
+                ": steps row 1.0@2000: its checksum does not match its record (edited "
+                "outside hachi, or damaged); restore the file from a backup, or start "
+                "once with --accept-edited-rows to keep the row as it is");
+  std::vector<std::string> warned;
+  SqliteOptions accept;
+  accept.accept_edited_rows = true;
+  accept.warn = [&](const std::string& line) { warned.push_back(line); };
+  image = load(accept);
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+  EXPECT_EQ(image->steps.at({1, 2000, 0}).user, "eve");
+  EXPECT_EQ(warned, std::vector<std::string>{
+                        path + ": steps row 1.0@2000: its checksum did not match; kept "
+                               "as it is (--accept-edited-rows)"});
+  image = load({});
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+
+  // The same record under another key: its checksum covers the key.
+  ExecSql(path, "UPDATE steps SET step = 1");
+  image = load({});
+  ASSERT_FALSE(image.ok());
+  EXPECT_NE(image.status().message().find(
+                "steps row 1.1@2000: its checksum does not match its record"),
+            std::string::npos)
+      << image.status().message();
+  // Resealed by hand, it is still refused: the row holds another step than its key.
+  image = load(accept);
+  ASSERT_FALSE(image.ok());
+  EXPECT_EQ(image.status().message(), path + ": steps row 1.1@2000 holds step 1.0@2000");
 }
 
 // SQLite's quick_check at open: a page of the file overwritten is refused.

@@ -3,6 +3,7 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "state/edits.h"
 #include "state/records.h"
@@ -97,6 +98,71 @@ inline NodeRecord FullNode(std::string name) {
   n.cgroup = "v2";
   return n;
 }
+
+// A finished step with every field away from its default (a name that is not UTF-8).
+inline StepRecord FullStep(JobId job, int step) {
+  StepRecord s;
+  s.job = job;
+  s.job_start = 1700000100;
+  s.step = step;
+  s.name = "python \xff";
+  s.user = "alice";
+  s.nodes = {"n2", "n1"};
+  s.ntasks = 16;
+  s.cpus = 48;
+  s.gpus = 8;
+  s.state = JobState::kFailed;
+  s.start_time = 1700000110;
+  s.end_time = 1700000190;
+  s.exit_code = 137;
+  s.signal = 9;
+  s.reason = "task 3 killed by signal 9";
+  return s;
+}
+
+// A running step for edit tests, in the run Started() makes (job_start 2000, node n1):
+// MakeStep(5, 0).Nodes({"n1", "n2"}).Tasks(4).
+class MakeStep {
+ public:
+  MakeStep(JobId job, int step, Time job_start = 2000) {
+    step_.job = job;
+    step_.job_start = job_start;
+    step_.step = step;
+    step_.name = "train";
+    step_.user = "bob";
+    step_.nodes = {"n1"};
+    step_.ntasks = 1;
+    step_.cpus = 1;
+    step_.gpus = 1;
+    step_.start_time = job_start + 10;
+  }
+  MakeStep& Nodes(std::vector<std::string> nodes) {
+    step_.nodes = std::move(nodes);
+    return *this;
+  }
+  MakeStep& Tasks(int n) {
+    step_.ntasks = n;
+    return *this;
+  }
+  MakeStep& State(JobState s) {
+    step_.state = s;
+    return *this;
+  }
+  MakeStep& StartTime(Time t) {
+    step_.start_time = t;
+    return *this;
+  }
+  MakeStep& EndTime(Time t) {
+    step_.end_time = t;
+    return *this;
+  }
+  operator StepRecord() const { return step_; }  // NOLINT: fluent builder
+  StepStarted Started() const { return StepStarted{step_}; }
+  StepKey Key() const { return {step_.job, step_.job_start, step_.step}; }
+
+ private:
+  StepRecord step_;
+};
 
 // A plain pending job for edit tests: MakeJob(5).Gpus(2).Held().
 class MakeJob {
