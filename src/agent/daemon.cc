@@ -55,6 +55,9 @@ class HttpClientHolder {
 
 namespace {
 constexpr size_t kFinishedKept = 20000;
+// SIGTERM -> SIGKILL for a stopping job's steps' tasks (the job's own grace is the
+// launcher's; the steps go no later than this).
+constexpr Duration kStepGrace = 10;
 
 AgentOptions WithClock(AgentOptions o) {
   if (o.clock == nullptr) o.clock = RealClock();
@@ -66,12 +69,29 @@ AgentDaemon::AgentDaemon(AgentOptions options, LauncherFactory make_launcher)
     : options_(WithClock(std::move(options))),
       started_(options_.clock->Now()),
       poll_http_(
+          std::make_unique<HttpClientHolder>(options_.server, options_.cluster_secret)),
+      steps_http_(
           std::make_unique<HttpClientHolder>(options_.server, options_.cluster_secret)) {
   std::random_device rd;
   char id[40];
   std::snprintf(id, sizeof id, "%08x%08x%08x", rd(), rd(), rd());
   instance_ = id;
   jitter_state_ = (uint64_t{rd()} << 32) | rd();
+  // Before the launcher, whose exits (OnExit) stop their jobs' steps.
+  const std::string steps_path =
+      std::string(api::kApiPrefix) + "/agents/" + options_.node + "/steps";
+  steps_ = std::make_unique<StepRunner>(
+      StepRunner::Options{options_.node},
+      [this](state::JobId job, Time start) {
+        return launcher_->StepContextOf(job, start);
+      },
+      [this, steps_path](const std::vector<api::StepReport>& reports)
+          -> Result<std::vector<api::StepAck>> {
+        Result<std::string> r = steps_http_->Call(
+            "POST", steps_path, api::StepReportsToJson({instance_, reports}), 10000);
+        if (!r.ok()) return r.status();
+        return api::StepAcksFromJson(*r);
+      });
   launcher_ = make_launcher([this](const api::JobExit& e) { OnExit(e); });
   // Runs an earlier agent process left and the launcher took over are this process's
   // now: a launch the server sends again for one of them is not launched twice. An exit
@@ -124,10 +144,12 @@ void AgentDaemon::Stop(bool cancel_jobs) {
   }
   cv_.notify_all();
   poll_http_->Abort();  // a long poll in progress returns now
+  steps_http_->Abort();
   if (poll_.joinable()) poll_.join();
   if (report_.joinable()) report_.join();
   if (lease_.joinable()) lease_.join();
   launcher_.reset();  // joins the supervisor (after the cancels were delivered)
+  steps_.reset();     // kills the steps' tasks (after the launcher's last OnExit)
 }
 
 bool AgentDaemon::registered() const {
@@ -136,6 +158,8 @@ bool AgentDaemon::registered() const {
 }
 
 void AgentDaemon::OnExit(const api::JobExit& exit) {
+  // The run is over here: what its steps still run goes with it (Slurm's job end).
+  steps_->StopJob(exit.job, 0);
   std::lock_guard<std::mutex> lock(mu_);
   api::JobExit e = exit;
   if (e.start_time == 0) {
@@ -175,6 +199,7 @@ Status AgentDaemon::RegisterOnce(HttpClientHolder& http) {
   reg.instance = instance_;
   reg.cgroup = options_.cgroup;
   reg.running = launcher_->Running();
+  reg.steps = steps_->Running();
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (state::JobId id : finished_order_) reg.finished.push_back(id);
@@ -266,7 +291,10 @@ void AgentDaemon::PollLoop() {
     }
     // Cancels first: one for a job that is also launched in this batch stops its earlier
     // run (the job was requeued), not the new one.
-    for (state::JobId id : work->cancel) launcher_->Cancel(id, "cancelled");
+    for (state::JobId id : work->cancel) {
+      launcher_->Cancel(id, "cancelled");
+      steps_->StopJob(id, kStepGrace);  // steps' tasks are in sessions of their own
+    }
     for (const api::LaunchSpec& l : work->launch) {
       {
         std::lock_guard<std::mutex> lock(mu_);
@@ -299,6 +327,10 @@ void AgentDaemon::PollLoop() {
     for (const api::AgentWork::Limit& l : work->limits) {
       launcher_->SetTimeLimit(l.job, l.start_time, l.time_limit);
     }
+    // Job steps: after the launches, so that a step of a job launched in this batch
+    // finds its run.
+    for (const api::StepLaunch& l : work->steps) steps_->Launch(l);
+    for (const api::StepSignal& s : work->step_signals) steps_->Signal(s);
   }
 }
 
@@ -507,7 +539,10 @@ void AgentDaemon::LeaseLoop() {
     cv_.notify_all();
     lock.unlock();
     // Without mu_: a launcher may report the exit (OnExit) from within Cancel.
-    for (state::JobId id : stop) launcher_->Cancel(id, why);
+    for (state::JobId id : stop) {
+      launcher_->Cancel(id, why);
+      steps_->StopJob(id, kStepGrace);
+    }
     lock.lock();
   }
 }

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "agent/launcher.h"
+#include "agent/steps.h"
 #include "api/protocol.h"
 #include "core/clock.h"
 #include "core/status.h"
@@ -112,6 +113,9 @@ class AgentDaemon {
   std::string instance_;  // random per process: the server tells restarts apart (const)
   const std::unique_ptr<HttpClientHolder> poll_http_;
   std::unique_ptr<Launcher> launcher_;
+  // Job steps (issue 18): their tasks, and the connection their reports take.
+  const std::unique_ptr<HttpClientHolder> steps_http_;
+  std::unique_ptr<StepRunner> steps_;
 
   mutable std::mutex mu_;
   // Guarded by mu_.

@@ -205,6 +205,7 @@ EnvList JobEnvironment(const api::LaunchSpec& spec) {
   for (auto& kv : MpsEnvironment(spec.gpus, spec.share_milli, spec.gpu_memory_mib)) {
     ours.push_back(std::move(kv));
   }
+  if (!spec.credential.empty()) set("HACHI_JOB_TOKEN", spec.credential);
   if (!spec.user.empty()) {
     set("USER", spec.user);
     set("LOGNAME", spec.user);
@@ -240,6 +241,103 @@ EnvList MpsEnvironment(GpuSet gpus, int share_milli, int64_t gpu_memory_mib) {
         "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT",
         std::to_string(gpus.First()) + "=" + std::to_string(gpu_memory_mib) + "M");
   }
+  return env;
+}
+
+}  // namespace hachi::agent
+
+namespace hachi::agent {
+
+GpuSet TaskGpus(const api::LaunchSpec& job, const api::StepLaunch& launch, int local) {
+  if (launch.gpus_per_task <= 0) return job.gpus;
+  const std::vector<int> all = job.gpus.Indices();
+  GpuSet mine;
+  const size_t first =
+      static_cast<size_t>(local) * static_cast<size_t>(launch.gpus_per_task);
+  for (size_t i = first; i < first + static_cast<size_t>(launch.gpus_per_task); ++i) {
+    if (i >= all.size()) return GpuSet{};
+    mine.Insert(all[i]);
+  }
+  return mine;
+}
+
+EnvList StepEnvironment(const api::LaunchSpec& job, const api::StepLaunch& launch,
+                        int rank, int local) {
+  // What differs between the job's nodes: the node's value always wins.
+  static const std::set<std::string_view> kPerNode = {"CUDA_VISIBLE_DEVICES",
+                                                      "NVIDIA_VISIBLE_DEVICES",
+                                                      "HACHI_NODENAME",
+                                                      "HACHI_GPUS",
+                                                      "HACHI_NODE_RANK",
+                                                      "SLURMD_NODENAME",
+                                                      "SLURM_JOB_GPUS",
+                                                      "SLURM_GPUS_ON_NODE",
+                                                      "SLURM_CPUS_ON_NODE",
+                                                      "NODE_RANK",
+                                                      "PET_NODE_RANK",
+                                                      "USER",
+                                                      "LOGNAME",
+                                                      "HOME"};
+  EnvList ours;
+  auto set = [&ours](std::string k, std::string v) {
+    ours.emplace_back(std::move(k), std::move(v));
+  };
+  const std::string step = std::to_string(launch.step);
+  const int nnodes = static_cast<int>(launch.nodes.size());
+  const std::string tasks = std::to_string(launch.ntasks);
+  const std::string hostlist = CompressHostList(launch.nodes);
+  const std::string per_node = RepeatForm(launch.tasks_per_node);
+  set("SLURM_STEP_ID", step);
+  set("SLURM_STEPID", step);
+  set("HACHI_STEP_ID", step);
+  set("SLURM_PROCID", std::to_string(rank));
+  set("SLURM_LOCALID", std::to_string(local));
+  set("SLURM_NODEID", std::to_string(launch.node_index));
+  set("SLURM_NTASKS", tasks);
+  set("SLURM_NPROCS", tasks);
+  set("SLURM_STEP_NUM_TASKS", tasks);
+  set("SLURM_STEP_NUM_NODES", std::to_string(nnodes));
+  set("SLURM_NNODES", std::to_string(nnodes));
+  set("SLURM_STEP_NODELIST", hostlist);
+  set("SLURM_NODELIST", hostlist);
+  set("SLURM_STEP_TASKS_PER_NODE", per_node);
+  set("SLURM_TASKS_PER_NODE", per_node);
+  if (launch.cpus_per_task > 0) {
+    set("SLURM_CPUS_PER_TASK", std::to_string(launch.cpus_per_task));
+  }
+  const GpuSet gpus = TaskGpus(job, launch, local);
+  if (launch.gpus_per_task > 0) {
+    set("SLURM_GPUS_PER_TASK", std::to_string(launch.gpus_per_task));
+    set("CUDA_VISIBLE_DEVICES", gpus.ToList());
+    set("NVIDIA_VISIBLE_DEVICES", gpus.empty() ? "void" : gpus.ToList());
+  }
+  set("SLURM_STEP_GPUS", gpus.ToList());
+
+  std::set<std::string> named;
+  for (const auto& kv : ours) named.insert(kv.first);
+  const EnvList node = JobEnvironment(job);
+  std::set<std::string> from_node;
+  for (const auto& [k, v] : node) {
+    if (!named.count(k) && kPerNode.count(k)) from_node.insert(k);
+  }
+  EnvList env;
+  std::set<std::string> have;
+  for (const auto& [k, v] : launch.env) {
+    if (k.empty() || k.find('=') != std::string::npos) continue;
+    if (named.count(k) || from_node.count(k)) continue;
+    if (!have.insert(k).second) {
+      std::find_if(env.begin(), env.end(), [&k = k](const auto& kv) {
+        return kv.first == k;
+      })->second = v;
+      continue;
+    }
+    env.emplace_back(k, v);
+  }
+  for (const auto& [k, v] : node) {
+    if (named.count(k)) continue;
+    if (from_node.count(k) || have.insert(k).second) env.emplace_back(k, v);
+  }
+  for (auto& kv : ours) env.push_back(std::move(kv));
   return env;
 }
 

@@ -13,6 +13,7 @@
 
 #include "api/launch_spec.h"
 #include "api/output_paths.h"  // ExpandOutputPath, JobOutputFiles, JobName
+#include "api/protocol.h"
 
 namespace hachi::agent {
 
@@ -47,10 +48,32 @@ using EnvList = std::vector<std::pair<std::string, std::string>>;
 //     NPROC_PER_NODE (gpus_per_node, else this node's GPU count, at least 1) and the
 //     PET_* copies torchrun reads its options from;
 //   - GPU shares (share_milli > 0): MpsEnvironment's MPS limits;
+//   - HACHI_JOB_TOKEN, the run's job credential (spec.credential, server/auth.h), when
+//     the server gave one: srun and the other commands inside the job use it;
 //   - USER, LOGNAME (spec.user) and HOME (from the passwd entry) when the user is known.
 // Inherited HACHI_*, SLURM_*, PET_* and CUDA_MPS_* variables are dropped: a job
 // submitted from inside another job must not see the outer job's array index or limits.
 EnvList JobEnvironment(const api::LaunchSpec& spec);
+
+// The environment of one task of a job step (issue 18): srun's environment
+// (`launch.env`), then every variable JobEnvironment gives the job on this node
+// (`job`: its launch here) — those that differ between nodes (GPUs, node name and rank,
+// CPUs on the node, HOME/USER/LOGNAME) replace srun's, the others only fill in what
+// srun's lacks (a script's `export MASTER_PORT=...` before srun holds) — then the step's
+// and the task's: SLURM_STEP_ID/SLURM_STEPID, SLURM_PROCID (`rank`), SLURM_LOCALID
+// (`local`), SLURM_NODEID (this node's place in the step), SLURM_NTASKS/SLURM_NPROCS and
+// SLURM_STEP_NUM_TASKS, SLURM_STEP_NUM_NODES and SLURM_NNODES, SLURM_STEP_NODELIST and
+// SLURM_NODELIST (compressed), SLURM_STEP_TASKS_PER_NODE and SLURM_TASKS_PER_NODE,
+// SLURM_CPUS_PER_TASK and SLURM_GPUS_PER_TASK when given, HACHI_STEP_ID. With
+// gpus_per_task, CUDA_VISIBLE_DEVICES/NVIDIA_VISIBLE_DEVICES/SLURM_STEP_GPUS hold the
+// task's own GPUs: the node's GPUs (ascending), gpus_per_task of them per local task in
+// order; otherwise the node's.
+EnvList StepEnvironment(const api::LaunchSpec& job, const api::StepLaunch& launch,
+                        int rank, int local);
+
+// The GPUs a step's task sees (see StepEnvironment): empty when gpus_per_task asks for
+// more than the node has for its local index.
+GpuSet TaskGpus(const api::LaunchSpec& job, const api::StepLaunch& launch, int local);
 
 // The MPS limits of a GPU share (share_milli > 0) on `gpus` (its one GPU), in this
 // order:

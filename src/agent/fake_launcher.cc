@@ -53,6 +53,16 @@ std::vector<JobId> FakeLauncher::Running() const {
   return out;
 }
 
+std::optional<StepContext> FakeLauncher::StepContextOf(JobId job, Time start_time) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto r = running_.find(job);
+  if (r == running_.end() || r->second != start_time) return std::nullopt;
+  for (auto l = launches_.rbegin(); l != launches_.rend(); ++l) {
+    if (l->job == job && l->start_time == start_time) return StepContext{*l, {}};
+  }
+  return std::nullopt;
+}
+
 bool FakeLauncher::Finish(JobId job, int exit_code) {
   api::JobExit e;
   e.job = job;

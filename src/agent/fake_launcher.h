@@ -29,6 +29,8 @@ class FakeLauncher final : public Launcher {
   void Cancel(JobId job, std::string reason) override;
   void Signal(JobId job, int sig, bool batch_only) override;  // recorded
   std::vector<JobId> Running() const override;
+  // The recorded launch of a running run (no cgroup).
+  std::optional<StepContext> StepContextOf(JobId job, Time start_time) const override;
 
   // Ends a running job: kExited with `exit_code`. False when the job is not running.
   bool Finish(JobId job, int exit_code);

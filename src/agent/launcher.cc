@@ -361,6 +361,8 @@ struct ProcessLauncher::State {
     bool waiter = false;   // pid is the job's waiter: its exit file tells the status
     bool adopted = false;  // left by an earlier agent process: not our child
     JobIsolation iso;      // its cgroup and CPUs
+    std::optional<api::LaunchSpec> spec;  // what it was launched with (not adopted)
+    bool holder = false;  // holds a node of a first-node-only job: stopped by SIGKILL
     // --signal: sent at signal_at (before the time limit), once; `record` is rewritten
     // with `signaled` set then, so that a restarted agent does not send it again.
     Mono::time_point signal_at = kNoDeadline;
@@ -416,7 +418,8 @@ struct ProcessLauncher::State {
   static void BeginStop(Job& job, api::ExitKind why, Mono::time_point now) {
     job.stop = why;
     kill(-job.pid, SIGTERM);
-    job.kill_at = now + std::chrono::seconds(job.grace);
+    // A holder has nothing to save: its node is free at once.
+    job.kill_at = job.holder ? now : now + std::chrono::seconds(job.grace);
   }
 };
 
@@ -533,6 +536,15 @@ Status ProcessLauncher::Launch(const api::LaunchSpec& spec) {
   const bool root = geteuid() == 0;
   SpawnRequest req;
   req.env = JobEnvironment(spec);
+  for (const auto& [k, v] : options_.job_env) {
+    auto same = std::find_if(req.env.begin(), req.env.end(),
+                             [&k = k](const auto& kv) { return kv.first == k; });
+    if (same != req.env.end()) {
+      same->second = v;
+    } else {
+      req.env.emplace_back(k, v);
+    }
+  }
   AddNcclEnvironment(options_.gpu_nics, spec.gpus, &req.env);
   req.workdir = spec.spec.workdir.empty() ? "/" : spec.spec.workdir;
   const api::OutputFiles files = api::JobOutputFiles(spec);
@@ -541,9 +553,19 @@ Status ProcessLauncher::Launch(const api::LaunchSpec& spec) {
   // A gang's nodes all run the script and share its output files: each opens them for
   // appending, as truncating would wipe what another node wrote first (the netns scale
   // run lost gang ranks' lines that way). --open-mode=truncate holds for one node.
-  req.append_output = spec.spec.open_append || spec.nodelist.size() > 1;
-  req.stdout_dirs = OutputDirChain(files.out);
-  if (files.err != files.out) req.stderr_dirs = OutputDirChain(files.err);
+  // Issue 18: a job whose batch script runs on its first node only (sbatch's) holds its
+  // other nodes with a process that waits to be stopped, and an interactive allocation
+  // (salloc) holds all of them; a holder writes nothing.
+  const bool holder =
+      spec.spec.interactive || (spec.spec.batch_on_first_node && spec.node_rank > 0);
+  req.append_output = spec.spec.open_append ||
+                      (spec.nodelist.size() > 1 && !spec.spec.batch_on_first_node);
+  if (holder) {
+    req.stdout_path = req.stderr_path = "/dev/null";
+  } else {
+    req.stdout_dirs = OutputDirChain(files.out);
+    if (files.err != files.out) req.stderr_dirs = OutputDirChain(files.err);
+  }
   req.switch_user = root && spec.spec.uid != 0;
   req.uid = spec.spec.uid;
   req.gid = spec.spec.gid;
@@ -553,7 +575,14 @@ Status ProcessLauncher::Launch(const api::LaunchSpec& spec) {
   job.grace = spec.kill_grace > 0 ? spec.kill_grace : options_.default_kill_grace;
   Status st;
   std::vector<std::string> binds;
-  if (!spec.spec.script().empty()) {
+  if (holder) {
+    req.argv = options_.holder;
+    if (req.argv.empty()) {
+      req.argv = options_.waiter.empty()
+                     ? std::vector<std::string>{"sleep", "infinity"}
+                     : std::vector<std::string>{"/proc/self/exe", kHoldCommand};
+    }
+  } else if (!spec.spec.script().empty()) {
     job.script = options_.spool_dir + "/job-" + std::to_string(spec.job) + ".sh";
     st = WriteScript(options_.spool_dir, job.script, spec, req.switch_user);
     // The interpreter is exec'd with the script as its argument, as the kernel would
@@ -568,7 +597,7 @@ Status ProcessLauncher::Launch(const api::LaunchSpec& spec) {
     if (req.argv.empty()) st = InvalidArgument("the job has no command");
   }
   if (st.ok()) st = CheckMasterPortFree(spec);
-  if (st.ok() && !spec.spec.container_image.empty()) {
+  if (st.ok() && !holder && !spec.spec.container_image.empty()) {
     Result<ContainerLaunch> c =
         PrepareContainer(options_.container, spec, req.argv, req.env, binds);
     if (c.ok()) {
@@ -650,10 +679,27 @@ Status ProcessLauncher::Launch(const api::LaunchSpec& spec) {
     }
     WriteRunRecord(options_.spool_dir, r);
     job.record = r;
+    job.spec = spec;
+    job.holder = holder;
     state_->jobs.emplace(spec.job, std::move(job));
   }
   state_->Wake();
   return Status::Ok();
+}
+
+std::optional<StepContext> ProcessLauncher::StepContextOf(JobId id,
+                                                          Time start_time) const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  auto it = state_->jobs.find(id);
+  if (it == state_->jobs.end()) return std::nullopt;
+  const State::Job& job = it->second;
+  if (!job.spec || job.start_time != start_time || job.kill_at != kNoDeadline) {
+    return std::nullopt;
+  }
+  StepContext c;
+  c.spec = *job.spec;
+  if (job.iso.cgroup) c.cgroup_procs = job.iso.cgroup->procs_files;
+  return c;
 }
 
 void ProcessLauncher::Cancel(JobId id, std::string /*reason: the server records it*/) {

@@ -14,6 +14,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,6 +29,13 @@ namespace hachi::agent {
 
 using JobId = state::JobId;
 using ExitCallback = std::function<void(const api::JobExit&)>;
+
+// What a job step (issue 18) needs of a job's run on this node: the run's launch, and
+// the cgroup its tasks join.
+struct StepContext {
+  api::LaunchSpec spec;
+  std::vector<std::string> cgroup_procs;  // its cgroup.procs files; empty: no cgroup
+};
 
 class Launcher {
  public:
@@ -51,6 +59,9 @@ class Launcher {
   virtual void SetTimeLimit(JobId job, Time start_time, Duration time_limit) = 0;
   // The jobs launched and not yet reported, ascending.
   virtual std::vector<JobId> Running() const = 0;
+  // The run of `job` that started at `start_time`, when it runs here and is not being
+  // stopped, and this launcher started it (an adopted run's launch is not known).
+  virtual std::optional<StepContext> StepContextOf(JobId job, Time start_time) const = 0;
   // The runs (job, start time) an earlier agent process left that this launcher took
   // over at construction: still running, or ended meanwhile with their exit reported.
   virtual std::vector<std::pair<JobId, Time>> AdoptedRuns() const { return {}; }
@@ -112,6 +123,15 @@ class ProcessLauncher final : public Launcher {
     std::vector<std::vector<std::string>> gpu_nics;
     // Per-job cgroup, rlimits and /dev/shm (isolation.h); no cgroup driver = none.
     IsolationOptions isolation;
+    // Variables every job gets besides its own (after JobEnvironment's, replacing a
+    // name it set): HACHI_SERVER, the server as this agent reaches it, so that srun
+    // inside a job finds it.
+    EnvList job_env;
+    // What a node of a job whose batch script runs on its first node only (sbatch's
+    // way, JobSpec::batch_on_first_node) runs on the job's other nodes to hold them
+    // until the job ends: empty for "hachi __hold" through the waiter (this binary),
+    // else "sleep infinity".
+    std::vector<std::string> holder;
     // Time limits, kill graces and exit times read it (not owned; outlives the
     // launcher). The supervisor waits in real time: after moving a FakeClock, call
     // Tick() for it to act on what is due.
@@ -134,6 +154,7 @@ class ProcessLauncher final : public Launcher {
   void Signal(JobId job, int sig, bool batch_only) override;
   void SetTimeLimit(JobId job, Time start_time, Duration time_limit) override;
   std::vector<JobId> Running() const override;
+  std::optional<StepContext> StepContextOf(JobId job, Time start_time) const override;
   // Has the supervisor read the clock and act on what is due (SIGTERM at a time limit,
   // SIGKILL after a grace) before it returns: for tests that move a FakeClock
   // (Options::clock). A real clock needs no ticks.

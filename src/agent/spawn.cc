@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -109,14 +110,26 @@ void ApplySetup(int err_fd, const SpawnRequest::Setup& s) {
   }
   if (chdir(req.workdir.c_str()) < 0) Fail(err_fd, Step::kChdir, errno);
   umask(022);
-  int in = open("/dev/null", O_RDONLY | O_NOCTTY);
-  if (in < 0 || !MoveTo(in, 0)) Fail(err_fd, Step::kStdin, errno);
+  if (req.stdin_fd >= 0) {
+    if (dup2(req.stdin_fd, 0) < 0) Fail(err_fd, Step::kStdin, errno);
+  } else {
+    int in = open("/dev/null", O_RDONLY | O_NOCTTY);
+    if (in < 0 || !MoveTo(in, 0)) Fail(err_fd, Step::kStdin, errno);
+  }
+  if (req.controlling_tty && ioctl(0, TIOCSCTTY, 0) < 0)
+    Fail(err_fd, Step::kStdin, errno);
   bool dir_failed = false;
-  int out = OpenOutput(req.stdout_path.c_str(), req.append_output, req.stdout_dirs,
-                       &dir_failed);
-  if (out < 0 && dir_failed) Fail(err_fd, Step::kStdoutDir, errno);
-  if (out < 0 || !MoveTo(out, 1)) Fail(err_fd, Step::kStdout, errno);
-  if (req.stderr_path == req.stdout_path) {
+  if (req.stdout_fd >= 0) {
+    if (dup2(req.stdout_fd, 1) < 0) Fail(err_fd, Step::kStdout, errno);
+  } else {
+    int out = OpenOutput(req.stdout_path.c_str(), req.append_output, req.stdout_dirs,
+                         &dir_failed);
+    if (out < 0 && dir_failed) Fail(err_fd, Step::kStdoutDir, errno);
+    if (out < 0 || !MoveTo(out, 1)) Fail(err_fd, Step::kStdout, errno);
+  }
+  if (req.stderr_fd >= 0) {
+    if (dup2(req.stderr_fd, 2) < 0) Fail(err_fd, Step::kStderr, errno);
+  } else if (req.stderr_path == req.stdout_path) {
     if (dup2(1, 2) < 0) Fail(err_fd, Step::kStderr, errno);
   } else {
     int err = OpenOutput(req.stderr_path.c_str(), req.append_output, req.stderr_dirs,

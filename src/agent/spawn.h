@@ -34,6 +34,15 @@ struct SpawnRequest {
   // what the user could, and retries.
   std::vector<std::string> stdout_dirs;
   std::vector<std::string> stderr_dirs;
+  // Job steps (issue 18): descriptors the child takes as its stdin/stdout/stderr
+  // instead of /dev/null and the output files (>= 0; the caller owns and closes them).
+  // stdout_fd without stderr_fd: stderr to the stdout files' place as before.
+  int stdin_fd = -1;
+  int stdout_fd = -1;
+  int stderr_fd = -1;
+  // A terminal (a pty's follower, in stdin_fd/stdout_fd/stderr_fd) made the new
+  // session's controlling terminal (srun --pty).
+  bool controlling_tty = false;
   bool switch_user = false;  // the agent is root and the job is not
   uid_t uid = 0;
   gid_t gid = 0;

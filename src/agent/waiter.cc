@@ -170,4 +170,13 @@ std::optional<WaitedStatus> ReadWaitedStatus(const std::string& path) {
   return w;
 }
 
+int HoldMain() {
+  // Every signal the job's users send (scancel --signal reaches every process of the
+  // job) is for its steps, not for this: it ends by the launcher's SIGKILL.
+  sigset_t all;
+  sigfillset(&all);
+  sigprocmask(SIG_BLOCK, &all, nullptr);
+  for (;;) pause();
+}
+
 }  // namespace hachi::agent

@@ -29,6 +29,11 @@ namespace hachi::agent {
 
 // The hidden subcommand: argv[1] of the waiter's command line.
 inline constexpr char kWaiterCommand[] = "__job-waiter";
+// `hachi __hold` (issue 18): what the other nodes of a job whose batch script runs on
+// its first node only run, to hold the allocation for its steps. It blocks every signal
+// and waits: the launcher ends it with SIGKILL (ProcessLauncher stops a holder at once).
+inline constexpr const char* kHoldCommand = "__hold";
+[[noreturn]] int HoldMain();
 
 // `hachi __job-waiter ERR_FD EXIT_FD N PATH1..PATHN -- ARGV...`: ERR_FD is the launcher's
 // close-on-exec error pipe (a failed exec is written there as spawn.cc's ChildError, as

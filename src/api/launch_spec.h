@@ -37,6 +37,9 @@ struct LaunchSpec {
   Duration kill_grace = 30;  // SIGTERM -> SIGKILL, for the time limit and cancel
   Time start_time = 0;       // when the server started it (time limit counts from here)
   int restart_count = 0;     // the job's requeues: SLURM_RESTART_COUNT when > 0
+  // The run's job credential (server/auth.h): HACHI_JOB_TOKEN, with which srun and the
+  // other commands inside the job reach the server as its user. "": none.
+  std::string credential;
 };
 
 // A signal for a running job (POST /jobs/ID/signal, scancel --signal): to every process

@@ -45,6 +45,124 @@ struct JobUpdate {
   std::optional<std::string> comment;
 };
 
+// Job steps (issue 18, docs/api.md "Steps"). POST /jobs/ID/steps's body: what srun
+// asks for inside job ID's allocation. Counts of 0 mean "the default": nodes: all the
+// job's nodes (at most ntasks of them), ntasks: one per node (ntasks_per_node each when
+// given).
+struct StepRequest {
+  std::vector<std::string> argv;
+  state::EnvList env;   // srun's environment: what the tasks inherit
+  std::string workdir;  // srun's working directory
+  std::string name;     // srun -J; "": the command's base name
+  int nodes = 0;        // -N
+  int ntasks = 0;       // -n
+  int ntasks_per_node = 0;
+  int cpus_per_task = 0;  // -c; 0: the job's CPUs on the node shared by its tasks
+  int gpus_per_task = 0;  // --gpus-per-task; 0: every task sees its node's GPUs
+  // -o/-e patterns (%j %s %t %n %N %A %a %u %x %%): each task writes its file on its
+  // node instead of sending the stream to srun. "" = to srun.
+  std::string stdout_pattern;
+  std::string stderr_pattern;
+  std::vector<std::string> node_list;  // -w: these of the job's nodes only
+  bool kill_on_bad_exit = false;       // -K: a task that fails stops the step
+  bool overlap = false;                // --overlap (another user's admin shell, ...)
+  bool pty = false;                    // --pty: task 0 on a terminal (one task)
+};
+
+// One node's part of a step, sent to its agent in AgentWork.steps.
+struct StepLaunch {
+  state::JobId job = 0;
+  Time job_start = 0;  // the job's run (LaunchSpec::start_time)
+  int step = 0;
+  std::vector<std::string> argv;
+  state::EnvList env;  // srun's; the agent adds the node's and the tasks' variables
+  std::string workdir;
+  std::string name;
+  std::vector<std::string> nodes;   // the step's nodes, in order
+  int node_index = 0;               // this node's place in `nodes` (SLURM_NODEID)
+  std::vector<int> tasks;           // the global ranks (SLURM_PROCID) run here
+  int ntasks = 0;                   // in the whole step
+  std::vector<int> tasks_per_node;  // by node index (SLURM_STEP_TASKS_PER_NODE)
+  int cpus_per_task = 0;
+  int gpus_per_task = 0;
+  std::string stdout_pattern;
+  std::string stderr_pattern;
+  bool pty = false;
+  Duration kill_grace = 30;
+};
+
+// A signal for a running step's tasks on a node (srun's Ctrl-C, a failing task with -K,
+// scancel ID.S); `cancel`: SIGTERM, the kill grace, SIGKILL.
+struct StepSignal {
+  state::JobId job = 0;
+  Time job_start = 0;
+  int step = 0;
+  int signal = 0;  // with !cancel
+  bool cancel = false;
+};
+
+// A task's end on its node.
+struct TaskExit {
+  int task = 0;  // global rank
+  ExitKind kind = ExitKind::kExited;
+  int exit_code = 0;
+  int signal = 0;
+  std::string message;  // launch failures: why
+  std::string node;     // where it ran (the server fills it in from the report)
+};
+
+// Output of a step's tasks: bytes as read, tagged with the task and the stream. A chunk
+// with `lost` > 0 holds no data: that many bytes of the task's stream were dropped
+// here, because the agent's bounded buffer filled while the server did not take them.
+struct OutputChunk {
+  int task = 0;
+  int fd = 1;  // 1 stdout, 2 stderr
+  std::string data;
+  int64_t lost = 0;
+  int64_t size() const { return lost > 0 ? lost : static_cast<int64_t>(data.size()); }
+};
+
+// POST /agents/NODE/steps: what a node's agent has for the steps it runs. `seq` is the
+// agent's offset in this node's stream of the step (the chunks' sizes so far), so that
+// a batch sent twice is taken once. `exits`: tasks that ended; `done` once every task of
+// the node ended and all its output is in this batch or before.
+struct StepReport {
+  state::JobId job = 0;
+  Time job_start = 0;
+  int step = 0;
+  int64_t seq = 0;
+  std::vector<OutputChunk> chunks;
+  std::vector<TaskExit> exits;
+  bool done = false;
+};
+struct StepReports {
+  std::string instance;  // the agent process (AgentRegistration::instance)
+  std::vector<StepReport> steps;
+};
+// The reply: per step, the offset the server holds everything before (the agent drops
+// that much); `gone` for a step the server has ended (the agent stops it).
+struct StepAck {
+  state::JobId job = 0;
+  Time job_start = 0;
+  int step = 0;
+  int64_t next = 0;
+  bool gone = false;
+};
+
+// GET /jobs/ID/steps/S/output?from=N&wait_ms=M: the step's merged output from offset N
+// (bytes of chunk data since the step began; the server keeps what the reader has not
+// read up to a bound, then drops the oldest: `lost` bytes before `from` are gone), and,
+// once every task has ended and everything was read, `done` with the tasks' exits.
+struct StepOutput {
+  int64_t from = 0;  // where these chunks start (>= the asked offset when data was lost)
+  int64_t next = 0;  // ask from here next
+  int64_t lost = 0;  // bytes between the asked offset and `from` that were dropped
+  std::vector<OutputChunk> chunks;
+  bool done = false;
+  state::StepRecord step;       // its record (state, exit code once ended)
+  std::vector<TaskExit> exits;  // with done: every task's, by rank
+};
+
 struct AgentRegistration {
   std::string node;
   std::string address;  // host the job's MASTER_ADDR uses
@@ -56,6 +174,9 @@ struct AgentRegistration {
   std::vector<state::JobId> running;   // jobs it supervises now
   std::vector<state::JobId> finished;  // jobs it ran and reported, most recent
   std::string cgroup;                  // its job isolation: "v1", "v2", "none"
+  // Steps whose tasks run here now (issue 18): the server ends the others it thought
+  // ran here (their agent restarted).
+  std::vector<state::StepKey> steps;
 };
 
 // What an agent should do next (the work long poll's answer).
@@ -103,6 +224,9 @@ struct AgentWork {
     Duration time_limit = 0;
   };
   std::vector<Limit> limits;
+  // Job steps (issue 18): parts to start, after the launches; then signals for steps.
+  std::vector<StepLaunch> steps;
+  std::vector<StepSignal> step_signals;
 };
 
 }  // namespace hachi::api

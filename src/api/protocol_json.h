@@ -28,6 +28,17 @@ Result<AgentWork> AgentWorkFromJson(std::string_view text);
 std::string JobExitsToJson(const std::vector<api::JobExit>& exits);
 Result<std::vector<api::JobExit>> JobExitsFromJson(std::string_view text);
 
+// Job steps (issue 18, docs/api.md "Steps"): POST /jobs/ID/steps's body, the agents'
+// POST /agents/NODE/steps and its reply, GET /jobs/ID/steps/S/output's reply.
+std::string StepRequestToJson(const StepRequest& r);
+Result<StepRequest> StepRequestFromJson(std::string_view text);
+std::string StepReportsToJson(const StepReports& r);
+Result<StepReports> StepReportsFromJson(std::string_view text);
+std::string StepAcksToJson(const std::vector<StepAck>& acks);
+Result<std::vector<StepAck>> StepAcksFromJson(std::string_view text);
+std::string StepOutputToJson(const StepOutput& o);
+Result<StepOutput> StepOutputFromJson(std::string_view text);
+
 // POST /jobs/ID/signal (issue 17): {"signal": "USR1" or 10, "batch_only": false}; a bad
 // signal is kInvalidArgument naming it.
 std::string SignalRequestToJson(const SignalRequest& r);

@@ -401,6 +401,8 @@ json ToJson(const JobSpec& spec) {
       {"signal_before", spec.signal_before},
       {"signal_batch_only", spec.signal_batch_only},
       {"open_append", spec.open_append},
+      {"batch_on_first_node", spec.batch_on_first_node},  // issue 18
+      {"interactive", spec.interactive},
   };
 }
 
@@ -568,6 +570,8 @@ Status FromJson(const json& j, JobSpec* out, std::string_view path) {
   r.Int("signal_before", &spec.signal_before);
   r.Bool("signal_batch_only", &spec.signal_batch_only);
   r.Bool("open_append", &spec.open_append);
+  r.Bool("batch_on_first_node", &spec.batch_on_first_node);
+  r.Bool("interactive", &spec.interactive);
   HACHI_RETURN_IF_ERROR(r.Finish());
   *out = std::move(spec);
   return Status::Ok();

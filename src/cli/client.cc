@@ -42,6 +42,9 @@ Result<std::string> ClientToken() {
   if (const char* env = std::getenv("HACHI_TOKEN"); env != nullptr && *env != '\0') {
     return std::string(env);
   }
+  // Inside a job: the run's credential (server/auth.h), when the user has no token.
+  const char* job = std::getenv("HACHI_JOB_TOKEN");
+  const std::string job_token = job != nullptr ? job : "";
   std::string path;
   if (const char* file = std::getenv("HACHI_TOKEN_FILE");
       file != nullptr && *file != '\0') {
@@ -49,9 +52,9 @@ Result<std::string> ClientToken() {
   } else if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
     path = std::string(home) + "/.config/hachi/token";
     struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) return std::string();  // none: anonymous
+    if (::stat(path.c_str(), &st) != 0) return job_token;  // none: anonymous
   } else {
-    return std::string();
+    return job_token;
   }
   Result<std::string> token = ReadSecretFile(path);
   if (!token.ok())

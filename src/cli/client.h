@@ -2,7 +2,8 @@
 // api::HttpClient. It finds the server from --server, $HACHI_SERVER, a local server's
 // Unix socket or the default. On the socket the kernel tells the server who we are; over
 // TCP it sends `Authorization: Bearer TOKEN` from $HACHI_TOKEN, else the file
-// $HACHI_TOKEN_FILE or ~/.config/hachi/token (refused unless mode 0600), else nothing
+// $HACHI_TOKEN_FILE or ~/.config/hachi/token (refused unless mode 0600), else inside a
+// job its credential $HACHI_JOB_TOKEN (the job's user while it runs), else nothing
 // (anonymous: reads only, and only where the server allows them).
 // One per command invocation; not thread-safe.
 #pragma once

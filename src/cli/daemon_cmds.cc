@@ -295,6 +295,11 @@ Result<RunningServer> StartServer(const ServerFlags& f, const std::string& state
   if (!lock.ok()) return lock.status();
   Result<server::ControllerOptions> opts = ControllerOptionsFrom(f);
   if (!opts.ok()) return opts.status();
+  const config::AuthConfig* auth = f.loaded ? &f.loaded->auth : nullptr;
+  Result<std::string> secret =
+      ServerClusterSecret(f.cluster_secret_file, auth, state_dir);
+  if (!secret.ok()) return secret.status();
+  opts->credential_key = *secret;  // the jobs' credentials (server/auth.h)
   state::SqliteOptions db_options;
   db_options.initialize = f.init;
   db_options.accept_edited_rows = f.accept_edited_rows;
@@ -322,10 +327,6 @@ Result<RunningServer> StartServer(const ServerFlags& f, const std::string& state
   server::HttpOptions h;
   h.listen = f.listen;
   h.unix_socket = socket;
-  const config::AuthConfig* auth = f.loaded ? &f.loaded->auth : nullptr;
-  Result<std::string> secret =
-      ServerClusterSecret(f.cluster_secret_file, auth, state_dir);
-  if (!secret.ok()) return secret.status();
   h.auth.cluster_secret = *secret;
   rs.cluster_secret = *secret;
   // [auth] anonymous_read is the Controller's Authorizer's (server/authorizer.h).
@@ -453,6 +454,7 @@ std::unique_ptr<agent::Launcher> RealLauncher(const std::string& spool,
                                               const std::string& container_runtime,
                                               agent::IsolationOptions iso,
                                               const std::string& topology_json,
+                                              const std::string& server,
                                               agent::ExitCallback cb) {
   // Scripts (0700, the user's) and exit files (0600): their names are not for others
   // to list; the jobs' users pass through it to their scripts.
@@ -471,6 +473,8 @@ std::unique_ptr<agent::Launcher> RealLauncher(const std::string& spool,
   // This very binary waits for each job (agent/waiter.h), so jobs outlive a restart of
   // the agent and the next one adopts them.
   lo.waiter = "/proc/self/exe";
+  // srun inside a job finds the server as this agent does (with HACHI_JOB_TOKEN).
+  lo.job_env = {{"HACHI_SERVER", server}};
   auto launcher = std::make_unique<agent::ProcessLauncher>(lo, std::move(cb));
   // What it did with the runs an earlier agent left: "adopted" / "stopped".
   auto say = [&spool](const char* what, const std::vector<std::string>& runs) {
@@ -571,9 +575,9 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
         JobIsolation(af->cgroup, CgroupParentFor(af->cgroup_parent, spool),
                      o.topology_json, o.node, &o.cgroup, af->pids_reserve);
     if (!iso.ok()) return void(*exit_code = Fail(iso.status()));
-    agent::AgentDaemon d(o, [spool, runtime, iso = *iso,
-                             topology = o.topology_json](agent::ExitCallback cb) {
-      return RealLauncher(spool, runtime, iso, topology, cb);
+    agent::AgentDaemon d(o, [spool, runtime, iso = *iso, topology = o.topology_json,
+                             server = o.server](agent::ExitCallback cb) {
+      return RealLauncher(spool, runtime, iso, topology, server, cb);
     });
     Status s = d.Start();
     if (!s.ok()) return void(*exit_code = Fail(s));
@@ -654,10 +658,12 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
       Result<agent::IsolationOptions> iso = JobIsolation(
           df->cgroup, CgroupParentFor("", spool), o.topology_json, o.node, &o.cgroup);
       if (!iso.ok()) return void(*exit_code = Fail(iso.status()));
+      // Jobs reach the server on its socket: the kernel says who they are.
       agents.push_back(std::make_unique<agent::AgentDaemon>(
-          o, [spool, runtime = df->container_runtime, iso = *iso,
-              topology = o.topology_json](agent::ExitCallback cb) {
-            return RealLauncher(spool, runtime, iso, topology, cb);
+          o,
+          [spool, runtime = df->container_runtime, iso = *iso, topology = o.topology_json,
+           server = "unix:" + rs->http->unix_socket()](agent::ExitCallback cb) {
+            return RealLauncher(spool, runtime, iso, topology, server, cb);
           }));
       Status s = agents.back()->Start();
       if (!s.ok()) return void(*exit_code = Fail(s));

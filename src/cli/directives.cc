@@ -70,6 +70,9 @@ constexpr std::array kOptions = {
     OptionDef{"ntasks-per-node", 0, Kind::kValue, ""},
     OptionDef{"export", 0, Kind::kValue, ""},
     OptionDef{"open-mode", 0, Kind::kValue, ""},
+    // Issue 18: where the batch script runs: "first" node (sbatch's default, Slurm's
+    // batch step) or "all" nodes (hachi submit's default).
+    OptionDef{"batch-nodes", 0, Kind::kValue, ""},
     OptionDef{"signal", 0, Kind::kValue, ""},
     OptionDef{"mincpus", 0, Kind::kValue, ""},
     OptionDef{"overcommit", 'O', Kind::kFlag, ""},
@@ -873,6 +876,12 @@ Result<SubmitOptions> BuildSubmitOptions(const ParsedOptions& directives,
           need(c == 'a' || c == 't', Quote(v) + " is not an open mode (use append or "
                                                 "truncate)"));
       o.spec.open_append = c == 'a';
+    } else if (n == "batch-nodes") {
+      HACHI_RETURN_IF_ERROR(need(v == "first" || v == "all",
+                                 Quote(v) +
+                                     " is not where a batch script runs (use first "
+                                     "or all)"));
+      o.spec.batch_on_first_node = v == "first";
     } else if (Status st = ApplySelectionAndTiming(occ, &o); !st.ok()) {
       return st;  // issue 17: -C, -w, -x, --begin, --deadline, --nice
     }

@@ -19,6 +19,7 @@
 #include "cli/explain_cmd.h"
 #include "cli/explain_format.h"
 #include "cli/fail.h"
+#include "cli/interactive.h"
 #include "cli/slurm_format.h"
 #include "cli/submit_request.h"
 #include "core/slurm_time.h"
@@ -189,94 +190,35 @@ int DoSubmit(std::vector<std::string> args) {
   return 0;
 }
 
-std::atomic<bool> g_interrupted{false};
-extern "C" void OnInterrupt(int) { g_interrupted = true; }
-
-// Copies what `path` gained since `*offset` to `out`.
-void Drain(const std::string& path, off_t* offset, FILE* out) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;
-  char buf[65536];
-  for (;;) {
-    const ssize_t n = ::pread(fd, buf, sizeof buf, *offset);
-    if (n <= 0) break;
-    std::fwrite(buf, 1, static_cast<size_t>(n), out);
-    *offset += n;
-  }
-  std::fflush(out);
-  ::close(fd);
-}
-
-int ExitCodeOf(const state::JobRecord& j) {
-  switch (j.state) {
-    case state::JobState::kCompleted:
-      return 0;
-    case state::JobState::kFailed:
-      if (j.signal > 0) return 128 + j.signal;
-      return j.exit_code != 0 ? j.exit_code : 1;
-    case state::JobState::kCancelled:
-      return 130;
-    default:
-      return j.exit_code != 0 ? j.exit_code : 1;
-  }
-}
-
-// `hachi run`: submit, stream the output while it runs, exit with its code. The output
-// goes through files the job writes in /tmp on its node, which is this machine for
-// `hachi dev` (srun relays it through its step daemons; Hachi reads the file).
+// `hachi run`: an allocation (issue 18: an interactive job), one step in it — the
+// command once per node, or its -n tasks — with the output relayed through the server
+// (so it works from any host), then the allocation given back with the step's exit
+// status. Ctrl-C: SIGINT to the tasks; twice within a second stops them.
 int DoRun(std::vector<std::string> args) {
   const std::string server = TakeServerFlag(&args);
   SubmitOptions parsed;
   Result<api::SubmitRequest> r = BuildRequest(std::move(args), true, &parsed, nullptr);
   if (!r.ok()) return Fail(r.status());
-  char tmpl[] = "/tmp/hachi-run-XXXXXX";
-  const char* dir = ::mkdtemp(tmpl);
-  if (dir == nullptr) return Fail(Internal("cannot create a directory in /tmp"));
-  const std::string out_path = std::string(dir) + "/out";
-  const std::string err_path = std::string(dir) + "/err";
-  if (!parsed.IsSet("output")) r->spec.stdout_path = out_path;
-  if (!parsed.IsSet("error")) r->spec.stderr_path = err_path;
+  api::StepRequest step;
+  step.argv = r->spec.argv;
+  step.env = r->spec.env();
+  step.workdir = r->spec.workdir;
+  step.ntasks = r->spec.ntasks;
+  step.ntasks_per_node = r->spec.ntasks_per_node;
+  if (parsed.IsSet("output")) step.stdout_pattern = r->spec.stdout_path;
+  if (parsed.IsSet("error")) step.stderr_pattern = r->spec.stderr_path;
+  if (!parsed.IsSet("job-name") && !step.argv.empty())
+    r->spec.name = BaseName(step.argv[0]);
   Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(server);
   if (!c.ok()) return Fail(c.status());
-  Result<std::vector<state::JobId>> ids = (*c)->Submit(*r);
-  if (!ids.ok()) return Fail(ids.status());
-  const state::JobId id = ids->front();
-  std::signal(SIGINT, OnInterrupt);
-  std::signal(SIGTERM, OnInterrupt);
-  off_t out_off = 0, err_off = 0;
-  std::string state = "PENDING";
-  bool said_pending = false;
-  bool cancelled = false;
-  for (;;) {
-    if (g_interrupted && !cancelled) {
-      cancelled = true;
-      std::cerr << "hachi: cancelling job " << id << "\n";
-      Status s = (*c)->JobAction(id, "cancel");
-      if (!s.ok()) std::cerr << "hachi: error: " << s.message() << "\n";
-    }
-    // Short polls while it runs, to stream the output; a long one while it waits.
-    const int wait_ms = state == "RUNNING" ? 100 : 2000;
-    Result<JobView> v = (*c)->Job(id, state, wait_ms);
-    if (!v.ok()) return Fail(v.status());
-    state = std::string(state::JobStateName(v->job.state));
-    if (v->job.state == state::JobState::kPending && !said_pending &&
-        !v->job.reason.empty()) {
-      std::cerr << "hachi: job " << id << " queued: " << v->job.reason << "\n";
-      said_pending = true;
-    }
-    Drain(out_path, &out_off, stdout);
-    Drain(err_path, &err_off, stderr);
-    if (state::IsFinal(v->job.state)) {
-      ::unlink(out_path.c_str());
-      ::unlink(err_path.c_str());
-      ::rmdir(dir);
-      if (v->job.state != state::JobState::kCompleted && !v->job.reason.empty()) {
-        std::cerr << "hachi: job " << id << " " << state::JobStateName(v->job.state)
-                  << ": " << v->job.reason << "\n";
-      }
-      return ExitCodeOf(v->job);
-    }
+  Result<state::JobRecord> job = Allocate(**c, *r, "hachi", /*announce=*/false);
+  if (!job.ok()) return Fail(job.status());
+  const int rc = RunStep(**c, job->id, step, /*label=*/false, /*quiet=*/false, "hachi");
+  if (Status s = Relinquish(**c, job->id, rc); !s.ok()) {
+    std::cerr << "hachi: error: giving back job " << job->id << ": " << s.message()
+              << "\n";
   }
+  return rc;
 }
 
 Result<std::vector<state::JobId>> ParseIds(const std::vector<std::string>& words) {
@@ -345,8 +287,11 @@ const char kSubmitUsage[] =
     "  --container-image, --shm-size, --comment, --parsable, --server URL\n"
     "See docs/cli.md.\n";
 const char kRunUsage[] =
-    "usage: hachi run [options] -- command [args]   (srun: waits, streams the output,\n"
-    "       exits with the job's exit code; Ctrl-C cancels the job)\n"
+    "usage: hachi run [options] -- command [args]   (srun: an allocation and one step\n"
+    "       in it, the command once per node or -n tasks; streams the output through\n"
+    "       the server, exits with the worst task's status; Ctrl-C: SIGINT to the "
+    "tasks,\n"
+    "       twice within a second stops them)\n"
     "options: as hachi submit (hachi submit --help), and --server URL\n";
 
 bool WantsHelp(const std::vector<std::string>& args) {

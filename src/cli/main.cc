@@ -28,6 +28,9 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], hachi::agent::kWaiterCommand) == 0) {
     return hachi::agent::WaiterMain(argc, argv);
   }
+  if (argc == 2 && std::strcmp(argv[1], hachi::agent::kHoldCommand) == 0) {
+    return hachi::agent::HoldMain();
+  }
   // submit/run take sbatch/srun-style arguments, parsed by cli/directives.h.
   if (argc >= 2 && (std::string(argv[1]) == "submit" || std::string(argv[1]) == "run")) {
     const std::vector<std::string> args(argv + 2, argv + argc);

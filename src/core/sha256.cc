@@ -104,4 +104,21 @@ std::string Sha256Hex(std::string_view data) {
   return out;
 }
 
+std::string HmacSha256Hex(std::string_view key, std::string_view message) {
+  constexpr size_t kBlock = 64;
+  std::string k(key);
+  if (k.size() > kBlock) {
+    const Sha256Digest d = Sha256(k);
+    k.assign(d.begin(), d.end());
+  }
+  k.resize(kBlock, '\0');
+  std::string inner(kBlock, '\0'), outer(kBlock, '\0');
+  for (size_t i = 0; i < kBlock; ++i) {
+    inner[i] = static_cast<char>(k[i] ^ 0x36);
+    outer[i] = static_cast<char>(k[i] ^ 0x5c);
+  }
+  const Sha256Digest in = Sha256(inner + std::string(message));
+  return Sha256Hex(outer + std::string(in.begin(), in.end()));
+}
+
 }  // namespace hachi

@@ -18,5 +18,8 @@ using Sha256Digest = std::array<uint8_t, 32>;
 Sha256Digest Sha256(std::string_view data);
 // The digest as 64 lowercase hex digits.
 std::string Sha256Hex(std::string_view data);
+// HMAC-SHA256 (RFC 2104) of `message` under `key`, as 64 lowercase hex digits: the job
+// credentials (server/auth.h) are made and checked with it.
+std::string HmacSha256Hex(std::string_view key, std::string_view message);
 
 }  // namespace hachi

@@ -28,6 +28,8 @@ void AgentHub::Open(const std::string& node) {
   s.cancels.clear();
   s.signals.clear();
   s.limits.clear();
+  s.steps.clear();
+  s.step_signals.clear();
   s.wake.SignalAll();  // a poll of the previous session answers with nothing
 }
 
@@ -97,6 +99,24 @@ void AgentHub::SetLimit(const std::string& node, api::AgentWork::Limit limit) {
   if (notify_) notify_(AgentTopic(node));
 }
 
+void AgentHub::LaunchStep(const std::string& node, api::StepLaunch launch) {
+  MutexLock lock(&mu_);
+  Session& s = SessionLocked(node);
+  if (!s.open) return;
+  s.steps.push_back(std::move(launch));
+  s.wake.Signal();
+  if (notify_) notify_(AgentTopic(node));
+}
+
+void AgentHub::SignalStep(const std::string& node, api::StepSignal signal) {
+  MutexLock lock(&mu_);
+  Session& s = SessionLocked(node);
+  if (!s.open) return;
+  s.step_signals.push_back(signal);
+  s.wake.Signal();
+  if (notify_) notify_(AgentTopic(node));
+}
+
 bool AgentHub::TakeBackLaunch(const std::string& node, state::JobId job) {
   MutexLock lock(&mu_);
   Session& s = SessionLocked(node);
@@ -127,7 +147,7 @@ api::AgentWork AgentHub::Wait(const std::string& node, int wait_ms) {
     }
     s.last_seen_ms = clock_->MonotonicMs();
     if (!s.launches.empty() || !s.cancels.empty() || !s.signals.empty() ||
-        !s.limits.empty() || stopping_) {
+        !s.limits.empty() || !s.steps.empty() || !s.step_signals.empty() || stopping_) {
       work.launch.assign(std::make_move_iterator(s.launches.begin()),
                          std::make_move_iterator(s.launches.end()));
       s.launches.clear();
@@ -137,6 +157,10 @@ api::AgentWork AgentHub::Wait(const std::string& node, int wait_ms) {
       s.signals.clear();
       work.limits = std::move(s.limits);
       s.limits.clear();
+      work.steps = std::move(s.steps);
+      s.steps.clear();
+      work.step_signals = std::move(s.step_signals);
+      s.step_signals.clear();
       return work;
     }
     if (!s.wake.WaitUntil(deadline) && std::chrono::steady_clock::now() >= deadline) {

@@ -64,6 +64,10 @@ class AgentHub {
   void Signal(const std::string& node, api::JobSignal signal) EXCLUDES(mu_);
   // A running job's new time limit (scontrol update), as Signal.
   void SetLimit(const std::string& node, api::AgentWork::Limit limit) EXCLUDES(mu_);
+  // Job steps (issue 18): a node's part of a step, and a signal or cancel for one, as
+  // Signal. A closed node's are dropped: a restarted agent never starts a step twice.
+  void LaunchStep(const std::string& node, api::StepLaunch launch) EXCLUDES(mu_);
+  void SignalStep(const std::string& node, api::StepSignal signal) EXCLUDES(mu_);
   // Takes back `job`'s launch when the agent has not picked it up yet: true when there
   // was one (the job never ran there).
   bool TakeBackLaunch(const std::string& node, state::JobId job) EXCLUDES(mu_);
@@ -86,6 +90,8 @@ class AgentHub {
     std::vector<state::JobId> cancels;
     std::vector<api::JobSignal> signals;
     std::vector<api::AgentWork::Limit> limits;
+    std::vector<api::StepLaunch> steps;
+    std::vector<api::StepSignal> step_signals;
     CondVar wake;  // on mu_: work queued, closed, or stopping
   };
   // The node's session, made (closed) when missing. Sessions are never removed, so the

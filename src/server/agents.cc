@@ -142,6 +142,7 @@ Status Controller::Register(const AgentRegistration& reg, const std::string& pee
     }
   }
   if (stale.empty()) stale_runs_.erase(reg.node);
+  for (state::Edit& e : LostStepsLocked(reg)) edits.push_back(std::move(e));
   return CommitAndApply(std::move(edits));
 }
 
@@ -177,10 +178,23 @@ Status Controller::Report(const std::string& node,
       continue;
     }
     RunInfo& info = runs_[e.job];
-    if (!CountExit(&info, node, e, static_cast<int>(job.allocations.size()))) {
+    // Issue 18: a job whose batch script runs on its first node only ends with that
+    // part; the other parts only held their nodes.
+    const bool first_only = job.spec.batch_on_first_node && job.allocations.size() > 1;
+    const bool batch_part = node == job.allocations.front().node;
+    if (!CountExit(&info, node, e, static_cast<int>(job.allocations.size()),
+                   !(first_only && info.batch_ended && !batch_part))) {
       continue;  // this part's exit, reported again
     }
     const bool failed = !(e.kind == api::ExitKind::kExited && e.exit_code == 0);
+    if (first_only && batch_part && !info.batch_ended) {
+      info.batch_ended = true;
+      if (info.parts_left > 0 && !info.cancel_requested && !failed) {
+        for (const state::NodeAllocation& a : job.allocations) {
+          if (a.node != node) agents_.Cancel(a.node, e.job);
+        }
+      }
+    }
     if (failed && info.parts_left > 0 && !info.cancel_requested) {
       // A gang is one job: when one part fails, stop the others (no edit: at once).
       for (const state::NodeAllocation& a : job.allocations) {
@@ -197,6 +211,19 @@ Status Controller::Report(const std::string& node,
 
 state::Edit Controller::RunEndLocked(const state::JobRecord& job, const RunInfo& info,
                                      Time end_time) const {
+  if (info.allocation_done && !info.cancel_requested) {
+    // salloc's command ended (issue 18): its exit code is the allocation's.
+    state::JobEnded end;
+    end.id = job.id;
+    end.end_time = end_time;
+    end.exit_code = info.allocation_exit;
+    end.state = info.allocation_exit == 0 ? state::JobState::kCompleted
+                                          : state::JobState::kFailed;
+    if (info.allocation_exit != 0) {
+      end.reason = "exit code " + std::to_string(info.allocation_exit);
+    }
+    return end;
+  }
   if (info.requeue_on_exit && !info.cancel_requested) {
     return state::JobRequeued{
         job.id, info.requeue_reason.empty() ? "preempted" : info.requeue_reason};

@@ -7,6 +7,7 @@
 
 #include "api/container_image.h"
 #include "core/secret.h"
+#include "core/sha256.h"
 #include "core/strings.h"
 
 namespace hachi::server {
@@ -54,6 +55,40 @@ std::string_view TokenId(std::string_view token) {
   const size_t sep = rest.find('_');
   if (sep == std::string_view::npos || sep == 0) return {};
   return rest.substr(0, sep);
+}
+
+std::string JobCredential(std::string_view key, state::JobId job, Time start) {
+  const std::string run = std::to_string(job) + "." + std::to_string(start);
+  return std::string(kJobCredentialPrefix) + std::to_string(job) + "_" +
+         std::to_string(start) + "_" + HmacSha256Hex(key, run);
+}
+
+bool CheckJobCredential(std::string_view key, std::string_view token, state::JobId* job,
+                        Time* start) {
+  if (key.empty() || token.size() > 200 ||
+      token.substr(0, kJobCredentialPrefix.size()) != kJobCredentialPrefix) {
+    return false;
+  }
+  std::string_view rest = token.substr(kJobCredentialPrefix.size());
+  auto number = [&rest](int64_t* out) {
+    const size_t sep = rest.find('_');
+    if (sep == 0 || sep == std::string_view::npos || sep > 18) return false;
+    int64_t v = 0;
+    for (char ch : rest.substr(0, sep)) {
+      if (ch < '0' || ch > '9') return false;
+      v = v * 10 + (ch - '0');
+    }
+    *out = v;
+    rest = rest.substr(sep + 1);
+    return true;
+  };
+  int64_t j = 0, s = 0;
+  if (!number(&j) || !number(&s) || j <= 0) return false;
+  const std::string want = JobCredential(key, j, s);
+  if (!SecretEquals(want, token)) return false;
+  *job = j;
+  *start = s;
+  return true;
 }
 
 namespace {

@@ -39,6 +39,19 @@ Result<std::string> NewToken(const std::string& id);
 // The id part of a token ("" when it does not look like one of ours).
 std::string_view TokenId(std::string_view token);
 
+// Job credentials (issue 18): what a job's processes show the server, so that srun,
+// squeue and sbatch inside a job work from any node without a token of the user's (the
+// role of Slurm's munge credential). "hachijob_<job>_<start>_<HMAC-SHA256 of
+// "<job>.<start>" under the cluster secret>": it names one run of one job, is valid only
+// while that run is running, and makes its bearer the job's user (never an admin). The
+// agent gives it to the job as HACHI_JOB_TOKEN.
+inline constexpr std::string_view kJobCredentialPrefix = "hachijob_";
+std::string JobCredential(std::string_view key, state::JobId job, Time start);
+// The job and run a credential names, when it is well formed and its HMAC matches
+// (compared in constant time); false otherwise.
+bool CheckJobCredential(std::string_view key, std::string_view token, state::JobId* job,
+                        Time* start);
+
 // A job's spec as submitted, checked before the server stores it (kInvalidArgument
 // naming the field): the working directory absolute, output paths absolute or relative
 // to it, no ".." component in either (a job's output must land where its path says, not

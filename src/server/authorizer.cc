@@ -76,6 +76,8 @@ Phrase PhraseOf(Action a, const Resource& on) {
     case Action::kRaiseTimeLimit:
       return {"lengthen", "the time limit of " + job,
               "lengthening the time limit of " + job};
+    case Action::kRunStep:
+      return {"run steps in", job, "running steps in " + job};
     case Action::kAgent:
       return {"use", "the agent endpoints", "the agent endpoints"};
   }
@@ -124,6 +126,8 @@ std::string_view ActionName(Action a) {
       return "update";
     case Action::kRaiseTimeLimit:
       return "raise_time_limit";
+    case Action::kRunStep:
+      return "run_step";
     case Action::kAgent:
       return "agent";
   }
@@ -225,6 +229,7 @@ Authorizer::Verdict Authorizer::Decide(const Caller& who, Action action,
     case Action::kSignal:
     case Action::kRequeue:
     case Action::kUpdate:
+    case Action::kRunStep:
     case Action::kSeeJobDetails: {
       // The owner is the uid the job runs as (the kernel's word on the socket, the
       // token's on TCP), whatever name the caller gives; an anonymous caller owns

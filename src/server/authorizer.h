@@ -77,6 +77,7 @@ enum class Action {
   kNegativeNice,    // POST /jobs with --nice below 0, raising its priority (issue 17)
   kUpdate,          // POST /jobs/ID/update (object: the job; issue 17)
   kRaiseTimeLimit,  // an update lengthening a job's time limit: admins (Slurm's rule)
+  kRunStep,         // POST /jobs/ID/steps, its output and signals (issue 18): srun
   kAgent,           // /agents/*: register, poll for work, health, exits
 };
 inline constexpr int kActionCount = static_cast<int>(Action::kAgent) + 1;

@@ -78,6 +78,7 @@ Resource On(Action a, const state::JobRecord& job) {
     case Action::kRequeue:
     case Action::kUpdate:
     case Action::kRaiseTimeLimit:
+    case Action::kRunStep:
       return Resource::Job(job);
     case Action::kDrain:
     case Action::kResume:
@@ -94,7 +95,7 @@ struct RoleRow {
   Caller who;
   // In Action order: health read write submit cancel hold release see_job_details
   // drain resume issue_token list_tokens revoke_token signal requeue negative_nice
-  // update raise_time_limit agent.
+  // update raise_time_limit run_step agent.
   std::array<StatusCode, kActionCount> want;
 };
 
@@ -112,20 +113,21 @@ TEST(Authorizer, EveryRoleTimesEveryAction) {
   const RoleRow rows[] = {
       // health read write submit cancel hold release see_job_details drain resume
       // issue_token list_tokens revoke_token signal requeue negative_nice update
-      // raise_time_limit agent (signal, requeue and update as cancel):
-      {"anonymous_remote",   anonymous_remote,        {O,U,U,U,U,U,U,U,U,U,U,U,U,U,U,U,U,U,U}},
-      {"anonymous_loopback", anonymous_loopback,      {O,O,U,U,U,U,U,U,U,U,U,U,U,U,U,U,U,U,U}},
-      {"unproven_admin",     claims_admin,            {O,U,U,U,U,U,U,U,U,U,U,U,U,U,U,U,U,U,U}},
-      {"agent",              agent,                   {O,U,U,U,U,U,U,U,U,U,U,U,U,U,U,U,U,U,O}},
-      {"user",               User("carol", 1002),     {O,O,O,D,D,D,D,D,D,D,D,D,D,D,D,D,D,D,D}},
-      {"owner",              User("alice", 1000),     {O,O,O,D,O,O,O,O,D,D,D,D,D,O,O,D,O,D,D}},
+      // raise_time_limit run_step agent (signal, requeue, update and run_step as
+      // cancel):
+      {"anonymous_remote",   anonymous_remote,        {O,U,U,U,U,U,U,U,U,U,U,U,U,U,U,U,U,U,U,U}},
+      {"anonymous_loopback", anonymous_loopback,      {O,O,U,U,U,U,U,U,U,U,U,U,U,U,U,U,U,U,U,U}},
+      {"unproven_admin",     claims_admin,            {O,U,U,U,U,U,U,U,U,U,U,U,U,U,U,U,U,U,U,U}},
+      {"agent",              agent,                   {O,U,U,U,U,U,U,U,U,U,U,U,U,U,U,U,U,U,U,O}},
+      {"user",               User("carol", 1002),     {O,O,O,D,D,D,D,D,D,D,D,D,D,D,D,D,D,D,D,D}},
+      {"owner",              User("alice", 1000),     {O,O,O,D,O,O,O,O,D,D,D,D,D,O,O,D,O,D,O,D}},
       // The owner is the uid the job runs as, not a name the caller gives.
-      {"owner_by_uid",       User("whoever", 1000),   {O,O,O,D,O,O,O,O,D,D,D,D,D,O,O,D,O,D,D}},
-      {"name_not_uid",       User("alice", 1001),     {O,O,O,D,D,D,D,D,D,D,D,D,D,D,D,D,D,D,D}},
-      {"account_member",     User("bob", 1001),       {O,O,O,O,D,D,D,D,D,D,D,D,D,D,D,D,D,D,D}},
-      {"admin_token",        User("ops", 1100, true), {O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,D}},
-      {"root_on_socket",     User("root", 0, true),   {O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,D}},
-      {"admin_in_config",    User("dana", 1200),      {O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,D}},
+      {"owner_by_uid",       User("whoever", 1000),   {O,O,O,D,O,O,O,O,D,D,D,D,D,O,O,D,O,D,O,D}},
+      {"name_not_uid",       User("alice", 1001),     {O,O,O,D,D,D,D,D,D,D,D,D,D,D,D,D,D,D,D,D}},
+      {"account_member",     User("bob", 1001),       {O,O,O,O,D,D,D,D,D,D,D,D,D,D,D,D,D,D,D,D}},
+      {"admin_token",        User("ops", 1100, true), {O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,D}},
+      {"root_on_socket",     User("root", 0, true),   {O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,D}},
+      {"admin_in_config",    User("dana", 1200),      {O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,D}},
   };
   // clang-format on
   const Authorizer authorizer = Make(Config());

@@ -218,6 +218,7 @@ void Controller::TrackJobsLocked(const std::vector<state::Edit>& edits) {
 
 Status Controller::CommitAndApply(std::vector<state::Edit> edits) {
   if (edits.empty()) return Status::Ok();
+  EndStepsOfJobsLocked(&edits);  // a run's steps end with it
   // Check first, so what goes to disk is what applies here. The edits of one batch
   // concern different jobs and nodes, so each is checked against the image as it is.
   for (const state::Edit& e : edits) HACHI_RETURN_IF_ERROR(state::CheckEdit(image_, e));
@@ -231,6 +232,7 @@ Status Controller::CommitAndApply(std::vector<state::Edit> edits) {
     (void)s;  // checked above
   }
   TrackJobsLocked(edits);
+  StepsEndedLocked(edits);
   dirty_ = true;
   loop_cv_.SignalAll();
   return Status::Ok();

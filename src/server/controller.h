@@ -38,6 +38,7 @@
 #include "server/authorizer.h"  // Caller, Authorizer
 #include "server/runs.h"
 #include "server/snapshot.h"
+#include "server/step_streams.h"
 #include "server/submit_keys.h"
 #include "state/explain.h"
 #include "state/records.h"
@@ -96,6 +97,9 @@ struct ControllerOptions {
   // what the user has pending.
   int64_t max_pending_jobs_per_user = 10000;
   int64_t max_pending_bytes_per_user = int64_t{1} << 30;
+  // The key of the job credentials (server/auth.h, JobCredential): the cluster secret.
+  // "": jobs get none (their srun then needs the user's own token over TCP).
+  std::string credential_key;
   // Every time the controller decides by (records' times, agent silence, the workload
   // refresh) is read here; tests give a FakeClock. Not owned; outlives the controller.
   const Clock* clock = RealClock();
@@ -206,6 +210,39 @@ class Controller {
   std::optional<PendingInfo> Pending(state::JobId id) const;
   // The pending and running jobs, briefly (the history sampler's view).
   std::vector<JobBrief> ActiveJobBriefs() const;
+
+  // ---- Job steps (issue 18, steps.cc; docs/steps.md) ----
+  // srun inside running job `id`: lays the step's tasks out on the job's nodes (block
+  // distribution; -N, -n, --ntasks-per-node, -w, and --gpus-per-task/-c checked against
+  // what the job has on each), records it (durable on return) and queues each node's
+  // part for its agent. Owner or admin (Action::kRunStep); kBusy for a job not running.
+  Result<state::StepRecord> CreateStep(state::JobId id, const api::StepRequest& req,
+                                       const Caller& who) EXCLUDES(writer_mu_, mu_);
+  // Step `step` of the job's current run. Owner or admin.
+  Result<state::StepRecord> StepOf(state::JobId id, int step, const Caller& who) const
+      EXCLUDES(mu_);
+  // Its output from offset `from` (StepStreams), and once it ended and the reader has
+  // everything, `done` with the tasks' exits.
+  Result<api::StepOutput> ReadStepOutput(state::JobId id, int step, int64_t from,
+                                         const Caller& who) EXCLUDES(mu_);
+  // A signal to a running step's tasks, or (`cancel`) their stop: SIGTERM, the kill
+  // grace, SIGKILL. Owner or admin; kBusy once it ended.
+  Status SignalStep(state::JobId id, int step, int signal, bool cancel, const Caller& who)
+      EXCLUDES(mu_);
+  // The steps of job `id`, every run's, in key order; id 0: every job's (sacct).
+  std::vector<state::StepRecord> Steps(state::JobId id) const EXCLUDES(mu_);
+  // salloc's end (POST /jobs/ID/complete): an interactive allocation's holders are
+  // stopped and the job ends COMPLETED (exit 0) or FAILED with `exit_code`. Owner or
+  // admin; kInvalidArgument for a job that is not an interactive allocation.
+  Status CompleteAllocation(state::JobId id, int exit_code, const Caller& who)
+      EXCLUDES(writer_mu_, mu_);
+  // An agent's reports (POST /agents/NODE/steps): output, task exits, parts done. A step
+  // whose every node is done ends (StepEnded) with its tasks' worst exit; -K stops a step
+  // at its first failing task. Acks say how much of each it holds, and `gone` for a step
+  // that ended or is not the node's.
+  Result<std::vector<api::StepAck>> ReportSteps(const std::string& node,
+                                                const api::StepReports& reports)
+      EXCLUDES(writer_mu_, mu_);
 
   // ---- Nodes, partitions ----
   std::vector<state::NodeStatus> Nodes() const;
@@ -337,6 +374,14 @@ class Controller {
   void HoldStaleNodesLocked(sched::ClusterState* s) const REQUIRES(mu_);
   // "stopping job 12's earlier run" for such a node; "" for another.
   std::string StaleNoteLocked(const std::string& node) const REQUIRES(mu_);
+  // Job steps (steps.cc). The running steps of a run that `edits` end or requeue end
+  // with it (prepended, as StepEnded).
+  void EndStepsOfJobsLocked(std::vector<state::Edit>* edits) const REQUIRES(mu_);
+  // After an apply: the streams of the steps `edits` ended, and their readers.
+  void StepsEndedLocked(const std::vector<state::Edit>& edits) REQUIRES(mu_);
+  // The running steps on `reg.node` its agent does not run (it restarted), ended FAILED.
+  std::vector<state::Edit> LostStepsLocked(const AgentRegistration& reg) const
+      REQUIRES(mu_);
   // Updates active_ for the jobs `edits` touched (after they were applied to image_).
   void TrackJobsLocked(const std::vector<state::Edit>& edits) REQUIRES(mu_);
   // Memory: a finished job's env is dropped; the tasks of an array keep sharing one
@@ -365,6 +410,8 @@ class Controller {
   Authorizer authorizer_;
   // The agents' work queues and long polls; thread-safe (agent_hub.h).
   AgentHub agents_;
+  // Job steps' output on its way to srun; thread-safe (step_streams.h).
+  StepStreams streams_;
 
   // One cycle at a time (the loop and RunCycle).
   Mutex cycle_mu_ ACQUIRED_BEFORE(writer_mu_);

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "sched/apply.h"
+#include "server/auth.h"
 #include "server/controller.h"
 #include "server/controller_metrics.h"
 
@@ -339,6 +340,9 @@ void Controller::DispatchLocked(const state::JobRecord& job, const std::string& 
     l.kill_grace = options_.kill_grace;
     l.start_time = job.start_time;
     l.restart_count = job.requeues;  // SLURM_RESTART_COUNT
+    if (!options_.credential_key.empty()) {
+      l.credential = JobCredential(options_.credential_key, job.id, job.start_time);
+    }
     agents_.Launch(a.node, std::move(l));
   }
 }

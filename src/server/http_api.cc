@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "api/protocol_json.h"
+#include "api/record_json.h"
 #include "api/record_json_nlohmann.h"
 #include "core/strings.h"
 #include "server/http_auth.h"
@@ -306,6 +307,108 @@ void HttpServer::Routes(HttpRouter& s) {
                return c->Update(id, *u, who, task);
              }));
 
+  // salloc's end: {"exit_code": N} (issue 18).
+  s.Post(
+      p + R"(/jobs/(\d+)/complete)",
+      job_action([c](state::JobId id, int, const Caller& who, const std::string& body) {
+        const json j = json::parse(body.empty() ? "{}" : body, nullptr, false);
+        if (!j.is_object() ||
+            (j.contains("exit_code") && !j["exit_code"].is_number_integer())) {
+          return InvalidArgument("complete: expected {\"exit_code\": an integer 0..255}");
+        }
+        const int64_t code = j.value("exit_code", int64_t{0});
+        if (code < 0 || code > 255) {
+          return InvalidArgument("complete: exit_code " + std::to_string(code) +
+                                 " is not 0..255");
+        }
+        return c->CompleteAllocation(id, static_cast<int>(code), who);
+      }));
+  // ---- Job steps (issue 18; docs/api.md "Steps") ----
+  s.Post(p + R"(/jobs/(\d+)/steps)",
+         [c](const httplib::Request& req, httplib::Response& res) {
+           Result<state::JobId> id = JobIdOf(req);
+           if (!id.ok()) return ReplyError(res, id.status());
+           Result<Caller> who = CallerOf(req, *c);
+           if (!who.ok()) return ReplyError(res, who.status());
+           Result<api::StepRequest> r = api::StepRequestFromJson(req.body);
+           if (!r.ok()) return ReplyError(res, r.status());
+           Result<state::StepRecord> step = c->CreateStep(*id, *r, *who);
+           if (!step.ok()) return ReplyError(res, step.status());
+           Reply(res, 200, "{\"step\":" + api::StepRecordToJson(*step) + "}");
+         });
+  s.Get(p + R"(/jobs/(\d+)/steps)",
+        [c](const httplib::Request& req, httplib::Response& res) {
+          Result<state::JobId> id = JobIdOf(req);
+          if (!id.ok()) return ReplyError(res, id.status());
+          if (Result<state::JobRecord> job = c->Job(*id); !job.ok()) {
+            return ReplyError(res, job.status());
+          }
+          Reply(res, 200, api::StepRecordsToJson(c->Steps(*id)));
+        });
+  // Every job's steps (sacct).
+  s.Get(p + "/steps", [c](const httplib::Request&, httplib::Response& res) {
+    Reply(res, 200, api::StepRecordsToJson(c->Steps(0)));
+  });
+  // ?from=OFFSET&wait_ms=N: srun's long poll for its step's output, parked on
+  // "step/ID.S" until an agent's report brings some, the step ends, or N ms pass.
+  s.GetPoll(p + R"(/jobs/(\d+)/steps/(\d+)/output)",
+            [c](const httplib::Request& req, httplib::Response& res, LongPoll& poll) {
+              Result<state::JobId> id = JobIdOf(req);
+              if (!id.ok()) return ReplyError(res, id.status());
+              const std::string step_text = req.matches[2];
+              if (step_text.size() > 9) {
+                return ReplyError(
+                    res, InvalidArgument("step '" + Clip(step_text) + "' is too large"));
+              }
+              const int step = std::stoi(step_text);
+              int64_t from = 0;
+              if (req.has_param("from")) {
+                const std::string f = req.get_param_value("from");
+                char* end = nullptr;
+                errno = 0;
+                from = std::strtoll(f.c_str(), &end, 10);
+                if (f.empty() || *end != '\0' || errno != 0 || from < 0) {
+                  return ReplyError(
+                      res, InvalidArgument("from: '" + Clip(f) + "' is not an offset"));
+                }
+              }
+              Result<Caller> who = CallerOf(req, *c);
+              if (!who.ok()) return ReplyError(res, who.status());
+              Result<api::StepOutput> out = c->ReadStepOutput(*id, step, from, *who);
+              if (!out.ok()) return ReplyError(res, out.status());
+              const int wait_ms = IntParam(req, "wait_ms", 10000, 0, 60000);
+              if (out->chunks.empty() && !out->done && out->lost == 0 &&
+                  !poll.expired() && !c->stopping() && wait_ms > 0) {
+                return poll.WaitFor(StepTopic(*id, step),
+                                    poll.started() + std::chrono::milliseconds(wait_ms));
+              }
+              Reply(res, 200, api::StepOutputToJson(*out));
+            });
+  // {"signal": "INT" or 2} to the step's tasks; /cancel stops them (SIGTERM, grace,
+  // SIGKILL).
+  s.Post(p + R"(/jobs/(\d+)/steps/(\d+)/(signal|cancel))",
+         [c](const httplib::Request& req, httplib::Response& res) {
+           Result<state::JobId> id = JobIdOf(req);
+           if (!id.ok()) return ReplyError(res, id.status());
+           const std::string step_text = req.matches[2];
+           if (step_text.size() > 9) {
+             return ReplyError(
+                 res, InvalidArgument("step '" + Clip(step_text) + "' is too large"));
+           }
+           Result<Caller> who = CallerOf(req, *c);
+           if (!who.ok()) return ReplyError(res, who.status());
+           const bool stop = req.matches[3] == "cancel";
+           int signal = 0;
+           if (!stop) {
+             Result<api::SignalRequest> r = api::SignalRequestFromJson(req.body);
+             if (!r.ok()) return ReplyError(res, r.status());
+             signal = r->signal;
+           }
+           Status st = c->SignalStep(*id, std::stoi(step_text), signal, stop, *who);
+           if (!st.ok()) return ReplyError(res, st);
+           Reply(res, 200, json{{"ok", true}}.dump());
+         });
+
   // ---- Nodes, partitions ----
   // Stray processes' arguments are the admins' to see (RedactStrayProcesses).
   auto nodes_for = [c](const httplib::Request& req) {
@@ -390,18 +493,19 @@ void HttpServer::Routes(HttpRouter& s) {
          });
   // The agent's long poll (and heartbeat): work now, or parked on "agent/NODE" until the
   // AgentHub has some for it (Launch, Cancel, Close notify) or wait_ms passed.
-  s.GetPoll(p + R"(/agents/([^/]+)/work)", [c](const httplib::Request& req,
-                                               httplib::Response& res, LongPoll& poll) {
-    const std::string node = req.matches[1];
-    const api::AgentWork w = c->Poll(node, 0);
-    const int wait_ms = IntParam(req, "wait_ms", 10000, 0, 60000);
-    if (w.launch.empty() && w.cancel.empty() && w.signals.empty() && w.limits.empty() &&
-        !w.reregister && !poll.expired() && !c->stopping() && wait_ms > 0) {
-      return poll.WaitFor(AgentTopic(node),
-                          poll.started() + std::chrono::milliseconds(wait_ms));
-    }
-    Reply(res, 200, api::AgentWorkToJson(w));
-  });
+  s.GetPoll(p + R"(/agents/([^/]+)/work)",
+            [c](const httplib::Request& req, httplib::Response& res, LongPoll& poll) {
+              const std::string node = req.matches[1];
+              const api::AgentWork w = c->Poll(node, 0);
+              const int wait_ms = IntParam(req, "wait_ms", 10000, 0, 60000);
+              if (w.launch.empty() && w.cancel.empty() && w.signals.empty() &&
+                  w.limits.empty() && w.steps.empty() && w.step_signals.empty() &&
+                  !w.reregister && !poll.expired() && !c->stopping() && wait_ms > 0) {
+                return poll.WaitFor(AgentTopic(node),
+                                    poll.started() + std::chrono::milliseconds(wait_ms));
+              }
+              Reply(res, 200, api::AgentWorkToJson(w));
+            });
   s.Post(p + R"(/agents/([^/]+)/health)",
          [c](const httplib::Request& req, httplib::Response& res) {
            Result<api::AgentHealth> h = api::AgentHealthFromJson(req.body);
@@ -409,6 +513,14 @@ void HttpServer::Routes(HttpRouter& s) {
            Status st = c->ReportHealth(req.matches[1], *h);
            if (!st.ok()) return ReplyError(res, st);
            Reply(res, 200, json{{"ok", true}}.dump());
+         });
+  s.Post(p + R"(/agents/([^/]+)/steps)",
+         [c](const httplib::Request& req, httplib::Response& res) {
+           Result<api::StepReports> r = api::StepReportsFromJson(req.body);
+           if (!r.ok()) return ReplyError(res, r.status());
+           Result<std::vector<api::StepAck>> acks = c->ReportSteps(req.matches[1], *r);
+           if (!acks.ok()) return ReplyError(res, acks.status());
+           Reply(res, 200, api::StepAcksToJson(*acks));
          });
   s.Post(p + R"(/agents/([^/]+)/exits)",
          [c](const httplib::Request& req, httplib::Response& res) {

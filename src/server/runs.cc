@@ -5,7 +5,7 @@
 namespace hachi::server {
 
 bool CountExit(RunInfo* info, const std::string& node, const api::JobExit& exit,
-               int parts) {
+               int parts, bool counts_for_end) {
   if (std::find(info->ended_on.begin(), info->ended_on.end(), node) !=
       info->ended_on.end()) {
     return false;
@@ -13,6 +13,7 @@ bool CountExit(RunInfo* info, const std::string& node, const api::JobExit& exit,
   info->ended_on.push_back(node);
   if (info->parts_left <= 0) info->parts_left = parts;  // not known yet (a restart)
   --info->parts_left;
+  if (!counts_for_end) return true;
   const bool failed = !(exit.kind == api::ExitKind::kExited && exit.exit_code == 0);
   if (!info->worst || (failed && info->worst->kind == api::ExitKind::kExited &&
                        info->worst->exit_code == 0)) {

@@ -29,12 +29,21 @@ struct RunInfo {
   // A part's node was lost and its fence passed (Controller::FenceLocked): the other
   // parts were told to stop; set once.
   bool fenced = false;
+  // A job whose batch script runs on its first node only (JobSpec::batch_on_first_node):
+  // that part has ended, so the job's end is decided and the other parts (holding their
+  // nodes) are being stopped; their exits no longer count for it.
+  bool batch_ended = false;
+  // An interactive allocation its owner ended (Controller::CompleteAllocation): it ends
+  // with this exit code once its holders have stopped.
+  bool allocation_done = false;
+  int allocation_exit = 0;
 };
 
 // Counts `exit` of the part on `node` into `info` (the first failing part's exit is the
-// job's). False when that part's exit was counted already (a repeated report).
+// job's, unless !counts_for_end: a holder stopped after the batch ended). False when
+// that part's exit was counted already (a repeated report).
 bool CountExit(RunInfo* info, const std::string& node, const api::JobExit& exit,
-               int parts);
+               int parts, bool counts_for_end = true);
 
 // The job's end from its worst exit: COMPLETED on exit 0, FAILED with the code or signal,
 // TIMEOUT, OUT_OF_MEMORY, NODE_FAIL for a run no agent watched; CANCELLED (with the

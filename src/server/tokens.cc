@@ -46,6 +46,26 @@ Caller Controller::LocalCaller(uint32_t uid, uint32_t gid) const {
 }
 
 Result<Caller> Controller::Authenticate(std::string_view token) const {
+  if (token.substr(0, kJobCredentialPrefix.size()) == kJobCredentialPrefix) {
+    state::JobId job = 0;
+    Time start = 0;
+    if (!CheckJobCredential(options_.credential_key, token, &job, &start)) {
+      return Unauthenticated("the job credential is not valid here");
+    }
+    MutexLock lock(&mu_);
+    auto it = image_.jobs.find(job);
+    if (it == image_.jobs.end() || it->second.state != state::JobState::kRunning ||
+        it->second.start_time != start) {
+      return Unauthenticated("the job credential of job " + std::to_string(job) +
+                             " is no longer valid: that run of the job ended");
+    }
+    Caller c;
+    c.user = it->second.req.user;
+    c.uid = it->second.spec.uid;
+    c.gid = it->second.spec.gid;
+    c.authenticated = true;
+    return c;
+  }
   const std::string_view id = TokenId(token);
   if (id.empty()) {
     return Unauthenticated(

@@ -123,6 +123,14 @@ struct JobSpec {
   int signal_before = 0;
   bool signal_batch_only = false;
   bool open_append = false;  // --open-mode=append (default truncate, as Slurm's)
+  // Issue 18: the batch script runs on the job's first node only, as Slurm's batch step
+  // (sbatch's default); the other nodes hold the allocation for its steps (srun). false:
+  // every node runs it (hachi submit's default).
+  bool batch_on_first_node = false;
+  // Issue 18: an allocation with no batch script (salloc; srun and hachi run outside an
+  // allocation): every node holds it for the steps its owner starts, until the owner
+  // ends it (POST /jobs/ID/complete with the exit code) or its time limit.
+  bool interactive = false;
 };
 
 // One node's part of a running job (sched::Allocation with the node named).

@@ -270,6 +270,8 @@ Status ReadSpec(const json& v, const std::string& path, json* unknown, JobSpec* 
   r.Int("signal_before", &spec->signal_before);
   r.Bool("signal_batch_only", &spec->signal_batch_only);
   r.Bool("open_append", &spec->open_append);
+  r.Bool("batch_on_first_node", &spec->batch_on_first_node);  // version 6
+  r.Bool("interactive", &spec->interactive);
   HACHI_RETURN_IF_ERROR(r.Finish());
   spec->SetPayload(std::move(script), std::move(env));
   return Status::Ok();
@@ -433,7 +435,12 @@ Status StepJobV3ToV4(json* /*row*/) { return Status::Ok(); }
 // has none of them: 0 / false / empty, what a job without them asked.
 Status StepJobV4ToV5(json* /*row*/) { return Status::Ok(); }
 
-constexpr Step kJobSteps[] = {StepV1ToV2, StepJobV2ToV3, StepJobV3ToV4, StepJobV4ToV5};
+// Job rows 5 -> 6 (issue 18): the spec's optional "batch_on_first_node" and
+// "interactive", written only when set; a version 5 row has neither (false).
+Status StepJobV5ToV6(json* /*row*/) { return Status::Ok(); }
+
+constexpr Step kJobSteps[] = {StepV1ToV2, StepJobV2ToV3, StepJobV3ToV4, StepJobV4ToV5,
+                              StepJobV5ToV6};
 constexpr Step kNodeSteps[] = {StepV1ToV2};
 constexpr Step kTokenSteps[] = {StepV1ToV2};
 static_assert(std::size(kJobSteps) == kJobRowFormat.version - 1);
@@ -605,6 +612,9 @@ json SpecJson(const JobSpec& spec, JobId payload_ref) {
     if (spec.signal_batch_only) j["signal_batch_only"] = true;
   }
   if (spec.open_append) j["open_append"] = true;
+  // Issue 18 (version 6).
+  if (spec.batch_on_first_node) j["batch_on_first_node"] = true;
+  if (spec.interactive) j["interactive"] = true;
   if (payload_ref != 0) {
     j["payload"] = payload_ref;
   } else {

@@ -47,7 +47,10 @@ struct RowFormat {
 // request's optional constraint, nodelist, exclude, begin_time, deadline, nice; and the
 // dependency kinds afternotok and singleton. A version-4 reader would refuse the kinds
 // and run a job that asked for -w/-C/--begin anywhere at once, so it must not read them.
-inline constexpr RowFormat kJobRowFormat{5, 5};      // jobs.record
+// Jobs 6 (issue 18): the spec's optional batch_on_first_node and interactive (absent:
+// false). A version-5 reader would run sbatch's script on every node of the job, and an
+// allocation with no command as a failed launch, so it must not read them.
+inline constexpr RowFormat kJobRowFormat{6, 6};      // jobs.record
 inline constexpr RowFormat kNodeRowFormat{2, 2};     // nodes.record
 inline constexpr RowFormat kTokenRowFormat{2, 2};    // tokens.record
 inline constexpr RowFormat kPayloadRowFormat{1, 1};  // payloads.record (JobPayload)

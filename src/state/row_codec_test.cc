@@ -41,6 +41,8 @@ TEST(RowCodec, JobRoundTripKeepsEveryField) {
   EXPECT_EQ(b.spec.signal_before, 90);
   EXPECT_TRUE(b.spec.signal_batch_only);
   EXPECT_TRUE(b.spec.open_append);
+  EXPECT_TRUE(b.spec.batch_on_first_node);  // issue 18's
+  EXPECT_TRUE(b.spec.interactive);
   EXPECT_EQ(b.allocations[1].gpus, GpuSet::FromIndices({4, 6}));
   EXPECT_EQ(b.allocations[1].gpu_memory_mib, 4096);
   EXPECT_TRUE(b.held);

@@ -65,6 +65,8 @@ inline JobRecord FullJob(JobId id) {
   j.spec.signal_before = 90;
   j.spec.signal_batch_only = true;
   j.spec.open_append = true;
+  j.spec.batch_on_first_node = true;  // issue 18
+  j.spec.interactive = true;
   j.state = JobState::kPending;
   j.held = true;
   j.submit_time = 1700000000;

@@ -1,5 +1,5 @@
-// scancel, scontrol, srun: act on jobs through the API (scancel_plan.h builds the
-// requests), and srun's one-task step inside an allocation.
+// scancel, scontrol: act on jobs through the API (scancel_plan.h builds the requests).
+// srun is srun.cc.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -267,78 +267,6 @@ int ScontrolMain(const std::vector<std::string>& argv) {
     return rc;
   }
   return SlurmFail("scontrol", "Invalid command: " + words[0]);
-}
-
-int SrunMain(const std::vector<std::string>& args) {
-  const char* job = std::getenv("SLURM_JOB_ID");
-  if (job == nullptr) job = std::getenv("HACHI_JOB_ID");
-  if (job == nullptr) return RunMain(args);  // outside an allocation: `hachi run`
-  // Inside one: one task on this node runs in place (it is already in the job's cgroup).
-  static const std::vector<OptDef> kOpts = {{'n', "ntasks", true},
-                                            {'N', "nodes", true},
-                                            {0, "cpu-bind", true},
-                                            {'c', "cpus-per-task", true},
-                                            {0, "mem", true},
-                                            {0, "mem-per-cpu", true},
-                                            {0, "mem-per-gpu", true},
-                                            {0, "gres", true},
-                                            {'G', "gpus", true},
-                                            {0, "exclusive", false},
-                                            {0, "overlap", false},
-                                            {0, "exact", false},
-                                            {'l', "label", false},
-                                            {'u', "unbuffered", false},
-                                            {'J', "job-name", true},
-                                            {'K', "kill-on-bad-exit", false},
-                                            {0, "mpi", true},
-                                            {'v', "verbose", false},
-                                            {0, "ntasks-per-node", true},
-                                            {'Q', "quiet", false},
-                                            {0, "export", true}};
-  Result<ParsedArgs> p = ParseArgs(args, kOpts, true);
-  if (!p.ok()) return SlurmBadArgs("srun", p.status());
-  for (const char* many : {"ntasks", "nodes", "ntasks-per-node"}) {
-    if (!p->Has(many)) continue;
-    const std::string v = p->Get(many);
-    if (v != "1" && !(std::string(many) == "nodes" && v == "1-1")) {
-      return SlurmFail("srun", std::string("--") + many + "=" + v +
-                                   ": job steps across tasks or nodes are not available "
-                                   "in Hachi yet (one task on this node only)");
-    }
-  }
-  if (p->positional.empty()) return SlurmFail("srun", "No command given to execute.");
-  // The step id: a counter per job run, a byte appended per step to a file in /tmp
-  // named by the job and its session (a job runs in a session of its own, so a rerun
-  // or a requeued run starts at 0 again).
-  int step = 0;
-  const std::string counter = "/tmp/hachi-steps-" + std::string(job) + "-" +
-                              std::to_string(::getuid()) + "-" +
-                              std::to_string(::getsid(0));
-  const int fd = ::open(counter.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-  if (fd >= 0) {
-    const off_t before = ::lseek(fd, 0, SEEK_END);
-    if (::write(fd, "s", 1) == 1 && before >= 0) step = static_cast<int>(before);
-    ::close(fd);
-  }
-  const std::string step_s = std::to_string(step);
-  ::setenv("SLURM_STEP_ID", step_s.c_str(), 1);
-  ::setenv("SLURM_STEPID", step_s.c_str(), 1);
-  for (const char* k : {"SLURM_PROCID", "SLURM_LOCALID", "SLURM_NODEID"})
-    ::setenv(k, "0", 1);
-  for (const char* k :
-       {"SLURM_STEP_NUM_TASKS", "SLURM_STEP_NUM_NODES", "SLURM_NTASKS", "SLURM_NPROCS"}) {
-    ::setenv(k, "1", 1);
-  }
-  if (const char* nodes = std::getenv("SLURM_JOB_NODELIST")) {
-    ::setenv("SLURM_STEP_NODELIST", nodes, 1);
-  }
-  std::vector<char*> cargv;
-  for (const std::string& a : p->positional)
-    cargv.push_back(const_cast<char*>(a.c_str()));
-  cargv.push_back(nullptr);
-  ::execvp(cargv[0], cargv.data());
-  SlurmFail("srun", "execve(): " + p->positional[0] + ": " + std::strerror(errno));
-  return errno == ENOENT ? 2 : 1;
 }
 
 }  // namespace hachi::cli::slurm

@@ -6,6 +6,7 @@
 #include <ctime>
 #include <iostream>
 
+#include "api/record_json.h"
 #include "cli/client.h"
 #include "cli/explain_cmd.h"
 #include "cli/slurm/sacct_format.h"
@@ -111,7 +112,16 @@ int SacctMain(const std::vector<std::string>& args) {
     }
     return found->pw_uid;
   };
-  Result<std::string> text = RenderSacct(*o, *jobs, Now(), uid_of);
+  // Job steps (issue 18), unless -X.
+  std::vector<state::StepRecord> steps;
+  if (!o->allocations) {
+    Result<std::string> body = (*c)->Call("GET", "/steps");
+    if (!body.ok()) return SlurmFail("sacct", body.status().message());
+    Result<std::vector<state::StepRecord>> s = api::StepRecordsFromJson(*body);
+    if (!s.ok()) return SlurmFail("sacct", s.status().message());
+    steps = std::move(*s);
+  }
+  Result<std::string> text = RenderSacct(*o, *jobs, Now(), uid_of, steps);
   if (!text.ok()) return SlurmFail("sacct", text.status().message());
   std::cout << *text;
   return 0;

@@ -36,11 +36,49 @@ const std::vector<OptDef> kSacctOpts = {{'j', "jobs", true},
                                         {0, "server", true},
                                         {0, "uid", true}};
 
-// One output line: a job, or its batch step.
+// One output line: a job, its batch step, or one of its steps (srun: issue 18).
 struct Line {
   const JobRecord* job;
   bool batch_step;
+  const state::StepRecord* step = nullptr;
 };
+
+// A job step's line (ID.N): the step's own nodes, CPUs, GPUs, times, state and exit.
+std::string StepValue(const JobRecord& j, const state::StepRecord& st,
+                      const std::string& f, Time now) {
+  auto elapsed = [&]() -> Duration {
+    return std::max<Duration>(
+        0, (st.state == JobState::kRunning ? now : st.end_time) - st.start_time);
+  };
+  if (f == "jobid") return JobIdText(j) + "." + std::to_string(st.step);
+  if (f == "jobidraw") return std::to_string(j.id) + "." + std::to_string(st.step);
+  if (f == "jobname") return st.name;
+  if (f == "state") return std::string(state::JobStateName(st.state));
+  if (f == "exitcode" || f == "derivedexitcode") {
+    return std::to_string(st.exit_code) + ":" + std::to_string(st.signal);
+  }
+  if (f == "elapsed") return FormatHms(elapsed());
+  if (f == "elapsedraw") return std::to_string(elapsed());
+  if (f == "start" || f == "submit" || f == "eligible")
+    return FormatIsoTime(st.start_time);
+  if (f == "end") {
+    return st.state != JobState::kRunning && st.end_time > 0 ? FormatIsoTime(st.end_time)
+                                                             : "Unknown";
+  }
+  if (f == "nodelist") return CompressHostlist(st.nodes);
+  if (f == "account") return j.req.account;
+  if (f == "alloccpus" || f == "ncpus" || f == "reqcpus") return std::to_string(st.cpus);
+  if (f == "nnodes" || f == "allocnodes" || f == "reqnodes") {
+    return std::to_string(st.nodes.size());
+  }
+  if (f == "alloctres") {
+    return "cpu=" + std::to_string(st.cpus) +
+           (st.gpus > 0 ? ",gres/gpu=" + std::to_string(st.gpus) : "") +
+           ",node=" + std::to_string(st.nodes.size());
+  }
+  if (f == "reason") return st.reason;
+  return "";
+}
 
 // A field: its name as sacct prints it, its default width (negative: left-aligned).
 struct Field {
@@ -126,6 +164,7 @@ std::string Tres(int cpus, int gpus, int64_t mem, int nodes) {
 
 std::string Value(const Line& l, std::string_view field, Time now, const UidOf& uid_of) {
   const JobRecord& j = *l.job;
+  if (l.step != nullptr) return StepValue(j, *l.step, ToLower(field), now);
   const bool step = l.batch_step;
   const bool started = Started(j);
   const std::string f = ToLower(field);
@@ -360,7 +399,8 @@ Result<SacctOptions> ParseSacctArgs(const std::vector<std::string>& args, Time n
 }
 
 Result<std::string> RenderSacct(const SacctOptions& o, const std::vector<JobRecord>& jobs,
-                                Time now, const UidOf& uid_of) {
+                                Time now, const UidOf& uid_of,
+                                const std::vector<state::StepRecord>& steps) {
   Result<std::vector<Column>> cols =
       ParseFields(o.fields.empty() ? kSacctDefaultFields : o.fields);
   if (!cols.ok()) return cols.status();
@@ -392,6 +432,13 @@ Result<std::string> RenderSacct(const SacctOptions& o, const std::vector<JobReco
     lines.push_back({j, false});
     const bool batch = !j->spec.script().empty() || j->spec.argv.empty();
     if (!o.allocations && batch && Started(*j)) lines.push_back({j, true});
+    if (o.allocations || !Started(*j)) continue;
+    // The steps of the job's latest run, in order.
+    for (const state::StepRecord& st : steps) {
+      if (st.job == j->id && st.job_start == j->start_time) {
+        lines.push_back({j, false, &st});
+      }
+    }
   }
   std::string out;
   auto emit = [&](const std::function<std::string(const Column&)>& v) {

@@ -164,6 +164,8 @@ int SbatchMain(const std::vector<std::string>& argv) {
   Result<api::SubmitRequest> r = BuildRequest(std::move(args), false, &parsed, &warnings,
                                               wants_stdin ? &stdin_text : nullptr);
   if (!r.ok()) return SlurmFail("sbatch", r.status().message());
+  // Slurm's batch step: the script on the first node; srun starts the tasks on all.
+  if (!parsed.IsSet("batch-nodes")) r->spec.batch_on_first_node = true;
   if (!own.quiet) {
     for (const std::string& w : warnings) std::cerr << "sbatch: warning: " << w << "\n";
   }

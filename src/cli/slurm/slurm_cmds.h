@@ -15,7 +15,7 @@
 namespace hachi::cli::slurm {
 
 inline constexpr std::string_view kSlurmNames[] = {
-    "sbatch", "squeue", "scancel", "sinfo", "sacct", "scontrol", "srun"};
+    "sbatch", "squeue", "scancel", "sinfo", "sacct", "scontrol", "srun", "salloc"};
 bool IsSlurmName(std::string_view name);
 // Runs command `name` with its arguments (argv after argv[0]); the exit code.
 int SlurmMain(std::string_view name, const std::vector<std::string>& args);
@@ -26,7 +26,8 @@ int ScancelMain(const std::vector<std::string>& args);
 int SinfoMain(const std::vector<std::string>& args);
 int SacctMain(const std::vector<std::string>& args);
 int ScontrolMain(const std::vector<std::string>& args);
-int SrunMain(const std::vector<std::string>& args);
+int SrunMain(const std::vector<std::string>& args);    // srun.cc
+int SallocMain(const std::vector<std::string>& args);  // srun.cc
 
 // `hachi slurm install-links DIR [--force]`.
 void AddSlurmCommands(CLI::App& app, int* exit_code);

@@ -41,6 +41,7 @@ int SlurmMain(std::string_view name, const std::vector<std::string>& args) {
   if (name == "sacct") return SacctMain(args);
   if (name == "scontrol") return ScontrolMain(args);
   if (name == "srun") return SrunMain(args);
+  if (name == "salloc") return SallocMain(args);
   return SlurmFail("hachi", "not a Slurm command: " + std::string(name));
 }
 

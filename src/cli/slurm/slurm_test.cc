@@ -15,6 +15,7 @@
 #include "cli/slurm/sinfo_format.h"
 #include "cli/slurm/slurm_text.h"
 #include "cli/slurm/squeue_format.h"
+#include "cli/slurm/srun_plan.h"
 
 namespace hachi::cli::slurm {
 namespace {
@@ -483,6 +484,96 @@ TEST_F(Slurm, ScontrolGolden) {
   for (const state::NodeStatus& n : Nodes()) out += FormatShowNode(n);
   out += FormatShowConfig(kNow, "unix:/run/hachi.sock", Partitions());
   ExpectGolden("slurm_scontrol.txt", out);
+}
+
+// ---- srun (issue 18) ----
+
+TEST(SrunArgs, InsideAnAllocationTheStepTakesItsDefaultsFromTheEnvironment) {
+  const state::EnvList env = {
+      {"SLURM_JOB_ID", "12"}, {"SLURM_NTASKS", "4"}, {"PATH", "/bin"}};
+  Result<SrunOptions> o =
+      ParseSrunArgs({"-l", "--kill-on-bad-exit", "hostname", "-f"}, env, "/home/a");
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->job, 12);
+  EXPECT_TRUE(o->label);
+  EXPECT_TRUE(o->step.kill_on_bad_exit);
+  EXPECT_EQ(o->step.argv, (std::vector<std::string>{"hostname", "-f"}));
+  EXPECT_EQ(o->step.ntasks, 4);  // SLURM_NTASKS
+  EXPECT_EQ(o->step.workdir, "/home/a");
+  EXPECT_EQ(o->step.env, env);
+  // -N without -n: SLURM_NTASKS does not apply (one task per node).
+  o = ParseSrunArgs({"-N", "2", "true"}, env, "/");
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->step.nodes, 2);
+  EXPECT_EQ(o->step.ntasks, 0);
+  // --jobid wins over the environment; -D is relative to the working directory.
+  o = ParseSrunArgs({"--jobid=30", "--overlap", "-D", "sub", "-w", "n[1-2]", "true"}, env,
+                    "/home/a");
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->job, 30);
+  EXPECT_TRUE(o->step.overlap);
+  EXPECT_EQ(o->step.workdir, "/home/a/sub");
+  EXPECT_EQ(o->step.node_list, (std::vector<std::string>{"n1", "n2"}));
+}
+
+TEST(SrunArgs, GpusAndExportAndErrors) {
+  const state::EnvList env = {{"HACHI_JOB_ID", "7"}, {"SECRET", "x"}, {"SLURM_A", "1"}};
+  Result<SrunOptions> o = ParseSrunArgs({"-n", "2", "-G", "2", "true"}, env, "/");
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->job, 7);
+  EXPECT_EQ(o->step.gpus_per_task, 1);
+  EXPECT_EQ(ParseSrunArgs({"-n", "2", "-G", "3", "true"}, env, "/").status().code(),
+            StatusCode::kInvalidArgument);
+  o = ParseSrunArgs({"--export=NONE", "true"}, env, "/");
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->step.env, (state::EnvList{{"HACHI_JOB_ID", "7"}, {"SLURM_A", "1"}}));
+  o = ParseSrunArgs({"--export=ALL,EXTRA=1", "true"}, env, "/");
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->step.env.back(), (std::pair<std::string, std::string>{"EXTRA", "1"}));
+  EXPECT_EQ(ParseSrunArgs({"-n", "x", "true"}, env, "/").status().message(),
+            "Invalid numeric value \"x\" for --ntasks.");
+  EXPECT_EQ(ParseSrunArgs({"-n", "2"}, env, "/").status().message(),
+            "No command given to execute.");
+  // Outside an allocation: no job; the options go to the allocation.
+  o = ParseSrunArgs({"-p", "gpu8", "-n", "2", "true"}, {}, "/");
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->job, 0);
+  EXPECT_EQ(o->alloc_args, (std::vector<std::string>{"--partition=gpu8", "--ntasks=2"}));
+}
+
+TEST(SrunOutput, LabelsEachLineOnceAcrossChunks) {
+  OutputLabeler l(true);
+  auto [o1, e1] = l.Feed({3, 1, "hel", 0});
+  EXPECT_EQ(o1, "");
+  auto [o2, e2] = l.Feed({3, 1, "lo\nwor", 0});
+  EXPECT_EQ(o2, "3: hello\n");
+  auto [o3, e3] = l.Feed({0, 2, "err\n", 0});
+  EXPECT_EQ(e3, "0: err\n");
+  auto [o4, e4] = l.Flush();
+  EXPECT_EQ(o4, "3: wor\n");
+  OutputLabeler raw(false);
+  EXPECT_EQ(raw.Feed({3, 1, "as is", 0}).first, "as is");
+  EXPECT_NE(
+      raw.Feed({3, 1, "", 100}).second.find("100 bytes of task 3's stdout were lost"),
+      std::string::npos);
+}
+
+TEST(SrunExit, WorstTaskAndSlurmsErrorLines) {
+  using api::ExitKind;
+  const std::vector<api::TaskExit> exits = {{0, ExitKind::kExited, 0, 0, "", "n1"},
+                                            {1, ExitKind::kExited, 2, 0, "", "n1"},
+                                            {2, ExitKind::kExited, 2, 0, "", "n1"},
+                                            {3, ExitKind::kExited, 2, 0, "", "n1"},
+                                            {4, ExitKind::kSignaled, 0, 9, "", "n2"}};
+  EXPECT_EQ(SrunExitStatus(exits), 137);
+  EXPECT_EQ(
+      TaskErrorLines(exits),
+      (std::vector<std::string>{"srun: error: n1: tasks 1-3: Exited with exit code 2",
+                                "srun: error: n2: task 4: Killed"}));
+  EXPECT_EQ(SrunExitStatus({{0, ExitKind::kExited, 0, 0, "", "n1"}}), 0);
+  EXPECT_EQ(
+      SrunExitStatus({{0, ExitKind::kLaunchFailed, 0, 0, "exec x: No such file", ""}}),
+      2);
 }
 
 }  // namespace

@@ -1,0 +1,89 @@
+// StepRunner: the tasks of job steps on this node (issue 18, docs/steps.md). A step is
+// one `srun` inside a job's allocation; the server sends each node its part
+// (api::StepLaunch: the ranks to run here), and the runner starts those tasks inside the
+// job's run — its cgroup, its user, its node's GPUs (or each task's own with
+// --gpus-per-task), the environment StepEnvironment gives — each in a session of its
+// own, with stdin from /dev/null and stdout/stderr on pipes (or in files, srun -o/-e).
+//
+// What the tasks write goes to the server, which relays it to srun
+// (POST /agents/NODE/steps, api::StepReport): the runner reads every pipe as data comes,
+// so a task never blocks on its output, and keeps what the server has not acknowledged
+// up to `buffer_bytes` per step; past that the oldest unsent output is dropped and the
+// report says how much (a chunk with `lost`), so a slow or absent reader costs output,
+// never the job's progress. A batch is sent again until acknowledged, with the offset
+// that lets the server take it once.
+//
+// A task's end: when its process exits, what is left of its process group is killed
+// (Slurm's stepd ends the step's processes the same way) and its pipes are read to their
+// end (at most a second more, for a process that left the group holding them). The
+// node's part is done once every task ended and all output was acknowledged.
+// Cancelling (srun's second Ctrl-C, -K, the job's end) sends SIGTERM to each task's
+// group and SIGKILL after the kill grace. Steps do not outlive the agent process: its
+// destructor kills every task (the server ends steps whose agent restarted).
+//
+// Thread-safety: every public method may be called from any thread. Internally one I/O
+// thread (poll over the pipes and the tasks' pidfds) and one sender thread (the only
+// one that calls `send`).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "agent/launcher.h"
+#include "api/protocol.h"
+#include "core/clock.h"
+#include "core/status.h"
+
+namespace hachi::agent {
+
+class StepRunner {
+ public:
+  struct Options {
+    std::string node;
+    int64_t buffer_bytes = 4 << 20;  // per step, output not yet acknowledged
+    int64_t batch_bytes = 1 << 20;   // at most this much output per report
+  };
+  // The job's run a step belongs to (Launcher::StepContextOf).
+  using ContextFn = std::function<std::optional<StepContext>(state::JobId, Time)>;
+  // Sends one batch to the server and returns its acknowledgements; an error is retried
+  // with backoff. Called on the sender thread only.
+  using SendFn = std::function<Result<std::vector<api::StepAck>>(
+      const std::vector<api::StepReport>&)>;
+
+  StepRunner(Options options, ContextFn context, SendFn send);
+  ~StepRunner();  // kills every task, joins the threads
+  StepRunner(const StepRunner&) = delete;
+  StepRunner& operator=(const StepRunner&) = delete;
+
+  // Starts this node's tasks of a step. A part sent twice is started once. A part that
+  // cannot start (the job does not run here, exec fails) reports its tasks as
+  // kLaunchFailed with the reason.
+  void Launch(const api::StepLaunch& launch);
+  // A signal for the step's tasks here, or its cancel (SIGTERM, grace, SIGKILL).
+  void Signal(const api::StepSignal& signal);
+  // The job's run is being stopped or has ended here (its cancel, its lease, its end):
+  // its steps' tasks get SIGTERM, and SIGKILL `grace` seconds later (0: now). Their
+  // exits are reported as cancelled.
+  void StopJob(state::JobId job, Duration grace);
+  // The steps with a part here not yet reported done.
+  std::vector<state::StepKey> Running() const;
+  // Blocks until no step is left here or `wait_ms` passed (tests). True when none left.
+  bool WaitIdle(int wait_ms) const;
+
+ private:
+  struct State;
+  void IoLoop();
+  void SendLoop();
+
+  const Options options_;
+  const ContextFn context_;
+  const SendFn send_;
+  std::unique_ptr<State> state_;
+  std::thread io_;
+  std::thread sender_;
+};
+
+}  // namespace hachi::agent

@@ -1,0 +1,314 @@
+#include "agent/steps.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+
+namespace hachi::agent {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A server for the runner: takes every report (while `up`), acknowledges it whole, and
+// keeps what came per task and stream.
+class FakeServer {
+ public:
+  Result<std::vector<api::StepAck>> Send(const std::vector<api::StepReport>& reports) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++calls_;
+    if (!up_) return Unavailable("server down");
+    std::vector<api::StepAck> acks;
+    for (const api::StepReport& r : reports) {
+      int64_t& next = next_[r.step];
+      EXPECT_EQ(r.seq, next) << "a report must start where the last one ended";
+      for (const api::OutputChunk& c : r.chunks) {
+        next += c.size();
+        if (c.lost > 0) {
+          lost_[{c.task, c.fd}] += c.lost;
+        } else {
+          out_[{c.task, c.fd}] += c.data;
+        }
+      }
+      for (const api::TaskExit& e : r.exits) exits_[r.step][e.task] = e;
+      if (r.done) done_[r.step] = true;
+      acks.push_back({r.job, r.job_start, r.step, next, gone_});
+    }
+    cv_.notify_all();
+    return acks;
+  }
+  void SetUp(bool up) {
+    std::lock_guard<std::mutex> lock(mu_);
+    up_ = up;
+  }
+  void SetGone(bool gone) {
+    std::lock_guard<std::mutex> lock(mu_);
+    gone_ = gone;
+  }
+  bool WaitDone(int step, std::chrono::milliseconds within) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, within, [&] { return done_[step]; });
+  }
+  std::string Out(int task, int fd = 1) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return out_[{task, fd}];
+  }
+  int64_t Lost(int task, int fd = 1) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return lost_[{task, fd}];
+  }
+  std::map<int, api::TaskExit> Exits(int step) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return exits_[step];
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool up_ = true;
+  bool gone_ = false;
+  int calls_ = 0;
+  std::map<int, int64_t> next_;
+  std::map<std::pair<int, int>, std::string> out_;
+  std::map<std::pair<int, int>, int64_t> lost_;
+  std::map<int, std::map<int, api::TaskExit>> exits_;
+  std::map<int, bool> done_;
+};
+
+constexpr state::JobId kJob = 7;
+constexpr Time kStart = 1000;
+
+StepContext Context() {
+  StepContext c;
+  c.spec.job = kJob;
+  c.spec.start_time = kStart;
+  c.spec.node = "n1";
+  c.spec.nodelist = {"n1", "n2"};
+  c.spec.gpus = GpuSet::FromIndices({2, 5});
+  c.spec.cpus = 8;
+  c.spec.spec.uid = ::getuid();
+  c.spec.spec.gid = ::getgid();
+  c.spec.spec.workdir = "/tmp";
+  return c;
+}
+
+api::StepLaunch Step(int step, std::vector<std::string> argv, std::vector<int> tasks) {
+  api::StepLaunch l;
+  l.job = kJob;
+  l.job_start = kStart;
+  l.step = step;
+  l.argv = std::move(argv);
+  l.env = {{"PATH", "/usr/bin:/bin"}, {"FROM_SRUN", "yes"}};
+  l.workdir = "/tmp";
+  l.nodes = {"n0", "n1"};
+  l.node_index = 1;
+  l.tasks = tasks;
+  l.ntasks = 4;
+  l.tasks_per_node = {2, 2};
+  l.kill_grace = 1;
+  return l;
+}
+
+class StepRunnerTest : public ::testing::Test {
+ protected:
+  StepRunner::Options Opts() {
+    StepRunner::Options o;
+    o.node = "n1";
+    return o;
+  }
+  std::unique_ptr<StepRunner> Make(StepRunner::Options o, bool job_runs = true) {
+    return std::make_unique<StepRunner>(
+        o,
+        [job_runs](state::JobId job, Time start) -> std::optional<StepContext> {
+          if (!job_runs || job != kJob || start != kStart) return std::nullopt;
+          return Context();
+        },
+        [this](const std::vector<api::StepReport>& r) { return server_.Send(r); });
+  }
+  FakeServer server_;
+};
+
+TEST_F(StepRunnerTest, TasksGetTheirIdsAndOutputAndExitsComeBack) {
+  auto runner = Make(Opts());
+  runner->Launch(
+      Step(0,
+           {"/bin/sh", "-c",
+            "echo rank=$SLURM_PROCID local=$SLURM_LOCALID node=$SLURM_NODEID "
+            "ntasks=$SLURM_NTASKS step=$SLURM_STEP_ID gpus=$CUDA_VISIBLE_DEVICES "
+            "from=$FROM_SRUN nodes=$SLURM_STEP_NODELIST; echo oops >&2; "
+            "exit $SLURM_LOCALID"},
+           {2, 3}));
+  ASSERT_TRUE(server_.WaitDone(0, 10s));
+  EXPECT_EQ(server_.Out(2),
+            "rank=2 local=0 node=1 ntasks=4 step=0 gpus=2,5 from=yes nodes=n[0-1]\n");
+  EXPECT_EQ(server_.Out(3),
+            "rank=3 local=1 node=1 ntasks=4 step=0 gpus=2,5 from=yes nodes=n[0-1]\n");
+  EXPECT_EQ(server_.Out(2, 2), "oops\n");
+  std::map<int, api::TaskExit> exits = server_.Exits(0);
+  ASSERT_EQ(exits.size(), 2u);
+  EXPECT_EQ(exits[2].kind, api::ExitKind::kExited);
+  EXPECT_EQ(exits[2].exit_code, 0);
+  EXPECT_EQ(exits[3].exit_code, 1);
+  EXPECT_TRUE(runner->WaitIdle(5000));
+  EXPECT_TRUE(runner->Running().empty());
+}
+
+TEST_F(StepRunnerTest, GpusPerTaskGivesEachTaskItsOwn) {
+  auto runner = Make(Opts());
+  api::StepLaunch l = Step(0, {"/bin/sh", "-c", "echo $CUDA_VISIBLE_DEVICES"}, {2, 3});
+  l.gpus_per_task = 1;
+  runner->Launch(l);
+  ASSERT_TRUE(server_.WaitDone(0, 10s));
+  EXPECT_EQ(server_.Out(2), "2\n");
+  EXPECT_EQ(server_.Out(3), "5\n");
+  // More than the node has: that task cannot start, the other runs.
+  l.step = 1;
+  l.gpus_per_task = 2;
+  runner->Launch(l);
+  ASSERT_TRUE(server_.WaitDone(1, 10s));
+  std::map<int, api::TaskExit> exits = server_.Exits(1);
+  EXPECT_EQ(exits[2].kind, api::ExitKind::kExited);
+  EXPECT_EQ(exits[3].kind, api::ExitKind::kLaunchFailed);
+  EXPECT_NE(exits[3].message.find("only 2 GPU(s) on n1"), std::string::npos)
+      << exits[3].message;
+}
+
+TEST_F(StepRunnerTest, APartSentTwiceRunsOnce) {
+  auto runner = Make(Opts());
+  const api::StepLaunch l = Step(0, {"/bin/sh", "-c", "echo once"}, {2});
+  runner->Launch(l);
+  runner->Launch(l);
+  ASSERT_TRUE(server_.WaitDone(0, 10s));
+  ASSERT_TRUE(runner->WaitIdle(5000));
+  runner->Launch(l);  // after it ended, too
+  std::this_thread::sleep_for(200ms);
+  EXPECT_TRUE(runner->Running().empty());
+  EXPECT_EQ(server_.Out(2), "once\n");
+}
+
+TEST_F(StepRunnerTest, CancelStopsTheTasks) {
+  auto runner = Make(Opts());
+  runner->Launch(Step(0, {"/bin/sleep", "30"}, {2, 3}));
+  std::this_thread::sleep_for(200ms);
+  const auto t0 = std::chrono::steady_clock::now();
+  runner->Signal({kJob, kStart, 0, 0, true});
+  ASSERT_TRUE(server_.WaitDone(0, 10s));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  std::map<int, api::TaskExit> exits = server_.Exits(0);
+  ASSERT_EQ(exits.size(), 2u);
+  EXPECT_EQ(exits[2].kind, api::ExitKind::kCancelled);
+  EXPECT_EQ(exits[2].signal, SIGTERM);
+}
+
+TEST_F(StepRunnerTest, ASignalReachesTheTasks) {
+  auto runner = Make(Opts());
+  runner->Launch(Step(
+      0,
+      {"/bin/sh", "-c", "trap 'echo got INT; exit 3' INT; while :; do sleep 0.05; done"},
+      {2}));
+  std::this_thread::sleep_for(300ms);
+  runner->Signal({kJob, kStart, 0, SIGINT, false});
+  ASSERT_TRUE(server_.WaitDone(0, 10s));
+  EXPECT_EQ(server_.Out(2), "got INT\n");
+  EXPECT_EQ(server_.Exits(0)[2].exit_code, 3);
+}
+
+TEST_F(StepRunnerTest, ABackgroundChildHoldingThePipeDoesNotHoldTheStep) {
+  auto runner = Make(Opts());
+  const auto t0 = std::chrono::steady_clock::now();
+  runner->Launch(Step(0, {"/bin/sh", "-c", "sleep 30 & echo started"}, {2}));
+  ASSERT_TRUE(server_.WaitDone(0, 10s));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  EXPECT_EQ(server_.Out(2), "started\n");
+}
+
+TEST_F(StepRunnerTest, LaunchFailuresAreReportedPerTask) {
+  auto runner = Make(Opts());
+  runner->Launch(Step(0, {"no-such-command-hachi"}, {2}));
+  ASSERT_TRUE(server_.WaitDone(0, 10s));
+  api::TaskExit e = server_.Exits(0)[2];
+  EXPECT_EQ(e.kind, api::ExitKind::kLaunchFailed);
+  EXPECT_NE(e.message.find("No such file or directory"), std::string::npos) << e.message;
+}
+
+TEST_F(StepRunnerTest, AJobNotRunningHereFailsItsPart) {
+  auto runner = Make(Opts(), /*job_runs=*/false);
+  runner->Launch(Step(0, {"/bin/true"}, {0, 1}));
+  ASSERT_TRUE(server_.WaitDone(0, 10s));
+  std::map<int, api::TaskExit> exits = server_.Exits(0);
+  ASSERT_EQ(exits.size(), 2u);
+  EXPECT_EQ(exits[0].kind, api::ExitKind::kLaunchFailed);
+  EXPECT_NE(exits[0].message.find("does not run on n1"), std::string::npos);
+}
+
+TEST_F(StepRunnerTest, AMissingWorkdirFallsBackToTmpAndSaysSo) {
+  auto runner = Make(Opts());
+  api::StepLaunch l = Step(0, {"/bin/pwd"}, {2});
+  l.workdir = "/no/such/dir/hachi";
+  runner->Launch(l);
+  ASSERT_TRUE(server_.WaitDone(0, 10s));
+  EXPECT_EQ(server_.Out(2), "/tmp\n");
+  EXPECT_NE(server_.Out(2, 2).find("couldn't chdir to `/no/such/dir/hachi'"),
+            std::string::npos);
+}
+
+TEST_F(StepRunnerTest, OutputPastTheBoundIsDroppedAndCountedNotBlocking) {
+  StepRunner::Options o = Opts();
+  o.buffer_bytes = 64 * 1024;
+  server_.SetUp(false);  // the server takes nothing for a while
+  auto runner = Make(o);
+  // 4 MiB, far past the bound: the task must not block on it.
+  runner->Launch(
+      Step(0, {"/bin/sh", "-c", "head -c 4194304 /dev/zero; echo end >&2"}, {2}));
+  const auto t0 = std::chrono::steady_clock::now();
+  // The task ends although nobody takes its output (its exit is queued meanwhile).
+  for (int i = 0; i < 100 && server_.Exits(0).empty(); ++i) {
+    std::this_thread::sleep_for(100ms);
+    if (std::chrono::steady_clock::now() - t0 > 3s) server_.SetUp(true);
+  }
+  server_.SetUp(true);
+  ASSERT_TRUE(server_.WaitDone(0, 15s));
+  EXPECT_EQ(server_.Exits(0)[2].exit_code, 0);
+  EXPECT_GT(server_.Lost(2), 0);
+  EXPECT_EQ(static_cast<int64_t>(server_.Out(2).size()) + server_.Lost(2), 4194304);
+  EXPECT_EQ(server_.Out(2, 2), "end\n");
+}
+
+TEST_F(StepRunnerTest, ServerGoneStopsTheStep) {
+  auto runner = Make(Opts());
+  server_.SetGone(true);
+  runner->Launch(Step(0, {"/bin/sh", "-c", "echo hi; sleep 30"}, {2}));
+  // The first report's answer says the step ended on the server: its task is killed.
+  ASSERT_TRUE(runner->WaitIdle(10000));
+}
+
+TEST_F(StepRunnerTest, OutputFilesPerTask) {
+  char tmpl[] = "/tmp/hachi-steps-test-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  auto runner = Make(Opts());
+  api::StepLaunch l =
+      Step(3, {"/bin/sh", "-c", "echo out-$SLURM_PROCID; echo err >&2"}, {2, 3});
+  l.stdout_pattern = dir + "/o-%j.%s.%t.txt";
+  runner->Launch(l);
+  ASSERT_TRUE(server_.WaitDone(3, 10s));
+  for (int t : {2, 3}) {
+    const std::string path = dir + "/o-7.3." + std::to_string(t) + ".txt";
+    FILE* f = std::fopen(path.c_str(), "r");
+    ASSERT_NE(f, nullptr) << path;
+    char buf[64] = {};
+    const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    std::fclose(f);
+    EXPECT_EQ(std::string(buf, n), "out-" + std::to_string(t) + "\nerr\n");
+    ::unlink(path.c_str());
+  }
+  ::rmdir(dir.c_str());
+  EXPECT_EQ(server_.Out(2), "");
+}
+
+}  // namespace
+}  // namespace hachi::agent

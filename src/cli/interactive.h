@@ -1,0 +1,41 @@
+// Interactive work (issue 18, docs/steps.md): an allocation made and held by a command
+// that waits for it (salloc; srun and hachi run outside an allocation), a job step run
+// in an allocation with its output relayed through the server, and the allocation's
+// end. Shared by hachi run, srun and salloc; each prints in its own name (`prog`).
+// Installs signal handlers (SIGINT, SIGTERM, SIGHUP) while it waits; not thread-safe.
+#pragma once
+
+#include <string>
+
+#include "api/protocol.h"
+#include "cli/client.h"
+#include "core/status.h"
+#include "state/records.h"
+
+namespace hachi::cli {
+
+// Submits `request` as an interactive allocation (JobSpec::interactive: every node
+// holds it, no command runs) and waits until it runs, saying what it waits for as
+// Slurm's salloc/srun do ("srun: job 12 queued and waiting for resources (...)", then
+// "srun: job 12 has been allocated resources"; with `announce`, salloc's "Pending job
+// allocation 12" and "Granted job allocation 12" too). Ctrl-C while it waits cancels
+// it. Returns the running job's record.
+Result<state::JobRecord> Allocate(ApiClient& c, api::SubmitRequest request,
+                                  const std::string& prog, bool announce);
+
+// Runs `step` in running job `job` (POST /jobs/ID/steps), writes its tasks' output to
+// this process's stdout and stderr as it comes (labelled "RANK: " with `label`), and
+// returns srun's exit status for it (cli/slurm/srun_plan.h). Ctrl-C once forwards SIGINT
+// to the tasks, twice within a second (or SIGTERM/SIGHUP) stops the step. Errors are
+// printed "PROG: error: ..." and give 1.
+int RunStep(ApiClient& c, state::JobId job, const api::StepRequest& step, bool label,
+            bool quiet, const std::string& prog);
+
+// Ends interactive allocation `job` with `exit_code` (POST /jobs/ID/complete).
+Status Relinquish(ApiClient& c, state::JobId job, int exit_code);
+
+// The calling process's environment and working directory, as a step inherits them.
+state::EnvList ProcessEnvironment();
+std::string WorkingDirectory();
+
+}  // namespace hachi::cli

@@ -1,0 +1,218 @@
+// srun and salloc (issue 18, docs/steps.md). srun inside an allocation runs a job step —
+// its tasks started on the allocation's nodes by their agents, their output relayed
+// through the server to this process, its exit status the worst task's; outside one it
+// makes an allocation first and gives it back after the step. salloc makes an
+// allocation and runs a command (the user's shell) on this host while it holds it.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <thread>
+
+#include "cli/client.h"
+#include "cli/interactive.h"
+#include "cli/slurm/slurm_cmds.h"
+#include "cli/slurm/srun_plan.h"
+#include "cli/submit_request.h"
+#include "core/hostlist.h"
+#include "core/strings.h"
+
+namespace hachi::cli::slurm {
+namespace {
+
+const char kSrunUsage[] =
+    "Usage: srun [-N nodes] [-n ntasks] [--ntasks-per-node=n] [-c ncpus]\n"
+    "            [--gpus-per-task=n] [-G n] [-w hosts] [-o out] [-e err] [-l] [-u]\n"
+    "            [-K] [--overlap] [--jobid=id] [-J name] [-D dir] [--export=...]\n"
+    "            [-p partition] [-t time] [--mem=size] executable [args...]\n"
+    "Inside an allocation (sbatch, salloc, or --jobid): a job step on its nodes.\n"
+    "Outside one: an allocation for the step, given back at its end. See "
+    "docs/steps.md.\n";
+
+const char kSallocUsage[] =
+    "Usage: salloc [sbatch's options: -N -n -G --gpus-per-node -p -t --mem -J ...]\n"
+    "              [command [args...]]\n"
+    "Holds an allocation while the command (default: $SHELL) runs on this host, with\n"
+    "SLURM_JOB_ID and SLURM_JOB_NODELIST set for srun. See docs/steps.md.\n";
+
+// The allocation's variables a command on the submit host gets (salloc's).
+void SetAllocationEnvironment(const state::JobRecord& job) {
+  std::vector<std::string> nodes;
+  for (const state::NodeAllocation& a : job.allocations) nodes.push_back(a.node);
+  const std::string id = std::to_string(job.id);
+  const std::string list = CompressHostList(nodes);
+  const std::string n = std::to_string(nodes.size());
+  for (const char* k : {"SLURM_JOB_ID", "SLURM_JOBID", "HACHI_JOB_ID"}) {
+    ::setenv(k, id.c_str(), 1);
+  }
+  ::setenv("SLURM_JOB_NODELIST", list.c_str(), 1);
+  ::setenv("SLURM_NODELIST", list.c_str(), 1);
+  ::setenv("SLURM_NNODES", n.c_str(), 1);
+  ::setenv("SLURM_JOB_NUM_NODES", n.c_str(), 1);
+  ::setenv("SLURM_JOB_NAME", job.spec.name.c_str(), 1);
+  ::setenv("SLURM_JOB_PARTITION", job.req.partition.c_str(), 1);
+  ::setenv("SLURM_SUBMIT_DIR", job.spec.workdir.c_str(), 1);
+  if (job.spec.ntasks > 0) {
+    const std::string t = std::to_string(job.spec.ntasks);
+    ::setenv("SLURM_NTASKS", t.c_str(), 1);
+    ::setenv("SLURM_NPROCS", t.c_str(), 1);
+  }
+  if (job.spec.ntasks_per_node > 0) {
+    ::setenv("SLURM_NTASKS_PER_NODE", std::to_string(job.spec.ntasks_per_node).c_str(),
+             1);
+  }
+}
+
+// sbatch-style options -> the allocation's request; `name` when -J was not given.
+Result<api::SubmitRequest> AllocationRequest(std::vector<std::string> options,
+                                             const std::string& name) {
+  options.push_back("--");
+  options.push_back("true");  // a placeholder: an allocation runs no command
+  SubmitOptions parsed;
+  std::vector<std::string> warnings;
+  Result<api::SubmitRequest> r = BuildRequest(options, true, &parsed, &warnings);
+  if (!r.ok()) return r.status();
+  if (!parsed.IsSet("job-name")) r->spec.name = name;
+  return r;
+}
+
+}  // namespace
+
+int SrunMain(const std::vector<std::string>& args) {
+  Result<SrunOptions> o = ParseSrunArgs(args, ProcessEnvironment(), WorkingDirectory());
+  if (!o.ok()) return SlurmBadArgs("srun", o.status());
+  if (o->help || o->usage) {
+    std::cout << kSrunUsage;
+    return 0;
+  }
+  if (o->pty) {
+    return SlurmFail("srun", "--pty: terminals for job steps are not available yet");
+  }
+  Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(o->server);
+  if (!c.ok()) return SlurmFail("srun", c.status().message());
+  if (o->job != 0) return RunStep(**c, o->job, o->step, o->label, o->quiet, "srun");
+  // Outside an allocation: one for this step, given back with the step's exit status.
+  Result<api::SubmitRequest> r =
+      AllocationRequest(o->alloc_args, BaseName(o->step.argv[0]));
+  if (!r.ok()) return SlurmFail("srun", r.status().message());
+  Result<state::JobRecord> job = Allocate(**c, *r, "srun", /*announce=*/false);
+  if (!job.ok()) return SlurmFail("srun", job.status().message());
+  // The step takes the allocation's shape: its tasks, else one per node.
+  api::StepRequest step = o->step;
+  if (step.ntasks == 0) step.ntasks = job->spec.ntasks;
+  if (step.ntasks_per_node == 0) step.ntasks_per_node = job->spec.ntasks_per_node;
+  const int rc = RunStep(**c, job->id, step, o->label, o->quiet, "srun");
+  if (Status s = Relinquish(**c, job->id, rc); !s.ok()) {
+    SlurmFail("srun", "giving back job allocation " + std::to_string(job->id) + ": " +
+                          s.message());
+  }
+  return rc;
+}
+
+int SallocMain(const std::vector<std::string>& args) {
+  // Options up to the first word that is not one; then the command.
+  std::vector<std::string> options, command;
+  bool quiet = false;
+  std::string server;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "-h" || a == "--help" || a == "--usage") {
+      std::cout << kSallocUsage;
+      return 0;
+    }
+    if (a == "--") {
+      command.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+      break;
+    }
+    if (a == "-Q" || a == "--quiet") {
+      quiet = true;
+      continue;
+    }
+    if (a == "--server" && i + 1 < args.size()) {
+      server = args[++i];
+      continue;
+    }
+    if (a.rfind("--server=", 0) == 0) {
+      server = a.substr(9);
+      continue;
+    }
+    if (a.empty() || a[0] != '-') {
+      command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+      break;
+    }
+    options.push_back(a);
+    // An option's value in the next word (-N 2, --time 10): sbatch's parser knows which
+    // take one; the ones given this way are the short ones and the long ones without '='.
+    static const std::string kWithValue = "NnGpAqtJwxCcDdob";
+    const bool short_value = a.size() == 2 && kWithValue.find(a[1]) != std::string::npos;
+    const bool long_value = a.rfind("--", 0) == 0 && a.find('=') == std::string::npos &&
+                            a != "--exclusive" && a != "--hold" && a != "--requeue" &&
+                            a != "--overcommit" && a != "--parsable";
+    if ((short_value || long_value) && i + 1 < args.size()) options.push_back(args[++i]);
+  }
+  if (command.empty()) {
+    const char* shell = std::getenv("SHELL");
+    command = {shell != nullptr && *shell != '\0' ? shell : "/bin/sh"};
+  }
+  Result<api::SubmitRequest> r = AllocationRequest(options, BaseName(command[0]));
+  if (!r.ok()) return SlurmFail("salloc", r.status().message());
+  Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(server);
+  if (!c.ok()) return SlurmFail("salloc", c.status().message());
+  Result<state::JobRecord> job = Allocate(**c, *r, "salloc", /*announce=*/!quiet);
+  if (!job.ok()) return SlurmFail("salloc", job.status().message());
+  const state::JobId id = job->id;
+  SetAllocationEnvironment(*job);
+  // The command: in the foreground, its own signals (Ctrl-C is the shell's to handle).
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
+    ::signal(SIGHUP, SIG_DFL);
+    std::vector<char*> argv;
+    for (std::string& a : command) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execvp(argv[0], argv.data());
+    std::cerr << "salloc: error: " << command[0] << ": " << std::strerror(errno) << "\n";
+    ::_exit(errno == ENOENT ? 127 : 126);
+  }
+  ::signal(SIGINT, SIG_IGN);  // the command's; salloc waits for it
+  int status = 0;
+  bool revoked = false;
+  // While it runs: the allocation may end under it (time limit, scancel): the command
+  // is told (SIGHUP, as when a terminal goes away) and salloc says why.
+  auto last_check = std::chrono::steady_clock::now();
+  for (;;) {
+    const pid_t done = ::waitpid(child, &status, WNOHANG);
+    if (done == child) break;
+    if (done < 0 && errno != EINTR) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (revoked ||
+        std::chrono::steady_clock::now() - last_check < std::chrono::seconds(2)) {
+      continue;
+    }
+    last_check = std::chrono::steady_clock::now();
+    Result<JobView> v = (*c)->Job(id);
+    if (v.ok() && state::IsFinal(v->job.state)) {
+      revoked = true;
+      std::cerr << "salloc: Job allocation " << id << " has been revoked.\n";
+      ::kill(child, SIGHUP);
+    }
+  }
+  const int rc = WIFEXITED(status) ? WEXITSTATUS(status)
+                                   : (WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1);
+  if (!revoked) {
+    if (!quiet) std::cerr << "salloc: Relinquishing job allocation " << id << "\n";
+    if (Status s = Relinquish(**c, id, rc); !s.ok()) {
+      SlurmFail("salloc",
+                "giving back job allocation " + std::to_string(id) + ": " + s.message());
+    }
+  }
+  return rc;
+}
+
+}  // namespace hachi::cli::slurm

@@ -1,0 +1,232 @@
+// Job steps end to end (issue 18): srun inside sbatch scripts and with --jobid, through
+// the Slurm links, against a real `hachi dev` child with two simulated 8-GPU nodes. The
+// tasks run under the nodes' agents; their output comes back through the server.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "cli/cli_testing.h"
+
+namespace hachi::cli {
+namespace {
+
+using testing::CmdResult;
+using testing::ReadFile;
+using testing::Shell;
+
+class StepsE2e : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/hachi-steps-e2e-XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    const std::string log = dir_ + "/dev.log";
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      const std::string cmd = std::string(HACHI_BINARY_DIR) + "/hachi dev --state-dir " +
+                              dir_ + "/state --listen 127.0.0.1:0 2>" + log;
+      ::execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), nullptr);
+      ::_exit(127);
+    }
+    bool up = false;
+    for (int i = 0; i < 100 && !up; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      up = ReadFile(log).find("listening on http://") != std::string::npos;
+    }
+    ASSERT_TRUE(up) << ReadFile(log);
+    ::setenv("HACHI_SERVER", ("unix:" + dir_ + "/state/hachi.sock").c_str(), 1);
+    ASSERT_EQ(Shell("mkdir " + dir_ + "/bin").exit_code, 0);
+    CmdResult links = Shell(std::string(HACHI_BINARY_DIR) +
+                            "/hachi slurm install-links " + dir_ + "/bin 2>&1");
+    ASSERT_EQ(links.exit_code, 0) << links.out;
+    for (int i = 0; i < 100; ++i) {
+      if (Run("sinfo -h -o %D").out.find('2') != std::string::npos) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  void TearDown() override {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    Shell("rm -rf " + dir_);
+  }
+  CmdResult Run(const std::string& cmd) {
+    return Shell("cd " + dir_ + " && export PATH=" + dir_ + "/bin:$PATH && " + cmd +
+                 " 2>&1");
+  }
+  // Polls sacct until job `id` (its allocation line) is in `state`.
+  bool WaitState(const std::string& id, const std::string& state, int tenths = 300) {
+    for (int i = 0; i < tenths; ++i) {
+      if (Run("sacct -X -P -n -o State -j " + id).out.find(state) != std::string::npos) {
+        return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  }
+  std::string Submit(const std::string& args) {
+    CmdResult r = Run("sbatch --parsable " + args);
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    return r.out.substr(0, r.out.find('\n'));
+  }
+  std::string dir_;
+  pid_t pid_ = -1;
+};
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+TEST_F(StepsE2e, ABatchScriptsStepsAcrossTwoNodes) {
+  const std::string script = dir_ + "/job.sh";
+  ASSERT_EQ(Shell("cat > " + script +
+                  " <<'EOF'\n"
+                  "#!/bin/sh\n"
+                  "#SBATCH -N 2 --gpus-per-node=2 -o " +
+                  dir_ +
+                  "/out.txt\n"
+                  "srun -n 4 -l sh -c 'echo rank=$SLURM_PROCID of=$SLURM_NTASKS "
+                  "node=$SLURMD_NODENAME gpus=$CUDA_VISIBLE_DEVICES local=$SLURM_LOCALID "
+                  "step=$SLURM_STEP_ID'\n"
+                  "srun -n 4 --gpus-per-task=1 sh -c 'echo gpt $SLURM_PROCID "
+                  "$SLURMD_NODENAME $CUDA_VISIBLE_DEVICES'\n"
+                  "echo batch-on $SLURMD_NODENAME\n"
+                  "EOF")
+                .exit_code,
+            0);
+  const std::string id = Submit(script);
+  ASSERT_TRUE(WaitState(id, "COMPLETED"))
+      << Run("sacct -j " + id).out << ReadFile(dir_ + "/out.txt")
+      << ReadFile(dir_ + "/dev.log");
+  const std::string out = ReadFile(dir_ + "/out.txt");
+  // Each rank once, labelled; ranks 0-1 on the first node, 2-3 on the second; every
+  // task sees its node's two GPUs.
+  std::map<int, std::string> node_of, gpus_of;
+  std::map<std::string, std::set<std::string>> gpt_gpus;  // node -> GPUs of its tasks
+  int batch_lines = 0;
+  for (const std::string& line : Lines(out)) {
+    if (line.rfind("batch-on ", 0) == 0) {
+      ++batch_lines;
+      EXPECT_EQ(line, "batch-on node1") << "the script runs on the first node only";
+      continue;
+    }
+    if (line.rfind("gpt ", 0) == 0) {
+      std::istringstream in(line.substr(4));
+      int rank = 0;
+      std::string node, gpus;
+      in >> rank >> node >> gpus;
+      EXPECT_EQ(gpus.find(','), std::string::npos) << "one GPU per task: " << line;
+      EXPECT_TRUE(gpt_gpus[node].insert(gpus).second)
+          << "shared with a neighbour: " << out;
+      continue;
+    }
+    const size_t colon = line.find(": rank=");
+    ASSERT_NE(colon, std::string::npos) << line << "\n" << out;
+    const int label = std::stoi(line.substr(0, colon));
+    EXPECT_NE(line.find("rank=" + std::to_string(label) + " of=4 "), std::string::npos)
+        << line;
+    EXPECT_TRUE(node_of.emplace(label, line.substr(line.find("node=") + 5, 5)).second)
+        << "rank twice: " << out;
+    gpus_of[label] = line.substr(line.find("gpus=") + 5,
+                                 line.find(" local=") - line.find("gpus=") - 5);
+    EXPECT_NE(line.find("step=0"), std::string::npos) << line;
+  }
+  EXPECT_EQ(batch_lines, 1) << out;
+  ASSERT_EQ(node_of.size(), 4u) << out;
+  EXPECT_EQ(node_of[0], "node1");
+  EXPECT_EQ(node_of[1], "node1");
+  EXPECT_EQ(node_of[2], "node2");
+  EXPECT_EQ(node_of[3], "node2");
+  for (const auto& [rank, gpus] : gpus_of) {
+    EXPECT_EQ(std::count(gpus.begin(), gpus.end(), ','), 1) << rank << ": " << gpus;
+  }
+  EXPECT_EQ(gpus_of[0], gpus_of[1]);
+  EXPECT_EQ(gpt_gpus["node1"].size(), 2u) << out;
+  EXPECT_EQ(gpt_gpus["node2"].size(), 2u) << out;
+  // sacct: the allocation, its batch step and the two srun steps.
+  CmdResult acct = Run("sacct -P -n -o JobID,JobName,State,ExitCode,NNodes -j " + id);
+  EXPECT_EQ(acct.out, id + "|job.sh|COMPLETED|0:0|2\n" + id +
+                          ".batch|batch|COMPLETED|0:0|1\n" + id +
+                          ".0|sh|COMPLETED|0:0|2\n" + id + ".1|sh|COMPLETED|0:0|2\n")
+      << acct.out;
+}
+
+TEST_F(StepsE2e, StepsInARunningAllocationFromOutside) {
+  const std::string id = Submit("-N 2 --gpus-per-node=1 -J alloc --wrap 'sleep 300'");
+  ASSERT_TRUE(WaitState(id, "RUNNING")) << Run("squeue").out;
+
+  // --jobid --overlap: a command inside the running job, on both its nodes.
+  CmdResult both = Run("srun --jobid=" + id +
+                       " --overlap -N 2 -l sh -c 'echo $SLURM_JOB_ID $SLURMD_NODENAME'");
+  EXPECT_EQ(both.exit_code, 0) << both.out;
+  std::vector<std::string> lines = Lines(both.out);
+  std::sort(lines.begin(), lines.end());
+  EXPECT_EQ(lines,
+            (std::vector<std::string>{"0: " + id + " node1", "1: " + id + " node2"}));
+
+  // The exit status is the worst task's; Slurm's error line names node and task.
+  CmdResult worst =
+      Run("srun --jobid=" + id + " -n 2 sh -c 'exit $((SLURM_PROCID * 3))'");
+  EXPECT_EQ(worst.exit_code, 3) << worst.out;
+  EXPECT_NE(worst.out.find("srun: error: node2: task 1: Exited with exit code 3"),
+            std::string::npos)
+      << worst.out;
+
+  // -K: the failing task stops the other at once (it would sleep for 300 s).
+  const auto t0 = std::chrono::steady_clock::now();
+  CmdResult k =
+      Run("srun --jobid=" + id +
+          " -n 2 -K sh -c 'if [ $SLURM_PROCID = 1 ]; then exit 5; fi; sleep 300'");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
+  EXPECT_EQ(k.exit_code, 143) << k.out;  // the sleeping task: SIGTERM (128 + 15)
+  EXPECT_NE(k.out.find("task 1: Exited with exit code 5"), std::string::npos) << k.out;
+
+  // A command that does not exist: Slurm's exit status 2.
+  CmdResult missing = Run("srun --jobid=" + id + " no-such-command-hachi");
+  EXPECT_EQ(missing.exit_code, 2) << missing.out;
+  EXPECT_NE(missing.out.find("No such file or directory"), std::string::npos)
+      << missing.out;
+
+  // A step cancelled with its job: srun learns it and returns; sacct says so.
+  Shell("cd " + dir_ + " && PATH=" + dir_ + "/bin:$PATH; (srun --jobid=" + id +
+        " sleep 300; echo rc=$?) > " + dir_ + "/bg.txt 2>&1 &");
+  bool started = false;
+  for (int i = 0; i < 100 && !started; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    started = Run("sacct -P -n -o JobID,State -j " + id).out.find(".4|RUNNING") !=
+              std::string::npos;
+  }
+  ASSERT_TRUE(started) << Run("sacct -j " + id).out << ReadFile(dir_ + "/bg.txt");
+  ASSERT_EQ(Run("scancel " + id).exit_code, 0);
+  bool returned = false;
+  for (int i = 0; i < 300 && !returned; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    returned = ReadFile(dir_ + "/bg.txt").find("rc=") != std::string::npos;
+  }
+  EXPECT_TRUE(returned) << ReadFile(dir_ + "/bg.txt");
+  ASSERT_TRUE(WaitState(id, "CANCELLED"));
+  CmdResult acct = Run("sacct -P -n -o JobID,State -j " + id);
+  EXPECT_NE(acct.out.find(id + ".0|COMPLETED"), std::string::npos) << acct.out;
+  EXPECT_NE(acct.out.find(id + ".1|FAILED"), std::string::npos) << acct.out;
+  EXPECT_NE(acct.out.find(id + ".4|CANCELLED"), std::string::npos) << acct.out;
+  // No step in an ended job.
+  CmdResult late = Run("srun --jobid=" + id + " true");
+  EXPECT_EQ(late.exit_code, 1);
+  EXPECT_NE(late.out.find("srun: error: Unable to create step for job " + id),
+            std::string::npos)
+      << late.out;
+}
+
+}  // namespace
+}  // namespace hachi::cli

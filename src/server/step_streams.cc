@@ -1,0 +1,184 @@
+#include "server/step_streams.h"
+
+#include <algorithm>
+
+namespace hachi::server {
+
+std::string StepTopic(state::JobId job, int step) {
+  return "step/" + std::to_string(job) + "." + std::to_string(step);
+}
+
+StepStreams::Stream& StepStreams::OpenLocked(const state::StepKey& key,
+                                             const std::vector<std::string>& nodes,
+                                             int ntasks) {
+  auto [it, fresh] = streams_.try_emplace(key);
+  if (fresh) {
+    it->second.nodes = nodes;
+    it->second.ntasks = ntasks;
+  }
+  return it->second;
+}
+
+void StepStreams::Open(const state::StepKey& key, std::vector<std::string> nodes,
+                       int ntasks, bool kill_on_bad_exit) {
+  MutexLock lock(&mu_);
+  Stream& s = OpenLocked(key, nodes, ntasks);
+  s.kill_on_bad_exit = kill_on_bad_exit;
+}
+
+bool StepStreams::Has(const state::StepKey& key) const {
+  MutexLock lock(&mu_);
+  return streams_.count(key) > 0;
+}
+
+StepStreams::Added StepStreams::Add(const state::StepKey& key, const std::string& node,
+                                    const api::StepReport& report,
+                                    const std::vector<std::string>& nodes, int ntasks) {
+  MutexLock lock(&mu_);
+  Stream& s = OpenLocked(key, nodes, ntasks);
+  Added out;
+  out.kill_on_bad_exit = s.kill_on_bad_exit;
+  int64_t& taken = s.node_next[node];
+  // The batch covers [seq, seq + its chunks' sizes) of the node's stream: what is below
+  // `taken` came before (a batch sent again); a gap above it was lost with an earlier
+  // server (its buffers), and is said so.
+  int64_t at = report.seq;
+  if (at > taken) {
+    api::OutputChunk gap;
+    gap.lost = at - taken;
+    gap.task = report.chunks.empty() ? 0 : report.chunks.front().task;
+    s.chunks.push_back(std::move(gap));
+    s.end += at - taken;
+    taken = at;
+  }
+  for (const api::OutputChunk& c : report.chunks) {
+    const int64_t size = c.size();
+    const int64_t skip = std::clamp<int64_t>(taken - at, 0, size);
+    at += size;
+    if (skip == size) continue;
+    api::OutputChunk piece = c;
+    if (piece.lost > 0) {
+      piece.lost -= skip;
+    } else if (skip > 0) {
+      piece.data.erase(0, static_cast<size_t>(skip));
+    }
+    s.held += static_cast<int64_t>(piece.data.size());
+    s.end += piece.size();
+    s.chunks.push_back(std::move(piece));
+    taken = at;
+  }
+  // Bounded: the oldest output goes first (the reader sees `lost`).
+  while (s.held > max_held_ && !s.chunks.empty()) {
+    s.held -= static_cast<int64_t>(s.chunks.front().data.size());
+    s.base += s.chunks.front().size();
+    s.chunks.pop_front();
+  }
+  for (const api::TaskExit& reported : report.exits) {
+    api::TaskExit e = reported;
+    e.node = node;
+    if (!s.exits.emplace(e.task, e).second) continue;
+    const bool failed = !(e.kind == api::ExitKind::kExited && e.exit_code == 0);
+    if (failed && !s.bad_exit_seen) {
+      s.bad_exit_seen = true;
+      out.bad_exit = true;
+    }
+  }
+  if (report.done) s.nodes_done.insert(node);
+  if (!s.all_done &&
+      std::all_of(s.nodes.begin(), s.nodes.end(),
+                  [&](const std::string& n) { return s.nodes_done.count(n) > 0; })) {
+    s.all_done = true;
+    out.all_done = true;
+  }
+  out.next = taken;
+  return out;
+}
+
+StepStreams::Read StepStreams::ReadFrom(const state::StepKey& key, int64_t from,
+                                        int64_t max_bytes) {
+  MutexLock lock(&mu_);
+  Read r;
+  auto it = streams_.find(key);
+  if (it == streams_.end()) return r;
+  Stream& s = it->second;
+  r.known = true;
+  from = std::clamp<int64_t>(from, 0, s.end);
+  // What lies below `from` the reader has: dropped.
+  while (!s.chunks.empty() && s.base + s.chunks.front().size() <= from) {
+    s.held -= static_cast<int64_t>(s.chunks.front().data.size());
+    s.base += s.chunks.front().size();
+    s.chunks.pop_front();
+  }
+  r.lost = std::max<int64_t>(0, s.base - from);
+  r.from = std::max(from, s.base);
+  int64_t at = s.base;
+  int64_t room = max_bytes;
+  for (const api::OutputChunk& c : s.chunks) {
+    const int64_t size = c.size();
+    if (at + size <= r.from) {
+      at += size;
+      continue;
+    }
+    if (room <= 0) break;
+    api::OutputChunk piece = c;
+    const int64_t skip = r.from - at;  // > 0 only for the first chunk
+    if (skip > 0) {
+      if (piece.lost > 0) {
+        piece.lost -= skip;
+      } else {
+        piece.data.erase(0, static_cast<size_t>(skip));
+      }
+    }
+    room -= static_cast<int64_t>(piece.data.size());
+    at += size;
+    r.chunks.push_back(std::move(piece));
+  }
+  r.next = std::max(at, r.from);
+  r.all_done = s.all_done;
+  r.ended = s.ended;
+  for (const auto& [task, e] : s.exits) r.exits.push_back(e);
+  return r;
+}
+
+std::vector<api::TaskExit> StepStreams::Exits(const state::StepKey& key) const {
+  MutexLock lock(&mu_);
+  std::vector<api::TaskExit> out;
+  auto it = streams_.find(key);
+  if (it == streams_.end()) return out;
+  for (const auto& [task, e] : it->second.exits) out.push_back(e);
+  return out;
+}
+
+void StepStreams::End(const state::StepKey& key) {
+  MutexLock lock(&mu_);
+  auto it = streams_.find(key);
+  if (it == streams_.end() || it->second.ended) return;
+  it->second.ended = true;
+  it->second.ended_at = std::chrono::steady_clock::now();
+}
+
+void StepStreams::Delivered(const state::StepKey& key) {
+  MutexLock lock(&mu_);
+  auto it = streams_.find(key);
+  if (it != streams_.end()) it->second.delivered = true;
+}
+
+void StepStreams::Sweep(std::chrono::steady_clock::duration keep_for) {
+  MutexLock lock(&mu_);
+  const auto now = std::chrono::steady_clock::now();
+  for (auto it = streams_.begin(); it != streams_.end();) {
+    const Stream& s = it->second;
+    if (s.ended && (s.delivered || now - s.ended_at > keep_for)) {
+      it = streams_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+size_t StepStreams::size() const {
+  MutexLock lock(&mu_);
+  return streams_.size();
+}
+
+}  // namespace hachi::server

@@ -1,0 +1,105 @@
+// StepStreams: the server's side of job steps in progress (issue 18, docs/steps.md): for
+// each step, the output its nodes' agents sent and srun has not read yet, what each
+// node's agent has delivered, the tasks' exits, and which nodes are done. In memory
+// only: a restarted server has none, and a stream is made again when an agent reports
+// for a step the records say runs (its output from before the restart is lost).
+//
+// Output is one sequence per step (bytes, counting gaps): chunks from all nodes in the
+// order they came. A reader asks from an offset and gets what follows; everything below
+// the offset it asks from is dropped (it has it), and so is the oldest output once more
+// than `max_held` bytes wait, which the reader then sees as `lost` — so a reader that
+// never comes costs bounded memory, and one that reconnects with its last offset loses
+// nothing that is still held. Agents send each batch with their own offset in their
+// node's stream, so a batch sent twice is taken once.
+//
+// Thread-safety: every method may be called from any thread; one mutex guards all
+// streams. Lock order: after the Controller's and the hub's locks.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "api/protocol.h"
+#include "core/mutex.h"
+#include "state/records.h"
+
+namespace hachi::server {
+
+// The topic a step output's long poll waits on.
+std::string StepTopic(state::JobId job, int step);
+
+class StepStreams {
+ public:
+  explicit StepStreams(int64_t max_held = 8 << 20) : max_held_(max_held) {}
+
+  // A new step: its nodes, tasks and whether a failing task stops it (-K).
+  void Open(const state::StepKey& key, std::vector<std::string> nodes, int ntasks,
+            bool kill_on_bad_exit) EXCLUDES(mu_);
+  bool Has(const state::StepKey& key) const EXCLUDES(mu_);
+
+  struct Added {
+    int64_t next = 0;       // the agent's offset the server now holds up to
+    bool all_done = false;  // this report made every node done (once)
+    bool bad_exit = false;  // this report brought the step's first failing task (-K)
+    bool kill_on_bad_exit = false;
+  };
+  // One node's report for a step. A step not open is opened with `nodes` (a restarted
+  // server learning of a step from its agents).
+  Added Add(const state::StepKey& key, const std::string& node,
+            const api::StepReport& report, const std::vector<std::string>& nodes,
+            int ntasks) EXCLUDES(mu_);
+
+  struct Read {
+    bool known = false;
+    int64_t from = 0, next = 0, lost = 0;
+    std::vector<api::OutputChunk> chunks;
+    bool all_done = false;             // every node reported done
+    bool ended = false;                // End was called
+    std::vector<api::TaskExit> exits;  // by rank
+  };
+  // From offset `from`, at most about `max_bytes` of data.
+  Read ReadFrom(const state::StepKey& key, int64_t from, int64_t max_bytes) EXCLUDES(mu_);
+  // The tasks' exits so far, by rank.
+  std::vector<api::TaskExit> Exits(const state::StepKey& key) const EXCLUDES(mu_);
+  // The step's end is recorded: the stream is kept until its reader was told it is done
+  // (Delivered), or `keep_for` after this call at most (Sweep).
+  void End(const state::StepKey& key) EXCLUDES(mu_);
+  // A reader got everything and the step's end.
+  void Delivered(const state::StepKey& key) EXCLUDES(mu_);
+  // Drops ended streams delivered, or ended longer than `keep_for` ago.
+  void Sweep(std::chrono::steady_clock::duration keep_for) EXCLUDES(mu_);
+  size_t size() const EXCLUDES(mu_);
+
+ private:
+  struct Stream {
+    std::vector<std::string> nodes;
+    int ntasks = 0;
+    bool kill_on_bad_exit = false;
+    bool bad_exit_seen = false;
+    std::map<std::string, int64_t> node_next;  // each agent's offset taken
+    std::set<std::string> nodes_done;
+    bool all_done = false;
+    std::map<int, api::TaskExit> exits;
+    std::deque<api::OutputChunk> chunks;  // from offset `base`
+    int64_t base = 0;                     // the offset of chunks.front()
+    int64_t end = 0;                      // the offset after the last chunk
+    int64_t held = 0;                     // data bytes in `chunks`
+    bool ended = false;
+    bool delivered = false;
+    std::chrono::steady_clock::time_point ended_at{};
+  };
+  Stream& OpenLocked(const state::StepKey& key, const std::vector<std::string>& nodes,
+                     int ntasks) REQUIRES(mu_);
+
+  const int64_t max_held_;
+  mutable Mutex mu_;
+  std::map<state::StepKey, Stream> streams_ GUARDED_BY(mu_);
+};
+
+}  // namespace hachi::server

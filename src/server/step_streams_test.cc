@@ -1,0 +1,123 @@
+#include "server/step_streams.h"
+
+#include <gtest/gtest.h>
+
+namespace hachi::server {
+namespace {
+
+const state::StepKey kKey{12, 1000, 0};
+
+api::StepReport Report(int64_t seq, std::vector<api::OutputChunk> chunks,
+                       std::vector<api::TaskExit> exits = {}, bool done = false) {
+  api::StepReport r;
+  r.job = kKey.job;
+  r.job_start = kKey.job_start;
+  r.step = kKey.step;
+  r.seq = seq;
+  r.chunks = std::move(chunks);
+  r.exits = std::move(exits);
+  r.done = done;
+  return r;
+}
+
+api::OutputChunk Out(int task, std::string data, int fd = 1) {
+  return api::OutputChunk{task, fd, std::move(data), 0};
+}
+
+std::string Text(const StepStreams::Read& r) {
+  std::string s;
+  for (const api::OutputChunk& c : r.chunks) s += c.data;
+  return s;
+}
+
+TEST(StepStreams, MergesNodesAndTakesARepeatedBatchOnce) {
+  StepStreams s;
+  s.Open(kKey, {"a", "b"}, 2, false);
+  EXPECT_EQ(s.Add(kKey, "a", Report(0, {Out(0, "hello ")}), {}, 0).next, 6);
+  EXPECT_EQ(s.Add(kKey, "b", Report(0, {Out(1, "world")}), {}, 0).next, 5);
+  // Node a's batch again (its answer was lost), with more after it.
+  EXPECT_EQ(s.Add(kKey, "a", Report(0, {Out(0, "hello "), Out(0, "again")}), {}, 0).next,
+            11);
+  StepStreams::Read r = s.ReadFrom(kKey, 0, 1 << 20);
+  EXPECT_EQ(Text(r), "hello worldagain");
+  EXPECT_EQ(r.next, 16);
+  // From the middle of a chunk: its tail.
+  EXPECT_EQ(Text(s.ReadFrom(kKey, 8, 1 << 20)), "rldagain");
+}
+
+TEST(StepStreams, DoneWhenEveryNodeIsAndExitsByRank) {
+  StepStreams s;
+  s.Open(kKey, {"a", "b"}, 2, true);
+  api::TaskExit ok{0, api::ExitKind::kExited, 0, 0, "", ""};
+  api::TaskExit bad{1, api::ExitKind::kExited, 3, 0, "", ""};
+  StepStreams::Added a = s.Add(kKey, "a", Report(0, {}, {ok}, true), {}, 0);
+  EXPECT_FALSE(a.all_done);
+  EXPECT_FALSE(a.bad_exit);
+  StepStreams::Added b = s.Add(kKey, "b", Report(0, {}, {bad}, true), {}, 0);
+  EXPECT_TRUE(b.all_done);
+  EXPECT_TRUE(b.bad_exit);
+  EXPECT_TRUE(b.kill_on_bad_exit);
+  // Reported again: neither is news.
+  StepStreams::Added again = s.Add(kKey, "b", Report(0, {}, {bad}, true), {}, 0);
+  EXPECT_FALSE(again.all_done);
+  EXPECT_FALSE(again.bad_exit);
+  std::vector<api::TaskExit> exits = s.Exits(kKey);
+  ASSERT_EQ(exits.size(), 2u);
+  EXPECT_EQ(exits[1].exit_code, 3);
+  EXPECT_EQ(exits[1].node, "b");
+}
+
+TEST(StepStreams, BoundedWhileNobodyReadsAndTheReaderSeesTheLoss) {
+  StepStreams s(/*max_held=*/10);
+  s.Open(kKey, {"a"}, 1, false);
+  s.Add(kKey, "a", Report(0, {Out(0, "0123456789")}), {}, 0);
+  s.Add(kKey, "a", Report(10, {Out(0, "abcdef")}), {}, 0);
+  StepStreams::Read r = s.ReadFrom(kKey, 0, 1 << 20);
+  EXPECT_EQ(r.lost, 10);
+  EXPECT_EQ(r.from, 10);
+  EXPECT_EQ(Text(r), "abcdef");
+  // What the reader has is dropped when it asks from past it; asked again it is gone.
+  StepStreams::Read later = s.ReadFrom(kKey, 16, 1 << 20);
+  EXPECT_TRUE(later.chunks.empty());
+  EXPECT_EQ(later.next, 16);
+}
+
+TEST(StepStreams, AReaderThatReconnectsGetsWhatIsStillHeld) {
+  StepStreams s;
+  s.Open(kKey, {"a"}, 1, false);
+  s.Add(kKey, "a", Report(0, {Out(0, "line1\n")}), {}, 0);
+  StepStreams::Read first = s.ReadFrom(kKey, 0, 1 << 20);
+  EXPECT_EQ(Text(first), "line1\n");
+  s.Add(kKey, "a", Report(6, {Out(0, "line2\n")}), {}, 0);
+  // The reader lost the answer to its next request and asks from the same place.
+  EXPECT_EQ(Text(s.ReadFrom(kKey, 6, 1 << 20)), "line2\n");
+  EXPECT_EQ(Text(s.ReadFrom(kKey, 6, 1 << 20)), "line2\n");
+}
+
+TEST(StepStreams, AGapFromAnEarlierServerAndAgentLossesAreMarked) {
+  StepStreams s;
+  // A restarted server learns of the step from a report that starts at 100.
+  s.Add(kKey, "a", Report(100, {Out(0, "x")}), {"a"}, 1);
+  StepStreams::Read r = s.ReadFrom(kKey, 0, 1 << 20);
+  ASSERT_EQ(r.chunks.size(), 2u);
+  EXPECT_EQ(r.chunks[0].lost, 100);
+  EXPECT_EQ(r.chunks[1].data, "x");
+}
+
+TEST(StepStreams, EndedStreamsAreSwept) {
+  StepStreams s;
+  s.Open(kKey, {"a"}, 1, false);
+  s.Add(kKey, "a", Report(0, {Out(0, "abc")}), {}, 0);
+  s.End(kKey);
+  s.Sweep(std::chrono::hours(1));
+  EXPECT_EQ(s.size(), 1u);  // not read yet
+  s.ReadFrom(kKey, 3, 1 << 20);
+  s.Sweep(std::chrono::hours(1));
+  EXPECT_EQ(s.size(), 1u);  // read, but its reader was not told it is done
+  s.Delivered(kKey);
+  s.Sweep(std::chrono::hours(1));
+  EXPECT_EQ(s.size(), 0u);
+}
+
+}  // namespace
+}  // namespace hachi::server

@@ -1,0 +1,437 @@
+// Job steps (issue 18, docs/steps.md): srun inside an allocation. The Controller records
+// each step (StepStarted, StepEnded), hands its nodes' parts to their agents through
+// the hub, and relays the tasks' output from the agents to srun through StepStreams.
+#include <algorithm>
+#include <iostream>
+
+#include "server/controller.h"
+
+namespace hachi::server {
+namespace {
+
+std::string BaseName(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string StepName(state::JobId job, int step) {
+  return std::to_string(job) + "." + std::to_string(step);
+}
+
+// A step's end from its tasks' exits: COMPLETED when every task exited 0; CANCELLED
+// when one was stopped by us (srun's Ctrl-C, -K, scancel); OUT_OF_MEMORY; else FAILED
+// with the highest exit code (srun's exit status), or the signal of one killed by one.
+state::StepEnded StepEndOf(const state::StepKey& key,
+                           const std::vector<api::TaskExit>& exits, Time now) {
+  state::StepEnded end;
+  end.key = key;
+  end.end_time = now;
+  end.state = state::JobState::kCompleted;
+  bool cancelled = false, failed = false, oom = false;
+  for (const api::TaskExit& e : exits) {
+    switch (e.kind) {
+      case api::ExitKind::kExited:
+        end.exit_code = std::max(end.exit_code, e.exit_code);
+        failed = failed || e.exit_code != 0;
+        break;
+      case api::ExitKind::kSignaled:
+        failed = true;
+        if (end.signal == 0) end.signal = e.signal;
+        break;
+      case api::ExitKind::kCancelled:
+      case api::ExitKind::kTimeLimit:
+        cancelled = true;
+        if (e.signal != 0 && end.signal == 0) end.signal = e.signal;
+        break;
+      case api::ExitKind::kOutOfMemory:
+        oom = true;
+        break;
+      case api::ExitKind::kLaunchFailed:
+      case api::ExitKind::kLost:
+        failed = true;
+        end.exit_code = std::max(end.exit_code, 2);
+        if (end.reason.empty()) end.reason = e.message;
+        break;
+    }
+  }
+  if (oom) {
+    end.state = state::JobState::kOutOfMemory;
+  } else if (cancelled) {
+    end.state = state::JobState::kCancelled;
+  } else if (failed) {
+    end.state = state::JobState::kFailed;
+  }
+  return end;
+}
+
+}  // namespace
+
+Result<state::StepRecord> Controller::CreateStep(state::JobId id,
+                                                 const api::StepRequest& req,
+                                                 const Caller& who) {
+  MutexLock writer(&writer_mu_);
+  MutexLock lock(&mu_);
+  auto it = image_.jobs.find(id);
+  if (it == image_.jobs.end()) return NotFound("no job " + std::to_string(id));
+  const state::JobRecord& job = it->second;
+  HACHI_RETURN_IF_ERROR(authorizer_.Authorize(who, Action::kRunStep, Resource::Job(job)));
+  if (job.state != state::JobState::kRunning) {
+    return Busy("job " + std::to_string(id) + " is " +
+                std::string(state::JobStateName(job.state)) +
+                "; a step runs only in a running job");
+  }
+  if (auto run = runs_.find(id); run != runs_.end() && run->second.cancel_requested) {
+    return Busy("job " + std::to_string(id) + " is being cancelled");
+  }
+  // The nodes: the job's, in rank order (-w: those of them named).
+  std::vector<const state::NodeAllocation*> avail;
+  for (const state::NodeAllocation& a : job.allocations) {
+    if (req.node_list.empty() || std::find(req.node_list.begin(), req.node_list.end(),
+                                           a.node) != req.node_list.end()) {
+      avail.push_back(&a);
+    }
+  }
+  for (const std::string& n : req.node_list) {
+    if (std::none_of(job.allocations.begin(), job.allocations.end(),
+                     [&](const state::NodeAllocation& a) { return a.node == n; })) {
+      return InvalidArgument("-w " + n + ": not a node of job " + std::to_string(id));
+    }
+  }
+  const int have = static_cast<int>(avail.size());
+  if (req.nodes > have) {
+    return InvalidArgument("the step asks for " + std::to_string(req.nodes) +
+                           " nodes (-N); job " + std::to_string(id) + " has " +
+                           std::to_string(have));
+  }
+  int nodes = req.nodes > 0 ? req.nodes : have;
+  int ntasks = req.ntasks;
+  if (ntasks <= 0) {
+    ntasks = req.ntasks_per_node > 0 ? req.ntasks_per_node * nodes : nodes;
+  }
+  if (req.ntasks_per_node > 0 && req.nodes <= 0) {
+    // -n with --ntasks-per-node and no -N: as few nodes as hold them.
+    nodes = std::min(have, (ntasks + req.ntasks_per_node - 1) / req.ntasks_per_node);
+  }
+  nodes = std::min(nodes, ntasks);  // Slurm: "can't run 1 processes on 2 nodes"
+  if (req.ntasks_per_node > 0 && ntasks > req.ntasks_per_node * nodes) {
+    return InvalidArgument(
+        std::to_string(ntasks) + " tasks do not fit on " + std::to_string(nodes) +
+        " node(s) at --ntasks-per-node=" + std::to_string(req.ntasks_per_node));
+  }
+  if (req.pty && ntasks != 1) {
+    return InvalidArgument("--pty runs one task; the step asks for " +
+                           std::to_string(ntasks));
+  }
+  // Block distribution: consecutive ranks per node, the first nodes one more.
+  std::vector<int> per_node(static_cast<size_t>(nodes), 0);
+  if (req.ntasks_per_node > 0) {
+    int left = ntasks;
+    for (int& c : per_node) {
+      c = std::min(left, req.ntasks_per_node);
+      left -= c;
+    }
+  } else {
+    for (int i = 0; i < nodes; ++i) {
+      per_node[static_cast<size_t>(i)] = ntasks / nodes + (i < ntasks % nodes ? 1 : 0);
+    }
+  }
+  state::StepRecord rec;
+  rec.job = id;
+  rec.job_start = job.start_time;
+  rec.step = state::NextStepNumber(image_, id, job.start_time);
+  rec.name = req.name.empty() ? BaseName(req.argv[0]) : req.name;
+  rec.user = who.user;
+  rec.ntasks = ntasks;
+  rec.state = state::JobState::kRunning;
+  rec.start_time = std::max(options_.clock->Now(), job.start_time);
+  for (int i = 0; i < nodes; ++i) {
+    const state::NodeAllocation& a = *avail[static_cast<size_t>(i)];
+    const int tasks = per_node[static_cast<size_t>(i)];
+    if (req.gpus_per_task > 0 && tasks * req.gpus_per_task > a.gpus.size()) {
+      return InvalidArgument(std::to_string(tasks) + " task(s) x --gpus-per-task=" +
+                             std::to_string(req.gpus_per_task) + " on " + a.node +
+                             ": job " + std::to_string(id) + " has " +
+                             std::to_string(a.gpus.size()) + " GPU(s) there");
+    }
+    if (req.cpus_per_task > 0 && a.cpus > 0 && tasks * req.cpus_per_task > a.cpus) {
+      return InvalidArgument(std::to_string(tasks) + " task(s) x --cpus-per-task=" +
+                             std::to_string(req.cpus_per_task) + " on " + a.node +
+                             ": job " + std::to_string(id) + " has " +
+                             std::to_string(a.cpus) + " CPU(s) there");
+    }
+    rec.nodes.push_back(a.node);
+    rec.cpus +=
+        req.cpus_per_task > 0 ? tasks * req.cpus_per_task : std::max(a.cpus, tasks);
+    rec.gpus += req.gpus_per_task > 0 ? tasks * req.gpus_per_task : a.gpus.size();
+  }
+  HACHI_RETURN_IF_ERROR(CommitAndApply({state::StepStarted{rec}}));
+  const state::StepKey key{id, rec.job_start, rec.step};
+  streams_.Open(key, rec.nodes, ntasks, req.kill_on_bad_exit);
+  int rank = 0;
+  for (int i = 0; i < nodes; ++i) {
+    api::StepLaunch l;
+    l.job = id;
+    l.job_start = rec.job_start;
+    l.step = rec.step;
+    l.argv = req.argv;
+    l.env = req.env;
+    l.workdir = req.workdir;
+    l.name = rec.name;
+    l.nodes = rec.nodes;
+    l.node_index = i;
+    for (int t = 0; t < per_node[static_cast<size_t>(i)]; ++t) l.tasks.push_back(rank++);
+    l.ntasks = ntasks;
+    l.tasks_per_node = per_node;
+    l.cpus_per_task = req.cpus_per_task;
+    l.gpus_per_task = req.gpus_per_task;
+    l.stdout_pattern = req.stdout_pattern;
+    l.stderr_pattern = req.stderr_pattern;
+    l.pty = req.pty;
+    l.kill_grace = options_.kill_grace;
+    agents_.LaunchStep(rec.nodes[static_cast<size_t>(i)], std::move(l));
+  }
+  return image_.steps.at(key);
+}
+
+Result<state::StepRecord> Controller::StepOf(state::JobId id, int step,
+                                             const Caller& who) const {
+  MutexLock lock(&mu_);
+  auto it = image_.jobs.find(id);
+  if (it == image_.jobs.end()) return NotFound("no job " + std::to_string(id));
+  HACHI_RETURN_IF_ERROR(
+      authorizer_.Authorize(who, Action::kRunStep, Resource::Job(it->second)));
+  auto s = image_.steps.find({id, it->second.start_time, step});
+  if (s == image_.steps.end()) {
+    return NotFound("no step " + StepName(id, step) + " in the job's current run");
+  }
+  return s->second;
+}
+
+Result<api::StepOutput> Controller::ReadStepOutput(state::JobId id, int step,
+                                                   int64_t from, const Caller& who) {
+  Result<state::StepRecord> rec = StepOf(id, step, who);
+  if (!rec.ok()) return rec.status();
+  const state::StepKey key{id, rec->job_start, step};
+  StepStreams::Read r = streams_.ReadFrom(key, from, 1 << 20);
+  api::StepOutput out;
+  out.step = *rec;
+  out.from = r.known ? r.from : from;
+  out.next = r.known ? r.next : from;
+  out.lost = r.lost;
+  out.chunks = std::move(r.chunks);
+  const bool ended = rec->state != state::JobState::kRunning;
+  // Done once the record says it ended and nothing more is held for the reader.
+  out.done = ended && out.chunks.empty();
+  if (out.done) {
+    out.exits = std::move(r.exits);
+    streams_.Delivered(key);
+  }
+  return out;
+}
+
+Status Controller::SignalStep(state::JobId id, int step, int signal, bool cancel,
+                              const Caller& who) {
+  Result<state::StepRecord> rec = StepOf(id, step, who);
+  if (!rec.ok()) return rec.status();
+  if (rec->state != state::JobState::kRunning) {
+    return Busy("step " + StepName(id, step) + " is " +
+                std::string(state::JobStateName(rec->state)));
+  }
+  if (!cancel && (signal < 1 || signal > 64)) {
+    return InvalidArgument(std::to_string(signal) + " is not a signal");
+  }
+  for (const std::string& node : rec->nodes) {
+    agents_.SignalStep(node, api::StepSignal{id, rec->job_start, step, signal, cancel});
+  }
+  return Status::Ok();
+}
+
+std::vector<state::StepRecord> Controller::Steps(state::JobId id) const {
+  MutexLock lock(&mu_);
+  std::vector<state::StepRecord> out;
+  auto lo = image_.steps.lower_bound({id == 0 ? 0 : id, 0, 0});
+  for (auto it = lo; it != image_.steps.end(); ++it) {
+    if (id != 0 && it->first.job != id) break;
+    out.push_back(it->second);
+  }
+  return out;
+}
+
+Result<std::vector<api::StepAck>> Controller::ReportSteps(
+    const std::string& node, const api::StepReports& reports) {
+  if (!agents_.IsOpen(node)) return NotFound("agent " + node + " is not registered");
+  agents_.Touch(node);
+  std::vector<api::StepAck> acks;
+  std::vector<state::StepKey> finished;
+  for (const api::StepReport& r : reports.steps) {
+    const state::StepKey key{r.job, r.job_start, r.step};
+    api::StepAck ack{r.job, r.job_start, r.step, 0, false};
+    std::vector<std::string> nodes;
+    int ntasks = 0;
+    {
+      MutexLock lock(&mu_);
+      auto s = image_.steps.find(key);
+      const bool here = s != image_.steps.end() &&
+                        std::find(s->second.nodes.begin(), s->second.nodes.end(), node) !=
+                            s->second.nodes.end();
+      if (!here || s->second.state != state::JobState::kRunning) {
+        ack.gone = true;  // ended (the job's end, a lost node), or never ours
+      } else {
+        nodes = s->second.nodes;
+        ntasks = s->second.ntasks;
+      }
+    }
+    if (ack.gone) {
+      // Output that comes after the step ended still reaches a reader that waits.
+      if (streams_.Has(key)) streams_.Add(key, node, r, {}, 0);
+      acks.push_back(ack);
+      continue;
+    }
+    const StepStreams::Added added = streams_.Add(key, node, r, nodes, ntasks);
+    ack.next = added.next;
+    acks.push_back(ack);
+    if (added.bad_exit && added.kill_on_bad_exit) {
+      // -K: a failing task stops the step's others.
+      for (const std::string& n : nodes) {
+        agents_.SignalStep(n, api::StepSignal{r.job, r.job_start, r.step, 0, true});
+      }
+    }
+    if (added.all_done) finished.push_back(key);
+    MutexLock lock(&mu_);
+    if (notify_) notify_(StepTopic(r.job, r.step));
+  }
+  if (!finished.empty()) {
+    MutexLock writer(&writer_mu_);
+    MutexLock lock(&mu_);
+    std::vector<state::Edit> edits;
+    const Time now = options_.clock->Now();
+    for (const state::StepKey& key : finished) {
+      auto s = image_.steps.find(key);
+      if (s == image_.steps.end() || s->second.state != state::JobState::kRunning)
+        continue;
+      state::StepEnded end = StepEndOf(key, streams_.Exits(key), now);
+      end.end_time = std::max(end.end_time, s->second.start_time);
+      edits.push_back(std::move(end));
+    }
+    HACHI_RETURN_IF_ERROR(CommitAndApply(std::move(edits)));
+  }
+  return acks;
+}
+
+void Controller::EndStepsOfJobsLocked(std::vector<state::Edit>* edits) const {
+  // The steps still running in a run that this batch ends or requeues end with it.
+  std::vector<state::Edit> more;
+  const Time now = options_.clock->Now();
+  for (const state::Edit& e : *edits) {
+    state::JobId id = 0;
+    state::JobState as = state::JobState::kCancelled;
+    std::string why;
+    if (const auto* end = std::get_if<state::JobEnded>(&e)) {
+      id = end->id;
+      if (end->state == state::JobState::kTimeout ||
+          end->state == state::JobState::kNodeFail ||
+          end->state == state::JobState::kOutOfMemory) {
+        as = end->state;
+      }
+      why = "job " + std::to_string(id) + " ended (" +
+            std::string(state::JobStateName(end->state)) + ")";
+    } else if (const auto* rq = std::get_if<state::JobRequeued>(&e)) {
+      id = rq->id;
+      why = "job " + std::to_string(id) + " was requeued";
+    } else {
+      continue;
+    }
+    auto job = image_.jobs.find(id);
+    if (job == image_.jobs.end() || job->second.state != state::JobState::kRunning)
+      continue;
+    for (const state::StepKey& key :
+         state::RunningSteps(image_, id, job->second.start_time)) {
+      const bool listed =
+          std::any_of(edits->begin(), edits->end(), [&](const state::Edit& x) {
+            const auto* se = std::get_if<state::StepEnded>(&x);
+            return se != nullptr && se->key == key;
+          });
+      if (listed) continue;
+      state::StepEnded se;
+      se.key = key;
+      se.state = as;
+      se.end_time = std::max(now, image_.steps.at(key).start_time);
+      se.reason = why;
+      more.push_back(std::move(se));
+    }
+  }
+  // Before the job's own end: a step ends only in a running job's run.
+  edits->insert(edits->begin(), more.begin(), more.end());
+}
+
+void Controller::StepsEndedLocked(const std::vector<state::Edit>& edits) {
+  for (const state::Edit& e : edits) {
+    const auto* se = std::get_if<state::StepEnded>(&e);
+    if (se == nullptr) continue;
+    streams_.End(se->key);
+    if (notify_) notify_(StepTopic(se->key.job, se->key.step));
+  }
+  streams_.Sweep(std::chrono::minutes(2));
+}
+
+std::vector<state::Edit> Controller::LostStepsLocked(const AgentRegistration& reg) const {
+  // Steps the records run on this node that its agent does not: its agent restarted (a
+  // step never outlives its agent), or their launch was dropped with the old session.
+  std::vector<state::Edit> edits;
+  const Time now = options_.clock->Now();
+  for (const auto& [key, s] : image_.steps) {
+    if (s.state != state::JobState::kRunning) continue;
+    if (std::find(s.nodes.begin(), s.nodes.end(), reg.node) == s.nodes.end()) continue;
+    if (std::find(reg.steps.begin(), reg.steps.end(), key) != reg.steps.end()) continue;
+    state::StepEnded end;
+    end.key = key;
+    end.state = state::JobState::kFailed;
+    end.exit_code = 1;
+    end.end_time = std::max(now, s.start_time);
+    end.reason = "its agent on " + reg.node + " registered again without it (the agent " +
+                 "restarted, or the step's start was lost)";
+    edits.push_back(std::move(end));
+  }
+  return edits;
+}
+
+}  // namespace hachi::server
+
+namespace hachi::server {
+
+Status Controller::CompleteAllocation(state::JobId id, int exit_code, const Caller& who) {
+  MutexLock writer(&writer_mu_);
+  MutexLock lock(&mu_);
+  auto it = image_.jobs.find(id);
+  if (it == image_.jobs.end()) return NotFound("no job " + std::to_string(id));
+  const state::JobRecord& job = it->second;
+  HACHI_RETURN_IF_ERROR(authorizer_.Authorize(who, Action::kCancel, Resource::Job(job)));
+  if (!job.spec.interactive) {
+    return InvalidArgument("job " + std::to_string(id) +
+                           " is not an interactive allocation (salloc); scancel ends it");
+  }
+  if (job.state != state::JobState::kRunning) {
+    return Busy("job " + std::to_string(id) + " is " +
+                std::string(state::JobStateName(job.state)));
+  }
+  RunInfo& info = runs_[id];
+  if (info.allocation_done || info.cancel_requested) return Status::Ok();
+  info.allocation_done = true;
+  info.allocation_exit = exit_code;
+  std::vector<state::Edit> edits;
+  for (const state::NodeAllocation& a : job.allocations) {
+    if (agents_.TakeBackLaunch(a.node, id)) {  // never started there
+      --info.parts_left;
+      info.ended_on.push_back(a.node);
+      continue;
+    }
+    agents_.Cancel(a.node, id);
+  }
+  if (info.parts_left <= 0) {
+    edits.push_back(RunEndLocked(job, info, options_.clock->Now()));
+    runs_.erase(id);
+  }
+  return CommitAndApply(std::move(edits));
+}
+
+}  // namespace hachi::server
