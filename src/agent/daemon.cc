@@ -331,6 +331,7 @@ void AgentDaemon::PollLoop() {
     // finds its run.
     for (const api::StepLaunch& l : work->steps) steps_->Launch(l);
     for (const api::StepSignal& s : work->step_signals) steps_->Signal(s);
+    for (const api::StepInput& in : work->step_input) steps_->Input(in);
   }
 }
 

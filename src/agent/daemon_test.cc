@@ -18,6 +18,14 @@
 namespace hachi::agent {
 namespace {
 
+// Work with these launches (and `reregister`), nothing else.
+api::AgentWork WorkOf(std::vector<api::LaunchSpec> launch, bool reregister) {
+  api::AgentWork w;
+  w.launch = std::move(launch);
+  w.reregister = reregister;
+  return w;
+}
+
 using server::testing::kAlice;
 using server::testing::MakeSubmit;
 
@@ -311,10 +319,10 @@ TEST(DaemonScripted, RepeatedLaunchIsReportedAgainNotLaunched) {
   ScriptedServer server;
   Agent agent(Options(server.url(), 1000));
   ASSERT_TRUE(agent.daemon.Start().ok());
-  server.Send(api::AgentWork{{Launch(7, 1000)}, {}, false, {}, {}, {}, {}});
+  server.Send(WorkOf({Launch(7, 1000)}, false));
   ASSERT_TRUE(WaitFor([&] { return agent.launcher->launches().size() == 1; }));
   // Sent again while it runs: ignored.
-  server.Send(api::AgentWork{{Launch(7, 1000)}, {}, false, {}, {}, {}, {}});
+  server.Send(WorkOf({Launch(7, 1000)}, false));
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_EQ(agent.launcher->launches().size(), 1u);
   EXPECT_TRUE(server.exits().empty());
@@ -322,14 +330,14 @@ TEST(DaemonScripted, RepeatedLaunchIsReportedAgainNotLaunched) {
   ASSERT_TRUE(agent.launcher->Finish(7, 3));
   ASSERT_TRUE(WaitFor([&] { return server.exits().size() == 1; }));
   // Sent again after it ended (the server lost the report): the exit, again.
-  server.Send(api::AgentWork{{Launch(7, 1000)}, {}, false, {}, {}, {}, {}});
+  server.Send(WorkOf({Launch(7, 1000)}, false));
   ASSERT_TRUE(WaitFor([&] { return server.exits().size() == 2; }));
   EXPECT_EQ(server.exits()[1].job, 7);
   EXPECT_EQ(server.exits()[1].exit_code, 3);
   EXPECT_EQ(agent.launcher->launches().size(), 1u) << "never launched twice";
 
   // The same job requeued and started again (a later start): a new run, launched.
-  server.Send(api::AgentWork{{Launch(7, 2000)}, {}, false, {}, {}, {}, {}});
+  server.Send(WorkOf({Launch(7, 2000)}, false));
   ASSERT_TRUE(WaitFor([&] { return agent.launcher->launches().size() == 2; }));
   EXPECT_EQ(agent.launcher->launches()[1].start_time, 2000);
   agent.daemon.Stop();
@@ -373,9 +381,9 @@ TEST(DaemonScripted, ReregistersWhenTold) {
   ScriptedServer server;
   Agent agent(Options(server.url(), 1000));
   ASSERT_TRUE(agent.daemon.Start().ok());
-  server.Send(api::AgentWork{{Launch(9, 1000)}, {}, false, {}, {}, {}, {}});
+  server.Send(WorkOf({Launch(9, 1000)}, false));
   ASSERT_TRUE(WaitFor([&] { return agent.launcher->launches().size() == 1; }));
-  server.Send(api::AgentWork{{}, {}, true, {}, {}, {}, {}});
+  server.Send(WorkOf({}, true));
   ASSERT_TRUE(WaitFor([&] { return server.registrations().size() == 2; }));
   EXPECT_EQ(server.registrations()[1].running, std::vector<state::JobId>{9});
   EXPECT_EQ(server.registrations()[0].agent_started,
@@ -404,7 +412,7 @@ TEST_P(DaemonLease, StopsItsJobsWhenTheLeaseExpiresAndNotBefore) {
   Agent agent(o);
   ASSERT_TRUE(agent.daemon.Start().ok());
   server.Send(
-      api::AgentWork{{Launch(7, 1000), Launch(8, 1000)}, {}, false, {}, {}, {}, {}});
+      WorkOf({Launch(7, 1000), Launch(8, 1000)}, false));
   ASSERT_TRUE(WaitFor([&] { return agent.launcher->launches().size() == 2; }));
   server.Hang(true);
   ASSERT_TRUE(WaitFor([&] { return server.hung_calls() >= 1; })) << "a poll hangs";

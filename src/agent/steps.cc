@@ -4,8 +4,10 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -75,6 +77,53 @@ void CloseFd(int* fd) {
   *fd = -1;
 }
 
+// A pseudo-terminal for a --pty task: its leader (non-blocking, for the agent) and
+// follower (for the task: owned by the job's user, as login(1) leaves a terminal), with
+// the window size srun gave. Errors: why.
+Result<std::pair<int, int>> OpenTerminal(uid_t uid, gid_t gid, int rows, int cols) {
+  const int leader = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (leader < 0) return Internal(std::string("posix_openpt: ") + strerror(errno));
+  char name[128];
+  if (grantpt(leader) != 0 || unlockpt(leader) != 0 ||
+      ptsname_r(leader, name, sizeof name) != 0) {
+    const int err = errno;
+    close(leader);
+    return Internal(std::string("cannot set up a terminal: ") + strerror(err));
+  }
+  const int follower = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (follower < 0) {
+    const int err = errno;
+    close(leader);
+    return Internal(std::string("cannot open ") + name + ": " + strerror(err));
+  }
+  if (geteuid() == 0 &&
+      (fchown(follower, uid, gid) != 0 || fchmod(follower, 0620) != 0)) {
+    const int err = errno;
+    close(leader);
+    close(follower);
+    return Internal(std::string("cannot give ") + name +
+                    " to the job's user: " + strerror(err));
+  }
+  if (rows > 0 && cols > 0) {
+    winsize ws{};
+    ws.ws_row = static_cast<unsigned short>(rows);
+    ws.ws_col = static_cast<unsigned short>(cols);
+    ioctl(leader, TIOCSWINSZ, &ws);
+  }
+  fcntl(leader, F_SETFL, fcntl(leader, F_GETFL) | O_NONBLOCK);
+  return std::make_pair(leader, follower);
+}
+
+// Writes what the terminal takes of `pending` now; the rest stays.
+void FlushInput(int fd, std::string* pending) {
+  while (!pending->empty()) {
+    const ssize_t n = write(fd, pending->data(), pending->size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // EAGAIN: later, at POLLOUT
+    pending->erase(0, static_cast<size_t>(n));
+  }
+}
+
 }  // namespace
 
 struct StepRunner::State {
@@ -103,6 +152,8 @@ struct StepRunner::State {
     bool stopping = false;  // cancelled: SIGKILL at kill_at
     bool gone = false;      // the server ended the step: nothing more is sent
     Mono::time_point kill_at = kNever;
+    int pty = -1;               // --pty: the terminal's leader (also tasks[0].out)
+    std::string input_pending;  // typed, not yet taken by the terminal
 
     bool Unsent() const {
       if (gone) return false;
@@ -290,13 +341,29 @@ void StepRunner::Launch(const api::StepLaunch& l) {
     req.setup.cgroup_procs = ctx->cgroup_procs;
     req.append_output = true;  // tasks of a step may share one file (no %t)
     int out[2] = {-1, -1}, err[2] = {-1, -1};
+    int follower = -1;
     std::string why;
     if (l.gpus_per_task > 0 && TaskGpus(ctx->spec, l, local).empty()) {
       why = "--gpus-per-task=" + std::to_string(l.gpus_per_task) + " for task " +
             std::to_string(rank) + ": the job has only " +
             std::to_string(ctx->spec.gpus.size()) + " GPU(s) on " + options_.node;
     }
-    if (why.empty()) {
+    if (why.empty() && l.pty) {
+      Result<std::pair<int, int>> term =
+          OpenTerminal(ctx->spec.spec.uid, ctx->spec.spec.gid, l.rows, l.cols);
+      if (term.ok()) {
+        out[0] = term->first;
+        follower = term->second;
+        req.stdin_fd = req.stdout_fd = req.stderr_fd = follower;
+        req.controlling_tty = true;
+        // A terminal's programs want to know what it is.
+        bool has_term = false;
+        for (const auto& [k, v] : req.env) has_term = has_term || k == "TERM";
+        if (!has_term) req.env.emplace_back("TERM", "xterm");
+      } else {
+        why = term.status().message();
+      }
+    } else if (why.empty()) {
       if (!l.stdout_pattern.empty()) {
         req.stdout_path = StepOutputPath(l.stdout_pattern, ctx->spec, l.step, rank);
         req.stdout_dirs = OutputDirChain(req.stdout_path);
@@ -306,7 +373,7 @@ void StepRunner::Launch(const api::StepLaunch& l) {
         why = std::string("pipe: ") + strerror(errno);
       }
     }
-    if (why.empty()) {
+    if (why.empty() && !l.pty) {
       if (!l.stderr_pattern.empty()) {
         req.stderr_path = StepOutputPath(l.stderr_pattern, ctx->spec, l.step, rank);
         req.stderr_dirs = OutputDirChain(req.stderr_path);
@@ -326,6 +393,7 @@ void StepRunner::Launch(const api::StepLaunch& l) {
     }
     CloseFd(&out[1]);
     CloseFd(&err[1]);
+    CloseFd(&follower);
     if (!why.empty()) {
       CloseFd(&out[0]);
       CloseFd(&err[0]);
@@ -341,6 +409,7 @@ void StepRunner::Launch(const api::StepLaunch& l) {
     for (int fd : {t.out, t.err}) {
       if (fd >= 0) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
     }
+    if (l.pty) p.pty = t.out;
     p.tasks.push_back(t);
   }
   state_->CheckEnded(p);
@@ -363,6 +432,26 @@ void StepRunner::Signal(const api::StepSignal& s) {
     if (!t.exited && t.pid > 0) kill(-t.pid, s.cancel ? SIGTERM : s.signal);
   }
   state_->Wake();
+}
+
+void StepRunner::Input(const api::StepInput& in) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  auto it = state_->parts.find({in.job, in.job_start, in.step});
+  if (it == state_->parts.end() || it->second.pty < 0) return;
+  State::Part& p = it->second;
+  if (in.rows > 0 && in.cols > 0) {
+    winsize ws{};
+    ws.ws_row = static_cast<unsigned short>(in.rows);
+    ws.ws_col = static_cast<unsigned short>(in.cols);
+    ioctl(p.pty, TIOCSWINSZ, &ws);  // the terminal sends SIGWINCH to its programs
+  }
+  if (in.data.empty()) return;
+  p.input_pending += in.data;
+  if (p.input_pending.size() > (4u << 20)) {
+    p.input_pending.erase(0, p.input_pending.size() - (4u << 20));  // bounded
+  }
+  FlushInput(p.pty, &p.input_pending);
+  if (!p.input_pending.empty()) state_->Wake();  // the I/O thread waits for POLLOUT
 }
 
 void StepRunner::StopJob(state::JobId job, Duration grace) {
@@ -424,7 +513,9 @@ void StepRunner::IoLoop() {
           for (int which : {1, 2}) {
             const int fd = which == 1 ? t.out : t.err;
             if (fd < 0) continue;
-            fds.push_back({fd, POLLIN, 0});
+            const bool out_waits = fd == p.pty && !p.input_pending.empty();
+            fds.push_back(
+                {fd, static_cast<short>(POLLIN | (out_waits ? POLLOUT : 0)), 0});
             slots.push_back({key, i, which, fd});
           }
           if (t.exited && (t.out >= 0 || t.err >= 0)) next = std::min(next, t.close_by);
@@ -461,11 +552,18 @@ void StepRunner::IoLoop() {
       }
       int& fd = s.which == 1 ? t.out : t.err;
       if (fd != s.fd) continue;
+      if (fd == p.pty && (fds[i].revents & POLLOUT)) FlushInput(fd, &p.input_pending);
+      if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       const ssize_t r = read(fd, buf.data(), buf.size());
       if (r > 0) {
         state_->Append(p, t.rank, s.which, buf.data(), static_cast<size_t>(r),
                        options_.buffer_bytes);
       } else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
+        // A terminal's leader reads EIO once no one holds the follower: its end.
+        if (fd == p.pty) {
+          p.pty = -1;
+          p.input_pending.clear();
+        }
         CloseFd(&fd);
       }
     }
@@ -479,6 +577,7 @@ void StepRunner::IoLoop() {
       }
       for (State::Task& t : p.tasks) {
         if (t.exited && now >= t.close_by) {
+          if (t.out == p.pty) p.pty = -1;
           CloseFd(&t.out);
           CloseFd(&t.err);
         }

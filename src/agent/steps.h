@@ -4,6 +4,9 @@
 // job's run — its cgroup, its user, its node's GPUs (or each task's own with
 // --gpus-per-task), the environment StepEnvironment gives — each in a session of its
 // own, with stdin from /dev/null and stdout/stderr on pipes (or in files, srun -o/-e).
+// A --pty step's one task gets a terminal instead (a pseudo-terminal the agent opens,
+// owned by the job's user, its controlling terminal, srun's window size): what it
+// writes comes back as its stdout, what srun's user types is written to it (Input).
 //
 // What the tasks write goes to the server, which relays it to srun
 // (POST /agents/NODE/steps, api::StepReport): the runner reads every pipe as data comes,
@@ -64,6 +67,9 @@ class StepRunner {
   void Launch(const api::StepLaunch& launch);
   // A signal for the step's tasks here, or its cancel (SIGTERM, grace, SIGKILL).
   void Signal(const api::StepSignal& signal);
+  // A --pty step's keystrokes (written to its terminal, in order; never blocking the
+  // agent: what the terminal does not take yet waits) and window size.
+  void Input(const api::StepInput& input);
   // The job's run is being stopped or has ended here (its cancel, its lease, its end):
   // its steps' tasks get SIGTERM, and SIGKILL `grace` seconds later (0: now). Their
   // exits are reported as cancelled.

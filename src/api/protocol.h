@@ -67,6 +67,20 @@ struct StepRequest {
   bool kill_on_bad_exit = false;       // -K: a task that fails stops the step
   bool overlap = false;                // --overlap (another user's admin shell, ...)
   bool pty = false;                    // --pty: task 0 on a terminal (one task)
+  int rows = 0;                        // with pty: srun's window size (0: unknown)
+  int cols = 0;
+};
+
+// POST /jobs/ID/steps/N/input: bytes for a --pty step's terminal (what the user types,
+// in raw mode: Ctrl-C is 0x03, which the remote terminal turns into SIGINT), and/or its
+// new window size (rows and cols > 0). Sent to the step's node in AgentWork.step_input.
+struct StepInput {
+  state::JobId job = 0;
+  Time job_start = 0;
+  int step = 0;
+  std::string data;
+  int rows = 0;
+  int cols = 0;
 };
 
 // One node's part of a step, sent to its agent in AgentWork.steps.
@@ -87,7 +101,9 @@ struct StepLaunch {
   int gpus_per_task = 0;
   std::string stdout_pattern;
   std::string stderr_pattern;
-  bool pty = false;
+  bool pty = false;  // its one task on a terminal (the agent holds the other end)
+  int rows = 0;
+  int cols = 0;
   Duration kill_grace = 30;
 };
 
@@ -227,6 +243,14 @@ struct AgentWork {
   // Job steps (issue 18): parts to start, after the launches; then signals for steps.
   std::vector<StepLaunch> steps;
   std::vector<StepSignal> step_signals;
+  std::vector<StepInput> step_input;  // in the order typed
+
+  // Nothing to do (reregister aside): the poll may wait. Every field above is here,
+  // since a poll that waits drops what it had taken.
+  bool Empty() const {
+    return launch.empty() && cancel.empty() && signals.empty() && limits.empty() &&
+           steps.empty() && step_signals.empty() && step_input.empty();
+  }
 };
 
 }  // namespace hachi::api

@@ -479,9 +479,9 @@ Result<AgentWork> AgentWorkFromJson(std::string_view text) {
   Result<json> j = Parse(text, "work");
   if (!j.ok()) return j.status();
   AgentWork w;
-  HACHI_RETURN_IF_ERROR(OnlyKeys(
-      *j, "work",
-      {"launch", "cancel", "reregister", "signals", "limits", "steps", "step_signals"}));
+  HACHI_RETURN_IF_ERROR(OnlyKeys(*j, "work",
+                                 {"launch", "cancel", "reregister", "signals", "limits",
+                                  "steps", "step_signals", "step_input"}));
   auto l = j->find("launch");
   if (l != j->end()) {
     if (!l->is_array()) return InvalidArgument("work.launch: expected an array");
@@ -938,7 +938,9 @@ std::string StepRequestToJson(const StepRequest& r) {
                    {"node_list", r.node_list},
                    {"kill_on_bad_exit", r.kill_on_bad_exit},
                    {"overlap", r.overlap},
-                   {"pty", r.pty}});
+                   {"pty", r.pty},
+                   {"rows", r.rows},
+                   {"cols", r.cols}});
 }
 
 Result<StepRequest> StepRequestFromJson(std::string_view text) {
@@ -949,7 +951,7 @@ Result<StepRequest> StepRequestFromJson(std::string_view text) {
       OnlyKeys(*j, p,
                {"argv", "env", "workdir", "name", "nodes", "ntasks", "ntasks_per_node",
                 "cpus_per_task", "gpus_per_task", "stdout", "stderr", "node_list",
-                "kill_on_bad_exit", "overlap", "pty"}));
+                "kill_on_bad_exit", "overlap", "pty", "rows", "cols"}));
   StepRequest r;
   HACHI_RETURN_IF_ERROR(StringList(*j, "argv", p, &r.argv));
   HACHI_RETURN_IF_ERROR(EnvFromJson(*j, "env", p, &r.env));
@@ -966,6 +968,11 @@ Result<StepRequest> StepRequestFromJson(std::string_view text) {
   HACHI_RETURN_IF_ERROR(GetBool(*j, "kill_on_bad_exit", p, &r.kill_on_bad_exit));
   HACHI_RETURN_IF_ERROR(GetBool(*j, "overlap", p, &r.overlap));
   HACHI_RETURN_IF_ERROR(GetBool(*j, "pty", p, &r.pty));
+  HACHI_RETURN_IF_ERROR(GetInt(*j, "rows", p, &r.rows));
+  HACHI_RETURN_IF_ERROR(GetInt(*j, "cols", p, &r.cols));
+  if (r.rows < 0 || r.rows > 10000 || r.cols < 0 || r.cols > 10000) {
+    return InvalidArgument("step.rows/cols: a window of 0..10000");
+  }
   // Bounds a step's request must keep (the server checks them against the job too).
   if (r.argv.empty() || r.argv[0].empty()) {
     return InvalidArgument("step.argv: no command given to execute");
@@ -1005,15 +1012,18 @@ json StepLaunchToJson(const StepLaunch& l) {
               {"stdout", l.stdout_pattern},
               {"stderr", l.stderr_pattern},
               {"pty", l.pty},
+              {"rows", l.rows},
+              {"cols", l.cols},
               {"kill_grace", l.kill_grace}};
 }
 
 Status StepLaunchFromJson(const json& j, const std::string& path, StepLaunch* l) {
   HACHI_RETURN_IF_ERROR(
-      OnlyKeys(j, path,
-               {"job", "job_start", "step", "argv", "env", "workdir", "name", "nodes",
-                "node_index", "tasks", "ntasks", "tasks_per_node", "cpus_per_task",
-                "gpus_per_task", "stdout", "stderr", "pty", "kill_grace"}));
+      OnlyKeys(j, path, {"job",           "job_start",     "step",   "argv",
+                         "env",           "workdir",       "name",   "nodes",
+                         "node_index",    "tasks",         "ntasks", "tasks_per_node",
+                         "cpus_per_task", "gpus_per_task", "stdout", "stderr",
+                         "pty",           "rows",          "cols",   "kill_grace"}));
   HACHI_RETURN_IF_ERROR(StepKeyFromJson(j, path, &l->job, &l->job_start, &l->step));
   HACHI_RETURN_IF_ERROR(StringList(j, "argv", path, &l->argv));
   HACHI_RETURN_IF_ERROR(EnvFromJson(j, "env", path, &l->env));
@@ -1029,6 +1039,8 @@ Status StepLaunchFromJson(const json& j, const std::string& path, StepLaunch* l)
   HACHI_RETURN_IF_ERROR(GetString(j, "stdout", path, &l->stdout_pattern));
   HACHI_RETURN_IF_ERROR(GetString(j, "stderr", path, &l->stderr_pattern));
   HACHI_RETURN_IF_ERROR(GetBool(j, "pty", path, &l->pty));
+  HACHI_RETURN_IF_ERROR(GetInt(j, "rows", path, &l->rows));
+  HACHI_RETURN_IF_ERROR(GetInt(j, "cols", path, &l->cols));
   HACHI_RETURN_IF_ERROR(GetInt(j, "kill_grace", path, &l->kill_grace));
   if (l->argv.empty()) return InvalidArgument(path + ".argv: empty");
   if (l->node_index < 0 || l->node_index >= static_cast<int>(l->nodes.size())) {
@@ -1058,7 +1070,56 @@ Status StepSignalFromJson(const json& j, const std::string& path, StepSignal* s)
   return Status::Ok();
 }
 
+json StepInputToJson(const StepInput& in) {
+  json j{{"job", in.job}, {"job_start", in.job_start}, {"step", in.step}};
+  if (!in.data.empty()) j["data"] = state::JsonBytes(in.data);
+  if (in.rows > 0 && in.cols > 0) {
+    j["rows"] = in.rows;
+    j["cols"] = in.cols;
+  }
+  return j;
+}
+
+Status StepInputFieldsFromJson(const json& j, const std::string& path, StepInput* in) {
+  if (auto d = j.find("data"); d != j.end()) {
+    if (std::string problem = state::ReadJsonBytes(*d, &in->data); !problem.empty()) {
+      return InvalidArgument(path + ".data: " + problem);
+    }
+  }
+  if (in->data.size() > (1u << 20)) return InvalidArgument(path + ".data: over 1 MiB");
+  HACHI_RETURN_IF_ERROR(GetInt(j, "rows", path, &in->rows));
+  HACHI_RETURN_IF_ERROR(GetInt(j, "cols", path, &in->cols));
+  if (in->rows < 0 || in->rows > 10000 || in->cols < 0 || in->cols > 10000) {
+    return InvalidArgument(path + ".rows/cols: a window of 0..10000");
+  }
+  return Status::Ok();
+}
+
+Status StepInputFromJson(const json& j, const std::string& path, StepInput* in) {
+  HACHI_RETURN_IF_ERROR(
+      OnlyKeys(j, path, {"job", "job_start", "step", "data", "rows", "cols"}));
+  HACHI_RETURN_IF_ERROR(StepKeyFromJson(j, path, &in->job, &in->job_start, &in->step));
+  return StepInputFieldsFromJson(j, path, in);
+}
+
 }  // namespace
+
+Result<StepInput> StepInputRequestFromJson(std::string_view text) {
+  Result<json> j = Parse(text, "input");
+  if (!j.ok()) return j.status();
+  HACHI_RETURN_IF_ERROR(OnlyKeys(*j, "input", {"data", "rows", "cols"}));
+  StepInput in;
+  HACHI_RETURN_IF_ERROR(StepInputFieldsFromJson(*j, "input", &in));
+  return in;
+}
+
+std::string StepInputRequestToJson(const StepInput& in) {
+  json j = StepInputToJson(in);
+  j.erase("job");
+  j.erase("job_start");
+  j.erase("step");
+  return Dump(j);
+}
 
 void AddStepWorkToJson(const AgentWork& w, json* j) {
   if (!w.steps.empty()) {  // absent when none: an older agent reads the rest
@@ -1071,11 +1132,18 @@ void AddStepWorkToJson(const AgentWork& w, json* j) {
     for (const StepSignal& s : w.step_signals) a.push_back(StepSignalToJson(s));
     (*j)["step_signals"] = std::move(a);
   }
+  if (!w.step_input.empty()) {
+    json a = json::array();
+    for (const StepInput& in : w.step_input) a.push_back(StepInputToJson(in));
+    (*j)["step_input"] = std::move(a);
+  }
 }
 
 Status StepWorkFromJson(const json& j, AgentWork* w) {
   HACHI_RETURN_IF_ERROR(ArrayOf(j, "steps", "work", &w->steps, StepLaunchFromJson));
-  return ArrayOf(j, "step_signals", "work", &w->step_signals, StepSignalFromJson);
+  HACHI_RETURN_IF_ERROR(
+      ArrayOf(j, "step_signals", "work", &w->step_signals, StepSignalFromJson));
+  return ArrayOf(j, "step_input", "work", &w->step_input, StepInputFromJson);
 }
 
 namespace {

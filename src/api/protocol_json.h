@@ -38,6 +38,9 @@ std::string StepAcksToJson(const std::vector<StepAck>& acks);
 Result<std::vector<StepAck>> StepAcksFromJson(std::string_view text);
 std::string StepOutputToJson(const StepOutput& o);
 Result<StepOutput> StepOutputFromJson(std::string_view text);
+// POST /jobs/ID/steps/N/input: {"data": bytes, "rows", "cols"} (the key from the path).
+std::string StepInputRequestToJson(const StepInput& in);
+Result<StepInput> StepInputRequestFromJson(std::string_view text);
 
 // POST /jobs/ID/signal (issue 17): {"signal": "USR1" or 10, "batch_only": false}; a bad
 // signal is kInvalidArgument naming it.

@@ -560,4 +560,116 @@ TEST(ProtocolJson, AgentHealthProcessListRoundTrip) {
 }
 
 }  // namespace
+
+// Issue 18: every step field of the work, the agents' reports and acks, srun's request
+// and its output page survive their codecs, and AgentWork::Empty sees each field.
+TEST(ProtocolJson, StepMessagesRoundTrip) {
+  AgentWork w;
+  EXPECT_TRUE(w.Empty());
+  StepLaunch l;
+  l.job = 12;
+  l.job_start = 1000;
+  l.step = 3;
+  l.argv = {"python", "train.py"};
+  l.env = {{"A", "1"}, {"B", "x=y"}};
+  l.workdir = "/home/a";
+  l.name = "train";
+  l.nodes = {"n1", "n2"};
+  l.node_index = 1;
+  l.tasks = {2, 3};
+  l.ntasks = 4;
+  l.tasks_per_node = {2, 2};
+  l.cpus_per_task = 4;
+  l.gpus_per_task = 1;
+  l.stdout_pattern = "o-%t";
+  l.stderr_pattern = "e-%t";
+  l.pty = true;
+  l.rows = 40;
+  l.cols = 100;
+  l.kill_grace = 7;
+  w.steps.push_back(l);
+  EXPECT_FALSE(w.Empty());
+  w.step_signals.push_back({12, 1000, 3, 2, false});
+  w.step_signals.push_back({12, 1000, 3, 0, true});
+  w.step_input.push_back({12, 1000, 3, std::string("ls\r\x03\xff", 5), 0, 0});
+  w.step_input.push_back({12, 1000, 3, "", 50, 120});
+  Result<AgentWork> back = AgentWorkFromJson(AgentWorkToJson(w));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_EQ(back->steps.size(), 1u);
+  const StepLaunch& b = back->steps[0];
+  EXPECT_EQ(b.argv, l.argv);
+  EXPECT_EQ(b.env, l.env);
+  EXPECT_EQ(b.nodes, l.nodes);
+  EXPECT_EQ(b.node_index, 1);
+  EXPECT_EQ(b.tasks, l.tasks);
+  EXPECT_EQ(b.tasks_per_node, l.tasks_per_node);
+  EXPECT_EQ(b.cpus_per_task, 4);
+  EXPECT_EQ(b.gpus_per_task, 1);
+  EXPECT_EQ(b.stdout_pattern, "o-%t");
+  EXPECT_TRUE(b.pty);
+  EXPECT_EQ(b.rows, 40);
+  EXPECT_EQ(b.kill_grace, 7);
+  ASSERT_EQ(back->step_signals.size(), 2u);
+  EXPECT_TRUE(back->step_signals[1].cancel);
+  ASSERT_EQ(back->step_input.size(), 2u);
+  EXPECT_EQ(back->step_input[0].data, std::string("ls\r\x03\xff", 5));  // bytes exactly
+  EXPECT_EQ(back->step_input[1].cols, 120);
+  for (auto field : {0, 1, 2}) {
+    AgentWork one;
+    if (field == 0) one.steps.push_back(l);
+    if (field == 1) one.step_signals.push_back({12, 1000, 3, 2, false});
+    if (field == 2) one.step_input.push_back({12, 1000, 3, "x", 0, 0});
+    EXPECT_FALSE(one.Empty()) << field;
+  }
+
+  StepReports reports;
+  reports.instance = "abc";
+  StepReport r;
+  r.job = 12;
+  r.job_start = 1000;
+  r.step = 3;
+  r.seq = 77;
+  r.chunks = {{2, 1, "out\n", 0}, {3, 2, "", 4096}};
+  r.exits = {{2, ExitKind::kExited, 1, 0, "", ""},
+             {3, ExitKind::kSignaled, 0, 9, "", ""}};
+  r.done = true;
+  reports.steps.push_back(r);
+  Result<StepReports> rb = StepReportsFromJson(StepReportsToJson(reports));
+  ASSERT_TRUE(rb.ok()) << rb.status().ToString();
+  ASSERT_EQ(rb->steps.size(), 1u);
+  EXPECT_EQ(rb->steps[0].seq, 77);
+  EXPECT_EQ(rb->steps[0].chunks[1].lost, 4096);
+  EXPECT_EQ(rb->steps[0].exits[1].signal, 9);
+  EXPECT_TRUE(rb->steps[0].done);
+  Result<std::vector<StepAck>> acks =
+      StepAcksFromJson(StepAcksToJson({{12, 1000, 3, 81, true}}));
+  ASSERT_TRUE(acks.ok());
+  EXPECT_EQ((*acks)[0].next, 81);
+  EXPECT_TRUE((*acks)[0].gone);
+
+  StepRequest q;
+  q.argv = {"hostname"};
+  q.ntasks = 4;
+  q.node_list = {"n1"};
+  q.pty = true;
+  q.rows = 24;
+  q.cols = 80;
+  Result<StepRequest> qb = StepRequestFromJson(StepRequestToJson(q));
+  ASSERT_TRUE(qb.ok()) << qb.status().ToString();
+  EXPECT_EQ(qb->ntasks, 4);
+  EXPECT_EQ(qb->node_list, q.node_list);
+  EXPECT_EQ(qb->cols, 80);
+  EXPECT_EQ(StepRequestFromJson(R"({"argv": []})").status().message(),
+            "step.argv: no command given to execute");
+  EXPECT_EQ(StepRequestFromJson(R"({"argv": ["x"], "ntasks": -1})").status().code(),
+            StatusCode::kInvalidArgument);
+  Result<StepInput> in =
+      StepInputRequestFromJson(StepInputRequestToJson({0, 0, 0, "a", 3, 4}));
+  ASSERT_TRUE(in.ok());
+  EXPECT_EQ(in->data, "a");
+  EXPECT_EQ(in->rows, 3);
+  EXPECT_EQ(StepInputRequestFromJson(R"({"job": 1})").status().code(),
+            StatusCode::kInvalidArgument);
+}
+
 }  // namespace hachi::api

@@ -53,7 +53,7 @@ TEST(RecordJson, EncoderWritesTheDocumentedFields) {
   const json j = ToJson(FullJob(12));
   EXPECT_EQ(Keys(j).size(), 14u);
   EXPECT_EQ(Keys(j["req"]).size(), 24u);   // issue 17: constraint .. nice
-  EXPECT_EQ(Keys(j["spec"]).size(), 23u);  // issue 17: ntasks .. open_append
+  EXPECT_EQ(Keys(j["spec"]).size(), 25u);  // issue 17: ntasks .. open_append; 18: 2 more
   EXPECT_EQ(Keys(j["allocations"][0]).size(), 6u);
   EXPECT_EQ(j["state"], "PENDING");
   EXPECT_EQ(j["allocations"][0]["gpus"], "0-3");

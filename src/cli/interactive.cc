@@ -1,6 +1,9 @@
 #include "cli/interactive.h"
 
+#include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +14,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "api/protocol_json.h"
@@ -24,9 +28,74 @@ namespace {
 
 std::atomic<int> g_interrupts{0};
 std::atomic<bool> g_terminate{false};
+std::atomic<bool> g_winch{false};
 
 extern "C" void OnInteractiveInterrupt(int) { g_interrupts.fetch_add(1); }
 extern "C" void OnInteractiveTerminate(int) { g_terminate.store(true); }
+extern "C" void OnInteractiveWinch(int) { g_winch.store(true); }
+
+// srun --pty's own terminal in raw mode while the step runs (every key goes to the
+// remote terminal: Ctrl-C, Ctrl-Z, Ctrl-D are its to act on), restored at the end
+// however RunStep returns.
+class RawTerminal {
+ public:
+  RawTerminal() {
+    if (!::isatty(0) || ::tcgetattr(0, &saved_) != 0) return;
+    termios raw = saved_;
+    ::cfmakeraw(&raw);
+    active_ = ::tcsetattr(0, TCSADRAIN, &raw) == 0;
+  }
+  ~RawTerminal() {
+    if (active_) ::tcsetattr(0, TCSADRAIN, &saved_);
+  }
+  RawTerminal(const RawTerminal&) = delete;
+  RawTerminal& operator=(const RawTerminal&) = delete;
+
+ private:
+  termios saved_{};
+  bool active_ = false;
+};
+
+// The window size of srun's terminal; false when it has none.
+bool WindowSize(int* rows, int* cols) {
+  winsize ws{};
+  if (::ioctl(0, TIOCGWINSZ, &ws) != 0 || ws.ws_row == 0 || ws.ws_col == 0) return false;
+  *rows = ws.ws_row;
+  *cols = ws.ws_col;
+  return true;
+}
+
+// Sends what is typed (and the window's new size) to a --pty step until `stop`: on its
+// own connection, so the output's long poll never delays a key.
+void ForwardInput(const std::string& server, const std::string& base,
+                  const std::atomic<bool>* stop) {
+  Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(server);
+  if (!c.ok()) return;
+  bool stdin_open = true;
+  char buf[4096];
+  while (!stop->load()) {
+    if (g_winch.exchange(false)) {
+      api::StepInput in;
+      if (WindowSize(&in.rows, &in.cols)) {
+        (void)(*c)->Call("POST", base + "/input", api::StepInputRequestToJson(in));
+      }
+    }
+    pollfd p{0, POLLIN, 0};
+    if (!stdin_open || ::poll(&p, 1, 100) <= 0) {
+      if (!stdin_open) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      continue;
+    }
+    const ssize_t n = ::read(0, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      stdin_open = false;  // the terminal's end is the remote side's Ctrl-D to send
+      continue;
+    }
+    api::StepInput in;
+    in.data.assign(buf, static_cast<size_t>(n));
+    (void)(*c)->Call("POST", base + "/input", api::StepInputRequestToJson(in));
+  }
+}
 
 // Without SA_RESTART, so that a wait in progress returns early.
 void CatchSignals() {
@@ -117,9 +186,10 @@ Result<state::JobRecord> Allocate(ApiClient& c, api::SubmitRequest request,
   }
 }
 
-int RunStep(ApiClient& c, state::JobId job, const api::StepRequest& request, bool label,
-            bool quiet, const std::string& prog) {
+int RunStep(ApiClient& c, const std::string& server, state::JobId job,
+            api::StepRequest request, bool label, bool quiet, const std::string& prog) {
   const std::string jid = std::to_string(job);
+  if (request.pty) WindowSize(&request.rows, &request.cols);
   Result<std::string> created =
       c.Call("POST", "/jobs/" + jid + "/steps", api::StepRequestToJson(request));
   if (!created.ok()) {
@@ -136,6 +206,26 @@ int RunStep(ApiClient& c, state::JobId job, const api::StepRequest& request, boo
   const std::string base = "/jobs/" + jid + "/steps/" + std::to_string(step->step);
   CatchSignals();
   const int interrupts_before = g_interrupts.load();
+  // --pty: raw mode, and the keys to the step on a thread of their own.
+  std::optional<RawTerminal> raw;
+  std::atomic<bool> stop_input{false};
+  std::thread input;
+  if (request.pty) {
+    struct sigaction sa {};
+    sigemptyset(&sa.sa_mask);
+    sa.sa_handler = OnInteractiveWinch;
+    sigaction(SIGWINCH, &sa, nullptr);
+    raw.emplace();
+    input = std::thread(ForwardInput, server, base, &stop_input);
+  }
+  struct JoinInput {
+    std::atomic<bool>* stop;
+    std::thread* t;
+    ~JoinInput() {
+      stop->store(true);
+      if (t->joinable()) t->join();
+    }
+  } join_input{&stop_input, &input};
 
   slurm::OutputLabeler labeler(label);
   int64_t next = 0;
@@ -199,6 +289,7 @@ int RunStep(ApiClient& c, state::JobId job, const api::StepRequest& request, boo
     auto [to_out, to_err] = labeler.Flush();
     WriteAll(1, to_out);
     WriteAll(2, to_err);
+    raw.reset();  // srun's own lines on a terminal as it was
     if (!quiet) {
       for (const std::string& line : slurm::TaskErrorLines(out->exits)) {
         std::cerr << (prog == "srun" ? line : prog + line.substr(4)) << "\n";

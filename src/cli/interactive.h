@@ -26,10 +26,13 @@ Result<state::JobRecord> Allocate(ApiClient& c, api::SubmitRequest request,
 // Runs `step` in running job `job` (POST /jobs/ID/steps), writes its tasks' output to
 // this process's stdout and stderr as it comes (labelled "RANK: " with `label`), and
 // returns srun's exit status for it (cli/slurm/srun_plan.h). Ctrl-C once forwards SIGINT
-// to the tasks, twice within a second (or SIGTERM/SIGHUP) stops the step. Errors are
-// printed "PROG: error: ..." and give 1.
-int RunStep(ApiClient& c, state::JobId job, const api::StepRequest& step, bool label,
-            bool quiet, const std::string& prog);
+// to the tasks, twice within a second (or SIGTERM/SIGHUP) stops the step. With
+// `step.pty`: this terminal in raw mode until the end (every key, Ctrl-C and Ctrl-Z
+// too, goes to the remote terminal), its window size sent at the start and on each
+// SIGWINCH, the keys sent on a second connection to `server`. Errors are printed
+// "PROG: error: ..." and give 1.
+int RunStep(ApiClient& c, const std::string& server, state::JobId job,
+            api::StepRequest step, bool label, bool quiet, const std::string& prog);
 
 // Ends interactive allocation `job` with `exit_code` (POST /jobs/ID/complete).
 Status Relinquish(ApiClient& c, state::JobId job, int exit_code);

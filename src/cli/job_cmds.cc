@@ -213,7 +213,8 @@ int DoRun(std::vector<std::string> args) {
   if (!c.ok()) return Fail(c.status());
   Result<state::JobRecord> job = Allocate(**c, *r, "hachi", /*announce=*/false);
   if (!job.ok()) return Fail(job.status());
-  const int rc = RunStep(**c, job->id, step, /*label=*/false, /*quiet=*/false, "hachi");
+  const int rc =
+      RunStep(**c, server, job->id, step, /*label=*/false, /*quiet=*/false, "hachi");
   if (Status s = Relinquish(**c, job->id, rc); !s.ok()) {
     std::cerr << "hachi: error: giving back job " << job->id << ": " << s.message()
               << "\n";

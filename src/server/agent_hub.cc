@@ -30,6 +30,7 @@ void AgentHub::Open(const std::string& node) {
   s.limits.clear();
   s.steps.clear();
   s.step_signals.clear();
+  s.step_input.clear();
   s.wake.SignalAll();  // a poll of the previous session answers with nothing
 }
 
@@ -117,6 +118,15 @@ void AgentHub::SignalStep(const std::string& node, api::StepSignal signal) {
   if (notify_) notify_(AgentTopic(node));
 }
 
+void AgentHub::StepInput(const std::string& node, api::StepInput input) {
+  MutexLock lock(&mu_);
+  Session& s = SessionLocked(node);
+  if (!s.open) return;
+  s.step_input.push_back(std::move(input));
+  s.wake.Signal();
+  if (notify_) notify_(AgentTopic(node));
+}
+
 bool AgentHub::TakeBackLaunch(const std::string& node, state::JobId job) {
   MutexLock lock(&mu_);
   Session& s = SessionLocked(node);
@@ -147,7 +157,8 @@ api::AgentWork AgentHub::Wait(const std::string& node, int wait_ms) {
     }
     s.last_seen_ms = clock_->MonotonicMs();
     if (!s.launches.empty() || !s.cancels.empty() || !s.signals.empty() ||
-        !s.limits.empty() || !s.steps.empty() || !s.step_signals.empty() || stopping_) {
+        !s.limits.empty() || !s.steps.empty() || !s.step_signals.empty() ||
+        !s.step_input.empty() || stopping_) {
       work.launch.assign(std::make_move_iterator(s.launches.begin()),
                          std::make_move_iterator(s.launches.end()));
       s.launches.clear();
@@ -161,6 +172,8 @@ api::AgentWork AgentHub::Wait(const std::string& node, int wait_ms) {
       s.steps.clear();
       work.step_signals = std::move(s.step_signals);
       s.step_signals.clear();
+      work.step_input = std::move(s.step_input);
+      s.step_input.clear();
       return work;
     }
     if (!s.wake.WaitUntil(deadline) && std::chrono::steady_clock::now() >= deadline) {

@@ -68,6 +68,8 @@ class AgentHub {
   // Signal. A closed node's are dropped: a restarted agent never starts a step twice.
   void LaunchStep(const std::string& node, api::StepLaunch launch) EXCLUDES(mu_);
   void SignalStep(const std::string& node, api::StepSignal signal) EXCLUDES(mu_);
+  // A --pty step's typed bytes or window size, kept in order.
+  void StepInput(const std::string& node, api::StepInput input) EXCLUDES(mu_);
   // Takes back `job`'s launch when the agent has not picked it up yet: true when there
   // was one (the job never ran there).
   bool TakeBackLaunch(const std::string& node, state::JobId job) EXCLUDES(mu_);
@@ -92,6 +94,7 @@ class AgentHub {
     std::vector<api::AgentWork::Limit> limits;
     std::vector<api::StepLaunch> steps;
     std::vector<api::StepSignal> step_signals;
+    std::vector<api::StepInput> step_input;
     CondVar wake;  // on mu_: work queued, closed, or stopping
   };
   // The node's session, made (closed) when missing. Sessions are never removed, so the

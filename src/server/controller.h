@@ -229,6 +229,10 @@ class Controller {
   // grace, SIGKILL. Owner or admin; kBusy once it ended.
   Status SignalStep(state::JobId id, int step, int signal, bool cancel, const Caller& who)
       EXCLUDES(mu_);
+  // A --pty step's keystrokes and window size, to its node. Owner or admin; kBusy once
+  // it ended, kInvalidArgument for a step without a terminal.
+  Status StepInput(state::JobId id, int step, api::StepInput input, const Caller& who)
+      EXCLUDES(mu_);
   // The steps of job `id`, every run's, in key order; id 0: every job's (sacct).
   std::vector<state::StepRecord> Steps(state::JobId id) const EXCLUDES(mu_);
   // salloc's end (POST /jobs/ID/complete): an interactive allocation's holders are

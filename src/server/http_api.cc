@@ -384,6 +384,24 @@ void HttpServer::Routes(HttpRouter& s) {
               }
               Reply(res, 200, api::StepOutputToJson(*out));
             });
+  // A --pty step's keystrokes and window size: {"data": ..., "rows", "cols"}.
+  s.Post(p + R"(/jobs/(\d+)/steps/(\d+)/input)",
+         [c](const httplib::Request& req, httplib::Response& res) {
+           Result<state::JobId> id = JobIdOf(req);
+           if (!id.ok()) return ReplyError(res, id.status());
+           const std::string step_text = req.matches[2];
+           if (step_text.size() > 9) {
+             return ReplyError(
+                 res, InvalidArgument("step '" + Clip(step_text) + "' is too large"));
+           }
+           Result<Caller> who = CallerOf(req, *c);
+           if (!who.ok()) return ReplyError(res, who.status());
+           Result<api::StepInput> in = api::StepInputRequestFromJson(req.body);
+           if (!in.ok()) return ReplyError(res, in.status());
+           Status st = c->StepInput(*id, std::stoi(step_text), *in, *who);
+           if (!st.ok()) return ReplyError(res, st);
+           Reply(res, 200, json{{"ok", true}}.dump());
+         });
   // {"signal": "INT" or 2} to the step's tasks; /cancel stops them (SIGTERM, grace,
   // SIGKILL).
   s.Post(p + R"(/jobs/(\d+)/steps/(\d+)/(signal|cancel))",
@@ -493,19 +511,17 @@ void HttpServer::Routes(HttpRouter& s) {
          });
   // The agent's long poll (and heartbeat): work now, or parked on "agent/NODE" until the
   // AgentHub has some for it (Launch, Cancel, Close notify) or wait_ms passed.
-  s.GetPoll(p + R"(/agents/([^/]+)/work)",
-            [c](const httplib::Request& req, httplib::Response& res, LongPoll& poll) {
-              const std::string node = req.matches[1];
-              const api::AgentWork w = c->Poll(node, 0);
-              const int wait_ms = IntParam(req, "wait_ms", 10000, 0, 60000);
-              if (w.launch.empty() && w.cancel.empty() && w.signals.empty() &&
-                  w.limits.empty() && w.steps.empty() && w.step_signals.empty() &&
-                  !w.reregister && !poll.expired() && !c->stopping() && wait_ms > 0) {
-                return poll.WaitFor(AgentTopic(node),
-                                    poll.started() + std::chrono::milliseconds(wait_ms));
-              }
-              Reply(res, 200, api::AgentWorkToJson(w));
-            });
+  s.GetPoll(p + R"(/agents/([^/]+)/work)", [c](const httplib::Request& req,
+                                               httplib::Response& res, LongPoll& poll) {
+    const std::string node = req.matches[1];
+    const api::AgentWork w = c->Poll(node, 0);
+    const int wait_ms = IntParam(req, "wait_ms", 10000, 0, 60000);
+    if (w.Empty() && !w.reregister && !poll.expired() && !c->stopping() && wait_ms > 0) {
+      return poll.WaitFor(AgentTopic(node),
+                          poll.started() + std::chrono::milliseconds(wait_ms));
+    }
+    Reply(res, 200, api::AgentWorkToJson(w));
+  });
   s.Post(p + R"(/agents/([^/]+)/health)",
          [c](const httplib::Request& req, httplib::Response& res) {
            Result<api::AgentHealth> h = api::AgentHealthFromJson(req.body);

@@ -20,10 +20,17 @@ StepStreams::Stream& StepStreams::OpenLocked(const state::StepKey& key,
 }
 
 void StepStreams::Open(const state::StepKey& key, std::vector<std::string> nodes,
-                       int ntasks, bool kill_on_bad_exit) {
+                       int ntasks, bool kill_on_bad_exit, bool pty) {
   MutexLock lock(&mu_);
   Stream& s = OpenLocked(key, nodes, ntasks);
   s.kill_on_bad_exit = kill_on_bad_exit;
+  s.pty = pty;
+}
+
+bool StepStreams::IsPty(const state::StepKey& key) const {
+  MutexLock lock(&mu_);
+  auto it = streams_.find(key);
+  return it != streams_.end() && it->second.pty;
 }
 
 bool StepStreams::Has(const state::StepKey& key) const {

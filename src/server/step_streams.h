@@ -40,8 +40,10 @@ class StepStreams {
 
   // A new step: its nodes, tasks and whether a failing task stops it (-K).
   void Open(const state::StepKey& key, std::vector<std::string> nodes, int ntasks,
-            bool kill_on_bad_exit) EXCLUDES(mu_);
+            bool kill_on_bad_exit, bool pty = false) EXCLUDES(mu_);
   bool Has(const state::StepKey& key) const EXCLUDES(mu_);
+  // Whether the step runs on a terminal (srun --pty): its input is taken.
+  bool IsPty(const state::StepKey& key) const EXCLUDES(mu_);
 
   struct Added {
     int64_t next = 0;       // the agent's offset the server now holds up to
@@ -81,6 +83,7 @@ class StepStreams {
     std::vector<std::string> nodes;
     int ntasks = 0;
     bool kill_on_bad_exit = false;
+    bool pty = false;
     bool bad_exit_seen = false;
     std::map<std::string, int64_t> node_next;  // each agent's offset taken
     std::set<std::string> nodes_done;

@@ -166,7 +166,7 @@ Result<state::StepRecord> Controller::CreateStep(state::JobId id,
   }
   HACHI_RETURN_IF_ERROR(CommitAndApply({state::StepStarted{rec}}));
   const state::StepKey key{id, rec.job_start, rec.step};
-  streams_.Open(key, rec.nodes, ntasks, req.kill_on_bad_exit);
+  streams_.Open(key, rec.nodes, ntasks, req.kill_on_bad_exit, req.pty);
   int rank = 0;
   for (int i = 0; i < nodes; ++i) {
     api::StepLaunch l;
@@ -187,6 +187,8 @@ Result<state::StepRecord> Controller::CreateStep(state::JobId id,
     l.stdout_pattern = req.stdout_pattern;
     l.stderr_pattern = req.stderr_pattern;
     l.pty = req.pty;
+    l.rows = req.rows;
+    l.cols = req.cols;
     l.kill_grace = options_.kill_grace;
     agents_.LaunchStep(rec.nodes[static_cast<size_t>(i)], std::move(l));
   }
@@ -243,6 +245,25 @@ Status Controller::SignalStep(state::JobId id, int step, int signal, bool cancel
   for (const std::string& node : rec->nodes) {
     agents_.SignalStep(node, api::StepSignal{id, rec->job_start, step, signal, cancel});
   }
+  return Status::Ok();
+}
+
+Status Controller::StepInput(state::JobId id, int step, api::StepInput input,
+                             const Caller& who) {
+  Result<state::StepRecord> rec = StepOf(id, step, who);
+  if (!rec.ok()) return rec.status();
+  if (rec->state != state::JobState::kRunning) {
+    return Busy("step " + StepName(id, step) + " is " +
+                std::string(state::JobStateName(rec->state)));
+  }
+  if (!streams_.IsPty({id, rec->job_start, step})) {
+    return InvalidArgument("step " + StepName(id, step) +
+                           " has no terminal (srun --pty); its tasks read /dev/null");
+  }
+  input.job = id;
+  input.job_start = rec->job_start;
+  input.step = step;
+  agents_.StepInput(rec->nodes.front(), std::move(input));
   return Status::Ok();
 }
 

@@ -71,8 +71,9 @@ TEST(RowCodec, NonUtf8BytesRoundTripExactly) {
   const json j = json::parse(text);
   EXPECT_EQ(j["spec"]["workdir"], json({{"base64", "L3RtcC9k/w=="}}));
   EXPECT_EQ(j["spec"]["env"][1], "PLAIN=y");  // UTF-8 stays a string
-  EXPECT_EQ(j["_min_reader"], 5);  // version 3 readers must refuse, not misread, it
-                                   // (5 since issue 17: new dependency kinds)
+  EXPECT_EQ(j["_min_reader"], 6);  // version 3 readers must refuse, not misread, it
+                                   // (5 since issue 17: new dependency kinds; 6 since
+                                   // issue 18: batch_on_first_node, interactive)
   Result<Row<JobRecord>> back = DecodeJobRow(text);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   const JobSpec& b = back->record.spec;
@@ -107,9 +108,10 @@ TEST(RowCodec, RowsCarryTheirVersion) {
   const json j = json::parse(EncodeJobRow(FullJob(3)));
   EXPECT_EQ(j["_v"], kJobRowFormat.version);
   EXPECT_EQ(j["_min_reader"], kJobRowFormat.min_reader);
-  EXPECT_EQ(j.size(), 17u);          // 15 fields + the two version keys
-  EXPECT_EQ(j["req"].size(), 24u);   // issue 17: FullJob sets the six optional fields
-  EXPECT_EQ(j["spec"].size(), 23u);  // 16 + issue 17's 7 (FullJob sets them all)
+  EXPECT_EQ(j.size(), 17u);         // 15 fields + the two version keys
+  EXPECT_EQ(j["req"].size(), 24u);  // issue 17: FullJob sets the six optional fields
+  EXPECT_EQ(j["spec"].size(),
+            25u);  // 16 + issue 17's 7 + issue 18's 2 (FullJob sets all)
   EXPECT_EQ(j["allocations"][0].size(), 6u);
   const json n = json::parse(EncodeNodeRow(FullNode("n1")));
   EXPECT_EQ(n["_v"], kNodeRowFormat.version);
@@ -354,12 +356,12 @@ TEST(RowCodec, UnknownFieldsOfANewerRowLoadAndSurviveARewrite) {
 }
 
 TEST(RowCodec, ARowForNewerReadersIsRefusedNamingTheVersions) {
-  Result<Row<JobRecord>> job = DecodeJobRow(R"({"_v":7,"_min_reader":6,"id":1})");
+  Result<Row<JobRecord>> job = DecodeJobRow(R"({"_v":8,"_min_reader":7,"id":1})");
   ASSERT_FALSE(job.ok());
   EXPECT_EQ(job.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(job.status().message(),
-            "row format version 7 needs a reader of version 6 or later; this hachi "
-            "reads job rows up to version 5 (run a newer hachi)");
+            "row format version 8 needs a reader of version 7 or later; this hachi "
+            "reads job rows up to version 6 (run a newer hachi)");
   // Without "_min_reader" a row needs a reader of its own version.
   Result<Row<TokenRecord>> token = DecodeTokenRow(R"({"_v":3})");
   ASSERT_FALSE(token.ok());

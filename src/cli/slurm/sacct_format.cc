@@ -430,7 +430,8 @@ Result<std::string> RenderSacct(const SacctOptions& o, const std::vector<JobReco
   std::vector<Line> lines;
   for (const JobRecord* j : shown) {
     lines.push_back({j, false});
-    const bool batch = !j->spec.script().empty() || j->spec.argv.empty();
+    const bool batch =
+        !j->spec.interactive && (!j->spec.script().empty() || j->spec.argv.empty());
     if (!o.allocations && batch && Started(*j)) lines.push_back({j, true});
     if (o.allocations || !Started(*j)) continue;
     // The steps of the job's latest run, in order.

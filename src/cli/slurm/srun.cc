@@ -90,12 +90,11 @@ int SrunMain(const std::vector<std::string>& args) {
     std::cout << kSrunUsage;
     return 0;
   }
-  if (o->pty) {
-    return SlurmFail("srun", "--pty: terminals for job steps are not available yet");
-  }
   Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(o->server);
   if (!c.ok()) return SlurmFail("srun", c.status().message());
-  if (o->job != 0) return RunStep(**c, o->job, o->step, o->label, o->quiet, "srun");
+  if (o->job != 0) {
+    return RunStep(**c, o->server, o->job, o->step, o->label, o->quiet, "srun");
+  }
   // Outside an allocation: one for this step, given back with the step's exit status.
   Result<api::SubmitRequest> r =
       AllocationRequest(o->alloc_args, BaseName(o->step.argv[0]));
@@ -106,7 +105,7 @@ int SrunMain(const std::vector<std::string>& args) {
   api::StepRequest step = o->step;
   if (step.ntasks == 0) step.ntasks = job->spec.ntasks;
   if (step.ntasks_per_node == 0) step.ntasks_per_node = job->spec.ntasks_per_node;
-  const int rc = RunStep(**c, job->id, step, o->label, o->quiet, "srun");
+  const int rc = RunStep(**c, o->server, job->id, step, o->label, o->quiet, "srun");
   if (Status s = Relinquish(**c, job->id, rc); !s.ok()) {
     SlurmFail("srun", "giving back job allocation " + std::to_string(job->id) + ": " +
                           s.message());

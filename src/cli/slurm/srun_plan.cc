@@ -58,12 +58,18 @@ const std::vector<OptDef>& SrunOpts() {
   return kOpts;
 }
 
-// The options that only make sense for a new allocation (srun outside one).
-bool AllocationOnly(const std::string& name) {
-  static const std::set<std::string> kAlloc = {
-      "partition", "account",     "qos",         "constraint",   "time",
-      "mem",       "mem-per-cpu", "mem-per-gpu", "gpus-per-node"};
-  return kAlloc.count(name) > 0;
+// The options srun outside an allocation passes to the allocation it makes (sbatch's
+// names for them): its shape. The others are the step's; inside an allocation the
+// shape's are the allocation's already.
+bool ShapesTheAllocation(const std::string& name) {
+  static const std::set<std::string> kShape = {
+      "partition",      "account",       "qos",         "constraint",
+      "time",           "mem",           "mem-per-cpu", "mem-per-gpu",
+      "gpus-per-node",  "nodes",         "ntasks",      "ntasks-per-node",
+      "tasks-per-node", "cpus-per-task", "gpus",        "gres",
+      "gpus-per-task",  "job-name",      "nodelist",    "exclusive",
+      "chdir"};
+  return kShape.count(name) > 0;
 }
 
 Result<int> Count(const std::string& option, const std::string& v) {
@@ -141,13 +147,12 @@ Result<SrunOptions> ParseSrunArgs(const std::vector<std::string>& args,
     if (!id.ok() || *id <= 0) return InvalidArgument("Invalid job id: " + job);
     o.job = *id;
   }
-  for (const auto& [name, value] : p->opts) {
-    if (name == "server" || name == "jobid") continue;
-    if (o.job == 0) {
-      // Outside an allocation: the options (but the command) make one.
-      o.alloc_args.push_back("--" + name + (value.empty() ? "" : "=" + value));
-    } else if (AllocationOnly(name)) {
-      continue;  // the allocation's already; Slurm takes them as limits of the step
+  if (o.job == 0) {
+    // Outside an allocation: the options that shape it make one.
+    for (const auto& [name, value] : p->opts) {
+      if (ShapesTheAllocation(name)) {
+        o.alloc_args.push_back("--" + name + (value.empty() ? "" : "=" + value));
+      }
     }
   }
   auto count = [&](const char* name, int* out) -> Status {
@@ -210,6 +215,12 @@ Result<SrunOptions> ParseSrunArgs(const std::vector<std::string>& args,
   s.kill_on_bad_exit = p->Has("kill-on-bad-exit");
   s.overlap = p->Has("overlap");
   s.pty = o.pty = p->Has("pty");
+  if (s.pty && !p->Has("ntasks")) {
+    // --pty is one task on one terminal, whatever the allocation's SLURM_NTASKS says.
+    s.ntasks = 1;
+    s.ntasks_per_node = 0;
+    if (!p->Has("nodes")) s.nodes = 1;
+  }
   s.name = p->Get("job-name");
   if (p->Has("nodelist")) {
     Result<std::vector<std::string>> nodes = ExpandHostList(p->Get("nodelist"));

@@ -1,9 +1,14 @@
 // Job steps end to end (issue 18): srun inside sbatch scripts and with --jobid, through
 // the Slurm links, against a real `hachi dev` child with two simulated 8-GPU nodes. The
 // tasks run under the nodes' agents; their output comes back through the server.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -226,6 +231,172 @@ TEST_F(StepsE2e, StepsInARunningAllocationFromOutside) {
   EXPECT_NE(late.out.find("srun: error: Unable to create step for job " + id),
             std::string::npos)
       << late.out;
+}
+
+}  // namespace
+}  // namespace hachi::cli
+
+namespace hachi::cli {
+namespace {
+
+// A terminal for srun --pty: the test types on the leader, srun runs on the follower
+// (its controlling terminal), as a user's xterm would have it.
+class Terminal {
+ public:
+  Terminal() {
+    leader_ = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (leader_ < 0 || ::grantpt(leader_) != 0 || ::unlockpt(leader_) != 0) return;
+    char name[128];
+    if (::ptsname_r(leader_, name, sizeof name) == 0) name_ = name;
+    winsize ws{};
+    ws.ws_row = 24;
+    ws.ws_col = 80;
+    ::ioctl(leader_, TIOCSWINSZ, &ws);
+  }
+  ~Terminal() {
+    if (leader_ >= 0) ::close(leader_);
+  }
+  // Runs `cmd` (sh -c) on the terminal, in a session of its own.
+  pid_t Spawn(const std::string& cmd) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::setsid();
+      const int f = ::open(name_.c_str(), O_RDWR);
+      ::ioctl(f, TIOCSCTTY, 0);
+      ::dup2(f, 0);
+      ::dup2(f, 1);
+      ::dup2(f, 2);
+      ::execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+      ::_exit(127);
+    }
+    return pid;
+  }
+  void Type(const std::string& keys) {
+    [[maybe_unused]] ssize_t n = ::write(leader_, keys.data(), keys.size());
+  }
+  // Reads until `needle` shows up in what came since the last match (or `ms` pass).
+  bool Expect(const std::string& needle, int ms = 15000) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    for (;;) {
+      const size_t at = seen_.find(needle);
+      if (at != std::string::npos) {
+        seen_.erase(0, at + needle.size());
+        return true;
+      }
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            until - std::chrono::steady_clock::now())
+                            .count();
+      if (left <= 0) return false;
+      pollfd p{leader_, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(left)) <= 0) continue;
+      char buf[4096];
+      const ssize_t n = ::read(leader_, buf, sizeof buf);
+      if (n <= 0) return false;
+      seen_.append(buf, static_cast<size_t>(n));
+      all_.append(buf, static_cast<size_t>(n));
+    }
+  }
+  void Resize(int rows, int cols) {
+    winsize ws{};
+    ws.ws_row = static_cast<unsigned short>(rows);
+    ws.ws_col = static_cast<unsigned short>(cols);
+    ::ioctl(leader_, TIOCSWINSZ, &ws);  // SIGWINCH to srun, the foreground
+  }
+  termios Modes() const {
+    termios t{};
+    ::tcgetattr(leader_, &t);
+    return t;
+  }
+  const std::string& all() const { return all_; }
+  bool ok() const { return leader_ >= 0 && !name_.empty(); }
+
+ private:
+  int leader_ = -1;
+  std::string name_;
+  std::string seen_, all_;
+};
+
+TEST_F(StepsE2e, SrunPtyIsATerminalInsideTheJob) {
+  const std::string id = Submit("-N 1 --gpus-per-node=1 -J shell --wrap 'sleep 300'");
+  ASSERT_TRUE(WaitState(id, "RUNNING")) << Run("squeue").out;
+  Terminal term;
+  ASSERT_TRUE(term.ok());
+  const termios before = term.Modes();
+  const pid_t srun = term.Spawn("cd " + dir_ + " && export PATH=" + dir_ +
+                                "/bin:$PATH PS1='hachi$ ' && exec srun --jobid=" + id +
+                                " --overlap --pty /bin/sh");
+  ASSERT_TRUE(term.Expect("hachi$ ")) << term.all();
+  term.Type("echo hello-$((6*7)) job=$SLURM_JOB_ID; tty\r");
+  EXPECT_TRUE(term.Expect("hello-42 job=" + id)) << term.all();
+  EXPECT_TRUE(term.Expect("/dev/pts/")) << term.all();
+  // The window: srun's size at the start, and again after a resize (SIGWINCH).
+  term.Type("stty size\r");
+  EXPECT_TRUE(term.Expect("24 80")) << term.all();
+  term.Resize(40, 100);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  term.Type("stty size\r");
+  EXPECT_TRUE(term.Expect("40 100")) << term.all();
+  // Ctrl-C reaches the remote foreground (the sleep), not srun: the shell goes on.
+  term.Type("sleep 100; echo not-interrupted\r");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  term.Type("\x03");
+  term.Type("echo after-$((1+1))\r");
+  EXPECT_TRUE(term.Expect("after-2")) << term.all();
+  // Once, as typed (echoed); never as the echo's output.
+  const std::string& all = term.all();
+  EXPECT_EQ(all.find("not-interrupted"), all.rfind("not-interrupted")) << all;
+  // Ctrl-Z stops the remote foreground job; the shell takes it back.
+  term.Type("sleep 100\r");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  term.Type("\x1a");
+  EXPECT_TRUE(term.Expect("Stopped")) << term.all();
+  term.Type("kill -9 %1\r");
+  EXPECT_TRUE(term.Expect("hachi$ ")) << term.all();
+  term.Type("exit 3\r");
+  int status = 0;
+  for (int i = 0; i < 150 && ::waitpid(srun, &status, WNOHANG) == 0; ++i) {
+    term.Expect("\x01", 100);  // keeps reading what comes
+    // sh refuses the first exit while it still lists a stopped job.
+    if (i == 20) term.Type("exit 3\r");
+  }
+  ASSERT_TRUE(WIFEXITED(status)) << term.all();
+  EXPECT_EQ(WEXITSTATUS(status), 3) << term.all();
+  // srun gave the terminal back as it found it.
+  const termios after = term.Modes();
+  EXPECT_EQ(after.c_lflag & (ICANON | ECHO | ISIG),
+            before.c_lflag & (ICANON | ECHO | ISIG));
+  EXPECT_EQ(after.c_oflag & OPOST, before.c_oflag & OPOST);
+  Run("scancel " + id);
+}
+
+TEST_F(StepsE2e, SallocThenSrunInside) {
+  // salloc runs its command here with the allocation's variables; srun inside it makes
+  // steps on the allocation's nodes; at the command's end the allocation is given back
+  // with its exit code.
+  CmdResult r =
+      Run("salloc -N 2 --gpus-per-node=1 sh -c 'echo job=$SLURM_JOB_ID "
+          "nodes=$SLURM_JOB_NODELIST; srun -l hostname >/dev/null && srun -N2 "
+          "sh -c \"echo on \\$SLURMD_NODENAME\" | sort; exit 4'");
+  EXPECT_EQ(r.exit_code, 4) << r.out;
+  EXPECT_NE(r.out.find("salloc: Granted job allocation "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("nodes=node[1-2]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("on node1\non node2\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("salloc: Relinquishing job allocation "), std::string::npos)
+      << r.out;
+  const size_t at = r.out.find("job=");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::string id = r.out.substr(at + 4, r.out.find(' ', at) - at - 4);
+  ASSERT_TRUE(WaitState(id, "FAILED")) << Run("sacct -j " + id).out;
+  CmdResult acct = Run("sacct -P -n -o JobID,State,ExitCode -j " + id);
+  EXPECT_EQ(acct.out,
+            id + "|FAILED|4:0\n" + id + ".0|COMPLETED|0:0\n" + id + ".1|COMPLETED|0:0\n")
+      << acct.out;
+  // srun outside an allocation: its own, given back with the step's status.
+  CmdResult alone =
+      Run("srun -N 2 -l sh -c 'echo $SLURM_PROCID:$SLURMD_NODENAME; exit 2'");
+  EXPECT_EQ(alone.exit_code, 2) << alone.out;
+  EXPECT_NE(alone.out.find("0: 0:node1"), std::string::npos) << alone.out;
+  EXPECT_NE(alone.out.find("1: 1:node2"), std::string::npos) << alone.out;
 }
 
 }  // namespace
