@@ -355,7 +355,8 @@ TEST_F(StepsE2e, SrunPtyIsATerminalInsideTheJob) {
   term.Type("exit 3\r");
   int status = 0;
   for (int i = 0; i < 150 && ::waitpid(srun, &status, WNOHANG) == 0; ++i) {
-    term.Expect("\x01", 100);  // keeps reading what comes
+    term.Expect("\x01", 100);  // keeps reading what comes (at once once srun is gone)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
     // sh refuses the first exit while it still lists a stopped job.
     if (i == 20) term.Type("exit 3\r");
   }
