@@ -34,7 +34,7 @@ now() { date +%s%N; }
 stats() { sort -n "$1" | awk '{a[NR]=$1} END {
   m = (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2;
   p = a[int(NR * 0.95 + 0.999)];
-  printf "%.1f %.1f", m / 1e6, p / 1e6 }'; }
+  printf "%.1f %.1f\n", m / 1e6, p / 1e6 }'; }
 time_n() {  # time_n OUTFILE CMD...: N runs of CMD, each one's ns in OUTFILE
   local out=$1; shift
   : >"$out"
@@ -53,7 +53,7 @@ for _ in $(seq 100); do grep -q "listening on" "$dir/dev.log" && break; sleep 0.
 export HACHI_SERVER=unix:$dir/state/hachi.sock
 hsrun() { PATH=$dir/bin:$PATH srun "$@"; }
 hsbatch() { PATH=$dir/bin:$PATH sbatch "$@"; }
-job=$(hsbatch --parsable -N 1 -n 8 --gpus-per-node=8 --wrap 'sleep 3600')
+job=$(hsbatch --parsable -o /dev/null -N 1 -n 8 --gpus-per-node=8 --wrap 'sleep 3600')
 for _ in $(seq 100); do
   PATH=$dir/bin:$PATH squeue -h -j "$job" -o %t | grep -q R && break
   sleep 0.1
@@ -76,7 +76,7 @@ fi
 export SLURM_CONF=/tmp/slurm-baseline/etc/slurm.conf
 SKIP_INSTALL=${SKIP_INSTALL:-0} NODES=1 "$baseline" start >"$dir/slurm-start.log" 2>&1
 slurm_started=1
-salloc_job=$(/usr/bin/sbatch --parsable -p gpu8 -N 1 -n 8 --gres=gpu:8 -t 30 --wrap 'sleep 1800')
+salloc_job=$(/usr/bin/sbatch --parsable -o /dev/null -p gpu8 -N 1 -n 8 --gres=gpu:8 -t 30 --wrap 'sleep 1800')
 for _ in $(seq 300); do
   /usr/bin/squeue -h -j "$salloc_job" -o %t | grep -q R && break
   sleep 0.1

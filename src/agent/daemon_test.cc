@@ -411,8 +411,7 @@ TEST_P(DaemonLease, StopsItsJobsWhenTheLeaseExpiresAndNotBefore) {
   o.clock = &clock;
   Agent agent(o);
   ASSERT_TRUE(agent.daemon.Start().ok());
-  server.Send(
-      WorkOf({Launch(7, 1000), Launch(8, 1000)}, false));
+  server.Send(WorkOf({Launch(7, 1000), Launch(8, 1000)}, false));
   ASSERT_TRUE(WaitFor([&] { return agent.launcher->launches().size() == 2; }));
   server.Hang(true);
   ASSERT_TRUE(WaitFor([&] { return server.hung_calls() >= 1; })) << "a poll hangs";
