@@ -118,6 +118,18 @@ for _ in range(10): a @ a
 torch.cuda.synchronize(); dt = (time.perf_counter() - t) / 10
 print(f"bf16 8192^3 matmul: {2 * 8192**3 / dt / 1e12:.0f} TFLOP/s")'
 step "a 2-GPU job on a 1-GPU node is refused with the reason" "$hachi" submit --gpus 2 -- true
+# Issue 18: job steps on the real GPU. A step's task sees the job's GPU (and, with
+# --gpus-per-task, its own); nvidia-smi run as a step inside a running job (srun
+# --jobid --overlap) shows the job's GPU and the job's process on it.
+mkdir -p "$work/bin" && "$hachi" slurm install-links "$work/bin" >/dev/null
+sjid=$(PATH=$work/bin:$PATH sbatch --parsable --gpus 1 -t 2:00 -o "$work/steps-%j.out" \
+  --wrap 'srun -n 1 --gpus-per-task=1 sh -c "echo step sees \$CUDA_VISIBLE_DEVICES; nvidia-smi -L"; python3 -c "import torch, time; a = torch.randn(4096, 4096, device=\"cuda\"); [a @ a for _ in range(10)]; torch.cuda.synchronize(); time.sleep(20)"')
+sleep 8
+step "srun --jobid --overlap nvidia-smi inside the running job" \
+  env PATH="$work/bin:$PATH" srun --jobid="$sjid" --overlap nvidia-smi --query-compute-apps=pid,used_memory --format=csv
+step "sacct of the steps job" env PATH="$work/bin:$PATH" sacct -j "$sjid"
+sleep 14
+step "its output (the step's line and nvidia-smi -L)" sh -c "cat $work/steps-*.out"
 printf '\n==> a batch job, its queue line while it runs, then its record\n'
 jid=$("$hachi" submit --parsable --gpus 1 -t 1:00 -J gpu-sleep -o "$work/sleep-%j.out" -- sh -c 'echo "on GPU $CUDA_VISIBLE_DEVICES"; sleep 3')
 echo "job $jid"

@@ -58,7 +58,7 @@ std::optional<StepContext> FakeLauncher::StepContextOf(JobId job, Time start_tim
   auto r = running_.find(job);
   if (r == running_.end() || r->second != start_time) return std::nullopt;
   for (auto l = launches_.rbegin(); l != launches_.rend(); ++l) {
-    if (l->job == job && l->start_time == start_time) return StepContext{*l, {}};
+    if (l->job == job && l->start_time == start_time) return StepContext{*l, {}, {}};
   }
   return std::nullopt;
 }

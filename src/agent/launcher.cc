@@ -362,6 +362,7 @@ struct ProcessLauncher::State {
     bool adopted = false;  // left by an earlier agent process: not our child
     JobIsolation iso;      // its cgroup and CPUs
     std::optional<api::LaunchSpec> spec;  // what it was launched with (not adopted)
+    std::vector<SpawnRequest::Setup::Limit> rlimits;  // its rlimits, for its steps
     bool holder = false;  // holds a node of a first-node-only job: stopped by SIGKILL
     // --signal: sent at signal_at (before the time limit), once; `record` is rewritten
     // with `signaled` set then, so that a restarted agent does not send it again.
@@ -680,6 +681,7 @@ Status ProcessLauncher::Launch(const api::LaunchSpec& spec) {
     WriteRunRecord(options_.spool_dir, r);
     job.record = r;
     job.spec = spec;
+    job.rlimits = req.setup.rlimits;
     job.holder = holder;
     state_->jobs.emplace(spec.job, std::move(job));
   }
@@ -699,6 +701,7 @@ std::optional<StepContext> ProcessLauncher::StepContextOf(JobId id,
   StepContext c;
   c.spec = *job.spec;
   if (job.iso.cgroup) c.cgroup_procs = job.iso.cgroup->procs_files;
+  c.rlimits = job.rlimits;
   return c;
 }
 

@@ -35,6 +35,7 @@ using ExitCallback = std::function<void(const api::JobExit&)>;
 struct StepContext {
   api::LaunchSpec spec;
   std::vector<std::string> cgroup_procs;  // its cgroup.procs files; empty: no cgroup
+  std::vector<SpawnRequest::Setup::Limit> rlimits;  // the job's (memlock, open files)
 };
 
 class Launcher {

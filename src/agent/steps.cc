@@ -302,7 +302,8 @@ void StepRunner::Launch(const api::StepLaunch& l) {
   std::optional<StepContext> ctx = context_(l.job, l.job_start);
   if (!ctx) {
     fail_all("job " + std::to_string(l.job) + " does not run on " + options_.node +
-             " (it ended, or is ending)");
+             " under this agent (it ended, is ending, or an earlier agent process " +
+             "started it)");
     return;
   }
   if (!ctx->spec.spec.container_image.empty()) {
@@ -339,7 +340,8 @@ void StepRunner::Launch(const api::StepLaunch& l) {
     req.gid = ctx->spec.spec.gid;
     req.groups = groups;
     req.setup.cgroup_procs = ctx->cgroup_procs;
-    req.append_output = true;  // tasks of a step may share one file (no %t)
+    req.setup.rlimits = ctx->rlimits;  // memlock unlimited, many open files: the job's
+    req.append_output = true;          // tasks of a step may share one file (no %t)
     int out[2] = {-1, -1}, err[2] = {-1, -1};
     int follower = -1;
     std::string why;
