@@ -1,6 +1,7 @@
 #include "agent/steps.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -284,6 +285,23 @@ TEST_F(StepRunnerTest, ServerGoneStopsTheStep) {
   runner->Launch(Step(0, {"/bin/sh", "-c", "echo hi; sleep 30"}, {2}));
   // The first report's answer says the step ended on the server: its task is killed.
   ASSERT_TRUE(runner->WaitIdle(10000));
+}
+
+TEST_F(StepRunnerTest, TasksGetTheJobsRlimits) {
+  auto runner = std::make_unique<StepRunner>(
+      Opts(),
+      [](state::JobId, Time) -> std::optional<StepContext> {
+        StepContext c = Context();
+        rlimit nofile{};
+        getrlimit(RLIMIT_NOFILE, &nofile);
+        nofile.rlim_cur = 777;  // below any hard limit: no privilege needed
+        c.rlimits.push_back({RLIMIT_NOFILE, nofile, nofile});
+        return c;
+      },
+      [this](const std::vector<api::StepReport>& r) { return server_.Send(r); });
+  runner->Launch(Step(0, {"/bin/sh", "-c", "ulimit -n"}, {2}));
+  ASSERT_TRUE(server_.WaitDone(0, 10s));
+  EXPECT_EQ(server_.Out(2), "777\n");
 }
 
 TEST_F(StepRunnerTest, OutputFilesPerTask) {
