@@ -7,13 +7,18 @@
 # each ran exactly once (one line per run in its output file), no agent lost.
 # Root only. Cleans up what it made (namespaces, processes by pid, its directory).
 #
-#   scripts/scale-netns.sh BUILD_DIR            # N=60 JOBS=600 GANGS=20
+# With STEP_NODES=K (issue 18), then one sbatch job on K nodes whose script runs
+# `srun -n 8K` (eight tasks per node, each printing its rank and node): the step's time,
+# and that every rank came back once through the relay.
+#
+#   scripts/scale-netns.sh BUILD_DIR            # N=60 JOBS=600 GANGS=20 STEP_NODES=0
 set -euo pipefail
 build=${1:?usage: scripts/scale-netns.sh BUILD_DIR}
 hachi=$(cd "$build" && pwd)/hachi
 N=${N:-60}
 JOBS=${JOBS:-600}
 GANGS=${GANGS:-20}
+STEP_NODES=${STEP_NODES:-0}
 TIMEOUT=${TIMEOUT:-600}
 [ "$(id -u)" -eq 0 ] || { echo "scale-netns: needs root (ip netns)" >&2; exit 2; }
 tag=hs$$
@@ -111,4 +116,31 @@ echo "submitted $total jobs in ${t_sub}s; all ended ${t_all}s after the first su
 echo "completed $completed of $total; other states $notok; output files $files; wrong run counts $twice"
 echo "gang ranks with MASTER_ADDR other than the agents' address: $gang_meet; nodes down: $down"
 echo "server RSS $(rss_of "${pids[0]}") kB; one agent RSS $(rss_of "${pids[1]}") kB"
+step_ok=0
+if [ "$STEP_NODES" -gt 0 ]; then
+  tasks=$((STEP_NODES * 8))
+  mkdir -p "$dir/bin"
+  "$hachi" slurm install-links "$dir/bin" >/dev/null
+  {
+    echo '#!/bin/sh'
+    echo 't0=$(date +%s%N)'
+    echo "srun -n $tasks sh -c 'echo rank \$SLURM_PROCID on \$SLURMD_NODENAME'"
+    echo 'echo "step took $(( ($(date +%s%N) - t0) / 1000000 )) ms"'
+  } >"$dir/step.sh"
+  chmod 755 "$dir/step.sh"
+  sid=$(ip netns exec "$srv" env HACHI_SERVER="unix:$dir/state/hachi.sock" \
+    PATH="$dir/bin:$PATH" sbatch --parsable -N "$STEP_NODES" --exclusive --gres=gpu:8 -t 5 \
+    -o "$dir/step.out" "$dir/step.sh")
+  for _ in $(seq 1200); do
+    grep -q "step took" "$dir/step.out" 2>/dev/null && break
+    sleep 0.1
+  done
+  ranks=$(grep -c '^rank ' "$dir/step.out" 2>/dev/null || true)
+  distinct=$(grep '^rank ' "$dir/step.out" 2>/dev/null | awk '{print $2}' | sort -u | wc -l)
+  nodes_seen=$(grep '^rank ' "$dir/step.out" 2>/dev/null | awk '{print $4}' | sort -u | wc -l)
+  echo "step of $tasks tasks on $STEP_NODES nodes (job $sid): $(grep 'step took' "$dir/step.out"); ranks back $ranks, distinct $distinct, nodes $nodes_seen"
+  { [ "$ranks" -eq "$tasks" ] && [ "$distinct" -eq "$tasks" ] &&
+    [ "$nodes_seen" -eq "$STEP_NODES" ]; } || step_ok=1
+fi
+[ "$step_ok" -eq 0 ] || exit 1
 [ "$completed" -eq "$total" ] && [ "$twice" -eq 0 ] && [ "$down" -eq 0 ] && [ "$gang_meet" -eq 0 ]
