@@ -221,6 +221,9 @@ class Controller {
   // Step `step` of the job's current run. Owner or admin.
   Result<state::StepRecord> StepOf(state::JobId id, int step, const Caller& who) const
       EXCLUDES(mu_);
+  // The same, and kBusy (naming its state) once it ended.
+  Result<state::StepRecord> RunningStepOf(state::JobId id, int step,
+                                          const Caller& who) const EXCLUDES(mu_);
   // Its output from offset `from` (StepStreams), and once it ended and the reader has
   // everything, `done` with the tasks' exits.
   Result<api::StepOutput> ReadStepOutput(state::JobId id, int step, int64_t from,

@@ -38,6 +38,15 @@ Result<state::JobId> JobIdOf(const httplib::Request& req) {
   return static_cast<state::JobId>(std::stoll(s));
 }
 
+// The job and step of /jobs/ID/steps/N/...: matches 1 and 2.
+Result<std::pair<state::JobId, int>> StepIdOf(const httplib::Request& req) {
+  Result<state::JobId> id = JobIdOf(req);
+  if (!id.ok()) return id.status();
+  const std::string step = req.matches[2];
+  if (step.size() > 9) return InvalidArgument("step '" + Clip(step) + "' is too large");
+  return std::make_pair(*id, std::stoi(step));
+}
+
 int IntParam(const httplib::Request& req, const char* name, int fallback, int lo,
              int hi) {
   if (!req.has_param(name)) return fallback;
@@ -353,14 +362,10 @@ void HttpServer::Routes(HttpRouter& s) {
   // "step/ID.S" until an agent's report brings some, the step ends, or N ms pass.
   s.GetPoll(p + R"(/jobs/(\d+)/steps/(\d+)/output)",
             [c](const httplib::Request& req, httplib::Response& res, LongPoll& poll) {
-              Result<state::JobId> id = JobIdOf(req);
-              if (!id.ok()) return ReplyError(res, id.status());
-              const std::string step_text = req.matches[2];
-              if (step_text.size() > 9) {
-                return ReplyError(
-                    res, InvalidArgument("step '" + Clip(step_text) + "' is too large"));
-              }
-              const int step = std::stoi(step_text);
+              Result<std::pair<state::JobId, int>> key = StepIdOf(req);
+              if (!key.ok()) return ReplyError(res, key.status());
+              const state::JobId id = key->first;
+              const int step = key->second;
               int64_t from = 0;
               if (req.has_param("from")) {
                 const std::string f = req.get_param_value("from");
@@ -374,58 +379,49 @@ void HttpServer::Routes(HttpRouter& s) {
               }
               Result<Caller> who = CallerOf(req, *c);
               if (!who.ok()) return ReplyError(res, who.status());
-              Result<api::StepOutput> out = c->ReadStepOutput(*id, step, from, *who);
+              Result<api::StepOutput> out = c->ReadStepOutput(id, step, from, *who);
               if (!out.ok()) return ReplyError(res, out.status());
               const int wait_ms = IntParam(req, "wait_ms", 10000, 0, 60000);
               if (out->chunks.empty() && !out->done && out->lost == 0 &&
                   !poll.expired() && !c->stopping() && wait_ms > 0) {
-                return poll.WaitFor(StepTopic(*id, step),
+                return poll.WaitFor(StepTopic(id, step),
                                     poll.started() + std::chrono::milliseconds(wait_ms));
               }
               Reply(res, 200, api::StepOutputToJson(*out));
             });
+  // POST /jobs/ID/steps/N/ACTION: the job, the step and who asks, then `act` with the
+  // request's body.
+  using StepAct =
+      std::function<Status(state::JobId, int, const Caller&, const httplib::Request&)>;
+  auto step_action = [c](StepAct act) {
+    return [c, act](const httplib::Request& req, httplib::Response& res) {
+      Result<std::pair<state::JobId, int>> id = StepIdOf(req);
+      if (!id.ok()) return ReplyError(res, id.status());
+      Result<Caller> who = CallerOf(req, *c);
+      if (!who.ok()) return ReplyError(res, who.status());
+      Status st = act(id->first, id->second, *who, req);
+      if (!st.ok()) return ReplyError(res, st);
+      Reply(res, 200, json{{"ok", true}}.dump());
+    };
+  };
   // A --pty step's keystrokes and window size: {"data": ..., "rows", "cols"}.
   s.Post(p + R"(/jobs/(\d+)/steps/(\d+)/input)",
-         [c](const httplib::Request& req, httplib::Response& res) {
-           Result<state::JobId> id = JobIdOf(req);
-           if (!id.ok()) return ReplyError(res, id.status());
-           const std::string step_text = req.matches[2];
-           if (step_text.size() > 9) {
-             return ReplyError(
-                 res, InvalidArgument("step '" + Clip(step_text) + "' is too large"));
-           }
-           Result<Caller> who = CallerOf(req, *c);
-           if (!who.ok()) return ReplyError(res, who.status());
+         step_action([c](state::JobId id, int step, const Caller& who,
+                         const httplib::Request& req) {
            Result<api::StepInput> in = api::StepInputRequestFromJson(req.body);
-           if (!in.ok()) return ReplyError(res, in.status());
-           Status st = c->StepInput(*id, std::stoi(step_text), *in, *who);
-           if (!st.ok()) return ReplyError(res, st);
-           Reply(res, 200, json{{"ok", true}}.dump());
-         });
+           if (!in.ok()) return in.status();
+           return c->StepInput(id, step, *in, who);
+         }));
   // {"signal": "INT" or 2} to the step's tasks; /cancel stops them (SIGTERM, grace,
   // SIGKILL).
   s.Post(p + R"(/jobs/(\d+)/steps/(\d+)/(signal|cancel))",
-         [c](const httplib::Request& req, httplib::Response& res) {
-           Result<state::JobId> id = JobIdOf(req);
-           if (!id.ok()) return ReplyError(res, id.status());
-           const std::string step_text = req.matches[2];
-           if (step_text.size() > 9) {
-             return ReplyError(
-                 res, InvalidArgument("step '" + Clip(step_text) + "' is too large"));
-           }
-           Result<Caller> who = CallerOf(req, *c);
-           if (!who.ok()) return ReplyError(res, who.status());
-           const bool stop = req.matches[3] == "cancel";
-           int signal = 0;
-           if (!stop) {
-             Result<api::SignalRequest> r = api::SignalRequestFromJson(req.body);
-             if (!r.ok()) return ReplyError(res, r.status());
-             signal = r->signal;
-           }
-           Status st = c->SignalStep(*id, std::stoi(step_text), signal, stop, *who);
-           if (!st.ok()) return ReplyError(res, st);
-           Reply(res, 200, json{{"ok", true}}.dump());
-         });
+         step_action([c](state::JobId id, int step, const Caller& who,
+                         const httplib::Request& req) {
+           if (req.matches[3] == "cancel") return c->SignalStep(id, step, 0, true, who);
+           Result<api::SignalRequest> r = api::SignalRequestFromJson(req.body);
+           if (!r.ok()) return r.status();
+           return c->SignalStep(id, step, r->signal, false, who);
+         }));
 
   // ---- Nodes, partitions ----
   // Stray processes' arguments are the admins' to see (RedactStrayProcesses).

@@ -209,6 +209,17 @@ Result<state::StepRecord> Controller::StepOf(state::JobId id, int step,
   return s->second;
 }
 
+Result<state::StepRecord> Controller::RunningStepOf(state::JobId id, int step,
+                                                    const Caller& who) const {
+  Result<state::StepRecord> rec = StepOf(id, step, who);
+  if (!rec.ok()) return rec.status();
+  if (rec->state != state::JobState::kRunning) {
+    return Busy("step " + StepName(id, step) + " is " +
+                std::string(state::JobStateName(rec->state)));
+  }
+  return rec;
+}
+
 Result<api::StepOutput> Controller::ReadStepOutput(state::JobId id, int step,
                                                    int64_t from, const Caller& who) {
   Result<state::StepRecord> rec = StepOf(id, step, who);
@@ -233,15 +244,11 @@ Result<api::StepOutput> Controller::ReadStepOutput(state::JobId id, int step,
 
 Status Controller::SignalStep(state::JobId id, int step, int signal, bool cancel,
                               const Caller& who) {
-  Result<state::StepRecord> rec = StepOf(id, step, who);
-  if (!rec.ok()) return rec.status();
-  if (rec->state != state::JobState::kRunning) {
-    return Busy("step " + StepName(id, step) + " is " +
-                std::string(state::JobStateName(rec->state)));
-  }
   if (!cancel && (signal < 1 || signal > 64)) {
     return InvalidArgument(std::to_string(signal) + " is not a signal");
   }
+  Result<state::StepRecord> rec = RunningStepOf(id, step, who);
+  if (!rec.ok()) return rec.status();
   for (const std::string& node : rec->nodes) {
     agents_.SignalStep(node, api::StepSignal{id, rec->job_start, step, signal, cancel});
   }
@@ -250,12 +257,8 @@ Status Controller::SignalStep(state::JobId id, int step, int signal, bool cancel
 
 Status Controller::StepInput(state::JobId id, int step, api::StepInput input,
                              const Caller& who) {
-  Result<state::StepRecord> rec = StepOf(id, step, who);
+  Result<state::StepRecord> rec = RunningStepOf(id, step, who);
   if (!rec.ok()) return rec.status();
-  if (rec->state != state::JobState::kRunning) {
-    return Busy("step " + StepName(id, step) + " is " +
-                std::string(state::JobStateName(rec->state)));
-  }
   if (!streams_.IsPty({id, rec->job_start, step})) {
     return InvalidArgument("step " + StepName(id, step) +
                            " has no terminal (srun --pty); its tasks read /dev/null");
@@ -415,10 +418,6 @@ std::vector<state::Edit> Controller::LostStepsLocked(const AgentRegistration& re
   }
   return edits;
 }
-
-}  // namespace hachi::server
-
-namespace hachi::server {
 
 Status Controller::CompleteAllocation(state::JobId id, int exit_code, const Caller& who) {
   MutexLock writer(&writer_mu_);

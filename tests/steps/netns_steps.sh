@@ -91,13 +91,19 @@ slurm() {  # slurm CMD ARGS
   ip netns exec "$srv" env HACHI_SERVER="unix:$dir/state/hachi.sock" \
     PATH="$dir/bin:$PATH" "$@"
 }
-up=0
-for _ in $(seq 300); do
-  up=$(cli nodes 2>/dev/null | grep -c ' idle' || true)
-  [ "$up" -ge 2 ] && break
-  sleep 0.1
-done
-check "both agents registered" "$([ "$up" -ge 2 ]; echo $?)" "$(cli nodes 2>&1)"
+# From here on every check says what failed and the script goes on (no set -e).
+set +e
+wait_idle() {  # both nodes up and idle within 30 s
+  local up=0
+  for _ in $(seq 300); do
+    up=$(cli nodes 2>/dev/null | grep -c ' idle' || true)
+    [ "$up" -ge 2 ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+wait_idle
+check "both agents registered" $? "$(cli nodes 2>&1)"
 
 wait_state() {  # wait_state JOB STATE SECONDS
   for _ in $(seq $(($3 * 10))); do
@@ -191,13 +197,8 @@ grep -q "lease expired" "$dir/agent-h2.log"
 check "h2's agent stopped its jobs at its lease" $? "$(tail -5 "$dir/agent-h2.log")"
 sleep $((60 - ($(date +%s) - t_cut) > 0 ? 60 - ($(date +%s) - t_cut) : 0))
 ip -n "${tag}2" link set "${tag}h2" up
-up=0
-for _ in $(seq 300); do
-  up=$(cli nodes 2>/dev/null | grep -c ' idle' || true)
-  [ "$up" -ge 2 ] && break
-  sleep 0.1
-done
-check "h2 back, both idle" "$([ "$up" -ge 2 ]; echo $?)" "$(cli nodes 2>&1)"
+wait_idle
+check "h2 back, both idle" $? "$(cli nodes 2>&1)"
 sleep 3
 starts=$(grep -c "start h2" "$dir/out/long-$lid.out" || true)
 check "nothing ran twice (one start on h2)" "$([ "$starts" -eq 1 ]; echo $?)" \

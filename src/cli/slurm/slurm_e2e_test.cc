@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "cli/cli_testing.h"
+#include "cli/slurm/slurm_dev_testing.h"
 
 namespace hachi::cli {
 namespace {
@@ -20,62 +21,7 @@ using testing::CmdResult;
 using testing::ReadFile;
 using testing::Shell;
 
-class SlurmE2e : public ::testing::Test {
- protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/hachi-slurm-e2e-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-    const std::string log = dir_ + "/dev.log";
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      const std::string cmd = std::string(HACHI_BINARY_DIR) + "/hachi dev --state-dir " +
-                              dir_ + "/state --listen 127.0.0.1:0 2>" + log;
-      ::execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), nullptr);
-      ::_exit(127);
-    }
-    bool up = false;
-    for (int i = 0; i < 100 && !up; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      up = ReadFile(log).find("listening on http://") != std::string::npos;
-    }
-    ASSERT_TRUE(up) << ReadFile(log);
-    ::setenv("HACHI_SERVER", ("unix:" + dir_ + "/state/hachi.sock").c_str(), 1);
-    ASSERT_EQ(Shell("mkdir " + dir_ + "/bin").exit_code, 0);
-    CmdResult links = Shell(std::string(HACHI_BINARY_DIR) +
-                            "/hachi slurm install-links " + dir_ + "/bin 2>&1");
-    ASSERT_EQ(links.exit_code, 0) << links.out;
-    for (int i = 0; i < 50; ++i) {
-      if (Run("sinfo -h -o %D").out.find('2') != std::string::npos) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-  }
-  void TearDown() override {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      ::waitpid(pid_, nullptr, 0);
-    }
-    Shell("rm -rf " + dir_);
-  }
-  // A command line run with the links first on PATH, in the temp directory.
-  CmdResult Run(const std::string& cmd) {
-    // Exported, so that every command of a pipeline finds them.
-    return Shell("cd " + dir_ + " && export PATH=" + dir_ + "/bin:$PATH && " + cmd +
-                 " 2>&1");
-  }
-  // Polls sacct until job `id` is in `state`.
-  bool WaitState(const std::string& id, const std::string& state) {
-    for (int i = 0; i < 200; ++i) {
-      if (Run("sacct -X -P -n -o State -j " + id).out.find(state) != std::string::npos) {
-        return true;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return false;
-  }
-
-  std::string dir_;
-  pid_t pid_ = -1;
-};
+using SlurmE2e = testing::SlurmDevTest;
 
 TEST_F(SlurmE2e, AToolsDayThroughTheLinks) {
   // install-links again is a no-op; a foreign file of one of the names is refused.

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "cli/cli_testing.h"
+#include "cli/slurm/slurm_dev_testing.h"
 
 namespace hachi::cli {
 namespace {
@@ -27,63 +28,13 @@ using testing::CmdResult;
 using testing::ReadFile;
 using testing::Shell;
 
-class StepsE2e : public ::testing::Test {
+class StepsE2e : public testing::SlurmDevTest {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/hachi-steps-e2e-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-    const std::string log = dir_ + "/dev.log";
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      const std::string cmd = std::string(HACHI_BINARY_DIR) + "/hachi dev --state-dir " +
-                              dir_ + "/state --listen 127.0.0.1:0 2>" + log;
-      ::execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), nullptr);
-      ::_exit(127);
-    }
-    bool up = false;
-    for (int i = 0; i < 100 && !up; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      up = ReadFile(log).find("listening on http://") != std::string::npos;
-    }
-    ASSERT_TRUE(up) << ReadFile(log);
-    ::setenv("HACHI_SERVER", ("unix:" + dir_ + "/state/hachi.sock").c_str(), 1);
-    ASSERT_EQ(Shell("mkdir " + dir_ + "/bin").exit_code, 0);
-    CmdResult links = Shell(std::string(HACHI_BINARY_DIR) +
-                            "/hachi slurm install-links " + dir_ + "/bin 2>&1");
-    ASSERT_EQ(links.exit_code, 0) << links.out;
-    for (int i = 0; i < 100; ++i) {
-      if (Run("sinfo -h -o %D").out.find('2') != std::string::npos) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-  }
-  void TearDown() override {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      ::waitpid(pid_, nullptr, 0);
-    }
-    Shell("rm -rf " + dir_);
-  }
-  CmdResult Run(const std::string& cmd) {
-    return Shell("cd " + dir_ + " && export PATH=" + dir_ + "/bin:$PATH && " + cmd +
-                 " 2>&1");
-  }
-  // Polls sacct until job `id` (its allocation line) is in `state`.
-  bool WaitState(const std::string& id, const std::string& state, int tenths = 300) {
-    for (int i = 0; i < tenths; ++i) {
-      if (Run("sacct -X -P -n -o State -j " + id).out.find(state) != std::string::npos) {
-        return true;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return false;
-  }
   std::string Submit(const std::string& args) {
     CmdResult r = Run("sbatch --parsable " + args);
     EXPECT_EQ(r.exit_code, 0) << r.out;
     return r.out.substr(0, r.out.find('\n'));
   }
-  std::string dir_;
-  pid_t pid_ = -1;
 };
 
 std::vector<std::string> Lines(const std::string& text) {
