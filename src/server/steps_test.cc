@@ -2,6 +2,7 @@
 // agents' reports, the step's end and its record, and the steps of a job that ends.
 #include <gtest/gtest.h>
 
+#include "server/auth.h"
 #include "server/controller.h"
 #include "server/testing.h"
 
@@ -211,6 +212,52 @@ TEST_F(StepsTest, AnAgentThatComesBackWithoutTheStepFailsIt) {
   ASSERT_TRUE(after.ok());
   EXPECT_EQ(after->state, JobState::kFailed);
   EXPECT_NE(after->reason.find("registered again without it"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hachi::server
+
+namespace hachi::server {
+namespace {
+
+// Job credentials (server/auth.h): the launch carries one; it makes its bearer the job's
+// user while that run runs, and nothing once it ended or when forged.
+TEST(JobCredential, ValidOnlyForItsRunningRun) {
+  ControllerOptions o;
+  o.credential_key = "cluster-secret";
+  testing::Harness h(o);
+  h.Register("n1");
+  const state::JobId id = h.Submit(testing::MakeSubmit());
+  h->RunCycle();
+  const AgentWork w = h.Work("n1");
+  ASSERT_EQ(w.launch.size(), 1u);
+  const std::string cred = w.launch[0].credential;
+  ASSERT_EQ(cred.rfind("hachijob_" + std::to_string(id) + "_", 0), 0u) << cred;
+  Result<Caller> who = h->Authenticate(cred);
+  ASSERT_TRUE(who.ok()) << who.status().ToString();
+  EXPECT_EQ(who->user, "alice");
+  EXPECT_EQ(who->uid, testing::kAlice.uid);
+  EXPECT_TRUE(who->authenticated);
+  EXPECT_FALSE(who->admin);
+  std::string forged = cred;
+  forged.back() = forged.back() == '0' ? '1' : '0';
+  EXPECT_EQ(h->Authenticate(forged).status().code(), StatusCode::kUnauthenticated);
+  // Another run of the same job (its start time) is not this one's.
+  const std::string other =
+      JobCredential("cluster-secret", id, w.launch[0].start_time + 1);
+  EXPECT_EQ(h->Authenticate(other).status().code(), StatusCode::kUnauthenticated);
+  h.Exit("n1", id, 0);
+  Status ended = h->Authenticate(cred).status();
+  EXPECT_EQ(ended.code(), StatusCode::kUnauthenticated);
+  EXPECT_NE(ended.message().find("no longer valid"), std::string::npos)
+      << ended.message();
+  // A server without a key gives none and takes none.
+  testing::Harness plain;
+  plain.Register("n1");
+  plain.Submit(testing::MakeSubmit());
+  plain->RunCycle();
+  EXPECT_EQ(plain.Work("n1").launch[0].credential, "");
+  EXPECT_EQ(plain->Authenticate(cred).status().code(), StatusCode::kUnauthenticated);
 }
 
 }  // namespace
