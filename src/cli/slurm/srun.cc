@@ -166,9 +166,18 @@ int SallocMain(const std::vector<std::string>& args) {
   if (!job.ok()) return SlurmFail("salloc", job.status().message());
   const state::JobId id = job->id;
   SetAllocationEnvironment(*job);
-  // The command: in the foreground, its own signals (Ctrl-C is the shell's to handle).
+  // The command: a process group of its own, given the terminal when there is one (a
+  // shell's job control works; Ctrl-C is the command's to handle), so that a revoked
+  // allocation hangs up all of it.
+  const bool tty = ::isatty(0) != 0;
   const pid_t child = ::fork();
   if (child == 0) {
+    ::setpgid(0, 0);
+    if (tty) {
+      ::signal(SIGTTOU, SIG_IGN);
+      ::tcsetpgrp(0, ::getpgrp());
+    }
+    ::signal(SIGTTOU, SIG_DFL);
     ::signal(SIGINT, SIG_DFL);
     ::signal(SIGTERM, SIG_DFL);
     ::signal(SIGHUP, SIG_DFL);
@@ -179,7 +188,9 @@ int SallocMain(const std::vector<std::string>& args) {
     std::cerr << "salloc: error: " << command[0] << ": " << std::strerror(errno) << "\n";
     ::_exit(errno == ENOENT ? 127 : 126);
   }
+  ::setpgid(child, child);    // either of the two may run first
   ::signal(SIGINT, SIG_IGN);  // the command's; salloc waits for it
+  ::signal(SIGTTOU, SIG_IGN);
   int status = 0;
   bool revoked = false;
   // While it runs: the allocation may end under it (time limit, scancel): the command
@@ -199,9 +210,11 @@ int SallocMain(const std::vector<std::string>& args) {
     if (v.ok() && state::IsFinal(v->job.state)) {
       revoked = true;
       std::cerr << "salloc: Job allocation " << id << " has been revoked.\n";
-      ::kill(child, SIGHUP);
+      ::kill(-child, SIGHUP);  // the command's whole group, as a terminal's hangup
+      ::kill(-child, SIGCONT);
     }
   }
+  if (tty) ::tcsetpgrp(0, ::getpgrp());  // the terminal back to salloc's group
   const int rc = WIFEXITED(status) ? WEXITSTATUS(status)
                                    : (WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1);
   if (!revoked) {

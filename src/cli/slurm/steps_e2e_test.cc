@@ -353,3 +353,25 @@ TEST_F(StepsE2e, SallocThenSrunInside) {
 
 }  // namespace
 }  // namespace hachi::cli
+
+namespace hachi::cli {
+namespace {
+
+// An interactive allocation is a job like the rest: it ends at its time limit, and
+// salloc says so and hangs up its command.
+TEST_F(StepsE2e, SallocEndsAtTheTimeLimit) {
+  const auto t0 = std::chrono::steady_clock::now();
+  CmdResult r =
+      Run("salloc -N 1 --gpus-per-node=1 -t 0:03 sh -c 'echo job=$SLURM_JOB_ID; "
+          "sleep 60'");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30)) << r.out;
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("has been revoked."), std::string::npos) << r.out;
+  const size_t at = r.out.find("job=");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::string id = r.out.substr(at + 4, r.out.find('\n', at) - at - 4);
+  EXPECT_TRUE(WaitState(id, "TIMEOUT")) << Run("sacct -j " + id).out;
+}
+
+}  // namespace
+}  // namespace hachi::cli
