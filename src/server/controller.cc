@@ -471,23 +471,27 @@ void Controller::CancelOneLocked(state::JobId id, const std::string& reason,
   if (info.cancel_requested) return;
   info.cancel_requested = true;
   info.cancel_reason = reason;
-  for (const state::NodeAllocation& a : job.allocations) {
-    // Not delivered yet: drop the launch instead of starting and killing it.
-    if (agents_.TakeBackLaunch(a.node, id)) {
-      api::JobExit e;
-      e.job = id;
-      e.kind = api::ExitKind::kCancelled;
-      e.end_time = options_.clock->Now();
-      --info.parts_left;
-      info.ended_on.push_back(a.node);
-      if (!info.worst) info.worst = e;
-      continue;
-    }
-    agents_.Cancel(a.node, id);
-  }
+  StopPartsLocked(job, &info);
   if (info.parts_left <= 0) {
     edits->push_back(EndOf(job, info, options_.clock->Now()));
     runs_.erase(id);
+  }
+}
+
+void Controller::StopPartsLocked(const state::JobRecord& job, RunInfo* info) {
+  for (const state::NodeAllocation& a : job.allocations) {
+    // Not delivered yet: drop the launch instead of starting and killing it.
+    if (agents_.TakeBackLaunch(a.node, job.id)) {
+      api::JobExit e;
+      e.job = job.id;
+      e.kind = api::ExitKind::kCancelled;
+      e.end_time = options_.clock->Now();
+      --info->parts_left;
+      info->ended_on.push_back(a.node);
+      if (!info->worst) info->worst = e;
+      continue;
+    }
+    agents_.Cancel(a.node, job.id);
   }
 }
 

@@ -324,6 +324,9 @@ class Controller {
   // `whole_array` says whether `id` named an array. kNotFound.
   Result<std::vector<state::JobId>> TargetsLocked(state::JobId id, int task,
                                                   bool* whole_array) const REQUIRES(mu_);
+  // Stops a running job's parts: a launch its agent has not taken yet is taken back
+  // (that part ended, counted in `info`), the others are cancelled through their agents.
+  void StopPartsLocked(const state::JobRecord& job, RunInfo* info) REQUIRES(mu_);
   // One job's part of Cancel: its JobEnded appended to `edits`, or its agents told.
   void CancelOneLocked(state::JobId id, const std::string& reason,
                        std::vector<state::Edit>* edits) REQUIRES(writer_mu_, mu_);

@@ -9,20 +9,16 @@ std::string StepTopic(state::JobId job, int step) {
 }
 
 StepStreams::Stream& StepStreams::OpenLocked(const state::StepKey& key,
-                                             const std::vector<std::string>& nodes,
-                                             int ntasks) {
+                                             const std::vector<std::string>& nodes) {
   auto [it, fresh] = streams_.try_emplace(key);
-  if (fresh) {
-    it->second.nodes = nodes;
-    it->second.ntasks = ntasks;
-  }
+  if (fresh) it->second.nodes = nodes;
   return it->second;
 }
 
 void StepStreams::Open(const state::StepKey& key, std::vector<std::string> nodes,
-                       int ntasks, bool kill_on_bad_exit, bool pty) {
+                       bool kill_on_bad_exit, bool pty) {
   MutexLock lock(&mu_);
-  Stream& s = OpenLocked(key, nodes, ntasks);
+  Stream& s = OpenLocked(key, nodes);
   s.kill_on_bad_exit = kill_on_bad_exit;
   s.pty = pty;
 }
@@ -40,9 +36,9 @@ bool StepStreams::Has(const state::StepKey& key) const {
 
 StepStreams::Added StepStreams::Add(const state::StepKey& key, const std::string& node,
                                     const api::StepReport& report,
-                                    const std::vector<std::string>& nodes, int ntasks) {
+                                    const std::vector<std::string>& nodes) {
   MutexLock lock(&mu_);
-  Stream& s = OpenLocked(key, nodes, ntasks);
+  Stream& s = OpenLocked(key, nodes);
   Added out;
   out.kill_on_bad_exit = s.kill_on_bad_exit;
   int64_t& taken = s.node_next[node];

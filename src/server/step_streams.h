@@ -38,8 +38,9 @@ class StepStreams {
  public:
   explicit StepStreams(int64_t max_held = 8 << 20) : max_held_(max_held) {}
 
-  // A new step: its nodes, tasks and whether a failing task stops it (-K).
-  void Open(const state::StepKey& key, std::vector<std::string> nodes, int ntasks,
+  // A new step: its nodes, whether a failing task stops it (-K), whether it runs on a
+  // terminal.
+  void Open(const state::StepKey& key, std::vector<std::string> nodes,
             bool kill_on_bad_exit, bool pty = false) EXCLUDES(mu_);
   bool Has(const state::StepKey& key) const EXCLUDES(mu_);
   // Whether the step runs on a terminal (srun --pty): its input is taken.
@@ -54,8 +55,8 @@ class StepStreams {
   // One node's report for a step. A step not open is opened with `nodes` (a restarted
   // server learning of a step from its agents).
   Added Add(const state::StepKey& key, const std::string& node,
-            const api::StepReport& report, const std::vector<std::string>& nodes,
-            int ntasks) EXCLUDES(mu_);
+            const api::StepReport& report, const std::vector<std::string>& nodes)
+      EXCLUDES(mu_);
 
   struct Read {
     bool known = false;
@@ -81,7 +82,6 @@ class StepStreams {
  private:
   struct Stream {
     std::vector<std::string> nodes;
-    int ntasks = 0;
     bool kill_on_bad_exit = false;
     bool pty = false;
     bool bad_exit_seen = false;
@@ -97,8 +97,8 @@ class StepStreams {
     bool delivered = false;
     std::chrono::steady_clock::time_point ended_at{};
   };
-  Stream& OpenLocked(const state::StepKey& key, const std::vector<std::string>& nodes,
-                     int ntasks) REQUIRES(mu_);
+  Stream& OpenLocked(const state::StepKey& key, const std::vector<std::string>& nodes)
+      REQUIRES(mu_);
 
   const int64_t max_held_;
   mutable Mutex mu_;

@@ -32,11 +32,11 @@ std::string Text(const StepStreams::Read& r) {
 
 TEST(StepStreams, MergesNodesAndTakesARepeatedBatchOnce) {
   StepStreams s;
-  s.Open(kKey, {"a", "b"}, 2, false);
-  EXPECT_EQ(s.Add(kKey, "a", Report(0, {Out(0, "hello ")}), {}, 0).next, 6);
-  EXPECT_EQ(s.Add(kKey, "b", Report(0, {Out(1, "world")}), {}, 0).next, 5);
+  s.Open(kKey, {"a", "b"}, false);
+  EXPECT_EQ(s.Add(kKey, "a", Report(0, {Out(0, "hello ")}), {}).next, 6);
+  EXPECT_EQ(s.Add(kKey, "b", Report(0, {Out(1, "world")}), {}).next, 5);
   // Node a's batch again (its answer was lost), with more after it.
-  EXPECT_EQ(s.Add(kKey, "a", Report(0, {Out(0, "hello "), Out(0, "again")}), {}, 0).next,
+  EXPECT_EQ(s.Add(kKey, "a", Report(0, {Out(0, "hello "), Out(0, "again")}), {}).next,
             11);
   StepStreams::Read r = s.ReadFrom(kKey, 0, 1 << 20);
   EXPECT_EQ(Text(r), "hello worldagain");
@@ -47,18 +47,18 @@ TEST(StepStreams, MergesNodesAndTakesARepeatedBatchOnce) {
 
 TEST(StepStreams, DoneWhenEveryNodeIsAndExitsByRank) {
   StepStreams s;
-  s.Open(kKey, {"a", "b"}, 2, true);
+  s.Open(kKey, {"a", "b"}, true);
   api::TaskExit ok{0, api::ExitKind::kExited, 0, 0, "", ""};
   api::TaskExit bad{1, api::ExitKind::kExited, 3, 0, "", ""};
-  StepStreams::Added a = s.Add(kKey, "a", Report(0, {}, {ok}, true), {}, 0);
+  StepStreams::Added a = s.Add(kKey, "a", Report(0, {}, {ok}, true), {});
   EXPECT_FALSE(a.all_done);
   EXPECT_FALSE(a.bad_exit);
-  StepStreams::Added b = s.Add(kKey, "b", Report(0, {}, {bad}, true), {}, 0);
+  StepStreams::Added b = s.Add(kKey, "b", Report(0, {}, {bad}, true), {});
   EXPECT_TRUE(b.all_done);
   EXPECT_TRUE(b.bad_exit);
   EXPECT_TRUE(b.kill_on_bad_exit);
   // Reported again: neither is news.
-  StepStreams::Added again = s.Add(kKey, "b", Report(0, {}, {bad}, true), {}, 0);
+  StepStreams::Added again = s.Add(kKey, "b", Report(0, {}, {bad}, true), {});
   EXPECT_FALSE(again.all_done);
   EXPECT_FALSE(again.bad_exit);
   std::vector<api::TaskExit> exits = s.Exits(kKey);
@@ -69,9 +69,9 @@ TEST(StepStreams, DoneWhenEveryNodeIsAndExitsByRank) {
 
 TEST(StepStreams, BoundedWhileNobodyReadsAndTheReaderSeesTheLoss) {
   StepStreams s(/*max_held=*/10);
-  s.Open(kKey, {"a"}, 1, false);
-  s.Add(kKey, "a", Report(0, {Out(0, "0123456789")}), {}, 0);
-  s.Add(kKey, "a", Report(10, {Out(0, "abcdef")}), {}, 0);
+  s.Open(kKey, {"a"}, false);
+  s.Add(kKey, "a", Report(0, {Out(0, "0123456789")}), {});
+  s.Add(kKey, "a", Report(10, {Out(0, "abcdef")}), {});
   StepStreams::Read r = s.ReadFrom(kKey, 0, 1 << 20);
   EXPECT_EQ(r.lost, 10);
   EXPECT_EQ(r.from, 10);
@@ -84,11 +84,11 @@ TEST(StepStreams, BoundedWhileNobodyReadsAndTheReaderSeesTheLoss) {
 
 TEST(StepStreams, AReaderThatReconnectsGetsWhatIsStillHeld) {
   StepStreams s;
-  s.Open(kKey, {"a"}, 1, false);
-  s.Add(kKey, "a", Report(0, {Out(0, "line1\n")}), {}, 0);
+  s.Open(kKey, {"a"}, false);
+  s.Add(kKey, "a", Report(0, {Out(0, "line1\n")}), {});
   StepStreams::Read first = s.ReadFrom(kKey, 0, 1 << 20);
   EXPECT_EQ(Text(first), "line1\n");
-  s.Add(kKey, "a", Report(6, {Out(0, "line2\n")}), {}, 0);
+  s.Add(kKey, "a", Report(6, {Out(0, "line2\n")}), {});
   // The reader lost the answer to its next request and asks from the same place.
   EXPECT_EQ(Text(s.ReadFrom(kKey, 6, 1 << 20)), "line2\n");
   EXPECT_EQ(Text(s.ReadFrom(kKey, 6, 1 << 20)), "line2\n");
@@ -97,7 +97,7 @@ TEST(StepStreams, AReaderThatReconnectsGetsWhatIsStillHeld) {
 TEST(StepStreams, AGapFromAnEarlierServerAndAgentLossesAreMarked) {
   StepStreams s;
   // A restarted server learns of the step from a report that starts at 100.
-  s.Add(kKey, "a", Report(100, {Out(0, "x")}), {"a"}, 1);
+  s.Add(kKey, "a", Report(100, {Out(0, "x")}), {"a"});
   StepStreams::Read r = s.ReadFrom(kKey, 0, 1 << 20);
   ASSERT_EQ(r.chunks.size(), 2u);
   EXPECT_EQ(r.chunks[0].lost, 100);
@@ -106,8 +106,8 @@ TEST(StepStreams, AGapFromAnEarlierServerAndAgentLossesAreMarked) {
 
 TEST(StepStreams, EndedStreamsAreSwept) {
   StepStreams s;
-  s.Open(kKey, {"a"}, 1, false);
-  s.Add(kKey, "a", Report(0, {Out(0, "abc")}), {}, 0);
+  s.Open(kKey, {"a"}, false);
+  s.Add(kKey, "a", Report(0, {Out(0, "abc")}), {});
   s.End(kKey);
   s.Sweep(std::chrono::hours(1));
   EXPECT_EQ(s.size(), 1u);  // not read yet

@@ -166,7 +166,7 @@ Result<state::StepRecord> Controller::CreateStep(state::JobId id,
   }
   HACHI_RETURN_IF_ERROR(CommitAndApply({state::StepStarted{rec}}));
   const state::StepKey key{id, rec.job_start, rec.step};
-  streams_.Open(key, rec.nodes, ntasks, req.kill_on_bad_exit, req.pty);
+  streams_.Open(key, rec.nodes, req.kill_on_bad_exit, req.pty);
   int rank = 0;
   for (int i = 0; i < nodes; ++i) {
     api::StepLaunch l;
@@ -291,7 +291,6 @@ Result<std::vector<api::StepAck>> Controller::ReportSteps(
     const state::StepKey key{r.job, r.job_start, r.step};
     api::StepAck ack{r.job, r.job_start, r.step, 0, false};
     std::vector<std::string> nodes;
-    int ntasks = 0;
     {
       MutexLock lock(&mu_);
       auto s = image_.steps.find(key);
@@ -302,16 +301,15 @@ Result<std::vector<api::StepAck>> Controller::ReportSteps(
         ack.gone = true;  // ended (the job's end, a lost node), or never ours
       } else {
         nodes = s->second.nodes;
-        ntasks = s->second.ntasks;
       }
     }
     if (ack.gone) {
       // Output that comes after the step ended still reaches a reader that waits.
-      if (streams_.Has(key)) streams_.Add(key, node, r, {}, 0);
+      if (streams_.Has(key)) streams_.Add(key, node, r, {});
       acks.push_back(ack);
       continue;
     }
-    const StepStreams::Added added = streams_.Add(key, node, r, nodes, ntasks);
+    const StepStreams::Added added = streams_.Add(key, node, r, nodes);
     ack.next = added.next;
     acks.push_back(ack);
     if (added.bad_exit && added.kill_on_bad_exit) {
@@ -389,13 +387,16 @@ void Controller::EndStepsOfJobsLocked(std::vector<state::Edit>* edits) const {
 }
 
 void Controller::StepsEndedLocked(const std::vector<state::Edit>& edits) {
+  bool any = false;
   for (const state::Edit& e : edits) {
     const auto* se = std::get_if<state::StepEnded>(&e);
     if (se == nullptr) continue;
+    any = true;
     streams_.End(se->key);
     if (notify_) notify_(StepTopic(se->key.job, se->key.step));
   }
-  streams_.Sweep(std::chrono::minutes(2));
+  // Only when a step ended: the scheduling cycle's commits pay nothing here.
+  if (any) streams_.Sweep(std::chrono::minutes(2));
 }
 
 std::vector<state::Edit> Controller::LostStepsLocked(const AgentRegistration& reg) const {
@@ -438,15 +439,8 @@ Status Controller::CompleteAllocation(state::JobId id, int exit_code, const Call
   if (info.allocation_done || info.cancel_requested) return Status::Ok();
   info.allocation_done = true;
   info.allocation_exit = exit_code;
+  StopPartsLocked(job, &info);
   std::vector<state::Edit> edits;
-  for (const state::NodeAllocation& a : job.allocations) {
-    if (agents_.TakeBackLaunch(a.node, id)) {  // never started there
-      --info.parts_left;
-      info.ended_on.push_back(a.node);
-      continue;
-    }
-    agents_.Cancel(a.node, id);
-  }
   if (info.parts_left <= 0) {
     edits.push_back(RunEndLocked(job, info, options_.clock->Now()));
     runs_.erase(id);

@@ -3,10 +3,12 @@
 #include <string.h>
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "cli/slurm/slurm_text.h"
 #include "core/hostlist.h"
+#include "core/strings.h"
 
 namespace hachi::cli::slurm {
 namespace {
@@ -72,12 +74,13 @@ bool ShapesTheAllocation(const std::string& name) {
   return kShape.count(name) > 0;
 }
 
+// A count as Slurm's srun takes one (0..9999999), its error in srun's words.
 Result<int> Count(const std::string& option, const std::string& v) {
-  if (v.empty() || v.size() > 7 ||
-      !std::all_of(v.begin(), v.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
+  const std::optional<long long> n = ParseInt(v);
+  if (!n || *n < 0 || *n > 9999999) {
     return InvalidArgument("Invalid numeric value \"" + v + "\" for --" + option + ".");
   }
-  return std::stoi(v);
+  return static_cast<int>(*n);
 }
 
 const std::string* Find(const state::EnvList& env, const std::string& name) {
