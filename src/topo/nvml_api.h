@@ -105,6 +105,57 @@ inline constexpr unsigned kNvLinkMaxLinks = 18;        // NVML_NVLINK_MAX_LINKS
 inline constexpr unsigned kDeviceNameBufferSize = 96;  // NVML_DEVICE_NAME_V2_BUFFER_SIZE
 inline constexpr unsigned kDeviceUuidBufferSize = 96;  // NVML_DEVICE_UUID_V2_BUFFER_SIZE
 
+// nvmlNvlinkVersion_t, what nvmlDeviceGetNvLinkVersion answers (not the generation
+// itself: 3 is NVLink 2.2, 6 is NVLink 4.0).
+inline constexpr unsigned kNvLinkVersion1_0 = 1;
+inline constexpr unsigned kNvLinkVersion2_0 = 2;
+inline constexpr unsigned kNvLinkVersion2_2 = 3;
+inline constexpr unsigned kNvLinkVersion3_0 = 4;
+inline constexpr unsigned kNvLinkVersion3_1 = 5;
+inline constexpr unsigned kNvLinkVersion4_0 = 6;
+inline constexpr unsigned kNvLinkVersion5_0 = 7;
+
+// nvmlMemoryErrorType_t and nvmlEccCounterType_t (nvmlDeviceGetTotalEccErrors).
+inline constexpr int kMemoryErrorCorrected = 0;
+inline constexpr int kMemoryErrorUncorrected = 1;
+inline constexpr int kEccCounterVolatile = 0;   // since the last driver load
+inline constexpr int kEccCounterAggregate = 1;  // over the GPU's life
+
+// nvmlPageRetirementCause_t (nvmlDeviceGetRetiredPages; GPUs before Ampere).
+inline constexpr int kPageRetirementMultipleSbe = 0;
+inline constexpr int kPageRetirementDbe = 1;
+
+// nvmlClocksThrottleReason* bits (nvmlDeviceGetCurrentClocksThrottleReasons; renamed
+// "event reasons" in newer drivers, same bits).
+inline constexpr unsigned long long kThrottleGpuIdle = 0x1;
+inline constexpr unsigned long long kThrottleApplicationsClocks = 0x2;
+inline constexpr unsigned long long kThrottleSwPowerCap = 0x4;
+inline constexpr unsigned long long kThrottleHwSlowdown = 0x8;
+inline constexpr unsigned long long kThrottleSyncBoost = 0x10;
+inline constexpr unsigned long long kThrottleSwThermal = 0x20;
+inline constexpr unsigned long long kThrottleHwThermal = 0x40;
+inline constexpr unsigned long long kThrottleHwPowerBrake = 0x80;
+inline constexpr unsigned long long kThrottleDisplayClocks = 0x100;
+
+// nvmlGpuFabricInfo_t (nvmlDeviceGetGpuFabricInfo, Hopper and later on NVSwitch
+// systems): the GPU's registration with the fabric manager.
+inline constexpr int kGpuFabricUuidLen = 16;
+using GpuFabricState = unsigned char;
+inline constexpr GpuFabricState kGpuFabricNotSupported = 0;
+inline constexpr GpuFabricState kGpuFabricNotStarted = 1;
+inline constexpr GpuFabricState kGpuFabricInProgress = 2;
+inline constexpr GpuFabricState kGpuFabricCompleted = 3;
+struct GpuFabricInfo {
+  unsigned char cluster_uuid[kGpuFabricUuidLen];
+  Return status;  // meaningful once state is kGpuFabricCompleted
+  unsigned int clique_id;
+  GpuFabricState state;
+};
+static_assert(sizeof(GpuFabricInfo) == 28);
+static_assert(offsetof(GpuFabricInfo, state) == 24);
+
+inline constexpr unsigned kSystemDriverVersionBufferSize = 80;  // also NVML's version
+
 // Function types, one per symbol looked up with dlsym (the symbol name is the C name).
 extern "C" {
 using InitFn = Return();                                         // nvmlInit_v2
@@ -146,6 +197,22 @@ using DeviceGetComputeRunningProcessesFn = Return(Device, unsigned int*, Process
 // Corrected rows, uncorrected rows, is_pending, failure_occurred.
 using DeviceGetRemappedRowsFn = Return(Device, unsigned int*, unsigned int*,
                                        unsigned int*, unsigned int*);
+// The node's checks (hachi doctor, diag/doctor.h) and link facts (diag/link_facts.h).
+using SystemGetStringFn = Return(char*,
+                                 unsigned int);     // ...DriverVersion, ...NVMLVersion
+using SystemGetCudaDriverVersionFn = Return(int*);  // _v2; 12040 is CUDA 12.4
+using DeviceGetEnableStateFn = Return(Device, EnableState*);  // ...PersistenceMode
+using DeviceGetUintFn = Return(Device, unsigned int*);  // PCIe generation/width, replays
+using DeviceGetNvLinkVersionFn = Return(Device, unsigned int, unsigned int*);
+// Error type, counter type, count.
+using DeviceGetTotalEccErrorsFn = Return(Device, int, int, unsigned long long*);
+using DeviceGetEccModeFn = Return(Device, EnableState*, EnableState*);  // now, pending
+// Cause, in/out count, addresses (may be null with count 0 to ask the count).
+using DeviceGetRetiredPagesFn = Return(Device, int, unsigned int*, unsigned long long*);
+using DeviceGetRetiredPagesPendingStatusFn = Return(Device, EnableState*);
+using DeviceGetThrottleReasonsFn = Return(Device, unsigned long long*);
+using DeviceGetMigModeFn = Return(Device, unsigned int*, unsigned int*);  // now, pending
+using DeviceGetGpuFabricInfoFn = Return(Device, GpuFabricInfo*);
 }
 
 }  // namespace hachi::topo::nvml

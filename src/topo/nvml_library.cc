@@ -45,6 +45,25 @@ const char* LookUpAll(void* h, NvmlApi& a) {
   LookUp(h, "nvmlDeviceGetTemperature", a.get_temperature);
   LookUp(h, "nvmlDeviceGetRemappedRows", a.get_remapped_rows);
   LookUp(h, "nvmlDeviceGetComputeRunningProcesses_v3", a.get_processes);
+  LookUp(h, "nvmlSystemGetDriverVersion", a.driver_version);
+  LookUp(h, "nvmlSystemGetNVMLVersion", a.nvml_version);
+  LookUp(h, "nvmlSystemGetCudaDriverVersion_v2", a.cuda_version);
+  LookUp(h, "nvmlDeviceGetPersistenceMode", a.get_persistence);
+  LookUp(h, "nvmlDeviceGetCurrPcieLinkGeneration", a.get_pcie_gen);
+  LookUp(h, "nvmlDeviceGetCurrPcieLinkWidth", a.get_pcie_width);
+  LookUp(h, "nvmlDeviceGetMaxPcieLinkGeneration", a.get_pcie_max_gen);
+  LookUp(h, "nvmlDeviceGetMaxPcieLinkWidth", a.get_pcie_max_width);
+  LookUp(h, "nvmlDeviceGetPcieReplayCounter", a.get_pcie_replays);
+  LookUp(h, "nvmlDeviceGetNvLinkVersion", a.get_nvlink_version);
+  LookUp(h, "nvmlDeviceGetTotalEccErrors", a.get_ecc_total);
+  LookUp(h, "nvmlDeviceGetEccMode", a.get_ecc_mode);
+  LookUp(h, "nvmlDeviceGetRetiredPages", a.get_retired_pages);
+  LookUp(h, "nvmlDeviceGetRetiredPagesPendingStatus", a.get_retired_pending);
+  LookUp(h, "nvmlDeviceGetCurrentClocksEventReasons", a.get_throttle);
+  if (!a.get_throttle)
+    LookUp(h, "nvmlDeviceGetCurrentClocksThrottleReasons", a.get_throttle);
+  LookUp(h, "nvmlDeviceGetMigMode", a.get_mig_mode);
+  LookUp(h, "nvmlDeviceGetGpuFabricInfo", a.get_fabric);
   if (!a.init) return "nvmlInit_v2";
   if (!a.shutdown) return "nvmlShutdown";
   if (!a.get_count) return "nvmlDeviceGetCount_v2";

@@ -61,6 +61,25 @@ struct NvmlApi {
   nvml::DeviceGetRemappedRowsFn* get_remapped_rows = nullptr;
   // nvmlDeviceGetComputeRunningProcesses_v3.
   nvml::DeviceGetComputeRunningProcessesFn* get_processes = nullptr;
+  // The node's checks (diag/doctor.h) and link facts (diag/link_facts.h).
+  nvml::SystemGetStringFn* driver_version = nullptr;  // nvmlSystemGetDriverVersion
+  nvml::SystemGetStringFn* nvml_version = nullptr;    // nvmlSystemGetNVMLVersion
+  nvml::SystemGetCudaDriverVersionFn* cuda_version = nullptr;  // ..._v2
+  nvml::DeviceGetEnableStateFn* get_persistence = nullptr;
+  nvml::DeviceGetUintFn* get_pcie_gen = nullptr;        // ...CurrPcieLinkGeneration
+  nvml::DeviceGetUintFn* get_pcie_width = nullptr;      // ...CurrPcieLinkWidth
+  nvml::DeviceGetUintFn* get_pcie_max_gen = nullptr;    // ...MaxPcieLinkGeneration
+  nvml::DeviceGetUintFn* get_pcie_max_width = nullptr;  // ...MaxPcieLinkWidth
+  nvml::DeviceGetUintFn* get_pcie_replays = nullptr;    // ...PcieReplayCounter
+  nvml::DeviceGetNvLinkVersionFn* get_nvlink_version = nullptr;
+  nvml::DeviceGetTotalEccErrorsFn* get_ecc_total = nullptr;
+  nvml::DeviceGetEccModeFn* get_ecc_mode = nullptr;
+  nvml::DeviceGetRetiredPagesFn* get_retired_pages = nullptr;
+  nvml::DeviceGetRetiredPagesPendingStatusFn* get_retired_pending = nullptr;
+  // nvmlDeviceGetCurrentClocksEventReasons, else ...ThrottleReasons (older drivers).
+  nvml::DeviceGetThrottleReasonsFn* get_throttle = nullptr;
+  nvml::DeviceGetMigModeFn* get_mig_mode = nullptr;
+  nvml::DeviceGetGpuFabricInfoFn* get_fabric = nullptr;
 
   // The four event functions, without which there are no events to wait for.
   bool has_events() const {

@@ -29,6 +29,21 @@
 //                                  nvmlDeviceGetComputeRunningProcesses_v3 lists it),
 //                                  using <mib> MiB; again for the same pid: new usage
 //   noproc <gpu> <pid>             that process left the GPU
+// Hardware state (hachi doctor, diag/link_facts.h); a healthy node by default, with the
+// PCIe generation and NVLink version of its GPU model (H100/H200/H800: gen 5 and NVLink
+// 4.0, A100/A800/A30: gen 4 and 3.0, V100: gen 3 and 2.0, B200: gen 5 and 5.0, others
+// gen 4 and 3.0), x16, persistence on, no ECC errors, MIG off, and on an NV18 NVSwitch
+// node (Hopper) the fabric registration complete:
+//   persistence <gpu> on|off        nvmlDeviceGetPersistenceMode
+//   nvlink <gpu> <link> down|up     that NVLink's state (nvmlDeviceGetNvLinkState)
+//   pcie <gpu> <gen> <width>        the link as trained now (max stays the model's)
+//   replay <gpu> <n>                nvmlDeviceGetPcieReplayCounter
+//   ecc <gpu> <uncorrected> [<corrected>]   aggregate (and volatile) ECC error counts
+//   retired <gpu> <sbe> <dbe> [pending]     retired pages by cause, pending retirement
+//   throttle <gpu> <mask>           clock event reasons (decimal or 0x hex)
+//   mig <gpu> <now> <pending>       MIG mode, 0 or 1
+//   fabric <gpu> not-started|in-progress|completed|failed|unsupported
+// $HACHI_FAKE_NVML_DRIVER sets the driver version (default 550.54.15).
 // Blank lines and lines starting with '#' are skipped; others are reported on stderr.
 // An event goes to every event set that had registered its GPU for its type when its
 // line was read, as NVML fans events out and keeps none from before a registration
@@ -41,6 +56,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -99,6 +115,22 @@ struct Health {
   std::map<unsigned, unsigned long long> processes;  // pid -> bytes used
 };
 
+// Per GPU, its hardware state (set at nvmlInit_v2 from the model, then by events lines).
+struct Hardware {
+  bool persistence = true;
+  std::set<unsigned> links_down;
+  unsigned pcie_gen = 4, pcie_width = 16, pcie_max_gen = 4, pcie_max_width = 16;
+  unsigned nvlink_version = nvml::kNvLinkVersion3_0;
+  unsigned replays = 0;
+  unsigned long long ecc_uncorrected = 0, ecc_corrected = 0;
+  unsigned retired_sbe = 0, retired_dbe = 0;
+  bool retired_pending = false;
+  unsigned long long throttle = 0;
+  unsigned mig_now = 0, mig_pending = 0;
+  nvml::GpuFabricState fabric = nvml::kGpuFabricNotSupported;
+  nvml::Return fabric_status = nvml::kSuccess;
+};
+
 struct State {
   int init_count = 0;
   std::string error;  // why the last nvmlInit_v2 failed with kErrorUnknown
@@ -112,6 +144,8 @@ struct State {
   std::string events_path;
   long events_offset = 0;  // bytes of the file consumed
   std::vector<Health> health;
+  std::vector<Hardware> hardware;
+  std::string driver = "550.54.15";
   std::vector<Injected> events;
   std::vector<std::unique_ptr<nvml::EventSetOpaque>> sets;
 };
@@ -194,6 +228,109 @@ const Remote* LinkOf(nvml::Device d, unsigned link) {
   return &S().links[i][link];
 }
 
+bool ModelHas(const std::string& model, std::initializer_list<const char*> names) {
+  for (const char* n : names) {
+    if (model.find(n) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// The PCIe generation and NVLink version of GPU i's model, and the fabric state of a
+// Hopper NVSwitch node.
+void SetHardwareDefaults(State& s) {
+  const int n = s.topo.gpu_count();
+  s.hardware.assign(n, Hardware());
+  bool nvswitch18 = n > 1;
+  for (int i = 0; i < n; ++i) {
+    if (s.links[i].size() != 18 || s.links[i].empty() || !s.links[i][0].is_switch) {
+      nvswitch18 = false;
+    }
+  }
+  for (int i = 0; i < n; ++i) {
+    Hardware& h = s.hardware[i];
+    const std::string& m = s.topo.gpu(i).model;
+    unsigned gen = 4;
+    if (ModelHas(m, {"H100", "H200", "H800", "GH200"})) {
+      gen = 5;
+      h.nvlink_version = nvml::kNvLinkVersion4_0;
+    } else if (ModelHas(m, {"B200", "B100", "GB200"})) {
+      gen = 5;
+      h.nvlink_version = nvml::kNvLinkVersion5_0;
+    } else if (ModelHas(m, {"V100"})) {
+      gen = 3;
+      h.nvlink_version = nvml::kNvLinkVersion2_0;
+    } else if (ModelHas(m, {"P100"})) {
+      gen = 3;
+      h.nvlink_version = nvml::kNvLinkVersion1_0;
+    }
+    h.pcie_gen = h.pcie_max_gen = gen;
+    if (nvswitch18 && ModelHas(m, {"H100", "H200", "H800"})) {
+      h.fabric = nvml::kGpuFabricCompleted;
+    }
+  }
+}
+
+// A hardware-state line (see the top of this file); false when `f` is not one.
+bool ApplyHardwareLine(State& s, const std::vector<std::string>& f, int g) {
+  Hardware& h = s.hardware[g];
+  auto num = [&](size_t k) -> long long {
+    if (k >= f.size()) return -1;
+    char* end = nullptr;
+    unsigned long long v = std::strtoull(f[k].c_str(), &end, 0);
+    return end && *end == '\0' && !f[k].empty() ? static_cast<long long>(v) : -1;
+  };
+  const std::string& what = f[0];
+  if (what == "persistence" && f.size() == 3 && (f[2] == "on" || f[2] == "off")) {
+    h.persistence = f[2] == "on";
+  } else if (what == "nvlink" && f.size() == 4 && num(2) >= 0 &&
+             (f[3] == "down" || f[3] == "up")) {
+    if (f[3] == "down") {
+      h.links_down.insert(static_cast<unsigned>(num(2)));
+    } else {
+      h.links_down.erase(static_cast<unsigned>(num(2)));
+    }
+  } else if (what == "pcie" && f.size() == 4 && num(2) > 0 && num(3) > 0) {
+    h.pcie_gen = static_cast<unsigned>(num(2));
+    h.pcie_width = static_cast<unsigned>(num(3));
+  } else if (what == "replay" && f.size() == 3 && num(2) >= 0) {
+    h.replays = static_cast<unsigned>(num(2));
+  } else if (what == "ecc" && (f.size() == 3 || f.size() == 4) && num(2) >= 0) {
+    h.ecc_uncorrected = static_cast<unsigned long long>(num(2));
+    if (f.size() == 4 && num(3) >= 0)
+      h.ecc_corrected = static_cast<unsigned long long>(num(3));
+  } else if (what == "retired" && (f.size() == 4 || f.size() == 5) && num(2) >= 0 &&
+             num(3) >= 0 && (f.size() == 4 || f[4] == "pending")) {
+    h.retired_sbe = static_cast<unsigned>(num(2));
+    h.retired_dbe = static_cast<unsigned>(num(3));
+    h.retired_pending = f.size() == 5;
+  } else if (what == "throttle" && f.size() == 3 && num(2) >= 0) {
+    h.throttle = static_cast<unsigned long long>(num(2));
+  } else if (what == "mig" && f.size() == 4 && (num(2) == 0 || num(2) == 1) &&
+             (num(3) == 0 || num(3) == 1)) {
+    h.mig_now = static_cast<unsigned>(num(2));
+    h.mig_pending = static_cast<unsigned>(num(3));
+  } else if (what == "fabric" && f.size() == 3) {
+    h.fabric_status = nvml::kSuccess;
+    if (f[2] == "not-started") {
+      h.fabric = nvml::kGpuFabricNotStarted;
+    } else if (f[2] == "in-progress") {
+      h.fabric = nvml::kGpuFabricInProgress;
+    } else if (f[2] == "completed") {
+      h.fabric = nvml::kGpuFabricCompleted;
+    } else if (f[2] == "failed") {
+      h.fabric = nvml::kGpuFabricCompleted;
+      h.fabric_status = nvml::kErrorUnknown;
+    } else if (f[2] == "unsupported") {
+      h.fabric = nvml::kGpuFabricNotSupported;
+    } else {
+      return false;
+    }
+  } else {
+    return false;
+  }
+  return true;
+}
+
 void ApplyEventLine(State& s, std::string_view line) {
   line = hachi::Trim(line);
   if (line.empty() || line[0] == '#') return;
@@ -240,7 +377,7 @@ void ApplyEventLine(State& s, std::string_view line) {
   } else if (what == "remap" && f.size() == 3 &&
              (f[2] == "pending" || f[2] == "failure")) {
     (f[2] == "pending" ? h.remap_pending : h.remap_failure) = true;
-  } else {
+  } else if (!ApplyHardwareLine(s, f, g)) {
     std::fprintf(stderr, "fake NVML: ignoring events line '%.*s'\n",
                  static_cast<int>(line.size()), line.data());
   }
@@ -330,6 +467,8 @@ FAKE_NVML_API nvml::Return nvmlInit_v2() {
   }
   BuildLinks(s);
   s.health.assign(n, Health());
+  SetHardwareDefaults(s);
+  if (const char* d = std::getenv("HACHI_FAKE_NVML_DRIVER"); d && *d) s.driver = d;
   if (const char* e = std::getenv("HACHI_FAKE_NVML_EVENTS")) s.events_path = e;
   s.init_count = 1;
   return nvml::kSuccess;
@@ -516,7 +655,8 @@ FAKE_NVML_API nvml::Return nvmlDeviceGetNvLinkState(nvml::Device d, unsigned int
   // GPUs without NVLink answer "not supported" for every link, as real ones do.
   if (S().links[i].empty() || link >= S().links[i].size())
     return nvml::kErrorNotSupported;
-  *active = nvml::kFeatureEnabled;
+  *active = S().hardware[i].links_down.count(link) ? nvml::kFeatureDisabled
+                                                   : nvml::kFeatureEnabled;
   return nvml::kSuccess;
 }
 
@@ -688,4 +828,170 @@ FAKE_NVML_API nvml::Return nvmlDeviceGetRemappedRows(nvml::Device d,
   *pending = h.remap_pending ? 1 : 0;
   *failure = h.remap_failure ? 1 : 0;
   return nvml::kSuccess;
+}
+
+// Hardware state: see the top of this file.
+
+namespace {
+// Locks, reads pending lines and finds the device; `fn` for HACHI_FAKE_NVML_UNSUPPORTED.
+template <typename Body>
+nvml::Return WithHardware(nvml::Device d, const char* fn, Body body) {
+  std::lock_guard<std::mutex> lock(Mu());
+  int i = -1;
+  if (nvml::Return rc = Use(d, &i); rc != nvml::kSuccess) return rc;
+  if (Unsupported(fn)) return nvml::kErrorNotSupported;
+  return body(S().hardware[i]);
+}
+
+// The driver's version, or NVML's ("12." + the driver's, as real ones are).
+nvml::Return SystemString(const char* fn, bool nvml_version, char* out,
+                          unsigned int size) {
+  std::lock_guard<std::mutex> lock(Mu());
+  if (S().init_count == 0) return nvml::kErrorUninitialized;
+  if (Unsupported(fn)) return nvml::kErrorNotSupported;
+  return CopyString(nvml_version ? "12." + S().driver : S().driver, out, size);
+}
+}  // namespace
+
+FAKE_NVML_API nvml::Return nvmlSystemGetDriverVersion(char* out, unsigned int size) {
+  return SystemString("nvmlSystemGetDriverVersion", false, out, size);
+}
+
+FAKE_NVML_API nvml::Return nvmlSystemGetNVMLVersion(char* out, unsigned int size) {
+  return SystemString("nvmlSystemGetNVMLVersion", true, out, size);
+}
+
+FAKE_NVML_API nvml::Return nvmlSystemGetCudaDriverVersion_v2(int* version) {
+  std::lock_guard<std::mutex> lock(Mu());
+  if (S().init_count == 0) return nvml::kErrorUninitialized;
+  if (!version) return nvml::kErrorInvalidArgument;
+  if (Unsupported("nvmlSystemGetCudaDriverVersion_v2")) return nvml::kErrorNotSupported;
+  *version = 12040;
+  return nvml::kSuccess;
+}
+
+FAKE_NVML_API nvml::Return nvmlDeviceGetPersistenceMode(nvml::Device d,
+                                                        nvml::EnableState* mode) {
+  return WithHardware(d, "nvmlDeviceGetPersistenceMode", [&](const Hardware& h) {
+    if (!mode) return nvml::kErrorInvalidArgument;
+    *mode = h.persistence ? nvml::kFeatureEnabled : nvml::kFeatureDisabled;
+    return nvml::kSuccess;
+  });
+}
+
+#define FAKE_NVML_UINT(name, field)                                    \
+  FAKE_NVML_API nvml::Return name(nvml::Device d, unsigned int* out) { \
+    return WithHardware(d, #name, [&](const Hardware& h) {             \
+      if (!out) return nvml::kErrorInvalidArgument;                    \
+      *out = h.field;                                                  \
+      return nvml::kSuccess;                                           \
+    });                                                                \
+  }
+FAKE_NVML_UINT(nvmlDeviceGetCurrPcieLinkGeneration, pcie_gen)
+FAKE_NVML_UINT(nvmlDeviceGetCurrPcieLinkWidth, pcie_width)
+FAKE_NVML_UINT(nvmlDeviceGetMaxPcieLinkGeneration, pcie_max_gen)
+FAKE_NVML_UINT(nvmlDeviceGetMaxPcieLinkWidth, pcie_max_width)
+FAKE_NVML_UINT(nvmlDeviceGetPcieReplayCounter, replays)
+#undef FAKE_NVML_UINT
+
+FAKE_NVML_API nvml::Return nvmlDeviceGetNvLinkVersion(nvml::Device d, unsigned int link,
+                                                      unsigned int* version) {
+  std::lock_guard<std::mutex> lock(Mu());
+  int i = -1;
+  if (nvml::Return rc = Use(d, &i); rc != nvml::kSuccess) return rc;
+  if (!version || link >= nvml::kNvLinkMaxLinks) return nvml::kErrorInvalidArgument;
+  if (Unsupported("nvmlDeviceGetNvLinkVersion") || link >= S().links[i].size()) {
+    return nvml::kErrorNotSupported;
+  }
+  *version = S().hardware[i].nvlink_version;
+  return nvml::kSuccess;
+}
+
+FAKE_NVML_API nvml::Return nvmlDeviceGetTotalEccErrors(nvml::Device d, int error_type,
+                                                       int counter_type,
+                                                       unsigned long long* count) {
+  return WithHardware(d, "nvmlDeviceGetTotalEccErrors", [&](const Hardware& h) {
+    if (!count ||
+        (error_type != nvml::kMemoryErrorCorrected &&
+         error_type != nvml::kMemoryErrorUncorrected) ||
+        (counter_type != nvml::kEccCounterVolatile &&
+         counter_type != nvml::kEccCounterAggregate)) {
+      return nvml::kErrorInvalidArgument;
+    }
+    *count =
+        error_type == nvml::kMemoryErrorUncorrected ? h.ecc_uncorrected : h.ecc_corrected;
+    return nvml::kSuccess;
+  });
+}
+
+FAKE_NVML_API nvml::Return nvmlDeviceGetEccMode(nvml::Device d, nvml::EnableState* now,
+                                                nvml::EnableState* pending) {
+  return WithHardware(d, "nvmlDeviceGetEccMode", [&](const Hardware&) {
+    if (!now || !pending) return nvml::kErrorInvalidArgument;
+    *now = *pending = nvml::kFeatureEnabled;
+    return nvml::kSuccess;
+  });
+}
+
+FAKE_NVML_API nvml::Return nvmlDeviceGetRetiredPages(nvml::Device d, int cause,
+                                                     unsigned int* count,
+                                                     unsigned long long* addresses) {
+  return WithHardware(d, "nvmlDeviceGetRetiredPages", [&](const Hardware& h) {
+    if (!count || (cause != nvml::kPageRetirementMultipleSbe &&
+                   cause != nvml::kPageRetirementDbe)) {
+      return nvml::kErrorInvalidArgument;
+    }
+    const unsigned have =
+        cause == nvml::kPageRetirementDbe ? h.retired_dbe : h.retired_sbe;
+    if (*count < have || (!addresses && have > 0)) {
+      const bool asked = *count == 0;
+      *count = have;
+      return asked ? nvml::kSuccess : nvml::kErrorInsufficientSize;
+    }
+    for (unsigned k = 0; k < have; ++k) addresses[k] = 0x1000ULL * (k + 1);
+    *count = have;
+    return nvml::kSuccess;
+  });
+}
+
+FAKE_NVML_API nvml::Return nvmlDeviceGetRetiredPagesPendingStatus(
+    nvml::Device d, nvml::EnableState* pending) {
+  return WithHardware(
+      d, "nvmlDeviceGetRetiredPagesPendingStatus", [&](const Hardware& h) {
+        if (!pending) return nvml::kErrorInvalidArgument;
+        *pending = h.retired_pending ? nvml::kFeatureEnabled : nvml::kFeatureDisabled;
+        return nvml::kSuccess;
+      });
+}
+
+FAKE_NVML_API nvml::Return nvmlDeviceGetCurrentClocksEventReasons(
+    nvml::Device d, unsigned long long* reasons) {
+  return WithHardware(d, "nvmlDeviceGetCurrentClocksEventReasons",
+                      [&](const Hardware& h) {
+                        if (!reasons) return nvml::kErrorInvalidArgument;
+                        *reasons = h.throttle;
+                        return nvml::kSuccess;
+                      });
+}
+
+FAKE_NVML_API nvml::Return nvmlDeviceGetMigMode(nvml::Device d, unsigned int* now,
+                                                unsigned int* pending) {
+  return WithHardware(d, "nvmlDeviceGetMigMode", [&](const Hardware& h) {
+    if (!now || !pending) return nvml::kErrorInvalidArgument;
+    *now = h.mig_now;
+    *pending = h.mig_pending;
+    return nvml::kSuccess;
+  });
+}
+
+FAKE_NVML_API nvml::Return nvmlDeviceGetGpuFabricInfo(nvml::Device d,
+                                                      nvml::GpuFabricInfo* info) {
+  return WithHardware(d, "nvmlDeviceGetGpuFabricInfo", [&](const Hardware& h) {
+    if (!info) return nvml::kErrorInvalidArgument;
+    if (h.fabric == nvml::kGpuFabricNotSupported) return nvml::kErrorNotSupported;
+    std::memset(info, 0, sizeof(*info));
+    info->state = h.fabric;
+    info->status = h.fabric_status;
+    return nvml::kSuccess;
+  });
 }
