@@ -2,6 +2,8 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
+# Warnings are errors in our own builds (CMake's HACHI_WERROR is OFF for everyone else).
+WERROR ?= ON
 # Seconds per fuzz target (five of them): `make fuzz`, and the smoke run in `make test`.
 FUZZ_SECONDS ?= 300
 FUZZ_SMOKE_SECONDS ?= 12
@@ -14,9 +16,12 @@ deps:
 	@scripts/install-deps.sh
 
 $(BUILD)/build.ninja:
-	cmake -S . -B $(BUILD) -G Ninja $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD) -G Ninja -DHACHI_WERROR=$(WERROR) $(CMAKE_FLAGS)
 
+# A build dir configured by hand (or before HACHI_WERROR became opt-in) gets WERROR too.
 build: deps $(BUILD)/build.ninja
+	@grep -q '^HACHI_WERROR:BOOL=$(WERROR)$$' $(BUILD)/CMakeCache.txt \
+	  || cmake -S . -B $(BUILD) -DHACHI_WERROR=$(WERROR)
 	cmake --build $(BUILD) -j $(JOBS)
 
 # Every unit, property and end-to-end test (the dashboard's in Chromium among them,
@@ -40,7 +45,7 @@ bench: build
 FUZZ_FLAGS = -O1 -gline-tables-only -DNDEBUG
 fuzz: deps
 	cmake -S . -B $(BUILD)-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-14 \
-	  -DCMAKE_C_COMPILER=clang-14 -DHACHI_FUZZ=ON -DHACHI_TESTS=OFF -DHACHI_BENCH=OFF \
+	  -DCMAKE_C_COMPILER=clang-14 -DHACHI_FUZZ=ON -DHACHI_TESTS=OFF -DHACHI_BENCH=OFF -DHACHI_WERROR=$(WERROR) \
 	  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$(FUZZ_FLAGS)" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=$(FUZZ_FLAGS)"
 	cmake --build $(BUILD)-fuzz -j $(JOBS) --target fuzz_all  # and only the libraries they use
 	@scripts/fuzz.sh $(BUILD)-fuzz $(FUZZ_SECONDS)

@@ -38,7 +38,12 @@ std::string FormatCpuList(const std::vector<int>& cpus) {
     while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
     if (!out.empty()) out += ',';
     out += std::to_string(cpus[i]);
-    if (j > i) out += "-" + std::to_string(cpus[j]);
+    // Appended piece by piece: `"-" + std::to_string(...)` makes GCC 12 at -O3 warn
+    // -Wrestrict, a known false positive.
+    if (j > i) {
+      out += '-';
+      out += std::to_string(cpus[j]);
+    }
     i = j + 1;
   }
   return out;
