@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "agent/waiter.h"
+#include "cli/commtest_cmd.h"
 #include "cli/job_cmds.h"
 #include "cli/sim_cmd.h"
 #include "cli/slurm/slurm_cmds.h"
@@ -48,6 +49,7 @@ int main(int argc, char** argv) {
       ->each([](const std::string& path) { ::setenv("HACHI_CA_CERT", path.c_str(), 1); });
   int exit_code = 0;
   hachi::cli::AddTopoCommands(app, &exit_code);
+  hachi::cli::AddCommtestCommand(app, &exit_code);
   hachi::cli::AddSimCommands(app, &exit_code);
   hachi::cli::AddJobCommands(app, &exit_code);
   hachi::cli::AddNodeCommands(app, &exit_code);
