@@ -86,6 +86,38 @@ for i in range(n.nvmlDeviceGetCount()):
 n.nvmlShutdown()'
 step "kernel log Xid lines readable? device nodes, cgroups" bash -c 'dmesg 2>&1 | grep -i -m5 -e xid -e nvrm; echo "dmesg exit ${PIPESTATUS[0]}"; ls -l /dev/nvidia* 2>&1 | head; ls /sys/fs/cgroup | head -30; stat -fc %T /sys/fs/cgroup'
 
+# commtest (issue 19): what the interconnect delivers, through the CUDA driver, then the
+# same two figures from PyTorch in the same run (docs/nvml.md asks ours to be within 10 %).
+step "hachi commtest" "$hachi" commtest
+step "hachi commtest --json" "$hachi" commtest --json
+step "the same from PyTorch: pinned host-to-device and device-to-device, 256 MiB" python3 -c '
+import json, subprocess, sys
+try:
+    import torch
+except Exception as e:
+    sys.exit("no torch: %s" % e)
+n = 256 << 20
+def timed(copy, reps=5):
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    copy(); torch.cuda.synchronize()
+    best = []
+    for _ in range(reps):
+        s.record(); copy(); e.record(); e.synchronize()
+        best.append(s.elapsed_time(e))
+    best.sort()
+    return n / (best[len(best) // 2] * 1e-3) / 1e9
+host = torch.empty(n, dtype=torch.uint8).pin_memory()
+dev = torch.empty(n, dtype=torch.uint8, device="cuda:0")
+dev2 = torch.empty(n, dtype=torch.uint8, device="cuda:0")
+h2d = timed(lambda: dev.copy_(host, non_blocking=True))
+d2d = timed(lambda: dev2.copy_(dev, non_blocking=True))
+ours = json.loads(subprocess.run([sys.argv[1], "commtest", "--json", "--gpu", "0"],
+                                 capture_output=True, text=True).stdout)
+g = [x for x in ours["gpus"] if x["index"] == 0][0]
+print("GPU 0 h2d: torch %.1f GB/s, hachi %.1f GB/s, ratio %.3f" % (h2d, g["h2d"]["gbps"], g["h2d"]["gbps"] / h2d))
+print("GPU 0 d2d: torch %.1f GB/s, hachi %.1f GB/s, ratio %.3f" % (d2d, g["d2d"]["gbps"], g["d2d"]["gbps"] / d2d))
+' "$hachi"
+
 # A cluster on this machine: hachi dev finds the real GPUs and makes this host its node.
 printf '\n==> hachi dev on the real GPUs\n'
 "$hachi" dev --state-dir "$work/state" --listen 127.0.0.1:0 2> "$work/dev.log" &
