@@ -36,7 +36,8 @@ function nodeCard(node, jobsById, ctx) {
         act(`drain ${node.name}`, () => api.drain(node.name, reason), ctx.refresh);
       },
     }, 'Drain'));
-  } else if (node.state === 'drained' || unhealthy.length) {
+  } else if (node.state === 'drained' || node.state === 'burn-in' || unhealthy.length) {
+    // A node in burn-in (issue 19): Resume runs its checks again.
     actions.append(el('button', {
       type: 'button', class: 'resume', 'data-node': node.name,
       onclick: () => act(`resume ${node.name}`, () => api.resume(node.name), ctx.refresh),

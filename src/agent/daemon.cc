@@ -93,6 +93,14 @@ AgentDaemon::AgentDaemon(AgentOptions options, LauncherFactory make_launcher)
         return api::StepAcksFromJson(*r);
       });
   launcher_ = make_launcher([this](const api::JobExit& e) { OnExit(e); });
+  burn_in_ = std::make_unique<BurnInRunner>(
+      options_.self_exe.empty() ? "/proc/self/exe" : options_.self_exe, options_.node,
+      [this](const api::BurnInReport& r) {
+        std::lock_guard<std::mutex> lock(mu_);
+        burn_in_reports_.push_back(r);
+        burn_in_reports_.back().instance = instance_;
+        cv_.notify_all();
+      });
   // Runs an earlier agent process left and the launcher took over are this process's
   // now: a launch the server sends again for one of them is not launched twice. An exit
   // of one may have been queued (OnExit) already; then the run is not live.
@@ -148,6 +156,7 @@ void AgentDaemon::Stop(bool cancel_jobs) {
   if (poll_.joinable()) poll_.join();
   if (report_.joinable()) report_.join();
   if (lease_.joinable()) lease_.join();
+  burn_in_->Stop();   // kills a check under way
   launcher_.reset();  // joins the supervisor (after the cancels were delivered)
   steps_.reset();     // kills the steps' tasks (after the launcher's last OnExit)
 }
@@ -198,6 +207,8 @@ Status AgentDaemon::RegisterOnce(HttpClientHolder& http) {
   reg.agent_started = started_;
   reg.instance = instance_;
   reg.cgroup = options_.cgroup;
+  reg.gpu_driver = options_.gpu_driver;
+  reg.simulated = options_.simulated;
   reg.running = launcher_->Running();
   reg.steps = steps_->Running();
   {
@@ -289,6 +300,9 @@ void AgentDaemon::PollLoop() {
       std::lock_guard<std::mutex> lock(mu_);
       RenewLeaseLocked(sent);
     }
+    // Issue 19: a burn-in run replaces the one under way (checks take minutes: they run
+    // on the runner's thread, not this one).
+    if (work->burn_in) burn_in_->Start(*work->burn_in);
     // Cancels first: one for a job that is also launched in this batch stops its earlier
     // run (the job was requeued), not the new one.
     for (state::JobId id : work->cancel) {
@@ -400,11 +414,13 @@ void AgentDaemon::ReportLoop() {
     std::vector<api::GpuHealthEvent> health;
     bool send_processes = false;
     std::vector<api::GpuProcessReport> processes;
+    std::vector<api::BurnInReport> burn_in;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] {
         return stopping_ || !ready_.empty() ||
-               ((!unreported_.empty() || !health_.empty() || processes_due_) &&
+               ((!unreported_.empty() || !health_.empty() || processes_due_ ||
+                 !burn_in_reports_.empty()) &&
                 registered_);
       });
       if (!ready_.empty() &&
@@ -418,10 +434,13 @@ void AgentDaemon::ReportLoop() {
         for (const api::LaunchSpec& l : now) LaunchNow(l);
         continue;
       }
-      if ((unreported_.empty() && health_.empty() && !processes_due_) || !registered_) {
+      if ((unreported_.empty() && health_.empty() && !processes_due_ &&
+           burn_in_reports_.empty()) ||
+          !registered_) {
         if (stopping_) return;
         continue;
       }
+      burn_in = burn_in_reports_;
       batch = unreported_;
       health = health_;
       send_processes = processes_due_;
@@ -449,6 +468,29 @@ void AgentDaemon::ReportLoop() {
                                             std::min(health.size(), health_.size())));
       } else {
         if (r.status().code() == StatusCode::kNotFound) registered_ = false;
+        if (stopping_) return;
+        BackoffLocked(lock, &backoff_ms);
+        continue;
+      }
+    }
+    if (!burn_in.empty()) {
+      // Issue 19: a refused report (400) is dropped; the server fails a run it never
+      // hears of at its timeout.
+      bool sent_all = true;
+      for (const api::BurnInReport& b : burn_in) {
+        Result<std::string> r =
+            http.Call("POST", base + "/burn-in", api::BurnInReportToJson(b), 10000);
+        if (!r.ok() && r.status().code() != StatusCode::kInvalidArgument) {
+          std::unique_lock<std::mutex> lock(mu_);
+          if (r.status().code() == StatusCode::kNotFound) registered_ = false;
+          sent_all = false;
+          break;
+        }
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!burn_in_reports_.empty()) burn_in_reports_.erase(burn_in_reports_.begin());
+      }
+      if (!sent_all) {
+        std::unique_lock<std::mutex> lock(mu_);
         if (stopping_) return;
         BackoffLocked(lock, &backoff_ms);
         continue;

@@ -36,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "agent/burn_in.h"
 #include "agent/launcher.h"
 #include "agent/steps.h"
 #include "api/protocol.h"
@@ -57,6 +58,13 @@ struct AgentOptions {
   // The lease until the server says otherwise (its register reply's lease_s).
   Duration lease = 30;
   std::string cgroup;  // its job isolation for the node record: "v1", "v2", "none"
+  // Burn-in (issue 19): the GPU driver NVML reports ("" without NVML), whether the GPUs
+  // are simulated (--preset, --topology-file; `hachi agent` and `hachi dev` set false on
+  // real GPUs, so that an embedding that does not say runs no checks), and the binary
+  // whose `doctor` and `commtest` the checks run ("": /proc/self/exe).
+  std::string gpu_driver;
+  bool simulated = true;
+  std::string self_exe;
   // What it reads the time from (its start, exit and GPU-process report times); tests
   // give a FakeClock. Not owned; outlives the daemon.
   const Clock* clock = RealClock();
@@ -116,6 +124,9 @@ class AgentDaemon {
   // Job steps (issue 18): their tasks, and the connection their reports take.
   const std::unique_ptr<HttpClientHolder> steps_http_;
   std::unique_ptr<StepRunner> steps_;
+  // Burn-in (issue 19): the server's runs, on a thread of their own; their results wait
+  // in burn_in_reports_ for the report thread.
+  std::unique_ptr<BurnInRunner> burn_in_;
 
   mutable std::mutex mu_;
   // Guarded by mu_.
@@ -133,6 +144,7 @@ class AgentDaemon {
                                                              // latest run's
   std::deque<state::JobId> finished_order_;                  // bounded memory
   std::vector<api::JobExit> unreported_;
+  std::vector<api::BurnInReport> burn_in_reports_;  // not yet acknowledged
   static constexpr size_t kHealthQueued = 256;
   std::vector<api::GpuHealthEvent> health_;       // not yet acknowledged, oldest first
   std::vector<api::GpuProcessReport> processes_;  // the latest list

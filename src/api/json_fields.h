@@ -182,5 +182,8 @@ namespace hachi::api {
 // AgentWorkFromJson (protocol_json.cc) call.
 void AddStepWorkToJson(const AgentWork& w, nlohmann::json* j);
 Status StepWorkFromJson(const nlohmann::json& j, AgentWork* w);
+// The burn-in part of the agent's work (burn_in_json.cc), likewise; absent when none.
+void AddBurnInWorkToJson(const AgentWork& w, nlohmann::json* j);
+Status BurnInWorkFromJson(const nlohmann::json& j, AgentWork* w);
 
 }  // namespace hachi::api

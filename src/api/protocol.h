@@ -193,6 +193,30 @@ struct AgentRegistration {
   // Steps whose tasks run here now (issue 18): the server ends the others it thought
   // ran here (their agent restarted).
   std::vector<state::StepKey> steps;
+  // Burn-in (issue 19): the GPU driver version NVML reports ("550.54.15"; "" when the
+  // agent has no NVML), which with the topology is the node's fingerprint, and whether
+  // its GPUs are simulated (--preset, --topology-file), which skip [burn_in]'s checks.
+  std::string gpu_driver;
+  bool simulated = false;
+};
+
+// Burn-in (issue 19, docs/burn-in.md): the checks a node, or some of its GPUs, must
+// pass before they take jobs, and what the agent found.
+struct BurnInWork {
+  int run = 0;  // the server's number of this run; the report names it
+  // config::BurnInConfig::checks' form: "doctor [options]", "commtest [options]", or a
+  // site script's command line.
+  std::vector<std::string> checks;
+  std::vector<int> gpus;    // empty: the whole node
+  Duration timeout = 1800;  // all checks together
+};
+// POST /agents/NODE/burn-in.
+struct BurnInReport {
+  std::string instance;  // the reporting agent process
+  int run = 0;
+  bool passed = false;
+  std::string check;   // the check that failed, as configured; "" when passed
+  std::string reason;  // one line: its first FAIL item, or its last line of output
 };
 
 // What an agent should do next (the work long poll's answer).
@@ -244,12 +268,14 @@ struct AgentWork {
   std::vector<StepLaunch> steps;
   std::vector<StepSignal> step_signals;
   std::vector<StepInput> step_input;  // in the order typed
+  // Burn-in (issue 19): a run to start now, replacing any the agent has under way.
+  std::optional<BurnInWork> burn_in;
 
   // Nothing to do (reregister aside): the poll may wait. Every field above is here,
   // since a poll that waits drops what it had taken.
   bool Empty() const {
     return launch.empty() && cancel.empty() && signals.empty() && limits.empty() &&
-           steps.empty() && step_signals.empty() && step_input.empty();
+           steps.empty() && step_signals.empty() && step_input.empty() && !burn_in;
   }
 };
 

@@ -157,17 +157,19 @@ std::string AgentRegistrationToJson(const AgentRegistration& r) {
                    {"running", r.running},
                    {"finished", r.finished},
                    {"cgroup", r.cgroup},
-                   {"steps", StepKeysToJson(r.steps)}});
+                   {"steps", StepKeysToJson(r.steps)},
+                   {"gpu_driver", r.gpu_driver},
+                   {"simulated", r.simulated}});
 }
 
 Result<AgentRegistration> AgentRegistrationFromJson(std::string_view text) {
   Result<json> j = Parse(text, "register");
   if (!j.ok()) return j.status();
   AgentRegistration r;
-  HACHI_RETURN_IF_ERROR(
-      OnlyKeys(*j, "register",
-               {"node", "address", "topology", "cpus", "memory_mib", "agent_started",
-                "instance", "running", "finished", "cgroup", "steps"}));
+  HACHI_RETURN_IF_ERROR(OnlyKeys(
+      *j, "register",
+      {"node", "address", "topology", "cpus", "memory_mib", "agent_started", "instance",
+       "running", "finished", "cgroup", "steps", "gpu_driver", "simulated"}));
   HACHI_RETURN_IF_ERROR(GetString(*j, "node", "register", &r.node));
   HACHI_RETURN_IF_ERROR(GetString(*j, "address", "register", &r.address));
   auto t = j->find("topology");
@@ -183,6 +185,8 @@ Result<AgentRegistration> AgentRegistrationFromJson(std::string_view text) {
   HACHI_RETURN_IF_ERROR(GetIntList(*j, "finished", "register", &r.finished));
   HACHI_RETURN_IF_ERROR(GetString(*j, "cgroup", "register", &r.cgroup));
   HACHI_RETURN_IF_ERROR(StepKeysFromJson(*j, "steps", "register", &r.steps));
+  HACHI_RETURN_IF_ERROR(GetString(*j, "gpu_driver", "register", &r.gpu_driver));
+  HACHI_RETURN_IF_ERROR(GetBool(*j, "simulated", "register", &r.simulated));
   HACHI_RETURN_IF_ERROR(CheckRegistrationLimits(r));
   return r;
 }
@@ -315,6 +319,7 @@ std::string AgentWorkToJson(const AgentWork& w) {
     j["limits"] = std::move(limits);
   }
   AddStepWorkToJson(w, &j);
+  AddBurnInWorkToJson(w, &j);
   return Dump(j);
 }
 
@@ -324,7 +329,7 @@ Result<AgentWork> AgentWorkFromJson(std::string_view text) {
   AgentWork w;
   HACHI_RETURN_IF_ERROR(OnlyKeys(*j, "work",
                                  {"launch", "cancel", "reregister", "signals", "limits",
-                                  "steps", "step_signals", "step_input"}));
+                                  "steps", "step_signals", "step_input", "burn_in"}));
   auto l = j->find("launch");
   if (l != j->end()) {
     if (!l->is_array()) return InvalidArgument("work.launch: expected an array");
@@ -374,6 +379,7 @@ Result<AgentWork> AgentWorkFromJson(std::string_view text) {
     }
   }
   HACHI_RETURN_IF_ERROR(StepWorkFromJson(*j, &w));
+  HACHI_RETURN_IF_ERROR(BurnInWorkFromJson(*j, &w));
   return w;
 }
 

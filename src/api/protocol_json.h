@@ -25,6 +25,10 @@ Result<AgentRegistration> AgentRegistrationFromJson(std::string_view text);
 std::string AgentWorkToJson(const AgentWork& w);
 Result<AgentWork> AgentWorkFromJson(std::string_view text);
 
+// Burn-in (issue 19; burn_in_json.cc).
+std::string BurnInReportToJson(const BurnInReport& r);
+Result<BurnInReport> BurnInReportFromJson(std::string_view text);
+
 std::string JobExitsToJson(const std::vector<api::JobExit>& exits);
 Result<std::vector<api::JobExit>> JobExitsFromJson(std::string_view text);
 

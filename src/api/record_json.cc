@@ -274,6 +274,12 @@ void PutNodeRecord(const NodeRecord& n, json* j) {
   (*j)["unhealthy_reasons"] = std::move(reasons);
   (*j)["agent_instance"] = n.agent_instance;
   if (!n.cgroup.empty()) (*j)["cgroup"] = n.cgroup;  // absent from older records
+  // Burn-in (issue 19): written only once the node has been through one.
+  if (!n.burn_in_passed.empty()) (*j)["burn_in_passed"] = n.burn_in_passed;
+  if (n.burn_in_run != 0) (*j)["burn_in_run"] = n.burn_in_run;
+  if (n.burn_in != state::BurnInPhase::kNone)
+    (*j)["burn_in"] = BurnInPhaseName(n.burn_in);
+  if (!n.burn_in_gpus.empty()) (*j)["burn_in_gpus"] = n.burn_in_gpus.ToString();
 }
 
 void ReadNodeRecord(ObjectReader& r, NodeRecord* n) {
@@ -306,6 +312,15 @@ void ReadNodeRecord(ObjectReader& r, NodeRecord* n) {
   });
   r.String("agent_instance", &n->agent_instance);
   r.String("cgroup", &n->cgroup);
+  r.String("burn_in_passed", &n->burn_in_passed);
+  r.Int("burn_in_run", &n->burn_in_run);
+  r.Custom("burn_in", [n](const json& v, const std::string& p) -> Status {
+    if (!v.is_string() || !state::ParseBurnInPhase(v.get<std::string>(), &n->burn_in)) {
+      return InvalidArgument(p + ": expected \"running\" or \"failed\"");
+    }
+    return Status::Ok();
+  });
+  r.Gpus("burn_in_gpus", &n->burn_in_gpus);
 }
 
 // A step's id as Slurm writes it: "12.0" (job.step).

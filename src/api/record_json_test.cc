@@ -61,7 +61,7 @@ TEST(RecordJson, EncoderWritesTheDocumentedFields) {
   EXPECT_EQ(j["spec"]["env"][0], "PATH=/usr/bin:/bin");
   EXPECT_EQ(j["submit_time"], 1700000000);
   const json n = ToJson(FullNode("n1"));
-  EXPECT_EQ(Keys(n).size(), 13u);
+  EXPECT_EQ(Keys(n).size(), 17u);  // issue 19: four burn-in fields (FullNode sets them)
   EXPECT_EQ(n["state"], "drained");
   EXPECT_EQ(n["unhealthy"], "0-3,6");
   EXPECT_EQ(n["unhealthy_reasons"]["6"], "ECC: double-bit error");
@@ -97,7 +97,7 @@ TEST(RecordJson, NodeStatusRoundTripIsFlat) {
   const std::string text = NodeStatusToJson(s);
   const json j = json::parse(text);
   EXPECT_EQ(j["stray_processes"][0]["command"], "python train.py");
-  EXPECT_EQ(Keys(j).size(), 24u);
+  EXPECT_EQ(Keys(j).size(), 28u);  // issue 19: FullNode's four burn-in fields
   EXPECT_EQ(j["features"], json({"h100", "ib", "nvlink"}));
   EXPECT_EQ(j["name"], "n3");
   Result<NodeStatus> back = NodeStatusFromJson(text);

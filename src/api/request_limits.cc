@@ -192,6 +192,7 @@ Status CheckRegistrationLimits(const AgentRegistration& r) {
   HACHI_RETURN_IF_ERROR(Bytes("register.address", r.address, kMaxNameBytes));
   HACHI_RETURN_IF_ERROR(Bytes("register.instance", r.instance, kMaxNameBytes));
   HACHI_RETURN_IF_ERROR(Bytes("register.cgroup", r.cgroup, kMaxNameBytes));
+  HACHI_RETURN_IF_ERROR(Bytes("register.gpu_driver", r.gpu_driver, kMaxNameBytes));
   HACHI_RETURN_IF_ERROR(Range("register.cpus", r.cpus, 0, kMaxCpusPerNode, "CPUs"));
   HACHI_RETURN_IF_ERROR(
       Range("register.memory_mib", r.memory_mib, 0, kMaxMemoryMib, "MiB"));

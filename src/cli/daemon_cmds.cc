@@ -37,6 +37,7 @@
 #include "state/store.h"
 #include "topo/discover.h"
 #include "topo/load.h"
+#include "topo/nvml_library.h"
 #include "topo/presets.h"
 #include "topo/topology_file.h"
 
@@ -144,6 +145,19 @@ GpuWatch WatchGpus(agent::AgentDaemon* daemon, const std::string& node,
               << ": no kernel-log Xid checks: " << k.status().message() << "\n";
   }
   return w;
+}
+
+// The GPU driver version NVML reports ("550.54.15"), "" without NVML: with the topology,
+// what burn-in (issue 19) knows a node by.
+std::string GpuDriverVersion() {
+  Result<const topo::NvmlApi*> api = topo::LoadNvml(topo::ResolveNvmlLibrary(""));
+  if (!api.ok() || (*api)->driver_version == nullptr) return "";
+  if ((*api)->init() != topo::nvml::kSuccess) return "";
+  char buf[topo::nvml::kSystemDriverVersionBufferSize] = {};
+  std::string version;
+  if ((*api)->driver_version(buf, sizeof buf) == topo::nvml::kSuccess) version = buf;
+  (*api)->shutdown();
+  return version;
 }
 
 // The node an agent runs on: a topology file or preset when given, else this machine's
@@ -563,6 +577,8 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
     o.topology_json = shape->topology_json;
     o.cpus = shape->cpus;
     o.memory_mib = shape->memory_mib;
+    o.simulated = !af->preset.empty() || !af->topology_file.empty();
+    if (!o.simulated) o.gpu_driver = GpuDriverVersion();
     const std::string spool = af->spool_dir.empty() ? "/var/spool/hachi" : af->spool_dir;
     // One agent per spool: a second one would stop the first one's runs as leftovers.
     if (Status made = EnsurePrivateDir(spool, 0711, std::cerr); !made.ok()) {
@@ -654,6 +670,8 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
       o.topology_json = shapes[i].topology_json;
       o.cpus = shapes[i].cpus;
       o.memory_mib = shapes[i].memory_mib;
+      o.simulated = !real_gpus;
+      if (real_gpus) o.gpu_driver = GpuDriverVersion();
       const std::string spool = dir + "/spool/" + names[i];
       Result<agent::IsolationOptions> iso = JobIsolation(
           df->cgroup, CgroupParentFor("", spool), o.topology_json, o.node, &o.cgroup);

@@ -410,10 +410,10 @@ std::string NodeValue(const NodeStatus& n, char code) {
       for (const auto& p : n.partitions) out += (out.empty() ? "" : ",") + p;
       return Or(out, "(none)");
     }
-    case 't':
-      return NodeStateText(n, false);
+    case 't':  // hachi nodes says burn-in (issue 19) where sinfo says drain
+      return r.state == state::NodeState::kBurnIn ? "burn-in" : NodeStateText(n, false);
     case 'T':
-      return NodeStateText(n, true);
+      return r.state == state::NodeState::kBurnIn ? "burn-in" : NodeStateText(n, true);
     case 'G':
       return GresText(n);
     case 'j': {
@@ -582,6 +582,8 @@ std::string NodeStateText(const NodeStatus& n, bool long_form) {
     case state::NodeState::kDown:
       return "down";
     case state::NodeState::kDrained:
+    case state::NodeState::kBurnIn:  // issue 19: Slurm's word for out of service, with
+                                     // the burn-in in the reason (sinfo -R)
       if (busy) return long_form ? "draining" : "drng";
       return long_form ? "drained" : "drain";
     case state::NodeState::kUp:
@@ -768,9 +770,10 @@ Result<std::string> FormatNodes(const std::vector<NodeStatus>& nodes,
 }
 
 std::string FormatGpuPicture(const NodeStatus& n) {
-  std::string head = n.record.name + "  " + std::to_string(n.gpus) + "x " +
-                     Or(n.gpu_model, "GPU") + "  " + Or(n.interconnect, "unknown") +
-                     "  " + NodeStateText(n, true);
+  std::string head =
+      n.record.name + "  " + std::to_string(n.gpus) + "x " + Or(n.gpu_model, "GPU") +
+      "  " + Or(n.interconnect, "unknown") + "  " +
+      (n.record.state == state::NodeState::kBurnIn ? "burn-in" : NodeStateText(n, true));
   if (!n.record.state_reason.empty()) head += " (" + n.record.state_reason + ")";
   if (!n.record.cgroup.empty()) head += "  cgroup " + n.record.cgroup;  // job isolation
   std::string o = head + "\n";

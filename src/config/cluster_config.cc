@@ -67,7 +67,10 @@ Status ReadTop(const Reader& r, const toml::table& root, ClusterConfig* c) {
   HACHI_RETURN_IF_ERROR(
       r.CheckKeys(root, "",
                   {"partition", "qos", "limits", "fairshare", "priority", "node", "sim",
-                   "server", "auth", "account"}));
+                   "server", "auth", "account", "burn_in"}));
+  if (const toml::node* n = root.get("burn_in")) {
+    HACHI_RETURN_IF_ERROR(internal::ReadBurnIn(r, *n, &c->burn_in));
+  }
   if (const toml::node* n = root.get("auth")) {
     HACHI_RETURN_IF_ERROR(internal::ReadAuth(r, *n, &c->auth));
   }
@@ -148,7 +151,8 @@ Status ReadTop(const Reader& r, const toml::table& root, ClusterConfig* c) {
       const std::string path = Join("node", key.str());
       const toml::table* o = nullptr;
       CONFIG_ASSIGN_OR_RETURN(o, r.Table(value, path));
-      HACHI_RETURN_IF_ERROR(r.CheckKeys(*o, path, {"block", "features", "gres_type"}));
+      HACHI_RETURN_IF_ERROR(
+          r.CheckKeys(*o, path, {"block", "features", "gres_type", "burn_in"}));
       NodeOverride ov;
       Result<std::vector<std::string>> names = ExpandHostList(key.str());
       if (!names.ok()) {
@@ -175,6 +179,10 @@ Status ReadTop(const Reader& r, const toml::table& root, ClusterConfig* c) {
       }
       if (const toml::node* g = o->get("gres_type")) {
         CONFIG_ASSIGN_OR_RETURN(ov.gres_type, r.Name(*g, Join(path, "gres_type")));
+      }
+      if (const toml::node* b = o->get("burn_in")) {  // issue 19
+        CONFIG_ASSIGN_OR_RETURN(ov.burn_in,
+                                internal::ReadBurnInChecks(r, *b, Join(path, "burn_in")));
       }
       c->node_overrides.push_back(std::move(ov));
     }

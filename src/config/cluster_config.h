@@ -12,6 +12,7 @@
 // Plain values and pure functions; thread-safe.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -48,7 +49,28 @@ struct NodeOverride {
   // type name as gres.conf spells it (--gres=gpu:TYPE:N). Empty: unchanged.
   std::vector<std::string> features;
   std::string gres_type;
+  // Issue 19: the burn-in checks of these nodes (BurnInConfig::checks' form), over
+  // [burn_in]'s; set (even empty) here also for simulated nodes.
+  std::optional<std::vector<std::string>> burn_in;
 };
+
+// [burn_in] (issue 19, docs/burn-in.md): what a node must pass before it takes jobs,
+// when it registers for the first time or with another driver or topology, and what a
+// GPU must pass when it comes back (`hachi resume NODE --gpu N`).
+struct BurnInConfig {
+  // Run in order; the first that fails fails the burn-in. Each is "doctor" or
+  // "commtest" with their options ("commtest --size 64M"), run as `hachi doctor --json`,
+  // or a site script: an absolute path with arguments, run by /bin/sh -c with
+  // $HACHI_NODE and $HACHI_BURN_IN_GPUS. Empty: no burn-in.
+  std::vector<std::string> checks = {"doctor"};
+  Duration timeout = 30 * 60;  // per run, all checks together
+  // Simulated nodes (agents with --preset or --topology-file, hachi dev without GPUs)
+  // have no GPUs to check: they skip [burn_in]'s checks unless this is true (a node
+  // override's burn_in list always applies).
+  bool simulated = false;
+};
+// Whether a burn-in check as written is one (BurnInConfig::checks); the reason when not.
+Status CheckBurnInCheck(const std::string& check);
 
 // Read only by `hachi sim` (docs/sim.md): trace accounts sent to a partition when
 // their rows name none.
@@ -99,7 +121,14 @@ struct ClusterConfig {
   ServerConfig server;
   AuthConfig auth;
   std::vector<AccountConfig> accounts;
+  BurnInConfig burn_in;
 };
+
+// The burn-in checks for `node` (the last override naming it that sets burn_in, else
+// [burn_in]'s), empty when it has none: `simulated` nodes only run an override's list or
+// [burn_in]'s when it says simulated = true.
+std::vector<std::string> BurnInChecksFor(const ClusterConfig& config,
+                                         const std::string& node, bool simulated);
 
 // Parses a config file's text; `origin` names it in messages ("cluster.toml").
 // kInvalidArgument on any error.

@@ -155,6 +155,60 @@ members = ["bob", "carol"]
   EXPECT_TRUE(none->accounts.empty());
 }
 
+// Issue 19: [burn_in] and per-node-group lists; simulated nodes skip [burn_in]'s checks
+// unless it says simulated = true, while a node override's list always applies.
+TEST(ParseClusterConfigTest, BurnIn) {
+  Result<ClusterConfig> none = ParseClusterConfig("", "c.toml");
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->burn_in.checks, std::vector<std::string>{"doctor"});
+  EXPECT_EQ(none->burn_in.timeout, 1800);
+  EXPECT_EQ(BurnInChecksFor(*none, "n1", false), std::vector<std::string>{"doctor"});
+  EXPECT_TRUE(BurnInChecksFor(*none, "n1", true).empty());
+
+  Result<ClusterConfig> c = ParseClusterConfig(R"(
+[burn_in]
+checks = ["doctor --expect-gpus 8", " commtest --size 64M ", "/usr/local/sbin/site-check -q"]
+timeout = "45m"
+
+[node."gpu[01-02]"]
+burn_in = []
+
+[node."pcie01"]
+burn_in = ["doctor"]
+)",
+                                               "c.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->burn_in.checks,
+            (std::vector<std::string>{"doctor --expect-gpus 8", "commtest --size 64M",
+                                      "/usr/local/sbin/site-check -q"}));
+  EXPECT_EQ(c->burn_in.timeout, 45 * 60);
+  EXPECT_FALSE(c->burn_in.simulated);
+  EXPECT_EQ(BurnInChecksFor(*c, "n7", false).size(), 3u);
+  EXPECT_TRUE(BurnInChecksFor(*c, "n7", true).empty());
+  EXPECT_TRUE(BurnInChecksFor(*c, "gpu02", false).empty());  // off for the group
+  EXPECT_EQ(BurnInChecksFor(*c, "pcie01", true), std::vector<std::string>{"doctor"});
+
+  const std::pair<const char*, const char*> bad[] = {
+      {"[burn_in]\nchecks = [\"memtest\"]\n",
+       "c.toml:2: burn_in.checks: 'memtest' is not a burn-in check: \"doctor\" or "
+       "\"commtest\" (with their options), or a site script's absolute path"},
+      {"[burn_in]\nchecks = [\"\"]\n",
+       "c.toml:2: burn_in.checks: a burn-in check is empty"},
+      {"[burn_in]\ntimeout = \"0s\"\n",
+       "c.toml:2: burn_in.timeout: must be longer than 0s"},
+      {"[burn_in]\nsimulated = \"yes\"\n",
+       "c.toml:2: burn_in.simulated: expected true or false, got a string"},
+      {"[burn_in]\nscript = \"/x\"\n", "c.toml:2: burn_in.script: unknown key"},
+      {"[node.\"n1\"]\nburn_in = [\"./check.sh\"]\n",
+       "c.toml:2: node.n1.burn_in: './check.sh' is not a burn-in check"},
+  };
+  for (const auto& [text, want] : bad) {
+    Result<ClusterConfig> r = ParseClusterConfig(text, "c.toml");
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_NE(r.status().message().find(want), std::string::npos) << r.status().message();
+  }
+}
+
 TEST(ParseClusterConfigTest, EmptyFileKeepsDefaults) {
   Result<ClusterConfig> c = ParseClusterConfig("", "empty.toml");
   ASSERT_TRUE(c.ok()) << c.status().message();
@@ -278,7 +332,8 @@ TEST(ParseClusterConfigTest, Errors) {
       {"node override bad range", "[node.\"n[2-1]\"]\nblock = \"b1\"\n",
        "c.toml:1: node.\"n[2-1]\": 'n[2-1]' is not a node list"},
       {"node override unknown key", "[node.n1]\nrack = \"r1\"\n",
-       "c.toml:2: node.n1.rack: unknown key (known: block, features, gres_type)"},
+       "c.toml:2: node.n1.rack: unknown key (known: block, features, gres_type, "
+       "burn_in)"},
       {"sim unknown partition", part + "[sim]\naccount_partitions = { a = \"q\" }\n",
        "c.toml:5: sim.account_partitions.a: no partition 'q' in this file"},
       {"auth anonymous_read bad", "[auth]\nanonymous_read = \"everyone\"\n",

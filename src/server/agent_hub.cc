@@ -31,6 +31,7 @@ void AgentHub::Open(const std::string& node) {
   s.steps.clear();
   s.step_signals.clear();
   s.step_input.clear();
+  s.burn_in.reset();
   s.wake.SignalAll();  // a poll of the previous session answers with nothing
 }
 
@@ -42,6 +43,7 @@ void AgentHub::Close(const std::string& node) {
   s.cancels.clear();
   s.signals.clear();
   s.limits.clear();
+  s.burn_in.reset();
   s.wake.SignalAll();
   if (notify_) notify_(AgentTopic(node));
 }
@@ -96,6 +98,15 @@ void AgentHub::SetLimit(const std::string& node, api::AgentWork::Limit limit) {
   Session& s = SessionLocked(node);
   if (!s.open) return;
   s.limits.push_back(limit);
+  s.wake.Signal();
+  if (notify_) notify_(AgentTopic(node));
+}
+
+void AgentHub::BurnIn(const std::string& node, api::BurnInWork run) {
+  MutexLock lock(&mu_);
+  Session& s = SessionLocked(node);
+  if (!s.open) return;
+  s.burn_in = std::move(run);  // a newer run replaces one not picked up yet
   s.wake.Signal();
   if (notify_) notify_(AgentTopic(node));
 }
@@ -158,7 +169,7 @@ api::AgentWork AgentHub::Wait(const std::string& node, int wait_ms) {
     s.last_seen_ms = clock_->MonotonicMs();
     if (!s.launches.empty() || !s.cancels.empty() || !s.signals.empty() ||
         !s.limits.empty() || !s.steps.empty() || !s.step_signals.empty() ||
-        !s.step_input.empty() || stopping_) {
+        !s.step_input.empty() || s.burn_in || stopping_) {
       work.launch.assign(std::make_move_iterator(s.launches.begin()),
                          std::make_move_iterator(s.launches.end()));
       s.launches.clear();
@@ -174,6 +185,8 @@ api::AgentWork AgentHub::Wait(const std::string& node, int wait_ms) {
       s.step_signals.clear();
       work.step_input = std::move(s.step_input);
       s.step_input.clear();
+      work.burn_in = std::move(s.burn_in);
+      s.burn_in.reset();
       return work;
     }
     if (!s.wake.WaitUntil(deadline) && std::chrono::steady_clock::now() >= deadline) {

@@ -16,6 +16,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -68,6 +69,8 @@ class AgentHub {
   // Signal. A closed node's are dropped: a restarted agent never starts a step twice.
   void LaunchStep(const std::string& node, api::StepLaunch launch) EXCLUDES(mu_);
   void SignalStep(const std::string& node, api::StepSignal signal) EXCLUDES(mu_);
+  // Burn-in (issue 19): a run for the node's agent, replacing one not picked up yet.
+  void BurnIn(const std::string& node, api::BurnInWork run) EXCLUDES(mu_);
   // A --pty step's typed bytes or window size, kept in order.
   void StepInput(const std::string& node, api::StepInput input) EXCLUDES(mu_);
   // Takes back `job`'s launch when the agent has not picked it up yet: true when there
@@ -95,6 +98,7 @@ class AgentHub {
     std::vector<api::StepLaunch> steps;
     std::vector<api::StepSignal> step_signals;
     std::vector<api::StepInput> step_input;
+    std::optional<api::BurnInWork> burn_in;
     CondVar wake;  // on mu_: work queued, closed, or stopping
   };
   // The node's session, made (closed) when missing. Sessions are never removed, so the

@@ -60,17 +60,26 @@ Status Controller::Register(const AgentRegistration& reg, const std::string& pee
   if (old != image_.nodes.end()) {
     rec.block = old->second.block;
     rec.unhealthy = old->second.unhealthy;
+    rec.unhealthy_reasons = old->second.unhealthy_reasons;
     if (old->second.state == state::NodeState::kDrained) {  // a drain outlives restarts
       rec.state = state::NodeState::kDrained;
       rec.state_reason = old->second.state_reason;
       rec.state_since = old->second.state_since;
     }
   }
+  // Issue 19: a node new or changed since its checks last passed is burned in first.
+  std::optional<api::BurnInWork> burn_in = BurnInOnRegisterLocked(
+      reg, old != image_.nodes.end() ? &old->second : nullptr, &rec);
   HACHI_RETURN_IF_ERROR(CommitAndApply({state::NodeUpserted{rec}}));
   agent_started_[reg.node] = reg.agent_started;
   hardware_[reg.node] = std::move(*hw);
   base_dirty_ = true;
   agents_.Open(reg.node);  // what was queued for its predecessor is dropped
+  if (burn_in) {
+    std::cerr << "hachi server: node " << reg.node << ": " << rec.state_reason
+              << (burn_in->gpus.empty() ? "" : " for its GPUs back from repair") << "\n";
+    agents_.BurnIn(reg.node, *std::move(burn_in));
+  }
 
   // Reconcile the jobs the records run there with what the agent says it runs.
   const std::unordered_set<state::JobId> running(reg.running.begin(), reg.running.end());

@@ -692,11 +692,28 @@ Status Controller::Resume(const std::string& node, int gpu, const Caller& who) {
   auto it = image_.nodes.find(node);
   if (it == image_.nodes.end()) return NotFound("no node " + node);
   const state::NodeRecord& rec = it->second;
+  std::optional<api::BurnInWork> work;
   if (gpu >= 0) {
     if (!rec.unhealthy.contains(gpu)) {
       return InvalidArgument("GPU " + std::to_string(gpu) + " of node " + node +
                              " is not unhealthy (unhealthy: {" +
                              rec.unhealthy.ToString() + "})");
+    }
+    // Issue 19: back from repair, the GPU is burned in (with the others still being
+    // burned in, in one run) unless the node as a whole is, or has no checks.
+    GpuSet gpus = GpuSet();
+    gpus.Insert(gpu);
+    if (rec.burn_in != state::BurnInPhase::kNone && !rec.burn_in_gpus.empty()) {
+      gpus = gpus | rec.burn_in_gpus;
+    }
+    if (rec.state != state::NodeState::kBurnIn) {
+      Result<std::vector<state::Edit>> edits = StartBurnInLocked(rec, gpus, &work);
+      if (!edits.ok()) return edits.status();
+      if (work) {
+        HACHI_RETURN_IF_ERROR(CommitAndApply(*std::move(edits)));
+        agents_.BurnIn(node, *std::move(work));
+        return Status::Ok();
+      }
     }
     state::NodeHealthChanged h{node, rec.unhealthy, rec.unhealthy_reasons};
     h.unhealthy.Erase(gpu);
@@ -704,19 +721,48 @@ Status Controller::Resume(const std::string& node, int gpu, const Caller& who) {
     return CommitAndApply({h});
   }
   const bool drained = rec.state == state::NodeState::kDrained;
-  if (!drained && rec.unhealthy.empty()) {
+  const bool burning_in = rec.state == state::NodeState::kBurnIn;
+  if (!drained && !burning_in && rec.unhealthy.empty()) {
     return InvalidArgument("node " + node + " is " +
                            std::string(state::NodeStateName(rec.state)) +
                            ", not drained, and has no unhealthy GPUs");
   }
+  // Issue 19: a node in burn-in runs its checks again (after a failure, the operator's
+  // fix), and so does a drained one that has not passed with what it is now; GPUs
+  // back from repair are burned in with the node, or on their own.
+  auto known = burn_in_nodes_.find(node);
+  const bool unproven =
+      known != burn_in_nodes_.end() && rec.burn_in_passed != known->second.fingerprint;
   std::vector<state::Edit> edits;
-  if (drained) {
-    edits.push_back(
-        state::NodeStateChanged{node, state::NodeState::kUp, "", options_.clock->Now()});
+  if ((burning_in || (drained && unproven)) && !BurnInChecksLocked(node).empty()) {
+    Result<std::vector<state::Edit>> start = StartBurnInLocked(rec, GpuSet(), &work);
+    if (!start.ok()) return start.status();
+    edits = *std::move(start);
+    if (!rec.unhealthy.empty())
+      edits.push_back(state::NodeHealthChanged{node, GpuSet(), {}});
+  } else if (!rec.unhealthy.empty() && !burning_in && !BurnInChecksLocked(node).empty()) {
+    if (drained) {
+      edits.push_back(state::NodeStateChanged{node, state::NodeState::kUp, "",
+                                              options_.clock->Now()});
+    }
+    Result<std::vector<state::Edit>> start = StartBurnInLocked(rec, rec.unhealthy, &work);
+    if (!start.ok()) return start.status();
+    for (state::Edit& e : *start) edits.push_back(std::move(e));
+  } else {
+    if (drained || burning_in) {
+      edits.push_back(state::NodeStateChanged{node, state::NodeState::kUp, "",
+                                              options_.clock->Now()});
+    }
+    if (!rec.unhealthy.empty())
+      edits.push_back(state::NodeHealthChanged{node, GpuSet(), {}});
+    if (rec.burn_in != state::BurnInPhase::kNone) {
+      edits.push_back(state::NodeBurnInChanged{node, rec.burn_in_passed, rec.burn_in_run,
+                                               state::BurnInPhase::kNone, GpuSet()});
+    }
   }
-  if (!rec.unhealthy.empty())
-    edits.push_back(state::NodeHealthChanged{node, GpuSet(), {}});
-  return CommitAndApply(std::move(edits));
+  HACHI_RETURN_IF_ERROR(CommitAndApply(std::move(edits)));
+  if (work) agents_.BurnIn(node, *std::move(work));
+  return Status::Ok();
 }
 
 namespace {

@@ -257,6 +257,9 @@ class Controller {
   Status Drain(const std::string& node, const std::string& reason, const Caller& who);
   // A drained node goes back up, and its unhealthy GPUs back into service; `gpu` >= 0:
   // only that unhealthy GPU returns (the node's state is left alone). Admins only.
+  // With burn-in checks for the node (issue 19, burn_in.cc) what returns is burned in
+  // first: a GPU stays out until its run passes, a node that has not passed with what
+  // it is now goes to burn-in, and a node in burn-in runs its checks again.
   Status Resume(const std::string& node, int gpu, const Caller& who);
   // GPU faults an agent saw (api::GpuHealthEvent). "fatal" or "reset" on a GPU: that GPU
   // (not the node) leaves service with the event as its reason, and the job running on
@@ -289,6 +292,11 @@ class Controller {
   Status Register(const AgentRegistration& reg, const std::string& peer = "");
   AgentWork Poll(const std::string& node, int wait_ms);
   Status Report(const std::string& node, const std::vector<api::JobExit>& exits);
+  // An agent's burn-in result (POST /agents/NODE/burn-in, burn_in.cc): a pass puts the
+  // node or its GPUs in service (and records the node's fingerprint), a failure keeps
+  // them out with the failing check as the reason. A superseded run's changes nothing.
+  Status ReportBurnIn(const std::string& node, const api::BurnInReport& report)
+      EXCLUDES(writer_mu_, mu_);
   // The lease agents are told at registration (ControllerOptions::lease, resolved).
   Duration lease() const { return options_.lease; }
 
@@ -361,6 +369,30 @@ class Controller {
   void DispatchLocked(const state::JobRecord& job, const std::string& node = "")
       REQUIRES(mu_);
   void CheckAgentsLocked(Time now) REQUIRES(writer_mu_, mu_);
+  // Burn-in (burn_in.cc). The node's checks by the config (empty: none).
+  std::vector<std::string> BurnInChecksLocked(const std::string& node) const
+      REQUIRES(mu_);
+  Duration BurnInTimeout() const;
+  // At registration: carries the burn-in fields over from `old` (null: a new node) into
+  // `rec` and decides whether a run starts (its state, reasons and run number set in
+  // `rec`); the run to hand the agent once its session is open.
+  std::optional<api::BurnInWork> BurnInOnRegisterLocked(const AgentRegistration& reg,
+                                                        const state::NodeRecord* old,
+                                                        state::NodeRecord* rec)
+      REQUIRES(mu_);
+  // The edits that start a run of `gpus` (empty: the whole node) on `rec`, and the run
+  // in *work (left empty, and no edits, when the node has no checks).
+  Result<std::vector<state::Edit>> StartBurnInLocked(const state::NodeRecord& rec,
+                                                     GpuSet gpus,
+                                                     std::optional<api::BurnInWork>* work)
+      REQUIRES(mu_);
+  // A run's end: passed or failed (`check` and `why` say how).
+  Status FinishBurnInLocked(const state::NodeRecord& rec, bool passed,
+                            const std::string& check, const std::string& why)
+      REQUIRES(writer_mu_, mu_);
+  // Runs whose agent has not reported past their timeout fail.
+  void CheckBurnInLocked(Time now) REQUIRES(writer_mu_, mu_);
+
   // The node goes down (no new jobs) and its agent must register again; its running
   // jobs stay RUNNING, with their GPUs, until FenceLocked counts them dead.
   void NodeLostLocked(const std::string& node, const std::string& why, Time now)
@@ -473,6 +505,15 @@ class Controller {
   // agent_started): a registration from an older instance is refused. Not stored: a
   // restarted server takes the first registration.
   std::unordered_map<std::string, Time> agent_started_ GUARDED_BY(mu_);
+  // Burn-in (burn_in.cc): per node, what its agent registered (the fingerprint its
+  // checks vouch for when they pass, and whether its GPUs are simulated), and when its
+  // run under way is overdue.
+  struct BurnInNode {
+    std::string fingerprint;
+    bool simulated = false;
+  };
+  std::unordered_map<std::string, BurnInNode> burn_in_nodes_ GUARDED_BY(mu_);
+  std::unordered_map<std::string, Time> burn_in_deadline_ GUARDED_BY(mu_);
   // The compute processes on each node's GPUs, as its agent last reported them, and
   // when each (GPU, pid) was first reported.
   struct NodeProcesses {

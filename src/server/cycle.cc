@@ -116,6 +116,7 @@ void Controller::Cycle() {
     MutexLock lock(&mu_);
     dirty_ = false;
     CheckAgentsLocked(now);
+    CheckBurnInLocked(now);  // issue 19: runs whose agent never reported
     if (base_dirty_) {
       Status s = RebuildBaseLocked();
       if (!s.ok()) base_.warnings.push_back("config not applied: " + s.message());

@@ -526,6 +526,15 @@ void HttpServer::Routes(HttpRouter& s) {
            if (!st.ok()) return ReplyError(res, st);
            Reply(res, 200, json{{"ok", true}}.dump());
          });
+  // Issue 19: a burn-in run's result (docs/burn-in.md).
+  s.Post(p + R"(/agents/([^/]+)/burn-in)",
+         [c](const httplib::Request& req, httplib::Response& res) {
+           Result<api::BurnInReport> r = api::BurnInReportFromJson(req.body);
+           if (!r.ok()) return ReplyError(res, r.status());
+           Status st = c->ReportBurnIn(req.matches[1], *r);
+           if (!st.ok()) return ReplyError(res, st);
+           Reply(res, 200, json{{"ok", true}}.dump());
+         });
   s.Post(p + R"(/agents/([^/]+)/steps)",
          [c](const httplib::Request& req, httplib::Response& res) {
            Result<api::StepReports> r = api::StepReportsFromJson(req.body);

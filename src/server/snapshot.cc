@@ -133,6 +133,7 @@ sched::NodeState SchedNodeState(state::NodeState s) {
     case state::NodeState::kUp:
       return sched::NodeState::kUp;
     case state::NodeState::kDrained:
+    case state::NodeState::kBurnIn:  // issue 19: out of service until it passes
       return sched::NodeState::kDrained;
     case state::NodeState::kDown:
       return sched::NodeState::kDown;

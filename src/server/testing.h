@@ -86,6 +86,7 @@ inline AgentRegistration MakeAgent(const std::string& node, Time agent_started =
   r.cpus = 128;
   r.memory_mib = 1 << 20;
   r.agent_started = agent_started;
+  r.simulated = true;  // a preset's GPUs: no burn-in unless a test's config asks
   return r;
 }
 

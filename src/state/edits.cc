@@ -117,6 +117,17 @@ Status Check(const StateImage& image, const NodeHealthChanged& e) {
   return Status::Ok();
 }
 
+Status Check(const StateImage& image, const NodeBurnInChanged& e) {
+  auto it = image.nodes.find(e.name);
+  if (it == image.nodes.end()) return NotFound("node " + e.name + ": no such node");
+  if (e.run < it->second.burn_in_run) {
+    return InvalidArgument("node " + e.name + ": burn-in run " + std::to_string(e.run) +
+                           " is older than run " +
+                           std::to_string(it->second.burn_in_run));
+  }
+  return Status::Ok();
+}
+
 Status Check(const StateImage& image, const TokenIssued& e) {
   const TokenRecord& t = e.record;
   if (t.id.empty() || t.sha256.size() != 64 || t.user.empty()) {
@@ -275,6 +286,14 @@ void Apply(StateImage* image, const NodeHealthChanged& e) {
   NodeRecord& node = image->nodes.at(e.name);
   node.unhealthy = e.unhealthy;
   node.unhealthy_reasons = e.reasons;
+}
+
+void Apply(StateImage* image, const NodeBurnInChanged& e) {
+  NodeRecord& node = image->nodes.at(e.name);
+  node.burn_in_passed = e.passed;
+  node.burn_in_run = e.run;
+  node.burn_in = e.phase;
+  node.burn_in_gpus = e.gpus;
 }
 
 void Apply(StateImage* image, const TokenIssued& e) {

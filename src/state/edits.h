@@ -68,6 +68,16 @@ struct NodeHealthChanged {  // the node's unhealthy GPUs, all of them, with thei
   std::map<int, std::string> reasons;  // only for GPUs in `unhealthy`
 };
 
+// Burn-in (issue 19): the node's burn-in fields, all of them (NodeRecord). The node's
+// state and GPU health change by their own edits in the same commit.
+struct NodeBurnInChanged {
+  std::string name;
+  std::string passed;
+  int run = 0;  // never below the record's
+  BurnInPhase phase = BurnInPhase::kNone;
+  GpuSet gpus;
+};
+
 struct TokenIssued {  // a new token: id and hash never used before
   TokenRecord record;
 };
@@ -97,9 +107,10 @@ int NextStepNumber(const StateImage& image, JobId job, Time job_start);
 // The run's steps still kRunning, in step order (what ends with the run).
 std::vector<StepKey> RunningSteps(const StateImage& image, JobId job, Time job_start);
 
-using Edit = std::variant<JobSubmitted, JobStarted, JobEnded, JobRequeued, JobHeld,
-                          JobUpdated, NodeUpserted, NodeStateChanged, NodeHealthChanged,
-                          TokenIssued, TokenRevoked, StepStarted, StepEnded>;
+using Edit =
+    std::variant<JobSubmitted, JobStarted, JobEnded, JobRequeued, JobHeld, JobUpdated,
+                 NodeUpserted, NodeStateChanged, NodeHealthChanged, NodeBurnInChanged,
+                 TokenIssued, TokenRevoked, StepStarted, StepEnded>;
 
 // Applies one edit to `image`. Checks the transition first and leaves `image` unchanged
 // on error (kNotFound: no such job/node/step; kInvalidArgument: an illegal transition

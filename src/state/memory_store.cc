@@ -37,7 +37,8 @@ void CopyTouched(const StateImage& image, const Edit& edit, StateImage* scratch)
           }
         } else if constexpr (std::is_same_v<E, NodeUpserted> ||
                              std::is_same_v<E, NodeStateChanged> ||
-                             std::is_same_v<E, NodeHealthChanged>) {
+                             std::is_same_v<E, NodeHealthChanged> ||
+                             std::is_same_v<E, NodeBurnInChanged>) {
           const std::string& name = [&]() -> const std::string& {
             if constexpr (std::is_same_v<E, NodeUpserted>) {
               return e.record.name;

@@ -28,10 +28,11 @@ struct NodeStateNames {
   NodeState state;
   std::string_view name;
 };
-constexpr std::array<NodeStateNames, 3> kNodeStates = {{
+constexpr std::array<NodeStateNames, 4> kNodeStates = {{
     {NodeState::kUp, "up"},
     {NodeState::kDrained, "drained"},
     {NodeState::kDown, "down"},
+    {NodeState::kBurnIn, "burn-in"},
 }};
 
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
@@ -69,6 +70,29 @@ std::string_view NodeStateName(NodeState s) {
     if (e.state == s) return e.name;
   }
   return "unknown";
+}
+
+std::string_view BurnInPhaseName(BurnInPhase p) {
+  switch (p) {
+    case BurnInPhase::kNone:
+      return "";
+    case BurnInPhase::kRunning:
+      return "running";
+    case BurnInPhase::kFailed:
+      return "failed";
+  }
+  return "";
+}
+
+bool ParseBurnInPhase(std::string_view text, BurnInPhase* out) {
+  for (BurnInPhase p :
+       {BurnInPhase::kNone, BurnInPhase::kRunning, BurnInPhase::kFailed}) {
+    if (text == BurnInPhaseName(p)) {
+      *out = p;
+      return true;
+    }
+  }
+  return false;
 }
 
 bool ParseNodeState(std::string_view text, NodeState* out) {

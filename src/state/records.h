@@ -172,9 +172,19 @@ enum class NodeState : uint8_t {
   kUp,       // agent alive, takes jobs
   kDrained,  // admin drain: no new jobs; running ones finish
   kDown,     // agent silent past the timeout, or never registered since restart
+  // Issue 19 (docs/burn-in.md): its agent is up but the node has not passed its burn-in
+  // checks (new, or a changed driver or topology): no jobs until it does. The reason
+  // says whether they run or which one failed.
+  kBurnIn,
 };
-std::string_view NodeStateName(NodeState s);  // "up", "drained", "down"
+std::string_view NodeStateName(NodeState s);  // "up", "drained", "down", "burn-in"
 bool ParseNodeState(std::string_view text, NodeState* out);
+
+// Where a node's (or some of its GPUs') burn-in stands; kNone: no run under way or failed
+// (passed, or none ever needed).
+enum class BurnInPhase : uint8_t { kNone, kRunning, kFailed };
+std::string_view BurnInPhaseName(BurnInPhase p);  // "", "running", "failed"
+bool ParseBurnInPhase(std::string_view text, BurnInPhase* out);
 
 struct NodeRecord {
   std::string name;
@@ -194,6 +204,17 @@ struct NodeRecord {
   // How its agent isolates jobs (docs/isolation.md): "v1", "v2" (cgroups) or "none";
   // "" when the agent did not say.
   std::string cgroup;
+  // Burn-in (issue 19, docs/burn-in.md). The node's fingerprint (GPU driver and
+  // topology) when its checks last passed; "" never: a node that registers with another
+  // one is burned in again.
+  std::string burn_in_passed;
+  // The latest burn-in run: its number (an agent's report names the run it did, so a
+  // superseded run's report changes nothing), whether it is under way or failed, and
+  // what it checks: empty `burn_in_gpus` is the whole node (state kBurnIn), else these
+  // GPUs only (`resume --gpu`), which stay in `unhealthy` until it passes.
+  int burn_in_run = 0;
+  BurnInPhase burn_in = BurnInPhase::kNone;
+  GpuSet burn_in_gpus;
 };
 
 // A node as `hachi nodes` and the API show it: the record plus what the server derives

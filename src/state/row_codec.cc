@@ -346,6 +346,17 @@ Status ReadNode(const json& j, json* unknown, NodeRecord* n) {
   });
   r.String("agent_instance", &n->agent_instance);
   r.String("cgroup", &n->cgroup);
+  r.String("burn_in_passed", &n->burn_in_passed);
+  r.Int("burn_in_run", &n->burn_in_run);
+  r.Custom("burn_in", [&](const json& v, const std::string& p) -> Status {
+    std::string name;
+    HACHI_RETURN_IF_ERROR(ReadStringItem(v, p, &name));
+    if (!ParseBurnInPhase(name, &n->burn_in)) {
+      return Internal(p + ": unknown burn-in phase \"" + name + "\"");
+    }
+    return Status::Ok();
+  });
+  r.Gpus("burn_in_gpus", &n->burn_in_gpus);
   return r.Finish();
 }
 
@@ -441,7 +452,18 @@ Status StepJobV5ToV6(json* /*row*/) { return Status::Ok(); }
 
 constexpr Step kJobSteps[] = {StepV1ToV2, StepJobV2ToV3, StepJobV3ToV4, StepJobV4ToV5,
                               StepJobV5ToV6};
-constexpr Step kNodeSteps[] = {StepV1ToV2};
+// Node rows 2 -> 3 (issue 19): the state "burn-in" (which a version 2 reader cannot
+// parse, hence min_reader 3) and the burn-in fields "burn_in_passed", "burn_in_run",
+// "burn_in", "burn_in_gpus". A version 2 row is a node that was in service before
+// burn-in existed: its next registration's fingerprint is taken as passed
+// ("burn_in_passed": "*", server/burn_in.h kBurnInAdopt), so that an upgrade does not
+// take a working fleet out of service; no run.
+Status StepNodeV2ToV3(json* row) {
+  if (!row->contains("burn_in_passed")) (*row)["burn_in_passed"] = "*";
+  return Status::Ok();
+}
+
+constexpr Step kNodeSteps[] = {StepV1ToV2, StepNodeV2ToV3};
 constexpr Step kTokenSteps[] = {StepV1ToV2};
 static_assert(std::size(kJobSteps) == kJobRowFormat.version - 1);
 static_assert(std::size(kNodeSteps) == kNodeRowFormat.version - 1);
@@ -677,6 +699,10 @@ std::string EncodeNodeRow(const NodeRecord& n, std::string_view unknown) {
       {"unhealthy_reasons", std::move(reasons)},
       {"agent_instance", n.agent_instance},
       {"cgroup", n.cgroup},
+      {"burn_in_passed", n.burn_in_passed},
+      {"burn_in_run", n.burn_in_run},
+      {"burn_in", BurnInPhaseName(n.burn_in)},
+      {"burn_in_gpus", n.burn_in_gpus.ToString()},
   };
   PutVersion(kNodeRowFormat, &j);
   return Dump(&j, unknown);

@@ -50,8 +50,10 @@ struct RowFormat {
 // Jobs 6 (issue 18): the spec's optional batch_on_first_node and interactive (absent:
 // false). A version-5 reader would run sbatch's script on every node of the job, and an
 // allocation with no command as a failed launch, so it must not read them.
-inline constexpr RowFormat kJobRowFormat{6, 6};      // jobs.record
-inline constexpr RowFormat kNodeRowFormat{2, 2};     // nodes.record
+inline constexpr RowFormat kJobRowFormat{6, 6};  // jobs.record
+// Nodes 3 (issue 19): the state "burn-in" and the burn-in fields; a version-2 reader
+// cannot parse the state, so it must not read them.
+inline constexpr RowFormat kNodeRowFormat{3, 3};     // nodes.record
 inline constexpr RowFormat kTokenRowFormat{2, 2};    // tokens.record
 inline constexpr RowFormat kPayloadRowFormat{1, 1};  // payloads.record (JobPayload)
 inline constexpr RowFormat kStepRowFormat{1, 1};     // steps.record (issue 18)

@@ -115,7 +115,7 @@ TEST(RowCodec, RowsCarryTheirVersion) {
   EXPECT_EQ(j["allocations"][0].size(), 6u);
   const json n = json::parse(EncodeNodeRow(FullNode("n1")));
   EXPECT_EQ(n["_v"], kNodeRowFormat.version);
-  EXPECT_EQ(n.size(), 15u);
+  EXPECT_EQ(n.size(), 19u);  // 17 fields (issue 19's four burn-in ones) + the versions
   const json t = json::parse(EncodeTokenRow(FullToken()));
   EXPECT_EQ(t["_v"], kTokenRowFormat.version);
   EXPECT_EQ(t.size(), 10u);
@@ -205,6 +205,12 @@ TEST(RowCodec, NodeAndTokenRoundTrip) {
   EXPECT_EQ(back->record.topology_json, node.topology_json);  // byte for byte
   EXPECT_EQ(back->record.unhealthy_reasons, node.unhealthy_reasons);
   EXPECT_EQ(back->record.cgroup, "v2");
+  EXPECT_EQ(back->record.burn_in_passed, "0123456789abcdef");
+  EXPECT_EQ(back->record.burn_in_run, 4);
+  EXPECT_EQ(back->record.burn_in, BurnInPhase::kFailed);
+  EXPECT_EQ(back->record.burn_in_gpus, GpuSet::FromIndices({2, 3}));
+  // A version 2 reader cannot read the state "burn-in": it must refuse the row.
+  EXPECT_EQ(json::parse(text)["_min_reader"], 3);
 
   const TokenRecord token = FullToken();
   Result<Row<TokenRecord>> t = DecodeTokenRow(EncodeTokenRow(token));
@@ -260,6 +266,19 @@ const UpgradeCase kUpgrades[] = {
        EXPECT_EQ(n->unhealthy, GpuSet::FromIndices({3}));
        EXPECT_EQ(n->unhealthy_reasons.at(3), "Xid 79");
        EXPECT_EQ(n->cgroup, "");
+       EXPECT_EQ(n->burn_in_passed, "*");  // in service before burn-in: adopted
+     }},
+    // Issue 19: a node row of version 2 was in service before burn-in existed; its next
+    // registration's fingerprint is taken as passed ("*"), no run, no burn-in state.
+    {"node_v2_before_burn_in", "nodes",
+     R"({"_v":2,"_min_reader":2,"name":"n2","state":"up","cgroup":"v2"})", 2,
+     [](const JobRecord*, const NodeRecord* n, const TokenRecord*) {
+       EXPECT_EQ(n->name, "n2");
+       EXPECT_EQ(n->state, NodeState::kUp);
+       EXPECT_EQ(n->burn_in_passed, "*");
+       EXPECT_EQ(n->burn_in_run, 0);
+       EXPECT_EQ(n->burn_in, BurnInPhase::kNone);
+       EXPECT_TRUE(n->burn_in_gpus.empty());
      }},
     {"token_v1", "tokens",
      R"({"admin":false,"created":1700000000,"created_by":"root","gid":100,"id":"abc",
@@ -442,8 +461,8 @@ TEST(RowCodec, RecordSizesMatchTheCodecs) {
   EXPECT_EQ(sizeof(JobSpec), 296u);
   EXPECT_EQ(sizeof(sched::JobRequest), 384u);
   EXPECT_EQ(sizeof(NodeAllocation), 72u);
-  EXPECT_EQ(sizeof(NodeRecord), 312u);
-  EXPECT_EQ(sizeof(NodeStatus), 528u);  // issue 17: features (API only, not stored)
+  EXPECT_EQ(sizeof(NodeRecord), 360u);  // issue 19: burn-in
+  EXPECT_EQ(sizeof(NodeStatus), 576u);  // issue 17: features (API only); 19: burn-in
   EXPECT_EQ(sizeof(TokenRecord), 152u);
   EXPECT_EQ(sizeof(StepRecord), 184u);  // issue 18
 }

@@ -766,7 +766,8 @@ Status SqliteStore::WriteEdit(const Edit& edit) {
           HACHI_RETURN_IF_ERROR(CheckEdit(image, edit));
           return WriteNode(db, e.record);
         } else if constexpr (std::is_same_v<E, NodeStateChanged> ||
-                             std::is_same_v<E, NodeHealthChanged>) {
+                             std::is_same_v<E, NodeHealthChanged> ||
+                             std::is_same_v<E, NodeBurnInChanged>) {
           std::string unknown;  // carried over (row_codec.h)
           HACHI_RETURN_IF_ERROR(ReadNode(db, e.name, &image, &unknown));
           HACHI_RETURN_IF_ERROR(ApplyEdit(&image, edit));

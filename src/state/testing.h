@@ -98,6 +98,11 @@ inline NodeRecord FullNode(std::string name) {
   n.unhealthy_reasons = {{0, "Xid 79: GPU has fallen off the bus"},
                          {6, "ECC: double-bit error"}};
   n.cgroup = "v2";
+  // Issue 19: a failed burn-in of two GPUs (the node's own state aside).
+  n.burn_in_passed = "0123456789abcdef";
+  n.burn_in_run = 4;
+  n.burn_in = BurnInPhase::kFailed;
+  n.burn_in_gpus = GpuSet::FromIndices({2, 3});
   return n;
 }
 

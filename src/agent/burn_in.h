@@ -1,0 +1,79 @@
+// BurnInRunner: runs a node's burn-in checks (issue 19, docs/burn-in.md) when the server
+// asks, one run at a time, on a thread of its own. Each check is a process: "doctor ..."
+// and "commtest ..." are this binary's `hachi doctor --json` / `hachi commtest --json`
+// (with --gpu N for each GPU of a GPU's run), anything else a site script run by
+// /bin/sh -c with $HACHI_NODE and $HACHI_BURN_IN_GPUS. A check passes when it exits 0
+// or 1 (warnings), and fails otherwise, with its first FAIL item (doctor, commtest) or
+// its last line of output as the reason; the first check that fails ends the run. Each
+// check runs in a process group of its own, killed whole at the run's timeout and when
+// a newer run replaces it.
+//
+// Thread safety: Start and Stop may be called from any thread; the callback runs on the
+// runner's thread, never with a lock of the runner held.
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "api/protocol.h"
+
+namespace hachi::agent {
+
+// The command line of one check (BurnInWork::checks' form) for `gpus` (empty: all):
+// `self` is this binary. Site scripts are a /bin/sh -c line.
+std::vector<std::string> BurnInCommand(const std::string& check, const std::string& self,
+                                       const std::vector<int>& gpus);
+
+// How one finished check went: `exit_code` (-1 when it was killed by `signal`) and what
+// it printed. For doctor and commtest the reason is the first FAIL item of their JSON
+// ("persistence (GPU 3): persistence mode is off"); else the exit code or signal and the
+// last line of stderr (of stdout when stderr is empty).
+struct BurnInVerdict {
+  bool passed = false;
+  std::string reason;  // one line; empty when passed
+};
+BurnInVerdict JudgeBurnInCheck(const std::string& check, int exit_code, int signal,
+                               const std::string& stdout_text,
+                               const std::string& stderr_text);
+
+class BurnInRunner {
+ public:
+  using Done = std::function<void(const api::BurnInReport&)>;
+  // `self`: this binary (for doctor and commtest); `node`: $HACHI_NODE of site scripts.
+  BurnInRunner(std::string self, std::string node, Done done);
+  ~BurnInRunner();  // Stop()
+  BurnInRunner(const BurnInRunner&) = delete;
+  BurnInRunner& operator=(const BurnInRunner&) = delete;
+
+  // Starts `run`, replacing the run under way (its check is killed; it reports nothing).
+  void Start(api::BurnInWork run);
+  // Kills the check under way and joins the thread; idempotent.
+  void Stop();
+
+ private:
+  void Loop();
+  // Runs one check to its end, its deadline, or a newer run: exit code, signal, output.
+  // False when it was cut short by a newer run or Stop (nothing to report).
+  bool RunCheck(const std::vector<std::string>& argv, const std::vector<int>& gpus,
+                int64_t deadline_ms, int run, int* exit_code, int* signal,
+                std::string* out_text, std::string* err_text, bool* timed_out);
+
+  const std::string self_;
+  const std::string node_;
+  const Done done_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::optional<api::BurnInWork> next_;  // guarded by mu_
+  int current_run_ = 0;                  // guarded by mu_: the run under way
+  bool stopping_ = false;                // guarded by mu_
+  std::thread thread_;
+};
+
+}  // namespace hachi::agent
