@@ -32,18 +32,6 @@ bool AllPairsSameNvLink(const topo::Topology& t) {
 
 }  // namespace
 
-const char* CheckStatusName(CheckStatus s) {
-  switch (s) {
-    case CheckStatus::kOk:
-      return "OK";
-    case CheckStatus::kWarn:
-      return "WARN";
-    case CheckStatus::kFail:
-      return "FAIL";
-  }
-  return "?";
-}
-
 double ExpectedHostGbps(const LinkFacts& facts, int gpu) {
   const GpuLinkFacts* g = FactsOf(facts, gpu);
   return g ? PcieGbps(g->pcie.gen, g->pcie.width) : 0;
@@ -256,10 +244,6 @@ std::vector<CheckItem> BuildChecks(const CommtestReport& r) {
   return out;
 }
 
-int CommtestExitCode(const CommtestReport& r) {
-  int worst = 0;
-  for (const CheckItem& c : r.checks) worst = std::max(worst, static_cast<int>(c.status));
-  return worst;
-}
+int CommtestExitCode(const CommtestReport& r) { return ChecksExitCode(r.checks); }
 
 }  // namespace hachi::diag
