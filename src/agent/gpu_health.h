@@ -7,8 +7,8 @@
 // Two sources, because NVML events alone miss a GPU that dies quietly: a thread waits on
 // an NVML event set (Xid, double- and single-bit ECC) and, every poll interval, asks each
 // GPU for its temperature and remapped rows; a call answering GPU_IS_LOST marks the GPU
-// lost. ParseNvrmXidLine reads the same Xids from the kernel log, for callers that
-// watch it.
+// lost. ParseNvrmXidLine (topo/xid.h) reads the same Xids from the kernel log, for
+// callers that watch it.
 //
 // Thread safety: Start, Stop, gpu_count and summary may be called from any thread. The
 // callback runs on the monitor's own thread, one call at a time; it must not call Stop
@@ -18,38 +18,25 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "core/clock.h"
 #include "core/status.h"
 #include "core/time.h"
+#include "topo/xid.h"
 
 namespace hachi::agent {
 
-// What a fault asks of the scheduler.
-enum class GpuFault {
-  kInfo,   // logged only
-  kJob,    // the application's fault (Xid 13, 31, 43...); the GPU is fine
-  kReset,  // the GPU needs a reset before it is trusted again: drain that GPU
-  kFatal,  // the GPU is broken or gone (Xid 48, 79, lost): drain that GPU
-  kNode,   // node-wide (NVLink / NVSwitch fabric): drain the node
-};
-
-// "info", "job", "reset", "fatal", "node".
-std::string_view GpuFaultName(GpuFault f);
-
-struct XidInfo {
-  GpuFault fault;
-  std::string meaning;  // "GPU has fallen off the bus"
-};
-
-// The well-known Xids of NVIDIA's Xid catalogue (table and sources in gpu_health.cc).
-// Ids not in the table: kReset, "Xid N (not in Hachi's table)" -- an unknown error is
-// trusted no more than a known hardware one.
-XidInfo ClassifyXid(int xid);
+// The Xid table and the kernel log's line parser live in topo/xid.h, below both the
+// agent and `hachi doctor`; the agent's code names them as its own.
+using topo::ClassifyXid;
+using topo::GpuFault;
+using topo::GpuFaultName;
+using topo::KernelXid;
+using topo::ParseNvrmXidLine;
+using topo::XidInfo;
+using topo::XidMessage;
 
 struct GpuHealthEvent {
   int gpu = -1;  // NVML index (the topology's index); -1: node-wide or an unknown device
@@ -122,19 +109,5 @@ class GpuHealthMonitor {
   explicit GpuHealthMonitor(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
-
-// A kernel log line "NVRM: Xid (PCI:0000:18:00): 79, pid=..., GPU has fallen off the
-// bus." (or the older "NVRM: Xid (0000:18:00): 48, ..."), with any dmesg or syslog
-// prefix.
-struct KernelXid {
-  std::string pci_bus_id;  // NVML's form, as in topology files: "00000000:18:00.0"
-  int xid = 0;
-  std::string
-      text;     // after the Xid and the pid/name fields: "GPU has fallen off the bus."
-  int pid = 0;  // 0: not given or '<unknown>'
-  std::string process;  // the name= field, "" when not given or <unknown>
-};
-// nullopt for any other line.
-std::optional<KernelXid> ParseNvrmXidLine(std::string_view line);
 
 }  // namespace hachi::agent

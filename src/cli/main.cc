@@ -7,6 +7,7 @@
 
 #include "agent/waiter.h"
 #include "cli/commtest_cmd.h"
+#include "cli/doctor_cmd.h"
 #include "cli/job_cmds.h"
 #include "cli/sim_cmd.h"
 #include "cli/slurm/slurm_cmds.h"
@@ -50,6 +51,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   hachi::cli::AddTopoCommands(app, &exit_code);
   hachi::cli::AddCommtestCommand(app, &exit_code);
+  hachi::cli::AddDoctorCommand(app, &exit_code);
   hachi::cli::AddSimCommands(app, &exit_code);
   hachi::cli::AddJobCommands(app, &exit_code);
   hachi::cli::AddNodeCommands(app, &exit_code);

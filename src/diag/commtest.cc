@@ -32,18 +32,6 @@ bool AllPairsSameNvLink(const topo::Topology& t) {
 
 }  // namespace
 
-const char* CheckStatusName(CheckStatus s) {
-  switch (s) {
-    case CheckStatus::kOk:
-      return "OK";
-    case CheckStatus::kWarn:
-      return "WARN";
-    case CheckStatus::kFail:
-      return "FAIL";
-  }
-  return "?";
-}
-
 double ExpectedHostGbps(const LinkFacts& facts, int gpu) {
   const GpuLinkFacts* g = FactsOf(facts, gpu);
   return g ? PcieGbps(g->pcie.gen, g->pcie.width) : 0;
@@ -160,11 +148,10 @@ std::vector<CheckItem> BuildChecks(const CommtestReport& r) {
                      p.link + ")";
       // NVLink peers always allow P2P; on PCIe it may be off by design (ACS, IOMMU, VMs).
       p2p.status = nvlink ? CheckStatus::kFail : CheckStatus::kWarn;
-      p2p.fix = nvlink ? "an NVLink pair without peer access: check `hachi topo check` "
-                         "and `nvidia-smi -q` "
+      p2p.fix = nvlink ? "an NVLink pair without peer access: check `hachi doctor` "
                          "(fabric manager, NVLink state) and the driver"
                        : "copies go through host memory; check PCIe ACS and the IOMMU "
-                         "(`hachi topo check` and `nvidia-smi -q`) if P2P should be on";
+                         "(`hachi doctor`) if P2P should be on";
     }
     out.push_back(std::move(p2p));
 
@@ -180,15 +167,12 @@ std::vector<CheckItem> BuildChecks(const CommtestReport& r) {
     if (j.status == CheckStatus::kFail) {
       const Figure& worst = p.ab.ratio() <= p.ba.ratio() ? p.ab : p.ba;
       if (p.ab.failed() || p.ba.failed() || p.bidir.failed()) {
-        bw.fix =
-            "a copy failed: check `hachi topo check` and `nvidia-smi -q` (Xid lines, a "
-            "lost GPU)";
+        bw.fix = "a copy failed: check `hachi doctor` (Xid lines, a lost GPU)";
       } else if (nvlink) {
         bw.evidence = "NVLink pair " + name + " at " + Percent(worst.ratio()) + " of " +
                       LinkBasis(r, p) + " (" + Gbps(worst.expected) + "): " + j.evidence;
         bw.fix =
-            "a degraded link (downclocked, firmware): check `hachi topo check` and "
-            "`nvidia-smi -q` and "
+            "a degraded link (downclocked, firmware): check `hachi doctor` and "
             "nvidia-smi nvlink -s";
       } else {
         bw.evidence = "PCIe pair " + name + " at " + Percent(worst.ratio()) + " of " +
@@ -197,11 +181,10 @@ std::vector<CheckItem> BuildChecks(const CommtestReport& r) {
                  (p.link == "SYS" || p.link == "NODE" || p.link == "PHB"
                       ? "through the root complex (path " + p.link + ")"
                       : "off") +
-                 ": check `hachi topo check` and `nvidia-smi -q` (PCIe link, ACS)";
+                 ": check `hachi doctor` (PCIe link, ACS)";
       }
     } else if (j.status == CheckStatus::kWarn) {
-      bw.fix =
-          "the link facts are incomplete: check `hachi topo check` and `nvidia-smi -q`";
+      bw.fix = "the link facts are incomplete: check `hachi doctor`";
     }
     out.push_back(std::move(bw));
   }
@@ -217,10 +200,9 @@ std::vector<CheckItem> BuildChecks(const CommtestReport& r) {
     if (h.status == CheckStatus::kFail) {
       host.fix =
           "a downtrained PCIe link, or host memory on the far NUMA node: check "
-          "`hachi topo check` and `nvidia-smi -q` (PCIe link) and the GPU's slot";
+          "`hachi doctor` (PCIe link) and the GPU's slot";
     } else if (h.status == CheckStatus::kWarn) {
-      host.fix =
-          "the PCIe link facts are unknown: check `hachi topo check` and `nvidia-smi -q`";
+      host.fix = "the PCIe link facts are unknown: check `hachi doctor`";
     }
     out.push_back(std::move(host));
     // Same-GPU copies have no link expectation: reported, flagged only when they fail.
@@ -229,9 +211,7 @@ std::vector<CheckItem> BuildChecks(const CommtestReport& r) {
                   {g.index},
                   "GPU " + std::to_string(g.index) + ": device->device " +
                       (g.d2d.failed() ? "copy failed: " + g.d2d.error : Gbps(g.d2d.gbps)),
-                  g.d2d.failed()
-                      ? "check `hachi topo check` and `nvidia-smi -q` (Xid lines, ECC)"
-                      : ""};
+                  g.d2d.failed() ? "check `hachi doctor` (Xid lines, ECC)" : ""};
     out.push_back(std::move(d2d));
     if (r.gpus.size() > 1 || !r.pairs.empty()) {
       Judged a;
@@ -244,11 +224,9 @@ std::vector<CheckItem> BuildChecks(const CommtestReport& r) {
       if (a.status == CheckStatus::kFail) {
         all.fix =
             "the GPU's links under load fall short (contention or a degraded "
-            "link): compare its pairs above, check `hachi topo check` and `nvidia-smi "
-            "-q`";
+            "link): compare its pairs above, check `hachi doctor`";
       } else if (a.status == CheckStatus::kWarn) {
-        all.fix =
-            "the link facts are unknown: check `hachi topo check` and `nvidia-smi -q`";
+        all.fix = "the link facts are unknown: check `hachi doctor`";
       }
       out.push_back(std::move(all));
     }
@@ -256,10 +234,6 @@ std::vector<CheckItem> BuildChecks(const CommtestReport& r) {
   return out;
 }
 
-int CommtestExitCode(const CommtestReport& r) {
-  int worst = 0;
-  for (const CheckItem& c : r.checks) worst = std::max(worst, static_cast<int>(c.status));
-  return worst;
-}
+int CommtestExitCode(const CommtestReport& r) { return ChecksExitCode(r.checks); }
 
 }  // namespace hachi::diag

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "diag/check.h"
 #include "diag/cuda_library.h"
 #include "diag/link_facts.h"
 
@@ -55,17 +56,6 @@ struct GpuResult {
   Figure all_pairs;  // its egress while every GPU sends to all its peers at once
 };
 
-enum class CheckStatus { kOk = 0, kWarn = 1, kFail = 2 };
-const char* CheckStatusName(CheckStatus s);  // "OK", "WARN", "FAIL"
-
-struct CheckItem {
-  std::string check;  // "commtest-p2p", "commtest-pair-bandwidth", ...
-  CheckStatus status = CheckStatus::kOk;
-  std::vector<int> gpus;  // one GPU ("gpu") or a pair ("gpus")
-  std::string evidence;
-  std::string fix;  // empty for OK
-};
-
 struct CommtestReport {
   int driver_version = 0;  // cuDriverGetVersion: 12040 for 12.4
   int64_t size_bytes = 0;
@@ -92,7 +82,8 @@ double ExpectedAllPairsGbps(const LinkFacts& facts, int gpu,
 // The check items of a measured report (expectations filled in), in order: per pair
 // p2p and bandwidth, per GPU host, d2d and all-pairs.
 std::vector<CheckItem> BuildChecks(const CommtestReport& r);
-// 0 when every item is OK, 1 when the worst is WARN, 2 when one is FAIL.
+// 0 when every item is OK, 1 when the worst is WARN, 2 when one is FAIL
+// (ChecksExitCode of its checks).
 int CommtestExitCode(const CommtestReport& r);
 
 // Runs the measurements on `cuda` (cuInit is called here) and, when `facts` is set,

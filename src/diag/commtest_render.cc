@@ -105,19 +105,7 @@ std::string RenderCommtestJson(const CommtestReport& r) {
                           {"bidirectional", FigureJson(p.bidir)},
                           {"latency_us", p.latency_us}});
   }
-  j["checks"] = nlohmann::json::array();
-  for (const CheckItem& c : r.checks) {
-    nlohmann::json item = {{"check", c.check},
-                           {"status", CheckStatusName(c.status)},
-                           {"evidence", c.evidence},
-                           {"fix", c.fix}};
-    if (c.gpus.size() == 1) {
-      item["gpu"] = c.gpus[0];
-    } else {
-      item["gpus"] = c.gpus;
-    }
-    j["checks"].push_back(std::move(item));
-  }
+  j["checks"] = CheckItemsJson(r.checks);
   j["status"] = CheckStatusName(static_cast<CheckStatus>(CommtestExitCode(r)));
   return j.dump(2) + "\n";
 }
