@@ -57,9 +57,12 @@ std::string FirstFailItem(const std::string& stdout_text) {
   for (const json& c : j["checks"]) {
     if (!c.is_object() || c.value("status", "") != "FAIL") continue;
     std::string out = c.value("check", "?");
-    if (c.contains("gpu") && c["gpu"].is_number_integer()) {
+    const std::string evidence = c.value("evidence", "");
+    // doctor's evidence names its GPU ("GPU 3: ..."); commtest's does not.
+    const bool named = evidence.rfind("GPU", 0) == 0;
+    if (!named && c.contains("gpu") && c["gpu"].is_number_integer()) {
       out += " (GPU " + std::to_string(c["gpu"].get<int>()) + ")";
-    } else if (c.contains("gpus") && c["gpus"].is_array()) {
+    } else if (!named && c.contains("gpus") && c["gpus"].is_array()) {
       std::string gpus;
       for (const json& g : c["gpus"]) {
         if (!g.is_number_integer()) continue;
@@ -67,7 +70,6 @@ std::string FirstFailItem(const std::string& stdout_text) {
       }
       if (!gpus.empty()) out += " (GPUs " + gpus + ")";
     }
-    const std::string evidence = c.value("evidence", "");
     if (!evidence.empty()) out += ": " + evidence.substr(0, 400);
     return out;
   }

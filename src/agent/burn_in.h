@@ -32,7 +32,8 @@ std::vector<std::string> BurnInCommand(const std::string& check, const std::stri
 
 // How one finished check went: `exit_code` (-1 when it was killed by `signal`) and what
 // it printed. For doctor and commtest the reason is the first FAIL item of their JSON
-// ("persistence (GPU 3): persistence mode is off"); else the exit code or signal and the
+// ("persistence: GPU 3: persistence mode off"; "(GPU n)" added when the evidence does
+// not name its GPU); else the exit code or signal and the
 // last line of stderr (of stdout when stderr is empty).
 struct BurnInVerdict {
   bool passed = false;

@@ -43,6 +43,12 @@ TEST(JudgeBurnInCheck, ExitCodesAndTheFirstFailItem) {
                        R"("gpus":[2,5],"evidence":"2->5 at 40 % of 450 GB/s"}]})",
                        "");
   EXPECT_EQ(v.reason, "commtest-pair-bandwidth (GPUs 2-5): 2->5 at 40 % of 450 GB/s");
+  // doctor's evidence names its GPU itself: not twice.
+  v = JudgeBurnInCheck("doctor", 2, 0,
+                       R"({"checks":[{"check":"persistence","status":"FAIL","gpu":3,)"
+                       R"("evidence":"GPU 3: persistence mode off"}]})",
+                       "");
+  EXPECT_EQ(v.reason, "persistence: GPU 3: persistence mode off");
   // No JSON (it crashed, or is not there): the exit code and the last line said.
   v = JudgeBurnInCheck("doctor", 2, 0, "", "hachi doctor: no NVML\n\n");
   EXPECT_EQ(v.reason, "exit code 2: hachi doctor: no NVML");

@@ -4,9 +4,11 @@
 // runs the checks again, the node passes and takes the job. A GPU back from repair
 // (`resume --gpu`) is burned in on its own.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -68,8 +70,71 @@ class BurnInE2e : public ::testing::Test {
     return false;
   }
 
+  // `hachi dev` on "real" GPUs: the fake libnvidia-ml.so.1 serving an HGX H100 whose
+  // faults are the lines of `events`; the node's name in *node.
+  std::unique_ptr<DevCluster> StartOnFakeNvml(const std::string& config,
+                                              const std::string& events,
+                                              std::string* node) {
+    const std::string topo_path = dir_ + "/topo.json";
+    std::ofstream(topo_path) << topo::TopologyToJson(*topo::LoadPreset("hgx-h100"));
+    ::setenv("HACHI_NVML_LIBRARY", HACHI_FAKE_NVML, 1);
+    ::setenv("HACHI_FAKE_NVML_TOPOLOGY", topo_path.c_str(), 1);
+    ::setenv("HACHI_FAKE_NVML_EVENTS", events.c_str(), 1);
+    auto dev = std::make_unique<DevCluster>(dir_, "--config " + config);
+    ::unsetenv("HACHI_NVML_LIBRARY");
+    ::unsetenv("HACHI_FAKE_NVML_TOPOLOGY");
+    ::unsetenv("HACHI_FAKE_NVML_EVENTS");
+    for (int i = 0; i < 100 && node->empty() && !dev->url().empty(); ++i) {
+      const json nodes = json::parse(Hachi("nodes --json", false).out, nullptr, false);
+      if (nodes.contains("nodes") && !nodes["nodes"].empty()) {
+        *node = nodes["nodes"][0]["name"];
+      }
+      if (node->empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return dev;
+  }
+
   std::string dir_;
 };
+
+// The default check, `hachi doctor`, on "real" GPUs (the fake NVML): GPU 3's persistence
+// mode is off, so the node fails its burn-in and takes no job, saying which check found
+// what; the operator turns persistence on, resumes the node, and doctor passes (its host
+// warnings do not fail a burn-in). `--root` points doctor's /proc and /sys at an empty
+// tree: the test machine's own are not what is under test.
+TEST_F(BurnInE2e, DoctorFailsANodeUntilTheFaultIsFixed) {
+  const std::string root = dir_ + "/root";
+  ASSERT_EQ(::mkdir(root.c_str(), 0755), 0);
+  const std::string config = dir_ + "/cluster.toml";
+  std::ofstream(config) << "[burn_in]\nchecks = [\"doctor --root " << root << "\"]\n";
+  const std::string events = dir_ + "/nvml-events";
+  std::ofstream(events) << "persistence 3 off\n";
+  std::string node;
+  std::unique_ptr<DevCluster> dev = StartOnFakeNvml(config, events, &node);
+  ASSERT_FALSE(node.empty()) << ReadFile(dir_ + "/dev.log");
+
+  json n = WaitNode(node, 30,
+                    [](const json& x) { return x.value("burn_in", "") == "failed"; });
+  ASSERT_EQ(n.value("state", ""), "burn-in") << n.dump() << ReadFile(dir_ + "/dev.log");
+  const std::string reason = n.value("state_reason", "");
+  EXPECT_EQ(
+      reason.rfind("burn-in failed: doctor: persistence: GPU 3: persistence mode off", 0),
+      0u)
+      << reason;
+  const testing::CmdResult sub = Hachi("submit --parsable -G 1 -t 5:00 -- true", false);
+  ASSERT_EQ(sub.exit_code, 0) << sub.out;
+  const int64_t id = std::atoll(sub.out.c_str());
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  EXPECT_EQ(JobState(id), "PENDING");
+  EXPECT_NE(Hachi("nodes").out.find("burn-in failed: doctor: persistence: GPU 3"),
+            std::string::npos);
+
+  std::ofstream(events, std::ios::app) << "persistence 3 on\n";
+  ASSERT_EQ(Hachi("resume " + node, false).exit_code, 0);
+  n = WaitNode(node, 30, [](const json& x) { return x.value("state", "") == "up"; });
+  EXPECT_EQ(n.value("state", ""), "up") << n.dump() << ReadFile(dir_ + "/dev.log");
+  EXPECT_TRUE(WaitJob(id, "COMPLETED", 20)) << JobState(id);
+}
 
 // A site script as the check, on a one-node simulated cluster that asks for burn-in: it
 // fails until the operator's fix (a file) is in place.
@@ -145,26 +210,11 @@ TEST_F(BurnInE2e, GpuBackFromRepairIsBurnedInAlone) {
   std::ofstream(dir_ + "/fixed") << "";  // the node itself passes
   const std::string config = dir_ + "/cluster.toml";
   std::ofstream(config) << "[burn_in]\nchecks = [\"" << script << "\"]\n";
-  const std::string topo_path = dir_ + "/topo.json";
-  std::ofstream(topo_path) << topo::TopologyToJson(*topo::LoadPreset("hgx-h100"));
   const std::string events = dir_ + "/nvml-events";
   std::ofstream(events) << "";
-  ::setenv("HACHI_NVML_LIBRARY", HACHI_FAKE_NVML, 1);
-  ::setenv("HACHI_FAKE_NVML_TOPOLOGY", topo_path.c_str(), 1);
-  ::setenv("HACHI_FAKE_NVML_EVENTS", events.c_str(), 1);
-  DevCluster dev(dir_, "--config " + config);
-  ::unsetenv("HACHI_NVML_LIBRARY");
-  ::unsetenv("HACHI_FAKE_NVML_TOPOLOGY");
-  ::unsetenv("HACHI_FAKE_NVML_EVENTS");
-  ASSERT_FALSE(dev.url().empty()) << ReadFile(dir_ + "/dev.log");
   std::string node;
-  for (int i = 0; i < 100 && node.empty(); ++i) {
-    const json nodes = json::parse(Hachi("nodes --json", false).out, nullptr, false);
-    if (nodes.contains("nodes") && !nodes["nodes"].empty())
-      node = nodes["nodes"][0]["name"];
-    if (node.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_FALSE(node.empty());
+  std::unique_ptr<DevCluster> dev = StartOnFakeNvml(config, events, &node);
+  ASSERT_FALSE(node.empty()) << ReadFile(dir_ + "/dev.log");
   // A real node (NVML) is burned in when it first registers, and passes.
   json n = WaitNode(node, 20, [](const json& x) { return x.value("state", "") == "up"; });
   ASSERT_EQ(n.value("state", ""), "up") << n.dump() << ReadFile(dir_ + "/dev.log");
