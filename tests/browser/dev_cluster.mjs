@@ -21,7 +21,11 @@ export const FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-f
 export class DevCluster {
   // config: a cluster config (default examples/two-nodes.toml), null for none; nodes and
   // preset: hachi dev's --nodes/--preset (default 2 HGX H100).
-  constructor({ root, hachi, historyInterval = 2, config, nodes = 2, preset = 'hgx-h100' }) {
+  // ready: what start() waits for each node to be (default: up; a burn-in test waits for
+  // its run's outcome instead).
+  constructor({ root, hachi, historyInterval = 2, config, nodes = 2, preset = 'hgx-h100',
+                ready = (n) => n.state === 'up' }) {
+    this.ready = ready;
     this.config = config === undefined ? join(root, 'examples', 'two-nodes.toml') : config;
     this.nodes = nodes;
     this.preset = preset;
@@ -57,7 +61,7 @@ export class DevCluster {
     // Every agent registered: the nodes are up.
     await waitFor(async () => {
       const nodes = (await this.api('/nodes')).nodes;
-      return nodes.length === this.nodes && nodes.every((n) => n.state === 'up');
+      return nodes.length === this.nodes && nodes.every(this.ready);
     }, 'every node up', 15000);
   }
 

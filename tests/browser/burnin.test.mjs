@@ -1,0 +1,66 @@
+// The burn-in gate on the dashboard (issue 19, docs/burn-in.md): a node whose checks
+// failed shows a `burn-in` badge with the failing check as its reason and a Resume
+// button; fixed and resumed, it passes and shows `up`. Screenshot burn-in.png.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { chromium } from 'playwright-core';
+
+import { DevCluster, artifacts, build, CHROMIUM, FLAGS, root, waitFor } from './dev_cluster.mjs';
+
+describe('a node in burn-in', { timeout: 120000 }, () => {
+  let context;
+  let profile;
+  let work;
+  before(async () => {
+    mkdirSync(artifacts, { recursive: true });
+    profile = mkdtempSync(join(tmpdir(), 'hachi-chromium-'));
+    work = mkdtempSync(join(tmpdir(), 'hachi-burnin-'));
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM, headless: true, args: FLAGS, viewport: { width: 1400, height: 700 },
+    });
+  });
+  after(async () => {
+    if (context) await context.close();
+    if (profile) rmSync(profile, { recursive: true, force: true });
+    if (work) rmSync(work, { recursive: true, force: true });
+  });
+
+  it('shows burn-in and why, then up once it passes', async () => {
+    const script = join(work, 'check.sh');
+    writeFileSync(script, `#!/bin/sh\n[ -f ${work}/fixed ] && exit 0\n` +
+                          "echo 'nvlink: GPU 3 link 2 is down' >&2\nexit 2\n");
+    chmodSync(script, 0o755);
+    const config = join(work, 'cluster.toml');
+    writeFileSync(config, `[burn_in]\nchecks = ["${script}"]\nsimulated = true\n`);
+    const cluster = new DevCluster({ root, hachi: join(build, 'hachi'), nodes: 1, config,
+                                     ready: (n) => n.burn_in === 'failed' });
+    try {
+      await cluster.start();
+      const page = await context.newPage();
+      await page.goto(`${cluster.url}/#/cluster`);
+      const card = 'section.node[data-node="node1"]';
+      await page.waitForSelector(`${card} .badge.node-burn-in`);
+      const text = await page.$eval(`${card} header`, (h) => h.textContent);
+      assert.match(text, /burn-in failed: .*check\.sh: exit code 2: nvlink: GPU 3 link 2 is down/);
+      assert.equal(await page.$$eval(`${card} button.resume`, (b) => b.length), 1);
+      await page.screenshot({ path: join(artifacts, 'burn-in.png') });
+
+      writeFileSync(join(work, 'fixed'), '');
+      cluster.cli('resume', 'node1');
+      await waitFor(async () => (await cluster.api('/nodes')).nodes[0].state === 'up',
+                    'node1 up after its checks pass', 20000);
+      await page.reload();
+      await page.waitForSelector(`${card} .badge.node-up`);
+      await page.close();
+    } catch (e) {
+      e.message += `\n${cluster.devLog()}`;
+      throw e;
+    } finally {
+      await cluster.stop();
+    }
+  });
+});
