@@ -11,7 +11,12 @@
 # `srun -n 8K` (eight tasks per node, each printing its rank and node): the step's time,
 # and that every rank came back once through the relay.
 #
-#   scripts/scale-netns.sh BUILD_DIR            # N=60 JOBS=600 GANGS=20 STEP_NODES=0
+# With BURN_IN=1 (issue 19), every node is burned in as it registers: a site script
+# (2 s, as a short check) that fails on the last node ("link down"); the others pass.
+# Reports how long the fleet took to pass, and checks that the failing node stays in
+# burn-in with the script's reason and that no job ever ran on it.
+#
+#   scripts/scale-netns.sh BUILD_DIR            # N=60 JOBS=600 GANGS=20 STEP_NODES=0 BURN_IN=0
 set -euo pipefail
 build=${1:?usage: scripts/scale-netns.sh BUILD_DIR}
 hachi=$(cd "$build" && pwd)/hachi
@@ -19,6 +24,7 @@ N=${N:-60}
 JOBS=${JOBS:-600}
 GANGS=${GANGS:-20}
 STEP_NODES=${STEP_NODES:-0}
+BURN_IN=${BURN_IN:-0}
 TIMEOUT=${TIMEOUT:-600}
 [ "$(id -u)" -eq 0 ] || { echo "scale-netns: needs root (ip netns)" >&2; exit 2; }
 tag=hs$$
@@ -55,8 +61,16 @@ done
 
 mkdir -p "$dir/state" "$dir/out"
 chmod 1777 "$dir/out"
+bad=$(printf 'n%04d' "$N")  # BURN_IN=1: the node whose check fails
+: >"$dir/cluster.toml"
+if [ "$BURN_IN" -eq 1 ]; then
+  printf '#!/bin/sh\nsleep 2\n[ "$HACHI_NODE" = %s ] || exit 0\necho "GPU 3 NVLink 2 down" >&2\nexit 2\n' \
+    "$bad" >"$dir/check.sh"
+  chmod 755 "$dir/check.sh"
+  printf '[burn_in]\nchecks = ["%s"]\nsimulated = true\n' "$dir/check.sh" >"$dir/cluster.toml"
+fi
 ip netns exec "$srv" "$hachi" server --state-dir "$dir/state" --listen 10.77.0.1:8686 \
-  >"$dir/server.log" 2>&1 &
+  --config "$dir/cluster.toml" >"$dir/server.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 100); do [ -S "$dir/state/hachi.sock" ] && [ -f "$dir/state/cluster-secret" ] && break; sleep 0.1; done
 cp "$dir/state/cluster-secret" "$dir/agent-secret"
@@ -73,13 +87,25 @@ for i in $(seq 1 "$N"); do
 done
 cli() { ip netns exec "$srv" env HACHI_SERVER="unix:$dir/state/hachi.sock" "$hachi" "$@"; }
 up=0
-for _ in $(seq 600); do
+want_up=$N
+[ "$BURN_IN" -eq 1 ] && want_up=$((N - 1))
+for _ in $(seq 1200); do
   up=$(cli nodes 2>/dev/null | grep -c ' idle\| mix\| alloc' || true)
-  [ "$up" -ge "$N" ] && break
+  [ "$up" -ge "$want_up" ] && break
   sleep 0.1
 done
 t_reg=$(awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN {printf "%.2f", a - b}')
-echo "registered: $up of $N agents in ${t_reg}s"
+echo "registered: $up of $N agents in service in ${t_reg}s"
+burn_ok=0
+if [ "$BURN_IN" -eq 1 ]; then
+  bad_row() { cli nodes -o '%n|%T|%E' 2>/dev/null | grep "^$bad|" | tr -s ' '; }
+  for _ in $(seq 100); do
+    bad_row | grep -q 'burn-in failed' && break
+    sleep 0.1
+  done
+  echo "burn-in: $up of $N passed the 2 s check in ${t_reg}s; $(bad_row)"
+  bad_row | grep -q "^$bad|burn-in|burn-in failed: .*exit code 2: GPU 3 NVLink 2 down" || burn_ok=1
+fi
 
 t1=$(date +%s.%N)
 for i in $(seq 1 "$JOBS"); do
@@ -111,7 +137,7 @@ for f in "$dir"/out/*.out; do
 done
 files=$(ls "$dir"/out/*.out 2>/dev/null | wc -l)
 gang_meet=$(grep -h "rank=" "$dir"/out/*.out 2>/dev/null | grep -vc "master=10.77.0.2" || true)
-down=$(cli nodes 2>/dev/null | grep -c ' down' || true)
+down=$(cli nodes -o '%T' 2>/dev/null | tail -n +2 | grep -c '^ *down' || true)
 echo "submitted $total jobs in ${t_sub}s; all ended ${t_all}s after the first submit"
 echo "completed $completed of $total; other states $notok; output files $files; wrong run counts $twice"
 echo "gang ranks with MASTER_ADDR other than the agents' address: $gang_meet; nodes down: $down"
@@ -142,5 +168,12 @@ if [ "$STEP_NODES" -gt 0 ]; then
   { [ "$ranks" -eq "$tasks" ] && [ "$distinct" -eq "$tasks" ] &&
     [ "$nodes_seen" -eq "$STEP_NODES" ]; } || step_ok=1
 fi
+if [ "$BURN_IN" -eq 1 ]; then
+  on_bad=$( (grep -l " $bad\( \|$\)" "$dir"/out/*.out 2>/dev/null || true) | wc -l)
+  echo "jobs that ran on $bad (in burn-in): $on_bad"
+  [ "$on_bad" -eq 0 ] || burn_ok=1
+  bad_row | grep -q "^$bad|burn-in|" || burn_ok=1
+fi
+[ "$burn_ok" -eq 0 ] || exit 1
 [ "$step_ok" -eq 0 ] || exit 1
 [ "$completed" -eq "$total" ] && [ "$twice" -eq 0 ] && [ "$down" -eq 0 ] && [ "$gang_meet" -eq 0 ]
