@@ -28,11 +28,11 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 0
 fi
 shopt -s nullglob
-debs=("$build"/deb/hachi_*.deb)
-compat=("$build"/deb/hachi-slurm-compat_*.deb)
-[ ${#debs[@]} -eq 1 ] && [ ${#compat[@]} -eq 1 ] ||
+found=("$build"/deb/hachi_*.deb "$build"/deb/hachi-slurm-compat_*.deb)
+if [ ${#found[@]} -ne 2 ] || [[ "${found[1]}" != */hachi-slurm-compat_* ]]; then
   fail "expected one hachi_*.deb and one hachi-slurm-compat_*.deb in $build/deb (make package)"
-deb=${debs[0]} compat=${compat[0]}
+fi
+deb=${found[0]} compat=${found[1]}
 
 tmp=$(mktemp -d /tmp/hachi-pkg-XXXXXX)
 R=$tmp/root
@@ -141,7 +141,9 @@ for p in hachi hachi-slurm-compat; do
 done
 uid=$(awk -F: '$1 == "hachi" {print $3}' "$R/etc/passwd" 2>/dev/null)
 gid=$(awk -F: '$1 == "hachi" {print $4}' "$R/etc/passwd" 2>/dev/null)
-[ -n "$uid" ] && [ "$uid" -gt 0 ] && [ "$uid" -lt 1000 ] || fail "postinst made no system user hachi in R/etc/passwd"
+if [ -z "$uid" ] || [ "$uid" -eq 0 ] || [ "$uid" -ge 1000 ]; then
+  fail "postinst made no system user hachi in R/etc/passwd"
+fi
 grep -q '^hachi:' "$R/etc/group" || fail "postinst made no group hachi"
 [ "$(stat -c '%a %u %g' "$R/var/lib/hachi")" = "700 $uid $gid" ] ||
   fail "R/var/lib/hachi is $(stat -c '%a %u %g' "$R/var/lib/hachi"), not 700 $uid $gid"
@@ -253,6 +255,7 @@ client "$R/usr/bin/hachi" nodes 2>/dev/null | grep pkgtest >/dev/null ||
   { cat "$tmp/server.log" "$tmp/agent.log"; fail "the agent's node did not register in 10 s"; }
 
 mkdir -m 0755 "$tmp/work"
+# shellcheck disable=SC2016  # the job's shell expands them
 job=$(cd "$tmp/work" && client "$R/usr/bin/sbatch" --parsable --gpus 1 -t 1:00 -J pkgtest -o 'out-%j.txt' \
   --wrap 'echo "hello from $SLURM_JOB_ID on $SLURMD_NODENAME"') ||
   { cat "$tmp/server.log"; fail "sbatch"; }
