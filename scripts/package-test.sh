@@ -6,7 +6,8 @@
 #      the maintainer scripts run here with DPKG_ROOT=R and change R alone): the system
 #      user in R's passwd, R/var/lib/hachi 0700 its own; Conflicts keep the Slurm names
 #      off a machine with Slurm's clients; a reinstall keeps an edited conffile;
-#   3. systemd-analyze verify of the installed units, against R (no systemd needed);
+#   3. systemd-analyze verify and security --offline of the installed units, in a root
+#      with the host's units beside R's (systemd need not run);
 #   4. run: the units' ExecStart lines, paths mapped into R and their EnvironmentFile
 #      read, start a server (as the uid R gave hachi, with the unit's UMask and
 #      NoNewPrivileges, its socket in R/run/hachi as RuntimeDirectory= would make it)
