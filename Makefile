@@ -8,7 +8,7 @@ WERROR ?= ON
 FUZZ_SECONDS ?= 300
 FUZZ_SMOKE_SECONDS ?= 12
 
-.PHONY: all deps build test demo bench fuzz format format-check analyze clean
+.PHONY: all deps build test demo bench fuzz format format-check analyze clean package package-test
 
 all: build
 
@@ -31,6 +31,25 @@ test: build format-check analyze
 	npm ci --prefix tests/browser --prefer-offline --no-audit --no-fund
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 300
 	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SMOKE_SECONDS)
+	$(MAKE) --no-print-directory package-test PKG_BUILD=$(BUILD)
+
+# Debian packages (docs/install.md): hachi and hachi-slurm-compat, by CPack's DEB generator,
+# in $(PKG_BUILD)/deb/. `make package` configures build-release for them (Release, the
+# binary alone); `make test` packages $(BUILD), already built and tested, rather than
+# compile a second tree. `make package-test` installs them into a throwaway root and runs
+# a server, an agent and a job from the installed units (scripts/package-test.sh).
+PKG_BUILD ?= build-release
+RELEASE_FLAGS = -DCMAKE_BUILD_TYPE=Release -DHACHI_TESTS=OFF -DHACHI_BENCH=OFF -DHACHI_FUZZ=OFF
+package: deps
+	@[ -f $(PKG_BUILD)/build.ninja ] || cmake -S . -B $(PKG_BUILD) -G Ninja \
+	  -DHACHI_WERROR=$(WERROR) $(RELEASE_FLAGS) $(CMAKE_FLAGS)
+	cmake --build $(PKG_BUILD) -j $(JOBS) --target hachi hachi_man
+	rm -rf $(PKG_BUILD)/deb
+	cd $(PKG_BUILD) && cpack -G DEB
+	@ls -l $(PKG_BUILD)/deb/*.deb
+
+package-test: package
+	@scripts/package-test.sh $(PKG_BUILD)
 
 demo: build
 	@scripts/demo.sh $(BUILD)/hachi
@@ -65,4 +84,4 @@ analyze: deps $(BUILD)/build.ninja
 	@scripts/analyze.sh $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-fuzz
+	rm -rf $(BUILD) $(BUILD)-fuzz build-release

@@ -21,6 +21,9 @@ PKGS=(
   prometheus                                     # promtool checks the metrics scrape (server/observe_test.cc)
   chromium chromium-driver                       # the dashboard's browser tests (tests/browser)
   snakemake                                      # its --slurm executor drives the Slurm names (tests/slurm)
+  help2man                                       # the man pages, from --help (packaging/man.sh)
+  dpkg-dev file                                  # make package: CPack's dpkg-shlibdeps, which finds binaries with file
+  systemd                                        # package-test: systemd-analyze verify, sysusers and tmpfiles for postinst
 )
 
 missing=()

@@ -16,7 +16,8 @@ std::string ResolveServer(const std::string& flag) {
   const char* env = std::getenv("HACHI_SERVER");
   if (env != nullptr && *env != '\0') return env;
   // A server on this machine: its Unix socket, where the kernel tells it who we are.
-  std::vector<std::string> sockets = {"/var/lib/hachi/hachi.sock"};
+  std::vector<std::string> sockets = {"/run/hachi/hachi.sock",
+                                      "/var/lib/hachi/hachi.sock"};
   if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
     sockets.push_back(std::string(home) + "/.hachi/dev/hachi.sock");
   }

@@ -22,8 +22,11 @@ struct HttpResponse {
 };
 
 // Where the CLI finds the server: --server, else $HACHI_SERVER, else the Unix socket of a
-// server on this machine (/var/lib/hachi/hachi.sock, then ~/.hachi/dev/hachi.sock, the
-// state dirs' defaults), else the default TCP address.
+// server on this machine, else the default TCP address. The sockets, in order:
+// /run/hachi/hachi.sock (hachi-server.service's, docs/install.md: the packaged server
+// keeps its state directory 0700 and its socket in the runtime directory users may
+// reach), /var/lib/hachi/hachi.sock (`hachi server` run by hand: STATE_DIR/hachi.sock of
+// the default state dir), ~/.hachi/dev/hachi.sock (`hachi dev`'s).
 inline constexpr const char* kDefaultServer = "http://127.0.0.1:8686";
 // The header agents send the cluster secret in (server/auth.h).
 inline constexpr const char* kClusterSecretHeader = "X-Hachi-Cluster-Secret";

@@ -71,7 +71,8 @@ Result<ScancelOptions> ParseScancelArgs(const std::vector<std::string>& args,
   Result<std::vector<JobSelector>> sel = ParseJobSelectors(p->positional);
   if (!sel.ok()) return sel.status();
   o.jobs = *sel;
-  if (o.jobs.empty() && !o.HasFilters()) {
+  // --help and --usage need no job (help2man reads `scancel --help` for its man page).
+  if (o.jobs.empty() && !o.HasFilters() && !o.help && !o.usage) {
     return InvalidArgument("No job identification provided");
   }
   return o;

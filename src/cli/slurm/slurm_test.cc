@@ -386,6 +386,8 @@ TEST(Scancel, Plans) {
       {"ids and filter", {"14", "-t", "R"}, {"/jobs/14_0/cancel "}, nullptr},
       {"partition", {"-p", "gpu-shared", "-u", "alice"}, {}, nullptr},
       {"nothing", {}, {}, "No job identification provided"},
+      {"help needs no job", {"--help"}, {}, nullptr},
+      {"usage needs no job", {"--usage"}, {}, nullptr},
       {"bad id", {"12x"}, {}, "Invalid job id 12x"},
       {"bad signal", {"-s", "FROB", "1"}, {}, "Invalid job signal: FROB"},
   };

@@ -245,9 +245,15 @@ std::string SacctState(
       constexpr std::string_view kBy = "cancelled by ";
       if (StartsWith(reason, kBy)) {
         const std::string who = j.reason.substr(kBy.size());
-        std::optional<uint32_t> uid = uid_of ? uid_of(who) : std::nullopt;
-        if (!uid && who == j.req.user) uid = j.spec.uid;
-        return "CANCELLED by " + (uid ? std::to_string(*uid) : who);
+        // The canceller's uid as a string: no optional<uint32_t> read back here, which
+        // GCC 12 at -Os (MinSizeRel) takes for maybe-uninitialized.
+        std::string by = who;
+        if (std::optional<uint32_t> uid = uid_of ? uid_of(who) : std::nullopt) {
+          by = std::to_string(*uid);
+        } else if (who == j.req.user) {
+          by = std::to_string(j.spec.uid);
+        }
+        return "CANCELLED by " + by;
       }
       return "CANCELLED";
     }
