@@ -53,6 +53,29 @@ std::string BurnInFailedReason(const std::string& check, const std::string& why)
 
 // ---- the Controller's side ----
 
+namespace {
+
+// The edits that hold `rec` out of service for burn-in run `run` in `phase`, `reason`
+// shown: the node (state burn-in) when `gpus` is empty, else those GPUs (unhealthy).
+std::vector<state::Edit> BurnInHold(const state::NodeRecord& rec, GpuSet gpus, int run,
+                                    state::BurnInPhase phase, const std::string& reason,
+                                    Time now) {
+  std::vector<state::Edit> edits;
+  edits.push_back(
+      state::NodeBurnInChanged{rec.name, rec.burn_in_passed, run, phase, gpus});
+  if (gpus.empty()) {
+    edits.push_back(
+        state::NodeStateChanged{rec.name, state::NodeState::kBurnIn, reason, now});
+  } else {
+    state::NodeHealthChanged h{rec.name, rec.unhealthy | gpus, rec.unhealthy_reasons};
+    for (int g : gpus.Indices()) h.reasons[g] = reason;
+    edits.push_back(std::move(h));
+  }
+  return edits;
+}
+
+}  // namespace
+
 std::vector<std::string> Controller::BurnInChecksLocked(const std::string& node) const {
   auto it = burn_in_nodes_.find(node);
   const bool simulated = it != burn_in_nodes_.end() && it->second.simulated;
@@ -120,22 +143,11 @@ Result<std::vector<state::Edit>> Controller::StartBurnInLocked(
   const std::vector<std::string> checks = BurnInChecksLocked(rec.name);
   if (checks.empty()) return std::vector<state::Edit>{};
   const Time now = options_.clock->Now();
-  std::vector<state::Edit> edits;
   const int run = rec.burn_in_run + 1;
-  const std::string reason = BurnInRunningReason(checks, gpus);
-  edits.push_back(state::NodeBurnInChanged{rec.name, rec.burn_in_passed, run,
-                                           state::BurnInPhase::kRunning, gpus});
-  if (gpus.empty()) {
-    edits.push_back(
-        state::NodeStateChanged{rec.name, state::NodeState::kBurnIn, reason, now});
-  } else {
-    state::NodeHealthChanged h{rec.name, rec.unhealthy | gpus, rec.unhealthy_reasons};
-    for (int g : gpus.Indices()) h.reasons[g] = reason;
-    edits.push_back(std::move(h));
-  }
   burn_in_deadline_[rec.name] = now + BurnInTimeout() + kBurnInReportSlack;
   *work = api::BurnInWork{run, checks, gpus.Indices(), BurnInTimeout()};
-  return edits;
+  return BurnInHold(rec, gpus, run, state::BurnInPhase::kRunning,
+                    BurnInRunningReason(checks, gpus), now);
 }
 
 Status Controller::ReportBurnIn(const std::string& node, const api::BurnInReport& r) {
@@ -180,16 +192,10 @@ Status Controller::FinishBurnInLocked(const state::NodeRecord& rec, bool passed,
               << (gpus.empty() ? "" : " (GPUs " + gpus.ToString() + ")") << "\n";
   } else {
     const std::string reason = BurnInFailedReason(check, why);
-    edits.push_back(state::NodeBurnInChanged{rec.name, rec.burn_in_passed,
-                                             rec.burn_in_run, state::BurnInPhase::kFailed,
-                                             gpus});
-    if (gpus.empty()) {
-      edits.push_back(
-          state::NodeStateChanged{rec.name, state::NodeState::kBurnIn, reason, now});
-    } else {
-      state::NodeHealthChanged h{rec.name, rec.unhealthy | gpus, rec.unhealthy_reasons};
-      for (int g : gpus.Indices()) h.reasons[g] = reason;
-      edits.push_back(std::move(h));
+    edits =
+        BurnInHold(rec, gpus, rec.burn_in_run, state::BurnInPhase::kFailed, reason, now);
+    if (gpus.empty() && rec.state == state::NodeState::kDrained) {
+      edits.resize(1);  // an admin drained it meanwhile: the drain stays, with its reason
     }
     std::cerr << "hachi server: node " << rec.name << ": " << reason << "\n";
   }

@@ -245,7 +245,15 @@ TEST(BurnIn, DrainWinsAndResumeBurnsIn) {
   EXPECT_FALSE(h.Work("n1").burn_in.has_value());
   ASSERT_TRUE(h->Resume("n1", -1, kRoot).ok());
   EXPECT_EQ(NodeOf(h, "n1").state, state::NodeState::kBurnIn);
-  EXPECT_TRUE(h.Work("n1").burn_in.has_value());
+  AgentWork w = h.Work("n1");
+  ASSERT_TRUE(w.burn_in.has_value());
+  // Drained again while its run runs: the run's failure keeps the admin's drain.
+  ASSERT_TRUE(h->Drain("n1", "rack power work", kRoot).ok());
+  ASSERT_TRUE(h->ReportBurnIn("n1", Report(w.burn_in->run, false, "doctor", "x")).ok());
+  const state::NodeRecord n = NodeOf(h, "n1");
+  EXPECT_EQ(n.state, state::NodeState::kDrained);
+  EXPECT_EQ(n.state_reason, "rack power work");
+  EXPECT_EQ(n.burn_in, state::BurnInPhase::kFailed);
 }
 
 // An agent that never reports (an older agent, a wedged check): the run fails at its
