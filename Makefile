@@ -15,8 +15,13 @@ all: build
 deps:
 	@scripts/install-deps.sh
 
+# A new build dir is Release: what the package ships (-O3, no debug info), so the tests
+# (and CI, on a clean clone) run the shipped build and `make test` packages it. One made
+# before keeps its type; BUILD_TYPE=RelWithDebInfo for debug info.
+BUILD_TYPE ?= Release
 $(BUILD)/build.ninja:
-	cmake -S . -B $(BUILD) -G Ninja -DHACHI_WERROR=$(WERROR) $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DHACHI_WERROR=$(WERROR) \
+	  $(CMAKE_FLAGS)
 
 # A build dir configured by hand (or before HACHI_WERROR became opt-in) gets WERROR too.
 build: deps $(BUILD)/build.ninja
@@ -35,8 +40,8 @@ test: build format-check analyze
 
 # Debian packages (docs/install.md): hachi and hachi-slurm-compat, by CPack's DEB generator,
 # in $(PKG_BUILD)/deb/. `make package` configures build-release for them (Release, the
-# binary alone); `make test` packages $(BUILD), already built and tested, rather than
-# compile a second tree. `make package-test` installs them into a throwaway root and runs
+# binary alone); `make test` packages $(BUILD), already built (Release when make made it)
+# and tested, rather than compile a second tree. `make package-test` installs them into a throwaway root and runs
 # a server, an agent and a job from the installed units (scripts/package-test.sh).
 PKG_BUILD ?= build-release
 RELEASE_FLAGS = -DCMAKE_BUILD_TYPE=Release -DHACHI_TESTS=OFF -DHACHI_BENCH=OFF -DHACHI_FUZZ=OFF
