@@ -160,7 +160,7 @@ TEST_F(BurnInE2e, FailingNodeTakesNoJobUntilFixedAndResumed) {
                     [](const json& x) { return x.value("burn_in", "") == "failed"; });
   ASSERT_EQ(n.value("state", ""), "burn-in") << n.dump() << ReadFile(dir_ + "/dev.log");
   EXPECT_EQ(n.value("state_reason", ""), why);
-  EXPECT_NE(Hachi("nodes").out.find("burn-in"), std::string::npos);
+  EXPECT_NE(Hachi("nodes").out.find(" burn-in gpu:h100:8"), std::string::npos);
   EXPECT_NE(Hachi("nodes").out.find(why), std::string::npos);
 
   // A job waits: the only node is out of service, and says why.

@@ -21,9 +21,10 @@ namespace hachi::cli {
 // squeue's default columns, with GPUS added before NODELIST(REASON).
 inline constexpr std::string_view kDefaultQueueFormat =
     "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %.5b %R";
-// One line per node (sinfo -N), with GPUs and CPUs as allocated/idle/other/total.
+// One line per node (sinfo -N), with GPUs and CPUs as allocated/idle/other/total; STATE
+// one wider than sinfo's, for "burn-in" (issue 19).
 inline constexpr std::string_view kDefaultNodesFormat =
-    "%-10N %-16P %-6t %-14G %.13j %.14C %.8m %E";
+    "%-10N %-16P %-7t %-14G %.13j %.14C %.8m %E";
 
 // ---- hachi queue ----
 

@@ -335,6 +335,12 @@ std::vector<NodeStatus> Nodes() {
   g6.record.state = state::NodeState::kDown;
   g6.record.state_reason = "agent silent 30s";
   v.push_back(g6);
+  // Issue 19: a node running its burn-in checks.
+  NodeStatus g7 = node("gpu07", {0, 0, 0, 0, 0, 0, 0, 0});
+  g7.record.state = state::NodeState::kBurnIn;
+  g7.record.state_reason = "burn-in: running doctor";
+  g7.record.burn_in = state::BurnInPhase::kRunning;
+  v.push_back(g7);
   NodeStatus a100 = node("a100-1", {0, 0, 0, 0});
   a100.gpus = 4;
   a100.gpu_model = "NVIDIA A100-SXM4-80GB";
