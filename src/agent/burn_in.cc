@@ -24,6 +24,9 @@ using json = nlohmann::json;
 // A check's output kept for its verdict: doctor's JSON is tens of KiB; past this the
 // head is dropped (the verdict then falls back to the last line).
 constexpr size_t kMaxOutput = size_t{4} << 20;
+// How far before a GPU's run began its doctor still counts Xid lines: the resume that
+// started it reached this agent within a poll.
+constexpr int64_t kXidMarginS = 10;
 
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -86,7 +89,8 @@ void Append(std::string* out, const char* data, size_t n) {
 }  // namespace
 
 std::vector<std::string> BurnInCommand(const std::string& check, const std::string& self,
-                                       const std::vector<int>& gpus) {
+                                       const std::vector<int>& gpus,
+                                       int64_t xid_since_s) {
   const std::string word = FirstWord(check);
   if (word == "doctor" || word == "commtest") {
     std::vector<std::string> argv = {self};
@@ -94,6 +98,11 @@ std::vector<std::string> BurnInCommand(const std::string& check, const std::stri
       if (!Trim(w).empty()) argv.emplace_back(Trim(w));
     }
     argv.push_back("--json");
+    if (word == "doctor" && !gpus.empty() && xid_since_s > 0 &&
+        check.find("--xid-since") == std::string::npos) {
+      argv.push_back("--xid-since");
+      argv.push_back(std::to_string(xid_since_s) + "s");
+    }
     for (int g : gpus) {
       argv.push_back("--gpu");
       argv.push_back(std::to_string(g));
@@ -157,7 +166,8 @@ void BurnInRunner::Loop() {
     }
     std::fprintf(stderr, "hachi agent: burn-in run %d: %zu check(s)%s\n", run.run,
                  run.checks.size(), run.gpus.empty() ? "" : " of some GPUs");
-    const int64_t deadline = NowMs() + run.timeout * 1000;
+    const int64_t started = NowMs();
+    const int64_t deadline = started + run.timeout * 1000;
     api::BurnInReport report;
     report.run = run.run;
     report.passed = true;
@@ -166,8 +176,11 @@ void BurnInRunner::Loop() {
       int exit_code = 0, signal = 0;
       bool timed_out = false;
       std::string out, err;
-      if (!RunCheck(BurnInCommand(check, self_, run.gpus), run.gpus, deadline, run.run,
-                    &exit_code, &signal, &out, &err, &timed_out)) {
+      // A GPU's run: the Xid lines since it began, with a margin for the way from the
+      // admin's resume to here.
+      const int64_t xid_since = (NowMs() - started) / 1000 + kXidMarginS;
+      if (!RunCheck(BurnInCommand(check, self_, run.gpus, xid_since), run.gpus, deadline,
+                    run.run, &exit_code, &signal, &out, &err, &timed_out)) {
         cut = true;
         break;
       }

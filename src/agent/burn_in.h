@@ -13,6 +13,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -26,9 +27,12 @@
 namespace hachi::agent {
 
 // The command line of one check (BurnInWork::checks' form) for `gpus` (empty: all):
-// `self` is this binary. Site scripts are a /bin/sh -c line.
+// `self` is this binary. Site scripts are a /bin/sh -c line. `xid_since_s` > 0 (a GPU's
+// run: the seconds since it began, and a margin): doctor counts only the Xid lines of
+// that window, since the Xid that took the GPU out is history once it is back.
 std::vector<std::string> BurnInCommand(const std::string& check, const std::string& self,
-                                       const std::vector<int>& gpus);
+                                       const std::vector<int>& gpus,
+                                       int64_t xid_since_s = 0);
 
 // How one finished check went: `exit_code` (-1 when it was killed by `signal`) and what
 // it printed. For doctor and commtest the reason is the first FAIL item of their JSON

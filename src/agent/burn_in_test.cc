@@ -23,6 +23,12 @@ TEST(BurnInCommand, DoctorAndCommtestAreThisBinarySiteScriptsAShellLine) {
   EXPECT_EQ(BurnInCommand("commtest", "/usr/bin/hachi", {3, 5}),
             (std::vector<std::string>{"/usr/bin/hachi", "commtest", "--json", "--gpu",
                                       "3", "--gpu", "5"}));
+  // A GPU's run: doctor counts only the Xid lines of the run's window.
+  EXPECT_EQ(BurnInCommand("doctor", "/usr/bin/hachi", {5}, 12),
+            (std::vector<std::string>{"/usr/bin/hachi", "doctor", "--json", "--xid-since",
+                                      "12s", "--gpu", "5"}));
+  EXPECT_EQ(BurnInCommand("doctor", "/usr/bin/hachi", {}, 12),  // the node's: since boot
+            (std::vector<std::string>{"/usr/bin/hachi", "doctor", "--json"}));
   EXPECT_EQ(BurnInCommand("/opt/site/check -q", "/usr/bin/hachi", {3}),
             (std::vector<std::string>{"/bin/sh", "-c", "/opt/site/check -q"}));
 }
@@ -131,7 +137,7 @@ TEST_F(BurnInRunnerTest, DoctorIsThisBinaryAndItsJsonTheReason) {
   std::ifstream in(dir_ + "/args");
   std::string args;
   std::getline(in, args);
-  EXPECT_EQ(args, "doctor --expect-gpus 8 --json --gpu 2");
+  EXPECT_EQ(args, "doctor --expect-gpus 8 --json --xid-since 10s --gpu 2");
 }
 
 // A check past the run's timeout is killed with what it started; a newer run replaces

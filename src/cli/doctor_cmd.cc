@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "config/values.h"
 #include "diag/doctor.h"
 #include "diag/host_facts.h"
 #include "topo/presets.h"
@@ -14,7 +15,8 @@ namespace {
 struct DoctorFlags {
   bool json = false;
   diag::DoctorOptions opts;
-  std::string mig;  // "on", "off" or "" (report only)
+  std::string mig;        // "on", "off" or "" (report only)
+  std::string xid_since;  // a duration ("10m"); "" since boot
 };
 
 // The facts only syscalls give: this machine's under the real root; under another root
@@ -34,6 +36,15 @@ Result<diag::HostFacts> FactsFor(const std::string& root) {
 
 int Run(DoctorFlags& f) {
   if (!f.mig.empty()) f.opts.mig = f.mig == "on";
+  if (!f.xid_since.empty()) {
+    Result<Duration> d = config::ParseDuration(f.xid_since);
+    if (!d.ok() || *d <= 0) {
+      std::fprintf(stderr, "hachi doctor: --xid-since '%s': %s\n", f.xid_since.c_str(),
+                   d.ok() ? "must be longer than 0s" : d.status().message().c_str());
+      return 2;
+    }
+    f.opts.xid_since_s = *d;
+  }
   Result<diag::HostFacts> facts = FactsFor(f.opts.root);
   if (!facts.ok()) {
     std::fprintf(stderr, "hachi doctor: %s\n", facts.status().message().c_str());
@@ -83,6 +94,10 @@ void AddDoctorCommand(CLI::App& app, int* exit_code) {
   cmd->add_option(
       "--nvml-library", f->opts.nvml_library,
       "the NVML to load (default $HACHI_NVML_LIBRARY, else libnvidia-ml.so.1)");
+  cmd->add_option(
+      "--xid-since", f->xid_since,
+      "only Xid lines logged in the last DURATION (10m, 1h) count: a GPU back "
+      "from repair (default: since boot)");
   cmd->add_option("--kernel-log", f->opts.kernel_log,
                   "read Xid lines from this file (e.g. journalctl -k -b > FILE) instead "
                   "of /dev/kmsg");

@@ -66,7 +66,7 @@ Result<DoctorReport> RunDoctor(const DoctorOptions& opts, const HostFacts& facts
   const std::string log =
       opts.kernel_log.empty() ? UnderRoot(opts.root, "/dev/kmsg") : opts.kernel_log;
   Append(out, XidChecks(r, log, opts.kernel_log.empty() ? "/dev/kmsg" : opts.kernel_log,
-                        only));
+                        only, opts.xid_since_s, facts.monotonic_usec));
   if (rep.nvml) {
     Append(out, ClockChecks(r, only));
     Append(out, MigChecks(r, e, only));

@@ -15,6 +15,7 @@
 // renderers are pure.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,6 +35,9 @@ struct DoctorOptions {
   std::string preset;          // the node this should be (topo/presets.h); "" none
   std::optional<bool> mig;     // the MIG mode every GPU should be in; nullopt: report it
   unsigned replay_warn = 100;  // PCIe replays since the driver loaded above which: WARN
+  // > 0: only Xid lines /dev/kmsg stamped in the last this many seconds count (a GPU
+  // back from repair: the Xid that took it out is history). 0: since boot.
+  int64_t xid_since_s = 0;
 };
 
 struct DoctorGpu {

@@ -112,9 +112,13 @@ std::vector<CheckItem> HostChecks(const std::string& root, const HostFacts& fact
 
 // doctor_xid.cc: the kernel log's NVRM Xid lines (`path`, read from its start: since
 // boot for /dev/kmsg), one item per GPU and Xid; `shown` is the path as the report names
-// it.
+// it. `since_s` > 0: only records stamped (kmsg's microseconds since boot) at or after
+// `now_usec` - since_s; a line without a kmsg stamp (a journalctl file) always counts,
+// and without `now_usec` the window cannot apply (said in the evidence).
 std::vector<CheckItem> XidChecks(const NvmlReadings& r, const std::string& path,
-                                 const std::string& shown, int only_gpu);
+                                 const std::string& shown, int only_gpu,
+                                 int64_t since_s = 0,
+                                 std::optional<uint64_t> now_usec = std::nullopt);
 
 // "/proc/mounts" under `root` ("/" leaves it as is).
 std::string UnderRoot(const std::string& root, const std::string& path);

@@ -352,17 +352,17 @@ TEST(DoctorHostTest, ShmMemlockAndClock) {
     CheckStatus shm, memlock, time;
   } rows[] = {
       {"healthy",
-       {uint64_t{1} << 40, kUnlimited, true, "", ""},
+       {uint64_t{1} << 40, kUnlimited, true, "", "", {}},
        CheckStatus::kOk,
        CheckStatus::kOk,
        CheckStatus::kOk},
       {"docker's 64 MiB",
-       {uint64_t{64} << 20, uint64_t{8} << 20, false, "", ""},
+       {uint64_t{64} << 20, uint64_t{8} << 20, false, "", "", {}},
        CheckStatus::kWarn,
        CheckStatus::kWarn,
        CheckStatus::kWarn},
       {"a tenth of RAM",
-       {uint64_t{200} << 30, kUnlimited, true, "", ""},
+       {uint64_t{200} << 30, kUnlimited, true, "", "", {}},
        CheckStatus::kWarn,
        CheckStatus::kOk,
        CheckStatus::kOk},
@@ -425,6 +425,41 @@ TEST(DoctorXidTest, GroupedByGpuAndXid) {
   items = XidChecks(r, dir.path() + "/none", "/dev/kmsg", -1);
   ASSERT_EQ(items.size(), 1u);
   EXPECT_EQ(items[0].status, CheckStatus::kWarn);
+}
+
+// --xid-since: only /dev/kmsg records stamped in the window count (a GPU back from
+// repair); a line without a kmsg stamp always does; without the clock, since boot.
+TEST(DoctorXidTest, SinceAWindow) {
+  TempDir dir;
+  const std::string log = dir.Write(
+      "kmsg",
+      "4,1,1000000,-;NVRM: Xid (PCI:0000:19:00): 79, pid='<unknown>', name=<unknown>, "
+      "GPU has fallen off the bus.\n"
+      "4,2,95000000,-;NVRM: Xid (PCI:0000:18:00): 48, pid=7, name=x, DBE\n");
+  NvmlReadings r;
+  r.device_count = 2;
+  r.gpus.resize(2);
+  r.gpus[0].bus_id = "00000000:18:00.0";
+  r.gpus[1].index = 1;
+  r.gpus[1].bus_id = "00000000:19:00.0";
+  std::vector<CheckItem> items = XidChecks(r, log, "/dev/kmsg", -1, 10, 100000000);
+  ASSERT_EQ(items.size(), 1u);
+  EXPECT_EQ(items[0].gpus, std::vector<int>{0});
+  EXPECT_NE(items[0].evidence.find("1 line in /dev/kmsg in the last 10s"),
+            std::string::npos)
+      << items[0].evidence;
+  // GPU 1's Xid 79 is history in that window: it passes.
+  items = XidChecks(r, log, "/dev/kmsg", 1, 10, 100000000);
+  ASSERT_EQ(items.size(), 1u);
+  EXPECT_EQ(items[0].status, CheckStatus::kOk);
+  EXPECT_EQ(items[0].evidence,
+            "no NVRM Xid lines in /dev/kmsg for GPU 1 in the last 10s");
+  // Without the clock the window cannot be placed: since boot, and said.
+  items = XidChecks(r, log, "/dev/kmsg", 1, 10, std::nullopt);
+  ASSERT_EQ(items.size(), 1u);
+  EXPECT_EQ(items[0].status, CheckStatus::kFail);
+  EXPECT_NE(items[0].evidence.find("the clock to place --xid-since by is unknown"),
+            std::string::npos);
 }
 
 TEST(HostFactsTest, FromAFile) {

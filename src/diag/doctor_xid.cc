@@ -78,10 +78,39 @@ std::string FixFor(topo::GpuFault fault, int gpu) {
   return "";
 }
 
+// The microseconds since boot a /dev/kmsg record ("6,1234,5678901,-;text") was stamped
+// with; nullopt for a line of another form.
+std::optional<uint64_t> KmsgUsec(std::string_view line) {
+  const size_t semi = line.find(';');
+  if (semi == std::string_view::npos) return std::nullopt;
+  const std::vector<std::string_view> f = Split(line.substr(0, semi), ',');
+  if (f.size() < 3) return std::nullopt;
+  std::optional<long long> usec = ParseInt(f[2]);
+  if (!usec || *usec < 0) return std::nullopt;
+  return static_cast<uint64_t>(*usec);
+}
+
+std::string DurationText(int64_t s) {
+  if (s % 3600 == 0) return std::to_string(s / 3600) + "h";
+  if (s % 60 == 0) return std::to_string(s / 60) + "m";
+  return std::to_string(s) + "s";
+}
+
 }  // namespace
 
 std::vector<CheckItem> XidChecks(const NvmlReadings& r, const std::string& path,
-                                 const std::string& shown, int only_gpu) {
+                                 const std::string& shown, int only_gpu, int64_t since_s,
+                                 std::optional<uint64_t> now_usec) {
+  // The window: records before `cutoff` are history; none when it cannot be placed.
+  std::optional<uint64_t> cutoff;
+  if (since_s > 0 && now_usec) {
+    const uint64_t back = static_cast<uint64_t>(since_s) * 1000000;
+    cutoff = *now_usec > back ? *now_usec - back : 0;
+  }
+  const std::string when =
+      since_s <= 0 ? " since boot"
+      : cutoff     ? " in the last " + DurationText(since_s)
+                   : " since boot (the clock to place --xid-since by is unknown)";
   std::string error;
   std::optional<std::string> log = ReadLog(path, &error);
   if (!log) {
@@ -101,6 +130,10 @@ std::vector<CheckItem> XidChecks(const NvmlReadings& r, const std::string& path,
   for (std::string_view line : SplitLines(*log)) {
     std::optional<topo::KernelXid> x = topo::ParseNvrmXidLine(line);
     if (!x) continue;
+    if (cutoff) {
+      const std::optional<uint64_t> at = KmsgUsec(line);
+      if (at && *at < *cutoff) continue;
+    }
     auto it = gpu_by_bus.find(x->pci_bus_id);
     const int gpu = it == gpu_by_bus.end() ? -1 : it->second;
     if (only_gpu >= 0 && gpu != only_gpu) continue;
@@ -120,9 +153,9 @@ std::vector<CheckItem> XidChecks(const NvmlReadings& r, const std::string& path,
     out.push_back({"xid", fatal ? CheckStatus::kFail : CheckStatus::kWarn,
                    gpu >= 0 ? std::vector<int>{gpu} : std::vector<int>{},
                    who + ": Xid " + std::to_string(xid) + " (" + info.meaning + "), " +
-                       (s.count == 1 ? "1 line in " + shown + " since boot: "
+                       (s.count == 1 ? "1 line in " + shown + when + ": "
                                      : std::to_string(s.count) + " lines in " + shown +
-                                           " since boot, the first: ") +
+                                           when + ", the first: ") +
                        s.first,
                    FixFor(info.fault, gpu)});
   }
@@ -131,7 +164,8 @@ std::vector<CheckItem> XidChecks(const NvmlReadings& r, const std::string& path,
                    CheckStatus::kOk,
                    {},
                    "no NVRM Xid lines in " + shown +
-                       (only_gpu >= 0 ? " for GPU " + std::to_string(only_gpu) : ""),
+                       (only_gpu >= 0 ? " for GPU " + std::to_string(only_gpu) : "") +
+                       (since_s > 0 ? when : ""),
                    ""});
   }
   return out;

@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 #include <sys/statvfs.h>
 #include <sys/timex.h>
+#include <time.h>
 
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -28,6 +29,10 @@ HostFacts ProbeHostFacts() {
   struct timex tx;
   std::memset(&tx, 0, sizeof(tx));
   if (ntp_adjtime(&tx) != -1) f.clock_synced = (tx.status & STA_UNSYNC) == 0;
+  if (struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts) == 0) {
+    f.monotonic_usec = static_cast<uint64_t>(ts.tv_sec) * 1000000 +
+                       static_cast<uint64_t>(ts.tv_nsec) / 1000;
+  }
   return f;
 }
 
@@ -55,6 +60,12 @@ Result<HostFacts> ReadHostFactsFile(const std::string& path) {
   if (auto it = j.find("clock_synced"); it != j.end()) {
     if (!it->is_boolean()) return InvalidArgument(path + ": clock_synced: true or false");
     f.clock_synced = it->get<bool>();
+  }
+  if (auto it = j.find("monotonic_usec"); it != j.end()) {
+    if (!it->is_number_unsigned()) {
+      return InvalidArgument(path + ": monotonic_usec: a number");
+    }
+    f.monotonic_usec = it->get<uint64_t>();
   }
   return f;
 }
