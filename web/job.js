@@ -85,6 +85,14 @@ function historyItems(detail) {
   return jobHistory(detail.job);
 }
 
+// "11 GiB peak of 20 GiB promised", "61 GiB peak", or '' before any figure came.
+export function gpuMemoryText(job) {
+  const peak = job.gpu_memory_peak_mib || 0;
+  const promised = job.req?.gpu_memory_mib || 0;
+  if (!peak) return promised ? `${formatMib(promised)} promised; no figure yet` : '';
+  return `${formatMib(peak)} peak${promised ? ` of ${formatMib(promised)} promised` : ''}`;
+}
+
 function facts(job) {
   const r = job.req || {};
   const now = nowSeconds();
@@ -93,6 +101,8 @@ function facts(job) {
     ['GPUs', `${jobGpuCount(job)}${r.gpu_model ? ` × ${r.gpu_model}` : ''}`],
     ['placement', placementText(job) || '–'],
     ['CPUs', r.cpus], ['memory', formatMib(r.memory_mib)],
+    // Issue 20: what it really held on one GPU (NVML), against a share's promise.
+    ['GPU memory', gpuMemoryText(job)],
     ['time limit', formatDuration(r.time_limit)],
     ['wait', formatDuration(job.start_time ? job.start_time - job.submit_time : now - job.submit_time)],
     ['run time', job.start_time ? formatDuration((job.end_time || now) - job.start_time) : '–'],

@@ -3,9 +3,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "agent/gpu_processes.h"
 #include "api/http_client.h"
 #include "api/protocol_json.h"
 
@@ -104,7 +108,7 @@ AgentDaemon::AgentDaemon(AgentOptions options, LauncherFactory make_launcher)
   // Runs an earlier agent process left and the launcher took over are this process's
   // now: a launch the server sends again for one of them is not launched twice. An exit
   // of one may have been queued (OnExit) already; then the run is not live.
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   // Adopted runs get one lease from now to reach the server.
   lease_ms_ = std::max<int64_t>(options_.lease, 1) * 1000;
   renewed_ms_ = options_.clock->MonotonicMs();
@@ -118,6 +122,14 @@ AgentDaemon::AgentDaemon(AgentOptions options, LauncherFactory make_launcher)
         unreported_.begin(), unreported_.end(),
         [&](const api::JobExit& e) { return e.job == job && e.start_time == start; });
     if (!ended) live_[job] = start;
+  }
+  // The MPS daemons an earlier agent started serve those runs' shares, maybe: kept
+  // while they last (which GPU each holds is not known here).
+  if (options_.mps) {
+    std::vector<state::JobId> adopted;
+    for (const auto& [job, start] : live_) adopted.push_back(job);
+    lock.unlock();
+    options_.mps->AdoptLeftovers(adopted);
   }
 }
 
@@ -169,7 +181,9 @@ bool AgentDaemon::registered() const {
 void AgentDaemon::OnExit(const api::JobExit& exit) {
   // The run is over here: what its steps still run goes with it (Slurm's job end).
   steps_->StopJob(exit.job, 0);
+  if (options_.mps) options_.mps->Release(exit.job);
   std::lock_guard<std::mutex> lock(mu_);
+  soft_limits_.erase(exit.job);
   api::JobExit e = exit;
   if (e.start_time == 0) {
     auto run = current_run_.find(e.job);
@@ -207,6 +221,7 @@ Status AgentDaemon::RegisterOnce(HttpClientHolder& http) {
   reg.agent_started = started_;
   reg.instance = instance_;
   reg.cgroup = options_.cgroup;
+  reg.gpu_sharing = options_.gpu_sharing;
   reg.gpu_driver = options_.gpu_driver;
   reg.simulated = options_.simulated;
   reg.running = launcher_->Running();
@@ -360,7 +375,32 @@ bool AgentDaemon::AcceptRunLocked(const api::LaunchSpec& l) {
   return true;
 }
 
-void AgentDaemon::LaunchNow(const api::LaunchSpec& l) {
+void AgentDaemon::LaunchNow(const api::LaunchSpec& launch) {
+  api::LaunchSpec l = launch;
+  if (l.share_milli > 0 && !l.gpus.empty()) {
+    const int gpu = l.gpus.First();
+    if (options_.mps) {
+      Result<MpsClient> c = options_.mps->Acquire(gpu, l.job);
+      if (c.ok()) {
+        l.mps_pipe_dir = c->pipe_dir;
+        l.mps_log_dir = c->log_dir;
+        l.mps_device = c->device;
+      } else {
+        // The share runs anyway, time-sliced, under the soft limit; the node's record
+        // hears why.
+        std::cerr << "hachi agent: " << options_.node << ": job " << l.job
+                  << " runs without MPS: " << c.status().message() << "\n";
+        ReportHealth(api::GpuHealthEvent{
+            gpu, "mps-failed", 0, "info",
+            "job " + std::to_string(l.job) + " runs without MPS: " + c.status().message(),
+            options_.clock->Now()});
+      }
+    }
+    if (l.mps_pipe_dir.empty() && l.gpu_memory_mib > 0) {
+      std::lock_guard<std::mutex> lock(mu_);
+      soft_limits_[l.job] = SoftLimit{gpu, l.gpu_memory_mib, false};
+    }
+  }
   Status s = launcher_->Launch(l);
   if (!s.ok()) {
     api::JobExit e;
@@ -382,17 +422,37 @@ void AgentDaemon::ReportHealth(const api::GpuHealthEvent& e) {
 
 namespace {
 
+// The same processes, each within 256 MiB of its memory: the server hears of a job's
+// GPU memory as it grows (issue 20: its peak against its promise), not of every MiB.
 bool SameProcesses(const std::vector<api::GpuProcessReport>& a,
                    const std::vector<api::GpuProcessReport>& b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(),
                     [](const api::GpuProcessReport& x, const api::GpuProcessReport& y) {
-                      return x.gpu == y.gpu && x.pid == y.pid && x.job == y.job;
+                      return x.gpu == y.gpu && x.pid == y.pid && x.job == y.job &&
+                             std::abs(x.used_mib - y.used_mib) < 256;
                     });
 }
 
 }  // namespace
 
 void AgentDaemon::ReportProcesses(std::vector<api::GpuProcessReport> processes) {
+  std::vector<std::pair<state::JobId, std::string>> over;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!soft_limits_.empty()) {
+      std::map<state::JobId, ShareMemoryLimit> limits;
+      for (const auto& [job, l] : soft_limits_) {
+        if (!l.stopped) limits[job] = ShareMemoryLimit{l.gpu, l.promised_mib};
+      }
+      over = OverSoftLimit(processes, limits);
+      for (const auto& [job, why] : over) soft_limits_[job].stopped = true;
+    }
+  }
+  for (const auto& [job, why] : over) {
+    std::cerr << "hachi agent: " << options_.node << ": job " << job << ": " << why
+              << ": stopping it\n";
+    launcher_->Stop(job, api::ExitKind::kOutOfMemory, why);
+  }
   std::lock_guard<std::mutex> lock(mu_);
   const Time now = options_.clock->Now();
   const bool changed = !SameProcesses(processes, processes_);

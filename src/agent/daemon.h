@@ -38,6 +38,7 @@
 
 #include "agent/burn_in.h"
 #include "agent/launcher.h"
+#include "agent/mps.h"
 #include "agent/steps.h"
 #include "api/protocol.h"
 #include "core/clock.h"
@@ -65,6 +66,15 @@ struct AgentOptions {
   std::string gpu_driver;
   bool simulated = true;
   std::string self_exe;
+  // GPU shares (issue 20, docs/isolation.md "GPU shares"): the MPS control daemons that
+  // serve them (agent/mps.h), acquired before a share launches and released at its
+  // exit; null when MPS cannot serve them here, and `gpu_sharing` says so for the node
+  // record: "mps", or "soft-limit: <why not MPS>". A share with promised GPU memory that
+  // no MPS serves is watched instead: when its processes on its GPU use more than it
+  // was promised (NVML's per-process figures, ReportProcesses), it is stopped and ends
+  // as kOutOfMemory, its neighbours untouched.
+  std::shared_ptr<MpsDaemons> mps;
+  std::string gpu_sharing;
   // What it reads the time from (its start, exit and GPU-process report times); tests
   // give a FakeClock. Not owned; outlives the daemon.
   const Clock* clock = RealClock();
@@ -95,7 +105,8 @@ class AgentDaemon {
   void ReportHealth(const api::GpuHealthEvent& e);
   // The compute processes on the node's GPUs now (agent/gpu_processes.h). Sent with the
   // next health report when the set (GPU, pid, job) changed, and at least every minute
-  // while it is not empty (memory figures). Thread-safe.
+  // while it is not empty (memory figures). Shares over their soft limit (AgentOptions::
+  // mps) are stopped. Thread-safe.
   void ReportProcesses(std::vector<api::GpuProcessReport> processes);
 
  private:
@@ -148,7 +159,15 @@ class AgentDaemon {
   static constexpr size_t kHealthQueued = 256;
   std::vector<api::GpuHealthEvent> health_;       // not yet acknowledged, oldest first
   std::vector<api::GpuProcessReport> processes_;  // the latest list
-  bool processes_due_ = false;                    // not yet acknowledged by the server
+  // Shares no MPS daemon serves, whose GPU memory the agent watches: job -> its GPU and
+  // what it was promised.
+  struct SoftLimit {
+    int gpu = -1;
+    int64_t promised_mib = 0;
+    bool stopped = false;  // over it, and told to stop
+  };
+  std::unordered_map<state::JobId, SoftLimit> soft_limits_;
+  bool processes_due_ = false;  // not yet acknowledged by the server
   Time processes_sent_at_ = 0;
   // The lease: how long, and when the last answered call was sent (monotonic ms).
   int64_t lease_ms_ = 30000;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <signal.h>
+#include <stdlib.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -375,6 +377,82 @@ TEST(DaemonScripted, GpuProcessesAreSentAgainEveryMinute) {
   EXPECT_TRUE(server.health()[2].has_processes);
   ASSERT_EQ(server.health()[2].processes.size(), 1u);
   EXPECT_EQ(server.health()[2].processes[0].pid, 4242u);
+}
+
+// Issue 20: a share that no MPS server limits is watched: when its processes on its GPU
+// use more GPU memory than it was promised it is stopped as OUT_OF_MEMORY with the
+// figures, and its neighbour on the same GPU, within its promise, is not.
+TEST(DaemonScripted, AShareOverItsSoftLimitIsStoppedAndItsNeighbourIsNot) {
+  ScriptedServer server;
+  AgentOptions o = Options(server.url(), 1000);
+  o.gpu_sharing = "soft-limit: off (--mps off)";
+  Agent agent(o);
+  ASSERT_TRUE(agent.daemon.Start().ok());
+  api::LaunchSpec a = Launch(21, 1000), b = Launch(22, 1000), whole = Launch(23, 1000);
+  for (api::LaunchSpec* l : {&a, &b}) {
+    l->gpus = GpuSet::FromIndices({2});
+    l->share_milli = 500;
+    l->gpu_memory_mib = 20480;
+  }
+  whole.gpus = GpuSet::FromIndices({3});
+  server.Send(WorkOf({a, b, whole}, false));
+  ASSERT_TRUE(WaitFor([&] { return agent.launcher->launches().size() == 3; }));
+  EXPECT_EQ(server.registrations()[0].gpu_sharing, "soft-limit: off (--mps off)");
+  // No MPS: the shares' CUDA contexts find no pipe directory.
+  EXPECT_EQ(agent.launcher->launches()[0].mps_pipe_dir, "");
+  // Within the promise (two processes of job 21: 20 GiB together): nothing.
+  agent.daemon.ReportProcesses({{2, 100, 10240, "bob", "python", 21},
+                                {2, 101, 10240, "bob", "python", 21},
+                                {2, 200, 5000, "bob", "python", 22},
+                                {3, 300, 80000, "bob", "python", 23}});
+  EXPECT_TRUE(agent.launcher->stops().empty());
+  // Job 21 grows to 23.1 GiB; its processes elsewhere do not count against GPU 2.
+  agent.daemon.ReportProcesses({{2, 100, 13414, "bob", "python", 21},
+                                {2, 101, 10240, "bob", "python", 21},
+                                {2, 200, 5000, "bob", "python", 22},
+                                {3, 300, 80000, "bob", "python", 23}});
+  ASSERT_EQ(agent.launcher->stops().size(), 1u);
+  EXPECT_EQ(agent.launcher->stops()[0].job, 21);
+  EXPECT_EQ(agent.launcher->stops()[0].kind, api::ExitKind::kOutOfMemory);
+  EXPECT_EQ(agent.launcher->stops()[0].message,
+            "used 23.1 GiB of GPU memory on GPU 2, promised 20 GiB (--gpu-mem)");
+  ASSERT_TRUE(WaitFor([&] { return server.exits().size() == 1; }));
+  EXPECT_EQ(server.exits()[0].kind, api::ExitKind::kOutOfMemory);
+  EXPECT_EQ(agent.launcher->Running(), (std::vector<state::JobId>{22, 23}));
+}
+
+// Issue 20: with MPS, a share's launch carries its GPU's daemon (a fake
+// nvidia-cuda-mps-control), which stops after the share's exit.
+TEST(DaemonScripted, AShareGoesThroughItsGpusMpsDaemon) {
+  char tmpl[] = "/tmp/hachi-daemon-mps-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  ScriptedServer server;
+  AgentOptions o = Options(server.url(), 1000);
+  MpsOptions m;
+  m.control = HACHI_FAKE_MPS_CONTROL;
+  m.dir = dir;
+  m.devices = {"0", "1", "GPU-2222"};
+  m.check_interval_ms = 20;
+  o.mps = std::make_shared<MpsDaemons>(m);
+  o.gpu_sharing = "mps";
+  Agent agent(o);
+  ASSERT_TRUE(agent.daemon.Start().ok());
+  api::LaunchSpec a = Launch(31, 1000);
+  a.gpus = GpuSet::FromIndices({2});
+  a.share_milli = 250;
+  server.Send(WorkOf({a}, false));
+  ASSERT_TRUE(WaitFor([&] { return agent.launcher->launches().size() == 1; }));
+  const api::LaunchSpec got = agent.launcher->launches()[0];
+  EXPECT_EQ(got.mps_pipe_dir, dir + "/gpu2/pipe");
+  EXPECT_EQ(got.mps_log_dir, dir + "/gpu2/log");
+  EXPECT_EQ(got.mps_device, "GPU-2222");
+  const pid_t daemon = o.mps->DaemonPid(2);
+  EXPECT_GT(daemon, 0);
+  ASSERT_TRUE(agent.launcher->Finish(31, 0));
+  EXPECT_TRUE(WaitFor([&] { return o.mps->Serving().empty(); }));
+  EXPECT_TRUE(WaitFor([&] { return kill(daemon, 0) != 0; }));
+  agent.daemon.Stop();
+  std::system(("rm -rf " + dir).c_str());
 }
 
 TEST(DaemonScripted, ReregistersWhenTold) {

@@ -132,7 +132,8 @@ EnvList JobEnvironment(const api::LaunchSpec& spec) {
   auto set = [&ours](std::string k, std::string v) {
     ours.emplace_back(std::move(k), std::move(v));
   };
-  set("CUDA_VISIBLE_DEVICES", gpus);
+  // A share served by MPS names its GPU as its server shows it (MpsEnvironment).
+  set("CUDA_VISIBLE_DEVICES", spec.mps_device.empty() ? gpus : spec.mps_device);
   set("NVIDIA_VISIBLE_DEVICES", spec.gpus.empty() ? "void" : gpus);
   set("CUDA_DEVICE_ORDER", "PCI_BUS_ID");
   set("HACHI_JOB_ID", job);
@@ -202,7 +203,7 @@ EnvList JobEnvironment(const api::LaunchSpec& spec) {
   set("PET_NPROC_PER_NODE", nproc);
   set("PET_MASTER_ADDR", master);
   set("PET_MASTER_PORT", port);
-  for (auto& kv : MpsEnvironment(spec.gpus, spec.share_milli, spec.gpu_memory_mib)) {
+  for (auto& kv : MpsEnvironment(spec)) {
     ours.push_back(std::move(kv));
   }
   if (!spec.credential.empty()) set("HACHI_JOB_TOKEN", spec.credential);
@@ -231,15 +232,19 @@ EnvList JobEnvironment(const api::LaunchSpec& spec) {
   return env;
 }
 
-EnvList MpsEnvironment(GpuSet gpus, int share_milli, int64_t gpu_memory_mib) {
+EnvList MpsEnvironment(const api::LaunchSpec& spec) {
   EnvList env;
-  if (share_milli <= 0 || gpus.empty()) return env;
+  if (spec.share_milli <= 0 || spec.gpus.empty()) return env;
+  if (!spec.mps_pipe_dir.empty()) {
+    env.emplace_back("CUDA_MPS_PIPE_DIRECTORY", spec.mps_pipe_dir);
+    env.emplace_back("CUDA_MPS_LOG_DIRECTORY", spec.mps_log_dir);
+  }
   env.emplace_back("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
-                   std::to_string((share_milli + 9) / 10));
-  if (gpu_memory_mib > 0) {
-    env.emplace_back(
-        "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT",
-        std::to_string(gpus.First()) + "=" + std::to_string(gpu_memory_mib) + "M");
+                   std::to_string((spec.share_milli + 9) / 10));
+  if (spec.gpu_memory_mib > 0) {
+    // The device ordinal as the client enumerates it: a share sees its one GPU as 0.
+    env.emplace_back("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT",
+                     "0=" + std::to_string(spec.gpu_memory_mib) + "M");
   }
   return env;
 }

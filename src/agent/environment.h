@@ -75,12 +75,15 @@ EnvList StepEnvironment(const api::LaunchSpec& job, const api::StepLaunch& launc
 // more than the node has for its local index.
 GpuSet TaskGpus(const api::LaunchSpec& job, const api::StepLaunch& launch, int local);
 
-// The MPS limits of a GPU share (share_milli > 0) on `gpus` (its one GPU), in this
-// order:
+// The MPS variables of a GPU share (share_milli > 0), in this order:
+//   CUDA_MPS_PIPE_DIRECTORY, CUDA_MPS_LOG_DIRECTORY = spec.mps_pipe_dir, mps_log_dir,
+//                                       when the agent's MPS daemon serves it (mps.h)
 //   CUDA_MPS_ACTIVE_THREAD_PERCENTAGE = ceil(share_milli / 10)   ("25" for 250)
-//   CUDA_MPS_PINNED_DEVICE_MEM_LIMIT  = "<gpu index>=<MiB>M"      ("3=20480M"),
-//                                       only when memory is promised.
+//   CUDA_MPS_PINNED_DEVICE_MEM_LIMIT  = "0=<MiB>M"               ("0=20480M"),
+//                                       only when memory is promised: the ordinal is
+//                                       the client's, and a share sees one GPU, as 0.
+// (CUDA_VISIBLE_DEVICES is then spec.mps_device: its GPU as its MPS server shows it.)
 // Empty for a whole-GPU allocation (share_milli == 0).
-EnvList MpsEnvironment(GpuSet gpus, int share_milli, int64_t gpu_memory_mib);
+EnvList MpsEnvironment(const api::LaunchSpec& spec);
 
 }  // namespace hachi::agent

@@ -104,8 +104,22 @@ INSTANTIATE_TEST_SUITE_P(
         EnvCase{"gpu_share",
                 MakeLaunch(3).Gpus({2}).Share(250, 20480),
                 {{"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "25"},
-                 {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "2=20480M"},
+                 {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=20480M"},
                  {"CUDA_VISIBLE_DEVICES", "2"}},
+                {"CUDA_MPS_PIPE_DIRECTORY"}},
+        // Served by the agent's MPS daemon for GPU 2 (agent/mps.h): the client finds
+        // it through its pipe directory and names the GPU as the server shows it.
+        EnvCase{"gpu_share_mps",
+                MakeLaunch(3)
+                    .Gpus({2})
+                    .Share(250, 20480)
+                    .Mps("/run/m/gpu2/pipe", "/run/m/gpu2/log", "GPU-2"),
+                {{"CUDA_MPS_PIPE_DIRECTORY", "/run/m/gpu2/pipe"},
+                 {"CUDA_MPS_LOG_DIRECTORY", "/run/m/gpu2/log"},
+                 {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "25"},
+                 {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=20480M"},
+                 {"CUDA_VISIBLE_DEVICES", "GPU-2"},
+                 {"NVIDIA_VISIBLE_DEVICES", "2"}},
                 {}},
         EnvCase{"user_known",
                 MakeLaunch(1).User("root", 0, 0),
@@ -250,9 +264,11 @@ struct MpsRow {
 class MpsEnvironmentTest : public ::testing::TestWithParam<MpsRow> {};
 
 TEST_P(MpsEnvironmentTest, Limits) {
-  EXPECT_EQ(MpsEnvironment(GpuSet::FromIndices({GetParam().gpu}), GetParam().milli,
-                           GetParam().memory_mib),
-            GetParam().want);
+  api::LaunchSpec spec;
+  spec.gpus = GpuSet::FromIndices({GetParam().gpu});
+  spec.share_milli = GetParam().milli;
+  spec.gpu_memory_mib = GetParam().memory_mib;
+  EXPECT_EQ(MpsEnvironment(spec), GetParam().want);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -267,7 +283,7 @@ INSTANTIATE_TEST_SUITE_P(
                500,
                20480,
                {{"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "50"},
-                {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "3=20480M"}}}),
+                {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=20480M"}}}),
     [](const auto& row) { return std::string(row.param.name); });
 
 }  // namespace

@@ -29,6 +29,25 @@ void FakeLauncher::Cancel(JobId job, std::string reason) {
   Finish(e);
 }
 
+void FakeLauncher::Stop(JobId job, api::ExitKind kind, std::string message) {
+  api::JobExit e;
+  e.job = job;
+  e.kind = kind;
+  e.signal = 15;
+  e.message = std::move(message);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!running_.count(job)) return;
+    stops_.push_back(e);
+  }
+  Finish(e);
+}
+
+std::vector<api::JobExit> FakeLauncher::stops() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stops_;
+}
+
 void FakeLauncher::Signal(JobId job, int sig, bool batch_only) {
   std::lock_guard<std::mutex> lock(mu_);
   signals_.push_back(api::JobSignal{job, sig, batch_only});

@@ -27,6 +27,8 @@ class FakeLauncher final : public Launcher {
   Status Launch(const api::LaunchSpec& spec) override;
   // Reports kCancelled at once (a real job would stop within its grace).
   void Cancel(JobId job, std::string reason) override;
+  // Reports `kind` with `message` at once, and records it.
+  void Stop(JobId job, api::ExitKind kind, std::string message) override;
   void Signal(JobId job, int sig, bool batch_only) override;  // recorded
   std::vector<JobId> Running() const override;
   // The recorded launch of a running run (no cgroup).
@@ -42,6 +44,7 @@ class FakeLauncher final : public Launcher {
   std::vector<api::LaunchSpec> launches() const;               // in order
   std::vector<std::pair<JobId, std::string>> cancels() const;  // (job, reason)
   std::vector<api::JobSignal> signals() const;                 // in order
+  std::vector<api::JobExit> stops() const;                     // Stop()s, in order
   void SetTimeLimit(JobId job, Time start_time, Duration time_limit) override;
   // (job, time limit) of each SetTimeLimit for a run that is running, in order.
   std::vector<std::pair<JobId, Duration>> limits() const;
@@ -54,6 +57,7 @@ class FakeLauncher final : public Launcher {
   std::map<JobId, Time> running_;          // guarded by mu_: job -> its run's start time
   std::vector<std::pair<JobId, std::string>> cancels_;  // guarded by mu_
   std::vector<api::JobSignal> signals_;                 // guarded by mu_
+  std::vector<api::JobExit> stops_;                     // guarded by mu_
   std::vector<std::pair<JobId, Duration>> limits_;      // guarded by mu_
   Status launch_status_;                                // guarded by mu_
 };

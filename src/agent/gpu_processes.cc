@@ -2,6 +2,7 @@
 
 #include <pwd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <string_view>
@@ -104,6 +105,39 @@ std::vector<api::GpuProcessReport> DescribeGpuProcesses(
     out.push_back(std::move(r));
   }
   return out;
+}
+
+std::string FormatGib(int64_t mib) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", static_cast<double>(mib) / 1024.0);
+  std::string s = buf;
+  if (s.size() > 2 && s.compare(s.size() - 2, 2, ".0") == 0) s.resize(s.size() - 2);
+  return s + " GiB";
+}
+
+std::vector<std::pair<state::JobId, std::string>> OverSoftLimit(
+    const std::vector<api::GpuProcessReport>& processes,
+    const std::map<state::JobId, ShareMemoryLimit>& limits) {
+  std::map<state::JobId, int64_t> used;
+  for (const api::GpuProcessReport& p : processes) {
+    auto limit = limits.find(p.job);
+    if (p.job == 0 || p.used_mib < 0 || limit == limits.end()) continue;
+    if (p.gpu == limit->second.gpu) used[p.job] += p.used_mib;
+  }
+  std::vector<std::pair<state::JobId, std::string>> over;
+  for (const auto& [job, mib] : used) {
+    const ShareMemoryLimit& l = limits.at(job);
+    if (mib <= l.promised_mib) continue;
+    std::string took = FormatGib(mib), promised = FormatGib(l.promised_mib);
+    if (took == promised) {  // just over: GiB would read "20 GiB, promised 20 GiB"
+      took = std::to_string(mib) + " MiB";
+      promised = std::to_string(l.promised_mib) + " MiB";
+    }
+    over.emplace_back(job, "used " + took + " of GPU memory on GPU " +
+                               std::to_string(l.gpu) + ", promised " + promised +
+                               " (--gpu-mem)");
+  }
+  return over;
 }
 
 }  // namespace hachi::agent

@@ -8,7 +8,10 @@
 // Free functions; they only read files under the given /proc root.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "agent/gpu_health.h"
@@ -28,5 +31,23 @@ state::JobId JobOfProcess(unsigned pid, const std::string& proc_root = "/proc",
 std::vector<api::GpuProcessReport> DescribeGpuProcesses(
     const std::vector<GpuProcess>& processes, const std::string& proc_root = "/proc",
     const std::string& cgroup_parent = "hachi");
+
+// The GPU memory soft limit (issue 20, docs/isolation.md "GPU shares"): a GPU share
+// that no MPS server limits, and its GPU and the memory it was promised (--gpu-mem).
+struct ShareMemoryLimit {
+  int gpu = -1;
+  int64_t promised_mib = 0;
+};
+
+// The shares of `limits` whose processes on their GPU (in NVML's `processes`, with
+// their jobs found) use more than they were promised together, ascending by job, each
+// with why: "used 23.1 GiB of GPU memory on GPU 2, promised 20 GiB (--gpu-mem)".
+// Processes whose memory NVML does not say are not counted.
+std::vector<std::pair<state::JobId, std::string>> OverSoftLimit(
+    const std::vector<api::GpuProcessReport>& processes,
+    const std::map<state::JobId, ShareMemoryLimit>& limits);
+
+// "23.1 GiB"; whole numbers without a fraction ("20 GiB").
+std::string FormatGib(int64_t mib);
 
 }  // namespace hachi::agent

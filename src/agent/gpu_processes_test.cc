@@ -123,5 +123,24 @@ TEST(RealProc, ThisProcessByItsEnvironment) {
   fs::remove_all(tmpl, ec);
 }
 
+// Issue 20: the soft limit counts a share's processes on its own GPU, all of them, and
+// only where NVML gives a figure.
+TEST(OverSoftLimitTest, SumsAShareOnItsGpuAgainstItsPromise) {
+  const std::map<state::JobId, ShareMemoryLimit> limits{{5, {1, 20480}}, {6, {1, 10240}}};
+  const std::vector<api::GpuProcessReport> procs{
+      {1, 10, 15000, "a", "python", 5}, {1, 11, 5481, "a", "python", 5},  // 20481: over
+      {0, 12, 99999, "a", "python", 5},   // another GPU: not this share's promise
+      {1, 13, -1, "b", "python", 6},      // NVML does not say
+      {1, 14, 10240, "b", "python", 6},   // exactly what was promised
+      {1, 15, 50000, "c", "python", 0}};  // no job: a stray, not ours to stop
+  const auto over = OverSoftLimit(procs, limits);
+  ASSERT_EQ(over.size(), 1u);
+  EXPECT_EQ(over[0].first, 5);
+  EXPECT_EQ(over[0].second,
+            "used 20481 MiB of GPU memory on GPU 1, promised 20480 MiB (--gpu-mem)");
+  EXPECT_EQ(FormatGib(23654), "23.1 GiB");
+  EXPECT_EQ(FormatGib(512), "0.5 GiB");
+}
+
 }  // namespace
 }  // namespace hachi::agent

@@ -356,6 +356,7 @@ struct ProcessLauncher::State {
     Mono::time_point kill_at = kNoDeadline;   // SIGKILL, once we are stopping it
     bool killed = false;
     api::ExitKind stop = api::ExitKind::kExited;  // kTimeLimit / kCancelled once stopping
+    std::string stop_message;                     // with it (Launcher::Stop)
     std::string script;                           // spooled script to remove at the end
     Time start_time = 0;   // the run (api::LaunchSpec::start_time), in its exit
     bool waiter = false;   // pid is the job's waiter: its exit file tells the status
@@ -713,6 +714,15 @@ void ProcessLauncher::Cancel(JobId id, std::string /*reason: the server records 
   state_->Wake();
 }
 
+void ProcessLauncher::Stop(JobId id, api::ExitKind kind, std::string message) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  auto it = state_->jobs.find(id);
+  if (it == state_->jobs.end() || it->second.kill_at != kNoDeadline) return;
+  State::BeginStop(it->second, kind, MonoNow(*options_.clock));
+  it->second.stop_message = std::move(message);
+  state_->Wake();
+}
+
 void ProcessLauncher::Signal(JobId id, int sig, bool batch_only) {
   // Under mu: the supervisor reaps under mu too, so the group id cannot be reused here.
   std::lock_guard<std::mutex> lock(state_->mu);
@@ -880,6 +890,7 @@ void ProcessLauncher::Supervise() {
       e.end_time = options_.clock->Now();
       if (job.stop != api::ExitKind::kExited) {
         e.kind = job.stop;
+        e.message = job.stop_message;
       } else if (!oom.empty()) {
         e.kind = api::ExitKind::kOutOfMemory;
         e.message = oom;

@@ -49,6 +49,10 @@ class Launcher {
   // Stops the job: SIGTERM to its process group now, SIGKILL after its kill grace;
   // reported as kCancelled. A no-op for unknown jobs and jobs already stopping.
   virtual void Cancel(JobId job, std::string reason) = 0;
+  // Stops the job as Cancel does, but its exit is reported as `kind` with `message`: the
+  // agent's GPU memory guard ends a share that used more than it was promised as
+  // kOutOfMemory (issue 20). A no-op for unknown jobs and jobs already stopping.
+  virtual void Stop(JobId job, api::ExitKind kind, std::string message) = 0;
   // Sends `sig` to every process of the job (its process group and, with cgroups, its
   // cgroup), or with `batch_only` to its batch shell alone (scancel --signal, sbatch
   // --signal=B:); the job keeps its fate. A no-op for unknown jobs.
@@ -152,6 +156,7 @@ class ProcessLauncher final : public Launcher {
 
   Status Launch(const api::LaunchSpec& spec) override;
   void Cancel(JobId job, std::string reason) override;
+  void Stop(JobId job, api::ExitKind kind, std::string message) override;
   void Signal(JobId job, int sig, bool batch_only) override;
   void SetTimeLimit(JobId job, Time start_time, Duration time_limit) override;
   std::vector<JobId> Running() const override;

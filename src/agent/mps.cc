@@ -188,6 +188,7 @@ MpsDaemons::~MpsDaemons() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
+    idle.swap(idle_);
     for (auto it = daemons_.begin(); it != daemons_.end();) {
       if (it->second.holders.empty()) {
         if (it->second.pid > 0) {
@@ -321,23 +322,20 @@ Result<MpsClient> MpsDaemons::Acquire(int gpu, state::JobId job) {
 }
 
 void MpsDaemons::Release(state::JobId job) {
-  std::vector<std::pair<int, Daemon>> idle;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto it = daemons_.begin(); it != daemons_.end();) {
-      Daemon& d = it->second;
-      if (d.holders.erase(job) > 0 && d.holders.empty()) {
-        if (d.pid > 0) {
-          idle.emplace_back(it->first, d);
-          stopping_.insert(it->first);
-        }
-        it = daemons_.erase(it);
-      } else {
-        ++it;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = daemons_.begin(); it != daemons_.end();) {
+    Daemon& d = it->second;
+    if (d.holders.erase(job) > 0 && d.holders.empty()) {
+      if (d.pid > 0) {
+        idle_.emplace_back(it->first, d);
+        stopping_.insert(it->first);
       }
+      it = daemons_.erase(it);
+    } else {
+      ++it;
     }
   }
-  StopAll(idle);
+  if (!idle_.empty()) cv_.notify_all();
 }
 
 void MpsDaemons::StopDaemon(int gpu, pid_t pid, bool child) {
@@ -395,8 +393,18 @@ std::string JobList(const std::set<state::JobId>& jobs) {
 void MpsDaemons::Watch() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
-    cv_.wait_for(lock, std::chrono::milliseconds(options_.check_interval_ms));
+    if (idle_.empty()) {
+      cv_.wait_for(lock, std::chrono::milliseconds(options_.check_interval_ms));
+    }
     if (stop_) break;
+    if (!idle_.empty()) {
+      std::vector<std::pair<int, Daemon>> idle;
+      idle.swap(idle_);
+      lock.unlock();
+      StopAll(idle);
+      lock.lock();
+      continue;
+    }
     std::vector<std::tuple<int, std::string, std::string>> events;
     const int64_t now = MonoMs();
     for (auto it = daemons_.begin(); it != daemons_.end();) {

@@ -104,7 +104,9 @@ class MpsDaemons {
   // needed, and ready: its control pipe exists). Errors: the daemon could not start, or
   // it failed too often; the share then runs without MPS.
   Result<MpsClient> Acquire(int gpu, state::JobId job);
-  // `job` ended: a daemon that no job holds any more is stopped. Unknown jobs: no-op.
+  // `job` ended: a daemon that no job holds any more is stopped, on the manager's thread
+  // (quitting takes a while, and the caller is a launcher's supervisor). Unknown jobs:
+  // no-op.
   void Release(state::JobId job);
 
   // The GPUs whose daemon runs now, ascending (tests, `hachi show node`).
@@ -138,7 +140,8 @@ class MpsDaemons {
   // Guarded by mu_: GPUs whose daemon is being stopped (outside the lock); a new one
   // for them waits, since both would use one pipe directory.
   std::set<int> stopping_;
-  bool stop_ = false;  // guarded by mu_
+  std::vector<std::pair<int, Daemon>> idle_;  // guarded by mu_: for Watch to stop
+  bool stop_ = false;                         // guarded by mu_
   std::condition_variable cv_;
   std::thread watcher_;
 };

@@ -104,7 +104,7 @@ TEST_F(MpsTest, OneDaemonPerSharedGpuFromFirstShareToLast) {
   mps.Release(11);  // one share of GPU 1 is left
   EXPECT_TRUE(Alive(pid));
   mps.Release(12);  // the last: told to quit, and gone
-  EXPECT_FALSE(Alive(pid));
+  EXPECT_TRUE(WaitFor([&] { return !Alive(pid); }));
   EXPECT_NE(ControlLog(1).find("User did send quit"), std::string::npos) << ControlLog(1);
   EXPECT_NE(ControlLog(1).find("Exit"), std::string::npos);
   EXPECT_EQ(mps.Serving(), (std::vector<int>{2}));
@@ -112,6 +112,9 @@ TEST_F(MpsTest, OneDaemonPerSharedGpuFromFirstShareToLast) {
   mps.Release(13);
   EXPECT_TRUE(mps.Serving().empty());
   EXPECT_TRUE(Events().empty());
+  EXPECT_TRUE(WaitFor([&] {
+    return ControlLog(2).find("User did send quit") != std::string::npos;
+  })) << ControlLog(2);
 
   // Used again later: a fresh daemon.
   ASSERT_TRUE(mps.Acquire(1, 14).ok());

@@ -82,6 +82,12 @@ struct LaunchBuilder {
     s.gpu_memory_mib = mem_mib;
     return *this;
   }
+  LaunchBuilder& Mps(std::string pipe_dir, std::string log_dir, std::string device) {
+    s.mps_pipe_dir = std::move(pipe_dir);
+    s.mps_log_dir = std::move(log_dir);
+    s.mps_device = std::move(device);
+    return *this;
+  }
   LaunchBuilder& Image(std::string i) {
     s.spec.container_image = std::move(i);
     return *this;

@@ -27,6 +27,13 @@ struct LaunchSpec {
   int64_t memory_mib = 0;
   int share_milli = 0;  // GPU share: MPS limits (agent::MpsEnvironment)
   int64_t gpu_memory_mib = 0;
+  // Filled in by the agent, never sent (issue 20): the MPS control daemon that serves
+  // this share on its GPU (agent/mps.h): its pipe and log directories, and the share's
+  // CUDA_VISIBLE_DEVICES under it (the GPU's UUID, else "0"). Empty: no MPS serves it
+  // (the agent's soft limit watches its GPU memory instead).
+  std::string mps_pipe_dir;
+  std::string mps_log_dir;
+  std::string mps_device;
   // The whole job (gangs): every node in rank order; node_rank is this node's place.
   std::vector<std::string> nodelist;
   std::vector<std::string> node_addresses;  // same order; MASTER_ADDR is the first

@@ -190,6 +190,9 @@ struct AgentRegistration {
   std::vector<state::JobId> running;   // jobs it supervises now
   std::vector<state::JobId> finished;  // jobs it ran and reported, most recent
   std::string cgroup;                  // its job isolation: "v1", "v2", "none"
+  // How GPU shares are isolated there (issue 20): "mps", or "soft-limit: <why not
+  // MPS>"; "" from an agent that does not say.
+  std::string gpu_sharing;
   // Steps whose tasks run here now (issue 18): the server ends the others it thought
   // ran here (their agent restarted).
   std::vector<state::StepKey> steps;

@@ -157,6 +157,7 @@ std::string AgentRegistrationToJson(const AgentRegistration& r) {
                    {"running", r.running},
                    {"finished", r.finished},
                    {"cgroup", r.cgroup},
+                   {"gpu_sharing", r.gpu_sharing},
                    {"steps", StepKeysToJson(r.steps)},
                    {"gpu_driver", r.gpu_driver},
                    {"simulated", r.simulated}});
@@ -166,10 +167,11 @@ Result<AgentRegistration> AgentRegistrationFromJson(std::string_view text) {
   Result<json> j = Parse(text, "register");
   if (!j.ok()) return j.status();
   AgentRegistration r;
-  HACHI_RETURN_IF_ERROR(OnlyKeys(
-      *j, "register",
-      {"node", "address", "topology", "cpus", "memory_mib", "agent_started", "instance",
-       "running", "finished", "cgroup", "steps", "gpu_driver", "simulated"}));
+  HACHI_RETURN_IF_ERROR(
+      OnlyKeys(*j, "register",
+               {"node", "address", "topology", "cpus", "memory_mib", "agent_started",
+                "instance", "running", "finished", "cgroup", "gpu_sharing", "steps",
+                "gpu_driver", "simulated"}));
   HACHI_RETURN_IF_ERROR(GetString(*j, "node", "register", &r.node));
   HACHI_RETURN_IF_ERROR(GetString(*j, "address", "register", &r.address));
   auto t = j->find("topology");
@@ -184,6 +186,7 @@ Result<AgentRegistration> AgentRegistrationFromJson(std::string_view text) {
   HACHI_RETURN_IF_ERROR(GetIntList(*j, "running", "register", &r.running));
   HACHI_RETURN_IF_ERROR(GetIntList(*j, "finished", "register", &r.finished));
   HACHI_RETURN_IF_ERROR(GetString(*j, "cgroup", "register", &r.cgroup));
+  HACHI_RETURN_IF_ERROR(GetString(*j, "gpu_sharing", "register", &r.gpu_sharing));
   HACHI_RETURN_IF_ERROR(StepKeysFromJson(*j, "steps", "register", &r.steps));
   HACHI_RETURN_IF_ERROR(GetString(*j, "gpu_driver", "register", &r.gpu_driver));
   HACHI_RETURN_IF_ERROR(GetBool(*j, "simulated", "register", &r.simulated));

@@ -274,6 +274,7 @@ void PutNodeRecord(const NodeRecord& n, json* j) {
   (*j)["unhealthy_reasons"] = std::move(reasons);
   (*j)["agent_instance"] = n.agent_instance;
   if (!n.cgroup.empty()) (*j)["cgroup"] = n.cgroup;  // absent from older records
+  if (!n.gpu_sharing.empty()) (*j)["gpu_sharing"] = n.gpu_sharing;  // likewise
   // Burn-in (issue 19): written only once the node has been through one.
   if (!n.burn_in_passed.empty()) (*j)["burn_in_passed"] = n.burn_in_passed;
   if (n.burn_in_run != 0) (*j)["burn_in_run"] = n.burn_in_run;
@@ -312,6 +313,7 @@ void ReadNodeRecord(ObjectReader& r, NodeRecord* n) {
   });
   r.String("agent_instance", &n->agent_instance);
   r.String("cgroup", &n->cgroup);
+  r.String("gpu_sharing", &n->gpu_sharing);
   r.String("burn_in_passed", &n->burn_in_passed);
   r.Int("burn_in_run", &n->burn_in_run);
   r.Custom("burn_in", [n](const json& v, const std::string& p) -> Status {
@@ -435,7 +437,7 @@ json ToJson(const NodeAllocation& a) {
 json ToJson(const JobRecord& job) {
   json allocs = json::array();
   for (const NodeAllocation& a : job.allocations) allocs.push_back(ToJson(a));
-  return {
+  json j = {
       {"id", job.id},
       {"req", ToJson(job.req)},
       {"spec", ToJson(job.spec)},
@@ -451,6 +453,9 @@ json ToJson(const JobRecord& job) {
       {"requeues", job.requeues},
       {"master_port", job.master_port},
   };
+  // Issue 20: measured by NVML on its agents; absent until a figure came.
+  if (job.gpu_memory_peak_mib > 0) j["gpu_memory_peak_mib"] = job.gpu_memory_peak_mib;
+  return j;
 }
 
 json ToJson(const NodeRecord& node) {
@@ -483,6 +488,7 @@ json ToJson(const NodeStatus& node) {
                           {"since", p.since}});
   }
   j["stray_processes"] = std::move(strays);
+  if (!node.gpu_sharing_events.empty()) j["gpu_sharing_events"] = node.gpu_sharing_events;
   return j;
 }
 
@@ -628,6 +634,7 @@ Status FromJson(const json& j, JobRecord* out, std::string_view path) {
   r.String("reason", &job.reason);
   r.Int("requeues", &job.requeues);
   r.Int("master_port", &job.master_port);
+  r.Int("gpu_memory_peak_mib", &job.gpu_memory_peak_mib);
   HACHI_RETURN_IF_ERROR(r.Finish());
   *out = std::move(job);
   return Status::Ok();
@@ -657,6 +664,7 @@ Status FromJson(const json& j, NodeStatus* out, std::string_view path) {
   r.Int("alloc_cpus", &node.alloc_cpus);
   r.Int("alloc_memory_mib", &node.alloc_memory_mib);
   r.List<StrayGpuProcess>("stray_processes", &node.stray_processes, ReadStrayItem);
+  r.List<std::string>("gpu_sharing_events", &node.gpu_sharing_events, ReadStringItem);
   HACHI_RETURN_IF_ERROR(r.Finish());
   *out = std::move(node);
   return Status::Ok();

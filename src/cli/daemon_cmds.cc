@@ -7,9 +7,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -464,6 +466,48 @@ Result<agent::IsolationOptions> JobIsolation(const std::string& mode,
   return iso;
 }
 
+// How a node's GPU shares are isolated (issue 20, docs/isolation.md "GPU shares"): the
+// MPS control daemons that serve them when MPS can (`mode` auto/on/off, `control` the
+// binary), with their directories under `dir`; else null, the agent's soft limit
+// guarding them. `daemon` is where its events go once the agent exists. The node
+// record's words for it go to `*sharing`; logged either way.
+std::shared_ptr<agent::MpsDaemons> GpuSharing(
+    const std::string& mode, const std::string& control, const std::string& dir,
+    bool simulated, const std::string& topology_json, const std::string& node,
+    std::shared_ptr<std::atomic<agent::AgentDaemon*>> daemon, std::string* sharing) {
+  std::vector<std::string> models, devices;
+  if (Result<topo::Topology> t = topo::ParseTopologyJson(topology_json, "node"); t.ok()) {
+    for (const topo::Gpu& g : t->gpus()) {
+      models.push_back(g.model);
+      devices.push_back(g.uuid.empty() ? std::to_string(g.index) : g.uuid);
+    }
+  }
+  std::string path;
+  const std::string why = agent::MpsUnavailable(mode, control, simulated, models, &path);
+  if (!why.empty()) {
+    *sharing = "soft-limit: " + why;
+    std::cerr << "hachi agent: " << node << ": GPU shares: no MPS (" << why
+              << "); the agent ends a share that uses more GPU memory than promised\n";
+    return nullptr;
+  }
+  *sharing = "mps";
+  agent::MpsOptions o;
+  o.control = path;
+  o.dir = dir;
+  o.devices = std::move(devices);
+  o.on_event = [daemon, node](int gpu, const std::string& kind, const std::string& msg) {
+    std::cerr << "hachi agent: " << node << ": " << msg << "\n";
+    if (agent::AgentDaemon* d = daemon->load()) {
+      d->ReportHealth(api::GpuHealthEvent{gpu, kind, 0, "info", msg,
+                                          static_cast<Time>(std::time(nullptr))});
+    }
+  };
+  std::cerr << "hachi agent: " << node
+            << ": GPU shares: an MPS control daemon per shared "
+            << "GPU (" << path << ", in " << dir << ")\n";
+  return std::make_shared<agent::MpsDaemons>(std::move(o));
+}
+
 std::unique_ptr<agent::Launcher> RealLauncher(const std::string& spool,
                                               const std::string& container_runtime,
                                               agent::IsolationOptions iso,
@@ -527,7 +571,8 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
 
   struct AgentFlags {
     std::string server, name, address, preset, topology_file, spool_dir,
-        container_runtime, cgroup = "auto", cgroup_parent, cluster_secret_file;
+        container_runtime, cgroup = "auto", cgroup_parent, cluster_secret_file,
+                           mps = "auto", mps_control, mps_dir;
     int64_t pids_reserve = -1;
   };
   auto af = std::make_shared<AgentFlags>();
@@ -563,6 +608,17 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
                   "under min(kernel.pid_max, threads-max) minus this (default the larger "
                   "of 4096 and a tenth of it; docs/isolation.md)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
+  agt->add_option("--mps", af->mps,
+                  "GPU shares through an MPS server per shared GPU: auto (default: on "
+                  "real Volta or newer GPUs with nvidia-cuda-mps-control), on or off; "
+                  "without MPS, shares run under a soft GPU memory limit "
+                  "(docs/isolation.md)")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
+  agt->add_option("--mps-control", af->mps_control,
+                  "The nvidia-cuda-mps-control binary (default: found in PATH)");
+  agt->add_option("--mps-dir", af->mps_dir,
+                  "The MPS daemons' pipe and log directories, one per GPU (default "
+                  "SPOOL/mps)");
   agt->callback([af, exit_code] {
     const sigset_t stop = BlockStopSignals();
     Result<NodeShape> shape = AgentShape(af->preset, af->topology_file);
@@ -591,10 +647,15 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
         JobIsolation(af->cgroup, CgroupParentFor(af->cgroup_parent, spool),
                      o.topology_json, o.node, &o.cgroup, af->pids_reserve);
     if (!iso.ok()) return void(*exit_code = Fail(iso.status()));
+    auto events = std::make_shared<std::atomic<agent::AgentDaemon*>>(nullptr);
+    o.mps = GpuSharing(af->mps, af->mps_control,
+                       af->mps_dir.empty() ? spool + "/mps" : af->mps_dir, o.simulated,
+                       o.topology_json, o.node, events, &o.gpu_sharing);
     agent::AgentDaemon d(o, [spool, runtime, iso = *iso, topology = o.topology_json,
                              server = o.server](agent::ExitCallback cb) {
       return RealLauncher(spool, runtime, iso, topology, server, cb);
     });
+    events->store(&d);
     Status s = d.Start();
     if (!s.ok()) return void(*exit_code = Fail(s));
     std::cerr << "hachi agent: node " << o.node << " (" << shape->what << "), server "
@@ -615,6 +676,7 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
     std::string preset = "hgx-h100";
     std::string container_runtime;
     std::string cgroup = "none";  // simulated nodes share this machine's devices
+    std::string mps = "auto", mps_control;
   };
   auto df = std::make_shared<DevFlags>();
   CLI::App* dev = app.add_subcommand(
@@ -631,6 +693,12 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
   dev->add_option("--cgroup", df->cgroup,
                   "Per-job cgroups: none (default), auto, v1 or v2 (docs/isolation.md)")
       ->check(CLI::IsMember({"auto", "v1", "v2", "none"}));
+  dev->add_option("--mps", df->mps,
+                  "GPU shares through MPS: auto (default: on real GPUs with "
+                  "nvidia-cuda-mps-control), on or off (docs/isolation.md)")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
+  dev->add_option("--mps-control", df->mps_control,
+                  "The nvidia-cuda-mps-control binary (default: found in PATH)");
   dev->callback([df, exit_code] {
     const sigset_t stop = BlockStopSignals();
     Status resolved = ResolveServerFlags(&df->server, DefaultStateDir());
@@ -676,6 +744,9 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
       Result<agent::IsolationOptions> iso = JobIsolation(
           df->cgroup, CgroupParentFor("", spool), o.topology_json, o.node, &o.cgroup);
       if (!iso.ok()) return void(*exit_code = Fail(iso.status()));
+      auto events = std::make_shared<std::atomic<agent::AgentDaemon*>>(nullptr);
+      o.mps = GpuSharing(df->mps, df->mps_control, spool + "/mps", o.simulated,
+                         o.topology_json, o.node, events, &o.gpu_sharing);
       // Jobs reach the server on its socket: the kernel says who they are.
       agents.push_back(std::make_unique<agent::AgentDaemon>(
           o,
@@ -683,6 +754,7 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
            server = "unix:" + rs->http->unix_socket()](agent::ExitCallback cb) {
             return RealLauncher(spool, runtime, iso, topology, server, cb);
           }));
+      events->store(agents.back().get());
       Status s = agents.back()->Start();
       if (!s.ok()) return void(*exit_code = Fail(s));
     }

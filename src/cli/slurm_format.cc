@@ -661,6 +661,17 @@ Result<std::string> FormatQueue(const std::vector<JobRecord>& jobs, Time now,
 
 // ---- show ----
 
+namespace {
+
+// "11.2G": GiB with one decimal, as `show job` gives GPU memory.
+std::string GibText(int64_t mib) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1fG", static_cast<double>(mib) / 1024.0);
+  return buf;
+}
+
+}  // namespace
+
 std::string FormatShowJob(const JobRecord& j, std::string_view diagnosis, Time now) {
   const bool pending = j.state == JobState::kPending;
   const bool running = j.state == JobState::kRunning;
@@ -725,6 +736,13 @@ std::string FormatShowJob(const JobRecord& j, std::string_view diagnosis, Time n
         std::to_string(j.req.GpusPerNode()));
   }
   // Hachi's own keys.
+  // Issue 20: the most GPU memory it held on one GPU (NVML, from its agents), against
+  // what a share was promised: what --gpu-mem should be.
+  if (j.gpu_memory_peak_mib > 0) {
+    std::string s = "GpuMemPeak=" + GibText(j.gpu_memory_peak_mib);
+    if (j.req.gpu_memory_mib > 0) s += " GpuMemPromised=" + GibText(j.req.gpu_memory_mib);
+    line(s);
+  }
   if (running && j.master_port > 0) {  // on the first node (BatchHost): MASTER_ADDR's
     line("MasterPort=" + std::to_string(j.master_port));
   }
@@ -777,6 +795,14 @@ std::string FormatGpuPicture(const NodeStatus& n) {
   if (!n.record.state_reason.empty()) head += " (" + n.record.state_reason + ")";
   if (!n.record.cgroup.empty()) head += "  cgroup " + n.record.cgroup;  // job isolation
   std::string o = head + "\n";
+  // Issue 20: how its GPU shares are isolated, and what MPS did lately.
+  if (n.record.gpu_sharing == "mps") {
+    o += "GPU shares: MPS (a server per shared GPU holds each share to its limits)\n";
+  } else if (StartsWith(n.record.gpu_sharing, "soft-limit: ")) {
+    o += "GPU shares: no MPS (" + n.record.gpu_sharing.substr(12) +
+         "): a share that uses more GPU memory than promised is ended\n";
+  }
+  for (const std::string& e : n.gpu_sharing_events) o += "  " + e + "\n";
   constexpr int kPerLine = 4;
   constexpr int kCell = 19;  // 2 + 4 * 19 = 78 columns
   std::string row;

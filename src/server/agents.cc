@@ -29,6 +29,7 @@ Status Controller::Register(const AgentRegistration& reg, const std::string& pee
   rec.memory_mib = reg.memory_mib;
   rec.agent_instance = reg.instance;
   rec.cgroup = reg.cgroup;
+  rec.gpu_sharing = reg.gpu_sharing;
   Result<NodeHardware> hw = CompileNodeHardware(rec);
   if (!hw.ok()) return hw.status();
   if (reg.cpus <= 0 || reg.memory_mib <= 0) {
@@ -225,6 +226,7 @@ state::Edit Controller::RunEndLocked(const state::JobRecord& job, const RunInfo&
     state::JobEnded end;
     end.id = job.id;
     end.end_time = end_time;
+    end.gpu_memory_peak_mib = info.gpu_memory_peak_mib;
     end.exit_code = info.allocation_exit;
     end.state = info.allocation_exit == 0 ? state::JobState::kCompleted
                                           : state::JobState::kFailed;

@@ -10,6 +10,7 @@
 #include <ctime>
 
 #include "core/bytes.h"
+#include "core/strings.h"
 #include "sched/dependencies.h"
 #include "sched/features.h"
 #include "sched/gpu_share.h"
@@ -531,6 +532,10 @@ Result<state::JobRecord> Controller::Job(state::JobId id) const {
   auto it = image_.jobs.find(id);
   if (it == image_.jobs.end()) return NotFound("no job " + std::to_string(id));
   state::JobRecord r = it->second;
+  if (auto run = runs_.find(id);
+      run != runs_.end() && r.state == state::JobState::kRunning) {
+    r.gpu_memory_peak_mib = run->second.gpu_memory_peak_mib;
+  }
   if (r.state == state::JobState::kPending) {
     std::string reason = ReasonLocked(id);
     if (!reason.empty()) r.reason = std::move(reason);
@@ -630,6 +635,10 @@ state::NodeStatus Controller::NodeStatusLocked(const state::NodeRecord& rec,
     }
   }
   st.stray_processes = StrayProcessesLocked(rec.name);
+  if (auto seen = gpu_processes_.find(rec.name); seen != gpu_processes_.end()) {
+    st.gpu_sharing_events.assign(seen->second.mps_events.begin(),
+                                 seen->second.mps_events.end());
+  }
   // Up, but taking no new jobs while its agent stops runs the records ended.
   if (std::string stale = StaleNoteLocked(rec.name); !stale.empty()) {
     st.record.state_reason = std::move(stale);
@@ -803,12 +812,39 @@ Status Controller::ReportHealth(const std::string& node, const api::AgentHealth&
     }
     seen.processes = health.processes;
     seen.since = std::move(since);
+    // What each running job holds on each of its GPUs here: its peak, which `show job`
+    // sets against what it asked (--gpu-mem, or the whole GPU).
+    std::map<std::pair<state::JobId, int>, int64_t> held;
+    for (const api::GpuProcessReport& p : health.processes) {
+      if (p.job != 0 && p.used_mib > 0) held[{p.job, p.gpu}] += p.used_mib;
+    }
+    for (const auto& [key, mib] : held) {
+      auto job = image_.jobs.find(key.first);
+      auto run = runs_.find(key.first);
+      if (job == image_.jobs.end() || run == runs_.end() ||
+          job->second.state != state::JobState::kRunning) {
+        continue;
+      }
+      const bool its_gpu =
+          std::any_of(job->second.allocations.begin(), job->second.allocations.end(),
+                      [&](const state::NodeAllocation& a) {
+                        return a.node == node && a.gpus.contains(key.second);
+                      });
+      if (its_gpu) {
+        run->second.gpu_memory_peak_mib = std::max(run->second.gpu_memory_peak_mib, mib);
+      }
+    }
   }
   state::NodeHealthChanged health_edit{node, rec.unhealthy, rec.unhealthy_reasons};
   GpuSet newly_bad;
   std::string node_fault;          // the first node-wide event's message
   std::map<int, std::string> why;  // GPU -> the event that took it out
   for (const api::GpuHealthEvent& e : health.events) {
+    if (StartsWith(e.kind, "mps-")) {  // issue 20: shown with the node, the last few
+      std::deque<std::string>& log = gpu_processes_[node].mps_events;
+      log.push_back(ClockTime(e.at > 0 ? e.at : now) + " " + e.message);
+      while (log.size() > 5) log.pop_front();
+    }
     const bool gpu_fault = e.fault == "fatal" || e.fault == "reset";
     if (e.fault == "node") {
       if (node_fault.empty()) node_fault = e.message;

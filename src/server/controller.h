@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -517,6 +518,7 @@ class Controller {
   // The compute processes on each node's GPUs, as its agent last reported them, and
   // when each (GPU, pid) was first reported.
   struct NodeProcesses {
+    std::deque<std::string> mps_events;  // NodeStatus::gpu_sharing_events
     std::vector<api::GpuProcessReport> processes;
     std::map<std::pair<int, uint32_t>, Time> since;
   };

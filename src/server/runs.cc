@@ -24,6 +24,7 @@ bool CountExit(RunInfo* info, const std::string& node, const api::JobExit& exit,
 
 state::JobEnded EndOf(const state::JobRecord& job, const RunInfo& info, Time now) {
   state::JobEnded end;
+  end.gpu_memory_peak_mib = info.gpu_memory_peak_mib;
   end.id = job.id;
   end.end_time = now;
   const api::JobExit e = info.worst.value_or(api::JobExit{});
@@ -49,7 +50,12 @@ state::JobEnded EndOf(const state::JobRecord& job, const RunInfo& info, Time now
       break;
     case api::ExitKind::kOutOfMemory:
       end.state = state::JobState::kOutOfMemory;
-      end.reason = "out of memory (limit " + std::to_string(job.req.memory_mib) + " MiB)";
+      // The agent says which memory: the cgroup's ("the job used more than its 2048
+      // MiB") or, for a share under the soft limit, the GPU's (issue 20: "used 23.1 GiB
+      // of GPU memory on GPU 2, promised 20 GiB (--gpu-mem)").
+      end.reason = !e.message.empty() ? e.message
+                                      : "out of memory (limit " +
+                                            std::to_string(job.req.memory_mib) + " MiB)";
       break;
     case api::ExitKind::kLaunchFailed:
       end.state = state::JobState::kFailed;

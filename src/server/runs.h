@@ -17,6 +17,9 @@ namespace hachi::server {
 
 struct RunInfo {
   int parts_left = 0;
+  // Issue 20: the most GPU memory its processes held on one GPU (MiB), from its agents'
+  // NVML process reports; stored with the job when the run ends.
+  int64_t gpu_memory_peak_mib = 0;
   // Nodes whose part has ended: an agent may report one exit twice (its report was
   // answered but the answer lost), and a gang must not end while a part still runs.
   std::vector<std::string> ended_on;

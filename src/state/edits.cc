@@ -247,6 +247,7 @@ void Apply(StateImage* image, const JobEnded& e) {
   job.exit_code = e.exit_code;
   job.signal = e.signal;
   job.reason = e.reason;
+  if (e.gpu_memory_peak_mib > 0) job.gpu_memory_peak_mib = e.gpu_memory_peak_mib;
 }
 
 void Apply(StateImage* image, const JobRequeued& e) {

@@ -33,6 +33,7 @@ struct JobEnded {  // running or pending -> a final state
   int exit_code = 0;
   int signal = 0;
   std::string reason;
+  int64_t gpu_memory_peak_mib = 0;  // the run's (JobRecord::gpu_memory_peak_mib); 0: none
 };
 struct JobRequeued {  // running -> pending, same id and submit time; requeues + 1
   JobId id = 0;

@@ -158,6 +158,10 @@ struct JobRecord {
   std::string reason;  // why it ended ("time limit 1m", "cancelled by alice",
                        // "node n2 down") or, while pending, why it was last requeued
   int requeues = 0;
+  // The most GPU memory the job's processes held on one GPU, MiB, as NVML reported it
+  // to its agents (issue 20: what users size --gpu-mem from); of the last run, set when
+  // it ends (the server keeps a running job's in memory). 0: not measured.
+  int64_t gpu_memory_peak_mib = 0;
   // MASTER_PORT of the last start, chosen by the server from its rank-0 node's port
   // range (server/cycle.cc) and kept so that a re-dispatch sends the same one. 0: a row
   // from before ports were tracked; dispatch then uses base + id % 1000.
@@ -204,6 +208,11 @@ struct NodeRecord {
   // How its agent isolates jobs (docs/isolation.md): "v1", "v2" (cgroups) or "none";
   // "" when the agent did not say.
   std::string cgroup;
+  // How its agent isolates GPU shares (issue 20, docs/isolation.md "GPU shares"): "mps"
+  // (an MPS server per shared GPU enforces the limits), or "soft-limit: <why not MPS>"
+  // (the agent ends a share that uses more GPU memory than promised); "" when the agent
+  // did not say.
+  std::string gpu_sharing;
   // Burn-in (issue 19, docs/burn-in.md). The node's fingerprint (GPU driver and
   // topology) when its checks last passed; "" never: a node that registers with another
   // one is burned in again.
@@ -247,6 +256,9 @@ struct NodeStatus {
   int alloc_cpus = 0;
   int64_t alloc_memory_mib = 0;
   std::vector<StrayGpuProcess> stray_processes;
+  // Issue 20: what its agent's MPS daemons did lately ("2026-12-03T10:00:00Z GPU 2: MPS
+  // control daemon ... restarted"), oldest first; kept in memory, the last few.
+  std::vector<std::string> gpu_sharing_events;
   // Its features (sched/features.h: automatic and configured, sorted), which -C
   // matches; sinfo's %f, scontrol show node's AvailableFeatures (issue 17).
   std::vector<std::string> features;

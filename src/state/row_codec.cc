@@ -306,6 +306,7 @@ Status ReadJob(const json& j, json* unknown, JobRecord* job, JobId* payload_ref)
   r.String("reason", &job->reason);
   r.Int("requeues", &job->requeues);
   r.Int("master_port", &job->master_port);
+  r.Int("gpu_memory_peak_mib", &job->gpu_memory_peak_mib);
   r.String("submit_key", &job->submit_key);
   return r.Finish();
 }
@@ -346,6 +347,7 @@ Status ReadNode(const json& j, json* unknown, NodeRecord* n) {
   });
   r.String("agent_instance", &n->agent_instance);
   r.String("cgroup", &n->cgroup);
+  r.String("gpu_sharing", &n->gpu_sharing);
   r.String("burn_in_passed", &n->burn_in_passed);
   r.Int("burn_in_run", &n->burn_in_run);
   r.Custom("burn_in", [&](const json& v, const std::string& p) -> Status {
@@ -678,6 +680,7 @@ std::string EncodeJobRow(const JobRecord& job, std::string_view unknown,
       {"master_port", job.master_port},
   };
   if (!job.submit_key.empty()) j["submit_key"] = job.submit_key;  // version 4
+  if (job.gpu_memory_peak_mib > 0) j["gpu_memory_peak_mib"] = job.gpu_memory_peak_mib;
   PutVersion(kJobRowFormat, &j);
   return Dump(&j, unknown);
 }
@@ -699,6 +702,7 @@ std::string EncodeNodeRow(const NodeRecord& n, std::string_view unknown) {
       {"unhealthy_reasons", std::move(reasons)},
       {"agent_instance", n.agent_instance},
       {"cgroup", n.cgroup},
+      {"gpu_sharing", n.gpu_sharing},
       {"burn_in_passed", n.burn_in_passed},
       {"burn_in_run", n.burn_in_run},
       {"burn_in", BurnInPhaseName(n.burn_in)},

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 
 import { gpuStates } from '../../web/board.js';
 import { jobColor } from '../../web/colors.js';
-import { jobHistory } from '../../web/job.js';
+import { gpuMemoryText, jobHistory } from '../../web/job.js';
 import { formatDuration, parseGpuSet, placementText } from '../../web/util.js';
 
 test('gpuStates: busy by job, free, unhealthy with its reason (unhealthy wins)', () => {
@@ -45,4 +45,12 @@ test('GPU sets, placements, durations, colours', () => {
   assert.equal(formatDuration(-1), '–');
   assert.equal(jobColor(12), jobColor(12), 'stable');
   assert.notEqual(jobColor(12), jobColor(13), 'neighbours differ');
+});
+
+test('gpuMemoryText: the peak NVML saw against what a share was promised (issue 20)', () => {
+  assert.equal(gpuMemoryText({ req: {} }), '');
+  assert.equal(gpuMemoryText({ req: { gpu_memory_mib: 20480 } }), '20 GiB promised; no figure yet');
+  assert.equal(gpuMemoryText({ gpu_memory_peak_mib: 11264, req: { gpu_memory_mib: 20480 } }),
+               '11 GiB peak of 20 GiB promised');
+  assert.equal(gpuMemoryText({ gpu_memory_peak_mib: 62464, req: {} }), '61 GiB peak');
 });
