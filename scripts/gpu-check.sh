@@ -204,4 +204,70 @@ step "hachi resume" "$hachi" resume "$node"
 sleep 2
 step "hachi queue -t all" "$hachi" queue -t all
 cp "$work/dev.log" "$out/dev.log"
+
+# Issue 20: GPU shares isolated by MPS (docs/isolation.md "GPU shares"). hachi dev again,
+# with a partition that allows shares; the agent runs an MPS control daemon for the
+# shared GPU (starting one changes no GPU setting: no compute mode, no MIG). Two halves
+# of the GPU, one user, --gpu-mem 20G each: each allocates until CUDA refuses, and should
+# stop near its 20 GiB while the other keeps running. Then a bf16 matmul: a whole-GPU job
+# alone, one half alone, both halves at once (same run, same matrix).
+printf '\n==> GPU shares through MPS\n'
+kill "$dev_pid"; wait "$dev_pid" 2>/dev/null
+printf '[burn_in]\nchecks = []\n[[partition]]\nname = "gpu"\nnodes = "all"\n[[partition]]\nname = "shared"\nnodes = "all"\nmode = "shared"\nallow_gpu_sharing = true\n' > "$work/shares.toml"
+rm -rf "$work/state"
+start_dev "$work/shares.toml"
+grep "GPU shares" "$work/dev.log"
+cat > "$work/fill.py" <<'PY'
+import os, sys, time, torch
+tag = sys.argv[1]
+print(tag, "CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES"),
+      "pipe", os.environ.get("CUDA_MPS_PIPE_DIRECTORY"),
+      "limit", os.environ.get("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), flush=True)
+held, chunk = [], 256 << 20
+while True:
+    try:
+        held.append(torch.empty(chunk, dtype=torch.uint8, device="cuda"))
+    except torch.cuda.OutOfMemoryError:
+        break
+    if len(held) * chunk >= (80 << 30):
+        break
+print(f"{tag}: allocated {len(held) * chunk / 2**30:.2f} GiB before CUDA refused", flush=True)
+time.sleep(10)  # the other share is still allocating meanwhile
+a = torch.randn(1024, 1024, device="cuda"); (a @ a).sum().item()
+print(f"{tag}: still running after the other share filled its part", flush=True)
+PY
+cat > "$work/mm.py" <<'PY'
+import sys, time, torch
+tag, secs = sys.argv[1], float(sys.argv[2])
+a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+for _ in range(3): a @ a
+torch.cuda.synchronize(); n, t = 0, time.perf_counter()
+while time.perf_counter() - t < secs:
+    for _ in range(5): a @ a
+    torch.cuda.synchronize(); n += 5
+dt = time.perf_counter() - t
+print(f"{tag}: bf16 8192^3 matmul {2 * 8192**3 * n / dt / 1e12:.0f} TFLOP/s over {dt:.1f} s", flush=True)
+PY
+f1=$("$hachi" submit --parsable -p shared --gpu-share 0.5 --gpu-mem 20G -t 3:00 -o "$work/fill-%j.out" -- python3 "$work/fill.py" share-a)
+f2=$("$hachi" submit --parsable -p shared --gpu-share 0.5 --gpu-mem 20G -t 3:00 -o "$work/fill-%j.out" -- python3 "$work/fill.py" share-b)
+sleep 5
+step "hachi show node (MPS)" "$hachi" show node "$node"
+step "nvidia-smi while the shares fill their parts" nvidia-smi
+step "hachi show job $f1 (GPU memory peak against the promise)" "$hachi" show job "$f1"
+for _ in $(seq 90); do
+  [ -n "$("$hachi" queue -o %i | sed -n 2p)" ] || break; sleep 1
+done
+step "the shares' output" sh -c "cat $work/fill-*.out"
+step "their records" "$hachi" queue -t all
+step "the MPS control log" sh -c "cat $work/state/spool/*/mps/gpu*/log/control.log"
+"$hachi" submit --parsable -p gpu --gpus 1 -t 2:00 -o "$work/mm-whole.out" -- python3 "$work/mm.py" whole-gpu-alone 10 >/dev/null
+for _ in $(seq 60); do [ -n "$("$hachi" queue -o %i | sed -n 2p)" ] || break; sleep 1; done
+"$hachi" submit --parsable -p shared --gpu-share 0.5 -t 2:00 -o "$work/mm-half.out" -- python3 "$work/mm.py" half-alone 10 >/dev/null
+for _ in $(seq 60); do [ -n "$("$hachi" queue -o %i | sed -n 2p)" ] || break; sleep 1; done
+"$hachi" submit --parsable -p shared --gpu-share 0.5 -t 2:00 -o "$work/mm-a.out" -- python3 "$work/mm.py" half-a-together 10 >/dev/null
+"$hachi" submit --parsable -p shared --gpu-share 0.5 -t 2:00 -o "$work/mm-b.out" -- python3 "$work/mm.py" half-b-together 10 >/dev/null
+for _ in $(seq 60); do [ -n "$("$hachi" queue -o %i | sed -n 2p)" ] || break; sleep 1; done
+step "bf16 matmul: whole GPU alone, a half alone, both halves at once" sh -c "cat $work/mm-*.out"
+step "their records" "$hachi" queue -t all
+cp "$work/dev.log" "$out/dev-shares.log"
 echo "gpu-check: done"
