@@ -1,6 +1,7 @@
 #include "cli/explain_format.h"
 
 #include "cli/slurm_format.h"
+#include "sched/gpu_share.h"
 
 namespace hachi::cli {
 namespace {
@@ -8,6 +9,8 @@ namespace {
 std::string Gpus(int n) { return std::to_string(n) + (n == 1 ? " GPU" : " GPUs"); }
 
 std::string Needs(const state::JobExplain& e) {
+  if (e.gpu_share_milli > 0)
+    return "a " + sched::ShareText(e.gpu_share_milli) + " share of one GPU";
   return e.needed_nodes > 1 ? std::to_string(e.needed_gpus) + " on each of " +
                                   std::to_string(e.needed_nodes) + " nodes"
                             : std::to_string(e.needed_gpus) + " on one node";

@@ -66,6 +66,34 @@ state::JobExplain Gang() {
   return e;  // no cycle has seen it, no reservation
 }
 
+// A GPU share of bob's: every shared GPU with room holds alice's shares (an MPS server
+// serves one user per GPU), the other node has no free GPU.
+state::JobExplain OtherUsersShares() {
+  state::JobExplain e;
+  e.job = 3170;
+  e.state = "PENDING";
+  e.as_of = kCycle + 5;
+  e.reason = "MpsOtherUser";
+  e.diagnosis =
+      "needs a 0.25 share of one GPU; 3 shared GPUs with room hold other users' shares "
+      "(MPS serves one user per GPU)";
+  e.diagnosed_at = kCycle;
+  e.partition = "gpu-shared";
+  e.queue_position = 1;
+  e.queue_length = 1;
+  e.partition_position = 1;
+  e.partition_length = 1;
+  e.needed_gpus = 1;
+  e.gpu_share_milli = 250;
+  e.nodes = {{"busy", 1, 0, "1 node: busy (largest free set 0 GPUs < 1)"},
+             {"other_user", 2, -1,
+              "2 nodes: 3 shared GPUs with room hold other users' shares (MPS serves "
+              "one user per GPU)"}};
+  e.history = {
+      {kCycle - 120, "submitted", "submitted to partition gpu-shared (a GPU share)"}};
+  return e;
+}
+
 state::JobExplain Finished() {
   state::JobExplain e;
   e.job = 3099;
@@ -87,6 +115,7 @@ TEST(FormatExplain, Golden) {
   std::string out;
   out += "$ hachi explain 3150\n" + FormatExplain(Pending(), "", true) + "\n";
   out += "$ hachi explain 3160\n" + FormatExplain(Gang(), "", true) + "\n";
+  out += "$ hachi explain 3170\n" + FormatExplain(OtherUsersShares(), "", true) + "\n";
   out += "$ hachi explain 3099\n" + FormatExplain(Finished(), "", true) + "\n";
   out += "$ hachi show job 3150 (after the Diagnosis)\n   Explain:\n" +
          FormatExplain(Pending(), "     ", false);

@@ -7,10 +7,12 @@
 
 #include "cli/table.h"
 #include "core/strings.h"
+#include "sched/gpu_share.h"
 
 namespace hachi::cli {
 namespace {
 
+using sched::ShareText;
 using state::JobRecord;
 using state::JobState;
 using state::NodeStatus;
@@ -92,14 +94,6 @@ int64_t TotalMem(const JobRecord& j) {
   int64_t m = 0;
   for (const auto& a : j.allocations) m += a.memory_mib;
   return m;
-}
-
-std::string ShareText(int milli) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "%d.%03d", milli / 1000, milli % 1000);
-  std::string s = buf;
-  while (s.back() == '0') s.pop_back();
-  return s;
 }
 
 // GPUs of the whole job: "8", "16", a share as "0.25".

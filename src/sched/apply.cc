@@ -36,13 +36,22 @@ Status PlanApplier::CheckCapacity(const Job& job, const Allocation& a, bool held
       return Internal(JobOn(job, n) + "GPU {" + a.gpus.ToString() +
                       "} is neither free nor shared");
     }
-    if (!ShareFits(n, a.gpus.First(), a.share_milli, a.gpu_memory_mib)) {
-      const GpuShareUse u = ShareUse(n, a.gpus.First());
+    const GpuShareUse& u = ShareUse(n, a.gpus.First());
+    const ShareRoom room =
+        RoomFor(u, n.gpu_memory_mib, a.share_milli, a.gpu_memory_mib, job.req.user);
+    if (room == ShareRoom::kFull) {
       return Internal(JobOn(job, n) + "a share of " + std::to_string(a.share_milli) +
                       " milli, " + std::to_string(a.gpu_memory_mib) +
                       " MiB overcommits GPU " + a.gpus.ToString() + " (holds " +
                       std::to_string(u.milli) + " milli, " +
                       std::to_string(u.memory_mib) + " MiB)");
+    }
+    // A running share is a fact (Take): it may predate the one-user rule.
+    if (room == ShareRoom::kOtherUser && !held) {
+      return Internal(JobOn(job, n) + "GPU " + a.gpus.ToString() +
+                      " holds shares of user " + u.user + (u.mixed ? " and others" : "") +
+                      "; a share of user " + job.req.user +
+                      " cannot join them (an MPS server serves one user per GPU)");
     }
   } else if (!a.gpus.IsSubsetOf(free) || !(a.gpus & unhealthy).empty()) {
     return Internal(JobOn(job, n) + "GPUs {" + a.gpus.ToString() +
@@ -163,11 +172,11 @@ Status PlanApplier::Check(const Job& job, const Start& start) const {
   return Status::Ok();
 }
 
-void PlanApplier::Book(bool whole, const Allocation& a) {
+void PlanApplier::Book(const Job& job, bool whole, const Allocation& a, bool held) {
   Node& n = state_->nodes[a.node];
   if (a.share_milli > 0) {
     // Checked (CheckCapacity covers every refusal of ApplyShare): cannot fail.
-    (void)ApplyShare(n, a);
+    (void)ApplyShare(n, a, job.req.user, /*already_running=*/held);
   } else {
     n.free_gpus = n.free_gpus - a.gpus;
   }
@@ -180,7 +189,7 @@ Status PlanApplier::Apply(const Job& job, const Start& start) {
   HACHI_RETURN_IF_ERROR(Check(job, start));
   // Distinct nodes, each checked: booking one part cannot invalidate another.
   const bool whole = IsWholeNode(*state_, job);
-  for (const Allocation& a : start.allocations) Book(whole, a);
+  for (const Allocation& a : start.allocations) Book(job, whole, a, /*held=*/false);
   return Status::Ok();
 }
 
@@ -194,7 +203,7 @@ Status PlanApplier::Take(const Job& job, const Allocation& a) {
   Node& n = state_->nodes[a.node];
   // A GPU of it that left service is not in free_gpus: put it there for Book to take.
   n.free_gpus = n.free_gpus | ((a.gpus & n.unhealthy) - n.shared_gpus);
-  Book(IsWholeNode(*state_, job), a);
+  Book(job, IsWholeNode(*state_, job), a, /*held=*/true);
   return Status::Ok();
 }
 

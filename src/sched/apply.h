@@ -16,7 +16,8 @@
 //   - whole GPUs: GpusPerNode() GPUs (a whole-node job: every GPU of the node, as
 //     the placer gives it), all free (never unhealthy), no share fields;
 //   - a GPU share: one GPU, free or shared and healthy, share_milli and
-//     gpu_memory_mib as requested, and ShareFits (gpu_share.h);
+//     gpu_memory_mib as requested, room on it, and no other user's shares there (an
+//     MPS server serves one user per GPU; RoomFor, gpu_share.h);
 //   - CPUs and memory free;
 //   - isolation as the filter phase defines it (filter.cc CheckNode): a whole-node job
 //     (IsWholeNode, eligibility.h) never joins shared jobs on a node, a shared job
@@ -41,10 +42,12 @@ class PlanApplier {
   // memory, isolation counters). On error the state is as it was.
   Status Apply(const Job& job, const Start& start);
   // Books one allocation of a job already running (the server's records): only that
-  // it still fits — node index, GPUs free (a share: ShareFits), CPUs and memory. Its
-  // node may have been drained and its partition changed since it started, and a GPU
+  // it still fits — node index, GPUs free (a share: room on its GPU), CPUs and memory.
+  // Its node may have been drained and its partition changed since it started, a GPU
   // of it may have left service (unhealthy: its job is being stopped and keeps it
-  // until it has); none of that undoes a start. On error the state is as it was.
+  // until it has), and a share may sit beside another user's (records from before the
+  // one-user rule: the GPU is then mixed and takes no new share until it empties);
+  // none of that undoes a start. On error the state is as it was.
   Status Take(const Job& job, const Allocation& a);
   // Gives back every allocation of `job` (booked by Apply or Take): the nodes'
   // free resources and counters are as before it was booked; a GPU that left service
@@ -55,7 +58,8 @@ class PlanApplier {
   Status CheckPart(const Job& job, bool whole, const Allocation& a) const;
   // `held`: the job runs there already, so a GPU of it that left service still counts.
   Status CheckCapacity(const Job& job, const Allocation& a, bool held = false) const;
-  void Book(bool whole, const Allocation& a);
+  // `held`: as CheckCapacity's; a share then joins another user's (gpu_share.h).
+  void Book(const Job& job, bool whole, const Allocation& a, bool held);
 
   ClusterState* state_;
 };

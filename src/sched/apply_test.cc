@@ -259,6 +259,16 @@ INSTANTIATE_TEST_SUITE_P(
               return Make(b, MakeJob(1).Share(250), {Part(0, "0", 0, 0, 250)});
             },
             "overcommits GPU 0"},
+        Row{"share_beside_another_users_share",
+            [] {
+              ClusterBuilder b = Base();
+              b.Running(MakeJob(9).Share(250).User("alice"), 0, "0");
+              return Make(b, MakeJob(1).Share(250).User("bob"),
+                          {Part(0, "0", 0, 0, 250)});
+            },
+            "GPU 0 holds shares of user alice; a share of user bob cannot join them (an "
+            "MPS "
+            "server serves one user per GPU)"},
         Row{"share_overcommits_memory",
             [] {
               ClusterBuilder b = Base();
@@ -360,6 +370,33 @@ TEST(PlanApplier, TakeKeepsAGpuThatLeftServiceWithItsJob) {
   ended.allocations = {Part(0, "0,1")};
   applier.Release(ended);
   EXPECT_EQ(n.free_gpus, *GpuSet::Parse("1-7")) << "GPU 0 stays out of service";
+}
+
+// GPU shares, one user per GPU (gpu_share.h): a start beside another user's share is
+// refused, but the snapshot books running shares of two users as recorded (from before
+// the rule) and the GPU then takes nobody's new share; Release of the last share of a
+// user makes the GPU anyone's.
+TEST(PlanApplier, SharesOfOneUserPerGpu) {
+  ClusterBuilder b = Base();
+  const Job alice = Resolved(b, MakeJob(1).Share(250).User("alice"));
+  const Job bob = Resolved(b, MakeJob(2).Share(250).User("bob"));
+  const Job alice2 = Resolved(b, MakeJob(3).Share(250).User("alice"));
+  ClusterState state = b.Build();
+  PlanApplier applier(&state);
+  ASSERT_TRUE(applier.Apply(alice, Start{1, {Part(0, "0", 0, 0, 250)}, false}).ok());
+  EXPECT_EQ(applier.Apply(bob, Start{2, {Part(0, "0", 0, 0, 250)}, false}).code(),
+            StatusCode::kInternal);
+  ASSERT_TRUE(applier.Take(bob, Part(0, "0", 0, 0, 250)).ok());  // a recorded fact
+  EXPECT_TRUE(ShareUse(state.nodes[0], 0).mixed);
+  EXPECT_FALSE(applier.Apply(alice2, Start{3, {Part(0, "0", 0, 0, 250)}, false}).ok());
+  Job ended = alice;
+  ended.allocations = {Part(0, "0", 0, 0, 250)};
+  applier.Release(ended);
+  ended = bob;
+  ended.allocations = {Part(0, "0", 0, 0, 250)};
+  applier.Release(ended);
+  EXPECT_EQ(ShareUse(state.nodes[0], 0).user, "");
+  EXPECT_TRUE(applier.Apply(bob, Start{2, {Part(0, "0", 0, 0, 250)}, false}).ok());
 }
 
 }  // namespace

@@ -22,10 +22,18 @@ using JobId = int64_t;
 
 enum class NodeState : uint8_t { kUp, kDrained, kDown };
 
-// What the shares on one GPU use: thousandths of the GPU, and promised memory.
+// What the shares on one GPU use: thousandths of the GPU, and promised memory; and
+// whose they are. The agent runs one MPS control daemon per shared GPU, and an MPS
+// server serves one Linux user at a time (a client of another uid waits until the
+// first user's server has no clients), so the shares of one GPU all belong to `user`
+// (JobRequest::user) until the last leaves (gpu_share.h).
 struct GpuShareUse {
   int32_t milli = 0;
+  // Shares of two users that were already running together (records from before the
+  // rule) are kept as they are; no new share joins them until the GPU is empty.
+  bool mixed = false;
   int64_t memory_mib = 0;
+  std::string user;
 };
 
 struct Node {

@@ -272,7 +272,7 @@ void CycleContext::Book(const JobShape& job, const Allocation& a) {
   w.free_cpus -= a.cpus;
   w.free_memory_mib -= a.memory_mib;
   (job.whole ? w.whole_busy : w.shared_busy) = true;
-  if (a.share_milli > 0) BookShare(a);
+  if (a.share_milli > 0) BookShare(a, job.job->req.user);
   if (w.up) buckets.Move(a.node, before, w.free.size());
   const GpuSet released = a.share_milli > 0 ? GpuSet() : a.gpus;  // as EnsureTimeline
   const Timeline::Release rel{now + job.limit, released,  a.cpus,
@@ -346,7 +346,7 @@ int CycleContext::MaxNodeGpus() {
   return max_gpus_;
 }
 
-void CycleContext::BookShare(const Allocation& a) {
+void CycleContext::BookShare(const Allocation& a, const std::string& user) {
   NodeWork& w = nodes[a.node];
   const int gpu = a.gpus.First();
   if (gpu < 0) return;
@@ -356,8 +356,7 @@ void CycleContext::BookShare(const Allocation& a) {
   if (static_cast<int>(use.size()) <= gpu) {
     use.resize(std::max(state.nodes[a.node].gpu_count(), gpu + 1));
   }
-  use[gpu].milli += a.share_milli;
-  use[gpu].memory_mib += a.gpu_memory_mib;
+  AddShareUse(&use[gpu], a, user);
   auto it = std::lower_bound(shared_nodes.begin(), shared_nodes.end(), a.node);
   if (it == shared_nodes.end() || *it != a.node) shared_nodes.insert(it, a.node);
 }

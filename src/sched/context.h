@@ -131,9 +131,12 @@ struct CycleContext {
   // preemption phases need it.
   const std::vector<std::vector<int>>& RunningOn();
 
-  // GPU shares: milli and memory the shares on `gpu` of `node` use now.
-  GpuShareUse ShareUseAt(int node, int gpu) const {
-    if (share_use.empty() || gpu >= static_cast<int>(share_use[node].size())) return {};
+  // GPU shares: milli, memory and user of the shares on `gpu` of `node` now (a
+  // reference, valid until the next Book).
+  const GpuShareUse& ShareUseAt(int node, int gpu) const {
+    if (share_use.empty() || gpu >= static_cast<int>(share_use[node].size())) {
+      return no_share_;
+    }
     return share_use[node][gpu];
   }
 
@@ -166,8 +169,8 @@ struct CycleContext {
   // Filter (CheckNode) and placement read them.
   std::vector<NodeWork> nodes;  // gang_class / block: EnsureGangClasses
   FreeBuckets buckets;
-  // GPU shares: nodes with a shared GPU, ascending; per node, per GPU use (empty when
-  // no node shares, so a cycle without shares pays nothing).
+  // GPU shares: nodes with a shared GPU, ascending; per node, per GPU use and owner
+  // (empty when no node shares, so a cycle without shares pays nothing).
   std::vector<int> shared_nodes;
   std::vector<std::vector<GpuShareUse>> share_use;
   // Quota usage, only for users/accounts that have a limit (filter: CheckJob).
@@ -204,7 +207,9 @@ struct CycleContext {
   uint64_t version = 0;
 
  private:
-  void BookShare(const Allocation& a);  // Book's part for a GPU share
+  // Book's part for a GPU share of `user` (the GPU's owner from then on).
+  void BookShare(const Allocation& a, const std::string& user);
+  static inline const GpuShareUse no_share_{};
   // Shape's part for a request with a node selection (issue 17): clears `e->ok` where
   // the selection refuses a node; sets required, choice, bad_selection.
   void ApplySelection(const JobRequest& r, int job_nodes, EligibleSet* e);

@@ -7,6 +7,7 @@
 
 #include "sched/eligibility.h"
 #include "sched/features.h"
+#include "sched/gpu_share.h"
 #include "sched/window.h"
 
 namespace hachi::sched {
@@ -36,6 +37,13 @@ void DiagnoseBlocked(CycleContext& ctx, const JobShape& job, const VerdictTally&
     d->reason = e.select_key.empty() ? Reason::kNodesUnavailable
                 : e.nodes.empty()    ? Reason::kBadConstraints
                                      : Reason::kReqNodeNotAvail;
+    return;
+  }
+  // A share that a node would take but for the user of the shares on its GPUs with
+  // room: the most useful thing to say, whatever blocked the other nodes.
+  if (job.share_milli > 0 && tally.other_user_gpus > 0) {
+    d->reason = Reason::kMpsOtherUser;
+    d->other_user_gpus = tally.other_user_gpus;
     return;
   }
   switch (tally.Main()) {
@@ -248,6 +256,15 @@ std::string Diagnosis::Format(const ClusterState& state, Time now) const {
     const Partition& p = state.partitions[partition];
     out = "nodes " + NodeList(state, p.window_nodes) + " belong to partition " + p.name +
           " " + FormatWindows(p.windows);
+  }
+  if (reason == Reason::kMpsOtherUser) {
+    const int milli = pending != nullptr ? pending->req.gpu_share_milli : 0;
+    out = (milli > 0 ? "needs a " + ShareText(milli) + " share of one GPU"
+                     : std::string("needs a share of one GPU")) +
+          "; " + std::to_string(other_user_gpus) +
+          (other_user_gpus == 1 ? " shared GPU with room holds another user's shares"
+                                : " shared GPUs with room hold other users' shares") +
+          " (MPS serves one user per GPU)";
   }
   // A job without GPUs (issue 17): its CPUs and memory.
   const bool cpu_only = pending != nullptr && pending->req.TotalGpus() == 0;

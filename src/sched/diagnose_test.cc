@@ -164,5 +164,57 @@ TEST(DiagnoseTest, DrainedPartition) {
   EXPECT_TRUE(plan.reservations.empty());
 }
 
+// GPU shares, one user per GPU (gpu_share.h): alice's shares fill every GPU of n0 to
+// half (n1's GPUs run a whole-GPU job until 15:00), so bob's share waits, and says why
+// with the count, under every policy and with fragmentation-aware placement; alice's
+// own share packs beside hers.
+TEST(DiagnoseTest, ShareWaitsForGpusHoldingOtherUsersShares) {
+  testing::ClusterBuilder b =
+      MakeCluster().Nodes(2, "hgx-h100").Partition("p").AllowSharing();
+  for (int g = 0; g < 8; ++g) {
+    b.Running(MakeJob(80 + g).Share(500).User("alice"), 0, std::to_string(g));
+  }
+  b.Running(MakeJob(90).Gpus(8).User("carol").Start(kNow - kHour).Limit(3 * kHour), 1);
+  b.Pending(MakeJob(7).Share(250).User("bob").Submit(1));
+  b.Pending(MakeJob(8).Share(250).User("alice").Submit(2));
+  ClusterState s = b.Build();
+  for (bool workload : {false, true}) {
+    s.workload.clear();
+    if (workload) s.workload = {{1, 250, 0, 0, "", 1}};
+    for (const char* policy : {"hachi", "easy"}) {
+      SchedConfig c;
+      c.policy = policy;
+      const Plan plan = (*Scheduler::Create(c))->Schedule(s, kNow);
+      SCOPED_TRACE(std::string(policy) + (workload ? " with a workload" : ""));
+      ASSERT_EQ(plan.starts.size(), 1u);
+      EXPECT_EQ(plan.starts[0].job, 8);
+      ASSERT_EQ(plan.pending.size(), 1u);
+      const Diagnosis& d = plan.pending[0];
+      EXPECT_EQ(d.reason, Reason::kMpsOtherUser);
+      EXPECT_EQ(ReasonName(d.reason), "MpsOtherUser");
+      EXPECT_EQ(d.other_user_gpus, 8);
+      EXPECT_EQ(d.Format(s, kNow),
+                "needs a 0.25 share of one GPU; 8 shared GPUs with room hold other "
+                "users' shares (MPS serves one user per GPU); earliest start 15:00 on n1 "
+                "when job 90 hits its time limit");
+    }
+  }
+}
+
+TEST(DiagnoseTest, OneGpuOfAnotherUserInTheText) {
+  const ClusterState s = MakeCluster()
+                             .Nodes(1, "hgx-h100")
+                             .Partition("p")
+                             .AllowSharing()
+                             .Pending(MakeJob(7).Share(100).User("bob"))
+                             .Build();
+  Diagnosis d = D(Reason::kMpsOtherUser);
+  d.needed_gpus = 1;
+  d.other_user_gpus = 1;
+  EXPECT_EQ(d.Format(s, kNow),
+            "needs a 0.1 share of one GPU; 1 shared GPU with room holds another user's "
+            "shares (MPS serves one user per GPU)");
+}
+
 }  // namespace
 }  // namespace hachi::sched

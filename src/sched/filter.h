@@ -35,6 +35,9 @@ inline constexpr int kNodeVerdicts = 9;
 // Counts of verdicts over the nodes a placement looked at: the diagnosis' raw data.
 struct VerdictTally {
   std::array<int, kNodeVerdicts> count{};
+  // A GPU share: shared GPUs with room for it, on nodes that passed CheckNode, that
+  // hold another user's shares (an MPS server serves one user per GPU, gpu_share.h).
+  int other_user_gpus = 0;
   void Add(NodeVerdict v) { ++count[static_cast<int>(v)]; }
   // The verdict that blocked most nodes, among the "busy" ones (ignores kFits,
   // kIneligible); kGpus when nothing was seen.

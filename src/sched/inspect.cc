@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sched/context.h"
+#include "sched/gpu_share.h"
 
 namespace hachi::sched {
 namespace {
@@ -15,6 +16,34 @@ bool SameProbe(const JobShape& a, const JobShape& b) {
 
 // A few distinct probes per partition are enough: the answer is "does any fit".
 constexpr size_t kMaxProbes = 16;
+
+// The shared GPUs of `node` with room for the share `s`: its user's, another's.
+struct ShareSpots {
+  int own = 0;
+  int other_user = 0;
+};
+ShareSpots SpotsFor(const CycleContext& ctx, const JobShape& s, int node, Time now) {
+  ShareSpots spots;
+  JobShape on_shared = s;  // the node checks without the free-GPU count
+  on_shared.gpn = 0;
+  Timeline::Offer offer;
+  if (CheckNode(ctx, on_shared, node, now, &offer) != NodeVerdict::kFits) return spots;
+  const int64_t capacity = ctx.state.nodes[node].gpu_memory_mib;
+  for (int gpu : ctx.nodes[node].shared.Indices()) {
+    switch (RoomFor(ctx.ShareUseAt(node, gpu), capacity, s.share_milli, s.gpu_memory_mib,
+                    s.job->req.user)) {
+      case ShareRoom::kFits:
+        ++spots.own;
+        break;
+      case ShareRoom::kOtherUser:
+        ++spots.other_user;
+        break;
+      case ShareRoom::kFull:
+        break;
+    }
+  }
+  return spots;
+}
 
 }  // namespace
 
@@ -92,10 +121,21 @@ NodeBreakdown ExplainNodes(const ClusterState& state, const Job& job, Time now) 
       continue;
     }
     Timeline::Offer offer;
-    const NodeVerdict v = CheckNode(ctx, s, node, now, &offer);
+    NodeVerdict v = CheckNode(ctx, s, node, now, &offer);
     if (v == NodeVerdict::kIneligible) {
       ++b.unsuitable;
       continue;
+    }
+    // A share without a free GPU may still join a shared GPU with room, if the shares
+    // there are its user's (as Placer::PackShare places it).
+    if (s.share_milli > 0 && v == NodeVerdict::kGpus) {
+      const ShareSpots spots = SpotsFor(ctx, s, node, now);
+      if (spots.own > 0) {
+        v = NodeVerdict::kFits;
+      } else if (spots.other_user > 0) {
+        ++b.other_user;
+        b.other_user_gpus += spots.other_user;
+      }
     }
     const int i = static_cast<int>(v);
     const NodeWork& w = ctx.nodes[node];

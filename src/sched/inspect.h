@@ -39,6 +39,12 @@ struct NodeBreakdown {
   int largest_free_gpus = 0;
   int largest_free_node = -1;
   int free_gpus = 0;  // free GPUs on those nodes, together
+  // A GPU share: of verdicts[kGpus] (no free GPU for it), the nodes where a shared GPU
+  // has room but holds another user's shares (an MPS server serves one user per GPU),
+  // and those GPUs together. A node whose shared GPU with room is the job's user's
+  // counts under kFits instead.
+  int other_user = 0;
+  int other_user_gpus = 0;
 };
 // kFits counts nodes that would take a share now (a gang needs `nodes` of them).
 // `job.partition` must index state.partitions; else everything is "not in partition".

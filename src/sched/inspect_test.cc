@@ -111,5 +111,29 @@ TEST(ExplainNodes, TooSmallNodesAreUnsuitable) {
   EXPECT_EQ(b.largest_free_node, -1);
 }
 
+// A GPU share without a free GPU: a node whose shared GPU with room is its user's
+// fits; one whose shared GPUs with room hold another user's shares counts apart (MPS
+// serves one user per GPU), still under the kGpus verdict.
+TEST(ExplainNodes, SharesCountGpusOfTheirUserAndOfOthers) {
+  testing::ClusterBuilder b =
+      MakeCluster().Nodes(3, "hgx-h100").Partition("p").AllowSharing();
+  for (int node = 0; node < 3; ++node) {
+    b.Running(MakeJob(10 + node).Gpus(6).User("carol"), node, "2-7");
+  }
+  b.Running(MakeJob(20).Share(500).User("alice"), 0, "0")
+      .Running(MakeJob(21).Share(900).User("alice"), 0, "1")  // no room for 250
+      .Running(MakeJob(22).Share(500).User("bob"), 1, "0")
+      .Running(MakeJob(23).Share(500).User("alice"), 1, "1")
+      .Running(MakeJob(24).Share(500).User("alice"), 2, "0")
+      .Running(MakeJob(25).Share(500).User("alice"), 2, "1")
+      .Pending(MakeJob(30).Share(250).User("bob"));
+  const ClusterState s = b.Build();
+  const NodeBreakdown nb = ExplainNodes(s, s.pending[0], kNow);
+  EXPECT_EQ(V(nb, NodeVerdict::kFits), 1);  // n1: bob's GPU 0
+  EXPECT_EQ(V(nb, NodeVerdict::kGpus), 2);
+  EXPECT_EQ(nb.other_user, 2);       // n0, n2
+  EXPECT_EQ(nb.other_user_gpus, 3);  // n0 GPU 0; n2 GPUs 0, 1
+}
+
 }  // namespace
 }  // namespace hachi::sched

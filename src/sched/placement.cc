@@ -127,9 +127,11 @@ bool Placer::PackShare(CycleContext& ctx, const JobShape& job, Allocation* out,
     const int free = w.free.size();
     for (uint64_t m = w.shared.mask(); m; m &= m - 1) {
       const int gpu = std::countr_zero(m);
-      const GpuShareUse u = ctx.ShareUseAt(node, gpu);
-      if (u.milli + job.share_milli > kFullGpuMilli) continue;
-      if (job.gpu_memory_mib > 0 && u.memory_mib + job.gpu_memory_mib > capacity) {
+      const GpuShareUse& u = ctx.ShareUseAt(node, gpu);
+      const ShareRoom room =
+          RoomFor(u, capacity, job.share_milli, job.gpu_memory_mib, job.job->req.user);
+      if (room != ShareRoom::kFits) {
+        tally->other_user_gpus += room == ShareRoom::kOtherUser;
         continue;
       }
       // The fullest GPU that fits; among equals, the busiest node (fewest free GPUs).
@@ -208,10 +210,11 @@ bool Placer::PlaceByFragmentation(CycleContext& ctx, const JobShape& job, Alloca
     std::array<bool, kFullGpuMilli + 1> tried{};
     for (uint64_t m = w.shared.mask(); m; m &= m - 1) {
       const int gpu = std::countr_zero(m);
-      const GpuShareUse u = ctx.ShareUseAt(node, gpu);
-      if (u.milli + job.share_milli > kFullGpuMilli) continue;
-      if (job.gpu_memory_mib > 0 &&
-          u.memory_mib + job.gpu_memory_mib > n.gpu_memory_mib) {
+      const GpuShareUse& u = ctx.ShareUseAt(node, gpu);
+      const ShareRoom fit = RoomFor(u, n.gpu_memory_mib, job.share_milli,
+                                    job.gpu_memory_mib, job.job->req.user);
+      if (fit != ShareRoom::kFits) {
+        tally->other_user_gpus += fit == ShareRoom::kOtherUser;
         continue;
       }
       any = true;

@@ -10,16 +10,18 @@
 //     Gangs: one class, the block that hosts all nodes with the best fit, else spread.
 //
 // GPU shares (gpu_share.h), every style: packed onto the fullest shared GPU that still
-// has room (milli and memory), on the busiest node; else a free GPU chosen as for a
-// 1-GPU job (best fit: alloc/ prefers a GPU whose NVLink partner is busy).
+// has room (milli and memory) and holds the same user's shares (one MPS server per
+// GPU serves one user), on the busiest node; else a free GPU chosen as for a 1-GPU
+// job (best fit: alloc/ prefers a GPU whose NVLink partner is busy). Shared GPUs with
+// room that only another user's shares keep count in VerdictTally::other_user_gpus.
 //
 // Fragmentation (kBestFit with ClusterState::workload non-empty): GPU shares and
 // single-node jobs that are not whole-node look at every fitting node, and at each
 // distinct GPU option there (alloc/'s pick of free GPUs; for a share, each shared GPU
-// with room too). Keys, in order: FragScore of the node's rise in fragmentation
-// (fragmentation.h), the bottleneck link of the GPU set, not opening an empty node,
-// packing (CPU and GPU left, relative to the largest node), for a share the fullest
-// GPU; then the lowest node index. Gangs and whole-node jobs are placed as above.
+// with room that is the same user's, too). Keys, in order: FragScore of the node's rise
+// in fragmentation (fragmentation.h), the bottleneck link of the GPU set, not opening an
+// empty node, packing (CPU and GPU left, relative to the largest node), for a share the
+// fullest GPU; then the lowest node index. Gangs and whole-node jobs are placed as above.
 //
 // Gangs never mix interconnect classes, GPU models or node sizes. Candidate nodes come
 // from the context's free-count buckets, so a 1-GPU job looks at the fullest nodes
@@ -125,8 +127,8 @@ class Placer {
  private:
   bool PlaceSingle(CycleContext& ctx, const JobShape& job, Allocation* out,
                    VerdictTally* tally);
-  // A GPU share on a GPU that already holds shares: the fullest that fits, on the
-  // busiest node. False when none has room.
+  // A GPU share on a GPU that already holds shares of its user: the fullest that
+  // fits, on the busiest node. False when none has room.
   bool PackShare(CycleContext& ctx, const JobShape& job, Allocation* out,
                  VerdictTally* tally);
   // With a workload (CycleContext::frag_active), `hachi`'s single-node placement:

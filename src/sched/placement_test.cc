@@ -133,6 +133,18 @@ INSTANTIATE_TEST_SUITE_P(
                           Shared,
                           MakeJob(1).Gpus(2),
                           {{1, "0,1"}}},
+                      // One user per GPU (MPS): another user's share skips the
+                      // shared GPUs with room for a free one.
+                      Row{"share_skips_gpus_of_another_user",
+                          "hachi",
+                          Shared,
+                          MakeJob(1).Share(300).User("bob"),
+                          {{1, "0"}}},
+                      Row{"share_skips_gpus_of_another_user_first_fit",
+                          "fifo",
+                          Shared,
+                          MakeJob(1).Share(300).User("bob"),
+                          {{0, "2"}}},
                       Row{"share_never_in_partition_without_sharing",
                           "hachi",
                           Shared,

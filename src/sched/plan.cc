@@ -42,6 +42,8 @@ std::string_view ReasonName(Reason r) {
       return "BeginTime";
     case Reason::kDeadline:
       return "DeadLine";
+    case Reason::kMpsOtherUser:
+      return "MpsOtherUser";
   }
   return "?";
 }

@@ -58,6 +58,9 @@ enum class Reason : uint8_t {
   kReqNodeNotAvail,  // -w/-C/-x: the nodes it may use are all down or drained
   kBeginTime,        // --begin: not before JobRequest::begin_time
   kDeadline,         // --deadline: it can no longer end by then; the caller ends it
+  // A GPU share: the only shared GPUs with room for it hold another user's shares, and
+  // an MPS server serves one user per GPU (gpu_share.h); no free GPU took it either.
+  kMpsOtherUser,
 };
 std::string_view ReasonName(Reason r);  // "Priority", "Resources", ... (Slurm-like)
 
@@ -69,7 +72,7 @@ struct Diagnosis {
   Reason reason = Reason::kNone;
   // kPreempting: how many jobs leave for it (saturates at 255) and their partition (-1:
   // several); kTimeWindow: `partition` owns the nodes in a window. Small types fill
-  // padding: 100k diagnoses a cycle are copied, so the struct stays 80 bytes.
+  // padding: 100k diagnoses a cycle are copied, so the struct stays small (88 bytes).
   uint8_t preempt_jobs = 0;
   int16_t partition = -1;
   int needed_gpus = 0;  // per node
@@ -84,6 +87,7 @@ struct Diagnosis {
   int32_t preempt_grace = 0;  // kPreempting: seconds, the longest of the victims'
   JobId blocking_job = 0;     // the job whose end frees the resources, when known
   int quota_used = 0, quota_limit = 0;
+  int other_user_gpus = 0;  // kMpsOtherUser: shared GPUs with room, another user's
   double priority = 0;
 
   std::string Format(const ClusterState& state, Time now) const;

@@ -75,6 +75,9 @@ void CheckInvariants(const ClusterState& s, const Plan& plan) {
             a.gpus.IsSubsetOf((node.free_gpus | node.shared_gpus) - node.unhealthy));
         RC_ASSERT((a.gpus & taken[a.node]).empty());
         GpuShareUse& u = use[a.node][a.gpus.First()];
+        // One user per GPU: an MPS server serves one user at a time.
+        RC_ASSERT(u.milli == 0 || (!u.mixed && u.user == job.req.user));
+        u.user = job.req.user;
         u.milli += a.share_milli;
         u.memory_mib += a.gpu_memory_mib;
         RC_ASSERT(u.milli <= kFullGpuMilli);
@@ -203,8 +206,9 @@ RC_GTEST_PROP(SchedProperty, PlansKeepTheInvariantsWithCpuJobs, ()) {
   }
 }
 
-// Random workloads with GPU shares: shares never overcommit a GPU, and no whole-GPU
-// job lands on a shared GPU (CheckInvariants); lean and explaining cycles agree.
+// Random workloads with GPU shares: shares never overcommit a GPU, never join another
+// user's, and no whole-GPU job lands on a shared GPU (CheckInvariants); lean and
+// explaining cycles agree.
 RC_GTEST_PROP(SchedProperty, PlansKeepTheInvariantsWithShares, ()) {
   const ClusterState s = testing::RandomCluster(/*preemption=*/false, /*shares=*/true);
   for (const char* policy : {"hachi", "easy", "fifo"}) {
@@ -291,7 +295,7 @@ RC_GTEST_PROP(SchedProperty, OneCycleEqualsACyclePerJob, ()) {
     for (const Allocation& a : run.allocations = p.starts[0].allocations) {
       Node& n = one.nodes[a.node];
       if (a.share_milli > 0) {
-        RC_ASSERT(ApplyShare(n, a).ok());
+        RC_ASSERT(ApplyShare(n, a, run.req.user).ok());
       } else {
         n.free_gpus = n.free_gpus - a.gpus;
       }

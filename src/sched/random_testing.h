@@ -114,18 +114,19 @@ inline ClusterState RandomCluster(bool preemption = false, bool shares = false,
                            *rc::gen::inRange(0, 3) == 0;
     const Time start = now - *rc::gen::inRange(0, 20000);
     const Duration limit = *rc::gen::inRange(1, 40) * 600;
+    const std::string who = user();
     JobBuilder j =
-        MakeJob(id++).User(user()).Account(account()).Start(start).Limit(limit).Cpus(
+        MakeJob(id++).User(who).Account(account()).Start(start).Limit(limit).Cpus(
             *rc::gen::inRange(0, 9));
     if (shares && !whole_job && *rc::gen::inRange(0, 2) == 0) {
-      // A share on the first free or shared GPU with room.
+      // A share on the first free GPU, or shared GPU of its user, with room.
       const Node& n = b.state().nodes[node];
       if (n.whole_node_jobs > 0) continue;
       const int milli = *rc::gen::element(100, 250, 500, 750);
       const int64_t mem = *rc::gen::element<int64_t>(0, 0, 10000, 30000);
       int gpu = -1;
       for (int g : (n.free_gpus | n.shared_gpus).Indices()) {
-        if (ShareFits(n, g, milli, mem)) {
+        if (ShareFits(n, g, milli, mem, who)) {
           gpu = g;
           break;
         }

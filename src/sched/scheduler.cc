@@ -42,7 +42,8 @@ const PolicySpec* FindSpec(std::string_view name) {
 
 // Failed placements this cycle, by job shape: since nothing changed (same version), a
 // job of the same shape and a time limit at least as long fails too — more of the
-// reserved GPUs overlap a longer run — so it need not scan the nodes again.
+// reserved GPUs overlap a longer run — so it need not scan the nodes again. A share's
+// user is part of its shape: shared GPUs take only their owner's shares (gpu_share.h).
 struct FailMemo {
   int eligible, gpn, nodes, cpus;
   int64_t memory_mib;
@@ -50,11 +51,13 @@ struct FailMemo {
   int64_t gpu_memory_mib;
   bool whole;
   Duration limit;
+  const std::string* user;  // the job's (in the snapshot, which outlives the cycle)
   VerdictTally tally;
   bool Covers(const JobShape& s) const {
     return eligible == s.eligible && gpn == s.gpn && nodes == s.nodes && cpus == s.cpus &&
            memory_mib == s.memory_mib && whole == s.whole && s.limit >= limit &&
-           share_milli == s.share_milli && gpu_memory_mib == s.gpu_memory_mib;
+           share_milli == s.share_milli && gpu_memory_mib == s.gpu_memory_mib &&
+           (share_milli == 0 || *user == s.job->req.user);
   }
 };
 
@@ -245,7 +248,7 @@ class SchedulerImpl final : public Scheduler {
     if (placer_.PlaceNow(ctx, s, &allocs_, tally)) return true;
     if (placer_.failed()) return false;  // no memo: another job may still succeed
     fails_.push_back({s.eligible, s.gpn, s.nodes, s.cpus, s.memory_mib, s.share_milli,
-                      s.gpu_memory_mib, s.whole, s.limit, *tally});
+                      s.gpu_memory_mib, s.whole, s.limit, &s.job->req.user, *tally});
     return false;
   }
 

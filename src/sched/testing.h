@@ -324,7 +324,8 @@ class ClusterBuilder {
       a.share_milli = j.req.gpu_share_milli;
       a.gpu_memory_mib = j.req.gpu_memory_mib;
       if (a.share_milli > 0) {
-        if (!ApplyShare(n, a).ok()) std::abort();  // a test cluster that overcommits
+        // A test cluster that overcommits, or mixes users on a GPU.
+        if (!ApplyShare(n, a, j.req.user).ok()) std::abort();
       } else {
         n.free_gpus = n.free_gpus - a.gpus;
       }

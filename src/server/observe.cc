@@ -156,9 +156,14 @@ void AddNodeGroups(const sched::NodeBreakdown& b, const state::JobRecord& job,
       job.req.nodes > 1
           ? "would take one part of it now (needs " + NodesText(job.req.nodes) + ")"
           : "would take it now");
-  add("busy", count(NodeVerdict::kGpus), largest(NodeVerdict::kGpus),
+  add("busy", count(NodeVerdict::kGpus) - b.other_user, largest(NodeVerdict::kGpus),
       "busy (largest free set " + GpusText(largest(NodeVerdict::kGpus)) + " < " +
           std::to_string(need) + ")");
+  add("other_user", b.other_user, -1,
+      std::to_string(b.other_user_gpus) +
+          (b.other_user_gpus == 1 ? " shared GPU with room holds another user's shares"
+                                  : " shared GPUs with room hold other users' shares") +
+          " (MPS serves one user per GPU)");
   add("cpus", count(NodeVerdict::kCpus), -1,
       "too few free CPUs (needs " + std::to_string(sched::NodeCpus(job.req)) + ")");
   add("memory", count(NodeVerdict::kMemory), -1,
@@ -197,6 +202,7 @@ Result<state::JobExplain> Controller::Explain(state::JobId id) const {
     e.partition = rec.req.partition;
     e.needed_gpus = rec.req.Shared() ? 1 : rec.req.GpusPerNode();
     e.needed_nodes = std::max(rec.req.nodes, 1);
+    e.gpu_share_milli = rec.req.gpu_share_milli;
     Time eligible = rec.submit_time;
     bool requeued_last = false;
     if (auto el = eligible_since_.find(id); el != eligible_since_.end()) {

@@ -56,6 +56,7 @@ std::string JobExplainToJson(const JobExplain& e) {
               {"partition_length", e.partition_length},
               {"needed_gpus", e.needed_gpus},
               {"needed_nodes", e.needed_nodes},
+              {"gpu_share_milli", e.gpu_share_milli},
               {"largest_free", e.largest_free},
               {"largest_free_node", e.largest_free_node},
               {"free_gpus", e.free_gpus},
@@ -87,6 +88,7 @@ Result<JobExplain> JobExplainFromJson(std::string_view text) {
                   Opt(j, "partition_length", p, &e.partition_length, &err) &&
                   Opt(j, "needed_gpus", p, &e.needed_gpus, &err) &&
                   Opt(j, "needed_nodes", p, &e.needed_nodes, &err) &&
+                  Opt(j, "gpu_share_milli", p, &e.gpu_share_milli, &err) &&
                   Opt(j, "largest_free", p, &e.largest_free, &err) &&
                   Opt(j, "largest_free_node", p, &e.largest_free_node, &err) &&
                   Opt(j, "free_gpus", p, &e.free_gpus, &err) &&

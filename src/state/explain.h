@@ -18,7 +18,8 @@ namespace hachi::state {
 
 // Nodes that refuse (or would take) the job for one reason.
 struct ExplainNodes {
-  // "fits", "busy", "reserved", "isolation", "cpus", "memory", "window", "drained",
+  // "fits", "busy", "other_user" (a GPU share: the shared GPUs with room hold other
+  // users' shares), "reserved", "isolation", "cpus", "memory", "window", "drained",
   // "down", "unsuitable", "not_in_partition".
   std::string reason;
   int count = 0;
@@ -47,6 +48,7 @@ struct JobExplain {
   int partition_length = 0;
   int needed_gpus = 0;  // per node
   int needed_nodes = 1;
+  int gpu_share_milli = 0;  // a GPU share: thousandths of one GPU (needed_gpus is 1)
   // Now, from the nodes: the largest free set on an up node of the partition that suits
   // the job, and the free GPUs on those nodes together.
   int largest_free = 0;
