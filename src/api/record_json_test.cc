@@ -51,7 +51,7 @@ TEST(RecordJson, JobRoundTripKeepsEveryField) {
 
 TEST(RecordJson, EncoderWritesTheDocumentedFields) {
   const json j = ToJson(FullJob(12));
-  EXPECT_EQ(Keys(j).size(), 14u);
+  EXPECT_EQ(Keys(j).size(), 15u);          // issue 20: gpu_memory_peak_mib
   EXPECT_EQ(Keys(j["req"]).size(), 24u);   // issue 17: constraint .. nice
   EXPECT_EQ(Keys(j["spec"]).size(), 25u);  // issue 17: ntasks .. open_append; 18: 2 more
   EXPECT_EQ(Keys(j["allocations"][0]).size(), 6u);
@@ -61,7 +61,7 @@ TEST(RecordJson, EncoderWritesTheDocumentedFields) {
   EXPECT_EQ(j["spec"]["env"][0], "PATH=/usr/bin:/bin");
   EXPECT_EQ(j["submit_time"], 1700000000);
   const json n = ToJson(FullNode("n1"));
-  EXPECT_EQ(Keys(n).size(), 17u);  // issue 19: four burn-in fields (FullNode sets them)
+  EXPECT_EQ(Keys(n).size(), 18u);  // issue 19: four burn-in fields; 20: gpu_sharing
   EXPECT_EQ(n["state"], "drained");
   EXPECT_EQ(n["unhealthy"], "0-3,6");
   EXPECT_EQ(n["unhealthy_reasons"]["6"], "ECC: double-bit error");
@@ -94,10 +94,11 @@ TEST(RecordJson, NodeStatusRoundTripIsFlat) {
   s.alloc_memory_mib = 4096;
   s.stray_processes.push_back(
       {3, 4242, 20480, "alice", "python train.py", 0, 1764500000});
+  s.gpu_sharing_events = {"2026-12-03T10:00:00Z MPS control daemon for GPU 7 exited"};
   const std::string text = NodeStatusToJson(s);
   const json j = json::parse(text);
   EXPECT_EQ(j["stray_processes"][0]["command"], "python train.py");
-  EXPECT_EQ(Keys(j).size(), 28u);  // issue 19: FullNode's four burn-in fields
+  EXPECT_EQ(Keys(j).size(), 30u);  // 19: four burn-in fields; 20: gpu_sharing(_events)
   EXPECT_EQ(j["features"], json({"h100", "ib", "nvlink"}));
   EXPECT_EQ(j["name"], "n3");
   Result<NodeStatus> back = NodeStatusFromJson(text);
@@ -108,6 +109,8 @@ TEST(RecordJson, NodeStatusRoundTripIsFlat) {
   EXPECT_EQ(back->features, s.features);
   ASSERT_EQ(back->stray_processes.size(), 1u);
   EXPECT_EQ(back->stray_processes[0].pid, 4242u);
+  EXPECT_EQ(back->gpu_sharing_events, s.gpu_sharing_events);
+  EXPECT_EQ(back->record.gpu_sharing, "mps");
   EXPECT_FALSE(
       NodeStatusFromJson(R"({"stray_processes": [{"gpu": 1, "pidd": 2}]})").ok());
 }

@@ -108,14 +108,14 @@ TEST(RowCodec, RowsCarryTheirVersion) {
   const json j = json::parse(EncodeJobRow(FullJob(3)));
   EXPECT_EQ(j["_v"], kJobRowFormat.version);
   EXPECT_EQ(j["_min_reader"], kJobRowFormat.min_reader);
-  EXPECT_EQ(j.size(), 17u);         // 15 fields + the two version keys
+  EXPECT_EQ(j.size(), 18u);  // 16 fields (issue 20: gpu_memory_peak_mib) + 2 versions
   EXPECT_EQ(j["req"].size(), 24u);  // issue 17: FullJob sets the six optional fields
   EXPECT_EQ(j["spec"].size(),
             25u);  // 16 + issue 17's 7 + issue 18's 2 (FullJob sets all)
   EXPECT_EQ(j["allocations"][0].size(), 6u);
   const json n = json::parse(EncodeNodeRow(FullNode("n1")));
   EXPECT_EQ(n["_v"], kNodeRowFormat.version);
-  EXPECT_EQ(n.size(), 19u);  // 17 fields (issue 19's four burn-in ones) + the versions
+  EXPECT_EQ(n.size(), 20u);  // 18 fields (19: four burn-in; 20: gpu_sharing) + versions
   const json t = json::parse(EncodeTokenRow(FullToken()));
   EXPECT_EQ(t["_v"], kTokenRowFormat.version);
   EXPECT_EQ(t.size(), 10u);
@@ -457,12 +457,12 @@ TEST(RowCodec, NodeAndTokenErrorsNameTheField) {
 // sizes here (x86-64, g++).
 TEST(RowCodec, RecordSizesMatchTheCodecs) {
   EXPECT_EQ(sizeof(JobRecord),
-            824u);  // issue 17: constraint .. nice, ntasks .. open_append
+            840u);  // issue 17: constraint .. nice, ntasks .. open_append; 20: peak
   EXPECT_EQ(sizeof(JobSpec), 296u);
   EXPECT_EQ(sizeof(sched::JobRequest), 384u);
   EXPECT_EQ(sizeof(NodeAllocation), 72u);
-  EXPECT_EQ(sizeof(NodeRecord), 360u);  // issue 19: burn-in
-  EXPECT_EQ(sizeof(NodeStatus), 576u);  // issue 17: features (API only); 19: burn-in
+  EXPECT_EQ(sizeof(NodeRecord), 392u);  // issue 19: burn-in; 20: gpu_sharing
+  EXPECT_EQ(sizeof(NodeStatus), 632u);  // 17: features (API only); 19: burn-in; 20: MPS
   EXPECT_EQ(sizeof(TokenRecord), 152u);
   EXPECT_EQ(sizeof(StepRecord), 184u);  // issue 18
 }

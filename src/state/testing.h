@@ -79,6 +79,7 @@ inline JobRecord FullJob(JobId id) {
   j.reason = "node n2 down";
   j.requeues = 2;
   j.master_port = 29517;
+  j.gpu_memory_peak_mib = 11264;      // issue 20
   j.submit_key = "0123456789abcdef";  // the store's only: not in the API's objects
   return j;
 }
@@ -98,6 +99,7 @@ inline NodeRecord FullNode(std::string name) {
   n.unhealthy_reasons = {{0, "Xid 79: GPU has fallen off the bus"},
                          {6, "ECC: double-bit error"}};
   n.cgroup = "v2";
+  n.gpu_sharing = "mps";  // issue 20
   // Issue 19: a failed burn-in of two GPUs (the node's own state aside).
   n.burn_in_passed = "0123456789abcdef";
   n.burn_in_run = 4;
