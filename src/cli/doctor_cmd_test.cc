@@ -108,6 +108,14 @@ std::vector<Case> Cases() {
       "Graphics SM Warp Exception on (GPC 0, TPC 1, SM 0): Out Of Range Address\n";
   cases.push_back({"xid.json", xid, "--preset hgx-h100 --json", 2});
 
+  // MIG GPUs as found: 7 slices, a mixed layout, one without instances (WARN).
+  Node mig = Healthy("hgx-h100");
+  mig.events =
+      "migdev 0 1g.10gb 1g.10gb 1g.10gb 1g.10gb 1g.10gb 1g.10gb 1g.10gb\n"
+      "migdev 1 3g.40gb 2g.20gb 1g.10gb 1g.10gb\n"
+      "migdev 2\n";
+  cases.push_back({"mig.txt", mig, "--preset hgx-h100", 1});
+
   Node host = Healthy("pcie-8x-l40s");
   host.host.facts =
       R"({"shm_bytes": 67108864, "memlock": 8388608, "clock_synced": false})";

@@ -8,6 +8,7 @@
 #include "cli/table.h"
 #include "core/strings.h"
 #include "sched/gpu_share.h"
+#include "topo/topology_file.h"
 
 namespace hachi::cli {
 namespace {
@@ -781,6 +782,30 @@ Result<std::string> FormatNodes(const std::vector<NodeStatus>& nodes,
   return out;
 }
 
+namespace {
+
+// The GPUs of `n` in MIG mode and the devices each is split into, read from the topology
+// its agent registered. Only shown: jobs still get whole GPUs.
+std::string MigLines(const NodeStatus& n) {
+  // Only MIG GPUs write the key, so other nodes' topologies are not parsed at all.
+  if (n.record.topology_json.find("\"mig_enabled\"") == std::string::npos) return "";
+  Result<topo::Topology> t =
+      topo::ParseTopologyJson(n.record.topology_json, n.record.name);
+  if (!t.ok()) return "";
+  std::string o;
+  for (const topo::Gpu& g : t->gpus()) {
+    if (!g.mig_enabled) continue;
+    o += "  gpu" + std::to_string(g.index) + " MIG: " +
+         (g.mig_devices.empty()
+              ? std::string("on, no instances: cannot run jobs until they are created")
+              : topo::MigLayoutText(g.mig_devices)) +
+         "\n";
+  }
+  return o;
+}
+
+}  // namespace
+
 std::string FormatGpuPicture(const NodeStatus& n) {
   std::string head =
       n.record.name + "  " + std::to_string(n.gpus) + "x " + Or(n.gpu_model, "GPU") +
@@ -822,6 +847,7 @@ std::string FormatGpuPicture(const NodeStatus& n) {
       row.clear();
     }
   }
+  o += MigLines(n);
   // Why each unhealthy GPU is out of service (hachi resume NODE --gpu N puts it back).
   for (const auto& [gpu, why] : n.record.unhealthy_reasons) {
     o += "  gpu" + std::to_string(gpu) + " unhealthy: " + why + "\n";

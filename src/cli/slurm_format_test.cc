@@ -11,6 +11,8 @@
 
 #include "cli/golden_testing.h"
 #include "core/strings.h"
+#include "topo/presets.h"
+#include "topo/topology_file.h"
 
 namespace hachi::cli {
 namespace {
@@ -370,6 +372,28 @@ TEST_F(SlurmFormat, Nodes) {
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(),
             "format '%n %Q': unknown field %Q (known: NnPtTGjCcmeOEDo)");
+}
+
+// A node whose GPUs 0-2 are in MIG mode: the picture names each one's layout (GPU 2
+// has no instances and cannot run jobs).
+TEST_F(SlurmFormat, GpuPictureShowsMigDevices) {
+  topo::Topology t = *topo::LoadPreset("hgx-h100");
+  const topo::MigDevice slice{"1g.10gb", "", -1, -1, 0};
+  t.mutable_gpu(0).mig_enabled = true;
+  t.mutable_gpu(0).mig_devices.assign(7, slice);
+  t.mutable_gpu(1).mig_enabled = true;
+  t.mutable_gpu(1).mig_devices = {
+      {"3g.40gb", "", -1, -1, 0}, {"2g.20gb", "", -1, -1, 0}, slice, slice};
+  t.mutable_gpu(2).mig_enabled = true;
+  NodeStatus n = Nodes()[2];  // gpu03: idle, GPU 5 unhealthy
+  n.record.name = "mig01";
+  n.record.topology_json = topo::TopologyToJson(t);
+  const std::string pic = FormatGpuPicture(n);
+  ExpectGolden("nodes_mig.txt", pic);
+  for (const std::string_view line : SplitLines(pic)) EXPECT_LE(line.size(), 80u) << line;
+  // Nodes without MIG: no such line.
+  n.record.topology_json = topo::TopologyToJson(*topo::LoadPreset("hgx-h100"));
+  EXPECT_EQ(FormatGpuPicture(n).find("MIG"), std::string::npos);
 }
 
 TEST_F(SlurmFormat, Pieces) {

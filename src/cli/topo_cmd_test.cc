@@ -7,11 +7,15 @@
 #include <string>
 
 #include "cli/cli_testing.h"
+#include "cli/golden_testing.h"
+#include "topo/topology_testing.h"
 
 namespace {
 
 using hachi::cli::testing::CmdResult;
+using hachi::cli::testing::ExpectGolden;
 using hachi::cli::testing::Hachi;
+using hachi::cli::testing::Shell;
 
 std::string Fixture(const std::string& name) {
   return std::string(HACHI_SOURCE_DIR) + "/testdata/nvidia-smi/" + name;
@@ -48,6 +52,51 @@ TEST(TopoShowTest, MergesListWithMatrix) {
   nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["gpus"][0]["model"], "NVIDIA H100 80GB HBM3");
   EXPECT_EQ(j["gpus"][0]["uuid"], "GPU-c7a0294c-c2c2-5476-438c-fb468eaa223b");
+}
+
+// `text` with every `from` replaced by `to`: goldens name paths of this checkout and
+// build by placeholders.
+std::string Replaced(std::string text, const std::string& from, const std::string& to) {
+  for (size_t at = 0; (at = text.find(from, at)) != std::string::npos; at += to.size()) {
+    text.replace(at, from.size(), to);
+  }
+  return text;
+}
+
+// `nvidia-smi -L` of an A100 split into 4 MIG devices: their profiles and UUIDs.
+TEST(TopoShowTest, MigDevicesFromTheGpuList) {
+  const std::string list = Fixture("list-gpus-a100-pcie-mig.txt");
+  CmdResult r = Hachi("topo show --file " + list);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  ExpectGolden("topo/a100-pcie-mig-list.txt",
+               Replaced(r.out, HACHI_SOURCE_DIR, "$HACHI_SOURCE_DIR"));
+  CmdResult j = Hachi("topo show --json --file " + list);
+  ASSERT_EQ(j.exit_code, 0) << j.out;
+  nlohmann::json gpu = nlohmann::json::parse(j.out)["gpus"][0];
+  EXPECT_EQ(gpu["mig_enabled"], true);
+  ASSERT_EQ(gpu["mig_devices"].size(), 4u);
+  EXPECT_EQ(gpu["mig_devices"][0]["profile"], "3g.40gb");
+  EXPECT_EQ(gpu["mig_devices"][0]["slices"], 3);
+  EXPECT_EQ(gpu["mig_devices"][3]["uuid"], "MIG-a5b1e9ac-1c96-4ca0-b57c-53878e7531dc");
+}
+
+// Discovered through NVML (the fake): GPU 0 in 7 slices, GPU 1 mixed, GPU 2 in MIG mode
+// without instances (a warning: it cannot run jobs).
+TEST(TopoShowTest, MigDevicesFromNvml) {
+  hachi::topo::TempDir dir;
+  const std::string events =
+      dir.Write("events",
+                "migdev 0 1g.10gb 1g.10gb 1g.10gb 1g.10gb 1g.10gb 1g.10gb 1g.10gb\n"
+                "migdev 1 3g.40gb 2g.20gb - 1g.10gb/13/0\n"
+                "migdev 2\n");
+  const std::string env = "HACHI_NVML_LIBRARY=" HACHI_FAKE_NVML
+                          " HACHI_FAKE_NVML_TOPOLOGY=" HACHI_SOURCE_DIR
+                          "/src/topo/presets/hgx-h100.json HACHI_FAKE_NVML_EVENTS=" +
+                          events + " ";
+  CmdResult r = Shell(env + HACHI_BINARY_DIR + "/hachi topo show 2>&1");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  ExpectGolden("topo/hgx-h100-mig-nvml.txt",
+               Replaced(r.out, HACHI_FAKE_NVML, "$HACHI_FAKE_NVML"));
 }
 
 TEST(TopoShowTest, BadInputsGiveClearErrors) {

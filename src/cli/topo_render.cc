@@ -49,6 +49,30 @@ std::string ClassText(const Topology& t, const TopologyFacts& f) {
 
 json Indices(GpuSet s) { return json(s.Indices()); }
 
+// The MIG devices of the GPUs in MIG mode, one a line; nothing when none is.
+std::string RenderMigText(const Topology& t) {
+  std::string out;
+  for (const topo::Gpu& g : t.gpus()) {
+    if (!g.mig_enabled) continue;
+    const std::string gpu = Pad("GPU" + std::to_string(g.index), 6);
+    if (g.mig_devices.empty()) {
+      out += gpu +
+             "MIG on, no instances: the GPU cannot run jobs until instances are "
+             "created\n";
+    }
+    for (const topo::MigDevice& m : g.mig_devices) {
+      auto id = [](int v) { return v >= 0 ? std::to_string(v) : std::string("?"); };
+      out += gpu + Pad(m.profile.empty() ? "?" : m.profile, 12) +
+             Pad(id(m.gpu_instance), 4) + Pad(id(m.compute_instance), 4) +
+             Pad(MemoryText(m.memory_mib), 11) + (m.uuid.empty() ? "?" : m.uuid) + "\n";
+    }
+  }
+  if (out.empty()) return out;
+  return "\nMIG devices (as found; Hachi does not change the layout):\n"
+         "GPU   Profile     GI  CI  Memory     UUID\n" +
+         out;
+}
+
 }  // namespace
 
 std::string RenderFindingsText(const std::vector<Finding>& findings) {
@@ -119,6 +143,7 @@ std::string RenderTopologyText(const Topology& t, const TopologyFacts& facts,
            Pad(g.pci_bus_id.empty() ? "?" : g.pci_bus_id, 18) +
            (g.uuid.empty() ? "?" : g.uuid) + "\n";
   }
+  out += RenderMigText(t);
   out += "\nNUMA groups:   ";
   for (size_t i = 0; i < facts.numa_groups.size(); ++i) {
     if (i) out += " | ";
@@ -186,13 +211,24 @@ std::string RenderTopologyJson(const Topology& t, const TopologyFacts& facts,
   j["class"] = topo::InterconnectClassName(facts.interconnect);
   json gpus = json::array();
   for (const topo::Gpu& g : t.gpus()) {
+    json mig = json::array();
+    for (const topo::MigDevice& m : g.mig_devices) {
+      mig.push_back({{"profile", m.profile},
+                     {"uuid", m.uuid},
+                     {"gpu_instance", m.gpu_instance},
+                     {"compute_instance", m.compute_instance},
+                     {"memory_mib", m.memory_mib},
+                     {"slices", m.slices()}});
+    }
     gpus.push_back({{"index", g.index},
                     {"uuid", g.uuid},
                     {"model", g.model},
                     {"memory_mib", g.memory_mib},
                     {"pci_bus_id", g.pci_bus_id},
                     {"numa_node", g.numa_node},
-                    {"cpu_affinity", g.cpu_affinity}});
+                    {"cpu_affinity", g.cpu_affinity},
+                    {"mig_enabled", g.mig_enabled},
+                    {"mig_devices", std::move(mig)}});
   }
   j["gpus"] = gpus;
   json links = json::array(), pcie = json::array(), nvlinks = json::array();

@@ -276,6 +276,13 @@ std::vector<CheckItem> MigChecks(const NvmlReadings& r, const Expectation& e,
     }
     const bool now = *g.mig_now != 0;
     const bool pending = g.mig_pending.value_or(*g.mig_now) != 0;
+    // The layout as the topology probe read it (Hachi uses what it finds).
+    const topo::Gpu* probed =
+        g.index < r.topology.gpu_count() ? &r.topology.gpu(g.index) : nullptr;
+    const bool listed = now && probed && probed->mig_enabled;
+    const std::string layout = listed && !probed->mig_devices.empty()
+                                   ? ": " + topo::MigLayoutText(probed->mig_devices)
+                                   : "";
     const std::string toggle = "nvidia-smi -i " + std::to_string(g.index) + " -mig " +
                                (e.mig.value_or(now) ? "1" : "0") +
                                ", then reset the GPU (nvidia-smi -r)";
@@ -287,12 +294,20 @@ std::vector<CheckItem> MigChecks(const NvmlReadings& r, const Expectation& e,
                pending == *e.mig ? "reset the GPU (nvidia-smi -r) or reboot" : toggle));
     } else if (pending != now) {
       out.push_back(Item("mig", CheckStatus::kWarn, g.index,
-                         "MIG " + word(now) + ", " + word(pending) +
+                         "MIG " + word(now) + layout + ", " + word(pending) +
                              " after the next reset (a change is pending)",
                          "reset the GPU (nvidia-smi -r) or undo the change"));
+    } else if (listed && probed->mig_devices.empty()) {
+      // The probe's mig-no-instances finding; the topology item leaves it to this one.
+      out.push_back(Item(
+          "mig", CheckStatus::kWarn, g.index,
+          "MIG on, no instances: the GPU cannot run jobs until instances are created",
+          "create them (nvidia-smi mig -i " + std::to_string(g.index) +
+              " -cgi PROFILES -C), or turn MIG off (nvidia-smi -i " +
+              std::to_string(g.index) + " -mig 0, then reset the GPU)"));
     } else {
       out.push_back(Item("mig", CheckStatus::kOk, g.index,
-                         "MIG " + word(now) + (e.mig ? ", as expected" : "")));
+                         "MIG " + word(now) + layout + (e.mig ? ", as expected" : "")));
     }
   });
 }

@@ -307,6 +307,7 @@ std::vector<CheckItem> TopologyChecks(const NvmlReadings& r,
         !(f.gpus & explained).empty()) {
       continue;
     }
+    if (f.code == "mig-no-instances") continue;  // the mig item says it, with the fix
     const CheckStatus s = f.severity == topo::Severity::kError     ? CheckStatus::kFail
                           : f.severity == topo::Severity::kWarning ? CheckStatus::kWarn
                                                                    : CheckStatus::kOk;

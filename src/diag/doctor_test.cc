@@ -125,6 +125,59 @@ TEST(DoctorMigTest, AgainstTheConfig) {
   }
 }
 
+// The layout the probe found is the evidence; MIG on without instances cannot run jobs.
+TEST(DoctorMigTest, ReportsTheLayout) {
+  using topo::MigDevice;
+  const MigDevice slice{"1g.10gb", "", 1, 0, 9728};
+  struct Row {
+    const char* name;
+    bool probed_on;
+    std::vector<MigDevice> devices;
+    std::optional<bool> want;
+    CheckStatus status;
+    const char* evidence;
+  } rows[] = {
+      {"seven slices", true, std::vector<MigDevice>(7, slice), std::nullopt,
+       CheckStatus::kOk, "GPU 0: MIG on: 1g.10gb x7"},
+      {"as expected",
+       true,
+       {{"3g.40gb", "", 2, 0, 0}, slice},
+       true,
+       CheckStatus::kOk,
+       "GPU 0: MIG on: 3g.40gb, 1g.10gb, as expected"},
+      {"no instances",
+       true,
+       {},
+       std::nullopt,
+       CheckStatus::kWarn,
+       "GPU 0: MIG on, no instances: the GPU cannot run jobs until instances are "
+       "created"},
+      {"no instances, wanted on",
+       true,
+       {},
+       true,
+       CheckStatus::kWarn,
+       "GPU 0: MIG on, no instances"},
+      {"not probed", false, {}, std::nullopt, CheckStatus::kOk, "GPU 0: MIG on"},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.name);
+    GpuReadings g;
+    g.mig_now = 1;
+    g.mig_pending = 1;
+    NvmlReadings r = OneGpu(g);
+    r.topology = topo::Topology(1);
+    r.topology.mutable_gpu(0).mig_enabled = row.probed_on;
+    r.topology.mutable_gpu(0).mig_devices = row.devices;
+    Expectation e;
+    e.mig = row.want;
+    std::vector<CheckItem> items = MigChecks(r, e, -1);
+    EXPECT_EQ(StatusOf(items, "mig"), row.status);
+    ASSERT_EQ(items.size(), 1u);
+    EXPECT_EQ(items[0].evidence.rfind(row.evidence, 0), 0u) << items[0].evidence;
+  }
+}
+
 TEST(DoctorMemoryTest, EccPagesAndRows) {
   struct Row {
     const char* name;

@@ -25,11 +25,14 @@ Result<Topology> ParseTopoMatrix(std::string_view text, std::string_view origin)
 
 struct ListedGpu {
   int index = 0;
-  std::string model;    // "NVIDIA H100 80GB HBM3"
-  std::string uuid;     // "GPU-…"
-  int mig_devices = 0;  // MIG instances listed under it
+  std::string model;  // "NVIDIA H100 80GB HBM3"
+  std::string uuid;   // "GPU-…"
+  // The MIG devices listed under it: profile and UUID (the instance ids too from the
+  // UUIDs of drivers before R470, "MIG-GPU-<uuid>/<gi>/<ci>").
+  std::vector<MigDevice> mig_devices;
 };
-// `nvidia-smi -L` output.
+// `nvidia-smi -L` output. A MIG device's line:
+// "  MIG 3g.40gb     Device  0: (UUID: MIG-d771d938-b556-4f9d-b742-2dd26b864023)".
 Result<std::vector<ListedGpu>> ParseGpuList(std::string_view text,
                                             std::string_view origin);
 
@@ -47,6 +50,8 @@ Result<std::vector<QueriedGpu>> ParseQueryGpuCsv(
 
 // Adds names/UUIDs (and memory, bus ids) to `t`, by GPU index. A GPU count that differs
 // from the matrix, or a UUID/name that conflicts with one already there, is a finding.
+// A GPU with MIG devices listed is in MIG mode with those devices (`-L` lists none for
+// a GPU in MIG mode without instances, so that one reads as MIG off).
 void MergeGpuList(Topology& t, const std::vector<ListedGpu>& gpus,
                   std::string_view origin);
 void MergeQueriedGpus(Topology& t, const std::vector<QueriedGpu>& gpus,

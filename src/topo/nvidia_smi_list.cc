@@ -46,6 +46,33 @@ std::string CanonicalField(std::string_view f) {
   return s;
 }
 
+// "MIG 3g.40gb     Device  0: (UUID: MIG-…)" (trimmed). Tolerant: a line without a
+// UUID still gives its profile.
+MigDevice ParseMigLine(std::string_view s) {
+  MigDevice m;
+  std::string_view rest = Trim(s.substr(4));
+  m.profile = std::string(rest.substr(0, rest.find_first_of(" \t")));
+  size_t at = rest.rfind("(UUID:");
+  if (at == std::string_view::npos) return m;
+  std::string_view uuid = Trim(rest.substr(at + 6));
+  if (!uuid.empty() && uuid.back() == ')') uuid.remove_suffix(1);
+  m.uuid = std::string(Trim(uuid));
+  // Before R470: "MIG-GPU-<gpu uuid>/<gi>/<ci>", the ids in the name.
+  if (StartsWith(m.uuid, "MIG-GPU-")) {
+    std::vector<std::string_view> parts = Split(m.uuid, '/');
+    std::optional<long long> gi, ci;
+    if (parts.size() == 3) {
+      gi = ParseInt(parts[1]);
+      ci = ParseInt(parts[2]);
+    }
+    if (gi && ci && *gi >= 0 && *ci >= 0 && *gi < 1000 && *ci < 1000) {
+      m.gpu_instance = static_cast<int>(*gi);
+      m.compute_instance = static_cast<int>(*ci);
+    }
+  }
+  return m;
+}
+
 GpuSet One(int i) {
   return i >= 0 && i < GpuSet::kMaxGpus ? GpuSet::FromIndices({i}) : GpuSet();
 }
@@ -65,7 +92,7 @@ Result<std::vector<ListedGpu>> ParseGpuList(std::string_view text,
       if (out.empty()) {
         return InvalidArgument(where + ": MIG device listed before any GPU");
       }
-      ++out.back().mig_devices;
+      out.back().mig_devices.push_back(ParseMigLine(s));
       continue;
     }
     // GPU <index>: <model> (UUID: <uuid>)
@@ -209,11 +236,13 @@ void MergeGpuList(Topology& t, const std::vector<ListedGpu>& gpus,
     Gpu& dst = t.mutable_gpu(g.index);
     MergeField(t, g.index, dst.model, g.model, "name", origin);
     MergeField(t, g.index, dst.uuid, g.uuid, "UUID", origin);
-    if (g.mig_devices > 0) {
+    if (!g.mig_devices.empty()) {
+      dst.mig_enabled = true;
+      dst.mig_devices = g.mig_devices;
       t.AddReadFinding({Severity::kInfo, "mig-enabled", One(g.index),
                         std::string(origin) + ": GPU" + std::to_string(g.index) +
-                            " is split into " + std::to_string(g.mig_devices) +
-                            " MIG instances"});
+                            " is split into " + std::to_string(g.mig_devices.size()) +
+                            " MIG instances (" + MigLayoutText(g.mig_devices) + ")"});
     }
   }
 }

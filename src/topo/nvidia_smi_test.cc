@@ -435,13 +435,56 @@ TEST(GpuListTest, ReadsRhelAiVm) {
   EXPECT_EQ((*r)[0].uuid, "GPU-c7a0294c-c2c2-5476-438c-fb468eaa223b");
 }
 
-TEST(GpuListTest, CountsMigChildren) {
+TEST(GpuListTest, ReadsMigChildren) {
   Result<std::vector<ListedGpu>> r =
       ParseGpuList(Fixture("list-gpus-a100-pcie-mig.txt"), "L");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->size(), 1u);
-  EXPECT_EQ((*r)[0].mig_devices, 4);
   EXPECT_EQ((*r)[0].model, "NVIDIA A100 80GB PCIe");
+  const std::vector<MigDevice>& mig = (*r)[0].mig_devices;
+  ASSERT_EQ(mig.size(), 4u);
+  EXPECT_EQ(mig[0].profile, "3g.40gb");
+  EXPECT_EQ(mig[0].uuid, "MIG-d771d938-b556-4f9d-b742-2dd26b864023");
+  EXPECT_EQ(mig[0].gpu_instance, -1);  // not in -L's output
+  EXPECT_EQ(mig[3].profile, "1g.10gb");
+  EXPECT_EQ(mig[3].uuid, "MIG-a5b1e9ac-1c96-4ca0-b57c-53878e7531dc");
+  EXPECT_EQ(MigLayoutText(mig), "3g.40gb, 2g.20gb, 1g.10gb x2");
+}
+
+// The MIG lines of other drivers: R450/R460 named the instance ids in the UUID; a line
+// cut before its UUID keeps the profile.
+TEST(GpuListTest, MigLineVariants) {
+  Result<std::vector<ListedGpu>> r = ParseGpuList(
+      "GPU 0: A100-SXM4-40GB (UUID: GPU-e91edf3b-b297-37c1-a2a7-7601c3238fa2)\n"
+      "  MIG 1g.5gb Device 0: (UUID: MIG-GPU-e91edf3b-b297-37c1-a2a7-7601c3238fa2/7/0)\n"
+      "  MIG 1c.3g.20gb Device 1: (UUID: "
+      "MIG-GPU-e91edf3b-b297-37c1-a2a7-7601c3238fa2/2/1)\n"
+      "  MIG 2g.10gb Device 2:\n",
+      "L");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const std::vector<MigDevice>& mig = (*r)[0].mig_devices;
+  ASSERT_EQ(mig.size(), 3u);
+  EXPECT_EQ(
+      mig[0],
+      (MigDevice{"1g.5gb", "MIG-GPU-e91edf3b-b297-37c1-a2a7-7601c3238fa2/7/0", 7, 0, 0}));
+  EXPECT_EQ(mig[1].profile, "1c.3g.20gb");
+  EXPECT_EQ(mig[1].gpu_instance, 2);
+  EXPECT_EQ(mig[1].compute_instance, 1);
+  EXPECT_EQ(mig[2], (MigDevice{"2g.10gb", "", -1, -1, 0}));
+}
+
+TEST(MergeTest, MigListMakesMigGpus) {
+  Result<std::vector<ListedGpu>> l =
+      ParseGpuList(Fixture("list-gpus-a100-pcie-mig.txt"), "L");
+  ASSERT_TRUE(l.ok());
+  Topology t;
+  MergeGpuList(t, *l, "L");
+  ASSERT_EQ(t.gpu_count(), 1);
+  EXPECT_TRUE(t.gpu(0).mig_enabled);
+  EXPECT_EQ(t.gpu(0).mig_devices, (*l)[0].mig_devices);
+  ASSERT_EQ(t.read_findings().size(), 1u);
+  EXPECT_EQ(t.read_findings()[0].message,
+            "L: GPU0 is split into 4 MIG instances (3g.40gb, 2g.20gb, 1g.10gb x2)");
 }
 
 TEST(GpuListTest, RejectsGarbageWithLine) {

@@ -212,6 +212,14 @@ using DeviceGetRetiredPagesFn = Return(Device, int, unsigned int*, unsigned long
 using DeviceGetRetiredPagesPendingStatusFn = Return(Device, EnableState*);
 using DeviceGetThrottleReasonsFn = Return(Device, unsigned long long*);
 using DeviceGetMigModeFn = Return(Device, unsigned int*, unsigned int*);  // now, pending
+// MIG devices (topo/nvml_probe.h). A MIG device handle is one more Device: name, UUID
+// and memory answer for the slice. nvmlDeviceGetMaxMigDeviceCount (0 when MIG is off),
+// nvmlDeviceIsMigDeviceHandle, nvmlDeviceGetGpuInstanceId and
+// nvmlDeviceGetComputeInstanceId are DeviceGetUintFn.
+inline constexpr unsigned kDeviceMigEnable = 1;  // NVML_DEVICE_MIG_ENABLE
+// nvmlDeviceGetMigDeviceHandleByIndex: kErrorNotFound for an index with no device.
+using DeviceGetMigDeviceHandleByIndexFn = Return(Device, unsigned int, Device*);
+using DeviceGetDeviceHandleFromMigDeviceHandleFn = Return(Device, Device*);
 using DeviceGetGpuFabricInfoFn = Return(Device, GpuFabricInfo*);
 }
 

@@ -64,6 +64,12 @@ const char* LookUpAll(void* h, NvmlApi& a) {
     LookUp(h, "nvmlDeviceGetCurrentClocksThrottleReasons", a.get_throttle);
   LookUp(h, "nvmlDeviceGetMigMode", a.get_mig_mode);
   LookUp(h, "nvmlDeviceGetGpuFabricInfo", a.get_fabric);
+  LookUp(h, "nvmlDeviceGetMaxMigDeviceCount", a.get_max_mig_count);
+  LookUp(h, "nvmlDeviceGetMigDeviceHandleByIndex", a.get_mig_handle);
+  LookUp(h, "nvmlDeviceIsMigDeviceHandle", a.is_mig_handle);
+  LookUp(h, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle", a.get_mig_parent);
+  LookUp(h, "nvmlDeviceGetGpuInstanceId", a.get_gpu_instance_id);
+  LookUp(h, "nvmlDeviceGetComputeInstanceId", a.get_compute_instance_id);
   if (!a.init) return "nvmlInit_v2";
   if (!a.shutdown) return "nvmlShutdown";
   if (!a.get_count) return "nvmlDeviceGetCount_v2";

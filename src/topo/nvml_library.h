@@ -79,8 +79,17 @@ struct NvmlApi {
   // nvmlDeviceGetCurrentClocksEventReasons, else ...ThrottleReasons (older drivers).
   nvml::DeviceGetThrottleReasonsFn* get_throttle = nullptr;
   nvml::DeviceGetMigModeFn* get_mig_mode = nullptr;
+  // MIG devices (the topology probe).
+  nvml::DeviceGetUintFn* get_max_mig_count = nullptr;  // ...GetMaxMigDeviceCount
+  nvml::DeviceGetMigDeviceHandleByIndexFn* get_mig_handle = nullptr;
+  nvml::DeviceGetUintFn* is_mig_handle = nullptr;  // nvmlDeviceIsMigDeviceHandle
+  nvml::DeviceGetDeviceHandleFromMigDeviceHandleFn* get_mig_parent = nullptr;
+  nvml::DeviceGetUintFn* get_gpu_instance_id = nullptr;      // ...GetGpuInstanceId
+  nvml::DeviceGetUintFn* get_compute_instance_id = nullptr;  // ...GetComputeInstanceId
   nvml::DeviceGetGpuFabricInfoFn* get_fabric = nullptr;
 
+  // What listing MIG devices needs; without it a MIG GPU's devices are unknown.
+  bool has_mig() const { return get_mig_mode && get_max_mig_count && get_mig_handle; }
   // The four event functions, without which there are no events to wait for.
   bool has_events() const {
     return set_create && register_events && set_wait && set_free;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <string_view>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -204,6 +205,103 @@ void ReadGpu(const Api& api, const NvmlProbeOptions& opts, nvml::Device dev, Gpu
     gpu.numa_node = NumaNodeOfCpus(opts.sysfs_root, gpu.cpu_affinity);
 }
 
+// The profile in a MIG device's name: "NVIDIA A100-SXM4-40GB MIG 1g.5gb" -> "1g.5gb"
+// (older drivers leave out "NVIDIA "); empty when the name has no " MIG ".
+std::string ProfileOfMigName(std::string_view name) {
+  const size_t at = name.rfind(" MIG ");
+  if (at == std::string_view::npos) return "";
+  return std::string(Trim(name.substr(at + 5)));
+}
+
+// The MIG devices of a GPU whose MIG mode is on now (a change pending a reset changes
+// nothing yet). False when they could not all be listed (the library lacks the calls, or
+// one failed: a query failure says which).
+bool ReadMig(const Api& api, nvml::Device dev, Gpu& gpu, QueryFailures& failures) {
+  const int i = gpu.index;
+  unsigned now = 0, pending = 0;
+  // GPUs without MIG answer "Not Supported": MIG off, not a failure.
+  if (!api.get_mig_mode || api.get_mig_mode(dev, &now, &pending) != nvml::kSuccess ||
+      now != nvml::kDeviceMigEnable) {
+    return true;
+  }
+  gpu.mig_enabled = true;
+  if (!api.has_mig()) return false;
+  unsigned max = 0;
+  if (nvml::Return rc = api.get_max_mig_count(dev, &max); rc != nvml::kSuccess) {
+    failures.Add("nvmlDeviceGetMaxMigDeviceCount", i, api.ErrorText(rc));
+    return false;
+  }
+  bool complete = true;
+  // Indices run to the most the GPU could hold (7 on A100/H100); the slots of a layout
+  // with fewer devices answer NOT_FOUND.
+  for (unsigned k = 0; k < max && k < 64; ++k) {
+    nvml::Device mig = nullptr;
+    nvml::Return rc = api.get_mig_handle(dev, k, &mig);
+    if (rc == nvml::kErrorNotFound) continue;
+    if (rc != nvml::kSuccess) {
+      failures.Add("nvmlDeviceGetMigDeviceHandleByIndex", i, api.ErrorText(rc));
+      complete = false;
+      continue;
+    }
+    MigDevice m;
+    if (char name[nvml::kDeviceNameBufferSize] = {};
+        api.get_name && (rc = api.get_name(mig, name, sizeof(name))) == nvml::kSuccess) {
+      m.profile = ProfileOfMigName(name);
+      if (m.profile.empty()) {
+        failures.Add("MIG device name", i,
+                     "'" + std::string(name) + "' has no ' MIG <profile>'");
+      }
+    } else if (api.get_name) {
+      failures.Add("nvmlDeviceGetName (MIG device)", i, api.ErrorText(rc));
+    }
+    if (char uuid[nvml::kDeviceUuidBufferSize] = {};
+        api.get_uuid && (rc = api.get_uuid(mig, uuid, sizeof(uuid))) == nvml::kSuccess) {
+      m.uuid = uuid;
+    } else if (api.get_uuid) {
+      failures.Add("nvmlDeviceGetUUID (MIG device)", i, api.ErrorText(rc));
+    }
+    if (nvml::Memory mem = {};
+        api.get_memory && api.get_memory(mig, &mem) == nvml::kSuccess) {
+      m.memory_mib = static_cast<int64_t>(mem.total >> 20);
+    }
+    if (unsigned id = 0;
+        api.get_gpu_instance_id && api.get_gpu_instance_id(mig, &id) == nvml::kSuccess) {
+      m.gpu_instance = static_cast<int>(id);
+    }
+    if (unsigned id = 0; api.get_compute_instance_id &&
+                         api.get_compute_instance_id(mig, &id) == nvml::kSuccess) {
+      m.compute_instance = static_cast<int>(id);
+    }
+    gpu.mig_devices.push_back(std::move(m));
+  }
+  return complete;
+}
+
+// Findings about MIG GPUs: those that cannot run jobs, those whose devices are unknown.
+void ReportMig(const std::string& path, GpuSet unlisted, Topology& t) {
+  GpuSet empty;
+  for (const Gpu& g : t.gpus()) {
+    if (g.mig_enabled && g.mig_devices.empty() && !unlisted.contains(g.index)) {
+      empty.Insert(g.index);
+    }
+  }
+  if (!empty.empty()) {
+    t.AddReadFinding(
+        {Severity::kWarning, "mig-no-instances", empty,
+         "GPU(s) " + empty.ToString() +
+             ": MIG on, no instances: the GPU cannot run jobs until instances are "
+             "created (nvidia-smi mig -cgi PROFILES -C), or MIG is turned off"});
+  }
+  if (!unlisted.empty()) {
+    t.AddReadFinding(
+        {Severity::kWarning, "mig-unreadable", unlisted,
+         "GPU(s) " + unlisted.ToString() + " are in MIG mode but " + path +
+             " could not list their MIG devices (it lacks "
+             "nvmlDeviceGetMaxMigDeviceCount or nvmlDeviceGetMigDeviceHandleByIndex, an "
+             "older driver, or they failed); those listed are kept, others unknown"});
+  }
+}
+
 // Counts active NVLinks per GPU pair, and the links each GPU has into NVSwitches.
 void ReadNvLinks(const Api& api, const std::vector<nvml::Device>& devs,
                  const std::map<PciKey, int>& gpu_by_pci, Topology& t,
@@ -313,6 +411,7 @@ Result<Topology> ProbeNvml(const NvmlProbeOptions& opts) {
          path + " lacks " + list + " (older driver?); what they read is left unknown"});
   }
   QueryFailures failures;
+  GpuSet mig_unlisted;
   std::vector<nvml::Device> devs(n, nullptr);
   std::map<PciKey, int> gpu_by_pci;
   for (int i = 0; i < n; ++i) {
@@ -329,7 +428,9 @@ Result<Topology> ProbeNvml(const NvmlProbeOptions& opts) {
     std::optional<PciKey> key;
     ReadGpu(api, opts, devs[i], t.mutable_gpu(i), key, failures);
     if (key) gpu_by_pci[*key] = i;
+    if (!ReadMig(api, devs[i], t.mutable_gpu(i), failures)) mig_unlisted.Insert(i);
   }
+  ReportMig(path, mig_unlisted, t);
   if (api.get_ancestor) {
     for (int i = 0; i < n; ++i) {
       for (int j = i + 1; j < n; ++j) {

@@ -1,5 +1,9 @@
 #include "topo/topology.h"
 
+#include <algorithm>
+#include <optional>
+#include <utility>
+
 #include "core/strings.h"
 
 namespace hachi::topo {
@@ -75,6 +79,39 @@ std::string_view SeverityName(Severity s) {
 Topology::Topology(int gpu_count)
     : gpus_(gpu_count), links_(static_cast<size_t>(gpu_count) * gpu_count) {
   for (int i = 0; i < gpu_count; ++i) gpus_[i].index = i;
+}
+
+}  // namespace hachi::topo
+
+namespace hachi::topo {
+
+int MigDevice::slices() const {
+  // The first component counts the device's own compute slices: "1c" of 1c.3g.40gb (a
+  // compute instance inside a 3-slice GPU instance), else the "1g" of 1g.10gb.
+  std::string_view first = std::string_view(profile).substr(0, profile.find('.'));
+  if (first.size() < 2 || (first.back() != 'g' && first.back() != 'c')) return 0;
+  std::optional<long long> n = ParseInt(first.substr(0, first.size() - 1));
+  return n && *n > 0 && *n <= 64 ? static_cast<int>(*n) : 0;
+}
+
+std::string MigLayoutText(const std::vector<MigDevice>& devices) {
+  if (devices.empty()) return "no instances";
+  std::vector<std::pair<std::string, int>> counts;  // first-met order
+  for (const MigDevice& d : devices) {
+    const std::string name = d.profile.empty() ? "?" : d.profile;
+    auto it = std::find_if(counts.begin(), counts.end(),
+                           [&](const auto& c) { return c.first == name; });
+    if (it == counts.end()) {
+      counts.emplace_back(name, 1);
+    } else {
+      ++it->second;
+    }
+  }
+  std::string out;
+  for (const auto& [name, n] : counts) {
+    out += (out.empty() ? "" : ", ") + name + (n > 1 ? " x" + std::to_string(n) : "");
+  }
+  return out;
 }
 
 }  // namespace hachi::topo

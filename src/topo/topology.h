@@ -56,6 +56,28 @@ struct Finding {
   std::string message;  // a plain explanation with what to do about it
 };
 
+// One MIG device: a compute instance inside a GPU instance, what CUDA sees as a device
+// when CUDA_VISIBLE_DEVICES names its UUID. Read as found (Hachi never changes the
+// layout); a job on it also needs its /dev/nvidia-caps devices (topo/mig_caps.h).
+struct MigDevice {
+  // As NVIDIA and Slurm's gres spell it: "1g.10gb", "3g.40gb"; "1c.3g.40gb" for a
+  // compute instance smaller than its GPU instance. Empty when unknown.
+  std::string profile;
+  std::string uuid;           // "MIG-…"; empty when unknown
+  int gpu_instance = -1;      // GI id on its GPU (nvidia-caps' gpuN/giG); -1 unknown
+  int compute_instance = -1;  // CI id within the GI (giG/ciC); -1 unknown
+  int64_t memory_mib = 0;     // its share of the GPU's memory; 0 when unknown
+
+  // The compute slices it has (the "1" of 1g.10gb, of 1c.3g.40gb), from the profile's
+  // name; 0 when the name does not say.
+  int slices() const;
+  friend bool operator==(const MigDevice&, const MigDevice&) = default;
+};
+
+// "1g.10gb x7", "3g.40gb, 2g.20gb, 1g.10gb x2": the profiles in the order first met,
+// each with its count when more than one; "no instances" for none.
+std::string MigLayoutText(const std::vector<MigDevice>& devices);
+
 struct Gpu {
   int index = 0;
   std::string uuid;          // "GPU-…"; empty when unknown
@@ -64,6 +86,10 @@ struct Gpu {
   std::string pci_bus_id;    // "00000000:18:00.0"; empty when unknown
   int numa_node = -1;        // -1 when unknown
   std::string cpu_affinity;  // Linux cpulist, e.g. "0-55,112-167"; empty when unknown
+  // MIG mode as it is now (not pending a reset). On, the GPU runs jobs only on its MIG
+  // devices: none at all until instances are created.
+  bool mig_enabled = false;
+  std::vector<MigDevice> mig_devices;  // in NVML's MIG device order; empty when off
 };
 
 struct Nic {

@@ -145,9 +145,10 @@ class Reader {
 
   Result<Gpu> ParseGpu(const json& g, const std::string& path, int position) const {
     HACHI_RETURN_IF_ERROR(ExpectType(g, path, json::value_t::object, "an object"));
-    HACHI_RETURN_IF_ERROR(CheckKeys(g, path,
-                                    {"index", "model", "memory_mib", "uuid", "pci_bus_id",
-                                     "numa_node", "cpu_affinity"}));
+    HACHI_RETURN_IF_ERROR(
+        CheckKeys(g, path,
+                  {"index", "model", "memory_mib", "uuid", "pci_bus_id", "numa_node",
+                   "cpu_affinity", "mig_enabled", "mig_devices"}));
     Gpu gpu;
     Result<int64_t> index = Int(g, path, "index", true, 0, GpuSet::kMaxGpus - 1);
     if (!index.ok()) return index.status();
@@ -180,7 +181,50 @@ class Reader {
         return Error(Key(path, "cpu_affinity"), parsed.status().message());
     }
     gpu.cpu_affinity = *cpus;
+    HACHI_RETURN_IF_ERROR(ParseMig(g, path, gpu));
     return gpu;
+  }
+
+  // "mig_enabled" (absent: off, as in every file written before MIG was read) and, only
+  // when on, "mig_devices".
+  Status ParseMig(const json& g, const std::string& path, Gpu& gpu) const {
+    if (auto it = g.find("mig_enabled"); it != g.end()) {
+      HACHI_RETURN_IF_ERROR(ExpectType(*it, Key(path, "mig_enabled"),
+                                       json::value_t::boolean, "true or false"));
+      gpu.mig_enabled = it->get<bool>();
+    }
+    auto devs = g.find("mig_devices");
+    if (devs == g.end()) return Status::Ok();
+    const std::string dp = Key(path, "mig_devices");
+    if (!gpu.mig_enabled) {
+      return Error(dp, "given for a GPU without \"mig_enabled\": true");
+    }
+    HACHI_RETURN_IF_ERROR(ExpectType(*devs, dp, json::value_t::array, "an array"));
+    for (size_t k = 0; k < devs->size(); ++k) {
+      const json& d = (*devs)[k];
+      const std::string p = Idx(dp, k);
+      HACHI_RETURN_IF_ERROR(ExpectType(d, p, json::value_t::object, "an object"));
+      HACHI_RETURN_IF_ERROR(CheckKeys(
+          d, p, {"profile", "uuid", "gpu_instance", "compute_instance", "memory_mib"}));
+      MigDevice m;
+      Result<std::string> profile = String(d, p, "profile", true);
+      if (!profile.ok()) return profile.status();
+      m.profile = *profile;
+      Result<std::string> uuid = String(d, p, "uuid", false);
+      if (!uuid.ok()) return uuid.status();
+      m.uuid = *uuid;
+      Result<int64_t> gi = Int(d, p, "gpu_instance", false, -1, 1 << 16, -1);
+      if (!gi.ok()) return gi.status();
+      m.gpu_instance = static_cast<int>(*gi);
+      Result<int64_t> ci = Int(d, p, "compute_instance", false, -1, 1 << 16, -1);
+      if (!ci.ok()) return ci.status();
+      m.compute_instance = static_cast<int>(*ci);
+      Result<int64_t> mem = Int(d, p, "memory_mib", false, 0, int64_t{16} << 20);
+      if (!mem.ok()) return mem.status();
+      m.memory_mib = *mem;
+      gpu.mig_devices.push_back(std::move(m));
+    }
+    return Status::Ok();
   }
 
   Status ParseLinks(const json& links, Topology& t) const {
@@ -357,6 +401,25 @@ void WriteMatrix(std::string& out, const Topology& t, bool pcie_only) {
   out += "    ]";
 }
 
+// ", "mig_enabled": true, "mig_devices": [...]", one device a line.
+void WriteMig(std::string& out, const Gpu& g) {
+  out += ", \"mig_enabled\": true, \"mig_devices\": [";
+  for (size_t k = 0; k < g.mig_devices.size(); ++k) {
+    const MigDevice& m = g.mig_devices[k];
+    out += std::string(k ? "," : "") + "\n      {\"profile\": " + Quote(m.profile);
+    if (!m.uuid.empty()) out += ", \"uuid\": " + Quote(m.uuid);
+    if (m.gpu_instance >= 0) {
+      out += ", \"gpu_instance\": " + std::to_string(m.gpu_instance);
+    }
+    if (m.compute_instance >= 0) {
+      out += ", \"compute_instance\": " + std::to_string(m.compute_instance);
+    }
+    if (m.memory_mib > 0) out += ", \"memory_mib\": " + std::to_string(m.memory_mib);
+    out += "}";
+  }
+  out += g.mig_devices.empty() ? "]" : "\n    ]";
+}
+
 }  // namespace
 
 Result<TopologyFile> ParseTopologyFile(std::string_view text, std::string_view origin) {
@@ -407,6 +470,8 @@ std::string TopologyFileToJson(const TopologyFile& f) {
     if (!g.pci_bus_id.empty()) out += ", \"pci_bus_id\": " + Quote(g.pci_bus_id);
     out += ", \"numa_node\": " + std::to_string(g.numa_node);
     if (!g.cpu_affinity.empty()) out += ", \"cpu_affinity\": " + Quote(g.cpu_affinity);
+    // Only MIG GPUs say anything of MIG, so files of other nodes stay as they were.
+    if (g.mig_enabled) WriteMig(out, g);
     out += i + 1 < n ? "},\n" : "}\n";
   }
   out += "  ],\n  \"links\": {\n    \"matrix\": ";

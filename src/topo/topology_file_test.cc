@@ -241,6 +241,78 @@ TEST(TopologyFileTest, RoundTripsFileFields) {
   EXPECT_EQ(TopologyFileToJson(*back), text);
 }
 
+// A MIG GPU keeps its layout through the file; a GPU in MIG mode without instances
+// too, and a GPU without MIG writes nothing of it (files of older nodes unchanged).
+TEST(TopologyFileTest, RoundTripsMigDevices) {
+  Topology t(3);
+  Gpu& g0 = t.mutable_gpu(0);
+  g0.model = "NVIDIA A100 80GB PCIe";
+  g0.mig_enabled = true;
+  g0.mig_devices = {
+      {"3g.40gb", "MIG-d771d938-b556-4f9d-b742-2dd26b864023", 2, 0, 40192},
+      {"1g.10gb", "MIG-761ea9d1-82ac-41cb-9e19-d3593973f144", 9, 0, 9728},
+      {"1c.2g.20gb", "", -1, -1, 0},  // only what nvidia-smi -L says
+  };
+  t.mutable_gpu(1).mig_enabled = true;
+  const std::string text = TopologyToJson(t);
+  Result<Topology> back = ParseTopologyJson(text, "roundtrip");
+  ASSERT_TRUE(back.ok()) << back.status().ToString() << "\n" << text;
+  EXPECT_TRUE(SameTopology(t, *back)) << text;
+  EXPECT_EQ(TopologyToJson(*back), text);
+  EXPECT_TRUE(back->gpu(1).mig_enabled);
+  EXPECT_TRUE(back->gpu(1).mig_devices.empty());
+  EXPECT_FALSE(back->gpu(2).mig_enabled);
+  EXPECT_EQ(text.find("mig", text.find("\"index\": 2")), std::string::npos) << text;
+  EXPECT_EQ(back->gpu(0).mig_devices[0].slices(), 3);
+  EXPECT_EQ(back->gpu(0).mig_devices[2].slices(), 1);
+  EXPECT_EQ(MigLayoutText(back->gpu(0).mig_devices), "3g.40gb, 1g.10gb, 1c.2g.20gb");
+}
+
+TEST(TopologyFileTest, MigErrors) {
+  const std::string kLinks = R"({"matrix": [["X", "NV4"], ["NV4", "X"]]})";
+  auto gpu1 = [](const std::string& mig) {
+    return R"({"index": 1, "model": "M", "memory_mib": 1, "numa_node": 0, )" + mig + "}";
+  };
+  struct Case {
+    std::string name, mig, want;
+  };
+  const Case cases[] = {
+      {"devices_without_mode", R"("mig_devices": [])",
+       "gpus[1].mig_devices: given for a GPU without \"mig_enabled\": true"},
+      {"mode_not_bool", R"("mig_enabled": 1)",
+       "gpus[1].mig_enabled: expected true or false"},
+      {"no_profile", R"("mig_enabled": true, "mig_devices": [{"uuid": "MIG-1"}])",
+       "gpus[1].mig_devices[0].profile: missing"},
+      {"unknown_key",
+       R"("mig_enabled": true, "mig_devices": [{"profile": "1g.10gb", "gi": 1}])",
+       "gpus[1].mig_devices[0].gi: unknown key"},
+      {"negative_memory",
+       R"("mig_enabled": true, "mig_devices": [{"profile": "1g.10gb", "memory_mib": -2}])",
+       "gpus[1].mig_devices[0].memory_mib: -2 is out of range"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Result<Topology> t = ParseTopologyJson(TwoGpus(gpu1(c.mig), kLinks), "f");
+    ASSERT_FALSE(t.ok());
+    EXPECT_NE(t.status().message().find(c.want), std::string::npos)
+        << "message: " << t.status().message();
+  }
+}
+
+TEST(MigDeviceTest, SlicesFromTheProfile) {
+  const std::pair<const char*, int> cases[] = {
+      {"1g.10gb", 1},    {"3g.40gb", 3}, {"7g.80gb", 7}, {"1g.20gb+me", 1},
+      {"2c.4g.40gb", 2}, {"", 0},        {"MIG", 0},     {"g.5gb", 0}};
+  for (const auto& [profile, slices] : cases) {
+    MigDevice m;
+    m.profile = profile;
+    EXPECT_EQ(m.slices(), slices) << profile;
+  }
+  EXPECT_EQ(MigLayoutText({}), "no instances");
+  std::vector<MigDevice> seven(7, MigDevice{"1g.10gb", "", -1, -1, 0});
+  EXPECT_EQ(MigLayoutText(seven), "1g.10gb x7");
+}
+
 // The full example in docs/topology-format.md must stay valid.
 TEST(TopologyFileTest, DocumentedExampleParses) {
   std::string doc =

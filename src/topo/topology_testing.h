@@ -41,6 +41,14 @@ inline ::testing::AssertionResult SameTopology(const Topology& a, const Topology
     if (x.cpu_affinity != y.cpu_affinity) {
       return diff("cpu_affinity", x.cpu_affinity, y.cpu_affinity);
     }
+    if (x.mig_enabled != y.mig_enabled) {
+      return diff("mig_enabled", x.mig_enabled ? "on" : "off",
+                  y.mig_enabled ? "on" : "off");
+    }
+    if (x.mig_devices != y.mig_devices) {
+      return diff("mig_devices", MigLayoutText(x.mig_devices),
+                  MigLayoutText(y.mig_devices));
+    }
     for (int j = 0; j < a.gpu_count(); ++j) {
       if (i == j || a.link(i, j) == b.link(i, j)) continue;
       return ::testing::AssertionFailure()

@@ -25,9 +25,12 @@
 //   temp <gpu> <celsius>           nvmlDeviceGetTemperature's answer (default 40)
 //   remap <gpu> pending|failure    nvmlDeviceGetRemappedRows reports is_pending or
 //                                  failure_occurred (and one uncorrected row)
-//   proc <gpu> <pid> <mib>         a compute process on the GPU (as
+//   proc <gpu> <pid> <mib> [<gi> <ci>]   a compute process on the GPU (as
 //                                  nvmlDeviceGetComputeRunningProcesses_v3 lists it),
-//                                  using <mib> MiB; again for the same pid: new usage
+//                                  using <mib> MiB, in MIG instance gi/ci if given (the
+//                                  GPU's handle lists it with those ids, that MIG
+//                                  device's handle lists it); again for the same pid:
+//                                  new usage
 //   noproc <gpu> <pid>             that process left the GPU
 // Hardware state (hachi doctor, diag/link_facts.h); a healthy node by default, with the
 // PCIe generation and NVLink version of its GPU model (H100/H200/H800: gen 5 and NVLink
@@ -42,6 +45,20 @@
 //   retired <gpu> <sbe> <dbe> [pending]     retired pages by cause, pending retirement
 //   throttle <gpu> <mask>           clock event reasons (decimal or 0x hex)
 //   mig <gpu> <now> <pending>       MIG mode, 0 or 1
+//   migdev <gpu> [<profile>[/<gi>/<ci>] | - ...]   MIG on (now and pending) with these
+//                                  MIG devices in slots 0, 1, ... ("-": an empty slot,
+//                                  NOT_FOUND; none: MIG on without instances; at most 7).
+//                                  GI ids default to slot + 1, CI ids to 0. A device's
+//                                  name is "<GPU model> MIG <profile>", its memory the
+//                                  profile's GB x 1024 x 0.95 MiB (A100's 1g.5gb: 4864),
+//                                  its UUID "MIG-" + a hash of the GPU's UUID, gi and
+//                                  ci. A GPU with "mig_enabled" in the topology file
+//                                  starts in MIG mode with its "mig_devices" (missing
+//                                  fields filled in the same way).
+//   MIG device handles (nvmlDeviceGetMigDeviceHandleByIndex) answer nvmlDeviceGetName,
+//   ...GetUUID, ...GetMemoryInfo, ...GetGpuInstanceId, ...GetComputeInstanceId,
+//   ...IsMigDeviceHandle, ...GetDeviceHandleFromMigDeviceHandle and
+//   ...GetComputeRunningProcesses_v3; other calls refuse them (invalid argument).
 //   fabric <gpu> not-started|in-progress|completed|failed|unsupported
 // $HACHI_FAKE_NVML_DRIVER sets the driver version (default 550.54.15).
 // Blank lines and lines starting with '#' are skipped; others are reported on stderr.
@@ -50,7 +67,8 @@
 // (nvmlDeviceRegisterEvents reads the file first, so a line written before it is not
 // delivered). Events injected for a GPU already lost are dropped.
 //
-// Thread-safe: one mutex guards the state; nvmlEventSetWait_v2 sleeps without it.
+// Thread-safe: one mutex guards the state; nvmlEventSetWait_v2 sleeps without it. The
+// state is declared in fake_nvml_state.h; the MIG calls live in fake_nvml_mig.cc.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -69,93 +87,21 @@
 #include "core/cpulist.h"
 #include "core/strings.h"
 #include "topo/nvml_api.h"
+#include "topo/testdata/fake_nvml/fake_nvml_state.h"
 #include "topo/topology_file.h"
 
-namespace nvml = hachi::topo::nvml;
-
-struct hachi::topo::nvml::DeviceOpaque {
-  int index;
-};
-
-// An event set: the types each GPU registered, and how far into State::events it has
-// read.
-struct hachi::topo::nvml::EventSetOpaque {
-  struct Registration {
-    unsigned long long types = 0;
-    size_t since = 0;  // the first event (index in State::events) it may receive
-  };
-  std::map<int, Registration> registered;  // by GPU index
-  size_t next = 0;
-};
-
-namespace {
-
-struct Remote {
-  bool is_switch = false;
-  int peer = -1;  // GPU index, or the NVSwitch number when is_switch
-};
+namespace fake_nvml {
 
 // The event types the fake supports on every GPU.
 constexpr unsigned long long kSupportedEvents =
     nvml::kEventSingleBitEccError | nvml::kEventDoubleBitEccError | nvml::kEventPState |
     nvml::kEventXidCriticalError | nvml::kEventClock;
 
-struct Injected {
-  int gpu;
-  unsigned long long type;
-  unsigned long long data;
-};
-
-// Per GPU, what the events file has done to it.
-struct Health {
-  bool lost = false;
-  unsigned temperature = 40;
-  bool remap_pending = false;
-  bool remap_failure = false;
-  std::map<unsigned, unsigned long long> processes;  // pid -> bytes used
-};
-
-// Per GPU, its hardware state (set at nvmlInit_v2 from the model, then by events lines).
-struct Hardware {
-  bool persistence = true;
-  std::set<unsigned> links_down;
-  unsigned pcie_gen = 4, pcie_width = 16, pcie_max_gen = 4, pcie_max_width = 16;
-  unsigned nvlink_version = nvml::kNvLinkVersion3_0;
-  unsigned replays = 0;
-  unsigned long long ecc_uncorrected = 0, ecc_corrected = 0;
-  unsigned retired_sbe = 0, retired_dbe = 0;
-  bool retired_pending = false;
-  unsigned long long throttle = 0;
-  unsigned mig_now = 0, mig_pending = 0;
-  nvml::GpuFabricState fabric = nvml::kGpuFabricNotSupported;
-  nvml::Return fabric_status = nvml::kSuccess;
-};
-
-struct State {
-  int init_count = 0;
-  std::string error;  // why the last nvmlInit_v2 failed with kErrorUnknown
-  hachi::topo::Topology topo;
-  std::vector<nvml::DeviceOpaque> devices;
-  std::vector<std::string> bus_ids;
-  std::vector<std::vector<Remote>> links;  // per GPU, per NVLink
-  std::vector<std::string> switch_bus_ids;
-  std::set<std::string> unsupported;
-  // Injection (HACHI_FAKE_NVML_EVENTS).
-  std::string events_path;
-  long events_offset = 0;  // bytes of the file consumed
-  std::vector<Health> health;
-  std::vector<Hardware> hardware;
-  std::string driver = "550.54.15";
-  std::vector<Injected> events;
-  std::vector<std::unique_ptr<nvml::EventSetOpaque>> sets;
-};
-
 State& S() {
   static State state;
   return state;
 }
 
-// Guards S(). Outside State, which nvmlInit_v2 replaces wholesale.
 std::mutex& Mu() {
   static std::mutex mu;
   return mu;
@@ -217,7 +163,8 @@ void BuildLinks(State& s) {
 
 int DeviceIndex(nvml::Device d) {
   State& s = S();
-  if (s.init_count == 0 || !d) return -1;
+  // A MIG handle is not a GPU: only the calls that answer for MIG devices take one.
+  if (s.init_count == 0 || !d || IsMigHandle(d)) return -1;
   int i = d->index;
   return i >= 0 && i < s.topo.gpu_count() ? i : -1;
 }
@@ -309,6 +256,8 @@ bool ApplyHardwareLine(State& s, const std::vector<std::string>& f, int g) {
              (num(3) == 0 || num(3) == 1)) {
     h.mig_now = static_cast<unsigned>(num(2));
     h.mig_pending = static_cast<unsigned>(num(3));
+  } else if (what == "migdev") {
+    return ApplyMigLine(s, f, g);
   } else if (what == "fabric" && f.size() == 3) {
     h.fabric_status = nvml::kSuccess;
     if (f[2] == "not-started") {
@@ -369,9 +318,14 @@ void ApplyEventLine(State& s, std::string_view line) {
     h.lost = true;
   } else if (what == "temp" && f.size() == 3 && arg >= 0) {
     h.temperature = static_cast<unsigned>(arg);
-  } else if (what == "proc" && f.size() == 4 && arg > 0 && number(3) >= 0) {
-    h.processes[static_cast<unsigned>(arg)] = static_cast<unsigned long long>(number(3))
-                                              << 20;
+  } else if (what == "proc" && (f.size() == 4 || f.size() == 6) && arg > 0 &&
+             number(3) >= 0 && (f.size() == 4 || (number(4) >= 0 && number(5) >= 0))) {
+    Process& p = h.processes[static_cast<unsigned>(arg)];
+    p.bytes = static_cast<unsigned long long>(number(3)) << 20;
+    if (f.size() == 6) {
+      p.gpu_instance = static_cast<unsigned>(number(4));
+      p.compute_instance = static_cast<unsigned>(number(5));
+    }
   } else if (what == "noproc" && f.size() == 3 && arg > 0) {
     h.processes.erase(static_cast<unsigned>(arg));
   } else if (what == "remap" && f.size() == 3 &&
@@ -424,9 +378,16 @@ nvml::EventSetOpaque* FindSet(nvml::EventSet set) {
   return nullptr;
 }
 
-}  // namespace
+nvml::Return CopyString(const std::string& v, char* out, unsigned int size) {
+  if (!out) return nvml::kErrorInvalidArgument;
+  if (v.size() + 1 > size) return nvml::kErrorInsufficientSize;
+  std::memcpy(out, v.c_str(), v.size() + 1);
+  return nvml::kSuccess;
+}
 
-#define FAKE_NVML_API extern "C" __attribute__((visibility("default")))
+}  // namespace fake_nvml
+
+using namespace fake_nvml;  // NOLINT: the exported functions below are its users
 
 FAKE_NVML_API nvml::Return nvmlInit_v2() {
   std::lock_guard<std::mutex> lock(Mu());
@@ -453,6 +414,10 @@ FAKE_NVML_API nvml::Return nvmlInit_v2() {
   const int n = s.topo.gpu_count();
   for (int i = 0; i < n; ++i) {
     s.devices.push_back({i});
+    s.mig_handles.emplace_back();
+    for (unsigned k = 0; k < kMigSlots; ++k) {
+      s.mig_handles.back()[k] = {i, static_cast<int>(k)};
+    }
     std::string id = s.topo.gpu(i).pci_bus_id;
     if (id.empty()) {
       char buf[32];
@@ -468,6 +433,7 @@ FAKE_NVML_API nvml::Return nvmlInit_v2() {
   BuildLinks(s);
   s.health.assign(n, Health());
   SetHardwareDefaults(s);
+  SeedMig(s);
   if (const char* d = std::getenv("HACHI_FAKE_NVML_DRIVER"); d && *d) s.driver = d;
   if (const char* e = std::getenv("HACHI_FAKE_NVML_EVENTS")) s.events_path = e;
   s.init_count = 1;
@@ -533,17 +499,9 @@ FAKE_NVML_API nvml::Return nvmlDeviceGetHandleByIndex_v2(unsigned int i,
   return nvml::kSuccess;
 }
 
-namespace {
-nvml::Return CopyString(const std::string& v, char* out, unsigned int size) {
-  if (!out) return nvml::kErrorInvalidArgument;
-  if (v.size() + 1 > size) return nvml::kErrorInsufficientSize;
-  std::memcpy(out, v.c_str(), v.size() + 1);
-  return nvml::kSuccess;
-}
-}  // namespace
-
 FAKE_NVML_API nvml::Return nvmlDeviceGetName(nvml::Device d, char* name, unsigned int n) {
   std::lock_guard<std::mutex> lock(Mu());
+  if (IsMigHandle(d)) return MigName(d, name, n);
   int i = -1;
   if (nvml::Return rc = Use(d, &i); rc != nvml::kSuccess) return rc;
   if (Unsupported("nvmlDeviceGetName")) return nvml::kErrorNotSupported;
@@ -552,6 +510,7 @@ FAKE_NVML_API nvml::Return nvmlDeviceGetName(nvml::Device d, char* name, unsigne
 
 FAKE_NVML_API nvml::Return nvmlDeviceGetUUID(nvml::Device d, char* uuid, unsigned int n) {
   std::lock_guard<std::mutex> lock(Mu());
+  if (IsMigHandle(d)) return MigUuid(d, uuid, n);
   int i = -1;
   if (nvml::Return rc = Use(d, &i); rc != nvml::kSuccess) return rc;
   if (Unsupported("nvmlDeviceGetUUID")) return nvml::kErrorNotSupported;
@@ -560,6 +519,7 @@ FAKE_NVML_API nvml::Return nvmlDeviceGetUUID(nvml::Device d, char* uuid, unsigne
 
 FAKE_NVML_API nvml::Return nvmlDeviceGetMemoryInfo(nvml::Device d, nvml::Memory* m) {
   std::lock_guard<std::mutex> lock(Mu());
+  if (IsMigHandle(d)) return MigMemory(d, m);
   int i = -1;
   if (nvml::Return rc = Use(d, &i); rc != nvml::kSuccess) return rc;
   if (!m) return nvml::kErrorInvalidArgument;
@@ -790,6 +750,7 @@ FAKE_NVML_API nvml::Return nvmlDeviceGetTemperature(nvml::Device d, int sensor,
 FAKE_NVML_API nvml::Return nvmlDeviceGetComputeRunningProcesses_v3(
     nvml::Device d, unsigned int* count, nvml::ProcessInfo* infos) {
   std::lock_guard<std::mutex> lock(Mu());
+  if (IsMigHandle(d)) return MigProcesses(d, count, infos);
   int i = -1;
   if (nvml::Return rc = Use(d, &i); rc != nvml::kSuccess) return rc;
   if (!count) return nvml::kErrorInvalidArgument;
@@ -803,8 +764,10 @@ FAKE_NVML_API nvml::Return nvmlDeviceGetComputeRunningProcesses_v3(
     return nvml::kErrorInsufficientSize;
   }
   unsigned k = 0;
-  for (const auto& [pid, bytes] : procs) {
-    infos[k++] = nvml::ProcessInfo{pid, bytes, 0xFFFFFFFFu, 0xFFFFFFFFu};
+  // On a MIG GPU, as NVML answers root on the GPU's own handle: every process, with
+  // the instance it runs in.
+  for (const auto& [pid, p] : procs) {
+    infos[k++] = nvml::ProcessInfo{pid, p.bytes, p.gpu_instance, p.compute_instance};
   }
   *count = k;
   return nvml::kSuccess;
