@@ -818,9 +818,12 @@ Status Controller::ReportHealth(const std::string& node, const api::AgentHealth&
     for (const api::GpuProcessReport& p : health.processes) {
       if (p.job != 0 && p.used_mib > 0) held[{p.job, p.gpu}] += p.used_mib;
     }
-    for (const auto& [key, mib] : held) {
-      auto job = image_.jobs.find(key.first);
-      auto run = runs_.find(key.first);
+    for (const auto& entry : held) {
+      // Named, not structured bindings: clang 14 (make analyze) cannot capture those.
+      const int gpu = entry.first.second;
+      const int64_t mib = entry.second;
+      auto job = image_.jobs.find(entry.first.first);
+      auto run = runs_.find(entry.first.first);
       if (job == image_.jobs.end() || run == runs_.end() ||
           job->second.state != state::JobState::kRunning) {
         continue;
@@ -828,7 +831,7 @@ Status Controller::ReportHealth(const std::string& node, const api::AgentHealth&
       const bool its_gpu =
           std::any_of(job->second.allocations.begin(), job->second.allocations.end(),
                       [&](const state::NodeAllocation& a) {
-                        return a.node == node && a.gpus.contains(key.second);
+                        return a.node == node && a.gpus.contains(gpu);
                       });
       if (its_gpu) {
         run->second.gpu_memory_peak_mib = std::max(run->second.gpu_memory_peak_mib, mib);
