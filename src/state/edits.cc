@@ -248,6 +248,7 @@ void Apply(StateImage* image, const JobEnded& e) {
   job.signal = e.signal;
   job.reason = e.reason;
   if (e.gpu_memory_peak_mib > 0) job.gpu_memory_peak_mib = e.gpu_memory_peak_mib;
+  job.usage = e.usage;
 }
 
 void Apply(StateImage* image, const JobRequeued& e) {

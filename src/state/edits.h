@@ -34,6 +34,7 @@ struct JobEnded {  // running or pending -> a final state
   int signal = 0;
   std::string reason;
   int64_t gpu_memory_peak_mib = 0;  // the run's (JobRecord::gpu_memory_peak_mib); 0: none
+  UsageSummary usage = {};          // the run's (JobRecord::usage)
 };
 struct JobRequeued {  // running -> pending, same id and submit time; requeues + 1
   JobId id = 0;

@@ -3,10 +3,13 @@
 // and merges them back only when every edit applied, so a refused batch leaves nothing
 // behind, as in the SQLite store, and a commit costs the same with 100,000 jobs.
 #include <atomic>
+#include <limits>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <variant>
 
 #include "state/store.h"
@@ -74,6 +77,24 @@ class MemoryStore final : public Store {
     if (it == image_.jobs.end()) return NotFound("no job " + std::to_string(id));
     return it->second.spec.payload;
   }
+  Status SaveUsage(const std::vector<JobUsage>& usage) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (fail_after_ >= 0 && succeeded_ >= fail_after_) {
+      return Unavailable("memory store: injected failure after " +
+                         std::to_string(fail_after_) + " commits");
+    }
+    for (const JobUsage& u : usage) usage_[{u.job, u.start_time}] = u;
+    return Status::Ok();
+  }
+  Result<std::vector<JobUsage>> LoadUsage(JobId job) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<JobUsage> out;
+    for (auto it = usage_.lower_bound({job, std::numeric_limits<Time>::min()});
+         it != usage_.end() && it->first.first == job; ++it) {
+      out.push_back(it->second);
+    }
+    return out;
+  }
   Result<StateImage> Load() override {
     std::lock_guard<std::mutex> lock(mu_);
     return image_;
@@ -114,8 +135,9 @@ class MemoryStore final : public Store {
   const int fail_after_;  // constant after construction
 
   std::mutex mu_;
-  StateImage image_;   // guarded by mu_
-  int succeeded_ = 0;  // guarded by mu_
+  StateImage image_;                                  // guarded by mu_
+  std::map<std::pair<JobId, Time>, JobUsage> usage_;  // guarded by mu_
+  int succeeded_ = 0;                                 // guarded by mu_
 
   std::atomic<int64_t> commits_{0};
   std::atomic<int64_t> transactions_{0};

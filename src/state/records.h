@@ -19,6 +19,7 @@
 #include "core/gpu_set.h"
 #include "core/time.h"
 #include "sched/cluster.h"
+#include "state/usage.h"
 
 namespace hachi::state {
 
@@ -162,6 +163,10 @@ struct JobRecord {
   // to its agents (issue 20: what users size --gpu-mem from); of the last run, set when
   // it ends (the server keeps a running job's in memory). 0: not measured.
   int64_t gpu_memory_peak_mib = 0;
+  // What the last run did with its GPUs, CPUs and memory (issue 21, state/usage.h): the
+  // summary of its JobUsage, set when the run ends (the server keeps a running job's in
+  // memory; the per-GPU figures and series are in the store's usage table).
+  UsageSummary usage = {};
   // MASTER_PORT of the last start, chosen by the server from its rank-0 node's port
   // range (server/cycle.cc) and kept so that a re-dispatch sends the same one. 0: a row
   // from before ports were tracked; dispatch then uses base + id % 1000.

@@ -42,6 +42,15 @@ class RowReader {
   void Int(const char* key, T* out) {
     if (const json* v = Field(key)) Fail(key, ReadJsonInt(*v, out));
   }
+  void Double(const char* key, double* out) {
+    const json* v = Field(key);
+    if (v == nullptr) return;
+    if (!v->is_number()) {
+      Fail(key, JsonTypeProblem("a number", *v));
+      return;
+    }
+    *out = v->get<double>();
+  }
   void Bool(const char* key, bool* out) {
     const json* v = Field(key);
     if (v == nullptr) return;
@@ -307,6 +316,15 @@ Status ReadJob(const json& j, json* unknown, JobRecord* job, JobId* payload_ref)
   r.Int("requeues", &job->requeues);
   r.Int("master_port", &job->master_port);
   r.Int("gpu_memory_peak_mib", &job->gpu_memory_peak_mib);
+  r.Object("usage", [&](const json& v, const std::string& p, json* u) {
+    RowReader w(v, p, u);
+    w.Int("samples", &job->usage.samples);
+    w.Double("gpu_util", &job->usage.gpu_util);
+    w.Double("cpu_seconds", &job->usage.cpu_seconds);
+    w.Int("mem_peak_mib", &job->usage.mem_peak_mib);
+    w.Int("idle_gpus", &job->usage.idle_gpus);
+    return w.Finish();
+  });
   r.String("submit_key", &job->submit_key);
   return r.Finish();
 }
@@ -681,6 +699,13 @@ std::string EncodeJobRow(const JobRecord& job, std::string_view unknown,
   };
   if (!job.submit_key.empty()) j["submit_key"] = job.submit_key;  // version 4
   if (job.gpu_memory_peak_mib > 0) j["gpu_memory_peak_mib"] = job.gpu_memory_peak_mib;
+  if (job.usage != UsageSummary{}) {  // issue 21
+    j["usage"] = {{"samples", job.usage.samples},
+                  {"gpu_util", job.usage.gpu_util},
+                  {"cpu_seconds", job.usage.cpu_seconds},
+                  {"mem_peak_mib", job.usage.mem_peak_mib},
+                  {"idle_gpus", job.usage.idle_gpus}};
+  }
   PutVersion(kJobRowFormat, &j);
   return Dump(&j, unknown);
 }

@@ -108,7 +108,8 @@ TEST(RowCodec, RowsCarryTheirVersion) {
   const json j = json::parse(EncodeJobRow(FullJob(3)));
   EXPECT_EQ(j["_v"], kJobRowFormat.version);
   EXPECT_EQ(j["_min_reader"], kJobRowFormat.min_reader);
-  EXPECT_EQ(j.size(), 18u);  // 16 fields (issue 20: gpu_memory_peak_mib) + 2 versions
+  EXPECT_EQ(j.size(),
+            19u);  // 17 fields (20: gpu_memory_peak_mib, 21: usage) + 2 versions
   EXPECT_EQ(j["req"].size(), 24u);  // issue 17: FullJob sets the six optional fields
   EXPECT_EQ(j["spec"].size(),
             25u);  // 16 + issue 17's 7 + issue 18's 2 (FullJob sets all)
@@ -456,8 +457,9 @@ TEST(RowCodec, NodeAndTokenErrorsNameTheField) {
 // and the store's fixture check (store_format_test.cc) know the field; then update the
 // sizes here (x86-64, g++).
 TEST(RowCodec, RecordSizesMatchTheCodecs) {
-  EXPECT_EQ(sizeof(JobRecord),
-            840u);  // issue 17: constraint .. nice, ntasks .. open_append; 20: peak
+  EXPECT_EQ(
+      sizeof(JobRecord),
+      880u);  // issue 17: constraint .. nice, ntasks .. open_append; 20: peak; 21: usage
   EXPECT_EQ(sizeof(JobSpec), 296u);
   EXPECT_EQ(sizeof(sched::JobRequest), 384u);
   EXPECT_EQ(sizeof(NodeAllocation), 72u);

@@ -11,6 +11,7 @@
 
 #include "state/db.h"
 #include "state/row_codec.h"
+#include "state/usage_json.h"
 
 namespace hachi::state {
 namespace {
@@ -53,19 +54,26 @@ CREATE TABLE IF NOT EXISTS steps (
   sum INTEGER,
   PRIMARY KEY (job, job_start, step)
 ) STRICT;
+CREATE TABLE IF NOT EXISTS usage (
+  job INTEGER NOT NULL,
+  job_start INTEGER NOT NULL,
+  record TEXT NOT NULL,
+  sum INTEGER,
+  PRIMARY KEY (job, job_start)
+) STRICT;
 )sql";
 
 // Columns layout 4 added to tables of older layouts: {table, column}.
 constexpr std::pair<const char*, const char*> kColumns[] = {
     {"jobs", "payload"}, {"jobs", "sum"}, {"nodes", "sum"}, {"tokens", "sum"}};
 
-// min_reader_schema stays 4 at layout 5: layout 5 only adds the steps table, which a
-// layout-4 binary never reads (it keeps no steps); the other tables are layout 4's.
+// min_reader_schema stays 4 at layouts 5 and 6: they only add the steps and usage
+// tables, which a layout-4 binary never reads; the other tables are layout 4's.
 constexpr const char* kSchemaTail = R"sql(
 CREATE INDEX IF NOT EXISTS jobs_by_payload ON jobs(payload) WHERE payload IS NOT NULL;
 INSERT INTO meta (key, value) VALUES ('min_reader_schema', 4)
   ON CONFLICT (key) DO UPDATE SET value = excluded.value;
-PRAGMA user_version = 5;
+PRAGMA user_version = 6;
 )sql";
 
 // The tables whose rows carry a checksum: {table, the key's text as SQL}. A step's key
@@ -75,7 +83,8 @@ constexpr std::pair<const char*, const char*> kSummed[] = {
     {"nodes", "name"},
     {"tokens", "id"},
     {"payloads", "id"},
-    {"steps", "job || '.' || step || '@' || job_start"}};
+    {"steps", "job || '.' || step || '@' || job_start"},
+    {"usage", "job || '@' || job_start"}};
 
 // A steps row's key as its checksum covers it and errors name it: "12.3@1700000100"
 // (step 3 of job 12's run that started then).
@@ -528,6 +537,53 @@ Result<std::shared_ptr<const JobPayload>> SqliteStore::LoadPayload(JobId id) {
   if (ref == 0) return it->second.spec.payload;
   std::map<JobId, std::shared_ptr<const JobPayload>> cache;
   return state::LoadPayload(db_.get(), ref, &cache);  // the row reader above
+}
+
+Status SqliteStore::SaveUsage(const std::vector<JobUsage>& usage) {
+  if (usage.empty()) return Status::Ok();
+  std::lock_guard<std::mutex> lock(db_mu_);
+  Db* db = db_.get();
+  Txn txn(db);
+  transactions_.fetch_add(1, std::memory_order_relaxed);
+  HACHI_RETURN_IF_ERROR(txn.Begin());
+  for (const JobUsage& u : usage) {
+    Result<Stmt> stmt = db->Prepare(
+        "INSERT INTO usage (job, job_start, record, sum) VALUES (?1, ?2, ?3, ?4) "
+        "ON CONFLICT (job, job_start) DO UPDATE SET record = excluded.record, "
+        "sum = excluded.sum");
+    if (!stmt.ok()) return stmt.status();
+    const std::string record = UsageToJson(u);
+    const std::string key = std::to_string(u.job) + "@" + std::to_string(u.start_time);
+    stmt->Bind(1, u.job)
+        .Bind(2, u.start_time)
+        .Bind(3, record)
+        .Bind(4, RowSum(key, record));
+    HACHI_RETURN_IF_ERROR(stmt->Run());
+  }
+  return txn.Commit();
+}
+
+Result<std::vector<JobUsage>> SqliteStore::LoadUsage(JobId job) {
+  std::lock_guard<std::mutex> lock(db_mu_);
+  Db* db = db_.get();
+  Result<Stmt> stmt = db->Prepare(
+      "SELECT job_start, record, sum FROM usage WHERE job = ?1 ORDER BY job_start");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, job);
+  std::vector<JobUsage> out;
+  for (;;) {
+    Result<bool> row = stmt->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    const std::string key =
+        std::to_string(job) + "@" + std::to_string(stmt->ColumnInt(0));
+    const std::string record = stmt->ColumnText(1);
+    HACHI_RETURN_IF_ERROR(CheckSum(db, *stmt, 2, "usage", key, record));
+    Result<JobUsage> u = UsageFromJson(record);
+    if (!u.ok()) return RowError(db, "usage", key, u.status());
+    out.push_back(std::move(*u));
+  }
+  return out;
 }
 
 Result<StateImage> SqliteStore::Load() {

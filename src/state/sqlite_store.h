@@ -57,8 +57,8 @@ class SqliteStore final : public Store {
   // 2: tokens. 3: rows versioned apart from the API (row_codec.h); min_reader_schema.
   // 4: payloads (an array's script and environment once), row checksums (issue 16).
   // 5: steps (issue 18); min_reader_schema stays 4 (a layout-4 binary leaves the table
-  // alone).
-  static constexpr int64_t kSchemaVersion = 5;
+  // alone). 6: usage (issue 21), likewise.
+  static constexpr int64_t kSchemaVersion = 6;
 
   static Result<std::unique_ptr<SqliteStore>> Open(const std::string& path,
                                                    const SqliteOptions& options);
@@ -67,6 +67,8 @@ class SqliteStore final : public Store {
   Result<StateImage> Load() override;
   Result<std::shared_ptr<const JobPayload>> LoadPayload(JobId id) override;
   Status Commit(const std::vector<Edit>& edits) override;
+  Status SaveUsage(const std::vector<JobUsage>& usage) override;
+  Result<std::vector<JobUsage>> LoadUsage(JobId job) override;
   StoreStats stats() const override;
 
   // Caps the database at `pages` pages (a full disk for tests); 0 lifts the cap. The

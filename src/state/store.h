@@ -47,6 +47,22 @@ class Store {
                        "'s script and environment");
   }
 
+  // Issue 21 (state/usage.h): what each run did with its GPUs, CPUs and memory. These
+  // are measurements, not state changes, so they are not edits: the server writes them
+  // in batches (every minute for running jobs, and at a run's end), one row per run
+  // (job, start time) that each write replaces, all of a batch in one transaction. A
+  // crash loses at most the figures since the last write. Load never reads them (a
+  // long history would fill memory); LoadUsage reads one job's.
+  virtual Status SaveUsage(const std::vector<JobUsage>& usage) {
+    (void)usage;
+    return Unavailable("this store keeps no job usage");
+  }
+  // The stored runs of `job`, ascending by start time; empty when none.
+  virtual Result<std::vector<JobUsage>> LoadUsage(JobId job) {
+    (void)job;
+    return Unavailable("this store keeps no job usage");
+  }
+
   // Called after each non-empty Commit with how long it took, in seconds — what the
   // caller waited, group commit included — whatever its outcome (the server's
   // hachi_store_commit_seconds; the store knows nothing of metrics). Set it before the

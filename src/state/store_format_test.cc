@@ -467,7 +467,7 @@ TEST(StoreFormat, FixtureV4GainsTheStepsTable) {
   EXPECT_EQ(RowText(db, "SELECT count(*) FROM sqlite_master WHERE name = 'steps'"), "0");
   std::unique_ptr<SqliteStore> store = MustOpen(db);
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(RowText(db, "PRAGMA user_version"), "5");
+  EXPECT_EQ(RowText(db, "PRAGMA user_version"), "6");
   EXPECT_EQ(RowText(db, "SELECT value FROM meta WHERE key = 'min_reader_schema'"), "4");
   const std::vector<Edit> all = FixtureEditsV5();
   const std::vector<Edit> steps(all.begin() + FixtureEdits().size(), all.end());
@@ -558,7 +558,7 @@ PRAGMA user_version = 2;
   const json row = json::parse(RowText(db, "SELECT record FROM jobs WHERE id = 12"));
   EXPECT_EQ(row["_v"], kJobRowFormat.version);
   EXPECT_EQ(row["held"], true);
-  EXPECT_EQ(RowText(db, "PRAGMA user_version"), "5");
+  EXPECT_EQ(RowText(db, "PRAGMA user_version"), "6");
 }
 
 // A newer binary added fields (and said an older reader may read its rows): they load,
@@ -620,14 +620,14 @@ TEST(StoreFormat, NewerLayoutOpensWhenItsMinReaderAllows) {
   TempDir dir;
   const std::string db = dir.File("state.db");
   MustOpen(db).reset();
-  ExecSql(db, "PRAGMA user_version = 6");
+  ExecSql(db, "PRAGMA user_version = 7");
   EXPECT_NE(MustOpen(db), nullptr);                    // min_reader_schema is still 4
-  EXPECT_EQ(RowText(db, "PRAGMA user_version"), "6");  // left as it is
-  ExecSql(db, "UPDATE meta SET value = 6 WHERE key = 'min_reader_schema'");
+  EXPECT_EQ(RowText(db, "PRAGMA user_version"), "7");  // left as it is
+  ExecSql(db, "UPDATE meta SET value = 7 WHERE key = 'min_reader_schema'");
   Result<std::unique_ptr<SqliteStore>> refused = SqliteStore::Open(db, {});
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find("schema version 6 is newer than this hachi "
-                                            "knows (5)"),
+  EXPECT_NE(refused.status().message().find("schema version 7 is newer than this hachi "
+                                            "knows (6)"),
             std::string::npos)
       << refused.status().message();
 }

@@ -100,9 +100,10 @@ TEST(StoreGuard, AFileWithoutTheSchemaIsRefused) {
   TempDir dir;
   const std::string path = dir.File("hachi.db");
   MakeDatabase(path);
-  ExecSql(path,
-          "DROP TABLE jobs; DROP TABLE nodes; DROP TABLE meta; DROP TABLE tokens; "
-          "DROP TABLE payloads; DROP TABLE steps; PRAGMA user_version = 0");
+  ExecSql(
+      path,
+      "DROP TABLE jobs; DROP TABLE nodes; DROP TABLE meta; DROP TABLE tokens; "
+      "DROP TABLE payloads; DROP TABLE steps; DROP TABLE usage; PRAGMA user_version = 0");
   Result<std::unique_ptr<SqliteStore>> refused = SqliteStore::Open(path, {});
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find(path + ": the state database holds no Hachi "

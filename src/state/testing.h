@@ -79,8 +79,9 @@ inline JobRecord FullJob(JobId id) {
   j.reason = "node n2 down";
   j.requeues = 2;
   j.master_port = 29517;
-  j.gpu_memory_peak_mib = 11264;      // issue 20
-  j.submit_key = "0123456789abcdef";  // the store's only: not in the API's objects
+  j.gpu_memory_peak_mib = 11264;            // issue 20
+  j.usage = {480, 87.5, 1234.5, 20480, 1};  // issue 21
+  j.submit_key = "0123456789abcdef";        // the store's only: not in the API's objects
   return j;
 }
 
