@@ -10,6 +10,7 @@
 #include <random>
 
 #include "agent/gpu_processes.h"
+#include "agent/job_usage.h"
 #include "api/http_client.h"
 #include "api/protocol_json.h"
 
@@ -143,7 +144,47 @@ Status AgentDaemon::Start() {
   poll_ = std::thread([this] { PollLoop(); });
   report_ = std::thread([this] { ReportLoop(); });
   lease_ = std::thread([this] { LeaseLoop(); });
+  if (options_.usage_interval_ms > 0)
+    usage_thread_ = std::thread([this] { UsageLoop(); });
   return Status::Ok();
+}
+
+void AgentDaemon::UsageLoop() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (cv_.wait_for(lock, std::chrono::milliseconds(options_.usage_interval_ms),
+                       [&] { return stopping_; })) {
+        return;
+      }
+    }
+    SampleUsage();
+  }
+}
+
+void AgentDaemon::SampleUsage() {
+  std::vector<std::pair<state::JobId, Time>> runs;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [job, start] : live_) runs.emplace_back(job, start);
+  }
+  if (runs.empty()) return;
+  const std::vector<state::GpuSample> gpus =
+      options_.sample_gpus ? options_.sample_gpus() : std::vector<state::GpuSample>{};
+  const Time now = options_.clock->Now();
+  std::vector<state::JobUsageSample> samples;
+  for (const auto& [job, start] : runs) {
+    std::optional<StepContext> c = launcher_->StepContextOf(job, start);
+    if (!c) continue;  // adopted (its launch unknown) or stopping
+    samples.push_back(JobSample(job, start, now, c->spec.gpus.Indices(), gpus,
+                                ReadCgroupUse(c->cgroup_procs)));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (state::JobUsageSample& u : samples) {
+    if (live_.count(u.job) == 0) continue;  // exited meanwhile
+    usage_[u.job] = std::move(u);
+  }
+  if (!usage_.empty()) cv_.notify_all();
 }
 
 bool AgentDaemon::CancelAll(int wait_ms) {
@@ -168,6 +209,7 @@ void AgentDaemon::Stop(bool cancel_jobs) {
   if (poll_.joinable()) poll_.join();
   if (report_.joinable()) report_.join();
   if (lease_.joinable()) lease_.join();
+  if (usage_thread_.joinable()) usage_thread_.join();
   burn_in_->Stop();   // kills a check under way
   launcher_.reset();  // joins the supervisor (after the cancels were delivered)
   steps_.reset();     // kills the steps' tasks (after the launcher's last OnExit)
@@ -474,13 +516,14 @@ void AgentDaemon::ReportLoop() {
     std::vector<api::GpuHealthEvent> health;
     bool send_processes = false;
     std::vector<api::GpuProcessReport> processes;
+    std::vector<state::JobUsageSample> usage;
     std::vector<api::BurnInReport> burn_in;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] {
         return stopping_ || !ready_.empty() ||
                ((!unreported_.empty() || !health_.empty() || processes_due_ ||
-                 !burn_in_reports_.empty()) &&
+                 !usage_.empty() || !burn_in_reports_.empty()) &&
                 registered_);
       });
       if (!ready_.empty() &&
@@ -494,7 +537,7 @@ void AgentDaemon::ReportLoop() {
         for (const api::LaunchSpec& l : now) LaunchNow(l);
         continue;
       }
-      if ((unreported_.empty() && health_.empty() && !processes_due_ &&
+      if ((unreported_.empty() && health_.empty() && !processes_due_ && usage_.empty() &&
            burn_in_reports_.empty()) ||
           !registered_) {
         if (stopping_) return;
@@ -505,11 +548,12 @@ void AgentDaemon::ReportLoop() {
       health = health_;
       send_processes = processes_due_;
       if (send_processes) processes = processes_;
+      for (const auto& [job, u] : usage_) usage.push_back(u);
     }
-    if (!health.empty() || send_processes) {
+    if (!health.empty() || send_processes || !usage.empty()) {
       // GPU faults first: the server takes the GPU out before it hears of the exits the
       // fault caused. A report it refuses (400: an index it does not know) is dropped.
-      api::AgentHealth report{instance_, health, send_processes, processes};
+      api::AgentHealth report{instance_, health, send_processes, processes, usage};
       Result<std::string> r =
           http.Call("POST", base + "/health", api::AgentHealthToJson(report), 10000);
       std::unique_lock<std::mutex> lock(mu_);
@@ -526,6 +570,10 @@ void AgentDaemon::ReportLoop() {
         health_.erase(health_.begin(),
                       health_.begin() + static_cast<std::ptrdiff_t>(
                                             std::min(health.size(), health_.size())));
+        for (const state::JobUsageSample& u : usage) {
+          auto it = usage_.find(u.job);
+          if (it != usage_.end() && it->second.at == u.at) usage_.erase(it);  // not newer
+        }
       } else {
         if (r.status().code() == StatusCode::kNotFound) registered_ = false;
         if (stopping_) return;

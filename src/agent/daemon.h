@@ -27,6 +27,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -43,6 +44,7 @@
 #include "api/protocol.h"
 #include "core/clock.h"
 #include "core/status.h"
+#include "state/usage.h"
 
 namespace hachi::agent {
 
@@ -75,6 +77,13 @@ struct AgentOptions {
   // as kOutOfMemory, its neighbours untouched.
   std::shared_ptr<MpsDaemons> mps;
   std::string gpu_sharing;
+  // Issue 21 (state/usage.h, docs/efficiency.md): every `usage_interval_ms` the agent
+  // samples each running job (its GPUs through `sample_gpus`, its CPU time and memory
+  // from its cgroup) and sends the samples with its next health report. 0: no samples.
+  // `sample_gpus` gives every GPU's figures (agent::GpuSampler::Sample); null: none, the
+  // samples carry the cgroup's figures only.
+  int usage_interval_ms = 0;
+  std::function<std::vector<state::GpuSample>()> sample_gpus;
   // What it reads the time from (its start, exit and GPU-process report times); tests
   // give a FakeClock. Not owned; outlives the daemon.
   const Clock* clock = RealClock();
@@ -121,6 +130,10 @@ class AgentDaemon {
   Status RegisterOnce(HttpClientHolder& http);
   // Stops every run when the lease has expired; a thread of its own.
   void LeaseLoop();
+  // Samples the running jobs every usage_interval_ms (issue 21); a thread of its own.
+  void UsageLoop();
+  // One round of it: queues a sample of every running job for the report thread.
+  void SampleUsage();
   // A call sent at `sent_ms` (the Clock's monotonic time) was answered.
   void RenewLeaseLocked(int64_t sent_ms);
   // Waits up to a random part of `*backoff_ms` (full jitter, so that a fleet whose
@@ -168,6 +181,8 @@ class AgentDaemon {
   };
   std::unordered_map<state::JobId, SoftLimit> soft_limits_;
   bool processes_due_ = false;  // not yet acknowledged by the server
+  // The latest sample of each running job not yet acknowledged (issue 21).
+  std::map<state::JobId, state::JobUsageSample> usage_;
   Time processes_sent_at_ = 0;
   // The lease: how long, and when the last answered call was sent (monotonic ms).
   int64_t lease_ms_ = 30000;
@@ -181,6 +196,7 @@ class AgentDaemon {
   std::thread poll_;
   std::thread report_;
   std::thread lease_;
+  std::thread usage_thread_;
 };
 
 }  // namespace hachi::agent

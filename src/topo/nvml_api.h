@@ -156,6 +156,33 @@ static_assert(offsetof(GpuFabricInfo, state) == 24);
 
 inline constexpr unsigned kSystemDriverVersionBufferSize = 80;  // also NVML's version
 
+// Utilisation sampling (agent/usage.h, issue 21).
+// nvmlUtilization_t: percent of the last sample period (1/6 s to 1 s, by product) during
+// which a kernel ran on the GPU, and during which its memory was read or written.
+struct Utilization {
+  unsigned int gpu;
+  unsigned int memory;
+};
+static_assert(sizeof(Utilization) == 8);
+inline constexpr int kClockSm = 1;          // nvmlClockType_t NVML_CLOCK_SM
+inline constexpr int kPcieUtilTxBytes = 0;  // nvmlPcieUtilCounter_t
+inline constexpr int kPcieUtilRxBytes = 1;
+// nvmlFieldValue_t (nvmlDeviceGetFieldValues): the caller sets field_id and scope_id
+// (for NVLink fields, the link); NVML fills the rest, with its own return per value.
+inline constexpr unsigned kFieldNvLinkThroughputDataTx = 138;  // KiB, cumulative
+inline constexpr unsigned kFieldNvLinkThroughputDataRx = 139;
+struct FieldValue {
+  unsigned int field_id;
+  unsigned int scope_id;
+  long long timestamp;  // microseconds
+  long long latency_usec;
+  int value_type;  // nvmlValueType_t
+  Return nvml_return;
+  unsigned long long value;  // nvmlValue_t, a union of 8 bytes: the counters' ullVal
+};
+static_assert(sizeof(FieldValue) == 40);
+static_assert(offsetof(FieldValue, value) == 32);
+
 // Function types, one per symbol looked up with dlsym (the symbol name is the C name).
 extern "C" {
 using InitFn = Return();                                         // nvmlInit_v2
@@ -221,6 +248,11 @@ inline constexpr unsigned kDeviceMigEnable = 1;  // NVML_DEVICE_MIG_ENABLE
 using DeviceGetMigDeviceHandleByIndexFn = Return(Device, unsigned int, Device*);
 using DeviceGetDeviceHandleFromMigDeviceHandleFn = Return(Device, Device*);
 using DeviceGetGpuFabricInfoFn = Return(Device, GpuFabricInfo*);
+// Utilisation sampling. nvmlDeviceGetPowerUsage (milliwatts) is a DeviceGetUintFn.
+using DeviceGetUtilizationRatesFn = Return(Device, Utilization*);
+using DeviceGetClockInfoFn = Return(Device, int, unsigned int*);       // type, MHz
+using DeviceGetPcieThroughputFn = Return(Device, int, unsigned int*);  // counter, KB/s
+using DeviceGetFieldValuesFn = Return(Device, int, FieldValue*);
 }
 
 }  // namespace hachi::topo::nvml

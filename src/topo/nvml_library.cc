@@ -70,6 +70,11 @@ const char* LookUpAll(void* h, NvmlApi& a) {
   LookUp(h, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle", a.get_mig_parent);
   LookUp(h, "nvmlDeviceGetGpuInstanceId", a.get_gpu_instance_id);
   LookUp(h, "nvmlDeviceGetComputeInstanceId", a.get_compute_instance_id);
+  LookUp(h, "nvmlDeviceGetUtilizationRates", a.get_utilization);
+  LookUp(h, "nvmlDeviceGetPowerUsage", a.get_power);
+  LookUp(h, "nvmlDeviceGetClockInfo", a.get_clock);
+  LookUp(h, "nvmlDeviceGetPcieThroughput", a.get_pcie_throughput);
+  LookUp(h, "nvmlDeviceGetFieldValues", a.get_field_values);
   if (!a.init) return "nvmlInit_v2";
   if (!a.shutdown) return "nvmlShutdown";
   if (!a.get_count) return "nvmlDeviceGetCount_v2";

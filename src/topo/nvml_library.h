@@ -87,6 +87,12 @@ struct NvmlApi {
   nvml::DeviceGetUintFn* get_gpu_instance_id = nullptr;      // ...GetGpuInstanceId
   nvml::DeviceGetUintFn* get_compute_instance_id = nullptr;  // ...GetComputeInstanceId
   nvml::DeviceGetGpuFabricInfoFn* get_fabric = nullptr;
+  // Utilisation sampling (agent/usage.h).
+  nvml::DeviceGetUtilizationRatesFn* get_utilization = nullptr;
+  nvml::DeviceGetUintFn* get_power = nullptr;  // nvmlDeviceGetPowerUsage, milliwatts
+  nvml::DeviceGetClockInfoFn* get_clock = nullptr;
+  nvml::DeviceGetPcieThroughputFn* get_pcie_throughput = nullptr;
+  nvml::DeviceGetFieldValuesFn* get_field_values = nullptr;
 
   // What listing MIG devices needs; without it a MIG GPU's devices are unknown.
   bool has_mig() const { return get_mig_mode && get_max_mig_count && get_mig_handle; }

@@ -3,6 +3,7 @@
 // for what the fake models and its knobs.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <map>
 #include <memory>
@@ -58,6 +59,25 @@ struct Process {
   unsigned gpu_instance = kNoInstance, compute_instance = kNoInstance;
 };
 
+// Per GPU, what the jobs on it do (utilisation sampling, issue 21; the events file's
+// `util`, `memused`, `power`, `smclock`, `pcietput`, `nvlinktput` lines). The scripted
+// series advance one value per nvmlDeviceGetUtilizationRates call (a "sample"); the
+// last value repeats. nvmlDeviceGetMemoryInfo answers the latest sample's memory.
+struct Activity {
+  std::vector<long long> util, mem_util, mem_used_mib;
+  size_t tick = 0;            // utilisation reads so far
+  unsigned power_mw = 70000;  // an idle H100's 70 W
+  unsigned sm_clock_mhz = 1980;
+  unsigned pcie_tx_kbs = 0, pcie_rx_kbs = 0;
+  unsigned long long nvlink_kib_per_s = 0;  // TX and RX each
+  double nvlink_since = 0;                  // steady seconds when the rate was set
+  unsigned long long nvlink_base_kib = 0;   // counted before that
+
+  static long long At(const std::vector<long long>& v, size_t i) {
+    return v.empty() ? -1 : v[std::min(i, v.size() - 1)];
+  }
+};
+
 // Per GPU, what the events file has done to it.
 struct Health {
   bool lost = false;
@@ -65,6 +85,7 @@ struct Health {
   bool remap_pending = false;
   bool remap_failure = false;
   std::map<unsigned, Process> processes;  // by pid
+  Activity activity;
 };
 
 // Per GPU, its hardware state (set at nvmlInit_v2 from the model, then by events lines).
