@@ -251,6 +251,9 @@ struct AgentHealth {
   // list); otherwise the list did not change.
   bool has_processes = false;
   std::vector<GpuProcessReport> processes;
+  // Issue 21 (state/usage.h): the running jobs' latest samples, one per job, taken
+  // since the last report (absent on the wire when none).
+  std::vector<state::JobUsageSample> usage;
 };
 
 struct AgentWork {

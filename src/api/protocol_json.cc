@@ -217,8 +217,75 @@ std::string AgentHealthToJson(const AgentHealth& h) {
     }
     j["processes"] = std::move(procs);
   }
+  if (!h.usage.empty()) {  // issue 21; a GPU as [gpu, util, mem_util, mem_mib, power_w,
+                           // sm_clock_mhz, pcie_kbs, nvlink_kbs]
+    json usage = json::array();
+    for (const state::JobUsageSample& u : h.usage) {
+      json gpus = json::array();
+      for (const state::GpuSample& g : u.gpus) {
+        gpus.push_back(json::array({g.gpu, g.util, g.mem_util, g.mem_mib, g.power_w,
+                                    g.sm_clock_mhz, g.pcie_kbs, g.nvlink_kbs}));
+      }
+      usage.push_back(json{{"job", u.job},
+                           {"start_time", u.start_time},
+                           {"at", u.at},
+                           {"cpu_usec", u.cpu_usec},
+                           {"mem_mib", u.mem_mib},
+                           {"mem_peak_mib", u.mem_peak_mib},
+                           {"gpus", std::move(gpus)}});
+    }
+    j["usage"] = std::move(usage);
+  }
   return Dump(j);
 }
+
+namespace {
+
+Status UsageFromJson(const json& list, std::vector<state::JobUsageSample>* out) {
+  if (!list.is_array()) return InvalidArgument("health.usage: expected an array");
+  for (size_t i = 0; i < list.size(); ++i) {
+    const json& e = list[i];
+    const std::string path = "health.usage[" + std::to_string(i) + "]";
+    if (!e.is_object()) return InvalidArgument(path + ": expected an object");
+    HACHI_RETURN_IF_ERROR(OnlyKeys(
+        e, path,
+        {"job", "start_time", "at", "cpu_usec", "mem_mib", "mem_peak_mib", "gpus"}));
+    state::JobUsageSample u;
+    HACHI_RETURN_IF_ERROR(GetInt(e, "job", path, &u.job));
+    HACHI_RETURN_IF_ERROR(GetInt(e, "start_time", path, &u.start_time));
+    HACHI_RETURN_IF_ERROR(GetInt(e, "at", path, &u.at));
+    HACHI_RETURN_IF_ERROR(GetInt(e, "cpu_usec", path, &u.cpu_usec));
+    HACHI_RETURN_IF_ERROR(GetInt(e, "mem_mib", path, &u.mem_mib));
+    HACHI_RETURN_IF_ERROR(GetInt(e, "mem_peak_mib", path, &u.mem_peak_mib));
+    auto gpus = e.find("gpus");
+    if (gpus != e.end()) {
+      if (!gpus->is_array()) return InvalidArgument(path + ".gpus: expected an array");
+      for (size_t k = 0; k < gpus->size(); ++k) {
+        const json& g = (*gpus)[k];
+        bool ok = g.is_array() && g.size() == 8;
+        for (size_t f = 0; ok && f < 8; ++f) ok = g[f].is_number_integer();
+        const std::string gp = path + ".gpus[" + std::to_string(k) + "]";
+        if (!ok) return InvalidArgument(gp + ": expected an array of 8 integers");
+        state::GpuSample s{g[0].get<int>(),     g[1].get<int>(),    g[2].get<int>(),
+                           g[3].get<int64_t>(), g[4].get<int>(),    g[5].get<int>(),
+                           g[6].get<int64_t>(), g[7].get<int64_t>()};
+        if (s.gpu < 0 || s.gpu >= GpuSet::kMaxGpus) {
+          return InvalidArgument(gp + ": " + std::to_string(s.gpu) +
+                                 " is not a GPU index");
+        }
+        if (s.util > 100 || s.mem_util > 100) {
+          return InvalidArgument(gp + ": a utilisation above 100 %");
+        }
+        u.gpus.push_back(s);
+      }
+    }
+    if (u.job <= 0) return InvalidArgument(path + ".job: not a job id");
+    out->push_back(std::move(u));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
 
 namespace {
 
@@ -259,8 +326,12 @@ Result<AgentHealth> AgentHealthFromJson(std::string_view text) {
   Result<json> j = Parse(text, "health");
   if (!j.ok()) return j.status();
   AgentHealth h;
-  HACHI_RETURN_IF_ERROR(OnlyKeys(*j, "health", {"instance", "events", "processes"}));
+  HACHI_RETURN_IF_ERROR(
+      OnlyKeys(*j, "health", {"instance", "events", "processes", "usage"}));
   HACHI_RETURN_IF_ERROR(GetString(*j, "instance", "health", &h.instance));
+  if (auto usage = j->find("usage"); usage != j->end()) {
+    HACHI_RETURN_IF_ERROR(UsageFromJson(*usage, &h.usage));
+  }
   if (auto procs = j->find("processes"); procs != j->end()) {
     h.has_processes = true;
     HACHI_RETURN_IF_ERROR(GpuProcessesFromJson(*procs, &h.processes));

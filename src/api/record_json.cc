@@ -73,6 +73,15 @@ class ObjectReader {
     if (v == nullptr) return;
     Fail(key, ReadJsonInt(*v, out));
   }
+  void Double(const char* key, double* out) {
+    const json* v = Field(key);
+    if (v == nullptr) return;
+    if (!v->is_number()) {
+      Fail(key, JsonTypeProblem("a number", *v));
+      return;
+    }
+    *out = v->get<double>();
+  }
   void Bool(const char* key, bool* out) {
     const json* v = Field(key);
     if (v == nullptr) return;
@@ -455,6 +464,15 @@ json ToJson(const JobRecord& job) {
   };
   // Issue 20: measured by NVML on its agents; absent until a figure came.
   if (job.gpu_memory_peak_mib > 0) j["gpu_memory_peak_mib"] = job.gpu_memory_peak_mib;
+  // Issue 21: what the last run did with its GPUs, CPUs and memory; absent until its
+  // end (a running job's figures: GET /jobs/ID/usage).
+  if (job.usage != state::UsageSummary{}) {
+    j["usage"] = {{"samples", job.usage.samples},
+                  {"gpu_util", job.usage.gpu_util},
+                  {"cpu_seconds", job.usage.cpu_seconds},
+                  {"mem_peak_mib", job.usage.mem_peak_mib},
+                  {"idle_gpus", job.usage.idle_gpus}};
+  }
   return j;
 }
 
@@ -635,6 +653,15 @@ Status FromJson(const json& j, JobRecord* out, std::string_view path) {
   r.Int("requeues", &job.requeues);
   r.Int("master_port", &job.master_port);
   r.Int("gpu_memory_peak_mib", &job.gpu_memory_peak_mib);
+  r.Custom("usage", [&](const json& v, const std::string& p) {
+    ObjectReader u(v, p);
+    u.Int("samples", &job.usage.samples);
+    u.Double("gpu_util", &job.usage.gpu_util);
+    u.Double("cpu_seconds", &job.usage.cpu_seconds);
+    u.Int("mem_peak_mib", &job.usage.mem_peak_mib);
+    u.Int("idle_gpus", &job.usage.idle_gpus);
+    return u.Finish();
+  });
   HACHI_RETURN_IF_ERROR(r.Finish());
   *out = std::move(job);
   return Status::Ok();

@@ -51,7 +51,7 @@ TEST(RecordJson, JobRoundTripKeepsEveryField) {
 
 TEST(RecordJson, EncoderWritesTheDocumentedFields) {
   const json j = ToJson(FullJob(12));
-  EXPECT_EQ(Keys(j).size(), 15u);          // issue 20: gpu_memory_peak_mib
+  EXPECT_EQ(Keys(j).size(), 16u);          // issue 20: gpu_memory_peak_mib; 21: usage
   EXPECT_EQ(Keys(j["req"]).size(), 24u);   // issue 17: constraint .. nice
   EXPECT_EQ(Keys(j["spec"]).size(), 25u);  // issue 17: ntasks .. open_append; 18: 2 more
   EXPECT_EQ(Keys(j["allocations"][0]).size(), 6u);

@@ -211,6 +211,14 @@ Status CheckHealthLimits(const AgentHealth& h) {
     HACHI_RETURN_IF_ERROR(
         Bytes(path + ".message", h.events[i].message, kMaxMessageBytes));
   }
+  // Issue 21: a sample per running job; a node runs at most a few hundred.
+  HACHI_RETURN_IF_ERROR(
+      Count("health.usage", h.usage.size(), kMaxHealthEvents, "samples"));
+  for (size_t i = 0; i < h.usage.size(); ++i) {
+    HACHI_RETURN_IF_ERROR(Count("health.usage[" + std::to_string(i) + "].gpus",
+                                h.usage[i].gpus.size(),
+                                static_cast<size_t>(GpuSet::kMaxGpus), "GPUs"));
+  }
   // A node runs at most a few hundred GPU processes; more is not a real report.
   HACHI_RETURN_IF_ERROR(
       Count("health.processes", h.processes.size(), kMaxHealthEvents, "processes"));

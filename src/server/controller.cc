@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <iostream>
 
 #include "core/bytes.h"
 #include "core/strings.h"
@@ -115,6 +116,7 @@ void Controller::Stop() {
   }
   agents_.Stop();
   if (loop_.joinable()) loop_.join();
+  FlushUsage();  // issue 21: what the running jobs did so far, for the next server
 }
 
 Status Controller::RebuildBaseLocked() {
@@ -223,10 +225,25 @@ Status Controller::CommitAndApply(std::vector<state::Edit> edits) {
   // Check first, so what goes to disk is what applies here. The edits of one batch
   // concern different jobs and nodes, so each is checked against the image as it is.
   for (const state::Edit& e : edits) HACHI_RETURN_IF_ERROR(state::CheckEdit(image_, e));
+  std::vector<state::JobUsage> ended_usage;  // issue 21: the runs these edits end
+  EndUsageLocked(&edits, &ended_usage);
   // The fsync without mu_ (the header says why this is safe: writer_mu_ is held).
   mu_.Unlock();
   const Status committed = store_->Commit(edits);
+  Status usage_saved = Status::Ok();
+  if (committed.ok() && !ended_usage.empty())
+    usage_saved = store_->SaveUsage(ended_usage);
   mu_.Lock();
+  if (!usage_saved.ok()) {
+    std::cerr << "hachi server: the usage of " << ended_usage.size()
+              << " ended runs was not written: " << usage_saved.message() << "\n";
+  }
+  if (!committed.ok()) {  // the runs go on: their usage too
+    for (state::JobUsage& u : ended_usage) {
+      const state::JobId id = u.job;
+      usage_[id] = UsageTrack{std::move(u), true};
+    }
+  }
   HACHI_RETURN_IF_ERROR(committed);
   for (const state::Edit& e : edits) {
     Status s = state::ApplyEdit(&image_, e);
@@ -536,6 +553,10 @@ Result<state::JobRecord> Controller::Job(state::JobId id) const {
       run != runs_.end() && r.state == state::JobState::kRunning) {
     r.gpu_memory_peak_mib = run->second.gpu_memory_peak_mib;
   }
+  if (auto u = usage_.find(id);
+      u != usage_.end() && r.state == state::JobState::kRunning) {
+    r.usage = state::Summarize(u->second.usage);  // issue 21: so far
+  }
   if (r.state == state::JobState::kPending) {
     std::string reason = ReasonLocked(id);
     if (!reason.empty()) r.reason = std::move(reason);
@@ -838,6 +859,7 @@ Status Controller::ReportHealth(const std::string& node, const api::AgentHealth&
       }
     }
   }
+  AddUsageLocked(node, health.usage);  // issue 21
   state::NodeHealthChanged health_edit{node, rec.unhealthy, rec.unhealthy_reasons};
   GpuSet newly_bad;
   std::string node_fault;          // the first node-wide event's message

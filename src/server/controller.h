@@ -87,6 +87,9 @@ struct ControllerOptions {
   Duration lease = 0;
   Duration fence_margin = 5;     // clock rates and a slow SIGKILL
   int cycle_interval_ms = 1000;  // the timer; changes wake it at once
+  // Issue 21: how often the running jobs' usage is written to the store (a crash loses
+  // at most this much of it; a run's end writes its own at once). 0: only at the end.
+  int usage_flush_s = 60;
   // Each node's MASTER_PORT range, [base, base + count): a job gets the lowest port of
   // it that no other running job whose rank-0 node has the same address holds
   // (cycle.cc; nodes on one host, as `hachi dev`'s, share a range).
@@ -203,6 +206,14 @@ class Controller {
   Status Update(state::JobId id, const api::JobUpdate& update, const Caller& who,
                 int task = -1);
   Result<state::JobRecord> Job(state::JobId id) const;
+  // ---- Job usage (issue 21, usage.cc; docs/efficiency.md) ----
+  // What job `id`'s runs did with their GPUs, CPUs and memory: the stored runs and, for
+  // a running job, its current run as the server has it now; ascending by start time.
+  // Empty when its runs were never sampled. kNotFound: no such job.
+  Result<std::vector<state::JobUsage>> Usage(state::JobId id) EXCLUDES(writer_mu_, mu_);
+  // Writes the running jobs' usage that changed since the last write (the loop calls it
+  // every usage_flush_s).
+  void FlushUsage() EXCLUDES(mu_);
   // Jobs in id order, those with ids above `after`, at most `limit` (0: all): a page,
   // so that a client listing 100,000 jobs does not make the server build one reply of
   // them all (GET /jobs?after=&limit=).
@@ -425,6 +436,13 @@ class Controller {
   // The running steps on `reg.node` its agent does not run (it restarted), ended FAILED.
   std::vector<state::Edit> LostStepsLocked(const AgentRegistration& reg) const
       REQUIRES(mu_);
+  // Issue 21 (usage.cc): adds an agent's samples to its jobs' current runs.
+  void AddUsageLocked(const std::string& node,
+                      const std::vector<state::JobUsageSample>& samples) REQUIRES(mu_);
+  // The runs `edits` end or requeue: their JobEnded gets the run's summary, and their
+  // usage moves to `save` (written with the commit), out of usage_.
+  void EndUsageLocked(std::vector<state::Edit>* edits, std::vector<state::JobUsage>* save)
+      REQUIRES(mu_);
   // Updates active_ for the jobs `edits` touched (after they were applied to image_).
   void TrackJobsLocked(const std::vector<state::Edit>& edits) REQUIRES(mu_);
   // Memory: a finished job's env is dropped; the tasks of an array keep sharing one
@@ -498,6 +516,13 @@ class Controller {
   // +1 per rebuild: a plan made on an older base is dropped.
   uint64_t base_generation_ GUARDED_BY(mu_) = 0;
   std::unordered_map<state::JobId, RunInfo> runs_ GUARDED_BY(mu_);
+  // Issue 21: the running jobs' current runs' usage, and whether it changed since it was
+  // last written (FlushUsage).
+  struct UsageTrack {
+    state::JobUsage usage;
+    bool dirty = false;
+  };
+  std::unordered_map<state::JobId, UsageTrack> usage_ GUARDED_BY(mu_);
   // Per node, the jobs whose earlier run its agent still runs though the records ended
   // or requeued it (HoldStaleNodesLocked): kept until the agent reports their exit or
   // registers without them.

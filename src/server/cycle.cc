@@ -66,6 +66,7 @@ int LowestFreePort(const std::set<int>& used, const ControllerOptions& o) {
 
 void Controller::Loop() {
   auto trimmed = std::chrono::steady_clock::now();
+  auto usage_flushed = trimmed;
   // Payloads freed past this (a big array cancelled or ended) are given back at once.
   constexpr int64_t kTrimBytes = int64_t{64} << 20;
   for (;;) {
@@ -85,6 +86,11 @@ void Controller::Loop() {
       if (trim_now) freed_bytes_ = 0;
     }
     RunCycle();
+    if (options_.usage_flush_s > 0 && std::chrono::steady_clock::now() - usage_flushed >=
+                                          std::chrono::seconds(options_.usage_flush_s)) {
+      FlushUsage();  // issue 21
+      usage_flushed = std::chrono::steady_clock::now();
+    }
     // Big replies (GET /jobs?all=1 of 50k jobs: ~120 MB of JSON) leave freed memory in
     // malloc's arenas, never returned: the soak test saw RSS of 1.5-3 GB holding 55 MB of
     // live data (docs/soak.md). Give it back every half minute.

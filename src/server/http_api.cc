@@ -17,6 +17,7 @@
 #include "server/http_loop.h"
 #include "server/metrics.h"
 #include "state/job_stats.h"
+#include "state/usage_json.h"
 
 namespace hachi::server {
 namespace {
@@ -354,6 +355,40 @@ void HttpServer::Routes(HttpRouter& s) {
           }
           Reply(res, 200, api::StepRecordsToJson(c->Steps(*id)));
         });
+  // Issue 21 (docs/api.md, "Job usage"): what the job's runs did with their GPUs, CPUs
+  // and memory, and what `hachi eff` says of the latest run. The job's owner or an
+  // operator (job details).
+  s.Get(p + R"(/jobs/(\d+)/usage)", [c](const httplib::Request& req,
+                                        httplib::Response& res) {
+    Result<state::JobId> id = JobIdOf(req);
+    if (!id.ok()) return ReplyError(res, id.status());
+    Result<state::JobRecord> job = c->Job(*id);
+    if (!job.ok()) return ReplyError(res, job.status());
+    const Result<Caller> who = CallerOf(req, *c);
+    if (!who.ok()) return ReplyError(res, who.status());
+    if (!c->authorizer().Allows(*who, Action::kSeeJobDetails, Resource::Job(*job))) {
+      return ReplyError(
+          res, PermissionDenied("job " + std::to_string(*id) + "'s usage: not your job"));
+    }
+    Result<std::vector<state::JobUsage>> runs = c->Usage(*id);
+    if (!runs.ok()) return ReplyError(res, runs.status());
+    json list = json::array();
+    for (const state::JobUsage& u : *runs)
+      list.push_back(json::parse(state::UsageToJson(u)));
+    json findings = json::array();
+    if (!runs->empty()) {
+      state::FindingInputs in;
+      in.gpu_memory_promised_mib = job->req.gpu_memory_mib;
+      for (const state::UsageFinding& f : state::Findings(runs->back(), in)) {
+        findings.push_back(json{{"kind", f.kind}, {"text", f.text}});
+      }
+    }
+    Reply(res, 200,
+          json{{"job", api::ToJson(*job)},
+               {"runs", std::move(list)},
+               {"findings", std::move(findings)}}
+              .dump());
+  });
   // Every job's steps (sacct).
   s.Get(p + "/steps", [c](const httplib::Request&, httplib::Response& res) {
     Reply(res, 200, api::StepRecordsToJson(c->Steps(0)));
