@@ -125,8 +125,9 @@ step "hachi doctor --json" "$hachi" doctor --json
 # A cluster on this machine: hachi dev finds the real GPUs and makes this host its node,
 # which is burned in first (the default check: doctor). Its outcome is shown; when it
 # failed, the cluster starts again without burn-in so that the sections below still run.
-start_dev() {  # $1: a config file
-  "$hachi" dev --state-dir "$work/state" --listen 127.0.0.1:0 --config "$1" 2> "$work/dev.log" &
+start_dev() {  # $1: a config file; more: more hachi dev flags
+  local config=$1; shift
+  "$hachi" dev --state-dir "$work/state" --listen 127.0.0.1:0 --config "$config" "$@" 2> "$work/dev.log" &
   dev_pid=$!
   url=
   for _ in $(seq 100); do
@@ -270,4 +271,32 @@ for _ in $(seq 60); do [ -n "$("$hachi" queue -o %i | sed -n 2p)" ] || break; sl
 step "bf16 matmul: whole GPU alone, a half alone, both halves at once" sh -c "cat $work/mm-*.out"
 step "their records" "$hachi" queue -t all
 cp "$work/dev.log" "$out/dev-shares.log"
+
+# Issue 21: what a job does with its GPU, through the real NVML path (docs/efficiency.md).
+# A PyTorch job alternates 10 s of bf16 matmuls with 10 s of sleep, three times; the
+# agent samples it every 2 s; `hachi eff` gives its utilisation (mean near 50 %, p95 near
+# 100 %), memory peak, power and SM clock, and `show job` the summary.
+printf '\n==> Job usage: busy and idle phases (hachi eff)\n'
+kill "$dev_pid"; wait "$dev_pid" 2>/dev/null
+rm -rf "$work/state"
+start_dev "$work/shares.toml" --usage-interval 2
+cat > "$work/phases.py" <<'PY'
+import time, torch
+a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+for phase in range(3):
+    t = time.perf_counter()
+    while time.perf_counter() - t < 10:
+        for _ in range(5): a @ a
+        torch.cuda.synchronize()
+    print(f"phase {phase}: busy 10 s, now idle 10 s", flush=True)
+    time.sleep(10)
+PY
+e1=$("$hachi" submit --parsable -p gpu --gpus 1 -t 3:00 -o "$work/phases-%j.out" -- python3 "$work/phases.py")
+sleep 30
+step "hachi eff $e1 (running)" "$hachi" eff "$e1"
+for _ in $(seq 60); do [ -n "$("$hachi" queue -o %i | sed -n 2p)" ] || break; sleep 1; done
+step "hachi eff $e1 (ended)" "$hachi" eff "$e1"
+step "hachi show job $e1" "$hachi" show job "$e1"
+step "its series (GET /jobs/ID/usage)" sh -c "'$hachi' eff '$e1' --json | python3 -c 'import json,sys; g=json.load(sys.stdin)[\"runs\"][-1][\"gpus\"][0]; print(g[\"step\"], g[\"series\"])'"
+cp "$work/dev.log" "$out/dev-usage.log"
 echo "gpu-check: done"

@@ -22,6 +22,7 @@
 #include "agent/daemon.h"
 #include "agent/gpu_health.h"
 #include "agent/gpu_processes.h"
+#include "agent/gpu_sampler.h"
 #include "agent/kernel_log.h"
 #include "agent/launcher.h"
 #include "agent/nccl_env.h"
@@ -106,6 +107,24 @@ struct GpuWatch {
     if (kernel_log) kernel_log->Stop();
   }
 };
+
+// Issue 21: the agent samples its running jobs every `interval_s` (0: never): their
+// GPUs through NVML on real GPUs (a simulated node has no figures for them), their CPU
+// time and memory from their cgroups.
+void SampleUsage(double interval_s, bool simulated, agent::AgentOptions* o) {
+  o->usage_interval_ms = static_cast<int>(interval_s * 1000);
+  if (o->usage_interval_ms <= 0 || simulated) return;
+  Result<std::unique_ptr<agent::GpuSampler>> s = agent::GpuSampler::Open("");
+  if (!s.ok()) {
+    std::cerr << "hachi agent: " << o->node
+              << ": no GPU utilisation samples: " << s.status().message() << "\n";
+    return;
+  }
+  std::cerr << "hachi agent: " << o->node << ": GPU samples every " << interval_s
+            << " s: " << (*s)->summary() << "\n";
+  std::shared_ptr<agent::GpuSampler> sampler = std::move(*s);
+  o->sample_gpus = [sampler] { return sampler->Sample(); };
+}
 
 GpuWatch WatchGpus(agent::AgentDaemon* daemon, const std::string& node,
                    const std::string& topology_json) {
@@ -574,6 +593,7 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
         container_runtime, cgroup = "auto", cgroup_parent, cluster_secret_file,
                            mps = "auto", mps_control, mps_dir;
     int64_t pids_reserve = -1;
+    double usage_interval = 10;
   };
   auto af = std::make_shared<AgentFlags>();
   CLI::App* agt =
@@ -619,6 +639,10 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
   agt->add_option("--mps-dir", af->mps_dir,
                   "The MPS daemons' pipe and log directories, one per GPU (default "
                   "SPOOL/mps)");
+  agt->add_option("--usage-interval", af->usage_interval,
+                  "Seconds between samples of each running job's GPUs (NVML), CPU time "
+                  "and memory (cgroup); 0: none (default 10; docs/efficiency.md)")
+      ->check(CLI::Range(0.0, 3600.0));
   agt->callback([af, exit_code] {
     const sigset_t stop = BlockStopSignals();
     Result<NodeShape> shape = AgentShape(af->preset, af->topology_file);
@@ -651,6 +675,7 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
     o.mps = GpuSharing(af->mps, af->mps_control,
                        af->mps_dir.empty() ? spool + "/mps" : af->mps_dir, o.simulated,
                        o.topology_json, o.node, events, &o.gpu_sharing);
+    SampleUsage(af->usage_interval, o.simulated, &o);
     agent::AgentDaemon d(o, [spool, runtime, iso = *iso, topology = o.topology_json,
                              server = o.server](agent::ExitCallback cb) {
       return RealLauncher(spool, runtime, iso, topology, server, cb);
@@ -677,6 +702,7 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
     std::string container_runtime;
     std::string cgroup = "none";  // simulated nodes share this machine's devices
     std::string mps = "auto", mps_control;
+    double usage_interval = 10;
   };
   auto df = std::make_shared<DevFlags>();
   CLI::App* dev = app.add_subcommand(
@@ -699,6 +725,10 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
       ->check(CLI::IsMember({"auto", "on", "off"}));
   dev->add_option("--mps-control", df->mps_control,
                   "The nvidia-cuda-mps-control binary (default: found in PATH)");
+  dev->add_option("--usage-interval", df->usage_interval,
+                  "Seconds between samples of each running job's GPUs, CPU time and "
+                  "memory; 0: none (default 10; docs/efficiency.md)")
+      ->check(CLI::Range(0.0, 3600.0));
   dev->callback([df, exit_code] {
     const sigset_t stop = BlockStopSignals();
     Status resolved = ResolveServerFlags(&df->server, DefaultStateDir());
@@ -747,6 +777,7 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
       auto events = std::make_shared<std::atomic<agent::AgentDaemon*>>(nullptr);
       o.mps = GpuSharing(df->mps, df->mps_control, spool + "/mps", o.simulated,
                          o.topology_json, o.node, events, &o.gpu_sharing);
+      SampleUsage(df->usage_interval, o.simulated, &o);
       // Jobs reach the server on its socket: the kernel says who they are.
       agents.push_back(std::make_unique<agent::AgentDaemon>(
           o,

@@ -16,6 +16,7 @@
 
 #include "cli/client.h"
 #include "cli/directives.h"
+#include "cli/eff_cmd.h"
 #include "cli/explain_cmd.h"
 #include "cli/explain_format.h"
 #include "cli/fail.h"
@@ -480,6 +481,7 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
     });
   }
   AddExplainCommand(app, exit_code);
+  AddEffCommand(app, exit_code);  // issue 21
 }
 
 }  // namespace hachi::cli

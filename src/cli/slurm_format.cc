@@ -738,6 +738,20 @@ std::string FormatShowJob(const JobRecord& j, std::string_view diagnosis, Time n
     if (j.req.gpu_memory_mib > 0) s += " GpuMemPromised=" + GibText(j.req.gpu_memory_mib);
     line(s);
   }
+  // Issue 21: what the run did with its GPUs and CPUs (`hachi eff` says more).
+  if (j.usage.samples > 0 || j.usage.cpu_seconds >= 0) {
+    std::string s;
+    if (j.usage.samples > 0) {
+      s += "GpuUtil=" + std::to_string(static_cast<int>(j.usage.gpu_util + 0.5)) + "%";
+      if (j.usage.idle_gpus > 0) s += " IdleGpus=" + std::to_string(j.usage.idle_gpus);
+    }
+    if (j.usage.cpu_seconds >= 0) {
+      if (!s.empty()) s += " ";
+      s += "CpuTime=" + FormatDuration(static_cast<Duration>(j.usage.cpu_seconds));
+    }
+    if (j.usage.mem_peak_mib >= 0) s += " MemPeak=" + GibText(j.usage.mem_peak_mib);
+    line(s);
+  }
   if (running && j.master_port > 0) {  // on the first node (BatchHost): MASTER_ADDR's
     line("MasterPort=" + std::to_string(j.master_port));
   }

@@ -14,8 +14,9 @@
 
 namespace hachi::cli::slurm {
 
-inline constexpr std::string_view kSlurmNames[] = {
-    "sbatch", "squeue", "scancel", "sinfo", "sacct", "scontrol", "srun", "salloc"};
+inline constexpr std::string_view kSlurmNames[] = {"sbatch", "squeue", "scancel",
+                                                   "sinfo",  "sacct",  "scontrol",
+                                                   "srun",   "salloc", "seff"};
 bool IsSlurmName(std::string_view name);
 // Runs command `name` with its arguments (argv after argv[0]); the exit code.
 int SlurmMain(std::string_view name, const std::vector<std::string>& args);
@@ -28,6 +29,7 @@ int SacctMain(const std::vector<std::string>& args);
 int ScontrolMain(const std::vector<std::string>& args);
 int SrunMain(const std::vector<std::string>& args);    // srun.cc
 int SallocMain(const std::vector<std::string>& args);  // srun.cc
+int SeffMain(const std::vector<std::string>& args);    // eff_cmd.cc (issue 21)
 
 // `hachi slurm install-links DIR [--force]`.
 void AddSlurmCommands(CLI::App& app, int* exit_code);

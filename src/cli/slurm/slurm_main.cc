@@ -42,6 +42,7 @@ int SlurmMain(std::string_view name, const std::vector<std::string>& args) {
   if (name == "scontrol") return ScontrolMain(args);
   if (name == "srun") return SrunMain(args);
   if (name == "salloc") return SallocMain(args);
+  if (name == "seff") return SeffMain(args);
   return SlurmFail("hachi", "not a Slurm command: " + std::string(name));
 }
 
