@@ -51,8 +51,8 @@ state::JobUsageSample Sample(state::JobId job, Time at, int gpus, int util) {
   s.mem_mib = 30000;
   s.mem_peak_mib = 31000;
   for (int g = 0; g < gpus; ++g) {
-    s.gpus.push_back(state::GpuSample{g, util, util / 2, 40000 + g, 500, 1980, 100000,
-                                      5000000});
+    s.gpus.push_back(
+        state::GpuSample{g, util, util / 2, 40000 + g, 500, 1980, 100000, 5000000});
   }
   return s;
 }
@@ -69,7 +69,8 @@ state::JobUsage Run(state::JobId job, int gpus) {
 state::JobUsage DayOf(state::JobId job, int gpus) {
   state::JobUsage u = Run(job, gpus);
   for (Time t = 0; t < 86400; t += 10) {
-    state::AddSample(&u, "n1", Sample(job, kStart + t, gpus, static_cast<int>(t / 10 % 101)));
+    state::AddSample(&u, "n1",
+                     Sample(job, kStart + t, gpus, static_cast<int>(t / 10 % 101)));
   }
   return u;
 }
@@ -78,12 +79,14 @@ void BM_AgentRound(benchmark::State& st) {
   const int jobs = static_cast<int>(st.range(0));
   const std::string dir = TempDir();
   {
-    std::ofstream(dir + "/topo.json") << topo::TopologyToJson(*topo::LoadPreset("hgx-h100"));
+    std::ofstream(dir + "/topo.json")
+        << topo::TopologyToJson(*topo::LoadPreset("hgx-h100"));
     std::ofstream(dir + "/events") << "util 0 95\nutil 3 5\nnvlinktput 1 1000\n";
   }
   setenv("HACHI_FAKE_NVML_TOPOLOGY", (dir + "/topo.json").c_str(), 1);
   setenv("HACHI_FAKE_NVML_EVENTS", (dir + "/events").c_str(), 1);
-  Result<std::unique_ptr<agent::GpuSampler>> sampler = agent::GpuSampler::Open(HACHI_FAKE_NVML);
+  Result<std::unique_ptr<agent::GpuSampler>> sampler =
+      agent::GpuSampler::Open(HACHI_FAKE_NVML);
   if (!sampler.ok()) {
     st.SkipWithError(sampler.status().message().c_str());
     return;
@@ -93,7 +96,8 @@ void BM_AgentRound(benchmark::State& st) {
     const std::string cg = dir + "/job-" + std::to_string(j);
     std::filesystem::create_directories(cg);
     std::ofstream(cg + "/cgroup.procs") << "1\n";
-    std::ofstream(cg + "/cpu.stat") << "usage_usec 123456789\nuser_usec 1\nsystem_usec 2\n";
+    std::ofstream(cg + "/cpu.stat")
+        << "usage_usec 123456789\nuser_usec 1\nsystem_usec 2\n";
     std::ofstream(cg + "/memory.current") << "32212254720\n";
     std::ofstream(cg + "/memory.peak") << "34359738368\n";
     procs.push_back({cg + "/cgroup.procs"});
@@ -104,8 +108,9 @@ void BM_AgentRound(benchmark::State& st) {
     api::AgentHealth h;
     h.instance = "bench";
     for (int j = 0; j < jobs; ++j) {
-      h.usage.push_back(agent::JobSample(j + 1, kStart, kStart + 10, {j % 8}, gpus,
-                                         agent::ReadCgroupUse(procs[static_cast<size_t>(j)])));
+      h.usage.push_back(
+          agent::JobSample(j + 1, kStart, kStart + 10, {j % 8}, gpus,
+                           agent::ReadCgroupUse(procs[static_cast<size_t>(j)])));
     }
     const std::string text = api::AgentHealthToJson(h);
     bytes = text.size();

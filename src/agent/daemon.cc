@@ -166,6 +166,7 @@ void AgentDaemon::SampleUsage() {
   std::vector<std::pair<state::JobId, Time>> runs;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (usage_refused_) return;
     for (const auto& [job, start] : live_) runs.emplace_back(job, start);
   }
   if (runs.empty()) return;
@@ -180,6 +181,7 @@ void AgentDaemon::SampleUsage() {
                                 ReadCgroupUse(c->cgroup_procs)));
   }
   std::lock_guard<std::mutex> lock(mu_);
+  if (usage_refused_) return;
   for (state::JobUsageSample& u : samples) {
     if (live_.count(u.job) == 0) continue;  // exited meanwhile
     usage_[u.job] = std::move(u);
@@ -556,6 +558,20 @@ void AgentDaemon::ReportLoop() {
       api::AgentHealth report{instance_, health, send_processes, processes, usage};
       Result<std::string> r =
           http.Call("POST", base + "/health", api::AgentHealthToJson(report), 10000);
+      if (!r.ok() && r.status().code() == StatusCode::kInvalidArgument &&
+          !usage.empty()) {
+        // A server older than the usage samples (issue 21) refuses the whole report:
+        // the GPU faults go again without them, and this agent stops sampling.
+        std::fprintf(stderr,
+                     "hachi agent: the server refused job usage samples (%s); sending "
+                     "none from now on\n",
+                     r.status().message().c_str());
+        report.usage.clear();
+        r = http.Call("POST", base + "/health", api::AgentHealthToJson(report), 10000);
+        std::lock_guard<std::mutex> lock(mu_);
+        usage_refused_ = true;
+        usage_.clear();
+      }
       std::unique_lock<std::mutex> lock(mu_);
       if (r.ok() || r.status().code() == StatusCode::kInvalidArgument) {
         if (send_processes) {

@@ -183,6 +183,7 @@ class AgentDaemon {
   bool processes_due_ = false;  // not yet acknowledged by the server
   // The latest sample of each running job not yet acknowledged (issue 21).
   std::map<state::JobId, state::JobUsageSample> usage_;
+  bool usage_refused_ = false;  // the server refused them (older than issue 21)
   Time processes_sent_at_ = 0;
   // The lease: how long, and when the last answered call was sent (monotonic ms).
   int64_t lease_ms_ = 30000;

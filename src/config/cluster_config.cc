@@ -9,6 +9,18 @@
 #include "sched/features.h"
 
 namespace hachi::config {
+
+std::string_view IdleActionName(IdleAction a) {
+  switch (a) {
+    case IdleAction::kWarn:
+      return "warn";
+    case IdleAction::kRequeue:
+      return "requeue";
+    case IdleAction::kCancel:
+      return "cancel";
+  }
+  return "warn";
+}
 namespace {
 
 using internal::Join;

@@ -31,10 +31,23 @@ struct NodeSelector {
   std::string where;  // "cluster.toml:7: partition[0].nodes", for messages
 };
 
+// Issue 21 (docs/efficiency.md, "Idle GPUs"): what the server does with a running job
+// of the partition whose every GPU has stayed below `below_pct` utilisation for `after`:
+// warn (shown in queue, explain, the dashboard and /metrics), or also requeue or cancel
+// it, with the reason in its history. Off (after 0) by default.
+enum class IdleAction : uint8_t { kWarn, kRequeue, kCancel };
+std::string_view IdleActionName(IdleAction a);  // "warn", "requeue", "cancel"
+struct IdleGpuPolicy {
+  Duration after = 0;  // 0: no policy
+  int below_pct = 5;   // 1..100
+  IdleAction action = IdleAction::kWarn;
+};
+
 struct PartitionConfig {
   // Everything but the node indices (`nodes`, `window_nodes`), which
   // ApplyClusterConfig fills from the selectors below.
   sched::Partition partition;
+  IdleGpuPolicy idle;  // issue 21: idle_gpu_after, idle_gpu_below, idle_gpu_action
   NodeSelector nodes;
   NodeSelector window_nodes;  // windows given without nodes: the partition's nodes
   bool has_window_nodes = false;

@@ -35,6 +35,9 @@ preempt_mode = "cancel"
 grace = "90s"
 default_mem_per_gpu = "64G"
 window = { start = "08:00", end = "20:00", days = ["mon-fri", "sun"], nodes = "n[0001-0002]" }
+idle_gpu_after = "30m"
+idle_gpu_below = 10
+idle_gpu_action = "requeue"
 
 [[partition]]
 name = "night"
@@ -94,6 +97,9 @@ account_partitions = { "6214e9" = "night" }
   EXPECT_THAT(p.windows[0].days, ElementsAre(0, 1, 2, 3, 4, 5));
   EXPECT_TRUE(g.has_window_nodes);
   EXPECT_THAT(g.window_nodes.names, ElementsAre("n0001", "n0002"));
+  EXPECT_EQ(g.idle.after, 30 * kMinute);  // issue 21
+  EXPECT_EQ(g.idle.below_pct, 10);
+  EXPECT_EQ(g.idle.action, IdleAction::kRequeue);
 
   const PartitionConfig& n = c->partitions[1];
   EXPECT_TRUE(n.nodes.all);
@@ -105,6 +111,7 @@ account_partitions = { "6214e9" = "night" }
   EXPECT_EQ(n.partition.grace, 5 * kMinute);
   EXPECT_EQ(n.partition.default_mem_per_gpu_mib, 2048) << "an integer is MiB";
   EXPECT_EQ(n.partition.preempt_mode, sched::PreemptMode::kRequeue);
+  EXPECT_EQ(n.idle.after, 0) << "no idle policy unless asked";
   ASSERT_EQ(n.partition.windows.size(), 2u);
   EXPECT_EQ(n.partition.windows[0].start_minute, 22 * 60);
   EXPECT_EQ(n.partition.windows[0].end_minute, 1440);
@@ -268,6 +275,16 @@ TEST(ParseClusterConfigTest, Errors) {
        "c.toml:4: partition[0].default_time: 8d00h is longer than max_time 7d00h"},
       {"zero max time", part + "max_time = \"0s\"\n",
        "c.toml:4: partition[0].max_time: must be longer than 0s"},
+      {"idle action unknown",
+       part + "idle_gpu_after = \"1h\"\nidle_gpu_action = \"kill\"\n",
+       "c.toml:5: partition[0].idle_gpu_action: 'kill' is not an idle GPU action (warn, "
+       "requeue or cancel)"},
+      {"idle threshold without a period", part + "idle_gpu_below = 5\n",
+       "c.toml:4: partition[0].idle_gpu_below: needs idle_gpu_after (how long every GPU "
+       "must stay idle)"},
+      {"idle threshold out of range",
+       part + "idle_gpu_after = \"1h\"\nidle_gpu_below = 0\n",
+       "c.toml:5: partition[0].idle_gpu_below: 0 is out of range 1..100"},
       {"bad default memory", part + "default_mem_per_gpu = \"64Q\"\n",
        "c.toml:4: partition[0].default_mem_per_gpu: '64Q' is not a size (use 512M, 64G, "
        "1T)"},

@@ -65,11 +65,27 @@ Result<PartitionConfig> ReadPartition(const Reader& r, const toml::node& n,
                                       const std::string& path) {
   const toml::table* t = nullptr;
   CONFIG_ASSIGN_OR_RETURN(t, r.Table(n, path));
-  HACHI_RETURN_IF_ERROR(r.CheckKeys(
-      *t, path,
-      {"name", "nodes", "mode", "min_gpus", "max_gpus", "default_time", "max_time",
-       "tier", "allowed_users", "allowed_accounts", "preempt_lower_tiers", "preempt_mode",
-       "grace", "window", "allow_gpu_sharing", "default_mem_per_gpu", "allow_cpu_jobs"}));
+  HACHI_RETURN_IF_ERROR(r.CheckKeys(*t, path,
+                                    {"name",
+                                     "nodes",
+                                     "mode",
+                                     "min_gpus",
+                                     "max_gpus",
+                                     "default_time",
+                                     "max_time",
+                                     "tier",
+                                     "allowed_users",
+                                     "allowed_accounts",
+                                     "preempt_lower_tiers",
+                                     "preempt_mode",
+                                     "grace",
+                                     "window",
+                                     "allow_gpu_sharing",
+                                     "default_mem_per_gpu",
+                                     "allow_cpu_jobs",
+                                     "idle_gpu_after",
+                                     "idle_gpu_below",
+                                     "idle_gpu_action"}));
   PartitionConfig pc;
   pc.where = r.Where(n.source(), path);
   sched::Partition& p = pc.partition;
@@ -143,6 +159,38 @@ Result<PartitionConfig> ReadPartition(const Reader& r, const toml::node& n,
   HACHI_RETURN_IF_ERROR(
       Optional(*t, path, "default_mem_per_gpu", size, &p.default_mem_per_gpu_mib));
 
+  // Issue 21: the idle-GPU policy.
+  HACHI_RETURN_IF_ERROR(Optional(*t, path, "idle_gpu_after", duration, &pc.idle.after));
+  int64_t below = pc.idle.below_pct;
+  auto pct = [&](const toml::node& v, const std::string& k) {
+    return r.Int(v, k, 1, 100);
+  };
+  HACHI_RETURN_IF_ERROR(Optional(*t, path, "idle_gpu_below", pct, &below));
+  pc.idle.below_pct = static_cast<int>(below);
+  if (const toml::node* action = t->get("idle_gpu_action")) {
+    std::string a;
+    CONFIG_ASSIGN_OR_RETURN(a, r.String(*action, Join(path, "idle_gpu_action")));
+    if (a == "warn") {
+      pc.idle.action = IdleAction::kWarn;
+    } else if (a == "requeue") {
+      pc.idle.action = IdleAction::kRequeue;
+    } else if (a == "cancel") {
+      pc.idle.action = IdleAction::kCancel;
+    } else {
+      return r.Error(*action, Join(path, "idle_gpu_action"),
+                     Quoted(a) + " is not an idle GPU action (warn, requeue or cancel)");
+    }
+  }
+  for (const char* key : {"idle_gpu_below", "idle_gpu_action"}) {
+    if (t->get(key) != nullptr && pc.idle.after == 0) {
+      return r.Error(*t->get(key), Join(path, key),
+                     "needs idle_gpu_after (how long every GPU must stay idle)");
+    }
+  }
+  if (t->get("idle_gpu_after") != nullptr && pc.idle.after == 0) {
+    return r.Error(*t->get("idle_gpu_after"), Join(path, "idle_gpu_after"),
+                   "must be longer than 0s");
+  }
   if (p.max_gpus > 0 && p.min_gpus > p.max_gpus) {
     return r.Error(*t->get("min_gpus"), Join(path, "min_gpus"),
                    std::to_string(p.min_gpus) + " is more than max_gpus " +

@@ -562,6 +562,8 @@ Result<state::JobRecord> Controller::Job(state::JobId id) const {
     if (!reason.empty()) r.reason = std::move(reason);
   } else if (std::string fence = FenceNoteLocked(r); !fence.empty()) {
     r.reason = std::move(fence);  // `show job`: why a job on a down node is RUNNING
+  } else if (std::string idle = IdleNoteLocked(r); !idle.empty()) {
+    r.reason = std::move(idle);  // issue 21: warned by its partition's idle policy
   }
   return r;
 }
@@ -580,6 +582,8 @@ std::vector<state::JobRecord> Controller::Jobs(bool include_finished, state::Job
       if (!reason.empty()) out.back().reason = std::move(reason);
     } else if (std::string fence = FenceNoteLocked(r); !fence.empty()) {
       out.back().reason = std::move(fence);
+    } else if (std::string idle = IdleNoteLocked(r); !idle.empty()) {
+      out.back().reason = std::move(idle);  // issue 21
     }
   }
   return out;

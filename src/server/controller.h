@@ -439,6 +439,18 @@ class Controller {
   // Issue 21 (usage.cc): adds an agent's samples to its jobs' current runs.
   void AddUsageLocked(const std::string& node,
                       const std::vector<state::JobUsageSample>& samples) REQUIRES(mu_);
+  // The idle-GPU policy of a running job's partition (config::IdleGpuPolicy); null when
+  // it has none.
+  const config::IdleGpuPolicy* IdlePolicyLocked(const std::string& partition) const
+      REQUIRES(mu_);
+  // Runs whose GPUs have stayed idle past their partition's policy: warned once per
+  // idle spell, and requeued or cancelled when the policy says so (usage.cc).
+  void CheckIdleLocked(Time now) REQUIRES(writer_mu_, mu_);
+  // "every GPU below 5 % since 12:00:00 (30m, partition gpu's idle policy)": what queue,
+  // show and explain say of a job warned idle; "" when it is not.
+  std::string IdleNoteLocked(const state::JobRecord& job) const REQUIRES(mu_);
+  // /metrics: the running jobs' GPUs as last sampled, and how many are warned idle.
+  void JobGpuGaugesLocked(ClusterGauges* g) const REQUIRES(mu_);
   // The runs `edits` end or requeue: their JobEnded gets the run's summary, and their
   // usage moves to `save` (written with the commit), out of usage_.
   void EndUsageLocked(std::vector<state::Edit>* edits, std::vector<state::JobUsage>* save)
@@ -517,10 +529,17 @@ class Controller {
   uint64_t base_generation_ GUARDED_BY(mu_) = 0;
   std::unordered_map<state::JobId, RunInfo> runs_ GUARDED_BY(mu_);
   // Issue 21: the running jobs' current runs' usage, and whether it changed since it was
-  // last written (FlushUsage).
+  // last written (FlushUsage); each GPU's latest figures (/metrics, the idle policy).
   struct UsageTrack {
     state::JobUsage usage;
     bool dirty = false;
+    struct Latest {
+      std::string node;
+      int gpu = -1;
+      int util = -1;
+      int64_t mem_mib = -1;
+    };
+    std::vector<Latest> latest = {};  // one per GPU of the run, as usage.gpus
   };
   std::unordered_map<state::JobId, UsageTrack> usage_ GUARDED_BY(mu_);
   // Per node, the jobs whose earlier run its agent still runs though the records ended

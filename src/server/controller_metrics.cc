@@ -27,6 +27,12 @@ ControllerMetrics::ControllerMetrics()
                                          "starts; gpus is the job's total GPU count, "
                                          "\"share\" for a fraction of one GPU.",
                                          WaitBuckets(), {"partition", "gpus"})),
+      idle_actions_(registry_.AddCounter(
+          "hachi_idle_gpu_actions_total",
+          "Running jobs the idle-GPU policy acted on (warned, requeued, cancelled): "
+          "every "
+          "GPU below the partition's idle_gpu_below for its idle_gpu_after.",
+          {"partition", "action"})),
       cycle_(
           registry_
               .AddHistogram("hachi_cycle_duration_seconds",
@@ -124,6 +130,39 @@ void WriteClusterGauges(const ClusterGauges& g, Writer& w) {
     w.Sample({{"state", state::JobStateName(static_cast<state::JobState>(s))}},
              static_cast<double>(g.jobs[s]));
   }
+  // Issue 21: the shape DCGM exporter users graph, with the job's labels.
+  w.Begin("hachi_job_gpu_utilization_percent",
+          "SM utilisation of a GPU a running job holds, as its agent last sampled it "
+          "(NVML).",
+          Type::kGauge);
+  for (const ClusterGauges::JobGpuRow& r : g.job_gpus) {
+    if (r.util < 0) continue;
+    w.Sample({{"job", std::to_string(r.job)},
+              {"user", r.user},
+              {"account", r.account},
+              {"node", r.node},
+              {"gpu", std::to_string(r.gpu)}},
+             r.util);
+  }
+  w.Begin("hachi_job_gpu_memory_used_bytes",
+          "GPU memory in use on a GPU a running job holds, as its agent last sampled it "
+          "(NVML).",
+          Type::kGauge);
+  for (const ClusterGauges::JobGpuRow& r : g.job_gpus) {
+    if (r.mem_mib < 0) continue;
+    w.Sample({{"job", std::to_string(r.job)},
+              {"user", r.user},
+              {"account", r.account},
+              {"node", r.node},
+              {"gpu", std::to_string(r.gpu)}},
+             static_cast<double>(r.mem_mib) * 1048576.0);
+  }
+  w.Begin(
+      "hachi_jobs_idle_gpus",
+      "Running jobs whose every GPU has stayed below their partition's idle threshold "
+      "for its idle_gpu_after (warned).",
+      Type::kGauge);
+  w.Sample({}, static_cast<double>(g.idle_jobs));
   w.Begin("hachi_jobs_held", "Pending jobs that are held.", Type::kGauge);
   w.Sample({}, static_cast<double>(g.held));
   w.Begin("hachi_cycles_total", "Scheduling cycles run since the server started.",

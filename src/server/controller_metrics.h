@@ -36,6 +36,18 @@ struct ClusterGauges {
     int unhealthy = 0;
     int fragmented = 0;  // sched::FragmentedGpus
   };
+  // Issue 21: each running job's GPUs as last sampled (running jobs only, so the series
+  // come and go with the jobs: bounded by the GPUs in use).
+  struct JobGpuRow {
+    int64_t job = 0;
+    std::string user, account, node;
+    int gpu = -1;
+    int util = -1;         // %; -1: not measured
+    int64_t mem_mib = -1;  // -1: not measured
+  };
+  std::vector<JobGpuRow> job_gpus;
+  int64_t idle_jobs =
+      0;  // running jobs whose GPUs are idle past their partition's policy
   std::vector<NodeRow> nodes;            // by name
   std::vector<PartitionRow> partitions;  // in config order
   std::array<int64_t, 8> jobs{};         // per state::JobState, in the image
@@ -58,10 +70,16 @@ class ControllerMetrics {
   metrics::Histogram& store_commit() { return store_commit_; }
   // A job started after waiting `seconds` (start - max(submit, last release/requeue)).
   void ObserveWait(const std::string& partition, int gpus, bool share, double seconds);
+  // Issue 21: the idle-GPU policy acted on a job of `partition` ("warn", "requeue",
+  // "cancel"): hachi_idle_gpu_actions_total.
+  void IdleAction(const std::string& partition, std::string_view action) {
+    idle_actions_.With({partition, std::string(action)}).Inc();
+  }
 
  private:
   metrics::Registry registry_;  // first: the references below point into it
   metrics::Family<metrics::Histogram>& queue_wait_;
+  metrics::Family<metrics::Counter>& idle_actions_;
   metrics::Histogram& cycle_;
   metrics::Histogram& plan_apply_;
   metrics::Histogram& store_commit_;

@@ -123,6 +123,7 @@ void Controller::Cycle() {
     dirty_ = false;
     CheckAgentsLocked(now);
     CheckBurnInLocked(now);  // issue 19: runs whose agent never reported
+    CheckIdleLocked(now);    // issue 21: the idle-GPU policy
     if (base_dirty_) {
       Status s = RebuildBaseLocked();
       if (!s.ok()) base_.warnings.push_back("config not applied: " + s.message());

@@ -71,6 +71,7 @@ ClusterGauges Controller::Gauges() const {
     g.cycles = stats_.cycles;
     g.submits = stats_.submits;
     g.starts = stats_.starts;
+    JobGpuGaugesLocked(&g);  // issue 21
   }
   // The waiting jobs as the last cycle saw them (its snapshot is immutable), less those
   // started since; jobs submitted since wait for the next cycle (one is due at once).
@@ -262,6 +263,9 @@ Result<state::JobExplain> Controller::Explain(state::JobId id) const {
     // Running on a node that went down: it waits for that node's fence.
     if (std::string fence = FenceNoteLocked(rec); !fence.empty()) {
       e.history.push_back({e.as_of, "fence", std::move(fence)});
+    }
+    if (std::string idle = IdleNoteLocked(rec); !idle.empty()) {  // issue 21
+      e.history.push_back({e.as_of, "idle", std::move(idle)});
     }
     if (rec.state != state::JobState::kPending) return e;
 

@@ -2,10 +2,13 @@
 // into each running job's current run (state/usage.h), the summary put on the run's
 // JobEnded, the runs written to the store's usage table (at the end, and every
 // usage_flush_s while they run), and read back for GET /jobs/ID/usage.
+#include <algorithm>
+#include <ctime>
 #include <iostream>
 #include <variant>
 
 #include "server/controller.h"
+#include "server/controller_metrics.h"
 
 namespace hachi::server {
 namespace {
@@ -47,7 +50,114 @@ void Controller::AddUsageLocked(const std::string& node,
       }
       track = usage_.insert_or_assign(s.job, std::move(t)).first;
     }
-    if (state::AddSample(&track->second.usage, node, s)) track->second.dirty = true;
+    UsageTrack& t = track->second;
+    if (!state::AddSample(&t.usage, node, s)) continue;
+    t.dirty = true;
+    // Each GPU's latest figures, and whether the run is idle by its partition's policy.
+    if (t.latest.size() != t.usage.gpus.size()) {
+      t.latest.clear();
+      for (const state::GpuUsage& g : t.usage.gpus) t.latest.push_back({g.node, g.gpu});
+    }
+    for (const state::GpuSample& g : s.gpus) {
+      for (UsageTrack::Latest& l : t.latest) {
+        if (l.node == node && l.gpu == g.gpu) {
+          l.util = g.util;
+          l.mem_mib = g.mem_mib;
+        }
+      }
+    }
+    const config::IdleGpuPolicy* policy = IdlePolicyLocked(job->second.req.partition);
+    if (policy == nullptr) continue;
+    const bool idle =
+        !t.latest.empty() &&
+        std::all_of(t.latest.begin(), t.latest.end(), [&](const UsageTrack::Latest& l) {
+          return l.util >= 0 && l.util < policy->below_pct;
+        });
+    if (!idle) {
+      t.usage.idle_since = 0;  // a new spell must last the whole period again
+      t.usage.idle_warned = false;
+    } else if (t.usage.idle_since == 0) {
+      t.usage.idle_since = s.at;
+    }
+  }
+}
+
+const config::IdleGpuPolicy* Controller::IdlePolicyLocked(
+    const std::string& partition) const {
+  if (!options_.config) return nullptr;
+  for (const config::PartitionConfig& p : options_.config->partitions) {
+    if (p.partition.name == partition) return p.idle.after > 0 ? &p.idle : nullptr;
+  }
+  return nullptr;
+}
+
+std::string Controller::IdleNoteLocked(const state::JobRecord& job) const {
+  auto t = usage_.find(job.id);
+  if (t == usage_.end() || !t->second.usage.idle_warned) return "";
+  const config::IdleGpuPolicy* policy = IdlePolicyLocked(job.req.partition);
+  if (policy == nullptr) return "";
+  const std::time_t since = static_cast<std::time_t>(t->second.usage.idle_since);
+  std::tm tm{};
+  gmtime_r(&since, &tm);
+  char at[32];
+  std::strftime(at, sizeof at, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return "idle GPUs: every GPU below " + std::to_string(policy->below_pct) + " % since " +
+         at + " (over " + FormatDuration(policy->after) + ", partition " +
+         job.req.partition + "'s idle policy)";
+}
+
+void Controller::CheckIdleLocked(Time now) {
+  std::vector<state::Edit> edits;
+  std::vector<std::pair<std::string, state::JobId>> stops;
+  for (auto& entry : usage_) {
+    const state::JobId id = entry.first;
+    state::JobUsage& u = entry.second.usage;
+    if (u.idle_since == 0 || u.idle_warned) continue;
+    auto job = image_.jobs.find(id);
+    if (job == image_.jobs.end() || job->second.state != state::JobState::kRunning) {
+      continue;
+    }
+    const config::IdleGpuPolicy* policy = IdlePolicyLocked(job->second.req.partition);
+    if (policy == nullptr || now - u.idle_since < policy->after) continue;
+    u.idle_warned = true;
+    entry.second.dirty = true;
+    const std::string note = IdleNoteLocked(job->second);
+    metrics_->IdleAction(job->second.req.partition,
+                         config::IdleActionName(policy->action));
+    std::cerr << "hachi server: job " << id << ": " << note << ": "
+              << config::IdleActionName(policy->action) << "\n";
+    if (policy->action == config::IdleAction::kWarn) continue;
+    RunInfo& info = runs_[id];
+    if (info.requeue_on_exit || info.cancel_requested) continue;  // stopping already
+    if (policy->action == config::IdleAction::kCancel) {
+      CancelOneLocked(id, "cancelled: " + note, &edits);
+    } else {
+      info.requeue_on_exit = true;
+      info.requeue_reason = "requeued: " + note;
+      StopPartsLocked(job->second, &info);
+      if (info.parts_left <= 0) {  // no part was delivered yet: requeued at once
+        edits.push_back(state::JobRequeued{id, info.requeue_reason});
+        runs_.erase(id);
+      }
+    }
+  }
+  if (!edits.empty()) {
+    Status s = CommitAndApply(std::move(edits));
+    if (!s.ok()) std::cerr << "hachi server: idle policy: " << s.message() << "\n";
+  }
+}
+
+void Controller::JobGpuGaugesLocked(ClusterGauges* g) const {
+  for (const auto& entry : usage_) {
+    auto job = image_.jobs.find(entry.first);
+    if (job == image_.jobs.end() || job->second.state != state::JobState::kRunning) {
+      continue;
+    }
+    if (entry.second.usage.idle_warned) ++g->idle_jobs;
+    for (const UsageTrack::Latest& l : entry.second.latest) {
+      g->job_gpus.push_back({entry.first, job->second.req.user, job->second.req.account,
+                             l.node, l.gpu, l.util, l.mem_mib});
+    }
   }
 }
 
