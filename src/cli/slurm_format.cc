@@ -64,6 +64,12 @@ std::string EndReasonWord(const JobRecord& j) {
   }
 }
 
+// A running job warned by its partition's idle-GPU policy (issue 21): the server sets
+// its reason to "idle GPUs: ...".
+bool IdleWarned(const JobRecord& j) {
+  return j.state == JobState::kRunning && j.reason.rfind("idle GPUs:", 0) == 0;
+}
+
 Duration RunTime(const JobRecord& j, Time now) {
   if (j.start_time == 0) return 0;
   if (j.state == JobState::kPending) return 0;
@@ -225,8 +231,10 @@ std::string QueueValue(const JobRecord& j, Time now, char code) {
       if (pending || j.allocations.empty()) {
         return "(" + (pending ? PendingReason(j) : EndReasonWord(j)) + ")";
       }
-      return CompressHostlist(NodeNames(j));
+      // Issue 21: a running job its partition's idle-GPU policy warned about.
+      return CompressHostlist(NodeNames(j)) + (IdleWarned(j) ? " (IdleGpus)" : "");
     case 'r':
+      if (IdleWarned(j)) return "IdleGpus";
       return pending ? PendingReason(j) : EndReasonWord(j);
     case 'N':
       return CompressHostlist(NodeNames(j));

@@ -236,6 +236,18 @@ TEST_F(SlurmFormat, QueueFilters) {
   }
 }
 
+// Issue 21: a running job its partition's idle-GPU policy warned about says so in %R
+// (after its nodes) and %r.
+TEST_F(SlurmFormat, QueueShowsIdleGpuWarnings) {
+  JobRecord j = MakeJob(3200).Name("idle").Gpus(2).Running("gpu02", "2-3", kNow - 600);
+  j.reason =
+      "idle GPUs: every GPU below 5 % since 2026-12-03T12:00:00Z (over 30m00s, "
+      "partition gpu's idle policy)";
+  Result<std::string> out = FormatQueue({j}, kNow, "%i %R|%r");
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ(*out, "JOBID NODELIST(REASON)|REASON\n3200 gpu02 (IdleGpus)|IdleGpus\n");
+}
+
 TEST_F(SlurmFormat, QueueErrors) {
   Result<std::string> out = FormatQueue({}, kNow, "%.8i %z");
   ASSERT_FALSE(out.ok());
