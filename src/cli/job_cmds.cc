@@ -21,6 +21,7 @@
 #include "cli/explain_format.h"
 #include "cli/fail.h"
 #include "cli/interactive.h"
+#include "cli/report_cmd.h"
 #include "cli/slurm_format.h"
 #include "cli/submit_request.h"
 #include "core/slurm_time.h"
@@ -481,7 +482,8 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
     });
   }
   AddExplainCommand(app, exit_code);
-  AddEffCommand(app, exit_code);  // issue 21
+  AddEffCommand(app, exit_code);     // issue 21
+  AddReportCommand(app, exit_code);  // issue 21
 }
 
 }  // namespace hachi::cli

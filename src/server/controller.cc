@@ -577,6 +577,10 @@ std::vector<state::JobRecord> Controller::Jobs(bool include_finished, state::Job
     if (limit > 0 && out.size() >= limit) break;
     if (!include_finished && state::IsFinal(r.state)) continue;
     out.push_back(r);
+    if (auto u = usage_.find(id);
+        u != usage_.end() && r.state == state::JobState::kRunning) {
+      out.back().usage = state::Summarize(u->second.usage);  // issue 21: so far
+    }
     if (r.state == state::JobState::kPending) {
       std::string reason = ReasonLocked(id);
       if (!reason.empty()) out.back().reason = std::move(reason);

@@ -42,6 +42,7 @@
 #include "server/step_streams.h"
 #include "server/submit_keys.h"
 #include "state/explain.h"
+#include "state/gpu_report.h"
 #include "state/records.h"
 #include "state/stats_cause.h"
 #include "state/store.h"
@@ -214,9 +215,13 @@ class Controller {
   // Writes the running jobs' usage that changed since the last write (the loop calls it
   // every usage_flush_s).
   void FlushUsage() EXCLUDES(mu_);
+  // GPU-hours allocated and used over [q.from, q.to) per group, and the idlest jobs
+  // (`hachi report`, GET /report; report.cc): every record, running jobs with their
+  // usage so far, nodes grouped by their GPU model.
+  state::GpuReport Report(const state::ReportQuery& q) const EXCLUDES(mu_);
   // Jobs in id order, those with ids above `after`, at most `limit` (0: all): a page,
   // so that a client listing 100,000 jobs does not make the server build one reply of
-  // them all (GET /jobs?after=&limit=).
+  // them all (GET /jobs?after=&limit=). A running job's `usage` is its run's so far.
   std::vector<state::JobRecord> Jobs(bool include_finished, state::JobId after = 0,
                                      size_t limit = 0) const;
   std::optional<PendingInfo> Pending(state::JobId id) const;

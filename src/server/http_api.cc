@@ -16,6 +16,7 @@
 #include "server/http_auth.h"
 #include "server/http_loop.h"
 #include "server/metrics.h"
+#include "state/gpu_report.h"
 #include "state/job_stats.h"
 #include "state/usage_json.h"
 
@@ -529,6 +530,37 @@ void HttpServer::Routes(HttpRouter& s) {
                       {"starts", cs.starts},
                       {"submits", cs.submits}};
     Reply(res, 200, j.dump());
+  });
+
+  // GPU-hours allocated and used over ?from=&to= (Unix seconds; default the last 7 days
+  // to now) per ?by= account|user|partition|nodegroup, and the ?top= (default 10) jobs
+  // that held the most idle GPU-hours (issue 21, docs/api.md "Report"). Whoever may
+  // list the jobs may see it: it names accounts and users as the job list does.
+  s.Get(p + "/report", [c](const httplib::Request& req, httplib::Response& res) {
+    constexpr int64_t kMaxTime = int64_t{1} << 40;
+    const Time now = c->clock().Now();
+    Result<int64_t> to = NonNegativeParam(req, "to", now, kMaxTime);
+    if (!to.ok()) return ReplyError(res, to.status());
+    Result<int64_t> from =
+        NonNegativeParam(req, "from", std::max<int64_t>(0, *to - 7 * 86400), kMaxTime);
+    if (!from.ok()) return ReplyError(res, from.status());
+    if (*from >= *to) {
+      return ReplyError(res,
+                        InvalidArgument("?from=" + std::to_string(*from) +
+                                        ": must be before ?to=" + std::to_string(*to)));
+    }
+    Result<int64_t> top = NonNegativeParam(req, "top", 10, 1000);
+    if (!top.ok()) return ReplyError(res, top.status());
+    state::ReportQuery q;
+    q.from = *from;
+    q.to = *to;
+    q.top = static_cast<int>(*top);
+    if (req.has_param("by") && !state::ParseReportBy(req.get_param_value("by"), &q.by)) {
+      return ReplyError(res, InvalidArgument("?by=" + Clip(req.get_param_value("by")) +
+                                             ": expected account, user, partition "
+                                             "or nodegroup"));
+    }
+    Reply(res, 200, state::GpuReportToJson(c->Report(q)));
   });
 
   // ---- Agents ----

@@ -304,6 +304,16 @@ std::vector<Bad> HttpHostileTest::Table() const {
       {"HoldJobNegative", Http("POST", jobs + "/-1/hold"), 404, "no such endpoint"},
       {"ReleaseJobMissing", Http("POST", jobs + "/7/release"), 404, "no job 7"},
       {"JobLogMissing", Http("GET", jobs + "/42/log"), 404, "42"},
+      // ---- report (issue 21): each bad parameter named ----
+      {"ReportFromNotANumber", Http("GET", kApi + "/report?from=yesterday"), 400,
+       "?from=yesterday: expected an integer"},
+      {"ReportToNegative", Http("GET", kApi + "/report?to=-5"), 400, "?to=-5"},
+      {"ReportFromAfterTo", Http("GET", kApi + "/report?from=200&to=100"), 400,
+       "?from=200: must be before ?to=100"},
+      {"ReportUnknownBy", Http("GET", kApi + "/report?by=cluster"), 400,
+       "?by=cluster: expected account, user, partition or nodegroup"},
+      {"ReportTopTooLarge", Http("GET", kApi + "/report?top=5000"), 400,
+       "?top=5000: expected an integer from 0 to 1000"},
       // ---- nodes ----
       {"GetNodeMissing", Http("GET", kApi + "/nodes/nope"), 404, "no node nope"},
       {"GetNodeBadUtf8", Http("GET", kApi + "/nodes/%FF%FE"), 404, "no node"},

@@ -1,7 +1,10 @@
 #include "cli/slurm/sacct_format.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <ctime>
+#include <utility>
 
 #include "cli/slurm_format.h"
 #include "core/strings.h"
@@ -96,6 +99,21 @@ constexpr Field kFields[] = {
     {"Submit", 19},   {"Timelimit", 10},       {"TimelimitRaw", 12}, {"UID", 6},
     {"User", 9},      {"WorkDir", -15},        {"Eligible", 19},     {"Restarts", 8},
 };
+// Issue 21: what the job used, from its usage summary (UsageValue).
+constexpr Field kUsageFields[] = {
+    {"AveCPU", 10},         {"MaxRSS", 10},         {"TotalCPU", 10},
+    {"TRESUsageInAve", 14}, {"TRESUsageInMax", 14}, {"TRESUsageInTot", 14},
+};
+
+const Field* FindField(const std::string& lower_name) {
+  auto match = [&](const Field& x) { return ToLower(x.name) == lower_name; };
+  if (auto f = std::find_if(std::begin(kFields), std::end(kFields), match);
+      f != std::end(kFields)) {
+    return f;
+  }
+  auto u = std::find_if(std::begin(kUsageFields), std::end(kUsageFields), match);
+  return u == std::end(kUsageFields) ? nullptr : u;
+}
 
 struct Column {
   const Field* field;
@@ -110,9 +128,8 @@ Result<std::vector<Column>> ParseFields(std::string_view spec) {
     if (item.empty()) continue;
     const size_t pct = item.find('%');
     const std::string name = ToLower(item.substr(0, pct));
-    const auto f = std::find_if(std::begin(kFields), std::end(kFields),
-                                [&](const Field& x) { return ToLower(x.name) == name; });
-    if (f == std::end(kFields)) {
+    const Field* f = FindField(name);
+    if (f == nullptr) {
       return InvalidArgument("Invalid field requested: \"" + Clip(item.substr(0, pct)) +
                              "\"");
     }
@@ -135,6 +152,89 @@ std::string MemText(int64_t mib) {
   if (mib > 0 && mib % (1024 * 1024) == 0) return std::to_string(mib / 1024 / 1024) + "T";
   if (mib > 0 && mib % 1024 == 0) return std::to_string(mib / 1024) + "G";
   return std::to_string(mib) + "M";
+}
+
+// Bytes as sacct prints usage (convert_num_unit, CONVERT_NUM_UNIT_EXACT): up a unit
+// while the figure stays a multiple of half that unit: 61000 MiB -> "61000M", 1536 MiB
+// -> "1.50G".
+std::string UsageBytesText(int64_t mib) {
+  if (mib <= 0) return "0";
+  double num = static_cast<double>(mib) * 1024 * 1024;
+  int unit = 0;  // index into "\0KMGTP"
+  while (num >= 1024 && static_cast<uint64_t>(num) % 512 == 0 && unit < 5) {
+    num /= 1024;
+    ++unit;
+  }
+  const std::string suffix = unit == 0 ? "" : std::string(1, "_KMGTP"[unit]);
+  char buf[32];
+  if (num == static_cast<double>(static_cast<uint64_t>(num))) {
+    std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(num));
+  } else {
+    std::snprintf(buf, sizeof buf, "%.2f", num);
+  }
+  return buf + suffix;
+}
+
+// sacct's TotalCPU/AveCPU (_elapsed_time): "2-01:00:00", "01:02:03", "05:01.250" (under
+// an hour with milliseconds), "00:05:01".
+std::string CpuTimeText(double seconds) {
+  const auto ms = static_cast<int64_t>(seconds * 1000 + 0.5);
+  const int64_t secs = ms / 1000, sub = ms % 1000;
+  char buf[48];
+  if (secs >= 86400) {
+    std::snprintf(
+        buf, sizeof buf, "%lld-%02lld:%02lld:%02lld",
+        static_cast<long long>(secs / 86400), static_cast<long long>(secs / 3600 % 24),
+        static_cast<long long>(secs / 60 % 60), static_cast<long long>(secs % 60));
+  } else if (secs >= 3600) {
+    std::snprintf(
+        buf, sizeof buf, "%02lld:%02lld:%02lld", static_cast<long long>(secs / 3600),
+        static_cast<long long>(secs / 60 % 60), static_cast<long long>(secs % 60));
+  } else if (sub > 0) {
+    std::snprintf(buf, sizeof buf, "%02lld:%02lld.%03lld",
+                  static_cast<long long>(secs / 60), static_cast<long long>(secs % 60),
+                  static_cast<long long>(sub));
+  } else {
+    std::snprintf(buf, sizeof buf, "00:%02lld:%02lld", static_cast<long long>(secs / 60),
+                  static_cast<long long>(secs % 60));
+  }
+  return buf;
+}
+
+// The job's usage fields (issue 21) from its usage summary, in Slurm's forms; "" for
+// what was not measured, as Slurm leaves a field it has no figure for. Slurm fills them
+// on step lines; Hachi measures the allocation, so they are on the job's line. A
+// node's CPU time stands for a task's: AveCPU and the "Ave" cpu are per node.
+std::string UsageValue(const JobRecord& j, const std::string& f) {
+  const state::UsageSummary& u = j.usage;
+  const bool cpu = u.cpu_seconds >= 0;
+  const bool gpu = u.samples > 0 && u.gpu_util >= 0;
+  const double nodes = static_cast<double>(std::max<size_t>(1, j.allocations.size()));
+  // TRES strings: name=value, sorted by name, as sacct prints them.
+  auto tres = [](std::vector<std::pair<std::string, std::string>> items) {
+    std::string out;
+    for (const auto& [name, value] : items) {
+      out += (out.empty() ? "" : ",") + name + "=" + value;
+    }
+    return out;
+  };
+  if (f == "totalcpu") return cpu ? CpuTimeText(u.cpu_seconds) : "";
+  if (f == "avecpu") return cpu ? CpuTimeText(std::floor(u.cpu_seconds / nodes)) : "";
+  if (f == "maxrss") return u.mem_peak_mib >= 0 ? UsageBytesText(u.mem_peak_mib) : "";
+  std::vector<std::pair<std::string, std::string>> items;
+  const auto secs = [](double s) { return FormatHms(static_cast<Duration>(s)); };
+  if (f == "tresusageinave") {
+    if (cpu) items.emplace_back("cpu", secs(u.cpu_seconds / nodes));
+    if (gpu) items.emplace_back("gres/gpuutil", std::to_string(std::lround(u.gpu_util)));
+  } else if (f == "tresusageinmax") {
+    if (j.gpu_memory_peak_mib > 0) {
+      items.emplace_back("gres/gpumem", UsageBytesText(j.gpu_memory_peak_mib));
+    }
+    if (u.mem_peak_mib >= 0) items.emplace_back("mem", UsageBytesText(u.mem_peak_mib));
+  } else if (f == "tresusageintot") {
+    if (cpu) items.emplace_back("cpu", secs(u.cpu_seconds));
+  }
+  return tres(std::move(items));
 }
 
 int CpusPerNodeReq(const JobRecord& j) {
@@ -255,6 +355,9 @@ std::string Value(const Line& l, std::string_view field, Time now, const UidOf& 
   if (f == "workdir") return step ? "" : j.spec.workdir;
   if (f == "priority") return step ? "" : "0";
   if (f == "restarts") return step ? "" : std::to_string(j.requeues);
+  if (f == "avecpu" || f == "maxrss" || f == "totalcpu" || StartsWith(f, "tresusagein")) {
+    return step ? "" : UsageValue(j, f);
+  }
   return "";
 }
 

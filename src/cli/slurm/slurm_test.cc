@@ -351,6 +351,47 @@ TEST_F(Slurm, SacctTimes) {
   EXPECT_EQ(*RenderSacct(*o, {old}, kNow), "1            \n");
 }
 
+// Issue 21: the usage fields from a job's usage summary, in Slurm's forms, on the job's
+// line; empty where nothing was measured (and on its batch line).
+TEST_F(Slurm, SacctUsageFields) {
+  JobRecord one = MakeJob(1).Ended(JobState::kCompleted);
+  one.usage.samples = 40;
+  one.usage.gpu_util = 83.6;
+  one.usage.cpu_seconds = 2472.25;  // 00:41:12
+  one.usage.mem_peak_mib = 61000;
+  one.gpu_memory_peak_mib = 1536;
+  JobRecord gang = MakeJob(2).Running("gpu01");
+  gang.allocations.push_back(gang.allocations[0]);
+  gang.allocations[1].node = "gpu02";
+  gang.usage.cpu_seconds = 2 * 90061;  // 1 day 1 h 1 min 1 s on each node
+  gang.usage.mem_peak_mib = 2048;
+  JobRecord none = MakeJob(3).Ended(JobState::kCompleted);  // never sampled
+  Result<SacctOptions> o = ParseSacctArgs(
+      {"-a", "-P", "-o",
+       "JobID,TotalCPU,AveCPU,MaxRSS,TRESUsageInAve,TRESUsageInMax,TRESUsageInTot"},
+      kNow, "alice", false);
+  ASSERT_TRUE(o.ok()) << o.status().message();
+  Result<std::string> t = RenderSacct(*o, {one, gang, none}, kNow);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(*t,
+            "JobID|TotalCPU|AveCPU|MaxRSS|TRESUsageInAve|TRESUsageInMax|TRESUsageInTot\n"
+            "1|41:12.250|00:41:12|61000M|cpu=00:41:12,gres/gpuutil=84|"
+            "gres/gpumem=1.50G,mem=61000M|cpu=00:41:12\n"
+            "1.batch||||||\n"
+            "2|2-02:02:02|1-01:01:01|2G|cpu=1-01:01:01|mem=2G|cpu=2-02:02:02\n"
+            "2.batch||||||\n"
+            "3||||||\n"
+            "3.batch||||||\n");
+  // Slurm's default widths: right-aligned, cut with a '+'.
+  o = ParseSacctArgs({"-a", "-X", "-o", "JobID,MaxRSS,TRESUsageInAve"}, kNow, "alice",
+                     false);
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(*RenderSacct(*o, {one}, kNow),
+            "JobID            MaxRSS TRESUsageInAve \n"
+            "------------ ---------- -------------- \n"
+            "1                61000M cpu=00:41:12,+ \n");
+}
+
 // ---- scancel ----
 
 TEST(Scancel, Plans) {

@@ -1,0 +1,29 @@
+// `hachi report` (issue 21, docs/efficiency.md): the server's GPU-hours report
+// (state/gpu_report.h) as sreport prints its tables — a banner naming the period, a
+// right-aligned table per group with a TOTAL line, then the jobs that held the most
+// idle GPU-hours — or as CSV. Pure: a report in, text out (times in the local zone).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+#include "core/time.h"
+#include "state/gpu_report.h"
+
+namespace hachi::cli {
+
+std::string FormatReport(const state::GpuReport& r);
+
+// --from/--to as sacct's -S/-E take them ("now-7days", "2026-11-01",
+// "2026-11-01T08:00", "11/01", "midnight"; cli/slurm/sacct_format.h), or Unix seconds.
+Result<Time> ParseReportTime(std::string_view text, Time now);
+
+// Two CSV tables (RFC 4180), the second after an empty line and only when it has rows:
+//   account,jobs,gpu_hours,used_gpu_hours,utilisation,idle_gpu_hours,unmeasured_gpu_hours
+//   (the first column named as the grouping; a last row "TOTAL"), then
+//   job_id,user,account,partition,gpus,gpu_hours,used_gpu_hours,idle_gpu_hours,gpu_util.
+// Utilisation is empty where nothing was measured.
+std::string FormatReportCsv(const state::GpuReport& r);
+
+}  // namespace hachi::cli
