@@ -122,15 +122,15 @@ Status PlanApplier::CheckPart(const Job& job, bool whole, const Allocation& a) c
                     "MIG devices are for single-node jobs that are not "
                     "whole-node jobs");
   }
-  if (r.Mig()) return CheckCapacity(job, a);  // the devices, CPUs and memory
   // Whole GPUs: the request's count per node; a whole-node job every GPU of the node
   // (ChooseGpus; the same count once ValidateRequest rounded the job up to whole nodes).
-  if (a.share_milli == 0 && whole && a.gpus != n.model->all_gpus()) {
+  if (!r.Mig() && a.share_milli == 0 && whole && a.gpus != n.model->all_gpus()) {
     return Internal(JobOn(job, n) + "GPUs {" + a.gpus.ToString() +
                     "}; a whole-node job takes every GPU of the node {" +
                     n.model->all_gpus().ToString() + "}");
   }
-  if (a.share_milli == 0 && !whole && a.gpus.size() != r.GpusPerNode()) {
+  // (MIG devices: CheckCapacity counts them, CheckMig.)
+  if (!r.Mig() && a.share_milli == 0 && !whole && a.gpus.size() != r.GpusPerNode()) {
     return Internal(JobOn(job, n) + std::to_string(a.gpus.size()) + " GPUs {" +
                     a.gpus.ToString() + "}; it asks for " +
                     std::to_string(r.GpusPerNode()) + " per node");

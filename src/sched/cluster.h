@@ -268,7 +268,7 @@ struct Allocation {
   int64_t gpu_memory_mib = 0;
   // MIG devices (mig.h): their UUIDs; `gpus` is then their parent GPUs, which the job
   // does not hold whole.
-  std::vector<std::string> mig;
+  std::vector<std::string> mig = {};
 
   // The GPUs held whole: none for a share or MIG devices (their GPUs are never counted
   // on to come back whole when the job ends).

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "sched/apply.h"
+#include "sched/inspect.h"
 #include "sched/scheduler.h"
 #include "sched/testing.h"
 
@@ -85,6 +86,16 @@ TEST(MigTest, ValidationRefusesWhatCannotRun) {
   whole.partition = "gpu8";
   EXPECT_NE(refused(whole).find("gives whole nodes"), std::string::npos)
       << refused(whole);
+  // A whole-node job takes every GPU whole: never a node with a MIG GPU.
+  JobRequest eight;
+  eight.gpus = 8;
+  eight.partition = "gpu8";
+  EXPECT_NE(refused(eight).find("has GPUs in MIG mode"), std::string::npos)
+      << refused(eight);
+  // Whole GPUs in a shared partition: only those not in MIG mode count (7 on node 1).
+  JobRequest shared8;
+  shared8.gpus = 8;
+  EXPECT_NE(refused(shared8).find("has 7"), std::string::npos) << refused(shared8);
 }
 
 TEST(MigTest, PlacedBestFitAndWholeGpusNeverOnMigGpus) {
@@ -201,6 +212,10 @@ TEST(MigTest, BusyDevicesGiveAReasonWithNumbers) {
   EXPECT_EQ(plan.pending[0].Format(s, 100),
             "no free 1g.10gb MIG device: 0 of 2 free on the nodes of gpu-shared");
   EXPECT_TRUE(plan.reservations.empty());
+  // hachi explain's node breakdown: the node has the profile, none free.
+  const NodeBreakdown nodes = ExplainNodes(s, s.pending[0], 100);
+  EXPECT_EQ(nodes.verdicts[static_cast<int>(NodeVerdict::kGpus)], 1);
+  EXPECT_EQ(nodes.unsuitable, 0);
   // Once one ends, the job starts on its device.
   applier.Release(s.running[0]);
   s.running.erase(s.running.begin());

@@ -292,6 +292,19 @@ Result<Job> ValidateRequest(const ClusterState& state, const JobRequest& in) {
     const int job_nodes = std::max(req.nodes, static_cast<int>(sel->required.size()));
     HACHI_RETURN_IF_ERROR(CheckSelection(state, part, req, *sel, job_nodes, &fitting));
   }
+  // A whole-node job takes every GPU whole: never a node with GPUs in MIG mode (mig.h).
+  if (IsWholeNode(part, req) && req.TotalGpus() > 0 && !fitting.empty()) {
+    std::vector<int> kept;
+    for (int n : fitting) {
+      if (state.nodes[n].mig_gpus.empty()) kept.push_back(n);
+    }
+    if (kept.empty()) {
+      return Unsatisfiable("every node of partition " + part.name +
+                           " that suits the job has GPUs in MIG mode; a whole-node job "
+                           "takes every GPU whole");
+    }
+    fitting = std::move(kept);
+  }
   if (fitting.empty()) {
     std::string what = req.gpu_model.empty() ? "" : "GPU model " + req.gpu_model;
     if (req.min_gpu_memory_mib > 0) {
@@ -338,11 +351,15 @@ Result<Job> ValidateRequest(const ClusterState& state, const JobRequest& in) {
                          " MIG devices; no node of partition " + part.name +
                          " has that much");
   }
+  // GPUs in MIG mode are never given whole (mig.h): they do not count here.
+  auto whole_gpus = [&](const Node& node) {
+    return node.gpu_count() - (node.mig_gpus & GpuSet::FirstN(node.gpu_count())).size();
+  };
   int largest = 0;
   std::string largest_name;
   for (int n : fitting) {
-    if (state.nodes[n].gpu_count() > largest) {
-      largest = state.nodes[n].gpu_count();
+    if (whole_gpus(state.nodes[n]) > largest) {
+      largest = whole_gpus(state.nodes[n]);
       largest_name = state.nodes[n].name;
     }
   }
@@ -374,7 +391,7 @@ Result<Job> ValidateRequest(const ClusterState& state, const JobRequest& in) {
   std::map<std::pair<int, std::string>, int> per_class;  // (interconnect, model)
   for (int n : fitting) {
     const Node& node = state.nodes[n];
-    if (node.gpu_count() < gpn) continue;
+    if (whole_gpus(node) < gpn) continue;
     if (node.cpus < NodeCpus(req) || node.memory_mib < NodeMemory(req)) continue;
     ++cpu_fit;
     ++per_class[{static_cast<int>(node.interconnect), node.gpu_model}];
