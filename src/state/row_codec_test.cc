@@ -466,8 +466,8 @@ TEST(RowCodec, RecordSizesMatchTheCodecs) {
             872u);  // issue 17: constraint .. nice, ntasks .. open_append; 20: peak, MIG
   EXPECT_EQ(sizeof(JobSpec), 296u);
   EXPECT_EQ(sizeof(sched::JobRequest), 416u);  // issue 20: mig_profile
-  EXPECT_EQ(sizeof(NodeAllocation), 96u);       // issue 20: mig
-  EXPECT_EQ(sizeof(NodeRecord), 392u);  // issue 19: burn-in; 20: gpu_sharing
+  EXPECT_EQ(sizeof(NodeAllocation), 96u);      // issue 20: mig
+  EXPECT_EQ(sizeof(NodeRecord), 392u);         // issue 19: burn-in; 20: gpu_sharing
   EXPECT_EQ(sizeof(NodeStatus), 656u);  // 17: features (API only); 19: burn-in; 20: MPS,
                                         // mig_devices
   EXPECT_EQ(sizeof(TokenRecord), 152u);
