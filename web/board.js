@@ -23,6 +23,12 @@ export function gpuStates(node, jobsById) {
     const jobId = (node.gpu_jobs || [])[i] || 0;
     const share = (node.gpu_share_milli || [])[i] || 0;
     if (unhealthy.has(i)) return { state: 'unhealthy', reason: reasons[String(i)] || 'unhealthy' };
+    // Issue 20: a GPU in MIG mode is never given whole; its devices are.
+    const mig = (node.mig_devices || []).filter((d) => d.gpu === i);
+    if (mig.length) {
+      return { state: 'mig', devices: mig.map((d) => ({
+        ...d, holder: d.job ? (jobsById.get(d.job) || { id: d.job }) : null })) };
+    }
     if (jobId) return { state: 'busy', job: jobsById.get(jobId) || { id: jobId }, share };
     return { state: 'free' };
   });
@@ -34,6 +40,13 @@ function gpuTooltip(node, layoutGpu, st) {
                  `NUMA ${layoutGpu.numa_node}`];
   if (st.state === 'unhealthy') lines.push(`unhealthy: ${st.reason}`);
   if (st.state === 'free') lines.push('free');
+  if (st.state === 'mig') {
+    lines.push(`MIG: ${st.devices.length} devices`);
+    for (const d of st.devices) {
+      const j = d.holder;
+      lines.push(`${d.profile} · ${j ? `job ${j.id}${j.req?.user ? ` (${j.req.user})` : ''}` : 'free'}`);
+    }
+  }
   if (st.state === 'busy') {
     const j = st.job;
     lines.push(`job ${j.id}${j.spec?.name ? ` · ${j.spec.name}` : ''}`);
@@ -156,8 +169,25 @@ export function renderBoard(node, jobsById, onJobClick) {
     cell.append(svg('rect', { x: p.x, y: p.y, width: GPU_W, height: GPU_H, rx: 5, fill }));
     cell.append(svg('text', { x: p.cx, y: p.y + 17, 'text-anchor': 'middle', class: 'gpu-index' },
                     `GPU ${g.index}`));
-    const sub = st.state === 'busy' ? `#${st.job.id}` : st.state === 'unhealthy' ? 'FAULT' : 'free';
-    cell.append(svg('text', { x: p.cx, y: p.y + 35, 'text-anchor': 'middle', class: 'gpu-sub' }, sub));
+    const used = st.state === 'mig' ? st.devices.filter((d) => d.holder).length : 0;
+    const sub = st.state === 'busy' ? `#${st.job.id}` : st.state === 'unhealthy' ? 'FAULT'
+      : st.state === 'mig' ? `MIG ${used}/${st.devices.length}` : 'free';
+    cell.append(svg('text', { x: p.cx, y: p.y + 31, 'text-anchor': 'middle', class: 'gpu-sub' }, sub));
+    if (st.state === 'mig') {
+      // One small bar per MIG device along the bottom, coloured by the job holding it.
+      const w = (GPU_W - 6) / st.devices.length;
+      st.devices.forEach((d, k) => {
+        const slice = svg('rect', {
+          class: `mig-slice ${d.holder ? 'busy' : 'free'}`, x: p.x + 3 + k * w, y: p.y + GPU_H - 11,
+          width: Math.max(w - 1, 1), height: 8, rx: 1.5,
+          fill: d.holder ? jobColor(d.holder.id) : FREE_COLOR, stroke: '#888', 'stroke-width': 0.5,
+          'data-uuid': d.uuid, 'data-profile': d.profile,
+          'data-job': d.holder ? d.holder.id : undefined,
+        });
+        if (d.holder && onJobClick) slice.addEventListener('click', () => onJobClick(d.holder.id));
+        cell.append(slice);
+      });
+    }
     attachTooltip(cell, () => gpuTooltip(node, g, st));
     if (st.state === 'busy' && onJobClick) cell.addEventListener('click', () => onJobClick(st.job.id));
     root.append(cell);

@@ -24,7 +24,8 @@ async function act(what, fn, refresh) {
 
 function nodeCard(node, jobsById, ctx) {
   const unhealthy = parseGpuSet(node.unhealthy);
-  const jobsHere = [...new Set((node.gpu_jobs || []).filter((j) => j))].map(
+  const held = [...(node.gpu_jobs || []), ...(node.mig_devices || []).map((d) => d.job)];
+  const jobsHere = [...new Set(held.filter((j) => j))].map(
     (id) => jobsById.get(id) || { id });
   const actions = el('div', { class: 'node-actions' });
   if (node.state === 'up') {
@@ -86,7 +87,8 @@ export const clusterView = {
       for (let g = 0; g < n.gpus; g++) {
         if (bad.has(g)) continue;
         healthy++;
-        if ((n.gpu_jobs || [])[g]) busy++;
+        // A MIG GPU (issue 20) is busy while a job holds one of its devices.
+        if ((n.gpu_jobs || [])[g] || (n.mig_devices || []).some((d) => d.gpu === g && d.job)) busy++;
       }
     }
     const pending = jobs.filter((j) => j.state === 'PENDING').length;

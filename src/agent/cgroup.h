@@ -57,6 +57,13 @@ struct CgroupLimits {
   // open: jobs need RDMA, and the only thing one job must not reach is another's GPU.
   bool restrict_gpus = false;
   std::vector<unsigned> gpu_minors;
+  // MIG devices (issue 20, topo/mig_caps.h): when caps_major >= 0, the job may open
+  // the /dev/nvidia-caps devices (that major) of `cap_minors` only. v1 cannot deny a
+  // major and re-allow minors, so it denies each of `cap_others` (every other minor
+  // the driver lists in mig-minors); v2's program denies the whole major but these.
+  int caps_major = -1;
+  std::vector<unsigned> cap_minors;
+  std::vector<unsigned> cap_others;
 };
 
 // A job's cgroup once created: its directory in each hierarchy used.
@@ -116,8 +123,11 @@ Result<std::unique_ptr<CgroupDriver>> OpenCgroups(const CgroupOptions& options);
 
 // Internal to agent/, in cgroup_v2_devices.cc: attaches to the cgroup2 directory
 // `cgroup_fd` a BPF_PROG_TYPE_CGROUP_DEVICE program that denies character devices
-// 195:0-253 other than `allowed_minors` and allows everything else.
-Status AttachGpuDeviceFilter(int cgroup_fd, const std::vector<unsigned>& allowed_minors);
+// 195:0-253 other than `allowed_minors`, and when `caps_major` >= 0 every device of
+// that major but `cap_minors` (MIG's /dev/nvidia-caps), and allows everything else.
+Status AttachGpuDeviceFilter(int cgroup_fd, const std::vector<unsigned>& allowed_minors,
+                             int caps_major = -1,
+                             const std::vector<unsigned>& cap_minors = {});
 
 // The CPUs a job of `want` CPUs gets: first the free CPUs of `preferred` (its GPUs' NUMA
 // nodes), then free CPUs elsewhere, then (all CPUs busy) CPUs of `preferred` shared with

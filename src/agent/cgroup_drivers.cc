@@ -255,6 +255,14 @@ class V1Driver final : public DriverBase {
                                                   std::to_string(m) + " rwm");
         if (!st.ok()) return st;
       }
+      // MIG (issue 20): every nvidia-caps minor the driver lists but the job's own.
+      for (unsigned m : l.cap_others) {
+        if (l.caps_major < 0) break;
+        Status st =
+            fs_->Write(dir + "/devices.deny", "c " + std::to_string(l.caps_major) + ":" +
+                                                  std::to_string(m) + " rwm");
+        if (!st.ok()) return st;
+      }
     }
     return Status::Ok();
   }
@@ -351,7 +359,7 @@ class V2Driver final : public DriverBase {
     if (l.restrict_gpus) {
       const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
       if (fd < 0) return Internal("open " + dir + ": " + strerror(errno));
-      Status st = AttachGpuDeviceFilter(fd, l.gpu_minors);
+      Status st = AttachGpuDeviceFilter(fd, l.gpu_minors, l.caps_major, l.cap_minors);
       close(fd);  // the attached program stays with the cgroup until it is removed
       if (!st.ok()) return st;
     }

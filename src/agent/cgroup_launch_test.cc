@@ -165,6 +165,66 @@ TEST_P(RealCgroupTest, JobOpensItsOwnGpusAndNotAnothers) {
   }
 }
 
+// Issue 20: a job on a MIG device of GPU 1 opens /dev/nvidia1 and its device's two
+// nvidia-caps access devices (gpu1/gi2/access, gpu1/gi2/ci0/access per a fake
+// mig-minors), and neither another GPU nor the caps of another MIG device.
+TEST_P(RealCgroupTest, MigJobOpensItsGpuAndItsOwnCapsOnly) {
+  constexpr unsigned kCapsMajor = 239;  // as a fake /proc/devices says
+  DevNodes dev;
+  ASSERT_FALSE(dev.dir().empty());
+  ASSERT_TRUE(dev.Make("nvidia0", 195, 0) && dev.Make("nvidia1", 195, 1) &&
+              dev.Make("cap21", kCapsMajor, 21) && dev.Make("cap22", kCapsMajor, 22) &&
+              dev.Make("cap30", kCapsMajor, 30) && dev.Make("cap31", kCapsMajor, 31))
+      << strerror(errno);
+  const std::string proc = dev.dir() + "/root";
+  fs::create_directories(proc + "/proc/driver/nvidia-caps");
+  std::ofstream(proc + "/proc/driver/nvidia-caps/mig-minors")
+      << "config 1\nmonitor 2\ngpu1/gi2/access 21\ngpu1/gi2/ci0/access 22\n"
+         "gpu1/gi3/access 30\ngpu1/gi3/ci0/access 31\n";
+  std::ofstream(proc + "/proc/devices") << "Character devices:\n195 nvidia\n"
+                                        << kCapsMajor << " nvidia-caps\n";
+  IsolationOptions iso;
+  iso.mig_caps_root = proc;
+  ProcessLauncher& l = Launcher(std::move(iso));
+  api::LaunchSpec spec =
+      MakeLaunch(21)
+          .Gpus({1})
+          .Out(spool_ + "/mig.out")
+          .Sh("for n in nvidia0 nvidia1 cap21 cap22 cap30 cap31; do (exec 3<" +
+              dev.dir() + "/$n) 2>&1 | sed \"s/^/$n: /\"; echo \"$n done\"; done");
+  spec.mig = {{"MIG-one", 1, 2, 0}};
+  ASSERT_TRUE(l.Launch(spec).ok());
+  std::optional<api::JobExit> e = exits_.Wait(21);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->kind, api::ExitKind::kExited) << e->message;
+  const std::string text = Slurp(spool_ + "/mig.out");
+  auto denied = [&](const std::string& n) {
+    std::istringstream in(text);
+    for (std::string s; std::getline(in, s);) {
+      if (s.rfind(n + ":", 0) == 0 && s.find("Operation not permitted") != s.npos) {
+        return true;
+      }
+    }
+    return false;
+  };
+  for (const char* other : {"nvidia0", "cap30", "cap31"})
+    EXPECT_TRUE(denied(other)) << text;
+  for (const char* own : {"nvidia1", "cap21", "cap22"}) EXPECT_FALSE(denied(own)) << text;
+  EXPECT_NE(text.find("cap31 done"), std::string::npos) << text;
+
+  // Without the caps files the launch fails, naming the file, rather than run.
+  IsolationOptions none;
+  none.mig_caps_root = dev.dir() + "/nowhere";
+  ProcessLauncher& l2 = Launcher(std::move(none));
+  api::LaunchSpec lost = MakeLaunch(22).Gpus({1}).Out("/dev/null").Sh("true");
+  lost.mig = {{"MIG-one", 1, 2, 0}};
+  (void)l2.Launch(lost);
+  std::optional<api::JobExit> f = exits_.Wait(22);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->kind, api::ExitKind::kLaunchFailed);
+  EXPECT_NE(f->message.find("mig-minors"), std::string::npos) << f->message;
+}
+
 TEST_P(RealCgroupTest, DoubleForkedSetsidChildDiesWithTheJob) {
   const std::string pidfile = spool_ + "/escaped.pid";
   ProcessLauncher& l = Launcher();

@@ -224,6 +224,68 @@ TEST_F(TempTree, CgroupV1WritesEveryControllerAndDeniesTheOtherGpus) {
   EXPECT_FALSE(fs::exists(root_ + "/freezer/hachi/job-3"));
 }
 
+// Issue 20: a job on the MIG device gpu1/gi2/ci0 (a fake mig-minors) is allowed
+// exactly its parent GPU's node and that device's two caps; v1 denies the other GPUs
+// and every other caps minor the driver lists.
+TEST_F(TempTree, MigJobGetsItsParentGpuAndItsTwoCapsOnly) {
+  Put(root_ + "/proc/driver/nvidia-caps/mig-minors",
+      "config 1\nmonitor 2\ngpu0/gi1/access 12\ngpu0/gi1/ci0/access 13\n"
+      "gpu1/gi2/access 21\ngpu1/gi2/ci0/access 22\ngpu1/gi3/access 30\n"
+      "gpu1/gi3/ci0/access 31\n");
+  Put(root_ + "/proc/devices", "Character devices:\n195 nvidia\n237 nvidia-caps\n");
+  api::LaunchSpec spec = MakeLaunch(4).Gpus({1});
+  spec.mig = {{"MIG-x", 1, 2, 0}};
+  CgroupLimits l;
+  l.restrict_gpus = true;
+  l.gpu_minors = {1};
+  ASSERT_TRUE(Isolation::MigDeviceLimits(spec, {}, root_, &l).ok());
+  EXPECT_EQ(l.caps_major, 237);
+  EXPECT_EQ(l.cap_minors, (std::vector<unsigned>{21, 22}));
+  std::vector<unsigned> others = l.cap_others;
+  std::sort(others.begin(), others.end());
+  EXPECT_EQ(others, (std::vector<unsigned>{1, 2, 12, 13, 30, 31}));
+  // A placement that says GPU 1 is /dev/nvidia0 reads gpu0's entries instead.
+  api::LaunchSpec minor0 = spec;
+  minor0.mig = {{"MIG-z", 1, 1, 0}};
+  CgroupLimits l0;
+  ASSERT_TRUE(Isolation::MigDeviceLimits(minor0, {{0, {}}, {0, {}}}, root_, &l0).ok());
+  EXPECT_EQ(l0.cap_minors, (std::vector<unsigned>{12, 13}));
+  // Missing entries and files are errors naming them.
+  spec.mig = {{"MIG-y", 1, 5, 0}};
+  Status missing = Isolation::MigDeviceLimits(spec, {}, root_, &l);
+  EXPECT_NE(missing.message().find("MIG-y: mig-minors has no gpu1/gi5/access"),
+            std::string::npos)
+      << missing.message();
+  Status nofile = Isolation::MigDeviceLimits(spec, {}, root_ + "/nowhere", &l);
+  EXPECT_NE(nofile.message().find("/nowhere/proc/driver/nvidia-caps/mig-minors"),
+            std::string::npos)
+      << nofile.message();
+
+  // The v1 rules: 195:* but 1, and the caps major's listed minors but 21 and 22.
+  spec.mig = {{"MIG-x", 1, 2, 0}};
+  ASSERT_TRUE(Isolation::MigDeviceLimits(spec, {}, root_, &l).ok());
+  for (const char* c : {"memory", "cpuset", "pids", "devices", "freezer"}) {
+    fs::create_directories(root_ + "/" + c);
+  }
+  Put(root_ + "/cpuset/cpuset.cpus", "0-7\n");
+  Put(root_ + "/cpuset/cpuset.mems", "0-1\n");
+  Result<std::unique_ptr<CgroupDriver>> d = OpenCgroups(Options("v1"));
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  ASSERT_TRUE((*d)->Create("job-4", l).ok());
+  const std::vector<std::string> denied =
+      fs_.WritesTo(root_ + "/devices/hachi/job-4/devices.deny");
+  EXPECT_EQ(std::count(denied.begin(), denied.end(), "c 195:1 rwm"), 0);
+  EXPECT_EQ(std::count(denied.begin(), denied.end(), "c 195:0 rwm"), 1);
+  for (const char* own : {"c 237:21 rwm", "c 237:22 rwm"}) {
+    EXPECT_EQ(std::count(denied.begin(), denied.end(), own), 0) << own;
+  }
+  for (const char* other : {"c 237:1 rwm", "c 237:2 rwm", "c 237:12 rwm", "c 237:13 rwm",
+                            "c 237:30 rwm", "c 237:31 rwm"}) {
+    EXPECT_EQ(std::count(denied.begin(), denied.end(), other), 1) << other;
+  }
+  EXPECT_EQ(denied.size(), 253u + 6u);  // 195:0-253 less 1, six caps
+}
+
 TEST_F(TempTree, CgroupModeNoneAndBadModes) {
   Result<std::unique_ptr<CgroupDriver>> none = OpenCgroups(Options("none"));
   ASSERT_TRUE(none.ok());

@@ -43,11 +43,18 @@ bpf_insn Exit() { return Insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0); }
 
 // The program, in C:
 //   type = ctx->access_type & 0xffff;
-//   if (type != CHAR || ctx->major != 195 || ctx->minor >= 254) return 1;
+//   if (type != CHAR) return 1;
+//   if (caps_major >= 0 && ctx->major == caps_major) {         // MIG (issue 20)
+//     if (ctx->minor == cap_minors[0] || ...) return 1;
+//     return 0;
+//   }
+//   if (ctx->major != 195 || ctx->minor >= 254) return 1;
 //   if (ctx->minor == allowed[0] || ...) return 1;
 //   return 0;
-// Every jump is forward to the "return 1" at the end.
-std::vector<bpf_insn> GpuFilterProgram(const std::vector<unsigned>& allowed) {
+// Every jump is forward (to the caps block or to the "return 1" at the end).
+std::vector<bpf_insn> GpuFilterProgram(const std::vector<unsigned>& allowed,
+                                       int caps_major,
+                                       const std::vector<unsigned>& cap_minors) {
   std::vector<bpf_insn> p;
   // Jumps are patched once the position of "allow" is known: index -> jump insn.
   std::vector<size_t> to_allow;
@@ -56,9 +63,14 @@ std::vector<bpf_insn> GpuFilterProgram(const std::vector<unsigned>& allowed) {
   to_allow.push_back(p.size());
   p.push_back(Jump(BPF_JNE, BPF_REG_2, BPF_DEVCG_DEV_CHAR, 0));
   p.push_back(LoadWord(BPF_REG_3, BPF_REG_1, offsetof(bpf_cgroup_dev_ctx, major)));
+  p.push_back(LoadWord(BPF_REG_4, BPF_REG_1, offsetof(bpf_cgroup_dev_ctx, minor)));
+  size_t to_caps = 0;  // the jump to the caps block, patched below
+  if (caps_major >= 0) {
+    to_caps = p.size();
+    p.push_back(Jump(BPF_JEQ, BPF_REG_3, caps_major, 0));
+  }
   to_allow.push_back(p.size());
   p.push_back(Jump(BPF_JNE, BPF_REG_3, kNvidiaMajor, 0));
-  p.push_back(LoadWord(BPF_REG_4, BPF_REG_1, offsetof(bpf_cgroup_dev_ctx, minor)));
   to_allow.push_back(p.size());
   p.push_back(Jump(BPF_JGE, BPF_REG_4, kFirstNonGpuMinor, 0));
   for (unsigned m : allowed) {
@@ -67,6 +79,15 @@ std::vector<bpf_insn> GpuFilterProgram(const std::vector<unsigned>& allowed) {
   }
   p.push_back(MovImm(BPF_REG_0, 0));  // deny
   p.push_back(Exit());
+  if (caps_major >= 0) {
+    p[to_caps].off = static_cast<int16_t>(p.size() - (to_caps + 1));
+    for (unsigned m : cap_minors) {
+      to_allow.push_back(p.size());
+      p.push_back(Jump(BPF_JEQ, BPF_REG_4, static_cast<int32_t>(m), 0));
+    }
+    p.push_back(MovImm(BPF_REG_0, 0));  // deny
+    p.push_back(Exit());
+  }
   const size_t allow = p.size();
   p.push_back(MovImm(BPF_REG_0, 1));
   p.push_back(Exit());
@@ -78,8 +99,10 @@ long Bpf(int cmd, bpf_attr* attr) { return syscall(__NR_bpf, cmd, attr, sizeof *
 
 }  // namespace
 
-Status AttachGpuDeviceFilter(int cgroup_fd, const std::vector<unsigned>& allowed_minors) {
-  const std::vector<bpf_insn> prog = GpuFilterProgram(allowed_minors);
+Status AttachGpuDeviceFilter(int cgroup_fd, const std::vector<unsigned>& allowed_minors,
+                             int caps_major, const std::vector<unsigned>& cap_minors) {
+  const std::vector<bpf_insn> prog =
+      GpuFilterProgram(allowed_minors, caps_major, cap_minors);
   static const char kLicense[] = "GPL";
   std::string log(4096, '\0');
   bpf_attr load{};

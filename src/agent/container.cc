@@ -22,7 +22,7 @@ EnvList RenumberGpus(const api::LaunchSpec& spec, EnvList env) {
   const std::string inside = GpuSet::FirstN(spec.gpus.size()).ToList();
   for (auto& [k, v] : env) {
     if (k == "CUDA_VISIBLE_DEVICES") {
-      v = inside;
+      if (spec.mig.empty()) v = inside;  // MIG devices keep their UUIDs (issue 20)
     } else if (k == "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT") {
       const size_t eq = v.find('=');
       if (eq != std::string::npos) v = "0" + v.substr(eq);  // a share holds one GPU

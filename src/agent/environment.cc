@@ -132,9 +132,18 @@ EnvList JobEnvironment(const api::LaunchSpec& spec) {
   auto set = [&ours](std::string k, std::string v) {
     ours.emplace_back(std::move(k), std::move(v));
   };
-  // A share served by MPS names its GPU as its server shows it (MpsEnvironment).
-  set("CUDA_VISIBLE_DEVICES", spec.mps_device.empty() ? gpus : spec.mps_device);
-  set("NVIDIA_VISIBLE_DEVICES", spec.gpus.empty() ? "void" : gpus);
+  // A share served by MPS names its GPU as its server shows it (MpsEnvironment); MIG
+  // devices (issue 20) are named by their UUIDs, "MIG-...", which CUDA and the
+  // container toolkit both take.
+  std::string mig;
+  for (const api::MigLaunch& m : spec.mig) {
+    if (!mig.empty()) mig += ",";
+    mig += m.uuid.rfind("MIG-", 0) == 0 ? m.uuid : "MIG-" + m.uuid;
+  }
+  set("CUDA_VISIBLE_DEVICES", !mig.empty()              ? mig
+                              : spec.mps_device.empty() ? gpus
+                                                        : spec.mps_device);
+  set("NVIDIA_VISIBLE_DEVICES", !mig.empty() ? mig : spec.gpus.empty() ? "void" : gpus);
   set("CUDA_DEVICE_ORDER", "PCI_BUS_ID");
   set("HACHI_JOB_ID", job);
   set("HACHI_JOB_NAME", name);

@@ -194,6 +194,17 @@ INSTANTIATE_TEST_SUITE_P(
                 {"SLURM_RESTART_COUNT", "SLURM_NTASKS"}}),
     [](const testing::TestParamInfo<EnvCase>& row) { return row.param.name; });
 
+// Issue 20: MIG devices are named by UUID (CUDA and the container toolkit take them);
+// HACHI_GPUS keeps their parent GPUs.
+TEST(JobEnvironment, MigDevicesAreNamedByUuid) {
+  api::LaunchSpec spec = MakeLaunch(7).Gpus({0, 1});
+  spec.mig = {{"MIG-aaaa", 0, 1, 0}, {"MIG-bbbb", 1, 2, 0}};
+  const auto env = AsMap(JobEnvironment(spec));
+  EXPECT_EQ(env.at("CUDA_VISIBLE_DEVICES"), "MIG-aaaa,MIG-bbbb");
+  EXPECT_EQ(env.at("NVIDIA_VISIBLE_DEVICES"), "MIG-aaaa,MIG-bbbb");
+  EXPECT_EQ(env.at("HACHI_GPUS"), "0,1");
+}
+
 TEST(JobEnvironment, OrderIsSubmitterThenOursAndDeterministic) {
   api::LaunchSpec spec =
       MakeLaunch(8).Gpus({0}).Env("B", "1").Env("A", "2").Env("B", "3").Env(

@@ -8,6 +8,7 @@
 
 #include "core/cpulist.h"
 #include "core/strings.h"
+#include "topo/mig_caps.h"
 
 namespace hachi::agent {
 namespace {
@@ -175,6 +176,13 @@ Result<JobIsolation> Isolation::Prepare(const api::LaunchSpec& spec,
                                ? options_.gpus[g].minor
                                : static_cast<unsigned>(g));
   }
+  if (!spec.mig.empty()) {
+    if (Status st = MigDeviceLimits(spec, options_.gpus, options_.mig_caps_root, &l);
+        !st.ok()) {
+      Finish(iso);
+      return st;
+    }
+  }
   Result<JobCgroup> cg = options_.cgroups->Create("job-" + std::to_string(spec.job), l);
   if (!cg.ok()) {
     Finish(iso);
@@ -183,6 +191,41 @@ Result<JobIsolation> Isolation::Prepare(const api::LaunchSpec& spec,
   setup->cgroup_procs = cg->procs_files;
   iso.cgroup = std::move(*cg);
   return iso;
+}
+
+Status Isolation::MigDeviceLimits(const api::LaunchSpec& spec,
+                                  const std::vector<GpuPlacement>& gpus,
+                                  const std::string& caps_root, CgroupLimits* limits) {
+  Result<topo::MigCaps> caps = topo::ReadMigCaps(caps_root);
+  if (!caps.ok()) {
+    return Unavailable("cannot isolate the job's MIG devices: " +
+                       caps.status().message());
+  }
+  std::set<unsigned> mine;
+  for (const api::MigLaunch& m : spec.mig) {
+    const unsigned minor = m.gpu >= 0 && m.gpu < static_cast<int>(gpus.size())
+                               ? gpus[static_cast<size_t>(m.gpu)].minor
+                               : static_cast<unsigned>(std::max(m.gpu, 0));
+    Result<topo::MigCapDevices> d =
+        caps->Find(static_cast<int>(minor), m.gpu_instance, m.compute_instance);
+    if (!d.ok()) {
+      return Unavailable("cannot isolate MIG device " + m.uuid + ": " +
+                         d.status().message() + " (" +
+                         (caps_root == "/" ? std::string() : caps_root) +
+                         "/proc/driver/nvidia-caps/mig-minors)");
+    }
+    mine.insert(static_cast<unsigned>(d->gi_minor));
+    mine.insert(static_cast<unsigned>(d->ci_minor));
+  }
+  limits->caps_major = caps->major;
+  limits->cap_minors.assign(mine.begin(), mine.end());
+  limits->cap_others.clear();
+  for (const auto& [path, minor] : caps->minors) {
+    if (minor >= 0 && !mine.count(static_cast<unsigned>(minor))) {
+      limits->cap_others.push_back(static_cast<unsigned>(minor));
+    }
+  }
+  return Status::Ok();
 }
 
 std::string Isolation::Finish(JobIsolation& job) {

@@ -45,6 +45,9 @@ struct IsolationOptions {
   // As root: each job in its own mount namespace with a tmpfs /dev/shm of its shm size.
   bool private_shm = true;
   rlim_t max_open_files = 1 << 20;  // RLIMIT_NOFILE, capped at fs.nr_open
+  // Issue 20: where /proc/driver/nvidia-caps/mig-minors and /proc/devices are read
+  // for jobs on MIG devices ("/" on a node; tests give a fake tree).
+  std::string mig_caps_root = "/";
 };
 
 // A job's part: its cgroup and CPUs (empty when it has none).
@@ -79,6 +82,15 @@ class Isolation {
   // Removes the directories holding the jobs' cgroups when no job cgroup is left in
   // them (the launcher's end), so agents that come and go leave nothing behind.
   void RemoveParentsIfEmpty();
+
+  // Issue 20: the /dev/nvidia-caps rules of a job on MIG devices (spec.mig): the two
+  // access devices of each of its devices allowed, every other one the driver lists
+  // denied (topo/mig_caps.h, read under `caps_root`; the GPU minor is the placement's,
+  // else the GPU index). An error naming the file or the missing entry when they
+  // cannot be read: the job is then not started rather than run unisolated.
+  static Status MigDeviceLimits(const api::LaunchSpec& spec,
+                                const std::vector<GpuPlacement>& gpus,
+                                const std::string& caps_root, CgroupLimits* limits);
 
   // The size of a job's /dev/shm: its --shm-size, else half its memory, at most 64 GiB
   // (a tmpfs only caps; its pages count against the job's memory limit).

@@ -14,6 +14,17 @@
 
 namespace hachi::api {
 
+// A MIG device of the job on this node (issue 20, sched/mig.h): what the agent needs
+// for CUDA_VISIBLE_DEVICES (the UUID) and the cgroup's /dev/nvidia-caps rules (the
+// parent GPU and the GPU and compute instance ids, topo/mig_caps.h).
+struct MigLaunch {
+  std::string uuid;  // "MIG-..."
+  int gpu = -1;      // the parent GPU's index
+  int gpu_instance = -1;
+  int compute_instance = -1;
+  bool operator==(const MigLaunch&) const = default;
+};
+
 struct LaunchSpec {
   state::JobId job = 0;
   state::JobSpec spec;  // command/script, workdir, env, output patterns, uid/gid, ...
@@ -27,6 +38,9 @@ struct LaunchSpec {
   int64_t memory_mib = 0;
   int share_milli = 0;  // GPU share: MPS limits (agent::MpsEnvironment)
   int64_t gpu_memory_mib = 0;
+  // MIG devices (issue 20): when not empty, `gpus` are their parent GPUs, which the job
+  // does not get whole; CUDA_VISIBLE_DEVICES names the devices by UUID.
+  std::vector<MigLaunch> mig;
   // Filled in by the agent, never sent (issue 20): the MPS control daemon that serves
   // this share on its GPU (agent/mps.h): its pipe and log directories, and the share's
   // CUDA_VISIBLE_DEVICES under it (the GPU's UUID, else "0"). Empty: no MPS serves it

@@ -37,6 +37,16 @@ json LaunchToJson(const api::LaunchSpec& l) {
          {"start_time", l.start_time},
          {"restart_count", l.restart_count}};
   if (!l.credential.empty()) j["credential"] = l.credential;  // absent: none
+  if (!l.mig.empty()) {                                       // issue 20; absent: none
+    json mig = json::array();
+    for (const api::MigLaunch& m : l.mig) {
+      mig.push_back({{"uuid", m.uuid},
+                     {"gpu", m.gpu},
+                     {"gpu_instance", m.gpu_instance},
+                     {"compute_instance", m.compute_instance}});
+    }
+    j["mig"] = std::move(mig);
+  }
   return j;
 }
 
@@ -47,7 +57,8 @@ Status LaunchFromJson(const json& j, std::string_view path, api::LaunchSpec* l) 
       {"job",        "spec",           "user",       "partition",     "node",
        "gpus",       "cpus",           "memory_mib", "share_milli",   "gpu_memory_mib",
        "nodelist",   "node_addresses", "node_rank",  "master_port",   "gpus_per_node",
-       "time_limit", "kill_grace",     "start_time", "restart_count", "credential"}));
+       "time_limit", "kill_grace",     "start_time", "restart_count", "credential",
+       "mig"}));
   HACHI_RETURN_IF_ERROR(GetInt(j, "job", path, &l->job));
   if (j.contains("spec")) {
     HACHI_RETURN_IF_ERROR(
@@ -66,6 +77,24 @@ Status LaunchFromJson(const json& j, std::string_view path, api::LaunchSpec* l) 
   HACHI_RETURN_IF_ERROR(GetInt(j, "memory_mib", path, &l->memory_mib));
   HACHI_RETURN_IF_ERROR(GetInt(j, "share_milli", path, &l->share_milli));
   HACHI_RETURN_IF_ERROR(GetInt(j, "gpu_memory_mib", path, &l->gpu_memory_mib));
+  if (auto mig = j.find("mig"); mig != j.end()) {  // issue 20
+    if (!mig->is_array()) {
+      return InvalidArgument(std::string(path) + ".mig: expected an array");
+    }
+    for (size_t i = 0; i < mig->size(); ++i) {
+      const json& e = (*mig)[i];
+      const std::string at = std::string(path) + ".mig[" + std::to_string(i) + "]";
+      if (!e.is_object()) return InvalidArgument(at + ": expected an object");
+      HACHI_RETURN_IF_ERROR(
+          OnlyKeys(e, at, {"uuid", "gpu", "gpu_instance", "compute_instance"}));
+      api::MigLaunch m;
+      HACHI_RETURN_IF_ERROR(GetString(e, "uuid", at, &m.uuid));
+      HACHI_RETURN_IF_ERROR(GetInt(e, "gpu", at, &m.gpu));
+      HACHI_RETURN_IF_ERROR(GetInt(e, "gpu_instance", at, &m.gpu_instance));
+      HACHI_RETURN_IF_ERROR(GetInt(e, "compute_instance", at, &m.compute_instance));
+      l->mig.push_back(std::move(m));
+    }
+  }
   HACHI_RETURN_IF_ERROR(StringList(j, "nodelist", path, &l->nodelist));
   HACHI_RETURN_IF_ERROR(StringList(j, "node_addresses", path, &l->node_addresses));
   HACHI_RETURN_IF_ERROR(GetInt(j, "node_rank", path, &l->node_rank));

@@ -52,6 +52,7 @@ api::LaunchSpec FullLaunch(state::JobId id, int rank) {
   l.memory_mib = 65536;
   l.share_milli = 250;
   l.gpu_memory_mib = 8192;
+  l.mig = {{"MIG-a", 2, 1, 0}};  // issue 20
   l.nodelist = {"n1", "n2"};
   l.node_addresses = {"10.0.0.1", "10.0.0.2"};
   l.node_rank = rank;
@@ -135,6 +136,7 @@ TEST(ProtocolJson, WorkRoundTrip) {
   EXPECT_EQ(l.memory_mib, 65536);
   EXPECT_EQ(l.share_milli, 250);
   EXPECT_EQ(l.gpu_memory_mib, 8192);
+  EXPECT_EQ(l.mig, (std::vector<api::MigLaunch>{{"MIG-a", 2, 1, 0}}));
   EXPECT_EQ(l.nodelist, (std::vector<std::string>{"n1", "n2"}));
   EXPECT_EQ(l.node_addresses, (std::vector<std::string>{"10.0.0.1", "10.0.0.2"}));
   EXPECT_EQ(l.node_rank, 1);

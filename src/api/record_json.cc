@@ -22,6 +22,7 @@ using state::JobSpec;
 using state::JobState;
 using state::JobStateName;
 using state::NodeAllocation;
+using state::NodeMigDevice;
 using state::NodeRecord;
 using state::NodeState;
 using state::NodeStateName;
@@ -393,6 +394,7 @@ json ToJson(const sched::JobRequest& req) {
       {"begin_time", req.begin_time},
       {"deadline", req.deadline},
       {"nice", req.nice},
+      {"mig_profile", JsonBytes(req.mig_profile)},  // issue 20
   };
 }
 
@@ -440,6 +442,7 @@ json ToJson(const NodeAllocation& a) {
       {"memory_mib", a.memory_mib},
       {"share_milli", a.share_milli},
       {"gpu_memory_mib", a.gpu_memory_mib},
+      {"mig", a.mig},
   };
 }
 
@@ -493,6 +496,15 @@ json ToJson(const NodeStatus& node) {
   j["features"] = node.features;
   j["gpu_jobs"] = node.gpu_jobs;
   j["gpu_share_milli"] = node.gpu_share_milli;
+  json mig = json::array();
+  for (const NodeMigDevice& m : node.mig_devices) {
+    mig.push_back(json{{"gpu", m.gpu},
+                       {"profile", m.profile},
+                       {"uuid", m.uuid},
+                       {"memory_mib", m.memory_mib},
+                       {"job", m.job}});
+  }
+  j["mig_devices"] = std::move(mig);
   j["alloc_cpus"] = node.alloc_cpus;
   j["alloc_memory_mib"] = node.alloc_memory_mib;
   json strays = json::array();
@@ -546,6 +558,19 @@ Status ReadStrayItem(const json& v, const std::string& path, StrayGpuProcess* ou
   return Status::Ok();
 }
 
+Status ReadMigDeviceItem(const json& v, const std::string& path, NodeMigDevice* out) {
+  NodeMigDevice m;
+  ObjectReader r(v, path);
+  r.Int("gpu", &m.gpu);
+  r.String("profile", &m.profile);
+  r.String("uuid", &m.uuid);
+  r.Int("memory_mib", &m.memory_mib);
+  r.Int("job", &m.job);
+  HACHI_RETURN_IF_ERROR(r.Finish());
+  *out = std::move(m);
+  return Status::Ok();
+}
+
 Status FromJson(const json& j, sched::JobRequest* out, std::string_view path) {
   sched::JobRequest req;
   ObjectReader r(j, path);
@@ -574,6 +599,7 @@ Status FromJson(const json& j, sched::JobRequest* out, std::string_view path) {
   r.Int("begin_time", &req.begin_time);
   r.Int("deadline", &req.deadline);
   r.Int("nice", &req.nice);
+  r.String("mig_profile", &req.mig_profile);  // issue 20 (optional)
   HACHI_RETURN_IF_ERROR(r.Finish());
   *out = std::move(req);
   return Status::Ok();
@@ -625,6 +651,7 @@ Status FromJson(const json& j, NodeAllocation* out, std::string_view path) {
   r.Int("memory_mib", &a.memory_mib);
   r.Int("share_milli", &a.share_milli);
   r.Int("gpu_memory_mib", &a.gpu_memory_mib);
+  r.List<std::string>("mig", &a.mig, ReadStringItem);
   HACHI_RETURN_IF_ERROR(r.Finish());
   *out = std::move(a);
   return Status::Ok();
@@ -688,6 +715,7 @@ Status FromJson(const json& j, NodeStatus* out, std::string_view path) {
   r.List<std::string>("features", &node.features, ReadStringItem);
   r.List<JobId>("gpu_jobs", &node.gpu_jobs, ReadIntItem<JobId>);
   r.List<int>("gpu_share_milli", &node.gpu_share_milli, ReadIntItem<int>);
+  r.List<NodeMigDevice>("mig_devices", &node.mig_devices, ReadMigDeviceItem);
   r.Int("alloc_cpus", &node.alloc_cpus);
   r.Int("alloc_memory_mib", &node.alloc_memory_mib);
   r.List<StrayGpuProcess>("stray_processes", &node.stray_processes, ReadStrayItem);

@@ -51,10 +51,10 @@ TEST(RecordJson, JobRoundTripKeepsEveryField) {
 
 TEST(RecordJson, EncoderWritesTheDocumentedFields) {
   const json j = ToJson(FullJob(12));
-  EXPECT_EQ(Keys(j).size(), 16u);          // issue 20: gpu_memory_peak_mib; 21: usage
-  EXPECT_EQ(Keys(j["req"]).size(), 24u);   // issue 17: constraint .. nice
+  EXPECT_EQ(Keys(j).size(), 16u);         // issue 20: gpu_memory_peak_mib; 21: usage
+  EXPECT_EQ(Keys(j["req"]).size(), 25u);  // issue 17: constraint .. nice; 20: mig_profile
   EXPECT_EQ(Keys(j["spec"]).size(), 25u);  // issue 17: ntasks .. open_append; 18: 2 more
-  EXPECT_EQ(Keys(j["allocations"][0]).size(), 6u);
+  EXPECT_EQ(Keys(j["allocations"][0]).size(), 7u);  // issue 20: mig
   EXPECT_EQ(j["state"], "PENDING");
   EXPECT_EQ(j["allocations"][0]["gpus"], "0-3");
   EXPECT_EQ(j["req"]["dependencies"][0], json::parse(R"({"kind":"afterok","job":3})"));
@@ -90,6 +90,8 @@ TEST(RecordJson, NodeStatusRoundTripIsFlat) {
   s.features = {"h100", "ib", "nvlink"};
   s.gpu_jobs = {0, 12, 12, 0, 0, 0, 0, 99};
   s.gpu_share_milli = {0, 0, 0, 0, 0, 0, 0, 250};
+  s.mig_devices = {{5, "1g.10gb", "MIG-5a", 9728, 0},
+                   {5, "3g.40gb", "MIG-5b", 39424, 12}};
   s.alloc_cpus = 12;
   s.alloc_memory_mib = 4096;
   s.stray_processes.push_back(
@@ -98,7 +100,9 @@ TEST(RecordJson, NodeStatusRoundTripIsFlat) {
   const std::string text = NodeStatusToJson(s);
   const json j = json::parse(text);
   EXPECT_EQ(j["stray_processes"][0]["command"], "python train.py");
-  EXPECT_EQ(Keys(j).size(), 30u);  // 19: four burn-in fields; 20: gpu_sharing(_events)
+  EXPECT_EQ(Keys(j).size(), 31u);  // 19: four burn-in fields; 20: gpu_sharing(_events),
+                                   // mig_devices
+  EXPECT_EQ(j["mig_devices"][1]["job"], 12);
   EXPECT_EQ(j["features"], json({"h100", "ib", "nvlink"}));
   EXPECT_EQ(j["name"], "n3");
   Result<NodeStatus> back = NodeStatusFromJson(text);

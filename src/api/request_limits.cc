@@ -93,6 +93,7 @@ Status CheckRequest(const sched::JobRequest& q, const std::string& path) {
   HACHI_RETURN_IF_ERROR(Bytes(Field(path, "constraint"), q.constraint, kMaxCommentBytes));
   HACHI_RETURN_IF_ERROR(Bytes(Field(path, "nodelist"), q.nodelist, kMaxCommentBytes));
   HACHI_RETURN_IF_ERROR(Bytes(Field(path, "exclude"), q.exclude, kMaxCommentBytes));
+  HACHI_RETURN_IF_ERROR(Bytes(Field(path, "mig_profile"), q.mig_profile, kMaxNameBytes));
   return Status::Ok();
 }
 

@@ -457,6 +457,11 @@ Result<agent::IsolationOptions> JobIsolation(const std::string& mode,
                                              int64_t pids_reserve = -1) {
   agent::IsolationOptions iso;
   iso.pids_reserve = pids_reserve;
+  // Issue 20: where the MIG caps are read (docs/isolation.md "MIG devices"); tests with
+  // the fake NVML point it at a fake /proc tree.
+  if (const char* r = std::getenv("HACHI_MIG_CAPS_ROOT"); r != nullptr && *r != '\0') {
+    iso.mig_caps_root = r;
+  }
   if (Result<topo::Topology> t = topo::ParseTopologyJson(topology_json, "node"); t.ok()) {
     for (const topo::Gpu& g : t->gpus()) {
       agent::GpuPlacement p;

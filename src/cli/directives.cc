@@ -11,6 +11,7 @@
 #include "core/slurm_time.h"
 #include "core/strings.h"
 #include "sched/features.h"
+#include "sched/mig.h"
 
 namespace hachi::cli {
 namespace {
@@ -890,6 +891,12 @@ Result<SubmitOptions> BuildSubmitOptions(const ParsedOptions& directives,
   // GPUs: Slurm's --gres and --gpus-per-node count per node, --gpus the whole job.
   const int m = o.req.nodes;
   o.req.gpu_model = gpu.model;
+  // Issue 20: a type written like a MIG profile (gpu:1g.10gb:2, Slurm's MIG gres
+  // types) asks for that many MIG devices of it, not for whole GPUs of a model.
+  if (sched::LooksLikeMigProfile(gpu.model)) {
+    o.req.mig_profile = gpu.model;
+    o.req.gpu_model.clear();
+  }
   if (gpu.form == GpuSlot::kPerTask) {
     // --gpus-per-task: each node's tasks times this (Hachi's batch shell sees the
     // node's GPUs, as Slurm's does; a task's own GPUs come with job steps).

@@ -41,6 +41,27 @@ TEST(Directives, Options) {
          EXPECT_EQ(o.req.gpus, 2);
          EXPECT_EQ(o.req.gpu_model, "h100");
        }},
+      // Issue 20: a MIG profile as the type asks for MIG devices, from a flag or an
+      // #SBATCH line alike.
+      {"gres_mig_profile",
+       {"--gres=gpu:1g.10gb:2"},
+       "",
+       [](const SubmitOptions& o) {
+         EXPECT_EQ(o.req.gpus, 2);
+         EXPECT_EQ(o.req.mig_profile, "1g.10gb");
+         EXPECT_EQ(o.req.gpu_model, "");
+       }},
+      {"gres_mig_compute_profile_in_script",
+       {},
+       "#!/bin/sh\n#SBATCH --gres=gpu:1c.3g.40gb:1\n",
+       [](const SubmitOptions& o) {
+         EXPECT_EQ(o.req.gpus, 1);
+         EXPECT_EQ(o.req.mig_profile, "1c.3g.40gb");
+       }},
+      {"gpus_mig_profile",
+       {"--gpus=3g.40gb:1"},
+       "",
+       [](const SubmitOptions& o) { EXPECT_EQ(o.req.mig_profile, "3g.40gb"); }},
       {"gres_bare_gpu_is_one",
        {"--gres=gpu"},
        "",

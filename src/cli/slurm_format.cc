@@ -722,6 +722,12 @@ std::string FormatShowJob(const JobRecord& j, std::string_view diagnosis, Time n
                       "(IDX:" + a.gpus.ToString() + ")";
       if (a.share_milli > 0) s += " GpuShare=" + ShareText(a.share_milli);
       if (a.gpu_memory_mib > 0) s += " GpuMem=" + std::to_string(a.gpu_memory_mib) + "M";
+      // Issue 20: the MIG devices it holds, by UUID (its CUDA_VISIBLE_DEVICES).
+      if (!a.mig.empty()) {
+        std::string uuids;
+        for (const std::string& u : a.mig) uuids += (uuids.empty() ? "" : ",") + u;
+        s += " Mig=" + j.req.mig_profile + "(" + uuids + ")";
+      }
       line(s);
     }
   }
@@ -734,9 +740,9 @@ std::string FormatShowJob(const JobRecord& j, std::string_view diagnosis, Time n
   line("StdIn=/dev/null");
   line("StdOut=" + out_path);
   if (j.req.TotalGpus() > 0) {
-    line(
-        "TresPerNode=gres:gpu:" + (j.req.gpu_model.empty() ? "" : j.req.gpu_model + ":") +
-        std::to_string(j.req.GpusPerNode()));
+    const std::string& type = j.req.Mig() ? j.req.mig_profile : j.req.gpu_model;
+    line("TresPerNode=gres:gpu:" + (type.empty() ? "" : type + ":") +
+         std::to_string(j.req.GpusPerNode()));
   }
   // Hachi's own keys.
   // Issue 20: the most GPU memory it held on one GPU (NVML, from its agents), against
@@ -806,8 +812,39 @@ Result<std::string> FormatNodes(const std::vector<NodeStatus>& nodes,
 
 namespace {
 
+// The devices of MIG GPU `gpu` that jobs hold ("1g.10gb job 12"), wrapped under it.
+std::string MigInUse(const NodeStatus& n, int gpu) {
+  std::string o, line;
+  for (const state::NodeMigDevice& m : n.mig_devices) {
+    if (m.gpu != gpu || m.job == 0) continue;
+    const std::string item = m.profile + " job " + std::to_string(m.job);
+    if (line.empty()) {
+      line = "    in use: " + item;
+    } else if (line.size() + 2 + item.size() > 78) {
+      o += line + ",\n";
+      line = "            " + item;
+    } else {
+      line += ", " + item;
+    }
+  }
+  return line.empty() ? o : o + line + "\n";
+}
+
 // The GPUs of `n` in MIG mode and the devices each is split into, read from the topology
-// its agent registered. Only shown: jobs still get whole GPUs.
+// its agent registered, with the jobs that hold them (issue 20: scheduled as devices).
+// The GPUs of `n` in MIG mode (with or without devices), from its topology.
+GpuSet MigGpus(const NodeStatus& n) {
+  GpuSet out;
+  if (n.record.topology_json.find("\"mig_enabled\"") == std::string::npos) return out;
+  Result<topo::Topology> t =
+      topo::ParseTopologyJson(n.record.topology_json, n.record.name);
+  if (!t.ok()) return out;
+  for (const topo::Gpu& g : t->gpus()) {
+    if (g.mig_enabled) out = out | GpuSet::FromIndices({g.index});
+  }
+  return out;
+}
+
 std::string MigLines(const NodeStatus& n) {
   // Only MIG GPUs write the key, so other nodes' topologies are not parsed at all.
   if (n.record.topology_json.find("\"mig_enabled\"") == std::string::npos) return "";
@@ -821,7 +858,7 @@ std::string MigLines(const NodeStatus& n) {
          (g.mig_devices.empty()
               ? std::string("on, no instances: cannot run jobs until they are created")
               : topo::MigLayoutText(g.mig_devices)) +
-         "\n";
+         "\n" + MigInUse(n, g.index);
   }
   return o;
 }
@@ -845,7 +882,8 @@ std::string FormatGpuPicture(const NodeStatus& n) {
   }
   for (const std::string& e : n.gpu_sharing_events) o += "  " + e + "\n";
   constexpr int kPerLine = 4;
-  constexpr int kCell = 19;  // 2 + 4 * 19 = 78 columns
+  constexpr int kCell = 19;            // 2 + 4 * 19 = 78 columns
+  const GpuSet mig_gpus = MigGpus(n);  // issue 20: never given whole
   std::string row;
   for (int g = 0; g < n.gpus; ++g) {
     const state::JobId job = g < static_cast<int>(n.gpu_jobs.size()) ? n.gpu_jobs[g] : 0;
@@ -853,7 +891,17 @@ std::string FormatGpuPicture(const NodeStatus& n) {
         g < static_cast<int>(n.gpu_share_milli.size()) ? n.gpu_share_milli[g] : 0;
     const bool bad = n.record.unhealthy.contains(g);
     std::string what;
-    if (job == 0) {
+    int mig = 0, mig_used = 0;  // issue 20: its MIG devices, and those in use
+    for (const state::NodeMigDevice& m : n.mig_devices) {
+      mig += m.gpu == g;
+      mig_used += m.gpu == g && m.job != 0;
+    }
+    if (mig > 0 || mig_gpus.contains(g)) {
+      what = mig > 0
+                 ? "MIG " + std::to_string(mig_used) + "/" + std::to_string(mig) + " used"
+                 : std::string("MIG, none");
+      if (bad) what += " !bad";
+    } else if (job == 0) {
       what = bad ? "UNHEALTHY" : "free";
     } else {
       what = std::to_string(job);

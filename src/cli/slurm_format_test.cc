@@ -387,7 +387,7 @@ TEST_F(SlurmFormat, Nodes) {
 }
 
 // A node whose GPUs 0-2 are in MIG mode: the picture names each one's layout (GPU 2
-// has no instances and cannot run jobs).
+// has no instances and cannot run jobs) and the jobs on its devices (issue 20).
 TEST_F(SlurmFormat, GpuPictureShowsMigDevices) {
   topo::Topology t = *topo::LoadPreset("hgx-h100");
   const topo::MigDevice slice{"1g.10gb", "", -1, -1, 0};
@@ -400,11 +400,24 @@ TEST_F(SlurmFormat, GpuPictureShowsMigDevices) {
   NodeStatus n = Nodes()[2];  // gpu03: idle, GPU 5 unhealthy
   n.record.name = "mig01";
   n.record.topology_json = topo::TopologyToJson(t);
+  // Issue 20: the devices as the server lists them, two of GPU 0's and GPU 1's 3g.40gb
+  // held by jobs.
+  for (int k = 0; k < 7; ++k) {
+    n.mig_devices.push_back({0, "1g.10gb", "MIG-0" + std::to_string(k), 9728,
+                             k == 2   ? 812
+                             : k == 5 ? 813
+                                      : 0});
+  }
+  n.mig_devices.push_back({1, "3g.40gb", "MIG-10", 39424, 77});
+  n.mig_devices.push_back({1, "2g.20gb", "MIG-11", 19456, 0});
+  n.mig_devices.push_back({1, "1g.10gb", "MIG-12", 9728, 0});
+  n.mig_devices.push_back({1, "1g.10gb", "MIG-13", 9728, 0});
   const std::string pic = FormatGpuPicture(n);
   ExpectGolden("nodes_mig.txt", pic);
   for (const std::string_view line : SplitLines(pic)) EXPECT_LE(line.size(), 80u) << line;
   // Nodes without MIG: no such line.
   n.record.topology_json = topo::TopologyToJson(*topo::LoadPreset("hgx-h100"));
+  n.mig_devices.clear();
   EXPECT_EQ(FormatGpuPicture(n).find("MIG"), std::string::npos);
 }
 

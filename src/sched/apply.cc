@@ -6,6 +6,7 @@
 #include "sched/eligibility.h"
 #include "sched/features.h"
 #include "sched/gpu_share.h"
+#include "sched/mig.h"
 
 namespace hachi::sched {
 namespace {
@@ -26,7 +27,16 @@ Status PlanApplier::CheckCapacity(const Job& job, const Allocation& a, bool held
   const Node& n = state_->nodes[a.node];
   const GpuSet unhealthy = held ? n.unhealthy - a.gpus : n.unhealthy;
   const GpuSet free = held ? n.free_gpus | (a.gpus & n.unhealthy) : n.free_gpus;
-  if (a.share_milli > 0) {
+  if (job.req.Mig() || !a.mig.empty()) {
+    // MIG devices (mig.h): free slots of the profile (held: the job's own); a device
+    // whose GPU left service is refused unless the job holds it already.
+    HACHI_RETURN_IF_ERROR(
+        CheckMig(n, a, job.req.mig_profile, job.req.gpus, job.id, held));
+    if (!(a.gpus & unhealthy).empty()) {
+      return Internal(JobOn(job, n) + "GPUs {" + a.gpus.ToString() +
+                      "} of its MIG devices are out of service");
+    }
+  } else if (a.share_milli > 0) {
     if (a.gpus.size() != 1 || a.share_milli >= kFullGpuMilli) {
       return Internal(JobOn(job, n) +
                       "a GPU share needs one GPU and 1..999 milli (got {" +
@@ -53,7 +63,7 @@ Status PlanApplier::CheckCapacity(const Job& job, const Allocation& a, bool held
                       "; a share of user " + job.req.user +
                       " cannot join them (an MPS server serves one user per GPU)");
     }
-  } else if (!a.gpus.IsSubsetOf(free) || !(a.gpus & unhealthy).empty()) {
+  } else if (!a.gpus.IsSubsetOf(free - n.mig_gpus) || !(a.gpus & unhealthy).empty()) {
     return Internal(JobOn(job, n) + "GPUs {" + a.gpus.ToString() +
                     "} are not free (free {" + n.free_gpus.ToString() + "})");
   }
@@ -107,14 +117,20 @@ Status PlanApplier::CheckPart(const Job& job, bool whole, const Allocation& a) c
                     std::to_string(r.gpu_share_milli) + ", " +
                     std::to_string(r.gpu_memory_mib));
   }
+  if (r.Mig() && (whole || r.nodes != 1)) {
+    return Internal(JobOn(job, n) +
+                    "MIG devices are for single-node jobs that are not "
+                    "whole-node jobs");
+  }
   // Whole GPUs: the request's count per node; a whole-node job every GPU of the node
   // (ChooseGpus; the same count once ValidateRequest rounded the job up to whole nodes).
-  if (a.share_milli == 0 && whole && a.gpus != n.model->all_gpus()) {
+  if (!r.Mig() && a.share_milli == 0 && whole && a.gpus != n.model->all_gpus()) {
     return Internal(JobOn(job, n) + "GPUs {" + a.gpus.ToString() +
                     "}; a whole-node job takes every GPU of the node {" +
                     n.model->all_gpus().ToString() + "}");
   }
-  if (a.share_milli == 0 && !whole && a.gpus.size() != r.GpusPerNode()) {
+  // (MIG devices: CheckCapacity counts them, CheckMig.)
+  if (!r.Mig() && a.share_milli == 0 && !whole && a.gpus.size() != r.GpusPerNode()) {
     return Internal(JobOn(job, n) + std::to_string(a.gpus.size()) + " GPUs {" +
                     a.gpus.ToString() + "}; it asks for " +
                     std::to_string(r.GpusPerNode()) + " per node");
@@ -174,7 +190,9 @@ Status PlanApplier::Check(const Job& job, const Start& start) const {
 
 void PlanApplier::Book(const Job& job, bool whole, const Allocation& a, bool held) {
   Node& n = state_->nodes[a.node];
-  if (a.share_milli > 0) {
+  if (!a.mig.empty()) {
+    ApplyMig(n, a, job.id);  // checked (CheckMig)
+  } else if (a.share_milli > 0) {
     // Checked (CheckCapacity covers every refusal of ApplyShare): cannot fail.
     (void)ApplyShare(n, a, job.req.user, /*already_running=*/held);
   } else {
@@ -202,7 +220,9 @@ Status PlanApplier::Take(const Job& job, const Allocation& a) {
   HACHI_RETURN_IF_ERROR(CheckCapacity(job, a, /*held=*/true));
   Node& n = state_->nodes[a.node];
   // A GPU of it that left service is not in free_gpus: put it there for Book to take.
-  n.free_gpus = n.free_gpus | ((a.gpus & n.unhealthy) - n.shared_gpus);
+  // (Not a MIG device's GPU: never free.)
+  const GpuSet gpus = a.mig.empty() ? a.gpus : GpuSet();
+  n.free_gpus = n.free_gpus | ((gpus & n.unhealthy) - n.shared_gpus);
   Book(job, IsWholeNode(*state_, job), a, /*held=*/true);
   return Status::Ok();
 }
@@ -212,7 +232,9 @@ void PlanApplier::Release(const Job& job) {
   for (const Allocation& a : job.allocations) {
     if (a.node < 0 || a.node >= static_cast<int>(state_->nodes.size())) continue;
     Node& n = state_->nodes[a.node];
-    if (a.share_milli > 0) {
+    if (!a.mig.empty()) {
+      ReleaseMig(n, a, job.id);
+    } else if (a.share_milli > 0) {
       ReleaseShare(n, a);  // the GPU is whole again when its last share leaves
     } else {
       n.free_gpus = n.free_gpus | (a.gpus - n.unhealthy);

@@ -43,8 +43,9 @@ bool Backfill::CanEverFit(CycleContext& ctx, const JobShape& job) {
   for (int node : ctx.eligible[job.eligible].nodes) {
     const Node& n = ctx.state.nodes[node];
     if (!ctx.nodes[node].up || n.gpu_count() < job.gpn) continue;
-    if (n.gpu_count() - (n.unhealthy & n.model->all_gpus()).size() < job.gpn ||
-        (job.whole && !(n.unhealthy & n.model->all_gpus()).empty())) {
+    if (n.gpu_count() - ((n.unhealthy | n.mig_gpus) & n.model->all_gpus()).size() <
+            job.gpn ||
+        (job.whole && !((n.unhealthy | n.mig_gpus) & n.model->all_gpus()).empty())) {
       continue;
     }
     if (n.cpus < job.cpus || n.memory_mib < job.memory_mib) continue;

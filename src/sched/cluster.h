@@ -36,6 +36,17 @@ struct GpuShareUse {
   std::string user;
 };
 
+// A MIG device (issue 20, mig.h): one GPU instance of a GPU in MIG mode, scheduled as a
+// device of its own. The layout is the one the node's agent found (Hachi never changes
+// MIG layouts), in the topology's order: by GPU index, then as NVML lists them.
+struct MigSlot {
+  int gpu = -1;         // the parent GPU's index
+  std::string profile;  // "1g.10gb", "3g.40gb", "1c.3g.40gb"
+  int64_t memory_mib = 0;
+  std::string uuid;  // "MIG-..."
+  JobId job = 0;     // the running job holding it; 0: free
+};
+
 struct Node {
   // Constant after registration.
   std::string name;
@@ -70,6 +81,10 @@ struct Node {
   // copy for the many nodes that never share).
   GpuSet shared_gpus;
   std::vector<GpuShareUse> share_use;
+  // MIG (mig.h): the GPUs in MIG mode, never in free_gpus (never given whole), and
+  // their devices (`mig_gpus` constant after registration, MigSlot::job changing).
+  GpuSet mig_gpus;
+  std::vector<MigSlot> mig;
 
   int gpu_count() const { return model ? model->gpu_count() : 0; }
 };
@@ -220,8 +235,12 @@ struct JobRequest {
   Time begin_time = 0;
   Time deadline = 0;
   int nice = 0;
+  // Issue 20, MIG (mig.h): `gpus` MIG devices of this profile ("1g.10gb") on one
+  // node, from --gres=gpu:1g.10gb:N; empty: whole GPUs (or a share).
+  std::string mig_profile;
 
   bool Shared() const { return gpu_share_milli > 0; }
+  bool Mig() const { return !mig_profile.empty(); }
   bool operator==(const JobRequest&) const = default;
 
   int GpusPerNode() const {
@@ -247,6 +266,13 @@ struct Allocation {
   // sets the limits).
   int share_milli = 0;
   int64_t gpu_memory_mib = 0;
+  // MIG devices (mig.h): their UUIDs; `gpus` is then their parent GPUs, which the job
+  // does not hold whole.
+  std::vector<std::string> mig = {};
+
+  // The GPUs held whole: none for a share or MIG devices (their GPUs are never counted
+  // on to come back whole when the job ends).
+  GpuSet WholeGpus() const { return share_milli > 0 || !mig.empty() ? GpuSet() : gpus; }
 };
 
 struct Job {

@@ -8,6 +8,7 @@
 #include "sched/eligibility.h"
 #include "sched/features.h"
 #include "sched/gpu_share.h"
+#include "sched/mig.h"
 #include "sched/window.h"
 
 namespace hachi::sched {
@@ -52,13 +53,17 @@ void CycleContext::Init() {
   nodes.assign(n, {});
   shared_nodes.clear();
   share_use.clear();
+  mig_nodes.clear();
+  mig_busy.clear();
   timeline.Reset(n);
   int max_gpus = 0;
   for (int i = 0; i < n; ++i) {
     const Node& src = state.nodes[i];
     NodeWork& w = nodes[i];
     w.up = src.state == NodeState::kUp && src.model != nullptr;
-    w.free = (src.free_gpus - src.unhealthy) & GpuSet::FirstN(src.gpu_count());
+    // A GPU in MIG mode is never given whole (mig.h).
+    w.free =
+        (src.free_gpus - src.unhealthy - src.mig_gpus) & GpuSet::FirstN(src.gpu_count());
     w.free_cpus = src.free_cpus;
     w.free_memory_mib = src.free_memory_mib;
     w.whole_busy = src.whole_node_jobs > 0;
@@ -69,6 +74,11 @@ void CycleContext::Init() {
       if (share_use.empty()) share_use.resize(n);
       share_use[i] = src.share_use;
       shared_nodes.push_back(i);
+    }
+    if (!src.mig.empty()) {
+      if (mig_busy.empty()) mig_busy.resize(n);
+      for (const MigSlot& m : src.mig) mig_busy[i].push_back(m.job != 0);
+      mig_nodes.push_back(i);
     }
     max_gpus = std::max(max_gpus, src.gpu_count());
   }
@@ -146,8 +156,9 @@ void CycleContext::EnsureTimeline() {
     const bool whole = IsWholeNode(state, job);
     for (const Allocation& a : job.allocations) {
       if (a.node < 0 || a.node >= n) continue;
-      // A share's GPU is never counted on to come back (gpu_share.h: conservative).
-      const GpuSet gpus = a.share_milli > 0 ? GpuSet() : a.gpus;
+      // A share's GPU is never counted on to come back (gpu_share.h: conservative),
+      // nor a MIG device's (mig.h).
+      const GpuSet gpus = a.WholeGpus();
       timeline.AddRelease(a.node, {std::max(job.LeaveEstimate(), now + 1), gpus, a.cpus,
                                    a.memory_mib, whole, job.id});
     }
@@ -186,6 +197,9 @@ JobShape CycleContext::Shape(const Job& job) {
   s.whole = IsWholeNode(state.partitions[p], r);
   s.share_milli = r.gpu_share_milli;
   s.gpu_memory_mib = r.gpu_memory_mib;
+  s.mig = r.Mig();
+  // MIG devices are single-node, never whole nodes (validation refuses the rest).
+  if (s.mig && (s.nodes > 1 || s.whole || r.Shared())) return s;
   // A share outside a sharing partition never runs (validation refuses it too).
   if (r.Shared() && (!state.partitions[p].allow_gpu_sharing || s.whole)) return s;
   const int64_t min_memory = std::max(r.min_gpu_memory_mib, r.gpu_memory_mib);
@@ -268,13 +282,19 @@ void CycleContext::ApplySelection(const JobRequest& r, int job_nodes, EligibleSe
 void CycleContext::Book(const JobShape& job, const Allocation& a) {
   NodeWork& w = nodes[a.node];
   const int before = w.free.size();
-  w.free = w.free - a.gpus;
+  w.free = w.free - a.gpus;  // a share's GPU leaves `free` too; MIG GPUs were never in it
   w.free_cpus -= a.cpus;
   w.free_memory_mib -= a.memory_mib;
   (job.whole ? w.whole_busy : w.shared_busy) = true;
   if (a.share_milli > 0) BookShare(a, job.job->req.user);
+  if (!a.mig.empty() && !mig_busy.empty()) {
+    for (const std::string& uuid : a.mig) {
+      const int k = FindMigSlot(state.nodes[a.node], uuid);
+      if (k >= 0) mig_busy[a.node][k] = 1;
+    }
+  }
   if (w.up) buckets.Move(a.node, before, w.free.size());
-  const GpuSet released = a.share_milli > 0 ? GpuSet() : a.gpus;  // as EnsureTimeline
+  const GpuSet released = a.WholeGpus();  // as EnsureTimeline
   const Timeline::Release rel{now + job.limit, released,  a.cpus,
                               a.memory_mib,    job.whole, job.job->id};
   if (timeline_ready_) {

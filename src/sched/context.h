@@ -86,6 +86,7 @@ struct JobShape {
   bool whole = false;          // whole-node job
   int share_milli = 0;         // > 0: a share of one GPU (gpn is 1), gpu_share.h
   int64_t gpu_memory_mib = 0;  // promised to the share
+  bool mig = false;            // MIG devices (mig.h): gpn of job->req.mig_profile
   int eligible = -1;           // index into CycleContext::eligible
   int total_gpus() const { return gpn * nodes; }
 };
@@ -173,6 +174,10 @@ struct CycleContext {
   // (empty when no node shares, so a cycle without shares pays nothing).
   std::vector<int> shared_nodes;
   std::vector<std::vector<GpuShareUse>> share_use;
+  // MIG (mig.h): nodes with MIG devices, ascending; per node, per Node::mig slot,
+  // non-zero when taken (empty when no node has MIG devices).
+  std::vector<int> mig_nodes;
+  std::vector<std::vector<uint8_t>> mig_busy;
   // Quota usage, only for users/accounts that have a limit (filter: CheckJob).
   std::unordered_map<std::string, int> user_used;
   std::unordered_map<std::string, int> account_used;

@@ -39,6 +39,15 @@ void DiagnoseBlocked(CycleContext& ctx, const JobShape& job, const VerdictTally&
                                      : Reason::kReqNodeNotAvail;
     return;
   }
+  // MIG devices (mig.h): too few free of its profile on any one node.
+  if (job.mig && tally.mig_most_free < job.gpn) {
+    d->reason = Reason::kMigBusy;
+    d->free_gpus = tally.mig_free;
+    d->largest_free = tally.mig_most_free;
+    d->largest_free_node = -1;
+    d->mig_total = tally.mig_total;
+    return;
+  }
   // A share that a node would take but for the user of the shares on its GPUs with
   // room: the most useful thing to say, whatever blocked the other nodes.
   if (job.share_milli > 0 && tally.other_user_gpus > 0) {
@@ -265,6 +274,21 @@ std::string Diagnosis::Format(const ClusterState& state, Time now) const {
           (other_user_gpus == 1 ? " shared GPU with room holds another user's shares"
                                 : " shared GPUs with room hold other users' shares") +
           " (MPS serves one user per GPU)";
+  }
+  if (reason == Reason::kMigBusy) {
+    const std::string profile = pending != nullptr ? pending->req.mig_profile : "MIG";
+    const std::string nodes =
+        pending != nullptr && pending->partition >= 0 &&
+                pending->partition < static_cast<int>(state.partitions.size())
+            ? "the nodes of " + state.partitions[pending->partition].name
+            : std::string("its nodes");
+    const std::string counts = std::to_string(free_gpus) + " of " +
+                               std::to_string(mig_total) + " free on " + nodes;
+    out = needed_gpus <= 1
+              ? "no free " + profile + " MIG device: " + counts
+              : "needs " + std::to_string(needed_gpus) + " " + profile +
+                    " MIG devices on one node: at most " + std::to_string(largest_free) +
+                    " free on one node, " + counts;
   }
   // A job without GPUs (issue 17): its CPUs and memory.
   const bool cpu_only = pending != nullptr && pending->req.TotalGpus() == 0;

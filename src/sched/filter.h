@@ -38,6 +38,9 @@ struct VerdictTally {
   // A GPU share: shared GPUs with room for it, on nodes that passed CheckNode, that
   // hold another user's shares (an MPS server serves one user per GPU, gpu_share.h).
   int other_user_gpus = 0;
+  // MIG devices (mig.h): of the job's profile, on the eligible up nodes looked at,
+  // free and in all; the most free on one node.
+  int mig_free = 0, mig_total = 0, mig_most_free = 0;
   void Add(NodeVerdict v) { ++count[static_cast<int>(v)]; }
   // The verdict that blocked most nodes, among the "busy" ones (ignores kFits,
   // kIneligible); kGpus when nothing was seen.

@@ -4,6 +4,7 @@
 
 #include "sched/context.h"
 #include "sched/gpu_share.h"
+#include "sched/mig.h"
 
 namespace hachi::sched {
 namespace {
@@ -121,7 +122,20 @@ NodeBreakdown ExplainNodes(const ClusterState& state, const Job& job, Time now) 
       continue;
     }
     Timeline::Offer offer;
-    NodeVerdict v = CheckNode(ctx, s, node, now, &offer);
+    // MIG devices (mig.h): the node checks without free whole GPUs, then its devices.
+    JobShape probe = s;
+    if (s.mig) probe.gpn = 0;
+    NodeVerdict v = CheckNode(ctx, probe, node, now, &offer);
+    if (s.mig && v != NodeVerdict::kDown) {
+      const Node& src = state.nodes[node];
+      const std::string& profile = job.req.mig_profile;
+      if (CountMigSlots(src, profile) == 0) {
+        v = NodeVerdict::kIneligible;
+      } else if (v == NodeVerdict::kFits &&
+                 CountFreeMigSlots(src, ctx.mig_busy[node], profile) < s.gpn) {
+        v = NodeVerdict::kGpus;
+      }
+    }
     if (v == NodeVerdict::kIneligible) {
       ++b.unsuitable;
       continue;

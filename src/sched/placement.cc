@@ -8,6 +8,7 @@
 
 #include "alloc/choice.h"
 #include "sched/gpu_share.h"
+#include "sched/mig.h"
 
 namespace hachi::sched {
 namespace {
@@ -236,8 +237,52 @@ bool Placer::PlaceByFragmentation(CycleContext& ctx, const JobShape& job, Alloca
   return true;
 }
 
+bool Placer::PlaceMig(CycleContext& ctx, const JobShape& job, Allocation* out,
+                      VerdictTally* tally) {
+  const std::string& profile = job.job->req.mig_profile;
+  const EligibleSet& e = ctx.eligible[job.eligible];
+  JobShape probe = job;
+  probe.gpn = 0;  // the node checks without free whole GPUs: its devices are counted here
+  Timeline::Offer offer;
+  int best_node = -1, best_left = 0;
+  for (int node : ctx.mig_nodes) {
+    if (!e.ok[node] || !ctx.nodes[node].up) continue;
+    const Node& n = ctx.state.nodes[node];
+    const int total = CountMigSlots(n, profile);
+    if (total == 0) {
+      tally->Add(NodeVerdict::kIneligible);
+      continue;
+    }
+    const int free = CountFreeMigSlots(n, ctx.mig_busy[node], profile);
+    tally->mig_total += total;
+    tally->mig_free += free;
+    tally->mig_most_free = std::max(tally->mig_most_free, free);
+    if (free < job.gpn) {
+      tally->Add(NodeVerdict::kGpus);
+      continue;
+    }
+    const NodeVerdict v = CheckNode(ctx, probe, node, ctx.now, &offer);
+    if (v != NodeVerdict::kFits) {
+      tally->Add(v);
+      continue;
+    }
+    if (best_node < 0 || free - job.gpn < best_left) {
+      best_node = node;
+      best_left = free - job.gpn;
+    }
+  }
+  if (best_node < 0) return false;
+  const Node& n = ctx.state.nodes[best_node];
+  const std::vector<int> slots =
+      PickMigSlots(n, ctx.mig_busy[best_node], profile, job.gpn);
+  *out = MakeAllocation(job, best_node, MigParents(n, slots));
+  for (int k : slots) out->mig.push_back(n.mig[k].uuid);
+  return true;
+}
+
 bool Placer::PlaceSingle(CycleContext& ctx, const JobShape& job, Allocation* out,
                          VerdictTally* tally) {
+  if (job.mig) return PlaceMig(ctx, job, out, tally);
   // With a workload, `hachi` places shares and single-node jobs where fragmentation
   // rises least; whole-node jobs take whole nodes, so fragmentation cannot guide them.
   if (scorer_->ByFragmentation(ctx, job))

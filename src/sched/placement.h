@@ -15,6 +15,11 @@
 // job (best fit: alloc/ prefers a GPU whose NVLink partner is busy). Shared GPUs with
 // room that only another user's shares keep count in VerdictTally::other_user_gpus.
 //
+// MIG devices (mig.h), every style: the node with enough free devices of the profile
+// that has the fewest left after (best fit), then the lowest index; its lowest free
+// devices. The free and total devices of the profile on the eligible up nodes are
+// counted in VerdictTally::mig_free / mig_total for the diagnosis.
+//
 // Fragmentation (kBestFit with ClusterState::workload non-empty): GPU shares and
 // single-node jobs that are not whole-node look at every fitting node, and at each
 // distinct GPU option there (alloc/'s pick of free GPUs; for a share, each shared GPU
@@ -136,6 +141,9 @@ class Placer {
   // best-connected GPU set, then not opening an empty node, then packing.
   bool PlaceByFragmentation(CycleContext& ctx, const JobShape& job, Allocation* out,
                             VerdictTally* tally);
+  // MIG devices of job->req.mig_profile (mig.h): best fit by free devices left.
+  bool PlaceMig(CycleContext& ctx, const JobShape& job, Allocation* out,
+                VerdictTally* tally);
   bool PlaceGang(CycleContext& ctx, const JobShape& job, std::vector<Allocation>* out,
                  VerdictTally* tally);
 

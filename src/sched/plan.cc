@@ -44,6 +44,8 @@ std::string_view ReasonName(Reason r) {
       return "DeadLine";
     case Reason::kMpsOtherUser:
       return "MpsOtherUser";
+    case Reason::kMigBusy:
+      return "MigBusy";
   }
   return "?";
 }

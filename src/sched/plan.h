@@ -61,6 +61,10 @@ enum class Reason : uint8_t {
   // A GPU share: the only shared GPUs with room for it hold another user's shares, and
   // an MPS server serves one user per GPU (gpu_share.h); no free GPU took it either.
   kMpsOtherUser,
+  // MIG devices (mig.h): no node of the partition has enough free devices of the
+  // job's profile (free_gpus: free ones, largest_free: the most on one node, mig_total:
+  // all of them).
+  kMigBusy,
 };
 std::string_view ReasonName(Reason r);  // "Priority", "Resources", ... (Slurm-like)
 
@@ -88,6 +92,7 @@ struct Diagnosis {
   JobId blocking_job = 0;     // the job whose end frees the resources, when known
   int quota_used = 0, quota_limit = 0;
   int other_user_gpus = 0;  // kMpsOtherUser: shared GPUs with room, another user's
+  int mig_total = 0;        // kMigBusy: devices of the profile on the eligible nodes
   double priority = 0;
 
   std::string Format(const ClusterState& state, Time now) const;

@@ -219,7 +219,12 @@ bool Preempter::ForJob(CycleContext& ctx, const JobShape& job, Plan* plan, Diagn
   std::sort(chosen.begin(), chosen.end(),
             [](const NodeChoice& a, const NodeChoice& b) { return a.node < b.node; });
   for (const NodeChoice& x : chosen) {
-    r.allocations.push_back({x.node, x.gpus, job.cpus, job.memory_mib});
+    Allocation a;
+    a.node = x.node;
+    a.gpus = x.gpus;
+    a.cpus = job.cpus;
+    a.memory_mib = job.memory_mib;
+    r.allocations.push_back(std::move(a));
   }
   backfill_->Book(ctx, job, r);
   plan->reservations.push_back(r);

@@ -100,8 +100,9 @@ class SchedulerImpl final : public Scheduler {
       // to protect anyone from a start that cannot happen) — unless a job left may
       // still preempt.
       if (!config_.explain &&
-          (cycle.blocked || (!preempt && ctx.shared_nodes.empty() &&
-                             order_.min_gpus_from()[pos] > ctx.buckets.max_free()))) {
+          (cycle.blocked ||
+           (!preempt && ctx.shared_nodes.empty() && ctx.mig_nodes.empty() &&
+            order_.min_gpus_from()[pos] > ctx.buckets.max_free()))) {
         break;
       }
       const Job& job = state.pending[order[pos]];
@@ -196,14 +197,16 @@ class SchedulerImpl final : public Scheduler {
     // Preempt (hachi): a job of a preempting partition that would not start soon stops
     // the cheapest lower-tier jobs and holds their GPUs from their exit: no slot. The
     // reservations of the jobs ahead exist first, so it takes nothing of theirs.
-    if (c.preempt && ctx.state.partitions[job.partition].preempt_lower_tiers) {
+    // A MIG job does not preempt (mig.h): its victims' devices are not modelled.
+    if (c.preempt && !s.mig && ctx.state.partitions[job.partition].preempt_lower_tiers) {
       FlushReservations(c);
       if (preempter_.ForJob(ctx, s, &c.plan, d)) return false;
     }
     // Reserve: the first `depth` blocked jobs that could ever fit hold their earliest
     // start (computed lazily).
     const int diag = config_.explain ? static_cast<int>(c.plan.pending.size()) : -1;
-    if (c.backfill.HasRoom(c.slots) && c.backfill.CanEverFit(ctx, s)) {
+    // A MIG job holds no reservation (mig.h): it waits for a device to come free.
+    if (!s.mig && c.backfill.HasRoom(c.slots) && c.backfill.CanEverFit(ctx, s)) {
       ++c.slots;
       c.deferred.push_back({s, diag});
     }
@@ -227,6 +230,7 @@ class SchedulerImpl final : public Scheduler {
   // No node has enough free GPUs (or enough nodes for a gang): the job cannot start
   // now, whatever the reservations.
   static bool MightFit(const CycleContext& ctx, const JobShape& s) {
+    if (s.mig) return !ctx.mig_nodes.empty();  // devices are counted by the placer
     // A GPU share may pack onto a shared GPU with no free GPU anywhere.
     if (s.gpn > ctx.buckets.max_free())
       return s.share_milli > 0 && !ctx.shared_nodes.empty();
@@ -240,13 +244,15 @@ class SchedulerImpl final : public Scheduler {
       fails_version_ = ctx.version;
     }
     for (const FailMemo& f : fails_) {
-      if (f.Covers(s)) {
+      if (!s.mig && f.Covers(s)) {
         *tally = f.tally;
         return false;
       }
     }
     if (placer_.PlaceNow(ctx, s, &allocs_, tally)) return true;
     if (placer_.failed()) return false;  // no memo: another job may still succeed
+    if (s.mig)
+      return false;  // the memo's shape has no profile: MIG jobs are not memoised
     fails_.push_back({s.eligible, s.gpn, s.nodes, s.cpus, s.memory_mib, s.share_milli,
                       s.gpu_memory_mib, s.whole, s.limit, &s.job->req.user, *tally});
     return false;

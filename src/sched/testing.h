@@ -9,6 +9,7 @@
 // Test-only code: aborts on a bad preset or GPU list instead of returning a Status.
 #pragma once
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -89,6 +90,12 @@ class JobBuilder {
     job_.req.gpus = 1;
     job_.req.gpu_share_milli = milli;
     job_.req.gpu_memory_mib = memory_mib;
+    return *this;
+  }
+  // Issue 20: `n` MIG devices of `profile` ("1g.10gb") on one node.
+  JobBuilder& Mig(std::string profile, int n = 1) {
+    job_.req.gpus = n;
+    job_.req.mig_profile = std::move(profile);
     return *this;
   }
   JobBuilder& MinGpuMemoryMib(int64_t m) {
@@ -233,6 +240,24 @@ class ClusterBuilder {
   }
   ClusterBuilder& GresType(int node, std::string t) {
     s_.nodes[node].gres_type = std::move(t);
+    return *this;
+  }
+  // Issue 20: GPU `gpu` of `node` in MIG mode with devices of these profiles, UUIDs
+  // "MIG-n<node>-g<gpu>-<k>", 10 GiB per "g" of the profile. Never free whole.
+  ClusterBuilder& Mig(int node, int gpu, std::vector<std::string> profiles) {
+    Node& n = s_.nodes[node];
+    const GpuSet g = GpuSet::FromIndices({gpu});
+    n.mig_gpus = n.mig_gpus | g;
+    n.free_gpus = n.free_gpus - g;
+    for (size_t k = 0; k < profiles.size(); ++k) {
+      MigSlot m;
+      m.gpu = gpu;
+      m.profile = profiles[k];
+      m.memory_mib = 10240 * std::max(1, std::atoi(profiles[k].c_str()));
+      m.uuid = "MIG-n" + std::to_string(node) + "-g" + std::to_string(gpu) + "-" +
+               std::to_string(k);
+      n.mig.push_back(std::move(m));
+    }
     return *this;
   }
   ClusterBuilder& MaxGpus(int max) {

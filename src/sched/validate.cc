@@ -8,6 +8,7 @@
 #include "core/strings.h"
 #include "sched/eligibility.h"
 #include "sched/features.h"
+#include "sched/mig.h"
 #include "sched/scheduler.h"
 
 namespace hachi::sched {
@@ -72,6 +73,29 @@ Status CheckShape(const JobRequest& req) {
   }
   if (!req.Shared() && req.gpu_memory_mib > 0) {
     return InvalidArgument("GPU memory is promised to shared jobs only (use a share)");
+  }
+  // MIG devices (mig.h): N devices of one profile on one node.
+  if (req.Mig()) {
+    if (!LooksLikeMigProfile(req.mig_profile)) {
+      return InvalidArgument("'" + req.mig_profile +
+                             "' is not a MIG profile (like 1g.10gb or 3g.40gb)");
+    }
+    if (req.nodes != 1 || req.gpus_per_node > 0) {
+      return InvalidArgument("MIG devices (" + req.mig_profile +
+                             ") are for single-node jobs; it asks for " +
+                             std::to_string(req.nodes) + " nodes");
+    }
+    if (req.gpus < 1) {
+      return InvalidArgument("asks for " + std::to_string(req.gpus) + " " +
+                             req.mig_profile + " MIG devices");
+    }
+    if (req.Shared()) {
+      return InvalidArgument("a MIG device cannot be shared (--gpu-share)");
+    }
+    if (req.exclusive) {
+      return InvalidArgument("MIG devices (" + req.mig_profile +
+                             ") cannot be asked for with --exclusive (whole nodes)");
+    }
   }
   return Status::Ok();
 }
@@ -159,6 +183,23 @@ void ApplyDefaultMemory(const ClusterState& state, Job* job) {
   if (per_gpu <= 0) return;
   if (req.TotalGpus() == 0) {
     req.memory_mib = per_gpu;  // a job without GPUs: one GPU's worth (issue 17)
+  } else if (req.Mig()) {
+    // Each MIG device: its part of its GPU's memory times one GPU's worth (a 1g.10gb
+    // of an 80 GB GPU: an eighth), so seven devices do not take seven GPUs' worth.
+    double fraction = 1.0 / 7;
+    for (int n : part.nodes) {
+      const Node& node = state.nodes[n];
+      auto m = std::find_if(node.mig.begin(), node.mig.end(), [&](const MigSlot& s) {
+        return s.profile == req.mig_profile;
+      });
+      if (m != node.mig.end() && node.gpu_memory_mib > 0) {
+        fraction = std::min(1.0, static_cast<double>(m->memory_mib) /
+                                     static_cast<double>(node.gpu_memory_mib));
+        break;
+      }
+    }
+    req.memory_mib =
+        std::max<int64_t>(1, static_cast<int64_t>(per_gpu * fraction) * req.gpus);
   } else if (req.Shared()) {
     req.memory_mib = std::max<int64_t>(1, per_gpu * req.gpu_share_milli / 1000);
   } else {
@@ -234,6 +275,10 @@ Result<Job> ValidateRequest(const ClusterState& state, const JobRequest& in) {
   if (part.nodes.empty()) {
     return Unsatisfiable("partition " + part.name + " has no nodes");
   }
+  if (req.Mig() && part.mode == PartitionMode::kWholeNode) {
+    return Unsatisfiable("partition " + part.name + " gives whole nodes; MIG devices (" +
+                         req.mig_profile + ") are not given there");
+  }
 
   // Nodes that could ever hold one share of the job, ignoring the GPU count.
   std::vector<int> fitting;
@@ -247,6 +292,19 @@ Result<Job> ValidateRequest(const ClusterState& state, const JobRequest& in) {
     const int job_nodes = std::max(req.nodes, static_cast<int>(sel->required.size()));
     HACHI_RETURN_IF_ERROR(CheckSelection(state, part, req, *sel, job_nodes, &fitting));
   }
+  // A whole-node job takes every GPU whole: never a node with GPUs in MIG mode (mig.h).
+  if (IsWholeNode(part, req) && req.TotalGpus() > 0 && !fitting.empty()) {
+    std::vector<int> kept;
+    for (int n : fitting) {
+      if (state.nodes[n].mig_gpus.empty()) kept.push_back(n);
+    }
+    if (kept.empty()) {
+      return Unsatisfiable("every node of partition " + part.name +
+                           " that suits the job has GPUs in MIG mode; a whole-node job "
+                           "takes every GPU whole");
+    }
+    fitting = std::move(kept);
+  }
   if (fitting.empty()) {
     std::string what = req.gpu_model.empty() ? "" : "GPU model " + req.gpu_model;
     if (req.min_gpu_memory_mib > 0) {
@@ -256,11 +314,52 @@ Result<Job> ValidateRequest(const ClusterState& state, const JobRequest& in) {
     if (what.empty()) what = "room for the job's CPUs and memory";
     return Unsatisfiable("no node of partition " + part.name + " has " + what);
   }
+  if (req.Mig()) {
+    // MIG devices: some node must have that many of the profile (its layout is the
+    // one its agent found; Hachi never changes it).
+    int most = 0;
+    std::string most_name;
+    for (int n : fitting) {
+      const int k = CountMigSlots(state.nodes[n], req.mig_profile);
+      if (k > most) {
+        most = k;
+        most_name = state.nodes[n].name;
+      }
+    }
+    if (most == 0) {
+      return Unsatisfiable(
+          "no node of partition " + part.name + " has " + req.mig_profile +
+          " MIG devices (MIG profiles there: " + MigProfilesText(state, fitting) + ")");
+    }
+    if (most < req.gpus) {
+      return Unsatisfiable(
+          "asks for " + std::to_string(req.gpus) + " " + req.mig_profile +
+          " MIG devices on one node; the most in "
+          "partition " +
+          part.name + " is " + std::to_string(most) + " (" + most_name + ")");
+    }
+    for (int n : fitting) {
+      const Node& node = state.nodes[n];
+      if (CountMigSlots(node, req.mig_profile) >= req.gpus &&
+          node.cpus >= NodeCpus(req) && node.memory_mib >= NodeMemory(req)) {
+        return job;
+      }
+    }
+    return Unsatisfiable("needs " + std::to_string(NodeCpus(req)) + " CPUs and " +
+                         std::to_string(NodeMemory(req)) + " MiB with " +
+                         std::to_string(req.gpus) + " " + req.mig_profile +
+                         " MIG devices; no node of partition " + part.name +
+                         " has that much");
+  }
+  // GPUs in MIG mode are never given whole (mig.h): they do not count here.
+  auto whole_gpus = [&](const Node& node) {
+    return node.gpu_count() - (node.mig_gpus & GpuSet::FirstN(node.gpu_count())).size();
+  };
   int largest = 0;
   std::string largest_name;
   for (int n : fitting) {
-    if (state.nodes[n].gpu_count() > largest) {
-      largest = state.nodes[n].gpu_count();
+    if (whole_gpus(state.nodes[n]) > largest) {
+      largest = whole_gpus(state.nodes[n]);
       largest_name = state.nodes[n].name;
     }
   }
@@ -292,7 +391,7 @@ Result<Job> ValidateRequest(const ClusterState& state, const JobRequest& in) {
   std::map<std::pair<int, std::string>, int> per_class;  // (interconnect, model)
   for (int n : fitting) {
     const Node& node = state.nodes[n];
-    if (node.gpu_count() < gpn) continue;
+    if (whole_gpus(node) < gpn) continue;
     if (node.cpus < NodeCpus(req) || node.memory_mib < NodeMemory(req)) continue;
     ++cpu_fit;
     ++per_class[{static_cast<int>(node.interconnect), node.gpu_model}];

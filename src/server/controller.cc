@@ -644,6 +644,11 @@ state::NodeStatus Controller::NodeStatusLocked(const state::NodeRecord& rec,
   }
   st.gpu_jobs.assign(st.gpus, 0);
   st.gpu_share_milli.assign(st.gpus, 0);
+  if (hw != hardware_.end()) {  // issue 20: MIG devices, free until a job below holds one
+    for (const sched::MigSlot& m : hw->second.mig) {
+      st.mig_devices.push_back({m.gpu, m.profile, m.uuid, m.memory_mib, 0});
+    }
+  }
   auto ni = base_.node_index.find(rec.name);
   if (ni != base_.node_index.end()) {
     const sched::Node& n = snap.nodes[ni->second];
@@ -656,6 +661,12 @@ state::NodeStatus Controller::NodeStatusLocked(const state::NodeRecord& rec,
     if (job.state != state::JobState::kRunning) continue;
     for (const state::NodeAllocation& a : job.allocations) {
       if (a.node != rec.name) continue;
+      if (!a.mig.empty()) {  // MIG devices: their GPUs are not the job's whole
+        for (state::NodeMigDevice& m : st.mig_devices) {
+          if (std::find(a.mig.begin(), a.mig.end(), m.uuid) != a.mig.end()) m.job = id;
+        }
+        continue;
+      }
       for (int g = 0; g < st.gpus; ++g) {
         if (!a.gpus.contains(g)) continue;
         if (st.gpu_jobs[g] == 0) st.gpu_jobs[g] = id;

@@ -246,7 +246,7 @@ void Controller::ApplyPlanLocked(const sched::Plan& plan,
     for (const sched::Allocation& a : st.allocations) {
       started.allocations.push_back(
           state::NodeAllocation{cur.nodes[a.node].name, a.gpus, a.cpus, a.memory_mib,
-                                a.share_milli, a.gpu_memory_mib});
+                                a.share_milli, a.gpu_memory_mib, a.mig});
     }
     edits.push_back(std::move(started));
   }
@@ -338,6 +338,21 @@ void Controller::DispatchLocked(const state::JobRecord& job, const std::string& 
     l.memory_mib = a.memory_mib;
     l.share_milli = a.share_milli;
     l.gpu_memory_mib = a.gpu_memory_mib;
+    // MIG devices (issue 20): their parent GPU and instance ids, from the topology the
+    // node registered (the agent needs them for its cgroup's /dev/nvidia-caps rules).
+    if (auto hw = hardware_.find(a.node); !a.mig.empty() && hw != hardware_.end()) {
+      for (const std::string& uuid : a.mig) {
+        api::MigLaunch m;
+        m.uuid = uuid;
+        for (size_t k = 0; k < hw->second.mig.size(); ++k) {
+          if (hw->second.mig[k].uuid != uuid) continue;
+          m.gpu = hw->second.mig[k].gpu;
+          m.gpu_instance = hw->second.mig_ids[k].first;
+          m.compute_instance = hw->second.mig_ids[k].second;
+        }
+        l.mig.push_back(std::move(m));
+      }
+    }
     l.nodelist = names;
     l.node_addresses = addresses;
     l.node_rank = static_cast<int>(rank);

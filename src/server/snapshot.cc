@@ -29,6 +29,17 @@ Result<NodeHardware> CompileNodeHardware(const state::NodeRecord& node) {
     hw.gpu_model = t->gpu(0).model;
     hw.gpu_memory_mib = t->gpu(0).memory_mib;
   }
+  // Issue 20: a GPU in MIG mode is never given whole; its devices with a profile and
+  // a UUID are scheduled (one NVML could not name cannot be asked for or handed out).
+  for (const topo::Gpu& g : t->gpus()) {
+    if (!g.mig_enabled) continue;
+    hw.mig_gpus = hw.mig_gpus | GpuSet::FromIndices({g.index});
+    for (const topo::MigDevice& d : g.mig_devices) {
+      if (d.profile.empty() || d.uuid.empty()) continue;
+      hw.mig.push_back({g.index, d.profile, d.memory_mib, d.uuid, 0});
+      hw.mig_ids.emplace_back(d.gpu_instance, d.compute_instance);
+    }
+  }
   return hw;
 }
 
@@ -50,6 +61,8 @@ Result<BaseCluster> BuildBase(
     n.interconnect = hw->second.interconnect;
     n.gpu_model = hw->second.gpu_model;
     n.gpu_memory_mib = hw->second.gpu_memory_mib;
+    n.mig_gpus = hw->second.mig_gpus & n.model->all_gpus();
+    n.mig = hw->second.mig;
     n.cpus = rec.cpus;
     n.memory_mib = rec.memory_mib;
     n.block = rec.block;
@@ -190,7 +203,8 @@ sched::ClusterState BuildSnapshot(const BaseCluster& base, const state::StateIma
     const state::NodeRecord& rec = image.nodes.at(n.name);
     n.state = SchedNodeState(rec.state);
     n.unhealthy = rec.unhealthy & n.model->all_gpus();
-    n.free_gpus = n.model->all_gpus() - n.unhealthy;
+    n.free_gpus = n.model->all_gpus() - n.unhealthy - n.mig_gpus;
+    for (sched::MigSlot& m : n.mig) m.job = 0;  // the running jobs take theirs below
     n.free_cpus = n.cpus;
     n.free_memory_mib = n.memory_mib;
   }
@@ -203,8 +217,8 @@ sched::ClusterState BuildSnapshot(const BaseCluster& base, const state::StateIma
     for (const state::NodeAllocation& na : r.allocations) {
       auto ni = base.node_index.find(na.node);
       if (ni == base.node_index.end()) continue;  // its node left the cluster
-      sched::Allocation a{ni->second,    na.gpus,        na.cpus,
-                          na.memory_mib, na.share_milli, na.gpu_memory_mib};
+      sched::Allocation a{ni->second,     na.gpus,           na.cpus, na.memory_mib,
+                          na.share_milli, na.gpu_memory_mib, na.mig};
       // The records never double-book (the applier checked before committing); a
       // failure here means a node re-registered with fewer GPUs: keep the job, skip it.
       if (applier.Take(j, a).ok()) j.allocations.push_back(a);

@@ -142,6 +142,8 @@ struct NodeAllocation {
   int64_t memory_mib = 0;
   int share_milli = 0;  // GPU share (sched/gpu_share.h); 0 = whole GPUs
   int64_t gpu_memory_mib = 0;
+  std::vector<std::string> mig =
+      {};  // MIG devices' UUIDs (sched/mig.h); `gpus`: their GPUs
 };
 
 struct JobRecord {
@@ -248,16 +250,27 @@ struct StrayGpuProcess {
   Time since = 0;  // when the agent first reported it
 };
 
+// One MIG device of a node (issue 20, sched/mig.h), as `hachi nodes --gpus` and the
+// dashboard show it: from the node's topology, with the job holding it.
+struct NodeMigDevice {
+  int gpu = -1;  // the parent GPU's index
+  std::string profile;
+  std::string uuid;
+  int64_t memory_mib = 0;
+  JobId job = 0;  // 0: free
+};
+
 struct NodeStatus {
   NodeRecord record;
   int gpus = 0;
   std::string gpu_model;
   int64_t gpu_memory_mib = 0;
-  std::string interconnect;             // topo::InterconnectClassName
-  std::vector<std::string> partitions;  // names
-  std::vector<JobId> gpu_jobs;          // per GPU index: the job holding it, 0 = free
-                                        // (a shared GPU shows its first job)
-  std::vector<int> gpu_share_milli;     // per GPU: thousandths given to shares
+  std::string interconnect;                // topo::InterconnectClassName
+  std::vector<std::string> partitions;     // names
+  std::vector<JobId> gpu_jobs;             // per GPU index: the job holding it, 0 = free
+                                           // (a shared GPU shows its first job)
+  std::vector<int> gpu_share_milli;        // per GPU: thousandths given to shares
+  std::vector<NodeMigDevice> mig_devices;  // by GPU, then as NVML lists them
   int alloc_cpus = 0;
   int64_t alloc_memory_mib = 0;
   std::vector<StrayGpuProcess> stray_processes;

@@ -213,6 +213,7 @@ Status ReadAllocation(const json& v, const std::string& path, NodeAllocation* a)
   r.Int("memory_mib", &a->memory_mib);
   r.Int("share_milli", &a->share_milli);
   r.Int("gpu_memory_mib", &a->gpu_memory_mib);
+  r.List("mig", &a->mig, ReadStringItem);  // version 7
   return r.Finish();
 }
 
@@ -244,6 +245,7 @@ Status ReadRequest(const json& v, const std::string& path, json* unknown,
   r.Int("begin_time", &req->begin_time);
   r.Int("deadline", &req->deadline);
   r.Int("nice", &req->nice);
+  r.Bytes("mig_profile", &req->mig_profile);  // issue 20 (jobs version 7)
   return r.Finish();
 }
 
@@ -470,8 +472,13 @@ Status StepJobV4ToV5(json* /*row*/) { return Status::Ok(); }
 // "interactive", written only when set; a version 5 row has neither (false).
 Status StepJobV5ToV6(json* /*row*/) { return Status::Ok(); }
 
-constexpr Step kJobSteps[] = {StepV1ToV2, StepJobV2ToV3, StepJobV3ToV4, StepJobV4ToV5,
-                              StepJobV5ToV6};
+// Job rows 6 -> 7 (issue 20): the request's optional "mig_profile" and an allocation's
+// optional "mig" (UUIDs), written only when set; a version 6 row has neither (whole
+// GPUs), and a row holding them says "_min_reader": 7.
+Status StepJobV6ToV7(json* /*row*/) { return Status::Ok(); }
+
+constexpr Step kJobSteps[] = {StepV1ToV2,    StepJobV2ToV3, StepJobV3ToV4,
+                              StepJobV4ToV5, StepJobV5ToV6, StepJobV6ToV7};
 // Node rows 2 -> 3 (issue 19): the state "burn-in" (which a version 2 reader cannot
 // parse, hence min_reader 3) and the burn-in fields "burn_in_passed", "burn_in_run",
 // "burn_in", "burn_in_gpus". A version 2 row is a node that was in service before
@@ -614,6 +621,7 @@ json RequestJson(const sched::JobRequest& req) {
   if (req.begin_time != 0) out["begin_time"] = req.begin_time;
   if (req.deadline != 0) out["deadline"] = req.deadline;
   if (req.nice != 0) out["nice"] = req.nice;
+  if (!req.mig_profile.empty()) out["mig_profile"] = JsonBytes(req.mig_profile);  // 7
   return out;
 }
 
@@ -680,6 +688,7 @@ std::string EncodeJobRow(const JobRecord& job, std::string_view unknown,
         {"share_milli", a.share_milli},
         {"gpu_memory_mib", a.gpu_memory_mib},
     });
+    if (!a.mig.empty()) allocs.back()["mig"] = a.mig;  // version 7
   }
   json j = {
       {"id", job.id},
@@ -707,6 +716,9 @@ std::string EncodeJobRow(const JobRecord& job, std::string_view unknown,
                   {"idle_gpus", job.usage.idle_gpus}};
   }
   PutVersion(kJobRowFormat, &j);
+  // A job of MIG devices (version 7): a version-6 reader would run it on whole GPUs,
+  // so its row alone needs a reader of version 7; other rows stay readable by 6.
+  if (!job.req.mig_profile.empty()) j[kMinReaderKey] = 7;
   return Dump(&j, unknown);
 }
 

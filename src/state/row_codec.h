@@ -50,7 +50,10 @@ struct RowFormat {
 // Jobs 6 (issue 18): the spec's optional batch_on_first_node and interactive (absent:
 // false). A version-5 reader would run sbatch's script on every node of the job, and an
 // allocation with no command as a failed launch, so it must not read them.
-inline constexpr RowFormat kJobRowFormat{6, 6};  // jobs.record
+// Jobs 7 (issue 20): the request's optional mig_profile and an allocation's optional
+// mig (the MIG devices' UUIDs). A version-6 reader would run such a job on whole GPUs:
+// the rows that hold them say "_min_reader": 7; the others stay readable by 6.
+inline constexpr RowFormat kJobRowFormat{7, 6};  // jobs.record
 // Nodes 3 (issue 19): the state "burn-in" and the burn-in fields; a version-2 reader
 // cannot parse the state, so it must not read them.
 inline constexpr RowFormat kNodeRowFormat{3, 3};     // nodes.record

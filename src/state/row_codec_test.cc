@@ -71,9 +71,10 @@ TEST(RowCodec, NonUtf8BytesRoundTripExactly) {
   const json j = json::parse(text);
   EXPECT_EQ(j["spec"]["workdir"], json({{"base64", "L3RtcC9k/w=="}}));
   EXPECT_EQ(j["spec"]["env"][1], "PLAIN=y");  // UTF-8 stays a string
-  EXPECT_EQ(j["_min_reader"], 6);  // version 3 readers must refuse, not misread, it
+  EXPECT_EQ(j["_min_reader"], 7);  // version 3 readers must refuse, not misread, it
                                    // (5 since issue 17: new dependency kinds; 6 since
-                                   // issue 18: batch_on_first_node, interactive)
+                                   // issue 18: batch_on_first_node, interactive; 7:
+                                   // FullJob asks for MIG devices, issue 20)
   Result<Row<JobRecord>> back = DecodeJobRow(text);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   const JobSpec& b = back->record.spec;
@@ -88,8 +89,9 @@ TEST(RowCodec, NonUtf8BytesRoundTripExactly) {
   EXPECT_EQ(back->record.req.partition, "p\xff");
   EXPECT_EQ(EncodeJobRow(back->record), text);
   // A row of text only keeps the table's min_reader: older binaries still read it.
-  EXPECT_EQ(json::parse(EncodeJobRow(FullJob(22)))["_min_reader"],
-            kJobRowFormat.min_reader);
+  JobRecord plain = FullJob(22);
+  plain.req.mig_profile.clear();  // issue 20: a MIG job's row needs a reader of 7
+  EXPECT_EQ(json::parse(EncodeJobRow(plain))["_min_reader"], kJobRowFormat.min_reader);
 }
 
 TEST(RowCodec, BytesFormIsStrict) {
@@ -107,10 +109,11 @@ TEST(RowCodec, BytesFormIsStrict) {
 TEST(RowCodec, RowsCarryTheirVersion) {
   const json j = json::parse(EncodeJobRow(FullJob(3)));
   EXPECT_EQ(j["_v"], kJobRowFormat.version);
-  EXPECT_EQ(j["_min_reader"], kJobRowFormat.min_reader);
-  EXPECT_EQ(j.size(),
-            19u);  // 17 fields (20: gpu_memory_peak_mib, 21: usage) + 2 versions
-  EXPECT_EQ(j["req"].size(), 24u);  // issue 17: FullJob sets the six optional fields
+  EXPECT_EQ(j["_min_reader"], 7);  // issue 20: FullJob asks for MIG devices
+  EXPECT_EQ(j.size(), 19u);  // 17 fields (20: gpu_memory_peak_mib, 21: usage) + 2 versions
+  EXPECT_EQ(j["req"].size(), 25u);  // issue 17: FullJob sets the six optional fields;
+                                    // 20: mig_profile
+  EXPECT_EQ(j["allocations"][1].size(), 7u);  // issue 20: mig, only where set
   EXPECT_EQ(j["spec"].size(),
             25u);  // 16 + issue 17's 7 + issue 18's 2 (FullJob sets all)
   EXPECT_EQ(j["allocations"][0].size(), 6u);
@@ -376,12 +379,14 @@ TEST(RowCodec, UnknownFieldsOfANewerRowLoadAndSurviveARewrite) {
 }
 
 TEST(RowCodec, ARowForNewerReadersIsRefusedNamingTheVersions) {
-  Result<Row<JobRecord>> job = DecodeJobRow(R"({"_v":8,"_min_reader":7,"id":1})");
+  Result<Row<JobRecord>> job = DecodeJobRow(R"({"_v":9,"_min_reader":8,"id":1})");
   ASSERT_FALSE(job.ok());
   EXPECT_EQ(job.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(job.status().message(),
-            "row format version 8 needs a reader of version 7 or later; this hachi "
-            "reads job rows up to version 6 (run a newer hachi)");
+            "row format version 9 needs a reader of version 8 or later; this hachi "
+            "reads job rows up to version 7 (run a newer hachi)");
+  // Issue 20: a MIG job's row (version 7, min reader 7) is read by this binary.
+  EXPECT_TRUE(DecodeJobRow(R"({"_v":7,"_min_reader":7,"id":1})").ok());
   // Without "_min_reader" a row needs a reader of its own version.
   Result<Row<TokenRecord>> token = DecodeTokenRow(R"({"_v":3})");
   ASSERT_FALSE(token.ok());
@@ -457,14 +462,15 @@ TEST(RowCodec, NodeAndTokenErrorsNameTheField) {
 // and the store's fixture check (store_format_test.cc) know the field; then update the
 // sizes here (x86-64, g++).
 TEST(RowCodec, RecordSizesMatchTheCodecs) {
-  EXPECT_EQ(
-      sizeof(JobRecord),
-      880u);  // issue 17: constraint .. nice, ntasks .. open_append; 20: peak; 21: usage
+  EXPECT_EQ(sizeof(JobRecord),
+            912u);  // issue 17: constraint .. nice, ntasks .. open_append; 20: peak, MIG;
+                    // 21: usage
   EXPECT_EQ(sizeof(JobSpec), 296u);
-  EXPECT_EQ(sizeof(sched::JobRequest), 384u);
-  EXPECT_EQ(sizeof(NodeAllocation), 72u);
-  EXPECT_EQ(sizeof(NodeRecord), 392u);  // issue 19: burn-in; 20: gpu_sharing
-  EXPECT_EQ(sizeof(NodeStatus), 632u);  // 17: features (API only); 19: burn-in; 20: MPS
+  EXPECT_EQ(sizeof(sched::JobRequest), 416u);  // issue 20: mig_profile
+  EXPECT_EQ(sizeof(NodeAllocation), 96u);      // issue 20: mig
+  EXPECT_EQ(sizeof(NodeRecord), 392u);         // issue 19: burn-in; 20: gpu_sharing
+  EXPECT_EQ(sizeof(NodeStatus), 656u);  // 17: features (API only); 19: burn-in; 20: MPS,
+                                        // mig_devices
   EXPECT_EQ(sizeof(TokenRecord), 152u);
   EXPECT_EQ(sizeof(StepRecord), 184u);  // issue 18
 }

@@ -598,7 +598,7 @@ TEST(StoreFormat, RowsForNewerReadersAreRefused) {
   const std::string db = dir.File("state.db");
   MustOpen(db).reset();
   ExecSql(db, R"sql(
-INSERT INTO jobs (id, state, record) VALUES (17, 'PENDING', '{"_v":8,"_min_reader":7,"id":17,"state":"PENDING"}');
+INSERT INTO jobs (id, state, record) VALUES (17, 'PENDING', '{"_v":9,"_min_reader":8,"id":17,"state":"PENDING"}');
 )sql");
   Seal(db);
   std::unique_ptr<SqliteStore> store = MustOpen(db);
@@ -607,11 +607,11 @@ INSERT INTO jobs (id, state, record) VALUES (17, 'PENDING', '{"_v":8,"_min_reade
   ASSERT_FALSE(got.ok());
   EXPECT_EQ(got.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(got.status().message(),
-            db + ": jobs row 17: row format version 8 needs a reader of version 7 or "
-                 "later; this hachi reads job rows up to version 6 (run a newer hachi)");
+            db + ": jobs row 17: row format version 9 needs a reader of version 8 or "
+                 "later; this hachi reads job rows up to version 7 (run a newer hachi)");
   Status held = store->Commit({JobHeld{17, true}});
   EXPECT_EQ(held.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(held.message().find("jobs row 17: row format version 8"), std::string::npos)
+  EXPECT_NE(held.message().find("jobs row 17: row format version 9"), std::string::npos)
       << held.message();
 }
 

@@ -40,6 +40,7 @@ inline JobRecord FullJob(JobId id) {
   j.req.begin_time = 1700003600;
   j.req.deadline = 1700090000;
   j.req.nice = 100;
+  j.req.mig_profile = "1g.10gb";  // issue 20
   j.spec.name = "train \"résumé\"";
   j.spec.argv = {"python", "train.py", "--lr=0.1", ""};
 
@@ -72,8 +73,14 @@ inline JobRecord FullJob(JobId id) {
   j.submit_time = 1700000000;
   j.start_time = 1700000100;
   j.end_time = 1700000200;
-  j.allocations = {{"n1", GpuSet::FromIndices({0, 1, 2, 3}), 24, 262144, 0, 0},
-                   {"n2", GpuSet::FromIndices({4, 6}), 12, 1024, 500, 4096}};
+  j.allocations = {{"n1", GpuSet::FromIndices({0, 1, 2, 3}), 24, 262144, 0, 0, {}},
+                   {"n2",
+                    GpuSet::FromIndices({4, 6}),
+                    12,
+                    1024,
+                    500,
+                    4096,
+                    {"MIG-4a", "MIG-6b"}}};  // issue 20: MIG devices
   j.exit_code = 3;
   j.signal = 9;
   j.reason = "node n2 down";

@@ -54,3 +54,22 @@ test('gpuMemoryText: the peak NVML saw against what a share was promised (issue 
                '11 GiB peak of 20 GiB promised');
   assert.equal(gpuMemoryText({ gpu_memory_peak_mib: 62464, req: {} }), '61 GiB peak');
 });
+
+test('gpuStates: a MIG GPU shows its devices and who holds each (issue 20)', () => {
+  const node = {
+    gpus: 2, gpu_jobs: [0, 5], gpu_share_milli: [0, 0], unhealthy: '',
+    mig_devices: [
+      { gpu: 0, profile: '1g.10gb', uuid: 'MIG-a', memory_mib: 9728, job: 12 },
+      { gpu: 0, profile: '1g.10gb', uuid: 'MIG-b', memory_mib: 9728, job: 0 },
+      { gpu: 0, profile: '2g.20gb', uuid: 'MIG-c', memory_mib: 19456, job: 13 },
+    ],
+  };
+  const jobs = new Map([[12, { id: 12, req: { user: 'ann' } }]]);
+  const st = gpuStates(node, jobs);
+  assert.equal(st[0].state, 'mig');
+  assert.deepEqual(st[0].devices.map((d) => d.uuid), ['MIG-a', 'MIG-b', 'MIG-c']);
+  assert.equal(st[0].devices[0].holder.req.user, 'ann');
+  assert.equal(st[0].devices[1].holder, null);
+  assert.equal(st[0].devices[2].holder.id, 13, 'a job the list does not have still names its id');
+  assert.equal(st[1].state, 'busy', 'a GPU without MIG devices is as before');
+});
