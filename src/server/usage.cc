@@ -48,6 +48,17 @@ void Controller::AddUsageLocked(const std::string& node,
       track = usage_.insert_or_assign(s.job, std::move(t)).first;
     }
     if (state::AddSample(&track->second.usage, node, s)) track->second.dirty = true;
+    NoteGpuUtilLocked(node, s);
+  }
+}
+
+void Controller::NoteGpuUtilLocked(const std::string& node,
+                                   const state::JobUsageSample& s) {
+  std::vector<GpuUtilSeen>& seen = gpu_util_[node];
+  for (const state::GpuSample& g : s.gpus) {
+    if (g.gpu < 0 || g.gpu >= GpuSet::kMaxGpus || g.util < 0) continue;
+    if (g.gpu >= static_cast<int>(seen.size())) seen.resize(g.gpu + 1);
+    seen[g.gpu] = GpuUtilSeen{s.job, s.start_time, g.util};
   }
 }
 

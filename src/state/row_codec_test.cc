@@ -464,7 +464,8 @@ TEST(RowCodec, RecordSizesMatchTheCodecs) {
   EXPECT_EQ(sizeof(sched::JobRequest), 384u);
   EXPECT_EQ(sizeof(NodeAllocation), 72u);
   EXPECT_EQ(sizeof(NodeRecord), 392u);  // issue 19: burn-in; 20: gpu_sharing
-  EXPECT_EQ(sizeof(NodeStatus), 632u);  // 17: features (API only); 19: burn-in; 20: MPS
+  EXPECT_EQ(sizeof(NodeStatus), 656u);  // 17: features (API only); 19: burn-in; 20: MPS;
+                                        // 21: gpu_util (API only)
   EXPECT_EQ(sizeof(TokenRecord), 152u);
   EXPECT_EQ(sizeof(StepRecord), 184u);  // issue 18
 }
