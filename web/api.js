@@ -78,6 +78,7 @@ export const api = {
     return d;
   }),
   log: (id, lines = 200) => request('GET', `/jobs/${id}/log?tail=${lines}`),
+  usage: (id) => request('GET', `/jobs/${id}/usage`),
   partitions: () => request('GET', '/partitions').then((d) => d.partitions),
   history: (since = 0) => request('GET', `/history?since=${since}`),
   cancel: (id) => request('POST', `/jobs/${id}/cancel`),

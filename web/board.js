@@ -1,9 +1,10 @@
 // A node drawn as its GPU board (SVG): NUMA nodes side by side, PCIe switches inside them,
 // GPUs inside those, NVLink arcs between GPU pairs (thicker for more links) or one
-// NVSwitch bar for all-to-all boxes. Each GPU is coloured by the job holding it.
+// NVSwitch bar for all-to-all boxes. Each GPU is coloured by the job holding it, lighter
+// the less the job's latest sample says it uses it (issue 21, node.gpu_util).
 
 import { boardLayout } from './topology.js';
-import { FREE_COLOR, UNHEALTHY_COLOR, jobColor } from './colors.js';
+import { FREE_COLOR, UNHEALTHY_COLOR, utilColor, utilLightness } from './colors.js';
 import { attachTooltip } from './tooltip.js';
 import { formatMib, parseGpuSet, svg } from './util.js';
 
@@ -22,6 +23,7 @@ export function gpuStates(node, jobsById) {
   return Array.from({ length: node.gpus }, (_, i) => {
     const jobId = (node.gpu_jobs || [])[i] || 0;
     const share = (node.gpu_share_milli || [])[i] || 0;
+    const util = (node.gpu_util || [])[i] ?? -1;
     if (unhealthy.has(i)) return { state: 'unhealthy', reason: reasons[String(i)] || 'unhealthy' };
     // Issue 20: a GPU in MIG mode is never given whole; its devices are.
     const mig = (node.mig_devices || []).filter((d) => d.gpu === i);
@@ -29,12 +31,46 @@ export function gpuStates(node, jobsById) {
       return { state: 'mig', devices: mig.map((d) => ({
         ...d, holder: d.job ? (jobsById.get(d.job) || { id: d.job }) : null })) };
     }
-    if (jobId) return { state: 'busy', job: jobsById.get(jobId) || { id: jobId }, share };
+    if (jobId) return { state: 'busy', job: jobsById.get(jobId) || { id: jobId }, share, util };
     return { state: 'free' };
   });
 }
 
-function gpuTooltip(node, layoutGpu, st) {
+// "84 % utilised (latest sample)", in a busy GPU's title (aria-label) and tooltip; ''
+// when there is no figure.
+export function utilText(util) {
+  return util >= 0 ? `${util} % utilised (latest sample)` : '';
+}
+
+// A busy GPU's fill and text shade at `util` %: light cells get dark text.
+export function busyShade(jobId, util) {
+  return { fill: utilColor(jobId, util), dark: utilLightness(jobId, util) > 70 };
+}
+
+// Re-shades the drawn boards' busy GPUs from `nodes`' gpu_util, in place: utilisation
+// moves with every sample, and a redraw would strand the tooltip under the pointer.
+export function shadeBoards(root, nodes) {
+  for (const node of nodes) {
+    for (const cell of root.querySelectorAll(`g.gpu.busy[data-node="${CSS.escape(node.name)}"]`)) {
+      const util = (node.gpu_util || [])[Number(cell.dataset.gpu)] ?? -1;
+      shadeCell(cell, Number(cell.dataset.job), util);
+    }
+  }
+}
+
+function shadeCell(cell, jobId, util) {
+  const shade = busyShade(jobId, util);
+  cell.querySelector('rect').setAttribute('fill', shade.fill);
+  cell.classList.toggle('light', shade.dark);
+  if (util >= 0) cell.dataset.util = util;
+  else delete cell.dataset.util;
+  // Its title: the aria-label, not an SVG <title>, whose native tooltip would show
+  // over the page's own.
+  cell.setAttribute('aria-label',
+    `GPU ${cell.dataset.gpu} of ${cell.dataset.node}${util >= 0 ? `: ${utilText(util)}` : ''}`);
+}
+
+function gpuTooltip(node, layoutGpu, st, cell) {
   const lines = [`${node.name} · GPU ${layoutGpu.index}`,
                  `${layoutGpu.model || node.gpu_model} · ${formatMib(layoutGpu.memory_mib || node.gpu_memory_mib)}`,
                  `NUMA ${layoutGpu.numa_node}`];
@@ -54,6 +90,9 @@ function gpuTooltip(node, layoutGpu, st) {
     const part = (j.allocations || []).find((a) => a.node === node.name);
     if (part?.gpu_memory_mib) lines.push(`GPU memory ${formatMib(part.gpu_memory_mib)} (limit)`);
     if (st.share) lines.push(`share ${(st.share / 10).toFixed(0)}% of the GPU`);
+    // The figure now, which shadeBoards may have changed since the board was drawn.
+    const util = cell.dataset.util === undefined ? -1 : Number(cell.dataset.util);
+    if (util >= 0) lines.push(utilText(util));
   }
   return lines;
 }
@@ -159,8 +198,7 @@ export function renderBoard(node, jobsById, onJobClick) {
     const p = pos.get(g.index);
     if (!p) continue;
     const st = states[g.index] || { state: 'free' };
-    const fill = st.state === 'busy' ? jobColor(st.job.id)
-      : st.state === 'unhealthy' ? UNHEALTHY_COLOR : FREE_COLOR;
+    const fill = st.state === 'unhealthy' ? UNHEALTHY_COLOR : FREE_COLOR;
     const cell = svg('g', {
       class: `gpu ${st.state}`, 'data-node': node.name, 'data-gpu': g.index,
       'data-state': st.state, 'data-job': st.state === 'busy' ? st.job.id : undefined,
@@ -188,7 +226,8 @@ export function renderBoard(node, jobsById, onJobClick) {
         cell.append(slice);
       });
     }
-    attachTooltip(cell, () => gpuTooltip(node, g, st));
+    if (st.state === 'busy') shadeCell(cell, st.job.id, st.util);
+    attachTooltip(cell, () => gpuTooltip(node, g, st, cell));
     if (st.state === 'busy' && onJobClick) cell.addEventListener('click', () => onJobClick(st.job.id));
     root.append(cell);
   }

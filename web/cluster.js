@@ -1,9 +1,9 @@
-// Cluster view (#/cluster): every node as its GPU board, coloured by job, with drain and
-// resume for token holders.
+// Cluster view (#/cluster): every node as its GPU board, coloured by job and shaded by
+// each GPU's utilisation, with drain and resume for token holders.
 
 import { api, describeError } from './api.js';
 import { showBanner } from './banner.js';
-import { renderBoard } from './board.js';
+import { renderBoard, shadeBoards } from './board.js';
 import { jobColor } from './colors.js';
 import { hideTooltip } from './tooltip.js';
 import { el, formatMib, jobGpuCount, parseGpuSet } from './util.js';
@@ -95,9 +95,14 @@ export const clusterView = {
     const running = jobs.filter((j) => j.state === 'RUNNING').length;
     st.summary.textContent = `${nodes.length} nodes · ${busy}/${healthy} GPUs busy · ` +
       `${running} running · ${pending} pending`;
-    // Redrawn only on a change: a board replaced under the pointer would strand its tooltip.
-    const sig = JSON.stringify([nodes, jobs.map((j) => [j.id, j.state, j.spec?.name])]);
-    if (sig === st.sig) return;
+    // Redrawn only on a change: a board replaced under the pointer would strand its
+    // tooltip. The utilisation (issue 21) moves with every sample: re-shaded in place.
+    const sig = JSON.stringify([nodes.map((n) => ({ ...n, gpu_util: undefined })),
+                                jobs.map((j) => [j.id, j.state, j.spec?.name])]);
+    if (sig === st.sig) {
+      shadeBoards(st.list, nodes);
+      return;
+    }
     st.sig = sig;
     hideTooltip();
     st.list.replaceChildren(...nodes.map((n) => nodeCard(n, jobsById, ctx)));

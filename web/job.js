@@ -1,9 +1,11 @@
 // Job page (#/job/ID): what it asked for and got, its history from the timestamps the
-// record keeps, why it waits, and the tail of its log.
+// record keeps, why it waits, what it did with its GPUs (web/usage.js), and the tail of
+// its log.
 
 import { api, ApiError, describeError } from './api.js';
 import { jobColor } from './colors.js';
 import { cancelJob } from './queue.js';
+import { usageContent, usageError } from './usage.js';
 import {
   el, formatDuration, formatMib, formatTime, jobGpuCount, nowSeconds, placementText, present,
 } from './util.js';
@@ -120,9 +122,12 @@ export const jobView = {
     const body = el('div', { class: 'job-body' });
     const log = el('pre', { class: 'log', id: 'job-log' }, 'loading…');
     const logInfo = el('p', { class: 'muted', id: 'job-log-info' });
-    main.replaceChildren(head, body,
+    const usageBox = el('div', { class: 'usage-box' }, el('p', { class: 'muted' }, 'loading…'));
+    const usage = el('section', { class: 'card', id: 'job-usage', hidden: true },
+                     el('h3', {}, 'GPU usage'), usageBox);
+    main.replaceChildren(head, body, usage,
       el('section', { class: 'card' }, el('h3', {}, 'Log (tail)'), logInfo, log));
-    return { id: params.id, head, body, log, logInfo };
+    return { id: params.id, head, body, log, logInfo, usage, usageBox };
   },
   async refresh(st, ctx) {
     const detail = await api.job(st.id);
@@ -142,20 +147,40 @@ export const jobView = {
         el('section', { class: 'card' }, el('h3', {}, 'History'), history),
         el('section', { class: 'card' }, el('h3', {}, 'Request and placement'), facts(job))),
       explainBlock(detail)));
-    // The log: once for a finished job, every refresh while it runs.
-    if (!job.start_time || (st.logDone && !active)) {
-      if (!job.start_time) st.log.textContent = '(not started: no log yet)';
-      return;
-    }
-    try {
-      const t = await api.log(job.id, LOG_LINES);
-      st.logInfo.textContent = `${t.path} on ${t.node} · ${t.size} bytes · last ${LOG_LINES} lines`;
-      st.log.textContent = t.text || '(empty)';
-    } catch (e) {
-      st.logInfo.textContent = '';
-      // 404: not started, or on another node; 401/403: the log is its owner's.
-      st.log.textContent = e instanceof ApiError && e.status === 404 ? e.message : describeError(e);
-    }
-    st.logDone = !active;
+    // The usage and the log: once for a finished job, every refresh while it runs. A
+    // requeued job waiting again still has its earlier runs' usage.
+    const ran = job.start_time || job.requeues > 0;
+    st.usage.hidden = !ran;
+    if (!job.start_time) st.log.textContent = '(not started: no log yet)';
+    await Promise.all([
+      !ran || (st.usageDone && !active) ? null : refreshUsage(st, job, active),
+      !job.start_time || (st.logDone && !active) ? null : refreshLog(st, job, active),
+    ]);
   },
 };
+
+// Done for a finished job once it was read: a refusal (401/403: the usage is its
+// owner's, like the log) is asked again, so a token pasted since shows it.
+async function refreshUsage(st, job, active) {
+  try {
+    st.usageBox.replaceChildren(...usageContent(await api.usage(job.id), job.state === 'RUNNING'));
+    st.usageDone = !active;
+  } catch (e) {
+    st.usageBox.replaceChildren(...usageError(e));
+  }
+}
+
+async function refreshLog(st, job, active) {
+  try {
+    const t = await api.log(job.id, LOG_LINES);
+    st.logInfo.textContent = `${t.path} on ${t.node} · ${t.size} bytes · last ${LOG_LINES} lines`;
+    st.log.textContent = t.text || '(empty)';
+  } catch (e) {
+    st.logInfo.textContent = '';
+    // 404: not started, or on another node; 401/403: the log is its owner's, asked
+    // again (a token pasted since shows it).
+    st.log.textContent = e instanceof ApiError && e.status === 404 ? e.message : describeError(e);
+    if (e instanceof ApiError && (e.status === 401 || e.status === 403)) return;
+  }
+  st.logDone = !active;
+}

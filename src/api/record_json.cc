@@ -505,6 +505,7 @@ json ToJson(const NodeStatus& node) {
                        {"job", m.job}});
   }
   j["mig_devices"] = std::move(mig);
+  j["gpu_util"] = node.gpu_util;
   j["alloc_cpus"] = node.alloc_cpus;
   j["alloc_memory_mib"] = node.alloc_memory_mib;
   json strays = json::array();
@@ -716,6 +717,7 @@ Status FromJson(const json& j, NodeStatus* out, std::string_view path) {
   r.List<JobId>("gpu_jobs", &node.gpu_jobs, ReadIntItem<JobId>);
   r.List<int>("gpu_share_milli", &node.gpu_share_milli, ReadIntItem<int>);
   r.List<NodeMigDevice>("mig_devices", &node.mig_devices, ReadMigDeviceItem);
+  r.List<int>("gpu_util", &node.gpu_util, ReadIntItem<int>);
   r.Int("alloc_cpus", &node.alloc_cpus);
   r.Int("alloc_memory_mib", &node.alloc_memory_mib);
   r.List<StrayGpuProcess>("stray_processes", &node.stray_processes, ReadStrayItem);

@@ -92,6 +92,7 @@ TEST(RecordJson, NodeStatusRoundTripIsFlat) {
   s.gpu_share_milli = {0, 0, 0, 0, 0, 0, 0, 250};
   s.mig_devices = {{5, "1g.10gb", "MIG-5a", 9728, 0},
                    {5, "3g.40gb", "MIG-5b", 39424, 12}};
+  s.gpu_util = {-1, 87, 91, -1, -1, -1, -1, 4};
   s.alloc_cpus = 12;
   s.alloc_memory_mib = 4096;
   s.stray_processes.push_back(
@@ -100,8 +101,8 @@ TEST(RecordJson, NodeStatusRoundTripIsFlat) {
   const std::string text = NodeStatusToJson(s);
   const json j = json::parse(text);
   EXPECT_EQ(j["stray_processes"][0]["command"], "python train.py");
-  EXPECT_EQ(Keys(j).size(), 31u);  // 19: four burn-in fields; 20: gpu_sharing(_events),
-                                   // mig_devices
+  EXPECT_EQ(Keys(j).size(), 32u);  // 19: four burn-in fields; 20: gpu_sharing(_events),
+                                   // mig_devices; 21: gpu_util
   EXPECT_EQ(j["mig_devices"][1]["job"], 12);
   EXPECT_EQ(j["features"], json({"h100", "ib", "nvlink"}));
   EXPECT_EQ(j["name"], "n3");
@@ -110,6 +111,7 @@ TEST(RecordJson, NodeStatusRoundTripIsFlat) {
   EXPECT_EQ(NodeStatusToJson(*back), text);
   EXPECT_EQ(back->record.name, "n3");
   EXPECT_EQ(back->gpu_jobs[7], 99);
+  EXPECT_EQ(back->gpu_util, s.gpu_util);
   EXPECT_EQ(back->features, s.features);
   ASSERT_EQ(back->stray_processes.size(), 1u);
   EXPECT_EQ(back->stray_processes[0].pid, 4242u);

@@ -657,6 +657,8 @@ state::NodeStatus Controller::NodeStatusLocked(const state::NodeRecord& rec,
     st.alloc_cpus = n.cpus - n.free_cpus;
     st.alloc_memory_mib = n.memory_mib - n.free_memory_mib;
   }
+  st.gpu_util.assign(st.gpus, -1);
+  auto util = gpu_util_.find(rec.name);
   for (const auto& [id, job] : image_.jobs) {
     if (job.state != state::JobState::kRunning) continue;
     for (const state::NodeAllocation& a : job.allocations) {
@@ -671,6 +673,14 @@ state::NodeStatus Controller::NodeStatusLocked(const state::NodeRecord& rec,
         if (!a.gpus.contains(g)) continue;
         if (st.gpu_jobs[g] == 0) st.gpu_jobs[g] = id;
         st.gpu_share_milli[g] += a.share_milli;
+        // Issue 21: the latest figure of this run on this GPU (the shares of one GPU
+        // all see the device's figure).
+        if (util != gpu_util_.end() && g < static_cast<int>(util->second.size())) {
+          const GpuUtilSeen& u = util->second[g];
+          if (u.job == id && u.start_time == job.start_time) {
+            st.gpu_util[g] = std::max(st.gpu_util[g], u.util);
+          }
+        }
       }
     }
   }

@@ -456,6 +456,9 @@ class Controller {
   std::string IdleNoteLocked(const state::JobRecord& job) const REQUIRES(mu_);
   // /metrics: the running jobs' GPUs as last sampled, and how many are warned idle.
   void JobGpuGaugesLocked(ClusterGauges* g) const REQUIRES(mu_);
+  // Keeps a sample's utilisation per GPU of `node` for NodeStatus::gpu_util (usage.cc).
+  void NoteGpuUtilLocked(const std::string& node, const state::JobUsageSample& s)
+      REQUIRES(mu_);
   // The runs `edits` end or requeue: their JobEnded gets the run's summary, and their
   // usage moves to `save` (written with the commit), out of usage_.
   void EndUsageLocked(std::vector<state::Edit>* edits, std::vector<state::JobUsage>* save)
@@ -547,6 +550,15 @@ class Controller {
     std::vector<Latest> latest = {};  // one per GPU of the run, as usage.gpus
   };
   std::unordered_map<state::JobId, UsageTrack> usage_ GUARDED_BY(mu_);
+  // Per node, per GPU index: the utilisation in the latest sample that had one, and
+  // whose run it was; NodeStatus::gpu_util shows it while that run still holds the GPU
+  // (so an ended job's figure is never shown). Bounded: one entry per GPU.
+  struct GpuUtilSeen {
+    state::JobId job = 0;
+    Time start_time = 0;
+    int util = -1;
+  };
+  std::unordered_map<std::string, std::vector<GpuUtilSeen>> gpu_util_ GUARDED_BY(mu_);
   // Per node, the jobs whose earlier run its agent still runs though the records ended
   // or requeued it (HoldStaleNodesLocked): kept until the agent reports their exit or
   // registers without them.

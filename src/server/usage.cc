@@ -53,6 +53,7 @@ void Controller::AddUsageLocked(const std::string& node,
     UsageTrack& t = track->second;
     if (!state::AddSample(&t.usage, node, s)) continue;
     t.dirty = true;
+    NoteGpuUtilLocked(node, s);  // the node's gpu_util (the dashboard's shading)
     // Each GPU's latest figures, and whether the run is idle by its partition's policy.
     if (t.latest.size() != t.usage.gpus.size()) {
       t.latest.clear();
@@ -158,6 +159,14 @@ void Controller::JobGpuGaugesLocked(ClusterGauges* g) const {
       g->job_gpus.push_back({entry.first, job->second.req.user, job->second.req.account,
                              l.node, l.gpu, l.util, l.mem_mib});
     }
+
+void Controller::NoteGpuUtilLocked(const std::string& node,
+                                   const state::JobUsageSample& s) {
+  std::vector<GpuUtilSeen>& seen = gpu_util_[node];
+  for (const state::GpuSample& g : s.gpus) {
+    if (g.gpu < 0 || g.gpu >= GpuSet::kMaxGpus || g.util < 0) continue;
+    if (g.gpu >= static_cast<int>(seen.size())) seen.resize(g.gpu + 1);
+    seen[g.gpu] = GpuUtilSeen{s.job, s.start_time, g.util};
   }
 }
 

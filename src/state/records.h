@@ -277,6 +277,10 @@ struct NodeStatus {
   // Issue 20: what its agent's MPS daemons did lately ("2026-12-03T10:00:00Z GPU 2: MPS
   // control daemon ... restarted"), oldest first; kept in memory, the last few.
   std::vector<std::string> gpu_sharing_events;
+  // Issue 21: per GPU index, its SM utilisation (%) in the latest sample of a running
+  // job holding it, -1 when none came (free, simulated, or not sampled yet). API only,
+  // derived from the agents' usage samples; the dashboard shades the node board by it.
+  std::vector<int> gpu_util;
   // Its features (sched/features.h: automatic and configured, sorted), which -C
   // matches; sinfo's %f, scontrol show node's AvailableFeatures (issue 17).
   std::vector<std::string> features;

@@ -469,8 +469,8 @@ TEST(RowCodec, RecordSizesMatchTheCodecs) {
   EXPECT_EQ(sizeof(sched::JobRequest), 416u);  // issue 20: mig_profile
   EXPECT_EQ(sizeof(NodeAllocation), 96u);      // issue 20: mig
   EXPECT_EQ(sizeof(NodeRecord), 392u);         // issue 19: burn-in; 20: gpu_sharing
-  EXPECT_EQ(sizeof(NodeStatus), 656u);  // 17: features (API only); 19: burn-in; 20: MPS,
-                                        // mig_devices
+  EXPECT_EQ(sizeof(NodeStatus), 680u);  // 17: features (API only); 19: burn-in; 20: MPS,
+                                        // mig_devices; 21: gpu_util (API only)
   EXPECT_EQ(sizeof(TokenRecord), 152u);
   EXPECT_EQ(sizeof(StepRecord), 184u);  // issue 18
 }

@@ -22,10 +22,13 @@ export class DevCluster {
   // config: a cluster config (default examples/two-nodes.toml), null for none; nodes and
   // preset: hachi dev's --nodes/--preset (default 2 HGX H100).
   // ready: what start() waits for each node to be (default: up; a burn-in test waits for
-  // its run's outcome instead).
+  // its run's outcome instead). args: more flags for hachi dev; env: more environment
+  // for it (the fake NVML's, for "real" GPUs).
   constructor({ root, hachi, historyInterval = 2, config, nodes = 2, preset = 'hgx-h100',
-                ready = (n) => n.state === 'up' }) {
+                ready = (n) => n.state === 'up', args = [], env = {} }) {
     this.ready = ready;
+    this.extraArgs = args;
+    this.devEnv = { ...process.env, ...env };
     this.config = config === undefined ? join(root, 'examples', 'two-nodes.toml') : config;
     this.nodes = nodes;
     this.preset = preset;
@@ -43,9 +46,10 @@ export class DevCluster {
     const args = ['dev', ...(this.config ? ['--config', this.config] : []),
                   '--nodes', String(this.nodes), '--preset', this.preset,
                   '--state-dir', this.stateDir, '--listen', '127.0.0.1:0',
-                  '--history-interval', String(this.historyInterval)];
+                  '--history-interval', String(this.historyInterval), ...this.extraArgs];
     this.log = [];
-    this.proc = spawn(this.hachi, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    this.url = '';
+    this.proc = spawn(this.hachi, args, { stdio: ['ignore', 'ignore', 'pipe'], env: this.devEnv });
     this.proc.stderr.setEncoding('utf8');
     this.proc.stderr.on('data', (d) => this.log.push(d));
     this.exited = new Promise((resolve) => this.proc.on('exit', resolve));
@@ -66,12 +70,22 @@ export class DevCluster {
   }
 
   async stop() {
+    await this.stopProcess();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  // A restart of the server (and its agents) on the same state directory.
+  async restart() {
+    await this.stopProcess();
+    await this.start();
+  }
+
+  async stopProcess() {
     if (this.proc && this.proc.exitCode === null) {
       this.proc.kill('SIGTERM');
       await Promise.race([this.exited, sleep(20000)]);
       if (this.proc.exitCode === null) this.proc.kill('SIGKILL');
     }
-    rmSync(this.dir, { recursive: true, force: true });
   }
 
   // The CLI, as this process's user over the Unix socket; throws on a non-zero exit.
