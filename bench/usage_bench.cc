@@ -164,8 +164,9 @@ void BM_ServerSample8Gpus(benchmark::State& st) {
       static_cast<double>(state::UsageToJson(DayOf(3, 8)).size());
   // In memory: a GPU's sums, histogram and series after a day (the series at its bound).
   const state::JobUsage day = DayOf(4, 1);
-  st.counters["bytes_per_gpu_in_memory"] = static_cast<double>(
-      sizeof(state::GpuUsage) + day.gpus[0].series.capacity() * sizeof(state::UsagePoint));
+  st.counters["bytes_per_gpu_in_memory"] =
+      static_cast<double>(sizeof(state::GpuUsage) +
+                          day.gpus[0].series.capacity() * sizeof(state::UsagePoint));
 }
 BENCHMARK(BM_ServerSample8Gpus);
 

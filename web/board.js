@@ -4,7 +4,7 @@
 // the less the job's latest sample says it uses it (issue 21, node.gpu_util).
 
 import { boardLayout } from './topology.js';
-import { FREE_COLOR, UNHEALTHY_COLOR, utilColor, utilLightness } from './colors.js';
+import { FREE_COLOR, UNHEALTHY_COLOR, jobColor, utilColor, utilLightness } from './colors.js';
 import { attachTooltip } from './tooltip.js';
 import { formatMib, parseGpuSet, svg } from './util.js';
 

@@ -54,6 +54,7 @@ Result<std::unique_ptr<Controller>> Controller::Create(
   c->metrics_->registry().AddCollector(
       [raw = c.get()](metrics::Writer& w) { WriteClusterGauges(raw->Gauges(), w); });
   c->image_ = std::move(*image);
+  c->ResumeUsageLocked();  // issue 21: the running jobs' usage so far
   c->next_id_ = c->image_.last_job_id + 1;
   const Time now = c->options_.clock->Now();
   for (auto& [id, job] : c->image_.jobs) {

@@ -441,7 +441,10 @@ class Controller {
   // The running steps on `reg.node` its agent does not run (it restarted), ended FAILED.
   std::vector<state::Edit> LostStepsLocked(const AgentRegistration& reg) const
       REQUIRES(mu_);
-  // Issue 21 (usage.cc): adds an agent's samples to its jobs' current runs.
+  // Issue 21 (usage.cc): the running jobs' runs as stored before a restart, into usage_
+  // (Create, before any thread: their samples then go on from there).
+  void ResumeUsageLocked() REQUIRES(mu_);
+  // Adds an agent's samples to its jobs' current runs.
   void AddUsageLocked(const std::string& node,
                       const std::vector<state::JobUsageSample>& samples) REQUIRES(mu_);
   // The idle-GPU policy of a running job's partition (config::IdleGpuPolicy); null when

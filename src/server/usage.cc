@@ -30,6 +30,23 @@ state::JobUsage NewUsage(const state::JobRecord& job) {
 
 }  // namespace
 
+void Controller::ResumeUsageLocked() {
+  for (const auto& entry : image_.jobs) {
+    const state::JobRecord& job = entry.second;
+    if (job.state != state::JobState::kRunning) continue;
+    Result<std::vector<state::JobUsage>> stored = store_->LoadUsage(job.id);
+    if (!stored.ok()) {
+      std::cerr << "hachi server: job " << job.id
+                << "'s usage so far not read: " << stored.status().message() << "\n";
+      continue;
+    }
+    for (state::JobUsage& u : *stored) {
+      if (u.start_time == job.start_time)
+        usage_[job.id] = UsageTrack{std::move(u), false};
+    }
+  }
+}
+
 void Controller::AddUsageLocked(const std::string& node,
                                 const std::vector<state::JobUsageSample>& samples) {
   for (const state::JobUsageSample& s : samples) {
@@ -40,15 +57,9 @@ void Controller::AddUsageLocked(const std::string& node,
     }
     auto track = usage_.find(s.job);
     if (track == usage_.end() || track->second.usage.start_time != s.start_time) {
-      UsageTrack t{NewUsage(job->second), true};
-      // A run that began before this server process: resume what was stored of it.
-      if (Result<std::vector<state::JobUsage>> stored = store_->LoadUsage(s.job);
-          stored.ok()) {
-        for (state::JobUsage& u : *stored) {
-          if (u.start_time == s.start_time) t.usage = std::move(u);
-        }
-      }
-      track = usage_.insert_or_assign(s.job, std::move(t)).first;
+      // A run's first sample (a run from before a restart was resumed at Create).
+      track =
+          usage_.insert_or_assign(s.job, UsageTrack{NewUsage(job->second), true}).first;
     }
     UsageTrack& t = track->second;
     if (!state::AddSample(&t.usage, node, s)) continue;
@@ -159,6 +170,8 @@ void Controller::JobGpuGaugesLocked(ClusterGauges* g) const {
       g->job_gpus.push_back({entry.first, job->second.req.user, job->second.req.account,
                              l.node, l.gpu, l.util, l.mem_mib});
     }
+  }
+}
 
 void Controller::NoteGpuUtilLocked(const std::string& node,
                                    const state::JobUsageSample& s) {

@@ -110,7 +110,8 @@ TEST(RowCodec, RowsCarryTheirVersion) {
   const json j = json::parse(EncodeJobRow(FullJob(3)));
   EXPECT_EQ(j["_v"], kJobRowFormat.version);
   EXPECT_EQ(j["_min_reader"], 7);  // issue 20: FullJob asks for MIG devices
-  EXPECT_EQ(j.size(), 19u);  // 17 fields (20: gpu_memory_peak_mib, 21: usage) + 2 versions
+  EXPECT_EQ(j.size(),
+            19u);  // 17 fields (20: gpu_memory_peak_mib, 21: usage) + 2 versions
   EXPECT_EQ(j["req"].size(), 25u);  // issue 17: FullJob sets the six optional fields;
                                     // 20: mig_profile
   EXPECT_EQ(j["allocations"][1].size(), 7u);  // issue 20: mig, only where set
