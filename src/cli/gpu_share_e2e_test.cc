@@ -20,6 +20,7 @@
 
 #include "cli/cli_testing.h"
 #include "cli/dev_testing.h"
+#include "cli/e2e_testing.h"
 #include "core/strings.h"
 #include "topo/presets.h"
 #include "topo/topology_file.h"
@@ -41,24 +42,6 @@ class GpuShareE2e : public ::testing::Test {
   }
   void TearDown() override {
     if (!HasFailure()) std::system(("rm -rf " + dir_).c_str());
-  }
-  static json Job(int64_t id) {
-    const json j = json::parse(
-        Hachi("show job " + std::to_string(id) + " --json", false).out, nullptr, false);
-    return j.is_object() && j.contains("job") ? j["job"] : json();
-  }
-  static std::string State(int64_t id) {
-    const json j = Job(id);
-    return j.is_object() ? j.value("state", "") : "";
-  }
-  template <typename Pred>
-  static bool WaitUntil(int seconds, Pred pred) {
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-    while (std::chrono::steady_clock::now() < end) {
-      if (pred()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return pred();
   }
   int64_t Submit(const std::string& args) {
     const testing::CmdResult r = Hachi("submit --parsable -p shared " + args, false);
@@ -86,11 +69,11 @@ TEST_F(GpuShareE2e, AnMpsDaemonServesTheGpusSharesFromFirstToLast) {
       Submit("--gpu-share 0.5 --gpu-mem 20G -o " + out + " --wrap '" + env + wait + "'");
   const int64_t b =
       Submit("--gpu-share 0.5 --gpu-mem 20G -o " + out + " --wrap '" + env + wait + "'");
-  ASSERT_TRUE(
-      WaitUntil(30, [&] { return State(a) == "RUNNING" && State(b) == "RUNNING"; }))
-      << State(a) << " " << State(b) << ReadFile(dir_ + "/dev.log");
-  const json ja = Job(a);
-  const json jb = Job(b);
+  ASSERT_TRUE(WaitUntil(
+      30, [&] { return ShownState(a) == "RUNNING" && ShownState(b) == "RUNNING"; }))
+      << ShownState(a) << " " << ShownState(b) << ReadFile(dir_ + "/dev.log");
+  const json ja = ShownJob(a);
+  const json jb = ShownJob(b);
   ASSERT_EQ(ja["allocations"][0]["gpus"], jb["allocations"][0]["gpus"]);  // one GPU
   const std::string gpu = ja["allocations"][0]["gpus"];
   const std::string mps = dir_ + "/state/spool/node1/mps/gpu" + gpu;
@@ -118,8 +101,8 @@ TEST_F(GpuShareE2e, AnMpsDaemonServesTheGpusSharesFromFirstToLast) {
   EXPECT_NE(shown.find("GPU shares: MPS"), std::string::npos) << shown;
 
   std::ofstream(dir_ + "/go") << "";
-  ASSERT_TRUE(
-      WaitUntil(30, [&] { return State(a) == "COMPLETED" && State(b) == "COMPLETED"; }));
+  ASSERT_TRUE(WaitUntil(
+      30, [&] { return ShownState(a) == "COMPLETED" && ShownState(b) == "COMPLETED"; }));
   // After the last share: told to quit, and gone.
   EXPECT_TRUE(WaitUntil(10, [&] {
     return ReadFile(log).find("User did send quit") != std::string::npos &&
@@ -156,10 +139,10 @@ TEST_F(GpuShareE2e, WithoutMpsAShareOverItsGpuMemoryEndsAndItsNeighbourRunsOn) {
   const int64_t a = Submit("--gpu-share 0.5 --gpu-mem 20G -o /dev/null " + script("a"));
   const int64_t b = Submit("--gpu-share 0.5 --gpu-mem 20G -o /dev/null " + script("b"));
   ASSERT_TRUE(WaitUntil(30, [&] {
-    return State(a) == "RUNNING" && State(b) == "RUNNING";
+    return ShownState(a) == "RUNNING" && ShownState(b) == "RUNNING";
   })) << ReadFile(dir_ + "/dev.log");
-  const std::string gpu = Job(a)["allocations"][0]["gpus"];
-  ASSERT_EQ(Job(b)["allocations"][0]["gpus"], gpu);
+  const std::string gpu = ShownJob(a)["allocations"][0]["gpus"];
+  ASSERT_EQ(ShownJob(b)["allocations"][0]["gpus"], gpu);
   ASSERT_TRUE(WaitUntil(10, [&] {
     return !ReadFile(dir_ + "/pid-a").empty() && !ReadFile(dir_ + "/pid-b").empty();
   }));
@@ -169,18 +152,18 @@ TEST_F(GpuShareE2e, WithoutMpsAShareOverItsGpuMemoryEndsAndItsNeighbourRunsOn) {
   std::ofstream(events, std::ios::app) << "proc " << gpu << " " << pid_a << " 12000\n"
                                        << "proc " << gpu << " " << pid_b << " 11264\n";
   ASSERT_TRUE(WaitUntil(20, [&] {
-    return Job(b).value("gpu_memory_peak_mib", 0) == 11264;
-  })) << Job(b).dump();
+    return ShownJob(b).value("gpu_memory_peak_mib", 0) == 11264;
+  })) << ShownJob(b).dump();
   std::ofstream(events, std::ios::app) << "proc " << gpu << " " << pid_a << " 23654\n";
-  ASSERT_TRUE(WaitUntil(30, [&] { return State(a) == "OUT_OF_MEMORY"; }))
-      << State(a) << ReadFile(dir_ + "/dev.log");
-  const json ended = Job(a);
+  ASSERT_TRUE(WaitUntil(30, [&] { return ShownState(a) == "OUT_OF_MEMORY"; }))
+      << ShownState(a) << ReadFile(dir_ + "/dev.log");
+  const json ended = ShownJob(a);
   EXPECT_EQ(ended["reason"], "used 23.1 GiB of GPU memory on GPU " + gpu +
                                  ", promised 20 GiB (--gpu-mem)");
   EXPECT_EQ(ended["gpu_memory_peak_mib"], 23654);
   // The neighbour is untouched.
   std::this_thread::sleep_for(std::chrono::seconds(1));
-  EXPECT_EQ(State(b), "RUNNING");
+  EXPECT_EQ(ShownState(b), "RUNNING");
   const std::string shown = Hachi("show job " + std::to_string(b)).out;
   EXPECT_NE(shown.find("GpuMemPeak=11.0G GpuMemPromised=20.0G"), std::string::npos)
       << shown;
@@ -188,7 +171,8 @@ TEST_F(GpuShareE2e, WithoutMpsAShareOverItsGpuMemoryEndsAndItsNeighbourRunsOn) {
   EXPECT_NE(node_text.find("GPU shares: no MPS (off (--mps off))"), std::string::npos)
       << node_text;
   std::ofstream(dir_ + "/go") << "";
-  EXPECT_TRUE(WaitUntil(30, [&] { return State(b) == "COMPLETED"; })) << State(b);
+  EXPECT_TRUE(WaitUntil(30, [&] { return ShownState(b) == "COMPLETED"; }))
+      << ShownState(b);
 }
 
 }  // namespace

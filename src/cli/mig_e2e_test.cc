@@ -18,6 +18,7 @@
 
 #include "cli/cli_testing.h"
 #include "cli/dev_testing.h"
+#include "cli/e2e_testing.h"
 #include "core/strings.h"
 #include "topo/presets.h"
 #include "topo/topology_file.h"
@@ -35,24 +36,6 @@ class MigE2e : public ::testing::Test {
   }
   void TearDown() override {
     if (!HasFailure()) std::filesystem::remove_all(dir_);
-  }
-  static json Job(int64_t id) {
-    const json j = json::parse(
-        Hachi("show job " + std::to_string(id) + " --json", false).out, nullptr, false);
-    return j.is_object() && j.contains("job") ? j["job"] : json();
-  }
-  static std::string State(int64_t id) {
-    const json j = Job(id);
-    return j.is_object() ? j.value("state", "") : "";
-  }
-  template <typename Pred>
-  static bool WaitUntil(int seconds, Pred pred) {
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-    while (std::chrono::steady_clock::now() < end) {
-      if (pred()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return pred();
   }
   int64_t Submit(const std::string& args) {
     const testing::CmdResult r = Hachi("submit --parsable -p gpu-shared " + args, false);
@@ -116,16 +99,16 @@ TEST_F(MigE2e, SlicesAreScheduledIsolatedAndShown) {
   const std::string out = " -o " + dir_ + "/out-%j ";
   const int64_t a = Submit("--gres=gpu:1g.10gb:1" + out + script);
   const int64_t b = Submit("--gres=gpu:1g.10gb:1" + out + script);
-  ASSERT_TRUE(
-      WaitUntil(30, [&] { return State(a) == "RUNNING" && State(b) == "RUNNING"; }))
-      << State(a) << " " << State(b) << ReadFile(dir_ + "/dev.log");
+  ASSERT_TRUE(WaitUntil(
+      30, [&] { return ShownState(a) == "RUNNING" && ShownState(b) == "RUNNING"; }))
+      << ShownState(a) << " " << ShownState(b) << ReadFile(dir_ + "/dev.log");
   const int64_t c = Submit("--gres=gpu:1g.10gb:1" + out + script);
   // Whole GPUs: seven exist beside the MIG GPU, and GPU 0 is never one of them.
   const int64_t whole = Submit("--gres=gpu:7 -o /dev/null --wrap '" + wait + "'");
   const testing::CmdResult eight = Hachi("submit -p gpu-shared --gres=gpu:8 --wrap true");
   EXPECT_NE(eight.exit_code, 0) << eight.out;
-  ASSERT_TRUE(WaitUntil(30, [&] { return State(whole) == "RUNNING"; }));
-  EXPECT_EQ(Job(whole)["allocations"][0]["gpus"], "1-7");
+  ASSERT_TRUE(WaitUntil(30, [&] { return ShownState(whole) == "RUNNING"; }));
+  EXPECT_EQ(ShownJob(whole)["allocations"][0]["gpus"], "1-7");
 
   // Each job sees its own device, by UUID.
   auto seen = [&](int64_t id) {
@@ -135,7 +118,7 @@ TEST_F(MigE2e, SlicesAreScheduledIsolatedAndShown) {
                                    : std::string(Trim(text.substr(at + 4)));
   };
   ASSERT_TRUE(WaitUntil(10, [&] { return !seen(a).empty() && !seen(b).empty(); }));
-  const json ja = Job(a), jb = Job(b);
+  const json ja = ShownJob(a), jb = ShownJob(b);
   ASSERT_EQ(ja["allocations"][0]["mig"].size(), 1u);
   EXPECT_EQ(seen(a), ja["allocations"][0]["mig"][0]);
   EXPECT_EQ(seen(b), jb["allocations"][0]["mig"][0]);
@@ -147,7 +130,7 @@ TEST_F(MigE2e, SlicesAreScheduledIsolatedAndShown) {
 
   // The third waits, saying why with the numbers.
   std::this_thread::sleep_for(std::chrono::seconds(1));
-  EXPECT_EQ(State(c), "PENDING");
+  EXPECT_EQ(ShownState(c), "PENDING");
   const std::string why = Hachi("show job " + std::to_string(c)).out;
   EXPECT_NE(
       why.find("no free 1g.10gb MIG device: 0 of 2 free on the nodes of gpu-shared"),
@@ -164,16 +147,17 @@ TEST_F(MigE2e, SlicesAreScheduledIsolatedAndShown) {
 
   // One ends: the third gets its device.
   Hachi("cancel " + std::to_string(a));
-  ASSERT_TRUE(WaitUntil(30, [&] { return State(c) == "RUNNING"; }))
-      << State(c) << ReadFile(dir_ + "/dev.log");
-  EXPECT_EQ(Job(c)["allocations"][0]["mig"][0], ja["allocations"][0]["mig"][0]);
+  ASSERT_TRUE(WaitUntil(30, [&] { return ShownState(c) == "RUNNING"; }))
+      << ShownState(c) << ReadFile(dir_ + "/dev.log");
+  EXPECT_EQ(ShownJob(c)["allocations"][0]["mig"][0], ja["allocations"][0]["mig"][0]);
   std::ofstream(dir_ + "/go") << "";
   EXPECT_TRUE(WaitUntil(30,
                         [&] {
-                          return State(b) == "COMPLETED" && State(c) == "COMPLETED" &&
-                                 State(whole) == "COMPLETED";
+                          return ShownState(b) == "COMPLETED" &&
+                                 ShownState(c) == "COMPLETED" &&
+                                 ShownState(whole) == "COMPLETED";
                         }))
-      << State(b) << State(c) << State(whole);
+      << ShownState(b) << ShownState(c) << ShownState(whole);
 }
 
 }  // namespace

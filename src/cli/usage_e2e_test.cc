@@ -17,6 +17,7 @@
 
 #include "cli/cli_testing.h"
 #include "cli/dev_testing.h"
+#include "cli/e2e_testing.h"
 #include "topo/presets.h"
 #include "topo/topology_file.h"
 
@@ -62,20 +63,6 @@ class UsageE2e : public ::testing::Test {
   static json Usage(int64_t id) {
     return json::parse(Hachi("eff " + std::to_string(id) + " --json", false).out, nullptr,
                        false);
-  }
-  static std::string State(int64_t id) {
-    const json j = json::parse(
-        Hachi("show job " + std::to_string(id) + " --json", false).out, nullptr, false);
-    return j.is_object() && j.contains("job") ? j["job"].value("state", "") : "";
-  }
-  template <typename Pred>
-  static bool WaitUntil(int seconds, Pred pred) {
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-    while (std::chrono::steady_clock::now() < end) {
-      if (pred()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return pred();
   }
   std::string dir_;
 };
@@ -132,7 +119,8 @@ TEST_F(UsageE2e, EffFlagsTheStarvedAndTheIdleGpuWithTheirNumbers) {
   EXPECT_NE(seff.out.find("imbalance: GPU 3"), std::string::npos) << seff.out;
 
   std::ofstream(dir_ + "/go") << "";
-  ASSERT_TRUE(WaitUntil(30, [&] { return State(id) == "COMPLETED"; })) << State(id);
+  ASSERT_TRUE(WaitUntil(30, [&] { return ShownState(id) == "COMPLETED"; }))
+      << ShownState(id);
   const std::string shown = Hachi("show job " + std::to_string(id)).out;
   EXPECT_NE(shown.find("GpuUtil="), std::string::npos) << shown;
   EXPECT_NE(shown.find("IdleGpus=1"), std::string::npos) << shown;

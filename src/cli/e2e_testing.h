@@ -1,0 +1,39 @@
+// Helpers the `hachi dev` end-to-end tests share (cli/*_e2e_test.cc): waiting for a
+// condition, and a job as `hachi show job --json` gives it. Header-only; tests only.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+#include "cli/cli_testing.h"
+
+namespace hachi::cli {
+
+// Whether `pred()` holds within `seconds` (asked every 100 ms, and once more at the end).
+template <typename Pred>
+bool WaitUntil(int seconds, Pred pred) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return pred();
+}
+
+// Job `id`'s object from `hachi show job ID --json` (null when it cannot be read).
+inline nlohmann::json ShownJob(int64_t id) {
+  const nlohmann::json j = nlohmann::json::parse(
+      Hachi("show job " + std::to_string(id) + " --json", false).out, nullptr, false);
+  return j.is_object() && j.contains("job") ? j["job"] : nlohmann::json();
+}
+
+// Its state ("RUNNING"), "" when it cannot be read.
+inline std::string ShownState(int64_t id) {
+  const nlohmann::json j = ShownJob(id);
+  return j.is_object() ? j.value("state", "") : "";
+}
+
+}  // namespace hachi::cli
