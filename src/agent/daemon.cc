@@ -177,8 +177,11 @@ void AgentDaemon::SampleUsage() {
   for (const auto& [job, start] : runs) {
     std::optional<StepContext> c = launcher_->StepContextOf(job, start);
     if (!c) continue;  // adopted (its launch unknown) or stopping
-    samples.push_back(JobSample(job, start, now, c->spec.gpus.Indices(), gpus,
-                                ReadCgroupUse(c->cgroup_procs)));
+    state::JobUsageSample u = JobSample(job, start, now, c->spec.gpus.Indices(), gpus,
+                                        ReadCgroupUse(c->cgroup_procs));
+    // Nothing measured (simulated GPUs without cgroups): nothing to send.
+    if (u.gpus.empty() && u.cpu_usec < 0 && u.mem_mib < 0) continue;
+    samples.push_back(std::move(u));
   }
   std::lock_guard<std::mutex> lock(mu_);
   if (usage_refused_) return;
