@@ -1,13 +1,13 @@
 // `hachi eff JOB` and `seff JOB` (issue 21): GET /jobs/ID/usage, printed by FormatEff.
 #include "cli/eff_cmd.h"
 
-#include <cstdlib>
 #include <ctime>
 #include <iostream>
 
 #include "cli/client.h"
 #include "cli/eff_format.h"
 #include "cli/fail.h"
+#include "cli/job_cmds.h"
 #include "cli/slurm/slurm_cmds.h"
 
 namespace hachi::cli {
@@ -15,14 +15,12 @@ namespace {
 
 // The text for job `id` (an array task "A_T" is not a job id here: its own id is).
 Result<std::string> EffText(const std::string& server, const std::string& id, bool raw) {
-  char* end = nullptr;
-  const long long job = std::strtoll(id.c_str(), &end, 10);
-  if (id.empty() || *end != '\0' || job <= 0) {
-    return InvalidArgument("'" + id + "' is not a job id");
-  }
+  Result<std::vector<state::JobId>> ids = ParseIds({id});
+  if (!ids.ok()) return ids.status();
   Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(server);
   if (!c.ok()) return c.status();
-  Result<std::string> reply = (*c)->Raw("/jobs/" + std::to_string(job) + "/usage");
+  Result<std::string> reply =
+      (*c)->Raw("/jobs/" + std::to_string(ids->front()) + "/usage");
   if (!reply.ok()) return reply.status();
   if (raw) return *reply + "\n";
   return FormatEff(*reply, static_cast<Time>(std::time(nullptr)));

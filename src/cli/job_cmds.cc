@@ -224,6 +224,8 @@ int DoRun(std::vector<std::string> args) {
   return rc;
 }
 
+}  // namespace
+
 Result<std::vector<state::JobId>> ParseIds(const std::vector<std::string>& words) {
   std::vector<state::JobId> ids;
   for (const std::string& w : words) {
@@ -236,6 +238,8 @@ Result<std::vector<state::JobId>> ParseIds(const std::vector<std::string>& words
   }
   return ids;
 }
+
+namespace {
 
 // cancel/hold/release ids as scancel takes them: "ID", "A_T", "A_[1-3,7]" (each task).
 Result<std::vector<std::string>> ParseActionIds(const std::vector<std::string>& words) {

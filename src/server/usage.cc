@@ -119,8 +119,13 @@ std::string Controller::IdleNoteLocked(const state::JobRecord& job) const {
 }
 
 void Controller::CheckIdleLocked(Time now) {
+  // On the scheduling cycle's path: nothing to scan unless a partition has a policy.
+  if (!options_.config ||
+      std::none_of(options_.config->partitions.begin(), options_.config->partitions.end(),
+                   [](const config::PartitionConfig& p) { return p.idle.after > 0; })) {
+    return;
+  }
   std::vector<state::Edit> edits;
-  std::vector<std::pair<std::string, state::JobId>> stops;
   for (auto& entry : usage_) {
     const state::JobId id = entry.first;
     state::JobUsage& u = entry.second.usage;

@@ -291,25 +291,6 @@ bool ApplyHardwareLine(State& s, const std::vector<std::string>& f, int g) {
   return true;
 }
 
-double SteadySeconds() {
-  return std::chrono::duration<double>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-// "5,95,95": into *out when every value is a number in 0..max.
-bool ParseList(const std::string& text, long long max, std::vector<long long>* out) {
-  std::vector<long long> v;
-  for (std::string_view w : hachi::Split(text, ',')) {
-    std::optional<long long> x = hachi::ParseInt(w);
-    if (!x || *x < 0 || *x > max) return false;
-    v.push_back(*x);
-  }
-  if (v.empty()) return false;
-  *out = std::move(v);
-  return true;
-}
-
 void ApplyEventLine(State& s, std::string_view line) {
   line = hachi::Trim(line);
   if (line.empty() || line[0] == '#') return;
@@ -356,26 +337,7 @@ void ApplyEventLine(State& s, std::string_view line) {
       p.gpu_instance = static_cast<unsigned>(number(4));
       p.compute_instance = static_cast<unsigned>(number(5));
     }
-  } else if (what == "util" && (f.size() == 3 || f.size() == 4) &&
-             ParseList(f[2], 100, &h.activity.util) &&
-             (f.size() == 3 || ParseList(f[3], 100, &h.activity.mem_util))) {
-    h.activity.tick = 0;
-  } else if (what == "memused" && f.size() == 3 &&
-             ParseList(f[2], 1LL << 40, &h.activity.mem_used_mib)) {
-  } else if (what == "power" && f.size() == 3 && arg >= 0) {
-    h.activity.power_mw = static_cast<unsigned>(arg * 1000);
-  } else if (what == "smclock" && f.size() == 3 && arg >= 0) {
-    h.activity.sm_clock_mhz = static_cast<unsigned>(arg);
-  } else if (what == "pcietput" && f.size() == 4 && arg >= 0 && number(3) >= 0) {
-    h.activity.pcie_tx_kbs = static_cast<unsigned>(arg);
-    h.activity.pcie_rx_kbs = static_cast<unsigned>(number(3));
-  } else if (what == "nvlinktput" && f.size() == 3 && arg >= 0) {
-    Activity& a = h.activity;
-    const double now = SteadySeconds();
-    a.nvlink_base_kib += static_cast<unsigned long long>(
-        static_cast<double>(a.nvlink_kib_per_s) * (now - a.nvlink_since));
-    a.nvlink_since = now;
-    a.nvlink_kib_per_s = static_cast<unsigned long long>(arg);
+  } else if (ApplyActivityLine(h.activity, f)) {
   } else if (what == "noproc" && f.size() == 3 && arg > 0) {
     h.processes.erase(static_cast<unsigned>(arg));
   } else if (what == "remap" && f.size() == 3 &&
@@ -586,93 +548,6 @@ FAKE_NVML_API nvml::Return nvmlDeviceGetMemoryInfo(nvml::Device d, nvml::Memory*
   }
   m->used = std::min(used, m->total);
   m->free = m->total - m->used;
-  return nvml::kSuccess;
-}
-
-// Utilisation sampling (issue 21).
-FAKE_NVML_API nvml::Return nvmlDeviceGetUtilizationRates(nvml::Device d,
-                                                         nvml::Utilization* u) {
-  std::lock_guard<std::mutex> lock(Mu());
-  if (Unsupported("nvmlDeviceGetUtilizationRates")) return nvml::kErrorNotSupported;
-  int i = -1;
-  if (nvml::Return rc = Use(d, &i); rc != nvml::kSuccess) return rc;
-  if (!u) return nvml::kErrorInvalidArgument;
-  Activity& a = S().health[i].activity;
-  u->gpu = static_cast<unsigned>(std::max(0LL, Activity::At(a.util, a.tick)));
-  u->memory = static_cast<unsigned>(std::max(0LL, Activity::At(a.mem_util, a.tick)));
-  ++a.tick;
-  return nvml::kSuccess;
-}
-
-FAKE_NVML_API nvml::Return nvmlDeviceGetPowerUsage(nvml::Device d, unsigned int* mw) {
-  std::lock_guard<std::mutex> lock(Mu());
-  if (Unsupported("nvmlDeviceGetPowerUsage")) return nvml::kErrorNotSupported;
-  int i = -1;
-  if (nvml::Return rc = Use(d, &i); rc != nvml::kSuccess) return rc;
-  if (!mw) return nvml::kErrorInvalidArgument;
-  *mw = S().health[i].activity.power_mw;
-  return nvml::kSuccess;
-}
-
-FAKE_NVML_API nvml::Return nvmlDeviceGetClockInfo(nvml::Device d, int type,
-                                                  unsigned int* mhz) {
-  std::lock_guard<std::mutex> lock(Mu());
-  if (Unsupported("nvmlDeviceGetClockInfo")) return nvml::kErrorNotSupported;
-  int i = -1;
-  if (nvml::Return rc = Use(d, &i); rc != nvml::kSuccess) return rc;
-  if (!mhz || type != nvml::kClockSm) return nvml::kErrorInvalidArgument;
-  *mhz = S().health[i].activity.sm_clock_mhz;
-  return nvml::kSuccess;
-}
-
-FAKE_NVML_API nvml::Return nvmlDeviceGetPcieThroughput(nvml::Device d, int counter,
-                                                       unsigned int* kbs) {
-  std::lock_guard<std::mutex> lock(Mu());
-  if (Unsupported("nvmlDeviceGetPcieThroughput")) return nvml::kErrorNotSupported;
-  int i = -1;
-  if (nvml::Return rc = Use(d, &i); rc != nvml::kSuccess) return rc;
-  if (!kbs) return nvml::kErrorInvalidArgument;
-  const Activity& a = S().health[i].activity;
-  if (counter == nvml::kPcieUtilTxBytes) {
-    *kbs = a.pcie_tx_kbs;
-  } else if (counter == nvml::kPcieUtilRxBytes) {
-    *kbs = a.pcie_rx_kbs;
-  } else {
-    return nvml::kErrorInvalidArgument;
-  }
-  return nvml::kSuccess;
-}
-
-// The NVLink data counters (138, 139) of link 0 grow at the `nvlinktput` rate; other
-// links and other fields answer NOT_SUPPORTED in their value's return.
-FAKE_NVML_API nvml::Return nvmlDeviceGetFieldValues(nvml::Device d, int count,
-                                                    nvml::FieldValue* values) {
-  std::lock_guard<std::mutex> lock(Mu());
-  if (Unsupported("nvmlDeviceGetFieldValues")) return nvml::kErrorNotSupported;
-  int i = -1;
-  if (nvml::Return rc = Use(d, &i); rc != nvml::kSuccess) return rc;
-  if (count < 0 || (count > 0 && !values)) return nvml::kErrorInvalidArgument;
-  const Activity& a = S().health[i].activity;
-  const double now = SteadySeconds();
-  const unsigned long long kib =
-      a.nvlink_base_kib +
-      static_cast<unsigned long long>(static_cast<double>(a.nvlink_kib_per_s) *
-                                      (now - a.nvlink_since));
-  for (int k = 0; k < count; ++k) {
-    nvml::FieldValue& v = values[k];
-    v.timestamp = static_cast<long long>(now * 1e6);
-    v.latency_usec = 0;
-    v.value_type = 3;  // NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
-    const bool nvlink = v.field_id == nvml::kFieldNvLinkThroughputDataTx ||
-                        v.field_id == nvml::kFieldNvLinkThroughputDataRx;
-    if (nvlink && v.scope_id == 0 && !S().links[i].empty()) {
-      v.nvml_return = nvml::kSuccess;
-      v.value = kib;
-    } else {
-      v.nvml_return = nvml::kErrorNotSupported;
-      v.value = 0;
-    }
-  }
   return nvml::kSuccess;
 }
 

@@ -6,7 +6,8 @@ if(HACHI_TESTS)
   set_target_properties(hachi_core hachi_topo PROPERTIES POSITION_INDEPENDENT_CODE ON)
   add_library(hachi_fake_nvml SHARED
     ${CMAKE_CURRENT_SOURCE_DIR}/testdata/fake_nvml/fake_nvml.cc
-    ${CMAKE_CURRENT_SOURCE_DIR}/testdata/fake_nvml/fake_nvml_mig.cc)
+    ${CMAKE_CURRENT_SOURCE_DIR}/testdata/fake_nvml/fake_nvml_mig.cc
+    ${CMAKE_CURRENT_SOURCE_DIR}/testdata/fake_nvml/fake_nvml_activity.cc)
   target_link_libraries(hachi_fake_nvml PRIVATE hachi_topo hachi_warnings)
   # Only the NVML symbols are exported; the static libraries inside stay private.
   target_link_options(hachi_fake_nvml PRIVATE -Wl,--exclude-libs,ALL)

@@ -138,6 +138,13 @@ nvml::Return CopyString(const std::string& v, char* out, unsigned int size);
 // events first. kSuccess, invalid argument, or GPU_IS_LOST.
 nvml::Return Use(nvml::Device d, int* index);
 
+// fake_nvml_activity.cc. Callers hold Mu().
+// The steady clock in seconds: the NVLink counters' time base.
+double SteadySeconds();
+// The `util`, `memused`, `power`, `smclock`, `pcietput`, `nvlinktput` lines (`f` split,
+// f[1] the GPU, already checked); false when `f` is none of them or not a valid one.
+bool ApplyActivityLine(Activity& a, const std::vector<std::string>& f);
+
 // fake_nvml_mig.cc. Callers hold Mu().
 // The `migdev` line (see fake_nvml.cc); false when `f` is not a valid one.
 bool ApplyMigLine(State& s, const std::vector<std::string>& f, int gpu);
