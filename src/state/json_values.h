@@ -32,6 +32,13 @@ inline std::string JsonTypeProblem(std::string_view expected, const nlohmann::js
   return "expected " + std::string(expected) + ", got " + JsonDescribe(got);
 }
 
+// Reads a number (integer or not) into `out`: "" on success, else the problem.
+inline std::string ReadJsonDouble(const nlohmann::json& v, double* out) {
+  if (!v.is_number()) return JsonTypeProblem("a number", v);
+  *out = v.get<double>();
+  return "";
+}
+
 // Reads an integer into `out` when it is one and fits T: "" on success, else the
 // problem ("expected an integer, got string", "-1 is out of range (0..4294967295)").
 template <typename T>

@@ -43,13 +43,7 @@ class RowReader {
     if (const json* v = Field(key)) Fail(key, ReadJsonInt(*v, out));
   }
   void Double(const char* key, double* out) {
-    const json* v = Field(key);
-    if (v == nullptr) return;
-    if (!v->is_number()) {
-      Fail(key, JsonTypeProblem("a number", *v));
-      return;
-    }
-    *out = v->get<double>();
+    if (const json* v = Field(key)) Fail(key, ReadJsonDouble(*v, out));
   }
   void Bool(const char* key, bool* out) {
     const json* v = Field(key);
