@@ -1,5 +1,8 @@
 # The README's two commands: `make demo` and `make test`. Both set themselves up.
 BUILD ?= build
+# ccache (when installed; CMakeLists.txt) keys on paths relative to the checkout, so a fresh
+# clone anywhere reuses what an earlier clone on this machine compiled.
+export CCACHE_BASEDIR ?= $(CURDIR)
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 # Warnings are errors in our own builds (CMake's HACHI_WERROR is OFF for everyone else).
