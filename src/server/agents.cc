@@ -37,14 +37,15 @@ Status Controller::Register(const AgentRegistration& reg, const std::string& pee
                            std::to_string(reg.cpus) + " CPUs and " +
                            std::to_string(reg.memory_mib) + " MiB of memory");
   }
-  MutexLock writer(&writer_mu_);
-  MutexLock lock(&mu_);
+  MutexLock writer(&ledger_->writer_mu());
+  MutexLock lock(&ledger_->mu());
+  burn_in_.Held(ledger_.get());
   const Time now = options_.clock->Now();
-  auto old = image_.nodes.find(reg.node);
+  auto old = ledger_->image().nodes.find(reg.node);
   // Idempotent per agent instance: a request from an instance that started before the
   // one registered now (a dead agent's retry, delayed in the network) changes nothing.
   if (auto known = agent_started_.find(reg.node);
-      known != agent_started_.end() && old != image_.nodes.end() &&
+      known != agent_started_.end() && old != ledger_->image().nodes.end() &&
       !reg.instance.empty() && old->second.agent_instance != reg.instance &&
       reg.agent_started < known->second) {
     return Busy("register: node " + reg.node + " is registered by a newer agent (" +
@@ -54,11 +55,11 @@ Status Controller::Register(const AgentRegistration& reg, const std::string& pee
   }
   // The same agent process as before (the server restarted, or the network blinked):
   // it still knows its jobs. Another one: the agent restarted and lost them.
-  const bool same_agent = old != image_.nodes.end() && !reg.instance.empty() &&
+  const bool same_agent = old != ledger_->image().nodes.end() && !reg.instance.empty() &&
                           old->second.agent_instance == reg.instance;
   rec.state = state::NodeState::kUp;
   rec.state_since = now;
-  if (old != image_.nodes.end()) {
+  if (old != ledger_->image().nodes.end()) {
     rec.block = old->second.block;
     rec.unhealthy = old->second.unhealthy;
     rec.unhealthy_reasons = old->second.unhealthy_reasons;
@@ -69,9 +70,9 @@ Status Controller::Register(const AgentRegistration& reg, const std::string& pee
     }
   }
   // Issue 19: a node new or changed since its checks last passed is burned in first.
-  std::optional<api::BurnInWork> burn_in = BurnInOnRegisterLocked(
-      reg, old != image_.nodes.end() ? &old->second : nullptr, &rec);
-  HACHI_RETURN_IF_ERROR(CommitAndApply({state::NodeUpserted{rec}}));
+  std::optional<api::BurnInWork> burn_in = burn_in_.OnRegisterLocked(
+      reg, old != ledger_->image().nodes.end() ? &old->second : nullptr, &rec);
+  HACHI_RETURN_IF_ERROR(ledger_->Commit({state::NodeUpserted{rec}}));
   agent_started_[reg.node] = reg.agent_started;
   hardware_[reg.node] = std::move(*hw);
   base_dirty_ = true;
@@ -87,7 +88,7 @@ Status Controller::Register(const AgentRegistration& reg, const std::string& pee
   const std::unordered_set<state::JobId> finished(reg.finished.begin(),
                                                   reg.finished.end());
   std::vector<state::Edit> edits;
-  for (const auto& [id, job] : image_.jobs) {
+  for (const auto& [id, job] : ledger_->image().jobs) {
     if (job.state != state::JobState::kRunning) continue;
     const bool here =
         std::any_of(job.allocations.begin(), job.allocations.end(),
@@ -129,9 +130,10 @@ Status Controller::Register(const AgentRegistration& reg, const std::string& pee
   std::set<state::JobId>& stale = stale_runs_[reg.node];
   stale.clear();
   for (state::JobId id : reg.running) {
-    auto it = image_.jobs.find(id);
+    auto it = ledger_->image().jobs.find(id);
     const bool here =
-        it != image_.jobs.end() && it->second.state == state::JobState::kRunning &&
+        it != ledger_->image().jobs.end() &&
+        it->second.state == state::JobState::kRunning &&
         std::any_of(it->second.allocations.begin(), it->second.allocations.end(),
                     [&](const state::NodeAllocation& a) { return a.node == reg.node; });
     auto run = runs_.find(id);
@@ -153,19 +155,19 @@ Status Controller::Register(const AgentRegistration& reg, const std::string& pee
   }
   if (stale.empty()) stale_runs_.erase(reg.node);
   for (state::Edit& e : LostStepsLocked(reg)) edits.push_back(std::move(e));
-  return CommitAndApply(std::move(edits));
+  return ledger_->Commit(std::move(edits));
 }
 
 AgentWork Controller::Poll(const std::string& node, int wait_ms) {
   return agents_.Wait(node, wait_ms);
 }
 
-Status Controller::Report(const std::string& node,
-                          const std::vector<api::JobExit>& exits) {
+Status Controller::ReportExits(const std::string& node,
+                               const std::vector<api::JobExit>& exits) {
   if (!agents_.IsOpen(node)) return NotFound("agent " + node + " is not registered");
   agents_.Touch(node);
-  MutexLock writer(&writer_mu_);
-  MutexLock lock(&mu_);
+  MutexLock writer(&ledger_->writer_mu());
+  MutexLock lock(&ledger_->mu());
   std::vector<state::Edit> edits;
   for (const api::JobExit& e : exits) {
     // A stale run's exit (the records had ended or requeued it): its GPUs are free now.
@@ -175,8 +177,9 @@ Status Controller::Report(const std::string& node,
       dirty_ = true;
       loop_cv_.SignalAll();
     }
-    auto it = image_.jobs.find(e.job);
-    if (it == image_.jobs.end() || it->second.state != state::JobState::kRunning) {
+    auto it = ledger_->image().jobs.find(e.job);
+    if (it == ledger_->image().jobs.end() ||
+        it->second.state != state::JobState::kRunning) {
       continue;  // a repeated report of a job that already ended
     }
     const state::JobRecord& job = it->second;
@@ -216,7 +219,7 @@ Status Controller::Report(const std::string& node,
         RunEndLocked(job, info, e.end_time > 0 ? e.end_time : options_.clock->Now()));
     runs_.erase(e.job);
   }
-  return CommitAndApply(std::move(edits));
+  return ledger_->Commit(std::move(edits));
 }
 
 state::Edit Controller::RunEndLocked(const state::JobRecord& job, const RunInfo& info,
@@ -254,13 +257,14 @@ void Controller::NodeLostLocked(const std::string& node, const std::string& why,
   // keep their GPUs: cut off, the agent may still be running them (FenceLocked).
   agents_.Close(node);
   // A failed commit changes nothing; the next check tries again.
-  (void)CommitAndApply(
+  (void)ledger_->Commit(
       {state::NodeStateChanged{node, state::NodeState::kDown, why, now}});
 }
 
 int64_t Controller::FenceLeftMsLocked(const std::string& node) const {
-  auto n = image_.nodes.find(node);
-  if (n == image_.nodes.end() || n->second.state != state::NodeState::kDown) return -1;
+  auto n = ledger_->image().nodes.find(node);
+  if (n == ledger_->image().nodes.end() || n->second.state != state::NodeState::kDown)
+    return -1;
   const int64_t silent = agents_.SilentForMs(node);
   if (silent < 0) return 0;  // never heard from since this server started
   const int64_t fence_ms =
@@ -290,9 +294,10 @@ void Controller::FenceLocked(Time now) {
   std::vector<state::Edit> edits;
   std::vector<state::JobId> ended;
   std::vector<std::pair<std::string, state::JobId>> stops;
-  for (state::JobId id : active_) {
-    auto it = image_.jobs.find(id);
-    if (it == image_.jobs.end() || it->second.state != state::JobState::kRunning) {
+  for (state::JobId id : ledger_->active()) {
+    auto it = ledger_->image().jobs.find(id);
+    if (it == ledger_->image().jobs.end() ||
+        it->second.state != state::JobState::kRunning) {
       continue;
     }
     const state::JobRecord& job = it->second;
@@ -331,13 +336,13 @@ void Controller::FenceLocked(Time now) {
   for (const auto& [n, id] : stops) agents_.Cancel(n, id);
   if (edits.empty()) return;
   // A failed commit changes nothing; the next check tries again (the RunInfo says so).
-  if (!CommitAndApply(std::move(edits)).ok()) return;
+  if (!ledger_->Commit(std::move(edits)).ok()) return;
   for (state::JobId id : ended) runs_.erase(id);
 }
 
 void Controller::CheckAgentsLocked(Time now) {
   std::vector<std::string> lost;
-  for (const auto& [name, rec] : image_.nodes) {
+  for (const auto& [name, rec] : ledger_->image().nodes) {
     if (rec.state == state::NodeState::kDown) continue;
     const int64_t silent = agents_.SilentForMs(name);
     if (silent < 0 || silent > options_.agent_timeout * 1000) lost.push_back(name);

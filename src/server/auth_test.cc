@@ -52,10 +52,10 @@ TEST(Tokens, IssueVerifyRevokeAcrossRestarts) {
     Result<std::unique_ptr<state::Store>> store = state::OpenSqliteStore(db);
     ASSERT_TRUE(store.ok());
     Harness h({}, std::move(*store));
-    EXPECT_EQ(h->IssueToken({"bob", 1001, 1001, false}, kAlice).status().code(),
+    EXPECT_EQ(h->tokens().Issue({"bob", 1001, 1001, false}, kAlice).status().code(),
               StatusCode::kPermissionDenied)
         << "only admins issue tokens";
-    Result<IssuedToken> t = h->IssueToken({"bob", 1001, 1001, false}, kRoot);
+    Result<IssuedToken> t = h->tokens().Issue({"bob", 1001, 1001, false}, kRoot);
     ASSERT_TRUE(t.ok()) << t.status().ToString();
     token = t->token;
     id = t->record.id;
@@ -63,7 +63,7 @@ TEST(Tokens, IssueVerifyRevokeAcrossRestarts) {
     EXPECT_EQ(token.size(), 6 + id.size() + 1 + 64u);
     EXPECT_EQ(t->record.created_by, "root");
     EXPECT_EQ(t->record.sha256.find(token), std::string::npos);
-    Result<Caller> who = h->Authenticate(token);
+    Result<Caller> who = h->tokens().Authenticate(token);
     ASSERT_TRUE(who.ok()) << who.status().ToString();
     EXPECT_EQ(who->user, "bob");
     EXPECT_EQ(who->uid, 1001u);
@@ -72,40 +72,45 @@ TEST(Tokens, IssueVerifyRevokeAcrossRestarts) {
     // One character off, a stranger's text, nothing: not a token.
     std::string off = token;
     off.back() = off.back() == '0' ? '1' : '0';
-    EXPECT_EQ(h->Authenticate(off).status().code(), StatusCode::kUnauthenticated);
-    EXPECT_EQ(h->Authenticate("hachi_" + id + "_").status().code(),
+    EXPECT_EQ(h->tokens().Authenticate(off).status().code(),
               StatusCode::kUnauthenticated);
-    EXPECT_EQ(h->Authenticate("letmein").status().code(), StatusCode::kUnauthenticated);
-    EXPECT_EQ(h->Authenticate("").status().code(), StatusCode::kUnauthenticated);
+    EXPECT_EQ(h->tokens().Authenticate("hachi_" + id + "_").status().code(),
+              StatusCode::kUnauthenticated);
+    EXPECT_EQ(h->tokens().Authenticate("letmein").status().code(),
+              StatusCode::kUnauthenticated);
+    EXPECT_EQ(h->tokens().Authenticate("").status().code(), StatusCode::kUnauthenticated);
     // The passwd database fills uid/gid when they are not given; a user it lacks needs
     // them.
-    Result<IssuedToken> r = h->IssueToken({"root", -1, -1, true}, kRoot);
+    Result<IssuedToken> r = h->tokens().Issue({"root", -1, -1, true}, kRoot);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     EXPECT_EQ(r->record.uid, 0u);
-    EXPECT_EQ(h->IssueToken({"no-such-user-here", -1, -1, false}, kRoot).status().code(),
+    EXPECT_EQ(
+        h->tokens().Issue({"no-such-user-here", -1, -1, false}, kRoot).status().code(),
+        StatusCode::kInvalidArgument);
+    EXPECT_EQ(h->tokens().Issue({"a b", 1, 1, false}, kRoot).status().code(),
               StatusCode::kInvalidArgument);
-    EXPECT_EQ(h->IssueToken({"a b", 1, 1, false}, kRoot).status().code(),
-              StatusCode::kInvalidArgument);
-    Result<std::vector<state::TokenRecord>> list = h->Tokens(kRoot);
+    Result<std::vector<state::TokenRecord>> list = h->tokens().List(kRoot);
     ASSERT_TRUE(list.ok());
     EXPECT_EQ(list->size(), 2u);
-    EXPECT_EQ(h->Tokens(kBob).status().code(), StatusCode::kPermissionDenied);
+    EXPECT_EQ(h->tokens().List(kBob).status().code(), StatusCode::kPermissionDenied);
   }
   {  // a restart keeps the token
     Result<std::unique_ptr<state::Store>> store = state::OpenSqliteStore(db);
     ASSERT_TRUE(store.ok());
     Harness h({}, std::move(*store));
-    ASSERT_TRUE(h->Authenticate(token).ok());
-    EXPECT_EQ(h->RevokeToken(id, kBob).code(), StatusCode::kPermissionDenied);
-    ASSERT_TRUE(h->RevokeToken(id, kRoot).ok());
-    EXPECT_EQ(h->Authenticate(token).status().code(), StatusCode::kUnauthenticated);
-    EXPECT_EQ(h->RevokeToken(id, kRoot).code(), StatusCode::kNotFound);
+    ASSERT_TRUE(h->tokens().Authenticate(token).ok());
+    EXPECT_EQ(h->tokens().Revoke(id, kBob).code(), StatusCode::kPermissionDenied);
+    ASSERT_TRUE(h->tokens().Revoke(id, kRoot).ok());
+    EXPECT_EQ(h->tokens().Authenticate(token).status().code(),
+              StatusCode::kUnauthenticated);
+    EXPECT_EQ(h->tokens().Revoke(id, kRoot).code(), StatusCode::kNotFound);
   }
   {  // and the revocation
     Result<std::unique_ptr<state::Store>> store = state::OpenSqliteStore(db);
     ASSERT_TRUE(store.ok());
     Harness h({}, std::move(*store));
-    EXPECT_EQ(h->Authenticate(token).status().code(), StatusCode::kUnauthenticated);
+    EXPECT_EQ(h->tokens().Authenticate(token).status().code(),
+              StatusCode::kUnauthenticated);
   }
 }
 
@@ -296,7 +301,7 @@ class AuthHttpTest : public ::testing::Test {
     if (http_) http_->Stop();
   }
   std::string Issue(const std::string& user, int64_t uid, bool admin) {
-    Result<IssuedToken> t = controller_->IssueToken({user, uid, uid, admin}, kRoot);
+    Result<IssuedToken> t = controller_->tokens().Issue({user, uid, uid, admin}, kRoot);
     EXPECT_TRUE(t.ok()) << t.status().ToString();
     return t.ok() ? t->token : "";
   }
@@ -637,7 +642,7 @@ TEST(Tls, RoundTripWithASelfSignedCertificate) {
   ASSERT_TRUE(c.ok());
   ASSERT_TRUE((*c)->Register(testing::MakeAgent("n1")).ok());
   (*c)->Start();
-  Result<IssuedToken> alice = (*c)->IssueToken({"alice", 1000, 1000, false}, kRoot);
+  Result<IssuedToken> alice = (*c)->tokens().Issue({"alice", 1000, 1000, false}, kRoot);
   ASSERT_TRUE(alice.ok());
   HttpOptions h;
   h.listen = "127.0.0.1:0";

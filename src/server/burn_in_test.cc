@@ -92,10 +92,10 @@ TEST(BurnIn, NewNodeTakesNoJobUntilItPasses) {
   EXPECT_EQ(h.StateOf(id), state::JobState::kPending);
   EXPECT_TRUE(h.Work("n1").launch.empty());
 
-  ASSERT_TRUE(
-      h->ReportBurnIn("n1", Report(1, false, "doctor",
-                                   "persistence (GPU 3): persistence mode is off"))
-          .ok());
+  ASSERT_TRUE(h->burn_in()
+                  .Report("n1", Report(1, false, "doctor",
+                                       "persistence (GPU 3): persistence mode is off"))
+                  .ok());
   n = NodeOf(h, "n1");
   EXPECT_EQ(n.state, state::NodeState::kBurnIn);
   EXPECT_EQ(n.burn_in, state::BurnInPhase::kFailed);
@@ -115,10 +115,10 @@ TEST(BurnIn, NewNodeTakesNoJobUntilItPasses) {
   ASSERT_TRUE(w.burn_in.has_value());
   EXPECT_EQ(w.burn_in->run, 2);
   // Run 1's report, late, changes nothing.
-  ASSERT_TRUE(h->ReportBurnIn("n1", Report(1, true)).ok());
+  ASSERT_TRUE(h->burn_in().Report("n1", Report(1, true)).ok());
   EXPECT_EQ(NodeOf(h, "n1").state, state::NodeState::kBurnIn);
 
-  ASSERT_TRUE(h->ReportBurnIn("n1", Report(2, true)).ok());
+  ASSERT_TRUE(h->burn_in().Report("n1", Report(2, true)).ok());
   n = NodeOf(h, "n1");
   EXPECT_EQ(n.state, state::NodeState::kUp);
   EXPECT_EQ(n.state_reason, "");
@@ -187,7 +187,7 @@ TEST(BurnIn, GpuBackFromRepairStaysOutUntilItPasses) {
   FakeClock clock;
   Harness h(WithChecks({"doctor"}, &clock));
   ASSERT_TRUE(h->Register(RealAgent("n1", "550.54.15")).ok());
-  ASSERT_TRUE(h->ReportBurnIn("n1", Report(1, true)).ok());
+  ASSERT_TRUE(h->burn_in().Report("n1", Report(1, true)).ok());
   api::AgentHealth health;
   health.events.push_back(
       {5, "xid", 79, "fatal", "Xid 79: GPU has fallen off the bus", 0});
@@ -211,9 +211,10 @@ TEST(BurnIn, GpuBackFromRepairStaysOutUntilItPasses) {
   EXPECT_EQ(h.StateOf(eight), state::JobState::kPending);
   EXPECT_EQ(h.StateOf(seven), state::JobState::kRunning);
 
-  ASSERT_TRUE(h->ReportBurnIn("n1", Report(w.burn_in->run, false, "doctor",
-                                           "ecc (GPU 5): 2 "
-                                           "uncorrectable"))
+  ASSERT_TRUE(h->burn_in()
+                  .Report("n1", Report(w.burn_in->run, false, "doctor",
+                                       "ecc (GPU 5): 2 "
+                                       "uncorrectable"))
                   .ok());
   n = NodeOf(h, "n1");
   EXPECT_EQ(n.unhealthy, GpuSet::FromIndices({5}));
@@ -224,7 +225,7 @@ TEST(BurnIn, GpuBackFromRepairStaysOutUntilItPasses) {
   ASSERT_TRUE(h->Resume("n1", 5, kRoot).ok());
   w = h.Work("n1");
   ASSERT_TRUE(w.burn_in.has_value());
-  ASSERT_TRUE(h->ReportBurnIn("n1", Report(w.burn_in->run, true)).ok());
+  ASSERT_TRUE(h->burn_in().Report("n1", Report(w.burn_in->run, true)).ok());
   n = NodeOf(h, "n1");
   EXPECT_TRUE(n.unhealthy.empty());
   EXPECT_TRUE(n.unhealthy_reasons.empty());
@@ -238,7 +239,7 @@ TEST(BurnIn, DrainWinsAndResumeBurnsIn) {
   FakeClock clock;
   Harness h(WithChecks({"doctor"}, &clock));
   ASSERT_TRUE(h->Register(RealAgent("n1", "550.54.15")).ok());
-  ASSERT_TRUE(h->ReportBurnIn("n1", Report(1, true)).ok());
+  ASSERT_TRUE(h->burn_in().Report("n1", Report(1, true)).ok());
   ASSERT_TRUE(h->Drain("n1", "driver upgrade", kRoot).ok());
   ASSERT_TRUE(h->Register(RealAgent("n1", "560.35.03")).ok());
   EXPECT_EQ(NodeOf(h, "n1").state, state::NodeState::kDrained);
@@ -249,7 +250,8 @@ TEST(BurnIn, DrainWinsAndResumeBurnsIn) {
   ASSERT_TRUE(w.burn_in.has_value());
   // Drained again while its run runs: the run's failure keeps the admin's drain.
   ASSERT_TRUE(h->Drain("n1", "rack power work", kRoot).ok());
-  ASSERT_TRUE(h->ReportBurnIn("n1", Report(w.burn_in->run, false, "doctor", "x")).ok());
+  ASSERT_TRUE(
+      h->burn_in().Report("n1", Report(w.burn_in->run, false, "doctor", "x")).ok());
   const state::NodeRecord n = NodeOf(h, "n1");
   EXPECT_EQ(n.state, state::NodeState::kDrained);
   EXPECT_EQ(n.state_reason, "rack power work");

@@ -21,8 +21,15 @@
 
 namespace hachi::server {
 
-Controller::Controller(ControllerOptions options, std::unique_ptr<state::Store> store)
-    : options_(std::move(options)), store_(std::move(store)), agents_(options_.clock) {}
+Controller::Controller(ControllerOptions options, std::unique_ptr<Ledger> ledger)
+    : options_(std::move(options)),
+      ledger_(std::move(ledger)),
+      agents_(options_.clock),
+      burn_in_(ledger_.get(), &agents_, options_.config ? &*options_.config : nullptr,
+               options_.clock),
+      tokens_(ledger_.get(), &authorizer_, options_.clock, options_.credential_key),
+      usage_(ledger_.get(), options_.config ? &*options_.config : nullptr,
+             options_.clock) {}
 
 Controller::~Controller() { Stop(); }
 
@@ -35,42 +42,36 @@ Result<std::unique_ptr<Controller>> Controller::Create(
   Result<std::unique_ptr<sched::Scheduler>> scheduler =
       sched::Scheduler::Create(options.sched);
   if (!scheduler.ok()) return scheduler.status();
-  Result<state::StateImage> image = store->Load();
-  if (!image.ok()) return image.status();
-  std::unique_ptr<Controller> c(new Controller(std::move(options), std::move(store)));
+  Result<std::unique_ptr<Ledger>> ledger = Ledger::Open(std::move(store));
+  if (!ledger.ok()) return ledger.status();
+  std::unique_ptr<Controller> c(new Controller(std::move(options), std::move(*ledger)));
+  c->ledger_->AddObserver(c.get());
+  c->ledger_->AddObserver(&c->usage_);
+  // Metrics before any thread: the store reports each commit's latency (it knows no
+  // metrics), and a scrape asks the controller for its gauges.
+  c->metrics_ = std::make_unique<ControllerMetrics>();
+  c->ledger_->SetCommitObserver(
+      [m = c->metrics_.get()](double seconds) { m->store_commit().Observe(seconds); });
+  c->metrics_->registry().AddCollector(
+      [raw = c.get()](metrics::Writer& w) { WriteClusterGauges(raw->Gauges(), w); });
   // Nothing else runs yet; the locks are taken so the analysis sees the contract kept.
   MutexLock cycle(&c->cycle_mu_);
-  MutexLock lock(&c->mu_);
+  MutexLock lock(&c->ledger_->mu());
   c->scheduler_ = std::move(*scheduler);
   Result<Authorizer> authorizer =
       Authorizer::FromConfig(c->options_.config ? &*c->options_.config : nullptr);
   if (!authorizer.ok()) return authorizer.status();
   c->authorizer_ = std::move(*authorizer);
-  // Metrics before any thread: the store reports each commit's latency (it knows no
-  // metrics), and a scrape asks the controller for its gauges.
-  c->metrics_ = std::make_unique<ControllerMetrics>();
-  c->store_->SetCommitObserver(
-      [m = c->metrics_.get()](double seconds) { m->store_commit().Observe(seconds); });
-  c->metrics_->registry().AddCollector(
-      [raw = c.get()](metrics::Writer& w) { WriteClusterGauges(raw->Gauges(), w); });
-  c->image_ = std::move(*image);
-  c->ResumeUsageLocked();  // issue 21: the running jobs' usage so far
-  c->next_id_ = c->image_.last_job_id + 1;
+  c->usage_.Held(c->ledger_.get());
+  c->usage_.ResumeLocked();  // the running jobs' usage so far
   const Time now = c->options_.clock->Now();
-  for (auto& [id, job] : c->image_.jobs) {
+  for (const auto& [id, job] : c->ledger_->image().jobs) {
     if (!job.submit_key.empty()) {
       c->submit_keys_.Load(job.spec.uid, job.submit_key, id, job.submit_time, now);
     }
-    if (!state::IsFinal(job.state)) {
-      c->active_.insert(id);
-      c->TrackPendingLocked(id);
-    } else {
-      c->CompactFinishedLocked(&job);
-    }
+    if (!state::IsFinal(job.state)) c->TrackPendingLocked(id);
   }
-  c->freed_bytes_ = 0;
-  malloc_trim(0);  // what the load's JSON and the dropped environments left
-  for (const auto& [name, rec] : c->image_.nodes) {
+  for (const auto& [name, rec] : c->ledger_->image().nodes) {
     Result<NodeHardware> hw = CompileNodeHardware(rec);
     if (hw.ok()) c->hardware_[name] = std::move(*hw);
     // Until its agent registers again the node is not trusted: the server may have
@@ -78,7 +79,7 @@ Result<std::unique_ptr<Controller>> Controller::Create(
     // or ended when the agent stays silent (CheckAgentsLocked).
     c->agents_.Touch(name);
   }
-  for (const auto& [id, job] : c->image_.jobs) {
+  for (const auto& [id, job] : c->ledger_->image().jobs) {
     if (job.state != state::JobState::kRunning) continue;
     RunInfo& info = c->runs_[id];
     info.parts_left = static_cast<int>(job.allocations.size());
@@ -88,41 +89,38 @@ Result<std::unique_ptr<Controller>> Controller::Create(
 }
 
 void Controller::Start() {
-  MutexLock lock(&mu_);
+  MutexLock lock(&ledger_->mu());
   if (loop_.joinable() || stopping_) return;
   loop_ = std::thread([this] { Loop(); });
 }
 
-std::string JobTopic(state::JobId id) { return "job/" + std::to_string(id); }
-
 bool Controller::stopping() const {
-  MutexLock lock(&mu_);
+  MutexLock lock(&ledger_->mu());
   return stopping_;
 }
 
 void Controller::SetNotifier(std::function<void(const std::string&)> notify) {
   agents_.SetNotifier(notify);
-  MutexLock lock(&mu_);
+  ledger_->SetNotifier(notify);
+  MutexLock lock(&ledger_->mu());
   notify_ = std::move(notify);
 }
 
 void Controller::Stop() {
   {
-    MutexLock lock(&mu_);
+    MutexLock lock(&ledger_->mu());
     stopping_ = true;
     loop_cv_.SignalAll();
-    for (const auto& [id, job] : image_.jobs) {
-      if (notify_ && !state::IsFinal(job.state)) notify_(JobTopic(id));
-    }
+    for (state::JobId id : ledger_->active()) ledger_->NotifyJob(id);
   }
   agents_.Stop();
   if (loop_.joinable()) loop_.join();
-  FlushUsage();  // issue 21: what the running jobs did so far, for the next server
+  FlushUsage();  // what the running jobs did so far, for the next server
 }
 
 Status Controller::RebuildBaseLocked() {
-  Result<BaseCluster> base =
-      BuildBase(image_, hardware_, options_.config ? &*options_.config : nullptr);
+  Result<BaseCluster> base = BuildBase(ledger_->image(), hardware_,
+                                       options_.config ? &*options_.config : nullptr);
   if (!base.ok()) return base.status();
   base_ = std::move(*base);
   base_dirty_ = false;
@@ -130,37 +128,13 @@ Status Controller::RebuildBaseLocked() {
   return Status::Ok();
 }
 
-// A job that has ended keeps its environment in the store only: it was what its run
-// needed, and it is most of a record's memory (the submitter's whole environment, 1-4 KB
-// a job, as sbatch's --export=ALL), which the server would otherwise hold for every job
-// it ever ran. (The batch script stays: `show job` says whether there was one.)
-//
-// An array's tasks share one payload (issue 16): dropping each task's environment by
-// copying its script would make one copy per task. They share the script-only payload
-// instead (compacted_, per array); the full one goes with the last task that held it.
-void Controller::CompactFinishedLocked(state::JobRecord* job) {
-  state::JobSpec& spec = job->spec;
-  if (spec.payload == nullptr || spec.env().empty()) return;
-  if (spec.payload.use_count() == 1) freed_bytes_ += spec.payload->bytes();
-  if (spec.array_job_id == 0) {
-    spec.SetPayload(spec.script(), {});
-    return;
-  }
-  std::shared_ptr<const state::JobPayload>& shared = compacted_[spec.array_job_id];
-  if (shared == nullptr) {  // the tasks of one array all have the same script
-    shared =
-        std::make_shared<const state::JobPayload>(state::JobPayload{spec.script(), {}});
-  }
-  spec.payload = shared;
-}
-
 void Controller::TrackPendingLocked(state::JobId id) {
-  auto it = image_.jobs.find(id);
+  auto it = ledger_->image().jobs.find(id);
   const bool pending =
-      it != image_.jobs.end() && it->second.state == state::JobState::kPending;
+      it != ledger_->image().jobs.end() && it->second.state == state::JobState::kPending;
   const bool counted = pending_counted_.count(id) > 0;
   if (pending == counted) return;
-  if (it == image_.jobs.end()) {  // never: the image keeps every job
+  if (it == ledger_->image().jobs.end()) {  // never: the image keeps every job
     pending_counted_.erase(id);
     return;
   }
@@ -184,31 +158,33 @@ void Controller::TrackPendingLocked(state::JobId id) {
   }
 }
 
-void Controller::TrackJobsLocked(const std::vector<state::Edit>& edits) {
+// ---- The write path's hooks (Ledger::Observer) ----
+
+void Controller::Extend(std::vector<state::Edit>* edits) {
+  ledger_->mu().AssertHeld();
+  EndStepsOfJobsLocked(edits);  // a run's steps end with it
+}
+
+void Controller::Applied(const std::vector<state::Edit>& edits) {
+  ledger_->mu().AssertHeld();
+  bool schedulable = false;  // a held job's submit gives a cycle nothing to do
   for (const state::Edit& e : edits) {
-    const state::JobId id = std::visit(
-        [](const auto& x) -> state::JobId {
-          using T = std::decay_t<decltype(x)>;
-          if constexpr (std::is_same_v<T, state::JobSubmitted>) {
-            return x.record.id;
-          } else if constexpr (requires { x.id; }) {
-            return x.id;
-          } else {
-            return 0;  // a node edit
-          }
-        },
-        e);
+    const auto* submitted = std::get_if<state::JobSubmitted>(&e);
+    if (submitted == nullptr || !submitted->record.held) schedulable = true;
+    const state::JobId id = submitted != nullptr
+                                ? submitted->record.id
+                                : std::visit(
+                                      [](const auto& x) -> state::JobId {
+                                        if constexpr (requires { x.id; }) {
+                                          return x.id;
+                                        } else {
+                                          return 0;  // a node's or a token's edit
+                                        }
+                                      },
+                                      e);
     if (id == 0) continue;
-    if (notify_) notify_(JobTopic(id));  // a `hachi run` waiting for it
     TrackPendingLocked(id);
-    auto it = image_.jobs.find(id);
-    if (it != image_.jobs.end() && !state::IsFinal(it->second.state)) {
-      active_.insert(id);
-    } else {
-      active_.erase(id);
-      eligible_since_.erase(id);
-      if (it != image_.jobs.end()) CompactFinishedLocked(&it->second);
-    }
+    if (!ledger_->active().count(id)) eligible_since_.erase(id);
     // Released or requeued: its next queue wait counts from now
     // (hachi_queue_wait_seconds).
     if (const auto* r = std::get_if<state::JobRequeued>(&e)) {
@@ -218,43 +194,11 @@ void Controller::TrackJobsLocked(const std::vector<state::Edit>& edits) {
       eligible_since_[h->id] = {options_.clock->Now(), false};
     }
   }
-}
-
-Status Controller::CommitAndApply(std::vector<state::Edit> edits) {
-  if (edits.empty()) return Status::Ok();
-  EndStepsOfJobsLocked(&edits);  // a run's steps end with it
-  // Check first, so what goes to disk is what applies here. The edits of one batch
-  // concern different jobs and nodes, so each is checked against the image as it is.
-  for (const state::Edit& e : edits) HACHI_RETURN_IF_ERROR(state::CheckEdit(image_, e));
-  std::vector<state::JobUsage> ended_usage;  // issue 21: the runs these edits end
-  EndUsageLocked(&edits, &ended_usage);
-  // The fsync without mu_ (the header says why this is safe: writer_mu_ is held).
-  mu_.Unlock();
-  const Status committed = store_->Commit(edits);
-  Status usage_saved = Status::Ok();
-  if (committed.ok() && !ended_usage.empty())
-    usage_saved = store_->SaveUsage(ended_usage);
-  mu_.Lock();
-  if (!usage_saved.ok()) {
-    std::cerr << "hachi server: the usage of " << ended_usage.size()
-              << " ended runs was not written: " << usage_saved.message() << "\n";
-  }
-  if (!committed.ok()) {  // the runs go on: their usage too
-    for (state::JobUsage& u : ended_usage) {
-      const state::JobId id = u.job;
-      usage_[id] = UsageTrack{std::move(u), true};
-    }
-  }
-  HACHI_RETURN_IF_ERROR(committed);
-  for (const state::Edit& e : edits) {
-    Status s = state::ApplyEdit(&image_, e);
-    (void)s;  // checked above
-  }
-  TrackJobsLocked(edits);
   StepsEndedLocked(edits);
-  dirty_ = true;
-  loop_cv_.SignalAll();
-  return Status::Ok();
+  if (schedulable) {
+    dirty_ = true;
+    loop_cv_.SignalAll();
+  }
 }
 
 // ---- Jobs ----
@@ -306,7 +250,7 @@ Result<sched::Job> Controller::ValidateJobLocked(const sched::JobRequest& req,
   HACHI_RETURN_IF_ERROR(sched::CheckDependencies(first_id, req.dependencies));
   for (const sched::Dependency& d : req.dependencies) {
     if (d.kind == sched::DependencyKind::kSingleton) continue;  // names no job
-    if (image_.jobs.find(d.job) == image_.jobs.end()) {
+    if (ledger_->image().jobs.find(d.job) == ledger_->image().jobs.end()) {
       return InvalidArgument("dependency on job " + std::to_string(d.job) +
                              ", which does not exist");
     }
@@ -324,7 +268,7 @@ Result<std::vector<state::JobId>> Controller::Submit(const SubmitRequest& reques
     int64_t jobs = 0, bytes = 0;
   } reserved;
   {
-    MutexLock lock(&mu_);
+    MutexLock lock(&ledger_->mu());
     if (stopping_) return Unavailable("the server is stopping");
     if (base_dirty_) HACHI_RETURN_IF_ERROR(RebuildBaseLocked());
     Result<sched::JobRequest> completed = CompleteRequestLocked(request, who);
@@ -342,7 +286,7 @@ Result<std::vector<state::JobId>> Controller::Submit(const SubmitRequest& reques
         return ids;  // a retry: the first submit's jobs, nothing new
       }
     }
-    const state::JobId first = next_id_;
+    const state::JobId first = ledger_->next_id();
     Result<sched::Job> valid = ValidateJobLocked(req, first);
     if (!valid.ok()) return valid.status();
     const int count =
@@ -371,7 +315,7 @@ Result<std::vector<state::JobId>> Controller::Submit(const SubmitRequest& reques
     use.reserved_jobs += count;
     use.reserved_bytes += bytes;
     reserved = {req.user, count, bytes};
-    next_id_ += count;
+    ledger_->ReserveIds(count);
     if (!request.idempotency_key.empty()) {
       submit_keys_.Reserve(who.uid, request.idempotency_key, first, count, now);
     }
@@ -395,39 +339,28 @@ Result<std::vector<state::JobId>> Controller::Submit(const SubmitRequest& reques
     }
   }
   // Outside both locks: concurrent submits share one transaction (group commit). Not
-  // under writer_mu_ either: new jobs change nothing another writer has checked.
-  const Status committed = store_->Commit(edits);
-  MutexLock lock(&mu_);
-  PendingUse& use = pending_use_[reserved.user];
-  use.reserved_jobs -= reserved.jobs;  // counted by TrackJobsLocked from here
-  use.reserved_bytes -= reserved.bytes;
-  if (!committed.ok()) {
-    if (!request.idempotency_key.empty()) {
+  // under the writer's lock either: new jobs change nothing another writer has checked.
+  HACHI_RETURN_IF_ERROR(ledger_->CommitNew(edits, [&](bool committed) {
+    ledger_->mu().AssertHeld();
+    PendingUse& use = pending_use_[reserved.user];
+    use.reserved_jobs -= reserved.jobs;  // counted by Applied from here
+    use.reserved_bytes -= reserved.bytes;
+    if (committed) stats_.submits += static_cast<int64_t>(ids.size());
+    if (request.idempotency_key.empty()) return;
+    if (committed) {
+      submit_keys_.Stored(who.uid, request.idempotency_key);
+    } else {
       submit_keys_.Forget(who.uid, request.idempotency_key);
     }
-    return committed;
-  }
-  if (!request.idempotency_key.empty()) {
-    submit_keys_.Stored(who.uid, request.idempotency_key);
-  }
-  for (const state::Edit& e : edits) {
-    Status s = state::ApplyEdit(&image_, e);
-    (void)s;  // new ids, reserved above: cannot clash
-  }
-  TrackJobsLocked(edits);
-  stats_.submits += static_cast<int64_t>(ids.size());
-  if (!request.hold) {  // a held job cannot start: nothing for a cycle to do
-    dirty_ = true;
-    loop_cv_.SignalAll();
-  }
+  }));
   return ids;
 }
 
 Result<std::vector<state::JobId>> Controller::TargetsLocked(state::JobId id, int task,
                                                             bool* whole_array) const {
   *whole_array = false;
-  auto it = image_.jobs.find(id);
-  if (it == image_.jobs.end()) return NotFound("no job " + std::to_string(id));
+  auto it = ledger_->image().jobs.find(id);
+  if (it == ledger_->image().jobs.end()) return NotFound("no job " + std::to_string(id));
   const bool is_array = it->second.spec.array_job_id == id;
   if (task < 0 && !is_array) return std::vector<state::JobId>{id};
   if (!is_array) {
@@ -436,7 +369,7 @@ Result<std::vector<state::JobId>> Controller::TargetsLocked(state::JobId id, int
   }
   // An array's tasks have consecutive ids from the array's (Submit).
   std::vector<state::JobId> ids;
-  for (; it != image_.jobs.end() && it->second.spec.array_job_id == id; ++it) {
+  for (; it != ledger_->image().jobs.end() && it->second.spec.array_job_id == id; ++it) {
     if (task < 0 || it->second.spec.array_task_id == task) ids.push_back(it->first);
   }
   if (ids.empty()) {
@@ -448,15 +381,15 @@ Result<std::vector<state::JobId>> Controller::TargetsLocked(state::JobId id, int
 }
 
 Status Controller::Cancel(state::JobId id, const Caller& who, int task) {
-  MutexLock writer(&writer_mu_);
-  MutexLock lock(&mu_);
+  MutexLock writer(&ledger_->writer_mu());
+  MutexLock lock(&ledger_->mu());
   bool whole_array = false;
   Result<std::vector<state::JobId>> ids = TargetsLocked(id, task, &whole_array);
   if (!ids.ok()) return ids.status();
   // Every task is checked before any is touched: all of them or none.
   std::vector<state::JobId> live;
   for (state::JobId t : *ids) {
-    const state::JobRecord& job = image_.jobs.at(t);
+    const state::JobRecord& job = ledger_->image().jobs.at(t);
     HACHI_RETURN_IF_ERROR(
         authorizer_.Authorize(who, Action::kCancel, Resource::Job(job)));
     if (!state::IsFinal(job.state)) live.push_back(t);
@@ -466,7 +399,7 @@ Status Controller::Cancel(state::JobId id, const Caller& who, int task) {
       return InvalidArgument("array " + std::to_string(id) + ": all its " +
                              std::to_string(ids->size()) + " tasks already ended");
     }
-    const state::JobRecord& job = image_.jobs.at(ids->front());
+    const state::JobRecord& job = ledger_->image().jobs.at(ids->front());
     return InvalidArgument("job " + std::to_string(job.id) + " already ended (" +
                            std::string(state::JobStateName(job.state)) + ")");
   }
@@ -474,12 +407,12 @@ Status Controller::Cancel(state::JobId id, const Caller& who, int task) {
   std::vector<state::Edit> edits;
   for (state::JobId t : live) CancelOneLocked(t, reason, &edits);
   if (edits.empty()) return Status::Ok();
-  return CommitAndApply(std::move(edits));
+  return ledger_->Commit(std::move(edits));
 }
 
 void Controller::CancelOneLocked(state::JobId id, const std::string& reason,
                                  std::vector<state::Edit>* edits) {
-  const state::JobRecord& job = image_.jobs.at(id);
+  const state::JobRecord& job = ledger_->image().jobs.at(id);
   if (job.state == state::JobState::kPending) {
     diagnoses_.erase(id);
     edits->push_back(state::JobEnded{id, state::JobState::kCancelled,
@@ -515,15 +448,15 @@ void Controller::StopPartsLocked(const state::JobRecord& job, RunInfo* info) {
 }
 
 Status Controller::Hold(state::JobId id, bool hold, const Caller& who, int task) {
-  MutexLock writer(&writer_mu_);
-  MutexLock lock(&mu_);
+  MutexLock writer(&ledger_->writer_mu());
+  MutexLock lock(&ledger_->mu());
   bool whole_array = false;
   Result<std::vector<state::JobId>> ids = TargetsLocked(id, task, &whole_array);
   if (!ids.ok()) return ids.status();
   std::vector<state::Edit> edits;
   bool any_pending = false;
   for (state::JobId t : *ids) {
-    const state::JobRecord& job = image_.jobs.at(t);
+    const state::JobRecord& job = ledger_->image().jobs.at(t);
     HACHI_RETURN_IF_ERROR(authorizer_.Authorize(
         who, hold ? Action::kHold : Action::kRelease, Resource::Job(job)));
     if (job.state != state::JobState::kPending) {
@@ -542,61 +475,56 @@ Status Controller::Hold(state::JobId id, bool hold, const Caller& who, int task)
                            (hold ? "held" : "released"));
   }
   if (edits.empty()) return Status::Ok();
-  return CommitAndApply(std::move(edits));
+  return ledger_->Commit(std::move(edits));
 }
 
 Result<state::JobRecord> Controller::Job(state::JobId id) const {
-  MutexLock lock(&mu_);
-  auto it = image_.jobs.find(id);
-  if (it == image_.jobs.end()) return NotFound("no job " + std::to_string(id));
+  MutexLock lock(&ledger_->mu());
+  auto it = ledger_->image().jobs.find(id);
+  if (it == ledger_->image().jobs.end()) return NotFound("no job " + std::to_string(id));
   state::JobRecord r = it->second;
   if (auto run = runs_.find(id);
       run != runs_.end() && r.state == state::JobState::kRunning) {
     r.gpu_memory_peak_mib = run->second.gpu_memory_peak_mib;
   }
-  if (auto u = usage_.find(id);
-      u != usage_.end() && r.state == state::JobState::kRunning) {
-    r.usage = state::Summarize(u->second.usage);  // issue 21: so far
-  }
-  if (r.state == state::JobState::kPending) {
-    std::string reason = ReasonLocked(id);
-    if (!reason.empty()) r.reason = std::move(reason);
-  } else if (std::string fence = FenceNoteLocked(r); !fence.empty()) {
-    r.reason = std::move(fence);  // `show job`: why a job on a down node is RUNNING
-  } else if (std::string idle = IdleNoteLocked(r); !idle.empty()) {
-    r.reason = std::move(idle);  // issue 21: warned by its partition's idle policy
-  }
+  ShownLocked(&r);
   return r;
+}
+
+void Controller::ShownLocked(state::JobRecord* r) const {
+  usage_.Held(ledger_.get());
+  if (r->state == state::JobState::kRunning) {
+    if (auto u = usage_.SoFarLocked(r->id)) r->usage = *std::move(u);  // so far
+  }
+  if (r->state == state::JobState::kPending) {
+    std::string reason = ReasonLocked(r->id);
+    if (!reason.empty()) r->reason = std::move(reason);
+  } else if (std::string fence = FenceNoteLocked(*r); !fence.empty()) {
+    r->reason = std::move(fence);  // `show job`: why a job on a down node is RUNNING
+  } else if (std::string idle = usage_.IdleNoteLocked(*r); !idle.empty()) {
+    r->reason = std::move(idle);  // warned by its partition's idle policy
+  }
 }
 
 std::vector<state::JobRecord> Controller::Jobs(bool include_finished, state::JobId after,
                                                size_t limit) const {
-  MutexLock lock(&mu_);
+  MutexLock lock(&ledger_->mu());
   std::vector<state::JobRecord> out;
-  for (auto it = image_.jobs.upper_bound(after); it != image_.jobs.end(); ++it) {
-    const auto& [id, r] = *it;
+  for (auto it = ledger_->image().jobs.upper_bound(after);
+       it != ledger_->image().jobs.end(); ++it) {
+    const state::JobRecord& r = it->second;
     if (limit > 0 && out.size() >= limit) break;
     if (!include_finished && state::IsFinal(r.state)) continue;
     out.push_back(r);
-    if (auto u = usage_.find(id);
-        u != usage_.end() && r.state == state::JobState::kRunning) {
-      out.back().usage = state::Summarize(u->second.usage);  // issue 21: so far
-    }
-    if (r.state == state::JobState::kPending) {
-      std::string reason = ReasonLocked(id);
-      if (!reason.empty()) out.back().reason = std::move(reason);
-    } else if (std::string fence = FenceNoteLocked(r); !fence.empty()) {
-      out.back().reason = std::move(fence);
-    } else if (std::string idle = IdleNoteLocked(r); !idle.empty()) {
-      out.back().reason = std::move(idle);  // issue 21
-    }
+    ShownLocked(&out.back());
   }
   return out;
 }
 
 std::string Controller::ReasonLocked(state::JobId id) const {
-  if (auto j = image_.jobs.find(id); j != image_.jobs.end() && j->second.held &&
-                                     j->second.state == state::JobState::kPending) {
+  if (auto j = ledger_->image().jobs.find(id);
+      j != ledger_->image().jobs.end() && j->second.held &&
+      j->second.state == state::JobState::kPending) {
     return std::string(sched::ReasonName(sched::Reason::kHeld));  // not in any snapshot
   }
   auto d = diagnoses_.find(id);
@@ -605,9 +533,10 @@ std::string Controller::ReasonLocked(state::JobId id) const {
 }
 
 std::optional<PendingInfo> Controller::Pending(state::JobId id) const {
-  MutexLock lock(&mu_);
-  if (auto j = image_.jobs.find(id); j != image_.jobs.end() && j->second.held &&
-                                     j->second.state == state::JobState::kPending) {
+  MutexLock lock(&ledger_->mu());
+  if (auto j = ledger_->image().jobs.find(id);
+      j != ledger_->image().jobs.end() && j->second.held &&
+      j->second.state == state::JobState::kPending) {
     return PendingInfo{std::string(sched::ReasonName(sched::Reason::kHeld)), "held"};
   }
   auto d = diagnoses_.find(id);
@@ -617,12 +546,12 @@ std::optional<PendingInfo> Controller::Pending(state::JobId id) const {
 }
 
 std::vector<JobBrief> Controller::ActiveJobBriefs() const {
-  MutexLock lock(&mu_);
+  MutexLock lock(&ledger_->mu());
   std::vector<JobBrief> out;
-  out.reserve(active_.size());
-  for (state::JobId id : active_) {
-    auto it = image_.jobs.find(id);
-    if (it == image_.jobs.end()) continue;
+  out.reserve(ledger_->active().size());
+  for (state::JobId id : ledger_->active()) {
+    auto it = ledger_->image().jobs.find(id);
+    if (it == ledger_->image().jobs.end()) continue;
     const state::JobRecord& r = it->second;
     out.push_back(JobBrief{id, r.req.partition, r.state, r.held, r.submit_time,
                            r.start_time, r.req.TotalGpus()});
@@ -634,6 +563,7 @@ std::vector<JobBrief> Controller::ActiveJobBriefs() const {
 
 state::NodeStatus Controller::NodeStatusLocked(const state::NodeRecord& rec,
                                                const sched::ClusterState& snap) const {
+  usage_.Held(ledger_.get());
   state::NodeStatus st;
   st.record = rec;
   auto hw = hardware_.find(rec.name);
@@ -659,8 +589,7 @@ state::NodeStatus Controller::NodeStatusLocked(const state::NodeRecord& rec,
     st.alloc_memory_mib = n.memory_mib - n.free_memory_mib;
   }
   st.gpu_util.assign(st.gpus, -1);
-  auto util = gpu_util_.find(rec.name);
-  for (const auto& [id, job] : image_.jobs) {
+  for (const auto& [id, job] : ledger_->image().jobs) {
     if (job.state != state::JobState::kRunning) continue;
     for (const state::NodeAllocation& a : job.allocations) {
       if (a.node != rec.name) continue;
@@ -674,14 +603,10 @@ state::NodeStatus Controller::NodeStatusLocked(const state::NodeRecord& rec,
         if (!a.gpus.contains(g)) continue;
         if (st.gpu_jobs[g] == 0) st.gpu_jobs[g] = id;
         st.gpu_share_milli[g] += a.share_milli;
-        // Issue 21: the latest figure of this run on this GPU (the shares of one GPU
-        // all see the device's figure).
-        if (util != gpu_util_.end() && g < static_cast<int>(util->second.size())) {
-          const GpuUtilSeen& u = util->second[g];
-          if (u.job == id && u.start_time == job.start_time) {
-            st.gpu_util[g] = std::max(st.gpu_util[g], u.util);
-          }
-        }
+        // The latest figure of this run on this GPU (the shares of one GPU all see the
+        // device's figure).
+        st.gpu_util[g] = std::max(st.gpu_util[g],
+                                  usage_.GpuUtilLocked(rec.name, g, id, job.start_time));
       }
     }
   }
@@ -704,9 +629,9 @@ std::vector<state::StrayGpuProcess> Controller::StrayProcessesLocked(
   if (seen == gpu_processes_.end()) return out;
   for (const api::GpuProcessReport& p : seen->second.processes) {
     // Its own: a process of a job running on this node with this GPU in its allocation.
-    auto job = image_.jobs.find(p.job);
+    auto job = ledger_->image().jobs.find(p.job);
     const bool owned =
-        p.job != 0 && job != image_.jobs.end() &&
+        p.job != 0 && job != ledger_->image().jobs.end() &&
         job->second.state == state::JobState::kRunning &&
         std::any_of(job->second.allocations.begin(), job->second.allocations.end(),
                     [&](const state::NodeAllocation& a) {
@@ -722,35 +647,38 @@ std::vector<state::StrayGpuProcess> Controller::StrayProcessesLocked(
 }
 
 std::vector<state::NodeStatus> Controller::Nodes() const {
-  MutexLock lock(&mu_);
-  const sched::ClusterState snap = BuildSnapshot(base_, image_, &active_);
+  MutexLock lock(&ledger_->mu());
+  const sched::ClusterState snap =
+      BuildSnapshot(base_, ledger_->image(), &ledger_->active());
   std::vector<state::NodeStatus> out;
-  for (const auto& [name, rec] : image_.nodes) out.push_back(NodeStatusLocked(rec, snap));
+  for (const auto& [name, rec] : ledger_->image().nodes)
+    out.push_back(NodeStatusLocked(rec, snap));
   return out;
 }
 
 Status Controller::Drain(const std::string& node, const std::string& reason,
                          const Caller& who) {
   HACHI_RETURN_IF_ERROR(authorizer_.Authorize(who, Action::kDrain, Resource::Node(node)));
-  MutexLock writer(&writer_mu_);
-  MutexLock lock(&mu_);
-  auto it = image_.nodes.find(node);
-  if (it == image_.nodes.end()) return NotFound("no node " + node);
+  MutexLock writer(&ledger_->writer_mu());
+  MutexLock lock(&ledger_->mu());
+  auto it = ledger_->image().nodes.find(node);
+  if (it == ledger_->image().nodes.end()) return NotFound("no node " + node);
   if (it->second.state == state::NodeState::kDown) {
     return InvalidArgument("node " + node + " is down; drain it when it is back");
   }
-  return CommitAndApply({state::NodeStateChanged{node, state::NodeState::kDrained,
-                                                 reason.empty() ? "drained" : reason,
-                                                 options_.clock->Now()}});
+  return ledger_->Commit({state::NodeStateChanged{node, state::NodeState::kDrained,
+                                                  reason.empty() ? "drained" : reason,
+                                                  options_.clock->Now()}});
 }
 
 Status Controller::Resume(const std::string& node, int gpu, const Caller& who) {
   HACHI_RETURN_IF_ERROR(
       authorizer_.Authorize(who, Action::kResume, Resource::Node(node)));
-  MutexLock writer(&writer_mu_);
-  MutexLock lock(&mu_);
-  auto it = image_.nodes.find(node);
-  if (it == image_.nodes.end()) return NotFound("no node " + node);
+  MutexLock writer(&ledger_->writer_mu());
+  MutexLock lock(&ledger_->mu());
+  burn_in_.Held(ledger_.get());
+  auto it = ledger_->image().nodes.find(node);
+  if (it == ledger_->image().nodes.end()) return NotFound("no node " + node);
   const state::NodeRecord& rec = it->second;
   std::optional<api::BurnInWork> work;
   if (gpu >= 0) {
@@ -767,10 +695,10 @@ Status Controller::Resume(const std::string& node, int gpu, const Caller& who) {
       gpus = gpus | rec.burn_in_gpus;
     }
     if (rec.state != state::NodeState::kBurnIn) {
-      Result<std::vector<state::Edit>> edits = StartBurnInLocked(rec, gpus, &work);
+      Result<std::vector<state::Edit>> edits = burn_in_.StartLocked(rec, gpus, &work);
       if (!edits.ok()) return edits.status();
       if (work) {
-        HACHI_RETURN_IF_ERROR(CommitAndApply(*std::move(edits)));
+        HACHI_RETURN_IF_ERROR(ledger_->Commit(*std::move(edits)));
         agents_.BurnIn(node, *std::move(work));
         return Status::Ok();
       }
@@ -778,7 +706,7 @@ Status Controller::Resume(const std::string& node, int gpu, const Caller& who) {
     state::NodeHealthChanged h{node, rec.unhealthy, rec.unhealthy_reasons};
     h.unhealthy.Erase(gpu);
     h.reasons.erase(gpu);
-    return CommitAndApply({h});
+    return ledger_->Commit({h});
   }
   const bool drained = rec.state == state::NodeState::kDrained;
   const bool burning_in = rec.state == state::NodeState::kBurnIn;
@@ -790,22 +718,22 @@ Status Controller::Resume(const std::string& node, int gpu, const Caller& who) {
   // Issue 19: a node in burn-in runs its checks again (after a failure, the operator's
   // fix), and so does a drained one that has not passed with what it is now; GPUs
   // back from repair are burned in with the node, or on their own.
-  auto known = burn_in_nodes_.find(node);
-  const bool unproven =
-      known != burn_in_nodes_.end() && rec.burn_in_passed != known->second.fingerprint;
+  const bool unproven = burn_in_.UnprovenLocked(rec);
   std::vector<state::Edit> edits;
-  if ((burning_in || (drained && unproven)) && !BurnInChecksLocked(node).empty()) {
-    Result<std::vector<state::Edit>> start = StartBurnInLocked(rec, GpuSet(), &work);
+  if ((burning_in || (drained && unproven)) && !burn_in_.ChecksLocked(node).empty()) {
+    Result<std::vector<state::Edit>> start = burn_in_.StartLocked(rec, GpuSet(), &work);
     if (!start.ok()) return start.status();
     edits = *std::move(start);
     if (!rec.unhealthy.empty())
       edits.push_back(state::NodeHealthChanged{node, GpuSet(), {}});
-  } else if (!rec.unhealthy.empty() && !burning_in && !BurnInChecksLocked(node).empty()) {
+  } else if (!rec.unhealthy.empty() && !burning_in &&
+             !burn_in_.ChecksLocked(node).empty()) {
     if (drained) {
       edits.push_back(state::NodeStateChanged{node, state::NodeState::kUp, "",
                                               options_.clock->Now()});
     }
-    Result<std::vector<state::Edit>> start = StartBurnInLocked(rec, rec.unhealthy, &work);
+    Result<std::vector<state::Edit>> start =
+        burn_in_.StartLocked(rec, rec.unhealthy, &work);
     if (!start.ok()) return start.status();
     for (state::Edit& e : *start) edits.push_back(std::move(e));
   } else {
@@ -820,7 +748,7 @@ Status Controller::Resume(const std::string& node, int gpu, const Caller& who) {
                                                state::BurnInPhase::kNone, GpuSet()});
     }
   }
-  HACHI_RETURN_IF_ERROR(CommitAndApply(std::move(edits)));
+  HACHI_RETURN_IF_ERROR(ledger_->Commit(std::move(edits)));
   if (work) agents_.BurnIn(node, *std::move(work));
   return Status::Ok();
 }
@@ -840,10 +768,10 @@ std::string ClockTime(Time t) {
 
 Status Controller::ReportHealth(const std::string& node, const api::AgentHealth& health) {
   agents_.Touch(node);
-  MutexLock writer(&writer_mu_);
-  MutexLock lock(&mu_);
-  auto it = image_.nodes.find(node);
-  if (it == image_.nodes.end()) return NotFound("no node " + node);
+  MutexLock writer(&ledger_->writer_mu());
+  MutexLock lock(&ledger_->mu());
+  auto it = ledger_->image().nodes.find(node);
+  if (it == ledger_->image().nodes.end()) return NotFound("no node " + node);
   const state::NodeRecord& rec = it->second;
   auto hw = hardware_.find(node);
   const int gpus = hw == hardware_.end() ? 0 : hw->second.model->gpu_count();
@@ -873,9 +801,9 @@ Status Controller::ReportHealth(const std::string& node, const api::AgentHealth&
       // Named, not structured bindings: clang 14 (make analyze) cannot capture those.
       const int gpu = entry.first.second;
       const int64_t mib = entry.second;
-      auto job = image_.jobs.find(entry.first.first);
+      auto job = ledger_->image().jobs.find(entry.first.first);
       auto run = runs_.find(entry.first.first);
-      if (job == image_.jobs.end() || run == runs_.end() ||
+      if (job == ledger_->image().jobs.end() || run == runs_.end() ||
           job->second.state != state::JobState::kRunning) {
         continue;
       }
@@ -889,7 +817,8 @@ Status Controller::ReportHealth(const std::string& node, const api::AgentHealth&
       }
     }
   }
-  AddUsageLocked(node, health.usage);  // issue 21
+  usage_.Held(ledger_.get());
+  usage_.AddSamplesLocked(node, health.usage);
   state::NodeHealthChanged health_edit{node, rec.unhealthy, rec.unhealthy_reasons};
   GpuSet newly_bad;
   std::string node_fault;          // the first node-wide event's message
@@ -932,7 +861,7 @@ Status Controller::ReportHealth(const std::string& node, const api::AgentHealth&
   // before: until then their processes may still hold the GPUs (and a requeued gang
   // would run twice). An agent that never reports is fenced (docs/fencing.md).
   std::vector<std::pair<std::string, state::JobId>> stops;
-  for (const auto& [id, job] : image_.jobs) {
+  for (const auto& [id, job] : ledger_->image().jobs) {
     if (job.state != state::JobState::kRunning) continue;
     std::string reason;
     for (const state::NodeAllocation& a : job.allocations) {
@@ -951,23 +880,23 @@ Status Controller::ReportHealth(const std::string& node, const api::AgentHealth&
     info.requeue_reason = reason;
     for (const state::NodeAllocation& a : job.allocations) stops.emplace_back(a.node, id);
   }
-  HACHI_RETURN_IF_ERROR(CommitAndApply(std::move(edits)));
+  HACHI_RETURN_IF_ERROR(ledger_->Commit(std::move(edits)));
   for (const auto& [n, id] : stops) agents_.Cancel(n, id);
   return Status::Ok();
 }
 
 std::vector<sched::Partition> Controller::Partitions() const {
-  MutexLock lock(&mu_);
+  MutexLock lock(&ledger_->mu());
   return base_.state.partitions;
 }
 
 std::vector<std::string> Controller::Warnings() const {
-  MutexLock lock(&mu_);
+  MutexLock lock(&ledger_->mu());
   return base_.warnings;
 }
 
 ControllerStats Controller::stats() const {
-  MutexLock lock(&mu_);
+  MutexLock lock(&ledger_->mu());
   return stats_;
 }
 

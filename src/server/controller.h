@@ -1,19 +1,19 @@
-// Controller: the server's state and logic, without HTTP (DESIGN.md §2 server/, §3).
-// It owns the in-memory StateImage and the Store, runs the scheduling loop on its own
-// thread, and is the single writer: every change is checked against the image, made
-// durable through the Store, then applied (state/edits.h). The plan applier re-checks
+// Controller: the server's logic, without HTTP (DESIGN.md §2 server/, §3). The records
+// and their one write path are the Ledger's (server/ledger.h): every change is checked
+// against the image, made durable through the Store, then applied (state/edits.h). The
+// Controller runs the scheduling loop on its own thread; the plan applier re-checks
 // each start against the current records before it commits and dispatches it.
 //
 // Agents talk to it through Register / Poll (a long poll that doubles as heartbeat) /
 // Report; user commands through Submit, Cancel, Hold, Drain, ... The HTTP layer
 // (http_api.h) only decodes and encodes.
 //
-// Thread-safety: every public method may be called from any thread at any time. One
-// mutex (mu_) guards the state; a second (writer_mu_) lets one writer at a time check,
-// commit and apply its edits, and the commit's fsync runs without mu_, so reads never
-// wait for the disk. Agents' long polls wait in the AgentHub, not on mu_. The lock
-// contract is in the declarations below (GUARDED_BY, REQUIRES), checked by `make
-// analyze` (clang's -Wthread-safety).
+// Thread-safety: every public method may be called from any thread at any time. The
+// ledger's mu() guards the records and the state kept beside them here; its
+// writer_mu() lets one writer at a time check, commit and apply its edits, and the
+// commit's fsync runs without mu(), so reads never wait for the disk. Agents' long
+// polls wait in the AgentHub, not on mu(). The lock contract is in the declarations
+// below (GUARDED_BY, REQUIRES), checked by `make analyze` (clang's -Wthread-safety).
 #pragma once
 
 #include <cstdint>
@@ -37,10 +37,14 @@
 #include "sched/scheduler.h"
 #include "server/agent_hub.h"
 #include "server/authorizer.h"  // Caller, Authorizer
+#include "server/burn_in_service.h"
+#include "server/ledger.h"
 #include "server/runs.h"
 #include "server/snapshot.h"
 #include "server/step_streams.h"
 #include "server/submit_keys.h"
+#include "server/token_service.h"
+#include "server/usage_service.h"
 #include "state/explain.h"
 #include "state/gpu_report.h"
 #include "state/records.h"
@@ -51,18 +55,6 @@ namespace hachi::server {
 
 class ControllerMetrics;  // controller_metrics.h
 struct ClusterGauges;
-
-// `hachi token create USER [--admin] [--uid N --gid N]` (POST /api/v1/tokens).
-struct TokenRequest {
-  std::string user;
-  int64_t uid = -1;  // -1: the user's uid/gid from the server's password database
-  int64_t gid = -1;
-  bool admin = false;
-};
-struct IssuedToken {
-  std::string token;  // the only time the server has it in clear
-  state::TokenRecord record;
-};
 
 using api::AgentRegistration;
 using api::AgentWork;
@@ -131,10 +123,7 @@ struct ControllerStats {
   int64_t internal_errors = 0;  // Plan::errors (a scheduler bug), all cycles together
 };
 
-// The topic a long poll for job `id` waits on (Controller::SetNotifier).
-std::string JobTopic(state::JobId id);
-
-class Controller {
+class Controller : private Ledger::Observer {
  public:
   // Loads the state from `store`; starts nothing (call Start).
   static Result<std::unique_ptr<Controller>> Create(ControllerOptions options,
@@ -173,7 +162,7 @@ class Controller {
     std::string partition;
   };
   Result<TestSubmitAnswer> TestSubmit(const SubmitRequest& request, const Caller& who)
-      EXCLUDES(mu_);
+      EXCLUDES(ledger_->mu());
   // Pending: ended as cancelled now. Running: its agents stop it (SIGTERM, grace,
   // SIGKILL) and it ends as cancelled when they report. kNotFound / kInvalidArgument
   // (already ended).
@@ -211,14 +200,15 @@ class Controller {
   // What job `id`'s runs did with their GPUs, CPUs and memory: the stored runs and, for
   // a running job, its current run as the server has it now; ascending by start time.
   // Empty when its runs were never sampled. kNotFound: no such job.
-  Result<std::vector<state::JobUsage>> Usage(state::JobId id) EXCLUDES(writer_mu_, mu_);
+  Result<std::vector<state::JobUsage>> Usage(state::JobId id)
+      EXCLUDES(ledger_->writer_mu(), ledger_->mu());
   // Writes the running jobs' usage that changed since the last write (the loop calls it
   // every usage_flush_s).
-  void FlushUsage() EXCLUDES(mu_);
+  void FlushUsage() EXCLUDES(ledger_->mu());
   // GPU-hours allocated and used over [q.from, q.to) per group, and the idlest jobs
   // (`hachi report`, GET /report; report.cc): every record, running jobs with their
   // usage so far, nodes grouped by their GPU model.
-  state::GpuReport Report(const state::ReportQuery& q) const EXCLUDES(mu_);
+  state::GpuReport GpuHours(const state::ReportQuery& q) const EXCLUDES(ledger_->mu());
   // Jobs in id order, those with ids above `after`, at most `limit` (0: all): a page,
   // so that a client listing 100,000 jobs does not make the server build one reply of
   // them all (GET /jobs?after=&limit=). A running job's `usage` is its run's so far.
@@ -234,39 +224,41 @@ class Controller {
   // what the job has on each), records it (durable on return) and queues each node's
   // part for its agent. Owner or admin (Action::kRunStep); kBusy for a job not running.
   Result<state::StepRecord> CreateStep(state::JobId id, const api::StepRequest& req,
-                                       const Caller& who) EXCLUDES(writer_mu_, mu_);
+                                       const Caller& who)
+      EXCLUDES(ledger_->writer_mu(), ledger_->mu());
   // Step `step` of the job's current run. Owner or admin.
   Result<state::StepRecord> StepOf(state::JobId id, int step, const Caller& who) const
-      EXCLUDES(mu_);
+      EXCLUDES(ledger_->mu());
   // The same, and kBusy (naming its state) once it ended.
   Result<state::StepRecord> RunningStepOf(state::JobId id, int step,
-                                          const Caller& who) const EXCLUDES(mu_);
+                                          const Caller& who) const
+      EXCLUDES(ledger_->mu());
   // Its output from offset `from` (StepStreams), and once it ended and the reader has
   // everything, `done` with the tasks' exits.
   Result<api::StepOutput> ReadStepOutput(state::JobId id, int step, int64_t from,
-                                         const Caller& who) EXCLUDES(mu_);
+                                         const Caller& who) EXCLUDES(ledger_->mu());
   // A signal to a running step's tasks, or (`cancel`) their stop: SIGTERM, the kill
   // grace, SIGKILL. Owner or admin; kBusy once it ended.
   Status SignalStep(state::JobId id, int step, int signal, bool cancel, const Caller& who)
-      EXCLUDES(mu_);
+      EXCLUDES(ledger_->mu());
   // A --pty step's keystrokes and window size, to its node. Owner or admin; kBusy once
   // it ended, kInvalidArgument for a step without a terminal.
   Status StepInput(state::JobId id, int step, api::StepInput input, const Caller& who)
-      EXCLUDES(mu_);
+      EXCLUDES(ledger_->mu());
   // The steps of job `id`, every run's, in key order; id 0: every job's (sacct).
-  std::vector<state::StepRecord> Steps(state::JobId id) const EXCLUDES(mu_);
+  std::vector<state::StepRecord> Steps(state::JobId id) const EXCLUDES(ledger_->mu());
   // salloc's end (POST /jobs/ID/complete): an interactive allocation's holders are
   // stopped and the job ends COMPLETED (exit 0) or FAILED with `exit_code`. Owner or
   // admin; kInvalidArgument for a job that is not an interactive allocation.
   Status CompleteAllocation(state::JobId id, int exit_code, const Caller& who)
-      EXCLUDES(writer_mu_, mu_);
+      EXCLUDES(ledger_->writer_mu(), ledger_->mu());
   // An agent's reports (POST /agents/NODE/steps): output, task exits, parts done. A step
   // whose every node is done ends (StepEnded) with its tasks' worst exit; -K stops a step
   // at its first failing task. Acks say how much of each it holds, and `gone` for a step
   // that ended or is not the node's.
   Result<std::vector<api::StepAck>> ReportSteps(const std::string& node,
                                                 const api::StepReports& reports)
-      EXCLUDES(writer_mu_, mu_);
+      EXCLUDES(ledger_->writer_mu(), ledger_->mu());
 
   // ---- Nodes, partitions ----
   std::vector<state::NodeStatus> Nodes() const;
@@ -287,17 +279,9 @@ class Controller {
   std::vector<sched::Partition> Partitions() const;  // node indices as in Nodes()
   std::vector<std::string> Warnings() const;
 
-  // ---- Who is asking (tokens.cc) ----
-  // A local user as the kernel named them on the Unix socket.
-  Caller LocalCaller(uint32_t uid, uint32_t gid) const;
-  // The bearer of `token`: kUnauthenticated unless the server issued it and it was not
-  // revoked. The token is compared by its SHA-256, in constant time.
-  Result<Caller> Authenticate(std::string_view token) const;
-  // Admins only. The user's uid/gid are resolved now, in the server's password database,
-  // unless given; the record is durable when this returns.
-  Result<IssuedToken> IssueToken(const TokenRequest& request, const Caller& who);
-  Result<std::vector<state::TokenRecord>> Tokens(const Caller& who) const;  // admins
-  Status RevokeToken(const std::string& id, const Caller& who);             // admins
+  // ---- Who is asking, and the API tokens (server/token_service.h) ----
+  TokenService& tokens() { return tokens_; }
+  const TokenService& tokens() const { return tokens_; }
   // Who may do what, for the HTTP layer's decisions too (its gate, the redaction of a
   // job's details): built from the config at Create, constant after.
   const Authorizer& authorizer() const { return authorizer_; }
@@ -308,12 +292,9 @@ class Controller {
   // agent gave none; a given one is checked against it (server/agent_address.h).
   Status Register(const AgentRegistration& reg, const std::string& peer = "");
   AgentWork Poll(const std::string& node, int wait_ms);
-  Status Report(const std::string& node, const std::vector<api::JobExit>& exits);
-  // An agent's burn-in result (POST /agents/NODE/burn-in, burn_in.cc): a pass puts the
-  // node or its GPUs in service (and records the node's fingerprint), a failure keeps
-  // them out with the failing check as the reason. A superseded run's changes nothing.
-  Status ReportBurnIn(const std::string& node, const api::BurnInReport& report)
-      EXCLUDES(writer_mu_, mu_);
+  Status ReportExits(const std::string& node, const std::vector<api::JobExit>& exits);
+  // The burn-in gate: an agent's results (POST /agents/NODE/burn-in).
+  BurnInService& burn_in() { return burn_in_; }
   // The lease agents are told at registration (ControllerOptions::lease, resolved).
   Duration lease() const { return options_.lease; }
 
@@ -336,26 +317,26 @@ class Controller {
   void RunCycle();
 
  private:
-  Controller(ControllerOptions options, std::unique_ptr<state::Store> store);
+  Controller(ControllerOptions options, std::unique_ptr<Ledger> ledger);
 
-  // Checks `edits` against the image, makes them durable, then applies them here. The
-  // store's commit (an fsync) runs with mu_ released, so API reads, agents' polls and
-  // submits go on meanwhile; writer_mu_, which the caller holds, keeps every other
-  // writer out, so the image the edits were checked against is the image they apply to
-  // (what may change it meanwhile is a submit, which only adds new jobs). Callers must
-  // not keep pointers into runs_ or hardware_ across it. Nothing applies on error.
-  Status CommitAndApply(std::vector<state::Edit> edits) REQUIRES(writer_mu_, mu_);
+  // Ledger::Observer: the write path's hooks. A run's steps end with it (Extend), and
+  // what follows the records here follows each apply (Applied).
+  void Extend(std::vector<state::Edit>* edits) override;
+  void Applied(const std::vector<state::Edit>& edits) override;
   // The jobs a cancel/hold/release of `id` (and `task`, Cancel's) means, in id order;
   // `whole_array` says whether `id` named an array. kNotFound.
   Result<std::vector<state::JobId>> TargetsLocked(state::JobId id, int task,
-                                                  bool* whole_array) const REQUIRES(mu_);
+                                                  bool* whole_array) const
+      REQUIRES(ledger_->mu());
   // Stops a running job's parts: a launch its agent has not taken yet is taken back
   // (that part ended, counted in `info`), the others are cancelled through their agents.
-  void StopPartsLocked(const state::JobRecord& job, RunInfo* info) REQUIRES(mu_);
+  void StopPartsLocked(const state::JobRecord& job, RunInfo* info)
+      REQUIRES(ledger_->mu());
   // One job's part of Cancel: its JobEnded appended to `edits`, or its agents told.
   void CancelOneLocked(state::JobId id, const std::string& reason,
-                       std::vector<state::Edit>* edits) REQUIRES(writer_mu_, mu_);
-  Status RebuildBaseLocked() REQUIRES(mu_);
+                       std::vector<state::Edit>* edits)
+      REQUIRES(ledger_->writer_mu(), ledger_->mu());
+  Status RebuildBaseLocked() REQUIRES(ledger_->mu());
   // Submit's checks, shared with TestSubmit (sbatch --test-only) so that the two never
   // disagree. Before the lock: who may submit there, the spec, a negative --nice, the
   // array's size.
@@ -363,131 +344,91 @@ class Controller {
   // The request as the server completes it: the caller's name and default account, a
   // --time=UNLIMITED as the partition's maximum.
   Result<sched::JobRequest> CompleteRequestLocked(const SubmitRequest& request,
-                                                  const Caller& who) const REQUIRES(mu_);
+                                                  const Caller& who) const
+      REQUIRES(ledger_->mu());
   // --time=UNLIMITED: the maximum of `partition` ("" the first), 0 when it has none.
-  Duration MaxTimeLocked(const std::string& partition) const REQUIRES(mu_);
+  Duration MaxTimeLocked(const std::string& partition) const REQUIRES(ledger_->mu());
   // Validated against the cluster (with the default memory), its dependencies checked
   // for jobs numbered from `first_id` on.
   Result<sched::Job> ValidateJobLocked(const sched::JobRequest& req,
-                                       state::JobId first_id) const REQUIRES(mu_);
-  void Loop() EXCLUDES(mu_, writer_mu_);
+                                       state::JobId first_id) const
+      REQUIRES(ledger_->mu());
+  void Loop() EXCLUDES(ledger_->mu(), ledger_->writer_mu());
   // One cycle: snapshot (writer_mu_ and mu_), schedule (neither), apply (both again).
-  void Cycle() REQUIRES(cycle_mu_) EXCLUDES(mu_, writer_mu_);
+  void Cycle() REQUIRES(cycle_mu_) EXCLUDES(ledger_->mu(), ledger_->writer_mu());
   // Issue 17: pending jobs whose --deadline can no longer be met (now + time limit
   // past it) end as DEADLINE, never started.
-  void EndPastDeadlineLocked(Time now) REQUIRES(writer_mu_, mu_);
+  void EndPastDeadlineLocked(Time now) REQUIRES(ledger_->writer_mu(), ledger_->mu());
   void ApplyPlanLocked(const sched::Plan& plan,
                        std::shared_ptr<const sched::ClusterState> snap, Time now)
-      REQUIRES(writer_mu_, mu_);
+      REQUIRES(ledger_->writer_mu(), ledger_->mu());
+  // A job as it is shown: a running job's usage so far, the reason a pending job waits
+  // or a note on a running one (its node's fence, the idle policy).
+  void ShownLocked(state::JobRecord* r) const REQUIRES(ledger_->mu());
+  // The plan's preemptions: each victim is told to stop, and requeued or cancelled when
+  // it reports its exit.
+  void ApplyPreemptionsLocked(const sched::Plan& plan, Time now)
+      REQUIRES(ledger_->writer_mu(), ledger_->mu());
   // A pending job's reason word from the last cycle ("" if none).
-  std::string ReasonLocked(state::JobId id) const REQUIRES(mu_);
+  std::string ReasonLocked(state::JobId id) const REQUIRES(ledger_->mu());
   // Queues the launch of `job`'s parts for their agents; only `node`'s when not empty.
   // Called after the job's start is durable (commit, then dispatch).
   void DispatchLocked(const state::JobRecord& job, const std::string& node = "")
-      REQUIRES(mu_);
-  void CheckAgentsLocked(Time now) REQUIRES(writer_mu_, mu_);
-  // Burn-in (burn_in.cc). The node's checks by the config (empty: none).
-  std::vector<std::string> BurnInChecksLocked(const std::string& node) const
-      REQUIRES(mu_);
-  Duration BurnInTimeout() const;
-  // At registration: carries the burn-in fields over from `old` (null: a new node) into
-  // `rec` and decides whether a run starts (its state, reasons and run number set in
-  // `rec`); the run to hand the agent once its session is open.
-  std::optional<api::BurnInWork> BurnInOnRegisterLocked(const AgentRegistration& reg,
-                                                        const state::NodeRecord* old,
-                                                        state::NodeRecord* rec)
-      REQUIRES(mu_);
-  // The edits that start a run of `gpus` (empty: the whole node) on `rec`, and the run
-  // in *work (left empty, and no edits, when the node has no checks).
-  Result<std::vector<state::Edit>> StartBurnInLocked(const state::NodeRecord& rec,
-                                                     GpuSet gpus,
-                                                     std::optional<api::BurnInWork>* work)
-      REQUIRES(mu_);
-  // A run's end: passed or failed (`check` and `why` say how).
-  Status FinishBurnInLocked(const state::NodeRecord& rec, bool passed,
-                            const std::string& check, const std::string& why)
-      REQUIRES(writer_mu_, mu_);
-  // Runs whose agent has not reported past their timeout fail.
-  void CheckBurnInLocked(Time now) REQUIRES(writer_mu_, mu_);
-
+      REQUIRES(ledger_->mu());
+  void CheckAgentsLocked(Time now) REQUIRES(ledger_->writer_mu(), ledger_->mu());
   // The node goes down (no new jobs) and its agent must register again; its running
   // jobs stay RUNNING, with their GPUs, until FenceLocked counts them dead.
   void NodeLostLocked(const std::string& node, const std::string& why, Time now)
-      REQUIRES(writer_mu_, mu_);
+      REQUIRES(ledger_->writer_mu(), ledger_->mu());
   // The runs on down nodes whose fence (last contact + lease + kill grace + margin) has
   // passed: that part counts as lost, the gang's other parts are stopped, and the job is
   // requeued (--requeue) or ends NODE_FAIL once no part runs.
-  void FenceLocked(Time now) REQUIRES(writer_mu_, mu_);
+  void FenceLocked(Time now) REQUIRES(ledger_->writer_mu(), ledger_->mu());
   // Milliseconds until the fence of `node` passes (0: passed); -1 when it is not down.
-  int64_t FenceLeftMsLocked(const std::string& node) const REQUIRES(mu_);
+  int64_t FenceLeftMsLocked(const std::string& node) const REQUIRES(ledger_->mu());
   // A running job's note while a part of it waits for its node's fence ("waiting for
   // node n2's lease to expire before requeue, 47 s"); "" when none does.
-  std::string FenceNoteLocked(const state::JobRecord& job) const REQUIRES(mu_);
+  std::string FenceNoteLocked(const state::JobRecord& job) const REQUIRES(ledger_->mu());
   // The edit that ends a run no part of which runs any more: requeued (preempted with
   // requeue; lost with its node, --requeue) or ended (EndOf).
   state::Edit RunEndLocked(const state::JobRecord& job, const RunInfo& info,
-                           Time end_time) const REQUIRES(mu_);
+                           Time end_time) const REQUIRES(ledger_->mu());
   // Nodes whose agent still runs a run the records no longer have there (it came back
   // after the fence): they take no new jobs until those runs' exits are in. Applied to
   // every snapshot the scheduler and the applier see.
-  void HoldStaleNodesLocked(sched::ClusterState* s) const REQUIRES(mu_);
+  void HoldStaleNodesLocked(sched::ClusterState* s) const REQUIRES(ledger_->mu());
   // "stopping job 12's earlier run" for such a node; "" for another.
-  std::string StaleNoteLocked(const std::string& node) const REQUIRES(mu_);
+  std::string StaleNoteLocked(const std::string& node) const REQUIRES(ledger_->mu());
   // Job steps (steps.cc). The running steps of a run that `edits` end or requeue end
   // with it (prepended, as StepEnded).
-  void EndStepsOfJobsLocked(std::vector<state::Edit>* edits) const REQUIRES(mu_);
+  void EndStepsOfJobsLocked(std::vector<state::Edit>* edits) const
+      REQUIRES(ledger_->mu());
   // After an apply: the streams of the steps `edits` ended, and their readers.
-  void StepsEndedLocked(const std::vector<state::Edit>& edits) REQUIRES(mu_);
+  void StepsEndedLocked(const std::vector<state::Edit>& edits) REQUIRES(ledger_->mu());
   // The running steps on `reg.node` its agent does not run (it restarted), ended FAILED.
   std::vector<state::Edit> LostStepsLocked(const AgentRegistration& reg) const
-      REQUIRES(mu_);
-  // Issue 21 (usage.cc): the running jobs' runs as stored before a restart, into usage_
-  // (Create, before any thread: their samples then go on from there).
-  void ResumeUsageLocked() REQUIRES(mu_);
-  // Adds an agent's samples to its jobs' current runs.
-  void AddUsageLocked(const std::string& node,
-                      const std::vector<state::JobUsageSample>& samples) REQUIRES(mu_);
-  // The idle-GPU policy of a running job's partition (config::IdleGpuPolicy); null when
-  // it has none.
-  const config::IdleGpuPolicy* IdlePolicyLocked(const std::string& partition) const
-      REQUIRES(mu_);
+      REQUIRES(ledger_->mu());
+  // Burn-in runs whose agent has not reported past their timeout fail.
+  void CheckBurnInLocked(Time now) REQUIRES(ledger_->writer_mu(), ledger_->mu());
   // Runs whose GPUs have stayed idle past their partition's policy: warned once per
   // idle spell, and requeued or cancelled when the policy says so (usage.cc).
-  void CheckIdleLocked(Time now) REQUIRES(writer_mu_, mu_);
-  // "every GPU below 5 % since 12:00:00 (30m, partition gpu's idle policy)": what queue,
-  // show and explain say of a job warned idle; "" when it is not.
-  std::string IdleNoteLocked(const state::JobRecord& job) const REQUIRES(mu_);
-  // /metrics: the running jobs' GPUs as last sampled, and how many are warned idle.
-  void JobGpuGaugesLocked(ClusterGauges* g) const REQUIRES(mu_);
-  // Keeps a sample's utilisation per GPU of `node` for NodeStatus::gpu_util (usage.cc).
-  void NoteGpuUtilLocked(const std::string& node, const state::JobUsageSample& s)
-      REQUIRES(mu_);
-  // The runs `edits` end or requeue: their JobEnded gets the run's summary, and their
-  // usage moves to `save` (written with the commit), out of usage_.
-  void EndUsageLocked(std::vector<state::Edit>* edits, std::vector<state::JobUsage>* save)
-      REQUIRES(mu_);
-  // Updates active_ for the jobs `edits` touched (after they were applied to image_).
-  void TrackJobsLocked(const std::vector<state::Edit>& edits) REQUIRES(mu_);
-  // Memory: a finished job's env is dropped; the tasks of an array keep sharing one
-  // payload (its script). Counts what it frees towards trim_due_.
-  void CompactFinishedLocked(state::JobRecord* job) REQUIRES(mu_);
-  // pending_use_ for job `id` as it is now in image_ (absent: gone).
-  void TrackPendingLocked(state::JobId id) REQUIRES(mu_);
+  void CheckIdleLocked(Time now) REQUIRES(ledger_->writer_mu(), ledger_->mu());
+  // pending_use_ for job `id` as it is now in the records (absent: gone).
+  void TrackPendingLocked(state::JobId id) REQUIRES(ledger_->mu());
   state::NodeStatus NodeStatusLocked(const state::NodeRecord& rec,
-                                     const sched::ClusterState& snap) const REQUIRES(mu_);
+                                     const sched::ClusterState& snap) const
+      REQUIRES(ledger_->mu());
   // The processes the node's agent reported on GPUs no running job of theirs was given.
   std::vector<state::StrayGpuProcess> StrayProcessesLocked(const std::string& node) const
-      REQUIRES(mu_);
+      REQUIRES(ledger_->mu());
 
-  // Lock order: cycle_mu_, writer_mu_, mu_, then the AgentHub's own. Reads take mu_
-  // only; agents' polls take only the hub's.
+  // Lock order: cycle_mu_, the ledger's writer_mu() and mu(), then the AgentHub's own.
+  // Reads take mu() only; agents' polls take only the hub's.
 
   // Constant after construction.
   const ControllerOptions options_;
-  // Thread-safe itself (its group commit batches concurrent submits). Every commit but
-  // a submit's is made under writer_mu_, so edits reach the disk in the order they
-  // apply here; submits add new jobs only, so their order against others is free.
-  const std::unique_ptr<state::Store> store_;
+  // The records, the store and their locks; every durable write passes through it.
+  const std::unique_ptr<Ledger> ledger_;
   // Set by Create before any thread runs; its series are thread-safe (metrics.h).
   std::unique_ptr<ControllerMetrics> metrics_;
   // Set by Create before any thread runs, from options_.config; constant after.
@@ -496,21 +437,22 @@ class Controller {
   AgentHub agents_;
   // Job steps' output on its way to srun; thread-safe (step_streams.h).
   StepStreams streams_;
+  // The burn-in gate; its state is guarded by the ledger's mu() (burn_in_service.h).
+  BurnInService burn_in_;
+  // Who is asking; thread-safe (token_service.h).
+  TokenService tokens_;
+  // What running jobs do with their GPUs; its state is guarded by the ledger's mu()
+  // (usage_service.h).
+  UsageService usage_;
 
   // One cycle at a time (the loop and RunCycle).
-  Mutex cycle_mu_ ACQUIRED_BEFORE(writer_mu_);
+  Mutex cycle_mu_ ACQUIRED_BEFORE(ledger_->writer_mu());
   std::unique_ptr<sched::Scheduler> scheduler_ GUARDED_BY(cycle_mu_);
   std::vector<std::string> last_plan_errors_ GUARDED_BY(cycle_mu_);
 
-  // One writer at a time: held from an edit's check to its apply, across the commit
-  // (CommitAndApply); never while scheduling, so a cycle's sched/ run blocks no one.
-  Mutex writer_mu_ ACQUIRED_BEFORE(mu_);
-
-  mutable Mutex mu_;
-  state::StateImage image_ GUARDED_BY(mu_);
-  // The ids of image_'s pending and running jobs, kept by TrackJobsLocked after every
-  // apply: a cycle visits these, not the finished jobs the image keeps.
-  std::set<state::JobId> active_ GUARDED_BY(mu_);
+  // Beside the records, guarded by the ledger's mu(); the ledger's writer_mu() is held
+  // from an edit's check to its apply (never while scheduling, so a cycle's sched/ run
+  // blocks no one).
   // What each user has pending, for the bound at submit (ControllerOptions::
   // max_pending_*): jobs, and the payloads they hold, each counted once.
   struct PendingUse {
@@ -520,65 +462,27 @@ class Controller {
     int64_t reserved_jobs = 0;  // submits checked, not yet committed
     int64_t reserved_bytes = 0;
   };
-  std::unordered_map<std::string, PendingUse> pending_use_ GUARDED_BY(mu_);
-  std::set<state::JobId> pending_counted_ GUARDED_BY(mu_);  // in pending_use_
-  // Per array, the payload its finished tasks share once their environment is dropped.
-  std::unordered_map<state::JobId, std::shared_ptr<const state::JobPayload>> compacted_
-      GUARDED_BY(mu_);
-  // Bytes of payloads freed since the loop last gave memory back (malloc_trim): past
-  // kTrimBytes it does so at once rather than at its half-minute turn.
-  int64_t freed_bytes_ GUARDED_BY(mu_) = 0;
+  std::unordered_map<std::string, PendingUse> pending_use_ GUARDED_BY(ledger_->mu());
+  std::set<state::JobId> pending_counted_ GUARDED_BY(ledger_->mu());  // in pending_use_
   // Jobs the applier did not start for want of a free MASTER_PORT on their rank-0 node
   // (cycle.cc), so that the log says it once per job.
-  std::set<state::JobId> port_starved_ GUARDED_BY(mu_);
-  state::JobId next_id_ GUARDED_BY(mu_) = 1;
-  SubmitKeys submit_keys_ GUARDED_BY(mu_);  // recent submits' idempotency keys
-  std::unordered_map<std::string, NodeHardware> hardware_ GUARDED_BY(mu_);
-  BaseCluster base_ GUARDED_BY(mu_);
-  bool base_dirty_ GUARDED_BY(mu_) = true;
+  std::set<state::JobId> port_starved_ GUARDED_BY(ledger_->mu());
+  SubmitKeys submit_keys_ GUARDED_BY(ledger_->mu());  // recent submits' idempotency keys
+  std::unordered_map<std::string, NodeHardware> hardware_ GUARDED_BY(ledger_->mu());
+  BaseCluster base_ GUARDED_BY(ledger_->mu());
+  bool base_dirty_ GUARDED_BY(ledger_->mu()) = true;
   // +1 per rebuild: a plan made on an older base is dropped.
-  uint64_t base_generation_ GUARDED_BY(mu_) = 0;
-  std::unordered_map<state::JobId, RunInfo> runs_ GUARDED_BY(mu_);
-  // Issue 21: the running jobs' current runs' usage, and whether it changed since it was
-  // last written (FlushUsage); each GPU's latest figures (/metrics, the idle policy).
-  struct UsageTrack {
-    state::JobUsage usage;
-    bool dirty = false;
-    struct Latest {
-      std::string node;
-      int gpu = -1;
-      int util = -1;
-      int64_t mem_mib = -1;
-    };
-    std::vector<Latest> latest = {};  // one per GPU of the run, as usage.gpus
-  };
-  std::unordered_map<state::JobId, UsageTrack> usage_ GUARDED_BY(mu_);
-  // Per node, per GPU index: the utilisation in the latest sample that had one, and
-  // whose run it was; NodeStatus::gpu_util shows it while that run still holds the GPU
-  // (so an ended job's figure is never shown). Bounded: one entry per GPU.
-  struct GpuUtilSeen {
-    state::JobId job = 0;
-    Time start_time = 0;
-    int util = -1;
-  };
-  std::unordered_map<std::string, std::vector<GpuUtilSeen>> gpu_util_ GUARDED_BY(mu_);
+  uint64_t base_generation_ GUARDED_BY(ledger_->mu()) = 0;
+  std::unordered_map<state::JobId, RunInfo> runs_ GUARDED_BY(ledger_->mu());
   // Per node, the jobs whose earlier run its agent still runs though the records ended
   // or requeued it (HoldStaleNodesLocked): kept until the agent reports their exit or
   // registers without them.
-  std::unordered_map<std::string, std::set<state::JobId>> stale_runs_ GUARDED_BY(mu_);
+  std::unordered_map<std::string, std::set<state::JobId>> stale_runs_
+      GUARDED_BY(ledger_->mu());
   // Per node, when the agent instance registered now started (AgentRegistration::
   // agent_started): a registration from an older instance is refused. Not stored: a
   // restarted server takes the first registration.
-  std::unordered_map<std::string, Time> agent_started_ GUARDED_BY(mu_);
-  // Burn-in (burn_in.cc): per node, what its agent registered (the fingerprint its
-  // checks vouch for when they pass, and whether its GPUs are simulated), and when its
-  // run under way is overdue.
-  struct BurnInNode {
-    std::string fingerprint;
-    bool simulated = false;
-  };
-  std::unordered_map<std::string, BurnInNode> burn_in_nodes_ GUARDED_BY(mu_);
-  std::unordered_map<std::string, Time> burn_in_deadline_ GUARDED_BY(mu_);
+  std::unordered_map<std::string, Time> agent_started_ GUARDED_BY(ledger_->mu());
   // The compute processes on each node's GPUs, as its agent last reported them, and
   // when each (GPU, pid) was first reported.
   struct NodeProcesses {
@@ -586,29 +490,30 @@ class Controller {
     std::vector<api::GpuProcessReport> processes;
     std::map<std::pair<int, uint32_t>, Time> since;
   };
-  std::unordered_map<std::string, NodeProcesses> gpu_processes_ GUARDED_BY(mu_);
+  std::unordered_map<std::string, NodeProcesses> gpu_processes_ GUARDED_BY(ledger_->mu());
   // When a pending job last became eligible again (released from hold, requeued) since
   // this server started: its queue wait counts from then. Dropped when the job ends.
   struct Eligible {
     Time at = 0;
     bool requeued = false;  // else released
   };
-  std::unordered_map<state::JobId, Eligible> eligible_since_ GUARDED_BY(mu_);
+  std::unordered_map<state::JobId, Eligible> eligible_since_ GUARDED_BY(ledger_->mu());
   // The last cycle's diagnoses, formatted only when asked for (a cycle with 100k
   // pending jobs must not build 100k strings); `diagnosed_` is the snapshot they refer
   // to (node and partition names), kept alive until the next cycle.
-  std::unordered_map<state::JobId, sched::Diagnosis> diagnoses_ GUARDED_BY(mu_);
-  std::shared_ptr<const sched::ClusterState> diagnosed_ GUARDED_BY(mu_);
-  Time diagnosed_at_ GUARDED_BY(mu_) = 0;
+  std::unordered_map<state::JobId, sched::Diagnosis> diagnoses_ GUARDED_BY(ledger_->mu());
+  std::shared_ptr<const sched::ClusterState> diagnosed_ GUARDED_BY(ledger_->mu());
+  Time diagnosed_at_ GUARDED_BY(ledger_->mu()) = 0;
   // RecentWorkload, refreshed by the cycle.
-  std::vector<sched::WorkloadClass> workload_ GUARDED_BY(mu_);
-  Time workload_at_ GUARDED_BY(mu_) = 0;
-  bool dirty_ GUARDED_BY(mu_) = true;
-  bool stopping_ GUARDED_BY(mu_) = false;
-  ControllerStats stats_ GUARDED_BY(mu_);
-  CondVar loop_cv_{&mu_};                                           // dirty_ or stopping_
-  std::function<void(const std::string&)> notify_ GUARDED_BY(mu_);  // SetNotifier
-  std::thread loop_;  // started under mu_ (Start), joined by Stop without it
+  std::vector<sched::WorkloadClass> workload_ GUARDED_BY(ledger_->mu());
+  Time workload_at_ GUARDED_BY(ledger_->mu()) = 0;
+  bool dirty_ GUARDED_BY(ledger_->mu()) = true;
+  bool stopping_ GUARDED_BY(ledger_->mu()) = false;
+  ControllerStats stats_ GUARDED_BY(ledger_->mu());
+  CondVar loop_cv_{&ledger_->mu()};  // dirty_ or stopping_
+  std::function<void(const std::string&)> notify_
+      GUARDED_BY(ledger_->mu());  // SetNotifier
+  std::thread loop_;              // started under mu() (Start), joined by Stop without it
 };
 
 }  // namespace hachi::server

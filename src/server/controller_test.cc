@@ -671,7 +671,7 @@ TEST(Controller, SilentAgentTakesItsNodeDown) {
   EXPECT_EQ(r.state, JobState::kPending);
   EXPECT_EQ(r.requeues, 1);
   EXPECT_TRUE(h.Work("n1").reregister);
-  EXPECT_EQ(h->Report("n1", {}).code(), StatusCode::kNotFound);
+  EXPECT_EQ(h->ReportExits("n1", {}).code(), StatusCode::kNotFound);
 
   // The agent comes back still running both jobs: the server tells it to stop them,
   // since their GPUs are no longer theirs.

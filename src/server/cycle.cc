@@ -66,13 +66,14 @@ int LowestFreePort(const std::set<int>& used, const ControllerOptions& o) {
 
 void Controller::Loop() {
   auto trimmed = std::chrono::steady_clock::now();
+  int64_t freed = 0;  // bytes of finished jobs' environments dropped since the last trim
   auto usage_flushed = trimmed;
   // Payloads freed past this (a big array cancelled or ended) are given back at once.
   constexpr int64_t kTrimBytes = int64_t{64} << 20;
   for (;;) {
     bool trim_now = false;
     {
-      MutexLock lock(&mu_);
+      MutexLock lock(&ledger_->mu());
       const auto deadline = std::chrono::steady_clock::now() +
                             std::chrono::milliseconds(options_.cycle_interval_ms);
       while (!dirty_ && !stopping_) {
@@ -82,8 +83,9 @@ void Controller::Loop() {
         }
       }
       if (stopping_) return;
-      trim_now = freed_bytes_ >= kTrimBytes;
-      if (trim_now) freed_bytes_ = 0;
+      freed += ledger_->TakeFreedBytes();
+      trim_now = freed >= kTrimBytes;
+      if (trim_now) freed = 0;
     }
     RunCycle();
     if (options_.usage_flush_s > 0 && std::chrono::steady_clock::now() - usage_flushed >=
@@ -105,7 +107,7 @@ void Controller::Loop() {
 void Controller::RunCycle() {
   MutexLock cycle(&cycle_mu_);
   {
-    MutexLock lock(&mu_);
+    MutexLock lock(&ledger_->mu());
     if (stopping_ && loop_.joinable() && std::this_thread::get_id() != loop_.get_id())
       return;
   }
@@ -118,23 +120,24 @@ void Controller::Cycle() {
   std::shared_ptr<sched::ClusterState> snap;
   uint64_t generation = 0;
   {
-    MutexLock writer(&writer_mu_);  // CheckAgentsLocked may end jobs
-    MutexLock lock(&mu_);
+    MutexLock writer(&ledger_->writer_mu());  // CheckAgentsLocked may end jobs
+    MutexLock lock(&ledger_->mu());
     dirty_ = false;
     CheckAgentsLocked(now);
-    CheckBurnInLocked(now);  // issue 19: runs whose agent never reported
-    CheckIdleLocked(now);    // issue 21: the idle-GPU policy
+    CheckBurnInLocked(now);  // runs whose agent never reported
+    CheckIdleLocked(now);    // the idle-GPU policy
     if (base_dirty_) {
       Status s = RebuildBaseLocked();
       if (!s.ok()) base_.warnings.push_back("config not applied: " + s.message());
     }
     generation = base_generation_;
-    snap = std::make_shared<sched::ClusterState>(BuildSnapshot(base_, image_, &active_));
+    snap = std::make_shared<sched::ClusterState>(
+        BuildSnapshot(base_, ledger_->image(), &ledger_->active()));
     HoldStaleNodesLocked(snap.get());  // their GPUs are still in use
     // The workload FGD's measure weighs placements by: refreshed every half minute, not
     // per submit, so the scheduler's fragmentation memo stays warm between cycles.
     if (workload_.empty() || now - workload_at_ >= 30) {
-      workload_ = RecentWorkload(image_);
+      workload_ = RecentWorkload(ledger_->image());
       workload_at_ = now;
     }
     snap->workload = workload_;
@@ -158,8 +161,8 @@ void Controller::Cycle() {
     }
   }
   last_plan_errors_ = plan.errors;
-  MutexLock writer(&writer_mu_);
-  MutexLock lock(&mu_);
+  MutexLock writer(&ledger_->writer_mu());
+  MutexLock lock(&ledger_->mu());
   ++stats_.cycles;
   stats_.last_cycle_ms = ms;
   stats_.max_cycle_ms = std::max(stats_.max_cycle_ms, ms);
@@ -177,6 +180,14 @@ void Controller::Cycle() {
   metrics_->cycle().Observe(std::chrono::duration<double>(end - cycle_start).count());
 }
 
+void Controller::CheckBurnInLocked(Time now) {
+  // In a function of its own: the bridges tell the analysis the service's name for the
+  // locks is held until the function returns, and Cycle takes the locks again later.
+  burn_in_.WriterHeld(ledger_.get());
+  burn_in_.Held(ledger_.get());
+  burn_in_.CheckLateLocked(now);
+}
+
 void Controller::ApplyPlanLocked(const sched::Plan& plan,
                                  std::shared_ptr<const sched::ClusterState> snap,
                                  Time now) {
@@ -185,17 +196,31 @@ void Controller::ApplyPlanLocked(const sched::Plan& plan,
   for (const sched::Diagnosis& d : plan.pending) diagnoses_.emplace(d.job, d);
   diagnosed_ = std::move(snap);
   diagnosed_at_ = now;
+  if (plan.starts.empty()) {
+    ApplyPreemptionsLocked(plan, now);
+    return;
+  }
   // Re-check against the records as they are now: since the snapshot, jobs may have
-  // been cancelled or held, nodes drained or lost (ends only free resources).
-  sched::ClusterState cur = BuildSnapshot(base_, image_, &active_);
+  // been cancelled or held, nodes drained or lost (ends only free resources). Only the
+  // nodes the starts name are booked: the applier looks at no other (the plan was made
+  // on this base's generation, so its node indices are the base's).
+  std::vector<bool> touched(base_.state.nodes.size(), false);
+  for (const sched::Start& st : plan.starts) {
+    for (const sched::Allocation& a : st.allocations) {
+      if (a.node >= 0 && static_cast<size_t>(a.node) < touched.size())
+        touched[a.node] = true;
+    }
+  }
+  sched::ClusterState cur =
+      BuildNodeSnapshot(base_, ledger_->image(), ledger_->active(), touched);
   HoldStaleNodesLocked(&cur);  // an agent may have come back with stale runs meanwhile
   std::vector<state::Edit> edits;
   PortsInUse ports;  // filled at the first start: most cycles start nothing
   bool ports_known = false;
   for (const sched::Start& st : plan.starts) {
-    auto it = image_.jobs.find(st.job);
-    if (it == image_.jobs.end() || it->second.state != state::JobState::kPending ||
-        it->second.held) {
+    auto it = ledger_->image().jobs.find(st.job);
+    if (it == ledger_->image().jobs.end() ||
+        it->second.state != state::JobState::kPending || it->second.held) {
       continue;
     }
     const state::JobRecord& rec = it->second;
@@ -212,11 +237,11 @@ void Controller::ApplyPlanLocked(const sched::Plan& plan,
       continue;  // the applier's own check would refuse it too
     }
     if (!ports_known) {
-      ports = MasterPortsInUse(image_, active_, options_);
+      ports = MasterPortsInUse(ledger_->image(), ledger_->active(), options_);
       ports_known = true;
     }
     const std::string& rank0 = cur.nodes[st.allocations[0].node].name;
-    std::set<int>& held = ports[PortKey(image_, rank0)];
+    std::set<int>& held = ports[PortKey(ledger_->image(), rank0)];
     const int port = LowestFreePort(held, options_);
     if (port == 0) {
       if (port_starved_.insert(st.job).second) {  // said once per job, not every cycle
@@ -252,12 +277,12 @@ void Controller::ApplyPlanLocked(const sched::Plan& plan,
   }
   std::vector<state::JobId> ids;
   for (const state::Edit& e : edits) ids.push_back(std::get<state::JobStarted>(e).id);
-  if (!CommitAndApply(std::move(edits)).ok()) {
+  if (!ledger_->Commit(std::move(edits)).ok()) {
     dirty_ = true;  // nothing started; the next cycle tries again
     return;
   }
   for (state::JobId id : ids) {
-    const state::JobRecord& job = image_.jobs.at(id);
+    const state::JobRecord& job = ledger_->image().jobs.at(id);
     RunInfo& info = runs_[id];
     info = RunInfo{};
     info.parts_left = static_cast<int>(job.allocations.size());
@@ -272,12 +297,16 @@ void Controller::ApplyPlanLocked(const sched::Plan& plan,
         static_cast<double>(std::max<Time>(0, job.start_time - eligible)));
   }
   stats_.starts += static_cast<int64_t>(ids.size());
+  ApplyPreemptionsLocked(plan, now);
+}
 
+void Controller::ApplyPreemptionsLocked(const sched::Plan& plan, Time now) {
   // Preemptions: the victims are told now (SIGTERM, then SIGKILL after the agent's
   // grace) and requeued or cancelled when they report their exit.
   for (const sched::Preemption& p : plan.preemptions) {
-    auto it = image_.jobs.find(p.job);
-    if (it == image_.jobs.end() || it->second.state != state::JobState::kRunning)
+    auto it = ledger_->image().jobs.find(p.job);
+    if (it == ledger_->image().jobs.end() ||
+        it->second.state != state::JobState::kRunning)
       continue;
     RunInfo& info = runs_[p.job];
     if (info.preempt_kill_at != kNever || info.cancel_requested) continue;
@@ -298,9 +327,9 @@ void Controller::ApplyPlanLocked(const sched::Plan& plan,
 
 void Controller::EndPastDeadlineLocked(Time now) {
   std::vector<state::Edit> edits;
-  for (state::JobId id : active_) {
-    auto it = image_.jobs.find(id);
-    if (it == image_.jobs.end()) continue;
+  for (state::JobId id : ledger_->active()) {
+    auto it = ledger_->image().jobs.find(id);
+    if (it == ledger_->image().jobs.end()) continue;
     const state::JobRecord& r = it->second;
     if (r.state != state::JobState::kPending || r.req.deadline <= 0) continue;
     if (now + r.req.time_limit <= r.req.deadline) continue;
@@ -313,7 +342,7 @@ void Controller::EndPastDeadlineLocked(Time now) {
     edits.push_back(std::move(end));
   }
   if (edits.empty()) return;
-  if (!CommitAndApply(std::move(edits)).ok()) dirty_ = true;  // tried again next cycle
+  if (!ledger_->Commit(std::move(edits)).ok()) dirty_ = true;  // tried again next cycle
 }
 
 void Controller::DispatchLocked(const state::JobRecord& job, const std::string& node) {
@@ -321,8 +350,8 @@ void Controller::DispatchLocked(const state::JobRecord& job, const std::string& 
   std::vector<std::string> addresses;
   for (const state::NodeAllocation& a : job.allocations) {
     names.push_back(a.node);
-    auto n = image_.nodes.find(a.node);
-    addresses.push_back(n == image_.nodes.end() ? "" : n->second.address);
+    auto n = ledger_->image().nodes.find(a.node);
+    addresses.push_back(n == ledger_->image().nodes.end() ? "" : n->second.address);
   }
   for (size_t rank = 0; rank < job.allocations.size(); ++rank) {
     const state::NodeAllocation& a = job.allocations[rank];

@@ -163,7 +163,7 @@ TEST_P(LostRunTest, EndsAsANodeFailure) {
     e.start_time = start;
     e.kind = ExitKind::kLost;
     e.message = "lease expired: its agent on n1 had no contact with the server for 30 s";
-    ASSERT_TRUE(h_->Report("n1", {e}).ok());
+    ASSERT_TRUE(h_->ReportExits("n1", {e}).ok());
   } else {
     Pass(46, {"n2"});
   }
@@ -248,14 +248,14 @@ TEST_F(FencingTest, StaleRunsHoldTheNodeUntilTheyExit) {
   e.job = requeue_;
   e.start_time = first_start_;
   e.kind = ExitKind::kCancelled;
-  ASSERT_TRUE(h_->Report("n1", {e}).ok());
+  ASSERT_TRUE(h_->ReportExits("n1", {e}).ok());
   h_->RunCycle();
   EXPECT_EQ(h_.StateOf(requeue_), JobState::kPending);
   EXPECT_NE(Node("n1").record.state_reason.find("job " + std::to_string(plain_)),
             std::string::npos);
   // Both: the node takes jobs again, and the requeued one starts there.
   e.job = plain_;
-  ASSERT_TRUE(h_->Report("n1", {e}).ok());
+  ASSERT_TRUE(h_->ReportExits("n1", {e}).ok());
   EXPECT_EQ(h_.StateOf(plain_), JobState::kNodeFail) << "a stale exit changes no end";
   h_->RunCycle();
   EXPECT_EQ(h_.StateOf(requeue_), JobState::kRunning);
@@ -305,14 +305,14 @@ TEST_F(FencingTest, GangWaitsForItsOtherPartsAfterTheFence) {
   e.job = gang;
   e.start_time = start;
   e.kind = ExitKind::kCancelled;
-  ASSERT_TRUE(h_->Report("n2", {e}).ok());
+  ASSERT_TRUE(h_->ReportExits("n2", {e}).ok());
   const state::JobRecord j = h_.Job(gang);
   EXPECT_EQ(j.state, JobState::kPending);
   EXPECT_EQ(j.requeues, 1);
   EXPECT_NE(j.reason.find("node n1 down"), std::string::npos) << j.reason;
   h_->RunCycle();
   EXPECT_EQ(h_.StateOf(gang), JobState::kPending) << "n1 still holds for the old part";
-  ASSERT_TRUE(h_->Report("n1", {e}).ok());
+  ASSERT_TRUE(h_->ReportExits("n1", {e}).ok());
   h_->RunCycle();
   EXPECT_EQ(h_.StateOf(gang), JobState::kRunning);
   EXPECT_GT(h_.Job(gang).start_time, start);

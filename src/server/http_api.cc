@@ -560,7 +560,7 @@ void HttpServer::Routes(HttpRouter& s) {
                                              ": expected account, user, partition "
                                              "or nodegroup"));
     }
-    Reply(res, 200, state::GpuReportToJson(c->Report(q)));
+    Reply(res, 200, state::GpuReportToJson(c->GpuHours(q)));
   });
 
   // ---- Agents ----
@@ -598,7 +598,7 @@ void HttpServer::Routes(HttpRouter& s) {
          [c](const httplib::Request& req, httplib::Response& res) {
            Result<api::BurnInReport> r = api::BurnInReportFromJson(req.body);
            if (!r.ok()) return ReplyError(res, r.status());
-           Status st = c->ReportBurnIn(req.matches[1], *r);
+           Status st = c->burn_in().Report(req.matches[1], *r);
            if (!st.ok()) return ReplyError(res, st);
            Reply(res, 200, json{{"ok", true}}.dump());
          });
@@ -614,7 +614,7 @@ void HttpServer::Routes(HttpRouter& s) {
          [c](const httplib::Request& req, httplib::Response& res) {
            Result<std::vector<api::JobExit>> exits = api::JobExitsFromJson(req.body);
            if (!exits.ok()) return ReplyError(res, exits.status());
-           Status st = c->Report(req.matches[1], *exits);
+           Status st = c->ReportExits(req.matches[1], *exits);
            if (!st.ok()) return ReplyError(res, st);
            Reply(res, 200, json{{"ok", true}}.dump());
          });

@@ -37,7 +37,7 @@ class HttpApiTest : public ::testing::Test {
     controller_ = testing::RunningController("n1");
     ASSERT_TRUE(controller_ != nullptr);
     Result<IssuedToken> t =
-        controller_->IssueToken({"alice", 1000, 1000, false}, testing::kRoot);
+        controller_->tokens().Issue({"alice", 1000, 1000, false}, testing::kRoot);
     ASSERT_TRUE(t.ok()) << t.status().ToString();
     alice_token_ = t->token;
     HttpOptions h;

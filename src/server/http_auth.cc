@@ -56,7 +56,7 @@ bool StartsWith(std::string_view s, std::string_view prefix) {
 Result<Caller> UserOf(const httplib::Request& req, const Controller& c, bool named) {
   uint32_t uid = 0, gid = 0;
   if (PeerCred(req, &uid, &gid)) {  // the kernel's word
-    if (named) return c.LocalCaller(uid, gid);
+    if (named) return c.tokens().LocalCaller(uid, gid);
     Caller peer;
     peer.uid = uid;
     peer.gid = gid;
@@ -69,7 +69,7 @@ Result<Caller> UserOf(const httplib::Request& req, const Controller& c, bool nam
     const std::string_view token = BearerToken(header);
     if (token.empty())
       return Unauthenticated("Authorization: expected 'Bearer hachi_...'");
-    return c.Authenticate(token);
+    return c.tokens().Authenticate(token);
   }
   Caller anonymous;
   anonymous.user = "anonymous";
@@ -156,7 +156,7 @@ void AddTokenRoutes(HttpRouter& s, Controller* c) {
                                          "wrong type"));
       }
     }
-    Result<IssuedToken> t = c->IssueToken(r, *who);
+    Result<IssuedToken> t = c->tokens().Issue(r, *who);
     if (!t.ok()) return fail(res, t.status());
     reply(res, 201, json{{"token", t->token}, {"record", public_json(t->record)}}.dump());
   });
@@ -164,7 +164,7 @@ void AddTokenRoutes(HttpRouter& s, Controller* c) {
                                          httplib::Response& res) {
     Result<Caller> who = CallerOf(req, *c);
     if (!who.ok()) return fail(res, who.status());
-    Result<std::vector<state::TokenRecord>> list = c->Tokens(*who);
+    Result<std::vector<state::TokenRecord>> list = c->tokens().List(*who);
     if (!list.ok()) return fail(res, list.status());
     json tokens = json::array();
     for (const state::TokenRecord& t : *list) tokens.push_back(public_json(t));
@@ -174,7 +174,7 @@ void AddTokenRoutes(HttpRouter& s, Controller* c) {
            [c, reply, fail](const httplib::Request& req, httplib::Response& res) {
              Result<Caller> who = CallerOf(req, *c);
              if (!who.ok()) return fail(res, who.status());
-             Status st = c->RevokeToken(req.matches[1], *who);
+             Status st = c->tokens().Revoke(req.matches[1], *who);
              if (!st.ok()) return fail(res, st);
              reply(res, 200, json{{"ok", true}}.dump());
            });

@@ -112,7 +112,7 @@ class HttpHostileTest : public ::testing::Test {
     controller_ = testing::RunningController("n1");
     ASSERT_TRUE(controller_ != nullptr);
     Result<IssuedToken> t =
-        controller_->IssueToken({"alice", 1000, 1000, false}, testing::kRoot);
+        controller_->tokens().Issue({"alice", 1000, 1000, false}, testing::kRoot);
     ASSERT_TRUE(t.ok()) << t.status().ToString();
     token_ = t->token;
     HttpOptions h;

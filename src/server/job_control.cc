@@ -15,13 +15,13 @@ Status Controller::Signal(state::JobId id, int signal, bool batch_only, const Ca
   if (signal < 1 || signal > 64) {
     return InvalidArgument(std::to_string(signal) + " is not a signal");
   }
-  MutexLock lock(&mu_);
+  MutexLock lock(&ledger_->mu());
   bool whole_array = false;
   Result<std::vector<state::JobId>> ids = TargetsLocked(id, task, &whole_array);
   if (!ids.ok()) return ids.status();
   std::vector<const state::JobRecord*> running;
   for (state::JobId t : *ids) {
-    const state::JobRecord& job = image_.jobs.at(t);
+    const state::JobRecord& job = ledger_->image().jobs.at(t);
     HACHI_RETURN_IF_ERROR(
         authorizer_.Authorize(who, Action::kSignal, Resource::Job(job)));
     if (job.state == state::JobState::kRunning) running.push_back(&job);
@@ -31,7 +31,7 @@ Status Controller::Signal(state::JobId id, int signal, bool batch_only, const Ca
       return Busy("array " + std::to_string(id) +
                   " has no running task; only running jobs can be signalled");
     }
-    const state::JobRecord& job = image_.jobs.at(ids->front());
+    const state::JobRecord& job = ledger_->image().jobs.at(ids->front());
     return Busy("job " + std::to_string(job.id) + " is " +
                 std::string(state::JobStateName(job.state)) +
                 "; only running jobs can be signalled");
@@ -47,17 +47,18 @@ Status Controller::Signal(state::JobId id, int signal, bool batch_only, const Ca
 }
 
 Status Controller::Requeue(state::JobId id, const Caller& who, int task) {
-  MutexLock writer(&writer_mu_);  // held throughout: no other writer changes the jobs
+  MutexLock writer(
+      &ledger_->writer_mu());  // held throughout: no other writer changes the jobs
   std::vector<state::JobId> finished;
   std::vector<state::JobId> running;
   const std::string reason = "requeued by " + (who.user.empty() ? "?" : who.user);
   {
-    MutexLock lock(&mu_);
+    MutexLock lock(&ledger_->mu());
     bool whole_array = false;
     Result<std::vector<state::JobId>> ids = TargetsLocked(id, task, &whole_array);
     if (!ids.ok()) return ids.status();
     for (state::JobId t : *ids) {  // every task checked before any is touched
-      const state::JobRecord& job = image_.jobs.at(t);
+      const state::JobRecord& job = ledger_->image().jobs.at(t);
       HACHI_RETURN_IF_ERROR(
           authorizer_.Authorize(who, Action::kRequeue, Resource::Job(job)));
       if (job.state == state::JobState::kPending) {
@@ -84,7 +85,7 @@ Status Controller::Requeue(state::JobId id, const Caller& who, int task) {
     // Running: stopped as a preempted job is, and requeued when every part reported.
     std::vector<state::Edit> now;  // runs none of whose parts had been picked up
     for (state::JobId t : running) {
-      const state::JobRecord& job = image_.jobs.at(t);
+      const state::JobRecord& job = ledger_->image().jobs.at(t);
       RunInfo& info = runs_[t];
       if (info.requeue_on_exit) continue;  // asked already
       info.requeue_on_exit = true;
@@ -104,30 +105,30 @@ Status Controller::Requeue(state::JobId id, const Caller& who, int task) {
         runs_.erase(t);
       }
     }
-    if (!now.empty()) HACHI_RETURN_IF_ERROR(CommitAndApply(std::move(now)));
+    if (!now.empty()) HACHI_RETURN_IF_ERROR(ledger_->Commit(std::move(now)));
   }
   if (finished.empty()) return Status::Ok();
   // Finished: their environment was dropped from memory when they ended
-  // (CompactFinishedLocked); the store still has it. Read without mu_, so API reads go
-  // on; writer_mu_ keeps the records as checked.
+  // (the ledger compacts them); the store still has it. Read without mu(), so API
+  // reads go on; writer_mu() keeps the records as checked.
   std::vector<std::shared_ptr<const state::JobPayload>> payloads;
   for (state::JobId t : finished) {
-    Result<std::shared_ptr<const state::JobPayload>> p = store_->LoadPayload(t);
+    Result<std::shared_ptr<const state::JobPayload>> p = ledger_->LoadPayload(t);
     if (!p.ok()) {
       return Status(p.status().code(), "job " + std::to_string(t) +
                                            ": cannot requeue: " + p.status().message());
     }
     payloads.push_back(std::move(*p));
   }
-  MutexLock lock(&mu_);
+  MutexLock lock(&ledger_->mu());
   std::vector<state::Edit> edits;
   for (size_t i = 0; i < finished.size(); ++i) {
     // Back before the commit, so the pending bound counts this payload (a failed
     // commit leaves a finished job holding its environment again: harmless).
-    image_.jobs.at(finished[i]).spec.payload = payloads[i];
+    ledger_->RestorePayload(finished[i], payloads[i]);
     edits.push_back(state::JobRequeued{finished[i], reason});
   }
-  HACHI_RETURN_IF_ERROR(CommitAndApply(std::move(edits)));
+  HACHI_RETURN_IF_ERROR(ledger_->Commit(std::move(edits)));
   dirty_ = true;
   loop_cv_.SignalAll();
   return Status::Ok();
@@ -160,8 +161,8 @@ bool DependsOn(const state::StateImage& image, state::JobId from, state::JobId t
 
 Status Controller::Update(state::JobId id, const api::JobUpdate& update,
                           const Caller& who, int task) {
-  MutexLock writer(&writer_mu_);
-  MutexLock lock(&mu_);
+  MutexLock writer(&ledger_->writer_mu());
+  MutexLock lock(&ledger_->mu());
   if (base_dirty_) HACHI_RETURN_IF_ERROR(RebuildBaseLocked());
   bool whole_array = false;
   Result<std::vector<state::JobId>> ids = TargetsLocked(id, task, &whole_array);
@@ -169,7 +170,7 @@ Status Controller::Update(state::JobId id, const api::JobUpdate& update,
   std::vector<state::Edit> edits;
   std::vector<state::JobId> new_limits;  // running jobs whose agents are told
   for (state::JobId t : *ids) {          // every task checked before any is changed
-    const state::JobRecord& job = image_.jobs.at(t);
+    const state::JobRecord& job = ledger_->image().jobs.at(t);
     HACHI_RETURN_IF_ERROR(
         authorizer_.Authorize(who, Action::kUpdate, Resource::Job(job)));
     const std::string name = "job " + std::to_string(t);
@@ -215,7 +216,8 @@ Status Controller::Update(state::JobId id, const api::JobUpdate& update,
       }
       req = valid->req;
       for (const sched::Dependency& d : req.dependencies) {
-        if (d.kind != sched::DependencyKind::kSingleton && DependsOn(image_, d.job, t)) {
+        if (d.kind != sched::DependencyKind::kSingleton &&
+            DependsOn(ledger_->image(), d.job, t)) {
           return InvalidArgument(name + ": a dependency on job " + std::to_string(d.job) +
                                  " would make a cycle (job " + std::to_string(d.job) +
                                  " waits on " + name + ")");
@@ -242,11 +244,11 @@ Status Controller::Update(state::JobId id, const api::JobUpdate& update,
     return Status::Ok();
   }
   for (const state::Edit& e : edits) diagnoses_.erase(std::get<state::JobUpdated>(e).id);
-  HACHI_RETURN_IF_ERROR(CommitAndApply(std::move(edits)));
+  HACHI_RETURN_IF_ERROR(ledger_->Commit(std::move(edits)));
   // Durable first, then the agents: a re-dispatch (DispatchLocked) carries the new
   // limit from the record, and an agent that registers again is told it (Register).
   for (state::JobId t : new_limits) {
-    const state::JobRecord& job = image_.jobs.at(t);
+    const state::JobRecord& job = ledger_->image().jobs.at(t);
     if (job.state != state::JobState::kRunning) continue;  // ended while committing
     for (const state::NodeAllocation& a : job.allocations) {
       agents_.SetLimit(a.node, {t, job.start_time, job.req.time_limit});

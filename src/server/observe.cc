@@ -42,17 +42,17 @@ ClusterGauges Controller::Gauges() const {
   std::set<state::JobId> running;
   std::shared_ptr<const sched::ClusterState> last;  // the last cycle's snapshot
   {
-    MutexLock lock(&mu_);
+    MutexLock lock(&ledger_->mu());
     // Every job of the image: finished ones too, which a 50k-job soak keeps (a scan of a
     // map, a few milliseconds at 100k jobs, per scrape).
-    for (const auto& [id, job] : image_.jobs) {
+    for (const auto& [id, job] : ledger_->image().jobs) {
       ++g.jobs[static_cast<size_t>(job.state)];
       if (job.state == state::JobState::kPending && job.held) ++g.held;
       if (job.state == state::JobState::kRunning) running.insert(id);
     }
     // Nodes and what runs on them now, without the pending jobs: copying 100k of those
     // here held the lock as long as a cycle's own snapshot (80-150 ms, measured).
-    snap = BuildSnapshot(base_, image_, &running);
+    snap = BuildSnapshot(base_, ledger_->image(), &running);
     last = diagnosed_;
     for (const sched::Node& n : snap.nodes) {  // name order (BuildBase)
       ClusterGauges::NodeRow row;
@@ -60,8 +60,8 @@ ClusterGauges Controller::Gauges() const {
       row.total = n.gpu_count();
       row.unhealthy = n.unhealthy.size();
       row.allocated = AllocatedGpus(n);
-      auto rec = image_.nodes.find(n.name);
-      if (rec != image_.nodes.end())
+      auto rec = ledger_->image().nodes.find(n.name);
+      if (rec != ledger_->image().nodes.end())
         row.state = std::string(state::NodeStateName(rec->second.state));
       if (const int64_t silent = agents_.SilentForMs(n.name); silent >= 0) {
         row.heartbeat_age_s = static_cast<double>(silent) / 1000.0;
@@ -71,7 +71,8 @@ ClusterGauges Controller::Gauges() const {
     g.cycles = stats_.cycles;
     g.submits = stats_.submits;
     g.starts = stats_.starts;
-    JobGpuGaugesLocked(&g);  // issue 21
+    usage_.Held(ledger_.get());
+    usage_.GaugesLocked(&g);
   }
   // The waiting jobs as the last cycle saw them (its snapshot is immutable), less those
   // started since; jobs submitted since wait for the next cycle (one is due at once).
@@ -102,10 +103,10 @@ std::vector<state::PartitionLoad> Controller::PartitionLoads() const {
   std::vector<state::PendingJob> pending;
   sched::ClusterState snap;
   {
-    MutexLock lock(&mu_);
+    MutexLock lock(&ledger_->mu());
     std::set<state::JobId> running;  // the snapshot needs nodes and running jobs only
-    for (state::JobId id : active_) {
-      const state::JobRecord& r = image_.jobs.at(id);
+    for (state::JobId id : ledger_->active()) {
+      const state::JobRecord& r = ledger_->image().jobs.at(id);
       if (r.state == state::JobState::kRunning) running.insert(id);
       if (r.state != state::JobState::kPending || r.held) continue;
       auto d = diagnoses_.find(id);
@@ -114,7 +115,7 @@ std::vector<state::PartitionLoad> Controller::PartitionLoads() const {
            r.req.Shared() ? 0 : r.req.GpusPerNode(), r.req.time_limit,
            d == diagnoses_.end() ? sched::Reason::kNone : d->second.reason});
     }
-    snap = BuildSnapshot(base_, image_, &running);
+    snap = BuildSnapshot(base_, ledger_->image(), &running);
   }
   std::vector<state::PartitionLoad> loads;
   for (const sched::Partition& p : snap.partitions) {
@@ -193,9 +194,10 @@ Result<state::JobExplain> Controller::Explain(state::JobId id) const {
   sched::Job probe;
   std::vector<std::string> stale_notes;  // nodes held for their stale runs
   {
-    MutexLock lock(&mu_);
-    auto it = image_.jobs.find(id);
-    if (it == image_.jobs.end()) return NotFound("no job " + std::to_string(id));
+    MutexLock lock(&ledger_->mu());
+    auto it = ledger_->image().jobs.find(id);
+    if (it == ledger_->image().jobs.end())
+      return NotFound("no job " + std::to_string(id));
     rec = it->second;
     e.job = id;
     e.state = std::string(state::JobStateName(rec.state));
@@ -264,7 +266,8 @@ Result<state::JobExplain> Controller::Explain(state::JobId id) const {
     if (std::string fence = FenceNoteLocked(rec); !fence.empty()) {
       e.history.push_back({e.as_of, "fence", std::move(fence)});
     }
-    if (std::string idle = IdleNoteLocked(rec); !idle.empty()) {  // issue 21
+    usage_.Held(ledger_.get());
+    if (std::string idle = usage_.IdleNoteLocked(rec); !idle.empty()) {
       e.history.push_back({e.as_of, "idle", std::move(idle)});
     }
     if (rec.state != state::JobState::kPending) return e;
@@ -282,8 +285,9 @@ Result<state::JobExplain> Controller::Explain(state::JobId id) const {
       // are gone from diagnoses_): 1 + those ahead.
       e.queue_position = e.partition_position = 1;
       for (const auto& [other, od] : diagnoses_) {
-        auto o = image_.jobs.find(other);
-        if (o == image_.jobs.end() || o->second.state != state::JobState::kPending)
+        auto o = ledger_->image().jobs.find(other);
+        if (o == ledger_->image().jobs.end() ||
+            o->second.state != state::JobState::kPending)
           continue;
         const bool same = o->second.req.partition == rec.req.partition;
         const bool ahead = od.queue_position < dg.queue_position;
@@ -303,12 +307,13 @@ Result<state::JobExplain> Controller::Explain(state::JobId id) const {
     }
     // Nodes and running jobs are all ExplainNodes reads: not the pending ones.
     std::set<state::JobId> running;
-    for (state::JobId a : active_) {
-      auto j = image_.jobs.find(a);
-      if (j != image_.jobs.end() && j->second.state == state::JobState::kRunning)
+    for (state::JobId a : ledger_->active()) {
+      auto j = ledger_->image().jobs.find(a);
+      if (j != ledger_->image().jobs.end() &&
+          j->second.state == state::JobState::kRunning)
         running.insert(a);
     }
-    snap = BuildSnapshot(base_, image_, &running);
+    snap = BuildSnapshot(base_, ledger_->image(), &running);
     HoldStaleNodesLocked(&snap);
     for (const auto& [node, jobs] : stale_runs_) {
       if (!jobs.empty()) stale_notes.push_back(StaleNoteLocked(node));

@@ -195,11 +195,17 @@ void ForEachActiveJob(const state::StateImage& image,
 
 }  // namespace
 
-sched::ClusterState BuildSnapshot(const BaseCluster& base, const state::StateImage& image,
-                                  const std::set<state::JobId>* active) {
-  sched::ClusterState s = base.state;
-  for (size_t i = 0; i < s.nodes.size(); ++i) {
-    sched::Node& n = s.nodes[i];
+namespace {
+
+// `s` (a copy of the base) with each node's state from its record and nothing booked;
+// then the running jobs' allocations booked on their nodes — only on the nodes
+// `touched` marks when it is given — and each array's running tasks counted.
+void BookRunning(const BaseCluster& base, const state::StateImage& image,
+                 const std::set<state::JobId>* active, const std::vector<bool>* touched,
+                 sched::ClusterState* s,
+                 std::unordered_map<sched::JobId, int>* array_running) {
+  for (size_t i = 0; i < s->nodes.size(); ++i) {
+    sched::Node& n = s->nodes[i];
     const state::NodeRecord& rec = image.nodes.at(n.name);
     n.state = SchedNodeState(rec.state);
     n.unhealthy = rec.unhealthy & n.model->all_gpus();
@@ -208,25 +214,45 @@ sched::ClusterState BuildSnapshot(const BaseCluster& base, const state::StateIma
     n.free_cpus = n.cpus;
     n.free_memory_mib = n.memory_mib;
   }
-  // Running jobs first (they hold resources), then pending ones.
-  std::unordered_map<sched::JobId, int> array_running;
-  sched::PlanApplier applier(&s);
+  sched::PlanApplier applier(s);
   ForEachActiveJob(image, active, [&](const state::JobRecord& r) {
     if (r.state != state::JobState::kRunning) return;
-    sched::Job j = ToSchedJob(s, r);
+    sched::Job j = ToSchedJob(*s, r);
     for (const state::NodeAllocation& na : r.allocations) {
       auto ni = base.node_index.find(na.node);
       if (ni == base.node_index.end()) continue;  // its node left the cluster
+      if (touched != nullptr && !(*touched)[ni->second]) continue;
       sched::Allocation a{ni->second,     na.gpus,           na.cpus, na.memory_mib,
                           na.share_milli, na.gpu_memory_mib, na.mig};
       // The records never double-book (the applier checked before committing); a
       // failure here means a node re-registered with fewer GPUs: keep the job, skip it.
       if (applier.Take(j, a).ok()) j.allocations.push_back(a);
     }
-    if (r.spec.array_job_id != 0) ++array_running[r.spec.array_job_id];
-    s.running.push_back(std::move(j));
+    if (array_running != nullptr && r.spec.array_job_id != 0) {
+      ++(*array_running)[r.spec.array_job_id];
+    }
+    if (touched == nullptr) s->running.push_back(std::move(j));
   });
-  // Issue 17, -d singleton: a job waits while an earlier job of its name and user is
+}
+
+}  // namespace
+
+sched::ClusterState BuildNodeSnapshot(const BaseCluster& base,
+                                      const state::StateImage& image,
+                                      const std::set<state::JobId>& active,
+                                      const std::vector<bool>& touched) {
+  sched::ClusterState s = base.state;
+  BookRunning(base, image, &active, &touched, &s, nullptr);
+  return s;
+}
+
+sched::ClusterState BuildSnapshot(const BaseCluster& base, const state::StateImage& image,
+                                  const std::set<state::JobId>* active) {
+  sched::ClusterState s = base.state;
+  // Running jobs first (they hold resources), then pending ones.
+  std::unordered_map<sched::JobId, int> array_running;
+  BookRunning(base, image, active, nullptr, &s, &array_running);
+  // -d singleton: a job waits while an earlier job of its name and user is
   // pending, or any is running. The lowest such job id per (user, name), filled as the
   // pending jobs go by in id order; only built when some job asks for it.
   bool singletons = false;
@@ -269,7 +295,7 @@ sched::ClusterState BuildSnapshot(const BaseCluster& base, const state::StateIma
       j.deps_job = v.job;
     }
     if (singleton_wait != 0 && j.deps == sched::DependencyState::kNone) {
-      j.deps = sched::DependencyState::kWaiting;  // issue 17: -d singleton
+      j.deps = sched::DependencyState::kWaiting;  // -d singleton
       j.deps_job = singleton_wait;
     }
     s.pending.push_back(std::move(j));

@@ -64,6 +64,17 @@ Result<BaseCluster> BuildBase(
 sched::ClusterState BuildSnapshot(const BaseCluster& base, const state::StateImage& image,
                                   const std::set<state::JobId>* active = nullptr);
 
+// What the plan applier needs to re-check a plan's starts against the records as they
+// are now, and no more (a cycle that starts nothing builds nothing; one that starts a
+// job on two nodes books the running jobs of those two): the base's nodes with their
+// states from the records, the running jobs' allocations booked on the nodes `touched`
+// marks (indexed as the base's nodes) — the other nodes are left with nothing booked,
+// so ask it only about touched nodes — and neither running nor pending jobs listed.
+sched::ClusterState BuildNodeSnapshot(const BaseCluster& base,
+                                      const state::StateImage& image,
+                                      const std::set<state::JobId>& active,
+                                      const std::vector<bool>& touched);
+
 // The recent workload, for fragmentation-aware placement (sched/fragmentation.h, FGD):
 // the size classes of the last `last_n` jobs submitted (GPUs per node or GPU share,
 // CPUs, memory, GPU model), weighted by how often each occurs. Empty without jobs.

@@ -69,10 +69,10 @@ state::StepEnded StepEndOf(const state::StepKey& key,
 Result<state::StepRecord> Controller::CreateStep(state::JobId id,
                                                  const api::StepRequest& req,
                                                  const Caller& who) {
-  MutexLock writer(&writer_mu_);
-  MutexLock lock(&mu_);
-  auto it = image_.jobs.find(id);
-  if (it == image_.jobs.end()) return NotFound("no job " + std::to_string(id));
+  MutexLock writer(&ledger_->writer_mu());
+  MutexLock lock(&ledger_->mu());
+  auto it = ledger_->image().jobs.find(id);
+  if (it == ledger_->image().jobs.end()) return NotFound("no job " + std::to_string(id));
   const state::JobRecord& job = it->second;
   HACHI_RETURN_IF_ERROR(authorizer_.Authorize(who, Action::kRunStep, Resource::Job(job)));
   if (job.state != state::JobState::kRunning) {
@@ -138,7 +138,7 @@ Result<state::StepRecord> Controller::CreateStep(state::JobId id,
   state::StepRecord rec;
   rec.job = id;
   rec.job_start = job.start_time;
-  rec.step = state::NextStepNumber(image_, id, job.start_time);
+  rec.step = state::NextStepNumber(ledger_->image(), id, job.start_time);
   rec.name = req.name.empty() ? BaseName(req.argv[0]) : req.name;
   rec.user = who.user;
   rec.ntasks = ntasks;
@@ -164,7 +164,7 @@ Result<state::StepRecord> Controller::CreateStep(state::JobId id,
         req.cpus_per_task > 0 ? tasks * req.cpus_per_task : std::max(a.cpus, tasks);
     rec.gpus += req.gpus_per_task > 0 ? tasks * req.gpus_per_task : a.gpus.size();
   }
-  HACHI_RETURN_IF_ERROR(CommitAndApply({state::StepStarted{rec}}));
+  HACHI_RETURN_IF_ERROR(ledger_->Commit({state::StepStarted{rec}}));
   const state::StepKey key{id, rec.job_start, rec.step};
   streams_.Open(key, rec.nodes, req.kill_on_bad_exit, req.pty);
   int rank = 0;
@@ -192,18 +192,18 @@ Result<state::StepRecord> Controller::CreateStep(state::JobId id,
     l.kill_grace = options_.kill_grace;
     agents_.LaunchStep(rec.nodes[static_cast<size_t>(i)], std::move(l));
   }
-  return image_.steps.at(key);
+  return ledger_->image().steps.at(key);
 }
 
 Result<state::StepRecord> Controller::StepOf(state::JobId id, int step,
                                              const Caller& who) const {
-  MutexLock lock(&mu_);
-  auto it = image_.jobs.find(id);
-  if (it == image_.jobs.end()) return NotFound("no job " + std::to_string(id));
+  MutexLock lock(&ledger_->mu());
+  auto it = ledger_->image().jobs.find(id);
+  if (it == ledger_->image().jobs.end()) return NotFound("no job " + std::to_string(id));
   HACHI_RETURN_IF_ERROR(
       authorizer_.Authorize(who, Action::kRunStep, Resource::Job(it->second)));
-  auto s = image_.steps.find({id, it->second.start_time, step});
-  if (s == image_.steps.end()) {
+  auto s = ledger_->image().steps.find({id, it->second.start_time, step});
+  if (s == ledger_->image().steps.end()) {
     return NotFound("no step " + StepName(id, step) + " in the job's current run");
   }
   return s->second;
@@ -271,10 +271,10 @@ Status Controller::StepInput(state::JobId id, int step, api::StepInput input,
 }
 
 std::vector<state::StepRecord> Controller::Steps(state::JobId id) const {
-  MutexLock lock(&mu_);
+  MutexLock lock(&ledger_->mu());
   std::vector<state::StepRecord> out;
-  auto lo = image_.steps.lower_bound({id == 0 ? 0 : id, 0, 0});
-  for (auto it = lo; it != image_.steps.end(); ++it) {
+  auto lo = ledger_->image().steps.lower_bound({id == 0 ? 0 : id, 0, 0});
+  for (auto it = lo; it != ledger_->image().steps.end(); ++it) {
     if (id != 0 && it->first.job != id) break;
     out.push_back(it->second);
   }
@@ -292,9 +292,9 @@ Result<std::vector<api::StepAck>> Controller::ReportSteps(
     api::StepAck ack{r.job, r.job_start, r.step, 0, false};
     std::vector<std::string> nodes;
     {
-      MutexLock lock(&mu_);
-      auto s = image_.steps.find(key);
-      const bool here = s != image_.steps.end() &&
+      MutexLock lock(&ledger_->mu());
+      auto s = ledger_->image().steps.find(key);
+      const bool here = s != ledger_->image().steps.end() &&
                         std::find(s->second.nodes.begin(), s->second.nodes.end(), node) !=
                             s->second.nodes.end();
       if (!here || s->second.state != state::JobState::kRunning) {
@@ -319,23 +319,24 @@ Result<std::vector<api::StepAck>> Controller::ReportSteps(
       }
     }
     if (added.all_done) finished.push_back(key);
-    MutexLock lock(&mu_);
+    MutexLock lock(&ledger_->mu());
     if (notify_) notify_(StepTopic(r.job, r.step));
   }
   if (!finished.empty()) {
-    MutexLock writer(&writer_mu_);
-    MutexLock lock(&mu_);
+    MutexLock writer(&ledger_->writer_mu());
+    MutexLock lock(&ledger_->mu());
     std::vector<state::Edit> edits;
     const Time now = options_.clock->Now();
     for (const state::StepKey& key : finished) {
-      auto s = image_.steps.find(key);
-      if (s == image_.steps.end() || s->second.state != state::JobState::kRunning)
+      auto s = ledger_->image().steps.find(key);
+      if (s == ledger_->image().steps.end() ||
+          s->second.state != state::JobState::kRunning)
         continue;
       state::StepEnded end = StepEndOf(key, streams_.Exits(key), now);
       end.end_time = std::max(end.end_time, s->second.start_time);
       edits.push_back(std::move(end));
     }
-    HACHI_RETURN_IF_ERROR(CommitAndApply(std::move(edits)));
+    HACHI_RETURN_IF_ERROR(ledger_->Commit(std::move(edits)));
   }
   return acks;
 }
@@ -363,11 +364,12 @@ void Controller::EndStepsOfJobsLocked(std::vector<state::Edit>* edits) const {
     } else {
       continue;
     }
-    auto job = image_.jobs.find(id);
-    if (job == image_.jobs.end() || job->second.state != state::JobState::kRunning)
+    auto job = ledger_->image().jobs.find(id);
+    if (job == ledger_->image().jobs.end() ||
+        job->second.state != state::JobState::kRunning)
       continue;
     for (const state::StepKey& key :
-         state::RunningSteps(image_, id, job->second.start_time)) {
+         state::RunningSteps(ledger_->image(), id, job->second.start_time)) {
       const bool listed =
           std::any_of(edits->begin(), edits->end(), [&](const state::Edit& x) {
             const auto* se = std::get_if<state::StepEnded>(&x);
@@ -377,7 +379,7 @@ void Controller::EndStepsOfJobsLocked(std::vector<state::Edit>* edits) const {
       state::StepEnded se;
       se.key = key;
       se.state = as;
-      se.end_time = std::max(now, image_.steps.at(key).start_time);
+      se.end_time = std::max(now, ledger_->image().steps.at(key).start_time);
       se.reason = why;
       more.push_back(std::move(se));
     }
@@ -404,7 +406,7 @@ std::vector<state::Edit> Controller::LostStepsLocked(const AgentRegistration& re
   // step never outlives its agent), or their launch was dropped with the old session.
   std::vector<state::Edit> edits;
   const Time now = options_.clock->Now();
-  for (const auto& [key, s] : image_.steps) {
+  for (const auto& [key, s] : ledger_->image().steps) {
     if (s.state != state::JobState::kRunning) continue;
     if (std::find(s.nodes.begin(), s.nodes.end(), reg.node) == s.nodes.end()) continue;
     if (std::find(reg.steps.begin(), reg.steps.end(), key) != reg.steps.end()) continue;
@@ -421,10 +423,10 @@ std::vector<state::Edit> Controller::LostStepsLocked(const AgentRegistration& re
 }
 
 Status Controller::CompleteAllocation(state::JobId id, int exit_code, const Caller& who) {
-  MutexLock writer(&writer_mu_);
-  MutexLock lock(&mu_);
-  auto it = image_.jobs.find(id);
-  if (it == image_.jobs.end()) return NotFound("no job " + std::to_string(id));
+  MutexLock writer(&ledger_->writer_mu());
+  MutexLock lock(&ledger_->mu());
+  auto it = ledger_->image().jobs.find(id);
+  if (it == ledger_->image().jobs.end()) return NotFound("no job " + std::to_string(id));
   const state::JobRecord& job = it->second;
   HACHI_RETURN_IF_ERROR(authorizer_.Authorize(who, Action::kCancel, Resource::Job(job)));
   if (!job.spec.interactive) {
@@ -445,7 +447,7 @@ Status Controller::CompleteAllocation(state::JobId id, int exit_code, const Call
     edits.push_back(RunEndLocked(job, info, options_.clock->Now()));
     runs_.erase(id);
   }
-  return CommitAndApply(std::move(edits));
+  return ledger_->Commit(std::move(edits));
 }
 
 }  // namespace hachi::server

@@ -233,7 +233,7 @@ TEST(JobCredential, ValidOnlyForItsRunningRun) {
   ASSERT_EQ(w.launch.size(), 1u);
   const std::string cred = w.launch[0].credential;
   ASSERT_EQ(cred.rfind("hachijob_" + std::to_string(id) + "_", 0), 0u) << cred;
-  Result<Caller> who = h->Authenticate(cred);
+  Result<Caller> who = h->tokens().Authenticate(cred);
   ASSERT_TRUE(who.ok()) << who.status().ToString();
   EXPECT_EQ(who->user, "alice");
   EXPECT_EQ(who->uid, testing::kAlice.uid);
@@ -241,13 +241,15 @@ TEST(JobCredential, ValidOnlyForItsRunningRun) {
   EXPECT_FALSE(who->admin);
   std::string forged = cred;
   forged.back() = forged.back() == '0' ? '1' : '0';
-  EXPECT_EQ(h->Authenticate(forged).status().code(), StatusCode::kUnauthenticated);
+  EXPECT_EQ(h->tokens().Authenticate(forged).status().code(),
+            StatusCode::kUnauthenticated);
   // Another run of the same job (its start time) is not this one's.
   const std::string other =
       JobCredential("cluster-secret", id, w.launch[0].start_time + 1);
-  EXPECT_EQ(h->Authenticate(other).status().code(), StatusCode::kUnauthenticated);
+  EXPECT_EQ(h->tokens().Authenticate(other).status().code(),
+            StatusCode::kUnauthenticated);
   h.Exit("n1", id, 0);
-  Status ended = h->Authenticate(cred).status();
+  Status ended = h->tokens().Authenticate(cred).status();
   EXPECT_EQ(ended.code(), StatusCode::kUnauthenticated);
   EXPECT_NE(ended.message().find("no longer valid"), std::string::npos)
       << ended.message();
@@ -257,7 +259,8 @@ TEST(JobCredential, ValidOnlyForItsRunningRun) {
   plain.Submit(testing::MakeSubmit());
   plain->RunCycle();
   EXPECT_EQ(plain.Work("n1").launch[0].credential, "");
-  EXPECT_EQ(plain->Authenticate(cred).status().code(), StatusCode::kUnauthenticated);
+  EXPECT_EQ(plain->tokens().Authenticate(cred).status().code(),
+            StatusCode::kUnauthenticated);
 }
 
 }  // namespace

@@ -17,16 +17,16 @@ Result<Controller::TestSubmitAnswer> Controller::TestSubmit(const SubmitRequest&
   Time now = 0;
   state::JobId next_id = 0;
   {
-    MutexLock lock(&mu_);
+    MutexLock lock(&ledger_->mu());
     if (stopping_) return Unavailable("the server is stopping");
     if (base_dirty_) HACHI_RETURN_IF_ERROR(RebuildBaseLocked());
     Result<sched::JobRequest> req = CompleteRequestLocked(request, who);
     if (!req.ok()) return req.status();
-    Result<sched::Job> valid = ValidateJobLocked(*req, next_id_);
+    Result<sched::Job> valid = ValidateJobLocked(*req, ledger_->next_id());
     if (!valid.ok()) return valid.status();
     job = std::move(*valid);
-    next_id = next_id_;
-    snap = BuildSnapshot(base_, image_, &active_);
+    next_id = ledger_->next_id();
+    snap = BuildSnapshot(base_, ledger_->image(), &ledger_->active());
     HoldStaleNodesLocked(&snap);
     now = options_.clock->Now();
   }

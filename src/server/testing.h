@@ -148,7 +148,7 @@ class Harness {
     e.job = id;
     e.kind = kind;
     e.exit_code = code;
-    Status s = c_->Report(node, {e});
+    Status s = c_->ReportExits(node, {e});
     EXPECT_TRUE(s.ok()) << s.ToString();
   }
 

@@ -158,7 +158,7 @@ TEST_F(WebRoutesTest, LogTailOfALocalJobOnly) {
   EXPECT_EQ(r->status, 401) << r->body;
   auto token = [&](const std::string& user, int64_t uid) {
     Result<IssuedToken> t =
-        controller_->IssueToken({user, uid, uid, false}, testing::kRoot);
+        controller_->tokens().Issue({user, uid, uid, false}, testing::kRoot);
     EXPECT_TRUE(t.ok()) << t.status().ToString();
     return t.ok() ? "Bearer " + t->token : std::string();
   };
