@@ -10,6 +10,7 @@
 
 #include "server/agent_address.h"
 #include "server/controller.h"
+#include "server/fence.h"
 
 namespace hachi::server {
 
@@ -137,12 +138,12 @@ Status Controller::Register(const AgentRegistration& reg, const std::string& pee
         std::any_of(it->second.allocations.begin(), it->second.allocations.end(),
                     [&](const state::NodeAllocation& a) { return a.node == reg.node; });
     auto run = runs_.find(id);
-    const bool stopping = run != runs_.end() && (run->second.cancel_requested ||
+    const bool stopping = run != runs_.end() && (run->second.cancelling() ||
                                                  run->second.preempt_kill_at != kNever);
     // A gang part the fence counted dead while the gang waits for its other parts: it
     // must stop, and its GPUs stay taken after the job ends until it has.
     const bool fenced_here =
-        here && run != runs_.end() && run->second.fenced &&
+        here && run != runs_.end() && run->second.state.fenced &&
         std::find(run->second.ended_on.begin(), run->second.ended_on.end(), reg.node) !=
             run->second.ended_on.end();
     if (!here || stopping || fenced_here) agents_.Cancel(reg.node, id);
@@ -196,19 +197,18 @@ Status Controller::ReportExits(const std::string& node,
     const bool first_only = job.spec.batch_on_first_node && job.allocations.size() > 1;
     const bool batch_part = node == job.allocations.front().node;
     if (!CountExit(&info, node, e, static_cast<int>(job.allocations.size()),
-                   !(first_only && info.batch_ended && !batch_part))) {
+                   !(first_only && info.state.batch_ended && !batch_part))) {
       continue;  // this part's exit, reported again
     }
     const bool failed = !(e.kind == api::ExitKind::kExited && e.exit_code == 0);
-    if (first_only && batch_part && !info.batch_ended) {
-      info.batch_ended = true;
-      if (info.parts_left > 0 && !info.cancel_requested && !failed) {
+    if (first_only && batch_part && info.Take(RunEvent::kBatchPartExited)) {
+      if (info.parts_left > 0 && !info.cancelling() && !failed) {
         for (const state::NodeAllocation& a : job.allocations) {
           if (a.node != node) agents_.Cancel(a.node, e.job);
         }
       }
     }
-    if (failed && info.parts_left > 0 && !info.cancel_requested) {
+    if (failed && info.parts_left > 0 && !info.cancelling()) {
       // A gang is one job: when one part fails, stop the others (no edit: at once).
       for (const state::NodeAllocation& a : job.allocations) {
         if (a.node != node) agents_.Cancel(a.node, e.job);
@@ -224,31 +224,7 @@ Status Controller::ReportExits(const std::string& node,
 
 state::Edit Controller::RunEndLocked(const state::JobRecord& job, const RunInfo& info,
                                      Time end_time) const {
-  if (info.allocation_done && !info.cancel_requested) {
-    // salloc's command ended (issue 18): its exit code is the allocation's.
-    state::JobEnded end;
-    end.id = job.id;
-    end.end_time = end_time;
-    end.gpu_memory_peak_mib = info.gpu_memory_peak_mib;
-    end.exit_code = info.allocation_exit;
-    end.state = info.allocation_exit == 0 ? state::JobState::kCompleted
-                                          : state::JobState::kFailed;
-    if (info.allocation_exit != 0) {
-      end.reason = "exit code " + std::to_string(info.allocation_exit);
-    }
-    return end;
-  }
-  if (info.requeue_on_exit && !info.cancel_requested) {
-    return state::JobRequeued{
-        job.id, info.requeue_reason.empty() ? "preempted" : info.requeue_reason};
-  }
-  // Lost with its node (the fence passed, or its agent stopped it when its lease
-  // expired): a --requeue job runs again, as after any node failure.
-  const bool lost = info.worst && info.worst->kind == api::ExitKind::kLost;
-  if (lost && job.spec.requeue && !info.cancel_requested) {
-    return state::JobRequeued{job.id, info.worst->message};
-  }
-  return EndOf(job, info, end_time);
+  return RunEnd(job, info, end_time);
 }
 
 void Controller::NodeLostLocked(const std::string& node, const std::string& why,
@@ -263,13 +239,9 @@ void Controller::NodeLostLocked(const std::string& node, const std::string& why,
 
 int64_t Controller::FenceLeftMsLocked(const std::string& node) const {
   auto n = ledger_->image().nodes.find(node);
-  if (n == ledger_->image().nodes.end() || n->second.state != state::NodeState::kDown)
-    return -1;
-  const int64_t silent = agents_.SilentForMs(node);
-  if (silent < 0) return 0;  // never heard from since this server started
-  const int64_t fence_ms =
-      (options_.lease + options_.kill_grace + options_.fence_margin) * 1000;
-  return std::max<int64_t>(0, fence_ms - silent);
+  if (n == ledger_->image().nodes.end() || n->second.state != state::NodeState::kDown) return -1;
+  return FenceLeftMs(agents_.SilentForMs(node),
+                     {options_.lease, options_.kill_grace, options_.fence_margin});
 }
 
 std::string Controller::FenceNoteLocked(const state::JobRecord& job) const {
@@ -283,9 +255,7 @@ std::string Controller::FenceNoteLocked(const state::JobRecord& job) const {
     }
     const int64_t left = FenceLeftMsLocked(a.node);
     if (left < 0) continue;
-    return "waiting for node " + a.node + "'s lease to expire before " +
-           (job.spec.requeue ? "requeue" : "ending it NODE_FAIL") + ", " +
-           std::to_string((left + 999) / 1000) + " s";
+    return FenceNote(a.node, left, job.spec.requeue);
   }
   return "";
 }
@@ -311,17 +281,15 @@ void Controller::FenceLocked(Time now) {
       e.start_time = job.start_time;
       e.kind = api::ExitKind::kLost;
       e.end_time = now;
-      e.message = "node " + a.node + " down: no contact with its agent for " +
-                  FormatDuration(options_.lease) + " (its lease) + " +
-                  FormatDuration(options_.kill_grace) + " (kill grace) + " +
-                  FormatDuration(options_.fence_margin);
+      e.message = FencedExitMessage(
+          a.node, {options_.lease, options_.kill_grace, options_.fence_margin});
       counted |=
           CountExit(&run->second, a.node, e, static_cast<int>(job.allocations.size()));
     }
-    if (run == runs_.end() || (!counted && !run->second.fenced)) continue;
+    if (run == runs_.end() || (!counted && !run->second.state.fenced)) continue;
     RunInfo& info = run->second;
-    if (!info.fenced) {  // the gang's other parts cannot go on without this one
-      info.fenced = true;
+    // The gang's other parts cannot go on without this one.
+    if (info.Take(RunEvent::kFenceExpired)) {
       for (const state::NodeAllocation& a : job.allocations) {
         if (std::find(info.ended_on.begin(), info.ended_on.end(), a.node) ==
             info.ended_on.end()) {
@@ -344,13 +312,11 @@ void Controller::CheckAgentsLocked(Time now) {
   std::vector<std::string> lost;
   for (const auto& [name, rec] : ledger_->image().nodes) {
     if (rec.state == state::NodeState::kDown) continue;
-    const int64_t silent = agents_.SilentForMs(name);
-    if (silent < 0 || silent > options_.agent_timeout * 1000) lost.push_back(name);
+    if (AgentLost(agents_.SilentForMs(name), options_.agent_timeout))
+      lost.push_back(name);
   }
   for (const std::string& name : lost) {
-    NodeLostLocked(name,
-                   "agent silent for more than " + FormatDuration(options_.agent_timeout),
-                   now);
+    NodeLostLocked(name, AgentLostReason(options_.agent_timeout), now);
   }
   FenceLocked(now);
 }

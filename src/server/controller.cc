@@ -420,8 +420,7 @@ void Controller::CancelOneLocked(state::JobId id, const std::string& reason,
     return;
   }
   RunInfo& info = runs_[id];
-  if (info.cancel_requested) return;
-  info.cancel_requested = true;
+  if (!info.Take(RunEvent::kCancelAsked)) return;
   info.cancel_reason = reason;
   StopPartsLocked(job, &info);
   if (info.parts_left <= 0) {
@@ -875,8 +874,7 @@ Status Controller::ReportHealth(const std::string& node, const api::AgentHealth&
     }
     if (reason.empty()) continue;
     RunInfo& info = runs_[id];
-    if (info.requeue_on_exit || info.cancel_requested) continue;  // stopping already
-    info.requeue_on_exit = true;
+    if (!info.Take(RunEvent::kRequeueAsked)) continue;  // stopping already
     info.requeue_reason = reason;
     for (const state::NodeAllocation& a : job.allocations) stops.emplace_back(a.node, id);
   }

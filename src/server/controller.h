@@ -354,7 +354,7 @@ class Controller : private Ledger::Observer {
                                        state::JobId first_id) const
       REQUIRES(ledger_->mu());
   void Loop() EXCLUDES(ledger_->mu(), ledger_->writer_mu());
-  // One cycle: snapshot (writer_mu_ and mu_), schedule (neither), apply (both again).
+  // One cycle: snapshot (the ledger's locks), schedule (neither), apply (both again).
   void Cycle() REQUIRES(cycle_mu_) EXCLUDES(ledger_->mu(), ledger_->writer_mu());
   // Issue 17: pending jobs whose --deadline can no longer be met (now + time limit
   // past it) end as DEADLINE, never started.

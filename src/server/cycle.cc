@@ -15,51 +15,14 @@
 #include "server/auth.h"
 #include "server/controller.h"
 #include "server/controller_metrics.h"
+#include "server/master_ports.h"
 
 namespace hachi::server {
 namespace {
 
-// The MASTER_PORT a run of `job` uses: the one its start chose, or for a job started
-// before ports were tracked (a row without one), the old rule's.
-int MasterPortOf(const state::JobRecord& job, const ControllerOptions& o) {
-  return job.master_port != 0 ? job.master_port
-                              : o.master_port_base + static_cast<int>(job.id % 1000);
-}
-
-// Which port range a rank-0 node draws from: its address, since MASTER_ADDR:MASTER_PORT
-// is what must be unique. Nodes on one host (`hachi dev`'s simulated nodes, all
-// 127.0.0.1) share one range; two jobs whose rank-0 nodes are different hosts may have
-// the same port.
-std::string PortKey(const state::StateImage& image, const std::string& node) {
-  auto n = image.nodes.find(node);
-  return n == image.nodes.end() || n->second.address.empty() ? "node " + node
-                                                             : n->second.address;
-}
-
-// Per rank-0 node address, the MASTER_PORTs its running jobs hold.
-using PortsInUse = std::unordered_map<std::string, std::set<int>>;
-PortsInUse MasterPortsInUse(const state::StateImage& image,
-                            const std::set<state::JobId>& active,
-                            const ControllerOptions& o) {
-  PortsInUse used;
-  for (state::JobId id : active) {
-    auto it = image.jobs.find(id);
-    if (it == image.jobs.end() || it->second.state != state::JobState::kRunning ||
-        it->second.allocations.empty()) {
-      continue;
-    }
-    used[PortKey(image, it->second.allocations[0].node)].insert(
-        MasterPortOf(it->second, o));
-  }
-  return used;
-}
-
-// The lowest port of the range not in `used`; 0 when every one is.
-int LowestFreePort(const std::set<int>& used, const ControllerOptions& o) {
-  for (int p = o.master_port_base; p < o.master_port_base + o.master_port_count; ++p) {
-    if (!used.count(p)) return p;
-  }
-  return 0;
+// The MASTER_PORT range the options give (master_ports.h decides within it).
+PortRange Ports(const ControllerOptions& o) {
+  return {o.master_port_base, o.master_port_count};
 }
 
 }  // namespace
@@ -237,12 +200,12 @@ void Controller::ApplyPlanLocked(const sched::Plan& plan,
       continue;  // the applier's own check would refuse it too
     }
     if (!ports_known) {
-      ports = MasterPortsInUse(ledger_->image(), ledger_->active(), options_);
+      ports = MasterPortsInUse(ledger_->image(), ledger_->active(), Ports(options_));
       ports_known = true;
     }
     const std::string& rank0 = cur.nodes[st.allocations[0].node].name;
     std::set<int>& held = ports[PortKey(ledger_->image(), rank0)];
-    const int port = LowestFreePort(held, options_);
+    const int port = LowestFreePort(held, Ports(options_));
     if (port == 0) {
       if (port_starved_.insert(st.job).second) {  // said once per job, not every cycle
         std::cerr << "hachi server: job " << st.job << " not started on " << rank0
@@ -309,12 +272,12 @@ void Controller::ApplyPreemptionsLocked(const sched::Plan& plan, Time now) {
         it->second.state != state::JobState::kRunning)
       continue;
     RunInfo& info = runs_[p.job];
-    if (info.preempt_kill_at != kNever || info.cancel_requested) continue;
+    const bool requeue = p.mode == sched::PreemptMode::kRequeue;
+    if (!info.Take(requeue ? RunEvent::kPreemptRequeue : RunEvent::kPreemptCancel)) {
+      continue;  // preempted or cancelled already
+    }
     info.preempt_kill_at = std::max(p.kill_at, now);
-    if (p.mode == sched::PreemptMode::kRequeue) {
-      info.requeue_on_exit = true;
-    } else {
-      info.cancel_requested = true;
+    if (!requeue) {
       info.cancel_reason =
           "preempted" + (p.for_job ? " by job " + std::to_string(p.for_job)
                                    : std::string(" by a time window"));
@@ -386,7 +349,7 @@ void Controller::DispatchLocked(const state::JobRecord& job, const std::string& 
     l.node_addresses = addresses;
     l.node_rank = static_cast<int>(rank);
     l.master_port =
-        MasterPortOf(job, options_);  // the start's: the same on a re-dispatch
+        MasterPortOf(job, Ports(options_));  // the start's: the same on a re-dispatch
     l.gpus_per_node = job.req.GpusPerNode();
     l.time_limit = job.req.time_limit;
     l.kill_grace = options_.kill_grace;

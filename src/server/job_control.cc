@@ -68,7 +68,7 @@ Status Controller::Requeue(state::JobId id, const Caller& who, int task) {
       }
       if (job.state == state::JobState::kRunning) {
         auto r = runs_.find(t);
-        if (r != runs_.end() && r->second.cancel_requested) {
+        if (r != runs_.end() && r->second.cancelling()) {
           if (whole_array) continue;
           return Busy("job " + std::to_string(t) +
                       " is being cancelled; it cannot be requeued");
@@ -87,8 +87,7 @@ Status Controller::Requeue(state::JobId id, const Caller& who, int task) {
     for (state::JobId t : running) {
       const state::JobRecord& job = ledger_->image().jobs.at(t);
       RunInfo& info = runs_[t];
-      if (info.requeue_on_exit) continue;  // asked already
-      info.requeue_on_exit = true;
+      if (!info.Take(RunEvent::kRequeueAsked)) continue;  // asked already
       info.requeue_reason = reason;
       for (const state::NodeAllocation& a : job.allocations) {
         // Not delivered yet: take the launch back rather than start and stop it (the

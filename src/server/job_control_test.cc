@@ -2,6 +2,9 @@
 // requeue), driven as agents and users do (server/testing.h's Harness).
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "server/controller.h"
 #include "server/testing.h"
 
@@ -283,6 +286,76 @@ TEST(JobControl, UpdateRefusesADependencyCycle) {
   // Clearing b's dependency is fine, and so then is a's on b.
   ASSERT_TRUE(h->Update(b, ReqPatch(R"({"dependencies": []})"), kAlice).ok());
   EXPECT_TRUE(h->Update(a, ReqPatch(on_b), kAlice).ok());
+}
+
+// Preemption through the run's lifecycle (runs.h): "low" jobs give way to "high" ones,
+// requeued or cancelled as their partition says once their part has exited; a cancel
+// asked meanwhile outranks the requeue; a victim is told to stop once, not every cycle.
+ControllerOptions TiersOptions(sched::PreemptMode mode) {
+  ControllerOptions o;
+  config::ClusterConfig cfg;
+  for (const char* name : {"low", "high"}) {
+    config::PartitionConfig p;
+    p.partition.name = name;
+    p.partition.default_time = kHour;
+    p.partition.max_time = kDay;
+    p.partition.tier = std::string(name) == "high" ? 1 : 0;
+    p.partition.preempt_lower_tiers = std::string(name) == "high";
+    p.partition.preempt_mode = mode;
+    p.nodes.all = true;
+    cfg.partitions.push_back(p);
+  }
+  o.config = cfg;
+  return o;
+}
+
+struct Preempted {
+  state::JobId low = 0;
+  state::JobId high = 0;
+};
+
+// `low` runs on n1's 8 GPUs, then `high` asks for them: a cycle preempts `low`.
+Preempted PreemptOnce(Harness& h) {
+  h.Register("n1");
+  Preempted p;
+  p.low = h.Submit(MakeSubmit().Gpus(8).Partition("low"));
+  h->RunCycle();
+  EXPECT_EQ(h.StateOf(p.low), JobState::kRunning);
+  h.Work("n1");
+  p.high = h.Submit(MakeSubmit().Gpus(8).Partition("high"));
+  h->RunCycle();
+  EXPECT_EQ(h.Work("n1").cancel, std::vector<state::JobId>{p.low});
+  h->RunCycle();  // still preempted: not told again
+  EXPECT_TRUE(h.Work("n1").cancel.empty());
+  return p;
+}
+
+TEST(Preemption, RequeueModeRequeuesTheVictimWhenItsPartExited) {
+  Harness h(TiersOptions(sched::PreemptMode::kRequeue));
+  const Preempted p = PreemptOnce(h);
+  EXPECT_EQ(h.StateOf(p.low), JobState::kRunning);  // until its part has exited
+  h.Exit("n1", p.low, 0, ExitKind::kCancelled);
+  EXPECT_EQ(h.StateOf(p.low), JobState::kPending);
+  EXPECT_EQ(h.Job(p.low).requeues, 1);
+}
+
+TEST(Preemption, CancelModeEndsTheVictimCancelled) {
+  Harness h(TiersOptions(sched::PreemptMode::kCancel));
+  const Preempted p = PreemptOnce(h);
+  h.Exit("n1", p.low, 0, ExitKind::kCancelled);
+  const state::JobRecord low = h.Job(p.low);
+  EXPECT_EQ(low.state, JobState::kCancelled);
+  EXPECT_EQ(low.reason, "preempted by job " + std::to_string(p.high));
+}
+
+TEST(Preemption, ACancelAskedMeanwhileOutranksTheRequeue) {
+  Harness h(TiersOptions(sched::PreemptMode::kRequeue));
+  const Preempted p = PreemptOnce(h);
+  ASSERT_TRUE(h->Cancel(p.low, kAlice).ok());
+  h.Exit("n1", p.low, 0, ExitKind::kCancelled);
+  const state::JobRecord low = h.Job(p.low);
+  EXPECT_EQ(low.state, JobState::kCancelled);
+  EXPECT_EQ(low.requeues, 0);
 }
 
 }  // namespace

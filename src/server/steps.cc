@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "server/controller.h"
+#include "server/step_layout.h"
 
 namespace hachi::server {
 namespace {
@@ -80,61 +81,14 @@ Result<state::StepRecord> Controller::CreateStep(state::JobId id,
                 std::string(state::JobStateName(job.state)) +
                 "; a step runs only in a running job");
   }
-  if (auto run = runs_.find(id); run != runs_.end() && run->second.cancel_requested) {
+  if (auto run = runs_.find(id); run != runs_.end() && run->second.cancelling()) {
     return Busy("job " + std::to_string(id) + " is being cancelled");
   }
-  // The nodes: the job's, in rank order (-w: those of them named).
-  std::vector<const state::NodeAllocation*> avail;
-  for (const state::NodeAllocation& a : job.allocations) {
-    if (req.node_list.empty() || std::find(req.node_list.begin(), req.node_list.end(),
-                                           a.node) != req.node_list.end()) {
-      avail.push_back(&a);
-    }
-  }
-  for (const std::string& n : req.node_list) {
-    if (std::none_of(job.allocations.begin(), job.allocations.end(),
-                     [&](const state::NodeAllocation& a) { return a.node == n; })) {
-      return InvalidArgument("-w " + n + ": not a node of job " + std::to_string(id));
-    }
-  }
-  const int have = static_cast<int>(avail.size());
-  if (req.nodes > have) {
-    return InvalidArgument("the step asks for " + std::to_string(req.nodes) +
-                           " nodes (-N); job " + std::to_string(id) + " has " +
-                           std::to_string(have));
-  }
-  int nodes = req.nodes > 0 ? req.nodes : have;
-  int ntasks = req.ntasks;
-  if (ntasks <= 0) {
-    ntasks = req.ntasks_per_node > 0 ? req.ntasks_per_node * nodes : nodes;
-  }
-  if (req.ntasks_per_node > 0 && req.nodes <= 0) {
-    // -n with --ntasks-per-node and no -N: as few nodes as hold them.
-    nodes = std::min(have, (ntasks + req.ntasks_per_node - 1) / req.ntasks_per_node);
-  }
-  nodes = std::min(nodes, ntasks);  // Slurm: "can't run 1 processes on 2 nodes"
-  if (req.ntasks_per_node > 0 && ntasks > req.ntasks_per_node * nodes) {
-    return InvalidArgument(
-        std::to_string(ntasks) + " tasks do not fit on " + std::to_string(nodes) +
-        " node(s) at --ntasks-per-node=" + std::to_string(req.ntasks_per_node));
-  }
-  if (req.pty && ntasks != 1) {
-    return InvalidArgument("--pty runs one task; the step asks for " +
-                           std::to_string(ntasks));
-  }
-  // Block distribution: consecutive ranks per node, the first nodes one more.
-  std::vector<int> per_node(static_cast<size_t>(nodes), 0);
-  if (req.ntasks_per_node > 0) {
-    int left = ntasks;
-    for (int& c : per_node) {
-      c = std::min(left, req.ntasks_per_node);
-      left -= c;
-    }
-  } else {
-    for (int i = 0; i < nodes; ++i) {
-      per_node[static_cast<size_t>(i)] = ntasks / nodes + (i < ntasks % nodes ? 1 : 0);
-    }
-  }
+  Result<StepLayout> layout = LayOutStep(job, req);
+  if (!layout.ok()) return layout.status();
+  const int nodes = static_cast<int>(layout->nodes.size());
+  const int ntasks = layout->ntasks;
+  const std::vector<int>& per_node = layout->per_node;
   state::StepRecord rec;
   rec.job = id;
   rec.job_start = job.start_time;
@@ -144,26 +98,9 @@ Result<state::StepRecord> Controller::CreateStep(state::JobId id,
   rec.ntasks = ntasks;
   rec.state = state::JobState::kRunning;
   rec.start_time = std::max(options_.clock->Now(), job.start_time);
-  for (int i = 0; i < nodes; ++i) {
-    const state::NodeAllocation& a = *avail[static_cast<size_t>(i)];
-    const int tasks = per_node[static_cast<size_t>(i)];
-    if (req.gpus_per_task > 0 && tasks * req.gpus_per_task > a.gpus.size()) {
-      return InvalidArgument(std::to_string(tasks) + " task(s) x --gpus-per-task=" +
-                             std::to_string(req.gpus_per_task) + " on " + a.node +
-                             ": job " + std::to_string(id) + " has " +
-                             std::to_string(a.gpus.size()) + " GPU(s) there");
-    }
-    if (req.cpus_per_task > 0 && a.cpus > 0 && tasks * req.cpus_per_task > a.cpus) {
-      return InvalidArgument(std::to_string(tasks) + " task(s) x --cpus-per-task=" +
-                             std::to_string(req.cpus_per_task) + " on " + a.node +
-                             ": job " + std::to_string(id) + " has " +
-                             std::to_string(a.cpus) + " CPU(s) there");
-    }
-    rec.nodes.push_back(a.node);
-    rec.cpus +=
-        req.cpus_per_task > 0 ? tasks * req.cpus_per_task : std::max(a.cpus, tasks);
-    rec.gpus += req.gpus_per_task > 0 ? tasks * req.gpus_per_task : a.gpus.size();
-  }
+  rec.nodes = layout->nodes;
+  rec.cpus = layout->cpus;
+  rec.gpus = layout->gpus;
   HACHI_RETURN_IF_ERROR(ledger_->Commit({state::StepStarted{rec}}));
   const state::StepKey key{id, rec.job_start, rec.step};
   streams_.Open(key, rec.nodes, req.kill_on_bad_exit, req.pty);
@@ -438,8 +375,7 @@ Status Controller::CompleteAllocation(state::JobId id, int exit_code, const Call
                 std::string(state::JobStateName(job.state)));
   }
   RunInfo& info = runs_[id];
-  if (info.allocation_done || info.cancel_requested) return Status::Ok();
-  info.allocation_done = true;
+  if (!info.Take(RunEvent::kAllocationCompleted)) return Status::Ok();
   info.allocation_exit = exit_code;
   StopPartsLocked(job, &info);
   std::vector<state::Edit> edits;

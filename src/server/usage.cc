@@ -20,11 +20,12 @@ void Controller::CheckIdleLocked(Time now) {
               << config::IdleActionName(v.action) << "\n";
     if (v.action == config::IdleAction::kWarn) continue;
     RunInfo& info = runs_[id];
-    if (info.requeue_on_exit || info.cancel_requested) continue;  // stopping already
+    // Stopping already (cancelled, or asked to requeue): a requeue would be refused.
+    if (!Transition(info.state, RunEvent::kRequeueAsked).ok()) continue;
     if (v.action == config::IdleAction::kCancel) {
       CancelOneLocked(id, "cancelled: " + note, &edits);
     } else {
-      info.requeue_on_exit = true;
+      info.Take(RunEvent::kRequeueAsked);
       info.requeue_reason = "requeued: " + note;
       StopPartsLocked(job->second, &info);
       if (info.parts_left <= 0) {  // no part was delivered yet: requeued at once
