@@ -13,6 +13,7 @@
 #include "cli/directives.h"
 #include "cli/slurm/slurm_cmds.h"
 #include "cli/slurm_format.h"
+#include "cli/submit_options.h"
 #include "cli/submit_request.h"
 #include "core/strings.h"
 
@@ -31,10 +32,19 @@ struct Own {
   std::string server;
 };
 
+// sbatch's own flags: the option table's front-end rows for sbatch (--wait, --quiet,
+// --test-only, --json, --help, --usage, --server), as written ("--server=URL" too).
 bool IsOwnFlag(const std::string& a) {
-  return a == "-W" || a == "--wait" || a == "--test-only" || a == "-Q" ||
-         a == "--quiet" || a == "--json" || a == "-h" || a == "--help" ||
-         a == "--usage" || a == "--server" || a.rfind("--server=", 0) == 0;
+  const OptionRow* r = nullptr;
+  if (a.size() == 2 && a[0] == '-' && a[1] != '-') {
+    r = FindShortOption(a[1], kCmdSbatch);
+  } else if (a.rfind("--", 0) == 0) {
+    const size_t eq = a.find('=');
+    r = FindOption(std::string_view(a).substr(2, eq == std::string::npos ? eq : eq - 2),
+                   kCmdSbatch);
+    if (r != nullptr && eq != std::string::npos && !TakesValue(*r)) r = nullptr;
+  }
+  return r != nullptr && r->kind == OptionKind::kFrontEnd;
 }
 
 // Where the script's own arguments start: ParseFlags (directives.h, which knows which
