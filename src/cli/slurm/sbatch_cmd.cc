@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "api/protocol_json.h"
+#include "api/submit_checks.h"
 #include "cli/client.h"
 #include "cli/directives.h"
 #include "cli/slurm/slurm_cmds.h"
@@ -109,6 +110,9 @@ int ExitCodeOf(const state::JobRecord& j) {
 // --test-only: POST /jobs/test validates as a submit and answers where and when the
 // job would start; sbatch's line goes to stderr, as Slurm's does.
 int TestOnly(ApiClient& c, const api::SubmitRequest& r) {
+  if (Status s = api::CheckSubmitRequest(r); !s.ok()) {  // as ApiClient::Submit
+    return SlurmFail("sbatch", "Job submission failed: " + s.message());
+  }
   Result<std::string> body = c.Call("POST", "/jobs/test", api::SubmitRequestToJson(r));
   if (!body.ok()) {
     return SlurmFail("sbatch", "Job submission failed: " + body.status().message());
