@@ -80,6 +80,8 @@ Status CheckRequest(const sched::JobRequest& q, const std::string& path) {
   HACHI_RETURN_IF_ERROR(Count(Field(path, "dependencies"), q.dependencies.size(),
                               kMaxDependencies, "dependencies"));
   for (size_t i = 0; i < q.dependencies.size(); ++i) {
+    // singleton waits on the user's jobs of the same name: it names no job (0).
+    if (q.dependencies[i].kind == sched::DependencyKind::kSingleton) continue;
     HACHI_RETURN_IF_ERROR(
         Range(Field(path, "dependencies[" + std::to_string(i) + "].job"),
               q.dependencies[i].job, 1, INT64_MAX));

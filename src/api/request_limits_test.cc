@@ -99,6 +99,11 @@ INSTANTIATE_TEST_SUITE_P(
         LimitCase{"ShareOutOfRange",
                   [](SubmitRequest& r) { r.req.gpu_share_milli = 1000; },
                   "submit.req.gpu_share_milli: 1000 thousandths; at most 999"},
+        LimitCase{"SingletonNamesNoJob",
+                  [](SubmitRequest& r) {
+                    r.req.dependencies = {{sched::DependencyKind::kSingleton, 0}};
+                  },
+                  ""},
         LimitCase{"DependencyOnJobZero",
                   [](SubmitRequest& r) {
                     r.req.dependencies = {{sched::DependencyKind::kAfterOk, 0}};

@@ -11,6 +11,7 @@
 
 #include "api/protocol_json.h"
 #include "api/record_json_nlohmann.h"
+#include "api/submit_checks.h"
 #include "core/secret.h"
 
 namespace hachi::cli {
@@ -81,6 +82,9 @@ Result<std::string> ApiClient::Call(const std::string& method, const std::string
 }
 
 Result<std::vector<state::JobId>> ApiClient::Submit(const api::SubmitRequest& r) {
+  // The server's own checks (api/submit_checks.h), here before anything is sent: the
+  // same refusal in the same words, without a round trip.
+  HACHI_RETURN_IF_ERROR(api::CheckSubmitRequest(r));
   // An idempotency key per submit (docs/api.md, "Submit idempotency"): when the reply is
   // lost the same request is sent again, and the server answers it with the first
   // one's ids instead of making a second job. Twice more at most, after 0.3 s and 1 s.

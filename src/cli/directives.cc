@@ -1,124 +1,15 @@
 #include "cli/directives.h"
 
 #include <algorithm>
-#include <array>
-#include <charconv>
 #include <cstdint>
 #include <limits>
 
-#include "core/hostlist.h"
-#include "core/signals.h"
+#include "cli/submit_options.h"
 #include "core/slurm_time.h"
 #include "core/strings.h"
-#include "sched/features.h"
-#include "sched/mig.h"
 
 namespace hachi::cli {
 namespace {
-
-// How an option is treated. Ignored options are Slurm options that change nothing
-// harmful when dropped (mail, task counts for one-task jobs); refused ones would change
-// the job's meaning if dropped, so they are errors with a pointer to what to use.
-// kOptionalValue (issue 17, --nice[=N]): a value only with '=', never the next word.
-enum class Kind : uint8_t {
-  kValue,
-  kFlag,
-  kIgnoredValue,
-  kIgnoredFlag,
-  kRefused,
-  kOptionalValue
-};
-
-struct OptionDef {
-  std::string_view name;
-  char short_name;
-  Kind kind;
-  std::string_view note;  // ignored: why it is harmless; refused: what to use instead
-};
-
-constexpr std::array kOptions = {
-    OptionDef{"gres", 0, Kind::kValue, ""},
-    OptionDef{"gpus", 'G', Kind::kValue, ""},
-    OptionDef{"gpus-per-node", 0, Kind::kValue, ""},
-    OptionDef{"nodes", 'N', Kind::kValue, ""},
-    OptionDef{"partition", 'p', Kind::kValue, ""},
-    OptionDef{"time", 't', Kind::kValue, ""},
-    OptionDef{"cpus-per-task", 'c', Kind::kValue, ""},
-    OptionDef{"cpus-per-gpu", 0, Kind::kValue, ""},
-    OptionDef{"mem", 0, Kind::kValue, ""},
-    OptionDef{"mem-per-gpu", 0, Kind::kValue, ""},
-    OptionDef{"job-name", 'J', Kind::kValue, ""},
-    OptionDef{"output", 'o', Kind::kValue, ""},
-    OptionDef{"error", 'e', Kind::kValue, ""},
-    OptionDef{"dependency", 'd', Kind::kValue, ""},
-    OptionDef{"exclusive", 0, Kind::kFlag, ""},
-    OptionDef{"array", 'a', Kind::kValue, ""},
-    OptionDef{"qos", 'q', Kind::kValue, ""},
-    OptionDef{"account", 'A', Kind::kValue, ""},
-    OptionDef{"hold", 'H', Kind::kFlag, ""},
-    OptionDef{"requeue", 0, Kind::kFlag, ""},
-    OptionDef{"no-requeue", 0, Kind::kFlag, ""},
-    OptionDef{"comment", 0, Kind::kValue, ""},
-    OptionDef{"chdir", 'D', Kind::kValue, ""},
-    OptionDef{"gpu-share", 0, Kind::kValue, ""},
-    OptionDef{"gpu-mem", 0, Kind::kValue, ""},
-    OptionDef{"container-image", 0, Kind::kValue, ""},
-    OptionDef{"shm-size", 0, Kind::kValue, ""},
-    OptionDef{"wrap", 0, Kind::kValue, ""},
-    OptionDef{"parsable", 0, Kind::kFlag, ""},
-    // Issue 17 (the job runtime): honoured, see BuildSubmitOptions.
-    OptionDef{"ntasks", 'n', Kind::kValue, ""},
-    OptionDef{"ntasks-per-node", 0, Kind::kValue, ""},
-    OptionDef{"export", 0, Kind::kValue, ""},
-    OptionDef{"open-mode", 0, Kind::kValue, ""},
-    // Issue 18: where the batch script runs: "first" node (sbatch's default, Slurm's
-    // batch step) or "all" nodes (hachi submit's default).
-    OptionDef{"batch-nodes", 0, Kind::kValue, ""},
-    OptionDef{"signal", 0, Kind::kValue, ""},
-    OptionDef{"mincpus", 0, Kind::kValue, ""},
-    OptionDef{"overcommit", 'O', Kind::kFlag, ""},
-    // Issue 17 (helper A): node selection and timing, honoured by the scheduler.
-    OptionDef{"constraint", 'C', Kind::kValue, ""},
-    OptionDef{"nodelist", 'w', Kind::kValue, ""},
-    OptionDef{"exclude", 'x', Kind::kValue, ""},
-    OptionDef{"begin", 'b', Kind::kValue, ""},
-    OptionDef{"deadline", 0, Kind::kValue, ""},
-    OptionDef{"nice", 0, Kind::kOptionalValue, ""},
-    // Accepted for Slurm scripts, ignored with a warning.
-    OptionDef{"mail-type", 0, Kind::kIgnoredValue, "Hachi sends no mail"},
-    OptionDef{"mail-user", 0, Kind::kIgnoredValue, "Hachi sends no mail"},
-    OptionDef{"get-user-env", 0, Kind::kIgnoredFlag,
-              "the job always inherits the environment"},
-    OptionDef{"propagate", 0, Kind::kIgnoredValue, "resource limits are not propagated"},
-    OptionDef{"hint", 0, Kind::kIgnoredValue, "CPUs are placed by GPU affinity"},
-    OptionDef{"threads-per-core", 0, Kind::kIgnoredValue,
-              "CPUs are placed by GPU affinity"},
-    OptionDef{"distribution", 'm', Kind::kIgnoredValue,
-              "CPUs are placed by GPU affinity"},
-    OptionDef{"wckey", 0, Kind::kIgnoredValue, "no workload keys"},
-    // Would change the job if dropped: refused.
-    // Issue 17 (lead): read as Slurm reads them, see BuildSubmitOptions.
-    OptionDef{"mem-per-cpu", 0, Kind::kValue, ""},
-    OptionDef{"gpus-per-task", 0, Kind::kValue, ""},
-};
-
-const OptionDef* FindLong(std::string_view name) {
-  if (name == "tasks-per-node") name = "ntasks-per-node";  // Slurm's alias
-  for (const OptionDef& d : kOptions) {
-    if (d.name == name) return &d;
-  }
-  return nullptr;
-}
-const OptionDef* FindShort(char c) {
-  for (const OptionDef& d : kOptions) {
-    if (d.short_name == c) return &d;
-  }
-  return nullptr;
-}
-bool TakesValue(const OptionDef& d) {
-  return d.kind == Kind::kValue || d.kind == Kind::kIgnoredValue ||
-         d.kind == Kind::kRefused;
-}
 
 std::string Quote(std::string_view v) { return "'" + std::string(v) + "'"; }
 
@@ -141,7 +32,7 @@ Status ParseTokens(const std::vector<std::string>& tokens, std::string_view wher
       }
       return InvalidArgument(std::string(where_prefix) + tok + ": not an option");
     }
-    const OptionDef* def = nullptr;
+    const OptionRow* def = nullptr;
     std::string written;  // the option as the user spelled it, without its value
     std::string value;
     bool has_value = false;
@@ -150,20 +41,21 @@ Status ParseTokens(const std::vector<std::string>& tokens, std::string_view wher
       size_t eq = body.find('=');
       std::string_view name = body.substr(0, eq);
       written = "--" + std::string(name);
-      def = FindLong(name);
+      def = FindOption(name);
       if (eq != std::string_view::npos) {
         value = std::string(body.substr(eq + 1));
         has_value = true;
       }
     } else {
       written = tok.substr(0, 2);
-      def = FindShort(tok[1]);
+      def = FindShortOption(tok[1]);
       if (tok.size() > 2) {
         value = tok.substr(2);
         has_value = true;
       }
     }
-    if (def == nullptr) {
+    // A front-end's own option (sbatch --wait) is taken out before this parser runs.
+    if (def == nullptr || def->kind == OptionKind::kFrontEnd) {
       return InvalidArgument(std::string(where_prefix) + written + ": unknown option");
     }
     std::string shown = tok;  // for directives: the words as written
@@ -173,28 +65,29 @@ Status ParseTokens(const std::vector<std::string>& tokens, std::string_view wher
       }
       value = tokens[++i];
       shown += " " + value;
-    } else if (!TakesValue(*def) && has_value && def->kind != Kind::kIgnoredFlag &&
-               def->kind != Kind::kOptionalValue) {
+    } else if (!TakesValue(*def) && has_value && def->kind != OptionKind::kIgnoredFlag &&
+               def->kind != OptionKind::kOptionalValue) {
       // Also "-Hx": clusters of short flags are not supported.
       return InvalidArgument(std::string(where_prefix) + tok + ": " + written +
                              " takes no value");
     }
     const bool shows_value =
-        TakesValue(*def) || (has_value && def->kind == Kind::kOptionalValue);
+        TakesValue(*def) || (has_value && def->kind == OptionKind::kOptionalValue);
     std::string where = directive     ? std::string(where_prefix) + shown
                         : shows_value ? written + " " + Quote(value)
                                       : written;
     switch (def->kind) {
-      case Kind::kRefused:
+      case OptionKind::kRefused:
         return InvalidArgument(where + ": not supported by Hachi (" +
                                std::string(def->note) + ")");
-      case Kind::kIgnoredValue:
-      case Kind::kIgnoredFlag:
+      case OptionKind::kIgnoredValue:
+      case OptionKind::kIgnoredFlag:
         out->warnings.push_back(where + ": ignored (" + std::string(def->note) + ")");
         break;
-      case Kind::kValue:
-      case Kind::kFlag:
-      case Kind::kOptionalValue:
+      case OptionKind::kValue:
+      case OptionKind::kFlag:
+      case OptionKind::kOptionalValue:
+      case OptionKind::kFrontEnd:  // refused above
         out->options.push_back({std::string(def->name), value, where, source});
         break;
     }
@@ -227,6 +120,8 @@ Result<std::vector<std::string>> SplitWords(std::string_view s) {
   return words;
 }
 
+}  // namespace
+
 std::optional<long long> ParseCount(std::string_view s) {
   if (s.empty() || s.size() > 9) return std::nullopt;
   for (char c : s) {
@@ -234,259 +129,6 @@ std::optional<long long> ParseCount(std::string_view s) {
   }
   return ParseInt(s);
 }
-
-// The GPU request, one slot for --gres, --gpus and --gpus-per-node: the last one given
-// wins, so a flag of one form overrides a directive of another.
-struct GpuSlot {
-  enum Form : uint8_t { kUnset, kPerNode, kTotal, kPerTask } form = kUnset;
-  int count = 0;
-  std::string model;
-  std::string where;
-};
-
-Status ParseGres(std::string_view v, GpuSlot* slot) {
-  // gpu, gpu:N, gpu:MODEL:N; one GRES only.
-  if (v.find(',') != std::string_view::npos) {
-    return InvalidArgument("one GRES only (gpu:N or gpu:MODEL:N)");
-  }
-  std::vector<std::string_view> parts = Split(v, ':');
-  if (parts[0] != "gpu") {
-    return InvalidArgument(Quote(parts[0]) + " is not a GRES Hachi knows (use gpu:N)");
-  }
-  if (parts.size() > 3) return InvalidArgument("use gpu:N or gpu:MODEL:N");
-  std::string_view count = parts.size() == 1 ? "1" : parts.back();
-  if (parts.size() == 3) {
-    if (parts[1].empty()) return InvalidArgument("empty GPU model (use gpu:MODEL:N)");
-    slot->model = std::string(parts[1]);
-  } else {
-    slot->model.clear();
-  }
-  std::optional<long long> n = ParseCount(count);
-  if (!n) return InvalidArgument(Quote(count) + " is not a GPU count");
-  slot->count = static_cast<int>(*n);
-  return Status::Ok();
-}
-
-// --gpus / --gpus-per-node: [MODEL:]N.
-Status ParseGpuCount(std::string_view v, GpuSlot* slot) {
-  size_t colon = v.rfind(':');
-  std::string_view count = colon == std::string_view::npos ? v : v.substr(colon + 1);
-  slot->model = colon == std::string_view::npos ? "" : std::string(v.substr(0, colon));
-  if (StartsWith(slot->model, "gpu:")) slot->model = slot->model.substr(4);
-  std::optional<long long> n = ParseCount(count);
-  if (!n) return InvalidArgument(Quote(count) + " is not a GPU count");
-  slot->count = static_cast<int>(*n);
-  return Status::Ok();
-}
-
-Result<std::vector<sched::Dependency>> ParseDependency(std::string_view v) {
-  if (v.find('?') != std::string_view::npos) {
-    return InvalidArgument(
-        "'?' (any one of) is not supported: Hachi waits for all dependencies (use ',')");
-  }
-  std::vector<sched::Dependency> deps;
-  for (std::string_view item : Split(v, ',')) {
-    std::vector<std::string_view> parts = Split(item, ':');
-    sched::DependencyKind kind;
-    if (parts[0] == "afterok") {
-      kind = sched::DependencyKind::kAfterOk;
-    } else if (parts[0] == "afterany") {
-      kind = sched::DependencyKind::kAfterAny;
-    } else if (parts[0] == "afternotok") {  // issue 17
-      kind = sched::DependencyKind::kAfterNotOk;
-    } else if (parts[0] == "singleton" && parts.size() == 1) {  // issue 17
-      deps.push_back({sched::DependencyKind::kSingleton, 0});
-      continue;
-    } else if (parts[0] == "after" || parts[0] == "aftercorr" ||
-               parts[0] == "singleton" || parts[0] == "afterburstbuffer") {
-      return InvalidArgument(Quote(parts[0]) +
-                             " dependencies are not supported (use afterok, afterany, "
-                             "afternotok or singleton)");
-    } else {
-      return InvalidArgument(
-          Quote(item) +
-          " is not a dependency (use afterok:ID[:ID...], afterany:ID, afternotok:ID or "
-          "singleton)");
-    }
-    if (parts.size() < 2) {
-      return InvalidArgument(Quote(item) + ": no job id (use " + std::string(parts[0]) +
-                             ":ID)");
-    }
-    for (size_t i = 1; i < parts.size(); ++i) {
-      std::optional<long long> id = ParseCount(parts[i]);
-      if (!id || *id <= 0) return InvalidArgument(Quote(parts[i]) + " is not a job id");
-      deps.push_back({kind, static_cast<sched::JobId>(*id)});
-    }
-  }
-  return deps;
-}
-
-// "0.25" -> 250: thousandths of one GPU, 0 < x < 1, at most three decimals.
-Result<int> ParseShareMilli(std::string_view v) {
-  const std::string bad = Quote(v) + " is not a GPU share (use 0 < x < 1, e.g. 0.25)";
-  size_t dot = v.find('.');
-  if (dot == std::string_view::npos) return InvalidArgument(bad);
-  std::string_view whole = v.substr(0, dot);
-  std::string_view frac = v.substr(dot + 1);
-  if (!(whole.empty() || whole == "0") || frac.empty() || frac.size() > 3) {
-    return InvalidArgument(bad);
-  }
-  int milli = 0;
-  for (size_t i = 0; i < 3; ++i) {
-    char c = i < frac.size() ? frac[i] : '0';
-    if (c < '0' || c > '9') return InvalidArgument(bad);
-    milli = milli * 10 + (c - '0');
-  }
-  if (milli == 0) return InvalidArgument(bad);
-  return milli;
-}
-
-Status Err(const OptionOccurrence& o, const Status& s) {
-  return InvalidArgument(o.where + ": " + s.message());
-}
-
-// Issue 17 (the job runtime): --signal, --export, --open-mode.
-
-// --signal=[{R|B|RB|BR}:]SIG[@TIME] as Slurm reads it: SIG a name or a number, TIME
-// seconds before the limit (default 60, at most 65535). R (on reservation end too) is
-// accepted: Hachi has no reservations that end under a job.
-Status ParseSignalSpec(std::string_view v, state::JobSpec* spec) {
-  std::string_view body = v;
-  spec->signal_batch_only = false;
-  if (size_t colon = body.find(':'); colon != std::string_view::npos) {
-    const std::string flags = ToLower(body.substr(0, colon));
-    if (flags != "b" && flags != "r" && flags != "rb" && flags != "br") {
-      return InvalidArgument(Quote(body.substr(0, colon + 1)) +
-                             " is not a signal option (use B: or R:)");
-    }
-    spec->signal_batch_only = flags.find('b') != std::string::npos;
-    body = body.substr(colon + 1);
-  }
-  std::string_view time = "60";
-  if (size_t at = body.find('@'); at != std::string_view::npos) {
-    time = body.substr(at + 1);
-    body = body.substr(0, at);
-  }
-  std::optional<int> sig = ParseSignal(body);
-  if (!sig)
-    return InvalidArgument(Quote(body) + " is not a signal (use e.g. USR1 or 10)");
-  std::optional<long long> t = ParseCount(time);
-  if (!t || *t > 65535) {
-    return InvalidArgument(Quote(time) + " is not a time in seconds (0-65535)");
-  }
-  spec->signal = *sig;
-  spec->signal_before = static_cast<int>(*t);
-  return Status::Ok();
-}
-
-Status ParseExportSpec(std::string_view v, ExportSpec* out) {
-  ExportSpec e;
-  e.all = false;
-  if (v.empty()) return InvalidArgument("empty (use ALL, NONE or VAR[=value],...)");
-  for (std::string_view item : Split(v, ',')) {
-    const std::string word = ToLower(item);
-    if (word == "all") {
-      e.all = true;
-    } else if (word == "none" || word == "nil") {
-      e.none = true;
-    } else {
-      size_t eq = item.find('=');
-      std::string name(item.substr(0, eq));
-      if (name.empty()) {
-        return InvalidArgument(Quote(item) + " is not a variable (use VAR or VAR=value)");
-      }
-      if (eq == std::string_view::npos) {
-        e.vars.push_back({name, std::nullopt});
-      } else {
-        e.vars.push_back({name, std::string(item.substr(eq + 1))});
-      }
-    }
-  }
-  if (e.none && (e.all || !e.vars.empty())) {
-    return InvalidArgument("NONE cannot be combined with other names");
-  }
-  *out = std::move(e);
-  return Status::Ok();
-}
-
-// The CPUs of a job with tasks: each node's tasks x --cpus-per-task (1 without -c), as
-// Slurm allocates them, unless --cpus-per-gpu gives the count; --mincpus raises it.
-// -c alone (no tasks) stays what it was: that many CPUs per node.
-Status ResolveTasks(const OptionOccurrence* ntasks, const OptionOccurrence* per_node,
-                    const OptionOccurrence* nodes_occ, int mincpus, SubmitOptions* o) {
-  const int nodes = o->req.nodes;
-  state::JobSpec& spec = o->spec;
-  spec.cpus_per_task = o->IsSet("cpus-per-task") ? o->req.cpus : 0;
-  if (ntasks != nullptr && spec.ntasks < nodes) {
-    return InvalidArgument(ntasks->where + ": " + std::to_string(spec.ntasks) +
-                           " tasks cannot run on " + std::to_string(nodes) + " nodes" +
-                           (nodes_occ ? " (" + nodes_occ->where + ")" : ""));
-  }
-  if (ntasks != nullptr && per_node != nullptr &&
-      int64_t{spec.ntasks_per_node} * nodes < spec.ntasks) {
-    return InvalidArgument(ntasks->where + ": " + std::to_string(spec.ntasks) +
-                           " tasks do not fit " + std::to_string(nodes) + " node(s) of " +
-                           std::to_string(spec.ntasks_per_node) + " (" + per_node->where +
-                           ")");
-  }
-  int64_t tasks_per_node = 0;
-  if (per_node != nullptr) {
-    tasks_per_node = spec.ntasks_per_node;
-  } else if (ntasks != nullptr) {
-    tasks_per_node = (spec.ntasks + nodes - 1) / nodes;
-  }
-  if (tasks_per_node > 0 && o->req.cpus_per_gpu == 0) {
-    const int64_t cpus = tasks_per_node * std::max(1, spec.cpus_per_task);
-    if (cpus > std::numeric_limits<int>::max()) {
-      return InvalidArgument((per_node ? per_node : ntasks)->where + ": " +
-                             std::to_string(cpus) + " CPUs per node is too many");
-    }
-    o->req.cpus = static_cast<int>(cpus);
-  }
-  if (mincpus > 0) {
-    const int from_gpus = o->req.cpus_per_gpu * o->req.GpusPerNode();
-    o->req.cpus = std::max(o->req.cpus, mincpus - from_gpus);
-  }
-  return Status::Ok();
-}
-
-// ---- Issue 17 (helper A): -C, -w, -x, --begin, --deadline, --nice ----
-
-// The options of issue 17's scheduler part, one occurrence; other options pass. The
-// values are checked here (syntax); the times are resolved against the clock by
-// ResolveSubmitTimes, the node names against the cluster by the server.
-Status ApplySelectionAndTiming(const OptionOccurrence& occ, SubmitOptions* o) {
-  const std::string& n = occ.name;
-  const std::string& v = occ.value;
-  if (n == "constraint") {
-    Result<sched::Constraint> c = sched::Constraint::Parse(v);
-    if (!c.ok()) return Err(occ, c.status());
-    o->req.constraint = v;
-  } else if (n == "nodelist" || n == "exclude") {
-    if (v.find('/') != std::string::npos) {
-      return InvalidArgument(occ.where +
-                             ": a file of node names is not supported (give the names)");
-    }
-    Result<std::vector<std::string>> hosts = ExpandHostList(v);
-    if (!hosts.ok()) return Err(occ, hosts.status());
-    (n == "nodelist" ? o->req.nodelist : o->req.exclude) = v;
-  } else if (n == "begin" || n == "deadline") {
-    Result<Time> t = ParseSlurmTime(v, 0, 0);  // syntax only; the clock comes later
-    if (!t.ok()) return Err(occ, t.status());
-    (n == "begin" ? o->begin_text : o->deadline_text) = v;
-  } else if (n == "nice") {
-    // --nice alone: 100, as sbatch. Slurm's range is +-2147483645.
-    std::optional<long long> x = v.empty() ? std::optional<long long>(100) : ParseInt(v);
-    if (!x || *x < -2147483645LL || *x > 2147483645LL) {
-      return InvalidArgument(occ.where + ": " + Quote(v) +
-                             " is not a nice value (an integer, e.g. --nice=100)");
-    }
-    o->req.nice = static_cast<int>(*x);
-  }
-  return Status::Ok();
-}
-
-}  // namespace
 
 Result<ArraySpec> ParseArraySpec(std::string_view text) {
   ArraySpec spec;
@@ -716,247 +358,6 @@ Result<ParsedOptions> ParseDirectives(std::string_view script,
     in_header = false;
   }
   return out;
-}
-
-Result<SubmitOptions> BuildSubmitOptions(const ParsedOptions& directives,
-                                         const ParsedOptions& flags) {
-  std::vector<OptionOccurrence> all = directives.options;
-  all.insert(all.end(), flags.options.begin(), flags.options.end());
-  std::stable_sort(all.begin(), all.end(),
-                   [](const OptionOccurrence& a, const OptionOccurrence& b) {
-                     return a.source < b.source;
-                   });
-
-  SubmitOptions o;
-  o.warnings = directives.warnings;
-  o.warnings.insert(o.warnings.end(), flags.warnings.begin(), flags.warnings.end());
-  GpuSlot gpu;
-  const OptionOccurrence* share = nullptr;
-  const OptionOccurrence* gpu_mem = nullptr;
-  const OptionOccurrence* nodes = nullptr;
-  // Issue 17: tasks and CPUs, resolved after the loop.
-  const OptionOccurrence* ntasks = nullptr;
-  const OptionOccurrence* per_node = nullptr;
-  int mincpus = 0;
-  int64_t mem_per_cpu = 0;  // --mem-per-cpu, MiB (issue 17)
-
-  for (const OptionOccurrence& occ : all) {
-    const std::string& n = occ.name;
-    const std::string& v = occ.value;
-    o.explicitly_set.insert(n);
-    auto need = [&](bool ok, std::string problem) -> Status {
-      return ok ? Status::Ok() : InvalidArgument(occ.where + ": " + problem);
-    };
-    if (n == "gres" || n == "gpus" || n == "gpus-per-node" || n == "gpus-per-task") {
-      GpuSlot s;
-      Status st = n == "gres" ? ParseGres(v, &s) : ParseGpuCount(v, &s);
-      if (!st.ok()) return Err(occ, st);
-      s.form = n == "gpus"            ? GpuSlot::kTotal
-               : n == "gpus-per-task" ? GpuSlot::kPerTask
-                                      : GpuSlot::kPerNode;
-      s.where = occ.where;
-      gpu = s;
-    } else if (n == "nodes") {
-      std::optional<long long> c = ParseCount(v);
-      if (!c && v.find('-') != std::string::npos) {
-        return InvalidArgument(occ.where +
-                               ": node ranges are not supported; give one count");
-      }
-      HACHI_RETURN_IF_ERROR(need(c && *c >= 1, Quote(v) + " is not a node count"));
-      o.req.nodes = static_cast<int>(*c);
-      nodes = &occ;
-    } else if (n == "partition") {
-      HACHI_RETURN_IF_ERROR(need(!v.empty(), "empty partition name"));
-      o.req.partition = v;
-    } else if (n == "time") {
-      Result<Duration> d = ParseTimeLimit(v, &o.time_unlimited);
-      if (!d.ok()) return Err(occ, d.status());
-      o.req.time_limit = *d;
-    } else if (n == "cpus-per-task" || n == "cpus-per-gpu") {
-      std::optional<long long> c = ParseCount(v);
-      HACHI_RETURN_IF_ERROR(need(c && *c >= 1, Quote(v) + " is not a CPU count"));
-      (n == "cpus-per-task" ? o.req.cpus : o.req.cpus_per_gpu) = static_cast<int>(*c);
-    } else if (n == "mem" || n == "mem-per-gpu") {
-      // One memory slot: the last of --mem / --mem-per-gpu wins.
-      Result<int64_t> m = ParseSizeMib(v);
-      if (!m.ok()) return Err(occ, m.status());
-      o.req.memory_mib = n == "mem" ? *m : 0;
-      o.req.memory_mib_per_gpu = n == "mem" ? 0 : *m;
-      mem_per_cpu = 0;
-      if (*m == 0) {  // Slurm: all of each node's memory; Hachi has no such request
-        o.warnings.push_back(occ.where +
-                             ": read as no memory request (the partition's default per "
-                             "GPU), not as all of the node's memory");
-      }
-    } else if (n == "mem-per-cpu") {
-      // The same memory slot: memory per node = this x the node's CPUs (below).
-      Result<int64_t> m = ParseSizeMib(v);
-      if (!m.ok()) return Err(occ, m.status());
-      HACHI_RETURN_IF_ERROR(need(*m > 0, Quote(v) + ": give memory per CPU above 0"));
-      mem_per_cpu = *m;
-      o.req.memory_mib = 0;
-      o.req.memory_mib_per_gpu = 0;
-    } else if (n == "job-name") {
-      HACHI_RETURN_IF_ERROR(need(!v.empty(), "empty job name"));
-      o.spec.name = v;
-    } else if (n == "output" || n == "error") {
-      HACHI_RETURN_IF_ERROR(need(!v.empty(), "empty path"));
-      (n == "output" ? o.spec.stdout_path : o.spec.stderr_path) = v;
-    } else if (n == "dependency") {
-      Result<std::vector<sched::Dependency>> d = ParseDependency(v);
-      if (!d.ok()) return Err(occ, d.status());
-      o.req.dependencies = *d;
-    } else if (n == "exclusive") {
-      o.req.exclusive = true;
-    } else if (n == "array") {
-      Result<ArraySpec> a = ParseArraySpec(v);
-      if (!a.ok()) return Err(occ, a.status());
-      o.array = *a;
-    } else if (n == "qos") {
-      HACHI_RETURN_IF_ERROR(need(!v.empty(), "empty QoS name"));
-      o.req.qos = v;
-    } else if (n == "account") {
-      HACHI_RETURN_IF_ERROR(need(!v.empty(), "empty account name"));
-      o.req.account = v;
-    } else if (n == "hold") {
-      o.hold = true;
-    } else if (n == "requeue" || n == "no-requeue") {
-      o.spec.requeue = n == "requeue";
-    } else if (n == "comment") {
-      o.spec.comment = v;
-    } else if (n == "chdir") {
-      HACHI_RETURN_IF_ERROR(need(!v.empty(), "empty directory"));
-      o.spec.workdir = v;
-    } else if (n == "gpu-share") {
-      Result<int> m = ParseShareMilli(v);
-      if (!m.ok()) return Err(occ, m.status());
-      o.req.gpu_share_milli = *m;
-      share = &occ;
-    } else if (n == "gpu-mem") {
-      Result<int64_t> m = ParseSizeMib(v);
-      if (!m.ok()) return Err(occ, m.status());
-      HACHI_RETURN_IF_ERROR(need(*m > 0, "GPU memory must be more than 0"));
-      o.req.gpu_memory_mib = *m;
-      gpu_mem = &occ;
-    } else if (n == "container-image") {
-      HACHI_RETURN_IF_ERROR(need(!v.empty(), "empty image name"));
-      o.spec.container_image = v;
-    } else if (n == "shm-size") {
-      Result<int64_t> m = ParseSizeMib(v);
-      if (!m.ok()) return Err(occ, m.status());
-      o.spec.shm_mib = *m;
-    } else if (n == "wrap") {
-      HACHI_RETURN_IF_ERROR(need(!Trim(v).empty(), "empty command"));
-      o.wrap = v;
-    } else if (n == "parsable") {
-      o.parsable = true;
-      // Issue 17 (the job runtime).
-    } else if (n == "ntasks" || n == "ntasks-per-node") {
-      std::optional<long long> c = ParseCount(v);
-      HACHI_RETURN_IF_ERROR(need(c && *c >= 1, Quote(v) + " is not a task count"));
-      (n == "ntasks" ? o.spec.ntasks : o.spec.ntasks_per_node) = static_cast<int>(*c);
-      (n == "ntasks" ? ntasks : per_node) = &occ;
-    } else if (n == "mincpus") {
-      std::optional<long long> c = ParseCount(v);
-      HACHI_RETURN_IF_ERROR(need(c && *c >= 1, Quote(v) + " is not a CPU count"));
-      mincpus = static_cast<int>(*c);
-    } else if (n == "overcommit") {
-      o.warnings.push_back(occ.where +
-                           ": Hachi does not over-subscribe CPUs; the job gets a CPU "
-                           "for each task");
-    } else if (n == "signal") {
-      Status st = ParseSignalSpec(v, &o.spec);
-      if (!st.ok()) return Err(occ, st);
-    } else if (n == "export") {
-      Status st = ParseExportSpec(v, &o.export_env);
-      if (!st.ok()) return Err(occ, st);
-    } else if (n == "open-mode") {
-      // Slurm reads the first letter only.
-      const char c = v.empty() ? 0 : static_cast<char>(v[0] | 0x20);
-      HACHI_RETURN_IF_ERROR(
-          need(c == 'a' || c == 't', Quote(v) + " is not an open mode (use append or "
-                                                "truncate)"));
-      o.spec.open_append = c == 'a';
-    } else if (n == "batch-nodes") {
-      HACHI_RETURN_IF_ERROR(need(v == "first" || v == "all",
-                                 Quote(v) +
-                                     " is not where a batch script runs (use first "
-                                     "or all)"));
-      o.spec.batch_on_first_node = v == "first";
-    } else if (Status st = ApplySelectionAndTiming(occ, &o); !st.ok()) {
-      return st;  // issue 17: -C, -w, -x, --begin, --deadline, --nice
-    }
-  }
-
-  // GPUs: Slurm's --gres and --gpus-per-node count per node, --gpus the whole job.
-  const int m = o.req.nodes;
-  o.req.gpu_model = gpu.model;
-  // Issue 20: a type written like a MIG profile (gpu:1g.10gb:2, Slurm's MIG gres
-  // types) asks for that many MIG devices of it, not for whole GPUs of a model.
-  if (sched::LooksLikeMigProfile(gpu.model)) {
-    o.req.mig_profile = gpu.model;
-    o.req.gpu_model.clear();
-  }
-  if (gpu.form == GpuSlot::kPerTask) {
-    // --gpus-per-task: each node's tasks times this (Hachi's batch shell sees the
-    // node's GPUs, as Slurm's does; a task's own GPUs come with job steps).
-    const state::JobSpec& t = o.spec;
-    if (t.ntasks_per_node == 0 && t.ntasks > 0 && t.ntasks % m != 0) {
-      return InvalidArgument(gpu.where + ": " + std::to_string(t.ntasks) +
-                             " tasks do not spread evenly over " + std::to_string(m) +
-                             " nodes (give --ntasks-per-node)");
-    }
-    const int per_node_tasks = t.ntasks_per_node > 0 ? t.ntasks_per_node
-                               : t.ntasks > 0        ? t.ntasks / m
-                                                     : 1;
-    if (int64_t{gpu.count} * per_node_tasks > std::numeric_limits<int>::max()) {
-      return InvalidArgument(gpu.where + ": too many GPUs per node");
-    }
-    gpu.count *= per_node_tasks;
-    gpu.form = GpuSlot::kPerNode;
-  }
-  if (gpu.form == GpuSlot::kPerNode) {
-    // Both counts have up to 9 digits: their product can overflow an int (UBSan, found
-    // while fuzzing). What fits an int but no cluster is the server's to refuse.
-    if (int64_t{gpu.count} * m > std::numeric_limits<int>::max()) {
-      return InvalidArgument(gpu.where + ": " + std::to_string(gpu.count) +
-                             " GPUs on each of " + std::to_string(m) +
-                             " nodes is too many");
-    }
-    o.req.gpus = gpu.count * m;
-    o.req.gpus_per_node = m > 1 ? gpu.count : 0;
-  } else if (gpu.form == GpuSlot::kTotal) {
-    if (m > 1 && gpu.count % m != 0) {
-      return InvalidArgument(gpu.where + ": " + std::to_string(gpu.count) +
-                             " GPUs do not divide evenly over " + std::to_string(m) +
-                             " nodes (" + nodes->where + ")");
-    }
-    o.req.gpus = gpu.count;
-    o.req.gpus_per_node = m > 1 ? gpu.count / m : 0;
-  }
-  if (share != nullptr) {
-    if (gpu.form == GpuSlot::kUnset) o.req.gpus = 1;
-    if (o.req.gpus != 1 || m > 1) {
-      return InvalidArgument(share->where +
-                             ": a GPU share is a fraction of one GPU; the job "
-                             "asks for " +
-                             std::to_string(o.req.TotalGpus()) + " GPUs");
-    }
-  }
-  if (gpu_mem != nullptr && share == nullptr) {
-    // Whole GPUs: --gpu-mem asks for GPUs with at least that much memory.
-    o.req.min_gpu_memory_mib = o.req.gpu_memory_mib;
-    o.req.gpu_memory_mib = 0;
-  }
-  HACHI_RETURN_IF_ERROR(ResolveTasks(ntasks, per_node, nodes, mincpus, &o));
-  if (mem_per_cpu > 0) {
-    // --mem-per-cpu: Slurm's memory per allocated CPU; Hachi allocates exactly the CPUs
-    // asked for (1 when none are), so the node's memory is this times them.
-    const int64_t cpus = std::max<int64_t>(
-        1, o.req.cpus + int64_t{o.req.cpus_per_gpu} * o.req.GpusPerNode());
-    o.req.memory_mib = mem_per_cpu * cpus;
-  }
-  return o;
 }
 
 }  // namespace hachi::cli

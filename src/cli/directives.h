@@ -3,10 +3,11 @@
 // state::JobSpec with Slurm's semantics (docs/cli.md "hachi submit").
 //
 // Both sources are parsed into a list of option occurrences first (ParseFlags,
-// ParseDirectives), each with the place it came from, then folded into SubmitOptions
-// by BuildSubmitOptions: directives first (#SBATCH, then #HACHI), then flags, the last
-// occurrence of an option winning. So a flag overrides a directive, as in sbatch, and
-// the caller can read the script only after the flags have named it.
+// ParseDirectives, both reading the option table of submit_options.h), each with the
+// place it came from, then folded into SubmitOptions by BuildSubmitOptions (each
+// occurrence through its row's set function): directives first (#SBATCH, then #HACHI),
+// then flags, the last occurrence of an option winning. So a flag overrides a directive,
+// as in sbatch, and the caller can read the script only after the flags have named it.
 //
 // Pure functions; no I/O, no environment. Thread-safe.
 #pragma once

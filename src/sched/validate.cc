@@ -207,15 +207,42 @@ void ApplyDefaultMemory(const ClusterState& state, Job* job) {
   }
 }
 
-Result<Job> ValidateRequest(const ClusterState& state, const JobRequest& in) {
-  HACHI_RETURN_IF_ERROR(CheckShape(in));
+namespace {
+
+// What the checks of a submit share: the cluster, the job as the checks so far made it
+// (defaults filled, whole nodes rounded), and what earlier checks found out.
+struct Validation {
+  explicit Validation(const ClusterState& s) : state(s) {}
+  const ClusterState& state;
   Job job;
-  job.req = in;
-  JobRequest& req = job.req;
+  const Partition* part = nullptr;
+  std::vector<int> fitting;  // nodes of the partition that could ever hold a share
+  NodeSelection sel;         // -C, -w, -x resolved
+  int largest = 0;           // whole GPUs of the largest fitting node
+  std::string largest_name;
+  bool accepted = false;  // a check found the job a home: the later ones do not apply
+};
+
+// GPUs in MIG mode are never given whole (mig.h): they do not count as a node's GPUs.
+int WholeGpus(const Node& node) {
+  return node.gpu_count() - (node.mig_gpus & GpuSet::FirstN(node.gpu_count())).size();
+}
+
+Status CheckRequestShape(Validation* v) { return CheckShape(v->job.req); }
+
+// A gang's GPUs as count per node and total, whichever the request gave.
+Status NormalizeGang(Validation* v) {
+  JobRequest& req = v->job.req;
   if (req.nodes > 1 && req.gpus_per_node == 0) req.gpus_per_node = req.gpus / req.nodes;
   if (req.nodes > 1) req.gpus = req.gpus_per_node * req.nodes;
+  return Status::Ok();
+}
 
-  // Partition: named, or the first one the user and account may use.
+// Partition: named, or the first one the user and account may use; then who may use
+// it and whether it shares GPUs.
+Status ChoosePartition(Validation* v) {
+  const ClusterState& state = v->state;
+  JobRequest& req = v->job.req;
   if (req.partition.empty()) {
     for (const Partition& p : state.partitions) {
       if (CheckAccess(p, req).ok()) {
@@ -228,33 +255,47 @@ Result<Job> ValidateRequest(const ClusterState& state, const JobRequest& in) {
                              "') may use no partition");
     }
   }
-  job.partition = state.PartitionIndex(req.partition);
-  if (job.partition < 0) {
+  v->job.partition = state.PartitionIndex(req.partition);
+  if (v->job.partition < 0) {
     std::vector<std::string> names;
     for (const Partition& p : state.partitions) names.push_back(p.name);
     return NotFound("no partition '" + req.partition +
                     "' (partitions: " + JoinNames(names) + ")");
   }
-  const Partition& part = state.partitions[job.partition];
-  HACHI_RETURN_IF_ERROR(CheckAccess(part, req));
-  HACHI_RETURN_IF_ERROR(CheckSharing(part, req));
+  v->part = &state.partitions[v->job.partition];
+  HACHI_RETURN_IF_ERROR(CheckAccess(*v->part, req));
+  HACHI_RETURN_IF_ERROR(CheckSharing(*v->part, req));
   // Promised memory must fit one GPU: the nodes whose GPUs are smaller are ineligible.
   req.min_gpu_memory_mib = std::max(req.min_gpu_memory_mib, req.gpu_memory_mib);
-  if (!req.qos.empty() && std::none_of(state.qos.begin(), state.qos.end(),
-                                       [&](const Qos& q) { return q.name == req.qos; })) {
-    return NotFound("no QoS '" + req.qos + "'");
-  }
+  return Status::Ok();
+}
 
-  // Time limit.
+Status CheckQos(Validation* v) {
+  const std::string& qos = v->job.req.qos;
+  if (!qos.empty() && std::none_of(v->state.qos.begin(), v->state.qos.end(),
+                                   [&](const Qos& q) { return q.name == qos; })) {
+    return NotFound("no QoS '" + qos + "'");
+  }
+  return Status::Ok();
+}
+
+Status CheckTimeLimit(Validation* v) {
+  JobRequest& req = v->job.req;
+  const Partition& part = *v->part;
   if (req.time_limit == 0) req.time_limit = part.default_time;
   if (req.time_limit > part.max_time) {
     return Unsatisfiable("time limit " + FormatDuration(req.time_limit) +
                          " exceeds partition " + part.name + "'s maximum " +
                          FormatDuration(part.max_time));
   }
+  return Status::Ok();
+}
 
-  // Partition GPU bounds apply to what the user asked for. A job without GPUs
-  // (issue 17) runs only where the partition takes such jobs, with at least 1 CPU.
+// Partition GPU bounds apply to what the user asked for. A job without GPUs runs only
+// where the partition takes such jobs, with at least 1 CPU.
+Status CheckPartitionBounds(Validation* v) {
+  JobRequest& req = v->job.req;
+  const Partition& part = *v->part;
   const int asked = req.TotalGpus();
   if (asked == 0 && !part.AcceptsCpuJobs()) {
     return Unsatisfiable("a job without GPUs cannot run in partition " + part.name +
@@ -279,18 +320,25 @@ Result<Job> ValidateRequest(const ClusterState& state, const JobRequest& in) {
     return Unsatisfiable("partition " + part.name + " gives whole nodes; MIG devices (" +
                          req.mig_profile + ") are not given there");
   }
+  return Status::Ok();
+}
 
-  // Nodes that could ever hold one share of the job, ignoring the GPU count.
-  std::vector<int> fitting;
+// Nodes that could ever hold one share of the job, ignoring the GPU count: the static
+// match, then -C, -w, -x, then (whole-node jobs) no node with GPUs in MIG mode.
+Status FindFittingNodes(Validation* v) {
+  const ClusterState& state = v->state;
+  const JobRequest& req = v->job.req;
+  const Partition& part = *v->part;
+  std::vector<int>& fitting = v->fitting;
   for (int n : part.nodes) {
     if (NodeMatchesStatic(state.nodes[n], req)) fitting.push_back(n);
   }
-  // Issue 17: -C, -w, -x.
   Result<NodeSelection> sel = ResolveSelection(state, req);
   if (!sel.ok()) return sel.status();
-  if (!sel->empty() && !fitting.empty()) {
-    const int job_nodes = std::max(req.nodes, static_cast<int>(sel->required.size()));
-    HACHI_RETURN_IF_ERROR(CheckSelection(state, part, req, *sel, job_nodes, &fitting));
+  v->sel = std::move(*sel);
+  if (!v->sel.empty() && !fitting.empty()) {
+    const int job_nodes = std::max(req.nodes, static_cast<int>(v->sel.required.size()));
+    HACHI_RETURN_IF_ERROR(CheckSelection(state, part, req, v->sel, job_nodes, &fitting));
   }
   // A whole-node job takes every GPU whole: never a node with GPUs in MIG mode (mig.h).
   if (IsWholeNode(part, req) && req.TotalGpus() > 0 && !fitting.empty()) {
@@ -314,84 +362,106 @@ Result<Job> ValidateRequest(const ClusterState& state, const JobRequest& in) {
     if (what.empty()) what = "room for the job's CPUs and memory";
     return Unsatisfiable("no node of partition " + part.name + " has " + what);
   }
-  if (req.Mig()) {
-    // MIG devices: some node must have that many of the profile (its layout is the
-    // one its agent found; Hachi never changes it).
-    int most = 0;
-    std::string most_name;
-    for (int n : fitting) {
-      const int k = CountMigSlots(state.nodes[n], req.mig_profile);
-      if (k > most) {
-        most = k;
-        most_name = state.nodes[n].name;
-      }
-    }
-    if (most == 0) {
-      return Unsatisfiable(
-          "no node of partition " + part.name + " has " + req.mig_profile +
-          " MIG devices (MIG profiles there: " + MigProfilesText(state, fitting) + ")");
-    }
-    if (most < req.gpus) {
-      return Unsatisfiable(
-          "asks for " + std::to_string(req.gpus) + " " + req.mig_profile +
-          " MIG devices on one node; the most in "
-          "partition " +
-          part.name + " is " + std::to_string(most) + " (" + most_name + ")");
-    }
-    for (int n : fitting) {
-      const Node& node = state.nodes[n];
-      if (CountMigSlots(node, req.mig_profile) >= req.gpus &&
-          node.cpus >= NodeCpus(req) && node.memory_mib >= NodeMemory(req)) {
-        return job;
-      }
-    }
-    return Unsatisfiable("needs " + std::to_string(NodeCpus(req)) + " CPUs and " +
-                         std::to_string(NodeMemory(req)) + " MiB with " +
-                         std::to_string(req.gpus) + " " + req.mig_profile +
-                         " MIG devices; no node of partition " + part.name +
-                         " has that much");
-  }
-  // GPUs in MIG mode are never given whole (mig.h): they do not count here.
-  auto whole_gpus = [&](const Node& node) {
-    return node.gpu_count() - (node.mig_gpus & GpuSet::FirstN(node.gpu_count())).size();
-  };
-  int largest = 0;
-  std::string largest_name;
-  for (int n : fitting) {
-    if (whole_gpus(state.nodes[n]) > largest) {
-      largest = whole_gpus(state.nodes[n]);
-      largest_name = state.nodes[n].name;
-    }
-  }
+  return Status::Ok();
+}
 
-  // Whole nodes: round up to whole nodes of the partition's largest eligible size;
-  // the job then owns every GPU of each node (docs/scheduler.md).
-  if (IsWholeNode(part, req)) {
+// MIG devices: some node must have that many of the profile (its layout is the one its
+// agent found; Hachi never changes it), and room for the job's CPUs and memory beside
+// them. Such a job is then accepted: the whole-GPU checks below are not its.
+Status CheckMigDevices(Validation* v) {
+  const JobRequest& req = v->job.req;
+  if (!req.Mig()) return Status::Ok();
+  const ClusterState& state = v->state;
+  const Partition& part = *v->part;
+  int most = 0;
+  std::string most_name;
+  for (int n : v->fitting) {
+    const int k = CountMigSlots(state.nodes[n], req.mig_profile);
+    if (k > most) {
+      most = k;
+      most_name = state.nodes[n].name;
+    }
+  }
+  if (most == 0) {
+    return Unsatisfiable(
+        "no node of partition " + part.name + " has " + req.mig_profile +
+        " MIG devices (MIG profiles there: " + MigProfilesText(state, v->fitting) + ")");
+  }
+  if (most < req.gpus) {
+    return Unsatisfiable("asks for " + std::to_string(req.gpus) + " " + req.mig_profile +
+                         " MIG devices on one node; the most in "
+                         "partition " +
+                         part.name + " is " + std::to_string(most) + " (" + most_name +
+                         ")");
+  }
+  for (int n : v->fitting) {
+    const Node& node = state.nodes[n];
+    if (CountMigSlots(node, req.mig_profile) >= req.gpus && node.cpus >= NodeCpus(req) &&
+        node.memory_mib >= NodeMemory(req)) {
+      v->accepted = true;
+      return Status::Ok();
+    }
+  }
+  return Unsatisfiable("needs " + std::to_string(NodeCpus(req)) + " CPUs and " +
+                       std::to_string(NodeMemory(req)) + " MiB with " +
+                       std::to_string(req.gpus) + " " + req.mig_profile +
+                       " MIG devices; no node of partition " + part.name +
+                       " has that much");
+}
+
+// The largest fitting node; whole nodes: round up to whole nodes of that size, the job
+// then owns every GPU of each node (docs/scheduler.md).
+Status RoundToWholeNodes(Validation* v) {
+  for (int n : v->fitting) {
+    if (WholeGpus(v->state.nodes[n]) > v->largest) {
+      v->largest = WholeGpus(v->state.nodes[n]);
+      v->largest_name = v->state.nodes[n].name;
+    }
+  }
+  JobRequest& req = v->job.req;
+  if (IsWholeNode(*v->part, req)) {
     const int total = req.TotalGpus();
     // An exclusive job without GPUs keeps its node count and takes their GPUs too.
-    if (total > 0) req.nodes = (total + largest - 1) / largest;
-    req.gpus_per_node = req.nodes > 1 ? largest : 0;
-    req.gpus = req.nodes * largest;
+    if (total > 0) req.nodes = (total + v->largest - 1) / v->largest;
+    req.gpus_per_node = req.nodes > 1 ? v->largest : 0;
+    req.gpus = req.nodes * v->largest;
   }
+  return Status::Ok();
+}
 
-  if (static_cast<int>(sel->required.size()) > req.nodes) {
-    return InvalidArgument("--nodelist names " + std::to_string(sel->required.size()) +
-                           " nodes; the job asks for " + std::to_string(req.nodes) +
-                           " (ask for them all with -N " +
-                           std::to_string(sel->required.size()) + ")");
+Status CheckNodeListSize(Validation* v) {
+  const size_t named = v->sel.required.size();
+  const int nodes = v->job.req.nodes;
+  if (static_cast<int>(named) > nodes) {
+    return InvalidArgument("--nodelist names " + std::to_string(named) +
+                           " nodes; the job asks for " + std::to_string(nodes) +
+                           " (ask for them all with -N " + std::to_string(named) + ")");
   }
-  const int gpn = req.GpusPerNode();
-  if (gpn > largest) {
+  return Status::Ok();
+}
+
+Status CheckGpusPerNode(Validation* v) {
+  const int gpn = v->job.req.GpusPerNode();
+  if (gpn > v->largest) {
     return Unsatisfiable("asks for " + std::to_string(gpn) +
-                         " GPUs on one node; the largest node in partition " + part.name +
-                         " has " + std::to_string(largest) + " (" + largest_name + ")");
+                         " GPUs on one node; the largest node in partition " +
+                         v->part->name + " has " + std::to_string(v->largest) + " (" +
+                         v->largest_name + ")");
   }
-  // CPUs and memory per node must fit some node that has gpn GPUs.
+  return Status::Ok();
+}
+
+// CPUs and memory per node must fit some node that has the GPUs per node; a gang needs
+// that many such nodes, alike in interconnect and GPU model.
+Status CheckNodesFit(Validation* v) {
+  const JobRequest& req = v->job.req;
+  const Partition& part = *v->part;
+  const int gpn = req.GpusPerNode();
   int cpu_fit = 0;
   std::map<std::pair<int, std::string>, int> per_class;  // (interconnect, model)
-  for (int n : fitting) {
-    const Node& node = state.nodes[n];
-    if (whole_gpus(node) < gpn) continue;
+  for (int n : v->fitting) {
+    const Node& node = v->state.nodes[n];
+    if (WholeGpus(node) < gpn) continue;
     if (node.cpus < NodeCpus(req) || node.memory_mib < NodeMemory(req)) continue;
     ++cpu_fit;
     ++per_class[{static_cast<int>(node.interconnect), node.gpu_model}];
@@ -420,7 +490,44 @@ Result<Job> ValidateRequest(const ClusterState& state, const JobRequest& in) {
                            part.name + " has at most " + std::to_string(best) + " alike");
     }
   }
-  return job;
+  return Status::Ok();
+}
+
+// The checks of a submit against the cluster, in order; each may fill a default the
+// later ones read, and the first error is the answer.
+struct ValidationCheck {
+  const char* name;
+  Status (*check)(Validation*);
+};
+constexpr ValidationCheck kValidationChecks[] = {
+    // Numbers that can never make sense, before any of them is used.
+    {"shape", CheckRequestShape},
+    {"gang", NormalizeGang},
+    // The partition first: every later bound is the partition's.
+    {"partition", ChoosePartition},
+    {"qos", CheckQos},
+    {"time limit", CheckTimeLimit},
+    {"partition bounds", CheckPartitionBounds},
+    // Then the nodes: which could ever hold the job, and whether enough of them do.
+    {"fitting nodes", FindFittingNodes},
+    {"MIG devices", CheckMigDevices},  // accepts a MIG job: the rest is whole GPUs
+    {"whole nodes", RoundToWholeNodes},
+    // After rounding: -w's count against the node count the job ends up with.
+    {"node list", CheckNodeListSize},
+    {"GPUs per node", CheckGpusPerNode},
+    {"CPUs and memory", CheckNodesFit},
+};
+
+}  // namespace
+
+Result<Job> ValidateRequest(const ClusterState& state, const JobRequest& in) {
+  Validation v(state);
+  v.job.req = in;
+  for (const ValidationCheck& c : kValidationChecks) {
+    HACHI_RETURN_IF_ERROR(c.check(&v));
+    if (v.accepted) break;
+  }
+  return std::move(v.job);
 }
 
 }  // namespace hachi::sched

@@ -8,7 +8,7 @@
 //    token does not open those endpoints, nor the secret the users' ones;
 //  - reads (GET) without a token are allowed from loopback peers by default, the
 //    dashboard's "read-only for anonymous viewers on localhost" ([auth] anonymous_read);
-//  - a job's paths and environment are checked at submit (CheckJobSpec).
+//  - a job's paths and environment are checked at submit (api::CheckJobSpec).
 // What a caller may do once known is decided by the Authorizer (server/authorizer.h).
 //
 // Free functions and plain values; thread-safe.
@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "api/http_client.h"
+#include "api/submit_checks.h"
 #include "core/status.h"
 #include "server/authorizer.h"  // Caller, AnonymousRead
 #include "state/records.h"
@@ -52,14 +53,9 @@ std::string JobCredential(std::string_view key, state::JobId job, Time start);
 bool CheckJobCredential(std::string_view key, std::string_view token, state::JobId* job,
                         Time* start);
 
-// A job's spec as submitted, checked before the server stores it (kInvalidArgument
-// naming the field): the working directory absolute, output paths absolute or relative
-// to it, no ".." component in either (a job's output must land where its path says, not
-// be walked elsewhere through a pattern or a link in the name), no NUL or newline in a
-// path, the job name usable in a file name (%x), environment names that are names, and
-// sizes a real job has. The agent opens the output files after it became the job's user
-// (agent/spawn.cc), so the checks here are about meaning, not about privileges.
-Status CheckJobSpec(const state::JobSpec& spec);
+// A job's spec as submitted (api/submit_checks.h), checked before the server stores
+// it and by `scontrol update`.
+using api::CheckJobSpec;
 
 // What a job's record shows a caller the Authorizer does not allow
 // Action::kSeeJobDetails (neither its owner nor an admin): no environment (it holds keys

@@ -209,13 +209,10 @@ Status Controller::CheckSubmit(const SubmitRequest& request, const Caller& who) 
   HACHI_RETURN_IF_ERROR(authorizer_.Authorize(
       who, Action::kSubmit,
       Resource::Submit(request.req.account, request.req.partition)));
-  HACHI_RETURN_IF_ERROR(CheckJobSpec(request.spec));
-  if (request.req.nice < 0) {  // issue 17: a negative --nice raises priority: admins
+  // The checks the client ran too (api/submit_checks.h): sizes, paths, environment.
+  HACHI_RETURN_IF_ERROR(api::CheckSubmitRequest(request));
+  if (request.req.nice < 0) {  // a negative --nice raises priority: admins only
     HACHI_RETURN_IF_ERROR(authorizer_.Authorize(who, Action::kNegativeNice, {}));
-  }
-  if (request.array_tasks.size() > 10000) {
-    return InvalidArgument("an array may have at most 10000 tasks, got " +
-                           std::to_string(request.array_tasks.size()));
   }
   return Status::Ok();
 }

@@ -9,10 +9,12 @@
 #include <optional>
 
 #include "api/protocol_json.h"
+#include "api/submit_checks.h"
 #include "cli/client.h"
 #include "cli/directives.h"
 #include "cli/slurm/slurm_cmds.h"
 #include "cli/slurm_format.h"
+#include "cli/submit_options.h"
 #include "cli/submit_request.h"
 #include "core/strings.h"
 
@@ -31,10 +33,19 @@ struct Own {
   std::string server;
 };
 
+// sbatch's own flags: the option table's front-end rows for sbatch (--wait, --quiet,
+// --test-only, --json, --help, --usage, --server), as written ("--server=URL" too).
 bool IsOwnFlag(const std::string& a) {
-  return a == "-W" || a == "--wait" || a == "--test-only" || a == "-Q" ||
-         a == "--quiet" || a == "--json" || a == "-h" || a == "--help" ||
-         a == "--usage" || a == "--server" || a.rfind("--server=", 0) == 0;
+  const OptionRow* r = nullptr;
+  if (a.size() == 2 && a[0] == '-' && a[1] != '-') {
+    r = FindShortOption(a[1], kCmdSbatch);
+  } else if (a.rfind("--", 0) == 0) {
+    const size_t eq = a.find('=');
+    r = FindOption(std::string_view(a).substr(2, eq == std::string::npos ? eq : eq - 2),
+                   kCmdSbatch);
+    if (r != nullptr && eq != std::string::npos && !TakesValue(*r)) r = nullptr;
+  }
+  return r != nullptr && r->kind == OptionKind::kFrontEnd;
 }
 
 // Where the script's own arguments start: ParseFlags (directives.h, which knows which
@@ -99,6 +110,9 @@ int ExitCodeOf(const state::JobRecord& j) {
 // --test-only: POST /jobs/test validates as a submit and answers where and when the
 // job would start; sbatch's line goes to stderr, as Slurm's does.
 int TestOnly(ApiClient& c, const api::SubmitRequest& r) {
+  if (Status s = api::CheckSubmitRequest(r); !s.ok()) {  // as ApiClient::Submit
+    return SlurmFail("sbatch", "Job submission failed: " + s.message());
+  }
   Result<std::string> body = c.Call("POST", "/jobs/test", api::SubmitRequestToJson(r));
   if (!body.ok()) {
     return SlurmFail("sbatch", "Job submission failed: " + body.status().message());

@@ -18,6 +18,7 @@
 #include "cli/interactive.h"
 #include "cli/slurm/slurm_cmds.h"
 #include "cli/slurm/srun_plan.h"
+#include "cli/submit_options.h"
 #include "cli/submit_request.h"
 #include "core/hostlist.h"
 #include "core/strings.h"
@@ -145,14 +146,17 @@ int SallocMain(const std::vector<std::string>& args) {
       break;
     }
     options.push_back(a);
-    // An option's value in the next word (-N 2, --time 10): sbatch's parser knows which
+    // An option's value in the next word (-N 2, --time 10): the option table says which
     // take one; the ones given this way are the short ones and the long ones without '='.
-    static const std::string kWithValue = "NnGpAqtJwxCcDdob";
-    const bool short_value = a.size() == 2 && kWithValue.find(a[1]) != std::string::npos;
-    const bool long_value = a.rfind("--", 0) == 0 && a.find('=') == std::string::npos &&
-                            a != "--exclusive" && a != "--hold" && a != "--requeue" &&
-                            a != "--overcommit" && a != "--parsable";
-    if ((short_value || long_value) && i + 1 < args.size()) options.push_back(args[++i]);
+    const OptionRow* row = nullptr;
+    if (a.size() == 2 && a[1] != '-') {
+      row = FindShortOption(a[1], kCmdSalloc);
+    } else if (a.rfind("--", 0) == 0 && a.find('=') == std::string::npos) {
+      row = FindOption(std::string_view(a).substr(2), kCmdSalloc);
+    }
+    if (row != nullptr && TakesValue(*row) && i + 1 < args.size()) {
+      options.push_back(args[++i]);
+    }
   }
   if (command.empty()) {
     const char* shell = std::getenv("SHELL");

@@ -7,56 +7,25 @@
 #include <set>
 
 #include "cli/slurm/slurm_text.h"
+#include "cli/submit_options.h"
 #include "core/hostlist.h"
 #include "core/strings.h"
 
 namespace hachi::cli::slurm {
 namespace {
 
+// srun's getopt list: the rows of the option table (cli/submit_options.h) srun takes,
+// an alias as an option of its own (ParseArgs reports it under that name).
 const std::vector<OptDef>& SrunOpts() {
-  static const std::vector<OptDef> kOpts = {
-      {'n', "ntasks", true},
-      {'N', "nodes", true},
-      {0, "ntasks-per-node", true},
-      {0, "tasks-per-node", true},
-      {'c', "cpus-per-task", true},
-      {0, "gpus-per-task", true},
-      {'G', "gpus", true},
-      {0, "gres", true},
-      {0, "gpus-per-node", true},
-      {'o', "output", true},
-      {'e', "error", true},
-      {'i', "input", true},
-      {'l', "label", false},
-      {'u', "unbuffered", false},
-      {'K', "kill-on-bad-exit", false},
-      {0, "overlap", false},
-      {0, "exact", false},
-      {0, "exclusive", false},
-      {0, "whole", false},
-      {'J', "job-name", true},
-      {'w', "nodelist", true},
-      {0, "cpu-bind", true},
-      {0, "mpi", true},
-      {0, "export", true},
-      {'D', "chdir", true},
-      {0, "jobid", true},
-      {0, "pty", false},
-      {'Q', "quiet", false},
-      {'v', "verbose", false},
-      {0, "mem", true},
-      {0, "mem-per-cpu", true},
-      {0, "mem-per-gpu", true},
-      {'t', "time", true},
-      {'m', "distribution", true},
-      {'p', "partition", true},
-      {'A', "account", true},
-      {'q', "qos", true},
-      {'C', "constraint", true},
-      {0, "server", true},
-      {'h', "help", false},
-      {0, "usage", false},
-  };
+  static const std::vector<OptDef> kOpts = [] {
+    std::vector<OptDef> opts;
+    for (const OptionRow& r : SubmitOptionTable()) {
+      if ((r.commands & kCmdSrun) == 0) continue;
+      opts.push_back({r.short_name, r.name, TakesValue(r)});
+      if (!r.alias.empty()) opts.push_back({0, r.alias, TakesValue(r)});
+    }
+    return opts;
+  }();
   return kOpts;
 }
 
@@ -64,14 +33,8 @@ const std::vector<OptDef>& SrunOpts() {
 // names for them): its shape. The others are the step's; inside an allocation the
 // shape's are the allocation's already.
 bool ShapesTheAllocation(const std::string& name) {
-  static const std::set<std::string> kShape = {
-      "partition",      "account",       "qos",         "constraint",
-      "time",           "mem",           "mem-per-cpu", "mem-per-gpu",
-      "gpus-per-node",  "nodes",         "ntasks",      "ntasks-per-node",
-      "tasks-per-node", "cpus-per-task", "gpus",        "gres",
-      "gpus-per-task",  "job-name",      "nodelist",    "exclusive",
-      "chdir"};
-  return kShape.count(name) > 0;
+  const OptionRow* r = FindOption(name, kCmdSrun);
+  return r != nullptr && (r->commands & kSrunShapesAllocation) != 0;
 }
 
 // A count as Slurm's srun takes one (0..9999999), its error in srun's words.
