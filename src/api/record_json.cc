@@ -217,19 +217,12 @@ Status ReadDependency(const json& v, const std::string& path, sched::Dependency*
   r.Custom("kind", [&](const json& k, const std::string& p) {
     std::string name;
     HACHI_RETURN_IF_ERROR(ObjectReader::ReadString(k, p, &name));
-    const std::string lower = ToLower(name);
-    if (lower == "afterok") {
-      dep.kind = sched::DependencyKind::kAfterOk;
-    } else if (lower == "afterany") {
-      dep.kind = sched::DependencyKind::kAfterAny;
-    } else if (lower == "afternotok") {  // issue 17
-      dep.kind = sched::DependencyKind::kAfterNotOk;
-    } else if (lower == "singleton") {
-      dep.kind = sched::DependencyKind::kSingleton;
-    } else {
-      return InvalidArgument(p + ": unknown dependency kind \"" + Clip(name) +
-                             "\" (afterok, afterany, afternotok, singleton)");
+    std::optional<sched::DependencyKind> kind = sched::ParseDependencyKind(ToLower(name));
+    if (!kind) {
+      return InvalidArgument(p + ": unknown dependency kind \"" + Clip(name) + "\" (" +
+                             sched::DependencyKindNames() + ")");
     }
+    dep.kind = *kind;
     return Status::Ok();
   });
   r.Int("job", &dep.job);

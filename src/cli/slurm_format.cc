@@ -6,7 +6,9 @@
 #include <map>
 
 #include "cli/table.h"
+#include "core/hostlist.h"
 #include "core/strings.h"
+#include "sched/dependencies.h"
 #include "sched/gpu_share.h"
 #include "topo/topology_file.h"
 
@@ -114,15 +116,8 @@ std::string DependencyText(const JobRecord& j) {
   std::string out;
   for (const auto& d : j.req.dependencies) {
     if (!out.empty()) out += ",";
-    // Issue 17 (helper A): afternotok, singleton.
-    if (d.kind == sched::DependencyKind::kSingleton) {
-      out += "singleton";
-      continue;
-    }
-    out += d.kind == sched::DependencyKind::kAfterOk      ? "afterok:"
-           : d.kind == sched::DependencyKind::kAfterNotOk ? "afternotok:"
-                                                          : "afterany:";
-    out += std::to_string(d.job);
+    out += sched::DependencyKindName(d.kind);
+    if (d.kind != sched::DependencyKind::kSingleton) out += ":" + std::to_string(d.job);
   }
   return out;
 }
@@ -232,12 +227,12 @@ std::string QueueValue(const JobRecord& j, Time now, char code) {
         return "(" + (pending ? PendingReason(j) : EndReasonWord(j)) + ")";
       }
       // Issue 21: a running job its partition's idle-GPU policy warned about.
-      return CompressHostlist(NodeNames(j)) + (IdleWarned(j) ? " (IdleGpus)" : "");
+      return CompressHostList(NodeNames(j)) + (IdleWarned(j) ? " (IdleGpus)" : "");
     case 'r':
       if (IdleWarned(j)) return "IdleGpus";
       return pending ? PendingReason(j) : EndReasonWord(j);
     case 'N':
-      return CompressHostlist(NodeNames(j));
+      return CompressHostList(NodeNames(j));
     case 'C':
       return std::to_string(TotalCpus(j));
     case 'm':
@@ -501,83 +496,6 @@ std::string FormatIsoTime(Time t) {
   return buf;
 }
 
-std::string CompressHostlist(std::vector<std::string> hosts) {
-  // Split each name into a prefix and a numeric suffix; sort numerically within a prefix.
-  struct Name {
-    std::string prefix;
-    std::string digits;  // "" when the name does not end in a number
-    long long num = 0;
-  };
-  std::vector<Name> names;
-  for (const std::string& h : hosts) {
-    size_t p = h.size();
-    while (p > 0 && h[p - 1] >= '0' && h[p - 1] <= '9') --p;
-    Name n{h.substr(0, p), h.substr(p), 0};
-    if (n.digits.size() > 12) n = {h, "", 0};
-    if (!n.digits.empty()) n.num = std::stoll(n.digits);
-    names.push_back(std::move(n));
-  }
-  std::sort(names.begin(), names.end(), [](const Name& a, const Name& b) {
-    if (a.prefix != b.prefix) return a.prefix < b.prefix;
-    if (a.digits.empty() != b.digits.empty()) return a.digits.empty();
-    return a.num != b.num ? a.num < b.num : a.digits.size() < b.digits.size();
-  });
-  // Group a prefix's numbers sharing one zero-padding width ("01" pads to 2, "10" fits
-  // any width up to 2, "7" none).
-  struct Group {
-    std::string prefix;
-    size_t pad = 0;
-    std::vector<long long> nums;
-  };
-  std::vector<Group> groups;
-  for (const Name& n : names) {
-    if (n.digits.empty()) {
-      if (groups.empty() || groups.back().prefix != n.prefix ||
-          !groups.back().nums.empty()) {
-        groups.push_back({n.prefix, 0, {}});
-      }
-      continue;
-    }
-    const bool padded = n.digits.size() > 1 && n.digits[0] == '0';
-    const size_t pad = padded ? n.digits.size() : 0;
-    if (!groups.empty() && groups.back().prefix == n.prefix &&
-        !groups.back().nums.empty()) {
-      Group& g = groups.back();
-      const bool fits = padded ? g.pad == pad : n.digits.size() >= g.pad;
-      if (fits) {
-        if (g.nums.back() != n.num) g.nums.push_back(n.num);
-        continue;
-      }
-    }
-    groups.push_back({n.prefix, pad, {n.num}});
-  }
-  std::string out;
-  for (const Group& g : groups) {
-    if (!out.empty()) out += ",";
-    auto num = [&](long long v) {
-      std::string s = std::to_string(v);
-      return std::string(g.pad > s.size() ? g.pad - s.size() : 0, '0') + s;
-    };
-    if (g.nums.empty()) {
-      out += g.prefix;
-    } else if (g.nums.size() == 1) {
-      out += g.prefix + num(g.nums[0]);
-    } else {
-      out += g.prefix + "[";
-      for (size_t i = 0; i < g.nums.size();) {
-        size_t k = i;
-        while (k + 1 < g.nums.size() && g.nums[k + 1] == g.nums[k] + 1) ++k;
-        if (i > 0) out += ",";
-        out += num(g.nums[i]);
-        if (k > i) out += "-" + num(g.nums[k]);
-        i = k + 1;
-      }
-      out += "]";
-    }
-  }
-  return out;
-}
-
 std::string NodeStateText(const NodeStatus& n, bool long_form) {
   GpuCounts c = CountGpus(n);
   const bool busy = c.alloc > 0 || n.alloc_cpus > 0;
@@ -701,7 +619,7 @@ std::string FormatShowJob(const JobRecord& j, std::string_view diagnosis, Time n
   if (state::IsFinal(j.state) && j.end_time > 0) end = FormatIsoTime(j.end_time);
   line("StartTime=" + start + " EndTime=" + end + " Deadline=N/A");
   line("Partition=" + j.req.partition);
-  const std::string nodelist = CompressHostlist(NodeNames(j));
+  const std::string nodelist = CompressHostList(NodeNames(j));
   line("NodeList=" + nodelist);
   if (!j.allocations.empty()) line("BatchHost=" + j.allocations[0].node);
   const int cpus = TotalCpus(j);

@@ -88,8 +88,6 @@ std::string FormatElapsed(Duration d);
 std::string FormatHms(Duration d);
 // "2026-11-29T19:18:02" in local time.
 std::string FormatIsoTime(Time t);
-// Slurm's hostlist: {"gpu01","gpu03","gpu04"} -> "gpu[01,03-04]"; sorted, deduplicated.
-std::string CompressHostlist(std::vector<std::string> hosts);
 // The short node-state names of sinfo: "idle", "mix", "alloc", "drain", "drng", "down"
 // (long: "idle", "mixed", "allocated", "drained", "draining", "down").
 std::string NodeStateText(const state::NodeStatus& node, bool long_form);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/strings.h"
+#include "sched/dependencies.h"
 #include "state/json_values.h"
 
 namespace hachi::state {
@@ -182,17 +183,10 @@ Status ReadDependency(const json& v, const std::string& path, sched::Dependency*
   r.Custom("kind", [&](const json& k, const std::string& p) -> Status {
     std::string name;
     HACHI_RETURN_IF_ERROR(ReadStringItem(k, p, &name));
-    if (name == "afterok") {
-      out->kind = sched::DependencyKind::kAfterOk;
-    } else if (name == "afterany") {
-      out->kind = sched::DependencyKind::kAfterAny;
-    } else if (name == "afternotok") {  // issue 17 (jobs version 5)
-      out->kind = sched::DependencyKind::kAfterNotOk;
-    } else if (name == "singleton") {
-      out->kind = sched::DependencyKind::kSingleton;
-    } else {
-      return Internal(p + ": unknown dependency kind \"" + name + "\"");
-    }
+    // afternotok and singleton came with jobs version 5.
+    std::optional<sched::DependencyKind> kind = sched::ParseDependencyKind(name);
+    if (!kind) return Internal(p + ": unknown dependency kind \"" + name + "\"");
+    out->kind = *kind;
     return Status::Ok();
   });
   r.Int("job", &out->job);
@@ -581,12 +575,8 @@ std::string Dump(json* j, std::string_view unknown) {
 json RequestJson(const sched::JobRequest& req) {
   json deps = json::array();
   for (const sched::Dependency& d : req.dependencies) {
-    // Issue 17: afternotok, singleton (jobs version 5).
-    const char* kind = d.kind == sched::DependencyKind::kAfterAny     ? "afterany"
-                       : d.kind == sched::DependencyKind::kAfterNotOk ? "afternotok"
-                       : d.kind == sched::DependencyKind::kSingleton  ? "singleton"
-                                                                      : "afterok";
-    deps.push_back({{"kind", kind}, {"job", d.job}});
+    // afternotok and singleton came with jobs version 5.
+    deps.push_back({{"kind", sched::DependencyKindName(d.kind)}, {"job", d.job}});
   }
   json out = {
       {"gpus", req.gpus},

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "cli/slurm_format.h"
+#include "core/hostlist.h"
 #include "core/strings.h"
 
 namespace hachi::cli::slurm {
@@ -68,7 +69,7 @@ std::string StepValue(const JobRecord& j, const state::StepRecord& st,
     return st.state != JobState::kRunning && st.end_time > 0 ? FormatIsoTime(st.end_time)
                                                              : "Unknown";
   }
-  if (f == "nodelist") return CompressHostlist(st.nodes);
+  if (f == "nodelist") return CompressHostList(st.nodes);
   if (f == "account") return j.req.account;
   if (f == "alloccpus" || f == "ncpus" || f == "reqcpus") return std::to_string(st.cpus);
   if (f == "nnodes" || f == "allocnodes" || f == "reqnodes") {
@@ -297,7 +298,7 @@ std::string Value(const Line& l, std::string_view field, Time now, const UidOf& 
     if (step) return j.allocations.empty() ? "" : j.allocations[0].node;
     std::vector<std::string> names;
     for (const auto& a : j.allocations) names.push_back(a.node);
-    return CompressHostlist(names);
+    return CompressHostList(names);
   }
   if (f == "partition") return step ? "" : j.req.partition;
   if (f == "account") return j.req.account;

@@ -14,6 +14,7 @@
 #include "cli/slurm/slurm_cmds.h"
 #include "cli/slurm_format.h"
 #include "cli/submit_request.h"
+#include "core/hostlist.h"
 #include "core/strings.h"
 
 namespace hachi::cli::slurm {
@@ -122,7 +123,7 @@ int TestOnly(ApiClient& c, const api::SubmitRequest& r) {
   std::cerr << "sbatch: Job " << id << " to start at "
             << FormatIsoTime(a.value("start", int64_t{0})) << " using "
             << a.value("cpus", 0) << " processors on nodes "
-            << (nodes.empty() ? std::string("(unknown)") : CompressHostlist(nodes))
+            << (nodes.empty() ? std::string("(unknown)") : CompressHostList(nodes))
             << " in partition " << a.value("partition", "") << "\n";
   return 0;
 }

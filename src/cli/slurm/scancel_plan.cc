@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/slurm_format.h"
+#include "core/hostlist.h"
 #include "core/strings.h"
 
 namespace hachi::cli::slurm {
@@ -142,7 +143,7 @@ std::string FormatShowPartition(const PartitionInfo& p,
        " DisableRootJobs=NO ExclusiveUser=NO GraceTime=0 Hidden=NO\n";
   o += "   MaxNodes=UNLIMITED MaxTime=" + limit(p.max_time) +
        " MinNodes=0 LLN=NO MaxCPUsPerNode=UNLIMITED\n";
-  o += "   Nodes=" + (p.nodes.empty() ? "(null)" : CompressHostlist(p.nodes)) + "\n";
+  o += "   Nodes=" + (p.nodes.empty() ? "(null)" : CompressHostList(p.nodes)) + "\n";
   o += "   PriorityJobFactor=1 PriorityTier=1 RootOnly=NO ReqResv=NO OverSubscribe=" +
        std::string(p.whole_node ? "EXCLUSIVE" : "NO") + "\n";
   o += "   OverTimeLimit=NONE PreemptMode=OFF\n";

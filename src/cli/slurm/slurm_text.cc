@@ -167,49 +167,6 @@ std::string SelectorText(const JobSelector& s) {
                     : std::to_string(s.id) + "_" + std::to_string(s.task);
 }
 
-Result<std::vector<std::string>> ExpandHostlist(std::string_view list) {
-  std::vector<std::string> out;
-  size_t i = 0;
-  while (i < list.size()) {
-    // One name: up to a comma outside brackets.
-    size_t end = i;
-    int depth = 0;
-    while (end < list.size() && (depth > 0 || list[end] != ',')) {
-      if (list[end] == '[') ++depth;
-      if (list[end] == ']') --depth;
-      if (depth < 0 || depth > 1) {
-        return InvalidArgument("Invalid hostlist: " + Clip(list));
-      }
-      ++end;
-    }
-    if (depth != 0) return InvalidArgument("Invalid hostlist: " + Clip(list));
-    const std::string_view name = list.substr(i, end - i);
-    i = end + 1;
-    if (name.empty()) continue;
-    const size_t open = name.find('[');
-    if (open == std::string_view::npos) {
-      out.emplace_back(name);
-      continue;
-    }
-    const size_t close = name.find(']');
-    const std::string_view prefix = name.substr(0, open);
-    const std::string_view suffix = name.substr(close + 1);
-    const std::string_view body = name.substr(open + 1, close - open - 1);
-    for (std::string_view part : Split(body, ',')) {
-      const size_t dash = part.find('-');
-      const std::string_view lo = part.substr(0, dash);
-      std::optional<std::vector<long long>> nums = ExpandRanges(part, 100001);
-      if (!nums) return InvalidArgument("Invalid hostlist: " + Clip(list));
-      for (long long v : *nums) {
-        std::string n = std::to_string(v);
-        if (n.size() < lo.size()) n.insert(0, lo.size() - n.size(), '0');
-        out.push_back(std::string(prefix) + n + std::string(suffix));
-      }
-    }
-  }
-  return out;
-}
-
 std::string JobIdText(const state::JobRecord& j) {
   if (j.spec.array_task_id >= 0) {
     return std::to_string(j.spec.array_job_id) + "_" +
