@@ -10,6 +10,7 @@
 #include <ctime>
 #include <iostream>
 
+#include "api/request_limits.h"
 #include "core/bytes.h"
 #include "core/strings.h"
 #include "sched/dependencies.h"
@@ -269,8 +270,9 @@ Status Controller::CheckSubmit(const SubmitRequest& request, const Caller& who) 
   if (request.req.nice < 0) {  // issue 17: a negative --nice raises priority: admins
     HACHI_RETURN_IF_ERROR(authorizer_.Authorize(who, Action::kNegativeNice, {}));
   }
-  if (request.array_tasks.size() > 10000) {
-    return InvalidArgument("an array may have at most 10000 tasks, got " +
+  if (request.array_tasks.size() > static_cast<size_t>(api::kMaxArrayTasks)) {
+    return InvalidArgument("an array may have at most " +
+                           std::to_string(api::kMaxArrayTasks) + " tasks, got " +
                            std::to_string(request.array_tasks.size()));
   }
   return Status::Ok();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "api/request_limits.h"
 #include "core/strings.h"
 
 namespace hachi::cli::slurm {
@@ -146,10 +147,11 @@ Result<std::vector<JobSelector>> ParseJobSelectors(
     } else if (!AllDigits(tasks)) {
       return bad;
     }
-    std::optional<std::vector<long long>> nums = ExpandRanges(tasks, 10001);
+    std::optional<std::vector<long long>> nums =
+        ExpandRanges(tasks, api::kMaxArrayTasks + 1);
     if (!nums) return bad;
     for (long long t : *nums) {
-      if (t > 4000000) return bad;
+      if (t > api::kMaxArrayTaskId) return bad;
       out.push_back({id, static_cast<int>(t)});
     }
   }
