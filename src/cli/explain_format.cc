@@ -33,7 +33,7 @@ std::string FormatExplain(const state::JobExplain& e, std::string_view indent,
       o += in + "Queue: position " + std::to_string(e.partition_position) + " of " +
            std::to_string(e.partition_length) + " in partition " + e.partition + ", " +
            std::to_string(e.queue_position) + " of " + std::to_string(e.queue_length) +
-           " overall (cycle at " + FormatIsoTime(e.diagnosed_at) + ")\n";
+           " overall (cycle at " + FormatSlurmLocal(e.diagnosed_at) + ")\n";
     } else {
       o += in + "Queue: not yet seen by a scheduling cycle\n";
     }
@@ -48,7 +48,7 @@ std::string FormatExplain(const state::JobExplain& e, std::string_view indent,
       for (const state::ExplainNodes& n : e.nodes) o += more + n.text + "\n";
     }
     if (e.earliest_start > 0) {
-      o += in + "Earliest start: " + FormatIsoTime(e.earliest_start) +
+      o += in + "Earliest start: " + FormatSlurmLocal(e.earliest_start) +
            (e.earliest_node.empty() ? "" : " on " + e.earliest_node) +
            (e.blocking_job != 0 ? ", when job " + std::to_string(e.blocking_job) + " ends"
                                 : "") +
@@ -60,7 +60,7 @@ std::string FormatExplain(const state::JobExplain& e, std::string_view indent,
   if (!e.history.empty()) {
     o += in + "History:\n";
     for (const state::ExplainEvent& h : e.history) {
-      o += more + (h.time > 0 ? FormatIsoTime(h.time) : std::string(19, ' ')) + "  " +
+      o += more + (h.time > 0 ? FormatSlurmLocal(h.time) : std::string(19, ' ')) + "  " +
            h.text + "\n";
     }
   }

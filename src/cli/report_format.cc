@@ -91,8 +91,8 @@ Result<Time> ParseReportTime(std::string_view text, Time now) {
 std::string FormatReport(const state::GpuReport& r) {
   const std::string rule(80, '-');
   std::string out = rule + "\n" + "GPU usage by " +
-                    std::string(state::ReportByName(r.by)) + " " + FormatIsoTime(r.from) +
-                    " - " + FormatIsoTime(r.to - 1) + " (" +
+                    std::string(state::ReportByName(r.by)) + " " +
+                    FormatSlurmLocal(r.from) + " - " + FormatSlurmLocal(r.to - 1) + " (" +
                     std::to_string(r.to - r.from) + " secs)\n" +
                     "Usage reported in GPU hours (Used: allocated x mean GPU "
                     "utilisation; NotMeasured: never sampled)\n" +

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <ctime>
 #include <map>
 
 #include "cli/table.h"
@@ -122,7 +121,7 @@ std::string DependencyText(const JobRecord& j) {
   return out;
 }
 
-std::string TimeOrNa(Time t) { return t > 0 ? FormatIsoTime(t) : "N/A"; }
+std::string TimeOrNa(Time t) { return t > 0 ? FormatSlurmLocal(t) : "N/A"; }
 
 std::string LimitText(Duration d, bool hms) {
   if (d <= 0) return "N/A";
@@ -243,7 +242,7 @@ std::string QueueValue(const JobRecord& j, Time now, char code) {
       return pending ? "N/A" : TimeOrNa(j.start_time);
     case 'e':
       if (j.state == JobState::kRunning && j.req.time_limit > 0) {
-        return FormatIsoTime(j.start_time + j.req.time_limit);
+        return FormatSlurmLocal(j.start_time + j.req.time_limit);
       }
       return state::IsFinal(j.state) ? TimeOrNa(j.end_time) : "N/A";
     case 'b':
@@ -487,15 +486,6 @@ std::string FormatElapsed(Duration d) { return FormatClock(d, false); }
 
 std::string FormatHms(Duration d) { return FormatClock(d, true); }
 
-std::string FormatIsoTime(Time t) {
-  std::time_t tt = static_cast<std::time_t>(t);
-  std::tm tm{};
-  localtime_r(&tt, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  return buf;
-}
-
 std::string NodeStateText(const NodeStatus& n, bool long_form) {
   GpuCounts c = CountGpus(n);
   const bool busy = c.alloc > 0 || n.alloc_cpus > 0;
@@ -613,10 +603,10 @@ std::string FormatShowJob(const JobRecord& j, std::string_view diagnosis, Time n
        " TimeLimit=" + LimitText(j.req.time_limit, true) + " TimeMin=N/A");
   line("SubmitTime=" + TimeOrNa(j.submit_time));
   std::string start = "Unknown", end = "Unknown";
-  if (!pending && j.start_time > 0) start = FormatIsoTime(j.start_time);
+  if (!pending && j.start_time > 0) start = FormatSlurmLocal(j.start_time);
   if (running && j.req.time_limit > 0)
-    end = FormatIsoTime(j.start_time + j.req.time_limit);
-  if (state::IsFinal(j.state) && j.end_time > 0) end = FormatIsoTime(j.end_time);
+    end = FormatSlurmLocal(j.start_time + j.req.time_limit);
+  if (state::IsFinal(j.state) && j.end_time > 0) end = FormatSlurmLocal(j.end_time);
   line("StartTime=" + start + " EndTime=" + end + " Deadline=N/A");
   line("Partition=" + j.req.partition);
   const std::string nodelist = CompressHostList(NodeNames(j));
@@ -851,7 +841,7 @@ std::string FormatGpuPicture(const NodeStatus& n) {
     } else {
       o += ", not started by Hachi";
     }
-    if (p.since > 0) o += ", since " + FormatIsoTime(p.since);
+    if (p.since > 0) o += ", since " + FormatSlurmLocal(p.since);
     o += "\n";
   }
   return o;
@@ -861,7 +851,7 @@ std::string FormatGpuPicture(const NodeStatus& n) {
 
 std::string FormatStats(const state::JobStats& s) {
   std::string o = "Jobs in the last " + FormatDuration(s.window) + ", as of " +
-                  FormatIsoTime(s.now) + "\n";
+                  FormatSlurmLocal(s.now) + "\n";
   Table t({{"PARTITION"},
            {"GPUS", Align::kRight},
            {"STARTED", Align::kRight},

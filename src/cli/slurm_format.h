@@ -86,8 +86,6 @@ std::string FormatStats(const state::JobStats& stats);
 std::string FormatElapsed(Duration d);
 // scontrol's RunTime/TimeLimit: "00:00:03", "2-04:00:00".
 std::string FormatHms(Duration d);
-// "2026-11-29T19:18:02" in local time.
-std::string FormatIsoTime(Time t);
 // The short node-state names of sinfo: "idle", "mix", "alloc", "drain", "drng", "down"
 // (long: "idle", "mixed", "allocated", "drained", "draining", "down").
 std::string NodeStateText(const state::NodeStatus& node, bool long_form);

@@ -429,7 +429,7 @@ TEST_F(SlurmFormat, Pieces) {
   EXPECT_EQ(FormatElapsed(2 * kDay + 4 * kHour), "2-04:00:00");
   EXPECT_EQ(FormatHms(3), "00:00:03");
   EXPECT_EQ(FormatHms(kDay + 1), "1-00:00:01");
-  EXPECT_EQ(FormatIsoTime(kNow), "2026-11-29T19:18:05");
+  EXPECT_EQ(FormatSlurmLocal(kNow), "2026-11-29T19:18:05");
   EXPECT_EQ(CompressHostList({"gpu04", "gpu01", "gpu03"}), "gpu[01,03-04]");
   EXPECT_EQ(CompressHostList({"gpu02"}), "gpu02");
   EXPECT_EQ(CompressHostList({"n1", "n2", "n3", "n10", "login", "a-7"}),

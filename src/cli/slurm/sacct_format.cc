@@ -64,10 +64,11 @@ std::string StepValue(const JobRecord& j, const state::StepRecord& st,
   if (f == "elapsed") return FormatHms(elapsed());
   if (f == "elapsedraw") return std::to_string(elapsed());
   if (f == "start" || f == "submit" || f == "eligible")
-    return FormatIsoTime(st.start_time);
+    return FormatSlurmLocal(st.start_time);
   if (f == "end") {
-    return st.state != JobState::kRunning && st.end_time > 0 ? FormatIsoTime(st.end_time)
-                                                             : "Unknown";
+    return st.state != JobState::kRunning && st.end_time > 0
+               ? FormatSlurmLocal(st.end_time)
+               : "Unknown";
   }
   if (f == "nodelist") return CompressHostList(st.nodes);
   if (f == "account") return j.req.account;
@@ -286,13 +287,13 @@ std::string Value(const Line& l, std::string_view field, Time now, const UidOf& 
   if (f == "exitcode" || f == "derivedexitcode") return ExitCodeText(j);
   if (f == "elapsed") return FormatHms(elapsed());
   if (f == "elapsedraw") return std::to_string(elapsed());
-  if (f == "start") return started ? FormatIsoTime(j.start_time) : "Unknown";
+  if (f == "start") return started ? FormatSlurmLocal(j.start_time) : "Unknown";
   if (f == "end") {
     return started && state::IsFinal(j.state) && j.end_time > 0
-               ? FormatIsoTime(j.end_time)
+               ? FormatSlurmLocal(j.end_time)
                : "Unknown";
   }
-  if (f == "submit" || f == "eligible") return FormatIsoTime(j.submit_time);
+  if (f == "submit" || f == "eligible") return FormatSlurmLocal(j.submit_time);
   if (f == "nodelist") {
     if (!started && j.allocations.empty()) return "None assigned";
     if (step) return j.allocations.empty() ? "" : j.allocations[0].node;

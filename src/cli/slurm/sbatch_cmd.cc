@@ -121,7 +121,7 @@ int TestOnly(ApiClient& c, const api::SubmitRequest& r) {
     }
   }
   std::cerr << "sbatch: Job " << id << " to start at "
-            << FormatIsoTime(a.value("start", int64_t{0})) << " using "
+            << FormatSlurmLocal(a.value("start", int64_t{0})) << " using "
             << a.value("cpus", 0) << " processors on nodes "
             << (nodes.empty() ? std::string("(unknown)") : CompressHostList(nodes))
             << " in partition " << a.value("partition", "") << "\n";

@@ -196,19 +196,14 @@ std::string FormatShowNode(const state::NodeStatus& n) {
   o += "\n";
   if (!r.state_reason.empty()) {
     o += "   Reason=" + r.state_reason +
-         (r.state_since > 0 ? " [" + FormatIsoTime(r.state_since) + "]" : "") + "\n";
+         (r.state_since > 0 ? " [" + FormatSlurmLocal(r.state_since) + "]" : "") + "\n";
   }
   return o + "\n";
 }
 
 std::string FormatShowConfig(Time now, const std::string& server,
                              const std::vector<PartitionInfo>& partitions) {
-  std::time_t t = static_cast<std::time_t>(now);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  std::string o = "Configuration data as of " + std::string(buf) + "\n";
+  std::string o = "Configuration data as of " + FormatSlurmLocal(now) + "\n";
   auto kv = [&](const std::string& k, const std::string& v) {
     std::string key = k;
     key.resize(std::max<size_t>(key.size(), 23), ' ');
