@@ -1,6 +1,7 @@
 #include "cli/explain_format.h"
 
 #include "cli/slurm_format.h"
+#include "core/time_format.h"
 #include "sched/gpu_share.h"
 
 namespace hachi::cli {

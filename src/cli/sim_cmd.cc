@@ -12,7 +12,7 @@
 #include "cli/placement_cmd.h"
 #include "config/cluster_config.h"
 #include "core/strings.h"
-#include "core/time.h"
+#include "core/time_format.h"
 #include "sched/lint.h"
 #include "sim/simulator.h"
 #include "sim/trace.h"

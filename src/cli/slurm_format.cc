@@ -7,6 +7,7 @@
 #include "cli/table.h"
 #include "core/hostlist.h"
 #include "core/strings.h"
+#include "core/time_format.h"
 #include "sched/dependencies.h"
 #include "sched/gpu_share.h"
 #include "topo/topology_file.h"

@@ -12,6 +12,7 @@
 #include "cli/golden_testing.h"
 #include "core/hostlist.h"
 #include "core/strings.h"
+#include "core/time_format.h"
 #include "topo/presets.h"
 #include "topo/topology_file.h"
 

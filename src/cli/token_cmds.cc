@@ -8,7 +8,7 @@
 #include "cli/client.h"
 #include "cli/fail.h"
 #include "cli/table.h"
-#include "core/time.h"
+#include "core/time_format.h"
 
 namespace hachi::cli {
 namespace {

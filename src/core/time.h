@@ -19,12 +19,4 @@ inline constexpr Duration kDay = 86400;
 // "45s", "12m30s", "3h05m", "2d04h": short and readable, for diagnoses.
 std::string FormatDuration(Duration d);
 
-// The points in time as Hachi prints them; every strftime in src/ is one of these.
-// "2026-11-29T19:18:05Z": UTC, for the server's messages, logs and reports.
-std::string FormatIsoUtc(Time t);
-// "2026-11-29T19:18:05": local time (TZ), as Slurm's commands print times.
-std::string FormatSlurmLocal(Time t);
-// "2026-11-29 19:18:05 UTC": for people reading a trace's span (hachi sim).
-std::string FormatUtcReadable(Time t);
-
 }  // namespace hachi

@@ -16,6 +16,7 @@
 #include "cli/submit_request.h"
 #include "core/hostlist.h"
 #include "core/strings.h"
+#include "core/time_format.h"
 
 namespace hachi::cli::slurm {
 namespace {

@@ -8,6 +8,7 @@
 #include "cli/slurm_format.h"
 #include "core/hostlist.h"
 #include "core/strings.h"
+#include "core/time_format.h"
 
 namespace hachi::cli::slurm {
 namespace {

@@ -7,6 +7,7 @@
 #include "cli/slurm_format.h"
 #include "cli/table.h"
 #include "core/strings.h"
+#include "core/time_format.h"
 
 namespace hachi::cli::slurm {
 namespace {

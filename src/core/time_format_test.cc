@@ -1,4 +1,4 @@
-#include "core/time.h"
+#include "core/time_format.h"
 
 #include <gtest/gtest.h>
 
