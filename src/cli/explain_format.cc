@@ -9,7 +9,7 @@ namespace {
 
 std::string Gpus(int n) { return std::to_string(n) + (n == 1 ? " GPU" : " GPUs"); }
 
-std::string Needs(const state::JobExplain& e) {
+std::string Needs(const report::JobExplain& e) {
   if (e.gpu_share_milli > 0)
     return "a " + sched::ShareText(e.gpu_share_milli) + " share of one GPU";
   return e.needed_nodes > 1 ? std::to_string(e.needed_gpus) + " on each of " +
@@ -19,7 +19,7 @@ std::string Needs(const state::JobExplain& e) {
 
 }  // namespace
 
-std::string FormatExplain(const state::JobExplain& e, std::string_view indent,
+std::string FormatExplain(const report::JobExplain& e, std::string_view indent,
                           bool title) {
   const std::string in(indent);
   const std::string more = in + "  ";
@@ -46,7 +46,7 @@ std::string FormatExplain(const state::JobExplain& e, std::string_view indent,
     o += "; it needs " + Needs(e) + "\n";
     if (!e.nodes.empty()) {
       o += in + "Nodes:\n";
-      for (const state::ExplainNodes& n : e.nodes) o += more + n.text + "\n";
+      for (const report::ExplainNodes& n : e.nodes) o += more + n.text + "\n";
     }
     if (e.earliest_start > 0) {
       o += in + "Earliest start: " + FormatSlurmLocal(e.earliest_start) +
@@ -60,7 +60,7 @@ std::string FormatExplain(const state::JobExplain& e, std::string_view indent,
   }
   if (!e.history.empty()) {
     o += in + "History:\n";
-    for (const state::ExplainEvent& h : e.history) {
+    for (const report::ExplainEvent& h : e.history) {
       o += more + (h.time > 0 ? FormatSlurmLocal(h.time) : std::string(19, ' ')) + "  " +
            h.text + "\n";
     }

@@ -454,7 +454,7 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
     if (!text.empty() && text.back() != '\n') text += "\n";
     // A pending job: the numbers behind the diagnosis, as `hachi explain` prints them.
     if (v->job.state == state::JobState::kPending) {
-      if (Result<state::JobExplain> e = FetchExplain(**c, v->job.id); e.ok()) {
+      if (Result<report::JobExplain> e = FetchExplain(**c, v->job.id); e.ok()) {
         text += "   Explain:\n" + FormatExplain(*e, "     ", false);
       }
     }

@@ -850,7 +850,7 @@ std::string FormatGpuPicture(const NodeStatus& n) {
 
 // ---- stats ----
 
-std::string FormatStats(const state::JobStats& s) {
+std::string FormatStats(const report::JobStats& s) {
   std::string o = "Jobs in the last " + FormatDuration(s.window) + ", as of " +
                   FormatSlurmLocal(s.now) + "\n";
   Table t({{"PARTITION"},
@@ -867,7 +867,7 @@ std::string FormatStats(const state::JobStats& s) {
     std::snprintf(buf, sizeof buf, "%.1f", secs / 3600.0);
     return std::string(buf);
   };
-  auto add = [&](const state::WaitStats& w, const std::string& alert) {
+  auto add = [&](const report::WaitStats& w, const std::string& alert) {
     std::string gpus = w.gpus < 0 ? "all" : w.gpus == 0 ? "<1" : std::to_string(w.gpus);
     bool waits = w.samples > 0;
     t.AddRow({Or(w.partition, "(none)"), gpus, std::to_string(w.started),
@@ -875,19 +875,19 @@ std::string FormatStats(const state::JobStats& s) {
               waits ? FormatDuration(w.wait_p50) : "-",
               waits ? FormatDuration(w.wait_p95) : "-", hours(w.gpu_seconds), alert});
   };
-  for (const state::PartitionStats& p : s.partitions) {
+  for (const report::PartitionStats& p : s.partitions) {
     add(p.all, p.alert ? "median wait over " + FormatDuration(s.alert_threshold) : "");
-    for (const state::WaitStats& w : p.by_gpus) add(w, "");
+    for (const report::WaitStats& w : p.by_gpus) add(w, "");
   }
   o += s.partitions.empty() ? "no jobs\n" : t.Render();
   // A flagged partition's likely cause, then the other explanations the numbers support
-  // (state/stats_cause.h; the server sends them when it knows the partition).
+  // (report/stats_cause.h; the server sends them when it knows the partition).
   auto cause_name = [](const std::string& kind) -> std::string {
     if (kind == "user_burst") return "one user's burst";
     if (kind == "too_few_nodes") return "too few nodes";
     return kind;
   };
-  for (const state::PartitionStats& p : s.partitions) {
+  for (const report::PartitionStats& p : s.partitions) {
     if (!p.alert || p.causes.empty()) continue;
     o += Or(p.all.partition, "(none)") + ": median wait " +
          FormatDuration(p.all.wait_p50) + " > " + FormatDuration(s.alert_threshold) +

@@ -13,7 +13,7 @@
 
 #include "core/status.h"
 #include "core/time.h"
-#include "state/job_stats.h"
+#include "report/job_stats.h"
 #include "state/records.h"
 
 namespace hachi::cli {
@@ -78,7 +78,7 @@ std::string FormatGpuPicture(const state::NodeStatus& node);
 
 // ---- hachi stats ----
 
-std::string FormatStats(const state::JobStats& stats);
+std::string FormatStats(const report::JobStats& stats);
 
 // ---- pieces, exposed for the commands and tests ----
 

@@ -34,6 +34,9 @@
 #include "core/clock.h"
 #include "core/mutex.h"
 #include "core/status.h"
+#include "report/explain.h"
+#include "report/gpu_report.h"
+#include "report/stats_cause.h"
 #include "sched/scheduler.h"
 #include "server/agent_hub.h"
 #include "server/authorizer.h"  // Caller, Authorizer
@@ -41,10 +44,7 @@
 #include "server/snapshot.h"
 #include "server/step_streams.h"
 #include "server/submit_keys.h"
-#include "state/explain.h"
-#include "state/gpu_report.h"
 #include "state/records.h"
-#include "state/stats_cause.h"
 #include "state/store.h"
 
 namespace hachi::server {
@@ -328,9 +328,9 @@ class Controller {
   // The cluster now, for the scrape: copied under the lock, computed without it.
   ClusterGauges Gauges() const;
   // Each partition's nodes and pending jobs (with the last cycle's reasons), for the
-  // likely cause of a slow partition (state/stats_cause.h).
+  // likely cause of a slow partition (report/stats_cause.h).
   std::vector<state::PartitionLoad> PartitionLoads() const;
-  // Why a job waits, with numbers, or its history (state/explain.h). kNotFound.
+  // Why a job waits, with numbers, or its history (report/explain.h). kNotFound.
   Result<state::JobExplain> Explain(state::JobId id) const;
   // Runs one scheduling cycle now, on the caller's thread (tests).
   void RunCycle();

@@ -16,7 +16,7 @@
 #include "core/time.h"
 #include "sched/plan.h"
 
-namespace hachi::state {
+namespace hachi::report {
 
 // One pending (not held) job, as the classifier reads it.
 struct PendingJob {
@@ -70,4 +70,12 @@ struct AlertCause {
 // entry, with the pending reasons, when none holds.
 std::vector<AlertCause> ClassifyAlert(const PartitionLoad& load);
 
+}  // namespace hachi::report
+
+// Transitional: the controller (server/, being split into services) still names these
+// state::; drop this when it says report::.
+namespace hachi::state {
+using report::AddPending;
+using report::PartitionLoad;
+using report::PendingJob;
 }  // namespace hachi::state
