@@ -289,8 +289,9 @@ std::string DependencyUsage() {
   for (size_t i = 0; i < kinds.size(); ++i) {
     if (i > 0) out += i + 1 == kinds.size() ? " or " : ", ";
     out += kinds[i].name;
-    if (kinds[i].kind != sched::DependencyKind::kSingleton)
+    if (kinds[i].kind != sched::DependencyKind::kSingleton) {
       out += i == 0 ? ":ID[:ID...]" : ":ID";
+    }
   }
   return out + ")";
 }

@@ -123,7 +123,9 @@ TEST(DependencyKindNamesTest, Table) {
   };
   for (const Case& c : cases) {
     EXPECT_EQ(ParseDependencyKind(c.word), c.want) << c.name;
-    if (c.want) EXPECT_EQ(DependencyKindName(*c.want), c.word) << c.name;
+    if (c.want) {
+      EXPECT_EQ(DependencyKindName(*c.want), c.word) << c.name;
+    }
   }
   EXPECT_EQ(DependencyKindNames(), "afterok, afterany, afternotok, singleton");
   EXPECT_EQ(DependencyKindNames(" or "), "afterok, afterany, afternotok or singleton");
