@@ -12,6 +12,7 @@
 #include "core/strings.h"
 #include "sched/dependencies.h"
 #include "state/json_values.h"
+#include "state/request_json.h"
 
 namespace hachi::api {
 
@@ -217,19 +218,12 @@ Status ReadDependency(const json& v, const std::string& path, sched::Dependency*
   r.Custom("kind", [&](const json& k, const std::string& p) {
     std::string name;
     HACHI_RETURN_IF_ERROR(ObjectReader::ReadString(k, p, &name));
-    const std::string lower = ToLower(name);
-    if (lower == "afterok") {
-      dep.kind = sched::DependencyKind::kAfterOk;
-    } else if (lower == "afterany") {
-      dep.kind = sched::DependencyKind::kAfterAny;
-    } else if (lower == "afternotok") {  // issue 17
-      dep.kind = sched::DependencyKind::kAfterNotOk;
-    } else if (lower == "singleton") {
-      dep.kind = sched::DependencyKind::kSingleton;
-    } else {
-      return InvalidArgument(p + ": unknown dependency kind \"" + Clip(name) +
-                             "\" (afterok, afterany, afternotok, singleton)");
+    std::optional<sched::DependencyKind> kind = sched::ParseDependencyKind(ToLower(name));
+    if (!kind) {
+      return InvalidArgument(p + ": unknown dependency kind \"" + Clip(name) + "\" (" +
+                             sched::DependencyKindNames() + ")");
     }
+    dep.kind = *kind;
     return Status::Ok();
   });
   r.Int("job", &dep.job);
@@ -357,40 +351,17 @@ Result<T> Decode(std::string_view text, std::string_view path) {
 // ---- nlohmann values ----
 
 json ToJson(const sched::JobRequest& req) {
-  json deps = json::array();
-  for (const sched::Dependency& d : req.dependencies) {
-    deps.push_back({{"kind", sched::DependencyKindName(d.kind)}, {"job", d.job}});
-  }
-  return {
-      {"gpus", req.gpus},
-      {"nodes", req.nodes},
-      {"gpus_per_node", req.gpus_per_node},
-      {"cpus_per_gpu", req.cpus_per_gpu},
-      {"cpus", req.cpus},
-      {"memory_mib_per_gpu", req.memory_mib_per_gpu},
-      {"memory_mib", req.memory_mib},
-      // Text fields, but written as bytes when they are not UTF-8 so that the reader
-      // refuses them by name instead of the writer replacing them.
-      {"gpu_model", JsonBytes(req.gpu_model)},
-      {"min_gpu_memory_mib", req.min_gpu_memory_mib},
-      {"partition", JsonBytes(req.partition)},
-      {"qos", JsonBytes(req.qos)},
-      {"user", JsonBytes(req.user)},
-      {"account", JsonBytes(req.account)},
-      {"time_limit", req.time_limit},
-      {"exclusive", req.exclusive},
-      {"dependencies", std::move(deps)},
-      {"gpu_share_milli", req.gpu_share_milli},
-      {"gpu_memory_mib", req.gpu_memory_mib},
-      // Issue 17: node selection and timing.
-      {"constraint", JsonBytes(req.constraint)},
-      {"nodelist", JsonBytes(req.nodelist)},
-      {"exclude", JsonBytes(req.exclude)},
-      {"begin_time", req.begin_time},
-      {"deadline", req.deadline},
-      {"nice", req.nice},
-      {"mig_profile", JsonBytes(req.mig_profile)},  // issue 20
-  };
+  // The fields the store's rows write alike, then the rest: here always, there only
+  // when set (state/request_json.h says why).
+  json out = state::RequestCommonJson(req);
+  out["constraint"] = JsonBytes(req.constraint);  // node selection and timing
+  out["nodelist"] = JsonBytes(req.nodelist);
+  out["exclude"] = JsonBytes(req.exclude);
+  out["begin_time"] = req.begin_time;
+  out["deadline"] = req.deadline;
+  out["nice"] = req.nice;
+  out["mig_profile"] = JsonBytes(req.mig_profile);
+  return out;
 }
 
 json ToJson(const JobSpec& spec) {

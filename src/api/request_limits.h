@@ -29,8 +29,10 @@ inline constexpr int kMaxCpusPerGpu = 1024;
 inline constexpr int64_t kMaxMemoryMib = int64_t{64} << 20;  // 64 TiB
 inline constexpr Duration kMaxTimeLimit = 365 * kDay;
 inline constexpr int kMaxDependencies = 1000;
+// The one array limit: the CLI's --array and job-id parsers and the server's submit
+// check read these too.
 inline constexpr int kMaxArrayTasks = 10000;
-inline constexpr int kMaxArrayTaskId = 4000000;  // as `--array` (cli/directives.h)
+inline constexpr int kMaxArrayTaskId = 4000000;
 
 // Sizes, in bytes (UTF-8) or entries. The body itself is at most 4 MiB
 // (server::HttpOptions::max_body_bytes); these keep one field from taking all of it

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "api/request_limits.h"
 #include "cli/submit_options.h"
 #include "core/slurm_time.h"
 #include "core/strings.h"
@@ -162,18 +163,18 @@ Result<ArraySpec> ParseArraySpec(std::string_view text) {
     if (!a || !b) return InvalidArgument(bad);
     if (*a > *b)
       return InvalidArgument(Quote(item) + ": the range ends before it starts");
-    if (*b > kMaxArrayTaskId) {
+    if (*b > api::kMaxArrayTaskId) {
       return InvalidArgument(Quote(item) + ": task ids go up to " +
-                             std::to_string(kMaxArrayTaskId));
+                             std::to_string(api::kMaxArrayTaskId));
     }
     r.first = static_cast<int>(*a);
     r.last = static_cast<int>(*b);
     spec.ranges.push_back(r);
   }
   size_t n = ExpandArray(spec).size();
-  if (n > static_cast<size_t>(kMaxArrayTasks)) {
+  if (n > static_cast<size_t>(api::kMaxArrayTasks)) {
     return InvalidArgument(std::to_string(n) + " tasks; an array has at most " +
-                           std::to_string(kMaxArrayTasks));
+                           std::to_string(api::kMaxArrayTasks));
   }
   return spec;
 }
@@ -183,7 +184,8 @@ std::vector<int> ExpandArray(const ArraySpec& spec) {
   for (const ArraySpec::Range& r : spec.ranges) {
     for (long long i = r.first; i <= r.last; i += r.step) {
       ids.push_back(static_cast<int>(i));
-      if (ids.size() > static_cast<size_t>(kMaxArrayTasks) * 4) break;  // bounded work
+      // Bounded work: ParseArraySpec refuses the count anyway.
+      if (ids.size() > static_cast<size_t>(api::kMaxArrayTasks) * 4) break;
     }
   }
   std::sort(ids.begin(), ids.end());

@@ -36,10 +36,8 @@ struct ArraySpec {
   int max_running = 0;        // the %N suffix; 0 = no limit
   bool empty() const { return ranges.empty(); }
 };
-inline constexpr int kMaxArrayTasks = 10000;
-inline constexpr int kMaxArrayTaskId = 4000000;
-
-// Parses an --array value. Errors name the bad piece ("--array" is not prepended).
+// Parses an --array value, within api::kMaxArrayTasks tasks and ids up to
+// api::kMaxArrayTaskId. Errors name the bad piece ("--array" is not prepended).
 Result<ArraySpec> ParseArraySpec(std::string_view text);
 // The task ids, ascending, without duplicates.
 std::vector<int> ExpandArray(const ArraySpec& spec);

@@ -9,7 +9,7 @@
 
 namespace hachi::cli {
 
-Result<state::JobExplain> FetchExplain(ApiClient& client, state::JobId id) {
+Result<report::JobExplain> FetchExplain(ApiClient& client, state::JobId id) {
   Result<std::string> body = client.Raw("/jobs/" + std::to_string(id));
   if (!body.ok()) return body.status();
   const nlohmann::json j = nlohmann::json::parse(*body, nullptr, false);
@@ -22,7 +22,7 @@ Result<state::JobExplain> FetchExplain(ApiClient& client, state::JobId id) {
     return InvalidArgument(
         "the server does not explain jobs (it predates `hachi explain`)");
   }
-  return state::JobExplainFromJson(e->dump());
+  return report::JobExplainFromJson(e->dump());
 }
 
 void AddExplainCommand(CLI::App& app, int* exit_code) {
@@ -45,10 +45,10 @@ void AddExplainCommand(CLI::App& app, int* exit_code) {
     }
     Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(f->server);
     if (!c.ok()) return void(*exit_code = Fail(c.status()));
-    Result<state::JobExplain> e = FetchExplain(**c, id);
+    Result<report::JobExplain> e = FetchExplain(**c, id);
     if (!e.ok()) return void(*exit_code = Fail(e.status()));
     if (f->json) {
-      std::cout << state::JobExplainToJson(*e) << "\n";
+      std::cout << report::JobExplainToJson(*e) << "\n";
       return;
     }
     std::cout << FormatExplain(*e, "", true);

@@ -6,7 +6,7 @@
 
 #include "cli/client.h"
 #include "core/status.h"
-#include "state/explain.h"
+#include "report/explain.h"
 
 namespace hachi::cli {
 
@@ -14,6 +14,6 @@ void AddExplainCommand(CLI::App& app, int* exit_code);
 
 // The server's explanation of job `id`. kInvalidArgument when the
 // server's reply has none (a server older than the explain object).
-Result<state::JobExplain> FetchExplain(ApiClient& client, state::JobId id);
+Result<report::JobExplain> FetchExplain(ApiClient& client, state::JobId id);
 
 }  // namespace hachi::cli

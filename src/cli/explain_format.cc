@@ -1,6 +1,7 @@
 #include "cli/explain_format.h"
 
 #include "cli/slurm_format.h"
+#include "core/time_format.h"
 #include "sched/gpu_share.h"
 
 namespace hachi::cli {
@@ -8,7 +9,7 @@ namespace {
 
 std::string Gpus(int n) { return std::to_string(n) + (n == 1 ? " GPU" : " GPUs"); }
 
-std::string Needs(const state::JobExplain& e) {
+std::string Needs(const report::JobExplain& e) {
   if (e.gpu_share_milli > 0)
     return "a " + sched::ShareText(e.gpu_share_milli) + " share of one GPU";
   return e.needed_nodes > 1 ? std::to_string(e.needed_gpus) + " on each of " +
@@ -18,7 +19,7 @@ std::string Needs(const state::JobExplain& e) {
 
 }  // namespace
 
-std::string FormatExplain(const state::JobExplain& e, std::string_view indent,
+std::string FormatExplain(const report::JobExplain& e, std::string_view indent,
                           bool title) {
   const std::string in(indent);
   const std::string more = in + "  ";
@@ -33,7 +34,7 @@ std::string FormatExplain(const state::JobExplain& e, std::string_view indent,
       o += in + "Queue: position " + std::to_string(e.partition_position) + " of " +
            std::to_string(e.partition_length) + " in partition " + e.partition + ", " +
            std::to_string(e.queue_position) + " of " + std::to_string(e.queue_length) +
-           " overall (cycle at " + FormatIsoTime(e.diagnosed_at) + ")\n";
+           " overall (cycle at " + FormatSlurmLocal(e.diagnosed_at) + ")\n";
     } else {
       o += in + "Queue: not yet seen by a scheduling cycle\n";
     }
@@ -45,10 +46,10 @@ std::string FormatExplain(const state::JobExplain& e, std::string_view indent,
     o += "; it needs " + Needs(e) + "\n";
     if (!e.nodes.empty()) {
       o += in + "Nodes:\n";
-      for (const state::ExplainNodes& n : e.nodes) o += more + n.text + "\n";
+      for (const report::ExplainNodes& n : e.nodes) o += more + n.text + "\n";
     }
     if (e.earliest_start > 0) {
-      o += in + "Earliest start: " + FormatIsoTime(e.earliest_start) +
+      o += in + "Earliest start: " + FormatSlurmLocal(e.earliest_start) +
            (e.earliest_node.empty() ? "" : " on " + e.earliest_node) +
            (e.blocking_job != 0 ? ", when job " + std::to_string(e.blocking_job) + " ends"
                                 : "") +
@@ -59,8 +60,8 @@ std::string FormatExplain(const state::JobExplain& e, std::string_view indent,
   }
   if (!e.history.empty()) {
     o += in + "History:\n";
-    for (const state::ExplainEvent& h : e.history) {
-      o += more + (h.time > 0 ? FormatIsoTime(h.time) : std::string(19, ' ')) + "  " +
+    for (const report::ExplainEvent& h : e.history) {
+      o += more + (h.time > 0 ? FormatSlurmLocal(h.time) : std::string(19, ' ')) + "  " +
            h.text + "\n";
     }
   }

@@ -17,8 +17,8 @@ namespace {
 
 constexpr Time kCycle = 1764594000;  // 2025-12-01T13:00:00Z
 
-state::JobExplain Pending() {
-  state::JobExplain e;
+report::JobExplain Pending() {
+  report::JobExplain e;
   e.job = 3150;
   e.state = "PENDING";
   e.as_of = kCycle + 5;
@@ -50,8 +50,8 @@ state::JobExplain Pending() {
   return e;
 }
 
-state::JobExplain Gang() {
-  state::JobExplain e;
+report::JobExplain Gang() {
+  report::JobExplain e;
   e.job = 3160;
   e.state = "PENDING";
   e.as_of = kCycle + 5;
@@ -68,8 +68,8 @@ state::JobExplain Gang() {
 
 // A GPU share of bob's: every shared GPU with room holds alice's shares (an MPS server
 // serves one user per GPU), the other node has no free GPU.
-state::JobExplain OtherUsersShares() {
-  state::JobExplain e;
+report::JobExplain OtherUsersShares() {
+  report::JobExplain e;
   e.job = 3170;
   e.state = "PENDING";
   e.as_of = kCycle + 5;
@@ -94,8 +94,8 @@ state::JobExplain OtherUsersShares() {
   return e;
 }
 
-state::JobExplain Finished() {
-  state::JobExplain e;
+report::JobExplain Finished() {
+  report::JobExplain e;
   e.job = 3099;
   e.state = "FAILED";
   e.as_of = kCycle;
@@ -123,19 +123,20 @@ TEST(FormatExplain, Golden) {
 }
 
 TEST(JobExplainJson, RoundTripAndErrors) {
-  const state::JobExplain e = Pending();
-  const std::string text = state::JobExplainToJson(e);
-  Result<state::JobExplain> back = state::JobExplainFromJson(text);
+  const report::JobExplain e = Pending();
+  const std::string text = report::JobExplainToJson(e);
+  Result<report::JobExplain> back = report::JobExplainFromJson(text);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
-  EXPECT_EQ(state::JobExplainToJson(*back), text);
+  EXPECT_EQ(report::JobExplainToJson(*back), text);
   EXPECT_EQ(FormatExplain(*back, "", true), FormatExplain(e, "", true));
-  Result<state::JobExplain> bad = state::JobExplainFromJson(R"({"queue_position": "x"})");
+  Result<report::JobExplain> bad =
+      report::JobExplainFromJson(R"({"queue_position": "x"})");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(), "explain.queue_position: expected an integer");
-  bad = state::JobExplainFromJson(R"({"nodes": [{"count": 1.5}]})");
+  bad = report::JobExplainFromJson(R"({"nodes": [{"count": 1.5}]})");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(), "explain.nodes[0].count: expected an integer");
-  EXPECT_TRUE(state::JobExplainFromJson(R"({"job": 1, "a_newer_field": true})").ok());
+  EXPECT_TRUE(report::JobExplainFromJson(R"({"job": 1, "a_newer_field": true})").ok());
 }
 
 }  // namespace

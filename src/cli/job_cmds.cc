@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "api/request_limits.h"
 #include "cli/client.h"
 #include "cli/directives.h"
 #include "cli/eff_cmd.h"
@@ -270,7 +271,8 @@ Result<std::vector<std::string>> ParseActionIds(const std::vector<std::string>& 
           dash == std::string_view::npos ? lo : part.substr(dash + 1);
       if (!number(lo) || !number(hi) || lo.size() > 9 || hi.size() > 9 ||
           std::stol(std::string(lo)) > std::stol(std::string(hi)) ||
-          std::stol(std::string(hi)) - std::stol(std::string(lo)) >= 10000) {
+          std::stol(std::string(hi)) - std::stol(std::string(lo)) >=
+              api::kMaxArrayTasks) {
         return InvalidArgument("'" + Clip(w) + "' is not a job id (ID, A_T or A_[T-U])");
       }
       for (long t = std::stol(std::string(lo)); t <= std::stol(std::string(hi)); ++t) {
@@ -452,7 +454,7 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
     if (!text.empty() && text.back() != '\n') text += "\n";
     // A pending job: the numbers behind the diagnosis, as `hachi explain` prints them.
     if (v->job.state == state::JobState::kPending) {
-      if (Result<state::JobExplain> e = FetchExplain(**c, v->job.id); e.ok()) {
+      if (Result<report::JobExplain> e = FetchExplain(**c, v->job.id); e.ok()) {
         text += "   Explain:\n" + FormatExplain(*e, "     ", false);
       }
     }

@@ -1,4 +1,4 @@
-#include "state/job_stats.h"
+#include "report/job_stats.h"
 
 #include <gtest/gtest.h>
 
@@ -9,8 +9,13 @@
 #include "cli/slurm_format.h"
 #include "core/strings.h"
 
-namespace hachi::state {
+namespace hachi::report {
 namespace {
+
+using state::JobId;
+using state::JobRecord;
+using state::JobState;
+using state::NodeAllocation;
 
 constexpr Time kNow = 100000;
 
@@ -170,4 +175,4 @@ TEST(JobStats, Golden) {
 }
 
 }  // namespace
-}  // namespace hachi::state
+}  // namespace hachi::report

@@ -7,7 +7,7 @@
 #include "cli/job_cmds.h"
 #include "cli/slurm_format.h"
 #include "config/values.h"
-#include "state/job_stats.h"
+#include "report/job_stats.h"
 
 namespace hachi::cli {
 namespace {
@@ -117,7 +117,7 @@ void AddNodeCommands(CLI::App& app, int* exit_code) {
       std::cout << *body << "\n";
       return;
     }
-    Result<state::JobStats> s = state::JobStatsFromJson(*body);
+    Result<report::JobStats> s = report::JobStatsFromJson(*body);
     if (!s.ok()) return void(*exit_code = Fail(s.status()));
     const std::string text = FormatStats(*s);
     std::cout << text << (text.empty() || text.back() == '\n' ? "" : "\n");

@@ -49,7 +49,7 @@ void AddReportCommand(CLI::App& app, int* exit_code) {
       std::cout << *body << "\n";
       return;
     }
-    Result<state::GpuReport> r = state::GpuReportFromJson(*body);
+    Result<report::GpuReport> r = report::GpuReportFromJson(*body);
     if (!r.ok()) return void(*exit_code = Fail(r.status()));
     std::cout << (f->csv ? FormatReportCsv(*r) : FormatReport(*r));
   });

@@ -8,6 +8,7 @@
 #include "cli/slurm/sacct_format.h"
 #include "cli/slurm_format.h"
 #include "core/strings.h"
+#include "core/time_format.h"
 
 namespace hachi::cli {
 namespace {
@@ -20,15 +21,15 @@ std::string Fixed(double v, int decimals) {
 std::string Percent(double v) { return v < 0 ? "" : Fixed(v, 1); }
 
 // The column title of the grouping, as sreport names its columns.
-std::string GroupTitle(state::ReportBy by) {
+std::string GroupTitle(report::ReportBy by) {
   switch (by) {
-    case state::ReportBy::kAccount:
+    case report::ReportBy::kAccount:
       return "Account";
-    case state::ReportBy::kUser:
+    case report::ReportBy::kUser:
       return "Login";
-    case state::ReportBy::kPartition:
+    case report::ReportBy::kPartition:
       return "Partition";
-    case state::ReportBy::kNodeGroup:
+    case report::ReportBy::kNodeGroup:
       return "NodeGroup";
   }
   return "Account";
@@ -65,9 +66,9 @@ class SreportTable {
   std::vector<std::vector<std::string>> rows_;
 };
 
-std::string Name(const std::string& name, state::ReportBy by) {
+std::string Name(const std::string& name, report::ReportBy by) {
   if (!name.empty()) return name;
-  return by == state::ReportBy::kNodeGroup ? "(unknown)" : "(none)";
+  return by == report::ReportBy::kNodeGroup ? "(unknown)" : "(none)";
 }
 
 std::string Csv(const std::string& v) {
@@ -88,31 +89,31 @@ Result<Time> ParseReportTime(std::string_view text, Time now) {
   return slurm::ParseSacctTime(t, now);
 }
 
-std::string FormatReport(const state::GpuReport& r) {
+std::string FormatReport(const report::GpuReport& r) {
   const std::string rule(80, '-');
   std::string out = rule + "\n" + "GPU usage by " +
-                    std::string(state::ReportByName(r.by)) + " " + FormatIsoTime(r.from) +
-                    " - " + FormatIsoTime(r.to - 1) + " (" +
+                    std::string(report::ReportByName(r.by)) + " " +
+                    FormatSlurmLocal(r.from) + " - " + FormatSlurmLocal(r.to - 1) + " (" +
                     std::to_string(r.to - r.from) + " secs)\n" +
                     "Usage reported in GPU hours (Used: allocated x mean GPU "
                     "utilisation; NotMeasured: never sampled)\n" +
                     rule + "\n";
   SreportTable t(
       {GroupTitle(r.by), "Jobs", "Allocated", "Used", "Util%", "Idle", "NotMeasured"});
-  auto row = [&](const state::ReportGroup& g, const std::string& name) {
+  auto row = [&](const report::ReportGroup& g, const std::string& name) {
     t.Add({name, std::to_string(g.jobs), Fixed(g.gpu_hours, 2),
            Fixed(g.used_gpu_hours, 2),
            g.Utilisation() < 0 ? "-" : Percent(g.Utilisation()),
            Fixed(g.IdleGpuHours(), 2), Fixed(g.unmeasured_gpu_hours, 2)});
   };
-  for (const state::ReportGroup& g : r.groups) row(g, Name(g.name, r.by));
+  for (const report::ReportGroup& g : r.groups) row(g, Name(g.name, r.by));
   row(r.total, "TOTAL");
   out += t.Render();
   if (r.idlest.empty()) return out;
   out += "\nJobs that held the most idle GPU hours\n";
   SreportTable jobs({"JobID", "User", "Account", "Partition", "GPUs", "Allocated", "Used",
                      "Util%", "Idle"});
-  for (const state::ReportJob& j : r.idlest) {
+  for (const report::ReportJob& j : r.idlest) {
     jobs.Add({std::to_string(j.id), j.user, j.account.empty() ? "(none)" : j.account,
               j.partition, Fixed(j.gpus, j.gpus == static_cast<int>(j.gpus) ? 0 : 2),
               Fixed(j.gpu_hours, 2), Fixed(j.used_gpu_hours, 2), Percent(j.gpu_util),
@@ -121,22 +122,22 @@ std::string FormatReport(const state::GpuReport& r) {
   return out + jobs.Render();
 }
 
-std::string FormatReportCsv(const state::GpuReport& r) {
-  std::string out = std::string(state::ReportByName(r.by)) +
+std::string FormatReportCsv(const report::GpuReport& r) {
+  std::string out = std::string(report::ReportByName(r.by)) +
                     ",jobs,gpu_hours,used_gpu_hours,utilisation,idle_gpu_hours,"
                     "unmeasured_gpu_hours\n";
-  auto row = [&](const state::ReportGroup& g, const std::string& name) {
+  auto row = [&](const report::ReportGroup& g, const std::string& name) {
     out += Csv(name) + "," + std::to_string(g.jobs) + "," + Fixed(g.gpu_hours, 4) + "," +
            Fixed(g.used_gpu_hours, 4) + "," + Percent(g.Utilisation()) + "," +
            Fixed(g.IdleGpuHours(), 4) + "," + Fixed(g.unmeasured_gpu_hours, 4) + "\n";
   };
-  for (const state::ReportGroup& g : r.groups) row(g, g.name);
+  for (const report::ReportGroup& g : r.groups) row(g, g.name);
   row(r.total, "TOTAL");
   if (r.idlest.empty()) return out;
   out +=
       "\njob_id,user,account,partition,gpus,gpu_hours,used_gpu_hours,idle_gpu_hours,"
       "gpu_util\n";
-  for (const state::ReportJob& j : r.idlest) {
+  for (const report::ReportJob& j : r.idlest) {
     out += std::to_string(j.id) + "," + Csv(j.user) + "," + Csv(j.account) + "," +
            Csv(j.partition) + "," + Fixed(j.gpus, 3) + "," + Fixed(j.gpu_hours, 4) + "," +
            Fixed(j.used_gpu_hours, 4) + "," + Fixed(j.idle_gpu_hours, 4) + "," +

@@ -1,5 +1,5 @@
 // `hachi report` (issue 21, docs/efficiency.md): the server's GPU-hours report
-// (state/gpu_report.h) as sreport prints its tables — a banner naming the period, a
+// (report/gpu_report.h) as sreport prints its tables — a banner naming the period, a
 // right-aligned table per group with a TOTAL line, then the jobs that held the most
 // idle GPU-hours — or as CSV. Pure: a report in, text out (times in the local zone).
 #pragma once
@@ -9,11 +9,11 @@
 
 #include "core/status.h"
 #include "core/time.h"
-#include "state/gpu_report.h"
+#include "report/gpu_report.h"
 
 namespace hachi::cli {
 
-std::string FormatReport(const state::GpuReport& r);
+std::string FormatReport(const report::GpuReport& r);
 
 // --from/--to as sacct's -S/-E take them ("now-7days", "2026-11-01",
 // "2026-11-01T08:00", "11/01", "midnight"; cli/slurm/sacct_format.h), or Unix seconds.
@@ -24,6 +24,6 @@ Result<Time> ParseReportTime(std::string_view text, Time now);
 //   (the first column named as the grouping; a last row "TOTAL"), then
 //   job_id,user,account,partition,gpus,gpu_hours,used_gpu_hours,idle_gpu_hours,gpu_util.
 // Utilisation is empty where nothing was measured.
-std::string FormatReportCsv(const state::GpuReport& r);
+std::string FormatReportCsv(const report::GpuReport& r);
 
 }  // namespace hachi::cli

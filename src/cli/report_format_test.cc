@@ -43,31 +43,31 @@ JobRecord Job(state::JobId id, const std::string& account, const std::string& us
   return j;
 }
 
-state::GpuReport Sample(state::ReportBy by, int top) {
+report::GpuReport Sample(report::ReportBy by, int top) {
   const std::vector<JobRecord> jobs = {
       Job(101, "vision", "alice", "n1", 8, 0, -2 * kH, 2 * kH, 50),
       Job(102, "vision", "bob", "n1", 4, 0, 5 * kH, 0, 25),
       Job(103, "nlp, speech", "carol", "n2", 1, 250, 1 * kH, 5 * kH, 80),
       Job(104, "", "erin", "n3", 2, 0, 0, 1 * kH, -1),
   };
-  state::ReportQuery q;
+  report::ReportQuery q;
   q.from = kDay0;
   q.to = kDay0 + 10 * kH;
   q.by = by;
   q.top = top;
-  return state::ComputeGpuReport(
+  return report::ComputeGpuReport(
       jobs, q, kDay0 + 8 * kH, {{"n1", "NVIDIA H100 80GB HBM3"}, {"n2", "NVIDIA L40S"}});
 }
 
 TEST(ReportFormat, Golden) {
   setenv("TZ", "UTC", 1);
   tzset();
-  std::string out = FormatReport(Sample(state::ReportBy::kAccount, 3)) + "\n" +
-                    FormatReport(Sample(state::ReportBy::kNodeGroup, 0)) + "\n" +
-                    FormatReport(Sample(state::ReportBy::kUser, 0));
+  std::string out = FormatReport(Sample(report::ReportBy::kAccount, 3)) + "\n" +
+                    FormatReport(Sample(report::ReportBy::kNodeGroup, 0)) + "\n" +
+                    FormatReport(Sample(report::ReportBy::kUser, 0));
   testing::ExpectGolden("report.txt", out);
   testing::ExpectGolden("report.csv",
-                        FormatReportCsv(Sample(state::ReportBy::kAccount, 3)));
+                        FormatReportCsv(Sample(report::ReportBy::kAccount, 3)));
 }
 
 TEST(ReportFormat, Times) {

@@ -4,7 +4,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <ctime>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -13,6 +12,7 @@
 #include "cli/placement_cmd.h"
 #include "config/cluster_config.h"
 #include "core/strings.h"
+#include "core/time_format.h"
 #include "sched/lint.h"
 #include "sim/simulator.h"
 #include "sim/trace.h"
@@ -231,16 +231,6 @@ Result<Time> DefaultStart(const std::string& path, const sim::TraceFormat* forma
   return first == kNever ? 0 : first;
 }
 
-// "2017-09-04 10:30:41 UTC".
-std::string FormatUtc(Time t) {
-  const std::time_t tt = static_cast<std::time_t>(t);
-  std::tm tm{};
-  gmtime_r(&tt, &tm);
-  char buf[40];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
-  return buf;
-}
-
 void PrintError(const Status& s) {
   std::fprintf(stderr, "hachi sim: %s\n", s.ToString().c_str());
 }
@@ -347,7 +337,7 @@ int RunSim(const SimFlags& f) {
   const std::string setup = f.config.empty()
                                 ? ""
                                 : "config " + f.config + ", trace time 0 is " +
-                                      FormatUtc(config.sim.clock_offset) + "\n";
+                                      FormatUtcReadable(config.sim.clock_offset) + "\n";
   std::string out = f.json ? RenderJson(*m, f.trace, f.config, config.sim.clock_offset)
                            : RenderText(*m, static_cast<int64_t>(trace->size()), setup);
   std::fputs(out.c_str(), stdout);

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <ctime>
 #include <map>
 
 #include "cli/table.h"
+#include "core/hostlist.h"
 #include "core/strings.h"
+#include "core/time_format.h"
+#include "sched/dependencies.h"
 #include "sched/gpu_share.h"
 #include "topo/topology_file.h"
 
@@ -114,20 +116,13 @@ std::string DependencyText(const JobRecord& j) {
   std::string out;
   for (const auto& d : j.req.dependencies) {
     if (!out.empty()) out += ",";
-    // Issue 17 (helper A): afternotok, singleton.
-    if (d.kind == sched::DependencyKind::kSingleton) {
-      out += "singleton";
-      continue;
-    }
-    out += d.kind == sched::DependencyKind::kAfterOk      ? "afterok:"
-           : d.kind == sched::DependencyKind::kAfterNotOk ? "afternotok:"
-                                                          : "afterany:";
-    out += std::to_string(d.job);
+    out += sched::DependencyKindName(d.kind);
+    if (d.kind != sched::DependencyKind::kSingleton) out += ":" + std::to_string(d.job);
   }
   return out;
 }
 
-std::string TimeOrNa(Time t) { return t > 0 ? FormatIsoTime(t) : "N/A"; }
+std::string TimeOrNa(Time t) { return t > 0 ? FormatSlurmLocal(t) : "N/A"; }
 
 std::string LimitText(Duration d, bool hms) {
   if (d <= 0) return "N/A";
@@ -232,12 +227,12 @@ std::string QueueValue(const JobRecord& j, Time now, char code) {
         return "(" + (pending ? PendingReason(j) : EndReasonWord(j)) + ")";
       }
       // Issue 21: a running job its partition's idle-GPU policy warned about.
-      return CompressHostlist(NodeNames(j)) + (IdleWarned(j) ? " (IdleGpus)" : "");
+      return CompressHostList(NodeNames(j)) + (IdleWarned(j) ? " (IdleGpus)" : "");
     case 'r':
       if (IdleWarned(j)) return "IdleGpus";
       return pending ? PendingReason(j) : EndReasonWord(j);
     case 'N':
-      return CompressHostlist(NodeNames(j));
+      return CompressHostList(NodeNames(j));
     case 'C':
       return std::to_string(TotalCpus(j));
     case 'm':
@@ -248,7 +243,7 @@ std::string QueueValue(const JobRecord& j, Time now, char code) {
       return pending ? "N/A" : TimeOrNa(j.start_time);
     case 'e':
       if (j.state == JobState::kRunning && j.req.time_limit > 0) {
-        return FormatIsoTime(j.start_time + j.req.time_limit);
+        return FormatSlurmLocal(j.start_time + j.req.time_limit);
       }
       return state::IsFinal(j.state) ? TimeOrNa(j.end_time) : "N/A";
     case 'b':
@@ -492,92 +487,6 @@ std::string FormatElapsed(Duration d) { return FormatClock(d, false); }
 
 std::string FormatHms(Duration d) { return FormatClock(d, true); }
 
-std::string FormatIsoTime(Time t) {
-  std::time_t tt = static_cast<std::time_t>(t);
-  std::tm tm{};
-  localtime_r(&tt, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  return buf;
-}
-
-std::string CompressHostlist(std::vector<std::string> hosts) {
-  // Split each name into a prefix and a numeric suffix; sort numerically within a prefix.
-  struct Name {
-    std::string prefix;
-    std::string digits;  // "" when the name does not end in a number
-    long long num = 0;
-  };
-  std::vector<Name> names;
-  for (const std::string& h : hosts) {
-    size_t p = h.size();
-    while (p > 0 && h[p - 1] >= '0' && h[p - 1] <= '9') --p;
-    Name n{h.substr(0, p), h.substr(p), 0};
-    if (n.digits.size() > 12) n = {h, "", 0};
-    if (!n.digits.empty()) n.num = std::stoll(n.digits);
-    names.push_back(std::move(n));
-  }
-  std::sort(names.begin(), names.end(), [](const Name& a, const Name& b) {
-    if (a.prefix != b.prefix) return a.prefix < b.prefix;
-    if (a.digits.empty() != b.digits.empty()) return a.digits.empty();
-    return a.num != b.num ? a.num < b.num : a.digits.size() < b.digits.size();
-  });
-  // Group a prefix's numbers sharing one zero-padding width ("01" pads to 2, "10" fits
-  // any width up to 2, "7" none).
-  struct Group {
-    std::string prefix;
-    size_t pad = 0;
-    std::vector<long long> nums;
-  };
-  std::vector<Group> groups;
-  for (const Name& n : names) {
-    if (n.digits.empty()) {
-      if (groups.empty() || groups.back().prefix != n.prefix ||
-          !groups.back().nums.empty()) {
-        groups.push_back({n.prefix, 0, {}});
-      }
-      continue;
-    }
-    const bool padded = n.digits.size() > 1 && n.digits[0] == '0';
-    const size_t pad = padded ? n.digits.size() : 0;
-    if (!groups.empty() && groups.back().prefix == n.prefix &&
-        !groups.back().nums.empty()) {
-      Group& g = groups.back();
-      const bool fits = padded ? g.pad == pad : n.digits.size() >= g.pad;
-      if (fits) {
-        if (g.nums.back() != n.num) g.nums.push_back(n.num);
-        continue;
-      }
-    }
-    groups.push_back({n.prefix, pad, {n.num}});
-  }
-  std::string out;
-  for (const Group& g : groups) {
-    if (!out.empty()) out += ",";
-    auto num = [&](long long v) {
-      std::string s = std::to_string(v);
-      return std::string(g.pad > s.size() ? g.pad - s.size() : 0, '0') + s;
-    };
-    if (g.nums.empty()) {
-      out += g.prefix;
-    } else if (g.nums.size() == 1) {
-      out += g.prefix + num(g.nums[0]);
-    } else {
-      out += g.prefix + "[";
-      for (size_t i = 0; i < g.nums.size();) {
-        size_t k = i;
-        while (k + 1 < g.nums.size() && g.nums[k + 1] == g.nums[k] + 1) ++k;
-        if (i > 0) out += ",";
-        out += num(g.nums[i]);
-        if (k > i) out += "-" + num(g.nums[k]);
-        i = k + 1;
-      }
-      out += "]";
-    }
-  }
-  return out;
-}
-
 std::string NodeStateText(const NodeStatus& n, bool long_form) {
   GpuCounts c = CountGpus(n);
   const bool busy = c.alloc > 0 || n.alloc_cpus > 0;
@@ -695,13 +604,13 @@ std::string FormatShowJob(const JobRecord& j, std::string_view diagnosis, Time n
        " TimeLimit=" + LimitText(j.req.time_limit, true) + " TimeMin=N/A");
   line("SubmitTime=" + TimeOrNa(j.submit_time));
   std::string start = "Unknown", end = "Unknown";
-  if (!pending && j.start_time > 0) start = FormatIsoTime(j.start_time);
+  if (!pending && j.start_time > 0) start = FormatSlurmLocal(j.start_time);
   if (running && j.req.time_limit > 0)
-    end = FormatIsoTime(j.start_time + j.req.time_limit);
-  if (state::IsFinal(j.state) && j.end_time > 0) end = FormatIsoTime(j.end_time);
+    end = FormatSlurmLocal(j.start_time + j.req.time_limit);
+  if (state::IsFinal(j.state) && j.end_time > 0) end = FormatSlurmLocal(j.end_time);
   line("StartTime=" + start + " EndTime=" + end + " Deadline=N/A");
   line("Partition=" + j.req.partition);
-  const std::string nodelist = CompressHostlist(NodeNames(j));
+  const std::string nodelist = CompressHostList(NodeNames(j));
   line("NodeList=" + nodelist);
   if (!j.allocations.empty()) line("BatchHost=" + j.allocations[0].node);
   const int cpus = TotalCpus(j);
@@ -933,7 +842,7 @@ std::string FormatGpuPicture(const NodeStatus& n) {
     } else {
       o += ", not started by Hachi";
     }
-    if (p.since > 0) o += ", since " + FormatIsoTime(p.since);
+    if (p.since > 0) o += ", since " + FormatSlurmLocal(p.since);
     o += "\n";
   }
   return o;
@@ -941,9 +850,9 @@ std::string FormatGpuPicture(const NodeStatus& n) {
 
 // ---- stats ----
 
-std::string FormatStats(const state::JobStats& s) {
+std::string FormatStats(const report::JobStats& s) {
   std::string o = "Jobs in the last " + FormatDuration(s.window) + ", as of " +
-                  FormatIsoTime(s.now) + "\n";
+                  FormatSlurmLocal(s.now) + "\n";
   Table t({{"PARTITION"},
            {"GPUS", Align::kRight},
            {"STARTED", Align::kRight},
@@ -958,7 +867,7 @@ std::string FormatStats(const state::JobStats& s) {
     std::snprintf(buf, sizeof buf, "%.1f", secs / 3600.0);
     return std::string(buf);
   };
-  auto add = [&](const state::WaitStats& w, const std::string& alert) {
+  auto add = [&](const report::WaitStats& w, const std::string& alert) {
     std::string gpus = w.gpus < 0 ? "all" : w.gpus == 0 ? "<1" : std::to_string(w.gpus);
     bool waits = w.samples > 0;
     t.AddRow({Or(w.partition, "(none)"), gpus, std::to_string(w.started),
@@ -966,19 +875,19 @@ std::string FormatStats(const state::JobStats& s) {
               waits ? FormatDuration(w.wait_p50) : "-",
               waits ? FormatDuration(w.wait_p95) : "-", hours(w.gpu_seconds), alert});
   };
-  for (const state::PartitionStats& p : s.partitions) {
+  for (const report::PartitionStats& p : s.partitions) {
     add(p.all, p.alert ? "median wait over " + FormatDuration(s.alert_threshold) : "");
-    for (const state::WaitStats& w : p.by_gpus) add(w, "");
+    for (const report::WaitStats& w : p.by_gpus) add(w, "");
   }
   o += s.partitions.empty() ? "no jobs\n" : t.Render();
   // A flagged partition's likely cause, then the other explanations the numbers support
-  // (state/stats_cause.h; the server sends them when it knows the partition).
+  // (report/stats_cause.h; the server sends them when it knows the partition).
   auto cause_name = [](const std::string& kind) -> std::string {
     if (kind == "user_burst") return "one user's burst";
     if (kind == "too_few_nodes") return "too few nodes";
     return kind;
   };
-  for (const state::PartitionStats& p : s.partitions) {
+  for (const report::PartitionStats& p : s.partitions) {
     if (!p.alert || p.causes.empty()) continue;
     o += Or(p.all.partition, "(none)") + ": median wait " +
          FormatDuration(p.all.wait_p50) + " > " + FormatDuration(s.alert_threshold) +

@@ -13,7 +13,7 @@
 
 #include "core/status.h"
 #include "core/time.h"
-#include "state/job_stats.h"
+#include "report/job_stats.h"
 #include "state/records.h"
 
 namespace hachi::cli {
@@ -78,7 +78,7 @@ std::string FormatGpuPicture(const state::NodeStatus& node);
 
 // ---- hachi stats ----
 
-std::string FormatStats(const state::JobStats& stats);
+std::string FormatStats(const report::JobStats& stats);
 
 // ---- pieces, exposed for the commands and tests ----
 
@@ -86,10 +86,6 @@ std::string FormatStats(const state::JobStats& stats);
 std::string FormatElapsed(Duration d);
 // scontrol's RunTime/TimeLimit: "00:00:03", "2-04:00:00".
 std::string FormatHms(Duration d);
-// "2026-11-29T19:18:02" in local time.
-std::string FormatIsoTime(Time t);
-// Slurm's hostlist: {"gpu01","gpu03","gpu04"} -> "gpu[01,03-04]"; sorted, deduplicated.
-std::string CompressHostlist(std::vector<std::string> hosts);
 // The short node-state names of sinfo: "idle", "mix", "alloc", "drain", "drng", "down"
 // (long: "idle", "mixed", "allocated", "drained", "draining", "down").
 std::string NodeStateText(const state::NodeStatus& node, bool long_form);

@@ -10,7 +10,9 @@
 #include <sstream>
 
 #include "cli/golden_testing.h"
+#include "core/hostlist.h"
 #include "core/strings.h"
+#include "core/time_format.h"
 #include "topo/presets.h"
 #include "topo/topology_file.h"
 
@@ -428,14 +430,14 @@ TEST_F(SlurmFormat, Pieces) {
   EXPECT_EQ(FormatElapsed(2 * kDay + 4 * kHour), "2-04:00:00");
   EXPECT_EQ(FormatHms(3), "00:00:03");
   EXPECT_EQ(FormatHms(kDay + 1), "1-00:00:01");
-  EXPECT_EQ(FormatIsoTime(kNow), "2026-11-29T19:18:05");
-  EXPECT_EQ(CompressHostlist({"gpu04", "gpu01", "gpu03"}), "gpu[01,03-04]");
-  EXPECT_EQ(CompressHostlist({"gpu02"}), "gpu02");
-  EXPECT_EQ(CompressHostlist({"n1", "n2", "n3", "n10", "login", "a-7"}),
+  EXPECT_EQ(FormatSlurmLocal(kNow), "2026-11-29T19:18:05");
+  EXPECT_EQ(CompressHostList({"gpu04", "gpu01", "gpu03"}), "gpu[01,03-04]");
+  EXPECT_EQ(CompressHostList({"gpu02"}), "gpu02");
+  EXPECT_EQ(CompressHostList({"n1", "n2", "n3", "n10", "login", "a-7"}),
             "a-7,login,n[1-3,10]");
-  EXPECT_EQ(CompressHostlist({"gpu10", "gpu09", "gpu08", "gpu100"}), "gpu[08-10,100]");
-  EXPECT_EQ(CompressHostlist({"n2", "n2", "n02"}), "n2,n02");
-  EXPECT_EQ(CompressHostlist({}), "");
+  EXPECT_EQ(CompressHostList({"gpu10", "gpu09", "gpu08", "gpu100"}), "gpu[08-10,100]");
+  EXPECT_EQ(CompressHostList({"n2", "n2", "n02"}), "n[2,02]");
+  EXPECT_EQ(CompressHostList({}), "");
 }
 
 }  // namespace

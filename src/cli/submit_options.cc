@@ -10,6 +10,7 @@
 #include "core/signals.h"
 #include "core/slurm_time.h"
 #include "core/strings.h"
+#include "sched/dependencies.h"
 #include "sched/features.h"
 #include "sched/mig.h"
 
@@ -78,6 +79,21 @@ Status ParseGpuCount(std::string_view v, GpuSlot* slot) {
   return Status::Ok();
 }
 
+// "(use afterok:ID[:ID...], afterany:ID, afternotok:ID or singleton)": the kinds'
+// table's names, each with the job ids it takes.
+std::string DependencyUsage() {
+  std::string out = "(use ";
+  const auto& kinds = sched::kDependencyKinds;
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    if (i > 0) out += i + 1 == kinds.size() ? " or " : ", ";
+    out += kinds[i].name;
+    if (kinds[i].kind != sched::DependencyKind::kSingleton) {
+      out += i == 0 ? ":ID[:ID...]" : ":ID";
+    }
+  }
+  return out + ")";
+}
+
 Result<std::vector<sched::Dependency>> ParseDependency(std::string_view v) {
   if (v.find('?') != std::string_view::npos) {
     return InvalidArgument(
@@ -86,27 +102,23 @@ Result<std::vector<sched::Dependency>> ParseDependency(std::string_view v) {
   std::vector<sched::Dependency> deps;
   for (std::string_view item : Split(v, ',')) {
     std::vector<std::string_view> parts = Split(item, ':');
-    sched::DependencyKind kind;
-    if (parts[0] == "afterok") {
-      kind = sched::DependencyKind::kAfterOk;
-    } else if (parts[0] == "afterany") {
-      kind = sched::DependencyKind::kAfterAny;
-    } else if (parts[0] == "afternotok") {
-      kind = sched::DependencyKind::kAfterNotOk;
-    } else if (parts[0] == "singleton" && parts.size() == 1) {
+    const std::optional<sched::DependencyKind> parsed =
+        sched::ParseDependencyKind(parts[0]);
+    const bool singleton = parsed == sched::DependencyKind::kSingleton;
+    if (singleton && parts.size() == 1) {
       deps.push_back({sched::DependencyKind::kSingleton, 0});
       continue;
-    } else if (parts[0] == "after" || parts[0] == "aftercorr" ||
-               parts[0] == "singleton" || parts[0] == "afterburstbuffer") {
-      return InvalidArgument(Quote(parts[0]) +
-                             " dependencies are not supported (use afterok, afterany, "
-                             "afternotok or singleton)");
-    } else {
-      return InvalidArgument(
-          Quote(item) +
-          " is not a dependency (use afterok:ID[:ID...], afterany:ID, afternotok:ID or "
-          "singleton)");
     }
+    // Slurm's other kinds (and singleton:ID) are known words Hachi does not run.
+    if (singleton || parts[0] == "after" || parts[0] == "aftercorr" ||
+        parts[0] == "afterburstbuffer") {
+      return InvalidArgument(Quote(parts[0]) + " dependencies are not supported (use " +
+                             sched::DependencyKindNames(" or ") + ")");
+    }
+    if (!parsed) {
+      return InvalidArgument(Quote(item) + " is not a dependency " + DependencyUsage());
+    }
+    const sched::DependencyKind kind = *parsed;
     if (parts.size() < 2) {
       return InvalidArgument(Quote(item) + ": no job id (use " + std::string(parts[0]) +
                              ":ID)");

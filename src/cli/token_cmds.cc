@@ -1,7 +1,6 @@
 // hachi token create / list / revoke.
 #include "cli/token_cmds.h"
 
-#include <ctime>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -9,6 +8,7 @@
 #include "cli/client.h"
 #include "cli/fail.h"
 #include "cli/table.h"
+#include "core/time_format.h"
 
 namespace hachi::cli {
 namespace {
@@ -20,15 +20,6 @@ Result<json> ParseReply(const std::string& body) {
   if (j.is_discarded() || !j.is_object())
     return Internal("the server's reply is not JSON");
   return j;
-}
-
-std::string When(int64_t t) {
-  const std::time_t tt = static_cast<std::time_t>(t);
-  std::tm tm{};
-  char buf[32];
-  if (localtime_r(&tt, &tm) == nullptr) return std::to_string(t);
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  return buf;
 }
 
 }  // namespace
@@ -103,7 +94,8 @@ void AddTokenCommands(CLI::App& app, int* exit_code) {
       t.AddRow({rec.value("id", ""), rec.value("user", ""),
                 std::to_string(rec.value("uid", 0)), std::to_string(rec.value("gid", 0)),
                 rec.value("admin", false) ? "yes" : "no",
-                When(rec.value("created", int64_t{0})), rec.value("created_by", "")});
+                FormatSlurmLocal(rec.value("created", int64_t{0})),
+                rec.value("created_by", "")});
     }
     std::cout << t.Render();
   });

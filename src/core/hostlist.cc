@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
-#include <tuple>
+#include <utility>
 
 #include "core/strings.h"
 
@@ -112,66 +112,110 @@ Result<std::vector<std::string>> ExpandHostList(std::string_view text) {
 namespace hachi {
 namespace {
 
+// One name split as Slurm's hostlist splits it: a prefix and its trailing digits.
+// `width` is the digit count as written: Slurm prints a range's numbers zero-padded to
+// its width, so "01" (width 2) and "1" (width 1) are different names.
 struct Host {
-  std::string digits;  // the trailing digits as written ("" when none)
   unsigned long long number = 0;
-  // Zero-padded names only join names of their own width ("01"-"09"); unpadded ones
-  // join any unpadded one ("9"-"10"), as Slurm's host ranges do.
-  size_t width() const {
-    return digits.size() > 1 && digits[0] == '0' ? digits.size() : 0;
+  int width = 0;
+  bool padded() const { return Digits(number) < width; }
+  static int Digits(unsigned long long n) {
+    int d = 1;
+    while (n >= 10) n /= 10, ++d;
+    return d;
   }
-  bool operator<(const Host& o) const {
-    return std::make_tuple(number, width(), digits) <
-           std::make_tuple(o.number, o.width(), o.digits);
+  // Slurm's sort (hostrange_cmp): names whose widths are equivalent (WidthsJoin) sort
+  // by number, others by width. An unpadded number of L digits joins padded widths up
+  // to L, so it sorts after those and before wider ones: this key orders every pair
+  // as that comparison does, and is a total order.
+  std::pair<int, unsigned long long> SortKey() const {
+    return {padded() ? 2 * width - 1 : 2 * Digits(number), number};
   }
-  bool operator==(const Host& o) const { return digits == o.digits; }
 };
+
+// Zeros needed to print n at `width` digits.
+int PadOf(unsigned long long n, int width) {
+  return std::max(0, width - Host::Digits(n));
+}
+
+// Whether numbers n (printed at *wn digits) and m (at *wm) can share one width without
+// changing how either prints; if so, sets both to that width (Slurm's _width_equiv).
+// So "9"+"10" join ("n[9-10]"), "08"+"10" join ("gpu[08-10]"), "01"+"2" do not.
+bool WidthsJoin(unsigned long long n, int* wn, unsigned long long m, int* wm) {
+  if (*wn == *wm) return true;
+  const bool n_same = PadOf(n, *wn) == PadOf(n, *wm);
+  const bool m_same = PadOf(m, *wm) == PadOf(m, *wn);
+  if (!n_same && !m_same) return false;
+  if (n_same) {
+    *wn = *wm;
+  } else {
+    *wm = *wn;
+  }
+  return true;
+}
+
+std::string Padded(unsigned long long n, int width) {
+  std::string s = std::to_string(n);
+  if (static_cast<int>(s.size()) < width) s.insert(0, width - s.size(), '0');
+  return s;
+}
+
+// The bracket body of one prefix's hosts, sorted by SortKey: runs of consecutive
+// numbers whose widths join become "lo-hi".
+std::string RangesOf(std::vector<Host> hosts) {
+  std::string out;
+  for (size_t i = 0; i < hosts.size();) {
+    int width = hosts[i].width;
+    size_t j = i;
+    while (
+        j + 1 < hosts.size() && hosts[j + 1].number == hosts[j].number + 1 &&
+        WidthsJoin(hosts[i].number, &width, hosts[j + 1].number, &hosts[j + 1].width)) {
+      ++j;
+    }
+    if (!out.empty()) out += ',';
+    out += Padded(hosts[i].number, width);
+    if (j > i) out += "-" + Padded(hosts[j].number, width);
+    i = j + 1;
+  }
+  return out;
+}
 
 }  // namespace
 
 std::string CompressHostList(const std::vector<std::string>& hosts) {
-  std::map<std::string, std::vector<Host>> groups;  // prefix -> hosts
-  std::vector<std::string> plain;                   // names without trailing digits
+  // Keyed by prefix; a name without trailing digits is its own prefix and sorts before
+  // the numbered names of that prefix (Slurm: "n,n[1-2]").
+  std::map<std::pair<std::string, bool>, std::vector<Host>> groups;
   for (const std::string& h : hosts) {
     size_t cut = h.size();
     while (cut > 0 && h[cut - 1] >= '0' && h[cut - 1] <= '9') --cut;
     // Up to 18 digits fit the number; a longer run is a name of its own.
     if (cut == h.size() || h.size() - cut > 18) {
-      plain.push_back(h);
+      groups[{h, false}];
       continue;
     }
     Host x;
-    x.digits = h.substr(cut);
-    x.number = std::stoull(x.digits);
-    groups[h.substr(0, cut)].push_back(x);
-  }
-  std::map<std::string, std::string> parts;  // sorted by name: prefix or plain host
-  for (std::string& p : plain) parts.emplace(p, p);
-  for (auto& [prefix, list] : groups) {
-    std::sort(list.begin(), list.end());
-    list.erase(std::unique(list.begin(), list.end()), list.end());
-    if (list.size() == 1) {
-      parts.emplace(prefix + list[0].digits, prefix + list[0].digits);
-      continue;
-    }
-    std::string ranges;
-    for (size_t i = 0; i < list.size();) {
-      size_t j = i;
-      while (j + 1 < list.size() && list[j + 1].number == list[j].number + 1 &&
-             list[j + 1].width() == list[i].width()) {
-        ++j;
-      }
-      if (!ranges.empty()) ranges += ',';
-      ranges += list[i].digits;
-      if (j > i) ranges += "-" + list[j].digits;
-      i = j + 1;
-    }
-    parts.emplace(prefix, prefix + "[" + ranges + "]");
+    x.number = std::stoull(h.substr(cut));
+    x.width = static_cast<int>(h.size() - cut);
+    groups[{h.substr(0, cut), true}].push_back(x);
   }
   std::string out;
-  for (const auto& [key, text] : parts) {
+  for (auto& [key, list] : groups) {
     if (!out.empty()) out += ',';
-    out += text;
+    out += key.first;
+    if (!key.second) continue;
+    std::sort(list.begin(), list.end(),
+              [](const Host& a, const Host& b) { return a.SortKey() < b.SortKey(); });
+    list.erase(std::unique(list.begin(), list.end(),
+                           [](const Host& a, const Host& b) {
+                             return a.number == b.number && a.width == b.width;
+                           }),
+               list.end());
+    if (list.size() == 1) {
+      out += Padded(list[0].number, list[0].width);
+    } else {
+      out += "[" + RangesOf(std::move(list)) + "]";
+    }
   }
   return out;
 }

@@ -18,12 +18,14 @@ namespace hachi {
 // n0098 .. n0102), as Slurm does. Names come out in the order written; at most 100,000.
 Result<std::vector<std::string>> ExpandHostList(std::string_view text);
 
-// The hosts as one Slurm host list: each name splits into a prefix and its trailing
-// digits; names of one prefix are sorted by number and runs of consecutive numbers of
-// the same width are joined ("gpu01,gpu02,gpu03" -> "gpu[01-03]"; "n9,n10" ->
-// "n[9-10]"; "a01,a1" -> "a[01,1]"); a prefix with one host stays as written ("gpu01").
-// Prefixes are in sorted order, duplicates dropped, as Slurm's job node list (node
-// table order) reads for names that sort as they number. "" for no hosts.
+// The hosts as one Slurm host list, as Slurm prints a job's sorted node list
+// (SLURM_JOB_NODELIST, squeue's NODELIST): each name splits into a prefix and its
+// trailing digits; runs of consecutive numbers join when one zero padding prints them
+// all ("gpu01,gpu02,gpu03" -> "gpu[01-03]"; "n9,n10" -> "n[9-10]"; "gpu08,gpu09,gpu10"
+// -> "gpu[08-10]"). Numbers whose paddings differ stay apart, narrower first, in the
+// prefix's one bracket ("a01,a2" -> "a[2,01]"). A prefix with one host stays as
+// written ("gpu01"); a name without digits comes before its prefix's numbered names.
+// Prefixes in byte order, duplicates dropped. "" for no hosts.
 std::string CompressHostList(const std::vector<std::string>& hosts);
 
 }  // namespace hachi

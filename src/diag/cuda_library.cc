@@ -1,31 +1,14 @@
 #include "diag/cuda_library.h"
 
-#include <dlfcn.h>
-
-#include <cstdlib>
-#include <cstring>
-#include <map>
-#include <memory>
-#include <mutex>
-#include <utility>
+#include "core/dynamic_library.h"
 
 namespace hachi::diag {
 namespace {
 
-// Looks `name` up; returns false (and leaves slot null) when missing.
-template <typename Fn>
-bool LookUp(void* handle, const char* name, Fn*& slot) {
-  void* p = dlsym(handle, name);
-  // dlsym returns functions as void*; POSIX guarantees the round trip.
-  static_assert(sizeof(p) == sizeof(slot));
-  std::memcpy(&slot, &p, sizeof(slot));
-  return p != nullptr;
-}
-
 // Every symbol, looked up once. Returns the first required one that is missing.
-const char* LookUpAll(void* h, CudaApi& a) {
+const char* LookUpAll(const DynamicLibrary& h, CudaApi& a) {
 #define HACHI_CUDA_REQUIRED(name, slot) \
-  if (!LookUp(h, name, a.slot)) return name;
+  if (!h.Find(name, a.slot)) return name;
   HACHI_CUDA_REQUIRED("cuInit", init)
   HACHI_CUDA_REQUIRED("cuDriverGetVersion", driver_version)
   HACHI_CUDA_REQUIRED("cuDeviceGetCount", device_count)
@@ -54,17 +37,19 @@ const char* LookUpAll(void* h, CudaApi& a) {
   HACHI_CUDA_REQUIRED("cuEventElapsedTime", event_elapsed)
   HACHI_CUDA_REQUIRED("cuEventDestroy_v2", event_destroy)
 #undef HACHI_CUDA_REQUIRED
-  LookUp(h, "cuGetErrorString", a.get_error_string);
+  h.Find("cuGetErrorString", a.get_error_string);
   return nullptr;
+}
+
+std::string CannotOpen(const std::string& path, const std::string& why) {
+  return "no CUDA driver: " + path + ": " + why +
+         "; HACHI_CUDA_LIBRARY or --cuda-library may name the library";
 }
 
 }  // namespace
 
 std::string ResolveCudaLibrary(std::string_view library) {
-  if (!library.empty()) return std::string(library);
-  const char* env = std::getenv("HACHI_CUDA_LIBRARY");
-  if (env && *env) return env;
-  return kCudaLibrary;
+  return ResolveLibraryPath(library, "HACHI_CUDA_LIBRARY", kCudaLibrary);
 }
 
 std::string CudaApi::ErrorText(cuda::Result rc) const {
@@ -77,29 +62,9 @@ std::string CudaApi::ErrorText(cuda::Result rc) const {
 }
 
 Result<const CudaApi*> LoadCuda(const std::string& path) {
-  // Loaded libraries by path; never removed, so the pointers stay valid until exit.
-  static std::mutex mu;
-  static auto* loaded = new std::map<std::string, std::unique_ptr<const CudaApi>>();
-  std::lock_guard<std::mutex> lock(mu);
-  if (auto it = loaded->find(path); it != loaded->end()) return it->second.get();
-
-  dlerror();  // clear an older error
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    const char* why = dlerror();
-    return Unavailable("no CUDA driver: " + path + ": " + (why ? why : "unknown error") +
-                       "; HACHI_CUDA_LIBRARY or --cuda-library may name the library");
-  }
-  auto api = std::make_unique<CudaApi>();
-  api->path = path;
-  if (const char* missing = LookUpAll(handle, *api)) {
-    dlclose(handle);  // nothing of it was called
-    return Unavailable(path + " has no " + missing +
-                       "; the NVIDIA driver is too old or this is not libcuda");
-  }
-  const CudaApi* out = api.get();
-  loaded->emplace(path, std::move(api));
-  return out;
+  static auto* loaded = new LoadedLibraries<CudaApi>(
+      LookUpAll, {CannotOpen, "the NVIDIA driver is too old or this is not libcuda"});
+  return loaded->Get(path);
 }
 
 }  // namespace hachi::diag

@@ -1,9 +1,9 @@
 // The CUDA driver library (libcuda.so.1) loaded with dlopen, once per process and path,
-// and the function pointers `hachi commtest` calls (their types: cuda_api.h). The same
-// contract as topo/nvml_library.h: LoadCuda may be called from any thread; the first call
-// for a path opens the library and looks up every symbol under a lock, later calls return
-// the same immutable object, which lives until exit (the library is never closed). A
-// failed load is not remembered. Loading does not call cuInit: the user does.
+// and the function pointers `hachi commtest` calls (their types: cuda_api.h). Loaded by
+// core/dynamic_library.h, as NVML is: LoadCuda may be called from any thread; the first
+// call for a path opens the library and looks up every symbol under a lock, later calls
+// return the same immutable object, which lives until exit (the library is never closed).
+// A failed load is not remembered. Loading does not call cuInit: the user does.
 #pragma once
 
 #include <string>

@@ -12,7 +12,7 @@ DependencyVerdict EvaluateDependencies(
   for (const Dependency& d : deps) {
     if (d.kind == DependencyKind::kSingleton) continue;  // the caller's (SingletonWaits)
     JobOutcome o = outcome_of(d.job);
-    // afternotok (issue 17): met by a failure, never by a success.
+    // afternotok: met by a failure, never by a success.
     bool never = o == JobOutcome::kUnknown ||
                  (d.kind == DependencyKind::kAfterOk && o == JobOutcome::kFailed) ||
                  (d.kind == DependencyKind::kAfterNotOk && o == JobOutcome::kSucceeded);
@@ -46,17 +46,26 @@ Status CheckDependencies(JobId self, const std::vector<Dependency>& deps) {
 }
 
 std::string_view DependencyKindName(DependencyKind kind) {
-  switch (kind) {
-    case DependencyKind::kAfterOk:
-      return "afterok";
-    case DependencyKind::kAfterAny:
-      return "afterany";
-    case DependencyKind::kAfterNotOk:  // issue 17
-      return "afternotok";
-    case DependencyKind::kSingleton:
-      return "singleton";
+  for (const DependencyKindWord& w : kDependencyKinds) {
+    if (w.kind == kind) return w.name;
   }
-  return "afterok";
+  return kDependencyKinds[0].name;
+}
+
+std::optional<DependencyKind> ParseDependencyKind(std::string_view name) {
+  for (const DependencyKindWord& w : kDependencyKinds) {
+    if (w.name == name) return w.kind;
+  }
+  return std::nullopt;
+}
+
+std::string DependencyKindNames(std::string_view last_sep) {
+  std::string out;
+  for (size_t i = 0; i < kDependencyKinds.size(); ++i) {
+    if (i > 0) out += i + 1 == kDependencyKinds.size() ? last_sep : ", ";
+    out += kDependencyKinds[i].name;
+  }
+  return out;
 }
 
 }  // namespace hachi::sched

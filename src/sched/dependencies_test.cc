@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
+#include <string_view>
 
 #include "sched/cluster.h"
 #include "sched/plan.h"
@@ -100,6 +102,33 @@ TEST(DependencyDiagnosisTest, NamesTheJobWaitedOn) {
   ASSERT_EQ(plan.pending.size(), 1u);
   EXPECT_EQ(plan.pending[0].reason, Reason::kDependency);
   EXPECT_EQ(plan.pending[0].Format(state, 0), "waiting for job 812 to end");
+}
+
+// The one table of names: each kind reads back from its name, stored rows and the API
+// depend on these exact words, and nothing else parses.
+TEST(DependencyKindNamesTest, Table) {
+  struct Case {
+    const char* name;
+    std::string_view word;
+    std::optional<K> want;
+  };
+  const Case cases[] = {
+      {"afterok", "afterok", K::kAfterOk},
+      {"afterany", "afterany", K::kAfterAny},
+      {"afternotok", "afternotok", K::kAfterNotOk},
+      {"singleton", "singleton", K::kSingleton},
+      {"upper case is the caller's to fold", "AFTEROK", std::nullopt},
+      {"Slurm's after is not run here", "after", std::nullopt},
+      {"empty", "", std::nullopt},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(ParseDependencyKind(c.word), c.want) << c.name;
+    if (c.want) {
+      EXPECT_EQ(DependencyKindName(*c.want), c.word) << c.name;
+    }
+  }
+  EXPECT_EQ(DependencyKindNames(), "afterok, afterany, afternotok, singleton");
+  EXPECT_EQ(DependencyKindNames(" or "), "afterok, afterany, afternotok or singleton");
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <ctime>
 #include <iostream>
 
+#include "api/request_limits.h"
 #include "core/bytes.h"
 #include "core/strings.h"
 #include "sched/dependencies.h"

@@ -34,6 +34,9 @@
 #include "core/clock.h"
 #include "core/mutex.h"
 #include "core/status.h"
+#include "report/explain.h"
+#include "report/gpu_report.h"
+#include "report/stats_cause.h"
 #include "sched/scheduler.h"
 #include "server/agent_hub.h"
 #include "server/authorizer.h"  // Caller, Authorizer
@@ -45,10 +48,7 @@
 #include "server/submit_keys.h"
 #include "server/token_service.h"
 #include "server/usage_service.h"
-#include "state/explain.h"
-#include "state/gpu_report.h"
 #include "state/records.h"
-#include "state/stats_cause.h"
 #include "state/store.h"
 
 namespace hachi::server {
@@ -208,7 +208,7 @@ class Controller : private Ledger::Observer {
   // GPU-hours allocated and used over [q.from, q.to) per group, and the idlest jobs
   // (`hachi report`, GET /report; report.cc): every record, running jobs with their
   // usage so far, nodes grouped by their GPU model.
-  state::GpuReport GpuHours(const state::ReportQuery& q) const EXCLUDES(ledger_->mu());
+  report::GpuReport GpuHours(const report::ReportQuery& q) const EXCLUDES(ledger_->mu());
   // Jobs in id order, those with ids above `after`, at most `limit` (0: all): a page,
   // so that a client listing 100,000 jobs does not make the server build one reply of
   // them all (GET /jobs?after=&limit=). A running job's `usage` is its run's so far.
@@ -309,10 +309,10 @@ class Controller : private Ledger::Observer {
   // The cluster now, for the scrape: copied under the lock, computed without it.
   ClusterGauges Gauges() const;
   // Each partition's nodes and pending jobs (with the last cycle's reasons), for the
-  // likely cause of a slow partition (state/stats_cause.h).
-  std::vector<state::PartitionLoad> PartitionLoads() const;
-  // Why a job waits, with numbers, or its history (state/explain.h). kNotFound.
-  Result<state::JobExplain> Explain(state::JobId id) const;
+  // likely cause of a slow partition (report/stats_cause.h).
+  std::vector<report::PartitionLoad> PartitionLoads() const;
+  // Why a job waits, with numbers, or its history (report/explain.h). kNotFound.
+  Result<report::JobExplain> Explain(state::JobId id) const;
   // Runs one scheduling cycle now, on the caller's thread (tests).
   void RunCycle();
 

@@ -102,7 +102,7 @@ TEST_F(FencingTest, SilentNodeGoesDownButItsJobsRunUntilTheFence) {
             "waiting for node n1's lease to expire before requeue, 14 s");
   EXPECT_EQ(h_.Job(plain_).reason,
             "waiting for node n1's lease to expire before ending it NODE_FAIL, 14 s");
-  Result<state::JobExplain> ex = h_->Explain(requeue_);
+  Result<report::JobExplain> ex = h_->Explain(requeue_);
   ASSERT_TRUE(ex.ok());
   ASSERT_FALSE(ex->history.empty());
   EXPECT_EQ(ex->history.back().event, "fence");
@@ -172,9 +172,9 @@ TEST_P(LostRunTest, EndsAsANodeFailure) {
   EXPECT_EQ(j.requeues, c.requeue ? 1 : 0);
   // A pending job's reason is the last cycle's word; the requeue's is in its history.
   std::string why = j.reason;
-  Result<state::JobExplain> ex = h_->Explain(id);
+  Result<report::JobExplain> ex = h_->Explain(id);
   ASSERT_TRUE(ex.ok());
-  for (const state::ExplainEvent& ev : ex->history) {
+  for (const report::ExplainEvent& ev : ex->history) {
     if (ev.event == "requeued") why = ev.text;
   }
   EXPECT_NE(why.find(c.reason), std::string::npos) << why;
@@ -235,11 +235,11 @@ TEST_F(FencingTest, StaleRunsHoldTheNodeUntilTheyExit) {
   EXPECT_EQ(n1.record.state, state::NodeState::kUp);
   EXPECT_NE(n1.record.state_reason.find("node n1 is stopping jobs"), std::string::npos)
       << n1.record.state_reason;
-  Result<state::JobExplain> ex = h_->Explain(requeue_);
+  Result<report::JobExplain> ex = h_->Explain(requeue_);
   ASSERT_TRUE(ex.ok());
   const auto stopping =
       std::find_if(ex->nodes.begin(), ex->nodes.end(),
-                   [](const state::ExplainNodes& g) { return g.reason == "stopping"; });
+                   [](const report::ExplainNodes& g) { return g.reason == "stopping"; });
   ASSERT_NE(stopping, ex->nodes.end());
   EXPECT_NE(stopping->text.find("earlier run"), std::string::npos) << stopping->text;
 

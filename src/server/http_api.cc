@@ -13,11 +13,11 @@
 #include "api/record_json.h"
 #include "api/record_json_nlohmann.h"
 #include "core/strings.h"
+#include "report/gpu_report.h"
+#include "report/job_stats.h"
 #include "server/http_auth.h"
 #include "server/http_loop.h"
 #include "server/metrics.h"
-#include "state/gpu_report.h"
-#include "state/job_stats.h"
 #include "state/usage_json.h"
 
 namespace hachi::server {
@@ -258,8 +258,8 @@ void HttpServer::Routes(HttpRouter& s) {
     // docs/api.md, "Explain". Not on long polls (`hachi run` waiting for its job): at
     // 100k pending jobs an explanation holds the lock ~30 ms, and nobody reads it there.
     if (!req.has_param("wait_from")) {
-      if (Result<state::JobExplain> e = c->Explain(*id); e.ok()) {
-        j["explain"] = json::parse(state::JobExplainToJson(*e));
+      if (Result<report::JobExplain> e = c->Explain(*id); e.ok()) {
+        j["explain"] = json::parse(report::JobExplainToJson(*e));
       }
     }
     Reply(res, 200, j.dump());
@@ -518,11 +518,11 @@ void HttpServer::Routes(HttpRouter& s) {
     const int alert = IntParam(req, "alert", 1200, 1, 90 * 86400);
     int gpus = 0;
     for (const state::NodeStatus& n : c->Nodes()) gpus += n.gpus;
-    state::JobStats stats =
-        state::ComputeStats(c->Jobs(true), c->clock().Now(), window, alert, gpus);
-    state::AttachLoads(&stats,
-                       c->PartitionLoads());  // a flagged partition's likely cause
-    json j = json::parse(state::JobStatsToJson(stats));
+    report::JobStats stats =
+        report::ComputeStats(c->Jobs(true), c->clock().Now(), window, alert, gpus);
+    report::AttachLoads(&stats,
+                        c->PartitionLoads());  // a flagged partition's likely cause
+    json j = json::parse(report::JobStatsToJson(stats));
     const ControllerStats cs = c->stats();
     j["scheduler"] = {{"cycles", cs.cycles},
                       {"last_cycle_ms", cs.last_cycle_ms},
@@ -551,16 +551,16 @@ void HttpServer::Routes(HttpRouter& s) {
     }
     Result<int64_t> top = NonNegativeParam(req, "top", 10, 1000);
     if (!top.ok()) return ReplyError(res, top.status());
-    state::ReportQuery q;
+    report::ReportQuery q;
     q.from = *from;
     q.to = *to;
     q.top = static_cast<int>(*top);
-    if (req.has_param("by") && !state::ParseReportBy(req.get_param_value("by"), &q.by)) {
+    if (req.has_param("by") && !report::ParseReportBy(req.get_param_value("by"), &q.by)) {
       return ReplyError(res, InvalidArgument("?by=" + Clip(req.get_param_value("by")) +
                                              ": expected account, user, partition "
                                              "or nodegroup"));
     }
-    Reply(res, 200, state::GpuReportToJson(c->GpuHours(q)));
+    Reply(res, 200, report::GpuReportToJson(c->GpuHours(q)));
   });
 
   // ---- Agents ----

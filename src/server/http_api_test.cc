@@ -17,8 +17,8 @@
 
 #include "api/http_client.h"
 #include "api/protocol_json.h"
+#include "report/gpu_report.h"
 #include "server/testing.h"
-#include "state/gpu_report.h"
 #include "topo/topology_testing.h"
 
 namespace hachi::server {
@@ -196,17 +196,17 @@ TEST_F(HttpApiTest, Report) {
   ASSERT_GT(id, 0u);
   Result<std::string> r = client_->Call("GET", kApi + "/report");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  Result<state::GpuReport> report = state::GpuReportFromJson(*r);
+  Result<report::GpuReport> report = report::GpuReportFromJson(*r);
   ASSERT_TRUE(report.ok()) << report.status().ToString();
-  EXPECT_EQ(report->by, state::ReportBy::kAccount);
+  EXPECT_EQ(report->by, report::ReportBy::kAccount);
   EXPECT_EQ(report->to - report->from, 7 * 86400);
   EXPECT_DOUBLE_EQ(report->total.measured_gpu_hours, 0);
   EXPECT_DOUBLE_EQ(report->total.gpu_hours, report->total.unmeasured_gpu_hours);
   r = client_->Call("GET", kApi + "/report?from=0&to=1000&by=nodegroup&top=0");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  report = state::GpuReportFromJson(*r);
+  report = report::GpuReportFromJson(*r);
   ASSERT_TRUE(report.ok()) << report.status().ToString();
-  EXPECT_EQ(report->by, state::ReportBy::kNodeGroup);
+  EXPECT_EQ(report->by, report::ReportBy::kNodeGroup);
   EXPECT_EQ(report->from, 0);
   EXPECT_EQ(report->to, 1000);
   EXPECT_TRUE(report->groups.empty());  // the job started long after 1970

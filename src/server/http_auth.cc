@@ -17,10 +17,6 @@ namespace {
 
 using nlohmann::json;
 
-// The header the vendored httplib sets from SO_PEERCRED on a Unix socket, after removing
-// any a client sent (third_party/cpp-httplib/README.md).
-constexpr const char* kPeerCredHeader = "X-Hachi-Peer-Cred";
-
 bool PeerCred(const httplib::Request& req, uint32_t* uid, uint32_t* gid) {
   if (!req.has_header(kPeerCredHeader)) return false;
   unsigned long u = 0, g = 0, pid = 0;

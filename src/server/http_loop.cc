@@ -40,7 +40,6 @@ constexpr size_t kMaxHeaders = 100;
 constexpr size_t kMaxRequestLine = 8192;
 constexpr size_t kMaxChunkLine = 1024;
 constexpr size_t kReadChunk = 64 << 10;
-constexpr const char* kPeerCredHeader = "X-Hachi-Peer-Cred";
 
 const char* Reason(int status) {
   static constexpr std::pair<int, const char*> kReasons[] = {

@@ -49,6 +49,11 @@
 
 namespace hachi::server {
 
+// The header that carries a Unix-socket peer's SO_PEERCRED ("UID GID PID"): set here, and
+// by the vendored httplib server (third_party/cpp-httplib/README.md), after removing any
+// a client sent; read by the auth gate (server/http_auth.cc).
+inline constexpr char kPeerCredHeader[] = "X-Hachi-Peer-Cred";
+
 class HttpLoop {
  public:
   HttpLoop(const HttpRouter* router, HttpLoopOptions options);

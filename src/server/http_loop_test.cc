@@ -118,7 +118,7 @@ class HttpLoopTest : public ::testing::Test {
     ::setrlimit(RLIMIT_NOFILE, &lim);
     router_.Get("/hello", [](const httplib::Request& req, httplib::Response& res) {
       res.status = 200;
-      res.set_content("hello " + req.get_header_value("X-Hachi-Peer-Cred"), "text/plain");
+      res.set_content("hello " + req.get_header_value(kPeerCredHeader), "text/plain");
     });
     router_.Post("/echo", [](const httplib::Request& req, httplib::Response& res) {
       res.status = 200;

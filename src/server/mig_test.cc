@@ -82,7 +82,7 @@ TEST_F(MigServerTest, DevicesAreBookedFromTheRecordsAfterARestart) {
   h->c().RunCycle();
   EXPECT_EQ(h->StateOf(a), JobState::kRunning);
   EXPECT_EQ(h->StateOf(c), JobState::kPending);
-  Result<state::JobExplain> e = h->c().Explain(c);
+  Result<report::JobExplain> e = h->c().Explain(c);
   ASSERT_TRUE(e.ok()) << e.status().ToString();
   EXPECT_EQ(e->reason, "MigBusy");
   EXPECT_EQ(e->diagnosis,

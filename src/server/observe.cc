@@ -99,8 +99,8 @@ ClusterGauges Controller::Gauges() const {
 
 std::string Controller::MetricsText() const { return metrics_->registry().Render(); }
 
-std::vector<state::PartitionLoad> Controller::PartitionLoads() const {
-  std::vector<state::PendingJob> pending;
+std::vector<report::PartitionLoad> Controller::PartitionLoads() const {
+  std::vector<report::PendingJob> pending;
   sched::ClusterState snap;
   {
     MutexLock lock(&ledger_->mu());
@@ -117,9 +117,9 @@ std::vector<state::PartitionLoad> Controller::PartitionLoads() const {
     }
     snap = BuildSnapshot(base_, ledger_->image(), &running);
   }
-  std::vector<state::PartitionLoad> loads;
+  std::vector<report::PartitionLoad> loads;
   for (const sched::Partition& p : snap.partitions) {
-    state::PartitionLoad l;
+    report::PartitionLoad l;
     l.partition = p.name;
     for (int i : p.nodes) {
       if (i < 0 || i >= static_cast<int>(snap.nodes.size())) continue;
@@ -138,7 +138,7 @@ std::vector<state::PartitionLoad> Controller::PartitionLoads() const {
     }
     loads.push_back(std::move(l));
   }
-  state::AddPending(&loads, pending);
+  report::AddPending(&loads, pending);
   return loads;
 }
 
@@ -146,7 +146,7 @@ namespace {
 
 // The node groups of an explanation, in a fixed order, with their sentences.
 void AddNodeGroups(const sched::NodeBreakdown& b, const state::JobRecord& job,
-                   state::JobExplain* e) {
+                   report::JobExplain* e) {
   using sched::NodeVerdict;
   const int need = job.req.Shared() ? 1 : job.req.GpusPerNode();
   auto count = [&](NodeVerdict v) { return b.verdicts[static_cast<int>(v)]; };
@@ -187,8 +187,8 @@ void AddNodeGroups(const sched::NodeBreakdown& b, const state::JobRecord& job,
 
 }  // namespace
 
-Result<state::JobExplain> Controller::Explain(state::JobId id) const {
-  state::JobExplain e;
+Result<report::JobExplain> Controller::Explain(state::JobId id) const {
+  report::JobExplain e;
   state::JobRecord rec;
   sched::ClusterState snap;
   sched::Job probe;
@@ -335,7 +335,7 @@ Result<state::JobExplain> Controller::Explain(state::JobId id) const {
   if (!stale_notes.empty()) {
     auto drained =
         std::find_if(e.nodes.begin(), e.nodes.end(),
-                     [](const state::ExplainNodes& g) { return g.reason == "drained"; });
+                     [](const report::ExplainNodes& g) { return g.reason == "drained"; });
     if (drained != e.nodes.end()) {
       drained->count -= std::min<int>(drained->count, stale_notes.size());
       drained->text = NodesText(drained->count) + ": drained";

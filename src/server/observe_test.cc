@@ -157,9 +157,9 @@ TEST(Metrics, ReleasedJobWaitsFromItsRelease) {
 
 TEST(Explain, PendingJobWithNumbers) {
   Fragmented x;
-  Result<state::JobExplain> r = x.h->Explain(x.c);
+  Result<report::JobExplain> r = x.h->Explain(x.c);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  const state::JobExplain& e = *r;
+  const report::JobExplain& e = *r;
   EXPECT_EQ(e.state, "PENDING");
   EXPECT_EQ(e.reason, "Fragmented");
   EXPECT_NE(e.diagnosis.find("needs 4 GPUs on one node"), std::string::npos)
@@ -194,7 +194,7 @@ TEST(Explain, PendingJobWithNumbers) {
 
 TEST(Explain, RunningAndFinishedJobsHaveAHistory) {
   Fragmented x;
-  Result<state::JobExplain> running = x.h->Explain(x.a);
+  Result<report::JobExplain> running = x.h->Explain(x.a);
   ASSERT_TRUE(running.ok());
   EXPECT_EQ(running->reason, "");
   EXPECT_TRUE(running->nodes.empty());
@@ -205,7 +205,7 @@ TEST(Explain, RunningAndFinishedJobsHaveAHistory) {
       << running->history[1].text;
   EXPECT_EQ(running->history[2].event, "time_limit");
   x.h.Exit(x.a_node, x.a, 3);
-  Result<state::JobExplain> done = x.h->Explain(x.a);
+  Result<report::JobExplain> done = x.h->Explain(x.a);
   ASSERT_TRUE(done.ok());
   ASSERT_EQ(done->history.size(), 3u);
   EXPECT_EQ(done->history[2].event, "ended");

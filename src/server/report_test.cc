@@ -60,11 +60,11 @@ TEST(Report, RunningJobsCountWithTheirUsageSoFar) {
     }
   }
 
-  state::ReportQuery q;
+  report::ReportQuery q;
   q.from = t0 - 3600;
   q.to = t0 + 7200;
-  q.by = state::ReportBy::kNodeGroup;
-  const state::GpuReport r = h->GpuHours(q);
+  q.by = report::ReportBy::kNodeGroup;
+  const report::GpuReport r = h->GpuHours(q);
   EXPECT_EQ(r.now, clock.Now());
   ASSERT_EQ(r.groups.size(), 1u);
   EXPECT_EQ(r.groups[0].name, h->Nodes()[0].gpu_model);
@@ -83,7 +83,7 @@ TEST(Report, RunningJobsCountWithTheirUsageSoFar) {
   h.Exit("n1", sampled, 0);
   ASSERT_EQ(h.StateOf(sampled), state::JobState::kCompleted);
   EXPECT_EQ(h.Job(sampled).usage.samples, 4);
-  const state::GpuReport after = h->GpuHours(q);
+  const report::GpuReport after = h->GpuHours(q);
   EXPECT_DOUBLE_EQ(after.total.measured_gpu_hours, 4);
   EXPECT_DOUBLE_EQ(after.total.used_gpu_hours, 1.6);
 }

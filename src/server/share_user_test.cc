@@ -66,7 +66,7 @@ TEST_F(ShareUserTest, RestartKeepsEachSharedGpuItsUsers) {
   EXPECT_EQ(h->StateOf(alice_more), JobState::kRunning);  // packed beside hers
   EXPECT_EQ(h->StateOf(bob), JobState::kPending);
 
-  Result<state::JobExplain> e = h->c().Explain(bob);
+  Result<report::JobExplain> e = h->c().Explain(bob);
   ASSERT_TRUE(e.ok()) << e.status().ToString();
   EXPECT_EQ(e->reason, "MpsOtherUser");
   EXPECT_EQ(e->diagnosis,

@@ -46,10 +46,10 @@ Result<std::vector<state::JobUsage>> Controller::Usage(state::JobId id) {
   return usage_.Runs(id);
 }
 
-state::GpuReport Controller::GpuHours(const state::ReportQuery& q) const {
+report::GpuReport Controller::GpuHours(const report::ReportQuery& q) const {
   MutexLock lock(&ledger_->mu());
   std::map<std::string, std::string> groups;
-  if (q.by == state::ReportBy::kNodeGroup) {
+  if (q.by == report::ReportBy::kNodeGroup) {
     for (const auto& [name, hw] : hardware_) groups[name] = hw.gpu_model;
   }
   usage_.Held(ledger_.get());

@@ -24,7 +24,7 @@
 #include "core/clock.h"
 #include "server/controller_metrics.h"
 #include "server/ledger.h"
-#include "state/gpu_report.h"
+#include "report/gpu_report.h"
 #include "state/usage.h"
 
 namespace hachi::server {
@@ -73,7 +73,7 @@ class UsageService : public OnLedger, public Ledger::Observer {
   Result<std::vector<state::JobUsage>> Runs(state::JobId id) EXCLUDES(ledger_->mu());
   // GPU-hours over [q.from, q.to) from every record, running jobs with their usage so
   // far; `groups`: node → its group (the GPU model) for q.by == kNodeGroup.
-  state::GpuReport ReportLocked(const state::ReportQuery& q,
+  report::GpuReport ReportLocked(const report::ReportQuery& q,
                                 const std::map<std::string, std::string>& groups) const
       REQUIRES(ledger_->mu());
 

@@ -143,7 +143,7 @@ TEST_F(UsageTest, IdleGpusAreWarnedAfterThePeriodAndNotBefore) {
   EXPECT_NE(j.reason.find("(over 30m00s, partition gpu's idle policy)"),
             std::string::npos)
       << j.reason;
-  Result<state::JobExplain> e = h->c().Explain(id);
+  Result<report::JobExplain> e = h->c().Explain(id);
   ASSERT_TRUE(e.ok());
   EXPECT_EQ(e->history.back().event, "idle");
   const std::string metrics = h->c().MetricsText();

@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "core/strings.h"
+#include "sched/dependencies.h"
 #include "state/json_values.h"
+#include "state/request_json.h"
 
 namespace hachi::state {
 namespace {
@@ -182,17 +184,10 @@ Status ReadDependency(const json& v, const std::string& path, sched::Dependency*
   r.Custom("kind", [&](const json& k, const std::string& p) -> Status {
     std::string name;
     HACHI_RETURN_IF_ERROR(ReadStringItem(k, p, &name));
-    if (name == "afterok") {
-      out->kind = sched::DependencyKind::kAfterOk;
-    } else if (name == "afterany") {
-      out->kind = sched::DependencyKind::kAfterAny;
-    } else if (name == "afternotok") {  // issue 17 (jobs version 5)
-      out->kind = sched::DependencyKind::kAfterNotOk;
-    } else if (name == "singleton") {
-      out->kind = sched::DependencyKind::kSingleton;
-    } else {
-      return Internal(p + ": unknown dependency kind \"" + name + "\"");
-    }
+    // afternotok and singleton came with jobs version 5.
+    std::optional<sched::DependencyKind> kind = sched::ParseDependencyKind(name);
+    if (!kind) return Internal(p + ": unknown dependency kind \"" + name + "\"");
+    out->kind = *kind;
     return Status::Ok();
   });
   r.Int("job", &out->job);
@@ -579,36 +574,11 @@ std::string Dump(json* j, std::string_view unknown) {
 }
 
 json RequestJson(const sched::JobRequest& req) {
-  json deps = json::array();
-  for (const sched::Dependency& d : req.dependencies) {
-    // Issue 17: afternotok, singleton (jobs version 5).
-    const char* kind = d.kind == sched::DependencyKind::kAfterAny     ? "afterany"
-                       : d.kind == sched::DependencyKind::kAfterNotOk ? "afternotok"
-                       : d.kind == sched::DependencyKind::kSingleton  ? "singleton"
-                                                                      : "afterok";
-    deps.push_back({{"kind", kind}, {"job", d.job}});
-  }
-  json out = {
-      {"gpus", req.gpus},
-      {"nodes", req.nodes},
-      {"gpus_per_node", req.gpus_per_node},
-      {"cpus_per_gpu", req.cpus_per_gpu},
-      {"cpus", req.cpus},
-      {"memory_mib_per_gpu", req.memory_mib_per_gpu},
-      {"memory_mib", req.memory_mib},
-      {"gpu_model", JsonBytes(req.gpu_model)},
-      {"min_gpu_memory_mib", req.min_gpu_memory_mib},
-      {"partition", JsonBytes(req.partition)},
-      {"qos", JsonBytes(req.qos)},
-      {"user", JsonBytes(req.user)},
-      {"account", JsonBytes(req.account)},
-      {"time_limit", req.time_limit},
-      {"exclusive", req.exclusive},
-      {"dependencies", std::move(deps)},
-      {"gpu_share_milli", req.gpu_share_milli},
-      {"gpu_memory_mib", req.gpu_memory_mib},
-  };
-  // Issue 17 (jobs version 5): written only when set, so rows stay as they were.
+  // The fields the API writes alike (dependencies' afternotok and singleton came with
+  // jobs version 5), then the later ones.
+  json out = RequestCommonJson(req);
+  // Jobs version 5 (and 7: mig_profile): written only when set, so rows stay as they
+  // were (state/request_json.h).
   if (!req.constraint.empty()) out["constraint"] = JsonBytes(req.constraint);
   if (!req.nodelist.empty()) out["nodelist"] = JsonBytes(req.nodelist);
   if (!req.exclude.empty()) out["exclude"] = JsonBytes(req.exclude);

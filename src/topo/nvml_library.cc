@@ -1,80 +1,65 @@
 #include "topo/nvml_library.h"
 
-#include <dlfcn.h>
-
-#include <cstdlib>
-#include <cstring>
-#include <map>
-#include <memory>
-#include <mutex>
-#include <utility>
+#include "core/dynamic_library.h"
 
 namespace hachi::topo {
 namespace {
 
-template <typename Fn>
-void LookUp(void* handle, const char* name, Fn*& slot) {
-  void* p = dlsym(handle, name);
-  // dlsym returns functions as void*; POSIX guarantees the round trip.
-  static_assert(sizeof(p) == sizeof(slot));
-  std::memcpy(&slot, &p, sizeof(slot));
-}
-
 // Every symbol, looked up once. Returns the first required one that is missing.
-const char* LookUpAll(void* h, NvmlApi& a) {
-  LookUp(h, "nvmlInit_v2", a.init);
-  LookUp(h, "nvmlShutdown", a.shutdown);
-  LookUp(h, "nvmlDeviceGetCount_v2", a.get_count);
-  LookUp(h, "nvmlDeviceGetHandleByIndex_v2", a.get_handle);
-  LookUp(h, "nvmlErrorString", a.error_string);
-  LookUp(h, "nvmlDeviceGetName", a.get_name);
-  LookUp(h, "nvmlDeviceGetUUID", a.get_uuid);
-  LookUp(h, "nvmlDeviceGetMemoryInfo", a.get_memory);
-  LookUp(h, "nvmlDeviceGetPciInfo_v3", a.get_pci);
-  LookUp(h, "nvmlDeviceGetCpuAffinity", a.get_cpu_affinity);
-  LookUp(h, "nvmlDeviceGetNumaNodeId", a.get_numa);
-  LookUp(h, "nvmlDeviceGetTopologyCommonAncestor", a.get_ancestor);
-  LookUp(h, "nvmlDeviceGetNvLinkState", a.get_nvlink_state);
-  LookUp(h, "nvmlDeviceGetNvLinkRemotePciInfo_v2", a.get_nvlink_remote_pci);
-  LookUp(h, "nvmlDeviceGetNvLinkRemoteDeviceType", a.get_nvlink_remote_type);
-  LookUp(h, "nvmlEventSetCreate", a.set_create);
-  LookUp(h, "nvmlDeviceRegisterEvents", a.register_events);
-  LookUp(h, "nvmlEventSetWait_v2", a.set_wait);
-  LookUp(h, "nvmlEventSetFree", a.set_free);
-  LookUp(h, "nvmlDeviceGetSupportedEventTypes", a.supported_events);
-  LookUp(h, "nvmlDeviceGetTemperature", a.get_temperature);
-  LookUp(h, "nvmlDeviceGetRemappedRows", a.get_remapped_rows);
-  LookUp(h, "nvmlDeviceGetComputeRunningProcesses_v3", a.get_processes);
-  LookUp(h, "nvmlSystemGetDriverVersion", a.driver_version);
-  LookUp(h, "nvmlSystemGetNVMLVersion", a.nvml_version);
-  LookUp(h, "nvmlSystemGetCudaDriverVersion_v2", a.cuda_version);
-  LookUp(h, "nvmlDeviceGetPersistenceMode", a.get_persistence);
-  LookUp(h, "nvmlDeviceGetCurrPcieLinkGeneration", a.get_pcie_gen);
-  LookUp(h, "nvmlDeviceGetCurrPcieLinkWidth", a.get_pcie_width);
-  LookUp(h, "nvmlDeviceGetMaxPcieLinkGeneration", a.get_pcie_max_gen);
-  LookUp(h, "nvmlDeviceGetMaxPcieLinkWidth", a.get_pcie_max_width);
-  LookUp(h, "nvmlDeviceGetPcieReplayCounter", a.get_pcie_replays);
-  LookUp(h, "nvmlDeviceGetNvLinkVersion", a.get_nvlink_version);
-  LookUp(h, "nvmlDeviceGetTotalEccErrors", a.get_ecc_total);
-  LookUp(h, "nvmlDeviceGetEccMode", a.get_ecc_mode);
-  LookUp(h, "nvmlDeviceGetRetiredPages", a.get_retired_pages);
-  LookUp(h, "nvmlDeviceGetRetiredPagesPendingStatus", a.get_retired_pending);
-  LookUp(h, "nvmlDeviceGetCurrentClocksEventReasons", a.get_throttle);
+const char* LookUpAll(const DynamicLibrary& h, NvmlApi& a) {
+  h.Find("nvmlInit_v2", a.init);
+  h.Find("nvmlShutdown", a.shutdown);
+  h.Find("nvmlDeviceGetCount_v2", a.get_count);
+  h.Find("nvmlDeviceGetHandleByIndex_v2", a.get_handle);
+  h.Find("nvmlErrorString", a.error_string);
+  h.Find("nvmlDeviceGetName", a.get_name);
+  h.Find("nvmlDeviceGetUUID", a.get_uuid);
+  h.Find("nvmlDeviceGetMemoryInfo", a.get_memory);
+  h.Find("nvmlDeviceGetPciInfo_v3", a.get_pci);
+  h.Find("nvmlDeviceGetCpuAffinity", a.get_cpu_affinity);
+  h.Find("nvmlDeviceGetNumaNodeId", a.get_numa);
+  h.Find("nvmlDeviceGetTopologyCommonAncestor", a.get_ancestor);
+  h.Find("nvmlDeviceGetNvLinkState", a.get_nvlink_state);
+  h.Find("nvmlDeviceGetNvLinkRemotePciInfo_v2", a.get_nvlink_remote_pci);
+  h.Find("nvmlDeviceGetNvLinkRemoteDeviceType", a.get_nvlink_remote_type);
+  h.Find("nvmlEventSetCreate", a.set_create);
+  h.Find("nvmlDeviceRegisterEvents", a.register_events);
+  h.Find("nvmlEventSetWait_v2", a.set_wait);
+  h.Find("nvmlEventSetFree", a.set_free);
+  h.Find("nvmlDeviceGetSupportedEventTypes", a.supported_events);
+  h.Find("nvmlDeviceGetTemperature", a.get_temperature);
+  h.Find("nvmlDeviceGetRemappedRows", a.get_remapped_rows);
+  h.Find("nvmlDeviceGetComputeRunningProcesses_v3", a.get_processes);
+  h.Find("nvmlSystemGetDriverVersion", a.driver_version);
+  h.Find("nvmlSystemGetNVMLVersion", a.nvml_version);
+  h.Find("nvmlSystemGetCudaDriverVersion_v2", a.cuda_version);
+  h.Find("nvmlDeviceGetPersistenceMode", a.get_persistence);
+  h.Find("nvmlDeviceGetCurrPcieLinkGeneration", a.get_pcie_gen);
+  h.Find("nvmlDeviceGetCurrPcieLinkWidth", a.get_pcie_width);
+  h.Find("nvmlDeviceGetMaxPcieLinkGeneration", a.get_pcie_max_gen);
+  h.Find("nvmlDeviceGetMaxPcieLinkWidth", a.get_pcie_max_width);
+  h.Find("nvmlDeviceGetPcieReplayCounter", a.get_pcie_replays);
+  h.Find("nvmlDeviceGetNvLinkVersion", a.get_nvlink_version);
+  h.Find("nvmlDeviceGetTotalEccErrors", a.get_ecc_total);
+  h.Find("nvmlDeviceGetEccMode", a.get_ecc_mode);
+  h.Find("nvmlDeviceGetRetiredPages", a.get_retired_pages);
+  h.Find("nvmlDeviceGetRetiredPagesPendingStatus", a.get_retired_pending);
+  h.Find("nvmlDeviceGetCurrentClocksEventReasons", a.get_throttle);
   if (!a.get_throttle)
-    LookUp(h, "nvmlDeviceGetCurrentClocksThrottleReasons", a.get_throttle);
-  LookUp(h, "nvmlDeviceGetMigMode", a.get_mig_mode);
-  LookUp(h, "nvmlDeviceGetGpuFabricInfo", a.get_fabric);
-  LookUp(h, "nvmlDeviceGetMaxMigDeviceCount", a.get_max_mig_count);
-  LookUp(h, "nvmlDeviceGetMigDeviceHandleByIndex", a.get_mig_handle);
-  LookUp(h, "nvmlDeviceIsMigDeviceHandle", a.is_mig_handle);
-  LookUp(h, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle", a.get_mig_parent);
-  LookUp(h, "nvmlDeviceGetGpuInstanceId", a.get_gpu_instance_id);
-  LookUp(h, "nvmlDeviceGetComputeInstanceId", a.get_compute_instance_id);
-  LookUp(h, "nvmlDeviceGetUtilizationRates", a.get_utilization);
-  LookUp(h, "nvmlDeviceGetPowerUsage", a.get_power);
-  LookUp(h, "nvmlDeviceGetClockInfo", a.get_clock);
-  LookUp(h, "nvmlDeviceGetPcieThroughput", a.get_pcie_throughput);
-  LookUp(h, "nvmlDeviceGetFieldValues", a.get_field_values);
+    h.Find("nvmlDeviceGetCurrentClocksThrottleReasons", a.get_throttle);
+  h.Find("nvmlDeviceGetMigMode", a.get_mig_mode);
+  h.Find("nvmlDeviceGetGpuFabricInfo", a.get_fabric);
+  h.Find("nvmlDeviceGetMaxMigDeviceCount", a.get_max_mig_count);
+  h.Find("nvmlDeviceGetMigDeviceHandleByIndex", a.get_mig_handle);
+  h.Find("nvmlDeviceIsMigDeviceHandle", a.is_mig_handle);
+  h.Find("nvmlDeviceGetDeviceHandleFromMigDeviceHandle", a.get_mig_parent);
+  h.Find("nvmlDeviceGetGpuInstanceId", a.get_gpu_instance_id);
+  h.Find("nvmlDeviceGetComputeInstanceId", a.get_compute_instance_id);
+  h.Find("nvmlDeviceGetUtilizationRates", a.get_utilization);
+  h.Find("nvmlDeviceGetPowerUsage", a.get_power);
+  h.Find("nvmlDeviceGetClockInfo", a.get_clock);
+  h.Find("nvmlDeviceGetPcieThroughput", a.get_pcie_throughput);
+  h.Find("nvmlDeviceGetFieldValues", a.get_field_values);
   if (!a.init) return "nvmlInit_v2";
   if (!a.shutdown) return "nvmlShutdown";
   if (!a.get_count) return "nvmlDeviceGetCount_v2";
@@ -82,13 +67,16 @@ const char* LookUpAll(void* h, NvmlApi& a) {
   return nullptr;
 }
 
+std::string CannotOpen(const std::string& path, const std::string& why) {
+  return "cannot load NVML (" + path + "): " + why +
+         "; is the NVIDIA driver installed? HACHI_NVML_LIBRARY may name the library's "
+         "path";
+}
+
 }  // namespace
 
 std::string ResolveNvmlLibrary(std::string_view library) {
-  if (!library.empty()) return std::string(library);
-  const char* env = std::getenv("HACHI_NVML_LIBRARY");
-  if (env && *env) return env;
-  return kNvmlLibrary;
+  return ResolveLibraryPath(library, "HACHI_NVML_LIBRARY", kNvmlLibrary);
 }
 
 std::string NvmlApi::ErrorText(nvml::Return rc) const {
@@ -98,32 +86,9 @@ std::string NvmlApi::ErrorText(nvml::Return rc) const {
 }
 
 Result<const NvmlApi*> LoadNvml(const std::string& path) {
-  // Loaded libraries by path. Entries are never removed, so the pointers handed out
-  // stay valid until exit.
-  static std::mutex mu;
-  static auto* loaded = new std::map<std::string, std::unique_ptr<const NvmlApi>>();
-  std::lock_guard<std::mutex> lock(mu);
-  if (auto it = loaded->find(path); it != loaded->end()) return it->second.get();
-
-  dlerror();  // dlerror() reports the last error: clear an older one
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    const char* why = dlerror();
-    return Unavailable("cannot load NVML (" + path +
-                       "): " + (why ? why : "unknown error") +
-                       "; is the NVIDIA driver installed? HACHI_NVML_LIBRARY may name "
-                       "the library's path");
-  }
-  auto api = std::make_unique<NvmlApi>();
-  api->path = path;
-  if (const char* missing = LookUpAll(handle, *api)) {
-    dlclose(handle);  // nothing of it was called
-    return Unavailable(path + " has no " + missing +
-                       "; the NVIDIA driver is too old or this is not NVML");
-  }
-  const NvmlApi* out = api.get();
-  loaded->emplace(path, std::move(api));
-  return out;
+  static auto* loaded = new LoadedLibraries<NvmlApi>(
+      LookUpAll, {CannotOpen, "the NVIDIA driver is too old or this is not NVML"});
+  return loaded->Get(path);
 }
 
 }  // namespace hachi::topo

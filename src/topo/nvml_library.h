@@ -3,6 +3,7 @@
 // the topology probe (nvml_probe.h) and the agent's GPU health monitor
 // (agent/gpu_health.h).
 //
+// Loaded by core/dynamic_library.h (as the CUDA driver is, diag/cuda_library.h).
 // Thread safety: LoadNvml may be called from any thread at any time; the first call for a
 // path opens the library and looks up its symbols under a lock, later calls return the
 // same object. The NvmlApi it returns is immutable and lives until the process exits: the

@@ -15,6 +15,7 @@
 #include "cli/slurm/scontrol_update.h"
 #include "cli/slurm/slurm_cmds.h"
 #include "cli/slurm_format.h"
+#include "core/hostlist.h"
 #include "core/slurm_time.h"
 #include "core/strings.h"
 
@@ -175,8 +176,9 @@ int ScontrolMain(const std::vector<std::string>& argv) {
       if (env == nullptr) return SlurmFail("scontrol", "No list of hosts given");
       list = env;
     }
-    Result<std::vector<std::string>> hosts = ExpandHostlist(list);
-    if (!hosts.ok()) return SlurmFail("scontrol", hosts.status().message());
+    Result<std::vector<std::string>> hosts = ExpandHostList(list);
+    // scontrol's own words for a list it cannot read.
+    if (!hosts.ok()) return SlurmFail("scontrol", "Invalid hostlist: " + Clip(list));
     for (const std::string& h : *hosts) std::cout << h << "\n";
     return 0;
   }

@@ -55,7 +55,7 @@ int SqueueMain(const std::vector<std::string>& args) {
     for (const state::JobRecord& j : *jobs) {
       if (j.state != state::JobState::kPending || starts.size() >= kMaxEstimates)
         continue;
-      if (Result<state::JobExplain> e = FetchExplain(**c, j.id); e.ok()) {
+      if (Result<report::JobExplain> e = FetchExplain(**c, j.id); e.ok()) {
         starts[j.id] = {e->earliest_start, e->earliest_node};
       }
     }

@@ -7,7 +7,9 @@
 #include <utility>
 
 #include "cli/slurm_format.h"
+#include "core/hostlist.h"
 #include "core/strings.h"
+#include "core/time_format.h"
 
 namespace hachi::cli::slurm {
 namespace {
@@ -63,12 +65,13 @@ std::string StepValue(const JobRecord& j, const state::StepRecord& st,
   if (f == "elapsed") return FormatHms(elapsed());
   if (f == "elapsedraw") return std::to_string(elapsed());
   if (f == "start" || f == "submit" || f == "eligible")
-    return FormatIsoTime(st.start_time);
+    return FormatSlurmLocal(st.start_time);
   if (f == "end") {
-    return st.state != JobState::kRunning && st.end_time > 0 ? FormatIsoTime(st.end_time)
-                                                             : "Unknown";
+    return st.state != JobState::kRunning && st.end_time > 0
+               ? FormatSlurmLocal(st.end_time)
+               : "Unknown";
   }
-  if (f == "nodelist") return CompressHostlist(st.nodes);
+  if (f == "nodelist") return CompressHostList(st.nodes);
   if (f == "account") return j.req.account;
   if (f == "alloccpus" || f == "ncpus" || f == "reqcpus") return std::to_string(st.cpus);
   if (f == "nnodes" || f == "allocnodes" || f == "reqnodes") {
@@ -285,19 +288,19 @@ std::string Value(const Line& l, std::string_view field, Time now, const UidOf& 
   if (f == "exitcode" || f == "derivedexitcode") return ExitCodeText(j);
   if (f == "elapsed") return FormatHms(elapsed());
   if (f == "elapsedraw") return std::to_string(elapsed());
-  if (f == "start") return started ? FormatIsoTime(j.start_time) : "Unknown";
+  if (f == "start") return started ? FormatSlurmLocal(j.start_time) : "Unknown";
   if (f == "end") {
     return started && state::IsFinal(j.state) && j.end_time > 0
-               ? FormatIsoTime(j.end_time)
+               ? FormatSlurmLocal(j.end_time)
                : "Unknown";
   }
-  if (f == "submit" || f == "eligible") return FormatIsoTime(j.submit_time);
+  if (f == "submit" || f == "eligible") return FormatSlurmLocal(j.submit_time);
   if (f == "nodelist") {
     if (!started && j.allocations.empty()) return "None assigned";
     if (step) return j.allocations.empty() ? "" : j.allocations[0].node;
     std::vector<std::string> names;
     for (const auto& a : j.allocations) names.push_back(a.node);
-    return CompressHostlist(names);
+    return CompressHostList(names);
   }
   if (f == "partition") return step ? "" : j.req.partition;
   if (f == "account") return j.req.account;

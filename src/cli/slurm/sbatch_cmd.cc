@@ -16,7 +16,9 @@
 #include "cli/slurm_format.h"
 #include "cli/submit_options.h"
 #include "cli/submit_request.h"
+#include "core/hostlist.h"
 #include "core/strings.h"
+#include "core/time_format.h"
 
 namespace hachi::cli::slurm {
 namespace {
@@ -134,9 +136,9 @@ int TestOnly(ApiClient& c, const api::SubmitRequest& r) {
     }
   }
   std::cerr << "sbatch: Job " << id << " to start at "
-            << FormatIsoTime(a.value("start", int64_t{0})) << " using "
+            << FormatSlurmLocal(a.value("start", int64_t{0})) << " using "
             << a.value("cpus", 0) << " processors on nodes "
-            << (nodes.empty() ? std::string("(unknown)") : CompressHostlist(nodes))
+            << (nodes.empty() ? std::string("(unknown)") : CompressHostList(nodes))
             << " in partition " << a.value("partition", "") << "\n";
   return 0;
 }

@@ -6,7 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/slurm_format.h"
+#include "core/hostlist.h"
 #include "core/strings.h"
+#include "core/time_format.h"
 
 namespace hachi::cli::slurm {
 namespace {
@@ -142,7 +144,7 @@ std::string FormatShowPartition(const PartitionInfo& p,
        " DisableRootJobs=NO ExclusiveUser=NO GraceTime=0 Hidden=NO\n";
   o += "   MaxNodes=UNLIMITED MaxTime=" + limit(p.max_time) +
        " MinNodes=0 LLN=NO MaxCPUsPerNode=UNLIMITED\n";
-  o += "   Nodes=" + (p.nodes.empty() ? "(null)" : CompressHostlist(p.nodes)) + "\n";
+  o += "   Nodes=" + (p.nodes.empty() ? "(null)" : CompressHostList(p.nodes)) + "\n";
   o += "   PriorityJobFactor=1 PriorityTier=1 RootOnly=NO ReqResv=NO OverSubscribe=" +
        std::string(p.whole_node ? "EXCLUSIVE" : "NO") + "\n";
   o += "   OverTimeLimit=NONE PreemptMode=OFF\n";
@@ -195,19 +197,14 @@ std::string FormatShowNode(const state::NodeStatus& n) {
   o += "\n";
   if (!r.state_reason.empty()) {
     o += "   Reason=" + r.state_reason +
-         (r.state_since > 0 ? " [" + FormatIsoTime(r.state_since) + "]" : "") + "\n";
+         (r.state_since > 0 ? " [" + FormatSlurmLocal(r.state_since) + "]" : "") + "\n";
   }
   return o + "\n";
 }
 
 std::string FormatShowConfig(Time now, const std::string& server,
                              const std::vector<PartitionInfo>& partitions) {
-  std::time_t t = static_cast<std::time_t>(now);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  std::string o = "Configuration data as of " + std::string(buf) + "\n";
+  std::string o = "Configuration data as of " + FormatSlurmLocal(now) + "\n";
   auto kv = [&](const std::string& k, const std::string& v) {
     std::string key = k;
     key.resize(std::max<size_t>(key.size(), 23), ' ');

@@ -8,6 +8,7 @@
 #include "cli/slurm/slurm_text.h"
 #include "cli/slurm_format.h"
 #include "cli/table.h"
+#include "core/hostlist.h"
 #include "core/strings.h"
 
 namespace hachi::cli::slurm {
@@ -95,7 +96,7 @@ std::string Value(const Group& g, char code) {
       return NodeCounts(g.nodes);
     case 'N':
     case 'n':
-      return CompressHostlist(names());
+      return CompressHostList(names());
     case 'C':
       return Cpus(g.nodes);
     case 'f':
@@ -217,8 +218,8 @@ Result<SinfoOptions> ParseSinfoArgs(const std::vector<std::string>& args) {
   o.long_format = p->Get("Format");
   o.partitions = p->List("partition");
   for (const std::string& n : p->List("nodes")) {
-    Result<std::vector<std::string>> names = ExpandHostlist(n);
-    if (!names.ok()) return names.status();
+    Result<std::vector<std::string>> names = ExpandHostList(n);
+    if (!names.ok()) return InvalidArgument("Invalid hostlist: " + Clip(n));
     o.nodes.insert(o.nodes.end(), names->begin(), names->end());
   }
   o.server = p->Get("server");

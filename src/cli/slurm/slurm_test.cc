@@ -168,15 +168,6 @@ TEST(SlurmArgs, JobSelectors) {
   EXPECT_TRUE(Matches({15, -1}, task));
 }
 
-TEST(SlurmArgs, Hostlists) {
-  Result<std::vector<std::string>> h = ExpandHostlist("gpu[01-03,10],cpu7,n[8-9]x");
-  ASSERT_TRUE(h.ok()) << h.status().message();
-  EXPECT_EQ(*h, (std::vector<std::string>{"gpu01", "gpu02", "gpu03", "gpu10", "cpu7",
-                                          "n8x", "n9x"}));
-  EXPECT_FALSE(ExpandHostlist("gpu[01-03").ok());
-  EXPECT_FALSE(ExpandHostlist("gpu[3-1]").ok());
-}
-
 TEST(SlurmArgs, SacctStates) {
   auto uid = [](const std::string& who) -> std::optional<uint32_t> {
     if (who == "root") return 0u;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "api/request_limits.h"
 #include "core/strings.h"
 
 namespace hachi::cli::slurm {
@@ -146,10 +147,11 @@ Result<std::vector<JobSelector>> ParseJobSelectors(
     } else if (!AllDigits(tasks)) {
       return bad;
     }
-    std::optional<std::vector<long long>> nums = ExpandRanges(tasks, 10001);
+    std::optional<std::vector<long long>> nums =
+        ExpandRanges(tasks, api::kMaxArrayTasks + 1);
     if (!nums) return bad;
     for (long long t : *nums) {
-      if (t > 4000000) return bad;
+      if (t > api::kMaxArrayTaskId) return bad;
       out.push_back({id, static_cast<int>(t)});
     }
   }
@@ -165,49 +167,6 @@ bool Matches(const JobSelector& s, const state::JobRecord& j) {
 std::string SelectorText(const JobSelector& s) {
   return s.task < 0 ? std::to_string(s.id)
                     : std::to_string(s.id) + "_" + std::to_string(s.task);
-}
-
-Result<std::vector<std::string>> ExpandHostlist(std::string_view list) {
-  std::vector<std::string> out;
-  size_t i = 0;
-  while (i < list.size()) {
-    // One name: up to a comma outside brackets.
-    size_t end = i;
-    int depth = 0;
-    while (end < list.size() && (depth > 0 || list[end] != ',')) {
-      if (list[end] == '[') ++depth;
-      if (list[end] == ']') --depth;
-      if (depth < 0 || depth > 1) {
-        return InvalidArgument("Invalid hostlist: " + Clip(list));
-      }
-      ++end;
-    }
-    if (depth != 0) return InvalidArgument("Invalid hostlist: " + Clip(list));
-    const std::string_view name = list.substr(i, end - i);
-    i = end + 1;
-    if (name.empty()) continue;
-    const size_t open = name.find('[');
-    if (open == std::string_view::npos) {
-      out.emplace_back(name);
-      continue;
-    }
-    const size_t close = name.find(']');
-    const std::string_view prefix = name.substr(0, open);
-    const std::string_view suffix = name.substr(close + 1);
-    const std::string_view body = name.substr(open + 1, close - open - 1);
-    for (std::string_view part : Split(body, ',')) {
-      const size_t dash = part.find('-');
-      const std::string_view lo = part.substr(0, dash);
-      std::optional<std::vector<long long>> nums = ExpandRanges(part, 100001);
-      if (!nums) return InvalidArgument("Invalid hostlist: " + Clip(list));
-      for (long long v : *nums) {
-        std::string n = std::to_string(v);
-        if (n.size() < lo.size()) n.insert(0, lo.size() - n.size(), '0');
-        out.push_back(std::string(prefix) + n + std::string(suffix));
-      }
-    }
-  }
-  return out;
 }
 
 std::string JobIdText(const state::JobRecord& j) {

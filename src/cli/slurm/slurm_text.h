@@ -61,9 +61,6 @@ bool Matches(const JobSelector& s, const state::JobRecord& j);
 // "12" or "12_3": the id the API takes for a selector.
 std::string SelectorText(const JobSelector& s);
 
-// "gpu[01-03,07],cpu1" -> gpu01 gpu02 gpu03 gpu07 cpu1 (scontrol show hostnames).
-Result<std::vector<std::string>> ExpandHostlist(std::string_view list);
-
 // A job's id as Slurm prints it: "12", or "A_T" for an array task.
 std::string JobIdText(const state::JobRecord& j);
 

@@ -7,6 +7,7 @@
 #include "cli/slurm_format.h"
 #include "cli/table.h"
 #include "core/strings.h"
+#include "core/time_format.h"
 
 namespace hachi::cli::slurm {
 namespace {
@@ -74,7 +75,7 @@ std::string Value(const Row& r, Time now, char code, const StartEstimates& start
     case 'Y':
       return estimated && !est->second.node.empty() ? est->second.node : "(null)";
     case 'S':
-      if (estimated && est->second.start > 0) return FormatIsoTime(est->second.start);
+      if (estimated && est->second.start > 0) return FormatSlurmLocal(est->second.start);
       if (j.state == JobState::kPending) return "N/A";
       break;
   }

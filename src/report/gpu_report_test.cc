@@ -1,4 +1,4 @@
-#include "state/gpu_report.h"
+#include "report/gpu_report.h"
 
 #include <gtest/gtest.h>
 
@@ -6,8 +6,14 @@
 #include <utility>
 #include <vector>
 
-namespace hachi::state {
+namespace hachi::report {
 namespace {
+
+using state::JobId;
+using state::JobRecord;
+using state::JobState;
+using state::NodeAllocation;
+using state::UsageSummary;
 
 constexpr Time kH = 3600;
 const std::string kH100 = "NVIDIA H100 80GB HBM3";
@@ -221,4 +227,4 @@ TEST(GpuReport, ByNames) {
 }
 
 }  // namespace
-}  // namespace hachi::state
+}  // namespace hachi::report

@@ -1,8 +1,8 @@
-#include "state/explain.h"
+#include "report/explain.h"
 
 #include <nlohmann/json.hpp>
 
-namespace hachi::state {
+namespace hachi::report {
 namespace {
 
 using nlohmann::json;
@@ -127,4 +127,4 @@ Result<JobExplain> JobExplainFromJson(std::string_view text) {
   return e;
 }
 
-}  // namespace hachi::state
+}  // namespace hachi::report

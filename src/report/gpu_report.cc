@@ -1,23 +1,23 @@
-#include "state/gpu_report.h"
+#include "report/gpu_report.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <type_traits>
 #include <utility>
 
-namespace hachi::state {
+namespace hachi::report {
 namespace {
 
 constexpr double kMilliGpuSecondsPerHour = 1000.0 * 3600.0;
 
 // Thousandths of a GPU that one allocation holds: a share its share, else its GPUs.
-int64_t MilliGpus(const NodeAllocation& a) {
+int64_t MilliGpus(const state::NodeAllocation& a) {
   return a.share_milli > 0 ? a.share_milli : int64_t{1000} * a.gpus.size();
 }
 
-bool Measured(const UsageSummary& u) { return u.samples > 0 && u.gpu_util >= 0; }
+bool Measured(const state::UsageSummary& u) { return u.samples > 0 && u.gpu_util >= 0; }
 
-std::string GroupOf(ReportBy by, const JobRecord& j) {
+std::string GroupOf(ReportBy by, const state::JobRecord& j) {
   switch (by) {
     case ReportBy::kAccount:
       return j.req.account;
@@ -88,10 +88,11 @@ void GpuReportBuilder::AddTo(Acc* acc, int64_t alloc, bool measured, double util
   }
 }
 
-void GpuReportBuilder::Add(const JobRecord& j, const UsageSummary& usage) {
+void GpuReportBuilder::Add(const state::JobRecord& j, const state::UsageSummary& usage) {
   // A pending job holds nothing (a requeued one's earlier runs are not in its record).
-  if (j.state == JobState::kPending || j.start_time <= 0 || j.allocations.empty()) return;
-  const Time end = j.state == JobState::kRunning ? now_ : j.end_time;
+  if (j.state == state::JobState::kPending || j.start_time <= 0 || j.allocations.empty())
+    return;
+  const Time end = j.state == state::JobState::kRunning ? now_ : j.end_time;
   const Time begin = std::max(j.start_time, q_.from);
   const Duration overlap = std::min(end, q_.to) - begin;
   if (overlap <= 0) return;
@@ -102,7 +103,7 @@ void GpuReportBuilder::Add(const JobRecord& j, const UsageSummary& usage) {
   if (q_.by == ReportBy::kNodeGroup) {
     // The job's GPU time split over its nodes' groups by the GPUs it holds on each.
     std::map<std::string, int64_t> parts;
-    for (const NodeAllocation& a : j.allocations) {
+    for (const state::NodeAllocation& a : j.allocations) {
       const int64_t part = MilliGpus(a) * overlap;
       if (part <= 0) continue;
       std::string group;
@@ -116,7 +117,7 @@ void GpuReportBuilder::Add(const JobRecord& j, const UsageSummary& usage) {
     }
     for (const auto& [group, part] : parts) AddTo(&groups_[group], part, measured, util);
   } else {
-    for (const NodeAllocation& a : j.allocations) alloc += MilliGpus(a) * overlap;
+    for (const state::NodeAllocation& a : j.allocations) alloc += MilliGpus(a) * overlap;
     if (alloc > 0) AddTo(&groups_[GroupOf(q_.by, j)], alloc, measured, util);
   }
   if (alloc <= 0) return;  // a job without GPUs
@@ -129,7 +130,7 @@ void GpuReportBuilder::Add(const JobRecord& j, const UsageSummary& usage) {
   r.account = j.req.account;
   r.partition = j.req.partition;
   int64_t milli = 0;
-  for (const NodeAllocation& a : j.allocations) milli += MilliGpus(a);
+  for (const state::NodeAllocation& a : j.allocations) milli += MilliGpus(a);
   r.gpus = static_cast<double>(milli) / 1000.0;
   r.gpu_hours = static_cast<double>(alloc) / kMilliGpuSecondsPerHour;
   r.used_gpu_hours = static_cast<double>(alloc) * util / 100.0 / kMilliGpuSecondsPerHour;
@@ -165,11 +166,11 @@ GpuReport GpuReportBuilder::Finish() {
   return out;
 }
 
-GpuReport ComputeGpuReport(const std::vector<JobRecord>& jobs, const ReportQuery& q,
-                           Time now,
+GpuReport ComputeGpuReport(const std::vector<state::JobRecord>& jobs,
+                           const ReportQuery& q, Time now,
                            const std::map<std::string, std::string>& node_groups) {
   GpuReportBuilder b(q, now, &node_groups);
-  for (const JobRecord& j : jobs) b.Add(j, j.usage);
+  for (const state::JobRecord& j : jobs) b.Add(j, j.usage);
   return b.Finish();
 }
 
@@ -309,4 +310,4 @@ Result<GpuReport> GpuReportFromJson(std::string_view text) {
   return r;
 }
 
-}  // namespace hachi::state
+}  // namespace hachi::report

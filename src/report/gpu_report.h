@@ -1,4 +1,4 @@
-// GPU-hours over a period for `hachi report` (issue 21, docs/efficiency.md), Slurm's
+// GPU-hours over a period for `hachi report` (docs/efficiency.md), Slurm's
 // sreport for GPUs: per account, user, partition or node group, the GPU-hours jobs were
 // allocated and the GPU-hours they used (allocated x their mean GPU utilisation), and
 // the jobs that held the most idle GPU-hours.
@@ -23,7 +23,7 @@
 #include "core/time.h"
 #include "state/records.h"
 
-namespace hachi::state {
+namespace hachi::report {
 
 enum class ReportBy : uint8_t { kAccount, kUser, kPartition, kNodeGroup };
 std::string_view ReportByName(
@@ -54,7 +54,7 @@ struct ReportGroup {
 
 // A job among the idlest: its GPU-hours in the period and what it did with them.
 struct ReportJob {
-  JobId id = 0;
+  state::JobId id = 0;
   std::string user, account, partition;
   double gpus = 0;       // GPUs held (shares as fractions)
   double gpu_hours = 0;  // allocated in the period
@@ -82,7 +82,7 @@ class GpuReportBuilder {
   GpuReportBuilder(const ReportQuery& q, Time now,
                    const std::map<std::string, std::string>* node_groups);
   // `usage`: what the run did (the record's own summary, or a running job's so far).
-  void Add(const JobRecord& job, const UsageSummary& usage);
+  void Add(const state::JobRecord& job, const state::UsageSummary& usage);
   GpuReport Finish();
 
  private:
@@ -103,8 +103,8 @@ class GpuReportBuilder {
 };
 
 // The report of `jobs` (each with its own usage summary).
-GpuReport ComputeGpuReport(const std::vector<JobRecord>& jobs, const ReportQuery& q,
-                           Time now,
+GpuReport ComputeGpuReport(const std::vector<state::JobRecord>& jobs,
+                           const ReportQuery& q, Time now,
                            const std::map<std::string, std::string>& node_groups = {});
 
 // As JSON (GET /api/v1/report, `hachi report --json`, docs/api.md): {"from", "to",
@@ -116,4 +116,5 @@ std::string GpuReportToJson(const GpuReport& r);
 // The same back; kInvalidArgument naming the first missing or mistyped field.
 Result<GpuReport> GpuReportFromJson(std::string_view text);
 
-}  // namespace hachi::state
+}  // namespace hachi::report
+

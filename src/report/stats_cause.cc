@@ -1,10 +1,10 @@
-#include "state/stats_cause.h"
+#include "report/stats_cause.h"
 
 #include <cstdio>
 #include <unordered_map>
 #include <utility>
 
-namespace hachi::state {
+namespace hachi::report {
 namespace {
 
 std::string Plural(int n, const char* one, const char* many) {
@@ -113,4 +113,4 @@ std::vector<AlertCause> ClassifyAlert(const PartitionLoad& l) {
   return out;
 }
 
-}  // namespace hachi::state
+}  // namespace hachi::report

@@ -1,4 +1,4 @@
-#include "state/job_stats.h"
+#include "report/job_stats.h"
 
 #include <algorithm>
 #include <map>
@@ -6,15 +6,15 @@
 #include <type_traits>
 #include <utility>
 
-namespace hachi::state {
+namespace hachi::report {
 namespace {
 
 // GPUs a job holds: from its allocations when it has run, else from its request.
 // A share counts as its fraction of one GPU.
-double JobGpus(const JobRecord& j) {
+double JobGpus(const state::JobRecord& j) {
   if (!j.allocations.empty()) {
     double g = 0;
-    for (const NodeAllocation& a : j.allocations) {
+    for (const state::NodeAllocation& a : j.allocations) {
       g += a.share_milli > 0 ? a.share_milli / 1000.0 : a.gpus.size();
     }
     return g;
@@ -42,8 +42,8 @@ Duration Percentile(std::vector<Duration> values, int p) {
   return values[std::clamp<size_t>(rank, 1, values.size()) - 1];
 }
 
-JobStats ComputeStats(const std::vector<JobRecord>& jobs, Time now, Duration window,
-                      Duration alert_threshold, int total_gpus) {
+JobStats ComputeStats(const std::vector<state::JobRecord>& jobs, Time now,
+                      Duration window, Duration alert_threshold, int total_gpus) {
   const Time from = now - window;
   std::map<std::string, Acc> parts;
   std::map<std::pair<std::string, int>, Acc> rows;
@@ -53,13 +53,13 @@ JobStats ComputeStats(const std::vector<JobRecord>& jobs, Time now, Duration win
   out.alert_threshold = alert_threshold;
   out.total_gpus = total_gpus;
 
-  for (const JobRecord& j : jobs) {
-    const bool pending = j.state == JobState::kPending;
+  for (const state::JobRecord& j : jobs) {
+    const bool pending = j.state == state::JobState::kPending;
     const bool started_in_window =
         j.start_time > 0 && j.start_time > from && j.start_time <= now && !pending;
     double used = 0;
     if (j.start_time > 0 && !pending) {
-      Time end = j.state == JobState::kRunning ? now : std::min(j.end_time, now);
+      Time end = j.state == state::JobState::kRunning ? now : std::min(j.end_time, now);
       Time begin = std::max(j.start_time, from);
       if (end > begin) used = static_cast<double>(end - begin) * JobGpus(j);
     }
@@ -328,4 +328,4 @@ std::string JobStatsToJson(const JobStats& s) {
       .dump(2);
 }
 
-}  // namespace hachi::state
+}  // namespace hachi::report

@@ -1,12 +1,12 @@
 // The likely cause of a flagged partition: AddPending's summary and ClassifyAlert's
 // verdicts, one named row per situation.
-#include "state/stats_cause.h"
+#include "report/stats_cause.h"
 
 #include <gtest/gtest.h>
 
-#include "state/job_stats.h"
+#include "report/job_stats.h"
 
-namespace hachi::state {
+namespace hachi::report {
 namespace {
 
 using sched::Reason;
@@ -159,4 +159,4 @@ TEST(JobStatsJson, LoadAndCausesRoundTrip) {
 }
 
 }  // namespace
-}  // namespace hachi::state
+}  // namespace hachi::report

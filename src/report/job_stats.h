@@ -12,10 +12,10 @@
 
 #include "core/status.h"
 #include "core/time.h"
+#include "report/stats_cause.h"
 #include "state/records.h"
-#include "state/stats_cause.h"
 
-namespace hachi::state {
+namespace hachi::report {
 
 struct WaitStats {
   std::string partition;  // "" for a job with no partition
@@ -56,8 +56,9 @@ struct JobStats {
 
 // `total_gpus`: the cluster's GPUs, for utilisation (0: not computed). A requeued job's
 // wait runs from its submit time to its last start.
-JobStats ComputeStats(const std::vector<JobRecord>& jobs, Time now, Duration window,
-                      Duration alert_threshold = 20 * kMinute, int total_gpus = 0);
+JobStats ComputeStats(const std::vector<state::JobRecord>& jobs, Time now,
+                      Duration window, Duration alert_threshold = 20 * kMinute,
+                      int total_gpus = 0);
 
 // Gives each partition of `stats` its load (by name) and, when flagged, its causes.
 void AttachLoads(JobStats* stats, const std::vector<PartitionLoad>& loads);
@@ -76,4 +77,4 @@ Result<JobStats> JobStatsFromJson(std::string_view text);
 // The nearest-rank percentile (p in 1..100) of `values`; 0 for none.
 Duration Percentile(std::vector<Duration> values, int p);
 
-}  // namespace hachi::state
+}  // namespace hachi::report

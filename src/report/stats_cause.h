@@ -16,7 +16,7 @@
 #include "core/time.h"
 #include "sched/plan.h"
 
-namespace hachi::state {
+namespace hachi::report {
 
 // One pending (not held) job, as the classifier reads it.
 struct PendingJob {
@@ -70,4 +70,5 @@ struct AlertCause {
 // entry, with the pending reasons, when none holds.
 std::vector<AlertCause> ClassifyAlert(const PartitionLoad& load);
 
-}  // namespace hachi::state
+}  // namespace hachi::report
+

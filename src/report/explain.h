@@ -14,7 +14,7 @@
 #include "core/time.h"
 #include "state/records.h"
 
-namespace hachi::state {
+namespace hachi::report {
 
 // Nodes that refuse (or would take) the job for one reason.
 struct ExplainNodes {
@@ -34,7 +34,7 @@ struct ExplainEvent {
 };
 
 struct JobExplain {
-  JobId job = 0;
+  state::JobId job = 0;
   std::string state;  // JobStateName
   Time as_of = 0;     // when the server answered
   // Pending jobs (reason "" otherwise).
@@ -59,11 +59,12 @@ struct JobExplain {
   // The backfill timeline's earliest start, when the scheduler reserved for the job.
   Time earliest_start = 0;  // 0: none computed
   std::string earliest_node;
-  JobId blocking_job = 0;  // the running job whose end frees the GPUs, when known
+  state::JobId blocking_job = 0;  // the running job whose end frees the GPUs, when known
   std::vector<ExplainEvent> history;  // oldest first
 };
 
 std::string JobExplainToJson(const JobExplain& e);  // compact, keys sorted
 Result<JobExplain> JobExplainFromJson(std::string_view text);
 
-}  // namespace hachi::state
+}  // namespace hachi::report
+
