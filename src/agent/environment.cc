@@ -115,25 +115,19 @@ std::vector<int> TasksPerNode(const api::LaunchSpec& spec) {
   return counts;
 }
 
-}  // namespace
-
-EnvList JobEnvironment(const api::LaunchSpec& spec) {
+// The GPUs as CUDA and the container toolkit see them, and HACHI_*.
+void AddHachiVariables(const api::LaunchSpec& spec, EnvList* ours) {
   const std::string gpus = spec.gpus.ToList();
   const std::string job = std::to_string(spec.job);
   const std::string nodelist = NodeList(spec);
   const std::string nnodes = std::to_string(NodeCount(spec));
   const std::string rank = std::to_string(spec.node_rank);
-  const std::string nproc = std::to_string(ProcsPerNode(spec));
-  const std::string master = MasterAddr(spec);
-  const std::string port = std::to_string(spec.master_port);
   const std::string name = api::JobName(spec);
-
-  EnvList ours;
-  auto set = [&ours](std::string k, std::string v) {
-    ours.emplace_back(std::move(k), std::move(v));
+  auto set = [ours](std::string k, std::string v) {
+    ours->emplace_back(std::move(k), std::move(v));
   };
   // A share served by MPS names its GPU as its server shows it (MpsEnvironment); MIG
-  // devices (issue 20) are named by their UUIDs, "MIG-...", which CUDA and the
+  // devices are named by their UUIDs, "MIG-...", which CUDA and the
   // container toolkit both take.
   std::string mig;
   for (const api::MigLaunch& m : spec.mig) {
@@ -158,10 +152,22 @@ EnvList JobEnvironment(const api::LaunchSpec& spec) {
     set("HACHI_ARRAY_JOB_ID", std::to_string(spec.spec.array_job_id));
     set("HACHI_ARRAY_TASK_ID", std::to_string(spec.spec.array_task_id));
   }
+}
+
+// SLURM_*, as sbatch and slurmd set them.
+void AddSlurmVariables(const api::LaunchSpec& spec, EnvList* ours) {
+  const std::string gpus = spec.gpus.ToList();
+  const std::string job = std::to_string(spec.job);
+  const std::string nnodes = std::to_string(NodeCount(spec));
+  const std::string rank = std::to_string(spec.node_rank);
+  const std::string name = api::JobName(spec);
+  auto set = [ours](std::string k, std::string v) {
+    ours->emplace_back(std::move(k), std::move(v));
+  };
   set("SLURM_JOB_ID", job);
   set("SLURM_JOBID", job);
   set("SLURM_JOB_NAME", name);
-  // Issue 17: Slurm's compressed form (scontrol show hostnames expands it).
+  // Slurm's compressed form (scontrol show hostnames expands it).
   const std::string hostlist = CompressHostList(
       spec.nodelist.empty() ? std::vector<std::string>{spec.node} : spec.nodelist);
   set("SLURM_JOB_NODELIST", hostlist);
@@ -177,7 +183,7 @@ EnvList JobEnvironment(const api::LaunchSpec& spec) {
     set("SLURM_JOB_CPUS_PER_NODE",
         RepeatForm(std::vector<int>(static_cast<size_t>(NodeCount(spec)), spec.cpus)));
   }
-  // Issue 17: tasks, as sbatch sets them (only what the job asked for, but
+  // Tasks, as sbatch sets them (only what the job asked for, but
   // SLURM_TASKS_PER_NODE always), and the requeue count once there was one.
   if (const int tasks = TaskCount(spec); tasks > 0) {
     set("SLURM_NTASKS", std::to_string(tasks));
@@ -202,6 +208,19 @@ EnvList JobEnvironment(const api::LaunchSpec& spec) {
     set("SLURM_ARRAY_JOB_ID", std::to_string(spec.spec.array_job_id));
     set("SLURM_ARRAY_TASK_ID", std::to_string(spec.spec.array_task_id));
   }
+}
+
+// What torchrun and friends read (MASTER_*, PET_*), MPS's, the job's token and
+// who it runs as.
+void AddLauncherVariables(const api::LaunchSpec& spec, EnvList* ours) {
+  const std::string nnodes = std::to_string(NodeCount(spec));
+  const std::string rank = std::to_string(spec.node_rank);
+  const std::string nproc = std::to_string(ProcsPerNode(spec));
+  const std::string master = MasterAddr(spec);
+  const std::string port = std::to_string(spec.master_port);
+  auto set = [ours](std::string k, std::string v) {
+    ours->emplace_back(std::move(k), std::move(v));
+  };
   set("MASTER_ADDR", master);
   set("MASTER_PORT", port);
   set("WORLD_SIZE", std::to_string(NodeCount(spec) * ProcsPerNode(spec)));
@@ -213,7 +232,7 @@ EnvList JobEnvironment(const api::LaunchSpec& spec) {
   set("PET_MASTER_ADDR", master);
   set("PET_MASTER_PORT", port);
   for (auto& kv : MpsEnvironment(spec)) {
-    ours.push_back(std::move(kv));
+    ours->push_back(std::move(kv));
   }
   if (!spec.credential.empty()) set("HACHI_JOB_TOKEN", spec.credential);
   if (!spec.user.empty()) {
@@ -221,7 +240,11 @@ EnvList JobEnvironment(const api::LaunchSpec& spec) {
     set("LOGNAME", spec.user);
     if (std::string home = HomeOf(spec.user); !home.empty()) set("HOME", home);
   }
+}
 
+// The job's own variables, then ours, which win: a name of ours or a managed prefix
+// is dropped from the job's.
+EnvList MergeEnvironment(const api::LaunchSpec& spec, EnvList ours) {
   std::set<std::string_view> overridden;
   for (const auto& kv : ours) overridden.insert(kv.first);
   EnvList env;
@@ -239,6 +262,16 @@ EnvList JobEnvironment(const api::LaunchSpec& spec) {
   }
   for (auto& kv : ours) env.push_back(std::move(kv));
   return env;
+}
+
+}  // namespace
+
+EnvList JobEnvironment(const api::LaunchSpec& spec) {
+  EnvList ours;
+  AddHachiVariables(spec, &ours);
+  AddSlurmVariables(spec, &ours);
+  AddLauncherVariables(spec, &ours);
+  return MergeEnvironment(spec, std::move(ours));
 }
 
 EnvList MpsEnvironment(const api::LaunchSpec& spec) {

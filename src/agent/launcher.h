@@ -12,6 +12,7 @@
 // quickly, since time limits are enforced on the same thread.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -21,6 +22,7 @@
 
 #include "agent/container.h"
 #include "agent/isolation.h"
+#include "agent/spawn.h"
 #include "api/launch_spec.h"
 #include "core/clock.h"
 #include "core/status.h"
@@ -168,10 +170,31 @@ class ProcessLauncher final : public Launcher {
   std::vector<std::pair<JobId, Time>> AdoptedRuns() const override;
 
  private:
-  struct State;  // jobs, pending reports, stop flag: guarded by State::mu
-  void Supervise();
+  // launcher_state.h: the jobs, pending reports, stop flag (guarded by State::mu); one
+  // job's process; one round of the supervisor.
+  struct State;
+  struct Run;
+  struct Watch;
   void TakeOverLeftoverRuns();  // the constructor, before the supervisor starts
   void TakeOverCgroups();       // the constructor, after TakeOverLeftoverRuns
+
+  // Launch's stages (launcher.cc), in order; *Locked under State::mu.
+  SpawnRequest ProcessOf(const api::LaunchSpec& spec, bool holder) const;
+  Status SetCommand(const api::LaunchSpec& spec, bool holder, SpawnRequest& req, Run& run,
+                    std::vector<std::string>& binds) const;
+  Status Confine(const api::LaunchSpec& spec, bool holder,
+                 const std::vector<std::string>& binds, SpawnRequest& req,
+                 Run& run) const;
+  Result<Spawned> SpawnRun(const api::LaunchSpec& spec, SpawnRequest& req) const;
+  void LaunchFailedLocked(const api::LaunchSpec& spec, Run& run, const Status& why);
+  void StartedLocked(const api::LaunchSpec& spec, const SpawnRequest& req, bool holder,
+                     const Spawned& child, Run run,
+                     std::chrono::steady_clock::time_point now);
+
+  // The supervisor thread (launcher_supervise.cc).
+  void Supervise();
+  bool NextRound(Watch& w);
+  void EndRunLocked(JobId id);
 
   // Constant after construction.
   const Options options_;

@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,26 +13,17 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
-#include <deque>
 #include <map>
 #include <mutex>
 #include <set>
 
 #include "agent/environment.h"
 #include "agent/spawn.h"
+#include "agent/steps_state.h"
 #include "api/output_paths.h"
 
 namespace hachi::agent {
 namespace {
-
-using Mono = std::chrono::steady_clock;
-constexpr Mono::time_point kNever = Mono::time_point::max();
-constexpr size_t kReadSize = 64 * 1024;
-constexpr size_t kCoalesce = 64 * 1024;  // a chunk grows to this before a new one starts
-// How long a task's pipes are read after it exited, for a process that left its group
-// and still holds them.
-constexpr auto kDrainAfterExit = std::chrono::seconds(1);
 
 // srun's -o/-e pattern for one task: %t (task), %s (step) here, the job's patterns
 // (%j %x %A %a %u %N %n %%) by ExpandOutputPath; a width zero-pads as there.
@@ -70,11 +60,6 @@ std::string StepOutputPath(const std::string& pattern, const api::LaunchSpec& jo
 bool IsDirectory(const std::string& path) {
   struct stat st {};
   return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-void CloseFd(int* fd) {
-  if (*fd >= 0) close(*fd);
-  *fd = -1;
 }
 
 // A pseudo-terminal for a --pty task: its leader (non-blocking, for the agent) and
@@ -114,136 +99,114 @@ Result<std::pair<int, int>> OpenTerminal(uid_t uid, gid_t gid, int rows, int col
   return std::make_pair(leader, follower);
 }
 
-// Writes what the terminal takes of `pending` now; the rest stays.
-void FlushInput(int fd, std::string* pending) {
-  while (!pending->empty()) {
-    const ssize_t n = write(fd, pending->data(), pending->size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // EAGAIN: later, at POLLOUT
-    pending->erase(0, static_cast<size_t>(n));
+// What every task of a step shares: the job's run here, the directory and user.
+struct StepSetup {
+  const api::StepLaunch* launch;
+  const StepContext* ctx;
+  std::string workdir;
+  bool switch_user = false;
+  std::vector<gid_t> groups;
+};
+
+// A task started (pid, pidfd, the read ends of its pipes or its terminal), or why not.
+struct StartedTask {
+  Spawned child;
+  int out = -1;
+  int err = -1;
+  std::string why;
+};
+
+// The task's stdout and stderr: its --pty terminal (`*follower`, for the task), the
+// -o/-e files, or pipes (`out`, `err`: read end, write end). Errors: why, as text.
+std::string TaskStreams(const StepSetup& s, int rank, SpawnRequest& req, int out[2],
+                        int err[2], int* follower) {
+  const api::StepLaunch& l = *s.launch;
+  const api::LaunchSpec& job = s.ctx->spec;
+  if (l.pty) {
+    Result<std::pair<int, int>> term =
+        OpenTerminal(job.spec.uid, job.spec.gid, l.rows, l.cols);
+    if (!term.ok()) return term.status().message();
+    out[0] = term->first;
+    *follower = term->second;
+    req.stdin_fd = req.stdout_fd = req.stderr_fd = *follower;
+    req.controlling_tty = true;
+    // A terminal's programs want to know what it is.
+    bool has_term = false;
+    for (const auto& [k, v] : req.env) has_term = has_term || k == "TERM";
+    if (!has_term) req.env.emplace_back("TERM", "xterm");
+    return "";
   }
+  if (!l.stdout_pattern.empty()) {
+    req.stdout_path = StepOutputPath(l.stdout_pattern, job, l.step, rank);
+    req.stdout_dirs = OutputDirChain(req.stdout_path);
+  } else if (pipe2(out, O_CLOEXEC) == 0) {
+    req.stdout_fd = out[1];
+  } else {
+    return std::string("pipe: ") + strerror(errno);
+  }
+  if (!l.stderr_pattern.empty()) {
+    req.stderr_path = StepOutputPath(l.stderr_pattern, job, l.step, rank);
+    req.stderr_dirs = OutputDirChain(req.stderr_path);
+  } else if (!l.stdout_pattern.empty()) {
+    req.stderr_path = req.stdout_path;  // -o alone: both streams in its file
+  } else if (pipe2(err, O_CLOEXEC) == 0) {
+    req.stderr_fd = err[1];
+  } else {
+    return std::string("pipe: ") + strerror(errno);
+  }
+  return "";
+}
+
+// Starts the task of rank `rank` (the `local`th here) in the job's cgroup, as its user.
+StartedTask StartTask(const StepSetup& s, int rank, int local, const std::string& node) {
+  const api::StepLaunch& l = *s.launch;
+  const StepContext& ctx = *s.ctx;
+  SpawnRequest req;
+  req.argv = l.argv;
+  req.env = StepEnvironment(ctx.spec, l, rank, local);
+  req.workdir = s.workdir;
+  req.switch_user = s.switch_user;
+  req.uid = ctx.spec.spec.uid;
+  req.gid = ctx.spec.spec.gid;
+  req.groups = s.groups;
+  req.setup.cgroup_procs = ctx.cgroup_procs;
+  req.setup.rlimits = ctx.rlimits;  // memlock unlimited, many open files: the job's
+  req.append_output = true;         // tasks of a step may share one file (no %t)
+  int out[2] = {-1, -1}, err[2] = {-1, -1};
+  int follower = -1;
+  StartedTask t;
+  if (l.gpus_per_task > 0 && TaskGpus(ctx.spec, l, local).empty()) {
+    t.why = "--gpus-per-task=" + std::to_string(l.gpus_per_task) + " for task " +
+            std::to_string(rank) + ": the job has only " +
+            std::to_string(ctx.spec.gpus.size()) + " GPU(s) on " + node;
+  }
+  if (t.why.empty()) t.why = TaskStreams(s, rank, req, out, err, &follower);
+  if (t.why.empty()) {
+    req.exec_paths = ExecCandidates(req.argv[0], req.env);
+    Result<Spawned> child = Spawn(req);
+    if (child.ok()) {
+      t.child = *child;
+    } else {
+      t.why = child.status().message();
+    }
+  }
+  CloseFd(&out[1]);
+  CloseFd(&err[1]);
+  CloseFd(&follower);
+  if (!t.why.empty()) {
+    CloseFd(&out[0]);
+    CloseFd(&err[0]);
+    return t;
+  }
+  t.out = out[0];
+  t.err = err[0];
+  for (int fd : {t.out, t.err}) {
+    if (fd >= 0) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  }
+  return t;
 }
 
 }  // namespace
-
-struct StepRunner::State {
-  struct Task {
-    int rank = 0;
-    pid_t pid = -1;  // also its process group (a session of its own)
-    int pidfd = -1;
-    int out = -1;  // read ends of its pipes; -1 once closed (or a file)
-    int err = -1;
-    bool exited = false;
-    Mono::time_point close_by = kNever;  // its pipes are closed by then
-  };
-  struct Part {
-    api::StepLaunch launch;
-    std::vector<Task> tasks;
-    // Output not yet acknowledged; the first `inflight` chunks are in the report being
-    // sent (never dropped meanwhile).
-    std::deque<api::OutputChunk> pending;
-    size_t inflight = 0;
-    int64_t acked = 0;                 // the offset of pending.front()
-    int64_t unsent_bytes = 0;          // data of pending past the in-flight chunks
-    std::vector<api::TaskExit> exits;  // not acknowledged; the first exits_inflight sent
-    size_t exits_inflight = 0;
-    bool done_inflight = false;
-    bool ended = false;     // every task exited and its pipes are closed
-    bool stopping = false;  // cancelled: SIGKILL at kill_at
-    bool gone = false;      // the server ended the step: nothing more is sent
-    Mono::time_point kill_at = kNever;
-    int pty = -1;               // --pty: the terminal's leader (also tasks[0].out)
-    std::string input_pending;  // typed, not yet taken by the terminal
-
-    bool Unsent() const {
-      if (gone) return false;
-      return pending.size() > inflight || exits.size() > exits_inflight ||
-             (ended && !done_inflight);
-    }
-    bool Live() const {
-      return std::any_of(tasks.begin(), tasks.end(),
-                         [](const Task& t) { return !t.exited && t.pid > 0; });
-    }
-  };
-
-  mutable std::mutex mu;
-  std::map<state::StepKey, Part> parts;  // guarded by mu
-  std::set<state::StepKey> launched;     // guarded by mu: parts ever started here
-  std::deque<state::StepKey> launched_order;
-  bool stop = false;           // guarded by mu
-  std::condition_variable cv;  // on mu: something to send, a part removed, stop
-  int wake_fd = -1;            // eventfd for the I/O thread; constant
-
-  void Wake() const {
-    const uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = write(wake_fd, &one, sizeof one);
-  }
-
-  // Adds output of a task (mu held), dropping the oldest unsent output past the bound.
-  void Append(Part& p, int task, int fd, const char* data, size_t n, int64_t bound) {
-    if (p.gone) return;
-    if (p.pending.size() > p.inflight) {
-      api::OutputChunk& last = p.pending.back();
-      if (last.task == task && last.fd == fd && last.lost == 0 &&
-          last.data.size() < kCoalesce) {
-        last.data.append(data, n);
-        p.unsent_bytes += static_cast<int64_t>(n);
-        Bound(p, bound);
-        return;
-      }
-    }
-    p.pending.push_back(api::OutputChunk{task, fd, std::string(data, n), 0});
-    p.unsent_bytes += static_cast<int64_t>(n);
-    Bound(p, bound);
-    cv.notify_all();
-  }
-  static void Bound(Part& p, int64_t bound) {
-    for (size_t i = p.inflight; p.unsent_bytes > bound && i + 1 < p.pending.size(); ++i) {
-      api::OutputChunk& c = p.pending[i];
-      if (c.lost > 0) continue;
-      c.lost = static_cast<int64_t>(c.data.size());
-      p.unsent_bytes -= c.lost;
-      c.data.clear();
-      c.data.shrink_to_fit();
-      // Neighbouring gaps of the same stream become one.
-      if (i > p.inflight) {
-        api::OutputChunk& prev = p.pending[i - 1];
-        if (prev.lost > 0 && prev.task == c.task && prev.fd == c.fd) {
-          prev.lost += c.lost;
-          p.pending.erase(p.pending.begin() + static_cast<std::ptrdiff_t>(i));
-          --i;
-        }
-      }
-    }
-  }
-  // A task's process ended (mu held).
-  void Exited(Part& p, Task& t, int status) {
-    t.exited = true;
-    api::TaskExit e;
-    e.task = t.rank;
-    if (WIFSIGNALED(status)) {
-      e.kind = p.stopping ? api::ExitKind::kCancelled : api::ExitKind::kSignaled;
-      e.signal = WTERMSIG(status);
-    } else {
-      e.kind = api::ExitKind::kExited;
-      e.exit_code = WEXITSTATUS(status);
-    }
-    p.exits.push_back(std::move(e));
-    kill(-t.pid, SIGKILL);  // what is left of its group: the task is over
-    CloseFd(&t.pidfd);
-    t.close_by = Mono::now() + kDrainAfterExit;
-    cv.notify_all();
-  }
-  // Marks the part ended once every task exited and its pipes are closed (mu held).
-  void CheckEnded(Part& p) {
-    if (p.ended) return;
-    for (const Task& t : p.tasks) {
-      if (!t.exited || t.out >= 0 || t.err >= 0) return;
-    }
-    p.ended = true;
-    cv.notify_all();
-  }
-};
 
 StepRunner::StepRunner(Options options, ContextFn context, SendFn send)
     : options_(std::move(options)),
@@ -310,107 +273,40 @@ void StepRunner::Launch(const api::StepLaunch& l) {
     fail_all("job steps in container jobs are not available yet");
     return;
   }
-  const bool root = geteuid() == 0;
-  const bool switch_user = root && ctx->spec.spec.uid != 0;
-  std::vector<gid_t> groups;
-  if (switch_user)
-    groups = GroupsOf(ctx->spec.user, ctx->spec.spec.uid, ctx->spec.spec.gid);
-  std::string workdir = l.workdir.empty() ? ctx->spec.spec.workdir : l.workdir;
-  if (workdir.empty()) workdir = "/";
-  if (!IsDirectory(workdir)) {
+  StepSetup setup;
+  setup.launch = &l;
+  setup.ctx = &*ctx;
+  setup.switch_user = geteuid() == 0 && ctx->spec.spec.uid != 0;
+  if (setup.switch_user) {
+    setup.groups = GroupsOf(ctx->spec.user, ctx->spec.spec.uid, ctx->spec.spec.gid);
+  }
+  setup.workdir = l.workdir.empty() ? ctx->spec.spec.workdir : l.workdir;
+  if (setup.workdir.empty()) setup.workdir = "/";
+  if (!IsDirectory(setup.workdir)) {
     // Slurm's stepd does the same on a node without the submit host's directory.
     const std::string note = "hachi: " + options_.node + ": couldn't chdir to `" +
-                             workdir +
+                             setup.workdir +
                              "': No such file or directory: going to /tmp instead\n";
     state_->Append(p, l.tasks.empty() ? 0 : l.tasks[0], 2, note.data(), note.size(),
                    options_.buffer_bytes);
-    workdir = "/tmp";
+    setup.workdir = "/tmp";
   }
   for (size_t i = 0; i < l.tasks.size(); ++i) {
     const int rank = l.tasks[i];
-    const int local = static_cast<int>(i);
+    StartedTask started = StartTask(setup, rank, static_cast<int>(i), options_.node);
     State::Task t;
     t.rank = rank;
-    SpawnRequest req;
-    req.argv = l.argv;
-    req.env = StepEnvironment(ctx->spec, l, rank, local);
-    req.workdir = workdir;
-    req.switch_user = switch_user;
-    req.uid = ctx->spec.spec.uid;
-    req.gid = ctx->spec.spec.gid;
-    req.groups = groups;
-    req.setup.cgroup_procs = ctx->cgroup_procs;
-    req.setup.rlimits = ctx->rlimits;  // memlock unlimited, many open files: the job's
-    req.append_output = true;          // tasks of a step may share one file (no %t)
-    int out[2] = {-1, -1}, err[2] = {-1, -1};
-    int follower = -1;
-    std::string why;
-    if (l.gpus_per_task > 0 && TaskGpus(ctx->spec, l, local).empty()) {
-      why = "--gpus-per-task=" + std::to_string(l.gpus_per_task) + " for task " +
-            std::to_string(rank) + ": the job has only " +
-            std::to_string(ctx->spec.gpus.size()) + " GPU(s) on " + options_.node;
-    }
-    if (why.empty() && l.pty) {
-      Result<std::pair<int, int>> term =
-          OpenTerminal(ctx->spec.spec.uid, ctx->spec.spec.gid, l.rows, l.cols);
-      if (term.ok()) {
-        out[0] = term->first;
-        follower = term->second;
-        req.stdin_fd = req.stdout_fd = req.stderr_fd = follower;
-        req.controlling_tty = true;
-        // A terminal's programs want to know what it is.
-        bool has_term = false;
-        for (const auto& [k, v] : req.env) has_term = has_term || k == "TERM";
-        if (!has_term) req.env.emplace_back("TERM", "xterm");
-      } else {
-        why = term.status().message();
-      }
-    } else if (why.empty()) {
-      if (!l.stdout_pattern.empty()) {
-        req.stdout_path = StepOutputPath(l.stdout_pattern, ctx->spec, l.step, rank);
-        req.stdout_dirs = OutputDirChain(req.stdout_path);
-      } else if (pipe2(out, O_CLOEXEC) == 0) {
-        req.stdout_fd = out[1];
-      } else {
-        why = std::string("pipe: ") + strerror(errno);
-      }
-    }
-    if (why.empty() && !l.pty) {
-      if (!l.stderr_pattern.empty()) {
-        req.stderr_path = StepOutputPath(l.stderr_pattern, ctx->spec, l.step, rank);
-        req.stderr_dirs = OutputDirChain(req.stderr_path);
-      } else if (!l.stdout_pattern.empty()) {
-        req.stderr_path = req.stdout_path;  // -o alone: both streams in its file
-      } else if (pipe2(err, O_CLOEXEC) == 0) {
-        req.stderr_fd = err[1];
-      } else {
-        why = std::string("pipe: ") + strerror(errno);
-      }
-    }
-    Result<Spawned> child = Internal("not started");
-    if (why.empty()) {
-      req.exec_paths = ExecCandidates(req.argv[0], req.env);
-      child = Spawn(req);
-      if (!child.ok()) why = child.status().message();
-    }
-    CloseFd(&out[1]);
-    CloseFd(&err[1]);
-    CloseFd(&follower);
-    if (!why.empty()) {
-      CloseFd(&out[0]);
-      CloseFd(&err[0]);
+    if (!started.why.empty()) {
       t.exited = true;
-      p.exits.push_back(api::TaskExit{rank, api::ExitKind::kLaunchFailed, 0, 0, why, ""});
+      p.exits.push_back(
+          api::TaskExit{rank, api::ExitKind::kLaunchFailed, 0, 0, started.why, ""});
       p.tasks.push_back(t);
       continue;
     }
-    t.pid = child->pid;
-    t.pidfd = child->pidfd;
-    t.out = out[0];
-    t.err = err[0];
-    for (int fd : {t.out, t.err}) {
-      if (fd >= 0) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-    }
+    t.pid = started.child.pid;
+    t.pidfd = started.child.pidfd;
+    t.out = started.out;
+    t.err = started.err;
     if (l.pty) p.pty = t.out;
     p.tasks.push_back(t);
   }
@@ -482,215 +378,6 @@ bool StepRunner::WaitIdle(int wait_ms) const {
   std::unique_lock<std::mutex> lock(state_->mu);
   return state_->cv.wait_for(lock, std::chrono::milliseconds(wait_ms),
                              [&] { return state_->parts.empty(); });
-}
-
-void StepRunner::IoLoop() {
-  // Which task and stream each polled descriptor is: 0 pidfd, 1 stdout, 2 stderr.
-  struct Slot {
-    state::StepKey key;
-    size_t task;
-    int which;
-    int fd;
-  };
-  std::vector<pollfd> fds;
-  std::vector<Slot> slots;
-  std::vector<char> buf(kReadSize);
-  for (;;) {
-    fds.clear();
-    slots.clear();
-    fds.push_back({state_->wake_fd, POLLIN, 0});
-    slots.push_back({});
-    Mono::time_point next = kNever;
-    {
-      std::lock_guard<std::mutex> lock(state_->mu);
-      if (state_->stop) return;
-      for (auto& [key, p] : state_->parts) {
-        if (p.stopping) next = std::min(next, p.kill_at);
-        for (size_t i = 0; i < p.tasks.size(); ++i) {
-          const State::Task& t = p.tasks[i];
-          if (t.pidfd >= 0) {
-            fds.push_back({t.pidfd, POLLIN, 0});
-            slots.push_back({key, i, 0, t.pidfd});
-          }
-          for (int which : {1, 2}) {
-            const int fd = which == 1 ? t.out : t.err;
-            if (fd < 0) continue;
-            const bool out_waits = fd == p.pty && !p.input_pending.empty();
-            fds.push_back(
-                {fd, static_cast<short>(POLLIN | (out_waits ? POLLOUT : 0)), 0});
-            slots.push_back({key, i, which, fd});
-          }
-          if (t.exited && (t.out >= 0 || t.err >= 0)) next = std::min(next, t.close_by);
-        }
-      }
-    }
-    int timeout = -1;
-    if (next != kNever) {
-      const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(next - Mono::now())
-              .count();
-      timeout = static_cast<int>(std::clamp<int64_t>(left + 1, 0, 60000));
-    }
-    const int n = poll(fds.data(), fds.size(), timeout);
-    if (n < 0 && errno != EINTR) continue;
-    if (fds[0].revents & POLLIN) {
-      uint64_t v;
-      [[maybe_unused]] ssize_t r = read(state_->wake_fd, &v, sizeof v);
-    }
-    std::lock_guard<std::mutex> lock(state_->mu);
-    if (state_->stop) return;
-    for (size_t i = 1; i < fds.size(); ++i) {
-      if (fds[i].revents == 0) continue;
-      const Slot& s = slots[i];
-      auto it = state_->parts.find(s.key);
-      if (it == state_->parts.end() || s.task >= it->second.tasks.size()) continue;
-      State::Part& p = it->second;
-      State::Task& t = p.tasks[s.task];
-      if (s.which == 0) {
-        if (t.pidfd != s.fd) continue;
-        int status = 0;
-        if (waitpid(t.pid, &status, WNOHANG) == t.pid) state_->Exited(p, t, status);
-        continue;
-      }
-      int& fd = s.which == 1 ? t.out : t.err;
-      if (fd != s.fd) continue;
-      if (fd == p.pty && (fds[i].revents & POLLOUT)) FlushInput(fd, &p.input_pending);
-      if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      const ssize_t r = read(fd, buf.data(), buf.size());
-      if (r > 0) {
-        state_->Append(p, t.rank, s.which, buf.data(), static_cast<size_t>(r),
-                       options_.buffer_bytes);
-      } else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
-        // A terminal's leader reads EIO once no one holds the follower: its end.
-        if (fd == p.pty) {
-          p.pty = -1;
-          p.input_pending.clear();
-        }
-        CloseFd(&fd);
-      }
-    }
-    const Mono::time_point now = Mono::now();
-    for (auto& [key, p] : state_->parts) {
-      if (p.stopping && now >= p.kill_at) {
-        for (const State::Task& t : p.tasks) {
-          if (!t.exited && t.pid > 0) kill(-t.pid, SIGKILL);
-        }
-        p.kill_at = kNever;
-      }
-      for (State::Task& t : p.tasks) {
-        if (t.exited && now >= t.close_by) {
-          if (t.out == p.pty) p.pty = -1;
-          CloseFd(&t.out);
-          CloseFd(&t.err);
-        }
-      }
-      state_->CheckEnded(p);
-    }
-    // Parts the server no longer wants, once their tasks are gone.
-    for (auto it = state_->parts.begin(); it != state_->parts.end();) {
-      if (it->second.gone && it->second.ended) {
-        it = state_->parts.erase(it);
-        state_->cv.notify_all();
-      } else {
-        ++it;
-      }
-    }
-  }
-}
-
-void StepRunner::SendLoop() {
-  int backoff_ms = 100;
-  std::unique_lock<std::mutex> lock(state_->mu);
-  for (;;) {
-    state_->cv.wait(lock, [&] {
-      if (state_->stop) return true;
-      return std::any_of(state_->parts.begin(), state_->parts.end(),
-                         [](const auto& kv) { return kv.second.Unsent(); });
-    });
-    if (state_->stop) return;
-    // One report per part with something new, all of its output up to the batch bound.
-    std::vector<api::StepReport> batch;
-    int64_t room = options_.batch_bytes;
-    for (auto& [key, p] : state_->parts) {
-      if (!p.Unsent()) continue;
-      api::StepReport r;
-      r.job = key.job;
-      r.job_start = key.job_start;
-      r.step = key.step;
-      r.seq = p.acked;
-      size_t take = 0;
-      while (take < p.pending.size() && (take == 0 || room > 0)) {
-        room -= static_cast<int64_t>(p.pending[take].data.size());
-        r.chunks.push_back(p.pending[take]);
-        ++take;
-      }
-      p.inflight = take;
-      for (size_t i = 0; i < take; ++i)
-        p.unsent_bytes -= static_cast<int64_t>(p.pending[i].data.size());
-      r.exits = p.exits;
-      p.exits_inflight = p.exits.size();
-      r.done = p.ended && take == p.pending.size();
-      p.done_inflight = r.done;
-      batch.push_back(std::move(r));
-      if (room <= 0) break;
-    }
-    lock.unlock();
-    Result<std::vector<api::StepAck>> acks = send_(batch);
-    lock.lock();
-    if (!acks.ok()) {
-      // Nothing was taken: the same output goes again, with whatever came meanwhile.
-      for (const api::StepReport& r : batch) {
-        auto it = state_->parts.find({r.job, r.job_start, r.step});
-        if (it == state_->parts.end()) continue;
-        State::Part& p = it->second;
-        for (size_t i = 0; i < p.inflight; ++i)
-          p.unsent_bytes += static_cast<int64_t>(p.pending[i].data.size());
-        p.inflight = 0;
-        p.exits_inflight = 0;
-        p.done_inflight = false;
-      }
-      if (state_->stop) return;
-      state_->cv.wait_for(lock, std::chrono::milliseconds(backoff_ms),
-                          [&] { return state_->stop; });
-      backoff_ms = std::min(backoff_ms * 2, 2000);
-      continue;
-    }
-    backoff_ms = 100;
-    for (const api::StepReport& r : batch) {
-      const state::StepKey key{r.job, r.job_start, r.step};
-      auto it = state_->parts.find(key);
-      if (it == state_->parts.end()) continue;
-      State::Part& p = it->second;
-      const api::StepAck* ack = nullptr;
-      for (const api::StepAck& a : *acks) {
-        if (a.job == r.job && a.job_start == r.job_start && a.step == r.step) ack = &a;
-      }
-      for (size_t i = 0; i < p.inflight; ++i) {
-        p.acked += p.pending.front().size();
-        p.pending.pop_front();
-      }
-      p.inflight = 0;
-      p.exits.erase(p.exits.begin(),
-                    p.exits.begin() + static_cast<std::ptrdiff_t>(p.exits_inflight));
-      p.exits_inflight = 0;
-      if (ack != nullptr && ack->gone && !p.gone) {
-        // The server ended the step (the job's end, a lost node): stop what runs.
-        p.gone = true;
-        p.pending.clear();
-        p.unsent_bytes = 0;
-        for (const State::Task& t : p.tasks) {
-          if (!t.exited && t.pid > 0) kill(-t.pid, SIGKILL);
-        }
-        state_->Wake();
-      }
-      if ((p.done_inflight || p.gone) && p.ended) {
-        state_->parts.erase(it);
-        state_->cv.notify_all();
-      } else {
-        p.done_inflight = false;
-      }
-    }
-  }
 }
 
 }  // namespace hachi::agent

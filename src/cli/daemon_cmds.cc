@@ -571,38 +571,35 @@ std::unique_ptr<agent::Launcher> RealLauncher(const std::string& spool,
   return launcher;
 }
 
-}  // namespace
+// ---- hachi server ----
 
-void AddDaemonCommands(CLI::App& app, int* exit_code) {
-  auto sf = std::make_shared<ServerFlags>();
-  CLI::App* srv =
-      app.add_subcommand("server", "Run the controller (REST API, scheduler, state)");
-  AddServerFlags(srv, sf.get());
-  srv->callback([sf, exit_code] {
-    const sigset_t stop = BlockStopSignals();
-    Status resolved = ResolveServerFlags(sf.get(), "/var/lib/hachi");
-    if (!resolved.ok()) return void(*exit_code = Fail(resolved));
-    const std::string dir = sf->state_dir;
-    Result<RunningServer> rs = StartServer(*sf, dir);
-    if (!rs.ok()) return void(*exit_code = Fail(rs.status()));
-    std::cerr << "hachi server: listening on " << rs->http->url()
-              << " and unix:" << rs->http->unix_socket() << "; state in " << dir
-              << "/hachi.db\n";
-    WaitStopSignal(stop);
-    rs->controller->Stop();
-    rs->http->Stop();
-  });
+int RunServer(ServerFlags* f) {
+  const sigset_t stop = BlockStopSignals();
+  Status resolved = ResolveServerFlags(f, "/var/lib/hachi");
+  if (!resolved.ok()) return Fail(resolved);
+  const std::string dir = f->state_dir;
+  Result<RunningServer> rs = StartServer(*f, dir);
+  if (!rs.ok()) return Fail(rs.status());
+  std::cerr << "hachi server: listening on " << rs->http->url()
+            << " and unix:" << rs->http->unix_socket() << "; state in " << dir
+            << "/hachi.db\n";
+  WaitStopSignal(stop);
+  rs->controller->Stop();
+  rs->http->Stop();
+  return 0;
+}
 
-  struct AgentFlags {
-    std::string server, name, address, preset, topology_file, spool_dir,
-        container_runtime, cgroup = "auto", cgroup_parent, cluster_secret_file,
-                           mps = "auto", mps_control, mps_dir;
-    int64_t pids_reserve = -1;
-    double usage_interval = 10;
-  };
-  auto af = std::make_shared<AgentFlags>();
-  CLI::App* agt =
-      app.add_subcommand("agent", "Run the node agent: discover GPUs, run jobs");
+// ---- hachi agent ----
+
+struct AgentFlags {
+  std::string server, name, address, preset, topology_file, spool_dir, container_runtime,
+      cgroup = "auto", cgroup_parent, cluster_secret_file, mps = "auto", mps_control,
+      mps_dir;
+  int64_t pids_reserve = -1;
+  double usage_interval = 10;
+};
+
+void AddAgentFlags(CLI::App* agt, AgentFlags* af) {
   agt->add_option(
       "--server", af->server,
       "Server URL (default $HACHI_SERVER or " + std::string(api::kDefaultServer) + ")");
@@ -648,71 +645,85 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
                   "Seconds between samples of each running job's GPUs (NVML), CPU time "
                   "and memory (cgroup); 0: none (default 10; docs/efficiency.md)")
       ->check(CLI::Range(0.0, 3600.0));
-  agt->callback([af, exit_code] {
-    const sigset_t stop = BlockStopSignals();
-    Result<NodeShape> shape = AgentShape(af->preset, af->topology_file);
-    if (!shape.ok()) return void(*exit_code = Fail(shape.status()));
-    agent::AgentOptions o;
-    o.server = api::ResolveServer(af->server);
-    Result<std::string> secret = AgentClusterSecret(af->cluster_secret_file);
-    if (!secret.ok()) return void(*exit_code = Fail(secret.status()));
-    o.cluster_secret = *secret;
-    o.node = af->name.empty() ? HostName() : af->name;
-    o.address = af->address;
-    o.topology_json = shape->topology_json;
-    o.cpus = shape->cpus;
-    o.memory_mib = shape->memory_mib;
-    o.simulated = !af->preset.empty() || !af->topology_file.empty();
-    if (!o.simulated) o.gpu_driver = GpuDriverVersion();
-    const std::string spool = af->spool_dir.empty() ? "/var/spool/hachi" : af->spool_dir;
-    // One agent per spool: a second one would stop the first one's runs as leftovers.
-    if (Status made = EnsurePrivateDir(spool, 0711, std::cerr); !made.ok()) {
-      return void(*exit_code = Fail(made));
-    }
-    Result<int> spool_lock = LockDir(spool, "agent");
-    if (!spool_lock.ok()) return void(*exit_code = Fail(spool_lock.status()));
-    const std::string runtime = af->container_runtime;
-    Result<agent::IsolationOptions> iso =
-        JobIsolation(af->cgroup, CgroupParentFor(af->cgroup_parent, spool),
-                     o.topology_json, o.node, &o.cgroup, af->pids_reserve);
-    if (!iso.ok()) return void(*exit_code = Fail(iso.status()));
-    auto events = std::make_shared<std::atomic<agent::AgentDaemon*>>(nullptr);
-    o.mps = GpuSharing(af->mps, af->mps_control,
-                       af->mps_dir.empty() ? spool + "/mps" : af->mps_dir, o.simulated,
-                       o.topology_json, o.node, events, &o.gpu_sharing);
-    SampleUsage(af->usage_interval, o.simulated, &o);
-    agent::AgentDaemon d(o, [spool, runtime, iso = *iso, topology = o.topology_json,
-                             server = o.server](agent::ExitCallback cb) {
-      return RealLauncher(spool, runtime, iso, topology, server, cb);
-    });
-    events->store(&d);
-    Status s = d.Start();
-    if (!s.ok()) return void(*exit_code = Fail(s));
-    std::cerr << "hachi agent: node " << o.node << " (" << shape->what << "), server "
-              << o.server << "\n";
-    // Real GPUs only: a simulated node has none to watch.
-    GpuWatch health;
-    if (af->preset.empty() && af->topology_file.empty()) {
-      health = WatchGpus(&d, o.node, o.topology_json);
-    }
-    WaitStopSignal(stop);
-    health.Stop();
-    d.Stop(/*cancel_jobs=*/false);
-  });
+}
 
-  struct DevFlags {
-    ServerFlags server;
-    int nodes = 2;
-    std::string preset = "hgx-h100";
-    std::string container_runtime;
-    std::string cgroup = "none";  // simulated nodes share this machine's devices
-    std::string mps = "auto", mps_control;
-    double usage_interval = 10;
-  };
-  auto df = std::make_shared<DevFlags>();
-  CLI::App* dev = app.add_subcommand(
-      "dev",
-      "Server and agents in one process, on localhost (simulated nodes without GPUs)");
+// The node as the flags describe it: its shape (real or simulated), the server and its
+// cluster secret, its name and address.
+Result<agent::AgentOptions> AgentOptionsFrom(const AgentFlags& af, NodeShape* shape) {
+  Result<NodeShape> got = AgentShape(af.preset, af.topology_file);
+  if (!got.ok()) return got.status();
+  *shape = *got;
+  agent::AgentOptions o;
+  o.server = api::ResolveServer(af.server);
+  Result<std::string> secret = AgentClusterSecret(af.cluster_secret_file);
+  if (!secret.ok()) return secret.status();
+  o.cluster_secret = *secret;
+  o.node = af.name.empty() ? HostName() : af.name;
+  o.address = af.address;
+  o.topology_json = shape->topology_json;
+  o.cpus = shape->cpus;
+  o.memory_mib = shape->memory_mib;
+  o.simulated = !af.preset.empty() || !af.topology_file.empty();
+  if (!o.simulated) o.gpu_driver = GpuDriverVersion();
+  return o;
+}
+
+int RunAgent(const AgentFlags& af) {
+  const sigset_t stop = BlockStopSignals();
+  NodeShape shape;
+  Result<agent::AgentOptions> opts = AgentOptionsFrom(af, &shape);
+  if (!opts.ok()) return Fail(opts.status());
+  agent::AgentOptions& o = *opts;
+  const std::string spool = af.spool_dir.empty() ? "/var/spool/hachi" : af.spool_dir;
+  // One agent per spool: a second one would stop the first one's runs as leftovers.
+  if (Status made = EnsurePrivateDir(spool, 0711, std::cerr); !made.ok()) {
+    return Fail(made);
+  }
+  Result<int> spool_lock = LockDir(spool, "agent");
+  if (!spool_lock.ok()) return Fail(spool_lock.status());
+  const std::string runtime = af.container_runtime;
+  Result<agent::IsolationOptions> iso =
+      JobIsolation(af.cgroup, CgroupParentFor(af.cgroup_parent, spool), o.topology_json,
+                   o.node, &o.cgroup, af.pids_reserve);
+  if (!iso.ok()) return Fail(iso.status());
+  auto events = std::make_shared<std::atomic<agent::AgentDaemon*>>(nullptr);
+  o.mps =
+      GpuSharing(af.mps, af.mps_control, af.mps_dir.empty() ? spool + "/mps" : af.mps_dir,
+                 o.simulated, o.topology_json, o.node, events, &o.gpu_sharing);
+  SampleUsage(af.usage_interval, o.simulated, &o);
+  agent::AgentDaemon d(o, [spool, runtime, iso = *iso, topology = o.topology_json,
+                           server = o.server](agent::ExitCallback cb) {
+    return RealLauncher(spool, runtime, iso, topology, server, cb);
+  });
+  events->store(&d);
+  Status s = d.Start();
+  if (!s.ok()) return Fail(s);
+  std::cerr << "hachi agent: node " << o.node << " (" << shape.what << "), server "
+            << o.server << "\n";
+  // Real GPUs only: a simulated node has none to watch.
+  GpuWatch health;
+  if (af.preset.empty() && af.topology_file.empty()) {
+    health = WatchGpus(&d, o.node, o.topology_json);
+  }
+  WaitStopSignal(stop);
+  health.Stop();
+  d.Stop(/*cancel_jobs=*/false);
+  return 0;
+}
+
+// ---- hachi dev ----
+
+struct DevFlags {
+  ServerFlags server;
+  int nodes = 2;
+  std::string preset = "hgx-h100";
+  std::string container_runtime;
+  std::string cgroup = "none";  // simulated nodes share this machine's devices
+  std::string mps = "auto", mps_control;
+  double usage_interval = 10;
+};
+
+void AddDevFlags(CLI::App* dev, DevFlags* df) {
   AddServerFlags(dev, &df->server);
   dev->add_option("--nodes", df->nodes, "Simulated nodes (default 2)")
       ->check(CLI::Range(1, 64));
@@ -734,91 +745,141 @@ void AddDaemonCommands(CLI::App& app, int* exit_code) {
                   "Seconds between samples of each running job's GPUs, CPU time and "
                   "memory; 0: none (default 10; docs/efficiency.md)")
       ->check(CLI::Range(0.0, 3600.0));
-  dev->callback([df, exit_code] {
-    const sigset_t stop = BlockStopSignals();
-    Status resolved = ResolveServerFlags(&df->server, DefaultStateDir());
-    if (!resolved.ok()) return void(*exit_code = Fail(resolved));
-    const std::string dir = df->server.state_dir;
-    // Real GPUs when NVML finds some (one node: this machine), else simulated ones.
-    std::vector<NodeShape> shapes;
-    std::vector<std::string> names;
-    bool real_gpus = false;
-    if (Result<topo::Topology> real = topo::DiscoverLocalTopology();
-        real.ok() && real->gpu_count() > 0) {
-      Result<NodeShape> s = AgentShape("", "");
-      if (s.ok()) {
-        shapes.push_back(*s);
-        names.push_back(HostName());
-        real_gpus = true;
-      }
+}
+
+// hachi dev's nodes: this machine when NVML finds GPUs on it (one node), else
+// `df.nodes` simulated ones of `df.preset`.
+struct DevNodes {
+  std::vector<NodeShape> shapes;
+  std::vector<std::string> names;
+  bool real_gpus = false;
+};
+
+Result<DevNodes> DevNodesFor(const DevFlags& df) {
+  DevNodes n;
+  if (Result<topo::Topology> real = topo::DiscoverLocalTopology();
+      real.ok() && real->gpu_count() > 0) {
+    Result<NodeShape> s = AgentShape("", "");
+    if (s.ok()) {
+      n.shapes.push_back(*s);
+      n.names.push_back(HostName());
+      n.real_gpus = true;
     }
-    if (shapes.empty()) {
-      Result<NodeShape> s = PresetShape(df->preset);
-      if (!s.ok()) return void(*exit_code = Fail(s.status()));
-      for (int i = 1; i <= df->nodes; ++i) {
-        shapes.push_back(*s);
-        names.push_back("node" + std::to_string(i));
-      }
+  }
+  if (n.shapes.empty()) {
+    Result<NodeShape> s = PresetShape(df.preset);
+    if (!s.ok()) return s.status();
+    for (int i = 1; i <= df.nodes; ++i) {
+      n.shapes.push_back(*s);
+      n.names.push_back("node" + std::to_string(i));
     }
-    Result<RunningServer> rs = StartServer(df->server, dir, names);
-    if (!rs.ok()) return void(*exit_code = Fail(rs.status()));
-    const std::string url = rs->http->url();
-    std::vector<std::unique_ptr<agent::AgentDaemon>> agents;
-    for (size_t i = 0; i < shapes.size(); ++i) {
-      agent::AgentOptions o;
-      o.server = url;
-      o.cluster_secret = rs->cluster_secret;
-      o.node = names[i];
-      o.address = "127.0.0.1";
-      o.topology_json = shapes[i].topology_json;
-      o.cpus = shapes[i].cpus;
-      o.memory_mib = shapes[i].memory_mib;
-      o.simulated = !real_gpus;
-      if (real_gpus) o.gpu_driver = GpuDriverVersion();
-      const std::string spool = dir + "/spool/" + names[i];
-      Result<agent::IsolationOptions> iso = JobIsolation(
-          df->cgroup, CgroupParentFor("", spool), o.topology_json, o.node, &o.cgroup);
-      if (!iso.ok()) return void(*exit_code = Fail(iso.status()));
-      auto events = std::make_shared<std::atomic<agent::AgentDaemon*>>(nullptr);
-      o.mps = GpuSharing(df->mps, df->mps_control, spool + "/mps", o.simulated,
-                         o.topology_json, o.node, events, &o.gpu_sharing);
-      SampleUsage(df->usage_interval, o.simulated, &o);
-      // Jobs reach the server on its socket: the kernel says who they are.
-      agents.push_back(std::make_unique<agent::AgentDaemon>(
-          o,
-          [spool, runtime = df->container_runtime, iso = *iso, topology = o.topology_json,
-           server = "unix:" + rs->http->unix_socket()](agent::ExitCallback cb) {
-            return RealLauncher(spool, runtime, iso, topology, server, cb);
-          }));
-      events->store(agents.back().get());
-      Status s = agents.back()->Start();
-      if (!s.ok()) return void(*exit_code = Fail(s));
-    }
-    GpuWatch health;
-    if (real_gpus) {
-      health =
-          WatchGpus(agents.front().get(), names.front(), shapes.front().topology_json);
-    }
-    std::cerr << "hachi dev: listening on " << url << " (unix:" << rs->http->unix_socket()
-              << "), " << shapes.size() << " node(s): " << shapes[0].what << "; state in "
-              << dir << "\n"
-              << "  try: HACHI_SERVER=unix:" << rs->http->unix_socket()
-              << " hachi run --gpus 2 -- nvidia-smi -L\n"
-              << "  dashboard: " << url << "/\n";
-    WaitStopSignal(stop);
-    std::cerr << "hachi dev: stopping (cancelling running jobs)\n";
-    health.Stop();
-    // Jobs first, while the server still records their ends; then the server, whose
-    // stop wakes the agents' long polls; then the agents and the HTTP threads.
-    std::vector<std::thread> cancels;
-    for (auto& a : agents) {
-      cancels.emplace_back([&a] { a->CancelAll(15000); });
-    }
-    for (std::thread& t : cancels) t.join();
-    rs->controller->Stop();
-    for (auto& a : agents) a->Stop(/*cancel_jobs=*/true);
-    rs->http->Stop();
-  });
+  }
+  return n;
+}
+
+// The agent of node `i`, in this process, started.
+Result<std::unique_ptr<agent::AgentDaemon>> StartDevAgent(const DevFlags& df,
+                                                          const DevNodes& nodes, size_t i,
+                                                          const RunningServer& rs) {
+  agent::AgentOptions o;
+  o.server = rs.http->url();
+  o.cluster_secret = rs.cluster_secret;
+  o.node = nodes.names[i];
+  o.address = "127.0.0.1";
+  o.topology_json = nodes.shapes[i].topology_json;
+  o.cpus = nodes.shapes[i].cpus;
+  o.memory_mib = nodes.shapes[i].memory_mib;
+  o.simulated = !nodes.real_gpus;
+  if (nodes.real_gpus) o.gpu_driver = GpuDriverVersion();
+  const std::string spool = df.server.state_dir + "/spool/" + nodes.names[i];
+  Result<agent::IsolationOptions> iso = JobIsolation(
+      df.cgroup, CgroupParentFor("", spool), o.topology_json, o.node, &o.cgroup);
+  if (!iso.ok()) return iso.status();
+  auto events = std::make_shared<std::atomic<agent::AgentDaemon*>>(nullptr);
+  o.mps = GpuSharing(df.mps, df.mps_control, spool + "/mps", o.simulated, o.topology_json,
+                     o.node, events, &o.gpu_sharing);
+  SampleUsage(df.usage_interval, o.simulated, &o);
+  // Jobs reach the server on its socket: the kernel says who they are.
+  auto a = std::make_unique<agent::AgentDaemon>(
+      o, [spool, runtime = df.container_runtime, iso = *iso, topology = o.topology_json,
+          server = "unix:" + rs.http->unix_socket()](agent::ExitCallback cb) {
+        return RealLauncher(spool, runtime, iso, topology, server, cb);
+      });
+  events->store(a.get());
+  HACHI_RETURN_IF_ERROR(a->Start());
+  return a;
+}
+
+int RunDev(DevFlags* df) {
+  const sigset_t stop = BlockStopSignals();
+  Status resolved = ResolveServerFlags(&df->server, DefaultStateDir());
+  if (!resolved.ok()) return Fail(resolved);
+  const std::string dir = df->server.state_dir;
+  Result<DevNodes> nodes = DevNodesFor(*df);
+  if (!nodes.ok()) return Fail(nodes.status());
+  Result<RunningServer> rs = StartServer(df->server, dir, nodes->names);
+  if (!rs.ok()) return Fail(rs.status());
+  const std::string url = rs->http->url();
+  std::vector<std::unique_ptr<agent::AgentDaemon>> agents;
+  for (size_t i = 0; i < nodes->shapes.size(); ++i) {
+    Result<std::unique_ptr<agent::AgentDaemon>> a = StartDevAgent(*df, *nodes, i, *rs);
+    if (!a.ok()) return Fail(a.status());
+    agents.push_back(std::move(*a));
+  }
+  GpuWatch health;
+  if (nodes->real_gpus) {
+    health = WatchGpus(agents.front().get(), nodes->names.front(),
+                       nodes->shapes.front().topology_json);
+  }
+  std::cerr << "hachi dev: listening on " << url << " (unix:" << rs->http->unix_socket()
+            << "), " << nodes->shapes.size() << " node(s): " << nodes->shapes[0].what
+            << "; state in " << dir << "\n"
+            << "  try: HACHI_SERVER=unix:" << rs->http->unix_socket()
+            << " hachi run --gpus 2 -- nvidia-smi -L\n"
+            << "  dashboard: " << url << "/\n";
+  WaitStopSignal(stop);
+  std::cerr << "hachi dev: stopping (cancelling running jobs)\n";
+  health.Stop();
+  // Jobs first, while the server still records their ends; then the server, whose
+  // stop wakes the agents' long polls; then the agents and the HTTP threads.
+  std::vector<std::thread> cancels;
+  for (auto& a : agents) {
+    cancels.emplace_back([&a] { a->CancelAll(15000); });
+  }
+  for (std::thread& t : cancels) t.join();
+  rs->controller->Stop();
+  for (auto& a : agents) a->Stop(/*cancel_jobs=*/true);
+  rs->http->Stop();
+  return 0;
+}
+
+}  // namespace
+
+// Each command's flags live as long as the app (shared with its callback); its run
+// returns the exit code, which stays as it was on success.
+void AddDaemonCommands(CLI::App& app, int* exit_code) {
+  auto set_code = [exit_code](int rc) {
+    if (rc != 0) *exit_code = rc;
+  };
+
+  auto sf = std::make_shared<ServerFlags>();
+  CLI::App* srv =
+      app.add_subcommand("server", "Run the controller (REST API, scheduler, state)");
+  AddServerFlags(srv, sf.get());
+  srv->callback([sf, set_code] { set_code(RunServer(sf.get())); });
+
+  auto af = std::make_shared<AgentFlags>();
+  CLI::App* agt =
+      app.add_subcommand("agent", "Run the node agent: discover GPUs, run jobs");
+  AddAgentFlags(agt, af.get());
+  agt->callback([af, set_code] { set_code(RunAgent(*af)); });
+
+  auto df = std::make_shared<DevFlags>();
+  CLI::App* dev = app.add_subcommand(
+      "dev",
+      "Server and agents in one process, on localhost (simulated nodes without GPUs)");
+  AddDevFlags(dev, df.get());
+  dev->callback([df, set_code] { set_code(RunDev(df.get())); });
 }
 
 }  // namespace hachi::cli

@@ -329,25 +329,59 @@ int RunMain(const std::vector<std::string>& args) {
   return DoRun(args);
 }
 
-void AddJobCommands(CLI::App& app, int* exit_code) {
-  // submit and run take sbatch/srun-style options, parsed by directives.h.
-  CLI::App* submit = app.add_subcommand(
-      "submit",
-      "Submit a batch script (#SBATCH/#HACHI directives) or -- a command (sbatch)");
-  submit->prefix_command();
-  submit->allow_extras();
-  submit->callback([submit, exit_code] { *exit_code = DoSubmit(submit->remaining()); });
+namespace {
 
-  CLI::App* run = app.add_subcommand(
-      "run", "Run a command as a job, stream its output, exit with its code (srun)");
-  run->prefix_command();
-  run->allow_extras();
-  run->callback([run, exit_code] { *exit_code = DoRun(run->remaining()); });
+struct QueueFlags {
+  std::string server, users, partitions, states, format, jobs;
+  bool json = false, all = false;
+};
 
-  struct QueueFlags {
-    std::string server, users, partitions, states, format, jobs;
-    bool json = false, all = false;
+// hachi queue: the jobs as squeue lists them.
+int RunQueue(QueueFlags q) {
+  Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(q.server);
+  if (!c.ok()) return Fail(c.status());
+  QueueFilter f;
+  auto split = [](const std::string& s) {
+    std::vector<std::string> out;
+    std::stringstream ss(s);
+    for (std::string item; std::getline(ss, item, ',');) {
+      if (!item.empty()) out.push_back(item);
+    }
+    return out;
   };
+  f.users = split(q.users);
+  f.partitions = split(q.partitions);
+  bool finished = q.all;
+  if (q.all && q.states.empty()) q.states = "all";
+  if (!q.states.empty()) {
+    Result<std::vector<state::JobState>> st = ParseStateList(q.states);
+    if (!st.ok()) return Fail(st.status());
+    f.states = *st;
+    for (state::JobState s : f.states) finished = finished || state::IsFinal(s);
+  }
+  Result<std::vector<state::JobId>> ids = ParseIds(split(q.jobs));
+  if (!ids.ok()) return Fail(ids.status());
+  f.ids = *ids;
+  if (!f.ids.empty()) finished = true;
+  Result<std::vector<state::JobRecord>> jobs = (*c)->Jobs(finished);
+  if (!jobs.ok()) return Fail(jobs.status());
+  std::vector<state::JobRecord> shown = FilterJobs(*jobs, f);
+  SortForQueue(&shown);
+  if (q.json) {
+    Result<std::string> raw = (*c)->Raw(finished ? "/jobs?all=1" : "/jobs");
+    if (!raw.ok()) return Fail(raw.status());
+    std::cout << *raw << "\n";
+    return 0;
+  }
+  Result<std::string> text =
+      FormatQueue(shown, static_cast<Time>(std::time(nullptr)), q.format);
+  if (!text.ok()) return Fail(text.status());
+  std::cout << *text;
+  if (!text->empty() && text->back() != '\n') std::cout << "\n";
+  return 0;
+}
+
+void AddQueueCommand(CLI::App& app, int* exit_code) {
   auto q = std::make_shared<QueueFlags>();
   CLI::App* queue = app.add_subcommand("queue", "List jobs (squeue)");
   queue->add_option(
@@ -362,52 +396,61 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
   queue->add_flag("-a,--all", q->all, "Include finished jobs");
   queue->add_flag("--json", q->json, "JSON (the job records)");
   queue->callback([q, exit_code] {
-    Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(q->server);
-    if (!c.ok()) return void(*exit_code = Fail(c.status()));
-    QueueFilter f;
-    auto split = [](const std::string& s) {
-      std::vector<std::string> out;
-      std::stringstream ss(s);
-      for (std::string item; std::getline(ss, item, ',');) {
-        if (!item.empty()) out.push_back(item);
-      }
-      return out;
-    };
-    f.users = split(q->users);
-    f.partitions = split(q->partitions);
-    bool finished = q->all;
-    if (q->all && q->states.empty()) q->states = "all";
-    if (!q->states.empty()) {
-      Result<std::vector<state::JobState>> st = ParseStateList(q->states);
-      if (!st.ok()) return void(*exit_code = Fail(st.status()));
-      f.states = *st;
-      for (state::JobState s : f.states) finished = finished || state::IsFinal(s);
-    }
-    Result<std::vector<state::JobId>> ids = ParseIds(split(q->jobs));
-    if (!ids.ok()) return void(*exit_code = Fail(ids.status()));
-    f.ids = *ids;
-    if (!f.ids.empty()) finished = true;
-    Result<std::vector<state::JobRecord>> jobs = (*c)->Jobs(finished);
-    if (!jobs.ok()) return void(*exit_code = Fail(jobs.status()));
-    std::vector<state::JobRecord> shown = FilterJobs(*jobs, f);
-    SortForQueue(&shown);
-    if (q->json) {
-      Result<std::string> raw = (*c)->Raw(finished ? "/jobs?all=1" : "/jobs");
-      if (!raw.ok()) return void(*exit_code = Fail(raw.status()));
-      std::cout << *raw << "\n";
-      return;
-    }
-    Result<std::string> text =
-        FormatQueue(shown, static_cast<Time>(std::time(nullptr)), q->format);
-    if (!text.ok()) return void(*exit_code = Fail(text.status()));
-    std::cout << *text;
-    if (!text->empty() && text->back() != '\n') std::cout << "\n";
+    if (int rc = RunQueue(*q); rc != 0) *exit_code = rc;
   });
+}
 
-  struct ShowFlags {
-    std::string server, what, name;
-    bool json = false;
-  };
+struct ShowFlags {
+  std::string server, what, name;
+  bool json = false;
+};
+
+// hachi show job|node: one in detail, as scontrol show prints it.
+int RunShow(const ShowFlags& s) {
+  Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(s.server);
+  if (!c.ok()) return Fail(c.status());
+  if (s.what == "node") {
+    if (s.json) {
+      Result<std::string> raw = (*c)->Raw("/nodes/" + s.name);
+      if (!raw.ok()) return Fail(raw.status());
+      std::cout << *raw << "\n";
+      return 0;
+    }
+    Result<std::vector<state::NodeStatus>> nodes = (*c)->Nodes();
+    if (!nodes.ok()) return Fail(nodes.status());
+    for (const state::NodeStatus& n : *nodes) {
+      if (n.record.name != s.name) continue;
+      Result<std::string> t = FormatNodes({n}, "");
+      if (t.ok()) std::cout << *t;
+      std::cout << FormatGpuPicture(n);
+      return 0;
+    }
+    return Fail(NotFound("no node " + s.name));
+  }
+  Result<std::vector<state::JobId>> id = ParseIds({s.name});
+  if (!id.ok()) return Fail(id.status());
+  if (s.json) {
+    Result<std::string> raw = (*c)->Raw("/jobs/" + s.name);
+    if (!raw.ok()) return Fail(raw.status());
+    std::cout << *raw << "\n";
+    return 0;
+  }
+  Result<JobView> v = (*c)->Job(id->front());
+  if (!v.ok()) return Fail(v.status());
+  std::string text =
+      FormatShowJob(v->job, v->diagnosis, static_cast<Time>(std::time(nullptr)));
+  if (!text.empty() && text.back() != '\n') text += "\n";
+  // A pending job: the numbers behind the diagnosis, as `hachi explain` prints them.
+  if (v->job.state == state::JobState::kPending) {
+    if (Result<report::JobExplain> e = FetchExplain(**c, v->job.id); e.ok()) {
+      text += "   Explain:\n" + FormatExplain(*e, "     ", false);
+    }
+  }
+  std::cout << text;
+  return 0;
+}
+
+void AddShowCommand(CLI::App& app, int* exit_code) {
   auto s = std::make_shared<ShowFlags>();
   CLI::App* show =
       app.add_subcommand("show", "Show a job or node in detail (scontrol show)");
@@ -418,49 +461,12 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
   show->add_option("--server", s->server, "Server URL");
   show->add_flag("--json", s->json, "JSON");
   show->callback([s, exit_code] {
-    Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(s->server);
-    if (!c.ok()) return void(*exit_code = Fail(c.status()));
-    if (s->what == "node") {
-      if (s->json) {
-        Result<std::string> raw = (*c)->Raw("/nodes/" + s->name);
-        if (!raw.ok()) return void(*exit_code = Fail(raw.status()));
-        std::cout << *raw << "\n";
-        return;
-      }
-      Result<std::vector<state::NodeStatus>> nodes = (*c)->Nodes();
-      if (!nodes.ok()) return void(*exit_code = Fail(nodes.status()));
-      for (const state::NodeStatus& n : *nodes) {
-        if (n.record.name != s->name) continue;
-        Result<std::string> t = FormatNodes({n}, "");
-        if (t.ok()) std::cout << *t;
-        std::cout << FormatGpuPicture(n);
-        return;
-      }
-      *exit_code = Fail(NotFound("no node " + s->name));
-      return;
-    }
-    Result<std::vector<state::JobId>> id = ParseIds({s->name});
-    if (!id.ok()) return void(*exit_code = Fail(id.status()));
-    if (s->json) {
-      Result<std::string> raw = (*c)->Raw("/jobs/" + s->name);
-      if (!raw.ok()) return void(*exit_code = Fail(raw.status()));
-      std::cout << *raw << "\n";
-      return;
-    }
-    Result<JobView> v = (*c)->Job(id->front());
-    if (!v.ok()) return void(*exit_code = Fail(v.status()));
-    std::string text =
-        FormatShowJob(v->job, v->diagnosis, static_cast<Time>(std::time(nullptr)));
-    if (!text.empty() && text.back() != '\n') text += "\n";
-    // A pending job: the numbers behind the diagnosis, as `hachi explain` prints them.
-    if (v->job.state == state::JobState::kPending) {
-      if (Result<report::JobExplain> e = FetchExplain(**c, v->job.id); e.ok()) {
-        text += "   Explain:\n" + FormatExplain(*e, "     ", false);
-      }
-    }
-    std::cout << text;
+    if (int rc = RunShow(*s); rc != 0) *exit_code = rc;
   });
+}
 
+// hachi cancel|hold|release IDS.
+void AddActionCommands(CLI::App& app, int* exit_code) {
   for (const char* action : {"cancel", "hold", "release"}) {
     struct ActFlags {
       std::string server;
@@ -487,9 +493,31 @@ void AddJobCommands(CLI::App& app, int* exit_code) {
       }
     });
   }
+}
+
+}  // namespace
+
+void AddJobCommands(CLI::App& app, int* exit_code) {
+  // submit and run take sbatch/srun-style options, parsed by directives.h.
+  CLI::App* submit = app.add_subcommand(
+      "submit",
+      "Submit a batch script (#SBATCH/#HACHI directives) or -- a command (sbatch)");
+  submit->prefix_command();
+  submit->allow_extras();
+  submit->callback([submit, exit_code] { *exit_code = DoSubmit(submit->remaining()); });
+
+  CLI::App* run = app.add_subcommand(
+      "run", "Run a command as a job, stream its output, exit with its code (srun)");
+  run->prefix_command();
+  run->allow_extras();
+  run->callback([run, exit_code] { *exit_code = DoRun(run->remaining()); });
+
+  AddQueueCommand(app, exit_code);
+  AddShowCommand(app, exit_code);
+  AddActionCommands(app, exit_code);
   AddExplainCommand(app, exit_code);
-  AddEffCommand(app, exit_code);     // issue 21
-  AddReportCommand(app, exit_code);  // issue 21
+  AddEffCommand(app, exit_code);
+  AddReportCommand(app, exit_code);
 }
 
 }  // namespace hachi::cli

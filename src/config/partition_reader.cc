@@ -61,6 +61,156 @@ Status ReadWindow(const Reader& r, const toml::node& n, const std::string& path,
   return Status::Ok();
 }
 
+namespace {
+
+// mode and preempt_mode: words.
+Status ReadPartitionModes(const Reader& r, const toml::table& table,
+                          const std::string& path, sched::Partition* partition) {
+  const toml::table* t = &table;
+  sched::Partition& p = *partition;
+  if (const toml::node* mode = t->get("mode")) {
+    std::string m;
+    CONFIG_ASSIGN_OR_RETURN(m, r.String(*mode, Join(path, "mode")));
+    if (m == "shared") {
+      p.mode = sched::PartitionMode::kShared;
+    } else if (m == "whole-node") {
+      p.mode = sched::PartitionMode::kWholeNode;
+    } else {
+      return r.Error(*mode, Join(path, "mode"),
+                     Quoted(m) + " is not a mode (shared or whole-node)");
+    }
+  }
+  if (const toml::node* mode = t->get("preempt_mode")) {
+    std::string m;
+    CONFIG_ASSIGN_OR_RETURN(m, r.String(*mode, Join(path, "preempt_mode")));
+    if (m == "requeue") {
+      p.preempt_mode = sched::PreemptMode::kRequeue;
+    } else if (m == "cancel") {
+      p.preempt_mode = sched::PreemptMode::kCancel;
+    } else {
+      return r.Error(*mode, Join(path, "preempt_mode"),
+                     Quoted(m) + " is not a preempt mode (requeue or cancel)");
+    }
+  }
+  return Status::Ok();
+}
+
+// GPU bounds, tier, times, who may use it and what it allows.
+Status ReadPartitionFields(const Reader& r, const toml::table& table,
+                           const std::string& path, sched::Partition* partition) {
+  const toml::table* t = &table;
+  sched::Partition& p = *partition;
+  auto gpus = [&](const toml::node& v, const std::string& k) {
+    return r.Int(v, k, 1, 100000);
+  };
+  auto tier = [&](const toml::node& v, const std::string& k) {
+    return r.Int(v, k, 0, 1000);
+  };
+  auto duration = [&](const toml::node& v, const std::string& k) {
+    return r.DurationOf(v, k);
+  };
+  auto strings = [&](const toml::node& v, const std::string& k) {
+    return r.Strings(v, k);
+  };
+  auto boolean = [&](const toml::node& v, const std::string& k) { return r.Bool(v, k); };
+  int64_t min_gpus = p.min_gpus, max_gpus = p.max_gpus, tier_value = p.tier;
+  // min_gpus = 0: the partition takes jobs without GPUs too.
+  auto min_gpus_of = [&](const toml::node& v, const std::string& k) {
+    return r.Int(v, k, 0, 100000);
+  };
+  HACHI_RETURN_IF_ERROR(Optional(*t, path, "min_gpus", min_gpus_of, &min_gpus));
+  HACHI_RETURN_IF_ERROR(Optional(*t, path, "max_gpus", gpus, &max_gpus));
+  HACHI_RETURN_IF_ERROR(Optional(*t, path, "tier", tier, &tier_value));
+  p.min_gpus = static_cast<int>(min_gpus);
+  p.max_gpus = static_cast<int>(max_gpus);
+  p.tier = static_cast<int>(tier_value);
+  HACHI_RETURN_IF_ERROR(Optional(*t, path, "default_time", duration, &p.default_time));
+  HACHI_RETURN_IF_ERROR(Optional(*t, path, "max_time", duration, &p.max_time));
+  HACHI_RETURN_IF_ERROR(Optional(*t, path, "grace", duration, &p.grace));
+  HACHI_RETURN_IF_ERROR(Optional(*t, path, "allowed_users", strings, &p.allowed_users));
+  HACHI_RETURN_IF_ERROR(
+      Optional(*t, path, "allowed_accounts", strings, &p.allowed_accounts));
+  HACHI_RETURN_IF_ERROR(
+      Optional(*t, path, "preempt_lower_tiers", boolean, &p.preempt_lower_tiers));
+  HACHI_RETURN_IF_ERROR(
+      Optional(*t, path, "allow_gpu_sharing", boolean, &p.allow_gpu_sharing));
+  HACHI_RETURN_IF_ERROR(Optional(*t, path, "allow_cpu_jobs", boolean, &p.allow_cpu_jobs));
+  auto size = [&](const toml::node& v, const std::string& k) { return r.SizeMib(v, k); };
+  HACHI_RETURN_IF_ERROR(
+      Optional(*t, path, "default_mem_per_gpu", size, &p.default_mem_per_gpu_mib));
+
+  return Status::Ok();
+}
+
+// The idle-GPU policy: idle_gpu_after, and below and action, which need it.
+Status ReadIdlePolicy(const Reader& r, const toml::table& table, const std::string& path,
+                      IdleGpuPolicy* idle) {
+  const toml::table* t = &table;
+  auto duration = [&](const toml::node& v, const std::string& k) {
+    return r.DurationOf(v, k);
+  };
+  HACHI_RETURN_IF_ERROR(Optional(*t, path, "idle_gpu_after", duration, &idle->after));
+  int64_t below = idle->below_pct;
+  auto pct = [&](const toml::node& v, const std::string& k) {
+    return r.Int(v, k, 1, 100);
+  };
+  HACHI_RETURN_IF_ERROR(Optional(*t, path, "idle_gpu_below", pct, &below));
+  idle->below_pct = static_cast<int>(below);
+  if (const toml::node* action = t->get("idle_gpu_action")) {
+    std::string a;
+    CONFIG_ASSIGN_OR_RETURN(a, r.String(*action, Join(path, "idle_gpu_action")));
+    if (a == "warn") {
+      idle->action = IdleAction::kWarn;
+    } else if (a == "requeue") {
+      idle->action = IdleAction::kRequeue;
+    } else if (a == "cancel") {
+      idle->action = IdleAction::kCancel;
+    } else {
+      return r.Error(*action, Join(path, "idle_gpu_action"),
+                     Quoted(a) + " is not an idle GPU action (warn, requeue or cancel)");
+    }
+  }
+  for (const char* key : {"idle_gpu_below", "idle_gpu_action"}) {
+    if (t->get(key) != nullptr && idle->after == 0) {
+      return r.Error(*t->get(key), Join(path, key),
+                     "needs idle_gpu_after (how long every GPU must stay idle)");
+    }
+  }
+  if (t->get("idle_gpu_after") != nullptr && idle->after == 0) {
+    return r.Error(*t->get("idle_gpu_after"), Join(path, "idle_gpu_after"),
+                   "must be longer than 0s");
+  }
+  return Status::Ok();
+}
+
+// What the fields say together: min_gpus <= max_gpus, times longer than 0s and
+// default_time <= max_time.
+Status CheckPartitionBounds(const Reader& r, const toml::table& table,
+                            const std::string& path, const sched::Partition& p) {
+  const toml::table* t = &table;
+  if (p.max_gpus > 0 && p.min_gpus > p.max_gpus) {
+    return r.Error(*t->get("min_gpus"), Join(path, "min_gpus"),
+                   std::to_string(p.min_gpus) + " is more than max_gpus " +
+                       std::to_string(p.max_gpus));
+  }
+  for (const char* key : {"default_time", "max_time"}) {
+    const Duration d = key[0] == 'd' ? p.default_time : p.max_time;
+    if (d == 0 && t->get(key) != nullptr) {
+      return r.Error(*t->get(key), Join(path, key), "must be longer than 0s");
+    }
+  }
+  if (p.default_time > p.max_time) {
+    const toml::node* at =
+        t->get("default_time") ? t->get("default_time") : t->get("max_time");
+    return r.Error(*at, Join(path, "default_time"),
+                   FormatDuration(p.default_time) + " is longer than max_time " +
+                       FormatDuration(p.max_time));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<PartitionConfig> ReadPartition(const Reader& r, const toml::node& n,
                                       const std::string& path) {
   const toml::table* t = nullptr;
@@ -96,119 +246,10 @@ Result<PartitionConfig> ReadPartition(const Reader& r, const toml::node& n,
   if (nodes == nullptr) return r.Error(n, path, "needs nodes (names, ranges or \"all\")");
   CONFIG_ASSIGN_OR_RETURN(pc.nodes, r.Nodes(*nodes, Join(path, "nodes")));
 
-  if (const toml::node* mode = t->get("mode")) {
-    std::string m;
-    CONFIG_ASSIGN_OR_RETURN(m, r.String(*mode, Join(path, "mode")));
-    if (m == "shared") {
-      p.mode = sched::PartitionMode::kShared;
-    } else if (m == "whole-node") {
-      p.mode = sched::PartitionMode::kWholeNode;
-    } else {
-      return r.Error(*mode, Join(path, "mode"),
-                     Quoted(m) + " is not a mode (shared or whole-node)");
-    }
-  }
-  if (const toml::node* mode = t->get("preempt_mode")) {
-    std::string m;
-    CONFIG_ASSIGN_OR_RETURN(m, r.String(*mode, Join(path, "preempt_mode")));
-    if (m == "requeue") {
-      p.preempt_mode = sched::PreemptMode::kRequeue;
-    } else if (m == "cancel") {
-      p.preempt_mode = sched::PreemptMode::kCancel;
-    } else {
-      return r.Error(*mode, Join(path, "preempt_mode"),
-                     Quoted(m) + " is not a preempt mode (requeue or cancel)");
-    }
-  }
-  auto gpus = [&](const toml::node& v, const std::string& k) {
-    return r.Int(v, k, 1, 100000);
-  };
-  auto tier = [&](const toml::node& v, const std::string& k) {
-    return r.Int(v, k, 0, 1000);
-  };
-  auto duration = [&](const toml::node& v, const std::string& k) {
-    return r.DurationOf(v, k);
-  };
-  auto strings = [&](const toml::node& v, const std::string& k) {
-    return r.Strings(v, k);
-  };
-  auto boolean = [&](const toml::node& v, const std::string& k) { return r.Bool(v, k); };
-  int64_t min_gpus = p.min_gpus, max_gpus = p.max_gpus, tier_value = p.tier;
-  // min_gpus = 0: the partition takes jobs without GPUs too (issue 17).
-  auto min_gpus_of = [&](const toml::node& v, const std::string& k) {
-    return r.Int(v, k, 0, 100000);
-  };
-  HACHI_RETURN_IF_ERROR(Optional(*t, path, "min_gpus", min_gpus_of, &min_gpus));
-  HACHI_RETURN_IF_ERROR(Optional(*t, path, "max_gpus", gpus, &max_gpus));
-  HACHI_RETURN_IF_ERROR(Optional(*t, path, "tier", tier, &tier_value));
-  p.min_gpus = static_cast<int>(min_gpus);
-  p.max_gpus = static_cast<int>(max_gpus);
-  p.tier = static_cast<int>(tier_value);
-  HACHI_RETURN_IF_ERROR(Optional(*t, path, "default_time", duration, &p.default_time));
-  HACHI_RETURN_IF_ERROR(Optional(*t, path, "max_time", duration, &p.max_time));
-  HACHI_RETURN_IF_ERROR(Optional(*t, path, "grace", duration, &p.grace));
-  HACHI_RETURN_IF_ERROR(Optional(*t, path, "allowed_users", strings, &p.allowed_users));
-  HACHI_RETURN_IF_ERROR(
-      Optional(*t, path, "allowed_accounts", strings, &p.allowed_accounts));
-  HACHI_RETURN_IF_ERROR(
-      Optional(*t, path, "preempt_lower_tiers", boolean, &p.preempt_lower_tiers));
-  HACHI_RETURN_IF_ERROR(
-      Optional(*t, path, "allow_gpu_sharing", boolean, &p.allow_gpu_sharing));
-  HACHI_RETURN_IF_ERROR(Optional(*t, path, "allow_cpu_jobs", boolean, &p.allow_cpu_jobs));
-  auto size = [&](const toml::node& v, const std::string& k) { return r.SizeMib(v, k); };
-  HACHI_RETURN_IF_ERROR(
-      Optional(*t, path, "default_mem_per_gpu", size, &p.default_mem_per_gpu_mib));
-
-  // Issue 21: the idle-GPU policy.
-  HACHI_RETURN_IF_ERROR(Optional(*t, path, "idle_gpu_after", duration, &pc.idle.after));
-  int64_t below = pc.idle.below_pct;
-  auto pct = [&](const toml::node& v, const std::string& k) {
-    return r.Int(v, k, 1, 100);
-  };
-  HACHI_RETURN_IF_ERROR(Optional(*t, path, "idle_gpu_below", pct, &below));
-  pc.idle.below_pct = static_cast<int>(below);
-  if (const toml::node* action = t->get("idle_gpu_action")) {
-    std::string a;
-    CONFIG_ASSIGN_OR_RETURN(a, r.String(*action, Join(path, "idle_gpu_action")));
-    if (a == "warn") {
-      pc.idle.action = IdleAction::kWarn;
-    } else if (a == "requeue") {
-      pc.idle.action = IdleAction::kRequeue;
-    } else if (a == "cancel") {
-      pc.idle.action = IdleAction::kCancel;
-    } else {
-      return r.Error(*action, Join(path, "idle_gpu_action"),
-                     Quoted(a) + " is not an idle GPU action (warn, requeue or cancel)");
-    }
-  }
-  for (const char* key : {"idle_gpu_below", "idle_gpu_action"}) {
-    if (t->get(key) != nullptr && pc.idle.after == 0) {
-      return r.Error(*t->get(key), Join(path, key),
-                     "needs idle_gpu_after (how long every GPU must stay idle)");
-    }
-  }
-  if (t->get("idle_gpu_after") != nullptr && pc.idle.after == 0) {
-    return r.Error(*t->get("idle_gpu_after"), Join(path, "idle_gpu_after"),
-                   "must be longer than 0s");
-  }
-  if (p.max_gpus > 0 && p.min_gpus > p.max_gpus) {
-    return r.Error(*t->get("min_gpus"), Join(path, "min_gpus"),
-                   std::to_string(p.min_gpus) + " is more than max_gpus " +
-                       std::to_string(p.max_gpus));
-  }
-  for (const char* key : {"default_time", "max_time"}) {
-    const Duration d = key[0] == 'd' ? p.default_time : p.max_time;
-    if (d == 0 && t->get(key) != nullptr) {
-      return r.Error(*t->get(key), Join(path, key), "must be longer than 0s");
-    }
-  }
-  if (p.default_time > p.max_time) {
-    const toml::node* at =
-        t->get("default_time") ? t->get("default_time") : t->get("max_time");
-    return r.Error(*at, Join(path, "default_time"),
-                   FormatDuration(p.default_time) + " is longer than max_time " +
-                       FormatDuration(p.max_time));
-  }
+  HACHI_RETURN_IF_ERROR(ReadPartitionModes(r, *t, path, &p));
+  HACHI_RETURN_IF_ERROR(ReadPartitionFields(r, *t, path, &p));
+  HACHI_RETURN_IF_ERROR(ReadIdlePolicy(r, *t, path, &pc.idle));
+  HACHI_RETURN_IF_ERROR(CheckPartitionBounds(r, *t, path, p));
   if (const toml::node* w = t->get("window")) {
     const std::string wpath = Join(path, "window");
     if (const toml::array* list = w->as_array()) {

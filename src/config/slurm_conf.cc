@@ -215,178 +215,212 @@ bool SingleBracketGroup(std::string_view name) {
   return std::count(name.begin(), name.end(), '[') <= 1;
 }
 
+// slurm.conf's lines turned into the cluster config's TOML, with a note for each
+// thing that is not carried over.
+class Importer {
+ public:
+  explicit Importer(std::string_view origin) : origin_(origin) {}
+
+  // NodeName=...: features and the GPU type name of the nodes it names.
+  void NodeLine(const ConfLine& l) {
+    static const std::vector<std::string> kDiscovered = {
+        "cpus",           "realmemory",     "sockets",      "socketsperboard",
+        "corespersocket", "threadspercore", "boards",       "tmpdisk",
+        "nodeaddr",       "nodehostname",   "port",         "state",
+        "cpuspectype",    "memspeclimit",   "corespeccount"};
+    const std::string name = l.words.front().second;
+    if (Lower(name) == "default") {
+      node_defaults_.assign(l.words.begin() + 1, l.words.end());
+      return;
+    }
+    std::vector<std::pair<std::string, std::string>> words = node_defaults_;
+    words.insert(words.end(), l.words.begin() + 1, l.words.end());
+    std::vector<std::string> features, types, ignored;
+    bool has_gpus = false;
+    for (const auto& [k, v] : words) {
+      if (k == "feature" || k == "features" || k == "activefeatures" ||
+          k == "availablefeatures") {
+        for (const std::string& f : SplitComma(v))
+          if (std::find(features.begin(), features.end(), f) == features.end())
+            features.push_back(f);
+      } else if (k == "gres") {
+        GresTypes(v, &types, &has_gpus);
+      } else if (std::find(kDiscovered.begin(), kDiscovered.end(), k) !=
+                 kDiscovered.end()) {
+        // What the agent discovers or registers with; not carried over.
+      } else {
+        ignored.push_back(k + "=" + v);
+      }
+    }
+    for (const std::string& n : SplitHostlist(name)) node_has_gpus_[n] = has_gpus;
+    for (const std::string& i : ignored)
+      Note(l.line,
+           "NodeName=" + name + ": " + i + ": no Hachi equivalent, not carried over");
+    if (types.size() > 1) {
+      Note(l.line, "NodeName=" + name + ": several GPU types (" + TomlList(types) +
+                       "): Hachi gives a node one type name; the first is used");
+    }
+    if (features.empty() && types.empty()) return;
+    for (const std::string& n : SplitHostlist(name)) {
+      if (!SingleBracketGroup(n)) {
+        Note(l.line, "NodeName=" + n +
+                         ": more than one [...] group in a name; write its nodes out in "
+                         "the config by hand");
+        continue;
+      }
+      nodes_toml_ += "\n[node." + Quote(n) + "]\n";
+      if (!features.empty()) nodes_toml_ += "features = " + TomlList(features) + "\n";
+      if (!types.empty()) nodes_toml_ += "gres_type = " + Quote(types.front()) + "\n";
+    }
+  }
+
+  // PartitionName=...: one [[partition]] (the Default=YES one first).
+  Status PartitionLine(const ConfLine& l) {
+    const std::string name = l.words.front().second;
+    if (name.empty())
+      return InvalidArgument(std::string(origin_) + ":" + std::to_string(l.line) +
+                             ": PartitionName= without a name");
+    if (Lower(name) == "default") {
+      part_defaults_.assign(l.words.begin() + 1, l.words.end());
+      return Status::Ok();
+    }
+    std::vector<std::pair<std::string, std::string>> words = part_defaults_;
+    words.insert(words.end(), l.words.begin() + 1, l.words.end());
+    std::map<std::string, std::string> kv;
+    for (const auto& [k, v] : words) kv[k] = v;  // the line's own win over DEFAULT
+    std::string t = "\n[[partition]]\nname = " + Quote(name) + "\n";
+    const bool is_default = Lower(kv["default"]) == "yes";
+    if (is_default)
+      t += "# Default=YES: listed first, so jobs that name no partition come here\n";
+    const std::string nodes = kv.count("nodes") ? kv["nodes"] : "";
+    if (nodes.empty()) {
+      Note(l.line, "PartitionName=" + name + " has no Nodes=: skipped");
+      return Status::Ok();
+    }
+    t += "nodes = " + Quote(Lower(nodes) == "all" ? "all" : nodes) + "\n";
+    const std::string over =
+        Lower(kv.count("oversubscribe") ? kv["oversubscribe"] : kv["shared"]);
+    t += std::string("mode = ") +
+         (over.rfind("exclusive", 0) == 0 ? "\"whole-node\"" : "\"shared\"") + "\n";
+    if (!over.empty() && over.rfind("exclusive", 0) != 0 && over != "no") {
+      Note(l.line, "PartitionName=" + name + ": OverSubscribe=" + kv["oversubscribe"] +
+                       ": Hachi never gives one GPU or CPU to two jobs (GPU shares "
+                       "are asked for with --gpu-share)");
+    }
+    t += PartitionFields(kv, name, l.line);
+    // Slurm takes CPU-only jobs in every partition.
+    t += "allow_cpu_jobs = true\n";
+    static const std::vector<std::string> kDone = {
+        "nodes",        "default",     "oversubscribe", "shared",
+        "maxtime",      "defaulttime", "prioritytier",  "allowaccounts",
+        "defmempergpu", "preemptmode", "gracetime"};
+    for (const auto& [k, v] : words) {
+      if (std::find(kDone.begin(), kDone.end(), k) != kDone.end()) continue;
+      if (k == "state" && Lower(v) == "up") continue;
+      Note(l.line, "PartitionName=" + name + ": " + k + "=" + v +
+                       ": no Hachi equivalent, not carried over");
+    }
+    if (is_default) {
+      partitions_toml_.insert(partitions_toml_.begin(), t);
+    } else {
+      partitions_toml_.push_back(t);
+    }
+    return Status::Ok();
+  }
+
+  void Note(int line, const std::string& what) {
+    out_.notes.push_back(std::string(origin_) + ":" + std::to_string(line) + ": " + what);
+  }
+
+  SlurmConfImport Take() {
+    out_.toml =
+        "# Translated from " + std::string(origin_) +
+        " by `hachi slurm import-conf` (docs/slurm.md).\n"
+        "# Each node's CPUs, memory and GPUs are what its agent discovers; slurm.conf's\n"
+        "# are not carried over. Lines with no Hachi equivalent are listed on stderr.\n";
+    for (const std::string& p : partitions_toml_) out_.toml += p;
+    out_.toml += nodes_toml_;
+    return std::move(out_);
+  }
+
+ private:
+  // A partition's limits, tier, accounts, memory and preemption, as TOML lines.
+  std::string PartitionFields(std::map<std::string, std::string>& kv,
+                              const std::string& name, int line) {
+    std::string t;
+    for (const auto& [slurm_key, hachi_key] :
+         std::vector<std::pair<std::string, std::string>>{
+             {"maxtime", "max_time"}, {"defaulttime", "default_time"}}) {
+      if (!kv.count(slurm_key)) continue;
+      const std::optional<std::string> d = Duration(kv[slurm_key]);
+      if (!d) {
+        Note(line, "PartitionName=" + name + ": " + slurm_key + "=" + kv[slurm_key] +
+                       ": not a Slurm time; left out");
+        continue;
+      }
+      t += hachi_key + " = " + Quote(*d) + "\n";
+    }
+    if (kv.count("prioritytier")) {
+      long tier = std::atol(kv["prioritytier"].c_str());
+      if (tier > 1000) {
+        Note(line, "PartitionName=" + name + ": PriorityTier=" + kv["prioritytier"] +
+                       ": Hachi's tiers go to 1000; 1000 used (keep their order by hand "
+                       "if several are above it)");
+        tier = 1000;
+      }
+      t += "tier = " + std::to_string(std::max(0L, tier)) + "\n";
+    }
+    if (kv.count("allowaccounts") && Lower(kv["allowaccounts"]) != "all") {
+      t += "allowed_accounts = " + TomlList(SplitComma(kv["allowaccounts"])) + "\n";
+    }
+    if (kv.count("defmempergpu")) {
+      t += "default_mem_per_gpu = " +
+           std::to_string(std::atol(kv["defmempergpu"].c_str())) + "  # MiB\n";
+    }
+    if (kv.count("preemptmode")) {
+      const std::string m = Lower(kv["preemptmode"]);
+      if (m == "requeue" || m == "cancel") {
+        t += "preempt_mode = " + Quote(m) + "\n";
+      } else if (m != "off") {
+        Note(line, "PartitionName=" + name + ": PreemptMode=" + kv["preemptmode"] +
+                       ": Hachi preempts by requeue or cancel only");
+      }
+    }
+    if (kv.count("gracetime")) {
+      const long g = std::atol(kv["gracetime"].c_str());
+      if (g > 0) t += "grace = \"" + std::to_string(g) + "s\"\n";
+    }
+    return t;
+  }
+
+  const std::string_view origin_;
+  SlurmConfImport out_;
+  std::string nodes_toml_;
+  std::vector<std::string> partitions_toml_;   // the default partition first
+  std::map<std::string, bool> node_has_gpus_;  // by NodeName word, as written
+  std::vector<std::pair<std::string, std::string>> node_defaults_, part_defaults_;
+};
+
 }  // namespace
 
 Result<SlurmConfImport> ImportSlurmConf(std::string_view text, std::string_view origin) {
   Result<std::vector<ConfLine>> lines = Lines(text, origin);
   if (!lines.ok()) return lines.status();
-  SlurmConfImport out;
-  auto note = [&](int line, const std::string& what) {
-    out.notes.push_back(std::string(origin) + ":" + std::to_string(line) + ": " + what);
-  };
-  std::string nodes_toml;
-  std::vector<std::string> partitions_toml;   // the default partition first
-  std::map<std::string, bool> node_has_gpus;  // by NodeName word, as written
-  std::vector<std::pair<std::string, std::string>> node_defaults, part_defaults;
-  static const std::vector<std::string> kDiscovered = {
-      "cpus",           "realmemory", "sockets",     "socketsperboard", "corespersocket",
-      "threadspercore", "boards",     "tmpdisk",     "nodeaddr",        "nodehostname",
-      "port",           "state",      "cpuspectype", "memspeclimit",    "corespeccount"};
+  Importer in(origin);
   for (const ConfLine& l : *lines) {
     const std::string& key = l.words.front().first;
     if (key == "nodename") {
-      const std::string name = l.words.front().second;
-      if (Lower(name) == "default") {
-        node_defaults.assign(l.words.begin() + 1, l.words.end());
-        continue;
-      }
-      std::vector<std::pair<std::string, std::string>> words = node_defaults;
-      words.insert(words.end(), l.words.begin() + 1, l.words.end());
-      std::vector<std::string> features, types, ignored;
-      bool has_gpus = false;
-      for (const auto& [k, v] : words) {
-        if (k == "feature" || k == "features" || k == "activefeatures" ||
-            k == "availablefeatures") {
-          for (const std::string& f : SplitComma(v))
-            if (std::find(features.begin(), features.end(), f) == features.end())
-              features.push_back(f);
-        } else if (k == "gres") {
-          GresTypes(v, &types, &has_gpus);
-        } else if (std::find(kDiscovered.begin(), kDiscovered.end(), k) !=
-                   kDiscovered.end()) {
-          // What the agent discovers or registers with; not carried over.
-        } else {
-          ignored.push_back(k + "=" + v);
-        }
-      }
-      for (const std::string& n : SplitHostlist(name)) node_has_gpus[n] = has_gpus;
-      for (const std::string& i : ignored)
-        note(l.line,
-             "NodeName=" + name + ": " + i + ": no Hachi equivalent, not carried over");
-      if (types.size() > 1) {
-        note(l.line, "NodeName=" + name + ": several GPU types (" + TomlList(types) +
-                         "): Hachi gives a node one type name; the first is used");
-      }
-      if (features.empty() && types.empty()) continue;
-      for (const std::string& n : SplitHostlist(name)) {
-        if (!SingleBracketGroup(n)) {
-          note(l.line,
-               "NodeName=" + n +
-                   ": more than one [...] group in a name; write its nodes out in "
-                   "the config by hand");
-          continue;
-        }
-        nodes_toml += "\n[node." + Quote(n) + "]\n";
-        if (!features.empty()) nodes_toml += "features = " + TomlList(features) + "\n";
-        if (!types.empty()) nodes_toml += "gres_type = " + Quote(types.front()) + "\n";
-      }
+      in.NodeLine(l);
     } else if (key == "partitionname") {
-      const std::string name = l.words.front().second;
-      if (name.empty())
-        return InvalidArgument(std::string(origin) + ":" + std::to_string(l.line) +
-                               ": PartitionName= without a name");
-      if (Lower(name) == "default") {
-        part_defaults.assign(l.words.begin() + 1, l.words.end());
-        continue;
-      }
-      std::vector<std::pair<std::string, std::string>> words = part_defaults;
-      words.insert(words.end(), l.words.begin() + 1, l.words.end());
-      std::map<std::string, std::string> kv;
-      for (const auto& [k, v] : words) kv[k] = v;  // the line's own win over DEFAULT
-      std::string t = "\n[[partition]]\nname = " + Quote(name) + "\n";
-      const bool is_default = Lower(kv["default"]) == "yes";
-      if (is_default)
-        t += "# Default=YES: listed first, so jobs that name no partition come here\n";
-      const std::string nodes = kv.count("nodes") ? kv["nodes"] : "";
-      if (nodes.empty()) {
-        note(l.line, "PartitionName=" + name + " has no Nodes=: skipped");
-        continue;
-      }
-      t += "nodes = " + Quote(Lower(nodes) == "all" ? "all" : nodes) + "\n";
-      const std::string over =
-          Lower(kv.count("oversubscribe") ? kv["oversubscribe"] : kv["shared"]);
-      t += std::string("mode = ") +
-           (over.rfind("exclusive", 0) == 0 ? "\"whole-node\"" : "\"shared\"") + "\n";
-      if (!over.empty() && over.rfind("exclusive", 0) != 0 && over != "no") {
-        note(l.line, "PartitionName=" + name + ": OverSubscribe=" + kv["oversubscribe"] +
-                         ": Hachi never gives one GPU or CPU to two jobs (GPU shares "
-                         "are asked for with --gpu-share)");
-      }
-      for (const auto& [slurm_key, hachi_key] :
-           std::vector<std::pair<std::string, std::string>>{
-               {"maxtime", "max_time"}, {"defaulttime", "default_time"}}) {
-        if (!kv.count(slurm_key)) continue;
-        const std::optional<std::string> d = Duration(kv[slurm_key]);
-        if (!d) {
-          note(l.line, "PartitionName=" + name + ": " + slurm_key + "=" + kv[slurm_key] +
-                           ": not a Slurm time; left out");
-          continue;
-        }
-        t += hachi_key + " = " + Quote(*d) + "\n";
-      }
-      if (kv.count("prioritytier")) {
-        long tier = std::atol(kv["prioritytier"].c_str());
-        if (tier > 1000) {
-          note(l.line,
-               "PartitionName=" + name + ": PriorityTier=" + kv["prioritytier"] +
-                   ": Hachi's tiers go to 1000; 1000 used (keep their order by hand "
-                   "if several are above it)");
-          tier = 1000;
-        }
-        t += "tier = " + std::to_string(std::max(0L, tier)) + "\n";
-      }
-      if (kv.count("allowaccounts") && Lower(kv["allowaccounts"]) != "all") {
-        t += "allowed_accounts = " + TomlList(SplitComma(kv["allowaccounts"])) + "\n";
-      }
-      if (kv.count("defmempergpu")) {
-        t += "default_mem_per_gpu = " +
-             std::to_string(std::atol(kv["defmempergpu"].c_str())) + "  # MiB\n";
-      }
-      if (kv.count("preemptmode")) {
-        const std::string m = Lower(kv["preemptmode"]);
-        if (m == "requeue" || m == "cancel") {
-          t += "preempt_mode = " + Quote(m) + "\n";
-        } else if (m != "off") {
-          note(l.line, "PartitionName=" + name + ": PreemptMode=" + kv["preemptmode"] +
-                           ": Hachi preempts by requeue or cancel only");
-        }
-      }
-      if (kv.count("gracetime")) {
-        const long g = std::atol(kv["gracetime"].c_str());
-        if (g > 0) t += "grace = \"" + std::to_string(g) + "s\"\n";
-      }
-      // Slurm takes CPU-only jobs in every partition.
-      t += "allow_cpu_jobs = true\n";
-      static const std::vector<std::string> kDone = {
-          "nodes",        "default",     "oversubscribe", "shared",
-          "maxtime",      "defaulttime", "prioritytier",  "allowaccounts",
-          "defmempergpu", "preemptmode", "gracetime"};
-      for (const auto& [k, v] : words) {
-        if (std::find(kDone.begin(), kDone.end(), k) != kDone.end()) continue;
-        if (k == "state" && Lower(v) == "up") continue;
-        note(l.line, "PartitionName=" + name + ": " + k + "=" + v +
-                         ": no Hachi equivalent, not carried over");
-      }
-      if (is_default) {
-        partitions_toml.insert(partitions_toml.begin(), t);
-      } else {
-        partitions_toml.push_back(t);
-      }
+      HACHI_RETURN_IF_ERROR(in.PartitionLine(l));
     } else {
-      note(l.line,
-           l.raw_keys.front() + "=" + l.words.front().second +
-               (l.words.size() > 1 ? " ..." : "") +
-               ": a daemon or plugin setting, not part of Hachi's cluster config");
+      in.Note(l.line,
+              l.raw_keys.front() + "=" + l.words.front().second +
+                  (l.words.size() > 1 ? " ..." : "") +
+                  ": a daemon or plugin setting, not part of Hachi's cluster config");
     }
   }
-  out.toml =
-      "# Translated from " + std::string(origin) +
-      " by `hachi slurm import-conf` (docs/slurm.md).\n"
-      "# Each node's CPUs, memory and GPUs are what its agent discovers; slurm.conf's\n"
-      "# are not carried over. Lines with no Hachi equivalent are listed on stderr.\n";
-  for (const std::string& p : partitions_toml) out.toml += p;
-  out.toml += nodes_toml;
-  return out;
+  return in.Take();
 }
 
 }  // namespace hachi::config

@@ -120,84 +120,151 @@ Result<int> ParseWeekday(std::string_view text) {
                          "thu, fri, sat, sun)");
 }
 
-Status CheckTomlText(std::string_view text) {
-  int line = 1;
-  auto bad = [&](const char* where) {
-    return InvalidArgument(std::to_string(line) + ": a non-ASCII character " + where);
-  };
+namespace {
+
+bool IsBlank(char k) { return k == ' ' || k == '\t' || k == '\r'; }
+
+Status NonAscii(int line, const char* where) {
+  return InvalidArgument(std::to_string(line) + ": a non-ASCII character " + where);
+}
+
+// A multi-line string from text[*pos] (its opening quotes) to past its closing ones;
+// counts the lines it spans.
+Status SkipMultiLineString(std::string_view text, size_t* pos, int* line) {
   auto at = [&](size_t i, std::string_view s) { return text.substr(i, s.size()) == s; };
-  auto blank = [](char k) { return k == ' ' || k == '\t' || k == '\r'; };
+  size_t i = *pos;
+  const char c = text[i];
+  const std::string_view quotes = text.substr(i, 3);
+  const bool basic = c == '"';
+  i += 3;
+  while (i < text.size() && !at(i, quotes)) {
+    if (text[i] == '\n') ++*line;
+    if (basic && text[i] == '\\') {
+      // toml++ classifies the character after a backslash; after a line-ending
+      // backslash, also every character it trims and the first one it keeps, which
+      // may start another escape.
+      ++i;
+      const bool line_ending = i < text.size() && (IsBlank(text[i]) || text[i] == '\n');
+      while (i < text.size() && (IsBlank(text[i]) || text[i] == '\n')) {
+        if (text[i] == '\n') ++*line;
+        ++i;
+      }
+      if (i < text.size() && static_cast<unsigned char>(text[i]) >= 0x80) {
+        return NonAscii(*line, "after a backslash in a multi-line string");
+      }
+      if (!line_ending && i < text.size() && !at(i, quotes)) ++i;  // the escaped one
+      continue;
+    }
+    ++i;
+  }
+  i += 3;
+  while (i < text.size() && text[i] == c) ++i;  // """a"""" ends in a quote
+  *pos = i;
+  return Status::Ok();
+}
+
+// Where toml++ is, as far as this matters: inside which arrays ('a'), inline tables
+// ('t') and table headers ('h'); whether a key or a value comes next; and whether it
+// is inside a bare key or value (`gpu8`, `7d`, `-d"x"`).
+struct TomlPlace {
+  std::string open;
+  bool in_key = true;
+  bool bare = false;
+};
+
+// The character at text[*pos], which is none of: blank, newline, quote, comment,
+// non-ASCII; `first`: only blanks before it on its line. Moves *pos past it.
+Status Structure(std::string_view text, size_t* pos, bool first, int line, TomlPlace* p) {
   auto key_start = [](char k) {
     return std::isalnum(static_cast<unsigned char>(k)) != 0 || k == '_' || k == '-' ||
            k == '"' || k == '\'';
   };
-  // Where toml++ is, as far as this matters: inside which arrays ('a'), inline tables
-  // ('t') and table headers ('h'); whether a key or a value comes next; and whether it
-  // is inside a bare key or value (`gpu8`, `7d`, `-d"x"`). It reads a bare key up to a
-  // blank, `.`, `=` or `]`, a bare value up to a blank, `,`, `]`, `}` or `#`, and
-  // classifies every character on the way, quotes included: a quote there opens no
-  // string.
-  std::string open;
-  bool in_key = true;
-  bool bare = false;
+  size_t& i = *pos;
+  switch (text[i]) {
+    case '=':
+      p->in_key = false;
+      break;
+    case '.':
+      break;
+    case '[':
+      if (p->open.empty() && first && p->in_key) {
+        // A table header: toml++ 3.3 assumes a name follows (`[` then a newline
+        // breaks its precondition, a __builtin_assume under clang: upstream #301).
+        if (text.substr(i, 2) == "[[") ++i;
+        size_t k = i + 1;
+        while (k < text.size() && IsBlank(text[k])) ++k;
+        if (k >= text.size() || !key_start(text[k])) {
+          return InvalidArgument(std::to_string(line) +
+                                 ": a table header without a name");
+        }
+        p->open.push_back('h');
+      } else {
+        p->open.push_back('a');
+        p->in_key = false;
+      }
+      break;
+    case '{':
+      p->open.push_back('t');
+      p->in_key = true;
+      break;
+    case ',':
+      p->in_key = !p->open.empty() && p->open.back() == 't';
+      break;
+    case ']':
+    case '}':
+      if (!p->open.empty()) p->open.pop_back();
+      p->in_key = !p->open.empty() && p->open.back() == 'h';
+      break;
+    default:
+      p->bare = true;  // a bare key or value starts
+  }
+  ++i;
+  return Status::Ok();
+}
+
+}  // namespace
+
+// toml++ reads a bare key up to a blank, `.`, `=` or `]`, a bare value up to a blank,
+// `,`, `]`, `}` or `#`, and classifies every character on the way, quotes included: a
+// quote there opens no string.
+Status CheckTomlText(std::string_view text) {
+  int line = 1;
+  auto at = [&](size_t i, std::string_view s) { return text.substr(i, s.size()) == s; };
+  TomlPlace place;
   bool line_start = true;                               // only blanks so far on this line
   size_t i = StartsWith(text, "\xEF\xBB\xBF") ? 3 : 0;  // UTF-8 byte-order mark
   while (i < text.size()) {
     const char c = text[i];
     const bool first = line_start;
-    if (!blank(c)) line_start = c == '\n';
+    if (!IsBlank(c)) line_start = c == '\n';
     if (c == '\n') {
       ++line;
       ++i;
-      bare = false;
-      if (open.empty() || open.back() != 'a') {  // only arrays span lines
-        open.clear();
-        in_key = true;
+      place.bare = false;
+      if (place.open.empty() || place.open.back() != 'a') {  // only arrays span lines
+        place.open.clear();
+        place.in_key = true;
       }
       continue;
     }
-    if (bare) {
+    if (place.bare) {
       const bool ends =
-          blank(c) || (in_key ? c == '.' || c == '=' || c == ']'
-                              : c == ',' || c == ']' || c == '}' || c == '#');
+          IsBlank(c) || (place.in_key ? c == '.' || c == '=' || c == ']'
+                                      : c == ',' || c == ']' || c == '}' || c == '#');
       if (!ends) {
         if (static_cast<unsigned char>(c) >= 0x80)
-          return bad("outside a string or comment");
+          return NonAscii(line, "outside a string or comment");
         ++i;
         continue;
       }
-      bare = false;  // and `c` is read below
+      place.bare = false;  // and `c` is read below
     }
-    if (blank(c)) {
+    if (IsBlank(c)) {
       ++i;
     } else if (c == '#') {  // a comment: to the end of the line, anything goes
       while (i < text.size() && text[i] != '\n') ++i;
     } else if (at(i, "\"\"\"") || at(i, "'''")) {
-      const std::string_view quotes = text.substr(i, 3);
-      const bool basic = c == '"';
-      i += 3;
-      while (i < text.size() && !at(i, quotes)) {
-        if (text[i] == '\n') ++line;
-        if (basic && text[i] == '\\') {
-          // toml++ classifies the character after a backslash; after a line-ending
-          // backslash, also every character it trims and the first one it keeps, which
-          // may start another escape.
-          ++i;
-          const bool line_ending = i < text.size() && (blank(text[i]) || text[i] == '\n');
-          while (i < text.size() && (blank(text[i]) || text[i] == '\n')) {
-            if (text[i] == '\n') ++line;
-            ++i;
-          }
-          if (i < text.size() && static_cast<unsigned char>(text[i]) >= 0x80) {
-            return bad("after a backslash in a multi-line string");
-          }
-          if (!line_ending && i < text.size() && !at(i, quotes)) ++i;  // the escaped one
-          continue;
-        }
-        ++i;
-      }
-      i += 3;
-      while (i < text.size() && text[i] == c) ++i;  // """a"""" ends in a quote
+      HACHI_RETURN_IF_ERROR(SkipMultiLineString(text, &i, &line));
     } else if (c == '"' || c == '\'') {
       ++i;  // a one-line string; toml++ ends it at a newline
       while (i < text.size() && text[i] != c && text[i] != '\n') {
@@ -207,47 +274,9 @@ Status CheckTomlText(std::string_view text) {
       }
       if (i < text.size() && text[i] == c) ++i;
     } else if (static_cast<unsigned char>(c) >= 0x80) {
-      return bad("outside a string or comment");
+      return NonAscii(line, "outside a string or comment");
     } else {
-      switch (c) {
-        case '=':
-          in_key = false;
-          break;
-        case '.':
-          break;
-        case '[':
-          if (open.empty() && first && in_key) {
-            // A table header: toml++ 3.3 assumes a name follows (`[` then a newline
-            // breaks its precondition, a __builtin_assume under clang: upstream #301).
-            if (at(i, "[[")) ++i;
-            size_t k = i + 1;
-            while (k < text.size() && blank(text[k])) ++k;
-            if (k >= text.size() || !key_start(text[k])) {
-              return InvalidArgument(std::to_string(line) +
-                                     ": a table header without a name");
-            }
-            open.push_back('h');
-          } else {
-            open.push_back('a');
-            in_key = false;
-          }
-          break;
-        case '{':
-          open.push_back('t');
-          in_key = true;
-          break;
-        case ',':
-          in_key = !open.empty() && open.back() == 't';
-          break;
-        case ']':
-        case '}':
-          if (!open.empty()) open.pop_back();
-          in_key = !open.empty() && open.back() == 'h';
-          break;
-        default:
-          bare = true;  // a bare key or value starts
-      }
-      ++i;
+      HACHI_RETURN_IF_ERROR(Structure(text, &i, first, line, &place));
     }
   }
   return Status::Ok();

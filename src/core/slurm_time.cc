@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <ctime>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -76,92 +77,89 @@ int64_t LocalUtcOffset(Time t) {
   return tm.tm_gmtoff;
 }
 
-Result<Time> ParseSlurmTime(std::string_view text, Time now, int64_t utc_offset) {
-  const std::string s = ToLower(Trim(text));
-  if (s.empty()) return Bad(text);
-  const int64_t local_now = now + utc_offset;
-  const int64_t today = FloorDiv(local_now, kDay) * kDay - utc_offset;  // local 00:00
-  const int64_t since_midnight = local_now - FloorDiv(local_now, kDay) * kDay;
-  auto next_at = [&](int64_t sod) {  // the next time the clock shows sod
-    return sod > since_midnight ? today + sod : today + kDay + sod;
-  };
-  if (s == "today") return today;
-  if (s == "tomorrow") return today + kDay;
-  if (s == "midnight") return today + kDay;
-  if (s == "noon") return next_at(12 * kHour);
-  if (s == "fika") return next_at(15 * kHour);
-  if (s == "teatime") return next_at(16 * kHour);
-  if (s.rfind("now", 0) == 0) {
-    std::string_view rest = std::string_view(s).substr(3);
-    if (rest.empty()) return now;
-    const char sign = rest[0];
-    if (sign != '+' && sign != '-') return Bad(text);
-    rest.remove_prefix(1);
-    size_t i = 0;
-    while (i < rest.size() && std::isdigit(static_cast<unsigned char>(rest[i]))) ++i;
-    if (i == 0 || i > 9) return Bad(text);
-    const int64_t n = *ParseInt(rest.substr(0, i));
-    const std::string unit(rest.substr(i));
-    int64_t mult = 0;
-    if (unit.empty() || unit == "s" || unit == "sec" || unit == "secs" ||
-        unit == "second" || unit == "seconds") {
-      mult = 1;
-    } else if (unit == "m" || unit == "min" || unit == "mins" || unit == "minute" ||
-               unit == "minutes") {
-      mult = kMinute;
-    } else if (unit == "h" || unit == "hour" || unit == "hours") {
-      mult = kHour;
-    } else if (unit == "d" || unit == "day" || unit == "days") {
-      mult = kDay;
-    } else if (unit == "w" || unit == "week" || unit == "weeks") {
-      mult = 7 * kDay;
-    } else {
-      return Bad(text);
-    }
-    return sign == '+' ? now + n * mult : now - n * mult;
+namespace {
+
+// "now", "now+N[unit]", "now-N[unit]": `rest` is what follows "now".
+Result<Time> FromNow(std::string_view rest, Time now, std::string_view text) {
+  if (rest.empty()) return now;
+  const char sign = rest[0];
+  if (sign != '+' && sign != '-') return Bad(text);
+  rest.remove_prefix(1);
+  size_t i = 0;
+  while (i < rest.size() && std::isdigit(static_cast<unsigned char>(rest[i]))) ++i;
+  if (i == 0 || i > 9) return Bad(text);
+  const int64_t n = *ParseInt(rest.substr(0, i));
+  const std::string unit(rest.substr(i));
+  int64_t mult = 0;
+  if (unit.empty() || unit == "s" || unit == "sec" || unit == "secs" ||
+      unit == "second" || unit == "seconds") {
+    mult = 1;
+  } else if (unit == "m" || unit == "min" || unit == "mins" || unit == "minute" ||
+             unit == "minutes") {
+    mult = kMinute;
+  } else if (unit == "h" || unit == "hour" || unit == "hours") {
+    mult = kHour;
+  } else if (unit == "d" || unit == "day" || unit == "days") {
+    mult = kDay;
+  } else if (unit == "w" || unit == "week" || unit == "weeks") {
+    mult = 7 * kDay;
+  } else {
+    return Bad(text);
   }
-  // HH:MM[:SS] [AM|PM]
-  {
-    std::string t = s;
-    int pm = -1;
-    for (const char* suffix : {"am", "pm"}) {
-      const std::string suf(suffix);
-      if (t.size() > 2 && t.compare(t.size() - 2, 2, suf) == 0) {
-        pm = suf == "pm";
-        t = std::string(Trim(std::string_view(t).substr(0, t.size() - 2)));
-      }
-    }
-    if (t.find('-') == std::string::npos && t.find('/') == std::string::npos &&
-        t.find(':') != std::string::npos) {
-      std::optional<int64_t> sod = ClockTime(t);
-      if (!sod) return Bad(text);
-      if (pm >= 0) {
-        const int64_t h = *sod / kHour;
-        if (h < 1 || h > 12) return Bad(text);
-        *sod +=
-            (pm == 1 && h != 12 ? 12 * kHour : 0) - (pm == 0 && h == 12 ? 12 * kHour : 0);
-      }
-      return next_at(*sod);
+  return sign == '+' ? now + n * mult : now - n * mult;
+}
+
+// HH:MM[:SS] [AM|PM]: the next time the clock shows it (`next_at`); nullopt for text
+// of another form.
+std::optional<Result<Time>> ClockOfDay(const std::string& s,
+                                       const std::function<Time(int64_t)>& next_at,
+                                       std::string_view text) {
+  std::string t = s;
+  int pm = -1;
+  for (const char* suffix : {"am", "pm"}) {
+    const std::string suf(suffix);
+    if (t.size() > 2 && t.compare(t.size() - 2, 2, suf) == 0) {
+      pm = suf == "pm";
+      t = std::string(Trim(std::string_view(t).substr(0, t.size() - 2)));
     }
   }
-  // YYYY-MM-DD[THH:MM[:SS]]
-  if (s.size() >= 10 && s[4] == '-' && s[7] == '-') {
-    std::optional<int> y = Digits(std::string_view(s).substr(0, 4), 4);
-    std::optional<int> m = Digits(std::string_view(s).substr(5, 2), 2);
-    std::optional<int> d = Digits(std::string_view(s).substr(8, 2), 2);
-    if (!y || !m || !d || *m < 1 || *m > 12 || *d < 1 || *d > DaysInMonth(*y, *m)) {
-      return Bad(text);
+  if (t.find('-') == std::string::npos && t.find('/') == std::string::npos &&
+      t.find(':') != std::string::npos) {
+    std::optional<int64_t> sod = ClockTime(t);
+    if (!sod) return Bad(text);
+    if (pm >= 0) {
+      const int64_t h = *sod / kHour;
+      if (h < 1 || h > 12) return Bad(text);
+      *sod +=
+          (pm == 1 && h != 12 ? 12 * kHour : 0) - (pm == 0 && h == 12 ? 12 * kHour : 0);
     }
-    int64_t sod = 0;
-    if (s.size() > 10) {
-      if (s[10] != 't') return Bad(text);
-      std::optional<int64_t> c = ClockTime(std::string_view(s).substr(11));
-      if (!c) return Bad(text);
-      sod = *c;
-    }
-    return DaysFromCivil(*y, *m, *d) * kDay - utc_offset + sod;
+    return next_at(*sod);
   }
-  // MM/DD[/YY] or MMDD[YY]
+  return std::nullopt;
+}
+
+// YYYY-MM-DD[THH:MM[:SS]], local time.
+Result<Time> IsoDate(const std::string& s, int64_t utc_offset, std::string_view text) {
+  std::optional<int> y = Digits(std::string_view(s).substr(0, 4), 4);
+  std::optional<int> m = Digits(std::string_view(s).substr(5, 2), 2);
+  std::optional<int> d = Digits(std::string_view(s).substr(8, 2), 2);
+  if (!y || !m || !d || *m < 1 || *m > 12 || *d < 1 || *d > DaysInMonth(*y, *m)) {
+    return Bad(text);
+  }
+  int64_t sod = 0;
+  if (s.size() > 10) {
+    if (s[10] != 't') return Bad(text);
+    std::optional<int64_t> c = ClockTime(std::string_view(s).substr(11));
+    if (!c) return Bad(text);
+    sod = *c;
+  }
+  return DaysFromCivil(*y, *m, *d) * kDay - utc_offset + sod;
+}
+
+// MM/DD[/YY] or MMDD[YY] at local midnight; without a year, this year's unless that
+// day is past (then next year's).
+Result<Time> MonthDay(const std::string& s, int64_t local_now, int64_t today,
+                      int64_t utc_offset, std::string_view text) {
   int month = 0, day = 0, year = -1;
   if (s.find('/') != std::string::npos) {
     std::vector<std::string_view> p = Split(s, '/');
@@ -204,6 +202,29 @@ Result<Time> ParseSlurmTime(std::string_view text, Time now, int64_t utc_offset)
     t = DaysFromCivil(year + 1, month, day) * kDay - utc_offset;
   }
   return t;
+}
+
+}  // namespace
+
+Result<Time> ParseSlurmTime(std::string_view text, Time now, int64_t utc_offset) {
+  const std::string s = ToLower(Trim(text));
+  if (s.empty()) return Bad(text);
+  const int64_t local_now = now + utc_offset;
+  const int64_t today = FloorDiv(local_now, kDay) * kDay - utc_offset;  // local 00:00
+  const int64_t since_midnight = local_now - FloorDiv(local_now, kDay) * kDay;
+  auto next_at = [&](int64_t sod) -> Time {  // the next time the clock shows sod
+    return sod > since_midnight ? today + sod : today + kDay + sod;
+  };
+  if (s == "today") return today;
+  if (s == "tomorrow") return today + kDay;
+  if (s == "midnight") return today + kDay;
+  if (s == "noon") return next_at(12 * kHour);
+  if (s == "fika") return next_at(15 * kHour);
+  if (s == "teatime") return next_at(16 * kHour);
+  if (s.rfind("now", 0) == 0) return FromNow(std::string_view(s).substr(3), now, text);
+  if (std::optional<Result<Time>> t = ClockOfDay(s, next_at, text)) return *t;
+  if (s.size() >= 10 && s[4] == '-' && s[7] == '-') return IsoDate(s, utc_offset, text);
+  return MonthDay(s, local_now, today, utc_offset, text);
 }
 
 }  // namespace hachi

@@ -224,23 +224,27 @@ bool Selected(const CommtestOptions& o, int gpu) {
   return o.gpus.empty() || std::find(o.gpus.begin(), o.gpus.end(), gpu) != o.gpus.end();
 }
 
-}  // namespace
-
-Result<CommtestReport> RunCommtest(const CudaApi& cu, const LinkFacts* facts,
-                                   const CommtestOptions& opts) {
+// The options' bounds.
+Status CheckOptions(const CommtestOptions& opts) {
   if (opts.size_bytes < 4) return InvalidArgument("--size: at least 4 bytes");
   if (opts.repeats < 1) return InvalidArgument("repeats: at least 1");
   if (opts.latency_iters < 1) return InvalidArgument("latency iterations: at least 1");
   if (!(opts.threshold > 0 && opts.threshold <= 1)) {
     return InvalidArgument("--threshold: a fraction in (0, 1], e.g. 0.70");
   }
+  return Status::Ok();
+}
+
+// The driver and its GPUs: *r's header and whether NVML's facts fit them (r's
+// expectations); the number of GPUs.
+Result<int> OpenDriver(const CudaApi& cu, const LinkFacts* facts,
+                       const CommtestOptions& opts, CommtestReport* r) {
   if (auto rc = cu.init(0); rc != cuda::kSuccess) {
     return Unavailable("cuInit failed: " + cu.ErrorText(rc) + " (" + cu.path + ")");
   }
-  CommtestReport r;
-  r.size_bytes = opts.size_bytes;
-  r.threshold = opts.threshold;
-  cu.driver_version(&r.driver_version);
+  r->size_bytes = opts.size_bytes;
+  r->threshold = opts.threshold;
+  cu.driver_version(&r->driver_version);
   int count = 0;
   if (auto rc = cu.device_count(&count); rc != cuda::kSuccess || count < 1) {
     return Unavailable("no CUDA device: " +
@@ -253,164 +257,186 @@ Result<CommtestReport> RunCommtest(const CudaApi& cu, const LinkFacts* facts,
     }
   }
   if (facts) {
-    r.expectations_known = true;
+    r->expectations_known = true;
     if (facts->topology.gpu_count() != count) {
-      r.expectations_known = false;
-      r.expectations_note = "NVML sees " + std::to_string(facts->topology.gpu_count()) +
-                            " GPUs, CUDA " + std::to_string(count) +
-                            " (CUDA_VISIBLE_DEVICES?): expectations unknown";
+      r->expectations_known = false;
+      r->expectations_note = "NVML sees " + std::to_string(facts->topology.gpu_count()) +
+                             " GPUs, CUDA " + std::to_string(count) +
+                             " (CUDA_VISIBLE_DEVICES?): expectations unknown";
     }
   } else {
-    r.expectations_note = "no NVML: link facts and expected figures unknown";
+    r->expectations_note = "no NVML: link facts and expected figures unknown";
   }
+  return count;
+}
+
+// Host to device, device to host and device to device on GPU i.
+GpuResult MeasureGpu(Session& s, const CudaApi& cu, int i, const LinkFacts* known,
+                     int reps) {
+  const double size = static_cast<double>(s.size_);
+  Gpu& g = s.gpu(i);
+  GpuResult out;
+  out.index = i;
+  char name[256] = {};
+  if (cu.device_name(name, sizeof(name), g.dev) == cuda::kSuccess) out.name = name;
+  const std::string on = " on GPU " + std::to_string(i);
+  out.h2d = MeasureOne(
+      s, g.ctx,
+      {{g.stream, [&] { return cu.copy_htod(g.dst, g.host, s.size_, g.stream); },
+        "cuMemcpyHtoDAsync" + on}},
+      size, reps);
+  out.d2h = MeasureOne(
+      s, g.ctx,
+      {{g.stream, [&] { return cu.copy_dtoh(g.host, g.src, s.size_, g.stream); },
+        "cuMemcpyDtoHAsync" + on}},
+      size, reps);
+  out.d2d = MeasureOne(
+      s, g.ctx,
+      {{g.stream, [&] { return cu.copy_dtod(g.dst, g.src, s.size_, g.stream); },
+        "cuMemcpyDtoDAsync" + on}},
+      size, reps);
+  if (known) {
+    out.h2d.expected = out.d2h.expected = ExpectedHostGbps(*known, i);
+  }
+  return out;
+}
+
+// GPU a to b, b to a, both at once, and the latency of 4-byte copies.
+PairResult MeasurePair(Session& s, const CudaApi& cu, int a, int b,
+                       const LinkFacts* facts, const LinkFacts* known,
+                       const CommtestOptions& opts) {
+  const double size = static_cast<double>(s.size_);
+  const int reps = opts.repeats;
+  Gpu& ga = s.gpu(a);
+  Gpu& gb = s.gpu(b);
+  PairResult p;
+  p.a = a;
+  p.b = b;
+  p.link = facts && a < facts->topology.gpu_count() && b < facts->topology.gpu_count()
+               ? facts->topology.link(a, b).Label()
+               : "?";
+  int can = 0;
+  p.p2p_ab = cu.can_access_peer(&can, ga.dev, gb.dev) == cuda::kSuccess && can;
+  can = 0;
+  p.p2p_ba = cu.can_access_peer(&can, gb.dev, ga.dev) == cuda::kSuccess && can;
+  // Peer access is per direction and per context; already enabled is fine.
+  if (p.p2p_ab) {
+    cu.ctx_set_current(ga.ctx);
+    cu.enable_peer(gb.ctx, 0);
+  }
+  if (p.p2p_ba) {
+    cu.ctx_set_current(gb.ctx);
+    cu.enable_peer(ga.ctx, 0);
+  }
+  const std::string ab = " " + std::to_string(a) + "->" + std::to_string(b);
+  const std::string ba = " " + std::to_string(b) + "->" + std::to_string(a);
+  Copy c_ab{
+      ga.stream,
+      [&] { return cu.copy_peer(gb.dst, gb.ctx, ga.src, ga.ctx, s.size_, ga.stream); },
+      "cuMemcpyPeerAsync" + ab};
+  // b->a on a second stream of a's context, so both directions share one clock.
+  Copy c_ba2{
+      ga.stream2,
+      [&] { return cu.copy_peer(ga.dst, ga.ctx, gb.src, gb.ctx, s.size_, ga.stream2); },
+      "cuMemcpyPeerAsync" + ba};
+  Copy c_ba{
+      gb.stream,
+      [&] { return cu.copy_peer(ga.dst, ga.ctx, gb.src, gb.ctx, s.size_, gb.stream); },
+      "cuMemcpyPeerAsync" + ba};
+  p.ab = MeasureOne(s, ga.ctx, {c_ab}, size, reps);
+  p.ba = MeasureOne(s, gb.ctx, {c_ba}, size, reps);
+  p.bidir = MeasureOne(s, ga.ctx, {c_ab, c_ba2}, 2 * size, reps);
+  if (known) {
+    p.ab.expected = p.ba.expected = ExpectedPairGbps(*known, a, b);
+    p.bidir.expected = 2 * p.ab.expected;
+  }
+  // Small messages: the median of single 4-byte copies.
+  std::vector<double> us;
+  for (int i = 0; i < opts.latency_iters; ++i) {
+    Result<std::vector<double>> ms = TimeGroups(
+        s,
+        {Group{
+            ga.ctx,
+            {{ga.stream,
+              [&] { return cu.copy_peer(gb.dst, gb.ctx, ga.src, ga.ctx, 4, ga.stream); },
+              "cuMemcpyPeerAsync 4 bytes" + ab}}}});
+    if (!ms.ok()) {
+      us.clear();
+      break;
+    }
+    us.push_back((*ms)[0] * 1e3);
+  }
+  p.latency_us = Median(us);
+  return p;
+}
+
+// Contention: every selected GPU sends to all its peers at once, a stream per copy.
+Status MeasureAllPairs(Session& s, const CudaApi& cu, int count, const LinkFacts* known,
+                       int reps, CommtestReport* r) {
+  const double size = static_cast<double>(s.size_);
+  std::vector<Group> groups;
+  std::vector<double> bytes;
+  std::vector<int> senders;
+  for (GpuResult& out : r->gpus) {
+    Gpu& g = s.gpu(out.index);
+    Group group{g.ctx, {}};
+    for (int p = 0; p < count; ++p) {
+      if (p == out.index) continue;
+      Result<cuda::Stream> st = s.NewStream(g);
+      if (!st.ok()) return st.status();
+      Gpu& peer = s.gpu(p);
+      cuda::Stream stream = *st;
+      group.copies.push_back({stream,
+                              [&cu, &s, &g, &peer, stream] {
+                                return cu.copy_peer(peer.dst, peer.ctx, g.src, g.ctx,
+                                                    s.size_, stream);
+                              },
+                              "cuMemcpyPeerAsync " + std::to_string(out.index) + "->" +
+                                  std::to_string(p) + " (all pairs)"});
+    }
+    bytes.push_back(size * static_cast<double>(group.copies.size()));
+    groups.push_back(std::move(group));
+    senders.push_back(out.index);
+  }
+  std::vector<Figure> figs = Measure(s, groups, bytes, reps);
+  for (size_t k = 0; k < senders.size(); ++k) {
+    r->gpus[k].all_pairs = figs[k];
+    if (known) {
+      std::vector<int> peers;
+      for (int p = 0; p < count; ++p) {
+        if (p != senders[k]) peers.push_back(p);
+      }
+      r->gpus[k].all_pairs.expected = ExpectedAllPairsGbps(*known, senders[k], peers);
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<CommtestReport> RunCommtest(const CudaApi& cu, const LinkFacts* facts,
+                                   const CommtestOptions& opts) {
+  HACHI_RETURN_IF_ERROR(CheckOptions(opts));
+  CommtestReport r;
+  Result<int> count = OpenDriver(cu, facts, opts, &r);
+  if (!count.ok()) return count.status();
   const LinkFacts* known = r.expectations_known ? facts : nullptr;
 
   Session s(cu, opts.size_bytes);
-  for (int i = 0; i < count; ++i) {
+  for (int i = 0; i < *count; ++i) {
     if (Status st = s.Open(i); !st.ok()) return st;
   }
-  const double size = static_cast<double>(opts.size_bytes);
-  const int reps = opts.repeats;
-
-  for (int i = 0; i < count; ++i) {
-    if (!Selected(opts, i)) continue;
-    Gpu& g = s.gpu(i);
-    GpuResult out;
-    out.index = i;
-    char name[256] = {};
-    if (cu.device_name(name, sizeof(name), g.dev) == cuda::kSuccess) out.name = name;
-    const std::string on = " on GPU " + std::to_string(i);
-    out.h2d = MeasureOne(
-        s, g.ctx,
-        {{g.stream, [&] { return cu.copy_htod(g.dst, g.host, s.size_, g.stream); },
-          "cuMemcpyHtoDAsync" + on}},
-        size, reps);
-    out.d2h = MeasureOne(
-        s, g.ctx,
-        {{g.stream, [&] { return cu.copy_dtoh(g.host, g.src, s.size_, g.stream); },
-          "cuMemcpyDtoHAsync" + on}},
-        size, reps);
-    out.d2d = MeasureOne(
-        s, g.ctx,
-        {{g.stream, [&] { return cu.copy_dtod(g.dst, g.src, s.size_, g.stream); },
-          "cuMemcpyDtoDAsync" + on}},
-        size, reps);
-    if (known) {
-      out.h2d.expected = out.d2h.expected = ExpectedHostGbps(*known, i);
-    }
-    r.gpus.push_back(std::move(out));
+  for (int i = 0; i < *count; ++i) {
+    if (Selected(opts, i)) r.gpus.push_back(MeasureGpu(s, cu, i, known, opts.repeats));
   }
-
-  for (int a = 0; a < count; ++a) {
-    for (int b = a + 1; b < count; ++b) {
+  for (int a = 0; a < *count; ++a) {
+    for (int b = a + 1; b < *count; ++b) {
       if (!Selected(opts, a) && !Selected(opts, b)) continue;
-      Gpu& ga = s.gpu(a);
-      Gpu& gb = s.gpu(b);
-      PairResult p;
-      p.a = a;
-      p.b = b;
-      p.link = facts && a < facts->topology.gpu_count() && b < facts->topology.gpu_count()
-                   ? facts->topology.link(a, b).Label()
-                   : "?";
-      int can = 0;
-      p.p2p_ab = cu.can_access_peer(&can, ga.dev, gb.dev) == cuda::kSuccess && can;
-      can = 0;
-      p.p2p_ba = cu.can_access_peer(&can, gb.dev, ga.dev) == cuda::kSuccess && can;
-      // Peer access is per direction and per context; already enabled is fine.
-      if (p.p2p_ab) {
-        cu.ctx_set_current(ga.ctx);
-        cu.enable_peer(gb.ctx, 0);
-      }
-      if (p.p2p_ba) {
-        cu.ctx_set_current(gb.ctx);
-        cu.enable_peer(ga.ctx, 0);
-      }
-      const std::string ab = " " + std::to_string(a) + "->" + std::to_string(b);
-      const std::string ba = " " + std::to_string(b) + "->" + std::to_string(a);
-      Copy c_ab{ga.stream,
-                [&] {
-                  return cu.copy_peer(gb.dst, gb.ctx, ga.src, ga.ctx, s.size_, ga.stream);
-                },
-                "cuMemcpyPeerAsync" + ab};
-      // b->a on a second stream of a's context, so both directions share one clock.
-      Copy c_ba2{ga.stream2,
-                 [&] {
-                   return cu.copy_peer(ga.dst, ga.ctx, gb.src, gb.ctx, s.size_,
-                                       ga.stream2);
-                 },
-                 "cuMemcpyPeerAsync" + ba};
-      Copy c_ba{gb.stream,
-                [&] {
-                  return cu.copy_peer(ga.dst, ga.ctx, gb.src, gb.ctx, s.size_, gb.stream);
-                },
-                "cuMemcpyPeerAsync" + ba};
-      p.ab = MeasureOne(s, ga.ctx, {c_ab}, size, reps);
-      p.ba = MeasureOne(s, gb.ctx, {c_ba}, size, reps);
-      p.bidir = MeasureOne(s, ga.ctx, {c_ab, c_ba2}, 2 * size, reps);
-      if (known) {
-        p.ab.expected = p.ba.expected = ExpectedPairGbps(*known, a, b);
-        p.bidir.expected = 2 * p.ab.expected;
-      }
-      // Small messages: the median of single 4-byte copies.
-      std::vector<double> us;
-      for (int i = 0; i < opts.latency_iters; ++i) {
-        Result<std::vector<double>> ms =
-            TimeGroups(s, {Group{ga.ctx,
-                                 {{ga.stream,
-                                   [&] {
-                                     return cu.copy_peer(gb.dst, gb.ctx, ga.src, ga.ctx,
-                                                         4, ga.stream);
-                                   },
-                                   "cuMemcpyPeerAsync 4 bytes" + ab}}}});
-        if (!ms.ok()) {
-          us.clear();
-          break;
-        }
-        us.push_back((*ms)[0] * 1e3);
-      }
-      p.latency_us = Median(us);
-      r.pairs.push_back(std::move(p));
+      r.pairs.push_back(MeasurePair(s, cu, a, b, facts, known, opts));
     }
   }
-
-  // Contention: every selected GPU sends to all its peers at once, a stream per copy.
-  if (count > 1) {
-    std::vector<Group> groups;
-    std::vector<double> bytes;
-    std::vector<int> senders;
-    for (GpuResult& out : r.gpus) {
-      Gpu& g = s.gpu(out.index);
-      Group group{g.ctx, {}};
-      for (int p = 0; p < count; ++p) {
-        if (p == out.index) continue;
-        Result<cuda::Stream> st = s.NewStream(g);
-        if (!st.ok()) return st.status();
-        Gpu& peer = s.gpu(p);
-        cuda::Stream stream = *st;
-        group.copies.push_back({stream,
-                                [&cu, &s, &g, &peer, stream] {
-                                  return cu.copy_peer(peer.dst, peer.ctx, g.src, g.ctx,
-                                                      s.size_, stream);
-                                },
-                                "cuMemcpyPeerAsync " + std::to_string(out.index) + "->" +
-                                    std::to_string(p) + " (all pairs)"});
-      }
-      bytes.push_back(size * static_cast<double>(group.copies.size()));
-      groups.push_back(std::move(group));
-      senders.push_back(out.index);
-    }
-    std::vector<Figure> figs = Measure(s, groups, bytes, reps);
-    for (size_t k = 0; k < senders.size(); ++k) {
-      r.gpus[k].all_pairs = figs[k];
-      if (known) {
-        std::vector<int> peers;
-        for (int p = 0; p < count; ++p) {
-          if (p != senders[k]) peers.push_back(p);
-        }
-        r.gpus[k].all_pairs.expected = ExpectedAllPairsGbps(*known, senders[k], peers);
-      }
-    }
-  }
+  if (*count > 1)
+    HACHI_RETURN_IF_ERROR(MeasureAllPairs(s, cu, *count, known, opts.repeats, &r));
   r.checks = BuildChecks(r);
   return r;
 }

@@ -192,12 +192,10 @@ std::string SelectionNote(const ClusterState& s, const Job& job) {
   return out;
 }
 
-}  // namespace
-
-std::string Diagnosis::Format(const ClusterState& state, Time now) const {
-  const Job* pending = FindPending(state, job);
-  std::string out;
-  switch (reason) {
+// The reasons whose words need nothing more: the whole text, else nullopt.
+std::optional<std::string> WholeText(const Diagnosis& d, const ClusterState& state,
+                                     const Job* pending, Time now) {
+  switch (d.reason) {
     case Reason::kNone:
       return "";
     case Reason::kHeld:
@@ -218,12 +216,12 @@ std::string Diagnosis::Format(const ClusterState& state, Time now) const {
       return "a job it depends on failed; it can never run";
     case Reason::kUserQuota:
       return "user " + (pending ? pending->req.user : std::string("?")) +
-             " at quota: " + std::to_string(quota_used) + "/" +
-             std::to_string(quota_limit) + " GPUs";
+             " at quota: " + std::to_string(d.quota_used) + "/" +
+             std::to_string(d.quota_limit) + " GPUs";
     case Reason::kAccountQuota:
       return "account " + (pending ? pending->req.account : std::string("?")) +
-             " at quota: " + std::to_string(quota_used) + "/" +
-             std::to_string(quota_limit) + " GPUs";
+             " at quota: " + std::to_string(d.quota_used) + "/" +
+             std::to_string(d.quota_limit) + " GPUs";
     case Reason::kBadConstraints:
       return (pending ? SelectionNote(state, *pending)
                       : std::string("its node selection")) +
@@ -239,65 +237,38 @@ std::string Diagnosis::Format(const ClusterState& state, Time now) const {
       return pending ? "cannot end by its deadline " + Clock(pending->req.deadline, now) +
                            " (--deadline); it will not run"
                      : std::string("cannot end by its deadline (--deadline)");
-    case Reason::kPriority:
-      out = "waiting behind higher-priority jobs (position " +
-            std::to_string(queue_position) + ")";
-      break;
     default:
-      break;
+      return std::nullopt;
   }
-  if (reason == Reason::kPreempting) {
-    const std::string of =
-        partition >= 0 && partition < static_cast<int>(state.partitions.size())
-            ? " of partition " + state.partitions[partition].name
-            : " of lower tiers";
-    out = "waiting for " + std::to_string(preempt_jobs) +
-          (preempt_jobs == 1 ? " job" : " jobs") + of + " to leave (grace " +
-          Short(preempt_grace) + ")";
-    if (earliest_start != kNever) {
-      out += ", from " + Clock(earliest_start, now) + " on " +
-             NodeName(state, earliest_node);
-    }
-    return out;
+}
+
+// kPreempting: how many jobs leave, of which partition, and when it may start.
+std::string PreemptingText(const Diagnosis& d, const ClusterState& state, Time now) {
+  const std::string of =
+      d.partition >= 0 && d.partition < static_cast<int>(state.partitions.size())
+          ? " of partition " + state.partitions[d.partition].name
+          : " of lower tiers";
+  std::string out = "waiting for " + std::to_string(d.preempt_jobs) +
+                    (d.preempt_jobs == 1 ? " job" : " jobs") + of + " to leave (grace " +
+                    Short(d.preempt_grace) + ")";
+  if (d.earliest_start != kNever) {
+    out += ", from " + Clock(d.earliest_start, now) + " on " +
+           NodeName(state, d.earliest_node);
   }
-  if (reason == Reason::kTimeWindow && partition >= 0 &&
-      partition < static_cast<int>(state.partitions.size())) {
-    const Partition& p = state.partitions[partition];
-    out = "nodes " + NodeList(state, p.window_nodes) + " belong to partition " + p.name +
-          " " + FormatWindows(p.windows);
-  }
-  if (reason == Reason::kMpsOtherUser) {
-    const int milli = pending != nullptr ? pending->req.gpu_share_milli : 0;
-    out = (milli > 0 ? "needs a " + ShareText(milli) + " share of one GPU"
-                     : std::string("needs a share of one GPU")) +
-          "; " + std::to_string(other_user_gpus) +
-          (other_user_gpus == 1 ? " shared GPU with room holds another user's shares"
-                                : " shared GPUs with room hold other users' shares") +
-          " (MPS serves one user per GPU)";
-  }
-  if (reason == Reason::kMigBusy) {
-    const std::string profile = pending != nullptr ? pending->req.mig_profile : "MIG";
-    const std::string nodes =
-        pending != nullptr && pending->partition >= 0 &&
-                pending->partition < static_cast<int>(state.partitions.size())
-            ? "the nodes of " + state.partitions[pending->partition].name
-            : std::string("its nodes");
-    const std::string counts = std::to_string(free_gpus) + " of " +
-                               std::to_string(mig_total) + " free on " + nodes;
-    out = needed_gpus <= 1
-              ? "no free " + profile + " MIG device: " + counts
-              : "needs " + std::to_string(needed_gpus) + " " + profile +
-                    " MIG devices on one node: at most " + std::to_string(largest_free) +
-                    " free on one node, " + counts;
-  }
-  // A job without GPUs (issue 17): its CPUs and memory.
+  return out;
+}
+
+// What the job needs, and why that is not there now.
+std::string NeedsText(const Diagnosis& d, const ClusterState& state, const Job* pending) {
+  std::string out;
+  // A job without GPUs: its CPUs and memory.
   const bool cpu_only = pending != nullptr && pending->req.TotalGpus() == 0;
   if (out.empty() && cpu_only) {
     out = "needs " + std::to_string(NodeCpus(pending->req)) + " CPUs and " +
           std::to_string(NodeMemory(pending->req)) + " MiB of memory, no GPU, on " +
-          (needed_nodes > 1 ? "each of " + std::to_string(needed_nodes) + " nodes"
-                            : std::string("one node"));
-    switch (reason) {
+          (d.needed_nodes > 1 ? "each of " + std::to_string(d.needed_nodes) + " nodes"
+                              : std::string("one node"));
+    switch (d.reason) {
       case Reason::kNodesUnavailable:
         out += "; every fitting node is down or drained";
         break;
@@ -313,10 +284,11 @@ std::string Diagnosis::Format(const ClusterState& state, Time now) const {
     }
   }
   if (out.empty()) {
-    out = needed_nodes > 1 ? "needs " + std::to_string(needed_nodes) + " nodes with " +
-                                 std::to_string(needed_gpus) + " GPUs each"
-                           : "needs " + std::to_string(needed_gpus) + " GPUs on one node";
-    switch (reason) {
+    out = d.needed_nodes > 1
+              ? "needs " + std::to_string(d.needed_nodes) + " nodes with " +
+                    std::to_string(d.needed_gpus) + " GPUs each"
+              : "needs " + std::to_string(d.needed_gpus) + " GPUs on one node";
+    switch (d.reason) {
       case Reason::kNodesUnavailable:
         out += "; every fitting node is down or drained";
         break;
@@ -327,20 +299,72 @@ std::string Diagnosis::Format(const ClusterState& state, Time now) const {
         out += "; the fitting GPUs are reserved for jobs ahead";
         break;
       default:
-        if (largest_free_node >= 0) {
-          out += "; largest free set is " + std::to_string(largest_free) + " (node " +
-                 NodeName(state, largest_free_node) + ")";
+        if (d.largest_free_node >= 0) {
+          out += "; largest free set is " + std::to_string(d.largest_free) + " (node " +
+                 NodeName(state, d.largest_free_node) + ")";
         } else {
           out += "; no GPU is free";
         }
-        if (reason == Reason::kFragmented) {
-          out += ", " + std::to_string(free_gpus) + " free in all";
+        if (d.reason == Reason::kFragmented) {
+          out += ", " + std::to_string(d.free_gpus) + " free in all";
         }
         break;
     }
   }
+  return out;
+}
+
+// Why the job waits, before the selection note and the earliest start.
+std::string WaitText(const Diagnosis& d, const ClusterState& state, const Job* pending) {
+  if (d.reason == Reason::kPriority) {
+    return "waiting behind higher-priority jobs (position " +
+           std::to_string(d.queue_position) + ")";
+  }
+  std::string out;
+  if (d.reason == Reason::kTimeWindow && d.partition >= 0 &&
+      d.partition < static_cast<int>(state.partitions.size())) {
+    const Partition& p = state.partitions[d.partition];
+    out = "nodes " + NodeList(state, p.window_nodes) + " belong to partition " + p.name +
+          " " + FormatWindows(p.windows);
+  }
+  if (d.reason == Reason::kMpsOtherUser) {
+    const int milli = pending != nullptr ? pending->req.gpu_share_milli : 0;
+    out = (milli > 0 ? "needs a " + ShareText(milli) + " share of one GPU"
+                     : std::string("needs a share of one GPU")) +
+          "; " + std::to_string(d.other_user_gpus) +
+          (d.other_user_gpus == 1 ? " shared GPU with room holds another user's shares"
+                                  : " shared GPUs with room hold other users' shares") +
+          " (MPS serves one user per GPU)";
+  }
+  if (d.reason == Reason::kMigBusy) {
+    const std::string profile = pending != nullptr ? pending->req.mig_profile : "MIG";
+    const std::string nodes =
+        pending != nullptr && pending->partition >= 0 &&
+                pending->partition < static_cast<int>(state.partitions.size())
+            ? "the nodes of " + state.partitions[pending->partition].name
+            : std::string("its nodes");
+    const std::string counts = std::to_string(d.free_gpus) + " of " +
+                               std::to_string(d.mig_total) + " free on " + nodes;
+    out = d.needed_gpus <= 1
+              ? "no free " + profile + " MIG device: " + counts
+              : "needs " + std::to_string(d.needed_gpus) + " " + profile +
+                    " MIG devices on one node: at most " +
+                    std::to_string(d.largest_free) + " free on one node, " + counts;
+  }
+  return out.empty() ? NeedsText(d, state, pending) : out;
+}
+
+}  // namespace
+
+std::string Diagnosis::Format(const ClusterState& state, Time now) const {
+  const Job* pending = FindPending(state, job);
+  if (std::optional<std::string> whole = WholeText(*this, state, pending, now)) {
+    return *whole;
+  }
+  if (reason == Reason::kPreempting) return PreemptingText(*this, state, now);
+  std::string out = WaitText(*this, state, pending);
   if (pending != nullptr && reason != Reason::kPriority) {
-    const std::string note = SelectionNote(state, *pending);  // issue 17
+    const std::string note = SelectionNote(state, *pending);
     if (!note.empty()) out += "; " + note;
   }
   if (earliest_start != kNever) {

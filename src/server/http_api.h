@@ -1,9 +1,11 @@
 // HttpServer: the REST API of docs/api.md, on TCP (127.0.0.1 by default; HTTPS with a
 // certificate) and on a local Unix socket, over the server's own connection layer
 // (server/http_loop.h: one epoll thread, a few handler threads; a waiting long poll
-// holds no thread). It decodes requests, calls the Controller and encodes replies; no
-// state of its own. Errors are {"error": {"code", "message"}} with a 4xx/5xx status;
-// the server keeps serving after any bad request.
+// holds no thread). Its routes are one table (HttpServer::Routes, http_api.cc), each
+// naming a handler of ApiHandlers (server/http_handlers.h) that decodes the request,
+// calls the Controller and encodes the reply; no state of its own. Errors are
+// {"error": {"code", "message"}} with a 4xx/5xx status; the server keeps serving after
+// any bad request.
 //
 // The two long polls — an agent's GET /agents/NODE/work and GET /jobs/ID?wait_from= —
 // park on the topics "agent/NODE" and "job/ID", which the Controller and its AgentHub
@@ -23,7 +25,8 @@
 
 namespace hachi::server {
 
-class HttpLoop;  // server/http_loop.h
+class ApiHandlers;  // server/http_handlers.h
+class HttpLoop;     // server/http_loop.h
 class HttpRouter;
 
 struct HttpOptions {
@@ -69,6 +72,7 @@ class HttpServer {
   bool tls_ = false;  // the TCP listener is HTTPS
   std::unique_ptr<HttpRouter> router_;
   std::unique_ptr<HttpLoop> loop_;
+  std::unique_ptr<ApiHandlers> handlers_;  // the routes' (in router_) targets
   bool started_ = false;
 };
 

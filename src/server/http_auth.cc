@@ -3,19 +3,15 @@
 #include <httplib.h>
 
 #include <cstdio>
-#include <nlohmann/json.hpp>
 #include <string_view>
 
 #include "api/protocol.h"
 #include "api/protocol_json.h"
 #include "core/secret.h"
 #include "server/http_loop.h"
-#include "state/token_json.h"
 
 namespace hachi::server {
 namespace {
-
-using nlohmann::json;
 
 bool PeerCred(const httplib::Request& req, uint32_t* uid, uint32_t* gid) {
   if (!req.has_header(kPeerCredHeader)) return false;
@@ -108,72 +104,6 @@ void InstallAuthGate(HttpRouter& s, Controller* c, const HttpAuthOptions& option
 
 Result<Caller> CallerOf(const httplib::Request& req, const Controller& c) {
   return UserOf(req, c, /*named=*/true);
-}
-
-void AddTokenRoutes(HttpRouter& s, Controller* c) {
-  const std::string p = std::string(api::kApiPrefix) + "/tokens";
-  auto reply = [](httplib::Response& res, int status, const std::string& body) {
-    res.status = status;
-    res.set_content(body, "application/json");
-  };
-  auto fail = [](httplib::Response& res, const Status& st) {
-    res.status = api::HttpStatusFor(st.code());
-    res.set_content(api::ErrorToJson(st), "application/json");
-  };
-  // The hash stays on the server: a listing shows what a token is for, not what it is.
-  auto public_json = [](const state::TokenRecord& t) {
-    json j = json::parse(state::TokenRecordToJson(t));
-    j.erase("sha256");
-    return j;
-  };
-  s.Post(p, [c, reply, fail, public_json](const httplib::Request& req,
-                                          httplib::Response& res) {
-    Result<Caller> who = CallerOf(req, *c);
-    if (!who.ok()) return fail(res, who.status());
-    const json j = json::parse(req.body, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("user") ||
-        !j["user"].is_string()) {
-      return fail(
-          res, InvalidArgument(
-                   "tokens: expected {\"user\": NAME, \"admin\"?, \"uid\"?, \"gid\"?}"));
-    }
-    TokenRequest r;
-    for (const auto& [key, v] : j.items()) {
-      if (key == "user") {
-        r.user = v.get<std::string>();
-      } else if (key == "admin" && v.is_boolean()) {
-        r.admin = v.get<bool>();
-      } else if ((key == "uid" || key == "gid") && v.is_number_unsigned()) {
-        (key == "uid" ? r.uid : r.gid) = static_cast<int64_t>(
-            std::min<uint64_t>(v.get<uint64_t>(), uint64_t{1} << 40));
-      } else {
-        return fail(res, InvalidArgument("tokens: field '" + key +
-                                         "' is unknown or of the "
-                                         "wrong type"));
-      }
-    }
-    Result<IssuedToken> t = c->tokens().Issue(r, *who);
-    if (!t.ok()) return fail(res, t.status());
-    reply(res, 201, json{{"token", t->token}, {"record", public_json(t->record)}}.dump());
-  });
-  s.Get(p, [c, reply, fail, public_json](const httplib::Request& req,
-                                         httplib::Response& res) {
-    Result<Caller> who = CallerOf(req, *c);
-    if (!who.ok()) return fail(res, who.status());
-    Result<std::vector<state::TokenRecord>> list = c->tokens().List(*who);
-    if (!list.ok()) return fail(res, list.status());
-    json tokens = json::array();
-    for (const state::TokenRecord& t : *list) tokens.push_back(public_json(t));
-    reply(res, 200, json{{"tokens", tokens}}.dump());
-  });
-  s.Delete(p + R"(/([0-9a-f]{1,64}))",
-           [c, reply, fail](const httplib::Request& req, httplib::Response& res) {
-             Result<Caller> who = CallerOf(req, *c);
-             if (!who.ok()) return fail(res, who.status());
-             Status st = c->tokens().Revoke(req.matches[1], *who);
-             if (!st.ok()) return fail(res, st);
-             reply(res, 200, json{{"ok", true}}.dump());
-           });
 }
 
 }  // namespace hachi::server

@@ -1,6 +1,6 @@
 // The HTTP side of who is asking (server/auth.h): the gate every request passes before
-// its handler, the caller a handler acts for, and the token endpoints
-// (POST/GET /api/v1/tokens, DELETE /api/v1/tokens/ID). This file finds out who the
+// its handler and the caller a handler acts for (the token endpoints are
+// http_tokens.cc's). This file finds out who the
 // caller is (peer credentials, bearer token, cluster secret, loopback); whether they may
 // is the Controller's Authorizer's answer (server/authorizer.h), asked here and by the
 // handlers. Internal to server/; callers include httplib themselves.
@@ -43,9 +43,5 @@ void InstallAuthGate(HttpRouter& s, Controller* c, const HttpAuthOptions& option
 // uid on the Unix socket, the token's user, or an anonymous reader (authenticated=false,
 // `loopback` set from the peer's address).
 Result<Caller> CallerOf(const httplib::Request& req, const Controller& c);
-
-// POST /api/v1/tokens {"user", "uid"?, "gid"?, "admin"?} -> 201 {"token", "record"};
-// GET /api/v1/tokens; DELETE /api/v1/tokens/ID. Admins only (the Controller checks).
-void AddTokenRoutes(HttpRouter& s, Controller* c);
 
 }  // namespace hachi::server

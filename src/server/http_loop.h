@@ -23,6 +23,10 @@
 // kernel's SO_PEERCRED of its peer in the X-Hachi-Peer-Cred header ("UID GID PID"),
 // any the client sent being removed first.
 //
+// Its files: http_loop.cc (setup, the epoll round, handler threads, topics),
+// http_loop_conn.cc (accept and its bounds, reads, writes, TLS), http_loop_parse.cc
+// (HTTP/1.1 heads, bodies, replies); their shared insides are in http_loop_conn.h.
+//
 // Thread-safety: configure (Listen*, Start) and Stop from one thread; Notify from any
 // thread at any time (it takes the loop's own lock briefly and never calls a handler).
 // Lock order: whatever the caller of Notify holds, then the loop's lock.
@@ -37,6 +41,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -109,6 +114,10 @@ class HttpLoop {
   void ReadSome(Conn& c);
   void Parse(Conn& c);  // as many requests as the buffer holds (one at a time)
   bool ParseHead(Conn& c, size_t end);
+  bool ParseRequestLine(Conn& c, std::string_view line, httplib::Request& req);
+  bool ParseFields(Conn& c, std::string_view fields, httplib::Request& req,
+                   bool* has_length);
+  bool ParseFraming(Conn& c, const httplib::Request& req, bool has_length);
   bool ParseBody(Conn& c);
   void Dispatch(Conn& c);
   void Fail(Conn& c, int status, const std::string& message);  // reply, then close

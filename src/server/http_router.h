@@ -60,6 +60,8 @@ class HttpRouter {
   void Delete(const std::string& pattern, Handler h);
   // A GET that may wait (LongPoll::WaitFor).
   void GetPoll(const std::string& pattern, PollHandler h);
+  // A route of any method ("GET", "POST", "DELETE"); `h` may wait, as GetPoll's.
+  void Add(const char* method, const std::string& pattern, PollHandler h);
   void set_pre_routing_handler(PreRouting h) { pre_routing_ = std::move(h); }
   // Called for every reply of status 400 or more (routed or not: 404 for no route).
   void set_error_handler(Handler h) { error_ = std::move(h); }
@@ -75,7 +77,6 @@ class HttpRouter {
     std::regex pattern;
     PollHandler handler;
   };
-  void Add(const char* method, const std::string& pattern, PollHandler h);
 
   std::vector<Route> routes_;
   PreRouting pre_routing_;

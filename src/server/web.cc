@@ -10,6 +10,7 @@
 #include "server/controller.h"
 #include "server/history.h"
 #include "server/http_auth.h"
+#include "server/http_handlers.h"
 #include "server/http_loop.h"
 #include "server/job_log.h"
 
@@ -17,11 +18,6 @@ namespace hachi::server {
 namespace {
 
 using nlohmann::json;
-
-void ReplyError(httplib::Response& res, const Status& s) {
-  res.status = api::HttpStatusFor(s.code());
-  res.set_content(api::ErrorToJson(s), "application/json");
-}
 
 void ServeAsset(const httplib::Request& req, httplib::Response& res, const WebAsset& a) {
   const std::string etag(a.etag);
@@ -58,55 +54,50 @@ const WebAsset* FindWebAsset(std::string_view name) {
   return it != all.end() && it->name == name ? &*it : nullptr;
 }
 
-void AddDashboardRoutes(HttpRouter& s, Controller* c, const DashboardOptions& options) {
-  s.Get("/", [](const httplib::Request& req, httplib::Response& res) {
-    const WebAsset* index = FindWebAsset("index.html");
-    if (index == nullptr)
-      return ReplyError(res, Internal("the dashboard was not embedded"));
-    ServeAsset(req, res, *index);
-  });
-  s.Get(R"(/web/(.*))", [](const httplib::Request& req, httplib::Response& res) {
-    const std::string name = req.matches[1];
-    const WebAsset* a = FindWebAsset(name);
-    if (a == nullptr) return ReplyError(res, NotFound("no dashboard file " + name));
-    ServeAsset(req, res, *a);
-  });
+void ApiHandlers::DashboardIndex(const Request& req, Response& res) const {
+  const WebAsset* index = FindWebAsset("index.html");
+  if (index == nullptr)
+    return ReplyError(res, Internal("the dashboard was not embedded"));
+  ServeAsset(req, res, *index);
+}
 
-  const HistorySampler* history = options.history;
-  s.Get(std::string(api::kApiPrefix) + "/history",
-        [history](const httplib::Request& req, httplib::Response& res) {
-          const Time since = Int64Param(req, "since", 0, 0, INT64_MAX);
-          res.status = 200;
-          res.set_content(
-              history ? HistoryToJson(history->Samples(since), history->interval_s())
-                      : HistoryToJson({}, 0),
-              "application/json");
-        });
+void ApiHandlers::DashboardFile(const Request& req, Response& res) const {
+  const std::string name = req.matches[1];
+  const WebAsset* a = FindWebAsset(name);
+  if (a == nullptr) return ReplyError(res, NotFound("no dashboard file " + name));
+  ServeAsset(req, res, *a);
+}
 
-  const std::vector<std::string> local = options.local_nodes;
-  s.Get(std::string(api::kApiPrefix) + R"(/jobs/(\d{1,18})/log)",
-        [c, local](const httplib::Request& req, httplib::Response& res) {
-          const state::JobId id = std::stoll(req.matches[1]);
-          Result<state::JobRecord> job = c->Job(id);
-          if (!job.ok()) return ReplyError(res, job.status());
-          // What a job prints is as private as its environment and script: its owner's
-          // and the admins' (Action::kSeeJobDetails, as GET /jobs/ID redacts them).
-          Result<Caller> who = CallerOf(req, *c);
-          if (!who.ok()) return ReplyError(res, who.status());
-          const Status may = c->authorizer().Authorize(*who, Action::kSeeJobDetails,
-                                                       Resource::Job(*job));
-          if (!may.ok()) return ReplyError(res, may);
-          const int lines = static_cast<int>(Int64Param(req, "tail", 200, 1, 10000));
-          const int64_t bytes = Int64Param(req, "bytes", 64 << 10, 1, kMaxLogTailBytes);
-          Result<LogTail> t = ReadJobLogTail(*job, local, bytes, lines);
-          if (!t.ok()) return ReplyError(res, t.status());
-          const json j{{"job", id},       {"node", t->node},     {"path", t->path},
-                       {"size", t->size}, {"offset", t->offset}, {"text", t->text}};
-          res.status = 200;
-          // Output is whatever the job printed: bytes that are not UTF-8 become U+FFFD.
-          res.set_content(j.dump(-1, ' ', false, json::error_handler_t::replace),
-                          "application/json");
-        });
+void ApiHandlers::History(const Request& req, Response& res) const {
+  const HistorySampler* history = dashboard_.history;
+  const Time since = Int64Param(req, "since", 0, 0, INT64_MAX);
+  res.status = 200;
+  res.set_content(history ? HistoryToJson(history->Samples(since), history->interval_s())
+                          : HistoryToJson({}, 0),
+                  "application/json");
+}
+
+void ApiHandlers::JobLog(const Request& req, Response& res) const {
+  const state::JobId id = std::stoll(req.matches[1]);
+  Result<state::JobRecord> job = c_->Job(id);
+  if (!job.ok()) return ReplyError(res, job.status());
+  // What a job prints is as private as its environment and script: its owner's and the
+  // admins' (Action::kSeeJobDetails, as GET /jobs/ID redacts them).
+  Result<Caller> who = CallerOf(req, *c_);
+  if (!who.ok()) return ReplyError(res, who.status());
+  const Status may =
+      c_->authorizer().Authorize(*who, Action::kSeeJobDetails, Resource::Job(*job));
+  if (!may.ok()) return ReplyError(res, may);
+  const int lines = static_cast<int>(Int64Param(req, "tail", 200, 1, 10000));
+  const int64_t bytes = Int64Param(req, "bytes", 64 << 10, 1, kMaxLogTailBytes);
+  Result<LogTail> t = ReadJobLogTail(*job, dashboard_.local_nodes, bytes, lines);
+  if (!t.ok()) return ReplyError(res, t.status());
+  const json j{{"job", id},       {"node", t->node},     {"path", t->path},
+               {"size", t->size}, {"offset", t->offset}, {"text", t->text}};
+  res.status = 200;
+  // Output is whatever the job printed: bytes that are not UTF-8 become U+FFFD.
+  res.set_content(j.dump(-1, ' ', false, json::error_handler_t::replace),
+                  "application/json");
 }
 
 }  // namespace hachi::server

@@ -10,8 +10,9 @@
 //                               ?bytes=N (default 64 KiB, at most 1 MiB); for the job's
 //                               owner and admins only
 //
-// Thread-safety: AddDashboardRoutes is called while the server is set up; the handlers
-// it registers run on the server's threads and only read.
+// The handlers are ApiHandlers' (server/http_handlers.h; defined in web.cc).
+//
+// Thread-safety: the handlers run on the server's threads and only read.
 #pragma once
 
 #include <string>
@@ -22,9 +23,6 @@
 
 namespace hachi::server {
 
-class HttpRouter;  // server/http_loop.h
-
-class Controller;
 class HistorySampler;
 
 struct DashboardOptions {
@@ -32,8 +30,6 @@ struct DashboardOptions {
   std::vector<std::string> local_nodes;
   const HistorySampler* history = nullptr;  // not owned; null: an empty history
 };
-
-void AddDashboardRoutes(HttpRouter& s, Controller* c, const DashboardOptions& options);
 
 // The embedded file `name` ("app.js"), or null. Exact names only: "../x", "a/b" and
 // "" are never found, so no request reaches outside the embedded set.

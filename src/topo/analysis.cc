@@ -203,16 +203,17 @@ TopologyFacts Analyze(const Topology& t) {
   return f;
 }
 
-std::vector<Finding> CheckTopology(const Topology& t, const CheckOptions& opts) {
-  std::vector<Finding> out = t.read_findings();
-  int n = t.gpu_count();
-  TopologyFacts facts = Analyze(t);
+namespace {
 
+// No GPUs, or not as many as expected.
+void CheckGpuCount(const Topology& t, const TopologyFacts&, const CheckOptions& opts,
+                   std::vector<Finding>* out) {
+  const int n = t.gpu_count();
   if (n == 0) {
-    out.push_back({Severity::kError, "no-gpus", {}, "no GPU found"});
+    out->push_back({Severity::kError, "no-gpus", {}, "no GPU found"});
   }
   if (opts.expected_gpus > 0 && n != opts.expected_gpus) {
-    out.push_back(
+    out->push_back(
         {Severity::kError,
          "gpu-count-mismatch",
          {},
@@ -221,14 +222,18 @@ std::vector<Finding> CheckTopology(const Topology& t, const CheckOptions& opts) 
              ": a GPU may have fallen off the bus (check `dmesg` for Xid 79) or "
              "be hidden by the driver"});
   }
+}
 
-  // Asymmetric cells: both directions known and different.
+// Asymmetric cells: both directions known and different.
+void CheckSymmetry(const Topology& t, const TopologyFacts&, const CheckOptions&,
+                   std::vector<Finding>* out) {
+  const int n = t.gpu_count();
   for (int a = 0; a < n; ++a) {
     for (int b = a + 1; b < n; ++b) {
       const Link& x = t.link(a, b);
       const Link& y = t.link(b, a);
       if (x.known() && y.known() && !(x == y)) {
-        out.push_back(
+        out->push_back(
             {Severity::kError, "asymmetric", GpuSet::FromIndices({a, b}),
              "the link GPU" + std::to_string(a) + "->GPU" + std::to_string(b) + " is " +
                  x.Label() + " but GPU" + std::to_string(b) + "->GPU" +
@@ -237,71 +242,85 @@ std::vector<Finding> CheckTopology(const Topology& t, const CheckOptions& opts) 
       }
     }
   }
+}
 
-  if (IsNvLinkClass(facts.interconnect)) {
-    // A GPU with no NVLink while most of its peers have some: it fell back to PCIe.
-    GpuSet linked;
-    for (GpuSet g : facts.nvlink_groups) linked = linked | g;
-    GpuSet lonely = t.AllGpus() - linked;
-    if (!lonely.empty() && linked.size() * 2 > n) {
-      bool expected = facts.interconnect != InterconnectClass::kNvLinkPairs;
-      std::string links;
-      for (int g : lonely.Indices()) {
-        int peer = linked.First();
-        links += (links.empty() ? "" : ", ") + std::string("GPU") + std::to_string(g) +
-                 "-GPU" + std::to_string(peer) + " " + PairLink(t, g, peer).Label();
-      }
-      out.push_back({expected ? Severity::kError : Severity::kWarning, "pcie-gpu", lonely,
-                     GpuWord(lonely) + ": PCIe links only (" + links + ") while " +
-                         std::to_string(linked.size()) +
-                         " peers are NVLinked: its NVLinks are down or missing. Reseat "
-                         "the GPU / check the NVLink bridge or baseboard, and the PCIe "
-                         "switch; `nvidia-smi nvlink -s` shows link state"});
+// On an NVLink node, a GPU with no NVLink while most of its peers have some: it fell back
+// to PCIe.
+void CheckPcieGpu(const Topology& t, const TopologyFacts& facts, const CheckOptions&,
+                  std::vector<Finding>* out) {
+  const int n = t.gpu_count();
+  if (!IsNvLinkClass(facts.interconnect)) return;
+  GpuSet linked;
+  for (GpuSet g : facts.nvlink_groups) linked = linked | g;
+  GpuSet lonely = t.AllGpus() - linked;
+  if (!lonely.empty() && linked.size() * 2 > n) {
+    bool expected = facts.interconnect != InterconnectClass::kNvLinkPairs;
+    std::string links;
+    for (int g : lonely.Indices()) {
+      int peer = linked.First();
+      links += (links.empty() ? "" : ", ") + std::string("GPU") + std::to_string(g) +
+               "-GPU" + std::to_string(peer) + " " + PairLink(t, g, peer).Label();
     }
-    // Degraded: fewer bonded NVLinks than the usual pair (all-to-all) or fewer in total
-    // than the usual GPU (meshes, pairs).
-    if (facts.interconnect == InterconnectClass::kNvSwitch) {
-      std::vector<int> counts;
-      for (int a = 0; a < n; ++a) {
-        for (int b = a + 1; b < n; ++b) counts.push_back(PairLink(t, a, b).nvlinks);
-      }
-      int usual = Mode(counts);
-      for (int a = 0; a < n; ++a) {
-        for (int b = a + 1; b < n; ++b) {
-          int c = PairLink(t, a, b).nvlinks;
-          if (c > 0 && c < usual) {
-            out.push_back({Severity::kWarning, "degraded-link",
-                           GpuSet::FromIndices({a, b}),
-                           "GPU" + std::to_string(a) + "-GPU" + std::to_string(b) +
-                               " has NV" + std::to_string(c) +
-                               " where the other pairs "
-                               "have NV" +
-                               std::to_string(usual) +
-                               ": some NVLinks are down (check `nvidia-smi nvlink -s`)"});
-          }
-        }
-      }
-    } else {
-      std::vector<int> totals(static_cast<size_t>(n), 0);
-      for (int a = 0; a < n; ++a) {
-        for (int b = 0; b < n; ++b) {
-          if (a != b) totals[static_cast<size_t>(a)] += PairLink(t, a, b).nvlinks;
-        }
-      }
-      int usual = Mode(totals);
-      for (int a = 0; a < n; ++a) {
-        int c = totals[static_cast<size_t>(a)];
+    out->push_back({expected ? Severity::kError : Severity::kWarning, "pcie-gpu", lonely,
+                    GpuWord(lonely) + ": PCIe links only (" + links + ") while " +
+                        std::to_string(linked.size()) +
+                        " peers are NVLinked: its NVLinks are down or missing. Reseat "
+                        "the GPU / check the NVLink bridge or baseboard, and the PCIe "
+                        "switch; `nvidia-smi nvlink -s` shows link state"});
+  }
+}
+
+// On an NVLink node, fewer bonded NVLinks than the usual pair (all-to-all) or fewer in
+// total than the usual GPU (meshes, pairs).
+void CheckDegradedLinks(const Topology& t, const TopologyFacts& facts,
+                        const CheckOptions&, std::vector<Finding>* out) {
+  const int n = t.gpu_count();
+  if (!IsNvLinkClass(facts.interconnect)) return;
+  if (facts.interconnect == InterconnectClass::kNvSwitch) {
+    std::vector<int> counts;
+    for (int a = 0; a < n; ++a) {
+      for (int b = a + 1; b < n; ++b) counts.push_back(PairLink(t, a, b).nvlinks);
+    }
+    int usual = Mode(counts);
+    for (int a = 0; a < n; ++a) {
+      for (int b = a + 1; b < n; ++b) {
+        int c = PairLink(t, a, b).nvlinks;
         if (c > 0 && c < usual) {
-          out.push_back({Severity::kWarning, "degraded-link", GpuSet::FromIndices({a}),
-                         "GPU" + std::to_string(a) + " has " + std::to_string(c) +
-                             " NVLinks in all where its peers have " +
-                             std::to_string(usual) + ": a link is down"});
+          out->push_back({Severity::kWarning, "degraded-link",
+                          GpuSet::FromIndices({a, b}),
+                          "GPU" + std::to_string(a) + "-GPU" + std::to_string(b) +
+                              " has NV" + std::to_string(c) +
+                              " where the other pairs "
+                              "have NV" +
+                              std::to_string(usual) +
+                              ": some NVLinks are down (check `nvidia-smi nvlink -s`)"});
         }
+      }
+    }
+  } else {
+    std::vector<int> totals(static_cast<size_t>(n), 0);
+    for (int a = 0; a < n; ++a) {
+      for (int b = 0; b < n; ++b) {
+        if (a != b) totals[static_cast<size_t>(a)] += PairLink(t, a, b).nvlinks;
+      }
+    }
+    int usual = Mode(totals);
+    for (int a = 0; a < n; ++a) {
+      int c = totals[static_cast<size_t>(a)];
+      if (c > 0 && c < usual) {
+        out->push_back({Severity::kWarning, "degraded-link", GpuSet::FromIndices({a}),
+                        "GPU" + std::to_string(a) + " has " + std::to_string(c) +
+                            " NVLinks in all where its peers have " +
+                            std::to_string(usual) + ": a link is down"});
       }
     }
   }
+}
 
-  // Unknown links that no read finding explains.
+// Unknown links that no read finding explains.
+void CheckUnknownLinks(const Topology& t, const TopologyFacts&, const CheckOptions&,
+                       std::vector<Finding>* out) {
+  const int n = t.gpu_count();
   int unknown = 0;
   for (int a = 0; a < n; ++a) {
     for (int b = 0; b < n; ++b) {
@@ -309,13 +328,16 @@ std::vector<Finding> CheckTopology(const Topology& t, const CheckOptions& opts) 
     }
   }
   if (unknown > 0) {
-    out.push_back({Severity::kWarning,
-                   "unknown-links",
-                   {},
-                   std::to_string(unknown) + " GPU-to-GPU links are unknown"});
+    out->push_back({Severity::kWarning,
+                    "unknown-links",
+                    {},
+                    std::to_string(unknown) + " GPU-to-GPU links are unknown"});
   }
+}
 
-  // Mixed models in one node make "a GPU" mean different things.
+// Mixed models in one node make "a GPU" mean different things.
+void CheckModels(const Topology& t, const TopologyFacts&, const CheckOptions&,
+                 std::vector<Finding>* out) {
   std::map<std::string, GpuSet> models;
   for (const Gpu& g : t.gpus()) {
     if (!g.model.empty()) models[g.model].Insert(g.index);
@@ -324,10 +346,23 @@ std::vector<Finding> CheckTopology(const Topology& t, const CheckOptions& opts) 
     std::string list;
     for (auto& [m, s] : models)
       list += (list.empty() ? "" : "; ") + m + ": " + s.ToString();
-    out.push_back({Severity::kWarning, "mixed-models", t.AllGpus(),
-                   "GPU models differ within the node (" + list + ")"});
+    out->push_back({Severity::kWarning, "mixed-models", t.AllGpus(),
+                    "GPU models differ within the node (" + list + ")"});
   }
+}
 
+using TopologyCheck = void (*)(const Topology&, const TopologyFacts&, const CheckOptions&,
+                               std::vector<Finding>*);
+// In the order their findings are listed (then sorted by severity, stably).
+constexpr TopologyCheck kChecks[] = {CheckGpuCount,      CheckSymmetry,     CheckPcieGpu,
+                                     CheckDegradedLinks, CheckUnknownLinks, CheckModels};
+
+}  // namespace
+
+std::vector<Finding> CheckTopology(const Topology& t, const CheckOptions& opts) {
+  std::vector<Finding> out = t.read_findings();
+  const TopologyFacts facts = Analyze(t);
+  for (TopologyCheck check : kChecks) check(t, facts, opts, &out);
   std::stable_sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) {
     return a.severity > b.severity;
   });

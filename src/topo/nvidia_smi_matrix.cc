@@ -188,7 +188,18 @@ class MatrixReader {
     findings_.push_back(
         {sev, std::move(code), gpus, std::string(origin_) + ": " + std::move(msg)});
   }
+  struct Row {
+    size_t line_no;
+    std::string_view label;
+    std::vector<Field> cells;  // after the label
+  };
   int FindHeader() const;
+  std::vector<Row> ReadRows(int header_line, size_t* end_line);
+  // Device columns and attribute columns (device_cols_, attr_cols_).
+  Status SplitColumns(const std::vector<Field>& hdr, const std::vector<Row>& rows);
+  void ReadRow(const Row& row, const std::vector<int>& col_gpu,
+               const std::vector<int>& col_nic, std::vector<bool>* seen_row, Topology* t);
+  void ReportBadCells();
   void ReadAttributes(int gpu, std::string_view label, const std::vector<Field>& rest,
                       Topology& t);
   void ReadNicLegend(size_t from, Topology& t);
@@ -236,55 +247,9 @@ Result<Topology> MatrixReader::Read() {
   if (!hdr.empty() && hdr.front().column == 0) {
     for (Field& f : hdr) f.column += kTabWidth;
   }
-
-  // Data rows: until the blank line / legend.
-  struct Row {
-    size_t line_no;
-    std::string_view label;
-    std::vector<Field> cells;  // after the label
-  };
-  std::vector<Row> rows;
-  size_t end = static_cast<size_t>(header_line) + 1;
-  for (; end < lines_.size() && !IsMatrixEnd(lines_[end]); ++end) {
-    std::vector<Field> f = SplitFields(lines_[end]);
-    if (!HasTab(lines_[end])) f = RejoinAttributeNames(std::move(f));
-    size_t first = 0;
-    while (first < f.size() && f[first].text.empty()) ++first;
-    if (first == f.size()) continue;
-    Row r{end + 1, f[first].text, {}};
-    r.cells.assign(f.begin() + static_cast<long>(first) + 1, f.end());
-    rows.push_back(std::move(r));
-  }
-
-  // Device columns are the header names that also label a row; every name up to the
-  // last of them is a device column (a device whose row is missing is still a column).
-  std::map<std::string_view, size_t> row_of;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    if (!row_of.emplace(rows[i].label, i).second) {
-      Finding(Severity::kError, "malformed-row", {},
-              "line " + std::to_string(rows[i].line_no) + ": row " +
-                  std::string(rows[i].label) + " appears twice; the second is ignored");
-    }
-  }
-  size_t last_device = 0;
-  bool any_device = false;
-  for (size_t c = 0; c < hdr.size(); ++c) {
-    if (row_of.count(hdr[c].text) || GpuIndexOf(hdr[c].text)) {
-      last_device = c;
-      any_device = true;
-    }
-  }
-  if (!any_device) {
-    return InvalidArgument(std::string(origin_) + ": header has no device columns");
-  }
-  for (size_t c = 0; c < hdr.size(); ++c) {
-    if (c <= last_device) {
-      device_cols_.emplace_back(hdr[c].text);
-    } else {
-      attr_cols_.push_back(hdr[c]);
-    }
-  }
-
+  size_t end = 0;
+  const std::vector<Row> rows = ReadRows(header_line, &end);
+  HACHI_RETURN_IF_ERROR(SplitColumns(hdr, rows));
   // GPUs: the GPU<n> columns, which must be GPU0..GPU<n-1>.
   std::vector<int> col_gpu(device_cols_.size(), -1);
   int gpu_count = 0;
@@ -316,73 +281,146 @@ Result<Topology> MatrixReader::Read() {
     t.mutable_nics().push_back(std::move(nic));
   }
 
-  for (const Row& row : rows) {
-    std::optional<int> gpu = GpuIndexOf(row.label);
-    std::string where =
-        "line " + std::to_string(row.line_no) + ", row " + std::string(row.label);
-    auto col_it = std::find(device_cols_.begin(), device_cols_.end(), row.label);
-    if (col_it == device_cols_.end()) {
-      Finding(Severity::kWarning, "malformed-row", {},
-              where + ": no column of that name in the header; row ignored");
-      continue;
+  for (const Row& row : rows) ReadRow(row, col_gpu, col_nic, &seen_row, &t);
+  ReportBadCells();
+  for (int g = 0; g < gpu_count; ++g) {
+    if (!seen_row[static_cast<size_t>(g)]) {
+      Finding(Severity::kError, "gpu-missing", GpuSet::FromIndices({g}),
+              "no row for GPU" + std::to_string(g) + "; its links are unknown");
     }
-    size_t self_col = static_cast<size_t>(col_it - device_cols_.begin());
-    // Device cells are never empty in nvidia-smi output: take fields in order.
-    std::vector<Field> cells = row.cells;
-    bool malformed = false;
-    GpuSet row_gpus;
-    if (gpu) row_gpus.Insert(*gpu);
-    if (gpu) seen_row[static_cast<size_t>(*gpu)] = true;
-    size_t c = 0;
-    for (; c < device_cols_.size(); ++c) {
-      std::string cell_where = where + ", column " + device_cols_[c];
-      if (c >= cells.size()) {
-        Finding(Severity::kError, "malformed-row", row_gpus,
-                cell_where + ": row ends early (" + std::to_string(cells.size()) +
-                    " cells for " + std::to_string(device_cols_.size()) +
-                    " device columns); the missing links are unknown");
-        malformed = true;
-        break;
-      }
-      bool is_self = false;
-      Result<Link> link = ParseLinkCell(cells[c].text, &is_self);
-      if (!link.ok()) {
-        // Grouped by (column, text): a fault that repeats on every row is one finding.
-        BadCell& bad = bad_cells_[{device_cols_[c], std::string(cells[c].text)}];
-        if (bad.rows.empty()) bad.first_line = row.line_no;
-        bad.rows += (bad.rows.empty() ? "" : ",") + std::string(row.label);
-        bad.gpus = bad.gpus | row_gpus;
-        bad.attributes_lost = bad.attributes_lost || (gpu && !attr_cols_.empty());
-        malformed = true;
-        continue;
-      }
-      if (is_self != (c == self_col)) {
-        Finding(Severity::kError, "malformed-cell", row_gpus,
-                cell_where + (is_self ? ": 'X' (self) off the diagonal"
-                                      : ": expected 'X' on the diagonal, found '" +
-                                            std::string(cells[c].text) + "'"));
-        malformed = true;
-        continue;
-      }
-      if (is_self) continue;
-      if (gpu && col_gpu[c] >= 0) {
-        t.SetLink(*gpu, col_gpu[c], *link);
-      } else if (gpu && col_nic[c] >= 0) {
-        if (link->nvlinks > 0) {
-          Finding(Severity::kWarning, "malformed-cell", row_gpus,
-                  cell_where + ": NVLink to a NIC is not expected");
-        }
-        t.mutable_nics()[static_cast<size_t>(col_nic[c])]
-            .gpu_paths[static_cast<size_t>(*gpu)] = link->pcie;
-      }
-    }
-    if (!gpu) continue;       // NIC rows carry no attributes worth reading
-    if (malformed) continue;  // the rest of the row is shifted: not trusted
-    std::vector<Field> rest(cells.begin() + static_cast<long>(device_cols_.size()),
-                            cells.end());
-    ReadAttributes(*gpu, row.label, rest, t);
+  }
+  ReadNicLegend(end, t);
+  InferSwitchPeersFromNics(t);
+  for (auto& f : findings_) t.AddReadFinding(std::move(f));
+  t.set_source("nvidia-smi topo -m (" + std::string(origin_) + ")");
+  return t;
+}
+
+// The data rows: from after the header until the blank line or legend (*end_line).
+std::vector<MatrixReader::Row> MatrixReader::ReadRows(int header_line, size_t* end_line) {
+  std::vector<Row> rows;
+  size_t& end = *end_line;
+  end = static_cast<size_t>(header_line) + 1;
+  for (; end < lines_.size() && !IsMatrixEnd(lines_[end]); ++end) {
+    std::vector<Field> f = SplitFields(lines_[end]);
+    if (!HasTab(lines_[end])) f = RejoinAttributeNames(std::move(f));
+    size_t first = 0;
+    while (first < f.size() && f[first].text.empty()) ++first;
+    if (first == f.size()) continue;
+    Row r{end + 1, f[first].text, {}};
+    r.cells.assign(f.begin() + static_cast<long>(first) + 1, f.end());
+    rows.push_back(std::move(r));
   }
 
+  return rows;
+}
+
+Status MatrixReader::SplitColumns(const std::vector<Field>& hdr,
+                                  const std::vector<Row>& rows) {
+  // Device columns are the header names that also label a row; every name up to the
+  // last of them is a device column (a device whose row is missing is still a column).
+  std::map<std::string_view, size_t> row_of;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (!row_of.emplace(rows[i].label, i).second) {
+      Finding(Severity::kError, "malformed-row", {},
+              "line " + std::to_string(rows[i].line_no) + ": row " +
+                  std::string(rows[i].label) + " appears twice; the second is ignored");
+    }
+  }
+  size_t last_device = 0;
+  bool any_device = false;
+  for (size_t c = 0; c < hdr.size(); ++c) {
+    if (row_of.count(hdr[c].text) || GpuIndexOf(hdr[c].text)) {
+      last_device = c;
+      any_device = true;
+    }
+  }
+  if (!any_device) {
+    return InvalidArgument(std::string(origin_) + ": header has no device columns");
+  }
+  for (size_t c = 0; c < hdr.size(); ++c) {
+    if (c <= last_device) {
+      device_cols_.emplace_back(hdr[c].text);
+    } else {
+      attr_cols_.push_back(hdr[c]);
+    }
+  }
+
+  return Status::Ok();
+}
+
+// One row's cells: links to GPUs (and from GPUs to NICs), then a GPU row's attributes.
+void MatrixReader::ReadRow(const Row& row, const std::vector<int>& col_gpu,
+                           const std::vector<int>& col_nic, std::vector<bool>* seen_row,
+                           Topology* t) {
+  std::optional<int> gpu = GpuIndexOf(row.label);
+  std::string where =
+      "line " + std::to_string(row.line_no) + ", row " + std::string(row.label);
+  auto col_it = std::find(device_cols_.begin(), device_cols_.end(), row.label);
+  if (col_it == device_cols_.end()) {
+    Finding(Severity::kWarning, "malformed-row", {},
+            where + ": no column of that name in the header; row ignored");
+    return;
+  }
+  size_t self_col = static_cast<size_t>(col_it - device_cols_.begin());
+  // Device cells are never empty in nvidia-smi output: take fields in order.
+  std::vector<Field> cells = row.cells;
+  bool malformed = false;
+  GpuSet row_gpus;
+  if (gpu) row_gpus.Insert(*gpu);
+  if (gpu) (*seen_row)[static_cast<size_t>(*gpu)] = true;
+  size_t c = 0;
+  for (; c < device_cols_.size(); ++c) {
+    std::string cell_where = where + ", column " + device_cols_[c];
+    if (c >= cells.size()) {
+      Finding(Severity::kError, "malformed-row", row_gpus,
+              cell_where + ": row ends early (" + std::to_string(cells.size()) +
+                  " cells for " + std::to_string(device_cols_.size()) +
+                  " device columns); the missing links are unknown");
+      malformed = true;
+      break;
+    }
+    bool is_self = false;
+    Result<Link> link = ParseLinkCell(cells[c].text, &is_self);
+    if (!link.ok()) {
+      // Grouped by (column, text): a fault that repeats on every row is one finding.
+      BadCell& bad = bad_cells_[{device_cols_[c], std::string(cells[c].text)}];
+      if (bad.rows.empty()) bad.first_line = row.line_no;
+      bad.rows += (bad.rows.empty() ? "" : ",") + std::string(row.label);
+      bad.gpus = bad.gpus | row_gpus;
+      bad.attributes_lost = bad.attributes_lost || (gpu && !attr_cols_.empty());
+      malformed = true;
+      continue;
+    }
+    if (is_self != (c == self_col)) {
+      Finding(Severity::kError, "malformed-cell", row_gpus,
+              cell_where + (is_self ? ": 'X' (self) off the diagonal"
+                                    : ": expected 'X' on the diagonal, found '" +
+                                          std::string(cells[c].text) + "'"));
+      malformed = true;
+      continue;
+    }
+    if (is_self) continue;
+    if (gpu && col_gpu[c] >= 0) {
+      t->SetLink(*gpu, col_gpu[c], *link);
+    } else if (gpu && col_nic[c] >= 0) {
+      if (link->nvlinks > 0) {
+        Finding(Severity::kWarning, "malformed-cell", row_gpus,
+                cell_where + ": NVLink to a NIC is not expected");
+      }
+      t->mutable_nics()[static_cast<size_t>(col_nic[c])]
+          .gpu_paths[static_cast<size_t>(*gpu)] = link->pcie;
+    }
+  }
+  if (!gpu) return;       // NIC rows carry no attributes worth reading
+  if (malformed) return;  // the rest of the row is shifted: not trusted
+  std::vector<Field> rest(cells.begin() + static_cast<long>(device_cols_.size()),
+                          cells.end());
+  ReadAttributes(*gpu, row.label, rest, *t);
+}
+
+// The unreadable cells, one finding per (column, text).
+void MatrixReader::ReportBadCells() {
   for (const auto& [key, bad] : bad_cells_) {
     std::string shown = key.second.empty() ? "an empty cell" : "'" + key.second + "'";
     Finding(Severity::kError, "malformed-cell", bad.gpus,
@@ -396,17 +434,6 @@ Result<Topology> MatrixReader::Read() {
                        "its cells may be shifted"
                      : ""));
   }
-  for (int g = 0; g < gpu_count; ++g) {
-    if (!seen_row[static_cast<size_t>(g)]) {
-      Finding(Severity::kError, "gpu-missing", GpuSet::FromIndices({g}),
-              "no row for GPU" + std::to_string(g) + "; its links are unknown");
-    }
-  }
-  ReadNicLegend(end, t);
-  InferSwitchPeersFromNics(t);
-  for (auto& f : findings_) t.AddReadFinding(std::move(f));
-  t.set_source("nvidia-smi topo -m (" + std::string(origin_) + ")");
-  return t;
 }
 
 void MatrixReader::ReadAttributes(int gpu, std::string_view label,

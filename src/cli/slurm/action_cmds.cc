@@ -136,11 +136,10 @@ int ShowNodesOrPartitions(ApiClient& c, bool partitions, const std::string& name
   return 0;
 }
 
-}  // namespace
-
-int ScontrolMain(const std::vector<std::string>& argv) {
-  std::vector<std::string> words;
-  std::string server;
+// scontrol's options into `words` and *server; an exit code when they end the run
+// (--help, an unknown option).
+std::optional<int> ScontrolArgs(const std::vector<std::string>& argv,
+                                std::vector<std::string>* words, std::string* server) {
   for (size_t i = 0; i < argv.size(); ++i) {
     const std::string& a = argv[i];
     if (a == "-h" || a == "--help" || a == "--usage" || a == "help") {
@@ -152,11 +151,11 @@ int ScontrolMain(const std::vector<std::string>& argv) {
       continue;  // details: FormatShowJob always prints them; one-liner: not yet
     }
     if (a == "--server" && i + 1 < argv.size()) {
-      server = argv[++i];
+      *server = argv[++i];
       continue;
     }
     if (a.rfind("--server=", 0) == 0) {
-      server = a.substr(9);
+      *server = a.substr(9);
       continue;
     }
     if (!a.empty() && a[0] == '-') {
@@ -164,110 +163,133 @@ int ScontrolMain(const std::vector<std::string>& argv) {
                 << UsageHint("scontrol");
       return 1;
     }
-    words.push_back(a);
+    words->push_back(a);
   }
+  return std::nullopt;
+}
+
+// scontrol show hostnames [LIST]: LIST or the job's node list, a name a line.
+int ShowHostnames(const std::vector<std::string>& words) {
+  std::string list = words.size() >= 3 ? words[2] : "";
+  if (list.empty()) {
+    const char* env = std::getenv("SLURM_JOB_NODELIST");
+    if (env == nullptr) env = std::getenv("SLURM_NODELIST");
+    if (env == nullptr) return SlurmFail("scontrol", "No list of hosts given");
+    list = env;
+  }
+  Result<std::vector<std::string>> hosts = ExpandHostList(list);
+  // scontrol's own words for a list it cannot read.
+  if (!hosts.ok()) return SlurmFail("scontrol", "Invalid hostlist: " + Clip(list));
+  for (const std::string& h : *hosts) std::cout << h << "\n";
+  return 0;
+}
+
+// scontrol show job|node|partition|config.
+int Show(ApiClient& c, const std::vector<std::string>& words) {
+  const std::string what = words.size() >= 2 ? ToLower(words[1]) : "";
+  const std::vector<std::string> rest(words.begin() + std::min<size_t>(2, words.size()),
+                                      words.end());
+  if (what == "job" || what == "jobs" || what == "jobid") return ShowJobs(c, rest);
+  if (what == "node" || what == "nodes") {
+    return ShowNodesOrPartitions(c, false, rest.empty() ? "" : rest[0]);
+  }
+  if (what == "partition" || what == "partitions") {
+    return ShowNodesOrPartitions(c, true, rest.empty() ? "" : rest[0]);
+  }
+  if (what == "config") {
+    Result<std::string> body = c.Call("GET", "/partitions");
+    if (!body.ok()) return SlurmFail("scontrol", body.status().message());
+    Result<std::vector<PartitionInfo>> parts = PartitionsFromJson(*body);
+    if (!parts.ok()) return SlurmFail("scontrol", parts.status().message());
+    const char* env = std::getenv("HACHI_SERVER");
+    std::cout << FormatShowConfig(Now(), env != nullptr ? env : "(local)", *parts);
+    return 0;
+  }
+  return SlurmFail("scontrol", "invalid entity: " + what + " for keyword: show");
+}
+
+// scontrol hold|release|requeue|uhold ID...
+int JobAction(ApiClient& c, const std::string& cmd,
+              const std::vector<std::string>& words) {
+  const std::vector<std::string> ids(words.begin() + 1, words.end());
+  if (ids.empty()) return SlurmFail("scontrol", "Invalid job id specified");
+  Result<std::vector<JobSelector>> sel = ParseJobSelectors(ids);
+  if (!sel.ok()) return SlurmFail("scontrol", sel.status().message());
+  const std::string action = cmd == "uhold" ? "hold" : cmd;
+  int rc = 0;
+  for (const JobSelector& s : *sel) {
+    Result<std::string> r = c.Call("POST", "/jobs/" + SelectorText(s) + "/" + action, "");
+    if (!r.ok()) {
+      rc = 1;
+      SlurmFail("scontrol",
+                (IsNotFound(r.status()) ? std::string("Invalid job id specified")
+                                        : r.status().message()) +
+                    " for job " + SelectorText(s));
+    }
+  }
+  return rc;
+}
+
+// scontrol update JobId=ID FIELD=VALUE...
+int Update(ApiClient& c, const std::vector<std::string>& words) {
+  // Each job's body is made against the job as it is (TimeLimit=+30 counts from its
+  // limit), then POST /jobs/ID/update; nothing is printed on success, as Slurm's.
+  // Slurm 22.05's words, bare (no "scontrol: error:"), as it prints them for updates.
+  Result<UpdateWords> u =
+      ParseUpdateWords(std::vector<std::string>(words.begin() + 1, words.end()));
+  if (!u.ok()) {
+    const std::string& m = u.status().message();
+    if (m.rfind("No job identification", 0) == 0) {
+      std::cerr << "No valid entity in update command\nInput line must include "
+                   "\"NodeName\", \"PartitionName\", \"Reservation\", \"JobId\", or "
+                   "\"SlurmctldDebug\"\n";
+    } else if (m.rfind("Update of this parameter", 0) == 0) {
+      std::cerr << m << "\nRequest aborted\n";
+    } else {
+      return SlurmFail("scontrol", m);
+    }
+    return 1;
+  }
+  int rc = 0;
+  for (const JobSelector& s : u->jobs) {
+    Result<JobView> job = c.Job(s.id);
+    if (!job.ok()) {
+      rc = 1;
+      std::cerr << (IsNotFound(job.status()) ? std::string("Invalid job id specified")
+                                             : job.status().message())
+                << " for job " << SelectorText(s) << "\n";
+      continue;
+    }
+    const Time now = Now();
+    Result<std::string> body = UpdateBody(u->fields, job->job, now, LocalUtcOffset(now));
+    if (!body.ok()) return SlurmFail("scontrol", body.status().message());
+    Result<std::string> r = c.Call("POST", "/jobs/" + SelectorText(s) + "/update", *body);
+    if (!r.ok()) {
+      rc = 1;
+      std::cerr << r.status().message() << "\n";  // it names the job ("job 12: ...")
+    }
+  }
+  return rc;
+}
+
+}  // namespace
+
+int ScontrolMain(const std::vector<std::string>& argv) {
+  std::vector<std::string> words;
+  std::string server;
+  if (std::optional<int> rc = ScontrolArgs(argv, &words, &server)) return *rc;
   if (words.empty()) return SlurmFail("scontrol", "no command given (scontrol --help)");
   const std::string cmd = ToLower(words[0]);
   if (cmd == "show" && words.size() >= 2 && ToLower(words[1]) == "hostnames") {
-    std::string list = words.size() >= 3 ? words[2] : "";
-    if (list.empty()) {
-      const char* env = std::getenv("SLURM_JOB_NODELIST");
-      if (env == nullptr) env = std::getenv("SLURM_NODELIST");
-      if (env == nullptr) return SlurmFail("scontrol", "No list of hosts given");
-      list = env;
-    }
-    Result<std::vector<std::string>> hosts = ExpandHostList(list);
-    // scontrol's own words for a list it cannot read.
-    if (!hosts.ok()) return SlurmFail("scontrol", "Invalid hostlist: " + Clip(list));
-    for (const std::string& h : *hosts) std::cout << h << "\n";
-    return 0;
+    return ShowHostnames(words);
   }
   Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(server);
   if (!c.ok()) return SlurmFail("scontrol", c.status().message());
-  if (cmd == "show") {
-    const std::string what = words.size() >= 2 ? ToLower(words[1]) : "";
-    const std::vector<std::string> rest(words.begin() + std::min<size_t>(2, words.size()),
-                                        words.end());
-    if (what == "job" || what == "jobs" || what == "jobid") return ShowJobs(**c, rest);
-    if (what == "node" || what == "nodes") {
-      return ShowNodesOrPartitions(**c, false, rest.empty() ? "" : rest[0]);
-    }
-    if (what == "partition" || what == "partitions") {
-      return ShowNodesOrPartitions(**c, true, rest.empty() ? "" : rest[0]);
-    }
-    if (what == "config") {
-      Result<std::string> body = (*c)->Call("GET", "/partitions");
-      if (!body.ok()) return SlurmFail("scontrol", body.status().message());
-      Result<std::vector<PartitionInfo>> parts = PartitionsFromJson(*body);
-      if (!parts.ok()) return SlurmFail("scontrol", parts.status().message());
-      const char* env = std::getenv("HACHI_SERVER");
-      std::cout << FormatShowConfig(Now(), env != nullptr ? env : "(local)", *parts);
-      return 0;
-    }
-    return SlurmFail("scontrol", "invalid entity: " + what + " for keyword: show");
-  }
+  if (cmd == "show") return Show(**c, words);
   if (cmd == "hold" || cmd == "release" || cmd == "requeue" || cmd == "uhold") {
-    const std::vector<std::string> ids(words.begin() + 1, words.end());
-    if (ids.empty()) return SlurmFail("scontrol", "Invalid job id specified");
-    Result<std::vector<JobSelector>> sel = ParseJobSelectors(ids);
-    if (!sel.ok()) return SlurmFail("scontrol", sel.status().message());
-    const std::string action = cmd == "uhold" ? "hold" : cmd;
-    int rc = 0;
-    for (const JobSelector& s : *sel) {
-      Result<std::string> r =
-          (*c)->Call("POST", "/jobs/" + SelectorText(s) + "/" + action, "");
-      if (!r.ok()) {
-        rc = 1;
-        SlurmFail("scontrol",
-                  (IsNotFound(r.status()) ? std::string("Invalid job id specified")
-                                          : r.status().message()) +
-                      " for job " + SelectorText(s));
-      }
-    }
-    return rc;
+    return JobAction(**c, cmd, words);
   }
-  if (cmd == "update") {
-    // Each job's body is made against the job as it is (TimeLimit=+30 counts from its
-    // limit), then POST /jobs/ID/update; nothing is printed on success, as Slurm's.
-    // Slurm 22.05's words, bare (no "scontrol: error:"), as it prints them for updates.
-    Result<UpdateWords> u =
-        ParseUpdateWords(std::vector<std::string>(words.begin() + 1, words.end()));
-    if (!u.ok()) {
-      const std::string& m = u.status().message();
-      if (m.rfind("No job identification", 0) == 0) {
-        std::cerr << "No valid entity in update command\nInput line must include "
-                     "\"NodeName\", \"PartitionName\", \"Reservation\", \"JobId\", or "
-                     "\"SlurmctldDebug\"\n";
-      } else if (m.rfind("Update of this parameter", 0) == 0) {
-        std::cerr << m << "\nRequest aborted\n";
-      } else {
-        return SlurmFail("scontrol", m);
-      }
-      return 1;
-    }
-    int rc = 0;
-    for (const JobSelector& s : u->jobs) {
-      Result<JobView> job = (*c)->Job(s.id);
-      if (!job.ok()) {
-        rc = 1;
-        std::cerr << (IsNotFound(job.status()) ? std::string("Invalid job id specified")
-                                               : job.status().message())
-                  << " for job " << SelectorText(s) << "\n";
-        continue;
-      }
-      const Time now = Now();
-      Result<std::string> body =
-          UpdateBody(u->fields, job->job, now, LocalUtcOffset(now));
-      if (!body.ok()) return SlurmFail("scontrol", body.status().message());
-      Result<std::string> r =
-          (*c)->Call("POST", "/jobs/" + SelectorText(s) + "/update", *body);
-      if (!r.ok()) {
-        rc = 1;
-        std::cerr << r.status().message() << "\n";  // it names the job ("job 12: ...")
-      }
-    }
-    return rc;
-  }
+  if (cmd == "update") return Update(**c, words);
   return SlurmFail("scontrol", "Invalid command: " + words[0]);
 }
 

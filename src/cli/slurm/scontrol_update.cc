@@ -175,6 +175,143 @@ Result<UpdateWords> ParseUpdateWords(const std::vector<std::string>& words) {
   return u;
 }
 
+namespace {
+
+// TimeLimit=: a time, UNLIMITED, or +N / -N added to or taken from the limit it has
+// (Slurm's increments).
+Result<Duration> NewTimeLimit(const std::string& value, const std::string& field,
+                              const state::JobRecord& job) {
+  const bool relative = !value.empty() && (value[0] == '+' || value[0] == '-');
+  bool unlimited = false;
+  Result<Duration> d =
+      ParseTimeLimit(relative ? std::string_view(value).substr(1) : value, &unlimited);
+  if (!d.ok()) return InvalidArgument(field + ": " + d.status().message());
+  if (unlimited && relative) {
+    return InvalidArgument(field + ": an increment must be a time, not UNLIMITED");
+  }
+  Duration limit = unlimited ? -1 : *d;
+  if (relative && job.req.time_limit <= 0) {
+    return InvalidArgument(field +
+                           ": the job has no time limit to add to or take from; "
+                           "give one (TimeLimit=2:00:00)");
+  }
+  if (relative) {
+    limit = job.req.time_limit + (value[0] == '+' ? *d : -*d);
+    if (limit < 60) {
+      return InvalidArgument(field + ": the job's limit " +
+                             std::to_string(job.req.time_limit / 60) +
+                             " min would fall below 1 minute");
+    }
+  } else if (!unlimited && limit <= 0) {
+    return InvalidArgument(field + ": give a time limit above 0");
+  }
+  return limit;
+}
+
+// An empty value clears a selection, a time or the dependencies.
+void ClearField(Field f, json* req) {
+  static const std::pair<Field, const char*> kCleared[] = {
+      {Field::kFeatures, "constraint"},
+      {Field::kExcNodeList, "exclude"},
+      {Field::kReqNodeList, "nodelist"},
+      {Field::kDeadline, "deadline"},
+      {Field::kStartTime, "begin_time"}};
+  if (f == Field::kDependency) {
+    (*req)["dependencies"] = json::array();
+  } else {
+    for (const auto& [cf, name] : kCleared) {
+      if (cf == f) {
+        (*req)[name] =
+            (f == Field::kDeadline || f == Field::kStartTime) ? json(0) : json("");
+      }
+    }
+  }
+}
+
+// A field read as its sbatch option reads it.
+Status OptionField(Field f, const std::string& value, const std::string& field, Time now,
+                   int64_t utc_offset, json* req) {
+  const std::string flag =
+      std::string("--") + OptionOf(f) + (value.empty() ? "" : "=" + value);
+  Result<SubmitOptions> o = ReadOptions({flag}, field, now, utc_offset);
+  if (!o.ok()) return o.status();
+  const sched::JobRequest& r = o->req;
+  switch (f) {
+    case Field::kPartition:
+      (*req)["partition"] = r.partition;
+      break;
+    case Field::kNice:
+      (*req)["nice"] = r.nice;
+      break;
+    case Field::kAccount:
+      (*req)["account"] = r.account;
+      break;
+    case Field::kQos:
+      (*req)["qos"] = r.qos;
+      break;
+    case Field::kFeatures:
+      (*req)["constraint"] = r.constraint;
+      break;
+    case Field::kExcNodeList:
+      (*req)["exclude"] = r.exclude;
+      break;
+    case Field::kReqNodeList:
+      (*req)["nodelist"] = r.nodelist;
+      break;
+    case Field::kStartTime:
+      (*req)["begin_time"] = r.begin_time;
+      break;
+    case Field::kDeadline:
+      (*req)["deadline"] = r.deadline;
+      break;
+    case Field::kDependency: {
+      json deps = json::array();
+      for (const sched::Dependency& d : r.dependencies) {
+        deps.push_back({{"kind", sched::DependencyKindName(d.kind)}, {"job", d.job}});
+      }
+      (*req)["dependencies"] = std::move(deps);
+      break;
+    }
+    case Field::kMinMemoryNode:
+      (*req)["memory_mib"] = r.memory_mib;
+      (*req)["memory_mib_per_gpu"] = 0;
+      break;
+    default:
+      break;
+  }
+  return Status::Ok();
+}
+
+// NumNodes= and Gres=: the GPUs per node and the node count resolve together (a gang's
+// total is their product): the one not given is the job's own.
+Status GpuFields(const std::optional<std::string>& nodes_value,
+                 const std::optional<std::string>& gres_value,
+                 const std::string& gpu_field, const state::JobRecord& job, Time now,
+                 int64_t utc_offset, json* req) {
+  const int per_node = job.req.GpusPerNode();
+  std::vector<std::string> flags = {
+      "--nodes=" + (nodes_value ? *nodes_value : std::to_string(job.req.nodes))};
+  if (gres_value) {
+    flags.push_back("--gres=" + *gres_value);
+  } else if (per_node > 0) {
+    flags.push_back("--gres=gpu:" + std::to_string(per_node));
+  }
+  Result<SubmitOptions> o = ReadOptions(flags, gpu_field, now, utc_offset);
+  if (!o.ok()) return o.status();
+  if (job.req.Shared() && (o->req.nodes != 1 || o->req.gpus != 1)) {
+    return InvalidArgument(gpu_field +
+                           ": a job sharing a GPU (--gpu-share) keeps one GPU on one "
+                           "node");
+  }
+  (*req)["nodes"] = o->req.nodes;
+  (*req)["gpus"] = gres_value || per_node > 0 ? o->req.gpus : 0;
+  (*req)["gpus_per_node"] = o->req.gpus_per_node;
+  if (gres_value) (*req)["gpu_model"] = o->req.gpu_model;
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<std::string> UpdateBody(
     const std::vector<std::pair<std::string, std::string>>& fields,
     const state::JobRecord& job, Time now, int64_t utc_offset) {
@@ -187,32 +324,9 @@ Result<std::string> UpdateBody(
     const std::string field = key + "=" + value;
     switch (f) {
       case Field::kTimeLimit: {
-        // +N / -N: added to or taken from the limit it has (Slurm's increments).
-        const bool relative = !value.empty() && (value[0] == '+' || value[0] == '-');
-        bool unlimited = false;
-        Result<Duration> d = ParseTimeLimit(
-            relative ? std::string_view(value).substr(1) : value, &unlimited);
-        if (!d.ok()) return InvalidArgument(field + ": " + d.status().message());
-        if (unlimited && relative) {
-          return InvalidArgument(field + ": an increment must be a time, not UNLIMITED");
-        }
-        Duration limit = unlimited ? -1 : *d;
-        if (relative && job.req.time_limit <= 0) {
-          return InvalidArgument(field +
-                                 ": the job has no time limit to add to or take from; "
-                                 "give one (TimeLimit=2:00:00)");
-        }
-        if (relative) {
-          limit = job.req.time_limit + (value[0] == '+' ? *d : -*d);
-          if (limit < 60) {
-            return InvalidArgument(field + ": the job's limit " +
-                                   std::to_string(job.req.time_limit / 60) +
-                                   " min would fall below 1 minute");
-          }
-        } else if (!unlimited && limit <= 0) {
-          return InvalidArgument(field + ": give a time limit above 0");
-        }
-        req["time_limit"] = limit;
+        Result<Duration> limit = NewTimeLimit(value, field, job);
+        if (!limit.ok()) return limit.status();
+        req["time_limit"] = *limit;
         break;
       }
       case Field::kName:
@@ -239,98 +353,16 @@ Result<std::string> UpdateBody(
         if (value.empty() && (f == Field::kFeatures || f == Field::kExcNodeList ||
                               f == Field::kReqNodeList || f == Field::kDependency ||
                               f == Field::kDeadline || f == Field::kStartTime)) {
-          static const std::pair<Field, const char*> kCleared[] = {
-              {Field::kFeatures, "constraint"},
-              {Field::kExcNodeList, "exclude"},
-              {Field::kReqNodeList, "nodelist"},
-              {Field::kDeadline, "deadline"},
-              {Field::kStartTime, "begin_time"}};
-          if (f == Field::kDependency) {
-            req["dependencies"] = json::array();
-          } else {
-            for (const auto& [cf, name] : kCleared) {
-              if (cf == f) {
-                req[name] = (f == Field::kDeadline || f == Field::kStartTime) ? json(0)
-                                                                              : json("");
-              }
-            }
-          }
+          ClearField(f, &req);
           break;
         }
-        const std::string flag =
-            std::string("--") + OptionOf(f) + (value.empty() ? "" : "=" + value);
-        Result<SubmitOptions> o = ReadOptions({flag}, field, now, utc_offset);
-        if (!o.ok()) return o.status();
-        const sched::JobRequest& r = o->req;
-        switch (f) {
-          case Field::kPartition:
-            req["partition"] = r.partition;
-            break;
-          case Field::kNice:
-            req["nice"] = r.nice;
-            break;
-          case Field::kAccount:
-            req["account"] = r.account;
-            break;
-          case Field::kQos:
-            req["qos"] = r.qos;
-            break;
-          case Field::kFeatures:
-            req["constraint"] = r.constraint;
-            break;
-          case Field::kExcNodeList:
-            req["exclude"] = r.exclude;
-            break;
-          case Field::kReqNodeList:
-            req["nodelist"] = r.nodelist;
-            break;
-          case Field::kStartTime:
-            req["begin_time"] = r.begin_time;
-            break;
-          case Field::kDeadline:
-            req["deadline"] = r.deadline;
-            break;
-          case Field::kDependency: {
-            json deps = json::array();
-            for (const sched::Dependency& d : r.dependencies) {
-              deps.push_back(
-                  {{"kind", sched::DependencyKindName(d.kind)}, {"job", d.job}});
-            }
-            req["dependencies"] = std::move(deps);
-            break;
-          }
-          case Field::kMinMemoryNode:
-            req["memory_mib"] = r.memory_mib;
-            req["memory_mib_per_gpu"] = 0;
-            break;
-          default:
-            break;
-        }
+        HACHI_RETURN_IF_ERROR(OptionField(f, value, field, now, utc_offset, &req));
       }
     }
   }
   if (nodes_value || gres_value) {
-    // The GPUs per node and the node count resolve together (a gang's total is their
-    // product): the one not given is the job's own.
-    const int per_node = job.req.GpusPerNode();
-    std::vector<std::string> flags = {
-        "--nodes=" + (nodes_value ? *nodes_value : std::to_string(job.req.nodes))};
-    if (gres_value) {
-      flags.push_back("--gres=" + *gres_value);
-    } else if (per_node > 0) {
-      flags.push_back("--gres=gpu:" + std::to_string(per_node));
-    }
-    Result<SubmitOptions> o = ReadOptions(flags, gpu_field, now, utc_offset);
-    if (!o.ok()) return o.status();
-    if (job.req.Shared() && (o->req.nodes != 1 || o->req.gpus != 1)) {
-      return InvalidArgument(gpu_field +
-                             ": a job sharing a GPU (--gpu-share) keeps one GPU on one "
-                             "node");
-    }
-    req["nodes"] = o->req.nodes;
-    req["gpus"] = gres_value || per_node > 0 ? o->req.gpus : 0;
-    req["gpus_per_node"] = o->req.gpus_per_node;
-    if (gres_value) req["gpu_model"] = o->req.gpu_model;
+    HACHI_RETURN_IF_ERROR(
+        GpuFields(nodes_value, gres_value, gpu_field, job, now, utc_offset, &req));
   }
   if (!req.empty()) body["req"] = std::move(req);
   return body.dump();

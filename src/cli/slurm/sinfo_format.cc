@@ -226,65 +226,69 @@ Result<SinfoOptions> ParseSinfoArgs(const std::vector<std::string>& args) {
   return o;
 }
 
-Result<std::string> RenderSinfo(const SinfoOptions& o,
-                                const std::vector<PartitionInfo>& partitions,
-                                const std::vector<NodeStatus>& nodes) {
-  // The columns: -O names (width 20 by default, cut to width-1 and a space), or -o codes.
-  struct Column {
-    char code;
-    int width;
-  };
-  std::vector<FormatItem> items;
-  std::vector<Column> long_cols;
-  if (!o.long_format.empty()) {
-    for (std::string_view item : Split(o.long_format, ',')) {
-      item = Trim(item);
-      if (item.empty()) continue;
-      const size_t colon = item.find(':');
-      const std::string name = ToLower(item.substr(0, colon));
-      int width = 20;
-      if (colon != std::string_view::npos) {
-        std::string_view w = item.substr(colon + 1);
-        if (!w.empty() && w[0] == '.') w.remove_prefix(1);
-        std::optional<long long> n = ParseInt(w);
-        if (!n || *n < 1 || *n > 1000) {
-          return InvalidArgument("Invalid --Format width: " + Clip(item));
-        }
-        width = static_cast<int>(*n);
-      }
-      const auto f = std::find_if(std::begin(kLongFields), std::end(kLongFields),
-                                  [&](const LongField& l) { return l.name == name; });
-      if (f == std::end(kLongFields)) {
-        return InvalidArgument("Invalid node format specification: " + Clip(name));
-      }
-      long_cols.push_back({f->code, width});
-    }
-  } else {
-    std::string format = o.format;
-    if (format.empty()) {
-      format = o.summarize    ? kSinfoSummaryFormat
-               : o.node_lines ? kSinfoNodeFormat
-                              : kSinfoDefaultFormat;
-      // Slurm's default is "%#P ...": as wide as the longest name and its '*'.
-      size_t width = 9;
-      for (const PartitionInfo& p : partitions) {
-        width = std::max(width, p.name.size() + (p.is_default ? 1 : 0));
-      }
-      if (const size_t at = format.find("%9P"); at != std::string::npos) {
-        format.replace(at, 3, "%" + std::to_string(width) + "P");
-      }
-    }
-    Result<std::vector<FormatItem>> parsed =
-        ParseFormatString(format, "PRalLDFNnCcftTGEeom");
-    if (!parsed.ok()) return parsed.status();
-    items = std::move(*parsed);
-  }
-  std::vector<char> codes;
-  for (const FormatItem& i : items) {
-    if (!i.literal) codes.push_back(i.code);
-  }
-  for (const Column& c : long_cols) codes.push_back(c.code);
+namespace {
 
+// A -O column: its field's code and width (cut to width-1 and a space).
+struct Column {
+  char code;
+  int width;
+};
+
+// -O NAME[:[.]WIDTH],...: width 20 by default.
+Result<std::vector<Column>> LongColumns(const std::string& long_format) {
+  std::vector<Column> long_cols;
+  for (std::string_view item : Split(long_format, ',')) {
+    item = Trim(item);
+    if (item.empty()) continue;
+    const size_t colon = item.find(':');
+    const std::string name = ToLower(item.substr(0, colon));
+    int width = 20;
+    if (colon != std::string_view::npos) {
+      std::string_view w = item.substr(colon + 1);
+      if (!w.empty() && w[0] == '.') w.remove_prefix(1);
+      std::optional<long long> n = ParseInt(w);
+      if (!n || *n < 1 || *n > 1000) {
+        return InvalidArgument("Invalid --Format width: " + Clip(item));
+      }
+      width = static_cast<int>(*n);
+    }
+    const auto f = std::find_if(std::begin(kLongFields), std::end(kLongFields),
+                                [&](const LongField& l) { return l.name == name; });
+    if (f == std::end(kLongFields)) {
+      return InvalidArgument("Invalid node format specification: " + Clip(name));
+    }
+    long_cols.push_back({f->code, width});
+  }
+  return long_cols;
+}
+
+// -o's codes, or the default format for the mode (its partition column as wide as the
+// longest name).
+Result<std::vector<FormatItem>> ShortFormat(
+    const SinfoOptions& o, const std::vector<PartitionInfo>& partitions) {
+  std::string format = o.format;
+  if (format.empty()) {
+    format = o.summarize    ? kSinfoSummaryFormat
+             : o.node_lines ? kSinfoNodeFormat
+                            : kSinfoDefaultFormat;
+    // Slurm's default is "%#P ...": as wide as the longest name and its '*'.
+    size_t width = 9;
+    for (const PartitionInfo& p : partitions) {
+      width = std::max(width, p.name.size() + (p.is_default ? 1 : 0));
+    }
+    if (const size_t at = format.find("%9P"); at != std::string::npos) {
+      format.replace(at, 3, "%" + std::to_string(width) + "P");
+    }
+  }
+  return ParseFormatString(format, "PRalLDFNnCcftTGEeom");
+}
+
+// The lines: per partition, its nodes alike in every printed field but the aggregated
+// ones share one (sinfo -N: a line per node, by name).
+std::vector<Group> GroupNodes(const SinfoOptions& o,
+                              const std::vector<PartitionInfo>& partitions,
+                              const std::vector<NodeStatus>& nodes,
+                              const std::vector<char>& codes) {
   std::map<std::string, const NodeStatus*> by_name;
   for (const NodeStatus& n : nodes) by_name[n.record.name] = &n;
   auto wanted = [](const std::vector<std::string>& list, const std::string& v) {
@@ -333,6 +337,32 @@ Result<std::string> RenderSinfo(const SinfoOptions& o,
       return a.nodes[0]->record.name < b.nodes[0]->record.name;
     });
   }
+  return groups;
+}
+
+}  // namespace
+
+Result<std::string> RenderSinfo(const SinfoOptions& o,
+                                const std::vector<PartitionInfo>& partitions,
+                                const std::vector<NodeStatus>& nodes) {
+  // The columns: -O names, or -o codes.
+  std::vector<FormatItem> items;
+  std::vector<Column> long_cols;
+  if (!o.long_format.empty()) {
+    Result<std::vector<Column>> cols = LongColumns(o.long_format);
+    if (!cols.ok()) return cols.status();
+    long_cols = std::move(*cols);
+  } else {
+    Result<std::vector<FormatItem>> parsed = ShortFormat(o, partitions);
+    if (!parsed.ok()) return parsed.status();
+    items = std::move(*parsed);
+  }
+  std::vector<char> codes;
+  for (const FormatItem& i : items) {
+    if (!i.literal) codes.push_back(i.code);
+  }
+  for (const Column& c : long_cols) codes.push_back(c.code);
+  const std::vector<Group> groups = GroupNodes(o, partitions, nodes, codes);
   std::string out;
   auto long_line = [&](const std::function<std::string(char)>& v) {
     std::string s;

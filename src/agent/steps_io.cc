@@ -1,0 +1,232 @@
+// StepRunner's two threads (steps.h): the I/O thread polls every task's pidfd and
+// pipes (and a --pty terminal), reaps and kills what is due; the sender reports output
+// and exits to the server in batches and drops what it acknowledged.
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "agent/steps_state.h"
+
+namespace hachi::agent {
+namespace {
+
+constexpr size_t kReadSize = 64 * 1024;
+
+}  // namespace
+
+void StepRunner::IoLoop() {
+  // Which task and stream each polled descriptor is: 0 pidfd, 1 stdout, 2 stderr.
+  struct Slot {
+    state::StepKey key;
+    size_t task;
+    int which;
+    int fd;
+  };
+  std::vector<pollfd> fds;
+  std::vector<Slot> slots;
+  std::vector<char> buf(kReadSize);
+  for (;;) {
+    fds.clear();
+    slots.clear();
+    fds.push_back({state_->wake_fd, POLLIN, 0});
+    slots.push_back({});
+    Mono::time_point next = kNever;
+    {
+      std::lock_guard<std::mutex> lock(state_->mu);
+      if (state_->stop) return;
+      for (auto& [key, p] : state_->parts) {
+        if (p.stopping) next = std::min(next, p.kill_at);
+        for (size_t i = 0; i < p.tasks.size(); ++i) {
+          const State::Task& t = p.tasks[i];
+          if (t.pidfd >= 0) {
+            fds.push_back({t.pidfd, POLLIN, 0});
+            slots.push_back({key, i, 0, t.pidfd});
+          }
+          for (int which : {1, 2}) {
+            const int fd = which == 1 ? t.out : t.err;
+            if (fd < 0) continue;
+            const bool out_waits = fd == p.pty && !p.input_pending.empty();
+            fds.push_back(
+                {fd, static_cast<short>(POLLIN | (out_waits ? POLLOUT : 0)), 0});
+            slots.push_back({key, i, which, fd});
+          }
+          if (t.exited && (t.out >= 0 || t.err >= 0)) next = std::min(next, t.close_by);
+        }
+      }
+    }
+    int timeout = -1;
+    if (next != kNever) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(next - Mono::now())
+              .count();
+      timeout = static_cast<int>(std::clamp<int64_t>(left + 1, 0, 60000));
+    }
+    const int n = poll(fds.data(), fds.size(), timeout);
+    if (n < 0 && errno != EINTR) continue;
+    if (fds[0].revents & POLLIN) {
+      uint64_t v;
+      [[maybe_unused]] ssize_t r = read(state_->wake_fd, &v, sizeof v);
+    }
+    std::lock_guard<std::mutex> lock(state_->mu);
+    if (state_->stop) return;
+    for (size_t i = 1; i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      const Slot& s = slots[i];
+      auto it = state_->parts.find(s.key);
+      if (it == state_->parts.end() || s.task >= it->second.tasks.size()) continue;
+      State::Part& p = it->second;
+      State::Task& t = p.tasks[s.task];
+      if (s.which == 0) {
+        if (t.pidfd != s.fd) continue;
+        int status = 0;
+        if (waitpid(t.pid, &status, WNOHANG) == t.pid) state_->Exited(p, t, status);
+        continue;
+      }
+      int& fd = s.which == 1 ? t.out : t.err;
+      if (fd != s.fd) continue;
+      if (fd == p.pty && (fds[i].revents & POLLOUT)) FlushInput(fd, &p.input_pending);
+      if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      const ssize_t r = read(fd, buf.data(), buf.size());
+      if (r > 0) {
+        state_->Append(p, t.rank, s.which, buf.data(), static_cast<size_t>(r),
+                       options_.buffer_bytes);
+      } else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
+        // A terminal's leader reads EIO once no one holds the follower: its end.
+        if (fd == p.pty) {
+          p.pty = -1;
+          p.input_pending.clear();
+        }
+        CloseFd(&fd);
+      }
+    }
+    const Mono::time_point now = Mono::now();
+    for (auto& [key, p] : state_->parts) {
+      if (p.stopping && now >= p.kill_at) {
+        for (const State::Task& t : p.tasks) {
+          if (!t.exited && t.pid > 0) kill(-t.pid, SIGKILL);
+        }
+        p.kill_at = kNever;
+      }
+      for (State::Task& t : p.tasks) {
+        if (t.exited && now >= t.close_by) {
+          if (t.out == p.pty) p.pty = -1;
+          CloseFd(&t.out);
+          CloseFd(&t.err);
+        }
+      }
+      state_->CheckEnded(p);
+    }
+    // Parts the server no longer wants, once their tasks are gone.
+    for (auto it = state_->parts.begin(); it != state_->parts.end();) {
+      if (it->second.gone && it->second.ended) {
+        it = state_->parts.erase(it);
+        state_->cv.notify_all();
+      } else {
+        ++it;
+      }
+    }
+  }
+}
+
+void StepRunner::SendLoop() {
+  int backoff_ms = 100;
+  std::unique_lock<std::mutex> lock(state_->mu);
+  for (;;) {
+    state_->cv.wait(lock, [&] {
+      if (state_->stop) return true;
+      return std::any_of(state_->parts.begin(), state_->parts.end(),
+                         [](const auto& kv) { return kv.second.Unsent(); });
+    });
+    if (state_->stop) return;
+    // One report per part with something new, all of its output up to the batch bound.
+    std::vector<api::StepReport> batch;
+    int64_t room = options_.batch_bytes;
+    for (auto& [key, p] : state_->parts) {
+      if (!p.Unsent()) continue;
+      api::StepReport r;
+      r.job = key.job;
+      r.job_start = key.job_start;
+      r.step = key.step;
+      r.seq = p.acked;
+      size_t take = 0;
+      while (take < p.pending.size() && (take == 0 || room > 0)) {
+        room -= static_cast<int64_t>(p.pending[take].data.size());
+        r.chunks.push_back(p.pending[take]);
+        ++take;
+      }
+      p.inflight = take;
+      for (size_t i = 0; i < take; ++i)
+        p.unsent_bytes -= static_cast<int64_t>(p.pending[i].data.size());
+      r.exits = p.exits;
+      p.exits_inflight = p.exits.size();
+      r.done = p.ended && take == p.pending.size();
+      p.done_inflight = r.done;
+      batch.push_back(std::move(r));
+      if (room <= 0) break;
+    }
+    lock.unlock();
+    Result<std::vector<api::StepAck>> acks = send_(batch);
+    lock.lock();
+    if (!acks.ok()) {
+      // Nothing was taken: the same output goes again, with whatever came meanwhile.
+      for (const api::StepReport& r : batch) {
+        auto it = state_->parts.find({r.job, r.job_start, r.step});
+        if (it == state_->parts.end()) continue;
+        State::Part& p = it->second;
+        for (size_t i = 0; i < p.inflight; ++i)
+          p.unsent_bytes += static_cast<int64_t>(p.pending[i].data.size());
+        p.inflight = 0;
+        p.exits_inflight = 0;
+        p.done_inflight = false;
+      }
+      if (state_->stop) return;
+      state_->cv.wait_for(lock, std::chrono::milliseconds(backoff_ms),
+                          [&] { return state_->stop; });
+      backoff_ms = std::min(backoff_ms * 2, 2000);
+      continue;
+    }
+    backoff_ms = 100;
+    for (const api::StepReport& r : batch) {
+      const state::StepKey key{r.job, r.job_start, r.step};
+      auto it = state_->parts.find(key);
+      if (it == state_->parts.end()) continue;
+      State::Part& p = it->second;
+      const api::StepAck* ack = nullptr;
+      for (const api::StepAck& a : *acks) {
+        if (a.job == r.job && a.job_start == r.job_start && a.step == r.step) ack = &a;
+      }
+      for (size_t i = 0; i < p.inflight; ++i) {
+        p.acked += p.pending.front().size();
+        p.pending.pop_front();
+      }
+      p.inflight = 0;
+      p.exits.erase(p.exits.begin(),
+                    p.exits.begin() + static_cast<std::ptrdiff_t>(p.exits_inflight));
+      p.exits_inflight = 0;
+      if (ack != nullptr && ack->gone && !p.gone) {
+        // The server ended the step (the job's end, a lost node): stop what runs.
+        p.gone = true;
+        p.pending.clear();
+        p.unsent_bytes = 0;
+        for (const State::Task& t : p.tasks) {
+          if (!t.exited && t.pid > 0) kill(-t.pid, SIGKILL);
+        }
+        state_->Wake();
+      }
+      if ((p.done_inflight || p.gone) && p.ended) {
+        state_->parts.erase(it);
+        state_->cv.notify_all();
+      } else {
+        p.done_inflight = false;
+      }
+    }
+  }
+}
+
+}  // namespace hachi::agent

@@ -1,0 +1,167 @@
+// StepRunner's insides that its two files share (steps.h): steps.cc starts, signals
+// and stops the tasks; steps_io.cc reads their output and exits (the I/O thread) and
+// sends them to the server (the sender thread). Internal to them.
+#pragma once
+
+#include <errno.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "agent/steps.h"
+
+namespace hachi::agent {
+
+using Mono = std::chrono::steady_clock;
+inline constexpr Mono::time_point kNever = Mono::time_point::max();
+inline constexpr size_t kCoalesce =
+    64 * 1024;  // a chunk grows to this before a new one starts
+// How long a task's pipes are read after it exited, for a process that left its group
+// and still holds them.
+inline constexpr auto kDrainAfterExit = std::chrono::seconds(1);
+
+// Writes what the terminal takes of `pending` now; the rest stays.
+inline void FlushInput(int fd, std::string* pending) {
+  while (!pending->empty()) {
+    const ssize_t n = write(fd, pending->data(), pending->size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // EAGAIN: later, at POLLOUT
+    pending->erase(0, static_cast<size_t>(n));
+  }
+}
+
+inline void CloseFd(int* fd) {
+  if (*fd >= 0) close(*fd);
+  *fd = -1;
+}
+
+struct StepRunner::State {
+  struct Task {
+    int rank = 0;
+    pid_t pid = -1;  // also its process group (a session of its own)
+    int pidfd = -1;
+    int out = -1;  // read ends of its pipes; -1 once closed (or a file)
+    int err = -1;
+    bool exited = false;
+    Mono::time_point close_by = kNever;  // its pipes are closed by then
+  };
+  struct Part {
+    api::StepLaunch launch;
+    std::vector<Task> tasks;
+    // Output not yet acknowledged; the first `inflight` chunks are in the report being
+    // sent (never dropped meanwhile).
+    std::deque<api::OutputChunk> pending;
+    size_t inflight = 0;
+    int64_t acked = 0;                 // the offset of pending.front()
+    int64_t unsent_bytes = 0;          // data of pending past the in-flight chunks
+    std::vector<api::TaskExit> exits;  // not acknowledged; the first exits_inflight sent
+    size_t exits_inflight = 0;
+    bool done_inflight = false;
+    bool ended = false;     // every task exited and its pipes are closed
+    bool stopping = false;  // cancelled: SIGKILL at kill_at
+    bool gone = false;      // the server ended the step: nothing more is sent
+    Mono::time_point kill_at = kNever;
+    int pty = -1;               // --pty: the terminal's leader (also tasks[0].out)
+    std::string input_pending;  // typed, not yet taken by the terminal
+
+    bool Unsent() const {
+      if (gone) return false;
+      return pending.size() > inflight || exits.size() > exits_inflight ||
+             (ended && !done_inflight);
+    }
+    bool Live() const {
+      return std::any_of(tasks.begin(), tasks.end(),
+                         [](const Task& t) { return !t.exited && t.pid > 0; });
+    }
+  };
+
+  mutable std::mutex mu;
+  std::map<state::StepKey, Part> parts;  // guarded by mu
+  std::set<state::StepKey> launched;     // guarded by mu: parts ever started here
+  std::deque<state::StepKey> launched_order;
+  bool stop = false;           // guarded by mu
+  std::condition_variable cv;  // on mu: something to send, a part removed, stop
+  int wake_fd = -1;            // eventfd for the I/O thread; constant
+
+  void Wake() const {
+    const uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = write(wake_fd, &one, sizeof one);
+  }
+
+  // Adds output of a task (mu held), dropping the oldest unsent output past the bound.
+  void Append(Part& p, int task, int fd, const char* data, size_t n, int64_t bound) {
+    if (p.gone) return;
+    if (p.pending.size() > p.inflight) {
+      api::OutputChunk& last = p.pending.back();
+      if (last.task == task && last.fd == fd && last.lost == 0 &&
+          last.data.size() < kCoalesce) {
+        last.data.append(data, n);
+        p.unsent_bytes += static_cast<int64_t>(n);
+        Bound(p, bound);
+        return;
+      }
+    }
+    p.pending.push_back(api::OutputChunk{task, fd, std::string(data, n), 0});
+    p.unsent_bytes += static_cast<int64_t>(n);
+    Bound(p, bound);
+    cv.notify_all();
+  }
+  static void Bound(Part& p, int64_t bound) {
+    for (size_t i = p.inflight; p.unsent_bytes > bound && i + 1 < p.pending.size(); ++i) {
+      api::OutputChunk& c = p.pending[i];
+      if (c.lost > 0) continue;
+      c.lost = static_cast<int64_t>(c.data.size());
+      p.unsent_bytes -= c.lost;
+      c.data.clear();
+      c.data.shrink_to_fit();
+      // Neighbouring gaps of the same stream become one.
+      if (i > p.inflight) {
+        api::OutputChunk& prev = p.pending[i - 1];
+        if (prev.lost > 0 && prev.task == c.task && prev.fd == c.fd) {
+          prev.lost += c.lost;
+          p.pending.erase(p.pending.begin() + static_cast<std::ptrdiff_t>(i));
+          --i;
+        }
+      }
+    }
+  }
+  // A task's process ended (mu held).
+  void Exited(Part& p, Task& t, int status) {
+    t.exited = true;
+    api::TaskExit e;
+    e.task = t.rank;
+    if (WIFSIGNALED(status)) {
+      e.kind = p.stopping ? api::ExitKind::kCancelled : api::ExitKind::kSignaled;
+      e.signal = WTERMSIG(status);
+    } else {
+      e.kind = api::ExitKind::kExited;
+      e.exit_code = WEXITSTATUS(status);
+    }
+    p.exits.push_back(std::move(e));
+    kill(-t.pid, SIGKILL);  // what is left of its group: the task is over
+    CloseFd(&t.pidfd);
+    t.close_by = Mono::now() + kDrainAfterExit;
+    cv.notify_all();
+  }
+  // Marks the part ended once every task exited and its pipes are closed (mu held).
+  void CheckEnded(Part& p) {
+    if (p.ended) return;
+    for (const Task& t : p.tasks) {
+      if (!t.exited || t.out >= 0 || t.err >= 0) return;
+    }
+    p.ended = true;
+    cv.notify_all();
+  }
+};
+
+}  // namespace hachi::agent

@@ -1,0 +1,190 @@
+// The handlers of nodes, partitions, statistics, health and metrics
+// (server/http_handlers.h; docs/api.md, docs/metrics.md).
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "api/protocol_json.h"
+#include "api/record_json_nlohmann.h"
+#include "core/strings.h"
+#include "server/http_auth.h"
+#include "server/http_handlers.h"
+#include "server/http_loop.h"
+#include "server/metrics.h"
+#include "report/gpu_report.h"
+#include "report/job_stats.h"
+
+namespace hachi::server {
+namespace {
+
+using nlohmann::json;
+
+json PartitionJson(const sched::Partition& p,
+                   const std::vector<state::NodeStatus>& nodes) {
+  json names = json::array();
+  for (const state::NodeStatus& n : nodes) {
+    if (std::find(n.partitions.begin(), n.partitions.end(), p.name) !=
+        n.partitions.end()) {
+      names.push_back(n.record.name);
+    }
+  }
+  return json{
+      {"name", p.name},
+      {"mode", p.mode == sched::PartitionMode::kWholeNode ? "whole-node" : "shared"},
+      {"nodes", names},
+      {"min_gpus", p.min_gpus},
+      {"max_gpus", p.max_gpus},
+      {"default_time", p.default_time},
+      {"max_time", p.max_time},
+      {"tier", p.tier},
+      {"allow_gpu_sharing", p.allow_gpu_sharing},
+      {"allow_cpu_jobs", p.allow_cpu_jobs}};
+}
+
+// The connection layer's own figures (docs/metrics.md), after the Controller's.
+std::string ConnectionMetrics(const HttpLoopStats& st) {
+  using metrics::Type;
+  metrics::Writer w;
+  auto one = [&w](const char* name, Type type, const char* help, int64_t v) {
+    w.Begin(name, help, type);
+    w.Sample({}, static_cast<double>(v));
+  };
+  one("hachi_http_connections", Type::kGauge,
+      "Open API connections (TCP and Unix socket).", st.connections);
+  one("hachi_http_parked_requests", Type::kGauge,
+      "Long polls waiting without a thread (agents' work polls, job waits).", st.parked);
+  one("hachi_http_requests_total", Type::kCounter, "Requests read whole and handled.",
+      st.requests);
+  w.Begin("hachi_http_connections_refused_total",
+          "Connections refused at accept, by the bound they passed.", Type::kCounter);
+  w.Sample({{"reason", "per_peer"}}, static_cast<double>(st.refused_per_peer));
+  w.Sample({{"reason", "limit"}}, static_cast<double>(st.refused_full));
+  one("hachi_http_deadlines_missed_total", Type::kCounter,
+      "Connections cut at a head, body or write deadline.", st.timed_out);
+  one("hachi_http_bodies_too_large_total", Type::kCounter,
+      "Requests refused (413) for a body past the limit, before reading it.",
+      st.too_large);
+  return w.Take();
+}
+
+}  // namespace
+
+void ApiHandlers::Health(const Request&, Response& res) const {
+  Reply(res, 200, R"({"ok":true})");
+}
+
+// Prometheus scrapes /metrics by default (docs/metrics.md): outside /api/v1, read-only.
+void ApiHandlers::Metrics(const Request&, Response& res) const {
+  res.status = 200;
+  res.set_content(c_->MetricsText() + ConnectionMetrics(loop_->stats()),
+                  "text/plain; version=0.0.4; charset=utf-8");
+}
+
+std::vector<state::NodeStatus> ApiHandlers::NodesFor(const Request& req) const {
+  std::vector<state::NodeStatus> nodes = c_->Nodes();
+  const Result<Caller> who = CallerOf(req, *c_);
+  if (!who.ok() || !who->admin) {
+    for (state::NodeStatus& n : nodes) RedactStrayProcesses(&n);
+  }
+  return nodes;
+}
+
+void ApiHandlers::ListNodes(const Request& req, Response& res) const {
+  json nodes = json::array();
+  for (const state::NodeStatus& n : NodesFor(req)) nodes.push_back(api::ToJson(n));
+  Reply(res, 200, json{{"nodes", nodes}}.dump());
+}
+
+void ApiHandlers::GetNode(const Request& req, Response& res) const {
+  const std::string name = req.matches[1];
+  for (const state::NodeStatus& n : NodesFor(req)) {
+    if (n.record.name == name)
+      return Reply(res, 200, json{{"node", api::ToJson(n)}}.dump());
+  }
+  ReplyError(res, NotFound("no node " + name));
+}
+
+// {"reason": ...}: the node takes no new jobs.
+void ApiHandlers::DrainNode(const Request& req, Response& res) const {
+  const std::string name = req.matches[1];
+  Result<Caller> who = CallerOf(req, *c_);
+  if (!who.ok()) return ReplyError(res, who.status());
+  Result<std::string> reason = api::DrainReasonFromJson(req.body);
+  if (!reason.ok()) return ReplyError(res, reason.status());
+  Status st = c_->Drain(name, *reason, *who);
+  if (!st.ok()) return ReplyError(res, st);
+  ReplyOk(res);
+}
+
+// {"gpu": N}: only that unhealthy GPU returns to service; {}: the node.
+void ApiHandlers::ResumeNode(const Request& req, Response& res) const {
+  const std::string name = req.matches[1];
+  Result<Caller> who = CallerOf(req, *c_);
+  if (!who.ok()) return ReplyError(res, who.status());
+  Result<int> gpu = api::ResumeGpuFromJson(req.body);
+  if (!gpu.ok()) return ReplyError(res, gpu.status());
+  Status st = c_->Resume(name, *gpu, *who);
+  if (!st.ok()) return ReplyError(res, st);
+  ReplyOk(res);
+}
+
+void ApiHandlers::ListPartitions(const Request&, Response& res) const {
+  const std::vector<state::NodeStatus> nodes = c_->Nodes();
+  json parts = json::array();
+  for (const sched::Partition& part : c_->Partitions()) {
+    parts.push_back(PartitionJson(part, nodes));
+  }
+  Reply(res, 200, json{{"partitions", parts}, {"warnings", c_->Warnings()}}.dump());
+}
+
+// Queue waits per partition and GPU count over ?window=SECONDS (default a day); a
+// partition whose median wait passes ?alert=SECONDS (default 20 min) is flagged.
+void ApiHandlers::Stats(const Request& req, Response& res) const {
+  const int window = IntParam(req, "window", 86400, 60, 90 * 86400);
+  const int alert = IntParam(req, "alert", 1200, 1, 90 * 86400);
+  int gpus = 0;
+  for (const state::NodeStatus& n : c_->Nodes()) gpus += n.gpus;
+  report::JobStats stats =
+      report::ComputeStats(c_->Jobs(true), c_->clock().Now(), window, alert, gpus);
+  report::AttachLoads(&stats, c_->PartitionLoads());  // a flagged partition's likely cause
+  json j = json::parse(report::JobStatsToJson(stats));
+  const ControllerStats cs = c_->stats();
+  j["scheduler"] = {{"cycles", cs.cycles},
+                    {"last_cycle_ms", cs.last_cycle_ms},
+                    {"max_cycle_ms", cs.max_cycle_ms},
+                    {"starts", cs.starts},
+                    {"submits", cs.submits}};
+  Reply(res, 200, j.dump());
+}
+
+// GPU-hours allocated and used over ?from=&to= (Unix seconds; default the last 7 days
+// to now) per ?by= account|user|partition|nodegroup, and the ?top= (default 10) jobs
+// that held the most idle GPU-hours (docs/api.md "Report"). Whoever may list the jobs
+// may see it: it names accounts and users as the job list does.
+void ApiHandlers::Report(const Request& req, Response& res) const {
+  constexpr int64_t kMaxTime = int64_t{1} << 40;
+  const Time now = c_->clock().Now();
+  Result<int64_t> to = NonNegativeParam(req, "to", now, kMaxTime);
+  if (!to.ok()) return ReplyError(res, to.status());
+  Result<int64_t> from =
+      NonNegativeParam(req, "from", std::max<int64_t>(0, *to - 7 * 86400), kMaxTime);
+  if (!from.ok()) return ReplyError(res, from.status());
+  if (*from >= *to) {
+    return ReplyError(res,
+                      InvalidArgument("?from=" + std::to_string(*from) +
+                                      ": must be before ?to=" + std::to_string(*to)));
+  }
+  Result<int64_t> top = NonNegativeParam(req, "top", 10, 1000);
+  if (!top.ok()) return ReplyError(res, top.status());
+  report::ReportQuery q;
+  q.from = *from;
+  q.to = *to;
+  q.top = static_cast<int>(*top);
+  if (req.has_param("by") && !report::ParseReportBy(req.get_param_value("by"), &q.by)) {
+    return ReplyError(res, InvalidArgument("?by=" + Clip(req.get_param_value("by")) +
+                                           ": expected account, user, partition "
+                                           "or nodegroup"));
+  }
+  Reply(res, 200, report::GpuReportToJson(c_->GpuHours(q)));
+}
+
+}  // namespace hachi::server

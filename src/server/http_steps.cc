@@ -1,0 +1,109 @@
+// The job steps' handlers (server/http_handlers.h; docs/api.md, "Steps").
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+
+#include "api/protocol_json.h"
+#include "api/record_json.h"
+#include "core/strings.h"
+#include "server/http_auth.h"
+#include "server/http_handlers.h"
+
+namespace hachi::server {
+
+void ApiHandlers::CreateStep(const Request& req, Response& res) const {
+  Result<state::JobId> id = JobIdOf(req);
+  if (!id.ok()) return ReplyError(res, id.status());
+  Result<Caller> who = CallerOf(req, *c_);
+  if (!who.ok()) return ReplyError(res, who.status());
+  Result<api::StepRequest> r = api::StepRequestFromJson(req.body);
+  if (!r.ok()) return ReplyError(res, r.status());
+  Result<state::StepRecord> step = c_->CreateStep(*id, *r, *who);
+  if (!step.ok()) return ReplyError(res, step.status());
+  Reply(res, 200, "{\"step\":" + api::StepRecordToJson(*step) + "}");
+}
+
+void ApiHandlers::ListJobSteps(const Request& req, Response& res) const {
+  Result<state::JobId> id = JobIdOf(req);
+  if (!id.ok()) return ReplyError(res, id.status());
+  if (Result<state::JobRecord> job = c_->Job(*id); !job.ok()) {
+    return ReplyError(res, job.status());
+  }
+  Reply(res, 200, api::StepRecordsToJson(c_->Steps(*id)));
+}
+
+// Every job's steps (sacct).
+void ApiHandlers::ListAllSteps(const Request&, Response& res) const {
+  Reply(res, 200, api::StepRecordsToJson(c_->Steps(0)));
+}
+
+// ?from=OFFSET&wait_ms=N: srun's long poll for its step's output, parked on "step/ID.S"
+// until an agent's report brings some, the step ends, or N ms pass.
+void ApiHandlers::StepOutput(const Request& req, Response& res, LongPoll& poll) const {
+  Result<std::pair<state::JobId, int>> key = StepIdOf(req);
+  if (!key.ok()) return ReplyError(res, key.status());
+  const state::JobId id = key->first;
+  const int step = key->second;
+  int64_t from = 0;
+  if (req.has_param("from")) {
+    const std::string f = req.get_param_value("from");
+    char* end = nullptr;
+    errno = 0;
+    from = std::strtoll(f.c_str(), &end, 10);
+    if (f.empty() || *end != '\0' || errno != 0 || from < 0) {
+      return ReplyError(res, InvalidArgument("from: '" + Clip(f) + "' is not an offset"));
+    }
+  }
+  Result<Caller> who = CallerOf(req, *c_);
+  if (!who.ok()) return ReplyError(res, who.status());
+  Result<api::StepOutput> out = c_->ReadStepOutput(id, step, from, *who);
+  if (!out.ok()) return ReplyError(res, out.status());
+  const int wait_ms = IntParam(req, "wait_ms", 10000, 0, 60000);
+  if (out->chunks.empty() && !out->done && out->lost == 0 && !poll.expired() &&
+      !c_->stopping() && wait_ms > 0) {
+    return poll.WaitFor(StepTopic(id, step),
+                        poll.started() + std::chrono::milliseconds(wait_ms));
+  }
+  Reply(res, 200, api::StepOutputToJson(*out));
+}
+
+void ApiHandlers::StepAction(const Request& req, Response& res,
+                             const StepAct& act) const {
+  Result<std::pair<state::JobId, int>> id = StepIdOf(req);
+  if (!id.ok()) return ReplyError(res, id.status());
+  Result<Caller> who = CallerOf(req, *c_);
+  if (!who.ok()) return ReplyError(res, who.status());
+  Status st = act(id->first, id->second, *who, req);
+  if (!st.ok()) return ReplyError(res, st);
+  ReplyOk(res);
+}
+
+// A --pty step's keystrokes and window size: {"data": ..., "rows", "cols"}.
+void ApiHandlers::StepInput(const Request& req, Response& res) const {
+  StepAction(req, res,
+             [this](state::JobId id, int step, const Caller& who, const Request& r) {
+               Result<api::StepInput> in = api::StepInputRequestFromJson(r.body);
+               if (!in.ok()) return in.status();
+               return c_->StepInput(id, step, *in, who);
+             });
+}
+
+// {"signal": "INT" or 2} to the step's tasks.
+void ApiHandlers::SignalStep(const Request& req, Response& res) const {
+  StepAction(req, res,
+             [this](state::JobId id, int step, const Caller& who, const Request& r) {
+               Result<api::SignalRequest> s = api::SignalRequestFromJson(r.body);
+               if (!s.ok()) return s.status();
+               return c_->SignalStep(id, step, s->signal, false, who);
+             });
+}
+
+// Stops the step's tasks: SIGTERM, the grace, SIGKILL.
+void ApiHandlers::CancelStep(const Request& req, Response& res) const {
+  StepAction(req, res,
+             [this](state::JobId id, int step, const Caller& who, const Request&) {
+               return c_->SignalStep(id, step, 0, true, who);
+             });
+}
+
+}  // namespace hachi::server
