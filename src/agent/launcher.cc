@@ -16,10 +16,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <cstdlib>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -28,6 +26,7 @@
 #include "agent/nccl_env.h"
 #include "agent/spawn.h"
 #include "agent/waiter.h"
+#include "core/mutex.h"
 #include "core/strings.h"
 
 namespace hachi::agent {
@@ -371,23 +370,23 @@ struct ProcessLauncher::State {
     RunRecord record;
   };
 
-  mutable std::mutex mu;
-  std::map<JobId, Job> jobs;  // guarded by mu
-  std::vector<api::JobExit>
-      reports;                // guarded by mu: exits the supervisor has to deliver
-  std::set<JobId> launching;  // guarded by mu: inside Launch, not yet in jobs
-  bool stop = false;          // guarded by mu
-  int wake_fd = -1;           // eventfd; constant after construction
-  // Tick(): asked and done by the supervisor (guarded by mu).
-  uint64_t ticks_asked = 0;
-  uint64_t ticks_done = 0;
-  std::condition_variable ticked;
+  mutable Mutex mu;
+  std::map<JobId, Job> jobs GUARDED_BY(mu);
+  // Exits the supervisor has to deliver.
+  std::vector<api::JobExit> reports GUARDED_BY(mu);
+  std::set<JobId> launching GUARDED_BY(mu);  // inside Launch, not yet in jobs
+  bool stop GUARDED_BY(mu) = false;
+  int wake_fd = -1;  // eventfd; constant after construction
+  // Tick(): asked and done by the supervisor.
+  uint64_t ticks_asked GUARDED_BY(mu) = 0;
+  uint64_t ticks_done GUARDED_BY(mu) = 0;
+  CondVar ticked{&mu};
 
   void Wake() const {
     const uint64_t one = 1;
     [[maybe_unused]] ssize_t n = write(wake_fd, &one, sizeof one);
   }
-  bool Known(JobId id) const {  // mu held
+  bool Known(JobId id) const REQUIRES(mu) {
     return jobs.count(id) || launching.count(id) ||
            std::any_of(reports.begin(), reports.end(),
                        [id](const api::JobExit& e) { return e.job == id; });
@@ -447,7 +446,7 @@ ProcessLauncher::ProcessLauncher(Options options, ExitCallback on_exit)
 
 ProcessLauncher::~ProcessLauncher() {
   {
-    std::lock_guard<std::mutex> lock(state_->mu);
+    MutexLock lock(&state_->mu);
     state_->stop = true;
   }
   state_->Wake();
@@ -458,6 +457,8 @@ ProcessLauncher::~ProcessLauncher() {
 }
 
 void ProcessLauncher::TakeOverLeftoverRuns() {
+  // Before the supervisor starts: nobody else takes it yet.
+  MutexLock lock(&state_->mu);
   const Mono::time_point now = MonoNow(*options_.clock);
   const Time wall = options_.clock->Now();
   for (const RunRecord& r : LeftoverRuns(options_.spool_dir)) {
@@ -512,6 +513,8 @@ void ProcessLauncher::TakeOverLeftoverRuns() {
 void ProcessLauncher::TakeOverCgroups() {
   // Runs still watched keep their cgroups (killed at their end); what else an earlier
   // agent left is killed, escaped processes included.
+  // Before the supervisor starts: nobody else takes the lock yet.
+  MutexLock lock(&state_->mu);
   std::set<JobId> keep;
   for (const auto& [id, job] : state_->jobs) keep.insert(id);
   for (JobIsolation& iso : isolation_->TakeOverLeftovers(keep, &leftovers_stopped_)) {
@@ -527,7 +530,7 @@ std::vector<std::pair<JobId, Time>> ProcessLauncher::AdoptedRuns() const {
 
 Status ProcessLauncher::Launch(const api::LaunchSpec& spec) {
   {
-    std::lock_guard<std::mutex> lock(state_->mu);
+    MutexLock lock(&state_->mu);
     if (state_->stop) return Unavailable("the launcher is shutting down");
     if (state_->Known(spec.job)) {
       return InvalidArgument("job " + std::to_string(spec.job) +
@@ -638,7 +641,7 @@ Status ProcessLauncher::Launch(const api::LaunchSpec& spec) {
   if (exit_fd >= 0) close(exit_fd);
 
   const Mono::time_point now = MonoNow(*options_.clock);
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(&state_->mu);
   state_->launching.erase(spec.job);
   if (!child.ok()) {
     isolation_->Finish(job.iso);
@@ -692,7 +695,7 @@ Status ProcessLauncher::Launch(const api::LaunchSpec& spec) {
 
 std::optional<StepContext> ProcessLauncher::StepContextOf(JobId id,
                                                           Time start_time) const {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(&state_->mu);
   auto it = state_->jobs.find(id);
   if (it == state_->jobs.end()) return std::nullopt;
   const State::Job& job = it->second;
@@ -707,7 +710,7 @@ std::optional<StepContext> ProcessLauncher::StepContextOf(JobId id,
 }
 
 void ProcessLauncher::Cancel(JobId id, std::string /*reason: the server records it*/) {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(&state_->mu);
   auto it = state_->jobs.find(id);
   if (it == state_->jobs.end() || it->second.kill_at != kNoDeadline) return;
   State::BeginStop(it->second, api::ExitKind::kCancelled, MonoNow(*options_.clock));
@@ -715,7 +718,7 @@ void ProcessLauncher::Cancel(JobId id, std::string /*reason: the server records 
 }
 
 void ProcessLauncher::Stop(JobId id, api::ExitKind kind, std::string message) {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(&state_->mu);
   auto it = state_->jobs.find(id);
   if (it == state_->jobs.end() || it->second.kill_at != kNoDeadline) return;
   State::BeginStop(it->second, kind, MonoNow(*options_.clock));
@@ -725,13 +728,13 @@ void ProcessLauncher::Stop(JobId id, api::ExitKind kind, std::string message) {
 
 void ProcessLauncher::Signal(JobId id, int sig, bool batch_only) {
   // Under mu: the supervisor reaps under mu too, so the group id cannot be reused here.
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(&state_->mu);
   auto it = state_->jobs.find(id);
   if (it != state_->jobs.end()) State::SendSignal(it->second, sig, batch_only);
 }
 
 void ProcessLauncher::SetTimeLimit(JobId id, Time start_time, Duration time_limit) {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(&state_->mu);
   auto it = state_->jobs.find(id);
   if (it == state_->jobs.end()) return;
   State::Job& job = it->second;
@@ -760,7 +763,7 @@ void ProcessLauncher::SetTimeLimit(JobId id, Time start_time, Duration time_limi
 }
 
 std::vector<JobId> ProcessLauncher::Running() const {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(&state_->mu);
   std::vector<JobId> ids;
   for (const auto& [id, job] : state_->jobs) ids.push_back(id);
   for (const api::JobExit& e : state_->reports) ids.push_back(e.job);
@@ -770,12 +773,13 @@ std::vector<JobId> ProcessLauncher::Running() const {
 
 void ProcessLauncher::Tick() {
   State& s = *state_;
-  std::unique_lock<std::mutex> lock(s.mu);
+  MutexLock lock(&s.mu);
   const uint64_t want = ++s.ticks_asked;
   s.Wake();
   // Bounded: a supervisor that has returned (stop) ticks no more.
-  s.ticked.wait_for(lock, std::chrono::seconds(10),
-                    [&] { return s.ticks_done >= want || s.stop; });
+  const auto until = CondVar::Clock::now() + std::chrono::seconds(10);
+  while (s.ticks_done < want && !s.stop && s.ticked.WaitUntil(until)) {
+  }
 }
 
 void ProcessLauncher::Supervise() {
@@ -788,7 +792,7 @@ void ProcessLauncher::Supervise() {
     fds.clear();
     ids.clear();
     {
-      std::lock_guard<std::mutex> lock(s.mu);
+      MutexLock lock(&s.mu);
       // Shutting down: finish what is being stopped (bounded by the kill grace) and
       // report it; leave the other jobs running.
       if (s.stop && s.reports.empty() &&
@@ -822,7 +826,7 @@ void ProcessLauncher::Supervise() {
       }
       if (s.ticks_done != s.ticks_asked) {  // what was due is done: Tick() returns
         s.ticks_done = s.ticks_asked;
-        s.ticked.notify_all();
+        s.ticked.SignalAll();
       }
       if (next != kNoDeadline) {
         const auto ms = std::chrono::ceil<std::chrono::milliseconds>(next - now).count();
@@ -843,7 +847,7 @@ void ProcessLauncher::Supervise() {
       uint64_t n;
       [[maybe_unused]] ssize_t r = read(s.wake_fd, &n, sizeof n);
     }
-    std::lock_guard<std::mutex> lock(s.mu);
+    MutexLock lock(&s.mu);
     for (size_t i = 0; i + 1 < fds.size(); ++i) {
       if (!fds[i].revents) continue;
       auto it = s.jobs.find(ids[i]);

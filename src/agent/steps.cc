@@ -14,15 +14,14 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <set>
 
 #include "agent/environment.h"
 #include "agent/spawn.h"
 #include "api/output_paths.h"
+#include "core/mutex.h"
 
 namespace hachi::agent {
 namespace {
@@ -166,21 +165,23 @@ struct StepRunner::State {
     }
   };
 
-  mutable std::mutex mu;
-  std::map<state::StepKey, Part> parts;  // guarded by mu
-  std::set<state::StepKey> launched;     // guarded by mu: parts ever started here
-  std::deque<state::StepKey> launched_order;
-  bool stop = false;           // guarded by mu
-  std::condition_variable cv;  // on mu: something to send, a part removed, stop
-  int wake_fd = -1;            // eventfd for the I/O thread; constant
+  mutable Mutex mu;
+  std::map<state::StepKey, Part> parts GUARDED_BY(mu);
+  // Parts ever started here (bounded by launched_order).
+  std::set<state::StepKey> launched GUARDED_BY(mu);
+  std::deque<state::StepKey> launched_order GUARDED_BY(mu);
+  bool stop GUARDED_BY(mu) = false;
+  CondVar cv{&mu};   // something to send, a part removed, stop
+  int wake_fd = -1;  // eventfd for the I/O thread; constant
 
   void Wake() const {
     const uint64_t one = 1;
     [[maybe_unused]] ssize_t n = write(wake_fd, &one, sizeof one);
   }
 
-  // Adds output of a task (mu held), dropping the oldest unsent output past the bound.
-  void Append(Part& p, int task, int fd, const char* data, size_t n, int64_t bound) {
+  // Adds output of a task, dropping the oldest unsent output past the bound.
+  void Append(Part& p, int task, int fd, const char* data, size_t n, int64_t bound)
+      REQUIRES(mu) {
     if (p.gone) return;
     if (p.pending.size() > p.inflight) {
       api::OutputChunk& last = p.pending.back();
@@ -195,7 +196,7 @@ struct StepRunner::State {
     p.pending.push_back(api::OutputChunk{task, fd, std::string(data, n), 0});
     p.unsent_bytes += static_cast<int64_t>(n);
     Bound(p, bound);
-    cv.notify_all();
+    cv.SignalAll();
   }
   static void Bound(Part& p, int64_t bound) {
     for (size_t i = p.inflight; p.unsent_bytes > bound && i + 1 < p.pending.size(); ++i) {
@@ -216,8 +217,8 @@ struct StepRunner::State {
       }
     }
   }
-  // A task's process ended (mu held).
-  void Exited(Part& p, Task& t, int status) {
+  // A task's process ended.
+  void Exited(Part& p, Task& t, int status) REQUIRES(mu) {
     t.exited = true;
     api::TaskExit e;
     e.task = t.rank;
@@ -232,16 +233,16 @@ struct StepRunner::State {
     kill(-t.pid, SIGKILL);  // what is left of its group: the task is over
     CloseFd(&t.pidfd);
     t.close_by = Mono::now() + kDrainAfterExit;
-    cv.notify_all();
+    cv.SignalAll();
   }
-  // Marks the part ended once every task exited and its pipes are closed (mu held).
-  void CheckEnded(Part& p) {
+  // Marks the part ended once every task exited and its pipes are closed.
+  void CheckEnded(Part& p) REQUIRES(mu) {
     if (p.ended) return;
     for (const Task& t : p.tasks) {
       if (!t.exited || t.out >= 0 || t.err >= 0) return;
     }
     p.ended = true;
-    cv.notify_all();
+    cv.SignalAll();
   }
 };
 
@@ -257,7 +258,7 @@ StepRunner::StepRunner(Options options, ContextFn context, SendFn send)
 
 StepRunner::~StepRunner() {
   {
-    std::lock_guard<std::mutex> lock(state_->mu);
+    MutexLock lock(&state_->mu);
     state_->stop = true;
     for (auto& [key, p] : state_->parts) {
       for (State::Task& t : p.tasks) {
@@ -265,7 +266,7 @@ StepRunner::~StepRunner() {
       }
     }
   }
-  state_->cv.notify_all();
+  state_->cv.SignalAll();
   state_->Wake();
   io_.join();
   sender_.join();
@@ -282,7 +283,7 @@ StepRunner::~StepRunner() {
 
 void StepRunner::Launch(const api::StepLaunch& l) {
   const state::StepKey key{l.job, l.job_start, l.step};
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(&state_->mu);
   if (state_->stop || !state_->launched.insert(key).second) return;
   state_->launched_order.push_back(key);
   while (state_->launched_order.size() > 100000) {  // bounded memory
@@ -292,12 +293,13 @@ void StepRunner::Launch(const api::StepLaunch& l) {
   State::Part& p = state_->parts[key];
   p.launch = l;
   auto fail_all = [&](const std::string& why) {
+    state_->mu.AssertHeld();  // called below, under the lock
     for (int rank : l.tasks) {
       p.tasks.push_back(State::Task{rank, -1, -1, -1, -1, true, kNever});
       p.exits.push_back(api::TaskExit{rank, api::ExitKind::kLaunchFailed, 0, 0, why, ""});
     }
     state_->CheckEnded(p);
-    state_->cv.notify_all();
+    state_->cv.SignalAll();
   };
   std::optional<StepContext> ctx = context_(l.job, l.job_start);
   if (!ctx) {
@@ -415,12 +417,12 @@ void StepRunner::Launch(const api::StepLaunch& l) {
     p.tasks.push_back(t);
   }
   state_->CheckEnded(p);
-  state_->cv.notify_all();
+  state_->cv.SignalAll();
   state_->Wake();
 }
 
 void StepRunner::Signal(const api::StepSignal& s) {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(&state_->mu);
   auto it = state_->parts.find({s.job, s.job_start, s.step});
   if (it == state_->parts.end()) return;
   State::Part& p = it->second;
@@ -437,7 +439,7 @@ void StepRunner::Signal(const api::StepSignal& s) {
 }
 
 void StepRunner::Input(const api::StepInput& in) {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(&state_->mu);
   auto it = state_->parts.find({in.job, in.job_start, in.step});
   if (it == state_->parts.end() || it->second.pty < 0) return;
   State::Part& p = it->second;
@@ -457,7 +459,7 @@ void StepRunner::Input(const api::StepInput& in) {
 }
 
 void StepRunner::StopJob(state::JobId job, Duration grace) {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(&state_->mu);
   const Mono::time_point at =
       Mono::now() + std::chrono::seconds(std::max<Duration>(0, grace));
   for (auto& [key, p] : state_->parts) {
@@ -472,16 +474,19 @@ void StepRunner::StopJob(state::JobId job, Duration grace) {
 }
 
 std::vector<state::StepKey> StepRunner::Running() const {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(&state_->mu);
   std::vector<state::StepKey> keys;
   for (const auto& [key, p] : state_->parts) keys.push_back(key);
   return keys;
 }
 
 bool StepRunner::WaitIdle(int wait_ms) const {
-  std::unique_lock<std::mutex> lock(state_->mu);
-  return state_->cv.wait_for(lock, std::chrono::milliseconds(wait_ms),
-                             [&] { return state_->parts.empty(); });
+  const auto until = CondVar::Clock::now() + std::chrono::milliseconds(wait_ms);
+  MutexLock lock(&state_->mu);
+  while (!state_->parts.empty()) {
+    if (!state_->cv.WaitUntil(until)) return state_->parts.empty();
+  }
+  return true;
 }
 
 void StepRunner::IoLoop() {
@@ -502,7 +507,7 @@ void StepRunner::IoLoop() {
     slots.push_back({});
     Mono::time_point next = kNever;
     {
-      std::lock_guard<std::mutex> lock(state_->mu);
+      MutexLock lock(&state_->mu);
       if (state_->stop) return;
       for (auto& [key, p] : state_->parts) {
         if (p.stopping) next = std::min(next, p.kill_at);
@@ -537,7 +542,7 @@ void StepRunner::IoLoop() {
       uint64_t v;
       [[maybe_unused]] ssize_t r = read(state_->wake_fd, &v, sizeof v);
     }
-    std::lock_guard<std::mutex> lock(state_->mu);
+    MutexLock lock(&state_->mu);
     if (state_->stop) return;
     for (size_t i = 1; i < fds.size(); ++i) {
       if (fds[i].revents == 0) continue;
@@ -590,7 +595,7 @@ void StepRunner::IoLoop() {
     for (auto it = state_->parts.begin(); it != state_->parts.end();) {
       if (it->second.gone && it->second.ended) {
         it = state_->parts.erase(it);
-        state_->cv.notify_all();
+        state_->cv.SignalAll();
       } else {
         ++it;
       }
@@ -600,13 +605,13 @@ void StepRunner::IoLoop() {
 
 void StepRunner::SendLoop() {
   int backoff_ms = 100;
-  std::unique_lock<std::mutex> lock(state_->mu);
+  MutexLock lock(&state_->mu);
   for (;;) {
-    state_->cv.wait(lock, [&] {
-      if (state_->stop) return true;
-      return std::any_of(state_->parts.begin(), state_->parts.end(),
-                         [](const auto& kv) { return kv.second.Unsent(); });
-    });
+    while (!state_->stop &&
+           std::none_of(state_->parts.begin(), state_->parts.end(),
+                        [](const auto& kv) { return kv.second.Unsent(); })) {
+      state_->cv.Wait();
+    }
     if (state_->stop) return;
     // One report per part with something new, all of its output up to the batch bound.
     std::vector<api::StepReport> batch;
@@ -634,9 +639,9 @@ void StepRunner::SendLoop() {
       batch.push_back(std::move(r));
       if (room <= 0) break;
     }
-    lock.unlock();
+    lock.Unlock();
     Result<std::vector<api::StepAck>> acks = send_(batch);
-    lock.lock();
+    lock.Lock();
     if (!acks.ok()) {
       // Nothing was taken: the same output goes again, with whatever came meanwhile.
       for (const api::StepReport& r : batch) {
@@ -650,8 +655,9 @@ void StepRunner::SendLoop() {
         p.done_inflight = false;
       }
       if (state_->stop) return;
-      state_->cv.wait_for(lock, std::chrono::milliseconds(backoff_ms),
-                          [&] { return state_->stop; });
+      const auto until = CondVar::Clock::now() + std::chrono::milliseconds(backoff_ms);
+      while (!state_->stop && state_->cv.WaitUntil(until)) {
+      }
       backoff_ms = std::min(backoff_ms * 2, 2000);
       continue;
     }
@@ -685,7 +691,7 @@ void StepRunner::SendLoop() {
       }
       if ((p.done_inflight || p.gone) && p.ended) {
         state_->parts.erase(it);
-        state_->cv.notify_all();
+        state_->cv.SignalAll();
       } else {
         p.done_inflight = false;
       }

@@ -6,8 +6,9 @@
 #include <cstring>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <utility>
+
+#include "core/mutex.h"
 
 namespace hachi::diag {
 namespace {
@@ -78,10 +79,15 @@ std::string CudaApi::ErrorText(cuda::Result rc) const {
 
 Result<const CudaApi*> LoadCuda(const std::string& path) {
   // Loaded libraries by path; never removed, so the pointers stay valid until exit.
-  static std::mutex mu;
-  static auto* loaded = new std::map<std::string, std::unique_ptr<const CudaApi>>();
-  std::lock_guard<std::mutex> lock(mu);
-  if (auto it = loaded->find(path); it != loaded->end()) return it->second.get();
+  struct Loaded {
+    Mutex mu;
+    std::map<std::string, std::unique_ptr<const CudaApi>> by_path GUARDED_BY(mu);
+  };
+  static auto* loaded = new Loaded();
+  MutexLock lock(&loaded->mu);
+  if (auto it = loaded->by_path.find(path); it != loaded->by_path.end()) {
+    return it->second.get();
+  }
 
   dlerror();  // clear an older error
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -98,7 +104,7 @@ Result<const CudaApi*> LoadCuda(const std::string& path) {
                        "; the NVIDIA driver is too old or this is not libcuda");
   }
   const CudaApi* out = api.get();
-  loaded->emplace(path, std::move(api));
+  loaded->by_path.emplace(path, std::move(api));
   return out;
 }
 

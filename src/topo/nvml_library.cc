@@ -6,8 +6,9 @@
 #include <cstring>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <utility>
+
+#include "core/mutex.h"
 
 namespace hachi::topo {
 namespace {
@@ -100,10 +101,15 @@ std::string NvmlApi::ErrorText(nvml::Return rc) const {
 Result<const NvmlApi*> LoadNvml(const std::string& path) {
   // Loaded libraries by path. Entries are never removed, so the pointers handed out
   // stay valid until exit.
-  static std::mutex mu;
-  static auto* loaded = new std::map<std::string, std::unique_ptr<const NvmlApi>>();
-  std::lock_guard<std::mutex> lock(mu);
-  if (auto it = loaded->find(path); it != loaded->end()) return it->second.get();
+  struct Loaded {
+    Mutex mu;
+    std::map<std::string, std::unique_ptr<const NvmlApi>> by_path GUARDED_BY(mu);
+  };
+  static auto* loaded = new Loaded();
+  MutexLock lock(&loaded->mu);
+  if (auto it = loaded->by_path.find(path); it != loaded->by_path.end()) {
+    return it->second.get();
+  }
 
   dlerror();  // dlerror() reports the last error: clear an older one
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -122,7 +128,7 @@ Result<const NvmlApi*> LoadNvml(const std::string& path) {
                        "; the NVIDIA driver is too old or this is not NVML");
   }
   const NvmlApi* out = api.get();
-  loaded->emplace(path, std::move(api));
+  loaded->by_path.emplace(path, std::move(api));
   return out;
 }
 
