@@ -154,7 +154,8 @@ TEST_F(DaemonTest, StopReturnsPromptlyDuringALongPoll) {
   agent_ = std::make_unique<Agent>(Options(http_->url(), 20000));
   ASSERT_TRUE(agent_->daemon.Start().ok());
   ASSERT_TRUE(WaitFor([&] { return agent_->daemon.registered(); }));
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // now in the poll
+  // Now in the poll: parked in the server until work comes or 20 s pass.
+  ASSERT_TRUE(WaitFor([&] { return http_->connection_stats().parked >= 1; }));
   const auto t0 = std::chrono::steady_clock::now();
   agent_->daemon.Stop();
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(1000));
