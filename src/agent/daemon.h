@@ -146,7 +146,7 @@ class AgentDaemon {
   Status RegisterOnce(HttpClientHolder& http) EXCLUDES(mu_);
   // Stops every run when the lease has expired; a thread of its own.
   void LeaseLoop() EXCLUDES(mu_);
-  // Samples the running jobs every usage_interval_ms (issue 21); a thread of its own.
+  // Samples the running jobs every usage_interval_ms; a thread of its own.
   void UsageLoop() EXCLUDES(mu_);
   // One round of it: queues a sample of every running job for the report thread.
   void SampleUsage() EXCLUDES(mu_);
@@ -173,9 +173,9 @@ class AgentDaemon {
   // Made by the constructor, reset by Stop once the threads are joined; thread-safe
   // themselves.
   std::unique_ptr<Launcher> launcher_;
-  // Job steps (issue 18): their tasks.
+  // Job steps: their tasks.
   std::unique_ptr<StepRunner> steps_;
-  // Burn-in (issue 19): the server's runs, on a thread of their own; their results wait
+  // Burn-in: the server's runs, on a thread of their own; their results wait
   // in burn_in_reports_ for the report thread.
   std::unique_ptr<BurnInRunner> burn_in_;
 
@@ -210,9 +210,9 @@ class AgentDaemon {
   };
   std::unordered_map<state::JobId, SoftLimit> soft_limits_ GUARDED_BY(mu_);
   bool processes_due_ GUARDED_BY(mu_) = false;  // not yet acknowledged by the server
-  // The latest sample of each running job not yet acknowledged (issue 21).
+  // The latest sample of each running job not yet acknowledged.
   std::map<state::JobId, state::JobUsageSample> usage_ GUARDED_BY(mu_);
-  // The server refused them (older than issue 21).
+  // The server refused them (it is older than the usage samples).
   bool usage_refused_ GUARDED_BY(mu_) = false;
   Time processes_sent_at_ GUARDED_BY(mu_) = 0;
   // The lease: how long, and when the last answered call was sent (monotonic ms).

@@ -27,7 +27,7 @@ void AgentDaemon::ReportHealth(const api::GpuHealthEvent& e) {
 namespace {
 
 // The same processes, each within 256 MiB of its memory: the server hears of a job's
-// GPU memory as it grows (issue 20: its peak against its promise), not of every MiB.
+// GPU memory as it grows (its peak against its promise), not of every MiB.
 bool SameProcesses(const std::vector<api::GpuProcessReport>& a,
                    const std::vector<api::GpuProcessReport>& b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(),
@@ -115,7 +115,7 @@ void AgentDaemon::ReportLoop() {
           http.Call("POST", base + "/health", api::AgentHealthToJson(report), 10000);
       if (!r.ok() && r.status().code() == StatusCode::kInvalidArgument &&
           !usage.empty()) {
-        // A server older than the usage samples (issue 21) refuses the whole report:
+        // A server older than the usage samples refuses the whole report:
         // the GPU faults go again without them, and this agent stops sampling.
         std::fprintf(stderr,
                      "hachi agent: the server refused job usage samples (%s); sending "
@@ -153,7 +153,7 @@ void AgentDaemon::ReportLoop() {
       }
     }
     if (!burn_in.empty()) {
-      // Issue 19: a refused report (400) is dropped; the server fails a run it never
+      // A refused burn-in report (400) is dropped; the server fails a run it never
       // hears of at its timeout.
       bool sent_all = true;
       for (const api::BurnInReport& b : burn_in) {
