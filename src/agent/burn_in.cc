@@ -7,7 +7,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -27,12 +26,6 @@ constexpr size_t kMaxOutput = size_t{4} << 20;
 // How far before a GPU's run began its doctor still counts Xid lines: the resume that
 // started it reached this agent within a poll.
 constexpr int64_t kXidMarginS = 10;
-
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 std::string FirstWord(const std::string& check) {
   const std::string_view t = Trim(check);
@@ -131,24 +124,28 @@ BurnInVerdict JudgeBurnInCheck(const std::string& check, int exit_code, int sign
   return v;
 }
 
-BurnInRunner::BurnInRunner(std::string self, std::string node, Done done)
-    : self_(std::move(self)), node_(std::move(node)), done_(std::move(done)) {
+BurnInRunner::BurnInRunner(std::string self, std::string node, Done done,
+                           const Clock* clock)
+    : self_(std::move(self)),
+      node_(std::move(node)),
+      done_(std::move(done)),
+      clock_(clock != nullptr ? clock : RealClock()) {
   thread_ = std::thread([this] { Loop(); });
 }
 
 BurnInRunner::~BurnInRunner() { Stop(); }
 
 void BurnInRunner::Start(api::BurnInWork run) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   next_ = std::move(run);
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 void BurnInRunner::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
-    cv_.notify_all();
+    cv_.SignalAll();
   }
   if (thread_.joinable()) thread_.join();
 }
@@ -157,8 +154,8 @@ void BurnInRunner::Loop() {
   for (;;) {
     api::BurnInWork run;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || next_.has_value(); });
+      MutexLock lock(&mu_);
+      while (!stopping_ && !next_.has_value()) cv_.Wait();
       if (stopping_) return;
       run = std::move(*next_);
       next_.reset();
@@ -166,7 +163,7 @@ void BurnInRunner::Loop() {
     }
     std::fprintf(stderr, "hachi agent: burn-in run %d: %zu check(s)%s\n", run.run,
                  run.checks.size(), run.gpus.empty() ? "" : " of some GPUs");
-    const int64_t started = NowMs();
+    const int64_t started = clock_->MonotonicMs();
     const int64_t deadline = started + run.timeout * 1000;
     api::BurnInReport report;
     report.run = run.run;
@@ -178,7 +175,7 @@ void BurnInRunner::Loop() {
       std::string out, err;
       // A GPU's run: the Xid lines since it began, with a margin for the way from the
       // admin's resume to here.
-      const int64_t xid_since = (NowMs() - started) / 1000 + kXidMarginS;
+      const int64_t xid_since = (clock_->MonotonicMs() - started) / 1000 + kXidMarginS;
       if (!RunCheck(BurnInCommand(check, self_, run.gpus, xid_since), run.gpus, deadline,
                     run.run, &exit_code, &signal, &out, &err, &timed_out)) {
         cut = true;
@@ -279,11 +276,11 @@ bool BurnInRunner::RunCheck(const std::vector<std::string>& argv,
   };
   while (out_open || err_open) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       superseded = stopping_ || (next_.has_value() && next_->run != run);
     }
     if (superseded) break;
-    if (NowMs() >= deadline_ms) {
+    if (clock_->MonotonicMs() >= deadline_ms) {
       *timed_out = true;
       break;
     }

@@ -8,21 +8,24 @@
 // check runs in a process group of its own, killed whole at the run's timeout and when
 // a newer run replaces it.
 //
+// A run's timeout is measured on the Clock the runner is given (a test moves a
+// FakeClock); the runner waits on its checks' output in real time.
+//
 // Thread safety: Start and Stop may be called from any thread; the callback runs on the
 // runner's thread, never with a lock of the runner held.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "api/protocol.h"
+#include "core/clock.h"
+#include "core/mutex.h"
 
 namespace hachi::agent {
 
@@ -50,35 +53,40 @@ BurnInVerdict JudgeBurnInCheck(const std::string& check, int exit_code, int sign
 class BurnInRunner {
  public:
   using Done = std::function<void(const api::BurnInReport&)>;
-  // `self`: this binary (for doctor and commtest); `node`: $HACHI_NODE of site scripts.
-  BurnInRunner(std::string self, std::string node, Done done);
+  // `self`: this binary (for doctor and commtest); `node`: $HACHI_NODE of site scripts;
+  // `clock`: not owned, outlives the runner.
+  BurnInRunner(std::string self, std::string node, Done done,
+               const Clock* clock = RealClock());
   ~BurnInRunner();  // Stop()
   BurnInRunner(const BurnInRunner&) = delete;
   BurnInRunner& operator=(const BurnInRunner&) = delete;
 
   // Starts `run`, replacing the run under way (its check is killed; it reports nothing).
-  void Start(api::BurnInWork run);
+  void Start(api::BurnInWork run) EXCLUDES(mu_);
   // Kills the check under way and joins the thread; idempotent.
-  void Stop();
+  void Stop() EXCLUDES(mu_);
 
  private:
-  void Loop();
+  void Loop() EXCLUDES(mu_);
   // Runs one check to its end, its deadline, or a newer run: exit code, signal, output.
   // False when it was cut short by a newer run or Stop (nothing to report).
   bool RunCheck(const std::vector<std::string>& argv, const std::vector<int>& gpus,
                 int64_t deadline_ms, int run, int* exit_code, int* signal,
-                std::string* out_text, std::string* err_text, bool* timed_out);
+                std::string* out_text, std::string* err_text, bool* timed_out)
+      EXCLUDES(mu_);
 
+  // Constant after construction.
   const std::string self_;
   const std::string node_;
   const Done done_;
+  const Clock* const clock_;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::optional<api::BurnInWork> next_;  // guarded by mu_
-  int current_run_ = 0;                  // guarded by mu_: the run under way
-  bool stopping_ = false;                // guarded by mu_
-  std::thread thread_;
+  Mutex mu_;
+  CondVar cv_{&mu_};
+  std::optional<api::BurnInWork> next_ GUARDED_BY(mu_);
+  int current_run_ GUARDED_BY(mu_) = 0;  // the run under way
+  bool stopping_ GUARDED_BY(mu_) = false;
+  std::thread thread_;  // set by the constructor; joined by Stop
 };
 
 }  // namespace hachi::agent

@@ -13,6 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "core/clock.h"
+#include "core/testing/wait_for.h"
+
 namespace hachi::agent {
 namespace {
 
@@ -140,22 +143,30 @@ TEST_F(BurnInRunnerTest, DoctorIsThisBinaryAndItsJsonTheReason) {
   EXPECT_EQ(args, "doctor --expect-gpus 8 --json --xid-since 10s --gpu 2");
 }
 
-// A check past the run's timeout is killed with what it started; a newer run replaces
-// one under way, which then reports nothing.
+// A check past the run's timeout (on the runner's Clock) is killed with what it started;
+// a newer run replaces one under way, which then reports nothing. Each slow check marks
+// that it runs, so the clock moves, or the run is replaced, only once it does.
 TEST_F(BurnInRunnerTest, TimeoutKillsTheCheckAndANewerRunReplacesOne) {
-  const std::string slow = Script("slow.sh", "sleep 30 & sleep 30\n");
+  const std::string slow1 =
+      Script("slow1.sh", "touch " + dir_ + "/started1\nsleep 30 & sleep 30\n");
+  const std::string slow2 =
+      Script("slow2.sh", "touch " + dir_ + "/started2\nsleep 30 & sleep 30\n");
   const std::string ok = Script("ok.sh", "exit 0\n");
-  BurnInRunner runner("/nonexistent/hachi", "n1", Collect());
-  const auto t0 = std::chrono::steady_clock::now();
-  runner.Start({1, {slow}, {}, 1});
+  auto started = [&](const std::string& name) {
+    return WaitFor([&] { return ::access((dir_ + "/" + name).c_str(), F_OK) == 0; });
+  };
+  FakeClock clock;
+  BurnInRunner runner("/nonexistent/hachi", "n1", Collect(), &clock);
+  runner.Start({1, {slow1}, {}, 1});
+  ASSERT_TRUE(started("started1"));
+  clock.Advance(std::chrono::seconds(1));  // the run's timeout: reached
   std::vector<api::BurnInReport> got = Wait(1, 20);
   ASSERT_EQ(got.size(), 1u);
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
   EXPECT_FALSE(got[0].passed);
   EXPECT_EQ(got[0].reason, "timed out after 1 s");
 
-  runner.Start({2, {slow}, {}, 600});
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  runner.Start({2, {slow2}, {}, 600});
+  ASSERT_TRUE(started("started2"));
   runner.Start({3, {ok}, {}, 600});
   got = Wait(2, 20);
   ASSERT_EQ(got.size(), 2u);

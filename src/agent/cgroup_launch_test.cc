@@ -27,6 +27,7 @@
 #include "agent/launcher.h"
 #include "agent/launcher_testing.h"
 #include "agent/testing.h"
+#include "core/testing/wait_for.h"
 
 namespace hachi::agent {
 namespace {
@@ -46,16 +47,6 @@ bool HasCapability(int cap) {
     }
   }
   return false;
-}
-
-template <typename F>
-bool WaitFor(F done, milliseconds timeout = milliseconds(10000)) {
-  const auto until = std::chrono::steady_clock::now() + timeout;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  return true;
 }
 
 // Device nodes in a temporary directory, removed at the end.

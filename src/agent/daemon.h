@@ -19,17 +19,23 @@
 // the server requeues or fails them as after a node failure. The server gives their
 // GPUs to no one until their lease and kill grace have passed.
 //
-// Thread-safety: Start/Stop from one thread. Internally a poll thread, a report thread
-// and a lease thread (which never calls the server, so a hung call cannot delay it);
-// the launcher's callback only queues.
+// Time: every decision (the lease, the GPU-process report's refresh, the times in
+// records) reads the Clock of AgentOptions; the loops wait on real time between looks.
+//
+// Thread-safety: Start/Stop from one thread; the other public methods from any thread.
+// Internally a poll thread, a report thread, a lease thread (which never calls the
+// server, so a hung call cannot delay it) and a usage thread; the launcher's callback
+// only queues. One mutex, mu_, guards the queues and the run bookkeeping; it is never
+// held across a call to the server, the launcher or the MPS daemons. The loops live in
+// daemon.cc (registration, the work poll, launches), daemon_report.cc (the report
+// thread), daemon_lease.cc (the lease, backoff) and daemon_usage.cc (usage samples).
 #pragma once
 
-#include <condition_variable>
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -43,6 +49,7 @@
 #include "agent/steps.h"
 #include "api/protocol.h"
 #include "core/clock.h"
+#include "core/mutex.h"
 #include "core/status.h"
 #include "state/usage.h"
 
@@ -91,7 +98,7 @@ struct AgentOptions {
 
 using LauncherFactory = std::function<std::unique_ptr<Launcher>(ExitCallback)>;
 
-class HttpClientHolder;  // daemon.cc
+class HttpClientHolder;  // agent_http.h
 
 class AgentDaemon {
  public:
@@ -100,78 +107,100 @@ class AgentDaemon {
   AgentDaemon(const AgentDaemon&) = delete;
   AgentDaemon& operator=(const AgentDaemon&) = delete;
 
-  Status Start();
+  Status Start() EXCLUDES(mu_);
   // Cancels every running job and waits up to `wait_ms` for their exits to be reported
   // to the server (hachi dev shutting down). True when all were.
-  bool CancelAll(int wait_ms);
+  bool CancelAll(int wait_ms) EXCLUDES(mu_);
   // Stops polling and reporting. Running jobs are cancelled when `cancel_jobs`
   // (hachi dev shutting down); otherwise they keep running (their own sessions).
-  void Stop(bool cancel_jobs = true);
-  bool registered() const;
+  void Stop(bool cancel_jobs = true) EXCLUDES(mu_);
+  bool registered() const EXCLUDES(mu_);
   // Queues a GPU fault for the server (POST /agents/NODE/health), re-sent until the
   // server has it. Thread-safe: the GPU health monitor's thread calls it
   // (agent/gpu_health.h).
-  void ReportHealth(const api::GpuHealthEvent& e);
+  void ReportHealth(const api::GpuHealthEvent& e) EXCLUDES(mu_);
   // The compute processes on the node's GPUs now (agent/gpu_processes.h). Sent with the
   // next health report when the set (GPU, pid, job) changed, and at least every minute
   // while it is not empty (memory figures). Shares over their soft limit (AgentOptions::
   // mps) are stopped. Thread-safe.
-  void ReportProcesses(std::vector<api::GpuProcessReport> processes);
+  void ReportProcesses(std::vector<api::GpuProcessReport> processes) EXCLUDES(mu_);
 
  private:
-  void PollLoop();
-  void ReportLoop();
-  void OnExit(const api::JobExit& e);
-  void LaunchNow(
-      const api::LaunchSpec& l);  // without mu_; a refusal is reported as an exit
-  // Records a run about to be launched (with mu_); false when this process launched it
-  // already.
-  bool AcceptRunLocked(const api::LaunchSpec& l);
-  Status RegisterOnce(HttpClientHolder& http);
+  // Acknowledged exits kept for a launch sent again.
+  static constexpr size_t kFinishedKept = 20000;
+  // SIGTERM -> SIGKILL for a stopping job's steps' tasks (the job's own grace is the
+  // launcher's; the steps go no later than this).
+  static constexpr Duration kStepGrace = 10;
+  static constexpr size_t kHealthQueued = 256;
+
+  void PollLoop() EXCLUDES(mu_);
+  void ReportLoop() EXCLUDES(mu_);
+  void OnExit(const api::JobExit& e) EXCLUDES(mu_);
+  // A refusal is reported as an exit.
+  void LaunchNow(const api::LaunchSpec& l) EXCLUDES(mu_);
+  // Records a run about to be launched; false when this process launched it already.
+  bool AcceptRunLocked(const api::LaunchSpec& l) REQUIRES(mu_);
+  // The runs an earlier agent process left (the launcher's): this process's now; the
+  // live ones' jobs into `adopted`.
+  void AdoptRunsLocked(std::vector<state::JobId>* adopted) REQUIRES(mu_);
+  Status RegisterOnce(HttpClientHolder& http) EXCLUDES(mu_);
   // Stops every run when the lease has expired; a thread of its own.
-  void LeaseLoop();
-  // Samples the running jobs every usage_interval_ms (issue 21); a thread of its own.
-  void UsageLoop();
+  void LeaseLoop() EXCLUDES(mu_);
+  // Samples the running jobs every usage_interval_ms; a thread of its own.
+  void UsageLoop() EXCLUDES(mu_);
   // One round of it: queues a sample of every running job for the report thread.
-  void SampleUsage();
+  void SampleUsage() EXCLUDES(mu_);
+  // Whether the report thread has something to send (once registered).
+  bool ReportDueLocked() const REQUIRES(mu_) {
+    return !unreported_.empty() || !health_.empty() || processes_due_ ||
+           !usage_.empty() || !burn_in_reports_.empty();
+  }
   // A call sent at `sent_ms` (the Clock's monotonic time) was answered.
-  void RenewLeaseLocked(int64_t sent_ms);
+  void RenewLeaseLocked(int64_t sent_ms) REQUIRES(mu_);
+  // Waits (real time) up to `timeout` or until Stop; true when stopping.
+  bool WaitStoppingLocked(std::chrono::milliseconds timeout) REQUIRES(mu_);
   // Waits up to a random part of `*backoff_ms` (full jitter, so that a fleet whose
   // server restarted does not come back at once), then doubles it up to 2 s.
-  void BackoffLocked(std::unique_lock<std::mutex>& lock, int* backoff_ms);
+  void BackoffLocked(int* backoff_ms) REQUIRES(mu_);
 
+  // Constant after construction.
   const AgentOptions options_;
   const Time started_;
-  std::string instance_;  // random per process: the server tells restarts apart (const)
+  std::string instance_;  // random per process: the server tells restarts apart
   const std::unique_ptr<HttpClientHolder> poll_http_;
+  const std::unique_ptr<HttpClientHolder> steps_http_;  // the steps' reports
+
+  // Made by the constructor, reset by Stop once the threads are joined; thread-safe
+  // themselves.
   std::unique_ptr<Launcher> launcher_;
-  // Job steps (issue 18): their tasks, and the connection their reports take.
-  const std::unique_ptr<HttpClientHolder> steps_http_;
+  // Job steps: their tasks.
   std::unique_ptr<StepRunner> steps_;
-  // Burn-in (issue 19): the server's runs, on a thread of their own; their results wait
+  // Burn-in: the server's runs, on a thread of their own; their results wait
   // in burn_in_reports_ for the report thread.
   std::unique_ptr<BurnInRunner> burn_in_;
 
-  mutable std::mutex mu_;
-  // Guarded by mu_.
-  bool stopping_ = false;
-  bool registered_ = false;
-  std::unordered_map<state::JobId, Time> current_run_;  // job -> start of its last run
-  std::unordered_map<state::JobId, Time> live_;  // runs launched and not yet exited
+  mutable Mutex mu_;
+  CondVar cv_{&mu_};  // any change below; the loops and CancelAll wait on it
+  bool stopping_ GUARDED_BY(mu_) = false;
+  bool registered_ GUARDED_BY(mu_) = false;
+  // job -> start of its last run
+  std::unordered_map<state::JobId, Time> current_run_ GUARDED_BY(mu_);
+  // runs launched and not yet exited
+  std::unordered_map<state::JobId, Time> live_ GUARDED_BY(mu_);
   // A requeued job's new run that came while its earlier run was still stopping here,
   // and such runs whose earlier run has now exited (launched by the report thread).
-  std::unordered_map<state::JobId, api::LaunchSpec> deferred_;
-  std::vector<api::LaunchSpec> ready_;
-  std::set<std::pair<state::JobId, Time>> launched_;         // runs (job, start time),
-                                                             // ever, by this process
-  std::unordered_map<state::JobId, api::JobExit> finished_;  // acknowledged exits, the
-                                                             // latest run's
-  std::deque<state::JobId> finished_order_;                  // bounded memory
-  std::vector<api::JobExit> unreported_;
-  std::vector<api::BurnInReport> burn_in_reports_;  // not yet acknowledged
-  static constexpr size_t kHealthQueued = 256;
-  std::vector<api::GpuHealthEvent> health_;       // not yet acknowledged, oldest first
-  std::vector<api::GpuProcessReport> processes_;  // the latest list
+  std::unordered_map<state::JobId, api::LaunchSpec> deferred_ GUARDED_BY(mu_);
+  std::vector<api::LaunchSpec> ready_ GUARDED_BY(mu_);
+  // Runs (job, start time), ever, by this process.
+  std::set<std::pair<state::JobId, Time>> launched_ GUARDED_BY(mu_);
+  // Acknowledged exits, the latest run's; in finished_order_ for bounded memory.
+  std::unordered_map<state::JobId, api::JobExit> finished_ GUARDED_BY(mu_);
+  std::deque<state::JobId> finished_order_ GUARDED_BY(mu_);
+  std::vector<api::JobExit> unreported_ GUARDED_BY(mu_);
+  std::vector<api::BurnInReport> burn_in_reports_ GUARDED_BY(mu_);  // not yet acked
+  // Not yet acknowledged, oldest first.
+  std::vector<api::GpuHealthEvent> health_ GUARDED_BY(mu_);
+  std::vector<api::GpuProcessReport> processes_ GUARDED_BY(mu_);  // the latest list
   // Shares no MPS daemon serves, whose GPU memory the agent watches: job -> its GPU and
   // what it was promised.
   struct SoftLimit {
@@ -179,21 +208,22 @@ class AgentDaemon {
     int64_t promised_mib = 0;
     bool stopped = false;  // over it, and told to stop
   };
-  std::unordered_map<state::JobId, SoftLimit> soft_limits_;
-  bool processes_due_ = false;  // not yet acknowledged by the server
-  // The latest sample of each running job not yet acknowledged (issue 21).
-  std::map<state::JobId, state::JobUsageSample> usage_;
-  bool usage_refused_ = false;  // the server refused them (older than issue 21)
-  Time processes_sent_at_ = 0;
+  std::unordered_map<state::JobId, SoftLimit> soft_limits_ GUARDED_BY(mu_);
+  bool processes_due_ GUARDED_BY(mu_) = false;  // not yet acknowledged by the server
+  // The latest sample of each running job not yet acknowledged.
+  std::map<state::JobId, state::JobUsageSample> usage_ GUARDED_BY(mu_);
+  // The server refused them (it is older than the usage samples).
+  bool usage_refused_ GUARDED_BY(mu_) = false;
+  Time processes_sent_at_ GUARDED_BY(mu_) = 0;
   // The lease: how long, and when the last answered call was sent (monotonic ms).
-  int64_t lease_ms_ = 30000;
-  int64_t renewed_ms_ = 0;
-  bool lease_expired_ = false;  // stopped the runs; logged once per expiry
+  int64_t lease_ms_ GUARDED_BY(mu_) = 30000;
+  int64_t renewed_ms_ GUARDED_BY(mu_) = 0;
+  bool lease_expired_ GUARDED_BY(mu_) = false;  // stopped the runs; logged once
   // Runs the lease stopped: their exits are reported as lost.
-  std::set<std::pair<state::JobId, Time>> lease_stopped_;
-  uint64_t jitter_state_ = 0;  // for BackoffLocked
-  std::condition_variable cv_;
+  std::set<std::pair<state::JobId, Time>> lease_stopped_ GUARDED_BY(mu_);
+  uint64_t jitter_state_ GUARDED_BY(mu_) = 0;  // for BackoffLocked
 
+  // Started by Start, joined by Stop (one thread calls both).
   std::thread poll_;
   std::thread report_;
   std::thread lease_;

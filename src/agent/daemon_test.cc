@@ -14,6 +14,7 @@
 
 #include "agent/fake_launcher.h"
 #include "api/protocol_json.h"
+#include "core/testing/wait_for.h"
 #include "server/http_api.h"
 #include "server/testing.h"
 
@@ -30,16 +31,6 @@ api::AgentWork WorkOf(std::vector<api::LaunchSpec> launch, bool reregister) {
 
 using server::testing::kAlice;
 using server::testing::MakeSubmit;
-
-// Waits up to `ms` for `done`; true when it came.
-bool WaitFor(const std::function<bool()>& done, int ms = 5000) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return true;
-}
 
 constexpr const char* kClusterSecret =
     "daemon-test-secret";  // the agents' (server/auth.h)
@@ -163,7 +154,8 @@ TEST_F(DaemonTest, StopReturnsPromptlyDuringALongPoll) {
   agent_ = std::make_unique<Agent>(Options(http_->url(), 20000));
   ASSERT_TRUE(agent_->daemon.Start().ok());
   ASSERT_TRUE(WaitFor([&] { return agent_->daemon.registered(); }));
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // now in the poll
+  // Now in the poll: parked in the server until work comes or 20 s pass.
+  ASSERT_TRUE(WaitFor([&] { return http_->connection_stats().parked >= 1; }));
   const auto t0 = std::chrono::steady_clock::now();
   agent_->daemon.Stop();
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(1000));
@@ -190,14 +182,15 @@ class ScriptedServer {
                   WhileHung();
                   api::AgentWork w;
                   {
-                    std::lock_guard<std::mutex> lock(mu_);
+                    // A short long poll: answered when work comes, else empty in 10 ms.
+                    std::unique_lock<std::mutex> lock(mu_);
+                    work_sent_.wait_for(lock, std::chrono::milliseconds(10),
+                                        [&] { return !work_.empty(); });
                     if (!work_.empty()) {
                       w = work_.front();
                       work_.pop_front();
                     }
-                  }
-                  if (w.launch.empty() && w.cancel.empty()) {
-                    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+                    ++polls_;
                   }
                   res.set_content(api::AgentWorkToJson(w), "application/json");
                 });
@@ -252,6 +245,13 @@ class ScriptedServer {
   void Send(api::AgentWork w) {
     std::lock_guard<std::mutex> lock(mu_);
     work_.push_back(std::move(w));
+    work_sent_.notify_all();
+  }
+  // Work polls answered so far. The agent handles a poll's work before it polls again:
+  // two more answered after a Send means the work sent was handled.
+  int polls() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return polls_;
   }
   std::vector<api::JobExit> exits() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -272,6 +272,8 @@ class ScriptedServer {
   std::thread thread_;
   mutable std::mutex mu_;
   std::deque<api::AgentWork> work_;
+  std::condition_variable work_sent_;
+  int polls_ = 0;
   std::vector<api::JobExit> exits_;
   std::vector<api::AgentRegistration> registrations_;
   std::vector<api::AgentHealth> health_;
@@ -324,8 +326,9 @@ TEST(DaemonScripted, RepeatedLaunchIsReportedAgainNotLaunched) {
   server.Send(WorkOf({Launch(7, 1000)}, false));
   ASSERT_TRUE(WaitFor([&] { return agent.launcher->launches().size() == 1; }));
   // Sent again while it runs: ignored.
+  const int polls = server.polls();
   server.Send(WorkOf({Launch(7, 1000)}, false));
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(WaitFor([&] { return server.polls() >= polls + 2; }));
   EXPECT_EQ(agent.launcher->launches().size(), 1u);
   EXPECT_TRUE(server.exits().empty());
 
@@ -370,7 +373,8 @@ TEST(DaemonScripted, GpuProcessesAreSentAgainEveryMinute) {
   EXPECT_FALSE(server.health()[1].has_processes);
   clock.Advance(std::chrono::seconds(59));
   agent.daemon.ReportProcesses(procs);  // the same list within the minute: not sent
-  EXPECT_FALSE(WaitFor([&] { return server.health().size() > 2; }, 200));
+  EXPECT_FALSE(WaitFor([&] { return server.health().size() > 2; },
+                       std::chrono::milliseconds(200)));
   clock.Advance(std::chrono::seconds(1));
   agent.daemon.ReportProcesses(procs);
   ASSERT_TRUE(WaitFor([&] { return server.health().size() == 3; }));
@@ -495,10 +499,12 @@ TEST_P(DaemonLease, StopsItsJobsWhenTheLeaseExpiresAndNotBefore) {
   ASSERT_TRUE(WaitFor([&] { return server.hung_calls() >= 1; })) << "a poll hangs";
   // Every call the server answered was sent at this clock time or before.
   clock.Advance(std::chrono::seconds(c.lease_s - 1));
-  EXPECT_FALSE(WaitFor([&] { return !agent.launcher->cancels().empty(); }, 700))
+  EXPECT_FALSE(WaitFor([&] { return !agent.launcher->cancels().empty(); },
+                       std::chrono::milliseconds(700)))
       << "stopped before its lease expired";
   clock.Advance(std::chrono::seconds(2));
-  ASSERT_TRUE(WaitFor([&] { return agent.launcher->cancels().size() == 2; }, 3000))
+  ASSERT_TRUE(WaitFor([&] { return agent.launcher->cancels().size() == 2; },
+                      std::chrono::milliseconds(3000)))
       << "the lease checker does not wait for the hung poll";
   for (const auto& [job, reason] : agent.launcher->cancels()) {
     EXPECT_NE(reason.find("lease expired: no contact with the server for " +

@@ -6,7 +6,7 @@ FakeLauncher::FakeLauncher(ExitCallback on_exit, const Clock* clock)
     : on_exit_(std::move(on_exit)), clock_(clock != nullptr ? clock : RealClock()) {}
 
 Status FakeLauncher::Launch(const api::LaunchSpec& spec) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (!launch_status_.ok()) return launch_status_;
   if (running_.count(spec.job)) {
     return InvalidArgument("job " + std::to_string(spec.job) +
@@ -19,7 +19,7 @@ Status FakeLauncher::Launch(const api::LaunchSpec& spec) {
 
 void FakeLauncher::Cancel(JobId job, std::string reason) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     cancels_.emplace_back(job, reason);
   }
   api::JobExit e;
@@ -36,7 +36,7 @@ void FakeLauncher::Stop(JobId job, api::ExitKind kind, std::string message) {
   e.signal = 15;
   e.message = std::move(message);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!running_.count(job)) return;
     stops_.push_back(e);
   }
@@ -44,36 +44,36 @@ void FakeLauncher::Stop(JobId job, api::ExitKind kind, std::string message) {
 }
 
 std::vector<api::JobExit> FakeLauncher::stops() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return stops_;
 }
 
 void FakeLauncher::Signal(JobId job, int sig, bool batch_only) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   signals_.push_back(api::JobSignal{job, sig, batch_only});
 }
 
 void FakeLauncher::SetTimeLimit(JobId job, Time start_time, Duration time_limit) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = running_.find(job);
   if (it == running_.end() || it->second != start_time) return;  // another run
   limits_.emplace_back(job, time_limit);
 }
 
 std::vector<std::pair<JobId, Duration>> FakeLauncher::limits() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return limits_;
 }
 
 std::vector<JobId> FakeLauncher::Running() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<JobId> out;
   for (const auto& [job, start] : running_) out.push_back(job);
   return out;
 }
 
 std::optional<StepContext> FakeLauncher::StepContextOf(JobId job, Time start_time) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto r = running_.find(job);
   if (r == running_.end() || r->second != start_time) return std::nullopt;
   for (auto l = launches_.rbegin(); l != launches_.rend(); ++l) {
@@ -92,7 +92,7 @@ bool FakeLauncher::Finish(JobId job, int exit_code) {
 bool FakeLauncher::Finish(const api::JobExit& exit) {
   api::JobExit e = exit;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = running_.find(exit.job);
     if (it == running_.end()) return false;
     if (e.start_time == 0) e.start_time = it->second;  // as the real launcher: the run
@@ -104,22 +104,22 @@ bool FakeLauncher::Finish(const api::JobExit& exit) {
 }
 
 void FakeLauncher::FailLaunches(Status status) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   launch_status_ = std::move(status);
 }
 
 std::vector<api::LaunchSpec> FakeLauncher::launches() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return launches_;
 }
 
 std::vector<std::pair<JobId, std::string>> FakeLauncher::cancels() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return cancels_;
 }
 
 std::vector<api::JobSignal> FakeLauncher::signals() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return signals_;
 }
 

@@ -3,17 +3,16 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
-#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <map>
-#include <mutex>
 #include <system_error>
 #include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
 
+#include "core/mutex.h"
 #include "core/strings.h"
 #include "topo/nvml_api.h"
 #include "topo/nvml_library.h"
@@ -103,9 +102,9 @@ struct GpuHealthMonitor::Impl {
     return std::string("GPU is lost (off the bus or otherwise unreachable): ") + call +
            " answered " + api.ErrorText(rc);
   }
-  bool Stopping() const;
-  void SleepUnlessStopped(int ms);
-  void Close();
+  bool Stopping() const EXCLUDES(mu);
+  void SleepUnlessStopped(int ms) EXCLUDES(mu);
+  void Close() EXCLUDES(mu, close_mu);
 
   // Constant after Open.
   GpuHealthOptions options;
@@ -114,15 +113,14 @@ struct GpuHealthMonitor::Impl {
   Api api;                   // a copy of the loaded library's functions
   bool initialized = false;  // nvmlInit_v2 succeeded
 
-  // Guarded by mu.
-  mutable std::mutex mu;
-  std::condition_variable cv;
-  bool stopping = false;
-  std::string summary;
+  mutable Mutex mu;
+  CondVar cv{&mu};
+  bool stopping GUARDED_BY(mu) = false;
+  std::string summary GUARDED_BY(mu);
 
-  // Serialises Close; closed is guarded by it.
-  std::mutex close_mu;
-  bool closed = false;
+  // Serialises Close.
+  Mutex close_mu;
+  bool closed GUARDED_BY(close_mu) = false;
 
   // Written by Open, then owned by the monitor thread.
   std::vector<GpuWatch> gpus;
@@ -165,7 +163,9 @@ Status GpuHealthMonitor::Impl::Open() {
     }
   }
   RegisterEvents();
-  summary = BuildSummary();
+  std::string s = BuildSummary();
+  MutexLock lock(&mu);  // before the thread starts, but summary() may ask any time
+  summary = std::move(s);
   return Status::Ok();
 }
 
@@ -264,13 +264,15 @@ std::string GpuHealthMonitor::Impl::BuildSummary() const {
 }
 
 bool GpuHealthMonitor::Impl::Stopping() const {
-  std::lock_guard<std::mutex> lock(mu);
+  MutexLock lock(&mu);
   return stopping;
 }
 
 void GpuHealthMonitor::Impl::SleepUnlessStopped(int ms) {
-  std::unique_lock<std::mutex> lock(mu);
-  cv.wait_for(lock, std::chrono::milliseconds(ms), [this] { return stopping; });
+  MutexLock lock(&mu);
+  const auto until = CondVar::Clock::now() + std::chrono::milliseconds(ms);
+  while (!stopping && cv.WaitUntil(until)) {
+  }
 }
 
 void GpuHealthMonitor::Impl::ReportLostWhileRegistering() {
@@ -458,7 +460,7 @@ void GpuHealthMonitor::Impl::OnWaitError(nvml::Return rc) {
     SleepUnlessStopped(options.event_wait_ms);
   }
   std::string s = BuildSummary();
-  std::lock_guard<std::mutex> lock(mu);
+  MutexLock lock(&mu);
   summary = std::move(s);
 }
 
@@ -499,20 +501,20 @@ void GpuHealthMonitor::Impl::MarkLost(int g, std::string message) {
   w.lost_at_start.clear();
   Emit(g, "gpu-lost", 79, GpuFault::kFatal, std::move(message));
   std::string s = BuildSummary();
-  std::lock_guard<std::mutex> lock(mu);
+  MutexLock lock(&mu);
   summary = std::move(s);
 }
 
 void GpuHealthMonitor::Impl::Close() {
   {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     stopping = true;
   }
-  cv.notify_all();
+  cv.SignalAll();
   // From the callback (documented as not allowed) the thread cannot join itself; it
   // ends after the callback returns, and a later Stop elsewhere finishes the work.
   if (thread.get_id() == std::this_thread::get_id()) return;
-  std::lock_guard<std::mutex> close_lock(close_mu);
+  MutexLock close_lock(&close_mu);
   if (closed) return;
   if (thread.joinable()) thread.join();
   // The library itself stays loaded for the process (topo/nvml_library.h).
@@ -551,7 +553,7 @@ void GpuHealthMonitor::Stop() { impl_->Close(); }
 int GpuHealthMonitor::gpu_count() const { return static_cast<int>(impl_->gpus.size()); }
 
 std::string GpuHealthMonitor::summary() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(&impl_->mu);
   return impl_->summary;
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/strings.h"
+#include "core/testing/wait_for.h"
 #include "topo/presets.h"
 #include "topo/topology_file.h"
 #include "topo/topology_testing.h"
@@ -350,10 +351,7 @@ TEST(GpuHealthMonitorTest, FailingEventWaitsFallBackToPolling) {
   const std::string want =
       "no NVML events (nvmlEventSetWait_v2 failed 10 times in a row: Not Supported (NVML "
       "error 3); polling only); polling every 20ms";
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while ((*mon)->summary() != want && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  hachi::WaitFor([&] { return (*mon)->summary() == want; });
   EXPECT_EQ((*mon)->summary(), want);
   node.Inject("lost 6");
   ASSERT_TRUE(rec.WaitFor(6, "gpu-lost").has_value());

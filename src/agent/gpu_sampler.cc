@@ -3,11 +3,12 @@
 namespace hachi::agent {
 namespace nvml = topo::nvml;
 
-Result<std::unique_ptr<GpuSampler>> GpuSampler::Open(const std::string& library) {
+Result<std::unique_ptr<GpuSampler>> GpuSampler::Open(const std::string& library,
+                                                     const Clock* clock) {
   const std::string path = topo::ResolveNvmlLibrary(library);
   Result<const topo::NvmlApi*> loaded = topo::LoadNvml(path);
   if (!loaded.ok()) return loaded.status();
-  std::unique_ptr<GpuSampler> s(new GpuSampler());
+  std::unique_ptr<GpuSampler> s(new GpuSampler(clock != nullptr ? clock : RealClock()));
   s->api_ = **loaded;
   nvml::Return rc = s->api_.init();
   if (rc != nvml::kSuccess) {
@@ -51,8 +52,8 @@ std::string GpuSampler::summary() const {
 }
 
 std::vector<state::GpuSample> GpuSampler::Sample() {
-  const auto now = std::chrono::steady_clock::now();
-  const double elapsed = std::chrono::duration<double>(now - nvlink_at_).count();
+  const int64_t now = clock_->MonotonicMicros();
+  const double elapsed = static_cast<double>(now - nvlink_at_us_) / 1e6;
   std::vector<state::GpuSample> out;
   out.reserve(devices_.size());
   for (size_t i = 0; i < devices_.size(); ++i) {
@@ -112,7 +113,7 @@ std::vector<state::GpuSample> GpuSampler::Sample() {
     }
     out.push_back(g);
   }
-  nvlink_at_ = now;
+  nvlink_at_us_ = now;
   return out;
 }
 

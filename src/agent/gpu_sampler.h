@@ -5,17 +5,19 @@
 // figure NVML does not give (an older driver, a PCIe GPU's NVLink, a lost GPU) is -1.
 //
 // NVLink throughput comes from NVML's cumulative data counters (fields 138 and 139, per
-// link): the first sample has none, later ones the KiB/s since the previous sample.
+// link): the first sample has none, later ones the KiB/s since the previous sample, the
+// time between them read on the Clock the sampler was given (a test moves a FakeClock).
 //
 // Thread safety: Sample() from one thread at a time (the agent's usage loop); Open and
 // the destructor from any thread. NVML itself is thread-safe.
 #pragma once
 
-#include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "core/clock.h"
 #include "core/status.h"
 #include "state/usage.h"
 #include "topo/nvml_library.h"
@@ -25,8 +27,10 @@ namespace hachi::agent {
 class GpuSampler {
  public:
   // Loads NVML ("" = $HACHI_NVML_LIBRARY, else libnvidia-ml.so.1) and initialises it.
-  // kUnavailable naming the library when it cannot be used or sees no GPU.
-  static Result<std::unique_ptr<GpuSampler>> Open(const std::string& library);
+  // kUnavailable naming the library when it cannot be used or sees no GPU. `clock`: not
+  // owned, outlives the sampler.
+  static Result<std::unique_ptr<GpuSampler>> Open(const std::string& library,
+                                                  const Clock* clock = RealClock());
   ~GpuSampler();  // nvmlShutdown
   GpuSampler(const GpuSampler&) = delete;
   GpuSampler& operator=(const GpuSampler&) = delete;
@@ -38,12 +42,13 @@ class GpuSampler {
   std::string summary() const;
 
  private:
-  GpuSampler() = default;
+  explicit GpuSampler(const Clock* clock) : clock_(clock) {}
+  const Clock* const clock_;
   topo::NvmlApi api_;
   std::vector<topo::nvml::Device> devices_;  // null: the handle failed
   // NVLink counters (TX + RX KiB, summed over links) at the previous sample; -1: none.
   std::vector<long long> nvlink_kib_;
-  std::chrono::steady_clock::time_point nvlink_at_;
+  int64_t nvlink_at_us_ = 0;  // the Clock's monotonic time of the previous sample
 };
 
 }  // namespace hachi::agent

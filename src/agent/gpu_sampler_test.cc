@@ -9,8 +9,8 @@
 #include <chrono>
 #include <fstream>
 #include <string>
-#include <thread>
 
+#include "core/clock.h"
 #include "topo/presets.h"
 #include "topo/topology_file.h"
 #include "topo/topology_testing.h"
@@ -62,15 +62,15 @@ TEST(GpuSampler, ScriptedSeriesAdvanceOnePerSample) {
 }
 
 TEST(GpuSampler, NvLinkThroughputFromTheCounters) {
-  FakeGpus node("nvlinktput 1 1000000\n");
-  Result<std::unique_ptr<GpuSampler>> s = GpuSampler::Open(HACHI_FAKE_NVML);
+  // TX and RX each count 1,000,000 KiB more at the second sample, a second later.
+  FakeGpus node("nvlinkkib 1 5000,1005000\n");
+  FakeClock clock;
+  Result<std::unique_ptr<GpuSampler>> s = GpuSampler::Open(HACHI_FAKE_NVML, &clock);
   ASSERT_TRUE(s.ok()) << s.status().message();
   EXPECT_EQ((*s)->Sample()[1].nvlink_kbs, -1);  // no earlier counters yet
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  clock.Advance(std::chrono::seconds(1));
   const std::vector<state::GpuSample> got = (*s)->Sample();
-  // TX and RX each grow by 1,000,000 KiB/s.
-  EXPECT_GT(got[1].nvlink_kbs, 1'500'000);
-  EXPECT_LT(got[1].nvlink_kbs, 2'500'000);
+  EXPECT_EQ(got[1].nvlink_kbs, 2'000'000);
   EXPECT_EQ(got[2].nvlink_kbs, 0);
 }
 

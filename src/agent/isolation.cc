@@ -86,7 +86,7 @@ Result<int64_t> Isolation::JobPidsMax(int64_t per_gpu, int gpus, int64_t budget,
 }
 
 int64_t Isolation::pids_booked() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   int64_t sum = 0;
   for (const auto& [job, n] : pids_) sum += n;
   return sum;
@@ -120,7 +120,7 @@ std::vector<int> Isolation::BookCpus(const api::LaunchSpec& spec) {
   }
   std::sort(preferred.begin(), preferred.end());
   preferred.erase(std::unique(preferred.begin(), preferred.end()), preferred.end());
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::set<int> busy;
   for (const auto& [job, cpus] : booked_) busy.insert(cpus.begin(), cpus.end());
   std::vector<int> cpus = ChooseCpus(spec.cpus, node_cpus_, preferred, busy);
@@ -158,7 +158,7 @@ Result<JobIsolation> Isolation::Prepare(const api::LaunchSpec& spec,
   {
     // Booked before the cgroup exists, so two launches at once cannot both take the
     // last of the budget.
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     int64_t booked = 0;
     for (const auto& [job, n] : pids_) booked += n;
     Result<int64_t> pids =
@@ -241,7 +241,7 @@ std::string Isolation::Finish(JobIsolation& job) {
     (void)options_.cgroups->Destroy(*job.cgroup);
     job.cgroup.reset();
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   booked_.erase(job.job);
   pids_.erase(job.job);
   return oom;
@@ -265,7 +265,7 @@ std::vector<JobIsolation> Isolation::TakeOverLeftovers(
       // that started it.
       const int64_t pids = WrittenPidsMax(cg);
       if (pids > 0) {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(&mu_);
         pids_[id] = pids;
       }
       iso.cgroup = std::move(cg);

@@ -13,7 +13,6 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -22,6 +21,7 @@
 #include "agent/cgroup.h"
 #include "agent/spawn.h"
 #include "api/launch_spec.h"
+#include "core/mutex.h"
 
 namespace hachi::agent {
 
@@ -68,16 +68,18 @@ class Isolation {
 
   // Makes the job's cgroup (when there is a driver) and fills `setup` for its child.
   // Errors: the cgroup could not be made; the job is then not started.
-  Result<JobIsolation> Prepare(const api::LaunchSpec& spec, SpawnRequest::Setup* setup);
+  Result<JobIsolation> Prepare(const api::LaunchSpec& spec, SpawnRequest::Setup* setup)
+      EXCLUDES(mu_);
   // The job's main process has ended: kills what is left in its cgroup and removes it,
   // frees its CPUs. Returns "out of memory: the job used more than its 2048 MiB" when
   // the OOM killer killed a process of it, else "".
-  std::string Finish(JobIsolation& job);
+  std::string Finish(JobIsolation& job) EXCLUDES(mu_);
   // Job cgroups an earlier agent left: those of `keep` (runs adopted) are returned to be
   // watched, the others are killed and removed ("cgroup job-12 (3 processes)" in
   // `stopped`).
   std::vector<JobIsolation> TakeOverLeftovers(const std::set<state::JobId>& keep,
-                                              std::vector<std::string>* stopped);
+                                              std::vector<std::string>* stopped)
+      EXCLUDES(mu_);
 
   // Removes the directories holding the jobs' cgroups when no job cgroup is left in
   // them (the launcher's end), so agents that come and go leave nothing behind.
@@ -108,20 +110,19 @@ class Isolation {
                                     int64_t booked);
   // The budget this isolation enforces and what running jobs hold of it now.
   int64_t pids_budget() const { return pids_budget_; }
-  int64_t pids_booked() const;
+  int64_t pids_booked() const EXCLUDES(mu_);
 
  private:
-  std::vector<int> BookCpus(const api::LaunchSpec& spec);
+  std::vector<int> BookCpus(const api::LaunchSpec& spec) EXCLUDES(mu_);
 
   const IsolationOptions options_;
   const std::vector<int> node_cpus_;
   const rlim_t nofile_;        // RLIMIT_NOFILE to give, as root
   const int64_t pids_budget_;  // NodePidsBudget of the options
 
-  mutable std::mutex mu_;
-  std::map<state::JobId, std::vector<int>>
-      booked_;                            // guarded by mu_: CPUs of running jobs
-  std::map<state::JobId, int64_t> pids_;  // guarded by mu_: pids.max of running jobs
+  mutable Mutex mu_;
+  std::map<state::JobId, std::vector<int>> booked_ GUARDED_BY(mu_);  // running jobs' CPUs
+  std::map<state::JobId, int64_t> pids_ GUARDED_BY(mu_);  // running jobs' pids.max
 };
 
 }  // namespace hachi::agent

@@ -6,9 +6,9 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
 #include <thread>
+
+#include "core/mutex.h"
 
 namespace hachi::agent {
 
@@ -20,9 +20,9 @@ struct KernelXidWatcher::Impl {
   const Clock* clock = RealClock();
   std::string pending;  // a partial line (a regular file may be read mid-write)
 
-  std::mutex mu;
-  std::condition_variable cv;
-  bool stop = false;  // guarded by mu
+  Mutex mu;
+  CondVar cv{&mu};
+  bool stop GUARDED_BY(mu) = false;
   std::thread thread;
 
   void Run() {
@@ -40,9 +40,11 @@ struct KernelXidWatcher::Impl {
         if (n < 0 && (errno == EINTR || errno == EPIPE)) continue;
         break;
       }
-      std::unique_lock<std::mutex> lock(mu);
-      if (cv.wait_for(lock, std::chrono::milliseconds(poll_ms), [&] { return stop; }))
-        return;
+      MutexLock lock(&mu);
+      const auto until = CondVar::Clock::now() + std::chrono::milliseconds(poll_ms);
+      while (!stop && cv.WaitUntil(until)) {
+      }
+      if (stop) return;
     }
   }
 
@@ -94,10 +96,10 @@ KernelXidWatcher::~KernelXidWatcher() { Stop(); }
 void KernelXidWatcher::Stop() {
   if (!impl_ || !impl_->thread.joinable()) return;
   {
-    std::lock_guard<std::mutex> lock(impl_->mu);
+    MutexLock lock(&impl_->mu);
     impl_->stop = true;
   }
-  impl_->cv.notify_all();
+  impl_->cv.SignalAll();
   impl_->thread.join();
   close(impl_->fd);
   impl_->fd = -1;

@@ -13,7 +13,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <mutex>
 #include <optional>
 #include <set>
 
@@ -22,6 +21,7 @@
 #include "agent/nccl_env.h"
 #include "agent/spawn.h"
 #include "agent/waiter.h"
+#include "core/mutex.h"
 #include "core/strings.h"
 
 namespace hachi::agent {
@@ -145,7 +145,7 @@ ProcessLauncher::ProcessLauncher(Options options, ExitCallback on_exit)
 
 ProcessLauncher::~ProcessLauncher() {
   {
-    std::lock_guard<std::mutex> lock(state_->mu);
+    MutexLock lock(&state_->mu);
     state_->stop = true;
   }
   state_->Wake();
@@ -156,6 +156,8 @@ ProcessLauncher::~ProcessLauncher() {
 }
 
 void ProcessLauncher::TakeOverLeftoverRuns() {
+  // Before the supervisor starts: nobody else takes it yet.
+  MutexLock lock(&state_->mu);
   const Mono::time_point now = MonoNow(*options_.clock);
   const Time wall = options_.clock->Now();
   for (const RunRecord& r : LeftoverRuns(options_.spool_dir)) {
@@ -210,6 +212,8 @@ void ProcessLauncher::TakeOverLeftoverRuns() {
 void ProcessLauncher::TakeOverCgroups() {
   // Runs still watched keep their cgroups (killed at their end); what else an earlier
   // agent left is killed, escaped processes included.
+  // Before the supervisor starts: nobody else takes the lock yet.
+  MutexLock lock(&state_->mu);
   std::set<JobId> keep;
   for (const auto& [id, job] : state_->jobs) keep.insert(id);
   for (JobIsolation& iso : isolation_->TakeOverLeftovers(keep, &leftovers_stopped_)) {
@@ -228,7 +232,7 @@ std::vector<std::pair<JobId, Time>> ProcessLauncher::AdoptedRuns() const {
 // lock, the run recorded, or its launch failure reported.
 Status ProcessLauncher::Launch(const api::LaunchSpec& spec) {
   {
-    std::lock_guard<std::mutex> lock(state_->mu);
+    MutexLock lock(&state_->mu);
     if (state_->stop) return Unavailable("the launcher is shutting down");
     if (state_->Known(spec.job)) {
       return InvalidArgument("job " + std::to_string(spec.job) +
@@ -251,7 +255,7 @@ Status ProcessLauncher::Launch(const api::LaunchSpec& spec) {
   Result<Spawned> child = st.ok() ? SpawnRun(spec, req) : Result<Spawned>(st);
 
   const Mono::time_point now = MonoNow(*options_.clock);
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(&state_->mu);
   state_->launching.erase(spec.job);
   if (!child.ok()) {
     LaunchFailedLocked(spec, run, child.status());
@@ -426,7 +430,7 @@ void ProcessLauncher::StartedLocked(const api::LaunchSpec& spec, const SpawnRequ
 
 std::optional<StepContext> ProcessLauncher::StepContextOf(JobId id,
                                                           Time start_time) const {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(&state_->mu);
   auto it = state_->jobs.find(id);
   if (it == state_->jobs.end()) return std::nullopt;
   const Run& job = it->second;
@@ -441,7 +445,7 @@ std::optional<StepContext> ProcessLauncher::StepContextOf(JobId id,
 }
 
 void ProcessLauncher::Cancel(JobId id, std::string /*reason: the server records it*/) {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(&state_->mu);
   auto it = state_->jobs.find(id);
   if (it == state_->jobs.end() || it->second.kill_at != kNoDeadline) return;
   State::BeginStop(it->second, api::ExitKind::kCancelled, MonoNow(*options_.clock));
@@ -449,7 +453,7 @@ void ProcessLauncher::Cancel(JobId id, std::string /*reason: the server records 
 }
 
 void ProcessLauncher::Stop(JobId id, api::ExitKind kind, std::string message) {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(&state_->mu);
   auto it = state_->jobs.find(id);
   if (it == state_->jobs.end() || it->second.kill_at != kNoDeadline) return;
   State::BeginStop(it->second, kind, MonoNow(*options_.clock));
@@ -459,13 +463,13 @@ void ProcessLauncher::Stop(JobId id, api::ExitKind kind, std::string message) {
 
 void ProcessLauncher::Signal(JobId id, int sig, bool batch_only) {
   // Under mu: the supervisor reaps under mu too, so the group id cannot be reused here.
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(&state_->mu);
   auto it = state_->jobs.find(id);
   if (it != state_->jobs.end()) State::SendSignal(it->second, sig, batch_only);
 }
 
 void ProcessLauncher::SetTimeLimit(JobId id, Time start_time, Duration time_limit) {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(&state_->mu);
   auto it = state_->jobs.find(id);
   if (it == state_->jobs.end()) return;
   Run& job = it->second;
@@ -494,7 +498,7 @@ void ProcessLauncher::SetTimeLimit(JobId id, Time start_time, Duration time_limi
 }
 
 std::vector<JobId> ProcessLauncher::Running() const {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(&state_->mu);
   std::vector<JobId> ids;
   for (const auto& [id, job] : state_->jobs) ids.push_back(id);
   for (const api::JobExit& e : state_->reports) ids.push_back(e.job);
@@ -504,12 +508,13 @@ std::vector<JobId> ProcessLauncher::Running() const {
 
 void ProcessLauncher::Tick() {
   State& s = *state_;
-  std::unique_lock<std::mutex> lock(s.mu);
+  MutexLock lock(&s.mu);
   const uint64_t want = ++s.ticks_asked;
   s.Wake();
   // Bounded: a supervisor that has returned (stop) ticks no more.
-  s.ticked.wait_for(lock, std::chrono::seconds(10),
-                    [&] { return s.ticks_done >= want || s.stop; });
+  const auto until = CondVar::Clock::now() + std::chrono::seconds(10);
+  while (s.ticks_done < want && !s.stop && s.ticked.WaitUntil(until)) {
+  }
 }
 
 }  // namespace hachi::agent

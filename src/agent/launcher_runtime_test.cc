@@ -16,6 +16,7 @@
 #include "agent/launcher_testing.h"
 #include "agent/testing.h"
 #include "core/clock.h"
+#include "core/testing/wait_for.h"
 
 namespace hachi::agent {
 namespace {
@@ -35,12 +36,7 @@ int Lines(const std::string& path) {
 // Waits (real time) until `path` has at least `n` lines.
 bool WaitLines(const std::string& path, int n,
                milliseconds timeout = milliseconds(5000)) {
-  const auto until = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < until) {
-    if (Lines(path) >= n) return true;
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  return Lines(path) >= n;
+  return WaitFor([&] { return Lines(path) >= n; }, timeout);
 }
 
 // A batch shell with a child process, each appending a line to its own file on

@@ -9,9 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -20,6 +18,7 @@
 
 #include "agent/launcher.h"
 #include "agent/run_records.h"
+#include "core/mutex.h"
 #include "core/strings.h"
 
 namespace hachi::agent {
@@ -58,23 +57,23 @@ struct ProcessLauncher::Run {
 };
 
 struct ProcessLauncher::State {
-  mutable std::mutex mu;
-  std::map<JobId, Run> jobs;  // guarded by mu
-  std::vector<api::JobExit>
-      reports;                // guarded by mu: exits the supervisor has to deliver
-  std::set<JobId> launching;  // guarded by mu: inside Launch, not yet in jobs
-  bool stop = false;          // guarded by mu
-  int wake_fd = -1;           // eventfd; constant after construction
-  // Tick(): asked and done by the supervisor (guarded by mu).
-  uint64_t ticks_asked = 0;
-  uint64_t ticks_done = 0;
-  std::condition_variable ticked;
+  mutable Mutex mu;
+  std::map<JobId, Run> jobs GUARDED_BY(mu);
+  // Exits the supervisor has to deliver.
+  std::vector<api::JobExit> reports GUARDED_BY(mu);
+  std::set<JobId> launching GUARDED_BY(mu);  // inside Launch, not yet in jobs
+  bool stop GUARDED_BY(mu) = false;
+  int wake_fd = -1;  // eventfd; constant after construction
+  // Tick(): asked and done by the supervisor.
+  uint64_t ticks_asked GUARDED_BY(mu) = 0;
+  uint64_t ticks_done GUARDED_BY(mu) = 0;
+  CondVar ticked{&mu};
 
   void Wake() const {
     const uint64_t one = 1;
     [[maybe_unused]] ssize_t n = write(wake_fd, &one, sizeof one);
   }
-  bool Known(JobId id) const {  // mu held
+  bool Known(JobId id) const REQUIRES(mu) {
     return jobs.count(id) || launching.count(id) ||
            std::any_of(reports.begin(), reports.end(),
                        [id](const api::JobExit& e) { return e.job == id; });

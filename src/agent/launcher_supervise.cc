@@ -31,7 +31,7 @@ void ProcessLauncher::Supervise() {
       uint64_t n;
       [[maybe_unused]] ssize_t r = read(s.wake_fd, &n, sizeof n);
     }
-    std::lock_guard<std::mutex> lock(s.mu);
+    MutexLock lock(&s.mu);
     for (size_t i = 0; i + 1 < w.fds.size(); ++i) {
       if (w.fds[i].revents) EndRunLocked(w.ids[i]);
     }
@@ -47,7 +47,7 @@ bool ProcessLauncher::NextRound(Watch& w) {
   w.timeout_ms = -1;
   w.fds.clear();
   w.ids.clear();
-  std::lock_guard<std::mutex> lock(s.mu);
+  MutexLock lock(&s.mu);
   // Shutting down: finish what is being stopped (bounded by the kill grace) and
   // report it; leave the other jobs running.
   if (s.stop && s.reports.empty() &&
@@ -80,7 +80,7 @@ bool ProcessLauncher::NextRound(Watch& w) {
   }
   if (s.ticks_done != s.ticks_asked) {  // what was due is done: Tick() returns
     s.ticks_done = s.ticks_asked;
-    s.ticked.notify_all();
+    s.ticked.SignalAll();
   }
   if (next != kNoDeadline) {
     const auto ms = std::chrono::ceil<std::chrono::milliseconds>(next - now).count();

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "agent/launcher.h"
+#include "core/testing/wait_for.h"
 
 namespace hachi::agent::testing_util {
 
@@ -81,21 +82,21 @@ inline bool ProcessGone(pid_t pid) {
 }
 
 inline bool WaitGone(pid_t pid) {
-  for (int i = 0; i < 500; ++i) {
-    if (ProcessGone(pid)) return true;
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  return false;
+  return WaitFor([&] { return ProcessGone(pid); }, milliseconds(5000));
 }
 
 // The pid a job wrote to `path` ("echo $$ > path"), once the line is complete; -1.
 inline pid_t WaitPidFile(const std::string& path) {
-  for (int i = 0; i < 1000; ++i) {
-    std::string s = Slurp(path);
-    if (!s.empty() && s.back() == '\n') return std::stoi(s);
-    std::this_thread::sleep_for(milliseconds(10));
+  std::string s;
+  if (!WaitFor(
+          [&] {
+            s = Slurp(path);
+            return !s.empty() && s.back() == '\n';
+          },
+          milliseconds(10000))) {
+    return -1;
   }
-  return -1;
+  return std::stoi(s);
 }
 
 }  // namespace hachi::agent::testing_util

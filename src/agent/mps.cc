@@ -25,11 +25,9 @@ namespace {
 constexpr const char* kControlName = "nvidia-cuda-mps-control";
 constexpr const char* kPidFile = "hachi-mps.pid";  // in <dir>/gpu<N>: the agent's record
 
-int64_t MonoMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+// How long a real process takes (a daemon making its pipe, exiting) is bounded in real
+// time: a FakeClock nobody moves must not make the agent wait on it for ever.
+int64_t RealMs() { return RealClock()->MonotonicMs(); }
 
 void SleepMs(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 
@@ -121,7 +119,7 @@ bool GoneNotOurs(pid_t pid) {
 
 // Waits up to `ms` for `pid` to end: reaped when it is our child, else probed.
 bool WaitGone(pid_t pid, bool child, int ms) {
-  const int64_t until = MonoMs() + ms;
+  const int64_t until = RealMs() + ms;
   for (;;) {
     if (child) {
       const pid_t r = waitpid(pid, nullptr, WNOHANG);
@@ -129,7 +127,7 @@ bool WaitGone(pid_t pid, bool child, int ms) {
     } else if (GoneNotOurs(pid)) {
       return true;
     }
-    if (MonoMs() >= until) return false;
+    if (RealMs() >= until) return false;
     SleepMs(20);
   }
 }
@@ -177,7 +175,14 @@ std::string MpsUnavailable(const std::string& mode, const std::string& control,
   return "";
 }
 
-MpsDaemons::MpsDaemons(MpsOptions options) : options_(std::move(options)) {
+namespace {
+MpsOptions WithClock(MpsOptions o) {
+  if (o.clock == nullptr) o.clock = RealClock();
+  return o;
+}
+}  // namespace
+
+MpsDaemons::MpsDaemons(MpsOptions options) : options_(WithClock(std::move(options))) {
   MakeDirs(options_.dir);
   watcher_ = std::thread([this] { Watch(); });
 }
@@ -185,7 +190,7 @@ MpsDaemons::MpsDaemons(MpsOptions options) : options_(std::move(options)) {
 MpsDaemons::~MpsDaemons() {
   std::vector<std::pair<int, Daemon>> idle;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
     idle.swap(idle_);
     for (auto it = daemons_.begin(); it != daemons_.end();) {
@@ -200,7 +205,7 @@ MpsDaemons::~MpsDaemons() {
       }
     }
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   watcher_.join();
   StopAll(idle);
 }
@@ -209,10 +214,10 @@ void MpsDaemons::StopAll(const std::vector<std::pair<int, Daemon>>& idle) {
   for (const auto& [gpu, d] : idle) StopDaemon(gpu, d.pid, d.child);
   if (idle.empty()) return;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (const auto& [gpu, d] : idle) stopping_.erase(gpu);
   }
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 std::string MpsDaemons::PipeDir(int gpu) const {
@@ -225,7 +230,7 @@ std::string MpsDaemons::LogDir(int gpu) const {
 void MpsDaemons::AdoptLeftovers(const std::vector<state::JobId>& adopted_runs) {
   std::vector<std::pair<int, Daemon>> stale;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (size_t gpu = 0; gpu < options_.devices.size(); ++gpu) {
       const int g = static_cast<int>(gpu);
       std::ifstream in(options_.dir + "/gpu" + std::to_string(g) + "/" + kPidFile);
@@ -270,14 +275,14 @@ Status MpsDaemons::StartLocked(int gpu, Daemon& d) {
   if (!pid.ok()) return pid.status();
   std::ifstream existing(log + "/control.log", std::ios::ate);
   d.log_offset = existing ? static_cast<long>(existing.tellg()) : 0;
-  const int64_t until = MonoMs() + options_.start_wait_ms;
+  const int64_t until = RealMs() + options_.start_wait_ms;
   while (!Exists(pipe + "/control")) {
     if (waitpid(*pid, nullptr, WNOHANG) == *pid) {
       std::string why = LastLine(out);
       return Unavailable("the MPS control daemon for GPU " + std::to_string(gpu) +
                          " exited at start" + (why.empty() ? "" : ": " + why));
     }
-    if (MonoMs() >= until) {
+    if (RealMs() >= until) {
       kill(*pid, SIGKILL);
       waitpid(*pid, nullptr, 0);
       return Unavailable("the MPS control daemon for GPU " + std::to_string(gpu) +
@@ -294,8 +299,8 @@ Status MpsDaemons::StartLocked(int gpu, Daemon& d) {
 }
 
 Result<MpsClient> MpsDaemons::Acquire(int gpu, state::JobId job) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return stopping_.count(gpu) == 0; });
+  MutexLock lock(&mu_);
+  while (stopping_.count(gpu) != 0) cv_.Wait();
   Daemon& d = daemons_[gpu];
   if (d.gave_up) {
     d.holders.insert(job);  // released with the others; the daemon starts again after
@@ -321,7 +326,7 @@ Result<MpsClient> MpsDaemons::Acquire(int gpu, state::JobId job) {
 }
 
 void MpsDaemons::Release(state::JobId job) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (auto it = daemons_.begin(); it != daemons_.end();) {
     Daemon& d = it->second;
     if (d.holders.erase(job) > 0 && d.holders.empty()) {
@@ -334,7 +339,7 @@ void MpsDaemons::Release(state::JobId job) {
       ++it;
     }
   }
-  if (!idle_.empty()) cv_.notify_all();
+  if (!idle_.empty()) cv_.SignalAll();
 }
 
 void MpsDaemons::StopDaemon(int gpu, pid_t pid, bool child) {
@@ -361,7 +366,7 @@ void MpsDaemons::StopDaemon(int gpu, pid_t pid, bool child) {
 }
 
 std::vector<int> MpsDaemons::Serving() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<int> out;
   for (const auto& [gpu, d] : daemons_) {
     if (d.pid > 0) out.push_back(gpu);
@@ -370,7 +375,7 @@ std::vector<int> MpsDaemons::Serving() const {
 }
 
 pid_t MpsDaemons::DaemonPid(int gpu) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = daemons_.find(gpu);
   return it == daemons_.end() ? 0 : it->second.pid;
 }
@@ -390,22 +395,20 @@ std::string JobList(const std::set<state::JobId>& jobs) {
 }  // namespace
 
 void MpsDaemons::Watch() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   while (!stop_) {
-    if (idle_.empty()) {
-      cv_.wait_for(lock, std::chrono::milliseconds(options_.check_interval_ms));
-    }
+    if (idle_.empty()) cv_.WaitFor(std::chrono::milliseconds(options_.check_interval_ms));
     if (stop_) break;
     if (!idle_.empty()) {
       std::vector<std::pair<int, Daemon>> idle;
       idle.swap(idle_);
-      lock.unlock();
+      lock.Unlock();
       StopAll(idle);
-      lock.lock();
+      lock.Lock();
       continue;
     }
     std::vector<std::tuple<int, std::string, std::string>> events;
-    const int64_t now = MonoMs();
+    const int64_t now = options_.clock->MonotonicMs();
     for (auto it = daemons_.begin(); it != daemons_.end();) {
       const int gpu = it->first;
       Daemon& d = it->second;
@@ -469,9 +472,9 @@ void MpsDaemons::Watch() {
       ++it;
     }
     if (events.empty()) continue;
-    lock.unlock();
+    lock.Unlock();
     for (const auto& [gpu, kind, message] : events) Event(gpu, kind, message);
-    lock.lock();
+    lock.Lock();
   }
 }
 

@@ -27,15 +27,15 @@
 
 #include <sys/types.h>
 
-#include <condition_variable>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "core/clock.h"
+#include "core/mutex.h"
 #include "core/status.h"
 #include "state/records.h"
 
@@ -71,6 +71,10 @@ struct MpsOptions {
   int max_restarts = 5;
   // How often the daemons and their logs are looked at.
   int check_interval_ms = 200;
+  // What "died this many times within a minute" is measured on (a test moves a
+  // FakeClock). The waits for a daemon's pipe and exit are bounds on a real process and
+  // stay on real time. Not owned; outlives the manager; never null.
+  const Clock* clock = RealClock();
   // What happened, for the server and the agent's log: `gpu`, `kind` ("mps-died",
   // "mps-fault", "mps-failed") and one line.
   std::function<void(int gpu, const std::string& kind, const std::string& message)>
@@ -97,21 +101,21 @@ class MpsDaemons {
   // process left and this one took over; which GPU each holds is not known, so every
   // leftover daemon is held by all of them), or stopped when there are none. Call once,
   // before the first Acquire.
-  void AdoptLeftovers(const std::vector<state::JobId>& adopted_runs);
+  void AdoptLeftovers(const std::vector<state::JobId>& adopted_runs) EXCLUDES(mu_);
 
   // `job`, a share of `gpu`, is about to launch: its GPU's daemon runs (started now if
   // needed, and ready: its control pipe exists). Errors: the daemon could not start, or
   // it failed too often; the share then runs without MPS.
-  Result<MpsClient> Acquire(int gpu, state::JobId job);
+  Result<MpsClient> Acquire(int gpu, state::JobId job) EXCLUDES(mu_);
   // `job` ended: a daemon that no job holds any more is stopped, on the manager's thread
   // (quitting takes a while, and the caller is a launcher's supervisor). Unknown jobs:
   // no-op.
-  void Release(state::JobId job);
+  void Release(state::JobId job) EXCLUDES(mu_);
 
   // The GPUs whose daemon runs now, ascending (tests, `hachi show node`).
-  std::vector<int> Serving() const;
+  std::vector<int> Serving() const EXCLUDES(mu_);
   // The pid of `gpu`'s daemon, 0 when none.
-  pid_t DaemonPid(int gpu) const;
+  pid_t DaemonPid(int gpu) const EXCLUDES(mu_);
 
  private:
   struct Daemon {
@@ -125,24 +129,24 @@ class MpsDaemons {
   std::string PipeDir(int gpu) const;
   std::string LogDir(int gpu) const;
   // With mu_ held: starts `gpu`'s daemon and waits for its control pipe.
-  Status StartLocked(int gpu, Daemon& d);
+  Status StartLocked(int gpu, Daemon& d) REQUIRES(mu_);
   // Without mu_: asks the daemon to quit, waits, then signals; reaps it when ours.
-  void StopDaemon(int gpu, pid_t pid, bool child);
+  void StopDaemon(int gpu, pid_t pid, bool child) EXCLUDES(mu_);
   // Stops these daemons (taken out of daemons_ and put in stopping_ with mu_ held).
-  void StopAll(const std::vector<std::pair<int, Daemon>>& idle);
-  void Watch();  // the manager's thread
+  void StopAll(const std::vector<std::pair<int, Daemon>>& idle) EXCLUDES(mu_);
+  void Watch() EXCLUDES(mu_);  // the manager's thread
   void Event(int gpu, const std::string& kind, const std::string& message);
 
-  const MpsOptions options_;
-  mutable std::mutex mu_;
-  std::map<int, Daemon> daemons_;  // guarded by mu_: by GPU index
-  // Guarded by mu_: GPUs whose daemon is being stopped (outside the lock); a new one
-  // for them waits, since both would use one pipe directory.
-  std::set<int> stopping_;
-  std::vector<std::pair<int, Daemon>> idle_;  // guarded by mu_: for Watch to stop
-  bool stop_ = false;                         // guarded by mu_
-  std::condition_variable cv_;
-  std::thread watcher_;
+  const MpsOptions options_;  // constant after construction
+  mutable Mutex mu_;
+  std::map<int, Daemon> daemons_ GUARDED_BY(mu_);  // by GPU index
+  // GPUs whose daemon is being stopped (outside the lock); a new one for them waits,
+  // since both would use one pipe directory.
+  std::set<int> stopping_ GUARDED_BY(mu_);
+  std::vector<std::pair<int, Daemon>> idle_ GUARDED_BY(mu_);  // for Watch to stop
+  bool stop_ GUARDED_BY(mu_) = false;
+  CondVar cv_{&mu_};
+  std::thread watcher_;  // set by the constructor, joined by the destructor
 };
 
 }  // namespace hachi::agent

@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/testing/wait_for.h"
+
 namespace hachi::agent {
 namespace {
 
@@ -28,16 +30,6 @@ std::string Read(const std::string& path) {
 }
 
 bool Alive(pid_t pid) { return pid > 0 && kill(pid, 0) == 0; }
-
-template <typename Pred>
-bool WaitFor(Pred pred, int ms = 10000) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-  while (std::chrono::steady_clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return pred();
-}
 
 struct Event {
   int gpu;

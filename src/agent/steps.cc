@@ -14,13 +14,13 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
-#include <mutex>
 #include <set>
 
 #include "agent/environment.h"
 #include "agent/spawn.h"
 #include "agent/steps_state.h"
 #include "api/output_paths.h"
+#include "core/mutex.h"
 
 namespace hachi::agent {
 namespace {
@@ -220,7 +220,7 @@ StepRunner::StepRunner(Options options, ContextFn context, SendFn send)
 
 StepRunner::~StepRunner() {
   {
-    std::lock_guard<std::mutex> lock(state_->mu);
+    MutexLock lock(&state_->mu);
     state_->stop = true;
     for (auto& [key, p] : state_->parts) {
       for (State::Task& t : p.tasks) {
@@ -228,7 +228,7 @@ StepRunner::~StepRunner() {
       }
     }
   }
-  state_->cv.notify_all();
+  state_->cv.SignalAll();
   state_->Wake();
   io_.join();
   sender_.join();
@@ -245,7 +245,7 @@ StepRunner::~StepRunner() {
 
 void StepRunner::Launch(const api::StepLaunch& l) {
   const state::StepKey key{l.job, l.job_start, l.step};
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(&state_->mu);
   if (state_->stop || !state_->launched.insert(key).second) return;
   state_->launched_order.push_back(key);
   while (state_->launched_order.size() > 100000) {  // bounded memory
@@ -255,12 +255,13 @@ void StepRunner::Launch(const api::StepLaunch& l) {
   State::Part& p = state_->parts[key];
   p.launch = l;
   auto fail_all = [&](const std::string& why) {
+    state_->mu.AssertHeld();  // called below, under the lock
     for (int rank : l.tasks) {
       p.tasks.push_back(State::Task{rank, -1, -1, -1, -1, true, kNever});
       p.exits.push_back(api::TaskExit{rank, api::ExitKind::kLaunchFailed, 0, 0, why, ""});
     }
     state_->CheckEnded(p);
-    state_->cv.notify_all();
+    state_->cv.SignalAll();
   };
   std::optional<StepContext> ctx = context_(l.job, l.job_start);
   if (!ctx) {
@@ -311,12 +312,12 @@ void StepRunner::Launch(const api::StepLaunch& l) {
     p.tasks.push_back(t);
   }
   state_->CheckEnded(p);
-  state_->cv.notify_all();
+  state_->cv.SignalAll();
   state_->Wake();
 }
 
 void StepRunner::Signal(const api::StepSignal& s) {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(&state_->mu);
   auto it = state_->parts.find({s.job, s.job_start, s.step});
   if (it == state_->parts.end()) return;
   State::Part& p = it->second;
@@ -333,7 +334,7 @@ void StepRunner::Signal(const api::StepSignal& s) {
 }
 
 void StepRunner::Input(const api::StepInput& in) {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(&state_->mu);
   auto it = state_->parts.find({in.job, in.job_start, in.step});
   if (it == state_->parts.end() || it->second.pty < 0) return;
   State::Part& p = it->second;
@@ -353,7 +354,7 @@ void StepRunner::Input(const api::StepInput& in) {
 }
 
 void StepRunner::StopJob(state::JobId job, Duration grace) {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(&state_->mu);
   const Mono::time_point at =
       Mono::now() + std::chrono::seconds(std::max<Duration>(0, grace));
   for (auto& [key, p] : state_->parts) {
@@ -368,16 +369,19 @@ void StepRunner::StopJob(state::JobId job, Duration grace) {
 }
 
 std::vector<state::StepKey> StepRunner::Running() const {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(&state_->mu);
   std::vector<state::StepKey> keys;
   for (const auto& [key, p] : state_->parts) keys.push_back(key);
   return keys;
 }
 
 bool StepRunner::WaitIdle(int wait_ms) const {
-  std::unique_lock<std::mutex> lock(state_->mu);
-  return state_->cv.wait_for(lock, std::chrono::milliseconds(wait_ms),
-                             [&] { return state_->parts.empty(); });
+  const auto until = CondVar::Clock::now() + std::chrono::milliseconds(wait_ms);
+  MutexLock lock(&state_->mu);
+  while (!state_->parts.empty()) {
+    if (!state_->cv.WaitUntil(until)) return state_->parts.empty();
+  }
+  return true;
 }
 
 }  // namespace hachi::agent

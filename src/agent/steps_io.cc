@@ -38,7 +38,7 @@ void StepRunner::IoLoop() {
     slots.push_back({});
     Mono::time_point next = kNever;
     {
-      std::lock_guard<std::mutex> lock(state_->mu);
+      MutexLock lock(&state_->mu);
       if (state_->stop) return;
       for (auto& [key, p] : state_->parts) {
         if (p.stopping) next = std::min(next, p.kill_at);
@@ -73,7 +73,7 @@ void StepRunner::IoLoop() {
       uint64_t v;
       [[maybe_unused]] ssize_t r = read(state_->wake_fd, &v, sizeof v);
     }
-    std::lock_guard<std::mutex> lock(state_->mu);
+    MutexLock lock(&state_->mu);
     if (state_->stop) return;
     for (size_t i = 1; i < fds.size(); ++i) {
       if (fds[i].revents == 0) continue;
@@ -126,7 +126,7 @@ void StepRunner::IoLoop() {
     for (auto it = state_->parts.begin(); it != state_->parts.end();) {
       if (it->second.gone && it->second.ended) {
         it = state_->parts.erase(it);
-        state_->cv.notify_all();
+        state_->cv.SignalAll();
       } else {
         ++it;
       }
@@ -136,13 +136,13 @@ void StepRunner::IoLoop() {
 
 void StepRunner::SendLoop() {
   int backoff_ms = 100;
-  std::unique_lock<std::mutex> lock(state_->mu);
+  MutexLock lock(&state_->mu);
   for (;;) {
-    state_->cv.wait(lock, [&] {
-      if (state_->stop) return true;
-      return std::any_of(state_->parts.begin(), state_->parts.end(),
-                         [](const auto& kv) { return kv.second.Unsent(); });
-    });
+    while (!state_->stop &&
+           std::none_of(state_->parts.begin(), state_->parts.end(),
+                        [](const auto& kv) { return kv.second.Unsent(); })) {
+      state_->cv.Wait();
+    }
     if (state_->stop) return;
     // One report per part with something new, all of its output up to the batch bound.
     std::vector<api::StepReport> batch;
@@ -170,9 +170,9 @@ void StepRunner::SendLoop() {
       batch.push_back(std::move(r));
       if (room <= 0) break;
     }
-    lock.unlock();
+    lock.Unlock();
     Result<std::vector<api::StepAck>> acks = send_(batch);
-    lock.lock();
+    lock.Lock();
     if (!acks.ok()) {
       // Nothing was taken: the same output goes again, with whatever came meanwhile.
       for (const api::StepReport& r : batch) {
@@ -186,8 +186,9 @@ void StepRunner::SendLoop() {
         p.done_inflight = false;
       }
       if (state_->stop) return;
-      state_->cv.wait_for(lock, std::chrono::milliseconds(backoff_ms),
-                          [&] { return state_->stop; });
+      const auto until = CondVar::Clock::now() + std::chrono::milliseconds(backoff_ms);
+      while (!state_->stop && state_->cv.WaitUntil(until)) {
+      }
       backoff_ms = std::min(backoff_ms * 2, 2000);
       continue;
     }
@@ -221,7 +222,7 @@ void StepRunner::SendLoop() {
       }
       if ((p.done_inflight || p.gone) && p.ended) {
         state_->parts.erase(it);
-        state_->cv.notify_all();
+        state_->cv.SignalAll();
       } else {
         p.done_inflight = false;
       }

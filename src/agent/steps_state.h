@@ -10,15 +10,14 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "agent/steps.h"
+#include "core/mutex.h"
 
 namespace hachi::agent {
 
@@ -85,21 +84,23 @@ struct StepRunner::State {
     }
   };
 
-  mutable std::mutex mu;
-  std::map<state::StepKey, Part> parts;  // guarded by mu
-  std::set<state::StepKey> launched;     // guarded by mu: parts ever started here
-  std::deque<state::StepKey> launched_order;
-  bool stop = false;           // guarded by mu
-  std::condition_variable cv;  // on mu: something to send, a part removed, stop
-  int wake_fd = -1;            // eventfd for the I/O thread; constant
+  mutable Mutex mu;
+  std::map<state::StepKey, Part> parts GUARDED_BY(mu);
+  // Parts ever started here (bounded by launched_order).
+  std::set<state::StepKey> launched GUARDED_BY(mu);
+  std::deque<state::StepKey> launched_order GUARDED_BY(mu);
+  bool stop GUARDED_BY(mu) = false;
+  CondVar cv{&mu};   // something to send, a part removed, stop
+  int wake_fd = -1;  // eventfd for the I/O thread; constant
 
   void Wake() const {
     const uint64_t one = 1;
     [[maybe_unused]] ssize_t n = write(wake_fd, &one, sizeof one);
   }
 
-  // Adds output of a task (mu held), dropping the oldest unsent output past the bound.
-  void Append(Part& p, int task, int fd, const char* data, size_t n, int64_t bound) {
+  // Adds output of a task, dropping the oldest unsent output past the bound.
+  void Append(Part& p, int task, int fd, const char* data, size_t n, int64_t bound)
+      REQUIRES(mu) {
     if (p.gone) return;
     if (p.pending.size() > p.inflight) {
       api::OutputChunk& last = p.pending.back();
@@ -114,7 +115,7 @@ struct StepRunner::State {
     p.pending.push_back(api::OutputChunk{task, fd, std::string(data, n), 0});
     p.unsent_bytes += static_cast<int64_t>(n);
     Bound(p, bound);
-    cv.notify_all();
+    cv.SignalAll();
   }
   static void Bound(Part& p, int64_t bound) {
     for (size_t i = p.inflight; p.unsent_bytes > bound && i + 1 < p.pending.size(); ++i) {
@@ -135,8 +136,8 @@ struct StepRunner::State {
       }
     }
   }
-  // A task's process ended (mu held).
-  void Exited(Part& p, Task& t, int status) {
+  // A task's process ended.
+  void Exited(Part& p, Task& t, int status) REQUIRES(mu) {
     t.exited = true;
     api::TaskExit e;
     e.task = t.rank;
@@ -151,16 +152,16 @@ struct StepRunner::State {
     kill(-t.pid, SIGKILL);  // what is left of its group: the task is over
     CloseFd(&t.pidfd);
     t.close_by = Mono::now() + kDrainAfterExit;
-    cv.notify_all();
+    cv.SignalAll();
   }
-  // Marks the part ended once every task exited and its pipes are closed (mu held).
-  void CheckEnded(Part& p) {
+  // Marks the part ended once every task exited and its pipes are closed.
+  void CheckEnded(Part& p) REQUIRES(mu) {
     if (p.ended) return;
     for (const Task& t : p.tasks) {
       if (!t.exited || t.out >= 0 || t.err >= 0) return;
     }
     p.ended = true;
-    cv.notify_all();
+    cv.SignalAll();
   }
 };
 

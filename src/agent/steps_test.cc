@@ -10,6 +10,8 @@
 #include <mutex>
 #include <thread>
 
+#include "core/testing/wait_for.h"
+
 namespace hachi::agent {
 namespace {
 
@@ -185,16 +187,16 @@ TEST_F(StepRunnerTest, APartSentTwiceRunsOnce) {
   runner->Launch(l);
   ASSERT_TRUE(server_.WaitDone(0, 10s));
   ASSERT_TRUE(runner->WaitIdle(5000));
-  runner->Launch(l);  // after it ended, too
-  std::this_thread::sleep_for(200ms);
+  runner->Launch(l);  // after it ended, too: a launch taken would be running now
   EXPECT_TRUE(runner->Running().empty());
   EXPECT_EQ(server_.Out(2), "once\n");
 }
 
 TEST_F(StepRunnerTest, CancelStopsTheTasks) {
   auto runner = Make(Opts());
-  runner->Launch(Step(0, {"/bin/sleep", "30"}, {2, 3}));
-  std::this_thread::sleep_for(200ms);
+  runner->Launch(Step(0, {"/bin/sh", "-c", "echo up; exec /bin/sleep 30"}, {2, 3}));
+  ASSERT_TRUE(
+      WaitFor([&] { return server_.Out(2) == "up\n" && server_.Out(3) == "up\n"; }));
   const auto t0 = std::chrono::steady_clock::now();
   runner->Signal({kJob, kStart, 0, 0, true});
   ASSERT_TRUE(server_.WaitDone(0, 10s));
@@ -209,12 +211,13 @@ TEST_F(StepRunnerTest, ASignalReachesTheTasks) {
   auto runner = Make(Opts());
   runner->Launch(Step(
       0,
-      {"/bin/sh", "-c", "trap 'echo got INT; exit 3' INT; while :; do sleep 0.05; done"},
+      {"/bin/sh", "-c",
+       "trap 'echo got INT; exit 3' INT; echo trapped; while :; do sleep 0.05; done"},
       {2}));
-  std::this_thread::sleep_for(300ms);
+  ASSERT_TRUE(WaitFor([&] { return server_.Out(2) == "trapped\n"; }));
   runner->Signal({kJob, kStart, 0, SIGINT, false});
   ASSERT_TRUE(server_.WaitDone(0, 10s));
-  EXPECT_EQ(server_.Out(2), "got INT\n");
+  EXPECT_EQ(server_.Out(2), "trapped\ngot INT\n");
   EXPECT_EQ(server_.Exits(0)[2].exit_code, 3);
 }
 
@@ -265,12 +268,9 @@ TEST_F(StepRunnerTest, OutputPastTheBoundIsDroppedAndCountedNotBlocking) {
   // 4 MiB, far past the bound: the task must not block on it.
   runner->Launch(
       Step(0, {"/bin/sh", "-c", "head -c 4194304 /dev/zero; echo end >&2"}, {2}));
-  const auto t0 = std::chrono::steady_clock::now();
-  // The task ends although nobody takes its output (its exit is queued meanwhile).
-  for (int i = 0; i < 100 && server_.Exits(0).empty(); ++i) {
-    std::this_thread::sleep_for(100ms);
-    if (std::chrono::steady_clock::now() - t0 > 3s) server_.SetUp(true);
-  }
+  // The task ends although nobody takes its output (its exit is queued meanwhile): the
+  // server takes nothing for 3 s of a real process's time, then everything.
+  EXPECT_FALSE(WaitFor([&] { return !server_.Exits(0).empty(); }, 3s));
   server_.SetUp(true);
   ASSERT_TRUE(server_.WaitDone(0, 15s));
   EXPECT_EQ(server_.Exits(0)[2].exit_code, 0);

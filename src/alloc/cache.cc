@@ -23,7 +23,7 @@ Result<GpuSet> AllocCache::Pick(const NodeModel& model, GpuSet free,
   const uint32_t lazy_key = f << 5 | static_cast<uint32_t>(request.count);
   const bool cacheable = request.required.empty();
   if (cacheable) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = layouts_.find(model.key());
     if (it != layouts_.end()) {
       const Layout& l = *it->second;
@@ -42,7 +42,7 @@ Result<GpuSet> AllocCache::Pick(const NodeModel& model, GpuSet free,
   // answer, and the second insert is a no-op.
   const uint32_t chosen = SharedHachiTables(model)->Decide(
       f, request.count, static_cast<uint32_t>(request.required.mask()));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (!cacheable) {
     ++stats_.direct;
     return GpuSet(chosen);
@@ -70,7 +70,7 @@ Result<Choice> AllocCache::Choose(const NodeModel& model, GpuSet free,
 void AllocCache::BuildTable(const NodeModel& model) {
   if (HasTable(model)) return;
   std::vector<uint16_t> table = SharedHachiTables(model)->DecisionTable();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::unique_ptr<Layout>& l = layouts_[model.key()];
   if (!l) l = std::make_unique<Layout>();
   l->n = model.gpu_count();
@@ -79,13 +79,13 @@ void AllocCache::BuildTable(const NodeModel& model) {
 }
 
 bool AllocCache::HasTable(const NodeModel& model) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = layouts_.find(model.key());
   return it != layouts_.end() && !it->second->table.empty();
 }
 
 AllocCache::Stats AllocCache::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Stats s = stats_;
   s.layouts = layouts_.size();
   s.lazy_entries = 0;
@@ -94,7 +94,7 @@ AllocCache::Stats AllocCache::stats() const {
 }
 
 void AllocCache::Clear() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   layouts_.clear();
   stats_ = Stats();
 }

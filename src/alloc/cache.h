@@ -21,11 +21,11 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <unordered_map>
 
 #include "alloc/choice.h"
 #include "alloc/node_model.h"
+#include "core/mutex.h"
 #include "core/status.h"
 
 namespace hachi::alloc {
@@ -39,13 +39,15 @@ class AllocCache {
 
   // The GPUs HachiPolicy would choose, without the explanation: the hot path.
   // Errors as in CheckRequest (policy.h).
-  Result<GpuSet> Pick(const NodeModel& model, GpuSet free, const Request& request);
+  Result<GpuSet> Pick(const NodeModel& model, GpuSet free, const Request& request)
+      EXCLUDES(mu_);
   // Pick plus the explanation (DescribeChoice: direct computation, not cached).
-  Result<Choice> Choose(const NodeModel& model, GpuSet free, const Request& request);
+  Result<Choice> Choose(const NodeModel& model, GpuSet free, const Request& request)
+      EXCLUDES(mu_);
 
   // Precomputes every decision without `required` for `model`'s layout. Idempotent.
-  void BuildTable(const NodeModel& model);
-  bool HasTable(const NodeModel& model) const;
+  void BuildTable(const NodeModel& model) EXCLUDES(mu_);
+  bool HasTable(const NodeModel& model) const EXCLUDES(mu_);
 
   struct Stats {
     uint64_t hits = 0;     // answered from a table or the lazy map
@@ -54,16 +56,15 @@ class AllocCache {
     uint64_t layouts = 0;  // layouts with an entry
     uint64_t lazy_entries = 0;
   };
-  Stats stats() const;
-  void Clear();
+  Stats stats() const EXCLUDES(mu_);
+  void Clear() EXCLUDES(mu_);
 
  private:
   struct Layout;  // per-layout state, defined in cache.cc
 
-  mutable std::mutex mu_;
-  // Guarded by mu_.
-  std::unordered_map<uint64_t, std::unique_ptr<Layout>> layouts_;
-  Stats stats_;
+  mutable Mutex mu_;
+  std::unordered_map<uint64_t, std::unique_ptr<Layout>> layouts_ GUARDED_BY(mu_);
+  Stats stats_ GUARDED_BY(mu_);
 };
 
 }  // namespace hachi::alloc

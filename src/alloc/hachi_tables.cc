@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <bit>
-#include <mutex>
 #include <numeric>
 #include <unordered_map>
 
 #include "alloc/choice.h"
 #include "alloc/objective.h"
+#include "core/mutex.h"
 
 namespace hachi::alloc {
 namespace {
@@ -184,20 +184,23 @@ std::vector<uint16_t> HachiTables::DecisionTable() const {
 }
 
 std::shared_ptr<const HachiTables> SharedHachiTables(const NodeModel& model) {
-  static std::mutex mu;
-  static auto* memo =
-      new std::unordered_map<uint64_t, std::shared_ptr<const HachiTables>>();
+  struct Memo {
+    Mutex mu;
+    std::unordered_map<uint64_t, std::shared_ptr<const HachiTables>> by_key
+        GUARDED_BY(mu);
+  };
+  static auto* memo = new Memo();
   {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = memo->find(model.key());
-    if (it != memo->end()) return it->second;
+    MutexLock lock(&memo->mu);
+    auto it = memo->by_key.find(model.key());
+    if (it != memo->by_key.end()) return it->second;
   }
   // Built outside the lock: a 16-GPU build takes tens of ms and must not stall
   // lookups for other layouts. Two racing builders make equal tables; one is kept.
   std::shared_ptr<const HachiTables> built = HachiTables::Build(model);
-  std::lock_guard<std::mutex> lock(mu);
-  if (memo->size() >= 64) memo->clear();
-  return memo->emplace(model.key(), built).first->second;
+  MutexLock lock(&memo->mu);
+  if (memo->by_key.size() >= 64) memo->by_key.clear();
+  return memo->by_key.emplace(model.key(), built).first->second;
 }
 
 }  // namespace hachi::alloc

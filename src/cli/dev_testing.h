@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "cli/cli_testing.h"
+#include "core/testing/wait_for.h"
 
 namespace hachi::cli {
 
@@ -38,24 +39,23 @@ class DevCluster {
       ::execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), nullptr);
       ::_exit(127);
     }
-    for (int i = 0; i < 100 && url_.empty(); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      const std::string text = ReadFile(log);
-      const size_t at = text.find("listening on http://");
-      if (at != std::string::npos) {
-        url_ = text.substr(at + 13, text.find(' ', at + 13) - (at + 13));
-      }
-    }
+    WaitFor(
+        [&] {
+          const std::string text = ReadFile(log);
+          const size_t at = text.find("listening on http://");
+          if (at == std::string::npos) return false;
+          url_ = text.substr(at + 13, text.find(' ', at + 13) - (at + 13));
+          return true;
+        },
+        std::chrono::seconds(5), std::chrono::milliseconds(50));
     // The CLI talks to it as a local user does: over the Unix socket, where the kernel
     // says who is asking (TCP needs a token).
     if (!url_.empty()) {
       ::setenv("HACHI_SERVER", ("unix:" + dir_ + "/state/hachi.sock").c_str(), 1);
     }
     // The agents register within a poll of the server starting.
-    for (int i = 0; i < 50; ++i) {
-      if (Hachi("nodes -o %n").out.find("node") != std::string::npos) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    WaitFor([&] { return Hachi("nodes -o %n").out.find("node") != std::string::npos; },
+            std::chrono::milliseconds(2500), std::chrono::milliseconds(50));
   }
   void Stop() {
     if (pid_ <= 0) return;

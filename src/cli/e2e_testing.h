@@ -6,21 +6,17 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <thread>
 
 #include "cli/cli_testing.h"
+#include "core/testing/wait_for.h"
 
 namespace hachi::cli {
 
-// Whether `pred()` holds within `seconds` (asked every 100 ms, and once more at the end).
+// Whether `pred()` holds within `seconds` (asked every 100 ms, and once more at the end):
+// core/testing/wait_for.h's WaitFor, in the argument order these tests were written in.
 template <typename Pred>
 bool WaitUntil(int seconds, Pred pred) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-  while (std::chrono::steady_clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return pred();
+  return WaitFor(pred, std::chrono::seconds(seconds), std::chrono::milliseconds(100));
 }
 
 // Job `id`'s object from `hachi show job ID --json` (null when it cannot be read).

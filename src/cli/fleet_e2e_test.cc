@@ -19,6 +19,7 @@
 
 #include "cli/cli_testing.h"
 #include "cli/fleet_testing.h"
+#include "core/testing/wait_for.h"
 
 namespace hachi::cli {
 namespace {
@@ -74,16 +75,6 @@ json Job(int64_t id) {
   return j.is_object() && j.contains("job") ? j["job"] : json();
 }
 
-template <typename Pred>
-bool WaitFor(Pred done, int seconds) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-  while (std::chrono::steady_clock::now() < end) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return done();
-}
-
 class FleetE2e : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -110,7 +101,7 @@ class FleetE2e : public ::testing::Test {
           port_ = url.substr(url.rfind(':') + 1);
           return true;
         },
-        10))
+        std::chrono::seconds(10)))
         << ReadFile(dir_ + "/server.log");
     // The CLI as root on the server's Unix socket (a file: reachable from any netns).
     ::setenv("HACHI_SERVER", ("unix:" + dir_ + "/state/hachi.sock").c_str(), 1);
@@ -130,7 +121,7 @@ class FleetE2e : public ::testing::Test {
           return nodes.find("h1") != std::string::npos &&
                  nodes.find("h2") != std::string::npos;
         },
-        15))
+        std::chrono::seconds(15)))
         << ReadFile(dir_ + "/agent-h1.log") << ReadFile(dir_ + "/agent-h2.log");
     cwd_ = std::filesystem::current_path();
     std::filesystem::current_path(dir_);  // the jobs' workdir: on every host
@@ -213,7 +204,8 @@ TEST_F(FleetE2e, ALoopbackAddressFromAnotherHostIsRefused) {
       "connects from " +
       fleet_->address(2) + "; other nodes could not reach it there: pass --address";
   EXPECT_TRUE(WaitFor(
-      [&] { return ReadFile(dir_ + "/server.log").find(want) != std::string::npos; }, 10))
+      [&] { return ReadFile(dir_ + "/server.log").find(want) != std::string::npos; },
+      std::chrono::seconds(10)))
       << ReadFile(dir_ + "/server.log");
   EXPECT_EQ(Hachi("nodes -o %n", false).out.find("lo"), std::string::npos);
 }
@@ -222,7 +214,9 @@ TEST_F(FleetE2e, GangRank1ReachesRank0AtMasterAddrAndPort) {
   std::ofstream(dir_ + "/go");  // rank 0 need not wait
   const int64_t id = SubmitGang("go");
   ASSERT_GT(id, 0);
-  ASSERT_TRUE(WaitFor([&] { return Job(id)["state"] == "COMPLETED"; }, 25)) << Logs(id);
+  ASSERT_TRUE(
+      WaitFor([&] { return Job(id)["state"] == "COMPLETED"; }, std::chrono::seconds(25)))
+      << Logs(id);
   EXPECT_EQ(ExpectMet(id), 29500) << "the lowest of the rank-0 node's range";
   // MASTER_ADDR is host 1's (h1 registered first: the gang's first node).
   EXPECT_EQ(Job(id)["allocations"][0]["node"], "h1");
@@ -234,14 +228,15 @@ TEST_F(FleetE2e, TwoGangsAtOnceGetDifferentPortsAndBothMeet) {
   ASSERT_GT(a, 0);
   ASSERT_GT(b, 0);
   // Both rank 0s hold their ports until released: both met while both ran.
-  ASSERT_TRUE(WaitFor([&] { return !Got(a).empty() && !Got(b).empty(); }, 25))
+  ASSERT_TRUE(WaitFor([&] { return !Got(a).empty() && !Got(b).empty(); },
+                      std::chrono::seconds(25)))
       << Logs(a) << Logs(b);
   EXPECT_EQ(Job(a)["state"], "RUNNING");
   EXPECT_EQ(Job(b)["state"], "RUNNING");
   std::ofstream(dir_ + "/release");
   ASSERT_TRUE(WaitFor(
       [&] { return Job(a)["state"] == "COMPLETED" && Job(b)["state"] == "COMPLETED"; },
-      15))
+      std::chrono::seconds(15)))
       << Logs(a) << Logs(b);
   EXPECT_EQ(Job(a)["allocations"][0]["node"], Job(b)["allocations"][0]["node"])
       << "one rank-0 node for both";

@@ -27,6 +27,7 @@
 
 #include "cli/cli_testing.h"
 #include "cli/fleet_testing.h"
+#include "core/testing/wait_for.h"
 
 namespace hachi::cli {
 namespace {
@@ -62,16 +63,6 @@ json Job(int64_t id) {
   json j = json::parse(Hachi("show job " + std::to_string(id) + " --json", false).out,
                        nullptr, false);
   return j.is_object() && j.contains("job") ? j["job"] : json();
-}
-
-template <typename Pred>
-bool WaitFor(Pred done, int seconds) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-  while (std::chrono::steady_clock::now() < end) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  return done();
 }
 
 // One run of a job, from its file.
@@ -144,7 +135,7 @@ TEST(Partition, CutNodeFencedNoJobTwiceNoGpuTwice) {
         url = log.substr(at + 13, log.find_first_of(" \n", at + 13) - (at + 13));
         return true;
       },
-      10))
+      std::chrono::seconds(10)))
       << Slurp(dir + "/server.log");
   // The CLI as a local user on the server's Unix socket (a file: any namespace reaches
   // it); the agents over TCP with the secret the server made.
@@ -158,7 +149,7 @@ TEST(Partition, CutNodeFencedNoJobTwiceNoGpuTwice) {
                 dir + "/agent-" + name + ".log");
     return WaitFor(
         [&] { return Hachi("nodes -o %n", false).out.find(name) != std::string::npos; },
-        15);
+        std::chrono::seconds(15));
   };
   ASSERT_TRUE(agent(1, "cut")) << Slurp(dir + "/agent-cut.log");
 
@@ -182,14 +173,16 @@ TEST(Partition, CutNodeFencedNoJobTwiceNoGpuTwice) {
   const int64_t plain = submit("-G 4 -t 10:00");
   ASSERT_GT(requeue, 0);
   ASSERT_GT(plain, 0);
-  ASSERT_TRUE(WaitFor([&] { return started(requeue) && started(plain); }, 15))
+  ASSERT_TRUE(WaitFor([&] { return started(requeue) && started(plain); },
+                      std::chrono::seconds(15)))
       << Job(requeue).dump() << Job(plain).dump();
   // The other node: half taken, so that the requeued job fits there and the pending
   // 8-GPU job fits only the cut node. (The filler's limit is the longest: the 8-GPU job's
   // reservation there, at the filler's end, does not keep the requeued one off.)
   ASSERT_TRUE(agent(2, "other")) << Slurp(dir + "/agent-other.log");
   const int64_t filler = submit("-G 4 -t 60:00");
-  ASSERT_TRUE(WaitFor([&] { return started(filler); }, 15)) << Job(filler).dump();
+  ASSERT_TRUE(WaitFor([&] { return started(filler); }, std::chrono::seconds(15)))
+      << Job(filler).dump();
   const int64_t pending = submit("-G 8 -t 10:00");
   ASSERT_GT(pending, 0);
   std::this_thread::sleep_for(std::chrono::seconds(1));
@@ -203,7 +196,7 @@ TEST(Partition, CutNodeFencedNoJobTwiceNoGpuTwice) {
         return Hachi("nodes -o \"%n %t\"", false).out.find("cut down") !=
                std::string::npos;
       },
-      kTimeout + 4));
+      std::chrono::seconds(kTimeout + 4)));
   const json r = Job(requeue);
   EXPECT_EQ(r["state"], "RUNNING") << r.dump();
   EXPECT_NE(r.value("reason", "")
@@ -214,14 +207,15 @@ TEST(Partition, CutNodeFencedNoJobTwiceNoGpuTwice) {
   EXPECT_EQ(Job(plain)["state"], "RUNNING");
   EXPECT_EQ(Job(pending)["state"], "PENDING");
   // Past the fence: the plain job NODE_FAIL, the requeued one running on the other node.
-  EXPECT_TRUE(WaitFor([&] { return Job(plain)["state"] == "NODE_FAIL"; }, kFence + 4))
+  EXPECT_TRUE(WaitFor([&] { return Job(plain)["state"] == "NODE_FAIL"; },
+                      std::chrono::seconds(kFence + 4)))
       << Job(plain).dump();
   EXPECT_TRUE(WaitFor(
       [&] {
         const json j = Job(requeue);
         return j["state"] == "RUNNING" && j["requeues"] == 1;
       },
-      6))
+      std::chrono::seconds(6)))
       << Job(requeue).dump();
   std::this_thread::sleep_for(
       std::chrono::duration<double>(std::max(0.0, cut_at + kCutSeconds - Now())));
@@ -229,7 +223,7 @@ TEST(Partition, CutNodeFencedNoJobTwiceNoGpuTwice) {
   const double healed_at = Now();
 
   // Back: the cut node takes the 8-GPU job once its agent has reported the old runs.
-  EXPECT_TRUE(WaitFor([&] { return started(pending); }, 30))
+  EXPECT_TRUE(WaitFor([&] { return started(pending); }, std::chrono::seconds(30)))
       << Job(pending).dump() << "\n"
       << Slurp(dir + "/agent-cut.log");
 
@@ -285,7 +279,7 @@ TEST(Partition, CutNodeFencedNoJobTwiceNoGpuTwice) {
                Job(filler)["state"] == "CANCELLED" &&
                Job(pending)["state"] == "CANCELLED";
       },
-      kGrace + 10));
+      std::chrono::seconds(kGrace + 10)));
   std::filesystem::current_path(cwd);
   ::unsetenv("HACHI_SERVER");
   if (!HasFailure()) std::system(("rm -rf " + dir).c_str());

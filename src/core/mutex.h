@@ -81,6 +81,11 @@ class CondVar {
     lock.release();
     return woken;
   }
+  // WaitUntil(now + `timeout`): for a loop's interval, which is real time even where the
+  // decision it serves reads a Clock (core/clock.h).
+  bool WaitFor(std::chrono::milliseconds timeout) {
+    return WaitUntil(Clock::now() + timeout);
+  }
   void Signal() { cv_.notify_one(); }
   void SignalAll() { cv_.notify_all(); }
 

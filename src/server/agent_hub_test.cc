@@ -7,6 +7,8 @@
 #include <string>
 #include <thread>
 
+#include "core/testing/wait_for.h"
+
 namespace hachi::server {
 namespace {
 
@@ -96,14 +98,16 @@ TEST(AgentHubTest, SilenceIsMeasuredOnTheClockAndEndedByPollsAndTouches) {
 }
 
 // The waits below are real ones (a poll blocks a thread), bounded by the futures' own
-// timeouts; each ends long before its poll's 60 s deadline only if it was woken.
+// timeouts; each ends long before its poll's 60 s deadline only if it was woken. A poll
+// marks its node heard from under the lock it then waits with: once the node shows as
+// heard from (the clock moved on before), its poll is waiting.
 TEST(AgentHubTest, ALaunchWakesAWaitingPoll) {
   FakeClock clock;
   AgentHub hub(&clock);
   hub.Open("n1");
+  clock.Advance(seconds(1));
   auto poll = std::async(std::launch::async, [&] { return hub.Wait("n1", 60000); });
-  std::this_thread::sleep_for(
-      std::chrono::milliseconds(20));  // let it wait (either order is fine)
+  ASSERT_TRUE(WaitFor([&] { return hub.SilentForMs("n1") == 0; }));
   hub.Launch("n1", LaunchOf(5));
   ASSERT_EQ(poll.wait_for(seconds(10)), std::future_status::ready);
   const api::AgentWork w = poll.get();
@@ -116,9 +120,11 @@ TEST(AgentHubTest, CloseAndStopWakeWaitingPolls) {
   AgentHub hub(&clock);
   hub.Open("n1");
   hub.Open("n2");
+  clock.Advance(seconds(1));
   auto closed = std::async(std::launch::async, [&] { return hub.Wait("n1", 60000); });
   auto stopped = std::async(std::launch::async, [&] { return hub.Wait("n2", 60000); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(
+      WaitFor([&] { return hub.SilentForMs("n1") == 0 && hub.SilentForMs("n2") == 0; }));
   hub.Close("n1");
   ASSERT_EQ(closed.wait_for(seconds(10)), std::future_status::ready);
   EXPECT_TRUE(closed.get().reregister);

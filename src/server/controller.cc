@@ -26,6 +26,7 @@ Controller::Controller(ControllerOptions options, std::unique_ptr<Ledger> ledger
     : options_(std::move(options)),
       ledger_(std::move(ledger)),
       agents_(options_.clock),
+      streams_(8 << 20, options_.clock),
       burn_in_(ledger_.get(), &agents_, options_.config ? &*options_.config : nullptr,
                options_.clock),
       tokens_(ledger_.get(), &authorizer_, options_.clock, options_.credential_key),

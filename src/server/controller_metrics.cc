@@ -64,7 +64,7 @@ void ControllerMetrics::ObserveWait(const std::string& partition, int gpus, bool
   const int key = share ? -1 : gpus;
   metrics::Histogram* h = nullptr;
   {
-    std::lock_guard<std::mutex> lock(wait_mu_);
+    MutexLock lock(&wait_mu_);
     auto p = wait_series_.find(partition);
     if (p != wait_series_.end()) {
       auto g = p->second.find(key);

@@ -9,10 +9,10 @@
 
 #include <array>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "core/mutex.h"
 #include "core/time.h"
 #include "server/metrics.h"
 #include "state/records.h"
@@ -69,7 +69,8 @@ class ControllerMetrics {
   metrics::Histogram& plan_apply() { return plan_apply_; }
   metrics::Histogram& store_commit() { return store_commit_; }
   // A job started after waiting `seconds` (start - max(submit, last release/requeue)).
-  void ObserveWait(const std::string& partition, int gpus, bool share, double seconds);
+  void ObserveWait(const std::string& partition, int gpus, bool share, double seconds)
+      EXCLUDES(wait_mu_);
   // Issue 21: the idle-GPU policy acted on a job of `partition` ("warn", "requeue",
   // "cancel"): hachi_idle_gpu_actions_total.
   void IdleAction(const std::string& partition, std::string_view action) {
@@ -83,9 +84,10 @@ class ControllerMetrics {
   metrics::Histogram& cycle_;
   metrics::Histogram& plan_apply_;
   metrics::Histogram& store_commit_;
-  std::mutex wait_mu_;
+  Mutex wait_mu_;
   // (partition, gpus; -1 = share) -> series: label strings made once per series.
-  std::map<std::string, std::map<int, metrics::Histogram*>, std::less<>> wait_series_;
+  std::map<std::string, std::map<int, metrics::Histogram*>, std::less<>> wait_series_
+      GUARDED_BY(wait_mu_);
 };
 
 }  // namespace hachi::server

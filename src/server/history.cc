@@ -106,30 +106,30 @@ void HistorySampler::Start() {
 
 void HistorySampler::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
 }
 
 void HistorySampler::Loop() {
-  std::unique_lock<std::mutex> lock(mu_);
-  auto next =
-      std::chrono::steady_clock::now() + std::chrono::seconds(options_.interval_s);
+  // The interval is waited in real time; what a sample says reads the Controller's
+  // Clock.
+  MutexLock lock(&mu_);
+  auto next = CondVar::Clock::now() + std::chrono::seconds(options_.interval_s);
   while (!stopping_) {
     // A spurious wake-up must not take an early sample: wait for the deadline itself.
-    if (!cv_.wait_until(lock, next, [this] { return stopping_; })) {
-      lock.unlock();
-      Sample(controller_->clock().Now());
-      lock.lock();
-      next = std::chrono::steady_clock::now() + std::chrono::seconds(options_.interval_s);
-    }
+    if (cv_.WaitUntil(next) || stopping_) continue;
+    lock.Unlock();
+    Sample(controller_->clock().Now());
+    lock.Lock();
+    next = CondVar::Clock::now() + std::chrono::seconds(options_.interval_s);
   }
 }
 
 void HistorySampler::Sample(Time now) {
-  std::lock_guard<std::mutex> one_at_a_time(sample_mu_);
+  MutexLock one_at_a_time(&sample_mu_);
   const std::vector<JobBrief> active = controller_->ActiveJobBriefs();
   // The jobs pending at the last sample that are no longer active ran (or were
   // cancelled) in between: their start counts too, or a job shorter than the interval
@@ -168,13 +168,13 @@ void HistorySampler::Sample(Time now) {
     if (j.state == state::JobState::kPending) pending_before_.insert(j.id);
     if (j.state == state::JobState::kRunning) counted_[j.id] = j.start_time;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   ring_.push_back(std::move(s));
   while (ring_.size() > options_.capacity) ring_.pop_front();
 }
 
 std::vector<HistorySample> HistorySampler::Samples(Time since) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<HistorySample> out;
   for (const HistorySample& s : ring_) {
     if (s.at > since) out.push_back(s);

@@ -10,16 +10,15 @@
 // mutex guards the ring).
 #pragma once
 
-#include <condition_variable>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
+#include "core/mutex.h"
 #include "core/time.h"
 #include "server/controller.h"
 
@@ -71,35 +70,37 @@ class HistorySampler {
   HistorySampler(const HistorySampler&) = delete;
   HistorySampler& operator=(const HistorySampler&) = delete;
 
-  void Start();  // samples at once, then every interval_s on its own thread
-  void Stop();   // idempotent
+  // Samples at once, then every interval_s on its own thread.
+  void Start() EXCLUDES(mu_, sample_mu_);
+  void Stop() EXCLUDES(mu_);  // idempotent
 
   // Takes one sample at `now` (the thread's step; tests call it directly).
-  void Sample(Time now);
+  void Sample(Time now) EXCLUDES(mu_, sample_mu_);
   // The samples taken after `since` (0: all), oldest first.
-  std::vector<HistorySample> Samples(Time since = 0) const;
+  std::vector<HistorySample> Samples(Time since = 0) const EXCLUDES(mu_);
   int interval_s() const { return options_.interval_s; }
 
  private:
-  void Loop();
+  void Loop() EXCLUDES(mu_);
 
   // Constant after construction.
   Controller* const controller_;
   const Options options_;
 
-  mutable std::mutex mu_;
-  // Guarded by mu_.
-  std::deque<HistorySample> ring_;
-  bool stopping_ = false;
-  std::condition_variable cv_;
+  mutable Mutex mu_;
+  std::deque<HistorySample> ring_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
+  CondVar cv_{&mu_};
 
-  // Used by Sample only, which runs on one thread at a time (sample_mu_).
-  std::mutex sample_mu_;
-  std::unordered_set<state::JobId> pending_before_;
-  CountedStarts counted_;  // the running jobs of the last sample
-  bool first_ = true;
+  // Used by Sample only, which runs on one thread at a time (sample_mu_). Taken
+  // before mu_.
+  Mutex sample_mu_ ACQUIRED_BEFORE(mu_);
+  std::unordered_set<state::JobId> pending_before_ GUARDED_BY(sample_mu_);
+  // The running jobs of the last sample.
+  CountedStarts counted_ GUARDED_BY(sample_mu_);
+  bool first_ GUARDED_BY(sample_mu_) = true;
 
-  std::thread thread_;
+  std::thread thread_;  // started by Start, joined by Stop
 };
 
 }  // namespace hachi::server

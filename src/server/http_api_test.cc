@@ -17,6 +17,7 @@
 
 #include "api/http_client.h"
 #include "api/protocol_json.h"
+#include "core/testing/wait_for.h"
 #include "report/gpu_report.h"
 #include "server/testing.h"
 #include "topo/topology_testing.h"
@@ -176,7 +177,7 @@ TEST_F(HttpApiTest, WaitFromLongPollsUntilTheStateChanges) {
     auto c = Client(http_->url());
     return c->Call("GET", path + "?wait_from=pending&wait_ms=5000");
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(WaitFor([&] { return http_->connection_stats().parked >= 1; }));  // waiting
   ASSERT_TRUE(client_->Call("POST", path + "/release").ok());
   t0 = std::chrono::steady_clock::now();
   Result<std::string> changed = waiter.get();

@@ -18,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/testing/wait_for.h"
+
 namespace hachi::server {
 namespace {
 
@@ -290,9 +292,7 @@ TEST_F(HttpLoopTest, ConnectionsFromOneAddressAreBounded) {
   ::close(fds[2]);
   fds.pop_back();
   // The bound counts open connections: one closed, one more is let in.
-  for (int i = 0; i < 50 && loop_->stats().connections > 2; ++i) {
-    std::this_thread::sleep_for(milliseconds(20));
-  }
+  WaitFor([&] { return loop_->stats().connections <= 2; }, milliseconds(1000));
   EXPECT_EQ(StatusOf(Get("/hello")), 200);
   for (int fd : fds) ::close(fd);
   EXPECT_EQ(loop_->stats().refused_per_peer, 1);
@@ -322,13 +322,10 @@ TEST_F(HttpLoopTest, AParkedPollWakesOnItsTopicAndExpiresAtItsDeadline) {
   // Woken: answered at the Notify, long before its 10 s.
   const int fd = ConnectTcp(port_);
   SendAll(fd, "GET /wait/a?wait_ms=10000 HTTP/1.1\r\n\r\n");
-  for (int i = 0; i < 100 && loop_->stats().parked == 0; ++i) {
-    std::this_thread::sleep_for(milliseconds(10));
-  }
+  WaitFor([&] { return loop_->stats().parked != 0; }, milliseconds(1000));
   ASSERT_EQ(loop_->stats().parked, 1);
   loop_->Notify("t/other");  // someone else's topic: still parked
-  std::this_thread::sleep_for(milliseconds(100));
-  EXPECT_EQ(loop_->stats().parked, 1);
+  EXPECT_FALSE(WaitFor([&] { return loop_->stats().parked != 1; }, milliseconds(100)));
   ready_ = true;
   const auto t0 = steady_clock::now();
   loop_->Notify("t/a");
@@ -351,9 +348,7 @@ TEST_F(HttpLoopTest, ANotifyWhileTheHandlerRunsIsNotLost) {
   ready_ = false;
   const int fd = ConnectTcp(port_);
   SendAll(fd, "GET /wait/c?wait_ms=5000&notify_self=1 HTTP/1.1\r\n\r\n");
-  for (int i = 0; i < 100 && runs_.load() < 3; ++i) {
-    std::this_thread::sleep_for(milliseconds(10));
-  }
+  WaitFor([&] { return runs_.load() >= 3; }, milliseconds(1000));
   EXPECT_GE(runs_.load(), 3);  // ran again after each of its own notifications
   ready_ = true;
   loop_->Notify("t/c");
@@ -372,9 +367,7 @@ TEST_F(HttpLoopTest, AThousandIdleAndParkedConnectionsHoldNoThread) {
     SendAll(fd, "GET /wait/n" + std::to_string(i) + "?wait_ms=30000 HTTP/1.1\r\n\r\n");
     parked.push_back(fd);
   }
-  for (int i = 0; i < 300 && loop_->stats().parked < 300; ++i) {
-    std::this_thread::sleep_for(milliseconds(10));
-  }
+  WaitFor([&] { return loop_->stats().parked >= 300; }, milliseconds(3000));
   EXPECT_EQ(loop_->stats().parked, 300);
   EXPECT_GE(loop_->stats().connections, 1100);
   // Meanwhile a new client is answered at once.
@@ -383,9 +376,7 @@ TEST_F(HttpLoopTest, AThousandIdleAndParkedConnectionsHoldNoThread) {
   EXPECT_LT(steady_clock::now() - t0, milliseconds(1000));
   // A client that hangs up while parked frees its connection and its place.
   for (int i = 0; i < 100; ++i) ::close(parked[i]);
-  for (int i = 0; i < 100 && loop_->stats().parked > 200; ++i) {
-    std::this_thread::sleep_for(milliseconds(20));
-  }
+  WaitFor([&] { return loop_->stats().parked <= 200; }, milliseconds(2000));
   EXPECT_EQ(loop_->stats().parked, 200);
   for (size_t i = 100; i < parked.size(); ++i) ::close(parked[i]);
   for (int fd : idle) ::close(fd);

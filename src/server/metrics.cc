@@ -179,7 +179,7 @@ void Writer::Sample(const Labels& labels, double value, std::string_view suffix)
 
 Family<Counter>& Registry::AddCounter(std::string name, std::string help,
                                       std::vector<std::string> labels) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Entry e{Type::kCounter, {}, {}, {}};
   e.counter = std::make_unique<Family<Counter>>(std::move(name), std::move(help),
                                                 std::move(labels));
@@ -189,7 +189,7 @@ Family<Counter>& Registry::AddCounter(std::string name, std::string help,
 
 Family<Gauge>& Registry::AddGauge(std::string name, std::string help,
                                   std::vector<std::string> labels) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Entry e{Type::kGauge, {}, {}, {}};
   e.gauge = std::make_unique<Family<Gauge>>(std::move(name), std::move(help),
                                             std::move(labels));
@@ -200,7 +200,7 @@ Family<Gauge>& Registry::AddGauge(std::string name, std::string help,
 Family<Histogram>& Registry::AddHistogram(std::string name, std::string help,
                                           std::vector<double> bounds,
                                           std::vector<std::string> labels) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Entry e{Type::kHistogram, {}, {}, {}};
   e.histogram = std::make_unique<Family<Histogram>>(std::move(name), std::move(help),
                                                     std::move(labels), std::move(bounds));
@@ -209,7 +209,7 @@ Family<Histogram>& Registry::AddHistogram(std::string name, std::string help,
 }
 
 void Registry::AddCollector(std::function<void(Writer&)> collect) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   collectors_.push_back(std::move(collect));
 }
 
@@ -219,7 +219,7 @@ std::string Registry::Render() const {
   std::vector<const Entry*> entries;
   std::vector<std::function<void(Writer&)>> collectors;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (const Entry& e : entries_) entries.push_back(&e);
     collectors = collectors_;
   }

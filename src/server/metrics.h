@@ -20,11 +20,12 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "core/mutex.h"
 
 namespace hachi::server::metrics {
 
@@ -83,8 +84,8 @@ class Family {
 
   // The series for these label values (as many as the family's label names, in their
   // order), created on first use.
-  T& With(const std::vector<std::string>& values) {
-    std::lock_guard<std::mutex> lock(mu_);
+  T& With(const std::vector<std::string>& values) EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
     auto it = series_.find(values);
     if (it == series_.end()) it = series_.emplace(values, Make()).first;
     return *it->second;
@@ -100,8 +101,8 @@ class Family {
   const std::vector<std::string>& labels() const { return labels_; }
   // Calls f(values, series) for each series in label order, under the family's mutex.
   template <typename F>
-  void ForEach(F&& f) const {
-    std::lock_guard<std::mutex> lock(mu_);
+  void ForEach(F&& f) const EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
     for (const auto& [values, series] : series_) f(values, *series);
   }
 
@@ -117,8 +118,8 @@ class Family {
   const std::string name_, help_;
   const std::vector<std::string> labels_;
   const std::vector<double> bounds_;  // histograms
-  mutable std::mutex mu_;
-  std::map<std::vector<std::string>, std::unique_ptr<T>> series_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::map<std::vector<std::string>, std::unique_ptr<T>> series_ GUARDED_BY(mu_);
 };
 
 // Writes metric families in the text format; collectors use it for values computed at
@@ -142,19 +143,19 @@ class Registry {
   // Names must be unique and match [a-zA-Z_:][a-zA-Z0-9_:]*; label names
   // [a-zA-Z_][a-zA-Z0-9_]* (not "le" on histograms). The registry keeps the family.
   Family<Counter>& AddCounter(std::string name, std::string help,
-                              std::vector<std::string> labels = {});
+                              std::vector<std::string> labels = {}) EXCLUDES(mu_);
   Family<Gauge>& AddGauge(std::string name, std::string help,
-                          std::vector<std::string> labels = {});
+                          std::vector<std::string> labels = {}) EXCLUDES(mu_);
   Family<Histogram>& AddHistogram(std::string name, std::string help,
                                   std::vector<double> bounds,
-                                  std::vector<std::string> labels = {});
+                                  std::vector<std::string> labels = {}) EXCLUDES(mu_);
   // Called by every Render, after the families, in the order added: writes families
   // whose values are computed at scrape time (gauges from the controller's state).
-  void AddCollector(std::function<void(Writer&)> collect);
+  void AddCollector(std::function<void(Writer&)> collect) EXCLUDES(mu_);
 
   // Every family, then every collector's output. A family with no series yet (a
   // labelled one nobody used) is written with its HELP and TYPE only.
-  std::string Render() const;
+  std::string Render() const EXCLUDES(mu_);
 
  private:
   struct Entry {
@@ -163,9 +164,10 @@ class Registry {
     std::unique_ptr<Family<Gauge>> gauge;
     std::unique_ptr<Family<Histogram>> histogram;
   };
-  mutable std::mutex mu_;      // guards the lists, not the families' series
-  std::deque<Entry> entries_;  // a deque: Render keeps pointers while others add
-  std::vector<std::function<void(Writer&)>> collectors_;
+  mutable Mutex mu_;  // guards the lists, not the families' series
+  // A deque: Render keeps pointers while others add.
+  std::deque<Entry> entries_ GUARDED_BY(mu_);
+  std::vector<std::function<void(Writer&)>> collectors_ GUARDED_BY(mu_);
 };
 
 // The text format's pieces, exposed for tests: a sample value ("1", "0.25", "+Inf",

@@ -157,7 +157,7 @@ void StepStreams::End(const state::StepKey& key) {
   auto it = streams_.find(key);
   if (it == streams_.end() || it->second.ended) return;
   it->second.ended = true;
-  it->second.ended_at = std::chrono::steady_clock::now();
+  it->second.ended_at_us = clock_->MonotonicMicros();
 }
 
 void StepStreams::Delivered(const state::StepKey& key) {
@@ -166,12 +166,12 @@ void StepStreams::Delivered(const state::StepKey& key) {
   if (it != streams_.end()) it->second.delivered = true;
 }
 
-void StepStreams::Sweep(std::chrono::steady_clock::duration keep_for) {
+void StepStreams::Sweep(std::chrono::microseconds keep_for) {
   MutexLock lock(&mu_);
-  const auto now = std::chrono::steady_clock::now();
+  const int64_t now = clock_->MonotonicMicros();
   for (auto it = streams_.begin(); it != streams_.end();) {
     const Stream& s = it->second;
-    if (s.ended && (s.delivered || now - s.ended_at > keep_for)) {
+    if (s.ended && (s.delivered || now - s.ended_at_us > keep_for.count())) {
       it = streams_.erase(it);
     } else {
       ++it;

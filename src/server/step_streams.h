@@ -13,7 +13,8 @@
 // node's stream, so a batch sent twice is taken once.
 //
 // Thread-safety: every method may be called from any thread; one mutex guards all
-// streams. Lock order: after the Controller's and the hub's locks.
+// streams. Lock order: after the Controller's and the hub's locks. How long an ended
+// stream is kept is measured on the Clock it is given (a test moves a FakeClock).
 #pragma once
 
 #include <chrono>
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "api/protocol.h"
+#include "core/clock.h"
 #include "core/mutex.h"
 #include "state/records.h"
 
@@ -36,7 +38,9 @@ std::string StepTopic(state::JobId job, int step);
 
 class StepStreams {
  public:
-  explicit StepStreams(int64_t max_held = 8 << 20) : max_held_(max_held) {}
+  // `clock`: not owned, outlives this; never null.
+  explicit StepStreams(int64_t max_held = 8 << 20, const Clock* clock = RealClock())
+      : max_held_(max_held), clock_(clock) {}
 
   // A new step: its nodes, whether a failing task stops it (-K), whether it runs on a
   // terminal.
@@ -76,7 +80,7 @@ class StepStreams {
   // A reader got everything and the step's end.
   void Delivered(const state::StepKey& key) EXCLUDES(mu_);
   // Drops ended streams delivered, or ended longer than `keep_for` ago.
-  void Sweep(std::chrono::steady_clock::duration keep_for) EXCLUDES(mu_);
+  void Sweep(std::chrono::microseconds keep_for) EXCLUDES(mu_);
   size_t size() const EXCLUDES(mu_);
 
  private:
@@ -95,12 +99,13 @@ class StepStreams {
     int64_t held = 0;                     // data bytes in `chunks`
     bool ended = false;
     bool delivered = false;
-    std::chrono::steady_clock::time_point ended_at{};
+    int64_t ended_at_us = 0;  // the Clock's monotonic time
   };
   Stream& OpenLocked(const state::StepKey& key, const std::vector<std::string>& nodes)
       REQUIRES(mu_);
 
   const int64_t max_held_;
+  const Clock* const clock_;
   mutable Mutex mu_;
   std::map<state::StepKey, Stream> streams_ GUARDED_BY(mu_);
 };

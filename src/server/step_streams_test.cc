@@ -119,5 +119,20 @@ TEST(StepStreams, EndedStreamsAreSwept) {
   EXPECT_EQ(s.size(), 0u);
 }
 
+// A reader that never comes: the ended stream goes once `keep_for` passed on the Clock.
+TEST(StepStreams, AnUnreadEndedStreamGoesAfterKeepFor) {
+  FakeClock clock;
+  StepStreams s(8 << 20, &clock);
+  s.Open(kKey, {"a"}, false);
+  s.Add(kKey, "a", Report(0, {Out(0, "abc")}), {});
+  s.End(kKey);
+  clock.Advance(std::chrono::minutes(2));
+  s.Sweep(std::chrono::minutes(2));
+  EXPECT_EQ(s.size(), 1u);  // exactly keep_for: kept
+  clock.Advance(std::chrono::seconds(1));
+  s.Sweep(std::chrono::minutes(2));
+  EXPECT_EQ(s.size(), 0u);
+}
+
 }  // namespace
 }  // namespace hachi::server

@@ -5,13 +5,13 @@
 #include <atomic>
 #include <limits>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <variant>
 
+#include "core/mutex.h"
 #include "state/store.h"
 
 namespace hachi::state {
@@ -72,13 +72,13 @@ class MemoryStore final : public Store {
   explicit MemoryStore(int fail_after) : fail_after_(fail_after) {}
 
   Result<std::shared_ptr<const JobPayload>> LoadPayload(JobId id) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = image_.jobs.find(id);
     if (it == image_.jobs.end()) return NotFound("no job " + std::to_string(id));
     return it->second.spec.payload;
   }
   Status SaveUsage(const std::vector<JobUsage>& usage) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (fail_after_ >= 0 && succeeded_ >= fail_after_) {
       return Unavailable("memory store: injected failure after " +
                          std::to_string(fail_after_) + " commits");
@@ -87,7 +87,7 @@ class MemoryStore final : public Store {
     return Status::Ok();
   }
   Result<std::vector<JobUsage>> LoadUsage(JobId job) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     std::vector<JobUsage> out;
     for (auto it = usage_.lower_bound({job, std::numeric_limits<Time>::min()});
          it != usage_.end() && it->first.first == job; ++it) {
@@ -96,7 +96,7 @@ class MemoryStore final : public Store {
     return out;
   }
   Result<StateImage> Load() override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return image_;
   }
 
@@ -104,7 +104,7 @@ class MemoryStore final : public Store {
     commits_.fetch_add(1, std::memory_order_relaxed);
     std::optional<CommitTimer> timer;  // as the SQLite store: non-empty commits only
     if (!edits.empty()) timer.emplace(this);
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (fail_after_ >= 0 && succeeded_ >= fail_after_) {
       return Unavailable("memory store: injected failure after " +
                          std::to_string(fail_after_) + " commits");
@@ -134,10 +134,10 @@ class MemoryStore final : public Store {
  private:
   const int fail_after_;  // constant after construction
 
-  std::mutex mu_;
-  StateImage image_;                                  // guarded by mu_
-  std::map<std::pair<JobId, Time>, JobUsage> usage_;  // guarded by mu_
-  int succeeded_ = 0;                                 // guarded by mu_
+  Mutex mu_;
+  StateImage image_ GUARDED_BY(mu_);
+  std::map<std::pair<JobId, Time>, JobUsage> usage_ GUARDED_BY(mu_);
+  int succeeded_ GUARDED_BY(mu_) = 0;
 
   std::atomic<int64_t> commits_{0};
   std::atomic<int64_t> transactions_{0};

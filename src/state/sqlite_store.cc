@@ -528,7 +528,7 @@ SqliteStore::SqliteStore(std::unique_ptr<Db> db, const SqliteOptions& options)
 SqliteStore::~SqliteStore() = default;
 
 Result<std::shared_ptr<const JobPayload>> SqliteStore::LoadPayload(JobId id) {
-  std::lock_guard<std::mutex> lock(db_mu_);
+  MutexLock lock(&db_mu_);
   StateImage one;
   JobId ref = 0;
   HACHI_RETURN_IF_ERROR(ReadJob(db_.get(), id, &one, nullptr, &ref));
@@ -541,7 +541,7 @@ Result<std::shared_ptr<const JobPayload>> SqliteStore::LoadPayload(JobId id) {
 
 Status SqliteStore::SaveUsage(const std::vector<JobUsage>& usage) {
   if (usage.empty()) return Status::Ok();
-  std::lock_guard<std::mutex> lock(db_mu_);
+  MutexLock lock(&db_mu_);
   Db* db = db_.get();
   Txn txn(db);
   transactions_.fetch_add(1, std::memory_order_relaxed);
@@ -564,7 +564,7 @@ Status SqliteStore::SaveUsage(const std::vector<JobUsage>& usage) {
 }
 
 Result<std::vector<JobUsage>> SqliteStore::LoadUsage(JobId job) {
-  std::lock_guard<std::mutex> lock(db_mu_);
+  MutexLock lock(&db_mu_);
   Db* db = db_.get();
   Result<Stmt> stmt = db->Prepare(
       "SELECT job_start, record, sum FROM usage WHERE job = ?1 ORDER BY job_start");
@@ -587,7 +587,7 @@ Result<std::vector<JobUsage>> SqliteStore::LoadUsage(JobId job) {
 }
 
 Result<StateImage> SqliteStore::Load() {
-  std::lock_guard<std::mutex> lock(db_mu_);
+  MutexLock lock(&db_mu_);
   Db* db = db_.get();
   Txn txn(db);  // one consistent view of the tables
   HACHI_RETURN_IF_ERROR(txn.Begin());
@@ -687,35 +687,35 @@ Status SqliteStore::Commit(const std::vector<Edit>& edits) {
   if (edits.empty()) return Status::Ok();
   CommitTimer timer(this);  // the wait for a group leader counts: the caller waits it
   Waiter self{&edits, Status::Ok()};
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   queue_.push_back(&self);
-  cv_.wait(lock, [&] { return self.done || !writing_; });
+  while (!self.done && writing_) cv_.Wait();
   if (self.done) return self.status;  // a leader wrote our batch
 
   // Leader: take everything queued so far (our batch included).
   writing_ = true;
   if (options_.group_window_us > 0) {
-    lock.unlock();
+    lock.Unlock();
     std::this_thread::sleep_for(std::chrono::microseconds(options_.group_window_us));
-    lock.lock();
+    lock.Lock();
   }
   std::vector<Waiter*> group;
   group.swap(queue_);
-  lock.unlock();
+  lock.Unlock();
 
   WriteGroup(group);
 
-  lock.lock();
+  lock.Lock();
   for (Waiter* w : group) w->done = true;
   writing_ = false;
-  lock.unlock();
+  lock.Unlock();
   // Wakes the group's callers and whoever queued meanwhile (one becomes the leader).
-  cv_.notify_all();
+  cv_.SignalAll();
   return self.status;
 }
 
 void SqliteStore::WriteGroup(const std::vector<Waiter*>& group) {
-  std::lock_guard<std::mutex> lock(db_mu_);
+  MutexLock lock(&db_mu_);
   if (group.size() == 1) {
     group[0]->status = WriteAlone(*group[0]->edits);
     return;
@@ -846,7 +846,7 @@ StoreStats SqliteStore::stats() const {
 }
 
 Status SqliteStore::SetMaxPageCountForTesting(int64_t pages) {
-  std::lock_guard<std::mutex> lock(db_mu_);
+  MutexLock lock(&db_mu_);
   // 4294967294: SQLite's largest page count, i.e. no cap.
   const int64_t cap = pages > 0 ? pages : 4294967294;
   Result<int64_t> set = db_->QueryInt("PRAGMA max_page_count = " + std::to_string(cap));

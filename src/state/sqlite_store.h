@@ -39,13 +39,12 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "core/mutex.h"
 #include "state/store.h"
 
 namespace hachi::state {
@@ -64,16 +63,17 @@ class SqliteStore final : public Store {
                                                    const SqliteOptions& options);
   ~SqliteStore() override;
 
-  Result<StateImage> Load() override;
-  Result<std::shared_ptr<const JobPayload>> LoadPayload(JobId id) override;
-  Status Commit(const std::vector<Edit>& edits) override;
-  Status SaveUsage(const std::vector<JobUsage>& usage) override;
-  Result<std::vector<JobUsage>> LoadUsage(JobId job) override;
+  Result<StateImage> Load() override EXCLUDES(db_mu_);
+  Result<std::shared_ptr<const JobPayload>> LoadPayload(JobId id) override
+      EXCLUDES(db_mu_);
+  Status Commit(const std::vector<Edit>& edits) override EXCLUDES(mu_, db_mu_);
+  Status SaveUsage(const std::vector<JobUsage>& usage) override EXCLUDES(db_mu_);
+  Result<std::vector<JobUsage>> LoadUsage(JobId job) override EXCLUDES(db_mu_);
   StoreStats stats() const override;
 
   // Caps the database at `pages` pages (a full disk for tests); 0 lifts the cap. The
   // cap cannot go below the current size (SQLite ignores that).
-  Status SetMaxPageCountForTesting(int64_t pages);
+  Status SetMaxPageCountForTesting(int64_t pages) EXCLUDES(db_mu_);
 
  private:
   struct Waiter;
@@ -81,24 +81,24 @@ class SqliteStore final : public Store {
   SqliteStore(std::unique_ptr<Db> db, const SqliteOptions& options);
 
   // Writes one group; sets each waiter's status. Called by the leader only.
-  void WriteGroup(const std::vector<Waiter*>& group);
+  void WriteGroup(const std::vector<Waiter*>& group) EXCLUDES(db_mu_);
   // One batch in a transaction of its own.
-  Status WriteAlone(const std::vector<Edit>& edits);
-  Status WriteBatch(const std::vector<Edit>& edits);
-  Status WriteEdit(const Edit& edit);
+  Status WriteAlone(const std::vector<Edit>& edits) REQUIRES(db_mu_);
+  Status WriteBatch(const std::vector<Edit>& edits) REQUIRES(db_mu_);
+  Status WriteEdit(const Edit& edit) REQUIRES(db_mu_);
 
   // Constant after construction.
   const SqliteOptions options_;
 
-  // Guarded by db_mu_ (the leader writing, or Load).
-  std::mutex db_mu_;
-  std::unique_ptr<Db> db_;
+  // Held by the leader writing, or a read (Load).
+  Mutex db_mu_;
+  std::unique_ptr<Db> db_ GUARDED_BY(db_mu_);
 
-  // Guarded by mu_: the queue of commits waiting for the next group.
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<Waiter*> queue_;
-  bool writing_ = false;  // a leader is writing a group
+  // The queue of commits waiting for the next group. Never held across a write.
+  Mutex mu_;
+  CondVar cv_{&mu_};
+  std::vector<Waiter*> queue_ GUARDED_BY(mu_);
+  bool writing_ GUARDED_BY(mu_) = false;  // a leader is writing a group
 
   std::atomic<int64_t> commits_{0};
   std::atomic<int64_t> transactions_{0};

@@ -2,6 +2,8 @@
 
 #include "core/dynamic_library.h"
 
+#include "core/mutex.h"
+
 namespace hachi::topo {
 namespace {
 

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "cli/cli_testing.h"
+#include "core/testing/wait_for.h"
 
 namespace hachi::cli::testing {
 
@@ -30,21 +31,17 @@ class SlurmDevTest : public ::testing::Test {
       ::execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), nullptr);
       ::_exit(127);
     }
-    bool up = false;
-    for (int i = 0; i < 100 && !up; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      up = ReadFile(log).find("listening on http://") != std::string::npos;
-    }
+    const bool up = WaitFor(
+        [&] { return ReadFile(log).find("listening on http://") != std::string::npos; },
+        std::chrono::seconds(5), std::chrono::milliseconds(50));
     ASSERT_TRUE(up) << ReadFile(log);
     ::setenv("HACHI_SERVER", ("unix:" + dir_ + "/state/hachi.sock").c_str(), 1);
     ASSERT_EQ(Shell("mkdir " + dir_ + "/bin").exit_code, 0);
     CmdResult links = Shell(std::string(HACHI_BINARY_DIR) +
                             "/hachi slurm install-links " + dir_ + "/bin 2>&1");
     ASSERT_EQ(links.exit_code, 0) << links.out;
-    for (int i = 0; i < 100; ++i) {
-      if (Run("sinfo -h -o %D").out.find('2') != std::string::npos) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    WaitFor([&] { return Run("sinfo -h -o %D").out.find('2') != std::string::npos; },
+            std::chrono::seconds(5), std::chrono::milliseconds(50));
   }
   void TearDown() override {
     if (pid_ > 0) {
@@ -61,13 +58,12 @@ class SlurmDevTest : public ::testing::Test {
   }
   // Polls sacct until job `id` (its allocation line) is in `state`, for up to `ms`.
   bool WaitState(const std::string& id, const std::string& state, int ms = 30000) {
-    for (int waited = 0; waited < ms; waited += 50) {
-      if (Run("sacct -X -P -n -o State -j " + id).out.find(state) != std::string::npos) {
-        return true;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return false;
+    return WaitFor(
+        [&] {
+          return Run("sacct -X -P -n -o State -j " + id).out.find(state) !=
+                 std::string::npos;
+        },
+        std::chrono::milliseconds(ms), std::chrono::milliseconds(50));
   }
 
   std::string dir_;

@@ -43,6 +43,7 @@
 //   pcietput <gpu> <tx> <rx>       nvmlDeviceGetPcieThroughput, KB/s (default 0)
 //   nvlinktput <gpu> <kib/s>       the NVLink data counters (nvmlDeviceGetFieldValues
 //                                  138/139, link 0) grow by this each second
+//   nvlinkkib <gpu> <kib,...>      those counters' values instead, one per sample
 // Hardware state (hachi doctor, diag/link_facts.h); a healthy node by default, with the
 // PCIe generation and NVLink version of its GPU model (H100/H200/H800: gen 5 and NVLink
 // 4.0, A100/A800/A30: gen 4 and 3.0, V100: gen 3 and 2.0, B200: gen 5 and 5.0, others

@@ -1,6 +1,7 @@
 // The fake NVML's utilisation sampling calls (agent/gpu_sampler.h, issue 21): each
 // GPU's Activity (fake_nvml_state.h) as the events file's `util`, `memused`, `power`,
-// `smclock`, `pcietput` and `nvlinktput` lines set it (fake_nvml.cc's header comment).
+// `smclock`, `pcietput`, `nvlinktput` and `nvlinkkib` lines set it (fake_nvml.cc's
+// header comment).
 #include <chrono>
 #include <mutex>
 #include <optional>
@@ -57,6 +58,8 @@ bool ApplyActivityLine(Activity& a, const std::vector<std::string>& f) {
   } else if (what == "pcietput" && f.size() == 4 && arg >= 0 && Number(f, 3) >= 0) {
     a.pcie_tx_kbs = static_cast<unsigned>(arg);
     a.pcie_rx_kbs = static_cast<unsigned>(Number(f, 3));
+  } else if (what == "nvlinkkib" && f.size() == 3 &&
+             ParseList(f[2], 1LL << 60, &a.nvlink_kib)) {
   } else if (what == "nvlinktput" && f.size() == 3 && arg >= 0) {
     const double now = SteadySeconds();
     a.nvlink_base_kib += static_cast<unsigned long long>(
@@ -137,10 +140,14 @@ FAKE_NVML_API nvml::Return nvmlDeviceGetFieldValues(nvml::Device d, int count,
   if (count < 0 || (count > 0 && !values)) return nvml::kErrorInvalidArgument;
   const Activity& a = S().health[i].activity;
   const double now = SteadySeconds();
+  // Scripted values follow the samples, as memory does (the latest utilisation read).
   const unsigned long long kib =
-      a.nvlink_base_kib +
-      static_cast<unsigned long long>(static_cast<double>(a.nvlink_kib_per_s) *
-                                      (now - a.nvlink_since));
+      !a.nvlink_kib.empty()
+          ? static_cast<unsigned long long>(
+                Activity::At(a.nvlink_kib, a.tick > 0 ? a.tick - 1 : 0))
+          : a.nvlink_base_kib +
+                static_cast<unsigned long long>(static_cast<double>(a.nvlink_kib_per_s) *
+                                                (now - a.nvlink_since));
   for (int k = 0; k < count; ++k) {
     nvml::FieldValue& v = values[k];
     v.timestamp = static_cast<long long>(now * 1e6);

@@ -60,7 +60,8 @@ struct Process {
 };
 
 // Per GPU, what the jobs on it do (utilisation sampling, issue 21; the events file's
-// `util`, `memused`, `power`, `smclock`, `pcietput`, `nvlinktput` lines). The scripted
+// `util`, `memused`, `power`, `smclock`, `pcietput`, `nvlinktput`, `nvlinkkib`
+// lines). The scripted
 // series advance one value per nvmlDeviceGetUtilizationRates call (a "sample"); the
 // last value repeats. nvmlDeviceGetMemoryInfo answers the latest sample's memory.
 struct Activity {
@@ -72,6 +73,7 @@ struct Activity {
   unsigned long long nvlink_kib_per_s = 0;  // TX and RX each
   double nvlink_since = 0;                  // steady seconds when the rate was set
   unsigned long long nvlink_base_kib = 0;   // counted before that
+  std::vector<long long> nvlink_kib;        // scripted counter values: replace the rate
 
   static long long At(const std::vector<long long>& v, size_t i) {
     return v.empty() ? -1 : v[std::min(i, v.size() - 1)];

@@ -1,0 +1,87 @@
+// AgentDaemon's lease (docs/fencing.md): renewed by every answered call, checked on a
+// thread of its own that never calls the server; and the jittered backoff of the calls.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "agent/daemon.h"
+
+namespace hachi::agent {
+
+void AgentDaemon::RenewLeaseLocked(int64_t sent_ms) {
+  renewed_ms_ = std::max(renewed_ms_, sent_ms);
+  if (lease_expired_ && options_.clock->MonotonicMs() - renewed_ms_ <= lease_ms_) {
+    lease_expired_ = false;
+    std::fprintf(stderr, "hachi agent: in contact with the server again\n");
+  }
+}
+
+bool AgentDaemon::WaitStoppingLocked(std::chrono::milliseconds timeout) {
+  const auto deadline = CondVar::Clock::now() + timeout;
+  while (!stopping_ && cv_.WaitUntil(deadline)) {
+  }
+  return stopping_;
+}
+
+void AgentDaemon::BackoffLocked(int* backoff_ms) {
+  // splitmix64: a fresh draw in [0, backoff] per wait.
+  uint64_t z = (jitter_state_ += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  z ^= z >> 31;
+  const int wait_ms = static_cast<int>(z % static_cast<uint64_t>(*backoff_ms + 1));
+  WaitStoppingLocked(std::chrono::milliseconds(wait_ms));
+  *backoff_ms = std::min(*backoff_ms * 2, 2000);
+}
+
+void AgentDaemon::LeaseLoop() {
+  // Waits in real time, decides by the Clock (a test moves a FakeClock). Never calls
+  // the server: a call hung on a dead connection delays nothing here.
+  constexpr auto kCheckEvery = std::chrono::milliseconds(200);
+  MutexLock lock(&mu_);
+  for (;;) {
+    if (WaitStoppingLocked(kCheckEvery)) return;
+    const int64_t silent = options_.clock->MonotonicMs() - renewed_ms_;
+    if (lease_expired_ || silent <= lease_ms_) continue;
+    lease_expired_ = true;
+    const std::string why = "lease expired: no contact with the server for " +
+                            std::to_string(lease_ms_ / 1000) + " s";
+    // Runs that waited for their job's earlier run never start: reported lost.
+    std::vector<api::LaunchSpec> unstarted;
+    for (auto& [job, l] : deferred_) unstarted.push_back(std::move(l));
+    deferred_.clear();
+    for (api::LaunchSpec& l : ready_) unstarted.push_back(std::move(l));
+    ready_.clear();
+    for (const api::LaunchSpec& l : unstarted) {
+      launched_.emplace(l.job, l.start_time);  // a launch sent again is not started
+      api::JobExit e;
+      e.job = l.job;
+      e.start_time = l.start_time;
+      e.kind = api::ExitKind::kLost;
+      e.message = why + " before it started";
+      e.end_time = options_.clock->Now();
+      unreported_.push_back(e);
+    }
+    std::vector<state::JobId> stop;
+    for (const auto& [job, start] : live_) {
+      lease_stopped_.emplace(job, start);
+      stop.push_back(job);
+    }
+    std::string list;
+    for (state::JobId id : stop) list += (list.empty() ? "" : ", ") + std::to_string(id);
+    std::fprintf(stderr, "hachi agent: %s; stopping %zu job(s)%s%s\n", why.c_str(),
+                 stop.size(), list.empty() ? "" : ": ", list.c_str());
+    cv_.SignalAll();
+    lock.Unlock();
+    // Without mu_: a launcher may report the exit (OnExit) from within Cancel.
+    for (state::JobId id : stop) {
+      launcher_->Cancel(id, why);
+      steps_->StopJob(id, kStepGrace);
+    }
+    lock.Lock();
+  }
+}
+
+}  // namespace hachi::agent
