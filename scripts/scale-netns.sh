@@ -49,6 +49,9 @@ trap cleanup EXIT
 # host runs this copy (binding the build back in would put the checkout in its /tmp).
 cp "$build/hachi" "$dir/hachi"
 hachi=$dir/hachi
+# The jobs' working directory (submit and sbatch take the caller's): one every host
+# sees, which the caller's may not be when it is under /tmp.
+cd "$dir"
 
 ip netns add "$srv"
 ip netns add "$agt"

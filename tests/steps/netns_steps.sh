@@ -45,6 +45,9 @@ trap cleanup EXIT
 # host runs this copy (binding the build back in would put the checkout in its /tmp).
 cp "$build/hachi" "$dir/hachi"
 hachi=$dir/hachi
+# The jobs' working directory (sbatch and hachi run take the caller's): one every host
+# sees, which the test's own may not be when it is under /tmp.
+cd "$dir"
 check() {  # check NAME CONDITION-STATUS DETAIL
   if [ "$2" -eq 0 ]; then echo "ok: $1"; else echo "FAIL: $1: $3"; fail=1; fi
 }
