@@ -19,7 +19,6 @@
 #   scripts/scale-netns.sh BUILD_DIR            # N=60 JOBS=600 GANGS=20 STEP_NODES=0 BURN_IN=0
 set -euo pipefail
 build=${1:?usage: scripts/scale-netns.sh BUILD_DIR}
-hachi=$(cd "$build" && pwd)/hachi
 N=${N:-60}
 JOBS=${JOBS:-600}
 GANGS=${GANGS:-20}
@@ -46,6 +45,13 @@ cleanup() {
   rm -rf "$dir"
 }
 trap cleanup EXIT
+# A host's tmpfs /tmp hides the machine's, and with it a checkout cloned there: every
+# host runs this copy (binding the build back in would put the checkout in its /tmp).
+cp "$build/hachi" "$dir/hachi"
+hachi=$dir/hachi
+# The jobs' working directory (submit and sbatch take the caller's): one every host
+# sees, which the caller's may not be when it is under /tmp.
+cd "$dir"
 
 ip netns add "$srv"
 ip netns add "$agt"
@@ -79,7 +85,7 @@ rss_of() { awk '/VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 t0=$(date +%s.%N)
 for i in $(seq 1 "$N"); do
   name=$(printf 'n%04d' "$i")
-  ip netns exec "$agt" unshare -m sh -c "mount -t tmpfs tmpfs /tmp && exec '$hachi' agent \
+  ip netns exec "$agt" unshare -m sh -c "mount -t tmpfs tmpfs /tmp && cd / && exec '$hachi' agent \
     --server http://10.77.0.1:8686 --name $name --address 10.77.0.2 --preset hgx-h100 \
     --spool-dir /tmp/spool --cgroup none --cluster-secret-file '$dir/agent-secret'" \
     >"$dir/agent-$name.log" 2>&1 &

@@ -86,9 +86,10 @@ class FleetE2e : public ::testing::Test {
     ASSERT_NE(::mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
     std::ofstream(dir_ + "/rdv.py") << kRendezvous;
-    const std::string hachi = std::string(HACHI_BINARY_DIR) + "/hachi";
+    hachi_ = Fleet::CopyForHosts(std::string(HACHI_BINARY_DIR) + "/hachi", dir_);
+    ASSERT_FALSE(hachi_.empty()) << "could not copy hachi into " << dir_;
     fleet_->Spawn(0,
-                  hachi + " server --state-dir " + dir_ + "/state --listen " +
+                  hachi_ + " server --state-dir " + dir_ + "/state --listen " +
                       fleet_->address(0) + ":0",
                   dir_ + "/server.log");
     std::string url;
@@ -110,7 +111,7 @@ class FleetE2e : public ::testing::Test {
     for (int host = 1; host <= 2; ++host) {
       const std::string name = "h" + std::to_string(host);
       fleet_->Spawn(host,
-                    hachi + " agent --server " + url + " --name " + name +
+                    hachi_ + " agent --server " + url + " --name " + name +
                         " --preset hgx-h100 --cgroup none --spool-dir /tmp/spool" +
                         " --cluster-secret-file " + dir_ + "/state/cluster-secret",
                     dir_ + "/agent-" + name + ".log");
@@ -174,6 +175,7 @@ class FleetE2e : public ::testing::Test {
   std::unique_ptr<Fleet> fleet_;
   std::string port_;  // the server's, on host 0
   std::string dir_;
+  std::string hachi_;  // the binary the hosts run: a copy in dir_ (Fleet::CopyForHosts)
   std::string cwd_;
 };
 
@@ -193,8 +195,7 @@ TEST_F(FleetE2e, AgentsWithoutAddressAreKnownByTheAddressTheyConnectFrom) {
 // why, naming both addresses.
 TEST_F(FleetE2e, ALoopbackAddressFromAnotherHostIsRefused) {
   fleet_->Spawn(2,
-                std::string(HACHI_BINARY_DIR) + "/hachi agent --server http://" +
-                    fleet_->address(0) + ":" + port_ +
+                hachi_ + " agent --server http://" + fleet_->address(0) + ":" + port_ +
                     " --name lo --address 127.0.0.1 --preset hgx-h100 --cgroup none " +
                     "--spool-dir /tmp/spool-lo --cluster-secret-file " + dir_ +
                     "/state/cluster-secret",

@@ -16,7 +16,8 @@
 // Spawn runs a command in a host's netns and in a private mount namespace with a tmpfs
 // /tmp (what scripts/scale-netns.sh does), so two "hosts" never share /tmp files or
 // sockets; anything that must be shared (a secret, output files) goes under another
-// directory, e.g. /var/tmp.
+// directory, e.g. /var/tmp. The tmpfs hides the machine's /tmp, and with it a checkout
+// cloned there: a host runs the hachi binary that CopyForHosts put in such a directory.
 //
 // Not thread-safe: one test thread drives it. Needs root and iproute2; Possible() says
 // whether both are there so a test can GTEST_SKIP with the reason.
@@ -30,6 +31,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -94,11 +96,27 @@ class Fleet {
     return "hachi-h" + std::to_string(i) + "-" + std::to_string(pid_);
   }
 
-  // Runs `shell_cmd` (through sh -c) on host i with a private tmpfs /tmp, stdout and
-  // stderr appended to `log_path`. The returned pid is the command's own (every layer
-  // execs), so Stop(pid) signals it directly. -1 when fork fails.
+  // `binary` copied into `shared_dir` (outside /tmp), its new path; "" when the copy
+  // fails. What every host can run wherever the checkout lives. A copy rather than
+  // binding the build directory back in under the tmpfs: a host's /tmp then holds only
+  // what the host wrote, as on a machine of its own.
+  static std::string CopyForHosts(const std::string& binary,
+                                  const std::string& shared_dir) {
+    const std::filesystem::path to =
+        std::filesystem::path(shared_dir) / std::filesystem::path(binary).filename();
+    std::error_code ec;
+    std::filesystem::copy_file(binary, to,
+                               std::filesystem::copy_options::overwrite_existing, ec);
+    return ec ? std::string() : to.string();
+  }
+
+  // Runs `shell_cmd` (through sh -c) on host i with a private tmpfs /tmp, from /, stdout
+  // and stderr appended to `log_path`. The returned pid is the command's own (every
+  // layer execs), so Stop(pid) signals it directly. -1 when fork fails. `shell_cmd`
+  // names no path under /tmp that the host did not make (CopyForHosts); the test's
+  // working directory, which may be under the hidden /tmp, is left behind for /.
   pid_t Spawn(int host, const std::string& shell_cmd, const std::string& log_path) {
-    const std::string inner = "mount -t tmpfs tmpfs /tmp && exec " + shell_cmd;
+    const std::string inner = "mount -t tmpfs tmpfs /tmp && cd / && exec " + shell_cmd;
     const std::string cmd = "exec ip netns exec " + netns(host) +
                             " unshare -m --propagation private sh -c " + Quote(inner) +
                             " >>" + Quote(log_path) + " 2>&1 </dev/null";

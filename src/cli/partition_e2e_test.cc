@@ -119,7 +119,9 @@ TEST(Partition, CutNodeFencedNoJobTwiceNoGpuTwice) {
   char tmpl[] = "/var/tmp/hachi-partition-XXXXXX";
   ASSERT_NE(::mkdtemp(tmpl), nullptr);
   const std::string dir = tmpl;
-  const std::string hachi = std::string(HACHI_BINARY_DIR) + "/hachi";
+  const std::string hachi =
+      Fleet::CopyForHosts(std::string(HACHI_BINARY_DIR) + "/hachi", dir);
+  ASSERT_FALSE(hachi.empty()) << "could not copy hachi into " << dir;
   fleet.Spawn(0,
               hachi + " server --state-dir " + dir + "/state --listen " +
                   fleet.address(0) + ":0 --agent-timeout " + std::to_string(kTimeout) +

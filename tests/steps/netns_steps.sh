@@ -18,7 +18,6 @@
 #   tests/steps/netns_steps.sh BUILD_DIR
 set -euo pipefail
 build=${1:?usage: tests/steps/netns_steps.sh BUILD_DIR}
-hachi=$(cd "$build" && pwd)/hachi
 [ "$(id -u)" -eq 0 ] || { echo "netns_steps: needs root (ip netns); skipped" >&2; exit 77; }
 command -v ip >/dev/null || { echo "netns_steps: no ip(8); skipped" >&2; exit 77; }
 command -v python3 >/dev/null || { echo "netns_steps: no python3; skipped" >&2; exit 77; }
@@ -42,6 +41,13 @@ cleanup() {
   rm -rf "$dir"
 }
 trap cleanup EXIT
+# A host's tmpfs /tmp hides the machine's, and with it a checkout cloned there: every
+# host runs this copy (binding the build back in would put the checkout in its /tmp).
+cp "$build/hachi" "$dir/hachi"
+hachi=$dir/hachi
+# The jobs' working directory (sbatch and hachi run take the caller's): one every host
+# sees, which the test's own may not be when it is under /tmp.
+cd "$dir"
 check() {  # check NAME CONDITION-STATUS DETAIL
   if [ "$2" -eq 0 ]; then echo "ok: $1"; else echo "FAIL: $1: $3"; fail=1; fi
 }
@@ -76,7 +82,7 @@ for _ in $(seq 100); do
 done
 cp "$dir/state/cluster-secret" "$dir/agent-secret"
 for i in 1 2; do
-  ip netns exec "${tag}$i" unshare -m sh -c "mount -t tmpfs tmpfs /tmp && exec '$hachi' \
+  ip netns exec "${tag}$i" unshare -m sh -c "mount -t tmpfs tmpfs /tmp && cd / && exec '$hachi' \
     agent --server http://10.78.0.1:8686 --name h$i --address 10.78.0.1$i \
     --preset hgx-h100 --spool-dir /tmp/spool --cgroup none \
     --cluster-secret-file '$dir/agent-secret'" >"$dir/agent-h$i.log" 2>&1 &
