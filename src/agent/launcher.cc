@@ -582,7 +582,7 @@ Status ProcessLauncher::Launch(const api::LaunchSpec& spec) {
     if (req.argv.empty()) {
       req.argv = options_.waiter.empty()
                      ? std::vector<std::string>{"sleep", "infinity"}
-                     : std::vector<std::string>{"/proc/self/exe", kHoldCommand};
+                     : std::vector<std::string>{options_.waiter, kHoldCommand};
     }
   } else if (!spec.spec.script().empty()) {
     job.script = options_.spool_dir + "/job-" + std::to_string(spec.job) + ".sh";
