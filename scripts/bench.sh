@@ -45,6 +45,13 @@ if [ -d "${HACHI_SHARED_DIR:-$root/../shared}/traces/alibaba-openb-gpu-v2023" ];
   echo "==> fgd placement (scripts/fgd-bench.sh)"
   "$root/scripts/fgd-bench.sh" "$build/hachi" | tee "$out/fgd_placement.md"
 fi
+# What a process start costs (docs/benchmarks.md, "Process start"): hachi --version, the
+# job waiter and a held submit against an empty C++ program measured in the same run;
+# fails when one is over its budget (bench/start/start_cost.py).
+if [ -x "$build/hachi" ]; then
+  echo "==> process start (bench/start/start_cost.py)"
+  "$root/bench/start/start_cost.py" "$build" | tee "$out/start_cost.md"
+fi
 # The running system against Slurm (docs/benchmarks.md, "The running system against
 # Slurm"): hachi dev with 4 simulated 8-GPU nodes, the Slurm baseline's job shapes; ~1-2 min.
 if [ -x "$build/hachi" ]; then

@@ -45,11 +45,11 @@ cleanup() {
     for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
     kill -KILL "$p" 2>/dev/null || true
   done
-  # Job waiters outlive their agent by design: any process still running R's binary is
+  # Job waiters outlive their agent by design: any process still running R's binaries is
   # one this test started.
   for p in /proc/[0-9]*; do
     case "$(readlink "$p/exe" 2>/dev/null)" in
-      "$R"/usr/bin/hachi*) kill -KILL "${p#/proc/}" 2>/dev/null || true ;;
+      "$R"/usr/bin/hachi* | "$R"/usr/lib/hachi/*) kill -KILL "${p#/proc/}" 2>/dev/null || true ;;
     esac
   done
   rm -rf "$tmp"
@@ -76,6 +76,7 @@ want_file() {  # MODE PATH
   grep -qE "^$1 root/root \\./${2#/}( |$)" "$listing" || fail "hachi lacks $2 with mode $1"
 }
 want_file -rwxr-xr-x /usr/bin/hachi
+want_file -rwxr-xr-x /usr/lib/hachi/hachi-job-waiter  # what the agent runs each job under
 for f in /lib/systemd/system/hachi-server.service /lib/systemd/system/hachi-agent.service \
   /etc/hachi/hachi.toml /etc/default/hachi-server /etc/default/hachi-agent \
   /usr/lib/sysusers.d/hachi.conf /usr/lib/tmpfiles.d/hachi.conf \

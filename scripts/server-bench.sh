@@ -63,10 +63,20 @@ queued() { "$hachi" queue -o %i | tail -n +2 | wc -l; }
 completed() { "$hachi" queue -t CD -o %i | tail -n +2 | wc -l; }
 cancel_all() {  # as run.sh's scancel + wait_queue_empty 60
   local ids
-  # job ids, not %i: an array task shows as ARRAYID_TASK there
-  ids=$("$hachi" queue --json | grep -o '"id":[0-9]*' | cut -d: -f2 | tr '\n' ' ' || true)
+  # Job ids, not %i (an array task shows as ARRAYID_TASK there), of the jobs not ended:
+  # /jobs lists recently ended jobs too, and `hachi cancel` exits 1 on those ("already
+  # ended"). A job can still end between this listing and the cancel, so a failed cancel
+  # does not stop the script: the wait below is the check.
+  ids=$("$hachi" queue --json | python3 -c '
+import json, sys
+doc = json.load(sys.stdin)
+jobs = doc.get("jobs", []) if isinstance(doc, dict) else doc
+ended = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
+         "PREEMPTED", "BOOT_FAIL", "DEADLINE"}
+print(" ".join(str(j["id"]) for j in jobs if j.get("state") not in ended))')
   # shellcheck disable=SC2086
-  [ -z "$ids" ] || "$hachi" cancel $ids
+  [ -z "$ids" ] || "$hachi" cancel $ids >/dev/null 2>"$tmp/cancel.err" ||
+    log "cancel: $(grep -vc 'already ended' "$tmp/cancel.err") error(s) other than an ended job"
   for _ in $(seq 240); do [ "$(queued)" -eq 0 ] && return 0; sleep 0.25; done
   echo "server-bench: jobs still queued after cancelling" >&2
   return 1

@@ -312,7 +312,7 @@ Status ProcessLauncher::SetCommand(const api::LaunchSpec& spec, bool holder,
     if (req.argv.empty()) {
       req.argv = options_.waiter.empty()
                      ? std::vector<std::string>{"sleep", "infinity"}
-                     : std::vector<std::string>{"/proc/self/exe", kHoldCommand};
+                     : std::vector<std::string>{options_.waiter, kHoldCommand};
     }
     return Status::Ok();
   }

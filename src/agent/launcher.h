@@ -136,8 +136,8 @@ class ProcessLauncher final : public Launcher {
     EnvList job_env;
     // What a node of a job whose batch script runs on its first node only (sbatch's
     // way, JobSpec::batch_on_first_node) runs on the job's other nodes to hold them
-    // until the job ends: empty for "hachi __hold" through the waiter (this binary),
-    // else "sleep infinity".
+    // until the job ends: empty for "WAITER __hold" through the waiter (both waiter
+    // programs hold), else "sleep infinity".
     std::vector<std::string> holder;
     // Time limits, kill graces and exit times read it (not owned; outlives the
     // launcher). The supervisor waits in real time: after moving a FakeClock, call

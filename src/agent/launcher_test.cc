@@ -121,6 +121,25 @@ TEST_F(LauncherTest, NcclHcaOfTheGrantedGpus) {
   EXPECT_EQ(Slurp(dir_ + "/b.txt"), "mlx5_9\n");
 }
 
+// A holder (an interactive allocation) is the waiter's own `__hold`: it blocks every
+// signal and ends only by the launcher's SIGKILL, which the waiter mirrors. A holder the
+// waiter program does not know ends at once with exit code 2 ("started by the agent
+// only"), or by SIGTERM.
+TEST_F(LauncherTest, HolderRunsUnderTheWaiterUntilKilled) {
+  api::LaunchSpec spec = Job(90).Sh("exit 5");
+  spec.spec.interactive = true;
+  ASSERT_TRUE(launcher_->Launch(spec).ok());
+  // A job of half a second beside it: a holder that cannot hold has ended by then.
+  api::JobExit beside = Run(Job(91).Sh("sleep 0.5"));
+  EXPECT_EQ(beside.exit_code, 0);
+  EXPECT_EQ(exits_.Count(90), 0u) << "the holder ended by itself";
+  launcher_->Cancel(90, "test");
+  std::optional<api::JobExit> e = exits_.Wait(90);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->signal, SIGKILL) << e->message;
+  EXPECT_EQ(e->exit_code, 0) << e->message;
+}
+
 struct ExitCase {
   std::string name;
   std::string sh;

@@ -150,6 +150,17 @@ int WaiterMain(int argc, char** argv) {
   return w.code;
 }
 
+std::string FindWaiterBinary(const std::string& self_exe, const std::string& fallback) {
+  const size_t slash = self_exe.rfind('/');
+  if (slash == std::string::npos) return fallback;
+  const std::string dir = self_exe.substr(0, slash);
+  for (const std::string& candidate :
+       {dir + "/" + kWaiterBinary, dir + "/../lib/hachi/" + kWaiterBinary}) {
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return fallback;
+}
+
 std::string FormatWaitedStatus(const WaitedStatus& s) {
   return std::string(s.signaled ? "signal " : "exit ") + std::to_string(s.code) + "\n";
 }

@@ -43,6 +43,14 @@ inline constexpr const char* kHoldCommand = "__hold";
 // kWaiterCommand.
 int WaiterMain(int argc, char** argv);
 
+// The waiter's own program, `hachi-job-waiter`: beside `self_exe` (the build tree), else
+// in ../lib/hachi from its directory (the package: /usr/bin/hachi,
+// /usr/lib/hachi/hachi-job-waiter); `fallback` (the agent's own binary, which runs
+// `__job-waiter` too) when neither is executable. `self_exe` is a real path, not
+// /proc/self/exe.
+std::string FindWaiterBinary(const std::string& self_exe, const std::string& fallback);
+inline constexpr char kWaiterBinary[] = "hachi-job-waiter";
+
 // How a job ended, as its waiter wrote it.
 struct WaitedStatus {
   bool signaled = false;

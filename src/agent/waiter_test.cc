@@ -3,6 +3,7 @@
 #include "agent/waiter.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -66,6 +67,42 @@ TEST(WaiterMain, RefusesAMalformedCommandLine) {
     argv.push_back(nullptr);
     EXPECT_EQ(WaiterMain(static_cast<int>(row.size()), argv.data()), 2) << row.size();
   }
+}
+
+}  // namespace
+}  // namespace hachi::agent
+
+namespace hachi::agent {
+namespace {
+
+// Where the agent finds the waiter's own program: beside its binary (build tree), in
+// ../lib/hachi (package), else its own binary.
+TEST(FindWaiterBinary, BesideThenLibHachiThenFallback) {
+  char tmpl[] = "/tmp/hachi-waiter-find-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string root = tmpl;
+  const std::string bin = root + "/bin", lib = root + "/lib/hachi";
+  ASSERT_EQ(mkdir(bin.c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((root + "/lib").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir(lib.c_str(), 0755), 0);
+  auto make = [](const std::string& path, mode_t mode) {
+    std::ofstream(path) << "#!/bin/sh\n";
+    ASSERT_EQ(chmod(path.c_str(), mode), 0);
+  };
+  const std::string self = bin + "/hachi";
+  EXPECT_EQ(FindWaiterBinary(self, "/proc/self/exe"), "/proc/self/exe");
+  EXPECT_EQ(FindWaiterBinary("hachi", "/proc/self/exe"), "/proc/self/exe");
+  make(lib + "/hachi-job-waiter", 0644);  // not executable: not taken
+  EXPECT_EQ(FindWaiterBinary(self, "/proc/self/exe"), "/proc/self/exe");
+  make(lib + "/hachi-job-waiter", 0755);
+  EXPECT_EQ(FindWaiterBinary(self, "/proc/self/exe"),
+            bin + "/../lib/hachi/hachi-job-waiter");
+  make(bin + "/hachi-job-waiter", 0755);
+  EXPECT_EQ(FindWaiterBinary(self, "/proc/self/exe"), bin + "/hachi-job-waiter");
+  for (const std::string& f : {bin + "/hachi-job-waiter", lib + "/hachi-job-waiter"}) {
+    unlink(f.c_str());
+  }
+  for (const std::string& d : {lib, root + "/lib", bin, root}) rmdir(d.c_str());
 }
 
 }  // namespace

@@ -55,7 +55,10 @@ Result<std::unique_ptr<HttpClient>> HttpClient::Create(std::string_view address,
     std::string path = a.substr(5);
     if (path.empty())
       return InvalidArgument("server address '" + a + "': no socket path");
-    impl->client = std::make_unique<httplib::Client>(path);
+    // (host, port), not httplib's one-string form, which compiles a std::regex to split
+    // a URL: half of a `hachi submit`'s instructions. A path never matched it anyway;
+    // the port is not used over AF_UNIX.
+    impl->client = std::make_unique<httplib::Client>(path, 80);
     impl->client->set_address_family(AF_UNIX);
   } else {
     const bool https = a.rfind("https://", 0) == 0;

@@ -26,6 +26,7 @@
 #include "agent/kernel_log.h"
 #include "agent/launcher.h"
 #include "agent/nccl_env.h"
+#include "agent/waiter.h"
 #include "api/http_client.h"
 #include "cli/auth_files.h"
 #include "cli/fail.h"
@@ -46,6 +47,13 @@
 
 namespace hachi::cli {
 namespace {
+
+// This binary's path ("" when /proc cannot say).
+std::string SelfExe() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
 
 // Blocks SIGINT/SIGTERM in every thread started after this, then waits for one.
 sigset_t BlockStopSignals() {
@@ -552,9 +560,10 @@ std::unique_ptr<agent::Launcher> RealLauncher(const std::string& spool,
   if (Result<topo::Topology> t = topo::ParseTopologyJson(topology_json, "node"); t.ok()) {
     lo.gpu_nics = agent::NearestNics(*t);
   }
-  // This very binary waits for each job (agent/waiter.h), so jobs outlive a restart of
-  // the agent and the next one adopts them.
-  lo.waiter = "/proc/self/exe";
+  // A waiter waits for each job (agent/waiter.h), so jobs outlive a restart of the agent
+  // and the next one adopts them: the small hachi-job-waiter beside this binary, else
+  // this very binary (`hachi __job-waiter`).
+  lo.waiter = agent::FindWaiterBinary(SelfExe(), "/proc/self/exe");
   // srun inside a job finds the server as this agent does (with HACHI_JOB_TOKEN).
   lo.job_env = {{"HACHI_SERVER", server}};
   auto launcher = std::make_unique<agent::ProcessLauncher>(lo, std::move(cb));

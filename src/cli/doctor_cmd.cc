@@ -81,10 +81,7 @@ void AddDoctorCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--expect-gpus", f->opts.expect_gpus,
                   "the number of GPUs the node should have (overrides the preset's)")
       ->check(CLI::Range(1, 64));
-  std::string names;
-  for (const topo::PresetInfo& p : topo::ListPresets()) {
-    names += (names.empty() ? "" : ", ") + p.name;
-  }
+  const std::string names = topo::PresetNameList();
   cmd->add_option(
       "--preset", f->opts.preset,
       "the node this should be (its GPU count and NVLinks per pair): " + names);

@@ -2,17 +2,14 @@
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "agent/waiter.h"
-#include "cli/commtest_cmd.h"
-#include "cli/doctor_cmd.h"
+#include "cli/commands.h"
 #include "cli/job_cmds.h"
-#include "cli/sim_cmd.h"
 #include "cli/slurm/slurm_cmds.h"
-#include "cli/token_cmds.h"
-#include "cli/topo_cmd.h"
 #include "core/strings.h"
 
 int main(int argc, char** argv) {
@@ -49,15 +46,9 @@ int main(int argc, char** argv) {
                  "CA certificate (PEM) of an https:// server (or $HACHI_CA_CERT)")
       ->each([](const std::string& path) { ::setenv("HACHI_CA_CERT", path.c_str(), 1); });
   int exit_code = 0;
-  hachi::cli::AddTopoCommands(app, &exit_code);
-  hachi::cli::AddCommtestCommand(app, &exit_code);
-  hachi::cli::AddDoctorCommand(app, &exit_code);
-  hachi::cli::AddSimCommands(app, &exit_code);
-  hachi::cli::AddJobCommands(app, &exit_code);
-  hachi::cli::AddNodeCommands(app, &exit_code);
-  hachi::cli::AddDaemonCommands(app, &exit_code);
-  hachi::cli::AddTokenCommands(app, &exit_code);
-  hachi::cli::slurm::AddSlurmCommands(app, &exit_code);
+  // Only the invoked command's part of the tree (cli/commands.h).
+  hachi::cli::AddCommandsFor(app, &exit_code,
+                             std::span<char* const>(argv + 1, argv + argc));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

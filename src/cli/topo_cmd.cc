@@ -33,10 +33,7 @@ void AddSourceFlags(CLI::App* cmd, SourceFlags* f) {
       "read the node from files: `nvidia-smi topo -m` output, optionally with "
       "`nvidia-smi -L` / `--query-gpu` output, or a Hachi topology JSON "
       "(repeat --file to merge)");
-  std::string names;
-  for (const topo::PresetInfo& p : topo::ListPresets()) {
-    names += (names.empty() ? "" : ", ") + p.name;
-  }
+  const std::string names = topo::PresetNameList();
   cmd->add_option("-p,--preset", f->preset, "a built-in node: " + names);
   cmd->add_flag("--json", f->json, "print one JSON object");
 }

@@ -41,6 +41,20 @@ std::vector<PresetInfo> ListPresets() {
   return out;
 }
 
+std::vector<std::string> PresetNames() {
+  std::vector<std::string> out;
+  for (const internal::EmbeddedPreset& p : internal::EmbeddedPresets())
+    out.push_back(p.name);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string PresetNameList() {
+  std::string names;
+  for (const std::string& n : PresetNames()) names += (names.empty() ? "" : ", ") + n;
+  return names;
+}
+
 Result<TopologyFile> LoadPresetFile(std::string_view name) {
   std::string known;
   for (const Parsed& p : AllPresets()) {

@@ -21,6 +21,11 @@ struct PresetInfo {
 
 // Every preset, sorted by name.
 std::vector<PresetInfo> ListPresets();
+// The presets' names, sorted, without parsing them: what --help lists. ListPresets parses
+// every preset (milliseconds), which a command's start must not pay.
+std::vector<std::string> PresetNames();
+// The same joined with ", ".
+std::string PresetNameList();
 // The named preset; kNotFound names the known presets when `name` is not one.
 // The topology's source is "preset <name>".
 Result<Topology> LoadPreset(std::string_view name);

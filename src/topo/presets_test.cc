@@ -22,6 +22,16 @@ TEST(PresetsTest, ListIsSortedAndComplete) {
                                              "pcie-8x-l40s"}));
 }
 
+// The names --help lists come without parsing the presets, and are the same list.
+TEST(PresetsTest, NamesAreTheListsNames) {
+  std::vector<std::string> listed;
+  for (const PresetInfo& p : ListPresets()) listed.push_back(p.name);
+  EXPECT_EQ(PresetNames(), listed);
+  EXPECT_EQ(PresetNameList(),
+            "a800, dgx-a100, dgx1-v100, hgx-h100, hgx2-16, pcie-8x-4090-nv4-pairs, "
+            "pcie-8x-l40s");
+}
+
 TEST(PresetsTest, EveryPresetLoadsAndRoundTrips) {
   for (const PresetInfo& p : ListPresets()) {
     SCOPED_TRACE(p.name);
