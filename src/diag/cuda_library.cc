@@ -1,7 +1,6 @@
 #include "diag/cuda_library.h"
 
 #include "core/dynamic_library.h"
-
 #include "core/mutex.h"
 
 namespace hachi::diag {

@@ -67,4 +67,3 @@ std::string JobExplainToJson(const JobExplain& e);  // compact, keys sorted
 Result<JobExplain> JobExplainFromJson(std::string_view text);
 
 }  // namespace hachi::report
-

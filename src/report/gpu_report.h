@@ -117,4 +117,3 @@ std::string GpuReportToJson(const GpuReport& r);
 Result<GpuReport> GpuReportFromJson(std::string_view text);
 
 }  // namespace hachi::report
-

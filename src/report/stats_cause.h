@@ -71,4 +71,3 @@ struct AlertCause {
 std::vector<AlertCause> ClassifyAlert(const PartitionLoad& load);
 
 }  // namespace hachi::report
-

@@ -239,7 +239,8 @@ void Controller::NodeLostLocked(const std::string& node, const std::string& why,
 
 int64_t Controller::FenceLeftMsLocked(const std::string& node) const {
   auto n = ledger_->image().nodes.find(node);
-  if (n == ledger_->image().nodes.end() || n->second.state != state::NodeState::kDown) return -1;
+  if (n == ledger_->image().nodes.end() || n->second.state != state::NodeState::kDown)
+    return -1;
   return FenceLeftMs(agents_.SilentForMs(node),
                      {options_.lease, options_.kill_grace, options_.fence_margin});
 }

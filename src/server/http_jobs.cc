@@ -6,9 +6,9 @@
 #include "api/record_json.h"
 #include "api/record_json_nlohmann.h"
 #include "core/strings.h"
+#include "report/job_stats.h"
 #include "server/http_auth.h"
 #include "server/http_handlers.h"
-#include "report/job_stats.h"
 #include "state/usage_json.h"
 
 namespace hachi::server {

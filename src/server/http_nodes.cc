@@ -6,12 +6,12 @@
 #include "api/protocol_json.h"
 #include "api/record_json_nlohmann.h"
 #include "core/strings.h"
+#include "report/gpu_report.h"
+#include "report/job_stats.h"
 #include "server/http_auth.h"
 #include "server/http_handlers.h"
 #include "server/http_loop.h"
 #include "server/metrics.h"
-#include "report/gpu_report.h"
-#include "report/job_stats.h"
 
 namespace hachi::server {
 namespace {
@@ -145,7 +145,8 @@ void ApiHandlers::Stats(const Request& req, Response& res) const {
   for (const state::NodeStatus& n : c_->Nodes()) gpus += n.gpus;
   report::JobStats stats =
       report::ComputeStats(c_->Jobs(true), c_->clock().Now(), window, alert, gpus);
-  report::AttachLoads(&stats, c_->PartitionLoads());  // a flagged partition's likely cause
+  report::AttachLoads(&stats,
+                      c_->PartitionLoads());  // a flagged partition's likely cause
   json j = json::parse(report::JobStatsToJson(stats));
   const ControllerStats cs = c_->stats();
   j["scheduler"] = {{"cycles", cs.cycles},

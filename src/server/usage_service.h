@@ -22,9 +22,9 @@
 
 #include "config/cluster_config.h"
 #include "core/clock.h"
+#include "report/gpu_report.h"
 #include "server/controller_metrics.h"
 #include "server/ledger.h"
-#include "report/gpu_report.h"
 #include "state/usage.h"
 
 namespace hachi::server {
@@ -74,7 +74,7 @@ class UsageService : public OnLedger, public Ledger::Observer {
   // GPU-hours over [q.from, q.to) from every record, running jobs with their usage so
   // far; `groups`: node → its group (the GPU model) for q.by == kNodeGroup.
   report::GpuReport ReportLocked(const report::ReportQuery& q,
-                                const std::map<std::string, std::string>& groups) const
+                                 const std::map<std::string, std::string>& groups) const
       REQUIRES(ledger_->mu());
 
   // Ledger::Observer: a run that ends (JobEnded) or is requeued takes its summary onto

@@ -1,7 +1,6 @@
 #include "topo/nvml_library.h"
 
 #include "core/dynamic_library.h"
-
 #include "core/mutex.h"
 
 namespace hachi::topo {
