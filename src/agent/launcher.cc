@@ -376,6 +376,8 @@ Result<Spawned> ProcessLauncher::SpawnRun(const api::LaunchSpec& spec,
 // as kLaunchFailed with the reason.
 void ProcessLauncher::LaunchFailedLocked(const api::LaunchSpec& spec, Run& run,
                                          const Status& why) {
+  // The lock is State's, which launcher.h cannot name: its callers hold it.
+  state_->mu.AssertHeld();
   isolation_->Finish(run.iso);
   if (!run.script.empty()) unlink(run.script.c_str());
   if (!options_.waiter.empty())
@@ -394,6 +396,8 @@ void ProcessLauncher::LaunchFailedLocked(const api::LaunchSpec& spec, Run& run,
 void ProcessLauncher::StartedLocked(const api::LaunchSpec& spec, const SpawnRequest& req,
                                     bool holder, const Spawned& child, Run run,
                                     Mono::time_point now) {
+  // The lock is State's, which launcher.h cannot name: its callers hold it.
+  state_->mu.AssertHeld();
   run.pid = child.pid;
   run.pidfd = child.pidfd;
   run.waiter = !options_.waiter.empty();

@@ -94,6 +94,8 @@ bool ProcessLauncher::NextRound(Watch& w) {
 // removed and its exit queued for delivery. Under the lock.
 void ProcessLauncher::EndRunLocked(JobId id) {
   State& s = *state_;
+  // The lock is State's, which launcher.h cannot name: Supervise holds it.
+  s.mu.AssertHeld();
   auto it = s.jobs.find(id);
   if (it == s.jobs.end()) return;
   Run& job = it->second;
