@@ -32,11 +32,11 @@ void CheckOptions(const cli::SubmitOptions& o) {
              "a negative number in the request");
   if (!o.array.empty()) {
     const std::vector<int> ids = cli::ExpandArray(o.array);
-    FUZZ_CHECK(!ids.empty() && ids.size() <= static_cast<size_t>(cli::kMaxArrayTasks),
+    FUZZ_CHECK(!ids.empty() && ids.size() <= static_cast<size_t>(api::kMaxArrayTasks),
                std::to_string(ids.size()));
     for (size_t i = 1; i < ids.size(); ++i)
       FUZZ_CHECK(ids[i - 1] < ids[i], "not ascending");
-    FUZZ_CHECK(ids.front() >= 0 && ids.back() <= cli::kMaxArrayTaskId, "task id range");
+    FUZZ_CHECK(ids.front() >= 0 && ids.back() <= api::kMaxArrayTaskId, "task id range");
   }
 
   // What `hachi submit` would send (job_cmds.cc BuildRequest, without the environment).
@@ -116,7 +116,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (m.ok()) FUZZ_CHECK(*m >= 0, std::to_string(*m));
   Result<cli::ArraySpec> a = cli::ParseArraySpec(first);
   if (a.ok()) {
-    FUZZ_CHECK(cli::ExpandArray(*a).size() <= static_cast<size_t>(cli::kMaxArrayTasks),
+    FUZZ_CHECK(cli::ExpandArray(*a).size() <= static_cast<size_t>(api::kMaxArrayTasks),
                "array size");
   }
   return 0;
