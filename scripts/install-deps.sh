@@ -16,6 +16,7 @@ PKGS=(
   libbenchmark-dev                               # make bench
   clang-14 libclang-rt-14-dev                    # libFuzzer target (make fuzz)
   clang-format                                   # make format-check (Debian 12: 14.0.6)
+  ccache                                         # a fresh clone reuses an earlier clone's objects (CMakeLists.txt)
   python3                                        # make analyze reads compile_commands.json; fleet tests' rank programs
   iproute2                                       # `ip netns`: the fleet and partition tests' simulated hosts
   prometheus                                     # promtool checks the metrics scrape (server/observe_test.cc)
