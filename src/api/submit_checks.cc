@@ -104,7 +104,7 @@ Status CheckJobSpec(const state::JobSpec& spec) {
   }
   if (spec.comment.size() > 4096)
     return InvalidArgument("comment: at most 4096 characters");
-  // An image, never an option of the runtime (issue 16): "--user=0" was docker's flag.
+  // An image, never an option of the runtime: "--user=0" was docker's flag.
   HACHI_RETURN_IF_ERROR(api::CheckContainerImage(spec.container_image));
   return Status::Ok();
 }
