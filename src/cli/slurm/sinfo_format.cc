@@ -240,18 +240,10 @@ Result<std::vector<Column>> LongColumns(const std::string& long_format) {
   for (std::string_view item : Split(long_format, ',')) {
     item = Trim(item);
     if (item.empty()) continue;
-    const size_t colon = item.find(':');
-    const std::string name = ToLower(item.substr(0, colon));
-    int width = 20;
-    if (colon != std::string_view::npos) {
-      std::string_view w = item.substr(colon + 1);
-      if (!w.empty() && w[0] == '.') w.remove_prefix(1);
-      std::optional<long long> n = ParseInt(w);
-      if (!n || *n < 1 || *n > 1000) {
-        return InvalidArgument("Invalid --Format width: " + Clip(item));
-      }
-      width = static_cast<int>(*n);
-    }
+    Result<LongFormatItem> parsed = ParseFormatItem(item);
+    if (!parsed.ok()) return parsed.status();
+    const std::string& name = parsed->name;
+    const int width = parsed->width;
     const auto f = std::find_if(std::begin(kLongFields), std::end(kLongFields),
                                 [&](const LongField& l) { return l.name == name; });
     if (f == std::end(kLongFields)) {

@@ -228,4 +228,18 @@ std::string UsageHint(std::string_view prog) {
   return "Try \"" + std::string(prog) + " --help\" for more information\n";
 }
 
+Result<LongFormatItem> ParseFormatItem(std::string_view item) {
+  const size_t colon = item.find(':');
+  LongFormatItem out{ToLower(item.substr(0, colon))};
+  if (colon == std::string_view::npos) return out;
+  std::string_view w = item.substr(colon + 1);
+  if (!w.empty() && w[0] == '.') w.remove_prefix(1);
+  std::optional<long long> n = ParseInt(w);
+  if (!n || *n < 1 || *n > 1000) {
+    return InvalidArgument("Invalid --Format width: " + Clip(item));
+  }
+  out.width = static_cast<int>(*n);
+  return out;
+}
+
 }  // namespace hachi::cli::slurm

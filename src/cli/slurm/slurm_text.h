@@ -74,6 +74,14 @@ std::string SacctState(
 // "exit:signal" ("0:0", "1:0", "0:9").
 std::string ExitCodeText(const state::JobRecord& j);
 
+// One item of squeue's or sinfo's -O/--Format: NAME[:[.]WIDTH], its name lowercased and
+// its width (20 without one; a leading '.', right-justify, is not kept).
+struct LongFormatItem {
+  std::string name;
+  int width = 20;
+};
+Result<LongFormatItem> ParseFormatItem(std::string_view item);
+
 // The first line of Slurm's answer to an unknown option, with the hint after it.
 std::string UsageHint(std::string_view prog);
 
