@@ -1,4 +1,4 @@
-// BurnInRunner: runs a node's burn-in checks (issue 19, docs/burn-in.md) when the server
+// BurnInRunner: runs a node's burn-in checks (docs/burn-in.md) when the server
 // asks, one run at a time, on a thread of its own. Each check is a process: "doctor ..."
 // and "commtest ..." are this binary's `hachi doctor --json` / `hachi commtest --json`
 // (with --gpu N for each GPU of a GPU's run), anything else a site script run by

@@ -1,4 +1,4 @@
-// BurnInRunner (issue 19, agent/burn_in.h): the checks' command lines, their verdicts,
+// BurnInRunner (agent/burn_in.h): the checks' command lines, their verdicts,
 // and runs of real processes: pass, fail with the reason, the timeout, a newer run.
 #include "agent/burn_in.h"
 

@@ -1,4 +1,4 @@
-// Per-job cgroups (issue 6, docs/isolation.md): each job runs in a cgroup of its own with
+// Per-job cgroups (docs/isolation.md): each job runs in a cgroup of its own with
 // its memory limit, CPU set, pids limit and GPU device filter, and every process in it is
 // killed when the job ends, however it forked or setsid()ed.
 //
@@ -57,7 +57,7 @@ struct CgroupLimits {
   // open: jobs need RDMA, and the only thing one job must not reach is another's GPU.
   bool restrict_gpus = false;
   std::vector<unsigned> gpu_minors;
-  // MIG devices (issue 20, topo/mig_caps.h): when caps_major >= 0, the job may open
+  // MIG devices (topo/mig_caps.h): when caps_major >= 0, the job may open
   // the /dev/nvidia-caps devices (that major) of `cap_minors` only. v1 cannot deny a
   // major and re-allow minors, so it denies each of `cap_others` (every other minor
   // the driver lists in mig-minors); v2's program denies the whole major but these.

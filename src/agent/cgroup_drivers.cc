@@ -255,7 +255,7 @@ class V1Driver final : public DriverBase {
                                                   std::to_string(m) + " rwm");
         if (!st.ok()) return st;
       }
-      // MIG (issue 20): every nvidia-caps minor the driver lists but the job's own.
+      // MIG: every nvidia-caps minor the driver lists but the job's own.
       for (unsigned m : l.cap_others) {
         if (l.caps_major < 0) break;
         Status st =

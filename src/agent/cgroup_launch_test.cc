@@ -156,7 +156,7 @@ TEST_P(RealCgroupTest, JobOpensItsOwnGpusAndNotAnothers) {
   }
 }
 
-// Issue 20: a job on a MIG device of GPU 1 opens /dev/nvidia1 and its device's two
+// A job on a MIG device of GPU 1 opens /dev/nvidia1 and its device's two
 // nvidia-caps access devices (gpu1/gi2/access, gpu1/gi2/ci0/access per a fake
 // mig-minors), and neither another GPU nor the caps of another MIG device.
 TEST_P(RealCgroupTest, MigJobOpensItsGpuAndItsOwnCapsOnly) {
@@ -317,7 +317,7 @@ TEST_P(RealCgroupTest, OutOfMemoryEndsTheJobAndNotItsNeighbour) {
   EXPECT_EQ(n->kind, api::ExitKind::kCancelled);
 }
 
-// Issue 16: the pids.max the kernel enforces add up to no more than the node's budget
+// The pids.max the kernel enforces add up to no more than the node's budget
 // (here 6,000: pid_max and threads-max given, a reserve of 2,000).
 TEST_P(RealCgroupTest, PidsMaxWrittenWithinTheNodesBudget) {
   if (!driver_->Enforces("pids")) GTEST_SKIP() << driver_->Describe();
@@ -474,7 +474,7 @@ TEST(CgroupRuntime, JobGetsUnlimitedMemlockManyFilesAndItsOwnShm) {
   }
 }
 
-// Issue 16: a job's private /dev/shm is never bigger than its memory, whatever it asked.
+// A job's private /dev/shm is never bigger than its memory, whatever it asked.
 TEST(CgroupRuntime, ShmIsBoundedByTheJobsMemory) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root";
   char tmpl[] = "/tmp/hachi-rt-XXXXXX";

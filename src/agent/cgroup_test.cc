@@ -224,7 +224,7 @@ TEST_F(TempTree, CgroupV1WritesEveryControllerAndDeniesTheOtherGpus) {
   EXPECT_FALSE(fs::exists(root_ + "/freezer/hachi/job-3"));
 }
 
-// Issue 20: a job on the MIG device gpu1/gi2/ci0 (a fake mig-minors) is allowed
+// A job on the MIG device gpu1/gi2/ci0 (a fake mig-minors) is allowed
 // exactly its parent GPU's node and that device's two caps; v1 denies the other GPUs
 // and every other caps minor the driver lists.
 TEST_F(TempTree, MigJobGetsItsParentGpuAndItsTwoCapsOnly) {
@@ -296,7 +296,7 @@ TEST_F(TempTree, CgroupModeNoneAndBadModes) {
   EXPECT_FALSE(nothing.ok());
 }
 
-// Issue 16: one 8-GPU job's 4096 x 8 pids could take every pid of a node. The jobs'
+// One 8-GPU job's 4096 x 8 pids could take every pid of a node. The jobs'
 // pids.max together now stay within the node's budget, min(pid_max, threads-max) less
 // the agent's reserve.
 TEST(NodePidsBudget, KernelLimitsLessTheReserve) {
@@ -366,7 +366,7 @@ TEST_F(TempTree, JobsPidsTogetherStayWithinTheNodesBudget) {
   EXPECT_EQ(iso.pids_booked(), 0);
 }
 
-// Issue 16: /dev/shm is never bigger than the job's memory.
+// /dev/shm is never bigger than the job's memory.
 TEST(ShmMib, NeverMoreThanTheJobsMemory) {
   struct Row {
     const char* name;

@@ -44,7 +44,7 @@ bpf_insn Exit() { return Insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0); }
 // The program, in C:
 //   type = ctx->access_type & 0xffff;
 //   if (type != CHAR) return 1;
-//   if (caps_major >= 0 && ctx->major == caps_major) {         // MIG (issue 20)
+//   if (caps_major >= 0 && ctx->major == caps_major) {         // MIG
 //     if (ctx->minor == cap_minors[0] || ...) return 1;
 //     return 0;
 //   }

@@ -22,7 +22,7 @@ EnvList RenumberGpus(const api::LaunchSpec& spec, EnvList env) {
   const std::string inside = GpuSet::FirstN(spec.gpus.size()).ToList();
   for (auto& [k, v] : env) {
     if (k == "CUDA_VISIBLE_DEVICES") {
-      if (spec.mig.empty()) v = inside;  // MIG devices keep their UUIDs (issue 20)
+      if (spec.mig.empty()) v = inside;  // MIG devices keep their UUIDs
     } else if (k == "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT") {
       const size_t eq = v.find('=');
       if (eq != std::string::npos) v = "0" + v.substr(eq);  // a share holds one GPU
@@ -69,7 +69,7 @@ Result<ContainerLaunch> DockerLike(const ContainerRuntime& rt,
   }
   a.insert(a.end(), rt.extra_args.begin(), rt.extra_args.end());
   // The end of the runtime's options (docker and podman parse with pflag, which stops
-  // at "--"): whatever the image is, it is not a flag (issue 16; CheckContainerImage
+  // at "--"): whatever the image is, it is not a flag (CheckContainerImage
   // already refused a leading '-').
   a.push_back("--");
   a.push_back(spec.spec.container_image);

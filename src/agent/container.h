@@ -12,7 +12,7 @@
 // runtime's process group (which `docker run` forwards to the container) reaches the
 // job's process instead of a PID 1 that ignores it. A SIGKILL after the grace only
 // kills the client; the container itself is then removed by `--rm` only once it exits
-// (known gap: `docker kill hachi-job-<id>` on escalation, with issue 6's cgroups).
+// (known gap: `docker kill hachi-job-<id>` on escalation, with the job's cgroup).
 //
 // Pure functions; thread-safe.
 #pragma once
@@ -45,7 +45,7 @@ struct ContainerLaunch {
 // HOSTNAME stay the image's. `binds` are extra host paths mounted read-only at the same
 // place (the spooled batch script). kInvalidArgument for an unknown kind, an empty
 // image, or one api::CheckContainerImage refuses (a leading '-': never an option of the
-// runtime, issue 16; the server refused it at submit already).
+// runtime; the server refused it at submit already).
 Result<ContainerLaunch> PrepareContainer(const ContainerRuntime& rt,
                                          const api::LaunchSpec& spec,
                                          const std::vector<std::string>& argv,

@@ -226,7 +226,7 @@ INSTANTIATE_TEST_SUITE_P(
                               {"docker", "", {}},
                               Job().Image(""),
                               "no container image"},
-                    // Issue 16: never an option of the runtime, whatever the server let
+                    // Never an option of the runtime, whatever the server let
                     // through.
                     ErrorCase{"image_is_an_option",
                               {"docker", "", {}},

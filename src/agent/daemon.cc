@@ -277,7 +277,7 @@ void AgentDaemon::PollLoop() {
       MutexLock lock(&mu_);
       RenewLeaseLocked(sent);
     }
-    // Issue 19: a burn-in run replaces the one under way (checks take minutes: they run
+    // A burn-in run replaces the one under way (checks take minutes: they run
     // on the runner's thread, not this one).
     if (work->burn_in) burn_in_->Start(*work->burn_in);
     // Cancels first: one for a job that is also launched in this batch stops its earlier

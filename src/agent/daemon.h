@@ -68,14 +68,14 @@ struct AgentOptions {
   // The lease until the server says otherwise (its register reply's lease_s).
   Duration lease = 30;
   std::string cgroup;  // its job isolation for the node record: "v1", "v2", "none"
-  // Burn-in (issue 19): the GPU driver NVML reports ("" without NVML), whether the GPUs
+  // Burn-in: the GPU driver NVML reports ("" without NVML), whether the GPUs
   // are simulated (--preset, --topology-file; `hachi agent` and `hachi dev` set false on
   // real GPUs, so that an embedding that does not say runs no checks), and the binary
   // whose `doctor` and `commtest` the checks run ("": /proc/self/exe).
   std::string gpu_driver;
   bool simulated = true;
   std::string self_exe;
-  // GPU shares (issue 20, docs/isolation.md "GPU shares"): the MPS control daemons that
+  // GPU shares (docs/isolation.md "GPU shares"): the MPS control daemons that
   // serve them (agent/mps.h), acquired before a share launches and released at its
   // exit; null when MPS cannot serve them here, and `gpu_sharing` says so for the node
   // record: "mps", or "soft-limit: <why not MPS>". A share with promised GPU memory that
@@ -84,7 +84,7 @@ struct AgentOptions {
   // as kOutOfMemory, its neighbours untouched.
   std::shared_ptr<MpsDaemons> mps;
   std::string gpu_sharing;
-  // Issue 21 (state/usage.h, docs/efficiency.md): every `usage_interval_ms` the agent
+  // (state/usage.h, docs/efficiency.md): every `usage_interval_ms` the agent
   // samples each running job (its GPUs through `sample_gpus`, its CPU time and memory
   // from its cgroup) and sends the samples with its next health report. 0: no samples.
   // `sample_gpus` gives every GPU's figures (agent::GpuSampler::Sample); null: none, the

@@ -299,7 +299,7 @@ api::LaunchSpec Launch(state::JobId id, Time start_time) {
   return l;
 }
 
-// Issue 17: a signal in the work answer reaches the launcher, after the launch of the
+// A signal in the work answer reaches the launcher, after the launch of the
 // same answer, with its batch-only flag.
 TEST(DaemonScripted, SignalsReachTheLauncher) {
   ScriptedServer server;
@@ -383,7 +383,7 @@ TEST(DaemonScripted, GpuProcessesAreSentAgainEveryMinute) {
   EXPECT_EQ(server.health()[2].processes[0].pid, 4242u);
 }
 
-// Issue 20: a share that no MPS server limits is watched: when its processes on its GPU
+// A share that no MPS server limits is watched: when its processes on its GPU
 // use more GPU memory than it was promised it is stopped as OUT_OF_MEMORY with the
 // figures, and its neighbour on the same GPU, within its promise, is not.
 TEST(DaemonScripted, AShareOverItsSoftLimitIsStoppedAndItsNeighbourIsNot) {
@@ -425,7 +425,7 @@ TEST(DaemonScripted, AShareOverItsSoftLimitIsStoppedAndItsNeighbourIsNot) {
   EXPECT_EQ(agent.launcher->Running(), (std::vector<state::JobId>{22, 23}));
 }
 
-// Issue 20: with MPS, a share's launch carries its GPU's daemon (a fake
+// With MPS, a share's launch carries its GPU's daemon (a fake
 // nvidia-cuda-mps-control), which stops after the share's exit.
 TEST(DaemonScripted, AShareGoesThroughItsGpusMpsDaemon) {
   char tmpl[] = "/tmp/hachi-daemon-mps-XXXXXX";

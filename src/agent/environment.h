@@ -55,7 +55,7 @@ using EnvList = std::vector<std::pair<std::string, std::string>>;
 // submitted from inside another job must not see the outer job's array index or limits.
 EnvList JobEnvironment(const api::LaunchSpec& spec);
 
-// The environment of one task of a job step (issue 18): srun's environment
+// The environment of one task of a job step: srun's environment
 // (`launch.env`), then every variable JobEnvironment gives the job on this node
 // (`job`: its launch here) — those that differ between nodes (GPUs, node name and rank,
 // CPUs on the node, HOME/USER/LOGNAME) replace srun's, the others only fill in what

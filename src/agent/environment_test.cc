@@ -83,7 +83,7 @@ INSTANTIATE_TEST_SUITE_P(
                  {"HACHI_NODE_RANK", "1"},
                  {"SLURM_NODEID", "1"},
                  {"HACHI_NODELIST", "a1,a2"},
-                 {"SLURM_JOB_NODELIST", "a[1-2]"},  // Slurm's form (issue 17)
+                 {"SLURM_JOB_NODELIST", "a[1-2]"},  // Slurm's form
                  {"SLURM_NODELIST", "a[1-2]"},
                  {"SLURM_NNODES", "2"},
                  {"HACHI_NODENAME", "a2"},
@@ -140,7 +140,7 @@ INSTANTIATE_TEST_SUITE_P(
                 .Env("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "10"),
             {{"FOO", "bar"}, {"CUDA_VISIBLE_DEVICES", "0"}},
             {"HACHI_ARRAY_TASK_ID", "SLURM_PROCID", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"}},
-        // ---- Issue 17: tasks, CPUs, restarts, node lists as Slurm 22.05 sets them ----
+        // ---- Tasks, CPUs, restarts, node lists as Slurm 22.05 sets them ----
         EnvCase{"no_tasks_asked",
                 MakeLaunch(20).Cpus(32).Node("gpu01"),
                 {{"SLURM_TASKS_PER_NODE", "32"},  // env_sbatch_gpu4.txt: CPUs on node
@@ -194,7 +194,7 @@ INSTANTIATE_TEST_SUITE_P(
                 {"SLURM_RESTART_COUNT", "SLURM_NTASKS"}}),
     [](const testing::TestParamInfo<EnvCase>& row) { return row.param.name; });
 
-// Issue 20: MIG devices are named by UUID (CUDA and the container toolkit take them);
+// MIG devices are named by UUID (CUDA and the container toolkit take them);
 // HACHI_GPUS keeps their parent GPUs.
 TEST(JobEnvironment, MigDevicesAreNamedByUuid) {
   api::LaunchSpec spec = MakeLaunch(7).Gpus({0, 1});

@@ -1,4 +1,4 @@
-// Who runs on the node's GPUs (issue 7, "users who pin GPU ids by hand"): NVML lists the
+// Who runs on the node's GPUs ("users who pin GPU ids by hand"): NVML lists the
 // compute processes on each GPU (GpuHealthMonitor's on_processes); DescribeGpuProcesses
 // finds out, from /proc, which Hachi job each belongs to, its owner and its command line,
 // so that the server can report the ones no job was given that GPU for. A process that
@@ -32,7 +32,7 @@ std::vector<api::GpuProcessReport> DescribeGpuProcesses(
     const std::vector<GpuProcess>& processes, const std::string& proc_root = "/proc",
     const std::string& cgroup_parent = "hachi");
 
-// The GPU memory soft limit (issue 20, docs/isolation.md "GPU shares"): a GPU share
+// The GPU memory soft limit (docs/isolation.md "GPU shares"): a GPU share
 // that no MPS server limits, and its GPU and the memory it was promised (--gpu-mem).
 struct ShareMemoryLimit {
   int gpu = -1;

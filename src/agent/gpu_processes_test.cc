@@ -123,7 +123,7 @@ TEST(RealProc, ThisProcessByItsEnvironment) {
   fs::remove_all(tmpl, ec);
 }
 
-// Issue 20: the soft limit counts a share's processes on its own GPU, all of them, and
+// The soft limit counts a share's processes on its own GPU, all of them, and
 // only where NVML gives a figure.
 TEST(OverSoftLimitTest, SumsAShareOnItsGpuAgainstItsPromise) {
   const std::map<state::JobId, ShareMemoryLimit> limits{{5, {1, 20480}}, {6, {1, 10240}}};

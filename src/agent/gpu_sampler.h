@@ -1,4 +1,4 @@
-// What the node's GPUs are doing (issue 21, docs/efficiency.md): GpuSampler reads, for
+// What the node's GPUs are doing (docs/efficiency.md): GpuSampler reads, for
 // every GPU, SM and memory utilisation, memory used, power, SM clock, PCIe throughput
 // and NVLink data throughput through NVML (loaded once per process by
 // topo/nvml_library.h), for the agent's per-job samples (AgentDaemon's usage loop). A

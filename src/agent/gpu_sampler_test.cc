@@ -1,4 +1,4 @@
-// GpuSampler (issue 21) against the fake libnvidia-ml.so.1: scripted utilisation and
+// GpuSampler against the fake libnvidia-ml.so.1: scripted utilisation and
 // memory series advance one value per sample, power, clock and PCIe figures read back,
 // NVLink throughput from the counters' growth; a function NVML lacks leaves its figure
 // unknown.

@@ -1,4 +1,4 @@
-// What ProcessLauncher does for a job beyond fork and exec (issue 6, docs/isolation.md):
+// What ProcessLauncher does for a job beyond fork and exec (docs/isolation.md):
 // its cgroup (memory limit, CPU set from its GPUs' NUMA nodes, pids limit, GPU device
 // filter), its rlimits (memlock unlimited, many open files) and a private /dev/shm of
 // its shm size; at its end, whether the OOM killer hit it, and the kill of everything
@@ -36,7 +36,7 @@ struct IsolationOptions {
   std::vector<GpuPlacement> gpus;         // by GPU index; missing: minor = index
   std::vector<int> node_cpus;             // empty: the CPUs the agent may run on
   int64_t pids_per_gpu = 4096;            // pids.max = this x max(1, the job's GPUs)
-  // The node's pids kept for the agent and the system (issue 16): the pids.max of all
+  // The node's pids kept for the agent and the system: the pids.max of all
   // running jobs together never pass min(kernel.pid_max, kernel.threads-max) minus this.
   // -1: the larger of 4096 and a tenth of that minimum (NodePidsBudget).
   int64_t pids_reserve = -1;
@@ -45,7 +45,7 @@ struct IsolationOptions {
   // As root: each job in its own mount namespace with a tmpfs /dev/shm of its shm size.
   bool private_shm = true;
   rlim_t max_open_files = 1 << 20;  // RLIMIT_NOFILE, capped at fs.nr_open
-  // Issue 20: where /proc/driver/nvidia-caps/mig-minors and /proc/devices are read
+  // Where /proc/driver/nvidia-caps/mig-minors and /proc/devices are read
   // for jobs on MIG devices ("/" on a node; tests give a fake tree).
   std::string mig_caps_root = "/";
 };
@@ -85,7 +85,7 @@ class Isolation {
   // them (the launcher's end), so agents that come and go leave nothing behind.
   void RemoveParentsIfEmpty();
 
-  // Issue 20: the /dev/nvidia-caps rules of a job on MIG devices (spec.mig): the two
+  // The /dev/nvidia-caps rules of a job on MIG devices (spec.mig): the two
   // access devices of each of its devices allowed, every other one the driver lists
   // denied (topo/mig_caps.h, read under `caps_root`; the GPU minor is the placement's,
   // else the GPU index). An error naming the file or the missing entry when they

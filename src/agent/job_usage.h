@@ -1,4 +1,4 @@
-// A job's CPU time and memory on this node, from its cgroup (issue 21): what the agent
+// A job's CPU time and memory on this node, from its cgroup: what the agent
 // adds to its GPUs' figures in each sample. cgroup v2: cpu.stat's usage_usec,
 // memory.current and memory.peak (Linux 5.19+); v1: the memory controller's
 // memory.usage_in_bytes and memory.max_usage_in_bytes, and the CPU time of the

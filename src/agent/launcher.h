@@ -32,7 +32,7 @@ namespace hachi::agent {
 using JobId = state::JobId;
 using ExitCallback = std::function<void(const api::JobExit&)>;
 
-// What a job step (issue 18) needs of a job's run on this node: the run's launch, and
+// What a job step needs of a job's run on this node: the run's launch, and
 // the cgroup its tasks join.
 struct StepContext {
   api::LaunchSpec spec;
@@ -53,13 +53,13 @@ class Launcher {
   virtual void Cancel(JobId job, std::string reason) = 0;
   // Stops the job as Cancel does, but its exit is reported as `kind` with `message`: the
   // agent's GPU memory guard ends a share that used more than it was promised as
-  // kOutOfMemory (issue 20). A no-op for unknown jobs and jobs already stopping.
+  // kOutOfMemory. A no-op for unknown jobs and jobs already stopping.
   virtual void Stop(JobId job, api::ExitKind kind, std::string message) = 0;
   // Sends `sig` to every process of the job (its process group and, with cgroups, its
   // cgroup), or with `batch_only` to its batch shell alone (scancel --signal, sbatch
   // --signal=B:); the job keeps its fate. A no-op for unknown jobs.
   virtual void Signal(JobId job, int sig, bool batch_only) = 0;
-  // scontrol update TimeLimit= (issue 17): the run of `job` that started at
+  // scontrol update TimeLimit=: the run of `job` that started at
   // `start_time` (api::LaunchSpec::start_time) ends `time_limit` seconds after it, 0 for
   // no limit; a --signal not sent yet moves with it. A limit already past stops the job
   // now, as its time limit. A no-op for unknown jobs, other runs, and jobs stopping.

@@ -1,4 +1,4 @@
-// ProcessLauncher and the Slurm options that reach a running job (issue 17): signals to
+// ProcessLauncher and the Slurm options that reach a running job: signals to
 // every process or to the batch shell alone, --signal's pre-limit signal (on a fake
 // clock, across an agent restart), --open-mode, and output directories made at launch.
 // Real processes under the job waiter, as `hachi agent` runs them.

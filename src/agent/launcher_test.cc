@@ -239,7 +239,7 @@ TEST_F(FakeTimeLauncherTest, TimeLimitCountsFromTheServersStartTime) {
   EXPECT_EQ(e->signal, SIGTERM);
 }
 
-// scontrol update TimeLimit= of a running job (issue 17): the server's new limit counts
+// scontrol update TimeLimit= of a running job: the server's new limit counts
 // from the same start; a shorter one already past stops the job at once.
 TEST_F(FakeTimeLauncherTest, SetTimeLimitLengthensAndShortensTheRunning) {
   const Time start = clock_.Now();
@@ -564,7 +564,7 @@ INSTANTIATE_TEST_SUITE_P(
               return b.Workdir("/nonexistent/wd").Out("/tmp/x.out").Argv({"/bin/true"});
             },
             "cannot chdir to /nonexistent/wd: No such file or directory"},
-        // Issue 17: a missing directory is made as the job's user; one they cannot make
+        // A missing directory is made as the job's user; one they cannot make
         // fails the job naming the path (launcher_runtime_test.cc: the made ones).
         FailCase{"output_dir_not_makeable",
                  [](LaunchBuilder b, const std::string&) -> api::LaunchSpec {
@@ -724,7 +724,7 @@ TEST_F(LauncherTest, RunsAsTheUserWhenRoot) {
   EXPECT_EQ(Slurp(dir_ + "/s.out"), "65534 700\n");
 }
 
-// Issue 16: the job's waiter runs as the job's uid and holds the exit file the agent
+// The job's waiter runs as the job's uid and holds the exit file the agent
 // opened as root; before, the job could take that descriptor with pidfd_getfd (or list
 // and open /proc/$PPID/fd) and forge its status or fill the spool. The waiter is
 // undumpable now: the job gets none of its descriptors, and its status still arrives.

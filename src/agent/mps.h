@@ -1,4 +1,4 @@
-// MpsDaemons: one NVIDIA MPS control daemon per GPU that holds GPU shares (issue 20,
+// MpsDaemons: one NVIDIA MPS control daemon per GPU that holds GPU shares (
 // docs/isolation.md "GPU shares"). Without a running MPS server, the MPS variables a
 // share gets (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, CUDA_MPS_PINNED_DEVICE_MEM_LIMIT) do
 // nothing: shares time-slice with no memory limit. So the agent starts

@@ -1,4 +1,4 @@
-// NCCL's environment for the GPUs a job was granted (issue 6: "NCCL_* environment for the
+// NCCL's environment for the GPUs a job was granted ("NCCL_* environment for the
 // GPUs granted"). On an 8-GPU server with a NIC per GPU pair (rail-optimised HGX boxes),
 // a job on GPUs 0-1 should talk through the NICs beside those GPUs, not through the ones
 // beside GPUs 6-7 that another job's traffic uses; NCCL left to itself takes every HCA it

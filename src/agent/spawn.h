@@ -34,7 +34,7 @@ struct SpawnRequest {
   // what the user could, and retries.
   std::vector<std::string> stdout_dirs;
   std::vector<std::string> stderr_dirs;
-  // Job steps (issue 18): descriptors the child takes as its stdin/stdout/stderr
+  // Job steps: descriptors the child takes as its stdin/stdout/stderr
   // instead of /dev/null and the output files (>= 0; the caller owns and closes them).
   // stdout_fd without stderr_fd: stderr to the stdout files' place as before.
   int stdin_fd = -1;

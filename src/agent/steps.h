@@ -1,4 +1,4 @@
-// StepRunner: the tasks of job steps on this node (issue 18, docs/steps.md). A step is
+// StepRunner: the tasks of job steps on this node (docs/steps.md). A step is
 // one `srun` inside a job's allocation; the server sends each node its part
 // (api::StepLaunch: the ranks to run here), and the runner starts those tasks inside the
 // job's run — its cgroup, its user, its node's GPUs (or each task's own with

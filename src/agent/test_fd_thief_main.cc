@@ -1,4 +1,4 @@
-// For launcher_test (issue 16): run inside a job, tries to take every descriptor of
+// For launcher_test: run inside a job, tries to take every descriptor of
 // process PID (the job's waiter) with pidfd_getfd(2) and to list /proc/PID/fd, and
 // prints what it got: "taken=N denied=N absent=N procfd=listed|refused".
 #include <dirent.h>

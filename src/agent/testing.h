@@ -113,7 +113,6 @@ struct LaunchBuilder {
     s.master_port = port;
     return *this;
   }
-  // Issue 17.
   LaunchBuilder& Cpus(int n) {
     s.cpus = n;
     return *this;

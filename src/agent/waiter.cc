@@ -86,7 +86,7 @@ int WaiterMain(int argc, char** argv) {
   // Undumpable before the job exists: the waiter holds the exit file (root's, opened
   // by the agent) and runs as the job's uid, so otherwise the job could take that
   // descriptor with pidfd_getfd(2), or ptrace the waiter, or open /proc/PPID/fd/N, and
-  // forge its status or fill the spool through it (issue 16). Not dumpable, the kernel
+  // forge its status or fill the spool through it. Not dumpable, the kernel
   // refuses all three to processes of the same uid without CAP_SYS_PTRACE; /proc/PID
   // becomes root's. The job gets its own dumpable flag back at its exec (same uid, no
   // set-id bits), so debuggers and core dumps of the job itself still work.

@@ -1,5 +1,5 @@
 // The job waiter: the small process between the agent and a job, so that a job outlives
-// its agent and its exit status is not lost with it (issue 7, "agent restart").
+// its agent and its exit status is not lost with it ("agent restart").
 //
 // ProcessLauncher (launcher.h) execs the waiter -- `hachi __job-waiter`, the same binary
 // -- in the job's place, after the steps that need the agent's privileges (session,
@@ -13,7 +13,7 @@
 // The waiter runs as the job's uid and holds the exit file, which is root's: it makes
 // itself undumpable (PR_SET_DUMPABLE 0) before it forks the job, so the job cannot take
 // that descriptor (pidfd_getfd, ptrace, /proc/PPID/fd/N are refused to a same-uid
-// process without CAP_SYS_PTRACE) to forge its status or fill the spool (issue 16). The
+// process without CAP_SYS_PTRACE) to forge its status or fill the spool. The
 // job's own exec makes the job dumpable again.
 //
 // The waiter ignores the signals the launcher sends to the job's process group (SIGTERM
@@ -29,7 +29,7 @@ namespace hachi::agent {
 
 // The hidden subcommand: argv[1] of the waiter's command line.
 inline constexpr char kWaiterCommand[] = "__job-waiter";
-// `hachi __hold` (issue 18): what the other nodes of a job whose batch script runs on
+// `hachi __hold`: what the other nodes of a job whose batch script runs on
 // its first node only run, to hold the allocation for its steps. It blocks every signal
 // and waits: the launcher ends it with SIGKILL (ProcessLauncher stops a holder at once).
 inline constexpr const char* kHoldCommand = "__hold";

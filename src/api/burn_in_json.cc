@@ -1,4 +1,4 @@
-// Burn-in's messages (issue 19, docs/api.md "Burn-in"): the run in the agent's work and
+// Burn-in's messages (docs/api.md "Burn-in"): the run in the agent's work and
 // the agent's report of it.
 #include <string>
 #include <vector>

@@ -1,7 +1,7 @@
 // Which container image references a job may name (--container-image), checked by the
 // server at submit and again by the agent before it builds the runtime's command line
 // (agent/container.h), so that an "image" can never be read as an option of the
-// runtime (issue 16: "--user=0" became docker's flag).
+// runtime ("--user=0" became docker's flag).
 //
 // Accepted: what docker, podman and apptainer take as an image: OCI references
 // (registry[:port]/path[:tag][@sha256:hex]), apptainer's transports (docker://...,

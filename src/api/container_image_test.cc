@@ -13,7 +13,7 @@ struct ImageCase {
   const char* error;  // "" = accepted; else a part of the message
 };
 
-// Issue 16: an image starting with '-' became an option of the runtime.
+// An image starting with '-' became an option of the runtime.
 TEST(CheckContainerImage, AcceptsImagesRefusesOptionsAndOddBytes) {
   const ImageCase cases[] = {
       {"none", "", ""},

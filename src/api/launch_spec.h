@@ -14,7 +14,7 @@
 
 namespace hachi::api {
 
-// A MIG device of the job on this node (issue 20, sched/mig.h): what the agent needs
+// A MIG device of the job on this node (sched/mig.h): what the agent needs
 // for CUDA_VISIBLE_DEVICES (the UUID) and the cgroup's /dev/nvidia-caps rules (the
 // parent GPU and the GPU and compute instance ids, topo/mig_caps.h).
 struct MigLaunch {
@@ -38,10 +38,10 @@ struct LaunchSpec {
   int64_t memory_mib = 0;
   int share_milli = 0;  // GPU share: MPS limits (agent::MpsEnvironment)
   int64_t gpu_memory_mib = 0;
-  // MIG devices (issue 20): when not empty, `gpus` are their parent GPUs, which the job
+  // MIG devices: when not empty, `gpus` are their parent GPUs, which the job
   // does not get whole; CUDA_VISIBLE_DEVICES names the devices by UUID.
   std::vector<MigLaunch> mig;
-  // Filled in by the agent, never sent (issue 20): the MPS control daemon that serves
+  // Filled in by the agent, never sent: the MPS control daemon that serves
   // this share on its GPU (agent/mps.h): its pipe and log directories, and the share's
   // CUDA_VISIBLE_DEVICES under it (the GPU's UUID, else "0"). Empty: no MPS serves it
   // (the agent's soft limit watches its GPU memory instead).
@@ -77,7 +77,7 @@ enum class ExitKind : uint8_t {
   kSignaled,      // killed by `signal` (not by us)
   kTimeLimit,     // we stopped it at its time limit
   kCancelled,     // we stopped it on the server's request
-  kOutOfMemory,   // the cgroup's OOM killer (issue 6)
+  kOutOfMemory,   // the cgroup's OOM killer
   kLaunchFailed,  // never started: exec failed, workdir or output file unusable, ...
   kLost,          // ended while no agent watched it, and how is not known
 };

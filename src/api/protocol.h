@@ -34,7 +34,7 @@ struct SignalRequest {
   bool batch_only = false;
 };
 
-// POST /jobs/ID/update's body (scontrol update, issue 17; docs/api.md "Update"):
+// POST /jobs/ID/update's body (scontrol update; docs/api.md "Update"):
 // {"req": {...}, "name": "...", "comment": "..."}, each optional. `req` holds fields of
 // the job's request (the job object's "req", docs/api.md) with their new values, all
 // but "user"; the server merges them into the job's request and validates the result
@@ -45,7 +45,7 @@ struct JobUpdate {
   std::optional<std::string> comment;
 };
 
-// Job steps (issue 18, docs/api.md "Steps"). POST /jobs/ID/steps's body: what srun
+// Job steps (docs/api.md "Steps"). POST /jobs/ID/steps's body: what srun
 // asks for inside job ID's allocation. Counts of 0 mean "the default": nodes: all the
 // job's nodes (at most ntasks of them), ntasks: one per node (ntasks_per_node each when
 // given).
@@ -190,20 +190,20 @@ struct AgentRegistration {
   std::vector<state::JobId> running;   // jobs it supervises now
   std::vector<state::JobId> finished;  // jobs it ran and reported, most recent
   std::string cgroup;                  // its job isolation: "v1", "v2", "none"
-  // How GPU shares are isolated there (issue 20): "mps", or "soft-limit: <why not
+  // How GPU shares are isolated there: "mps", or "soft-limit: <why not
   // MPS>"; "" from an agent that does not say.
   std::string gpu_sharing;
-  // Steps whose tasks run here now (issue 18): the server ends the others it thought
+  // Steps whose tasks run here now: the server ends the others it thought
   // ran here (their agent restarted).
   std::vector<state::StepKey> steps;
-  // Burn-in (issue 19): the GPU driver version NVML reports ("550.54.15"; "" when the
+  // Burn-in: the GPU driver version NVML reports ("550.54.15"; "" when the
   // agent has no NVML), which with the topology is the node's fingerprint, and whether
   // its GPUs are simulated (--preset, --topology-file), which skip [burn_in]'s checks.
   std::string gpu_driver;
   bool simulated = false;
 };
 
-// Burn-in (issue 19, docs/burn-in.md): the checks a node, or some of its GPUs, must
+// Burn-in (docs/burn-in.md): the checks a node, or some of its GPUs, must
 // pass before they take jobs, and what the agent found.
 struct BurnInWork {
   int run = 0;  // the server's number of this run; the report names it
@@ -251,7 +251,7 @@ struct AgentHealth {
   // list); otherwise the list did not change.
   bool has_processes = false;
   std::vector<GpuProcessReport> processes;
-  // Issue 21 (state/usage.h): the running jobs' latest samples, one per job, taken
+  // (state/usage.h): the running jobs' latest samples, one per job, taken
   // since the last report (absent on the wire when none).
   std::vector<state::JobUsageSample> usage;
 };
@@ -260,8 +260,8 @@ struct AgentWork {
   std::vector<api::LaunchSpec> launch;
   std::vector<state::JobId> cancel;  // SIGTERM, grace, SIGKILL
   bool reregister = false;           // the server does not know this agent (restart)
-  std::vector<JobSignal> signals;    // issue 17: delivered after the launches
-  // scontrol update TimeLimit= of a running job (issue 17): its run that started at
+  std::vector<JobSignal> signals;    // delivered after the launches
+  // scontrol update TimeLimit= of a running job: its run that started at
   // `start_time` now ends `time_limit` seconds after it (0: no limit); delivered after
   // the launches.
   struct Limit {
@@ -270,11 +270,11 @@ struct AgentWork {
     Duration time_limit = 0;
   };
   std::vector<Limit> limits;
-  // Job steps (issue 18): parts to start, after the launches; then signals for steps.
+  // Job steps: parts to start, after the launches; then signals for steps.
   std::vector<StepLaunch> steps;
   std::vector<StepSignal> step_signals;
   std::vector<StepInput> step_input;  // in the order typed
-  // Burn-in (issue 19): a run to start now, replacing any the agent has under way.
+  // Burn-in: a run to start now, replacing any the agent has under way.
   std::optional<BurnInWork> burn_in;
 
   // Nothing to do (reregister aside): the poll may wait. Every field above is here,

@@ -37,7 +37,7 @@ json LaunchToJson(const api::LaunchSpec& l) {
          {"start_time", l.start_time},
          {"restart_count", l.restart_count}};
   if (!l.credential.empty()) j["credential"] = l.credential;  // absent: none
-  if (!l.mig.empty()) {                                       // issue 20; absent: none
+  if (!l.mig.empty()) {                                       // absent: none
     json mig = json::array();
     for (const api::MigLaunch& m : l.mig) {
       mig.push_back({{"uuid", m.uuid},
@@ -77,7 +77,7 @@ Status LaunchFromJson(const json& j, std::string_view path, api::LaunchSpec* l) 
   HACHI_RETURN_IF_ERROR(GetInt(j, "memory_mib", path, &l->memory_mib));
   HACHI_RETURN_IF_ERROR(GetInt(j, "share_milli", path, &l->share_milli));
   HACHI_RETURN_IF_ERROR(GetInt(j, "gpu_memory_mib", path, &l->gpu_memory_mib));
-  if (auto mig = j.find("mig"); mig != j.end()) {  // issue 20
+  if (auto mig = j.find("mig"); mig != j.end()) {
     if (!mig->is_array()) {
       return InvalidArgument(std::string(path) + ".mig: expected an array");
     }
@@ -246,7 +246,7 @@ std::string AgentHealthToJson(const AgentHealth& h) {
     }
     j["processes"] = std::move(procs);
   }
-  if (!h.usage.empty()) {  // issue 21; a GPU as [gpu, util, mem_util, mem_mib, power_w,
+  if (!h.usage.empty()) {  // a GPU as [gpu, util, mem_util, mem_mib, power_w,
                            // sm_clock_mhz, pcie_kbs, nvlink_kbs]
     json usage = json::array();
     for (const state::JobUsageSample& u : h.usage) {

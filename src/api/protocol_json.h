@@ -25,14 +25,14 @@ Result<AgentRegistration> AgentRegistrationFromJson(std::string_view text);
 std::string AgentWorkToJson(const AgentWork& w);
 Result<AgentWork> AgentWorkFromJson(std::string_view text);
 
-// Burn-in (issue 19; burn_in_json.cc).
+// Burn-in (burn_in_json.cc).
 std::string BurnInReportToJson(const BurnInReport& r);
 Result<BurnInReport> BurnInReportFromJson(std::string_view text);
 
 std::string JobExitsToJson(const std::vector<api::JobExit>& exits);
 Result<std::vector<api::JobExit>> JobExitsFromJson(std::string_view text);
 
-// Job steps (issue 18, docs/api.md "Steps"): POST /jobs/ID/steps's body, the agents'
+// Job steps (docs/api.md "Steps"): POST /jobs/ID/steps's body, the agents'
 // POST /agents/NODE/steps and its reply, GET /jobs/ID/steps/S/output's reply.
 std::string StepRequestToJson(const StepRequest& r);
 Result<StepRequest> StepRequestFromJson(std::string_view text);
@@ -46,12 +46,12 @@ Result<StepOutput> StepOutputFromJson(std::string_view text);
 std::string StepInputRequestToJson(const StepInput& in);
 Result<StepInput> StepInputRequestFromJson(std::string_view text);
 
-// POST /jobs/ID/signal (issue 17): {"signal": "USR1" or 10, "batch_only": false}; a bad
+// POST /jobs/ID/signal: {"signal": "USR1" or 10, "batch_only": false}; a bad
 // signal is kInvalidArgument naming it.
 std::string SignalRequestToJson(const SignalRequest& r);
 Result<SignalRequest> SignalRequestFromJson(std::string_view text);
 
-// POST /jobs/ID/update (issue 17). FromJson checks the shape and the keys ("req"'s
+// POST /jobs/ID/update. FromJson checks the shape and the keys ("req"'s
 // among the request's fields, never "user"); the values are checked by
 // ApplyRequestPatch, which merges `patch` into `*req` (unchanged on error: a field of
 // the wrong type is kInvalidArgument naming it, as "update.req.gpus: ...").

@@ -52,7 +52,7 @@ api::LaunchSpec FullLaunch(state::JobId id, int rank) {
   l.memory_mib = 65536;
   l.share_milli = 250;
   l.gpu_memory_mib = 8192;
-  l.mig = {{"MIG-a", 2, 1, 0}};  // issue 20
+  l.mig = {{"MIG-a", 2, 1, 0}};
   l.nodelist = {"n1", "n2"};
   l.node_addresses = {"10.0.0.1", "10.0.0.2"};
   l.node_rank = rank;
@@ -61,7 +61,7 @@ api::LaunchSpec FullLaunch(state::JobId id, int rank) {
   l.time_limit = 3600;
   l.kill_grace = 15;
   l.start_time = 1700000200;
-  l.restart_count = 2;  // issue 17
+  l.restart_count = 2;
   return l;
 }
 
@@ -158,7 +158,7 @@ TEST(ProtocolJson, WorkRoundTrip) {
   EXPECT_EQ(l.spec.ntasks, 4);
 }
 
-// Issue 17: signals for running jobs travel in the work answer; absent when none, so
+// Signals for running jobs travel in the work answer; absent when none, so
 // an agent of the previous version reads the rest.
 TEST(ProtocolJson, WorkSignals) {
   AgentWork w;
@@ -216,7 +216,7 @@ TEST(ProtocolJson, SignalRequest) {
   }
 }
 
-// Issue 16: the launch carries the job's bytes exactly to the agent; a submit carries
+// The launch carries the job's bytes exactly to the agent; a submit carries
 // them exactly to the server, and refuses a text field that is not UTF-8 by name.
 TEST(ProtocolJson, NonUtf8BytesReachTheAgentAndTheServerExactly) {
   AgentWork w;
@@ -249,7 +249,7 @@ TEST(ProtocolJson, NonUtf8BytesReachTheAgentAndTheServerExactly) {
   EXPECT_EQ(sub.status().message(), "submit.req.account: not valid UTF-8 (5 bytes)");
 }
 
-// Issue 16, item 10: a 3 MB field name used to come back whole in the error.
+// A 3 MB field name used to come back whole in the error.
 TEST(ProtocolJson, AHugeUnknownFieldNameMakesAShortError) {
   const std::string name(3 << 20, 'y');
   Result<SubmitRequest> r = SubmitRequestFromJson("{\"req\": {}, \"" + name + "\": 1}");
@@ -416,7 +416,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "work.launch[0].nodelist[1]: expected a string, got number"}),
     [](const ::testing::TestParamInfo<BadCase>& p) { return p.param.name; });
 
-// POST /jobs/ID/update (issue 17).
+// POST /jobs/ID/update.
 TEST(ProtocolJson, JobUpdateRoundTripAndRefusals) {
   JobUpdate u;
   u.req_patch = R"({"time_limit":300,"constraint":"h100"})";
@@ -563,7 +563,7 @@ TEST(ProtocolJson, AgentHealthProcessListRoundTrip) {
 
 }  // namespace
 
-// Issue 18: every step field of the work, the agents' reports and acks, srun's request
+// Every step field of the work, the agents' reports and acks, srun's request
 // and its output page survive their codecs, and AgentWork::Empty sees each field.
 TEST(ProtocolJson, StepMessagesRoundTrip) {
   AgentWork w;

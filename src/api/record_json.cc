@@ -274,7 +274,7 @@ void PutNodeRecord(const NodeRecord& n, json* j) {
   (*j)["agent_instance"] = n.agent_instance;
   if (!n.cgroup.empty()) (*j)["cgroup"] = n.cgroup;  // absent from older records
   if (!n.gpu_sharing.empty()) (*j)["gpu_sharing"] = n.gpu_sharing;  // likewise
-  // Burn-in (issue 19): written only once the node has been through one.
+  // Burn-in: written only once the node has been through one.
   if (!n.burn_in_passed.empty()) (*j)["burn_in_passed"] = n.burn_in_passed;
   if (n.burn_in_run != 0) (*j)["burn_in_run"] = n.burn_in_run;
   if (n.burn_in != state::BurnInPhase::kNone)
@@ -387,7 +387,7 @@ json ToJson(const JobSpec& spec) {
       {"array_task_id", spec.array_task_id},
       {"array_max_running", spec.array_max_running},
       {"comment", JsonBytes(spec.comment)},
-      // Issue 17: the job runtime's Slurm options.
+      // The job runtime's Slurm options.
       {"ntasks", spec.ntasks},
       {"ntasks_per_node", spec.ntasks_per_node},
       {"cpus_per_task", spec.cpus_per_task},
@@ -395,7 +395,7 @@ json ToJson(const JobSpec& spec) {
       {"signal_before", spec.signal_before},
       {"signal_batch_only", spec.signal_batch_only},
       {"open_append", spec.open_append},
-      {"batch_on_first_node", spec.batch_on_first_node},  // issue 18
+      {"batch_on_first_node", spec.batch_on_first_node},
       {"interactive", spec.interactive},
   };
 }
@@ -431,9 +431,9 @@ json ToJson(const JobRecord& job) {
       {"requeues", job.requeues},
       {"master_port", job.master_port},
   };
-  // Issue 20: measured by NVML on its agents; absent until a figure came.
+  // Measured by NVML on its agents; absent until a figure came.
   if (job.gpu_memory_peak_mib > 0) j["gpu_memory_peak_mib"] = job.gpu_memory_peak_mib;
-  // Issue 21: what the last run did with its GPUs, CPUs and memory; absent until its
+  // What the last run did with its GPUs, CPUs and memory; absent until its
   // end (a running job's figures: GET /jobs/ID/usage).
   if (job.usage != state::UsageSummary{}) {
     j["usage"] = {{"samples", job.usage.samples},
@@ -559,14 +559,14 @@ Status FromJson(const json& j, sched::JobRequest* out, std::string_view path) {
   r.List<sched::Dependency>("dependencies", &req.dependencies, ReadDependency);
   r.Int("gpu_share_milli", &req.gpu_share_milli);
   r.Int("gpu_memory_mib", &req.gpu_memory_mib);
-  // Issue 17: node selection and timing (optional).
+  // Node selection and timing (optional).
   r.String("constraint", &req.constraint);
   r.String("nodelist", &req.nodelist);
   r.String("exclude", &req.exclude);
   r.Int("begin_time", &req.begin_time);
   r.Int("deadline", &req.deadline);
   r.Int("nice", &req.nice);
-  r.String("mig_profile", &req.mig_profile);  // issue 20 (optional)
+  r.String("mig_profile", &req.mig_profile);  // optional
   HACHI_RETURN_IF_ERROR(r.Finish());
   *out = std::move(req);
   return Status::Ok();
@@ -594,7 +594,7 @@ Status FromJson(const json& j, JobSpec* out, std::string_view path) {
   r.Int("array_task_id", &spec.array_task_id);
   r.Int("array_max_running", &spec.array_max_running);
   r.Bytes("comment", &spec.comment);
-  // Issue 17, each optional.
+  // Each optional.
   r.Int("ntasks", &spec.ntasks);
   r.Int("ntasks_per_node", &spec.ntasks_per_node);
   r.Int("cpus_per_task", &spec.cpus_per_task);

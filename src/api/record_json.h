@@ -35,7 +35,7 @@ Result<state::JobRecord> JobRecordFromJson(std::string_view text);
 Result<state::NodeRecord> NodeRecordFromJson(std::string_view text);
 Result<state::NodeStatus> NodeStatusFromJson(std::string_view text);
 
-// A job step (issue 18): the StepRecord's fields plus "id", "12.0" (job.step), which the
+// A job step: the StepRecord's fields plus "id", "12.0" (job.step), which the
 // decoder checks against them when present. The name is bytes as a job's is; the
 // reason is display text. Error paths start at "step".
 std::string StepRecordToJson(const state::StepRecord& step);

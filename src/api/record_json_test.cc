@@ -51,17 +51,17 @@ TEST(RecordJson, JobRoundTripKeepsEveryField) {
 
 TEST(RecordJson, EncoderWritesTheDocumentedFields) {
   const json j = ToJson(FullJob(12));
-  EXPECT_EQ(Keys(j).size(), 16u);         // issue 20: gpu_memory_peak_mib; 21: usage
-  EXPECT_EQ(Keys(j["req"]).size(), 25u);  // issue 17: constraint .. nice; 20: mig_profile
-  EXPECT_EQ(Keys(j["spec"]).size(), 25u);  // issue 17: ntasks .. open_append; 18: 2 more
-  EXPECT_EQ(Keys(j["allocations"][0]).size(), 7u);  // issue 20: mig
+  EXPECT_EQ(Keys(j).size(), 16u);                   // .. gpu_memory_peak_mib, usage
+  EXPECT_EQ(Keys(j["req"]).size(), 25u);            // constraint .. nice, mig_profile
+  EXPECT_EQ(Keys(j["spec"]).size(), 25u);           // ntasks .. open_append and 2 more
+  EXPECT_EQ(Keys(j["allocations"][0]).size(), 7u);  // mig
   EXPECT_EQ(j["state"], "PENDING");
   EXPECT_EQ(j["allocations"][0]["gpus"], "0-3");
   EXPECT_EQ(j["req"]["dependencies"][0], json::parse(R"({"kind":"afterok","job":3})"));
   EXPECT_EQ(j["spec"]["env"][0], "PATH=/usr/bin:/bin");
   EXPECT_EQ(j["submit_time"], 1700000000);
   const json n = ToJson(FullNode("n1"));
-  EXPECT_EQ(Keys(n).size(), 18u);  // issue 19: four burn-in fields; 20: gpu_sharing
+  EXPECT_EQ(Keys(n).size(), 18u);  // four burn-in fields, gpu_sharing
   EXPECT_EQ(n["state"], "drained");
   EXPECT_EQ(n["unhealthy"], "0-3,6");
   EXPECT_EQ(n["unhealthy_reasons"]["6"], "ECC: double-bit error");
@@ -101,8 +101,8 @@ TEST(RecordJson, NodeStatusRoundTripIsFlat) {
   const std::string text = NodeStatusToJson(s);
   const json j = json::parse(text);
   EXPECT_EQ(j["stray_processes"][0]["command"], "python train.py");
-  EXPECT_EQ(Keys(j).size(), 32u);  // 19: four burn-in fields; 20: gpu_sharing(_events),
-                                   // mig_devices; 21: gpu_util
+  EXPECT_EQ(Keys(j).size(), 32u);  // four burn-in fields, gpu_sharing(_events),
+                                   // mig_devices, gpu_util
   EXPECT_EQ(j["mig_devices"][1]["job"], 12);
   EXPECT_EQ(j["features"], json({"h100", "ib", "nvlink"}));
   EXPECT_EQ(j["name"], "n3");
@@ -121,7 +121,7 @@ TEST(RecordJson, NodeStatusRoundTripIsFlat) {
       NodeStatusFromJson(R"({"stray_processes": [{"gpu": 1, "pidd": 2}]})").ok());
 }
 
-// Issue 18: a step's every field, its id made of job and step, its name's bytes exact.
+// A step's every field, its id made of job and step, its name's bytes exact.
 TEST(RecordJson, StepRoundTripKeepsEveryField) {
   const StepRecord step = FullStep(12, 3);
   const std::string text = StepRecordToJson(step);
@@ -301,7 +301,7 @@ TEST(RecordJson, FromJsonLeavesOutputUnchangedOnError) {
   EXPECT_EQ(req.gpus, 3);
 }
 
-// Issue 16: bytes that are not UTF-8 became U+FFFD (a job from `d\xff` ran in
+// Bytes that are not UTF-8 became U+FFFD (a job from `d\xff` ran in
 // `d\xef\xbf\xbd`). Now they are {"base64": ...} and come back exactly; UTF-8 values
 // stay plain strings, so clients see what they always saw.
 TEST(RecordJson, NonUtf8BytesRoundTripExactly) {
@@ -372,7 +372,7 @@ TEST(RecordJson, BytesFormIsStrict) {
   }
 }
 
-// Issue 16, item 10: a client's field name is quoted cut, not whole.
+// A client's field name is quoted cut, not whole.
 TEST(RecordJson, AHugeUnknownFieldNameMakesAShortError) {
   const std::string name(3 << 20, 'x');
   Result<JobRecord> r = JobRecordFromJson("{\"" + name + "\": 1}");

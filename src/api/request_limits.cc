@@ -91,7 +91,7 @@ Status CheckRequest(const sched::JobRequest& q, const std::string& path) {
   HACHI_RETURN_IF_ERROR(Bytes(Field(path, "user"), q.user, kMaxNameBytes));
   HACHI_RETURN_IF_ERROR(Bytes(Field(path, "account"), q.account, kMaxNameBytes));
   HACHI_RETURN_IF_ERROR(Bytes(Field(path, "gpu_model"), q.gpu_model, kMaxCommentBytes));
-  // Issue 17: node selection strings, bounded as a comment.
+  // Node selection strings, bounded as a comment.
   HACHI_RETURN_IF_ERROR(Bytes(Field(path, "constraint"), q.constraint, kMaxCommentBytes));
   HACHI_RETURN_IF_ERROR(Bytes(Field(path, "nodelist"), q.nodelist, kMaxCommentBytes));
   HACHI_RETURN_IF_ERROR(Bytes(Field(path, "exclude"), q.exclude, kMaxCommentBytes));
@@ -138,7 +138,7 @@ Status CheckSpec(const state::JobSpec& s, const std::string& path) {
   HACHI_RETURN_IF_ERROR(
       Range(Field(path, "array_max_running"), s.array_max_running, 0, kMaxArrayTasks));
   HACHI_RETURN_IF_ERROR(Bytes(Field(path, "comment"), s.comment, kMaxCommentBytes));
-  // Issue 17: tasks as sbatch bounds them by CPUs, and a signal the kernel has.
+  // Tasks as sbatch bounds them by CPUs, and a signal the kernel has.
   HACHI_RETURN_IF_ERROR(
       Range(Field(path, "ntasks"), s.ntasks, 0, int64_t{kMaxCpusPerNode} * kMaxNodes));
   HACHI_RETURN_IF_ERROR(
@@ -214,7 +214,7 @@ Status CheckHealthLimits(const AgentHealth& h) {
     HACHI_RETURN_IF_ERROR(
         Bytes(path + ".message", h.events[i].message, kMaxMessageBytes));
   }
-  // Issue 21: a sample per running job; a node runs at most a few hundred.
+  // A sample per running job; a node runs at most a few hundred.
   HACHI_RETURN_IF_ERROR(
       Count("health.usage", h.usage.size(), kMaxHealthEvents, "samples"));
   for (size_t i = 0; i < h.usage.size(); ++i) {

@@ -148,7 +148,6 @@ INSTANTIATE_TEST_SUITE_P(
             "submit.spec.stdout_path: contains a NUL byte"},
         LimitCase{"NegativeShm", [](SubmitRequest& r) { r.spec.shm_mib = -1; },
                   "submit.spec.shm_mib: -1 MiB; at least 0"},
-        // Issue 17.
         LimitCase{"NegativeNtasks", [](SubmitRequest& r) { r.spec.ntasks = -2; },
                   "submit.spec.ntasks: -2; at least 0"},
         LimitCase{"SignalOutOfRange", [](SubmitRequest& r) { r.spec.signal = 65; },
@@ -226,7 +225,7 @@ TEST(NodeActionBodies, DrainAndResume) {
             "resume: unknown field 'gpus'");
 }
 
-// A user's environment need not be UTF-8: the encoder carries it exactly (issue 16; it
+// A user's environment need not be UTF-8: the encoder carries it exactly (it
 // replaced bad bytes before), never throws; display text (an error) is replaced.
 TEST(Encoders, AnyBytes) {
   SubmitRequest r = Good();

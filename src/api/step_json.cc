@@ -1,4 +1,4 @@
-// The job steps' messages (issue 18, docs/api.md "Steps"): srun's request, each node's
+// The job steps' messages (docs/api.md "Steps"): srun's request, each node's
 // part and signals and input in the agent's work, the agents' reports and their acks,
 // srun's output page.
 #include <string>

@@ -1,4 +1,4 @@
-// The server under attack (issue 15, "Must show: Under attack"): a real `hachi server`
+// The server under attack ("Must show: Under attack"): a real `hachi server`
 // and `hachi agent`, with 500 slow-header TCP connections from an unauthenticated
 // client and 300 slow Unix-socket connections of one local user (nobody) held open for
 // the whole run (each sends a byte a second and reconnects when cut). Meanwhile:

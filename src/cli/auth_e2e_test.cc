@@ -1,4 +1,4 @@
-// Who is who with real processes (issue 6): `hachi dev` as root, the CLI as root and as
+// Who is who with real processes: `hachi dev` as root, the CLI as root and as
 // `nobody` (setpriv), over the Unix socket and over TCP with a token, and over HTTPS with
 // a certificate made here. User A (nobody) cannot cancel user B's (root's) job through
 // the socket nor with A's token; a job's output is opened as its user, so nobody's job

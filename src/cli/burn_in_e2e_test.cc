@@ -1,4 +1,4 @@
-// The burn-in gate end to end (issue 19, docs/burn-in.md): `hachi dev` whose nodes must
+// The burn-in gate end to end (docs/burn-in.md): `hachi dev` whose nodes must
 // pass their checks before they take jobs. A node whose check fails never receives a
 // job and says why (`hachi nodes`, `show node`, the API); once fixed, `hachi resume`
 // runs the checks again, the node passes and takes the job. A GPU back from repair

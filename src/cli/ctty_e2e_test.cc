@@ -1,4 +1,4 @@
-// Issue 16 item 1: a job's output path cannot give the server a controlling terminal.
+// A job's output path cannot give the server a controlling terminal.
 // `hachi dev` runs as a session leader without one (as under setsid or a service
 // manager); a job is submitted with `-o /dev/pts/N`, a pty of the submitter's, owned by
 // the job's uid (the test's own); once the job has run, GET /jobs/ID/log asks the server

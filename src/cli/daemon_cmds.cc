@@ -116,7 +116,7 @@ struct GpuWatch {
   }
 };
 
-// Issue 21: the agent samples its running jobs every `interval_s` (0: never): their
+// The agent samples its running jobs every `interval_s` (0: never): their
 // GPUs through NVML on real GPUs (a simulated node has no figures for them), their CPU
 // time and memory from their cgroups.
 void SampleUsage(double interval_s, bool simulated, agent::AgentOptions* o) {
@@ -177,7 +177,7 @@ GpuWatch WatchGpus(agent::AgentDaemon* daemon, const std::string& node,
 }
 
 // The GPU driver version NVML reports ("550.54.15"), "" without NVML: with the topology,
-// what burn-in (issue 19) knows a node by.
+// what burn-in knows a node by.
 std::string GpuDriverVersion() {
   Result<const topo::NvmlApi*> api = topo::LoadNvml(topo::ResolveNvmlLibrary(""));
   if (!api.ok() || (*api)->driver_version == nullptr) return "";
@@ -329,7 +329,7 @@ Result<RunningServer> StartServer(const ServerFlags& f, const std::string& state
   mallopt(M_ARENA_MAX, 4);
   // The database holds every job's script and environment: the directory is the
   // server's alone, 0700, or 0711 when it holds the Unix socket users connect to (they
-  // may pass through it to the socket, not list it); its files are 0600 (issue 16).
+  // may pass through it to the socket, not list it); its files are 0600.
   const std::string socket = f.socket.empty() ? state_dir + "/hachi.sock" : f.socket;
   const bool socket_inside = socket.rfind(state_dir + "/", 0) == 0;
   HACHI_RETURN_IF_ERROR(
@@ -465,7 +465,7 @@ Result<agent::IsolationOptions> JobIsolation(const std::string& mode,
                                              int64_t pids_reserve = -1) {
   agent::IsolationOptions iso;
   iso.pids_reserve = pids_reserve;
-  // Issue 20: where the MIG caps are read (docs/isolation.md "MIG devices"); tests with
+  // Where the MIG caps are read (docs/isolation.md "MIG devices"); tests with
   // the fake NVML point it at a fake /proc tree.
   if (const char* r = std::getenv("HACHI_MIG_CAPS_ROOT"); r != nullptr && *r != '\0') {
     iso.mig_caps_root = r;
@@ -498,7 +498,7 @@ Result<agent::IsolationOptions> JobIsolation(const std::string& mode,
   return iso;
 }
 
-// How a node's GPU shares are isolated (issue 20, docs/isolation.md "GPU shares"): the
+// How a node's GPU shares are isolated (docs/isolation.md "GPU shares"): the
 // MPS control daemons that serve them when MPS can (`mode` auto/on/off, `control` the
 // binary), with their directories under `dir`; else null, the agent's soft limit
 // guarding them. `daemon` is where its events go once the agent exists. The node

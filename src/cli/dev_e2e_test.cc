@@ -1,4 +1,4 @@
-// End to end through real processes (issue 5 §6): `hachi dev` started as a child on
+// End to end through real processes : `hachi dev` started as a child on
 // 127.0.0.1, jobs submitted with the real CLI, run as real processes by the agents.
 // What each job prints about itself is checked against what the server says it gave.
 #include <gtest/gtest.h>
@@ -113,7 +113,7 @@ class DevE2e : public ::testing::Test {
       t << topo::TopologyToJson(*topo::LoadPreset("hgx-h100"));
     }
     { std::ofstream e(events); }
-    // Real GPUs get burned in (issue 19) before they take jobs: not what these tests are
+    // Real GPUs get burned in before they take jobs: not what these tests are
     // about (burn_in_e2e_test.cc is).
     const std::string config = dir_ + "/no-burn-in.toml";
     std::ofstream(config) << "[burn_in]\nchecks = []\n";
@@ -285,7 +285,7 @@ TEST_F(DevE2e, SbatchScriptAndDependencies) {
   EXPECT_NE(show.out.find("Dependency"), std::string::npos) << show.out;
 }
 
-// Issue 17 (helper A): a job without GPUs (Snakemake's and dask's kind, submitted
+// A job without GPUs (Snakemake's and dask's kind, submitted
 // without -p) runs to COMPLETED on `hachi dev`'s built-in partition and sees no GPU;
 // -w pins a job to a node, -x keeps it off nodes, -C follows a configured feature, and a
 // constraint no node has is refused at submit with Slurm's words; --begin holds a job.
@@ -597,7 +597,7 @@ TEST_F(DevE2e, ProcessesOnGpusNoJobWasGivenAreReported) {
   ASSERT_TRUE(WaitState(id, "CANCELLED", 20));
 }
 
-// What the server keeps is not for other local users (issue 16 §2): under the usual
+// What the server keeps is not for other local users : under the usual
 // umask 022 the state directory is 0711 (users pass through it to the socket), the
 // database and its -wal and -shm 0600 from the first start, the lock and the spool
 // private too; at a later start what was widened meanwhile is narrowed and said, and a
@@ -649,7 +649,7 @@ TEST_F(DevE2e, StateFilesArePrivateFromTheFirstStart) {
   ASSERT_EQ(::chown(db.c_str(), 0, 0), 0);
 }
 
-// Issue 16, item 4: bytes that are not UTF-8 used to become U+FFFD on the way, so a job
+// Bytes that are not UTF-8 used to become U+FFFD on the way, so a job
 // submitted from `d\xff` ran in `d\xef\xbf\xbd` (a directory another user may create).
 // The working directory, an environment value and an argument reach the job byte for
 // byte, through the CLI, the API, the store and the agent's launch.
@@ -684,7 +684,7 @@ TEST_F(DevE2e, NonUtf8WorkdirEnvironmentAndArgvReachTheJobExactly) {
   EXPECT_EQ(job["spec"]["argv"][0], "sh");
 }
 
-// Issue 16, item 10: `hachi cancel A` cancels the whole array (it cancelled the first
+// `hachi cancel A` cancels the whole array (it cancelled the first
 // task only), `hachi cancel A_T` task T alone, as Slurm's scancel.
 TEST_F(DevE2e, CancelOfAnArraysIdCancelsTheArray) {
   DevCluster dev(dir_);
@@ -792,7 +792,7 @@ class ReplyLosingProxy {
   std::thread thread_;
 };
 
-// Issue 16, item 10: a submit whose reply was lost printed "cannot reach the server",
+// A submit whose reply was lost printed "cannot reach the server",
 // and submitting again made a second job. The CLI now sends the same submit again with
 // its idempotency key, and the server answers with the first one's job: one job.
 TEST_F(DevE2e, ASubmitWhoseReplyWasLostMakesOneJob) {
@@ -814,7 +814,7 @@ TEST_F(DevE2e, ASubmitWhoseReplyWasLostMakesOneJob) {
   EXPECT_EQ(Hachi("cancel " + std::to_string(id)).exit_code, 0);
 }
 
-// Issue 17, the job runtime: --signal=B:USR1@TIME reaches the batch shell TIME before its
+// The job runtime: --signal=B:USR1@TIME reaches the batch shell TIME before its
 // limit (here 1 s before a 3 s limit), a requeued job runs again with its id and sees
 // SLURM_RESTART_COUNT=1, POST /signal reaches it, and an output directory that does not
 // exist yet (submitit makes it after sbatch returns) is made at launch.

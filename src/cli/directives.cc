@@ -248,7 +248,7 @@ Result<int64_t> ParseSizeMib(std::string_view text, char default_unit) {
     if (!num.empty() && (num.back() == 'B' || num.back() == 'b') && unit != 'B') {
       return bad;
     }
-    // Issue 17: Slurm takes an optional B after the unit, any case ("4GB", "4096mb").
+    // Slurm takes an optional B after the unit, any case ("4GB", "4096mb").
     if (unit == 'B' && !num.empty() && (num.back() < '0' || num.back() > '9')) {
       const char u = num.back();
       unit = static_cast<char>(u >= 'a' ? u - 'a' + 'A' : u);
@@ -294,7 +294,7 @@ state::EnvList ExportEnvironment(const ExportSpec& spec, state::EnvList submitte
 }
 
 Status ResolveSubmitTimes(Time now, int64_t utc_offset, SubmitOptions* o) {
-  // Issue 17 (helper A): --begin / --deadline against the submitting clock.
+  // --begin / --deadline against the submitting clock.
   if (!o->begin_text.empty()) {
     Result<Time> t = ParseSlurmTime(o->begin_text, now, utc_offset);
     if (!t.ok()) return InvalidArgument("--begin: " + t.status().message());

@@ -74,8 +74,8 @@ struct SubmitOptions {
   bool time_unlimited = false;
   std::string wrap;       // --wrap: a command line run by /bin/sh -c instead of a script
   bool parsable = false;  // --parsable: print only the job id
-  ExportSpec export_env;  // --export (issue 17): apply with ExportEnvironment
-  // Issue 17 (helper A): --begin / --deadline as written; ResolveSubmitTimes turns
+  ExportSpec export_env;  // --export: apply with ExportEnvironment
+  // --begin / --deadline as written; ResolveSubmitTimes turns
   // them into req.begin_time / req.deadline against the clock.
   std::string begin_text;
   std::string deadline_text;
@@ -119,7 +119,7 @@ Result<ParsedOptions> ParseDirectives(std::string_view script,
 Result<SubmitOptions> BuildSubmitOptions(const ParsedOptions& directives,
                                          const ParsedOptions& flags);
 
-// Issue 17 (helper A): resolves --begin / --deadline (core/slurm_time.h) at `now` in
+// Resolves --begin / --deadline (core/slurm_time.h) at `now` in
 // the submitter's time zone (`utc_offset`, LocalUtcOffset). A begin time already past
 // is no limit; a deadline already past is an error.
 Status ResolveSubmitTimes(Time now, int64_t utc_offset, SubmitOptions* o);

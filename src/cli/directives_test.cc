@@ -41,7 +41,7 @@ TEST(Directives, Options) {
          EXPECT_EQ(o.req.gpus, 2);
          EXPECT_EQ(o.req.gpu_model, "h100");
        }},
-      // Issue 20: a MIG profile as the type asks for MIG devices, from a flag or an
+      // A MIG profile as the type asks for MIG devices, from a flag or an
       // #SBATCH line alike.
       {"gres_mig_profile",
        {"--gres=gpu:1g.10gb:2"},
@@ -252,11 +252,11 @@ TEST(Directives, Options) {
        {"--mail-type=END", "-n", "4", "--export=ALL"},
        "",
        [](const SubmitOptions& o) {
-         // -n and --export are honoured since issue 17: no warning for them.
+         // -n and --export are honoured: no warning for them.
          ASSERT_EQ(o.warnings.size(), 1u);
          EXPECT_EQ(o.warnings[0], "--mail-type 'END': ignored (Hachi sends no mail)");
        }},
-      // ---- Issue 17: the job runtime's options ----
+      // ---- The job runtime's options ----
       {"ntasks_cpus_per_task",
        {"-n", "4", "-c", "2"},
        "",
@@ -286,7 +286,7 @@ TEST(Directives, Options) {
          EXPECT_EQ(o.spec.ntasks, 0);
          EXPECT_EQ(o.req.cpus, 6);  // per node
        }},
-      // Issue 17 (lead): --mem-per-cpu, --gpus-per-task and --tasks-per-node as Slurm
+      // --mem-per-cpu, --gpus-per-task and --tasks-per-node as Slurm
       // reads them (testdata/slurm-scripts/slurm-22.05/ has Slurm's own reading).
       {"mem_per_cpu_times_the_nodes_cpus",
        {"--mem-per-cpu=6G", "-c", "4", "--gres=gpu:1"},
@@ -558,7 +558,7 @@ TEST(Directives, Errors) {
        {"--exclusive=user"},
        "",
        "--exclusive=user: --exclusive takes no value"},
-      // ---- Issue 17 ----
+      // ---- The job runtime's options, continued ----
       {"signal_bad_name",
        {"--signal=USR9@5"},
        "",
@@ -710,7 +710,7 @@ TEST(Directives, Errors) {
        "",
        "--gpus-per-task '1': 3 tasks do not spread evenly over 2 nodes (give "
        "--ntasks-per-node)"},
-      // Issue 17: -C/-w/-x/--begin/--deadline/--nice are read; bad values are errors.
+      // -C/-w/-x/--begin/--deadline/--nice are read; bad values are errors.
       {"nodelist_directive_bad",
        {},
        "#SBATCH -w n[3-1]\n",
@@ -823,7 +823,7 @@ TEST(Directives, FlagsStopAtScript) {
   EXPECT_EQ(g->positional, (Args{"-weird-name.sh"}));
 }
 
-// Issue 17: --export, applied to the submitter's environment.
+// --export, applied to the submitter's environment.
 TEST(Directives, ExportEnvironment) {
   const state::EnvList submitter = {{"PATH", "/bin"}, {"A", "a"}, {"HOME", "/h"}};
   ExportSpec all;
@@ -863,7 +863,7 @@ TEST(Directives, ExpandArray) {
   EXPECT_EQ(ExpandArray(*big).size(), 10000u);
 }
 
-// Issue 17 (helper A): node selection, timing and the new dependency kinds.
+// Node selection, timing and the new dependency kinds.
 TEST(Directives, NodeSelectionAndTiming) {
   Result<SubmitOptions> r = Parse(
       {"-C", "h100&[rack1|rack2]", "-w", "gpu[01-02]", "--exclude=gpu07",

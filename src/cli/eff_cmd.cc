@@ -1,4 +1,4 @@
-// `hachi eff JOB` and `seff JOB` (issue 21): GET /jobs/ID/usage, printed by FormatEff.
+// `hachi eff JOB` and `seff JOB`: GET /jobs/ID/usage, printed by FormatEff.
 #include "cli/eff_cmd.h"
 
 #include <ctime>

@@ -1,4 +1,4 @@
-// `hachi eff JOB` (issue 21, docs/efficiency.md): what a job did with its GPUs, CPUs
+// `hachi eff JOB` (docs/efficiency.md): what a job did with its GPUs, CPUs
 // and memory, with findings; seff under Slurm's name (cli/slurm/slurm_cmds.h).
 #pragma once
 

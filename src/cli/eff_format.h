@@ -1,4 +1,4 @@
-// `hachi eff JOB` and `seff JOB` (issue 21, docs/efficiency.md): what a job did with
+// `hachi eff JOB` and `seff JOB` (docs/efficiency.md): what a job did with
 // what it was given, as Slurm's seff prints it (CPU and memory efficiency), then per GPU
 // its utilisation (mean, p50, p95, max), memory peak and power, and the findings in
 // plain words. Pure: the server's GET /jobs/ID/usage reply in, text out.

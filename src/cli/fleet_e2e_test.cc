@@ -1,4 +1,4 @@
-// Gangs across real "hosts" (issue 15): `hachi server` on one network namespace, two
+// Gangs across real "hosts": `hachi server` on one network namespace, two
 // `hachi agent`s on two others (cli/fleet_testing.h), each with its own address and a
 // private /tmp, the agents started without --address. A 2-node gang's rank 1 connects
 // to MASTER_ADDR:MASTER_PORT and exchanges a message with rank 0: the test fails unless

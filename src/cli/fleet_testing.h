@@ -1,5 +1,5 @@
 // A fleet of simulated hosts for the end-to-end tests that need more than one machine
-// (issue 15): a server on one "host", agents on others, each with its own address and
+//: a server on one "host", agents on others, each with its own address and
 // its own /tmp, joined by a switch whose ports the test can cut. Test-only, header-only.
 //
 // Everything lives in network namespaces this object creates; the root namespace's

@@ -1,4 +1,4 @@
-// GPU shares that isolate (issue 20, docs/isolation.md "GPU shares"), end to end through
+// GPU shares that isolate (docs/isolation.md "GPU shares"), end to end through
 // `hachi dev`:
 //   - with MPS (a fake nvidia-cuda-mps-control that logs what it is told): the agent
 //     starts one control daemon for the shared GPU before the first share, each share's

@@ -1,4 +1,4 @@
-// Interactive work (issue 18, docs/steps.md): an allocation made and held by a command
+// Interactive work (docs/steps.md): an allocation made and held by a command
 // that waits for it (salloc; srun and hachi run outside an allocation), a job step run
 // in an allocation with its output relayed through the server, and the allocation's
 // end. Shared by hachi run, srun and salloc; each prints in its own name (`prog`).

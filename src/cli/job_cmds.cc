@@ -107,7 +107,7 @@ Result<api::SubmitRequest> BuildRequest(std::vector<std::string> args, bool run,
   }
   Result<SubmitOptions> o = BuildSubmitOptions(directives, *flags);
   if (!o.ok()) return o.status();
-  {  // issue 17: --begin / --deadline in the submitter's clock and time zone
+  {  // --begin / --deadline in the submitter's clock and time zone
     const Time now = static_cast<Time>(std::time(nullptr));
     HACHI_RETURN_IF_ERROR(ResolveSubmitTimes(now, LocalUtcOffset(now), &*o));
   }
@@ -193,7 +193,7 @@ int DoSubmit(std::vector<std::string> args) {
   return 0;
 }
 
-// `hachi run`: an allocation (issue 18: an interactive job), one step in it — the
+// `hachi run`: an allocation (an interactive job), one step in it — the
 // command once per node, or its -n tasks — with the output relayed through the server
 // (so it works from any host), then the allocation given back with the step's exit
 // status. Ctrl-C: SIGINT to the tasks; twice within a second stops them.

@@ -1,4 +1,4 @@
-// MIG devices as devices of their own (issue 20, docs/isolation.md "MIG devices"), end to
+// MIG devices as devices of their own (docs/isolation.md "MIG devices"), end to
 // end through `hachi dev` on the fake NVML: GPU 0 of an HGX H100 split into two 1g.10gb
 // devices (`migdev`), the caps of each in a fake /proc tree (HACHI_MIG_CAPS_ROOT; the
 // agent really makes each job's cgroup with its rules when it can). Two

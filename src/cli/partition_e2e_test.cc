@@ -1,4 +1,4 @@
-// A network partition between an agent and the server (issue 7 §1, fencing: issue 15),
+// A network partition between an agent and the server (fencing: docs/fencing.md),
 // with real processes on simulated hosts (cli/fleet_testing.h): `hachi server` on host
 // 0, the agent of node "cut" on host 1, the agent of node "other" on host 2, each in its
 // own network namespace with its own /tmp. The test cuts host 1's link for longer than

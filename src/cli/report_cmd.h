@@ -1,4 +1,4 @@
-// `hachi report` (issue 21, docs/efficiency.md): GPU-hours allocated and used per
+// `hachi report` (docs/efficiency.md): GPU-hours allocated and used per
 // account, user, partition or node group over a period, and the idlest jobs, from
 // GET /report; as sreport's table, CSV or the server's JSON.
 #pragma once

@@ -1,4 +1,4 @@
-// `hachi report` (issue 21, docs/efficiency.md): the server's GPU-hours report
+// `hachi report` (docs/efficiency.md): the server's GPU-hours report
 // (report/gpu_report.h) as sreport prints its tables — a banner naming the period, a
 // right-aligned table per group with a TOTAL line, then the jobs that held the most
 // idle GPU-hours — or as CSV. Pure: a report in, text out (times in the local zone).

@@ -1,5 +1,5 @@
 // End-to-end tests of `hachi sim`: the real binary on the checked-in traces. Checks the
-// JSON contract of issue 3 (keys, by-GPU maps), the text table, exit codes and errors.
+// JSON contract (keys, by-GPU maps), the text table, exit codes and errors.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -130,7 +130,7 @@ TEST(SimCmdTest, BadInputIsExitTwoWithTheReason) {
   }
 }
 
-// issue 3 "Partitions (config)": the day/night example on the Philly sample, with the
+// Partitions (config): the day/night example on the Philly sample, with the
 // clock at the trace's first timestamp (2017-09-04 10:30:41 UTC).
 TEST(SimCmdTest, DayNightConfigOnPhilly) {
   CmdResult r = Hachi("sim --trace " + Trace("philly_first2000.csv") + " --config " +

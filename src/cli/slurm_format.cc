@@ -59,14 +59,14 @@ std::string EndReasonWord(const JobRecord& j) {
       return "NodeDown";
     case JobState::kOutOfMemory:
       return "OutOfMemory";
-    case JobState::kDeadline:  // issue 17 (helper A)
+    case JobState::kDeadline:
       return "DeadLine";
     default:
       return "None";
   }
 }
 
-// A running job warned by its partition's idle-GPU policy (issue 21): the server sets
+// A running job warned by its partition's idle-GPU policy: the server sets
 // its reason to "idle GPUs: ...".
 bool IdleWarned(const JobRecord& j) {
   return j.state == JobState::kRunning && j.reason.rfind("idle GPUs:", 0) == 0;
@@ -226,7 +226,7 @@ std::string QueueValue(const JobRecord& j, Time now, char code) {
       if (pending || j.allocations.empty()) {
         return "(" + (pending ? PendingReason(j) : EndReasonWord(j)) + ")";
       }
-      // Issue 21: a running job its partition's idle-GPU policy warned about.
+      // A running job its partition's idle-GPU policy warned about.
       return CompressHostList(NodeNames(j)) + (IdleWarned(j) ? " (IdleGpus)" : "");
     case 'r':
       if (IdleWarned(j)) return "IdleGpus";
@@ -408,7 +408,7 @@ std::string NodeValue(const NodeStatus& n, char code) {
       for (const auto& p : n.partitions) out += (out.empty() ? "" : ",") + p;
       return Or(out, "(none)");
     }
-    case 't':  // hachi nodes says burn-in (issue 19) where sinfo says drain
+    case 't':  // hachi nodes says burn-in where sinfo says drain
       return r.state == state::NodeState::kBurnIn ? "burn-in" : NodeStateText(n, false);
     case 'T':
       return r.state == state::NodeState::kBurnIn ? "burn-in" : NodeStateText(n, true);
@@ -440,7 +440,7 @@ std::string NodeValue(const NodeStatus& n, char code) {
       return "1";
     case 'o':
       return Or(r.address, "(null)");
-    case 'f': {  // issue 17: AVAIL_FEATURES
+    case 'f': {  // AVAIL_FEATURES
       std::string out;
       for (const std::string& f : n.features) out += (out.empty() ? "" : ",") + f;
       return Or(out, "(null)");
@@ -494,7 +494,7 @@ std::string NodeStateText(const NodeStatus& n, bool long_form) {
     case state::NodeState::kDown:
       return "down";
     case state::NodeState::kDrained:
-    case state::NodeState::kBurnIn:  // issue 19: Slurm's word for out of service, with
+    case state::NodeState::kBurnIn:  // Slurm's word for out of service, with
                                      // the burn-in in the reason (sinfo -R)
       if (busy) return long_form ? "draining" : "drng";
       return long_form ? "drained" : "drain";
@@ -631,7 +631,7 @@ std::string FormatShowJob(const JobRecord& j, std::string_view diagnosis, Time n
                       "(IDX:" + a.gpus.ToString() + ")";
       if (a.share_milli > 0) s += " GpuShare=" + ShareText(a.share_milli);
       if (a.gpu_memory_mib > 0) s += " GpuMem=" + std::to_string(a.gpu_memory_mib) + "M";
-      // Issue 20: the MIG devices it holds, by UUID (its CUDA_VISIBLE_DEVICES).
+      // The MIG devices it holds, by UUID (its CUDA_VISIBLE_DEVICES).
       if (!a.mig.empty()) {
         std::string uuids;
         for (const std::string& u : a.mig) uuids += (uuids.empty() ? "" : ",") + u;
@@ -654,14 +654,14 @@ std::string FormatShowJob(const JobRecord& j, std::string_view diagnosis, Time n
          std::to_string(j.req.GpusPerNode()));
   }
   // Hachi's own keys.
-  // Issue 20: the most GPU memory it held on one GPU (NVML, from its agents), against
+  // The most GPU memory it held on one GPU (NVML, from its agents), against
   // what a share was promised: what --gpu-mem should be.
   if (j.gpu_memory_peak_mib > 0) {
     std::string s = "GpuMemPeak=" + GibText(j.gpu_memory_peak_mib);
     if (j.req.gpu_memory_mib > 0) s += " GpuMemPromised=" + GibText(j.req.gpu_memory_mib);
     line(s);
   }
-  // Issue 21: what the run did with its GPUs and CPUs (`hachi eff` says more).
+  // What the run did with its GPUs and CPUs (`hachi eff` says more).
   if (j.usage.samples > 0 || j.usage.cpu_seconds >= 0) {
     std::string s;
     if (j.usage.samples > 0) {
@@ -740,7 +740,7 @@ std::string MigInUse(const NodeStatus& n, int gpu) {
 }
 
 // The GPUs of `n` in MIG mode and the devices each is split into, read from the topology
-// its agent registered, with the jobs that hold them (issue 20: scheduled as devices).
+// its agent registered, with the jobs that hold them (scheduled as devices).
 // The GPUs of `n` in MIG mode (with or without devices), from its topology.
 GpuSet MigGpus(const NodeStatus& n) {
   GpuSet out;
@@ -782,7 +782,7 @@ std::string FormatGpuPicture(const NodeStatus& n) {
   if (!n.record.state_reason.empty()) head += " (" + n.record.state_reason + ")";
   if (!n.record.cgroup.empty()) head += "  cgroup " + n.record.cgroup;  // job isolation
   std::string o = head + "\n";
-  // Issue 20: how its GPU shares are isolated, and what MPS did lately.
+  // How its GPU shares are isolated, and what MPS did lately.
   if (n.record.gpu_sharing == "mps") {
     o += "GPU shares: MPS (a server per shared GPU holds each share to its limits)\n";
   } else if (StartsWith(n.record.gpu_sharing, "soft-limit: ")) {
@@ -792,7 +792,7 @@ std::string FormatGpuPicture(const NodeStatus& n) {
   for (const std::string& e : n.gpu_sharing_events) o += "  " + e + "\n";
   constexpr int kPerLine = 4;
   constexpr int kCell = 19;            // 2 + 4 * 19 = 78 columns
-  const GpuSet mig_gpus = MigGpus(n);  // issue 20: never given whole
+  const GpuSet mig_gpus = MigGpus(n);  // never given whole
   std::string row;
   for (int g = 0; g < n.gpus; ++g) {
     const state::JobId job = g < static_cast<int>(n.gpu_jobs.size()) ? n.gpu_jobs[g] : 0;
@@ -800,7 +800,7 @@ std::string FormatGpuPicture(const NodeStatus& n) {
         g < static_cast<int>(n.gpu_share_milli.size()) ? n.gpu_share_milli[g] : 0;
     const bool bad = n.record.unhealthy.contains(g);
     std::string what;
-    int mig = 0, mig_used = 0;  // issue 20: its MIG devices, and those in use
+    int mig = 0, mig_used = 0;  // its MIG devices, and those in use
     for (const state::NodeMigDevice& m : n.mig_devices) {
       mig += m.gpu == g;
       mig_used += m.gpu == g && m.job != 0;

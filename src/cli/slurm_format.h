@@ -22,7 +22,7 @@ namespace hachi::cli {
 inline constexpr std::string_view kDefaultQueueFormat =
     "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %.5b %R";
 // One line per node (sinfo -N), with GPUs and CPUs as allocated/idle/other/total; STATE
-// one wider than sinfo's, for "burn-in" (issue 19).
+// one wider than sinfo's, for "burn-in".
 inline constexpr std::string_view kDefaultNodesFormat =
     "%-10N %-16P %-7t %-14G %.13j %.14C %.8m %E";
 

@@ -238,7 +238,7 @@ TEST_F(SlurmFormat, QueueFilters) {
   }
 }
 
-// Issue 21: a running job its partition's idle-GPU policy warned about says so in %R
+// A running job its partition's idle-GPU policy warned about says so in %R
 // (after its nodes) and %r.
 TEST_F(SlurmFormat, QueueShowsIdleGpuWarnings) {
   JobRecord j = MakeJob(3200).Name("idle").Gpus(2).Running("gpu02", "2-3", kNow - 600);
@@ -351,7 +351,7 @@ std::vector<NodeStatus> Nodes() {
   g6.record.state = state::NodeState::kDown;
   g6.record.state_reason = "agent silent 30s";
   v.push_back(g6);
-  // Issue 19: a node running its burn-in checks.
+  // A node running its burn-in checks.
   NodeStatus g7 = node("gpu07", {0, 0, 0, 0, 0, 0, 0, 0});
   g7.record.state = state::NodeState::kBurnIn;
   g7.record.state_reason = "burn-in: running doctor";
@@ -389,7 +389,7 @@ TEST_F(SlurmFormat, Nodes) {
 }
 
 // A node whose GPUs 0-2 are in MIG mode: the picture names each one's layout (GPU 2
-// has no instances and cannot run jobs) and the jobs on its devices (issue 20).
+// has no instances and cannot run jobs) and the jobs on its devices.
 TEST_F(SlurmFormat, GpuPictureShowsMigDevices) {
   topo::Topology t = *topo::LoadPreset("hgx-h100");
   const topo::MigDevice slice{"1g.10gb", "", -1, -1, 0};
@@ -402,7 +402,7 @@ TEST_F(SlurmFormat, GpuPictureShowsMigDevices) {
   NodeStatus n = Nodes()[2];  // gpu03: idle, GPU 5 unhealthy
   n.record.name = "mig01";
   n.record.topology_json = topo::TopologyToJson(t);
-  // Issue 20: the devices as the server lists them, two of GPU 0's and GPU 1's 3g.40gb
+  // The devices as the server lists them, two of GPU 0's and GPU 1's 3g.40gb
   // held by jobs.
   for (int k = 0; k < 7; ++k) {
     n.mig_devices.push_back({0, "1g.10gb", "MIG-0" + std::to_string(k), 9728,

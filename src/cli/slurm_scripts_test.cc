@@ -1,4 +1,4 @@
-// Public batch scripts read as Slurm reads them (issue 17): every script in
+// Public batch scripts read as Slurm reads them: every script in
 // testdata/slurm-scripts/ (their provenance: PROVENANCE.md there) goes through the same
 // parse as `hachi submit` / `sbatch` (ParseDirectives, BuildSubmitOptions), and the
 // request it would send (the API's submit JSON, less the script text and environment)

@@ -187,7 +187,7 @@ INSTANTIATE_TEST_SUITE_P(
         AllocErrorCase{"nine_gpus", "--preset hgx-h100 --count 9", 1, "9"},
         AllocErrorCase{"busy", "--preset hgx-h100 --count 4 --free 1,5,6", 1, "1,5,6"},
         AllocErrorCase{"bad_free", "--preset hgx-h100 --count 1 --free 1,x", 2, "--free"},
-        // Issue 16: an explicitly empty free list is "none free", not "all free".
+        // An explicitly empty free list is "none free", not "all free".
         AllocErrorCase{"empty_free_is_none_free", "--preset hgx-h100 --count 1 --free ''",
                        1, "no GPU is free"},
         // CLI11 itself refuses "--free=" (no value after '='): bad input, not all free.

@@ -1,4 +1,4 @@
-// What jobs do with their GPUs (issue 21, docs/efficiency.md), end to end through
+// What jobs do with their GPUs (docs/efficiency.md), end to end through
 // `hachi dev` on the fake NVML: the test scripts each GPU's utilisation (GPU 3 at 5 %,
 // GPU 5 never used, the other six at 95 %); the agent samples the running job every
 // 0.2 s, the server sums its run, and `hachi eff` (and seff, the same binary by Slurm's

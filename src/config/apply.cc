@@ -148,7 +148,7 @@ Status ApplyClusterConfig(const ClusterConfig& config, sched::ClusterState* stat
   }
   for (const auto& [n, o] : overridden) {
     if (!o->block.empty()) state->nodes[n].block = o->block;
-    if (!o->features.empty()) state->nodes[n].features = o->features;  // issue 17
+    if (!o->features.empty()) state->nodes[n].features = o->features;
     if (!o->gres_type.empty()) state->nodes[n].gres_type = o->gres_type;
   }
   state->qos = config.qos;

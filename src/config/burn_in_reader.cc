@@ -1,4 +1,4 @@
-// [burn_in] and the node overrides' burn_in lists (issue 19, docs/burn-in.md): which
+// [burn_in] and the node overrides' burn_in lists (docs/burn-in.md): which
 // checks a node must pass before it takes jobs.
 #include <algorithm>
 

@@ -31,7 +31,7 @@ struct NodeSelector {
   std::string where;  // "cluster.toml:7: partition[0].nodes", for messages
 };
 
-// Issue 21 (docs/efficiency.md, "Idle GPUs"): what the server does with a running job
+// (docs/efficiency.md, "Idle GPUs"): what the server does with a running job
 // of the partition whose every GPU has stayed below `below_pct` utilisation for `after`:
 // warn (shown in queue, explain, the dashboard and /metrics), or also requeue or cancel
 // it, with the reason in its history. Off (after 0) by default.
@@ -47,7 +47,7 @@ struct PartitionConfig {
   // Everything but the node indices (`nodes`, `window_nodes`), which
   // ApplyClusterConfig fills from the selectors below.
   sched::Partition partition;
-  IdleGpuPolicy idle;  // issue 21: idle_gpu_after, idle_gpu_below, idle_gpu_action
+  IdleGpuPolicy idle;  // idle_gpu_after, idle_gpu_below, idle_gpu_action
   NodeSelector nodes;
   NodeSelector window_nodes;  // windows given without nodes: the partition's nodes
   bool has_window_nodes = false;
@@ -58,16 +58,16 @@ struct PartitionConfig {
 struct NodeOverride {
   NodeSelector nodes;
   std::string block;  // empty: unchanged
-  // Issue 17: features for -C/--constraint (added to the automatic ones) and the GPU
+  // Features for -C/--constraint (added to the automatic ones) and the GPU
   // type name as gres.conf spells it (--gres=gpu:TYPE:N). Empty: unchanged.
   std::vector<std::string> features;
   std::string gres_type;
-  // Issue 19: the burn-in checks of these nodes (BurnInConfig::checks' form), over
+  // The burn-in checks of these nodes (BurnInConfig::checks' form), over
   // [burn_in]'s; set (even empty) here also for simulated nodes.
   std::optional<std::vector<std::string>> burn_in;
 };
 
-// [burn_in] (issue 19, docs/burn-in.md): what a node must pass before it takes jobs,
+// [burn_in] (docs/burn-in.md): what a node must pass before it takes jobs,
 // when it registers for the first time or with another driver or topology, and what a
 // GPU must pass when it comes back (`hachi resume NODE --gpu N`).
 struct BurnInConfig {

@@ -97,7 +97,7 @@ account_partitions = { "6214e9" = "night" }
   EXPECT_THAT(p.windows[0].days, ElementsAre(0, 1, 2, 3, 4, 5));
   EXPECT_TRUE(g.has_window_nodes);
   EXPECT_THAT(g.window_nodes.names, ElementsAre("n0001", "n0002"));
-  EXPECT_EQ(g.idle.after, 30 * kMinute);  // issue 21
+  EXPECT_EQ(g.idle.after, 30 * kMinute);
   EXPECT_EQ(g.idle.below_pct, 10);
   EXPECT_EQ(g.idle.action, IdleAction::kRequeue);
 
@@ -162,7 +162,7 @@ members = ["bob", "carol"]
   EXPECT_TRUE(none->accounts.empty());
 }
 
-// Issue 19: [burn_in] and per-node-group lists; simulated nodes skip [burn_in]'s checks
+// [burn_in] and per-node-group lists; simulated nodes skip [burn_in]'s checks
 // unless it says simulated = true, while a node override's list always applies.
 TEST(ParseClusterConfigTest, BurnIn) {
   Result<ClusterConfig> none = ParseClusterConfig("", "c.toml");
@@ -262,7 +262,7 @@ TEST(ParseClusterConfigTest, Errors) {
        "c.toml:4: partition[0].preempt_mode: 'kill' is not a preempt mode"},
       {"min over max", part + "min_gpus = 8\nmax_gpus = 4\n",
        "c.toml:4: partition[0].min_gpus: 8 is more than max_gpus 4"},
-      // min_gpus = 0 is allowed since issue 17 (jobs without GPUs); max_gpus is not.
+      // min_gpus = 0 is allowed (jobs without GPUs); max_gpus is not.
       {"zero max gpus", part + "max_gpus = 0\n",
        "c.toml:4: partition[0].max_gpus: 0 is out of range 1..100000"},
       {"negative min gpus", part + "min_gpus = -1\n",

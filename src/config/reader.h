@@ -243,7 +243,7 @@ Result<PartitionConfig> ReadPartition(const Reader& r, const toml::node& n,
 
 // [auth] and [[account]] (auth_reader.cc).
 Status ReadAuth(const Reader& r, const toml::node& n, AuthConfig* out);
-// [burn_in], and a [node."..."] burn_in list (issue 19; burn_in_reader.cc).
+// [burn_in], and a [node."..."] burn_in list (burn_in_reader.cc).
 Status ReadBurnIn(const Reader& r, const toml::node& n, BurnInConfig* out);
 Result<std::vector<std::string>> ReadBurnInChecks(const Reader& r, const toml::node& n,
                                                   const std::string& path);

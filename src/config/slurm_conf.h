@@ -1,4 +1,4 @@
-// `hachi slurm import-conf slurm.conf` (issue 17, docs/slurm.md): a Slurm shop's node
+// `hachi slurm import-conf slurm.conf` (docs/slurm.md): a Slurm shop's node
 // and partition lines translated into Hachi's cluster config (docs/config.md), with a
 // note for every line or key that has no Hachi equivalent, so nothing is dropped
 // silently. The nodes themselves (CPUs, memory, GPUs) are what each agent discovers;

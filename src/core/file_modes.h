@@ -1,4 +1,4 @@
-// The modes of what a daemon keeps on disk (issue 16 §2; docs/storage.md "Who can read
+// The modes of what a daemon keeps on disk (docs/storage.md "Who can read
 // it"). The server's state directory holds every job's script and environment (the
 // database) and the cluster secret; an agent's spool holds scripts and exit files. Local
 // users must not read them, nor hold an open descriptor on them from a moment they were

@@ -1,4 +1,4 @@
-// Slurm's --begin / --deadline forms against a fixed "now" (issue 17).
+// Slurm's --begin / --deadline forms against a fixed "now".
 #include "core/slurm_time.h"
 
 #include <gtest/gtest.h>

@@ -55,7 +55,7 @@ std::optional<long long> ParseInt(std::string_view s) {
 std::optional<std::string> ReadFile(const std::string& path, std::string* error) {
   // open(2) rather than std::ifstream, for O_NOCTTY: the daemons read files with this,
   // and a session leader without a controlling terminal (hachi dev under setsid or a
-  // service manager) that opens a terminal without it acquires one (issue 16).
+  // service manager) that opens a terminal without it acquires one.
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) {
     if (error) *error = "cannot open '" + path + "': " + std::strerror(errno);

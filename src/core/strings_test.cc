@@ -56,7 +56,7 @@ TEST(CpuListTest, ParsesAndFormats) {
 namespace hachi {
 namespace {
 
-// sbatch's standard input (issue 17): read to the end, within a bound.
+// sbatch's standard input: read to the end, within a bound.
 TEST(ReadFd, ReadsToTheEndWithinTheBound) {
   int fds[2];
   ASSERT_EQ(::pipe(fds), 0);

@@ -103,7 +103,7 @@ Status PlanApplier::CheckPart(const Job& job, bool whole, const Allocation& a) c
         (r.gpu_model.empty() ? "any model" : r.gpu_model) + " with " +
         std::to_string(std::max(r.min_gpu_memory_mib, r.gpu_memory_mib)) + " MiB");
   }
-  // Issue 17: -C/-w/-x (features.h), as the cycle's eligible sets have them.
+  // -C/-w/-x (features.h), as the cycle's eligible sets have them.
   if (!r.constraint.empty() || !r.nodelist.empty() || !r.exclude.empty()) {
     Result<NodeSelection> sel = ResolveSelection(*state_, r);
     if (!sel.ok()) return Internal(JobOn(job, n) + sel.status().message());
@@ -156,7 +156,7 @@ Status PlanApplier::Check(const Job& job, const Start& start) const {
                     std::to_string(job.req.nodes));
   }
   const bool whole = IsWholeNode(*state_, job);
-  if (!job.req.nodelist.empty()) {  // issue 17: every -w node is in the gang
+  if (!job.req.nodelist.empty()) {  // every -w node is in the gang
     Result<NodeSelection> sel = ResolveSelection(*state_, job.req);
     if (!sel.ok())
       return Internal("job " + std::to_string(job.id) + ": " + sel.status().message());

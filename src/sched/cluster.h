@@ -36,7 +36,7 @@ struct GpuShareUse {
   std::string user;
 };
 
-// A MIG device (issue 20, mig.h): one GPU instance of a GPU in MIG mode, scheduled as a
+// A MIG device (mig.h): one GPU instance of a GPU in MIG mode, scheduled as a
 // device of its own. The layout is the one the node's agent found (Hachi never changes
 // MIG layouts), in the topology's order: by GPU index, then as NVML lists them.
 struct MigSlot {
@@ -59,7 +59,7 @@ struct Node {
   int64_t memory_mib = 0;
   std::string block;            // network block (leaf switch) for gang placement
   std::vector<int> partitions;  // indices into ClusterState::partitions
-  // Issue 17 (features.h): the features the config gives the node (`features =
+  // (features.h): the features the config gives the node (`features =
   // ["ib", "volta32gb"]`; the automatic ones, GPU model, memory and interconnect, are
   // derived, NodeFeatures) and its GPU type as the site's gres.conf names it
   // (`gres_type = "a100-80"`; --gres=gpu:TYPE:N matches it exactly). Constant after
@@ -149,7 +149,7 @@ struct Partition {
   // ApplyDefaultMemory); 0 = the built-in default, the smallest memory per GPU of the
   // partition's nodes, so that defaults alone never over-commit a node.
   int64_t default_mem_per_gpu_mib = 0;
-  // Issue 17: jobs without GPUs (CPUs and memory only: Snakemake rules, dask workers)
+  // Jobs without GPUs (CPUs and memory only: Snakemake rules, dask workers)
   // may run here; so may they where min_gpus is 0. They are never whole-node jobs
   // unless --exclusive, and keep clear of whole-node jobs (isolation, as shared jobs).
   bool allow_cpu_jobs = false;
@@ -165,7 +165,7 @@ struct Qos {
 //   age  * min(wait / age_max, 1)
 // + fairshare * 2^(-usage/share)        (usage and share normalised over accounts)
 // + tier * partition.tier + qos * qos.priority/1000 + size * gpus/largest_node
-// - nice                                 (--nice, issue 17; a job without GPUs: size 0)
+// - nice                                 (--nice; a job without GPUs: size 0)
 struct PriorityWeights {
   double age = 1000;
   Duration age_max = 7 * kDay;
@@ -188,7 +188,7 @@ struct FairShare {
 
 // ---- Jobs ----
 
-// kAfterNotOk (issue 17): runs only if the job failed, timed out, was cancelled or
+// kAfterNotOk: runs only if the job failed, timed out, was cancelled or
 // lost its node; never if it completed. kSingleton: `job` is 0; waits while another
 // job of the same name and user runs or is pending ahead of it (the caller decides).
 enum class DependencyKind : uint8_t { kAfterOk, kAfterAny, kAfterNotOk, kSingleton };
@@ -223,19 +223,19 @@ struct JobRequest {
   // promised to a shared job (0: none promised).
   int gpu_share_milli = 0;
   int64_t gpu_memory_mib = 0;
-  // Issue 17, node selection (features.h): -C/--constraint, Slurm's feature
+  // Node selection (features.h): -C/--constraint, Slurm's feature
   // expression; -w/--nodelist, a host list the job's nodes must include; -x/--exclude,
   // a host list it never runs on. Empty: no such limit. As written by the user.
   std::string constraint;
   std::string nodelist;
   std::string exclude;
-  // Issue 17, timing: --begin, not started before this time (0: as soon as it can);
+  // Timing: --begin, not started before this time (0: as soon as it can);
   // --deadline, never started unless start + time limit <= deadline (0: none); --nice,
   // subtracted from the priority (negative: admins only, checked by the server).
   Time begin_time = 0;
   Time deadline = 0;
   int nice = 0;
-  // Issue 20, MIG (mig.h): `gpus` MIG devices of this profile ("1g.10gb") on one
+  // MIG (mig.h): `gpus` MIG devices of this profile ("1g.10gb") on one
   // node, from --gres=gpu:1g.10gb:N; empty: whole GPUs (or a share).
   std::string mig_profile;
 

@@ -209,7 +209,7 @@ JobShape CycleContext::Shape(const Job& job) {
     s.eligible = default_eligible[p];
     return s;
   }
-  // Issue 17: the node selection is part of the set's key (features.h).
+  // The node selection is part of the set's key (features.h).
   std::string key;
   if (selects) {
     key = r.constraint + '\x1f' + r.nodelist + '\x1f' + r.exclude + '\x1f' +

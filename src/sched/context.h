@@ -60,7 +60,7 @@ struct EligibleSet {
   int partition = -1;
   std::string gpu_model;
   int64_t min_gpu_memory_mib = 0;
-  // Issue 17, node selection (features.h): the request's constraint, node list,
+  // Node selection (features.h): the request's constraint, node list,
   // exclusion and node count as one key ("" for none); `required`, the node list of a
   // gang that names fewer nodes than it has (all of them must be in the gang; a list
   // naming every node limits `ok` instead); `choice`, the [...] alternative a gang's
@@ -215,7 +215,7 @@ struct CycleContext {
   // Book's part for a GPU share of `user` (the GPU's owner from then on).
   void BookShare(const Allocation& a, const std::string& user);
   static inline const GpuShareUse no_share_{};
-  // Shape's part for a request with a node selection (issue 17): clears `e->ok` where
+  // Shape's part for a request with a node selection: clears `e->ok` where
   // the selection refuses a node; sets required, choice, bad_selection.
   void ApplySelection(const JobRequest& r, int job_nodes, EligibleSet* e);
   void EnsureFrag();  // per-node model masks, F slots, maxima

@@ -1,4 +1,4 @@
-// Jobs without GPUs (issue 17): refused where the partition does not take them,
+// Jobs without GPUs: refused where the partition does not take them,
 // placed on CPUs and memory only, never next to a whole-node job (isolation), and
 // never holding a GPU.
 #include <gtest/gtest.h>

@@ -16,7 +16,7 @@ void DiagnoseBlocked(CycleContext& ctx, const JobShape& job, const VerdictTally&
                      Diagnosis* d) {
   const EligibleSet& e = ctx.eligible[job.eligible];
   PartitionFree f = ctx.FreeIn(e.partition);
-  if (!e.select_key.empty()) {  // -C/-w/-x (issue 17): only the nodes they allow
+  if (!e.select_key.empty()) {  // -C/-w/-x: only the nodes they allow
     f = {};
     for (int node : e.nodes) {
       if (!ctx.nodes[node].up) continue;
@@ -33,7 +33,7 @@ void DiagnoseBlocked(CycleContext& ctx, const JobShape& job, const VerdictTally&
   d->free_gpus = f.total;
   d->eligible_nodes = static_cast<int>(e.nodes.size());
   if (e.up == 0) {
-    // Issue 17: with -C/-w/-x, Slurm's words: never (no node) or not now (all down).
+    // With -C/-w/-x, Slurm's words: never (no node) or not now (all down).
     d->reason = e.select_key.empty() ? Reason::kNodesUnavailable
                 : e.nodes.empty()    ? Reason::kBadConstraints
                                      : Reason::kReqNodeNotAvail;
@@ -75,7 +75,7 @@ void DiagnoseBlocked(CycleContext& ctx, const JobShape& job, const VerdictTally&
     default:
       break;
   }
-  // A job without GPUs (issue 17) waits for CPUs or memory: never "fragmented".
+  // A job without GPUs waits for CPUs or memory: never "fragmented".
   d->reason = job.total_gpus() > 0 && f.total >= job.total_gpus() ? Reason::kFragmented
                                                                   : Reason::kResources;
 }
@@ -160,7 +160,7 @@ std::string NodeList(const ClusterState& s, std::vector<int> nodes) {
   return out;
 }
 
-// Issue 17: what -C/-w/-x leave of the job's partition ("constraint 'ib&h100' matches
+// What -C/-w/-x leave of the job's partition ("constraint 'ib&h100' matches
 // 2 of 8 nodes of partition gpu8, 3 excluded"); "" without a selection.
 std::string SelectionNote(const ClusterState& s, const Job& job) {
   const JobRequest& r = job.req;

@@ -11,7 +11,7 @@
 namespace hachi::sched {
 
 // True when the job gets whole nodes: a whole-node partition, or `exclusive`. A job
-// without GPUs (issue 17) in a whole-node partition that takes CPU jobs is not: it
+// without GPUs in a whole-node partition that takes CPU jobs is not: it
 // takes CPUs and memory beside the GPUs, isolated from whole-node jobs as shared jobs.
 inline bool IsWholeNode(const Partition& p, const JobRequest& r) {
   return r.exclusive || (p.mode == PartitionMode::kWholeNode && r.TotalGpus() > 0);
@@ -35,7 +35,7 @@ inline int64_t NodeMemory(const JobRequest& r) {
 // case-insensitive substring ("H100" matches "NVIDIA H100 80GB HBM3").
 bool GpuModelMatches(std::string_view node_model, std::string_view wanted);
 
-// Issue 17: `wanted` ('|' alternatives) names the node's gres.conf GPU type
+// `wanted` ('|' alternatives) names the node's gres.conf GPU type
 // (Node::gres_type) exactly, case-sensitive, as Slurm matches --gres=gpu:TYPE:N.
 bool GresTypeMatches(std::string_view gres_type, std::string_view wanted);
 

@@ -1,4 +1,4 @@
-// Node features and the job's node selection (issue 17): what `-C/--constraint`,
+// Node features and the job's node selection: what `-C/--constraint`,
 // `-w/--nodelist`, `-x/--exclude` and `--gres=gpu:TYPE:N` ask of a node, as Slurm 22.05
 // reads them.
 //

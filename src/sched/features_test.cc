@@ -1,4 +1,4 @@
-// Node features and node selection (issue 17): the constraint grammar, the automatic
+// Node features and node selection: the constraint grammar, the automatic
 // features, gres.conf type names, and -C/-w/-x through submit, a cycle and the
 // diagnosis.
 #include "sched/features.h"

@@ -7,7 +7,7 @@ Reason CheckJob(const CycleContext& ctx, const JobShape& job, int* used, int* li
   if (j.held) return Reason::kHeld;
   if (j.deps == DependencyState::kNeverMet) return Reason::kDependencyNeverMet;
   if (j.deps == DependencyState::kWaiting) return Reason::kDependency;
-  // Issue 17: --begin, and --deadline (start + limit must reach no further).
+  // --begin, and --deadline (start + limit must reach no further).
   if (j.req.begin_time > ctx.now) return Reason::kBeginTime;
   if (j.req.deadline > 0 && ctx.now + job.limit > j.req.deadline) {
     return Reason::kDeadline;

@@ -13,7 +13,7 @@
 
 namespace hachi::sched {
 
-// Job-level gates: held, dependencies, --begin and --deadline (issue 17), quotas.
+// Job-level gates: held, dependencies, --begin and --deadline, quotas.
 // kNone when the job may be placed; else the reason, with the quota numbers in *used /
 // *limit for the quota reasons.
 Reason CheckJob(const CycleContext& ctx, const JobShape& job, int* used, int* limit);

@@ -1,4 +1,4 @@
-// MIG devices as devices of their own (issue 20, docs/scheduler.md "MIG devices"). A
+// MIG devices as devices of their own (docs/scheduler.md "MIG devices"). A
 // GPU in MIG mode is split into GPU instances (1g.10gb, 3g.40gb, ...) by its admin;
 // Hachi uses the layout the node's agent found. Such a GPU is never given whole
 // (Node::mig_gpus, never in free_gpus); its devices are Node::mig slots, and a job that

@@ -1,4 +1,4 @@
-// MIG devices as devices of their own (issue 20, mig.h): the profile check, submit-time
+// MIG devices as devices of their own (mig.h): the profile check, submit-time
 // validation, placement (best fit by devices left), the applier's booking and release,
 // and the diagnosis with its numbers.
 #include "sched/mig.h"

@@ -119,7 +119,7 @@ class Placer {
 
   // Among `cands` (nodes that fit at one time, ascending), the `job.nodes` nodes for
   // a gang (Scorer::SelectGang). A gang whose -w list names fewer nodes than it has
-  // (EligibleSet::required, issue 17) gets all of them, and the rest as the style
+  // (EligibleSet::required) gets all of them, and the rest as the style
   // picks among the candidates of their class; none when one of them is no candidate.
   std::vector<int> SelectGang(const CycleContext& ctx, const JobShape& job,
                               const std::vector<int>& cands,

@@ -53,7 +53,7 @@ enum class Reason : uint8_t {
   kPreempting,        // lower-tier jobs were told to leave for it; waits for their grace
   kTimeWindow,        // the fitting nodes belong to another partition's time window
   kInternal,          // the scheduler failed (e.g. the GPU allocator): Plan::errors
-  // Issue 17 (Slurm's words):
+  // (Slurm's words):
   kBadConstraints,   // -C/-w/-x: no node of the partition can ever hold the job
   kReqNodeNotAvail,  // -w/-C/-x: the nodes it may use are all down or drained
   kBeginTime,        // --begin: not before JobRequest::begin_time

@@ -57,7 +57,7 @@ double JobPriority(const ClusterState& state, const Job& job, Time t,
                                              static_cast<double>(largest_node)
                                        : 0.0;
   return w.age * age + w.fairshare * fairshare_factor + w.tier * tier +
-         w.qos * qos / 1000.0 + w.size * size - job.req.nice;  // --nice (issue 17)
+         w.qos * qos / 1000.0 + w.size * size - job.req.nice;  // --nice
 }
 
 QueueOrder::Key QueueOrder::KeyOf(const Job& j) {

@@ -116,7 +116,7 @@ void CheckInvariants(const ClusterState& s, const Plan& plan) {
       RC_ASSERT(account_used[job.req.account] <= it->second);
     }
   }
-  // CPUs and memory never overcommitted (jobs without GPUs, issue 17, take only
+  // CPUs and memory never overcommitted (jobs without GPUs, take only
   // these); -C/-w/-x honoured.
   std::vector<int> cpus(n);
   std::vector<int64_t> memory(n);
@@ -179,7 +179,7 @@ RC_GTEST_PROP(SchedProperty, PlansKeepTheInvariantsWithPreemptionAndWindows, ())
   }
 }
 
-// Issue 17: jobs without GPUs and -C/-w/-x in the mix. Beside the invariants (hard
+// Jobs without GPUs and -C/-w/-x in the mix. Beside the invariants (hard
 // isolation: a job without GPUs is never on a node of a whole-node job, nor a
 // whole-node job beside one; it never holds a GPU), lean and explaining cycles agree
 // and the same input gives the same plan.

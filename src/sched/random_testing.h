@@ -12,7 +12,7 @@
 // some of them in a random daily window; 0-6 pending prod jobs; some running jobs are
 // already being preempted.
 //
-// With `cpu_jobs` (issue 17): both partitions take jobs without GPUs, some running and
+// With `cpu_jobs`: both partitions take jobs without GPUs, some running and
 // pending jobs have none (single-node and gangs), some nodes carry the feature "ib",
 // and some pending jobs ask for -C/-w/-x.
 #pragma once
@@ -139,7 +139,7 @@ inline ClusterState RandomCluster(bool preemption = false, bool shares = false,
       j.Gpus(8).Partition("gpu8");
     } else {
       if (b.state().nodes[node].whole_node_jobs > 0) continue;
-      // Issue 17: a job without GPUs (it needs a CPU).
+      // A job without GPUs (it needs a CPU).
       const bool cpu_only = cpu_jobs && *rc::gen::inRange(0, 3) == 0;
       j.Gpus(cpu_only ? 0 : *rc::gen::inRange(1, free + 1));
       if (cpu_only) j.Cpus(*rc::gen::inRange(1, 9));
@@ -168,7 +168,7 @@ inline ClusterState RandomCluster(bool preemption = false, bool shares = false,
     } else {
       j.Gpus(*rc::gen::inRange(1, 4)).Exclusive();
     }
-    if (cpu_jobs && *rc::gen::inRange(0, 3) == 0) {  // issue 17: no GPUs
+    if (cpu_jobs && *rc::gen::inRange(0, 3) == 0) {  // no GPUs
       j.Gpus(0).Partition(gpu8_cpu && *rc::gen::inRange(0, 3) == 0 ? "gpu8" : "shared");
       j.job().req.gpu_share_milli = 0;  // not a share any more
       j.job().req.gpu_memory_mib = 0;
@@ -176,7 +176,7 @@ inline ClusterState RandomCluster(bool preemption = false, bool shares = false,
       if (*rc::gen::inRange(0, 6) == 0) j.Gang(*rc::gen::inRange(2, 4), 0);
       if (*rc::gen::inRange(0, 8) == 0) j.Exclusive();
     }
-    if (cpu_jobs) {  // issue 17: -C, -x, -w
+    if (cpu_jobs) {  // -C, -x, -w
       const int sel = *rc::gen::inRange(0, 8);
       if (sel == 0) j.Constraint("ib");
       if (sel == 1)

@@ -165,11 +165,11 @@ class SchedulerImpl final : public Scheduler {
     }
     // Filter (job): held, dependencies, quotas — cheap, and no node changes them.
     d->reason = CheckJob(ctx, s, &d->quota_used, &d->quota_limit);
-    if (d->reason == Reason::kBeginTime) {  // a cycle when it may start (issue 17)
+    if (d->reason == Reason::kBeginTime) {  // a cycle when it may start
       c.plan.wake_at = std::min(c.plan.wake_at, job.req.begin_time);
     }
     if (d->reason != Reason::kNone) return false;
-    // -C/-w/-x that no node can ever satisfy (issue 17): never placed, never reserved.
+    // -C/-w/-x that no node can ever satisfy: never placed, never reserved.
     if (ctx.eligible[s.eligible].nodes.empty() &&
         !ctx.eligible[s.eligible].select_key.empty()) {
       d->reason = Reason::kBadConstraints;

@@ -62,7 +62,7 @@ class Scheduler {
 // (kInvalidArgument, naming the partition and the allowed list).
 Result<Job> ValidateRequest(const ClusterState& state, const JobRequest& req);
 
-// The server's submit, after ValidateRequest (issue 16): a job that asks for no memory
+// The server's submit, after ValidateRequest: a job that asks for no memory
 // (neither --mem nor --mem-per-gpu) gets its partition's default_mem_per_gpu_mib per
 // GPU, or, when the partition names none, the smallest memory per GPU among the
 // partition's nodes (node memory / its GPUs: a node full of such jobs is exactly full,

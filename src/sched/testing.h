@@ -92,7 +92,7 @@ class JobBuilder {
     job_.req.gpu_memory_mib = memory_mib;
     return *this;
   }
-  // Issue 20: `n` MIG devices of `profile` ("1g.10gb") on one node.
+  // `n` MIG devices of `profile` ("1g.10gb") on one node.
   JobBuilder& Mig(std::string profile, int n = 1) {
     job_.req.gpus = n;
     job_.req.mig_profile = std::move(profile);
@@ -119,7 +119,7 @@ class JobBuilder {
     job_.deps = s;
     return *this;
   }
-  // Issue 17: node selection and timing.
+  // Node selection and timing.
   JobBuilder& Constraint(std::string c) {
     job_.req.constraint = std::move(c);
     return *this;
@@ -228,12 +228,12 @@ class ClusterBuilder {
     s_.partitions.back().allow_gpu_sharing = true;
     return *this;
   }
-  // Issue 17: the last partition takes jobs without GPUs.
+  // The last partition takes jobs without GPUs.
   ClusterBuilder& AllowCpuJobs() {
     s_.partitions.back().allow_cpu_jobs = true;
     return *this;
   }
-  // Issue 17: configured features and gres.conf type of a node.
+  // Configured features and gres.conf type of a node.
   ClusterBuilder& Features(int node, std::vector<std::string> f) {
     s_.nodes[node].features = std::move(f);
     return *this;
@@ -242,7 +242,7 @@ class ClusterBuilder {
     s_.nodes[node].gres_type = std::move(t);
     return *this;
   }
-  // Issue 20: GPU `gpu` of `node` in MIG mode with devices of these profiles, UUIDs
+  // GPU `gpu` of `node` in MIG mode with devices of these profiles, UUIDs
   // "MIG-n<node>-g<gpu>-<k>", 10 GiB per "g" of the profile. Never free whole.
   ClusterBuilder& Mig(int node, int gpu, std::vector<std::string> profiles) {
     Node& n = s_.nodes[node];

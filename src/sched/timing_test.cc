@@ -1,4 +1,4 @@
-// --begin, --deadline, --nice and afternotok (issue 17) with a fixed clock: the cycle's
+// --begin, --deadline, --nice and afternotok with a fixed clock: the cycle's
 // `now` is the fake clock.
 #include <gtest/gtest.h>
 

@@ -51,7 +51,7 @@ Status CheckShape(const JobRequest& req) {
                            std::to_string(req.nodes) + ")");
   }
   if (req.nodes > 1) {
-    // gpus 0 and gpus per node 0: a job without GPUs on several nodes (issue 17).
+    // gpus 0 and gpus per node 0: a job without GPUs on several nodes.
     if (req.gpus_per_node == 0 && req.gpus % req.nodes != 0) {
       return InvalidArgument(std::to_string(req.gpus) + " GPUs do not divide over " +
                              std::to_string(req.nodes) + " nodes");
@@ -110,7 +110,7 @@ Status CheckSharing(const Partition& p, const JobRequest& req) {
   return Status::Ok();
 }
 
-// Issue 17: -C, -w, -x (features.h). Keeps in `fitting` the nodes the selection
+// -C, -w, -x (features.h). Keeps in `fitting` the nodes the selection
 // allows; a selection no node of the partition can ever satisfy is refused with
 // Slurm's words. `job_nodes`: the job's node count as far as it is known.
 constexpr char kNotAvailable[] = "Requested node configuration is not available: ";
@@ -182,7 +182,7 @@ void ApplyDefaultMemory(const ClusterState& state, Job* job) {
   }
   if (per_gpu <= 0) return;
   if (req.TotalGpus() == 0) {
-    req.memory_mib = per_gpu;  // a job without GPUs: one GPU's worth (issue 17)
+    req.memory_mib = per_gpu;  // a job without GPUs: one GPU's worth
   } else if (req.Mig()) {
     // Each MIG device: its part of its GPU's memory times one GPU's worth (a 1g.10gb
     // of an 80 GB GPU: an eighth), so seven devices do not take seven GPUs' worth.

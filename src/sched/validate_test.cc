@@ -53,7 +53,7 @@ TEST_P(ValidateRefusal, RefusesWithReason) {
 INSTANTIATE_TEST_SUITE_P(
     Rows, ValidateRefusal,
     ::testing::Values(
-        // Issue 17: a job without GPUs only where the partition takes them.
+        // A job without GPUs only where the partition takes them.
         Row{"zero_gpus", MakeJob(1).Gpus(0), StatusCode::kUnsatisfiable,
             "cannot run in partition shared: it takes no CPU-only jobs (its config needs "
             "allow_cpu_jobs = true"},
@@ -118,7 +118,7 @@ TEST(ValidateTest, AcceptsShareAndRequiresItsMemoryPerGpu) {
   EXPECT_EQ(r->req.min_gpu_memory_mib, 20480);
 }
 
-// Issue 16: a job that asks for no memory had no memory limit at all.
+// A job that asks for no memory had no memory limit at all.
 TEST(ApplyDefaultMemoryTest, BoundedDefaultWhenTheJobAsksForNone) {
   ClusterState s = Cluster();
   auto given = [&](const testing::JobBuilder& b) {

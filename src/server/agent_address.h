@@ -2,7 +2,7 @@
 // (MASTER_ADDR is the rank-0 node's). An agent may give one (`hachi agent --address`);
 // by default the server takes the source address of the agent's registration as it sees
 // it, which is the address that reaches the server and so, on a flat cluster network,
-// the other nodes too (issue 15: every agent registering as 127.0.0.1 made every gang's
+// the other nodes too (every agent registering as 127.0.0.1 made every gang's
 // MASTER_ADDR 127.0.0.1).
 //
 // A free function on plain strings; thread-safe.

@@ -1,4 +1,4 @@
-// A node's address from its registration (issue 15): what the agent gave, or the source
+// A node's address from its registration: what the agent gave, or the source
 // address the server saw; checked. The function on its own, then through Register.
 #include "server/agent_address.h"
 

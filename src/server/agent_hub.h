@@ -65,11 +65,11 @@ class AgentHub {
   void Signal(const std::string& node, api::JobSignal signal) EXCLUDES(mu_);
   // A running job's new time limit (scontrol update), as Signal.
   void SetLimit(const std::string& node, api::AgentWork::Limit limit) EXCLUDES(mu_);
-  // Job steps (issue 18): a node's part of a step, and a signal or cancel for one, as
+  // Job steps: a node's part of a step, and a signal or cancel for one, as
   // Signal. A closed node's are dropped: a restarted agent never starts a step twice.
   void LaunchStep(const std::string& node, api::StepLaunch launch) EXCLUDES(mu_);
   void SignalStep(const std::string& node, api::StepSignal signal) EXCLUDES(mu_);
-  // Burn-in (issue 19): a run for the node's agent, replacing one not picked up yet.
+  // Burn-in: a run for the node's agent, replacing one not picked up yet.
   void BurnIn(const std::string& node, api::BurnInWork run) EXCLUDES(mu_);
   // A --pty step's typed bytes or window size, kept in order.
   void StepInput(const std::string& node, api::StepInput input) EXCLUDES(mu_);

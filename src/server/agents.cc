@@ -70,7 +70,7 @@ Status Controller::Register(const AgentRegistration& reg, const std::string& pee
       rec.state_since = old->second.state_since;
     }
   }
-  // Issue 19: a node new or changed since its checks last passed is burned in first.
+  // A node new or changed since its checks last passed is burned in first.
   std::optional<api::BurnInWork> burn_in = burn_in_.OnRegisterLocked(
       reg, old != ledger_->image().nodes.end() ? &old->second : nullptr, &rec);
   HACHI_RETURN_IF_ERROR(ledger_->Commit({state::NodeUpserted{rec}}));
@@ -106,7 +106,7 @@ Status Controller::Register(const AgentRegistration& reg, const std::string& pee
       continue;
     }
     // The agent restarted after the job started and does not know it: its processes'
-    // fate is unknown (re-adoption is issue 7). Requeue or fail it.
+    // fate is unknown (the agent did not re-adopt it). Requeue or fail it.
     RunInfo& info = runs_[id];
     if (job.spec.requeue) {
       edits.push_back(state::JobRequeued{id, "agent on " + reg.node + " restarted"});
@@ -192,7 +192,7 @@ Status Controller::ReportExits(const std::string& node,
       continue;
     }
     RunInfo& info = runs_[e.job];
-    // Issue 18: a job whose batch script runs on its first node only ends with that
+    // A job whose batch script runs on its first node only ends with that
     // part; the other parts only held their nodes.
     const bool first_only = job.spec.batch_on_first_node && job.allocations.size() > 1;
     const bool batch_part = node == job.allocations.front().node;

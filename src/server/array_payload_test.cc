@@ -1,4 +1,4 @@
-// Issue 16, item 3: an array's script and environment are kept once (the tasks share
+// An array's script and environment are kept once (the tasks share
 // one state::JobPayload), every task still launches and reads back with all of it, and
 // what one user may have pending is bounded.
 #include <gtest/gtest.h>

@@ -40,7 +40,7 @@ Result<std::string> NewToken(const std::string& id);
 // The id part of a token ("" when it does not look like one of ours).
 std::string_view TokenId(std::string_view token);
 
-// Job credentials (issue 18): what a job's processes show the server, so that srun,
+// Job credentials: what a job's processes show the server, so that srun,
 // squeue and sbatch inside a job work from any node without a token of the user's (the
 // role of Slurm's munge credential). "hachijob_<job>_<start>_<HMAC-SHA256 of
 // "<job>.<start>" under the cluster secret>": it names one run of one job, is valid only

@@ -1,4 +1,4 @@
-// Who is who, and who may do what (issue 6): tokens issued, verified, revoked and kept
+// Who is who, and who may do what: tokens issued, verified, revoked and kept
 // across a restart; 401 without a believable caller over TCP; 403 for another user's
 // job, for non-admins' admin actions, for accounts one is not a member of and for
 // partitions whose allow-lists leave one out (the Authorizer's rules, table-tested in
@@ -243,7 +243,7 @@ TEST(SubmitChecks, PathsAndFields) {
   req.spec.stdout_path = "/home/alice/../bob/steal.out";
   EXPECT_EQ(h->Submit(req, kAlice).status().code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(h->Jobs(true).empty());
-  // Issue 16: an image that is an option of the runtime is refused at submit.
+  // An image that is an option of the runtime is refused at submit.
   req = MakeSubmit();
   req.spec.container_image = "--user=0";
   const Status image = h->Submit(req, kAlice).status();
@@ -433,7 +433,7 @@ TEST_F(AuthHttpTest, OnlyTheOwnerSeesAJobsEnvironmentAndScript) {
   }
 }
 
-// Issue 16, item 5: `hachi run -- echo SECRET` showed SECRET to anonymous readers and
+// `hachi run -- echo SECRET` showed SECRET to anonymous readers and
 // other users. Arguments are redacted as the environment is; a command job keeps its
 // command's base name, and the listing says how many arguments are hidden.
 TEST_F(AuthHttpTest, OnlyTheOwnerSeesAJobsArguments) {
@@ -514,7 +514,7 @@ TEST_F(AuthHttpTest, AnonymousReadAll) {
 }
 
 // A partition's allow-list refuses as an account does: 403 permission_denied, before the
-// request is validated (it was a 400 from sched::ValidateRequest; issue 14 point 4).
+// request is validated (it was a 400 from sched::ValidateRequest).
 TEST_F(AuthHttpTest, PartitionAllowListIs403) {
   Start(
       "[[partition]]\nname = \"gpu8\"\nnodes = \"all\"\nallowed_users = [\"bob\"]\n"

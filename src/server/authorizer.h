@@ -72,12 +72,12 @@ enum class Action {
   kIssueToken,      // POST /tokens
   kListTokens,      // GET /tokens
   kRevokeToken,     // DELETE /tokens/ID (object: the token id)
-  kSignal,          // POST /jobs/ID/signal (object: the job; issue 17)
-  kRequeue,         // POST /jobs/ID/requeue (object: the job; issue 17)
-  kNegativeNice,    // POST /jobs with --nice below 0, raising its priority (issue 17)
-  kUpdate,          // POST /jobs/ID/update (object: the job; issue 17)
+  kSignal,          // POST /jobs/ID/signal (object: the job)
+  kRequeue,         // POST /jobs/ID/requeue (object: the job)
+  kNegativeNice,    // POST /jobs with --nice below 0, raising its priority
+  kUpdate,          // POST /jobs/ID/update (object: the job)
   kRaiseTimeLimit,  // an update lengthening a job's time limit: admins (Slurm's rule)
-  kRunStep,         // POST /jobs/ID/steps, its output and signals (issue 18): srun
+  kRunStep,         // POST /jobs/ID/steps, its output and signals: srun
   kAgent,           // /agents/*: register, poll for work, health, exits
 };
 inline constexpr int kActionCount = static_cast<int>(Action::kAgent) + 1;

@@ -1,4 +1,4 @@
-// Burn-in (issue 19, docs/burn-in.md): the pure parts of the gate the Controller runs
+// Burn-in (docs/burn-in.md): the pure parts of the gate the Controller runs
 // (burn_in.cc). A node that registers for the first time, or with another GPU driver or
 // topology, and a GPU that comes back from repair (`hachi resume NODE --gpu N`), run the
 // configured checks on their agent before they take jobs.

@@ -1,4 +1,4 @@
-// The burn-in gate in the Controller (issue 19, server/burn_in.cc): which registrations
+// The burn-in gate in the Controller (server/burn_in.cc): which registrations
 // and resumes start a run, what the agent's report does, and that a node or GPU in
 // burn-in never gets a job.
 #include "server/burn_in.h"

@@ -573,7 +573,7 @@ state::NodeStatus Controller::NodeStatusLocked(const state::NodeRecord& rec,
   }
   st.gpu_jobs.assign(st.gpus, 0);
   st.gpu_share_milli.assign(st.gpus, 0);
-  if (hw != hardware_.end()) {  // issue 20: MIG devices, free until a job below holds one
+  if (hw != hardware_.end()) {  // MIG devices, free until a job below holds one
     for (const sched::MigSlot& m : hw->second.mig) {
       st.mig_devices.push_back({m.gpu, m.profile, m.uuid, m.memory_mib, 0});
     }
@@ -685,7 +685,7 @@ Status Controller::Resume(const std::string& node, int gpu, const Caller& who) {
                              " is not unhealthy (unhealthy: {" +
                              rec.unhealthy.ToString() + "})");
     }
-    // Issue 19: back from repair, the GPU is burned in (with the others still being
+    // Back from repair, the GPU is burned in (with the others still being
     // burned in, in one run) unless the node as a whole is, or has no checks.
     GpuSet gpus = GpuSet();
     gpus.Insert(gpu);
@@ -713,7 +713,7 @@ Status Controller::Resume(const std::string& node, int gpu, const Caller& who) {
                            std::string(state::NodeStateName(rec.state)) +
                            ", not drained, and has no unhealthy GPUs");
   }
-  // Issue 19: a node in burn-in runs its checks again (after a failure, the operator's
+  // A node in burn-in runs its checks again (after a failure, the operator's
   // fix), and so does a drained one that has not passed with what it is now; GPUs
   // back from repair are burned in with the node, or on their own.
   const bool unproven = burn_in_.UnprovenLocked(rec);
@@ -822,7 +822,7 @@ Status Controller::ReportHealth(const std::string& node, const api::AgentHealth&
   std::string node_fault;          // the first node-wide event's message
   std::map<int, std::string> why;  // GPU -> the event that took it out
   for (const api::GpuHealthEvent& e : health.events) {
-    if (StartsWith(e.kind, "mps-")) {  // issue 20: shown with the node, the last few
+    if (StartsWith(e.kind, "mps-")) {  // shown with the node, the last few
       std::deque<std::string>& log = gpu_processes_[node].mps_events;
       log.push_back(ClockTime(e.at > 0 ? e.at : now) + " " + e.message);
       while (log.size() > 5) log.pop_front();

@@ -80,7 +80,7 @@ struct ControllerOptions {
   Duration lease = 0;
   Duration fence_margin = 5;     // clock rates and a slow SIGKILL
   int cycle_interval_ms = 1000;  // the timer; changes wake it at once
-  // Issue 21: how often the running jobs' usage is written to the store (a crash loses
+  // How often the running jobs' usage is written to the store (a crash loses
   // at most this much of it; a run's end writes its own at once). 0: only at the end.
   int usage_flush_s = 60;
   // Each node's MASTER_PORT range, [base, base + count): a job gets the lowest port of
@@ -88,7 +88,7 @@ struct ControllerOptions {
   // (cycle.cc; nodes on one host, as `hachi dev`'s, share a range).
   int master_port_base = 29500;
   int master_port_count = 1000;
-  // What one user may have pending (issue 16), each 0 for no bound: jobs (an array's
+  // What one user may have pending, each 0 for no bound: jobs (an array's
   // tasks each count), and bytes of script + environment (an array's once, as it is kept
   // once). A submit past either is refused (kBusy: 409), naming the user, the limit and
   // what the user has pending.
@@ -149,7 +149,7 @@ class Controller : private Ledger::Observer {
   // nothing; kUnavailable while that first submit is still being stored.
   Result<std::vector<state::JobId>> Submit(const SubmitRequest& request,
                                            const Caller& who);
-  // sbatch --test-only (issue 17; server/test_submit.cc): `request` validated as
+  // sbatch --test-only (server/test_submit.cc): `request` validated as
   // Submit validates it (not the pending bounds, not the idempotency key), then where
   // and when it would start given the cluster and queue now (sched/test_start.h).
   // Nothing is stored. `known` false: the scheduler reserved nothing for it.
@@ -173,7 +173,7 @@ class Controller : private Ledger::Observer {
   Status Cancel(state::JobId id, const Caller& who, int task = -1);
   // Holds or releases the same way: an array's id is its pending tasks.
   Status Hold(state::JobId id, bool hold, const Caller& who, int task = -1);
-  // Issue 17 (job_control.cc). Sends `signal` to a running job's processes (every
+  // (job_control.cc) Sends `signal` to a running job's processes (every
   // process on every node; `batch_only`: its batch shell, on its first node) through
   // its agents; an array's id means its running tasks. kBusy (409) naming the state for
   // a job that does not run. Owner or admin.
@@ -185,7 +185,7 @@ class Controller : private Ledger::Observer {
   // way requeues + 1 (SLURM_RESTART_COUNT). kBusy for a pending job or one being
   // cancelled. An array's id means its tasks that run or ended. Owner or admin.
   Status Requeue(state::JobId id, const Caller& who, int task = -1);
-  // scontrol update (issue 17; job_control.cc): a pending job's request changes as
+  // scontrol update (job_control.cc): a pending job's request changes as
   // `update` says (merged, then validated as a submit's: the same partitions, limits
   // and dependencies), a pending or running job's name and comment. A running job's
   // request does not change (kBusy: its agents enforce it); an ended job is kBusy.
@@ -196,7 +196,7 @@ class Controller : private Ledger::Observer {
   Status Update(state::JobId id, const api::JobUpdate& update, const Caller& who,
                 int task = -1);
   Result<state::JobRecord> Job(state::JobId id) const;
-  // ---- Job usage (issue 21, usage.cc; docs/efficiency.md) ----
+  // ---- Job usage (usage.cc; docs/efficiency.md) ----
   // What job `id`'s runs did with their GPUs, CPUs and memory: the stored runs and, for
   // a running job, its current run as the server has it now; ascending by start time.
   // Empty when its runs were never sampled. kNotFound: no such job.
@@ -218,7 +218,7 @@ class Controller : private Ledger::Observer {
   // The pending and running jobs, briefly (the history sampler's view).
   std::vector<JobBrief> ActiveJobBriefs() const;
 
-  // ---- Job steps (issue 18, steps.cc; docs/steps.md) ----
+  // ---- Job steps (steps.cc; docs/steps.md) ----
   // srun inside running job `id`: lays the step's tasks out on the job's nodes (block
   // distribution; -N, -n, --ntasks-per-node, -w, and --gpus-per-task/-c checked against
   // what the job has on each), records it (durable on return) and queues each node's
@@ -266,7 +266,7 @@ class Controller : private Ledger::Observer {
   Status Drain(const std::string& node, const std::string& reason, const Caller& who);
   // A drained node goes back up, and its unhealthy GPUs back into service; `gpu` >= 0:
   // only that unhealthy GPU returns (the node's state is left alone). Admins only.
-  // With burn-in checks for the node (issue 19, burn_in.cc) what returns is burned in
+  // With burn-in checks for the node (burn_in.cc) what returns is burned in
   // first: a GPU stays out until its run passes, a node that has not passed with what
   // it is now goes to burn-in, and a node in burn-in runs its checks again.
   Status Resume(const std::string& node, int gpu, const Caller& who);
@@ -356,7 +356,7 @@ class Controller : private Ledger::Observer {
   void Loop() EXCLUDES(ledger_->mu(), ledger_->writer_mu());
   // One cycle: snapshot (the ledger's locks), schedule (neither), apply (both again).
   void Cycle() REQUIRES(cycle_mu_) EXCLUDES(ledger_->mu(), ledger_->writer_mu());
-  // Issue 17: pending jobs whose --deadline can no longer be met (now + time limit
+  // Pending jobs whose --deadline can no longer be met (now + time limit
   // past it) end as DEADLINE, never started.
   void EndPastDeadlineLocked(Time now) REQUIRES(ledger_->writer_mu(), ledger_->mu());
   void ApplyPlanLocked(const sched::Plan& plan,

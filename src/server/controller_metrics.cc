@@ -130,7 +130,7 @@ void WriteClusterGauges(const ClusterGauges& g, Writer& w) {
     w.Sample({{"state", state::JobStateName(static_cast<state::JobState>(s))}},
              static_cast<double>(g.jobs[s]));
   }
-  // Issue 21: the shape DCGM exporter users graph, with the job's labels.
+  // The shape DCGM exporter users graph, with the job's labels.
   w.Begin("hachi_job_gpu_utilization_percent",
           "SM utilisation of a GPU a running job holds, as its agent last sampled it "
           "(NVML).",

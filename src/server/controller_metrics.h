@@ -36,7 +36,7 @@ struct ClusterGauges {
     int unhealthy = 0;
     int fragmented = 0;  // sched::FragmentedGpus
   };
-  // Issue 21: each running job's GPUs as last sampled (running jobs only, so the series
+  // Each running job's GPUs as last sampled (running jobs only, so the series
   // come and go with the jobs: bounded by the GPUs in use).
   struct JobGpuRow {
     int64_t job = 0;
@@ -71,7 +71,7 @@ class ControllerMetrics {
   // A job started after waiting `seconds` (start - max(submit, last release/requeue)).
   void ObserveWait(const std::string& partition, int gpus, bool share, double seconds)
       EXCLUDES(wait_mu_);
-  // Issue 21: the idle-GPU policy acted on a job of `partition` ("warn", "requeue",
+  // The idle-GPU policy acted on a job of `partition` ("warn", "requeue",
   // "cancel"): hachi_idle_gpu_actions_total.
   void IdleAction(const std::string& partition, std::string_view action) {
     idle_actions_.With({partition, std::string(action)}).Inc();

@@ -169,7 +169,7 @@ TEST(Controller, CancelRunningWaitsForTheAgent) {
   EXPECT_NE(job.reason.find("cancelled by alice"), std::string::npos) << job.reason;
 }
 
-// Issue 16: without --mem a job had no memory limit. Now it is given the partition's
+// Without --mem a job had no memory limit. Now it is given the partition's
 // default per GPU (here the built-in one: the node's 1 TiB over its 8 GPUs), kept in its
 // record, and the launch carries it to the agent's cgroup.
 TEST(Controller, JobWithoutMemoryGetsTheDefaultAndTheLaunchCarriesIt) {
@@ -509,7 +509,7 @@ TEST(Controller, Dependencies) {
   EXPECT_FALSE(h->Pending(ok)->reason.empty());
 }
 
-// Issue 16, item 10: as Slurm's scancel, the array's id cancels the whole array (it
+// As Slurm's scancel, the array's id cancels the whole array (it
 // cancelled the first task only) and A_T (task >= 0) one task; hold and release alike.
 TEST(Controller, AnArraysIdCancelsEveryTaskAndATOneTask) {
   Harness h;

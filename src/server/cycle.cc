@@ -138,7 +138,7 @@ void Controller::Cycle() {
   }
   const auto apply_start = std::chrono::steady_clock::now();
   ApplyPlanLocked(plan, std::move(snap), now);
-  EndPastDeadlineLocked(now);  // issue 17: --deadline
+  EndPastDeadlineLocked(now);  // --deadline
   const auto end = std::chrono::steady_clock::now();
   metrics_->plan_apply().Observe(
       std::chrono::duration<double>(end - apply_start).count());
@@ -332,7 +332,7 @@ void Controller::DispatchLocked(const state::JobRecord& job, const std::string& 
     l.memory_mib = a.memory_mib;
     l.share_milli = a.share_milli;
     l.gpu_memory_mib = a.gpu_memory_mib;
-    // MIG devices (issue 20): their parent GPU and instance ids, from the topology the
+    // MIG devices: their parent GPU and instance ids, from the topology the
     // node registered (the agent needs them for its cgroup's /dev/nvidia-caps rules).
     if (auto hw = hardware_.find(a.node); !a.mig.empty() && hw != hardware_.end()) {
       for (const std::string& uuid : a.mig) {

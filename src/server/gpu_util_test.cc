@@ -1,4 +1,4 @@
-// The node board's shading (issue 21, docs/dashboard.md): a node's `gpu_util` is each
+// The node board's shading (docs/dashboard.md): a node's `gpu_util` is each
 // GPU's SM utilisation in the latest sample of the running job holding it, and -1 for a
 // GPU nothing measured: free, never sampled, another job's GPU, or once the job ended.
 #include <gtest/gtest.h>

@@ -190,7 +190,7 @@ TEST_F(HttpApiTest, WaitFromLongPollsUntilTheStateChanges) {
   EXPECT_NE(bad.status().message().find("sleepy"), std::string::npos);
 }
 
-// GET /report (issue 21): the defaults (the last 7 days, by account, top 10) and a
+// GET /report: the defaults (the last 7 days, by account, top 10) and a
 // grouping by name; a running job counts, unsampled, as not measured.
 TEST_F(HttpApiTest, Report) {
   const state::JobId id = Submit(*client_, MakeSubmit().Gpus(2));

@@ -1,4 +1,4 @@
-// Hostile and broken input against a real HttpServer on 127.0.0.1 (issue 6): for every
+// Hostile and broken input against a real HttpServer on 127.0.0.1: for every
 // endpoint, requests with malformed JSON, wrong types, unknown fields, absurd numbers,
 // oversized fields and bodies, bad ids in paths, garbage bytes and truncated HTTP. Each
 // must get a 4xx whose message names what is wrong, the server must answer the next
@@ -304,7 +304,7 @@ std::vector<Bad> HttpHostileTest::Table() const {
       {"HoldJobNegative", Http("POST", jobs + "/-1/hold"), 404, "no such endpoint"},
       {"ReleaseJobMissing", Http("POST", jobs + "/7/release"), 404, "no job 7"},
       {"JobLogMissing", Http("GET", jobs + "/42/log"), 404, "42"},
-      // ---- report (issue 21): each bad parameter named ----
+      // ---- report: each bad parameter named ----
       {"ReportFromNotANumber", Http("GET", kApi + "/report?from=yesterday"), 400,
        "?from=yesterday: expected an integer"},
       {"ReportToNegative", Http("GET", kApi + "/report?to=-5"), 400, "?to=-5"},

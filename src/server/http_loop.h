@@ -1,4 +1,4 @@
-// HttpLoop: the server's connection layer (issue 15) — HTTP/1.1 on TCP (optionally TLS)
+// HttpLoop: the server's connection layer — HTTP/1.1 on TCP (optionally TLS)
 // and on a Unix socket, with one epoll thread for every connection and a small pool of
 // handler threads. An idle connection (a keep-alive client, an agent's work long poll, a
 // `hachi run` waiting for its job) costs a descriptor and a few KB, never a thread:

@@ -1,4 +1,4 @@
-// Controller: signals and requeues of jobs (issue 17: scancel --signal, scontrol
+// Controller: signals and requeues of jobs (scancel --signal, scontrol
 // requeue; docs/api.md "Signal and requeue").
 #include <set>
 #include <string>

@@ -1,4 +1,4 @@
-// Controller::Signal and Controller::Requeue (issue 17: scancel --signal, scontrol
+// Controller::Signal and Controller::Requeue (scancel --signal, scontrol
 // requeue), driven as agents and users do (server/testing.h's Harness).
 #include <gtest/gtest.h>
 
@@ -159,7 +159,7 @@ TEST(JobControl, RequeueRefusalsAndUndeliveredLaunch) {
   EXPECT_EQ(h->Requeue(id, kAlice).code(), StatusCode::kBusy);
 }
 
-// scontrol update (issue 17): Controller::Update.
+// scontrol update: Controller::Update.
 api::JobUpdate ReqPatch(std::string patch) {
   api::JobUpdate u;
   u.req_patch = std::move(patch);

@@ -10,7 +10,7 @@
 // followed if it is a symlink, and only a regular file owned by the job's uid is opened
 // for reading (first a path-only descriptor to check it, then the reopen, O_NOCTTY):
 // no device, FIFO or terminal is ever opened, so a job's "-o /dev/pts/N" cannot become
-// the server's controlling terminal (issue 16). Every refusal gives the same answer, so
+// the server's controlling terminal. Every refusal gives the same answer, so
 // the endpoint tells no one whether a path exists in a directory they cannot list.
 //
 // Pure functions of their arguments plus the file system; thread-safe.

@@ -110,7 +110,7 @@ TEST(JobLogTest, RefusesWhatIsNotTheJobsLocalFile) {
   EXPECT_EQ(t.status().code(), StatusCode::kNotFound) << t.status().ToString();
 }
 
-// Issue 16: whatever keeps the server from reading the log, the answer is the same
+// Whatever keeps the server from reading the log, the answer is the same
 // (code and text), so GET /jobs/N/log tells nobody whether a path exists in a directory
 // they cannot list, nor whose a file there is. Before, a symlink and another uid's file
 // were 403s with their own texts ("... belongs to uid 0 ..."), a missing file a 404, and

@@ -1,4 +1,4 @@
-// MASTER_PORT from each node's port range (issue 15): a job gets the lowest port of its
+// MASTER_PORT from each node's port range: a job gets the lowest port of its
 // rank-0 node's range that no other running job there holds, kept with its start.
 #include <gtest/gtest.h>
 

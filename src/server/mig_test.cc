@@ -1,4 +1,4 @@
-// MIG devices across the server (issue 20, sched/mig.h): the devices of a node's MIG
+// MIG devices across the server (sched/mig.h): the devices of a node's MIG
 // GPU come from the topology its agent registered; two 1g.10gb jobs take the two
 // devices, the launches carry each device's UUID and instance ids, a third waits with
 // the numbers; after a restart the records book the devices again (the third still

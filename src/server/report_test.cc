@@ -1,4 +1,4 @@
-// `hachi report` on the Controller (issue 21): the records' GPU-hours with the running
+// `hachi report` on the Controller: the records' GPU-hours with the running
 // jobs' usage so far, nodes grouped by their GPU model; and the job list's live usage.
 #include <gtest/gtest.h>
 

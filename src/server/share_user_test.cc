@@ -1,4 +1,4 @@
-// GPU shares, one user per GPU (sched/gpu_share.h; issue 20): the server's snapshot
+// GPU shares, one user per GPU (sched/gpu_share.h): the server's snapshot
 // gives each running share its user, so a restarted server keeps packing only the same
 // user's shares on a GPU; a share of another user waits and `hachi explain` says why.
 #include <gtest/gtest.h>

@@ -29,7 +29,7 @@ Result<NodeHardware> CompileNodeHardware(const state::NodeRecord& node) {
     hw.gpu_model = t->gpu(0).model;
     hw.gpu_memory_mib = t->gpu(0).memory_mib;
   }
-  // Issue 20: a GPU in MIG mode is never given whole; its devices with a profile and
+  // A GPU in MIG mode is never given whole; its devices with a profile and
   // a UUID are scheduled (one NVML could not name cannot be asked for or handed out).
   for (const topo::Gpu& g : t->gpus()) {
     if (!g.mig_enabled) continue;
@@ -75,7 +75,7 @@ Result<BaseCluster> BuildBase(
   p.mode = sched::PartitionMode::kShared;
   p.default_time = kHour;
   p.max_time = 30 * kDay;
-  p.allow_cpu_jobs = true;  // hachi dev: Snakemake rules, dask workers (issue 17)
+  p.allow_cpu_jobs = true;  // hachi dev: Snakemake rules, dask workers
   for (size_t i = 0; i < s.nodes.size(); ++i) p.nodes.push_back(static_cast<int>(i));
   s.partitions.push_back(std::move(p));
   if (config != nullptr) {
@@ -146,7 +146,7 @@ sched::NodeState SchedNodeState(state::NodeState s) {
     case state::NodeState::kUp:
       return sched::NodeState::kUp;
     case state::NodeState::kDrained:
-    case state::NodeState::kBurnIn:  // issue 19: out of service until it passes
+    case state::NodeState::kBurnIn:  // out of service until it passes
       return sched::NodeState::kDrained;
     case state::NodeState::kDown:
       return sched::NodeState::kDown;

@@ -29,7 +29,7 @@ struct NodeHardware {
   topo::InterconnectClass interconnect = topo::InterconnectClass::kUnknown;
   std::string gpu_model;
   int64_t gpu_memory_mib = 0;
-  // Issue 20: the GPUs in MIG mode and their devices (all free), from the topology.
+  // The GPUs in MIG mode and their devices (all free), from the topology.
   GpuSet mig_gpus;
   std::vector<sched::MigSlot> mig;
   // Per device (same order): its GPU instance and compute instance ids, for launches.

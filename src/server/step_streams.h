@@ -1,4 +1,4 @@
-// StepStreams: the server's side of job steps in progress (issue 18, docs/steps.md): for
+// StepStreams: the server's side of job steps in progress (docs/steps.md): for
 // each step, the output its nodes' agents sent and srun has not read yet, what each
 // node's agent has delivered, the tasks' exits, and which nodes are done. In memory
 // only: a restarted server has none, and a stream is made again when an agent reports

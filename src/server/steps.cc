@@ -1,4 +1,4 @@
-// Job steps (issue 18, docs/steps.md): srun inside an allocation. The Controller records
+// Job steps (docs/steps.md): srun inside an allocation. The Controller records
 // each step (StepStarted, StepEnded), hands its nodes' parts to their agents through
 // the hub, and relays the tasks' output from the agents to srun through StepStreams.
 #include <algorithm>

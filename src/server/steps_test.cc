@@ -1,4 +1,4 @@
-// Job steps on the server (issue 18): Controller::CreateStep's layout and refusals, the
+// Job steps on the server: Controller::CreateStep's layout and refusals, the
 // agents' reports, the step's end and its record, and the steps of a job that ends.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// SubmitKeys: the idempotency keys of recent submits (issue 16), so that a submit the
+// SubmitKeys: the idempotency keys of recent submits, so that a submit the
 // CLI retries after its reply was lost (`cannot reach the server`) gets the job ids of
 // the first instead of a duplicate. A key is the client's (random per submit, made by
 // the CLI) and counts per uid: another user's key is another key.

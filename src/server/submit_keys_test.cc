@@ -1,4 +1,4 @@
-// Submit idempotency (issue 16, item 10): a submit whose reply was lost is sent again by
+// Submit idempotency (item 10): a submit whose reply was lost is sent again by
 // the CLI with the same key; the server answers with the first submit's job ids.
 #include "server/submit_keys.h"
 

@@ -1,4 +1,4 @@
-// Controller::TestSubmit: sbatch --test-only (issue 17). Submit's checks, then one
+// Controller::TestSubmit: sbatch --test-only. Submit's checks, then one
 // scheduling cycle on a copy of the snapshot with the job added (sched/test_start.h), on
 // a scheduler of its own so that the loop's is never shared.
 #include <algorithm>

@@ -1,4 +1,4 @@
-// Job usage on the server (issue 21, server/usage.cc): the agents' samples summed into
+// Job usage on the server (server/usage.cc): the agents' samples summed into
 // the run, its summary on the record at the end, the run stored and resumed after a
 // restart; the idle-GPU policy (FakeClock): warned after its period, then requeued or
 // cancelled per the partition; /metrics' per-job GPU gauges, checked by promtool.

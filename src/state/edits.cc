@@ -60,7 +60,7 @@ Status Check(const StateImage& image, const JobRequeued& e) {
   Result<const JobRecord*> job = FindJob(image, e.id);
   if (!job.ok()) return job.status();
   // Running (its run ended: preempted, lost, scontrol requeue) or, as Slurm allows for
-  // batch jobs, finished (scontrol requeue, issue 17); never pending.
+  // batch jobs, finished (scontrol requeue); never pending.
   if ((*job)->state == JobState::kPending) {
     return InvalidArgument(JobName(e.id) + ": cannot requeue, it is " +
                            std::string(JobStateName((*job)->state)));
@@ -258,7 +258,7 @@ void Apply(StateImage* image, const JobRequeued& e) {
   job.allocations.clear();
   job.reason = e.reason;
   ++job.requeues;
-  // A finished job's outcome is no longer its (issue 17: requeued after its end).
+  // A finished job's outcome is no longer its (requeued after its end).
   job.end_time = 0;
   job.exit_code = 0;
   job.signal = 0;

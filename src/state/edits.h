@@ -44,7 +44,7 @@ struct JobHeld {  // pending only
   JobId id = 0;
   bool held = true;
 };
-// scontrol update (issue 17): a job's request, name and comment replaced, as the
+// scontrol update: a job's request, name and comment replaced, as the
 // server validated them. A pending job may change any of its request; a running one
 // only its time limit (which the server tells its agents), name and comment.
 struct JobUpdated {
@@ -70,7 +70,7 @@ struct NodeHealthChanged {  // the node's unhealthy GPUs, all of them, with thei
   std::map<int, std::string> reasons;  // only for GPUs in `unhealthy`
 };
 
-// Burn-in (issue 19): the node's burn-in fields, all of them (NodeRecord). The node's
+// Burn-in: the node's burn-in fields, all of them (NodeRecord). The node's
 // state and GPU health change by their own edits in the same commit.
 struct NodeBurnInChanged {
   std::string name;
@@ -87,7 +87,7 @@ struct TokenRevoked {  // the token stops working at once; its record is removed
   std::string token_id;
 };
 
-// Job steps (issue 18). A step starts only in a running job's current run, with the
+// Job steps. A step starts only in a running job's current run, with the
 // next step number of that run (StepRecord::step == the number of steps of the run so
 // far); it ends once, into a final state.
 struct StepStarted {

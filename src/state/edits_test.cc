@@ -108,14 +108,14 @@ INSTANTIATE_TEST_SUITE_P(
         EditCase{"RequeueRunning", JobRequeued{2, "node n1 down"}, StatusCode::kOk, ""},
         EditCase{"RequeuePending", JobRequeued{1, ""}, StatusCode::kInvalidArgument,
                  "cannot requeue"},
-        // scontrol requeue of a finished batch job (issue 17).
+        // scontrol requeue of a finished batch job.
         EditCase{"RequeueFinished", JobRequeued{3, "requeued by alice"}, StatusCode::kOk,
                  ""},
         EditCase{"HoldPending", JobHeld{1, true}, StatusCode::kOk, ""},
         EditCase{"ReleaseHeld", JobHeld{4, false}, StatusCode::kOk, ""},
         EditCase{"HoldRunning", JobHeld{2, true}, StatusCode::kInvalidArgument,
                  "cannot hold"},
-        // scontrol update (issue 17): a pending job's request; never an ended job's.
+        // scontrol update: a pending job's request; never an ended job's.
         EditCase{"UpdatePending", JobUpdated{1, Req(3), "renamed", "a note"},
                  StatusCode::kOk, ""},
         EditCase{"UpdateRunningRequest", JobUpdated{2, Req(3), "renamed", ""},
@@ -129,7 +129,7 @@ INSTANTIATE_TEST_SUITE_P(
         EditCase{"NodeNoName", NodeUpserted{NodeRecord{}}, StatusCode::kInvalidArgument,
                  "empty name"},
         EditCase{"NodeDrain", kDrain, StatusCode::kOk, ""},
-        // Issue 19: burn-in runs only move forward.
+        // Burn-in runs only move forward.
         EditCase{"NodeBurnInNextRun",
                  NodeBurnInChanged{"n1", "", 5, BurnInPhase::kRunning, GpuSet()},
                  StatusCode::kOk, ""},
@@ -195,7 +195,7 @@ TEST(ApplyEdit, UpdateRunningChangesTimeLimitNameAndCommentOnly) {
   EXPECT_EQ(image.jobs[2].req, longer);
 }
 
-// ---- job steps (issue 18) ----
+// ---- job steps ----
 
 using testing::MakeStep;
 

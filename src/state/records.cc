@@ -21,7 +21,7 @@ constexpr std::array<JobStateNames, 9> kJobStates = {{
     {JobState::kTimeout, "TIMEOUT", "TO"},
     {JobState::kNodeFail, "NODE_FAIL", "NF"},
     {JobState::kOutOfMemory, "OUT_OF_MEMORY", "OOM"},
-    {JobState::kDeadline, "DEADLINE", "DL"},  // issue 17
+    {JobState::kDeadline, "DEADLINE", "DL"},
 }};
 
 struct NodeStateNames {

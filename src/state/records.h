@@ -35,12 +35,12 @@ enum class JobState : uint8_t {
   kTimeout,      // TO: hit its time limit
   kNodeFail,     // NF: its node went down and the job was not requeued
   kOutOfMemory,  // OOM: killed by its memory limit
-  kDeadline,     // DL: could no longer end by its --deadline, never started (issue 17)
+  kDeadline,     // DL: could no longer end by its --deadline, never started
 };
 inline constexpr JobState kAllJobStates[] = {
     JobState::kPending,  JobState::kRunning,     JobState::kCompleted,
     JobState::kFailed,   JobState::kCancelled,   JobState::kTimeout,
-    JobState::kNodeFail, JobState::kOutOfMemory, JobState::kDeadline};  // issue 17
+    JobState::kNodeFail, JobState::kOutOfMemory, JobState::kDeadline};
 std::string_view JobStateName(JobState s);  // "PENDING", "RUNNING", ...
 std::string_view JobStateCode(
     JobState s);  // "PD", "R", "CD", "F", "CA", "TO", "NF", "OOM", "DL"
@@ -53,7 +53,7 @@ inline bool IsFinal(JobState s) {
 using EnvList = std::vector<std::pair<std::string, std::string>>;
 
 // A job's batch script and environment: the bulk of what a submit sends (a script may be
-// megabytes). Immutable once built, so the tasks of an array share one (issue 16): the
+// megabytes). Immutable once built, so the tasks of an array share one: the
 // server holds it once in memory, the store keeps it once on disk (docs/storage.md,
 // table `payloads`).
 struct JobPayload {
@@ -114,7 +114,7 @@ struct JobSpec {
   int array_task_id = -1;     // array tasks: HACHI_ARRAY_TASK_ID (%a); -1 otherwise
   int array_max_running = 0;  // --array=1-100%10: at most 10 tasks run at once; 0 = any
   std::string comment;
-  // Issue 17, the job runtime's Slurm options (docs/cli.md). 0 / false: not given.
+  // The job runtime's Slurm options (docs/cli.md). 0 / false: not given.
   int ntasks = 0;           // -n/--ntasks: SLURM_NTASKS, SLURM_NPROCS
   int ntasks_per_node = 0;  // --ntasks-per-node: SLURM_NTASKS_PER_NODE
   int cpus_per_task = 0;    // -c/--cpus-per-task: SLURM_CPUS_PER_TASK
@@ -124,11 +124,11 @@ struct JobSpec {
   int signal_before = 0;
   bool signal_batch_only = false;
   bool open_append = false;  // --open-mode=append (default truncate, as Slurm's)
-  // Issue 18: the batch script runs on the job's first node only, as Slurm's batch step
+  // The batch script runs on the job's first node only, as Slurm's batch step
   // (sbatch's default); the other nodes hold the allocation for its steps (srun). false:
   // every node runs it (hachi submit's default).
   bool batch_on_first_node = false;
-  // Issue 18: an allocation with no batch script (salloc; srun and hachi run outside an
+  // An allocation with no batch script (salloc; srun and hachi run outside an
   // allocation): every node holds it for the steps its owner starts, until the owner
   // ends it (POST /jobs/ID/complete with the exit code) or its time limit.
   bool interactive = false;
@@ -162,10 +162,10 @@ struct JobRecord {
                        // "node n2 down") or, while pending, why it was last requeued
   int requeues = 0;
   // The most GPU memory the job's processes held on one GPU, MiB, as NVML reported it
-  // to its agents (issue 20: what users size --gpu-mem from); of the last run, set when
+  // to its agents (what users size --gpu-mem from); of the last run, set when
   // it ends (the server keeps a running job's in memory). 0: not measured.
   int64_t gpu_memory_peak_mib = 0;
-  // What the last run did with its GPUs, CPUs and memory (issue 21, state/usage.h): the
+  // What the last run did with its GPUs, CPUs and memory (state/usage.h): the
   // summary of its JobUsage, set when the run ends (the server keeps a running job's in
   // memory; the per-GPU figures and series are in the store's usage table).
   UsageSummary usage = {};
@@ -183,7 +183,7 @@ enum class NodeState : uint8_t {
   kUp,       // agent alive, takes jobs
   kDrained,  // admin drain: no new jobs; running ones finish
   kDown,     // agent silent past the timeout, or never registered since restart
-  // Issue 19 (docs/burn-in.md): its agent is up but the node has not passed its burn-in
+  // (docs/burn-in.md): its agent is up but the node has not passed its burn-in
   // checks (new, or a changed driver or topology): no jobs until it does. The reason
   // says whether they run or which one failed.
   kBurnIn,
@@ -207,7 +207,7 @@ struct NodeRecord {
   NodeState state = NodeState::kDown;
   std::string state_reason;  // drain reason, "agent silent 30s", ...
   Time state_since = 0;
-  GpuSet unhealthy;  // GPUs drained by health checks (issue 7); never allocated
+  GpuSet unhealthy;  // GPUs drained by health checks; never allocated
   std::map<int, std::string> unhealthy_reasons;  // GPU index -> why ("Xid 79: ...")
   // The agent process that registered last (a random id per agent start): a node whose
   // agent re-registers with another id has restarted and lost track of its jobs.
@@ -215,12 +215,12 @@ struct NodeRecord {
   // How its agent isolates jobs (docs/isolation.md): "v1", "v2" (cgroups) or "none";
   // "" when the agent did not say.
   std::string cgroup;
-  // How its agent isolates GPU shares (issue 20, docs/isolation.md "GPU shares"): "mps"
+  // How its agent isolates GPU shares (docs/isolation.md "GPU shares"): "mps"
   // (an MPS server per shared GPU enforces the limits), or "soft-limit: <why not MPS>"
   // (the agent ends a share that uses more GPU memory than promised); "" when the agent
   // did not say.
   std::string gpu_sharing;
-  // Burn-in (issue 19, docs/burn-in.md). The node's fingerprint (GPU driver and
+  // Burn-in (docs/burn-in.md). The node's fingerprint (GPU driver and
   // topology) when its checks last passed; "" never: a node that registers with another
   // one is burned in again.
   std::string burn_in_passed;
@@ -250,7 +250,7 @@ struct StrayGpuProcess {
   Time since = 0;  // when the agent first reported it
 };
 
-// One MIG device of a node (issue 20, sched/mig.h), as `hachi nodes --gpus` and the
+// One MIG device of a node (sched/mig.h), as `hachi nodes --gpus` and the
 // dashboard show it: from the node's topology, with the job holding it.
 struct NodeMigDevice {
   int gpu = -1;  // the parent GPU's index
@@ -274,15 +274,15 @@ struct NodeStatus {
   int alloc_cpus = 0;
   int64_t alloc_memory_mib = 0;
   std::vector<StrayGpuProcess> stray_processes;
-  // Issue 20: what its agent's MPS daemons did lately ("2026-12-03T10:00:00Z GPU 2: MPS
+  // What its agent's MPS daemons did lately ("2026-12-03T10:00:00Z GPU 2: MPS
   // control daemon ... restarted"), oldest first; kept in memory, the last few.
   std::vector<std::string> gpu_sharing_events;
-  // Issue 21: per GPU index, its SM utilisation (%) in the latest sample of a running
+  // Per GPU index, its SM utilisation (%) in the latest sample of a running
   // job holding it, -1 when none came (free, simulated, or not sampled yet). API only,
   // derived from the agents' usage samples; the dashboard shades the node board by it.
   std::vector<int> gpu_util;
   // Its features (sched/features.h: automatic and configured, sorted), which -C
-  // matches; sinfo's %f, scontrol show node's AvailableFeatures (issue 17).
+  // matches; sinfo's %f, scontrol show node's AvailableFeatures.
   std::vector<std::string> features;
 };
 
@@ -300,7 +300,7 @@ struct TokenRecord {
   std::string created_by;  // the admin who issued it
 };
 
-// A job step (issue 18): one `srun` inside a job's allocation, its tasks run on some
+// A job step: one `srun` inside a job's allocation, its tasks run on some
 // of the job's nodes through their agents. Steps belong to one run of the job
 // (job_start, JobRecord::start_time of that run): a requeued job's new run numbers its
 // steps from 0 again, and sacct shows the latest run's. The batch script itself is not
@@ -335,7 +335,7 @@ struct StateImage {
   std::map<JobId, JobRecord> jobs;
   std::map<std::string, NodeRecord> nodes;
   std::map<std::string, TokenRecord> tokens;  // by id; revoked tokens are removed
-  std::map<StepKey, StepRecord> steps;        // issue 18
+  std::map<StepKey, StepRecord> steps;
   JobId last_job_id = 0;  // ids are never reused, even after a restart
 };
 

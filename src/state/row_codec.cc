@@ -227,14 +227,14 @@ Status ReadRequest(const json& v, const std::string& path, json* unknown,
   r.List("dependencies", &req->dependencies, ReadDependency);
   r.Int("gpu_share_milli", &req->gpu_share_milli);
   r.Int("gpu_memory_mib", &req->gpu_memory_mib);
-  // Issue 17 (jobs version 5): node selection and timing, optional.
+  // (jobs version 5): node selection and timing, optional.
   r.Bytes("constraint", &req->constraint);
   r.Bytes("nodelist", &req->nodelist);
   r.Bytes("exclude", &req->exclude);
   r.Int("begin_time", &req->begin_time);
   r.Int("deadline", &req->deadline);
   r.Int("nice", &req->nice);
-  r.Bytes("mig_profile", &req->mig_profile);  // issue 20 (jobs version 7)
+  r.Bytes("mig_profile", &req->mig_profile);  // jobs version 7
   return r.Finish();
 }
 
@@ -262,7 +262,7 @@ Status ReadSpec(const json& v, const std::string& path, json* unknown, JobSpec* 
   r.Int("array_task_id", &spec->array_task_id);
   r.Int("array_max_running", &spec->array_max_running);
   r.Bytes("comment", &spec->comment);
-  // Issue 17 (version 5), each optional.
+  // Version 5, each optional.
   r.Int("ntasks", &spec->ntasks);
   r.Int("ntasks_per_node", &spec->ntasks_per_node);
   r.Int("cpus_per_task", &spec->cpus_per_task);
@@ -437,12 +437,12 @@ using Step = Status (*)(json* row);
 // the default "" is right for it.
 Status StepV1ToV2(json* /*row*/) { return Status::Ok(); }
 
-// Job rows 2 -> 3: "master_port" added (issue 15). A version 2 row has none; it reads as
+// Job rows 2 -> 3: "master_port" added. A version 2 row has none; it reads as
 // 0, "assign the old way on dispatch", right for a job that started before ports were
 // tracked.
 Status StepJobV2ToV3(json* /*row*/) { return Status::Ok(); }
 
-// Job rows 3 -> 4 (issue 16): an array task's script and environment may live in the
+// Job rows 3 -> 4: an array task's script and environment may live in the
 // payloads table, the row naming it in "spec.payload"; a string of the spec or request
 // may be {"base64": ...} (bytes that are not UTF-8; before, they were replaced by
 // U+FFFD); and "submit_key" (the submit's idempotency key, written only when there is
@@ -450,25 +450,25 @@ Status StepJobV2ToV3(json* /*row*/) { return Status::Ok(); }
 // and no key (""), which version 4 reads as they are.
 Status StepJobV3ToV4(json* /*row*/) { return Status::Ok(); }
 
-// Job rows 4 -> 5 (issue 17): the spec's optional "ntasks", "ntasks_per_node",
+// Job rows 4 -> 5: the spec's optional "ntasks", "ntasks_per_node",
 // "cpus_per_task", "signal", "signal_before", "signal_batch_only", "open_append", the
 // request's optional constraint, nodelist, exclude, begin_time, deadline, nice, and the
 // dependency kinds afternotok and singleton, all written only when set. A version 4 row
 // has none of them: 0 / false / empty, what a job without them asked.
 Status StepJobV4ToV5(json* /*row*/) { return Status::Ok(); }
 
-// Job rows 5 -> 6 (issue 18): the spec's optional "batch_on_first_node" and
+// Job rows 5 -> 6: the spec's optional "batch_on_first_node" and
 // "interactive", written only when set; a version 5 row has neither (false).
 Status StepJobV5ToV6(json* /*row*/) { return Status::Ok(); }
 
-// Job rows 6 -> 7 (issue 20): the request's optional "mig_profile" and an allocation's
+// Job rows 6 -> 7: the request's optional "mig_profile" and an allocation's
 // optional "mig" (UUIDs), written only when set; a version 6 row has neither (whole
 // GPUs), and a row holding them says "_min_reader": 7.
 Status StepJobV6ToV7(json* /*row*/) { return Status::Ok(); }
 
 constexpr Step kJobSteps[] = {StepV1ToV2,    StepJobV2ToV3, StepJobV3ToV4,
                               StepJobV4ToV5, StepJobV5ToV6, StepJobV6ToV7};
-// Node rows 2 -> 3 (issue 19): the state "burn-in" (which a version 2 reader cannot
+// Node rows 2 -> 3: the state "burn-in" (which a version 2 reader cannot
 // parse, hence min_reader 3) and the burn-in fields "burn_in_passed", "burn_in_run",
 // "burn_in", "burn_in_gpus". A version 2 row is a node that was in service before
 // burn-in existed: its next registration's fingerprint is taken as passed
@@ -616,7 +616,7 @@ json SpecJson(const JobSpec& spec, JobId payload_ref) {
       {"array_max_running", spec.array_max_running},
       {"comment", JsonBytes(spec.comment)},
   };
-  // Issue 17 (version 5): only when given, so most rows stay as they were.
+  // (version 5): only when given, so most rows stay as they were.
   if (spec.ntasks != 0) j["ntasks"] = spec.ntasks;
   if (spec.ntasks_per_node != 0) j["ntasks_per_node"] = spec.ntasks_per_node;
   if (spec.cpus_per_task != 0) j["cpus_per_task"] = spec.cpus_per_task;
@@ -626,7 +626,7 @@ json SpecJson(const JobSpec& spec, JobId payload_ref) {
     if (spec.signal_batch_only) j["signal_batch_only"] = true;
   }
   if (spec.open_append) j["open_append"] = true;
-  // Issue 18 (version 6).
+  // Version 6.
   if (spec.batch_on_first_node) j["batch_on_first_node"] = true;
   if (spec.interactive) j["interactive"] = true;
   if (payload_ref != 0) {
@@ -672,7 +672,7 @@ std::string EncodeJobRow(const JobRecord& job, std::string_view unknown,
   };
   if (!job.submit_key.empty()) j["submit_key"] = job.submit_key;  // version 4
   if (job.gpu_memory_peak_mib > 0) j["gpu_memory_peak_mib"] = job.gpu_memory_peak_mib;
-  if (job.usage != UsageSummary{}) {  // issue 21
+  if (job.usage != UsageSummary{}) {
     j["usage"] = {{"samples", job.usage.samples},
                   {"gpu_util", job.usage.gpu_util},
                   {"cpu_seconds", job.usage.cpu_seconds},

@@ -38,28 +38,28 @@ struct RowFormat {
   int version;
   int min_reader;
 };
-// Jobs 4 (issue 16): an array task's script and environment may be a reference to a
+// Jobs 4: an array task's script and environment may be a reference to a
 // payloads row ("spec.payload"), which a reader of version 3 would read as no script,
 // and any string of the spec or request may be {"base64": ...} (bytes that are not
 // UTF-8), which version 3 cannot read.
-// Jobs 5 (issue 17): the spec's optional ntasks, ntasks_per_node, cpus_per_task,
+// Jobs 5: the spec's optional ntasks, ntasks_per_node, cpus_per_task,
 // signal, signal_before, signal_batch_only, open_append (absent: 0 / false); the
 // request's optional constraint, nodelist, exclude, begin_time, deadline, nice; and the
 // dependency kinds afternotok and singleton. A version-4 reader would refuse the kinds
 // and run a job that asked for -w/-C/--begin anywhere at once, so it must not read them.
-// Jobs 6 (issue 18): the spec's optional batch_on_first_node and interactive (absent:
+// Jobs 6: the spec's optional batch_on_first_node and interactive (absent:
 // false). A version-5 reader would run sbatch's script on every node of the job, and an
 // allocation with no command as a failed launch, so it must not read them.
-// Jobs 7 (issue 20): the request's optional mig_profile and an allocation's optional
+// Jobs 7: the request's optional mig_profile and an allocation's optional
 // mig (the MIG devices' UUIDs). A version-6 reader would run such a job on whole GPUs:
 // the rows that hold them say "_min_reader": 7; the others stay readable by 6.
 inline constexpr RowFormat kJobRowFormat{7, 6};  // jobs.record
-// Nodes 3 (issue 19): the state "burn-in" and the burn-in fields; a version-2 reader
+// Nodes 3: the state "burn-in" and the burn-in fields; a version-2 reader
 // cannot parse the state, so it must not read them.
 inline constexpr RowFormat kNodeRowFormat{3, 3};     // nodes.record
 inline constexpr RowFormat kTokenRowFormat{2, 2};    // tokens.record
 inline constexpr RowFormat kPayloadRowFormat{1, 1};  // payloads.record (JobPayload)
-inline constexpr RowFormat kStepRowFormat{1, 1};     // steps.record (issue 18)
+inline constexpr RowFormat kStepRowFormat{1, 1};     // steps.record
 
 // A decoded row.
 template <typename Record>

@@ -34,14 +34,14 @@ TEST(RowCodec, JobRoundTripKeepsEveryField) {
   EXPECT_EQ(b.req.dependencies[1].kind, sched::DependencyKind::kAfterAny);
   EXPECT_EQ(b.spec.env()[1].second, "a=b");
   EXPECT_EQ(b.spec.uid, 4000000000u);
-  EXPECT_EQ(b.spec.ntasks, 4);  // issue 17's fields
+  EXPECT_EQ(b.spec.ntasks, 4);  // version 5's fields
   EXPECT_EQ(b.spec.ntasks_per_node, 2);
   EXPECT_EQ(b.spec.cpus_per_task, 3);
   EXPECT_EQ(b.spec.signal, 10);
   EXPECT_EQ(b.spec.signal_before, 90);
   EXPECT_TRUE(b.spec.signal_batch_only);
   EXPECT_TRUE(b.spec.open_append);
-  EXPECT_TRUE(b.spec.batch_on_first_node);  // issue 18's
+  EXPECT_TRUE(b.spec.batch_on_first_node);  // version 6's
   EXPECT_TRUE(b.spec.interactive);
   EXPECT_EQ(b.allocations[1].gpus, GpuSet::FromIndices({4, 6}));
   EXPECT_EQ(b.allocations[1].gpu_memory_mib, 4096);
@@ -53,7 +53,7 @@ TEST(RowCodec, JobRoundTripKeepsEveryField) {
   EXPECT_EQ(b.spec.array_task_id, 7);
 }
 
-// Issue 16: bytes that are not UTF-8 used to become U+FFFD (a job from `d\xff` ran in
+// Bytes that are not UTF-8 used to become U+FFFD (a job from `d\xff` ran in
 // `d\xef\xbf\xbd`). Every byte string of the spec and request reads back exactly.
 TEST(RowCodec, NonUtf8BytesRoundTripExactly) {
   JobRecord job = FullJob(21);
@@ -72,9 +72,9 @@ TEST(RowCodec, NonUtf8BytesRoundTripExactly) {
   EXPECT_EQ(j["spec"]["workdir"], json({{"base64", "L3RtcC9k/w=="}}));
   EXPECT_EQ(j["spec"]["env"][1], "PLAIN=y");  // UTF-8 stays a string
   EXPECT_EQ(j["_min_reader"], 7);  // version 3 readers must refuse, not misread, it
-                                   // (5 since issue 17: new dependency kinds; 6 since
-                                   // issue 18: batch_on_first_node, interactive; 7:
-                                   // FullJob asks for MIG devices, issue 20)
+                                   // (5: new dependency kinds; 6:
+                                   // batch_on_first_node, interactive; 7:
+                                   // FullJob asks for MIG devices)
   Result<Row<JobRecord>> back = DecodeJobRow(text);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   const JobSpec& b = back->record.spec;
@@ -90,7 +90,7 @@ TEST(RowCodec, NonUtf8BytesRoundTripExactly) {
   EXPECT_EQ(EncodeJobRow(back->record), text);
   // A row of text only keeps the table's min_reader: older binaries still read it.
   JobRecord plain = FullJob(22);
-  plain.req.mig_profile.clear();  // issue 20: a MIG job's row needs a reader of 7
+  plain.req.mig_profile.clear();  // a MIG job's row needs a reader of 7
   EXPECT_EQ(json::parse(EncodeJobRow(plain))["_min_reader"], kJobRowFormat.min_reader);
 }
 
@@ -109,14 +109,14 @@ TEST(RowCodec, BytesFormIsStrict) {
 TEST(RowCodec, RowsCarryTheirVersion) {
   const json j = json::parse(EncodeJobRow(FullJob(3)));
   EXPECT_EQ(j["_v"], kJobRowFormat.version);
-  EXPECT_EQ(j["_min_reader"], 7);  // issue 20: FullJob asks for MIG devices
+  EXPECT_EQ(j["_min_reader"], 7);  // FullJob asks for MIG devices
   EXPECT_EQ(j.size(),
             19u);  // 17 fields (20: gpu_memory_peak_mib, 21: usage) + 2 versions
-  EXPECT_EQ(j["req"].size(), 25u);  // issue 17: FullJob sets the six optional fields;
-                                    // 20: mig_profile
-  EXPECT_EQ(j["allocations"][1].size(), 7u);  // issue 20: mig, only where set
+  EXPECT_EQ(j["req"].size(), 25u);            // FullJob sets the six optional fields;
+                                              // 20: mig_profile
+  EXPECT_EQ(j["allocations"][1].size(), 7u);  // mig, only where set
   EXPECT_EQ(j["spec"].size(),
-            25u);  // 16 + issue 17's 7 + issue 18's 2 (FullJob sets all)
+            25u);  // 16 + version 5's 7 + version 6's 2 (FullJob sets all)
   EXPECT_EQ(j["allocations"][0].size(), 6u);
   const json n = json::parse(EncodeNodeRow(FullNode("n1")));
   EXPECT_EQ(n["_v"], kNodeRowFormat.version);
@@ -130,7 +130,7 @@ TEST(RowCodec, RowsCarryTheirVersion) {
   EXPECT_EQ(s.size(), 17u);  // 15 fields + the two version keys
 }
 
-// Issue 18: every field of a step, its name's bytes exactly.
+// Every field of a step, its name's bytes exactly.
 TEST(RowCodec, StepRoundTripKeepsEveryField) {
   const StepRecord step = FullStep(12, 3);
   const std::string text = EncodeStepRow(step);
@@ -273,7 +273,7 @@ const UpgradeCase kUpgrades[] = {
        EXPECT_EQ(n->cgroup, "");
        EXPECT_EQ(n->burn_in_passed, "*");  // in service before burn-in: adopted
      }},
-    // Issue 19: a node row of version 2 was in service before burn-in existed; its next
+    // A node row of version 2 was in service before burn-in existed; its next
     // registration's fingerprint is taken as passed ("*"), no run, no burn-in state.
     {"node_v2_before_burn_in", "nodes",
      R"({"_v":2,"_min_reader":2,"name":"n2","state":"up","cgroup":"v2"})", 2,
@@ -386,7 +386,7 @@ TEST(RowCodec, ARowForNewerReadersIsRefusedNamingTheVersions) {
   EXPECT_EQ(job.status().message(),
             "row format version 9 needs a reader of version 8 or later; this hachi "
             "reads job rows up to version 7 (run a newer hachi)");
-  // Issue 20: a MIG job's row (version 7, min reader 7) is read by this binary.
+  // A MIG job's row (version 7, min reader 7) is read by this binary.
   EXPECT_TRUE(DecodeJobRow(R"({"_v":7,"_min_reader":7,"id":1})").ok());
   // Without "_min_reader" a row needs a reader of its own version.
   Result<Row<TokenRecord>> token = DecodeTokenRow(R"({"_v":3})");
@@ -464,16 +464,16 @@ TEST(RowCodec, NodeAndTokenErrorsNameTheField) {
 // sizes here (x86-64, g++).
 TEST(RowCodec, RecordSizesMatchTheCodecs) {
   EXPECT_EQ(sizeof(JobRecord),
-            912u);  // issue 17: constraint .. nice, ntasks .. open_append; 20: peak, MIG;
+            912u);  // constraint .. nice, ntasks .. open_append; 20: peak, MIG;
                     // 21: usage
   EXPECT_EQ(sizeof(JobSpec), 296u);
-  EXPECT_EQ(sizeof(sched::JobRequest), 416u);  // issue 20: mig_profile
-  EXPECT_EQ(sizeof(NodeAllocation), 96u);      // issue 20: mig
-  EXPECT_EQ(sizeof(NodeRecord), 392u);         // issue 19: burn-in; 20: gpu_sharing
+  EXPECT_EQ(sizeof(sched::JobRequest), 416u);  // mig_profile
+  EXPECT_EQ(sizeof(NodeAllocation), 96u);      // mig
+  EXPECT_EQ(sizeof(NodeRecord), 392u);         // burn-in; 20: gpu_sharing
   EXPECT_EQ(sizeof(NodeStatus), 680u);  // 17: features (API only); 19: burn-in; 20: MPS,
                                         // mig_devices; 21: gpu_util (API only)
   EXPECT_EQ(sizeof(TokenRecord), 152u);
-  EXPECT_EQ(sizeof(StepRecord), 184u);  // issue 18
+  EXPECT_EQ(sizeof(StepRecord), 184u);
 }
 
 TEST(RecordStates, NamesAndCodesParse) {

@@ -776,7 +776,7 @@ Status SqliteStore::WriteEdit(const Edit& edit) {
           HACHI_RETURN_IF_ERROR(ReadJob(db, e.record.id, &image));
           HACHI_RETURN_IF_ERROR(CheckEdit(image, edit));
           // An array's tasks name one payloads row (its first task's id) instead of
-          // each holding the script and environment (issue 16).
+          // each holding the script and environment.
           const JobSpec& spec = e.record.spec;
           const JobId payload_ref =
               spec.array_job_id != 0 && spec.payload != nullptr ? spec.array_job_id : 0;

@@ -54,9 +54,9 @@ class Db;
 class SqliteStore final : public Store {
  public:
   // 2: tokens. 3: rows versioned apart from the API (row_codec.h); min_reader_schema.
-  // 4: payloads (an array's script and environment once), row checksums (issue 16).
-  // 5: steps (issue 18); min_reader_schema stays 4 (a layout-4 binary leaves the table
-  // alone). 6: usage (issue 21), likewise.
+  // 4: payloads (an array's script and environment once), row checksums.
+  // 5: steps; min_reader_schema stays 4 (a layout-4 binary leaves the table
+  // alone). 6: usage, likewise.
   static constexpr int64_t kSchemaVersion = 6;
 
   static Result<std::unique_ptr<SqliteStore>> Open(const std::string& path,

@@ -94,7 +94,7 @@ TEST(SqliteStore, ReopenLoadsWhatWasCommitted) {
     CommitAndApply(*store, &expected,
                    {JobEnded{7, JobState::kCompleted, 5000, 0, 0, ""}, Started(8, "n2")});
     CommitAndApply(*store, &expected, {JobRequeued{8, "node n2 down"}, JobHeld{8, true}});
-    sched::JobRequest changed = expected.jobs[8].req;  // scontrol update (issue 17)
+    sched::JobRequest changed = expected.jobs[8].req;  // scontrol update
     changed.time_limit = 1800;
     changed.constraint = "h100";
     CommitAndApply(*store, &expected, {JobUpdated{8, changed, "renamed", "a note"}});
@@ -297,7 +297,7 @@ int64_t StateBytes(const std::string& path) {
   return pages.ok() && size.ok() ? *pages * *size : -1;
 }
 
-// Issue 16: the 500 tasks of an array with a 1 MiB script keep one copy of it (and of
+// The 500 tasks of an array with a 1 MiB script keep one copy of it (and of
 // the environment) on disk, and the loaded tasks share one copy in memory. Before, each
 // task row held its own: the file grew by 500 MiB.
 TEST(SqliteStore, ArrayTasksStoreTheirPayloadOnce) {

@@ -1,4 +1,4 @@
-// Job steps as state (issue 18): StepStarted / StepEnded through both stores, a refused
+// Job steps as state: StepStarted / StepEnded through both stores, a refused
 // step refusing its batch, and the steps surviving a reopen. The SQLite layout's steps
 // table over versions is store_format_test.cc's; its checksum, store_guard_test.cc's.
 #include <gtest/gtest.h>

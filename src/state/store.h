@@ -40,14 +40,14 @@ class Store {
   // Counters since the store was opened; thread-safe.
   virtual StoreStats stats() const { return {}; }
   // Job `id`'s script and environment as stored (the server drops a finished job's
-  // environment from memory; requeueing it needs them back: issue 17). kNotFound when
+  // environment from memory; requeueing it needs them back). kNotFound when
   // there is no such job; kUnavailable for a store that cannot say.
   virtual Result<std::shared_ptr<const JobPayload>> LoadPayload(JobId id) {
     return Unavailable("this store cannot load job " + std::to_string(id) +
                        "'s script and environment");
   }
 
-  // Issue 21 (state/usage.h): what each run did with its GPUs, CPUs and memory. These
+  // (state/usage.h): what each run did with its GPUs, CPUs and memory. These
   // are measurements, not state changes, so they are not edits: the server writes them
   // in batches (every minute for running jobs, and at a run's end), one row per run
   // (job, start time) that each write replaces, all of a batch in one transaction. A

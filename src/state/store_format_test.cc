@@ -171,7 +171,7 @@ std::vector<Edit> FixtureEdits() {
   return e;
 }
 
-// Layout 5 (issue 18): FixtureEdits() and then steps. Job 3's gang ran a step on both
+// Layout 5: FixtureEdits() and then steps. Job 3's gang ran a step on both
 // nodes and has one running on n2; array task 8 ran one that failed.
 std::vector<Edit> FixtureEditsV5() {
   std::vector<Edit> e = FixtureEdits();
@@ -438,7 +438,7 @@ TEST(StoreFormat, FixtureV3Loads) {
             StatusCode::kInvalidArgument);
 }
 
-// Layout 4 (issue 16): the array's three tasks name one payloads row, and load sharing
+// Layout 4: the array's three tasks name one payloads row, and load sharing
 // one payload; every row has its checksum.
 TEST(StoreFormat, FixtureV4Loads) {
   TempDir dir;
@@ -457,7 +457,7 @@ TEST(StoreFormat, FixtureV4Loads) {
   EXPECT_NE(got->jobs.at(7).spec.payload, got->jobs.at(8).spec.payload);
 }
 
-// Layout 5 (issue 18): a layout-4 file opens, gains the steps table in the upgrade's
+// Layout 5: a layout-4 file opens, gains the steps table in the upgrade's
 // transaction (user_version 5, min_reader_schema still 4), and takes steps; they load
 // after a reopen.
 TEST(StoreFormat, FixtureV4GainsTheStepsTable) {
@@ -484,7 +484,7 @@ TEST(StoreFormat, FixtureV4GainsTheStepsTable) {
   EXPECT_EQ(got->steps.size(), 3u);
 }
 
-// Layout 5 (issue 18): the fixture's steps, ended and running, load as written.
+// Layout 5: the fixture's steps, ended and running, load as written.
 TEST(StoreFormat, FixtureV5Loads) {
   TempDir dir;
   const std::string db = dir.File("state.db");

@@ -1,4 +1,4 @@
-// Issue 16, item 6: a state database that lost its schema is not a first start, and a
+// A state database that lost its schema is not a first start, and a
 // row edited outside Hachi is found at the next start (docs/storage.md, "Guarding
 // the file").
 #include <gtest/gtest.h>
@@ -183,7 +183,7 @@ TEST(StoreGuard, AnEditedRowIsReportedByName) {
       << image.status().message();
 }
 
-// Issue 18: a step row is guarded as the others are: edited, or moved to another key,
+// A step row is guarded as the others are: edited, or moved to another key,
 // it is refused by name; --accept-edited-rows reseals it under the same key text the
 // store writes (kSummed's SQL and StepRowKey agree).
 TEST(StoreGuard, AnEditedStepRowIsReportedByName) {

@@ -33,14 +33,13 @@ inline JobRecord FullJob(JobId id) {
                         {sched::DependencyKind::kAfterAny, 4}};
   j.req.gpu_share_milli = 250;
   j.req.gpu_memory_mib = 20480;
-  // Issue 17.
   j.req.constraint = "h100&[rack1|rack2]";
   j.req.nodelist = "gpu[01-02]";
   j.req.exclude = "gpu07";
   j.req.begin_time = 1700003600;
   j.req.deadline = 1700090000;
   j.req.nice = 100;
-  j.req.mig_profile = "1g.10gb";  // issue 20
+  j.req.mig_profile = "1g.10gb";
   j.spec.name = "train \"résumé\"";
   j.spec.argv = {"python", "train.py", "--lr=0.1", ""};
 
@@ -58,7 +57,6 @@ inline JobRecord FullJob(JobId id) {
   j.spec.array_task_id = 7;
   j.spec.array_max_running = 10;
   j.spec.comment = "tab\there";
-  // Issue 17.
   j.spec.ntasks = 4;
   j.spec.ntasks_per_node = 2;
   j.spec.cpus_per_task = 3;
@@ -66,7 +64,7 @@ inline JobRecord FullJob(JobId id) {
   j.spec.signal_before = 90;
   j.spec.signal_batch_only = true;
   j.spec.open_append = true;
-  j.spec.batch_on_first_node = true;  // issue 18
+  j.spec.batch_on_first_node = true;
   j.spec.interactive = true;
   j.state = JobState::kPending;
   j.held = true;
@@ -80,15 +78,15 @@ inline JobRecord FullJob(JobId id) {
                     1024,
                     500,
                     4096,
-                    {"MIG-4a", "MIG-6b"}}};  // issue 20: MIG devices
+                    {"MIG-4a", "MIG-6b"}}};  // MIG devices
   j.exit_code = 3;
   j.signal = 9;
   j.reason = "node n2 down";
   j.requeues = 2;
   j.master_port = 29517;
-  j.gpu_memory_peak_mib = 11264;            // issue 20
-  j.usage = {480, 87.5, 1234.5, 20480, 1};  // issue 21
-  j.submit_key = "0123456789abcdef";        // the store's only: not in the API's objects
+  j.gpu_memory_peak_mib = 11264;
+  j.usage = {480, 87.5, 1234.5, 20480, 1};
+  j.submit_key = "0123456789abcdef";  // the store's only: not in the API's objects
   return j;
 }
 
@@ -107,8 +105,8 @@ inline NodeRecord FullNode(std::string name) {
   n.unhealthy_reasons = {{0, "Xid 79: GPU has fallen off the bus"},
                          {6, "ECC: double-bit error"}};
   n.cgroup = "v2";
-  n.gpu_sharing = "mps";  // issue 20
-  // Issue 19: a failed burn-in of two GPUs (the node's own state aside).
+  n.gpu_sharing = "mps";
+  // A failed burn-in of two GPUs (the node's own state aside).
   n.burn_in_passed = "0123456789abcdef";
   n.burn_in_run = 4;
   n.burn_in = BurnInPhase::kFailed;

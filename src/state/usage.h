@@ -1,4 +1,4 @@
-// What a job does with what it was given (issue 21, docs/efficiency.md): per GPU it
+// What a job does with what it was given (docs/efficiency.md): per GPU it
 // holds, SM utilisation, memory, power, SM clock and PCIe/NVLink throughput, sampled by
 // its agents through NVML every few seconds, with the job's CPU time and memory from its
 // cgroup; kept by the server as a compact summary per GPU (mean, p50/p95, max; peaks)
@@ -111,7 +111,7 @@ struct JobUsage {
   Time last_at = 0;              // the latest sample's time
   std::vector<NodeUsage> nodes;  // in allocation order
   std::vector<GpuUsage> gpus;    // in allocation order, ascending GPU per node
-  // The idle-GPU policy (issue 21): since when every GPU of the job has been below the
+  // The idle-GPU policy: since when every GPU of the job has been below the
   // partition's threshold (0: not now), and whether it was warned about that spell.
   Time idle_since = 0;
   bool idle_warned = false;

@@ -1,4 +1,4 @@
-// Job usage (issue 21): sums, percentiles and the bounded series; the findings `hachi
+// Job usage: sums, percentiles and the bounded series; the findings `hachi
 // eff` prints; the JSON both the store and the API use; both stores' usage rows.
 #include "state/usage.h"
 

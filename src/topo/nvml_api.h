@@ -156,7 +156,7 @@ static_assert(offsetof(GpuFabricInfo, state) == 24);
 
 inline constexpr unsigned kSystemDriverVersionBufferSize = 80;  // also NVML's version
 
-// Utilisation sampling (agent/usage.h, issue 21).
+// Utilisation sampling (agent/usage.h).
 // nvmlUtilization_t: percent of the last sample period (1/6 s to 1 s, by product) during
 // which a kernel ran on the GPU, and during which its memory was read or written.
 struct Utilization {

@@ -112,7 +112,7 @@ int SacctMain(const std::vector<std::string>& args) {
     }
     return found->pw_uid;
   };
-  // Job steps (issue 18), unless -X.
+  // Job steps, unless -X.
   std::vector<state::StepRecord> steps;
   if (!o->allocations) {
     Result<std::string> body = (*c)->Call("GET", "/steps");

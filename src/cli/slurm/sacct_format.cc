@@ -41,7 +41,7 @@ const std::vector<OptDef> kSacctOpts = {{'j', "jobs", true},
                                         {0, "server", true},
                                         {0, "uid", true}};
 
-// One output line: a job, its batch step, or one of its steps (srun: issue 18).
+// One output line: a job, its batch step, or one of its steps (srun).
 struct Line {
   const JobRecord* job;
   bool batch_step;
@@ -102,7 +102,7 @@ constexpr Field kFields[] = {
     {"Submit", 19},   {"Timelimit", 10},       {"TimelimitRaw", 12}, {"UID", 6},
     {"User", 9},      {"WorkDir", -15},        {"Eligible", 19},     {"Restarts", 8},
 };
-// Issue 21: what the job used, from its usage summary (UsageValue).
+// What the job used, from its usage summary (UsageValue).
 constexpr Field kUsageFields[] = {
     {"AveCPU", 10},         {"MaxRSS", 10},         {"TotalCPU", 10},
     {"TRESUsageInAve", 14}, {"TRESUsageInMax", 14}, {"TRESUsageInTot", 14},
@@ -204,7 +204,7 @@ std::string CpuTimeText(double seconds) {
   return buf;
 }
 
-// The job's usage fields (issue 21) from its usage summary, in Slurm's forms; "" for
+// The job's usage fields from its usage summary, in Slurm's forms; "" for
 // what was not measured, as Slurm leaves a field it has no figure for. Slurm fills them
 // on step lines; Hachi measures the allocation, so they are on the job's line. A
 // node's CPU time stands for a task's: AveCPU and the "Ave" cpu are per node.

@@ -47,7 +47,7 @@ Result<SacctOptions> ParseSacctArgs(const std::vector<std::string>& args, Time n
 Result<Time> ParseSacctTime(std::string_view text, Time now);
 
 using UidOf = std::function<std::optional<uint32_t>(const std::string&)>;
-// `steps`: job steps (issue 18), shown after their job's ID.batch line without -X, those
+// `steps`: job steps, shown after their job's ID.batch line without -X, those
 // of each job's latest run, as "ID.N".
 Result<std::string> RenderSacct(const SacctOptions& o,
                                 const std::vector<state::JobRecord>& jobs, Time now,

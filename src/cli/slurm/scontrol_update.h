@@ -1,4 +1,4 @@
-// scontrol update (issue 17; docs/cli.md "scontrol update"): Slurm's Field=Value words
+// scontrol update (docs/cli.md "scontrol update"): Slurm's Field=Value words
 // as the body of POST /jobs/ID/update (docs/api.md "Update"). Each field's value is read
 // as the sbatch option it stands for reads it (cli/directives.h), so TimeLimit takes
 // what --time takes and Features what -C takes. Pure functions; thread-safe.

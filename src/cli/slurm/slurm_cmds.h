@@ -29,7 +29,7 @@ int SacctMain(const std::vector<std::string>& args);
 int ScontrolMain(const std::vector<std::string>& args);
 int SrunMain(const std::vector<std::string>& args);    // srun.cc
 int SallocMain(const std::vector<std::string>& args);  // srun.cc
-int SeffMain(const std::vector<std::string>& args);    // eff_cmd.cc (issue 21)
+int SeffMain(const std::vector<std::string>& args);    // eff_cmd.cc
 
 // `hachi slurm install-links DIR [--force]`.
 void AddSlurmCommands(CLI::App& app, int* exit_code);

@@ -1,4 +1,4 @@
-// Slurm's names end to end (issue 17): `hachi slurm install-links` into a temp bin/,
+// Slurm's names end to end: `hachi slurm install-links` into a temp bin/,
 // then sbatch, squeue, scancel, sinfo, sacct, scontrol and srun run through those links
 // against a real `hachi dev` child, as a Slurm user's scripts and tools call them.
 #include <gtest/gtest.h>

@@ -342,7 +342,7 @@ TEST_F(Slurm, SacctTimes) {
   EXPECT_EQ(*RenderSacct(*o, {old}, kNow), "1            \n");
 }
 
-// Issue 21: the usage fields from a job's usage summary, in Slurm's forms, on the job's
+// The usage fields from a job's usage summary, in Slurm's forms, on the job's
 // line; empty where nothing was measured (and on its batch line).
 TEST_F(Slurm, SacctUsageFields) {
   JobRecord one = MakeJob(1).Ended(JobState::kCompleted);
@@ -439,7 +439,7 @@ TEST(Scancel, Plans) {
 
 // ---- scontrol ----
 
-// scontrol update (issue 17): Field=Value words -> POST /jobs/ID/update's body.
+// scontrol update: Field=Value words -> POST /jobs/ID/update's body.
 TEST(ScontrolUpdate, WordsAndBodies) {
   Result<UpdateWords> w =
       ParseUpdateWords({"JobId=12,13_[1,3]", "timelimit=1:00:00", "Nice"});
@@ -520,7 +520,7 @@ TEST_F(Slurm, ScontrolGolden) {
   ExpectGolden("slurm_scontrol.txt", out);
 }
 
-// ---- srun (issue 18) ----
+// ---- srun ----
 
 TEST(SrunArgs, InsideAnAllocationTheStepTakesItsDefaultsFromTheEnvironment) {
   const state::EnvList env = {

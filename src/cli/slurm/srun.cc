@@ -1,4 +1,4 @@
-// srun and salloc (issue 18, docs/steps.md). srun inside an allocation runs a job step —
+// srun and salloc (docs/steps.md). srun inside an allocation runs a job step —
 // its tasks started on the allocation's nodes by their agents, their output relayed
 // through the server to this process, its exit status the worst task's; outside one it
 // makes an allocation first and gives it back after the step. salloc makes an

@@ -1,4 +1,4 @@
-// srun's pure parts (issue 18, docs/steps.md): its options as a step request, the
+// srun's pure parts (docs/steps.md): its options as a step request, the
 // labelled output of the tasks, and its exit status and error lines from the tasks'
 // exits, in Slurm's words. srun.cc does the I/O.
 //

@@ -1,4 +1,4 @@
-// Job steps end to end (issue 18): srun inside sbatch scripts and with --jobid, through
+// Job steps end to end: srun inside sbatch scripts and with --jobid, through
 // the Slurm links, against a real `hachi dev` child with two simulated 8-GPU nodes. The
 // tasks run under the nodes' agents; their output comes back through the server.
 #include <fcntl.h>

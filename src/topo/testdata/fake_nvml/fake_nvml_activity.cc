@@ -1,4 +1,4 @@
-// The fake NVML's utilisation sampling calls (agent/gpu_sampler.h, issue 21): each
+// The fake NVML's utilisation sampling calls (agent/gpu_sampler.h): each
 // GPU's Activity (fake_nvml_state.h) as the events file's `util`, `memused`, `power`,
 // `smclock`, `pcietput`, `nvlinktput` and `nvlinkkib` lines set it (fake_nvml.cc's
 // header comment).

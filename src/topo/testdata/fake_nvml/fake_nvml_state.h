@@ -59,7 +59,7 @@ struct Process {
   unsigned gpu_instance = kNoInstance, compute_instance = kNoInstance;
 };
 
-// Per GPU, what the jobs on it do (utilisation sampling, issue 21; the events file's
+// Per GPU, what the jobs on it do (utilisation sampling; the events file's
 // `util`, `memused`, `power`, `smclock`, `pcietput`, `nvlinktput`, `nvlinkkib`
 // lines). The scripted
 // series advance one value per nvmlDeviceGetUtilizationRates call (a "sample"); the
