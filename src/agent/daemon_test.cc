@@ -85,7 +85,9 @@ class DaemonTest : public ::testing::Test {
     controller_->Stop();
     http_->Stop();
   }
-  state::JobState StateOf(state::JobId id) { return controller_->Job(id)->state; }
+  state::JobState StateOf(state::JobId id) {
+    return controller_->job_views().Job(id)->state;
+  }
 
   std::unique_ptr<server::Controller> controller_;
   std::unique_ptr<server::HttpServer> http_;
@@ -97,7 +99,7 @@ TEST_F(DaemonTest, RegistersRunsAndReportsAJob) {
   ASSERT_TRUE(agent_->daemon.Start().ok());
   ASSERT_TRUE(WaitFor([&] { return agent_->daemon.registered(); }));
   Result<std::vector<state::JobId>> ids =
-      controller_->Submit(MakeSubmit().Gpus(4).Time(90), kAlice);
+      controller_->jobs().Submit(MakeSubmit().Gpus(4).Time(90), kAlice);
   ASSERT_TRUE(ids.ok()) << ids.status().ToString();
   const state::JobId id = ids->front();
   FakeLauncher& fake = *agent_->launcher;
@@ -112,9 +114,10 @@ TEST_F(DaemonTest, RegistersRunsAndReportsAJob) {
   ASSERT_TRUE(WaitFor([&] { return StateOf(id) == state::JobState::kCompleted; }));
 
   // A cancel reaches the launcher and ends the job as cancelled.
-  const state::JobId second = controller_->Submit(MakeSubmit().Gpus(1), kAlice)->front();
+  const state::JobId second =
+      controller_->jobs().Submit(MakeSubmit().Gpus(1), kAlice)->front();
   ASSERT_TRUE(WaitFor([&] { return fake.launches().size() == 2; }));
-  ASSERT_TRUE(controller_->Cancel(second, kAlice).ok());
+  ASSERT_TRUE(controller_->jobs().Cancel(second, kAlice).ok());
   ASSERT_TRUE(WaitFor([&] { return StateOf(second) == state::JobState::kCancelled; }));
   ASSERT_EQ(fake.cancels().size(), 1u);
   EXPECT_EQ(fake.cancels()[0].first, second);
@@ -127,7 +130,7 @@ TEST_F(DaemonTest, GpuFaultTakesTheGpuOutAndRequeuesItsJob) {
   ASSERT_TRUE(agent_->daemon.Start().ok());
   ASSERT_TRUE(WaitFor([&] { return agent_->daemon.registered(); }));
   const state::JobId id =
-      controller_->Submit(MakeSubmit().Gpus(2).Time(90), kAlice)->front();
+      controller_->jobs().Submit(MakeSubmit().Gpus(2).Time(90), kAlice)->front();
   FakeLauncher& fake = *agent_->launcher;
   ASSERT_TRUE(WaitFor([&] { return fake.launches().size() == 1; }));
   const int bad = fake.launches()[0].gpus.First();
@@ -139,12 +142,14 @@ TEST_F(DaemonTest, GpuFaultTakesTheGpuOutAndRequeuesItsJob) {
   EXPECT_EQ(fake.cancels()[0].first, id);
   // (The fake launcher reports the cancelled run's exit at once: a stale run's exit.)
   ASSERT_TRUE(WaitFor([&] { return fake.launches().size() == 2; }))
-      << "and runs again; job " << state::JobStateName(controller_->Job(id)->state) << " "
-      << controller_->Job(id)->start_time << " launches " << fake.launches().size();
+      << "and runs again; job "
+      << state::JobStateName(controller_->job_views().Job(id)->state) << " "
+      << controller_->job_views().Job(id)->start_time << " launches "
+      << fake.launches().size();
   EXPECT_FALSE(fake.launches()[1].gpus.contains(bad));
-  EXPECT_EQ(controller_->Job(id)->requeues, 1);
+  EXPECT_EQ(controller_->job_views().Job(id)->requeues, 1);
   bool out = false;
-  for (const state::NodeStatus& n : controller_->Nodes()) {
+  for (const state::NodeStatus& n : controller_->cluster_views().Nodes()) {
     if (n.record.name == node) out = n.record.unhealthy.contains(bad);
   }
   EXPECT_TRUE(out);

@@ -104,8 +104,8 @@ TEST(AgentAddress, RegisterStoresTheResolvedAddressOrRefuses) {
     Harness h;
     AgentRegistration reg = MakeAgent("n2");
     reg.address = c.given;
-    Status s = h->Register(reg, c.peer);
-    const std::vector<state::NodeStatus> nodes = h->Nodes();
+    Status s = h->nodes().Register(reg, c.peer);
+    const std::vector<state::NodeStatus> nodes = h->cluster_views().Nodes();
     if (*c.want != '\0') {
       ASSERT_TRUE(s.ok()) << s.ToString();
       ASSERT_EQ(nodes.size(), 1u);
@@ -124,7 +124,7 @@ TEST(AgentAddress, GangGetsTheRank0NodesPeerAddress) {
   for (const auto& [node, peer] : {std::pair{"n1", "10.79.0.2"}, {"n2", "10.79.0.3"}}) {
     AgentRegistration reg = MakeAgent(node);
     reg.address.clear();
-    ASSERT_TRUE(h->Register(reg, peer).ok());
+    ASSERT_TRUE(h->nodes().Register(reg, peer).ok());
   }
   const state::JobId id = h.Submit(testing::MakeSubmit().Gang(2, 8));
   h->RunCycle();

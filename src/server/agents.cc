@@ -1,4 +1,4 @@
-// Controller: the agents' side — registration and reconciliation, the work long poll
+// NodeService: the agents' side — registration and reconciliation, the work long poll
 // (which is also the heartbeat; it waits in the AgentHub, not on the Controller's lock),
 // exit reports, and lost nodes.
 #include <algorithm>
@@ -9,12 +9,24 @@
 #include <unordered_set>
 
 #include "server/agent_address.h"
-#include "server/controller.h"
 #include "server/fence.h"
+#include "server/node_service.h"
 
 namespace hachi::server {
 
-Status Controller::Register(const AgentRegistration& reg, const std::string& peer) {
+NodeService::NodeService(Ledger* ledger, Fleet* fleet, AgentHub* hub, StepService* steps,
+                         BurnInService* burn_in, UsageService* usage,
+                         const Authorizer* authorizer, const ControllerOptions* options)
+    : OnLedger(ledger),
+      fleet_(fleet),
+      hub_(hub),
+      steps_(steps),
+      burn_in_(burn_in),
+      usage_(usage),
+      authorizer_(authorizer),
+      options_(options) {}
+
+Status NodeService::Register(const AgentRegistration& reg, const std::string& peer) {
   if (reg.node.empty()) return InvalidArgument("register: node name is empty");
   Result<std::string> address = AgentAddress(reg.node, reg.address, peer);
   if (!address.ok()) {
@@ -40,13 +52,14 @@ Status Controller::Register(const AgentRegistration& reg, const std::string& pee
   }
   MutexLock writer(&ledger_->writer_mu());
   MutexLock lock(&ledger_->mu());
-  burn_in_.Held(ledger_.get());
-  const Time now = options_.clock->Now();
+  fleet_->Held(ledger_);
+  burn_in_->Held(ledger_);
+  const Time now = options_->clock->Now();
   auto old = ledger_->image().nodes.find(reg.node);
   // Idempotent per agent instance: a request from an instance that started before the
   // one registered now (a dead agent's retry, delayed in the network) changes nothing.
-  if (auto known = agent_started_.find(reg.node);
-      known != agent_started_.end() && old != ledger_->image().nodes.end() &&
+  if (auto known = fleet_->agent_started.find(reg.node);
+      known != fleet_->agent_started.end() && old != ledger_->image().nodes.end() &&
       !reg.instance.empty() && old->second.agent_instance != reg.instance &&
       reg.agent_started < known->second) {
     return Busy("register: node " + reg.node + " is registered by a newer agent (" +
@@ -71,20 +84,25 @@ Status Controller::Register(const AgentRegistration& reg, const std::string& pee
     }
   }
   // A node new or changed since its checks last passed is burned in first.
-  std::optional<api::BurnInWork> burn_in = burn_in_.OnRegisterLocked(
+  std::optional<api::BurnInWork> burn_in = burn_in_->OnRegisterLocked(
       reg, old != ledger_->image().nodes.end() ? &old->second : nullptr, &rec);
   HACHI_RETURN_IF_ERROR(ledger_->Commit({state::NodeUpserted{rec}}));
-  agent_started_[reg.node] = reg.agent_started;
-  hardware_[reg.node] = std::move(*hw);
-  base_dirty_ = true;
-  agents_.Open(reg.node);  // what was queued for its predecessor is dropped
+  fleet_->agent_started[reg.node] = reg.agent_started;
+  fleet_->hardware[reg.node] = std::move(*hw);
+  fleet_->base_dirty = true;
+  hub_->Open(reg.node);  // what was queued for its predecessor is dropped
   if (burn_in) {
     std::cerr << "hachi server: node " << reg.node << ": " << rec.state_reason
               << (burn_in->gpus.empty() ? "" : " for its GPUs back from repair") << "\n";
-    agents_.BurnIn(reg.node, *std::move(burn_in));
+    hub_->BurnIn(reg.node, *std::move(burn_in));
   }
+  return ReconcileLocked(reg, same_agent, now);
+}
 
-  // Reconcile the jobs the records run there with what the agent says it runs.
+Status NodeService::ReconcileLocked(const AgentRegistration& reg, bool same_agent,
+                                    Time now) {
+  fleet_->Held(ledger_);
+  // The jobs the records run there against what the agent says it runs.
   const std::unordered_set<state::JobId> running(reg.running.begin(), reg.running.end());
   const std::unordered_set<state::JobId> finished(reg.finished.begin(),
                                                   reg.finished.end());
@@ -102,12 +120,12 @@ Status Controller::Register(const AgentRegistration& reg, const std::string& pee
       // The agent finished it (its report was lost) or never got the launch (the server
       // restarted before delivering it): send it again. The agent launches a job id at
       // most once and answers a repeated one by reporting its exit again.
-      DispatchLocked(job, reg.node);
+      fleet_->DispatchLocked(job, reg.node);
       continue;
     }
     // The agent restarted after the job started and does not know it: its processes'
     // fate is unknown (the agent did not re-adopt it). Requeue or fail it.
-    RunInfo& info = runs_[id];
+    RunInfo& info = fleet_->runs[id];
     if (job.spec.requeue) {
       edits.push_back(state::JobRequeued{id, "agent on " + reg.node + " restarted"});
     } else {
@@ -121,14 +139,14 @@ Status Controller::Register(const AgentRegistration& reg, const std::string& pee
       end.state = state::JobState::kNodeFail;
       edits.push_back(end);
     }
-    runs_.erase(id);
+    fleet_->runs.erase(id);
   }
   // Stops what the agent runs without the records' leave: jobs that ended or were
   // requeued while it was away, and jobs whose cancel or preemption was queued in the
   // session just cleared. The former are stale runs: the records gave their GPUs back,
   // but they are in use until the agent reports the exits, so the node takes no new
   // jobs until then (HoldStaleNodesLocked). This registration says which still run.
-  std::set<state::JobId>& stale = stale_runs_[reg.node];
+  std::set<state::JobId>& stale = fleet_->stale_runs[reg.node];
   stale.clear();
   for (state::JobId id : reg.running) {
     auto it = ledger_->image().jobs.find(id);
@@ -137,46 +155,49 @@ Status Controller::Register(const AgentRegistration& reg, const std::string& pee
         it->second.state == state::JobState::kRunning &&
         std::any_of(it->second.allocations.begin(), it->second.allocations.end(),
                     [&](const state::NodeAllocation& a) { return a.node == reg.node; });
-    auto run = runs_.find(id);
-    const bool stopping = run != runs_.end() && (run->second.cancelling() ||
-                                                 run->second.preempt_kill_at != kNever);
+    auto run = fleet_->runs.find(id);
+    const bool stopping =
+        run != fleet_->runs.end() &&
+        (run->second.cancelling() || run->second.preempt_kill_at != kNever);
     // A gang part the fence counted dead while the gang waits for its other parts: it
     // must stop, and its GPUs stay taken after the job ends until it has.
     const bool fenced_here =
-        here && run != runs_.end() && run->second.state.fenced &&
+        here && run != fleet_->runs.end() && run->second.state.fenced &&
         std::find(run->second.ended_on.begin(), run->second.ended_on.end(), reg.node) !=
             run->second.ended_on.end();
-    if (!here || stopping || fenced_here) agents_.Cancel(reg.node, id);
+    if (!here || stopping || fenced_here) hub_->Cancel(reg.node, id);
     if (!here || fenced_here) stale.insert(id);
     // Its time limit as the records have it now: a scontrol update queued for the
     // session just cleared reaches the agent all the same.
     if (here && !stopping && !fenced_here) {
-      agents_.SetLimit(reg.node, {id, it->second.start_time, it->second.req.time_limit});
+      hub_->SetLimit(reg.node, {id, it->second.start_time, it->second.req.time_limit});
     }
   }
-  if (stale.empty()) stale_runs_.erase(reg.node);
-  for (state::Edit& e : LostStepsLocked(reg)) edits.push_back(std::move(e));
+  if (stale.empty()) fleet_->stale_runs.erase(reg.node);
+  steps_->Held(ledger_);
+  for (state::Edit& e : steps_->LostStepsLocked(reg)) edits.push_back(std::move(e));
   return ledger_->Commit(std::move(edits));
 }
 
-AgentWork Controller::Poll(const std::string& node, int wait_ms) {
-  return agents_.Wait(node, wait_ms);
+AgentWork NodeService::Poll(const std::string& node, int wait_ms) {
+  return hub_->Wait(node, wait_ms);
 }
 
-Status Controller::ReportExits(const std::string& node,
-                               const std::vector<api::JobExit>& exits) {
-  if (!agents_.IsOpen(node)) return NotFound("agent " + node + " is not registered");
-  agents_.Touch(node);
+Status NodeService::ReportExits(const std::string& node,
+                                const std::vector<api::JobExit>& exits) {
+  if (!hub_->IsOpen(node)) return NotFound("agent " + node + " is not registered");
+  hub_->Touch(node);
   MutexLock writer(&ledger_->writer_mu());
   MutexLock lock(&ledger_->mu());
+  fleet_->Held(ledger_);
   std::vector<state::Edit> edits;
   for (const api::JobExit& e : exits) {
     // A stale run's exit (the records had ended or requeued it): its GPUs are free now.
-    if (auto st = stale_runs_.find(node);
-        st != stale_runs_.end() && st->second.erase(e.job) > 0) {
-      if (st->second.empty()) stale_runs_.erase(st);
-      dirty_ = true;
-      loop_cv_.SignalAll();
+    if (auto st = fleet_->stale_runs.find(node);
+        st != fleet_->stale_runs.end() && st->second.erase(e.job) > 0) {
+      if (st->second.empty()) fleet_->stale_runs.erase(st);
+      fleet_->dirty = true;
+      fleet_->loop_cv.SignalAll();
     }
     auto it = ledger_->image().jobs.find(e.job);
     if (it == ledger_->image().jobs.end() ||
@@ -191,7 +212,7 @@ Status Controller::ReportExits(const std::string& node,
                      [&](const state::NodeAllocation& a) { return a.node == node; })) {
       continue;
     }
-    RunInfo& info = runs_[e.job];
+    RunInfo& info = fleet_->runs[e.job];
     // A job whose batch script runs on its first node only ends with that
     // part; the other parts only held their nodes.
     const bool first_only = job.spec.batch_on_first_node && job.allocations.size() > 1;
@@ -204,64 +225,37 @@ Status Controller::ReportExits(const std::string& node,
     if (first_only && batch_part && info.Take(RunEvent::kBatchPartExited)) {
       if (info.parts_left > 0 && !info.cancelling() && !failed) {
         for (const state::NodeAllocation& a : job.allocations) {
-          if (a.node != node) agents_.Cancel(a.node, e.job);
+          if (a.node != node) hub_->Cancel(a.node, e.job);
         }
       }
     }
     if (failed && info.parts_left > 0 && !info.cancelling()) {
       // A gang is one job: when one part fails, stop the others (no edit: at once).
       for (const state::NodeAllocation& a : job.allocations) {
-        if (a.node != node) agents_.Cancel(a.node, e.job);
+        if (a.node != node) hub_->Cancel(a.node, e.job);
       }
     }
     if (info.parts_left > 0) continue;
-    edits.push_back(
-        RunEndLocked(job, info, e.end_time > 0 ? e.end_time : options_.clock->Now()));
-    runs_.erase(e.job);
+    edits.push_back(fleet_->RunEndLocked(
+        job, info, e.end_time > 0 ? e.end_time : options_->clock->Now()));
+    fleet_->runs.erase(e.job);
   }
   return ledger_->Commit(std::move(edits));
 }
 
-state::Edit Controller::RunEndLocked(const state::JobRecord& job, const RunInfo& info,
-                                     Time end_time) const {
-  return RunEnd(job, info, end_time);
-}
-
-void Controller::NodeLostLocked(const std::string& node, const std::string& why,
-                                Time now) {
+void NodeService::NodeLostLocked(const std::string& node, const std::string& why,
+                                 Time now) {
+  fleet_->Held(ledger_);
   // Its agent must register again, and what was queued for it is dropped. Its jobs
   // keep their GPUs: cut off, the agent may still be running them (FenceLocked).
-  agents_.Close(node);
+  hub_->Close(node);
   // A failed commit changes nothing; the next check tries again.
   (void)ledger_->Commit(
       {state::NodeStateChanged{node, state::NodeState::kDown, why, now}});
 }
 
-int64_t Controller::FenceLeftMsLocked(const std::string& node) const {
-  auto n = ledger_->image().nodes.find(node);
-  if (n == ledger_->image().nodes.end() || n->second.state != state::NodeState::kDown)
-    return -1;
-  return FenceLeftMs(agents_.SilentForMs(node),
-                     {options_.lease, options_.kill_grace, options_.fence_margin});
-}
-
-std::string Controller::FenceNoteLocked(const state::JobRecord& job) const {
-  if (job.state != state::JobState::kRunning) return "";
-  auto run = runs_.find(job.id);
-  for (const state::NodeAllocation& a : job.allocations) {
-    if (run != runs_.end() &&
-        std::find(run->second.ended_on.begin(), run->second.ended_on.end(), a.node) !=
-            run->second.ended_on.end()) {
-      continue;
-    }
-    const int64_t left = FenceLeftMsLocked(a.node);
-    if (left < 0) continue;
-    return FenceNote(a.node, left, job.spec.requeue);
-  }
-  return "";
-}
-
-void Controller::FenceLocked(Time now) {
+void NodeService::FenceLocked(Time now) {
+  fleet_->Held(ledger_);
   std::vector<state::Edit> edits;
   std::vector<state::JobId> ended;
   std::vector<std::pair<std::string, state::JobId>> stops;
@@ -272,22 +266,22 @@ void Controller::FenceLocked(Time now) {
       continue;
     }
     const state::JobRecord& job = it->second;
-    auto run = runs_.find(id);
+    auto run = fleet_->runs.find(id);
     bool counted = false;
     for (const state::NodeAllocation& a : job.allocations) {
-      if (FenceLeftMsLocked(a.node) != 0) continue;  // up, or still fenced
-      if (run == runs_.end()) run = runs_.emplace(id, RunInfo{}).first;
+      if (fleet_->FenceLeftMsLocked(a.node) != 0) continue;  // up, or still fenced
+      if (run == fleet_->runs.end()) run = fleet_->runs.emplace(id, RunInfo{}).first;
       api::JobExit e;
       e.job = id;
       e.start_time = job.start_time;
       e.kind = api::ExitKind::kLost;
       e.end_time = now;
       e.message = FencedExitMessage(
-          a.node, {options_.lease, options_.kill_grace, options_.fence_margin});
+          a.node, {options_->lease, options_->kill_grace, options_->fence_margin});
       counted |=
           CountExit(&run->second, a.node, e, static_cast<int>(job.allocations.size()));
     }
-    if (run == runs_.end() || (!counted && !run->second.state.fenced)) continue;
+    if (run == fleet_->runs.end() || (!counted && !run->second.state.fenced)) continue;
     RunInfo& info = run->second;
     // The gang's other parts cannot go on without this one.
     if (info.Take(RunEvent::kFenceExpired)) {
@@ -299,59 +293,27 @@ void Controller::FenceLocked(Time now) {
       }
     }
     if (info.parts_left > 0) continue;  // requeued or ended when the others report
-    edits.push_back(RunEndLocked(job, info, now));
+    edits.push_back(fleet_->RunEndLocked(job, info, now));
     ended.push_back(id);
   }
-  for (const auto& [n, id] : stops) agents_.Cancel(n, id);
+  for (const auto& [n, id] : stops) hub_->Cancel(n, id);
   if (edits.empty()) return;
   // A failed commit changes nothing; the next check tries again (the RunInfo says so).
   if (!ledger_->Commit(std::move(edits)).ok()) return;
-  for (state::JobId id : ended) runs_.erase(id);
+  for (state::JobId id : ended) fleet_->runs.erase(id);
 }
 
-void Controller::CheckAgentsLocked(Time now) {
+void NodeService::CheckAgentsLocked(Time now) {
+  fleet_->Held(ledger_);
   std::vector<std::string> lost;
   for (const auto& [name, rec] : ledger_->image().nodes) {
     if (rec.state == state::NodeState::kDown) continue;
-    if (AgentLost(agents_.SilentForMs(name), options_.agent_timeout))
-      lost.push_back(name);
+    if (AgentLost(hub_->SilentForMs(name), options_->agent_timeout)) lost.push_back(name);
   }
   for (const std::string& name : lost) {
-    NodeLostLocked(name, AgentLostReason(options_.agent_timeout), now);
+    NodeLostLocked(name, AgentLostReason(options_->agent_timeout), now);
   }
   FenceLocked(now);
-}
-
-void Controller::HoldStaleNodesLocked(sched::ClusterState* s) const {
-  for (const auto& [node, jobs] : stale_runs_) {
-    auto i = base_.node_index.find(node);
-    if (jobs.empty() || i == base_.node_index.end() ||
-        i->second >= static_cast<int>(s->nodes.size())) {
-      continue;
-    }
-    sched::Node& n = s->nodes[i->second];
-    if (n.name == node && n.state == sched::NodeState::kUp) {
-      n.state = sched::NodeState::kDrained;
-    }
-  }
-}
-
-std::string Controller::StaleNoteLocked(const std::string& node) const {
-  auto st = stale_runs_.find(node);
-  if (st == stale_runs_.end() || st->second.empty()) return "";
-  std::string jobs;
-  size_t i = 0;
-  for (state::JobId id : st->second) {
-    jobs += (i == 0                       ? ""
-             : i + 1 == st->second.size() ? " and "
-                                          : ", ") +
-            std::to_string(id);
-    ++i;
-  }
-  return "node " + node + " is stopping job" + (st->second.size() > 1 ? "s " : " ") +
-         jobs + "'s earlier run" + (st->second.size() > 1 ? "s" : "") +
-         "; it takes no new jobs until " +
-         (st->second.size() > 1 ? "they have" : "it has") + " exited";
 }
 
 }  // namespace hachi::server

@@ -48,7 +48,7 @@ TEST(ArrayPayload, TasksShareOnePayloadAndEachLaunchesWithAllOfIt) {
     Harness h(ControllerOptions{}, std::move(*store));
     h.Register("n1");
     Result<std::vector<state::JobId>> submitted =
-        h->Submit(BigArray(script, 200), kAlice);
+        h->jobs().Submit(BigArray(script, 200), kAlice);
     ASSERT_TRUE(submitted.ok()) << submitted.status().ToString();
     ids = *submitted;
     ASSERT_EQ(ids.size(), 200u);
@@ -104,37 +104,39 @@ TEST(ArrayPayload, PendingJobsAndBytesPerUserAreBounded) {
   Harness h(o);
   h.Register("n1");
   const std::string script(500, '#');  // + 31 bytes of environment: 531 a payload
-  Result<std::vector<state::JobId>> first = h->Submit(BigArray(script, 8), kAlice);
+  Result<std::vector<state::JobId>> first = h->jobs().Submit(BigArray(script, 8), kAlice);
   ASSERT_TRUE(first.ok()) << first.status().ToString();  // 531 bytes: counted once
 
-  Result<std::vector<state::JobId>> refused = h->Submit(BigArray("", 3), kAlice);
+  Result<std::vector<state::JobId>> refused = h->jobs().Submit(BigArray("", 3), kAlice);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), StatusCode::kBusy);
   EXPECT_EQ(refused.status().message(),
             "user alice has 8 jobs pending and may have at most 10 (the server's "
             "--max-pending-jobs); this submit would add 3");
 
-  refused = h->Submit(BigArray(script, 1), kAlice);
+  refused = h->jobs().Submit(BigArray(script, 1), kAlice);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), StatusCode::kBusy);
   EXPECT_EQ(
       refused.status().message(),
       "user alice has 531 bytes of scripts and environments pending and may have at "
       "most 1000 (the server's --max-pending-bytes); this submit would add 531");
-  EXPECT_EQ(h->Jobs(true).size(), 8u) << "nothing of a refused submit is kept";
+  EXPECT_EQ(h->job_views().Jobs(true).size(), 8u)
+      << "nothing of a refused submit is kept";
 
   // Another user is not counted against alice.
   const Caller bob{"bob", 1001, 1001, true, false};
-  ASSERT_TRUE(h->Submit(BigArray(script, 8), bob).ok());
+  ASSERT_TRUE(h->jobs().Submit(BigArray(script, 8), bob).ok());
 
   // Started and cancelled tasks leave the queue: alice may submit again.
   h->RunCycle();  // 8 of the 16 start on n1's 8 GPUs
   for (state::JobId id : *first) {
     if (h.StateOf(id) == JobState::kPending) {
-      ASSERT_TRUE(h->Cancel(id, kAlice).ok());
+      ASSERT_TRUE(h->jobs().Cancel(id, kAlice).ok());
     }
   }
-  Result<std::vector<state::JobId>> again = h->Submit(BigArray(script, 10), kAlice);
+  Result<std::vector<state::JobId>> again =
+      h->jobs().Submit(BigArray(script, 10), kAlice);
   EXPECT_TRUE(again.ok()) << again.status().ToString();
 }
 

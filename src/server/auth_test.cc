@@ -119,21 +119,24 @@ TEST(Tokens, IssueVerifyRevokeAcrossRestarts) {
 TEST(Authorization, DrainAndResumeAreForAdmins) {
   Harness plain;
   plain.Register("n1");
-  EXPECT_EQ(plain->Drain("n1", "mine", kAlice).code(), StatusCode::kPermissionDenied);
-  EXPECT_EQ(plain->Resume("n1", -1, kAlice).code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(plain->nodes().Drain("n1", "mine", kAlice).code(),
+            StatusCode::kPermissionDenied);
+  EXPECT_EQ(plain->nodes().Resume("n1", -1, kAlice).code(),
+            StatusCode::kPermissionDenied);
   Caller anonymous_root = kRoot;
   anonymous_root.authenticated = false;  // a claim, not a proof
-  EXPECT_EQ(plain->Drain("n1", "", anonymous_root).code(), StatusCode::kUnauthenticated);
+  EXPECT_EQ(plain->nodes().Drain("n1", "", anonymous_root).code(),
+            StatusCode::kUnauthenticated);
   // [auth] admins names alice: her own caller is enough.
   Harness h(WithConfig("[auth]\nadmins = [\"alice\"]\n"));
   h.Register("n1");
-  EXPECT_TRUE(h->Drain("n1", "maintenance", kAlice).ok());
-  EXPECT_TRUE(h->Resume("n1", -1, kAlice).ok());
-  EXPECT_EQ(h->Drain("n1", "x", kBob).code(), StatusCode::kPermissionDenied);
+  EXPECT_TRUE(h->nodes().Drain("n1", "maintenance", kAlice).ok());
+  EXPECT_TRUE(h->nodes().Resume("n1", -1, kAlice).ok());
+  EXPECT_EQ(h->nodes().Drain("n1", "x", kBob).code(), StatusCode::kPermissionDenied);
   // ... and she may change bob's jobs.
-  Result<std::vector<state::JobId>> bobs = h->Submit(MakeSubmit().Hold(), kBob);
+  Result<std::vector<state::JobId>> bobs = h->jobs().Submit(MakeSubmit().Hold(), kBob);
   ASSERT_TRUE(bobs.ok());
-  EXPECT_TRUE(h->Cancel(bobs->front(), kAlice).ok());
+  EXPECT_TRUE(h->jobs().Cancel(bobs->front(), kAlice).ok());
 }
 
 TEST(Authorization, AccountMembers) {
@@ -159,7 +162,7 @@ TEST(Authorization, AccountMembers) {
   for (const Row& r : rows) {
     SubmitRequest req = MakeSubmit().Hold();
     req.req.account = r.account;
-    Result<std::vector<state::JobId>> ids = h->Submit(req, r.who);
+    Result<std::vector<state::JobId>> ids = h->jobs().Submit(req, r.who);
     EXPECT_EQ(ids.ok() ? StatusCode::kOk : ids.status().code(), r.want)
         << r.name << ": " << (ids.ok() ? "ok" : ids.status().ToString());
   }
@@ -168,7 +171,7 @@ TEST(Authorization, AccountMembers) {
   open.Register("n1");
   SubmitRequest req = MakeSubmit().Hold();
   req.req.account = "vision";
-  EXPECT_TRUE(open->Submit(req, kAlice).ok());
+  EXPECT_TRUE(open->jobs().Submit(req, kAlice).ok());
 }
 
 TEST(Authorization, ForgedUserInTheBodyChangesNothing) {
@@ -178,17 +181,17 @@ TEST(Authorization, ForgedUserInTheBodyChangesNothing) {
   req.req.user = "root";
   req.spec.uid = 0;
   req.spec.gid = 0;
-  Result<std::vector<state::JobId>> ids = h->Submit(req, kBob);
+  Result<std::vector<state::JobId>> ids = h->jobs().Submit(req, kBob);
   ASSERT_TRUE(ids.ok()) << ids.status().ToString();
   const state::JobRecord job = h.Job(ids->front());
   EXPECT_EQ(job.req.user, "bob");
   EXPECT_EQ(job.spec.uid, 1001u);
   EXPECT_EQ(job.spec.gid, 1001u);
-  EXPECT_EQ(h->Cancel(job.id, kAlice).code(), StatusCode::kPermissionDenied)
+  EXPECT_EQ(h->jobs().Cancel(job.id, kAlice).code(), StatusCode::kPermissionDenied)
       << "still bob's, not root's nor alice's";
   Caller anonymous = kBob;
   anonymous.authenticated = false;
-  EXPECT_EQ(h->Submit(MakeSubmit(), anonymous).status().code(),
+  EXPECT_EQ(h->jobs().Submit(MakeSubmit(), anonymous).status().code(),
             StatusCode::kUnauthenticated);
 }
 
@@ -241,17 +244,17 @@ TEST(SubmitChecks, PathsAndFields) {
   h.Register("n1");
   SubmitRequest req = MakeSubmit();
   req.spec.stdout_path = "/home/alice/../bob/steal.out";
-  EXPECT_EQ(h->Submit(req, kAlice).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_TRUE(h->Jobs(true).empty());
+  EXPECT_EQ(h->jobs().Submit(req, kAlice).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(h->job_views().Jobs(true).empty());
   // An image that is an option of the runtime is refused at submit.
   req = MakeSubmit();
   req.spec.container_image = "--user=0";
-  const Status image = h->Submit(req, kAlice).status();
+  const Status image = h->jobs().Submit(req, kAlice).status();
   EXPECT_EQ(image.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(image.message().find("container_image: '--user=0' starts with '-'"),
             std::string::npos)
       << image.message();
-  EXPECT_TRUE(h->Jobs(true).empty());
+  EXPECT_TRUE(h->job_views().Jobs(true).empty());
 }
 
 TEST(AuthHelpers, LoopbackBearerAndTokenId) {
@@ -283,7 +286,7 @@ class AuthHttpTest : public ::testing::Test {
         Controller::Create(WithConfig(config), state::NewMemoryStore());
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     controller_ = std::move(*c);
-    ASSERT_TRUE(controller_->Register(testing::MakeAgent("n1")).ok());
+    ASSERT_TRUE(controller_->nodes().Register(testing::MakeAgent("n1")).ok());
     controller_->Start();
     alice_ = Issue("alice", 1000, false);
     bob_ = Issue("bob", 1001, false);
@@ -355,7 +358,7 @@ TEST_F(AuthHttpTest, NoOrBadTokenIs401) {
   EXPECT_EQ(StatusOf(*Tcp("hachi_0_0"), "GET", "/jobs"), 401);
   EXPECT_EQ(StatusOf(*none, "GET", "/jobs"), 200);
   EXPECT_EQ(StatusOf(*none, "GET", "/health"), 200);
-  EXPECT_TRUE(controller_->Jobs(true).empty());
+  EXPECT_TRUE(controller_->job_views().Jobs(true).empty());
   // With a token, the same submit goes through.
   EXPECT_GT(Submit(*Tcp(alice_), submit), 0);
 }
@@ -382,7 +385,7 @@ TEST_F(AuthHttpTest, AliceCannotCancelBobsJob) {
   EXPECT_EQ(json::parse(r->body)["error"]["code"], "permission_denied");
   EXPECT_EQ(StatusOf(*alice, "DELETE", "/jobs/" + std::to_string(id)), 403);
   EXPECT_EQ(StatusOf(*alice, "POST", "/jobs/" + std::to_string(id) + "/release"), 403);
-  EXPECT_EQ(controller_->Job(id)->state, state::JobState::kPending);
+  EXPECT_EQ(controller_->job_views().Job(id)->state, state::JobState::kPending);
 
   // Alice's submit claiming to be bob (uid 1001) and root in the body: hers all the same.
   json forged = json::parse(api::SubmitRequestToJson(MakeSubmit().Hold()));
@@ -393,7 +396,7 @@ TEST_F(AuthHttpTest, AliceCannotCancelBobsJob) {
   ASSERT_TRUE(sub.ok());
   ASSERT_EQ(sub->status, 201) << sub->body;
   const state::JobId mine = json::parse(sub->body)["job_ids"][0].get<state::JobId>();
-  Result<state::JobRecord> job = controller_->Job(mine);
+  Result<state::JobRecord> job = controller_->job_views().Job(mine);
   ASSERT_TRUE(job.ok());
   EXPECT_EQ(job->req.user, "alice");
   EXPECT_EQ(job->spec.uid, 1000u);
@@ -483,7 +486,7 @@ TEST_F(AuthHttpTest, OnlyAdminsSeeAStrayProcesssArguments) {
   report.has_processes = true;
   report.processes = {{7, 200, 20000, "alice", "/opt/bin/psql --db-password=s3cr3t", 0},
                       {6, 201, 100, "alice", "top", 0}};
-  ASSERT_TRUE(controller_->ReportHealth("n1", report).ok());
+  ASSERT_TRUE(controller_->nodes().ReportHealth("n1", report).ok());
   auto commands = [&](const std::string& token, const std::string& path) {
     Result<std::string> r = Tcp(token)->Call("GET", kApi + path);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
@@ -555,7 +558,8 @@ TEST_F(AuthHttpTest, PartitionAllowListIs403) {
   EXPECT_EQ(json::parse(res->body)["error"]["message"],
             "alice may not submit to partition gpu8 under account alice (allowed users: "
             "bob)");
-  EXPECT_EQ(controller_->Jobs(true).size(), 2u) << "bob's two, nothing of alice's";
+  EXPECT_EQ(controller_->job_views().Jobs(true).size(), 2u)
+      << "bob's two, nothing of alice's";
 }
 
 TEST_F(AuthHttpTest, DrainByNonAdminIs403) {
@@ -640,7 +644,7 @@ TEST(Tls, RoundTripWithASelfSignedCertificate) {
   ASSERT_EQ(std::system(make.c_str()), 0);
   Result<std::unique_ptr<Controller>> c = Controller::Create({}, state::NewMemoryStore());
   ASSERT_TRUE(c.ok());
-  ASSERT_TRUE((*c)->Register(testing::MakeAgent("n1")).ok());
+  ASSERT_TRUE((*c)->nodes().Register(testing::MakeAgent("n1")).ok());
   (*c)->Start();
   Result<IssuedToken> alice = (*c)->tokens().Issue({"alice", 1000, 1000, false}, kRoot);
   ASSERT_TRUE(alice.ok());
@@ -665,7 +669,7 @@ TEST(Tls, RoundTripWithASelfSignedCertificate) {
       "POST", kApi + "/jobs", api::SubmitRequestToJson(MakeSubmit().Hold()));
   ASSERT_TRUE(sub.ok()) << sub.status().ToString();
   const state::JobId id = json::parse(*sub)["job_ids"][0].get<state::JobId>();
-  EXPECT_EQ((*c)->Job(id)->req.user, "alice");
+  EXPECT_EQ((*c)->job_views().Job(id)->req.user, "alice");
   Result<std::string> list = (*client)->Call("GET", kApi + "/jobs");
   ASSERT_TRUE(list.ok());
   EXPECT_EQ(json::parse(*list)["jobs"].size(), 1u);

@@ -36,7 +36,7 @@ ControllerOptions WithChecks(std::vector<std::string> checks, const Clock* clock
 }
 
 state::NodeRecord NodeOf(Harness& h, const std::string& name) {
-  for (const state::NodeStatus& n : h->Nodes()) {
+  for (const state::NodeStatus& n : h->cluster_views().Nodes()) {
     if (n.record.name == name) return n.record;
   }
   ADD_FAILURE() << "no node " << name;
@@ -74,7 +74,7 @@ TEST(BurnInFingerprint, DriverAndHardwareNotSpelling) {
 TEST(BurnIn, NewNodeTakesNoJobUntilItPasses) {
   FakeClock clock;
   Harness h(WithChecks({"doctor"}, &clock));
-  ASSERT_TRUE(h->Register(RealAgent("n1", "550.54.15")).ok());
+  ASSERT_TRUE(h->nodes().Register(RealAgent("n1", "550.54.15")).ok());
   state::NodeRecord n = NodeOf(h, "n1");
   EXPECT_EQ(n.state, state::NodeState::kBurnIn);
   EXPECT_EQ(n.state_reason, "burn-in: running doctor");
@@ -106,8 +106,8 @@ TEST(BurnIn, NewNodeTakesNoJobUntilItPasses) {
   EXPECT_EQ(h.StateOf(id), state::JobState::kPending);
 
   // Only an admin resumes; resume runs the checks again (run 2).
-  EXPECT_FALSE(h->Resume("n1", -1, kAlice).ok());
-  ASSERT_TRUE(h->Resume("n1", -1, kRoot).ok());
+  EXPECT_FALSE(h->nodes().Resume("n1", -1, kAlice).ok());
+  ASSERT_TRUE(h->nodes().Resume("n1", -1, kRoot).ok());
   n = NodeOf(h, "n1");
   EXPECT_EQ(n.burn_in_run, 2);
   EXPECT_EQ(n.burn_in, state::BurnInPhase::kRunning);
@@ -130,10 +130,10 @@ TEST(BurnIn, NewNodeTakesNoJobUntilItPasses) {
   EXPECT_EQ(h.Work("n1").launch.size(), 1u);
 
   // The same node again (an agent restart): no new run. Another driver: burned in again.
-  ASSERT_TRUE(h->Register(RealAgent("n1", "550.54.15")).ok());
+  ASSERT_TRUE(h->nodes().Register(RealAgent("n1", "550.54.15")).ok());
   EXPECT_EQ(NodeOf(h, "n1").state, state::NodeState::kUp);
   EXPECT_FALSE(h.Work("n1").burn_in.has_value());
-  ASSERT_TRUE(h->Register(RealAgent("n1", "560.35.03")).ok());
+  ASSERT_TRUE(h->nodes().Register(RealAgent("n1", "560.35.03")).ok());
   EXPECT_EQ(NodeOf(h, "n1").state, state::NodeState::kBurnIn);
   EXPECT_EQ(NodeOf(h, "n1").burn_in_run, 3);
   EXPECT_TRUE(h.Work("n1").burn_in.has_value());
@@ -144,18 +144,18 @@ TEST(BurnIn, NewNodeTakesNoJobUntilItPasses) {
 TEST(BurnIn, SimulatedAndUncheckedNodesGoStraightIn) {
   FakeClock clock;
   Harness h(WithChecks({"doctor"}, &clock));
-  ASSERT_TRUE(h->Register(MakeAgent("sim1")).ok());  // simulated
+  ASSERT_TRUE(h->nodes().Register(MakeAgent("sim1")).ok());  // simulated
   EXPECT_EQ(NodeOf(h, "sim1").state, state::NodeState::kUp);
   EXPECT_FALSE(h.Work("sim1").burn_in.has_value());
 
   ControllerOptions o = WithChecks({"/opt/site/check"}, &clock);
   o.config->burn_in.simulated = true;
   Harness asked(std::move(o));
-  ASSERT_TRUE(asked->Register(MakeAgent("sim1")).ok());
+  ASSERT_TRUE(asked->nodes().Register(MakeAgent("sim1")).ok());
   EXPECT_EQ(NodeOf(asked, "sim1").state, state::NodeState::kBurnIn);
 
   Harness off(WithChecks({}, &clock));
-  ASSERT_TRUE(off->Register(RealAgent("n1", "550.54.15")).ok());
+  ASSERT_TRUE(off->nodes().Register(RealAgent("n1", "550.54.15")).ok());
   EXPECT_EQ(NodeOf(off, "n1").state, state::NodeState::kUp);
 }
 
@@ -173,7 +173,7 @@ TEST(BurnIn, NodesFromBeforeBurnInAreAdopted) {
   old.burn_in_passed = kBurnInAdopt;
   ASSERT_TRUE(store->Commit({state::NodeUpserted{old}}).ok());
   Harness h(WithChecks({"doctor"}, &clock), std::move(store));
-  ASSERT_TRUE(h->Register(RealAgent("n1", "550.54.15")).ok());
+  ASSERT_TRUE(h->nodes().Register(RealAgent("n1", "550.54.15")).ok());
   const state::NodeRecord n = NodeOf(h, "n1");
   EXPECT_EQ(n.state, state::NodeState::kUp);
   EXPECT_EQ(n.burn_in_passed,
@@ -186,15 +186,15 @@ TEST(BurnIn, NodesFromBeforeBurnInAreAdopted) {
 TEST(BurnIn, GpuBackFromRepairStaysOutUntilItPasses) {
   FakeClock clock;
   Harness h(WithChecks({"doctor"}, &clock));
-  ASSERT_TRUE(h->Register(RealAgent("n1", "550.54.15")).ok());
+  ASSERT_TRUE(h->nodes().Register(RealAgent("n1", "550.54.15")).ok());
   ASSERT_TRUE(h->burn_in().Report("n1", Report(1, true)).ok());
   api::AgentHealth health;
   health.events.push_back(
       {5, "xid", 79, "fatal", "Xid 79: GPU has fallen off the bus", 0});
-  ASSERT_TRUE(h->ReportHealth("n1", health).ok());
+  ASSERT_TRUE(h->nodes().ReportHealth("n1", health).ok());
   ASSERT_EQ(NodeOf(h, "n1").unhealthy, GpuSet::FromIndices({5}));
 
-  ASSERT_TRUE(h->Resume("n1", 5, kRoot).ok());
+  ASSERT_TRUE(h->nodes().Resume("n1", 5, kRoot).ok());
   state::NodeRecord n = NodeOf(h, "n1");
   EXPECT_EQ(n.state, state::NodeState::kUp);
   EXPECT_EQ(n.unhealthy, GpuSet::FromIndices({5}));
@@ -222,7 +222,7 @@ TEST(BurnIn, GpuBackFromRepairStaysOutUntilItPasses) {
             "burn-in failed: doctor: ecc (GPU 5): 2 uncorrectable");
   EXPECT_EQ(n.burn_in, state::BurnInPhase::kFailed);
 
-  ASSERT_TRUE(h->Resume("n1", 5, kRoot).ok());
+  ASSERT_TRUE(h->nodes().Resume("n1", 5, kRoot).ok());
   w = h.Work("n1");
   ASSERT_TRUE(w.burn_in.has_value());
   ASSERT_TRUE(h->burn_in().Report("n1", Report(w.burn_in->run, true)).ok());
@@ -238,18 +238,18 @@ TEST(BurnIn, GpuBackFromRepairStaysOutUntilItPasses) {
 TEST(BurnIn, DrainWinsAndResumeBurnsIn) {
   FakeClock clock;
   Harness h(WithChecks({"doctor"}, &clock));
-  ASSERT_TRUE(h->Register(RealAgent("n1", "550.54.15")).ok());
+  ASSERT_TRUE(h->nodes().Register(RealAgent("n1", "550.54.15")).ok());
   ASSERT_TRUE(h->burn_in().Report("n1", Report(1, true)).ok());
-  ASSERT_TRUE(h->Drain("n1", "driver upgrade", kRoot).ok());
-  ASSERT_TRUE(h->Register(RealAgent("n1", "560.35.03")).ok());
+  ASSERT_TRUE(h->nodes().Drain("n1", "driver upgrade", kRoot).ok());
+  ASSERT_TRUE(h->nodes().Register(RealAgent("n1", "560.35.03")).ok());
   EXPECT_EQ(NodeOf(h, "n1").state, state::NodeState::kDrained);
   EXPECT_FALSE(h.Work("n1").burn_in.has_value());
-  ASSERT_TRUE(h->Resume("n1", -1, kRoot).ok());
+  ASSERT_TRUE(h->nodes().Resume("n1", -1, kRoot).ok());
   EXPECT_EQ(NodeOf(h, "n1").state, state::NodeState::kBurnIn);
   AgentWork w = h.Work("n1");
   ASSERT_TRUE(w.burn_in.has_value());
   // Drained again while its run runs: the run's failure keeps the admin's drain.
-  ASSERT_TRUE(h->Drain("n1", "rack power work", kRoot).ok());
+  ASSERT_TRUE(h->nodes().Drain("n1", "rack power work", kRoot).ok());
   ASSERT_TRUE(
       h->burn_in().Report("n1", Report(w.burn_in->run, false, "doctor", "x")).ok());
   const state::NodeRecord n = NodeOf(h, "n1");
@@ -265,7 +265,7 @@ TEST(BurnIn, ARunNeverReportedFailsAtItsTimeout) {
   ControllerOptions o = WithChecks({"doctor"}, &clock);
   o.config->burn_in.timeout = 600;
   Harness h(std::move(o));
-  ASSERT_TRUE(h->Register(RealAgent("n1", "550.54.15")).ok());
+  ASSERT_TRUE(h->nodes().Register(RealAgent("n1", "550.54.15")).ok());
   clock.Advance(std::chrono::seconds(600 + kBurnInReportSlack - 1));
   h.Work("n1");  // the agent polls on: alive, but silent about the run
   h->RunCycle();

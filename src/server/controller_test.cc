@@ -119,16 +119,16 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(Controller, CancelPendingEndsAtOnce) {
   Harness h;  // no node: the job stays pending
-  Result<std::vector<state::JobId>> ids = h->Submit(MakeSubmit(), kAlice);
+  Result<std::vector<state::JobId>> ids = h->jobs().Submit(MakeSubmit(), kAlice);
   ASSERT_FALSE(ids.ok()) << "no node at all: unsatisfiable";
   h.Register("n1");
   const state::JobId id = h.Submit(MakeSubmit().Hold());
-  ASSERT_TRUE(h->Cancel(id, kAlice).ok());
+  ASSERT_TRUE(h->jobs().Cancel(id, kAlice).ok());
   const state::JobRecord job = h.Job(id);
   EXPECT_EQ(job.state, JobState::kCancelled);
   EXPECT_NE(job.reason.find("alice"), std::string::npos) << job.reason;
-  EXPECT_EQ(h->Cancel(id, kAlice).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(h->Cancel(999, kAlice).code(), StatusCode::kNotFound);
+  EXPECT_EQ(h->jobs().Cancel(id, kAlice).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(h->jobs().Cancel(999, kAlice).code(), StatusCode::kNotFound);
 }
 
 // sbatch --test-only takes exactly Submit's checks (one CheckSubmit / ValidateJobLocked
@@ -139,18 +139,18 @@ TEST(Controller, TestSubmitChecksWhatSubmitChecks) {
   h.Register("n1");
   SubmitRequest singleton =
       MakeSubmit().Gpus(1).After(sched::DependencyKind::kSingleton, 0);
-  Result<Controller::TestSubmitAnswer> t = h->TestSubmit(singleton, kAlice);
+  Result<JobService::TestSubmitAnswer> t = h->jobs().TestSubmit(singleton, kAlice);
   EXPECT_TRUE(t.ok()) << t.status().message();
-  EXPECT_TRUE(h->Submit(singleton, kAlice).ok());
+  EXPECT_TRUE(h->jobs().Submit(singleton, kAlice).ok());
   SubmitRequest nice = MakeSubmit().Gpus(1);
   nice.req.nice = -5;
-  const Status submit = h->Submit(nice, kAlice).status();
+  const Status submit = h->jobs().Submit(nice, kAlice).status();
   EXPECT_EQ(submit.code(), StatusCode::kPermissionDenied) << submit.message();
-  t = h->TestSubmit(nice, kAlice);
+  t = h->jobs().TestSubmit(nice, kAlice);
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.status().code(), submit.code());
   EXPECT_EQ(t.status().message(), submit.message());
-  EXPECT_TRUE(h->TestSubmit(nice, kRoot).ok());
+  EXPECT_TRUE(h->jobs().TestSubmit(nice, kRoot).ok());
 }
 
 TEST(Controller, CancelRunningWaitsForTheAgent) {
@@ -159,10 +159,10 @@ TEST(Controller, CancelRunningWaitsForTheAgent) {
   const state::JobId id = h.Submit(MakeSubmit().Gpus(1));
   h->RunCycle();
   ASSERT_EQ(h.Work("n1").launch.size(), 1u);
-  ASSERT_TRUE(h->Cancel(id, kAlice).ok());
+  ASSERT_TRUE(h->jobs().Cancel(id, kAlice).ok());
   EXPECT_EQ(h.StateOf(id), JobState::kRunning);
   EXPECT_EQ(h.Work("n1").cancel, std::vector<state::JobId>{id});
-  EXPECT_TRUE(h->Cancel(id, kAlice).ok()) << "a second cancel is a no-op";
+  EXPECT_TRUE(h->jobs().Cancel(id, kAlice).ok()) << "a second cancel is a no-op";
   h.Exit("n1", id, 0, ExitKind::kCancelled);
   const state::JobRecord job = h.Job(id);
   EXPECT_EQ(job.state, JobState::kCancelled);
@@ -188,7 +188,7 @@ TEST(Controller, CancelBeforeDeliveryDropsTheLaunch) {
   h.Register("n1");
   const state::JobId id = h.Submit(MakeSubmit().Gpus(1));
   h->RunCycle();
-  ASSERT_TRUE(h->Cancel(id, kAlice).ok());
+  ASSERT_TRUE(h->jobs().Cancel(id, kAlice).ok());
   EXPECT_EQ(h.StateOf(id), JobState::kCancelled);
   const AgentWork w = h.Work("n1");
   EXPECT_TRUE(w.launch.empty());
@@ -204,18 +204,18 @@ TEST(Controller, HoldAndRelease) {
   EXPECT_EQ(h.StateOf(id), JobState::kPending);
   EXPECT_TRUE(h.Work("n1").launch.empty());
   // Held jobs stay out of the scheduler's snapshot; their reason comes from the record.
-  const std::optional<PendingInfo> why = h->Pending(id);
+  const std::optional<PendingInfo> why = h->job_views().Pending(id);
   ASSERT_TRUE(why.has_value());
   EXPECT_EQ(why->reason, sched::ReasonName(sched::Reason::kHeld));
   EXPECT_EQ(why->diagnosis, "held");
-  ASSERT_TRUE(h->Hold(id, false, kAlice).ok());
+  ASSERT_TRUE(h->jobs().Hold(id, false, kAlice).ok());
   h->RunCycle();
   EXPECT_EQ(h.StateOf(id), JobState::kRunning);
-  EXPECT_EQ(h->Hold(id, true, kAlice).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(h->Hold(77, true, kAlice).code(), StatusCode::kNotFound);
+  EXPECT_EQ(h->jobs().Hold(id, true, kAlice).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(h->jobs().Hold(77, true, kAlice).code(), StatusCode::kNotFound);
 
   const state::JobId other = h.Submit(MakeSubmit());
-  ASSERT_TRUE(h->Hold(other, true, kAlice).ok());
+  ASSERT_TRUE(h->jobs().Hold(other, true, kAlice).ok());
   h->RunCycle();
   EXPECT_EQ(h.StateOf(other), JobState::kPending);
 }
@@ -227,20 +227,21 @@ TEST(Controller, OnlyTheOwnerOrAnAdminChangesAJob) {
   h.Register("n1");
   const state::JobId id = h.Submit(MakeSubmit().Gpus(1).Hold());  // alice, uid 1000
   const Caller anonymous{"alice", 1000, 1000, false, false};
-  EXPECT_EQ(h->Cancel(id, anonymous).code(), StatusCode::kUnauthenticated);
+  EXPECT_EQ(h->jobs().Cancel(id, anonymous).code(), StatusCode::kUnauthenticated);
   const Caller bob{"bob", 1001, 1001, true, false};
-  Status s = h->Cancel(id, bob);
+  Status s = h->jobs().Cancel(id, bob);
   EXPECT_EQ(s.code(), StatusCode::kPermissionDenied);
   EXPECT_EQ(s.message(),
             "job " + std::to_string(id) + " belongs to alice; bob may not cancel it");
-  EXPECT_EQ(h->Hold(id, false, bob).code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(h->jobs().Hold(id, false, bob).code(), StatusCode::kPermissionDenied);
   // A caller the kernel vouched for is its uid, whatever name it gives.
   const Caller alice_by_uid{"whoever", 1000, 1000, true, false};
   const Caller bob_claiming_alice{"alice", 1001, 1001, true, false};
-  EXPECT_EQ(h->Hold(id, false, bob_claiming_alice).code(), StatusCode::kPermissionDenied);
-  EXPECT_TRUE(h->Hold(id, false, alice_by_uid).ok());
+  EXPECT_EQ(h->jobs().Hold(id, false, bob_claiming_alice).code(),
+            StatusCode::kPermissionDenied);
+  EXPECT_TRUE(h->jobs().Hold(id, false, alice_by_uid).ok());
   const Caller root{"root", 0, 0, true, true};
-  EXPECT_TRUE(h->Cancel(id, root).ok());
+  EXPECT_TRUE(h->jobs().Cancel(id, root).ok());
   EXPECT_EQ(h.StateOf(id), JobState::kCancelled);
   EXPECT_EQ(h.Job(id).reason, "cancelled by root");
 }
@@ -248,7 +249,7 @@ TEST(Controller, OnlyTheOwnerOrAnAdminChangesAJob) {
 // ---- GPU health ----
 
 state::NodeRecord NodeOf(Harness& h, const std::string& name) {
-  for (const state::NodeStatus& n : h->Nodes()) {
+  for (const state::NodeStatus& n : h->cluster_views().Nodes()) {
     if (n.record.name == name) return n.record;
   }
   ADD_FAILURE() << "no node " << name;
@@ -274,14 +275,16 @@ TEST(Controller, FatalGpuEventTakesThatGpuOutAndRequeuesItsJob) {
 
   // The application's own fault changes nothing.
   ASSERT_TRUE(
-      h->ReportHealth("n1", Event(bad, "job", 13, "Xid 13: graphics engine exception"))
+      h->nodes()
+          .ReportHealth("n1", Event(bad, "job", 13, "Xid 13: graphics engine exception"))
           .ok());
   EXPECT_EQ(h.StateOf(id), JobState::kRunning);
   EXPECT_TRUE(NodeOf(h, "n1").unhealthy.empty());
 
-  ASSERT_TRUE(
-      h->ReportHealth("n1", Event(bad, "fatal", 79, "Xid 79: GPU has fallen off the bus"))
-          .ok());
+  ASSERT_TRUE(h->nodes()
+                  .ReportHealth(
+                      "n1", Event(bad, "fatal", 79, "Xid 79: GPU has fallen off the bus"))
+                  .ok());
   const state::NodeRecord node = NodeOf(h, "n1");
   EXPECT_EQ(node.unhealthy, GpuSet::FromIndices({bad}));
   ASSERT_EQ(node.unhealthy_reasons.count(bad), 1u);
@@ -296,11 +299,12 @@ TEST(Controller, FatalGpuEventTakesThatGpuOutAndRequeuesItsJob) {
   EXPECT_EQ(h.StateOf(id), JobState::kRunning);
   EXPECT_EQ(h.Job(id).allocations[0].gpus, job.allocations[0].gpus);
   EXPECT_EQ(h.StateOf(other), JobState::kPending) << "7 of 8 GPUs: the job's are held";
-  ASSERT_TRUE(h->Cancel(other, kRoot).ok());
+  ASSERT_TRUE(h->jobs().Cancel(other, kRoot).ok());
   // A repeated event while it stops changes nothing.
-  ASSERT_TRUE(
-      h->ReportHealth("n1", Event(bad, "fatal", 79, "Xid 79: GPU has fallen off the bus"))
-          .ok());
+  ASSERT_TRUE(h->nodes()
+                  .ReportHealth(
+                      "n1", Event(bad, "fatal", 79, "Xid 79: GPU has fallen off the bus"))
+                  .ok());
   EXPECT_TRUE(h.Work("n1").cancel.empty());
   h.Exit("n1", id, 143);  // stopped: now it is requeued
   const state::JobRecord requeued = h.Job(id);
@@ -310,9 +314,10 @@ TEST(Controller, FatalGpuEventTakesThatGpuOutAndRequeuesItsJob) {
                                  " of node n1: Xid 79: GPU has fallen off the bus");
 
   // The same event again changes nothing more; the job runs again, never on that GPU.
-  ASSERT_TRUE(
-      h->ReportHealth("n1", Event(bad, "fatal", 79, "Xid 79: GPU has fallen off the bus"))
-          .ok());
+  ASSERT_TRUE(h->nodes()
+                  .ReportHealth(
+                      "n1", Event(bad, "fatal", 79, "Xid 79: GPU has fallen off the bus"))
+                  .ok());
   EXPECT_EQ(h.Job(id).requeues, 1);
   h->RunCycle();
   const state::JobRecord again = h.Job(id);
@@ -320,9 +325,9 @@ TEST(Controller, FatalGpuEventTakesThatGpuOutAndRequeuesItsJob) {
   EXPECT_FALSE(again.allocations[0].gpus.contains(bad));
 
   // An admin puts it back; then it is allocatable again.
-  EXPECT_EQ(h->Resume("n1", bad == 0 ? 1 : 0, kRoot).code(),
+  EXPECT_EQ(h->nodes().Resume("n1", bad == 0 ? 1 : 0, kRoot).code(),
             StatusCode::kInvalidArgument);
-  ASSERT_TRUE(h->Resume("n1", bad, kRoot).ok());
+  ASSERT_TRUE(h->nodes().Resume("n1", bad, kRoot).ok());
   EXPECT_TRUE(NodeOf(h, "n1").unhealthy.empty());
   EXPECT_TRUE(NodeOf(h, "n1").unhealthy_reasons.empty());
 }
@@ -364,9 +369,9 @@ TEST(Controller, ProcessesOutsideTheirJobsGpusAreStray) {
                       {other, 101, 500, "root", "train", id},       // outside its GPUs
                       {7, 200, 20000, "alice", "python nb.py", 0},  // not Hachi's
                       {6, 300, 10, "bob", "old", 9999}};            // a job not running
-  ASSERT_TRUE(h->ReportHealth("n1", report).ok());
+  ASSERT_TRUE(h->nodes().ReportHealth("n1", report).ok());
   auto strays = [&] {
-    for (const state::NodeStatus& n : h->Nodes()) {
+    for (const state::NodeStatus& n : h->cluster_views().Nodes()) {
       if (n.record.name == "n1") return n.stray_processes;
     }
     return std::vector<state::StrayGpuProcess>{};
@@ -382,18 +387,18 @@ TEST(Controller, ProcessesOutsideTheirJobsGpusAreStray) {
   EXPECT_GT(first_seen, 0);
   // The list replaces the last; a report without one changes nothing.
   report.processes = {{7, 200, 21000, "alice", "python nb.py", 0}};
-  ASSERT_TRUE(h->ReportHealth("n1", report).ok());
-  ASSERT_TRUE(h->ReportHealth("n1", api::AgentHealth{}).ok());
+  ASSERT_TRUE(h->nodes().ReportHealth("n1", report).ok());
+  ASSERT_TRUE(h->nodes().ReportHealth("n1", api::AgentHealth{}).ok());
   s = strays();
   ASSERT_EQ(s.size(), 1u);
   EXPECT_EQ(s[0].used_mib, 21000);
   EXPECT_EQ(s[0].since, first_seen) << "the same process keeps its first sighting";
   report.processes = {{own, 100, 4000, "root", "train", id}};
-  ASSERT_TRUE(h->ReportHealth("n1", report).ok());
+  ASSERT_TRUE(h->nodes().ReportHealth("n1", report).ok());
   EXPECT_TRUE(strays().empty());
   // A GPU the node does not have is refused.
   report.processes = {{42, 1, 1, "x", "y", 0}};
-  EXPECT_EQ(h->ReportHealth("n1", report).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(h->nodes().ReportHealth("n1", report).code(), StatusCode::kInvalidArgument);
 }
 
 TEST(Controller, NodeWideFaultDrainsTheNodeAndBadEventsAreRefused) {
@@ -402,11 +407,12 @@ TEST(Controller, NodeWideFaultDrainsTheNodeAndBadEventsAreRefused) {
   const state::JobId id = h.Submit(MakeSubmit().Gpus(2).Time(600));
   h->RunCycle();
   ASSERT_EQ(h.StateOf(id), JobState::kRunning);
-  EXPECT_EQ(h->ReportHealth("n1", Event(42, "fatal", 79, "x")).code(),
+  EXPECT_EQ(h->nodes().ReportHealth("n1", Event(42, "fatal", 79, "x")).code(),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(h->ReportHealth("n9", Event(0, "fatal", 79, "x")).code(),
+  EXPECT_EQ(h->nodes().ReportHealth("n9", Event(0, "fatal", 79, "x")).code(),
             StatusCode::kNotFound);
-  ASSERT_TRUE(h->ReportHealth("n1", Event(-1, "node", 145, "NVSwitch fatal error")).ok());
+  ASSERT_TRUE(
+      h->nodes().ReportHealth("n1", Event(-1, "node", 145, "NVSwitch fatal error")).ok());
   const state::NodeRecord node = NodeOf(h, "n1");
   EXPECT_EQ(node.state, state::NodeState::kDrained);
   EXPECT_EQ(node.state_reason, "health: NVSwitch fatal error");
@@ -416,9 +422,9 @@ TEST(Controller, NodeWideFaultDrainsTheNodeAndBadEventsAreRefused) {
   h.Exit("n1", id, 143);
   EXPECT_EQ(h.StateOf(id), JobState::kPending);
   EXPECT_EQ(h.Job(id).reason, "node n1: NVSwitch fatal error");
-  ASSERT_TRUE(h->Resume("n1", -1, kRoot).ok());
+  ASSERT_TRUE(h->nodes().Resume("n1", -1, kRoot).ok());
   EXPECT_EQ(NodeOf(h, "n1").state, state::NodeState::kUp);
-  EXPECT_EQ(h->Resume("n1", -1, kRoot).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(h->nodes().Resume("n1", -1, kRoot).code(), StatusCode::kInvalidArgument);
 }
 
 // ---- Gangs ----
@@ -478,15 +484,15 @@ TEST(Controller, FailingGangPartCancelsTheOthers) {
 TEST(Controller, UnsatisfiableSubmitIsRefusedAndNotStored) {
   Harness h;
   h.Register("n1");
-  Result<std::vector<state::JobId>> r = h->Submit(MakeSubmit().Gpus(9), kAlice);
+  Result<std::vector<state::JobId>> r = h->jobs().Submit(MakeSubmit().Gpus(9), kAlice);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnsatisfiable);
   EXPECT_NE(r.status().message().find("9"), std::string::npos) << r.status().message();
-  EXPECT_TRUE(h->Jobs(true).empty());
+  EXPECT_TRUE(h->job_views().Jobs(true).empty());
   Result<std::vector<state::JobId>> dep =
-      h->Submit(MakeSubmit().After(DependencyKind::kAfterOk, 42), kAlice);
+      h->jobs().Submit(MakeSubmit().After(DependencyKind::kAfterOk, 42), kAlice);
   EXPECT_EQ(dep.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_TRUE(h->Jobs(true).empty());
+  EXPECT_TRUE(h->job_views().Jobs(true).empty());
 }
 
 TEST(Controller, Dependencies) {
@@ -505,8 +511,8 @@ TEST(Controller, Dependencies) {
   for (int i = 0; i < 3; ++i) h->RunCycle();
   EXPECT_EQ(h.StateOf(ok), JobState::kPending) << "afterok on a failed job never runs";
   EXPECT_EQ(h.StateOf(any), JobState::kRunning);
-  ASSERT_TRUE(h->Pending(ok).has_value());
-  EXPECT_FALSE(h->Pending(ok)->reason.empty());
+  ASSERT_TRUE(h->job_views().Pending(ok).has_value());
+  EXPECT_FALSE(h->job_views().Pending(ok)->reason.empty());
 }
 
 // As Slurm's scancel, the array's id cancels the whole array (it
@@ -515,37 +521,38 @@ TEST(Controller, AnArraysIdCancelsEveryTaskAndATOneTask) {
   Harness h;
   h.Register("n1");
   Result<std::vector<state::JobId>> ids =
-      h->Submit(MakeSubmit().Gpus(1).Array({0, 1, 2, 3}, 1), kAlice);
+      h->jobs().Submit(MakeSubmit().Gpus(1).Array({0, 1, 2, 3}, 1), kAlice);
   ASSERT_TRUE(ids.ok()) << ids.status().ToString();
   const state::JobId a = (*ids)[0];
   h->RunCycle();
   ASSERT_EQ(h.Work("n1").launch.size(), 1u);
   ASSERT_EQ(h.StateOf(a), JobState::kRunning);
   const state::JobId other = h.Submit(MakeSubmit().Gpus(1).Array({5, 6, 7}, 0).Hold());
-  ASSERT_TRUE(h->Cancel(other, kAlice, 6).ok());  // "B_6": that task alone
+  ASSERT_TRUE(h->jobs().Cancel(other, kAlice, 6).ok());  // "B_6": that task alone
   EXPECT_EQ(h.StateOf(other), JobState::kPending);
   EXPECT_EQ(h.StateOf(other + 1), JobState::kCancelled);
   EXPECT_EQ(h.StateOf(other + 2), JobState::kPending);
-  EXPECT_EQ(h->Cancel(other, kAlice, 9).code(), StatusCode::kNotFound);
-  EXPECT_EQ(h->Cancel(a + 1, kAlice, 0).code(), StatusCode::kNotFound)
+  EXPECT_EQ(h->jobs().Cancel(other, kAlice, 9).code(), StatusCode::kNotFound);
+  EXPECT_EQ(h->jobs().Cancel(a + 1, kAlice, 0).code(), StatusCode::kNotFound)
       << "a task's own id is not an array";
 
   const Caller bob{"bob", 1001, 1001, true, false};
-  EXPECT_EQ(h->Cancel(a, bob).code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(h->jobs().Cancel(a, bob).code(), StatusCode::kPermissionDenied);
   EXPECT_EQ(h.StateOf(a + 3), JobState::kPending) << "refused: nothing changed";
-  ASSERT_TRUE(h->Cancel(a, kAlice).ok());  // "A": every task
+  ASSERT_TRUE(h->jobs().Cancel(a, kAlice).ok());  // "A": every task
   for (int i = 1; i < 4; ++i) EXPECT_EQ(h.StateOf(a + i), JobState::kCancelled) << i;
   EXPECT_EQ(h.StateOf(a), JobState::kRunning) << "running: its agent stops it";
   EXPECT_EQ(h.Work("n1").cancel, std::vector<state::JobId>{a});
   h.Exit("n1", a, 0, ExitKind::kCancelled);
   EXPECT_EQ(h.StateOf(a), JobState::kCancelled);
-  EXPECT_EQ(h->Cancel(a, kAlice).code(), StatusCode::kInvalidArgument) << "all ended";
+  EXPECT_EQ(h->jobs().Cancel(a, kAlice).code(), StatusCode::kInvalidArgument)
+      << "all ended";
 
   // Hold and release of the array's id: its pending tasks.
-  ASSERT_TRUE(h->Hold(other, false, kAlice).ok());
+  ASSERT_TRUE(h->jobs().Hold(other, false, kAlice).ok());
   EXPECT_FALSE(h.Job(other).held);
   EXPECT_FALSE(h.Job(other + 2).held);
-  ASSERT_TRUE(h->Hold(other, true, kAlice, 7).ok());
+  ASSERT_TRUE(h->jobs().Hold(other, true, kAlice, 7).ok());
   EXPECT_FALSE(h.Job(other).held);
   EXPECT_TRUE(h.Job(other + 2).held);
 }
@@ -554,7 +561,7 @@ TEST(Controller, ArrayNeverExceedsItsRunningLimit) {
   Harness h;
   h.Register("n1");
   Result<std::vector<state::JobId>> ids =
-      h->Submit(MakeSubmit().Gpus(1).Array({0, 1, 2, 3, 4, 5, 6}, 2), kAlice);
+      h->jobs().Submit(MakeSubmit().Gpus(1).Array({0, 1, 2, 3, 4, 5, 6}, 2), kAlice);
   ASSERT_TRUE(ids.ok()) << ids.status().ToString();
   ASSERT_EQ(ids->size(), 7u);
   int completed = 0;
@@ -584,16 +591,18 @@ TEST(Controller, FailedCommitsAreNeitherAcknowledgedNorApplied) {
   h.Register("n1");                                        // commit 1
   const state::JobId ok = h.Submit(MakeSubmit().Gpus(1));  // commit 2
   ASSERT_NE(ok, 0);
-  Result<std::vector<state::JobId>> refused = h->Submit(MakeSubmit().Gpus(1), kAlice);
+  Result<std::vector<state::JobId>> refused =
+      h->jobs().Submit(MakeSubmit().Gpus(1), kAlice);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable);
-  EXPECT_EQ(h->Jobs(true).size(), 1u) << "nothing of the refused submit is kept";
+  EXPECT_EQ(h->job_views().Jobs(true).size(), 1u)
+      << "nothing of the refused submit is kept";
   h->RunCycle();  // the start cannot be committed either
   EXPECT_EQ(h.StateOf(ok), JobState::kPending);
   EXPECT_TRUE(h.Work("n1").launch.empty()) << "a start that is not on disk is not run";
-  EXPECT_EQ(h->Drain("n1", "x", kRoot).code(), StatusCode::kUnavailable);
-  EXPECT_EQ(h->Nodes().size(), 1u);
-  EXPECT_EQ(h->Nodes()[0].record.state, state::NodeState::kUp);
+  EXPECT_EQ(h->nodes().Drain("n1", "x", kRoot).code(), StatusCode::kUnavailable);
+  EXPECT_EQ(h->cluster_views().Nodes().size(), 1u);
+  EXPECT_EQ(h->cluster_views().Nodes()[0].record.state, state::NodeState::kUp);
 }
 
 // ---- Nodes ----
@@ -604,7 +613,7 @@ TEST(Controller, DrainedNodeTakesNoNewJobs) {
   const state::JobId before = h.Submit(MakeSubmit().Gpus(2));
   h->RunCycle();
   ASSERT_EQ(h.StateOf(before), JobState::kRunning);
-  ASSERT_TRUE(h->Drain("n1", "maintenance", kRoot).ok());
+  ASSERT_TRUE(h->nodes().Drain("n1", "maintenance", kRoot).ok());
   const state::JobId after = h.Submit(MakeSubmit().Gpus(2));
   h->RunCycle();
   EXPECT_EQ(h.StateOf(after), JobState::kPending);
@@ -612,12 +621,12 @@ TEST(Controller, DrainedNodeTakesNoNewJobs) {
   h.Register("n1");  // a drain outlives an agent restart
   h->RunCycle();
   EXPECT_EQ(h.StateOf(after), JobState::kPending);
-  EXPECT_EQ(h->Nodes()[0].record.state, state::NodeState::kDrained);
-  ASSERT_TRUE(h->Resume("n1", -1, kRoot).ok());
+  EXPECT_EQ(h->cluster_views().Nodes()[0].record.state, state::NodeState::kDrained);
+  ASSERT_TRUE(h->nodes().Resume("n1", -1, kRoot).ok());
   h->RunCycle();
   EXPECT_EQ(h.StateOf(after), JobState::kRunning);
-  EXPECT_EQ(h->Drain("nx", "", kRoot).code(), StatusCode::kNotFound);
-  EXPECT_EQ(h->Resume("n1", -1, kRoot).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(h->nodes().Drain("nx", "", kRoot).code(), StatusCode::kNotFound);
+  EXPECT_EQ(h->nodes().Resume("n1", -1, kRoot).code(), StatusCode::kInvalidArgument);
 }
 
 TEST(Controller, SilentAgentTakesItsNodeDown) {
@@ -630,7 +639,7 @@ TEST(Controller, SilentAgentTakesItsNodeDown) {
   Harness h(o);
   h.Register("n1");
   h.Register("n2");
-  ASSERT_TRUE(h->Drain("n2", "keep jobs off", kRoot).ok());
+  ASSERT_TRUE(h->nodes().Drain("n2", "keep jobs off", kRoot).ok());
   const state::JobId plain = h.Submit(MakeSubmit().Gpus(4));
   const state::JobId requeue = h.Submit(MakeSubmit().Gpus(4).Requeue());
   h->RunCycle();
@@ -643,14 +652,14 @@ TEST(Controller, SilentAgentTakesItsNodeDown) {
     h.Work("n2");
   }
   h->RunCycle();  // n1 silent for 880 ms: not yet past the timeout
-  for (const state::NodeStatus& n : h->Nodes())
+  for (const state::NodeStatus& n : h->cluster_views().Nodes())
     EXPECT_NE(n.record.state, state::NodeState::kDown);
   for (int i = 0; i < 2; ++i) {
     clock.Advance(std::chrono::milliseconds(220));
     h.Work("n2");
   }
   h->RunCycle();
-  for (const state::NodeStatus& n : h->Nodes()) {
+  for (const state::NodeStatus& n : h->cluster_views().Nodes()) {
     EXPECT_EQ(n.record.state, n.record.name == "n1" ? state::NodeState::kDown
                                                     : state::NodeState::kDrained)
         << n.record.name;
@@ -671,13 +680,13 @@ TEST(Controller, SilentAgentTakesItsNodeDown) {
   EXPECT_EQ(r.state, JobState::kPending);
   EXPECT_EQ(r.requeues, 1);
   EXPECT_TRUE(h.Work("n1").reregister);
-  EXPECT_EQ(h->ReportExits("n1", {}).code(), StatusCode::kNotFound);
+  EXPECT_EQ(h->nodes().ReportExits("n1", {}).code(), StatusCode::kNotFound);
 
   // The agent comes back still running both jobs: the server tells it to stop them,
   // since their GPUs are no longer theirs.
   AgentRegistration back = MakeAgent("n1");
   back.running = {plain, requeue};
-  ASSERT_TRUE(h->Register(back).ok());
+  ASSERT_TRUE(h->nodes().Register(back).ok());
   const AgentWork w = h.Work("n1");
   EXPECT_TRUE(Has(w.cancel, plain));
   EXPECT_TRUE(Has(w.cancel, requeue));
@@ -689,11 +698,11 @@ TEST(Controller, RegistrationRequeuesCancelsLostWithTheSession) {
   const state::JobId id = h.Submit(MakeSubmit());
   h->RunCycle();
   ASSERT_EQ(h.Work("n1").launch.size(), 1u);
-  ASSERT_TRUE(h->Cancel(id, kAlice).ok());
+  ASSERT_TRUE(h->jobs().Cancel(id, kAlice).ok());
   // The agent re-registers before it polled the cancel (it had lost its session).
   AgentRegistration again = MakeAgent("n1");
   again.running = {id};
-  ASSERT_TRUE(h->Register(again).ok());
+  ASSERT_TRUE(h->nodes().Register(again).ok());
   EXPECT_EQ(h.Work("n1").cancel, std::vector<state::JobId>{id});
 }
 
@@ -722,17 +731,17 @@ TEST_F(RestartTest, KeepsEveryJobAndNeverReusesAnId) {
     h->c().RunCycle();
     pending = h->Submit(MakeSubmit().Gpus(8));
     Result<std::vector<state::JobId>> arr =
-        h->c().Submit(MakeSubmit().Array({1, 2, 3}, 0).Hold(), kAlice);
+        h->c().jobs().Submit(MakeSubmit().Array({1, 2, 3}, 0).Hold(), kAlice);
     ASSERT_TRUE(arr.ok());
     last = arr->back();
-    ASSERT_TRUE(h->c().Cancel(last, kAlice).ok());
+    ASSERT_TRUE(h->c().jobs().Cancel(last, kAlice).ok());
   }
   auto h = Open();
   EXPECT_EQ(h->StateOf(done), JobState::kCompleted);
   EXPECT_EQ(h->StateOf(running), JobState::kRunning);
   EXPECT_EQ(h->StateOf(pending), JobState::kPending);
   EXPECT_EQ(h->StateOf(last), JobState::kCancelled);
-  EXPECT_EQ(h->c().Jobs(true).size(), 6u);
+  EXPECT_EQ(h->c().job_views().Jobs(true).size(), 6u);
   EXPECT_TRUE(h->Work("n1").reregister) << "the agent must register again";
   h->Register("n1");
   const state::JobId next = h->Submit(MakeSubmit().Gpus(1));
@@ -773,7 +782,7 @@ TEST_F(RestartTest, FinishedJobIsSentAgainForItsExit) {
   auto h = Open();
   AgentRegistration reg = MakeAgent("n1", RealClock()->Now() - 100);
   reg.finished = {id};
-  ASSERT_TRUE(h->c().Register(reg).ok());
+  ASSERT_TRUE(h->c().nodes().Register(reg).ok());
   const AgentWork w = h->Work("n1");
   ASSERT_EQ(w.launch.size(), 1u);
   EXPECT_EQ(w.launch[0].job, id);
@@ -807,7 +816,7 @@ TEST_F(RestartTest, AgentRestartedAfterTheJobStartedEndsItNodeFail) {
 void CheckNoDoubleBooking(Controller& c) {
   std::map<std::pair<std::string, int>, int> whole;
   std::map<std::pair<std::string, int>, int> milli;
-  for (const state::JobRecord& j : c.Jobs(false)) {
+  for (const state::JobRecord& j : c.job_views().Jobs(false)) {
     if (j.state != JobState::kRunning) continue;
     RC_ASSERT(static_cast<int>(j.allocations.size()) == j.req.nodes);
     for (const state::NodeAllocation& a : j.allocations) {
@@ -826,7 +835,7 @@ void CheckNoDoubleBooking(Controller& c) {
     RC_ASSERT(milli.count(gpu) == 0u);
   }
   for (const auto& [gpu, m] : milli) RC_ASSERT(m <= 1000);
-  for (const state::NodeStatus& n : c.Nodes()) {
+  for (const state::NodeStatus& n : c.cluster_views().Nodes()) {
     for (int m : n.gpu_share_milli) RC_ASSERT(m <= 1000);
   }
 }
@@ -860,7 +869,7 @@ RC_GTEST_PROP(ControllerProperty, PlanApplierNeverDoubleBooks, ()) {
       if (kind == 1) b.Gpus(*rc::gen::inRange(1, 9));
       if (kind == 2) b.Gang(2, *rc::gen::element(4, 8));
       if (kind == 3) b.Gpus(*rc::gen::element(1, 2, 4));
-      Result<std::vector<state::JobId>> r = h->Submit(b, kAlice);
+      Result<std::vector<state::JobId>> r = h->jobs().Submit(b, kAlice);
       RC_ASSERT(r.ok());
       ids.insert(ids.end(), r->begin(), r->end());
     } else if (op < 6) {
@@ -874,7 +883,7 @@ RC_GTEST_PROP(ControllerProperty, PlanApplierNeverDoubleBooks, ()) {
           h.Exit(a.node, id, *rc::gen::element(0, 1));
         }
       } else if (!state::IsFinal(j.state)) {
-        RC_ASSERT(h->Cancel(id, kAlice).ok());
+        RC_ASSERT(h->jobs().Cancel(id, kAlice).ok());
         for (const std::string& n : nodes) {
           for (state::JobId c : h.Work(n).cancel) {
             if (c == id) h.Exit(n, id, 0, ExitKind::kCancelled);
@@ -941,13 +950,14 @@ TEST(Controller, ReadsAndPollsGoOnWhileAWritersCommitWaitsForTheDisk) {
   ASSERT_NE(id, 0);
 
   store->Close();
-  auto drain = std::async(std::launch::async, [&] { return h->Drain("n1", "x", kRoot); });
+  auto drain =
+      std::async(std::launch::async, [&] { return h->nodes().Drain("n1", "x", kRoot); });
   ASSERT_TRUE(store->AwaitWaiter()) << "the drain never reached the store";
   // Each of these needs the Controller's lock; with the lock held across the commit they
   // would wait for the gate, and the futures would not be ready.
-  auto job = std::async(std::launch::async, [&] { return h->Job(id); });
-  auto nodes = std::async(std::launch::async, [&] { return h->Nodes(); });
-  auto poll = std::async(std::launch::async, [&] { return h->Poll("n1", 0); });
+  auto job = std::async(std::launch::async, [&] { return h->job_views().Job(id); });
+  auto nodes = std::async(std::launch::async, [&] { return h->cluster_views().Nodes(); });
+  auto poll = std::async(std::launch::async, [&] { return h->nodes().Poll("n1", 0); });
   ASSERT_EQ(job.wait_for(std::chrono::seconds(10)), std::future_status::ready);
   ASSERT_EQ(nodes.wait_for(std::chrono::seconds(10)), std::future_status::ready);
   ASSERT_EQ(poll.wait_for(std::chrono::seconds(10)), std::future_status::ready);
@@ -961,7 +971,7 @@ TEST(Controller, ReadsAndPollsGoOnWhileAWritersCommitWaitsForTheDisk) {
   store->Open();
   ASSERT_EQ(drain.wait_for(std::chrono::seconds(10)), std::future_status::ready);
   EXPECT_TRUE(drain.get().ok());
-  EXPECT_EQ(h->Nodes()[0].record.state, state::NodeState::kDrained);
+  EXPECT_EQ(h->cluster_views().Nodes()[0].record.state, state::NodeState::kDrained);
 }
 
 }  // namespace

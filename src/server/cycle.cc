@@ -1,8 +1,8 @@
-// Controller: the scheduling loop and the plan applier (DESIGN.md §4.5: one writer).
-// A cycle takes a snapshot under the locks, runs sched/ without them (submits, reports,
-// cancels go on meanwhile), then re-checks every start against the records as they are
-// now (sched::PlanApplier, the checks `hachi sim` applies too), commits the starts in
-// one transaction and hands the launches to the agents.
+// SchedulingLoop (scheduling_loop.h): the scheduling loop and the plan applier (DESIGN.md
+// §4.5: one writer). A cycle takes a snapshot under the locks, runs sched/ without them
+// (submits, reports, cancels go on meanwhile), then re-checks every start against the
+// records as they are now (sched::PlanApplier, the checks `hachi sim` applies too),
+// commits the starts in one transaction and hands the launches to the agents.
 #include <malloc.h>
 
 #include <algorithm>
@@ -13,9 +13,9 @@
 
 #include "sched/apply.h"
 #include "server/auth.h"
-#include "server/controller.h"
 #include "server/controller_metrics.h"
 #include "server/master_ports.h"
+#include "server/scheduling_loop.h"
 
 namespace hachi::server {
 namespace {
@@ -27,35 +27,86 @@ PortRange Ports(const ControllerOptions& o) {
 
 }  // namespace
 
-void Controller::Loop() {
+SchedulingLoop::SchedulingLoop(Ledger* ledger, Fleet* fleet, AgentHub* hub,
+                               NodeService* nodes, BurnInService* burn_in,
+                               UsageService* usage, ControllerMetrics* metrics,
+                               const ControllerOptions* options,
+                               std::unique_ptr<sched::Scheduler> scheduler)
+    : OnLedger(ledger),
+      fleet_(fleet),
+      hub_(hub),
+      nodes_(nodes),
+      burn_in_(burn_in),
+      usage_(usage),
+      metrics_(metrics),
+      options_(options),
+      scheduler_(std::move(scheduler)) {}
+
+SchedulingLoop::~SchedulingLoop() { Join(); }
+
+void SchedulingLoop::Start() {
+  MutexLock lock(&ledger_->mu());
+  fleet_->Held(ledger_);
+  if (loop_.joinable() || fleet_->stopping) return;
+  loop_ = std::thread([this] { Loop(); });
+}
+
+void SchedulingLoop::Join() {
+  if (loop_.joinable()) loop_.join();
+}
+
+void SchedulingLoop::Applied(const std::vector<state::Edit>& edits) {
+  ledger_->mu().AssertHeld();
+  fleet_->Held(ledger_);
+  bool schedulable = false;  // a held job's submit gives a cycle nothing to do
+  for (const state::Edit& e : edits) {
+    const auto* submitted = std::get_if<state::JobSubmitted>(&e);
+    if (submitted == nullptr || !submitted->record.held) schedulable = true;
+    const state::JobId id = EditJob(e);
+    if (id == 0) continue;
+    if (!ledger_->active().count(id)) fleet_->eligible_since.erase(id);
+    // Released or requeued: its next queue wait counts from now
+    // (hachi_queue_wait_seconds).
+    if (const auto* r = std::get_if<state::JobRequeued>(&e)) {
+      fleet_->eligible_since[r->id] = {options_->clock->Now(), true};
+    } else if (const auto* h = std::get_if<state::JobHeld>(&e);
+               h != nullptr && !h->held) {
+      fleet_->eligible_since[h->id] = {options_->clock->Now(), false};
+    }
+  }
+  if (schedulable) fleet_->WakeLocked();
+}
+
+void SchedulingLoop::Loop() {
   auto trimmed = std::chrono::steady_clock::now();
   int64_t freed = 0;  // bytes of finished jobs' environments dropped since the last trim
   // When the running jobs' usage was last written: by the Clock, as every decision is
   // (a test moving a FakeClock sees the flush at the next cycle).
-  Time usage_flushed = options_.clock->Now();
+  Time usage_flushed = options_->clock->Now();
   // Payloads freed past this (a big array cancelled or ended) are given back at once.
   constexpr int64_t kTrimBytes = int64_t{64} << 20;
   for (;;) {
     bool trim_now = false;
     {
       MutexLock lock(&ledger_->mu());
+      fleet_->Held(ledger_);
       const auto deadline = std::chrono::steady_clock::now() +
-                            std::chrono::milliseconds(options_.cycle_interval_ms);
-      while (!dirty_ && !stopping_) {
-        if (!loop_cv_.WaitUntil(deadline) &&
+                            std::chrono::milliseconds(options_->cycle_interval_ms);
+      while (!fleet_->dirty && !fleet_->stopping) {
+        if (!fleet_->loop_cv.WaitUntil(deadline) &&
             std::chrono::steady_clock::now() >= deadline) {
           break;
         }
       }
-      if (stopping_) return;
+      if (fleet_->stopping) return;
       freed += ledger_->TakeFreedBytes();
       trim_now = freed >= kTrimBytes;
       if (trim_now) freed = 0;
     }
     RunCycle();
-    if (const Time now = options_.clock->Now();
-        options_.usage_flush_s > 0 && now - usage_flushed >= options_.usage_flush_s) {
-      FlushUsage();
+    if (const Time now = options_->clock->Now();
+        options_->usage_flush_s > 0 && now - usage_flushed >= options_->usage_flush_s) {
+      usage_->Flush();
       usage_flushed = now;
     }
     // Big replies (GET /jobs?all=1 of 50k jobs: ~120 MB of JSON) leave freed memory in
@@ -69,47 +120,27 @@ void Controller::Loop() {
   }
 }
 
-void Controller::RunCycle() {
+void SchedulingLoop::RunCycle() {
   MutexLock cycle(&cycle_mu_);
   {
     MutexLock lock(&ledger_->mu());
-    if (stopping_ && loop_.joinable() && std::this_thread::get_id() != loop_.get_id())
+    fleet_->Held(ledger_);
+    if (fleet_->stopping && loop_.joinable() &&
+        std::this_thread::get_id() != loop_.get_id())
       return;
   }
   Cycle();
 }
 
-void Controller::Cycle() {
+void SchedulingLoop::Cycle() {
   const auto cycle_start = std::chrono::steady_clock::now();
-  const Time now = options_.clock->Now();
+  const Time now = options_->clock->Now();
   std::shared_ptr<sched::ClusterState> snap;
   uint64_t generation = 0;
   {
-    MutexLock writer(&ledger_->writer_mu());  // CheckAgentsLocked may end jobs
+    MutexLock writer(&ledger_->writer_mu());  // the checks may end jobs
     MutexLock lock(&ledger_->mu());
-    dirty_ = false;
-    CheckAgentsLocked(now);
-    CheckBurnInLocked(now);  // runs whose agent never reported
-    CheckIdleLocked(now);    // the idle-GPU policy
-    if (base_dirty_) {
-      Status s = RebuildBaseLocked();
-      if (!s.ok()) base_.warnings.push_back("config not applied: " + s.message());
-    }
-    generation = base_generation_;
-    snap = std::make_shared<sched::ClusterState>(
-        BuildSnapshot(base_, ledger_->image(), &ledger_->active()));
-    HoldStaleNodesLocked(snap.get());  // their GPUs are still in use
-    // The workload FGD's measure weighs placements by: refreshed every half minute, not
-    // per submit, so the scheduler's fragmentation memo stays warm between cycles.
-    if (workload_.empty() || now - workload_at_ >= 30) {
-      workload_ = RecentWorkload(ledger_->image());
-      workload_at_ = now;
-    }
-    snap->workload = workload_;
-    for (sched::Job& j : snap->running) {
-      auto r = runs_.find(j.id);
-      if (r != runs_.end()) j.preempt_kill_at = r->second.preempt_kill_at;
-    }
+    snap = SnapshotLocked(now, &generation);
   }
   // No lock but cycle_mu_: the API, the agents and every writer go on meanwhile.
   const auto t0 = std::chrono::steady_clock::now();
@@ -128,12 +159,13 @@ void Controller::Cycle() {
   last_plan_errors_ = plan.errors;
   MutexLock writer(&ledger_->writer_mu());
   MutexLock lock(&ledger_->mu());
-  ++stats_.cycles;
-  stats_.last_cycle_ms = ms;
-  stats_.max_cycle_ms = std::max(stats_.max_cycle_ms, ms);
-  stats_.internal_errors += static_cast<int64_t>(plan.errors.size());
-  if (generation != base_generation_) {  // nodes or partitions changed meanwhile
-    dirty_ = true;
+  fleet_->Held(ledger_);
+  ++fleet_->stats.cycles;
+  fleet_->stats.last_cycle_ms = ms;
+  fleet_->stats.max_cycle_ms = std::max(fleet_->stats.max_cycle_ms, ms);
+  fleet_->stats.internal_errors += static_cast<int64_t>(plan.errors.size());
+  if (generation != fleet_->base_generation) {  // nodes or partitions changed meanwhile
+    fleet_->dirty = true;
     return;
   }
   const auto apply_start = std::chrono::steady_clock::now();
@@ -145,22 +177,54 @@ void Controller::Cycle() {
   metrics_->cycle().Observe(std::chrono::duration<double>(end - cycle_start).count());
 }
 
-void Controller::CheckBurnInLocked(Time now) {
-  // In a function of its own: the bridges tell the analysis the service's name for the
-  // locks is held until the function returns, and Cycle takes the locks again later.
-  burn_in_.WriterHeld(ledger_.get());
-  burn_in_.Held(ledger_.get());
-  burn_in_.CheckLateLocked(now);
+std::shared_ptr<sched::ClusterState> SchedulingLoop::SnapshotLocked(
+    Time now, uint64_t* generation) {
+  fleet_->Held(ledger_);
+  fleet_->dirty = false;
+  CheckLocked(now);
+  if (fleet_->base_dirty) {
+    Status s = fleet_->RebuildBaseLocked();
+    if (!s.ok()) fleet_->base.warnings.push_back("config not applied: " + s.message());
+  }
+  *generation = fleet_->base_generation;
+  auto snap = std::make_shared<sched::ClusterState>(
+      BuildSnapshot(fleet_->base, ledger_->image(), &ledger_->active()));
+  fleet_->HoldStaleNodesLocked(snap.get());  // their GPUs are still in use
+  // The workload FGD's measure weighs placements by: refreshed every half minute, not
+  // per submit, so the scheduler's fragmentation memo stays warm between cycles.
+  if (workload_.empty() || now - workload_at_ >= 30) {
+    workload_ = RecentWorkload(ledger_->image());
+    workload_at_ = now;
+  }
+  snap->workload = workload_;
+  for (sched::Job& j : snap->running) {
+    auto r = fleet_->runs.find(j.id);
+    if (r != fleet_->runs.end()) j.preempt_kill_at = r->second.preempt_kill_at;
+  }
+  return snap;
 }
 
-void Controller::ApplyPlanLocked(const sched::Plan& plan,
-                                 std::shared_ptr<const sched::ClusterState> snap,
-                                 Time now) {
-  diagnoses_.clear();
-  diagnoses_.reserve(plan.pending.size());
-  for (const sched::Diagnosis& d : plan.pending) diagnoses_.emplace(d.job, d);
-  diagnosed_ = std::move(snap);
-  diagnosed_at_ = now;
+void SchedulingLoop::CheckLocked(Time now) {
+  // The bridges tell the analysis that the services' names for the locks are the ones
+  // held: in a function of its own, as Cycle takes the locks again later.
+  nodes_->WriterHeld(ledger_);
+  nodes_->Held(ledger_);
+  nodes_->CheckAgentsLocked(now);  // silent agents, passed fences
+  burn_in_->WriterHeld(ledger_);
+  burn_in_->Held(ledger_);
+  burn_in_->CheckLateLocked(now);  // runs whose agent never reported
+  CheckIdleLocked(now);            // the idle-GPU policy
+}
+
+void SchedulingLoop::ApplyPlanLocked(const sched::Plan& plan,
+                                     std::shared_ptr<const sched::ClusterState> snap,
+                                     Time now) {
+  fleet_->Held(ledger_);
+  fleet_->diagnoses.clear();
+  fleet_->diagnoses.reserve(plan.pending.size());
+  for (const sched::Diagnosis& d : plan.pending) fleet_->diagnoses.emplace(d.job, d);
+  fleet_->diagnosed = std::move(snap);
+  fleet_->diagnosed_at = now;
   if (plan.starts.empty()) {
     ApplyPreemptionsLocked(plan, now);
     return;
@@ -169,7 +233,7 @@ void Controller::ApplyPlanLocked(const sched::Plan& plan,
   // been cancelled or held, nodes drained or lost (ends only free resources). Only the
   // nodes the starts name are booked: the applier looks at no other (the plan was made
   // on this base's generation, so its node indices are the base's).
-  std::vector<bool> touched(base_.state.nodes.size(), false);
+  std::vector<bool> touched(fleet_->base.state.nodes.size(), false);
   for (const sched::Start& st : plan.starts) {
     for (const sched::Allocation& a : st.allocations) {
       if (a.node >= 0 && static_cast<size_t>(a.node) < touched.size())
@@ -177,8 +241,9 @@ void Controller::ApplyPlanLocked(const sched::Plan& plan,
     }
   }
   sched::ClusterState cur =
-      BuildNodeSnapshot(base_, ledger_->image(), ledger_->active(), touched);
-  HoldStaleNodesLocked(&cur);  // an agent may have come back with stale runs meanwhile
+      BuildNodeSnapshot(fleet_->base, ledger_->image(), ledger_->active(), touched);
+  fleet_->HoldStaleNodesLocked(
+      &cur);  // an agent may have come back with stale runs meanwhile
   std::vector<state::Edit> edits;
   PortsInUse ports;  // filled at the first start: most cycles start nothing
   bool ports_known = false;
@@ -195,24 +260,24 @@ void Controller::ApplyPlanLocked(const sched::Plan& plan,
     probe.partition = cur.PartitionIndex(rec.req.partition);
     // Its MASTER_PORT, on its rank-0 node, before anything is booked: with every port
     // of the range held there it does not start (it waits for one to free, as for
-    // GPUs; a running job's end wakes the next cycle). Not dirty_: nothing would
+    // GPUs; a running job's end wakes the next cycle). Not fleet_->dirty: nothing would
     // change by trying again at once.
     if (st.allocations.empty() || st.allocations[0].node < 0 ||
         static_cast<size_t>(st.allocations[0].node) >= cur.nodes.size()) {
       continue;  // the applier's own check would refuse it too
     }
     if (!ports_known) {
-      ports = MasterPortsInUse(ledger_->image(), ledger_->active(), Ports(options_));
+      ports = MasterPortsInUse(ledger_->image(), ledger_->active(), Ports(*options_));
       ports_known = true;
     }
     const std::string& rank0 = cur.nodes[st.allocations[0].node].name;
     std::set<int>& held = ports[PortKey(ledger_->image(), rank0)];
-    const int port = LowestFreePort(held, Ports(options_));
+    const int port = LowestFreePort(held, Ports(*options_));
     if (port == 0) {
       if (port_starved_.insert(st.job).second) {  // said once per job, not every cycle
         std::cerr << "hachi server: job " << st.job << " not started on " << rank0
-                  << ": every MASTER_PORT of " << options_.master_port_base << "-"
-                  << options_.master_port_base + options_.master_port_count - 1
+                  << ": every MASTER_PORT of " << options_->master_port_base << "-"
+                  << options_->master_port_base + options_->master_port_count - 1
                   << " is held by a running job there\n";
       }
       continue;
@@ -221,7 +286,7 @@ void Controller::ApplyPlanLocked(const sched::Plan& plan,
     // this start for the next ones.
     sched::PlanApplier applier(&cur);
     if (!applier.Apply(probe, st).ok()) {
-      dirty_ = true;  // try again next cycle with fresh state
+      fleet_->dirty = true;  // try again next cycle with fresh state
       continue;
     }
     held.insert(port);
@@ -243,29 +308,30 @@ void Controller::ApplyPlanLocked(const sched::Plan& plan,
   std::vector<state::JobId> ids;
   for (const state::Edit& e : edits) ids.push_back(std::get<state::JobStarted>(e).id);
   if (!ledger_->Commit(std::move(edits)).ok()) {
-    dirty_ = true;  // nothing started; the next cycle tries again
+    fleet_->dirty = true;  // nothing started; the next cycle tries again
     return;
   }
   for (state::JobId id : ids) {
     const state::JobRecord& job = ledger_->image().jobs.at(id);
-    RunInfo& info = runs_[id];
+    RunInfo& info = fleet_->runs[id];
     info = RunInfo{};
     info.parts_left = static_cast<int>(job.allocations.size());
-    diagnoses_.erase(id);
-    DispatchLocked(job);
+    fleet_->diagnoses.erase(id);
+    fleet_->DispatchLocked(job);
     Time eligible = job.submit_time;
-    if (auto e = eligible_since_.find(id); e != eligible_since_.end()) {
+    if (auto e = fleet_->eligible_since.find(id); e != fleet_->eligible_since.end()) {
       eligible = std::max(eligible, e->second.at);
     }
     metrics_->ObserveWait(
         job.req.partition, job.req.TotalGpus(), job.req.Shared(),
         static_cast<double>(std::max<Time>(0, job.start_time - eligible)));
   }
-  stats_.starts += static_cast<int64_t>(ids.size());
+  fleet_->stats.starts += static_cast<int64_t>(ids.size());
   ApplyPreemptionsLocked(plan, now);
 }
 
-void Controller::ApplyPreemptionsLocked(const sched::Plan& plan, Time now) {
+void SchedulingLoop::ApplyPreemptionsLocked(const sched::Plan& plan, Time now) {
+  fleet_->Held(ledger_);
   // Preemptions: the victims are told now (SIGTERM, then SIGKILL after the agent's
   // grace) and requeued or cancelled when they report their exit.
   for (const sched::Preemption& p : plan.preemptions) {
@@ -273,7 +339,7 @@ void Controller::ApplyPreemptionsLocked(const sched::Plan& plan, Time now) {
     if (it == ledger_->image().jobs.end() ||
         it->second.state != state::JobState::kRunning)
       continue;
-    RunInfo& info = runs_[p.job];
+    RunInfo& info = fleet_->runs[p.job];
     const bool requeue = p.mode == sched::PreemptMode::kRequeue;
     if (!info.Take(requeue ? RunEvent::kPreemptRequeue : RunEvent::kPreemptCancel)) {
       continue;  // preempted or cancelled already
@@ -285,12 +351,13 @@ void Controller::ApplyPreemptionsLocked(const sched::Plan& plan, Time now) {
                                    : std::string(" by a time window"));
     }
     for (const state::NodeAllocation& a : it->second.allocations) {
-      agents_.Cancel(a.node, p.job);
+      hub_->Cancel(a.node, p.job);
     }
   }
 }
 
-void Controller::EndPastDeadlineLocked(Time now) {
+void SchedulingLoop::EndPastDeadlineLocked(Time now) {
+  fleet_->Held(ledger_);
   std::vector<state::Edit> edits;
   for (state::JobId id : ledger_->active()) {
     auto it = ledger_->image().jobs.find(id);
@@ -307,60 +374,40 @@ void Controller::EndPastDeadlineLocked(Time now) {
     edits.push_back(std::move(end));
   }
   if (edits.empty()) return;
-  if (!ledger_->Commit(std::move(edits)).ok()) dirty_ = true;  // tried again next cycle
+  if (!ledger_->Commit(std::move(edits)).ok())
+    fleet_->dirty = true;  // tried again next cycle
 }
 
-void Controller::DispatchLocked(const state::JobRecord& job, const std::string& node) {
-  std::vector<std::string> names;
-  std::vector<std::string> addresses;
-  for (const state::NodeAllocation& a : job.allocations) {
-    names.push_back(a.node);
-    auto n = ledger_->image().nodes.find(a.node);
-    addresses.push_back(n == ledger_->image().nodes.end() ? "" : n->second.address);
-  }
-  for (size_t rank = 0; rank < job.allocations.size(); ++rank) {
-    const state::NodeAllocation& a = job.allocations[rank];
-    if (!node.empty() && a.node != node) continue;
-    api::LaunchSpec l;
-    l.job = job.id;
-    l.spec = job.spec;
-    l.user = job.req.user;
-    l.partition = job.req.partition;
-    l.node = a.node;
-    l.gpus = a.gpus;
-    l.cpus = a.cpus;
-    l.memory_mib = a.memory_mib;
-    l.share_milli = a.share_milli;
-    l.gpu_memory_mib = a.gpu_memory_mib;
-    // MIG devices: their parent GPU and instance ids, from the topology the
-    // node registered (the agent needs them for its cgroup's /dev/nvidia-caps rules).
-    if (auto hw = hardware_.find(a.node); !a.mig.empty() && hw != hardware_.end()) {
-      for (const std::string& uuid : a.mig) {
-        api::MigLaunch m;
-        m.uuid = uuid;
-        for (size_t k = 0; k < hw->second.mig.size(); ++k) {
-          if (hw->second.mig[k].uuid != uuid) continue;
-          m.gpu = hw->second.mig[k].gpu;
-          m.gpu_instance = hw->second.mig_ids[k].first;
-          m.compute_instance = hw->second.mig_ids[k].second;
-        }
-        l.mig.push_back(std::move(m));
+void SchedulingLoop::CheckIdleLocked(Time now) {
+  fleet_->Held(ledger_);
+  usage_->Held(ledger_);
+  std::vector<state::Edit> edits;
+  for (const UsageService::IdleVerdict& v : usage_->DueIdleLocked(now)) {
+    const state::JobId id = v.job;
+    const std::string& note = v.note;
+    auto job = ledger_->image().jobs.find(id);  // running: DueIdleLocked says so
+    metrics_->IdleAction(job->second.req.partition, config::IdleActionName(v.action));
+    std::cerr << "hachi server: job " << id << ": " << note << ": "
+              << config::IdleActionName(v.action) << "\n";
+    if (v.action == config::IdleAction::kWarn) continue;
+    RunInfo& info = fleet_->runs[id];
+    // Stopping already (cancelled, or asked to requeue): a requeue would be refused.
+    if (!Transition(info.state, RunEvent::kRequeueAsked).ok()) continue;
+    if (v.action == config::IdleAction::kCancel) {
+      fleet_->CancelLocked(id, "cancelled: " + note, &edits);
+    } else {
+      info.Take(RunEvent::kRequeueAsked);
+      info.requeue_reason = "requeued: " + note;
+      fleet_->StopPartsLocked(job->second, &info);
+      if (info.parts_left <= 0) {  // no part was delivered yet: requeued at once
+        edits.push_back(state::JobRequeued{id, info.requeue_reason});
+        fleet_->runs.erase(id);
       }
     }
-    l.nodelist = names;
-    l.node_addresses = addresses;
-    l.node_rank = static_cast<int>(rank);
-    l.master_port =
-        MasterPortOf(job, Ports(options_));  // the start's: the same on a re-dispatch
-    l.gpus_per_node = job.req.GpusPerNode();
-    l.time_limit = job.req.time_limit;
-    l.kill_grace = options_.kill_grace;
-    l.start_time = job.start_time;
-    l.restart_count = job.requeues;  // SLURM_RESTART_COUNT
-    if (!options_.credential_key.empty()) {
-      l.credential = JobCredential(options_.credential_key, job.id, job.start_time);
-    }
-    agents_.Launch(a.node, std::move(l));
+  }
+  if (!edits.empty()) {
+    Status s = ledger_->Commit(std::move(edits));
+    if (!s.ok()) std::cerr << "hachi server: idle policy: " << s.message() << "\n";
   }
 }
 

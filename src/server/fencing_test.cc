@@ -48,7 +48,7 @@ class FencingTest : public ::testing::Test {
     h_->RunCycle();
   }
   state::NodeStatus Node(const std::string& name) {
-    for (const state::NodeStatus& n : h_->Nodes()) {
+    for (const state::NodeStatus& n : h_->cluster_views().Nodes()) {
       if (n.record.name == name) return n;
     }
     ADD_FAILURE() << "no node " << name;
@@ -102,7 +102,7 @@ TEST_F(FencingTest, SilentNodeGoesDownButItsJobsRunUntilTheFence) {
             "waiting for node n1's lease to expire before requeue, 14 s");
   EXPECT_EQ(h_.Job(plain_).reason,
             "waiting for node n1's lease to expire before ending it NODE_FAIL, 14 s");
-  Result<report::JobExplain> ex = h_->Explain(requeue_);
+  Result<report::JobExplain> ex = h_->job_views().Explain(requeue_);
   ASSERT_TRUE(ex.ok());
   ASSERT_FALSE(ex->history.empty());
   EXPECT_EQ(ex->history.back().event, "fence");
@@ -144,7 +144,7 @@ TEST_P(LostRunTest, EndsAsANodeFailure) {
   const LostCase& c = GetParam();
   h_.Register("n1");
   h_.Register("n2");
-  ASSERT_TRUE(h_->Drain("n2", "keep jobs off", testing::kRoot).ok());
+  ASSERT_TRUE(h_->nodes().Drain("n2", "keep jobs off", testing::kRoot).ok());
   SubmitRequest sub = MakeSubmit().Gpus(2);
   sub.spec.requeue = c.requeue;
   const state::JobId id = h_.Submit(sub);
@@ -156,14 +156,14 @@ TEST_P(LostRunTest, EndsAsANodeFailure) {
     ASSERT_EQ(Node("n1").record.state, state::NodeState::kDown);
     AgentRegistration back = MakeAgent("n1");
     back.running = {id};  // its exit is not reported yet
-    ASSERT_TRUE(h_->Register(back).ok());
+    ASSERT_TRUE(h_->nodes().Register(back).ok());
     EXPECT_EQ(h_.StateOf(id), JobState::kRunning) << "known to the agent still";
     api::JobExit e;
     e.job = id;
     e.start_time = start;
     e.kind = ExitKind::kLost;
     e.message = "lease expired: its agent on n1 had no contact with the server for 30 s";
-    ASSERT_TRUE(h_->ReportExits("n1", {e}).ok());
+    ASSERT_TRUE(h_->nodes().ReportExits("n1", {e}).ok());
   } else {
     Pass(46, {"n2"});
   }
@@ -172,7 +172,7 @@ TEST_P(LostRunTest, EndsAsANodeFailure) {
   EXPECT_EQ(j.requeues, c.requeue ? 1 : 0);
   // A pending job's reason is the last cycle's word; the requeue's is in its history.
   std::string why = j.reason;
-  Result<report::JobExplain> ex = h_->Explain(id);
+  Result<report::JobExplain> ex = h_->job_views().Explain(id);
   ASSERT_TRUE(ex.ok());
   for (const report::ExplainEvent& ev : ex->history) {
     if (ev.event == "requeued") why = ev.text;
@@ -195,7 +195,7 @@ TEST_F(FencingTest, AgentBackWithinTheFenceKeepsItsJobs) {
   ASSERT_EQ(Node("n1").record.state, state::NodeState::kDown);
   AgentRegistration back = MakeAgent("n1");
   back.running = {requeue_, plain_};
-  ASSERT_TRUE(h_->Register(back).ok());
+  ASSERT_TRUE(h_->nodes().Register(back).ok());
   EXPECT_EQ(Node("n1").record.state, state::NodeState::kUp);
   const AgentWork w = h_.Work("n1");
   EXPECT_TRUE(w.cancel.empty());
@@ -225,7 +225,7 @@ TEST_F(FencingTest, StaleRunsHoldTheNodeUntilTheyExit) {
   // The agent was slow to stop them: it comes back still running both.
   AgentRegistration back = MakeAgent("n1");
   back.running = {requeue_, plain_};
-  ASSERT_TRUE(h_->Register(back).ok());
+  ASSERT_TRUE(h_->nodes().Register(back).ok());
   const AgentWork w = h_.Work("n1");
   EXPECT_TRUE(Has(w.cancel, requeue_));
   EXPECT_TRUE(Has(w.cancel, plain_));
@@ -235,7 +235,7 @@ TEST_F(FencingTest, StaleRunsHoldTheNodeUntilTheyExit) {
   EXPECT_EQ(n1.record.state, state::NodeState::kUp);
   EXPECT_NE(n1.record.state_reason.find("node n1 is stopping jobs"), std::string::npos)
       << n1.record.state_reason;
-  Result<report::JobExplain> ex = h_->Explain(requeue_);
+  Result<report::JobExplain> ex = h_->job_views().Explain(requeue_);
   ASSERT_TRUE(ex.ok());
   const auto stopping =
       std::find_if(ex->nodes.begin(), ex->nodes.end(),
@@ -248,14 +248,14 @@ TEST_F(FencingTest, StaleRunsHoldTheNodeUntilTheyExit) {
   e.job = requeue_;
   e.start_time = first_start_;
   e.kind = ExitKind::kCancelled;
-  ASSERT_TRUE(h_->ReportExits("n1", {e}).ok());
+  ASSERT_TRUE(h_->nodes().ReportExits("n1", {e}).ok());
   h_->RunCycle();
   EXPECT_EQ(h_.StateOf(requeue_), JobState::kPending);
   EXPECT_NE(Node("n1").record.state_reason.find("job " + std::to_string(plain_)),
             std::string::npos);
   // Both: the node takes jobs again, and the requeued one starts there.
   e.job = plain_;
-  ASSERT_TRUE(h_->ReportExits("n1", {e}).ok());
+  ASSERT_TRUE(h_->nodes().ReportExits("n1", {e}).ok());
   EXPECT_EQ(h_.StateOf(plain_), JobState::kNodeFail) << "a stale exit changes no end";
   h_->RunCycle();
   EXPECT_EQ(h_.StateOf(requeue_), JobState::kRunning);
@@ -271,11 +271,11 @@ TEST_F(FencingTest, RegistrationWithoutTheStaleRunsReleasesTheNode) {
   Pass(46, {"n2"});
   AgentRegistration back = MakeAgent("n1");
   back.running = {requeue_};
-  ASSERT_TRUE(h_->Register(back).ok());
+  ASSERT_TRUE(h_->nodes().Register(back).ok());
   h_->RunCycle();
   ASSERT_EQ(h_.StateOf(requeue_), JobState::kPending);
   back.running = {};  // registered again (its session was lost): the run is gone
-  ASSERT_TRUE(h_->Register(back).ok());
+  ASSERT_TRUE(h_->nodes().Register(back).ok());
   h_->RunCycle();
   EXPECT_EQ(h_.StateOf(requeue_), JobState::kRunning);
 }
@@ -298,21 +298,21 @@ TEST_F(FencingTest, GangWaitsForItsOtherPartsAfterTheFence) {
   // n1's agent comes back still running its part: told to stop it, and n1 holds.
   AgentRegistration back = MakeAgent("n1");
   back.running = {gang};
-  ASSERT_TRUE(h_->Register(back).ok());
+  ASSERT_TRUE(h_->nodes().Register(back).ok());
   EXPECT_EQ(h_.Work("n1").cancel, std::vector<state::JobId>{gang});
   EXPECT_NE(Node("n1").record.state_reason.find("stopping job"), std::string::npos);
   api::JobExit e;
   e.job = gang;
   e.start_time = start;
   e.kind = ExitKind::kCancelled;
-  ASSERT_TRUE(h_->ReportExits("n2", {e}).ok());
+  ASSERT_TRUE(h_->nodes().ReportExits("n2", {e}).ok());
   const state::JobRecord j = h_.Job(gang);
   EXPECT_EQ(j.state, JobState::kPending);
   EXPECT_EQ(j.requeues, 1);
   EXPECT_NE(j.reason.find("node n1 down"), std::string::npos) << j.reason;
   h_->RunCycle();
   EXPECT_EQ(h_.StateOf(gang), JobState::kPending) << "n1 still holds for the old part";
-  ASSERT_TRUE(h_->ReportExits("n1", {e}).ok());
+  ASSERT_TRUE(h_->nodes().ReportExits("n1", {e}).ok());
   h_->RunCycle();
   EXPECT_EQ(h_.StateOf(gang), JobState::kRunning);
   EXPECT_GT(h_.Job(gang).start_time, start);
@@ -321,7 +321,7 @@ TEST_F(FencingTest, GangWaitsForItsOtherPartsAfterTheFence) {
 TEST_F(FencingTest, OlderAgentInstanceCannotRegister) {
   AgentRegistration now = MakeAgent("n1", /*agent_started=*/2000);
   now.instance = "b-new";
-  ASSERT_TRUE(h_->Register(now).ok());
+  ASSERT_TRUE(h_->nodes().Register(now).ok());
   const state::JobId id = h_.Submit(MakeSubmit().Gpus(2));
   h_->RunCycle();
   ASSERT_EQ(h_.Work("n1").launch.size(), 1u);
@@ -329,7 +329,7 @@ TEST_F(FencingTest, OlderAgentInstanceCannotRegister) {
   AgentRegistration old = MakeAgent("n1", /*agent_started=*/1000);
   old.instance = "a-old";
   old.address = "10.9.9.9";
-  const Status s = h_->Register(old);
+  const Status s = h_->nodes().Register(old);
   EXPECT_EQ(s.code(), StatusCode::kBusy) << s.ToString();
   EXPECT_NE(s.message().find("stale"), std::string::npos) << s.message();
   // Nothing changed: the node, its session, the job.
@@ -339,10 +339,10 @@ TEST_F(FencingTest, OlderAgentInstanceCannotRegister) {
   EXPECT_EQ(h_.StateOf(id), JobState::kRunning);
   EXPECT_FALSE(h_.Work("n1").reregister);
   // The current instance registers again (a blink): fine, and so does a newer one.
-  ASSERT_TRUE(h_->Register(now).ok());
+  ASSERT_TRUE(h_->nodes().Register(now).ok());
   AgentRegistration next = MakeAgent("n1", /*agent_started=*/3000);
   next.instance = "c-next";
-  EXPECT_TRUE(h_->Register(next).ok());
+  EXPECT_TRUE(h_->nodes().Register(next).ok());
 }
 
 }  // namespace

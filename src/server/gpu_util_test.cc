@@ -16,7 +16,7 @@ using testing::Harness;
 using testing::MakeSubmit;
 
 std::vector<int> GpuUtil(Harness& h, const std::string& node) {
-  for (const state::NodeStatus& n : h->Nodes()) {
+  for (const state::NodeStatus& n : h->cluster_views().Nodes()) {
     if (n.record.name == node) return n.gpu_util;
   }
   return {};
@@ -59,8 +59,9 @@ TEST(GpuUtil, EachGpuShowsTheLatestSampleOfTheRunHoldingIt) {
   EXPECT_EQ(GpuUtil(h, "n1"), none) << "nothing sampled yet";
 
   // A figure for a GPU the job does not hold is not shown on it.
-  ASSERT_TRUE(h->ReportHealth("n1", Sample(job, job.start_time + 10,
-                                           {{a, 40}, {b, 90}, {other, 77}}))
+  ASSERT_TRUE(h->nodes()
+                  .ReportHealth("n1", Sample(job, job.start_time + 10,
+                                             {{a, 40}, {b, 90}, {other, 77}}))
                   .ok());
   std::vector<int> want = none;
   want[a] = 40;
@@ -69,14 +70,17 @@ TEST(GpuUtil, EachGpuShowsTheLatestSampleOfTheRunHoldingIt) {
 
   // The next sample replaces it; a GPU without a figure keeps its last one.
   ASSERT_TRUE(
-      h->ReportHealth("n1", Sample(job, job.start_time + 20, {{a, 55}, {b, -1}})).ok());
+      h->nodes()
+          .ReportHealth("n1", Sample(job, job.start_time + 20, {{a, 55}, {b, -1}}))
+          .ok());
   want[a] = 55;
   EXPECT_EQ(GpuUtil(h, "n1"), want);
 
   // A sample of an earlier run of the job is ignored.
   state::JobRecord old = job;
   old.start_time = job.start_time - 100;
-  ASSERT_TRUE(h->ReportHealth("n1", Sample(old, job.start_time + 30, {{a, 3}})).ok());
+  ASSERT_TRUE(
+      h->nodes().ReportHealth("n1", Sample(old, job.start_time + 30, {{a, 3}})).ok());
   EXPECT_EQ(GpuUtil(h, "n1"), want);
 
   // Ended: its GPUs are free and show nothing.

@@ -130,7 +130,7 @@ void HistorySampler::Loop() {
 
 void HistorySampler::Sample(Time now) {
   MutexLock one_at_a_time(&sample_mu_);
-  const std::vector<JobBrief> active = controller_->ActiveJobBriefs();
+  const std::vector<JobBrief> active = controller_->job_views().ActiveJobBriefs();
   // The jobs pending at the last sample that are no longer active ran (or were
   // cancelled) in between: their start counts too, or a job shorter than the interval
   // would never show in the started median. Few per interval, so a lookup each.
@@ -140,13 +140,13 @@ void HistorySampler::Sample(Time now) {
   std::vector<JobBrief> ended;
   for (state::JobId id : pending_before_) {
     if (active_ids.count(id) != 0) continue;
-    Result<state::JobRecord> r = controller_->Job(id);
+    Result<state::JobRecord> r = controller_->job_views().Job(id);
     if (!r.ok()) continue;
     ended.push_back(JobBrief{id, r->req.partition, r->state, r->held, r->submit_time,
                              r->start_time, r->req.TotalGpus()});
   }
   std::vector<std::string> partitions;
-  for (const sched::Partition& p : controller_->Partitions())
+  for (const sched::Partition& p : controller_->cluster_views().Partitions())
     partitions.push_back(p.name);
   if (first_) {
     // The first sample counts the starts of one interval, not every run since the server
@@ -159,8 +159,8 @@ void HistorySampler::Sample(Time now) {
     }
     first_ = false;
   }
-  HistorySample s =
-      Summarize(now, active, ended, counted_, controller_->Nodes(), partitions);
+  HistorySample s = Summarize(now, active, ended, counted_,
+                              controller_->cluster_views().Nodes(), partitions);
 
   pending_before_.clear();
   counted_.clear();

@@ -106,7 +106,7 @@ TEST(HistoryTest, SamplerRingFromAController) {
   const Caller alice{"alice", 1000, 1000, /*authenticated=*/true, /*admin=*/false};
   auto submit = [&](int gpus) {
     Result<std::vector<state::JobId>> ids =
-        h->Submit(testing::MakeSubmit().Gpus(gpus), alice);
+        h->jobs().Submit(testing::MakeSubmit().Gpus(gpus), alice);
     EXPECT_TRUE(ids.ok()) << ids.status().ToString();
     return ids.ok() ? ids->front() : 0;
   };

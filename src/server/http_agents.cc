@@ -13,16 +13,16 @@ using nlohmann::json;
 void ApiHandlers::RegisterAgent(const Request& req, Response& res) const {
   Result<api::AgentRegistration> r = api::AgentRegistrationFromJson(req.body);
   if (!r.ok()) return ReplyError(res, r.status());
-  Status st = c_->Register(*r, req.remote_addr);
+  Status st = c_->nodes().Register(*r, req.remote_addr);
   if (!st.ok()) return ReplyError(res, st);
-  Reply(res, 200, json{{"ok", true}, {"lease_s", c_->lease()}}.dump());
+  Reply(res, 200, json{{"ok", true}, {"lease_s", c_->nodes().lease()}}.dump());
 }
 
 // The agent's long poll (and heartbeat): work now, or parked on "agent/NODE" until the
 // AgentHub has some for it (Launch, Cancel, Close notify) or wait_ms passed.
 void ApiHandlers::AgentWork(const Request& req, Response& res, LongPoll& poll) const {
   const std::string node = req.matches[1];
-  const api::AgentWork w = c_->Poll(node, 0);
+  const api::AgentWork w = c_->nodes().Poll(node, 0);
   const int wait_ms = IntParam(req, "wait_ms", 10000, 0, 60000);
   if (w.Empty() && !w.reregister && !poll.expired() && !c_->stopping() && wait_ms > 0) {
     return poll.WaitFor(AgentTopic(node),
@@ -34,7 +34,7 @@ void ApiHandlers::AgentWork(const Request& req, Response& res, LongPoll& poll) c
 void ApiHandlers::AgentHealth(const Request& req, Response& res) const {
   Result<api::AgentHealth> h = api::AgentHealthFromJson(req.body);
   if (!h.ok()) return ReplyError(res, h.status());
-  Status st = c_->ReportHealth(req.matches[1], *h);
+  Status st = c_->nodes().ReportHealth(req.matches[1], *h);
   if (!st.ok()) return ReplyError(res, st);
   ReplyOk(res);
 }
@@ -51,7 +51,7 @@ void ApiHandlers::AgentBurnIn(const Request& req, Response& res) const {
 void ApiHandlers::AgentSteps(const Request& req, Response& res) const {
   Result<api::StepReports> r = api::StepReportsFromJson(req.body);
   if (!r.ok()) return ReplyError(res, r.status());
-  Result<std::vector<api::StepAck>> acks = c_->ReportSteps(req.matches[1], *r);
+  Result<std::vector<api::StepAck>> acks = c_->steps().ReportSteps(req.matches[1], *r);
   if (!acks.ok()) return ReplyError(res, acks.status());
   Reply(res, 200, api::StepAcksToJson(*acks));
 }
@@ -59,7 +59,7 @@ void ApiHandlers::AgentSteps(const Request& req, Response& res) const {
 void ApiHandlers::AgentExits(const Request& req, Response& res) const {
   Result<std::vector<api::JobExit>> exits = api::JobExitsFromJson(req.body);
   if (!exits.ok()) return ReplyError(res, exits.status());
-  Status st = c_->ReportExits(req.matches[1], *exits);
+  Status st = c_->nodes().ReportExits(req.matches[1], *exits);
   if (!st.ok()) return ReplyError(res, st);
   ReplyOk(res);
 }

@@ -318,7 +318,7 @@ TEST_F(HttpApiTest, UnixSocketCallerIsWhoTheKernelSays) {
   root->SetHeader("X-Hachi-Uid", "4242");
   const state::JobId id = Submit(*root, MakeSubmit().Hold());
   ASSERT_GT(id, 0);
-  Result<state::JobRecord> job = controller_->Job(id);
+  Result<state::JobRecord> job = controller_->job_views().Job(id);
   ASSERT_TRUE(job.ok());
   EXPECT_EQ(job->spec.uid, ::geteuid()) << "the peer's uid, not the header's";
   EXPECT_NE(job->req.user, "mallory");
@@ -349,7 +349,7 @@ TEST_F(HttpApiTest, UnixSocketCallerIsWhoTheKernelSays) {
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0) << "1-5: could not ask; 6: not refused with 403";
-  EXPECT_EQ(controller_->Job(id)->state, state::JobState::kPending);
+  EXPECT_EQ(controller_->job_views().Job(id)->state, state::JobState::kPending);
   EXPECT_TRUE(root->Call("POST", kApi + "/jobs/" + std::to_string(id) + "/cancel").ok())
       << "its owner can";
 }
@@ -367,7 +367,7 @@ TEST_F(HttpApiTest, AgentProtocolOverHttp) {
   e.job = id;
   ASSERT_TRUE(
       client_->Call("POST", kApi + "/agents/n1/exits", api::JobExitsToJson({e})).ok());
-  Result<state::JobRecord> job = controller_->Job(id);
+  Result<state::JobRecord> job = controller_->job_views().Job(id);
   EXPECT_EQ(job->state, state::JobState::kCompleted);
   // An unknown agent is told to register.
   work = client_->Call("GET", kApi + "/agents/nx/work?wait_ms=0");

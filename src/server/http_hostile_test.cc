@@ -433,8 +433,8 @@ TEST_F(HttpHostileTest, EveryEndpointRefusesBadInputAndKeepsServing) {
   EXPECT_GE(table.size(), 80u);
 
   // Nothing was stored or changed by any of them.
-  EXPECT_TRUE(controller_->Jobs(true).empty());
-  const std::vector<state::NodeStatus> nodes = controller_->Nodes();
+  EXPECT_TRUE(controller_->job_views().Jobs(true).empty());
+  const std::vector<state::NodeStatus> nodes = controller_->cluster_views().Nodes();
   ASSERT_EQ(nodes.size(), 1u);
   EXPECT_EQ(nodes[0].record.name, "n1");
   EXPECT_EQ(nodes[0].record.state, state::NodeState::kUp);
@@ -447,7 +447,7 @@ TEST_F(HttpHostileTest, EveryEndpointRefusesBadInputAndKeepsServing) {
           "POST", kApi + "/jobs",
           R"({"req":{"gpus":2},"spec":{"argv":["/bin/true"],"workdir":"/tmp"},"hold":true})"));
   ASSERT_EQ(ok.status, 201) << ok.body;
-  const std::vector<state::JobRecord> all = controller_->Jobs(true);
+  const std::vector<state::JobRecord> all = controller_->job_views().Jobs(true);
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all[0].req.gpus, 2);
   EXPECT_EQ(all[0].req.user, "alice");
@@ -469,7 +469,7 @@ TEST_F(HttpHostileTest, ConcurrentBadClientsDoNotStarveAGoodOne) {
     served += SendRaw(port_, Http("GET", kApi + "/jobs")).status == 200;
   for (std::thread& t : bad) t.join();
   EXPECT_EQ(served, 20);
-  EXPECT_TRUE(controller_->Jobs(true).empty());
+  EXPECT_TRUE(controller_->job_views().Jobs(true).empty());
 }
 
 }  // namespace

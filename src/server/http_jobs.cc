@@ -20,7 +20,7 @@ void ApiHandlers::SubmitJob(const Request& req, Response& res) const {
   if (!r.ok()) return ReplyError(res, r.status());
   Result<Caller> who = CallerOf(req, *c_);
   if (!who.ok()) return ReplyError(res, who.status());
-  Result<std::vector<state::JobId>> ids = c_->Submit(*r, *who);
+  Result<std::vector<state::JobId>> ids = c_->jobs().Submit(*r, *who);
   if (!ids.ok()) return ReplyError(res, ids.status());
   Reply(res, 201, json{{"job_ids", *ids}}.dump());
 }
@@ -32,7 +32,7 @@ void ApiHandlers::TestSubmit(const Request& req, Response& res) const {
   if (!r.ok()) return ReplyError(res, r.status());
   Result<Caller> who = CallerOf(req, *c_);
   if (!who.ok()) return ReplyError(res, who.status());
-  Result<Controller::TestSubmitAnswer> a = c_->TestSubmit(*r, *who);
+  Result<JobService::TestSubmitAnswer> a = c_->jobs().TestSubmit(*r, *who);
   if (!a.ok()) return ReplyError(res, a.status());
   Reply(res, 200,
         json{{"job_id", a->job_id},
@@ -52,7 +52,8 @@ void ApiHandlers::ListJobs(const Request& req, Response& res) const {
   if (!after.ok()) return ReplyError(res, after.status());
   Result<int64_t> limit = NonNegativeParam(req, "limit", 0, 100000);
   if (!limit.ok()) return ReplyError(res, limit.status());
-  std::vector<state::JobRecord> page = c_->Jobs(all, *after, static_cast<size_t>(*limit));
+  std::vector<state::JobRecord> page =
+      c_->job_views().Jobs(all, *after, static_cast<size_t>(*limit));
   // Everyone sees every job; only its owner and admins its environment and script.
   const Result<Caller> who = CallerOf(req, *c_);
   const Authorizer& authorizer = c_->authorizer();
@@ -74,7 +75,7 @@ void ApiHandlers::ListJobs(const Request& req, Response& res) const {
 void ApiHandlers::GetJob(const Request& req, Response& res, LongPoll& poll) const {
   Result<state::JobId> id = JobIdOf(req);
   if (!id.ok()) return ReplyError(res, id.status());
-  Result<state::JobRecord> job = c_->Job(*id);
+  Result<state::JobRecord> job = c_->job_views().Job(*id);
   if (job.ok() && req.has_param("wait_from")) {
     state::JobState known;
     if (!state::ParseJobState(req.get_param_value("wait_from"), &known)) {
@@ -95,12 +96,12 @@ void ApiHandlers::GetJob(const Request& req, Response& res, LongPoll& poll) cons
     RedactJobDetails(&*job);
   }
   json j{{"job", api::ToJson(*job)}};
-  if (std::optional<PendingInfo> info = c_->Pending(*id))
+  if (std::optional<PendingInfo> info = c_->job_views().Pending(*id))
     j["diagnosis"] = info->diagnosis;
   // docs/api.md, "Explain". Not on long polls (`hachi run` waiting for its job): at
   // 100k pending jobs an explanation holds the lock ~30 ms, and nobody reads it there.
   if (!req.has_param("wait_from")) {
-    if (Result<report::JobExplain> e = c_->Explain(*id); e.ok()) {
+    if (Result<report::JobExplain> e = c_->job_views().Explain(*id); e.ok()) {
       j["explain"] = json::parse(report::JobExplainToJson(*e));
     }
   }
@@ -128,21 +129,21 @@ void ApiHandlers::JobAction(const Request& req, Response& res, const JobAct& act
 void ApiHandlers::CancelJob(const Request& req, Response& res) const {
   JobAction(req, res,
             [this](state::JobId id, int task, const Caller& who, const std::string&) {
-              return c_->Cancel(id, who, task);
+              return c_->jobs().Cancel(id, who, task);
             });
 }
 
 void ApiHandlers::HoldJob(const Request& req, Response& res) const {
   JobAction(req, res,
             [this](state::JobId id, int task, const Caller& who, const std::string&) {
-              return c_->Hold(id, true, who, task);
+              return c_->jobs().Hold(id, true, who, task);
             });
 }
 
 void ApiHandlers::ReleaseJob(const Request& req, Response& res) const {
   JobAction(req, res,
             [this](state::JobId id, int task, const Caller& who, const std::string&) {
-              return c_->Hold(id, false, who, task);
+              return c_->jobs().Hold(id, false, who, task);
             });
 }
 
@@ -153,7 +154,7 @@ void ApiHandlers::SignalJob(const Request& req, Response& res) const {
       [this](state::JobId id, int task, const Caller& who, const std::string& body) {
         Result<api::SignalRequest> r = api::SignalRequestFromJson(body);
         if (!r.ok()) return r.status();
-        return c_->Signal(id, r->signal, r->batch_only, who, task);
+        return c_->jobs().Signal(id, r->signal, r->batch_only, who, task);
       });
 }
 
@@ -161,7 +162,7 @@ void ApiHandlers::SignalJob(const Request& req, Response& res) const {
 void ApiHandlers::RequeueJob(const Request& req, Response& res) const {
   JobAction(req, res,
             [this](state::JobId id, int task, const Caller& who, const std::string&) {
-              return c_->Requeue(id, who, task);
+              return c_->jobs().Requeue(id, who, task);
             });
 }
 
@@ -172,7 +173,7 @@ void ApiHandlers::UpdateJob(const Request& req, Response& res) const {
       [this](state::JobId id, int task, const Caller& who, const std::string& body) {
         Result<api::JobUpdate> u = api::JobUpdateFromJson(body);
         if (!u.ok()) return u.status();
-        return c_->Update(id, *u, who, task);
+        return c_->jobs().Update(id, *u, who, task);
       });
 }
 
@@ -190,7 +191,7 @@ void ApiHandlers::CompleteAllocation(const Request& req, Response& res) const {
           return InvalidArgument("complete: exit_code " + std::to_string(code) +
                                  " is not 0..255");
         }
-        return c_->CompleteAllocation(id, static_cast<int>(code), who);
+        return c_->steps().CompleteAllocation(id, static_cast<int>(code), who);
       });
 }
 
@@ -200,7 +201,7 @@ void ApiHandlers::CompleteAllocation(const Request& req, Response& res) const {
 void ApiHandlers::JobUsage(const Request& req, Response& res) const {
   Result<state::JobId> id = JobIdOf(req);
   if (!id.ok()) return ReplyError(res, id.status());
-  Result<state::JobRecord> job = c_->Job(*id);
+  Result<state::JobRecord> job = c_->job_views().Job(*id);
   if (!job.ok()) return ReplyError(res, job.status());
   const Result<Caller> who = CallerOf(req, *c_);
   if (!who.ok()) return ReplyError(res, who.status());
@@ -208,7 +209,7 @@ void ApiHandlers::JobUsage(const Request& req, Response& res) const {
     return ReplyError(
         res, PermissionDenied("job " + std::to_string(*id) + "'s usage: not your job"));
   }
-  Result<std::vector<state::JobUsage>> runs = c_->Usage(*id);
+  Result<std::vector<state::JobUsage>> runs = c_->job_views().Usage(*id);
   if (!runs.ok()) return ReplyError(res, runs.status());
   json list = json::array();
   for (const state::JobUsage& u : *runs)

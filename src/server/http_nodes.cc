@@ -75,12 +75,12 @@ void ApiHandlers::Health(const Request&, Response& res) const {
 // Prometheus scrapes /metrics by default (docs/metrics.md): outside /api/v1, read-only.
 void ApiHandlers::Metrics(const Request&, Response& res) const {
   res.status = 200;
-  res.set_content(c_->MetricsText() + ConnectionMetrics(loop_->stats()),
+  res.set_content(c_->cluster_views().MetricsText() + ConnectionMetrics(loop_->stats()),
                   "text/plain; version=0.0.4; charset=utf-8");
 }
 
 std::vector<state::NodeStatus> ApiHandlers::NodesFor(const Request& req) const {
-  std::vector<state::NodeStatus> nodes = c_->Nodes();
+  std::vector<state::NodeStatus> nodes = c_->cluster_views().Nodes();
   const Result<Caller> who = CallerOf(req, *c_);
   if (!who.ok() || !who->admin) {
     for (state::NodeStatus& n : nodes) RedactStrayProcesses(&n);
@@ -110,7 +110,7 @@ void ApiHandlers::DrainNode(const Request& req, Response& res) const {
   if (!who.ok()) return ReplyError(res, who.status());
   Result<std::string> reason = api::DrainReasonFromJson(req.body);
   if (!reason.ok()) return ReplyError(res, reason.status());
-  Status st = c_->Drain(name, *reason, *who);
+  Status st = c_->nodes().Drain(name, *reason, *who);
   if (!st.ok()) return ReplyError(res, st);
   ReplyOk(res);
 }
@@ -122,18 +122,19 @@ void ApiHandlers::ResumeNode(const Request& req, Response& res) const {
   if (!who.ok()) return ReplyError(res, who.status());
   Result<int> gpu = api::ResumeGpuFromJson(req.body);
   if (!gpu.ok()) return ReplyError(res, gpu.status());
-  Status st = c_->Resume(name, *gpu, *who);
+  Status st = c_->nodes().Resume(name, *gpu, *who);
   if (!st.ok()) return ReplyError(res, st);
   ReplyOk(res);
 }
 
 void ApiHandlers::ListPartitions(const Request&, Response& res) const {
-  const std::vector<state::NodeStatus> nodes = c_->Nodes();
+  const std::vector<state::NodeStatus> nodes = c_->cluster_views().Nodes();
   json parts = json::array();
-  for (const sched::Partition& part : c_->Partitions()) {
+  for (const sched::Partition& part : c_->cluster_views().Partitions()) {
     parts.push_back(PartitionJson(part, nodes));
   }
-  Reply(res, 200, json{{"partitions", parts}, {"warnings", c_->Warnings()}}.dump());
+  Reply(res, 200,
+        json{{"partitions", parts}, {"warnings", c_->cluster_views().Warnings()}}.dump());
 }
 
 // Queue waits per partition and GPU count over ?window=SECONDS (default a day); a
@@ -142,13 +143,14 @@ void ApiHandlers::Stats(const Request& req, Response& res) const {
   const int window = IntParam(req, "window", 86400, 60, 90 * 86400);
   const int alert = IntParam(req, "alert", 1200, 1, 90 * 86400);
   int gpus = 0;
-  for (const state::NodeStatus& n : c_->Nodes()) gpus += n.gpus;
-  report::JobStats stats =
-      report::ComputeStats(c_->Jobs(true), c_->clock().Now(), window, alert, gpus);
-  report::AttachLoads(&stats,
-                      c_->PartitionLoads());  // a flagged partition's likely cause
+  for (const state::NodeStatus& n : c_->cluster_views().Nodes()) gpus += n.gpus;
+  report::JobStats stats = report::ComputeStats(c_->job_views().Jobs(true),
+                                                c_->clock().Now(), window, alert, gpus);
+  report::AttachLoads(
+      &stats,
+      c_->cluster_views().PartitionLoads());  // a flagged partition's likely cause
   json j = json::parse(report::JobStatsToJson(stats));
-  const ControllerStats cs = c_->stats();
+  const ControllerStats cs = c_->cluster_views().stats();
   j["scheduler"] = {{"cycles", cs.cycles},
                     {"last_cycle_ms", cs.last_cycle_ms},
                     {"max_cycle_ms", cs.max_cycle_ms},
@@ -185,7 +187,7 @@ void ApiHandlers::Report(const Request& req, Response& res) const {
                                            ": expected account, user, partition "
                                            "or nodegroup"));
   }
-  Reply(res, 200, report::GpuReportToJson(c_->GpuHours(q)));
+  Reply(res, 200, report::GpuReportToJson(c_->cluster_views().GpuHours(q)));
 }
 
 }  // namespace hachi::server

@@ -18,7 +18,7 @@ void ApiHandlers::CreateStep(const Request& req, Response& res) const {
   if (!who.ok()) return ReplyError(res, who.status());
   Result<api::StepRequest> r = api::StepRequestFromJson(req.body);
   if (!r.ok()) return ReplyError(res, r.status());
-  Result<state::StepRecord> step = c_->CreateStep(*id, *r, *who);
+  Result<state::StepRecord> step = c_->steps().CreateStep(*id, *r, *who);
   if (!step.ok()) return ReplyError(res, step.status());
   Reply(res, 200, "{\"step\":" + api::StepRecordToJson(*step) + "}");
 }
@@ -26,15 +26,15 @@ void ApiHandlers::CreateStep(const Request& req, Response& res) const {
 void ApiHandlers::ListJobSteps(const Request& req, Response& res) const {
   Result<state::JobId> id = JobIdOf(req);
   if (!id.ok()) return ReplyError(res, id.status());
-  if (Result<state::JobRecord> job = c_->Job(*id); !job.ok()) {
+  if (Result<state::JobRecord> job = c_->job_views().Job(*id); !job.ok()) {
     return ReplyError(res, job.status());
   }
-  Reply(res, 200, api::StepRecordsToJson(c_->Steps(*id)));
+  Reply(res, 200, api::StepRecordsToJson(c_->steps().Steps(*id)));
 }
 
 // Every job's steps (sacct).
 void ApiHandlers::ListAllSteps(const Request&, Response& res) const {
-  Reply(res, 200, api::StepRecordsToJson(c_->Steps(0)));
+  Reply(res, 200, api::StepRecordsToJson(c_->steps().Steps(0)));
 }
 
 // ?from=OFFSET&wait_ms=N: srun's long poll for its step's output, parked on "step/ID.S"
@@ -56,7 +56,7 @@ void ApiHandlers::StepOutput(const Request& req, Response& res, LongPoll& poll) 
   }
   Result<Caller> who = CallerOf(req, *c_);
   if (!who.ok()) return ReplyError(res, who.status());
-  Result<api::StepOutput> out = c_->ReadStepOutput(id, step, from, *who);
+  Result<api::StepOutput> out = c_->steps().ReadStepOutput(id, step, from, *who);
   if (!out.ok()) return ReplyError(res, out.status());
   const int wait_ms = IntParam(req, "wait_ms", 10000, 0, 60000);
   if (out->chunks.empty() && !out->done && out->lost == 0 && !poll.expired() &&
@@ -84,7 +84,7 @@ void ApiHandlers::StepInput(const Request& req, Response& res) const {
              [this](state::JobId id, int step, const Caller& who, const Request& r) {
                Result<api::StepInput> in = api::StepInputRequestFromJson(r.body);
                if (!in.ok()) return in.status();
-               return c_->StepInput(id, step, *in, who);
+               return c_->steps().StepInput(id, step, *in, who);
              });
 }
 
@@ -94,7 +94,7 @@ void ApiHandlers::SignalStep(const Request& req, Response& res) const {
              [this](state::JobId id, int step, const Caller& who, const Request& r) {
                Result<api::SignalRequest> s = api::SignalRequestFromJson(r.body);
                if (!s.ok()) return s.status();
-               return c_->SignalStep(id, step, s->signal, false, who);
+               return c_->steps().SignalStep(id, step, s->signal, false, who);
              });
 }
 
@@ -102,7 +102,7 @@ void ApiHandlers::SignalStep(const Request& req, Response& res) const {
 void ApiHandlers::CancelStep(const Request& req, Response& res) const {
   StepAction(req, res,
              [this](state::JobId id, int step, const Caller& who, const Request&) {
-               return c_->SignalStep(id, step, 0, true, who);
+               return c_->steps().SignalStep(id, step, 0, true, who);
              });
 }
 

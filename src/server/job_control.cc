@@ -1,4 +1,4 @@
-// Controller: signals and requeues of jobs (scancel --signal, scontrol
+// JobService: signals, requeues and updates of jobs (scancel --signal, scontrol
 // requeue; docs/api.md "Signal and requeue").
 #include <set>
 #include <string>
@@ -6,16 +6,17 @@
 
 #include "api/protocol_json.h"
 #include "server/auth.h"
-#include "server/controller.h"
+#include "server/job_service.h"
 
 namespace hachi::server {
 
-Status Controller::Signal(state::JobId id, int signal, bool batch_only, const Caller& who,
+Status JobService::Signal(state::JobId id, int signal, bool batch_only, const Caller& who,
                           int task) {
   if (signal < 1 || signal > 64) {
     return InvalidArgument(std::to_string(signal) + " is not a signal");
   }
   MutexLock lock(&ledger_->mu());
+  fleet_->Held(ledger_);
   bool whole_array = false;
   Result<std::vector<state::JobId>> ids = TargetsLocked(id, task, &whole_array);
   if (!ids.ok()) return ids.status();
@@ -23,7 +24,7 @@ Status Controller::Signal(state::JobId id, int signal, bool batch_only, const Ca
   for (state::JobId t : *ids) {
     const state::JobRecord& job = ledger_->image().jobs.at(t);
     HACHI_RETURN_IF_ERROR(
-        authorizer_.Authorize(who, Action::kSignal, Resource::Job(job)));
+        authorizer_->Authorize(who, Action::kSignal, Resource::Job(job)));
     if (job.state == state::JobState::kRunning) running.push_back(&job);
   }
   if (running.empty()) {
@@ -39,14 +40,14 @@ Status Controller::Signal(state::JobId id, int signal, bool batch_only, const Ca
   for (const state::JobRecord* job : running) {
     // The batch shell runs on the first node (rank 0), as Slurm's batch step does.
     for (const state::NodeAllocation& a : job->allocations) {
-      agents_.Signal(a.node, api::JobSignal{job->id, signal, batch_only});
+      hub_->Signal(a.node, api::JobSignal{job->id, signal, batch_only});
       if (batch_only) break;
     }
   }
   return Status::Ok();
 }
 
-Status Controller::Requeue(state::JobId id, const Caller& who, int task) {
+Status JobService::Requeue(state::JobId id, const Caller& who, int task) {
   MutexLock writer(
       &ledger_->writer_mu());  // held throughout: no other writer changes the jobs
   std::vector<state::JobId> finished;
@@ -54,21 +55,22 @@ Status Controller::Requeue(state::JobId id, const Caller& who, int task) {
   const std::string reason = "requeued by " + (who.user.empty() ? "?" : who.user);
   {
     MutexLock lock(&ledger_->mu());
+    fleet_->Held(ledger_);
     bool whole_array = false;
     Result<std::vector<state::JobId>> ids = TargetsLocked(id, task, &whole_array);
     if (!ids.ok()) return ids.status();
     for (state::JobId t : *ids) {  // every task checked before any is touched
       const state::JobRecord& job = ledger_->image().jobs.at(t);
       HACHI_RETURN_IF_ERROR(
-          authorizer_.Authorize(who, Action::kRequeue, Resource::Job(job)));
+          authorizer_->Authorize(who, Action::kRequeue, Resource::Job(job)));
       if (job.state == state::JobState::kPending) {
         if (whole_array) continue;
         return Busy("job " + std::to_string(t) +
                     " is PENDING; only running or finished jobs can be requeued");
       }
       if (job.state == state::JobState::kRunning) {
-        auto r = runs_.find(t);
-        if (r != runs_.end() && r->second.cancelling()) {
+        auto r = fleet_->runs.find(t);
+        if (r != fleet_->runs.end() && r->second.cancelling()) {
           if (whole_array) continue;
           return Busy("job " + std::to_string(t) +
                       " is being cancelled; it cannot be requeued");
@@ -86,22 +88,22 @@ Status Controller::Requeue(state::JobId id, const Caller& who, int task) {
     std::vector<state::Edit> now;  // runs none of whose parts had been picked up
     for (state::JobId t : running) {
       const state::JobRecord& job = ledger_->image().jobs.at(t);
-      RunInfo& info = runs_[t];
+      RunInfo& info = fleet_->runs[t];
       if (!info.Take(RunEvent::kRequeueAsked)) continue;  // asked already
       info.requeue_reason = reason;
       for (const state::NodeAllocation& a : job.allocations) {
         // Not delivered yet: take the launch back rather than start and stop it (the
         // agent would run a launch and a cancel of one batch in the wrong order).
-        if (agents_.TakeBackLaunch(a.node, t)) {
+        if (hub_->TakeBackLaunch(a.node, t)) {
           --info.parts_left;
           info.ended_on.push_back(a.node);
           continue;
         }
-        agents_.Cancel(a.node, t);
+        hub_->Cancel(a.node, t);
       }
       if (info.parts_left <= 0) {
-        now.push_back(RunEndLocked(job, info, options_.clock->Now()));
-        runs_.erase(t);
+        now.push_back(fleet_->RunEndLocked(job, info, options_->clock->Now()));
+        fleet_->runs.erase(t);
       }
     }
     if (!now.empty()) HACHI_RETURN_IF_ERROR(ledger_->Commit(std::move(now)));
@@ -120,6 +122,7 @@ Status Controller::Requeue(state::JobId id, const Caller& who, int task) {
     payloads.push_back(std::move(*p));
   }
   MutexLock lock(&ledger_->mu());
+  fleet_->Held(ledger_);
   std::vector<state::Edit> edits;
   for (size_t i = 0; i < finished.size(); ++i) {
     // Back before the commit, so the pending bound counts this payload (a failed
@@ -128,8 +131,8 @@ Status Controller::Requeue(state::JobId id, const Caller& who, int task) {
     edits.push_back(state::JobRequeued{finished[i], reason});
   }
   HACHI_RETURN_IF_ERROR(ledger_->Commit(std::move(edits)));
-  dirty_ = true;
-  loop_cv_.SignalAll();
+  fleet_->dirty = true;
+  fleet_->loop_cv.SignalAll();
   return Status::Ok();
 }
 
@@ -158,11 +161,12 @@ bool DependsOn(const state::StateImage& image, state::JobId from, state::JobId t
 
 }  // namespace
 
-Status Controller::Update(state::JobId id, const api::JobUpdate& update,
+Status JobService::Update(state::JobId id, const api::JobUpdate& update,
                           const Caller& who, int task) {
   MutexLock writer(&ledger_->writer_mu());
   MutexLock lock(&ledger_->mu());
-  if (base_dirty_) HACHI_RETURN_IF_ERROR(RebuildBaseLocked());
+  fleet_->Held(ledger_);
+  if (fleet_->base_dirty) HACHI_RETURN_IF_ERROR(fleet_->RebuildBaseLocked());
   bool whole_array = false;
   Result<std::vector<state::JobId>> ids = TargetsLocked(id, task, &whole_array);
   if (!ids.ok()) return ids.status();
@@ -171,7 +175,7 @@ Status Controller::Update(state::JobId id, const api::JobUpdate& update,
   for (state::JobId t : *ids) {          // every task checked before any is changed
     const state::JobRecord& job = ledger_->image().jobs.at(t);
     HACHI_RETURN_IF_ERROR(
-        authorizer_.Authorize(who, Action::kUpdate, Resource::Job(job)));
+        authorizer_->Authorize(who, Action::kUpdate, Resource::Job(job)));
     const std::string name = "job " + std::to_string(t);
     if (state::IsFinal(job.state)) {
       if (whole_array) continue;
@@ -200,13 +204,13 @@ Status Controller::Update(state::JobId id, const api::JobUpdate& update,
       if (job.req.time_limit > 0 &&
           (req.time_limit == 0 || req.time_limit > job.req.time_limit)) {
         HACHI_RETURN_IF_ERROR(
-            authorizer_.Authorize(who, Action::kRaiseTimeLimit, Resource::Job(job)));
+            authorizer_->Authorize(who, Action::kRaiseTimeLimit, Resource::Job(job)));
       }
       if (req.nice < 0 && req.nice != job.req.nice) {
-        HACHI_RETURN_IF_ERROR(authorizer_.Authorize(who, Action::kNegativeNice, {}));
+        HACHI_RETURN_IF_ERROR(authorizer_->Authorize(who, Action::kNegativeNice, {}));
       }
       if (req.account != job.req.account || req.partition != job.req.partition) {
-        HACHI_RETURN_IF_ERROR(authorizer_.Authorize(
+        HACHI_RETURN_IF_ERROR(authorizer_->Authorize(
             who, Action::kSubmit, Resource::Submit(req.account, req.partition)));
       }
       Result<sched::Job> valid = ValidateJobLocked(req, t);
@@ -242,7 +246,8 @@ Status Controller::Update(state::JobId id, const api::JobUpdate& update,
     }
     return Status::Ok();
   }
-  for (const state::Edit& e : edits) diagnoses_.erase(std::get<state::JobUpdated>(e).id);
+  for (const state::Edit& e : edits)
+    fleet_->diagnoses.erase(std::get<state::JobUpdated>(e).id);
   HACHI_RETURN_IF_ERROR(ledger_->Commit(std::move(edits)));
   // Durable first, then the agents: a re-dispatch (DispatchLocked) carries the new
   // limit from the record, and an agent that registers again is told it (Register).
@@ -250,7 +255,7 @@ Status Controller::Update(state::JobId id, const api::JobUpdate& update,
     const state::JobRecord& job = ledger_->image().jobs.at(t);
     if (job.state != state::JobState::kRunning) continue;  // ended while committing
     for (const state::NodeAllocation& a : job.allocations) {
-      agents_.SetLimit(a.node, {t, job.start_time, job.req.time_limit});
+      hub_->SetLimit(a.node, {t, job.start_time, job.req.time_limit});
     }
   }
   return Status::Ok();

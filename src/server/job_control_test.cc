@@ -30,7 +30,7 @@ TEST(JobControl, SignalGoesToEveryNodeOrTheBatchShellsAlone) {
   ASSERT_EQ(h.Work("n1").launch.size(), 1u);
   ASSERT_EQ(h.Work("n2").launch.size(), 1u);
 
-  ASSERT_TRUE(h->Signal(id, 10, /*batch_only=*/false, kAlice).ok());
+  ASSERT_TRUE(h->jobs().Signal(id, 10, /*batch_only=*/false, kAlice).ok());
   for (const char* node : {"n1", "n2"}) {
     const AgentWork w = h.Work(node);
     ASSERT_EQ(w.signals.size(), 1u) << node;
@@ -39,7 +39,7 @@ TEST(JobControl, SignalGoesToEveryNodeOrTheBatchShellsAlone) {
     EXPECT_FALSE(w.signals[0].batch_only);
   }
   // B: the batch shell runs on the first node (rank 0) only.
-  ASSERT_TRUE(h->Signal(id, 12, /*batch_only=*/true, kRoot).ok());
+  ASSERT_TRUE(h->jobs().Signal(id, 12, /*batch_only=*/true, kRoot).ok());
   const AgentWork w1 = h.Work("n1");
   ASSERT_EQ(w1.signals.size(), 1u);
   EXPECT_TRUE(w1.signals[0].batch_only);
@@ -51,19 +51,21 @@ TEST(JobControl, SignalRefusals) {
   Harness h;
   h.Register("n1");
   const state::JobId pending = h.Submit(MakeSubmit().Hold());
-  Status s = h->Signal(pending, 10, false, kAlice);
+  Status s = h->jobs().Signal(pending, 10, false, kAlice);
   EXPECT_EQ(s.code(), StatusCode::kBusy);  // 409
   EXPECT_EQ(s.message(), "job " + std::to_string(pending) +
                              " is PENDING; only running jobs can be signalled");
   const state::JobId running = h.Submit(MakeSubmit());
   h->RunCycle();
   ASSERT_EQ(h.StateOf(running), JobState::kRunning);
-  EXPECT_EQ(h->Signal(running, 10, false, kBob).code(), StatusCode::kPermissionDenied);
-  EXPECT_EQ(h->Signal(running, 0, false, kAlice).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(h->Signal(999, 10, false, kAlice).code(), StatusCode::kNotFound);
+  EXPECT_EQ(h->jobs().Signal(running, 10, false, kBob).code(),
+            StatusCode::kPermissionDenied);
+  EXPECT_EQ(h->jobs().Signal(running, 0, false, kAlice).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(h->jobs().Signal(999, 10, false, kAlice).code(), StatusCode::kNotFound);
   h.Work("n1");
   h.Exit("n1", running, 0);
-  s = h->Signal(running, 10, false, kAlice);
+  s = h->jobs().Signal(running, 10, false, kAlice);
   EXPECT_EQ(s.code(), StatusCode::kBusy);
   EXPECT_NE(s.message().find("is COMPLETED"), std::string::npos) << s.message();
 }
@@ -86,11 +88,11 @@ TEST(JobControl, RequeueRunningStopsItThenRunsItAgainWithItsId) {
   EXPECT_TRUE(w.launch[0].spec.signal_batch_only);
   EXPECT_EQ(w.launch[0].restart_count, 0);
 
-  EXPECT_EQ(h->Requeue(id, kBob).code(), StatusCode::kPermissionDenied);
-  ASSERT_TRUE(h->Requeue(id, kAlice).ok());
+  EXPECT_EQ(h->jobs().Requeue(id, kBob).code(), StatusCode::kPermissionDenied);
+  ASSERT_TRUE(h->jobs().Requeue(id, kAlice).ok());
   EXPECT_EQ(h.StateOf(id), JobState::kRunning) << "until its agent reports";
   EXPECT_EQ(h.Work("n1").cancel, std::vector<state::JobId>{id});
-  ASSERT_TRUE(h->Requeue(id, kAlice).ok()) << "asked twice: once";
+  ASSERT_TRUE(h->jobs().Requeue(id, kAlice).ok()) << "asked twice: once";
   EXPECT_TRUE(h.Work("n1").cancel.empty());
   h.Exit("n1", id, 0, ExitKind::kCancelled);
   state::JobRecord job = h.Job(id);
@@ -116,7 +118,7 @@ TEST(JobControl, RequeueFinishedGoesBackToPendingWithItsEnvironment) {
   ASSERT_EQ(h.StateOf(id), JobState::kFailed);
   ASSERT_TRUE(h.Job(id).spec.env().empty()) << "dropped from memory at its end";
 
-  ASSERT_TRUE(h->Requeue(id, kRoot).ok());
+  ASSERT_TRUE(h->jobs().Requeue(id, kRoot).ok());
   state::JobRecord job = h.Job(id);
   EXPECT_EQ(job.state, JobState::kPending);
   EXPECT_EQ(job.requeues, 1);
@@ -134,18 +136,18 @@ TEST(JobControl, RequeueRefusalsAndUndeliveredLaunch) {
   Harness h;
   h.Register("n1");
   const state::JobId pending = h.Submit(MakeSubmit().Hold());
-  Status s = h->Requeue(pending, kAlice);
+  Status s = h->jobs().Requeue(pending, kAlice);
   EXPECT_EQ(s.code(), StatusCode::kBusy);
   EXPECT_EQ(s.message(),
             "job " + std::to_string(pending) +
                 " is PENDING; only running or finished jobs can be requeued");
-  EXPECT_EQ(h->Requeue(999, kAlice).code(), StatusCode::kNotFound);
+  EXPECT_EQ(h->jobs().Requeue(999, kAlice).code(), StatusCode::kNotFound);
 
   // Started, its launch not yet picked up: taken back, and pending again at once.
   const state::JobId id = h.Submit(MakeSubmit());
   h->RunCycle();
   ASSERT_EQ(h.StateOf(id), JobState::kRunning);
-  ASSERT_TRUE(h->Requeue(id, kAlice).ok());
+  ASSERT_TRUE(h->jobs().Requeue(id, kAlice).ok());
   EXPECT_EQ(h.StateOf(id), JobState::kPending);
   EXPECT_EQ(h.Job(id).requeues, 1);
   const AgentWork w = h.Work("n1");
@@ -155,8 +157,8 @@ TEST(JobControl, RequeueRefusalsAndUndeliveredLaunch) {
   // Being cancelled: no requeue.
   h->RunCycle();
   ASSERT_EQ(h.Work("n1").launch.size(), 1u);
-  ASSERT_TRUE(h->Cancel(id, kAlice).ok());
-  EXPECT_EQ(h->Requeue(id, kAlice).code(), StatusCode::kBusy);
+  ASSERT_TRUE(h->jobs().Cancel(id, kAlice).ok());
+  EXPECT_EQ(h->jobs().Requeue(id, kAlice).code(), StatusCode::kBusy);
 }
 
 // scontrol update: Controller::Update.
@@ -173,7 +175,7 @@ TEST(JobControl, UpdateChangesAPendingJobWhichThenStartsUnderTheNewRequest) {
   api::JobUpdate u = ReqPatch(R"({"gpus": 4, "time_limit": 300, "constraint": "h100"})");
   u.name = "renamed";
   u.comment = "four now";
-  ASSERT_TRUE(h->Update(id, u, kAlice).ok());
+  ASSERT_TRUE(h->jobs().Update(id, u, kAlice).ok());
   state::JobRecord j = h.Job(id);
   EXPECT_EQ(j.req.gpus, 4);
   EXPECT_EQ(j.req.time_limit, 300);
@@ -182,7 +184,7 @@ TEST(JobControl, UpdateChangesAPendingJobWhichThenStartsUnderTheNewRequest) {
   EXPECT_EQ(j.spec.name, "renamed");
   EXPECT_EQ(j.spec.comment, "four now");
   EXPECT_TRUE(j.held) << "an update leaves the hold alone";
-  ASSERT_TRUE(h->Hold(id, false, kAlice).ok());
+  ASSERT_TRUE(h->jobs().Hold(id, false, kAlice).ok());
   h->RunCycle();
   ASSERT_EQ(h.StateOf(id), JobState::kRunning);
   const AgentWork w = h.Work("n1");
@@ -197,30 +199,30 @@ TEST(JobControl, UpdateRefusesWhatASubmitWouldAndChangesNothing) {
   h.Register("n1");
   const state::JobId id = h.Submit(MakeSubmit().Time(600).Hold());
   const state::JobRecord before = h.Job(id);
-  Status s = h->Update(id, ReqPatch(R"({"gpus": 9})"), kAlice);  // an 8-GPU node
-  EXPECT_EQ(s.code(), h->Submit(MakeSubmit().Gpus(9), kAlice).status().code())
+  Status s = h->jobs().Update(id, ReqPatch(R"({"gpus": 9})"), kAlice);  // an 8-GPU node
+  EXPECT_EQ(s.code(), h->jobs().Submit(MakeSubmit().Gpus(9), kAlice).status().code())
       << "refused as a submit is: " << s.ToString();
   EXPECT_EQ(s.message().rfind("job " + std::to_string(id) + ": ", 0), 0u) << s.message();
-  s = h->Update(id, ReqPatch(R"({"gpus": "four"})"), kAlice);
+  s = h->jobs().Update(id, ReqPatch(R"({"gpus": "four"})"), kAlice);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("update.req.gpus"), std::string::npos) << s.message();
-  s = h->Update(id, ReqPatch(R"({"constraint": "h100&("})"), kAlice);
+  s = h->jobs().Update(id, ReqPatch(R"({"constraint": "h100&("})"), kAlice);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
   EXPECT_EQ(h.Job(id).req, before.req);
   // Only the owner or an admin; lengthening is an admin's, shortening anyone's.
-  EXPECT_EQ(h->Update(id, ReqPatch(R"({"time_limit": 300})"), kBob).code(),
+  EXPECT_EQ(h->jobs().Update(id, ReqPatch(R"({"time_limit": 300})"), kBob).code(),
             StatusCode::kPermissionDenied);
-  s = h->Update(id, ReqPatch(R"({"time_limit": 1200})"), kAlice);
+  s = h->jobs().Update(id, ReqPatch(R"({"time_limit": 1200})"), kAlice);
   EXPECT_EQ(s.code(), StatusCode::kPermissionDenied);
   EXPECT_NE(s.message().find("only an admin may lengthen the time limit of job"),
             std::string::npos)
       << s.message();
-  EXPECT_TRUE(h->Update(id, ReqPatch(R"({"time_limit": 300})"), kAlice).ok());
-  EXPECT_TRUE(h->Update(id, ReqPatch(R"({"time_limit": 1200})"), kRoot).ok());
+  EXPECT_TRUE(h->jobs().Update(id, ReqPatch(R"({"time_limit": 300})"), kAlice).ok());
+  EXPECT_TRUE(h->jobs().Update(id, ReqPatch(R"({"time_limit": 1200})"), kRoot).ok());
   EXPECT_EQ(h.Job(id).req.time_limit, 1200);
-  EXPECT_EQ(h->Update(id, ReqPatch(R"({"nice": -5})"), kAlice).code(),
+  EXPECT_EQ(h->jobs().Update(id, ReqPatch(R"({"nice": -5})"), kAlice).code(),
             StatusCode::kPermissionDenied);
-  EXPECT_EQ(h->Update(999, ReqPatch("{}"), kAlice).code(), StatusCode::kNotFound);
+  EXPECT_EQ(h->jobs().Update(999, ReqPatch("{}"), kAlice).code(), StatusCode::kNotFound);
 }
 
 TEST(JobControl, UpdateOfARunningJobChangesItsLimitAndNameAndOfAnEndedOneNothing) {
@@ -231,19 +233,19 @@ TEST(JobControl, UpdateOfARunningJobChangesItsLimitAndNameAndOfAnEndedOneNothing
   ASSERT_EQ(h.StateOf(id), JobState::kRunning);
   h.Work("n1");
   // Its time limit: shortened by its owner, lengthened by an admin; its agents told.
-  ASSERT_TRUE(h->Update(id, ReqPatch(R"({"time_limit": 300})"), kAlice).ok());
+  ASSERT_TRUE(h->jobs().Update(id, ReqPatch(R"({"time_limit": 300})"), kAlice).ok());
   AgentWork w = h.Work("n1");
   ASSERT_EQ(w.limits.size(), 1u);
   EXPECT_EQ(w.limits[0].job, id);
   EXPECT_EQ(w.limits[0].start_time, h.Job(id).start_time);
   EXPECT_EQ(w.limits[0].time_limit, 300);
-  EXPECT_EQ(h->Update(id, ReqPatch(R"({"time_limit": 900})"), kAlice).code(),
+  EXPECT_EQ(h->jobs().Update(id, ReqPatch(R"({"time_limit": 900})"), kAlice).code(),
             StatusCode::kPermissionDenied);
-  ASSERT_TRUE(h->Update(id, ReqPatch(R"({"time_limit": 900})"), kRoot).ok());
+  ASSERT_TRUE(h->jobs().Update(id, ReqPatch(R"({"time_limit": 900})"), kRoot).ok());
   EXPECT_EQ(h.Work("n1").limits.at(0).time_limit, 900);
   EXPECT_EQ(h.Job(id).req.time_limit, 900);
   // An agent that registers again is told the limit the records have.
-  Status again = h->Register([&] {
+  Status again = h->nodes().Register([&] {
     AgentRegistration r = testing::MakeAgent("n1");
     r.running = {id};
     return r;
@@ -253,20 +255,20 @@ TEST(JobControl, UpdateOfARunningJobChangesItsLimitAndNameAndOfAnEndedOneNothing
   ASSERT_EQ(w.limits.size(), 1u);
   EXPECT_EQ(w.limits[0].time_limit, 900);
   // The rest of the request is what its agents hold: not changed while it runs.
-  Status s = h->Update(id, ReqPatch(R"({"gpus": 2})"), kAlice);
+  Status s = h->jobs().Update(id, ReqPatch(R"({"gpus": 2})"), kAlice);
   EXPECT_EQ(s.code(), StatusCode::kBusy);
   EXPECT_NE(s.message().find("only its time limit, name and comment"), std::string::npos)
       << s.message();
   api::JobUpdate rename;
   rename.name = "still-running";
-  ASSERT_TRUE(h->Update(id, rename, kAlice).ok());
+  ASSERT_TRUE(h->jobs().Update(id, rename, kAlice).ok());
   EXPECT_EQ(h.Job(id).spec.name, "still-running");
   rename.name = "a/b";  // %x puts the name into output paths
-  EXPECT_EQ(h->Update(id, rename, kAlice).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(h->jobs().Update(id, rename, kAlice).code(), StatusCode::kInvalidArgument);
   h.Work("n1");
   h.Exit("n1", id, 0);
   rename.name = "too-late";
-  s = h->Update(id, rename, kAlice);
+  s = h->jobs().Update(id, rename, kAlice);
   EXPECT_EQ(s.code(), StatusCode::kBusy);
   EXPECT_NE(s.message().find("has already finished (COMPLETED)"), std::string::npos)
       << s.message();
@@ -279,13 +281,13 @@ TEST(JobControl, UpdateRefusesADependencyCycle) {
   const state::JobId b = h.Submit(MakeSubmit().After(sched::DependencyKind::kAfterOk, a));
   const std::string on_b =
       R"({"dependencies": [{"kind": "afterok", "job": )" + std::to_string(b) + "}]}";
-  Status s = h->Update(a, ReqPatch(on_b), kAlice);
+  Status s = h->jobs().Update(a, ReqPatch(on_b), kAlice);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("would make a cycle"), std::string::npos) << s.message();
   EXPECT_TRUE(h.Job(a).req.dependencies.empty());
   // Clearing b's dependency is fine, and so then is a's on b.
-  ASSERT_TRUE(h->Update(b, ReqPatch(R"({"dependencies": []})"), kAlice).ok());
-  EXPECT_TRUE(h->Update(a, ReqPatch(on_b), kAlice).ok());
+  ASSERT_TRUE(h->jobs().Update(b, ReqPatch(R"({"dependencies": []})"), kAlice).ok());
+  EXPECT_TRUE(h->jobs().Update(a, ReqPatch(on_b), kAlice).ok());
 }
 
 // Preemption through the run's lifecycle (runs.h): "low" jobs give way to "high" ones,
@@ -351,7 +353,7 @@ TEST(Preemption, CancelModeEndsTheVictimCancelled) {
 TEST(Preemption, ACancelAskedMeanwhileOutranksTheRequeue) {
   Harness h(TiersOptions(sched::PreemptMode::kRequeue));
   const Preempted p = PreemptOnce(h);
-  ASSERT_TRUE(h->Cancel(p.low, kAlice).ok());
+  ASSERT_TRUE(h->jobs().Cancel(p.low, kAlice).ok());
   h.Exit("n1", p.low, 0, ExitKind::kCancelled);
   const state::JobRecord low = h.Job(p.low);
   EXPECT_EQ(low.state, JobState::kCancelled);

@@ -11,10 +11,7 @@ namespace hachi::server {
 
 std::string JobTopic(state::JobId id) { return "job/" + std::to_string(id); }
 
-namespace {
-
-// The job an edit touches; 0 for a node's or a token's.
-state::JobId JobOf(const state::Edit& e) {
+state::JobId EditJob(const state::Edit& e) {
   return std::visit(
       [](const auto& x) -> state::JobId {
         using T = std::decay_t<decltype(x)>;
@@ -28,8 +25,6 @@ state::JobId JobOf(const state::Edit& e) {
       },
       e);
 }
-
-}  // namespace
 
 Ledger::Ledger(std::unique_ptr<state::Store> store) : store_(std::move(store)) {}
 
@@ -125,7 +120,7 @@ Status Ledger::CommitNew(const std::vector<state::Edit>& edits,
 void Ledger::AppliedLocked(const std::vector<state::Edit>& edits) {
   std::vector<state::JobId> ended;
   for (const state::Edit& e : edits) {
-    const state::JobId id = JobOf(e);
+    const state::JobId id = EditJob(e);
     if (id == 0) continue;
     NotifyJob(id);  // a `hachi run` waiting for it
     auto it = image_.jobs.find(id);

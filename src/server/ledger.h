@@ -43,6 +43,9 @@ namespace hachi::server {
 // job (Ledger::SetNotifier).
 std::string JobTopic(state::JobId id);
 
+// The job an edit touches (a submit's new job included); 0 for a node's or a token's.
+state::JobId EditJob(const state::Edit& e);
+
 class Ledger {
  public:
   // What one commit writes: the edits, and the usage of the runs they end (a

@@ -153,7 +153,7 @@ TEST(MasterPort, NodesShareARangeExactlyWhenTheyShareAnAddress) {
     for (const auto& [node, addr] : {std::pair{"n1", c.addr1}, {"n2", c.addr2}}) {
       AgentRegistration reg = testing::MakeAgent(node);
       reg.address = addr;
-      ASSERT_TRUE(h->Register(reg).ok());
+      ASSERT_TRUE(h->nodes().Register(reg).ok());
     }
     // Whole nodes, so that one lands on each.
     const state::JobId a = h.Submit(MakeSubmit().Gpus(8));

@@ -53,7 +53,7 @@ TEST_F(MigServerTest, DevicesAreBookedFromTheRecordsAfterARestart) {
   state::JobId a = 0, b = 0, c = 0;
   {
     auto h = Open();
-    ASSERT_TRUE(h->c().Register(MigAgent(agent_started)).ok());
+    ASSERT_TRUE(h->c().nodes().Register(MigAgent(agent_started)).ok());
     a = h->Submit(Mig());
     b = h->Submit(Mig());
     h->c().RunCycle();
@@ -66,7 +66,7 @@ TEST_F(MigServerTest, DevicesAreBookedFromTheRecordsAfterARestart) {
     ASSERT_EQ(w.launch.size(), 2u);
     EXPECT_EQ(w.launch[1].mig, (std::vector<api::MigLaunch>{{"MIG-bbbb", 0, 2, 0}}));
     // The node's status names the devices and their jobs.
-    const std::vector<state::NodeStatus> nodes = h->c().Nodes();
+    const std::vector<state::NodeStatus> nodes = h->c().cluster_views().Nodes();
     ASSERT_EQ(nodes.size(), 1u);
     ASSERT_EQ(nodes[0].mig_devices.size(), 2u);
     EXPECT_EQ(nodes[0].mig_devices[0].job, a);
@@ -74,15 +74,15 @@ TEST_F(MigServerTest, DevicesAreBookedFromTheRecordsAfterARestart) {
     EXPECT_EQ(nodes[0].gpu_jobs[0], 0);  // the MIG GPU is nobody's whole
     // Whole GPUs: 7 fit beside the MIG GPU, 8 never.
     SubmitRequest eight = MakeSubmit().Gpus(8).r;
-    EXPECT_FALSE(h->c().Submit(eight, testing::kAlice).ok());
+    EXPECT_FALSE(h->c().jobs().Submit(eight, testing::kAlice).ok());
   }
   auto h = Open();
-  ASSERT_TRUE(h->c().Register(MigAgent(agent_started)).ok());  // the same agent
+  ASSERT_TRUE(h->c().nodes().Register(MigAgent(agent_started)).ok());  // the same agent
   c = h->Submit(Mig());
   h->c().RunCycle();
   EXPECT_EQ(h->StateOf(a), JobState::kRunning);
   EXPECT_EQ(h->StateOf(c), JobState::kPending);
-  Result<report::JobExplain> e = h->c().Explain(c);
+  Result<report::JobExplain> e = h->c().job_views().Explain(c);
   ASSERT_TRUE(e.ok()) << e.status().ToString();
   EXPECT_EQ(e->reason, "MigBusy");
   EXPECT_EQ(e->diagnosis,

@@ -1,15 +1,17 @@
-// Controller: what it tells about itself — the /metrics gauges, the partition loads
-// behind `hachi stats`' likely causes, and a job's explanation (`hachi explain`). Each
-// copies what it needs under the lock (a snapshot, a few counters) and does the rest
-// with the lock released: nothing here runs on the scheduling path.
+// ClusterViews (views.h): the nodes and partitions as shown, the /metrics gauges, the
+// partition loads behind `hachi stats`' likely causes, and GPU-hours (`hachi report`).
+// Each copies what it needs under the lock (a snapshot, a few counters) and does the
+// rest with the lock released: nothing here runs on the scheduling path.
 #include <algorithm>
 #include <memory>
 #include <set>
 
 #include "sched/eligibility.h"
+#include "sched/features.h"
 #include "sched/inspect.h"
-#include "server/controller.h"
 #include "server/controller_metrics.h"
+#include "server/views.h"
+#include "topo/analysis.h"
 
 namespace hachi::server {
 namespace {
@@ -20,10 +22,6 @@ int AllocatedGpus(const sched::Node& n) {
   const GpuSet all = GpuSet::FirstN(n.gpu_count());
   return ((all - n.unhealthy) - n.free_gpus).size();
 }
-
-std::string NodesText(int n) { return std::to_string(n) + (n == 1 ? " node" : " nodes"); }
-
-std::string GpusText(int n) { return std::to_string(n) + (n == 1 ? " GPU" : " GPUs"); }
 
 // Same partitions, same order: a job's partition index means the same in both.
 bool SamePartitions(const sched::ClusterState& a, const sched::ClusterState& b) {
@@ -36,13 +34,141 @@ bool SamePartitions(const sched::ClusterState& a, const sched::ClusterState& b) 
 
 }  // namespace
 
-ClusterGauges Controller::Gauges() const {
+ClusterViews::ClusterViews(Ledger* ledger, Fleet* fleet, const AgentHub* hub,
+                           UsageService* usage, ControllerMetrics* metrics,
+                           const ControllerOptions* options)
+    : OnLedger(ledger),
+      fleet_(fleet),
+      hub_(hub),
+      usage_(usage),
+      metrics_(metrics),
+      options_(options) {}
+
+state::NodeStatus ClusterViews::NodeStatusLocked(const state::NodeRecord& rec,
+                                                 const sched::ClusterState& snap) const {
+  fleet_->Held(ledger_);
+  usage_->Held(ledger_);
+  state::NodeStatus st;
+  st.record = rec;
+  auto hw = fleet_->hardware.find(rec.name);
+  if (hw != fleet_->hardware.end() && hw->second.model) {
+    st.gpus = hw->second.model->gpu_count();
+    st.gpu_model = hw->second.gpu_model;
+    st.gpu_memory_mib = hw->second.gpu_memory_mib;
+    st.interconnect = std::string(topo::InterconnectClassName(hw->second.interconnect));
+  }
+  st.gpu_jobs.assign(st.gpus, 0);
+  st.gpu_share_milli.assign(st.gpus, 0);
+  if (hw != fleet_->hardware.end()) {  // MIG devices, free until a job below holds one
+    for (const sched::MigSlot& m : hw->second.mig) {
+      st.mig_devices.push_back({m.gpu, m.profile, m.uuid, m.memory_mib, 0});
+    }
+  }
+  auto ni = fleet_->base.node_index.find(rec.name);
+  if (ni != fleet_->base.node_index.end()) {
+    const sched::Node& n = snap.nodes[ni->second];
+    for (int p : n.partitions) st.partitions.push_back(snap.partitions[p].name);
+    st.features = sched::NodeFeatures(n);
+    st.alloc_cpus = n.cpus - n.free_cpus;
+    st.alloc_memory_mib = n.memory_mib - n.free_memory_mib;
+  }
+  st.gpu_util.assign(st.gpus, -1);
+  for (const auto& [id, job] : ledger_->image().jobs) {
+    if (job.state != state::JobState::kRunning) continue;
+    for (const state::NodeAllocation& a : job.allocations) {
+      if (a.node != rec.name) continue;
+      if (!a.mig.empty()) {  // MIG devices: their GPUs are not the job's whole
+        for (state::NodeMigDevice& m : st.mig_devices) {
+          if (std::find(a.mig.begin(), a.mig.end(), m.uuid) != a.mig.end()) m.job = id;
+        }
+        continue;
+      }
+      for (int g = 0; g < st.gpus; ++g) {
+        if (!a.gpus.contains(g)) continue;
+        if (st.gpu_jobs[g] == 0) st.gpu_jobs[g] = id;
+        st.gpu_share_milli[g] += a.share_milli;
+        // The latest figure of this run on this GPU (the shares of one GPU all see the
+        // device's figure).
+        st.gpu_util[g] = std::max(st.gpu_util[g],
+                                  usage_->GpuUtilLocked(rec.name, g, id, job.start_time));
+      }
+    }
+  }
+  st.stray_processes = StrayProcessesLocked(rec.name);
+  if (auto seen = fleet_->gpu_processes.find(rec.name);
+      seen != fleet_->gpu_processes.end()) {
+    st.gpu_sharing_events.assign(seen->second.mps_events.begin(),
+                                 seen->second.mps_events.end());
+  }
+  // Up, but taking no new jobs while its agent stops runs the records ended.
+  if (std::string stale = fleet_->StaleNoteLocked(rec.name); !stale.empty()) {
+    st.record.state_reason = std::move(stale);
+  }
+  return st;
+}
+
+std::vector<state::StrayGpuProcess> ClusterViews::StrayProcessesLocked(
+    const std::string& node) const {
+  fleet_->Held(ledger_);
+  std::vector<state::StrayGpuProcess> out;
+  auto seen = fleet_->gpu_processes.find(node);
+  if (seen == fleet_->gpu_processes.end()) return out;
+  for (const api::GpuProcessReport& p : seen->second.processes) {
+    // Its own: a process of a job running on this node with this GPU in its allocation.
+    auto job = ledger_->image().jobs.find(p.job);
+    const bool owned =
+        p.job != 0 && job != ledger_->image().jobs.end() &&
+        job->second.state == state::JobState::kRunning &&
+        std::any_of(job->second.allocations.begin(), job->second.allocations.end(),
+                    [&](const state::NodeAllocation& a) {
+                      return a.node == node && a.gpus.contains(p.gpu);
+                    });
+    if (owned) continue;
+    auto since = seen->second.since.find({p.gpu, p.pid});
+    out.push_back(
+        state::StrayGpuProcess{p.gpu, p.pid, p.used_mib, p.user, p.command, p.job,
+                               since != seen->second.since.end() ? since->second : 0});
+  }
+  return out;
+}
+
+std::vector<state::NodeStatus> ClusterViews::Nodes() const {
+  MutexLock lock(&ledger_->mu());
+  fleet_->Held(ledger_);
+  const sched::ClusterState snap =
+      BuildSnapshot(fleet_->base, ledger_->image(), &ledger_->active());
+  std::vector<state::NodeStatus> out;
+  for (const auto& [name, rec] : ledger_->image().nodes)
+    out.push_back(NodeStatusLocked(rec, snap));
+  return out;
+}
+
+std::vector<sched::Partition> ClusterViews::Partitions() const {
+  MutexLock lock(&ledger_->mu());
+  fleet_->Held(ledger_);
+  return fleet_->base.state.partitions;
+}
+
+std::vector<std::string> ClusterViews::Warnings() const {
+  MutexLock lock(&ledger_->mu());
+  fleet_->Held(ledger_);
+  return fleet_->base.warnings;
+}
+
+ControllerStats ClusterViews::stats() const {
+  MutexLock lock(&ledger_->mu());
+  fleet_->Held(ledger_);
+  return fleet_->stats;
+}
+
+ClusterGauges ClusterViews::Gauges() const {
   ClusterGauges g;
   sched::ClusterState snap;
   std::set<state::JobId> running;
   std::shared_ptr<const sched::ClusterState> last;  // the last cycle's snapshot
   {
     MutexLock lock(&ledger_->mu());
+    fleet_->Held(ledger_);
     // Every job of the image: finished ones too, which a 50k-job soak keeps (a scan of a
     // map, a few milliseconds at 100k jobs, per scrape).
     for (const auto& [id, job] : ledger_->image().jobs) {
@@ -52,8 +178,8 @@ ClusterGauges Controller::Gauges() const {
     }
     // Nodes and what runs on them now, without the pending jobs: copying 100k of those
     // here held the lock as long as a cycle's own snapshot (80-150 ms, measured).
-    snap = BuildSnapshot(base_, ledger_->image(), &running);
-    last = diagnosed_;
+    snap = BuildSnapshot(fleet_->base, ledger_->image(), &running);
+    last = fleet_->diagnosed;
     for (const sched::Node& n : snap.nodes) {  // name order (BuildBase)
       ClusterGauges::NodeRow row;
       row.node = n.name;
@@ -63,16 +189,16 @@ ClusterGauges Controller::Gauges() const {
       auto rec = ledger_->image().nodes.find(n.name);
       if (rec != ledger_->image().nodes.end())
         row.state = std::string(state::NodeStateName(rec->second.state));
-      if (const int64_t silent = agents_.SilentForMs(n.name); silent >= 0) {
+      if (const int64_t silent = hub_->SilentForMs(n.name); silent >= 0) {
         row.heartbeat_age_s = static_cast<double>(silent) / 1000.0;
       }
       g.nodes.push_back(std::move(row));
     }
-    g.cycles = stats_.cycles;
-    g.submits = stats_.submits;
-    g.starts = stats_.starts;
-    usage_.Held(ledger_.get());
-    usage_.GaugesLocked(&g);
+    g.cycles = fleet_->stats.cycles;
+    g.submits = fleet_->stats.submits;
+    g.starts = fleet_->stats.starts;
+    usage_->Held(ledger_);
+    usage_->GaugesLocked(&g);
   }
   // The waiting jobs as the last cycle saw them (its snapshot is immutable), less those
   // started since; jobs submitted since wait for the next cycle (one is due at once).
@@ -81,7 +207,7 @@ ClusterGauges Controller::Gauges() const {
       if (running.count(j.id) == 0) snap.pending.push_back(j);
     }
   }
-  const std::vector<int> fragmented = sched::FragmentedGpus(snap, options_.clock->Now());
+  const std::vector<int> fragmented = sched::FragmentedGpus(snap, options_->clock->Now());
   for (size_t p = 0; p < snap.partitions.size(); ++p) {
     ClusterGauges::PartitionRow row;
     row.partition = snap.partitions[p].name;
@@ -97,25 +223,25 @@ ClusterGauges Controller::Gauges() const {
   return g;
 }
 
-std::string Controller::MetricsText() const { return metrics_->registry().Render(); }
-
-std::vector<report::PartitionLoad> Controller::PartitionLoads() const {
+std::string ClusterViews::MetricsText() const { return metrics_->registry().Render(); }
+std::vector<report::PartitionLoad> ClusterViews::PartitionLoads() const {
   std::vector<report::PendingJob> pending;
   sched::ClusterState snap;
   {
     MutexLock lock(&ledger_->mu());
+    fleet_->Held(ledger_);
     std::set<state::JobId> running;  // the snapshot needs nodes and running jobs only
     for (state::JobId id : ledger_->active()) {
       const state::JobRecord& r = ledger_->image().jobs.at(id);
       if (r.state == state::JobState::kRunning) running.insert(id);
       if (r.state != state::JobState::kPending || r.held) continue;
-      auto d = diagnoses_.find(id);
+      auto d = fleet_->diagnoses.find(id);
       pending.push_back(
           {r.req.partition, r.req.user, r.req.Shared() ? 0 : r.req.TotalGpus(),
            r.req.Shared() ? 0 : r.req.GpusPerNode(), r.req.time_limit,
-           d == diagnoses_.end() ? sched::Reason::kNone : d->second.reason});
+           d == fleet_->diagnoses.end() ? sched::Reason::kNone : d->second.reason});
     }
-    snap = BuildSnapshot(base_, ledger_->image(), &running);
+    snap = BuildSnapshot(fleet_->base, ledger_->image(), &running);
   }
   std::vector<report::PartitionLoad> loads;
   for (const sched::Partition& p : snap.partitions) {
@@ -142,212 +268,15 @@ std::vector<report::PartitionLoad> Controller::PartitionLoads() const {
   return loads;
 }
 
-namespace {
-
-// The node groups of an explanation, in a fixed order, with their sentences.
-void AddNodeGroups(const sched::NodeBreakdown& b, const state::JobRecord& job,
-                   report::JobExplain* e) {
-  using sched::NodeVerdict;
-  const int need = job.req.Shared() ? 1 : job.req.GpusPerNode();
-  auto count = [&](NodeVerdict v) { return b.verdicts[static_cast<int>(v)]; };
-  auto largest = [&](NodeVerdict v) { return b.largest_free[static_cast<int>(v)]; };
-  auto add = [&](const char* reason, int n, int largest_free, const std::string& why) {
-    if (n > 0) e->nodes.push_back({reason, n, largest_free, NodesText(n) + ": " + why});
-  };
-  add("fits", count(NodeVerdict::kFits), largest(NodeVerdict::kFits),
-      job.req.nodes > 1
-          ? "would take one part of it now (needs " + NodesText(job.req.nodes) + ")"
-          : "would take it now");
-  add("busy", count(NodeVerdict::kGpus) - b.other_user, largest(NodeVerdict::kGpus),
-      "busy (largest free set " + GpusText(largest(NodeVerdict::kGpus)) + " < " +
-          std::to_string(need) + ")");
-  add("other_user", b.other_user, -1,
-      std::to_string(b.other_user_gpus) +
-          (b.other_user_gpus == 1 ? " shared GPU with room holds another user's shares"
-                                  : " shared GPUs with room hold other users' shares") +
-          " (MPS serves one user per GPU)");
-  add("cpus", count(NodeVerdict::kCpus), -1,
-      "too few free CPUs (needs " + std::to_string(sched::NodeCpus(job.req)) + ")");
-  add("memory", count(NodeVerdict::kMemory), -1,
-      "too little free memory (needs " + std::to_string(sched::NodeMemory(job.req)) +
-          " MiB)");
-  add("isolation", count(NodeVerdict::kIsolation), -1,
-      "whole-node and shared jobs do not mix there");
-  add("reserved", count(NodeVerdict::kReserved), -1, "reserved for jobs ahead");
-  add("window", count(NodeVerdict::kWindow), -1, "in another partition's time window");
-  const int drained = b.drained;
-  const int down = count(NodeVerdict::kDown) - drained;
-  add("drained", drained, -1, "drained");
-  add("down", down, -1, "down");
-  add("unsuitable", b.unsuitable, -1,
-      "unsuitable (GPU model, GPU memory, or fewer than " + GpusText(need) + ")");
-  add("not_in_partition", b.not_in_partition, -1,
-      "not in partition " + job.req.partition);
-}
-
-}  // namespace
-
-Result<report::JobExplain> Controller::Explain(state::JobId id) const {
-  report::JobExplain e;
-  state::JobRecord rec;
-  sched::ClusterState snap;
-  sched::Job probe;
-  std::vector<std::string> stale_notes;  // nodes held for their stale runs
-  {
-    MutexLock lock(&ledger_->mu());
-    auto it = ledger_->image().jobs.find(id);
-    if (it == ledger_->image().jobs.end())
-      return NotFound("no job " + std::to_string(id));
-    rec = it->second;
-    e.job = id;
-    e.state = std::string(state::JobStateName(rec.state));
-    e.as_of = options_.clock->Now();
-    e.partition = rec.req.partition;
-    e.needed_gpus = rec.req.Shared() ? 1 : rec.req.GpusPerNode();
-    e.needed_nodes = std::max(rec.req.nodes, 1);
-    e.gpu_share_milli = rec.req.gpu_share_milli;
-    Time eligible = rec.submit_time;
-    bool requeued_last = false;
-    if (auto el = eligible_since_.find(id); el != eligible_since_.end()) {
-      eligible = std::max(eligible, el->second.at);
-      requeued_last = el->second.requeued;
-    }
-    // History, from the record (and when the job last became eligible, if since this
-    // server started).
-    e.history.push_back(
-        {rec.submit_time, "submitted",
-         "submitted to partition " + rec.req.partition + " (" +
-             (rec.req.Shared() ? std::string("a GPU share")
-                               : GpusText(rec.req.TotalGpus())) +
-             (rec.req.nodes > 1 ? " on " + NodesText(rec.req.nodes) : "") + ")"});
-    if (rec.requeues > 0) {
-      e.history.push_back(
-          {requeued_last ? eligible : 0, "requeued",
-           "requeued " + std::to_string(rec.requeues) +
-               (rec.requeues == 1 ? " time" : " times") +
-               (rec.state == state::JobState::kPending && !rec.reason.empty()
-                    ? " (last: " + rec.reason + ")"
-                    : "")});
-    }
-    if (eligible > rec.submit_time && !requeued_last) {
-      e.history.push_back(
-          {eligible, "released", "released from hold; its wait counts from here"});
-    }
-    if (rec.start_time > 0 && rec.state != state::JobState::kPending) {
-      std::string on;
-      for (const state::NodeAllocation& a : rec.allocations) {
-        on += (on.empty() ? "" : ", ") + a.node + " (GPUs " + a.gpus.ToString() + ")";
-      }
-      const Time from = eligible <= rec.start_time ? eligible : rec.submit_time;
-      e.history.push_back({rec.start_time, "started",
-                           "started on " + on + " after waiting " +
-                               FormatDuration(rec.start_time - from)});
-      if (rec.state == state::JobState::kRunning && rec.req.time_limit > 0) {
-        e.history.push_back({rec.start_time + rec.req.time_limit, "time_limit",
-                             "stopped at its time limit " +
-                                 FormatDuration(rec.req.time_limit) +
-                                 " unless it ends first"});
-      }
-    }
-    if (state::IsFinal(rec.state)) {
-      std::string text = "ended " + e.state;
-      if (rec.state == state::JobState::kCompleted ||
-          rec.state == state::JobState::kFailed) {
-        text += " (exit code " + std::to_string(rec.exit_code) +
-                (rec.signal != 0 ? ", signal " + std::to_string(rec.signal) : "") + ")";
-      }
-      if (!rec.reason.empty()) text += ": " + rec.reason;
-      if (rec.start_time > 0 && rec.end_time >= rec.start_time) {
-        text += " after running " + FormatDuration(rec.end_time - rec.start_time);
-      }
-      e.history.push_back({rec.end_time, "ended", std::move(text)});
-    }
-    // Running on a node that went down: it waits for that node's fence.
-    if (std::string fence = FenceNoteLocked(rec); !fence.empty()) {
-      e.history.push_back({e.as_of, "fence", std::move(fence)});
-    }
-    usage_.Held(ledger_.get());
-    if (std::string idle = usage_.IdleNoteLocked(rec); !idle.empty()) {
-      e.history.push_back({e.as_of, "idle", std::move(idle)});
-    }
-    if (rec.state != state::JobState::kPending) return e;
-
-    // Pending: the last cycle's word and numbers.
-    if (rec.held) {
-      e.reason = std::string(sched::ReasonName(sched::Reason::kHeld));
-      e.diagnosis = "held";
-    } else if (auto d = diagnoses_.find(id); d != diagnoses_.end() && diagnosed_) {
-      const sched::Diagnosis& dg = d->second;
-      e.reason = std::string(sched::ReasonName(dg.reason));
-      e.diagnosis = dg.Format(*diagnosed_, diagnosed_at_);
-      e.diagnosed_at = diagnosed_at_;
-      // Positions among the jobs still pending that the cycle ordered (jobs it started
-      // are gone from diagnoses_): 1 + those ahead.
-      e.queue_position = e.partition_position = 1;
-      for (const auto& [other, od] : diagnoses_) {
-        auto o = ledger_->image().jobs.find(other);
-        if (o == ledger_->image().jobs.end() ||
-            o->second.state != state::JobState::kPending)
-          continue;
-        const bool same = o->second.req.partition == rec.req.partition;
-        const bool ahead = od.queue_position < dg.queue_position;
-        ++e.queue_length;
-        e.queue_position += ahead;
-        e.partition_length += same;
-        e.partition_position += same && ahead;
-      }
-      if (dg.earliest_start != kNever) {
-        e.earliest_start = dg.earliest_start;
-        if (dg.earliest_node >= 0 &&
-            dg.earliest_node < static_cast<int>(diagnosed_->nodes.size())) {
-          e.earliest_node = diagnosed_->nodes[dg.earliest_node].name;
-        }
-        e.blocking_job = dg.blocking_job;
-      }
-    }
-    // Nodes and running jobs are all ExplainNodes reads: not the pending ones.
-    std::set<state::JobId> running;
-    for (state::JobId a : ledger_->active()) {
-      auto j = ledger_->image().jobs.find(a);
-      if (j != ledger_->image().jobs.end() &&
-          j->second.state == state::JobState::kRunning)
-        running.insert(a);
-    }
-    snap = BuildSnapshot(base_, ledger_->image(), &running);
-    HoldStaleNodesLocked(&snap);
-    for (const auto& [node, jobs] : stale_runs_) {
-      if (!jobs.empty()) stale_notes.push_back(StaleNoteLocked(node));
-    }
-    probe.id = id;
-    probe.req = rec.req;
-    probe.partition = snap.PartitionIndex(rec.req.partition);
-    probe.submit_time = rec.submit_time;
+report::GpuReport ClusterViews::GpuHours(const report::ReportQuery& q) const {
+  MutexLock lock(&ledger_->mu());
+  fleet_->Held(ledger_);
+  std::map<std::string, std::string> groups;
+  if (q.by == report::ReportBy::kNodeGroup) {
+    for (const auto& [name, hw] : fleet_->hardware) groups[name] = hw.gpu_model;
   }
-  // The nodes now, by the scheduler's own node check.
-  const sched::NodeBreakdown b = sched::ExplainNodes(snap, probe, e.as_of);
-  e.largest_free = b.largest_free_gpus;
-  if (b.largest_free_node >= 0)
-    e.largest_free_node = snap.nodes[b.largest_free_node].name;
-  e.free_gpus = b.free_gpus;
-  e.fitting_nodes = b.verdicts[static_cast<int>(sched::NodeVerdict::kFits)];
-  AddNodeGroups(b, rec, &e);
-  // The nodes held for stale runs count as drained to the scheduler; say why instead.
-  if (!stale_notes.empty()) {
-    auto drained =
-        std::find_if(e.nodes.begin(), e.nodes.end(),
-                     [](const report::ExplainNodes& g) { return g.reason == "drained"; });
-    if (drained != e.nodes.end()) {
-      drained->count -= std::min<int>(drained->count, stale_notes.size());
-      drained->text = NodesText(drained->count) + ": drained";
-      if (drained->count == 0) e.nodes.erase(drained);
-    }
-    std::string text = NodesText(static_cast<int>(stale_notes.size())) + ": ";
-    for (size_t i = 0; i < stale_notes.size(); ++i) {
-      text += (i == 0 ? "" : "; ") + stale_notes[i];
-    }
-    e.nodes.push_back({"stopping", static_cast<int>(stale_notes.size()), -1, text});
-  }
-  return e;
+  usage_->Held(ledger_);
+  return usage_->ReportLocked(q, groups);
 }
 
 }  // namespace hachi::server

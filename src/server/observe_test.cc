@@ -62,7 +62,7 @@ struct Fragmented {
     ev.fault = "fatal";
     ev.message = "Xid 79: GPU has fallen off the bus";
     health.events.push_back(ev);
-    EXPECT_TRUE(h->ReportHealth(a_node, health).ok());
+    EXPECT_TRUE(h->nodes().ReportHealth(a_node, health).ok());
     c = h.Submit(MakeSubmit().Gpus(4).Time(600));
     d = h.Submit(MakeSubmit().Gpus(8).Time(600));
     e = h.Submit(MakeSubmit().Gpus(4).Time(600));
@@ -74,8 +74,8 @@ struct Fragmented {
 
 TEST(Metrics, ScrapeReportsTheClusterAndTheLoop) {
   Fragmented x;
-  const Scrape s = ParseScrape(x.h->MetricsText());
-  ASSERT_EQ(s.error, "") << x.h->MetricsText();
+  const Scrape s = ParseScrape(x.h->cluster_views().MetricsText());
+  ASSERT_EQ(s.error, "") << x.h->cluster_views().MetricsText();
   const std::string n = x.a_node;
   EXPECT_EQ(s.Value("hachi_node_gpus", {{"node", n}, {"state", "total"}}), 8);
   EXPECT_EQ(s.Value("hachi_node_gpus", {{"node", n}, {"state", "allocated"}}), 5);
@@ -128,7 +128,7 @@ TEST(Metrics, ScrapeReportsTheClusterAndTheLoop) {
 
   // The run ends: counted as completed, its GPUs free again.
   x.h.Exit(x.a_node, x.a, 0);
-  const Scrape after = ParseScrape(x.h->MetricsText());
+  const Scrape after = ParseScrape(x.h->cluster_views().MetricsText());
   ASSERT_EQ(after.error, "");
   EXPECT_EQ(after.Value("hachi_jobs", {{"state", "COMPLETED"}}), 1);
   EXPECT_EQ(after.Value("hachi_node_gpus", {{"node", n}, {"state", "allocated"}}), 0);
@@ -143,11 +143,11 @@ TEST(Metrics, ReleasedJobWaitsFromItsRelease) {
   h.Register("n1");
   const state::JobId id = h.Submit(MakeSubmit().Gpus(1).Hold());
   clock.Advance(std::chrono::seconds(2));  // a wait if from submit
-  ASSERT_TRUE(h->Hold(id, false, testing::kAlice).ok());
+  ASSERT_TRUE(h->jobs().Hold(id, false, testing::kAlice).ok());
   h->RunCycle();
   ASSERT_EQ(h.StateOf(id), state::JobState::kRunning);
   EXPECT_EQ(h.Job(id).start_time - h.Job(id).submit_time, 2) << "the controller's clock";
-  const Scrape s = ParseScrape(h->MetricsText());
+  const Scrape s = ParseScrape(h->cluster_views().MetricsText());
   ASSERT_EQ(s.error, "");
   EXPECT_EQ(s.Value("hachi_queue_wait_seconds_bucket",
                     {{"partition", "default"}, {"gpus", "1"}, {"le", "1"}}),
@@ -157,7 +157,7 @@ TEST(Metrics, ReleasedJobWaitsFromItsRelease) {
 
 TEST(Explain, PendingJobWithNumbers) {
   Fragmented x;
-  Result<report::JobExplain> r = x.h->Explain(x.c);
+  Result<report::JobExplain> r = x.h->job_views().Explain(x.c);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   const report::JobExplain& e = *r;
   EXPECT_EQ(e.state, "PENDING");
@@ -188,13 +188,13 @@ TEST(Explain, PendingJobWithNumbers) {
   // Every pending job has its own position: 1..4, once each.
   std::set<int> positions;
   for (state::JobId id : {x.c, x.d, x.e, x.f})
-    positions.insert(x.h->Explain(id)->queue_position);
+    positions.insert(x.h->job_views().Explain(id)->queue_position);
   EXPECT_EQ(positions, (std::set<int>{1, 2, 3, 4}));
 }
 
 TEST(Explain, RunningAndFinishedJobsHaveAHistory) {
   Fragmented x;
-  Result<report::JobExplain> running = x.h->Explain(x.a);
+  Result<report::JobExplain> running = x.h->job_views().Explain(x.a);
   ASSERT_TRUE(running.ok());
   EXPECT_EQ(running->reason, "");
   EXPECT_TRUE(running->nodes.empty());
@@ -205,13 +205,13 @@ TEST(Explain, RunningAndFinishedJobsHaveAHistory) {
       << running->history[1].text;
   EXPECT_EQ(running->history[2].event, "time_limit");
   x.h.Exit(x.a_node, x.a, 3);
-  Result<report::JobExplain> done = x.h->Explain(x.a);
+  Result<report::JobExplain> done = x.h->job_views().Explain(x.a);
   ASSERT_TRUE(done.ok());
   ASSERT_EQ(done->history.size(), 3u);
   EXPECT_EQ(done->history[2].event, "ended");
   EXPECT_EQ(done->history[2].text.rfind("ended FAILED (exit code 3): exit code 3", 0), 0u)
       << done->history[2].text;
-  EXPECT_EQ(x.h->Explain(999).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(x.h->job_views().Explain(999).status().code(), StatusCode::kNotFound);
 }
 
 // The same through HTTP: /metrics as Prometheus reads it, the explain object, the cause.
@@ -293,7 +293,7 @@ TEST(ObserveHttp, PromtoolChecksTheScrape) {
   {
     std::FILE* f = std::fopen(path.c_str(), "w");
     ASSERT_NE(f, nullptr);
-    const std::string text = x.h->MetricsText();
+    const std::string text = x.h->cluster_views().MetricsText();
     std::fwrite(text.data(), 1, text.size(), f);
     std::fclose(f);
   }

@@ -48,10 +48,10 @@ TEST(Report, RunningJobsCountWithTheirUsageSoFar) {
   ASSERT_EQ(h.StateOf(unsampled), state::JobState::kRunning);
   clock.Advance(std::chrono::hours(1));
   const state::JobRecord job = h.Job(sampled);
-  ASSERT_TRUE(h->ReportHealth("n1", Sample(job, "n1", clock.Now(), 40)).ok());
+  ASSERT_TRUE(h->nodes().ReportHealth("n1", Sample(job, "n1", clock.Now(), 40)).ok());
 
   // The job list carries the running job's usage so far, as GET /jobs/ID does.
-  for (const state::JobRecord& r : h->Jobs(true)) {
+  for (const state::JobRecord& r : h->job_views().Jobs(true)) {
     if (r.id == sampled) {
       EXPECT_EQ(r.usage.samples, 4);
       EXPECT_DOUBLE_EQ(r.usage.gpu_util, 40);
@@ -64,10 +64,10 @@ TEST(Report, RunningJobsCountWithTheirUsageSoFar) {
   q.from = t0 - 3600;
   q.to = t0 + 7200;
   q.by = report::ReportBy::kNodeGroup;
-  const report::GpuReport r = h->GpuHours(q);
+  const report::GpuReport r = h->cluster_views().GpuHours(q);
   EXPECT_EQ(r.now, clock.Now());
   ASSERT_EQ(r.groups.size(), 1u);
-  EXPECT_EQ(r.groups[0].name, h->Nodes()[0].gpu_model);
+  EXPECT_EQ(r.groups[0].name, h->cluster_views().Nodes()[0].gpu_model);
   EXPECT_FALSE(r.groups[0].name.empty());
   // Both run from t0 to now (1 h): 6 GPU-h, of which 4 sampled at 40 %.
   EXPECT_EQ(r.total.jobs, 2);
@@ -83,7 +83,7 @@ TEST(Report, RunningJobsCountWithTheirUsageSoFar) {
   h.Exit("n1", sampled, 0);
   ASSERT_EQ(h.StateOf(sampled), state::JobState::kCompleted);
   EXPECT_EQ(h.Job(sampled).usage.samples, 4);
-  const report::GpuReport after = h->GpuHours(q);
+  const report::GpuReport after = h->cluster_views().GpuHours(q);
   EXPECT_DOUBLE_EQ(after.total.measured_gpu_hours, 4);
   EXPECT_DOUBLE_EQ(after.total.used_gpu_hours, 1.6);
 }

@@ -38,7 +38,8 @@ class ShareUserTest : public ::testing::Test {
     return std::make_unique<Harness>(o, std::move(*store));
   }
   state::JobId SubmitAs(Harness& h, const Caller& who, int milli) {
-    Result<std::vector<state::JobId>> ids = h->Submit(MakeSubmit().Share(milli), who);
+    Result<std::vector<state::JobId>> ids =
+        h->jobs().Submit(MakeSubmit().Share(milli), who);
     EXPECT_TRUE(ids.ok()) << ids.status().ToString();
     return ids.ok() ? ids->front() : 0;
   }
@@ -66,7 +67,7 @@ TEST_F(ShareUserTest, RestartKeepsEachSharedGpuItsUsers) {
   EXPECT_EQ(h->StateOf(alice_more), JobState::kRunning);  // packed beside hers
   EXPECT_EQ(h->StateOf(bob), JobState::kPending);
 
-  Result<report::JobExplain> e = h->c().Explain(bob);
+  Result<report::JobExplain> e = h->c().job_views().Explain(bob);
   ASSERT_TRUE(e.ok()) << e.status().ToString();
   EXPECT_EQ(e->reason, "MpsOtherUser");
   EXPECT_EQ(e->diagnosis,

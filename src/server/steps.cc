@@ -1,11 +1,11 @@
-// Job steps (docs/steps.md): srun inside an allocation. The Controller records
+// StepService (step_service.h): srun inside an allocation. It records
 // each step (StepStarted, StepEnded), hands its nodes' parts to their agents through
 // the hub, and relays the tasks' output from the agents to srun through StepStreams.
 #include <algorithm>
 #include <iostream>
 
-#include "server/controller.h"
 #include "server/step_layout.h"
+#include "server/step_service.h"
 
 namespace hachi::server {
 namespace {
@@ -67,21 +67,48 @@ state::StepEnded StepEndOf(const state::StepKey& key,
 
 }  // namespace
 
-Result<state::StepRecord> Controller::CreateStep(state::JobId id,
-                                                 const api::StepRequest& req,
-                                                 const Caller& who) {
+StepService::StepService(Ledger* ledger, Fleet* fleet, AgentHub* hub,
+                         const Authorizer* authorizer, const ControllerOptions* options)
+    : OnLedger(ledger),
+      fleet_(fleet),
+      hub_(hub),
+      authorizer_(authorizer),
+      options_(options),
+      streams_(8 << 20, options->clock) {}
+
+void StepService::SetNotifier(std::function<void(const std::string&)> notify) {
+  MutexLock lock(&ledger_->mu());
+  notify_ = std::move(notify);
+}
+
+void StepService::Extend(std::vector<state::Edit>* edits) {
+  ledger_->mu().AssertHeld();
+  EndStepsOfJobsLocked(edits);  // a run's steps end with it
+}
+
+void StepService::Applied(const std::vector<state::Edit>& edits) {
+  ledger_->mu().AssertHeld();
+  StepsEndedLocked(edits);
+}
+
+Result<state::StepRecord> StepService::CreateStep(state::JobId id,
+                                                  const api::StepRequest& req,
+                                                  const Caller& who) {
   MutexLock writer(&ledger_->writer_mu());
   MutexLock lock(&ledger_->mu());
+  fleet_->Held(ledger_);
   auto it = ledger_->image().jobs.find(id);
   if (it == ledger_->image().jobs.end()) return NotFound("no job " + std::to_string(id));
   const state::JobRecord& job = it->second;
-  HACHI_RETURN_IF_ERROR(authorizer_.Authorize(who, Action::kRunStep, Resource::Job(job)));
+  HACHI_RETURN_IF_ERROR(
+      authorizer_->Authorize(who, Action::kRunStep, Resource::Job(job)));
   if (job.state != state::JobState::kRunning) {
     return Busy("job " + std::to_string(id) + " is " +
                 std::string(state::JobStateName(job.state)) +
                 "; a step runs only in a running job");
   }
-  if (auto run = runs_.find(id); run != runs_.end() && run->second.cancelling()) {
+  if (auto run = fleet_->runs.find(id);
+      run != fleet_->runs.end() && run->second.cancelling()) {
     return Busy("job " + std::to_string(id) + " is being cancelled");
   }
   Result<StepLayout> layout = LayOutStep(job, req);
@@ -97,7 +124,7 @@ Result<state::StepRecord> Controller::CreateStep(state::JobId id,
   rec.user = who.user;
   rec.ntasks = ntasks;
   rec.state = state::JobState::kRunning;
-  rec.start_time = std::max(options_.clock->Now(), job.start_time);
+  rec.start_time = std::max(options_->clock->Now(), job.start_time);
   rec.nodes = layout->nodes;
   rec.cpus = layout->cpus;
   rec.gpus = layout->gpus;
@@ -126,19 +153,20 @@ Result<state::StepRecord> Controller::CreateStep(state::JobId id,
     l.pty = req.pty;
     l.rows = req.rows;
     l.cols = req.cols;
-    l.kill_grace = options_.kill_grace;
-    agents_.LaunchStep(rec.nodes[static_cast<size_t>(i)], std::move(l));
+    l.kill_grace = options_->kill_grace;
+    hub_->LaunchStep(rec.nodes[static_cast<size_t>(i)], std::move(l));
   }
   return ledger_->image().steps.at(key);
 }
 
-Result<state::StepRecord> Controller::StepOf(state::JobId id, int step,
-                                             const Caller& who) const {
+Result<state::StepRecord> StepService::StepOf(state::JobId id, int step,
+                                              const Caller& who) const {
   MutexLock lock(&ledger_->mu());
+  fleet_->Held(ledger_);
   auto it = ledger_->image().jobs.find(id);
   if (it == ledger_->image().jobs.end()) return NotFound("no job " + std::to_string(id));
   HACHI_RETURN_IF_ERROR(
-      authorizer_.Authorize(who, Action::kRunStep, Resource::Job(it->second)));
+      authorizer_->Authorize(who, Action::kRunStep, Resource::Job(it->second)));
   auto s = ledger_->image().steps.find({id, it->second.start_time, step});
   if (s == ledger_->image().steps.end()) {
     return NotFound("no step " + StepName(id, step) + " in the job's current run");
@@ -146,8 +174,8 @@ Result<state::StepRecord> Controller::StepOf(state::JobId id, int step,
   return s->second;
 }
 
-Result<state::StepRecord> Controller::RunningStepOf(state::JobId id, int step,
-                                                    const Caller& who) const {
+Result<state::StepRecord> StepService::RunningStepOf(state::JobId id, int step,
+                                                     const Caller& who) const {
   Result<state::StepRecord> rec = StepOf(id, step, who);
   if (!rec.ok()) return rec.status();
   if (rec->state != state::JobState::kRunning) {
@@ -157,8 +185,8 @@ Result<state::StepRecord> Controller::RunningStepOf(state::JobId id, int step,
   return rec;
 }
 
-Result<api::StepOutput> Controller::ReadStepOutput(state::JobId id, int step,
-                                                   int64_t from, const Caller& who) {
+Result<api::StepOutput> StepService::ReadStepOutput(state::JobId id, int step,
+                                                    int64_t from, const Caller& who) {
   Result<state::StepRecord> rec = StepOf(id, step, who);
   if (!rec.ok()) return rec.status();
   const state::StepKey key{id, rec->job_start, step};
@@ -179,21 +207,21 @@ Result<api::StepOutput> Controller::ReadStepOutput(state::JobId id, int step,
   return out;
 }
 
-Status Controller::SignalStep(state::JobId id, int step, int signal, bool cancel,
-                              const Caller& who) {
+Status StepService::SignalStep(state::JobId id, int step, int signal, bool cancel,
+                               const Caller& who) {
   if (!cancel && (signal < 1 || signal > 64)) {
     return InvalidArgument(std::to_string(signal) + " is not a signal");
   }
   Result<state::StepRecord> rec = RunningStepOf(id, step, who);
   if (!rec.ok()) return rec.status();
   for (const std::string& node : rec->nodes) {
-    agents_.SignalStep(node, api::StepSignal{id, rec->job_start, step, signal, cancel});
+    hub_->SignalStep(node, api::StepSignal{id, rec->job_start, step, signal, cancel});
   }
   return Status::Ok();
 }
 
-Status Controller::StepInput(state::JobId id, int step, api::StepInput input,
-                             const Caller& who) {
+Status StepService::StepInput(state::JobId id, int step, api::StepInput input,
+                              const Caller& who) {
   Result<state::StepRecord> rec = RunningStepOf(id, step, who);
   if (!rec.ok()) return rec.status();
   if (!streams_.IsPty({id, rec->job_start, step})) {
@@ -203,12 +231,13 @@ Status Controller::StepInput(state::JobId id, int step, api::StepInput input,
   input.job = id;
   input.job_start = rec->job_start;
   input.step = step;
-  agents_.StepInput(rec->nodes.front(), std::move(input));
+  hub_->StepInput(rec->nodes.front(), std::move(input));
   return Status::Ok();
 }
 
-std::vector<state::StepRecord> Controller::Steps(state::JobId id) const {
+std::vector<state::StepRecord> StepService::Steps(state::JobId id) const {
   MutexLock lock(&ledger_->mu());
+  fleet_->Held(ledger_);
   std::vector<state::StepRecord> out;
   auto lo = ledger_->image().steps.lower_bound({id == 0 ? 0 : id, 0, 0});
   for (auto it = lo; it != ledger_->image().steps.end(); ++it) {
@@ -218,10 +247,10 @@ std::vector<state::StepRecord> Controller::Steps(state::JobId id) const {
   return out;
 }
 
-Result<std::vector<api::StepAck>> Controller::ReportSteps(
+Result<std::vector<api::StepAck>> StepService::ReportSteps(
     const std::string& node, const api::StepReports& reports) {
-  if (!agents_.IsOpen(node)) return NotFound("agent " + node + " is not registered");
-  agents_.Touch(node);
+  if (!hub_->IsOpen(node)) return NotFound("agent " + node + " is not registered");
+  hub_->Touch(node);
   std::vector<api::StepAck> acks;
   std::vector<state::StepKey> finished;
   for (const api::StepReport& r : reports.steps) {
@@ -230,6 +259,7 @@ Result<std::vector<api::StepAck>> Controller::ReportSteps(
     std::vector<std::string> nodes;
     {
       MutexLock lock(&ledger_->mu());
+      fleet_->Held(ledger_);
       auto s = ledger_->image().steps.find(key);
       const bool here = s != ledger_->image().steps.end() &&
                         std::find(s->second.nodes.begin(), s->second.nodes.end(), node) !=
@@ -252,18 +282,20 @@ Result<std::vector<api::StepAck>> Controller::ReportSteps(
     if (added.bad_exit && added.kill_on_bad_exit) {
       // -K: a failing task stops the step's others.
       for (const std::string& n : nodes) {
-        agents_.SignalStep(n, api::StepSignal{r.job, r.job_start, r.step, 0, true});
+        hub_->SignalStep(n, api::StepSignal{r.job, r.job_start, r.step, 0, true});
       }
     }
     if (added.all_done) finished.push_back(key);
     MutexLock lock(&ledger_->mu());
+    fleet_->Held(ledger_);
     if (notify_) notify_(StepTopic(r.job, r.step));
   }
   if (!finished.empty()) {
     MutexLock writer(&ledger_->writer_mu());
     MutexLock lock(&ledger_->mu());
+    fleet_->Held(ledger_);
     std::vector<state::Edit> edits;
-    const Time now = options_.clock->Now();
+    const Time now = options_->clock->Now();
     for (const state::StepKey& key : finished) {
       auto s = ledger_->image().steps.find(key);
       if (s == ledger_->image().steps.end() ||
@@ -278,10 +310,11 @@ Result<std::vector<api::StepAck>> Controller::ReportSteps(
   return acks;
 }
 
-void Controller::EndStepsOfJobsLocked(std::vector<state::Edit>* edits) const {
+void StepService::EndStepsOfJobsLocked(std::vector<state::Edit>* edits) const {
+  fleet_->Held(ledger_);
   // The steps still running in a run that this batch ends or requeues end with it.
   std::vector<state::Edit> more;
-  const Time now = options_.clock->Now();
+  const Time now = options_->clock->Now();
   for (const state::Edit& e : *edits) {
     state::JobId id = 0;
     state::JobState as = state::JobState::kCancelled;
@@ -325,7 +358,8 @@ void Controller::EndStepsOfJobsLocked(std::vector<state::Edit>* edits) const {
   edits->insert(edits->begin(), more.begin(), more.end());
 }
 
-void Controller::StepsEndedLocked(const std::vector<state::Edit>& edits) {
+void StepService::StepsEndedLocked(const std::vector<state::Edit>& edits) {
+  fleet_->Held(ledger_);
   bool any = false;
   for (const state::Edit& e : edits) {
     const auto* se = std::get_if<state::StepEnded>(&e);
@@ -338,11 +372,13 @@ void Controller::StepsEndedLocked(const std::vector<state::Edit>& edits) {
   if (any) streams_.Sweep(std::chrono::minutes(2));
 }
 
-std::vector<state::Edit> Controller::LostStepsLocked(const AgentRegistration& reg) const {
+std::vector<state::Edit> StepService::LostStepsLocked(
+    const AgentRegistration& reg) const {
+  fleet_->Held(ledger_);
   // Steps the records run on this node that its agent does not: its agent restarted (a
   // step never outlives its agent), or their launch was dropped with the old session.
   std::vector<state::Edit> edits;
-  const Time now = options_.clock->Now();
+  const Time now = options_->clock->Now();
   for (const auto& [key, s] : ledger_->image().steps) {
     if (s.state != state::JobState::kRunning) continue;
     if (std::find(s.nodes.begin(), s.nodes.end(), reg.node) == s.nodes.end()) continue;
@@ -359,13 +395,15 @@ std::vector<state::Edit> Controller::LostStepsLocked(const AgentRegistration& re
   return edits;
 }
 
-Status Controller::CompleteAllocation(state::JobId id, int exit_code, const Caller& who) {
+Status StepService::CompleteAllocation(state::JobId id, int exit_code,
+                                       const Caller& who) {
   MutexLock writer(&ledger_->writer_mu());
   MutexLock lock(&ledger_->mu());
+  fleet_->Held(ledger_);
   auto it = ledger_->image().jobs.find(id);
   if (it == ledger_->image().jobs.end()) return NotFound("no job " + std::to_string(id));
   const state::JobRecord& job = it->second;
-  HACHI_RETURN_IF_ERROR(authorizer_.Authorize(who, Action::kCancel, Resource::Job(job)));
+  HACHI_RETURN_IF_ERROR(authorizer_->Authorize(who, Action::kCancel, Resource::Job(job)));
   if (!job.spec.interactive) {
     return InvalidArgument("job " + std::to_string(id) +
                            " is not an interactive allocation (salloc); scancel ends it");
@@ -374,14 +412,14 @@ Status Controller::CompleteAllocation(state::JobId id, int exit_code, const Call
     return Busy("job " + std::to_string(id) + " is " +
                 std::string(state::JobStateName(job.state)));
   }
-  RunInfo& info = runs_[id];
+  RunInfo& info = fleet_->runs[id];
   if (!info.Take(RunEvent::kAllocationCompleted)) return Status::Ok();
   info.allocation_exit = exit_code;
-  StopPartsLocked(job, &info);
+  fleet_->StopPartsLocked(job, &info);
   std::vector<state::Edit> edits;
   if (info.parts_left <= 0) {
-    edits.push_back(RunEndLocked(job, info, options_.clock->Now()));
-    runs_.erase(id);
+    edits.push_back(fleet_->RunEndLocked(job, info, options_->clock->Now()));
+    fleet_->runs.erase(id);
   }
   return ledger_->Commit(std::move(edits));
 }

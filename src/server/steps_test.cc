@@ -59,7 +59,8 @@ class StepsTest : public ::testing::Test {
 };
 
 TEST_F(StepsTest, FourTasksOnTwoNodesInBlocks) {
-  Result<state::StepRecord> s = h_->CreateStep(job_, Srun({"hostname"}, 4), kAlice);
+  Result<state::StepRecord> s =
+      h_->steps().CreateStep(job_, Srun({"hostname"}, 4), kAlice);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(s->step, 0);
   EXPECT_EQ(s->nodes, (std::vector<std::string>{"n1", "n2"}));
@@ -76,88 +77,88 @@ TEST_F(StepsTest, FourTasksOnTwoNodesInBlocks) {
   EXPECT_EQ(w2.steps[0].tasks_per_node, (std::vector<int>{2, 2}));
   EXPECT_EQ(w2.steps[0].ntasks, 4);
   // The next step is 1; three tasks go 2 + 1.
-  Result<state::StepRecord> s1 = h_->CreateStep(job_, Srun({"true"}, 3), kAlice);
+  Result<state::StepRecord> s1 = h_->steps().CreateStep(job_, Srun({"true"}, 3), kAlice);
   ASSERT_TRUE(s1.ok());
   EXPECT_EQ(s1->step, 1);
   EXPECT_EQ(h_.Work("n2").steps[0].tasks, (std::vector<int>{2}));
   // One task: one node (Slurm: "can't run 1 processes on 2 nodes").
-  Result<state::StepRecord> s2 = h_->CreateStep(job_, Srun({"true"}, 1), kAlice);
+  Result<state::StepRecord> s2 = h_->steps().CreateStep(job_, Srun({"true"}, 1), kAlice);
   ASSERT_TRUE(s2.ok());
   EXPECT_EQ(s2->nodes, std::vector<std::string>{"n1"});
   EXPECT_TRUE(h_.Work("n2").steps.empty());
 }
 
 TEST_F(StepsTest, Refusals) {
-  EXPECT_EQ(h_->CreateStep(job_, Srun({"x"}), kBob).status().code(),
+  EXPECT_EQ(h_->steps().CreateStep(job_, Srun({"x"}), kBob).status().code(),
             StatusCode::kPermissionDenied);
-  EXPECT_EQ(h_->CreateStep(999, Srun({"x"}), kAlice).status().code(),
+  EXPECT_EQ(h_->steps().CreateStep(999, Srun({"x"}), kAlice).status().code(),
             StatusCode::kNotFound);
-  Status too_many = h_->CreateStep(job_, Srun({"x"}, 0, 3), kAlice).status();
+  Status too_many = h_->steps().CreateStep(job_, Srun({"x"}, 0, 3), kAlice).status();
   EXPECT_EQ(too_many.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(too_many.message().find("has 2"), std::string::npos) << too_many.message();
   api::StepRequest gpus = Srun({"x"}, 4);
   gpus.gpus_per_task = 8;  // 2 tasks x 8 on a node where the job has 8
-  Status g = h_->CreateStep(job_, gpus, kAlice).status();
+  Status g = h_->steps().CreateStep(job_, gpus, kAlice).status();
   EXPECT_EQ(g.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(g.message().find("--gpus-per-task=8"), std::string::npos) << g.message();
   api::StepRequest w = Srun({"x"});
   w.node_list = {"n9"};
-  EXPECT_EQ(h_->CreateStep(job_, w, kAlice).status().code(),
+  EXPECT_EQ(h_->steps().CreateStep(job_, w, kAlice).status().code(),
             StatusCode::kInvalidArgument);
   const state::JobId pending = h_.Submit(MakeSubmit().Hold());
-  EXPECT_EQ(h_->CreateStep(pending, Srun({"x"}), kAlice).status().code(),
+  EXPECT_EQ(h_->steps().CreateStep(pending, Srun({"x"}), kAlice).status().code(),
             StatusCode::kBusy);
   // Nothing was recorded by the refusals.
-  EXPECT_TRUE(h_->Steps(job_).empty());
+  EXPECT_TRUE(h_->steps().Steps(job_).empty());
 }
 
 TEST_F(StepsTest, EndsWhenEveryNodeIsDoneWithTheWorstExit) {
-  Result<state::StepRecord> s = h_->CreateStep(job_, Srun({"x"}, 4), kAlice);
+  Result<state::StepRecord> s = h_->steps().CreateStep(job_, Srun({"x"}, 4), kAlice);
   ASSERT_TRUE(s.ok());
   Result<std::vector<api::StepAck>> a1 =
-      h_->ReportSteps("n1", Done(*s, {Exited(0, 0), Exited(1, 0)}, "hi\n"));
+      h_->steps().ReportSteps("n1", Done(*s, {Exited(0, 0), Exited(1, 0)}, "hi\n"));
   ASSERT_TRUE(a1.ok()) << a1.status().ToString();
   ASSERT_EQ(a1->size(), 1u);
   EXPECT_EQ((*a1)[0].next, 3);
   EXPECT_FALSE((*a1)[0].gone);
-  EXPECT_EQ(h_->StepOf(job_, 0, kAlice)->state, JobState::kRunning);
-  ASSERT_TRUE(h_->ReportSteps("n2", Done(*s, {Exited(2, 0), Exited(3, 7)})).ok());
-  Result<state::StepRecord> ended = h_->StepOf(job_, 0, kAlice);
+  EXPECT_EQ(h_->steps().StepOf(job_, 0, kAlice)->state, JobState::kRunning);
+  ASSERT_TRUE(h_->steps().ReportSteps("n2", Done(*s, {Exited(2, 0), Exited(3, 7)})).ok());
+  Result<state::StepRecord> ended = h_->steps().StepOf(job_, 0, kAlice);
   ASSERT_TRUE(ended.ok());
   EXPECT_EQ(ended->state, JobState::kFailed);
   EXPECT_EQ(ended->exit_code, 7);
   EXPECT_GT(ended->end_time, 0);
   // srun reads the output, then the end with every task's exit.
-  Result<api::StepOutput> out = h_->ReadStepOutput(job_, 0, 0, kAlice);
+  Result<api::StepOutput> out = h_->steps().ReadStepOutput(job_, 0, 0, kAlice);
   ASSERT_TRUE(out.ok());
   ASSERT_EQ(out->chunks.size(), 1u);
   EXPECT_EQ(out->chunks[0].data, "hi\n");
   EXPECT_FALSE(out->done) << "output first";
-  out = h_->ReadStepOutput(job_, 0, out->next, kAlice);
+  out = h_->steps().ReadStepOutput(job_, 0, out->next, kAlice);
   ASSERT_TRUE(out.ok());
   EXPECT_TRUE(out->done);
   ASSERT_EQ(out->exits.size(), 4u);
   EXPECT_EQ(out->exits[3].exit_code, 7);
   EXPECT_EQ(out->exits[3].node, "n2");
   // A report for the ended step: gone.
-  Result<std::vector<api::StepAck>> late = h_->ReportSteps("n2", Done(*s, {}));
+  Result<std::vector<api::StepAck>> late = h_->steps().ReportSteps("n2", Done(*s, {}));
   ASSERT_TRUE(late.ok());
   EXPECT_TRUE((*late)[0].gone);
   // Someone else cannot read it.
-  EXPECT_EQ(h_->ReadStepOutput(job_, 0, 0, kBob).status().code(),
+  EXPECT_EQ(h_->steps().ReadStepOutput(job_, 0, 0, kBob).status().code(),
             StatusCode::kPermissionDenied);
 }
 
 TEST_F(StepsTest, KillOnBadExitStopsTheOthers) {
   api::StepRequest r = Srun({"x"}, 2);
   r.kill_on_bad_exit = true;
-  Result<state::StepRecord> s = h_->CreateStep(job_, r, kAlice);
+  Result<state::StepRecord> s = h_->steps().CreateStep(job_, r, kAlice);
   ASSERT_TRUE(s.ok());
   h_.Work("n1");
   h_.Work("n2");
   api::StepReports bad = Done(*s, {Exited(0, 1)});
   bad.steps[0].done = true;
-  ASSERT_TRUE(h_->ReportSteps("n1", bad).ok());
+  ASSERT_TRUE(h_->steps().ReportSteps("n1", bad).ok());
   for (const char* n : {"n1", "n2"}) {
     const AgentWork w = h_.Work(n);
     ASSERT_EQ(w.step_signals.size(), 1u) << n;
@@ -167,48 +168,50 @@ TEST_F(StepsTest, KillOnBadExitStopsTheOthers) {
 }
 
 TEST_F(StepsTest, SignalAndCancelGoToTheStepsNodes) {
-  Result<state::StepRecord> s = h_->CreateStep(job_, Srun({"x"}, 2), kAlice);
+  Result<state::StepRecord> s = h_->steps().CreateStep(job_, Srun({"x"}, 2), kAlice);
   ASSERT_TRUE(s.ok());
-  ASSERT_TRUE(h_->SignalStep(job_, 0, 2, false, kAlice).ok());
-  ASSERT_TRUE(h_->SignalStep(job_, 0, 0, true, kAlice).ok());
+  ASSERT_TRUE(h_->steps().SignalStep(job_, 0, 2, false, kAlice).ok());
+  ASSERT_TRUE(h_->steps().SignalStep(job_, 0, 0, true, kAlice).ok());
   const AgentWork w = h_.Work("n2");
   ASSERT_EQ(w.step_signals.size(), 2u);
   EXPECT_EQ(w.step_signals[0].signal, 2);
   EXPECT_TRUE(w.step_signals[1].cancel);
-  EXPECT_EQ(h_->SignalStep(job_, 5, 2, false, kAlice).code(), StatusCode::kNotFound);
-  EXPECT_EQ(h_->SignalStep(job_, 0, 2, false, kBob).code(),
+  EXPECT_EQ(h_->steps().SignalStep(job_, 5, 2, false, kAlice).code(),
+            StatusCode::kNotFound);
+  EXPECT_EQ(h_->steps().SignalStep(job_, 0, 2, false, kBob).code(),
             StatusCode::kPermissionDenied);
 }
 
 TEST_F(StepsTest, TheJobsEndEndsItsSteps) {
-  Result<state::StepRecord> s = h_->CreateStep(job_, Srun({"sleep", "100"}, 2), kAlice);
+  Result<state::StepRecord> s =
+      h_->steps().CreateStep(job_, Srun({"sleep", "100"}, 2), kAlice);
   ASSERT_TRUE(s.ok());
-  ASSERT_TRUE(h_->Cancel(job_, kAlice).ok());
+  ASSERT_TRUE(h_->jobs().Cancel(job_, kAlice).ok());
   h_.Exit("n1", job_, 0, ExitKind::kCancelled);
   h_.Exit("n2", job_, 0, ExitKind::kCancelled);
   ASSERT_EQ(h_.StateOf(job_), JobState::kCancelled);
-  std::vector<state::StepRecord> steps = h_->Steps(job_);
+  std::vector<state::StepRecord> steps = h_->steps().Steps(job_);
   ASSERT_EQ(steps.size(), 1u);
   EXPECT_EQ(steps[0].state, JobState::kCancelled);
   EXPECT_NE(steps[0].reason.find("ended (CANCELLED)"), std::string::npos)
       << steps[0].reason;
   // srun waiting on it learns that it ended.
-  Result<api::StepOutput> out = h_->ReadStepOutput(job_, 0, 0, kAlice);
+  Result<api::StepOutput> out = h_->steps().ReadStepOutput(job_, 0, 0, kAlice);
   ASSERT_TRUE(out.ok());
   EXPECT_TRUE(out->done);
   EXPECT_EQ(out->step.state, JobState::kCancelled);
 }
 
 TEST_F(StepsTest, AnAgentThatComesBackWithoutTheStepFailsIt) {
-  Result<state::StepRecord> s = h_->CreateStep(job_, Srun({"x"}, 2), kAlice);
+  Result<state::StepRecord> s = h_->steps().CreateStep(job_, Srun({"x"}, 2), kAlice);
   ASSERT_TRUE(s.ok());
   // n2's agent restarted: it registers without the step (and without the job, which
   // the job's own reconciliation handles).
   api::AgentRegistration reg = testing::MakeAgent("n2", 5);
   reg.instance = "another";
   reg.running = {job_};
-  ASSERT_TRUE(h_->Register(reg).ok());
-  Result<state::StepRecord> after = h_->StepOf(job_, 0, kAlice);
+  ASSERT_TRUE(h_->nodes().Register(reg).ok());
+  Result<state::StepRecord> after = h_->steps().StepOf(job_, 0, kAlice);
   ASSERT_TRUE(after.ok());
   EXPECT_EQ(after->state, JobState::kFailed);
   EXPECT_NE(after->reason.find("registered again without it"), std::string::npos);

@@ -60,25 +60,25 @@ TEST(SubmitIdempotency, TheSameKeyTwiceMakesOneSubmit) {
   h.Register("n1");
   SubmitRequest r = MakeSubmit().Gpus(1).Array({0, 1, 2}, 0).Hold();
   r.idempotency_key = "k-1";
-  Result<std::vector<state::JobId>> first = h->Submit(r, kAlice);
+  Result<std::vector<state::JobId>> first = h->jobs().Submit(r, kAlice);
   ASSERT_TRUE(first.ok()) << first.status().ToString();
-  Result<std::vector<state::JobId>> again = h->Submit(r, kAlice);
+  Result<std::vector<state::JobId>> again = h->jobs().Submit(r, kAlice);
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(*again, *first);
-  EXPECT_EQ(h->Jobs(true).size(), 3u) << "no second array";
+  EXPECT_EQ(h->job_views().Jobs(true).size(), 3u) << "no second array";
   // Another user's key is another key; another key is another submit.
   const Caller bob{"bob", 1001, 1001, true, false};
-  Result<std::vector<state::JobId>> bobs = h->Submit(r, bob);
+  Result<std::vector<state::JobId>> bobs = h->jobs().Submit(r, bob);
   ASSERT_TRUE(bobs.ok());
   EXPECT_NE(bobs->front(), first->front());
   r.idempotency_key = "k-2";
-  Result<std::vector<state::JobId>> other = h->Submit(r, kAlice);
+  Result<std::vector<state::JobId>> other = h->jobs().Submit(r, kAlice);
   ASSERT_TRUE(other.ok());
   EXPECT_GT(other->front(), bobs->back());
-  EXPECT_EQ(h->Jobs(true).size(), 9u);
+  EXPECT_EQ(h->job_views().Jobs(true).size(), 9u);
   // Without a key every submit is new, as before.
   r.idempotency_key.clear();
-  EXPECT_NE(h->Submit(r, kAlice)->front(), h->Submit(r, kAlice)->front());
+  EXPECT_NE(h->jobs().Submit(r, kAlice)->front(), h->jobs().Submit(r, kAlice)->front());
 }
 
 // Durable: the key is in the job records, so a retry after a restart finds the job.
@@ -93,7 +93,7 @@ TEST(SubmitIdempotency, ARetryAfterARestartFindsTheFirstJob) {
     ASSERT_TRUE(store.ok());
     Harness h(ControllerOptions{}, std::move(*store));
     h.Register("n1");
-    Result<std::vector<state::JobId>> ids = h->Submit(r, kAlice);
+    Result<std::vector<state::JobId>> ids = h->jobs().Submit(r, kAlice);
     ASSERT_TRUE(ids.ok()) << ids.status().ToString();
     first = *ids;
   }
@@ -102,10 +102,10 @@ TEST(SubmitIdempotency, ARetryAfterARestartFindsTheFirstJob) {
   ASSERT_TRUE(store.ok());
   Harness h(ControllerOptions{}, std::move(*store));
   h.Register("n1");
-  Result<std::vector<state::JobId>> again = h->Submit(r, kAlice);
+  Result<std::vector<state::JobId>> again = h->jobs().Submit(r, kAlice);
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(*again, first);
-  EXPECT_EQ(h->Jobs(true).size(), 1u);
+  EXPECT_EQ(h->job_views().Jobs(true).size(), 1u);
 }
 
 }  // namespace

@@ -1,15 +1,15 @@
-// Controller::TestSubmit: sbatch --test-only. Submit's checks, then one
+// JobService::TestSubmit: sbatch --test-only. Submit's checks, then one
 // scheduling cycle on a copy of the snapshot with the job added (sched/test_start.h), on
 // a scheduler of its own so that the loop's is never shared.
 #include <algorithm>
 
 #include "sched/test_start.h"
-#include "server/controller.h"
+#include "server/job_service.h"
 #include "server/snapshot.h"
 
 namespace hachi::server {
 
-Result<Controller::TestSubmitAnswer> Controller::TestSubmit(const SubmitRequest& request,
+Result<JobService::TestSubmitAnswer> JobService::TestSubmit(const SubmitRequest& request,
                                                             const Caller& who) {
   HACHI_RETURN_IF_ERROR(CheckSubmit(request, who));
   sched::ClusterState snap;
@@ -18,20 +18,21 @@ Result<Controller::TestSubmitAnswer> Controller::TestSubmit(const SubmitRequest&
   state::JobId next_id = 0;
   {
     MutexLock lock(&ledger_->mu());
-    if (stopping_) return Unavailable("the server is stopping");
-    if (base_dirty_) HACHI_RETURN_IF_ERROR(RebuildBaseLocked());
+    fleet_->Held(ledger_);
+    if (fleet_->stopping) return Unavailable("the server is stopping");
+    if (fleet_->base_dirty) HACHI_RETURN_IF_ERROR(fleet_->RebuildBaseLocked());
     Result<sched::JobRequest> req = CompleteRequestLocked(request, who);
     if (!req.ok()) return req.status();
     Result<sched::Job> valid = ValidateJobLocked(*req, ledger_->next_id());
     if (!valid.ok()) return valid.status();
     job = std::move(*valid);
     next_id = ledger_->next_id();
-    snap = BuildSnapshot(base_, ledger_->image(), &ledger_->active());
-    HoldStaleNodesLocked(&snap);
-    now = options_.clock->Now();
+    snap = BuildSnapshot(fleet_->base, ledger_->image(), &ledger_->active());
+    fleet_->HoldStaleNodesLocked(&snap);
+    now = options_->clock->Now();
   }
   Result<std::unique_ptr<sched::Scheduler>> scheduler =
-      sched::Scheduler::Create(options_.sched);
+      sched::Scheduler::Create(options_->sched);
   if (!scheduler.ok()) return scheduler.status();
   const sched::PredictedStart p = sched::PredictStart(**scheduler, snap, job, now);
   TestSubmitAnswer a;

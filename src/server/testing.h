@@ -105,7 +105,7 @@ inline std::unique_ptr<Controller> RunningController(const std::string& node = "
   Result<std::unique_ptr<Controller>> c = Controller::Create(o, state::NewMemoryStore());
   EXPECT_TRUE(c.ok()) << c.status().ToString();
   if (!c.ok()) return nullptr;
-  Status s = (*c)->Register(MakeAgent(node));
+  Status s = (*c)->nodes().Register(MakeAgent(node));
   EXPECT_TRUE(s.ok()) << s.ToString();
   if (start) (*c)->Start();
   return std::move(*c);
@@ -125,30 +125,30 @@ class Harness {
   Controller* operator->() { return c_.get(); }
 
   void Register(const std::string& node, Time agent_started = 0) {
-    Status s = c_->Register(MakeAgent(node, agent_started));
+    Status s = c_->nodes().Register(MakeAgent(node, agent_started));
     EXPECT_TRUE(s.ok()) << s.ToString();
   }
   // The first id of the submit (0 on error, with a test failure).
   state::JobId Submit(const SubmitRequest& r) {
-    Result<std::vector<state::JobId>> ids = c_->Submit(r, kAlice);
+    Result<std::vector<state::JobId>> ids = c_->jobs().Submit(r, kAlice);
     EXPECT_TRUE(ids.ok()) << ids.status().ToString();
     return ids.ok() && !ids->empty() ? ids->front() : 0;
   }
   state::JobRecord Job(state::JobId id) {
-    Result<state::JobRecord> j = c_->Job(id);
+    Result<state::JobRecord> j = c_->job_views().Job(id);
     EXPECT_TRUE(j.ok()) << j.status().ToString();
     return j.ok() ? *j : state::JobRecord{};
   }
   state::JobState StateOf(state::JobId id) { return Job(id).state; }
   // What the agent of `node` gets now (no waiting).
-  AgentWork Work(const std::string& node) { return c_->Poll(node, 0); }
+  AgentWork Work(const std::string& node) { return c_->nodes().Poll(node, 0); }
   void Exit(const std::string& node, state::JobId id, int code,
             api::ExitKind kind = api::ExitKind::kExited) {
     api::JobExit e;
     e.job = id;
     e.kind = kind;
     e.exit_code = code;
-    Status s = c_->ReportExits(node, {e});
+    Status s = c_->nodes().ReportExits(node, {e});
     EXPECT_TRUE(s.ok()) << s.ToString();
   }
 

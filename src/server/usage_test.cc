@@ -67,7 +67,7 @@ class UsageTest : public ::testing::Test {
     s.gpus.push_back({gpus[0], util0, 0, 2048, 300, 1980, -1, -1});
     s.gpus.push_back({gpus[1], util1, 0, 4096, 310, 1980, -1, -1});
     health.usage.push_back(s);
-    Status st = h.c().ReportHealth("n1", health);
+    Status st = h.c().nodes().ReportHealth("n1", health);
     ASSERT_TRUE(st.ok()) << st.ToString();
   }
   void Pass(Duration d, Harness& h, state::JobId id, int util0, int util1) {
@@ -90,7 +90,7 @@ TEST_F(UsageTest, SamplesAreSummedAndTheSummaryLandsOnTheRecord) {
   auto h = Open(config::IdleAction::kWarn);
   const state::JobId id = Start(*h);
   Pass(10 * kMinute, *h, id, 90, 10);
-  Result<std::vector<state::JobUsage>> live = h->c().Usage(id);
+  Result<std::vector<state::JobUsage>> live = h->c().job_views().Usage(id);
   ASSERT_TRUE(live.ok()) << live.status().ToString();
   ASSERT_EQ(live->size(), 1u);
   EXPECT_EQ(live->front().gpus[0].samples, 10);
@@ -102,7 +102,7 @@ TEST_F(UsageTest, SamplesAreSummedAndTheSummaryLandsOnTheRecord) {
   EXPECT_EQ(done.usage.samples, 20);
   EXPECT_DOUBLE_EQ(done.usage.gpu_util, 50);
   EXPECT_DOUBLE_EQ(done.usage.cpu_seconds, 600);
-  Result<std::vector<state::JobUsage>> stored = h->c().Usage(id);
+  Result<std::vector<state::JobUsage>> stored = h->c().job_views().Usage(id);
   ASSERT_TRUE(stored.ok());
   ASSERT_EQ(stored->size(), 1u);
   EXPECT_EQ(stored->front().gpus[0].series, live->front().gpus[0].series);
@@ -117,11 +117,11 @@ TEST_F(UsageTest, ARestartedServerResumesTheRunFromTheStore) {
     auto h = Open(config::IdleAction::kWarn, Sqlite(db));
     id = Start(*h);
     Pass(5 * kMinute, *h, id, 80, 80);
-    h->c().FlushUsage();
+    h->c().Stop();  // writes the running jobs' usage so far, as a server stopping does
   }
   auto h = Open(config::IdleAction::kWarn, Sqlite(db));
   Pass(5 * kMinute, *h, id, 40, 40);
-  Result<std::vector<state::JobUsage>> u = h->c().Usage(id);
+  Result<std::vector<state::JobUsage>> u = h->c().job_views().Usage(id);
   ASSERT_TRUE(u.ok()) << u.status().ToString();
   ASSERT_EQ(u->size(), 1u);
   EXPECT_EQ(u->front().gpus[0].samples, 10);
@@ -143,10 +143,10 @@ TEST_F(UsageTest, IdleGpusAreWarnedAfterThePeriodAndNotBefore) {
   EXPECT_NE(j.reason.find("(over 30m00s, partition gpu's idle policy)"),
             std::string::npos)
       << j.reason;
-  Result<report::JobExplain> e = h->c().Explain(id);
+  Result<report::JobExplain> e = h->c().job_views().Explain(id);
   ASSERT_TRUE(e.ok());
   EXPECT_EQ(e->history.back().event, "idle");
-  const std::string metrics = h->c().MetricsText();
+  const std::string metrics = h->c().cluster_views().MetricsText();
   EXPECT_NE(metrics.find("hachi_jobs_idle_gpus 1"), std::string::npos) << metrics;
   EXPECT_NE(
       metrics.find("hachi_idle_gpu_actions_total{partition=\"gpu\",action=\"warn\"} 1"),
@@ -188,7 +188,7 @@ TEST_F(UsageTest, MetricsCarryEachRunningJobsGpusAndPassPromtool) {
   auto h = Open(config::IdleAction::kWarn);
   const state::JobId id = Start(*h);
   Pass(2 * kMinute, *h, id, 77, 33);
-  const std::string text = h->c().MetricsText();
+  const std::string text = h->c().cluster_views().MetricsText();
   const std::string gpu0 = std::to_string(h->Job(id).allocations[0].gpus.First());
   EXPECT_NE(text.find("hachi_job_gpu_utilization_percent{job=\"" + std::to_string(id) +
                       "\",user=\"alice\",account=\"alice\",node=\"n1\",gpu=\"" + gpu0 +
@@ -221,8 +221,9 @@ TEST_F(UsageTest, MetricsCarryEachRunningJobsGpusAndPassPromtool) {
   EXPECT_EQ(said, "");
   // A job's series leave with it.
   h->Exit("n1", id, 0);
-  EXPECT_EQ(h->c().MetricsText().find("hachi_job_gpu_utilization_percent{"),
-            std::string::npos);
+  EXPECT_EQ(
+      h->c().cluster_views().MetricsText().find("hachi_job_gpu_utilization_percent{"),
+      std::string::npos);
 }
 
 }  // namespace

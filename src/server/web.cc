@@ -79,7 +79,7 @@ void ApiHandlers::History(const Request& req, Response& res) const {
 
 void ApiHandlers::JobLog(const Request& req, Response& res) const {
   const state::JobId id = std::stoll(req.matches[1]);
-  Result<state::JobRecord> job = c_->Job(id);
+  Result<state::JobRecord> job = c_->job_views().Job(id);
   if (!job.ok()) return ReplyError(res, job.status());
   // What a job prints is as private as its environment and script: its owner's and the
   // admins' (Action::kSeeJobDetails, as GET /jobs/ID redacts them).

@@ -80,7 +80,7 @@ class WebRoutesTest : public ::testing::Test {
     r.spec.workdir = workdir;
     r.spec.stdout_path = "out-%j.txt";
     Result<std::vector<state::JobId>> ids =
-        controller_->Submit(r, Caller{"me", ::getuid(), ::getgid(), true, false});
+        controller_->jobs().Submit(r, Caller{"me", ::getuid(), ::getgid(), true, false});
     EXPECT_TRUE(ids.ok()) << ids.status().ToString();
     controller_->RunCycle();
     return ids.ok() ? ids->front() : 0;
@@ -144,11 +144,11 @@ TEST_F(WebRoutesTest, HistoryReportsTheSamples) {
 
 TEST_F(WebRoutesTest, LogTailOfALocalJobOnly) {
   const state::JobId there = RunJob(8, dir_.path());  // fills "far"
-  ASSERT_TRUE(controller_->Register(testing::MakeAgent("n1")).ok());
+  ASSERT_TRUE(controller_->nodes().Register(testing::MakeAgent("n1")).ok());
   const state::JobId here = RunJob(1, dir_.path());  // so this one runs on "n1"
   ASSERT_GT(here, 0);
-  ASSERT_EQ(controller_->Job(there)->allocations.at(0).node, "far");
-  ASSERT_EQ(controller_->Job(here)->allocations.at(0).node, "n1");
+  ASSERT_EQ(controller_->job_views().Job(there)->allocations.at(0).node, "far");
+  ASSERT_EQ(controller_->job_views().Job(here)->allocations.at(0).node, "n1");
   const std::string id = std::to_string(here);
   std::ofstream(dir_.path() + "/out-" + id + ".txt") << "one\ntwo\nthree\n";
 
