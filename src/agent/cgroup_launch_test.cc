@@ -21,7 +21,6 @@
 #include <map>
 #include <mutex>
 #include <sstream>
-#include <thread>
 
 #include "agent/cgroup.h"
 #include "agent/launcher.h"
@@ -297,18 +296,27 @@ TEST_P(RealCgroupTest, OutOfMemoryEndsTheJobAndNotItsNeighbour) {
   api::LaunchSpec hog =
       MakeLaunch(3).Out(spool_ + "/hog.out").Sh("head -c 1024m /dev/zero | tail");
   hog.memory_mib = 64;
+  // The neighbour answers SIGUSR1 for as long as it lives (its stderr, in the same
+  // file, may also say that the signal ended a sleep).
+  const std::string n_out = spool_ + "/n.out";
   api::LaunchSpec neighbour =
-      MakeLaunch(4).Out(spool_ + "/n.out").Sh("sleep 60").Grace(1);
+      MakeLaunch(4)
+          .Out(n_out)
+          .Sh("trap 'echo alive' USR1; echo up; while :; do sleep 0.05; done")
+          .Grace(1);
   neighbour.memory_mib = 64;
   ASSERT_TRUE(l.Launch(neighbour).ok());
+  ASSERT_TRUE(WaitFor([&] { return Slurp(n_out) == "up\n"; }));
   ASSERT_TRUE(l.Launch(hog).ok());
   std::optional<api::JobExit> e = exits_.Wait(3, milliseconds(60000));
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->kind, api::ExitKind::kOutOfMemory);
   EXPECT_EQ(e->message, "out of memory: the job used more than its 64 MiB");
   EXPECT_FALSE(JobCgroupExists(3));
-  // The neighbour is untouched.
-  std::this_thread::sleep_for(milliseconds(200));
+  // The neighbour is untouched: it still answers after the hog's end was reported.
+  l.Signal(4, SIGUSR1, /*batch_only=*/false);
+  EXPECT_TRUE(WaitFor([&] { return Slurp(n_out).find("alive\n") != std::string::npos; }))
+      << Slurp(n_out);
   EXPECT_EQ(l.Running(), std::vector<JobId>{4});
   EXPECT_FALSE(exits_.Wait(4, milliseconds(1)).has_value());
   l.Cancel(4, "test");

@@ -36,8 +36,11 @@ AgentDaemon::AgentDaemon(AgentOptions options, LauncherFactory make_launcher)
   // Before the launcher, whose exits (OnExit) stop their jobs' steps.
   const std::string steps_path =
       std::string(api::kApiPrefix) + "/agents/" + options_.node + "/steps";
+  StepRunner::Options step_options;
+  step_options.node = options_.node;
+  step_options.clock = options_.clock;
   steps_ = std::make_unique<StepRunner>(
-      StepRunner::Options{options_.node},
+      std::move(step_options),
       [this](state::JobId job, Time start) {
         return launcher_->StepContextOf(job, start);
       },

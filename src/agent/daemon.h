@@ -124,6 +124,10 @@ class AgentDaemon {
   // while it is not empty (memory figures). Shares over their soft limit (AgentOptions::
   // mps) are stopped. Thread-safe.
   void ReportProcesses(std::vector<api::GpuProcessReport> processes) EXCLUDES(mu_);
+  // Has the lease checker read the clock, and stopped the runs if the lease has passed,
+  // before it returns: for tests that move a FakeClock (AgentOptions::clock). By
+  // itself it checks every 200 ms of real time.
+  void TickLease() EXCLUDES(mu_);
 
  private:
   // Acknowledged exits kept for a launch sent again.
@@ -219,6 +223,9 @@ class AgentDaemon {
   int64_t lease_ms_ GUARDED_BY(mu_) = 30000;
   int64_t renewed_ms_ GUARDED_BY(mu_) = 0;
   bool lease_expired_ GUARDED_BY(mu_) = false;  // stopped the runs; logged once
+  // TickLease(): asked, and done by the lease checker.
+  uint64_t lease_ticks_asked_ GUARDED_BY(mu_) = 0;
+  uint64_t lease_ticks_done_ GUARDED_BY(mu_) = 0;
   // Runs the lease stopped: their exits are reported as lost.
   std::set<std::pair<state::JobId, Time>> lease_stopped_ GUARDED_BY(mu_);
   uint64_t jitter_state_ GUARDED_BY(mu_) = 0;  // for BackoffLocked

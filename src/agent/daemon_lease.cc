@@ -41,10 +41,24 @@ void AgentDaemon::LeaseLoop() {
   // the server: a call hung on a dead connection delays nothing here.
   constexpr auto kCheckEvery = std::chrono::milliseconds(200);
   MutexLock lock(&mu_);
+  // The ticks asked before this round read the clock: answered once it has acted.
+  auto ticked = [this](uint64_t asked) REQUIRES(mu_) {
+    if (lease_ticks_done_ == asked) return;
+    lease_ticks_done_ = asked;
+    cv_.SignalAll();
+  };
   for (;;) {
-    if (WaitStoppingLocked(kCheckEvery)) return;
+    const auto until = CondVar::Clock::now() + kCheckEvery;
+    while (!stopping_ && lease_ticks_done_ == lease_ticks_asked_ &&
+           cv_.WaitUntil(until)) {
+    }
+    if (stopping_) return;
+    const uint64_t asked = lease_ticks_asked_;
     const int64_t silent = options_.clock->MonotonicMs() - renewed_ms_;
-    if (lease_expired_ || silent <= lease_ms_) continue;
+    if (lease_expired_ || silent <= lease_ms_) {
+      ticked(asked);
+      continue;
+    }
     lease_expired_ = true;
     const std::string why = "lease expired: no contact with the server for " +
                             std::to_string(lease_ms_ / 1000) + " s";
@@ -81,6 +95,17 @@ void AgentDaemon::LeaseLoop() {
       steps_->StopJob(id, kStepGrace);
     }
     lock.Lock();
+    ticked(asked);
+  }
+}
+
+void AgentDaemon::TickLease() {
+  MutexLock lock(&mu_);
+  const uint64_t want = ++lease_ticks_asked_;
+  cv_.SignalAll();
+  // Bounded: a checker that has returned (stopping) ticks no more.
+  const auto until = CondVar::Clock::now() + std::chrono::seconds(10);
+  while (lease_ticks_done_ < want && !stopping_ && cv_.WaitUntil(until)) {
   }
 }
 

@@ -11,6 +11,8 @@
 #include <fstream>
 #include <string>
 
+#include "core/testing/wait_for.h"
+
 namespace hachi::agent {
 namespace {
 
@@ -111,12 +113,10 @@ TEST(RealProc, ThisProcessByItsEnvironment) {
                 ("HACHI_JOB_ID=41 sh -c 'echo $$ > " + pidfile + "; sleep 5' &").c_str()),
             0);
   unsigned pid = 0;
-  for (int i = 0; i < 200 && pid == 0; ++i) {
+  ASSERT_TRUE(WaitFor([&] {
     std::ifstream in(pidfile);
-    in >> pid;
-    if (pid == 0) usleep(10000);
-  }
-  ASSERT_GT(pid, 0u);
+    return static_cast<bool>(in >> pid) && pid > 0;
+  }));
   EXPECT_EQ(JobOfProcess(pid), 41);
   kill(static_cast<pid_t>(pid), SIGKILL);
   std::error_code ec;

@@ -10,7 +10,6 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 
 #include "agent/launcher.h"
 #include "agent/launcher_testing.h"
@@ -40,14 +39,17 @@ bool WaitLines(const std::string& path, int n,
 }
 
 // A batch shell with a child process, each appending a line to its own file on
-// SIGUSR1; "ready" holds the shell's pid once both traps are set.
+// SIGUSR1 ("shell", "child") and on SIGUSR2 ("shell_mark", "child_mark"); "ready" holds
+// the shell's pid once all four traps are set.
 std::string TwoProcessScript(const std::string& dir) {
   return "#!/bin/sh\n"
          "( trap 'echo child >> " +
-         dir + "/child' USR1; echo x > " + dir +
+         dir + "/child' USR1; trap 'echo mark >> " + dir +
+         "/child_mark' USR2; echo x > " + dir +
          "/child_ready; while :; do sleep 0.05; done ) &\n"
          "trap 'echo shell >> " +
-         dir + "/shell' USR1\n" + "while [ ! -e " + dir +
+         dir + "/shell' USR1\n" + "trap 'echo mark >> " + dir + "/shell_mark' USR2\n" +
+         "while [ ! -e " + dir +
          "/child_ready ]; do sleep 0.01; done\n"
          "echo $$ > " +
          dir + "/ready\n" + "while :; do sleep 0.05; done\n";
@@ -81,8 +83,21 @@ class RuntimeTest : public testing::Test {
     launcher_->Cancel(id, "test over");
     ASSERT_TRUE(exits_.Wait(id).has_value());
   }
+  // Sends SIGUSR2 to every process of job `id` and waits until both traps wrote their
+  // mark: then every SIGUSR1 sent to either process before this call has been handled
+  // and written its line (kill() makes a signal pending at once, and sh runs pending
+  // traps in ascending signal order, SIGUSR1 before SIGUSR2). So a line that is not
+  // there after Mark() was never sent: the later event a "nothing happened" check waits
+  // for, instead of sleeping.
+  bool Mark(JobId id) {
+    ++marks_;
+    launcher_->Signal(id, SIGUSR2, /*batch_only=*/false);
+    return WaitLines(dir_ + "/shell_mark", marks_) &&
+           WaitLines(dir_ + "/child_mark", marks_);
+  }
 
   std::string dir_;
+  int marks_ = 0;
   Exits exits_;
   std::unique_ptr<ProcessLauncher> launcher_;
 };
@@ -101,7 +116,7 @@ TEST_F(RuntimeTest, BatchOnlySignalReachesTheBatchShellAlone) {
   ASSERT_GT(WaitPidFile(dir_ + "/ready"), 0);
   launcher_->Signal(2, SIGUSR1, /*batch_only=*/true);
   EXPECT_TRUE(WaitLines(dir_ + "/shell", 1));
-  std::this_thread::sleep_for(milliseconds(300));  // the child would have written
+  ASSERT_TRUE(Mark(2));
   EXPECT_EQ(Lines(dir_ + "/child"), 0) << "the child got a batch-only signal";
   EXPECT_EQ(exits_.Count(2), 0u) << "the waiter must not take the job's signal";
   Stop(2);
@@ -133,13 +148,13 @@ TEST_F(PreLimitSignalTest, SentTimeBeforeTheLimitAndOnlyOnce) {
   ASSERT_TRUE(launcher_->Launch(Warned(3, /*batch_only=*/true)).ok());
   ASSERT_GT(WaitPidFile(dir_ + "/ready"), 0);
   Pass(milliseconds(4999));
-  std::this_thread::sleep_for(milliseconds(200));
+  ASSERT_TRUE(Mark(3));
   EXPECT_EQ(Lines(dir_ + "/shell"), 0) << "sent before limit - 5 s";
   Pass(milliseconds(1));
   EXPECT_TRUE(WaitLines(dir_ + "/shell", 1)) << "not sent at limit - 5 s";
   Pass(milliseconds(4000));
   Pass(milliseconds(900));
-  std::this_thread::sleep_for(milliseconds(300));
+  ASSERT_TRUE(Mark(3));
   EXPECT_EQ(Lines(dir_ + "/shell"), 1) << "sent twice";
   EXPECT_EQ(Lines(dir_ + "/child"), 0) << "B: reaches the batch shell alone";
   EXPECT_EQ(exits_.Count(3), 0u);
@@ -169,7 +184,7 @@ TEST_F(PreLimitSignalTest, AgentRestartNeitherRepeatsNorLosesIt) {
   launcher_ = std::make_unique<ProcessLauncher>(Options(), exits_.Callback());
   ASSERT_EQ(launcher_->Running(), std::vector<JobId>{5});
   Pass(milliseconds(1000));
-  std::this_thread::sleep_for(milliseconds(300));
+  ASSERT_TRUE(Mark(5));
   EXPECT_EQ(Lines(dir_ + "/shell"), 1) << "the restarted agent sent it again";
   Stop(5);
 }
@@ -181,7 +196,7 @@ TEST_F(PreLimitSignalTest, AgentRestartBeforeTheSignalStillSendsIt) {
   launcher_.reset();  // the agent stops before the signal is due
   launcher_ = std::make_unique<ProcessLauncher>(Options(), exits_.Callback());
   Pass(milliseconds(2999));
-  std::this_thread::sleep_for(milliseconds(200));
+  ASSERT_TRUE(Mark(6));
   EXPECT_EQ(Lines(dir_ + "/shell"), 0) << "early after the restart";
   Pass(milliseconds(1));
   EXPECT_TRUE(WaitLines(dir_ + "/shell", 1)) << "lost with the restart";
@@ -200,12 +215,15 @@ TEST_F(PreLimitSignalTest, LimitShorterThanTimeSignalsAtOnce) {
                                .Script(TwoProcessScript(dir_)))
                   .ok());
   Pass(milliseconds(0));
-  std::optional<api::JobExit> e = exits_.Wait(7, milliseconds(3000));
-  if (e.has_value()) {
+  // Whichever comes first: the shell's end by the signal, or its trap's line.
+  ASSERT_TRUE(
+      WaitFor([&] { return exits_.Count(7) > 0 || Lines(dir_ + "/shell") >= 1; }));
+  if (exits_.Count(7) > 0) {
+    std::optional<api::JobExit> e = exits_.Wait(7);
+    ASSERT_TRUE(e.has_value());
     EXPECT_EQ(e->kind, api::ExitKind::kSignaled);
     EXPECT_EQ(e->signal, SIGUSR1);
   } else {
-    EXPECT_TRUE(WaitLines(dir_ + "/shell", 1));
     Stop(7);
   }
 }

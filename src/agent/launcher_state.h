@@ -17,20 +17,15 @@
 #include <vector>
 
 #include "agent/launcher.h"
+#include "agent/mono_time.h"
 #include "agent/run_records.h"
 #include "core/mutex.h"
 #include "core/strings.h"
 
 namespace hachi::agent {
 
-// Deadlines are points on the Clock's monotonic timeline (Options::clock), held as
-// steady_clock time points: for RealClock() the two are the same clock.
-using Mono = std::chrono::steady_clock;
+// Deadlines are points on the Clock's monotonic timeline (Options::clock; mono_time.h).
 inline constexpr Mono::time_point kNoDeadline = Mono::time_point::max();
-
-inline Mono::time_point MonoNow(const Clock& clock) {
-  return Mono::time_point(std::chrono::microseconds(clock.MonotonicMicros()));
-}
 
 // One job's process here and how it is being stopped; State::jobs holds them.
 struct ProcessLauncher::Run {

@@ -188,20 +188,39 @@ class FakeTimeLauncherTest : public LauncherTest {
     clock_.Advance(d);
     launcher_->Tick();
   }
-  // No exit of `job` within a short real wait (a signal sent would end it by then).
-  bool StillRunning(JobId job) { return !exits_.Wait(job, milliseconds(100)); }
+  // A job that appends a line to probe-<id> at each SIGUSR1 and otherwise waits (about
+  // 30 s, in short sleeps, so that it answers at once); ready-<id> holds its pid once
+  // the trap is set. `first` runs before (a trap of its own).
+  LaunchBuilder Probed(JobId id, const std::string& first = "") {
+    const std::string n = std::to_string(id);
+    return Job(id).Sh(first + "trap 'echo p >> " + dir_ + "/probe-" + n +
+                      "' USR1; echo $$ > " + dir_ + "/ready-" + n +
+                      "; i=0; while [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done");
+  }
+  // A Probed job still runs after what the last Tick() decided: it answers a probe
+  // sent now, which a SIGTERM (untrapped) or a SIGKILL sent before would have ended
+  // it without answering.
+  bool StillRunning(JobId id) {
+    const std::string n = std::to_string(id);
+    if (WaitPidFile(dir_ + "/ready-" + n) <= 0) return false;
+    const int want = ++probes_[id];
+    launcher_->Signal(id, SIGUSR1, /*batch_only=*/false);
+    return WaitFor([&] { return Lines(dir_ + "/probe-" + n) >= want; }) &&
+           exits_.Count(id) == 0;
+  }
+  static int Lines(const std::string& path) {
+    const std::string text = Slurp(path);
+    return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+  }
 
   FakeClock clock_;  // launcher_ is reset in TearDown, before this goes
+  std::map<JobId, int> probes_;
 };
 
 TEST_F(FakeTimeLauncherTest, TimeLimitTermThenKillAfterGrace) {
-  // Ignores SIGTERM (the sleep inherits the ignore), so only the SIGKILL ends it.
-  const std::string ready = dir_ + "/ready";
-  ASSERT_TRUE(launcher_
-                  ->Launch(Job(30).TimeLimit(1, 1).Sh("trap '' TERM; echo $$ > " + ready +
-                                                      "; sleep 30"))
-                  .ok());
-  ASSERT_GT(WaitPidFile(ready), 0);
+  // Ignores SIGTERM (the sleeps inherit the ignore), so only the SIGKILL ends it.
+  ASSERT_TRUE(launcher_->Launch(Probed(30, "trap '' TERM; ").TimeLimit(1, 1)).ok());
+  ASSERT_GT(WaitPidFile(dir_ + "/ready-30"), 0);
   Pass(milliseconds(1000));  // the limit: SIGTERM, ignored
   Pass(milliseconds(999));
   EXPECT_TRUE(StillRunning(30)) << "killed before its grace was over";
@@ -214,7 +233,7 @@ TEST_F(FakeTimeLauncherTest, TimeLimitTermThenKillAfterGrace) {
 }
 
 TEST_F(FakeTimeLauncherTest, TimeLimitTermIsEnoughForWellBehavedJobs) {
-  ASSERT_TRUE(launcher_->Launch(Job(31).TimeLimit(1, 5).Sh("sleep 30")).ok());
+  ASSERT_TRUE(launcher_->Launch(Probed(31).TimeLimit(1, 5)).ok());
   Pass(milliseconds(999));
   EXPECT_TRUE(StillRunning(31)) << "stopped before its limit";
   Pass(milliseconds(1));
@@ -227,9 +246,7 @@ TEST_F(FakeTimeLauncherTest, TimeLimitTermIsEnoughForWellBehavedJobs) {
 // The limit counts from the server's start time (wall clock), not from the launch: a job
 // launched a second late has a second less.
 TEST_F(FakeTimeLauncherTest, TimeLimitCountsFromTheServersStartTime) {
-  ASSERT_TRUE(
-      launcher_->Launch(Job(32).Start(clock_.Now() - 1).TimeLimit(3, 5).Sh("sleep 30"))
-          .ok());
+  ASSERT_TRUE(launcher_->Launch(Probed(32).Start(clock_.Now() - 1).TimeLimit(3, 5)).ok());
   Pass(milliseconds(1999));
   EXPECT_TRUE(StillRunning(32)) << "stopped before its limit";
   Pass(milliseconds(1));
@@ -243,8 +260,7 @@ TEST_F(FakeTimeLauncherTest, TimeLimitCountsFromTheServersStartTime) {
 // from the same start; a shorter one already past stops the job at once.
 TEST_F(FakeTimeLauncherTest, SetTimeLimitLengthensAndShortensTheRunning) {
   const Time start = clock_.Now();
-  ASSERT_TRUE(
-      launcher_->Launch(Job(33).Start(start).TimeLimit(2, 5).Sh("sleep 30")).ok());
+  ASSERT_TRUE(launcher_->Launch(Probed(33).Start(start).TimeLimit(2, 5)).ok());
   launcher_->SetTimeLimit(33, start, 4);
   launcher_->SetTimeLimit(33, start + 1, 1);  // another run's: ignored
   Pass(milliseconds(3999));
@@ -255,8 +271,7 @@ TEST_F(FakeTimeLauncherTest, SetTimeLimitLengthensAndShortensTheRunning) {
   EXPECT_EQ(e->kind, api::ExitKind::kTimeLimit);
 
   const Time start2 = clock_.Now();
-  ASSERT_TRUE(
-      launcher_->Launch(Job(34).Start(start2).TimeLimit(600, 5).Sh("sleep 30")).ok());
+  ASSERT_TRUE(launcher_->Launch(Probed(34).Start(start2).TimeLimit(600, 5)).ok());
   Pass(milliseconds(2000));
   EXPECT_TRUE(StillRunning(34));
   launcher_->SetTimeLimit(34, start2, 1);  // already past: stopped now
@@ -284,12 +299,8 @@ TEST_F(LauncherTest, CancelKillsWholeProcessGroup) {
 }
 
 TEST_F(FakeTimeLauncherTest, CancelEscalatesToSigkillAfterGrace) {
-  const std::string ready = dir_ + "/ready";
-  ASSERT_TRUE(
-      launcher_
-          ->Launch(Job(41).Grace(1).Sh("trap '' TERM; echo $$ > " + ready + "; sleep 30"))
-          .ok());
-  ASSERT_GT(WaitPidFile(ready), 0);
+  ASSERT_TRUE(launcher_->Launch(Probed(41, "trap '' TERM; ").Grace(1)).ok());
+  ASSERT_GT(WaitPidFile(dir_ + "/ready-41"), 0);
   launcher_->Cancel(41, "by test");
   Pass(milliseconds(500));
   launcher_->Cancel(41, "twice: no effect");  // in particular, no later SIGKILL

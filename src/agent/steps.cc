@@ -324,8 +324,8 @@ void StepRunner::Signal(const api::StepSignal& s) {
   if (s.cancel) {
     if (p.stopping) return;
     p.stopping = true;
-    p.kill_at =
-        Mono::now() + std::chrono::seconds(std::max<Duration>(1, p.launch.kill_grace));
+    p.kill_at = MonoNow(*options_.clock) +
+                std::chrono::seconds(std::max<Duration>(1, p.launch.kill_grace));
   }
   for (const State::Task& t : p.tasks) {
     if (!t.exited && t.pid > 0) kill(-t.pid, s.cancel ? SIGTERM : s.signal);
@@ -356,7 +356,7 @@ void StepRunner::Input(const api::StepInput& in) {
 void StepRunner::StopJob(state::JobId job, Duration grace) {
   MutexLock lock(&state_->mu);
   const Mono::time_point at =
-      Mono::now() + std::chrono::seconds(std::max<Duration>(0, grace));
+      MonoNow(*options_.clock) + std::chrono::seconds(std::max<Duration>(0, grace));
   for (auto& [key, p] : state_->parts) {
     if (key.job != job) continue;
     if (!p.stopping || at < p.kill_at) p.kill_at = at;
@@ -382,6 +382,17 @@ bool StepRunner::WaitIdle(int wait_ms) const {
     if (!state_->cv.WaitUntil(until)) return state_->parts.empty();
   }
   return true;
+}
+
+void StepRunner::Tick() {
+  State& s = *state_;
+  MutexLock lock(&s.mu);
+  const uint64_t want = ++s.ticks_asked;
+  s.Wake();
+  // Bounded: an I/O thread that has returned (stop) ticks no more.
+  const auto until = CondVar::Clock::now() + std::chrono::seconds(10);
+  while (s.ticks_done < want && !s.stop && s.ticked.WaitUntil(until)) {
+  }
 }
 
 }  // namespace hachi::agent

@@ -48,6 +48,10 @@ class StepRunner {
     std::string node;
     int64_t buffer_bytes = 4 << 20;  // per step, output not yet acknowledged
     int64_t batch_bytes = 1 << 20;   // at most this much output per report
+    // Kill graces and pipe drains read it (not owned; outlives the runner). The I/O
+    // thread waits in real time: after moving a FakeClock, call Tick() for it to act
+    // on what is due.
+    const Clock* clock = RealClock();
   };
   // The job's run a step belongs to (Launcher::StepContextOf).
   using ContextFn = std::function<std::optional<StepContext>(state::JobId, Time)>;
@@ -78,6 +82,10 @@ class StepRunner {
   std::vector<state::StepKey> Running() const;
   // Blocks until no step is left here or `wait_ms` passed (tests). True when none left.
   bool WaitIdle(int wait_ms) const;
+  // Has the I/O thread read the clock and act on what is due (SIGKILL after a kill
+  // grace, the pipes of an exited task closed after their drain) before it returns: for
+  // tests that move a FakeClock (Options::clock). A real clock needs no ticks.
+  void Tick();
 
  private:
   struct State;

@@ -62,9 +62,9 @@ void StepRunner::IoLoop() {
     }
     int timeout = -1;
     if (next != kNever) {
-      const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(next - Mono::now())
-              .count();
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            next - MonoNow(*options_.clock))
+                            .count();
       timeout = static_cast<int>(std::clamp<int64_t>(left + 1, 0, 60000));
     }
     const int n = poll(fds.data(), fds.size(), timeout);
@@ -75,6 +75,9 @@ void StepRunner::IoLoop() {
     }
     MutexLock lock(&state_->mu);
     if (state_->stop) return;
+    // A Tick() asked by now is answered by this round, which reads the clock after it.
+    const uint64_t ticks_asked = state_->ticks_asked;
+    const Mono::time_point now = MonoNow(*options_.clock);
     for (size_t i = 1; i < fds.size(); ++i) {
       if (fds[i].revents == 0) continue;
       const Slot& s = slots[i];
@@ -85,7 +88,7 @@ void StepRunner::IoLoop() {
       if (s.which == 0) {
         if (t.pidfd != s.fd) continue;
         int status = 0;
-        if (waitpid(t.pid, &status, WNOHANG) == t.pid) state_->Exited(p, t, status);
+        if (waitpid(t.pid, &status, WNOHANG) == t.pid) state_->Exited(p, t, status, now);
         continue;
       }
       int& fd = s.which == 1 ? t.out : t.err;
@@ -105,7 +108,6 @@ void StepRunner::IoLoop() {
         CloseFd(&fd);
       }
     }
-    const Mono::time_point now = Mono::now();
     for (auto& [key, p] : state_->parts) {
       if (p.stopping && now >= p.kill_at) {
         for (const State::Task& t : p.tasks) {
@@ -130,6 +132,10 @@ void StepRunner::IoLoop() {
       } else {
         ++it;
       }
+    }
+    if (state_->ticks_done != ticks_asked) {  // what was due is done: Tick() returns
+      state_->ticks_done = ticks_asked;
+      state_->ticked.SignalAll();
     }
   }
 }

@@ -16,12 +16,13 @@
 #include <string>
 #include <vector>
 
+#include "agent/mono_time.h"
 #include "agent/steps.h"
 #include "core/mutex.h"
 
 namespace hachi::agent {
 
-using Mono = std::chrono::steady_clock;
+// Deadlines are points on the Clock's monotonic timeline (Options::clock; mono_time.h).
 inline constexpr Mono::time_point kNever = Mono::time_point::max();
 inline constexpr size_t kCoalesce =
     64 * 1024;  // a chunk grows to this before a new one starts
@@ -92,6 +93,10 @@ struct StepRunner::State {
   bool stop GUARDED_BY(mu) = false;
   CondVar cv{&mu};   // something to send, a part removed, stop
   int wake_fd = -1;  // eventfd for the I/O thread; constant
+  // Tick(): asked and done by the I/O thread.
+  uint64_t ticks_asked GUARDED_BY(mu) = 0;
+  uint64_t ticks_done GUARDED_BY(mu) = 0;
+  CondVar ticked{&mu};
 
   void Wake() const {
     const uint64_t one = 1;
@@ -136,8 +141,8 @@ struct StepRunner::State {
       }
     }
   }
-  // A task's process ended.
-  void Exited(Part& p, Task& t, int status) REQUIRES(mu) {
+  // A task's process ended (at `now`, on the runner's clock).
+  void Exited(Part& p, Task& t, int status, Mono::time_point now) REQUIRES(mu) {
     t.exited = true;
     api::TaskExit e;
     e.task = t.rank;
@@ -151,7 +156,7 @@ struct StepRunner::State {
     p.exits.push_back(std::move(e));
     kill(-t.pid, SIGKILL);  // what is left of its group: the task is over
     CloseFd(&t.pidfd);
-    t.close_by = Mono::now() + kDrainAfterExit;
+    t.close_by = now + kDrainAfterExit;
     cv.SignalAll();
   }
   // Marks the part ended once every task exited and its pipes are closed.

@@ -1,6 +1,7 @@
 #include "agent/steps.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -8,8 +9,10 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <string>
 #include <thread>
 
+#include "core/clock.h"
 #include "core/testing/wait_for.h"
 
 namespace hachi::agent {
@@ -192,19 +195,54 @@ TEST_F(StepRunnerTest, APartSentTwiceRunsOnce) {
   EXPECT_EQ(server_.Out(2), "once\n");
 }
 
+// On a clock that never moves: the tasks end by the SIGTERM and the step with them,
+// without waiting out a kill grace or a drain.
 TEST_F(StepRunnerTest, CancelStopsTheTasks) {
-  auto runner = Make(Opts());
+  FakeClock clock;
+  StepRunner::Options o = Opts();
+  o.clock = &clock;
+  auto runner = Make(o);
   runner->Launch(Step(0, {"/bin/sh", "-c", "echo up; exec /bin/sleep 30"}, {2, 3}));
   ASSERT_TRUE(
       WaitFor([&] { return server_.Out(2) == "up\n" && server_.Out(3) == "up\n"; }));
-  const auto t0 = std::chrono::steady_clock::now();
   runner->Signal({kJob, kStart, 0, 0, true});
   ASSERT_TRUE(server_.WaitDone(0, 10s));
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
   std::map<int, api::TaskExit> exits = server_.Exits(0);
   ASSERT_EQ(exits.size(), 2u);
   EXPECT_EQ(exits[2].kind, api::ExitKind::kCancelled);
   EXPECT_EQ(exits[2].signal, SIGTERM);
+}
+
+// A task that outlives the SIGTERM gets SIGKILL once its kill grace has passed on the
+// runner's clock: an hour here, which the real clock would not pass within the test.
+TEST_F(StepRunnerTest, CancelKillsAfterTheGraceOnTheRunnersClock) {
+  FakeClock clock;
+  StepRunner::Options o = Opts();
+  o.clock = &clock;
+  auto runner = Make(o);
+  api::StepLaunch l = Step(0,
+                           {"/bin/sh", "-c",
+                            "trap 'echo term' TERM; trap 'echo alive' USR1; echo up; "
+                            "while :; do sleep 0.05; done"},
+                           {2});
+  l.kill_grace = 3600;
+  runner->Launch(l);
+  ASSERT_TRUE(WaitFor([&] { return server_.Out(2) == "up\n"; }));
+  runner->Signal({kJob, kStart, 0, 0, true});
+  ASSERT_TRUE(WaitFor([&] { return server_.Out(2) == "up\nterm\n"; }));
+  clock.Advance(3599s);
+  runner->Tick();
+  // Not killed at 3599 s: it still answers a signal sent after that round (a SIGKILL
+  // sent before would have ended it first).
+  runner->Signal({kJob, kStart, 0, SIGUSR1, false});
+  ASSERT_TRUE(WaitFor([&] { return server_.Out(2) == "up\nterm\nalive\n"; }));
+  clock.Advance(1s);
+  runner->Tick();
+  ASSERT_TRUE(server_.WaitDone(0, 10s));
+  std::map<int, api::TaskExit> exits = server_.Exits(0);
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[2].kind, api::ExitKind::kCancelled);
+  EXPECT_EQ(exits[2].signal, SIGKILL);
 }
 
 TEST_F(StepRunnerTest, ASignalReachesTheTasks) {
@@ -221,13 +259,65 @@ TEST_F(StepRunnerTest, ASignalReachesTheTasks) {
   EXPECT_EQ(server_.Exits(0)[2].exit_code, 3);
 }
 
+// The child dies with the task's group, so its pipe closes at once: on a clock that
+// never moves, the step ends without waiting out the drain.
 TEST_F(StepRunnerTest, ABackgroundChildHoldingThePipeDoesNotHoldTheStep) {
-  auto runner = Make(Opts());
-  const auto t0 = std::chrono::steady_clock::now();
+  FakeClock clock;
+  StepRunner::Options o = Opts();
+  o.clock = &clock;
+  auto runner = Make(o);
   runner->Launch(Step(0, {"/bin/sh", "-c", "sleep 30 & echo started"}, {2}));
   ASSERT_TRUE(server_.WaitDone(0, 10s));
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
   EXPECT_EQ(server_.Out(2), "started\n");
+}
+
+// A process that left the task's group holds its pipe: the pipe is read after the
+// task's exit, and closed once the drain has passed on the runner's clock.
+TEST_F(StepRunnerTest, APipeHeldPastTheExitIsClosedAfterTheDrainOnTheRunnersClock) {
+  FakeClock clock;
+  StepRunner::Options o = Opts();
+  o.clock = &clock;
+  auto runner = Make(o);
+  char tmpl[] = "/tmp/hachi-steps-test-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string ready = std::string(tmpl) + "/ready";
+  // The task ends only once the holder has left its group (else the group's SIGKILL
+  // at the task's exit could catch it before its setsid).
+  runner->Launch(
+      Step(0,
+           {"/bin/sh", "-c",
+            "setsid sh -c 'trap \"echo late\" USR1; echo holder $$; touch " + ready +
+                "; i=0; while [ $i -lt 2400 ]; do sleep 0.05; i=$((i+1)); "
+                "done' & while [ ! -e " +
+                ready + " ]; do sleep 0.01; done; echo started"},
+           {2}));
+  pid_t holder = 0;
+  // The holder's group is its own (setsid), out of the runner's reach: ended here,
+  // however the test ends.
+  struct KillHolder {
+    pid_t* pid;
+    ~KillHolder() {
+      if (*pid > 1) kill(-*pid, SIGKILL);
+    }
+  } kill_holder{&holder};
+  ASSERT_TRUE(WaitFor([&] {
+    const std::string out = server_.Out(2);
+    const size_t at = out.find("holder ");
+    if (at == std::string::npos || out.find('\n', at) == std::string::npos) return false;
+    holder = static_cast<pid_t>(std::stol(out.substr(at + 7)));
+    return !server_.Exits(0).empty();
+  }));
+  ASSERT_GT(holder, 1);
+  EXPECT_EQ(server_.Exits(0)[2].kind, api::ExitKind::kExited);
+  // Read after the exit: what the holder writes now still comes back.
+  kill(holder, SIGUSR1);
+  EXPECT_TRUE(
+      WaitFor([&] { return server_.Out(2).find("late\n") != std::string::npos; }));
+  clock.Advance(1s);
+  runner->Tick();
+  EXPECT_TRUE(server_.WaitDone(0, 10s));
+  ::unlink(ready.c_str());
+  ::rmdir(tmpl);
 }
 
 TEST_F(StepRunnerTest, LaunchFailuresAreReportedPerTask) {
@@ -265,18 +355,24 @@ TEST_F(StepRunnerTest, OutputPastTheBoundIsDroppedAndCountedNotBlocking) {
   o.buffer_bytes = 64 * 1024;
   server_.SetUp(false);  // the server takes nothing for a while
   auto runner = Make(o);
+  char tmpl[] = "/tmp/hachi-steps-test-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string written = std::string(tmpl) + "/written";
   // 4 MiB, far past the bound: the task must not block on it.
-  runner->Launch(
-      Step(0, {"/bin/sh", "-c", "head -c 4194304 /dev/zero; echo end >&2"}, {2}));
-  // The task ends although nobody takes its output (its exit is queued meanwhile): the
-  // server takes nothing for 3 s of a real process's time, then everything.
-  EXPECT_FALSE(WaitFor([&] { return !server_.Exits(0).empty(); }, 3s));
+  runner->Launch(Step(
+      0, {"/bin/sh", "-c", "head -c 4194304 /dev/zero; echo end >&2; touch " + written},
+      {2}));
+  // The task writes it all although nobody takes its output: the server takes nothing
+  // until then, then everything.
+  EXPECT_TRUE(WaitFor([&] { return ::access(written.c_str(), F_OK) == 0; }));
   server_.SetUp(true);
   ASSERT_TRUE(server_.WaitDone(0, 15s));
   EXPECT_EQ(server_.Exits(0)[2].exit_code, 0);
   EXPECT_GT(server_.Lost(2), 0);
   EXPECT_EQ(static_cast<int64_t>(server_.Out(2).size()) + server_.Lost(2), 4194304);
   EXPECT_EQ(server_.Out(2, 2), "end\n");
+  ::unlink(written.c_str());
+  ::rmdir(tmpl);
 }
 
 TEST_F(StepRunnerTest, ServerGoneStopsTheStep) {

@@ -33,8 +33,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
-#include <thread>
 #include <vector>
+
+#include "core/testing/wait_for.h"
 
 namespace hachi::cli::testing {
 
@@ -142,9 +143,9 @@ class Fleet {
     }
     if (!mine || pid <= 0) return;
     ::kill(pid, SIGTERM);
-    for (int i = 0; i < 100; ++i) {
-      if (::waitpid(pid, nullptr, WNOHANG) == pid) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (WaitFor([&] { return ::waitpid(pid, nullptr, WNOHANG) == pid; },
+                std::chrono::seconds(10), std::chrono::milliseconds(100))) {
+      return;
     }
     ::kill(pid, SIGKILL);
     ::waitpid(pid, nullptr, 0);

@@ -714,6 +714,11 @@ Status SqliteStore::Commit(const std::vector<Edit>& edits) {
   return self.status;
 }
 
+size_t SqliteStore::QueuedForTesting() {
+  MutexLock lock(&mu_);
+  return queue_.size();
+}
+
 void SqliteStore::WriteGroup(const std::vector<Waiter*>& group) {
   MutexLock lock(&db_mu_);
   if (group.size() == 1) {

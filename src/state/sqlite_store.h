@@ -74,6 +74,9 @@ class SqliteStore final : public Store {
   // Caps the database at `pages` pages (a full disk for tests); 0 lifts the cap. The
   // cap cannot go below the current size (SQLite ignores that).
   Status SetMaxPageCountForTesting(int64_t pages) EXCLUDES(db_mu_);
+  // How many Commit callers wait for the next group now: a test that orders callers
+  // around a group waits for this instead of sleeping.
+  size_t QueuedForTesting() EXCLUDES(mu_);
 
  private:
   struct Waiter;

@@ -1,19 +1,20 @@
 #include "state/sqlite_store.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <chrono>
 #include <filesystem>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "core/testing/wait_for.h"
 #include "state/db.h"
 #include "state/row_codec.h"
 #include "state/store.h"
@@ -217,11 +218,16 @@ TEST(SqliteStore, BadBatchInAGroupFailsAlone) {
   std::vector<Status> results(4);
   std::vector<std::thread> threads;
   threads.emplace_back([&] { results[0] = store->Commit({Started(4)}); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // The leader took its group (itself alone) and began its transaction, which waits
+  // for the other connection's lock (the store's busy timeout, 5 s, outlasts this).
+  EXPECT_TRUE(WaitFor([&] {
+    return store->stats().transactions == transactions_before + 1 &&
+           store->QueuedForTesting() == 0;
+  }));
   threads.emplace_back([&] { results[1] = store->Commit({Started(1)}); });
   threads.emplace_back([&] { results[2] = store->Commit({Started(2), Started(2)}); });
   threads.emplace_back([&] { results[3] = store->Commit({Started(3)}); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_TRUE(WaitFor([&] { return store->QueuedForTesting() == 3; }));
   ASSERT_TRUE((*other)->Exec("ROLLBACK").ok());
   for (std::thread& th : threads) th.join();
   EXPECT_TRUE(results[0].ok()) << results[0].ToString();
@@ -385,8 +391,12 @@ TEST(SqliteStore, AcknowledgedCommitsSurviveSigkill) {
     while (acked + 1 < kill_after && read(fds[0], &value, sizeof value) == sizeof value) {
       acked = value;
     }
-    // Land the kill at a random point of the next commits.
-    usleep(std::uniform_int_distribution<int>(0, 3000)(rng));
+    // Land the kill at a random point of the next commits: a random number of yields
+    // (a few microseconds each, about 0-3 ms in all) spreads it as a random sleep did,
+    // without the test waiting on time.
+    for (int n = std::uniform_int_distribution<int>(0, 2000)(rng); n > 0; --n) {
+      sched_yield();
+    }
     kill(pid, SIGKILL);
     while (read(fds[0], &value, sizeof value) == sizeof value) acked = value;
     close(fds[0]);
