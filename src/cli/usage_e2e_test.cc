@@ -18,6 +18,7 @@
 #include "cli/cli_testing.h"
 #include "cli/dev_testing.h"
 #include "cli/e2e_testing.h"
+#include "core/testing/paths.h"
 #include "topo/presets.h"
 #include "topo/topology_file.h"
 
@@ -110,7 +111,7 @@ TEST_F(UsageE2e, EffFlagsTheStarvedAndTheIdleGpuWithTheirNumbers) {
       << text;
   // seff: the same binary by Slurm's name.
   const std::string link = dir_ + "/seff";
-  std::filesystem::create_symlink(std::string(HACHI_BINARY_DIR) + "/hachi", link);
+  std::filesystem::create_symlink(BinaryDir() + "/hachi", link);
   const testing::CmdResult seff =
       testing::Shell(link + " " + std::to_string(id) + " 2>&1");
   EXPECT_EQ(seff.exit_code, 0) << seff.out;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/strings.h"
+#include "core/testing/paths.h"
 #include "topo/presets.h"
 #include "topo/topology_file.h"
 #include "topo/topology_testing.h"
@@ -16,7 +17,7 @@ namespace hachi::topo {
 namespace {
 
 const std::string kMatrixFixture =
-    std::string(HACHI_SOURCE_DIR) + "/testdata/nvidia-smi/topo-dgx-a100-mlx5-names.txt";
+    SourceDir() + "/testdata/nvidia-smi/topo-dgx-a100-mlx5-names.txt";
 
 // `--query-gpu=index,uuid,name,memory.total,pci.bus_id --format=csv,noheader,nounits`
 // as nvidia-smi would print it for the dgx-a100 preset.
