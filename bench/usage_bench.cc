@@ -1,4 +1,4 @@
-// What sampling running jobs' GPUs costs (issue 21, docs/efficiency.md, figures in
+// What sampling running jobs' GPUs costs (docs/efficiency.md, figures in
 // docs/benchmarks.md "Job usage"). At --usage-interval 10, 1,000 running jobs send 100
 // samples a second; each costs the agent a sampling round share and the server a parse
 // and a sum, and each run keeps a bounded summary. Run build-*/bench/usage_bench.
