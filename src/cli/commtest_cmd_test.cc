@@ -24,12 +24,11 @@ using hachi::cli::testing::Shell;
 CmdResult Commtest(const std::string& preset, const std::string& env,
                    const std::string& args, bool with_stderr = true) {
   // A preset file is a topology file, which both fakes read.
-  return Shell(
-      "HACHI_FAKE_NVML_TOPOLOGY=" + hachi::SourceDir() + "/src/topo/presets/" + preset +
-      ".json HACHI_NVML_LIBRARY=" HACHI_FAKE_NVML " HACHI_CUDA_LIBRARY=" HACHI_FAKE_CUDA
-      " " +
-      env + " " + hachi::BinaryDir() + "/hachi commtest --size 67108864 --repeats 2 " +
-      args + (with_stderr ? " 2>&1" : " 2>/dev/null"));
+  return Shell("HACHI_FAKE_NVML_TOPOLOGY=" + hachi::SourceDir() + "/src/topo/presets/" +
+               preset + ".json HACHI_NVML_LIBRARY=" + hachi::FakeNvmlLibrary() +
+               " HACHI_CUDA_LIBRARY=" + hachi::FakeCudaLibrary() + " " + env + " " +
+               hachi::BinaryDir() + "/hachi commtest --size 67108864 --repeats 2 " +
+               args + (with_stderr ? " 2>&1" : " 2>/dev/null"));
 }
 
 TEST(CommtestCmdTest, HealthyNodesPass) {

@@ -51,8 +51,9 @@ CmdResult Doctor(const Node& node, const std::string& args) {
   const std::string events = dir.Write("events", node.events);
   return Shell("HACHI_FAKE_NVML_TOPOLOGY=" + hachi::SourceDir() + "/src/topo/presets/" +
                node.preset + ".json HACHI_FAKE_NVML_EVENTS=" + events +
-               " HACHI_NVML_LIBRARY=" HACHI_FAKE_NVML " " + hachi::BinaryDir() +
-               "/hachi doctor --root " + dir.path() + "/root " + args + " 2>/dev/null");
+               " HACHI_NVML_LIBRARY=" + hachi::FakeNvmlLibrary() + " " +
+               hachi::BinaryDir() + "/hachi doctor --root " + dir.path() + "/root " +
+               args + " 2>/dev/null");
 }
 
 struct Case {

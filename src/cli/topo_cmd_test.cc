@@ -91,13 +91,13 @@ TEST(TopoShowTest, MigDevicesFromNvml) {
                 "migdev 1 3g.40gb 2g.20gb - 1g.10gb/13/0\n"
                 "migdev 2\n");
   const std::string env =
-      "HACHI_NVML_LIBRARY=" HACHI_FAKE_NVML " HACHI_FAKE_NVML_TOPOLOGY=" +
-      hachi::SourceDir() +
+      "HACHI_NVML_LIBRARY=" + hachi::FakeNvmlLibrary() +
+      " HACHI_FAKE_NVML_TOPOLOGY=" + hachi::SourceDir() +
       "/src/topo/presets/hgx-h100.json HACHI_FAKE_NVML_EVENTS=" + events + " ";
   CmdResult r = Shell(env + hachi::BinaryDir() + "/hachi topo show 2>&1");
   EXPECT_EQ(r.exit_code, 0) << r.out;
   ExpectGolden("topo/hgx-h100-mig-nvml.txt",
-               Replaced(r.out, HACHI_FAKE_NVML, "$HACHI_FAKE_NVML"));
+               Replaced(r.out, hachi::FakeNvmlLibrary(), "$HACHI_FAKE_NVML"));
 }
 
 TEST(TopoShowTest, BadInputsGiveClearErrors) {

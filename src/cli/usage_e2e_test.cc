@@ -47,7 +47,7 @@ class UsageE2e : public ::testing::Test {
   }
   // `hachi dev` on "real" GPUs: the fake NVML, sampling every 0.2 s.
   std::unique_ptr<DevCluster> StartDev() {
-    ::setenv("HACHI_NVML_LIBRARY", HACHI_FAKE_NVML, 1);
+    ::setenv("HACHI_NVML_LIBRARY", FakeNvmlLibrary().c_str(), 1);
     ::setenv("HACHI_FAKE_NVML_TOPOLOGY", (dir_ + "/topo.json").c_str(), 1);
     ::setenv("HACHI_FAKE_NVML_EVENTS", (dir_ + "/nvml-events").c_str(), 1);
     auto dev = std::make_unique<DevCluster>(

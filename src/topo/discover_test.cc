@@ -60,12 +60,12 @@ TEST(DiscoverTest, UsesNvmlFirst) {
   ScopedEnv env("HACHI_FAKE_NVML_TOPOLOGY",
                 dir.Write("topo.json", TopologyToJson(*LoadPreset("hgx-h100"))));
   DiscoverOptions opts;
-  opts.nvml.library = HACHI_FAKE_NVML;
+  opts.nvml.library = FakeNvmlLibrary();
   opts.nvml.sysfs_root = dir.path();
   opts.nvidia_smi = FakeSmi(dir);
   Result<Topology> t = DiscoverLocalTopology(opts);
   ASSERT_TRUE(t.ok()) << t.status().ToString();
-  EXPECT_EQ(t->source(), std::string("NVML (") + HACHI_FAKE_NVML + ")");
+  EXPECT_EQ(t->source(), "NVML (" + FakeNvmlLibrary() + ")");
   EXPECT_EQ(t->link(0, 7).nvlinks, 18);
   std::string unused;
   EXPECT_FALSE(ReadFile(dir.path() + "/args.log", &unused).has_value());

@@ -12,4 +12,30 @@ const std::string& BinaryDir() {
   return dir;
 }
 
+const std::string& FakeNvmlLibrary() {
+  static const std::string path = HACHI_FAKE_NVML;
+  return path;
+}
+
+const std::string& FakeCudaLibrary() {
+  static const std::string path = HACHI_FAKE_CUDA;
+  return path;
+}
+
+const std::string& FakeMpsControl() {
+  static const std::string path =
+      SourceDir() + "/src/agent/testdata/mps/nvidia-cuda-mps-control";
+  return path;
+}
+
+const std::string& TestWaiterBinary() {
+  static const std::string path = HACHI_TEST_WAITER;
+  return path;
+}
+
+const std::string& TestFdThiefBinary() {
+  static const std::string path = HACHI_TEST_FD_THIEF;
+  return path;
+}
+
 }  // namespace hachi
