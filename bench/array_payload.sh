@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 16's array benchmark (docs/benchmarks.md, "One array of a big script"): one
+# The array benchmark (docs/benchmarks.md, "One array of a big script"): one
 # `hachi submit --array=0-(TASKS-1)` of a 1 MB batch script on `hachi dev` (one simulated
 # 8-GPU node, the tasks held so that none runs), measured for each binary in the same run:
 #   - the server's RSS (VmRSS of the hachi dev process) before and after the submit,

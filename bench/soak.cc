@@ -1,4 +1,4 @@
-// hachi_soak: the soak test's client (issue 7 §3, docs/soak.md; scripts/soak.sh starts
+// hachi_soak: the soak test's client (docs/soak.md; scripts/soak.sh starts
 // the server and samples its memory). Against a running server, C client threads, each
 // with its own api::HttpClient, submit N short jobs in bursts (B POSTs back to back,
 // then a random pause), mixing 1, 2, 4 and 8 GPUs and a few small arrays. Each job is a
@@ -146,7 +146,7 @@ api::SubmitRequest BaseRequest(const Options& o) {
   // by the agent, and the submitter's environment (job_cmds.cc BuildRequest).
   r.spec.stdout_path = o.out + "/jobs/%j.out";
   // Appended, so that a second run of a job would show as a second pair (the default
-  // truncates, as Slurm's: issue 17).
+  // truncates, as Slurm's).
   r.spec.open_append = true;
   state::EnvList env;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {

@@ -1,4 +1,4 @@
-// What sampling running jobs' GPUs costs (issue 21, docs/efficiency.md, figures in
+// What sampling running jobs' GPUs costs (docs/efficiency.md, figures in
 // docs/benchmarks.md "Job usage"). At --usage-interval 10, 1,000 running jobs send 100
 // samples a second; each costs the agent a sampling round share and the server a parse
 // and a sum, and each run keeps a bounded summary. Run build-*/bench/usage_bench.
@@ -26,6 +26,7 @@
 #include "agent/job_usage.h"
 #include "api/protocol.h"
 #include "api/protocol_json.h"
+#include "core/testing/paths.h"
 #include "state/store.h"
 #include "state/usage.h"
 #include "state/usage_json.h"
@@ -86,7 +87,7 @@ void BM_AgentRound(benchmark::State& st) {
   setenv("HACHI_FAKE_NVML_TOPOLOGY", (dir + "/topo.json").c_str(), 1);
   setenv("HACHI_FAKE_NVML_EVENTS", (dir + "/events").c_str(), 1);
   Result<std::unique_ptr<agent::GpuSampler>> sampler =
-      agent::GpuSampler::Open(HACHI_FAKE_NVML);
+      agent::GpuSampler::Open(FakeNvmlLibrary());
   if (!sampler.ok()) {
     st.SkipWithError(sampler.status().message().c_str());
     return;

@@ -86,7 +86,7 @@ for i in range(n.nvmlDeviceGetCount()):
 n.nvmlShutdown()'
 step "kernel log Xid lines readable? device nodes, cgroups" bash -c 'dmesg 2>&1 | grep -i -m5 -e xid -e nvrm; echo "dmesg exit ${PIPESTATUS[0]}"; ls -l /dev/nvidia* 2>&1 | head; ls /sys/fs/cgroup | head -30; stat -fc %T /sys/fs/cgroup'
 
-# commtest (issue 19): what the interconnect delivers, through the CUDA driver, then the
+# commtest (docs/nvml.md): what the interconnect delivers, through the CUDA driver, then the
 # same two figures from PyTorch in the same run (docs/nvml.md asks ours to be within 10 %).
 step "hachi commtest" "$hachi" commtest
 step "hachi commtest --json" "$hachi" commtest --json
@@ -118,7 +118,7 @@ print("GPU 0 h2d: torch %.1f GB/s, hachi %.1f GB/s, ratio %.3f" % (h2d, g["h2d"]
 print("GPU 0 d2d: torch %.1f GB/s, hachi %.1f GB/s, ratio %.3f" % (d2d, g["d2d"]["gbps"], g["d2d"]["gbps"] / d2d))
 ' "$hachi"
 
-# doctor (issue 19): the runbooks' checks of this node, as the burn-in gate runs them.
+# doctor (docs/nvml.md): the runbooks' checks of this node, as the burn-in gate runs them.
 step "hachi doctor" "$hachi" doctor
 step "hachi doctor --json" "$hachi" doctor --json
 
@@ -175,7 +175,7 @@ for _ in range(10): a @ a
 torch.cuda.synchronize(); dt = (time.perf_counter() - t) / 10
 print(f"bf16 8192^3 matmul: {2 * 8192**3 / dt / 1e12:.0f} TFLOP/s")'
 step "a 2-GPU job on a 1-GPU node is refused with the reason" "$hachi" submit --gpus 2 -- true
-# Issue 18: job steps on the real GPU. A step's task sees the job's GPU (and, with
+# Job steps on the real GPU (docs/steps.md). A step's task sees the job's GPU (and, with
 # --gpus-per-task, its own); nvidia-smi run as a step inside a running job (srun
 # --jobid --overlap) shows the job's GPU and the job's process on it.
 mkdir -p "$work/bin" && "$hachi" slurm install-links "$work/bin" >/dev/null
@@ -206,7 +206,7 @@ sleep 2
 step "hachi queue -t all" "$hachi" queue -t all
 cp "$work/dev.log" "$out/dev.log"
 
-# Issue 20: GPU shares isolated by MPS (docs/isolation.md "GPU shares"). hachi dev again,
+# GPU shares isolated by MPS (docs/isolation.md "GPU shares"). hachi dev again,
 # with a partition that allows shares; the agent runs an MPS control daemon for the
 # shared GPU (starting one changes no GPU setting: no compute mode, no MIG). Two halves
 # of the GPU, one user, --gpu-mem 20G each: each allocates until CUDA refuses, and should
@@ -272,7 +272,7 @@ step "bf16 matmul: whole GPU alone, a half alone, both halves at once" sh -c "ca
 step "their records" "$hachi" queue -t all
 cp "$work/dev.log" "$out/dev-shares.log"
 
-# Issue 21: what a job does with its GPU, through the real NVML path (docs/efficiency.md).
+# What a job does with its GPU, through the real NVML path (docs/efficiency.md).
 # A PyTorch job alternates 10 s of bf16 matmuls with 10 s of sleep, three times; the
 # agent samples it every 2 s; `hachi eff` gives its utilisation (mean near 50 %, p95 near
 # 100 %), memory peak, power and SM clock, and `show job` the summary.

@@ -7,11 +7,11 @@
 # each ran exactly once (one line per run in its output file), no agent lost.
 # Root only. Cleans up what it made (namespaces, processes by pid, its directory).
 #
-# With STEP_NODES=K (issue 18), then one sbatch job on K nodes whose script runs
+# With STEP_NODES=K (docs/steps.md), then one sbatch job on K nodes whose script runs
 # `srun -n 8K` (eight tasks per node, each printing its rank and node): the step's time,
 # and that every rank came back once through the relay.
 #
-# With BURN_IN=1 (issue 19), every node is burned in as it registers: a site script
+# With BURN_IN=1 (docs/burn-in.md), every node is burned in as it registers: a site script
 # (2 s, as a short check) that fails on the last node ("link down"); the others pass.
 # Reports how long the fleet took to pass, and checks that the failing node stays in
 # burn-in with the script's reason and that no job ever ran on it.

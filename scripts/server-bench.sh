@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The running system against Slurm (issue 5 §7, docs/benchmarks.md): starts
+# The running system against Slurm (docs/benchmarks.md): starts
 # `hachi dev --nodes 4 --preset hgx-h100` on 127.0.0.1 with a fresh state directory and
 # measures what ../shared/tools/slurm-baseline/run.sh measures of Slurm, with the same
 # commands and options where Hachi has them (no -Q: Hachi's submit has no quiet flag, its

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The soak test (issue 7 §3, docs/soak.md), loopback only: starts `hachi dev --nodes 20
+# The soak test (docs/soak.md), loopback only: starts `hachi dev --nodes 20
 # --preset hgx-h100` (20 simulated 8-GPU agents, 160 GPUs) with a fresh state directory,
 # runs BUILD_DIR/bench/hachi_soak against it (JOBS short jobs submitted in bursts by
 # CLIENTS concurrent clients, then the checks: every job ended COMPLETED exactly once, its

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Job-step latency, Hachi beside Debian's Slurm in the same run (issue 18,
-# docs/benchmarks.md "Job steps"):
+# Job-step latency, Hachi beside Debian's Slurm in the same run (docs/benchmarks.md
+# "Job steps"):
 #   a) `srun -n 8 true` inside a running allocation (step created -> every task ended ->
 #      srun returned), N times;
 #   b) `hachi run -- true` (an allocation, one step through the output relay, the

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The scale benchmark (issue 15, docs/benchmarks.md "Scale: N real agents on one server").
+"""The scale benchmark (docs/benchmarks.md "Scale: N real agents on one server").
 
     bench/scale/agents.py HACHI_BINARY N
 

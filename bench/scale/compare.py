@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Today's binary against a new one at scale, in one run (issue 15, docs/benchmarks.md).
+"""Today's binary against a new one at scale, in one run (docs/benchmarks.md).
 
     bench/scale/compare.py NEW_HACHI [BASELINE_HACHI] [--out DIR]
 

@@ -26,6 +26,7 @@
 #include "agent/launcher.h"
 #include "agent/launcher_testing.h"
 #include "agent/testing.h"
+#include "core/testing/paths.h"
 #include "core/testing/wait_for.h"
 
 namespace hachi::agent {
@@ -97,7 +98,7 @@ class RealCgroupTest : public ::testing::TestWithParam<std::string> {
   ProcessLauncher& Launcher(IsolationOptions iso = {}, bool waiter = true) {
     ProcessLauncher::Options o;
     o.spool_dir = spool_;
-    if (waiter) o.waiter = HACHI_TEST_WAITER;
+    if (waiter) o.waiter = TestWaiterBinary();
     o.isolation = std::move(iso);
     o.isolation.cgroups = driver_;
     launcher_ = std::make_unique<ProcessLauncher>(o, exits_.Callback());
@@ -412,7 +413,7 @@ TEST_P(RealCgroupTest, LaunchToExitLatencyOfBinTrue) {
   Exits plain_exits;
   ProcessLauncher::Options o;
   o.spool_dir = spool_ + "/plain";
-  o.waiter = HACHI_TEST_WAITER;
+  o.waiter = TestWaiterBinary();
   ProcessLauncher plain(o, plain_exits.Callback());
   const std::vector<double> without = measure(plain, plain_exits, 200);
   std::cout << "[ latency ] /bin/true launch-to-exit, " << kRuns << " runs: cgroup "

@@ -14,6 +14,7 @@
 
 #include "agent/fake_launcher.h"
 #include "api/protocol_json.h"
+#include "core/testing/paths.h"
 #include "core/testing/wait_for.h"
 #include "server/http_api.h"
 #include "server/testing.h"
@@ -442,7 +443,7 @@ TEST(DaemonScripted, AShareGoesThroughItsGpusMpsDaemon) {
   ScriptedServer server;
   AgentOptions o = Options(server.url(), 1000);
   MpsOptions m;
-  m.control = HACHI_FAKE_MPS_CONTROL;
+  m.control = FakeMpsControl();
   m.dir = dir;
   m.devices = {"0", "1", "GPU-2222"};
   m.check_interval_ms = 20;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/strings.h"
+#include "core/testing/paths.h"
 #include "core/testing/wait_for.h"
 #include "topo/presets.h"
 #include "topo/topology_file.h"
@@ -203,7 +204,7 @@ class FakeNode {
   }
   GpuHealthOptions Options() const {
     GpuHealthOptions o;
-    o.library = HACHI_FAKE_NVML;
+    o.library = FakeNvmlLibrary();
     o.event_wait_ms = 50;
     o.poll_interval_ms = 20;
     return o;
@@ -425,7 +426,7 @@ TEST(GpuHealthMonitorTest, RepeatWindowIsReadFromTheClock) {
 TEST(GpuHealthMonitorTest, SummaryAndDefaults) {
   FakeNode node;
   GpuHealthOptions opts;
-  opts.library = HACHI_FAKE_NVML;
+  opts.library = FakeNvmlLibrary();
   auto mon = GpuHealthMonitor::Start(opts, nullptr);
   ASSERT_TRUE(mon.ok()) << mon.status().ToString();
   EXPECT_EQ((*mon)->summary(), "NVML events on 8 GPUs (Xid, ECC); polling every 5s");
@@ -434,7 +435,7 @@ TEST(GpuHealthMonitorTest, SummaryAndDefaults) {
 TEST(GpuHealthMonitorTest, StopReturnsPromptly) {
   FakeNode node;
   GpuHealthOptions opts;  // the default 500 ms wait
-  opts.library = HACHI_FAKE_NVML;
+  opts.library = FakeNvmlLibrary();
   auto mon = GpuHealthMonitor::Start(opts, [](const GpuHealthEvent&) {});
   ASSERT_TRUE(mon.ok()) << mon.status().ToString();
   const auto start = std::chrono::steady_clock::now();
@@ -469,7 +470,7 @@ TEST(GpuHealthMonitorTest, Unavailable) {
       {"missing_library", dir.path() + "/libnvidia-ml.so.1", "",
        "cannot load NVML (" + dir.path() + "/libnvidia-ml.so.1)"},
       {"not_a_library", topo, "", "cannot load NVML (" + topo + ")"},
-      {"init_fails", HACHI_FAKE_NVML, "9",
+      {"init_fails", FakeNvmlLibrary(), "9",
        "failed to initialise: Driver Not Loaded (NVML error 9)"},
   };
   for (const Case& c : cases) {

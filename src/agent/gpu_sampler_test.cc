@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/clock.h"
+#include "core/testing/paths.h"
 #include "topo/presets.h"
 #include "topo/topology_file.h"
 #include "topo/topology_testing.h"
@@ -41,7 +42,7 @@ TEST(GpuSampler, ScriptedSeriesAdvanceOnePerSample) {
       "power 3 450\n"
       "smclock 3 1755\n"
       "pcietput 3 300 200\n");
-  Result<std::unique_ptr<GpuSampler>> s = GpuSampler::Open(HACHI_FAKE_NVML);
+  Result<std::unique_ptr<GpuSampler>> s = GpuSampler::Open(FakeNvmlLibrary());
   ASSERT_TRUE(s.ok()) << s.status().message();
   ASSERT_EQ((*s)->gpu_count(), 8);
   EXPECT_EQ((*s)->summary(), "utilisation, memory, power, SM clock, PCIe, NVLink");
@@ -65,7 +66,7 @@ TEST(GpuSampler, NvLinkThroughputFromTheCounters) {
   // TX and RX each count 1,000,000 KiB more at the second sample, a second later.
   FakeGpus node("nvlinkkib 1 5000,1005000\n");
   FakeClock clock;
-  Result<std::unique_ptr<GpuSampler>> s = GpuSampler::Open(HACHI_FAKE_NVML, &clock);
+  Result<std::unique_ptr<GpuSampler>> s = GpuSampler::Open(FakeNvmlLibrary(), &clock);
   ASSERT_TRUE(s.ok()) << s.status().message();
   EXPECT_EQ((*s)->Sample()[1].nvlink_kbs, -1);  // no earlier counters yet
   clock.Advance(std::chrono::seconds(1));
@@ -78,7 +79,7 @@ TEST(GpuSampler, WhatNvmlLacksStaysUnknown) {
   FakeGpus node("util 0 50\n");
   ScopedEnv off("HACHI_FAKE_NVML_UNSUPPORTED",
                 "nvmlDeviceGetPowerUsage,nvmlDeviceGetFieldValues");
-  Result<std::unique_ptr<GpuSampler>> s = GpuSampler::Open(HACHI_FAKE_NVML);
+  Result<std::unique_ptr<GpuSampler>> s = GpuSampler::Open(FakeNvmlLibrary());
   ASSERT_TRUE(s.ok()) << s.status().message();
   (*s)->Sample();
   const std::vector<state::GpuSample> got = (*s)->Sample();

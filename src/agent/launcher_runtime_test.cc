@@ -15,6 +15,7 @@
 #include "agent/launcher_testing.h"
 #include "agent/testing.h"
 #include "core/clock.h"
+#include "core/testing/paths.h"
 #include "core/testing/wait_for.h"
 
 namespace hachi::agent {
@@ -73,7 +74,7 @@ class RuntimeTest : public testing::Test {
     ProcessLauncher::Options o;
     o.spool_dir = dir_ + "/spool";
     o.default_kill_grace = 1;
-    o.waiter = HACHI_TEST_WAITER;
+    o.waiter = TestWaiterBinary();
     return o;
   }
   LaunchBuilder Job(JobId id) {

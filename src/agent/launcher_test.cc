@@ -23,6 +23,7 @@
 
 #include "agent/launcher_testing.h"
 #include "agent/testing.h"
+#include "core/testing/paths.h"
 
 namespace hachi::agent {
 namespace {
@@ -51,7 +52,7 @@ class LauncherTest : public testing::Test {
     ProcessLauncher::Options o;
     o.spool_dir = dir_ + "/spool";
     o.default_kill_grace = 1;
-    o.waiter = HACHI_TEST_WAITER;
+    o.waiter = TestWaiterBinary();
     return o;
   }
   void TearDown() override {
@@ -741,8 +742,7 @@ TEST_F(LauncherTest, RunsAsTheUserWhenRoot) {
 // undumpable now: the job gets none of its descriptors, and its status still arrives.
 TEST_F(LauncherTest, TheJobCannotTakeItsWaitersDescriptors) {
   const bool root = geteuid() == 0;
-  LaunchBuilder job =
-      Job(95).Out("thief.out").Sh(std::string(HACHI_TEST_FD_THIEF) + " $PPID; exit 3");
+  LaunchBuilder job = Job(95).Out("thief.out").Sh(TestFdThiefBinary() + " $PPID; exit 3");
   if (root) job.User("nobody", 65534, 65534);  // else the test's own uid: the same risk
   api::JobExit e = Run(job);
   EXPECT_EQ(e.kind, api::ExitKind::kExited) << e.message;

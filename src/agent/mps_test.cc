@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/testing/paths.h"
 #include "core/testing/wait_for.h"
 
 namespace hachi::agent {
@@ -47,7 +48,7 @@ class MpsTest : public ::testing::Test {
   }
   MpsOptions Options() {
     MpsOptions o;
-    o.control = HACHI_FAKE_MPS_CONTROL;
+    o.control = FakeMpsControl();
     o.dir = dir_ + "/mps";
     o.devices = {"GPU-aaaa", "GPU-bbbb", "2", "3"};
     o.stop_wait_ms = 3000;
@@ -230,20 +231,20 @@ TEST_F(MpsTest, ADaemonThatCannotStartIsAnErrorNamingIt) {
 TEST(MpsUnavailableTest, SaysWhy) {
   std::string path;
   EXPECT_EQ(MpsUnavailable("off", "", false, {}, &path), "off (--mps off)");
-  EXPECT_EQ(MpsUnavailable("auto", HACHI_FAKE_MPS_CONTROL, true, {}, &path),
+  EXPECT_EQ(MpsUnavailable("auto", FakeMpsControl(), true, {}, &path),
             "simulated GPUs (--mps on to use it anyway)");
   EXPECT_EQ(MpsUnavailable("auto", "no-such-mps-control-here", false, {}, &path),
             "no no-such-mps-control-here in PATH");
   EXPECT_EQ(
       MpsUnavailable("on", "/nonexistent/nvidia-cuda-mps-control", false, {}, &path),
       "cannot run /nonexistent/nvidia-cuda-mps-control");
-  EXPECT_EQ(MpsUnavailable("auto", HACHI_FAKE_MPS_CONTROL, false,
-                           {"Tesla P100-PCIE-16GB"}, &path),
-            "Tesla P100-PCIE-16GB: MPS per-client memory limits need Volta or newer");
-  EXPECT_EQ(MpsUnavailable("on", HACHI_FAKE_MPS_CONTROL, true,
+  EXPECT_EQ(
+      MpsUnavailable("auto", FakeMpsControl(), false, {"Tesla P100-PCIE-16GB"}, &path),
+      "Tesla P100-PCIE-16GB: MPS per-client memory limits need Volta or newer");
+  EXPECT_EQ(MpsUnavailable("on", FakeMpsControl(), true,
                            {"NVIDIA H100 80GB HBM3", "Tesla V100-SXM2-32GB"}, &path),
             "");
-  EXPECT_EQ(path, HACHI_FAKE_MPS_CONTROL);
+  EXPECT_EQ(path, FakeMpsControl());
   EXPECT_TRUE(PreVoltaModel("Tesla K80"));
   EXPECT_TRUE(PreVoltaModel("NVIDIA GeForce GTX 1080 Ti"));
   EXPECT_FALSE(PreVoltaModel("NVIDIA A100-SXM4-80GB"));

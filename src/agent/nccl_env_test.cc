@@ -6,13 +6,14 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/testing/paths.h"
 #include "topo/nvidia_smi.h"
 
 namespace hachi::agent {
 namespace {
 
 topo::Topology Fixture(const std::string& name) {
-  std::ifstream in(std::string(HACHI_SOURCE_DIR) + "/testdata/nvidia-smi/" + name);
+  std::ifstream in(SourceDir() + "/testdata/nvidia-smi/" + name);
   std::stringstream ss;
   ss << in.rdbuf();
   Result<topo::Topology> t = topo::ParseTopoMatrix(ss.str(), name);

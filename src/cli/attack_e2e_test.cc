@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "cli/cli_testing.h"
+#include "core/testing/paths.h"
 
 namespace hachi::cli {
 namespace {
@@ -146,7 +147,7 @@ class AttackE2e : public ::testing::Test {
     socket_ = dir_ + "/run/hachi.sock";
     server_log_ = dir_ + "/server.log";
     server_ =
-        Spawn(std::string(HACHI_BINARY_DIR) + "/hachi server --state-dir " + dir_ +
+        Spawn(BinaryDir() + "/hachi server --state-dir " + dir_ +
               "/state --listen 127.0.0.1:0 --socket " + socket_ + " 2>" + server_log_);
     for (int i = 0; i < 200 && port_ == 0; ++i) {
       std::this_thread::sleep_for(milliseconds(50));
@@ -175,7 +176,7 @@ class AttackE2e : public ::testing::Test {
     if (!dir_.empty() && !HasFailure()) std::system(("rm -rf " + dir_).c_str());
   }
   void StartAgent() {
-    agent_ = Spawn(std::string(HACHI_BINARY_DIR) +
+    agent_ = Spawn(BinaryDir() +
                    "/hachi agent --server http://127.0.0.1:" + std::to_string(port_) +
                    " --name victim --preset hgx-h100 --cgroup none --spool-dir " + dir_ +
                    "/spool --cluster-secret-file " + dir_ + "/state/cluster-secret 2>>" +

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "cli/cli_testing.h"
+#include "core/testing/paths.h"
 
 namespace hachi::cli {
 namespace {
@@ -32,7 +33,7 @@ using testing::Shell;
 // `hachi ARGS` as `nobody` (uid/gid 65534, no groups), with `env` before it.
 CmdResult AsNobody(const std::string& env, const std::string& args) {
   return Shell(env + " setpriv --reuid=65534 --regid=65534 --clear-groups " +
-               std::string(HACHI_BINARY_DIR) + "/hachi " + args + " 2>&1");
+               BinaryDir() + "/hachi " + args + " 2>&1");
 }
 
 class AuthE2e : public ::testing::Test {
@@ -58,8 +59,7 @@ class AuthE2e : public ::testing::Test {
     const std::string log = dir_ + "/dev.log";
     pid_ = ::fork();
     if (pid_ == 0) {
-      const std::string cmd = "exec " + std::string(HACHI_BINARY_DIR) +
-                              "/hachi dev --state-dir " + dir_ +
+      const std::string cmd = "exec " + BinaryDir() + "/hachi dev --state-dir " + dir_ +
                               "/state --listen 127.0.0.1:0 " + extra + " 2>" + log;
       ::execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
       ::_exit(127);
@@ -189,7 +189,7 @@ TEST_F(AuthE2e, TokenFileMustBeTheUsersAlone) {
   const std::string env =
       "env -u HACHI_TOKEN HOME=" + home + " HACHI_SERVER=" + url_ + " ";
   auto submit = [&] {
-    return Shell(env + HACHI_BINARY_DIR + "/hachi submit -G 1 --hold --wrap true 2>&1");
+    return Shell(env + BinaryDir() + "/hachi submit -G 1 --hold --wrap true 2>&1");
   };
   CmdResult r = submit();
   EXPECT_NE(r.exit_code, 0);
@@ -220,7 +220,7 @@ TEST_F(AuthE2e, HttpsWithTheServersOwnCertificate) {
   CmdResult r =
       Hachi("--cacert " + cert + " nodes -o %n", false);  // on the socket: plain
   EXPECT_EQ(r.exit_code, 0);
-  const std::string hachi = std::string(HACHI_BINARY_DIR) + "/hachi";
+  const std::string hachi = BinaryDir() + "/hachi";
   FILE* p =
       popen((env + hachi + " --cacert " + cert + " queue 2>&1; echo rc=$?").c_str(), "r");
   ASSERT_NE(p, nullptr);

@@ -15,6 +15,7 @@
 
 #include "cli/cli_testing.h"
 #include "cli/dev_testing.h"
+#include "core/testing/paths.h"
 #include "topo/presets.h"
 #include "topo/topology_file.h"
 
@@ -77,7 +78,7 @@ class BurnInE2e : public ::testing::Test {
                                               std::string* node) {
     const std::string topo_path = dir_ + "/topo.json";
     std::ofstream(topo_path) << topo::TopologyToJson(*topo::LoadPreset("hgx-h100"));
-    ::setenv("HACHI_NVML_LIBRARY", HACHI_FAKE_NVML, 1);
+    ::setenv("HACHI_NVML_LIBRARY", FakeNvmlLibrary().c_str(), 1);
     ::setenv("HACHI_FAKE_NVML_TOPOLOGY", topo_path.c_str(), 1);
     ::setenv("HACHI_FAKE_NVML_EVENTS", events.c_str(), 1);
     auto dev = std::make_unique<DevCluster>(dir_, "--config " + config);

@@ -9,6 +9,8 @@
 #include <sstream>
 #include <string>
 
+#include "core/testing/paths.h"
+
 namespace hachi::cli::testing {
 
 struct CmdResult {
@@ -32,8 +34,7 @@ inline CmdResult Shell(const std::string& cmd) {
 // `hachi ARGS`; stdout only unless `with_stderr` (a JSON reply must parse even when
 // progress lines go to stderr).
 inline CmdResult Hachi(const std::string& args, bool with_stderr = true) {
-  return Shell(std::string(HACHI_BINARY_DIR) + "/hachi " + args +
-               (with_stderr ? " 2>&1" : " 2>/dev/null"));
+  return Shell(BinaryDir() + "/hachi " + args + (with_stderr ? " 2>&1" : " 2>/dev/null"));
 }
 
 // A whole file ("" when it cannot be read).

@@ -10,6 +10,7 @@
 
 #include "cli/cli_testing.h"
 #include "cli/golden_testing.h"
+#include "core/testing/paths.h"
 
 namespace {
 
@@ -23,13 +24,11 @@ using hachi::cli::testing::Shell;
 CmdResult Commtest(const std::string& preset, const std::string& env,
                    const std::string& args, bool with_stderr = true) {
   // A preset file is a topology file, which both fakes read.
-  return Shell("HACHI_FAKE_NVML_TOPOLOGY=" + std::string(HACHI_SOURCE_DIR) +
-               "/src/topo/presets/" + preset +
-               ".json HACHI_NVML_LIBRARY=" HACHI_FAKE_NVML
-               " HACHI_CUDA_LIBRARY=" HACHI_FAKE_CUDA " " +
-               env + " " + HACHI_BINARY_DIR +
-               "/hachi commtest --size 67108864 --repeats 2 " + args +
-               (with_stderr ? " 2>&1" : " 2>/dev/null"));
+  return Shell("HACHI_FAKE_NVML_TOPOLOGY=" + hachi::SourceDir() + "/src/topo/presets/" +
+               preset + ".json HACHI_NVML_LIBRARY=" + hachi::FakeNvmlLibrary() +
+               " HACHI_CUDA_LIBRARY=" + hachi::FakeCudaLibrary() + " " + env + " " +
+               hachi::BinaryDir() + "/hachi commtest --size 67108864 --repeats 2 " +
+               args + (with_stderr ? " 2>&1" : " 2>/dev/null"));
 }
 
 TEST(CommtestCmdTest, HealthyNodesPass) {

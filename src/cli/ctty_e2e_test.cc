@@ -25,6 +25,7 @@
 #include <thread>
 
 #include "cli/cli_testing.h"
+#include "core/testing/paths.h"
 
 namespace hachi::cli {
 namespace {
@@ -90,8 +91,7 @@ TEST(CttyE2e, AJobsPtyNeverBecomesTheServersControllingTerminal) {
   const pid_t dev = ::fork();
   if (dev == 0) {
     ::setsid();  // a session leader with no controlling terminal, as a service is
-    const std::string cmd = std::string("exec ") + HACHI_BINARY_DIR +
-                            "/hachi dev --state-dir " + dir +
+    const std::string cmd = "exec " + BinaryDir() + "/hachi dev --state-dir " + dir +
                             "/state --listen 127.0.0.1:0 </dev/null >/dev/null 2>" + log;
     ::execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
     ::_exit(127);

@@ -30,6 +30,7 @@
 #include "cli/cli_testing.h"
 #include "cli/dev_testing.h"
 #include "core/bytes.h"
+#include "core/testing/paths.h"
 #include "topo/presets.h"
 #include "topo/topology_file.h"
 
@@ -117,7 +118,7 @@ class DevE2e : public ::testing::Test {
     // about (burn_in_e2e_test.cc is).
     const std::string config = dir_ + "/no-burn-in.toml";
     std::ofstream(config) << "[burn_in]\nchecks = []\n";
-    ::setenv("HACHI_NVML_LIBRARY", HACHI_FAKE_NVML, 1);
+    ::setenv("HACHI_NVML_LIBRARY", FakeNvmlLibrary().c_str(), 1);
     ::setenv("HACHI_FAKE_NVML_TOPOLOGY", topo_path.c_str(), 1);
     ::setenv("HACHI_FAKE_NVML_EVENTS", events.c_str(), 1);
     auto dev = std::make_unique<DevCluster>(dir_, "--config " + config);

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "cli/cli_testing.h"
+#include "core/testing/paths.h"
 #include "core/testing/wait_for.h"
 
 namespace hachi::cli {
@@ -33,9 +34,8 @@ class DevCluster {
     ::unlink(log.c_str());
     pid_ = ::fork();
     if (pid_ == 0) {
-      const std::string cmd = std::string(HACHI_BINARY_DIR) + "/hachi dev --state-dir " +
-                              dir_ + "/state --listen 127.0.0.1:0 " + extra_ + " 2>" +
-                              log;
+      const std::string cmd = BinaryDir() + "/hachi dev --state-dir " + dir_ +
+                              "/state --listen 127.0.0.1:0 " + extra_ + " 2>" + log;
       ::execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), nullptr);
       ::_exit(127);
     }

@@ -10,6 +10,7 @@
 
 #include "cli/cli_testing.h"
 #include "cli/golden_testing.h"
+#include "core/testing/paths.h"
 #include "diag/doctor_testing.h"
 #include "topo/topology_testing.h"
 
@@ -21,8 +22,7 @@ using hachi::cli::testing::Shell;
 using hachi::diag::testing::HostTree;
 
 std::vector<std::string> BusIds(const std::string& preset) {
-  std::ifstream in(std::string(HACHI_SOURCE_DIR) + "/src/topo/presets/" + preset +
-                   ".json");
+  std::ifstream in(hachi::SourceDir() + "/src/topo/presets/" + preset + ".json");
   nlohmann::json j = nlohmann::json::parse(in);
   std::vector<std::string> ids;
   for (const auto& g : j["gpus"]) ids.push_back(g["pci_bus_id"]);
@@ -49,10 +49,11 @@ CmdResult Doctor(const Node& node, const std::string& args) {
   hachi::topo::TempDir dir;
   node.host.WriteTo(dir.path() + "/root");
   const std::string events = dir.Write("events", node.events);
-  return Shell("HACHI_FAKE_NVML_TOPOLOGY=" + std::string(HACHI_SOURCE_DIR) +
-               "/src/topo/presets/" + node.preset + ".json HACHI_FAKE_NVML_EVENTS=" +
-               events + " HACHI_NVML_LIBRARY=" HACHI_FAKE_NVML " " + HACHI_BINARY_DIR +
-               "/hachi doctor --root " + dir.path() + "/root " + args + " 2>/dev/null");
+  return Shell("HACHI_FAKE_NVML_TOPOLOGY=" + hachi::SourceDir() + "/src/topo/presets/" +
+               node.preset + ".json HACHI_FAKE_NVML_EVENTS=" + events +
+               " HACHI_NVML_LIBRARY=" + hachi::FakeNvmlLibrary() + " " +
+               hachi::BinaryDir() + "/hachi doctor --root " + dir.path() + "/root " +
+               args + " 2>/dev/null");
 }
 
 struct Case {

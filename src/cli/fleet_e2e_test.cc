@@ -19,6 +19,7 @@
 
 #include "cli/cli_testing.h"
 #include "cli/fleet_testing.h"
+#include "core/testing/paths.h"
 #include "core/testing/wait_for.h"
 
 namespace hachi::cli {
@@ -86,7 +87,7 @@ class FleetE2e : public ::testing::Test {
     ASSERT_NE(::mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
     std::ofstream(dir_ + "/rdv.py") << kRendezvous;
-    hachi_ = Fleet::CopyForHosts(std::string(HACHI_BINARY_DIR) + "/hachi", dir_);
+    hachi_ = Fleet::CopyForHosts(BinaryDir() + "/hachi", dir_);
     ASSERT_FALSE(hachi_.empty()) << "could not copy hachi into " << dir_;
     fleet_->Spawn(0,
                   hachi_ + " server --state-dir " + dir_ + "/state --listen " +

@@ -12,11 +12,12 @@
 #include <string>
 
 #include "core/strings.h"
+#include "core/testing/paths.h"
 
 namespace hachi::cli::testing {
 
 inline void ExpectGolden(const std::string& name, const std::string& actual) {
-  const std::string path = std::string(HACHI_SOURCE_DIR) + "/src/cli/testdata/" + name;
+  const std::string path = SourceDir() + "/src/cli/testdata/" + name;
   if (const char* u = std::getenv("HACHI_UPDATE_GOLDEN"); u != nullptr && *u == '1') {
     std::filesystem::create_directories(std::filesystem::path(path).parent_path());
     std::ofstream(path) << actual;

@@ -22,6 +22,7 @@
 #include "cli/dev_testing.h"
 #include "cli/e2e_testing.h"
 #include "core/strings.h"
+#include "core/testing/paths.h"
 #include "topo/presets.h"
 #include "topo/topology_file.h"
 
@@ -54,8 +55,8 @@ class GpuShareE2e : public ::testing::Test {
 TEST_F(GpuShareE2e, AnMpsDaemonServesTheGpusSharesFromFirstToLast) {
   const std::string config = dir_ + "/cluster.toml";
   std::ofstream(config) << kSharedPartition;
-  DevCluster dev(dir_, "--nodes 1 --config " + config +
-                           " --mps on --mps-control " HACHI_FAKE_MPS_CONTROL);
+  DevCluster dev(dir_, "--nodes 1 --config " + config + " --mps on --mps-control " +
+                           FakeMpsControl());
   ASSERT_FALSE(dev.url().empty()) << ReadFile(dir_ + "/dev.log");
   // Two halves of one GPU, one user; each prints what MPS needs, then waits for its
   // release file.
@@ -116,7 +117,7 @@ TEST_F(GpuShareE2e, WithoutMpsAShareOverItsGpuMemoryEndsAndItsNeighbourRunsOn) {
   const std::string topo_path = dir_ + "/topo.json";
   std::ofstream(topo_path) << topo::TopologyToJson(*topo::LoadPreset("hgx-h100"));
   const std::string events = dir_ + "/nvml-events";
-  ::setenv("HACHI_NVML_LIBRARY", HACHI_FAKE_NVML, 1);
+  ::setenv("HACHI_NVML_LIBRARY", FakeNvmlLibrary().c_str(), 1);
   ::setenv("HACHI_FAKE_NVML_TOPOLOGY", topo_path.c_str(), 1);
   ::setenv("HACHI_FAKE_NVML_EVENTS", events.c_str(), 1);
   DevCluster dev(dir_, "--config " + config + " --mps off");

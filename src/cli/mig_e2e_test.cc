@@ -20,6 +20,7 @@
 #include "cli/dev_testing.h"
 #include "cli/e2e_testing.h"
 #include "core/strings.h"
+#include "core/testing/paths.h"
 #include "topo/presets.h"
 #include "topo/topology_file.h"
 
@@ -60,7 +61,7 @@ TEST_F(MigE2e, SlicesAreScheduledIsolatedAndShown) {
          "gpu0/gi2/access 21\ngpu0/gi2/ci0/access 22\n";
   std::ofstream(caps + "/proc/devices") << "Character devices:\n195 nvidia\n"
                                            "239 nvidia-caps\n";
-  ::setenv("HACHI_NVML_LIBRARY", HACHI_FAKE_NVML, 1);
+  ::setenv("HACHI_NVML_LIBRARY", FakeNvmlLibrary().c_str(), 1);
   ::setenv("HACHI_FAKE_NVML_TOPOLOGY", topo_path.c_str(), 1);
   ::setenv("HACHI_FAKE_NVML_EVENTS", events.c_str(), 1);
   ::setenv("HACHI_MIG_CAPS_ROOT", caps.c_str(), 1);

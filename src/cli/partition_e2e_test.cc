@@ -27,6 +27,7 @@
 
 #include "cli/cli_testing.h"
 #include "cli/fleet_testing.h"
+#include "core/testing/paths.h"
 #include "core/testing/wait_for.h"
 
 namespace hachi::cli {
@@ -119,8 +120,7 @@ TEST(Partition, CutNodeFencedNoJobTwiceNoGpuTwice) {
   char tmpl[] = "/var/tmp/hachi-partition-XXXXXX";
   ASSERT_NE(::mkdtemp(tmpl), nullptr);
   const std::string dir = tmpl;
-  const std::string hachi =
-      Fleet::CopyForHosts(std::string(HACHI_BINARY_DIR) + "/hachi", dir);
+  const std::string hachi = Fleet::CopyForHosts(BinaryDir() + "/hachi", dir);
   ASSERT_FALSE(hachi.empty()) << "could not copy hachi into " << dir;
   fleet.Spawn(0,
               hachi + " server --state-dir " + dir + "/state --listen " +

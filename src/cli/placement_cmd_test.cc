@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli/cli_testing.h"
+#include "core/testing/paths.h"
 
 namespace hachi::cli {
 namespace {
@@ -20,8 +21,7 @@ CmdResult WithData(const std::string& args, bool with_stderr = true) {
 }
 
 TEST(PlacementCli, JsonHasTheKeys) {
-  setenv("HACHI_SHARED_DIR", (std::string(HACHI_SOURCE_DIR) + "/testdata/openb").c_str(),
-         1);
+  setenv("HACHI_SHARED_DIR", (SourceDir() + "/testdata/openb").c_str(), 1);
   for (const char* policy : {"random", "bestfit", "fgd", "hachi"}) {
     CmdResult r =
         WithData(std::string("--pods tiny --json --curve --policy ") + policy, false);
@@ -47,8 +47,7 @@ struct BadRow {
 class PlacementCliBad : public ::testing::TestWithParam<BadRow> {};
 
 TEST_P(PlacementCliBad, ExitsTwoWithTheReason) {
-  setenv("HACHI_SHARED_DIR", (std::string(HACHI_SOURCE_DIR) + "/testdata/openb").c_str(),
-         1);
+  setenv("HACHI_SHARED_DIR", (SourceDir() + "/testdata/openb").c_str(), 1);
   CmdResult r = Hachi(GetParam().args);
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find(GetParam().reason), std::string::npos) << r.out;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli/cli_testing.h"
+#include "core/testing/paths.h"
 
 namespace {
 
@@ -18,11 +19,11 @@ CmdResult Hachi(const std::string& args, bool with_stderr = false) {
 }
 
 std::string Trace(const std::string& name) {
-  return std::string(HACHI_SOURCE_DIR) + "/testdata/traces/" + name;
+  return hachi::SourceDir() + "/testdata/traces/" + name;
 }
 
 std::string Example(const std::string& name) {
-  return std::string(HACHI_SOURCE_DIR) + "/examples/" + name;
+  return hachi::SourceDir() + "/examples/" + name;
 }
 
 // Writes `text` to a file under the test's temporary directory; returns its path.
@@ -238,7 +239,7 @@ max_time = "90d"
 namespace {
 
 TEST(SimCmdTest, WarnsAboutAPartitionMixingClasses) {
-  CmdResult r = Hachi("sim --trace " + std::string(HACHI_SOURCE_DIR) +
+  CmdResult r = Hachi("sim --trace " + hachi::SourceDir() +
                           "/testdata/traces/philly_first2000.csv --max-jobs 50 "
                           "--cluster 8x8:hgx-h100,4x8:pcie-8x-l40s --json",
                       /*with_stderr=*/true);

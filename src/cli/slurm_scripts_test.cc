@@ -25,13 +25,14 @@
 #include "cli/directives.h"
 #include "core/hostlist.h"
 #include "core/strings.h"
+#include "core/testing/paths.h"
 
 namespace hachi::cli {
 namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kDir = std::string(HACHI_SOURCE_DIR) + "/testdata/slurm-scripts";
+const std::string kDir = SourceDir() + "/testdata/slurm-scripts";
 
 // Flattens `j` to "path = value" lines, leaving out what is at its default (0, "", false,
 // [], the -1 of "no array task"), so that a golden shows what the script asked for.

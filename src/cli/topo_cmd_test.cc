@@ -8,6 +8,7 @@
 
 #include "cli/cli_testing.h"
 #include "cli/golden_testing.h"
+#include "core/testing/paths.h"
 #include "topo/topology_testing.h"
 
 namespace {
@@ -18,7 +19,7 @@ using hachi::cli::testing::Hachi;
 using hachi::cli::testing::Shell;
 
 std::string Fixture(const std::string& name) {
-  return std::string(HACHI_SOURCE_DIR) + "/testdata/nvidia-smi/" + name;
+  return hachi::SourceDir() + "/testdata/nvidia-smi/" + name;
 }
 
 TEST(TopoShowTest, PresetJsonHasTheContract) {
@@ -69,7 +70,7 @@ TEST(TopoShowTest, MigDevicesFromTheGpuList) {
   CmdResult r = Hachi("topo show --file " + list);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   ExpectGolden("topo/a100-pcie-mig-list.txt",
-               Replaced(r.out, HACHI_SOURCE_DIR, "$HACHI_SOURCE_DIR"));
+               Replaced(r.out, hachi::SourceDir(), "$HACHI_SOURCE_DIR"));
   CmdResult j = Hachi("topo show --json --file " + list);
   ASSERT_EQ(j.exit_code, 0) << j.out;
   nlohmann::json gpu = nlohmann::json::parse(j.out)["gpus"][0];
@@ -89,14 +90,14 @@ TEST(TopoShowTest, MigDevicesFromNvml) {
                 "migdev 0 1g.10gb 1g.10gb 1g.10gb 1g.10gb 1g.10gb 1g.10gb 1g.10gb\n"
                 "migdev 1 3g.40gb 2g.20gb - 1g.10gb/13/0\n"
                 "migdev 2\n");
-  const std::string env = "HACHI_NVML_LIBRARY=" HACHI_FAKE_NVML
-                          " HACHI_FAKE_NVML_TOPOLOGY=" HACHI_SOURCE_DIR
-                          "/src/topo/presets/hgx-h100.json HACHI_FAKE_NVML_EVENTS=" +
-                          events + " ";
-  CmdResult r = Shell(env + HACHI_BINARY_DIR + "/hachi topo show 2>&1");
+  const std::string env =
+      "HACHI_NVML_LIBRARY=" + hachi::FakeNvmlLibrary() +
+      " HACHI_FAKE_NVML_TOPOLOGY=" + hachi::SourceDir() +
+      "/src/topo/presets/hgx-h100.json HACHI_FAKE_NVML_EVENTS=" + events + " ";
+  CmdResult r = Shell(env + hachi::BinaryDir() + "/hachi topo show 2>&1");
   EXPECT_EQ(r.exit_code, 0) << r.out;
   ExpectGolden("topo/hgx-h100-mig-nvml.txt",
-               Replaced(r.out, HACHI_FAKE_NVML, "$HACHI_FAKE_NVML"));
+               Replaced(r.out, hachi::FakeNvmlLibrary(), "$HACHI_FAKE_NVML"));
 }
 
 TEST(TopoShowTest, BadInputsGiveClearErrors) {

@@ -18,6 +18,7 @@
 #include "cli/cli_testing.h"
 #include "cli/dev_testing.h"
 #include "cli/e2e_testing.h"
+#include "core/testing/paths.h"
 #include "topo/presets.h"
 #include "topo/topology_file.h"
 
@@ -46,7 +47,7 @@ class UsageE2e : public ::testing::Test {
   }
   // `hachi dev` on "real" GPUs: the fake NVML, sampling every 0.2 s.
   std::unique_ptr<DevCluster> StartDev() {
-    ::setenv("HACHI_NVML_LIBRARY", HACHI_FAKE_NVML, 1);
+    ::setenv("HACHI_NVML_LIBRARY", FakeNvmlLibrary().c_str(), 1);
     ::setenv("HACHI_FAKE_NVML_TOPOLOGY", (dir_ + "/topo.json").c_str(), 1);
     ::setenv("HACHI_FAKE_NVML_EVENTS", (dir_ + "/nvml-events").c_str(), 1);
     auto dev = std::make_unique<DevCluster>(
@@ -110,7 +111,7 @@ TEST_F(UsageE2e, EffFlagsTheStarvedAndTheIdleGpuWithTheirNumbers) {
       << text;
   // seff: the same binary by Slurm's name.
   const std::string link = dir_ + "/seff";
-  std::filesystem::create_symlink(std::string(HACHI_BINARY_DIR) + "/hachi", link);
+  std::filesystem::create_symlink(BinaryDir() + "/hachi", link);
   const testing::CmdResult seff =
       testing::Shell(link + " " + std::to_string(id) + " 2>&1");
   EXPECT_EQ(seff.exit_code, 0) << seff.out;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "config/cluster_config.h"
+#include "core/testing/paths.h"
 #include "sim/cluster_spec.h"
 
 namespace hachi::config {
@@ -17,7 +18,7 @@ struct Loaded {
 };
 
 Loaded Load(const std::string& name) {
-  const std::string path = std::string(HACHI_SOURCE_DIR) + "/examples/" + name;
+  const std::string path = SourceDir() + "/examples/" + name;
   Result<ClusterConfig> c = LoadClusterConfig(path);
   EXPECT_TRUE(c.ok()) << c.status().message();
   Result<sched::ClusterState> s = sim::BuildCluster(sim::kDefaultClusterSpec);

@@ -7,6 +7,7 @@
 
 #include "config/cluster_config.h"
 #include "core/strings.h"
+#include "core/testing/paths.h"
 
 namespace hachi::config {
 namespace {
@@ -21,8 +22,8 @@ bool HasNote(const SlurmConfImport& r, const std::string& part) {
 // both partitions come over, the default first, and every daemon setting is a note.
 TEST(ImportSlurmConf, TheBaselineClustersConf) {
   std::string error;
-  const std::optional<std::string> text = ReadFile(
-      std::string(HACHI_SOURCE_DIR) + "/src/config/testdata/slurm-baseline.conf", &error);
+  const std::optional<std::string> text =
+      ReadFile(SourceDir() + "/src/config/testdata/slurm-baseline.conf", &error);
   ASSERT_TRUE(text.has_value()) << error;
   Result<SlurmConfImport> r = ImportSlurmConf(*text, "slurm.conf");
   ASSERT_TRUE(r.ok()) << r.status().message();

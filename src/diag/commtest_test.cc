@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "core/testing/paths.h"
 #include "topo/nvml_probe.h"
 #include "topo/presets.h"
 #include "topo/topology_file.h"
@@ -60,17 +61,17 @@ void RunOn(const std::string& preset, const std::string& degrade, Measured* out,
                      out->dir.Write("topo.json", topo::TopologyToJson(*t)));
   ScopedEnv degrade_env("HACHI_FAKE_CUDA_DEGRADE", degrade);
   topo::NvmlProbeOptions nopts;
-  nopts.library = HACHI_FAKE_NVML;
+  nopts.library = FakeNvmlLibrary();
   nopts.sysfs_root = out->dir.path() + "/sys";
   Result<topo::Topology> probed = topo::ProbeNvml(nopts);
   ASSERT_TRUE(probed.ok()) << probed.status().ToString();
-  Result<const topo::NvmlApi*> nvml = topo::LoadNvml(HACHI_FAKE_NVML);
+  Result<const topo::NvmlApi*> nvml = topo::LoadNvml(FakeNvmlLibrary());
   ASSERT_TRUE(nvml.ok());
   ASSERT_EQ((*nvml)->init(), 0);
   Result<LinkFacts> facts = ProbeLinkFacts(**nvml, *probed);
   (*nvml)->shutdown();
   ASSERT_TRUE(facts.ok());
-  Result<const CudaApi*> cu = LoadCuda(HACHI_FAKE_CUDA);
+  Result<const CudaApi*> cu = LoadCuda(FakeCudaLibrary());
   ASSERT_TRUE(cu.ok()) << cu.status().ToString();
   CommtestOptions opts;
   opts.size_bytes = int64_t{64} << 20;

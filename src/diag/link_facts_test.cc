@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "core/testing/paths.h"
 #include "topo/nvml_probe.h"
 #include "topo/presets.h"
 #include "topo/topology_file.h"
@@ -62,11 +63,11 @@ void Probe(const std::string& preset, const std::string& events, Probed* out) {
                      out->dir.Write("topo.json", topo::TopologyToJson(*t)));
   ScopedEnv events_env("HACHI_FAKE_NVML_EVENTS", out->dir.Write("events", events));
   topo::NvmlProbeOptions opts;
-  opts.library = HACHI_FAKE_NVML;
+  opts.library = FakeNvmlLibrary();
   opts.sysfs_root = out->dir.path() + "/sys";
   Result<topo::Topology> probed = topo::ProbeNvml(opts);
   ASSERT_TRUE(probed.ok()) << probed.status().ToString();
-  Result<const topo::NvmlApi*> api = topo::LoadNvml(HACHI_FAKE_NVML);
+  Result<const topo::NvmlApi*> api = topo::LoadNvml(FakeNvmlLibrary());
   ASSERT_TRUE(api.ok());
   ASSERT_EQ((*api)->init(), 0);
   out->facts = ProbeLinkFacts(**api, *probed);

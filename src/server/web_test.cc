@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/testing/paths.h"
 #include "server/history.h"
 #include "server/http_api.h"
 #include "server/testing.h"
@@ -30,7 +31,7 @@ std::string ReadFile(const std::filesystem::path& p) {
 
 TEST(WebAssetsTest, EveryWebFileIsEmbeddedAsIs) {
   int seen = 0;
-  for (const auto& e : std::filesystem::directory_iterator(HACHI_SOURCE_DIR "/web")) {
+  for (const auto& e : std::filesystem::directory_iterator(SourceDir() + "/web")) {
     const std::string name = e.path().filename().string();
     const std::string ext = e.path().extension().string();
     if (ext == ".md" || ext == ".txt") continue;

@@ -6,12 +6,13 @@
 #include <set>
 #include <string>
 
+#include "core/testing/paths.h"
+
 namespace hachi::sim {
 namespace {
 
 std::string MachineList() {
-  return std::string(HACHI_SOURCE_DIR) +
-         "/testdata/traces/philly_cluster_machine_list.csv";
+  return SourceDir() + "/testdata/traces/philly_cluster_machine_list.csv";
 }
 
 TEST(ClusterSpecTest, ValidSpecs) {

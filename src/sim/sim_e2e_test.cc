@@ -2,6 +2,7 @@
 // are worked out by hand, and determinism on a slice of the Philly trace.
 #include <gtest/gtest.h>
 
+#include "core/testing/paths.h"
 #include "sim/simulator.h"
 #include "sim/testing.h"
 
@@ -178,8 +179,8 @@ TEST(SimEndToEndTest, PreemptionAndATimeWindow) {
 
 std::vector<TraceJob> PhillySlice(size_t n) {
   TraceFormat f = TraceFormat::kPhilly;
-  Result<std::vector<TraceJob>> t = ReadTrace(
-      std::string(HACHI_SOURCE_DIR) + "/testdata/traces/philly_first2000.csv", &f);
+  Result<std::vector<TraceJob>> t =
+      ReadTrace(SourceDir() + "/testdata/traces/philly_first2000.csv", &f);
   EXPECT_TRUE(t.ok()) << t.status().ToString();
   if (!t.ok()) return {};
   t->resize(std::min(n, t->size()));

@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include "core/testing/paths.h"
+
 namespace hachi::sim {
 namespace {
 
@@ -39,8 +41,8 @@ TEST(PhillyTraceTest, ReadsSampleRowsSortedWithTimeZeroAtFirstSubmit) {
 
 TEST(PhillyTraceTest, CheckedInSliceIsSortedAndComplete) {
   TraceFormat f = TraceFormat::kPhilly;
-  Result<std::vector<TraceJob>> jobs = ReadTrace(
-      std::string(HACHI_SOURCE_DIR) + "/testdata/traces/philly_first2000.csv", &f);
+  Result<std::vector<TraceJob>> jobs =
+      ReadTrace(SourceDir() + "/testdata/traces/philly_first2000.csv", &f);
   ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
   ASSERT_EQ(jobs->size(), 2000u);
   EXPECT_EQ(jobs->front().submit, 0);

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "core/testing/paths.h"
 #include "state/db.h"
 #include "state/edits.h"
 #include "state/row_codec.h"
@@ -42,7 +43,7 @@ class TempDir {
 };
 
 std::string FixturePath(const std::string& name) {
-  return std::string(HACHI_SOURCE_DIR) + "/testdata/state/" + name;
+  return SourceDir() + "/testdata/state/" + name;
 }
 
 // ---- the content of fixture v3.sql: what the edits below leave ----

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/strings.h"
+#include "core/testing/paths.h"
 #include "topo/presets.h"
 #include "topo/topology_file.h"
 #include "topo/topology_testing.h"
@@ -16,7 +17,7 @@ namespace hachi::topo {
 namespace {
 
 const std::string kMatrixFixture =
-    std::string(HACHI_SOURCE_DIR) + "/testdata/nvidia-smi/topo-dgx-a100-mlx5-names.txt";
+    SourceDir() + "/testdata/nvidia-smi/topo-dgx-a100-mlx5-names.txt";
 
 // `--query-gpu=index,uuid,name,memory.total,pci.bus_id --format=csv,noheader,nounits`
 // as nvidia-smi would print it for the dgx-a100 preset.
@@ -59,12 +60,12 @@ TEST(DiscoverTest, UsesNvmlFirst) {
   ScopedEnv env("HACHI_FAKE_NVML_TOPOLOGY",
                 dir.Write("topo.json", TopologyToJson(*LoadPreset("hgx-h100"))));
   DiscoverOptions opts;
-  opts.nvml.library = HACHI_FAKE_NVML;
+  opts.nvml.library = FakeNvmlLibrary();
   opts.nvml.sysfs_root = dir.path();
   opts.nvidia_smi = FakeSmi(dir);
   Result<Topology> t = DiscoverLocalTopology(opts);
   ASSERT_TRUE(t.ok()) << t.status().ToString();
-  EXPECT_EQ(t->source(), std::string("NVML (") + HACHI_FAKE_NVML + ")");
+  EXPECT_EQ(t->source(), "NVML (" + FakeNvmlLibrary() + ")");
   EXPECT_EQ(t->link(0, 7).nvlinks, 18);
   std::string unused;
   EXPECT_FALSE(ReadFile(dir.path() + "/args.log", &unused).has_value());

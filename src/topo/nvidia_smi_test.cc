@@ -10,6 +10,7 @@
 #include <regex>
 
 #include "core/strings.h"
+#include "core/testing/paths.h"
 #include "topo/analysis.h"
 
 namespace hachi::topo {
@@ -18,7 +19,7 @@ namespace {
 std::string Fixture(const std::string& name) {
   std::string err;
   std::optional<std::string> text =
-      ReadFile(std::string(HACHI_SOURCE_DIR) + "/testdata/nvidia-smi/" + name, &err);
+      ReadFile(SourceDir() + "/testdata/nvidia-smi/" + name, &err);
   EXPECT_TRUE(text.has_value()) << err;
   return text.value_or("");
 }
@@ -221,8 +222,8 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(FixtureCoverageTest, EveryTopoFixtureIsInTheTable) {
   // A new fixture must get a row above.
   int files = 0;
-  for (const auto& e : std::filesystem::directory_iterator(std::string(HACHI_SOURCE_DIR) +
-                                                           "/testdata/nvidia-smi")) {
+  for (const auto& e :
+       std::filesystem::directory_iterator(SourceDir() + "/testdata/nvidia-smi")) {
     std::string name = e.path().filename().string();
     if (StartsWith(name, "topo-")) ++files;
   }

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/cpulist.h"
+#include "core/testing/paths.h"
 #include "topo/presets.h"
 #include "topo/topology_file.h"
 #include "topo/topology_testing.h"
@@ -21,13 +22,13 @@ namespace fs = std::filesystem;
 
 NvmlProbeOptions FakeOptions(const TempDir& dir) {
   NvmlProbeOptions opts;
-  opts.library = HACHI_FAKE_NVML;
+  opts.library = FakeNvmlLibrary();
   opts.sysfs_root = dir.path() + "/sys";  // empty: NUMA comes from NVML
   return opts;
 }
 
 TEST(NvmlProbeTest, FakeLibraryIsNamedLikeTheRealOne) {
-  EXPECT_EQ(fs::path(HACHI_FAKE_NVML).filename(), "libnvidia-ml.so.1");
+  EXPECT_EQ(fs::path(FakeNvmlLibrary()).filename(), "libnvidia-ml.so.1");
 }
 
 TEST(NvmlProbeTest, ProbedTopologyEqualsPreset) {
@@ -45,7 +46,7 @@ TEST(NvmlProbeTest, ProbedTopologyEqualsPreset) {
     // NVML knows nothing of NICs; everything else must come back as described.
     want->mutable_nics().clear();
     EXPECT_TRUE(SameTopology(*want, *got));
-    EXPECT_EQ(got->source(), std::string("NVML (") + HACHI_FAKE_NVML + ")");
+    EXPECT_EQ(got->source(), "NVML (" + FakeNvmlLibrary() + ")");
     EXPECT_TRUE(got->read_findings().empty()) << got->read_findings().front().code << ": "
                                               << got->read_findings().front().message;
   }
@@ -225,7 +226,7 @@ TEST(NvmlProbeTest, FakeMigHandles) {
                 dir.Write("topo.json", TopologyToJson(MigNode())));
   ScopedEnv events("HACHI_FAKE_NVML_EVENTS",
                    dir.Write("events", "proc 0 4242 100 9 0\nproc 0 77 5\n"));
-  Result<const NvmlApi*> loaded = LoadNvml(HACHI_FAKE_NVML);
+  Result<const NvmlApi*> loaded = LoadNvml(FakeNvmlLibrary());
   ASSERT_TRUE(loaded.ok());
   const NvmlApi& api = **loaded;
   ASSERT_TRUE(api.has_mig() && api.is_mig_handle && api.get_mig_parent &&
@@ -304,9 +305,9 @@ TEST(NvmlProbeTest, Errors) {
       {"missing_library", dir.path() + "/libnvidia-ml.so.1", "", topo,
        "cannot load NVML (" + dir.path() + "/libnvidia-ml.so.1)"},
       {"not_a_library", topo, "", topo, "cannot load NVML"},
-      {"init_fails", HACHI_FAKE_NVML, "9", topo,
+      {"init_fails", FakeNvmlLibrary(), "9", topo,
        "failed to initialise: Driver Not Loaded (NVML error 9)"},
-      {"fake_without_topology", HACHI_FAKE_NVML, "", dir.path() + "/none.json",
+      {"fake_without_topology", FakeNvmlLibrary(), "", dir.path() + "/none.json",
        "failed to initialise: fake NVML: cannot open"},
   };
   for (const Case& c : cases) {

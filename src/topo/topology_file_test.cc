@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/strings.h"
+#include "core/testing/paths.h"
 #include "topo/topology_testing.h"
 
 namespace hachi::topo {
@@ -316,8 +317,7 @@ TEST(MigDeviceTest, SlicesFromTheProfile) {
 // The full example in docs/topology-format.md must stay valid.
 TEST(TopologyFileTest, DocumentedExampleParses) {
   std::string doc =
-      ReadFile(std::string(HACHI_SOURCE_DIR) + "/docs/topology-format.md", nullptr)
-          .value_or("");
+      ReadFile(SourceDir() + "/docs/topology-format.md", nullptr).value_or("");
   size_t begin = doc.find("```json\n");
   ASSERT_NE(begin, std::string::npos);
   begin += 8;

@@ -1,4 +1,4 @@
-// The burn-in gate on the dashboard (issue 19, docs/burn-in.md): a node whose checks
+// The burn-in gate on the dashboard (docs/burn-in.md): a node whose checks
 // failed shows a `burn-in` badge with the failing check as its reason and a Resume
 // button; fixed and resumed, it passes and shows `up`. Screenshot burn-in.png.
 import { after, before, describe, it } from 'node:test';

@@ -1,4 +1,4 @@
-// web/bytes.js without a browser (issue 16): the API's {"base64": ...} form of bytes that
+// web/bytes.js without a browser: the API's {"base64": ...} form of bytes that
 // are not UTF-8 is shown as its size, never as "[object Object]"; strings pass as they are.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// The dashboard end to end (issue 8): `hachi dev` with two simulated HGX nodes, jobs
+// The dashboard end to end (docs/dashboard.md): `hachi dev` with two simulated HGX nodes, jobs
 // submitted with the real CLI, the page driven in Debian's Chromium by playwright-core.
 // Checks that the cluster view shows exactly the GPUs the server gave each job, that a
 // pending job shows its reason, that a cancel without a token is refused on the page and
@@ -38,7 +38,7 @@ async function useToken(token) {
 }
 
 function noTokensYet(what) {
-  console.error(`\n*** SKIPPED: \`hachi token\` is not in this build (issue 6 not landed): ${what} ` +
+  console.error(`\n*** SKIPPED: \`hachi token\` is not in this build: ${what} ` +
                 'was NOT tested. ***\n');
 }
 

@@ -97,7 +97,7 @@ export class DevCluster {
     return r.stdout;
   }
 
-  // Whether `hachi token` exists in this build (issue 6 lands separately).
+  // Whether `hachi token` exists in this build (the page's token checks need it).
   hasTokens() {
     const r = spawnSync(this.hachi, ['token', '--help'], { env: this.env, encoding: 'utf8' });
     return r.status === 0 && /create/.test(r.stdout + r.stderr);

@@ -1,4 +1,4 @@
-// MIG devices on the dashboard (issue 20): `hachi dev` on the fake NVML with GPU 0 of an
+// MIG devices on the dashboard: `hachi dev` on the fake NVML with GPU 0 of an
 // HGX H100 split into two 1g.10gb devices; a --gres=gpu:1g.10gb:1 job runs on one of
 // them. The cluster view draws GPU 0 as a MIG GPU with one bar per device, the held one
 // coloured by (and linked to) its job. Screenshot mig.png.

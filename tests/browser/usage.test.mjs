@@ -1,4 +1,4 @@
-// What a job did with its GPUs, on the dashboard (issue 21, docs/dashboard.md): `hachi
+// What a job did with its GPUs, on the dashboard (docs/dashboard.md): `hachi
 // dev` on the fake NVML (src/topo/testdata/fake_nvml/) with each GPU's utilisation
 // scripted (GPU 0 ramps up to 95 %, GPU 3 starves at 5 %, GPU 5 is never used, the rest
 // work at 90 %), the job sampled every 0.2 s. Its page draws a chart per GPU with its

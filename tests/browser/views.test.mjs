@@ -51,7 +51,7 @@ test('GPU sets, placements, durations, colours', () => {
   assert.notEqual(jobColor(12), jobColor(13), 'neighbours differ');
 });
 
-test('gpuMemoryText: the peak NVML saw against what a share was promised (issue 20)', () => {
+test('gpuMemoryText: the peak NVML saw against what a share was promised', () => {
   assert.equal(gpuMemoryText({ req: {} }), '');
   assert.equal(gpuMemoryText({ req: { gpu_memory_mib: 20480 } }), '20 GiB promised; no figure yet');
   assert.equal(gpuMemoryText({ gpu_memory_peak_mib: 11264, req: { gpu_memory_mib: 20480 } }),
@@ -59,7 +59,7 @@ test('gpuMemoryText: the peak NVML saw against what a share was promised (issue 
   assert.equal(gpuMemoryText({ gpu_memory_peak_mib: 62464, req: {} }), '61 GiB peak');
 });
 
-test('gpuStates: a MIG GPU shows its devices and who holds each (issue 20)', () => {
+test('gpuStates: a MIG GPU shows its devices and who holds each', () => {
   const node = {
     gpus: 2, gpu_jobs: [0, 5], gpu_share_milli: [0, 0], unhealthy: '',
     mig_devices: [
@@ -78,7 +78,7 @@ test('gpuStates: a MIG GPU shows its devices and who holds each (issue 20)', () 
   assert.equal(st[1].state, 'busy', 'a GPU without MIG devices is as before');
 });
 
-test('gpuStates: a busy GPU carries its latest utilisation, -1 without one (issue 21)', () => {
+test('gpuStates: a busy GPU carries its latest utilisation, -1 without one', () => {
   const node = { gpus: 3, gpu_jobs: [7, 7, 0], gpu_util: [84, -1, -1] };
   const st = gpuStates(node, new Map());
   assert.equal(st[0].util, 84);

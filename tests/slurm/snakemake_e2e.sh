@@ -1,6 +1,6 @@
 #!/bin/bash
 # Snakemake's own --slurm executor (Debian's snakemake 7.21, no profile of ours) against
-# `hachi dev` through the Slurm names on PATH (issue 17, docs/slurm.md):
+# `hachi dev` through the Slurm names on PATH (docs/slurm.md):
 #  1. a workflow of three chained rules and one failing rule, run with --keep-going: the
 #     chain's jobs end COMPLETED, the failing one FAILED, and Snakemake reports it;
 #  2. Ctrl-C (SIGINT) to Snakemake while its rule's job runs: Snakemake's scancel ends it,

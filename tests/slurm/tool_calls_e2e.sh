@@ -4,7 +4,7 @@
 # and core.py), against `hachi dev` through the Slurm names, with the job scripts they
 # write (testdata/slurm-scripts/nextflow-task.sh, dask-jobqueue-worker.sh; bodies
 # replaced by short commands). Neither tool is installed: Nextflow needs a JVM and its
-# own download, dask-jobqueue is not in Debian 12. Issue 17, docs/slurm.md.
+# own download, dask-jobqueue is not in Debian 12. docs/slurm.md.
 # Usage: tool_calls_e2e.sh BUILD_DIR
 set -u
 build=$(cd "${1:?usage: tool_calls_e2e.sh BUILD_DIR}" && pwd)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Job steps across hosts that share nothing but the network (issue 18): `hachi server` in
+# Job steps across hosts that share nothing but the network (docs/steps.md): `hachi server` in
 # one network namespace, two `hachi agent`s each in a namespace of its own and a mount
 # namespace with a private /tmp, on addresses that exist only inside them (10.78.0.0/24
 # on a bridge in the server's namespace). Checks:

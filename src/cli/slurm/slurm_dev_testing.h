@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "cli/cli_testing.h"
+#include "core/testing/paths.h"
 #include "core/testing/wait_for.h"
 
 namespace hachi::cli::testing {
@@ -26,8 +27,8 @@ class SlurmDevTest : public ::testing::Test {
     const std::string log = dir_ + "/dev.log";
     pid_ = ::fork();
     if (pid_ == 0) {
-      const std::string cmd = std::string(HACHI_BINARY_DIR) + "/hachi dev --state-dir " +
-                              dir_ + "/state --listen 127.0.0.1:0 2>" + log;
+      const std::string cmd = BinaryDir() + "/hachi dev --state-dir " + dir_ +
+                              "/state --listen 127.0.0.1:0 2>" + log;
       ::execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), nullptr);
       ::_exit(127);
     }
@@ -37,8 +38,8 @@ class SlurmDevTest : public ::testing::Test {
     ASSERT_TRUE(up) << ReadFile(log);
     ::setenv("HACHI_SERVER", ("unix:" + dir_ + "/state/hachi.sock").c_str(), 1);
     ASSERT_EQ(Shell("mkdir " + dir_ + "/bin").exit_code, 0);
-    CmdResult links = Shell(std::string(HACHI_BINARY_DIR) +
-                            "/hachi slurm install-links " + dir_ + "/bin 2>&1");
+    CmdResult links =
+        Shell(BinaryDir() + "/hachi slurm install-links " + dir_ + "/bin 2>&1");
     ASSERT_EQ(links.exit_code, 0) << links.out;
     WaitFor([&] { return Run("sinfo -h -o %D").out.find('2') != std::string::npos; },
             std::chrono::seconds(5), std::chrono::milliseconds(50));

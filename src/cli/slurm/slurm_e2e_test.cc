@@ -13,6 +13,7 @@
 
 #include "cli/cli_testing.h"
 #include "cli/slurm/slurm_dev_testing.h"
+#include "core/testing/paths.h"
 
 namespace hachi::cli {
 namespace {
@@ -25,13 +26,11 @@ using SlurmE2e = testing::SlurmDevTest;
 
 TEST_F(SlurmE2e, AToolsDayThroughTheLinks) {
   // install-links again is a no-op; a foreign file of one of the names is refused.
-  EXPECT_EQ(
-      Shell(std::string(HACHI_BINARY_DIR) + "/hachi slurm install-links " + dir_ + "/bin")
-          .exit_code,
-      0);
+  EXPECT_EQ(Shell(BinaryDir() + "/hachi slurm install-links " + dir_ + "/bin").exit_code,
+            0);
   Shell("mkdir " + dir_ + "/other && touch " + dir_ + "/other/squeue");
-  CmdResult refused = Shell(std::string(HACHI_BINARY_DIR) +
-                            "/hachi slurm install-links " + dir_ + "/other 2>&1");
+  CmdResult refused =
+      Shell(BinaryDir() + "/hachi slurm install-links " + dir_ + "/other 2>&1");
   EXPECT_NE(refused.exit_code, 0);
   EXPECT_NE(refused.out.find(dir_ + "/other/squeue exists"), std::string::npos)
       << refused.out;

@@ -9,11 +9,12 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "core/testing/paths.h"
+
 namespace hachi::placement {
 namespace {
 
-const std::string kDir =
-    std::string(HACHI_SOURCE_DIR) + "/testdata/openb/traces/alibaba-openb-gpu-v2023";
+const std::string kDir = SourceDir() + "/testdata/openb/traces/alibaba-openb-gpu-v2023";
 constexpr Policy kPolicies[] = {Policy::kRandom, Policy::kBestFit, Policy::kFgd,
                                 Policy::kHachi};
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/testing/paths.h"
 #include "sim/placement/bench.h"
 #include "sim/placement/frag.h"
 #include "sim/placement/go_rand.h"
@@ -13,8 +14,7 @@
 namespace hachi::placement {
 namespace {
 
-const std::string kDir =
-    std::string(HACHI_SOURCE_DIR) + "/testdata/openb/traces/alibaba-openb-gpu-v2023";
+const std::string kDir = SourceDir() + "/testdata/openb/traces/alibaba-openb-gpu-v2023";
 
 // Go's documented outputs for rand.Seed(1): the first Int63, and Intn(100) ...
 TEST(GoRand, MatchesGoForSeedOne) {
