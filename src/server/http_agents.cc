@@ -10,7 +10,7 @@ namespace hachi::server {
 
 using nlohmann::json;
 
-void ApiHandlers::RegisterAgent(const Request& req, Response& res) const {
+void AgentHandlers::RegisterAgent(const Request& req, Response& res) const {
   Result<api::AgentRegistration> r = api::AgentRegistrationFromJson(req.body);
   if (!r.ok()) return ReplyError(res, r.status());
   Status st = c_->nodes().Register(*r, req.remote_addr);
@@ -20,7 +20,7 @@ void ApiHandlers::RegisterAgent(const Request& req, Response& res) const {
 
 // The agent's long poll (and heartbeat): work now, or parked on "agent/NODE" until the
 // AgentHub has some for it (Launch, Cancel, Close notify) or wait_ms passed.
-void ApiHandlers::AgentWork(const Request& req, Response& res, LongPoll& poll) const {
+void AgentHandlers::AgentWork(const Request& req, Response& res, LongPoll& poll) const {
   const std::string node = req.matches[1];
   const api::AgentWork w = c_->nodes().Poll(node, 0);
   const int wait_ms = IntParam(req, "wait_ms", 10000, 0, 60000);
@@ -31,7 +31,7 @@ void ApiHandlers::AgentWork(const Request& req, Response& res, LongPoll& poll) c
   Reply(res, 200, api::AgentWorkToJson(w));
 }
 
-void ApiHandlers::AgentHealth(const Request& req, Response& res) const {
+void AgentHandlers::AgentHealth(const Request& req, Response& res) const {
   Result<api::AgentHealth> h = api::AgentHealthFromJson(req.body);
   if (!h.ok()) return ReplyError(res, h.status());
   Status st = c_->nodes().ReportHealth(req.matches[1], *h);
@@ -40,7 +40,7 @@ void ApiHandlers::AgentHealth(const Request& req, Response& res) const {
 }
 
 // A burn-in run's result (docs/burn-in.md).
-void ApiHandlers::AgentBurnIn(const Request& req, Response& res) const {
+void AgentHandlers::AgentBurnIn(const Request& req, Response& res) const {
   Result<api::BurnInReport> r = api::BurnInReportFromJson(req.body);
   if (!r.ok()) return ReplyError(res, r.status());
   Status st = c_->burn_in().Report(req.matches[1], *r);
@@ -48,7 +48,7 @@ void ApiHandlers::AgentBurnIn(const Request& req, Response& res) const {
   ReplyOk(res);
 }
 
-void ApiHandlers::AgentSteps(const Request& req, Response& res) const {
+void AgentHandlers::AgentSteps(const Request& req, Response& res) const {
   Result<api::StepReports> r = api::StepReportsFromJson(req.body);
   if (!r.ok()) return ReplyError(res, r.status());
   Result<std::vector<api::StepAck>> acks = c_->steps().ReportSteps(req.matches[1], *r);
@@ -56,7 +56,7 @@ void ApiHandlers::AgentSteps(const Request& req, Response& res) const {
   Reply(res, 200, api::StepAcksToJson(*acks));
 }
 
-void ApiHandlers::AgentExits(const Request& req, Response& res) const {
+void AgentHandlers::AgentExits(const Request& req, Response& res) const {
   Result<std::vector<api::JobExit>> exits = api::JobExitsFromJson(req.body);
   if (!exits.ok()) return ReplyError(res, exits.status());
   Status st = c_->nodes().ReportExits(req.matches[1], *exits);

@@ -97,25 +97,28 @@ void ExceptionBody(const httplib::Request&, httplib::Response& res,
 
 // One row of the route table: the method (GET answers HEAD too), the path as a regex
 // (its groups reach the handler as req.matches) and the handler, which may be a long
-// poll.
+// poll, bound to its concern's handler object (Route).
 struct ApiRoute {
-  using Plain = void (ApiHandlers::*)(const httplib::Request&, httplib::Response&) const;
-  using Poll = void (ApiHandlers::*)(const httplib::Request&, httplib::Response&,
-                                     LongPoll&) const;
   const char* method;
   std::string path;
-  std::variant<Plain, Poll> handler;
+  HttpRouter::PollHandler handler;
 };
 
-HttpRouter::PollHandler Bind(const ApiHandlers* h,
-                             std::variant<ApiRoute::Plain, ApiRoute::Poll> f) {
-  if (const ApiRoute::Poll* poll = std::get_if<ApiRoute::Poll>(&f)) {
-    return [h, fn = *poll](const httplib::Request& req, httplib::Response& res,
-                           LongPoll& p) { (h->*fn)(req, res, p); };
-  }
-  return [h, fn = std::get<ApiRoute::Plain>(f)](const httplib::Request& req,
-                                                httplib::Response& res,
-                                                LongPoll&) { (h->*fn)(req, res); };
+template <typename H>
+HttpRouter::PollHandler Route(const H* h, void (H::*fn)(const httplib::Request&,
+                                                        httplib::Response&) const) {
+  return [h, fn](const httplib::Request& req, httplib::Response& res, LongPoll&) {
+    (h->*fn)(req, res);
+  };
+}
+
+template <typename H>
+HttpRouter::PollHandler Route(const H* h,
+                              void (H::*fn)(const httplib::Request&, httplib::Response&,
+                                            LongPoll&) const) {
+  return [h, fn](const httplib::Request& req, httplib::Response& res, LongPoll& p) {
+    (h->*fn)(req, res, p);
+  };
 }
 
 }  // namespace
@@ -137,7 +140,7 @@ void HttpServer::Routes(HttpRouter& s) {
   s.set_exception_handler(ExceptionBody);
   InstallAuthGate(s, controller_, options_.auth);  // who is asking, before any handler
 
-  using H = ApiHandlers;
+  const ApiHandlers& h = *handlers_;
   const std::string p = api::kApiPrefix;
   const std::string job = p + R"(/jobs/(\d+))";
   const std::string job_or_task = p + R"(/jobs/(\d+)(?:_(\d+))?)";  // ID, or A_T
@@ -146,57 +149,57 @@ void HttpServer::Routes(HttpRouter& s) {
   const std::string agent = p + R"(/agents/([^/]+))";
   const std::vector<ApiRoute> routes = {
       // Tokens (http_tokens.cc)
-      {"POST", p + "/tokens", &H::IssueToken},
-      {"GET", p + "/tokens", &H::ListTokens},
-      {"DELETE", p + R"(/tokens/([0-9a-f]{1,64}))", &H::RevokeToken},
+      {"POST", p + "/tokens", Route(&h.tokens, &TokenHandlers::IssueToken)},
+      {"GET", p + "/tokens", Route(&h.tokens, &TokenHandlers::ListTokens)},
+      {"DELETE", p + R"(/tokens/([0-9a-f]{1,64}))",
+       Route(&h.tokens, &TokenHandlers::RevokeToken)},
       // Health and metrics (http_nodes.cc); Prometheus's default path, outside /api/v1
-      {"GET", p + "/health", &H::Health},
-      {"GET", "/metrics", &H::Metrics},
+      {"GET", p + "/health", Route(&h.nodes, &NodeHandlers::Health)},
+      {"GET", "/metrics", Route(&h.nodes, &NodeHandlers::Metrics)},
       // Jobs (http_jobs.cc)
-      {"POST", p + "/jobs", &H::SubmitJob},
-      {"POST", p + "/jobs/test", &H::TestSubmit},
-      {"GET", p + "/jobs", &H::ListJobs},
-      {"GET", job, &H::GetJob},
-      {"POST", job_or_task + "/cancel", &H::CancelJob},
-      {"DELETE", job_or_task, &H::CancelJob},
-      {"POST", job_or_task + "/hold", &H::HoldJob},
-      {"POST", job_or_task + "/release", &H::ReleaseJob},
-      {"POST", job_or_task + "/signal", &H::SignalJob},
-      {"POST", job_or_task + "/requeue", &H::RequeueJob},
-      {"POST", job_or_task + "/update", &H::UpdateJob},
-      {"POST", job + "/complete", &H::CompleteAllocation},
-      {"GET", job + "/usage", &H::JobUsage},
+      {"POST", p + "/jobs", Route(&h.jobs, &JobHandlers::SubmitJob)},
+      {"POST", p + "/jobs/test", Route(&h.jobs, &JobHandlers::TestSubmit)},
+      {"GET", p + "/jobs", Route(&h.jobs, &JobHandlers::ListJobs)},
+      {"GET", job, Route(&h.jobs, &JobHandlers::GetJob)},
+      {"POST", job_or_task + "/cancel", Route(&h.jobs, &JobHandlers::CancelJob)},
+      {"DELETE", job_or_task, Route(&h.jobs, &JobHandlers::CancelJob)},
+      {"POST", job_or_task + "/hold", Route(&h.jobs, &JobHandlers::HoldJob)},
+      {"POST", job_or_task + "/release", Route(&h.jobs, &JobHandlers::ReleaseJob)},
+      {"POST", job_or_task + "/signal", Route(&h.jobs, &JobHandlers::SignalJob)},
+      {"POST", job_or_task + "/requeue", Route(&h.jobs, &JobHandlers::RequeueJob)},
+      {"POST", job_or_task + "/update", Route(&h.jobs, &JobHandlers::UpdateJob)},
+      {"POST", job + "/complete", Route(&h.jobs, &JobHandlers::CompleteAllocation)},
+      {"GET", job + "/usage", Route(&h.jobs, &JobHandlers::JobUsage)},
       // Job steps (http_steps.cc)
-      {"POST", job + "/steps", &H::CreateStep},
-      {"GET", job + "/steps", &H::ListJobSteps},
-      {"GET", p + "/steps", &H::ListAllSteps},
-      {"GET", step + "/output", &H::StepOutput},
-      {"POST", step + "/input", &H::StepInput},
-      {"POST", step + "/signal", &H::SignalStep},
-      {"POST", step + "/cancel", &H::CancelStep},
+      {"POST", job + "/steps", Route(&h.steps, &StepHandlers::CreateStep)},
+      {"GET", job + "/steps", Route(&h.steps, &StepHandlers::ListJobSteps)},
+      {"GET", p + "/steps", Route(&h.steps, &StepHandlers::ListAllSteps)},
+      {"GET", step + "/output", Route(&h.steps, &StepHandlers::StepOutput)},
+      {"POST", step + "/input", Route(&h.steps, &StepHandlers::StepInput)},
+      {"POST", step + "/signal", Route(&h.steps, &StepHandlers::SignalStep)},
+      {"POST", step + "/cancel", Route(&h.steps, &StepHandlers::CancelStep)},
       // Nodes, partitions, statistics (http_nodes.cc)
-      {"GET", p + "/nodes", &H::ListNodes},
-      {"GET", node, &H::GetNode},
-      {"POST", node + "/drain", &H::DrainNode},
-      {"POST", node + "/resume", &H::ResumeNode},
-      {"GET", p + "/partitions", &H::ListPartitions},
-      {"GET", p + "/stats", &H::Stats},
-      {"GET", p + "/report", &H::Report},
+      {"GET", p + "/nodes", Route(&h.nodes, &NodeHandlers::ListNodes)},
+      {"GET", node, Route(&h.nodes, &NodeHandlers::GetNode)},
+      {"POST", node + "/drain", Route(&h.nodes, &NodeHandlers::DrainNode)},
+      {"POST", node + "/resume", Route(&h.nodes, &NodeHandlers::ResumeNode)},
+      {"GET", p + "/partitions", Route(&h.nodes, &NodeHandlers::ListPartitions)},
+      {"GET", p + "/stats", Route(&h.nodes, &NodeHandlers::Stats)},
+      {"GET", p + "/report", Route(&h.nodes, &NodeHandlers::Report)},
       // Agents (http_agents.cc)
-      {"POST", p + "/agents/register", &H::RegisterAgent},
-      {"GET", agent + "/work", &H::AgentWork},
-      {"POST", agent + "/health", &H::AgentHealth},
-      {"POST", agent + "/burn-in", &H::AgentBurnIn},
-      {"POST", agent + "/steps", &H::AgentSteps},
-      {"POST", agent + "/exits", &H::AgentExits},
+      {"POST", p + "/agents/register", Route(&h.agents, &AgentHandlers::RegisterAgent)},
+      {"GET", agent + "/work", Route(&h.agents, &AgentHandlers::AgentWork)},
+      {"POST", agent + "/health", Route(&h.agents, &AgentHandlers::AgentHealth)},
+      {"POST", agent + "/burn-in", Route(&h.agents, &AgentHandlers::AgentBurnIn)},
+      {"POST", agent + "/steps", Route(&h.agents, &AgentHandlers::AgentSteps)},
+      {"POST", agent + "/exits", Route(&h.agents, &AgentHandlers::AgentExits)},
       // The dashboard and its data (web.cc)
-      {"GET", "/", &H::DashboardIndex},
-      {"GET", R"(/web/(.*))", &H::DashboardFile},
-      {"GET", p + "/history", &H::History},
-      {"GET", p + R"(/jobs/(\d{1,18})/log)", &H::JobLog},
+      {"GET", "/", Route(&h.web, &WebHandlers::DashboardIndex)},
+      {"GET", R"(/web/(.*))", Route(&h.web, &WebHandlers::DashboardFile)},
+      {"GET", p + "/history", Route(&h.web, &WebHandlers::History)},
+      {"GET", p + R"(/jobs/(\d{1,18})/log)", Route(&h.web, &WebHandlers::JobLog)},
   };
-  for (const ApiRoute& r : routes)
-    s.Add(r.method, r.path, Bind(handlers_.get(), r.handler));
+  for (const ApiRoute& r : routes) s.Add(r.method, r.path, r.handler);
 }
 
 Status HttpServer::Start() {

@@ -2,7 +2,7 @@
 // certificate) and on a local Unix socket, over the server's own connection layer
 // (server/http_loop.h: one epoll thread, a few handler threads; a waiting long poll
 // holds no thread). Its routes are one table (HttpServer::Routes, http_api.cc), each
-// naming a handler of ApiHandlers (server/http_handlers.h) that decodes the request,
+// naming a handler of its concern (server/http_handlers.h) that decodes the request,
 // calls the Controller and encodes the reply; no state of its own. Errors are
 // {"error": {"code", "message"}} with a 4xx/5xx status; the server keeps serving after
 // any bad request.
@@ -25,8 +25,8 @@
 
 namespace hachi::server {
 
-class ApiHandlers;  // server/http_handlers.h
-class HttpLoop;     // server/http_loop.h
+struct ApiHandlers;  // server/http_handlers.h
+class HttpLoop;      // server/http_loop.h
 class HttpRouter;
 
 struct HttpOptions {

@@ -1,7 +1,7 @@
-// ApiHandlers: the REST API's handlers (docs/api.md), one member function per route;
-// the route table in HttpServer::Routes (http_api.cc) says which route runs which. A
-// handler decodes its request, calls the Controller's public methods and encodes the
-// reply; none keeps state of its own. Their bodies live by concern:
+// The REST API's handlers (docs/api.md), one member function per route, one class per
+// concern; the route table in HttpServer::Routes (http_api.cc) says which route runs
+// which. A handler decodes its request, calls a service (through the Controller's
+// accessors) and encodes the reply; none keeps state of its own. By concern:
 //   http_jobs.cc     jobs: submit, test, list, get (a long poll), actions, usage
 //   http_steps.cc    job steps: create, list, output (a long poll), input, signals
 //   http_nodes.cc    nodes, partitions, stats, report, health, metrics
@@ -31,20 +31,27 @@ namespace hachi::server {
 
 class HttpLoop;
 
-class ApiHandlers {
+// What every handler class reads: the services (through the Controller's accessors),
+// the connection layer's stats, the dashboard's options. Constant after construction.
+class HandlerBase {
  public:
   using Request = httplib::Request;
   using Response = httplib::Response;
 
-  ApiHandlers(Controller* controller, const HttpLoop* loop, DashboardOptions dashboard)
+  HandlerBase(Controller* controller, const HttpLoop* loop, DashboardOptions dashboard)
       : c_(controller), loop_(loop), dashboard_(std::move(dashboard)) {}
 
-  // Health and metrics (http_nodes.cc).
-  void Health(const Request& req, Response& res) const;
-  void Metrics(const Request& req, Response& res) const;
+ protected:
+  Controller* const c_;
+  const HttpLoop* const loop_;
+  const DashboardOptions dashboard_;
+};
 
-  // Jobs (http_jobs.cc). The actions take ID or A_T (one task of array A) in matches
-  // 1 and 2.
+// Jobs (http_jobs.cc). The actions take ID or A_T (one task of array A) in matches 1
+// and 2.
+class JobHandlers : public HandlerBase {
+ public:
+  using HandlerBase::HandlerBase;
   void SubmitJob(const Request& req, Response& res) const;
   void TestSubmit(const Request& req, Response& res) const;
   void ListJobs(const Request& req, Response& res) const;
@@ -58,7 +65,18 @@ class ApiHandlers {
   void CompleteAllocation(const Request& req, Response& res) const;
   void JobUsage(const Request& req, Response& res) const;
 
-  // Job steps (http_steps.cc): the job in match 1, the step in match 2.
+ private:
+  // A job action: the job, the array task (-1: the job, or the whole array) and who
+  // asks, then `act` with the request's body; {"ok": true} when it succeeds.
+  using JobAct =
+      std::function<Status(state::JobId, int task, const Caller&, const std::string&)>;
+  void JobAction(const Request& req, Response& res, const JobAct& act) const;
+};
+
+// Job steps (http_steps.cc): the job in match 1, the step in match 2.
+class StepHandlers : public HandlerBase {
+ public:
+  using HandlerBase::HandlerBase;
   void CreateStep(const Request& req, Response& res) const;
   void ListJobSteps(const Request& req, Response& res) const;
   void ListAllSteps(const Request& req, Response& res) const;
@@ -67,7 +85,20 @@ class ApiHandlers {
   void SignalStep(const Request& req, Response& res) const;
   void CancelStep(const Request& req, Response& res) const;
 
-  // Nodes, partitions, statistics (http_nodes.cc): a node's name in match 1.
+ private:
+  // A step action: the job, the step and who asks, then `act` with the request.
+  using StepAct =
+      std::function<Status(state::JobId, int step, const Caller&, const Request&)>;
+  void StepAction(const Request& req, Response& res, const StepAct& act) const;
+};
+
+// Health, metrics, nodes, partitions, statistics (http_nodes.cc): a node's name in
+// match 1.
+class NodeHandlers : public HandlerBase {
+ public:
+  using HandlerBase::HandlerBase;
+  void Health(const Request& req, Response& res) const;
+  void Metrics(const Request& req, Response& res) const;
   void ListNodes(const Request& req, Response& res) const;
   void GetNode(const Request& req, Response& res) const;
   void DrainNode(const Request& req, Response& res) const;
@@ -76,42 +107,58 @@ class ApiHandlers {
   void Stats(const Request& req, Response& res) const;
   void Report(const Request& req, Response& res) const;
 
-  // Agents (http_agents.cc): the node in match 1.
+ private:
+  // The nodes as `req`'s caller may see them: stray processes' arguments are the
+  // admins' (RedactStrayProcesses).
+  std::vector<state::NodeStatus> NodesFor(const Request& req) const;
+};
+
+// Agents (http_agents.cc): the node in match 1.
+class AgentHandlers : public HandlerBase {
+ public:
+  using HandlerBase::HandlerBase;
   void RegisterAgent(const Request& req, Response& res) const;
   void AgentWork(const Request& req, Response& res, LongPoll& poll) const;
   void AgentHealth(const Request& req, Response& res) const;
   void AgentBurnIn(const Request& req, Response& res) const;
   void AgentSteps(const Request& req, Response& res) const;
   void AgentExits(const Request& req, Response& res) const;
+};
 
-  // Tokens (http_tokens.cc): the token's id in match 1.
+// API tokens (http_tokens.cc): the token's id in match 1.
+class TokenHandlers : public HandlerBase {
+ public:
+  using HandlerBase::HandlerBase;
   void IssueToken(const Request& req, Response& res) const;
   void ListTokens(const Request& req, Response& res) const;
   void RevokeToken(const Request& req, Response& res) const;
+};
 
-  // The dashboard (web.cc, server/web.h).
+// The dashboard (web.cc, server/web.h).
+class WebHandlers : public HandlerBase {
+ public:
+  using HandlerBase::HandlerBase;
   void DashboardIndex(const Request& req, Response& res) const;
   void DashboardFile(const Request& req, Response& res) const;
   void History(const Request& req, Response& res) const;
   void JobLog(const Request& req, Response& res) const;
+};
 
- private:
-  // A job action: the job, the array task (-1: the job, or the whole array) and who
-  // asks, then `act` with the request's body; {"ok": true} when it succeeds.
-  using JobAct =
-      std::function<Status(state::JobId, int task, const Caller&, const std::string&)>;
-  void JobAction(const Request& req, Response& res, const JobAct& act) const;
-  // A step action: the job, the step and who asks, then `act` with the request.
-  using StepAct =
-      std::function<Status(state::JobId, int step, const Caller&, const Request&)>;
-  void StepAction(const Request& req, Response& res, const StepAct& act) const;
-  // The nodes as `req`'s caller may see them: stray processes' arguments are the
-  // admins' (RedactStrayProcesses).
-  std::vector<state::NodeStatus> NodesFor(const Request& req) const;
-
-  Controller* const c_;
-  const HttpLoop* const loop_;
-  const DashboardOptions dashboard_;
+// Every route's target, one object per concern.
+struct ApiHandlers {
+  ApiHandlers(Controller* c, const HttpLoop* loop, const DashboardOptions& dashboard)
+      : jobs(c, loop, dashboard),
+        steps(c, loop, dashboard),
+        nodes(c, loop, dashboard),
+        agents(c, loop, dashboard),
+        tokens(c, loop, dashboard),
+        web(c, loop, dashboard) {}
+  JobHandlers jobs;
+  StepHandlers steps;
+  NodeHandlers nodes;
+  AgentHandlers agents;
+  TokenHandlers tokens;
+  WebHandlers web;
 };
 
 // Helpers the handlers share (http_api.cc).

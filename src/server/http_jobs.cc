@@ -15,7 +15,7 @@ namespace hachi::server {
 
 using nlohmann::json;
 
-void ApiHandlers::SubmitJob(const Request& req, Response& res) const {
+void JobHandlers::SubmitJob(const Request& req, Response& res) const {
   Result<api::SubmitRequest> r = api::SubmitRequestFromJson(req.body);
   if (!r.ok()) return ReplyError(res, r.status());
   Result<Caller> who = CallerOf(req, *c_);
@@ -27,7 +27,7 @@ void ApiHandlers::SubmitJob(const Request& req, Response& res) const {
 
 // sbatch --test-only: a submit's checks and where and when it would start; nothing is
 // stored.
-void ApiHandlers::TestSubmit(const Request& req, Response& res) const {
+void JobHandlers::TestSubmit(const Request& req, Response& res) const {
   Result<api::SubmitRequest> r = api::SubmitRequestFromJson(req.body);
   if (!r.ok()) return ReplyError(res, r.status());
   Result<Caller> who = CallerOf(req, *c_);
@@ -44,7 +44,7 @@ void ApiHandlers::TestSubmit(const Request& req, Response& res) const {
             .dump());
 }
 
-void ApiHandlers::ListJobs(const Request& req, Response& res) const {
+void JobHandlers::ListJobs(const Request& req, Response& res) const {
   const bool all = req.has_param("all") && req.get_param_value("all") != "0";
   // A page: ids above ?after=, at most ?limit= (docs/api.md); "next_after" says where
   // the next page starts while there may be more.
@@ -72,7 +72,7 @@ void ApiHandlers::ListJobs(const Request& req, Response& res) const {
 
 // ?wait_from=STATE&wait_ms=N: a long poll (`hachi run`), answered once the job's state
 // is not STATE, or after N ms; it waits parked on "job/ID", holding no thread.
-void ApiHandlers::GetJob(const Request& req, Response& res, LongPoll& poll) const {
+void JobHandlers::GetJob(const Request& req, Response& res, LongPoll& poll) const {
   Result<state::JobId> id = JobIdOf(req);
   if (!id.ok()) return ReplyError(res, id.status());
   Result<state::JobRecord> job = c_->job_views().Job(*id);
@@ -108,7 +108,7 @@ void ApiHandlers::GetJob(const Request& req, Response& res, LongPoll& poll) cons
   Reply(res, 200, j.dump());
 }
 
-void ApiHandlers::JobAction(const Request& req, Response& res, const JobAct& act) const {
+void JobHandlers::JobAction(const Request& req, Response& res, const JobAct& act) const {
   Result<state::JobId> id = JobIdOf(req);
   if (!id.ok()) return ReplyError(res, id.status());
   int task = -1;
@@ -126,21 +126,21 @@ void ApiHandlers::JobAction(const Request& req, Response& res, const JobAct& act
   ReplyOk(res);
 }
 
-void ApiHandlers::CancelJob(const Request& req, Response& res) const {
+void JobHandlers::CancelJob(const Request& req, Response& res) const {
   JobAction(req, res,
             [this](state::JobId id, int task, const Caller& who, const std::string&) {
               return c_->jobs().Cancel(id, who, task);
             });
 }
 
-void ApiHandlers::HoldJob(const Request& req, Response& res) const {
+void JobHandlers::HoldJob(const Request& req, Response& res) const {
   JobAction(req, res,
             [this](state::JobId id, int task, const Caller& who, const std::string&) {
               return c_->jobs().Hold(id, true, who, task);
             });
 }
 
-void ApiHandlers::ReleaseJob(const Request& req, Response& res) const {
+void JobHandlers::ReleaseJob(const Request& req, Response& res) const {
   JobAction(req, res,
             [this](state::JobId id, int task, const Caller& who, const std::string&) {
               return c_->jobs().Hold(id, false, who, task);
@@ -148,7 +148,7 @@ void ApiHandlers::ReleaseJob(const Request& req, Response& res) const {
 }
 
 // scancel --signal: {"signal", "batch_only"?}.
-void ApiHandlers::SignalJob(const Request& req, Response& res) const {
+void JobHandlers::SignalJob(const Request& req, Response& res) const {
   JobAction(
       req, res,
       [this](state::JobId id, int task, const Caller& who, const std::string& body) {
@@ -159,7 +159,7 @@ void ApiHandlers::SignalJob(const Request& req, Response& res) const {
 }
 
 // scontrol requeue.
-void ApiHandlers::RequeueJob(const Request& req, Response& res) const {
+void JobHandlers::RequeueJob(const Request& req, Response& res) const {
   JobAction(req, res,
             [this](state::JobId id, int task, const Caller& who, const std::string&) {
               return c_->jobs().Requeue(id, who, task);
@@ -167,7 +167,7 @@ void ApiHandlers::RequeueJob(const Request& req, Response& res) const {
 }
 
 // scontrol update: the fields of api::JobUpdate.
-void ApiHandlers::UpdateJob(const Request& req, Response& res) const {
+void JobHandlers::UpdateJob(const Request& req, Response& res) const {
   JobAction(
       req, res,
       [this](state::JobId id, int task, const Caller& who, const std::string& body) {
@@ -178,7 +178,7 @@ void ApiHandlers::UpdateJob(const Request& req, Response& res) const {
 }
 
 // salloc's end: {"exit_code": N}.
-void ApiHandlers::CompleteAllocation(const Request& req, Response& res) const {
+void JobHandlers::CompleteAllocation(const Request& req, Response& res) const {
   JobAction(
       req, res, [this](state::JobId id, int, const Caller& who, const std::string& body) {
         const json j = json::parse(body.empty() ? "{}" : body, nullptr, false);
@@ -198,7 +198,7 @@ void ApiHandlers::CompleteAllocation(const Request& req, Response& res) const {
 // docs/api.md, "Job usage": what the job's runs did with their GPUs, CPUs and memory,
 // and what `hachi eff` says of the latest run. The job's owner or an operator (job
 // details).
-void ApiHandlers::JobUsage(const Request& req, Response& res) const {
+void JobHandlers::JobUsage(const Request& req, Response& res) const {
   Result<state::JobId> id = JobIdOf(req);
   if (!id.ok()) return ReplyError(res, id.status());
   Result<state::JobRecord> job = c_->job_views().Job(*id);

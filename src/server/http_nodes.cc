@@ -68,18 +68,18 @@ std::string ConnectionMetrics(const HttpLoopStats& st) {
 
 }  // namespace
 
-void ApiHandlers::Health(const Request&, Response& res) const {
+void NodeHandlers::Health(const Request&, Response& res) const {
   Reply(res, 200, R"({"ok":true})");
 }
 
 // Prometheus scrapes /metrics by default (docs/metrics.md): outside /api/v1, read-only.
-void ApiHandlers::Metrics(const Request&, Response& res) const {
+void NodeHandlers::Metrics(const Request&, Response& res) const {
   res.status = 200;
   res.set_content(c_->cluster_views().MetricsText() + ConnectionMetrics(loop_->stats()),
                   "text/plain; version=0.0.4; charset=utf-8");
 }
 
-std::vector<state::NodeStatus> ApiHandlers::NodesFor(const Request& req) const {
+std::vector<state::NodeStatus> NodeHandlers::NodesFor(const Request& req) const {
   std::vector<state::NodeStatus> nodes = c_->cluster_views().Nodes();
   const Result<Caller> who = CallerOf(req, *c_);
   if (!who.ok() || !who->admin) {
@@ -88,13 +88,13 @@ std::vector<state::NodeStatus> ApiHandlers::NodesFor(const Request& req) const {
   return nodes;
 }
 
-void ApiHandlers::ListNodes(const Request& req, Response& res) const {
+void NodeHandlers::ListNodes(const Request& req, Response& res) const {
   json nodes = json::array();
   for (const state::NodeStatus& n : NodesFor(req)) nodes.push_back(api::ToJson(n));
   Reply(res, 200, json{{"nodes", nodes}}.dump());
 }
 
-void ApiHandlers::GetNode(const Request& req, Response& res) const {
+void NodeHandlers::GetNode(const Request& req, Response& res) const {
   const std::string name = req.matches[1];
   for (const state::NodeStatus& n : NodesFor(req)) {
     if (n.record.name == name)
@@ -104,7 +104,7 @@ void ApiHandlers::GetNode(const Request& req, Response& res) const {
 }
 
 // {"reason": ...}: the node takes no new jobs.
-void ApiHandlers::DrainNode(const Request& req, Response& res) const {
+void NodeHandlers::DrainNode(const Request& req, Response& res) const {
   const std::string name = req.matches[1];
   Result<Caller> who = CallerOf(req, *c_);
   if (!who.ok()) return ReplyError(res, who.status());
@@ -116,7 +116,7 @@ void ApiHandlers::DrainNode(const Request& req, Response& res) const {
 }
 
 // {"gpu": N}: only that unhealthy GPU returns to service; {}: the node.
-void ApiHandlers::ResumeNode(const Request& req, Response& res) const {
+void NodeHandlers::ResumeNode(const Request& req, Response& res) const {
   const std::string name = req.matches[1];
   Result<Caller> who = CallerOf(req, *c_);
   if (!who.ok()) return ReplyError(res, who.status());
@@ -127,7 +127,7 @@ void ApiHandlers::ResumeNode(const Request& req, Response& res) const {
   ReplyOk(res);
 }
 
-void ApiHandlers::ListPartitions(const Request&, Response& res) const {
+void NodeHandlers::ListPartitions(const Request&, Response& res) const {
   const std::vector<state::NodeStatus> nodes = c_->cluster_views().Nodes();
   json parts = json::array();
   for (const sched::Partition& part : c_->cluster_views().Partitions()) {
@@ -139,7 +139,7 @@ void ApiHandlers::ListPartitions(const Request&, Response& res) const {
 
 // Queue waits per partition and GPU count over ?window=SECONDS (default a day); a
 // partition whose median wait passes ?alert=SECONDS (default 20 min) is flagged.
-void ApiHandlers::Stats(const Request& req, Response& res) const {
+void NodeHandlers::Stats(const Request& req, Response& res) const {
   const int window = IntParam(req, "window", 86400, 60, 90 * 86400);
   const int alert = IntParam(req, "alert", 1200, 1, 90 * 86400);
   int gpus = 0;
@@ -163,7 +163,7 @@ void ApiHandlers::Stats(const Request& req, Response& res) const {
 // to now) per ?by= account|user|partition|nodegroup, and the ?top= (default 10) jobs
 // that held the most idle GPU-hours (docs/api.md "Report"). Whoever may list the jobs
 // may see it: it names accounts and users as the job list does.
-void ApiHandlers::Report(const Request& req, Response& res) const {
+void NodeHandlers::Report(const Request& req, Response& res) const {
   constexpr int64_t kMaxTime = int64_t{1} << 40;
   const Time now = c_->clock().Now();
   Result<int64_t> to = NonNegativeParam(req, "to", now, kMaxTime);

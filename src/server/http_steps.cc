@@ -11,7 +11,7 @@
 
 namespace hachi::server {
 
-void ApiHandlers::CreateStep(const Request& req, Response& res) const {
+void StepHandlers::CreateStep(const Request& req, Response& res) const {
   Result<state::JobId> id = JobIdOf(req);
   if (!id.ok()) return ReplyError(res, id.status());
   Result<Caller> who = CallerOf(req, *c_);
@@ -23,7 +23,7 @@ void ApiHandlers::CreateStep(const Request& req, Response& res) const {
   Reply(res, 200, "{\"step\":" + api::StepRecordToJson(*step) + "}");
 }
 
-void ApiHandlers::ListJobSteps(const Request& req, Response& res) const {
+void StepHandlers::ListJobSteps(const Request& req, Response& res) const {
   Result<state::JobId> id = JobIdOf(req);
   if (!id.ok()) return ReplyError(res, id.status());
   if (Result<state::JobRecord> job = c_->job_views().Job(*id); !job.ok()) {
@@ -33,13 +33,13 @@ void ApiHandlers::ListJobSteps(const Request& req, Response& res) const {
 }
 
 // Every job's steps (sacct).
-void ApiHandlers::ListAllSteps(const Request&, Response& res) const {
+void StepHandlers::ListAllSteps(const Request&, Response& res) const {
   Reply(res, 200, api::StepRecordsToJson(c_->steps().Steps(0)));
 }
 
 // ?from=OFFSET&wait_ms=N: srun's long poll for its step's output, parked on "step/ID.S"
 // until an agent's report brings some, the step ends, or N ms pass.
-void ApiHandlers::StepOutput(const Request& req, Response& res, LongPoll& poll) const {
+void StepHandlers::StepOutput(const Request& req, Response& res, LongPoll& poll) const {
   Result<std::pair<state::JobId, int>> key = StepIdOf(req);
   if (!key.ok()) return ReplyError(res, key.status());
   const state::JobId id = key->first;
@@ -67,8 +67,8 @@ void ApiHandlers::StepOutput(const Request& req, Response& res, LongPoll& poll) 
   Reply(res, 200, api::StepOutputToJson(*out));
 }
 
-void ApiHandlers::StepAction(const Request& req, Response& res,
-                             const StepAct& act) const {
+void StepHandlers::StepAction(const Request& req, Response& res,
+                              const StepAct& act) const {
   Result<std::pair<state::JobId, int>> id = StepIdOf(req);
   if (!id.ok()) return ReplyError(res, id.status());
   Result<Caller> who = CallerOf(req, *c_);
@@ -79,7 +79,7 @@ void ApiHandlers::StepAction(const Request& req, Response& res,
 }
 
 // A --pty step's keystrokes and window size: {"data": ..., "rows", "cols"}.
-void ApiHandlers::StepInput(const Request& req, Response& res) const {
+void StepHandlers::StepInput(const Request& req, Response& res) const {
   StepAction(req, res,
              [this](state::JobId id, int step, const Caller& who, const Request& r) {
                Result<api::StepInput> in = api::StepInputRequestFromJson(r.body);
@@ -89,7 +89,7 @@ void ApiHandlers::StepInput(const Request& req, Response& res) const {
 }
 
 // {"signal": "INT" or 2} to the step's tasks.
-void ApiHandlers::SignalStep(const Request& req, Response& res) const {
+void StepHandlers::SignalStep(const Request& req, Response& res) const {
   StepAction(req, res,
              [this](state::JobId id, int step, const Caller& who, const Request& r) {
                Result<api::SignalRequest> s = api::SignalRequestFromJson(r.body);
@@ -99,7 +99,7 @@ void ApiHandlers::SignalStep(const Request& req, Response& res) const {
 }
 
 // Stops the step's tasks: SIGTERM, the grace, SIGKILL.
-void ApiHandlers::CancelStep(const Request& req, Response& res) const {
+void StepHandlers::CancelStep(const Request& req, Response& res) const {
   StepAction(req, res,
              [this](state::JobId id, int step, const Caller& who, const Request&) {
                return c_->steps().SignalStep(id, step, 0, true, who);

@@ -23,7 +23,7 @@ json PublicJson(const state::TokenRecord& t) {
 
 }  // namespace
 
-void ApiHandlers::IssueToken(const Request& req, Response& res) const {
+void TokenHandlers::IssueToken(const Request& req, Response& res) const {
   Result<Caller> who = CallerOf(req, *c_);
   if (!who.ok()) return ReplyError(res, who.status());
   const json j = json::parse(req.body, nullptr, false);
@@ -53,7 +53,7 @@ void ApiHandlers::IssueToken(const Request& req, Response& res) const {
   Reply(res, 201, json{{"token", t->token}, {"record", PublicJson(t->record)}}.dump());
 }
 
-void ApiHandlers::ListTokens(const Request& req, Response& res) const {
+void TokenHandlers::ListTokens(const Request& req, Response& res) const {
   Result<Caller> who = CallerOf(req, *c_);
   if (!who.ok()) return ReplyError(res, who.status());
   Result<std::vector<state::TokenRecord>> list = c_->tokens().List(*who);
@@ -63,7 +63,7 @@ void ApiHandlers::ListTokens(const Request& req, Response& res) const {
   Reply(res, 200, json{{"tokens", tokens}}.dump());
 }
 
-void ApiHandlers::RevokeToken(const Request& req, Response& res) const {
+void TokenHandlers::RevokeToken(const Request& req, Response& res) const {
   Result<Caller> who = CallerOf(req, *c_);
   if (!who.ok()) return ReplyError(res, who.status());
   Status st = c_->tokens().Revoke(req.matches[1], *who);

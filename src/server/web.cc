@@ -54,21 +54,21 @@ const WebAsset* FindWebAsset(std::string_view name) {
   return it != all.end() && it->name == name ? &*it : nullptr;
 }
 
-void ApiHandlers::DashboardIndex(const Request& req, Response& res) const {
+void WebHandlers::DashboardIndex(const Request& req, Response& res) const {
   const WebAsset* index = FindWebAsset("index.html");
   if (index == nullptr)
     return ReplyError(res, Internal("the dashboard was not embedded"));
   ServeAsset(req, res, *index);
 }
 
-void ApiHandlers::DashboardFile(const Request& req, Response& res) const {
+void WebHandlers::DashboardFile(const Request& req, Response& res) const {
   const std::string name = req.matches[1];
   const WebAsset* a = FindWebAsset(name);
   if (a == nullptr) return ReplyError(res, NotFound("no dashboard file " + name));
   ServeAsset(req, res, *a);
 }
 
-void ApiHandlers::History(const Request& req, Response& res) const {
+void WebHandlers::History(const Request& req, Response& res) const {
   const HistorySampler* history = dashboard_.history;
   const Time since = Int64Param(req, "since", 0, 0, INT64_MAX);
   res.status = 200;
@@ -77,7 +77,7 @@ void ApiHandlers::History(const Request& req, Response& res) const {
                   "application/json");
 }
 
-void ApiHandlers::JobLog(const Request& req, Response& res) const {
+void WebHandlers::JobLog(const Request& req, Response& res) const {
   const state::JobId id = std::stoll(req.matches[1]);
   Result<state::JobRecord> job = c_->job_views().Job(id);
   if (!job.ok()) return ReplyError(res, job.status());

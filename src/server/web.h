@@ -10,7 +10,7 @@
 //                               ?bytes=N (default 64 KiB, at most 1 MiB); for the job's
 //                               owner and admins only
 //
-// The handlers are ApiHandlers' (server/http_handlers.h; defined in web.cc).
+// The handlers are WebHandlers' (server/http_handlers.h; defined in web.cc).
 //
 // Thread-safety: the handlers run on the server's threads and only read.
 #pragma once
