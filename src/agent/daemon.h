@@ -139,6 +139,16 @@ class AgentDaemon {
 
   void PollLoop() EXCLUDES(mu_);
   void ReportLoop() EXCLUDES(mu_);
+  // A round's reports beside the exits, GPU faults first (the server takes the GPU out
+  // before it hears of the exits the fault caused): the health report (faults,
+  // processes, usage samples), then the burn-in results. A report the server refuses
+  // (400) is dropped; false when it could not take one (the caller backs off).
+  bool SendHealth(HttpClientHolder& http, const std::string& base,
+                  const std::vector<api::GpuHealthEvent>& health, bool send_processes,
+                  const std::vector<api::GpuProcessReport>& processes,
+                  const std::vector<state::JobUsageSample>& usage) EXCLUDES(mu_);
+  bool SendBurnIn(HttpClientHolder& http, const std::string& base,
+                  const std::vector<api::BurnInReport>& burn_in) EXCLUDES(mu_);
   void OnExit(const api::JobExit& e) EXCLUDES(mu_);
   // A refusal is reported as an exit.
   void LaunchNow(const api::LaunchSpec& l) EXCLUDES(mu_);

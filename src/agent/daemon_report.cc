@@ -68,6 +68,71 @@ void AgentDaemon::ReportProcesses(std::vector<api::GpuProcessReport> processes) 
   }
 }
 
+bool AgentDaemon::SendHealth(HttpClientHolder& http, const std::string& base,
+                             const std::vector<api::GpuHealthEvent>& health,
+                             bool send_processes,
+                             const std::vector<api::GpuProcessReport>& processes,
+                             const std::vector<state::JobUsageSample>& usage) {
+  // GPU faults first: the server takes the GPU out before it hears of the exits the
+  // fault caused. A report it refuses (400: an index it does not know) is dropped.
+  api::AgentHealth report{instance_, health, send_processes, processes, usage};
+  Result<std::string> r =
+      http.Call("POST", base + "/health", api::AgentHealthToJson(report), 10000);
+  if (!r.ok() && r.status().code() == StatusCode::kInvalidArgument && !usage.empty()) {
+    // A server older than the usage samples refuses the whole report:
+    // the GPU faults go again without them, and this agent stops sampling.
+    std::fprintf(stderr,
+                 "hachi agent: the server refused job usage samples (%s); sending "
+                 "none from now on\n",
+                 r.status().message().c_str());
+    report.usage.clear();
+    r = http.Call("POST", base + "/health", api::AgentHealthToJson(report), 10000);
+    MutexLock lock(&mu_);
+    usage_refused_ = true;
+    usage_.clear();
+  }
+  MutexLock lock(&mu_);
+  if (r.ok() || r.status().code() == StatusCode::kInvalidArgument) {
+    if (send_processes) {
+      processes_sent_at_ = options_.clock->Now();
+      processes_due_ = !SameProcesses(processes, processes_);
+    }
+    if (!r.ok()) {
+      std::fprintf(stderr, "hachi agent: the server refused a GPU health report: %s\n",
+                   r.status().message().c_str());
+    }
+    health_.erase(health_.begin(), health_.begin() + static_cast<std::ptrdiff_t>(std::min(
+                                                         health.size(), health_.size())));
+    for (const state::JobUsageSample& u : usage) {
+      auto it = usage_.find(u.job);
+      if (it != usage_.end() && it->second.at == u.at) usage_.erase(it);  // not newer
+    }
+    return true;
+  }
+  if (r.status().code() == StatusCode::kNotFound) registered_ = false;
+  return false;
+}
+
+bool AgentDaemon::SendBurnIn(HttpClientHolder& http, const std::string& base,
+                             const std::vector<api::BurnInReport>& burn_in) {
+  // A refused burn-in report (400) is dropped; the server fails a run it never
+  // hears of at its timeout.
+  bool sent_all = true;
+  for (const api::BurnInReport& b : burn_in) {
+    Result<std::string> r =
+        http.Call("POST", base + "/burn-in", api::BurnInReportToJson(b), 10000);
+    if (!r.ok() && r.status().code() != StatusCode::kInvalidArgument) {
+      MutexLock lock(&mu_);
+      if (r.status().code() == StatusCode::kNotFound) registered_ = false;
+      sent_all = false;
+      break;
+    }
+    MutexLock lock(&mu_);
+    if (!burn_in_reports_.empty()) burn_in_reports_.erase(burn_in_reports_.begin());
+  }
+  return sent_all;
+}
+
 void AgentDaemon::ReportLoop() {
   HttpClientHolder http(options_.server, options_.cluster_secret);
   const std::string base = std::string(api::kApiPrefix) + "/agents/" + options_.node;
@@ -107,76 +172,18 @@ void AgentDaemon::ReportLoop() {
       if (send_processes) processes = processes_;
       for (const auto& [job, u] : usage_) usage.push_back(u);
     }
-    if (!health.empty() || send_processes || !usage.empty()) {
-      // GPU faults first: the server takes the GPU out before it hears of the exits the
-      // fault caused. A report it refuses (400: an index it does not know) is dropped.
-      api::AgentHealth report{instance_, health, send_processes, processes, usage};
-      Result<std::string> r =
-          http.Call("POST", base + "/health", api::AgentHealthToJson(report), 10000);
-      if (!r.ok() && r.status().code() == StatusCode::kInvalidArgument &&
-          !usage.empty()) {
-        // A server older than the usage samples refuses the whole report:
-        // the GPU faults go again without them, and this agent stops sampling.
-        std::fprintf(stderr,
-                     "hachi agent: the server refused job usage samples (%s); sending "
-                     "none from now on\n",
-                     r.status().message().c_str());
-        report.usage.clear();
-        r = http.Call("POST", base + "/health", api::AgentHealthToJson(report), 10000);
-        MutexLock lock(&mu_);
-        usage_refused_ = true;
-        usage_.clear();
-      }
+    const bool sent =
+        ((health.empty() && !send_processes && usage.empty()) ||
+         SendHealth(http, base, health, send_processes, processes, usage)) &&
+        (burn_in.empty() || SendBurnIn(http, base, burn_in));
+    if (!sent) {
       MutexLock lock(&mu_);
-      if (r.ok() || r.status().code() == StatusCode::kInvalidArgument) {
-        if (send_processes) {
-          processes_sent_at_ = options_.clock->Now();
-          processes_due_ = !SameProcesses(processes, processes_);
-        }
-        if (!r.ok()) {
-          std::fprintf(stderr,
-                       "hachi agent: the server refused a GPU health report: %s\n",
-                       r.status().message().c_str());
-        }
-        health_.erase(health_.begin(),
-                      health_.begin() + static_cast<std::ptrdiff_t>(
-                                            std::min(health.size(), health_.size())));
-        for (const state::JobUsageSample& u : usage) {
-          auto it = usage_.find(u.job);
-          if (it != usage_.end() && it->second.at == u.at) usage_.erase(it);  // not newer
-        }
-      } else {
-        if (r.status().code() == StatusCode::kNotFound) registered_ = false;
-        if (stopping_) return;
-        BackoffLocked(&backoff_ms);
-        continue;
-      }
-    }
-    if (!burn_in.empty()) {
-      // A refused burn-in report (400) is dropped; the server fails a run it never
-      // hears of at its timeout.
-      bool sent_all = true;
-      for (const api::BurnInReport& b : burn_in) {
-        Result<std::string> r =
-            http.Call("POST", base + "/burn-in", api::BurnInReportToJson(b), 10000);
-        if (!r.ok() && r.status().code() != StatusCode::kInvalidArgument) {
-          MutexLock lock(&mu_);
-          if (r.status().code() == StatusCode::kNotFound) registered_ = false;
-          sent_all = false;
-          break;
-        }
-        MutexLock lock(&mu_);
-        if (!burn_in_reports_.empty()) burn_in_reports_.erase(burn_in_reports_.begin());
-      }
-      if (!sent_all) {
-        MutexLock lock(&mu_);
-        if (stopping_) return;
-        BackoffLocked(&backoff_ms);
-        continue;
-      }
+      if (stopping_) return;
+      BackoffLocked(&backoff_ms);
+      continue;
     }
     if (batch.empty()) continue;
-    const int64_t sent = options_.clock->MonotonicMs();
+    const int64_t sent_at = options_.clock->MonotonicMs();
     Result<std::string> r = http.Call("POST", path, api::JobExitsToJson(batch), 10000);
     MutexLock lock(&mu_);
     if (!r.ok()) {
@@ -186,7 +193,7 @@ void AgentDaemon::ReportLoop() {
       continue;
     }
     backoff_ms = 100;
-    RenewLeaseLocked(sent);
+    RenewLeaseLocked(sent_at);
     // Acknowledged: remember them (a repeated launch re-reports), drop from the queue.
     for (const api::JobExit& e : batch) {
       if (finished_.emplace(e.job, e).second) finished_order_.push_back(e.job);
