@@ -6,8 +6,10 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 
 #include "core/clock.h"
+#include "core/mutex.h"
 
 namespace hachi::agent {
 
@@ -15,6 +17,18 @@ using Mono = std::chrono::steady_clock;
 
 inline Mono::time_point MonoNow(const Clock& clock) {
   return Mono::time_point(std::chrono::microseconds(clock.MonotonicMicros()));
+}
+
+// A supervisor's Tick() for tests on a FakeClock: asks its thread for one round on the
+// Clock and waits until that round ran. Bounded by 10 s of real time: a thread that has
+// returned (stop) runs no more rounds.
+template <typename State>
+void AskRoundAndWait(State& s) REQUIRES(s.mu) {
+  const uint64_t want = ++s.ticks_asked;
+  s.Wake();
+  const auto until = CondVar::Clock::now() + std::chrono::seconds(10);
+  while (s.ticks_done < want && !s.stop && s.ticked.WaitUntil(until)) {
+  }
 }
 
 }  // namespace hachi::agent

@@ -387,12 +387,7 @@ bool StepRunner::WaitIdle(int wait_ms) const {
 void StepRunner::Tick() {
   State& s = *state_;
   MutexLock lock(&s.mu);
-  const uint64_t want = ++s.ticks_asked;
-  s.Wake();
-  // Bounded: an I/O thread that has returned (stop) ticks no more.
-  const auto until = CondVar::Clock::now() + std::chrono::seconds(10);
-  while (s.ticks_done < want && !s.stop && s.ticked.WaitUntil(until)) {
-  }
+  AskRoundAndWait(s);
 }
 
 }  // namespace hachi::agent

@@ -196,8 +196,7 @@ Status NodeService::ReportExits(const std::string& node,
     if (auto st = fleet_->stale_runs.find(node);
         st != fleet_->stale_runs.end() && st->second.erase(e.job) > 0) {
       if (st->second.empty()) fleet_->stale_runs.erase(st);
-      fleet_->dirty = true;
-      fleet_->loop_cv.SignalAll();
+      fleet_->WakeLocked();
     }
     auto it = ledger_->image().jobs.find(e.job);
     if (it == ledger_->image().jobs.end() ||

@@ -131,8 +131,7 @@ Status JobService::Requeue(state::JobId id, const Caller& who, int task) {
     edits.push_back(state::JobRequeued{finished[i], reason});
   }
   HACHI_RETURN_IF_ERROR(ledger_->Commit(std::move(edits)));
-  fleet_->dirty = true;
-  fleet_->loop_cv.SignalAll();
+  fleet_->WakeLocked();
   return Status::Ok();
 }
 
