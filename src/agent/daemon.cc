@@ -224,6 +224,9 @@ void AgentDaemon::PollLoop() {
   const std::string work_base =
       std::string(api::kApiPrefix) + "/agents/" + options_.node + "/work?wait_ms=";
   int backoff_ms = 100;
+  // The last batch of work acted on (AgentWork::seq), acknowledged by the next poll; a
+  // registration starts a new session.
+  uint64_t acked = 0;
   auto sleep_backoff = [&] {
     MutexLock lock(&mu_);
     BackoffLocked(&backoff_ms);
@@ -244,6 +247,7 @@ void AgentDaemon::PollLoop() {
         continue;
       }
       backoff_ms = 100;
+      acked = 0;
     }
     // A poll renews the lease from when it was sent, so when the link goes the last
     // renewal is up to two polls old: the agent stops its jobs between lease - 2 polls
@@ -255,8 +259,9 @@ void AgentDaemon::PollLoop() {
       wait_ms = static_cast<int>(std::min<int64_t>(wait_ms, lease_ms_ / 6));
     }
     const int64_t sent = options_.clock->MonotonicMs();
-    Result<std::string> body =
-        http.Call("GET", work_base + std::to_string(wait_ms), "", wait_ms + 10000);
+    Result<std::string> body = http.Call(
+        "GET", work_base + std::to_string(wait_ms) + "&ack=" + std::to_string(acked), "",
+        wait_ms + 10000);
     if (!body.ok()) {
       if (body.status().code() == StatusCode::kNotFound) {
         MutexLock lock(&mu_);
@@ -284,11 +289,8 @@ void AgentDaemon::PollLoop() {
     // on the runner's thread, not this one).
     if (work->burn_in) burn_in_->Start(*work->burn_in);
     // Cancels first: one for a job that is also launched in this batch stops its earlier
-    // run (the job was requeued), not the new one.
-    for (state::JobId id : work->cancel) {
-      launcher_->Cancel(id, "cancelled");
-      steps_->StopJob(id, kStepGrace);  // steps' tasks are in sessions of their own
-    }
+    // run (the job was requeued), not the new one; one for the new run ends it unstarted.
+    for (const api::RunStop& stop : work->cancel) StopRun(stop);
     for (const api::LaunchSpec& l : work->launch) {
       {
         MutexLock lock(&mu_);
@@ -326,7 +328,53 @@ void AgentDaemon::PollLoop() {
     for (const api::StepLaunch& l : work->steps) steps_->Launch(l);
     for (const api::StepSignal& s : work->step_signals) steps_->Signal(s);
     for (const api::StepInput& in : work->step_input) steps_->Input(in);
+    if (work->seq != 0) acked = work->seq;
   }
+}
+
+void AgentDaemon::StopRun(const api::RunStop& stop) {
+  {
+    MutexLock lock(&mu_);
+    auto live = live_.find(stop.job);
+    if (stop.start_time != 0 &&
+        (live == live_.end() || live->second != stop.start_time)) {
+      StopUnstartedLocked(stop);  // not the run that runs here now
+      return;
+    }
+  }
+  launcher_->Cancel(stop.job, "cancelled");
+  steps_->StopJob(stop.job, kStepGrace);  // steps' tasks are in sessions of their own
+}
+
+void AgentDaemon::StopUnstartedLocked(const api::RunStop& stop) {
+  const std::pair<state::JobId, Time> run{stop.job, stop.start_time};
+  auto waiting = [&](const api::LaunchSpec& l) {
+    return l.job == stop.job && l.start_time == stop.start_time;
+  };
+  auto d = deferred_.find(stop.job);
+  const bool deferred = d != deferred_.end() && waiting(d->second);
+  if (deferred) deferred_.erase(d);
+  const bool ready = std::erase_if(ready_, waiting) > 0;
+  if (!launched_.emplace(run).second && !deferred && !ready) {
+    // It ran here and ended: its exit again, in case the server has not got it.
+    auto f = finished_.find(stop.job);
+    if (f != finished_.end() && f->second.start_time == stop.start_time) {
+      unreported_.push_back(f->second);
+      cv_.SignalAll();
+    }
+    return;
+  }
+  // Never started here (its launch was lost, is in this batch, or waited for an earlier
+  // run): it ends now, and a launch of it that comes later finds it launched.
+  current_run_[stop.job] = stop.start_time;
+  api::JobExit e;
+  e.job = stop.job;
+  e.start_time = stop.start_time;
+  e.kind = api::ExitKind::kCancelled;
+  e.message = "cancelled before it started on " + options_.node;
+  e.end_time = options_.clock->Now();
+  unreported_.push_back(e);
+  cv_.SignalAll();
 }
 
 bool AgentDaemon::AcceptRunLocked(const api::LaunchSpec& l) {

@@ -150,6 +150,11 @@ class AgentDaemon {
   bool SendBurnIn(HttpClientHolder& http, const std::string& base,
                   const std::vector<api::BurnInReport>& burn_in) EXCLUDES(mu_);
   void OnExit(const api::JobExit& e) EXCLUDES(mu_);
+  // A stop from the server (api::RunStop): the run is cancelled if it runs here, ended
+  // as cancelled if it never started here (and never started later), and its exit
+  // reported again if it ended.
+  void StopRun(const api::RunStop& stop) EXCLUDES(mu_);
+  void StopUnstartedLocked(const api::RunStop& stop) REQUIRES(mu_);
   // A refusal is reported as an exit.
   void LaunchNow(const api::LaunchSpec& l) EXCLUDES(mu_);
   // Records a run about to be launched; false when this process launched it already.

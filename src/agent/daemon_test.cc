@@ -183,23 +183,27 @@ class ScriptedServer {
                           : std::string("{\"ok\":true}"),
                       "application/json");
     });
-    server_.Get(p + R"(/agents/([^/]+)/work)",
-                [this](const httplib::Request&, httplib::Response& res) {
-                  WhileHung();
-                  api::AgentWork w;
-                  {
-                    // A short long poll: answered when work comes, else empty in 10 ms.
-                    std::unique_lock<std::mutex> lock(mu_);
-                    work_sent_.wait_for(lock, std::chrono::milliseconds(10),
-                                        [&] { return !work_.empty(); });
-                    if (!work_.empty()) {
-                      w = work_.front();
-                      work_.pop_front();
-                    }
-                    ++polls_;
-                  }
-                  res.set_content(api::AgentWorkToJson(w), "application/json");
-                });
+    server_.Get(p + R"(/agents/([^/]+)/work)", [this](const httplib::Request& req,
+                                                      httplib::Response& res) {
+      WhileHung();
+      api::AgentWork w;
+      {
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          acks_.push_back(req.has_param("ack") ? req.get_param_value("ack") : "none");
+        }
+        // A short long poll: answered when work comes, else empty in 10 ms.
+        std::unique_lock<std::mutex> lock(mu_);
+        work_sent_.wait_for(lock, std::chrono::milliseconds(10),
+                            [&] { return !work_.empty(); });
+        if (!work_.empty()) {
+          w = work_.front();
+          work_.pop_front();
+        }
+        ++polls_;
+      }
+      res.set_content(api::AgentWorkToJson(w), "application/json");
+    });
     server_.Post(p + R"(/agents/([^/]+)/exits)",
                  [this](const httplib::Request& req, httplib::Response& res) {
                    WhileHung();
@@ -263,6 +267,11 @@ class ScriptedServer {
     std::lock_guard<std::mutex> lock(mu_);
     return exits_;
   }
+  // The `ack` of every work poll, in order ("none" when absent).
+  std::vector<std::string> acks() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return acks_;
+  }
   std::vector<api::AgentRegistration> registrations() const {
     std::lock_guard<std::mutex> lock(mu_);
     return registrations_;
@@ -281,6 +290,7 @@ class ScriptedServer {
   std::condition_variable work_sent_;
   int polls_ = 0;
   std::vector<api::JobExit> exits_;
+  std::vector<std::string> acks_;
   std::vector<api::AgentRegistration> registrations_;
   std::vector<api::AgentHealth> health_;
   int lease_s_ = 0;
@@ -354,6 +364,72 @@ TEST(DaemonScripted, RepeatedLaunchIsReportedAgainNotLaunched) {
   agent.daemon.Stop();
   EXPECT_EQ(server.registrations().size(), 1u);
   EXPECT_EQ(server.registrations()[0].node, "n1");
+}
+
+// Every poll acknowledges the last batch the agent acted on (0 after registering), so
+// that the server sends a batch whose answer was lost again.
+TEST(DaemonScripted, AcknowledgesTheBatchItActedOn) {
+  ScriptedServer server;
+  Agent agent(Options(server.url(), 1000));
+  ASSERT_TRUE(agent.daemon.Start().ok());
+  ASSERT_TRUE(WaitFor([&] { return !server.acks().empty(); }));
+  EXPECT_EQ(server.acks().front(), "0");
+  api::AgentWork w = WorkOf({Launch(7, 1000)}, false);
+  w.seq = 41;
+  server.Send(w);
+  ASSERT_TRUE(WaitFor([&] { return server.acks().back() == "41"; }));
+  EXPECT_EQ(agent.launcher->launches().size(), 1u);
+}
+
+// A stop for a run the agent never got (its launch was lost, or comes later) ends that
+// run as cancelled, and its launch, when it comes, is not run: a cancel always ends
+// the job, and never loses to a launch that arrives after it.
+TEST(DaemonScripted, AStopOfARunNeverStartedEndsItAndItsLateLaunchIsNotRun) {
+  ScriptedServer server;
+  Agent agent(Options(server.url(), 1000));
+  ASSERT_TRUE(agent.daemon.Start().ok());
+  api::AgentWork stop;
+  stop.cancel = {{7, 1000}};
+  server.Send(stop);
+  ASSERT_TRUE(WaitFor([&] { return server.exits().size() == 1; }));
+  EXPECT_EQ(server.exits()[0].job, 7);
+  EXPECT_EQ(server.exits()[0].start_time, 1000);
+  EXPECT_EQ(server.exits()[0].kind, api::ExitKind::kCancelled);
+  server.Send(WorkOf({Launch(7, 1000)}, false));
+  ASSERT_TRUE(WaitFor([&] { return server.exits().size() == 2; }))
+      << "the late launch is answered with the exit again";
+  EXPECT_TRUE(agent.launcher->launches().empty());
+
+  // A stop and the launch of one run in one batch: the stop wins, whatever the order.
+  api::AgentWork both = WorkOf({Launch(8, 1000)}, false);
+  both.cancel = {{8, 1000}};
+  server.Send(both);
+  ASSERT_TRUE(WaitFor([&] { return server.exits().size() == 3; }));
+  EXPECT_EQ(server.exits()[2].job, 8);
+  EXPECT_TRUE(agent.launcher->launches().empty());
+}
+
+// A stop names its run: the stop of a requeued job's earlier run leaves the new run
+// alone.
+TEST(DaemonScripted, AStopOfAnEarlierRunLeavesTheRunningOneAlone) {
+  ScriptedServer server;
+  Agent agent(Options(server.url(), 1000));
+  ASSERT_TRUE(agent.daemon.Start().ok());
+  server.Send(WorkOf({Launch(7, 1000)}, false));
+  ASSERT_TRUE(WaitFor([&] { return agent.launcher->launches().size() == 1; }));
+  ASSERT_TRUE(agent.launcher->Finish(7, 0));
+  server.Send(WorkOf({Launch(7, 2000)}, false));
+  ASSERT_TRUE(WaitFor([&] { return agent.launcher->launches().size() == 2; }));
+  api::AgentWork stop;
+  stop.cancel = {{7, 1000}};
+  const int polls = server.polls();
+  server.Send(stop);
+  ASSERT_TRUE(WaitFor([&] { return server.polls() >= polls + 2; }));
+  EXPECT_EQ(agent.launcher->Running(), std::vector<state::JobId>{7});
+  // The stop of the run it has: cancelled.
+  stop.cancel = {{7, 2000}};
+  server.Send(stop);
+  ASSERT_TRUE(WaitFor([&] { return agent.launcher->Running().empty(); }));
 }
 
 // The GPU processes are sent when the list changes, and at least every minute while it is

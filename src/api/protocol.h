@@ -256,11 +256,26 @@ struct AgentHealth {
   std::vector<state::JobUsageSample> usage;
 };
 
+// A run to stop (SIGTERM, grace, SIGKILL): the job's run that started at `start_time`;
+// 0: whichever run of the job the agent has. A run the agent never started (its launch
+// was lost or is in the same batch) ends there and then as cancelled, and its launch, if
+// it comes later, is not run: a stop is never lost to a launch that arrives after it.
+struct RunStop {
+  state::JobId job = 0;
+  Time start_time = 0;
+  bool operator==(const RunStop&) const = default;
+};
+
 struct AgentWork {
   std::vector<api::LaunchSpec> launch;
-  std::vector<state::JobId> cancel;  // SIGTERM, grace, SIGKILL
-  bool reregister = false;           // the server does not know this agent (restart)
-  std::vector<JobSignal> signals;    // delivered after the launches
+  std::vector<RunStop> cancel;
+  bool reregister = false;  // the server does not know this agent (restart)
+  // Acknowledged delivery: a batch with work has a sequence number (0: none, e.g. an
+  // empty answer), and the agent's next poll acknowledges the last batch it acted on
+  // (`ack=SEQ`). A batch not acknowledged is sent again, ahead of newer work, with the
+  // next answer: a lost answer loses nothing, and the agent acts on every item once.
+  uint64_t seq = 0;
+  std::vector<JobSignal> signals;  // delivered after the launches
   // scontrol update TimeLimit= of a running job: its run that started at
   // `start_time` now ends `time_limit` seconds after it (0: no limit); delivered after
   // the launches.
@@ -282,6 +297,12 @@ struct AgentWork {
   bool Empty() const {
     return launch.empty() && cancel.empty() && signals.empty() && limits.empty() &&
            steps.empty() && step_signals.empty() && step_input.empty() && !burn_in;
+  }
+  // The jobs of `cancel`, in order.
+  std::vector<state::JobId> CancelledJobs() const {
+    std::vector<state::JobId> jobs;
+    for (const RunStop& s : cancel) jobs.push_back(s.job);
+    return jobs;
   }
 };
 

@@ -404,7 +404,17 @@ Result<AgentHealth> AgentHealthFromJson(std::string_view text) {
 std::string AgentWorkToJson(const AgentWork& w) {
   json launches = json::array();
   for (const api::LaunchSpec& l : w.launch) launches.push_back(LaunchToJson(l));
-  json j{{"launch", launches}, {"cancel", w.cancel}, {"reregister", w.reregister}};
+  // A stop of "whichever run" is the bare job id an older agent reads.
+  json cancels = json::array();
+  for (const RunStop& c : w.cancel) {
+    if (c.start_time == 0) {
+      cancels.push_back(c.job);
+    } else {
+      cancels.push_back(json{{"job", c.job}, {"start_time", c.start_time}});
+    }
+  }
+  json j{{"launch", launches}, {"cancel", cancels}, {"reregister", w.reregister}};
+  if (w.seq != 0) j["seq"] = w.seq;
   if (!w.signals.empty()) {  // absent when none: an older agent reads the rest
     json sigs = json::array();
     for (const api::JobSignal& s : w.signals) {
@@ -430,9 +440,10 @@ Result<AgentWork> AgentWorkFromJson(std::string_view text) {
   Result<json> j = Parse(text, "work");
   if (!j.ok()) return j.status();
   AgentWork w;
-  HACHI_RETURN_IF_ERROR(OnlyKeys(*j, "work",
-                                 {"launch", "cancel", "reregister", "signals", "limits",
-                                  "steps", "step_signals", "step_input", "burn_in"}));
+  HACHI_RETURN_IF_ERROR(
+      OnlyKeys(*j, "work",
+               {"launch", "cancel", "reregister", "seq", "signals", "limits", "steps",
+                "step_signals", "step_input", "burn_in"}));
   auto l = j->find("launch");
   if (l != j->end()) {
     if (!l->is_array()) return InvalidArgument("work.launch: expected an array");
@@ -443,7 +454,32 @@ Result<AgentWork> AgentWorkFromJson(std::string_view text) {
       w.launch.push_back(std::move(spec));
     }
   }
-  HACHI_RETURN_IF_ERROR(GetIntList(*j, "cancel", "work", &w.cancel));
+  if (auto c = j->find("cancel"); c != j->end()) {
+    if (!c->is_array()) return InvalidArgument("work.cancel: expected an array");
+    for (size_t i = 0; i < c->size(); ++i) {
+      const std::string path = "work.cancel[" + std::to_string(i) + "]";
+      const json& e = (*c)[i];
+      RunStop stop;
+      if (e.is_number_integer()) {
+        stop.job = e.get<state::JobId>();
+      } else if (e.is_object()) {
+        HACHI_RETURN_IF_ERROR(OnlyKeys(e, path, {"job", "start_time"}));
+        HACHI_RETURN_IF_ERROR(GetInt(e, "job", path, &stop.job));
+        HACHI_RETURN_IF_ERROR(GetInt(e, "start_time", path, &stop.start_time));
+      } else {
+        return InvalidArgument(path + ": expected a job id or {job, start_time}");
+      }
+      if (stop.job <= 0)
+        return InvalidArgument(path + ": job " + std::to_string(stop.job) +
+                               " is not a job id");
+      w.cancel.push_back(stop);
+    }
+  }
+  if (auto q = j->find("seq"); q != j->end()) {
+    if (!q->is_number_unsigned())
+      return InvalidArgument("work.seq: expected a number >= 0");
+    w.seq = q->get<uint64_t>();
+  }
   HACHI_RETURN_IF_ERROR(GetBool(*j, "reregister", "work", &w.reregister));
   if (auto s = j->find("signals"); s != j->end()) {
     if (!s->is_array()) return InvalidArgument("work.signals: expected an array");

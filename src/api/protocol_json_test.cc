@@ -118,11 +118,31 @@ TEST(ProtocolJson, RegistrationRoundTrip) {
   EXPECT_EQ(back->finished, (std::vector<state::JobId>{1, 2, 3}));
 }
 
+TEST(ProtocolJson, WorkCancelsAreJobIdsOrRunsAndBadOnesAreNamed) {
+  // A stop of whichever run is the bare job id an older agent reads.
+  AgentWork any;
+  any.cancel = {{4, 0}};
+  EXPECT_NE(AgentWorkToJson(any).find(R"("cancel":[4])"), std::string::npos);
+  Result<AgentWork> w =
+      AgentWorkFromJson(R"({"cancel":[4,{"job":9,"start_time":77}],"seq":3})");
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  EXPECT_EQ(w->cancel, (std::vector<RunStop>{{4, 0}, {9, 77}}));
+  EXPECT_EQ(w->seq, 3u);
+  for (const char* bad : {R"({"cancel":["x"]})", R"({"cancel":[{"job":9,"pid":1}]})",
+                          R"({"cancel":[0]})", R"({"seq":-1})", R"({"cancel":7})"}) {
+    Result<AgentWork> r = AgentWorkFromJson(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("work."), std::string::npos)
+        << r.status().message();
+  }
+}
+
 TEST(ProtocolJson, WorkRoundTrip) {
   AgentWork w;
   w.launch = {FullLaunch(31, 0), FullLaunch(31, 1)};
-  w.cancel = {4, 9};
+  w.cancel = {{4, 0}, {9, 1700000200}};
   w.reregister = true;
+  w.seq = 42;
   const std::string text = AgentWorkToJson(w);
   Result<AgentWork> back = AgentWorkFromJson(text);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
@@ -148,7 +168,8 @@ TEST(ProtocolJson, WorkRoundTrip) {
   EXPECT_EQ(l.user, "alice");
   EXPECT_EQ(l.partition, "gpu8");
   EXPECT_EQ(l.spec.argv, state::testing::FullJob(31).spec.argv);
-  EXPECT_EQ(back->cancel, (std::vector<state::JobId>{4, 9}));
+  EXPECT_EQ(back->cancel, (std::vector<RunStop>{{4, 0}, {9, 1700000200}}));
+  EXPECT_EQ(back->seq, 42u);
   EXPECT_TRUE(back->reregister);
   EXPECT_EQ(l.restart_count, 2);
   EXPECT_EQ(l.spec.signal, 10);  // the spec's issue-17 fields reach the agent

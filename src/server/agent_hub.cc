@@ -19,19 +19,18 @@ AgentHub::Session& AgentHub::SessionLocked(const std::string& node) {
   return *s;
 }
 
+void AgentHub::WakeLocked(Session& s, const std::string& node) {
+  s.wake.Signal();  // one agent process polls a node at a time
+  if (notify_) notify_(AgentTopic(node));
+}
+
 void AgentHub::Open(const std::string& node) {
   MutexLock lock(&mu_);
   Session& s = SessionLocked(node);
   s.open = true;
   s.last_seen_ms = clock_->MonotonicMs();
-  s.launches.clear();
-  s.cancels.clear();
-  s.signals.clear();
-  s.limits.clear();
-  s.steps.clear();
-  s.step_signals.clear();
-  s.step_input.clear();
-  s.burn_in.reset();
+  s.queued = api::AgentWork{};
+  s.sent = api::AgentWork{};
   s.wake.SignalAll();  // a poll of the previous session answers with nothing
 }
 
@@ -39,11 +38,8 @@ void AgentHub::Close(const std::string& node) {
   MutexLock lock(&mu_);
   Session& s = SessionLocked(node);
   s.open = false;
-  s.launches.clear();
-  s.cancels.clear();
-  s.signals.clear();
-  s.limits.clear();
-  s.burn_in.reset();
+  s.queued = api::AgentWork{};
+  s.sent = api::AgentWork{};
   s.wake.SignalAll();
   if (notify_) notify_(AgentTopic(node));
 }
@@ -66,89 +62,73 @@ int64_t AgentHub::SilentForMs(const std::string& node) const {
   return clock_->MonotonicMs() - it->second->last_seen_ms;
 }
 
-void AgentHub::Launch(const std::string& node, api::LaunchSpec launch) {
-  MutexLock lock(&mu_);
-  Session& s = SessionLocked(node);
-  if (!s.open) return;
-  s.launches.push_back(std::move(launch));
-  s.wake.Signal();  // one agent process polls a node at a time
-  if (notify_) notify_(AgentTopic(node));
+namespace {
+
+// Appends `item` to its list of `w` (a burn-in run replaces the one there).
+struct Append {
+  api::AgentWork* w;
+  void operator()(api::LaunchSpec&& x) const { w->launch.push_back(std::move(x)); }
+  void operator()(api::RunStop&& x) const { w->cancel.push_back(x); }
+  void operator()(api::JobSignal&& x) const { w->signals.push_back(x); }
+  void operator()(api::AgentWork::Limit&& x) const { w->limits.push_back(x); }
+  void operator()(api::StepLaunch&& x) const { w->steps.push_back(std::move(x)); }
+  void operator()(api::StepSignal&& x) const { w->step_signals.push_back(x); }
+  void operator()(api::StepInput&& x) const { w->step_input.push_back(std::move(x)); }
+  void operator()(api::BurnInWork&& x) const { w->burn_in = std::move(x); }
+};
+
+// `later`'s items after `earlier`'s, list by list (a later burn-in run wins).
+template <typename T>
+void AppendAll(std::vector<T>* to, std::vector<T>* from) {
+  to->insert(to->end(), std::make_move_iterator(from->begin()),
+             std::make_move_iterator(from->end()));
+}
+api::AgentWork Merged(api::AgentWork earlier, api::AgentWork later) {
+  AppendAll(&earlier.launch, &later.launch);
+  AppendAll(&earlier.cancel, &later.cancel);
+  AppendAll(&earlier.signals, &later.signals);
+  AppendAll(&earlier.limits, &later.limits);
+  AppendAll(&earlier.steps, &later.steps);
+  AppendAll(&earlier.step_signals, &later.step_signals);
+  AppendAll(&earlier.step_input, &later.step_input);
+  if (later.burn_in) earlier.burn_in = std::move(later.burn_in);
+  earlier.seq = 0;
+  return earlier;
 }
 
-void AgentHub::Cancel(const std::string& node, state::JobId job) {
-  MutexLock lock(&mu_);
-  Session& s = SessionLocked(node);
-  if (!s.open) return;
-  s.cancels.push_back(job);
-  s.wake.Signal();
-  if (notify_) notify_(AgentTopic(node));
-}
+}  // namespace
 
-void AgentHub::Signal(const std::string& node, api::JobSignal signal) {
+void AgentHub::Send(const std::string& node, AgentItem item) {
   MutexLock lock(&mu_);
   Session& s = SessionLocked(node);
   if (!s.open) return;
-  s.signals.push_back(signal);
-  s.wake.Signal();
-  if (notify_) notify_(AgentTopic(node));
-}
-
-void AgentHub::SetLimit(const std::string& node, api::AgentWork::Limit limit) {
-  MutexLock lock(&mu_);
-  Session& s = SessionLocked(node);
-  if (!s.open) return;
-  s.limits.push_back(limit);
-  s.wake.Signal();
-  if (notify_) notify_(AgentTopic(node));
-}
-
-void AgentHub::BurnIn(const std::string& node, api::BurnInWork run) {
-  MutexLock lock(&mu_);
-  Session& s = SessionLocked(node);
-  if (!s.open) return;
-  s.burn_in = std::move(run);  // a newer run replaces one not picked up yet
-  s.wake.Signal();
-  if (notify_) notify_(AgentTopic(node));
-}
-
-void AgentHub::LaunchStep(const std::string& node, api::StepLaunch launch) {
-  MutexLock lock(&mu_);
-  Session& s = SessionLocked(node);
-  if (!s.open) return;
-  s.steps.push_back(std::move(launch));
-  s.wake.Signal();
-  if (notify_) notify_(AgentTopic(node));
-}
-
-void AgentHub::SignalStep(const std::string& node, api::StepSignal signal) {
-  MutexLock lock(&mu_);
-  Session& s = SessionLocked(node);
-  if (!s.open) return;
-  s.step_signals.push_back(signal);
-  s.wake.Signal();
-  if (notify_) notify_(AgentTopic(node));
-}
-
-void AgentHub::StepInput(const std::string& node, api::StepInput input) {
-  MutexLock lock(&mu_);
-  Session& s = SessionLocked(node);
-  if (!s.open) return;
-  s.step_input.push_back(std::move(input));
-  s.wake.Signal();
-  if (notify_) notify_(AgentTopic(node));
+  std::visit(Append{&s.queued}, std::move(item));
+  WakeLocked(s, node);
 }
 
 bool AgentHub::TakeBackLaunch(const std::string& node, state::JobId job) {
   MutexLock lock(&mu_);
   Session& s = SessionLocked(node);
-  auto l = std::find_if(s.launches.begin(), s.launches.end(),
+  auto l = std::find_if(s.queued.launch.begin(), s.queued.launch.end(),
                         [&](const api::LaunchSpec& x) { return x.job == job; });
-  if (l == s.launches.end()) return false;
-  s.launches.erase(l);
+  if (l == s.queued.launch.end()) return false;
+  s.queued.launch.erase(l);
   return true;
 }
 
-api::AgentWork AgentHub::Wait(const std::string& node, int wait_ms) {
+void AgentHub::AckLocked(Session& s, int64_t ack) {
+  if (s.sent.seq == 0) return;
+  if (ack >= 0 && static_cast<uint64_t>(ack) == s.sent.seq) {
+    s.sent = api::AgentWork{};
+    return;
+  }
+  // The agent acted on an earlier batch only: the answer carrying this one was lost
+  // (or came after the agent had given up on that poll). Its items go first.
+  s.queued = Merged(std::move(s.sent), std::move(s.queued));
+  s.sent = api::AgentWork{};
+}
+
+api::AgentWork AgentHub::Wait(const std::string& node, int wait_ms, int64_t ack) {
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max(wait_ms, 0));
   MutexLock lock(&mu_);
@@ -159,34 +139,23 @@ api::AgentWork AgentHub::Wait(const std::string& node, int wait_ms) {
     return work;
   }
   Session& s = *it->second;
-  for (;;) {
+  for (bool acked = false;;) {
     // An agent the server does not know is not heard from: it must register, and a
-    // node whose registration keeps failing goes down at the agent timeout.
+    // node whose registration keeps failing goes down at the timeout.
     if (!s.open) {
       work.reregister = true;
       return work;
     }
     s.last_seen_ms = clock_->MonotonicMs();
-    if (!s.launches.empty() || !s.cancels.empty() || !s.signals.empty() ||
-        !s.limits.empty() || !s.steps.empty() || !s.step_signals.empty() ||
-        !s.step_input.empty() || s.burn_in || stopping_) {
-      work.launch.assign(std::make_move_iterator(s.launches.begin()),
-                         std::make_move_iterator(s.launches.end()));
-      s.launches.clear();
-      work.cancel = std::move(s.cancels);
-      s.cancels.clear();
-      work.signals = std::move(s.signals);
-      s.signals.clear();
-      work.limits = std::move(s.limits);
-      s.limits.clear();
-      work.steps = std::move(s.steps);
-      s.steps.clear();
-      work.step_signals = std::move(s.step_signals);
-      s.step_signals.clear();
-      work.step_input = std::move(s.step_input);
-      s.step_input.clear();
-      work.burn_in = std::move(s.burn_in);
-      s.burn_in.reset();
+    if (!acked) AckLocked(s, ack);
+    acked = true;
+    if (!s.queued.Empty() || stopping_) {
+      work = std::move(s.queued);
+      s.queued = api::AgentWork{};
+      if (ack != kNoAck && !work.Empty()) {
+        work.seq = next_seq_++;
+        s.sent = work;
+      }
       return work;
     }
     if (!s.wake.WaitUntil(deadline) && std::chrono::steady_clock::now() >= deadline) {

@@ -13,12 +13,12 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <variant>
 #include <vector>
 
 #include "api/launch_spec.h"
@@ -31,6 +31,11 @@ namespace hachi::server {
 
 // The topic an agent's parked work poll waits on (server/http_loop.h).
 std::string AgentTopic(const std::string& node);
+
+// One piece of work for an agent: an item of one of api::AgentWork's lists.
+using AgentItem =
+    std::variant<api::LaunchSpec, api::RunStop, api::JobSignal, api::AgentWork::Limit,
+                 api::StepLaunch, api::StepSignal, api::StepInput, api::BurnInWork>;
 
 class AgentHub {
  public:
@@ -58,30 +63,28 @@ class AgentHub {
   // time); -1 for a node the hub has never seen.
   int64_t SilentForMs(const std::string& node) const EXCLUDES(mu_);
 
-  // Queue work for an open node's agent and wake its poll. A closed node's work is
-  // dropped (its agent must register first, and registration reconciles).
-  void Launch(const std::string& node, api::LaunchSpec launch) EXCLUDES(mu_);
-  void Cancel(const std::string& node, state::JobId job) EXCLUDES(mu_);
-  void Signal(const std::string& node, api::JobSignal signal) EXCLUDES(mu_);
-  // A running job's new time limit (scontrol update), as Signal.
-  void SetLimit(const std::string& node, api::AgentWork::Limit limit) EXCLUDES(mu_);
-  // Job steps: a node's part of a step, and a signal or cancel for one, as
-  // Signal. A closed node's are dropped: a restarted agent never starts a step twice.
-  void LaunchStep(const std::string& node, api::StepLaunch launch) EXCLUDES(mu_);
-  void SignalStep(const std::string& node, api::StepSignal signal) EXCLUDES(mu_);
-  // Burn-in: a run for the node's agent, replacing one not picked up yet.
-  void BurnIn(const std::string& node, api::BurnInWork run) EXCLUDES(mu_);
-  // A --pty step's typed bytes or window size, kept in order.
-  void StepInput(const std::string& node, api::StepInput input) EXCLUDES(mu_);
-  // Takes back `job`'s launch when the agent has not picked it up yet: true when there
-  // was one (the job never ran there).
+  // Queues `item` for an open node's agent and wakes its poll. A closed node's work is
+  // dropped (its agent must register first, and registration reconciles): a restarted
+  // agent never starts a step twice. A burn-in run replaces one not sent yet; a --pty
+  // step's input keeps its order.
+  void Send(const std::string& node, AgentItem item) EXCLUDES(mu_);
+  // Takes back `job`'s launch when it has not been sent yet: true when there was one
+  // (the job never ran there). A launch sent and not yet acknowledged is not taken back:
+  // the agent may have started it.
   bool TakeBackLaunch(const std::string& node, state::JobId job) EXCLUDES(mu_);
 
   // The long poll: waits up to `wait_ms` for work for `node` and returns it, marking an
   // open node seen on entry and exit. `reregister` at once when the node is not open
   // (and then it is not seen: an agent that cannot register goes down at the timeout).
   // Returns at once once Stop was called.
-  api::AgentWork Wait(const std::string& node, int wait_ms) EXCLUDES(mu_);
+  //
+  // `ack` is the last batch (AgentWork::seq) the agent acted on, kNoAck from an agent
+  // that does not acknowledge (it gets each item once, as before). When the batch last
+  // sent is not the one acknowledged, its answer was lost: its items go out again, ahead
+  // of what was queued since, under a new seq.
+  static constexpr int64_t kNoAck = -1;
+  api::AgentWork Wait(const std::string& node, int wait_ms, int64_t ack = kNoAck)
+      EXCLUDES(mu_);
 
   // Every poll returns now, and later ones at once.
   void Stop() EXCLUDES(mu_);
@@ -91,16 +94,14 @@ class AgentHub {
     explicit Session(Mutex* mu) : wake(mu) {}
     bool open = false;
     int64_t last_seen_ms = 0;
-    std::deque<api::LaunchSpec> launches;
-    std::vector<state::JobId> cancels;
-    std::vector<api::JobSignal> signals;
-    std::vector<api::AgentWork::Limit> limits;
-    std::vector<api::StepLaunch> steps;
-    std::vector<api::StepSignal> step_signals;
-    std::vector<api::StepInput> step_input;
-    std::optional<api::BurnInWork> burn_in;
-    CondVar wake;  // on mu_: work queued, closed, or stopping
+    api::AgentWork queued;  // not sent yet
+    api::AgentWork sent;    // sent, not acknowledged (seq 0: nothing is)
+    CondVar wake;           // on mu_: work queued, closed, or stopping
   };
+  // Acts on the agent's `ack`: the batch sent is acknowledged, or put back ahead of the
+  // queue.
+  static void AckLocked(Session& s, int64_t ack) REQUIRES(mu_);
+  void WakeLocked(Session& s, const std::string& node) REQUIRES(mu_);
   // The node's session, made (closed) when missing. Sessions are never removed, so the
   // reference stays valid for as long as the hub lives.
   Session& SessionLocked(const std::string& node) REQUIRES(mu_);
@@ -110,6 +111,7 @@ class AgentHub {
   mutable Mutex mu_;
   std::unordered_map<std::string, std::unique_ptr<Session>> sessions_ GUARDED_BY(mu_);
   bool stopping_ GUARDED_BY(mu_) = false;
+  uint64_t next_seq_ GUARDED_BY(mu_) = 1;  // hub-wide: a new session never reuses one
   std::function<void(const std::string&)> notify_ GUARDED_BY(mu_);
 };
 

@@ -29,9 +29,9 @@ TEST(AgentHubTest, UnknownOrClosedNodeIsToldToRegisterAndIsNotSeen) {
   clock.Advance(seconds(5));
   EXPECT_TRUE(hub.Wait("n1", 1000).reregister);
   EXPECT_EQ(hub.SilentForMs("n1"),
-            5000);                // a poll of an unregistered agent is no heartbeat
-  hub.Launch("n1", LaunchOf(7));  // dropped: registration reconciles
-  hub.Cancel("n1", 7);
+            5000);              // a poll of an unregistered agent is no heartbeat
+  hub.Send("n1", LaunchOf(7));  // dropped: registration reconciles
+  hub.Send("n1", api::RunStop{7});
   hub.Open("n1");
   const api::AgentWork w = hub.Wait("n1", 0);
   EXPECT_FALSE(w.reregister);
@@ -44,16 +44,16 @@ TEST(AgentHubTest, WorkQueuedForANodeGoesToThatNodesPollInOrder) {
   AgentHub hub(&clock);
   hub.Open("n1");
   hub.Open("n2");
-  hub.Launch("n1", LaunchOf(1));
-  hub.Launch("n1", LaunchOf(2));
-  hub.Cancel("n1", 9);
+  hub.Send("n1", LaunchOf(1));
+  hub.Send("n1", LaunchOf(2));
+  hub.Send("n1", api::RunStop{9});
   const api::AgentWork other = hub.Wait("n2", 0);
   EXPECT_TRUE(other.launch.empty());
   const api::AgentWork w = hub.Wait("n1", 0);
   ASSERT_EQ(w.launch.size(), 2u);
   EXPECT_EQ(w.launch[0].job, 1);
   EXPECT_EQ(w.launch[1].job, 2);
-  EXPECT_EQ(w.cancel, std::vector<state::JobId>{9});
+  EXPECT_EQ(w.CancelledJobs(), std::vector<state::JobId>{9});
   EXPECT_TRUE(hub.Wait("n1", 0).launch.empty());  // taken once
 }
 
@@ -61,8 +61,8 @@ TEST(AgentHubTest, ALaunchTakenBackBeforeDeliveryNeverReachesTheAgent) {
   FakeClock clock;
   AgentHub hub(&clock);
   hub.Open("n1");
-  hub.Launch("n1", LaunchOf(1));
-  hub.Launch("n1", LaunchOf(2));
+  hub.Send("n1", LaunchOf(1));
+  hub.Send("n1", LaunchOf(2));
   EXPECT_TRUE(hub.TakeBackLaunch("n1", 1));
   EXPECT_FALSE(hub.TakeBackLaunch("n1", 1));
   const api::AgentWork w = hub.Wait("n1", 0);
@@ -75,8 +75,8 @@ TEST(AgentHubTest, OpeningAgainDropsWhatWasQueuedForThePreviousAgent) {
   FakeClock clock;
   AgentHub hub(&clock);
   hub.Open("n1");
-  hub.Launch("n1", LaunchOf(1));
-  hub.Cancel("n1", 2);
+  hub.Send("n1", LaunchOf(1));
+  hub.Send("n1", api::RunStop{2});
   hub.Open("n1");
   const api::AgentWork w = hub.Wait("n1", 0);
   EXPECT_TRUE(w.launch.empty());
@@ -97,6 +97,66 @@ TEST(AgentHubTest, SilenceIsMeasuredOnTheClockAndEndedByPollsAndTouches) {
   EXPECT_EQ(hub.SilentForMs("n1"), 0);
 }
 
+TEST(AgentHubTest, ABatchNotAcknowledgedIsSentAgainAheadOfNewerWork) {
+  FakeClock clock;
+  AgentHub hub(&clock);
+  hub.Open("n1");
+  hub.Send("n1", LaunchOf(1));
+  const api::AgentWork first = hub.Wait("n1", 0, 0);
+  ASSERT_EQ(first.launch.size(), 1u);
+  ASSERT_NE(first.seq, 0u);
+  EXPECT_FALSE(hub.TakeBackLaunch("n1", 1)) << "sent: the agent may have started it";
+  // Its answer was lost: the agent's next poll acknowledges only what came before.
+  hub.Send("n1", LaunchOf(2));
+  hub.Send("n1", api::RunStop{1, 100});
+  const api::AgentWork again = hub.Wait("n1", 0, 0);
+  ASSERT_EQ(again.launch.size(), 2u);
+  EXPECT_EQ(again.launch[0].job, 1);
+  EXPECT_EQ(again.launch[1].job, 2);
+  EXPECT_EQ(again.cancel, (std::vector<api::RunStop>{{1, 100}}));
+  EXPECT_GT(again.seq, first.seq);
+  // Acknowledged: nothing goes out twice.
+  const api::AgentWork after = hub.Wait("n1", 0, static_cast<int64_t>(again.seq));
+  EXPECT_TRUE(after.Empty());
+  EXPECT_EQ(after.seq, 0u);
+  EXPECT_TRUE(hub.Wait("n1", 0, static_cast<int64_t>(again.seq)).Empty());
+}
+
+TEST(AgentHubTest, AnAgentThatDoesNotAcknowledgeGetsEachItemOnce) {
+  FakeClock clock;
+  AgentHub hub(&clock);
+  hub.Open("n1");
+  hub.Send("n1", LaunchOf(1));
+  const api::AgentWork w = hub.Wait("n1", 0);
+  ASSERT_EQ(w.launch.size(), 1u);
+  EXPECT_EQ(w.seq, 0u);
+  EXPECT_TRUE(hub.Wait("n1", 0).Empty());
+}
+
+TEST(AgentHubTest, ARegistrationDropsTheBatchNotAcknowledged) {
+  FakeClock clock;
+  AgentHub hub(&clock);
+  hub.Open("n1");
+  hub.Send("n1", LaunchOf(1));
+  ASSERT_EQ(hub.Wait("n1", 0, 0).launch.size(), 1u);
+  hub.Open("n1");  // registration reconciles from the records instead
+  EXPECT_TRUE(hub.Wait("n1", 0, 0).Empty());
+}
+
+TEST(AgentHubTest, ALaterBurnInRunReplacesOneNotSent) {
+  FakeClock clock;
+  AgentHub hub(&clock);
+  hub.Open("n1");
+  api::BurnInWork a, b;
+  a.run = 1;
+  b.run = 2;
+  hub.Send("n1", a);
+  hub.Send("n1", b);
+  const api::AgentWork w = hub.Wait("n1", 0, 0);
+  ASSERT_TRUE(w.burn_in.has_value());
+  EXPECT_EQ(w.burn_in->run, 2);
+}
+
 // The waits below are real ones (a poll blocks a thread), bounded by the futures' own
 // timeouts; each ends long before its poll's 60 s deadline only if it was woken. A poll
 // marks its node heard from under the lock it then waits with: once the node shows as
@@ -108,7 +168,7 @@ TEST(AgentHubTest, ALaunchWakesAWaitingPoll) {
   clock.Advance(seconds(1));
   auto poll = std::async(std::launch::async, [&] { return hub.Wait("n1", 60000); });
   ASSERT_TRUE(WaitFor([&] { return hub.SilentForMs("n1") == 0; }));
-  hub.Launch("n1", LaunchOf(5));
+  hub.Send("n1", LaunchOf(5));
   ASSERT_EQ(poll.wait_for(seconds(10)), std::future_status::ready);
   const api::AgentWork w = poll.get();
   ASSERT_EQ(w.launch.size(), 1u);

@@ -94,10 +94,18 @@ Status NodeService::Register(const AgentRegistration& reg, const std::string& pe
   if (burn_in) {
     std::cerr << "hachi server: node " << reg.node << ": " << rec.state_reason
               << (burn_in->gpus.empty() ? "" : " for its GPUs back from repair") << "\n";
-    hub_->BurnIn(reg.node, *std::move(burn_in));
+    hub_->Send(reg.node, *std::move(burn_in));
   }
   return ReconcileLocked(reg, same_agent, now);
 }
+
+namespace {
+// Asked to end (cancelled, requeued, preempted, its allocation done): what the agent
+// runs of it must stop, and a launch of it not delivered yet must not start.
+bool Stopping(const RunInfo& run) {
+  return run.state.phase != RunPhase::kRunning || run.preempt_kill_at != kNever;
+}
+}  // namespace
 
 Status NodeService::ReconcileLocked(const AgentRegistration& reg, bool same_agent,
                                     Time now) {
@@ -118,9 +126,15 @@ Status NodeService::ReconcileLocked(const AgentRegistration& reg, bool same_agen
         reg.instance.empty() ? job.start_time >= reg.agent_started : same_agent;
     if (agent_knew || finished.count(id)) {
       // The agent finished it (its report was lost) or never got the launch (the server
-      // restarted before delivering it): send it again. The agent launches a job id at
-      // most once and answers a repeated one by reporting its exit again.
-      fleet_->DispatchLocked(job, reg.node);
+      // restarted before delivering it): send it again. The agent launches a run at
+      // most once and answers a repeated one by reporting its exit again. One asked to
+      // stop meanwhile is not launched: the stop ends it there as cancelled.
+      auto run = fleet_->runs.find(id);
+      if (!finished.count(id) && run != fleet_->runs.end() && Stopping(run->second)) {
+        hub_->Send(reg.node, api::RunStop{id, job.start_time});
+      } else {
+        fleet_->DispatchLocked(job, reg.node);
+      }
       continue;
     }
     // The agent restarted after the job started and does not know it: its processes'
@@ -156,21 +170,23 @@ Status NodeService::ReconcileLocked(const AgentRegistration& reg, bool same_agen
         std::any_of(it->second.allocations.begin(), it->second.allocations.end(),
                     [&](const state::NodeAllocation& a) { return a.node == reg.node; });
     auto run = fleet_->runs.find(id);
-    const bool stopping =
-        run != fleet_->runs.end() &&
-        (run->second.cancelling() || run->second.preempt_kill_at != kNever);
+    const bool stopping = run != fleet_->runs.end() && Stopping(run->second);
     // A gang part the fence counted dead while the gang waits for its other parts: it
     // must stop, and its GPUs stay taken after the job ends until it has.
     const bool fenced_here =
         here && run != fleet_->runs.end() && run->second.state.fenced &&
         std::find(run->second.ended_on.begin(), run->second.ended_on.end(), reg.node) !=
             run->second.ended_on.end();
-    if (!here || stopping || fenced_here) hub_->Cancel(reg.node, id);
+    if (!here || stopping || fenced_here) {
+      // A run the records no longer place here: whichever run of the job it has.
+      hub_->Send(reg.node, api::RunStop{id, here ? it->second.start_time : 0});
+    }
     if (!here || fenced_here) stale.insert(id);
     // Its time limit as the records have it now: a scontrol update queued for the
     // session just cleared reaches the agent all the same.
     if (here && !stopping && !fenced_here) {
-      hub_->SetLimit(reg.node, {id, it->second.start_time, it->second.req.time_limit});
+      hub_->Send(reg.node, api::AgentWork::Limit{id, it->second.start_time,
+                                                 it->second.req.time_limit});
     }
   }
   if (stale.empty()) fleet_->stale_runs.erase(reg.node);
@@ -179,8 +195,8 @@ Status NodeService::ReconcileLocked(const AgentRegistration& reg, bool same_agen
   return ledger_->Commit(std::move(edits));
 }
 
-AgentWork NodeService::Poll(const std::string& node, int wait_ms) {
-  return hub_->Wait(node, wait_ms);
+AgentWork NodeService::Poll(const std::string& node, int wait_ms, int64_t ack) {
+  return hub_->Wait(node, wait_ms, ack);
 }
 
 Status NodeService::ReportExits(const std::string& node,
@@ -224,14 +240,14 @@ Status NodeService::ReportExits(const std::string& node,
     if (first_only && batch_part && info.Take(RunEvent::kBatchPartExited)) {
       if (info.parts_left > 0 && !info.cancelling() && !failed) {
         for (const state::NodeAllocation& a : job.allocations) {
-          if (a.node != node) hub_->Cancel(a.node, e.job);
+          if (a.node != node) hub_->Send(a.node, api::RunStop{e.job, job.start_time});
         }
       }
     }
     if (failed && info.parts_left > 0 && !info.cancelling()) {
       // A gang is one job: when one part fails, stop the others (no edit: at once).
       for (const state::NodeAllocation& a : job.allocations) {
-        if (a.node != node) hub_->Cancel(a.node, e.job);
+        if (a.node != node) hub_->Send(a.node, api::RunStop{e.job, job.start_time});
       }
     }
     if (info.parts_left > 0) continue;
@@ -257,7 +273,7 @@ void NodeService::FenceLocked(Time now) {
   fleet_->Held(ledger_);
   std::vector<state::Edit> edits;
   std::vector<state::JobId> ended;
-  std::vector<std::pair<std::string, state::JobId>> stops;
+  std::vector<std::pair<std::string, api::RunStop>> stops;
   for (state::JobId id : ledger_->active()) {
     auto it = ledger_->image().jobs.find(id);
     if (it == ledger_->image().jobs.end() ||
@@ -287,7 +303,7 @@ void NodeService::FenceLocked(Time now) {
       for (const state::NodeAllocation& a : job.allocations) {
         if (std::find(info.ended_on.begin(), info.ended_on.end(), a.node) ==
             info.ended_on.end()) {
-          stops.emplace_back(a.node, id);
+          stops.emplace_back(a.node, api::RunStop{id, job.start_time});
         }
       }
     }
@@ -295,7 +311,7 @@ void NodeService::FenceLocked(Time now) {
     edits.push_back(fleet_->RunEndLocked(job, info, now));
     ended.push_back(id);
   }
-  for (const auto& [n, id] : stops) hub_->Cancel(n, id);
+  for (const auto& [n, stop] : stops) hub_->Send(n, stop);
   if (edits.empty()) return;
   // A failed commit changes nothing; the next check tries again (the RunInfo says so).
   if (!ledger_->Commit(std::move(edits)).ok()) return;

@@ -161,7 +161,7 @@ TEST(Controller, CancelRunningWaitsForTheAgent) {
   ASSERT_EQ(h.Work("n1").launch.size(), 1u);
   ASSERT_TRUE(h->jobs().Cancel(id, kAlice).ok());
   EXPECT_EQ(h.StateOf(id), JobState::kRunning);
-  EXPECT_EQ(h.Work("n1").cancel, std::vector<state::JobId>{id});
+  EXPECT_EQ(h.Work("n1").CancelledJobs(), std::vector<state::JobId>{id});
   EXPECT_TRUE(h->jobs().Cancel(id, kAlice).ok()) << "a second cancel is a no-op";
   h.Exit("n1", id, 0, ExitKind::kCancelled);
   const state::JobRecord job = h.Job(id);
@@ -291,7 +291,8 @@ TEST(Controller, FatalGpuEventTakesThatGpuOutAndRequeuesItsJob) {
   EXPECT_NE(node.unhealthy_reasons.at(bad).find("Xid 79"), std::string::npos);
   EXPECT_EQ(node.state, state::NodeState::kUp) << "one GPU, not the node";
   const AgentWork work = h.Work("n1");
-  EXPECT_EQ(work.cancel, std::vector<state::JobId>{id}) << "its processes are stopped";
+  EXPECT_EQ(work.CancelledJobs(), std::vector<state::JobId>{id})
+      << "its processes are stopped";
   // Until they are, the job keeps its GPUs: nothing else is given them, and it is not
   // started again (it would run twice).
   const state::JobId other = h.Submit(MakeSubmit().Gpus(7).Time(600));
@@ -418,7 +419,7 @@ TEST(Controller, NodeWideFaultDrainsTheNodeAndBadEventsAreRefused) {
   EXPECT_EQ(node.state_reason, "health: NVSwitch fatal error");
   // Stopped first; requeued once its agent reports it gone.
   EXPECT_EQ(h.StateOf(id), JobState::kRunning);
-  EXPECT_EQ(h.Work("n1").cancel, std::vector<state::JobId>{id});
+  EXPECT_EQ(h.Work("n1").CancelledJobs(), std::vector<state::JobId>{id});
   h.Exit("n1", id, 143);
   EXPECT_EQ(h.StateOf(id), JobState::kPending);
   EXPECT_EQ(h.Job(id).reason, "node n1: NVSwitch fatal error");
@@ -471,7 +472,7 @@ TEST(Controller, FailingGangPartCancelsTheOthers) {
   ASSERT_EQ(h.Work("n2").launch.size(), 1u);
   h.Exit("n2", id, 2);
   EXPECT_EQ(h.StateOf(id), JobState::kRunning);
-  EXPECT_EQ(h.Work("n1").cancel, std::vector<state::JobId>{id});
+  EXPECT_EQ(h.Work("n1").CancelledJobs(), std::vector<state::JobId>{id});
   EXPECT_TRUE(h.Work("n2").cancel.empty());
   h.Exit("n1", id, 0, ExitKind::kCancelled);
   const state::JobRecord job = h.Job(id);
@@ -542,7 +543,7 @@ TEST(Controller, AnArraysIdCancelsEveryTaskAndATOneTask) {
   ASSERT_TRUE(h->jobs().Cancel(a, kAlice).ok());  // "A": every task
   for (int i = 1; i < 4; ++i) EXPECT_EQ(h.StateOf(a + i), JobState::kCancelled) << i;
   EXPECT_EQ(h.StateOf(a), JobState::kRunning) << "running: its agent stops it";
-  EXPECT_EQ(h.Work("n1").cancel, std::vector<state::JobId>{a});
+  EXPECT_EQ(h.Work("n1").CancelledJobs(), std::vector<state::JobId>{a});
   h.Exit("n1", a, 0, ExitKind::kCancelled);
   EXPECT_EQ(h.StateOf(a), JobState::kCancelled);
   EXPECT_EQ(h->jobs().Cancel(a, kAlice).code(), StatusCode::kInvalidArgument)
@@ -688,8 +689,8 @@ TEST(Controller, SilentAgentTakesItsNodeDown) {
   back.running = {plain, requeue};
   ASSERT_TRUE(h->nodes().Register(back).ok());
   const AgentWork w = h.Work("n1");
-  EXPECT_TRUE(Has(w.cancel, plain));
-  EXPECT_TRUE(Has(w.cancel, requeue));
+  EXPECT_TRUE(Has(w.CancelledJobs(), plain));
+  EXPECT_TRUE(Has(w.CancelledJobs(), requeue));
 }
 
 TEST(Controller, RegistrationRequeuesCancelsLostWithTheSession) {
@@ -703,7 +704,7 @@ TEST(Controller, RegistrationRequeuesCancelsLostWithTheSession) {
   AgentRegistration again = MakeAgent("n1");
   again.running = {id};
   ASSERT_TRUE(h->nodes().Register(again).ok());
-  EXPECT_EQ(h.Work("n1").cancel, std::vector<state::JobId>{id});
+  EXPECT_EQ(h.Work("n1").CancelledJobs(), std::vector<state::JobId>{id});
 }
 
 // ---- Restart: a new Controller on the same SQLite file ----
@@ -885,7 +886,7 @@ RC_GTEST_PROP(ControllerProperty, PlanApplierNeverDoubleBooks, ()) {
       } else if (!state::IsFinal(j.state)) {
         RC_ASSERT(h->jobs().Cancel(id, kAlice).ok());
         for (const std::string& n : nodes) {
-          for (state::JobId c : h.Work(n).cancel) {
+          for (state::JobId c : h.Work(n).CancelledJobs()) {
             if (c == id) h.Exit(n, id, 0, ExitKind::kCancelled);
           }
         }

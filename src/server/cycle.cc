@@ -351,7 +351,7 @@ void SchedulingLoop::ApplyPreemptionsLocked(const sched::Plan& plan, Time now) {
                                    : std::string(" by a time window"));
     }
     for (const state::NodeAllocation& a : it->second.allocations) {
-      hub_->Cancel(a.node, p.job);
+      hub_->Send(a.node, api::RunStop{p.job, it->second.start_time});
     }
   }
 }

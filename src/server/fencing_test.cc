@@ -227,8 +227,8 @@ TEST_F(FencingTest, StaleRunsHoldTheNodeUntilTheyExit) {
   back.running = {requeue_, plain_};
   ASSERT_TRUE(h_->nodes().Register(back).ok());
   const AgentWork w = h_.Work("n1");
-  EXPECT_TRUE(Has(w.cancel, requeue_));
-  EXPECT_TRUE(Has(w.cancel, plain_));
+  EXPECT_TRUE(Has(w.CancelledJobs(), requeue_));
+  EXPECT_TRUE(Has(w.CancelledJobs(), plain_));
   h_->RunCycle();
   EXPECT_EQ(h_.StateOf(requeue_), JobState::kPending) << "n1's GPUs are still in use";
   const state::NodeStatus n1 = Node("n1");
@@ -293,13 +293,13 @@ TEST_F(FencingTest, GangWaitsForItsOtherPartsAfterTheFence) {
   EXPECT_TRUE(h_.Work("n2").cancel.empty()) << "within the fence, the gang goes on";
   Pass(6, {"n2"});
   // n1's part is counted dead; n2's is told to stop, and the job waits for it.
-  EXPECT_EQ(h_.Work("n2").cancel, std::vector<state::JobId>{gang});
+  EXPECT_EQ(h_.Work("n2").CancelledJobs(), std::vector<state::JobId>{gang});
   EXPECT_EQ(h_.StateOf(gang), JobState::kRunning);
   // n1's agent comes back still running its part: told to stop it, and n1 holds.
   AgentRegistration back = MakeAgent("n1");
   back.running = {gang};
   ASSERT_TRUE(h_->nodes().Register(back).ok());
-  EXPECT_EQ(h_.Work("n1").cancel, std::vector<state::JobId>{gang});
+  EXPECT_EQ(h_.Work("n1").CancelledJobs(), std::vector<state::JobId>{gang});
   EXPECT_NE(Node("n1").record.state_reason.find("stopping job"), std::string::npos);
   api::JobExit e;
   e.job = gang;

@@ -99,7 +99,7 @@ void Fleet::DispatchLocked(const state::JobRecord& job, const std::string& node)
     if (!options_->credential_key.empty()) {
       l.credential = JobCredential(options_->credential_key, job.id, job.start_time);
     }
-    hub_->Launch(a.node, std::move(l));
+    hub_->Send(a.node, std::move(l));
   }
 }
 
@@ -116,7 +116,7 @@ void Fleet::StopPartsLocked(const state::JobRecord& job, RunInfo* info) {
       if (!info->worst) info->worst = e;
       continue;
     }
-    hub_->Cancel(a.node, job.id);
+    hub_->Send(a.node, api::RunStop{job.id, job.start_time});
   }
 }
 

@@ -1,6 +1,9 @@
 // The agents' handlers (server/http_handlers.h; docs/api.md, "Agents"). The gate lets
 // only agents (the cluster secret) reach these (server/http_auth.h).
+#include <cerrno>
 #include <chrono>
+#include <cstdint>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "api/protocol_json.h"
@@ -22,7 +25,20 @@ void AgentHandlers::RegisterAgent(const Request& req, Response& res) const {
 // AgentHub has some for it (Launch, Cancel, Close notify) or wait_ms passed.
 void AgentHandlers::AgentWork(const Request& req, Response& res, LongPoll& poll) const {
   const std::string node = req.matches[1];
-  const api::AgentWork w = c_->nodes().Poll(node, 0);
+  // The last batch the agent acted on; absent from an agent that does not acknowledge.
+  int64_t ack = AgentHub::kNoAck;
+  if (req.has_param("ack")) {
+    const std::string a = req.get_param_value("ack");
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long v = std::strtoull(a.c_str(), &end, 10);
+    if (a.empty() || *end != '\0' || errno != 0 || a[0] == '-' ||
+        v > static_cast<unsigned long long>(INT64_MAX)) {
+      return ReplyError(res, InvalidArgument("ack: '" + a + "' is not a batch number"));
+    }
+    ack = static_cast<int64_t>(v);
+  }
+  const api::AgentWork w = c_->nodes().Poll(node, 0, ack);
   const int wait_ms = IntParam(req, "wait_ms", 10000, 0, 60000);
   if (w.Empty() && !w.reregister && !poll.expired() && !c_->stopping() && wait_ms > 0) {
     return poll.WaitFor(AgentTopic(node),

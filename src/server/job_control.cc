@@ -40,7 +40,7 @@ Status JobService::Signal(state::JobId id, int signal, bool batch_only, const Ca
   for (const state::JobRecord* job : running) {
     // The batch shell runs on the first node (rank 0), as Slurm's batch step does.
     for (const state::NodeAllocation& a : job->allocations) {
-      hub_->Signal(a.node, api::JobSignal{job->id, signal, batch_only});
+      hub_->Send(a.node, api::JobSignal{job->id, signal, batch_only});
       if (batch_only) break;
     }
   }
@@ -99,7 +99,7 @@ Status JobService::Requeue(state::JobId id, const Caller& who, int task) {
           info.ended_on.push_back(a.node);
           continue;
         }
-        hub_->Cancel(a.node, t);
+        hub_->Send(a.node, api::RunStop{t, job.start_time});
       }
       if (info.parts_left <= 0) {
         now.push_back(fleet_->RunEndLocked(job, info, options_->clock->Now()));
@@ -254,7 +254,7 @@ Status JobService::Update(state::JobId id, const api::JobUpdate& update,
     const state::JobRecord& job = ledger_->image().jobs.at(t);
     if (job.state != state::JobState::kRunning) continue;  // ended while committing
     for (const state::NodeAllocation& a : job.allocations) {
-      hub_->SetLimit(a.node, {t, job.start_time, job.req.time_limit});
+      hub_->Send(a.node, api::AgentWork::Limit{t, job.start_time, job.req.time_limit});
     }
   }
   return Status::Ok();

@@ -91,7 +91,7 @@ TEST(JobControl, RequeueRunningStopsItThenRunsItAgainWithItsId) {
   EXPECT_EQ(h->jobs().Requeue(id, kBob).code(), StatusCode::kPermissionDenied);
   ASSERT_TRUE(h->jobs().Requeue(id, kAlice).ok());
   EXPECT_EQ(h.StateOf(id), JobState::kRunning) << "until its agent reports";
-  EXPECT_EQ(h.Work("n1").cancel, std::vector<state::JobId>{id});
+  EXPECT_EQ(h.Work("n1").CancelledJobs(), std::vector<state::JobId>{id});
   ASSERT_TRUE(h->jobs().Requeue(id, kAlice).ok()) << "asked twice: once";
   EXPECT_TRUE(h.Work("n1").cancel.empty());
   h.Exit("n1", id, 0, ExitKind::kCancelled);
@@ -326,7 +326,7 @@ Preempted PreemptOnce(Harness& h) {
   h.Work("n1");
   p.high = h.Submit(MakeSubmit().Gpus(8).Partition("high"));
   h->RunCycle();
-  EXPECT_EQ(h.Work("n1").cancel, std::vector<state::JobId>{p.low});
+  EXPECT_EQ(h.Work("n1").CancelledJobs(), std::vector<state::JobId>{p.low});
   h->RunCycle();  // still preempted: not told again
   EXPECT_TRUE(h.Work("n1").cancel.empty());
   return p;

@@ -36,7 +36,8 @@ class NodeService : public OnLedger {
   // agent gave none; a given one is checked against it (server/agent_address.h).
   Status Register(const AgentRegistration& reg, const std::string& peer = "")
       EXCLUDES(ledger_->writer_mu(), ledger_->mu());
-  AgentWork Poll(const std::string& node, int wait_ms);
+  // `ack`: the last batch the agent acted on (AgentHub::Wait).
+  AgentWork Poll(const std::string& node, int wait_ms, int64_t ack = AgentHub::kNoAck);
   Status ReportExits(const std::string& node, const std::vector<api::JobExit>& exits)
       EXCLUDES(ledger_->writer_mu(), ledger_->mu());
   // GPU faults an agent saw (api::GpuHealthEvent). "fatal" or "reset" on a GPU: that GPU

@@ -68,7 +68,7 @@ Status NodeService::Resume(const std::string& node, int gpu, const Caller& who) 
       if (!edits.ok()) return edits.status();
       if (work) {
         HACHI_RETURN_IF_ERROR(ledger_->Commit(*std::move(edits)));
-        hub_->BurnIn(node, *std::move(work));
+        hub_->Send(node, *std::move(work));
         return Status::Ok();
       }
     }
@@ -118,7 +118,7 @@ Status NodeService::Resume(const std::string& node, int gpu, const Caller& who) 
     }
   }
   HACHI_RETURN_IF_ERROR(ledger_->Commit(std::move(edits)));
-  if (work) hub_->BurnIn(node, *std::move(work));
+  if (work) hub_->Send(node, *std::move(work));
   return Status::Ok();
 }
 
@@ -225,7 +225,7 @@ Status NodeService::ReportHealth(const std::string& node,
   // requeued with the event as their reason when every part has reported its exit — not
   // before: until then their processes may still hold the GPUs (and a requeued gang
   // would run twice). An agent that never reports is fenced (docs/fencing.md).
-  std::vector<std::pair<std::string, state::JobId>> stops;
+  std::vector<std::pair<std::string, api::RunStop>> stops;
   for (const auto& [id, job] : ledger_->image().jobs) {
     if (job.state != state::JobState::kRunning) continue;
     std::string reason;
@@ -242,10 +242,12 @@ Status NodeService::ReportHealth(const std::string& node,
     RunInfo& info = fleet_->runs[id];
     if (!info.Take(RunEvent::kRequeueAsked)) continue;  // stopping already
     info.requeue_reason = reason;
-    for (const state::NodeAllocation& a : job.allocations) stops.emplace_back(a.node, id);
+    for (const state::NodeAllocation& a : job.allocations) {
+      stops.emplace_back(a.node, api::RunStop{id, job.start_time});
+    }
   }
   HACHI_RETURN_IF_ERROR(ledger_->Commit(std::move(edits)));
-  for (const auto& [n, id] : stops) hub_->Cancel(n, id);
+  for (const auto& [n, stop] : stops) hub_->Send(n, stop);
   return Status::Ok();
 }
 

@@ -154,7 +154,7 @@ Result<state::StepRecord> StepService::CreateStep(state::JobId id,
     l.rows = req.rows;
     l.cols = req.cols;
     l.kill_grace = options_->kill_grace;
-    hub_->LaunchStep(rec.nodes[static_cast<size_t>(i)], std::move(l));
+    hub_->Send(rec.nodes[static_cast<size_t>(i)], std::move(l));
   }
   return ledger_->image().steps.at(key);
 }
@@ -215,7 +215,7 @@ Status StepService::SignalStep(state::JobId id, int step, int signal, bool cance
   Result<state::StepRecord> rec = RunningStepOf(id, step, who);
   if (!rec.ok()) return rec.status();
   for (const std::string& node : rec->nodes) {
-    hub_->SignalStep(node, api::StepSignal{id, rec->job_start, step, signal, cancel});
+    hub_->Send(node, api::StepSignal{id, rec->job_start, step, signal, cancel});
   }
   return Status::Ok();
 }
@@ -231,7 +231,7 @@ Status StepService::StepInput(state::JobId id, int step, api::StepInput input,
   input.job = id;
   input.job_start = rec->job_start;
   input.step = step;
-  hub_->StepInput(rec->nodes.front(), std::move(input));
+  hub_->Send(rec->nodes.front(), std::move(input));
   return Status::Ok();
 }
 
@@ -282,7 +282,7 @@ Result<std::vector<api::StepAck>> StepService::ReportSteps(
     if (added.bad_exit && added.kill_on_bad_exit) {
       // -K: a failing task stops the step's others.
       for (const std::string& n : nodes) {
-        hub_->SignalStep(n, api::StepSignal{r.job, r.job_start, r.step, 0, true});
+        hub_->Send(n, api::StepSignal{r.job, r.job_start, r.step, 0, true});
       }
     }
     if (added.all_done) finished.push_back(key);

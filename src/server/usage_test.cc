@@ -163,7 +163,7 @@ TEST_F(UsageTest, TheRequeuePolicyRequeuesWithItsReason) {
   Pass(31 * kMinute, *h, id, 0, 0);
   const AgentWork w = h->Work("n1");
   ASSERT_EQ(w.cancel.size(), 1u);  // told to stop
-  EXPECT_EQ(w.cancel[0], id);
+  EXPECT_EQ(w.cancel[0].job, id);
   h->Exit("n1", id, 0, api::ExitKind::kCancelled);
   const state::JobRecord j = h->Job(id);
   EXPECT_EQ(j.state, JobState::kPending);
