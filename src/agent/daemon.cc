@@ -242,7 +242,8 @@ void AgentDaemon::PollLoop() {
       need_register = !registered_;
     }
     if (need_register) {
-      if (!RegisterOnce(http).ok()) {
+      if (Status st = RegisterOnce(http); !st.ok()) {
+        NoteCallFailed(st);
         sleep_backoff();
         continue;
       }
@@ -267,6 +268,7 @@ void AgentDaemon::PollLoop() {
         MutexLock lock(&mu_);
         registered_ = false;
       }
+      NoteCallFailed(body.status());
       sleep_backoff();
       continue;
     }

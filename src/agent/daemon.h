@@ -19,6 +19,13 @@
 // the server requeues or fails them as after a node failure. The server gives their
 // GPUs to no one until their lease and kill grace have passed.
 //
+// A server outage is not a cut: when a call fails, the agent probes the server's address
+// (agent/server_probe.h), and a refused connection -- nothing listens there, so no
+// server counts this node silent, and a restarted one counts from its own start -- holds
+// the lease as an answered call would, from when the probe was sent. So a server that
+// is down, restarting or being upgraded stops no job, for as long as it is down, while
+// a node cut off from a running server still stops its jobs within the lease.
+//
 // Time: every decision (the lease, the GPU-process report's refresh, the times in
 // records) reads the Clock of AgentOptions; the loops wait on real time between looks.
 //
@@ -31,6 +38,7 @@
 // thread), daemon_lease.cc (the lease, backoff) and daemon_usage.cc (usage samples).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <functional>
@@ -128,6 +136,9 @@ class AgentDaemon {
   // before it returns: for tests that move a FakeClock (AgentOptions::clock). By
   // itself it checks every 200 ms of real time.
   void TickLease() EXCLUDES(mu_);
+  // When the server's address last refused a connection (the Clock's monotonic ms, as
+  // sent), -1 never: what holds the lease through a server outage.
+  int64_t last_refusal_ms() const EXCLUDES(mu_);
 
  private:
   // Acknowledged exits kept for a launch sent again.
@@ -176,6 +187,14 @@ class AgentDaemon {
   }
   // A call sent at `sent_ms` (the Clock's monotonic time) was answered.
   void RenewLeaseLocked(int64_t sent_ms) REQUIRES(mu_);
+  // A call failed with `s`: when the server could not be reached, probes its address,
+  // and a refusal holds the lease (from when the probe was sent).
+  void NoteCallFailed(const Status& s) EXCLUDES(mu_);
+  // When the lease runs out: the later of the last renewal and the last refusal, plus
+  // the lease.
+  int64_t LeaseEndLocked() const REQUIRES(mu_) {
+    return std::max(renewed_ms_, refused_ms_) + lease_ms_;
+  }
   // Waits (real time) up to `timeout` or until Stop; true when stopping.
   bool WaitStoppingLocked(std::chrono::milliseconds timeout) REQUIRES(mu_);
   // Waits up to a random part of `*backoff_ms` (full jitter, so that a fleet whose
@@ -237,7 +256,9 @@ class AgentDaemon {
   // The lease: how long, and when the last answered call was sent (monotonic ms).
   int64_t lease_ms_ GUARDED_BY(mu_) = 30000;
   int64_t renewed_ms_ GUARDED_BY(mu_) = 0;
-  bool lease_expired_ GUARDED_BY(mu_) = false;  // stopped the runs; logged once
+  bool lease_expired_ GUARDED_BY(mu_) = false;    // stopped the runs; logged once
+  int64_t refused_ms_ GUARDED_BY(mu_) = -1;       // the last refused probe, as sent
+  bool held_by_refusal_ GUARDED_BY(mu_) = false;  // past the renewal's lease; logged once
   // TickLease(): asked, and done by the lease checker.
   uint64_t lease_ticks_asked_ GUARDED_BY(mu_) = 0;
   uint64_t lease_ticks_done_ GUARDED_BY(mu_) = 0;

@@ -7,15 +7,36 @@
 #include <vector>
 
 #include "agent/daemon.h"
+#include "agent/server_probe.h"
 
 namespace hachi::agent {
 
 void AgentDaemon::RenewLeaseLocked(int64_t sent_ms) {
   renewed_ms_ = std::max(renewed_ms_, sent_ms);
-  if (lease_expired_ && options_.clock->MonotonicMs() - renewed_ms_ <= lease_ms_) {
+  const bool within = options_.clock->MonotonicMs() - renewed_ms_ <= lease_ms_;
+  if ((lease_expired_ || held_by_refusal_) && within) {
     lease_expired_ = false;
+    held_by_refusal_ = false;
     std::fprintf(stderr, "hachi agent: in contact with the server again\n");
   }
+}
+
+void AgentDaemon::NoteCallFailed(const Status& s) {
+  // Only a call that could not reach the server: an answer, even an error, renews.
+  if (s.code() != StatusCode::kUnavailable) return;
+  {
+    MutexLock lock(&mu_);
+    if (stopping_) return;
+  }
+  const int64_t sent = options_.clock->MonotonicMs();
+  if (ProbeServer(options_.server, 1000) != ProbeResult::kRefused) return;
+  MutexLock lock(&mu_);
+  refused_ms_ = std::max(refused_ms_, sent);
+}
+
+int64_t AgentDaemon::last_refusal_ms() const {
+  MutexLock lock(&mu_);
+  return refused_ms_;
 }
 
 bool AgentDaemon::WaitStoppingLocked(std::chrono::milliseconds timeout) {
@@ -54,14 +75,26 @@ void AgentDaemon::LeaseLoop() {
     }
     if (stopping_) return;
     const uint64_t asked = lease_ticks_asked_;
-    const int64_t silent = options_.clock->MonotonicMs() - renewed_ms_;
-    if (lease_expired_ || silent <= lease_ms_) {
+    const int64_t now = options_.clock->MonotonicMs();
+    if (!lease_expired_ && !held_by_refusal_ && now - renewed_ms_ > lease_ms_ &&
+        now <= LeaseEndLocked()) {
+      held_by_refusal_ = true;
+      std::fprintf(stderr,
+                   "hachi agent: no contact with the server for %lld s, but its address "
+                   "refuses connections (no server is running there): keeping %zu "
+                   "job(s) running until it is back\n",
+                   static_cast<long long>(lease_ms_ / 1000), live_.size());
+    }
+    if (lease_expired_ || now <= LeaseEndLocked()) {
       ticked(asked);
       continue;
     }
     lease_expired_ = true;
-    const std::string why = "lease expired: no contact with the server for " +
-                            std::to_string(lease_ms_ / 1000) + " s";
+    const std::string why =
+        "lease expired: no contact with the server for " +
+        std::to_string(lease_ms_ / 1000) + " s" +
+        (held_by_refusal_ ? " (and its address stopped refusing connections)" : "");
+    held_by_refusal_ = false;
     // Runs that waited for their job's earlier run never start: reported lost.
     std::vector<api::LaunchSpec> unstarted;
     for (auto& [job, l] : deferred_) unstarted.push_back(std::move(l));

@@ -233,6 +233,11 @@ class ScriptedServer {
   }
   ~ScriptedServer() {
     Hang(false);
+    Close();
+  }
+  // Stops listening, as a killed server: its address refuses connections.
+  void Close() {
+    if (!thread_.joinable()) return;
     server_.stop();
     thread_.join();
   }
@@ -614,6 +619,33 @@ INSTANTIATE_TEST_SUITE_P(All, DaemonLease,
                          [](const ::testing::TestParamInfo<LeaseCase>& p) {
                            return p.param.name;
                          });
+
+// A server that is down (its address refuses connections) is no cut: the agent keeps
+// its jobs past the lease for as long as the refusals go on (docs/fencing.md).
+TEST(DaemonOutage, KeepsItsJobsWhileTheServersAddressRefusesConnections) {
+  ScriptedServer server;
+  server.SetLease(20);
+  FakeClock clock;
+  AgentOptions o = Options(server.url(), 1000);
+  o.clock = &clock;
+  Agent agent(o);
+  ASSERT_TRUE(agent.daemon.Start().ok());
+  server.Send(WorkOf({Launch(7, 1000), Launch(8, 1000)}, false));
+  ASSERT_TRUE(WaitFor([&] { return agent.launcher->launches().size() == 2; }));
+  ASSERT_TRUE(WaitFor([&] { return server.polls() >= 3; }));  // renewed after the launch
+  server.Close();
+  // Three leases, in steps shorter than one, each with a refusal seen after it.
+  for (int step = 0; step < 4; ++step) {
+    const int64_t before = clock.MonotonicMs();
+    clock.Advance(std::chrono::seconds(15));
+    ASSERT_TRUE(WaitFor([&] { return agent.daemon.last_refusal_ms() >= before + 15000; },
+                        std::chrono::seconds(10)))
+        << "step " << step;
+    agent.daemon.TickLease();
+    EXPECT_TRUE(agent.launcher->cancels().empty()) << "stopped at step " << step;
+  }
+  agent.daemon.Stop(false);
+}
 
 }  // namespace
 }  // namespace hachi::agent

@@ -320,6 +320,17 @@ void NodeService::FenceLocked(Time now) {
 
 void NodeService::CheckAgentsLocked(Time now) {
   fleet_->Held(ledger_);
+  // A server that stalled (starved of CPU, stopped, its clock's jump) heard no one
+  // meanwhile through no fault of the agents: it counts their silence from now, as a
+  // restarted one does, rather than take every node down and fence their runs.
+  const int64_t mono = options_->clock->MonotonicMs();
+  const int64_t gap = last_check_ms_ < 0 ? 0 : mono - last_check_ms_;
+  last_check_ms_ = mono;
+  if (gap > std::max<int64_t>(options_->agent_timeout * 1000 / 2, 5000)) {
+    std::cerr << "hachi server: no agent check for " << gap / 1000
+              << " s (the server stalled): counting the agents' silence from now\n";
+    for (const auto& [name, rec] : ledger_->image().nodes) hub_->Touch(name);
+  }
   std::vector<std::string> lost;
   for (const auto& [name, rec] : ledger_->image().nodes) {
     if (rec.state == state::NodeState::kDown) continue;

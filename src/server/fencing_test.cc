@@ -38,12 +38,15 @@ class FencingTest : public ::testing::Test {
         clock;  // agent_timeout 30, lease 30 (= the timeout), kill_grace 10, margin 5
     return o;
   }
-  // Lets `seconds` pass a second at a time while the agents of `alive` keep polling,
-  // then runs a cycle.
+  // Lets `seconds` pass a second at a time while the agents of `alive` keep polling and
+  // the loop runs its cycle every second (as the server's does: a server whose loop
+  // went unrun for half the agent timeout counts itself stalled). The polls acknowledge
+  // nothing, so what they get is sent again to the test's own h_.Work afterwards.
   void Pass(int seconds, std::initializer_list<const char*> alive) {
     for (int i = 0; i < seconds; ++i) {
       clock_.Advance(std::chrono::seconds(1));
-      for (const char* n : alive) h_.Work(n);
+      for (const char* n : alive) h_->nodes().Poll(n, 0, 0);
+      h_->RunCycle();
     }
     h_->RunCycle();
   }
@@ -278,6 +281,20 @@ TEST_F(FencingTest, RegistrationWithoutTheStaleRunsReleasesTheNode) {
   ASSERT_TRUE(h_->nodes().Register(back).ok());
   h_->RunCycle();
   EXPECT_EQ(h_.StateOf(requeue_), JobState::kRunning);
+}
+
+// A server that stalled (its loop unrun for a minute: starved of CPU, stopped) heard no
+// agent meanwhile through no fault of theirs: it counts their silence from its return,
+// as a restarted server does, instead of taking every node down and fencing its runs.
+TEST_F(FencingTest, AServerThatStalledCountsTheAgentsSilenceFromItsReturn) {
+  StartTwoJobsOnN1();
+  clock_.Advance(std::chrono::seconds(60));  // no cycle, no poll
+  h_->RunCycle();
+  EXPECT_NE(Node("n1").record.state, state::NodeState::kDown);
+  EXPECT_EQ(h_.StateOf(requeue_), JobState::kRunning);
+  // An agent that stays silent afterwards is still lost at its timeout.
+  Pass(31, {});
+  EXPECT_EQ(Node("n1").record.state, state::NodeState::kDown);
 }
 
 TEST_F(FencingTest, GangWaitsForItsOtherPartsAfterTheFence) {

@@ -91,6 +91,9 @@ class NodeService : public OnLedger {
   UsageService* const usage_;
   const Authorizer* const authorizer_;
   const ControllerOptions* const options_;
+
+  // When CheckAgentsLocked last ran (the Clock's monotonic ms; -1: never).
+  int64_t last_check_ms_ GUARDED_BY(ledger_->mu()) = -1;
 };
 
 }  // namespace hachi::server
