@@ -150,6 +150,7 @@ void AgentDaemon::OnExit(const api::JobExit& exit) {
   MutexLock lock(&mu_);
   soft_limits_.erase(exit.job);
   api::JobExit e = exit;
+  e.ended_mono_ms = options_.clock->MonotonicMs();
   if (e.start_time == 0) {
     auto run = current_run_.find(e.job);
     if (run != current_run_.end()) e.start_time = run->second;
@@ -323,7 +324,7 @@ void AgentDaemon::PollLoop() {
     }
     // scontrol update TimeLimit= of a running job: to that run here, if it still runs.
     for (const api::AgentWork::Limit& l : work->limits) {
-      launcher_->SetTimeLimit(l.job, l.start_time, l.time_limit);
+      launcher_->SetTimeLimit(l.job, l.start_time, l.time_limit, l.time_left);
     }
     // Job steps: after the launches, so that a step of a job launched in this batch
     // finds its run.

@@ -166,6 +166,12 @@ void AgentDaemon::ReportLoop() {
         continue;
       }
       burn_in = burn_in_reports_;
+      // An exit not dated yet on the monotonic clock (one queued without OnExit) ended
+      // about now.
+      const int64_t mono = options_.clock->MonotonicMs();
+      for (api::JobExit& e : unreported_) {
+        if (e.ended_mono_ms == 0) e.ended_mono_ms = mono;
+      }
       batch = unreported_;
       health = health_;
       send_processes = processes_due_;
@@ -184,6 +190,9 @@ void AgentDaemon::ReportLoop() {
     }
     if (batch.empty()) continue;
     const int64_t sent_at = options_.clock->MonotonicMs();
+    for (api::JobExit& e : batch) {
+      e.ended_ago_ms = std::max<int64_t>(0, sent_at - e.ended_mono_ms);
+    }
     Result<std::string> r = http.Call("POST", path, api::JobExitsToJson(batch), 10000);
     MutexLock lock(&mu_);
     if (!r.ok()) {

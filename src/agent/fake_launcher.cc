@@ -53,7 +53,8 @@ void FakeLauncher::Signal(JobId job, int sig, bool batch_only) {
   signals_.push_back(api::JobSignal{job, sig, batch_only});
 }
 
-void FakeLauncher::SetTimeLimit(JobId job, Time start_time, Duration time_limit) {
+void FakeLauncher::SetTimeLimit(JobId job, Time start_time, Duration time_limit,
+                                Duration /*time_left*/) {
   MutexLock lock(&mu_);
   auto it = running_.find(job);
   if (it == running_.end() || it->second != start_time) return;  // another run

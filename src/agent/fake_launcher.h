@@ -47,8 +47,8 @@ class FakeLauncher final : public Launcher {
       EXCLUDES(mu_);                                          // (job, reason)
   std::vector<api::JobSignal> signals() const EXCLUDES(mu_);  // in order
   std::vector<api::JobExit> stops() const EXCLUDES(mu_);      // Stop()s, in order
-  void SetTimeLimit(JobId job, Time start_time, Duration time_limit) override
-      EXCLUDES(mu_);
+  void SetTimeLimit(JobId job, Time start_time, Duration time_limit,
+                    Duration time_left = -1) override EXCLUDES(mu_);
   // (job, time limit) of each SetTimeLimit for a run that is running, in order.
   std::vector<std::pair<JobId, Duration>> limits() const EXCLUDES(mu_);
 

@@ -27,12 +27,15 @@
 namespace hachi::agent {
 namespace {
 
-// When the time limit expires on the monotonic clock. The limit counts from the server's
-// start_time (wall clock, whole seconds), so an agent that launches late does not give
-// the job extra time; start_time 0 means "now".
+// When the time limit expires on the monotonic clock: the time the server said was left
+// when it sent the launch, from now, so that the agent's own wall clock decides nothing
+// (a clock an hour off would kill every job at once, or let it run an hour over). From
+// an older server, which does not say, the limit counts from its start_time (wall
+// clock, whole seconds); start_time 0 means "now".
 Mono::time_point Deadline(const api::LaunchSpec& spec, Mono::time_point now,
                           const Clock& clock) {
   if (spec.time_limit <= 0) return kNoDeadline;
+  if (spec.time_left >= 0) return now + std::chrono::seconds(spec.time_left);
   if (spec.start_time <= 0) return now + std::chrono::seconds(spec.time_limit);
   const auto wall_now = std::chrono::microseconds(clock.NowMicros());
   const auto left = std::chrono::seconds(spec.start_time + spec.time_limit) - wall_now;
@@ -407,8 +410,11 @@ void ProcessLauncher::StartedLocked(const api::LaunchSpec& spec, const SpawnRequ
   r.pid = child.pid;
   r.ticks = ProcessStartTicks(child.pid);
   if (spec.time_limit > 0) {
-    r.deadline =
-        (spec.start_time > 0 ? spec.start_time : options_.clock->Now()) + spec.time_limit;
+    // On this agent's wall clock (a restarted agent reads it back with the same clock).
+    r.deadline = spec.time_left >= 0
+                     ? options_.clock->Now() + spec.time_left
+                     : (spec.start_time > 0 ? spec.start_time : options_.clock->Now()) +
+                           spec.time_limit;
   }
   r.grace = run.grace;
   r.waiter = run.waiter;
@@ -472,7 +478,8 @@ void ProcessLauncher::Signal(JobId id, int sig, bool batch_only) {
   if (it != state_->jobs.end()) State::SendSignal(it->second, sig, batch_only);
 }
 
-void ProcessLauncher::SetTimeLimit(JobId id, Time start_time, Duration time_limit) {
+void ProcessLauncher::SetTimeLimit(JobId id, Time start_time, Duration time_limit,
+                                   Duration time_left) {
   MutexLock lock(&state_->mu);
   auto it = state_->jobs.find(id);
   if (it == state_->jobs.end()) return;
@@ -486,8 +493,11 @@ void ProcessLauncher::SetTimeLimit(JobId id, Time start_time, Duration time_limi
   api::LaunchSpec limit;  // Deadline()'s inputs: the same clock rule as at the launch
   limit.start_time = start_time;
   limit.time_limit = time_limit;
+  limit.time_left = time_left;
   job.deadline = Deadline(limit, now, *options_.clock);
-  r.deadline = time_limit > 0 ? base + time_limit : 0;
+  r.deadline = time_limit <= 0  ? 0
+               : time_left >= 0 ? options_.clock->Now() + time_left
+                                : base + time_limit;
   if (r.signal > 0 && !r.signaled) {
     if (r.deadline > 0) {
       r.signal_at = r.deadline - before;

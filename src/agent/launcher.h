@@ -63,7 +63,10 @@ class Launcher {
   // `start_time` (api::LaunchSpec::start_time) ends `time_limit` seconds after it, 0 for
   // no limit; a --signal not sent yet moves with it. A limit already past stops the job
   // now, as its time limit. A no-op for unknown jobs, other runs, and jobs stopping.
-  virtual void SetTimeLimit(JobId job, Time start_time, Duration time_limit) = 0;
+  // `time_left` >= 0: what the server said is left of it (api::LaunchSpec::time_left),
+  // counted from now on the monotonic clock instead.
+  virtual void SetTimeLimit(JobId job, Time start_time, Duration time_limit,
+                            Duration time_left = -1) = 0;
   // The jobs launched and not yet reported, ascending.
   virtual std::vector<JobId> Running() const = 0;
   // The run of `job` that started at `start_time`, when it runs here and is not being
@@ -160,7 +163,8 @@ class ProcessLauncher final : public Launcher {
   void Cancel(JobId job, std::string reason) override;
   void Stop(JobId job, api::ExitKind kind, std::string message) override;
   void Signal(JobId job, int sig, bool batch_only) override;
-  void SetTimeLimit(JobId job, Time start_time, Duration time_limit) override;
+  void SetTimeLimit(JobId job, Time start_time, Duration time_limit,
+                    Duration time_left = -1) override;
   std::vector<JobId> Running() const override;
   std::optional<StepContext> StepContextOf(JobId job, Time start_time) const override;
   // Has the supervisor read the clock and act on what is due (SIGTERM at a time limit,

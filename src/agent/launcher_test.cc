@@ -283,6 +283,34 @@ TEST_F(FakeTimeLauncherTest, SetTimeLimitLengthensAndShortensTheRunning) {
   EXPECT_EQ(e->signal, SIGTERM);
 }
 
+// The limit is what the server said was left, counted on the monotonic clock: an agent
+// whose wall clock is an hour ahead (or behind) of the server's neither kills the job
+// at once nor lets it run over.
+TEST_F(FakeTimeLauncherTest, TheTimeLeftTheServerGaveCountsNotTheAgentsWallClock) {
+  const Time server_start = clock_.Now() - 3600;  // this agent's clock is 1 h ahead
+  ASSERT_TRUE(
+      launcher_->Launch(Probed(35).Start(server_start).TimeLimit(60, 5).TimeLeft(2))
+          .ok());
+  Pass(milliseconds(1999));
+  EXPECT_TRUE(StillRunning(35)) << "killed by the agent's own wall clock";
+  Pass(milliseconds(1));
+  std::optional<api::JobExit> e = exits_.Wait(35);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->kind, api::ExitKind::kTimeLimit);
+
+  // And an update of the limit likewise (scontrol update TimeLimit=).
+  const Time start = clock_.Now() + 3600;  // an hour behind
+  ASSERT_TRUE(
+      launcher_->Launch(Probed(36).Start(start).TimeLimit(60, 5).TimeLeft(60)).ok());
+  launcher_->SetTimeLimit(36, start, 120, 3);
+  Pass(milliseconds(2999));
+  EXPECT_TRUE(StillRunning(36));
+  Pass(milliseconds(1));
+  e = exits_.Wait(36);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->kind, api::ExitKind::kTimeLimit);
+}
+
 TEST_F(LauncherTest, CancelKillsWholeProcessGroup) {
   const std::string pidfile = dir_ + "/grandchild.pid";
   ASSERT_TRUE(

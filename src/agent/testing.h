@@ -105,6 +105,10 @@ struct LaunchBuilder {
     s.kill_grace = grace;
     return *this;
   }
+  LaunchBuilder& TimeLeft(Duration left) {  // what the server said is left of the limit
+    s.time_left = left;
+    return *this;
+  }
   LaunchBuilder& Grace(Duration grace) {
     s.kill_grace = grace;
     return *this;

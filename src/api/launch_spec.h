@@ -57,7 +57,12 @@ struct LaunchSpec {
   Duration time_limit = 0;   // seconds; 0 = none
   Duration kill_grace = 30;  // SIGTERM -> SIGKILL, for the time limit and cancel
   Time start_time = 0;       // when the server started it (time limit counts from here)
-  int restart_count = 0;     // the job's requeues: SLURM_RESTART_COUNT when > 0
+  // Seconds of the time limit left when the server sent this launch, by the server's
+  // clock: the agent counts them on its monotonic clock from when it gets them, so that
+  // its own wall clock, however wrong, decides nothing. -1: not given (an older server;
+  // the agent counts from start_time on its wall clock).
+  Duration time_left = -1;
+  int restart_count = 0;  // the job's requeues: SLURM_RESTART_COUNT when > 0
   // The run's job credential (server/auth.h): HACHI_JOB_TOKEN, with which srun and the
   // other commands inside the job reach the server as its user. "": none.
   std::string credential;
@@ -93,6 +98,14 @@ struct JobExit {
   // The run it ends (LaunchSpec::start_time; the agent fills it in): the server ignores
   // a stale exit of an earlier run of a requeued job. 0 = unknown.
   Time start_time = 0;
+  // How long before this report was sent the run ended, in ms of the agent's monotonic
+  // clock: the server dates the end by its own clock (now - this), so that an agent's
+  // wrong wall clock never makes an end before its start. -1: not given (an older agent:
+  // end_time counts).
+  int64_t ended_ago_ms = -1;
+  // The agent's own bookkeeping, never on the wire: when the run ended by its monotonic
+  // clock (0: not yet noted), from which each send computes ended_ago_ms.
+  int64_t ended_mono_ms = 0;
 };
 
 }  // namespace hachi::api

@@ -283,6 +283,7 @@ struct AgentWork {
     state::JobId job = 0;
     Time start_time = 0;
     Duration time_limit = 0;
+    Duration time_left = -1;  // as LaunchSpec::time_left
   };
   std::vector<Limit> limits;
   // Job steps: parts to start, after the launches; then signals for steps.

@@ -37,6 +37,7 @@ json LaunchToJson(const api::LaunchSpec& l) {
          {"start_time", l.start_time},
          {"restart_count", l.restart_count}};
   if (!l.credential.empty()) j["credential"] = l.credential;  // absent: none
+  if (l.time_left >= 0) j["time_left"] = l.time_left;         // absent: not given
   if (!l.mig.empty()) {                                       // absent: none
     json mig = json::array();
     for (const api::MigLaunch& m : l.mig) {
@@ -58,7 +59,7 @@ Status LaunchFromJson(const json& j, std::string_view path, api::LaunchSpec* l) 
        "gpus",       "cpus",           "memory_mib", "share_milli",   "gpu_memory_mib",
        "nodelist",   "node_addresses", "node_rank",  "master_port",   "gpus_per_node",
        "time_limit", "kill_grace",     "start_time", "restart_count", "credential",
-       "mig"}));
+       "mig",        "time_left"}));
   HACHI_RETURN_IF_ERROR(GetInt(j, "job", path, &l->job));
   if (j.contains("spec")) {
     HACHI_RETURN_IF_ERROR(
@@ -105,6 +106,11 @@ Status LaunchFromJson(const json& j, std::string_view path, api::LaunchSpec* l) 
   HACHI_RETURN_IF_ERROR(GetInt(j, "start_time", path, &l->start_time));
   HACHI_RETURN_IF_ERROR(GetInt(j, "restart_count", path, &l->restart_count));
   HACHI_RETURN_IF_ERROR(GetString(j, "credential", path, &l->credential));
+  HACHI_RETURN_IF_ERROR(GetInt(j, "time_left", path, &l->time_left));
+  if (j.contains("time_left") && l->time_left < 0) {
+    return InvalidArgument(std::string(path) +
+                           ".time_left: " + std::to_string(l->time_left) + " is below 0");
+  }
   return Status::Ok();
 }
 
@@ -426,8 +432,9 @@ std::string AgentWorkToJson(const AgentWork& w) {
   if (!w.limits.empty()) {  // absent when none, as "signals"
     json limits = json::array();
     for (const AgentWork::Limit& l : w.limits) {
-      limits.push_back(json{
-          {"job", l.job}, {"start_time", l.start_time}, {"time_limit", l.time_limit}});
+      json e{{"job", l.job}, {"start_time", l.start_time}, {"time_limit", l.time_limit}};
+      if (l.time_left >= 0) e["time_left"] = l.time_left;
+      limits.push_back(std::move(e));
     }
     j["limits"] = std::move(limits);
   }
@@ -505,11 +512,17 @@ Result<AgentWork> AgentWorkFromJson(std::string_view text) {
       const std::string path = "work.limits[" + std::to_string(i) + "]";
       const json& e = (*s)[i];
       if (!e.is_object()) return InvalidArgument(path + ": expected an object");
-      HACHI_RETURN_IF_ERROR(OnlyKeys(e, path, {"job", "start_time", "time_limit"}));
+      HACHI_RETURN_IF_ERROR(
+          OnlyKeys(e, path, {"job", "start_time", "time_limit", "time_left"}));
       AgentWork::Limit limit;
       HACHI_RETURN_IF_ERROR(GetInt(e, "job", path, &limit.job));
       HACHI_RETURN_IF_ERROR(GetInt(e, "start_time", path, &limit.start_time));
       HACHI_RETURN_IF_ERROR(GetInt(e, "time_limit", path, &limit.time_limit));
+      HACHI_RETURN_IF_ERROR(GetInt(e, "time_left", path, &limit.time_left));
+      if (e.contains("time_left") && limit.time_left < 0) {
+        return InvalidArgument(path + ".time_left: " + std::to_string(limit.time_left) +
+                               " is below 0");
+      }
       if (limit.time_limit < 0) {
         return InvalidArgument(path + ".time_limit: " + std::to_string(limit.time_limit) +
                                " is below 0");
@@ -525,13 +538,15 @@ Result<AgentWork> AgentWorkFromJson(std::string_view text) {
 std::string JobExitsToJson(const std::vector<api::JobExit>& exits) {
   json a = json::array();
   for (const api::JobExit& e : exits) {
-    a.push_back(json{{"job", e.job},
-                     {"kind", ExitKindName(e.kind)},
-                     {"exit_code", e.exit_code},
-                     {"signal", e.signal},
-                     {"message", e.message},
-                     {"end_time", e.end_time},
-                     {"start_time", e.start_time}});
+    json x{{"job", e.job},
+           {"kind", ExitKindName(e.kind)},
+           {"exit_code", e.exit_code},
+           {"signal", e.signal},
+           {"message", e.message},
+           {"end_time", e.end_time},
+           {"start_time", e.start_time}};
+    if (e.ended_ago_ms >= 0) x["ended_ago_ms"] = e.ended_ago_ms;  // absent: not given
+    a.push_back(std::move(x));
   }
   return Dump(json{{"exits", a}});
 }
@@ -547,9 +562,9 @@ Result<std::vector<api::JobExit>> JobExitsFromJson(std::string_view text) {
     const json& e = (*a)[i];
     const std::string path = "exits[" + std::to_string(i) + "]";
     if (!e.is_object()) return InvalidArgument(path + ": expected an object");
-    HACHI_RETURN_IF_ERROR(OnlyKeys(
-        e, path,
-        {"job", "kind", "exit_code", "signal", "message", "end_time", "start_time"}));
+    HACHI_RETURN_IF_ERROR(OnlyKeys(e, path,
+                                   {"job", "kind", "exit_code", "signal", "message",
+                                    "end_time", "start_time", "ended_ago_ms"}));
     api::JobExit x;
     HACHI_RETURN_IF_ERROR(GetInt(e, "job", path, &x.job));
     std::string kind = "exited";
@@ -562,6 +577,11 @@ Result<std::vector<api::JobExit>> JobExitsFromJson(std::string_view text) {
     HACHI_RETURN_IF_ERROR(GetString(e, "message", path, &x.message));
     HACHI_RETURN_IF_ERROR(GetInt(e, "end_time", path, &x.end_time));
     HACHI_RETURN_IF_ERROR(GetInt(e, "start_time", path, &x.start_time));
+    HACHI_RETURN_IF_ERROR(GetInt(e, "ended_ago_ms", path, &x.ended_ago_ms));
+    if (e.contains("ended_ago_ms") && x.ended_ago_ms < 0) {
+      return InvalidArgument(path + ".ended_ago_ms: " + std::to_string(x.ended_ago_ms) +
+                             " is below 0");
+    }
     out.push_back(std::move(x));
   }
   HACHI_RETURN_IF_ERROR(CheckExitLimits(out));

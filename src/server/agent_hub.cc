@@ -98,6 +98,18 @@ api::AgentWork Merged(api::AgentWork earlier, api::AgentWork later) {
 
 }  // namespace
 
+void AgentHub::StampTimeLeft(api::AgentWork* w, Time now) {
+  // What is left of each limit as the batch goes out (again, for a batch sent again):
+  // the agent counts it on its monotonic clock, never on its own wall clock.
+  auto left = [now](Time start, Duration limit) -> Duration {
+    return limit > 0 ? std::max<Duration>(0, start + limit - now) : -1;
+  };
+  for (api::LaunchSpec& l : w->launch) l.time_left = left(l.start_time, l.time_limit);
+  for (api::AgentWork::Limit& l : w->limits) {
+    l.time_left = left(l.start_time, l.time_limit);
+  }
+}
+
 void AgentHub::Send(const std::string& node, AgentItem item) {
   MutexLock lock(&mu_);
   Session& s = SessionLocked(node);
@@ -152,6 +164,7 @@ api::AgentWork AgentHub::Wait(const std::string& node, int wait_ms, int64_t ack)
     if (!s.queued.Empty() || stopping_) {
       work = std::move(s.queued);
       s.queued = api::AgentWork{};
+      StampTimeLeft(&work, clock_->Now());
       if (ack != kNoAck && !work.Empty()) {
         work.seq = next_seq_++;
         s.sent = work;

@@ -122,6 +122,29 @@ TEST(AgentHubTest, ABatchNotAcknowledgedIsSentAgainAheadOfNewerWork) {
   EXPECT_TRUE(hub.Wait("n1", 0, static_cast<int64_t>(again.seq)).Empty());
 }
 
+// Each launch and limit goes out with what is left of its time limit by the server's
+// clock, recomputed when a batch is sent again: the agent never reads its own wall clock.
+TEST(AgentHubTest, LaunchesGoOutWithTheTimeLeftOnTheServersClock) {
+  FakeClock clock;
+  AgentHub hub(&clock);
+  hub.Open("n1");
+  api::LaunchSpec l = LaunchOf(1);
+  l.start_time = clock.Now() - 10;
+  l.time_limit = 60;
+  hub.Send("n1", l);
+  hub.Send("n1", api::AgentWork::Limit{1, l.start_time, 120});
+  const api::AgentWork first = hub.Wait("n1", 0, 0);
+  ASSERT_EQ(first.launch.size(), 1u);
+  EXPECT_EQ(first.launch[0].time_left, 50);
+  EXPECT_EQ(first.limits[0].time_left, 110);
+  clock.Advance(seconds(20));  // lost; sent again
+  const api::AgentWork again = hub.Wait("n1", 0, 0);
+  ASSERT_EQ(again.launch.size(), 1u);
+  EXPECT_EQ(again.launch[0].time_left, 30);
+  clock.Advance(seconds(60));
+  EXPECT_EQ(hub.Wait("n1", 0, 0).launch[0].time_left, 0) << "never below 0";
+}
+
 TEST(AgentHubTest, AnAgentThatDoesNotAcknowledgeGetsEachItemOnce) {
   FakeClock clock;
   AgentHub hub(&clock);

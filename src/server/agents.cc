@@ -195,6 +195,14 @@ Status NodeService::ReconcileLocked(const AgentRegistration& reg, bool same_agen
   return ledger_->Commit(std::move(edits));
 }
 
+Time NodeService::EndTimeOf(const api::JobExit& e, const state::JobRecord& job) const {
+  const Time now = options_->clock->Now();
+  // Dated by this server's clock from how long ago the agent saw it end: the agent's
+  // wall clock may be off by any amount. An older agent's own end_time otherwise.
+  if (e.ended_ago_ms >= 0) return std::max(job.start_time, now - e.ended_ago_ms / 1000);
+  return e.end_time > 0 ? e.end_time : now;
+}
+
 AgentWork NodeService::Poll(const std::string& node, int wait_ms, int64_t ack) {
   return hub_->Wait(node, wait_ms, ack);
 }
@@ -251,8 +259,7 @@ Status NodeService::ReportExits(const std::string& node,
       }
     }
     if (info.parts_left > 0) continue;
-    edits.push_back(fleet_->RunEndLocked(
-        job, info, e.end_time > 0 ? e.end_time : options_->clock->Now()));
+    edits.push_back(fleet_->RunEndLocked(job, info, EndTimeOf(e, job)));
     fleet_->runs.erase(e.job);
   }
   return ledger_->Commit(std::move(edits));

@@ -94,5 +94,21 @@ TEST_F(DeliveryTest, ARegistrationSendsAgainTheStopOfARequeueingRun) {
   EXPECT_EQ(h_.StateOf(id), state::JobState::kRunning) << "until its exit is reported";
 }
 
+// The end is dated by the server's clock from how long ago the agent saw it: an agent
+// whose wall clock is an hour behind records no end before its start.
+TEST_F(DeliveryTest, AnEndIsDatedByTheServersClockNotTheAgents) {
+  const state::JobId id = Running();
+  const Time start = h_.Job(id).start_time;
+  api::JobExit e;
+  e.job = id;
+  e.start_time = start;
+  e.end_time = start - 3597;  // the agent's own clock
+  e.ended_ago_ms = 0;
+  ASSERT_TRUE(h_->nodes().ReportExits("n1", {e}).ok());
+  const state::JobRecord j = h_.Job(id);
+  EXPECT_EQ(j.state, state::JobState::kCompleted);
+  EXPECT_GE(j.end_time, start);
+}
+
 }  // namespace
 }  // namespace hachi::server

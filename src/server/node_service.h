@@ -70,6 +70,8 @@ class NodeService : public OnLedger {
   void CheckAgentsLocked(Time now) REQUIRES(ledger_->writer_mu(), ledger_->mu());
 
  private:
+  // When the run `e` reports ended, by this server's clock.
+  Time EndTimeOf(const api::JobExit& e, const state::JobRecord& job) const;
   void NodeLostLocked(const std::string& node, const std::string& why, Time now)
       REQUIRES(ledger_->writer_mu(), ledger_->mu());
   void FenceLocked(Time now) REQUIRES(ledger_->writer_mu(), ledger_->mu());
