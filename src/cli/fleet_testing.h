@@ -13,6 +13,12 @@
 // Host 0 is 10.79.<k>.1, host 1 is 10.79.<k>.2, and so on; every host reaches every
 // other through the bridge. A host's 127.0.0.1 is its own.
 //
+// A wired host (the constructor's `wired`) is joined by a lossy wire instead of a veth
+// (the kernel here has no netem): a TAP p<i> on the switch's bridge, a TAP eth0 in the
+// host, and tests/faults/wire.py forwarding frames between the two, which SetWire tells
+// to drop, delay or blackhole each direction ("a2b" is switch -> host, "b2a" host ->
+// switch). Cut/Heal work on a wired host too.
+//
 // Spawn runs a command in a host's netns and in a private mount namespace with a tmpfs
 // /tmp (what scripts/scale-netns.sh does), so two "hosts" never share /tmp files or
 // sockets; anything that must be shared (a secret, output files) goes under another
@@ -24,17 +30,24 @@
 #pragma once
 
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "core/testing/paths.h"
 #include "core/testing/wait_for.h"
 
 namespace hachi::cli::testing {
@@ -52,8 +65,12 @@ class Fleet {
   }
 
   // Builds the switch and `hosts` hosts; ok() says whether all of it worked (on a
-  // failure, what was made is still torn down by the destructor).
-  explicit Fleet(int hosts) : pid_(::getpid()), subnet_(pid_ % 200 + 20) {
+  // failure, what was made is still torn down by the destructor). The hosts in `wired`
+  // are joined by a lossy wire (above) whose control socket and log go in `wire_dir`
+  // (outside /tmp; the test's to remove).
+  explicit Fleet(int hosts, const std::vector<int>& wired = {},
+                 const std::string& wire_dir = "")
+      : pid_(::getpid()), subnet_(pid_ % 200 + 20), wire_dir_(wire_dir) {
     const std::string sw = SwitchNetns();
     ok_ = Run("ip netns add " + sw);
     if (ok_) made_.push_back(sw);
@@ -68,19 +85,25 @@ class Fleet {
       ++hosts_;
       // Both ends are created inside namespaces: p<i> in the switch, eth0 in the host.
       const std::string port = Port(i);
-      ok_ = Run("ip -n " + sw + " link add " + port + " type veth peer name eth0 netns " +
-                ns) &&
+      const bool wire = std::find(wired.begin(), wired.end(), i) != wired.end();
+      ok_ = (wire ? Run("ip -n " + sw + " tuntap add dev " + port + " mode tap") &&
+                        Run("ip -n " + ns + " tuntap add dev eth0 mode tap")
+                  : Run("ip -n " + sw + " link add " + port +
+                        " type veth peer name eth0 netns " + ns)) &&
             Run("ip -n " + sw + " link set " + port + " master br0") &&
             Run("ip -n " + sw + " link set " + port + " up") &&
             Run("ip -n " + ns + " link set lo up") &&
             Run("ip -n " + ns + " addr add " + address(i) + "/24 dev eth0") &&
-            Run("ip -n " + ns + " link set eth0 up");
+            Run("ip -n " + ns + " link set eth0 up") && (!wire || StartWire(i));
     }
   }
 
   ~Fleet() {
     const std::vector<pid_t> pids = spawned_;  // Stop erases from spawned_
     for (pid_t pid : pids) Stop(pid);
+    // The wires last, so that what the others said on their way out got through; each
+    // logs its counters as it exits.
+    for (const auto& [host, pid] : wires_) StopPid(pid);
     // Deleting a namespace deletes the links in it (and so each veth's peer).
     for (auto it = made_.rbegin(); it != made_.rend(); ++it) Run("ip netns del " + *it);
   }
@@ -133,20 +156,18 @@ class Fleet {
 
   // SIGTERM, up to 10 s for it to exit, then SIGKILL. Only pids this Fleet spawned.
   void Stop(pid_t pid) {
-    bool mine = false;
-    for (auto it = spawned_.begin(); it != spawned_.end(); ++it) {
-      if (*it == pid) {
-        spawned_.erase(it);
-        mine = true;
-        break;
-      }
-    }
-    if (!mine || pid <= 0) return;
-    ::kill(pid, SIGTERM);
-    if (WaitFor([&] { return ::waitpid(pid, nullptr, WNOHANG) == pid; },
-                std::chrono::seconds(10), std::chrono::milliseconds(100))) {
-      return;
-    }
+    auto it = std::find(spawned_.begin(), spawned_.end(), pid);
+    if (it == spawned_.end() || pid <= 0) return;
+    spawned_.erase(it);
+    StopPid(pid);
+  }
+
+  // SIGKILL (kill -9: a crash, no chance to clean up) and reap. Only pids this Fleet
+  // spawned; what the process left behind (a job waiter) lives on.
+  void Kill(pid_t pid) {
+    auto it = std::find(spawned_.begin(), spawned_.end(), pid);
+    if (it == spawned_.end() || pid <= 0) return;
+    spawned_.erase(it);
     ::kill(pid, SIGKILL);
     ::waitpid(pid, nullptr, 0);
   }
@@ -164,6 +185,35 @@ class Fleet {
   }
   bool Heal(int host) {
     return Run("ip -n " + SwitchNetns() + " link set " + Port(host) + " up");
+  }
+
+  // One command to host i's wire (tests/faults/wire.py: "a2b drop", "both loss=0.3
+  // delay=200", "b2a pass", "both clear", "stats"); whether it answered "ok", which
+  // means the change is in effect. Its answer in `*reply` when given.
+  bool SetWire(int host, const std::string& command, std::string* reply = nullptr) {
+    std::string answer;
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return false;
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    const std::string path = WireSocket(host);
+    std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+    const timeval limit{5, 0};  // the wire answers at once; a hung one fails the call
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
+    const std::string line = command + "\n";
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+        ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size())) {
+      std::array<char, 1024> buf;
+      ssize_t n;
+      while ((n = ::read(fd, buf.data(), buf.size())) > 0) answer.append(buf.data(), n);
+    }
+    ::close(fd);
+    if (reply != nullptr) *reply = answer;
+    return answer.rfind("ok", 0) == 0;
+  }
+  // Where host i's wire logs its commands and, on exit, its counters.
+  std::string wire_log(int host) const {
+    return wire_dir_ + "/wire-" + std::to_string(host) + ".log";
   }
 
   // A short command on host i (its netns, the shared /tmp); its stdout.
@@ -190,15 +240,54 @@ class Fleet {
   static bool Run(const std::string& cmd) {
     return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0;
   }
+
+  // SIGTERM, up to 10 s for it to exit, then SIGKILL.
+  static void StopPid(pid_t pid) {
+    ::kill(pid, SIGTERM);
+    if (WaitFor([&] { return ::waitpid(pid, nullptr, WNOHANG) == pid; },
+                std::chrono::seconds(10), std::chrono::milliseconds(100))) {
+      return;
+    }
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+  }
+
+  std::string WireSocket(int host) const {
+    return wire_dir_ + "/wire-" + std::to_string(host) + ".sock";
+  }
+
+  // tests/faults/wire.py between the switch's p<i> and host i's eth0, run from the
+  // root namespace (it enters each side's to attach); true once it answers.
+  bool StartWire(int host) {
+    if (wire_dir_.empty()) return false;
+    const std::string cmd =
+        "exec python3 " + Quote(SourceDir() + "/tests/faults/wire.py") +
+        " --a-netns /run/netns/" + SwitchNetns() + " --a-dev " + Port(host) +
+        " --b-netns /run/netns/" + netns(host) + " --b-dev eth0 --control " +
+        Quote(WireSocket(host)) + " --parent " + std::to_string(pid_) + " >>" +
+        Quote(wire_log(host)) + " 2>&1 </dev/null";
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::setpgid(0, 0);
+      ::execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+      ::_exit(127);
+    }
+    if (pid < 0) return false;
+    wires_[host] = pid;
+    return WaitFor([&] { return SetWire(host, "stats"); }, std::chrono::seconds(10),
+                   std::chrono::milliseconds(50));
+  }
   std::string SwitchNetns() const { return "hachi-sw-" + std::to_string(pid_); }
   static std::string Port(int host) { return "p" + std::to_string(host); }
 
   const pid_t pid_;
   const int subnet_;
+  const std::string wire_dir_;
   bool ok_ = false;
   int hosts_ = 0;
   std::vector<std::string> made_;  // namespaces, in creation order
   std::vector<pid_t> spawned_;
+  std::map<int, pid_t> wires_;  // host -> its wire's pid
 };
 
 }  // namespace hachi::cli::testing

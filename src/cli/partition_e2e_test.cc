@@ -17,16 +17,15 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "cli/cli_testing.h"
 #include "cli/fleet_testing.h"
+#include "cli/job_runs_testing.h"
 #include "core/testing/paths.h"
 #include "core/testing/wait_for.h"
 
@@ -36,6 +35,11 @@ namespace {
 using nlohmann::json;
 using testing::Fleet;
 using testing::Hachi;
+using testing::Job;
+using testing::JobRun;
+using testing::Now;
+using testing::ReadFile;
+using testing::ReadRuns;
 
 // Short, so that the test takes well under a minute: the node is down 3 s after its
 // agent's last contact, the agent stops its jobs at 3 s, the server counts them dead at
@@ -46,71 +50,6 @@ constexpr int kGrace = 2;
 constexpr int kMargin = 5;  // ControllerOptions::fence_margin's default
 constexpr int kFence = kLease + kGrace + kMargin;
 constexpr int kCutSeconds = kFence + 4;
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-double Now() {
-  return std::chrono::duration<double>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-json Job(int64_t id) {
-  json j = json::parse(Hachi("show job " + std::to_string(id) + " --json", false).out,
-                       nullptr, false);
-  return j.is_object() && j.contains("job") ? j["job"] : json();
-}
-
-// One run of a job, from its file.
-struct JobRun {
-  int64_t job = 0;
-  std::string node;
-  std::vector<int> gpus;
-  double start = 0;
-  double end = std::numeric_limits<double>::infinity();  // still running
-};
-
-// The runs in `path`, in order; false (with a test failure) when the file is not a
-// sequence of start/end pairs, i.e. a run began while the last one still ran.
-bool ReadRuns(int64_t job, const std::string& path, std::vector<JobRun>* out) {
-  std::istringstream in(Slurp(path));
-  bool open = false;
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream l(line);
-    std::string what, node, gpus;
-    double at = 0;
-    l >> what >> at >> node >> gpus;
-    if (what == "start") {
-      if (open) {
-        ADD_FAILURE() << "job " << job << ": a run started before the last one ended:\n"
-                      << Slurp(path);
-        return false;
-      }
-      JobRun r;
-      r.job = job;
-      r.node = node;
-      r.start = at;
-      std::stringstream g(gpus);
-      for (std::string x; std::getline(g, x, ',');)
-        r.gpus.push_back(std::atoi(x.c_str()));
-      out->push_back(r);
-      open = true;
-    } else if (what == "end") {
-      if (!open) {
-        ADD_FAILURE() << "job " << job << ": an end without a start:\n" << Slurp(path);
-        return false;
-      }
-      out->back().end = at;
-      open = false;
-    }
-  }
-  return true;
-}
 
 TEST(Partition, CutNodeFencedNoJobTwiceNoGpuTwice) {
   if (!Fleet::Possible()) GTEST_SKIP() << "needs root and `ip netns` with bridges";
@@ -131,14 +70,14 @@ TEST(Partition, CutNodeFencedNoJobTwiceNoGpuTwice) {
   std::string url;
   ASSERT_TRUE(WaitFor(
       [&] {
-        const std::string log = Slurp(dir + "/server.log");
+        const std::string log = ReadFile(dir + "/server.log");
         const size_t at = log.find("listening on http://");
         if (at == std::string::npos) return false;
         url = log.substr(at + 13, log.find_first_of(" \n", at + 13) - (at + 13));
         return true;
       },
       std::chrono::seconds(10)))
-      << Slurp(dir + "/server.log");
+      << ReadFile(dir + "/server.log");
   // The CLI as a local user on the server's Unix socket (a file: any namespace reaches
   // it); the agents over TCP with the secret the server made.
   ::setenv("HACHI_SERVER", ("unix:" + dir + "/state/hachi.sock").c_str(), 1);
@@ -153,7 +92,7 @@ TEST(Partition, CutNodeFencedNoJobTwiceNoGpuTwice) {
         [&] { return Hachi("nodes -o %n", false).out.find(name) != std::string::npos; },
         std::chrono::seconds(15));
   };
-  ASSERT_TRUE(agent(1, "cut")) << Slurp(dir + "/agent-cut.log");
+  ASSERT_TRUE(agent(1, "cut")) << ReadFile(dir + "/agent-cut.log");
 
   std::ofstream(dir + "/job.sh") << "f=" << dir << "/$HACHI_JOB_ID.runs\n"
                                  << "echo \"start $(date +%s.%N) $HACHI_NODENAME "
@@ -169,7 +108,7 @@ TEST(Partition, CutNodeFencedNoJobTwiceNoGpuTwice) {
             .out.c_str());
   };
   auto runs_file = [&](int64_t id) { return dir + "/" + std::to_string(id) + ".runs"; };
-  auto started = [&](int64_t id) { return Slurp(runs_file(id)).find("start") == 0; };
+  auto started = [&](int64_t id) { return ReadFile(runs_file(id)).find("start") == 0; };
   // The cut node's 8 GPUs: a --requeue job and a plain one.
   const int64_t requeue = submit("-G 4 -t 10:00 --requeue");
   const int64_t plain = submit("-G 4 -t 10:00");
@@ -181,7 +120,7 @@ TEST(Partition, CutNodeFencedNoJobTwiceNoGpuTwice) {
   // The other node: half taken, so that the requeued job fits there and the pending
   // 8-GPU job fits only the cut node. (The filler's limit is the longest: the 8-GPU job's
   // reservation there, at the filler's end, does not keep the requeued one off.)
-  ASSERT_TRUE(agent(2, "other")) << Slurp(dir + "/agent-other.log");
+  ASSERT_TRUE(agent(2, "other")) << ReadFile(dir + "/agent-other.log");
   const int64_t filler = submit("-G 4 -t 60:00");
   ASSERT_TRUE(WaitFor([&] { return started(filler); }, std::chrono::seconds(15)))
       << Job(filler).dump();
@@ -227,7 +166,7 @@ TEST(Partition, CutNodeFencedNoJobTwiceNoGpuTwice) {
   // Back: the cut node takes the 8-GPU job once its agent has reported the old runs.
   EXPECT_TRUE(WaitFor([&] { return started(pending); }, std::chrono::seconds(30)))
       << Job(pending).dump() << "\n"
-      << Slurp(dir + "/agent-cut.log");
+      << ReadFile(dir + "/agent-cut.log");
 
   std::map<int64_t, std::vector<JobRun>> runs;
   for (int64_t id : {requeue, plain, filler, pending}) {
@@ -235,14 +174,14 @@ TEST(Partition, CutNodeFencedNoJobTwiceNoGpuTwice) {
   }
   // The plain job: one run, on the cut node, stopped by its agent within the lease (its
   // last answered call was sent at most two polls, 2 x lease / 6, before the cut).
-  ASSERT_EQ(runs[plain].size(), 1u) << Slurp(runs_file(plain));
+  ASSERT_EQ(runs[plain].size(), 1u) << ReadFile(runs_file(plain));
   EXPECT_EQ(runs[plain][0].node, "cut");
   EXPECT_GE(runs[plain][0].end, cut_at + kLease * 2.0 / 3 - 0.5)
       << "stopped before its lease ran out";
   EXPECT_LE(runs[plain][0].end, cut_at + kLease + 2) << "stopped late";
   // The requeued job: its first run stopped the same way, its second on the other node,
   // started once, after the fence.
-  ASSERT_EQ(runs[requeue].size(), 2u) << Slurp(runs_file(requeue));
+  ASSERT_EQ(runs[requeue].size(), 2u) << ReadFile(runs_file(requeue));
   EXPECT_EQ(runs[requeue][0].node, "cut");
   EXPECT_LE(runs[requeue][0].end, cut_at + kLease + 2);
   EXPECT_EQ(runs[requeue][1].node, "other");
@@ -255,22 +194,9 @@ TEST(Partition, CutNodeFencedNoJobTwiceNoGpuTwice) {
   // No GPU had two runs at once.
   std::vector<JobRun> all;
   for (const auto& [id, rs] : runs) all.insert(all.end(), rs.begin(), rs.end());
-  for (size_t i = 0; i < all.size(); ++i) {
-    EXPECT_EQ(all[i].gpus.size(), all[i].job == pending ? 8u : 4u) << all[i].job;
-    for (size_t j = i + 1; j < all.size(); ++j) {
-      const JobRun& a = all[i];
-      const JobRun& b = all[j];
-      if (a.node != b.node) continue;
-      const bool share = std::any_of(a.gpus.begin(), a.gpus.end(), [&](int g) {
-        return std::find(b.gpus.begin(), b.gpus.end(), g) != b.gpus.end();
-      });
-      const bool overlap = a.start < b.end && b.start < a.end;
-      EXPECT_FALSE(share && overlap)
-          << "jobs " << a.job << " and " << b.job << " on one GPU of " << a.node
-          << " at once: [" << a.start << ", " << a.end << ") and [" << b.start << ", "
-          << b.end << ")";
-    }
-  }
+  for (const JobRun& run : all)
+    EXPECT_EQ(run.gpus.size(), run.job == pending ? 8u : 4u) << run.job;
+  testing::ExpectNoGpuTwice(all);
 
   // Their processes must not outlive the test (an agent stopped keeps its jobs).
   for (int64_t id : {requeue, filler, pending})
