@@ -120,8 +120,9 @@ Status CheckMasterPortFree(const api::LaunchSpec& spec) {
   const int err = errno;
   close(fd);
   if (rc != 0 && err == EADDRINUSE) {
-    return Unavailable("MASTER_PORT " + std::to_string(spec.master_port) +
-                       " is in use on " + spec.node + " by a process outside Hachi");
+    // Busy: the server skips that port there and places the job again.
+    return Busy("MASTER_PORT " + std::to_string(spec.master_port) + " is in use on " +
+                spec.node + " by a process outside Hachi");
   }
   return Status::Ok();
 }
@@ -391,6 +392,7 @@ void ProcessLauncher::LaunchFailedLocked(const api::LaunchSpec& spec, Run& run,
   e.kind = api::ExitKind::kLaunchFailed;
   e.message = why.message();
   e.end_time = options_.clock->Now();
+  if (why.code() == StatusCode::kBusy) e.busy_port = spec.master_port;
   state_->reports.push_back(std::move(e));
 }
 

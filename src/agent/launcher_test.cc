@@ -702,6 +702,7 @@ TEST_F(LauncherTest, MasterPortHeldOutsideHachiFailsTheRank0Launch) {
       EXPECT_EQ(e.kind, api::ExitKind::kLaunchFailed);
       EXPECT_EQ(e.message, "MASTER_PORT " + std::to_string(held) +
                                " is in use on n1 by a process outside Hachi");
+      EXPECT_EQ(e.busy_port, held) << "the server places it again elsewhere";
     } else {
       EXPECT_EQ(e.kind, api::ExitKind::kExited) << e.message;
       EXPECT_EQ(e.exit_code, 0);

@@ -103,6 +103,9 @@ struct JobExit {
   // wrong wall clock never makes an end before its start. -1: not given (an older agent:
   // end_time counts).
   int64_t ended_ago_ms = -1;
+  // kLaunchFailed because its MASTER_PORT was held by a process outside Hachi on this
+  // (rank-0) node: that port. The server skips it there and places the job again.
+  int busy_port = 0;
   // The agent's own bookkeeping, never on the wire: when the run ended by its monotonic
   // clock (0: not yet noted), from which each send computes ended_ago_ms.
   int64_t ended_mono_ms = 0;

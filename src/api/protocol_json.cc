@@ -546,6 +546,7 @@ std::string JobExitsToJson(const std::vector<api::JobExit>& exits) {
            {"end_time", e.end_time},
            {"start_time", e.start_time}};
     if (e.ended_ago_ms >= 0) x["ended_ago_ms"] = e.ended_ago_ms;  // absent: not given
+    if (e.busy_port > 0) x["busy_port"] = e.busy_port;            // absent: none
     a.push_back(std::move(x));
   }
   return Dump(json{{"exits", a}});
@@ -562,9 +563,10 @@ Result<std::vector<api::JobExit>> JobExitsFromJson(std::string_view text) {
     const json& e = (*a)[i];
     const std::string path = "exits[" + std::to_string(i) + "]";
     if (!e.is_object()) return InvalidArgument(path + ": expected an object");
-    HACHI_RETURN_IF_ERROR(OnlyKeys(e, path,
-                                   {"job", "kind", "exit_code", "signal", "message",
-                                    "end_time", "start_time", "ended_ago_ms"}));
+    HACHI_RETURN_IF_ERROR(
+        OnlyKeys(e, path,
+                 {"job", "kind", "exit_code", "signal", "message", "end_time",
+                  "start_time", "ended_ago_ms", "busy_port"}));
     api::JobExit x;
     HACHI_RETURN_IF_ERROR(GetInt(e, "job", path, &x.job));
     std::string kind = "exited";
@@ -578,6 +580,11 @@ Result<std::vector<api::JobExit>> JobExitsFromJson(std::string_view text) {
     HACHI_RETURN_IF_ERROR(GetInt(e, "end_time", path, &x.end_time));
     HACHI_RETURN_IF_ERROR(GetInt(e, "start_time", path, &x.start_time));
     HACHI_RETURN_IF_ERROR(GetInt(e, "ended_ago_ms", path, &x.ended_ago_ms));
+    HACHI_RETURN_IF_ERROR(GetInt(e, "busy_port", path, &x.busy_port));
+    if (x.busy_port < 0 || x.busy_port > 65535) {
+      return InvalidArgument(path + ".busy_port: " + std::to_string(x.busy_port) +
+                             " is not a port");
+    }
     if (e.contains("ended_ago_ms") && x.ended_ago_ms < 0) {
       return InvalidArgument(path + ".ended_ago_ms: " + std::to_string(x.ended_ago_ms) +
                              " is below 0");

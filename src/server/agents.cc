@@ -10,6 +10,7 @@
 
 #include "server/agent_address.h"
 #include "server/fence.h"
+#include "server/master_ports.h"
 #include "server/node_service.h"
 
 namespace hachi::server {
@@ -236,6 +237,16 @@ Status NodeService::ReportExits(const std::string& node,
       continue;
     }
     RunInfo& info = fleet_->runs[e.job];
+    if (e.kind == api::ExitKind::kLaunchFailed && e.busy_port > 0) {
+      // Its MASTER_PORT is held there by a process outside Hachi: that port is skipped
+      // there from now on, and the job placed again (with another port), not failed.
+      fleet_->foreign_ports[PortKey(ledger_->image(), node)][e.busy_port] =
+          options_->clock->Now();
+      if (info.Take(RunEvent::kRequeueAsked)) {
+        info.requeue_reason = e.message + "; placed again with another port";
+        std::cerr << "hachi server: job " << e.job << ": " << info.requeue_reason << "\n";
+      }
+    }
     // A job whose batch script runs on its first node only ends with that
     // part; the other parts only held their nodes.
     const bool first_only = job.spec.batch_on_first_node && job.allocations.size() > 1;

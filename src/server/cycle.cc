@@ -271,8 +271,15 @@ void SchedulingLoop::ApplyPlanLocked(const sched::Plan& plan,
       ports_known = true;
     }
     const std::string& rank0 = cur.nodes[st.allocations[0].node].name;
-    std::set<int>& held = ports[PortKey(ledger_->image(), rank0)];
-    const int port = LowestFreePort(held, Ports(*options_));
+    const std::string key = PortKey(ledger_->image(), rank0);
+    std::set<int>& held = ports[key];
+    // Ports a process outside Hachi held there lately are skipped too.
+    std::set<int> skip = held;
+    if (auto f = fleet_->foreign_ports.find(key); f != fleet_->foreign_ports.end()) {
+      std::erase_if(f->second, [&](const auto& p) { return now - p.second > 3600; });
+      for (const auto& [p, at] : f->second) skip.insert(p);
+    }
+    const int port = LowestFreePort(skip, Ports(*options_));
     if (port == 0) {
       if (port_starved_.insert(st.job).second) {  // said once per job, not every cycle
         std::cerr << "hachi server: job " << st.job << " not started on " << rank0

@@ -90,6 +90,11 @@ class Fleet : public OnLedger {
   // registers without them.
   std::unordered_map<std::string, std::set<state::JobId>> stale_runs
       GUARDED_BY(ledger_->mu());
+  // Per rank-0 address (PortKey), the MASTER_PORTs an agent found held by a process
+  // outside Hachi, and when: skipped when a job's port is chosen there, for an hour
+  // (the process may go away). Not stored.
+  std::unordered_map<std::string, std::map<int, Time>> foreign_ports
+      GUARDED_BY(ledger_->mu());
   // Per node, when the agent instance registered now started (AgentRegistration::
   // agent_started): a registration from an older instance is refused. Not stored: a
   // restarted server takes the first registration.

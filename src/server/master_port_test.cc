@@ -187,3 +187,37 @@ TEST(MasterPort, ARedispatchSendsTheSamePort) {
 
 }  // namespace
 }  // namespace hachi::server
+
+namespace hachi::server {
+namespace {
+
+// A MASTER_PORT its agent found held by a process outside Hachi: the job is placed
+// again with another port, not failed, and that port is skipped there afterwards.
+TEST(MasterPort, APortHeldOutsideHachiIsSkippedAndTheJobPlacedAgain) {
+  testing::Harness h;
+  h.Register("n1");
+  const state::JobId id = h.Submit(testing::MakeSubmit().Gpus(2));
+  h->RunCycle();
+  const AgentWork w = h.Work("n1");
+  ASSERT_EQ(w.launch.size(), 1u);
+  EXPECT_EQ(w.launch[0].master_port, 29500);
+  api::JobExit e;
+  e.job = id;
+  e.start_time = w.launch[0].start_time;
+  e.kind = api::ExitKind::kLaunchFailed;
+  e.message = "MASTER_PORT 29500 is in use on n1 by a process outside Hachi";
+  e.busy_port = 29500;
+  ASSERT_TRUE(h->nodes().ReportExits("n1", {e}).ok());
+  const state::JobRecord j = h.Job(id);
+  EXPECT_EQ(j.state, state::JobState::kPending);
+  EXPECT_NE(j.reason.find("placed again with another port"), std::string::npos)
+      << j.reason;
+  h->RunCycle();
+  EXPECT_EQ(h.StateOf(id), state::JobState::kRunning);
+  const AgentWork again = h.Work("n1");
+  ASSERT_EQ(again.launch.size(), 1u);
+  EXPECT_EQ(again.launch[0].master_port, 29501);
+}
+
+}  // namespace
+}  // namespace hachi::server
