@@ -99,6 +99,7 @@ struct AgentOptions {
   // samples carry the cgroup's figures only.
   int usage_interval_ms = 0;
   std::function<std::vector<state::GpuSample>()> sample_gpus;
+  std::shared_ptr<LeaseFile> lease_file;  // null: none
   // What it reads the time from (its start, exit and GPU-process report times); tests
   // give a FakeClock. Not owned; outlives the daemon.
   const Clock* clock = RealClock();

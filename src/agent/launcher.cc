@@ -178,8 +178,7 @@ void ProcessLauncher::TakeOverLeftoverRuns() {
       struct stat st {};
       e.end_time = stat(exit_path.c_str(), &st) == 0 ? st.st_mtime : wall;
       if (std::optional<WaitedStatus> w = ReadWaitedStatus(exit_path)) {
-        e.kind = w->signaled ? api::ExitKind::kSignaled : api::ExitKind::kExited;
-        (w->signaled ? e.signal : e.exit_code) = w->code;
+        ApplyWaitedStatus(*w, options_.node, &e);
       } else {
         e.kind = api::ExitKind::kLost;
         e.message = "the job ended while its node had no agent, and left no exit status";
@@ -252,6 +251,7 @@ Status ProcessLauncher::Launch(const api::LaunchSpec& spec) {
   SpawnRequest req = ProcessOf(spec, holder);
   Run run;
   run.grace = spec.kill_grace > 0 ? spec.kill_grace : options_.default_kill_grace;
+  req.lease_grace_s = holder ? 0 : run.grace;  // a holder has nothing to save
   std::vector<std::string> binds;  // what a container must see besides the job's
   Status st = SetCommand(spec, holder, req, run, binds);
   if (st.ok()) st = CheckMasterPortFree(spec);
@@ -369,6 +369,7 @@ Result<Spawned> ProcessLauncher::SpawnRun(const api::LaunchSpec& spec,
       return Internal("cannot create " + exit_path + ": " + strerror(errno));
     req.waiter = options_.waiter;
     req.exit_fd = exit_fd;
+    if (options_.lease_file) req.lease_fd = options_.lease_file->fd();
   }
   req.exec_paths = ExecCandidates(req.argv[0], req.env);
   Result<Spawned> child = Spawn(req);

@@ -22,6 +22,7 @@
 
 #include "agent/container.h"
 #include "agent/isolation.h"
+#include "agent/lease_file.h"
 #include "agent/spawn.h"
 #include "api/launch_spec.h"
 #include "core/clock.h"
@@ -106,7 +107,10 @@ std::vector<std::string> StopLeftoverRuns(const std::string& spool_dir);
 // outlive the agent: the next ProcessLauncher on the same spool adopts them (watches the
 // waiter through a pidfd, enforces the time limit, cancels and signals them) and reports
 // their exits; one that ended meanwhile is reported from its exit file at once (or as
-// kLost when its waiter left none). Without a waiter, leftover runs are stopped.
+// kLost when its waiter left none). Without a waiter, leftover runs are stopped. With a
+// lease file (Options::lease_file) each waiter also stops its job once the agent's lease
+// has passed, so a run outlives a dead agent only as long as its lease; such a run is
+// reported as kLost ("lease expired: its agent on n2 was gone for 41 s; ...").
 //
 // With a cgroup driver (Options::isolation), each job runs in its own cgroup (joined
 // before exec) and everything in it is killed when the main process ends, including
@@ -129,6 +133,12 @@ class ProcessLauncher final : public Launcher {
     std::string waiter;
     // Adopt the waiter runs an earlier agent left (else they are stopped).
     bool adopt = true;
+    // The node's lease file (lease_file.h), handed to every job waiter, which stops its
+    // job when the lease there has passed (the agent died); null: none. A run its waiter
+    // stopped so is reported as kLost. Needs a waiter.
+    std::shared_ptr<LeaseFile> lease_file;
+    // This node's name, in the messages of such runs.
+    std::string node;
     // By GPU index, the NICs nearest it (NearestNics, nccl_env.h): a job's NCCL_IB_HCA.
     std::vector<std::vector<std::string>> gpu_nics;
     // Per-job cgroup, rlimits and /dev/shm (isolation.h); no cgroup driver = none.

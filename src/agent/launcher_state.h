@@ -19,6 +19,7 @@
 #include "agent/launcher.h"
 #include "agent/mono_time.h"
 #include "agent/run_records.h"
+#include "agent/waiter.h"
 #include "core/mutex.h"
 #include "core/strings.h"
 
@@ -105,6 +106,11 @@ struct ProcessLauncher::State {
     job.kill_at = job.holder ? now : now + std::chrono::seconds(job.grace);
   }
 };
+
+// A run's end as its waiter's exit file (waiter.h) tells it: the job's own status, or
+// kLost with why when its waiter stopped it because the node's lease had passed (then
+// true).
+bool ApplyWaitedStatus(const WaitedStatus& w, const std::string& node, api::JobExit* e);
 
 // One round of the supervisor: the runs' pidfds to poll (the wake eventfd last) with
 // their jobs, how long to wait, and the exits to deliver first.

@@ -89,6 +89,18 @@ bool ProcessLauncher::NextRound(Watch& w) {
   return true;
 }
 
+bool ApplyWaitedStatus(const WaitedStatus& w, const std::string& node, api::JobExit* e) {
+  e->kind = w.signaled ? api::ExitKind::kSignaled : api::ExitKind::kExited;
+  (w.signaled ? e->signal : e->exit_code) = w.code;
+  if (w.lease_silent_ms < 0) return false;
+  // As after a node failure: the server requeues it or ends it NODE_FAIL.
+  e->kind = api::ExitKind::kLost;
+  e->message = "lease expired: its agent on " + (node.empty() ? "this node" : node) +
+               " was gone for " + std::to_string(w.lease_silent_ms / 1000) +
+               " s; its job waiter stopped it";
+  return true;
+}
+
 // The run of `id` ended (its pidfd is readable): its exit status, reaped (or read from
 // its waiter's exit file when adopted), its leftovers killed with its cgroup, its files
 // removed and its exit queued for delivery. Under the lock.
@@ -103,13 +115,13 @@ void ProcessLauncher::EndRunLocked(JobId id) {
   e.job = it->first;
   e.start_time = it->second.start_time;
   const std::string exit_path = ExitFilePath(options_.spool_dir, it->first);
+  bool lease_stopped = false;  // by its waiter: lost, whatever else is true of it
   if (job.adopted) {
     // Not our child (init reaped it): its waiter's exit file tells how the job ended.
     // The group may have lost its leader; a live member keeps the id from reuse.
     kill(-job.pid, SIGKILL);
     if (std::optional<WaitedStatus> w = ReadWaitedStatus(exit_path)) {
-      e.kind = w->signaled ? api::ExitKind::kSignaled : api::ExitKind::kExited;
-      (w->signaled ? e.signal : e.exit_code) = w->code;
+      lease_stopped = ApplyWaitedStatus(*w, options_.node, &e);
     } else if (job.stop == api::ExitKind::kExited) {
       e.kind = api::ExitKind::kLost;
       e.message = "the job's waiter was killed before its job ended";
@@ -134,6 +146,14 @@ void ProcessLauncher::EndRunLocked(JobId id) {
     } else if (r > 0) {
       e.exit_code = WEXITSTATUS(status);
     }
+    // Its waiter may have stopped it on the lease while this agent was cut off (and then
+    // went with the job's group): the exit file says so, and the job's own status.
+    if (job.waiter && options_.lease_file) {
+      std::optional<WaitedStatus> w = ReadWaitedStatus(exit_path);
+      if (w && w->lease_silent_ms >= 0) {
+        lease_stopped = ApplyWaitedStatus(*w, options_.node, &e);
+      }
+    }
   }
   // Whatever is left of the job, in or out of its session, dies with its cgroup.
   const std::string oom = isolation_->Finish(job.iso);
@@ -141,7 +161,7 @@ void ProcessLauncher::EndRunLocked(JobId id) {
   if (job.stop != api::ExitKind::kExited) {
     e.kind = job.stop;
     e.message = job.stop_message;
-  } else if (!oom.empty()) {
+  } else if (!oom.empty() && !lease_stopped) {
     e.kind = api::ExitKind::kOutOfMemory;
     e.message = oom;
   }

@@ -141,9 +141,10 @@ void ApplySetup(int err_fd, const SpawnRequest::Setup& s) {
   syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */);
 
   if (waiter_argv != nullptr) {
-    // The waiter inherits the error pipe (for its job's exec) and the exit file; it
-    // searches the job's paths itself.
-    if (fcntl(err_fd, F_SETFD, 0) < 0 || fcntl(req.exit_fd, F_SETFD, 0) < 0) {
+    // The waiter inherits the error pipe (for its job's exec), the exit file and the
+    // lease file; it searches the job's paths itself.
+    if (fcntl(err_fd, F_SETFD, 0) < 0 || fcntl(req.exit_fd, F_SETFD, 0) < 0 ||
+        (req.lease_fd >= 0 && fcntl(req.lease_fd, F_SETFD, 0) < 0)) {
       Fail(err_fd, Step::kWaiter, errno);
     }
     execve(req.waiter.c_str(), waiter_argv, envp);
@@ -313,12 +314,19 @@ Result<Spawned> Spawn(const SpawnRequest& req) {
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC) < 0)
     return Internal(std::string("pipe2: ") + strerror(errno));
-  // The waiter's command line (waiter.h): hachi __job-waiter ERR EXIT N PATHS... -- ARGV.
+  // The waiter's command line (waiter.h): hachi __job-waiter [--lease=FD:GRACE] ERR EXIT
+  // N PATHS... -- ARGV.
   std::vector<std::string> waiter_strings;
   std::vector<char*> waiter_argv;
   if (!req.waiter.empty()) {
-    waiter_strings = {req.waiter, kWaiterCommand, std::to_string(pipe_fds[1]),
-                      std::to_string(req.exit_fd), std::to_string(req.exec_paths.size())};
+    waiter_strings = {req.waiter, kWaiterCommand};
+    if (req.lease_fd >= 0) {
+      waiter_strings.push_back(kLeaseOption + std::to_string(req.lease_fd) + ":" +
+                               std::to_string(std::max(0, req.lease_grace_s)));
+    }
+    for (int fd : {pipe_fds[1], req.exit_fd})
+      waiter_strings.push_back(std::to_string(fd));
+    waiter_strings.push_back(std::to_string(req.exec_paths.size()));
     waiter_strings.insert(waiter_strings.end(), req.exec_paths.begin(),
                           req.exec_paths.end());
     waiter_strings.push_back("--");

@@ -51,6 +51,10 @@ struct SpawnRequest {
   // a waiter, exit_fd is the exit file it writes (opened by the caller, who closes it).
   std::string waiter;
   int exit_fd = -1;
+  // With a waiter: the node's lease file (lease_file.h, read-only; -1 = none), which the
+  // waiter enforces with the job's kill grace, in seconds. The caller owns it.
+  int lease_fd = -1;
+  int lease_grace_s = 0;
   // The job's isolation (docs/isolation.md), applied first, as root, in this order:
   // join the job's cgroup (write "0" to each file: the child moves itself, so it is
   // inside before it execs anything), set the rlimits, then, when shm_options is set,

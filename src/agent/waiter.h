@@ -19,9 +19,22 @@
 // The waiter ignores the signals the launcher sends to the job's process group (SIGTERM
 // at a time limit, scancel --signal), so they reach the job alone; SIGKILL ends both.
 //
+// The lease (lease_file.h): with `--lease=FD:GRACE` the waiter also holds the node's
+// lease file, read-only, and enforces the agent's lease when the agent cannot: it
+// sleeps (poll on the job's pidfd) until the deadline in the file, reads it again (the
+// agent moves it on while it hears from the server), and once it has passed stops the
+// job as the launcher would -- SIGTERM to the process group, GRACE seconds, SIGKILL --
+// so a run whose agent died ends before the server's fence lets its job start again
+// elsewhere. One wake-up per lease, none between (no lease in the file: one every
+// kNoLeaseRecheckMs, to see an agent's first hold). The exit file then says so
+// ("lease N" after the status: the agent had been silent N ms), the launcher reports
+// such a run as lost, and the waiter SIGKILLs what is left of the group, itself
+// included, after writing it: with no agent, nobody else would.
+//
 // Free functions, no shared state.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -35,13 +48,17 @@ inline constexpr char kWaiterCommand[] = "__job-waiter";
 inline constexpr const char* kHoldCommand = "__hold";
 [[noreturn]] int HoldMain();
 
-// `hachi __job-waiter ERR_FD EXIT_FD N PATH1..PATHN -- ARGV...`: ERR_FD is the launcher's
-// close-on-exec error pipe (a failed exec is written there as spawn.cc's ChildError, as
-// if the job's own exec had failed), EXIT_FD the exit file, PATH* the candidates for
-// argv[0] (ExecCandidates). The environment is the job's. Returns what the waiter exits
-// with when it cannot mirror its job's end by a signal. argv[0] is the binary, argv[1]
-// kWaiterCommand.
+// `hachi __job-waiter [--lease=FD:GRACE] ERR_FD EXIT_FD N PATH1..PATHN -- ARGV...`:
+// ERR_FD is the launcher's close-on-exec error pipe (a failed exec is written there as
+// spawn.cc's ChildError, as if the job's own exec had failed), EXIT_FD the exit file,
+// PATH* the candidates for argv[0] (ExecCandidates); --lease the node's lease file and
+// the job's kill grace in seconds (an agent that passes none: no lease, as before it).
+// The environment is the job's. Returns what the waiter exits with when it cannot
+// mirror its job's end by a signal. argv[0] is the binary, argv[1] kWaiterCommand.
 int WaiterMain(int argc, char** argv);
+inline constexpr char kLeaseOption[] = "--lease=";
+// How often a waiter whose lease file holds no lease looks again.
+inline constexpr int kNoLeaseRecheckMs = 10'000;
 
 // The waiter's own program, `hachi-job-waiter`: beside `self_exe` (the build tree), else
 // in ../lib/hachi from its directory (the package: /usr/bin/hachi,
@@ -55,9 +72,13 @@ inline constexpr char kWaiterBinary[] = "hachi-job-waiter";
 struct WaitedStatus {
   bool signaled = false;
   int code = 0;  // exit code, or the signal when `signaled`
+  // The waiter stopped the job because the node's lease had passed: how long the agent
+  // had been silent then (ms since it last held the lease). -1: not stopped so.
+  int64_t lease_silent_ms = -1;
 };
 
-// The exit file's text: "exit 3\n", "signal 9\n".
+// The exit file's text: "exit 3\n", "signal 9\n", "signal 15\nlease 41200\n" (the status
+// first, so an agent of an older version reads it too).
 std::string FormatWaitedStatus(const WaitedStatus& s);
 // nullopt when the file is missing, empty or garbled (the waiter was killed before its
 // job ended).

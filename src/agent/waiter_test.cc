@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@ struct FileCase {
   bool ok;
   bool signaled;
   int code;
+  int64_t lease_silent_ms = -1;  // stopped by its waiter on the lease
 };
 
 class WaitedStatusFile : public testing::TestWithParam<FileCase> {};
@@ -36,17 +38,21 @@ TEST_P(WaitedStatusFile, Reads) {
   if (!c.ok) return;
   EXPECT_EQ(w->signaled, c.signaled);
   EXPECT_EQ(w->code, c.code);
+  EXPECT_EQ(w->lease_silent_ms, c.lease_silent_ms);
   EXPECT_EQ(FormatWaitedStatus(*w), c.text);  // what the waiter writes, read back
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Rows, WaitedStatusFile,
-    testing::Values(FileCase{"exit0", "exit 0\n", true, false, 0},
-                    FileCase{"exit255", "exit 255\n", true, false, 255},
-                    FileCase{"signal9", "signal 9\n", true, true, 9},
-                    FileCase{"empty", "", false, false, 0},
-                    FileCase{"garbled", "exi", false, false, 0},
-                    FileCase{"unknown_word", "stopped 3\n", false, false, 0}),
+    testing::Values(
+        FileCase{"exit0", "exit 0\n", true, false, 0},
+        FileCase{"exit255", "exit 255\n", true, false, 255},
+        FileCase{"signal9", "signal 9\n", true, true, 9},
+        FileCase{"lease_term", "signal 15\nlease 41200\n", true, true, 15, 41200},
+        FileCase{"lease_exit", "exit 0\nlease 30000\n", true, false, 0, 30000},
+        FileCase{"empty", "", false, false, 0},
+        FileCase{"garbled", "exi", false, false, 0},
+        FileCase{"unknown_word", "stopped 3\n", false, false, 0}),
     [](const testing::TestParamInfo<FileCase>& row) { return row.param.name; });
 
 TEST(WaitedStatusFile, MissingFileIsNoStatus) {
@@ -60,6 +66,12 @@ TEST(WaiterMain, RefusesAMalformedCommandLine) {
       {"hachi", kWaiterCommand, "x", "4", "1", "/bin/true", "--", "true"},
       {"hachi", kWaiterCommand, "3", "4", "2", "/bin/true", "--", "true"},
       {"hachi", kWaiterCommand, "3", "4", "1", "/bin/true", "true"},
+      // --lease=FD:GRACE, before the rest
+      {"hachi", kWaiterCommand, "--lease=5", "3", "4", "1", "/bin/true", "--", "true"},
+      {"hachi", kWaiterCommand, "--lease=5:x", "3", "4", "1", "/bin/true", "--", "true"},
+      {"hachi", kWaiterCommand, "--lease=-1:3", "3", "4", "1", "/bin/true", "--", "true"},
+      {"hachi", kWaiterCommand, "--lease=5:3", "3", "4", "1", "/bin/true", "true"},
+      {"hachi", kWaiterCommand, "--lease=5:3"},
   };
   for (std::vector<std::string>& row : rows) {
     std::vector<char*> argv;

@@ -25,6 +25,7 @@
 #include "agent/gpu_sampler.h"
 #include "agent/kernel_log.h"
 #include "agent/launcher.h"
+#include "agent/lease_file.h"
 #include "agent/nccl_env.h"
 #include "agent/waiter.h"
 #include "api/http_client.h"
@@ -540,12 +541,11 @@ std::shared_ptr<agent::MpsDaemons> GpuSharing(
   return std::make_shared<agent::MpsDaemons>(std::move(o));
 }
 
-std::unique_ptr<agent::Launcher> RealLauncher(const std::string& spool,
-                                              const std::string& container_runtime,
-                                              agent::IsolationOptions iso,
-                                              const std::string& topology_json,
-                                              const std::string& server,
-                                              agent::ExitCallback cb) {
+std::unique_ptr<agent::Launcher> RealLauncher(
+    const std::string& spool, const std::string& container_runtime,
+    agent::IsolationOptions iso, const std::string& topology_json,
+    const std::string& server, const std::string& node,
+    std::shared_ptr<agent::LeaseFile> lease, agent::ExitCallback cb) {
   // Scripts (0700, the user's) and exit files (0600): their names are not for others
   // to list; the jobs' users pass through it to their scripts.
   Status made = EnsurePrivateDir(spool, 0711, std::cerr);
@@ -564,6 +564,10 @@ std::unique_ptr<agent::Launcher> RealLauncher(const std::string& spool,
   // and the next one adopts them: the small hachi-job-waiter beside this binary, else
   // this very binary (`hachi __job-waiter`).
   lo.waiter = agent::FindWaiterBinary(SelfExe(), "/proc/self/exe");
+  // Each waiter stops its job once the node's lease has passed (agent/lease_file.h): a
+  // run whose agent died ends before the server starts its job elsewhere.
+  lo.lease_file = std::move(lease);
+  lo.node = node;
   // srun inside a job finds the server as this agent does (with HACHI_JOB_TOKEN).
   lo.job_env = {{"HACHI_SERVER", server}};
   auto launcher = std::make_unique<agent::ProcessLauncher>(lo, std::move(cb));
@@ -690,6 +694,11 @@ int RunAgent(const AgentFlags& af) {
   }
   Result<int> spool_lock = LockDir(spool, "agent");
   if (!spool_lock.ok()) return Fail(spool_lock.status());
+  // No lease in it until the agent's lease code first holds one (agent/lease_file.h).
+  Result<std::unique_ptr<agent::LeaseFile>> lease =
+      agent::LeaseFile::Open(spool + "/" + agent::kLeaseFileName);
+  if (!lease.ok()) return Fail(lease.status());
+  o.lease_file = std::move(*lease);
   const std::string runtime = af.container_runtime;
   Result<agent::IsolationOptions> iso =
       JobIsolation(af.cgroup, CgroupParentFor(af.cgroup_parent, spool), o.topology_json,
@@ -700,10 +709,11 @@ int RunAgent(const AgentFlags& af) {
       GpuSharing(af.mps, af.mps_control, af.mps_dir.empty() ? spool + "/mps" : af.mps_dir,
                  o.simulated, o.topology_json, o.node, events, &o.gpu_sharing);
   SampleUsage(af.usage_interval, o.simulated, &o);
-  agent::AgentDaemon d(o, [spool, runtime, iso = *iso, topology = o.topology_json,
-                           server = o.server](agent::ExitCallback cb) {
-    return RealLauncher(spool, runtime, iso, topology, server, cb);
-  });
+  agent::AgentDaemon d(
+      o, [spool, runtime, iso = *iso, topology = o.topology_json, server = o.server,
+          node = o.node, lease = o.lease_file](agent::ExitCallback cb) {
+        return RealLauncher(spool, runtime, iso, topology, server, node, lease, cb);
+      });
   events->store(&d);
   Status s = d.Start();
   if (!s.ok()) return Fail(s);
@@ -810,9 +820,11 @@ Result<std::unique_ptr<agent::AgentDaemon>> StartDevAgent(const DevFlags& df,
   SampleUsage(df.usage_interval, o.simulated, &o);
   // Jobs reach the server on its socket: the kernel says who they are.
   auto a = std::make_unique<agent::AgentDaemon>(
-      o, [spool, runtime = df.container_runtime, iso = *iso, topology = o.topology_json,
-          server = "unix:" + rs.http->unix_socket()](agent::ExitCallback cb) {
-        return RealLauncher(spool, runtime, iso, topology, server, cb);
+      o,
+      [spool, runtime = df.container_runtime, iso = *iso, topology = o.topology_json,
+       server = "unix:" + rs.http->unix_socket(), node = o.node](agent::ExitCallback cb) {
+        // No lease file: the server and its agents are one process, no agent dies alone.
+        return RealLauncher(spool, runtime, iso, topology, server, node, nullptr, cb);
       });
   events->store(a.get());
   HACHI_RETURN_IF_ERROR(a->Start());
