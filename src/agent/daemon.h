@@ -188,6 +188,8 @@ class AgentDaemon {
   }
   // A call sent at `sent_ms` (the Clock's monotonic time) was answered.
   void RenewLeaseLocked(int64_t sent_ms) REQUIRES(mu_);
+  // Writes the lease's end to the node's lease file, for the job waiters.
+  void PublishLeaseLocked() REQUIRES(mu_);
   // A call failed with `s`: when the server could not be reached, probes its address,
   // and a refusal holds the lease (from when the probe was sent).
   void NoteCallFailed(const Status& s) EXCLUDES(mu_);

@@ -11,8 +11,17 @@
 
 namespace hachi::agent {
 
+void AgentDaemon::PublishLeaseLocked() {
+  // The job waiters stop their runs at this deadline if this process is no longer here
+  // to: a crashed agent runs nothing past its lease (agent/lease_file.h). A failed write
+  // leaves the last deadline, which only ends runs sooner.
+  if (!options_.lease_file) return;
+  (void)options_.lease_file->HoldFor(LeaseEndLocked() - options_.clock->MonotonicMs());
+}
+
 void AgentDaemon::RenewLeaseLocked(int64_t sent_ms) {
   renewed_ms_ = std::max(renewed_ms_, sent_ms);
+  PublishLeaseLocked();
   const bool within = options_.clock->MonotonicMs() - renewed_ms_ <= lease_ms_;
   if ((lease_expired_ || held_by_refusal_) && within) {
     lease_expired_ = false;
@@ -32,6 +41,7 @@ void AgentDaemon::NoteCallFailed(const Status& s) {
   if (ProbeServer(options_.server, 1000) != ProbeResult::kRefused) return;
   MutexLock lock(&mu_);
   refused_ms_ = std::max(refused_ms_, sent);
+  PublishLeaseLocked();
 }
 
 int64_t AgentDaemon::last_refusal_ms() const {

@@ -8,11 +8,13 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <filesystem>
 #include <functional>
 #include <mutex>
 #include <thread>
 
 #include "agent/fake_launcher.h"
+#include "agent/lease_file.h"
 #include "api/protocol_json.h"
 #include "core/testing/paths.h"
 #include "core/testing/wait_for.h"
@@ -628,6 +630,13 @@ TEST(DaemonOutage, KeepsItsJobsWhileTheServersAddressRefusesConnections) {
   FakeClock clock;
   AgentOptions o = Options(server.url(), 1000);
   o.clock = &clock;
+  char dir[] = "/tmp/hachi-daemon-lease-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  Result<std::unique_ptr<LeaseFile>> lease =
+      LeaseFile::Open(std::string(dir) + "/lease", &clock);
+  ASSERT_TRUE(lease.ok()) << lease.status().ToString();
+  o.lease_file = std::move(*lease);
+  const LeaseFile& file = *o.lease_file;
   Agent agent(o);
   ASSERT_TRUE(agent.daemon.Start().ok());
   server.Send(WorkOf({Launch(7, 1000), Launch(8, 1000)}, false));
@@ -643,8 +652,11 @@ TEST(DaemonOutage, KeepsItsJobsWhileTheServersAddressRefusesConnections) {
         << "step " << step;
     agent.daemon.TickLease();
     EXPECT_TRUE(agent.launcher->cancels().empty()) << "stopped at step " << step;
+    // The job waiters, which stop the runs of a dead agent, are told the same.
+    EXPECT_GT(file.deadline_ms(), clock.MonotonicMs()) << "step " << step;
   }
   agent.daemon.Stop(false);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
