@@ -78,7 +78,9 @@ void AgentDaemon::AdoptRunsLocked(std::vector<state::JobId>* adopted) {
   // Adopted runs get one lease from now to reach the server.
   lease_ms_ = std::max<int64_t>(options_.lease, 1) * 1000;
   renewed_ms_ = options_.clock->MonotonicMs();
-  PublishLeaseLocked();
+  // Not published: the lease file keeps what the earlier process promised, and a
+  // deadline written from this process's default lease (longer than the server's,
+  // maybe) could not be taken back before it passed. The registration's reply sets it.
   for (const auto& run : launcher_->AdoptedRuns()) {
     // Named, not structured bindings: clang 14 (make analyze) cannot capture those.
     const state::JobId job = run.first;
