@@ -100,7 +100,7 @@ class AgentHub {
   };
   // Acts on the agent's `ack`: the batch sent is acknowledged, or put back ahead of the
   // queue.
-  static void AckLocked(Session& s, int64_t ack) REQUIRES(mu_);
+  void AckLocked(Session& s, int64_t ack) REQUIRES(mu_);
   // Sets each launch's and limit's time_left as of `now` (the server's clock).
   static void StampTimeLeft(api::AgentWork* w, Time now);
   void WakeLocked(Session& s, const std::string& node) REQUIRES(mu_);
