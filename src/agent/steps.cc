@@ -288,8 +288,7 @@ void StepRunner::Launch(const api::StepLaunch& l) {
     const std::string note = "hachi: " + options_.node + ": couldn't chdir to `" +
                              setup.workdir +
                              "': No such file or directory: going to /tmp instead\n";
-    state_->Append(p, l.tasks.empty() ? 0 : l.tasks[0], 2, note.data(), note.size(),
-                   options_.buffer_bytes);
+    state_->Append(p, l.tasks.empty() ? 0 : l.tasks[0], 2, note.data(), note.size());
     setup.workdir = "/tmp";
   }
   for (size_t i = 0; i < l.tasks.size(); ++i) {

@@ -9,16 +9,19 @@
 // writes comes back as its stdout, what srun's user types is written to it (Input).
 //
 // What the tasks write goes to the server, which relays it to srun
-// (POST /agents/NODE/steps, api::StepReport): the runner reads every pipe as data comes,
-// so a task never blocks on its output, and keeps what the server has not acknowledged
-// up to `buffer_bytes` per step; past that the oldest unsent output is dropped and the
-// report says how much (a chunk with `lost`), so a slow or absent reader costs output,
-// never the job's progress. A batch is sent again until acknowledged, with the offset
-// that lets the server take it once.
+// (POST /agents/NODE/steps, api::StepReport): the runner reads the pipes as data comes
+// and keeps what the server has not acknowledged, up to `buffer_bytes` per step. Flow
+// control, as Slurm's: once a step holds that much, its pipes are not read until the
+// server takes some, so its tasks wait on their writes — a slow reader (srun, and the
+// server's bounded buffer behind it) slows the tasks and loses nothing. A batch is sent
+// again until acknowledged, with the offset that lets the server take it once; the
+// acknowledgement says how far the server took it, and what it held back is offered
+// again after a short wait (5 ms, doubling to 100 ms while none is taken).
 //
 // A task's end: when its process exits, what is left of its process group is killed
 // (Slurm's stepd ends the step's processes the same way) and its pipes are read to their
-// end (at most a second more, for a process that left the group holding them). The
+// end (at most a second more of reading, for a process that left the group holding
+// them; a step held back by flow control gets its second once the server takes). The
 // node's part is done once every task ended and all output was acknowledged.
 // Cancelling (srun's second Ctrl-C, -K, the job's end) sends SIGTERM to each task's
 // group and SIGKILL after the kill grace. Steps do not outlive the agent process: its

@@ -42,6 +42,9 @@ void StepRunner::IoLoop() {
       if (state_->stop) return;
       for (auto& [key, p] : state_->parts) {
         if (p.stopping) next = std::min(next, p.kill_at);
+        // Flow control: a part whose output the server has not taken is not read (the
+        // sender wakes this thread when it has room again).
+        const bool full = p.Full(options_.buffer_bytes);
         for (size_t i = 0; i < p.tasks.size(); ++i) {
           const State::Task& t = p.tasks[i];
           if (t.pidfd >= 0) {
@@ -52,11 +55,15 @@ void StepRunner::IoLoop() {
             const int fd = which == 1 ? t.out : t.err;
             if (fd < 0) continue;
             const bool out_waits = fd == p.pty && !p.input_pending.empty();
-            fds.push_back(
-                {fd, static_cast<short>(POLLIN | (out_waits ? POLLOUT : 0)), 0});
+            const short events =
+                static_cast<short>((full ? 0 : POLLIN) | (out_waits ? POLLOUT : 0));
+            if (events == 0) continue;
+            fds.push_back({fd, events, 0});
             slots.push_back({key, i, which, fd});
           }
-          if (t.exited && (t.out >= 0 || t.err >= 0)) next = std::min(next, t.close_by);
+          if (t.exited && !full && (t.out >= 0 || t.err >= 0)) {
+            next = std::min(next, t.close_by);
+          }
         }
       }
     }
@@ -95,10 +102,15 @@ void StepRunner::IoLoop() {
       if (fd != s.fd) continue;
       if (fd == p.pty && (fds[i].revents & POLLOUT)) FlushInput(fd, &p.input_pending);
       if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      if (p.Full(options_.buffer_bytes)) {
+        // Polled for its input only: a terminal no one holds takes none.
+        if (fd == p.pty && (fds[i].revents & (POLLHUP | POLLERR)))
+          p.input_pending.clear();
+        continue;
+      }
       const ssize_t r = read(fd, buf.data(), buf.size());
       if (r > 0) {
-        state_->Append(p, t.rank, s.which, buf.data(), static_cast<size_t>(r),
-                       options_.buffer_bytes);
+        state_->Append(p, t.rank, s.which, buf.data(), static_cast<size_t>(r));
       } else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
         // A terminal's leader reads EIO once no one holds the follower: its end.
         if (fd == p.pty) {
@@ -115,8 +127,11 @@ void StepRunner::IoLoop() {
         }
         p.kill_at = kNever;
       }
+      // A full part's pipes wait with what they hold: the drain starts again once the
+      // server takes output (SendLoop).
+      const bool full = p.Full(options_.buffer_bytes);
       for (State::Task& t : p.tasks) {
-        if (t.exited && now >= t.close_by) {
+        if (t.exited && !full && now >= t.close_by) {
           if (t.out == p.pty) p.pty = -1;
           CloseFd(&t.out);
           CloseFd(&t.err);
@@ -144,36 +159,52 @@ void StepRunner::SendLoop() {
   int backoff_ms = 100;
   MutexLock lock(&state_->mu);
   for (;;) {
-    while (!state_->stop &&
-           std::none_of(state_->parts.begin(), state_->parts.end(),
-                        [](const auto& kv) { return kv.second.Unsent(); })) {
-      state_->cv.Wait();
+    // Parts with something new, those the server held back once their wait is over.
+    CondVar::Clock::time_point now = CondVar::Clock::now();
+    auto soonest = CondVar::Clock::time_point::max();
+    bool due = false;
+    for (const auto& [key, p] : state_->parts) {
+      if (!p.Unsent()) continue;
+      if (p.resend_at <= now) due = true;
+      soonest = std::min(soonest, p.resend_at);
     }
     if (state_->stop) return;
-    // One report per part with something new, all of its output up to the batch bound.
+    if (!due) {
+      if (soonest == CondVar::Clock::time_point::max()) {
+        state_->cv.Wait();
+      } else {
+        state_->cv.WaitUntil(soonest);
+      }
+      continue;
+    }
+    // One report per part with something new, all of its output up to the batch bound
+    // (one chunk from a part the server held back: the probe costs little if refused).
     std::vector<api::StepReport> batch;
+    std::vector<int64_t> offered;
     int64_t room = options_.batch_bytes;
     for (auto& [key, p] : state_->parts) {
-      if (!p.Unsent()) continue;
+      if (!p.Unsent() || p.resend_at > now) continue;
       api::StepReport r;
       r.job = key.job;
       r.job_start = key.job_start;
       r.step = key.step;
       r.seq = p.acked;
+      const size_t most = p.resend_ms > 0 ? 1 : p.pending.size();
       size_t take = 0;
-      while (take < p.pending.size() && (take == 0 || room > 0)) {
+      int64_t bytes = 0;
+      while (take < std::min(most, p.pending.size()) && (take == 0 || room > 0)) {
         room -= static_cast<int64_t>(p.pending[take].data.size());
+        bytes += p.pending[take].size();
         r.chunks.push_back(p.pending[take]);
         ++take;
       }
       p.inflight = take;
-      for (size_t i = 0; i < take; ++i)
-        p.unsent_bytes -= static_cast<int64_t>(p.pending[i].data.size());
       r.exits = p.exits;
       p.exits_inflight = p.exits.size();
       r.done = p.ended && take == p.pending.size();
       p.done_inflight = r.done;
       batch.push_back(std::move(r));
+      offered.push_back(bytes);
       if (room <= 0) break;
     }
     lock.Unlock();
@@ -185,8 +216,6 @@ void StepRunner::SendLoop() {
         auto it = state_->parts.find({r.job, r.job_start, r.step});
         if (it == state_->parts.end()) continue;
         State::Part& p = it->second;
-        for (size_t i = 0; i < p.inflight; ++i)
-          p.unsent_bytes += static_cast<int64_t>(p.pending[i].data.size());
         p.inflight = 0;
         p.exits_inflight = 0;
         p.done_inflight = false;
@@ -199,7 +228,9 @@ void StepRunner::SendLoop() {
       continue;
     }
     backoff_ms = 100;
-    for (const api::StepReport& r : batch) {
+    now = CondVar::Clock::now();
+    for (size_t b = 0; b < batch.size(); ++b) {
+      const api::StepReport& r = batch[b];
       const state::StepKey key{r.job, r.job_start, r.step};
       auto it = state_->parts.find(key);
       if (it == state_->parts.end()) continue;
@@ -208,25 +239,46 @@ void StepRunner::SendLoop() {
       for (const api::StepAck& a : *acks) {
         if (a.job == r.job && a.job_start == r.job_start && a.step == r.step) ack = &a;
       }
-      for (size_t i = 0; i < p.inflight; ++i) {
-        p.acked += p.pending.front().size();
-        p.pending.pop_front();
-      }
+      // How far the server took the batch (all of it when it does not say).
+      const int64_t took = ack == nullptr
+                               ? offered[b]
+                               : std::clamp<int64_t>(ack->next - r.seq, 0, offered[b]);
+      const bool was_full = p.Full(options_.buffer_bytes);
+      State::Release(p, took);
       p.inflight = 0;
       p.exits.erase(p.exits.begin(),
                     p.exits.begin() + static_cast<std::ptrdiff_t>(p.exits_inflight));
       p.exits_inflight = 0;
+      const bool whole = took == offered[b];
+      if (whole) {
+        p.resend_ms = 0;
+        p.resend_at = {};
+      } else {
+        // Its reader is behind: ask again later, not in a loop; soon when the server
+        // took some (its reader reads), later each time it took none.
+        p.resend_ms = took > 0 ? 5 : std::clamp(p.resend_ms * 2, 5, 100);
+        p.resend_at = now + std::chrono::milliseconds(p.resend_ms);
+      }
       if (ack != nullptr && ack->gone && !p.gone) {
         // The server ended the step (the job's end, a lost node): stop what runs.
         p.gone = true;
         p.pending.clear();
-        p.unsent_bytes = 0;
+        p.pending_bytes = 0;
         for (const State::Task& t : p.tasks) {
           if (!t.exited && t.pid > 0) kill(-t.pid, SIGKILL);
         }
         state_->Wake();
       }
-      if ((p.done_inflight || p.gone) && p.ended) {
+      if (was_full && !p.Full(options_.buffer_bytes)) {
+        // Room again: the I/O thread reads the part's pipes, and an exited task's get
+        // their drain from now (they were not read while full).
+        const Mono::time_point drain_by = MonoNow(*options_.clock) + kDrainAfterExit;
+        for (State::Task& t : p.tasks) {
+          if (t.exited) t.close_by = std::max(t.close_by, drain_by);
+        }
+        state_->Wake();
+      }
+      if (((p.done_inflight && whole) || p.gone) && p.ended) {
         state_->parts.erase(it);
         state_->cv.SignalAll();
       } else {

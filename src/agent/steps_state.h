@@ -59,11 +59,15 @@ struct StepRunner::State {
     api::StepLaunch launch;
     std::vector<Task> tasks;
     // Output not yet acknowledged; the first `inflight` chunks are in the report being
-    // sent (never dropped meanwhile).
+    // sent.
     std::deque<api::OutputChunk> pending;
     size_t inflight = 0;
-    int64_t acked = 0;                 // the offset of pending.front()
-    int64_t unsent_bytes = 0;          // data of pending past the in-flight chunks
+    int64_t acked = 0;          // the offset of pending.front()
+    int64_t pending_bytes = 0;  // data in `pending`: the part's share of memory
+    // The server held output back (its reader is behind): the next report waits until
+    // `resend_at` and offers one chunk, `resend_ms` doubling while it is refused.
+    CondVar::Clock::time_point resend_at{};
+    int resend_ms = 0;
     std::vector<api::TaskExit> exits;  // not acknowledged; the first exits_inflight sent
     size_t exits_inflight = 0;
     bool done_inflight = false;
@@ -79,6 +83,9 @@ struct StepRunner::State {
       return pending.size() > inflight || exits.size() > exits_inflight ||
              (ended && !done_inflight);
     }
+    // Holds its buffer's worth: its tasks' pipes are not read until the server takes
+    // some, so they wait on their writes (a part the server ended reads on, to discard).
+    bool Full(int64_t bound) const { return !gone && pending_bytes >= bound; }
     bool Live() const {
       return std::any_of(tasks.begin(), tasks.end(),
                          [](const Task& t) { return !t.exited && t.pid > 0; });
@@ -103,42 +110,42 @@ struct StepRunner::State {
     [[maybe_unused]] ssize_t n = write(wake_fd, &one, sizeof one);
   }
 
-  // Adds output of a task, dropping the oldest unsent output past the bound.
-  void Append(Part& p, int task, int fd, const char* data, size_t n, int64_t bound)
-      REQUIRES(mu) {
+  // Adds output of a task. Never drops: the I/O thread stops reading a part that is
+  // Full, so the part's memory is its bound plus what one round of reads brought.
+  void Append(Part& p, int task, int fd, const char* data, size_t n) REQUIRES(mu) {
     if (p.gone) return;
+    p.pending_bytes += static_cast<int64_t>(n);
     if (p.pending.size() > p.inflight) {
       api::OutputChunk& last = p.pending.back();
       if (last.task == task && last.fd == fd && last.lost == 0 &&
           last.data.size() < kCoalesce) {
         last.data.append(data, n);
-        p.unsent_bytes += static_cast<int64_t>(n);
-        Bound(p, bound);
         return;
       }
     }
     p.pending.push_back(api::OutputChunk{task, fd, std::string(data, n), 0});
-    p.unsent_bytes += static_cast<int64_t>(n);
-    Bound(p, bound);
     cv.SignalAll();
   }
-  static void Bound(Part& p, int64_t bound) {
-    for (size_t i = p.inflight; p.unsent_bytes > bound && i + 1 < p.pending.size(); ++i) {
-      api::OutputChunk& c = p.pending[i];
-      if (c.lost > 0) continue;
-      c.lost = static_cast<int64_t>(c.data.size());
-      p.unsent_bytes -= c.lost;
-      c.data.clear();
-      c.data.shrink_to_fit();
-      // Neighbouring gaps of the same stream become one.
-      if (i > p.inflight) {
-        api::OutputChunk& prev = p.pending[i - 1];
-        if (prev.lost > 0 && prev.task == c.task && prev.fd == c.fd) {
-          prev.lost += c.lost;
-          p.pending.erase(p.pending.begin() + static_cast<std::ptrdiff_t>(i));
-          --i;
+  // The server acknowledged `bytes` of the part's stream from `acked` on (a whole batch,
+  // or less when it held some back): that much leaves `pending`, a chunk cut in two
+  // where the server stopped.
+  static void Release(Part& p, int64_t bytes) {
+    p.acked += bytes;
+    while (bytes > 0 && !p.pending.empty()) {
+      api::OutputChunk& c = p.pending.front();
+      const int64_t size = c.size();
+      if (bytes < size) {
+        if (c.lost > 0) {
+          c.lost -= bytes;
+        } else {
+          c.data.erase(0, static_cast<size_t>(bytes));
+          p.pending_bytes -= bytes;
         }
+        return;
       }
+      bytes -= size;
+      p.pending_bytes -= static_cast<int64_t>(c.data.size());
+      p.pending.pop_front();
     }
   }
   // A task's process ended (at `now`, on the runner's clock).

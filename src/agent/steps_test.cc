@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <climits>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -20,8 +21,9 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// A server for the runner: takes every report (while `up`), acknowledges it whole, and
-// keeps what came per task and stream.
+// A server for the runner: takes every report (while `up`), up to `take` bytes of output
+// per report when set (the rest held back, as the server does for a reader that is
+// behind), acknowledges how far it took, and keeps what came per task and stream.
 class FakeServer {
  public:
   Result<std::vector<api::StepAck>> Send(const std::vector<api::StepReport>& reports) {
@@ -32,16 +34,24 @@ class FakeServer {
     for (const api::StepReport& r : reports) {
       int64_t& next = next_[r.step];
       EXPECT_EQ(r.seq, next) << "a report must start where the last one ended";
+      int64_t offered = 0, budget = take_ < 0 ? INT64_MAX : take_;
+      bool whole = true;
       for (const api::OutputChunk& c : r.chunks) {
-        next += c.size();
+        offered += static_cast<int64_t>(c.data.size());
+        const int64_t n = std::min(c.size(), budget);
+        budget -= n;
+        whole = whole && n == c.size();
+        next += n;
         if (c.lost > 0) {
-          lost_[{c.task, c.fd}] += c.lost;
+          lost_[{c.task, c.fd}] += n;
         } else {
-          out_[{c.task, c.fd}] += c.data;
+          out_[{c.task, c.fd}] += c.data.substr(0, static_cast<size_t>(n));
         }
       }
+      most_offered_ = std::max(most_offered_, offered);
+      if (!whole) ++held_back_;
       for (const api::TaskExit& e : r.exits) exits_[r.step][e.task] = e;
-      if (r.done) done_[r.step] = true;
+      if (r.done && whole) done_[r.step] = true;
       acks.push_back({r.job, r.job_start, r.step, next, gone_});
     }
     cv_.notify_all();
@@ -50,6 +60,25 @@ class FakeServer {
   void SetUp(bool up) {
     std::lock_guard<std::mutex> lock(mu_);
     up_ = up;
+  }
+  // At most `bytes` of output taken per report; -1: all.
+  void SetTake(int64_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    take_ = bytes;
+  }
+  // Reports that offered more than the server took.
+  int HeldBack() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return held_back_;
+  }
+  int Calls() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return calls_;
+  }
+  // The most output bytes one report offered.
+  int64_t MostOffered() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return most_offered_;
   }
   void SetGone(bool gone) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -77,6 +106,9 @@ class FakeServer {
   std::condition_variable cv_;
   bool up_ = true;
   bool gone_ = false;
+  int64_t take_ = -1;
+  int held_back_ = 0;
+  int64_t most_offered_ = 0;
   int calls_ = 0;
   std::map<int, int64_t> next_;
   std::map<std::pair<int, int>, std::string> out_;
@@ -84,6 +116,12 @@ class FakeServer {
   std::map<int, std::map<int, api::TaskExit>> exits_;
   std::map<int, bool> done_;
 };
+
+// `out` is `n` times `c` (without printing megabytes when it is not).
+void ExpectRepeated(const std::string& out, size_t n, char c) {
+  EXPECT_EQ(out.size(), n);
+  EXPECT_EQ(out.find_first_not_of(c), std::string::npos);
+}
 
 constexpr state::JobId kJob = 7;
 constexpr Time kStart = 1000;
@@ -350,29 +388,71 @@ TEST_F(StepRunnerTest, AMissingWorkdirFallsBackToTmpAndSaysSo) {
             std::string::npos);
 }
 
-TEST_F(StepRunnerTest, OutputPastTheBoundIsDroppedAndCountedNotBlocking) {
+TEST_F(StepRunnerTest, AFullBufferHoldsTheTaskBackAndLosesNothing) {
   StepRunner::Options o = Opts();
   o.buffer_bytes = 64 * 1024;
-  server_.SetUp(false);  // the server takes nothing for a while
+  server_.SetTake(0);  // the reader is behind: the server takes nothing for a while
   auto runner = Make(o);
   char tmpl[] = "/tmp/hachi-steps-test-XXXXXX";
   ASSERT_NE(::mkdtemp(tmpl), nullptr);
   const std::string written = std::string(tmpl) + "/written";
-  // 4 MiB, far past the bound: the task must not block on it.
-  runner->Launch(Step(
-      0, {"/bin/sh", "-c", "head -c 4194304 /dev/zero; echo end >&2; touch " + written},
-      {2}));
-  // The task writes it all although nobody takes its output: the server takes nothing
-  // until then, then everything.
-  EXPECT_TRUE(WaitFor([&] { return ::access(written.c_str(), F_OK) == 0; }));
-  server_.SetUp(true);
-  ASSERT_TRUE(server_.WaitDone(0, 15s));
+  // 4 MiB, far past the bound, then a mark that it was all written.
+  runner->Launch(
+      Step(0,
+           {"/bin/sh", "-c",
+            "head -c 4194304 /dev/zero | tr '\\0' x; echo end >&2; touch " + written},
+           {2}));
+  // Refused six times (5 + 10 + ... + 80 ms apart): long enough for 4 MiB into a pipe
+  // that is read, so a task that has not written it all waits on its write.
+  ASSERT_TRUE(WaitFor([&] { return server_.HeldBack() >= 6; }));
+  EXPECT_NE(::access(written.c_str(), F_OK), 0) << "the task was not held back";
+  // Bounded: what a report offers is the buffer plus one round of reads.
+  EXPECT_LE(server_.MostOffered(), o.buffer_bytes + 2 * 64 * 1024);
+  // The reader catches up, slowly (less than a chunk a report): all of it arrives.
+  server_.SetTake(40000);
+  ASSERT_TRUE(server_.WaitDone(0, 30s));
   EXPECT_EQ(server_.Exits(0)[2].exit_code, 0);
-  EXPECT_GT(server_.Lost(2), 0);
-  EXPECT_EQ(static_cast<int64_t>(server_.Out(2).size()) + server_.Lost(2), 4194304);
+  EXPECT_EQ(server_.Lost(2), 0);
+  ExpectRepeated(server_.Out(2), 4194304, 'x');
   EXPECT_EQ(server_.Out(2, 2), "end\n");
+  EXPECT_EQ(::access(written.c_str(), F_OK), 0);
   ::unlink(written.c_str());
   ::rmdir(tmpl);
+}
+
+// A task that exited while its step was held back: its pipes keep what they hold, and
+// are drained once the server takes again, however long it took on the runner's clock.
+TEST_F(StepRunnerTest, AHeldBackTasksPipesAreDrainedAfterItsExit) {
+  FakeClock clock;
+  StepRunner::Options o = Opts();
+  o.clock = &clock;
+  o.buffer_bytes = 64 * 1024;
+  server_.SetTake(0);
+  auto runner = Make(o);
+  // 100 KiB: more than the buffer, less than the buffer and a pipe, so the task exits.
+  runner->Launch(
+      Step(0, {"/bin/sh", "-c", "head -c 102400 /dev/zero | tr '\\0' z"}, {2}));
+  ASSERT_TRUE(WaitFor([&] { return server_.Exits(0).count(2) > 0; }));
+  clock.Advance(std::chrono::seconds(5));  // far past the drain after the exit
+  runner->Tick();
+  server_.SetTake(-1);
+  ASSERT_TRUE(server_.WaitDone(0, 30s));
+  ExpectRepeated(server_.Out(2), 102400, 'z');
+}
+
+TEST_F(StepRunnerTest, OutputWaitsForAServerThatIsDown) {
+  StepRunner::Options o = Opts();
+  o.buffer_bytes = 64 * 1024;
+  server_.SetUp(false);
+  auto runner = Make(o);
+  runner->Launch(
+      Step(0, {"/bin/sh", "-c", "head -c 1048576 /dev/zero | tr '\\0' y"}, {2}));
+  // Refused twice: the output waits, whole, and goes once the server is back.
+  ASSERT_TRUE(WaitFor([&] { return server_.Calls() >= 2; }));
+  server_.SetUp(true);
+  ASSERT_TRUE(server_.WaitDone(0, 30s));
+  EXPECT_EQ(server_.Lost(2), 0);
+  ExpectRepeated(server_.Out(2), 1048576, 'y');
 }
 
 TEST_F(StepRunnerTest, ServerGoneStopsTheStep) {

@@ -228,6 +228,7 @@ int RunStep(ApiClient& c, const std::string& server, state::JobId job,
   } join_input{&stop_input, &input};
 
   slurm::OutputLabeler labeler(label);
+  slurm::LostOutput lost;
   int64_t next = 0;
   int seen_interrupts = interrupts_before;
   auto last_interrupt = std::chrono::steady_clock::now() - std::chrono::hours(1);
@@ -274,6 +275,7 @@ int RunStep(ApiClient& c, const std::string& server, state::JobId job,
     retry_until = std::chrono::steady_clock::time_point::max();
     Result<api::StepOutput> out = api::StepOutputFromJson(*body);
     if (!out.ok()) return Error(prog, out.status().message());
+    lost.Count(*out);
     if (out->lost > 0) {
       std::cerr << prog << ": warning: " << out->lost
                 << " bytes of the step's output were dropped by the server before they "
@@ -295,14 +297,16 @@ int RunStep(ApiClient& c, const std::string& server, state::JobId job,
         std::cerr << (prog == "srun" ? line : prog + line.substr(4)) << "\n";
       }
     }
-    if (!out->exits.empty()) return slurm::SrunExitStatus(out->exits);
+    // Said even with --quiet: it is why the exit status fails.
+    if (lost.bytes() > 0) std::cerr << lost.Line(prog) << "\n";
+    if (!out->exits.empty()) return lost.ExitStatus(slurm::SrunExitStatus(out->exits));
     // Ended without its tasks' word (the job ended, its node was lost).
     if (!quiet && !out->step.reason.empty()) {
       std::cerr << prog << ": error: StepId=" << id << " "
                 << state::JobStateName(out->step.state) << ": " << out->step.reason
                 << "\n";
     }
-    if (out->step.state == state::JobState::kCompleted) return 0;
+    if (out->step.state == state::JobState::kCompleted) return lost.ExitStatus(0);
     return out->step.exit_code != 0 ? out->step.exit_code : 1;
   }
 }

@@ -26,7 +26,8 @@ state::JobId EditJob(const state::Edit& e) {
       e);
 }
 
-Ledger::Ledger(std::unique_ptr<state::Store> store) : store_(std::move(store)) {}
+Ledger::Ledger(std::unique_ptr<state::Store> store)
+    : store_(std::move(store)), disk_full_log_(store_->path()) {}
 
 Ledger::~Ledger() = default;
 
@@ -82,9 +83,12 @@ Status Ledger::Commit(std::vector<state::Edit> edits) {
   // writer out (the header says why that is enough).
   mu_.Unlock();
   const Status committed = store_->Commit(batch.edits);
+  disk_full_log_.Note(committed);
   Status usage_saved = Status::Ok();
-  if (committed.ok() && !batch.usage.empty())
+  if (committed.ok() && !batch.usage.empty()) {
     usage_saved = store_->SaveUsage(batch.usage);
+    disk_full_log_.Note(usage_saved);
+  }
   mu_.Lock();
   if (!usage_saved.ok()) {
     std::cerr << "hachi server: the usage of " << batch.usage.size()
@@ -106,6 +110,7 @@ Status Ledger::CommitNew(const std::vector<state::Edit>& edits,
                          const std::function<void(bool committed)>& settle) {
   // Outside both locks: concurrent submits share one transaction (group commit).
   const Status committed = store_->Commit(edits);
+  disk_full_log_.Note(committed);
   MutexLock lock(&mu_);
   settle(committed.ok());
   if (!committed.ok()) return committed;
@@ -179,7 +184,9 @@ int64_t Ledger::TakeFreedBytes() {
 }
 
 Status Ledger::SaveUsage(const std::vector<state::JobUsage>& usage) {
-  return store_->SaveUsage(usage);
+  Status saved = store_->SaveUsage(usage);
+  disk_full_log_.Note(saved);
+  return saved;
 }
 
 Result<std::vector<state::JobUsage>> Ledger::LoadUsage(state::JobId id) {

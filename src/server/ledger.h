@@ -32,6 +32,7 @@
 
 #include "core/mutex.h"
 #include "core/status.h"
+#include "server/disk_full_log.h"
 #include "state/edits.h"
 #include "state/records.h"
 #include "state/store.h"
@@ -144,6 +145,8 @@ class Ledger {
   // concurrent submits). Every commit but a submit's is made under writer_mu_, so edits
   // reach the disk in the order they apply here.
   const std::unique_ptr<state::Store> store_;
+  // Every write's outcome: a full disk is said once per episode. Thread-safe itself.
+  DiskFullLog disk_full_log_;
   // Set before any thread runs.
   std::vector<Observer*> observers_;
 

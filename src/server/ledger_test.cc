@@ -5,9 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <string>
 #include <vector>
 
+#include "state/sqlite_store.h"
 #include "state/testing.h"
 
 namespace hachi::server {
@@ -186,6 +189,47 @@ TEST(Ledger, EveryJobAnEditTouchesIsNotifiedOnItsTopic) {
   ASSERT_TRUE(Commit(*l, {MakeJob(1).Submitted(), MakeJob(2).Submitted()}).ok());
   ASSERT_TRUE(Commit(*l, {state::JobHeld{2, true}}).ok());
   EXPECT_EQ(topics, (std::vector<std::string>{"job/1", "job/2", "job/2"}));
+}
+
+// Every write path tells the server's log (stderr) of a full disk, once an episode: the
+// ledger's commits and the submits' alike, over SQLite refusing to grow its file.
+TEST(Ledger, AFullDiskIsSaidOnceAnEpisode) {
+  char tmpl[] = "/tmp/hachi-ledger-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  {
+    Result<std::unique_ptr<state::SqliteStore>> store =
+        state::SqliteStore::Open(std::string(tmpl) + "/state.db", {});
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    state::SqliteStore* sqlite = store->get();
+    Result<std::unique_ptr<Ledger>> l = Ledger::Open(std::move(*store));
+    ASSERT_TRUE(l.ok());
+    ASSERT_TRUE(Commit(**l, {MakeJob(1).Submitted()}).ok());
+    ASSERT_TRUE(sqlite->SetMaxPageCountForTesting(1).ok());  // the disk is full
+    auto big = [](state::JobId id) {
+      state::JobRecord r = MakeJob(id);
+      r.spec.set_script(std::string(256 * 1024, 'x'));
+      return state::JobSubmitted{r};
+    };
+    ::testing::internal::CaptureStderr();
+    EXPECT_FALSE((*l)->CommitNew({big(2)}, [](bool) {}).ok());
+    EXPECT_FALSE((*l)->CommitNew({big(3)}, [](bool) {}).ok());
+    EXPECT_FALSE(Commit(**l, {big(4)}).ok());
+    ASSERT_TRUE(sqlite->SetMaxPageCountForTesting(0).ok());
+    EXPECT_TRUE(Commit(**l, {state::JobHeld{1, true}}).ok());
+    const std::string said = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(said.find("hachi server: the state store's writes fail for lack of space"),
+              0u)
+        << said;
+    EXPECT_EQ(said.find("lack of space", said.find("lack of space") + 1),
+              std::string::npos)
+        << said;
+    EXPECT_NE(said.find("\nhachi server: the state store's writes succeed again after 3 "
+                        "failed\n"),
+              std::string::npos)
+        << said;
+    EXPECT_EQ(std::count(said.begin(), said.end(), '\n'), 2) << said;
+  }
+  std::filesystem::remove_all(tmpl);
 }
 
 }  // namespace

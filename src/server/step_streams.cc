@@ -36,7 +36,8 @@ bool StepStreams::Has(const state::StepKey& key) const {
 
 StepStreams::Added StepStreams::Add(const state::StepKey& key, const std::string& node,
                                     const api::StepReport& report,
-                                    const std::vector<std::string>& nodes) {
+                                    const std::vector<std::string>& nodes,
+                                    bool last_word) {
   MutexLock lock(&mu_);
   Stream& s = OpenLocked(key, nodes);
   Added out;
@@ -54,27 +55,36 @@ StepStreams::Added StepStreams::Add(const state::StepKey& key, const std::string
     s.end += at - taken;
     taken = at;
   }
+  bool whole = true;  // every chunk of the batch is taken
   for (const api::OutputChunk& c : report.chunks) {
     const int64_t size = c.size();
     const int64_t skip = std::clamp<int64_t>(taken - at, 0, size);
-    at += size;
-    if (skip == size) continue;
+    if (skip == size) {
+      at += size;
+      continue;
+    }
     api::OutputChunk piece = c;
     if (piece.lost > 0) {
       piece.lost -= skip;
     } else if (skip > 0) {
       piece.data.erase(0, static_cast<size_t>(skip));
     }
+    // Bounded: past max_held unread bytes nothing more is taken, and the agent keeps it
+    // (it stops reading its tasks, which then wait on their writes). A step's last word
+    // has no later batch to wait for: what does not fit is marked lost for the reader.
+    if (piece.lost == 0 && s.held >= max_held_) {
+      if (!last_word) {
+        whole = false;
+        break;
+      }
+      piece.lost = static_cast<int64_t>(piece.data.size());
+      piece.data.clear();
+    }
+    at += size;
     s.held += static_cast<int64_t>(piece.data.size());
     s.end += piece.size();
     s.chunks.push_back(std::move(piece));
     taken = at;
-  }
-  // Bounded: the oldest output goes first (the reader sees `lost`).
-  while (s.held > max_held_ && !s.chunks.empty()) {
-    s.held -= static_cast<int64_t>(s.chunks.front().data.size());
-    s.base += s.chunks.front().size();
-    s.chunks.pop_front();
   }
   for (const api::TaskExit& reported : report.exits) {
     api::TaskExit e = reported;
@@ -86,7 +96,7 @@ StepStreams::Added StepStreams::Add(const state::StepKey& key, const std::string
       out.bad_exit = true;
     }
   }
-  if (report.done) s.nodes_done.insert(node);
+  if (report.done && whole) s.nodes_done.insert(node);
   if (!s.all_done &&
       std::all_of(s.nodes.begin(), s.nodes.end(),
                   [&](const std::string& n) { return s.nodes_done.count(n) > 0; })) {

@@ -6,11 +6,12 @@
 //
 // Output is one sequence per step (bytes, counting gaps): chunks from all nodes in the
 // order they came. A reader asks from an offset and gets what follows; everything below
-// the offset it asks from is dropped (it has it), and so is the oldest output once more
-// than `max_held` bytes wait, which the reader then sees as `lost` — so a reader that
-// never comes costs bounded memory, and one that reconnects with its last offset loses
-// nothing that is still held. Agents send each batch with their own offset in their
-// node's stream, so a batch sent twice is taken once.
+// the offset it asks from is dropped (it has it). Agents send each batch with their own
+// offset in their node's stream, so a batch sent twice is taken once, and are told how
+// far it was taken: once `max_held` bytes wait unread, no more is taken (the agent keeps
+// it and its tasks wait on their writes), so a reader that falls behind or never comes
+// costs bounded memory and no output. A reader that reconnects with its last offset
+// loses nothing; one that asks from below what was dropped sees it as `lost`.
 //
 // Thread-safety: every method may be called from any thread; one mutex guards all
 // streams. Lock order: after the Controller's and the hub's locks. How long an ended
@@ -57,10 +58,13 @@ class StepStreams {
     bool kill_on_bad_exit = false;
   };
   // One node's report for a step. A step not open is opened with `nodes` (a restarted
-  // server learning of a step from its agents).
+  // server learning of a step from its agents). Output is taken up to the bound, a
+  // chunk at a time (`next` says how far; `done` counts only with all of it taken).
+  // `last_word`: the step has ended and its agent sends nothing more, so what does not
+  // fit is kept as a gap the reader sees as lost.
   Added Add(const state::StepKey& key, const std::string& node,
-            const api::StepReport& report, const std::vector<std::string>& nodes)
-      EXCLUDES(mu_);
+            const api::StepReport& report, const std::vector<std::string>& nodes,
+            bool last_word = false) EXCLUDES(mu_);
 
   struct Read {
     bool known = false;

@@ -67,11 +67,53 @@ TEST(StepStreams, DoneWhenEveryNodeIsAndExitsByRank) {
   EXPECT_EQ(exits[1].node, "b");
 }
 
-TEST(StepStreams, BoundedWhileNobodyReadsAndTheReaderSeesTheLoss) {
+TEST(StepStreams, BoundedWhileNobodyReadsByTakingNoMore) {
   StepStreams s(/*max_held=*/10);
+  s.Open(kKey, {"a"}, false);
+  // Below the bound a chunk is taken whole (the bound is passed by one chunk at most);
+  // at the bound nothing more, and the node is not done until all of it was taken.
+  EXPECT_EQ(s.Add(kKey, "a", Report(0, {Out(0, "01234567"), Out(0, "89ab")}), {}).next,
+            12);
+  api::TaskExit ok{0, api::ExitKind::kExited, 0, 0, "", ""};
+  StepStreams::Added held =
+      s.Add(kKey, "a", Report(12, {Out(0, "cdef")}, {ok}, true), {});
+  EXPECT_EQ(held.next, 12);
+  EXPECT_FALSE(held.all_done);
+  EXPECT_EQ(s.Exits(kKey).size(), 1u);  // exits are taken all the same
+  // The reader reads; what it has is dropped when it asks from past it, which makes room.
+  StepStreams::Read r = s.ReadFrom(kKey, 0, 1 << 20);
+  EXPECT_EQ(r.lost, 0);
+  EXPECT_EQ(Text(r), "0123456789ab");
+  s.ReadFrom(kKey, r.next, 1 << 20);
+  StepStreams::Added taken =
+      s.Add(kKey, "a", Report(12, {Out(0, "cdef")}, {ok}, true), {});
+  EXPECT_EQ(taken.next, 16);
+  EXPECT_TRUE(taken.all_done);
+  EXPECT_EQ(Text(s.ReadFrom(kKey, 12, 1 << 20)), "cdef");
+}
+
+TEST(StepStreams, AnEndedStepsLastWordPastTheBoundIsMarkedLost) {
+  StepStreams s(/*max_held=*/4);
+  s.Open(kKey, {"a"}, false);
+  s.Add(kKey, "a", Report(0, {Out(0, "0123")}), {});
+  // The step ended (the job's end): its agent drops what it has once told, so what does
+  // not fit is a gap the reader is told of, not an offset the agent never sends again.
+  EXPECT_EQ(s.Add(kKey, "a", Report(4, {Out(0, "4567")}), {}, /*last_word=*/true).next,
+            8);
+  StepStreams::Read r = s.ReadFrom(kKey, 0, 1 << 20);
+  ASSERT_EQ(r.chunks.size(), 2u);
+  EXPECT_EQ(r.chunks[0].data, "0123");
+  EXPECT_EQ(r.chunks[1].lost, 4);
+  EXPECT_EQ(r.next, 8);
+}
+
+TEST(StepStreams, AReaderThatAsksFromBelowWhatWasDroppedSeesItLost) {
+  StepStreams s;
   s.Open(kKey, {"a"}, false);
   s.Add(kKey, "a", Report(0, {Out(0, "0123456789")}), {});
   s.Add(kKey, "a", Report(10, {Out(0, "abcdef")}), {});
+  EXPECT_EQ(s.ReadFrom(kKey, 10, 1 << 20).lost, 0);  // its reader had the first ten
+  // A second reader from the start (another srun on the same step).
   StepStreams::Read r = s.ReadFrom(kKey, 0, 1 << 20);
   EXPECT_EQ(r.lost, 10);
   EXPECT_EQ(r.from, 10);

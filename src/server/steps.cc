@@ -271,8 +271,9 @@ Result<std::vector<api::StepAck>> StepService::ReportSteps(
       }
     }
     if (ack.gone) {
-      // Output that comes after the step ended still reaches a reader that waits.
-      if (streams_.Has(key)) streams_.Add(key, node, r, {});
+      // Output that comes after the step ended still reaches a reader that waits; the
+      // agent drops it all on `gone`, so what the bound refuses is marked lost.
+      if (streams_.Has(key)) streams_.Add(key, node, r, {}, /*last_word=*/true);
       acks.push_back(ack);
       continue;
     }

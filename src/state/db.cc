@@ -2,7 +2,10 @@
 
 #include <sqlite3.h>
 
+#include <cerrno>
 #include <utility>
+
+#include "state/store.h"
 
 namespace hachi::state {
 
@@ -136,6 +139,11 @@ bool Db::InTransaction() const { return sqlite3_get_autocommit(db_) == 0; }
 
 Status Db::Error(int rc, std::string_view what) const {
   std::string msg = path_ + ": " + std::string(what) + ": " + sqlite3_errmsg(db_);
+  // SQLite says SQLITE_FULL for a write's ENOSPC but only "disk I/O error" for an
+  // fsync's or the WAL index's: the cause is named so that IsNoSpace (store.h) sees it.
+  if ((rc & 0xff) == SQLITE_IOERR && sqlite3_system_errno(db_) == ENOSPC) {
+    msg += std::string(" (") + std::string(kNoSpaceLeft) + ")";
+  }
   switch (rc & 0xff) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:

@@ -523,7 +523,7 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path,
 }
 
 SqliteStore::SqliteStore(std::unique_ptr<Db> db, const SqliteOptions& options)
-    : options_(options), db_(std::move(db)) {}
+    : options_(options), path_(db->path()), db_(std::move(db)) {}
 
 SqliteStore::~SqliteStore() = default;
 

@@ -70,6 +70,7 @@ class SqliteStore final : public Store {
   Status SaveUsage(const std::vector<JobUsage>& usage) override EXCLUDES(db_mu_);
   Result<std::vector<JobUsage>> LoadUsage(JobId job) override EXCLUDES(db_mu_);
   StoreStats stats() const override;
+  std::string path() const override { return path_; }
 
   // Caps the database at `pages` pages (a full disk for tests); 0 lifts the cap. The
   // cap cannot go below the current size (SQLite ignores that).
@@ -92,6 +93,7 @@ class SqliteStore final : public Store {
 
   // Constant after construction.
   const SqliteOptions options_;
+  const std::string path_;  // the database's file
 
   // Held by the leader writing, or a read (Load).
   Mutex db_mu_;

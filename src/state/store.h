@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -39,6 +40,8 @@ class Store {
   virtual Status Commit(const std::vector<Edit>& edits) = 0;
   // Counters since the store was opened; thread-safe.
   virtual StoreStats stats() const { return {}; }
+  // The file it keeps its state in, for messages (its disk's free space); "" for none.
+  virtual std::string path() const { return ""; }
   // Job `id`'s script and environment as stored (the server drops a finished job's
   // environment from memory; requeueing it needs them back). kNotFound when
   // there is no such job; kUnavailable for a store that cannot say.
@@ -117,6 +120,17 @@ struct SqliteOptions {
 // schema versioned in PRAGMA user_version; an unknown newer version is refused).
 Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,
                                                const SqliteOptions& options = {});
+
+// Whether a store's write failed for lack of space: SQLite's SQLITE_FULL ("database or
+// disk is full"; a write's ENOSPC), or an I/O error whose cause was ENOSPC (an fsync, the
+// WAL's index), which the store's message says in kNoSpaceLeft's words.
+inline constexpr std::string_view kNoSpaceLeft = "no space left on device";
+inline bool IsNoSpace(const Status& s) {
+  if (s.code() != StatusCode::kUnavailable) return false;
+  const std::string& m = s.message();
+  return m.find("database or disk is full") != std::string::npos ||
+         m.find(kNoSpaceLeft) != std::string::npos;
+}
 
 // In-memory store for tests and `hachi sim`-like uses: the same contract, nothing on
 // disk. `fail_after`: commits after this many succeed return kUnavailable (fault

@@ -592,6 +592,22 @@ TEST(SrunOutput, LabelsEachLineOnceAcrossChunks) {
       std::string::npos);
 }
 
+TEST(LostOutput, CountsEveryLossAndFailsACleanExit) {
+  LostOutput none;
+  EXPECT_EQ(none.Line("hachi run"), "");
+  EXPECT_EQ(none.ExitStatus(0), 0);
+  LostOutput lost;
+  api::StepOutput out;
+  out.lost = 10;  // dropped below the reader's offset
+  out.chunks = {{0, 1, "kept", 0}, {1, 2, "", 32}};
+  lost.Count(out);
+  lost.Count(api::StepOutput{});
+  EXPECT_EQ(lost.bytes(), 42);
+  EXPECT_EQ(lost.Line("hachi run").rfind("hachi run: 42 bytes of output lost (", 0), 0u);
+  EXPECT_EQ(lost.ExitStatus(0), 1);
+  EXPECT_EQ(lost.ExitStatus(3), 3);  // a failing task's status says more
+}
+
 TEST(SrunExit, WorstTaskAndSlurmsErrorLines) {
   using api::ExitKind;
   const std::vector<api::TaskExit> exits = {{0, ExitKind::kExited, 0, 0, "", "n1"},

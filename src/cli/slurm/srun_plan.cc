@@ -207,7 +207,7 @@ std::pair<std::string, std::string> OutputLabeler::Feed(const api::OutputChunk& 
   if (c.lost > 0) {
     out.second += "srun: warning: " + std::to_string(c.lost) + " bytes of task " +
                   std::to_string(c.task) + "'s " + (c.fd == 2 ? "stderr" : "stdout") +
-                  " were lost: its node's buffer filled before the server took them\n";
+                  " were lost on their way (a server restart, or the step's end)\n";
     return out;
   }
   if (!label_) {
@@ -239,6 +239,17 @@ std::pair<std::string, std::string> OutputLabeler::Flush() {
     partial.clear();
   }
   return out;
+}
+
+void LostOutput::Count(const api::StepOutput& out) {
+  bytes_ += out.lost;
+  for (const api::OutputChunk& c : out.chunks) bytes_ += c.lost;
+}
+
+std::string LostOutput::Line(const std::string& prog) const {
+  if (bytes_ == 0) return "";
+  return prog + ": " + std::to_string(bytes_) +
+         " bytes of output lost (dropped before they were read; see the warnings above)";
 }
 
 int SrunExitStatus(const std::vector<api::TaskExit>& exits) {

@@ -55,6 +55,24 @@ class OutputLabeler {
   std::map<std::pair<int, int>, std::string> partial_;  // (task, fd) -> unfinished line
 };
 
+// Output the relay lost before srun read it (a restarted server's buffers, a step ended
+// with its output still on the way), counted so that srun and hachi run never end as if
+// all of it had come: each loss is a warning as it is seen (OutputLabeler), and at the
+// end one line and a failing exit status.
+class LostOutput {
+ public:
+  void Count(const api::StepOutput& out);
+  int64_t bytes() const { return bytes_; }
+  // "PROG: N bytes of output lost (...)", or "" when nothing was.
+  std::string Line(const std::string& prog) const;
+  // The exit status given the tasks' `status`: a clean one becomes 1 when output was
+  // lost.
+  int ExitStatus(int status) const { return bytes_ > 0 && status == 0 ? 1 : status; }
+
+ private:
+  int64_t bytes_ = 0;
+};
+
 // srun's exit status from its tasks' exits: the highest exit code; 128 + the signal for
 // a task killed by one (the highest such); 2 when a task could not start (Slurm's
 // "execve(): ... No such file or directory"); 0 when every task exited 0.
