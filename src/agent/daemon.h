@@ -135,7 +135,7 @@ class AgentDaemon {
   void ReportProcesses(std::vector<api::GpuProcessReport> processes) EXCLUDES(mu_);
   // Has the lease checker read the clock, and stopped the runs if the lease has passed,
   // before it returns: for tests that move a FakeClock (AgentOptions::clock). By
-  // itself it checks every 200 ms of real time.
+  // itself it checks when the lease can next lapse, in real time.
   void TickLease() EXCLUDES(mu_);
   // When the server's address last refused a connection (the Clock's monotonic ms, as
   // sent), -1 never: what holds the lease through a server outage.

@@ -26,6 +26,7 @@ void AgentDaemon::RenewLeaseLocked(int64_t sent_ms) {
   if ((lease_expired_ || held_by_refusal_) && within) {
     lease_expired_ = false;
     held_by_refusal_ = false;
+    cv_.SignalAll();  // the lease checker sleeps without a deadline while expired
     std::fprintf(stderr, "hachi agent: in contact with the server again\n");
   }
 }
@@ -68,9 +69,17 @@ void AgentDaemon::BackoffLocked(int* backoff_ms) {
 }
 
 void AgentDaemon::LeaseLoop() {
-  // Waits in real time, decides by the Clock (a test moves a FakeClock). Never calls
-  // the server: a call hung on a dead connection delays nothing here.
-  constexpr auto kCheckEvery = std::chrono::milliseconds(200);
+  // Sleeps until the next moment something can change -- the lease's end, or the end
+  // of the contact that a refusing address extends -- not on a period: an idle agent
+  // wakes here about once a lease, not five times a second. A renewal only moves those
+  // moments later, so a wake-up that comes early just sleeps again; what can move them
+  // sooner (a registration's shorter lease, contact back after an expiry) signals cv_,
+  // which ends the sleep.
+  // Waits in real time, decides by the Clock (a test moves a FakeClock and asks for a
+  // check with TickLease; kLongestSleep bounds a sleep computed from a clock that is not
+  // the real one). Never calls the server: a call hung on a dead connection delays
+  // nothing here.
+  constexpr int64_t kLongestSleepMs = 60000;
   MutexLock lock(&mu_);
   // The ticks asked before this round read the clock: answered once it has acted.
   auto ticked = [this](uint64_t asked) REQUIRES(mu_) {
@@ -79,10 +88,18 @@ void AgentDaemon::LeaseLoop() {
     cv_.SignalAll();
   };
   for (;;) {
-    const auto until = CondVar::Clock::now() + kCheckEvery;
-    while (!stopping_ && lease_ticks_done_ == lease_ticks_asked_ &&
-           cv_.WaitUntil(until)) {
+    int64_t sleep_ms = kLongestSleepMs;
+    if (!lease_expired_) {
+      const int64_t now = options_.clock->MonotonicMs();
+      // Past these, the checks below act: `> end`, hence the + 1.
+      int64_t next = LeaseEndLocked() + 1;
+      if (!held_by_refusal_) next = std::min(next, renewed_ms_ + lease_ms_ + 1);
+      sleep_ms = std::clamp<int64_t>(next - now, 1, kLongestSleepMs);
     }
+    const auto until = CondVar::Clock::now() + std::chrono::milliseconds(sleep_ms);
+    // One wait: any signal on cv_ may have moved the deadlines, so the checks run again
+    // (they only act on what the clock and the fields say; a wake-up in vain costs them).
+    if (!stopping_ && lease_ticks_done_ == lease_ticks_asked_) cv_.WaitUntil(until);
     if (stopping_) return;
     const uint64_t asked = lease_ticks_asked_;
     const int64_t now = options_.clock->MonotonicMs();
