@@ -7,12 +7,14 @@ On 127.0.0.1 only, in a fresh temporary directory that it deletes at the end: on
 `hachi server` and N real `hachi agent` processes (simulated hgx-h100 GPUs, each with its
 own --name nNNNN and spool directory), then
   1. the time until every node is `idle` (bounded; stops early when registration stalls);
-  2. the server's RSS, threads, open descriptors and CPU over 10 s with no API traffic;
+  2. the server's RSS, threads, open descriptors and CPU over 10 s with no API traffic,
+     and the agents' CPU and wake-ups meanwhile (per idle agent);
   3. `hachi --version` (the floor: process start), `hachi queue` and `hachi submit` (a
      trivial 1-GPU job), LAT_CALLS times each, over TCP and over the Unix socket, every call
      bounded by CALL_TIMEOUT s: median and p90 in ms, failures and timeouts;
   4. one array of ARRAY one-GPU `sleep 1` jobs: from the submit returning to all COMPLETED,
-     and that each task ran exactly once (a line per run in a counter file);
+     and that each task ran exactly once (a line per run in a counter file), with the
+     agents' CPU per job (their own; their waiters' and jobs'; the job's command alone);
   5. `kill -9` of the server with a long job (`sleep 600`) running on every node, a restart
      on the same state and port, and the time until every agent is connected to the new
      server, every node is up and every job is RUNNING with its original process alive.
@@ -109,6 +111,35 @@ def proc_cpu_s(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def proc_cpu_split_s(pid):
+    """(own utime + stime, reaped children's cutime + cstime), seconds; (0, 0) when gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            v = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0, 0.0
+    tck = os.sysconf("SC_CLK_TCK")
+    return (int(v[11]) + int(v[12])) / tck, (int(v[13]) + int(v[14])) / tck
+
+
+def proc_wakeups(pid):
+    """Context switches of every thread of a process (each one a wake-up)."""
+    total = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0
+    for t in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{t}/status") as f:
+                for line in f:
+                    if "ctxt_switches:" in line:
+                        total += int(line.split()[1])
+        except (OSError, ValueError):
+            pass
+    return total
 
 
 def proc_fds(pid):
@@ -339,11 +370,22 @@ class Bench:
             rss = [int(proc_status(p).get("VmRSS", "0 kB").split()[0])
                    for p in list(self.agents)[:50]]
             emit("agent_rss_kb", sum(rss) // max(1, len(rss)))
+            agents = list(self.agents)
+            a0 = sum(proc_cpu_split_s(p)[0] for p in agents)
+            w0 = sum(proc_wakeups(p) for p in agents)
             c0, t = proc_cpu_s(pid), time.monotonic()
             time.sleep(10)  # no API calls meanwhile: only the agents' own traffic
             cpu = proc_cpu_s(pid) - c0
+            wall = time.monotonic() - t
+            a_cpu = sum(proc_cpu_split_s(p)[0] for p in agents) - a0
+            wakeups = sum(proc_wakeups(p) for p in agents) - w0
             emit("server_idle_cpu_s", cpu)
-            emit("server_idle_cpu_pct", 100 * cpu / (time.monotonic() - t))
+            emit("server_idle_cpu_pct", 100 * cpu / wall)
+            # What idle agents cost the machine: all of them, CPU-s per second, and one of
+            # them, its CPU ms per second and its threads' wake-ups per second.
+            emit("agents_idle_cpu_s_per_s", a_cpu / wall)
+            emit("agent_idle_cpu_ms_per_s", 1000 * a_cpu / wall / max(1, len(agents)))
+            emit("agent_idle_wakeups_per_s", wakeups / wall / max(1, len(agents)))
             emit("server_conns_agents", len(agents_connected(pid, self.port, self.agents)))
             self.summary.append(
                 f"server idle with the agents: RSS {rss_kb / 1024:.1f} MB, "
@@ -426,9 +468,14 @@ class Bench:
             self.summary.append("array: the submit failed")
             return
         array_id = int(out.strip().split(";")[0].split("_")[0])
+        agents = list(self.agents)
+        cpu0 = [proc_cpu_split_s(p) for p in agents]
         t = time.monotonic()
         done = self.wait_queue_empty(ARRAY_TIMEOUT)
         took = time.monotonic() - t
+        cpu1 = [proc_cpu_split_s(p) for p in agents]
+        own = sum(b[0] - a[0] for a, b in zip(cpu0, cpu1))
+        children = sum(b[1] - a[1] for a, b in zip(cpu0, cpu1))
         rc, out, _ = self.cli(["queue", "-a", "--json"], "unix", timeout=60)
         try:
             tasks = [j for j in json.loads(out)["jobs"]
@@ -461,11 +508,30 @@ class Bench:
         emit("array_never_ran", missing)
         emit("array_requeues", requeues)
         emit("array_states", ",".join(f"{k}:{v}" for k, v in sorted(states.items())))
+        # CPU per job on the agents: their own, and their reaped children's (each job's
+        # waiter, with the job under it); the job's own command run here alone is the
+        # part of the latter that is not the waiter's.
+        ran = max(1, sum(runs.values()))
+        emit("agent_cpu_ms_per_job", 1000 * own / ran)
+        emit("agent_children_cpu_ms_per_job", 1000 * children / ran)
+        emit("job_command_cpu_ms", self.job_command_cpu_ms(script.replace("sleep 1", "sleep 0")))
         self.summary.append(
             f"array of {ARRAY}: " + (f"all ended {took:.1f} s after the submit returned"
                                      if done else f"not done after {took:.0f} s")
             + f" ({', '.join(f'{v} {k}' for k, v in sorted(states.items()))})"
             + f"; {once} ran exactly once, {twice} more than once, {missing} never")
+
+    def job_command_cpu_ms(self, script, runs=50):
+        """CPU ms of `sh -c SCRIPT` alone (as the array's job runs it), the mean of `runs`."""
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+               "HACHI_ARRAY_TASK_ID": "0", "HACHI_JOB_ID": "0"}
+        script = script.replace(os.path.join(self.dir, "array.runs"), "/dev/null")
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        for _ in range(runs):
+            subprocess.run(["/bin/sh", "-c", script], env=env, stdout=subprocess.DEVNULL)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return 1000 * ((after.ru_utime - before.ru_utime)
+                       + (after.ru_stime - before.ru_stime)) / runs
 
     # ---- 5. kill -9 and restart
     def pid_files(self):
