@@ -347,6 +347,13 @@ void AgentDaemon::StopRun(const api::RunStop& stop) {
       StopUnstartedLocked(stop);  // not the run that runs here now
       return;
     }
+    if (live != live_.end()) {
+      auto starting = starting_.find({stop.job, live->second});
+      if (starting != starting_.end()) {
+        starting->second = "cancelled";  // LaunchNow stops it once launched
+        return;
+      }
+    }
   }
   launcher_->Cancel(stop.job, "cancelled");
   steps_->StopJob(stop.job, kStepGrace);  // steps' tasks are in sessions of their own
@@ -387,6 +394,7 @@ bool AgentDaemon::AcceptRunLocked(const api::LaunchSpec& l) {
   if (!launched_.emplace(l.job, l.start_time).second) return false;
   current_run_[l.job] = l.start_time;
   live_[l.job] = l.start_time;
+  starting_.emplace(std::make_pair(l.job, l.start_time), std::string());
   if (finished_.erase(l.job) > 0) {  // a new run of a requeued job: its own exit
     finished_order_.erase(
         std::find(finished_order_.begin(), finished_order_.end(), l.job));
@@ -421,6 +429,19 @@ void AgentDaemon::LaunchNow(const api::LaunchSpec& launch) {
     }
   }
   Status s = launcher_->Launch(l);
+  std::string stop;  // asked while it was being launched (StopRun, the lease)
+  {
+    MutexLock lock(&mu_);
+    auto starting = starting_.find({l.job, l.start_time});
+    if (starting != starting_.end()) {
+      stop = std::move(starting->second);
+      starting_.erase(starting);
+    }
+  }
+  if (s.ok() && !stop.empty()) {
+    launcher_->Cancel(l.job, stop);
+    steps_->StopJob(l.job, kStepGrace);
+  }
   if (!s.ok()) {
     api::JobExit e;
     e.job = l.job;

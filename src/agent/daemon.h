@@ -228,6 +228,10 @@ class AgentDaemon {
   std::unordered_map<state::JobId, Time> current_run_ GUARDED_BY(mu_);
   // runs launched and not yet exited
   std::unordered_map<state::JobId, Time> live_ GUARDED_BY(mu_);
+  // Runs accepted whose launcher_->Launch has not returned (it runs without mu_, on the
+  // poll or the report thread): a stop that comes meanwhile is kept here, with its
+  // reason, and done once the launch returns -- the launcher would drop it before.
+  std::map<std::pair<state::JobId, Time>, std::string> starting_ GUARDED_BY(mu_);
   // A requeued job's new run that came while its earlier run was still stopping here,
   // and such runs whose earlier run has now exited (launched by the report thread).
   std::unordered_map<state::JobId, api::LaunchSpec> deferred_ GUARDED_BY(mu_);

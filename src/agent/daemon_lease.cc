@@ -138,10 +138,16 @@ void AgentDaemon::LeaseLoop() {
       e.end_time = options_.clock->Now();
       unreported_.push_back(e);
     }
-    std::vector<state::JobId> stop;
+    std::vector<state::JobId> stop, cancel;
     for (const auto& [job, start] : live_) {
       lease_stopped_.emplace(job, start);
       stop.push_back(job);
+      auto starting = starting_.find({job, start});
+      if (starting != starting_.end()) {
+        starting->second = why;  // being launched: LaunchNow stops it once it is
+      } else {
+        cancel.push_back(job);
+      }
     }
     std::string list;
     for (state::JobId id : stop) list += (list.empty() ? "" : ", ") + std::to_string(id);
@@ -150,7 +156,7 @@ void AgentDaemon::LeaseLoop() {
     cv_.SignalAll();
     lock.Unlock();
     // Without mu_: a launcher may report the exit (OnExit) from within Cancel.
-    for (state::JobId id : stop) {
+    for (state::JobId id : cancel) {
       launcher_->Cancel(id, why);
       steps_->StopJob(id, kStepGrace);
     }

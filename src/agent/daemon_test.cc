@@ -439,6 +439,41 @@ TEST(DaemonScripted, AStopOfAnEarlierRunLeavesTheRunningOneAlone) {
   ASSERT_TRUE(WaitFor([&] { return agent.launcher->Running().empty(); }));
 }
 
+// A stop that comes while its run is being launched (the report thread launches a
+// requeued job's run once its earlier run exits) stops it once the launch returns: the
+// launcher, which does not know the run yet, would drop it.
+TEST(DaemonScripted, AStopDuringItsRunsLaunchStopsItOnceLaunched) {
+  ScriptedServer server;
+  Agent agent(Options(server.url(), 1000));
+  ASSERT_TRUE(agent.daemon.Start().ok());
+  server.Send(WorkOf({Launch(7, 1000)}, false));
+  ASSERT_TRUE(WaitFor([&] { return agent.launcher->launches().size() == 1; }));
+  // The requeued run comes while the first still runs: it waits for its exit.
+  int polls = server.polls();
+  server.Send(WorkOf({Launch(7, 2000)}, false));
+  ASSERT_TRUE(WaitFor([&] { return server.polls() >= polls + 2; }));
+  agent.launcher->HoldLaunches(true);
+  ASSERT_TRUE(agent.launcher->Finish(7, 0));
+  ASSERT_TRUE(WaitFor([&] { return agent.launcher->launches_held() == 1; }));
+  // Its stop, while its launch is under way.
+  api::AgentWork stop;
+  stop.cancel = {{7, 2000}};
+  polls = server.polls();
+  server.Send(stop);
+  ASSERT_TRUE(WaitFor([&] { return server.polls() >= polls + 2; }));
+  agent.launcher->HoldLaunches(false);
+  ASSERT_TRUE(WaitFor([&] { return agent.launcher->launches().size() == 2; }));
+  ASSERT_TRUE(WaitFor([&] { return agent.launcher->Running().empty(); }))
+      << "the run launched after its stop came still runs";
+  ASSERT_TRUE(WaitFor([&] {
+    for (const api::JobExit& e : server.exits()) {
+      if (e.job == 7 && e.start_time == 2000 && e.kind == api::ExitKind::kCancelled)
+        return true;
+    }
+    return false;
+  }));
+}
+
 // The GPU processes are sent when the list changes, and at least every minute while it is
 // not empty (their memory figures): a minute on the daemon's clock.
 TEST(DaemonScripted, GpuProcessesAreSentAgainEveryMinute) {

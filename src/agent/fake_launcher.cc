@@ -1,5 +1,7 @@
 #include "agent/fake_launcher.h"
 
+#include <chrono>
+
 namespace hachi::agent {
 
 FakeLauncher::FakeLauncher(ExitCallback on_exit, const Clock* clock)
@@ -7,6 +9,13 @@ FakeLauncher::FakeLauncher(ExitCallback on_exit, const Clock* clock)
 
 Status FakeLauncher::Launch(const api::LaunchSpec& spec) {
   MutexLock lock(&mu_);
+  if (hold_) {
+    ++held_;
+    const auto until = CondVar::Clock::now() + std::chrono::seconds(10);
+    while (hold_ && held_cv_.WaitUntil(until)) {
+    }
+    --held_;
+  }
   if (!launch_status_.ok()) return launch_status_;
   if (running_.count(spec.job)) {
     return InvalidArgument("job " + std::to_string(spec.job) +
@@ -15,6 +24,17 @@ Status FakeLauncher::Launch(const api::LaunchSpec& spec) {
   launches_.push_back(spec);
   running_[spec.job] = spec.start_time;
   return Status::Ok();
+}
+
+void FakeLauncher::HoldLaunches(bool hold) {
+  MutexLock lock(&mu_);
+  hold_ = hold;
+  held_cv_.SignalAll();
+}
+
+int FakeLauncher::launches_held() const {
+  MutexLock lock(&mu_);
+  return held_;
 }
 
 void FakeLauncher::Cancel(JobId job, std::string reason) {

@@ -41,6 +41,9 @@ class FakeLauncher final : public Launcher {
   bool Finish(const api::JobExit& exit) EXCLUDES(mu_);
   // Launch returns `status` from now on (OK: launches work again).
   void FailLaunches(Status status) EXCLUDES(mu_);
+  // While held, Launch waits (at most 10 s) before it launches: a launch under way.
+  void HoldLaunches(bool hold) EXCLUDES(mu_);
+  int launches_held() const EXCLUDES(mu_);  // Launch calls waiting now
 
   std::vector<api::LaunchSpec> launches() const EXCLUDES(mu_);  // in order
   std::vector<std::pair<JobId, std::string>> cancels() const
@@ -63,6 +66,9 @@ class FakeLauncher final : public Launcher {
   std::vector<api::JobExit> stops_ GUARDED_BY(mu_);
   std::vector<std::pair<JobId, Duration>> limits_ GUARDED_BY(mu_);
   Status launch_status_ GUARDED_BY(mu_);
+  CondVar held_cv_{&mu_};
+  bool hold_ GUARDED_BY(mu_) = false;
+  int held_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace hachi::agent
