@@ -33,11 +33,7 @@ namespace {
 namespace fs = std::filesystem;
 using Steady = std::chrono::steady_clock;
 using std::chrono::milliseconds;
-using testing_util::Exits;
-using testing_util::ProcessGone;
-using testing_util::Slurp;
-using testing_util::WaitGone;
-using testing_util::WaitPidFile;
+using namespace testing_util;  // Exits, the process and file probes
 
 class LeaseTest : public testing::Test {
  protected:

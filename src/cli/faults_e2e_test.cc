@@ -42,13 +42,7 @@ namespace hachi::cli {
 namespace {
 
 using nlohmann::json;
-using testing::Fleet;
-using testing::Hachi;
-using testing::Job;
-using testing::JobRun;
-using testing::Now;
-using testing::ParseRuns;
-using testing::ReadFile;
+using namespace testing;  // fleet_testing.h, job_runs_testing.h
 
 // The server's fixed port on host 0: a restarted server must be where its agents look.
 constexpr int kPort = 8686;

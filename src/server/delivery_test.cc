@@ -8,11 +8,7 @@
 namespace hachi::server {
 namespace {
 
-using testing::Harness;
-using testing::kAlice;
-using testing::kRoot;
-using testing::MakeAgent;
-using testing::MakeSubmit;
+using namespace testing;  // server/testing.h: Harness, its users, MakeAgent, MakeSubmit
 
 class DeliveryTest : public ::testing::Test {
  protected:
