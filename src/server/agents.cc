@@ -343,8 +343,10 @@ void NodeService::CheckAgentsLocked(Time now) {
   // restarted one does, rather than take every node down and fence their runs.
   const int64_t mono = options_->clock->MonotonicMs();
   const int64_t gap = last_check_ms_ < 0 ? 0 : mono - last_check_ms_;
+  if (last_check_ms_ < 0) checking_since_ms_ = mono;
   last_check_ms_ = mono;
   if (gap > std::max<int64_t>(options_->agent_timeout * 1000 / 2, 5000)) {
+    checking_since_ms_ = mono;
     std::cerr << "hachi server: no agent check for " << gap / 1000
               << " s (the server stalled): counting the agents' silence from now\n";
     for (const auto& [name, rec] : ledger_->image().nodes) hub_->Touch(name);
@@ -358,6 +360,45 @@ void NodeService::CheckAgentsLocked(Time now) {
     NodeLostLocked(name, AgentLostReason(options_->agent_timeout), now);
   }
   FenceLocked(now);
+  StopOverdueLocked(now);
+}
+
+void NodeService::StopOverdueLocked(Time now) {
+  fleet_->Held(ledger_);
+  const FenceTimes times{options_->lease, options_->kill_grace, options_->fence_margin};
+  const int64_t checking = options_->clock->MonotonicMs() - checking_since_ms_;
+  std::vector<state::Edit> edits;
+  std::vector<state::JobId> ended;
+  for (state::JobId id : ledger_->active()) {
+    auto it = ledger_->image().jobs.find(id);
+    if (it == ledger_->image().jobs.end() ||
+        it->second.state != state::JobState::kRunning) {
+      continue;
+    }
+    const state::JobRecord& job = it->second;
+    if (!RunOverdue(job.start_time, job.req.time_limit, now, checking, times)) continue;
+    RunInfo& info = fleet_->runs[id];
+    if (!info.over_time) {
+      // Only a run nothing was asked of: a cancel, a requeue or a preemption under way
+      // ends it already, with its own reason.
+      if (info.state.phase != RunPhase::kRunning || !info.Take(RunEvent::kCancelAsked))
+        continue;
+      info.over_time = true;
+      info.cancel_reason =
+          OverdueReason(job.req.time_limit, now - job.start_time - job.req.time_limit);
+      std::cerr << "hachi server: job " << id << ": " << info.cancel_reason << "\n";
+      fleet_->StopPartsLocked(job, &info);
+    }
+    // No part left to report (none was delivered): it ends now, or at the next check
+    // if this commit fails.
+    if (info.parts_left <= 0) {
+      edits.push_back(EndOf(job, info, now));
+      ended.push_back(id);
+    }
+  }
+  if (edits.empty()) return;
+  if (!ledger_->Commit(std::move(edits)).ok()) return;
+  for (state::JobId id : ended) fleet_->runs.erase(id);
 }
 
 }  // namespace hachi::server

@@ -31,4 +31,19 @@ std::string FencedExitMessage(const std::string& node, const FenceTimes& times) 
          FormatDuration(times.margin);
 }
 
+bool RunOverdue(Time start, Duration time_limit, Time now, int64_t checking_ms,
+                const FenceTimes& times) {
+  if (time_limit <= 0) return false;
+  const Duration after = times.lease + times.kill_grace + times.margin;
+  return checking_ms >= (times.lease + times.margin) * 1000 &&
+         now > start + time_limit + after;
+}
+
+std::string OverdueReason(Duration time_limit, Duration over) {
+  return "time limit " + FormatDuration(time_limit) + ": still running " +
+         FormatDuration(over) +
+         " past it on the server's clock (its node did not end "
+         "it), stopped by the server";
+}
+
 }  // namespace hachi::server

@@ -33,4 +33,16 @@ std::string FenceNote(const std::string& node, int64_t left_ms, bool requeues);
 // The exit message of a part whose node's fence passed.
 std::string FencedExitMessage(const std::string& node, const FenceTimes& times);
 
+// Whether a RUNNING run that started at `start` (the server's clock) with `time_limit`
+// (0: none) is overdue at `now`: past its limit by more than the lease, the kill grace
+// and the margin. Its agent ends a run at its limit on its own monotonic clock and
+// reports the exit; one still running here that long after is one its agent did not
+// end (a clock or a bug on the node), and the server stops it. Not before this server
+// has checked its agents for the lease and the margin (`checking_ms`): an exit an agent
+// held through a server outage comes at its registration, just after.
+bool RunOverdue(Time start, Duration time_limit, Time now, int64_t checking_ms,
+                const FenceTimes& times);
+// The reason an overdue run ends with (TIMEOUT, unless it ended by itself meanwhile).
+std::string OverdueReason(Duration time_limit, Duration over);
+
 }  // namespace hachi::server

@@ -77,6 +77,33 @@ INSTANTIATE_TEST_SUITE_P(
                 "waiting for node n2's lease to expire before requeue, 0 s"}),
     [](const testing::TestParamInfo<NoteRow>& p) { return p.param.name; });
 
+struct OverdueRow {
+  std::string name;
+  Duration time_limit;
+  Time now;  // the run started at 1000
+  int64_t checking_ms;
+  bool want;
+};
+
+class RunOverdueTest : public testing::TestWithParam<OverdueRow> {};
+
+TEST_P(RunOverdueTest, Decides) {
+  const OverdueRow& r = GetParam();
+  EXPECT_EQ(RunOverdue(1000, r.time_limit, r.now, r.checking_ms, kTimes), r.want);
+}
+
+// Limit 60 s: overdue past 1000 + 60 + 45; the server checking for 35 s at least.
+INSTANTIATE_TEST_SUITE_P(
+    Rows, RunOverdueTest,
+    testing::Values(OverdueRow{"within_its_limit", 60, 1050, 100000, false},
+                    OverdueRow{"past_the_limit_within_the_fence", 60, 1105, 100000,
+                               false},
+                    OverdueRow{"past_the_limit_and_the_fence", 60, 1106, 100000, true},
+                    OverdueRow{"no_limit", 0, 999999, 100000, false},
+                    OverdueRow{"server_just_back", 60, 5000, 34999, false},
+                    OverdueRow{"server_back_long_enough", 60, 5000, 35000, true}),
+    [](const testing::TestParamInfo<OverdueRow>& p) { return p.param.name; });
+
 TEST(FenceWordsTest, LostReasonAndFencedExit) {
   EXPECT_EQ(AgentLostReason(30), "agent silent for more than 30s");
   EXPECT_EQ(FencedExitMessage("n2", kTimes),

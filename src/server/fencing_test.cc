@@ -362,5 +362,64 @@ TEST_F(FencingTest, OlderAgentInstanceCannotRegister) {
   EXPECT_TRUE(h_->nodes().Register(next).ok());
 }
 
+// A run its agent did not end at its time limit (a clock or a bug on the node) is
+// stopped by the server once the lease, the kill grace and the margin have passed too
+// (60 s + 45 s here), and ends TIMEOUT; one that ends by itself meanwhile keeps its own
+// end, and a run without a limit is left alone.
+TEST_F(FencingTest, ARunItsAgentDidNotEndAtItsLimitIsStoppedByTheServer) {
+  h_.Register("n1");
+  const state::JobId limited = h_.Submit(MakeSubmit().Gpus(2).Time(60));
+  const state::JobId failing = h_.Submit(MakeSubmit().Gpus(2).Time(60));
+  const state::JobId unlimited = h_.Submit(MakeSubmit().Gpus(2).Time(0));
+  h_->RunCycle();
+  ASSERT_EQ(h_.Work("n1").launch.size(), 3u);
+  const Time start = h_.Job(limited).start_time;
+  Pass(105, {"n1"});
+  EXPECT_TRUE(h_.Work("n1").cancel.empty())
+      << "not before limit + lease + grace + margin";
+  Pass(1, {"n1"});
+  std::vector<state::JobId> stopped;
+  for (const api::RunStop& s : h_.Work("n1").cancel) stopped.push_back(s.job);
+  EXPECT_TRUE(Has(stopped, limited));
+  EXPECT_TRUE(Has(stopped, failing));
+  EXPECT_FALSE(Has(stopped, unlimited));
+  EXPECT_EQ(h_.StateOf(limited), JobState::kRunning) << "until its agent says it ended";
+  // The agent stops one; the other had failed by itself just before the stop came.
+  api::JobExit e;
+  e.job = limited;
+  e.start_time = start;
+  e.kind = ExitKind::kCancelled;
+  e.signal = 15;
+  ASSERT_TRUE(h_->nodes().ReportExits("n1", {e}).ok());
+  e.job = failing;
+  e.kind = ExitKind::kExited;
+  e.signal = 0;
+  e.exit_code = 3;
+  ASSERT_TRUE(h_->nodes().ReportExits("n1", {e}).ok());
+  const state::JobRecord j = h_.Job(limited);
+  EXPECT_EQ(j.state, JobState::kTimeout);
+  EXPECT_EQ(j.reason,
+            "time limit 1m00s: still running 46s past it on the server's clock (its node "
+            "did not end it), stopped by the server");
+  EXPECT_EQ(h_.StateOf(failing), JobState::kFailed);
+  EXPECT_EQ(h_.StateOf(unlimited), JobState::kRunning);
+}
+
+// A restarted (or stalled) server waits for the lease and the margin before it stops
+// overdue runs: their agents report the exits they held meanwhile at registration.
+TEST_F(FencingTest, AServerBackFromAnOutageLetsTheAgentsReportBeforeItStopsOverdueRuns) {
+  h_.Register("n1");
+  const state::JobId id = h_.Submit(MakeSubmit().Gpus(2).Time(60));
+  h_->RunCycle();
+  ASSERT_EQ(h_.Work("n1").launch.size(), 1u);
+  clock_.Advance(std::chrono::seconds(600));  // no cycle: the server was away
+  Pass(34, {"n1"});
+  EXPECT_TRUE(h_.Work("n1").cancel.empty()) << "checking for less than lease + margin";
+  Pass(2, {"n1"});
+  const AgentWork w = h_.Work("n1");
+  ASSERT_EQ(w.cancel.size(), 1u);
+  EXPECT_EQ(w.cancel[0].job, id);
+}
+
 }  // namespace
 }  // namespace hachi::server

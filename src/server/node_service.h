@@ -75,6 +75,9 @@ class NodeService : public OnLedger {
   void NodeLostLocked(const std::string& node, const std::string& why, Time now)
       REQUIRES(ledger_->writer_mu(), ledger_->mu());
   void FenceLocked(Time now) REQUIRES(ledger_->writer_mu(), ledger_->mu());
+  // The runs past their time limit that their agents did not end (RunOverdue) are
+  // stopped, to end TIMEOUT.
+  void StopOverdueLocked(Time now) REQUIRES(ledger_->writer_mu(), ledger_->mu());
   // Register's second half: the jobs the records run on `reg.node` reconciled with what
   // its agent says it runs (re-sent, requeued or ended), and what it runs without the
   // records' leave stopped.
@@ -96,6 +99,8 @@ class NodeService : public OnLedger {
 
   // When CheckAgentsLocked last ran (the Clock's monotonic ms; -1: never).
   int64_t last_check_ms_ GUARDED_BY(ledger_->mu()) = -1;
+  // Since when the checks have run without a stall (the same clock; -1: never).
+  int64_t checking_since_ms_ GUARDED_BY(ledger_->mu()) = -1;
 };
 
 }  // namespace hachi::server

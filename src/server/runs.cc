@@ -192,7 +192,14 @@ state::JobEnded EndOf(const state::JobRecord& job, const RunInfo& info, Time now
       end.reason = e.message;
       break;
   }
-  if (info.cancelling() && end.state != state::JobState::kCompleted) {
+  if (info.cancelling() && info.over_time) {
+    // The server's stop (or the node's loss) ended it: its time limit did.
+    if (!info.worst || e.kind == api::ExitKind::kCancelled ||
+        e.kind == api::ExitKind::kLost) {
+      end.state = state::JobState::kTimeout;
+      end.reason = info.cancel_reason;
+    }
+  } else if (info.cancelling() && end.state != state::JobState::kCompleted) {
     end.state = state::JobState::kCancelled;
     end.reason = info.cancel_reason;
   }

@@ -86,7 +86,10 @@ struct RunInfo {
   std::vector<std::string> ended_on;
   std::optional<api::JobExit> worst;  // first failing part, else the last
   RunState state;
-  std::string cancel_reason;   // kCancelling: why
+  std::string cancel_reason;  // kCancelling: why
+  // kCancelling by the server's own time-limit check (RunOverdue): it ends TIMEOUT,
+  // unless it ended by itself meanwhile (then as that exit says).
+  bool over_time = false;
   std::string requeue_reason;  // requeueing: why ("" = "preempted")
   Time preempt_kill_at = kNever;
   int allocation_exit = 0;  // kAllocationDone*: the job's exit code
