@@ -10,6 +10,8 @@
 #include <cstring>
 #include <string>
 
+#include "api/http_client.h"
+
 namespace hachi::agent {
 
 namespace {
@@ -42,23 +44,18 @@ ProbeResult Connect(int family, const sockaddr* addr, socklen_t len, int timeout
 }  // namespace
 
 ProbeResult ProbeServer(std::string_view server, int timeout_ms) {
-  std::string a(server);
-  if (a.rfind("unix:", 0) == 0) {
+  Result<api::ServerAddress> a = api::ParseServerAddress(server);
+  if (!a.ok()) return ProbeResult::kNoAnswer;
+  if (!a->unix_path.empty()) {
     sockaddr_un un{};
     un.sun_family = AF_UNIX;
-    const std::string path = a.substr(5);
-    if (path.empty() || path.size() >= sizeof un.sun_path) return ProbeResult::kNoAnswer;
+    const std::string& path = a->unix_path;
+    if (path.size() >= sizeof un.sun_path) return ProbeResult::kNoAnswer;
     std::memcpy(un.sun_path, path.data(), path.size());
     return Connect(AF_UNIX, reinterpret_cast<const sockaddr*>(&un), sizeof un,
                    timeout_ms);
   }
-  for (const char* scheme : {"https://", "http://"}) {
-    if (a.rfind(scheme, 0) == 0) a = a.substr(std::strlen(scheme));
-  }
-  while (!a.empty() && a.back() == '/') a.pop_back();
-  const size_t colon = a.rfind(':');
-  if (colon == std::string::npos || colon == 0) return ProbeResult::kNoAnswer;
-  std::string host = a.substr(0, colon);
+  std::string host = a->host;
   if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
     host = host.substr(1, host.size() - 2);  // [::1]
   }
@@ -66,7 +63,8 @@ ProbeResult ProbeServer(std::string_view server, int timeout_ms) {
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_NUMERICSERV;
   addrinfo* found = nullptr;
-  if (::getaddrinfo(host.c_str(), a.c_str() + colon + 1, &hints, &found) != 0) {
+  const std::string port = std::to_string(a->port);
+  if (::getaddrinfo(host.c_str(), port.c_str(), &hints, &found) != 0) {
     return ProbeResult::kNoAnswer;
   }
   // Refused only when every address refuses: one that answers, or may, is a server.

@@ -46,39 +46,54 @@ HttpClient::HttpClient(std::string address, std::unique_ptr<Impl> impl)
 
 HttpClient::~HttpClient() = default;
 
+Result<ServerAddress> ParseServerAddress(std::string_view address) {
+  const std::string a(address);
+  ServerAddress out;
+  if (a.rfind("unix:", 0) == 0) {
+    out.unix_path = a.substr(5);
+    if (out.unix_path.empty())
+      return InvalidArgument("server address '" + a + "': no socket path");
+    return out;
+  }
+  out.https = a.rfind("https://", 0) == 0;
+  std::string hostport = out.https                    ? a.substr(8)
+                         : a.rfind("http://", 0) == 0 ? a.substr(7)
+                                                      : a;
+  while (!hostport.empty() && hostport.back() == '/') hostport.pop_back();
+  const size_t colon = hostport.rfind(':');
+  if (hostport.empty() || colon == std::string::npos || colon == 0 ||
+      colon + 1 == hostport.size()) {
+    return InvalidArgument("server address '" + a +
+                           "': expected http://HOST:PORT, https://HOST:PORT or "
+                           "unix:/path/to.sock");
+  }
+  char* end = nullptr;
+  const long port = std::strtol(hostport.c_str() + colon + 1, &end, 10);
+  if (*end != '\0' || port <= 0 || port > 65535) {
+    return InvalidArgument("server address '" + a + "': bad port");
+  }
+  out.host = hostport.substr(0, colon);
+  out.port = static_cast<int>(port);
+  out.hostport = std::move(hostport);
+  return out;
+}
+
 Result<std::unique_ptr<HttpClient>> HttpClient::Create(std::string_view address,
                                                        int timeout_ms) {
   auto impl = std::make_unique<Impl>();
   impl->timeout_ms = timeout_ms;
   std::string a(address);
-  if (a.rfind("unix:", 0) == 0) {
-    std::string path = a.substr(5);
-    if (path.empty())
-      return InvalidArgument("server address '" + a + "': no socket path");
+  Result<ServerAddress> parsed = ParseServerAddress(a);
+  if (!parsed.ok()) return parsed.status();
+  if (!parsed->unix_path.empty()) {
     // (host, port), not httplib's one-string form, which compiles a std::regex to split
     // a URL: half of a `hachi submit`'s instructions. A path never matched it anyway;
     // the port is not used over AF_UNIX.
-    impl->client = std::make_unique<httplib::Client>(path, 80);
+    impl->client = std::make_unique<httplib::Client>(parsed->unix_path, 80);
     impl->client->set_address_family(AF_UNIX);
   } else {
-    const bool https = a.rfind("https://", 0) == 0;
-    std::string hostport = https                        ? a.substr(8)
-                           : a.rfind("http://", 0) == 0 ? a.substr(7)
-                                                        : a;
-    while (!hostport.empty() && hostport.back() == '/') hostport.pop_back();
-    const size_t colon = hostport.rfind(':');
-    if (hostport.empty() || colon == std::string::npos || colon == 0 ||
-        colon + 1 == hostport.size()) {
-      return InvalidArgument("server address '" + a +
-                             "': expected http://HOST:PORT, https://HOST:PORT or "
-                             "unix:/path/to.sock");
-    }
-    char* end = nullptr;
-    const long port = std::strtol(hostport.c_str() + colon + 1, &end, 10);
-    if (*end != '\0' || port <= 0 || port > 65535) {
-      return InvalidArgument("server address '" + a + "': bad port");
-    }
-    if (https) {
+    const std::string& hostport = parsed->hostport;
+    if (parsed->https) {
 #ifdef CPPHTTPLIB_OPENSSL_SUPPORT
       impl->client = std::make_unique<httplib::Client>("https://" + hostport);
       // The server's certificate is checked against the system's CAs, or the one file
@@ -96,8 +111,7 @@ Result<std::unique_ptr<HttpClient>> HttpClient::Create(std::string_view address,
                              "': this hachi was built without TLS (no static libssl)");
 #endif
     } else {
-      impl->client = std::make_unique<httplib::Client>(hostport.substr(0, colon),
-                                                       static_cast<int>(port));
+      impl->client = std::make_unique<httplib::Client>(parsed->host, parsed->port);
     }
   }
   impl->client->set_keep_alive(true);

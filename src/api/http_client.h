@@ -32,6 +32,18 @@ inline constexpr const char* kDefaultServer = "http://127.0.0.1:8686";
 inline constexpr const char* kClusterSecretHeader = "X-Hachi-Cluster-Secret";
 std::string ResolveServer(const std::string& flag);
 
+// A server address taken apart: a Unix socket's path, or a host and port (for the
+// client, and for the agent's probe of a silent server, agent/server_probe.h).
+struct ServerAddress {
+  std::string unix_path;  // "unix:PATH": PATH; empty for TCP
+  bool https = false;
+  std::string host;  // as written: "10.0.0.1", "ctl.example", "[::1]"
+  int port = 0;
+  std::string hostport;  // host:port as written
+};
+// kInvalidArgument, naming what is wrong, for an address it cannot parse.
+Result<ServerAddress> ParseServerAddress(std::string_view address);
+
 class HttpClient {
  public:
   // kInvalidArgument for an address it cannot parse.
