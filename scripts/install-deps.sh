@@ -19,6 +19,7 @@ PKGS=(
   ccache                                         # a fresh clone reuses an earlier clone's objects (CMakeLists.txt)
   python3                                        # make analyze reads compile_commands.json; fleet tests' rank programs
   iproute2                                       # `ip netns`: the fleet and partition tests' simulated hosts
+  faketime                                       # libfaketime: an agent whose wall clock is an hour off (cli/faults_e2e_test.cc)
   prometheus                                     # promtool checks the metrics scrape (server/observe_test.cc)
   chromium chromium-driver                       # the dashboard's browser tests (tests/browser)
   snakemake                                      # its --slurm executor drives the Slurm names (tests/slurm)

@@ -264,9 +264,13 @@ void AgentDaemon::PollLoop() {
       wait_ms = static_cast<int>(std::min<int64_t>(wait_ms, lease_ms_ / 6));
     }
     const int64_t sent = options_.clock->MonotonicMs();
-    Result<std::string> body = http.Call(
-        "GET", work_base + std::to_string(wait_ms) + "&ack=" + std::to_string(acked), "",
-        wait_ms + 10000);
+    // clock_ms: this node's wall clock, which the server compares with its own (its
+    // clock offset, shown by `hachi show node`).
+    Result<std::string> body =
+        http.Call("GET",
+                  work_base + std::to_string(wait_ms) + "&ack=" + std::to_string(acked) +
+                      "&clock_ms=" + std::to_string(options_.clock->NowMicros() / 1000),
+                  "", wait_ms + 10000);
     if (!body.ok()) {
       if (body.status().code() == StatusCode::kNotFound) {
         MutexLock lock(&mu_);

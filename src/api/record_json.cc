@@ -486,6 +486,8 @@ json ToJson(const NodeStatus& node) {
   }
   j["stray_processes"] = std::move(strays);
   if (!node.gpu_sharing_events.empty()) j["gpu_sharing_events"] = node.gpu_sharing_events;
+  j["clock_offset_ms"] =
+      node.clock_offset_ms ? json(*node.clock_offset_ms) : json(nullptr);
   return j;
 }
 
@@ -688,6 +690,14 @@ Status FromJson(const json& j, NodeStatus* out, std::string_view path) {
   r.Int("alloc_memory_mib", &node.alloc_memory_mib);
   r.List<StrayGpuProcess>("stray_processes", &node.stray_processes, ReadStrayItem);
   r.List<std::string>("gpu_sharing_events", &node.gpu_sharing_events, ReadStringItem);
+  r.Custom("clock_offset_ms", [&](const json& v, const std::string& p) {
+    if (v.is_null()) return Status::Ok();  // unknown
+    int64_t ms = 0;
+    const std::string problem = ReadJsonInt(v, &ms);
+    if (!problem.empty()) return InvalidArgument(p + ": " + problem);
+    node.clock_offset_ms = ms;
+    return Status::Ok();
+  });
   HACHI_RETURN_IF_ERROR(r.Finish());
   *out = std::move(node);
   return Status::Ok();

@@ -4,6 +4,8 @@
 #include <memory>
 #include <string>
 
+#include "api/clock_offset.h"
+#include "cli/client.h"
 #include "config/values.h"
 #include "diag/doctor.h"
 #include "diag/host_facts.h"
@@ -17,7 +19,54 @@ struct DoctorFlags {
   diag::DoctorOptions opts;
   std::string mig;        // "on", "off" or "" (report only)
   std::string xid_since;  // a duration ("10m"); "" since boot
+  std::string server;     // --server: also the clock check against it
+  std::string node;       // --node: this node's name there ("" its hostname)
 };
+
+// This node's clock against the server's: the offset the server measured at its agent's
+// last work poll (server/clock_offsets.h). Past api::kClockOffsetProblemMs: FAIL.
+diag::CheckItem ClockCheck(const std::string& server, const std::string& node) {
+  diag::CheckItem item;
+  item.check = "clock-offset";
+  auto warn = [&](std::string evidence, std::string fix) {
+    item.status = diag::CheckStatus::kWarn;
+    item.evidence = std::move(evidence);
+    item.fix = std::move(fix);
+    return item;
+  };
+  Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(server);
+  Result<std::vector<state::NodeStatus>> nodes =
+      c.ok() ? (*c)->Nodes() : Result<std::vector<state::NodeStatus>>(c.status());
+  if (!nodes.ok()) {
+    return warn("cannot ask the server " + server + ": " + nodes.status().message(),
+                "check --server and that the server runs");
+  }
+  for (const state::NodeStatus& n : *nodes) {
+    if (n.record.name != node) continue;
+    if (!n.clock_offset_ms) {
+      return warn("the server has no clock reading of node " + node +
+                      " (its agent is older, or has not polled since the server started)",
+                  "run a current `hachi agent` on this node");
+    }
+    const std::string off = api::FormatClockOffset(n.clock_offset_ms);
+    if (api::ClockOffsetIsProblem(*n.clock_offset_ms)) {
+      item.status = diag::CheckStatus::kFail;
+      item.evidence =
+          "node " + node + "'s clock is " + off +
+          " off the server's (measured at its agent's last poll); more than " +
+          std::to_string(api::kClockOffsetProblemMs / 1000) + "s";
+      item.fix =
+          "fix this node's time sync (chronyc tracking; timedatectl): jobs keep their "
+          "limits and accounting (the server's clock), but its logs' times and "
+          "time-bound credentials are off";
+      return item;
+    }
+    item.evidence = "node " + node + "'s clock is " + off + " off the server's";
+    return item;
+  }
+  return warn("the server " + server + " has no node " + node,
+              "pass --node with the name its agent registered");
+}
 
 // The facts only syscalls give: this machine's under the real root; under another root
 // (a test tree, a node's files copied for a look) <root>/hachi-host-facts.json, since
@@ -55,6 +104,8 @@ int Run(DoctorFlags& f) {
     std::fprintf(stderr, "hachi doctor: %s\n", r.status().message().c_str());
     return 2;
   }
+  if (!f.server.empty())
+    r->checks.push_back(ClockCheck(f.server, f.node.empty() ? r->node : f.node));
   const std::string out =
       f.json ? diag::RenderDoctorJson(*r) : diag::RenderDoctorText(*r);
   std::fwrite(out.data(), 1, out.size(), stdout);
@@ -70,7 +121,8 @@ void AddDoctorCommand(CLI::App& app, int* exit_code) {
       "check this node as the runbooks do: driver and NVML, GPU count, persistence, "
       "NVLinks and the NVSwitch fabric manager, PCIe links and ACS, topology, ECC and "
       "retired memory, kernel-log Xids, clock throttling, MIG, /dev/shm, memlock, "
-      "cgroups, time sync; each OK/WARN/FAIL with evidence and a fix; exit 0 all OK, "
+      "cgroups, time sync (and the clock against --server's); each OK/WARN/FAIL with "
+      "evidence and a fix; exit 0 all OK, "
       "1 warnings, 2 a failure");
   cmd->add_flag("--json", f->json,
                 "print one JSON object: node, driver, gpus, checks "
@@ -98,6 +150,12 @@ void AddDoctorCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--kernel-log", f->opts.kernel_log,
                   "read Xid lines from this file (e.g. journalctl -k -b > FILE) instead "
                   "of /dev/kmsg");
+  cmd->add_option("--server", f->server,
+                  "also check this node's clock against that server's (the offset the "
+                  "server measured at this node's agent's last poll; more than " +
+                      std::to_string(api::kClockOffsetProblemMs / 1000) + "s: FAIL)");
+  cmd->add_option("--node", f->node,
+                  "this node's name at --server (default: its hostname)");
   cmd->add_option(
       "--root", f->opts.root,
       "read /proc, /sys and /dev under DIR (tests; default /); the facts only "

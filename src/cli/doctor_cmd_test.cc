@@ -162,6 +162,26 @@ TEST(DoctorCmdTest, NoDriverIsAFailNotACrash) {
   ExpectGolden("doctor/no-driver.txt", r.out);
 }
 
+// --server adds the node's clock against the server's; a server it cannot ask is a
+// warning, not a crash (the FAIL of a clock an hour off: cli/faults_e2e_test.cc).
+TEST(DoctorCmdTest, ClockCheckAgainstAServerItCannotReachWarns) {
+  CmdResult r = Doctor(Healthy("hgx-h100"),
+                       "--preset hgx-h100 --json --server unix:/nonexistent/hachi.sock "
+                       "--node n1");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  bool found = false;
+  for (const auto& c : j["checks"]) {
+    if (c["check"] != "clock-offset") continue;
+    found = true;
+    EXPECT_EQ(c["status"], "WARN");
+    EXPECT_NE(c["evidence"].get<std::string>().find("cannot ask the server"),
+              std::string::npos)
+        << c.dump();
+  }
+  EXPECT_TRUE(found) << r.out;
+}
+
 TEST(DoctorCmdTest, BadOptionsExit2) {
   Node n = Healthy("hgx-h100");
   EXPECT_EQ(Doctor(n, "--preset nope").exit_code, 2);

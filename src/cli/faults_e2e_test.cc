@@ -108,16 +108,17 @@ class Faults : public ::testing::Test {
     return up;
   }
 
-  // The agent of node n<host> on its host; true once the server lists it.
-  bool StartAgent(int host) {
+  // The agent of node n<host> on its host, its command after `env` (variables set for
+  // it, "" for none); true once the server lists it.
+  bool StartAgent(int host, const std::string& env = "") {
     const std::string name = "n" + std::to_string(host);
-    agents_[host] =
-        fleet_->Spawn(host,
-                      hachi_ + " agent --server " + url_ + " --name " + name +
-                          " --preset hgx-h100 --address " + fleet_->address(host) +
-                          " --spool-dir " + dir_ + "/spool-" + name +
-                          " --cluster-secret-file " + dir_ + "/state/cluster-secret",
-                      AgentLog(host));
+    agents_[host] = fleet_->Spawn(
+        host,
+        (env.empty() ? "" : "env " + env + " ") + hachi_ + " agent --server " + url_ +
+            " --name " + name + " --preset hgx-h100 --address " + fleet_->address(host) +
+            " --spool-dir " + dir_ + "/spool-" + name + " --cluster-secret-file " + dir_ +
+            "/state/cluster-secret",
+        AgentLog(host));
     // Listed and not down: registered (again, after a kill).
     const bool up = WaitFor(
         [&] {
@@ -460,6 +461,87 @@ TEST_F(Faults, AgentKilledRunsNothingTwice) {
   std::vector<JobRun> all = runs;
   for (const JobRun& r : Runs(plain)) all.push_back(r);
   testing::ExpectNoGpuTwice(all);
+}
+
+// Agents whose wall clocks are an hour ahead (n1) and an hour behind (n2), with
+// libfaketime (a time namespace cannot move CLOCK_REALTIME; their monotonic clocks are
+// left true): on each, a job past its 20 s limit ends TIMEOUT near it -- not at once,
+// not late -- and a 3 s job COMPLETED, with start and end on the server's clock; and
+// the server reports each node's offset. Before limits were counted on the agent's
+// monotonic clock from the time left the server gave, an hour ahead killed every job
+// at its start and an hour behind let it run past its limit.
+TEST_F(Faults, AgentClocksAnHourOff) {
+  const std::string faketime = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
+  if (!std::filesystem::exists(faketime)) {
+    GTEST_SKIP() << "needs libfaketime (Debian's faketime package): " << faketime;
+  }
+  START_OR_SKIP(2, {}, "--kill-grace " + std::to_string(kGrace));
+  const std::map<int, std::string> skew = {{1, "+1h"}, {2, "-1h"}};
+  for (const auto& [host, offset] : skew) {
+    ASSERT_TRUE(StartAgent(host, "LD_PRELOAD=" + faketime + " FAKETIME=" + offset +
+                                     " DONT_FAKE_MONOTONIC=1"));
+  }
+  const int64_t submitted = static_cast<int64_t>(Now());
+  std::map<int, std::pair<int64_t, int64_t>> jobs;  // host -> (over its limit, short)
+  for (const auto& [host, offset] : skew) {
+    const std::string on = " -w n" + std::to_string(host);
+    jobs[host] = {Submit("-G 1 -t 0:20" + on, 120), Submit("-G 1 -t 2:00" + on, 3)};
+  }
+  std::vector<int64_t> ids;
+  for (const auto& [host, j] : jobs) ids.insert(ids.end(), {j.first, j.second});
+  ASSERT_TRUE(WaitAllFinal(ids, std::chrono::seconds(90))) << States(ids);
+  const int64_t ended = static_cast<int64_t>(Now()) + 1;
+  const std::map<int64_t, json> rs = Records();
+  for (const auto& [host, j] : jobs) {
+    SCOPED_TRACE("n" + std::to_string(host) + ", clock " + skew.at(host));
+    const json& over = rs.at(j.first);
+    const json& quick = rs.at(j.second);
+    EXPECT_EQ(over.value("state", ""), "TIMEOUT") << Brief(over);
+    EXPECT_EQ(quick.value("state", ""), "COMPLETED") << Brief(quick);
+    for (const json* r : {&over, &quick}) {
+      const int64_t start = r->value("start_time", int64_t{0});
+      const int64_t end = r->value("end_time", int64_t{0});
+      EXPECT_GE(start, submitted - 1) << "started before its submit: " << Brief(*r);
+      EXPECT_LE(end, ended) << "ended after the test saw it end: " << Brief(*r);
+    }
+    // Its limit (20 s) and the kill grace, by the server's clock: not at once, not late.
+    const int64_t ran = over.value("end_time", int64_t{0}) - over.value("start_time", 0);
+    EXPECT_GE(ran, 18) << Brief(over);
+    EXPECT_LE(ran, 20 + kGrace + 8) << Brief(over);
+    const int64_t quick_ran =
+        quick.value("end_time", int64_t{0}) - quick.value("start_time", int64_t{0});
+    EXPECT_GE(quick_ran, 2) << Brief(quick);
+    EXPECT_LE(quick_ran, 10) << Brief(quick);
+    // What the server measured of the node's clock.
+    const json shown =
+        json::parse(Hachi("show node n" + std::to_string(host) + " --json", false).out,
+                    nullptr, false);
+    const json node = shown.is_object() ? shown.value("node", json()) : json();
+    ASSERT_TRUE(node.is_object() && node.contains("clock_offset_ms") &&
+                node["clock_offset_ms"].is_number_integer())
+        << node.dump();
+    const int64_t want = host == 1 ? 3600000 : -3600000;
+    EXPECT_NEAR(node["clock_offset_ms"].get<int64_t>(), want, 5000) << node.dump();
+    EXPECT_NE(Hachi("show node n" + std::to_string(host), false)
+                  .out.find("fix the node's "
+                            "time sync"),
+              std::string::npos);
+    // `hachi doctor --server` on the node says so too (its GPU checks fail here: no
+    // NVML; only the clock's item is looked at).
+    const json doctor = json::parse(
+        Hachi(
+            "doctor --json --nvml-library /nonexistent/libnvidia-ml.so.1 --server unix:" +
+                dir_ + "/state/hachi.sock --node n" + std::to_string(host),
+            false)
+            .out,
+        nullptr, false);
+    bool clock_failed = false;
+    for (const json& c : doctor.value("checks", json::array())) {
+      clock_failed |=
+          c.value("check", "") == "clock-offset" && c.value("status", "") == "FAIL";
+    }
+    EXPECT_TRUE(clock_failed) << doctor.dump();
+  }
 }
 
 }  // namespace

@@ -422,7 +422,7 @@ int RunShow(const ShowFlags& s) {
       if (n.record.name != s.name) continue;
       Result<std::string> t = FormatNodes({n}, "");
       if (t.ok()) std::cout << *t;
-      std::cout << FormatGpuPicture(n);
+      std::cout << FormatGpuPicture(n) << FormatClockLine(n);
       return 0;
     }
     return Fail(NotFound("no node " + s.name));

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <map>
 
+#include "api/clock_offset.h"
 #include "cli/table.h"
 #include "core/hostlist.h"
 #include "core/strings.h"
@@ -846,6 +847,18 @@ std::string FormatGpuPicture(const NodeStatus& n) {
     o += "\n";
   }
   return o;
+}
+
+std::string FormatClockLine(const state::NodeStatus& n) {
+  std::string o = "  clock: " + api::FormatClockOffset(n.clock_offset_ms);
+  if (!n.clock_offset_ms)
+    return o + " (its agent has not said since the server started)\n";
+  o += " against the server's";
+  if (api::ClockOffsetIsProblem(*n.clock_offset_ms)) {
+    o += ": more than " + std::to_string(api::kClockOffsetProblemMs / 1000) +
+         "s off, fix the node's time sync (chrony, NTP)";
+  }
+  return o + "\n";
 }
 
 // ---- stats ----

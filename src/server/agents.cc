@@ -17,13 +17,15 @@ namespace hachi::server {
 
 NodeService::NodeService(Ledger* ledger, Fleet* fleet, AgentHub* hub, StepService* steps,
                          BurnInService* burn_in, UsageService* usage,
-                         const Authorizer* authorizer, const ControllerOptions* options)
+                         ClockOffsets* clocks, const Authorizer* authorizer,
+                         const ControllerOptions* options)
     : OnLedger(ledger),
       fleet_(fleet),
       hub_(hub),
       steps_(steps),
       burn_in_(burn_in),
       usage_(usage),
+      clocks_(clocks),
       authorizer_(authorizer),
       options_(options) {}
 
@@ -204,7 +206,9 @@ Time NodeService::EndTimeOf(const api::JobExit& e, const state::JobRecord& job) 
   return e.end_time > 0 ? e.end_time : now;
 }
 
-AgentWork NodeService::Poll(const std::string& node, int wait_ms, int64_t ack) {
+AgentWork NodeService::Poll(const std::string& node, int wait_ms, int64_t ack,
+                            std::optional<int64_t> agent_clock_ms) {
+  if (agent_clock_ms && hub_->IsOpen(node)) clocks_->Note(node, *agent_clock_ms);
   return hub_->Wait(node, wait_ms, ack);
 }
 

@@ -13,7 +13,8 @@ Controller::Controller(ControllerOptions options, std::unique_ptr<Ledger> ledger
       authorizer_(std::move(authorizer)),
       ledger_(std::move(ledger)),
       metrics_(std::make_unique<ControllerMetrics>()),
-      hub_(options_.clock) {
+      hub_(options_.clock),
+      clocks_(options_.clock) {
   const config::ClusterConfig* config = options_.config ? &*options_.config : nullptr;
   Ledger* l = ledger_.get();
   fleet_ = std::make_unique<Fleet>(l, &hub_, &options_);
@@ -25,10 +26,10 @@ Controller::Controller(ControllerOptions options, std::unique_ptr<Ledger> ledger
   jobs_ = std::make_unique<JobService>(l, fleet_.get(), &hub_, &authorizer_, &options_);
   nodes_ =
       std::make_unique<NodeService>(l, fleet_.get(), &hub_, steps_.get(), burn_in_.get(),
-                                    usage_.get(), &authorizer_, &options_);
+                                    usage_.get(), &clocks_, &authorizer_, &options_);
   job_views_ = std::make_unique<JobViews>(l, fleet_.get(), usage_.get(), &options_);
   cluster_views_ = std::make_unique<ClusterViews>(l, fleet_.get(), &hub_, usage_.get(),
-                                                  metrics_.get(), &options_);
+                                                  &clocks_, metrics_.get(), &options_);
 }
 
 Controller::~Controller() { Stop(); }

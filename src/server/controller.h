@@ -102,6 +102,8 @@ class Controller {
   const std::unique_ptr<ControllerMetrics> metrics_;
   // The agents' work queues and long polls; thread-safe (agent_hub.h).
   AgentHub hub_;
+  // Each agent's clock against the server's, from their polls; thread-safe.
+  ClockOffsets clocks_;
   std::unique_ptr<Fleet> fleet_;
   std::unique_ptr<UsageService> usage_;
   std::unique_ptr<BurnInService> burn_in_;

@@ -405,6 +405,21 @@ TEST_F(FencingTest, ARunItsAgentDidNotEndAtItsLimitIsStoppedByTheServer) {
   EXPECT_EQ(h_.StateOf(unlimited), JobState::kRunning);
 }
 
+// Each poll carries the agent's wall clock; the node's view shows its offset against
+// the server's (unknown until a poll says, and for a node not registered).
+TEST_F(FencingTest, ANodesViewShowsItsAgentsClockOffset) {
+  h_.Register("n1");
+  EXPECT_FALSE(Node("n1").clock_offset_ms.has_value());
+  const int64_t now_ms = clock_.NowMicros() / 1000;
+  h_->nodes().Poll("n1", 0, 0, now_ms - 3600000);  // an hour behind
+  EXPECT_EQ(Node("n1").clock_offset_ms, -3600000);
+  h_->nodes().Poll("n1", 0, 0, now_ms + 12);  // fixed
+  EXPECT_EQ(Node("n1").clock_offset_ms, 12);
+  h_->nodes().Poll("n9", 0, 0, now_ms);  // no such agent: nothing kept
+  h_.Register("n9");
+  EXPECT_FALSE(Node("n9").clock_offset_ms.has_value());
+}
+
 // A restarted (or stalled) server waits for the lease and the margin before it stops
 // overdue runs: their agents report the exits they held meanwhile at registration.
 TEST_F(FencingTest, AServerBackFromAnOutageLetsTheAgentsReportBeforeItStopsOverdueRuns) {

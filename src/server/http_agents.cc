@@ -38,7 +38,21 @@ void AgentHandlers::AgentWork(const Request& req, Response& res, LongPoll& poll)
     }
     ack = static_cast<int64_t>(v);
   }
-  const api::AgentWork w = c_->nodes().Poll(node, 0, ack);
+  // The agent's wall clock as it sent the poll: taken on the request's first run only
+  // (a run after a wait would count the wait as offset).
+  std::optional<int64_t> clock_ms;
+  if (req.has_param("clock_ms") && poll.first()) {
+    const std::string t = req.get_param_value("clock_ms");
+    char* end = nullptr;
+    errno = 0;
+    const long long v = std::strtoll(t.c_str(), &end, 10);
+    if (t.empty() || *end != '\0' || errno != 0) {
+      return ReplyError(res, InvalidArgument("clock_ms: '" + t +
+                                             "' is not a time in ms since the epoch"));
+    }
+    clock_ms = v;
+  }
+  const api::AgentWork w = c_->nodes().Poll(node, 0, ack, clock_ms);
   const int wait_ms = IntParam(req, "wait_ms", 10000, 0, 60000);
   if (w.Empty() && !w.reregister && !poll.expired() && !c_->stopping() && wait_ms > 0) {
     return poll.WaitFor(AgentTopic(node),

@@ -300,6 +300,8 @@ void HttpLoop::Worker() {
     LongPoll poll;
     poll.started_ = task.started;
     poll.expired_ = task.expired || stopping_.load();
+    poll.first_ = !task.ran;
+    task.ran = true;
     httplib::Response res;
     httplib::Request& req = *task.req;
     req.matches = httplib::Match();

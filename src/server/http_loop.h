@@ -94,6 +94,7 @@ class HttpLoop {
     bool head_only = false;
     SteadyTime started{};
     bool expired = false;
+    bool ran = false;  // it ran before (LongPoll::first)
     uint64_t seq = 0;  // notifications before this run began
   };
   struct Parked {

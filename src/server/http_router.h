@@ -25,6 +25,8 @@ class LongPoll {
  public:
   SteadyTime started() const { return started_; }
   bool expired() const { return expired_; }
+  // The request's first run (not one after a wait).
+  bool first() const { return first_; }
   // No answer yet: the request runs again once `topic` is notified, or at `deadline`
   // (then expired() is true). The response written by this run is dropped.
   void WaitFor(std::string topic, SteadyTime deadline) {
@@ -38,6 +40,7 @@ class LongPoll {
   friend class HttpRouter;
   SteadyTime started_{};
   bool expired_ = false;
+  bool first_ = true;
   bool wait_ = false;
   std::string topic_;
   SteadyTime deadline_{};

@@ -8,6 +8,7 @@
 // Fleet's, guarded by the ledger's mu().
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "core/status.h"
 #include "server/authorizer.h"
 #include "server/burn_in_service.h"
+#include "server/clock_offsets.h"
 #include "server/controller_options.h"
 #include "server/fleet.h"
 #include "server/ledger.h"
@@ -27,8 +29,8 @@ class NodeService : public OnLedger {
  public:
   // Not owned; all outlive it.
   NodeService(Ledger* ledger, Fleet* fleet, AgentHub* hub, StepService* steps,
-              BurnInService* burn_in, UsageService* usage, const Authorizer* authorizer,
-              const ControllerOptions* options);
+              BurnInService* burn_in, UsageService* usage, ClockOffsets* clocks,
+              const Authorizer* authorizer, const ControllerOptions* options);
 
   // ---- Agents ----
   // `peer` is the address the registration came from as the connection layer saw it
@@ -36,8 +38,10 @@ class NodeService : public OnLedger {
   // agent gave none; a given one is checked against it (server/agent_address.h).
   Status Register(const AgentRegistration& reg, const std::string& peer = "")
       EXCLUDES(ledger_->writer_mu(), ledger_->mu());
-  // `ack`: the last batch the agent acted on (AgentHub::Wait).
-  AgentWork Poll(const std::string& node, int wait_ms, int64_t ack = AgentHub::kNoAck);
+  // `ack`: the last batch the agent acted on (AgentHub::Wait); `agent_clock_ms`: the
+  // agent's wall clock as it sent the poll, which arrives now (ClockOffsets).
+  AgentWork Poll(const std::string& node, int wait_ms, int64_t ack = AgentHub::kNoAck,
+                 std::optional<int64_t> agent_clock_ms = std::nullopt);
   Status ReportExits(const std::string& node, const std::vector<api::JobExit>& exits)
       EXCLUDES(ledger_->writer_mu(), ledger_->mu());
   // GPU faults an agent saw (api::GpuHealthEvent). "fatal" or "reset" on a GPU: that GPU
@@ -94,6 +98,7 @@ class NodeService : public OnLedger {
   StepService* const steps_;
   BurnInService* const burn_in_;
   UsageService* const usage_;
+  ClockOffsets* const clocks_;
   const Authorizer* const authorizer_;
   const ControllerOptions* const options_;
 

@@ -35,12 +35,13 @@ bool SamePartitions(const sched::ClusterState& a, const sched::ClusterState& b) 
 }  // namespace
 
 ClusterViews::ClusterViews(Ledger* ledger, Fleet* fleet, const AgentHub* hub,
-                           UsageService* usage, ControllerMetrics* metrics,
-                           const ControllerOptions* options)
+                           UsageService* usage, const ClockOffsets* clocks,
+                           ControllerMetrics* metrics, const ControllerOptions* options)
     : OnLedger(ledger),
       fleet_(fleet),
       hub_(hub),
       usage_(usage),
+      clocks_(clocks),
       metrics_(metrics),
       options_(options) {}
 
@@ -72,6 +73,7 @@ state::NodeStatus ClusterViews::NodeStatusLocked(const state::NodeRecord& rec,
     st.alloc_cpus = n.cpus - n.free_cpus;
     st.alloc_memory_mib = n.memory_mib - n.free_memory_mib;
   }
+  st.clock_offset_ms = clocks_->OffsetMs(rec.name);
   st.gpu_util.assign(st.gpus, -1);
   for (const auto& [id, job] : ledger_->image().jobs) {
     if (job.state != state::JobState::kRunning) continue;

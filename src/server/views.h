@@ -19,6 +19,7 @@
 #include "report/stats_cause.h"
 #include "server/agent_hub.h"
 #include "server/burn_in_service.h"
+#include "server/clock_offsets.h"
 #include "server/controller_options.h"
 #include "server/fleet.h"
 #include "server/ledger.h"
@@ -71,7 +72,8 @@ class ClusterViews : public OnLedger {
  public:
   // Not owned; all outlive it.
   ClusterViews(Ledger* ledger, Fleet* fleet, const AgentHub* hub, UsageService* usage,
-               ControllerMetrics* metrics, const ControllerOptions* options);
+               const ClockOffsets* clocks, ControllerMetrics* metrics,
+               const ControllerOptions* options);
 
   std::vector<state::NodeStatus> Nodes() const EXCLUDES(ledger_->mu());
   std::vector<sched::Partition> Partitions() const  // node indices as in Nodes()
@@ -102,6 +104,7 @@ class ClusterViews : public OnLedger {
   Fleet* const fleet_;
   const AgentHub* const hub_;
   UsageService* const usage_;
+  const ClockOffsets* const clocks_;
   ControllerMetrics* const metrics_;
   const ControllerOptions* const options_;
 };

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -284,6 +285,10 @@ struct NodeStatus {
   // Its features (sched/features.h: automatic and configured, sorted), which -C
   // matches; sinfo's %f, scontrol show node's AvailableFeatures.
   std::vector<std::string> features;
+  // Its agent's wall clock minus the server's (ms), measured at its latest work poll
+  // (server/clock_offsets.h); none: not since the server started, or an older agent.
+  // API only, in memory.
+  std::optional<int64_t> clock_offset_ms;
 };
 
 // An API token the server issued (`hachi token create`, server/auth.h). The token's
