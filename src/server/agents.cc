@@ -296,13 +296,9 @@ void NodeService::FenceLocked(Time now) {
   std::vector<state::Edit> edits;
   std::vector<state::JobId> ended;
   std::vector<std::pair<std::string, api::RunStop>> stops;
-  for (state::JobId id : ledger_->active()) {
-    auto it = ledger_->image().jobs.find(id);
-    if (it == ledger_->image().jobs.end() ||
-        it->second.state != state::JobState::kRunning) {
-      continue;
-    }
-    const state::JobRecord& job = it->second;
+  for (const state::JobRecord* running : RunningJobsLocked()) {
+    const state::JobRecord& job = *running;
+    const state::JobId id = job.id;
     auto run = fleet_->runs.find(id);
     bool counted = false;
     for (const state::NodeAllocation& a : job.allocations) {
@@ -367,19 +363,27 @@ void NodeService::CheckAgentsLocked(Time now) {
   StopOverdueLocked(now);
 }
 
+std::vector<const state::JobRecord*> NodeService::RunningJobsLocked() const {
+  std::vector<const state::JobRecord*> out;
+  for (state::JobId id : ledger_->active()) {
+    auto it = ledger_->image().jobs.find(id);
+    if (it != ledger_->image().jobs.end() &&
+        it->second.state == state::JobState::kRunning) {
+      out.push_back(&it->second);
+    }
+  }
+  return out;
+}
+
 void NodeService::StopOverdueLocked(Time now) {
   fleet_->Held(ledger_);
   const FenceTimes times{options_->lease, options_->kill_grace, options_->fence_margin};
   const int64_t checking = options_->clock->MonotonicMs() - checking_since_ms_;
   std::vector<state::Edit> edits;
   std::vector<state::JobId> ended;
-  for (state::JobId id : ledger_->active()) {
-    auto it = ledger_->image().jobs.find(id);
-    if (it == ledger_->image().jobs.end() ||
-        it->second.state != state::JobState::kRunning) {
-      continue;
-    }
-    const state::JobRecord& job = it->second;
+  for (const state::JobRecord* running : RunningJobsLocked()) {
+    const state::JobRecord& job = *running;
+    const state::JobId id = job.id;
     if (!RunOverdue(job.start_time, job.req.time_limit, now, checking, times)) continue;
     RunInfo& info = fleet_->runs[id];
     if (!info.over_time) {

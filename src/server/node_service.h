@@ -82,6 +82,8 @@ class NodeService : public OnLedger {
   // The runs past their time limit that their agents did not end (RunOverdue) are
   // stopped, to end TIMEOUT.
   void StopOverdueLocked(Time now) REQUIRES(ledger_->writer_mu(), ledger_->mu());
+  // The jobs RUNNING in the records (valid until the next commit).
+  std::vector<const state::JobRecord*> RunningJobsLocked() const REQUIRES(ledger_->mu());
   // Register's second half: the jobs the records run on `reg.node` reconciled with what
   // its agent says it runs (re-sent, requeued or ended), and what it runs without the
   // records' leave stopped.
