@@ -80,6 +80,12 @@ void AgentDaemon::LeaseLoop() {
   // the real one). Never calls the server: a call hung on a dead connection delays
   // nothing here.
   constexpr int64_t kLongestSleepMs = 60000;
+  // With a lease file, the job waiters stop the runs at the lease's end themselves (they
+  // must, for an agent that died); this process then stops what is left a second later,
+  // so that a job does not get its SIGTERM from both at once (its handler run twice).
+  // Well within the fence's margin: the server counts the runs dead only lease + kill
+  // grace + margin after the last contact.
+  const int64_t after_waiters_ms = options_.lease_file ? 1000 : 0;
   MutexLock lock(&mu_);
   // The ticks asked before this round read the clock: answered once it has acted.
   auto ticked = [this](uint64_t asked) REQUIRES(mu_) {
@@ -92,7 +98,7 @@ void AgentDaemon::LeaseLoop() {
     if (!lease_expired_) {
       const int64_t now = options_.clock->MonotonicMs();
       // Past these, the checks below act: `> end`, hence the + 1.
-      int64_t next = LeaseEndLocked() + 1;
+      int64_t next = LeaseEndLocked() + after_waiters_ms + 1;
       if (!held_by_refusal_) next = std::min(next, renewed_ms_ + lease_ms_ + 1);
       sleep_ms = std::clamp<int64_t>(next - now, 1, kLongestSleepMs);
     }
@@ -112,7 +118,7 @@ void AgentDaemon::LeaseLoop() {
                    "job(s) running until it is back\n",
                    static_cast<long long>(lease_ms_ / 1000), live_.size());
     }
-    if (lease_expired_ || now <= LeaseEndLocked()) {
+    if (lease_expired_ || now <= LeaseEndLocked() + after_waiters_ms) {
       ticked(asked);
       continue;
     }

@@ -411,8 +411,14 @@ TEST(DaemonScripted, AStopOfARunNeverStartedEndsItAndItsLateLaunchIsNotRun) {
   api::AgentWork both = WorkOf({Launch(8, 1000)}, false);
   both.cancel = {{8, 1000}};
   server.Send(both);
-  ASSERT_TRUE(WaitFor([&] { return server.exits().size() == 3; }));
-  EXPECT_EQ(server.exits()[2].job, 8);
+  // Its exit, as cancelled; maybe twice: when the report of the stop was acknowledged
+  // before the launch was looked at, the launch is answered with the exit again (the
+  // server counts an exit once).
+  ASSERT_TRUE(WaitFor([&] { return server.exits().size() >= 3; }));
+  for (size_t i = 2; i < server.exits().size(); ++i) {
+    EXPECT_EQ(server.exits()[i].job, 8);
+    EXPECT_EQ(server.exits()[i].kind, api::ExitKind::kCancelled);
+  }
   EXPECT_TRUE(agent.launcher->launches().empty());
 }
 
