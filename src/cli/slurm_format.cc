@@ -853,10 +853,11 @@ std::string FormatClockLine(const state::NodeStatus& n) {
   std::string o = "  clock: " + api::FormatClockOffset(n.clock_offset_ms);
   if (!n.clock_offset_ms)
     return o + " (its agent has not said since the server started)\n";
-  o += " against the server's";
+  // Within the picture's 80 columns for offsets under a day.
+  o += " off the server's";
   if (api::ClockOffsetIsProblem(*n.clock_offset_ms)) {
-    o += ": more than " + std::to_string(api::kClockOffsetProblemMs / 1000) +
-         "s off, fix the node's time sync (chrony, NTP)";
+    o += ": over " + std::to_string(api::kClockOffsetProblemMs / 1000) +
+         "s, fix the node's time sync (NTP)";
   }
   return o + "\n";
 }

@@ -76,7 +76,7 @@ Result<std::string> FormatNodes(const std::vector<state::NodeStatus>& nodes,
 // health checks.
 std::string FormatGpuPicture(const state::NodeStatus& node);
 // `show node`'s line on its agent's clock against the server's (api/clock_offset.h):
-// "  clock: +0.01s against the server's", and what to do when it is past the bound.
+// "  clock: +0.01s off the server's", and what to do when it is past the bound.
 std::string FormatClockLine(const state::NodeStatus& node);
 
 // ---- hachi stats ----

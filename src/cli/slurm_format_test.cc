@@ -423,6 +423,24 @@ TEST_F(SlurmFormat, GpuPictureShowsMigDevices) {
   EXPECT_EQ(FormatGpuPicture(n).find("MIG"), std::string::npos);
 }
 
+// `show node`'s line on its agent's clock: the offset, and what to do past 5 s.
+TEST_F(SlurmFormat, ClockLine) {
+  NodeStatus n = Nodes()[0];
+  EXPECT_EQ(FormatClockLine(n),
+            "  clock: unknown (its agent has not said since the server started)\n");
+  n.clock_offset_ms = 12;
+  EXPECT_EQ(FormatClockLine(n), "  clock: +0.01s off the server's\n");
+  n.clock_offset_ms = -5000;
+  EXPECT_EQ(FormatClockLine(n), "  clock: -5.00s off the server's\n");
+  n.clock_offset_ms = 3600020;
+  EXPECT_EQ(FormatClockLine(n),
+            "  clock: +3600.02s off the server's: over 5s, fix the node's time sync "
+            "(NTP)\n");
+  // The picture's width, as its other lines (Nodes), for offsets under a day.
+  n.clock_offset_ms = -(24 * 3600 * 1000 - 1);
+  EXPECT_LE(FormatClockLine(n).size(), 81u) << FormatClockLine(n);
+}
+
 TEST_F(SlurmFormat, Pieces) {
   EXPECT_EQ(FormatElapsed(3), "0:03");
   EXPECT_EQ(FormatElapsed(12 * 60 + 30), "12:30");

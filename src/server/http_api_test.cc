@@ -9,9 +9,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <future>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -377,6 +379,39 @@ TEST_F(HttpApiTest, AgentProtocolOverHttp) {
                 .status()
                 .code(),
             StatusCode::kNotFound);
+}
+
+// The work poll's clock_ms is the agent's wall clock as it sent the poll: the node's
+// offset, taken on the request's first run only (a run after its wait would count the
+// wait as offset); none sent (an older agent): unknown; not a number: 400.
+TEST_F(HttpApiTest, AgentPollsClockIsTheNodesOffset) {
+  auto offset = [&]() -> std::optional<int64_t> {
+    for (const state::NodeStatus& n : controller_->cluster_views().Nodes()) {
+      if (n.record.name == "n1") return n.clock_offset_ms;
+    }
+    return std::nullopt;
+  };
+  const std::string work = kApi + "/agents/n1/work?wait_ms=";
+  ASSERT_TRUE(client_->Call("GET", work + "0").ok());
+  EXPECT_FALSE(offset().has_value()) << "an agent that does not say";
+  auto now_ms = [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  ASSERT_TRUE(
+      client_->Call("GET", work + "0&clock_ms=" + std::to_string(now_ms() + 3600000))
+          .ok());
+  ASSERT_TRUE(offset().has_value());
+  EXPECT_NEAR(*offset(), 3600000, 5000);
+  // Parked for 1.5 s, then answered at its deadline: still the offset at arrival.
+  ASSERT_TRUE(
+      client_->Call("GET", work + "1500&clock_ms=" + std::to_string(now_ms()), "", 10000)
+          .ok());
+  ASSERT_TRUE(offset().has_value());
+  EXPECT_LT(std::abs(*offset()), 1000) << "the wait counted as offset";
+  Result<std::string> bad = client_->Call("GET", work + "0&clock_ms=soon");
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument) << bad.status().ToString();
 }
 
 TEST_F(HttpApiTest, SecondServerOnTheSamePortIsRefused) {
