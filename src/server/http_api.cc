@@ -9,6 +9,7 @@
 #include <variant>
 #include <vector>
 
+#include "api/ha_headers.h"
 #include "api/protocol_json.h"
 #include "core/strings.h"
 #include "report/gpu_report.h"
@@ -123,6 +124,23 @@ HttpRouter::PollHandler Route(const H* h,
 
 }  // namespace
 
+// A standby has no state to show: every request gets 503 and where the leader is, which
+// the client follows when that address is one it was given (docs/ha.md).
+void HttpServer::StandbyRoutes(HttpRouter& s) {
+  const std::function<std::string()> leader = options_.leader;
+  s.set_pre_routing_handler([leader](const httplib::Request&, httplib::Response& res) {
+    const std::string url = leader ? leader() : "";
+    res.set_header(api::kStandbyHeader, "1");
+    if (!url.empty()) res.set_header(api::kLeaderHeader, url);
+    ReplyError(res, Unavailable(
+                        url.empty()
+                            ? "this hachi server is a standby; no leader holds "
+                              "the lease now (a takeover is under way)"
+                            : "this hachi server is a standby; the leader is at " + url));
+    return httplib::Server::HandlerResponse::Handled;
+  });
+}
+
 HttpServer::HttpServer(Controller* controller, HttpOptions options)
     : controller_(controller), options_(std::move(options)) {}
 
@@ -138,6 +156,11 @@ std::string HttpServer::url() const {
 void HttpServer::Routes(HttpRouter& s) {
   s.set_error_handler(ErrorBody);
   s.set_exception_handler(ExceptionBody);
+  if (options_.epoch > 0) {
+    s.set_reply_headers(
+        {{std::string(api::kEpochHeader), std::to_string(options_.epoch)}});
+  }
+  if (controller_ == nullptr) return StandbyRoutes(s);
   InstallAuthGate(s, controller_, options_.auth);  // who is asking, before any handler
 
   const ApiHandlers& h = *handlers_;
@@ -209,7 +232,10 @@ Status HttpServer::Start() {
   lo.workers = options_.threads;
   router_ = std::make_unique<HttpRouter>();
   loop_ = std::make_unique<HttpLoop>(router_.get(), lo);
-  handlers_ = std::make_unique<ApiHandlers>(controller_, loop_.get(), options_.dashboard);
+  if (controller_ != nullptr) {
+    handlers_ =
+        std::make_unique<ApiHandlers>(controller_, loop_.get(), options_.dashboard);
+  }
   Routes(*router_);
   if (!options_.listen.empty()) {
     const size_t colon = options_.listen.rfind(':');
@@ -245,14 +271,16 @@ Status HttpServer::Start() {
   }
   HACHI_RETURN_IF_ERROR(loop_->Start());
   HttpLoop* loop = loop_.get();
-  controller_->SetNotifier([loop](const std::string& topic) { loop->Notify(topic); });
+  if (controller_ != nullptr) {
+    controller_->SetNotifier([loop](const std::string& topic) { loop->Notify(topic); });
+  }
   started_ = true;
   return Status::Ok();
 }
 
 void HttpServer::Stop() {
   if (!loop_) return;
-  if (started_) controller_->SetNotifier(nullptr);
+  if (started_ && controller_ != nullptr) controller_->SetNotifier(nullptr);
   loop_->Stop();
 }
 

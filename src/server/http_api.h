@@ -14,6 +14,8 @@
 // Thread-safety: Start/Stop from one thread.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -42,10 +44,17 @@ struct HttpOptions {
   std::string tls_cert;
   std::string tls_key;
   DashboardOptions dashboard;  // GET /, /web/*, /api/v1/history, /api/v1/jobs/ID/log
+  // Several controllers on one database (docs/ha.md). A leader's epoch, sent with every
+  // reply as X-Hachi-Epoch (agents refuse a lower one than they have seen); 0: none.
+  int64_t epoch = 0;
+  // A standby (HttpServer built without a Controller) answers every request 503 and
+  // names the leader this returns ("" while none holds the lease).
+  std::function<std::string()> leader;
 };
 
 class HttpServer {
  public:
+  // `controller` null: a standby's server (HttpOptions::leader).
   HttpServer(Controller* controller, HttpOptions options);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
@@ -64,6 +73,7 @@ class HttpServer {
 
  private:
   void Routes(HttpRouter& s);
+  void StandbyRoutes(HttpRouter& s);
 
   Controller* const controller_;
   const HttpOptions options_;

@@ -54,6 +54,7 @@ void HttpRouter::Handle(Request& req, Response& res, LongPoll& poll) const {
     }
   }
   if (res.status >= 400 && error_) error_(req, res);
+  for (const auto& [name, value] : reply_headers_) res.set_header(name, value);
 }
 
 }  // namespace hachi::server

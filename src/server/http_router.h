@@ -69,6 +69,8 @@ class HttpRouter {
   // Called for every reply of status 400 or more (routed or not: 404 for no route).
   void set_error_handler(Handler h) { error_ = std::move(h); }
   void set_exception_handler(ExceptionHandler h) { exception_ = std::move(h); }
+  // Headers every reply carries (the leader's epoch, docs/ha.md).
+  void set_reply_headers(httplib::Headers h) { reply_headers_ = std::move(h); }
 
   // The request through the pre-routing handler and the first route whose method and
   // pattern (std::regex_match on the path; groups in req.matches) fit. HEAD runs GET's.
@@ -85,6 +87,7 @@ class HttpRouter {
   PreRouting pre_routing_;
   Handler error_;
   ExceptionHandler exception_;
+  httplib::Headers reply_headers_;
 };
 
 }  // namespace hachi::server
