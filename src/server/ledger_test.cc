@@ -200,7 +200,7 @@ TEST(Ledger, AFullDiskIsSaidOnceAnEpisode) {
     Result<std::unique_ptr<state::SqliteStore>> store =
         state::SqliteStore::Open(std::string(tmpl) + "/state.db", {});
     ASSERT_TRUE(store.ok()) << store.status().ToString();
-    state::SqliteStore* sqlite = store->get();
+    state::SqlStore* sqlite = store->get();
     Result<std::unique_ptr<Ledger>> l = Ledger::Open(std::move(*store));
     ASSERT_TRUE(l.ok());
     ASSERT_TRUE(Commit(**l, {MakeJob(1).Submitted()}).ok());

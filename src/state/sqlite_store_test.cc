@@ -49,9 +49,8 @@ class TempDir {
   std::string path_;
 };
 
-std::unique_ptr<SqliteStore> MustOpen(const std::string& path,
-                                      SqliteOptions options = {}) {
-  Result<std::unique_ptr<SqliteStore>> store = SqliteStore::Open(path, options);
+std::unique_ptr<SqlStore> MustOpen(const std::string& path, SqliteOptions options = {}) {
+  Result<std::unique_ptr<SqlStore>> store = SqliteStore::Open(path, options);
   EXPECT_TRUE(store.ok()) << store.status().ToString();
   return store.ok() ? std::move(*store) : nullptr;
 }
@@ -84,7 +83,7 @@ TEST(SqliteStore, ReopenLoadsWhatWasCommitted) {
   const std::string path = dir.File("state.db");
   StateImage expected;
   {
-    std::unique_ptr<SqliteStore> store = MustOpen(path);
+    std::unique_ptr<SqlStore> store = MustOpen(path);
     ASSERT_NE(store, nullptr);
     CommitAndApply(*store, &expected,
                    {NodeUpserted{FullNode("n1")}, NodeUpserted{FullNode("n2")}});
@@ -104,7 +103,7 @@ TEST(SqliteStore, ReopenLoadsWhatWasCommitted) {
     CommitAndApply(*store, &expected, {MakeJob(20).Submitted()});
     EXPECT_EQ(Dump(MustLoad(*store)), Dump(expected));
   }
-  std::unique_ptr<SqliteStore> store = MustOpen(path);
+  std::unique_ptr<SqlStore> store = MustOpen(path);
   ASSERT_NE(store, nullptr);
   StateImage loaded = MustLoad(*store);
   EXPECT_EQ(Dump(loaded), Dump(expected));
@@ -117,7 +116,7 @@ TEST(SqliteStore, ReopenLoadsWhatWasCommitted) {
 
 TEST(SqliteStore, RefusedBatchStoresNothing) {
   TempDir dir;
-  std::unique_ptr<SqliteStore> store = MustOpen(dir.File("state.db"));
+  std::unique_ptr<SqlStore> store = MustOpen(dir.File("state.db"));
   ASSERT_TRUE(store->Commit({MakeJob(1).Submitted()}).ok());
   const std::string before = Dump(MustLoad(*store));
   Status s = store->Commit({MakeJob(2).Submitted(), Started(2), Started(99)});
@@ -148,7 +147,7 @@ TEST(SqliteStore, BusyDatabaseIsUnavailable) {
   const std::string path = dir.File("state.db");
   SqliteOptions options;
   options.busy_timeout_ms = 50;
-  std::unique_ptr<SqliteStore> store = MustOpen(path, options);
+  std::unique_ptr<SqlStore> store = MustOpen(path, options);
   Result<std::unique_ptr<Db>> other = Db::Open(path, 0);
   ASSERT_TRUE(other.ok());
   ASSERT_TRUE((*other)->Exec("BEGIN IMMEDIATE").ok());
@@ -162,7 +161,7 @@ TEST(SqliteStore, BusyDatabaseIsUnavailable) {
 TEST(SqliteStore, ConcurrentCommitsAreGrouped) {
   TempDir dir;
   const std::string path = dir.File("state.db");
-  std::unique_ptr<SqliteStore> store = MustOpen(path);
+  std::unique_ptr<SqlStore> store = MustOpen(path);
   constexpr int kThreads = 16;
   constexpr int kCommits = 200;
   std::vector<Edit> setup;
@@ -191,7 +190,7 @@ TEST(SqliteStore, ConcurrentCommitsAreGrouped) {
   EXPECT_EQ(stats.commits, kThreads * kCommits + 1);
   EXPECT_LT(stats.transactions, stats.commits);
   store.reset();
-  std::unique_ptr<SqliteStore> reopened = MustOpen(path);
+  std::unique_ptr<SqlStore> reopened = MustOpen(path);
   StateImage image = MustLoad(*reopened);
   for (int t = 0; t < kThreads; ++t) {
     const NodeRecord& node = image.nodes["n" + std::to_string(t)];
@@ -204,7 +203,7 @@ TEST(SqliteStore, ConcurrentCommitsAreGrouped) {
 TEST(SqliteStore, BadBatchInAGroupFailsAlone) {
   TempDir dir;
   const std::string path = dir.File("state.db");
-  std::unique_ptr<SqliteStore> store = MustOpen(path);
+  std::unique_ptr<SqlStore> store = MustOpen(path);
   ASSERT_TRUE(store
                   ->Commit({MakeJob(1).Submitted(), MakeJob(2).Submitted(),
                             MakeJob(3).Submitted(), MakeJob(4).Submitted()})
@@ -246,7 +245,7 @@ TEST(SqliteStore, BadBatchInAGroupFailsAlone) {
 TEST(SqliteStore, DiskFullIsUnavailableAndRecoverable) {
   TempDir dir;
   const std::string path = dir.File("state.db");
-  std::unique_ptr<SqliteStore> store = MustOpen(path);
+  std::unique_ptr<SqlStore> store = MustOpen(path);
   ASSERT_TRUE(store->Commit({MakeJob(1).Submitted()}).ok());
   ASSERT_TRUE(store->SetMaxPageCountForTesting(1).ok());  // capped at today's size
 
@@ -284,7 +283,7 @@ TEST(SqliteStore, DiskFullIsUnavailableAndRecoverable) {
   s = store->Commit({JobSubmitted{big4}, Started(4)});
   ASSERT_TRUE(s.ok()) << s.ToString();
   store.reset();
-  std::unique_ptr<SqliteStore> reopened = MustOpen(path);
+  std::unique_ptr<SqlStore> reopened = MustOpen(path);
   StateImage image = MustLoad(*reopened);
   EXPECT_EQ(image.jobs[4].state, JobState::kRunning);
   EXPECT_EQ(image.jobs[4].spec.script().size(), big.spec.script().size());
@@ -309,7 +308,7 @@ int64_t StateBytes(const std::string& path) {
 TEST(SqliteStore, ArrayTasksStoreTheirPayloadOnce) {
   TempDir dir;
   const std::string path = dir.File("state.db");
-  std::unique_ptr<SqliteStore> store = MustOpen(path);
+  std::unique_ptr<SqlStore> store = MustOpen(path);
   ASSERT_TRUE(store->Commit({MakeJob(1).Submitted()}).ok());
   const int64_t before = StateBytes(path);
   const std::string script = "#!/bin/sh\n" + std::string(1 << 20, 'x') + "\n";
@@ -333,7 +332,7 @@ TEST(SqliteStore, ArrayTasksStoreTheirPayloadOnce) {
   EXPECT_LT(grown, 2 << 20) << "the script is stored more than once";
 
   store.reset();
-  std::unique_ptr<SqliteStore> reopened = MustOpen(path);
+  std::unique_ptr<SqlStore> reopened = MustOpen(path);
   StateImage image = MustLoad(*reopened);
   ASSERT_EQ(image.jobs.size(), 501u);
   const JobPayload* shared = image.jobs[2].spec.payload.get();
@@ -406,7 +405,7 @@ TEST(SqliteStore, AcknowledgedCommitsSurviveSigkill) {
     ASSERT_GE(acked, 0);
 
     EXPECT_EQ(IntegrityCheck(path), "ok");
-    std::unique_ptr<SqliteStore> store = MustOpen(path);
+    std::unique_ptr<SqlStore> store = MustOpen(path);
     ASSERT_NE(store, nullptr);
     StateImage image = MustLoad(*store);
     // Every acknowledged commit, whole; at most the one in flight beyond them, whole.

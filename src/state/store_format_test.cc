@@ -375,8 +375,8 @@ void BuildFromSql(const std::string& sql_path, const std::string& db_path) {
   ASSERT_TRUE(s.ok()) << s.ToString();
 }
 
-std::unique_ptr<SqliteStore> MustOpen(const std::string& path) {
-  Result<std::unique_ptr<SqliteStore>> store = SqliteStore::Open(path, {});
+std::unique_ptr<SqlStore> MustOpen(const std::string& path) {
+  Result<std::unique_ptr<SqlStore>> store = SqliteStore::Open(path, {});
   EXPECT_TRUE(store.ok()) << store.status().ToString();
   return store.ok() ? std::move(*store) : nullptr;
 }
@@ -403,7 +403,7 @@ void ExecSql(const std::string& db_path, const std::string& sql) {
 void Seal(const std::string& db_path) {
   SqliteOptions o;
   o.accept_edited_rows = true;
-  Result<std::unique_ptr<SqliteStore>> store = SqliteStore::Open(db_path, o);
+  Result<std::unique_ptr<SqlStore>> store = SqliteStore::Open(db_path, o);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
 }
 
@@ -412,7 +412,7 @@ TEST(StoreFormat, FixtureV3Loads) {
   TempDir dir;
   const std::string db = dir.File("state.db");
   BuildFromSql(FixturePath("v3.sql"), db);
-  std::unique_ptr<SqliteStore> store = MustOpen(db);
+  std::unique_ptr<SqlStore> store = MustOpen(db);
   ASSERT_NE(store, nullptr);
   Result<StateImage> got = store->Load();
   ASSERT_TRUE(got.ok()) << got.status().ToString();
@@ -447,7 +447,7 @@ TEST(StoreFormat, FixtureV4Loads) {
   BuildFromSql(FixturePath("v4.sql"), db);
   EXPECT_EQ(RowText(db, "SELECT count(*) FROM payloads"), "1");
   EXPECT_EQ(RowText(db, "SELECT count(*) FROM jobs WHERE payload = 8"), "3");
-  std::unique_ptr<SqliteStore> store = MustOpen(db);
+  std::unique_ptr<SqlStore> store = MustOpen(db);
   ASSERT_NE(store, nullptr);
   Result<StateImage> got = store->Load();
   ASSERT_TRUE(got.ok()) << got.status().ToString();
@@ -466,7 +466,7 @@ TEST(StoreFormat, FixtureV4GainsTheStepsTable) {
   const std::string db = dir.File("state.db");
   BuildFromSql(FixturePath("v4.sql"), db);
   EXPECT_EQ(RowText(db, "SELECT count(*) FROM sqlite_master WHERE name = 'steps'"), "0");
-  std::unique_ptr<SqliteStore> store = MustOpen(db);
+  std::unique_ptr<SqlStore> store = MustOpen(db);
   ASSERT_NE(store, nullptr);
   EXPECT_EQ(RowText(db, "PRAGMA user_version"), "6");
   EXPECT_EQ(RowText(db, "SELECT value FROM meta WHERE key = 'min_reader_schema'"), "4");
@@ -491,7 +491,7 @@ TEST(StoreFormat, FixtureV5Loads) {
   const std::string db = dir.File("state.db");
   BuildFromSql(FixturePath("v5.sql"), db);
   EXPECT_EQ(RowText(db, "SELECT count(*) FROM steps"), "3");
-  std::unique_ptr<SqliteStore> store = MustOpen(db);
+  std::unique_ptr<SqlStore> store = MustOpen(db);
   ASSERT_NE(store, nullptr);
   Result<StateImage> got = store->Load();
   ASSERT_TRUE(got.ok()) << got.status().ToString();
@@ -521,7 +521,7 @@ TEST(StoreFormat, DISABLED_WriteFixture) {
   const char* out = getenv("HACHI_STORE_FIXTURE_DB");
   ASSERT_NE(out, nullptr) << "set HACHI_STORE_FIXTURE_DB";
   std::filesystem::remove(out);
-  std::unique_ptr<SqliteStore> store = MustOpen(out);
+  std::unique_ptr<SqlStore> store = MustOpen(out);
   ASSERT_NE(store, nullptr);
   // One edit per commit, as the server commits them.
   for (const Edit& e : FixtureEditsV5()) ASSERT_TRUE(store->Commit({e}).ok());
@@ -546,7 +546,7 @@ INSERT INTO nodes VALUES ('n1', '{"address":"h","agent_instance":"","block":"","
 INSERT INTO tokens VALUES ('abc', '{"admin":true,"created":1,"created_by":"root","gid":0,"id":"abc","sha256":"00","uid":0,"user":"root"}');
 PRAGMA user_version = 2;
 )sql");
-  std::unique_ptr<SqliteStore> store = MustOpen(db);
+  std::unique_ptr<SqlStore> store = MustOpen(db);
   ASSERT_NE(store, nullptr);
   Result<StateImage> got = store->Load();
   ASSERT_TRUE(got.ok()) << got.status().ToString();
@@ -574,7 +574,7 @@ INSERT INTO jobs (id, state, record) VALUES (3, 'PENDING', '{"_v":7,"_min_reader
 INSERT INTO nodes (name, record) VALUES ('n1', '{"_v":7,"_min_reader":1,"name":"n1","state":"up","nic_count":4}');
 )sql");
   Seal(db);
-  std::unique_ptr<SqliteStore> store = MustOpen(db);
+  std::unique_ptr<SqlStore> store = MustOpen(db);
   ASSERT_NE(store, nullptr);
   Result<StateImage> got = store->Load();
   ASSERT_TRUE(got.ok()) << got.status().ToString();
@@ -602,7 +602,7 @@ TEST(StoreFormat, RowsForNewerReadersAreRefused) {
 INSERT INTO jobs (id, state, record) VALUES (17, 'PENDING', '{"_v":9,"_min_reader":8,"id":17,"state":"PENDING"}');
 )sql");
   Seal(db);
-  std::unique_ptr<SqliteStore> store = MustOpen(db);
+  std::unique_ptr<SqlStore> store = MustOpen(db);
   ASSERT_NE(store, nullptr);
   Result<StateImage> got = store->Load();
   ASSERT_FALSE(got.ok());
@@ -625,7 +625,7 @@ TEST(StoreFormat, NewerLayoutOpensWhenItsMinReaderAllows) {
   EXPECT_NE(MustOpen(db), nullptr);                    // min_reader_schema is still 4
   EXPECT_EQ(RowText(db, "PRAGMA user_version"), "7");  // left as it is
   ExecSql(db, "UPDATE meta SET value = 7 WHERE key = 'min_reader_schema'");
-  Result<std::unique_ptr<SqliteStore>> refused = SqliteStore::Open(db, {});
+  Result<std::unique_ptr<SqlStore>> refused = SqliteStore::Open(db, {});
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("schema version 7 is newer than this hachi "
                                             "knows (6)"),

@@ -43,7 +43,7 @@ void ExecSql(const std::string& path, const std::string& sql) {
 
 // A database with jobs 1..3 committed, closed.
 void MakeDatabase(const std::string& path) {
-  Result<std::unique_ptr<SqliteStore>> store = SqliteStore::Open(path, {});
+  Result<std::unique_ptr<SqlStore>> store = SqliteStore::Open(path, {});
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   ASSERT_TRUE((*store)
                   ->Commit({MakeJob(1).Submitted(), MakeJob(2).Submitted(),
@@ -54,7 +54,7 @@ void MakeDatabase(const std::string& path) {
 TEST(StoreGuard, ANewFileIsAFirstStart) {
   TempDir dir;
   const std::string path = dir.File("hachi.db");
-  Result<std::unique_ptr<SqliteStore>> store = SqliteStore::Open(path, {});
+  Result<std::unique_ptr<SqlStore>> store = SqliteStore::Open(path, {});
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   Result<StateImage> image = (*store)->Load();
   ASSERT_TRUE(image.ok());
@@ -71,7 +71,7 @@ TEST(StoreGuard, AnEmptyFileIsRefusedUnlessInitialised) {
   std::filesystem::remove(path + "-shm");
   std::filesystem::resize_file(path, 0);
 
-  Result<std::unique_ptr<SqliteStore>> refused = SqliteStore::Open(path, {});
+  Result<std::unique_ptr<SqlStore>> refused = SqliteStore::Open(path, {});
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(
@@ -84,12 +84,12 @@ TEST(StoreGuard, AnEmptyFileIsRefusedUnlessInitialised) {
 
   SqliteOptions init;
   init.initialize = true;
-  Result<std::unique_ptr<SqliteStore>> store = SqliteStore::Open(path, init);
+  Result<std::unique_ptr<SqlStore>> store = SqliteStore::Open(path, init);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   ASSERT_TRUE((*store)->Commit({MakeJob(1).Submitted()}).ok());
   store->reset();
   // Initialised once, it opens without the flag.
-  Result<std::unique_ptr<SqliteStore>> again = SqliteStore::Open(path, {});
+  Result<std::unique_ptr<SqlStore>> again = SqliteStore::Open(path, {});
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   Result<StateImage> image = (*again)->Load();
   ASSERT_TRUE(image.ok());
@@ -104,7 +104,7 @@ TEST(StoreGuard, AFileWithoutTheSchemaIsRefused) {
       path,
       "DROP TABLE jobs; DROP TABLE nodes; DROP TABLE meta; DROP TABLE tokens; "
       "DROP TABLE payloads; DROP TABLE steps; DROP TABLE usage; PRAGMA user_version = 0");
-  Result<std::unique_ptr<SqliteStore>> refused = SqliteStore::Open(path, {});
+  Result<std::unique_ptr<SqlStore>> refused = SqliteStore::Open(path, {});
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find(path + ": the state database holds no Hachi "
                                                    "tables; refusing"),
@@ -124,7 +124,7 @@ TEST(StoreGuard, AFileWithoutTheSchemaIsRefused) {
       << refused.status().message();
   SqliteOptions init;
   init.initialize = true;
-  Result<std::unique_ptr<SqliteStore>> store = SqliteStore::Open(other, init);
+  Result<std::unique_ptr<SqlStore>> store = SqliteStore::Open(other, init);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   Result<StateImage> image = (*store)->Load();
   ASSERT_TRUE(image.ok()) << image.status().ToString();
@@ -142,7 +142,7 @@ TEST(StoreGuard, AnEditedRowIsReportedByName) {
           "UPDATE jobs SET record = replace(record, '\"user\":\"bob\"', "
           "'\"user\":\"eve\"') WHERE id = 2");
   {
-    Result<std::unique_ptr<SqliteStore>> store = SqliteStore::Open(path, {});
+    Result<std::unique_ptr<SqlStore>> store = SqliteStore::Open(path, {});
     ASSERT_TRUE(store.ok()) << store.status().ToString();  // found by Load, per row
     Result<StateImage> image = (*store)->Load();
     ASSERT_FALSE(image.ok());
@@ -158,7 +158,7 @@ TEST(StoreGuard, AnEditedRowIsReportedByName) {
   accept.accept_edited_rows = true;
   accept.warn = [&](const std::string& line) { warned.push_back(line); };
   {
-    Result<std::unique_ptr<SqliteStore>> store = SqliteStore::Open(path, accept);
+    Result<std::unique_ptr<SqlStore>> store = SqliteStore::Open(path, accept);
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     Result<StateImage> image = (*store)->Load();
     ASSERT_TRUE(image.ok()) << image.status().ToString();
@@ -168,7 +168,7 @@ TEST(StoreGuard, AnEditedRowIsReportedByName) {
                         path + ": jobs row 2: its checksum did not match; kept as it is "
                                "(--accept-edited-rows)"});
   // Resealed: a plain open loads it from now on.
-  Result<std::unique_ptr<SqliteStore>> store = SqliteStore::Open(path, {});
+  Result<std::unique_ptr<SqlStore>> store = SqliteStore::Open(path, {});
   ASSERT_TRUE(store.ok());
   EXPECT_TRUE((*store)->Load().ok());
   // A checksum removed is reported too.
@@ -191,7 +191,7 @@ TEST(StoreGuard, AnEditedStepRowIsReportedByName) {
   const std::string path = dir.File("hachi.db");
   MakeDatabase(path);
   {
-    Result<std::unique_ptr<SqliteStore>> store = SqliteStore::Open(path, {});
+    Result<std::unique_ptr<SqlStore>> store = SqliteStore::Open(path, {});
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     ASSERT_TRUE((*store)->Commit({testing::Started(1), MakeStep(1, 0).Started()}).ok());
   }
@@ -199,7 +199,7 @@ TEST(StoreGuard, AnEditedStepRowIsReportedByName) {
           "UPDATE steps SET record = replace(record, '\"user\":\"bob\"', "
           "'\"user\":\"eve\"')");
   auto load = [&](const SqliteOptions& options) {
-    Result<std::unique_ptr<SqliteStore>> store = SqliteStore::Open(path, options);
+    Result<std::unique_ptr<SqlStore>> store = SqliteStore::Open(path, options);
     EXPECT_TRUE(store.ok()) << store.status().ToString();
     return store.ok() ? (*store)->Load() : Result<StateImage>(store.status());
   };
@@ -242,7 +242,7 @@ TEST(StoreGuard, ADamagedFileFailsTheQuickCheck) {
   TempDir dir;
   const std::string path = dir.File("hachi.db");
   {
-    Result<std::unique_ptr<SqliteStore>> store = SqliteStore::Open(path, {});
+    Result<std::unique_ptr<SqlStore>> store = SqliteStore::Open(path, {});
     ASSERT_TRUE(store.ok());
     std::vector<Edit> edits;
     for (JobId id = 1; id <= 200; ++id) edits.push_back(MakeJob(id).Submitted());
@@ -257,7 +257,7 @@ TEST(StoreGuard, ADamagedFileFailsTheQuickCheck) {
     const std::string junk(512, '\x5a');
     f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
   }
-  Result<std::unique_ptr<SqliteStore>> refused = SqliteStore::Open(path, {});
+  Result<std::unique_ptr<SqlStore>> refused = SqliteStore::Open(path, {});
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("quick_check"), std::string::npos)
       << refused.status().message();

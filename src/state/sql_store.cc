@@ -1,0 +1,619 @@
+#include "state/sql_store.h"
+
+#include <chrono>
+#include <map>
+#include <thread>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+#include "state/db.h"
+#include "state/row_codec.h"
+#include "state/usage_json.h"
+
+namespace hachi::state {
+
+std::string StepRowKey(const StepKey& k) {
+  return std::to_string(k.job) + "." + std::to_string(k.step) + "@" +
+         std::to_string(k.job_start);
+}
+
+int64_t RowSum(std::string_view key, std::string_view record) {
+  uint64_t h = 14695981039346656037ull;
+  auto mix = [&](std::string_view text) {
+    for (const char c : text) {
+      h ^= static_cast<unsigned char>(c);
+      h *= 1099511628211ull;
+    }
+  };
+  mix(key);
+  mix(std::string_view("\0", 1));
+  mix(record);
+  return static_cast<int64_t>(h);
+}
+
+namespace {
+
+Status SumError(Db* db, std::string_view table, std::string_view key, bool missing) {
+  return Internal(
+      db->path() + ": " + std::string(table) + " row " + std::string(key) +
+      (missing ? ": has no checksum" : ": its checksum does not match its record") +
+      " (edited outside hachi, or damaged); restore the file from a backup, or "
+      "start once with --accept-edited-rows to keep the row as it is");
+}
+
+// Checks column `sum` (at `sum_index`) of the current row against `key` and `record`.
+Status CheckSum(Db* db, const Stmt& stmt, int sum_index, std::string_view table,
+                std::string_view key, std::string_view record) {
+  if (stmt.ColumnIsNull(sum_index)) return SumError(db, table, key, true);
+  if (stmt.ColumnInt(sum_index) != RowSum(key, record)) {
+    return SumError(db, table, key, false);
+  }
+  return Status::Ok();
+}
+
+// Gives every row whose checksum is missing or wrong the one its record has; `resealed`
+// gets "table row key" for each (rows of an older layout, before checksums, are not
+// named: `name_missing` false). In the caller's transaction.
+
+Status RowError(Db* db, std::string_view table, std::string_view key, const Status& s) {
+  std::string message = db->path() + ": " + std::string(table) + " row " +
+                        std::string(key) + ": " + s.message();
+  return s.code() == StatusCode::kInvalidArgument ? InvalidArgument(std::move(message))
+                                                  : Internal(std::move(message));
+}
+
+// A refused edit (CheckEdit) is the caller's fault and concerns its batch only; any
+// other error comes from SQLite and may have ended the whole transaction.
+bool IsRefusal(const Status& s) {
+  return s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kNotFound;
+}
+
+Result<int64_t> ReadLastJobId(Db* db) {
+  Result<Stmt> stmt = db->Prepare("SELECT value FROM meta WHERE key = 'last_job_id'");
+  if (!stmt.ok()) return stmt.status();
+  Result<bool> row = stmt->Step();
+  if (!row.ok()) return row.status();
+  return *row ? stmt->ColumnInt(0) : 0;
+}
+
+// Reads job `id` into image->jobs (absent: left out, CheckEdit reports it), and the
+// row's fields this binary does not know into *unknown (for the rewrite).
+// `payload_ref`: the payloads row the stored row names (row_codec.h), kept by a rewrite.
+Status ReadJob(Db* db, JobId id, StateImage* image, std::string* unknown = nullptr,
+               JobId* payload_ref = nullptr) {
+  Result<Stmt> stmt = db->Prepare("SELECT record FROM jobs WHERE id = ?1");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, id);
+  Result<bool> row = stmt->Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return Status::Ok();
+  Result<Row<JobRecord>> job = DecodeJobRow(stmt->ColumnText(0));
+  if (!job.ok()) return RowError(db, "jobs", std::to_string(id), job.status());
+  image->jobs[id] = std::move(job->record);
+  if (unknown) *unknown = std::move(job->unknown);
+  if (payload_ref) *payload_ref = job->payload_ref;
+  return Status::Ok();
+}
+
+Status ReadNode(Db* db, const std::string& name, StateImage* image,
+                std::string* unknown) {
+  Result<Stmt> stmt = db->Prepare("SELECT record FROM nodes WHERE name = ?1");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, name);
+  Result<bool> row = stmt->Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return Status::Ok();
+  Result<Row<NodeRecord>> node = DecodeNodeRow(stmt->ColumnText(0));
+  if (!node.ok()) return RowError(db, "nodes", name, node.status());
+  image->nodes[name] = std::move(node->record);
+  *unknown = std::move(node->unknown);
+  return Status::Ok();
+}
+
+// `unknown`: the fields of the row being replaced that this binary does not know.
+Status WriteJob(Db* db, const JobRecord& job, std::string_view unknown,
+                JobId payload_ref) {
+  Result<Stmt> stmt =
+      db->Prepare("UPDATE jobs SET state = ?2, record = ?3, sum = ?4 WHERE id = ?1");
+  if (!stmt.ok()) return stmt.status();
+  const std::string record = EncodeJobRow(job, unknown, payload_ref);
+  stmt->Bind(1, job.id)
+      .Bind(2, JobStateName(job.state))
+      .Bind(3, record)
+      .Bind(4, RowSum(std::to_string(job.id), record));
+  return stmt->Run();
+}
+
+// An array's script and environment, once (row `array_id` of payloads): written with the
+// array's first task, in the transaction that writes the tasks.
+Status WritePayload(Db* db, JobId array_id, const JobPayload& payload) {
+  Result<Stmt> exists = db->Prepare("SELECT 1 FROM payloads WHERE id = ?1");
+  if (!exists.ok()) return exists.status();
+  exists->Bind(1, array_id);
+  Result<bool> found = exists->Step();
+  if (!found.ok()) return found.status();
+  if (*found) return Status::Ok();
+  Result<Stmt> insert =
+      db->Prepare("INSERT INTO payloads (id, record, sum) VALUES (?1, ?2, ?3)");
+  if (!insert.ok()) return insert.status();
+  const std::string record = EncodePayloadRow(payload);
+  insert->Bind(1, array_id)
+      .Bind(2, record)
+      .Bind(3, RowSum(std::to_string(array_id), record));
+  return insert->Run();
+}
+
+// Reads payloads row `id` once per Load, shared by the tasks that name it.
+Result<std::shared_ptr<const JobPayload>> LoadPayload(
+    Db* db, JobId id, std::map<JobId, std::shared_ptr<const JobPayload>>* cache) {
+  if (auto it = cache->find(id); it != cache->end()) return it->second;
+  Result<Stmt> stmt = db->Prepare("SELECT record, sum FROM payloads WHERE id = ?1");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, id);
+  Result<bool> row = stmt->Step();
+  if (!row.ok()) return row.status();
+  const std::string key = std::to_string(id);
+  if (!*row) return Internal(db->path() + ": payloads row " + key + " is missing");
+  const std::string record = stmt->ColumnText(0);
+  HACHI_RETURN_IF_ERROR(CheckSum(db, *stmt, 1, "payloads", key, record));
+  Result<Row<JobPayload>> payload = DecodePayloadRow(record);
+  if (!payload.ok()) return RowError(db, "payloads", key, payload.status());
+  auto shared = std::make_shared<const JobPayload>(std::move(payload->record));
+  (*cache)[id] = shared;
+  return std::shared_ptr<const JobPayload>(std::move(shared));
+}
+
+Status WriteNode(Db* db, const NodeRecord& node, std::string_view unknown = "") {
+  Result<Stmt> stmt = db->Prepare(
+      "INSERT INTO nodes (name, record, sum) VALUES (?1, ?2, ?3) "
+      "ON CONFLICT (name) DO UPDATE SET record = excluded.record, sum = excluded.sum");
+  if (!stmt.ok()) return stmt.status();
+  const std::string record = EncodeNodeRow(node, unknown);
+  stmt->Bind(1, node.name).Bind(2, record).Bind(3, RowSum(node.name, record));
+  return stmt->Run();
+}
+
+// Tokens are few and checked against all of them (a hash is never issued twice).
+Result<StateImage> ReadTokens(Db* db) {
+  StateImage image;
+  Result<Stmt> stmt = db->Prepare("SELECT id, record FROM tokens");
+  if (!stmt.ok()) return stmt.status();
+  for (;;) {
+    Result<bool> row = stmt->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    std::string id = stmt->ColumnText(0);
+    Result<Row<TokenRecord>> t = DecodeTokenRow(stmt->ColumnText(1));
+    if (!t.ok()) return RowError(db, "tokens", id, t.status());
+    image.tokens[std::move(id)] = std::move(t->record);
+  }
+  return image;
+}
+
+Status WriteTokenEdit(Db* db, const TokenIssued& e) {
+  Result<StateImage> image = ReadTokens(db);
+  if (!image.ok()) return image.status();
+  HACHI_RETURN_IF_ERROR(CheckEdit(*image, e));
+  Result<Stmt> stmt =
+      db->Prepare("INSERT INTO tokens (id, record, sum) VALUES (?1, ?2, ?3)");
+  if (!stmt.ok()) return stmt.status();
+  const std::string record = EncodeTokenRow(e.record);
+  stmt->Bind(1, e.record.id).Bind(2, record).Bind(3, RowSum(e.record.id, record));
+  return stmt->Run();
+}
+
+Status WriteTokenEdit(Db* db, const TokenRevoked& e) {
+  Result<StateImage> image = ReadTokens(db);
+  if (!image.ok()) return image.status();
+  HACHI_RETURN_IF_ERROR(CheckEdit(*image, e));
+  Result<Stmt> stmt = db->Prepare("DELETE FROM tokens WHERE id = ?1");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, e.token_id);
+  return stmt->Run();
+}
+
+// Reads step `key` into image->steps (absent: left out, CheckEdit reports it), and the
+// row's fields this binary does not know into *unknown.
+Status ReadStep(Db* db, const StepKey& key, StateImage* image, std::string* unknown) {
+  Result<Stmt> stmt = db->Prepare(
+      "SELECT record FROM steps WHERE job = ?1 AND job_start = ?2 AND step = ?3");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, key.job).Bind(2, key.job_start).Bind(3, int64_t{key.step});
+  Result<bool> row = stmt->Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return Status::Ok();
+  Result<Row<StepRecord>> step = DecodeStepRow(stmt->ColumnText(0));
+  if (!step.ok()) return RowError(db, "steps", StepRowKey(key), step.status());
+  image->steps[key] = std::move(step->record);
+  *unknown = std::move(step->unknown);
+  return Status::Ok();
+}
+
+// The last step of the run (job, job_start), if any, into image->steps: all a
+// StepStarted is checked against (NextStepNumber), however many steps the run has.
+Status ReadLastStep(Db* db, JobId job, Time job_start, StateImage* image) {
+  Result<Stmt> stmt =
+      db->Prepare("SELECT max(step) FROM steps WHERE job = ?1 AND job_start = ?2");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, job).Bind(2, job_start);
+  Result<bool> row = stmt->Step();
+  if (!row.ok()) return row.status();
+  if (!*row || stmt->ColumnIsNull(0)) return Status::Ok();
+  const StepKey key{job, job_start, static_cast<int>(stmt->ColumnInt(0))};
+  std::string unknown;
+  return ReadStep(db, key, image, &unknown);
+}
+
+// Inserts (a new step) or replaces the record of step `s`.
+Status WriteStep(Db* db, const StepRecord& s, bool insert,
+                 std::string_view unknown = "") {
+  Result<Stmt> stmt =
+      db->Prepare(insert ? "INSERT INTO steps (job, job_start, step, record, sum) "
+                           "VALUES (?1, ?2, ?3, ?4, ?5)"
+                         : "UPDATE steps SET record = ?4, sum = ?5 "
+                           "WHERE job = ?1 AND job_start = ?2 AND step = ?3");
+  if (!stmt.ok()) return stmt.status();
+  const std::string record = EncodeStepRow(s, unknown);
+  stmt->Bind(1, s.job)
+      .Bind(2, s.job_start)
+      .Bind(3, int64_t{s.step})
+      .Bind(4, record)
+      .Bind(5, RowSum(StepRowKey({s.job, s.job_start, s.step}), record));
+  return stmt->Run();
+}
+
+JobId EditJobId(const JobStarted& e) { return e.id; }
+JobId EditJobId(const JobEnded& e) { return e.id; }
+JobId EditJobId(const JobRequeued& e) { return e.id; }
+JobId EditJobId(const JobHeld& e) { return e.id; }
+JobId EditJobId(const JobUpdated& e) { return e.id; }
+
+}  // namespace
+
+struct SqlStore::Waiter {
+  const std::vector<Edit>* edits;
+  Status status;
+  bool done = false;  // guarded by mu_
+};
+
+SqlStore::SqlStore(std::unique_ptr<Db> db, std::string file, int group_window_us)
+    : file_(std::move(file)), group_window_us_(group_window_us), db_(std::move(db)) {}
+
+SqlStore::~SqlStore() = default;
+
+Result<std::shared_ptr<const JobPayload>> SqlStore::LoadPayload(JobId id) {
+  MutexLock lock(&db_mu_);
+  StateImage one;
+  JobId ref = 0;
+  HACHI_RETURN_IF_ERROR(ReadJob(db_.get(), id, &one, nullptr, &ref));
+  auto it = one.jobs.find(id);
+  if (it == one.jobs.end()) return NotFound("no job " + std::to_string(id));
+  if (ref == 0) return it->second.spec.payload;
+  std::map<JobId, std::shared_ptr<const JobPayload>> cache;
+  return state::LoadPayload(db_.get(), ref, &cache);  // the row reader above
+}
+
+Status SqlStore::SaveUsage(const std::vector<JobUsage>& usage) {
+  if (usage.empty()) return Status::Ok();
+  MutexLock lock(&db_mu_);
+  Db* db = db_.get();
+  Txn txn(db);
+  transactions_.fetch_add(1, std::memory_order_relaxed);
+  HACHI_RETURN_IF_ERROR(txn.Begin());
+  for (const JobUsage& u : usage) {
+    Result<Stmt> stmt = db->Prepare(
+        "INSERT INTO usage (job, job_start, record, sum) VALUES (?1, ?2, ?3, ?4) "
+        "ON CONFLICT (job, job_start) DO UPDATE SET record = excluded.record, "
+        "sum = excluded.sum");
+    if (!stmt.ok()) return stmt.status();
+    const std::string record = UsageToJson(u);
+    const std::string key = std::to_string(u.job) + "@" + std::to_string(u.start_time);
+    stmt->Bind(1, u.job)
+        .Bind(2, u.start_time)
+        .Bind(3, record)
+        .Bind(4, RowSum(key, record));
+    HACHI_RETURN_IF_ERROR(stmt->Run());
+  }
+  return txn.Commit();
+}
+
+Result<std::vector<JobUsage>> SqlStore::LoadUsage(JobId job) {
+  MutexLock lock(&db_mu_);
+  Db* db = db_.get();
+  Result<Stmt> stmt = db->Prepare(
+      "SELECT job_start, record, sum FROM usage WHERE job = ?1 ORDER BY job_start");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, job);
+  std::vector<JobUsage> out;
+  for (;;) {
+    Result<bool> row = stmt->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    const std::string key =
+        std::to_string(job) + "@" + std::to_string(stmt->ColumnInt(0));
+    const std::string record = stmt->ColumnText(1);
+    HACHI_RETURN_IF_ERROR(CheckSum(db, *stmt, 2, "usage", key, record));
+    Result<JobUsage> u = UsageFromJson(record);
+    if (!u.ok()) return RowError(db, "usage", key, u.status());
+    out.push_back(std::move(*u));
+  }
+  return out;
+}
+
+Result<StateImage> SqlStore::Load() {
+  MutexLock lock(&db_mu_);
+  Db* db = db_.get();
+  Txn txn(db, Txn::Kind::kRead);  // one consistent view of the tables
+  HACHI_RETURN_IF_ERROR(txn.Begin());
+  StateImage image;
+  Result<int64_t> last = ReadLastJobId(db);
+  if (!last.ok()) return last.status();
+  image.last_job_id = *last;
+
+  std::map<JobId, std::shared_ptr<const JobPayload>> payloads;
+  Result<Stmt> jobs = db->Prepare("SELECT id, record, sum FROM jobs ORDER BY id");
+  if (!jobs.ok()) return jobs.status();
+  for (;;) {
+    Result<bool> row = jobs->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    const JobId id = jobs->ColumnInt(0);
+    const std::string key = std::to_string(id);
+    const std::string record = jobs->ColumnText(1);
+    HACHI_RETURN_IF_ERROR(CheckSum(db, *jobs, 2, "jobs", key, record));
+    Result<Row<JobRecord>> job = DecodeJobRow(record);
+    if (!job.ok()) return RowError(db, "jobs", key, job.status());
+    if (job->payload_ref != 0) {
+      Result<std::shared_ptr<const JobPayload>> payload =
+          state::LoadPayload(db, job->payload_ref, &payloads);
+      if (!payload.ok()) return payload.status();
+      job->record.spec.payload = std::move(*payload);
+    }
+    if (job->record.id != id) {
+      return Internal(db->path() + ": jobs row " + std::to_string(id) + " holds job " +
+                      std::to_string(job->record.id));
+    }
+    if (id > image.last_job_id) image.last_job_id = id;
+    image.jobs.emplace(id, std::move(job->record));
+  }
+
+  Result<Stmt> nodes = db->Prepare("SELECT name, record, sum FROM nodes ORDER BY name");
+  if (!nodes.ok()) return nodes.status();
+  for (;;) {
+    Result<bool> row = nodes->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    std::string name = nodes->ColumnText(0);
+    const std::string record = nodes->ColumnText(1);
+    HACHI_RETURN_IF_ERROR(CheckSum(db, *nodes, 2, "nodes", name, record));
+    Result<Row<NodeRecord>> node = DecodeNodeRow(record);
+    if (!node.ok()) return RowError(db, "nodes", name, node.status());
+    image.nodes.emplace(std::move(name), std::move(node->record));
+  }
+
+  Result<Stmt> tokens = db->Prepare("SELECT id, record, sum FROM tokens ORDER BY id");
+  if (!tokens.ok()) return tokens.status();
+  for (;;) {
+    Result<bool> row = tokens->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    std::string id = tokens->ColumnText(0);
+    const std::string record = tokens->ColumnText(1);
+    HACHI_RETURN_IF_ERROR(CheckSum(db, *tokens, 2, "tokens", id, record));
+    Result<Row<TokenRecord>> token = DecodeTokenRow(record);
+    if (!token.ok()) return RowError(db, "tokens", id, token.status());
+    image.tokens.emplace(std::move(id), std::move(token->record));
+  }
+
+  Result<Stmt> steps = db->Prepare(
+      "SELECT job, job_start, step, record, sum FROM steps ORDER BY job, job_start, "
+      "step");
+  if (!steps.ok()) return steps.status();
+  for (;;) {
+    Result<bool> row = steps->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    const StepKey key{steps->ColumnInt(0), steps->ColumnInt(1),
+                      static_cast<int>(steps->ColumnInt(2))};
+    const std::string name = StepRowKey(key);
+    const std::string record = steps->ColumnText(3);
+    HACHI_RETURN_IF_ERROR(CheckSum(db, *steps, 4, "steps", name, record));
+    Result<Row<StepRecord>> step = DecodeStepRow(record);
+    if (!step.ok()) return RowError(db, "steps", name, step.status());
+    const StepRecord& s = step->record;
+    if (StepKey{s.job, s.job_start, s.step} != key) {
+      return Internal(db->path() + ": steps row " + name + " holds step " +
+                      StepRowKey({s.job, s.job_start, s.step}));
+    }
+    image.steps.emplace(key, std::move(step->record));
+  }
+  HACHI_RETURN_IF_ERROR(txn.Commit());
+  return image;
+}
+
+Status SqlStore::Commit(const std::vector<Edit>& edits) {
+  commits_.fetch_add(1, std::memory_order_relaxed);
+  if (edits.empty()) return Status::Ok();
+  CommitTimer timer(this);  // the wait for a group leader counts: the caller waits it
+  Waiter self{&edits, Status::Ok()};
+  MutexLock lock(&mu_);
+  queue_.push_back(&self);
+  while (!self.done && writing_) cv_.Wait();
+  if (self.done) return self.status;  // a leader wrote our batch
+
+  // Leader: take everything queued so far (our batch included).
+  writing_ = true;
+  if (group_window_us_ > 0) {
+    lock.Unlock();
+    std::this_thread::sleep_for(std::chrono::microseconds(group_window_us_));
+    lock.Lock();
+  }
+  std::vector<Waiter*> group;
+  group.swap(queue_);
+  lock.Unlock();
+
+  WriteGroup(group);
+
+  lock.Lock();
+  for (Waiter* w : group) w->done = true;
+  writing_ = false;
+  lock.Unlock();
+  // Wakes the group's callers and whoever queued meanwhile (one becomes the leader).
+  cv_.SignalAll();
+  return self.status;
+}
+
+size_t SqlStore::QueuedForTesting() {
+  MutexLock lock(&mu_);
+  return queue_.size();
+}
+
+void SqlStore::WriteGroup(const std::vector<Waiter*>& group) {
+  MutexLock lock(&db_mu_);
+  if (group.size() == 1) {
+    group[0]->status = WriteAlone(*group[0]->edits);
+    return;
+  }
+  Db* db = db_.get();
+  bool group_ok = true;
+  {
+    Txn txn(db);
+    transactions_.fetch_add(1, std::memory_order_relaxed);
+    group_ok = txn.Begin().ok();
+    for (size_t i = 0; group_ok && i < group.size(); ++i) {
+      Waiter* w = group[i];
+      group_ok = db->Exec("SAVEPOINT batch").ok();
+      if (!group_ok) break;
+      w->status = WriteBatch(*w->edits);
+      if (w->status.ok()) {
+        group_ok = db->Exec("RELEASE batch").ok();
+      } else if (IsRefusal(w->status) && db->InTransaction()) {
+        // Undo this batch only; the others in the group go on.
+        group_ok = db->Exec("ROLLBACK TO batch").ok() && db->Exec("RELEASE batch").ok();
+      } else {
+        group_ok = false;
+      }
+    }
+    if (group_ok) group_ok = txn.Commit().ok();
+  }  // an unfinished group transaction is rolled back here
+  if (group_ok) return;
+  // The group's transaction failed as a whole: nothing of it is stored. Each batch
+  // gets a transaction of its own, so a batch that cannot be written fails alone.
+  for (Waiter* w : group) w->status = WriteAlone(*w->edits);
+}
+
+Status SqlStore::WriteAlone(const std::vector<Edit>& edits) {
+  // A connection lost before COMMIT: nothing happened, and the Db has a new one.
+  constexpr int kTries = 3;
+  Status s;
+  for (int i = 0; i < kTries; ++i) {
+    Txn txn(db_.get());
+    transactions_.fetch_add(1, std::memory_order_relaxed);
+    s = txn.Begin();
+    if (s.ok()) s = WriteBatch(edits);
+    if (s.ok()) s = txn.Commit();
+    if (s.ok() || !db_->MayRetry()) return s;
+  }
+  return s;
+}
+
+Status SqlStore::WriteBatch(const std::vector<Edit>& edits) {
+  for (const Edit& edit : edits) HACHI_RETURN_IF_ERROR(WriteEdit(edit));
+  return Status::Ok();
+}
+
+// Each edit is checked by the same ApplyEdit the server uses, on the stored record it
+// touches, then written as one small statement.
+Status SqlStore::WriteEdit(const Edit& edit) {
+  Db* db = db_.get();
+  return std::visit(
+      [&](const auto& e) -> Status {
+        using E = std::decay_t<decltype(e)>;
+        StateImage image;
+        if constexpr (std::is_same_v<E, JobSubmitted>) {
+          Result<int64_t> last = ReadLastJobId(db);
+          if (!last.ok()) return last.status();
+          image.last_job_id = *last;
+          HACHI_RETURN_IF_ERROR(ReadJob(db, e.record.id, &image));
+          HACHI_RETURN_IF_ERROR(CheckEdit(image, edit));
+          // An array's tasks name one payloads row (its first task's id) instead of
+          // each holding the script and environment.
+          const JobSpec& spec = e.record.spec;
+          const JobId payload_ref =
+              spec.array_job_id != 0 && spec.payload != nullptr ? spec.array_job_id : 0;
+          if (payload_ref != 0) {
+            HACHI_RETURN_IF_ERROR(WritePayload(db, payload_ref, *spec.payload));
+          }
+          Result<Stmt> insert = db->Prepare(
+              "INSERT INTO jobs (id, state, record, payload, sum) "
+              "VALUES (?1, ?2, ?3, ?4, ?5)");
+          if (!insert.ok()) return insert.status();
+          const std::string record = EncodeJobRow(e.record, "", payload_ref);
+          insert->Bind(1, e.record.id)
+              .Bind(2, JobStateName(e.record.state))
+              .Bind(3, record);
+          if (payload_ref != 0) {
+            insert->Bind(4, payload_ref);
+          } else {
+            insert->BindNull(4);
+          }
+          insert->Bind(5, RowSum(std::to_string(e.record.id), record));
+          HACHI_RETURN_IF_ERROR(insert->Run());
+          Result<Stmt> meta = db->Prepare(
+              "INSERT INTO meta (key, value) VALUES ('last_job_id', ?1) "
+              "ON CONFLICT (key) DO UPDATE SET value = CASE WHEN excluded.value > "
+              "meta.value THEN excluded.value ELSE meta.value END");
+          if (!meta.ok()) return meta.status();
+          meta->Bind(1, e.record.id);
+          return meta->Run();
+        } else if constexpr (std::is_same_v<E, TokenIssued> ||
+                             std::is_same_v<E, TokenRevoked>) {
+          return WriteTokenEdit(db, e);
+        } else if constexpr (std::is_same_v<E, StepStarted>) {
+          const StepRecord& r = e.record;
+          HACHI_RETURN_IF_ERROR(ReadJob(db, r.job, &image));
+          HACHI_RETURN_IF_ERROR(ReadLastStep(db, r.job, r.job_start, &image));
+          HACHI_RETURN_IF_ERROR(CheckEdit(image, edit));
+          return WriteStep(db, r, /*insert=*/true);
+        } else if constexpr (std::is_same_v<E, StepEnded>) {
+          std::string unknown;  // carried over (row_codec.h)
+          HACHI_RETURN_IF_ERROR(ReadStep(db, e.key, &image, &unknown));
+          HACHI_RETURN_IF_ERROR(ApplyEdit(&image, edit));
+          return WriteStep(db, image.steps.at(e.key), /*insert=*/false, unknown);
+        } else if constexpr (std::is_same_v<E, NodeUpserted>) {
+          HACHI_RETURN_IF_ERROR(CheckEdit(image, edit));
+          return WriteNode(db, e.record);
+        } else if constexpr (std::is_same_v<E, NodeStateChanged> ||
+                             std::is_same_v<E, NodeHealthChanged> ||
+                             std::is_same_v<E, NodeBurnInChanged>) {
+          std::string unknown;  // carried over (row_codec.h)
+          HACHI_RETURN_IF_ERROR(ReadNode(db, e.name, &image, &unknown));
+          HACHI_RETURN_IF_ERROR(ApplyEdit(&image, edit));
+          return WriteNode(db, image.nodes.at(e.name), unknown);
+        } else {
+          const JobId id = EditJobId(e);
+          std::string unknown;    // carried over (row_codec.h)
+          JobId payload_ref = 0;  // an array task's payload stays where it is
+          HACHI_RETURN_IF_ERROR(ReadJob(db, id, &image, &unknown, &payload_ref));
+          HACHI_RETURN_IF_ERROR(ApplyEdit(&image, edit));
+          return WriteJob(db, image.jobs.at(id), unknown, payload_ref);
+        }
+      },
+      edit);
+}
+
+StoreStats SqlStore::stats() const {
+  return StoreStats{commits_.load(std::memory_order_relaxed),
+                    transactions_.load(std::memory_order_relaxed)};
+}
+
+Status SqlStore::SetMaxPageCountForTesting(int64_t pages) {
+  MutexLock lock(&db_mu_);
+  // 4294967294: SQLite's largest page count, i.e. no cap.
+  const int64_t cap = pages > 0 ? pages : 4294967294;
+  Result<int64_t> set = db_->QueryInt("PRAGMA max_page_count = " + std::to_string(cap));
+  return set.ok() ? Status::Ok() : set.status();
+}
+
+}  // namespace hachi::state
