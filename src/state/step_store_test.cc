@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "state/pg_testing.h"
 #include "state/row_codec.h"
 #include "state/sqlite_store.h"
 #include "state/store.h"
@@ -34,12 +35,26 @@ std::string DumpSteps(const StateImage& image) {
 class StepStoreTest : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
+    if (std::string(GetParam()) == "postgres" && testing::SkipPostgres()) {
+      GTEST_SKIP() << "HACHI_NO_POSTGRES=1";
+    }
     std::string tmpl = std::filesystem::temp_directory_path() / "hachi-steps-XXXXXX";
     dir_ = ::mkdtemp(tmpl.data());
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
   bool sqlite() const { return std::string(GetParam()) == "sqlite"; }
+  bool postgres() const { return std::string(GetParam()) == "postgres"; }
   std::unique_ptr<Store> Open() {
+    if (postgres()) {
+      if (pg_.empty()) {
+        std::string why;
+        pg_ = testing::FreshPostgresDatabase(&why);
+        EXPECT_FALSE(pg_.empty()) << why;
+      }
+      Result<std::unique_ptr<Store>> s = OpenPostgresStore(pg_);
+      EXPECT_TRUE(s.ok()) << s.status().ToString();
+      return s.ok() ? std::move(*s) : nullptr;
+    }
     if (!sqlite()) return memory_ ? std::move(memory_) : NewMemoryStore();
     Result<std::unique_ptr<Store>> s = OpenSqliteStore(dir_ + "/state.db");
     EXPECT_TRUE(s.ok()) << s.status().ToString();
@@ -47,8 +62,9 @@ class StepStoreTest : public ::testing::TestWithParam<const char*> {
   }
   // The memory store "reopens" as itself.
   void Close(std::unique_ptr<Store> s) {
-    if (!sqlite()) memory_ = std::move(s);
+    if (!sqlite() && !postgres()) memory_ = std::move(s);
   }
+  std::string pg_;  // the test's database
   // Commits `edits` and applies them to `expected` as the server would.
   void CommitAndApply(Store& store, const std::vector<Edit>& edits) {
     Status s = store.Commit(edits);
@@ -143,7 +159,8 @@ TEST_P(StepStoreTest, RefusedStepStoresNothing) {
   EXPECT_TRUE(store->Commit({MakeStep(1, 1).Started()}).ok());
 }
 
-INSTANTIATE_TEST_SUITE_P(Stores, StepStoreTest, ::testing::Values("memory", "sqlite"),
+INSTANTIATE_TEST_SUITE_P(Stores, StepStoreTest,
+                         ::testing::Values("memory", "sqlite", "postgres"),
                          [](const ::testing::TestParamInfo<const char*>& p) {
                            return std::string(p.param);
                          });

@@ -121,6 +121,29 @@ struct SqliteOptions {
 Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,
                                                const SqliteOptions& options = {});
 
+// Several controllers on one PostgreSQL database (docs/ha.md, docs/storage.md).
+struct PostgresOptions {
+  // The leader's epoch (state/leader_lease.h): every write transaction commits only
+  // while the lease row still holds this epoch and has not lapsed by the database's
+  // clock. 0: no fence (hachi admin migrate, tests of the store alone).
+  int64_t epoch = 0;
+  // Called once per store, from the committing thread, when a write was refused because
+  // the epoch moved on or the lease lapsed: the server steps down. The commit itself
+  // returns kUnavailable, naming the epochs.
+  std::function<void(const Status&)> on_deposed;
+  // How long a commit keeps reconnecting when the database cannot be reached (a
+  // PostgreSQL restart, a primary switchover) before it returns kUnavailable.
+  int reconnect_ms = 15000;
+  std::function<void(const std::string&)> warn;  // may be empty
+};
+
+// Opens the PostgreSQL store at `conninfo` (libpq's URI or key=value string; several
+// hosts with target_session_attrs=read-write follow a switchover), creating its tables
+// on first use. kUnavailable when the server cannot be reached or libpq is missing;
+// kInvalidArgument for a newer layout than this binary knows.
+Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& conninfo,
+                                                 const PostgresOptions& options = {});
+
 // Whether a store's write failed for lack of space: SQLite's SQLITE_FULL ("database or
 // disk is full"; a write's ENOSPC), or an I/O error whose cause was ENOSPC (an fsync, the
 // WAL's index), which the store's message says in kNoSpaceLeft's words.

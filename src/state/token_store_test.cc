@@ -11,6 +11,7 @@
 
 #include "core/sha256.h"
 #include "state/db.h"
+#include "state/pg_testing.h"
 #include "state/sqlite_store.h"
 #include "state/store.h"
 #include "state/token_json.h"
@@ -35,12 +36,26 @@ TokenRecord MakeToken(const std::string& id, const std::string& user,
 class TokenStoreTest : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
+    if (std::string(GetParam()) == "postgres" && testing::SkipPostgres()) {
+      GTEST_SKIP() << "HACHI_NO_POSTGRES=1";
+    }
     std::string tmpl = std::filesystem::temp_directory_path() / "hachi-tokens-XXXXXX";
     dir_ = ::mkdtemp(tmpl.data());
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
   bool sqlite() const { return std::string(GetParam()) == "sqlite"; }
+  bool postgres() const { return std::string(GetParam()) == "postgres"; }
   std::unique_ptr<Store> Open() {
+    if (postgres()) {
+      if (pg_.empty()) {
+        std::string why;
+        pg_ = testing::FreshPostgresDatabase(&why);
+        EXPECT_FALSE(pg_.empty()) << why;
+      }
+      Result<std::unique_ptr<Store>> s = OpenPostgresStore(pg_);
+      EXPECT_TRUE(s.ok()) << s.status().ToString();
+      return s.ok() ? std::move(*s) : nullptr;
+    }
     if (!sqlite()) return memory_ ? std::move(memory_) : NewMemoryStore();
     Result<std::unique_ptr<Store>> s = OpenSqliteStore(dir_ + "/state.db");
     EXPECT_TRUE(s.ok()) << s.status().ToString();
@@ -48,8 +63,9 @@ class TokenStoreTest : public ::testing::TestWithParam<const char*> {
   }
   // The memory store "reopens" as itself.
   void Close(std::unique_ptr<Store> s) {
-    if (!sqlite()) memory_ = std::move(s);
+    if (!sqlite() && !postgres()) memory_ = std::move(s);
   }
+  std::string pg_;  // the test's database
 
   std::string dir_;
   std::unique_ptr<Store> memory_;
@@ -90,7 +106,8 @@ TEST_P(TokenStoreTest, IssueRevokeAndReopen) {
   EXPECT_EQ(image->tokens.count("r1"), 1u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Stores, TokenStoreTest, ::testing::Values("memory", "sqlite"),
+INSTANTIATE_TEST_SUITE_P(Stores, TokenStoreTest,
+                         ::testing::Values("memory", "sqlite", "postgres"),
                          [](const ::testing::TestParamInfo<const char*>& p) {
                            return std::string(p.param);
                          });

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "state/pg_testing.h"
 #include "state/sqlite_store.h"
 #include "state/store.h"
 #include "state/usage_json.h"
@@ -230,24 +231,34 @@ TEST(UsageJson, ErrorsNameTheField) {
   EXPECT_FALSE(UsageFromJson("{").ok());
 }
 
-class UsageStoreTest : public ::testing::TestWithParam<bool> {
+class UsageStoreTest : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
+    if (kind() == "postgres") {
+      if (testing::SkipPostgres()) GTEST_SKIP() << "HACHI_NO_POSTGRES=1";
+      std::string why;
+      pg_ = testing::FreshPostgresDatabase(&why);
+      ASSERT_FALSE(pg_.empty()) << why;
+    }
     std::string tmpl = std::filesystem::temp_directory_path() / "hachi-usage-XXXXXX";
     dir_ = ::mkdtemp(tmpl.data());
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string kind() const { return GetParam(); }
   std::unique_ptr<Store> Open() {
-    if (!GetParam()) {
+    if (kind() == "memory") {
       if (!memory_) memory_ = NewMemoryStore();
       return nullptr;
     }
-    Result<std::unique_ptr<Store>> s = OpenSqliteStore(dir_ + "/state.db");
+    Result<std::unique_ptr<Store>> s = kind() == "postgres"
+                                           ? OpenPostgresStore(pg_)
+                                           : OpenSqliteStore(dir_ + "/state.db");
     EXPECT_TRUE(s.ok()) << s.status().message();
     return s.ok() ? std::move(*s) : nullptr;
   }
   Store* Get(std::unique_ptr<Store>& s) { return s ? s.get() : memory_.get(); }
   std::string dir_;
+  std::string pg_;  // the test's database
   std::unique_ptr<Store> memory_;
 };
 
@@ -274,8 +285,9 @@ TEST_P(UsageStoreTest, RunsAreReplacedAndSurviveAReopen) {
   EXPECT_TRUE(none->empty());
 }
 
-INSTANTIATE_TEST_SUITE_P(Stores, UsageStoreTest, ::testing::Values(false, true),
-                         [](const auto& p) { return p.param ? "Sqlite" : "Memory"; });
+INSTANTIATE_TEST_SUITE_P(Stores, UsageStoreTest,
+                         ::testing::Values("memory", "sqlite", "postgres"),
+                         [](const auto& p) { return std::string(p.param); });
 
 }  // namespace
 }  // namespace hachi::state

@@ -1,0 +1,21 @@
+// The PostgreSQL layout (docs/storage.md, "PostgreSQL"): what the store and the lease row
+// both need before they run.
+#pragma once
+
+#include <cstdint>
+
+#include "core/status.h"
+
+namespace hachi::state {
+
+class Db;
+
+// 1: the tables of SQLite's layout 6, BIGINT and TEXT, and hachi_leader.
+inline constexpr int64_t kPostgresSchemaVersion = 1;
+
+// Creates the tables and the lease row when missing (idempotent, safe when several
+// servers start at once: one transaction under an advisory lock) and checks the
+// layout's version. kInvalidArgument for a newer layout than this binary can use.
+Status EnsurePostgresSchema(Db* db);
+
+}  // namespace hachi::state

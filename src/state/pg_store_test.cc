@@ -1,0 +1,281 @@
+// The PostgreSQL store and the lease row, on a real PostgreSQL 15 the test starts
+// (state/pg_testing.h): the contract SQLite's store keeps, plus what only several
+// controllers need — the epoch fence, reconnection, a commit whose answer was lost.
+#include "state/pg_store.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "state/leader_lease.h"
+#include "state/pg_db.h"
+#include "state/pg_testing.h"
+#include "state/sql_store.h"
+#include "state/store.h"
+#include "state/testing.h"
+
+namespace hachi::state {
+namespace {
+
+JobRecord Pending(JobId id) {
+  JobRecord j = testing::FullJob(id);
+  j.state = JobState::kPending;
+  j.held = false;
+  j.spec.array_job_id = 0;
+  j.spec.array_task_id = -1;
+  j.allocations.clear();
+  j.start_time = 0;
+  j.end_time = 0;
+  return j;
+}
+
+class PgStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (testing::SkipPostgres()) GTEST_SKIP() << "HACHI_NO_POSTGRES=1";
+    std::string why;
+    db_ = testing::FreshPostgresDatabase(&why);
+    ASSERT_FALSE(db_.empty()) << why;
+    pg_ = testing::SharedPostgres(&why);
+  }
+  std::unique_ptr<Store> Open(PostgresOptions o = {}) {
+    Result<std::unique_ptr<Store>> s = OpenPostgresStore(db_, o);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? std::move(*s) : nullptr;
+  }
+  std::unique_ptr<LeaderLease> Lease(const std::string& holder) {
+    Result<std::unique_ptr<LeaderLease>> l = LeaderLease::Open(db_, holder);
+    EXPECT_TRUE(l.ok()) << l.status().ToString();
+    return l.ok() ? std::move(*l) : nullptr;
+  }
+  std::string DbName() const { return db_.substr(db_.rfind('/') + 1); }
+
+  std::string db_;
+  testing::ScratchPostgres* pg_ = nullptr;
+};
+
+TEST_F(PgStoreTest, ReopenLoadsWhatWasCommitted) {
+  {
+    std::unique_ptr<Store> s = Open();
+    ASSERT_TRUE(s);
+    for (JobId id = 1; id <= 3; ++id) {
+      ASSERT_TRUE(s->Commit({JobSubmitted{Pending(id)}}).ok());
+    }
+    ASSERT_TRUE(s->Commit({JobHeld{2, true}}).ok());
+  }
+  std::unique_ptr<Store> s = Open();
+  Result<StateImage> image = s->Load();
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+  ASSERT_EQ(image->jobs.size(), 3u);
+  EXPECT_EQ(image->last_job_id, 3);
+  EXPECT_TRUE(image->jobs.at(2).held);
+  EXPECT_EQ(image->jobs.at(1).spec.name, Pending(1).spec.name);
+  EXPECT_EQ(image->jobs.at(3).spec.env(), Pending(3).spec.env());
+}
+
+TEST_F(PgStoreTest, ARefusedBatchStoresNothing) {
+  std::unique_ptr<Store> s = Open();
+  ASSERT_TRUE(s->Commit({JobSubmitted{Pending(1)}}).ok());
+  // The second edit names a job that does not exist: neither is stored.
+  Status st = s->Commit({JobSubmitted{Pending(2)}, JobHeld{9, true}});
+  EXPECT_FALSE(st.ok());
+  Result<StateImage> image = s->Load();
+  ASSERT_TRUE(image.ok());
+  EXPECT_EQ(image->jobs.size(), 1u);
+}
+
+TEST_F(PgStoreTest, ConcurrentCommitsAreGroupedAndAllStored) {
+  std::unique_ptr<Store> s = Open();
+  std::atomic<JobId> next{1};
+  std::vector<std::thread> threads;
+  std::atomic<int> failed{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 20; ++i) {
+        if (!s->Commit({JobSubmitted{Pending(next.fetch_add(1))}}).ok()) ++failed;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(failed.load(), 0);
+  Result<StateImage> image = s->Load();
+  ASSERT_TRUE(image.ok());
+  EXPECT_EQ(image->jobs.size(), 160u);
+  EXPECT_LE(s->stats().transactions, s->stats().commits);
+}
+
+TEST_F(PgStoreTest, ARowEditedOutsideHachiIsRefusedByName) {
+  {
+    std::unique_ptr<Store> s = Open();
+    ASSERT_TRUE(s->Commit({JobSubmitted{Pending(4)}}).ok());
+  }
+  ASSERT_TRUE(
+      pg_->Psql("UPDATE jobs SET record = replace(record, 'train', 'TRAIN')", DbName()));
+  Result<StateImage> image = Open()->Load();
+  ASSERT_FALSE(image.ok());
+  EXPECT_NE(image.status().message().find("jobs row 4"), std::string::npos)
+      << image.status().ToString();
+}
+
+TEST_F(PgStoreTest, ANewerLayoutIsRefused) {
+  ASSERT_TRUE(Open());
+  ASSERT_TRUE(
+      pg_->Psql("UPDATE meta SET value = 99 WHERE key IN ('schema_version', "
+                "'min_reader_schema')",
+                DbName()));
+  Result<std::unique_ptr<Store>> s = OpenPostgresStore(db_);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.status().message().find("schema version 99"), std::string::npos)
+      << s.status().ToString();
+}
+
+TEST_F(PgStoreTest, TheLeaseHasOneHolderAndATakeoverMovesTheEpoch) {
+  std::unique_ptr<LeaderLease> a = Lease("a");
+  std::unique_ptr<LeaderLease> b = Lease("b");
+  ASSERT_TRUE(a && b);
+  LeaderInfo info;
+  Result<std::optional<int64_t>> won = a->TryAcquire("http://a:8686", 60000, &info);
+  ASSERT_TRUE(won.ok()) << won.status().ToString();
+  ASSERT_TRUE(won->has_value());
+  EXPECT_EQ(**won, 1);
+  Result<std::optional<int64_t>> lost = b->TryAcquire("http://b:8686", 60000, &info);
+  ASSERT_TRUE(lost.ok());
+  EXPECT_FALSE(lost->has_value());
+  EXPECT_EQ(info.holder, "a");
+  EXPECT_EQ(info.address, "http://a:8686");
+  EXPECT_GT(info.remaining_ms, 50000);
+  Result<bool> renewed = a->Renew(1, 60000);
+  ASSERT_TRUE(renewed.ok());
+  EXPECT_TRUE(*renewed);
+  ASSERT_TRUE(a->Release(1).ok());  // lapsed now: b takes it, epoch 2
+  won = b->TryAcquire("http://b:8686", 60000, &info);
+  ASSERT_TRUE(won.ok());
+  ASSERT_TRUE(won->has_value());
+  EXPECT_EQ(**won, 2);
+  renewed = a->Renew(1, 60000);
+  ASSERT_TRUE(renewed.ok());
+  EXPECT_FALSE(*renewed);  // a's term is over
+  Result<LeaderInfo> now = a->Current();
+  ASSERT_TRUE(now.ok());
+  EXPECT_EQ(now->epoch, 2);
+  EXPECT_EQ(now->holder, "b");
+}
+
+TEST_F(PgStoreTest, TwoAtOnceMakeOneLeader) {
+  std::vector<std::unique_ptr<LeaderLease>> leases;
+  for (int i = 0; i < 6; ++i) leases.push_back(Lease("c" + std::to_string(i)));
+  std::atomic<int> winners{0};
+  std::vector<std::thread> threads;
+  for (auto& l : leases) {
+    threads.emplace_back([&l, &winners] {
+      LeaderInfo info;
+      Result<std::optional<int64_t>> won = l->TryAcquire("http://x", 60000, &info);
+      if (won.ok() && won->has_value()) ++winners;
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(winners.load(), 1);
+}
+
+TEST_F(PgStoreTest, ADeposedLeadersWritesAreRefusedByTheEpoch) {
+  std::unique_ptr<LeaderLease> a = Lease("a");
+  std::unique_ptr<LeaderLease> b = Lease("b");
+  LeaderInfo info;
+  ASSERT_EQ(**a->TryAcquire("http://a", 60000, &info), 1);
+  int deposed = 0;
+  std::string why;
+  PostgresOptions o;
+  o.epoch = 1;
+  o.on_deposed = [&](const Status& s) {
+    ++deposed;
+    why = s.message();
+  };
+  std::unique_ptr<Store> old_leader = Open(o);
+  ASSERT_TRUE(old_leader->Commit({JobSubmitted{Pending(1)}}).ok());
+  // a is frozen past its lease; b takes over.
+  ASSERT_TRUE(a->Release(1).ok());
+  ASSERT_EQ(**b->TryAcquire("http://b", 60000, &info), 2);
+  Status late = old_leader->Commit({JobSubmitted{Pending(2)}});
+  EXPECT_EQ(late.code(), StatusCode::kUnavailable);
+  EXPECT_NE(late.message().find("no longer the leader: epoch 1 ended"), std::string::npos)
+      << late.ToString();
+  EXPECT_NE(late.message().find("epoch 2, b"), std::string::npos) << late.ToString();
+  Status later = old_leader->SaveUsage({JobUsage{}});
+  EXPECT_FALSE(later.ok());
+  EXPECT_EQ(deposed, 1);  // said once
+  EXPECT_EQ(why, late.message());
+  PostgresOptions ob;
+  ob.epoch = 2;
+  std::unique_ptr<Store> new_leader = Open(ob);
+  ASSERT_TRUE(new_leader->Commit({JobSubmitted{Pending(3)}}).ok());
+  Result<StateImage> image = new_leader->Load();
+  ASSERT_TRUE(image.ok());
+  EXPECT_EQ(image->jobs.count(1), 1u);
+  EXPECT_EQ(image->jobs.count(2), 0u);  // refused: never stored
+  EXPECT_EQ(image->jobs.count(3), 1u);
+}
+
+TEST_F(PgStoreTest, ALapsedLeaseRefusesWritesEvenBeforeATakeover) {
+  std::unique_ptr<LeaderLease> a = Lease("a");
+  LeaderInfo info;
+  ASSERT_EQ(**a->TryAcquire("http://a", 60000, &info), 1);
+  PostgresOptions o;
+  o.epoch = 1;
+  std::unique_ptr<Store> s = Open(o);
+  ASSERT_TRUE(s->Commit({JobSubmitted{Pending(1)}}).ok());
+  ASSERT_TRUE(a->Release(1).ok());  // the lease's end, by the database's clock
+  Status late = s->Commit({JobSubmitted{Pending(2)}});
+  EXPECT_EQ(late.code(), StatusCode::kUnavailable);
+  EXPECT_NE(late.message().find("its lease lapsed"), std::string::npos)
+      << late.ToString();
+}
+
+TEST_F(PgStoreTest, ACommitAfterTheServerRestartedReconnectsAndIsStoredOnce) {
+  std::unique_ptr<Store> s = Open();
+  ASSERT_TRUE(s->Commit({JobSubmitted{Pending(1)}}).ok());
+  ASSERT_TRUE(pg_->Restart());  // the store's connection is gone
+  Status st = s->Commit({JobSubmitted{Pending(2)}});
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  Result<StateImage> image = s->Load();
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+  EXPECT_EQ(image->jobs.size(), 2u);
+}
+
+TEST_F(PgStoreTest, ACommitWhoseAnswerWasLostIsResolvedFromTheDatabase) {
+  PgDbOptions o;
+  o.conninfo = db_;
+  Result<std::unique_ptr<PgDb>> db = PgDb::Open(o);
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  PgDb* raw = db->get();
+  ASSERT_TRUE(EnsurePostgresSchema(raw).ok());
+  SqlStore store(std::move(*db), "");
+  bool cut = false;
+  // COMMIT is on its way; the client's socket goes before the answer comes back.
+  raw->SetAfterCommitSentForTesting([&] {
+    if (cut) return;
+    cut = true;
+    // The socket becomes /dev/null: the answer can never be read, whatever is buffered.
+    const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    ::dup2(null, raw->SocketForTesting());
+    ::close(null);
+  });
+  Status st = store.Commit({JobSubmitted{Pending(7)}});
+  ASSERT_TRUE(cut);
+  EXPECT_TRUE(st.ok()) << st.ToString();  // pg_xact_status said 'committed'
+  EXPECT_EQ(raw->resolved_for_testing(), 1);
+  Result<StateImage> image = store.Load();
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+  EXPECT_EQ(image->jobs.size(), 1u);
+  EXPECT_EQ(image->jobs.count(7), 1u);
+  EXPECT_EQ(image->last_job_id, 7);
+}
+
+}  // namespace
+}  // namespace hachi::state

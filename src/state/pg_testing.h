@@ -1,0 +1,232 @@
+// A real PostgreSQL 15 (Debian's postgresql-15) that a test starts and stops itself:
+// initdb in a new directory, trust authentication, its Unix socket in that directory,
+// fsync on (durability is what the tests are about), and, when the test runs as root,
+// every PostgreSQL command run as `nobody` (PostgreSQL refuses root). Optionally on a
+// TCP address (a network-namespace host's, `prefix` running each command there) and as
+// a streaming standby of another one (the promotion case).
+//
+// Test-only, header-only. Not thread-safe: one test thread drives it. Every wait is
+// bounded (pg_ctl -w -t 30).
+#pragma once
+
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+
+namespace hachi::state::testing {
+
+inline constexpr const char* kPostgresBin = "/usr/lib/postgresql/15/bin";
+
+// Why PostgreSQL cannot be started here ("" when it can); a developer's machine without
+// it sets HACHI_NO_POSTGRES=1 to skip (CI has it: scripts/install-deps.sh).
+inline std::string PostgresMissing() {
+  if (std::filesystem::exists(std::string(kPostgresBin) + "/pg_ctl")) return "";
+  return std::string(kPostgresBin) +
+         "/pg_ctl is missing: apt-get install postgresql-15 libpq5 (or set "
+         "HACHI_NO_POSTGRES=1 to skip the PostgreSQL tests)";
+}
+inline bool SkipPostgres() {
+  const char* v = std::getenv("HACHI_NO_POSTGRES");
+  return v != nullptr && std::string(v) == "1";
+}
+
+class ScratchPostgres {
+ public:
+  struct Options {
+    std::string parent = "/tmp";  // where its directory is made
+    std::string listen;           // a TCP address too; "" = the Unix socket only
+    int port = 0;                 // 0: one from the pid
+    std::string prefix;           // shell words before every command ("ip netns exec N")
+  };
+
+  explicit ScratchPostgres(Options options) : o_(std::move(options)) {
+    if (o_.port == 0) o_.port = 20000 + ::getpid() % 20000;
+    if (!PostgresMissing().empty()) {
+      error_ = PostgresMissing();
+      return;
+    }
+    if (!MakeDir()) return;
+    ok_ = Sh(Pg("initdb") + " -D " + Data() + " -A trust -U hachi -E UTF8 --locale=C " +
+             "--no-sync >" + dir_ + "/initdb.log 2>&1") &&
+          Configure() && Start() &&
+          Sh(Pg("createdb") + " -h " + dir_ + " -p " + std::to_string(o_.port) +
+             " -U hachi hachi >>" + dir_ + "/initdb.log 2>&1");
+    if (!ok_ && error_.empty()) error_ = "could not start PostgreSQL:\n" + Logs();
+  }
+  ScratchPostgres() : ScratchPostgres(Options{}) {}
+  ~ScratchPostgres() {
+    if (!dir_.empty()) {
+      Sh(Pg("pg_ctl") + " -D " + Data() + " -m immediate -w -t 30 stop >/dev/null 2>&1");
+      std::error_code ec;
+      std::filesystem::remove_all(dir_, ec);
+    }
+  }
+  ScratchPostgres(const ScratchPostgres&) = delete;
+  ScratchPostgres& operator=(const ScratchPostgres&) = delete;
+
+  bool ok() const { return ok_; }
+  const std::string& error() const { return error_; }
+  int port() const { return o_.port; }
+  const std::string& dir() const { return dir_; }
+
+  // The URI of database `db` on the Unix socket (the directory, percent-encoded).
+  std::string conninfo(const std::string& db = "hachi") const {
+    std::string enc;
+    for (char c : dir_) enc += c == '/' ? std::string("%2F") : std::string(1, c);
+    return "postgresql://hachi@" + enc + ":" + std::to_string(o_.port) + "/" + db;
+  }
+  std::string conninfo_tcp(const std::string& db = "hachi") const {
+    return "postgresql://hachi@" + o_.listen + ":" + std::to_string(o_.port) + "/" + db;
+  }
+
+  // A new, empty database for one test.
+  bool CreateDatabase(const std::string& name) {
+    return Sh(Pg("createdb") + " -h " + dir_ + " -p " + std::to_string(o_.port) +
+              " -U hachi " + name + " >>" + dir_ + "/initdb.log 2>&1");
+  }
+  // SQL through psql (the tests' side door: pg_terminate_backend, settings).
+  bool Psql(const std::string& sql, const std::string& db = "hachi") {
+    return Sh(Pg("psql") + " -h " + dir_ + " -p " + std::to_string(o_.port) +
+              " -U hachi -d " + db + " -v ON_ERROR_STOP=1 -qAtc " + Quote(sql) + " >>" +
+              dir_ + "/psql.log 2>&1");
+  }
+
+  bool Start() {
+    return Sh(Pg("pg_ctl") + " -D " + Data() + " -l " + dir_ + "/postgres.log -w -t 30 " +
+              "start >/dev/null 2>&1");
+  }
+  bool Stop() {
+    return Sh(Pg("pg_ctl") + " -D " + Data() + " -m fast -w -t 30 stop >/dev/null 2>&1");
+  }
+  bool Restart() { return Stop() && Start(); }
+  // SIGKILL of the postmaster (a crash; its backends exit when they notice).
+  void Kill() {
+    std::ifstream pid(Data() + "/postmaster.pid");
+    long p = 0;
+    if (pid >> p && p > 0) ::kill(static_cast<pid_t>(p), SIGKILL);
+    // Its backends hold the port until they go; pg_ctl stop cleans up the rest.
+    Sh(Pg("pg_ctl") + " -D " + Data() + " -m immediate -w -t 30 stop >/dev/null 2>&1");
+  }
+
+  // A streaming standby of this server, in a directory of its own (pg_basebackup -R),
+  // with `options`' address and prefix; this one is made to commit only once the
+  // standby has the transaction (synchronous replication: a promotion loses nothing
+  // acknowledged).
+  std::unique_ptr<ScratchPostgres> StartStandby(Options options) {
+    auto s = std::unique_ptr<ScratchPostgres>(new ScratchPostgres(std::move(options), 0));
+    if (!s->MakeDir()) return s;
+    const std::string primary =
+        o_.listen.empty() ? "-h " + dir_ + " -p " + std::to_string(o_.port)
+                          : "-h " + o_.listen + " -p " + std::to_string(o_.port);
+    s->ok_ = Sh(s->Pg("pg_basebackup") + " " + primary + " -U hachi -D " + s->Data() +
+                " -R -X stream --no-sync >" + s->dir_ + "/initdb.log 2>&1") &&
+             s->Configure() && s->Start() &&
+             Psql("ALTER SYSTEM SET synchronous_standby_names = '*'") &&
+             Psql("SELECT pg_reload_conf()");
+    if (!s->ok_ && s->error_.empty())
+      s->error_ = "could not start the standby:\n" + s->Logs();
+    return s;
+  }
+  bool Promote() {
+    return Sh(Pg("pg_ctl") + " -D " + Data() + " -w -t 30 promote >/dev/null 2>&1");
+  }
+
+ private:
+  ScratchPostgres(Options options, int) : o_(std::move(options)) {
+    if (o_.port == 0) o_.port = 20000 + ::getpid() % 20000;
+  }
+  static std::string Quote(const std::string& s) {
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+  }
+  static bool Sh(const std::string& cmd) { return std::system(cmd.c_str()) == 0; }
+  std::string Data() const { return dir_ + "/data"; }
+  // A PostgreSQL program, as nobody when we are root, behind the prefix.
+  std::string Pg(const std::string& program) const {
+    std::string cmd = o_.prefix.empty() ? "" : o_.prefix + " ";
+    if (::geteuid() == 0) cmd += "runuser -u nobody -- ";
+    return cmd + kPostgresBin + "/" + program;
+  }
+  bool MakeDir() {
+    std::string tmpl = o_.parent + "/hachi-pg-XXXXXX";
+    if (::mkdtemp(tmpl.data()) == nullptr) {
+      error_ = "cannot make a directory in " + o_.parent;
+      return false;
+    }
+    dir_ = tmpl;
+    ::chmod(dir_.c_str(), 0755);
+    if (::geteuid() == 0 && !Sh("chown nobody:nogroup " + dir_)) {
+      error_ = "cannot give " + dir_ + " to nobody";
+      return false;
+    }
+    return true;
+  }
+  // Its own socket directory and port, TCP when asked (trust from anywhere: a test's
+  // private network), WAL for a standby, and no waiting on fsyncs it cannot lose.
+  bool Configure() {
+    std::ostringstream conf;
+    conf << "\nport = " << o_.port << "\nunix_socket_directories = '" << dir_ << "'"
+         << "\nlisten_addresses = '" << o_.listen << "'"
+         << "\nfsync = on\nwal_level = replica\nmax_wal_senders = 4"
+         << "\nhot_standby = on\nmax_connections = 200\n";
+    const std::string hba =
+        "host all all 0.0.0.0/0 trust\nhost replication all 0.0.0.0/0 "
+        "trust\nlocal replication all trust\n";
+    return Sh("printf '%s' " + Quote(conf.str()) + " >> " + Data() +
+              "/postgresql.conf") &&
+           Sh("printf '%s' " + Quote(hba) + " >> " + Data() + "/pg_hba.conf");
+  }
+  std::string Logs() const {
+    std::ifstream a(dir_ + "/initdb.log"), b(dir_ + "/postgres.log");
+    std::stringstream ss;
+    ss << a.rdbuf() << b.rdbuf();
+    return ss.str();
+  }
+
+  Options o_;
+  std::string dir_;
+  bool ok_ = false;
+  std::string error_;
+};
+
+// One server for the whole test binary, started at first use and stopped at exit; null
+// (with the reason in *why) when it cannot be started.
+inline ScratchPostgres* SharedPostgres(std::string* why) {
+  static std::unique_ptr<ScratchPostgres> server = [] {
+    return PostgresMissing().empty() ? std::make_unique<ScratchPostgres>() : nullptr;
+  }();
+  if (server == nullptr) {
+    *why = PostgresMissing();
+    return nullptr;
+  }
+  if (!server->ok()) {
+    *why = server->error();
+    return nullptr;
+  }
+  return server.get();
+}
+
+// The URI of a new, empty database on the shared server, for one test; "" with the
+// reason in *why.
+inline std::string FreshPostgresDatabase(std::string* why) {
+  static int n = 0;
+  ScratchPostgres* pg = SharedPostgres(why);
+  if (pg == nullptr) return "";
+  const std::string name = "t" + std::to_string(::getpid()) + "_" + std::to_string(++n);
+  if (!pg->CreateDatabase(name)) {
+    *why = "createdb " + name + " failed";
+    return "";
+  }
+  return pg->conninfo(name);
+}
+
+}  // namespace hachi::state::testing
