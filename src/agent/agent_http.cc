@@ -16,6 +16,10 @@ Result<std::string> HttpClientHolder::Call(std::string_view method,
       if (!c.ok()) return c.status();
       // What opens the server's /agents/* endpoints (server/auth.h).
       (*c)->SetHeader(api::kClusterSecretHeader, cluster_secret_);
+      if (floor_) (*c)->SetEpochFloor(floor_);
+      // Several controllers: a call waits a little for a leader, and the agent's own
+      // loops (backoff, the lease, the probe of a silent server) do the rest.
+      (*c)->SetFailoverWait(2000);
       client_ = std::move(*c);
     }
     client = client_.get();

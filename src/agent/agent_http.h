@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "api/epoch_floor.h"
 #include "api/http_client.h"
 #include "core/mutex.h"
 #include "core/status.h"
@@ -18,8 +19,13 @@ namespace hachi::agent {
 
 class HttpClientHolder {
  public:
-  HttpClientHolder(std::string server, std::string cluster_secret)
-      : server_(std::move(server)), cluster_secret_(std::move(cluster_secret)) {}
+  // `floor`: the agent's epoch floor (api/epoch_floor.h), shared by its clients; null:
+  // none.
+  HttpClientHolder(std::string server, std::string cluster_secret,
+                   std::shared_ptr<api::EpochFloor> floor = nullptr)
+      : server_(std::move(server)),
+        cluster_secret_(std::move(cluster_secret)),
+        floor_(std::move(floor)) {}
   HttpClientHolder(const HttpClientHolder&) = delete;
   HttpClientHolder& operator=(const HttpClientHolder&) = delete;
 
@@ -30,6 +36,7 @@ class HttpClientHolder {
  private:
   const std::string server_;
   const std::string cluster_secret_;
+  const std::shared_ptr<api::EpochFloor> floor_;
   Mutex mu_;
   // Replaced after errors; its Abort may run while Call waits on it (outside mu_).
   std::unique_ptr<api::HttpClient> client_ GUARDED_BY(mu_);

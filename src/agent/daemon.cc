@@ -24,10 +24,10 @@ AgentOptions WithClock(AgentOptions o) {
 AgentDaemon::AgentDaemon(AgentOptions options, LauncherFactory make_launcher)
     : options_(WithClock(std::move(options))),
       started_(options_.clock->Now()),
-      poll_http_(
-          std::make_unique<HttpClientHolder>(options_.server, options_.cluster_secret)),
-      steps_http_(
-          std::make_unique<HttpClientHolder>(options_.server, options_.cluster_secret)) {
+      poll_http_(std::make_unique<HttpClientHolder>(
+          options_.server, options_.cluster_secret, options_.epoch_floor)),
+      steps_http_(std::make_unique<HttpClientHolder>(
+          options_.server, options_.cluster_secret, options_.epoch_floor)) {
   std::random_device rd;
   char id[40];
   std::snprintf(id, sizeof id, "%08x%08x%08x", rd(), rd(), rd());

@@ -55,6 +55,7 @@
 #include "agent/launcher.h"
 #include "agent/mps.h"
 #include "agent/steps.h"
+#include "api/epoch_floor.h"
 #include "api/protocol.h"
 #include "core/clock.h"
 #include "core/mutex.h"
@@ -64,11 +65,16 @@
 namespace hachi::agent {
 
 struct AgentOptions {
-  std::string server;  // "http://127.0.0.1:8686" or "unix:/path"
+  // "http://127.0.0.1:8686" or "unix:/path"; several controllers: a comma-separated
+  // list (api/http_client.h).
+  std::string server;
   std::string
-      cluster_secret;   // sent on every request; the server refuses agents without it
-  std::string node;     // this node's name
-  std::string address;  // MASTER_ADDR others use to reach it ("127.0.0.1")
+      cluster_secret;  // sent on every request; the server refuses agents without it
+  // The highest leader epoch seen (docs/ha.md): replies of a deposed leader are refused.
+  // `hachi agent` keeps it in <spool>/epoch; null: none.
+  std::shared_ptr<api::EpochFloor> epoch_floor;
+  std::string node;           // this node's name
+  std::string address;        // MASTER_ADDR others use to reach it ("127.0.0.1")
   std::string topology_json;  // topo::TopologyToJson
   int cpus = 0;
   int64_t memory_mib = 0;

@@ -134,7 +134,7 @@ bool AgentDaemon::SendBurnIn(HttpClientHolder& http, const std::string& base,
 }
 
 void AgentDaemon::ReportLoop() {
-  HttpClientHolder http(options_.server, options_.cluster_secret);
+  HttpClientHolder http(options_.server, options_.cluster_secret, options_.epoch_floor);
   const std::string base = std::string(api::kApiPrefix) + "/agents/" + options_.node;
   const std::string path = base + "/exits";
   int backoff_ms = 100;

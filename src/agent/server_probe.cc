@@ -43,7 +43,9 @@ ProbeResult Connect(int family, const sockaddr* addr, socklen_t len, int timeout
 
 }  // namespace
 
-ProbeResult ProbeServer(std::string_view server, int timeout_ms) {
+namespace {
+
+ProbeResult ProbeOne(std::string_view server, int timeout_ms) {
   Result<api::ServerAddress> a = api::ParseServerAddress(server);
   if (!a.ok()) return ProbeResult::kNoAnswer;
   if (!a->unix_path.empty()) {
@@ -78,6 +80,27 @@ ProbeResult ProbeServer(std::string_view server, int timeout_ms) {
   ::freeaddrinfo(found);
   if (all_refused) return ProbeResult::kRefused;
   return result;
+}
+
+}  // namespace
+
+// Several controllers: refused only when every one refuses — any that runs could lead
+// and count this node's silence.
+ProbeResult ProbeServer(std::string_view server, int timeout_ms) {
+  ProbeResult result = ProbeResult::kRefused;
+  size_t start = 0;
+  for (;;) {
+    const size_t comma = server.find(',', start);
+    std::string_view one = server.substr(
+        start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    while (!one.empty() && one.front() == ' ') one.remove_prefix(1);
+    while (!one.empty() && one.back() == ' ') one.remove_suffix(1);
+    const ProbeResult r = ProbeOne(one, timeout_ms);
+    if (r == ProbeResult::kAccepted) return r;
+    if (r == ProbeResult::kNoAnswer) result = r;
+    if (comma == std::string_view::npos) return result;
+    start = comma + 1;
+  }
 }
 
 }  // namespace hachi::agent

@@ -4,10 +4,23 @@
 // the file $HACHI_CA_CERT names), or "unix:/path/to/hachi.sock" (the local socket).
 // cpp-httplib stays out of this header.
 //
+// Several controllers (docs/ha.md): the address may be a comma-separated list. The
+// client starts at the one that last answered as leader and moves on to another, trying
+// the request again there, when a connection cannot be made (nothing was sent), when a
+// standby answers (503 with X-Hachi-Standby: to the X-Hachi-Leader it names when that
+// is one of the list — a standby cannot send a client, its token or an agent's secret
+// anywhere else — else the next), or when the reply's epoch is below the EpochFloor's (a
+// deposed leader). A request sent and then failed (a read error, a timeout) is tried
+// again elsewhere only when it is a GET: a POST may have been done. With a list, a round
+// that finds no leader is followed by another after a pause (100 ms doubling to 1 s) for
+// at most $HACHI_FAILOVER_WAIT_MS (default 20000), so a command during a failover waits
+// and answers instead of failing.
+//
 // Thread-safety: one HttpClient per thread (it keeps one connection alive); creating
 // one is cheap.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -44,21 +57,29 @@ struct ServerAddress {
 // kInvalidArgument, naming what is wrong, for an address it cannot parse.
 Result<ServerAddress> ParseServerAddress(std::string_view address);
 
+class EpochFloor;  // api/epoch_floor.h
+
 class HttpClient {
  public:
-  // kInvalidArgument for an address it cannot parse.
+  // kInvalidArgument for an address it cannot parse (naming the element of a list).
   static Result<std::unique_ptr<HttpClient>> Create(std::string_view address,
                                                     int timeout_ms = 30000);
   ~HttpClient();
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;
 
-  const std::string& address() const { return address_; }
+  const std::string& address() const { return address_; }  // as given (the list)
   // Interrupts a request in progress on another thread (it fails with kUnavailable);
   // the only method that may be called concurrently with Request/Call.
   void Abort();
   // Sent with every request (a token's Authorization, an agent's cluster secret).
   void SetHeader(const std::string& name, const std::string& value);
+  // Refuse replies of a deposed leader (api/epoch_floor.h); shared by a process's
+  // clients.
+  void SetEpochFloor(std::shared_ptr<EpochFloor> floor);
+  // How long a list waits for a leader, and how it pauses between rounds (tests: no
+  // real sleeping).
+  void SetFailoverWait(int wait_ms, std::function<void(int ms)> sleep = nullptr);
 
   // One request. kUnavailable when the server cannot be reached (naming the address).
   Result<HttpResponse> Request(std::string_view method, const std::string& path,
