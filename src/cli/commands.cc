@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string_view>
 
+#include "cli/admin_cmds.h"
 #include "cli/commtest_cmd.h"
 #include "cli/doctor_cmd.h"
 #include "cli/job_cmds.h"
@@ -25,6 +26,7 @@ constexpr N kNodes[] = {"nodes", "drain", "resume", "stats"};
 constexpr N kDaemons[] = {"server", "agent", "dev"};
 constexpr N kToken[] = {"token"};
 constexpr N kSlurm[] = {"slurm"};
+constexpr N kAdmin[] = {"admin"};
 
 // cli/commands_test.cc checks that each Add* registers exactly the names beside it.
 const CommandGroup kGroups[] = {
@@ -32,7 +34,7 @@ const CommandGroup kGroups[] = {
     {AddDoctorCommand, kDoctor},       {AddSimCommands, kSim},
     {AddJobCommands, kJobs},           {AddNodeCommands, kNodes},
     {AddDaemonCommands, kDaemons},     {AddTokenCommands, kToken},
-    {slurm::AddSlurmCommands, kSlurm},
+    {slurm::AddSlurmCommands, kSlurm}, {AddAdminCommands, kAdmin},
 };
 
 // Top-level options that take a value (main.cc adds them).

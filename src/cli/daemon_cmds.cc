@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -28,9 +29,11 @@
 #include "agent/lease_file.h"
 #include "agent/nccl_env.h"
 #include "agent/waiter.h"
+#include "api/epoch_floor.h"
 #include "api/http_client.h"
 #include "cli/auth_files.h"
 #include "cli/fail.h"
+#include "cli/ha_server.h"
 #include "cli/job_cmds.h"
 #include "config/cluster_config.h"
 #include "core/cpulist.h"
@@ -240,6 +243,10 @@ struct ServerFlags {
   // its schema; --accept-edited-rows keeps rows whose checksum does not match.
   bool init = false;
   bool accept_edited_rows = false;
+  // Several controllers on PostgreSQL (docs/ha.md): the database's URI ("" = SQLite in
+  // the state directory), the URL clients are sent to, the leader's lease in seconds.
+  std::string store, advertise;
+  double leader_lease = 6;
   // Who is asking (cli/auth_files.h): flags over the config's [auth] over the defaults.
   std::string cluster_secret_file, tls_cert, tls_key;
   std::optional<config::ClusterConfig> loaded;  // the parsed --config
@@ -286,9 +293,14 @@ Result<server::ControllerOptions> ControllerOptionsFrom(const ServerFlags& f) {
   return o;
 }
 
-// The server part shared by `server` and `dev`.
-struct RunningServer {
-  int lock_fd = -1;  // flock on STATE_DIR/lock, held for the process's life
+// The server part shared by `server` and `dev`: a controller and its API. With several
+// controllers, one term of the leader's (cli/ha_server.h); destroyed, it stops.
+struct RunningServer final : HaServer::Term {
+  ~RunningServer() override {
+    if (controller) controller->Stop();  // wakes long polls; no more writes
+    if (history) history->Stop();
+    if (http) http->Stop();
+  }
   std::unique_ptr<server::Controller> controller;
   std::unique_ptr<server::HistorySampler> history;  // after controller, before http: it
                                                     // reads the one, the other reads it
@@ -323,27 +335,55 @@ Result<int> LockDir(const std::string& dir, const std::string& what) {
 
 // `local_nodes`: the agents in this process (hachi dev), whose job logs the dashboard may
 // read from this disk.
-Result<RunningServer> StartServer(const ServerFlags& f, const std::string& state_dir,
-                                  std::vector<std::string> local_nodes = {}) {
+// What a server process sets up once, whatever its store: its private state directory,
+// the lock on it, the cluster secret.
+struct ServerSetup {
+  int lock_fd = -1;  // flock on STATE_DIR/lock, held for the process's life
+  std::string socket;
+  std::string cluster_secret;
+};
+
+Result<ServerSetup> PrepareServer(const ServerFlags& f, const std::string& state_dir) {
   // The HTTP server's 64 threads would each get a malloc arena that keeps what a big
   // reply freed: a few arenas serve them as well (the soak test's RSS, docs/soak.md).
   mallopt(M_ARENA_MAX, 4);
+  ServerSetup setup;
   // The database holds every job's script and environment: the directory is the
   // server's alone, 0700, or 0711 when it holds the Unix socket users connect to (they
   // may pass through it to the socket, not list it); its files are 0600.
-  const std::string socket = f.socket.empty() ? state_dir + "/hachi.sock" : f.socket;
-  const bool socket_inside = socket.rfind(state_dir + "/", 0) == 0;
+  setup.socket = f.socket.empty() ? state_dir + "/hachi.sock" : f.socket;
+  const bool socket_inside = setup.socket.rfind(state_dir + "/", 0) == 0;
   HACHI_RETURN_IF_ERROR(
       EnsurePrivateDir(state_dir, socket_inside ? 0711 : 0700, std::cerr));
   Result<int> lock = LockDir(state_dir, "server");
   if (!lock.ok()) return lock.status();
-  Result<server::ControllerOptions> opts = ControllerOptionsFrom(f);
-  if (!opts.ok()) return opts.status();
+  setup.lock_fd = *lock;
+  HACHI_RETURN_IF_ERROR(ControllerOptionsFrom(f).status());
   const config::AuthConfig* auth = f.loaded ? &f.loaded->auth : nullptr;
   Result<std::string> secret =
       ServerClusterSecret(f.cluster_secret_file, auth, state_dir);
   if (!secret.ok()) return secret.status();
-  opts->credential_key = *secret;  // the jobs' credentials (server/auth.h)
+  setup.cluster_secret = *secret;
+  return setup;
+}
+
+// The listeners and what they check, a leader's or a standby's (HttpOptions::leader).
+Result<server::HttpOptions> ServerHttpOptions(const ServerFlags& f,
+                                              const ServerSetup& setup) {
+  const config::AuthConfig* auth = f.loaded ? &f.loaded->auth : nullptr;
+  server::HttpOptions h;
+  h.listen = f.listen;
+  h.unix_socket = setup.socket;
+  h.auth.cluster_secret = setup.cluster_secret;
+  // [auth] anonymous_read is the Controller's Authorizer's (server/authorizer.h).
+  h.tls_cert = !f.tls_cert.empty() || auth == nullptr ? f.tls_cert : auth->tls_cert;
+  h.tls_key = !f.tls_key.empty() || auth == nullptr ? f.tls_key : auth->tls_key;
+  HACHI_RETURN_IF_ERROR(CheckNotWorldReadable(h.tls_key, "--tls-key"));
+  return h;
+}
+
+Result<std::unique_ptr<state::Store>> OpenSqlite(const ServerFlags& f,
+                                                 const std::string& state_dir) {
   state::SqliteOptions db_options;
   db_options.initialize = f.init;
   db_options.accept_edited_rows = f.accept_edited_rows;
@@ -357,35 +397,49 @@ Result<RunningServer> StartServer(const ServerFlags& f, const std::string& state
   // SQLite creates the database 0644 & ~umask, and its -wal and -shm with the
   // database's mode: 0600 from their first byte, so nobody holds a descriptor opened
   // while they were wider.
-  Result<std::unique_ptr<state::Store>> store = [&db, &db_options] {
-    ScopedUmask private_files(077);
-    return state::OpenSqliteStore(db, db_options);
-  }();
-  if (!store.ok()) return store.status();
+  ScopedUmask private_files(077);
+  return state::OpenSqliteStore(db, db_options);
+}
+
+// The controller on `store` and its HTTP API, running. `epoch`: the term's, with several
+// controllers (docs/ha.md); 0 with one.
+Result<std::unique_ptr<RunningServer>> StartTerm(const ServerFlags& f,
+                                                 const ServerSetup& setup,
+                                                 std::unique_ptr<state::Store> store,
+                                                 int64_t epoch,
+                                                 std::vector<std::string> local_nodes) {
+  Result<server::ControllerOptions> opts = ControllerOptionsFrom(f);
+  if (!opts.ok()) return opts.status();
+  opts->credential_key = setup.cluster_secret;  // the jobs' credentials (server/auth.h)
   Result<std::unique_ptr<server::Controller>> c =
-      server::Controller::Create(std::move(*opts), std::move(*store));
+      server::Controller::Create(std::move(*opts), std::move(store));
   if (!c.ok()) return c.status();
-  RunningServer rs;
-  rs.lock_fd = *lock;
-  rs.controller = std::move(*c);
-  server::HttpOptions h;
-  h.listen = f.listen;
-  h.unix_socket = socket;
-  h.auth.cluster_secret = *secret;
-  rs.cluster_secret = *secret;
-  // [auth] anonymous_read is the Controller's Authorizer's (server/authorizer.h).
-  h.tls_cert = !f.tls_cert.empty() || auth == nullptr ? f.tls_cert : auth->tls_cert;
-  h.tls_key = !f.tls_key.empty() || auth == nullptr ? f.tls_key : auth->tls_key;
-  HACHI_RETURN_IF_ERROR(CheckNotWorldReadable(h.tls_key, "--tls-key"));
-  rs.history = std::make_unique<server::HistorySampler>(
-      rs.controller.get(), server::HistorySampler::Options{f.history_interval});
-  h.dashboard.history = rs.history.get();
-  h.dashboard.local_nodes = std::move(local_nodes);
-  rs.http = std::make_unique<server::HttpServer>(rs.controller.get(), h);
-  HACHI_RETURN_IF_ERROR(rs.http->Start());
-  rs.controller->Start();
-  rs.history->Start();
+  auto rs = std::make_unique<RunningServer>();
+  rs->controller = std::move(*c);
+  rs->cluster_secret = setup.cluster_secret;
+  Result<server::HttpOptions> h = ServerHttpOptions(f, setup);
+  if (!h.ok()) return h.status();
+  h->epoch = epoch;
+  rs->history = std::make_unique<server::HistorySampler>(
+      rs->controller.get(), server::HistorySampler::Options{f.history_interval});
+  h->dashboard.history = rs->history.get();
+  h->dashboard.local_nodes = std::move(local_nodes);
+  rs->http = std::make_unique<server::HttpServer>(rs->controller.get(), *h);
+  HACHI_RETURN_IF_ERROR(rs->http->Start());
+  rs->controller->Start();
+  rs->history->Start();
   return rs;
+}
+
+// One server on SQLite: `server` and `dev`.
+Result<std::unique_ptr<RunningServer>> StartServer(
+    const ServerFlags& f, const std::string& state_dir,
+    std::vector<std::string> local_nodes = {}) {
+  Result<ServerSetup> setup = PrepareServer(f, state_dir);
+  if (!setup.ok()) return setup.status();
+  Result<std::unique_ptr<state::Store>> store = OpenSqlite(f, state_dir);
+  if (!store.ok()) return store.status();
+  return StartTerm(f, *setup, std::move(*store), 0, std::move(local_nodes));
 }
 
 void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
@@ -435,6 +489,19 @@ void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
       "Make a new, empty state database where STATE_DIR/hachi.db exists but "
       "holds no Hachi tables (0 bytes, its schema lost), which is refused "
       "otherwise: job ids start again at 1. A missing file is created without it");
+  cmd->add_option("--store", f->store,
+                  "Keep the state in PostgreSQL (postgresql://user@host1,host2/db?"
+                  "target_session_attrs=read-write), shared by several servers of which "
+                  "one leads (docs/ha.md); default: SQLite in --state-dir");
+  cmd->add_option("--advertise", f->advertise,
+                  "The URL a standby sends clients and agents to when this server leads "
+                  "(default: http://LISTEN-HOST:PORT, the host name for 0.0.0.0)");
+  cmd->add_option(
+         "--leader-lease", f->leader_lease,
+         "Seconds a leader's lease runs unrenewed, with --store: a standby takes "
+         "over within about this after the leader is lost; renewed every third "
+         "(default 6)")
+      ->check(CLI::Range(0.3, 600.0));
   cmd->add_flag("--accept-edited-rows", f->accept_edited_rows,
                 "Keep state rows whose checksum does not match their record (edited "
                 "outside hachi), naming each, instead of refusing to start");
@@ -586,19 +653,89 @@ std::unique_ptr<agent::Launcher> RealLauncher(
 
 // ---- hachi server ----
 
+// --store: "" (SQLite in the state directory) or PostgreSQL's URI.
+bool IsPostgres(const std::string& store) {
+  return store.rfind("postgresql://", 0) == 0 || store.rfind("postgres://", 0) == 0;
+}
+
+// The URL clients and agents are told (a standby's answer): --advertise, else the
+// listen address when it names a host, else this host's name with the port.
+std::string AdvertisedUrl(const ServerFlags& f) {
+  if (!f.advertise.empty()) return f.advertise;
+  const std::string scheme = f.tls_cert.empty() ? "http://" : "https://";
+  const size_t colon = f.listen.rfind(':');
+  const std::string host = f.listen.substr(0, colon);
+  const std::string port =
+      colon == std::string::npos ? "8686" : f.listen.substr(colon + 1);
+  const bool any = host.empty() || host == "0.0.0.0" || host == "[::]" || host == "::";
+  return scheme + (any ? HostName() : host) + ":" + port;
+}
+
+// Several controllers on one PostgreSQL database (docs/ha.md): lead when the lease is
+// ours, else answer as a standby, until a stop signal.
+int RunHaServer(const ServerFlags& f, const ServerSetup& setup, const sigset_t& stop) {
+  HaServer::Options o;
+  o.conninfo = f.store;
+  o.leadership.address = AdvertisedUrl(f);
+  const auto lease =
+      std::chrono::milliseconds(static_cast<int64_t>(f.leader_lease * 1000));
+  o.leadership.lease = lease;
+  o.leadership.renew = lease / 3;
+  o.leadership.retry = lease / 6;
+  Result<server::HttpOptions> h = ServerHttpOptions(f, setup);
+  if (!h.ok()) return Fail(h.status());
+  o.standby = *h;
+  auto start_term = [&f, &setup](int64_t epoch,
+                                 std::function<void(const Status&)> deposed)
+      -> Result<std::unique_ptr<HaServer::Term>> {
+    state::PostgresOptions po;
+    po.epoch = epoch;
+    po.on_deposed = std::move(deposed);
+    // A write waiting past the lease for the database would be refused anyway.
+    po.reconnect_ms = static_cast<int>(f.leader_lease * 1000);
+    po.warn = [](const std::string& line) { std::cerr << "hachi: " << line << "\n"; };
+    Result<std::unique_ptr<state::Store>> store = state::OpenPostgresStore(f.store, po);
+    if (!store.ok()) return store.status();
+    Result<std::unique_ptr<RunningServer>> rs =
+        StartTerm(f, setup, std::move(*store), epoch, {});
+    if (!rs.ok()) return rs.status();
+    return std::unique_ptr<HaServer::Term>(std::move(*rs));
+  };
+  Result<std::unique_ptr<HaServer>> ha = HaServer::Start(o, start_term);
+  if (!ha.ok()) return Fail(ha.status());
+  std::cerr << "hachi server: one of several on PostgreSQL, listening on " << f.listen
+            << " and unix:" << setup.socket << " as " << o.leadership.address
+            << "; lease " << f.leader_lease << " s\n";
+  WaitStopSignal(stop);
+  (*ha)->Stop();
+  return 0;
+}
+
 int RunServer(ServerFlags* f) {
   const sigset_t stop = BlockStopSignals();
   Status resolved = ResolveServerFlags(f, "/var/lib/hachi");
   if (!resolved.ok()) return Fail(resolved);
   const std::string dir = f->state_dir;
-  Result<RunningServer> rs = StartServer(*f, dir);
+  if (!f->store.empty() && !IsPostgres(f->store)) {
+    return Fail(InvalidArgument(
+        "--store: expected a PostgreSQL URI (postgresql://[user@]host[:port][,host2...]/"
+        "dbname[?param=value]); without --store the state is SQLite's, in --state-dir"));
+  }
+  if (IsPostgres(f->store)) {
+    if (f->accept_edited_rows) {
+      return Fail(InvalidArgument("--accept-edited-rows is for the SQLite store"));
+    }
+    Result<ServerSetup> setup = PrepareServer(*f, dir);
+    if (!setup.ok()) return Fail(setup.status());
+    return RunHaServer(*f, *setup, stop);
+  }
+  Result<std::unique_ptr<RunningServer>> rs = StartServer(*f, dir);
   if (!rs.ok()) return Fail(rs.status());
-  std::cerr << "hachi server: listening on " << rs->http->url()
-            << " and unix:" << rs->http->unix_socket() << "; state in " << dir
+  std::cerr << "hachi server: listening on " << (*rs)->http->url()
+            << " and unix:" << (*rs)->http->unix_socket() << "; state in " << dir
             << "/hachi.db\n";
   WaitStopSignal(stop);
-  rs->controller->Stop();
-  rs->http->Stop();
+  rs->reset();  // the controller, then the HTTP server
   return 0;
 }
 
@@ -615,7 +752,9 @@ struct AgentFlags {
 void AddAgentFlags(CLI::App* agt, AgentFlags* af) {
   agt->add_option(
       "--server", af->server,
-      "Server URL (default $HACHI_SERVER or " + std::string(api::kDefaultServer) + ")");
+      "Server URL, or several controllers' as a comma-separated list (docs/ha.md) "
+      "(default $HACHI_SERVER or " +
+          std::string(api::kDefaultServer) + ")");
   agt->add_option("--name", af->name, "Node name (default: the host name)");
   agt->add_option("--address", af->address,
                   "Address other nodes reach this one at (MASTER_ADDR); default: the "
@@ -699,6 +838,11 @@ int RunAgent(const AgentFlags& af) {
       agent::LeaseFile::Open(spool + "/" + agent::kLeaseFileName);
   if (!lease.ok()) return Fail(lease.status());
   o.lease_file = std::move(*lease);
+  // The highest leader epoch seen, kept across the agent's restarts (docs/ha.md).
+  Result<std::shared_ptr<api::EpochFloor>> floor =
+      api::EpochFloor::Open(spool + "/epoch");
+  if (!floor.ok()) return Fail(floor.status());
+  o.epoch_floor = std::move(*floor);
   const std::string runtime = af.container_runtime;
   Result<agent::IsolationOptions> iso =
       JobIsolation(af.cgroup, CgroupParentFor(af.cgroup_parent, spool), o.topology_json,
@@ -835,11 +979,18 @@ int RunDev(DevFlags* df) {
   const sigset_t stop = BlockStopSignals();
   Status resolved = ResolveServerFlags(&df->server, DefaultStateDir());
   if (!resolved.ok()) return Fail(resolved);
+  if (!df->server.store.empty()) {
+    return Fail(InvalidArgument(
+        "--store is for hachi server (several controllers on PostgreSQL, docs/ha.md); "
+        "hachi dev keeps its state in SQLite in --state-dir"));
+  }
   const std::string dir = df->server.state_dir;
   Result<DevNodes> nodes = DevNodesFor(*df);
   if (!nodes.ok()) return Fail(nodes.status());
-  Result<RunningServer> rs = StartServer(df->server, dir, nodes->names);
-  if (!rs.ok()) return Fail(rs.status());
+  Result<std::unique_ptr<RunningServer>> started =
+      StartServer(df->server, dir, nodes->names);
+  if (!started.ok()) return Fail(started.status());
+  RunningServer* rs = started->get();
   const std::string url = rs->http->url();
   std::vector<std::unique_ptr<agent::AgentDaemon>> agents;
   for (size_t i = 0; i < nodes->shapes.size(); ++i) {
