@@ -229,4 +229,18 @@ inline std::string FreshPostgresDatabase(std::string* why) {
   return pg->conninfo(name);
 }
 
+// The URI of a new, empty schema in the shared server's database, for one test: cheaper
+// than a database (a CREATE SCHEMA, not a copy of a template), for suites of hundreds.
+inline std::string FreshPostgresSchema(std::string* why) {
+  static int n = 0;
+  ScratchPostgres* pg = SharedPostgres(why);
+  if (pg == nullptr) return "";
+  const std::string name = "s" + std::to_string(::getpid()) + "_" + std::to_string(++n);
+  if (!pg->Psql("CREATE SCHEMA " + name)) {
+    *why = "CREATE SCHEMA " + name + " failed";
+    return "";
+  }
+  return pg->conninfo() + "?options=-csearch_path%3D" + name;
+}
+
 }  // namespace hachi::state::testing
