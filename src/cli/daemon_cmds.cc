@@ -693,6 +693,7 @@ int RunHaServer(const ServerFlags& f, const ServerSetup& setup, const sigset_t& 
     po.on_deposed = std::move(deposed);
     // A write waiting past the lease for the database would be refused anyway.
     po.reconnect_ms = static_cast<int>(f.leader_lease * 1000);
+    po.idle_in_transaction_ms = static_cast<int>(f.leader_lease * 1000);
     po.warn = [](const std::string& line) { std::cerr << "hachi: " << line << "\n"; };
     Result<std::unique_ptr<state::Store>> store = state::OpenPostgresStore(f.store, po);
     if (!store.ok()) return store.status();

@@ -118,10 +118,7 @@ Result<std::unique_ptr<PgDb>> PgDb::Open(PgDbOptions options) {
   std::string name = ConnName(**api, conn);
   std::unique_ptr<PgDb> db(new PgDb(*api, std::move(options), conn, std::move(name)));
   db->api_->set_notice_processor(conn, Quiet, nullptr);
-  if (db->options_.statement_timeout_ms > 0) {
-    HACHI_RETURN_IF_ERROR(db->Exec("SET statement_timeout = " +
-                                   std::to_string(db->options_.statement_timeout_ms)));
-  }
+  HACHI_RETURN_IF_ERROR(db->Configure());
   return db;
 }
 
@@ -142,9 +139,17 @@ Status PgDb::Connect() {
     return Unavailable(path() + ": cannot reconnect: " + why);
   }
   api_->set_notice_processor(conn_, Quiet, nullptr);
+  return Configure();
+}
+
+Status PgDb::Configure() {
   if (options_.statement_timeout_ms > 0) {
-    return Exec("SET statement_timeout = " +
-                std::to_string(options_.statement_timeout_ms));
+    HACHI_RETURN_IF_ERROR(
+        Exec("SET statement_timeout = " + std::to_string(options_.statement_timeout_ms)));
+  }
+  if (options_.idle_in_transaction_ms > 0) {
+    HACHI_RETURN_IF_ERROR(Exec("SET idle_in_transaction_session_timeout = " +
+                               std::to_string(options_.idle_in_transaction_ms)));
   }
   return Status::Ok();
 }
@@ -256,20 +261,29 @@ Status PgDb::Fence() {
 Status PgDb::BeginWrite() {
   retry_ = false;
   committing_ = false;
+  writing_ = true;
   xid_.clear();
   HACHI_RETURN_IF_ERROR(EnsureConnected());
   Status s = Exec("BEGIN");
-  if (s.ok()) s = Fence();
   if (!s.ok() && Lost()) retry_ = EnsureConnected().ok();
   return s;
 }
 
 Status PgDb::BeginRead() {
+  writing_ = false;
+  xid_.clear();
   HACHI_RETURN_IF_ERROR(EnsureConnected());
   return Exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
 }
 
 Status PgDb::CommitTxn() {
+  // The fence is the transaction's last statement: the lease row is locked only from
+  // here to the COMMIT, so a leader frozen in the middle of a transaction does not hold
+  // up a takeover (its other row locks end with idle_in_transaction_session_timeout).
+  if (Status fenced = writing_ ? Fence() : Status::Ok(); !fenced.ok()) {
+    if (Lost()) retry_ = EnsureConnected().ok();
+    return fenced;
+  }
   committing_ = true;
   Status s;
   if (api_->send_query(conn_, "COMMIT") == 0) {

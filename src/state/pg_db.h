@@ -1,6 +1,6 @@
 // Db (state/db.h) on a PostgreSQL server through libpq (state/libpq.h): one connection,
 // reconnected when lost, and the two things PostgreSQL's store needs beyond SQLite's:
-//   - the fence: with an epoch, every write transaction begins with
+//   - the fence: with an epoch, every write transaction ends, just before COMMIT, with
 //       UPDATE hachi_leader SET writes = writes + 1
 //        WHERE id = 1 AND epoch = $epoch AND expires_at > clock_timestamp()
 //        RETURNING pg_current_xact_id()
@@ -41,6 +41,10 @@ struct PgDbOptions {
   int reconnect_ms = 15000;
   // Bounds each statement (statement_timeout); 0: none.
   int statement_timeout_ms = 0;
+  // The server ends this connection's transaction when the client sits in it this long
+  // (idle_in_transaction_session_timeout): a frozen leader's row locks do not outlive
+  // its lease. 0: never.
+  int idle_in_transaction_ms = 0;
 };
 
 class PgDb final : public Db {
@@ -80,6 +84,7 @@ class PgDb final : public Db {
  private:
   PgDb(const LibpqApi* api, PgDbOptions options, PGconn* conn, std::string name);
   Status Connect();
+  Status Configure();  // the session's settings, after each connect
   // Whether the connection is gone (then the next use reconnects).
   bool Lost() const;
   Status Fence();
@@ -92,6 +97,7 @@ class PgDb final : public Db {
   bool broken_ = false;        // a network error: reconnect before the next use
   bool retry_ = false;         // the last write lost its connection before COMMIT
   bool committing_ = false;    // the open write transaction's COMMIT was sent
+  bool writing_ = false;       // the open transaction is a write (fenced at its end)
   bool deposed_said_ = false;  // on_deposed was called
   int resolved_ = 0;
   std::function<void()> after_commit_sent_;

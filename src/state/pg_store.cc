@@ -93,6 +93,7 @@ Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& conninfo,
   o.epoch = options.epoch;
   o.on_deposed = options.on_deposed;
   o.reconnect_ms = options.reconnect_ms;
+  o.idle_in_transaction_ms = options.idle_in_transaction_ms;
   Result<std::unique_ptr<PgDb>> db = PgDb::Open(std::move(o));
   if (!db.ok()) return db.status();
   HACHI_RETURN_IF_ERROR(EnsurePostgresSchema(db->get()));

@@ -216,7 +216,7 @@ TEST_F(PgStoreTest, ADeposedLeadersWritesAreRefusedByTheEpoch) {
   std::unique_ptr<Store> new_leader = Open(ob);
   ASSERT_TRUE(new_leader->Commit({JobSubmitted{Pending(3)}}).ok());
   Result<StateImage> image = new_leader->Load();
-  ASSERT_TRUE(image.ok());
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
   EXPECT_EQ(image->jobs.count(1), 1u);
   EXPECT_EQ(image->jobs.count(2), 0u);  // refused: never stored
   EXPECT_EQ(image->jobs.count(3), 1u);

@@ -134,6 +134,9 @@ struct PostgresOptions {
   // How long a commit keeps reconnecting when the database cannot be reached (a
   // PostgreSQL restart, a primary switchover) before it returns kUnavailable.
   int reconnect_ms = 15000;
+  // The database ends a transaction this controller left idle this long (a frozen
+  // process): its row locks cannot hold up the next leader. 0: never.
+  int idle_in_transaction_ms = 0;
   std::function<void(const std::string&)> warn;  // may be empty
 };
 
