@@ -37,20 +37,7 @@ std::string ResolveServer(const std::string& flag) {
   return kDefaultServer;
 }
 
-namespace {
-
-// One address of the list, with its own connection.
-struct Target {
-  std::string address;
-  ServerAddress parsed;
-  std::unique_ptr<httplib::Client> client;
-};
-
-Result<std::unique_ptr<httplib::Client>> MakeClient(const std::string& a,
-                                                    const ServerAddress& parsed,
-                                                    int timeout_ms);
-
-std::vector<std::string> SplitList(std::string_view list) {
+std::vector<std::string> SplitServerList(std::string_view list) {
   std::vector<std::string> out;
   size_t start = 0;
   for (;;) {
@@ -64,6 +51,19 @@ std::vector<std::string> SplitList(std::string_view list) {
     start = comma + 1;
   }
 }
+
+namespace {
+
+// One address of the list, with its own connection.
+struct Target {
+  std::string address;
+  ServerAddress parsed;
+  std::unique_ptr<httplib::Client> client;
+};
+
+Result<std::unique_ptr<httplib::Client>> MakeClient(const std::string& a,
+                                                    const ServerAddress& parsed,
+                                                    int timeout_ms);
 
 // Two forms of one server: "http://a:1" and "a:1/" alike.
 bool SameServer(const ServerAddress& a, const ServerAddress& b) {
@@ -256,7 +256,7 @@ Result<std::unique_ptr<HttpClient>> HttpClient::Create(std::string_view address,
                                                        int timeout_ms) {
   auto impl = std::make_unique<Impl>();
   impl->timeout_ms = timeout_ms;
-  const std::vector<std::string> list = SplitList(address);
+  const std::vector<std::string> list = SplitServerList(address);
   for (const std::string& a : list) {
     Result<ServerAddress> parsed = ParseServerAddress(a);
     if (!parsed.ok()) return parsed.status();

@@ -22,6 +22,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/clock.h"
 #include "core/status.h"
@@ -55,6 +56,9 @@ struct ServerAddress {
 };
 // kInvalidArgument, naming what is wrong, for an address it cannot parse.
 Result<ServerAddress> ParseServerAddress(std::string_view address);
+// The elements of a comma-separated list of addresses (several controllers), spaces
+// around each trimmed; one address is a list of one.
+std::vector<std::string> SplitServerList(std::string_view list);
 
 class EpochFloor;  // api/epoch_floor.h
 
