@@ -5,17 +5,22 @@
 // cpp-httplib stays out of this header.
 //
 // Several controllers (docs/ha.md): the address may be a comma-separated list. The
-// client starts at the one that last answered as leader and moves on to another, trying
-// the request again there, when a connection cannot be made (nothing was sent), when a
-// standby answers (503 with X-Hachi-Standby: to the X-Hachi-Leader it names when that
-// is one of the list — a standby cannot send a client, its token or an agent's secret
-// anywhere else — else the next), or when the reply's epoch is below the EpochFloor's (a
-// deposed leader). A request sent and then failed (a read error, a timeout) is tried
-// again elsewhere only when it is a GET or a HEAD: a POST may have been done. With a
-// list, a round that finds no leader is followed by another after a pause (100 ms
-// doubling to 1 s) for at most $HACHI_FAILOVER_WAIT_MS (default 20000; 0: no waiting),
-// so a command during a failover waits and answers instead of failing.
+// client first asks every one at once who leads (GET /api/v1/health, 1.5 s each: a
+// frozen leader holds nothing for its timeout), and again after each pause below. It
+// starts at the leader found, else at the one that last answered as leader, and moves
+// on to another, trying the request again there, when a connection cannot be made
+// (nothing was sent), when a standby answers (503 with X-Hachi-Standby: to the
+// X-Hachi-Leader it names when that is one of the list — a standby cannot send a
+// client, its token or an agent's secret anywhere else — else the next), or when the
+// reply's epoch is below the EpochFloor's (a deposed leader). A request sent and then
+// failed (a read error, a timeout) is tried again elsewhere only when it is a GET or a
+// HEAD: a POST may have been done. With a list, a round that finds no leader is
+// followed by another after a pause (100 ms doubling to 1 s) for at most
+// $HACHI_FAILOVER_WAIT_MS (default 20000; 0: no waiting), so a command during a
+// failover waits and answers instead of failing.
 //
+// Thread-safety: one HttpClient per thread (it keeps one connection alive); creating
+// one is cheap. Abort may be called from any thread.
 #pragma once
 
 #include <functional>
