@@ -33,6 +33,14 @@ AgentDaemon::AgentDaemon(AgentOptions options, LauncherFactory make_launcher)
   std::snprintf(id, sizeof id, "%08x%08x%08x", rd(), rd(), rd());
   instance_ = id;
   jitter_state_ = (uint64_t{rd()} << 32) | rd();
+  if (options_.epoch_floor) {
+    // One line per new leader (docs/ha.md); it asks this agent to register again, as a
+    // restarted server does, and the jobs keep running meanwhile.
+    options_.epoch_floor->SetRiseObserver([](int64_t epoch, const std::string& from) {
+      std::fprintf(stderr, "hachi agent: now following the leader at %s, epoch %lld\n",
+                   from.c_str(), static_cast<long long>(epoch));
+    });
+  }
   // Before the launcher, whose exits (OnExit) stop their jobs' steps.
   const std::string steps_path =
       std::string(api::kApiPrefix) + "/agents/" + options_.node + "/steps";

@@ -1,4 +1,5 @@
-// AgentDaemon's lease (docs/fencing.md): renewed by every answered call, checked on a
+// AgentDaemon's lease (docs/fencing.md): renewed by every call a leader answered (not a
+// standby's answer, nor a deposed leader's, which the client refuses), checked on a
 // thread of its own that never calls the server; and the jittered backoff of the calls.
 #include <algorithm>
 #include <chrono>
@@ -33,6 +34,8 @@ void AgentDaemon::RenewLeaseLocked(int64_t sent_ms) {
 
 void AgentDaemon::NoteCallFailed(const Status& s) {
   // Only a call that could not reach the server: an answer, even an error, renews.
+  // A standby's answer and a deposed leader's refused one are kUnavailable too; their
+  // addresses accept connections, so the probe finds no outage and nothing is held.
   if (s.code() != StatusCode::kUnavailable) return;
   {
     MutexLock lock(&mu_);

@@ -88,19 +88,12 @@ ProbeResult ProbeOne(std::string_view server, int timeout_ms) {
 // and count this node's silence.
 ProbeResult ProbeServer(std::string_view server, int timeout_ms) {
   ProbeResult result = ProbeResult::kRefused;
-  size_t start = 0;
-  for (;;) {
-    const size_t comma = server.find(',', start);
-    std::string_view one = server.substr(
-        start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
-    while (!one.empty() && one.front() == ' ') one.remove_prefix(1);
-    while (!one.empty() && one.back() == ' ') one.remove_suffix(1);
+  for (const std::string& one : api::SplitServerList(server)) {
     const ProbeResult r = ProbeOne(one, timeout_ms);
     if (r == ProbeResult::kAccepted) return r;
     if (r == ProbeResult::kNoAnswer) result = r;
-    if (comma == std::string_view::npos) return result;
-    start = comma + 1;
   }
+  return result;
 }
 
 }  // namespace hachi::agent

@@ -67,5 +67,22 @@ TEST(ServerProbe, AnAddressItCannotUseProvesNothing) {
   EXPECT_EQ(ProbeServer("http://no-such-host.invalid:80", 100), ProbeResult::kNoAnswer);
 }
 
+// Several controllers: refused only when every one refuses (any that runs could lead).
+TEST(ServerProbe, AListIsRefusedOnlyWhenEveryAddressRefuses) {
+  int listening = -1, bound = -1, bound2 = -1;
+  const std::string up =
+      "http://127.0.0.1:" + std::to_string(BoundPort(&listening, true));
+  const std::string down = "http://127.0.0.1:" + std::to_string(BoundPort(&bound, false));
+  const std::string down2 =
+      "http://127.0.0.1:" + std::to_string(BoundPort(&bound2, false));
+  EXPECT_EQ(ProbeServer(down + "," + up, 1000), ProbeResult::kAccepted);
+  EXPECT_EQ(ProbeServer(up + ", " + down, 1000), ProbeResult::kAccepted);
+  EXPECT_EQ(ProbeServer(down + ", " + down2, 1000), ProbeResult::kRefused);
+  EXPECT_EQ(ProbeServer(down + ",no-port", 1000), ProbeResult::kNoAnswer);
+  ::close(listening);
+  ::close(bound);
+  ::close(bound2);
+}
+
 }  // namespace
 }  // namespace hachi::agent

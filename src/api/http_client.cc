@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <optional>
@@ -14,6 +16,7 @@
 #include "api/epoch_floor.h"
 #include "api/ha_headers.h"
 #include "api/protocol_json.h"
+#include "core/mutex.h"
 
 namespace hachi::api {
 
@@ -34,20 +37,7 @@ std::string ResolveServer(const std::string& flag) {
   return kDefaultServer;
 }
 
-namespace {
-
-// One address of the list, with its own connection.
-struct Target {
-  std::string address;
-  ServerAddress parsed;
-  std::unique_ptr<httplib::Client> client;
-};
-
-Result<std::unique_ptr<httplib::Client>> MakeClient(const std::string& a,
-                                                    const ServerAddress& parsed,
-                                                    int timeout_ms);
-
-std::vector<std::string> SplitList(std::string_view list) {
+std::vector<std::string> SplitServerList(std::string_view list) {
   std::vector<std::string> out;
   size_t start = 0;
   for (;;) {
@@ -62,6 +52,19 @@ std::vector<std::string> SplitList(std::string_view list) {
   }
 }
 
+namespace {
+
+// One address of the list, with its own connection.
+struct Target {
+  std::string address;
+  ServerAddress parsed;
+  std::unique_ptr<httplib::Client> client;
+};
+
+Result<std::unique_ptr<httplib::Client>> MakeClient(const std::string& a,
+                                                    const ServerAddress& parsed,
+                                                    int timeout_ms);
+
 // Two forms of one server: "http://a:1" and "a:1/" alike.
 bool SameServer(const ServerAddress& a, const ServerAddress& b) {
   if (!a.unix_path.empty() || !b.unix_path.empty()) return a.unix_path == b.unix_path;
@@ -74,6 +77,46 @@ int DefaultFailoverWaitMs() {
   return std::max(0, std::atoi(env));
 }
 
+// What one try at one address came to.
+struct Attempt {
+  enum Kind {
+    kAnswered,  // the leader's reply (or any server's, alone in the list)
+    kMovedOn,   // nothing from a leader there: the next address may have it
+    kFailed,    // the request must not be tried again elsewhere
+  } kind = kMovedOn;
+  HttpResponse response;
+  Status error;        // kFailed
+  std::string said;    // kMovedOn: what the address said, for the final error
+  std::string leader;  // a standby's X-Hachi-Leader ("": none)
+  bool standby = false;
+  bool deposed = false;  // refused by the epoch floor
+};
+
+// Errors of a request that never left this host: trying it elsewhere cannot do it twice.
+bool NothingSent(httplib::Error e) {
+  switch (e) {
+    case httplib::Error::Connection:
+    case httplib::Error::ConnectionTimeout:
+    case httplib::Error::BindIPAddress:
+    case httplib::Error::SSLConnection:
+    case httplib::Error::SSLLoadingCerts:
+    case httplib::Error::SSLServerVerification:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The reply's X-Hachi-Epoch: -1 when absent or not a number.
+int64_t EpochOf(const httplib::Response& r) {
+  const std::string e = r.get_header_value(kEpochHeader);
+  if (e.empty()) return -1;
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(e.c_str(), &end, 10);
+  return errno != 0 || *end != '\0' || v < 0 ? -1 : v;
+}
+
 }  // namespace
 
 struct HttpClient::Impl {
@@ -84,10 +127,34 @@ struct HttpClient::Impl {
   httplib::Headers headers;
   std::shared_ptr<EpochFloor> floor;
   int failover_wait_ms = 0;
-  std::function<void(int)> sleep;
+  const Clock* clock = RealClock();
+  std::function<void(int)> sleep;  // null: Pause
+  std::atomic<bool> aborted{false};
+  Mutex abort_mu;  // only for abort_cv: a pause ends when Abort is called
+  CondVar abort_cv{&abort_mu};
+
+  // The real pause between rounds: `ms`, or until Abort.
+  void Pause(int ms) EXCLUDES(abort_mu);
+
+  Attempt Try(Target& target, std::string_view method, const std::string& path,
+              const std::string& body, int wait_ms);
+  // The floor's verdict on a reply: "" when admitted, else why it was refused.
+  std::string Refusal(const Target& target, const httplib::Response& r);
 };
 
+void HttpClient::Impl::Pause(int ms) {
+  const auto until = CondVar::Clock::now() + std::chrono::milliseconds(ms);
+  MutexLock lock(&abort_mu);
+  while (!aborted && abort_cv.WaitUntil(until)) {
+  }
+}
+
 void HttpClient::Abort() {
+  {
+    MutexLock lock(&impl_->abort_mu);
+    impl_->aborted = true;
+  }
+  impl_->abort_cv.SignalAll();
   for (Target& t : impl_->targets) t.client->stop();
 }
 
@@ -100,8 +167,10 @@ void HttpClient::SetEpochFloor(std::shared_ptr<EpochFloor> floor) {
   impl_->floor = std::move(floor);
 }
 
-void HttpClient::SetFailoverWait(int wait_ms, std::function<void(int ms)> sleep) {
+void HttpClient::SetFailoverWait(int wait_ms, const Clock* clock,
+                                 std::function<void(int ms)> sleep) {
   impl_->failover_wait_ms = std::max(0, wait_ms);
+  if (clock != nullptr) impl_->clock = clock;
   if (sleep) impl_->sleep = std::move(sleep);
 }
 
@@ -187,7 +256,7 @@ Result<std::unique_ptr<HttpClient>> HttpClient::Create(std::string_view address,
                                                        int timeout_ms) {
   auto impl = std::make_unique<Impl>();
   impl->timeout_ms = timeout_ms;
-  const std::vector<std::string> list = SplitList(address);
+  const std::vector<std::string> list = SplitServerList(address);
   for (const std::string& a : list) {
     Result<ServerAddress> parsed = ParseServerAddress(a);
     if (!parsed.ok()) return parsed.status();
@@ -196,13 +265,11 @@ Result<std::unique_ptr<HttpClient>> HttpClient::Create(std::string_view address,
     // Several controllers: a dead one must not hold a command for the whole connect
     // timeout before the next is tried.
     if (list.size() > 1)
-      (*client)->set_connection_timeout(std::chrono::milliseconds(1500));
+      (*client)->set_connection_timeout(
+          std::chrono::milliseconds(std::min(timeout_ms, 1500)));
     impl->targets.push_back(Target{a, std::move(*parsed), std::move(*client)});
   }
   impl->failover_wait_ms = list.size() > 1 ? DefaultFailoverWaitMs() : 0;
-  impl->sleep = [](int ms) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-  };
   return std::unique_ptr<HttpClient>(
       new HttpClient(std::string(address), std::move(impl)));
 }
@@ -256,23 +323,95 @@ std::optional<size_t> Discover(const std::vector<Target>& targets,
 
 }  // namespace
 
+std::string HttpClient::Impl::Refusal(const Target& target, const httplib::Response& r) {
+  if (!floor) return "";
+  const int64_t epoch = EpochOf(r);
+  if (epoch >= 0) {
+    if (floor->Admit(epoch, target.address)) return "";
+    return "epoch " + std::to_string(epoch) + ", epoch " +
+           std::to_string(floor->value()) + " already seen";
+  }
+  // A server without a lease in a cluster whose leaders have one: misconfigured, or a
+  // stale single server. Its errors say nothing to act on; its successes are refused.
+  const int64_t seen = floor->value();
+  if (seen == 0 || r.status < 200 || r.status >= 300) return "";
+  return "no epoch, epoch " + std::to_string(seen) + " already seen";
+}
+
+Attempt HttpClient::Impl::Try(Target& target, std::string_view method,
+                              const std::string& path, const std::string& body,
+                              int wait_ms) {
+  Attempt a;
+  if (aborted) {
+    a.kind = Attempt::kFailed;
+    a.said = "interrupted";
+    a.error = Unavailable("the request to the Hachi server at " + target.address +
+                          " was interrupted");
+    return a;
+  }
+  httplib::Client& c = *target.client;
+  c.set_read_timeout(std::chrono::milliseconds(wait_ms));
+  c.set_write_timeout(std::chrono::milliseconds(wait_ms));
+  httplib::Result r = method == "GET"    ? c.Get(path)
+                      : method == "HEAD" ? c.Head(path)
+                      : method == "POST" ? c.Post(path, body, "application/json")
+                                         : c.Delete(path);
+  if (!r) {
+    a.said = httplib::to_string(r.error());
+    if (aborted) {
+      a.kind = Attempt::kFailed;
+      a.error = Unavailable("the request to the Hachi server at " + target.address +
+                            " was interrupted");
+    } else if (!NothingSent(r.error()) && method != "GET" && method != "HEAD") {
+      // Sent, then lost: a POST or DELETE may have been done; never send it twice.
+      a.kind = Attempt::kFailed;
+      a.error = Unavailable("lost the Hachi server at " + target.address + " (" + a.said +
+                            ") after sending " + std::string(method) + " " + path +
+                            "; whether it was done is unknown");
+    }
+    return a;
+  }
+  a.response = HttpResponse{r->status, r->body};
+  if (r->status == 503 && r->has_header(kStandbyHeader)) {
+    a.standby = true;
+    a.leader = r->get_header_value(kLeaderHeader);
+    a.said = "a standby" + (a.leader.empty() ? std::string(", no leader yet")
+                                             : ", the leader is at " + a.leader);
+    return a;
+  }
+  if (std::string why = Refusal(target, *r); !why.empty()) {
+    a.deposed = true;
+    a.said = "a reply from a deposed leader: " + why;
+    return a;
+  }
+  a.kind = Attempt::kAnswered;
+  return a;
+}
+
 Result<HttpResponse> HttpClient::Request(std::string_view method, const std::string& path,
                                          const std::string& body, int timeout_ms) {
-  if (method != "GET" && method != "POST" && method != "DELETE") {
+  if (method != "GET" && method != "HEAD" && method != "POST" && method != "DELETE") {
     return InvalidArgument("HTTP method " + std::string(method) + " is not supported");
   }
   Impl& m = *impl_;
   const int t = timeout_ms >= 0 ? timeout_ms : m.timeout_ms;
   const size_t n = m.targets.size();
-  const bool idempotent = method == "GET";
-  // Waiting for a leader is real time (core/clock.h: code that only waits).
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(m.failover_wait_ms);
+  if (n == 1) {  // one server: its answer, whatever it is, as before there were lists
+    Attempt a = m.Try(m.targets[0], method, path, body, t);
+    if (a.kind == Attempt::kAnswered || a.standby) return std::move(a.response);
+    if (a.deposed) {
+      return Unavailable("a reply from a deposed leader at " + address_ +
+                         a.said.substr(a.said.find(':')));
+    }
+    return Unavailable("cannot reach the Hachi server at " + address_ + " (" + a.said +
+                       "); start one with `hachi dev` or set --server / HACHI_SERVER");
+  }
+  const int64_t deadline = m.clock->MonotonicMs() + m.failover_wait_ms;
   int pause_ms = 100;
   std::vector<std::string> said(n);
   for (;;) {
     bool skip_round = false;
-    if (n > 1 && !m.discovered) {
+    if (!m.discovered) {
       const std::optional<size_t> leader = Discover(m.targets, m.headers);
       if (leader) {
         m.current = *leader;
@@ -280,10 +419,7 @@ Result<HttpResponse> HttpClient::Request(std::string_view method, const std::str
       } else {
         // No leader answers now: wait for one rather than hang on a silent address,
         // and at the end try each anyway.
-        const bool last =
-            std::chrono::steady_clock::now() + std::chrono::milliseconds(pause_ms) >=
-            deadline;
-        skip_round = !last;
+        skip_round = m.clock->MonotonicMs() < deadline && !m.aborted;
         for (size_t i = 0; i < n; ++i) said[i] = "no answer as the leader";
       }
     }
@@ -294,67 +430,38 @@ Result<HttpResponse> HttpClient::Request(std::string_view method, const std::str
       if (tried[next]) {
         next = 0;
         while (next < n && tried[next]) ++next;
-        if (next == n) break;
       }
       const size_t i = next;
       tried[i] = true;
       next = (i + 1) % n;
-      Target& target = m.targets[i];
-      httplib::Client& c = *target.client;
-      c.set_read_timeout(std::chrono::milliseconds(t));
-      c.set_write_timeout(std::chrono::milliseconds(t));
-      httplib::Result r = method == "GET"    ? c.Get(path)
-                          : method == "POST" ? c.Post(path, body, "application/json")
-                                             : c.Delete(path);
-      if (!r) {
-        said[i] = httplib::to_string(r.error());
-        // Sent, then lost: a POST or DELETE may have been done; never send it twice.
-        if (r.error() != httplib::Error::Connection && !idempotent) {
-          return Unavailable("lost the Hachi server at " + target.address + " (" +
-                             said[i] + ") after sending " + std::string(method) + " " +
-                             path + "; whether it was done is unknown");
-        }
-        continue;
+      Attempt a = m.Try(m.targets[i], method, path, body, t);
+      if (a.kind == Attempt::kFailed) return a.error;
+      if (a.kind == Attempt::kAnswered) {
+        m.current = i;
+        return std::move(a.response);
       }
-      if (r->status == 503 && r->has_header(kStandbyHeader)) {
-        const std::string leader = r->get_header_value(kLeaderHeader);
-        said[i] = "a standby" + (leader.empty() ? std::string(", no leader yet")
-                                                : ", the leader is at " + leader);
-        // A single address: the standby's answer is the answer.
-        if (n == 1) return HttpResponse{r->status, r->body};
-        Result<ServerAddress> named = ParseServerAddress(leader);
-        for (size_t j = 0; named.ok() && j < n; ++j) {
-          if (!tried[j] && SameServer(m.targets[j].parsed, *named)) next = j;
-        }
-        continue;
+      said[i] = std::move(a.said);
+      // Only to an address of the list, compared parsed ("http://a:1" is "a:1/").
+      Result<ServerAddress> named = ParseServerAddress(a.leader);
+      for (size_t j = 0; !a.leader.empty() && named.ok() && j < n; ++j) {
+        if (!tried[j] && SameServer(m.targets[j].parsed, *named)) next = j;
       }
-      if (m.floor) {
-        const std::string e = r->get_header_value(kEpochHeader);
-        const int64_t epoch = e.empty() ? -1 : std::strtoll(e.c_str(), nullptr, 10);
-        const int64_t floor = m.floor->value();
-        if ((epoch >= 0 && !m.floor->Admit(epoch)) || (epoch < 0 && floor > 0)) {
-          said[i] = "a deposed leader (" +
-                    (epoch < 0 ? std::string("no epoch") : "epoch " + e) + "; epoch " +
-                    std::to_string(floor) + " already seen)";
-          continue;
-        }
-      }
-      m.current = i;
-      return HttpResponse{r->status, r->body};
     }
-    if (n == 1) {
-      return Unavailable("cannot reach the Hachi server at " + address_ + " (" + said[0] +
-                         "); start one with `hachi dev` or set --server / HACHI_SERVER");
-    }
-    if (std::chrono::steady_clock::now() + std::chrono::milliseconds(pause_ms) >=
-        deadline) {
+    const int64_t left = deadline - m.clock->MonotonicMs();
+    if (left <= 0 || m.aborted) {
       std::string all;
       for (size_t i = 0; i < n; ++i) {
         all += (i ? "; " : "") + m.targets[i].address + ": " + said[i];
       }
       return Unavailable("no Hachi server answers as the leader (" + all + ")");
     }
-    m.sleep(pause_ms);
+    // The last pause ends at the deadline, for one more round then.
+    const int pause = static_cast<int>(std::min<int64_t>(pause_ms, left));
+    if (m.sleep) {
+      m.sleep(pause);
+    } else {
+      m.Pause(pause);  // real time: it only waits (the deadline reads the clock)
+    }
     pause_ms = std::min(pause_ms * 2, 1000);
     m.discovered = false;  // ask again who leads
   }

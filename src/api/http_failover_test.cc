@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +22,8 @@
 #include "api/epoch_floor.h"
 #include "api/ha_headers.h"
 #include "api/http_client.h"
+#include "core/clock.h"
+#include "core/testing/wait_for.h"
 
 namespace hachi::api {
 namespace {
@@ -32,18 +35,19 @@ class FakeServer {
   FakeServer() {
     server_.Get("/x", [this](const httplib::Request&, httplib::Response& res) {
       ++gets;
+      Stall();
       Answer(res);
     });
     // What the client asks first, of every address at once: who leads.
     server_.Get("/api/v1/health",
-                [this](const httplib::Request&, httplib::Response& res) { Answer(res); });
+                [this](const httplib::Request&, httplib::Response& res) {
+                  ++healths;
+                  Answer(res);
+                });
     server_.Post("/x", [this](const httplib::Request&, httplib::Response& res) {
       ++posts;
       ++gets;
-      if (stall) {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [this] { return released_; });
-      }
+      Stall();
       Answer(res);
     });
     port_ = server_.bind_to_any_port("127.0.0.1");
@@ -60,12 +64,18 @@ class FakeServer {
   }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
 
-  std::atomic<int> gets{0}, posts{0};
+  std::atomic<int> gets{0}, posts{0}, healths{0};
   std::atomic<bool> standby{false}, stall{false};
   std::atomic<int64_t> epoch{0};
   std::string leader;  // set before requests
 
  private:
+  // While `stall`: no answer until the server goes (the client's read times out).
+  void Stall() {
+    if (!stall) return;
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return released_; });
+  }
   void Answer(httplib::Response& res) {
     if (standby) {
       res.status = 503;
@@ -115,9 +125,10 @@ TEST(HttpFailover, AStandbySendsTheClientToTheLeaderItNames) {
   ASSERT_TRUE(c->Call("GET", "/x").ok());
   EXPECT_EQ(a.gets, 0);
   EXPECT_EQ(b.gets, 1);
-  // A takeover: b is a standby now, naming a; the client follows.
+  // A takeover: b is a standby now, naming a (in another form of its address); the
+  // client follows.
   b.standby = true;
-  b.leader = a.url();
+  b.leader = "127.0.0.1:" + a.url().substr(a.url().rfind(':') + 1) + "/";
   a.standby = false;
   a.epoch = 4;
   Result<std::string> r = c->Call("GET", "/x");
@@ -132,14 +143,26 @@ TEST(HttpFailover, AStandbySendsTheClientToTheLeaderItNames) {
 }
 
 TEST(HttpFailover, AStandbyCannotSendTheClientOutsideItsList) {
-  FakeServer elsewhere, standby, leader;
-  standby.standby = true;
-  standby.leader = elsewhere.url();  // not in the list
-  auto c = Client(standby.url() + "," + leader.url());
+  FakeServer elsewhere, a, b;
+  a.epoch = 2;
+  b.standby = true;
+  b.leader = a.url();
+  auto c = Client(a.url() + "," + b.url());
+  ASSERT_TRUE(c->Call("GET", "/x").ok());
+  EXPECT_EQ(a.gets, 1);
+  // a turns standby naming a server outside the list (as a compromised or misconfigured
+  // one could): not followed; the next of the list, which leads now, answers.
+  a.standby = true;
+  a.leader = elsewhere.url();
+  b.standby = false;
+  b.epoch = 3;
   Result<std::string> r = c->Call("GET", "/x");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_NE(r->find(b.url()), std::string::npos);
   EXPECT_EQ(elsewhere.gets, 0);
-  EXPECT_EQ(leader.gets, 1);
+  EXPECT_EQ(elsewhere.healths, 0);
+  EXPECT_EQ(a.gets, 2);
+  EXPECT_EQ(b.gets, 1);
 }
 
 TEST(HttpFailover, ADeadAddressIsSkipped) {
@@ -150,23 +173,37 @@ TEST(HttpFailover, ADeadAddressIsSkipped) {
   EXPECT_EQ(leader.posts, 1);
 }
 
+// The pauses of a client: recorded, and moving its clock instead of sleeping.
+struct Pauses {
+  FakeClock clock;
+  std::vector<int> ms;
+  void Into(HttpClient& c, int wait_ms) {
+    c.SetFailoverWait(wait_ms, &clock, [this](int pause) {
+      ms.push_back(pause);
+      clock.Advance(std::chrono::milliseconds(pause));
+    });
+  }
+};
+
 TEST(HttpFailover, WithNoLeaderItGoesRoundAgainAndThenNamesEveryAddress) {
   FakeServer a, b;
   a.standby = true;
   b.standby = true;
   auto c = Client(a.url() + "," + b.url());
-  std::vector<int> pauses;
-  c->SetFailoverWait(1000, [&pauses](int ms) { pauses.push_back(ms); });
+  Pauses pauses;
+  pauses.Into(*c, 1000);
   Result<std::string> r = c->Call("GET", "/x");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
-  EXPECT_EQ(pauses, (std::vector<int>{100, 200, 400, 800}));
+  // The last pause ends at the deadline, and one more round is tried then.
+  EXPECT_EQ(pauses.ms, (std::vector<int>{100, 200, 400, 300}));
   EXPECT_NE(r.status().message().find(a.url() + ": a standby, no leader yet"),
             std::string::npos)
       << r.status().message();
   EXPECT_NE(r.status().message().find(b.url()), std::string::npos);
   // Asked who leads at each round (their health checks); the request itself goes out
   // once, at the end, to each.
+  EXPECT_EQ(a.healths, 5);
   EXPECT_EQ(a.gets, 1);
 }
 
@@ -176,13 +213,93 @@ TEST(HttpFailover, ALeaderFoundWhileWaitingAnswers) {
   b.standby = true;
   auto c = Client(a.url() + "," + b.url());
   // The takeover happens during the second pause.
-  c->SetFailoverWait(20000, [&](int ms) {
+  FakeClock clock;
+  c->SetFailoverWait(20000, &clock, [&](int ms) {
+    clock.Advance(std::chrono::milliseconds(ms));
     if (ms == 200) {
       b.standby = false;
       b.epoch = 2;
     }
   });
   EXPECT_TRUE(c->Call("GET", "/x").ok());
+  EXPECT_EQ(a.gets, 0);  // the third round's health checks found b leading
+  EXPECT_EQ(b.gets, 1);
+}
+
+TEST(HttpFailover, TheWaitEndsByTheClockAtTheDefault) {
+  FakeServer a, b;
+  a.standby = true;
+  b.standby = true;
+  b.leader = "http://10.255.255.1:8686";  // not in the list
+  auto c = Client(a.url() + "," + b.url());
+  Pauses pauses;
+  pauses.Into(*c, 20000);
+  ASSERT_FALSE(c->Call("GET", "/x").ok());
+  // 100 ms doubling to 1 s, 20 s in all.
+  ASSERT_GE(pauses.ms.size(), 5u);
+  EXPECT_EQ(std::vector<int>(pauses.ms.begin(), pauses.ms.begin() + 5),
+            (std::vector<int>{100, 200, 400, 800, 1000}));
+  int total = 0;
+  for (int ms : pauses.ms) total += ms;
+  EXPECT_EQ(total, 20000);
+  EXPECT_EQ(pauses.ms.size(), 23u);  // 4 doubling, 18 of 1 s, 0.5 s to the deadline
+  EXPECT_EQ(c->address(), a.url() + "," + b.url());
+}
+
+TEST(HttpFailover, NoWaitingAtZero) {
+  FakeServer a, b;
+  a.standby = true;
+  b.standby = true;
+  auto c = Client(a.url() + "," + b.url());
+  Pauses pauses;
+  pauses.Into(*c, 0);
+  ASSERT_FALSE(c->Call("GET", "/x").ok());
+  EXPECT_TRUE(pauses.ms.empty());
+  EXPECT_EQ(a.gets, 1);
+  EXPECT_EQ(b.gets, 1);
+}
+
+TEST(HttpFailover, AbortEndsTheWaitForALeader) {
+  FakeServer a, b;
+  a.standby = true;
+  b.standby = true;
+  auto c = Client(a.url() + "," + b.url());
+  c->SetFailoverWait(60000);  // real pauses, ended by Abort
+  std::thread aborter([&] {
+    EXPECT_TRUE(WaitFor([&] { return b.healths >= 2; }));  // in its second pause or later
+    c->Abort();
+  });
+  const auto start = std::chrono::steady_clock::now();
+  Result<std::string> r = c->Call("GET", "/x");
+  aborter.join();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+  // And every later request fails without being sent.
+  EXPECT_FALSE(c->Call("GET", "/x").ok());
+  EXPECT_EQ(a.gets + b.gets, 0);
+}
+
+TEST(HttpFailover, AGetWhoseReplyIsLostIsAskedOfTheNext) {
+  FakeServer stalled, other;
+  stalled.stall = true;
+  auto c = Client(stalled.url() + "," + other.url(), /*timeout_ms=*/300);
+  Result<std::string> r = c->Call("GET", "/x");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_NE(r->find(other.url()), std::string::npos);
+}
+
+TEST(HttpFailover, AHeadGoesToTheLeader) {
+  FakeServer leader, standby;
+  leader.epoch = 2;
+  standby.standby = true;
+  standby.leader = leader.url();
+  auto c = Client(standby.url() + "," + leader.url());
+  Result<HttpResponse> r = c->Request("HEAD", "/x");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(leader.gets, 1);
+  EXPECT_EQ(standby.gets, 0);
 }
 
 TEST(HttpFailover, ADeposedLeadersReplyIsRefusedByTheFloor) {
@@ -203,13 +320,54 @@ TEST(HttpFailover, ADeposedLeadersReplyIsRefusedByTheFloor) {
   alone->SetEpochFloor(*floor);
   Result<std::string> refused = alone->Call("GET", "/x");
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find("a deposed leader (epoch 4; epoch 5 already"),
+  EXPECT_NE(refused.status().message().find("a reply from a deposed leader at " +
+                                            old_leader.url() +
+                                            ": epoch 4, epoch 5 already seen"),
             std::string::npos)
       << refused.status().message();
   // A higher epoch raises the floor.
   old_leader.epoch = 9;
   ASSERT_TRUE(alone->Call("GET", "/x").ok());
   EXPECT_EQ((*floor)->value(), 9);
+}
+
+TEST(HttpFailover, OnceAnEpochIsSeenASuccessWithoutOneIsRefused) {
+  FakeServer leaderless, leader;
+  leader.epoch = 3;
+  Result<std::shared_ptr<EpochFloor>> floor = EpochFloor::Open("");
+  ASSERT_TRUE(floor.ok());
+  auto c = Client(leaderless.url() + "," + leader.url());
+  c->SetEpochFloor(*floor);
+  // Floor 0: a server without a lease is a server like before.
+  auto alone = Client(leaderless.url());
+  alone->SetEpochFloor(*floor);
+  ASSERT_TRUE(alone->Call("GET", "/x").ok());
+  ASSERT_TRUE((*floor)->Admit(3));
+  Result<std::string> r = c->Call("GET", "/x");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_NE(r->find(leader.url()), std::string::npos);
+  Result<std::string> refused = alone->Call("GET", "/x");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("no epoch, epoch 3 already seen"),
+            std::string::npos)
+      << refused.status().message();
+}
+
+TEST(HttpFailover, ASingleAddressAnswersAsBefore) {
+  FakeServer standby;
+  standby.standby = true;
+  standby.leader = "http://10.255.255.1:8686";
+  auto c = Client(standby.url());
+  Result<HttpResponse> r = c->Request("GET", "/x");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 503);  // the standby's answer is the answer
+  const std::string dead = DeadUrl();
+  auto gone = Client(dead);
+  Result<std::string> e = gone->Call("POST", "/x", "{}");
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("cannot reach the Hachi server at " + dead),
+            std::string::npos)
+      << e.status().message();
 }
 
 TEST(HttpFailover, APostThatWasSentIsNeverSentTwice) {
@@ -231,6 +389,44 @@ TEST(HttpFailover, ABadElementOfTheListIsNamed) {
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("'http://nowhere'"), std::string::npos)
       << c.status().message();
+}
+
+TEST(EpochFloor, TellsItsObserverOnceAndFromWhom) {
+  Result<std::shared_ptr<EpochFloor>> f = EpochFloor::Open("");
+  ASSERT_TRUE(f.ok());
+  std::vector<std::string> told;
+  (*f)->SetRiseObserver([&told](int64_t epoch, const std::string& from) {
+    told.push_back(from + " " + std::to_string(epoch));
+  });
+  EXPECT_TRUE((*f)->Admit(5, "http://a:1"));
+  EXPECT_TRUE((*f)->Admit(5, "http://a:1"));
+  EXPECT_FALSE((*f)->Admit(4, "http://b:1"));
+  EXPECT_TRUE((*f)->Admit(6, "http://b:1"));
+  EXPECT_EQ(told, (std::vector<std::string>{"http://a:1 5", "http://b:1 6"}));
+}
+
+TEST(EpochFloor, RacingRisesLeaveTheHighest) {
+  const std::string dir = std::filesystem::temp_directory_path() /
+                          ("hachi-epoch-race-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/epoch";
+  {
+    Result<std::shared_ptr<EpochFloor>> f = EpochFloor::Open(path);
+    ASSERT_TRUE(f.ok());
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&f, t] {
+        for (int e = 1; e <= 50; ++e) (*f)->Admit(e * 4 + t);
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    EXPECT_EQ((*f)->value(), 203);
+  }
+  Result<std::shared_ptr<EpochFloor>> again = EpochFloor::Open(path);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*again)->value(), 203);
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(EpochFloor, KeptInItsFileAndReadBack) {

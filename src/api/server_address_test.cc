@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "api/http_client.h"
 
@@ -55,6 +56,15 @@ INSTANTIATE_TEST_SUITE_P(
         Row{"bad_port", "ctl.example:99999", "", "", 0, false, "bad port"},
         Row{"port_not_a_number", "ctl.example:86x", "", "", 0, false, "bad port"}),
     [](const testing::TestParamInfo<Row>& p) { return p.param.name; });
+
+// Several controllers: the list's elements, spaces trimmed; an empty element stays (and
+// is then refused by name, as any address that does not parse).
+TEST(SplitServerList, Elements) {
+  EXPECT_EQ(SplitServerList("http://a:1"), (std::vector<std::string>{"http://a:1"}));
+  EXPECT_EQ(SplitServerList("http://a:1, b:2 ,unix:/s"),
+            (std::vector<std::string>{"http://a:1", "b:2", "unix:/s"}));
+  EXPECT_EQ(SplitServerList("a:1,"), (std::vector<std::string>{"a:1", ""}));
+}
 
 }  // namespace
 }  // namespace hachi::api

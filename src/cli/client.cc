@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -68,7 +69,10 @@ Result<std::unique_ptr<ApiClient>> ApiClient::Connect(const std::string& server_
   Result<std::unique_ptr<api::HttpClient>> http = api::HttpClient::Create(address);
   if (!http.ok()) return http.status();
   // On the Unix socket the kernel says who we are; a token would only be ignored there.
-  if (address.rfind("unix:", 0) != 0) {
+  // A list of several controllers sends it when any of them is reached over TCP.
+  const std::vector<std::string> servers = api::SplitServerList(address);
+  if (std::any_of(servers.begin(), servers.end(),
+                  [](const std::string& a) { return a.rfind("unix:", 0) != 0; })) {
     Result<std::string> token = ClientToken();
     if (!token.ok()) return token.status();
     if (!token->empty()) (*http)->SetHeader("Authorization", "Bearer " + *token);

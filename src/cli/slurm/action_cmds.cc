@@ -184,8 +184,9 @@ int ShowHostnames(const std::vector<std::string>& words) {
   return 0;
 }
 
-// scontrol show job|node|partition|config.
-int Show(ApiClient& c, const std::vector<std::string>& words) {
+// scontrol show job|node|partition|config. `server`: --server's value ("" when not
+// given).
+int Show(ApiClient& c, const std::vector<std::string>& words, const std::string& server) {
   const std::string what = words.size() >= 2 ? ToLower(words[1]) : "";
   const std::vector<std::string> rest(words.begin() + std::min<size_t>(2, words.size()),
                                       words.end());
@@ -201,8 +202,12 @@ int Show(ApiClient& c, const std::vector<std::string>& words) {
     if (!body.ok()) return SlurmFail("scontrol", body.status().message());
     Result<std::vector<PartitionInfo>> parts = PartitionsFromJson(*body);
     if (!parts.ok()) return SlurmFail("scontrol", parts.status().message());
+    // The controllers as given (several: SlurmctldHost[0], [1], ... as Slurm's backups).
     const char* env = std::getenv("HACHI_SERVER");
-    std::cout << FormatShowConfig(Now(), env != nullptr ? env : "(local)", *parts);
+    const std::string shown = !server.empty()                  ? server
+                              : env != nullptr && *env != '\0' ? env
+                                                               : "(local)";
+    std::cout << FormatShowConfig(Now(), shown, *parts);
     return 0;
   }
   return SlurmFail("scontrol", "invalid entity: " + what + " for keyword: show");
@@ -285,7 +290,7 @@ int ScontrolMain(const std::vector<std::string>& argv) {
   }
   Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(server);
   if (!c.ok()) return SlurmFail("scontrol", c.status().message());
-  if (cmd == "show") return Show(**c, words);
+  if (cmd == "show") return Show(**c, words, server);
   if (cmd == "hold" || cmd == "release" || cmd == "requeue" || cmd == "uhold") {
     return JobAction(**c, cmd, words);
   }

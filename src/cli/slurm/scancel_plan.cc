@@ -214,7 +214,11 @@ std::string FormatShowConfig(Time now, const std::string& server,
   kv("SchedulerType", "hachi");
   kv("SelectType", "hachi (topology-aware GPU sets)");
   kv("SLURM_VERSION", "22.05.8 (Hachi 0.1.0)");
-  kv("SlurmctldHost[0]", server);
+  // Several controllers (a comma-separated list): one line each, as Slurm's backups.
+  const std::vector<std::string_view> hosts = Split(server, ',');
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    kv("SlurmctldHost[" + std::to_string(i) + "]", std::string(Trim(hosts[i])));
+  }
   std::string names;
   for (const PartitionInfo& p : partitions) names += (names.empty() ? "" : ",") + p.name;
   kv("PartitionNames", names.empty() ? "(null)" : names);

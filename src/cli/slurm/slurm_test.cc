@@ -520,6 +520,15 @@ TEST_F(Slurm, ScontrolGolden) {
   ExpectGolden("slurm_scontrol.txt", out);
 }
 
+TEST_F(Slurm, ScontrolShowConfigNamesEachController) {
+  const std::string out =
+      FormatShowConfig(kNow, "http://ctl1:8686, http://ctl2:8686", Partitions());
+  EXPECT_NE(out.find("SlurmctldHost[0]       = http://ctl1:8686\n"
+                     "SlurmctldHost[1]       = http://ctl2:8686\n"),
+            std::string::npos)
+      << out;
+}
+
 // ---- srun ----
 
 TEST(SrunArgs, InsideAnAllocationTheStepTakesItsDefaultsFromTheEnvironment) {
