@@ -80,14 +80,7 @@ class Faults : public ::testing::Test {
     // The CLI as a local user on the server's Unix socket (a file: any namespace
     // reaches it); the agents over TCP with the secret the server made.
     ::setenv("HACHI_SERVER", ("unix:" + dir_ + "/state/hachi.sock").c_str(), 1);
-    std::ofstream(dir_ + "/job.sh")
-        << "f=" << dir_ << "/$HACHI_JOB_ID.runs\n"
-        << "echo \"start $(date +%s.%N) $HACHI_NODENAME $CUDA_VISIBLE_DEVICES $$\" >> "
-           "$f\n"
-        << "trap 'kill $! 2>/dev/null; echo \"end $(date +%s.%N) $HACHI_NODENAME term\" "
-           ">> $f; exit 143' TERM\n"
-        << "sleep $1 & wait\n"
-        << "echo \"end $(date +%s.%N) $HACHI_NODENAME done\" >> $f\n";
+    WriteRunsJobScript(dir_);
     cwd_ = std::filesystem::current_path();
     std::filesystem::current_path(dir_);  // the jobs' workdir: on every host
     return !hachi_.empty() && StartServer();

@@ -97,14 +97,7 @@ class Ha : public ::testing::TestWithParam<FaultCase> {
     const char* lease = std::getenv("HACHI_HA_LEASE_S");
     lease_flag_ =
         lease != nullptr && *lease ? std::string(" --leader-lease ") + lease : "";
-    std::ofstream(dir_ + "/job.sh")
-        << "f=" << dir_ << "/$HACHI_JOB_ID.runs\n"
-        << "echo \"start $(date +%s.%N) $HACHI_NODENAME $CUDA_VISIBLE_DEVICES $$\" >> "
-           "$f\n"
-        << "trap 'kill $! 2>/dev/null; echo \"end $(date +%s.%N) $HACHI_NODENAME term\" "
-           ">> $f; exit 143' TERM\n"
-        << "sleep $1 & wait\n"
-        << "echo \"end $(date +%s.%N) $HACHI_NODENAME done\" >> $f\n";
+    WriteRunsJobScript(dir_);
     std::ofstream(dir_ + "/secret") << "ha-test-cluster-secret-0123456789abcdef\n";
     ::chmod((dir_ + "/secret").c_str(), 0600);
 

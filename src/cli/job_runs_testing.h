@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -126,6 +127,19 @@ inline void ExpectNoGpuTwice(const std::vector<JobRun>& all) {
           << b.end << ")";
     }
   }
+}
+
+// `dir`/job.sh: a job of `$1` seconds that writes its runs to `dir`/<job id>.runs in the
+// format above, its end from a TERM trap too.
+inline void WriteRunsJobScript(const std::string& dir) {
+  std::ofstream(dir + "/job.sh")
+      << "f=" << dir << "/$HACHI_JOB_ID.runs\n"
+      << "echo \"start $(date +%s.%N) $HACHI_NODENAME $CUDA_VISIBLE_DEVICES $$\" >> "
+         "$f\n"
+      << "trap 'kill $! 2>/dev/null; echo \"end $(date +%s.%N) $HACHI_NODENAME term\" "
+         ">> $f; exit 143' TERM\n"
+      << "sleep $1 & wait\n"
+      << "echo \"end $(date +%s.%N) $HACHI_NODENAME done\" >> $f\n";
 }
 
 }  // namespace hachi::cli::testing

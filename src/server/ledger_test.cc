@@ -197,7 +197,7 @@ TEST(Ledger, AFullDiskIsSaidOnceAnEpisode) {
   char tmpl[] = "/tmp/hachi-ledger-XXXXXX";
   ASSERT_NE(::mkdtemp(tmpl), nullptr);
   {
-    Result<std::unique_ptr<state::SqliteStore>> store =
+    Result<std::unique_ptr<state::SqlStore>> store =
         state::SqliteStore::Open(std::string(tmpl) + "/state.db", {});
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     state::SqlStore* sqlite = store->get();
