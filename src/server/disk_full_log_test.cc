@@ -80,8 +80,7 @@ TEST(DiskFullLog, SqlitesFullDiskIsRecognised) {
   ASSERT_NE(::mkdtemp(tmpl), nullptr);
   const std::string path = std::string(tmpl) + "/state.db";
   {
-    Result<std::unique_ptr<state::SqlStore>> store =
-        state::SqliteStore::Open(path, {});
+    Result<std::unique_ptr<state::SqlStore>> store = state::SqliteStore::Open(path, {});
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     EXPECT_EQ((*store)->path(), path);
     ASSERT_TRUE((*store)->Commit({state::testing::MakeJob(1).Submitted()}).ok());
