@@ -23,17 +23,7 @@
 namespace hachi::state {
 namespace {
 
-JobRecord Pending(JobId id) {
-  JobRecord j = testing::FullJob(id);
-  j.state = JobState::kPending;
-  j.held = false;
-  j.spec.array_job_id = 0;
-  j.spec.array_task_id = -1;
-  j.allocations.clear();
-  j.start_time = 0;
-  j.end_time = 0;
-  return j;
-}
+JobRecord Pending(JobId id) { return testing::SubmittedJob(id); }
 
 class PgStoreTest : public ::testing::Test {
  protected:

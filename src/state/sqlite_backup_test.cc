@@ -24,15 +24,7 @@ class SqliteBackupTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
   static Status Submit(Store* store, JobId id) {
-    JobRecord j = testing::FullJob(id);
-    j.state = JobState::kPending;
-    j.held = false;
-    j.spec.array_job_id = 0;
-    j.spec.array_task_id = -1;
-    j.allocations.clear();
-    j.start_time = 0;
-    j.end_time = 0;
-    return store->Commit({JobSubmitted{j}});
+    return store->Commit({JobSubmitted{testing::SubmittedJob(id)}});
   }
   std::string dir_;
 };

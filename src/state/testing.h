@@ -90,6 +90,19 @@ inline JobRecord FullJob(JobId id) {
   return j;
 }
 
+// FullJob(id) as a new submit stores it: pending, not held, no array, never run.
+inline JobRecord SubmittedJob(JobId id) {
+  JobRecord j = FullJob(id);
+  j.state = JobState::kPending;
+  j.held = false;
+  j.spec.array_job_id = 0;
+  j.spec.array_task_id = -1;
+  j.allocations.clear();
+  j.start_time = 0;
+  j.end_time = 0;
+  return j;
+}
+
 inline NodeRecord FullNode(std::string name) {
   NodeRecord n;
   n.name = std::move(name);
