@@ -19,7 +19,7 @@ namespace hachi::state {
 // The functions Hachi calls, never null once loaded.
 struct LibpqApi {
   std::string path;
-  decltype(&::PQconnectdb) connectdb = nullptr;
+  decltype(&::PQconnectdbParams) connectdb_params = nullptr;
   decltype(&::PQfinish) finish = nullptr;
   decltype(&::PQstatus) status = nullptr;
   decltype(&::PQerrorMessage) error_message = nullptr;

@@ -134,6 +134,10 @@ struct PostgresOptions {
   // How long a commit keeps reconnecting when the database cannot be reached (a
   // PostgreSQL restart, a primary switchover) before it returns kUnavailable.
   int reconnect_ms = 15000;
+  // As SqliteOptions::initialize; a database without Hachi's tables is a first start
+  // anyway (PostgreSQL has no "0-byte file" to tell a lost schema by), so nothing reads
+  // it yet.
+  bool initialize = false;
   std::function<void(const std::string&)> warn;  // may be empty
 };
 
