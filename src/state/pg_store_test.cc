@@ -390,5 +390,28 @@ TEST_F(PgStoreTest, AServerThatCannotWriteIsWaitedForLikeAnUnreachableOne) {
   EXPECT_EQ(image->jobs.size(), 2u);
 }
 
+TEST_F(PgStoreTest, TheLeaseRowReconnectsOnceAndKnowsItsOwnLease) {
+  std::unique_ptr<LeaderLease> a = Lease("a");
+  LeaderInfo info;
+  ASSERT_EQ(**a->TryAcquire("http://a", 60000, &info), 1);
+  // Asked again while it holds the lease (its first answer lost): the same epoch.
+  Result<std::optional<int64_t>> again = a->TryAcquire("http://a", 60000, &info);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  ASSERT_TRUE(again->has_value());
+  EXPECT_EQ(**again, 1);
+  // Its connection ends (a restart, a switchover): the next call reconnects.
+  ASSERT_TRUE(
+      pg_->Psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
+                "datname = '" +
+                DbName() + "' AND application_name = 'hachi'"));
+  ASSERT_TRUE(WaitFor([&] {
+    return Query("SELECT count(*) FROM pg_stat_activity WHERE datname = '" + DbName() +
+                 "' AND pid <> pg_backend_pid()") == 0;
+  }));
+  Result<bool> renewed = a->Renew(1, 60000);
+  ASSERT_TRUE(renewed.ok()) << renewed.status().ToString();
+  EXPECT_TRUE(*renewed);
+}
+
 }  // namespace
 }  // namespace hachi::state
