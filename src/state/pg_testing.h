@@ -5,12 +5,21 @@
 // TCP address (a network-namespace host's, `prefix` running each command there) and as
 // a streaming standby of another one (the promotion case).
 //
+// Under ctest every case of a test binary is a process of its own: one server for all of
+// them is started by the fixture test hachi_postgres (pg_fixture_main.cc, CMake's
+// FIXTURES_REQUIRED), which names its directory in $HACHI_SHARED_POSTGRES; each case
+// then makes a database of its own on it (FreshPostgresDatabase), and a case that stops
+// or kills its server starts one of its own.
+//
 // Test-only, header-only. Not thread-safe: one test thread drives it. Every wait is
 // bounded (pg_ctl -w -t 30).
 #pragma once
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,8 +27,10 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <random>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace hachi::state::testing {
 
@@ -30,8 +41,8 @@ inline constexpr const char* kPostgresBin = "/usr/lib/postgresql/15/bin";
 inline std::string PostgresMissing() {
   if (std::filesystem::exists(std::string(kPostgresBin) + "/pg_ctl")) return "";
   return std::string(kPostgresBin) +
-         "/pg_ctl is missing: apt-get install postgresql-15 libpq5 (or set "
-         "HACHI_NO_POSTGRES=1 to skip the PostgreSQL tests)";
+         "/pg_ctl is missing: install Debian's postgresql-15 (scripts/install-deps.sh), "
+         "or set HACHI_NO_POSTGRES=1 to skip the PostgreSQL tests";
 }
 inline bool SkipPostgres() {
   const char* v = std::getenv("HACHI_NO_POSTGRES");
@@ -42,13 +53,14 @@ class ScratchPostgres {
  public:
   struct Options {
     std::string parent = "/tmp";  // where its directory is made
+    std::string dir;              // that directory, made here ("": a new name)
     std::string listen;           // a TCP address too; "" = the Unix socket only
-    int port = 0;                 // 0: one from the pid
+    int port = 0;                 // 0: pick (a free one on `listen`)
     std::string prefix;           // shell words before every command ("ip netns exec N")
   };
 
   explicit ScratchPostgres(Options options) : o_(std::move(options)) {
-    if (o_.port == 0) o_.port = 20000 + ::getpid() % 20000;
+    PickPort();
     if (!PostgresMissing().empty()) {
       error_ = PostgresMissing();
       return;
@@ -62,8 +74,23 @@ class ScratchPostgres {
     if (!ok_ && error_.empty()) error_ = "could not start PostgreSQL:\n" + Logs();
   }
   ScratchPostgres() : ScratchPostgres(Options{}) {}
+  // The server another process started in `dir` (the fixture's), not stopped or removed
+  // by this handle; ok() when it runs.
+  static std::unique_ptr<ScratchPostgres> Attach(const std::string& dir, int port) {
+    Options o;
+    o.port = port;
+    auto s = std::unique_ptr<ScratchPostgres>(new ScratchPostgres(std::move(o), 0));
+    s->dir_ = dir;
+    s->owned_ = false;
+    s->ok_ = s->Sh(s->Pg("pg_ctl") + " -D " + s->Data() + " status >/dev/null 2>&1");
+    if (!s->ok_) s->error_ = "no PostgreSQL runs in " + dir;
+    return s;
+  }
+  // Leaves the server running and its directory in place when this handle goes.
+  void Release() { owned_ = false; }
+
   ~ScratchPostgres() {
-    if (!dir_.empty()) {
+    if (owned_ && !dir_.empty()) {
       Sh(Pg("pg_ctl") + " -D " + Data() + " -m immediate -w -t 30 stop >/dev/null 2>&1");
       std::error_code ec;
       std::filesystem::remove_all(dir_, ec);
@@ -107,15 +134,21 @@ class ScratchPostgres {
     return Sh(Pg("pg_ctl") + " -D " + Data() + " -m fast -w -t 30 stop >/dev/null 2>&1");
   }
   bool Restart() { return Stop() && Start(); }
-  // SIGKILL of the postmaster (a crash; its backends exit when they notice).
+  // SIGKILL of the postmaster and of its backends, as a crash of its host leaves them
+  // (a backend left alone would go on committing, and hold the shared memory a new
+  // server needs).
   void Kill() {
-    std::ifstream pid(Data() + "/postmaster.pid");
+    std::ifstream pid_file(Data() + "/postmaster.pid");
     long p = 0;
-    if (pid >> p && p > 0) ::kill(static_cast<pid_t>(p), SIGKILL);
-    // Its backends hold the port until they go; pg_ctl stop cleans up the rest.
+    if (pid_file >> p && p > 0) {
+      const pid_t postmaster = static_cast<pid_t>(p);
+      ::kill(postmaster, SIGSTOP);  // forks no more backends meanwhile
+      for (pid_t child : Children(postmaster)) ::kill(child, SIGKILL);
+      ::kill(postmaster, SIGKILL);
+    }
+    // pg_ctl cleans up what is left (nothing, or a postmaster.pid it sees is stale).
     Sh(Pg("pg_ctl") + " -D " + Data() + " -m immediate -w -t 30 stop >/dev/null 2>&1");
   }
-
   // A streaming standby of this server, in a directory of its own (pg_basebackup -R),
   // with `options`' address and prefix; this one is made to commit only once the
   // standby has the transaction (synchronous replication: a promotion loses nothing
@@ -140,8 +173,24 @@ class ScratchPostgres {
   }
 
  private:
-  ScratchPostgres(Options options, int) : o_(std::move(options)) {
-    if (o_.port == 0) o_.port = 20000 + ::getpid() % 20000;
+  ScratchPostgres(Options options, int) : o_(std::move(options)) { PickPort(); }
+  // A Unix socket alone lives in this server's directory: any port will do. A TCP one:
+  // one free now on that address (bound to port 0, then let go); behind a prefix (another
+  // network namespace) the address cannot be tried from here: one from the pid.
+  void PickPort() {
+    if (o_.port != 0) return;
+    o_.port = 20000 + ::getpid() % 20000;
+    if (o_.listen.empty() || !o_.prefix.empty()) return;
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    socklen_t len = sizeof a;
+    if (fd >= 0 && ::inet_pton(AF_INET, o_.listen.c_str(), &a.sin_addr) == 1 &&
+        ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+      o_.port = ntohs(a.sin_port);
+    }
+    if (fd >= 0) ::close(fd);
   }
   static std::string Quote(const std::string& s) {
     std::string q = "'";
@@ -149,6 +198,26 @@ class ScratchPostgres {
     return q + "'";
   }
   static bool Sh(const std::string& cmd) { return std::system(cmd.c_str()) == 0; }
+  // The processes whose parent is `parent` (Linux's /proc).
+  static std::vector<pid_t> Children(pid_t parent) {
+    std::vector<pid_t> out;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+      const std::string name = entry.path().filename();
+      if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) {
+        continue;
+      }
+      std::ifstream status(entry.path() / "status");
+      for (std::string line; std::getline(status, line);) {
+        if (line.rfind("PPid:", 0) != 0) continue;
+        if (std::stol(line.substr(5)) == parent) {
+          out.push_back(static_cast<pid_t>(std::stol(name)));
+        }
+        break;
+      }
+    }
+    return out;
+  }
   std::string Data() const { return dir_ + "/data"; }
   // A PostgreSQL program, as nobody when we are root, behind the prefix.
   std::string Pg(const std::string& program) const {
@@ -157,12 +226,20 @@ class ScratchPostgres {
     return cmd + kPostgresBin + "/" + program;
   }
   bool MakeDir() {
-    std::string tmpl = o_.parent + "/hachi-pg-XXXXXX";
-    if (::mkdtemp(tmpl.data()) == nullptr) {
-      error_ = "cannot make a directory in " + o_.parent;
-      return false;
+    if (!o_.dir.empty()) {
+      if (::mkdir(o_.dir.c_str(), 0755) != 0) {
+        error_ = "cannot make " + o_.dir;
+        return false;
+      }
+      dir_ = o_.dir;
+    } else {
+      std::string tmpl = o_.parent + "/hachi-pg-XXXXXX";
+      if (::mkdtemp(tmpl.data()) == nullptr) {
+        error_ = "cannot make a directory in " + o_.parent;
+        return false;
+      }
+      dir_ = tmpl;
     }
-    dir_ = tmpl;
     ::chmod(dir_.c_str(), 0755);
     if (::geteuid() == 0 && !Sh("chown nobody:nogroup " + dir_)) {
       error_ = "cannot give " + dir_ + " to nobody";
@@ -194,15 +271,26 @@ class ScratchPostgres {
 
   Options o_;
   std::string dir_;
+  bool owned_ = true;  // stopped and removed by the destructor
   bool ok_ = false;
   std::string error_;
 };
 
-// One server for the whole test binary, started at first use and stopped at exit; null
+// The port of the fixture's server (pg_fixture_main.cc).
+inline constexpr int kSharedPostgresPort = 5432;
+
+// One server for the whole test binary: the fixture's when $HACHI_SHARED_POSTGRES names
+// a directory where one runs, else one started at first use and stopped at exit; null
 // (with the reason in *why) when it cannot be started.
 inline ScratchPostgres* SharedPostgres(std::string* why) {
-  static std::unique_ptr<ScratchPostgres> server = [] {
-    return PostgresMissing().empty() ? std::make_unique<ScratchPostgres>() : nullptr;
+  static std::unique_ptr<ScratchPostgres> server =
+      []() -> std::unique_ptr<ScratchPostgres> {
+    if (!PostgresMissing().empty()) return nullptr;
+    if (const char* dir = std::getenv("HACHI_SHARED_POSTGRES"); dir && *dir) {
+      auto shared = ScratchPostgres::Attach(dir, kSharedPostgresPort);
+      if (shared->ok()) return shared;
+    }
+    return std::make_unique<ScratchPostgres>();
   }();
   if (server == nullptr) {
     *why = PostgresMissing();
@@ -221,7 +309,10 @@ inline std::string FreshPostgresDatabase(std::string* why) {
   static int n = 0;
   ScratchPostgres* pg = SharedPostgres(why);
   if (pg == nullptr) return "";
-  const std::string name = "t" + std::to_string(::getpid()) + "_" + std::to_string(++n);
+  // Unique among the processes sharing the server, a pid used again included.
+  static const unsigned salt = std::random_device{}() % 1000000;
+  const std::string name = "t" + std::to_string(::getpid()) + "_" + std::to_string(salt) +
+                           "_" + std::to_string(++n);
   if (!pg->CreateDatabase(name)) {
     *why = "createdb " + name + " failed";
     return "";
