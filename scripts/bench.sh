@@ -81,4 +81,19 @@ else
     "$faults" --gtest_filter='Faults.LossyLinkUnderLoad:Faults.ServerDownKeepsJobsRunning:Faults.AgentKilledRunsNothingTwice' \
     | tee "$out/faults_full.log" || echo "==> fleet under faults: some failed ($out/faults_full.log)"
 fi
+# Several controllers (docs/ha.md): SQLite against PostgreSQL in one run, then every
+# failover case at the default lease and at 3 s (src/cli/ha_e2e_test.cc; root only).
+if [ -x "$build/hachi" ] && [ -x /usr/lib/postgresql/15/bin/pg_ctl ]; then
+  echo "==> SQLite against PostgreSQL (bench/ha/stores.sh)"
+  "$root/bench/ha/stores.sh" "$build" || echo "==> stores: failed"
+fi
+ha="$build/src/cli/cli_ha_e2e_test"
+if [ -x "$ha" ] && [ "$(id -u)" = 0 ]; then
+  echo "==> failover under load (cli_ha_e2e_test), default lease and 3 s"
+  rm -f "$out/failover.txt"
+  HACHI_HA_ALL=1 HACHI_HA_RESULTS="$out/failover.txt" "$ha" | tee "$out/failover.log" ||
+    echo "==> failover: some failed ($out/failover.log)"
+  HACHI_HA_ALL=1 HACHI_HA_LEASE_S=3 HACHI_HA_RESULTS="$out/failover.txt" "$ha" |
+    tee -a "$out/failover.log" || echo "==> failover (3 s): some failed"
+fi
 [ "$found" = 1 ] || { echo "no benchmarks built in $build/bench" >&2; exit 1; }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -77,7 +78,8 @@ int DefaultFailoverWaitMs() {
 
 struct HttpClient::Impl {
   std::vector<Target> targets;
-  size_t current = 0;  // the one that last answered as leader
+  size_t current = 0;       // the one that last answered as leader
+  bool discovered = false;  // `current` was asked for, not assumed (Discover)
   int timeout_ms = 30000;
   httplib::Headers headers;
   std::shared_ptr<EpochFloor> floor;
@@ -205,6 +207,55 @@ Result<std::unique_ptr<HttpClient>> HttpClient::Create(std::string_view address,
       new HttpClient(std::string(address), std::move(impl)));
 }
 
+namespace {
+
+// Which of several controllers leads, asked of all at once (GET /api/v1/health, 1.5 s
+// each): a leader frozen or cut off must not hold a command for its whole timeout when
+// another has taken over. The index of the one that answers as leader, else of the one
+// a standby names if that one answered at all (a standby's view lags a takeover by up to
+// a lease), else none: no leader now.
+std::optional<size_t> Discover(const std::vector<Target>& targets,
+                               const httplib::Headers& headers) {
+  const size_t n = targets.size();
+  std::vector<int> status(n, 0);
+  std::vector<int64_t> epoch(n, -1);
+  std::vector<std::string> named(n);
+  std::vector<std::thread> askers;
+  for (size_t i = 0; i < n; ++i) {
+    askers.emplace_back([&, i] {
+      Result<std::unique_ptr<httplib::Client>> c =
+          MakeClient(targets[i].address, targets[i].parsed, 1500);
+      if (!c.ok()) return;
+      (*c)->set_connection_timeout(std::chrono::milliseconds(1500));
+      (*c)->set_read_timeout(std::chrono::milliseconds(1500));
+      (*c)->set_default_headers(headers);
+      httplib::Result r = (*c)->Get(std::string(kApiPrefix) + "/health");
+      if (!r) return;
+      status[i] = r->status;
+      named[i] = r->get_header_value(kLeaderHeader);
+      const std::string e = r->get_header_value(kEpochHeader);
+      if (!e.empty()) epoch[i] = std::strtoll(e.c_str(), nullptr, 10);
+    });
+  }
+  for (std::thread& t : askers) t.join();
+  // Two that answer as leader: one is deposed and does not know it yet; the higher
+  // epoch is the leader.
+  std::optional<size_t> best;
+  for (size_t i = 0; i < n; ++i) {
+    if (status[i] == 200 && (!best || epoch[i] > epoch[*best])) best = i;
+  }
+  if (best) return best;
+  for (size_t i = 0; i < n; ++i) {
+    Result<ServerAddress> leader = ParseServerAddress(named[i]);
+    for (size_t j = 0; leader.ok() && j < n; ++j) {
+      if (status[j] != 0 && SameServer(targets[j].parsed, *leader)) return j;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 Result<HttpResponse> HttpClient::Request(std::string_view method, const std::string& path,
                                          const std::string& body, int timeout_ms) {
   if (method != "GET" && method != "POST" && method != "DELETE") {
@@ -220,10 +271,26 @@ Result<HttpResponse> HttpClient::Request(std::string_view method, const std::str
   int pause_ms = 100;
   std::vector<std::string> said(n);
   for (;;) {
+    bool skip_round = false;
+    if (n > 1 && !m.discovered) {
+      const std::optional<size_t> leader = Discover(m.targets, m.headers);
+      if (leader) {
+        m.current = *leader;
+        m.discovered = true;
+      } else {
+        // No leader answers now: wait for one rather than hang on a silent address,
+        // and at the end try each anyway.
+        const bool last =
+            std::chrono::steady_clock::now() + std::chrono::milliseconds(pause_ms) >=
+            deadline;
+        skip_round = !last;
+        for (size_t i = 0; i < n; ++i) said[i] = "no answer as the leader";
+      }
+    }
     // One round: from the last leader on, jumping to a leader a standby names.
     std::vector<bool> tried(n, false);
     size_t next = m.current;
-    for (size_t k = 0; k < n; ++k) {
+    for (size_t k = 0; k < n && !skip_round; ++k) {
       if (tried[next]) {
         next = 0;
         while (next < n && tried[next]) ++next;
@@ -289,6 +356,7 @@ Result<HttpResponse> HttpClient::Request(std::string_view method, const std::str
     }
     m.sleep(pause_ms);
     pause_ms = std::min(pause_ms * 2, 1000);
+    m.discovered = false;  // ask again who leads
   }
 }
 

@@ -14,7 +14,8 @@
 //
 // Needs root, `ip netns` and PostgreSQL 15's binaries; skipped without the first two.
 // HACHI_HA_LEASE_S sets --leader-lease (default: the server's default); HACHI_HA_RESULTS
-// names a file the figures are appended to (scripts/bench.sh).
+// names a file the figures are appended to; HACHI_HA_ALL=1 adds the frozen leader and the
+// promotion (scripts/bench.sh sets all three); HACHI_HA_KEEP=1 keeps the logs.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -77,6 +78,14 @@ class Ha : public ::testing::TestWithParam<FaultCase> {
  protected:
   void SetUp() override {
     if (!Fleet::Possible()) GTEST_SKIP() << "needs root and ip netns";
+    // `make test` runs the three faults of a minute each; the frozen leader and the
+    // promotion (two and a half minutes) run with HACHI_HA_ALL=1 (scripts/bench.sh).
+    const char* all = std::getenv("HACHI_HA_ALL");
+    if ((GetParam().fault == Fault::kPauseLeader ||
+         GetParam().fault == Fault::kPromote) &&
+        (all == nullptr || std::string(all) != "1")) {
+      GTEST_SKIP() << "set HACHI_HA_ALL=1 (scripts/bench.sh does)";
+    }
     char tmpl[] = "/var/tmp/hachi-ha-XXXXXX";
     ASSERT_NE(::mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
@@ -130,13 +139,11 @@ class Ha : public ::testing::TestWithParam<FaultCase> {
     ASSERT_TRUE(StartServer(kServerB));
     // The token every client uses, made on A's socket by the user who runs the test.
     const CmdResult t = Shell("HACHI_SERVER=unix:" + dir_ + "/state-0/hachi.sock " +
-                              hachi_ + " token create root 2>&1");
+                              hachi_ + " token create root 2>/dev/null");
     ASSERT_EQ(t.exit_code, 0) << t.out;
     std::istringstream words(t.out);
-    for (std::string w; words >> w;) {
-      if (w.size() > 20) token_ = w;
-    }
-    ASSERT_FALSE(token_.empty()) << t.out;
+    words >> token_;  // stdout holds the token alone
+    ASSERT_EQ(token_.rfind("hachi_", 0), 0u) << t.out;
     for (int h : kAgents) ASSERT_TRUE(StartAgent(h));
   }
 
@@ -158,7 +165,7 @@ class Ha : public ::testing::TestWithParam<FaultCase> {
     standby_.reset();
     pg_.reset();
     if (!cwd_.empty()) std::filesystem::current_path(cwd_);
-    if (!HasFailure()) {
+    if (!HasFailure() && std::getenv("HACHI_HA_KEEP") == nullptr) {
       std::filesystem::remove_all(dir_);
     } else {
       std::cout << "[ kept    ] " << dir_ << " (logs, runs)\n";
@@ -204,17 +211,15 @@ class Ha : public ::testing::TestWithParam<FaultCase> {
                  (servers.empty() ? servers_ : servers) + " HACHI_TOKEN=" + token_ + " " +
                  hachi_ + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null"));
   }
-  // The server that answers as leader now, or -1.
+  // The server that answers as leader now (its health check 200, a standby's 503), or
+  // -1.
   int Leader() const {
     for (int h : {kServerA, kServerB}) {
-      const std::string one =
-          "http://" + fleet_->address(h) + ":" + std::to_string(kPort);
-      if (Shell("ip netns exec " + fleet_->netns(kClient) +
-                " env HACHI_FAILOVER_WAIT_MS=0 HACHI_SERVER=" + one + " " + hachi_ +
-                " queue >/dev/null 2>&1")
-              .exit_code == 0) {
-        return h;
-      }
+      const CmdResult r =
+          Shell("ip netns exec " + fleet_->netns(kClient) +
+                " curl -s -m 2 -o /dev/null -w '%{http_code}' http://" +
+                fleet_->address(h) + ":" + std::to_string(kPort) + "/api/v1/health");
+      if (r.out == "200") return h;
     }
     return -1;
   }
@@ -290,10 +295,21 @@ class Ha : public ::testing::TestWithParam<FaultCase> {
       case Fault::kCutLeader:
         fleet_->Cut(leader);
         break;
-      case Fault::kPauseLeader:
+      case Fault::kPauseLeader: {
         paused_ = servers_pid_[leader];
         ::kill(paused_, SIGSTOP);
+        // A submit reaches the frozen leader (the kernel takes it in); it will handle
+        // it when it wakes, past its lease: the store must refuse the write.
+        const std::string one =
+            "http://" + fleet_->address(leader) + ":" + std::to_string(kPort);
+        late_ = fleet_->Spawn(kClient,
+                              "env HACHI_FAILOVER_WAIT_MS=0 HACHI_SERVER=" + one +
+                                  " HACHI_TOKEN=" + token_ + " " + hachi_ +
+                                  " submit --parsable --gpus 1 -t 5 -- sh " + dir_ +
+                                  "/job.sh 1",
+                              dir_ + "/late-submit.out");
         break;
+      }
       case Fault::kRestartPostgres:
         ASSERT_TRUE(pg_->Restart()) << pg_->error();
         break;
@@ -311,6 +327,7 @@ class Ha : public ::testing::TestWithParam<FaultCase> {
   std::map<int, pid_t> servers_pid_;
   pid_t load_ = 0;
   pid_t paused_ = 0;
+  pid_t late_ = 0;  // the submit sent to the frozen leader
 };
 
 TEST_P(Ha, FailsOverUnderLoad) {
@@ -352,11 +369,23 @@ TEST_P(Ha, FailsOverUnderLoad) {
   int new_leader = -1;
   WaitFor([&] { return (new_leader = Leader()) >= 0; }, std::chrono::seconds(20),
           std::chrono::milliseconds(200));
+  std::string late_write = "-";
   if (fault == Fault::kPauseLeader) {
     // The old leader wakes past its lease: whatever it was writing is refused.
     std::this_thread::sleep_for(std::chrono::seconds(2));
     ::kill(paused_, SIGCONT);
     paused_ = 0;
+    EXPECT_TRUE(WaitFor([&] { return !fleet_->Alive(late_); }, std::chrono::seconds(40),
+                        std::chrono::milliseconds(100)));
+    const std::string out = ReadFile(dir_ + "/late-submit.out");
+    // Refused by the epoch check in the store, or (when its election thread woke first)
+    // by the standby it had become: either way never acknowledged.
+    EXPECT_EQ(std::atoll(out.c_str()), 0) << "the frozen leader acknowledged: " << out;
+    late_write = out.find("no longer the leader") != std::string::npos
+                     ? "refused-by-epoch"
+                 : out.find("standby") != std::string::npos ? "refused-as-standby"
+                                                            : "failed";
+    std::cout << "[ late    ] the frozen leader's late submit: " << out;
   }
   if (fault == Fault::kCutLeader) {
     std::this_thread::sleep_for(std::chrono::seconds(2));
@@ -410,7 +439,7 @@ TEST_P(Ha, FailsOverUnderLoad) {
   EXPECT_TRUE(done) << "not every job ended";
   EXPECT_EQ(not_completed, 0);
   if (fault == Fault::kPauseLeader) {
-    // Its writes after the wake-up were refused by the epoch check, and it said so.
+    // It stepped down once awake, and said why.
     const std::string log = ReadFile(ServerLog(leader));
     EXPECT_NE(log.find("stepping down from epoch"), std::string::npos) << log;
   }
@@ -419,7 +448,8 @@ TEST_P(Ha, FailsOverUnderLoad) {
        << " lease=" << (lease_flag_.empty() ? "default" : lease_flag_.substr(16))
        << " queue_s=" << queue_s << " first_start_s=" << start_s
        << " acked=" << acked.size() << " lost=" << lost << " ran_twice=" << twice
-       << " long_disturbed=" << disturbed << " leader=" << leader << "->" << new_leader;
+       << " long_disturbed=" << disturbed << " late_write=" << late_write
+       << " leader=" << leader << "->" << new_leader;
   std::cout << "[ failover ] " << line.str() << "\n";
   if (const char* out = std::getenv("HACHI_HA_RESULTS"); out != nullptr && *out) {
     std::ofstream(out, std::ios::app) << line.str() << "\n";

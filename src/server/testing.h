@@ -5,12 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "server/controller.h"
+#include "state/pg_testing.h"
 #include "state/store.h"
 #include "topo/presets.h"
 #include "topo/topology_file.h"
@@ -95,6 +97,20 @@ inline AgentRegistration MakeAgent(const std::string& node, Time agent_started =
 inline const Caller kAlice{"alice", 1000, 1000, true, false};
 inline const Caller kRoot{"root", 0, 0, true, true};
 
+// The store a test's controller runs on: memory, or with HACHI_TEST_STORE=postgres a
+// fresh database on the PostgreSQL the test binary starts (state/pg_testing.h), so the
+// controller's tests run on both engines (ctest's server_test_postgres).
+inline std::unique_ptr<state::Store> TestStore() {
+  const char* kind = std::getenv("HACHI_TEST_STORE");
+  if (kind == nullptr || std::string(kind) != "postgres") return state::NewMemoryStore();
+  std::string why;
+  const std::string db = state::testing::FreshPostgresSchema(&why);
+  EXPECT_FALSE(db.empty()) << why;
+  Result<std::unique_ptr<state::Store>> s = state::OpenPostgresStore(db);
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return s.ok() ? std::move(*s) : state::NewMemoryStore();
+}
+
 // A Controller on a memory store with node `node` registered as an HGX H100 agent and,
 // when `start`, its loop running (50 ms cycles): what the HTTP tests serve. Null (with a
 // test failure) when it cannot be made.
@@ -102,7 +118,7 @@ inline std::unique_ptr<Controller> RunningController(const std::string& node = "
                                                      bool start = true) {
   ControllerOptions o;
   o.cycle_interval_ms = 50;
-  Result<std::unique_ptr<Controller>> c = Controller::Create(o, state::NewMemoryStore());
+  Result<std::unique_ptr<Controller>> c = Controller::Create(o, TestStore());
   EXPECT_TRUE(c.ok()) << c.status().ToString();
   if (!c.ok()) return nullptr;
   Status s = (*c)->nodes().Register(MakeAgent(node));
@@ -115,7 +131,7 @@ inline std::unique_ptr<Controller> RunningController(const std::string& node = "
 class Harness {
  public:
   explicit Harness(ControllerOptions options = {},
-                   std::unique_ptr<state::Store> store = state::NewMemoryStore()) {
+                   std::unique_ptr<state::Store> store = TestStore()) {
     Result<std::unique_ptr<Controller>> c =
         Controller::Create(std::move(options), std::move(store));
     EXPECT_TRUE(c.ok()) << c.status().ToString();
