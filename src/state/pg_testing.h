@@ -23,13 +23,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace hachi::state::testing {
@@ -91,7 +94,7 @@ class ScratchPostgres {
 
   ~ScratchPostgres() {
     if (owned_ && !dir_.empty()) {
-      Sh(Pg("pg_ctl") + " -D " + Data() + " -m immediate -w -t 30 stop >/dev/null 2>&1");
+      Kill();  // what pg_ctl's immediate stop does, without waiting for the reaper
       std::error_code ec;
       std::filesystem::remove_all(dir_, ec);
     }
@@ -136,18 +139,22 @@ class ScratchPostgres {
   bool Restart() { return Stop() && Start(); }
   // SIGKILL of the postmaster and of its backends, as a crash of its host leaves them
   // (a backend left alone would go on committing, and hold the shared memory a new
-  // server needs).
+  // server needs). Returns once they are dead; their lock files, naming pids that no
+  // longer run, are removed as a restarted host finds them stale (whoever reaps the
+  // processes may take seconds, and a zombie's pid still looks alive to PostgreSQL).
   void Kill() {
-    std::ifstream pid_file(Data() + "/postmaster.pid");
-    long p = 0;
-    if (pid_file >> p && p > 0) {
-      const pid_t postmaster = static_cast<pid_t>(p);
-      ::kill(postmaster, SIGSTOP);  // forks no more backends meanwhile
-      for (pid_t child : Children(postmaster)) ::kill(child, SIGKILL);
-      ::kill(postmaster, SIGKILL);
+    const pid_t postmaster = Postmaster();
+    if (postmaster <= 0) return;
+    ::kill(postmaster, SIGSTOP);  // forks no more backends meanwhile
+    std::vector<pid_t> all = Children(postmaster);
+    all.push_back(postmaster);
+    for (pid_t p : all) ::kill(p, SIGKILL);
+    for (int i = 0; i < 10000 && !AllDead(all); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));  // bounded: 10 s
     }
-    // pg_ctl cleans up what is left (nothing, or a postmaster.pid it sees is stale).
-    Sh(Pg("pg_ctl") + " -D " + Data() + " -m immediate -w -t 30 stop >/dev/null 2>&1");
+    std::error_code ec;
+    std::filesystem::remove(Data() + "/postmaster.pid", ec);
+    std::filesystem::remove(dir_ + "/.s.PGSQL." + std::to_string(o_.port) + ".lock", ec);
   }
   // A streaming standby of this server, in a directory of its own (pg_basebackup -R),
   // with `options`' address and prefix; this one is made to commit only once the
@@ -198,6 +205,31 @@ class ScratchPostgres {
     return q + "'";
   }
   static bool Sh(const std::string& cmd) { return std::system(cmd.c_str()) == 0; }
+  // The postmaster of this data directory, or 0 (none runs: a pid in a stale
+  // postmaster.pid may be another process's by now).
+  pid_t Postmaster() const {
+    std::ifstream pid_file(Data() + "/postmaster.pid");
+    long p = 0;
+    if (!(pid_file >> p) || p <= 0) return 0;
+    std::ifstream cmdline("/proc/" + std::to_string(p) + "/cmdline");
+    std::string args((std::istreambuf_iterator<char>(cmdline)),
+                     std::istreambuf_iterator<char>());
+    return args.find(Data()) != std::string::npos ? static_cast<pid_t>(p) : 0;
+  }
+  // Whether each of `pids` has exited (a zombie, or gone).
+  static bool AllDead(const std::vector<pid_t>& pids) {
+    for (pid_t p : pids) {
+      std::ifstream stat("/proc/" + std::to_string(p) + "/stat");
+      std::string line;
+      if (!std::getline(stat, line)) continue;  // gone
+      const size_t paren = line.rfind(')');
+      if (paren != std::string::npos && paren + 2 < line.size() &&
+          line[paren + 2] != 'Z' && line[paren + 2] != 'X') {
+        return false;
+      }
+    }
+    return true;
+  }
   // The processes whose parent is `parent` (Linux's /proc).
   static std::vector<pid_t> Children(pid_t parent) {
     std::vector<pid_t> out;
