@@ -3,6 +3,8 @@
 //
 //   hachi_pg_fixture start DIR   stops and removes what an interrupted run left in DIR,
 //                                then starts a server there (socket only, port 5432)
+//                                and makes DIR/template, the data directory the cases'
+//                                own servers copy instead of running initdb
 //   hachi_pg_fixture stop DIR    stops it and removes DIR
 //
 // Without PostgreSQL (or with HACHI_NO_POSTGRES=1) `start` succeeds doing nothing: each
@@ -60,6 +62,10 @@ int main(int argc, char** argv) {
   if (!server.ok()) {
     std::cerr << server.error() << "\n";
     return 1;
+  }
+  if (!server.MakeTemplate()) {
+    std::cerr << "hachi_pg_fixture: no template data directory in " << dir
+              << " (each server runs initdb)\n";
   }
   server.Release();
   std::cout << "PostgreSQL for the tests: " << server.conninfo() << "\n";
