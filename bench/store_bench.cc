@@ -2,9 +2,14 @@
 // (WAL, synchronous=FULL), so one commit costs an fsync and concurrent commits share
 // one through group commit. The database lives in $TMPDIR (default /tmp); the figures
 // only mean something on a real disk, not tmpfs. Run build-*/bench/store_bench.
+// With $HACHI_BENCH_POSTGRES (a libpq connection string, e.g. what scripts/pg-scratch.sh
+// prints) the same benchmarks run on the PostgreSQL store instead, its tables dropped
+// before each: a commit there is a round trip per statement and the server's fsync.
 //
-//   BM_SubmitOneThread          one JobSubmitted per commit, one caller
-//   BM_SubmitThreads/threads:N  N callers, each committing one JobSubmitted (ids from
+//   BM_SubmitOneThread          one JobSubmitted per commit, one caller (also exactly
+//                               1,000 commits: /iterations:1000)
+//   BM_SubmitThreads/threads:N  N callers (8, 16), each committing one JobSubmitted (ids
+//   from
 //                               a shared counter, so they reach the store slightly
 //                               out of order) in a loop
 //   BM_UpdateThreads/threads:N  N callers, each committing one small UPDATE (a hold
@@ -22,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "state/pg_db.h"
 #include "state/store.h"
 
 namespace hachi::state {
@@ -34,6 +40,34 @@ std::string NewDbPath() {
 
 void RemoveDb(const std::string& path) {
   std::filesystem::remove_all(std::filesystem::path(path).parent_path());
+}
+
+// The PostgreSQL database to measure instead of SQLite, or null.
+const char* PostgresTarget() {
+  const char* c = std::getenv("HACHI_BENCH_POSTGRES");
+  return c != nullptr && *c != '\0' ? c : nullptr;
+}
+
+// A new, empty store: a SQLite file in $TMPDIR (its path in *where, for RemoveStore), or
+// the PostgreSQL database with its tables dropped (*where empty).
+Result<std::unique_ptr<Store>> NewStore(std::string* where) {
+  where->clear();
+  if (const char* pg = PostgresTarget()) {
+    PgDbOptions o;
+    o.conninfo = pg;
+    Result<std::unique_ptr<PgDb>> db = PgDb::Open(o);
+    if (!db.ok()) return db.status();
+    Status dropped = (*db)->Exec(
+        "DROP TABLE IF EXISTS jobs, nodes, meta, tokens, payloads, steps, usage");
+    if (!dropped.ok()) return dropped;
+    return OpenPostgresStore(pg);
+  }
+  *where = NewDbPath();
+  return OpenSqliteStore(*where);
+}
+
+void RemoveStore(const std::string& where) {
+  if (!where.empty()) RemoveDb(where);
 }
 
 JobRecord Job(JobId id) {
@@ -52,8 +86,8 @@ JobRecord Job(JobId id) {
 }
 
 void BM_SubmitOneThread(benchmark::State& state) {
-  const std::string path = NewDbPath();
-  auto store = OpenSqliteStore(path);
+  std::string path;
+  auto store = NewStore(&path);
   if (!store.ok()) {
     state.SkipWithError(store.status().ToString().c_str());
     return;
@@ -68,9 +102,13 @@ void BM_SubmitOneThread(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations());
   store->reset();
-  RemoveDb(path);
+  RemoveStore(path);
 }
 BENCHMARK(BM_SubmitOneThread)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_SubmitOneThread)
+    ->Iterations(1000)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 
 // Shared by the threads of one run; thread 0 sets it up before the loop and tears it
 // down after (the benchmark library synchronises the threads at both points).
@@ -81,8 +119,7 @@ std::atomic<JobId> g_next_id{1};
 
 void BM_SubmitThreads(benchmark::State& state) {
   if (state.thread_index() == 0) {
-    g_path = NewDbPath();
-    auto store = OpenSqliteStore(g_path);
+    auto store = NewStore(&g_path);
     if (!store.ok()) {
       state.SkipWithError(store.status().ToString().c_str());
       return;
@@ -105,16 +142,19 @@ void BM_SubmitThreads(benchmark::State& state) {
             ? static_cast<double>(stats.commits) / static_cast<double>(stats.transactions)
             : 0;
     g_store.reset();
-    RemoveDb(g_path);
+    RemoveStore(g_path);
   }
 }
-BENCHMARK(BM_SubmitThreads)->Threads(16)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_SubmitThreads)
+    ->Threads(8)
+    ->Threads(16)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 
 void BM_UpdateThreads(benchmark::State& state) {
   constexpr int kMaxThreads = 64;
   if (state.thread_index() == 0) {
-    g_path = NewDbPath();
-    auto store = OpenSqliteStore(g_path);
+    auto store = NewStore(&g_path);
     if (!store.ok()) {
       state.SkipWithError(store.status().ToString().c_str());
       return;
@@ -144,7 +184,7 @@ void BM_UpdateThreads(benchmark::State& state) {
                                      static_cast<double>(stats.transactions - 1)
                                : 0;
     g_store.reset();
-    RemoveDb(g_path);
+    RemoveStore(g_path);
   }
 }
 BENCHMARK(BM_UpdateThreads)
@@ -156,8 +196,8 @@ BENCHMARK(BM_UpdateThreads)
 void BM_Load100k(benchmark::State& state) {
   constexpr int kJobs = 100000;
   constexpr int kBatch = 1000;
-  const std::string path = NewDbPath();
-  auto store = OpenSqliteStore(path);
+  std::string path;
+  auto store = NewStore(&path);
   if (!store.ok()) {
     state.SkipWithError(store.status().ToString().c_str());
     return;
@@ -182,7 +222,7 @@ void BM_Load100k(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * kJobs);
   store->reset();
-  RemoveDb(path);
+  RemoveStore(path);
 }
 BENCHMARK(BM_Load100k)->Iterations(3)->Unit(benchmark::kMillisecond);
 

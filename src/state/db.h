@@ -112,8 +112,16 @@ class Db {
   virtual void RollbackTxn() = 0;
   // After a failed write transaction: whether it failed because the connection was
   // lost before COMMIT (nothing of it happened) and a new one is up, so the same
-  // transaction may run again.
+  // transaction may run again. False when the COMMIT's outcome is unknown: whatever
+  // CommitTxn reported then, the transaction may have happened.
   virtual bool MayRetry() { return false; }
+  // After a failed CommitTxn: true when whether the transaction committed is not known
+  // (the connection went during COMMIT and the database could not be asked in time).
+  // Its work must not run again: it may be stored already.
+  virtual bool OutcomeUnknown() const { return false; }
+  // After a failed read: whether the connection was lost and a new one is up, so the
+  // read may run again.
+  virtual bool MayRetryRead() { return false; }
 
  protected:
   explicit Db(std::string path) : path_(std::move(path)) {}

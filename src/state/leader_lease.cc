@@ -12,6 +12,17 @@ namespace {
 constexpr const char* kRemaining =
     "(extract(epoch FROM (expires_at - clock_timestamp())) * 1000)::bigint";
 
+// Runs `op`, one statement; once more on a new connection when the old one was lost
+// (a restart, a switchover: the statement's answer was lost with it, so each statement
+// is one that may run twice).
+template <typename T, typename F>
+Result<T> OnceMore(PgDb* db, F op) {
+  HACHI_RETURN_IF_ERROR(db->EnsureConnected());
+  Result<T> r = op();
+  if (!r.ok() && db->MayRetryRead()) r = op();
+  return r;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<LeaderLease>> LeaderLease::Open(const std::string& conninfo,
@@ -33,62 +44,80 @@ LeaderLease::~LeaderLease() = default;
 
 Status LeaderLease::SetStatementTimeout(int ms) {
   HACHI_RETURN_IF_ERROR(db_->EnsureConnected());
-  return db_->Exec("SET statement_timeout = " + std::to_string(ms));
+  return db_->SetStatementTimeout(ms);
 }
 
 Result<std::optional<int64_t>> LeaderLease::TryAcquire(const std::string& address,
                                                        int lease_ms,
                                                        LeaderInfo* current) {
-  HACHI_RETURN_IF_ERROR(db_->EnsureConnected());
-  Result<Stmt> take = db_->Prepare(
-      "UPDATE hachi_leader SET epoch = epoch + 1, holder = ?1, address = ?2, "
-      "expires_at = clock_timestamp() + ?3::bigint * interval '1 millisecond' "
-      "WHERE id = 1 AND expires_at <= clock_timestamp() RETURNING epoch");
-  if (!take.ok()) return take.status();
-  take->Bind(1, holder_).Bind(2, address).Bind(3, int64_t{lease_ms});
-  Result<bool> won = take->Step();
+  PgDb* db = db_.get();
+  Result<std::optional<int64_t>> won =
+      OnceMore<std::optional<int64_t>>(db, [&]() -> Result<std::optional<int64_t>> {
+        Result<Stmt> take = db->Prepare(
+            "UPDATE hachi_leader SET epoch = epoch + 1, holder = ?1, address = ?2, "
+            "expires_at = clock_timestamp() + ?3::bigint * interval '1 millisecond' "
+            "WHERE id = 1 AND expires_at <= clock_timestamp() RETURNING epoch");
+        if (!take.ok()) return take.status();
+        take->Bind(1, holder_).Bind(2, address).Bind(3, int64_t{lease_ms});
+        Result<bool> row = take->Step();
+        if (!row.ok()) return row.status();
+        if (!*row) return std::optional<int64_t>();
+        return std::optional<int64_t>(take->ColumnInt(0));
+      });
   if (!won.ok()) return won.status();
-  if (*won) {
-    const int64_t epoch = take->ColumnInt(0);
-    *current = LeaderInfo{epoch, holder_, address, lease_ms};
-    return std::optional<int64_t>(epoch);
+  if (won->has_value()) {
+    *current = LeaderInfo{**won, holder_, address, lease_ms};
+    return won;
   }
   Result<LeaderInfo> now = Current();
   if (!now.ok()) return now.status();
   *current = *now;
+  // Ours already: a first try took it and its answer was lost with the connection.
+  if (now->holder == holder_ && now->remaining_ms > 0) {
+    return std::optional<int64_t>(now->epoch);
+  }
   return std::optional<int64_t>();
 }
 
 Result<bool> LeaderLease::Renew(int64_t epoch, int lease_ms) {
-  HACHI_RETURN_IF_ERROR(db_->EnsureConnected());
-  Result<Stmt> renew = db_->Prepare(
-      "UPDATE hachi_leader SET expires_at = clock_timestamp() + ?2::bigint * interval "
-      "'1 millisecond' WHERE id = 1 AND epoch = ?1 AND expires_at > clock_timestamp() "
-      "RETURNING epoch");
-  if (!renew.ok()) return renew.status();
-  renew->Bind(1, epoch).Bind(2, int64_t{lease_ms});
-  return renew->Step();
+  PgDb* db = db_.get();
+  return OnceMore<bool>(db, [&]() -> Result<bool> {
+    Result<Stmt> renew = db->Prepare(
+        "UPDATE hachi_leader SET expires_at = clock_timestamp() + ?2::bigint * "
+        "interval '1 millisecond' WHERE id = 1 AND epoch = ?1 AND "
+        "expires_at > clock_timestamp() RETURNING epoch");
+    if (!renew.ok()) return renew.status();
+    renew->Bind(1, epoch).Bind(2, int64_t{lease_ms});
+    return renew->Step();
+  });
 }
 
 Result<LeaderInfo> LeaderLease::Current() {
-  HACHI_RETURN_IF_ERROR(db_->EnsureConnected());
-  Result<Stmt> q = db_->Prepare(std::string("SELECT epoch, holder, address, ") +
-                                kRemaining + " FROM hachi_leader WHERE id = 1");
-  if (!q.ok()) return q.status();
-  Result<bool> row = q->Step();
-  if (!row.ok()) return row.status();
-  if (!*row) return Internal(db_->path() + ": the lease row hachi_leader is missing");
-  return LeaderInfo{q->ColumnInt(0), q->ColumnText(1), q->ColumnText(2), q->ColumnInt(3)};
+  PgDb* db = db_.get();
+  return OnceMore<LeaderInfo>(db, [&]() -> Result<LeaderInfo> {
+    Result<Stmt> q = db->Prepare(std::string("SELECT epoch, holder, address, ") +
+                                 kRemaining + " FROM hachi_leader WHERE id = 1");
+    if (!q.ok()) return q.status();
+    Result<bool> row = q->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return Internal(db->path() + ": the lease row hachi_leader is missing");
+    return LeaderInfo{q->ColumnInt(0), q->ColumnText(1), q->ColumnText(2),
+                      q->ColumnInt(3)};
+  });
 }
 
 Status LeaderLease::Release(int64_t epoch) {
-  HACHI_RETURN_IF_ERROR(db_->EnsureConnected());
-  Result<Stmt> q = db_->Prepare(
-      "UPDATE hachi_leader SET expires_at = clock_timestamp() WHERE id = 1 AND epoch = "
-      "?1");
-  if (!q.ok()) return q.status();
-  q->Bind(1, epoch);
-  return q->Run();
+  PgDb* db = db_.get();
+  Result<bool> done = OnceMore<bool>(db, [&]() -> Result<bool> {
+    Result<Stmt> q = db->Prepare(
+        "UPDATE hachi_leader SET expires_at = clock_timestamp() WHERE id = 1 AND "
+        "epoch = ?1");
+    if (!q.ok()) return q.status();
+    q->Bind(1, epoch);
+    HACHI_RETURN_IF_ERROR(q->Run());
+    return true;
+  });
+  return done.ok() ? Status::Ok() : done.status();
 }
 
 }  // namespace hachi::state

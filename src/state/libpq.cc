@@ -8,7 +8,7 @@ namespace {
 const char* Bind(const DynamicLibrary& lib, LibpqApi& api) {
 #define HACHI_PQ(field, name) \
   if (!lib.Find(name, api.field)) return name;
-  HACHI_PQ(connectdb, "PQconnectdb")
+  HACHI_PQ(connectdb_params, "PQconnectdbParams")
   HACHI_PQ(finish, "PQfinish")
   HACHI_PQ(status, "PQstatus")
   HACHI_PQ(error_message, "PQerrorMessage")
@@ -31,6 +31,7 @@ const char* Bind(const DynamicLibrary& lib, LibpqApi& api) {
   HACHI_PQ(send_query, "PQsendQuery")
   HACHI_PQ(get_result, "PQgetResult")
   HACHI_PQ(socket, "PQsocket")
+  HACHI_PQ(parameter_status, "PQparameterStatus")
 #undef HACHI_PQ
   return nullptr;
 }

@@ -19,7 +19,7 @@ namespace hachi::state {
 // The functions Hachi calls, never null once loaded.
 struct LibpqApi {
   std::string path;
-  decltype(&::PQconnectdb) connectdb = nullptr;
+  decltype(&::PQconnectdbParams) connectdb_params = nullptr;
   decltype(&::PQfinish) finish = nullptr;
   decltype(&::PQstatus) status = nullptr;
   decltype(&::PQerrorMessage) error_message = nullptr;
@@ -42,6 +42,7 @@ struct LibpqApi {
   decltype(&::PQsendQuery) send_query = nullptr;
   decltype(&::PQgetResult) get_result = nullptr;
   decltype(&::PQsocket) socket = nullptr;
+  decltype(&::PQparameterStatus) parameter_status = nullptr;
 };
 
 // $HACHI_LIBPQ when set, else libpq.so.5. kUnavailable, naming the package, when it

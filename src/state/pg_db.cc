@@ -93,6 +93,22 @@ class PgStmt final : public Stmt::Impl {
   int row_ = -1;
 };
 
+// A connection by `conninfo` (expanded by libpq: a URI or key=value words, several
+// hosts), named "hachi" in pg_stat_activity unless the string names itself.
+PGconn* ConnectDb(const LibpqApi& api, const std::string& conninfo) {
+  const char* const keys[] = {"dbname", "fallback_application_name", nullptr};
+  const char* const values[] = {conninfo.c_str(), "hachi", nullptr};
+  return api.connectdb_params(keys, values, /*expand_dbname=*/1);
+}
+
+// After an error with this SQLSTATE the connection is of no more use: lost (08), the
+// server going down (57P0x), or a server in recovery, which cannot write (25006): the
+// next use connects again, and libpq's target_session_attrs=read-write finds the
+// primary.
+bool Abandon(std::string_view state) {
+  return state.rfind("08", 0) == 0 || state.rfind("57P0", 0) == 0 || state == "25006";
+}
+
 // "host:port/db" from the live connection: for messages, without the password a URI
 // may carry.
 std::string ConnName(const LibpqApi& api, PGconn* conn) {
@@ -108,7 +124,7 @@ std::string ConnName(const LibpqApi& api, PGconn* conn) {
 Result<std::unique_ptr<PgDb>> PgDb::Open(PgDbOptions options) {
   Result<const LibpqApi*> api = LoadLibpq();
   if (!api.ok()) return api.status();
-  PGconn* conn = (*api)->connectdb(options.conninfo.c_str());
+  PGconn* conn = ConnectDb(**api, options.conninfo);
   if ((*api)->status(conn) != CONNECTION_OK) {
     std::string why = (*api)->error_message(conn);
     (*api)->finish(conn);
@@ -123,16 +139,21 @@ Result<std::unique_ptr<PgDb>> PgDb::Open(PgDbOptions options) {
 }
 
 PgDb::PgDb(const LibpqApi* api, PgDbOptions options, PGconn* conn, std::string name)
-    : Db(std::move(name)), api_(api), options_(std::move(options)), conn_(conn) {}
+    : Db(std::move(name)),
+      api_(api),
+      options_(std::move(options)),
+      conn_(conn),
+      statement_timeout_ms_(options_.statement_timeout_ms) {}
 
 PgDb::~PgDb() { api_->finish(conn_); }
 
 bool PgDb::Lost() const { return broken_ || api_->status(conn_) != CONNECTION_OK; }
 
 Status PgDb::Connect() {
+  reconnects_.fetch_add(1);
   api_->finish(conn_);
   broken_ = false;
-  conn_ = api_->connectdb(options_.conninfo.c_str());
+  conn_ = ConnectDb(*api_, options_.conninfo);
   if (api_->status(conn_) != CONNECTION_OK) {
     std::string why = api_->error_message(conn_);
     while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
@@ -143,15 +164,19 @@ Status PgDb::Connect() {
 }
 
 Status PgDb::Configure() {
-  if (options_.statement_timeout_ms > 0) {
-    HACHI_RETURN_IF_ERROR(
-        Exec("SET statement_timeout = " + std::to_string(options_.statement_timeout_ms)));
+  if (statement_timeout_ms_ > 0) {
+    HACHI_RETURN_IF_ERROR(SetStatementTimeout(statement_timeout_ms_));
   }
   if (options_.idle_in_transaction_ms > 0) {
     HACHI_RETURN_IF_ERROR(Exec("SET idle_in_transaction_session_timeout = " +
                                std::to_string(options_.idle_in_transaction_ms)));
   }
   return Status::Ok();
+}
+
+Status PgDb::SetStatementTimeout(int ms) {
+  statement_timeout_ms_ = ms;
+  return Exec("SET statement_timeout = " + std::to_string(ms));
 }
 
 Status PgDb::EnsureConnected() {
@@ -178,7 +203,8 @@ Status PgDb::Error(PGresult* res, std::string_view what) {
   if (state != nullptr) text += " (SQLSTATE " + std::string(state) + ")";
   // No SQLSTATE: libpq's own error, the network's (a read that failed, a reset); the
   // connection cannot be trusted with the next statement.
-  if (state == nullptr) broken_ = true;
+  if (state == nullptr || Abandon(state)) broken_ = true;
+  last_state_ = state != nullptr ? state : "";
   if (Lost() || state == nullptr || Transient(state)) return Unavailable(std::move(text));
   return Internal(std::move(text));
 }
@@ -242,8 +268,8 @@ Status PgDb::Fence() {
     Result<bool> r = who->Step();
     if (r.ok() && *r) {
       now_epoch = who->ColumnInt(0);
-      holder =
-          who->ColumnText(1) + (who->ColumnText(2) == "t" ? "" : ", its lease lapsed");
+      holder = "leader " + (who->ColumnText(1).empty() ? "none" : who->ColumnText(1)) +
+               (who->ColumnText(2) == "t" ? "" : ", its lease lapsed");
     }
   }
   Status s =
@@ -260,13 +286,49 @@ Status PgDb::Fence() {
 
 Status PgDb::BeginWrite() {
   retry_ = false;
+  unknown_ = false;
   committing_ = false;
   writing_ = true;
   xid_.clear();
-  HACHI_RETURN_IF_ERROR(EnsureConnected());
-  Status s = Exec("BEGIN");
-  if (!s.ok() && Lost()) retry_ = EnsureConnected().ok();
-  return s;
+  // A server that cannot write (in recovery, or read-only by default: what libpq's
+  // target_session_attrs=read-write refuses too) is waited for as an unreachable one,
+  // within the same bound: a promotion takes seconds, and meanwhile libpq may find only
+  // the standby. The server reports both settings on every connection (and their
+  // changes): no round trip, and known before the transaction's first write.
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.reconnect_ms);
+  auto pause = std::chrono::milliseconds(50);
+  for (;;) {
+    Status s = EnsureConnected();
+    if (!s.ok()) return s;
+    last_state_.clear();
+    s = ReadOnlyServer() ? CannotWrite() : Exec("BEGIN");
+    if (s.ok()) return s;
+    if (last_state_ != "25006" || std::chrono::steady_clock::now() + pause >= deadline) {
+      if (Lost()) retry_ = EnsureConnected().ok();
+      return s;
+    }
+    std::this_thread::sleep_for(pause);  // waiting only: real time (core/clock.h)
+    pause = std::min(pause * 2, std::chrono::milliseconds(1000));
+  }
+}
+
+bool PgDb::ReadOnlyServer() const {
+  for (const char* name : {"in_hot_standby", "default_transaction_read_only"}) {
+    const char* value = api_->parameter_status(conn_, name);
+    if (value != nullptr && std::string_view(value) == "on") return true;
+  }
+  return false;
+}
+
+// As the server's own refusal of a write would be (SQLSTATE 25006), before any: the
+// connection is dropped, so the next try connects again (libpq may find the primary).
+Status PgDb::CannotWrite() {
+  broken_ = true;
+  last_state_ = "25006";
+  return Unavailable(path() +
+                     ": the server cannot write (in recovery, or "
+                     "default_transaction_read_only) (SQLSTATE 25006)");
 }
 
 Status PgDb::BeginRead() {
@@ -337,6 +399,7 @@ Status PgDb::ResolveCommit(const Status& commit_error) {
                        " did not commit (" + (verdict.empty() ? "unknown" : verdict) +
                        ")");
   }
+  unknown_ = true;
   return Unavailable(commit_error.message() + "; whether transaction " + xid +
                      " committed could not be learned within " +
                      std::to_string(options_.reconnect_ms) + " ms");
@@ -347,12 +410,14 @@ void PgDb::RollbackTxn() {
 }
 
 bool PgDb::MayRetry() {
+  // Lost during COMMIT, ResolveCommit decided: retry_ when it did not commit, never
+  // when the outcome is unknown. Lost before COMMIT was sent: nothing happened.
   if (retry_) return true;
-  // Lost mid-transaction, before COMMIT was sent: nothing happened. (Lost during
-  // COMMIT, ResolveCommit decided; an outcome it could not learn is never retried.)
-  if (!committing_ && Lost()) retry_ = EnsureConnected().ok();
+  if (!unknown_ && !committing_ && Lost()) retry_ = EnsureConnected().ok();
   return retry_;
 }
+
+bool PgDb::MayRetryRead() { return Lost() && EnsureConnected().ok(); }
 
 int PgDb::BackendPidForTesting() const { return api_->backend_pid(conn_); }
 int PgDb::SocketForTesting() const { return api_->socket(conn_); }

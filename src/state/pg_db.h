@@ -17,6 +17,7 @@
 // Thread-compatible, as every Db.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -60,7 +61,11 @@ class PgDb final : public Db {
   Status CommitTxn() override;
   void RollbackTxn() override;
   bool MayRetry() override;
+  bool OutcomeUnknown() const override { return unknown_; }
+  bool MayRetryRead() override;
 
+  // Bounds each statement of this connection and of those that replace it; 0: none.
+  Status SetStatementTimeout(int ms);
   // A working connection (reconnecting within the bound): for callers outside a
   // transaction (the lease row's).
   Status EnsureConnected();
@@ -77,6 +82,8 @@ class PgDb final : public Db {
   int SocketForTesting() const;
   // Commits whose outcome was learned from pg_xact_status.
   int resolved_for_testing() const { return resolved_; }
+  // New connections made after the first (any thread may read it).
+  int reconnects_for_testing() const { return reconnects_.load(); }
   void SetAfterCommitSentForTesting(std::function<void()> hook) {
     after_commit_sent_ = std::move(hook);
   }
@@ -84,7 +91,9 @@ class PgDb final : public Db {
  private:
   PgDb(const LibpqApi* api, PgDbOptions options, PGconn* conn, std::string name);
   Status Connect();
-  Status Configure();  // the session's settings, after each connect
+  Status Configure();           // the session's settings, after each connect
+  bool ReadOnlyServer() const;  // the connection's server cannot write
+  Status CannotWrite();
   // Whether the connection is gone (then the next use reconnects).
   bool Lost() const;
   Status Fence();
@@ -93,13 +102,17 @@ class PgDb final : public Db {
   const LibpqApi* const api_;
   const PgDbOptions options_;
   PGconn* conn_;
-  std::string xid_;            // the open write transaction's id
-  bool broken_ = false;        // a network error: reconnect before the next use
-  bool retry_ = false;         // the last write lost its connection before COMMIT
+  std::string xid_;      // the open write transaction's id
+  bool broken_ = false;  // a network error: reconnect before the next use
+  int statement_timeout_ms_;
+  std::string last_state_;     // the SQLSTATE of the last error ("" for none)
+  bool retry_ = false;         // the last write may run again (it did not happen)
+  bool unknown_ = false;       // the last write's COMMIT has an unknown outcome
   bool committing_ = false;    // the open write transaction's COMMIT was sent
   bool writing_ = false;       // the open transaction is a write (fenced at its end)
   bool deposed_said_ = false;  // on_deposed was called
   int resolved_ = 0;
+  std::atomic<int> reconnects_{0};
   std::function<void()> after_commit_sent_;
 };
 

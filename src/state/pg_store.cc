@@ -86,8 +86,8 @@ Status EnsurePostgresSchema(Db* db) {
   return s;
 }
 
-Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& conninfo,
-                                                 const PostgresOptions& options) {
+Result<std::unique_ptr<SqlStore>> OpenPostgresSqlStore(const std::string& conninfo,
+                                                       const PostgresOptions& options) {
   PgDbOptions o;
   o.conninfo = conninfo;
   o.epoch = options.epoch;
@@ -97,7 +97,14 @@ Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& conninfo,
   Result<std::unique_ptr<PgDb>> db = PgDb::Open(std::move(o));
   if (!db.ok()) return db.status();
   HACHI_RETURN_IF_ERROR(EnsurePostgresSchema(db->get()));
-  return std::unique_ptr<Store>(std::make_unique<SqlStore>(std::move(*db), ""));
+  return std::make_unique<SqlStore>(std::move(*db), "");
+}
+
+Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& conninfo,
+                                                 const PostgresOptions& options) {
+  Result<std::unique_ptr<SqlStore>> store = OpenPostgresSqlStore(conninfo, options);
+  if (!store.ok()) return store.status();
+  return std::unique_ptr<Store>(std::move(*store));
 }
 
 }  // namespace hachi::state

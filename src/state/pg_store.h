@@ -3,8 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <string>
 
 #include "core/status.h"
+#include "state/sql_store.h"
+#include "state/store.h"
 
 namespace hachi::state {
 
@@ -17,5 +21,9 @@ inline constexpr int64_t kPostgresSchemaVersion = 1;
 // servers start at once: one transaction under an advisory lock) and checks the
 // layout's version. kInvalidArgument for a newer layout than this binary can use.
 Status EnsurePostgresSchema(Db* db);
+
+// OpenPostgresStore's store as what it is (tests reach under the Store interface).
+Result<std::unique_ptr<SqlStore>> OpenPostgresSqlStore(const std::string& conninfo,
+                                                       const PostgresOptions& options);
 
 }  // namespace hachi::state

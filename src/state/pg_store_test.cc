@@ -1,6 +1,8 @@
-// The PostgreSQL store and the lease row, on a real PostgreSQL 15 the test starts
-// (state/pg_testing.h): the contract SQLite's store keeps, plus what only several
-// controllers need — the epoch fence, reconnection, a commit whose answer was lost.
+// What only the PostgreSQL store has, on a real PostgreSQL 15 the tests start
+// (state/pg_testing.h): a newer layout, an edited row refused by name, what several
+// controllers need — the epoch fence, the lease row — and reconnection, a server that
+// cannot write, a commit whose answer was lost. The contract both SQL stores keep is
+// store_contract_test.cc's.
 #include "state/pg_store.h"
 
 #include <fcntl.h>
@@ -13,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/testing/wait_for.h"
 #include "state/leader_lease.h"
 #include "state/pg_db.h"
 #include "state/pg_testing.h"
@@ -45,60 +48,34 @@ class PgStoreTest : public ::testing::Test {
     return l.ok() ? std::move(*l) : nullptr;
   }
   std::string DbName() const { return db_.substr(db_.rfind('/') + 1); }
+  // A PgDb and the store on it, for tests that reach under the Store interface.
+  std::unique_ptr<SqlStore> OpenOn(PgDbOptions o, PgDb** raw) {
+    o.conninfo = db_;
+    Result<std::unique_ptr<PgDb>> db = PgDb::Open(o);
+    EXPECT_TRUE(db.ok()) << db.status().ToString();
+    if (!db.ok()) return nullptr;
+    *raw = db->get();
+    EXPECT_TRUE(EnsurePostgresSchema(*raw).ok());
+    return std::make_unique<SqlStore>(std::move(*db), "");
+  }
+  // An integer from this test's database, on a connection of its own.
+  int64_t Query(const std::string& sql) {
+    PgDbOptions o;
+    o.conninfo = db_;
+    Result<std::unique_ptr<PgDb>> db = PgDb::Open(o);
+    if (!db.ok()) return -1;
+    Result<int64_t> v = (*db)->QueryInt(sql);
+    return v.ok() ? *v : -1;
+  }
+  // Whether backend `pid` is gone (pg_terminate_backend returns before it is).
+  bool Gone(int pid) {
+    return Query("SELECT count(*) FROM pg_stat_activity WHERE pid = " +
+                 std::to_string(pid)) == 0;
+  }
 
   std::string db_;
   testing::ScratchPostgres* pg_ = nullptr;
 };
-
-TEST_F(PgStoreTest, ReopenLoadsWhatWasCommitted) {
-  {
-    std::unique_ptr<Store> s = Open();
-    ASSERT_TRUE(s);
-    for (JobId id = 1; id <= 3; ++id) {
-      ASSERT_TRUE(s->Commit({JobSubmitted{Pending(id)}}).ok());
-    }
-    ASSERT_TRUE(s->Commit({JobHeld{2, true}}).ok());
-  }
-  std::unique_ptr<Store> s = Open();
-  Result<StateImage> image = s->Load();
-  ASSERT_TRUE(image.ok()) << image.status().ToString();
-  ASSERT_EQ(image->jobs.size(), 3u);
-  EXPECT_EQ(image->last_job_id, 3);
-  EXPECT_TRUE(image->jobs.at(2).held);
-  EXPECT_EQ(image->jobs.at(1).spec.name, Pending(1).spec.name);
-  EXPECT_EQ(image->jobs.at(3).spec.env(), Pending(3).spec.env());
-}
-
-TEST_F(PgStoreTest, ARefusedBatchStoresNothing) {
-  std::unique_ptr<Store> s = Open();
-  ASSERT_TRUE(s->Commit({JobSubmitted{Pending(1)}}).ok());
-  // The second edit names a job that does not exist: neither is stored.
-  Status st = s->Commit({JobSubmitted{Pending(2)}, JobHeld{9, true}});
-  EXPECT_FALSE(st.ok());
-  Result<StateImage> image = s->Load();
-  ASSERT_TRUE(image.ok());
-  EXPECT_EQ(image->jobs.size(), 1u);
-}
-
-TEST_F(PgStoreTest, ConcurrentCommitsAreGroupedAndAllStored) {
-  std::unique_ptr<Store> s = Open();
-  std::atomic<JobId> next{1};
-  std::vector<std::thread> threads;
-  std::atomic<int> failed{0};
-  for (int t = 0; t < 8; ++t) {
-    threads.emplace_back([&] {
-      for (int i = 0; i < 20; ++i) {
-        if (!s->Commit({JobSubmitted{Pending(next.fetch_add(1))}}).ok()) ++failed;
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  EXPECT_EQ(failed.load(), 0);
-  Result<StateImage> image = s->Load();
-  ASSERT_TRUE(image.ok());
-  EXPECT_EQ(image->jobs.size(), 160u);
-  EXPECT_LE(s->stats().transactions, s->stats().commits);
-}
 
 TEST_F(PgStoreTest, ARowEditedOutsideHachiIsRefusedByName) {
   {
@@ -196,7 +173,8 @@ TEST_F(PgStoreTest, ADeposedLeadersWritesAreRefusedByTheEpoch) {
   EXPECT_EQ(late.code(), StatusCode::kUnavailable);
   EXPECT_NE(late.message().find("no longer the leader: epoch 1 ended"), std::string::npos)
       << late.ToString();
-  EXPECT_NE(late.message().find("epoch 2, b"), std::string::npos) << late.ToString();
+  EXPECT_NE(late.message().find("epoch 2, leader b)"), std::string::npos)
+      << late.ToString();
   Status later = old_leader->SaveUsage({JobUsage{}});
   EXPECT_FALSE(later.ok());
   EXPECT_EQ(deposed, 1);  // said once
@@ -228,12 +206,16 @@ TEST_F(PgStoreTest, ALapsedLeaseRefusesWritesEvenBeforeATakeover) {
 }
 
 TEST_F(PgStoreTest, ACommitAfterTheServerRestartedReconnectsAndIsStoredOnce) {
-  std::unique_ptr<Store> s = Open();
-  ASSERT_TRUE(s->Commit({JobSubmitted{Pending(1)}}).ok());
-  ASSERT_TRUE(pg_->Restart());  // the store's connection is gone
-  Status st = s->Commit({JobSubmitted{Pending(2)}});
+  testing::ScratchPostgres own;  // the shared one serves other tests meanwhile
+  ASSERT_TRUE(own.ok()) << own.error();
+  Result<std::unique_ptr<Store>> s = OpenPostgresStore(own.conninfo());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_TRUE((*s)->Commit({JobSubmitted{Pending(1)}}).ok());
+  ASSERT_TRUE(own.Restart());  // the store's connection is gone
+  Status st = (*s)->Commit({JobSubmitted{Pending(2)}});
   ASSERT_TRUE(st.ok()) << st.ToString();
-  Result<StateImage> image = s->Load();
+  ASSERT_TRUE(own.Restart());  // and again, before a read
+  Result<StateImage> image = (*s)->Load();
   ASSERT_TRUE(image.ok()) << image.status().ToString();
   EXPECT_EQ(image->jobs.size(), 2u);
 }
@@ -265,6 +247,116 @@ TEST_F(PgStoreTest, ACommitWhoseAnswerWasLostIsResolvedFromTheDatabase) {
   EXPECT_EQ(image->jobs.size(), 1u);
   EXPECT_EQ(image->jobs.count(7), 1u);
   EXPECT_EQ(image->last_job_id, 7);
+}
+
+// The group's COMMIT went out, its answer was lost, and the database cannot be asked in
+// time: the group may be stored, so its batches are not written again one by one (a
+// JobSubmitted would then be refused as a duplicate of itself, a toggle applied twice).
+TEST_F(PgStoreTest, AGroupWhoseCommitOutcomeIsUnknownIsNotWrittenAgain) {
+  PgDbOptions o;
+  o.reconnect_ms = 100;
+  PgDb* raw = nullptr;
+  std::unique_ptr<SqlStore> store = OpenOn(o, &raw);
+  ASSERT_TRUE(store);
+  ASSERT_TRUE(store->Commit({JobSubmitted{Pending(1)}}).ok());
+  int sent = 0;  // the writer's thread only
+  raw->SetAfterCommitSentForTesting([&] {
+    if (++sent != 2) return;  // the first is the leader's own, alone
+    EXPECT_TRUE(pg_->Psql("ALTER DATABASE " + DbName() + " ALLOW_CONNECTIONS false"));
+    const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    ::dup2(null, raw->SocketForTesting());
+    ::close(null);
+  });
+  // Another connection holds jobs, so the leader waits in its transaction while the
+  // next two callers form a group.
+  PgDbOptions bo;
+  bo.conninfo = db_;
+  Result<std::unique_ptr<PgDb>> blocker = PgDb::Open(bo);
+  ASSERT_TRUE(blocker.ok());
+  ASSERT_TRUE((*blocker)->Exec("BEGIN; LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE").ok());
+  const int64_t before = store->stats().transactions;
+  std::vector<Status> results(3);
+  std::vector<std::thread> threads;
+  threads.emplace_back([&] { results[0] = store->Commit({JobSubmitted{Pending(2)}}); });
+  EXPECT_TRUE(WaitFor([&] {
+    return store->stats().transactions == before + 1 && store->QueuedForTesting() == 0;
+  }));
+  threads.emplace_back([&] { results[1] = store->Commit({JobSubmitted{Pending(3)}}); });
+  threads.emplace_back([&] { results[2] = store->Commit({JobSubmitted{Pending(4)}}); });
+  EXPECT_TRUE(WaitFor([&] { return store->QueuedForTesting() == 2; }));
+  ASSERT_TRUE((*blocker)->Exec("ROLLBACK").ok());
+  for (std::thread& t : threads) t.join();
+  ASSERT_TRUE(pg_->Psql("ALTER DATABASE " + DbName() + " ALLOW_CONNECTIONS true"));
+  EXPECT_TRUE(results[0].ok()) << results[0].ToString();
+  for (int i : {1, 2}) {
+    EXPECT_EQ(results[i].code(), StatusCode::kUnavailable) << results[i].ToString();
+    EXPECT_NE(results[i].message().find("could not be learned"), std::string::npos)
+        << results[i].ToString();
+  }
+  EXPECT_TRUE(raw->OutcomeUnknown());
+  EXPECT_EQ(store->stats().transactions - before, 2);  // the leader's, the group's
+  Result<StateImage> image = Open()->Load();
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+  EXPECT_EQ(image->jobs.size(), 4u);  // the group did commit, once
+}
+
+// A server that cannot write (in recovery, or read-only) is waited for like one that
+// cannot be reached: a new connection, until one can write, within reconnect_ms.
+TEST_F(PgStoreTest, AServerThatCannotWriteIsWaitedForLikeAnUnreachableOne) {
+  std::unique_ptr<LeaderLease> a = Lease("a");
+  LeaderInfo info;
+  ASSERT_EQ(**a->TryAcquire("http://a", 60000, &info), 1);
+  PgDbOptions o;
+  o.epoch = 1;
+  PgDb* raw = nullptr;
+  std::unique_ptr<SqlStore> store = OpenOn(o, &raw);
+  ASSERT_TRUE(store);
+  ASSERT_TRUE(store->Commit({JobSubmitted{Pending(1)}}).ok());
+  const int pid = raw->BackendPidForTesting();
+  EXPECT_EQ(Query("SELECT count(*) FROM pg_stat_activity WHERE application_name = "
+                  "'hachi' AND pid = " +
+                  std::to_string(pid)),
+            1);
+  // New sessions of this database cannot write; the store's session ends.
+  ASSERT_TRUE(pg_->Psql("ALTER DATABASE " + DbName() +
+                        " SET default_transaction_read_only = on; SELECT "
+                        "pg_terminate_backend(" +
+                        std::to_string(pid) + ")"));
+  ASSERT_TRUE(WaitFor([&] { return Gone(pid); }));
+  Status st;
+  std::thread writer([&] { st = store->Commit({JobSubmitted{Pending(2)}}); });
+  // Reconnected after the termination, refused (25006), and reconnected again.
+  EXPECT_TRUE(WaitFor([&] { return raw->reconnects_for_testing() >= 2; }));
+  ASSERT_TRUE(
+      pg_->Psql("ALTER DATABASE " + DbName() + " RESET default_transaction_read_only"));
+  writer.join();
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  Result<StateImage> image = store->Load();
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+  EXPECT_EQ(image->jobs.size(), 2u);
+}
+
+TEST_F(PgStoreTest, TheLeaseRowReconnectsOnceAndKnowsItsOwnLease) {
+  std::unique_ptr<LeaderLease> a = Lease("a");
+  LeaderInfo info;
+  ASSERT_EQ(**a->TryAcquire("http://a", 60000, &info), 1);
+  // Asked again while it holds the lease (its first answer lost): the same epoch.
+  Result<std::optional<int64_t>> again = a->TryAcquire("http://a", 60000, &info);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  ASSERT_TRUE(again->has_value());
+  EXPECT_EQ(**again, 1);
+  // Its connection ends (a restart, a switchover): the next call reconnects.
+  ASSERT_TRUE(
+      pg_->Psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
+                "datname = '" +
+                DbName() + "' AND application_name = 'hachi'"));
+  ASSERT_TRUE(WaitFor([&] {
+    return Query("SELECT count(*) FROM pg_stat_activity WHERE datname = '" + DbName() +
+                 "' AND pid <> pg_backend_pid()") == 0;
+  }));
+  Result<bool> renewed = a->Renew(1, 60000);
+  ASSERT_TRUE(renewed.ok()) << renewed.status().ToString();
+  EXPECT_TRUE(*renewed);
 }
 
 }  // namespace

@@ -269,6 +269,118 @@ JobId EditJobId(const JobRequeued& e) { return e.id; }
 JobId EditJobId(const JobHeld& e) { return e.id; }
 JobId EditJobId(const JobUpdated& e) { return e.id; }
 
+// Each edit is checked by the same ApplyEdit the server uses, on the stored record it
+// touches, then written as one small statement.
+Status WriteEdit(Db* db, const Edit& edit) {
+  return std::visit(
+      [&](const auto& e) -> Status {
+        using E = std::decay_t<decltype(e)>;
+        StateImage image;
+        if constexpr (std::is_same_v<E, JobSubmitted>) {
+          Result<int64_t> last = ReadLastJobId(db);
+          if (!last.ok()) return last.status();
+          image.last_job_id = *last;
+          HACHI_RETURN_IF_ERROR(ReadJob(db, e.record.id, &image));
+          HACHI_RETURN_IF_ERROR(CheckEdit(image, edit));
+          // An array's tasks name one payloads row (its first task's id) instead of
+          // each holding the script and environment.
+          const JobSpec& spec = e.record.spec;
+          const JobId payload_ref =
+              spec.array_job_id != 0 && spec.payload != nullptr ? spec.array_job_id : 0;
+          if (payload_ref != 0) {
+            HACHI_RETURN_IF_ERROR(WritePayload(db, payload_ref, *spec.payload));
+          }
+          Result<Stmt> insert = db->Prepare(
+              "INSERT INTO jobs (id, state, record, payload, sum) "
+              "VALUES (?1, ?2, ?3, ?4, ?5)");
+          if (!insert.ok()) return insert.status();
+          const std::string record = EncodeJobRow(e.record, "", payload_ref);
+          insert->Bind(1, e.record.id)
+              .Bind(2, JobStateName(e.record.state))
+              .Bind(3, record);
+          if (payload_ref != 0) {
+            insert->Bind(4, payload_ref);
+          } else {
+            insert->BindNull(4);
+          }
+          insert->Bind(5, RowSum(std::to_string(e.record.id), record));
+          HACHI_RETURN_IF_ERROR(insert->Run());
+          Result<Stmt> meta = db->Prepare(
+              "INSERT INTO meta (key, value) VALUES ('last_job_id', ?1) "
+              "ON CONFLICT (key) DO UPDATE SET value = CASE WHEN excluded.value > "
+              "meta.value THEN excluded.value ELSE meta.value END");
+          if (!meta.ok()) return meta.status();
+          meta->Bind(1, e.record.id);
+          return meta->Run();
+        } else if constexpr (std::is_same_v<E, TokenIssued> ||
+                             std::is_same_v<E, TokenRevoked>) {
+          return WriteTokenEdit(db, e);
+        } else if constexpr (std::is_same_v<E, StepStarted>) {
+          const StepRecord& r = e.record;
+          HACHI_RETURN_IF_ERROR(ReadJob(db, r.job, &image));
+          HACHI_RETURN_IF_ERROR(ReadLastStep(db, r.job, r.job_start, &image));
+          HACHI_RETURN_IF_ERROR(CheckEdit(image, edit));
+          return WriteStep(db, r, /*insert=*/true);
+        } else if constexpr (std::is_same_v<E, StepEnded>) {
+          std::string unknown;  // carried over (row_codec.h)
+          HACHI_RETURN_IF_ERROR(ReadStep(db, e.key, &image, &unknown));
+          HACHI_RETURN_IF_ERROR(ApplyEdit(&image, edit));
+          return WriteStep(db, image.steps.at(e.key), /*insert=*/false, unknown);
+        } else if constexpr (std::is_same_v<E, NodeUpserted>) {
+          HACHI_RETURN_IF_ERROR(CheckEdit(image, edit));
+          return WriteNode(db, e.record);
+        } else if constexpr (std::is_same_v<E, NodeStateChanged> ||
+                             std::is_same_v<E, NodeHealthChanged> ||
+                             std::is_same_v<E, NodeBurnInChanged>) {
+          std::string unknown;  // carried over (row_codec.h)
+          HACHI_RETURN_IF_ERROR(ReadNode(db, e.name, &image, &unknown));
+          HACHI_RETURN_IF_ERROR(ApplyEdit(&image, edit));
+          return WriteNode(db, image.nodes.at(e.name), unknown);
+        } else {
+          const JobId id = EditJobId(e);
+          std::string unknown;    // carried over (row_codec.h)
+          JobId payload_ref = 0;  // an array task's payload stays where it is
+          HACHI_RETURN_IF_ERROR(ReadJob(db, id, &image, &unknown, &payload_ref));
+          HACHI_RETURN_IF_ERROR(ApplyEdit(&image, edit));
+          return WriteJob(db, image.jobs.at(id), unknown, payload_ref);
+        }
+      },
+      edit);
+}
+
+Status WriteBatch(Db* db, const std::vector<Edit>& edits) {
+  for (const Edit& edit : edits) HACHI_RETURN_IF_ERROR(WriteEdit(db, edit));
+  return Status::Ok();
+}
+
+// A connection lost before COMMIT (PostgreSQL's): nothing happened and the Db has a new
+// one, so the same work runs again, a bounded number of times.
+constexpr int kTries = 3;
+
+// `body` in one write transaction of its own; again after a connection lost before its
+// COMMIT. `transactions`: the store's counter.
+template <typename F>
+Status WriteTxn(Db* db, std::atomic<int64_t>* transactions, F body) {
+  Status s;
+  for (int i = 0; i < kTries; ++i) {
+    Txn txn(db);
+    transactions->fetch_add(1, std::memory_order_relaxed);
+    s = txn.Begin();
+    if (s.ok()) s = body();
+    if (s.ok()) s = txn.Commit();
+    if (s.ok() || !db->MayRetry()) return s;
+  }
+  return s;
+}
+
+// `read` again after a connection lost (PostgreSQL's restart, a switchover).
+template <typename T, typename F>
+Result<T> Reading(Db* db, F read) {
+  Result<T> r = read();
+  for (int i = 1; i < kTries && !r.ok() && db->MayRetryRead(); ++i) r = read();
+  return r;
+}
+
 }  // namespace
 
 struct SqlStore::Waiter {
@@ -284,67 +396,73 @@ SqlStore::~SqlStore() = default;
 
 Result<std::shared_ptr<const JobPayload>> SqlStore::LoadPayload(JobId id) {
   MutexLock lock(&db_mu_);
-  StateImage one;
-  JobId ref = 0;
-  HACHI_RETURN_IF_ERROR(ReadJob(db_.get(), id, &one, nullptr, &ref));
-  auto it = one.jobs.find(id);
-  if (it == one.jobs.end()) return NotFound("no job " + std::to_string(id));
-  if (ref == 0) return it->second.spec.payload;
-  std::map<JobId, std::shared_ptr<const JobPayload>> cache;
-  return state::LoadPayload(db_.get(), ref, &cache);  // the row reader above
+  Db* db = db_.get();
+  return Reading<std::shared_ptr<const JobPayload>>(
+      db, [db, id]() -> Result<std::shared_ptr<const JobPayload>> {
+        StateImage one;
+        JobId ref = 0;
+        HACHI_RETURN_IF_ERROR(ReadJob(db, id, &one, nullptr, &ref));
+        auto it = one.jobs.find(id);
+        if (it == one.jobs.end()) return NotFound("no job " + std::to_string(id));
+        if (ref == 0) return it->second.spec.payload;
+        std::map<JobId, std::shared_ptr<const JobPayload>> cache;
+        return state::LoadPayload(db, ref, &cache);  // the row reader above
+      });
 }
 
 Status SqlStore::SaveUsage(const std::vector<JobUsage>& usage) {
   if (usage.empty()) return Status::Ok();
   MutexLock lock(&db_mu_);
   Db* db = db_.get();
-  Txn txn(db);
-  transactions_.fetch_add(1, std::memory_order_relaxed);
-  HACHI_RETURN_IF_ERROR(txn.Begin());
-  for (const JobUsage& u : usage) {
-    Result<Stmt> stmt = db->Prepare(
-        "INSERT INTO usage (job, job_start, record, sum) VALUES (?1, ?2, ?3, ?4) "
-        "ON CONFLICT (job, job_start) DO UPDATE SET record = excluded.record, "
-        "sum = excluded.sum");
-    if (!stmt.ok()) return stmt.status();
-    const std::string record = UsageToJson(u);
-    const std::string key = std::to_string(u.job) + "@" + std::to_string(u.start_time);
-    stmt->Bind(1, u.job)
-        .Bind(2, u.start_time)
-        .Bind(3, record)
-        .Bind(4, RowSum(key, record));
-    HACHI_RETURN_IF_ERROR(stmt->Run());
-  }
-  return txn.Commit();
+  return WriteTxn(db, &transactions_, [db, &usage]() -> Status {
+    for (const JobUsage& u : usage) {
+      Result<Stmt> stmt = db->Prepare(
+          "INSERT INTO usage (job, job_start, record, sum) VALUES (?1, ?2, ?3, ?4) "
+          "ON CONFLICT (job, job_start) DO UPDATE SET record = excluded.record, "
+          "sum = excluded.sum");
+      if (!stmt.ok()) return stmt.status();
+      const std::string record = UsageToJson(u);
+      const std::string key = std::to_string(u.job) + "@" + std::to_string(u.start_time);
+      stmt->Bind(1, u.job)
+          .Bind(2, u.start_time)
+          .Bind(3, record)
+          .Bind(4, RowSum(key, record));
+      HACHI_RETURN_IF_ERROR(stmt->Run());
+    }
+    return Status::Ok();
+  });
 }
 
 Result<std::vector<JobUsage>> SqlStore::LoadUsage(JobId job) {
   MutexLock lock(&db_mu_);
   Db* db = db_.get();
-  Result<Stmt> stmt = db->Prepare(
-      "SELECT job_start, record, sum FROM usage WHERE job = ?1 ORDER BY job_start");
-  if (!stmt.ok()) return stmt.status();
-  stmt->Bind(1, job);
-  std::vector<JobUsage> out;
-  for (;;) {
-    Result<bool> row = stmt->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
-    const std::string key =
-        std::to_string(job) + "@" + std::to_string(stmt->ColumnInt(0));
-    const std::string record = stmt->ColumnText(1);
-    HACHI_RETURN_IF_ERROR(CheckSum(db, *stmt, 2, "usage", key, record));
-    Result<JobUsage> u = UsageFromJson(record);
-    if (!u.ok()) return RowError(db, "usage", key, u.status());
-    out.push_back(std::move(*u));
-  }
-  return out;
+  return Reading<std::vector<JobUsage>>(db, [db, job]() -> Result<std::vector<JobUsage>> {
+    Result<Stmt> stmt = db->Prepare(
+        "SELECT job_start, record, sum FROM usage WHERE job = ?1 ORDER BY job_start");
+    if (!stmt.ok()) return stmt.status();
+    stmt->Bind(1, job);
+    std::vector<JobUsage> out;
+    for (;;) {
+      Result<bool> row = stmt->Step();
+      if (!row.ok()) return row.status();
+      if (!*row) break;
+      const std::string key =
+          std::to_string(job) + "@" + std::to_string(stmt->ColumnInt(0));
+      const std::string record = stmt->ColumnText(1);
+      HACHI_RETURN_IF_ERROR(CheckSum(db, *stmt, 2, "usage", key, record));
+      Result<JobUsage> u = UsageFromJson(record);
+      if (!u.ok()) return RowError(db, "usage", key, u.status());
+      out.push_back(std::move(*u));
+    }
+    return out;
+  });
 }
 
-Result<StateImage> SqlStore::Load() {
-  MutexLock lock(&db_mu_);
-  Db* db = db_.get();
-  Txn txn(db, Txn::Kind::kRead);  // one consistent view of the tables
+namespace {
+
+// Every table, in one read transaction (one consistent view).
+Result<StateImage> LoadImage(Db* db) {
+  Txn txn(db, Txn::Kind::kRead);
   HACHI_RETURN_IF_ERROR(txn.Begin());
   StateImage image;
   Result<int64_t> last = ReadLastJobId(db);
@@ -432,6 +550,14 @@ Result<StateImage> SqlStore::Load() {
   return image;
 }
 
+}  // namespace
+
+Result<StateImage> SqlStore::Load() {
+  MutexLock lock(&db_mu_);
+  Db* db = db_.get();
+  return Reading<StateImage>(db, [db] { return LoadImage(db); });
+}
+
 Status SqlStore::Commit(const std::vector<Edit>& edits) {
   commits_.fetch_add(1, std::memory_order_relaxed);
   if (edits.empty()) return Status::Ok();
@@ -471,136 +597,47 @@ size_t SqlStore::QueuedForTesting() {
 
 void SqlStore::WriteGroup(const std::vector<Waiter*>& group) {
   MutexLock lock(&db_mu_);
+  Db* db = db_.get();
+  auto alone = [this, db](const std::vector<Edit>& edits) {
+    return WriteTxn(db, &transactions_, [db, &edits] { return WriteBatch(db, edits); });
+  };
   if (group.size() == 1) {
-    group[0]->status = WriteAlone(*group[0]->edits);
+    group[0]->status = alone(*group[0]->edits);
     return;
   }
-  Db* db = db_.get();
-  bool group_ok = true;
+  Status failed;  // what stopped the group's transaction
   {
     Txn txn(db);
     transactions_.fetch_add(1, std::memory_order_relaxed);
-    group_ok = txn.Begin().ok();
-    for (size_t i = 0; group_ok && i < group.size(); ++i) {
+    failed = txn.Begin();
+    for (size_t i = 0; failed.ok() && i < group.size(); ++i) {
       Waiter* w = group[i];
-      group_ok = db->Exec("SAVEPOINT batch").ok();
-      if (!group_ok) break;
-      w->status = WriteBatch(*w->edits);
+      failed = db->Exec("SAVEPOINT batch");
+      if (!failed.ok()) break;
+      w->status = WriteBatch(db, *w->edits);
       if (w->status.ok()) {
-        group_ok = db->Exec("RELEASE batch").ok();
+        failed = db->Exec("RELEASE batch");
       } else if (IsRefusal(w->status) && db->InTransaction()) {
         // Undo this batch only; the others in the group go on.
-        group_ok = db->Exec("ROLLBACK TO batch").ok() && db->Exec("RELEASE batch").ok();
+        failed = db->Exec("ROLLBACK TO batch");
+        if (failed.ok()) failed = db->Exec("RELEASE batch");
       } else {
-        group_ok = false;
+        failed = w->status;
       }
     }
-    if (group_ok) group_ok = txn.Commit().ok();
+    if (failed.ok()) failed = txn.Commit();
   }  // an unfinished group transaction is rolled back here
-  if (group_ok) return;
+  if (failed.ok()) return;
+  if (db->OutcomeUnknown()) {
+    // The group may be stored: running its batches again could store them twice.
+    for (Waiter* w : group) {
+      if (w->status.ok()) w->status = failed;
+    }
+    return;
+  }
   // The group's transaction failed as a whole: nothing of it is stored. Each batch
   // gets a transaction of its own, so a batch that cannot be written fails alone.
-  for (Waiter* w : group) w->status = WriteAlone(*w->edits);
-}
-
-Status SqlStore::WriteAlone(const std::vector<Edit>& edits) {
-  // A connection lost before COMMIT: nothing happened, and the Db has a new one.
-  constexpr int kTries = 3;
-  Status s;
-  for (int i = 0; i < kTries; ++i) {
-    Txn txn(db_.get());
-    transactions_.fetch_add(1, std::memory_order_relaxed);
-    s = txn.Begin();
-    if (s.ok()) s = WriteBatch(edits);
-    if (s.ok()) s = txn.Commit();
-    if (s.ok() || !db_->MayRetry()) return s;
-  }
-  return s;
-}
-
-Status SqlStore::WriteBatch(const std::vector<Edit>& edits) {
-  for (const Edit& edit : edits) HACHI_RETURN_IF_ERROR(WriteEdit(edit));
-  return Status::Ok();
-}
-
-// Each edit is checked by the same ApplyEdit the server uses, on the stored record it
-// touches, then written as one small statement.
-Status SqlStore::WriteEdit(const Edit& edit) {
-  Db* db = db_.get();
-  return std::visit(
-      [&](const auto& e) -> Status {
-        using E = std::decay_t<decltype(e)>;
-        StateImage image;
-        if constexpr (std::is_same_v<E, JobSubmitted>) {
-          Result<int64_t> last = ReadLastJobId(db);
-          if (!last.ok()) return last.status();
-          image.last_job_id = *last;
-          HACHI_RETURN_IF_ERROR(ReadJob(db, e.record.id, &image));
-          HACHI_RETURN_IF_ERROR(CheckEdit(image, edit));
-          // An array's tasks name one payloads row (its first task's id) instead of
-          // each holding the script and environment.
-          const JobSpec& spec = e.record.spec;
-          const JobId payload_ref =
-              spec.array_job_id != 0 && spec.payload != nullptr ? spec.array_job_id : 0;
-          if (payload_ref != 0) {
-            HACHI_RETURN_IF_ERROR(WritePayload(db, payload_ref, *spec.payload));
-          }
-          Result<Stmt> insert = db->Prepare(
-              "INSERT INTO jobs (id, state, record, payload, sum) "
-              "VALUES (?1, ?2, ?3, ?4, ?5)");
-          if (!insert.ok()) return insert.status();
-          const std::string record = EncodeJobRow(e.record, "", payload_ref);
-          insert->Bind(1, e.record.id)
-              .Bind(2, JobStateName(e.record.state))
-              .Bind(3, record);
-          if (payload_ref != 0) {
-            insert->Bind(4, payload_ref);
-          } else {
-            insert->BindNull(4);
-          }
-          insert->Bind(5, RowSum(std::to_string(e.record.id), record));
-          HACHI_RETURN_IF_ERROR(insert->Run());
-          Result<Stmt> meta = db->Prepare(
-              "INSERT INTO meta (key, value) VALUES ('last_job_id', ?1) "
-              "ON CONFLICT (key) DO UPDATE SET value = CASE WHEN excluded.value > "
-              "meta.value THEN excluded.value ELSE meta.value END");
-          if (!meta.ok()) return meta.status();
-          meta->Bind(1, e.record.id);
-          return meta->Run();
-        } else if constexpr (std::is_same_v<E, TokenIssued> ||
-                             std::is_same_v<E, TokenRevoked>) {
-          return WriteTokenEdit(db, e);
-        } else if constexpr (std::is_same_v<E, StepStarted>) {
-          const StepRecord& r = e.record;
-          HACHI_RETURN_IF_ERROR(ReadJob(db, r.job, &image));
-          HACHI_RETURN_IF_ERROR(ReadLastStep(db, r.job, r.job_start, &image));
-          HACHI_RETURN_IF_ERROR(CheckEdit(image, edit));
-          return WriteStep(db, r, /*insert=*/true);
-        } else if constexpr (std::is_same_v<E, StepEnded>) {
-          std::string unknown;  // carried over (row_codec.h)
-          HACHI_RETURN_IF_ERROR(ReadStep(db, e.key, &image, &unknown));
-          HACHI_RETURN_IF_ERROR(ApplyEdit(&image, edit));
-          return WriteStep(db, image.steps.at(e.key), /*insert=*/false, unknown);
-        } else if constexpr (std::is_same_v<E, NodeUpserted>) {
-          HACHI_RETURN_IF_ERROR(CheckEdit(image, edit));
-          return WriteNode(db, e.record);
-        } else if constexpr (std::is_same_v<E, NodeStateChanged> ||
-                             std::is_same_v<E, NodeHealthChanged> ||
-                             std::is_same_v<E, NodeBurnInChanged>) {
-          std::string unknown;  // carried over (row_codec.h)
-          HACHI_RETURN_IF_ERROR(ReadNode(db, e.name, &image, &unknown));
-          HACHI_RETURN_IF_ERROR(ApplyEdit(&image, edit));
-          return WriteNode(db, image.nodes.at(e.name), unknown);
-        } else {
-          const JobId id = EditJobId(e);
-          std::string unknown;    // carried over (row_codec.h)
-          JobId payload_ref = 0;  // an array task's payload stays where it is
-          HACHI_RETURN_IF_ERROR(ReadJob(db, id, &image, &unknown, &payload_ref));
-          HACHI_RETURN_IF_ERROR(ApplyEdit(&image, edit));
-          return WriteJob(db, image.jobs.at(id), unknown, payload_ref);
-        }
-      },
-      edit);
+  for (Waiter* w : group) w->status = alone(*w->edits);
 }
 
 StoreStats SqlStore::stats() const {

@@ -26,9 +26,11 @@
 // status. Callers that arrive meanwhile queue for the next group. A batch whose edit is
 // refused (CheckEdit) is rolled back to its savepoint alone; if the group's transaction
 // itself fails (disk full, I/O error, busy, a lost connection), every batch is retried
-// in a transaction of its own, so one bad batch cannot fail the others; a transaction
-// that lost its connection before COMMIT runs again once the Db has a new one
-// (Db::MayRetry).
+// in a transaction of its own, so one bad batch cannot fail the others — unless the
+// group's COMMIT was sent and its outcome could not be learned (Db::OutcomeUnknown):
+// then each caller gets that error, since its batch may be stored. A transaction (or a
+// read) that lost its connection before COMMIT runs again once the Db has a new one
+// (Db::MayRetry, Db::MayRetryRead).
 //
 // Thread-safety: Load, Commit and stats may be called from any thread at any time.
 #pragma once
@@ -83,11 +85,6 @@ class SqlStore final : public Store {
 
   // Writes one group; sets each waiter's status. Called by the leader only.
   void WriteGroup(const std::vector<Waiter*>& group) EXCLUDES(db_mu_);
-  // One batch in a transaction of its own (again, when the connection was lost before
-  // its COMMIT).
-  Status WriteAlone(const std::vector<Edit>& edits) REQUIRES(db_mu_);
-  Status WriteBatch(const std::vector<Edit>& edits) REQUIRES(db_mu_);
-  Status WriteEdit(const Edit& edit) REQUIRES(db_mu_);
 
   // Constant after construction.
   const std::string file_;

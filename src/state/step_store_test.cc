@@ -48,7 +48,7 @@ class StepStoreTest : public ::testing::TestWithParam<const char*> {
     if (postgres()) {
       if (pg_.empty()) {
         std::string why;
-        pg_ = testing::FreshPostgresDatabase(&why);
+        pg_ = testing::FreshPostgresSchema(&why);
         EXPECT_FALSE(pg_.empty()) << why;
       }
       Result<std::unique_ptr<Store>> s = OpenPostgresStore(pg_);

@@ -137,6 +137,10 @@ struct PostgresOptions {
   // The database ends a transaction this controller left idle this long (a frozen
   // process): its row locks cannot hold up the next leader. 0: never.
   int idle_in_transaction_ms = 0;
+  // As SqliteOptions::initialize; a database without Hachi's tables is a first start
+  // anyway (PostgreSQL has no "0-byte file" to tell a lost schema by), so nothing reads
+  // it yet.
+  bool initialize = false;
   std::function<void(const std::string&)> warn;  // may be empty
 };
 

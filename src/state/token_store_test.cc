@@ -49,7 +49,7 @@ class TokenStoreTest : public ::testing::TestWithParam<const char*> {
     if (postgres()) {
       if (pg_.empty()) {
         std::string why;
-        pg_ = testing::FreshPostgresDatabase(&why);
+        pg_ = testing::FreshPostgresSchema(&why);
         EXPECT_FALSE(pg_.empty()) << why;
       }
       Result<std::unique_ptr<Store>> s = OpenPostgresStore(pg_);

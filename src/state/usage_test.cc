@@ -237,7 +237,7 @@ class UsageStoreTest : public ::testing::TestWithParam<const char*> {
     if (kind() == "postgres") {
       if (testing::SkipPostgres()) GTEST_SKIP() << "HACHI_NO_POSTGRES=1";
       std::string why;
-      pg_ = testing::FreshPostgresDatabase(&why);
+      pg_ = testing::FreshPostgresSchema(&why);
       ASSERT_FALSE(pg_.empty()) << why;
     }
     std::string tmpl = std::filesystem::temp_directory_path() / "hachi-usage-XXXXXX";
