@@ -481,10 +481,15 @@ TEST(HttpServerLifecycle, StopRightAfterStart) {
     auto started = std::make_shared<std::promise<Status>>();
     std::future<Status> done = started->get_future();
     Controller* controller = c->get();
+    // The server is destroyed before the test hears back: its destructor (a second
+    // Stop) uses the controller, which the test frees when it ends.
     std::thread([controller, h, started] {
-      HttpServer s(controller, h);
-      Status st = s.Start();
-      s.Stop();
+      Status st;
+      {
+        HttpServer s(controller, h);
+        st = s.Start();
+        s.Stop();
+      }
       started->set_value(st);
     }).detach();
     ASSERT_EQ(done.wait_for(std::chrono::seconds(3)), std::future_status::ready)
