@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "state/pg_db.h"
+#include "state/pg_follow.h"
 #include "state/store.h"
 
 namespace hachi::state {
@@ -58,7 +59,8 @@ Result<std::unique_ptr<Store>> NewStore(std::string* where) {
     Result<std::unique_ptr<PgDb>> db = PgDb::Open(o);
     if (!db.ok()) return db.status();
     Status dropped = (*db)->Exec(
-        "DROP TABLE IF EXISTS jobs, nodes, meta, tokens, payloads, steps, usage");
+        "DROP TABLE IF EXISTS jobs, nodes, meta, tokens, payloads, steps, usage, "
+        "hachi_gone");
     if (!dropped.ok()) return dropped;
     return OpenPostgresStore(pg);
   }
@@ -225,6 +227,62 @@ void BM_Load100k(benchmark::State& state) {
   RemoveStore(path);
 }
 BENCHMARK(BM_Load100k)->Iterations(3)->Unit(benchmark::kMillisecond);
+
+// PostgreSQL only: what a warm standby reads at a takeover (state/pg_follow.h) — the
+// rows written since its last catch-up, here 100 jobs changed among 100,000 — against
+// BM_Load100k, what a cold one reads.
+void BM_FollowCatchUp100k(benchmark::State& state) {
+  constexpr int kJobs = 100000;
+  constexpr int kBatch = 1000;
+  constexpr int kChanged = 100;
+  const char* pg = PostgresTarget();
+  if (pg == nullptr) {
+    state.SkipWithError("PostgreSQL only: set HACHI_BENCH_POSTGRES");
+    return;
+  }
+  std::string path;
+  auto store = NewStore(&path);
+  if (!store.ok()) {
+    state.SkipWithError(store.status().ToString().c_str());
+    return;
+  }
+  for (int first = 1; first <= kJobs; first += kBatch) {
+    std::vector<Edit> batch;
+    for (int id = first; id < first + kBatch; ++id) {
+      batch.emplace_back(std::in_place_type<JobSubmitted>, Job(id));
+    }
+    if (!(*store)->Commit(batch).ok()) {
+      state.SkipWithError("setup failed");
+      return;
+    }
+  }
+  Result<std::unique_ptr<PgFollower>> follower = PgFollower::Open(pg);
+  if (!follower.ok() || !(*follower)->CatchUp().ok()) {
+    state.SkipWithError("the follower's first read failed");
+    return;
+  }
+  bool held = false;
+  int64_t rows = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    held = !held;
+    std::vector<Edit> change;
+    for (JobId id = 1; id <= kChanged; ++id) change.emplace_back(JobHeld{id * 997, held});
+    if (!(*store)->Commit(change).ok()) {
+      state.SkipWithError("change failed");
+      break;
+    }
+    state.ResumeTiming();
+    if (!(*follower)->CatchUp().ok()) {
+      state.SkipWithError("catch-up failed");
+      break;
+    }
+    rows = (*follower)->stats().rows_last;
+  }
+  state.counters["rows_read"] = static_cast<double>(rows);
+  store->reset();
+}
+BENCHMARK(BM_FollowCatchUp100k)->Iterations(10)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace hachi::state

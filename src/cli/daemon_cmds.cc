@@ -686,11 +686,13 @@ int RunHaServer(const ServerFlags& f, const ServerSetup& setup, const sigset_t& 
   if (!h.ok()) return Fail(h.status());
   o.standby = *h;
   auto start_term = [&f, &setup](int64_t epoch,
-                                 std::function<void(const Status&)> deposed)
+                                 std::function<void(const Status&)> deposed,
+                                 std::function<Result<state::StateImage>()> warm)
       -> Result<std::unique_ptr<HaServer::Term>> {
     state::PostgresOptions po;
     po.epoch = epoch;
     po.on_deposed = std::move(deposed);
+    po.first_load = std::move(warm);
     // A write waiting past the lease for the database would be refused anyway.
     po.reconnect_ms = static_cast<int>(f.leader_lease * 1000);
     po.idle_in_transaction_ms = static_cast<int>(f.leader_lease * 1000);

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "state/leader_lease.h"
+#include "state/pg_follow.h"
 
 namespace hachi::cli {
 namespace {
@@ -63,6 +64,14 @@ Result<std::unique_ptr<HaServer>> HaServer::Start(Options options, StartTerm sta
   HACHI_RETURN_IF_ERROR(s->lease_->SetStatementTimeout(
       static_cast<int>(std::max<int64_t>(100, s->options_.leadership.renew.count()))));
   s->row_ = std::make_unique<Row>(s->lease_.get());
+  // Without a copy a takeover still works, reading every row: say so and go on.
+  Result<std::unique_ptr<state::PgFollower>> follower =
+      state::PgFollower::Open(s->options_.conninfo);
+  if (follower.ok()) {
+    s->follower_ = std::move(*follower);
+  } else {
+    Say("a standby will not keep a copy of the state: " + follower.status().message());
+  }
   HaServer* self = s.get();
   s->leadership_ = std::make_unique<server::Leadership>(
       s->row_.get(), RealClock(), s->options_.leadership,
@@ -73,10 +82,42 @@ Result<std::unique_ptr<HaServer>> HaServer::Start(Options options, StartTerm sta
     HACHI_RETURN_IF_ERROR(s->StartStandby());
   }
   s->leadership_->Start();
+  if (s->follower_) s->follow_thread_ = std::thread([self] { self->Follow(); });
   return s;
 }
 
+void HaServer::Follow() {
+  const Clock* clock = RealClock();
+  bool failing = false;
+  MutexLock lock(&follow_mu_);
+  while (!stopping_) {
+    if (!leading_.load()) {
+      lock.Unlock();
+      const int64_t t0 = clock->MonotonicMs();
+      const int64_t full_before = follower_->stats().full_reads;
+      Status s = follower_->CatchUp();
+      const state::FollowStats st = follower_->stats();
+      if (!s.ok() && !failing) {
+        Say("cannot follow the state (a takeover will read every row): " + s.message());
+      } else if (s.ok() && st.full_reads > full_before) {
+        // Every row, read after a start or a term: worth a line, as a leader's Load is.
+        Say("following the state: " + std::to_string(st.jobs) + " jobs read in " +
+            std::to_string(clock->MonotonicMs() - t0) + " ms");
+      }
+      failing = !s.ok();
+      lock.Lock();
+    }
+    follow_cv_.WaitFor(options_.leadership.retry);
+  }
+}
+
 void HaServer::Stop() {
+  {
+    MutexLock lock(&follow_mu_);
+    stopping_ = true;
+  }
+  follow_cv_.SignalAll();
+  if (follow_thread_.joinable()) follow_thread_.join();
   if (leadership_) leadership_->Stop();  // ends the term, gives the lease back
   MutexLock lock(&mu_);
   if (standby_) standby_->Stop();
@@ -99,12 +140,19 @@ Status HaServer::Elect(int64_t epoch) {
   auto deposed = [leadership, epoch](const Status& why) {
     leadership->Deposed(epoch, why.message());
   };
+  leading_.store(true);
+  std::function<Result<state::StateImage>()> warm;
+  if (follower_) {
+    state::PgFollower* follower = follower_.get();
+    warm = [follower] { return follower->Take(); };
+  }
   MutexLock lock(&mu_);
   // The term's listeners are the standby's: free them first.
   if (standby_) standby_->Stop();
   standby_.reset();
-  Result<std::unique_ptr<Term>> term = start_term_(epoch, deposed);
+  Result<std::unique_ptr<Term>> term = start_term_(epoch, deposed, std::move(warm));
   if (!term.ok()) {
+    leading_.store(false);
     Status restarted = StartStandby();
     if (!restarted.ok()) Say("cannot answer as a standby: " + restarted.message());
     return term.status();
@@ -117,6 +165,8 @@ void HaServer::Depose(const std::string& reason) {
   (void)reason;  // Leadership said it
   MutexLock lock(&mu_);
   term_.reset();  // the controller stops: no more scheduling, dispatching or writes
+  leading_.store(false);
+  follow_cv_.SignalAll();  // a standby again: follow from now
   if (Status s = StartStandby(); !s.ok()) {
     Say("cannot answer as a standby: " + s.message());
   }

@@ -54,8 +54,47 @@ CREATE TABLE IF NOT EXISTS hachi_leader (
 );
 INSERT INTO hachi_leader VALUES (1, 0, '', '', '1970-01-01 00:00:00+00', 0)
   ON CONFLICT (id) DO NOTHING;
-INSERT INTO meta (key, value) VALUES ('schema_version', 1), ('min_reader_schema', 1)
-  ON CONFLICT (key) DO NOTHING;
+INSERT INTO meta (key, value) VALUES ('min_reader_schema', 1) ON CONFLICT (key) DO NOTHING;
+-- Layout 2: each row of jobs, nodes, tokens and steps names the transaction that last
+-- wrote it (tx), and deletions leave a note in hachi_gone, so a standby follows the
+-- state by reading only what changed (state/pg_follow.h). Triggers write both: the SQL
+-- of the store stays the same on both engines. Payload rows are written once, with
+-- their array's first row, and never change.
+ALTER TABLE jobs ADD COLUMN IF NOT EXISTS tx BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE nodes ADD COLUMN IF NOT EXISTS tx BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE tokens ADD COLUMN IF NOT EXISTS tx BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE steps ADD COLUMN IF NOT EXISTS tx BIGINT NOT NULL DEFAULT 0;
+CREATE INDEX IF NOT EXISTS jobs_by_tx ON jobs(tx);
+CREATE INDEX IF NOT EXISTS steps_by_tx ON steps(tx);
+CREATE TABLE IF NOT EXISTS hachi_gone (tbl TEXT NOT NULL, key TEXT NOT NULL, tx BIGINT NOT NULL);
+CREATE INDEX IF NOT EXISTS hachi_gone_by_tx ON hachi_gone(tx);
+CREATE OR REPLACE FUNCTION hachi_stamp() RETURNS trigger LANGUAGE plpgsql AS $f$
+BEGIN
+  NEW.tx := pg_current_xact_id()::text::bigint;
+  RETURN NEW;
+END $f$;
+CREATE OR REPLACE FUNCTION hachi_note_gone() RETURNS trigger LANGUAGE plpgsql AS $f$
+BEGIN
+  INSERT INTO hachi_gone VALUES (TG_TABLE_NAME, to_jsonb(OLD) ->> TG_ARGV[0],
+                                 pg_current_xact_id()::text::bigint);
+  RETURN OLD;
+END $f$;
+CREATE OR REPLACE TRIGGER hachi_stamp BEFORE INSERT OR UPDATE ON jobs
+  FOR EACH ROW EXECUTE FUNCTION hachi_stamp();
+CREATE OR REPLACE TRIGGER hachi_stamp BEFORE INSERT OR UPDATE ON nodes
+  FOR EACH ROW EXECUTE FUNCTION hachi_stamp();
+CREATE OR REPLACE TRIGGER hachi_stamp BEFORE INSERT OR UPDATE ON tokens
+  FOR EACH ROW EXECUTE FUNCTION hachi_stamp();
+CREATE OR REPLACE TRIGGER hachi_stamp BEFORE INSERT OR UPDATE ON steps
+  FOR EACH ROW EXECUTE FUNCTION hachi_stamp();
+CREATE OR REPLACE TRIGGER hachi_note_gone AFTER DELETE ON jobs
+  FOR EACH ROW EXECUTE FUNCTION hachi_note_gone('id');
+CREATE OR REPLACE TRIGGER hachi_note_gone AFTER DELETE ON nodes
+  FOR EACH ROW EXECUTE FUNCTION hachi_note_gone('name');
+CREATE OR REPLACE TRIGGER hachi_note_gone AFTER DELETE ON tokens
+  FOR EACH ROW EXECUTE FUNCTION hachi_note_gone('id');
+INSERT INTO meta (key, value) VALUES ('schema_version', 2)
+  ON CONFLICT (key) DO UPDATE SET value = GREATEST(meta.value, excluded.value);
 COMMIT;
 )sql";
 
@@ -67,20 +106,26 @@ Status EnsurePostgresSchema(Db* db) {
       "SELECT count(*) FROM pg_catalog.pg_tables WHERE tablename = 'meta' AND "
       "schemaname = ANY (current_schemas(false))");
   if (!present.ok()) return present.status();
+  int64_t version = 0;
   if (*present > 0) {
+    Result<int64_t> stored = db->QueryInt(
+        "SELECT COALESCE((SELECT value FROM meta WHERE key = 'schema_version'), 0)");
+    if (!stored.ok()) return stored.status();
+    version = *stored;
     Result<int64_t> min_reader = db->QueryInt(
         "SELECT COALESCE((SELECT value FROM meta WHERE key = 'min_reader_schema'), 0)");
     if (!min_reader.ok()) return min_reader.status();
     if (*min_reader > kPostgresSchemaVersion) {
-      Result<int64_t> version = db->QueryInt(
-          "SELECT COALESCE((SELECT value FROM meta WHERE key = 'schema_version'), 0)");
       return InvalidArgument(
-          db->path() + ": state database schema version " +
-          (version.ok() ? std::to_string(*version) : std::string("?")) +
+          db->path() + ": state database schema version " + std::to_string(version) +
           " is newer than this hachi knows (" + std::to_string(kPostgresSchemaVersion) +
           "); run a newer hachi, or point it at another database");
     }
   }
+  // Nothing to make: no DDL, whose table locks would wait behind a write transaction
+  // of the leader a takeover replaces (frozen, it holds its locks until the database
+  // ends it).
+  if (version >= kPostgresSchemaVersion) return Status::Ok();
   Status s = db->Exec(kSchema);
   if (!s.ok()) (void)db->Exec("ROLLBACK");
   return s;
@@ -97,7 +142,8 @@ Result<std::unique_ptr<SqlStore>> OpenPostgresSqlStore(const std::string& connin
   Result<std::unique_ptr<PgDb>> db = PgDb::Open(std::move(o));
   if (!db.ok()) return db.status();
   HACHI_RETURN_IF_ERROR(EnsurePostgresSchema(db->get()));
-  return std::make_unique<SqlStore>(std::move(*db), "");
+  return std::make_unique<SqlStore>(std::move(*db), "", 0, options.first_load,
+                                    options.warn);
 }
 
 Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& conninfo,

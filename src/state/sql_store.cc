@@ -389,8 +389,14 @@ struct SqlStore::Waiter {
   bool done = false;  // guarded by mu_
 };
 
-SqlStore::SqlStore(std::unique_ptr<Db> db, std::string file, int group_window_us)
-    : file_(std::move(file)), group_window_us_(group_window_us), db_(std::move(db)) {}
+SqlStore::SqlStore(std::unique_ptr<Db> db, std::string file, int group_window_us,
+                   std::function<Result<StateImage>()> first_load,
+                   std::function<void(const std::string&)> warn)
+    : file_(std::move(file)),
+      group_window_us_(group_window_us),
+      warn_(std::move(warn)),
+      db_(std::move(db)),
+      first_load_(std::move(first_load)) {}
 
 SqlStore::~SqlStore() = default;
 
@@ -465,17 +471,39 @@ Result<StateImage> LoadImage(Db* db) {
   Txn txn(db, Txn::Kind::kRead);
   HACHI_RETURN_IF_ERROR(txn.Begin());
   StateImage image;
+  PayloadCache payloads;
+  Result<int64_t> rows = ReadImageRows(db, -1, &image, &payloads);
+  if (!rows.ok()) return rows.status();
+  HACHI_RETURN_IF_ERROR(txn.Commit());
+  return image;
+}
+
+}  // namespace
+
+Result<int64_t> ReadImageRows(Db* db, int64_t since_tx, StateImage* image,
+                              PayloadCache* payloads) {
+  int64_t rows = 0;
   Result<int64_t> last = ReadLastJobId(db);
   if (!last.ok()) return last.status();
-  image.last_job_id = *last;
+  image->last_job_id = std::max(image->last_job_id, *last);
+  // Everything in key order, or only the rows written by transactions from since_tx on.
+  const bool all = since_tx < 0;
+  auto select = [&](const std::string& columns, const std::string& table,
+                    const std::string& order) -> Result<Stmt> {
+    Result<Stmt> stmt =
+        db->Prepare("SELECT " + columns + " FROM " + table +
+                    (all ? " ORDER BY " + order : std::string(" WHERE tx >= ?1")));
+    if (stmt.ok() && !all) stmt->Bind(1, since_tx);
+    return stmt;
+  };
 
-  std::map<JobId, std::shared_ptr<const JobPayload>> payloads;
-  Result<Stmt> jobs = db->Prepare("SELECT id, record, sum FROM jobs ORDER BY id");
+  Result<Stmt> jobs = select("id, record, sum", "jobs", "id");
   if (!jobs.ok()) return jobs.status();
   for (;;) {
     Result<bool> row = jobs->Step();
     if (!row.ok()) return row.status();
     if (!*row) break;
+    ++rows;
     const JobId id = jobs->ColumnInt(0);
     const std::string key = std::to_string(id);
     const std::string record = jobs->ColumnText(1);
@@ -484,7 +512,7 @@ Result<StateImage> LoadImage(Db* db) {
     if (!job.ok()) return RowError(db, "jobs", key, job.status());
     if (job->payload_ref != 0) {
       Result<std::shared_ptr<const JobPayload>> payload =
-          state::LoadPayload(db, job->payload_ref, &payloads);
+          state::LoadPayload(db, job->payload_ref, payloads);
       if (!payload.ok()) return payload.status();
       job->record.spec.payload = std::move(*payload);
     }
@@ -492,46 +520,48 @@ Result<StateImage> LoadImage(Db* db) {
       return Internal(db->path() + ": jobs row " + std::to_string(id) + " holds job " +
                       std::to_string(job->record.id));
     }
-    if (id > image.last_job_id) image.last_job_id = id;
-    image.jobs.emplace(id, std::move(job->record));
+    if (id > image->last_job_id) image->last_job_id = id;
+    image->jobs.insert_or_assign(id, std::move(job->record));
   }
 
-  Result<Stmt> nodes = db->Prepare("SELECT name, record, sum FROM nodes ORDER BY name");
+  Result<Stmt> nodes = select("name, record, sum", "nodes", "name");
   if (!nodes.ok()) return nodes.status();
   for (;;) {
     Result<bool> row = nodes->Step();
     if (!row.ok()) return row.status();
     if (!*row) break;
+    ++rows;
     std::string name = nodes->ColumnText(0);
     const std::string record = nodes->ColumnText(1);
     HACHI_RETURN_IF_ERROR(CheckSum(db, *nodes, 2, "nodes", name, record));
     Result<Row<NodeRecord>> node = DecodeNodeRow(record);
     if (!node.ok()) return RowError(db, "nodes", name, node.status());
-    image.nodes.emplace(std::move(name), std::move(node->record));
+    image->nodes.insert_or_assign(std::move(name), std::move(node->record));
   }
 
-  Result<Stmt> tokens = db->Prepare("SELECT id, record, sum FROM tokens ORDER BY id");
+  Result<Stmt> tokens = select("id, record, sum", "tokens", "id");
   if (!tokens.ok()) return tokens.status();
   for (;;) {
     Result<bool> row = tokens->Step();
     if (!row.ok()) return row.status();
     if (!*row) break;
+    ++rows;
     std::string id = tokens->ColumnText(0);
     const std::string record = tokens->ColumnText(1);
     HACHI_RETURN_IF_ERROR(CheckSum(db, *tokens, 2, "tokens", id, record));
     Result<Row<TokenRecord>> token = DecodeTokenRow(record);
     if (!token.ok()) return RowError(db, "tokens", id, token.status());
-    image.tokens.emplace(std::move(id), std::move(token->record));
+    image->tokens.insert_or_assign(std::move(id), std::move(token->record));
   }
 
-  Result<Stmt> steps = db->Prepare(
-      "SELECT job, job_start, step, record, sum FROM steps ORDER BY job, job_start, "
-      "step");
+  Result<Stmt> steps =
+      select("job, job_start, step, record, sum", "steps", "job, job_start, step");
   if (!steps.ok()) return steps.status();
   for (;;) {
     Result<bool> row = steps->Step();
     if (!row.ok()) return row.status();
     if (!*row) break;
+    ++rows;
     const StepKey key{steps->ColumnInt(0), steps->ColumnInt(1),
                       static_cast<int>(steps->ColumnInt(2))};
     const std::string name = StepRowKey(key);
@@ -539,21 +569,27 @@ Result<StateImage> LoadImage(Db* db) {
     HACHI_RETURN_IF_ERROR(CheckSum(db, *steps, 4, "steps", name, record));
     Result<Row<StepRecord>> step = DecodeStepRow(record);
     if (!step.ok()) return RowError(db, "steps", name, step.status());
-    const StepRecord& s = step->record;
-    if (StepKey{s.job, s.job_start, s.step} != key) {
+    const StepRecord& st = step->record;
+    if (StepKey{st.job, st.job_start, st.step} != key) {
       return Internal(db->path() + ": steps row " + name + " holds step " +
-                      StepRowKey({s.job, s.job_start, s.step}));
+                      StepRowKey({st.job, st.job_start, st.step}));
     }
-    image.steps.emplace(key, std::move(step->record));
+    image->steps.insert_or_assign(key, std::move(step->record));
   }
-  HACHI_RETURN_IF_ERROR(txn.Commit());
-  return image;
+  return rows;
 }
-
-}  // namespace
 
 Result<StateImage> SqlStore::Load() {
   MutexLock lock(&db_mu_);
+  if (first_load_) {
+    // A standby's followed image, brought up to date: the rows written since it last
+    // looked, not every row. If it cannot be had, every row, as always.
+    const std::function<Result<StateImage>()> first = std::move(first_load_);
+    first_load_ = nullptr;
+    Result<StateImage> image = first();
+    if (image.ok()) return image;
+    if (warn_) warn_("reading every row instead: " + image.status().message());
+  }
   Db* db = db_.get();
   return Reading<StateImage>(db, [db] { return LoadImage(db); });
 }

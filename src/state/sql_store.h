@@ -37,6 +37,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -57,11 +59,24 @@ int64_t RowSum(std::string_view key, std::string_view record);
 // (step 3 of job 12's run that started then).
 std::string StepRowKey(const StepKey& k);
 
+// The payload rows read so far, by id: each array's payload once, shared by its tasks.
+using PayloadCache = std::map<JobId, std::shared_ptr<const JobPayload>>;
+// Reads rows into *image, each checked (checksum, key) as Load checks it: every row when
+// `since_tx` < 0; otherwise only the rows whose `tx` column (PostgreSQL's layout 2: the
+// id of the transaction that last wrote the row) is at least `since_tx`, replacing what
+// the image holds for their keys. In the caller's read transaction. Returns how many
+// rows it read.
+Result<int64_t> ReadImageRows(Db* db, int64_t since_tx, StateImage* image,
+                              PayloadCache* payloads);
+
 class SqlStore final : public Store {
  public:
   // `file`: what path() reports ("" for a database that is not a file).
   // `group_window_us`: SqliteOptions::group_window_us.
-  SqlStore(std::unique_ptr<Db> db, std::string file, int group_window_us = 0);
+  // `first_load`: PostgresOptions::first_load.
+  SqlStore(std::unique_ptr<Db> db, std::string file, int group_window_us = 0,
+           std::function<Result<StateImage>()> first_load = {},
+           std::function<void(const std::string&)> warn = {});
   ~SqlStore() override;
 
   Result<StateImage> Load() override EXCLUDES(db_mu_);
@@ -90,9 +105,12 @@ class SqlStore final : public Store {
   const std::string file_;
   const int group_window_us_;
 
+  const std::function<void(const std::string&)> warn_;
+
   // Held by the leader writing, or a read (Load).
   Mutex db_mu_;
   std::unique_ptr<Db> db_ GUARDED_BY(db_mu_);
+  std::function<Result<StateImage>()> first_load_ GUARDED_BY(db_mu_);  // until used
 
   // The queue of commits waiting for the next group. Never held across a write.
   Mutex mu_;

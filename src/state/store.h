@@ -141,6 +141,10 @@ struct PostgresOptions {
   // anyway (PostgreSQL has no "0-byte file" to tell a lost schema by), so nothing reads
   // it yet.
   bool initialize = false;
+  // When set, the store's first Load returns what this returns instead of reading every
+  // row: a standby's image of the state, followed while it waited (state/pg_follow.h)
+  // and brought up to date once it holds the lease. An error: every row is read.
+  std::function<Result<StateImage>()> first_load;
   std::function<void(const std::string&)> warn;  // may be empty
 };
 
