@@ -436,6 +436,11 @@ TEST_P(Ha, FailsOverUnderLoad) {
     const std::string log = ReadFile(ServerLog(leader));
     EXPECT_NE(log.find("stepping down from epoch"), std::string::npos) << log;
   }
+  if (new_leader >= 0 && new_leader != leader) {
+    // The standby that took over started from its followed copy, not every row.
+    const std::string log = ReadFile(ServerLog(new_leader));
+    EXPECT_NE(log.find("the state from this standby's copy"), std::string::npos) << log;
+  }
   std::ostringstream line;
   line << "fault=" << GetParam().name
        << " lease=" << (lease_flag_.empty() ? "default" : lease_flag_.substr(16))

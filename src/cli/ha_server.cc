@@ -144,7 +144,17 @@ Status HaServer::Elect(int64_t epoch) {
   std::function<Result<state::StateImage>()> warm;
   if (follower_) {
     state::PgFollower* follower = follower_.get();
-    warm = [follower] { return follower->Take(); };
+    warm = [follower]() -> Result<state::StateImage> {
+      const int64_t t0 = RealClock()->MonotonicMs();
+      Result<state::StateImage> image = follower->Take();
+      if (image.ok()) {
+        const state::FollowStats st = follower->stats();
+        Say("the state from this standby's copy: " + std::to_string(image->jobs.size()) +
+            " jobs; " + std::to_string(st.rows_last) + " rows read since its last look, in " +
+            std::to_string(RealClock()->MonotonicMs() - t0) + " ms");
+      }
+      return image;
+    };
   }
   MutexLock lock(&mu_);
   // The term's listeners are the standby's: free them first.
