@@ -150,7 +150,8 @@ Status HaServer::Elect(int64_t epoch) {
       if (image.ok()) {
         const state::FollowStats st = follower->stats();
         Say("the state from this standby's copy: " + std::to_string(image->jobs.size()) +
-            " jobs; " + std::to_string(st.rows_last) + " rows read since its last look, in " +
+            " jobs; " + std::to_string(st.rows_last) +
+            " rows read since its last look, in " +
             std::to_string(RealClock()->MonotonicMs() - t0) + " ms");
       }
       return image;
