@@ -18,12 +18,18 @@ own --name nNNNN and spool directory), then
   5. `kill -9` of the server with a long job (`sleep 600`) running on every node, a restart
      on the same state and port, and the time until every agent is connected to the new
      server, every node is up and every job is RUNNING with its original process alive.
+With STORE=postgresql://... (e.g. what scripts/pg-scratch.sh prints), two servers share
+that database (docs/ha.md): A, then B as its standby, the agents and TCP clients given
+both; step 5 is then a failover: `kill -9` of the leader A, no restart, and the times
+until `hachi queue` (both servers listed) answers and until every agent is connected to
+B, every node is up and every job RUNNING with its original process alive.
 Prints one `key=value` line per figure on stdout (progress on stderr) and a summary.
 Exits 0 whether or not a target is met; 2 when it refuses to start (not enough memory),
 1 on a script error. Stops only the processes it started, by pid.
 
 Knobs (environment): LAT_CALLS=50 CALL_TIMEOUT=10 ARRAY=2000 ARRAY_TIMEOUT=120
-RESTART_JOBS=min(N,1000) RESTART_TIMEOUT=60 STALL_S=20 BATCH=100 PRESET=hgx-h100.
+RESTART_JOBS=min(N,1000) RESTART_TIMEOUT=60 STALL_S=20 BATCH=100 PRESET=hgx-h100 STORE=
+LEADER_LEASE= (with STORE: hachi server --leader-lease).
 """
 
 import json
@@ -45,6 +51,8 @@ RESTART_TIMEOUT = float(os.environ.get("RESTART_TIMEOUT", "60"))
 STALL_S = float(os.environ.get("STALL_S", "20"))
 BATCH = int(os.environ.get("BATCH", "100"))
 PRESET = os.environ.get("PRESET", "hgx-h100")
+STORE = os.environ.get("STORE", "")  # a PostgreSQL URI: two servers, and a failover
+LEADER_LEASE = os.environ.get("LEADER_LEASE", "")
 GPUS_PER_NODE = 8  # hgx-h100
 # A series of calls stops after 3 failures in a row or 6 in all: a server that no longer
 # answers costs a few timeouts, not LAT_CALLS of them.
@@ -217,6 +225,13 @@ class Bench:
         self.sock = os.path.join(self.state, "hachi.sock")
         self.port = free_port()
         self.server = None
+        # With STORE: server B, A's standby, on a port and state directory of its own;
+        # both read the cluster secret from one file.
+        self.port_a = self.port
+        self.port_b = free_port() if STORE else None
+        self.state_b = os.path.join(self.dir, "state-b")
+        self.server_b = None
+        self.secret = os.path.join(self.dir, "cluster-secret")
         self.agents = {}  # pid -> Popen
         self.token = None
         self.summary = []
@@ -225,12 +240,30 @@ class Bench:
         self.master_port_flag = None  # does this binary take --master-port-count?
         os.makedirs(os.path.join(self.dir, "pids"))
         os.makedirs(os.path.join(self.dir, "logs"))
+        if STORE:
+            with open(os.open(self.secret, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+                f.write(os.urandom(24).hex() + "\n")
+
+    def servers(self):
+        """What agents and TCP clients are given: one URL, or both servers'."""
+        urls = [f"http://127.0.0.1:{self.port_a}"]
+        if STORE:
+            urls.append(f"http://127.0.0.1:{self.port_b}")
+        return ",".join(urls)
+
+    def server_argv(self, state, port):
+        argv = [self.hachi, "server", "--state-dir", state, "--listen", f"127.0.0.1:{port}"]
+        if STORE:
+            argv += ["--store", STORE, "--advertise", f"http://127.0.0.1:{port}",
+                     "--cluster-secret-file", self.secret]
+            if LEADER_LEASE:
+                argv += ["--leader-lease", LEADER_LEASE]
+        return argv
 
     # ---- processes
     def start_server(self):
         logf = open(os.path.join(self.dir, "logs", "server.log"), "ab")
-        argv = [self.hachi, "server", "--state-dir", self.state,
-                "--listen", f"127.0.0.1:{self.port}"]
+        argv = self.server_argv(self.state, self.port)
         # Every simulated node here has the address 127.0.0.1, so they all draw their
         # MASTER_PORTs from one range (a real node has a range of its own): widen it to
         # fit one job per GPU of the whole simulated cluster. Older binaries have no
@@ -255,15 +288,34 @@ class Bench:
             time.sleep(0.05)
         return False
 
+    def start_standby(self):
+        """Server B (STORE only): up when its socket exists (a standby answers 503)."""
+        logf = open(os.path.join(self.dir, "logs", "server-b.log"), "ab")
+        argv = self.server_argv(self.state_b, self.port_b)
+        if self.master_port_flag:
+            argv += ["--master-port-base", "20000", "--master-port-count", "40000"]
+        self.server_b = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
+            cwd=self.dir, start_new_session=True)
+        logf.close()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if os.path.exists(os.path.join(self.state_b, "hachi.sock")):
+                return True
+            if self.server_b.poll() is not None:
+                break
+            time.sleep(0.05)
+        return False
+
     def start_agents(self):
-        secret = os.path.join(self.state, "cluster-secret")
+        secret = self.secret if STORE else os.path.join(self.state, "cluster-secret")
         for i in range(1, self.n + 1):
             name = f"n{i:04d}"
             spool = os.path.join(self.dir, "spool", name)
             os.makedirs(spool)
             logf = open(os.path.join(self.dir, "logs", f"agent-{name}.log"), "wb")
             p = subprocess.Popen(
-                [self.hachi, "agent", "--server", f"http://127.0.0.1:{self.port}",
+                [self.hachi, "agent", "--server", self.servers(),
                  "--name", name, "--preset", PRESET, "--spool-dir", spool,
                  "--cgroup", "none", "--cluster-secret-file", secret],
                 stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
@@ -276,7 +328,7 @@ class Bench:
     def env(self, transport):
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": self.dir}
         if transport == "tcp":
-            env["HACHI_SERVER"] = f"http://127.0.0.1:{self.port}"
+            env["HACHI_SERVER"] = self.servers()
             if self.token:
                 env["HACHI_TOKEN"] = self.token
         else:
@@ -546,13 +598,15 @@ class Bench:
         return out
 
     def restart(self):
+        # With STORE, a failover: the leader killed, its standby takes over.
+        what = "failover" if STORE else "restart"
         if not self.probe():
-            emit("restart_status", "skipped_api_down")
+            emit(f"{what}_status", "skipped_api_down")
             self.summary.append("restart: skipped, the API does not answer")
             return
         want = min(self.registered, int(os.environ.get("RESTART_JOBS", "1000")))
         if want == 0:
-            emit("restart_status", "skipped_no_nodes")
+            emit(f"{what}_status", "skipped_no_nodes")
             return
         pids_dir = os.path.join(self.dir, "pids")
         # --exclusive: one job per node, so every node has one running.
@@ -561,7 +615,7 @@ class Bench:
                                "--gres=gpu:1", "-t", "15", "-o", "/dev/null", "--wrap", script],
                               "unix", timeout=60)
         if rc != 0:
-            emit("restart_status", "submit_failed")
+            emit(f"{what}_status", "submit_failed")
             return
         log(f"restart: {want} `sleep 600` jobs, one per node; waiting for all to run")
         deadline = time.monotonic() + 60 + want * 0.05
@@ -572,8 +626,8 @@ class Bench:
                 break
             time.sleep(0.5)
         jobs = self.pid_files()
-        emit("restart_jobs_wanted", want)
-        emit("restart_jobs", len(jobs))
+        emit(f"{what}_jobs_wanted", want)
+        emit(f"{what}_jobs", len(jobs))
         if len(jobs) < want:
             log(f"only {len(jobs)} of {want} jobs started; the restart goes on with those")
         agents = [p for p, proc in self.agents.items() if proc.poll() is None]
@@ -582,13 +636,23 @@ class Bench:
         t = time.monotonic()
         self.server.kill()
         self.server.wait()
-        if not self.start_server():
-            emit("restart_status", "server_did_not_start")
+        answered = None
+        if STORE:
+            # Nothing restarts: B takes over. The Unix socket to ask is B's from now.
+            self.server, self.server_b = self.server_b, None
+            self.port = self.port_b
+            self.sock = os.path.join(self.state_b, "hachi.sock")
+        elif not self.start_server():
+            emit(f"{what}_status", "server_did_not_start")
             return
-        emit("restart_server_up_s", time.monotonic() - t)
+        else:
+            emit(f"{what}_server_up_s", time.monotonic() - t)
         back, met, last = set(), None, {}
         deadline = t + RESTART_TIMEOUT
         while time.monotonic() < deadline:
+            if answered is None and self.cli(["queue", "-o", "%i"], "tcp", timeout=5)[0] == 0:
+                answered = time.monotonic() - t
+                emit(f"{what}_queue_s", answered)
             back |= agents_connected(self.server.pid, self.port,
                                      [p for p in agents if p not in back])
             states = self.node_states(timeout=5)
@@ -602,19 +666,21 @@ class Bench:
                 met = time.monotonic() - t
                 break
             time.sleep(0.25)
-        emit("restart_status", "done" if met is not None else "timeout")
-        emit("restart_s", met if met is not None else -1)
-        emit("restart_agents_back", last.get("back", 0))
-        emit("restart_nodes_up", last.get("up", 0))
+        emit(f"{what}_status", "done" if met is not None else "timeout")
+        emit(f"{what}_s", met if met is not None else -1)
+        emit(f"{what}_agents_back", last.get("back", 0))
+        emit(f"{what}_nodes_up", last.get("up", 0))
         # A run the server gives up only when an agent reports in: look again a little later.
         time.sleep(5)
         ids = set(self.job_ids("R") or [])
         lost = sum(1 for j, pid in jobs.items() if j not in ids or not alive(pid))
-        emit("restart_jobs_running", len(ids & set(jobs)))
-        emit("restart_jobs_alive", sum(1 for pid in jobs.values() if alive(pid)))
-        emit("restart_jobs_lost", lost)
+        emit(f"{what}_jobs_running", len(ids & set(jobs)))
+        emit(f"{what}_jobs_alive", sum(1 for pid in jobs.values() if alive(pid)))
+        emit(f"{what}_jobs_lost", lost)
         self.summary.append(
-            "restart after kill -9: " + (f"every agent back, every job running in {met:.1f} s"
+            f"{what} after kill -9: "
+            + (f"`hachi queue` answered in {answered:.1f} s; " if answered is not None else "")
+            + (f"every agent back, every job running in {met:.1f} s"
                                          if met is not None else
                                          f"not back within {RESTART_TIMEOUT:.0f} s ({last})")
             + f"; {lost} of {len(jobs)} jobs lost 5 s later")
@@ -646,8 +712,7 @@ class Bench:
                     os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
-        if self.server:
-            self.stop([self.server])
+        self.stop([p for p in (self.server, self.server_b) if p])
         shutil.rmtree(self.dir, ignore_errors=True)
 
     @staticmethod
@@ -703,6 +768,9 @@ def main():
         log(f"server on 127.0.0.1:{bench.port}, state in {bench.state}")
         if not bench.start_server():
             print("agents.py: the server did not start", file=sys.stderr)
+            return 1
+        if STORE and not bench.start_standby():
+            print("agents.py: the standby server did not start", file=sys.stderr)
             return 1
         bench.register()
         if bench.probe():
