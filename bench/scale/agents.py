@@ -29,7 +29,8 @@ Exits 0 whether or not a target is met; 2 when it refuses to start (not enough m
 
 Knobs (environment): LAT_CALLS=50 CALL_TIMEOUT=10 ARRAY=2000 ARRAY_TIMEOUT=120
 RESTART_JOBS=min(N,1000) RESTART_TIMEOUT=60 STALL_S=20 BATCH=100 PRESET=hgx-h100 STORE=
-LEADER_LEASE= (with STORE: hachi server --leader-lease).
+LEADER_LEASE= (with STORE: hachi server --leader-lease) KEEP= (1: keep the directory,
+its logs included).
 """
 
 import json
@@ -713,7 +714,10 @@ class Bench:
             except OSError:
                 pass
         self.stop([p for p in (self.server, self.server_b) if p])
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if os.environ.get("KEEP"):
+            log(f"kept {self.dir} (logs)")
+        else:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     @staticmethod
     def stop(procs):

@@ -19,6 +19,13 @@
 
 namespace hachi::cli {
 
+// --server's help, the same in every command that talks to the server.
+inline std::string ServerFlagHelp() {
+  return "Server URL, or several controllers' as a comma-separated list (docs/ha.md) "
+         "(default $HACHI_SERVER or " +
+         std::string(api::kDefaultServer) + ")";
+}
+
 struct JobView {
   state::JobRecord job;
   std::string diagnosis;  // pending jobs: why, with numbers

@@ -32,6 +32,7 @@
 #include "api/epoch_floor.h"
 #include "api/http_client.h"
 #include "cli/auth_files.h"
+#include "cli/client.h"
 #include "cli/fail.h"
 #include "cli/ha_server.h"
 #include "cli/job_cmds.h"
@@ -753,11 +754,7 @@ struct AgentFlags {
 };
 
 void AddAgentFlags(CLI::App* agt, AgentFlags* af) {
-  agt->add_option(
-      "--server", af->server,
-      "Server URL, or several controllers' as a comma-separated list (docs/ha.md) "
-      "(default $HACHI_SERVER or " +
-          std::string(api::kDefaultServer) + ")");
+  agt->add_option("--server", af->server, ServerFlagHelp());
   agt->add_option("--name", af->name, "Node name (default: the host name)");
   agt->add_option("--address", af->address,
                   "Address other nodes reach this one at (MASTER_ADDR); default: the "

@@ -37,7 +37,7 @@ void AddEffCommand(CLI::App& app, int* exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "eff", "What a job did with its GPUs, CPUs and memory, with findings (seff)");
   cmd->add_option("id", f->id, "Job id")->required();
-  cmd->add_option("--server", f->server, "Server URL");
+  cmd->add_option("--server", f->server, ServerFlagHelp());
   cmd->add_flag("--json", f->json, "The server's usage object (docs/api.md)");
   cmd->callback([f, exit_code] {
     Result<std::string> text = EffText(f->server, f->id, f->json);

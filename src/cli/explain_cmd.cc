@@ -4,6 +4,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "cli/client.h"
 #include "cli/explain_format.h"
 #include "cli/fail.h"
 
@@ -35,7 +36,7 @@ void AddExplainCommand(CLI::App& app, int* exit_code) {
       "explain",
       "Why a job waits (queue position, free GPUs, nodes by reason, earliest start)");
   cmd->add_option("id", f->id, "Job id")->required();
-  cmd->add_option("--server", f->server, "Server URL");
+  cmd->add_option("--server", f->server, ServerFlagHelp());
   cmd->add_flag("--json", f->json, "The explain object as the server sends it");
   cmd->callback([f, exit_code] {
     char* end = nullptr;

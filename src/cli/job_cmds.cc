@@ -384,9 +384,7 @@ int RunQueue(QueueFlags q) {
 void AddQueueCommand(CLI::App& app, int* exit_code) {
   auto q = std::make_shared<QueueFlags>();
   CLI::App* queue = app.add_subcommand("queue", "List jobs (squeue)");
-  queue->add_option(
-      "--server", q->server,
-      "Server URL (default $HACHI_SERVER or " + std::string(api::kDefaultServer) + ")");
+  queue->add_option("--server", q->server, ServerFlagHelp());
   queue->add_option("-u,--user", q->users, "Only these users (comma-separated)");
   queue->add_option("-p,--partition", q->partitions, "Only these partitions");
   queue->add_option("-t,--states", q->states, "Only these states (PD,R,CD,... or all)");
@@ -458,7 +456,7 @@ void AddShowCommand(CLI::App& app, int* exit_code) {
       ->required()
       ->check(CLI::IsMember({"job", "node"}));
   show->add_option("id", s->name, "Job id or node name")->required();
-  show->add_option("--server", s->server, "Server URL");
+  show->add_option("--server", s->server, ServerFlagHelp());
   show->add_flag("--json", s->json, "JSON");
   show->callback([s, exit_code] {
     if (int rc = RunShow(*s); rc != 0) *exit_code = rc;
@@ -481,7 +479,7 @@ void AddActionCommands(CLI::App& app, int* exit_code) {
     cmd->add_option("ids", a->ids,
                     "Job ids; an array's id (A) means all its tasks, A_T task T only")
         ->required();
-    cmd->add_option("--server", a->server, "Server URL");
+    cmd->add_option("--server", a->server, ServerFlagHelp());
     cmd->callback([a, act, exit_code] {
       Result<std::vector<std::string>> ids = ParseActionIds(a->ids);
       if (!ids.ok()) return void(*exit_code = Fail(ids.status()));

@@ -29,7 +29,7 @@ void AddNodeCommands(CLI::App& app, int* exit_code) {
   };
   auto n = std::make_shared<NodesFlags>();
   CLI::App* nodes = app.add_subcommand("nodes", "List nodes and their GPUs (sinfo)");
-  nodes->add_option("--server", n->server, "Server URL");
+  nodes->add_option("--server", n->server, ServerFlagHelp());
   nodes->add_option("-o,--format", n->format, "Output format (%n %G %C %P %t ...)");
   nodes->add_flag("--gpus", n->gpus,
                   "Also draw each node's GPUs and the jobs holding them");
@@ -65,7 +65,7 @@ void AddNodeCommands(CLI::App& app, int* exit_code) {
       "drain", "Drain a node: no new jobs (scontrol update state=drain)");
   drain->add_option("node", d->node, "Node name")->required();
   drain->add_option("--reason", d->reason, "Why (shown in hachi nodes)");
-  drain->add_option("--server", d->server, "Server URL");
+  drain->add_option("--server", d->server, ServerFlagHelp());
   drain->callback([d, exit_code] {
     Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(d->server);
     if (!c.ok()) return void(*exit_code = Fail(c.status()));
@@ -80,7 +80,7 @@ void AddNodeCommands(CLI::App& app, int* exit_code) {
       ->add_option("--gpu", r->gpu,
                    "Only this GPU, taken out by a health check (hachi show node NAME)")
       ->check(CLI::Range(0, 63));
-  resume->add_option("--server", r->server, "Server URL");
+  resume->add_option("--server", r->server, ServerFlagHelp());
   resume->callback([r, exit_code] {
     Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(r->server);
     if (!c.ok()) return void(*exit_code = Fail(c.status()));
@@ -95,7 +95,7 @@ void AddNodeCommands(CLI::App& app, int* exit_code) {
   auto st = std::make_shared<StatsFlags>();
   CLI::App* stats = app.add_subcommand(
       "stats", "Queue waits p50/p95 per partition and GPU count; flags slow partitions");
-  stats->add_option("--server", st->server, "Server URL");
+  stats->add_option("--server", st->server, ServerFlagHelp());
   stats->add_option("--window", st->window,
                     "Jobs started within this span (default 24h)");
   stats->add_option("--alert", st->threshold,

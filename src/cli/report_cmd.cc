@@ -32,7 +32,7 @@ void AddReportCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::Range(0, 1000));
   cmd->add_flag("--csv", f->csv, "CSV");
   cmd->add_flag("--json", f->json, "The server's report object (docs/api.md)");
-  cmd->add_option("--server", f->server, "Server URL");
+  cmd->add_option("--server", f->server, ServerFlagHelp());
   cmd->callback([f, exit_code] {
     const Time now = static_cast<Time>(std::time(nullptr));
     Result<Time> from = ParseReportTime(f->from, now);

@@ -42,7 +42,7 @@ void AddTokenCommands(CLI::App& app, int* exit_code) {
   create->add_option("--uid", cf->uid,
                      "Their uid (default: the server's password database)");
   create->add_option("--gid", cf->gid, "Their gid (with --uid)");
-  create->add_option("--server", cf->server, "Server URL");
+  create->add_option("--server", cf->server, ServerFlagHelp());
   create->callback([cf, exit_code] {
     Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(cf->server);
     if (!c.ok()) return void(*exit_code = Fail(c.status()));
@@ -70,7 +70,7 @@ void AddTokenCommands(CLI::App& app, int* exit_code) {
   };
   auto lf = std::make_shared<ListFlags>();
   CLI::App* list = token->add_subcommand("list", "The tokens in use (never their text)");
-  list->add_option("--server", lf->server, "Server URL");
+  list->add_option("--server", lf->server, ServerFlagHelp());
   list->add_flag("--json", lf->json, "JSON");
   list->callback([lf, exit_code] {
     Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(lf->server);
@@ -107,7 +107,7 @@ void AddTokenCommands(CLI::App& app, int* exit_code) {
   CLI::App* revoke =
       token->add_subcommand("revoke", "Stop a token from working, at once");
   revoke->add_option("ID", rf->id, "The token's id (hachi token list)")->required();
-  revoke->add_option("--server", rf->server, "Server URL");
+  revoke->add_option("--server", rf->server, ServerFlagHelp());
   revoke->callback([rf, exit_code] {
     Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(rf->server);
     if (!c.ok()) return void(*exit_code = Fail(c.status()));
