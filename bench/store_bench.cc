@@ -195,24 +195,30 @@ BENCHMARK(BM_UpdateThreads)
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 
+// Stores `jobs` pending jobs, a thousand per commit.
+bool Fill(Store* store, int jobs) {
+  constexpr int kBatch = 1000;
+  for (int first = 1; first <= jobs; first += kBatch) {
+    std::vector<Edit> batch;
+    for (int id = first; id < first + kBatch && id <= jobs; ++id) {
+      batch.emplace_back(std::in_place_type<JobSubmitted>, Job(id));
+    }
+    if (!store->Commit(batch).ok()) return false;
+  }
+  return true;
+}
+
 void BM_Load100k(benchmark::State& state) {
   constexpr int kJobs = 100000;
-  constexpr int kBatch = 1000;
   std::string path;
   auto store = NewStore(&path);
   if (!store.ok()) {
     state.SkipWithError(store.status().ToString().c_str());
     return;
   }
-  for (int first = 1; first <= kJobs; first += kBatch) {
-    std::vector<Edit> batch;
-    for (int id = first; id < first + kBatch; ++id) {
-      batch.emplace_back(std::in_place_type<JobSubmitted>, Job(id));
-    }
-    if (!(*store)->Commit(batch).ok()) {
-      state.SkipWithError("setup failed");
-      return;
-    }
+  if (!Fill(store->get(), kJobs)) {
+    state.SkipWithError("setup failed");
+    return;
   }
   for (auto _ : state) {
     Result<StateImage> image = (*store)->Load();
@@ -233,7 +239,6 @@ BENCHMARK(BM_Load100k)->Iterations(3)->Unit(benchmark::kMillisecond);
 // BM_Load100k, what a cold one reads.
 void BM_FollowCatchUp100k(benchmark::State& state) {
   constexpr int kJobs = 100000;
-  constexpr int kBatch = 1000;
   constexpr int kChanged = 100;
   const char* pg = PostgresTarget();
   if (pg == nullptr) {
@@ -246,15 +251,9 @@ void BM_FollowCatchUp100k(benchmark::State& state) {
     state.SkipWithError(store.status().ToString().c_str());
     return;
   }
-  for (int first = 1; first <= kJobs; first += kBatch) {
-    std::vector<Edit> batch;
-    for (int id = first; id < first + kBatch; ++id) {
-      batch.emplace_back(std::in_place_type<JobSubmitted>, Job(id));
-    }
-    if (!(*store)->Commit(batch).ok()) {
-      state.SkipWithError("setup failed");
-      return;
-    }
+  if (!Fill(store->get(), kJobs)) {
+    state.SkipWithError("setup failed");
+    return;
   }
   Result<std::unique_ptr<PgFollower>> follower = PgFollower::Open(pg);
   if (!follower.ok() || !(*follower)->CatchUp().ok()) {

@@ -36,15 +36,7 @@ TokenRecord Token(const std::string& id) {
   return t;
 }
 
-// Everything an image holds, as rows: two images are the same state when these are.
-std::string Dump(const StateImage& image) {
-  std::string out = "last " + std::to_string(image.last_job_id) + "\n";
-  for (const auto& [id, job] : image.jobs) out += EncodeJobRow(job) + "\n";
-  for (const auto& [name, node] : image.nodes) out += EncodeNodeRow(node) + "\n";
-  for (const auto& [id, token] : image.tokens) out += EncodeTokenRow(token) + "\n";
-  for (const auto& [key, step] : image.steps) out += EncodeStepRow(step) + "\n";
-  return out;
-}
+std::string Dump(const StateImage& image) { return testing::DumpImage(image); }
 
 class PgFollowTest : public ::testing::Test {
  protected:

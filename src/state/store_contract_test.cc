@@ -38,13 +38,7 @@ using testing::FullNode;
 using testing::MakeJob;
 using testing::Started;
 
-// Every record as JSON text, for comparing images.
-std::string Dump(const StateImage& image) {
-  std::string out = "last=" + std::to_string(image.last_job_id) + "\n";
-  for (const auto& [id, job] : image.jobs) out += EncodeJobRow(job) + "\n";
-  for (const auto& [name, node] : image.nodes) out += EncodeNodeRow(node) + "\n";
-  return out;
-}
+std::string Dump(const StateImage& image) { return testing::DumpImage(image); }
 
 StateImage MustLoad(Store& store) {
   Result<StateImage> image = store.Load();

@@ -7,6 +7,7 @@
 
 #include "state/edits.h"
 #include "state/records.h"
+#include "state/row_codec.h"
 
 namespace hachi::state::testing {
 
@@ -222,6 +223,17 @@ class MakeJob {
 
 inline JobStarted Started(JobId id, std::string node = "n1") {
   return JobStarted{id, 2000, {{std::move(node), GpuSet::FirstN(1), 4, 1024, 0, 0}}};
+}
+
+// Every record of an image as the store's row text, for comparing images: two images
+// hold the same state when their dumps are equal.
+inline std::string DumpImage(const StateImage& image) {
+  std::string out = "last=" + std::to_string(image.last_job_id) + "\n";
+  for (const auto& [id, job] : image.jobs) out += EncodeJobRow(job) + "\n";
+  for (const auto& [name, node] : image.nodes) out += EncodeNodeRow(node) + "\n";
+  for (const auto& [id, token] : image.tokens) out += EncodeTokenRow(token) + "\n";
+  for (const auto& [key, step] : image.steps) out += EncodeStepRow(step) + "\n";
+  return out;
 }
 
 }  // namespace hachi::state::testing
