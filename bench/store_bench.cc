@@ -195,31 +195,27 @@ BENCHMARK(BM_UpdateThreads)
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 
-// Stores `jobs` pending jobs, a thousand per commit.
-bool Fill(Store* store, int jobs) {
-  constexpr int kBatch = 1000;
-  for (int first = 1; first <= jobs; first += kBatch) {
+// A new store (NewStore) holding `jobs` pending jobs, a thousand per commit; on an error
+// the benchmark is skipped, saying why.
+Result<std::unique_ptr<Store>> FilledStore(benchmark::State& state, std::string* where,
+                                           int jobs) {
+  Result<std::unique_ptr<Store>> store = NewStore(where);
+  for (int first = 1; store.ok() && first <= jobs; first += 1000) {
     std::vector<Edit> batch;
-    for (int id = first; id < first + kBatch && id <= jobs; ++id) {
+    for (int id = first; id < first + 1000 && id <= jobs; ++id) {
       batch.emplace_back(std::in_place_type<JobSubmitted>, Job(id));
     }
-    if (!store->Commit(batch).ok()) return false;
+    if (Status s = (*store)->Commit(batch); !s.ok()) store = s;
   }
-  return true;
+  if (!store.ok()) state.SkipWithError(store.status().ToString().c_str());
+  return store;
 }
 
 void BM_Load100k(benchmark::State& state) {
   constexpr int kJobs = 100000;
   std::string path;
-  auto store = NewStore(&path);
-  if (!store.ok()) {
-    state.SkipWithError(store.status().ToString().c_str());
-    return;
-  }
-  if (!Fill(store->get(), kJobs)) {
-    state.SkipWithError("setup failed");
-    return;
-  }
+  Result<std::unique_ptr<Store>> store = FilledStore(state, &path, kJobs);
+  if (!store.ok()) return;
   for (auto _ : state) {
     Result<StateImage> image = (*store)->Load();
     if (!image.ok() || image->jobs.size() != kJobs) {
@@ -246,15 +242,8 @@ void BM_FollowCatchUp100k(benchmark::State& state) {
     return;
   }
   std::string path;
-  auto store = NewStore(&path);
-  if (!store.ok()) {
-    state.SkipWithError(store.status().ToString().c_str());
-    return;
-  }
-  if (!Fill(store->get(), kJobs)) {
-    state.SkipWithError("setup failed");
-    return;
-  }
+  Result<std::unique_ptr<Store>> store = FilledStore(state, &path, kJobs);
+  if (!store.ok()) return;
   Result<std::unique_ptr<PgFollower>> follower = PgFollower::Open(pg);
   if (!follower.ok() || !(*follower)->CatchUp().ok()) {
     state.SkipWithError("the follower's first read failed");
