@@ -62,6 +62,7 @@ class PgFollower {
  private:
   explicit PgFollower(std::unique_ptr<PgDb> db);
   Status CatchUpLocked() REQUIRES(mu_);
+  Status ReadChanges() REQUIRES(mu_);  // one catch-up; on an error, a half-updated image
 
   mutable Mutex mu_;
   std::unique_ptr<PgDb> db_ GUARDED_BY(mu_);
