@@ -43,14 +43,9 @@ class PgFollowTest : public ::testing::Test {
   void SetUp() override {
     if (testing::SkipPostgres()) GTEST_SKIP() << "HACHI_NO_POSTGRES=1";
     std::string why;
-    db_ = testing::FreshPostgresSchema(&why);
-    ASSERT_FALSE(db_.empty()) << why;
-    Result<std::unique_ptr<Store>> s = OpenPostgresStore(db_);
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    store_ = std::move(*s);
-    Result<std::unique_ptr<PgFollower>> f = PgFollower::Open(db_);
-    ASSERT_TRUE(f.ok()) << f.status().ToString();
-    follower_ = std::move(*f);
+    const std::string db = testing::FreshPostgresSchema(&why);
+    ASSERT_FALSE(db.empty()) << why;
+    ASSERT_NO_FATAL_FAILURE(OpenOn(db));
   }
   // A catch-up starts from the oldest transaction running anywhere on the server (its
   // snapshot's xmin), so other tests' transactions on the shared server make it read
@@ -58,9 +53,13 @@ class PgFollowTest : public ::testing::Test {
   void OnOwnServer() {
     own_ = std::make_unique<testing::ScratchPostgres>();
     ASSERT_TRUE(own_->ok()) << own_->error();
-    db_ = own_->conninfo();
+    ASSERT_NO_FATAL_FAILURE(OpenOn(own_->conninfo()));
+  }
+  // The store and the follower, on database `db` (what they had before is closed).
+  void OpenOn(const std::string& db) {
     follower_.reset();
     store_.reset();
+    db_ = db;
     Result<std::unique_ptr<Store>> s = OpenPostgresStore(db_);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     store_ = std::move(*s);
