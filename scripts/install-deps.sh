@@ -11,7 +11,7 @@ PKGS=(
   libtomlplusplus-dev                            # TOML: the cluster config (src/config/)
   libsqlite3-dev                                 # the server's state (src/state/)
   libpq-dev postgresql-15                        # the PostgreSQL store (libpq's header; libpq5 by dlopen) and the server its tests start
-  libssl-dev openssl                             # TLS (static libssl/libcrypto); tests' certs
+  libssl-dev openssl                             # TLS (headers; libssl3 opened at run time); tests' certs
   libgtest-dev libgmock-dev                      # unit and table-driven tests
   librapidcheck-dev                              # property tests
   libbenchmark-dev                               # make bench

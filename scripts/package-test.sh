@@ -64,6 +64,7 @@ version=$(field "$deb" Version)
 [ "$(field "$compat" Version)" = "$version" ] || fail "the two packages' versions differ"
 depends=$(field "$deb" Depends)
 case "$depends" in *libc6*) ;; *) fail "hachi's Depends has no libc6 (dpkg-shlibdeps): $depends" ;; esac
+case "$depends" in *libssl3*) ;; *) fail "hachi's Depends has no libssl3 (TLS, dlopen): $depends" ;; esac
 [[ "$(field "$compat" Depends)" == *"hachi (= $version)"* ]] ||
   fail "hachi-slurm-compat must depend on hachi (= $version): $(field "$compat" Depends)"
 [[ "$(field "$compat" Conflicts)" == *slurm-client* ]] ||
