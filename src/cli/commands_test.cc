@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "cli/cli_testing.h"
+
 namespace hachi::cli {
 namespace {
 
@@ -79,6 +81,17 @@ TEST(CommandGroups, BuildsOnlyTheInvokedGroup) {
     std::vector<char*> a = Args(r.args);
     AddCommandsFor(app, &exit_code, a);
     EXPECT_EQ(TopLevelNames(app).size(), r.commands) << r.name;
+  }
+}
+
+// main.cc answers `--version` alone before CLI11; with a top-level option first CLI11's
+// own flag does. Both print the same line.
+TEST(CommandGroups, VersionWithAndWithoutCli11) {
+  for (const char* args : {"--version", "--cacert /dev/null --version"}) {
+    SCOPED_TRACE(args);
+    const testing::CmdResult r = testing::Hachi(args);
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_EQ(r.out, "hachi 0.1.0\n");
   }
 }
 

@@ -4,11 +4,6 @@
 #include <cstdio>
 
 namespace hachi::sched {
-namespace {
-
-const GpuShareUse kNoShare;
-
-}  // namespace
 
 std::string ShareText(int milli) {
   char buf[16];
@@ -20,7 +15,12 @@ std::string ShareText(int milli) {
 }
 
 const GpuShareUse& ShareUse(const Node& node, int gpu) {
-  if (gpu < 0 || gpu >= static_cast<int>(node.share_use.size())) return kNoShare;
+  if (gpu < 0 || gpu >= static_cast<int>(node.share_use.size())) {
+    // Made at first use and never destroyed: no static initialiser or exit-time
+    // destructor in every process of the binary (docs/benchmarks.md, "Process start").
+    static const GpuShareUse* no_share = new GpuShareUse;
+    return *no_share;
+  }
   return node.share_use[gpu];
 }
 

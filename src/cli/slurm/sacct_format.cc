@@ -17,29 +17,34 @@ namespace {
 using state::JobRecord;
 using state::JobState;
 
-const std::vector<OptDef> kSacctOpts = {{'j', "jobs", true},
-                                        {'u', "user", true},
-                                        {'A', "account", true},
-                                        {0, "name", true},
-                                        {'r', "partition", true},
-                                        {'S', "starttime", true},
-                                        {'E', "endtime", true},
-                                        {'s', "state", true},
-                                        {'X', "allocations", false},
-                                        {'P', "parsable2", false},
-                                        {'p', "parsable", false},
-                                        {'n', "noheader", false},
-                                        {'a', "allusers", false},
-                                        {'o', "format", true},
-                                        {'b', "brief", false},
-                                        {'D', "duplicates", false},
-                                        {'L', "allclusters", false},
-                                        {0, "noconvert", false},
-                                        {'M', "clusters", true},
-                                        {0, "help", false},
-                                        {0, "usage", false},
-                                        {0, "server", true},
-                                        {0, "uid", true}};
+// Built at the first parse, not at the start of every command (the binary's static
+// initialisers are part of what each process pays: docs/benchmarks.md, "Process start").
+const std::vector<OptDef>& SacctOpts() {
+  static const auto* opts = new std::vector<OptDef>{{'j', "jobs", true},
+                                                    {'u', "user", true},
+                                                    {'A', "account", true},
+                                                    {0, "name", true},
+                                                    {'r', "partition", true},
+                                                    {'S', "starttime", true},
+                                                    {'E', "endtime", true},
+                                                    {'s', "state", true},
+                                                    {'X', "allocations", false},
+                                                    {'P', "parsable2", false},
+                                                    {'p', "parsable", false},
+                                                    {'n', "noheader", false},
+                                                    {'a', "allusers", false},
+                                                    {'o', "format", true},
+                                                    {'b', "brief", false},
+                                                    {'D', "duplicates", false},
+                                                    {'L', "allclusters", false},
+                                                    {0, "noconvert", false},
+                                                    {'M', "clusters", true},
+                                                    {0, "help", false},
+                                                    {0, "usage", false},
+                                                    {0, "server", true},
+                                                    {0, "uid", true}};
+  return *opts;
+}
 
 // One output line: a job, its batch step, or one of its steps (srun).
 struct Line {
@@ -455,7 +460,7 @@ Result<Time> ParseSacctTime(std::string_view text, Time now) {
 
 Result<SacctOptions> ParseSacctArgs(const std::vector<std::string>& args, Time now,
                                     const std::string& me, bool root) {
-  Result<ParsedArgs> p = ParseArgs(args, kSacctOpts);
+  Result<ParsedArgs> p = ParseArgs(args, SacctOpts());
   if (!p.ok()) return p.status();
   if (!p->positional.empty()) {
     return InvalidArgument("Unrecognized argument: " + Clip(p->positional[0]));

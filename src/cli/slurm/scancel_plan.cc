@@ -15,13 +15,18 @@ namespace {
 
 using state::JobRecord;
 
-const std::vector<OptDef> kScancelOpts = {
-    {'s', "signal", true},  {'b', "batch", false}, {'u', "user", true},
-    {'n', "name", true},    {'t', "state", true},  {'p', "partition", true},
-    {'A', "account", true}, {'Q', "quiet", false}, {'v', "verbose", false},
-    {'f', "full", false},   {0, "me", false},      {0, "help", false},
-    {0, "usage", false},    {0, "server", true},   {0, "jobname", true},
-    {'M', "clusters", true}};  // one cluster: accepted (Snakemake: --clusters=all)
+// Built at the first parse, not at the start of every command (the binary's static
+// initialisers are part of what each process pays: docs/benchmarks.md, "Process start").
+const std::vector<OptDef>& ScancelOpts() {
+  static const auto* opts = new std::vector<OptDef>{
+      {'s', "signal", true},  {'b', "batch", false}, {'u', "user", true},
+      {'n', "name", true},    {'t', "state", true},  {'p', "partition", true},
+      {'A', "account", true}, {'Q', "quiet", false}, {'v', "verbose", false},
+      {'f', "full", false},   {0, "me", false},      {0, "help", false},
+      {0, "usage", false},    {0, "server", true},   {0, "jobname", true},
+      {'M', "clusters", true}};  // one cluster: accepted (Snakemake: --clusters=all)
+  return *opts;
+}
 
 constexpr std::pair<std::string_view, int> kSignals[] = {
     {"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"ABRT", SIGABRT},
@@ -34,7 +39,7 @@ constexpr std::pair<std::string_view, int> kSignals[] = {
 
 Result<ScancelOptions> ParseScancelArgs(const std::vector<std::string>& args,
                                         const std::string& me) {
-  Result<ParsedArgs> p = ParseArgs(args, kScancelOpts);
+  Result<ParsedArgs> p = ParseArgs(args, ScancelOpts());
   if (!p.ok()) return p.status();
   ScancelOptions o;
   o.help = p->Has("help");

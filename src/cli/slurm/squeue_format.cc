@@ -16,15 +16,20 @@ namespace {
 using state::JobRecord;
 using state::JobState;
 
-const std::vector<OptDef> kSqueueOpts = {
-    {'h', "noheader", false}, {'r', "array", false},   {0, "start", false},
-    {0, "json", false},       {'o', "format", true},   {'O', "Format", true},
-    {'u', "user", true},      {'n', "name", true},     {'p', "partition", true},
-    {'A', "account", true},   {'t', "states", true},   {'j', "jobs", true},
-    {0, "me", false},         {'a', "all", false},     {'l', "long", false},
-    {0, "noconvert", false},  {'v', "verbose", false}, {0, "help", false},
-    {0, "usage", false},      {0, "server", true},     {0, "state", true},
-    {0, "job", true},         {'M', "clusters", true}};  // one cluster: accepted
+// Built at the first parse, not at the start of every command (the binary's static
+// initialisers are part of what each process pays: docs/benchmarks.md, "Process start").
+const std::vector<OptDef>& SqueueOpts() {
+  static const auto* opts = new std::vector<OptDef>{
+      {'h', "noheader", false}, {'r', "array", false},   {0, "start", false},
+      {0, "json", false},       {'o', "format", true},   {'O', "Format", true},
+      {'u', "user", true},      {'n', "name", true},     {'p', "partition", true},
+      {'A', "account", true},   {'t', "states", true},   {'j', "jobs", true},
+      {0, "me", false},         {'a', "all", false},     {'l', "long", false},
+      {0, "noconvert", false},  {'v', "verbose", false}, {0, "help", false},
+      {0, "usage", false},      {0, "server", true},     {0, "state", true},
+      {0, "job", true},         {'M', "clusters", true}};  // one cluster: accepted
+  return *opts;
+}
 
 // The value a row shows for a code, with Slurm's meaning where Hachi's `hachi queue`
 // differs: %b is TRES_PER_NODE.
@@ -263,7 +268,7 @@ std::string JsonOf(const std::vector<Row>& rows, Time now) {
 
 Result<SqueueOptions> ParseSqueueArgs(const std::vector<std::string>& args,
                                       const std::string& me) {
-  Result<ParsedArgs> p = ParseArgs(args, kSqueueOpts);
+  Result<ParsedArgs> p = ParseArgs(args, SqueueOpts());
   if (!p.ok()) return p.status();
   SqueueOptions o;
   o.help = p->Has("help");
