@@ -19,6 +19,7 @@
 #include "alloc/cache.h"
 #include "sched/cluster.h"
 #include "sched/fragmentation.h"
+#include "sched/gpu_share.h"
 #include "sched/timeline.h"
 
 namespace hachi::sched {
@@ -136,7 +137,7 @@ struct CycleContext {
   // reference, valid until the next Book).
   const GpuShareUse& ShareUseAt(int node, int gpu) const {
     if (share_use.empty() || gpu >= static_cast<int>(share_use[node].size())) {
-      return no_share_;
+      return NoShareUse();
     }
     return share_use[node][gpu];
   }
@@ -214,7 +215,6 @@ struct CycleContext {
  private:
   // Book's part for a GPU share of `user` (the GPU's owner from then on).
   void BookShare(const Allocation& a, const std::string& user);
-  static inline const GpuShareUse no_share_{};
   // Shape's part for a request with a node selection: clears `e->ok` where
   // the selection refuses a node; sets required, choice, bad_selection.
   void ApplySelection(const JobRequest& r, int job_nodes, EligibleSet* e);

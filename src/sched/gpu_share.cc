@@ -14,13 +14,14 @@ std::string ShareText(int milli) {
   return s;
 }
 
+const GpuShareUse& NoShareUse() {
+  // docs/benchmarks.md, "Process start".
+  static const GpuShareUse* no_share = new GpuShareUse;
+  return *no_share;
+}
+
 const GpuShareUse& ShareUse(const Node& node, int gpu) {
-  if (gpu < 0 || gpu >= static_cast<int>(node.share_use.size())) {
-    // Made at first use and never destroyed: no static initialiser or exit-time
-    // destructor in every process of the binary (docs/benchmarks.md, "Process start").
-    static const GpuShareUse* no_share = new GpuShareUse;
-    return *no_share;
-  }
+  if (gpu < 0 || gpu >= static_cast<int>(node.share_use.size())) return NoShareUse();
   return node.share_use[gpu];
 }
 

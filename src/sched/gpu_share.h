@@ -33,6 +33,9 @@ std::string ShareText(int milli);
 // Milli, memory and user of the shares on `gpu` of `node` (zeros and "" when none).
 // A reference into the node, or to an empty use: valid while the node is unchanged.
 const GpuShareUse& ShareUse(const Node& node, int gpu);
+// The empty use (zeros and ""), made at first use and never destroyed: no static
+// initialiser or exit-time destructor in every process of the binary.
+const GpuShareUse& NoShareUse();
 
 // Whether a share of `milli` and `memory_mib` of `user` fits on a GPU of
 // `gpu_memory_mib` next to the shares `u` already there. kOtherUser: there is room, but

@@ -10,7 +10,8 @@ using E = RunEvent;
 
 // The run's lifecycle: every (phase, event) pair not here is refused (asked already, or
 // outranked). A cancel ends every other ask; nothing is asked of a cancelled run.
-const std::vector<RunTransition> kTable = {
+// constexpr: no static initialiser or exit-time destructor in every process.
+constexpr RunTransition kTable[] = {
     {P::kRunning, E::kCancelAsked, P::kCancelling},
     {P::kRunning, E::kRequeueAsked, P::kRequeueing},
     {P::kRunning, E::kPreemptRequeue, P::kPreemptedRequeueing},
@@ -79,7 +80,7 @@ std::string_view RunEventName(RunEvent event) {
   return "?";
 }
 
-const std::vector<RunTransition>& RunTransitions() { return kTable; }
+std::span<const RunTransition> RunTransitions() { return kTable; }
 
 Result<RunState> Transition(const RunState& state, RunEvent event) {
   RunState next = state;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,7 +62,7 @@ struct RunTransition {
 };
 // Every row, for the table test and the docs. The fact events are not rows: they keep
 // the phase and are refused once their fact is set.
-const std::vector<RunTransition>& RunTransitions();
+std::span<const RunTransition> RunTransitions();
 
 // `state` after `event`, or Busy when the table has no such row (the event is ignored:
 // asked already, or outranked by what was asked before).
