@@ -126,7 +126,7 @@ Result<std::vector<state::JobRecord>> ApiClient::Jobs(bool include_finished) {
   for (;;) {
     Result<std::string> body = http_->Call(
         "GET", std::string(api::kApiPrefix) + "/jobs?limit=" + std::to_string(kPage) +
-                   "&after=" + std::to_string(after) +
+                   "&after=" + std::to_string(after) + "&brief=1" +
                    (include_finished ? "&all=1" : ""));
     if (!body.ok()) return body.status();
     Result<json> j = ParseBody(*body);

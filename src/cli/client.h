@@ -36,6 +36,9 @@ class ApiClient {
   static Result<std::unique_ptr<ApiClient>> Connect(const std::string& server_flag);
 
   Result<std::vector<state::JobId>> Submit(const api::SubmitRequest& r);
+  // Every job (finished ones too when asked) as listings show them: without their
+  // environments, and a batch script only as a line saying there is one (GET
+  // /jobs?brief=1).
   Result<std::vector<state::JobRecord>> Jobs(bool include_finished);
   // wait_from: long-poll until the job leaves this state (or wait_ms passes).
   Result<JobView> Job(state::JobId id, const std::string& wait_from = "",

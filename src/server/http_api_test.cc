@@ -164,6 +164,37 @@ TEST_F(HttpApiTest, JobsListInPages) {
   }
 }
 
+// GET /jobs?brief=1, the CLI's listings: no environment, a batch script only as a line
+// saying there is one (a command job's stays empty); GET /jobs and /jobs/ID keep both.
+TEST_F(HttpApiTest, BriefListLeavesOutEnvironmentsAndScripts) {
+  SubmitRequest batch = MakeSubmit().Gpus(1).Hold();
+  batch.spec.SetPayload("#!/bin/sh\necho the-script-body\n", {{"SECRET_ENV", "x"}});
+  const state::JobId batch_id = Submit(*client_, batch);
+  SubmitRequest cmd = MakeSubmit().Gpus(1).Hold();
+  cmd.spec.SetPayload("", {{"SECRET_ENV", "y"}});
+  cmd.spec.argv = {"/bin/true"};
+  const state::JobId cmd_id = Submit(*client_, cmd);
+  ASSERT_GT(cmd_id, batch_id);
+  Result<std::string> brief = client_->Call("GET", kApi + "/jobs?brief=1");
+  ASSERT_TRUE(brief.ok()) << brief.status().ToString();
+  EXPECT_EQ(brief->find("SECRET_ENV"), std::string::npos) << *brief;
+  EXPECT_EQ(brief->find("the-script-body"), std::string::npos) << *brief;
+  const json jobs = json::parse(*brief)["jobs"];
+  ASSERT_EQ(jobs.size(), 2u);
+  EXPECT_TRUE(jobs[0]["spec"]["env"].empty());
+  EXPECT_NE(jobs[0]["spec"]["script"].get<std::string>().find("GET /api/v1/jobs/ID"),
+            std::string::npos)
+      << "a batch job still shows it has a script";
+  EXPECT_EQ(jobs[1]["spec"]["script"], "") << "a command job has none";
+  EXPECT_EQ(jobs[1]["spec"]["argv"], json({"/bin/true"}));
+  for (const std::string& full : {kApi + "/jobs", kApi + "/jobs?brief=0",
+                                  kApi + "/jobs/" + std::to_string(batch_id)}) {
+    Result<std::string> r = client_->Call("GET", full);
+    ASSERT_TRUE(r.ok()) << full;
+    EXPECT_NE(r->find("SECRET_ENV"), std::string::npos) << full;
+  }
+}
+
 TEST_F(HttpApiTest, WaitFromLongPollsUntilTheStateChanges) {
   const state::JobId id = Submit(*client_, MakeSubmit().Gpus(1).Hold());
   const std::string path = kApi + "/jobs/" + std::to_string(id);

@@ -58,9 +58,14 @@ void JobHandlers::ListJobs(const Request& req, Response& res) const {
   const Result<Caller> who = CallerOf(req, *c_);
   const Authorizer& authorizer = c_->authorizer();
   json jobs = json::array();
+  // ?brief=1 (the CLI's listings): no environment, and a batch script only as a line
+  // that says there is one -- a listing of a thousand jobs was mostly environments, the
+  // server's and client's CPU mostly spent on them (docs/benchmarks.md).
+  const bool brief = req.has_param("brief") && req.get_param_value("brief") != "0";
   for (state::JobRecord& r : page) {
     if (!who.ok() || !authorizer.Allows(*who, Action::kSeeJobDetails, Resource::Job(r)))
       RedactJobDetails(&r);
+    if (brief) BriefJobDetails(&r);
     jobs.push_back(api::ToJson(r));
   }
   json j{{"jobs", std::move(jobs)}};
