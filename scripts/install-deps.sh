@@ -7,7 +7,6 @@ set -euo pipefail
 PKGS=(
   build-essential cmake ninja-build              # toolchain
   nlohmann-json3-dev                             # JSON: topology files, --json output
-  libcli11-dev                                   # command line of the hachi binary
   libtomlplusplus-dev                            # TOML: the cluster config (src/config/)
   libsqlite3-dev                                 # the server's state (src/state/)
   libpq-dev postgresql-15                        # the PostgreSQL store (libpq's header; libpq5 by dlopen) and the server its tests start
