@@ -26,6 +26,21 @@ Time Now() { return static_cast<Time>(std::time(nullptr)); }
 
 bool IsNotFound(const Status& s) { return s.code() == StatusCode::kNotFound; }
 
+// A job the server does not know, or one that ended, in the server's words: a cancel's
+// "job N already ended (STATE)" and "array N: all its K tasks already ended"
+// (server/jobs.cc), a signal's "job N is STATE; only running jobs can be signalled"
+// (server/job_control.cc) with STATE a final one.
+bool IsDoneOrUnknown(const Status& s) {
+  if (IsNotFound(s)) return true;
+  const std::string& m = s.message();
+  if (m.find("already ended") != std::string::npos) return true;
+  const size_t is = m.find(" is "), semi = m.find(';');
+  if (is == std::string::npos || semi == std::string::npos || semi < is) return false;
+  state::JobState st;
+  return state::ParseJobState(std::string_view(m).substr(is + 4, semi - is - 4), &st) &&
+         state::IsFinal(st);
+}
+
 }  // namespace
 
 int ScancelMain(const std::vector<std::string>& args) {
@@ -45,14 +60,19 @@ int ScancelMain(const std::vector<std::string>& args) {
     if (!all.ok()) return SlurmFail("scancel", all.status().message());
     jobs = std::move(*all);
   }
+  // Slurm's scancel (22.05, _cancel_job_id): a job that ended or is unknown is no error
+  // for a cancel (exit 0) and, for a signal, fails it without a word; either is said only
+  // with -v. `set -e` scripts and Snakemake cancel jobs that may have just ended.
   int rc = 0;
   for (const ScancelAction& a : PlanScancel(*o, jobs)) {
     Result<std::string> r = (*c)->Call("POST", a.path, a.body);
     if (r.ok()) continue;
-    rc = 1;
-    if (o->quiet) continue;
-    const std::string why =
-        IsNotFound(r.status()) ? "Invalid job id specified" : r.status().message();
+    const bool done = IsDoneOrUnknown(r.status());
+    if (!done || !o->signal.empty()) rc = 1;
+    if (o->quiet || (done && !o->verbose)) continue;
+    const std::string why = IsNotFound(r.status()) ? "Invalid job id specified"
+                            : done ? "Job/step already completing or completed"
+                                   : r.status().message();
     SlurmFail("scancel", (o->signal.empty() ? "Kill job error on job id "
                                             : "Signal job error on job id ") +
                              a.target + ": " + why);

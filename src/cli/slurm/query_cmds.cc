@@ -38,12 +38,13 @@ int SqueueMain(const std::vector<std::string>& args) {
   Result<std::vector<state::JobRecord>> jobs = (*c)->Jobs(finished);
   if (!jobs.ok()) return SlurmFail("squeue", jobs.status().message());
   if (!o->jobs.empty()) {
-    // squeue -j of an unknown id: Slurm's error, exit 1.
+    // squeue -j of an unknown id: Slurm's error (22.05's words), exit 1.
     for (const JobSelector& s : o->jobs) {
       bool found = false;
       for (const state::JobRecord& j : *jobs) found = found || Matches(s, j);
       if (!found && o->jobs.size() == 1) {
-        return SlurmFail("squeue", "Invalid job id specified");
+        std::cerr << "slurm_load_jobs error: Invalid job id specified\n";
+        return 1;
       }
     }
   }

@@ -45,6 +45,7 @@ Result<ScancelOptions> ParseScancelArgs(const std::vector<std::string>& args,
   o.help = p->Has("help");
   o.usage = p->Has("usage");
   o.quiet = p->Has("quiet");
+  o.verbose = p->Has("verbose");
   o.batch_only = p->Has("batch");
   o.server = p->Get("server");
   o.users = p->List("user");

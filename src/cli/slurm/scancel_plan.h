@@ -22,6 +22,7 @@ struct ScancelOptions {
   std::string signal;  // "" cancel; else a name without SIG ("USR1") or a number
   bool batch_only = false;
   bool quiet = false;
+  bool verbose = false;
   std::string server;
   bool HasFilters() const {
     return !users.empty() || !names.empty() || !partitions.empty() || !accounts.empty() ||

@@ -97,10 +97,36 @@ TEST_F(SlurmE2e, AToolsDayThroughTheLinks) {
   CmdResult junk = Run("scancel 12x");
   EXPECT_EQ(junk.exit_code, 1);
   EXPECT_EQ(junk.out, "scancel: error: Invalid job id 12x\n");
-  CmdResult missing = Run("scancel 99999");
-  EXPECT_EQ(missing.exit_code, 1);
+  // A job scancel does not know, or one that ended: no error for a cancel, as Slurm's
+  // (22.05: silent, exit 0; said with -v); a signal to it fails without a word.
+  for (const std::string& id : {std::string("99999"), ok}) {
+    CmdResult quiet = Run("scancel " + id);
+    EXPECT_EQ(quiet.exit_code, 0) << id;
+    EXPECT_EQ(quiet.out, "") << id;
+    CmdResult signal = Run("scancel --signal=USR1 " + id);
+    EXPECT_EQ(signal.exit_code, 1) << id;
+    EXPECT_EQ(signal.out, "") << id;
+  }
+  CmdResult missing = Run("scancel -v 99999");
+  EXPECT_EQ(missing.exit_code, 0);
   EXPECT_EQ(missing.out,
             "scancel: error: Kill job error on job id 99999: Invalid job id specified\n");
+  CmdResult ended_v = Run("scancel -v " + ok);
+  EXPECT_EQ(ended_v.exit_code, 0);
+  EXPECT_EQ(ended_v.out, "scancel: error: Kill job error on job id " + ok +
+                             ": Job/step already completing or completed\n");
+  // squeue -j of a job that ended: nothing but the header (Slurm's default states), so
+  // `while [ -n "$(squeue -h -j ID)" ]` ends; -t all shows it; an unknown id is an error.
+  CmdResult gone = Run("squeue -h -j " + ok);
+  EXPECT_EQ(gone.exit_code, 0);
+  EXPECT_EQ(gone.out, "");
+  EXPECT_EQ(Run("squeue -j " + ok).out,
+            "             JOBID PARTITION     NAME     USER ST       TIME  NODES "
+            "NODELIST(REASON)\n");
+  EXPECT_EQ(Run("squeue -h -t all -o '%i %t' -j " + ok).out, ok + " CD\n");
+  CmdResult unknown = Run("squeue -j 99999");
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_EQ(unknown.out, "slurm_load_jobs error: Invalid job id specified\n");
   EXPECT_EQ(Run("squeue --frob").exit_code, 1);
   // Nine GPUs on one of dev's 8-GPU nodes: refused by the server.
   CmdResult refused_submit = Run("sbatch -G9 --wrap true");

@@ -188,7 +188,9 @@ bool Selected(const SqueueOptions& o, const JobRecord& j) {
   if (o.states_given) {
     state_ok = std::find(o.states.begin(), o.states.end(), j.state) != o.states.end();
   } else {
-    state_ok = !state::IsFinal(j.state) || !o.jobs.empty();
+    // Slurm's default states (pending, running, completing), -j or not: `squeue -h -j ID`
+    // prints nothing once ID ended, which is what every wait loop on it looks for.
+    state_ok = !state::IsFinal(j.state);
   }
   bool job_ok =
       o.jobs.empty() || std::any_of(o.jobs.begin(), o.jobs.end(),
