@@ -93,6 +93,36 @@ TEST(Directives, Options) {
          EXPECT_EQ(o.req.gpus, 3);
          EXPECT_EQ(o.req.gpu_model, "a100");
        }},
+      // A type without a count is one GPU of that type, as Slurm reads it.
+      {"gpus_model_alone",
+       {"--gpus=a100"},
+       "",
+       [](const SubmitOptions& o) {
+         EXPECT_EQ(o.req.gpus, 1);
+         EXPECT_EQ(o.req.gpu_model, "a100");
+       }},
+      {"gres_model_alone_in_script",
+       {},
+       "#!/bin/sh\n#SBATCH --gres=gpu:h100\n",
+       [](const SubmitOptions& o) {
+         EXPECT_EQ(o.req.gpus, 1);
+         EXPECT_EQ(o.req.gpu_model, "h100");
+       }},
+      {"gres_mig_profile_alone",
+       {"--gres=gpu:1g.10gb"},
+       "",
+       [](const SubmitOptions& o) {
+         EXPECT_EQ(o.req.gpus, 1);
+         EXPECT_EQ(o.req.mig_profile, "1g.10gb");
+       }},
+      {"gpus_per_node_model_alone",
+       {"--gpus-per-node=h100", "-N", "2"},
+       "",
+       [](const SubmitOptions& o) {
+         EXPECT_EQ(o.req.gpus_per_node, 1);
+         EXPECT_EQ(o.req.gpus, 2);
+         EXPECT_EQ(o.req.gpu_model, "h100");
+       }},
       {"gpus_per_node",
        {"--gpus-per-node=4", "--nodes", "3"},
        "",
@@ -540,8 +570,8 @@ TEST(Directives, Errors) {
   const std::vector<Case> cases = {
       {"gres_directive_count",
        {},
-       "#!/bin/bash\n\n# setup\n#SBATCH --gres=gpu:x\n",
-       "job.sh:4: #SBATCH --gres=gpu:x: 'x' is not a GPU count"},
+       "#!/bin/bash\n\n# setup\n#SBATCH --gres=gpu:h100:x\n",
+       "job.sh:4: #SBATCH --gres=gpu:h100:x: 'x' is not a GPU count"},
       {"time_flag", {"--time", "9x"}, "", "--time '9x': " + kTime},
       {"time_flag_short", {"-t9x"}, "", "-t '9x': " + kTime},
       {"time_seconds_over_59", {"-t", "1:60"}, "", "-t '1:60': " + kTime},
@@ -617,7 +647,11 @@ TEST(Directives, Errors) {
        {"--gres=gpu:2,shard:1"},
        "",
        "--gres 'gpu:2,shard:1': one GRES only (gpu:N or gpu:MODEL:N)"},
-      {"gpus_bad", {"-G", "two"}, "", "-G 'two': 'two' is not a GPU count"},
+      {"gpus_bad", {"-G", "a100:two"}, "", "-G 'a100:two': 'two' is not a GPU count"},
+      {"gres_model_bad_count",
+       {"--gres=gpu:h100:x"},
+       "",
+       "--gres 'gpu:h100:x': 'x' is not a GPU count"},
       {"gpus_uneven",
        {"--gpus=6", "-N", "4"},
        "",

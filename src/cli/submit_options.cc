@@ -55,6 +55,12 @@ Status ParseGres(std::string_view v, GpuSlot* slot) {
   }
   if (parts.size() > 3) return InvalidArgument("use gpu:N or gpu:MODEL:N");
   std::string_view count = parts.size() == 1 ? "1" : parts.back();
+  // gpu:MODEL: one GPU of that model, as Slurm reads a type without a count.
+  if (parts.size() == 2 && !parts[1].empty() && !ParseCount(parts[1])) {
+    slot->model = std::string(parts[1]);
+    slot->count = 1;
+    return Status::Ok();
+  }
   if (parts.size() == 3) {
     if (parts[1].empty()) return InvalidArgument("empty GPU model (use gpu:MODEL:N)");
     slot->model = std::string(parts[1]);
@@ -67,8 +73,14 @@ Status ParseGres(std::string_view v, GpuSlot* slot) {
   return Status::Ok();
 }
 
-// --gpus / --gpus-per-node: [MODEL:]N.
+// --gpus / --gpus-per-node: [MODEL:]N, or MODEL alone for one GPU of it (Slurm's reading
+// of a type without a count: --gpus=a100).
 Status ParseGpuCount(std::string_view v, GpuSlot* slot) {
+  if (!v.empty() && v.find(':') == std::string_view::npos && !ParseCount(v)) {
+    slot->model = std::string(v);
+    slot->count = 1;
+    return Status::Ok();
+  }
   size_t colon = v.rfind(':');
   std::string_view count = colon == std::string_view::npos ? v : v.substr(colon + 1);
   slot->model = colon == std::string_view::npos ? "" : std::string(v.substr(0, colon));
