@@ -67,9 +67,14 @@ std::string Cwd() {
 Result<api::SubmitRequest> BuildRequest(std::vector<std::string> args, bool run,
                                         SubmitOptions* parsed_out,
                                         std::vector<std::string>* warnings_out,
-                                        const std::string* stdin_script) {
+                                        const std::string* stdin_script,
+                                        bool* bad_option) {
+  bool unused = false;
+  bool& option_error = bad_option != nullptr ? *bad_option : unused;
+  option_error = false;
   const auto dashdash = std::find(args.begin(), args.end(), "--");
   Result<ParsedOptions> flags = ParseFlags(args);
+  option_error = !flags.ok();
   if (!flags.ok()) return flags.status();
   const bool wrapped = run || dashdash != args.end();
   ParsedOptions directives;
@@ -82,6 +87,7 @@ Result<api::SubmitRequest> BuildRequest(std::vector<std::string> args, bool run,
     ss << in.rdbuf();
     script_text = ss.str();
     Result<ParsedOptions> d = ParseDirectives(script_text, BaseName(script_name));
+    option_error = !d.ok();
     if (!d.ok()) return d.status();
     directives = std::move(*d);
   }
@@ -102,14 +108,18 @@ Result<api::SubmitRequest> BuildRequest(std::vector<std::string> args, bool run,
     }
     script_text = *stdin_script;
     Result<ParsedOptions> d = ParseDirectives(script_text, "(standard input)");
+    option_error = !d.ok();
     if (!d.ok()) return d.status();
     directives = std::move(*d);
   }
   Result<SubmitOptions> o = BuildSubmitOptions(directives, *flags);
+  option_error = !o.ok();
   if (!o.ok()) return o.status();
   {  // --begin / --deadline in the submitter's clock and time zone
     const Time now = static_cast<Time>(std::time(nullptr));
-    HACHI_RETURN_IF_ERROR(ResolveSubmitTimes(now, LocalUtcOffset(now), &*o));
+    const Status times = ResolveSubmitTimes(now, LocalUtcOffset(now), &*o);
+    option_error = !times.ok();
+    if (!times.ok()) return times;
   }
   api::SubmitRequest r;
   r.req = o->req;

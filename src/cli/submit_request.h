@@ -18,9 +18,13 @@ namespace hachi::cli {
 // else to stderr as "hachi: warning: ...".
 // `stdin_script`: the batch script when no script file is named and there is no
 // --wrap (sbatch reads its standard input then); null: none, an error as before.
+// `bad_option`, when given, says whether an error came from the options (the command
+// line's or the script's #SBATCH lines) rather than from reading the script: sbatch
+// exits 255 for the first, 1 for the second, as Slurm's does.
 Result<api::SubmitRequest> BuildRequest(std::vector<std::string> args, bool run,
                                         SubmitOptions* parsed_out,
                                         std::vector<std::string>* warnings_out,
-                                        const std::string* stdin_script = nullptr);
+                                        const std::string* stdin_script = nullptr,
+                                        bool* bad_option = nullptr);
 
 }  // namespace hachi::cli

@@ -177,9 +177,16 @@ int SbatchMain(const std::vector<std::string>& argv) {
     }
     stdin_text = std::move(*text);
   }
-  Result<api::SubmitRequest> r = BuildRequest(std::move(args), false, &parsed, &warnings,
-                                              wants_stdin ? &stdin_text : nullptr);
-  if (!r.ok()) return SlurmFail("sbatch", r.status().message());
+  bool bad_option = false;
+  Result<api::SubmitRequest> r =
+      BuildRequest(std::move(args), false, &parsed, &warnings,
+                   wants_stdin ? &stdin_text : nullptr, &bad_option);
+  if (!r.ok()) {
+    SlurmFail("sbatch", r.status().message());
+    // Slurm 22.05's sbatch: 255 for a bad option or value (`--frobnicate`, `-t 9x`),
+    // 1 for a script it cannot use or a submission refused.
+    return bad_option ? 255 : 1;
+  }
   // Slurm's batch step: the script on the first node; srun starts the tasks on all.
   if (!parsed.IsSet("batch-nodes")) r->spec.batch_on_first_node = true;
   if (!own.quiet) {

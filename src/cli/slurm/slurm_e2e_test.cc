@@ -135,6 +135,14 @@ TEST_F(SlurmE2e, AToolsDayThroughTheLinks) {
             0u)
       << refused_submit.out;
 
+  // A bad option or value, on the command line or an #SBATCH line: 255, as Slurm 22.05's
+  // sbatch exits (a script it cannot read, or a refused submission: 1).
+  EXPECT_EQ(Run("sbatch --frobnicate --wrap true").exit_code, 255);
+  EXPECT_EQ(Run("sbatch -t 9x --wrap true").exit_code, 255);
+  Shell("printf '#!/bin/sh\\n#SBATCH -t 9x\\ntrue\\n' > " + dir_ + "/badtime.sh");
+  EXPECT_EQ(Run("sbatch " + dir_ + "/badtime.sh").exit_code, 255);
+  EXPECT_EQ(Run("sbatch " + dir_ + "/no-such-script.sh").exit_code, 1);
+
   // No script named: sbatch reads it from standard input, as Slurm's does.
   CmdResult no_script = Run("sbatch -G1 </dev/null");
   EXPECT_EQ(no_script.exit_code, 1);
