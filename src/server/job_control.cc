@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "api/job_errors.h"
 #include "api/protocol_json.h"
 #include "server/auth.h"
 #include "server/job_service.h"
@@ -21,13 +22,21 @@ Status JobService::Signal(state::JobId id, int signal, bool batch_only, const Ca
   Result<std::vector<state::JobId>> ids = TargetsLocked(id, task, &whole_array);
   if (!ids.ok()) return ids.status();
   std::vector<const state::JobRecord*> running;
+  size_t ended = 0;
   for (state::JobId t : *ids) {
     const state::JobRecord& job = ledger_->image().jobs.at(t);
     HACHI_RETURN_IF_ERROR(
         authorizer_->Authorize(who, Action::kSignal, Resource::Job(job)));
     if (job.state == state::JobState::kRunning) running.push_back(&job);
+    if (state::IsFinal(job.state)) ++ended;
   }
   if (running.empty()) {
+    // Ended: the cancel's refusal, which clients tell apart (scancel --signal is silent
+    // for it, as Slurm's); pending or held: not yet running, busy.
+    if (ended == ids->size()) {
+      return whole_array ? api::ArrayAlreadyEnded(id, ids->size())
+                         : api::JobAlreadyEnded(ledger_->image().jobs.at(ids->front()));
+    }
     if (whole_array) {
       return Busy("array " + std::to_string(id) +
                   " has no running task; only running jobs can be signalled");

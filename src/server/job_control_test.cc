@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "api/job_errors.h"
 #include "server/controller.h"
 #include "server/testing.h"
 
@@ -65,9 +66,13 @@ TEST(JobControl, SignalRefusals) {
   EXPECT_EQ(h->jobs().Signal(999, 10, false, kAlice).code(), StatusCode::kNotFound);
   h.Work("n1");
   h.Exit("n1", running, 0);
+  // An ended job: the cancel's refusal, which scancel --signal tells apart.
   s = h->jobs().Signal(running, 10, false, kAlice);
-  EXPECT_EQ(s.code(), StatusCode::kBusy);
-  EXPECT_NE(s.message().find("is COMPLETED"), std::string::npos) << s.message();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "job " + std::to_string(running) + " already ended (COMPLETED)");
+  EXPECT_TRUE(api::IsAlreadyEnded(s));
+  EXPECT_EQ(h->jobs().Cancel(running, kAlice).message(), s.message());
+  EXPECT_FALSE(api::IsAlreadyEnded(h->jobs().Signal(pending, 10, false, kAlice)));
 }
 
 // The launch carries --signal to the agent, which sends it TIME before the limit itself

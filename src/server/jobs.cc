@@ -3,6 +3,7 @@
 // test_submit.cc.
 #include <string>
 
+#include "api/job_errors.h"
 #include "api/request_limits.h"
 #include "api/submit_checks.h"
 #include "core/bytes.h"
@@ -265,13 +266,8 @@ Status JobService::Cancel(state::JobId id, const Caller& who, int task) {
     if (!state::IsFinal(job.state)) live.push_back(t);
   }
   if (live.empty()) {
-    if (whole_array) {
-      return InvalidArgument("array " + std::to_string(id) + ": all its " +
-                             std::to_string(ids->size()) + " tasks already ended");
-    }
-    const state::JobRecord& job = ledger_->image().jobs.at(ids->front());
-    return InvalidArgument("job " + std::to_string(job.id) + " already ended (" +
-                           std::string(state::JobStateName(job.state)) + ")");
+    if (whole_array) return api::ArrayAlreadyEnded(id, ids->size());
+    return api::JobAlreadyEnded(ledger_->image().jobs.at(ids->front()));
   }
   const std::string reason = "cancelled by " + (who.user.empty() ? "?" : who.user);
   std::vector<state::Edit> edits;

@@ -9,6 +9,7 @@
 #include <ctime>
 #include <iostream>
 
+#include "api/job_errors.h"
 #include "cli/client.h"
 #include "cli/job_cmds.h"
 #include "cli/slurm/scancel_plan.h"
@@ -26,20 +27,8 @@ Time Now() { return static_cast<Time>(std::time(nullptr)); }
 
 bool IsNotFound(const Status& s) { return s.code() == StatusCode::kNotFound; }
 
-// A job the server does not know, or one that ended, in the server's words: a cancel's
-// "job N already ended (STATE)" and "array N: all its K tasks already ended"
-// (server/jobs.cc), a signal's "job N is STATE; only running jobs can be signalled"
-// (server/job_control.cc) with STATE a final one.
-bool IsDoneOrUnknown(const Status& s) {
-  if (IsNotFound(s)) return true;
-  const std::string& m = s.message();
-  if (m.find("already ended") != std::string::npos) return true;
-  const size_t is = m.find(" is "), semi = m.find(';');
-  if (is == std::string::npos || semi == std::string::npos || semi < is) return false;
-  state::JobState st;
-  return state::ParseJobState(std::string_view(m).substr(is + 4, semi - is - 4), &st) &&
-         state::IsFinal(st);
-}
+// A job the server does not know, or one that ended (api/job_errors.h).
+bool IsDoneOrUnknown(const Status& s) { return IsNotFound(s) || api::IsAlreadyEnded(s); }
 
 }  // namespace
 
