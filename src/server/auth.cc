@@ -112,14 +112,6 @@ void RedactJobDetails(state::JobRecord* job) {
                   {});
 }
 
-void BriefJobDetails(state::JobRecord* job) {
-  state::JobSpec& spec = job->spec;
-  if (spec.env().empty() && spec.script().empty()) return;
-  spec.SetPayload(
-      spec.script().empty() ? "" : "# not listed: GET /api/v1/jobs/ID has the script\n",
-      {});
-}
-
 void RedactStrayProcesses(state::NodeStatus* node) {
   for (state::StrayGpuProcess& p : node->stray_processes) {
     // The command line as /proc has it: its first word's base name says what runs.

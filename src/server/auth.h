@@ -64,11 +64,6 @@ using api::CheckJobSpec;
 // and "(N arguments not shown)".
 void RedactJobDetails(state::JobRecord* job);
 
-// A listing's record (GET /jobs?brief=1): the environment dropped, and a batch script
-// replaced by one line saying there is one (GET /jobs/ID has it), so that a display can
-// still tell a batch job from a command.
-void BriefJobDetails(state::JobRecord* job);
-
 // What a node's stray GPU processes (processes no job was given their GPU for) show a
 // caller who is not an admin: each command's base name, not its arguments, which may
 // hold a password as a job's do.

@@ -44,6 +44,21 @@ void JobHandlers::TestSubmit(const Request& req, Response& res) const {
             .dump());
 }
 
+namespace {
+
+// A listing's record (GET /jobs?brief=1): the environment dropped, and a batch script
+// replaced by one line saying there is one (GET /jobs/ID has it), so that a display can
+// still tell a batch job from a command.
+void Brief(state::JobRecord* job) {
+  state::JobSpec& spec = job->spec;
+  if (spec.env().empty() && spec.script().empty()) return;
+  spec.SetPayload(
+      spec.script().empty() ? "" : "# not listed: GET /api/v1/jobs/ID has the script\n",
+      {});
+}
+
+}  // namespace
+
 void JobHandlers::ListJobs(const Request& req, Response& res) const {
   const bool all = req.has_param("all") && req.get_param_value("all") != "0";
   // A page: ids above ?after=, at most ?limit= (docs/api.md); "next_after" says where
@@ -65,7 +80,7 @@ void JobHandlers::ListJobs(const Request& req, Response& res) const {
   for (state::JobRecord& r : page) {
     if (!who.ok() || !authorizer.Allows(*who, Action::kSeeJobDetails, Resource::Job(r)))
       RedactJobDetails(&r);
-    if (brief) BriefJobDetails(&r);
+    if (brief) Brief(&r);
     jobs.push_back(api::ToJson(r));
   }
   json j{{"jobs", std::move(jobs)}};
