@@ -71,34 +71,64 @@ Result<Caller> UserOf(const httplib::Request& req, const Controller& c, bool nam
 
 }  // namespace
 
+namespace {
+
+// The gate's question: who sent `req` and whether they may reach its path at all.
+Result<Caller> Gate(const httplib::Request& req, const Controller& c,
+                    const Authorizer& authorizer, const HttpAuthOptions& options) {
+  static const std::string agents = std::string(api::kApiPrefix) + "/agents/";
+  static const std::string health = std::string(api::kApiPrefix) + "/health";
+  if (StartsWith(req.path, agents)) {
+    // Agents are not users: on these paths the caller is an agent or no one, on
+    // either socket, whatever token or peer credentials come with the request.
+    Caller agent;
+    const std::string sent = req.get_header_value(kClusterSecretHeader);
+    agent.agent = !options.cluster_secret.empty() && !sent.empty() &&
+                  SecretEquals(sent, options.cluster_secret);
+    if (Status st = authorizer.Authorize(agent, Action::kAgent, {}); !st.ok()) return st;
+    return agent;
+  }
+  // Asked for no one in particular: the health check is open whatever the request
+  // carries, even a bad token.
+  if (req.path == health) {
+    if (Status st = authorizer.Authorize({}, Action::kHealth, {}); !st.ok()) return st;
+    return Caller{};
+  }
+  Result<Caller> who = UserOf(req, c, /*named=*/false);
+  if (!who.ok()) return who.status();
+  const bool read = req.method == "GET" || req.method == "HEAD";
+  if (Status st = authorizer.Authorize(*who, read ? Action::kRead : Action::kWrite, {});
+      !st.ok()) {
+    return st;
+  }
+  return who;
+}
+
+}  // namespace
+
 void InstallAuthGate(HttpRouter& s, Controller* c, const HttpAuthOptions& options) {
-  const std::string agents = std::string(api::kApiPrefix) + "/agents/";
-  const std::string health = std::string(api::kApiPrefix) + "/health";
   const Authorizer* authorizer = &c->authorizer();
-  s.set_pre_routing_handler([c, authorizer, options, agents, health](
-                                const httplib::Request& req, httplib::Response& res) {
-    using R = httplib::Server::HandlerResponse;
-    auto admit = [&res](const Status& st) {
-      if (st.ok()) return R::Unhandled;  // on to the handler
-      Refuse(res, st);
-      return R::Handled;
-    };
-    if (StartsWith(req.path, agents)) {
-      // Agents are not users: on these paths the caller is an agent or no one, on
-      // either socket, whatever token or peer credentials come with the request.
-      Caller agent;
-      const std::string sent = req.get_header_value(kClusterSecretHeader);
-      agent.agent = !options.cluster_secret.empty() && !sent.empty() &&
-                    SecretEquals(sent, options.cluster_secret);
-      return admit(authorizer->Authorize(agent, Action::kAgent, {}));
+  s.set_pre_routing_handler(
+      [c, authorizer, options](const httplib::Request& req, httplib::Response& res) {
+        Result<Caller> who = Gate(req, *c, *authorizer, options);
+        if (who.ok()) return httplib::Server::HandlerResponse::Unhandled;  // on
+        Refuse(res, who.status());
+        return httplib::Server::HandlerResponse::Handled;
+      });
+  // The same question on the head alone, asked by the connection layer before it reads
+  // a body and to count a connection as its caller's.
+  s.set_admission_handler([c, authorizer, options](const httplib::Request& req) {
+    Result<Caller> who = Gate(req, *c, *authorizer, options);
+    Admission a;
+    if (!who.ok()) {
+      a.status = who.status();
+    } else if (who->agent || who->admin) {
+      a.peer = Admission::Peer::kPrivileged;
+    } else if (who->authenticated) {
+      a.peer = Admission::Peer::kUser;
+      a.user = who->user.empty() ? "uid " + std::to_string(who->uid) : who->user;
     }
-    // Asked for no one in particular: the health check is open whatever the request
-    // carries, even a bad token.
-    if (req.path == health) return admit(authorizer->Authorize({}, Action::kHealth, {}));
-    Result<Caller> who = UserOf(req, *c, /*named=*/false);
-    if (!who.ok()) return admit(who.status());
-    const bool read = req.method == "GET" || req.method == "HEAD";
-    return admit(authorizer->Authorize(*who, read ? Action::kRead : Action::kWrite, {}));
+    return a;
   });
 }
 

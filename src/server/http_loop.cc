@@ -180,6 +180,9 @@ Status HttpLoop::Start() {
   max_connections_ = options_.max_connections > 0
                          ? options_.max_connections
                          : static_cast<int>(std::max<int64_t>(64, limit - 256));
+  socket_reserve_ = options_.socket_reserve > 0 ? options_.socket_reserve
+                                                : std::max(16, max_connections_ / 8);
+  socket_reserve_ = std::clamp(socket_reserve_, 0, max_connections_ - 1);
   self_uid_ = ::geteuid();
   epoll_ = ::epoll_create1(EPOLL_CLOEXEC);
   wake_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -297,6 +300,14 @@ void HttpLoop::Worker() {
       tasks_.pop_front();
       task.seq = seq_;
     }
+    if (task.admit_only) {
+      Done d;
+      d.conn = task.conn;
+      d.admit_only = true;
+      d.admission = router_->Admitted(*task.req);
+      Post(std::move(d));
+      continue;
+    }
     LongPoll poll;
     poll.started_ = task.started;
     poll.expired_ = task.expired || stopping_.load();
@@ -306,6 +317,9 @@ void HttpLoop::Worker() {
     httplib::Request& req = *task.req;
     req.matches = httplib::Match();
     router_->Handle(req, res, poll);
+    // Asked here, not under mu_: the gate may take the callers' locks (Notify's order).
+    Admission who;
+    if (task.classify && !poll.wait_) who = router_->Admitted(req);
     std::string bytes;
     bool close = false;
     if (!poll.wait_) {
@@ -329,11 +343,28 @@ void HttpLoop::Worker() {
       }
       continue;
     }
-    done_.push_back(Done{task.conn, std::move(bytes), close});
-    if (done_.size() == 1) {
-      const uint64_t one = 1;
-      (void)!::write(wake_, &one, sizeof one);
+    Done d;
+    d.conn = task.conn;
+    d.bytes = std::move(bytes);
+    d.close = close;
+    if (task.classify) {
+      d.classified = true;
+      d.admission = std::move(who);
     }
+    PostLocked(std::move(d));
+  }
+}
+
+void HttpLoop::Post(Done d) {
+  MutexLock lock(&mu_);
+  PostLocked(std::move(d));
+}
+
+void HttpLoop::PostLocked(Done d) {
+  done_.push_back(std::move(d));
+  if (done_.size() == 1) {
+    const uint64_t one = 1;
+    (void)!::write(wake_, &one, sizeof one);
   }
 }
 
@@ -381,12 +412,19 @@ void HttpLoop::TakeDone() {
     auto it = conns_.find(d.conn);
     if (it == conns_.end() || it->second->dead) continue;  // the client went away
     Conn& c = *it->second;
+    if (d.admit_only) {
+      Admitted(c, d.admission);
+      continue;
+    }
+    ReleaseBody(c);
+    if (d.classified) Identify(c, d.admission);
+    const bool close = d.close || c.over_bound;
     // The next request (if already buffered) is read once this reply is out.
-    c.phase = d.close ? Conn::Phase::kClosing : Conn::Phase::kHead;
+    c.phase = close ? Conn::Phase::kClosing : Conn::Phase::kHead;
     c.started_request = !c.in.empty();
-    Queue(c, std::move(d.bytes), d.close);
+    Queue(c, std::move(d.bytes), close);
     if (c.dead || c.phase != Conn::Phase::kHead) continue;
-    if (!c.in.empty()) Parse(c);
+    if (!c.in.empty() && Backlog(c) <= options_.max_reply_backlog) Parse(c);
     if (c.dead) continue;
 #ifdef CPPHTTPLIB_OPENSSL_SUPPORT
     if (c.ssl != nullptr && c.phase == Conn::Phase::kHead && SSL_pending(c.ssl) > 0) {

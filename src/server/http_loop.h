@@ -12,10 +12,21 @@
 //   - make it read a large body: Content-Length past max_body_bytes is refused (413)
 //     before a byte of it is read, and a chunked body as soon as its decoded size passes
 //     max_body_bytes;
-//   - take every descriptor: connections from one TCP address (max_per_address) and of
-//     one Unix-socket uid (max_per_uid; root and the server's own uid go unbounded) are
-//     bounded, and so is the total (the open-files limit, raised at Start to the hard
-//     limit, minus a reserve). A refused connection gets a 503 that says why.
+//   - take every descriptor: connections from one TCP address (max_per_address), of one
+//     Unix-socket uid (max_per_uid; root and the server's own uid go unbounded) and of
+//     one user over TCP (max_per_user, once a request on it says who it is: a token's
+//     user; agents and admins unbounded) are bounded, and so is the total (the
+//     open-files limit, raised at Start to the hard limit, minus a reserve), with room
+//     always kept for the Unix socket. When TCP is full, anonymous connections that
+//     wait for nothing (idle, or a head still coming) are closed to make room, longest
+//     idle first: an agent or a user with a token always gets in. A refused connection
+//     gets a 503 that says why;
+//   - make it read a body from someone it will refuse: the gate (HttpRouter's
+//     Admission) answers on the head, before a byte of the body is read, and bodies
+//     being read or handled are bounded in all and per user;
+//   - make it hold replies: a connection's next request is read only once the client
+//     has taken its replies (max_reply_backlog), so pipelining without reading costs
+//     one reply.
 //
 // The routes are those of cpp-httplib's Server (same Request and Response types, same
 // pre-routing, error and exception handlers), so the API's handlers are unchanged;
@@ -94,8 +105,10 @@ class HttpLoop {
     bool head_only = false;
     SteadyTime started{};
     bool expired = false;
-    bool ran = false;  // it ran before (LongPoll::first)
-    uint64_t seq = 0;  // notifications before this run began
+    bool ran = false;         // it ran before (LongPoll::first)
+    uint64_t seq = 0;         // notifications before this run began
+    bool admit_only = false;  // only HttpRouter::Admitted, before the body is read
+    bool classify = false;    // and Admitted before it runs: the connection is anonymous
   };
   struct Parked {
     Task task;
@@ -106,10 +119,15 @@ class HttpLoop {
     uint64_t conn = 0;
     std::string bytes;  // the whole reply
     bool close = false;
+    bool admit_only = false;
+    bool classified = false;
+    Admission admission;  // admit_only or classified
   };
 
-  void Run();     // the epoll thread
-  void Worker();  // a handler thread
+  void Run();         // the epoll thread
+  void Worker();      // a handler thread
+  void Post(Done d);  // to the epoll thread
+  void PostLocked(Done d) REQUIRES(mu_);
   void Accept(Listener& l);
   void OnEvent(Conn& c, uint32_t events);
   void ReadSome(Conn& c);
@@ -120,6 +138,15 @@ class HttpLoop {
                    bool* has_length);
   bool ParseFraming(Conn& c, const httplib::Request& req, bool has_length);
   bool ParseBody(Conn& c);
+  // After the head (and its Admission): 100 Continue, the body's bytes reserved, the
+  // body's deadline. False after a Fail.
+  bool StartBody(Conn& c);
+  void Admitted(Conn& c, const Admission& a);  // the admit_only task's answer
+  void Identify(Conn& c, const Admission& a);  // count it as its caller's
+  bool ReserveBody(Conn& c, int64_t bytes);    // false: over a bound, and Failed
+  void ReleaseBody(Conn& c);
+  bool EvictAnonymous();  // closes the longest-idle anonymous ones; false: none
+  size_t Backlog(const Conn& c) const;  // reply bytes the client has not taken
   void Dispatch(Conn& c);
   void Fail(Conn& c, int status, const std::string& message);  // reply, then close
   void Queue(Conn& c, std::string bytes, bool close);
@@ -148,6 +175,10 @@ class HttpLoop {
   std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns_;
   std::vector<uint64_t> graveyard_;  // closed this round
   std::unordered_map<std::string, int> per_peer_;
+  int tcp_conns_ = 0;
+  int socket_reserve_ = 0;
+  int64_t body_bytes_ = 0;  // reserved by bodies of users and anonymous callers
+  std::unordered_map<std::string, int64_t> body_bytes_by_user_;
   uint64_t next_id_ = 1;
 
   mutable Mutex mu_;

@@ -14,8 +14,10 @@
 #include <openssl/ssl.h>
 #endif
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <vector>
 
 #include "server/http_loop_conn.h"
 
@@ -65,6 +67,7 @@ void HttpLoop::Accept(Listener& l) {
       } else {
         c->peer_key = "uid:?";
       }
+      c->peer = c->bounded ? Admission::Peer::kUser : Admission::Peer::kPrivileged;
     } else {
       const int yes = 1;
       ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
@@ -80,16 +83,23 @@ void HttpLoop::Accept(Listener& l) {
     const int bound = l.unix_socket ? options_.max_per_uid : options_.max_per_address;
     const int from_peer = c->bounded ? per_peer_[c->peer_key] : 0;
     const char* refusal = nullptr;
-    if (static_cast<int>(conns_.size() - graveyard_.size()) >= max_connections_) {
-      refusal = "the server is at its connection limit; try again later";
-    } else if (c->bounded && from_peer >= bound) {
+    const bool over_peer = c->bounded && from_peer >= bound;
+    // TCP stops socket_reserve_ short of the total, so that the Unix socket always has
+    // room; either side makes room by closing anonymous connections that wait for
+    // nothing.
+    const bool full =
+        static_cast<int>(conns_.size() - graveyard_.size()) >= max_connections_ ||
+        (!l.unix_socket && tcp_conns_ >= max_connections_ - socket_reserve_);
+    if (over_peer) {
       refusal = l.unix_socket ? "too many connections from this user"
                               : "too many connections from this address";
+    } else if (full && !EvictAnonymous()) {
+      refusal = "the server is at its connection limit; try again later";
     }
     if (refusal != nullptr) {
       {
         MutexLock lock(&mu_);
-        ++(from_peer >= bound ? stats_.refused_per_peer : stats_.refused_full);
+        ++(over_peer ? stats_.refused_per_peer : stats_.refused_full);
       }
       const std::string reply = ErrorReply(503, refusal);
       if (!l.tls) (void)!::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL);
@@ -104,6 +114,7 @@ void HttpLoop::Accept(Listener& l) {
     }
 #endif
     if (c->bounded) ++per_peer_[c->peer_key];
+    if (!l.unix_socket) ++tcp_conns_;
     c->deadline = steady_clock::now() + milliseconds(options_.header_timeout_ms);
     c->started_request = true;  // the first request's clock runs from the connect
     Conn& ref = *c;
@@ -122,10 +133,106 @@ void HttpLoop::Accept(Listener& l) {
   }
 }
 
+// Room for a new connection: the anonymous TCP connections that wait for nothing (no
+// request being handled, no reply to send), idle ones first, then those whose head is
+// still coming, each the longest waiting first; a batch at a time, so that a flood does
+// not cost a scan per connection.
+bool HttpLoop::EvictAnonymous() {
+  std::vector<std::pair<std::pair<bool, SteadyTime>, uint64_t>> idle;
+  for (const auto& [id, c] : conns_) {
+    if (c->dead || c->unix_socket || c->peer != Admission::Peer::kAnonymous) continue;
+    if (c->phase != Conn::Phase::kHead || Backlog(*c) > 0) continue;
+    idle.push_back({{c->started_request, c->deadline}, id});
+  }
+  if (idle.empty()) return false;
+  const size_t n = std::max<size_t>(1, idle.size() / 32);
+  std::partial_sort(idle.begin(), idle.begin() + static_cast<std::ptrdiff_t>(n),
+                    idle.end());
+  for (size_t i = 0; i < n; ++i) Close(idle[i].second);
+  MutexLock lock(&mu_);
+  stats_.evicted_idle += static_cast<int64_t>(n);
+  return true;
+}
+
+// A request on an anonymous TCP connection said who sent it: from now on the
+// connection counts as that user's (max_per_user; agents and admins unbounded), not as
+// its address's. Never back: a later anonymous request on it changes nothing.
+void HttpLoop::Identify(Conn& c, const Admission& a) {
+  if (c.unix_socket || c.peer != Admission::Peer::kAnonymous || !a.status.ok() ||
+      a.peer == Admission::Peer::kAnonymous) {
+    return;
+  }
+  if (c.bounded) {
+    auto p = per_peer_.find(c.peer_key);
+    if (p != per_peer_.end() && --p->second <= 0) per_peer_.erase(p);
+  }
+  c.peer = a.peer;
+  if (a.peer == Admission::Peer::kPrivileged) {
+    c.bounded = false;
+    c.peer_key.clear();
+    return;
+  }
+  c.peer_key = "user:" + a.user;
+  c.bounded = true;
+  if (++per_peer_[c.peer_key] > options_.max_per_user) {
+    c.over_bound = true;
+    MutexLock lock(&mu_);
+    ++stats_.over_user_bound;
+  }
+}
+
+// Bodies of agents and admins are not counted; a user's (all anonymous callers being
+// one) are, against their own bound and everyone's.
+bool HttpLoop::ReserveBody(Conn& c, int64_t bytes) {
+  if (c.peer == Admission::Peer::kPrivileged || bytes <= 0) return true;
+  const std::string key = c.peer == Admission::Peer::kAnonymous ? "" : c.peer_key;
+  int64_t& mine = body_bytes_by_user_[key];
+  const char* over = nullptr;
+  if (mine + bytes > options_.max_body_bytes_per_user) {
+    over = "this user's requests being read or handled hold more than ";
+  } else if (body_bytes_ + bytes > options_.max_body_bytes_in_flight) {
+    over = "requests being read or handled hold more than ";
+  }
+  if (over != nullptr) {
+    const int64_t bound = mine + bytes > options_.max_body_bytes_per_user
+                              ? options_.max_body_bytes_per_user
+                              : options_.max_body_bytes_in_flight;
+    if (mine == 0) body_bytes_by_user_.erase(key);
+    {
+      MutexLock lock(&mu_);
+      ++stats_.refused_bodies;
+    }
+    Fail(c, 503,
+         std::string(over) + std::to_string(bound >> 20) +
+             " MiB of bodies; try again shortly");
+    return false;
+  }
+  mine += bytes;
+  body_bytes_ += bytes;
+  c.body_bytes += bytes;
+  return true;
+}
+
+void HttpLoop::ReleaseBody(Conn& c) {
+  if (c.body_bytes == 0) return;
+  const std::string key = c.peer == Admission::Peer::kAnonymous ? "" : c.peer_key;
+  auto it = body_bytes_by_user_.find(key);
+  if (it != body_bytes_by_user_.end() && (it->second -= c.body_bytes) <= 0) {
+    body_bytes_by_user_.erase(it);
+  }
+  body_bytes_ -= c.body_bytes;
+  c.body_bytes = 0;
+}
+
+size_t HttpLoop::Backlog(const Conn& c) const { return c.out.size() - c.out_off; }
+
 void HttpLoop::Rearm(Conn& c) {
   uint32_t want = EPOLLRDHUP;
   if (c.out_off < c.out.size()) want |= EPOLLOUT;
-  if (c.phase == Conn::Phase::kHead || c.phase == Conn::Phase::kBody) want |= EPOLLIN;
+  if ((c.phase == Conn::Phase::kHead && Backlog(c) <= options_.max_reply_backlog) ||
+      c.phase == Conn::Phase::kBody) {
+    want |= EPOLLIN;
+  }
   if (want == c.armed) return;
   epoll_event ev{};
   ev.events = want;
@@ -140,9 +247,17 @@ void HttpLoop::OnEvent(Conn& c, uint32_t events) {
   if (events & EPOLLOUT) {
     Flush(c);
     if (c.dead) return;
+    // The client took its replies: the requests it pipelined meanwhile are read now.
+    if (c.phase == Conn::Phase::kHead && !c.in.empty() &&
+        Backlog(c) <= options_.max_reply_backlog) {
+      Parse(c);
+      if (c.dead) return;
+      Rearm(c);
+    }
   }
   if (events & (EPOLLIN | EPOLLRDHUP)) {
-    if (c.phase == Conn::Phase::kBusy && !(events & EPOLLIN)) {
+    const bool waiting = c.phase == Conn::Phase::kBusy || c.phase == Conn::Phase::kAdmit;
+    if (waiting && !(events & EPOLLIN)) {
       // The client hung up while its request waits or runs: nothing to answer.
       return Close(id);
     }
@@ -154,9 +269,11 @@ void HttpLoop::ReadSome(Conn& c) {
   const uint64_t id = c.id;
   char buf[kReadChunk];
   for (int round = 0; round < 16; ++round) {
-    if (c.phase == Conn::Phase::kBusy || c.phase == Conn::Phase::kClosing) {
-      // Not reading the next request before this one is answered; but a hang-up is
-      // seen (EPOLLRDHUP), and TLS may have records to take in.
+    if (c.phase == Conn::Phase::kBusy || c.phase == Conn::Phase::kClosing ||
+        c.phase == Conn::Phase::kAdmit ||
+        (c.phase == Conn::Phase::kHead && Backlog(c) > options_.max_reply_backlog)) {
+      // Not reading the next request before this one is answered (or its replies
+      // taken); but a hang-up is seen (EPOLLRDHUP), and TLS may have records to take in.
       char probe;
       ssize_t n;
 #ifdef CPPHTTPLIB_OPENSSL_SUPPORT
@@ -269,6 +386,8 @@ void HttpLoop::Close(uint64_t id) {
   }
 #endif
   ::close(c.fd);
+  ReleaseBody(c);
+  if (!c.unix_socket) --tcp_conns_;
   if (c.bounded) {
     auto p = per_peer_.find(c.peer_key);
     if (p != per_peer_.end() && --p->second <= 0) per_peer_.erase(p);

@@ -28,15 +28,21 @@ struct HttpLoop::Listener {
 };
 
 struct HttpLoop::Conn {
-  enum class Phase { kHead, kBody, kBusy, kClosing };
+  // kAdmit: the head waits for the caller's Admission before its body is read.
+  enum class Phase { kHead, kAdmit, kBody, kBusy, kClosing };
   int fd = -1;
   uint64_t id = 0;
   bool unix_socket = false;
 #ifdef CPPHTTPLIB_OPENSSL_SUPPORT
   SSL* ssl = nullptr;
 #endif
-  std::string peer_key;  // what max_per_address / max_per_uid count by
+  std::string peer_key;  // what max_per_address / _per_uid / _per_user count by
   bool bounded = true;   // counted against a per-peer bound
+  // Who it is (HttpRouter::Admit): a TCP connection is anonymous, and first evicted,
+  // until a request on it says otherwise; a Unix socket's is the kernel's uid.
+  Admission::Peer peer = Admission::Peer::kAnonymous;
+  bool over_bound = false;  // its user has too many: closed after this reply
+  int64_t body_bytes = 0;   // reserved for the body being read or handled
   std::string remote_addr;
   int remote_port = -1;
   std::string peer_cred;  // "UID GID PID" on the Unix socket
@@ -70,5 +76,7 @@ std::string SerializeReply(const httplib::Response& res, bool close, bool head_o
 // A reply of the API's error body, then close: 503 unavailable, 5xx internal, else
 // invalid argument.
 std::string ErrorReply(int status, const std::string& message);
+// The same for a Status (its code gives the HTTP status; 401 says how to authenticate).
+std::string ErrorReply(const Status& s);
 
 }  // namespace hachi::server

@@ -17,8 +17,18 @@ struct HttpLoopOptions {
   int idle_timeout_ms = 120000;        // a keep-alive connection with no request
   int write_timeout_ms = 30000;        // a reply the client does not read
   int max_connections = 0;             // 0: the open-files limit minus 256
-  int max_per_address = 4096;          // TCP connections from one address
-  int max_per_uid = 1024;              // Unix-socket connections of one uid
+  // Of those, kept for the Unix socket (TCP connections stop short of it); 0: an
+  // eighth of max_connections, at least 16.
+  int socket_reserve = 0;
+  int max_per_address = 4096;  // TCP connections from one address not yet identified
+  int max_per_uid = 1024;      // Unix-socket connections of one uid
+  int max_per_user = 1024;     // TCP connections of one user (a token's, a job's)
+  // A connection's next request is read only while the replies it has not taken are
+  // under this: a client that pipelines and never reads holds one reply, not all.
+  size_t max_reply_backlog = 64 << 10;
+  // Bodies being read or handled (agents' and admins' apart): in all, and per user.
+  int64_t max_body_bytes_in_flight = 64 << 20;
+  int64_t max_body_bytes_per_user = 16 << 20;
 };
 
 // What the loop has seen since Start (GET /metrics could show it; tests read it).
@@ -31,6 +41,10 @@ struct HttpLoopStats {
   int64_t refused_full = 0;      // over max_connections (or out of descriptors)
   int64_t timed_out = 0;         // header, body or write deadline
   int64_t too_large = 0;         // 413 before or while reading a body
+  int64_t evicted_idle = 0;      // anonymous connections closed to make room
+  int64_t refused_on_head = 0;   // a body never read: the caller was refused
+  int64_t refused_bodies = 0;    // a body over max_body_bytes_in_flight / _per_user
+  int64_t over_user_bound = 0;   // closed after a reply: over max_per_user
 };
 
 }  // namespace hachi::server

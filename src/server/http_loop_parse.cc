@@ -95,6 +95,16 @@ std::string ErrorReply(int status, const std::string& message) {
   return SerializeReply(res, /*close=*/true, false);
 }
 
+std::string ErrorReply(const Status& s) {
+  httplib::Response res;
+  res.status = api::HttpStatusFor(s.code());
+  if (s.code() == StatusCode::kUnauthenticated) {
+    res.set_header("WWW-Authenticate", "Bearer realm=\"hachi\"");
+  }
+  res.set_content(api::ErrorToJson(s), "application/json");
+  return SerializeReply(res, /*close=*/true, false);
+}
+
 void HttpLoop::Parse(Conn& c) {
   while (c.phase == Conn::Phase::kHead || c.phase == Conn::Phase::kBody) {
     if (c.phase == Conn::Phase::kHead) {
@@ -124,7 +134,7 @@ void HttpLoop::Parse(Conn& c) {
       }
       if (!ParseHead(c, end)) return;
       c.in_off = end + 4;
-      if (c.phase == Conn::Phase::kHead) return;  // failed
+      if (c.phase != Conn::Phase::kBody) return;  // failed, or waits for its Admission
     }
     if (c.phase == Conn::Phase::kBody) {
       if (!ParseBody(c)) return;
@@ -153,12 +163,53 @@ bool HttpLoop::ParseHead(Conn& c, size_t end) {
   c.keep_alive = req->version == "HTTP/1.1" ? strcasecmp(conn.c_str(), "close") != 0
                                             : strcasecmp(conn.c_str(), "keep-alive") == 0;
   c.head_only = req->method == "HEAD";
-  if (strcasecmp(req->get_header_value("Expect").c_str(), "100-continue") == 0 &&
-      (c.chunked || c.content_length > 0)) {
+  c.req = std::move(req);
+  if ((c.chunked || c.content_length > 0) && !c.unix_socket &&
+      c.peer == Admission::Peer::kAnonymous) {
+    // Who sends a body is asked before it is read (a handler thread asks: the gate may
+    // wait for locks); Admitted goes on from there.
+    c.phase = Conn::Phase::kAdmit;
+    c.deadline = steady_clock::now() + milliseconds(options_.body_timeout_ms);
+    Task t;
+    t.conn = c.id;
+    t.req = c.req;
+    t.admit_only = true;
+    t.started = steady_clock::now();
+    MutexLock lock(&mu_);
+    tasks_.push_back(std::move(t));
+    work_cv_.Signal();
+    return true;
+  }
+  return StartBody(c);
+}
+
+void HttpLoop::Admitted(Conn& c, const Admission& a) {
+  if (c.phase != Conn::Phase::kAdmit) return;
+  if (!a.status.ok()) {
+    {
+      MutexLock lock(&mu_);
+      ++stats_.refused_on_head;
+    }
+    c.phase = Conn::Phase::kClosing;
+    c.req.reset();
+    Queue(c, ErrorReply(a.status), /*close=*/true);
+    return;
+  }
+  Identify(c, a);
+  if (!StartBody(c)) return;
+  Parse(c);  // what of the body came with the head
+  if (!c.dead) Rearm(c);
+}
+
+bool HttpLoop::StartBody(Conn& c) {
+  const bool has_body = c.chunked || c.content_length > 0;
+  if (!c.chunked && !ReserveBody(c, static_cast<int64_t>(c.content_length))) return false;
+  if (has_body &&
+      strcasecmp(c.req->get_header_value("Expect").c_str(), "100-continue") == 0) {
     Queue(c, "HTTP/1.1 100 Continue\r\n\r\n", false);
     if (c.dead) return false;
   }
-  c.req = std::move(req);
+  if (!c.chunked) c.req->body.reserve(c.content_length);  // counted: reserve exactly
   c.phase = Conn::Phase::kBody;
   const int64_t size = c.chunked ? static_cast<int64_t>(options_.max_body_bytes)
                                  : static_cast<int64_t>(c.content_length);
@@ -330,6 +381,7 @@ bool HttpLoop::ParseBody(Conn& c) {
                    std::to_string(options_.max_body_bytes) + " bytes");
           return false;
         }
+        if (!ReserveBody(c, static_cast<int64_t>(n))) return false;
         if (n == 0) {
           c.chunk = Conn::Chunk::kTrailer;
         } else {
@@ -370,6 +422,7 @@ void HttpLoop::Dispatch(Conn& c) {
   t.req = std::move(c.req);
   t.keep_alive = c.keep_alive;
   t.head_only = c.head_only;
+  t.classify = !c.unix_socket && c.peer == Admission::Peer::kAnonymous;
   t.started = steady_clock::now();
   MutexLock lock(&mu_);
   ++stats_.requests;

@@ -63,6 +63,18 @@ std::string ConnectionMetrics(const HttpLoopStats& st) {
   one("hachi_http_bodies_too_large_total", Type::kCounter,
       "Requests refused (413) for a body past the limit, before reading it.",
       st.too_large);
+  one("hachi_http_idle_connections_closed_total", Type::kCounter,
+      "Anonymous connections that waited for nothing, closed to make room.",
+      st.evicted_idle);
+  w.Begin("hachi_http_bodies_refused_total",
+          "Request bodies never read: the caller was refused on the head, or its bodies "
+          "in flight were over a bound.",
+          Type::kCounter);
+  w.Sample({{"reason", "caller"}}, static_cast<double>(st.refused_on_head));
+  w.Sample({{"reason", "in_flight"}}, static_cast<double>(st.refused_bodies));
+  one("hachi_http_user_connections_over_bound_total", Type::kCounter,
+      "Connections closed after their reply: their user held too many.",
+      st.over_user_bound);
   return w.Take();
 }
 

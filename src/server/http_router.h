@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "core/status.h"
+
 namespace hachi::server {
 
 using SteadyTime = std::chrono::steady_clock::time_point;
@@ -46,6 +48,21 @@ class LongPoll {
   SteadyTime deadline_{};
 };
 
+// Who sent a request, read from its head alone, as the connection layer (server/
+// http_loop.h) bounds its connections and the bodies it reads: per user, nothing for
+// agents and admins, and anonymous callers the first to go. A request refused here is
+// answered without a byte of its body read.
+struct Admission {
+  enum class Peer {
+    kAnonymous,   // no credentials (or the health check's): bounded by address
+    kUser,        // `user`'s connections and bodies counted together, whatever address
+    kPrivileged,  // an agent (the cluster secret) or an admin: room always kept
+  };
+  Status status;  // not ok: refused (its code gives the HTTP status)
+  Peer peer = Peer::kAnonymous;
+  std::string user;
+};
+
 // The routes: cpp-httplib's Server interface for what Hachi uses, plus GetPoll.
 class HttpRouter {
  public:
@@ -55,6 +72,7 @@ class HttpRouter {
   using PollHandler = std::function<void(const Request&, Response&, LongPoll&)>;
   using HandlerResponse = httplib::Server::HandlerResponse;
   using PreRouting = std::function<HandlerResponse(const Request&, Response&)>;
+  using Admit = std::function<Admission(const Request&)>;
   using ExceptionHandler =
       std::function<void(const Request&, Response&, std::exception_ptr)>;
 
@@ -66,6 +84,12 @@ class HttpRouter {
   // A route of any method ("GET", "POST", "DELETE"); `h` may wait, as GetPoll's.
   void Add(const char* method, const std::string& pattern, PollHandler h);
   void set_pre_routing_handler(PreRouting h) { pre_routing_ = std::move(h); }
+  // Who sent a request and whether its body may be read (Admission); without one every
+  // request is admitted as anonymous.
+  void set_admission_handler(Admit h) { admit_ = std::move(h); }
+  Admission Admitted(const Request& req) const {
+    return admit_ ? admit_(req) : Admission{};
+  }
   // Called for every reply of status 400 or more (routed or not: 404 for no route).
   void set_error_handler(Handler h) { error_ = std::move(h); }
   void set_exception_handler(ExceptionHandler h) { exception_ = std::move(h); }
@@ -85,6 +109,7 @@ class HttpRouter {
 
   std::vector<Route> routes_;
   PreRouting pre_routing_;
+  Admit admit_;
   Handler error_;
   ExceptionHandler exception_;
   httplib::Headers reply_headers_;
