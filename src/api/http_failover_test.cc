@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -381,6 +382,47 @@ TEST(HttpFailover, APostThatWasSentIsNeverSentTwice) {
       << r.status().message();
   EXPECT_EQ(stalled.posts, 1);
   EXPECT_EQ(other.posts, 0);
+}
+
+TEST(HttpFailover, AServerThatClosesUnderABodyIsAnErrorNotASigpipe) {
+  // A server at its bound answers 503 and closes before reading the body: the client's
+  // next write to it fails. With SIGPIPE at its default, that killed the CLI and the
+  // agent (exit 141); it must be an error like any other.
+  ::signal(SIGPIPE, SIG_DFL);
+  const int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  ASSERT_EQ(::bind(lfd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(lfd, 16), 0);
+  socklen_t len = sizeof addr;
+  ::getsockname(lfd, reinterpret_cast<sockaddr*>(&addr), &len);
+  std::atomic<int> closed{0};
+  std::thread refuser([&] {
+    for (int i = 0; i < 4; ++i) {
+      const int fd = ::accept(lfd, nullptr, nullptr);
+      if (fd < 0) return;
+      char buf[1024];
+      (void)!::recv(fd, buf, sizeof buf, 0);
+      static const char kRefusal[] =
+          "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
+          "Connection: close\r\n\r\n";
+      (void)!::send(fd, kRefusal, sizeof kRefusal - 1, MSG_NOSIGNAL);
+      linger hard{1, 0};  // a reset: the client's next write fails at once
+      ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+      ::close(fd);
+      ++closed;
+    }
+  });
+  auto c = Client("http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)), 3000);
+  for (int i = 0; i < 3; ++i) {
+    Result<HttpResponse> r = c->Request("POST", "/x", std::string(8 << 20, 'x'));
+    EXPECT_TRUE(!r.ok() || r->status == 503) << r.status().ToString();
+  }
+  EXPECT_GE(closed.load(), 1);
+  ::shutdown(lfd, SHUT_RDWR);
+  ::close(lfd);
+  refuser.join();
 }
 
 TEST(HttpFailover, ABadElementOfTheListIsNamed) {

@@ -822,6 +822,11 @@ Result<agent::AgentOptions> AgentOptionsFrom(const AgentFlags& af, NodeShape* sh
 
 int RunAgent(const AgentFlags& af) {
   const sigset_t stop = BlockStopSignals();
+  // A server that closes a connection the agent is writing to (a refusal, a restart)
+  // must cost a failed request and a retry, not the agent: SIGPIPE would end it with
+  // its jobs left running unmanaged. Jobs and steps get every signal back to its
+  // default before their exec (agent/spawn.cc).
+  ::signal(SIGPIPE, SIG_IGN);
   NodeShape shape;
   Result<agent::AgentOptions> opts = AgentOptionsFrom(af, &shape);
   if (!opts.ok()) return Fail(opts.status());
