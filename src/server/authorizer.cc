@@ -209,6 +209,19 @@ Authorizer::Verdict Authorizer::Decide(const Caller& who, Action action,
     return refuse("only an admin may " + p.verb + (p.object.empty() ? "" : " ") +
                   p.object + " ([auth] admins, docs/config.md)");
   };
+  // A job's credential lives in the job's environment, where a leak (an output file
+  // others can read, a core dump) hands it to someone else: it acts for its job, not
+  // for the job's owner.
+  if (who.job != 0 && action != Action::kHealth && action != Action::kRead &&
+      action != Action::kWrite && (on.job == nullptr || on.job->id != who.job)) {
+    if (why == nullptr) return Verdict::kDenied;
+    const Phrase p = PhraseOf(action, on);
+    *why = "a job's credential (HACHI_JOB_TOKEN) acts only on its own job " +
+           std::to_string(who.job) + ": it may not " + p.verb +
+           (p.object.empty() ? "" : " ") + p.object +
+           " (a token of the user's, `hachi token create`, may)";
+    return Verdict::kDenied;
+  }
   switch (action) {
     case Action::kHealth:
       return Verdict::kAllow;

@@ -51,6 +51,9 @@ struct Caller {
   bool agent = false;          // sent the cluster secret on /agents/* (no user: it reads
                                // and changes only through the agent endpoints)
   bool loopback = false;       // the peer is 127.0.0.0/8 or ::1 ([auth] anonymous_read)
+  // Not 0: the caller holds a job's credential (HACHI_JOB_TOKEN), which acts for that
+  // job alone, not for its owner at large (Authorizer::Authorize).
+  state::JobId job = 0;
 };
 
 // Every kind of request that reads or changes something (docs/api.md).
@@ -148,6 +151,9 @@ class Authorizer {
   //    or an admin.
   //  - kDrain, kResume, kIssueToken, kListTokens, kRevokeToken, kNegativeNice: admins.
   //  - kAgent: agents only.
+  // A job's credential (Caller::job) gets no more than its job needs: reads, and the
+  // actions on that one job (steps, signals, cancel, requeue, hold, release, update,
+  // its details); nothing on other jobs of its owner, no submit, no admin action.
   Status Authorize(const Caller& who, Action action, const Resource& on) const;
   // The same rule without building a message: for a decision taken per item of a
   // listing (the redaction of every job of GET /jobs).

@@ -108,6 +108,14 @@ TEST(Authorizer, EveryRoleTimesEveryAction) {
   claims_admin.authenticated = false;  // a claim, not a proof
   Caller agent;
   agent.agent = true;
+  // Job credentials (HACHI_JOB_TOKEN): alice's for job 7 (the table's job), alice's
+  // for another job of hers, bob's (a member of account vision) for his job 9.
+  Caller own_job = User("alice", 1000);
+  own_job.job = 7;
+  Caller other_job = User("alice", 1000);
+  other_job.job = 8;
+  Caller members_job = User("bob", 1001);
+  members_job.job = 9;
 
   // clang-format off
   const RoleRow rows[] = {
@@ -128,6 +136,10 @@ TEST(Authorizer, EveryRoleTimesEveryAction) {
       {"admin_token",        User("ops", 1100, true), {O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,D}},
       {"root_on_socket",     User("root", 0, true),   {O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,D}},
       {"admin_in_config",    User("dana", 1200),      {O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,O,D}},
+      // A job's credential: its own job as its owner may, nothing else (no submit).
+      {"own_job_credential", own_job,                 {O,O,O,D,O,O,O,O,D,D,D,D,D,O,O,D,O,D,O,D}},
+      {"other_job_credential", other_job,             {O,O,O,D,D,D,D,D,D,D,D,D,D,D,D,D,D,D,D,D}},
+      {"member_job_credential", members_job,          {O,O,O,D,D,D,D,D,D,D,D,D,D,D,D,D,D,D,D,D}},
   };
   // clang-format on
   const Authorizer authorizer = Make(Config());

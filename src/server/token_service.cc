@@ -69,6 +69,7 @@ Result<Caller> TokenService::Authenticate(std::string_view token) const {
     c.uid = it->second.spec.uid;
     c.gid = it->second.spec.gid;
     c.authenticated = true;
+    c.job = job;
     return c;
   }
   const std::string_view id = TokenId(token);
