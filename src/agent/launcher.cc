@@ -21,6 +21,7 @@
 #include "agent/nccl_env.h"
 #include "agent/spawn.h"
 #include "agent/waiter.h"
+#include "api/output_paths.h"
 #include "core/mutex.h"
 #include "core/strings.h"
 
@@ -300,6 +301,7 @@ SpawnRequest ProcessLauncher::ProcessOf(const api::LaunchSpec& spec, bool holder
     req.stdout_dirs = OutputDirChain(files.out);
     if (files.err != files.out) req.stderr_dirs = OutputDirChain(files.err);
   }
+  req.umask = api::JobUmask(spec.spec.env());  // as submitted: the job's drops SLURM_*
   req.switch_user = geteuid() == 0 && spec.spec.uid != 0;
   req.uid = spec.spec.uid;
   req.gid = spec.spec.gid;

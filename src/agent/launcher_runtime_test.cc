@@ -2,9 +2,11 @@
 // every process or to the batch shell alone, --signal's pre-limit signal (on a fake
 // clock, across an agent restart), --open-mode, and output directories made at launch.
 // Real processes under the job waiter, as `hachi agent` runs them.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -13,6 +15,7 @@
 
 #include "agent/launcher.h"
 #include "agent/launcher_testing.h"
+#include "agent/spawn.h"
 #include "agent/testing.h"
 #include "core/clock.h"
 #include "core/testing/paths.h"
@@ -254,6 +257,7 @@ TEST_F(RuntimeTest, OpenModeTruncateByDefaultAppendWhenAsked) {
 TEST_F(RuntimeTest, MissingOutputDirectoriesAreMadeAsTheUser) {
   LaunchBuilder b =
       Job(10).Out("logs/10/%j_0_log.out").Err("errs/%j.err").Sh("echo out; echo err >&2");
+  b.Env("SLURM_UMASK", "0022");  // the submitter's, as sbatch sends it
   const bool root = geteuid() == 0;
   if (root) b.User("nobody", 65534, 65534);
   ASSERT_TRUE(launcher_->Launch(b).ok());
@@ -266,6 +270,60 @@ TEST_F(RuntimeTest, MissingOutputDirectoriesAreMadeAsTheUser) {
   ASSERT_EQ(stat((dir_ + "/logs/10").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0755u);
   EXPECT_EQ(st.st_uid, root ? 65534u : geteuid()) << "made as the job's user";
+}
+
+// A step's workdir is entered as the task's user: where it cannot (missing, or behind
+// a directory the user may not search), the task goes to /tmp saying why, and the
+// answer is what the user's own `cd` would say — root's view of the file system never
+// shows through.
+TEST_F(RuntimeTest, AStepsWorkdirIsTriedAsItsUserAndFallsBackToTmp) {
+  const bool root = geteuid() == 0;
+  const std::string hidden = dir_ + "/private";
+  fs::create_directories(hidden + "/there");
+  ::chmod(hidden.c_str(), 0700);
+  struct Row {
+    std::string workdir;
+    std::string reason;  // what the note says; "" = entered
+  } rows[] = {
+      {dir_, ""},
+      {dir_ + "/missing", "No such file or directory"},
+      // Root could enter it; the task's user cannot even see whether it is there.
+      {hidden + "/there", root ? "Permission denied" : ""},
+      {hidden + "/not-there", root ? "Permission denied" : "No such file or directory"},
+  };
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.workdir);
+    int err[2];
+    ASSERT_EQ(::pipe2(err, O_CLOEXEC), 0);
+    SpawnRequest req;
+    req.argv = {"/bin/sh", "-c", "pwd >&2"};
+    req.exec_paths = {"/bin/sh"};
+    req.workdir = r.workdir;
+    req.workdir_fallback = "/tmp";
+    req.workdir_note = "hachi: n1: couldn't chdir to `" + r.workdir + "': ";
+    req.stdout_path = "/dev/null";
+    req.stderr_fd = err[1];
+    if (root) {
+      req.switch_user = true;
+      req.uid = req.gid = 65534;
+    }
+    Result<Spawned> child = Spawn(req);
+    ::close(err[1]);
+    ASSERT_TRUE(child.ok()) << child.status().ToString();
+    std::string got;
+    char buf[512];
+    for (ssize_t n; (n = ::read(err[0], buf, sizeof buf)) > 0;) {
+      got.append(buf, static_cast<size_t>(n));
+    }
+    ::close(err[0]);
+    ::waitpid(child->pid, nullptr, 0);
+    ::close(child->pidfd);
+    if (r.reason.empty()) {
+      EXPECT_EQ(got, r.workdir + "\n");
+    } else {
+      EXPECT_EQ(got, req.workdir_note + r.reason + ": going to /tmp instead\n/tmp\n");
+    }
+  }
 }
 
 }  // namespace

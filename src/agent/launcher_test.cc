@@ -542,9 +542,24 @@ TEST_F(LauncherTest, OutputPatternsAndSeparateStderr) {
   // Default file, both streams in one.
   Run(Job(51).Sh("echo one; echo two >&2"));
   EXPECT_EQ(Slurp(dir_ + "/hachi-51.out"), "one\ntwo\n");
+  // Without the submitter's umask (a job sent through the API): the user's alone.
   struct stat st {};
   ASSERT_EQ(stat((dir_ + "/hachi-51.out").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  // With it (SLURM_UMASK, which sbatch and hachi submit send): as the submitter's shell
+  // would have made it, for the output and for what the job creates.
+  Run(Job(52).Env("SLURM_UMASK", "0027").Sh("echo x; touch made"));
+  ASSERT_EQ(stat((dir_ + "/hachi-52.out").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0640u);
+  ASSERT_EQ(stat((dir_ + "/made").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0640u);
+  Run(Job(53).Env("SLURM_UMASK", "0022").Sh("echo x"));
+  ASSERT_EQ(stat((dir_ + "/hachi-53.out").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0644u);
+  // Nonsense reads as no umask at all.
+  Run(Job(54).Env("SLURM_UMASK", "0999").Sh("echo x"));
+  ASSERT_EQ(stat((dir_ + "/hachi-54.out").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
 }
 
 struct FailCase {

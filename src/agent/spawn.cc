@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <string_view>
+#include <utility>
 
 #include "agent/waiter.h"
 
@@ -85,6 +87,39 @@ void ApplySetup(int err_fd, const SpawnRequest::Setup& s) {
     Fail(err_fd, Step::kShm, errno);
 }
 
+void WriteAll(int fd, std::string_view s) {
+  while (!s.empty()) {
+    const ssize_t n = write(fd, s.data(), s.size());
+    if (n <= 0) return;
+    s.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+// chdir to the workdir as the job's user (the child's by now); a step's task goes to
+// its fallback instead, saying why on its stderr. strerror is not async-signal-safe:
+// the reasons the kernel gives for a chdir, spelt out.
+void EnterWorkdir(int err_fd, const SpawnRequest& req) {
+  if (chdir(req.workdir.c_str()) == 0) return;
+  const int e = errno;
+  if (req.workdir_fallback.empty()) Fail(err_fd, Step::kChdir, e);
+  static constexpr std::pair<int, std::string_view> kReasons[] = {
+      {ENOENT, "No such file or directory"},
+      {EACCES, "Permission denied"},
+      {ENOTDIR, "Not a directory"},
+      {ELOOP, "Too many levels of symbolic links"},
+      {ENAMETOOLONG, "File name too long"}};
+  std::string_view reason = "cannot enter it";
+  for (const auto& [code, text] : kReasons) {
+    if (code == e) reason = text;
+  }
+  WriteAll(2, req.workdir_note);
+  WriteAll(2, reason);
+  WriteAll(2, ": going to ");
+  WriteAll(2, req.workdir_fallback);
+  WriteAll(2, " instead\n");
+  if (chdir(req.workdir_fallback.c_str()) < 0) Fail(err_fd, Step::kChdir, errno);
+}
+
 // The child between fork and exec: async-signal-safe calls and raw syscalls only
 // (glibc's setuid() would try to synchronise threads that do not exist here).
 [[noreturn]] void Child(int err_fd, const SpawnRequest& req, char* const argv[],
@@ -108,8 +143,7 @@ void ApplySetup(int err_fd, const SpawnRequest::Setup& s) {
     if (syscall(SYS_setresuid, req.uid, req.uid, req.uid) < 0)
       Fail(err_fd, Step::kUid, errno);
   }
-  if (chdir(req.workdir.c_str()) < 0) Fail(err_fd, Step::kChdir, errno);
-  umask(022);
+  umask(req.umask);
   if (req.stdin_fd >= 0) {
     if (dup2(req.stdin_fd, 0) < 0) Fail(err_fd, Step::kStdin, errno);
   } else {
@@ -137,6 +171,9 @@ void ApplySetup(int err_fd, const SpawnRequest::Setup& s) {
     if (err < 0 && dir_failed) Fail(err_fd, Step::kStderrDir, errno);
     if (err < 0 || !MoveTo(err, 2)) Fail(err_fd, Step::kStderr, errno);
   }
+  // After the output is set up (its paths are absolute), so that a step's note on
+  // falling back goes to the task's stderr.
+  EnterWorkdir(err_fd, req);
   // Whatever else the agent has open (sockets, the database) must not leak into jobs.
   syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */);
 

@@ -30,8 +30,8 @@ struct SpawnRequest {
   bool append_output = false;
   // The directories above each output file, outermost first (OutputDirChain): when the
   // file cannot be opened for a missing directory, the child creates these (0755 under
-  // umask 022) with the job's credentials, after switching user, so it can only create
-  // what the user could, and retries.
+  // the job's umask) with the job's credentials, after switching user, so it can only
+  // create what the user could, and retries.
   std::vector<std::string> stdout_dirs;
   std::vector<std::string> stderr_dirs;
   // Job steps: descriptors the child takes as its stdin/stdout/stderr
@@ -43,6 +43,14 @@ struct SpawnRequest {
   // A terminal (a pty's follower, in stdin_fd/stdout_fd/stderr_fd) made the new
   // session's controlling terminal (srun --pty).
   bool controlling_tty = false;
+  // The job's umask (api::JobUmask): its output files and what it creates.
+  mode_t umask = 077;
+  // A step's task: where to go when `workdir` cannot be entered as the task's user
+  // (Slurm's stepd goes to /tmp), writing `workdir_note` and the reason to its stderr
+  // first; "" fails the spawn instead (kChdir). Tried as the user, never as root, so
+  // the answer tells no more than the user could find out.
+  std::string workdir_fallback;
+  std::string workdir_note;
   bool switch_user = false;  // the agent is root and the job is not
   uid_t uid = 0;
   gid_t gid = 0;

@@ -57,14 +57,11 @@ std::string StepOutputPath(const std::string& pattern, const api::LaunchSpec& jo
   return api::ExpandOutputPath(out, job);
 }
 
-bool IsDirectory(const std::string& path) {
-  struct stat st {};
-  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 // A pseudo-terminal for a --pty task: its leader (non-blocking, for the agent) and
-// follower (for the task: owned by the job's user, as login(1) leaves a terminal), with
-// the window size srun gave. Errors: why.
+// follower (for the task: owned by the job's user, mode 0600 — login(1)'s 0620 lets the
+// tty group write(1) to it, but the group here is the user's own, whose other members
+// could then type escape sequences into the session), with the window size srun gave.
+// Errors: why.
 Result<std::pair<int, int>> OpenTerminal(uid_t uid, gid_t gid, int rows, int cols) {
   const int leader = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
   if (leader < 0) return Internal(std::string("posix_openpt: ") + strerror(errno));
@@ -82,7 +79,7 @@ Result<std::pair<int, int>> OpenTerminal(uid_t uid, gid_t gid, int rows, int col
     return Internal(std::string("cannot open ") + name + ": " + strerror(err));
   }
   if (geteuid() == 0 &&
-      (fchown(follower, uid, gid) != 0 || fchmod(follower, 0620) != 0)) {
+      (fchown(follower, uid, gid) != 0 || fchmod(follower, 0600) != 0)) {
     const int err = errno;
     close(leader);
     close(follower);
@@ -164,7 +161,14 @@ StartedTask StartTask(const StepSetup& s, int rank, int local, const std::string
   SpawnRequest req;
   req.argv = l.argv;
   req.env = StepEnvironment(ctx.spec, l, rank, local);
+  // srun's umask, as it sent it (the tasks' environment drops SLURM_*); else the job's.
+  req.umask = api::JobUmask(l.env);
+  if (!api::HasUmask(l.env)) req.umask = api::JobUmask(ctx.spec.spec.env());
   req.workdir = s.workdir;
+  // Slurm's stepd does the same on a node without the submit host's directory; tried
+  // as the task's user (spawn.cc), so that the answer is the user's to know.
+  req.workdir_fallback = "/tmp";
+  req.workdir_note = "hachi: " + node + ": couldn't chdir to `" + s.workdir + "': ";
   req.switch_user = s.switch_user;
   req.uid = ctx.spec.spec.uid;
   req.gid = ctx.spec.spec.gid;
@@ -283,14 +287,6 @@ void StepRunner::Launch(const api::StepLaunch& l) {
   }
   setup.workdir = l.workdir.empty() ? ctx->spec.spec.workdir : l.workdir;
   if (setup.workdir.empty()) setup.workdir = "/";
-  if (!IsDirectory(setup.workdir)) {
-    // Slurm's stepd does the same on a node without the submit host's directory.
-    const std::string note = "hachi: " + options_.node + ": couldn't chdir to `" +
-                             setup.workdir +
-                             "': No such file or directory: going to /tmp instead\n";
-    state_->Append(p, l.tasks.empty() ? 0 : l.tasks[0], 2, note.data(), note.size());
-    setup.workdir = "/tmp";
-  }
   for (size_t i = 0; i < l.tasks.size(); ++i) {
     const int rank = l.tasks[i];
     StartedTask started = StartTask(setup, rank, static_cast<int>(i), options_.node);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 
 namespace hachi::api {
 
@@ -86,6 +87,31 @@ OutputFiles JobOutputFiles(const LaunchSpec& spec) {
   f.err = spec.spec.stderr_path.empty() ? f.out
                                         : ExpandOutputPath(spec.spec.stderr_path, spec);
   return f;
+}
+
+mode_t JobUmask(const state::EnvList& env) {
+  for (const auto& [name, value] : env) {
+    if (name != kUmaskVariable) continue;
+    if (value.empty() || value.size() > 4) break;
+    mode_t mask = 0;
+    for (char c : value) {
+      if (c < '0' || c > '7') return kDefaultJobUmask;
+      mask = static_cast<mode_t>(mask * 8 + static_cast<mode_t>(c - '0'));
+    }
+    return mask & 0777;
+  }
+  return kDefaultJobUmask;
+}
+
+bool HasUmask(const state::EnvList& env) {
+  return std::any_of(env.begin(), env.end(),
+                     [](const auto& kv) { return kv.first == kUmaskVariable; });
+}
+
+std::string UmaskText(mode_t mask) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "%04o", static_cast<unsigned>(mask & 0777));
+  return buf;
 }
 
 }  // namespace hachi::api

@@ -6,6 +6,8 @@
 // Pure functions; thread-safe.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 
 #include "api/launch_spec.h"
@@ -29,5 +31,16 @@ OutputFiles JobOutputFiles(const LaunchSpec& spec);
 // The job's name as HACHI_JOB_NAME and %x show it: spec.spec.name, else the base name
 // of the command, else "hachi".
 std::string JobName(const LaunchSpec& spec);
+
+// The umask a job's files (its output files, what its tasks create) are made under: the
+// submitter's, which the client sends in SLURM_UMASK ("0022") as sbatch does, whatever
+// --export says; without one (a job submitted through the API) 077, so that its output
+// is the user's alone rather than readable by everyone.
+inline constexpr char kUmaskVariable[] = "SLURM_UMASK";
+inline constexpr mode_t kDefaultJobUmask = 077;
+mode_t JobUmask(const state::EnvList& env);
+bool HasUmask(const state::EnvList& env);
+// SLURM_UMASK's text for `mask` ("0022").
+std::string UmaskText(mode_t mask);
 
 }  // namespace hachi::api

@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include <optional>
 #include <thread>
 
+#include "api/output_paths.h"
 #include "api/protocol_json.h"
 #include "api/record_json.h"
 #include "cli/slurm/srun_plan.h"
@@ -133,7 +135,15 @@ state::EnvList ProcessEnvironment() {
     if (eq == std::string::npos || eq == 0) continue;
     env.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
   }
+  AddUmask(&env);
   return env;
+}
+
+void AddUmask(state::EnvList* env) {
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  std::erase_if(*env, [](const auto& kv) { return kv.first == api::kUmaskVariable; });
+  env->emplace_back(api::kUmaskVariable, api::UmaskText(mask));
 }
 
 std::string WorkingDirectory() {

@@ -37,8 +37,12 @@ int RunStep(ApiClient& c, const std::string& server, state::JobId job,
 // Ends interactive allocation `job` with `exit_code` (POST /jobs/ID/complete).
 Status Relinquish(ApiClient& c, state::JobId job, int exit_code);
 
-// The calling process's environment and working directory, as a step inherits them.
+// The calling process's environment and working directory, as a step inherits them
+// (with SLURM_UMASK: AddUmask).
 state::EnvList ProcessEnvironment();
+// Sets SLURM_UMASK in `env` to this process's umask, as sbatch and srun send it: the
+// job's files are created under it (api::JobUmask).
+void AddUmask(state::EnvList* env);
 std::string WorkingDirectory();
 
 }  // namespace hachi::cli

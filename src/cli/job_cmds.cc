@@ -162,7 +162,9 @@ Result<api::SubmitRequest> BuildRequest(std::vector<std::string> args, bool run,
     if (eq == std::string::npos) continue;
     env.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
   }
-  r.spec.set_env(ExportEnvironment(o->export_env, std::move(env)));  // --export
+  state::EnvList exported = ExportEnvironment(o->export_env, std::move(env));  // --export
+  AddUmask(&exported);
+  r.spec.set_env(std::move(exported));
   if (!o->array.empty()) {
     r.array_tasks = ExpandArray(o->array);
     r.array_max_running = o->array.max_running;

@@ -280,6 +280,11 @@ TEST_F(StepsE2e, SrunPtyIsATerminalInsideTheJob) {
   term.Type("echo hello-$((6*7)) job=$SLURM_JOB_ID; tty\r");
   EXPECT_TRUE(term.Expect("hello-42 job=" + id)) << term.all();
   EXPECT_TRUE(term.Expect("/dev/pts/")) << term.all();
+  if (::geteuid() == 0) {
+    // The job's user's alone: not writable by the members of its group.
+    term.Type("stat -c mode=%a $(tty)\r");
+    EXPECT_TRUE(term.Expect("mode=600")) << term.all();
+  }
   // The window: srun's size at the start, and again after a resize (SIGWINCH).
   term.Type("stty size\r");
   EXPECT_TRUE(term.Expect("24 80")) << term.all();
