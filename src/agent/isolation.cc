@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 
 #include "core/cpulist.h"
@@ -72,9 +73,18 @@ int64_t Isolation::NodePidsBudget(int64_t pid_max, int64_t threads_max, int64_t 
   return std::max<int64_t>(0, limit - reserve);
 }
 
-Result<int64_t> Isolation::JobPidsMax(int64_t per_gpu, int gpus, int64_t budget,
-                                      int64_t booked) {
-  const int64_t wanted = per_gpu * std::max(1, gpus);
+Result<int64_t> Isolation::JobPidsMax(int64_t per_gpu, const PidsClaim& claim,
+                                      int64_t budget, int64_t booked) {
+  double share = 1;
+  if (claim.gpus > 0 && claim.node_gpus > 0) {
+    share = claim.gpus / claim.node_gpus;
+  } else if (claim.gpus <= 0 && claim.cpus > 0 && claim.node_cpus > 0) {
+    share = static_cast<double>(claim.cpus) / claim.node_cpus;
+  }
+  const int64_t most =
+      per_gpu * std::max<int64_t>(1, static_cast<int64_t>(std::ceil(claim.gpus)));
+  const int64_t wanted = std::min(
+      most, static_cast<int64_t>(static_cast<double>(budget) * std::min(1.0, share)));
   const int64_t left = budget - booked;
   if (left < kMinJobPids) {
     return Unavailable("the node's pids are taken: running jobs hold " +
@@ -161,8 +171,13 @@ Result<JobIsolation> Isolation::Prepare(const api::LaunchSpec& spec,
     MutexLock lock(&mu_);
     int64_t booked = 0;
     for (const auto& [job, n] : pids_) booked += n;
-    Result<int64_t> pids =
-        JobPidsMax(options_.pids_per_gpu, spec.gpus.size(), pids_budget_, booked);
+    PidsClaim claim;
+    claim.gpus = spec.share_milli > 0 ? spec.share_milli / 1000.0
+                                      : static_cast<double>(spec.gpus.size());
+    claim.node_gpus = static_cast<int>(options_.gpus.size());
+    claim.cpus = spec.cpus;
+    claim.node_cpus = static_cast<int>(node_cpus_.size());
+    Result<int64_t> pids = JobPidsMax(options_.pids_per_gpu, claim, pids_budget_, booked);
     if (!pids.ok()) {
       booked_.erase(spec.job);
       return pids.status();

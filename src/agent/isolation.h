@@ -35,7 +35,7 @@ struct IsolationOptions {
   std::shared_ptr<CgroupDriver> cgroups;  // null: no cgroups (not root, none mounted)
   std::vector<GpuPlacement> gpus;         // by GPU index; missing: minor = index
   std::vector<int> node_cpus;             // empty: the CPUs the agent may run on
-  int64_t pids_per_gpu = 4096;            // pids.max = this x max(1, the job's GPUs)
+  int64_t pids_per_gpu = 4096;  // pids.max at most this x max(1, the job's GPUs)
   // The node's pids kept for the agent and the system: the pids.max of all
   // running jobs together never pass min(kernel.pid_max, kernel.threads-max) minus this.
   // -1: the larger of 4096 and a tenth of that minimum (NodePidsBudget).
@@ -103,11 +103,24 @@ class Isolation {
   // What all jobs' pids.max may add up to on this node: min(pid_max, threads_max) minus
   // the reserve (-1: max(4096, a tenth of that minimum)), at least 0.
   static int64_t NodePidsBudget(int64_t pid_max, int64_t threads_max, int64_t reserve);
-  // The pids.max a job gets: pids_per_gpu x max(1, its GPUs), within what the running
-  // jobs left of the budget; kUnavailable when less than kMinJobPids is left.
+  // What a job holds of its node, which its share of the pids budget follows.
+  struct PidsClaim {
+    double gpus = 0;    // its GPUs (a GPU share: the fraction of one)
+    int node_gpus = 0;  // the node's
+    int cpus = 0;       // its CPUs (0: none asked, it may use all of them)
+    int node_cpus = 0;  // the node's
+  };
+  // The pids.max a job gets: its share of the budget in proportion to what it holds —
+  // its GPUs among the node's, or for a job without GPUs its CPUs among the node's — at
+  // most pids_per_gpu x max(1, its GPUs). The scheduler never books more GPUs than a
+  // node has, so the GPU jobs that run together fit in the budget and none fails to
+  // start for want of pids (each taking 4096 of the 28,672 a pid_max of 32,768 leaves,
+  // the eighth 1-GPU job did). What the running jobs hold is still summed (runs adopted
+  // after an agent restart keep the pids.max their cgroups were given): kUnavailable
+  // when less than kMinJobPids is left.
   static constexpr int64_t kMinJobPids = 64;
-  static Result<int64_t> JobPidsMax(int64_t per_gpu, int gpus, int64_t budget,
-                                    int64_t booked);
+  static Result<int64_t> JobPidsMax(int64_t per_gpu, const PidsClaim& claim,
+                                    int64_t budget, int64_t booked);
   // The budget this isolation enforces and what running jobs hold of it now.
   int64_t pids_budget() const { return pids_budget_; }
   int64_t pids_booked() const EXCLUDES(mu_);
