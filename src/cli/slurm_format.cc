@@ -7,6 +7,7 @@
 #include "api/clock_offset.h"
 #include "cli/table.h"
 #include "core/hostlist.h"
+#include "core/printable.h"
 #include "core/strings.h"
 #include "core/time_format.h"
 #include "sched/dependencies.h"
@@ -202,7 +203,7 @@ std::string QueueValue(const JobRecord& j, Time now, char code) {
     case 'P':
       return j.req.partition;
     case 'j':
-      return j.spec.name;
+      return PrintableText(j.spec.name);
     case 'u':
       return j.req.user;
     case 'a':
@@ -250,7 +251,7 @@ std::string QueueValue(const JobRecord& j, Time now, char code) {
     case 'b':
       return GpusText(j);
     case 'k':
-      return Or(j.spec.comment, "(null)");
+      return Or(PrintableText(j.spec.comment), "(null)");
     case 'Z':
       return j.spec.workdir;
     case 'E':
@@ -590,7 +591,7 @@ std::string FormatShowJob(const JobRecord& j, std::string_view diagnosis, Time n
   const bool running = j.state == JobState::kRunning;
   std::string o;
   auto line = [&](const std::string& s) { o += "   " + s + "\n"; };
-  o += "JobId=" + std::to_string(j.id) + " JobName=" + j.spec.name + "\n";
+  o += "JobId=" + std::to_string(j.id) + " JobName=" + PrintableText(j.spec.name) + "\n";
   line("UserId=" + j.req.user + "(" + std::to_string(j.spec.uid) +
        ") GroupId=" + std::to_string(j.spec.gid) + " MCS_label=N/A");
   line("Account=" + Or(j.req.account, "(null)") + " QOS=" + Or(j.req.qos, "(null)"));
@@ -694,7 +695,7 @@ std::string FormatShowJob(const JobRecord& j, std::string_view diagnosis, Time n
     line("ContainerImage=" + j.spec.container_image +
          (j.spec.shm_mib > 0 ? " ShmSize=" + std::to_string(j.spec.shm_mib) + "M" : ""));
   }
-  if (!j.spec.comment.empty()) line("Comment=" + j.spec.comment);
+  if (!j.spec.comment.empty()) line("Comment=" + PrintableText(j.spec.comment));
   if (!pending && !j.reason.empty()) {  // a running job's: its fence (docs/fencing.md)
     line((j.state == JobState::kRunning ? "Note=" : "EndReason=") + j.reason);
   }

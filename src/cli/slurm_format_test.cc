@@ -192,6 +192,22 @@ TEST_F(SlurmFormat, QueueDefault) {
   ExpectGolden("queue_default.txt", *out);
 }
 
+TEST_F(SlurmFormat, ControlBytesInNamesAndCommentsArePrintedEscaped) {
+  // A name that would clear the screen and retitle the terminal of whoever lists it.
+  JobRecord j =
+      MakeJob(3200).Name("x\x1b[2J\x1b]0;pwned\x07").Gpus(1).Pending("Priority");
+  j.spec.comment = "c\r\x1b[1A";
+  Result<std::string> q = FormatQueue({j}, kNow, "%j|%k");
+  ASSERT_TRUE(q.ok()) << q.status().message();
+  EXPECT_NE(q->find("x\\x1b[2J\\x1b]0;pwned\\x07|c\\x0d\\x1b[1A"), std::string::npos)
+      << *q;
+  const std::string show = FormatShowJob(j, "", kNow);
+  EXPECT_NE(show.find("JobName=x\\x1b[2J"), std::string::npos) << show;
+  EXPECT_NE(show.find("Comment=c\\x0d\\x1b[1A"), std::string::npos) << show;
+  EXPECT_EQ(q->find('\x1b'), std::string::npos);
+  EXPECT_EQ(show.find('\x1b'), std::string::npos);
+}
+
 TEST_F(SlurmFormat, QueueSlurmFormatString) {
   std::vector<JobRecord> jobs = FilterJobs(Jobs(), {});
   SortForQueue(&jobs);

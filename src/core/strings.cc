@@ -10,6 +10,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/printable.h"
+
 namespace hachi {
 
 std::string_view Trim(std::string_view s) {
@@ -110,6 +112,38 @@ std::string StripAnsiEscapes(std::string_view s) {
     } else if (i + 1 < s.size()) {
       ++i;  // a two-byte escape
     }
+  }
+  return out;
+}
+
+std::string PrintableText(std::string_view s) {
+  auto control = [&](size_t i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7f) return 1;
+    if (c == 0xc2 && i + 1 < s.size()) {
+      const auto d = static_cast<unsigned char>(s[i + 1]);
+      if (d >= 0x80 && d <= 0x9f) return 2;
+    }
+    return 0;
+  };
+  size_t i = 0;
+  while (i < s.size() && control(i) == 0) ++i;
+  if (i == s.size()) return std::string(s);  // the common case: nothing to escape
+  std::string out(s.substr(0, i));
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (; i < s.size(); ++i) {
+    const int n = control(i);
+    if (n == 0) {
+      out += s[i];
+      continue;
+    }
+    for (int k = 0; k < n; ++k, ++i) {
+      const auto c = static_cast<unsigned char>(s[i]);
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+    --i;
   }
   return out;
 }

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "core/cpulist.h"
+#include "core/printable.h"
 
 namespace hachi {
 namespace {
@@ -37,6 +38,25 @@ TEST(StringsTest, StripAnsiEscapes) {
   EXPECT_EQ(StripAnsiEscapes("plain\ttext\n"), "plain\ttext\n");
   EXPECT_EQ(StripAnsiEscapes("end\x1b["), "end");  // cut short: dropped, no overrun
   EXPECT_EQ(StripAnsiEscapes("end\x1b"), "end");
+}
+
+TEST(StringsTest, PrintableText) {
+  struct Row {
+    const char* name;
+    std::string in, want;
+  } rows[] = {
+      {"plain", "train-llama", "train-llama"},
+      {"utf8 and backslash", "\xe5\x85\xab a\\b", "\xe5\x85\xab a\\b"},
+      {"escape", "x\x1b]0;pwned\x07y", "x\\x1b]0;pwned\\x07y"},
+      {"newline and cr", "a\nb\rc", "a\\x0ab\\x0dc"},
+      {"del", "a\x7f", "a\\x7f"},
+      {"c1 csi",
+       "a\xc2\x9b"
+       "2J",
+       "a\\xc2\\x9b2J"},
+      {"latin1 kept", "caf\xc3\xa9", "caf\xc3\xa9"},
+  };
+  for (const Row& r : rows) EXPECT_EQ(PrintableText(r.in), r.want) << r.name;
 }
 
 TEST(CpuListTest, ParsesAndFormats) {

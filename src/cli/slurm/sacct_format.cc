@@ -8,6 +8,7 @@
 
 #include "cli/slurm_format.h"
 #include "core/hostlist.h"
+#include "core/printable.h"
 #include "core/strings.h"
 #include "core/time_format.h"
 
@@ -283,7 +284,7 @@ std::string Value(const Line& l, std::string_view field, Time now, const UidOf& 
   };
   if (f == "jobid") return JobIdText(j) + (step ? ".batch" : "");
   if (f == "jobidraw") return std::to_string(j.id) + (step ? ".batch" : "");
-  if (f == "jobname") return step ? "batch" : j.spec.name;
+  if (f == "jobname") return step ? "batch" : PrintableText(j.spec.name);
   if (f == "state") {
     std::string s = SacctState(j, uid_of);
     if (step && StartsWith(s, "CANCELLED")) return "CANCELLED";
@@ -358,7 +359,7 @@ std::string Value(const Line& l, std::string_view field, Time now, const UidOf& 
     if (step) return "";
     return j.req.time_limit > 0 ? std::to_string(j.req.time_limit / 60) : "UNLIMITED";
   }
-  if (f == "comment") return step ? "" : j.spec.comment;
+  if (f == "comment") return step ? "" : PrintableText(j.spec.comment);
   if (f == "reason") return step ? "" : QueueFieldValue(j, now, 'r');
   if (f == "workdir") return step ? "" : j.spec.workdir;
   if (f == "priority") return step ? "" : "0";
