@@ -52,12 +52,28 @@ std::optional<diag::LinkFacts> ReadFacts(const std::string& nvml_library,
   return *std::move(facts);
 }
 
+// A run that could not measure: said on stderr, and with --json as a report of one FAIL
+// item, so that a monitor reading the JSON learns why rather than finding nothing.
+int CannotRun(const CommtestFlags& f, const char* check, const Status& why,
+              const char* fix) {
+  std::fprintf(stderr, "hachi commtest: %s\n", why.message().c_str());
+  if (!f.json) return 2;
+  diag::CommtestReport r;
+  r.size_bytes = f.size;
+  r.threshold = f.threshold;
+  r.checks.push_back({check, diag::CheckStatus::kFail, {}, why.message(), fix});
+  const std::string out = diag::RenderCommtestJson(r);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return 2;
+}
+
 int Run(const CommtestFlags& f) {
   Result<const diag::CudaApi*> cuda =
       diag::LoadCuda(diag::ResolveCudaLibrary(f.cuda_library));
   if (!cuda.ok()) {
-    std::fprintf(stderr, "hachi commtest: %s\n", cuda.status().message().c_str());
-    return 2;
+    return CannotRun(f, "commtest-cuda", cuda.status(),
+                     "install the NVIDIA driver (libcuda.so.1), or name it with "
+                     "--cuda-library");
   }
   std::string why;
   std::optional<diag::LinkFacts> facts = ReadFacts(f.nvml_library, &why);
@@ -69,8 +85,8 @@ int Run(const CommtestFlags& f) {
   Result<diag::CommtestReport> r =
       diag::RunCommtest(**cuda, facts ? &*facts : nullptr, opts);
   if (!r.ok()) {
-    std::fprintf(stderr, "hachi commtest: %s\n", r.status().message().c_str());
-    return 2;
+    return CannotRun(f, "commtest", r.status(),
+                     "run hachi doctor: it names what is wrong with the driver or GPUs");
   }
   if (!facts) r->expectations_note = "no NVML (" + why + "): expected figures unknown";
   const std::string out =

@@ -42,6 +42,22 @@ TEST(CommtestCmdTest, HealthyNodesPass) {
   }
 }
 
+TEST(CommtestCmdTest, WithoutADriverTheJsonSaysWhy) {
+  // A node without libcuda: a monitor reading --json gets a FAIL report naming it, not
+  // an empty stdout.
+  CmdResult r = Shell(hachi::BinaryDir() +
+                      "/hachi commtest --json --cuda-library /nonexistent/libcuda.so.1 "
+                      "2>/dev/null");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << r.out;
+  EXPECT_EQ(j["status"], "FAIL") << r.out;
+  ASSERT_EQ(j["checks"].size(), 1u) << r.out;
+  EXPECT_EQ(j["checks"][0]["check"], "commtest-cuda") << r.out;
+  EXPECT_NE(j["checks"][0].dump().find("/nonexistent/libcuda.so.1"), std::string::npos)
+      << r.out;
+}
+
 TEST(CommtestCmdTest, DegradedPairFailsWithExit2) {
   CmdResult r = Commtest("hgx-h100", "HACHI_FAKE_CUDA_DEGRADE=2-5:0.40", "");
   EXPECT_EQ(r.exit_code, 2) << r.out;
