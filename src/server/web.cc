@@ -26,6 +26,11 @@ void ServeAsset(const httplib::Request& req, httplib::Response& res, const WebAs
   res.set_header("Cache-Control", "no-cache");
   res.set_header("ETag", etag);
   res.set_header("X-Content-Type-Options", "nosniff");
+  // No other site may frame the dashboard (clickjacking a logged-in admin into a
+  // cancel or a drain): the CSP directive for browsers that read it, the older header
+  // for those that do not.
+  res.set_header("Content-Security-Policy", "frame-ancestors 'none'");
+  res.set_header("X-Frame-Options", "DENY");
   if (req.get_header_value("If-None-Match") == etag) {
     res.status = 304;
     return;

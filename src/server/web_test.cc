@@ -103,6 +103,8 @@ TEST_F(WebRoutesTest, ServesTheDashboardWithCacheHeaders) {
   const std::string etag = root->get_header_value("ETag");
   EXPECT_EQ(etag, FindWebAsset("index.html")->etag);
   EXPECT_EQ(root->get_header_value("Cache-Control"), "no-cache");
+  EXPECT_EQ(root->get_header_value("X-Frame-Options"), "DENY");
+  EXPECT_EQ(root->get_header_value("Content-Security-Policy"), "frame-ancestors 'none'");
 
   httplib::Result again = client_->Get("/", {{"If-None-Match", etag}});
   ASSERT_TRUE(again);
