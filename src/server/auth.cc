@@ -110,6 +110,8 @@ void RedactJobDetails(state::JobRecord* job) {
                       ? ""
                       : "# not shown: only the job's owner and admins see its script\n",
                   {});
+  // What its GPUs, CPUs and memory did, as GET /jobs/ID/usage refuses it to others.
+  job->usage = {};
 }
 
 void RedactStrayProcesses(state::NodeStatus* node) {

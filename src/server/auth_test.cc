@@ -17,6 +17,7 @@
 
 #include "api/http_client.h"
 #include "api/protocol_json.h"
+#include "api/record_json.h"
 #include "server/http_api.h"
 #include "server/testing.h"
 #include "state/store.h"
@@ -196,6 +197,19 @@ TEST(Authorization, ForgedUserInTheBodyChangesNothing) {
 }
 
 // ---- Submit checks ----
+
+// GET /jobs/ID/usage refuses another user's job; the listing must not show its figures
+// either.
+TEST(Redaction, AnothersJobShowsNoUsage) {
+  state::JobRecord j;
+  j.spec.argv = {"/bin/train", "--lr=0.1"};
+  j.usage.samples = 40;
+  j.usage.gpu_util = 12.5;
+  j.usage.mem_peak_mib = 900;
+  RedactJobDetails(&j);
+  EXPECT_EQ(j.usage, state::UsageSummary{});
+  EXPECT_EQ(api::JobRecordToJson(j).find("\"usage\""), std::string::npos);
+}
 
 TEST(SubmitChecks, PathsAndFields) {
   struct Row {
