@@ -33,6 +33,7 @@ namespace hachi::agent {
 using topo::ClassifyXid;
 using topo::GpuFault;
 using topo::GpuFaultName;
+using topo::KernelLogSource;
 using topo::KernelXid;
 using topo::ParseNvrmXidLine;
 using topo::XidInfo;
