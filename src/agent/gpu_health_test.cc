@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent/gpu_health_testing.h"
 #include "core/strings.h"
 #include "core/testing/paths.h"
 #include "core/testing/wait_for.h"
@@ -24,6 +25,8 @@
 namespace hachi::agent {
 namespace {
 
+using testing::FakeNode;
+using testing::Recorder;
 using topo::ScopedEnv;
 using topo::TempDir;
 
@@ -65,86 +68,6 @@ TEST(ClassifyXidTest, FaultNames) {
   EXPECT_EQ(GpuFaultName(GpuFault::kFatal), "fatal");
   EXPECT_EQ(GpuFaultName(GpuFault::kNode), "node");
 }
-
-// What the monitor reported, waited on with a deadline.
-class Recorder {
- public:
-  GpuHealthCallback Callback() {
-    return [this](const GpuHealthEvent& e) {
-      std::lock_guard<std::mutex> lock(mu_);
-      events_.push_back(e);
-      cv_.notify_all();
-    };
-  }
-  // The first event matching, waiting up to 10 s for it.
-  template <typename Pred>
-  std::optional<GpuHealthEvent> WaitFor(Pred pred) {
-    std::unique_lock<std::mutex> lock(mu_);
-    std::optional<GpuHealthEvent> found;
-    cv_.wait_for(lock, std::chrono::seconds(10), [&] {
-      for (const GpuHealthEvent& e : events_) {
-        if (pred(e)) {
-          found = e;
-          return true;
-        }
-      }
-      return false;
-    });
-    return found;
-  }
-  std::optional<GpuHealthEvent> WaitFor(int gpu, const std::string& kind) {
-    return WaitFor(
-        [&](const GpuHealthEvent& e) { return e.gpu == gpu && e.kind == kind; });
-  }
-  int Count(int gpu, const std::string& kind) {
-    std::lock_guard<std::mutex> lock(mu_);
-    return CountLocked(gpu, kind);
-  }
-  // Whether `n` such events came within 10 s.
-  bool WaitForCount(int gpu, const std::string& kind, int n) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, std::chrono::seconds(10),
-                        [&] { return CountLocked(gpu, kind) >= n; });
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<GpuHealthEvent> events_;
-
-  int CountLocked(int gpu, const std::string& kind) const {
-    int n = 0;
-    for (const GpuHealthEvent& e : events_) n += e.gpu == gpu && e.kind == kind;
-    return n;
-  }
-};
-
-// An HGX H100 node in the fake NVML, with an events file to append faults to.
-class FakeNode {
- public:
-  explicit FakeNode(const std::string& preset = "hgx-h100")
-      : topology_(
-            "HACHI_FAKE_NVML_TOPOLOGY",
-            dir_.Write("topo.json", topo::TopologyToJson(*topo::LoadPreset(preset)))),
-        events_("HACHI_FAKE_NVML_EVENTS", dir_.path() + "/events") {}
-
-  // Appends one line at once, so the fake never sees half of it.
-  void Inject(const std::string& line) {
-    std::ofstream(dir_.path() + "/events", std::ios::app) << line + "\n";
-  }
-  GpuHealthOptions Options() const {
-    GpuHealthOptions o;
-    o.library = FakeNvmlLibrary();
-    o.event_wait_ms = 50;
-    o.poll_interval_ms = 20;
-    return o;
-  }
-  const TempDir& dir() const { return dir_; }
-
- private:
-  TempDir dir_;
-  ScopedEnv topology_, events_;
-};
 
 TEST(GpuHealthMonitorTest, InjectedFaultsAreReported) {
   struct Case {

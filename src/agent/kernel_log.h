@@ -6,7 +6,8 @@
 //
 // Only the kernel's own records (facility 0) whose message starts with the driver's text
 // count (topo/kernel_log_line.h): an unprivileged user can have the kernel quote an Xid
-// line inside another message.
+// line inside another message. Where NVML watches a GPU, its kernel-log Xids still need
+// NVML's word before they take it out of service (agent/xid_confirm.h).
 //
 // Thread safety: Start/Stop from any thread; the callback runs on the watcher's thread.
 #pragma once
