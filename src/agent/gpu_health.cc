@@ -82,6 +82,9 @@ struct GpuHealthMonitor::Impl {
   // may).
   void ReportLostWhileRegistering();
   std::string BuildSummary() const;
+  // Makes what the monitor thread knows readable from other threads: the summary and
+  // which GPUs' Xids come as events.
+  void Publish() EXCLUDES(mu);
   void Run();
   void Poll();
   std::vector<GpuProcess> ListProcesses();  // every GPU that answers
@@ -117,6 +120,7 @@ struct GpuHealthMonitor::Impl {
   CondVar cv{&mu};
   bool stopping GUARDED_BY(mu) = false;
   std::string summary GUARDED_BY(mu);
+  std::vector<bool> xid_events GUARDED_BY(mu);  // by GPU
 
   // Serialises Close.
   Mutex close_mu;
@@ -163,9 +167,7 @@ Status GpuHealthMonitor::Impl::Open() {
     }
   }
   RegisterEvents();
-  std::string s = BuildSummary();
-  MutexLock lock(&mu);  // before the thread starts, but summary() may ask any time
-  summary = std::move(s);
+  Publish();  // before the thread starts, but summary() may ask any time
   return Status::Ok();
 }
 
@@ -261,6 +263,18 @@ std::string GpuHealthMonitor::Impl::BuildSummary() const {
   }
   if (!lost.empty()) s += "; GPU " + GpuList(lost) + " lost";
   return s;
+}
+
+void GpuHealthMonitor::Impl::Publish() {
+  std::string s = BuildSummary();
+  std::vector<bool> xids(gpus.size());
+  for (size_t g = 0; g < gpus.size(); ++g) {
+    xids[g] = set != nullptr && !gpus[g].lost &&
+              (gpus[g].events & nvml::kEventXidCriticalError) != 0;
+  }
+  MutexLock lock(&mu);
+  summary = std::move(s);
+  xid_events = std::move(xids);
 }
 
 bool GpuHealthMonitor::Impl::Stopping() const {
@@ -459,9 +473,7 @@ void GpuHealthMonitor::Impl::OnWaitError(nvml::Return rc) {
   } else {
     SleepUnlessStopped(options.event_wait_ms);
   }
-  std::string s = BuildSummary();
-  MutexLock lock(&mu);
-  summary = std::move(s);
+  Publish();
 }
 
 void GpuHealthMonitor::Impl::FreeEventSet() {
@@ -499,10 +511,8 @@ void GpuHealthMonitor::Impl::MarkLost(int g, std::string message) {
   if (w.lost) return;
   w.lost = true;
   w.lost_at_start.clear();
+  Publish();  // first: whoever the event wakes sees the GPU lost
   Emit(g, "gpu-lost", 79, GpuFault::kFatal, std::move(message));
-  std::string s = BuildSummary();
-  MutexLock lock(&mu);
-  summary = std::move(s);
 }
 
 void GpuHealthMonitor::Impl::Close() {
@@ -551,6 +561,12 @@ Result<std::unique_ptr<GpuHealthMonitor>> GpuHealthMonitor::Start(
 void GpuHealthMonitor::Stop() { impl_->Close(); }
 
 int GpuHealthMonitor::gpu_count() const { return static_cast<int>(impl_->gpus.size()); }
+
+bool GpuHealthMonitor::WatchesXids(int gpu) const {
+  if (gpu < 0) return false;
+  MutexLock lock(&impl_->mu);
+  return static_cast<size_t>(gpu) < impl_->xid_events.size() && impl_->xid_events[gpu];
+}
 
 std::string GpuHealthMonitor::summary() const {
   MutexLock lock(&impl_->mu);

@@ -10,7 +10,8 @@
 // lost. ParseNvrmXidLine (topo/xid.h) reads the same Xids from the kernel log, for
 // callers that watch it.
 //
-// Thread safety: Start, Stop, gpu_count and summary may be called from any thread. The
+// Thread safety: Start, Stop, gpu_count, WatchesXids and summary may be called from any
+// thread. The
 // callback runs on the monitor's own thread, one call at a time; it must not call Stop
 // (Stop joins that thread). Free functions are pure.
 #pragma once
@@ -33,6 +34,7 @@ namespace hachi::agent {
 using topo::ClassifyXid;
 using topo::GpuFault;
 using topo::GpuFaultName;
+using topo::KernelLogSource;
 using topo::KernelXid;
 using topo::ParseNvrmXidLine;
 using topo::XidInfo;
@@ -101,6 +103,10 @@ class GpuHealthMonitor {
   void Stop();
 
   int gpu_count() const;
+  // Whether NVML reports GPU `gpu`'s Xids as events now: registered, the event set alive
+  // and the GPU not lost. Where it does, a kernel-log Xid can be checked against NVML's
+  // (agent/xid_confirm.h); where it does not, the kernel log is the only source.
+  bool WatchesXids(int gpu) const;
   // "NVML events on 8 GPUs (Xid, ECC); polling every 5s", plus what is not watched.
   std::string summary() const;
 

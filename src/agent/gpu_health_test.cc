@@ -1,6 +1,7 @@
 // GpuHealthMonitor through the real dlopen and NVML event path, against the fake
 // libnvidia-ml.so.1 (src/topo/testdata/fake_nvml/), with faults appended to the file
-// named by HACHI_FAKE_NVML_EVENTS; and the Xid table and kernel-line parser.
+// named by HACHI_FAKE_NVML_EVENTS; and the Xid table (the kernel-line parser's tests:
+// topo/xid_test.cc).
 #include "agent/gpu_health.h"
 
 #include <gtest/gtest.h>
@@ -13,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent/gpu_health_testing.h"
 #include "core/strings.h"
 #include "core/testing/paths.h"
 #include "core/testing/wait_for.h"
@@ -23,6 +25,8 @@
 namespace hachi::agent {
 namespace {
 
+using testing::FakeNode;
+using testing::Recorder;
 using topo::ScopedEnv;
 using topo::TempDir;
 
@@ -64,157 +68,6 @@ TEST(ClassifyXidTest, FaultNames) {
   EXPECT_EQ(GpuFaultName(GpuFault::kFatal), "fatal");
   EXPECT_EQ(GpuFaultName(GpuFault::kNode), "node");
 }
-
-TEST(ParseNvrmXidLineTest, XidLines) {
-  struct Case {
-    std::string name, line;
-    std::string bus_id;
-    int xid;
-    std::string text;
-    int pid;
-    std::string process;
-  };
-  const Case cases[] = {
-      {"dmesg_unknown_pid",
-       "[ 1234.567] NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, "
-       "GPU has fallen off the bus.",
-       "00000000:3B:00.0", 79, "GPU has fallen off the bus.", 0, ""},
-      {"older_form",
-       "NVRM: Xid (0000:18:00): 48, An uncorrectable double bit error (DBE) has been "
-       "detected on GPU in the framebuffer at partition 6, subpartition 0.",
-       "00000000:18:00.0", 48,
-       "An uncorrectable double bit error (DBE) has been detected on GPU in the "
-       "framebuffer at partition 6, subpartition 0.",
-       0, ""},
-      {"syslog_with_process",
-       "Mar  3 10:01:02 gpu07 kernel: NVRM: Xid (PCI:0000:01:00): 13, pid=2421, "
-       "name=python3, Graphics SM Warp Exception on (GPC 0, TPC 0, SM 0): Out Of Range "
-       "Address",
-       "00000000:01:00.0", 13,
-       "Graphics SM Warp Exception on (GPC 0, TPC 0, SM 0): Out Of Range Address", 2421,
-       "python3"},
-      {"no_process_fields", "NVRM: Xid (PCI:0000:2b:00): 79, GPU has fallen off the bus.",
-       "00000000:2B:00.0", 79, "GPU has fallen off the bus.", 0, ""},
-      {"recovery_action",
-       "NVRM: Xid (PCI:0000:b1:00): 154, GPU recovery action changed from 0x0 (None) to "
-       "0x1 (GPU Reset Required)",
-       "00000000:B1:00.0", 154,
-       "GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)", 0, ""},
-      {"bare_number", "NVRM: Xid (PCI:0000:10:1c): 63", "00000000:10:1C.0", 63, "", 0,
-       ""},
-      {"full_bus_id", "NVRM: Xid (PCI:00000000:9a:00.0): 31, pid=77, name=a.out, Ch 08",
-       "00000000:9A:00.0", 31, "Ch 08", 77, "a.out"},
-  };
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.name);
-    std::optional<KernelXid> got = ParseNvrmXidLine(c.line);
-    ASSERT_TRUE(got.has_value());
-    EXPECT_EQ(got->pci_bus_id, c.bus_id);
-    EXPECT_EQ(got->xid, c.xid);
-    EXPECT_EQ(got->text, c.text);
-    EXPECT_EQ(got->pid, c.pid);
-    EXPECT_EQ(got->process, c.process);
-  }
-}
-
-TEST(ParseNvrmXidLineTest, OtherLines) {
-  struct Case {
-    std::string name, line;
-  };
-  const Case cases[] = {
-      {"gpu_at_line", "NVRM: GPU at PCI:0000:2b:00: GPU-0b11d014-1685-04bd-26ed"},
-      {"fallen_off_line", "NVRM: GPU 0000:2b:00.0: GPU has fallen off the bus."},
-      {"nvswitch_sxid", "nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 12028, Non-fatal"},
-      {"not_a_bus_id", "NVRM: Xid (43, pid: 5678): ROBUST_CHANNEL_ERROR"},
-      {"no_number", "NVRM: Xid (PCI:0000:3b:00): GPU has fallen off the bus."},
-      {"number_then_junk", "NVRM: Xid (PCI:0000:3b:00): 79x, GPU has fallen off"},
-      {"empty", ""},
-  };
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.name);
-    EXPECT_FALSE(ParseNvrmXidLine(c.line).has_value());
-  }
-}
-
-// What the monitor reported, waited on with a deadline.
-class Recorder {
- public:
-  GpuHealthCallback Callback() {
-    return [this](const GpuHealthEvent& e) {
-      std::lock_guard<std::mutex> lock(mu_);
-      events_.push_back(e);
-      cv_.notify_all();
-    };
-  }
-  // The first event matching, waiting up to 10 s for it.
-  template <typename Pred>
-  std::optional<GpuHealthEvent> WaitFor(Pred pred) {
-    std::unique_lock<std::mutex> lock(mu_);
-    std::optional<GpuHealthEvent> found;
-    cv_.wait_for(lock, std::chrono::seconds(10), [&] {
-      for (const GpuHealthEvent& e : events_) {
-        if (pred(e)) {
-          found = e;
-          return true;
-        }
-      }
-      return false;
-    });
-    return found;
-  }
-  std::optional<GpuHealthEvent> WaitFor(int gpu, const std::string& kind) {
-    return WaitFor(
-        [&](const GpuHealthEvent& e) { return e.gpu == gpu && e.kind == kind; });
-  }
-  int Count(int gpu, const std::string& kind) {
-    std::lock_guard<std::mutex> lock(mu_);
-    return CountLocked(gpu, kind);
-  }
-  // Whether `n` such events came within 10 s.
-  bool WaitForCount(int gpu, const std::string& kind, int n) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, std::chrono::seconds(10),
-                        [&] { return CountLocked(gpu, kind) >= n; });
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<GpuHealthEvent> events_;
-
-  int CountLocked(int gpu, const std::string& kind) const {
-    int n = 0;
-    for (const GpuHealthEvent& e : events_) n += e.gpu == gpu && e.kind == kind;
-    return n;
-  }
-};
-
-// An HGX H100 node in the fake NVML, with an events file to append faults to.
-class FakeNode {
- public:
-  explicit FakeNode(const std::string& preset = "hgx-h100")
-      : topology_(
-            "HACHI_FAKE_NVML_TOPOLOGY",
-            dir_.Write("topo.json", topo::TopologyToJson(*topo::LoadPreset(preset)))),
-        events_("HACHI_FAKE_NVML_EVENTS", dir_.path() + "/events") {}
-
-  // Appends one line at once, so the fake never sees half of it.
-  void Inject(const std::string& line) {
-    std::ofstream(dir_.path() + "/events", std::ios::app) << line + "\n";
-  }
-  GpuHealthOptions Options() const {
-    GpuHealthOptions o;
-    o.library = FakeNvmlLibrary();
-    o.event_wait_ms = 50;
-    o.poll_interval_ms = 20;
-    return o;
-  }
-  const TempDir& dir() const { return dir_; }
-
- private:
-  TempDir dir_;
-  ScopedEnv topology_, events_;
-};
 
 TEST(GpuHealthMonitorTest, InjectedFaultsAreReported) {
   struct Case {

@@ -52,8 +52,10 @@ struct KernelXidWatcher::Impl {
     size_t start = 0;
     for (size_t nl; (nl = pending.find('\n', start)) != std::string::npos;
          start = nl + 1) {
-      std::optional<KernelXid> x =
-          ParseNvrmXidLine(std::string_view(pending).substr(start, nl - start));
+      // Only the kernel's own records whose message the driver's text starts: a user
+      // can have the kernel quote an Xid line inside another message.
+      std::optional<KernelXid> x = ParseNvrmXidLine(
+          std::string_view(pending).substr(start, nl - start), KernelLogSource::kKmsg);
       if (!x) continue;
       auto g = gpu_by_bus.find(x->pci_bus_id);
       const XidInfo info = ClassifyXid(x->xid);

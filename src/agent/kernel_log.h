@@ -4,6 +4,11 @@
 // driver logs some faults it raises no NVML event for, and the log is readable when NVML
 // is wedged. The server treats a fault reported twice as one.
 //
+// Only the kernel's own records (facility 0) whose message starts with the driver's text
+// count (topo/kernel_log_line.h): an unprivileged user can have the kernel quote an Xid
+// line inside another message. Where NVML watches a GPU, its kernel-log Xids still need
+// NVML's word before they take it out of service (agent/xid_confirm.h).
+//
 // Thread safety: Start/Stop from any thread; the callback runs on the watcher's thread.
 #pragma once
 
@@ -18,8 +23,9 @@ namespace hachi::agent {
 
 class KernelXidWatcher {
  public:
-  // `path`: /dev/kmsg (root can read it), or any file that grows (tests). Reading starts
-  // at its end: only lines logged from now on count. `gpu_by_bus`: NVML-form bus id
+  // `path`: /dev/kmsg (root can read it), or any file of its records that grows (tests).
+  // Reading starts at its end: only lines logged from now on count. `gpu_by_bus`:
+  // NVML-form bus id
   // ("00000000:18:00.0") -> GPU index; a line for another device is reported with gpu -1.
   // kUnavailable when the log cannot be opened (not root, no /dev/kmsg in a container).
   // Events are stamped with `clock`'s time (not owned; outlives the watcher; null:

@@ -1,5 +1,6 @@
 // KernelXidWatcher on a regular file standing in for /dev/kmsg: lines appended after it
-// started are reported (the GPU found by its bus id), earlier ones and other lines not.
+// started are reported (the GPU found by its bus id), earlier ones, other lines and
+// forged ones not.
 #include "agent/kernel_log.h"
 
 #include <gtest/gtest.h>
@@ -57,6 +58,12 @@ TEST(KernelXidWatcher, ReportsNewXidLinesForTheRightGpu) {
   {
     std::ofstream log(path, std::ios::app);
     log << "6,101,2000,-;usb 1-1: new high-speed USB device\n";
+    // Not the driver's lines: its text quoted by another message (a path any user can
+    // have overlayfs log), a record userspace wrote, a continuation line.
+    log << "3,101,2100,-;overlayfs: failed to resolve '/tmp/x/NVRM: Xid "
+           "(PCI:0000:18:00): 79, pid=1, GPU has fallen off the bus': -2\n";
+    log << "12,101,2200,-;NVRM: Xid (PCI:0000:18:00): 79, GPU has fallen off the bus\n";
+    log << " NVRM: Xid (PCI:0000:18:00): 79, GPU has fallen off the bus\n";
     log << "4,102,3000,-;NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', "
            "name=<unknown>, "
            "GPU has fallen off the bus.\n";

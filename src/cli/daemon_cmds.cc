@@ -29,6 +29,7 @@
 #include "agent/lease_file.h"
 #include "agent/nccl_env.h"
 #include "agent/waiter.h"
+#include "agent/xid_confirm.h"
 #include "api/epoch_floor.h"
 #include "api/http_client.h"
 #include "cli/auth_files.h"
@@ -110,9 +111,11 @@ int64_t HostMemoryMib() {
 
 // Watches this machine's GPUs and forwards each fault to the daemon, which reports it to
 // the server: NVML's events and polls (agent/gpu_health.h) and the kernel log's NVRM Xid
-// lines (agent/kernel_log.h). Either may be missing (no NVML, /dev/kmsg not readable);
-// what is watched is said on stderr.
+// lines (agent/kernel_log.h), the latter checked against the former where NVML watches
+// the GPU (agent/xid_confirm.h). Either may be missing (no NVML, /dev/kmsg not
+// readable); what is watched is said on stderr.
 struct GpuWatch {
+  std::shared_ptr<agent::KernelXidConfirmer> confirm;  // both sources' callbacks use it
   std::unique_ptr<agent::GpuHealthMonitor> nvml;
   std::unique_ptr<agent::KernelXidWatcher> kernel_log;
   void Stop() {
@@ -149,14 +152,18 @@ GpuWatch WatchGpus(agent::AgentDaemon* daemon, const std::string& node,
                                              e.message, e.at});
   };
   GpuWatch w;
+  w.confirm = std::make_shared<agent::KernelXidConfirmer>();
   agent::GpuHealthOptions options;
   // Every poll: who runs on the GPUs, so the server can report processes no job was
   // given that GPU for (users who pin GPUs by hand).
   options.on_processes = [daemon](const std::vector<agent::GpuProcess>& procs) {
     daemon->ReportProcesses(agent::DescribeGpuProcesses(procs));
   };
-  Result<std::unique_ptr<agent::GpuHealthMonitor>> m =
-      agent::GpuHealthMonitor::Start(std::move(options), report);
+  Result<std::unique_ptr<agent::GpuHealthMonitor>> m = agent::GpuHealthMonitor::Start(
+      std::move(options), [report, confirm = w.confirm](const agent::GpuHealthEvent& e) {
+        confirm->NoteNvml(e);
+        report(e);
+      });
   if (m.ok()) {
     std::cerr << "hachi agent: " << node << ": GPU health: " << (*m)->summary() << "\n";
     w.nvml = std::move(*m);
@@ -170,8 +177,13 @@ GpuWatch WatchGpus(agent::AgentDaemon* daemon, const std::string& node,
       if (!t->gpu(g).pci_bus_id.empty()) gpu_by_bus[t->gpu(g).pci_bus_id] = g;
     }
   }
-  Result<std::unique_ptr<agent::KernelXidWatcher>> k =
-      agent::KernelXidWatcher::Start("/dev/kmsg", std::move(gpu_by_bus), report);
+  // The monitor outlives the watcher: GpuWatch's members end in reverse order.
+  const agent::GpuHealthMonitor* nvml = w.nvml.get();
+  Result<std::unique_ptr<agent::KernelXidWatcher>> k = agent::KernelXidWatcher::Start(
+      "/dev/kmsg", std::move(gpu_by_bus),
+      [report, nvml, confirm = w.confirm](const agent::GpuHealthEvent& e) {
+        report(confirm->Judge(e, nvml != nullptr && nvml->WatchesXids(e.gpu)));
+      });
   if (k.ok()) {
     w.kernel_log = std::move(*k);
   } else {

@@ -63,10 +63,13 @@ Result<DoctorReport> RunDoctor(const DoctorOptions& opts, const HostFacts& facts
     Append(out, TopologyChecks(r, nvlink, only));
     Append(out, MemoryChecks(r, only));
   }
-  const std::string log =
-      opts.kernel_log.empty() ? UnderRoot(opts.root, "/dev/kmsg") : opts.kernel_log;
-  Append(out, XidChecks(r, log, opts.kernel_log.empty() ? "/dev/kmsg" : opts.kernel_log,
-                        only, opts.xid_since_s, facts.monotonic_usec));
+  // /dev/kmsg's records carry their facility; a saved log may be any text.
+  const KernelLogInput log =
+      opts.kernel_log.empty() ? KernelLogInput{UnderRoot(opts.root, "/dev/kmsg"),
+                                               "/dev/kmsg", topo::KernelLogSource::kKmsg}
+                              : KernelLogInput{opts.kernel_log, opts.kernel_log,
+                                               topo::KernelLogSource::kSavedText};
+  Append(out, XidChecks(r, log, only, opts.xid_since_s, facts.monotonic_usec));
   if (rep.nvml) {
     Append(out, ClockChecks(r, only));
     Append(out, MigChecks(r, e, only));

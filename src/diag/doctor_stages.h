@@ -14,6 +14,7 @@
 #include "diag/doctor.h"
 #include "diag/host_facts.h"
 #include "diag/link_facts.h"
+#include "topo/kernel_log_line.h"
 #include "topo/topology.h"
 
 namespace hachi::diag {
@@ -110,14 +111,22 @@ std::string ReadHostname(const std::string& root);
 std::optional<bool> FabricManagerRunning(const std::string& root);
 std::vector<CheckItem> HostChecks(const std::string& root, const HostFacts& facts);
 
-// doctor_xid.cc: the kernel log's NVRM Xid lines (`path`, read from its start: since
-// boot for /dev/kmsg), one item per GPU and Xid; `shown` is the path as the report names
-// it. `since_s` > 0: only records stamped (kmsg's microseconds since boot) at or after
-// `now_usec` - since_s; a line without a kmsg stamp (a journalctl file) always counts,
-// and without `now_usec` the window cannot apply (said in the evidence).
-std::vector<CheckItem> XidChecks(const NvmlReadings& r, const std::string& path,
-                                 const std::string& shown, int only_gpu,
-                                 int64_t since_s = 0,
+// Where the xid check reads the kernel log: `path`, named `shown` in the report, read as
+// `source` (/dev/kmsg itself, or a log an administrator saved with --kernel-log: the
+// formats of topo/kernel_log_line.h).
+struct KernelLogInput {
+  std::string path;
+  std::string shown;
+  topo::KernelLogSource source = topo::KernelLogSource::kKmsg;
+};
+// doctor_xid.cc: the kernel log's NVRM Xid lines (read from its start: since boot for
+// /dev/kmsg), one item per GPU and Xid; only lines the kernel's NVIDIA driver wrote
+// count (topo/xid.h, ParseNvrmXidLine). `since_s` > 0: only records stamped (kmsg's
+// microseconds since boot) at or after `now_usec` - since_s; a line without a kmsg stamp
+// (a journalctl file) always counts, and without `now_usec` the window cannot apply
+// (said in the evidence).
+std::vector<CheckItem> XidChecks(const NvmlReadings& r, const KernelLogInput& log,
+                                 int only_gpu, int64_t since_s = 0,
                                  std::optional<uint64_t> now_usec = std::nullopt);
 
 // "/proc/mounts" under `root` ("/" leaves it as is).

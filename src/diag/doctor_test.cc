@@ -460,7 +460,7 @@ TEST(DoctorXidTest, GroupedByGpuAndXid) {
   r.gpus[0].bus_id = "00000000:18:00.0";
   r.gpus[1].index = 1;
   r.gpus[1].bus_id = "00000000:19:00.0";
-  std::vector<CheckItem> items = XidChecks(r, log, "/dev/kmsg", -1);
+  std::vector<CheckItem> items = XidChecks(r, {log, "/dev/kmsg"}, -1);
   ASSERT_EQ(items.size(), 3u);
   EXPECT_EQ(items[0].status, CheckStatus::kWarn);  // Xid 13: the application's
   EXPECT_EQ(items[0].gpus, std::vector<int>{0});
@@ -471,13 +471,61 @@ TEST(DoctorXidTest, GroupedByGpuAndXid) {
   EXPECT_TRUE(items[2].gpus.empty());  // a device NVML does not list
   EXPECT_NE(items[2].evidence.find("device 00000000:99:00.0"), std::string::npos);
   // --gpu 0: its lines only.
-  items = XidChecks(r, log, "/dev/kmsg", 0);
+  items = XidChecks(r, {log, "/dev/kmsg"}, 0);
   ASSERT_EQ(items.size(), 1u);
   EXPECT_EQ(items[0].gpus, std::vector<int>{0});
   // A log that cannot be read is a warning, not a pass.
-  items = XidChecks(r, dir.path() + "/none", "/dev/kmsg", -1);
+  items = XidChecks(r, {dir.path() + "/none", "/dev/kmsg"}, -1);
   ASSERT_EQ(items.size(), 1u);
   EXPECT_EQ(items[0].status, CheckStatus::kWarn);
+}
+
+// Only the driver's own lines count: not its text quoted inside another kernel message
+// (overlayfs' error for a lowerdir any user can name), nor records userspace wrote to
+// /dev/kmsg, nor what dmesg and journalctl make of a message with a newline in it.
+TEST(DoctorXidTest, OnlyTheDriversOwnLines) {
+  const std::string forged =
+      "NVRM: Xid (PCI:0000:18:00): 79, pid=1, GPU has fallen off the bus";
+  NvmlReadings r;
+  r.device_count = 2;
+  r.gpus.resize(2);
+  r.gpus[0].bus_id = "00000000:18:00.0";
+  r.gpus[1].index = 1;
+  r.gpus[1].bus_id = "00000000:19:00.0";
+  TempDir dir;
+  const std::string kmsg = dir.Write(
+      "kmsg", "3,340,2795990901,-;overlayfs: failed to resolve '/tmp/x/" + forged +
+                  "': -2\n"
+                  "3,341,2798941488,-;overlayfs: failed to resolve '/tmp/x/a\\x0a" +
+                  forged + "': -2\n" + "12,342,2984424619,-;" + forged + "\n" +
+                  " DEVICE=+" + forged + "\n" +
+                  "4,343,2984424620,-;NVRM: Xid (PCI:0000:19:00): 13, pid=42, "
+                  "name=python, Graphics SM Exception\n");
+  std::vector<CheckItem> items = XidChecks(r, {kmsg, "/dev/kmsg"}, -1);
+  ASSERT_EQ(items.size(), 1u);
+  EXPECT_EQ(items[0].gpus, std::vector<int>{1});
+  EXPECT_EQ(items[0].status, CheckStatus::kWarn);
+  // The same file given as a saved log, and a log in dmesg's and journalctl's forms.
+  items = XidChecks(r, {kmsg, "saved", topo::KernelLogSource::kSavedText}, -1);
+  ASSERT_EQ(items.size(), 1u);
+  EXPECT_EQ(items[0].gpus, std::vector<int>{1});
+  const std::string saved = dir.Write(
+      "saved",
+      "[ 2798.941488] overlayfs: failed to resolve '/tmp/x/a\n"
+      "               " +
+          forged + "': -2\n" + forged + "': -2\n" +  // dmesg -t
+          "Mar  3 10:01:02 gpu07 kernel: overlayfs: failed to resolve '/tmp/x/" + forged +
+          "': -2\n" +
+          "Mar  3 10:01:03 gpu07 kernel: NVRM: Xid (PCI:0000:19:00): 48, pid=7, "
+          "name=x, DBE\n");
+  items = XidChecks(r, {saved, "saved", topo::KernelLogSource::kSavedText}, -1);
+  ASSERT_EQ(items.size(), 1u);
+  EXPECT_EQ(items[0].gpus, std::vector<int>{1});
+  EXPECT_EQ(items[0].status, CheckStatus::kFail);
+  EXPECT_NE(items[0].evidence.find(
+                "1 line in saved since boot: NVRM: Xid (PCI:0000:19:00): 48"),
+            std::string::npos)
+      << items[0].evidence;
 }
 
 // --xid-since: only /dev/kmsg records stamped in the window count (a GPU back from
@@ -495,20 +543,20 @@ TEST(DoctorXidTest, SinceAWindow) {
   r.gpus[0].bus_id = "00000000:18:00.0";
   r.gpus[1].index = 1;
   r.gpus[1].bus_id = "00000000:19:00.0";
-  std::vector<CheckItem> items = XidChecks(r, log, "/dev/kmsg", -1, 10, 100000000);
+  std::vector<CheckItem> items = XidChecks(r, {log, "/dev/kmsg"}, -1, 10, 100000000);
   ASSERT_EQ(items.size(), 1u);
   EXPECT_EQ(items[0].gpus, std::vector<int>{0});
   EXPECT_NE(items[0].evidence.find("1 line in /dev/kmsg in the last 10s"),
             std::string::npos)
       << items[0].evidence;
   // GPU 1's Xid 79 is history in that window: it passes.
-  items = XidChecks(r, log, "/dev/kmsg", 1, 10, 100000000);
+  items = XidChecks(r, {log, "/dev/kmsg"}, 1, 10, 100000000);
   ASSERT_EQ(items.size(), 1u);
   EXPECT_EQ(items[0].status, CheckStatus::kOk);
   EXPECT_EQ(items[0].evidence,
             "no NVRM Xid lines in /dev/kmsg for GPU 1 in the last 10s");
   // Without the clock the window cannot be placed: since boot, and said.
-  items = XidChecks(r, log, "/dev/kmsg", 1, 10, std::nullopt);
+  items = XidChecks(r, {log, "/dev/kmsg"}, 1, 10, std::nullopt);
   ASSERT_EQ(items.size(), 1u);
   EXPECT_EQ(items[0].status, CheckStatus::kFail);
   EXPECT_NE(items[0].evidence.find("the clock to place --xid-since by is unknown"),

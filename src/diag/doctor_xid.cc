@@ -1,5 +1,8 @@
-// doctor's kernel log check: every "NVRM: Xid" line since boot, with what NVIDIA's Xid
-// catalogue says it means (topo/xid.h). /dev/kmsg is read from its start: it holds the
+// doctor's kernel log check: every "NVRM: Xid" line the driver logged since boot, with
+// what NVIDIA's Xid catalogue says it means (topo/xid.h). Only the kernel's own lines
+// that start with the driver's text count (topo/kernel_log_line.h): a user can have the
+// kernel quote "NVRM: Xid ..." inside another message, and the burn-in gate must not
+// fail a GPU on that. /dev/kmsg is read from its start: it holds the
 // kernel's ring buffer since boot, unless the buffer has wrapped (then the oldest lines
 // are gone).
 #include <errno.h>
@@ -78,18 +81,6 @@ std::string FixFor(topo::GpuFault fault, int gpu) {
   return "";
 }
 
-// The microseconds since boot a /dev/kmsg record ("6,1234,5678901,-;text") was stamped
-// with; nullopt for a line of another form.
-std::optional<uint64_t> KmsgUsec(std::string_view line) {
-  const size_t semi = line.find(';');
-  if (semi == std::string_view::npos) return std::nullopt;
-  const std::vector<std::string_view> f = Split(line.substr(0, semi), ',');
-  if (f.size() < 3) return std::nullopt;
-  std::optional<long long> usec = ParseInt(f[2]);
-  if (!usec || *usec < 0) return std::nullopt;
-  return static_cast<uint64_t>(*usec);
-}
-
 std::string DurationText(int64_t s) {
   if (s % 3600 == 0) return std::to_string(s / 3600) + "h";
   if (s % 60 == 0) return std::to_string(s / 60) + "m";
@@ -98,9 +89,10 @@ std::string DurationText(int64_t s) {
 
 }  // namespace
 
-std::vector<CheckItem> XidChecks(const NvmlReadings& r, const std::string& path,
-                                 const std::string& shown, int only_gpu, int64_t since_s,
+std::vector<CheckItem> XidChecks(const NvmlReadings& r, const KernelLogInput& in,
+                                 int only_gpu, int64_t since_s,
                                  std::optional<uint64_t> now_usec) {
+  const std::string& shown = in.shown;
   // The window: records before `cutoff` are history; none when it cannot be placed.
   std::optional<uint64_t> cutoff;
   if (since_s > 0 && now_usec) {
@@ -112,7 +104,7 @@ std::vector<CheckItem> XidChecks(const NvmlReadings& r, const std::string& path,
       : cutoff     ? " in the last " + DurationText(since_s)
                    : " since boot (the clock to place --xid-since by is unknown)";
   std::string error;
-  std::optional<std::string> log = ReadLog(path, &error);
+  std::optional<std::string> log = ReadLog(in.path, &error);
   if (!log) {
     return {{"xid",
              CheckStatus::kWarn,
@@ -128,17 +120,17 @@ std::vector<CheckItem> XidChecks(const NvmlReadings& r, const std::string& path,
   // By GPU (devices NVML does not list last, by bus id), then Xid.
   std::map<std::tuple<int, std::string, int>, Seen> seen;
   for (std::string_view line : SplitLines(*log)) {
-    std::optional<topo::KernelXid> x = topo::ParseNvrmXidLine(line);
+    const std::optional<topo::KernelLogLine> kernel =
+        topo::SplitKernelLogLine(line, in.source);
+    if (!kernel) continue;
+    std::optional<topo::KernelXid> x = topo::ParseNvrmXidMessage(kernel->message);
     if (!x) continue;
-    if (cutoff) {
-      const std::optional<uint64_t> at = KmsgUsec(line);
-      if (at && *at < *cutoff) continue;
-    }
+    if (cutoff && kernel->kmsg_usec && *kernel->kmsg_usec < *cutoff) continue;
     auto it = gpu_by_bus.find(x->pci_bus_id);
     const int gpu = it == gpu_by_bus.end() ? -1 : it->second;
     if (only_gpu >= 0 && gpu != only_gpu) continue;
     Seen& s = seen[{gpu < 0 ? INT_MAX : gpu, gpu < 0 ? x->pci_bus_id : "", x->xid}];
-    if (s.count++ == 0) s.first = Clip(Trim(line.substr(line.find("NVRM:"))), 240);
+    if (s.count++ == 0) s.first = Clip(Trim(kernel->message), 240);
   }
   std::vector<CheckItem> out;
   for (const auto& [key, s] : seen) {

@@ -164,11 +164,10 @@ std::optional<std::string_view> TakeField(std::string_view& s, std::string_view 
 
 }  // namespace
 
-std::optional<KernelXid> ParseNvrmXidLine(std::string_view line) {
+std::optional<KernelXid> ParseNvrmXidMessage(std::string_view message) {
   constexpr std::string_view kTag = "NVRM: Xid (";
-  const size_t at = line.find(kTag);
-  if (at == std::string_view::npos) return std::nullopt;
-  std::string_view rest = line.substr(at + kTag.size());
+  if (!StartsWith(message, kTag)) return std::nullopt;
+  std::string_view rest = message.substr(kTag.size());
   const size_t close = rest.find(')');
   if (close == std::string_view::npos) return std::nullopt;
   std::string_view bus = rest.substr(0, close);
@@ -204,6 +203,12 @@ std::optional<KernelXid> ParseNvrmXidLine(std::string_view line) {
   }
   k.text = std::string(Trim(rest));
   return k;
+}
+
+std::optional<KernelXid> ParseNvrmXidLine(std::string_view line, KernelLogSource source) {
+  const std::optional<KernelLogLine> l = SplitKernelLogLine(line, source);
+  if (!l) return std::nullopt;
+  return ParseNvrmXidMessage(l->message);
 }
 
 }  // namespace hachi::topo

@@ -1,5 +1,6 @@
 // The NVIDIA driver's Xid errors: what each well-known Xid means and what it asks of
-// the scheduler (ClassifyXid), and the kernel log's "NVRM: Xid" lines (ParseNvrmXidLine).
+// the scheduler (ClassifyXid), and the kernel log's "NVRM: Xid" lines (ParseNvrmXidLine),
+// trusted only where the kernel's NVIDIA driver wrote them (topo/kernel_log_line.h).
 // Pure functions, thread-safe. Below both of their users: the agent's GPU health monitor
 // (agent/gpu_health.h, agent/kernel_log.h) and `hachi doctor` (diag/doctor.h), which
 // reads the kernel log since boot.
@@ -8,6 +9,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "topo/kernel_log_line.h"
 
 namespace hachi::topo {
 
@@ -35,9 +38,8 @@ XidInfo ClassifyXid(int xid);
 // "Xid 79: GPU has fallen off the bus"; for an unknown id, ClassifyXid's meaning.
 std::string XidMessage(int xid);
 
-// A kernel log line "NVRM: Xid (PCI:0000:18:00): 79, pid=..., GPU has fallen off the
-// bus." (or the older "NVRM: Xid (0000:18:00): 48, ..."), with any dmesg or syslog
-// prefix.
+// The driver's Xid line: "NVRM: Xid (PCI:0000:18:00): 79, pid=..., GPU has fallen off
+// the bus." (drivers before about 2015: "NVRM: Xid (0000:18:00): 48, ...").
 struct KernelXid {
   std::string pci_bus_id;  // NVML's form, as in topology files: "00000000:18:00.0"
   int xid = 0;
@@ -46,7 +48,12 @@ struct KernelXid {
   int pid = 0;  // 0: not given or '<unknown>'
   std::string process;  // the name= field, "" when not given or <unknown>
 };
-// nullopt for any other line.
-std::optional<KernelXid> ParseNvrmXidLine(std::string_view line);
+// `message` is a kernel message from its first byte (KernelLogLine::message): the
+// driver's text must start it. Anywhere else it is text someone had the kernel quote.
+// nullopt for any other message.
+std::optional<KernelXid> ParseNvrmXidMessage(std::string_view message);
+// A whole line of a kernel log read from `source` (topo/kernel_log_line.h): the kernel's
+// own line, in one of that source's formats, whose message is the driver's Xid line.
+std::optional<KernelXid> ParseNvrmXidLine(std::string_view line, KernelLogSource source);
 
 }  // namespace hachi::topo
