@@ -16,7 +16,12 @@
 // server's bounded buffer behind it) slows the tasks and loses nothing. A batch is sent
 // again until acknowledged, with the offset that lets the server take it once; the
 // acknowledgement says how far the server took it, and what it held back is offered
-// again after a short wait (5 ms, doubling to 100 ms while none is taken).
+// again after a short wait (5 ms, doubling to 100 ms while none is taken). Each batch
+// is sized by its JSON, not by the bytes read (a NUL takes several bytes there), far
+// below the server's body limit, a chunk cut where needed. A batch the server refuses
+// (400, 413) is not sent again as it was: its parts go one at a time, and a part
+// refused alone has what it offered dropped (marked lost in the step's output), then,
+// refused again, is given up; so one step's output never blocks another's.
 //
 // A task's end: when its process exits, what is left of its process group is killed
 // (Slurm's stepd ends the step's processes the same way) and its pipes are read to their
@@ -32,6 +37,7 @@
 // one that calls `send`).
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -50,7 +56,9 @@ class StepRunner {
   struct Options {
     std::string node;
     int64_t buffer_bytes = 4 << 20;  // per step, output not yet acknowledged
-    int64_t batch_bytes = 1 << 20;   // at most this much output per report
+    // A batch's JSON body at most (its chunks' data as encoded, not as read): a
+    // quarter of the server's body limit, the rest a margin. At least 64 KiB.
+    int64_t batch_bytes = api::kMaxRequestBodyBytes / 4;
     // Kill graces and pipe drains read it (not owned; outlives the runner). The I/O
     // thread waits in real time: after moving a FakeClock, call Tick() for it to act
     // on what is due.
@@ -92,8 +100,16 @@ class StepRunner {
 
  private:
   struct State;
+  struct Offer;  // what a report of a batch offered (steps_io.cc)
   void IoLoop();
   void SendLoop();
+  // The sender's round (steps_io.cc), with the state's lock held: the next batch, and
+  // what becomes of its parts when the server did not take it, or took it.
+  std::vector<api::StepReport> NextBatch(std::chrono::steady_clock::time_point now,
+                                         std::vector<Offer>* offers);
+  void NotTaken(const std::vector<Offer>& offers, const Status& why, int backoff_ms);
+  void Taken(const std::vector<api::StepReport>& batch, const std::vector<Offer>& offers,
+             const std::vector<api::StepAck>& acks);
 
   const Options options_;
   const ContextFn context_;

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <deque>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -68,6 +69,12 @@ struct StepRunner::State {
     // `resend_at` and offers one chunk, `resend_ms` doubling while it is refused.
     CondVar::Clock::time_point resend_at{};
     int resend_ms = 0;
+    // The server refused a batch it was in: it goes alone until a report of it gets
+    // through, so that a report the server cannot take blocks no other part.
+    bool alone = false;
+    // Refused alone, what it offered was dropped: refused again before a report of it
+    // gets through, it is given up.
+    bool dropped = false;
     std::vector<api::TaskExit> exits;  // not acknowledged; the first exits_inflight sent
     size_t exits_inflight = 0;
     bool done_inflight = false;
@@ -98,6 +105,8 @@ struct StepRunner::State {
   std::set<state::StepKey> launched GUARDED_BY(mu);
   std::deque<state::StepKey> launched_order GUARDED_BY(mu);
   bool stop GUARDED_BY(mu) = false;
+  // The part that last went alone (Part::alone): the next such goes after it.
+  std::optional<state::StepKey> last_alone GUARDED_BY(mu);
   CondVar cv{&mu};   // something to send, a part removed, stop
   int wake_fd = -1;  // eventfd for the I/O thread; constant
   // Tick(): asked and done by the I/O thread.
@@ -147,6 +156,15 @@ struct StepRunner::State {
       p.pending_bytes -= static_cast<int64_t>(c.data.size());
       p.pending.pop_front();
     }
+  }
+  // The part holds less than its bound again (at `now`): the I/O thread reads its
+  // pipes, and an exited task's get their drain from now (they were not read while it
+  // was full).
+  void RoomAgain(Part& p, Mono::time_point now) REQUIRES(mu) {
+    for (Task& t : p.tasks) {
+      if (t.exited) t.close_by = std::max(t.close_by, now + kDrainAfterExit);
+    }
+    Wake();
   }
   // A task's process ended (at `now`, on the runner's clock).
   void Exited(Part& p, Task& t, int status, Mono::time_point now) REQUIRES(mu) {

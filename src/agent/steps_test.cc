@@ -5,14 +5,19 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <condition_variable>
+#include <cstdlib>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
 #include <thread>
 
+#include "api/protocol.h"
+#include "api/protocol_json.h"
 #include "core/clock.h"
 #include "core/testing/wait_for.h"
 
@@ -24,12 +29,33 @@ using namespace std::chrono_literals;
 // A server for the runner: takes every report (while `up`), up to `take` bytes of output
 // per report when set (the rest held back, as the server does for a reader that is
 // behind), acknowledges how far it took, and keeps what came per task and stream.
+// Each batch goes through its JSON body, as on the wire: a body over the limit is
+// refused (413), and so is a batch holding a report `refuse` picks (as a report the
+// server's decoder refuses makes the whole body 400).
 class FakeServer {
  public:
-  Result<std::vector<api::StepAck>> Send(const std::vector<api::StepReport>& reports) {
+  Result<std::vector<api::StepAck>> Send(const std::vector<api::StepReport>& batch) {
     std::lock_guard<std::mutex> lock(mu_);
     ++calls_;
     if (!up_) return Unavailable("server down");
+    const std::string body = api::StepReportsToJson({"0123456789abcdef01234567", batch});
+    most_body_ = std::max<int64_t>(most_body_, static_cast<int64_t>(body.size()));
+    if (static_cast<int64_t>(body.size()) > body_limit_) {
+      ++refused_;
+      return InvalidArgument("request body too large: " + std::to_string(body.size()) +
+                             " bytes; at most " + std::to_string(body_limit_));
+    }
+    Result<api::StepReports> decoded = api::StepReportsFromJson(body);
+    EXPECT_TRUE(decoded.ok()) << decoded.status().message();
+    if (!decoded.ok()) return decoded.status();
+    const std::vector<api::StepReport>& reports = decoded->steps;
+    for (const api::StepReport& r : reports) {
+      if (refuse_ && refuse_(r)) {
+        ++refused_;
+        return InvalidArgument("step_reports.steps: step " + std::to_string(r.step) +
+                               " refused");
+      }
+    }
     std::vector<api::StepAck> acks;
     for (const api::StepReport& r : reports) {
       int64_t& next = next_[r.step];
@@ -80,6 +106,24 @@ class FakeServer {
     std::lock_guard<std::mutex> lock(mu_);
     return most_offered_;
   }
+  void SetBodyLimit(int64_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    body_limit_ = bytes;
+  }
+  void SetRefuse(std::function<bool(const api::StepReport&)> refuse) {
+    std::lock_guard<std::mutex> lock(mu_);
+    refuse_ = std::move(refuse);
+  }
+  // Batches refused (too large, or `refuse`).
+  int Refused() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return refused_;
+  }
+  // The largest body a batch made.
+  int64_t MostBody() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return most_body_;
+  }
   void SetGone(bool gone) {
     std::lock_guard<std::mutex> lock(mu_);
     gone_ = gone;
@@ -107,6 +151,10 @@ class FakeServer {
   bool up_ = true;
   bool gone_ = false;
   int64_t take_ = -1;
+  int64_t body_limit_ = INT64_MAX;
+  std::function<bool(const api::StepReport&)> refuse_;
+  int refused_ = 0;
+  int64_t most_body_ = 0;
   int held_back_ = 0;
   int64_t most_offered_ = 0;
   int calls_ = 0;
@@ -164,14 +212,17 @@ class StepRunnerTest : public ::testing::Test {
     o.node = "n1";
     return o;
   }
-  std::unique_ptr<StepRunner> Make(StepRunner::Options o, bool job_runs = true) {
+  // Reporting to `server` (outliving the runner), else to server_.
+  std::unique_ptr<StepRunner> Make(StepRunner::Options o, bool job_runs = true,
+                                   FakeServer* server = nullptr) {
+    FakeServer* to = server != nullptr ? server : &server_;
     return std::make_unique<StepRunner>(
         o,
         [job_runs](state::JobId job, Time start) -> std::optional<StepContext> {
           if (!job_runs || job != kJob || start != kStart) return std::nullopt;
           return Context();
         },
-        [this](const std::vector<api::StepReport>& r) { return server_.Send(r); });
+        [to](const std::vector<api::StepReport>& r) { return to->Send(r); });
   }
   FakeServer server_;
 };
@@ -453,6 +504,131 @@ TEST_F(StepRunnerTest, OutputWaitsForAServerThatIsDown) {
   ASSERT_TRUE(server_.WaitDone(0, 30s));
   EXPECT_EQ(server_.Lost(2), 0);
   ExpectRepeated(server_.Out(2), 1048576, 'y');
+}
+
+// A temp directory for the files tasks touch to say how far they got.
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/hachi-steps-test-XXXXXX";
+    path_ = ::mkdtemp(tmpl) != nullptr ? tmpl : "/tmp";
+  }
+  ~TempDir() { std::system(("rm -rf " + path_).c_str()); }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// Output the server could not take whole as text: 1 MiB of NULs is over 6 MiB as JSON
+// escapes (\u0000), past the server's 4 MiB body limit. It all goes (as base64, in
+// reports sized by their JSON), and the step beside it is not held up. The server is
+// down until both steps have written everything, so the first batch holds it all.
+TEST_F(StepRunnerTest, AMiBOfNulsGetsThroughUnderTheBodyLimitBesideAnotherStep) {
+  TempDir dir;
+  server_.SetBodyLimit(api::kMaxRequestBodyBytes);
+  server_.SetUp(false);
+  auto runner = Make(Opts());
+  runner->Launch(
+      Step(0,
+           {"/bin/sh", "-c",
+            "head -c 1048576 /dev/zero; printf '\\001\\377end'; touch " + dir / "0"},
+           {2}));
+  runner->Launch(Step(1, {"/bin/sh", "-c", "echo second; touch " + dir / "1"}, {3}));
+  ASSERT_TRUE(WaitFor([&] {
+    return ::access((dir / "0").c_str(), F_OK) == 0 &&
+           ::access((dir / "1").c_str(), F_OK) == 0;
+  }));
+  server_.SetUp(true);
+  EXPECT_TRUE(server_.WaitDone(1, 10s)) << "one step's output held up another's";
+  ASSERT_TRUE(server_.WaitDone(0, 10s));
+  EXPECT_EQ(server_.Out(3), "second\n");
+  EXPECT_TRUE(server_.Out(2) == std::string(1048576, '\0') + "\001\377end")
+      << server_.Out(2).size() << " bytes";
+  EXPECT_EQ(server_.Lost(2), 0);
+  EXPECT_EQ(server_.Refused(), 0);
+  EXPECT_LE(server_.MostBody(), Opts().batch_bytes);
+}
+
+// A chunk larger than a batch (the runner reads up to 128 KiB into one) is cut: every
+// body stays under the bound, however small, and the bytes arrive as written.
+TEST_F(StepRunnerTest, AChunkLargerThanTheBatchIsCut) {
+  TempDir dir;
+  StepRunner::Options o = Opts();
+  o.batch_bytes = 64 * 1024;
+  server_.SetBodyLimit(o.batch_bytes);
+  server_.SetUp(false);
+  auto runner = Make(o);
+  runner->Launch(
+      Step(0, {"/bin/sh", "-c", "head -c 1048576 /dev/zero; touch " + dir / "0"}, {2}));
+  ASSERT_TRUE(WaitFor([&] { return ::access((dir / "0").c_str(), F_OK) == 0; }));
+  server_.SetUp(true);
+  ASSERT_TRUE(server_.WaitDone(0, 10s));
+  ExpectRepeated(server_.Out(2), 1048576, '\0');
+  EXPECT_EQ(server_.Refused(), 0);
+  EXPECT_LE(server_.MostBody(), o.batch_bytes);
+}
+
+// A launch failure's message quotes argv[0]: a megabyte of control bytes would be 6 MiB
+// of JSON. The report clips it, and the step ends.
+TEST_F(StepRunnerTest, AnExitQuotingAMegabyteIsClippedUnderTheLimit) {
+  server_.SetBodyLimit(api::kMaxRequestBodyBytes);
+  auto runner = Make(Opts());
+  runner->Launch(Step(0, {std::string(1 << 20, '\x01')}, {2}));
+  ASSERT_TRUE(server_.WaitDone(0, 10s));
+  const api::TaskExit e = server_.Exits(0)[2];
+  EXPECT_EQ(e.kind, api::ExitKind::kLaunchFailed);
+  EXPECT_LE(e.message.size(), 4096u + 3) << "clipped, marked \"...\"";
+  EXPECT_EQ(server_.Refused(), 0);
+}
+
+// A report the server refuses for good (as it would a body it cannot decode) is not
+// sent again and again in front of the others: the other step's output and end go
+// through, and the refused step loses only what the server would not take.
+TEST_F(StepRunnerTest, AReportTheServerRefusesBlocksNoOtherStep) {
+  struct Case {
+    const char* name;
+    std::function<bool(const api::StepReport&)> refuse;
+    bool refused_step_ends;  // its exit and end reach the server (its output lost)
+  };
+  const Case cases[] = {
+      {"its output refused",
+       [](const api::StepReport& r) {
+         return r.step == 0 &&
+                std::any_of(r.chunks.begin(), r.chunks.end(),
+                            [](const api::OutputChunk& c) { return !c.data.empty(); });
+       },
+       true},
+      {"every report of it refused", [](const api::StepReport& r) { return r.step == 0; },
+       false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    TempDir dir;
+    FakeServer server;
+    server.SetUp(false);
+    server.SetRefuse(c.refuse);
+    auto runner = Make(Opts(), true, &server);
+    runner->Launch(Step(0, {"/bin/sh", "-c", "echo bad; touch " + dir / "0"}, {2}));
+    runner->Launch(Step(1, {"/bin/sh", "-c", "echo good; touch " + dir / "1"}, {3}));
+    ASSERT_TRUE(WaitFor([&] {
+      return ::access((dir / "0").c_str(), F_OK) == 0 &&
+             ::access((dir / "1").c_str(), F_OK) == 0;
+    }));
+    server.SetUp(true);
+    EXPECT_TRUE(server.WaitDone(1, 10s)) << "the refused step held up the other";
+    EXPECT_EQ(server.Out(3), "good\n");
+    EXPECT_EQ(server.Out(2), "");
+    if (c.refused_step_ends) {
+      EXPECT_TRUE(server.WaitDone(0, 10s));
+      EXPECT_EQ(server.Lost(2), 4) << "the dropped output is marked lost";
+      EXPECT_EQ(server.Exits(0)[2].exit_code, 0);
+    }
+    // Given up or done, nothing of either is left to send: refused a few times, not on
+    // and on.
+    EXPECT_TRUE(runner->WaitIdle(10000));
+    EXPECT_LE(server.Refused(), 4);
+  }
 }
 
 TEST_F(StepRunnerTest, ServerGoneStopsTheStep) {

@@ -16,6 +16,9 @@
 namespace hachi::api {
 
 inline constexpr const char* kApiPrefix = "/api/v1";
+// The largest request body the server reads (server::HttpOptions::max_body_bytes; larger
+// ones get 413): what an agent's reports are sized to stay well under.
+inline constexpr size_t kMaxRequestBodyBytes = 4 << 20;
 
 struct SubmitRequest {
   sched::JobRequest req;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "api/step_sizes.h"
 #include "state/testing.h"
 
 namespace hachi::api {
@@ -526,6 +527,70 @@ TEST(ProtocolJson, StatusFromErrorWithoutEnvelope) {
 }
 
 }  // namespace
+// A task's output as reports and output pages carry it: exactly, in the smaller of its
+// two forms, and never more than StepSizes says (the agent sizes its reports by it).
+TEST(ProtocolJson, StepOutputTakesItsFormsSizeAndComesBackExactly) {
+  std::string all_bytes;
+  for (int b = 0; b < 256; ++b) all_bytes.push_back(static_cast<char>(b));
+  struct Case {
+    const char* name;
+    std::string data;
+    bool as_text;
+  };
+  const Case cases[] = {
+      {"empty", "", true},
+      {"text", "step 3: loss 0.25\n", true},
+      {"quotes and tabs", "\"a\"\t\\b\n", true},
+      {"UTF-8", "\xe2\x9c\x93 done \xf0\x9f\x9a\x80", true},
+      {"a NUL in text", std::string("abcdefgh\0ij", 11), true},
+      {"NULs", std::string(3 << 20, '\0'), false},
+      {"escape sequences", std::string(1000, '\x1b'), false},
+      {"every byte", all_bytes, false},
+      {"not UTF-8", "d\xff", false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const OutputChunk chunk{3, 2, c.data, 0};
+    StepReports reports;
+    reports.instance = "0123456789abcdef01234567";
+    StepReport r;
+    r.job = 12;
+    r.job_start = 1000;
+    r.step = 3;
+    r.exits = {{3, ExitKind::kLaunchFailed, 2, 0, "execve " + c.data, "n1"}};
+    reports.steps.push_back(r);
+    const std::string without = StepReportsToJson(reports);
+    reports.steps[0].chunks.push_back(chunk);
+    const std::string body = StepReportsToJson(reports);
+    const int64_t size = static_cast<int64_t>(c.data.size());
+    EXPECT_LE(static_cast<int64_t>(body.size() - without.size()),
+              OutputChunkJsonBytes(chunk));
+    EXPECT_LE(static_cast<int64_t>(body.size()),
+              kStepReportsJsonBytes + kStepReportJsonBytes +
+                  TaskExitJsonBytes(r.exits[0]) + OutputChunkJsonBytes(chunk));
+    EXPECT_LE(OutputChunkJsonBytes(chunk), kChunkFieldsBytes + 13 + 4 * (size + 2) / 3);
+    const json j = json::parse(body);
+    EXPECT_EQ(j["steps"][0]["chunks"][0]["data"].is_string(), c.as_text);
+    Result<StepReports> back = StepReportsFromJson(body);
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_TRUE(back->steps[0].chunks[0].data == c.data);
+    // srun's page: the same form, the same bytes.
+    StepOutput page;
+    page.chunks = {chunk};
+    Result<StepOutput> read = StepOutputFromJson(StepOutputToJson(page));
+    ASSERT_TRUE(read.ok()) << read.status().ToString();
+    EXPECT_TRUE(read->chunks[0].data == c.data);
+  }
+  // What fits a room holds, whatever the bytes.
+  for (int64_t room : {0, 80, 100, 1000, 65536}) {
+    const int64_t n = OutputChunkDataFitting(room);
+    EXPECT_GE(n, 0);
+    if (n == 0) continue;
+    EXPECT_LE(OutputChunkJsonBytes({0, 1, std::string(n, '\0'), 0}), room) << room;
+    EXPECT_LE(OutputChunkJsonBytes({0, 1, std::string(n, '\xff'), 0}), room) << room;
+  }
+}
+
 }  // namespace hachi::api
 
 namespace hachi::api {

@@ -35,7 +35,7 @@ inline constexpr int kMaxArrayTasks = 10000;
 inline constexpr int kMaxArrayTaskId = 4000000;
 
 // Sizes, in bytes (UTF-8) or entries. The body itself is at most 4 MiB
-// (server::HttpOptions::max_body_bytes); these keep one field from taking all of it
+// (kMaxRequestBodyBytes, api/protocol.h); these keep one field from taking all of it
 // and keep a job's exec within the kernel's argument limits.
 inline constexpr size_t kMaxNameBytes = 256;   // job, partition, QoS, user, account, node
 inline constexpr size_t kMaxPathBytes = 4096;  // workdir, output paths, image (PATH_MAX)

@@ -8,6 +8,8 @@
 #include "api/json_fields.h"
 #include "api/protocol_json.h"
 #include "api/record_json.h"
+#include "api/step_sizes.h"
+#include "core/bytes.h"
 #include "state/json_values.h"
 
 namespace hachi::api {
@@ -71,7 +73,10 @@ Status ArrayOf(const json& j, const char* key, std::string_view path, std::vecto
 }
 
 json ChunkToJson(const OutputChunk& c) {
-  json j{{"task", c.task}, {"fd", c.fd}, {"data", state::JsonBytes(c.data)}};
+  json j{{"task", c.task},
+         {"fd", c.fd},
+         {"data", ChunkDataAsText(c.data) ? json(c.data)
+                                          : json{{"base64", Base64Encode(c.data)}}}};
   if (c.lost > 0) j["lost"] = c.lost;
   return j;
 }

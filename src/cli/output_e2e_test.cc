@@ -1,7 +1,8 @@
 // A fast writer's output through the step relay (docs/steps.md, "The output relay"),
 // end to end with real processes on `hachi dev`: every byte arrives, in order, through
 // `hachi run` and through `srun` inside a batch job, also while the reader stalls (flow
-// control holds the task back; nothing is dropped).
+// control holds the task back; nothing is dropped), and bytes that JSON text would blow
+// up arrive exact without wedging the node's relay.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -92,6 +93,31 @@ TEST_F(OutputE2e, AFastWritersOutputArrivesWholeThroughHachiRunAndSrun) {
       << Hachi("queue -a -j " + id).out;
   EXPECT_EQ(ReadFile(dir_ + "/job.out"), "srun exited 0\n");
   ExpectWhole(dir_ + "/got3", dir_ + "/w3");
+}
+
+// A task that writes control bytes: 1 MiB of NULs is over 6 MiB as JSON text (\u0000),
+// past the server's 4 MiB body limit. Its output arrives exactly, and the relay of its
+// node is not wedged: the next `hachi run` there ends at once. Each run is bounded (the
+// relay used to send the refused report again forever, and every later step of the node
+// waited behind it until its time limit).
+TEST_F(OutputE2e, AMiBOfNulsArrivesExactlyAndHoldsUpNoLaterStep) {
+  DevCluster dev(dir_, "--nodes 1");
+  ASSERT_FALSE(dev.url().empty());
+  const std::string run = "timeout -k 2 20 " + BinaryDir() + "/hachi run ";
+  testing::CmdResult r =
+      Shell(run + R"(-- sh -c 'head -c 1048576 /dev/zero; printf "\001\377end"' >)" +
+            dir_ + "/got 2>" + dir_ + "/err");
+  EXPECT_EQ(r.exit_code, 0) << ReadFile(dir_ + "/err");
+  const std::string got = ReadFile(dir_ + "/got");
+  EXPECT_EQ(got.size(), 1048576u + 5);
+  EXPECT_TRUE(got == std::string(1048576, '\0') + "\001\377end") << "not byte-exact";
+  EXPECT_EQ(ReadFile(dir_ + "/err").find("lost"), std::string::npos)
+      << ReadFile(dir_ + "/err");
+
+  const auto start = std::chrono::steady_clock::now();
+  r = Shell(run + "-- true 2>" + dir_ + "/err2");
+  EXPECT_EQ(r.exit_code, 0) << ReadFile(dir_ + "/err2");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include <memory>
 #include <string>
 
+#include "api/protocol.h"
 #include "core/status.h"
 #include "server/controller.h"
 #include "server/http_auth.h"
@@ -34,8 +35,8 @@ class HttpRouter;
 struct HttpOptions {
   std::string listen = "127.0.0.1:8686";  // HOST:PORT; port 0 picks a free one; "" = none
   std::string unix_socket;                // path; "" = none
-  size_t max_body_bytes = 4 << 20;        // larger requests get 413, unread
-  int threads = 16;                       // handler threads (not one per connection)
+  size_t max_body_bytes = api::kMaxRequestBodyBytes;  // larger: 413, unread
+  int threads = 16;  // handler threads (not one per connection)
   // Deadlines and bounds per connection and per peer (server/http_loop.h); the body
   // limit and the threads above override theirs.
   HttpLoopOptions connections;

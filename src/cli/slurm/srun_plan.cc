@@ -207,7 +207,8 @@ std::pair<std::string, std::string> OutputLabeler::Feed(const api::OutputChunk& 
   if (c.lost > 0) {
     out.second += "srun: warning: " + std::to_string(c.lost) + " bytes of task " +
                   std::to_string(c.task) + "'s " + (c.fd == 2 ? "stderr" : "stdout") +
-                  " were lost on their way (a server restart, or the step's end)\n";
+                  " were lost on their way (a server restart, the step's end, or output "
+                  "the server refused)\n";
     return out;
   }
   if (!label_) {

@@ -56,9 +56,9 @@ class OutputLabeler {
 };
 
 // Output the relay lost before srun read it (a restarted server's buffers, a step ended
-// with its output still on the way), counted so that srun and hachi run never end as if
-// all of it had come: each loss is a warning as it is seen (OutputLabeler), and at the
-// end one line and a failing exit status.
+// with its output still on the way, output the server refused from the agent), counted so
+// that srun and hachi run never end as if all of it had come: each loss is a warning as
+// it is seen (OutputLabeler), and at the end one line and a failing exit status.
 class LostOutput {
  public:
   void Count(const api::StepOutput& out);
