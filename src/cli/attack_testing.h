@@ -142,7 +142,7 @@ class AttackE2e : public ::testing::Test {
     socket_ = dir_ + "/run/hachi.sock";
     server_log_ = dir_ + "/server.log";
     server_ =
-        Spawn(BinaryDir() + "/hachi server --state-dir " + dir_ +
+        Spawn(server_prefix_ + BinaryDir() + "/hachi server --state-dir " + dir_ +
               "/state --listen 127.0.0.1:0 --socket " + socket_ + " 2>" + server_log_);
     for (int i = 0; i < 200 && port_ == 0; ++i) {
       std::this_thread::sleep_for(milliseconds(50));
@@ -196,6 +196,9 @@ class AttackE2e : public ::testing::Test {
     return j.is_object() && j.contains("job") ? j["job"] : json();
   }
 
+  // Put before the server's command line ("prlimit --nofile=N "): set by a derived
+  // fixture's constructor.
+  std::string server_prefix_;
   std::string dir_, socket_, server_log_;
   pid_t server_ = -1, agent_ = -1;
   int port_ = 0;
