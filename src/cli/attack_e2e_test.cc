@@ -49,48 +49,24 @@ TEST_F(AttackE2e, SlowClientsNeitherStallTheApiNorLoseAJob) {
   }
   std::this_thread::sleep_for(milliseconds(1500));  // all 800 connect
 
-  std::vector<double> queue_ms;
-  int queue_failed = 0;
-  bool restarted = false, reregistered = false;
-  const auto restart_at = steady_clock::now() + std::chrono::seconds(seconds / 3);
-  while (steady_clock::now() < end - milliseconds(500)) {
-    const auto t0 = steady_clock::now();
-    const CmdResult q = Hachi("queue", false);
-    const double ms =
-        std::chrono::duration<double, std::milli>(steady_clock::now() - t0).count();
-    if (q.exit_code == 0 && q.out.find("JOBID") != std::string::npos) {
-      queue_ms.push_back(ms);
-    } else {
-      ++queue_failed;
-    }
-    if (!restarted && steady_clock::now() >= restart_at) {
-      // The agent's process goes and comes back (its job keeps running meanwhile).
-      StopPid(agent_);
-      StartAgent();
-      restarted = true;
-    }
-    if (restarted && !reregistered) {
-      const std::string now = Instance();
-      reregistered = !now.empty() && now != first_instance;
-    }
-    std::this_thread::sleep_for(milliseconds(200));
-  }
+  const QueueRun run = QueueWhileAgentRestarts(
+      end, steady_clock::now() + std::chrono::seconds(seconds / 3), first_instance);
   tcp.join();
   int status = 0;
   ::waitpid(nobody, &status, 0);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the nobody client";
 
-  const double median = Median(queue_ms);
+  const double median = Median(run.ms);
   std::printf(
       "attack: %d s, 500 slow TCP + 300 slow Unix; %zu queue calls, median %.1f ms, "
       "%d failed; %d TCP connections opened\n",
-      seconds, queue_ms.size(), median, queue_failed, tcp_opened.load());
-  EXPECT_GE(queue_ms.size(), static_cast<size_t>(seconds));
-  EXPECT_EQ(queue_failed, 0);
+      seconds, run.ms.size(), median, run.failed, tcp_opened.load());
+  EXPECT_GE(run.ms.size(), static_cast<size_t>(seconds));
+  EXPECT_EQ(run.failed, 0);
   EXPECT_LT(median, 100.0);
   EXPECT_GE(tcp_opened.load(), 500);
-  EXPECT_TRUE(restarted);
-  EXPECT_TRUE(reregistered) << ReadFile(dir_ + "/agent.log");
+  EXPECT_TRUE(run.restarted);
+  EXPECT_TRUE(run.reregistered) << ReadFile(dir_ + "/agent.log");
   const json after = Job(job);
   EXPECT_EQ(after.value("state", ""), "RUNNING") << after.dump();
   EXPECT_EQ(after.value("start_time", int64_t{0}),

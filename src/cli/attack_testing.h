@@ -190,6 +190,42 @@ class AttackE2e : public ::testing::Test {
     if (!j.is_object() || !j.contains("node")) return "";
     return j["node"].value("agent_instance", "");
   }
+  // What the API answered while an attack ran.
+  struct QueueRun {
+    std::vector<double> ms;  // each `hachi queue` answered, in ms
+    int failed = 0;
+    bool restarted = false, reregistered = false;
+  };
+  // `hachi queue` every 200 ms until half a second before `end`; at `restart_at` the
+  // agent's process goes and comes back (its job keeps running meanwhile), and whether
+  // it registered again (an instance other than `first_instance`) is watched.
+  QueueRun QueueWhileAgentRestarts(steady_clock::time_point end,
+                                   steady_clock::time_point restart_at,
+                                   const std::string& first_instance) {
+    QueueRun r;
+    while (steady_clock::now() < end - milliseconds(500)) {
+      const auto t0 = steady_clock::now();
+      const CmdResult q = Hachi("queue", false);
+      const double ms =
+          std::chrono::duration<double, std::milli>(steady_clock::now() - t0).count();
+      if (q.exit_code == 0 && q.out.find("JOBID") != std::string::npos) {
+        r.ms.push_back(ms);
+      } else {
+        ++r.failed;
+      }
+      if (!r.restarted && steady_clock::now() >= restart_at) {
+        StopPid(agent_);
+        StartAgent();
+        r.restarted = true;
+      }
+      if (r.restarted && !r.reregistered) {
+        const std::string now = Instance();
+        r.reregistered = !now.empty() && now != first_instance;
+      }
+      std::this_thread::sleep_for(milliseconds(200));
+    }
+    return r;
+  }
   json Job(int64_t id) {
     const json j = json::parse(
         Hachi("show job " + std::to_string(id) + " --json", false).out, nullptr, false);

@@ -166,43 +166,20 @@ TEST_F(SmallServerE2e, IdleConnectionsFromFiveAddressesLockNoOneOut) {
   });
   std::this_thread::sleep_for(milliseconds(2000));  // the flood is up
 
-  std::vector<double> queue_ms;
-  int queue_failed = 0;
-  bool restarted = false, reregistered = false;
-  const auto restart_at = steady_clock::now() + std::chrono::seconds(seconds / 3);
-  while (steady_clock::now() < end - milliseconds(500)) {
-    const auto t0 = steady_clock::now();
-    const CmdResult q = Hachi("queue", false);
-    const double ms =
-        std::chrono::duration<double, std::milli>(steady_clock::now() - t0).count();
-    if (q.exit_code == 0 && q.out.find("JOBID") != std::string::npos) {
-      queue_ms.push_back(ms);
-    } else {
-      ++queue_failed;
-    }
-    if (!restarted && steady_clock::now() >= restart_at) {
-      StopPid(agent_);
-      StartAgent();
-      restarted = true;
-    }
-    if (restarted && !reregistered) {
-      const std::string now = Instance();
-      reregistered = !now.empty() && now != first_instance;
-    }
-    std::this_thread::sleep_for(milliseconds(200));
-  }
+  const QueueRun run = QueueWhileAgentRestarts(
+      end, steady_clock::now() + std::chrono::seconds(seconds / 3), first_instance);
   flood.join();
-  const double median = Median(queue_ms);
+  const double median = Median(run.ms);
   std::printf(
       "idle flood: %d s, %d connections held from 5 addresses, %d opened, %d cut by the "
       "server; %zu queue calls, median %.1f ms, %d failed; agent re-registered: %s\n",
-      seconds, per_source * 5, opened.load(), cut.load(), queue_ms.size(), median,
-      queue_failed, reregistered ? "yes" : "no");
+      seconds, per_source * 5, opened.load(), cut.load(), run.ms.size(), median,
+      run.failed, run.reregistered ? "yes" : "no");
   EXPECT_GT(opened.load(), per_source * 5);  // the server made room by cutting some
-  EXPECT_EQ(queue_failed, 0);
+  EXPECT_EQ(run.failed, 0);
   EXPECT_LT(median, 100.0);
-  EXPECT_TRUE(restarted);
-  EXPECT_TRUE(reregistered) << ReadFile(dir_ + "/agent.log");
+  EXPECT_TRUE(run.restarted);
+  EXPECT_TRUE(run.reregistered) << ReadFile(dir_ + "/agent.log");
 }
 
 TEST_F(AttackE2e, PipelinesAndBodiesDoNotGrowTheServer) {
