@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # The array benchmark (docs/benchmarks.md, "One array of a big script"): one
 # `hachi submit --array=0-(TASKS-1)` of a 1 MB batch script on `hachi dev` (one simulated
-# 8-GPU node, the tasks held so that none runs), measured for each binary in the same run:
+# 8-GPU node, the tasks held so that none runs) -- or, with ARRAY_PAYLOAD=argv, of
+# `-- /bin/echo` with 1 MB of arguments (1000 of 999 bytes) -- measured for each binary in
+# the same run:
 #   - the server's RSS (VmRSS of the hachi dev process) before and after the submit,
 #   - the state's size (hachi.db + hachi.db-wal) before and after,
-#   - the submit's wall time,
+#   - the submit's wall time, and then that of `hachi queue` (every task listed),
 #   - the next start: `hachi dev` again on the same state directory, the time until the API
 #     answers (`hachi nodes`), and the RSS then.
 # Usage: bench/array_payload.sh NEW_HACHI [TASKS...]      (default TASKS: 10000)
+#   ARRAY_PAYLOAD=script|argv                 what is 1 MB (default script)
 #   ARRAY_BASELINE=/var/tmp/b16-base/hachi    the binary before the change, run first
 #   ARRAY_BASELINE_TASKS="500 1000"           its task counts (default: TASKS); the old
 #                                             binary needs ~2 MB of RSS and 1 MB of disk a
@@ -21,6 +24,8 @@ shift
 tasks_new=("${@:-10000}")
 read -r -a tasks_base <<<"${ARRAY_BASELINE_TASKS:-${tasks_new[*]}}"
 tmp_root=${ARRAY_TMP:-/var/tmp}
+payload=${ARRAY_PAYLOAD:-script}
+case $payload in script | argv) ;; *) echo "ARRAY_PAYLOAD: script or argv" >&2; exit 2 ;; esac
 # shellcheck source=scripts/dev-cluster.sh
 . "$here/dev-cluster.sh"
 
@@ -63,8 +68,17 @@ make_script() {
   } >"$1"
 }
 
+# 1000 arguments of 999 bytes: 1,000,000 bytes with their NULs, under the API's 1 MiB.
+big_argv=()
+make_argv() {
+  local arg
+  arg=$(head -c 999 /dev/zero | tr '\0' a)
+  for _ in $(seq 1000); do big_argv+=("$arg"); done
+}
+
 run() {  # label hachi tasks
-  local label=$1 hachi=$2 tasks=$3 t0 rss0 st0 rss1 st1 submit_ms start_ms rss2
+  local label=$1 hachi=$2 tasks=$3 t0 rss0 st0 rss1 st1 submit_ms queue_ms start_ms rss2
+  local what
   tmp=$(mktemp -d "$tmp_root/hachi-array-XXXXXX")
   make_script "$tmp/big.sh"
   cd "$tmp"
@@ -72,13 +86,27 @@ run() {  # label hachi tasks
   sleep 1
   rss0=$(rss_mb "$dev_pid")
   st0=$(state_mb "$tmp")
-  log "$label: submitting --array=0-$((tasks - 1)) of $(stat -c %s big.sh) bytes"
+  if [ "$payload" = argv ]; then
+    [ "${#big_argv[@]}" -gt 0 ] || make_argv
+    what="-- /bin/echo with ${#big_argv[@]} arguments"
+    set -- /bin/echo "${big_argv[@]}"
+  else
+    what="of a $(stat -c %s big.sh)-byte script"
+    set -- big.sh
+  fi
+  log "$label: submitting --array=0-$((tasks - 1)) $what"
   t0=$(date +%s%N)
-  "$hachi" submit --hold --gpus=1 -t 1 -o /dev/null "--array=0-$((tasks - 1))" big.sh >/dev/null
+  if [ "$payload" = argv ]; then
+    "$hachi" submit --hold --gpus=1 -t 1 -o /dev/null "--array=0-$((tasks - 1))" -- "$@" >/dev/null
+  else
+    "$hachi" submit --hold --gpus=1 -t 1 -o /dev/null "--array=0-$((tasks - 1))" "$@" >/dev/null
+  fi
   submit_ms=$(ms_since "$t0")
   sleep 2  # the loop's next cycle and trim
   rss1=$(rss_mb "$dev_pid")
   st1=$(state_mb "$tmp")
+  t0=$(date +%s%N)
+  if timeout 120 "$hachi" queue >/dev/null; then queue_ms="$(ms_since "$t0") ms"; else queue_ms="failed ($?)"; fi
   stop_dev
   # The next start: until the API answers.
   t0=$(date +%s%N)
@@ -100,13 +128,13 @@ run() {  # label hachi tasks
   cd /
   rm -rf "$tmp"
   tmp=""
-  printf '| %s | %d | %d → %d MB (+%d) | %s → %s | %d ms | %d ms | %d MB |\n' \
-    "$label" "$tasks" "$rss0" "$rss1" $((rss1 - rss0)) "$st0" "$st1" "$submit_ms" \
-    "$start_ms" "$rss2"
+  printf '| %s | %s | %d | %d → %d MB (+%d) | %s → %s | %d ms | %s | %d ms | %d MB |\n' \
+    "$label" "$payload" "$tasks" "$rss0" "$rss1" $((rss1 - rss0)) "$st0" "$st1" \
+    "$submit_ms" "$queue_ms" "$start_ms" "$rss2"
 }
 
-echo "| binary | tasks | server RSS before → after | state (db + wal) before → after, MB | submit | next start (API answers) | RSS after restart |"
-echo "|---|---|---|---|---|---|---|"
+echo "| binary | 1 MB of | tasks | server RSS before → after | state (db + wal) before → after, MB | submit | hachi queue | next start (API answers) | RSS after restart |"
+echo "|---|---|---|---|---|---|---|---|---|"
 if [ -n "${ARRAY_BASELINE:-}" ]; then
   for n in "${tasks_base[@]}"; do run "baseline" "$ARRAY_BASELINE" "$n"; done
 fi

@@ -188,11 +188,11 @@ void Client(const Options& o, int index, Shared* sh, ClientResult* res) {
       // 1 GPU: 40%, 2: 30%, 4: 20%, 8: 10% of POSTs.
       const int roll = uniform(1, 10);
       r.req.gpus = roll <= 4 ? 1 : roll <= 7 ? 2 : roll <= 9 ? 4 : 8;
-      r.spec.argv = {
-          "sh", "-c",
-          "echo $HACHI_JOB_ID $HACHI_NODENAME $CUDA_VISIBLE_DEVICES $(date +%s%N); "
-          "sleep 0.0" +
-              std::to_string(uniform(1, 9)) + "; date +%s%N"};
+      r.spec.set_argv(
+          {"sh", "-c",
+           "echo $HACHI_JOB_ID $HACHI_NODENAME $CUDA_VISIBLE_DEVICES $(date +%s%N); "
+           "sleep 0.0" +
+               std::to_string(uniform(1, 9)) + "; date +%s%N"});
       r.array_tasks.clear();
       for (int t = 1; tasks > 1 && t <= tasks; ++t) r.array_tasks.push_back(t);
       const std::string body = api::SubmitRequestToJson(r);

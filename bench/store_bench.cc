@@ -80,7 +80,7 @@ JobRecord Job(JobId id) {
   job.req.partition = "gpu";
   job.req.time_limit = 3600;
   job.spec.name = "train";
-  job.spec.argv = {"python", "train.py", "--epochs", "10"};
+  job.spec.set_argv({"python", "train.py", "--epochs", "10"});
   job.spec.workdir = "/home/alice";
   job.spec.set_env({{"PATH", "/usr/bin:/bin"}, {"HOME", "/home/alice"}});
   job.submit_time = 1700000000 + id;

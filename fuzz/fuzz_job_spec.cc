@@ -84,7 +84,7 @@ void EncodeRawBytes(std::string_view text) {
   api::SubmitRequest r;
   r.req.gpus = 1;
   r.spec.name = s;
-  r.spec.argv = {s, "x"};
+  r.spec.set_argv({s, "x"});
   r.spec.set_script(s);
   r.spec.set_env({{"A", s}});
   r.spec.comment = s;
@@ -96,7 +96,7 @@ void EncodeRawBytes(std::string_view text) {
                  back.status().message().find("at most") != std::string::npos,
              back.status().ToString());
   if (back.ok()) {
-    FUZZ_CHECK(back->spec.name == s && back->spec.argv == r.spec.argv &&
+    FUZZ_CHECK(back->spec.name == s && back->spec.argv() == r.spec.argv() &&
                    back->spec.script() == s && back->spec.env() == r.spec.env() &&
                    back->spec.comment == s,
                "the bytes changed on the way");

@@ -330,11 +330,11 @@ Status ProcessLauncher::SetCommand(const api::LaunchSpec& spec, bool holder,
     // thread's child still holds the script's (close-on-exec) write descriptor.
     req.argv = ShebangArgv(spec.spec.script());
     req.argv.push_back(run.script);
-    req.argv.insert(req.argv.end(), spec.spec.argv.begin(), spec.spec.argv.end());
+    req.argv.insert(req.argv.end(), spec.spec.argv().begin(), spec.spec.argv().end());
     binds.push_back(run.script);
     return st;
   }
-  req.argv = spec.spec.argv;
+  req.argv = spec.spec.argv();
   if (req.argv.empty()) return InvalidArgument("the job has no command");
   return Status::Ok();
 }

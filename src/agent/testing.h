@@ -36,7 +36,7 @@ struct LaunchBuilder {
     return *this;
   }
   LaunchBuilder& Argv(std::vector<std::string> a) {
-    s.spec.argv = std::move(a);
+    s.spec.set_argv(std::move(a));
     return *this;
   }
   LaunchBuilder& Sh(const std::string& cmd) { return Argv({"/bin/sh", "-c", cmd}); }

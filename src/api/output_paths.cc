@@ -8,8 +8,8 @@ namespace hachi::api {
 
 std::string JobName(const LaunchSpec& spec) {
   if (!spec.spec.name.empty()) return spec.spec.name;
-  if (spec.spec.script().empty() && !spec.spec.argv.empty()) {
-    const std::string& cmd = spec.spec.argv[0];
+  if (spec.spec.script().empty() && !spec.spec.argv().empty()) {
+    const std::string& cmd = spec.spec.argv()[0];
     const size_t slash = cmd.find_last_of('/');
     std::string base = slash == std::string::npos ? cmd : cmd.substr(slash + 1);
     if (!base.empty()) return base;

@@ -168,7 +168,7 @@ TEST(ProtocolJson, WorkRoundTrip) {
   EXPECT_EQ(l.start_time, 1700000200);
   EXPECT_EQ(l.user, "alice");
   EXPECT_EQ(l.partition, "gpu8");
-  EXPECT_EQ(l.spec.argv, state::testing::FullJob(31).spec.argv);
+  EXPECT_EQ(l.spec.argv(), state::testing::FullJob(31).spec.argv());
   EXPECT_EQ(back->cancel, (std::vector<RunStop>{{4, 0}, {9, 1700000200}}));
   EXPECT_EQ(back->seq, 42u);
   EXPECT_TRUE(back->reregister);
@@ -246,7 +246,7 @@ TEST(ProtocolJson, NonUtf8BytesReachTheAgentAndTheServerExactly) {
   state::JobSpec& spec = w.launch[0].spec;
   spec.workdir = "/srv/d\xff";
   spec.set_script("#!/bin/sh\necho \xfe\n");
-  spec.argv = {"a\xff", "b"};
+  spec.set_argv({"a\xff", "b"});
   spec.set_env({{"K", "v\xff"}});
   spec.stdout_path = "%x\xff.out";
   Result<AgentWork> back = AgentWorkFromJson(AgentWorkToJson(w));
@@ -254,7 +254,7 @@ TEST(ProtocolJson, NonUtf8BytesReachTheAgentAndTheServerExactly) {
   const state::JobSpec& b = back->launch[0].spec;
   EXPECT_EQ(b.workdir, spec.workdir);
   EXPECT_EQ(b.script(), spec.script());
-  EXPECT_EQ(b.argv, spec.argv);
+  EXPECT_EQ(b.argv(), spec.argv());
   EXPECT_EQ(b.env(), spec.env());
   EXPECT_EQ(b.stdout_path, spec.stdout_path);
 

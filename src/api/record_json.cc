@@ -372,7 +372,7 @@ json ToJson(const JobSpec& spec) {
     env.push_back(JsonBytes(name + "=" + value));
   return {
       {"name", JsonBytes(spec.name)},
-      {"argv", BytesList(spec.argv)},
+      {"argv", BytesList(spec.argv())},
       {"script", JsonBytes(spec.script())},
       {"workdir", JsonBytes(spec.workdir)},
       {"env", std::move(env)},
@@ -578,13 +578,12 @@ Status FromJson(const json& j, JobSpec* out, std::string_view path) {
   JobSpec spec;
   ObjectReader r(j, path);
   r.Bytes("name", &spec.name);
-  r.List<std::string>("argv", &spec.argv, ReadBytesItem);
-  std::string script;
-  state::EnvList env;
-  r.Bytes("script", &script);
+  state::JobPayload payload;
+  r.List<std::string>("argv", &payload.argv, ReadBytesItem);
+  r.Bytes("script", &payload.script);
   r.Bytes("workdir", &spec.workdir);
-  r.List<std::pair<std::string, std::string>>("env", &env, ReadEnvItem);
-  spec.SetPayload(std::move(script), std::move(env));
+  r.List<std::pair<std::string, std::string>>("env", &payload.env, ReadEnvItem);
+  spec.SetPayload(std::move(payload));
   r.Bytes("stdout_path", &spec.stdout_path);
   r.Bytes("stderr_path", &spec.stderr_path);
   r.Int("uid", &spec.uid);

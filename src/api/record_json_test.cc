@@ -45,7 +45,7 @@ TEST(RecordJson, JobRoundTripKeepsEveryField) {
   EXPECT_TRUE(back->held);
   EXPECT_EQ(back->requeues, 2);
   EXPECT_EQ(back->master_port, 29517);
-  EXPECT_EQ(back->spec.argv.back(), "");
+  EXPECT_EQ(back->spec.argv().back(), "");
   EXPECT_EQ(back->spec.array_max_running, 10);
 }
 
@@ -310,7 +310,7 @@ TEST(RecordJson, NonUtf8BytesRoundTripExactly) {
   job.spec.comment = "bad \xff byte";
   job.spec.set_script("#!/bin/sh\nprintf '\xfe\xff'\n");
   job.spec.workdir = "/home/a/d\xff";
-  job.spec.argv = {"/bin/echo", "\xc3", "plain"};
+  job.spec.set_argv({"/bin/echo", "\xc3", "plain"});
   job.spec.set_env({{"N\xff", "v\x80"}, {"OK", "caf\xc3\xa9"}});
   job.spec.stdout_path = "o\xff";
   job.spec.stderr_path = "e\xff";
@@ -326,7 +326,7 @@ TEST(RecordJson, NonUtf8BytesRoundTripExactly) {
   EXPECT_EQ(back->spec.comment, job.spec.comment);
   EXPECT_EQ(back->spec.script(), job.spec.script());
   EXPECT_EQ(back->spec.workdir, job.spec.workdir);
-  EXPECT_EQ(back->spec.argv, job.spec.argv);
+  EXPECT_EQ(back->spec.argv(), job.spec.argv());
   EXPECT_EQ(back->spec.env(), job.spec.env());
   EXPECT_EQ(back->spec.stdout_path, job.spec.stdout_path);
   EXPECT_EQ(back->spec.stderr_path, job.spec.stderr_path);

@@ -102,12 +102,12 @@ Status CheckRequest(const sched::JobRequest& q, const std::string& path) {
 Status CheckSpec(const state::JobSpec& s, const std::string& path) {
   HACHI_RETURN_IF_ERROR(Bytes(Field(path, "name"), s.name, kMaxNameBytes));
   HACHI_RETURN_IF_ERROR(
-      Count(Field(path, "argv"), s.argv.size(), kMaxArgvEntries, "arguments"));
+      Count(Field(path, "argv"), s.argv().size(), kMaxArgvEntries, "arguments"));
   size_t argv_bytes = 0;
-  for (size_t i = 0; i < s.argv.size(); ++i) {
+  for (size_t i = 0; i < s.argv().size(); ++i) {
     HACHI_RETURN_IF_ERROR(CString(Field(path, "argv[" + std::to_string(i) + "]"),
-                                  s.argv[i], kMaxArgvBytes));
-    argv_bytes += s.argv[i].size() + 1;
+                                  s.argv()[i], kMaxArgvBytes));
+    argv_bytes += s.argv()[i].size() + 1;
   }
   HACHI_RETURN_IF_ERROR(Count(Field(path, "argv"), argv_bytes, kMaxArgvBytes, "bytes"));
   HACHI_RETURN_IF_ERROR(Bytes(Field(path, "script"), s.script(), kMaxScriptBytes));

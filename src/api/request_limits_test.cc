@@ -17,7 +17,7 @@ SubmitRequest Good() {
   r.req.partition = "gpu8";
   r.req.time_limit = 3600;
   r.spec.name = "train";
-  r.spec.argv = {"python", "train.py"};
+  r.spec.set_argv({"python", "train.py"});
   r.spec.workdir = "/home/alice";
   r.spec.set_env({{"PATH", "/usr/bin"}});
   return r;
@@ -115,12 +115,16 @@ INSTANTIATE_TEST_SUITE_P(
         LimitCase{"LongName", [](SubmitRequest& r) { r.spec.name.assign(257, 'n'); },
                   "submit.spec.name: 257 bytes; at most 256"},
         LimitCase{"ManyArgs",
-                  [](SubmitRequest& r) { r.spec.argv.assign(kMaxArgvEntries + 1, "a"); },
+                  [](SubmitRequest& r) {
+                    r.spec.set_argv(std::vector<std::string>(kMaxArgvEntries + 1, "a"));
+                  },
                   "submit.spec.argv: 4097 arguments; at most 4096"},
-        LimitCase{"ArgvBytes", [](SubmitRequest& r) { r.spec.argv = {kMiB}; },
+        LimitCase{"ArgvBytes", [](SubmitRequest& r) { r.spec.set_argv({kMiB}); },
                   "submit.spec.argv: 1048577 bytes; at most 1048576"},
         LimitCase{"NulInArgv",
-                  [](SubmitRequest& r) { r.spec.argv[1] = std::string("a\0b", 3); },
+                  [](SubmitRequest& r) {
+                    r.spec.set_argv({"python", std::string("a\0b", 3)});
+                  },
                   "submit.spec.argv[1]: contains a NUL byte"},
         LimitCase{"ScriptBytes", [](SubmitRequest& r) { r.spec.set_script(kMiB + "x"); },
                   "submit.spec.script: 1048577 bytes; at most 1048576"},

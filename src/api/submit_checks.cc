@@ -97,7 +97,7 @@ Status CheckJobSpec(const state::JobSpec& spec) {
   // Linux refuses an exec whose arguments and environment pass a few MB (ARG_MAX):
   // better said now than as a failed launch.
   size_t argv_bytes = 0;
-  for (const std::string& a : spec.argv) argv_bytes += a.size() + 1;
+  for (const std::string& a : spec.argv()) argv_bytes += a.size() + 1;
   if (env_bytes + argv_bytes > (2u << 20)) {
     return InvalidArgument("env and argv: " + std::to_string(env_bytes + argv_bytes) +
                            " bytes; at most 2 MiB together");

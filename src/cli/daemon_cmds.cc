@@ -493,9 +493,10 @@ void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
                   "Jobs one user may have pending, an array's tasks each counted; a "
                   "submit past it is refused (default 10000; 0: no bound)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
-  cmd->add_option("--max-pending-bytes", f->max_pending_bytes,
-                  "Bytes of batch scripts and environments one user may have pending, an "
-                  "array's counted once (default 1073741824, 1 GiB; 0: no bound)")
+  cmd->add_option(
+         "--max-pending-bytes", f->max_pending_bytes,
+         "Bytes of batch scripts, environments and arguments one user may have "
+         "pending, an array's counted once (default 1073741824, 1 GiB; 0: no bound)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 50));
   cmd->add_flag(
       "--init", f->init,

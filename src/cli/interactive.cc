@@ -156,8 +156,7 @@ std::string WorkingDirectory() {
 Result<state::JobRecord> Allocate(ApiClient& c, api::SubmitRequest request,
                                   const std::string& prog, bool announce) {
   request.spec.interactive = true;
-  request.spec.argv.clear();
-  request.spec.SetPayload("", request.spec.env());
+  request.spec.SetPayload({.script = "", .env = request.spec.env(), .argv = {}});
   Result<std::vector<state::JobId>> ids = c.Submit(request);
   if (!ids.ok()) {
     return Status(ids.status().code(),

@@ -134,7 +134,7 @@ Result<api::SubmitRequest> BuildRequest(std::vector<std::string> args, bool run,
           run ? "run: no command given (hachi run [options] -- cmd args)"
               : "submit: no command after '--'");
     }
-    r.spec.argv = flags->positional;
+    r.spec.set_argv(flags->positional);
     if (r.spec.name.empty()) r.spec.name = BaseName(flags->positional[0]);
   } else if (from_stdin) {
     r.spec.set_script(script_text);
@@ -146,7 +146,7 @@ Result<api::SubmitRequest> BuildRequest(std::vector<std::string> args, bool run,
           "or hachi submit [options] -- cmd args, or --wrap 'cmd')");
     }
     r.spec.set_script(script_text);
-    r.spec.argv.assign(flags->positional.begin() + 1, flags->positional.end());
+    r.spec.set_argv({flags->positional.begin() + 1, flags->positional.end()});
     if (r.spec.name.empty()) r.spec.name = BaseName(script_name);
   }
   const std::string cwd = Cwd();
@@ -215,7 +215,7 @@ int DoRun(std::vector<std::string> args) {
   Result<api::SubmitRequest> r = BuildRequest(std::move(args), true, &parsed, nullptr);
   if (!r.ok()) return Fail(r.status());
   api::StepRequest step;
-  step.argv = r->spec.argv;
+  step.argv = r->spec.argv();
   step.env = r->spec.env();
   step.workdir = r->spec.workdir;
   step.ntasks = r->spec.ntasks;

@@ -643,7 +643,7 @@ std::string FormatShowJob(const JobRecord& j, std::string_view diagnosis, Time n
     }
   }
   line("MinMemoryNode=" + std::to_string(ReqMemPerNode(j)) + "M");
-  line("Command=" + Or(JoinArgs(j.spec.argv), "(null)"));
+  line("Command=" + Or(JoinArgs(j.spec.argv()), "(null)"));
   line("WorkDir=" + j.spec.workdir);
   const std::string out_path = ExpandPath(Or(j.spec.stdout_path, "hachi-%j.out"), j);
   line("StdErr=" +

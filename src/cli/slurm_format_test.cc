@@ -298,7 +298,7 @@ TEST_F(SlurmFormat, ShowJob) {
                          .Spec([](JobRecord& j) {
                            j.spec.stdout_path = "logs/%x-%j.out";
                            j.spec.stderr_path = "/scratch/%u/%j.err";
-                           j.spec.argv = {"--epochs", "3"};
+                           j.spec.set_argv({"--epochs", "3"});
                            j.spec.requeue = true;
                            j.requeues = 1;
                            j.spec.comment = "nightly";

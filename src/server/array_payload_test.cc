@@ -1,4 +1,4 @@
-// An array's script and environment are kept once (the tasks share
+// An array's script, environment and argv are kept once (the tasks share
 // one state::JobPayload), every task still launches and reads back with all of it, and
 // what one user may have pending is bounded.
 #include <gtest/gtest.h>
@@ -30,8 +30,7 @@ const state::EnvList kEnv = {{"PATH", "/usr/bin:/bin"}, {"TOKEN", "t0ps3cret"}};
 
 SubmitRequest BigArray(const std::string& script, int tasks) {
   SubmitRequest r = MakeSubmit().Gpus(1).Time(600).Array(Tasks(tasks), 0);
-  r.spec.argv.clear();
-  r.spec.SetPayload(script, kEnv);
+  r.spec.SetPayload({script, kEnv, {}});
   return r;
 }
 
@@ -117,10 +116,10 @@ TEST(ArrayPayload, PendingJobsAndBytesPerUserAreBounded) {
   refused = h->jobs().Submit(BigArray(script, 1), kAlice);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), StatusCode::kBusy);
-  EXPECT_EQ(
-      refused.status().message(),
-      "user alice has 531 bytes of scripts and environments pending and may have at "
-      "most 1000 (the server's --max-pending-bytes); this submit would add 531");
+  EXPECT_EQ(refused.status().message(),
+            "user alice has 531 bytes of scripts, environments and arguments pending and "
+            "may have at most 1000 (the server's --max-pending-bytes); this submit would "
+            "add 531");
   EXPECT_EQ(h->job_views().Jobs(true).size(), 8u)
       << "nothing of a refused submit is kept";
 
@@ -138,6 +137,109 @@ TEST(ArrayPayload, PendingJobsAndBytesPerUserAreBounded) {
   Result<std::vector<state::JobId>> again =
       h->jobs().Submit(BigArray(script, 10), kAlice);
   EXPECT_TRUE(again.ok()) << again.status().ToString();
+}
+
+// `hachi submit --array=... -- cmd <a megabyte of arguments>`: the argv is part of the
+// payload the tasks share, in memory and in the store (one copy after a restart too);
+// every launch and API record still carries all of it.
+TEST(ArrayPayload, TasksShareOneArgv) {
+  topo::TempDir dir;
+  std::vector<std::string> argv = {"/bin/echo"};
+  for (int i = 0; i < 64; ++i) argv.push_back(std::string(1000, 'a' + i % 26));
+  SubmitRequest r = MakeSubmit().Gpus(1).Time(600).Array(Tasks(200), 0);
+  r.spec.set_argv(argv);
+  std::vector<state::JobId> ids;
+  {
+    Result<std::unique_ptr<state::Store>> store =
+        state::OpenSqliteStore(dir.path() + "/hachi.db");
+    ASSERT_TRUE(store.ok());
+    Harness h(ControllerOptions{}, std::move(*store));
+    h.Register("n1");
+    Result<std::vector<state::JobId>> submitted = h->jobs().Submit(r, kAlice);
+    ASSERT_TRUE(submitted.ok()) << submitted.status().ToString();
+    ids = *submitted;
+    const state::JobPayload* shared = h.Job(ids[0]).spec.payload.get();
+    ASSERT_NE(shared, nullptr);
+    for (state::JobId id : ids) ASSERT_EQ(h.Job(id).spec.payload.get(), shared) << id;
+    h->RunCycle();
+    const AgentWork work = h.Work("n1");
+    ASSERT_EQ(work.launch.size(), 8u);
+    for (const api::LaunchSpec& l : work.launch) EXPECT_EQ(l.spec.argv(), argv) << l.job;
+    EXPECT_EQ(api::ToJson(h.Job(ids[150]))["spec"]["argv"], nlohmann::json(argv));
+    h.Exit("n1", work.launch[0].job, 0);
+    ASSERT_EQ(h.StateOf(work.launch[0].job), JobState::kCompleted);
+    EXPECT_EQ(h.Job(work.launch[0].job).spec.argv(), argv) << "sacct shows it";
+  }
+  Result<std::unique_ptr<state::Store>> store =
+      state::OpenSqliteStore(dir.path() + "/hachi.db");
+  ASSERT_TRUE(store.ok());
+  Harness h(ControllerOptions{}, std::move(*store));
+  const state::JobPayload* shared = h.Job(ids[199]).spec.payload.get();
+  ASSERT_NE(shared, nullptr);
+  for (state::JobId id : ids) {
+    const state::JobRecord job = h.Job(id);
+    EXPECT_EQ(job.spec.argv(), argv) << id;
+    if (job.state == JobState::kPending) {
+      EXPECT_EQ(job.spec.payload.get(), shared) << id;
+    }
+  }
+}
+
+// A requeue of an array's finished tasks reads their payload from the store once: the
+// tasks share it again (one copy, counted once), with the environment and the argv.
+TEST(ArrayPayload, RequeuedTasksShareOnePayloadAgain) {
+  topo::TempDir dir;
+  Result<std::unique_ptr<state::Store>> store =
+      state::OpenSqliteStore(dir.path() + "/hachi.db");
+  ASSERT_TRUE(store.ok());
+  Harness h(ControllerOptions{}, std::move(*store));
+  h.Register("n1");
+  SubmitRequest r = MakeSubmit().Gpus(1).Array(Tasks(3), 0);
+  r.spec.SetPayload({"", kEnv, {"/bin/echo", std::string(4096, 'a')}});
+  Result<std::vector<state::JobId>> ids = h->jobs().Submit(r, kAlice);
+  ASSERT_TRUE(ids.ok()) << ids.status().ToString();
+  ASSERT_TRUE(h->jobs().Cancel(ids->front(), kAlice).ok());
+  ASSERT_TRUE(h.Job(ids->back()).spec.env().empty()) << "dropped at the end";
+  ASSERT_TRUE(h->jobs().Requeue(ids->front(), kAlice).ok());
+  const state::JobPayload* shared = h.Job(ids->front()).spec.payload.get();
+  ASSERT_NE(shared, nullptr);
+  for (state::JobId id : *ids) {
+    const state::JobRecord job = h.Job(id);
+    EXPECT_EQ(job.state, JobState::kPending) << id;
+    EXPECT_EQ(job.spec.payload.get(), shared) << id;
+  }
+  EXPECT_EQ(shared->env, kEnv);
+  EXPECT_EQ(shared->argv, r.spec.argv());
+}
+
+// The argv counts toward --max-pending-bytes as the script does: once for an array,
+// once for a single job. Before, a command's arguments were not counted at all.
+TEST(ArrayPayload, PendingBytesCountTheArgvOncePerArray) {
+  ControllerOptions o;
+  o.max_pending_bytes_per_user = 1 << 20;
+  Harness h(o);
+  h.Register("n1");
+  std::vector<std::string> argv = {"/bin/echo"};  // 10 + 600 * 1001 bytes
+  for (int i = 0; i < 600; ++i) argv.push_back(std::string(1000, 'x'));
+  SubmitRequest r = MakeSubmit().Gpus(1).Array(Tasks(300), 0);
+  r.spec.set_argv(argv);
+  Result<std::vector<state::JobId>> first = h->jobs().Submit(r, kAlice);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();  // 600,610 bytes, counted once
+
+  for (const SubmitRequest& again : {r, SubmitRequest(MakeSubmit().Gpus(1))}) {
+    SubmitRequest big = again;
+    big.spec.set_argv(argv);
+    Result<std::vector<state::JobId>> refused = h->jobs().Submit(big, kAlice);
+    ASSERT_FALSE(refused.ok()) << "an array, then a single job";
+    EXPECT_EQ(refused.status().code(), StatusCode::kBusy);
+    EXPECT_EQ(refused.status().message(),
+              "user alice has 600610 bytes of scripts, environments and arguments "
+              "pending and may have at most 1048576 (the server's --max-pending-bytes); "
+              "this submit would add 600610");
+  }
+  // Cancelled (every task: the array's id), the array frees what it counted.
+  ASSERT_TRUE(h->jobs().Cancel(first->front(), kAlice).ok());
+  EXPECT_TRUE(h->jobs().Submit(r, kAlice).ok());
 }
 
 }  // namespace

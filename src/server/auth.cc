@@ -96,20 +96,21 @@ void RedactJobDetails(state::JobRecord* job) {
   // A command job keeps its command's base name — the default job name, shown anyway —
   // so that queue displays still say what runs; a batch script's argv is all arguments.
   std::vector<std::string> argv;
-  size_t hidden = spec.argv.size();
-  if (spec.script().empty() && !spec.argv.empty()) {
-    argv.push_back(BaseName(spec.argv[0]));
+  size_t hidden = spec.argv().size();
+  if (spec.script().empty() && !spec.argv().empty()) {
+    argv.push_back(BaseName(spec.argv()[0]));
     --hidden;
   }
   if (hidden > 0) {
     argv.push_back("(" + std::to_string(hidden) +
                    (hidden == 1 ? " argument" : " arguments") + " not shown)");
   }
-  spec.argv = std::move(argv);
-  spec.SetPayload(spec.script().empty()
-                      ? ""
-                      : "# not shown: only the job's owner and admins see its script\n",
-                  {});
+  spec.SetPayload(
+      {.script = spec.script().empty()
+                     ? ""
+                     : "# not shown: only the job's owner and admins see its script\n",
+       .env = {},
+       .argv = std::move(argv)});
   // What its GPUs, CPUs and memory did, as GET /jobs/ID/usage refuses it to others.
   job->usage = {};
 }

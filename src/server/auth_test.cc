@@ -202,7 +202,7 @@ TEST(Authorization, ForgedUserInTheBodyChangesNothing) {
 // either.
 TEST(Redaction, AnothersJobShowsNoUsage) {
   state::JobRecord j;
-  j.spec.argv = {"/bin/train", "--lr=0.1"};
+  j.spec.set_argv({"/bin/train", "--lr=0.1"});
   j.usage.samples = 40;
   j.usage.gpu_util = 12.5;
   j.usage.mem_peak_mib = 900;
@@ -457,12 +457,12 @@ TEST_F(AuthHttpTest, OnlyTheOwnerSeesAJobsArguments) {
   Start();
   SubmitRequest cmd = MakeSubmit().Hold();
   cmd.spec.set_script("");
-  cmd.spec.argv = {"/usr/bin/psql", "--db-password=s3cr3t", "-c", "select 1"};
+  cmd.spec.set_argv({"/usr/bin/psql", "--db-password=s3cr3t", "-c", "select 1"});
   const state::JobId cmd_id = Submit(*Tcp(bob_), api::SubmitRequestToJson(cmd));
   ASSERT_GT(cmd_id, 0);
   SubmitRequest script = MakeSubmit().Hold();
   script.spec.set_script("#!/bin/sh\necho \"$1\"\n");
-  script.spec.argv = {"--token=s3cr3t"};
+  script.spec.set_argv({"--token=s3cr3t"});
   const state::JobId script_id = Submit(*Tcp(bob_), api::SubmitRequestToJson(script));
   ASSERT_GT(script_id, 0);
   auto seen = [&](const std::string& token, const std::string& p) {
@@ -474,7 +474,7 @@ TEST_F(AuthHttpTest, OnlyTheOwnerSeesAJobsArguments) {
   const std::string script_path = kApi + "/jobs/" + std::to_string(script_id);
   for (const std::string& who : {bob_, admin_}) {
     const json one = json::parse(seen(who, cmd_path));
-    EXPECT_EQ(one["job"]["spec"]["argv"], json(cmd.spec.argv)) << "owner or admin";
+    EXPECT_EQ(one["job"]["spec"]["argv"], json(cmd.spec.argv())) << "owner or admin";
     EXPECT_NE(seen(who, script_path).find("--token=s3cr3t"), std::string::npos);
   }
   for (const std::string& other : {alice_, std::string()}) {

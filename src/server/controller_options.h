@@ -47,9 +47,9 @@ struct ControllerOptions {
   int master_port_base = 29500;
   int master_port_count = 1000;
   // What one user may have pending, each 0 for no bound: jobs (an array's
-  // tasks each count), and bytes of script + environment (an array's once, as it is kept
-  // once). A submit past either is refused (kBusy: 409), naming the user, the limit and
-  // what the user has pending.
+  // tasks each count), and bytes of script + environment + argv
+  // (state::JobPayload::bytes: an array's once, as it is kept once). A submit past either
+  // is refused (kBusy: 409), naming the user, the limit and what the user has pending.
   int64_t max_pending_jobs_per_user = 10000;
   int64_t max_pending_bytes_per_user = int64_t{1} << 30;
   // The key of the job credentials (server/auth.h, JobCredential): the cluster secret.

@@ -66,7 +66,7 @@ TEST(Controller, SubmitCycleLaunchComplete) {
   EXPECT_EQ(l.start_time, job.start_time);
   EXPECT_EQ(l.user, "alice");
   EXPECT_EQ(l.spec.uid, 1000u);
-  EXPECT_EQ(l.spec.argv, std::vector<std::string>{"/bin/true"});
+  EXPECT_EQ(l.spec.argv(), std::vector<std::string>{"/bin/true"});
   EXPECT_TRUE(h.Work("n1").launch.empty()) << "a launch is delivered once";
 
   h.Exit("n1", id, 0);
@@ -349,7 +349,7 @@ TEST(Controller, FinishedJobsKeepTheirEnvironmentOnDiskOnly) {
   h.Exit("n1", id, 0);
   ASSERT_EQ(h.StateOf(id), JobState::kCompleted);
   EXPECT_TRUE(h.Job(id).spec.env().empty());
-  EXPECT_EQ(h.Job(id).spec.argv, std::vector<std::string>{"/bin/true"});
+  EXPECT_EQ(h.Job(id).spec.argv(), std::vector<std::string>{"/bin/true"});
 }
 
 // The agent reports every compute process on its GPUs; the node lists those on a GPU no

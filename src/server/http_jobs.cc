@@ -46,15 +46,34 @@ void JobHandlers::TestSubmit(const Request& req, Response& res) const {
 
 namespace {
 
-// A listing's record (GET /jobs?brief=1): the environment dropped, and a batch script
+// What a listing's record keeps of a job's arguments: the tasks of an array share one
+// argv, but a listing repeats it for each (10,000 tasks of 1 MB were 10 GB of JSON).
+constexpr size_t kBriefArgvBytes = 1024;
+
+// A listing's record (GET /jobs?brief=1): the environment dropped, a batch script
 // replaced by one line saying there is one (GET /jobs/ID has it), so that a display can
-// still tell a batch job from a command.
+// still tell a batch job from a command, and the arguments past kBriefArgvBytes by one
+// saying how many there were.
 void Brief(state::JobRecord* job) {
   state::JobSpec& spec = job->spec;
-  if (spec.env().empty() && spec.script().empty()) return;
-  spec.SetPayload(
-      spec.script().empty() ? "" : "# not listed: GET /api/v1/jobs/ID has the script\n",
-      {});
+  const std::vector<std::string>& all = spec.argv();
+  size_t kept = 0, bytes = 0;
+  while (kept < all.size() && bytes + all[kept].size() + 1 <= kBriefArgvBytes) {
+    bytes += all[kept++].size() + 1;
+  }
+  if (spec.env().empty() && spec.script().empty() && kept == all.size()) return;
+  std::vector<std::string> argv(all.begin(),
+                                all.begin() + static_cast<std::ptrdiff_t>(kept));
+  if (kept < all.size()) {
+    const size_t left = all.size() - kept;
+    argv.push_back("(" + std::to_string(left) + (left == 1 ? " argument" : " arguments") +
+                   " not listed: GET /api/v1/jobs/ID has them)");
+  }
+  spec.SetPayload({.script = spec.script().empty()
+                                 ? ""
+                                 : "# not listed: GET /api/v1/jobs/ID has the script\n",
+                   .env = {},
+                   .argv = std::move(argv)});
 }
 
 }  // namespace

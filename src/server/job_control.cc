@@ -1,5 +1,6 @@
 // JobService: signals, requeues and updates of jobs (scancel --signal, scontrol
 // requeue; docs/api.md "Signal and requeue").
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -60,6 +61,7 @@ Status JobService::Requeue(state::JobId id, const Caller& who, int task) {
   MutexLock writer(
       &ledger_->writer_mu());  // held throughout: no other writer changes the jobs
   std::vector<state::JobId> finished;
+  std::vector<state::JobId> finished_array;  // each one's JobSpec::array_job_id
   std::vector<state::JobId> running;
   const std::string reason = "requeued by " + (who.user.empty() ? "?" : who.user);
   {
@@ -87,6 +89,7 @@ Status JobService::Requeue(state::JobId id, const Caller& who, int task) {
         running.push_back(t);
       } else {
         finished.push_back(t);
+        finished_array.push_back(job.spec.array_job_id);
       }
     }
     if (running.empty() && finished.empty()) {
@@ -121,13 +124,22 @@ Status JobService::Requeue(state::JobId id, const Caller& who, int task) {
   // Finished: their environment was dropped from memory when they ended
   // (the ledger compacts them); the store still has it. Read without mu(), so API
   // reads go on; writer_mu() keeps the records as checked.
+  // An array's tasks share one payload in the store: read once, and shared again in
+  // memory (and so counted once by the pending bound), not one copy per task.
   std::vector<std::shared_ptr<const state::JobPayload>> payloads;
-  for (state::JobId t : finished) {
+  std::map<state::JobId, std::shared_ptr<const state::JobPayload>> by_array;
+  for (size_t i = 0; i < finished.size(); ++i) {
+    const state::JobId t = finished[i], array = finished_array[i];
+    if (auto it = by_array.find(array); array != 0 && it != by_array.end()) {
+      payloads.push_back(it->second);
+      continue;
+    }
     Result<std::shared_ptr<const state::JobPayload>> p = ledger_->LoadPayload(t);
     if (!p.ok()) {
       return Status(p.status().code(), "job " + std::to_string(t) +
                                            ": cannot requeue: " + p.status().message());
     }
+    if (array != 0) by_array[array] = *p;
     payloads.push_back(std::move(*p));
   }
   MutexLock lock(&ledger_->mu());

@@ -175,7 +175,8 @@ Result<std::vector<state::JobId>> JobService::Submit(const SubmitRequest& reques
     if (max_bytes > 0 && use.bytes + use.reserved_bytes + bytes > max_bytes) {
       return Busy("user " + req.user + " has " +
                   std::to_string(use.bytes + use.reserved_bytes) +
-                  " bytes of scripts and environments pending and may have at most " +
+                  " bytes of scripts, environments and arguments pending and may have at "
+                  "most " +
                   std::to_string(max_bytes) +
                   " (the server's --max-pending-bytes); this submit would add " +
                   std::to_string(bytes));

@@ -149,23 +149,26 @@ void Ledger::AppliedLocked(const std::vector<state::Edit>& edits) {
 // A job that has ended keeps its environment in the store only: it was what its run
 // needed, and it is most of a record's memory (the submitter's whole environment, 1-4 KB
 // a job, as sbatch's --export=ALL), which the server would otherwise hold for every job
-// it ever ran. (The batch script stays: `show job` says whether there was one.)
+// it ever ran. (The batch script and the arguments stay: `show job` and sacct show
+// them.)
 //
 // An array's tasks share one payload: dropping each task's environment by copying its
-// script would make one copy per task. They share the script-only payload instead
-// (compacted_, per array); the full one goes with the last task that held it.
+// script and arguments would make one copy per task. They share the payload without
+// environment instead (compacted_, per array); the full one goes with the last task
+// that held it.
 void Ledger::CompactFinishedLocked(state::JobRecord* job) {
   state::JobSpec& spec = job->spec;
   if (spec.payload == nullptr || spec.env().empty()) return;
   if (spec.payload.use_count() == 1) freed_bytes_ += spec.payload->bytes();
   if (spec.array_job_id == 0) {
-    spec.SetPayload(spec.script(), {});
+    spec.SetPayload({.script = spec.script(), .env = {}, .argv = spec.argv()});
     return;
   }
+  // The tasks of one array all have the same script and arguments (the submit's).
   std::shared_ptr<const state::JobPayload>& shared = compacted_[spec.array_job_id];
-  if (shared == nullptr) {  // the tasks of one array all have the same script
-    shared =
-        std::make_shared<const state::JobPayload>(state::JobPayload{spec.script(), {}});
+  if (shared == nullptr) {
+    shared = std::make_shared<const state::JobPayload>(
+        state::JobPayload{.script = spec.script(), .env = {}, .argv = spec.argv()});
   }
   spec.payload = shared;
 }

@@ -68,7 +68,7 @@ Status Commit(Ledger& l, std::vector<state::Edit> edits) {
 }
 
 state::JobRecord WithEnv(state::JobRecord r, std::string value, state::JobId array = 0) {
-  r.spec.SetPayload("#!/bin/sh\ntrue\n", {{"A", std::move(value)}});
+  r.spec.SetPayload({"#!/bin/sh\ntrue\n", {{"A", std::move(value)}}, {}});
   r.spec.array_job_id = array;
   return r;
 }
@@ -177,7 +177,7 @@ TEST(Ledger, AFinishedJobsEnvironmentLeavesMemoryAndComesBackOnRestore) {
   // taking the count resets it.
   l->TakeFreedBytes();
   EXPECT_EQ(l->TakeFreedBytes(), 0);
-  state::JobPayload full{"#!/bin/sh\ntrue\n", {{"A", "1"}}};
+  state::JobPayload full{"#!/bin/sh\ntrue\n", {{"A", "1"}}, {}};
   l->RestorePayload(1, std::make_shared<const state::JobPayload>(full));
   EXPECT_EQ(l->image().jobs.at(1).spec.env(), (state::EnvList{{"A", "1"}}));
 }

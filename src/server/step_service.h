@@ -36,7 +36,9 @@ class StepService : public OnLedger, public Ledger::Observer {
   // srun inside running job `id`: lays the step's tasks out on the job's nodes (block
   // distribution; -N, -n, --ntasks-per-node, -w, and --gpus-per-task/-c checked against
   // what the job has on each), records it (durable on return) and queues each node's
-  // part for its agent. Owner or admin (Action::kRunStep); kBusy for a job not running.
+  // part for its agent. Owner or admin (Action::kRunStep); kBusy for a job not running,
+  // or whose steps hold as much unread output as the server keeps for one job
+  // (StepStreams::RoomForStep).
   Result<state::StepRecord> CreateStep(state::JobId id, const api::StepRequest& req,
                                        const Caller& who)
       EXCLUDES(ledger_->writer_mu(), ledger_->mu());

@@ -29,6 +29,30 @@ bool StepStreams::IsPty(const state::StepKey& key) const {
   return it != streams_.end() && it->second.pty;
 }
 
+void StepStreams::HoldLocked(state::JobId job, Stream* s, int64_t bytes) {
+  s->held += bytes;
+  auto it = job_held_.try_emplace(job, 0).first;
+  it->second += bytes;
+  if (it->second == 0) job_held_.erase(it);
+}
+
+int64_t StepStreams::JobHeldLocked(state::JobId job) const {
+  auto it = job_held_.find(job);
+  return it == job_held_.end() ? 0 : it->second;
+}
+
+Status StepStreams::RoomForStep(state::JobId job) const {
+  MutexLock lock(&mu_);
+  const int64_t held = JobHeldLocked(job);
+  if (held < max_held_per_job_) return Status::Ok();
+  return Busy("job " + std::to_string(job) + "'s steps hold " + std::to_string(held) +
+              " bytes of output that their sruns have not read, and the server holds at "
+              "most " +
+              std::to_string(max_held_per_job_) +
+              " for one job's steps; let them read it, or cancel those steps, before "
+              "starting another");
+}
+
 bool StepStreams::Has(const state::StepKey& key) const {
   MutexLock lock(&mu_);
   return streams_.count(key) > 0;
@@ -69,10 +93,12 @@ StepStreams::Added StepStreams::Add(const state::StepKey& key, const std::string
     } else if (skip > 0) {
       piece.data.erase(0, static_cast<size_t>(skip));
     }
-    // Bounded: past max_held unread bytes nothing more is taken, and the agent keeps it
-    // (it stops reading its tasks, which then wait on their writes). A step's last word
-    // has no later batch to wait for: what does not fit is marked lost for the reader.
-    if (piece.lost == 0 && s.held >= max_held_) {
+    // Bounded: past max_held unread bytes (or the job's steps past max_held_per_job)
+    // nothing more is taken, and the agent keeps it (it stops reading its tasks, which
+    // then wait on their writes). A step's last word has no later batch to wait for:
+    // what does not fit is marked lost for the reader.
+    if (piece.lost == 0 &&
+        (s.held >= max_held_ || JobHeldLocked(key.job) >= max_held_per_job_)) {
       if (!last_word) {
         whole = false;
         break;
@@ -81,7 +107,7 @@ StepStreams::Added StepStreams::Add(const state::StepKey& key, const std::string
       piece.data.clear();
     }
     at += size;
-    s.held += static_cast<int64_t>(piece.data.size());
+    HoldLocked(key.job, &s, static_cast<int64_t>(piece.data.size()));
     s.end += piece.size();
     s.chunks.push_back(std::move(piece));
     taken = at;
@@ -118,7 +144,7 @@ StepStreams::Read StepStreams::ReadFrom(const state::StepKey& key, int64_t from,
   from = std::clamp<int64_t>(from, 0, s.end);
   // What lies below `from` the reader has: dropped.
   while (!s.chunks.empty() && s.base + s.chunks.front().size() <= from) {
-    s.held -= static_cast<int64_t>(s.chunks.front().data.size());
+    HoldLocked(key.job, &s, -static_cast<int64_t>(s.chunks.front().data.size()));
     s.base += s.chunks.front().size();
     s.chunks.pop_front();
   }
@@ -182,6 +208,7 @@ void StepStreams::Sweep(std::chrono::microseconds keep_for) {
   for (auto it = streams_.begin(); it != streams_.end();) {
     const Stream& s = it->second;
     if (s.ended && (s.delivered || now - s.ended_at_us > keep_for.count())) {
+      HoldLocked(it->first.job, &it->second, -s.held);
       it = streams_.erase(it);
     } else {
       ++it;

@@ -10,7 +10,9 @@
 // offset in their node's stream, so a batch sent twice is taken once, and are told how
 // far it was taken: once `max_held` bytes wait unread, no more is taken (the agent keeps
 // it and its tasks wait on their writes), so a reader that falls behind or never comes
-// costs bounded memory and no output. A reader that reconnects with its last offset
+// costs bounded memory and no output. The same holds for a job's steps together
+// (`max_held_per_job`): a job may run many steps, and each one's bound alone let 60
+// unread steps of one job hold 300 MB. A reader that reconnects with its last offset
 // loses nothing; one that asks from below what was dropped sees it as `lost`.
 //
 // Thread-safety: every method may be called from any thread; one mutex guards all
@@ -30,6 +32,7 @@
 #include "api/protocol.h"
 #include "core/clock.h"
 #include "core/mutex.h"
+#include "core/status.h"
 #include "state/records.h"
 
 namespace hachi::server {
@@ -39,15 +42,21 @@ std::string StepTopic(state::JobId job, int step);
 
 class StepStreams {
  public:
+  static constexpr int64_t kMaxHeld = 8 << 20;         // a step's unread output
+  static constexpr int64_t kMaxHeldPerJob = 64 << 20;  // all of a job's steps'
   // `clock`: not owned, outlives this; never null.
-  explicit StepStreams(int64_t max_held = 8 << 20, const Clock* clock = RealClock())
-      : max_held_(max_held), clock_(clock) {}
+  explicit StepStreams(int64_t max_held = kMaxHeld, const Clock* clock = RealClock(),
+                       int64_t max_held_per_job = kMaxHeldPerJob)
+      : max_held_(max_held), max_held_per_job_(max_held_per_job), clock_(clock) {}
 
   // A new step: its nodes, whether a failing task stops it (-K), whether it runs on a
   // terminal.
   void Open(const state::StepKey& key, std::vector<std::string> nodes,
             bool kill_on_bad_exit, bool pty = false) EXCLUDES(mu_);
   bool Has(const state::StepKey& key) const EXCLUDES(mu_);
+  // kBusy, naming the bound, while job `job`'s steps hold max_held_per_job unread bytes:
+  // a new step's output could not be taken either (StepService::CreateStep refuses it).
+  Status RoomForStep(state::JobId job) const EXCLUDES(mu_);
   // Whether the step runs on a terminal (srun --pty): its input is taken.
   bool IsPty(const state::StepKey& key) const EXCLUDES(mu_);
 
@@ -107,11 +116,17 @@ class StepStreams {
   };
   Stream& OpenLocked(const state::StepKey& key, const std::vector<std::string>& nodes)
       REQUIRES(mu_);
+  // `bytes` more (or, negative, fewer) held by stream `s` of `job`: its held and the
+  // job's.
+  void HoldLocked(state::JobId job, Stream* s, int64_t bytes) REQUIRES(mu_);
+  int64_t JobHeldLocked(state::JobId job) const REQUIRES(mu_);
 
   const int64_t max_held_;
+  const int64_t max_held_per_job_;
   const Clock* const clock_;
   mutable Mutex mu_;
   std::map<state::StepKey, Stream> streams_ GUARDED_BY(mu_);
+  std::map<state::JobId, int64_t> job_held_ GUARDED_BY(mu_);  // held, summed per job
 };
 
 }  // namespace hachi::server

@@ -107,6 +107,48 @@ TEST(StepStreams, AnEndedStepsLastWordPastTheBoundIsMarkedLost) {
   EXPECT_EQ(r.next, 8);
 }
 
+// A job's steps together hold at most max_held_per_job unread bytes: past it no step of
+// the job takes more (others' jobs do), a new step is refused naming the bound, and a
+// reader's read or an ended stream's sweep makes room again.
+TEST(StepStreams, AJobsStepsTogetherAreBounded) {
+  StepStreams s(/*max_held=*/100, RealClock(), /*max_held_per_job=*/25);
+  auto report = [](state::StepKey key, int64_t seq, std::string data) {
+    api::StepReport r = Report(seq, {Out(0, std::move(data))});
+    r.job = key.job;
+    r.step = key.step;
+    return r;
+  };
+  std::vector<state::StepKey> steps;
+  for (int i = 0; i < 3; ++i) steps.push_back({12, 1000, i});
+  for (const state::StepKey& k : steps) {
+    s.Open(k, {"a"}, false);
+    EXPECT_EQ(s.Add(k, "a", report(k, 0, "0123456789"), {}).next, 10) << k.step;
+  }
+  // 30 held, past the job's 25: the job's steps take no more; another job's do.
+  EXPECT_EQ(s.Add(steps[0], "a", report(steps[0], 10, "x"), {}).next, 10);
+  const state::StepKey other{13, 1000, 0};
+  s.Open(other, {"a"}, false);
+  EXPECT_EQ(s.Add(other, "a", report(other, 0, "0123456789"), {}).next, 10);
+  EXPECT_TRUE(s.RoomForStep(13).ok());
+  const Status refused = s.RoomForStep(12);
+  EXPECT_EQ(refused.code(), StatusCode::kBusy);
+  EXPECT_EQ(refused.message(),
+            "job 12's steps hold 30 bytes of output that their sruns have not read, and "
+            "the server holds at most 25 for one job's steps; let them read it, or "
+            "cancel those steps, before starting another");
+  // Step 2 ends and its reader got it all: swept, 20 held.
+  s.End(steps[2]);
+  s.Delivered(steps[2]);
+  s.Sweep(std::chrono::hours(1));
+  EXPECT_TRUE(s.RoomForStep(12).ok());
+  EXPECT_EQ(s.Add(steps[0], "a", report(steps[0], 10, "vwxyz"), {}).next, 15);
+  EXPECT_FALSE(s.RoomForStep(12).ok()) << "25: at the bound again";
+  // Step 1's reader reads it all: 15 held.
+  s.ReadFrom(steps[1], 10, 1 << 20);
+  EXPECT_TRUE(s.RoomForStep(12).ok());
+  EXPECT_EQ(s.Add(steps[0], "a", report(steps[0], 15, "!"), {}).next, 16);
+}
+
 TEST(StepStreams, AReaderThatAsksFromBelowWhatWasDroppedSeesItLost) {
   StepStreams s;
   s.Open(kKey, {"a"}, false);

@@ -74,7 +74,7 @@ StepService::StepService(Ledger* ledger, Fleet* fleet, AgentHub* hub,
       hub_(hub),
       authorizer_(authorizer),
       options_(options),
-      streams_(8 << 20, options->clock) {}
+      streams_(StepStreams::kMaxHeld, options->clock) {}
 
 void StepService::SetNotifier(std::function<void(const std::string&)> notify) {
   MutexLock lock(&ledger_->mu());
@@ -111,6 +111,7 @@ Result<state::StepRecord> StepService::CreateStep(state::JobId id,
       run != fleet_->runs.end() && run->second.cancelling()) {
     return Busy("job " + std::to_string(id) + " is being cancelled");
   }
+  HACHI_RETURN_IF_ERROR(streams_.RoomForStep(id));
   Result<StepLayout> layout = LayOutStep(job, req);
   if (!layout.ok()) return layout.status();
   const int nodes = static_cast<int>(layout->nodes.size());

@@ -67,7 +67,7 @@ struct SubmitBuilder {
 inline SubmitBuilder MakeSubmit() {
   SubmitBuilder b;
   b.r.req.gpus = 1;
-  b.r.spec.argv = {"/bin/true"};
+  b.r.spec.set_argv({"/bin/true"});
   b.r.spec.workdir = "/tmp";
   return b;
 }

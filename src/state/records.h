@@ -53,19 +53,25 @@ inline bool IsFinal(JobState s) {
 
 using EnvList = std::vector<std::pair<std::string, std::string>>;
 
-// A job's batch script and environment: the bulk of what a submit sends (a script may be
-// megabytes). Immutable once built, so the tasks of an array share one: the
-// server holds it once in memory, the store keeps it once on disk (docs/storage.md,
-// table `payloads`).
+// A job's batch script, environment and arguments: the bulk of what a submit sends (a
+// script or an argv may be a megabyte each). Immutable once built, so the tasks of an
+// array share one: the server holds it once in memory, the store keeps it once on disk
+// (docs/storage.md, table `payloads`).
 struct JobPayload {
   std::string script;  // the batch script's text ("" for a wrapped command)
   EnvList env;         // the submitter's environment (what the job inherits)
-  // What it costs: the script's and the environment's bytes (what the per-user pending
-  // bound counts, once per array).
+  // The command; for a script job: {"/bin/sh"-like interpreter from the shebang, script
+  // path} is built by the agent, argv then holds the script's arguments.
+  std::vector<std::string> argv;
+  bool empty() const { return script.empty() && env.empty() && argv.empty(); }
+  // What it costs: its bytes (what the per-user pending bound counts, once per array);
+  // an argument counts one more, as exec's does (its NUL), so that a million empty
+  // arguments are not free.
   int64_t bytes() const {
     int64_t n = static_cast<int64_t>(script.size());
     for (const auto& [name, value] : env)
       n += static_cast<int64_t>(name.size() + value.size());
+    for (const std::string& a : argv) n += static_cast<int64_t>(a.size() + 1);
     return n;
   }
 };
@@ -73,11 +79,8 @@ struct JobPayload {
 // What the user asked to run, beyond the resource request (sched::JobRequest).
 struct JobSpec {
   std::string name;  // --job-name; default: the script's or command's base name
-  // The command; for a script job: {"/bin/sh"-like interpreter from the shebang, script
-  // path} is built by the agent, argv then holds the script's arguments.
-  std::vector<std::string> argv;
-  // Script and environment, shared by the tasks of an array (JobPayload); null reads as
-  // empty. Copying a JobSpec copies the pointer, never the text.
+  // Script, environment and argv, shared by the tasks of an array (JobPayload); null
+  // reads as empty. Copying a JobSpec copies the pointer, never the text.
   // Inline: the agent and the API use them without linking state/.
   std::shared_ptr<const JobPayload> payload;
   const std::string& script() const {
@@ -88,18 +91,20 @@ struct JobSpec {
     static const EnvList kEmpty;
     return payload ? payload->env : kEmpty;
   }
-  // Each builds a new payload (the old one may be shared: never changed in place); both
-  // empty: none.
-  void SetPayload(std::string script, EnvList env) {
-    if (script.empty() && env.empty()) {
-      payload = nullptr;
-      return;
-    }
-    payload =
-        std::make_shared<const JobPayload>(JobPayload{std::move(script), std::move(env)});
+  const std::vector<std::string>& argv() const {
+    static const std::vector<std::string> kEmpty;
+    return payload ? payload->argv : kEmpty;
   }
-  void set_script(std::string s) { SetPayload(std::move(s), env()); }
-  void set_env(EnvList e) { SetPayload(script(), std::move(e)); }
+  // Each builds a new payload (the old one may be shared: never changed in place); an
+  // empty one: none.
+  void SetPayload(JobPayload p) {
+    payload = p.empty() ? nullptr : std::make_shared<const JobPayload>(std::move(p));
+  }
+  void set_script(std::string s) { SetPayload({std::move(s), env(), argv()}); }
+  void set_env(EnvList e) { SetPayload({script(), std::move(e), argv()}); }
+  void set_argv(std::vector<std::string> a) {
+    SetPayload({script(), env(), std::move(a)});
+  }
   std::string workdir;  // absolute; default: the submitter's cwd
   // Output paths as given, with Slurm's patterns (%j job id, %x name, %A array job,
   // %a array task, %u user, %N first node, %% percent). Empty stdout: "hachi-%j.out" in

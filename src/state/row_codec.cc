@@ -239,17 +239,17 @@ Status ReadRequest(const json& v, const std::string& path, json* unknown,
 }
 
 // `payload_ref`: where a version 4 row names the payloads row holding its script and
-// environment (0: they are inline, as every row before version 4 has them).
+// environment, and from version 8 its argv (0: they are inline, as every row before
+// version 4 has them). The spec's payload is what the row holds itself (row_codec.h).
 Status ReadSpec(const json& v, const std::string& path, json* unknown, JobSpec* spec,
                 JobId* payload_ref) {
   RowReader r(v, path, unknown);
-  std::string script;
-  EnvList env;
+  JobPayload payload;
   r.Bytes("name", &spec->name);
-  r.List("argv", &spec->argv, ReadBytesItem);
-  r.Bytes("script", &script);
+  r.List("argv", &payload.argv, ReadBytesItem);
+  r.Bytes("script", &payload.script);
   r.Bytes("workdir", &spec->workdir);
-  r.List("env", &env, ReadEnvItem);
+  r.List("env", &payload.env, ReadEnvItem);
   r.Int("payload", payload_ref);
   r.Bytes("stdout_path", &spec->stdout_path);
   r.Bytes("stderr_path", &spec->stderr_path);
@@ -273,7 +273,7 @@ Status ReadSpec(const json& v, const std::string& path, json* unknown, JobSpec* 
   r.Bool("batch_on_first_node", &spec->batch_on_first_node);  // version 6
   r.Bool("interactive", &spec->interactive);
   HACHI_RETURN_IF_ERROR(r.Finish());
-  spec->SetPayload(std::move(script), std::move(env));
+  spec->SetPayload(std::move(payload));
   return Status::Ok();
 }
 
@@ -392,6 +392,7 @@ Status ReadPayload(const json& j, json* unknown, JobPayload* p) {
   r.Skip(kMinReaderKey);
   r.Bytes("script", &p->script);
   r.List("env", &p->env, ReadEnvItem);
+  r.List("argv", &p->argv, ReadBytesItem);  // version 2
   return r.Finish();
 }
 
@@ -466,8 +467,14 @@ Status StepJobV5ToV6(json* /*row*/) { return Status::Ok(); }
 // GPUs), and a row holding them says "_min_reader": 7.
 Status StepJobV6ToV7(json* /*row*/) { return Status::Ok(); }
 
-constexpr Step kJobSteps[] = {StepV1ToV2,    StepJobV2ToV3, StepJobV3ToV4,
-                              StepJobV4ToV5, StepJobV5ToV6, StepJobV6ToV7};
+// Job rows 7 -> 8: a row that names a payloads row may leave its "argv" there too
+// (then it has none and says "_min_reader": 8). A version 7 row that names one holds
+// its argv itself, which reads as it is (the store joins it with the payloads row's
+// script and environment, and a rewrite keeps it in the row).
+Status StepJobV7ToV8(json* /*row*/) { return Status::Ok(); }
+
+constexpr Step kJobSteps[] = {StepV1ToV2,    StepJobV2ToV3, StepJobV3ToV4, StepJobV4ToV5,
+                              StepJobV5ToV6, StepJobV6ToV7, StepJobV7ToV8};
 // Node rows 2 -> 3: the state "burn-in" (which a version 2 reader cannot
 // parse, hence min_reader 3) and the burn-in fields "burn_in_passed", "burn_in_run",
 // "burn_in", "burn_in_gpus". A version 2 row is a node that was in service before
@@ -484,8 +491,13 @@ constexpr Step kTokenSteps[] = {StepV1ToV2};
 static_assert(std::size(kJobSteps) == kJobRowFormat.version - 1);
 static_assert(std::size(kNodeSteps) == kNodeRowFormat.version - 1);
 static_assert(std::size(kTokenSteps) == kTokenRowFormat.version - 1);
-constexpr Step kPayloadSteps[] = {nullptr};  // none yet (version 1)
-constexpr Step kStepSteps[] = {nullptr};     // none yet (version 1)
+// Payload rows 1 -> 2: the optional "argv"; a version 1 row has none (its tasks' rows
+// hold theirs).
+Status StepPayloadV1ToV2(json* /*row*/) { return Status::Ok(); }
+
+constexpr Step kPayloadSteps[] = {StepPayloadV1ToV2};
+static_assert(std::size(kPayloadSteps) == kPayloadRowFormat.version - 1);
+constexpr Step kStepSteps[] = {nullptr};  // none yet (version 1)
 
 // Reads the row's version and refuses one this binary must not read; then runs the
 // steps from the row's version to `format`'s.
@@ -596,13 +608,13 @@ json EnvJson(const EnvList& list) {
   return env;
 }
 
-// `payload_ref` != 0: script and environment are in that payloads row, not here.
+// `payload_ref` != 0: script, environment and argv are in that payloads row; the spec's
+// payload holds what stays here (an argv from before version 8, or nothing).
 json SpecJson(const JobSpec& spec, JobId payload_ref) {
   json argv = json::array();
-  for (const std::string& a : spec.argv) argv.push_back(JsonBytes(a));
+  for (const std::string& a : spec.argv()) argv.push_back(JsonBytes(a));
   json j = {
       {"name", JsonBytes(spec.name)},
-      {"argv", std::move(argv)},
       {"workdir", JsonBytes(spec.workdir)},
       {"stdout_path", JsonBytes(spec.stdout_path)},
       {"stderr_path", JsonBytes(spec.stderr_path)},
@@ -631,7 +643,9 @@ json SpecJson(const JobSpec& spec, JobId payload_ref) {
   if (spec.interactive) j["interactive"] = true;
   if (payload_ref != 0) {
     j["payload"] = payload_ref;
+    if (!argv.empty()) j["argv"] = std::move(argv);
   } else {
+    j["argv"] = std::move(argv);
     j["script"] = JsonBytes(spec.script());
     j["env"] = EnvJson(spec.env());
   }
@@ -683,6 +697,9 @@ std::string EncodeJobRow(const JobRecord& job, std::string_view unknown,
   // A job of MIG devices (version 7): a version-6 reader would run it on whole GPUs,
   // so its row alone needs a reader of version 7; other rows stay readable by 6.
   if (!job.req.mig_profile.empty()) j[kMinReaderKey] = 7;
+  // A row whose argv is in its payloads row (version 8): a version-7 reader would run
+  // the task with no command.
+  if (payload_ref != 0 && job.spec.argv().empty()) j[kMinReaderKey] = 8;
   return Dump(&j, unknown);
 }
 
@@ -724,6 +741,11 @@ std::string EncodeTokenRow(const TokenRecord& t, std::string_view unknown) {
 
 std::string EncodePayloadRow(const JobPayload& payload) {
   json j = {{"script", JsonBytes(payload.script)}, {"env", EnvJson(payload.env)}};
+  if (!payload.argv.empty()) {
+    json argv = json::array();
+    for (const std::string& a : payload.argv) argv.push_back(JsonBytes(a));
+    j["argv"] = std::move(argv);
+  }
   PutVersion(kPayloadRowFormat, &j);
   return Dump(&j, "");
 }

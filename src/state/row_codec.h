@@ -53,12 +53,18 @@ struct RowFormat {
 // Jobs 7: the request's optional mig_profile and an allocation's optional
 // mig (the MIG devices' UUIDs). A version-6 reader would run such a job on whole GPUs:
 // the rows that hold them say "_min_reader": 7; the others stay readable by 6.
-inline constexpr RowFormat kJobRowFormat{7, 6};  // jobs.record
+// Jobs 8: an array task's argv too is in its payloads row (an array's argv was one
+// copy per task: 500 tasks of 1 MB were 500 MB). A version-7 reader would run such a
+// task with no command: a row naming a payloads row without an argv of its own says
+// "_min_reader": 8; the others stay as they were.
+inline constexpr RowFormat kJobRowFormat{8, 6};  // jobs.record
 // Nodes 3: the state "burn-in" and the burn-in fields; a version-2 reader
 // cannot parse the state, so it must not read them.
-inline constexpr RowFormat kNodeRowFormat{3, 3};     // nodes.record
-inline constexpr RowFormat kTokenRowFormat{2, 2};    // tokens.record
-inline constexpr RowFormat kPayloadRowFormat{1, 1};  // payloads.record (JobPayload)
+inline constexpr RowFormat kNodeRowFormat{3, 3};   // nodes.record
+inline constexpr RowFormat kTokenRowFormat{2, 2};  // tokens.record
+// Payloads 2: the optional "argv". A version-1 reader would drop it, but reads such a
+// row only for job rows that it refuses (their "_min_reader" is 8).
+inline constexpr RowFormat kPayloadRowFormat{2, 1};  // payloads.record (JobPayload)
 inline constexpr RowFormat kStepRowFormat{1, 1};     // steps.record
 
 // A decoded row.
@@ -69,8 +75,10 @@ struct Row {
   // The fields this binary does not know, as a JSON object of the same shape as the row
   // (nested objects by name); "" when there are none (the usual case).
   std::string unknown;
-  // Jobs: the payloads row that holds the script and environment (the spec's payload is
-  // then left null for the store to share); 0: they were inline.
+  // Jobs: the payloads row that holds the script, environment and argv; 0: they are
+  // inline. When it is set, the spec's payload holds only what the row holds itself:
+  // nothing, or in a row from before version 8 its argv, which the store joins with the
+  // payloads row's script and environment, and a rewrite keeps in the row.
   JobId payload_ref = 0;
 };
 
@@ -79,7 +87,9 @@ struct Row {
 // token rows, whose text never reaches a process or a path, bad bytes are replaced by
 // U+FFFD. `unknown` (a Row's) is merged in.
 // `payload_ref` != 0: the row names that payloads row instead of holding the spec's
-// script and environment (an array's tasks share one, written by EncodePayloadRow).
+// script, environment and argv (an array's tasks share one, written by
+// EncodePayloadRow); the spec's payload must then hold only what stays in the row, as
+// Row::payload_ref says (a new task: nothing).
 std::string EncodeJobRow(const JobRecord& job, std::string_view unknown = "",
                          JobId payload_ref = 0);
 std::string EncodeNodeRow(const NodeRecord& node, std::string_view unknown = "");

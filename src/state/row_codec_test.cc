@@ -49,7 +49,7 @@ TEST(RowCodec, JobRoundTripKeepsEveryField) {
   EXPECT_EQ(b.requeues, 2);
   EXPECT_EQ(b.master_port, 29517);
   EXPECT_EQ(b.submit_key, "0123456789abcdef");
-  EXPECT_EQ(b.spec.argv.back(), "");
+  EXPECT_EQ(b.spec.argv().back(), "");
   EXPECT_EQ(b.spec.array_task_id, 7);
 }
 
@@ -59,7 +59,7 @@ TEST(RowCodec, NonUtf8BytesRoundTripExactly) {
   JobRecord job = FullJob(21);
   job.spec.set_script("#!/bin/sh\necho \xff\xfe\n");
   job.spec.workdir = "/tmp/d\xff";
-  job.spec.argv = {"/bin/echo", "caf\xe9", "ok"};
+  job.spec.set_argv({"/bin/echo", "caf\xe9", "ok"});
   job.spec.set_env({{"V\xff", "x\xff\xc3"}, {"PLAIN", "y"}});
   job.spec.stdout_path = "out\xff.%j";
   job.spec.stderr_path = "err\x80";
@@ -80,7 +80,7 @@ TEST(RowCodec, NonUtf8BytesRoundTripExactly) {
   const JobSpec& b = back->record.spec;
   EXPECT_EQ(b.script(), job.spec.script());
   EXPECT_EQ(b.workdir, job.spec.workdir);
-  EXPECT_EQ(b.argv, job.spec.argv);
+  EXPECT_EQ(b.argv(), job.spec.argv());
   EXPECT_EQ(b.env(), job.spec.env());
   EXPECT_EQ(b.stdout_path, job.spec.stdout_path);
   EXPECT_EQ(b.stderr_path, job.spec.stderr_path);
@@ -92,6 +92,54 @@ TEST(RowCodec, NonUtf8BytesRoundTripExactly) {
   JobRecord plain = FullJob(22);
   plain.req.mig_profile.clear();  // a MIG job's row needs a reader of 7
   EXPECT_EQ(json::parse(EncodeJobRow(plain))["_min_reader"], kJobRowFormat.min_reader);
+}
+
+// An array task's row names its payloads row, which holds the script, environment and
+// argv (version 8): the row has no argv and needs a reader of 8. A row from before
+// holds its argv itself, and keeps it through a decode and encode. A single job's are
+// inline, readable by the table's min_reader.
+TEST(RowCodec, ArrayTaskArgvLivesInThePayloadsRow) {
+  JobRecord task = FullJob(30);
+  task.req.mig_profile.clear();
+  JobRecord bare = task;
+  bare.spec.payload = nullptr;  // what the store encodes for a new task (sql_store.cc)
+  const json row = json::parse(EncodeJobRow(bare, "", 30));
+  EXPECT_FALSE(row["spec"].contains("argv")) << row.dump();
+  EXPECT_FALSE(row["spec"].contains("script"));
+  EXPECT_EQ(row["spec"]["payload"], 30);
+  EXPECT_EQ(row["_min_reader"], 8);
+  Result<Row<JobRecord>> back = DecodeJobRow(row.dump());
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->payload_ref, 30);
+  EXPECT_EQ(back->record.spec.payload, nullptr);
+
+  const std::string payload = EncodePayloadRow(*task.spec.payload);
+  EXPECT_EQ(json::parse(payload)["_v"], 2);
+  Result<Row<JobPayload>> p = DecodePayloadRow(payload);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->record.argv, task.spec.argv());
+  EXPECT_EQ(p->record.script, task.spec.script());
+  EXPECT_EQ(p->record.env, task.spec.env());
+  Result<Row<JobPayload>> v1 =
+      DecodePayloadRow(R"({"_v":1,"_min_reader":1,"script":"s","env":["A=b"]})");
+  ASSERT_TRUE(v1.ok()) << v1.status().ToString();
+  EXPECT_TRUE(v1->record.argv.empty());
+
+  // Version 7: the task's row holds its argv; it stays there.
+  const std::string old =
+      R"({"_v":7,"_min_reader":6,"id":30,"spec":{"argv":["-n","2"],"payload":30}})";
+  Result<Row<JobRecord>> o = DecodeJobRow(old);
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->payload_ref, 30);
+  EXPECT_EQ(o->record.spec.argv(), (std::vector<std::string>{"-n", "2"}));
+  EXPECT_EQ(o->record.spec.script(), "");
+  const json rewritten = json::parse(EncodeJobRow(o->record, "", o->payload_ref));
+  EXPECT_EQ(rewritten["spec"]["argv"], json({"-n", "2"}));
+  EXPECT_EQ(rewritten["_min_reader"], kJobRowFormat.min_reader);
+
+  const json single = json::parse(EncodeJobRow(task));
+  EXPECT_EQ(single["spec"]["argv"], json(task.spec.argv()));
+  EXPECT_EQ(single["_min_reader"], kJobRowFormat.min_reader);
 }
 
 TEST(RowCodec, BytesFormIsStrict) {
@@ -380,12 +428,12 @@ TEST(RowCodec, UnknownFieldsOfANewerRowLoadAndSurviveARewrite) {
 }
 
 TEST(RowCodec, ARowForNewerReadersIsRefusedNamingTheVersions) {
-  Result<Row<JobRecord>> job = DecodeJobRow(R"({"_v":9,"_min_reader":8,"id":1})");
+  Result<Row<JobRecord>> job = DecodeJobRow(R"({"_v":10,"_min_reader":9,"id":1})");
   ASSERT_FALSE(job.ok());
   EXPECT_EQ(job.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(job.status().message(),
-            "row format version 9 needs a reader of version 8 or later; this hachi "
-            "reads job rows up to version 7 (run a newer hachi)");
+            "row format version 10 needs a reader of version 9 or later; this hachi "
+            "reads job rows up to version 8 (run a newer hachi)");
   // A MIG job's row (version 7, min reader 7) is read by this binary.
   EXPECT_TRUE(DecodeJobRow(R"({"_v":7,"_min_reader":7,"id":1})").ok());
   // Without "_min_reader" a row needs a reader of its own version.
@@ -464,9 +512,10 @@ TEST(RowCodec, NodeAndTokenErrorsNameTheField) {
 // sizes here (x86-64, g++).
 TEST(RowCodec, RecordSizesMatchTheCodecs) {
   EXPECT_EQ(sizeof(JobRecord),
-            912u);  // constraint .. nice, ntasks .. open_append; 20: peak, MIG;
-                    // 21: usage
-  EXPECT_EQ(sizeof(JobSpec), 296u);
+            888u);  // constraint .. nice, ntasks .. open_append; 20: peak, MIG;
+                    // 21: usage; argv into the payload
+  EXPECT_EQ(sizeof(JobSpec), 272u);            // argv into the payload
+  EXPECT_EQ(sizeof(JobPayload), 80u);          // script, env, argv
   EXPECT_EQ(sizeof(sched::JobRequest), 416u);  // mig_profile
   EXPECT_EQ(sizeof(NodeAllocation), 96u);      // mig
   EXPECT_EQ(sizeof(NodeRecord), 392u);         // burn-in; 20: gpu_sharing

@@ -125,8 +125,8 @@ Status WriteJob(Db* db, const JobRecord& job, std::string_view unknown,
   return stmt->Run();
 }
 
-// An array's script and environment, once (row `array_id` of payloads): written with the
-// array's first task, in the transaction that writes the tasks.
+// An array's script, environment and argv, once (row `array_id` of payloads): written
+// with the array's first task, in the transaction that writes the tasks.
 Status WritePayload(Db* db, JobId array_id, const JobPayload& payload) {
   Result<Stmt> exists = db->Prepare("SELECT 1 FROM payloads WHERE id = ?1");
   if (!exists.ok()) return exists.status();
@@ -145,9 +145,9 @@ Status WritePayload(Db* db, JobId array_id, const JobPayload& payload) {
 }
 
 // Reads payloads row `id` once per Load, shared by the tasks that name it.
-Result<std::shared_ptr<const JobPayload>> LoadPayload(
-    Db* db, JobId id, std::map<JobId, std::shared_ptr<const JobPayload>>* cache) {
-  if (auto it = cache->find(id); it != cache->end()) return it->second;
+Result<std::shared_ptr<const JobPayload>> LoadPayload(Db* db, JobId id,
+                                                      PayloadCache* cache) {
+  if (auto it = cache->rows.find(id); it != cache->rows.end()) return it->second;
   Result<Stmt> stmt = db->Prepare("SELECT record, sum FROM payloads WHERE id = ?1");
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, id);
@@ -160,8 +160,23 @@ Result<std::shared_ptr<const JobPayload>> LoadPayload(
   Result<Row<JobPayload>> payload = DecodePayloadRow(record);
   if (!payload.ok()) return RowError(db, "payloads", key, payload.status());
   auto shared = std::make_shared<const JobPayload>(std::move(payload->record));
-  (*cache)[id] = shared;
+  cache->rows[id] = shared;
   return std::shared_ptr<const JobPayload>(std::move(shared));
+}
+
+// The payload of a job whose row names payloads row `ref`; `in_row`: what the row holds
+// itself (Row::payload_ref): nothing, or, written before jobs version 8, its argv.
+Result<std::shared_ptr<const JobPayload>> JoinPayload(
+    Db* db, JobId ref, const std::shared_ptr<const JobPayload>& in_row,
+    PayloadCache* cache) {
+  Result<std::shared_ptr<const JobPayload>> stored = LoadPayload(db, ref, cache);
+  if (!stored.ok() || in_row == nullptr || in_row->argv.empty()) return stored;
+  std::shared_ptr<const JobPayload>& joined = cache->joined[ref];
+  if (joined == nullptr || joined->argv != in_row->argv) {
+    joined = std::make_shared<const JobPayload>(
+        JobPayload{(*stored)->script, (*stored)->env, in_row->argv});
+  }
+  return joined;
 }
 
 Status WriteNode(Db* db, const NodeRecord& node, std::string_view unknown = "") {
@@ -283,18 +298,23 @@ Status WriteEdit(Db* db, const Edit& edit) {
           HACHI_RETURN_IF_ERROR(ReadJob(db, e.record.id, &image));
           HACHI_RETURN_IF_ERROR(CheckEdit(image, edit));
           // An array's tasks name one payloads row (its first task's id) instead of
-          // each holding the script and environment.
+          // each holding the script, environment and argv.
           const JobSpec& spec = e.record.spec;
           const JobId payload_ref =
               spec.array_job_id != 0 && spec.payload != nullptr ? spec.array_job_id : 0;
+          std::string record;
           if (payload_ref != 0) {
             HACHI_RETURN_IF_ERROR(WritePayload(db, payload_ref, *spec.payload));
+            JobRecord row = e.record;  // copies the payload's pointer, not its text
+            row.spec.payload = nullptr;
+            record = EncodeJobRow(row, "", payload_ref);
+          } else {
+            record = EncodeJobRow(e.record);
           }
           Result<Stmt> insert = db->Prepare(
               "INSERT INTO jobs (id, state, record, payload, sum) "
               "VALUES (?1, ?2, ?3, ?4, ?5)");
           if (!insert.ok()) return insert.status();
-          const std::string record = EncodeJobRow(e.record, "", payload_ref);
           insert->Bind(1, e.record.id)
               .Bind(2, JobStateName(e.record.state))
               .Bind(3, record);
@@ -411,8 +431,8 @@ Result<std::shared_ptr<const JobPayload>> SqlStore::LoadPayload(JobId id) {
         auto it = one.jobs.find(id);
         if (it == one.jobs.end()) return NotFound("no job " + std::to_string(id));
         if (ref == 0) return it->second.spec.payload;
-        std::map<JobId, std::shared_ptr<const JobPayload>> cache;
-        return state::LoadPayload(db, ref, &cache);  // the row reader above
+        PayloadCache cache;
+        return JoinPayload(db, ref, it->second.spec.payload, &cache);
       });
 }
 
@@ -512,7 +532,7 @@ Result<int64_t> ReadImageRows(Db* db, int64_t since_tx, StateImage* image,
     if (!job.ok()) return RowError(db, "jobs", key, job.status());
     if (job->payload_ref != 0) {
       Result<std::shared_ptr<const JobPayload>> payload =
-          state::LoadPayload(db, job->payload_ref, payloads);
+          JoinPayload(db, job->payload_ref, job->record.spec.payload, payloads);
       if (!payload.ok()) return payload.status();
       job->record.spec.payload = std::move(*payload);
     }

@@ -9,8 +9,8 @@
 //                                           row of an array task (NULL: inline)
 //   nodes(name PRIMARY KEY, record, sum)    record: EncodeNodeRow
 //   tokens(id PRIMARY KEY, record, sum)     record: EncodeTokenRow
-//   payloads(id PRIMARY KEY, record, sum)   an array's script and environment, once,
-//                                           keyed by the array's job id
+//   payloads(id PRIMARY KEY, record, sum)   an array's script, environment and argv,
+//                                           once, keyed by the array's job id
 //   steps(job, job_start, step, record, sum, PRIMARY KEY (job, job_start, step))
 //                                           record: EncodeStepRow; job steps, by run
 //                                           (job_start: its start_time)
@@ -60,7 +60,17 @@ int64_t RowSum(std::string_view key, std::string_view record);
 std::string StepRowKey(const StepKey& k);
 
 // The payload rows read so far, by id: each array's payload once, shared by its tasks.
-using PayloadCache = std::map<JobId, std::shared_ptr<const JobPayload>>;
+struct PayloadCache {
+  std::map<JobId, std::shared_ptr<const JobPayload>>
+      rows;  // as the payloads rows hold them
+  // Joined with the argv that tasks' rows from before jobs version 8 hold themselves
+  // (row_codec.h): the same for every task of an array, so shared too.
+  std::map<JobId, std::shared_ptr<const JobPayload>> joined;
+  void clear() {
+    rows.clear();
+    joined.clear();
+  }
+};
 // Reads rows into *image, each checked (checksum, key) as Load checks it: every row when
 // `since_tx` < 0; otherwise only the rows whose `tx` column (PostgreSQL's layout 2: the
 // id of the transaction that last wrote the row) is at least `since_tx`, replacing what

@@ -62,7 +62,7 @@ JobRecord FixtureJob(JobId id, std::string user, int gpus) {
   j.req.partition = "gpu8";
   j.req.time_limit = 3600;
   j.spec.name = "train-" + std::to_string(id);
-  j.spec.argv = {"python", "train.py", "--lr=0.1"};
+  j.spec.set_argv({"python", "train.py", "--lr=0.1"});
   j.spec.workdir = "/home/" + user;
   j.spec.set_env({{"PATH", "/usr/bin:/bin"}, {"EQ", "a=b"}});
   j.spec.uid = 1000;
@@ -255,7 +255,7 @@ void ExpectSame(const JobRecord& w, const JobRecord& g) {
   EXPECT_EQ(gr.gpu_memory_mib, wr.gpu_memory_mib);
   const JobSpec &ws = w.spec, &gs = g.spec;
   EXPECT_EQ(gs.name, ws.name);
-  EXPECT_EQ(gs.argv, ws.argv);
+  EXPECT_EQ(gs.argv(), ws.argv());
   EXPECT_EQ(gs.script(), ws.script());
   EXPECT_EQ(gs.workdir, ws.workdir);
   EXPECT_EQ(gs.env(), ws.env());
@@ -511,6 +511,65 @@ TEST(StoreFormat, FixtureV5Loads) {
                   .ok());
 }
 
+// Job rows of version 7 (and before) that name a payloads row hold their argv
+// themselves: they load with it, joined with the payloads row's script and environment
+// (the tasks of an array still share one payload), and a rewrite keeps it in the row,
+// readable by version 7 still. A new array's tasks leave their argv in the payloads row.
+TEST(StoreFormat, ArgvInVersion7TaskRowsLoadsAndStays) {
+  TempDir dir;
+  const std::string db = dir.File("state.db");
+  MustOpen(db).reset();
+  ExecSql(db, R"sql(
+INSERT INTO meta VALUES ('last_job_id', 9);
+INSERT INTO payloads (id, record) VALUES (8, '{"_v":1,"_min_reader":1,"script":"#!/bin/sh\necho $1\n","env":["A=b"]}');
+INSERT INTO jobs (id, state, record, payload) VALUES (8, 'PENDING', '{"_v":7,"_min_reader":6,"id":8,"state":"PENDING","req":{"gpus":1,"user":"erin"},"spec":{"argv":["--epochs","3"],"array_job_id":8,"array_task_id":0,"payload":8}}', 8);
+INSERT INTO jobs (id, state, record, payload) VALUES (9, 'PENDING', '{"_v":7,"_min_reader":6,"id":9,"state":"PENDING","req":{"gpus":1,"user":"erin"},"spec":{"argv":["--epochs","3"],"array_job_id":8,"array_task_id":1,"payload":8}}', 8);
+)sql");
+  Seal(db);
+  std::unique_ptr<SqlStore> store = MustOpen(db);
+  ASSERT_NE(store, nullptr);
+  Result<StateImage> got = store->Load();
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  const std::vector<std::string> argv = {"--epochs", "3"};
+  for (JobId id : {8, 9}) {
+    const JobSpec& spec = got->jobs.at(id).spec;
+    EXPECT_EQ(spec.argv(), argv) << id;
+    EXPECT_EQ(spec.script(), "#!/bin/sh\necho $1\n") << id;
+    EXPECT_EQ(spec.env(), (EnvList{{"A", "b"}})) << id;
+  }
+  EXPECT_EQ(got->jobs.at(8).spec.payload, got->jobs.at(9).spec.payload);
+  Result<std::shared_ptr<const JobPayload>> loaded = store->LoadPayload(9);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_EQ((*loaded)->argv, argv);
+  EXPECT_EQ((*loaded)->script, "#!/bin/sh\necho $1\n");
+
+  ASSERT_TRUE(store->Commit({JobHeld{9, true}}).ok());
+  JobRecord task = FixtureJob(20, "erin", 1);
+  task.spec.set_argv({"/bin/echo", "new"});
+  task.spec.array_job_id = 20;
+  ASSERT_TRUE(store->Commit({JobSubmitted{task}}).ok());
+  store.reset();
+  const json old_row = json::parse(RowText(db, "SELECT record FROM jobs WHERE id = 9"));
+  EXPECT_EQ(old_row["held"], true);
+  EXPECT_EQ(old_row["spec"]["argv"], json(argv)) << "a rewrite keeps the row's argv";
+  EXPECT_LE(old_row["_min_reader"], 7) << "still readable by the binary that wrote it";
+  const json new_row = json::parse(RowText(db, "SELECT record FROM jobs WHERE id = 20"));
+  EXPECT_FALSE(new_row["spec"].contains("argv")) << new_row.dump();
+  EXPECT_EQ(new_row["_min_reader"], 8);
+  const json payload =
+      json::parse(RowText(db, "SELECT record FROM payloads WHERE id = 20"));
+  EXPECT_EQ(payload["argv"], json({"/bin/echo", "new"}));
+
+  store = MustOpen(db);
+  ASSERT_NE(store, nullptr);
+  got = store->Load();
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->jobs.at(9).spec.argv(), argv);
+  EXPECT_TRUE(got->jobs.at(9).held);
+  EXPECT_EQ(got->jobs.at(20).spec.argv(), (std::vector<std::string>{"/bin/echo", "new"}));
+  EXPECT_EQ(got->jobs.at(20).spec.env(), task.spec.env());
+}
+
 // Writes testdata/state/vN.sql's database; run once, by hand, when a version changes
 // the format (then name the new fixture after the new kSchemaVersion and keep the old):
 //   HACHI_STORE_FIXTURE_DB=/tmp/v5.db build/src/state/state_test
@@ -599,7 +658,7 @@ TEST(StoreFormat, RowsForNewerReadersAreRefused) {
   const std::string db = dir.File("state.db");
   MustOpen(db).reset();
   ExecSql(db, R"sql(
-INSERT INTO jobs (id, state, record) VALUES (17, 'PENDING', '{"_v":9,"_min_reader":8,"id":17,"state":"PENDING"}');
+INSERT INTO jobs (id, state, record) VALUES (17, 'PENDING', '{"_v":10,"_min_reader":9,"id":17,"state":"PENDING"}');
 )sql");
   Seal(db);
   std::unique_ptr<SqlStore> store = MustOpen(db);
@@ -608,11 +667,11 @@ INSERT INTO jobs (id, state, record) VALUES (17, 'PENDING', '{"_v":9,"_min_reade
   ASSERT_FALSE(got.ok());
   EXPECT_EQ(got.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(got.status().message(),
-            db + ": jobs row 17: row format version 9 needs a reader of version 8 or "
-                 "later; this hachi reads job rows up to version 7 (run a newer hachi)");
+            db + ": jobs row 17: row format version 10 needs a reader of version 9 or "
+                 "later; this hachi reads job rows up to version 8 (run a newer hachi)");
   Status held = store->Commit({JobHeld{17, true}});
   EXPECT_EQ(held.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(held.message().find("jobs row 17: row format version 9"), std::string::npos)
+  EXPECT_NE(held.message().find("jobs row 17: row format version 10"), std::string::npos)
       << held.message();
 }
 

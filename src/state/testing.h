@@ -42,11 +42,10 @@ inline JobRecord FullJob(JobId id) {
   j.req.nice = 100;
   j.req.mig_profile = "1g.10gb";
   j.spec.name = "train \"résumé\"";
-  j.spec.argv = {"python", "train.py", "--lr=0.1", ""};
-
   j.spec.workdir = "/home/alice";
-  j.spec.SetPayload("#!/bin/sh\necho hi\n",
-                    {{"PATH", "/usr/bin:/bin"}, {"EQ", "a=b"}, {"EMPTY", ""}});
+  j.spec.SetPayload({"#!/bin/sh\necho hi\n",
+                     {{"PATH", "/usr/bin:/bin"}, {"EQ", "a=b"}, {"EMPTY", ""}},
+                     {"python", "train.py", "--lr=0.1", ""}});
   j.spec.stdout_path = "out-%j.txt";
   j.spec.stderr_path = "err-%j.txt";
   j.spec.uid = 4000000000u;

@@ -543,7 +543,7 @@ Result<std::string> RenderSacct(const SacctOptions& o, const std::vector<JobReco
   for (const JobRecord* j : shown) {
     lines.push_back({j, false});
     const bool batch =
-        !j->spec.interactive && (!j->spec.script().empty() || j->spec.argv.empty());
+        !j->spec.interactive && (!j->spec.script().empty() || j->spec.argv().empty());
     if (!o.allocations && batch && Started(*j)) lines.push_back({j, true});
     if (o.allocations || !Started(*j)) continue;
     // The steps of the job's latest run, in order.

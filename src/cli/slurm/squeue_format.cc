@@ -259,7 +259,7 @@ std::string JsonOf(const std::vector<Row>& rows, Time now) {
         {"restart_cnt", j.requeues},
         {"current_working_directory", j.spec.workdir},
         {"comment", j.spec.comment},
-        {"command", j.spec.argv.empty() ? "" : j.spec.argv[0]},
+        {"command", j.spec.argv().empty() ? "" : j.spec.argv()[0]},
     };
     jobs.push_back(std::move(o));
   }
