@@ -2,8 +2,9 @@
 // attack_testing.h), each with the server's memory watched:
 //   - idle keep-alive connections from five loopback addresses, each under the
 //     per-address bound, more in all than the server's connection limit (its open
-//     files, 16,384 here), re-opened as soon as they are cut: `hachi queue` on the socket still answers (median under 100 ms),
-//     and the agent restarted meanwhile registers again over TCP;
+//     files, 16,384 here), re-opened as soon as they are cut: `hachi queue` on the socket
+//     still answers (median under 100 ms), and the agent restarted meanwhile registers
+//     again over TCP;
 //   - one connection that pipelines 8,000 `GET /jobs?all=1` and never reads;
 //   - 200 connections that each announce and send a 4 MiB body, anonymous, then as
 //     one user with a token.
