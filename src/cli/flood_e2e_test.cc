@@ -133,6 +133,10 @@ TEST_F(SmallServerE2e, IdleConnectionsFromFiveAddressesLockNoOneOut) {
   ::getrlimit(RLIMIT_NOFILE, &lim);
   const int per_source = static_cast<int>(
       std::min<rlim_t>(4000, (std::min<rlim_t>(lim.rlim_cur, 1 << 20) - 600) / 5));
+  if (per_source * 5 <= 16384) {
+    GTEST_SKIP() << "this process may open " << lim.rlim_cur
+                 << " descriptors: too few to flood a server of 16,384";
+  }
   const char* sources[] = {"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5",
                            "127.0.0.6"};
   const auto end = steady_clock::now() + std::chrono::seconds(seconds);
