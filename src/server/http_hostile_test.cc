@@ -25,6 +25,7 @@
 #include "api/protocol_json.h"
 #include "api/request_limits.h"
 #include "server/http_api.h"
+#include "server/http_loop_testing.h"
 #include "server/testing.h"
 
 namespace hachi::server {
@@ -46,16 +47,8 @@ struct RawReply {
 // httplib answers nobody whose connection reads as closed.)
 RawReply SendRaw(int port, const std::string& bytes, bool torn = false) {
   RawReply reply;
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int fd = rawhttp::ConnectTcp(port);
   if (fd < 0) return reply;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return reply;
-  }
   size_t off = 0;
   while (off < bytes.size()) {
     pollfd p{fd, POLLIN, 0};
