@@ -76,9 +76,8 @@ void AddDoctorCommand(CLI::App& app, int* exit_code) {
       "check this node as the runbooks do: driver and NVML, GPU count, persistence, "
       "NVLinks and the NVSwitch fabric manager, PCIe links and ACS, topology, ECC and "
       "retired memory, kernel-log Xids, clock throttling, MIG, /dev/shm, memlock, "
-      "cgroups, time sync (and the clock against --server's); each OK/WARN/FAIL with "
-      "evidence and a fix; exit 0 all OK, "
-      "1 warnings, 2 a failure");
+      "cgroups, pid_max, time sync (and the clock against --server's); each OK/WARN/FAIL "
+      "with evidence and a fix; exit 0 all OK, 1 warnings, 2 a failure");
   cmd->add_flag("--json", f->json,
                 "print one JSON object: node, driver, gpus, checks "
                 "[{check, status, gpu|gpus, evidence, fix}], status");

@@ -124,6 +124,7 @@ std::vector<Case> Cases() {
       "cgroup /sys/fs/cgroup/memory cgroup rw,memory 0 0\n"
       "cgroup /sys/fs/cgroup/cpu,cpuacct cgroup rw,cpu,cpuacct 0 0\n";
   host.events = "throttle 6 0x44\nmig 7 1 1\nreplay 0 4000\n";
+  host.host.pid_max = 32768;  // the kernel's default, without systemd's
   cases.push_back({"host-and-clocks.txt", host, "--preset pcie-8x-l40s --mig off", 2});
   return cases;
 }

@@ -1,6 +1,6 @@
-// doctor's node-wide checks of the host: /dev/shm, the memlock limit, cgroups and time
-// synchronisation (host_facts.h and files under the root), and whether the fabric
-// manager runs.
+// doctor's node-wide checks of the host: /dev/shm, the memlock limit, cgroups, the
+// kernel's pid and thread limits and time synchronisation (host_facts.h and files under
+// the root), and whether the fabric manager runs.
 #include <dirent.h>
 
 #include <cstdio>
@@ -181,6 +181,48 @@ CheckItem TimeCheck(const HostFacts& f) {
           "it reaches its servers (chronyc tracking)"};
 }
 
+// What jobs on this node may run of processes and threads together: the agent gives them
+// min(kernel.pid_max, kernel.threads-max) less a reserve (agent/isolation.h), shared by
+// GPU. Under 16,384 per GPU of an 8-GPU node a PyTorch job (data-loader workers, NCCL's
+// and the runtime's threads) can run out, and shares wait for pids; the kernel's own
+// default pid_max, 32,768, leaves under 4,096.
+CheckItem PidsCheck(const std::string& root) {
+  auto read = [&root](const char* path) -> std::optional<long long> {
+    std::optional<std::string> text = Read(root, path);
+    return text ? ParseInt(Trim(*text)) : std::nullopt;
+  };
+  const std::optional<long long> pid_max = read("/proc/sys/kernel/pid_max");
+  const std::optional<long long> threads_max = read("/proc/sys/kernel/threads-max");
+  if (!pid_max || *pid_max <= 0) {
+    return {"pids",
+            CheckStatus::kWarn,
+            {},
+            "kernel.pid_max unknown (cannot read /proc/sys/kernel/pid_max)",
+            "sysctl kernel.pid_max kernel.threads-max"};
+  }
+  const bool threads_smaller = threads_max && *threads_max > 0 && *threads_max < *pid_max;
+  const long long limit = threads_smaller ? *threads_max : *pid_max;
+  const std::string facts =
+      "kernel.pid_max " + std::to_string(*pid_max) +
+      (threads_max ? ", threads-max " + std::to_string(*threads_max) : "");
+  constexpr long long kPerGpu = 16384, kGpus = 8;
+  if (limit < kPerGpu * kGpus) {
+    return {
+        "pids",
+        CheckStatus::kWarn,
+        {},
+        facts + ": all jobs on this node share at most " + std::to_string(limit) +
+            " processes and threads (" + std::to_string(limit / kGpus) +
+            " per GPU of 8); data loaders, NCCL and the CUDA runtime use thousands, "
+            "and shares wait for pids or fail to start threads",
+        std::string("sysctl -w ") +
+            (threads_smaller ? "kernel.threads-max" : "kernel.pid_max") +
+            "=4194304 (and keep it in /etc/sysctl.d/), then restart hachi agent, which "
+            "sizes jobs' pids.max from it"};
+  }
+  return {"pids", CheckStatus::kOk, {}, facts, ""};
+}
+
 }  // namespace
 
 std::string UnderRoot(const std::string& root, const std::string& path) {
@@ -212,7 +254,7 @@ std::optional<bool> FabricManagerRunning(const std::string& root) {
 }
 
 std::vector<CheckItem> HostChecks(const std::string& root, const HostFacts& facts) {
-  return {ShmCheck(root, facts), MemlockCheck(facts), CgroupCheck(root),
+  return {ShmCheck(root, facts), MemlockCheck(facts), CgroupCheck(root), PidsCheck(root),
           TimeCheck(facts)};
 }
 

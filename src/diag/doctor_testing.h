@@ -63,6 +63,8 @@ struct HostTree {
       "tmpfs /dev/shm tmpfs rw,nosuid,nodev,inode64 0 0\n"
       "cgroup2 /sys/fs/cgroup cgroup2 rw,nosuid,nodev,noexec,relatime,nsdelegate 0 0\n";
   std::string controllers = "cpuset cpu io memory hugetlb pids rdma misc";
+  int64_t pid_max = 4194304;  // systemd's, on 64-bit machines
+  int64_t threads_max = 16511545;
 
   void WriteTo(const std::string& root) const {
     namespace fs = std::filesystem;
@@ -71,6 +73,8 @@ struct HostTree {
       std::ofstream(root + path, std::ios::binary) << text;
     };
     write("/proc/sys/kernel/hostname", hostname + "\n");
+    write("/proc/sys/kernel/pid_max", std::to_string(pid_max) + "\n");
+    write("/proc/sys/kernel/threads-max", std::to_string(threads_max) + "\n");
     write("/proc/meminfo", "MemTotal:       " + std::to_string(mem_kb) +
                                " kB\nMemFree:        1000000 kB\n");
     write("/proc/mounts", mounts);
