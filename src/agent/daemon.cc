@@ -1,5 +1,7 @@
 #include "agent/daemon.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -10,6 +12,7 @@
 #include <random>
 
 #include "agent/agent_http.h"
+#include "agent/spawn.h"
 #include "api/protocol_json.h"
 
 namespace hachi::agent {
@@ -424,7 +427,13 @@ void AgentDaemon::LaunchNow(const api::LaunchSpec& launch) {
   if (l.share_milli > 0 && !l.gpus.empty()) {
     const int gpu = l.gpus.First();
     if (options_.mps) {
-      Result<MpsClient> c = options_.mps->Acquire(gpu, l.job);
+      // The daemon runs as whoever the share runs as (the launcher's rule).
+      MpsUser user{geteuid(), getegid(), {}};
+      if (geteuid() == 0) {
+        user = MpsUser{l.spec.uid, l.spec.gid, {}};
+        if (user.uid != 0) user.groups = GroupsOf(l.user, user.uid, user.gid);
+      }
+      Result<MpsClient> c = options_.mps->Acquire(gpu, l.job, user);
       if (c.ok()) {
         l.mps_pipe_dir = c->pipe_dir;
         l.mps_log_dir = c->log_dir;

@@ -2,8 +2,8 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -59,54 +59,141 @@ bool IsControlDaemon(pid_t pid) {
   return !comm.empty() && std::string(kControlName).rfind(comm, 0) == 0;
 }
 
-// Runs `argv` with `env`, its stdin from /dev/null or a pipe fed `input`, its output
-// appended to `out` (created 0644), in a session of its own with default signals.
+// Runs `argv` with `env` as `user` (when the agent is root and the user is not), its
+// stdin from /dev/null or a pipe fed `input`, its output appended to `out` (a file of
+// the agent's, created 0640), in a session of its own with default signals.
 Result<pid_t> SpawnProcess(const std::vector<std::string>& argv,
                            const std::vector<std::string>& env, const std::string& out,
-                           const std::string& input = "", bool feed = false) {
-  int in_pipe[2] = {-1, -1};
-  if (feed && pipe2(in_pipe, O_CLOEXEC) != 0) {
-    return Internal(std::string("pipe: ") + std::strerror(errno));
-  }
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  if (feed) {
-    posix_spawn_file_actions_adddup2(&fa, in_pipe[0], 0);
-  } else {
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  }
-  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_APPEND,
-                                   0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attr, &none);  // the agent blocks its stop signals
-  posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setflags(
-      &attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+                           const MpsUser& user, const std::string& input = "",
+                           bool feed = false) {
+  // Everything the child needs is made before fork: after it, only async-signal-safe
+  // calls (the agent has threads).
   std::vector<char*> args, envp;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
-  pid_t pid = 0;
-  const int err =
-      posix_spawn(&pid, argv[0].c_str(), &fa, &attr, args.data(), envp.data());
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
-  if (feed) {
+  const bool switch_user = geteuid() == 0 && user.uid != 0;
+  const int out_fd =
+      open(out.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0640);
+  if (out_fd < 0) return Unavailable("cannot open " + out + ": " + std::strerror(errno));
+  int in_pipe[2] = {-1, -1};
+  if (feed ? pipe2(in_pipe, O_CLOEXEC) != 0
+           : (in_pipe[0] = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
+    const int e = errno;
+    close(out_fd);
+    return Internal(std::string("stdin: ") + std::strerror(e));
+  }
+  int err_pipe[2] = {-1, -1};  // the child's errno when it could not exec
+  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
+    const int e = errno;
+    close(out_fd);
     close(in_pipe[0]);
-    if (err == 0) {
+    if (in_pipe[1] >= 0) close(in_pipe[1]);
+    return Internal(std::string("pipe: ") + std::strerror(e));
+  }
+  const pid_t pid = fork();
+  if (pid == 0) {
+    int step_errno = 0;
+    sigset_t none;
+    sigemptyset(&none);
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &dfl, nullptr);
+    if (sigprocmask(SIG_SETMASK, &none, nullptr) != 0 || setsid() < 0 ||
+        dup2(in_pipe[0], 0) < 0 || dup2(out_fd, 1) < 0 || dup2(out_fd, 2) < 0 ||
+        (switch_user &&
+         // The raw calls: glibc's wrappers would signal threads this child lacks.
+         (syscall(SYS_setgroups, user.groups.size(), user.groups.data()) != 0 ||
+          syscall(SYS_setresgid, user.gid, user.gid, user.gid) != 0 ||
+          syscall(SYS_setresuid, user.uid, user.uid, user.uid) != 0))) {
+      step_errno = errno;
+    } else {
+      execve(args[0], args.data(), envp.data());
+      step_errno = errno;
+    }
+    [[maybe_unused]] ssize_t w = write(err_pipe[1], &step_errno, sizeof step_errno);
+    _exit(127);
+  }
+  const int fork_errno = errno;
+  close(out_fd);
+  close(in_pipe[0]);
+  close(err_pipe[1]);
+  if (feed) {
+    if (pid > 0) {
       // A short command into an empty pipe: never blocks.
       [[maybe_unused]] ssize_t w = write(in_pipe[1], input.data(), input.size());
     }
     close(in_pipe[1]);
   }
-  if (err != 0) return Unavailable("cannot run " + argv[0] + ": " + std::strerror(err));
+  if (pid < 0) {
+    close(err_pipe[0]);
+    return Unavailable("cannot run " + argv[0] + ": fork: " + std::strerror(fork_errno));
+  }
+  int child_errno = 0;
+  ssize_t n;
+  do {
+    n = read(err_pipe[0], &child_errno, sizeof child_errno);
+  } while (n < 0 && errno == EINTR);
+  close(err_pipe[0]);
+  if (n == static_cast<ssize_t>(sizeof child_errno)) {
+    waitpid(pid, nullptr, 0);
+    return Unavailable("cannot run " + argv[0] +
+                       (switch_user ? " as uid " + std::to_string(user.uid) : "") + ": " +
+                       std::strerror(child_errno));
+  }
   return pid;
+}
+
+// Makes `path` a directory of `user`'s alone (0700): one of another owner, or anything
+// but a directory, is removed first (a daemon of another user left it; its logs are not
+// the new user's to read). The parent is root's, so nobody can swap the entry meanwhile.
+Status OwnedDir(const std::string& path, const MpsUser& user) {
+  struct stat st {};
+  if (lstat(path.c_str(), &st) == 0 && (!S_ISDIR(st.st_mode) || st.st_uid != user.uid)) {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);  // never follows a symbolic link
+    if (ec) return Unavailable("cannot remove " + path + ": " + ec.message());
+  }
+  if (mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
+    return Unavailable("cannot create " + path + ": " + std::strerror(errno));
+  }
+  const int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return Unavailable("cannot open " + path + ": " + std::strerror(errno));
+  const bool ok =
+      (geteuid() != 0 || fchown(fd, user.uid, user.gid) == 0) && fchmod(fd, 0700) == 0;
+  const int e = errno;
+  close(fd);
+  if (!ok)
+    return Unavailable("cannot give " + path + " to uid " + std::to_string(user.uid) +
+                       ": " + std::strerror(e));
+  return Status::Ok();
+}
+
+// A directory of the agent's that users may pass through but not list (0711).
+void RootDir(const std::string& path) {
+  MakeDirs(path);
+  chmod(path.c_str(), 0711);
+}
+
+// What `path` holds from byte `offset` on, and its size, read without following a
+// symbolic link or blocking on a FIFO: the file sits in the user's log directory.
+std::string ReadFrom(const std::string& path, long offset, long* size) {
+  *size = 0;
+  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return "";
+  struct stat st {};
+  std::string data;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    *size = static_cast<long>(st.st_size);
+    // Bounded: a user who fills their log gets read a MiB at a time.
+    const long want = std::min<long>(std::max<long>(*size - offset, 0), 1 << 20);
+    data.resize(static_cast<size_t>(want));
+    const ssize_t n = want > 0 ? pread(fd, data.data(), data.size(), offset) : 0;
+    data.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  }
+  close(fd);
+  return data;
 }
 
 // Whether `pid`, an earlier agent process's daemon, has ended. Reaped when it is a
@@ -183,7 +270,7 @@ MpsOptions WithClock(MpsOptions o) {
 }  // namespace
 
 MpsDaemons::MpsDaemons(MpsOptions options) : options_(WithClock(std::move(options))) {
-  MakeDirs(options_.dir);
+  RootDir(options_.dir);
   watcher_ = std::thread([this] { Watch(); });
 }
 
@@ -211,7 +298,7 @@ MpsDaemons::~MpsDaemons() {
 }
 
 void MpsDaemons::StopAll(const std::vector<std::pair<int, Daemon>>& idle) {
-  for (const auto& [gpu, d] : idle) StopDaemon(gpu, d.pid, d.child);
+  for (const auto& [gpu, d] : idle) StopDaemon(gpu, d);
   if (idle.empty()) return;
   {
     MutexLock lock(&mu_);
@@ -226,6 +313,9 @@ std::string MpsDaemons::PipeDir(int gpu) const {
 std::string MpsDaemons::LogDir(int gpu) const {
   return options_.dir + "/gpu" + std::to_string(gpu) + "/log";
 }
+std::string MpsDaemons::GpuDir(int gpu) const {
+  return options_.dir + "/gpu" + std::to_string(gpu);
+}
 
 void MpsDaemons::AdoptLeftovers(const std::vector<state::JobId>& adopted_runs) {
   std::vector<std::pair<int, Daemon>> stale;
@@ -233,12 +323,19 @@ void MpsDaemons::AdoptLeftovers(const std::vector<state::JobId>& adopted_runs) {
     MutexLock lock(&mu_);
     for (size_t gpu = 0; gpu < options_.devices.size(); ++gpu) {
       const int g = static_cast<int>(gpu);
-      std::ifstream in(options_.dir + "/gpu" + std::to_string(g) + "/" + kPidFile);
+      std::ifstream in(GpuDir(g) + "/" + kPidFile);
       pid_t pid = 0;
       if (!(in >> pid) || pid <= 0 || !IsControlDaemon(pid)) continue;
+      // It runs as its pipe directory's owner (StartLocked made it theirs).
+      MpsUser user;
+      if (struct stat st{}; lstat(PipeDir(g).c_str(), &st) == 0) {
+        user.uid = st.st_uid;
+        user.gid = st.st_gid;
+      }
       if (adopted_runs.empty()) {
         Daemon d;
         d.pid = pid;
+        d.user = user;
         d.child = false;
         stale.emplace_back(g, d);
         stopping_.insert(g);
@@ -246,10 +343,10 @@ void MpsDaemons::AdoptLeftovers(const std::vector<state::JobId>& adopted_runs) {
       }
       Daemon& d = daemons_[g];
       d.pid = pid;
+      d.user = user;
       d.child = false;
       d.holders.insert(adopted_runs.begin(), adopted_runs.end());
-      std::ifstream log(LogDir(g) + "/control.log", std::ios::ate);
-      d.log_offset = log ? static_cast<long>(log.tellg()) : 0;
+      ReadFrom(LogDir(g) + "/control.log", 0, &d.log_offset);
     }
   }
   StopAll(stale);
@@ -257,24 +354,25 @@ void MpsDaemons::AdoptLeftovers(const std::vector<state::JobId>& adopted_runs) {
 
 Status MpsDaemons::StartLocked(int gpu, Daemon& d) {
   const std::string pipe = PipeDir(gpu), log = LogDir(gpu);
-  MakeDirs(pipe);
-  MakeDirs(log);
+  RootDir(GpuDir(gpu));
+  if (Status s = OwnedDir(pipe, d.user); !s.ok()) return s;
+  if (Status s = OwnedDir(log, d.user); !s.ok()) return s;
   // Left from a daemon that died: the new one would take them for a running instance.
+  // (unlink never follows the user's links.)
   unlink((pipe + "/control").c_str());
   unlink((pipe + "/nvidia-cuda-mps-control.pid").c_str());
   const std::string device = static_cast<size_t>(gpu) < options_.devices.size()
                                  ? options_.devices[gpu]
                                  : std::to_string(gpu);
-  const std::string out = log + "/control-daemon.out";
+  const std::string out = GpuDir(gpu) + "/control-daemon.out";
   Result<pid_t> pid =
       SpawnProcess({options_.control, "-f"},
                    {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
                     "CUDA_MPS_PIPE_DIRECTORY=" + pipe, "CUDA_MPS_LOG_DIRECTORY=" + log,
                     "CUDA_VISIBLE_DEVICES=" + device},
-                   out);
+                   out, d.user);
   if (!pid.ok()) return pid.status();
-  std::ifstream existing(log + "/control.log", std::ios::ate);
-  d.log_offset = existing ? static_cast<long>(existing.tellg()) : 0;
+  ReadFrom(log + "/control.log", 0, &d.log_offset);
   const int64_t until = RealMs() + options_.start_wait_ms;
   while (!Exists(pipe + "/control")) {
     if (waitpid(*pid, nullptr, WNOHANG) == *pid) {
@@ -293,14 +391,19 @@ Status MpsDaemons::StartLocked(int gpu, Daemon& d) {
   }
   d.pid = *pid;
   d.child = true;
-  std::ofstream(options_.dir + "/gpu" + std::to_string(gpu) + "/" + kPidFile)
-      << *pid << "\n";
+  std::ofstream(GpuDir(gpu) + "/" + kPidFile) << *pid << "\n";
   return Status::Ok();
 }
 
-Result<MpsClient> MpsDaemons::Acquire(int gpu, state::JobId job) {
+Result<MpsClient> MpsDaemons::Acquire(int gpu, state::JobId job, const MpsUser& user) {
   MutexLock lock(&mu_);
   while (stopping_.count(gpu) != 0) cv_.Wait();
+  if (auto it = daemons_.find(gpu);
+      it != daemons_.end() && it->second.user.uid != user.uid) {
+    return Unavailable("the MPS control daemon for GPU " + std::to_string(gpu) +
+                       " serves uid " + std::to_string(it->second.user.uid) +
+                       " (MPS serves one user per GPU at a time)");
+  }
   Daemon& d = daemons_[gpu];
   if (d.gave_up) {
     d.holders.insert(job);  // released with the others; the daemon starts again after
@@ -309,6 +412,7 @@ Result<MpsClient> MpsDaemons::Acquire(int gpu, state::JobId job) {
                        " times within a minute");
   }
   if (d.pid == 0) {
+    d.user = user;
     Status s = StartLocked(gpu, d);
     if (!s.ok()) {
       if (d.holders.empty()) daemons_.erase(gpu);
@@ -342,15 +446,17 @@ void MpsDaemons::Release(state::JobId job) {
   if (!idle_.empty()) cv_.SignalAll();
 }
 
-void MpsDaemons::StopDaemon(int gpu, pid_t pid, bool child) {
-  // `echo quit | nvidia-cuda-mps-control`, as NVIDIA documents it; bounded, since a
-  // daemon that hangs would hang its client too.
+void MpsDaemons::StopDaemon(int gpu, const Daemon& d) {
+  const pid_t pid = d.pid;
+  const bool child = d.child;
+  // `echo quit | nvidia-cuda-mps-control`, as NVIDIA documents it, by the daemon's own
+  // user; bounded, since a daemon that hangs would hang its client too.
   const std::string pipe = PipeDir(gpu);
   Result<pid_t> quit = SpawnProcess(
       {options_.control},
       {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
        "CUDA_MPS_PIPE_DIRECTORY=" + pipe, "CUDA_MPS_LOG_DIRECTORY=" + LogDir(gpu)},
-      LogDir(gpu) + "/control-daemon.out", "quit\n", /*feed=*/true);
+      GpuDir(gpu) + "/control-daemon.out", d.user, "quit\n", /*feed=*/true);
   if (quit.ok() && !WaitGone(*quit, true, options_.stop_wait_ms)) {
     kill(*quit, SIGKILL);
     waitpid(*quit, nullptr, 0);
@@ -362,7 +468,7 @@ void MpsDaemons::StopDaemon(int gpu, pid_t pid, bool child) {
       WaitGone(pid, child, options_.stop_wait_ms);
     }
   }
-  unlink((options_.dir + "/gpu" + std::to_string(gpu) + "/" + kPidFile).c_str());
+  unlink((GpuDir(gpu) + "/" + kPidFile).c_str());
 }
 
 std::vector<int> MpsDaemons::Serving() const {
@@ -414,12 +520,15 @@ void MpsDaemons::Watch() {
       Daemon& d = it->second;
       // A server fault (a client's illegal access, say) ends every client of that
       // server: the share's neighbours are hit, and should be told why.
-      if (std::ifstream log(LogDir(gpu) + "/control.log"); log && d.pid > 0) {
-        log.seekg(d.log_offset);
-        std::string line;
-        while (std::getline(log, line)) {
-          if (log.eof()) break;  // a line still being written: next time
-          d.log_offset = static_cast<long>(log.tellg());
+      long size = 0;
+      if (const std::string fresh =
+              d.pid > 0 ? ReadFrom(LogDir(gpu) + "/control.log", d.log_offset, &size)
+                        : "";
+          !fresh.empty()) {
+        size_t at = 0;
+        // A line still being written (no newline yet) waits for next time.
+        for (size_t nl; (nl = fresh.find('\n', at)) != std::string::npos; at = nl + 1) {
+          const std::string line = fresh.substr(at, nl - at);
           if (ToLower(line).find("fault") != std::string::npos) {
             events.emplace_back(gpu, "mps-fault",
                                 "MPS server on GPU " + std::to_string(gpu) +
@@ -428,6 +537,11 @@ void MpsDaemons::Watch() {
                                     ") are affected: " + std::string(Trim(line)));
           }
         }
+        // A MiB without a newline is no log line of MPS's: skipped whole.
+        d.log_offset +=
+            static_cast<long>(at == 0 && fresh.size() >= (1u << 20) ? fresh.size() : at);
+      } else if (size < d.log_offset) {
+        d.log_offset = size;  // the log was cut short: read on from its end
       }
       if (d.pid == 0) {
         ++it;

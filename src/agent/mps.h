@@ -8,6 +8,12 @@
 // its last share ended. Each share's job gets CUDA_MPS_PIPE_DIRECTORY, so its CUDA
 // context goes through that GPU's server, where the limits hold.
 //
+// The daemon is its shares' user's (MpsUser): it runs as that user, NVIDIA's recipe for
+// MPS per user, and its pipe and log directories are theirs alone (0700), so no other
+// user reaches its pipes or reads its logs. <dir> and <dir>/gpu<N> stay root's (0711):
+// the agent's own files (the daemon's pid and output) live there, and nothing running as
+// root writes into a directory a user controls.
+//
 // The daemon runs in the foreground (-f, not -d) as the agent's child, in a session of
 // its own (it outlives an agent restart, as jobs do): the agent sees its exit at once,
 // reports it (`on_event`) and starts it again while shares still hold the GPU. Lines of
@@ -57,7 +63,7 @@ bool PreVoltaModel(const std::string& model);
 
 struct MpsOptions {
   std::string control;  // the nvidia-cuda-mps-control binary (a path)
-  std::string dir;      // <dir>/gpu<N>/{pipe,log}; created 0755
+  std::string dir;      // <dir>/gpu<N>/{pipe,log}; see above for owners and modes
   // By GPU index: what the daemon's CUDA_VISIBLE_DEVICES names (the GPU's UUID when
   // known: indices are remapped by MPS, UUIDs are not), and what the share's own
   // CUDA_VISIBLE_DEVICES then is (the UUID, else "0": the one device its server shows).
@@ -79,6 +85,14 @@ struct MpsOptions {
   // "mps-fault", "mps-failed") and one line.
   std::function<void(int gpu, const std::string& kind, const std::string& message)>
       on_event;
+};
+
+// Whom a GPU's daemon serves: the share's user when the agent is root, else the agent's
+// own user (uid and gid as the agent's; no switch).
+struct MpsUser {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;  // supplementary groups (GroupsOf)
 };
 
 // What a share's launch needs of its GPU's daemon.
@@ -103,10 +117,12 @@ class MpsDaemons {
   // before the first Acquire.
   void AdoptLeftovers(const std::vector<state::JobId>& adopted_runs) EXCLUDES(mu_);
 
-  // `job`, a share of `gpu`, is about to launch: its GPU's daemon runs (started now if
-  // needed, and ready: its control pipe exists). Errors: the daemon could not start, or
-  // it failed too often; the share then runs without MPS.
-  Result<MpsClient> Acquire(int gpu, state::JobId job) EXCLUDES(mu_);
+  // `job`, a share of `gpu` run by `user`, is about to launch: its GPU's daemon runs as
+  // `user` (started now if needed, and ready: its control pipe exists). Errors: the
+  // daemon could not start, it failed too often, or it serves another user (the
+  // scheduler never packs two users' shares on one GPU); the share then runs without
+  // MPS.
+  Result<MpsClient> Acquire(int gpu, state::JobId job, const MpsUser& user) EXCLUDES(mu_);
   // `job` ended: a daemon that no job holds any more is stopped, on the manager's thread
   // (quitting takes a while, and the caller is a launcher's supervisor). Unknown jobs:
   // no-op.
@@ -120,6 +136,7 @@ class MpsDaemons {
  private:
   struct Daemon {
     pid_t pid = 0;
+    MpsUser user;       // whom it runs as; an earlier agent's: its pipe directory's owner
     bool child = true;  // ours to reap; false: an earlier agent's (kill(pid, 0) probes)
     std::set<state::JobId> holders;
     std::vector<int64_t> deaths_ms;  // monotonic, within the last minute
@@ -128,10 +145,11 @@ class MpsDaemons {
   };
   std::string PipeDir(int gpu) const;
   std::string LogDir(int gpu) const;
-  // With mu_ held: starts `gpu`'s daemon and waits for its control pipe.
+  std::string GpuDir(int gpu) const;  // root's: the pid file, the daemon's output
+  // With mu_ held: starts `gpu`'s daemon as d.user and waits for its control pipe.
   Status StartLocked(int gpu, Daemon& d) REQUIRES(mu_);
   // Without mu_: asks the daemon to quit, waits, then signals; reaps it when ours.
-  void StopDaemon(int gpu, pid_t pid, bool child) EXCLUDES(mu_);
+  void StopDaemon(int gpu, const Daemon& d) EXCLUDES(mu_);
   // Stops these daemons (taken out of daemons_ and put in stopping_ with mu_ held).
   void StopAll(const std::vector<std::pair<int, Daemon>>& idle) EXCLUDES(mu_);
   void Watch() EXCLUDES(mu_);  // the manager's thread

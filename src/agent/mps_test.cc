@@ -4,12 +4,18 @@
 // reported with the jobs it hits, and an earlier agent's daemons adopted or stopped.
 #include "agent/mps.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -31,6 +37,36 @@ std::string Read(const std::string& path) {
 }
 
 bool Alive(pid_t pid) { return pid > 0 && kill(pid, 0) == 0; }
+
+// The agent's own user: what an agent that is not root runs every daemon as.
+MpsUser Me() { return MpsUser{geteuid(), getegid(), {}}; }
+
+// The real uid of process `pid` (its /proc status), -1 when unknown.
+long UidOf(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("Uid:", 0) == 0) return std::stol(line.substr(4));
+  }
+  return -1;
+}
+
+// What opening directory `path` as `uid` gives: 0, or the errno. In a child, with the
+// raw calls only (the test has threads).
+int OpenDirAs(uid_t uid, const std::string& path) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (syscall(SYS_setgroups, 0, nullptr) != 0 ||
+        syscall(SYS_setresgid, uid, uid, uid) != 0 ||
+        syscall(SYS_setresuid, uid, uid, uid) != 0) {
+      _exit(125);
+    }
+    const int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY);
+    _exit(fd >= 0 ? 0 : errno);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
 
 struct Event {
   int gpu;
@@ -74,7 +110,7 @@ class MpsTest : public ::testing::Test {
 
 TEST_F(MpsTest, OneDaemonPerSharedGpuFromFirstShareToLast) {
   MpsDaemons mps(Options());
-  Result<MpsClient> a = mps.Acquire(1, 11);
+  Result<MpsClient> a = mps.Acquire(1, 11, Me());
   ASSERT_TRUE(a.ok()) << a.status().message();
   EXPECT_EQ(a->pipe_dir, dir_ + "/mps/gpu1/pipe");
   EXPECT_EQ(a->log_dir, dir_ + "/mps/gpu1/log");
@@ -85,10 +121,10 @@ TEST_F(MpsTest, OneDaemonPerSharedGpuFromFirstShareToLast) {
   EXPECT_NE(ControlLog(1).find("on device GPU-bbbb"), std::string::npos) << ControlLog(1);
 
   // A second share of the GPU goes through the same daemon; another GPU gets its own.
-  Result<MpsClient> b = mps.Acquire(1, 12);
+  Result<MpsClient> b = mps.Acquire(1, 12, Me());
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(mps.DaemonPid(1), pid);
-  Result<MpsClient> c = mps.Acquire(2, 13);
+  Result<MpsClient> c = mps.Acquire(2, 13, Me());
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->device, "0");  // no UUID known: the one device its server shows
   EXPECT_NE(ControlLog(2).find("on device 2"), std::string::npos) << ControlLog(2);
@@ -110,16 +146,73 @@ TEST_F(MpsTest, OneDaemonPerSharedGpuFromFirstShareToLast) {
   })) << ControlLog(2);
 
   // Used again later: a fresh daemon.
-  ASSERT_TRUE(mps.Acquire(1, 14).ok());
+  ASSERT_TRUE(mps.Acquire(1, 14, Me()).ok());
   EXPECT_TRUE(Alive(mps.DaemonPid(1)));
   EXPECT_NE(mps.DaemonPid(1), pid);
   mps.Release(14);
 }
 
+// A daemon is its shares' user's: it runs as them (NVIDIA's recipe for MPS per user),
+// its pipe and log directories are theirs alone, so another user cannot even look in,
+// and the GPU's next user starts from directories of their own, not the last one's logs.
+TEST_F(MpsTest, TheDaemonAndItsDirectoriesAreItsUsersAlone) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root: only a root agent switches users";
+  chmod(dir_.c_str(), 0711);  // as the agent's spool is: users pass through
+  // A copy of the fake the users can run wherever this checkout lives.
+  const std::string control = dir_ + "/nvidia-cuda-mps-control";
+  std::filesystem::copy_file(FakeMpsControl(), control);
+  chmod(control.c_str(), 0755);
+  MpsOptions o = Options();
+  o.control = control;
+  MpsDaemons mps(o);
+  const MpsUser alice{61001, 61001, {}}, bob{61002, 61002, {}};
+
+  Result<MpsClient> a = mps.Acquire(0, 81, alice);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_EQ(UidOf(mps.DaemonPid(0)), 61001);
+  for (const std::string& d : {a->pipe_dir, a->log_dir}) {
+    struct stat st {};
+    ASSERT_EQ(lstat(d.c_str(), &st), 0) << d;
+    EXPECT_EQ(st.st_uid, 61001u) << d;
+    EXPECT_EQ(st.st_mode & 07777, 0700u) << d;
+  }
+  struct stat gpu_dir {};
+  ASSERT_EQ(lstat((dir_ + "/mps/gpu0").c_str(), &gpu_dir), 0);
+  EXPECT_EQ(gpu_dir.st_uid, 0u);  // the agent's files: its pid file, the daemon's output
+  EXPECT_EQ(gpu_dir.st_mode & 07777, 0711u);
+  EXPECT_EQ(OpenDirAs(61001, a->pipe_dir), 0);
+  EXPECT_EQ(OpenDirAs(61002, a->pipe_dir), EACCES);
+  EXPECT_EQ(OpenDirAs(61002, a->log_dir), EACCES);
+  EXPECT_NE(ControlLog(0).find("Starting control daemon"), std::string::npos);
+
+  // Another user's share of the GPU is refused while the daemon serves alice (the
+  // scheduler never packs two users on one GPU), and says why.
+  Result<MpsClient> other = mps.Acquire(0, 82, bob);
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.status().message().find("serves uid 61001"), std::string::npos)
+      << other.status().message();
+
+  const pid_t first = mps.DaemonPid(0);
+  mps.Release(81);
+  ASSERT_TRUE(WaitFor([&] { return !Alive(first) && mps.Serving().empty(); }));
+  Result<MpsClient> b = mps.Acquire(0, 83, bob);
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  EXPECT_EQ(UidOf(mps.DaemonPid(0)), 61002);
+  struct stat st {};
+  ASSERT_EQ(lstat(b->log_dir.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 61002u);
+  EXPECT_EQ(OpenDirAs(61001, b->pipe_dir), EACCES);
+  // Alice's log went with her daemon: bob's holds his daemon's start alone.
+  EXPECT_EQ(ControlLog(0).find("User did send quit"), std::string::npos) << ControlLog(0);
+  EXPECT_NE(ControlLog(0).find("Starting control daemon"), std::string::npos);
+  mps.Release(83);
+  EXPECT_TRUE(mps.Serving().empty());
+}
+
 TEST_F(MpsTest, ACrashIsReportedAndRestarted) {
   MpsDaemons mps(Options());
-  ASSERT_TRUE(mps.Acquire(0, 21).ok());
-  ASSERT_TRUE(mps.Acquire(0, 22).ok());
+  ASSERT_TRUE(mps.Acquire(0, 21, Me()).ok());
+  ASSERT_TRUE(mps.Acquire(0, 22, Me()).ok());
   const pid_t first = mps.DaemonPid(0);
   std::ofstream(dir_ + "/mps/gpu0/pipe/.crash") << "";
   ASSERT_TRUE(WaitFor([&] { return !Events().empty(); }));
@@ -140,7 +233,7 @@ TEST_F(MpsTest, GivesUpOnADaemonThatKeepsDying) {
   MpsOptions o = Options();
   o.max_restarts = 2;
   MpsDaemons mps(o);
-  ASSERT_TRUE(mps.Acquire(3, 31).ok());
+  ASSERT_TRUE(mps.Acquire(3, 31, Me()).ok());
   for (int i = 0; i < 2; ++i) {
     const size_t before = Events().size();
     ASSERT_TRUE(WaitFor([&] { return mps.DaemonPid(3) > 0; }));
@@ -153,21 +246,21 @@ TEST_F(MpsTest, GivesUpOnADaemonThatKeepsDying) {
       << Events().back().message;
   EXPECT_EQ(mps.DaemonPid(3), 0);
   // Shares launched meanwhile run without MPS, and say why.
-  Result<MpsClient> next = mps.Acquire(3, 32);
+  Result<MpsClient> next = mps.Acquire(3, 32, Me());
   EXPECT_FALSE(next.ok());
   EXPECT_NE(next.status().message().find("failed 2 times within a minute"),
             std::string::npos);
   // Once its shares are gone, the GPU gets a daemon again.
   mps.Release(31);
   mps.Release(32);
-  ASSERT_TRUE(mps.Acquire(3, 33).ok());
+  ASSERT_TRUE(mps.Acquire(3, 33, Me()).ok());
   mps.Release(33);
 }
 
 TEST_F(MpsTest, AServerFaultIsReportedWithTheJobsItHits) {
   MpsDaemons mps(Options());
-  ASSERT_TRUE(mps.Acquire(1, 41).ok());
-  ASSERT_TRUE(mps.Acquire(1, 42).ok());
+  ASSERT_TRUE(mps.Acquire(1, 41, Me()).ok());
+  ASSERT_TRUE(mps.Acquire(1, 42, Me()).ok());
   std::ofstream(dir_ + "/mps/gpu1/pipe/.log-line")
       << "Server 4242 has fault: client 999 hit an illegal memory access\n";
   ASSERT_TRUE(WaitFor([&] { return !Events().empty(); }));
@@ -185,7 +278,7 @@ TEST_F(MpsTest, AnEarlierAgentsDaemonIsKeptWhileItsRunsLast) {
   pid_t left = 0;
   {
     MpsDaemons first(Options());
-    ASSERT_TRUE(first.Acquire(2, 51).ok());
+    ASSERT_TRUE(first.Acquire(2, 51, Me()).ok());
     left = first.DaemonPid(2);
   }  // the agent stops; job 51 runs on, and so does its daemon
   ASSERT_TRUE(Alive(left));
@@ -194,7 +287,7 @@ TEST_F(MpsTest, AnEarlierAgentsDaemonIsKeptWhileItsRunsLast) {
     second.AdoptLeftovers({51});
     EXPECT_EQ(second.DaemonPid(2), left);
     // A new share of that GPU goes through it.
-    Result<MpsClient> c = second.Acquire(2, 52);
+    Result<MpsClient> c = second.Acquire(2, 52, Me());
     ASSERT_TRUE(c.ok());
     EXPECT_EQ(second.DaemonPid(2), left);
     second.Release(51);
@@ -206,7 +299,7 @@ TEST_F(MpsTest, AnEarlierAgentsDaemonIsKeptWhileItsRunsLast) {
   pid_t again = 0;
   {
     MpsDaemons first(Options());
-    ASSERT_TRUE(first.Acquire(0, 61).ok());
+    ASSERT_TRUE(first.Acquire(0, 61, Me()).ok());
     again = first.DaemonPid(0);
   }
   MpsDaemons second(Options());
@@ -219,7 +312,7 @@ TEST_F(MpsTest, ADaemonThatCannotStartIsAnErrorNamingIt) {
   MpsOptions o = Options();
   o.control = "/bin/false";
   MpsDaemons mps(o);
-  Result<MpsClient> c = mps.Acquire(0, 71);
+  Result<MpsClient> c = mps.Acquire(0, 71, Me());
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("MPS control daemon for GPU 0 exited at start"),
             std::string::npos)
