@@ -389,6 +389,15 @@ Result<server::HttpOptions> ServerHttpOptions(const ServerFlags& f,
   h.unix_socket = setup.socket;
   h.auth.cluster_secret = setup.cluster_secret;
   // [auth] anonymous_read is the Controller's Authorizer's (server/authorizer.h).
+  // The names a browser may use (server/browser_host.h): the configured ones, the listen
+  // address's host and this machine's hostname.
+  if (auth != nullptr) h.auth.browser_hosts = auth->browser_hosts;
+  if (const size_t colon = f.listen.rfind(':'); colon != std::string::npos && colon > 0) {
+    h.auth.browser_hosts.push_back(f.listen.substr(0, colon));
+  }
+  if (char name[256] = {}; gethostname(name, sizeof(name) - 1) == 0 && name[0] != '\0') {
+    h.auth.browser_hosts.emplace_back(name);
+  }
   h.tls_cert = !f.tls_cert.empty() || auth == nullptr ? f.tls_cert : auth->tls_cert;
   h.tls_key = !f.tls_key.empty() || auth == nullptr ? f.tls_key : auth->tls_key;
   HACHI_RETURN_IF_ERROR(CheckNotWorldReadable(h.tls_key, "--tls-key"));

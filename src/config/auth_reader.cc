@@ -1,5 +1,6 @@
 // [auth] and [[account]] (docs/config.md): who administers the cluster, who reads
-// without a token, TLS files, and account membership.
+// without a token, the names browsers reach the server by, TLS files, and account
+// membership.
 #include <set>
 
 #include "config/reader.h"
@@ -30,9 +31,9 @@ Result<std::vector<std::string>> UserNames(const Reader& r, const toml::node& n,
 Status ReadAuth(const Reader& r, const toml::node& n, AuthConfig* out) {
   const toml::table* t = nullptr;
   CONFIG_ASSIGN_OR_RETURN(t, r.Table(n, "auth"));
-  HACHI_RETURN_IF_ERROR(r.CheckKeys(
-      *t, "auth",
-      {"admins", "anonymous_read", "tls_cert", "tls_key", "cluster_secret_file"}));
+  HACHI_RETURN_IF_ERROR(r.CheckKeys(*t, "auth",
+                                    {"admins", "anonymous_read", "tls_cert", "tls_key",
+                                     "cluster_secret_file", "browser_hosts"}));
   if (const toml::node* a = t->get("admins")) {
     CONFIG_ASSIGN_OR_RETURN(out->admins, UserNames(r, *a, "auth.admins"));
   }
@@ -54,6 +55,17 @@ Status ReadAuth(const Reader& r, const toml::node& n, AuthConfig* out) {
   }
   HACHI_RETURN_IF_ERROR(
       Optional(*t, "auth", "cluster_secret_file", string, &out->cluster_secret_file));
+  if (const toml::node* h = t->get("browser_hosts")) {
+    CONFIG_ASSIGN_OR_RETURN(out->browser_hosts, r.Strings(*h, "auth.browser_hosts"));
+    for (const std::string& name : out->browser_hosts) {
+      // A host name as a browser sends it in Host: letters, digits, '-', '.'; no port.
+      if (name.empty() || name.size() > 253 ||
+          name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                 "0123456789-.") != std::string::npos) {
+        return r.Error(*h, "auth.browser_hosts", Quoted(name) + " is not a host name");
+      }
+    }
+  }
   return Status::Ok();
 }
 

@@ -110,6 +110,9 @@ struct AuthConfig {
   std::string tls_cert;  // PEM files; both set: the TCP API is HTTPS
   std::string tls_key;
   std::string cluster_secret_file;  // "": STATE_DIR/cluster-secret
+  // Names browsers may reach the server by besides IP literals, localhost, this
+  // machine's hostname and the listen address's host (server/browser_host.h).
+  std::vector<std::string> browser_hosts;
 };
 
 // [[account]] name + members: who may submit under an account (server/auth.h). With

@@ -141,6 +141,7 @@ anonymous_read = "none"
 tls_cert = "/etc/hachi/cert.pem"
 tls_key = "/etc/hachi/key.pem"
 cluster_secret_file = "/etc/hachi/secret"
+browser_hosts = ["hachi.corp.example", "ctl1"]
 
 [[account]]
 name = "vision"
@@ -153,6 +154,8 @@ members = ["bob", "carol"]
   EXPECT_EQ(c->auth.tls_cert, "/etc/hachi/cert.pem");
   EXPECT_EQ(c->auth.tls_key, "/etc/hachi/key.pem");
   EXPECT_EQ(c->auth.cluster_secret_file, "/etc/hachi/secret");
+  EXPECT_EQ(c->auth.browser_hosts,
+            (std::vector<std::string>{"hachi.corp.example", "ctl1"}));
   ASSERT_EQ(c->accounts.size(), 1u);
   EXPECT_EQ(c->accounts[0].name, "vision");
   EXPECT_EQ(c->accounts[0].members, (std::vector<std::string>{"bob", "carol"}));
@@ -360,6 +363,8 @@ TEST(ParseClusterConfigTest, Errors) {
       {"auth tls half", "[auth]\ntls_cert = \"c.pem\"\n",
        "c.toml:1: auth: tls_cert and tls_key go together"},
       {"auth unknown key", "[auth]\ntokens = 1\n", "c.toml:2: auth.tokens: unknown key"},
+      {"auth browser host with a port", "[auth]\nbrowser_hosts = [\"ctl1:8686\"]\n",
+       "c.toml:2: auth.browser_hosts: 'ctl1:8686' is not a host name"},
       {"account no members", "[[account]]\nname = \"vision\"\n",
        "c.toml:1: account[0]: needs members"},
       {"account twice",

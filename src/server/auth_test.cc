@@ -18,6 +18,7 @@
 #include "api/http_client.h"
 #include "api/protocol_json.h"
 #include "api/record_json.h"
+#include "server/browser_host.h"
 #include "server/http_api.h"
 #include "server/testing.h"
 #include "state/store.h"
@@ -310,6 +311,7 @@ class AuthHttpTest : public ::testing::Test {
     h.unix_socket = dir_.path() + "/hachi.sock";
     h.threads = 8;
     h.auth.cluster_secret = "the-cluster-secret";
+    h.auth.browser_hosts = browser_hosts_;
     http_ = std::make_unique<HttpServer>(controller_.get(), h);
     ASSERT_TRUE(http_->Start().ok());
   }
@@ -348,6 +350,7 @@ class AuthHttpTest : public ::testing::Test {
   std::unique_ptr<Controller> controller_;
   std::unique_ptr<HttpServer> http_;
   std::string alice_, bob_, admin_;
+  std::vector<std::string> browser_hosts_;  // HttpAuthOptions::browser_hosts
 };
 
 TEST_F(AuthHttpTest, NoOrBadTokenIs401) {
@@ -520,6 +523,78 @@ TEST_F(AuthHttpTest, OnlyAdminsSeeAStrayProcesssArguments) {
           << (other.empty() ? "anonymous " : "alice ") << path;
     }
   }
+}
+
+TEST(BrowserHost, WhatNamesTheServer) {
+  const std::vector<std::string> names = {"hachi.corp.example", "ctl1"};
+  struct Row {
+    const char* host;
+    bool names_server;
+  } rows[] = {
+      {"127.0.0.1:8686", true},
+      {"127.0.0.1", true},
+      {"10.1.2.3:80", true},
+      {"[::1]:8686", true},
+      {"[fe80::1]", true},
+      {"localhost:8686", true},
+      {"LocalHost", true},
+      {"dash.localhost:1", true},
+      {"hachi.corp.example", true},
+      {"HACHI.corp.example.:8686", true},
+      {"ctl1:8686", true},
+      {"evil.example:8686", false},
+      {"localhost.evil.example", false},
+      {"ctl1.evil.example", false},
+      {"127.0.0.1.evil.example", false},
+      {"", false},
+      {"[::1", false},
+      {"[::1]x", false},
+      {"[evil.example]:80", false},
+      {":8686", false},
+  };
+  for (const Row& r : rows) {
+    EXPECT_EQ(HostNamesServer(r.host, names), r.names_server) << r.host;
+  }
+}
+
+// DNS rebinding: a page of another site, its name pointed at 127.0.0.1, reads as a
+// loopback peer, which anonymous_read = "localhost" lets read; its browser still names
+// that site in Host, and is refused. Browsers' requests by the server's own names,
+// clients that are not browsers, and requests with a token are not.
+TEST_F(AuthHttpTest, ABrowserReachingTheServerByAnotherSitesNameIsRefused) {
+  browser_hosts_ = {"hachi.corp.example"};
+  Start();
+  const std::string port = std::to_string(http_->port());
+  auto browser = [&](const std::string& host, const std::string& token = "") {
+    auto c = Tcp(token, "Host", host);
+    c->SetHeader("Sec-Fetch-Site", "same-origin");
+    c->SetHeader("Sec-Fetch-Mode", "cors");
+    return c;
+  };
+  Result<api::HttpResponse> r =
+      browser("evil.example:" + port)->Request("GET", kApi + "/jobs", "");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 403);
+  EXPECT_NE(r->body.find("DNS rebinding"), std::string::npos) << r->body;
+  EXPECT_NE(r->body.find("evil.example"), std::string::npos) << r->body;
+  Result<api::HttpResponse> page =
+      browser("evil.example:" + port)->Request("GET", "/", "");
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(page->status, 403) << "the dashboard itself";
+  auto origin_only = Tcp("", "Host", "evil.example:" + port);
+  origin_only->SetHeader("Origin", "http://evil.example:" + port);
+  EXPECT_EQ(StatusOf(*origin_only, "GET", "/jobs"), 403);
+
+  for (const std::string& host :
+       {"127.0.0.1:" + port, "localhost:" + port, "[::1]:" + port,
+        "hachi.corp.example:" + port, std::string("Hachi.Corp.Example.")}) {
+    EXPECT_EQ(StatusOf(*browser(host), "GET", "/jobs"), 200) << host;
+  }
+  EXPECT_EQ(StatusOf(*Tcp("", "Host", "evil.example"), "GET", "/jobs"), 200)
+      << "not a browser: a CLI or a scraper, not asked";
+  EXPECT_EQ(StatusOf(*browser("evil.example", alice_), "GET", "/jobs"), 200)
+      << "a token is its own proof";
+  EXPECT_EQ(StatusOf(*browser("evil.example"), "GET", "/health"), 200);
 }
 
 TEST_F(AuthHttpTest, AnonymousReadAll) {

@@ -8,6 +8,8 @@
 #include "api/protocol.h"
 #include "api/protocol_json.h"
 #include "core/secret.h"
+#include "core/strings.h"
+#include "server/browser_host.h"
 #include "server/http_loop.h"
 
 namespace hachi::server {
@@ -33,10 +35,6 @@ void Refuse(httplib::Response& res, const Status& s) {
   // The body of a refused request is not read: the connection cannot carry another.
   res.set_header("Connection", "close");
   res.set_content(api::ErrorToJson(s), "application/json");
-}
-
-bool StartsWith(std::string_view s, std::string_view prefix) {
-  return s.substr(0, prefix.size()) == prefix;
 }
 
 // Who sent `req` to a user endpoint: the kernel's uid on the Unix socket, a token's
@@ -96,6 +94,15 @@ Result<Caller> Gate(const httplib::Request& req, const Controller& c,
   }
   Result<Caller> who = UserOf(req, c, /*named=*/false);
   if (!who.ok()) return who.status();
+  if (!who->authenticated && FromBrowser(req)) {
+    const std::string host = req.get_header_value("Host");
+    if (!HostNamesServer(host, options.browser_hosts)) {
+      return PermissionDenied(
+          "Host '" + Clip(host) +
+          "' is not a name of this server: a browser reached it by another site's name "
+          "(DNS rebinding). If it is the server's name, add it to [auth] browser_hosts");
+    }
+  }
   const bool read = req.method == "GET" || req.method == "HEAD";
   if (Status st = authorizer.Authorize(*who, read ? Action::kRead : Action::kWrite, {});
       !st.ok()) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "server/auth.h"
@@ -29,14 +30,19 @@ struct HttpAuthOptions {
   std::string cluster_secret;
   // Who may read without a token is the config's [auth] anonymous_read, which the
   // Controller's Authorizer reads.
+  // The names a browser may reach the server by besides IP literals and localhost
+  // (server/browser_host.h): an anonymous browser request naming another host is 403.
+  std::vector<std::string> browser_hosts;
 };
 
 // Installs the pre-routing gate on `s`: it finds the caller and asks the Authorizer
 // before the body is read: Action::kAgent on /agents/* (the cluster secret makes an
 // agent; nothing else does), kHealth on GET /api/v1/health (open, whatever the request
 // carries), else kRead for GET/HEAD and kWrite for the rest (the handler then asks for
-// its own action). Refusals are 401 {"error": {"code": "unauthenticated", ...}} (403
-// were an authenticated caller refused), with `Connection: close`.
+// its own action). An anonymous caller's browser request whose Host is none of the
+// server's names is refused (DNS rebinding, server/browser_host.h). Refusals are 401
+// {"error": {"code": "unauthenticated", ...}} (403 were an authenticated caller refused),
+// with `Connection: close`.
 void InstallAuthGate(HttpRouter& s, Controller* c, const HttpAuthOptions& options);
 
 // The caller a handler acts for, once the gate let the request through: the kernel's
