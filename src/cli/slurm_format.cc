@@ -43,10 +43,30 @@ std::vector<std::string> NodeNames(const JobRecord& j) {
   return names;
 }
 
-// The pending reason word: the server's, or Slurm's defaults.
+// The scheduler's pending reasons (sched/plan.cc's words) that Slurm lacks, in the word
+// Slurm would print for the same wait; `hachi explain` keeps the detail.
+constexpr std::pair<std::string_view, std::string_view> kSlurmReasons[] = {
+    {"Held", "JobHeldUser"},  // sbatch -H, scontrol hold
+    {"Fragmented", "Resources"},
+    {"Isolation", "Resources"},  // whole-node and shared jobs kept apart
+    {"MpsOtherUser", "Resources"},
+    {"MigBusy", "Resources"},
+    {"Preempting", "Resources"},         // waiting for what it preempts to end
+    {"Reserved", "Priority"},            // nodes kept for a job ahead of it
+    {"UserQuota", "QOSMaxGRESPerUser"},  // the user's GPUs at their limit
+    {"AccountQuota", "AssocGrpGRES"},    // the account's
+    {"NodesUnavailable", "ReqNodeNotAvail"},
+    {"TimeWindow", "PartitionInactive"},  // its partition's window is closed
+    {"Internal", "None"},
+};
+
+// The pending reason word: the server's, in Slurm's words, or Slurm's defaults.
 std::string PendingReason(const JobRecord& j) {
-  if (!j.reason.empty()) return j.reason;
-  return j.held ? "JobHeldUser" : "None";
+  if (j.reason.empty()) return j.held ? "JobHeldUser" : "None";
+  for (const auto& [ours, slurm] : kSlurmReasons) {
+    if (j.reason == ours) return std::string(slurm);
+  }
+  return j.reason;
 }
 
 // Slurm's Reason word for a job that ended.

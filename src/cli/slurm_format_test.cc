@@ -208,6 +208,35 @@ TEST_F(SlurmFormat, ControlBytesInNamesAndCommentsArePrintedEscaped) {
   EXPECT_EQ(show.find('\x1b'), std::string::npos);
 }
 
+// The scheduler's reasons that Slurm lacks are printed in Slurm's words (scripts match
+// them: "Resources", "Priority", "JobHeldUser"); its own pass through.
+TEST_F(SlurmFormat, PendingReasonsInSlurmsWords) {
+  const std::pair<const char*, const char*> rows[] = {
+      {"Isolation", "Resources"},
+      {"Fragmented", "Resources"},
+      {"Held", "JobHeldUser"},
+      {"Reserved", "Priority"},
+      {"UserQuota", "QOSMaxGRESPerUser"},
+      {"AccountQuota", "AssocGrpGRES"},
+      {"TimeWindow", "PartitionInactive"},
+      {"NodesUnavailable", "ReqNodeNotAvail"},
+      {"Internal", "None"},
+      {"Resources", "Resources"},
+      {"Dependency", "Dependency"},
+      {"BeginTime", "BeginTime"},
+  };
+  for (const auto& [ours, slurm] : rows) {
+    const JobRecord j = MakeJob(3300).Gpus(1).Pending(ours);
+    Result<std::string> q = FormatQueue({j}, kNow, "%r|%R");
+    ASSERT_TRUE(q.ok()) << q.status().message();
+    EXPECT_EQ(*q, std::string("REASON|NODELIST(REASON)\n") + slurm + "|(" + slurm + ")\n")
+        << ours;
+    EXPECT_NE(FormatShowJob(j, "", kNow).find(std::string(" Reason=") + slurm + " "),
+              std::string::npos)
+        << ours;
+  }
+}
+
 TEST_F(SlurmFormat, QueueSlurmFormatString) {
   std::vector<JobRecord> jobs = FilterJobs(Jobs(), {});
   SortForQueue(&jobs);

@@ -214,6 +214,8 @@ TEST_F(Slurm, SqueueGolden) {
            {"-t", "bogus"},
            {"-O", "NoSuchField"},
            {"-t", "all", "-o", "%i %f", "-j", "13,18"},
+           // %A: each element's own number; the pending tasks' row, its first's.
+           {"-o", "%i|%A|%F|%K"},
        }) {
     out += "$ squeue";
     for (const std::string& a : args) out += " " + a;

@@ -37,6 +37,10 @@ struct Row {
   const JobRecord* job;
   std::string id_text;    // "12" / "12_3" / "12_[3-9]"
   std::string task_text;  // ArrayTaskID
+  // %A, Slurm's "unique value for each element of job arrays": the job's own id; for
+  // an array's pending tasks shown as one row, the first one's (the array's own id
+  // while none has started, as Slurm's array record).
+  state::JobId number = 0;
 };
 
 std::string TresPerNode(const JobRecord& j) {
@@ -72,8 +76,9 @@ std::string Value(const Row& r, Time now, char code, const StartEstimates& start
   const bool estimated = j.state == JobState::kPending && est != starts.end();
   switch (code) {
     case 'i':
-    case 'A':
       return r.id_text;
+    case 'A':
+      return std::to_string(r.number);
     case 'K':
       return r.task_text;
     case 'b':
@@ -212,7 +217,8 @@ std::vector<Row> BuildRows(const SqueueOptions& o, const std::vector<JobRecord>&
       if (!fresh) continue;
     }
     rows.push_back({&j, JobIdText(j),
-                    task ? std::to_string(j.spec.array_task_id) : std::string("N/A")});
+                    task ? std::to_string(j.spec.array_task_id) : std::string("N/A"),
+                    j.id});
   }
   for (const auto& [array, row] : pending_array_row) {
     const std::vector<int>& tasks = pending_tasks[array];
