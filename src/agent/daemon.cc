@@ -62,7 +62,9 @@ AgentDaemon::AgentDaemon(AgentOptions options, LauncherFactory make_launcher)
         if (!r.ok()) return r.status();
         return api::StepAcksFromJson(*r);
       });
-  launcher_ = make_launcher([this](const api::JobExit& e) { OnExit(e); });
+  launcher_ = make_launcher(
+      LauncherEvents{[this](const api::JobExit& e) { OnExit(e); },
+                     [this](state::JobId job, int sig) { steps_->SignalJob(job, sig); }});
   burn_in_ = std::make_unique<BurnInRunner>(
       options_.self_exe.empty() ? "/proc/self/exe" : options_.self_exe, options_.node,
       [this](const api::BurnInReport& r) {
@@ -343,7 +345,11 @@ void AgentDaemon::PollLoop() {
     // POST /jobs/ID/signal: to the runs here now (a signal for a run that ended or has
     // not started yet here is dropped, as Slurm's for a job no longer running).
     for (const api::JobSignal& sig : work->signals) {
-      launcher_->Signal(sig.job, sig.signal, sig.batch_only);
+      if (sig.scope == api::SignalScope::kSteps) {
+        steps_->SignalJob(sig.job, sig.signal);
+      } else {
+        launcher_->Signal(sig.job, sig.signal, sig.scope == api::SignalScope::kBatch);
+      }
     }
     // scontrol update TimeLimit= of a running job: to that run here, if it still runs.
     for (const api::AgentWork::Limit& l : work->limits) {

@@ -111,7 +111,7 @@ struct AgentOptions {
   const Clock* clock = RealClock();
 };
 
-using LauncherFactory = std::function<std::unique_ptr<Launcher>(ExitCallback)>;
+using LauncherFactory = std::function<std::unique_ptr<Launcher>(LauncherEvents)>;
 
 class HttpClientHolder;  // agent_http.h
 

@@ -38,8 +38,8 @@ AgentOptions Options(const std::string& server, std::shared_ptr<api::EpochFloor>
 
 struct Agent {
   explicit Agent(AgentOptions o)
-      : daemon(std::move(o), [this](ExitCallback cb) {
-          auto l = std::make_unique<FakeLauncher>(std::move(cb));
+      : daemon(std::move(o), [this](LauncherEvents events) {
+          auto l = std::make_unique<FakeLauncher>(std::move(events.on_exit));
           launcher = l.get();
           return l;
         }) {}
@@ -61,7 +61,7 @@ api::AgentWork EverythingFor(state::JobId running, state::JobId new_job) {
   api::AgentWork w;
   w.launch.push_back(Launch(new_job, 2000));
   w.cancel.push_back(api::RunStop{running, 1000});
-  w.signals.push_back(api::JobSignal{running, 10, false});
+  w.signals.push_back(api::JobSignal{running, 10, api::SignalScope::kAll});
   return w;
 }
 

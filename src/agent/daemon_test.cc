@@ -56,8 +56,8 @@ AgentOptions Options(const std::string& server, int poll_wait_ms) {
 // An AgentDaemon whose launcher is a FakeLauncher the test can reach.
 struct Agent {
   explicit Agent(AgentOptions o)
-      : daemon(std::move(o), [this](ExitCallback cb) {
-          auto l = std::make_unique<FakeLauncher>(std::move(cb));
+      : daemon(std::move(o), [this](LauncherEvents events) {
+          auto l = std::make_unique<FakeLauncher>(std::move(events.on_exit));
           launcher = l.get();
           return l;
         }) {}
@@ -182,23 +182,26 @@ api::LaunchSpec Launch(state::JobId id, Time start_time) {
 }
 
 // A signal in the work answer reaches the launcher, after the launch of the
-// same answer, with its batch-only flag.
+// same answer, with its batch-only flag; one for the steps' tasks goes to the step
+// runner instead (StepsE2e has it reach them).
 TEST(DaemonScripted, SignalsReachTheLauncher) {
   ScriptedServer server;
   Agent agent(Options(server.url(), 1000));
   ASSERT_TRUE(agent.daemon.Start().ok());
   api::AgentWork w;
   w.launch = {Launch(8, 1000)};
-  w.signals = {{8, 10, true}, {8, 12, false}};
+  w.signals = {{8, 14, api::SignalScope::kSteps},
+               {8, 10, api::SignalScope::kBatch},
+               {8, 12, api::SignalScope::kAll}};
   server.Send(w);
   ASSERT_TRUE(WaitFor([&] { return agent.launcher->signals().size() == 2; }));
   EXPECT_EQ(agent.launcher->launches().size(), 1u);
   const std::vector<api::JobSignal> got = agent.launcher->signals();
   EXPECT_EQ(got[0].job, 8);
   EXPECT_EQ(got[0].signal, 10);
-  EXPECT_TRUE(got[0].batch_only);
+  EXPECT_EQ(got[0].scope, api::SignalScope::kBatch);
   EXPECT_EQ(got[1].signal, 12);
-  EXPECT_FALSE(got[1].batch_only);
+  EXPECT_EQ(got[1].scope, api::SignalScope::kAll);
 }
 
 TEST(DaemonScripted, RepeatedLaunchIsReportedAgainNotLaunched) {

@@ -70,7 +70,8 @@ std::vector<api::JobExit> FakeLauncher::stops() const {
 
 void FakeLauncher::Signal(JobId job, int sig, bool batch_only) {
   MutexLock lock(&mu_);
-  signals_.push_back(api::JobSignal{job, sig, batch_only});
+  signals_.push_back(api::JobSignal{
+      job, sig, batch_only ? api::SignalScope::kBatch : api::SignalScope::kAll});
 }
 
 void FakeLauncher::SetTimeLimit(JobId job, Time start_time, Duration time_limit,

@@ -432,7 +432,10 @@ void ProcessLauncher::StartedLocked(const api::LaunchSpec& spec, const SpawnRequ
     const Duration before = std::max(0, spec.spec.signal_before);
     r.signal = spec.spec.signal;
     r.signal_at = r.deadline - before;
-    r.batch_only = spec.spec.signal_batch_only;
+    // Slurm's --signal: B: the batch shell; else the steps' tasks, not the batch shell
+    // (whose default action for USR1/USR2 is to exit) nor srun.
+    r.scope =
+        spec.spec.signal_batch_only ? api::SignalScope::kBatch : api::SignalScope::kSteps;
     run.signal_at = run.deadline - std::chrono::seconds(before);
   }
   WriteRunRecord(options_.spool_dir, r);

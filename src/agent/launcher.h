@@ -32,6 +32,14 @@ namespace hachi::agent {
 
 using JobId = state::JobId;
 using ExitCallback = std::function<void(const api::JobExit&)>;
+// A --signal without B: falling due: for the job's steps' tasks, which the StepRunner
+// runs, not the launcher. Called on the launcher's supervisor thread, no lock held.
+using StepSignalCallback = std::function<void(JobId job, int sig)>;
+// What a launcher tells its owner.
+struct LauncherEvents {
+  ExitCallback on_exit;
+  StepSignalCallback signal_steps;  // null: such signals go nowhere
+};
 
 // What a job step needs of a job's run on this node: the run's launch, and
 // the cgroup its tasks join.
@@ -57,8 +65,9 @@ class Launcher {
   // kOutOfMemory. A no-op for unknown jobs and jobs already stopping.
   virtual void Stop(JobId job, api::ExitKind kind, std::string message) = 0;
   // Sends `sig` to every process of the job (its process group and, with cgroups, its
-  // cgroup), or with `batch_only` to its batch shell alone (scancel --signal, sbatch
-  // --signal=B:); the job keeps its fate. A no-op for unknown jobs.
+  // cgroup: scancel --full), or with `batch_only` to its batch shell alone (scancel -b,
+  // sbatch --signal=B:); the job keeps its fate. A no-op for unknown jobs. (Its steps'
+  // tasks alone, Slurm's default, are the StepRunner's.)
   virtual void Signal(JobId job, int sig, bool batch_only) = 0;
   // scontrol update TimeLimit=: the run of `job` that started at
   // `start_time` (api::LaunchSpec::start_time) ends `time_limit` seconds after it, 0 for
@@ -156,6 +165,8 @@ class ProcessLauncher final : public Launcher {
     // launcher). The supervisor waits in real time: after moving a FakeClock, call
     // Tick() for it to act on what is due.
     const Clock* clock = RealClock();
+    // Where a --signal for the steps' tasks goes when it falls due (LauncherEvents).
+    StepSignalCallback signal_steps;
   };
 
   // Takes over the runs an earlier agent process left in `spool_dir` first: adopts those

@@ -12,6 +12,9 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <utility>
+#include <vector>
 
 #include "agent/launcher.h"
 #include "agent/launcher_testing.h"
@@ -132,7 +135,15 @@ class PreLimitSignalTest : public RuntimeTest {
   ProcessLauncher::Options Options() override {
     ProcessLauncher::Options o = RuntimeTest::Options();
     o.clock = &clock_;
+    o.signal_steps = [this](JobId job, int sig) {
+      std::lock_guard<std::mutex> lock(steps_mu_);
+      step_signals_.emplace_back(job, sig);
+    };
     return o;
+  }
+  std::vector<std::pair<JobId, int>> StepSignals() {
+    std::lock_guard<std::mutex> lock(steps_mu_);
+    return step_signals_;
   }
   void Pass(milliseconds d) {
     clock_.Advance(d);
@@ -146,6 +157,8 @@ class PreLimitSignalTest : public RuntimeTest {
         .Script(TwoProcessScript(dir_));
   }
   FakeClock clock_;  // declared before use; launchers are reset in TearDown first
+  std::mutex steps_mu_;
+  std::vector<std::pair<JobId, int>> step_signals_;  // what went to the StepRunner
 };
 
 TEST_F(PreLimitSignalTest, SentTimeBeforeTheLimitAndOnlyOnce) {
@@ -168,12 +181,21 @@ TEST_F(PreLimitSignalTest, SentTimeBeforeTheLimitAndOnlyOnce) {
   EXPECT_EQ(e->kind, api::ExitKind::kTimeLimit);
 }
 
-TEST_F(PreLimitSignalTest, WithoutBReachesEveryProcess) {
+// Slurm's --signal without B: for the tasks of the job's steps, which the StepRunner
+// runs: none of the launcher's processes (the batch shell, whose default action for
+// USR1 is to exit, and what it started, srun among them) gets it.
+TEST_F(PreLimitSignalTest, WithoutBGoesToTheStepsAlone) {
   ASSERT_TRUE(launcher_->Launch(Warned(4, /*batch_only=*/false)).ok());
   ASSERT_GT(WaitPidFile(dir_ + "/ready"), 0);
-  Pass(milliseconds(5000));
-  EXPECT_TRUE(WaitLines(dir_ + "/shell", 1));
-  EXPECT_TRUE(WaitLines(dir_ + "/child", 1));
+  Pass(milliseconds(4999));
+  ASSERT_TRUE(Mark(4));
+  EXPECT_TRUE(StepSignals().empty()) << "sent before limit - 5 s";
+  Pass(milliseconds(1));
+  ASSERT_TRUE(WaitFor([&] { return !StepSignals().empty(); }));
+  EXPECT_EQ(StepSignals(), (std::vector<std::pair<JobId, int>>{{4, SIGUSR1}}));
+  ASSERT_TRUE(Mark(4));
+  EXPECT_EQ(Lines(dir_ + "/shell"), 0) << "the batch shell got it";
+  EXPECT_EQ(Lines(dir_ + "/child"), 0) << "the shell's child got it";
   Stop(4);
 }
 

@@ -119,6 +119,9 @@ struct ProcessLauncher::Watch {
   std::vector<JobId> ids;
   int timeout_ms = -1;
   std::vector<api::JobExit> deliver;
+  // --signal for steps' tasks that fell due (Options::signal_steps, called unlocked:
+  // the StepRunner asks the launcher for a run's context under its own lock).
+  std::vector<std::pair<JobId, int>> step_signals;
 };
 
 }  // namespace hachi::agent

@@ -17,6 +17,9 @@ void ProcessLauncher::Supervise() {
   Watch w;
   for (;;) {
     if (!NextRound(w)) return;
+    for (const auto& [job, sig] : w.step_signals) {
+      if (options_.signal_steps) options_.signal_steps(job, sig);
+    }
     if (!w.deliver.empty()) {
       for (const api::JobExit& e : w.deliver) on_exit_(e);
       continue;  // the callbacks may have launched or cancelled: look again
@@ -44,6 +47,7 @@ void ProcessLauncher::Supervise() {
 bool ProcessLauncher::NextRound(Watch& w) {
   State& s = *state_;
   w.deliver.clear();
+  w.step_signals.clear();
   w.timeout_ms = -1;
   w.fds.clear();
   w.ids.clear();
@@ -61,7 +65,12 @@ bool ProcessLauncher::NextRound(Watch& w) {
   for (auto& [id, job] : s.jobs) {
     if (s.stop && job.kill_at == kNoDeadline) continue;  // left running
     if (job.kill_at == kNoDeadline && job.signal_at <= now) {
-      State::SendSignal(job, job.record.signal, job.record.batch_only);
+      if (job.record.scope == api::SignalScope::kSteps) {
+        w.step_signals.emplace_back(id, job.record.signal);  // the StepRunner's
+      } else {
+        State::SendSignal(job, job.record.signal,
+                          job.record.scope == api::SignalScope::kBatch);
+      }
       job.signal_at = kNoDeadline;
       job.record.signaled = true;
       WriteRunRecord(options_.spool_dir, job.record);

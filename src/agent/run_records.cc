@@ -55,7 +55,10 @@ std::optional<RunRecord> ParseRunRecord(const std::string& text) {
       if (!(in >> sig >> at >> batch >> sent)) return std::nullopt;
       r.signal = static_cast<int>(sig);
       r.signal_at = at;
-      r.batch_only = batch != 0;
+      // The scope's number (0 all, 1 batch, 2 steps): an earlier agent's 0/1 reads alike.
+      r.scope = batch == 1   ? api::SignalScope::kBatch
+                : batch == 2 ? api::SignalScope::kSteps
+                             : api::SignalScope::kAll;
       r.signaled = sent != 0;
     }
     std::getline(in >> std::ws, script);
@@ -82,8 +85,8 @@ void WriteRunRecord(const std::string& spool, const RunRecord& r) {
       std::to_string(r.pid) + " " + std::to_string(r.ticks) + " " +
       std::to_string(r.deadline) + " " + std::to_string(r.grace) + " " +
       (r.waiter ? "1 " : "0 ") + std::to_string(r.signal) + " " +
-      std::to_string(r.signal_at) + " " + (r.batch_only ? "1 " : "0 ") +
-      (r.signaled ? "1 " : "0 ") + (r.script.empty() ? "-" : r.script) + "\n";
+      std::to_string(r.signal_at) + " " + std::to_string(static_cast<int>(r.scope)) +
+      " " + (r.signaled ? "1 " : "0 ") + (r.script.empty() ? "-" : r.script) + "\n";
   mkdir(spool.c_str(), 0711);  // made on first use, as for scripts (EEXIST is fine)
   const int fd =
       open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY,

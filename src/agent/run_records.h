@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "api/launch_spec.h"
 #include "core/clock.h"
 #include "state/records.h"
 
@@ -32,12 +33,13 @@ struct RunRecord {
   Duration grace = 0;
   bool waiter = false;  // pid is a job waiter, which leaves an exit file
   std::string script;   // "" = none
-  // --signal (v3): `signal` due at `signal_at` (wall clock, seconds), to the batch shell
-  // alone when `batch_only`; `signaled` once sent, so a restarted agent neither loses it
-  // nor sends it twice.
+  // --signal (v3): `signal` due at `signal_at` (wall clock, seconds), for `scope` (the
+  // batch shell alone with B:, else the steps' tasks; kAll in a record written before
+  // scopes, as then); `signaled` once sent, so a restarted agent neither loses it nor
+  // sends it twice.
   int signal = 0;
   Time signal_at = 0;
-  bool batch_only = false;
+  api::SignalScope scope = api::SignalScope::kAll;
   bool signaled = false;
 };
 

@@ -348,6 +348,16 @@ void StepRunner::Input(const api::StepInput& in) {
   if (!p.input_pending.empty()) state_->Wake();  // the I/O thread waits for POLLOUT
 }
 
+void StepRunner::SignalJob(state::JobId job, int sig) {
+  MutexLock lock(&state_->mu);
+  for (const auto& [key, p] : state_->parts) {
+    if (key.job != job || p.stopping) continue;
+    for (const State::Task& t : p.tasks) {
+      if (!t.exited && t.pid > 0) kill(-t.pid, sig);
+    }
+  }
+}
+
 void StepRunner::StopJob(state::JobId job, Duration grace) {
   MutexLock lock(&state_->mu);
   const Mono::time_point at =

@@ -82,6 +82,9 @@ class StepRunner {
   void Launch(const api::StepLaunch& launch);
   // A signal for the step's tasks here, or its cancel (SIGTERM, grace, SIGKILL).
   void Signal(const api::StepSignal& signal);
+  // `sig` for the tasks of every step of `job` here that is not being stopped (Slurm's
+  // scancel --signal and --signal without B:, which spare the batch shell and srun).
+  void SignalJob(state::JobId job, int sig);
   // A --pty step's keystrokes (written to its terminal, in order; never blocking the
   // agent: what the terminal does not take yet waits) and window size.
   void Input(const api::StepInput& input);

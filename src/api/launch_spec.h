@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -68,12 +70,44 @@ struct LaunchSpec {
   std::string credential;
 };
 
-// A signal for a running job (POST /jobs/ID/signal, scancel --signal): to every process
-// of the job (its process group and cgroup), or to its batch shell alone.
+// Which of a job's processes a signal is for, as Slurm's scancel and --signal say it:
+// without -b/--full (or B:) the tasks of its steps alone, not the batch shell (whose
+// default action for USR1/USR2 is to exit) nor srun; -b (B:) the batch shell alone;
+// --full every process of the job.
+// The numbers are kept in the agent's run records (agent/run_records.h).
+enum class SignalScope : uint8_t {
+  kAll = 0,    // the job's process group and every process of its cgroup (--full)
+  kBatch = 1,  // the batch shell alone, on the job's first node (-b, B:)
+  kSteps = 2,  // the tasks of its steps, on every node (Slurm's default)
+};
+struct SignalScopeName {
+  SignalScope scope;
+  const char* name;  // as the API says it
+};
+inline constexpr SignalScopeName kSignalScopeNames[] = {
+    {SignalScope::kAll, "all"},
+    {SignalScope::kBatch, "batch"},
+    {SignalScope::kSteps, "steps"},
+};
+inline const char* SignalScopeText(SignalScope s) {
+  for (const SignalScopeName& n : kSignalScopeNames) {
+    if (n.scope == s) return n.name;
+  }
+  return "all";
+}
+// nullopt for a word that is no scope.
+inline std::optional<SignalScope> ParseSignalScope(std::string_view word) {
+  for (const SignalScopeName& n : kSignalScopeNames) {
+    if (word == n.name) return n.scope;
+  }
+  return std::nullopt;
+}
+
+// A signal for a running job (POST /jobs/ID/signal, scancel --signal, --signal's time).
 struct JobSignal {
   state::JobId job = 0;
   int signal = 0;
-  bool batch_only = false;
+  SignalScope scope = SignalScope::kAll;
 };
 
 // Why a job's process ended, as the agent saw it.

@@ -31,10 +31,12 @@ struct SubmitRequest {
   std::string idempotency_key;
 };
 
-// POST /jobs/ID/signal's body: {"signal": "USR1" or 10, "batch_only": false}.
+// POST /jobs/ID/signal's body: {"signal": "USR1" or 10, "scope": "steps"}; scope
+// "all" (the default), "batch" or "steps" (api::SignalScope). An older client's
+// "batch_only": true is "batch".
 struct SignalRequest {
   int signal = 0;
-  bool batch_only = false;
+  SignalScope scope = SignalScope::kAll;
 };
 
 // POST /jobs/ID/update's body (scontrol update; docs/api.md "Update"):

@@ -16,6 +16,28 @@ namespace hachi::api {
 using namespace json_fields;
 namespace {
 
+// A signal's "scope" ("all", "batch", "steps"), or an older sender's "batch_only": true
+// (batch); neither: all. Both, disagreeing: an error.
+Status GetSignalScope(const json& j, std::string_view path, SignalScope* out) {
+  bool batch_only = false;
+  HACHI_RETURN_IF_ERROR(GetBool(j, "batch_only", path, &batch_only));
+  *out = batch_only ? SignalScope::kBatch : SignalScope::kAll;
+  auto it = j.find("scope");
+  if (it == j.end()) return Status::Ok();
+  std::optional<SignalScope> scope =
+      it->is_string() ? ParseSignalScope(it->get<std::string>()) : std::nullopt;
+  if (!scope) {
+    return InvalidArgument(std::string(path) + ".scope: " + Clip(it->dump()) +
+                           " is not a scope (\"all\", \"batch\" or \"steps\")");
+  }
+  if (batch_only && *scope != SignalScope::kBatch) {
+    return InvalidArgument(std::string(path) + ": batch_only and scope " +
+                           SignalScopeText(*scope) + " disagree");
+  }
+  *out = *scope;
+  return Status::Ok();
+}
+
 json LaunchToJson(const api::LaunchSpec& l) {
   json j{{"job", l.job},
          {"spec", api::ToJson(l.spec)},
@@ -424,8 +446,11 @@ std::string AgentWorkToJson(const AgentWork& w) {
   if (!w.signals.empty()) {  // absent when none: an older agent reads the rest
     json sigs = json::array();
     for (const api::JobSignal& s : w.signals) {
-      sigs.push_back(
-          json{{"job", s.job}, {"signal", s.signal}, {"batch_only", s.batch_only}});
+      json e{{"job", s.job}, {"signal", s.signal}};
+      // An older agent reads batch_only, and takes every other scope for all.
+      if (s.scope == SignalScope::kBatch) e["batch_only"] = true;
+      if (s.scope != SignalScope::kAll) e["scope"] = SignalScopeText(s.scope);
+      sigs.push_back(std::move(e));
     }
     j["signals"] = std::move(sigs);
   }
@@ -494,11 +519,11 @@ Result<AgentWork> AgentWorkFromJson(std::string_view text) {
       const std::string path = "work.signals[" + std::to_string(i) + "]";
       const json& e = (*s)[i];
       if (!e.is_object()) return InvalidArgument(path + ": expected an object");
-      HACHI_RETURN_IF_ERROR(OnlyKeys(e, path, {"job", "signal", "batch_only"}));
+      HACHI_RETURN_IF_ERROR(OnlyKeys(e, path, {"job", "signal", "batch_only", "scope"}));
       api::JobSignal sig;
       HACHI_RETURN_IF_ERROR(GetInt(e, "job", path, &sig.job));
       HACHI_RETURN_IF_ERROR(GetInt(e, "signal", path, &sig.signal));
-      HACHI_RETURN_IF_ERROR(GetBool(e, "batch_only", path, &sig.batch_only));
+      HACHI_RETURN_IF_ERROR(GetSignalScope(e, path, &sig.scope));
       if (sig.signal < 1 || sig.signal > 64) {
         return InvalidArgument(path + ".signal: " + std::to_string(sig.signal) +
                                " is not a signal");
@@ -625,13 +650,13 @@ Result<int> ResumeGpuFromJson(std::string_view text) {
 }
 
 std::string SignalRequestToJson(const SignalRequest& r) {
-  return Dump(json{{"signal", r.signal}, {"batch_only", r.batch_only}});
+  return Dump(json{{"signal", r.signal}, {"scope", SignalScopeText(r.scope)}});
 }
 
 Result<SignalRequest> SignalRequestFromJson(std::string_view text) {
   Result<json> j = Parse(text, "signal");
   if (!j.ok()) return j.status();
-  HACHI_RETURN_IF_ERROR(OnlyKeys(*j, "signal", {"signal", "batch_only"}));
+  HACHI_RETURN_IF_ERROR(OnlyKeys(*j, "signal", {"signal", "scope", "batch_only"}));
   SignalRequest r;
   auto sig = j->find("signal");
   if (sig == j->end())
@@ -648,7 +673,7 @@ Result<SignalRequest> SignalRequestFromJson(std::string_view text) {
                            " is not a signal (a name such as \"USR1\", or 1-64)");
   }
   r.signal = *n;
-  HACHI_RETURN_IF_ERROR(GetBool(*j, "batch_only", "signal", &r.batch_only));
+  HACHI_RETURN_IF_ERROR(GetSignalScope(*j, "signal", &r.scope));
   return r;
 }
 

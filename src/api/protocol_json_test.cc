@@ -184,7 +184,9 @@ TEST(ProtocolJson, WorkRoundTrip) {
 // an agent of the previous version reads the rest.
 TEST(ProtocolJson, WorkSignals) {
   AgentWork w;
-  w.signals = {{7, 10, true}, {8, 15, false}};
+  w.signals = {{7, 10, SignalScope::kBatch},
+               {8, 15, SignalScope::kAll},
+               {9, 12, SignalScope::kSteps}};
   w.limits = {{7, 1000, 3600}};
   const std::string text = AgentWorkToJson(w);
   Result<AgentWork> back = AgentWorkFromJson(text);
@@ -193,11 +195,21 @@ TEST(ProtocolJson, WorkSignals) {
   EXPECT_EQ(back->limits[0].job, 7);
   EXPECT_EQ(back->limits[0].start_time, 1000);
   EXPECT_EQ(back->limits[0].time_limit, 3600);
-  ASSERT_EQ(back->signals.size(), 2u);
+  ASSERT_EQ(back->signals.size(), 3u);
   EXPECT_EQ(back->signals[0].job, 7);
   EXPECT_EQ(back->signals[0].signal, 10);
-  EXPECT_TRUE(back->signals[0].batch_only);
-  EXPECT_FALSE(back->signals[1].batch_only);
+  EXPECT_EQ(back->signals[0].scope, SignalScope::kBatch);
+  EXPECT_EQ(back->signals[1].scope, SignalScope::kAll);
+  EXPECT_EQ(back->signals[2].scope, SignalScope::kSteps);
+  // As an agent of the previous version sent and read them: batch_only alone.
+  const json sigs = json::parse(text)["signals"];
+  EXPECT_EQ(sigs[0],
+            json::parse(R"({"job":7,"signal":10,"batch_only":true,"scope":"batch"})"));
+  EXPECT_EQ(sigs[1], json::parse(R"({"job":8,"signal":15})"));
+  Result<AgentWork> old =
+      AgentWorkFromJson(R"({"signals":[{"job":1,"signal":10,"batch_only":true}]})");
+  ASSERT_TRUE(old.ok());
+  EXPECT_EQ(old->signals[0].scope, SignalScope::kBatch);
   EXPECT_EQ(json::parse(AgentWorkToJson(AgentWork{})).count("signals"), 0u);
   Result<AgentWork> bad =
       AgentWorkFromJson(R"({"signals":[{"job":1,"signal":0,"batch_only":false}]})");
@@ -209,19 +221,28 @@ TEST(ProtocolJson, SignalRequest) {
   struct Case {
     std::string body;
     int signal;  // 0: refused with `error`
-    bool batch_only;
+    SignalScope scope;
     std::string error;
   };
+  constexpr SignalScope kAll = SignalScope::kAll;
   const std::vector<Case> cases = {
-      {R"({"signal":"USR1"})", 10, false, ""},
-      {R"({"signal":"SIGUSR2","batch_only":true})", 12, true, ""},
-      {R"({"signal":15})", 15, false, ""},
-      {R"({"signal":"USR7"})", 0, false,
+      {R"({"signal":"USR1"})", 10, kAll, ""},
+      {R"({"signal":"SIGUSR2","batch_only":true})", 12, SignalScope::kBatch, ""},
+      {R"({"signal":15})", 15, kAll, ""},
+      {R"({"signal":"USR2","scope":"steps"})", 12, SignalScope::kSteps, ""},
+      {R"({"signal":"USR2","scope":"batch","batch_only":true})", 12, SignalScope::kBatch,
+       ""},
+      {R"({"signal":"USR2","scope":"all"})", 12, kAll, ""},
+      {R"({"signal":"USR2","scope":"tasks"})", 0, kAll,
+       "signal.scope: \"tasks\" is not a scope (\"all\", \"batch\" or \"steps\")"},
+      {R"({"signal":"USR2","scope":"steps","batch_only":true})", 0, kAll,
+       "signal: batch_only and scope steps disagree"},
+      {R"({"signal":"USR7"})", 0, kAll,
        "signal.signal: \"USR7\" is not a signal (a name such as \"USR1\", or 1-64)"},
-      {R"({"signal":0})", 0, false,
+      {R"({"signal":0})", 0, kAll,
        "signal.signal: 0 is not a signal (a name such as \"USR1\", or 1-64)"},
-      {R"({})", 0, false, "signal.signal: missing (e.g. \"USR1\" or 10)"},
-      {R"({"signal":"USR1","what":1})", 0, false, "signal: unknown field 'what'"},
+      {R"({})", 0, kAll, "signal.signal: missing (e.g. \"USR1\" or 10)"},
+      {R"({"signal":"USR1","what":1})", 0, kAll, "signal: unknown field 'what'"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.body);
@@ -234,7 +255,7 @@ TEST(ProtocolJson, SignalRequest) {
     }
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     EXPECT_EQ(r->signal, c.signal);
-    EXPECT_EQ(r->batch_only, c.batch_only);
+    EXPECT_EQ(r->scope, c.scope);
   }
 }
 

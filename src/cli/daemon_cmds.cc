@@ -635,7 +635,7 @@ std::unique_ptr<agent::Launcher> RealLauncher(
     const std::string& spool, const std::string& container_runtime,
     agent::IsolationOptions iso, const std::string& topology_json,
     const std::string& server, const std::string& node,
-    std::shared_ptr<agent::LeaseFile> lease, agent::ExitCallback cb) {
+    std::shared_ptr<agent::LeaseFile> lease, agent::LauncherEvents events) {
   // Scripts (0700, the user's) and exit files (0600): their names are not for others
   // to list; the jobs' users pass through it to their scripts.
   Status made = EnsurePrivateDir(spool, 0711, std::cerr);
@@ -660,7 +660,8 @@ std::unique_ptr<agent::Launcher> RealLauncher(
   lo.node = node;
   // srun inside a job finds the server as this agent does (with HACHI_JOB_TOKEN).
   lo.job_env = {{"HACHI_SERVER", server}};
-  auto launcher = std::make_unique<agent::ProcessLauncher>(lo, std::move(cb));
+  lo.signal_steps = std::move(events.signal_steps);
+  auto launcher = std::make_unique<agent::ProcessLauncher>(lo, std::move(events.on_exit));
   // What it did with the runs an earlier agent left: "adopted" / "stopped".
   auto say = [&spool](const char* what, const std::vector<std::string>& runs) {
     if (runs.empty()) return;
@@ -882,8 +883,9 @@ int RunAgent(const AgentFlags& af) {
   SampleUsage(af.usage_interval, o.simulated, &o);
   agent::AgentDaemon d(
       o, [spool, runtime, iso = *iso, topology = o.topology_json, server = o.server,
-          node = o.node, lease = o.lease_file](agent::ExitCallback cb) {
-        return RealLauncher(spool, runtime, iso, topology, server, node, lease, cb);
+          node = o.node, lease = o.lease_file](agent::LauncherEvents launcher_events) {
+        return RealLauncher(spool, runtime, iso, topology, server, node, lease,
+                            std::move(launcher_events));
       });
   events->store(&d);
   Status s = d.Start();
@@ -991,11 +993,12 @@ Result<std::unique_ptr<agent::AgentDaemon>> StartDevAgent(const DevFlags& df,
   SampleUsage(df.usage_interval, o.simulated, &o);
   // Jobs reach the server on its socket: the kernel says who they are.
   auto a = std::make_unique<agent::AgentDaemon>(
-      o,
-      [spool, runtime = df.container_runtime, iso = *iso, topology = o.topology_json,
-       server = "unix:" + rs.http->unix_socket(), node = o.node](agent::ExitCallback cb) {
+      o, [spool, runtime = df.container_runtime, iso = *iso, topology = o.topology_json,
+          server = "unix:" + rs.http->unix_socket(),
+          node = o.node](agent::LauncherEvents launcher_events) {
         // No lease file: the server and its agents are one process, no agent dies alone.
-        return RealLauncher(spool, runtime, iso, topology, server, node, nullptr, cb);
+        return RealLauncher(spool, runtime, iso, topology, server, node, nullptr,
+                            std::move(launcher_events));
       });
   events->store(a.get());
   HACHI_RETURN_IF_ERROR(a->Start());

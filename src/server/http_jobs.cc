@@ -186,14 +186,14 @@ void JobHandlers::ReleaseJob(const Request& req, Response& res) const {
             });
 }
 
-// scancel --signal: {"signal", "batch_only"?}.
+// scancel --signal: {"signal", "scope"?} (api::SignalRequest).
 void JobHandlers::SignalJob(const Request& req, Response& res) const {
   JobAction(
       req, res,
       [this](state::JobId id, int task, const Caller& who, const std::string& body) {
         Result<api::SignalRequest> r = api::SignalRequestFromJson(body);
         if (!r.ok()) return r.status();
-        return c_->jobs().Signal(id, r->signal, r->batch_only, who, task);
+        return c_->jobs().Signal(id, r->signal, r->scope, who, task);
       });
 }
 

@@ -12,8 +12,8 @@
 
 namespace hachi::server {
 
-Status JobService::Signal(state::JobId id, int signal, bool batch_only, const Caller& who,
-                          int task) {
+Status JobService::Signal(state::JobId id, int signal, api::SignalScope scope,
+                          const Caller& who, int task) {
   if (signal < 1 || signal > 64) {
     return InvalidArgument(std::to_string(signal) + " is not a signal");
   }
@@ -50,8 +50,8 @@ Status JobService::Signal(state::JobId id, int signal, bool batch_only, const Ca
   for (const state::JobRecord* job : running) {
     // The batch shell runs on the first node (rank 0), as Slurm's batch step does.
     for (const state::NodeAllocation& a : job->allocations) {
-      hub_->Send(a.node, api::JobSignal{job->id, signal, batch_only});
-      if (batch_only) break;
+      hub_->Send(a.node, api::JobSignal{job->id, signal, scope});
+      if (scope == api::SignalScope::kBatch) break;
     }
   }
   return Status::Ok();

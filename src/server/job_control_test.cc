@@ -31,19 +31,19 @@ TEST(JobControl, SignalGoesToEveryNodeOrTheBatchShellsAlone) {
   ASSERT_EQ(h.Work("n1").launch.size(), 1u);
   ASSERT_EQ(h.Work("n2").launch.size(), 1u);
 
-  ASSERT_TRUE(h->jobs().Signal(id, 10, /*batch_only=*/false, kAlice).ok());
+  ASSERT_TRUE(h->jobs().Signal(id, 10, api::SignalScope::kSteps, kAlice).ok());
   for (const char* node : {"n1", "n2"}) {
     const AgentWork w = h.Work(node);
     ASSERT_EQ(w.signals.size(), 1u) << node;
     EXPECT_EQ(w.signals[0].job, id);
     EXPECT_EQ(w.signals[0].signal, 10);
-    EXPECT_FALSE(w.signals[0].batch_only);
+    EXPECT_EQ(w.signals[0].scope, api::SignalScope::kSteps);
   }
   // B: the batch shell runs on the first node (rank 0) only.
-  ASSERT_TRUE(h->jobs().Signal(id, 12, /*batch_only=*/true, kRoot).ok());
+  ASSERT_TRUE(h->jobs().Signal(id, 12, api::SignalScope::kBatch, kRoot).ok());
   const AgentWork w1 = h.Work("n1");
   ASSERT_EQ(w1.signals.size(), 1u);
-  EXPECT_TRUE(w1.signals[0].batch_only);
+  EXPECT_EQ(w1.signals[0].scope, api::SignalScope::kBatch);
   EXPECT_TRUE(h.Work("n2").signals.empty());
   EXPECT_EQ(h.StateOf(id), JobState::kRunning) << "a signal does not end a job";
 }
@@ -52,27 +52,29 @@ TEST(JobControl, SignalRefusals) {
   Harness h;
   h.Register("n1");
   const state::JobId pending = h.Submit(MakeSubmit().Hold());
-  Status s = h->jobs().Signal(pending, 10, false, kAlice);
+  Status s = h->jobs().Signal(pending, 10, api::SignalScope::kAll, kAlice);
   EXPECT_EQ(s.code(), StatusCode::kBusy);  // 409
   EXPECT_EQ(s.message(), "job " + std::to_string(pending) +
                              " is PENDING; only running jobs can be signalled");
   const state::JobId running = h.Submit(MakeSubmit());
   h->RunCycle();
   ASSERT_EQ(h.StateOf(running), JobState::kRunning);
-  EXPECT_EQ(h->jobs().Signal(running, 10, false, kBob).code(),
+  EXPECT_EQ(h->jobs().Signal(running, 10, api::SignalScope::kAll, kBob).code(),
             StatusCode::kPermissionDenied);
-  EXPECT_EQ(h->jobs().Signal(running, 0, false, kAlice).code(),
+  EXPECT_EQ(h->jobs().Signal(running, 0, api::SignalScope::kAll, kAlice).code(),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(h->jobs().Signal(999, 10, false, kAlice).code(), StatusCode::kNotFound);
+  EXPECT_EQ(h->jobs().Signal(999, 10, api::SignalScope::kAll, kAlice).code(),
+            StatusCode::kNotFound);
   h.Work("n1");
   h.Exit("n1", running, 0);
   // An ended job: the cancel's refusal, which scancel --signal tells apart.
-  s = h->jobs().Signal(running, 10, false, kAlice);
+  s = h->jobs().Signal(running, 10, api::SignalScope::kAll, kAlice);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(s.message(), "job " + std::to_string(running) + " already ended (COMPLETED)");
   EXPECT_TRUE(api::IsAlreadyEnded(s));
   EXPECT_EQ(h->jobs().Cancel(running, kAlice).message(), s.message());
-  EXPECT_FALSE(api::IsAlreadyEnded(h->jobs().Signal(pending, 10, false, kAlice)));
+  EXPECT_FALSE(
+      api::IsAlreadyEnded(h->jobs().Signal(pending, 10, api::SignalScope::kAll, kAlice)));
 }
 
 // The launch carries --signal to the agent, which sends it TIME before the limit itself

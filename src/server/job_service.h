@@ -68,11 +68,11 @@ class JobService : public OnLedger, public Ledger::Observer {
   // Holds or releases the same way: an array's id is its pending tasks.
   Status Hold(state::JobId id, bool hold, const Caller& who, int task = -1)
       EXCLUDES(ledger_->writer_mu(), ledger_->mu());
-  // (job_control.cc) Sends `signal` to a running job's processes (every process on
-  // every node; `batch_only`: its batch shell, on its first node) through its agents;
-  // an array's id means its running tasks. kBusy (409) naming the state for a job that
-  // does not run. Owner or admin.
-  Status Signal(state::JobId id, int signal, bool batch_only, const Caller& who,
+  // (job_control.cc) Sends `signal` to a running job's processes through its agents:
+  // `scope` (api::SignalScope) every process on every node, its steps' tasks on every
+  // node, or its batch shell on its first node; an array's id means its running tasks.
+  // kBusy (409) naming the state for a job that does not run. Owner or admin.
+  Status Signal(state::JobId id, int signal, api::SignalScope scope, const Caller& who,
                 int task = -1) EXCLUDES(ledger_->mu());
   // scontrol requeue: a running job is stopped as by Cancel (SIGTERM, grace, SIGKILL)
   // and goes back to pending with its id when its agents report; a finished one goes

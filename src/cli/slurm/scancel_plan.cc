@@ -46,7 +46,6 @@ Result<ScancelOptions> ParseScancelArgs(const std::vector<std::string>& args,
   o.usage = p->Has("usage");
   o.quiet = p->Has("quiet");
   o.verbose = p->Has("verbose");
-  o.batch_only = p->Has("batch");
   o.server = p->Get("server");
   o.users = p->List("user");
   if (p->Has("me")) o.users.push_back(me);
@@ -75,6 +74,12 @@ Result<ScancelOptions> ParseScancelArgs(const std::vector<std::string>& args,
     }
     o.signal = up;
   }
+  // Slurm's flags: --full (KILL_FULL_JOB) is looked at before -b (KILL_JOB_BATCH), and
+  // SIGKILL is never kept from the batch step.
+  const bool kill = o.signal == "KILL" || o.signal == "9";
+  o.scope = p->Has("full") || (kill && !p->Has("batch")) ? api::SignalScope::kAll
+            : p->Has("batch")                            ? api::SignalScope::kBatch
+                                                         : api::SignalScope::kSteps;
   // Slurm takes the ids anywhere among the options.
   Result<std::vector<JobSelector>> sel = ParseJobSelectors(p->positional);
   if (!sel.ok()) return sel.status();
@@ -95,7 +100,8 @@ std::vector<ScancelAction> PlanScancel(const ScancelOptions& o,
       nlohmann::json sig = std::isdigit(static_cast<unsigned char>(o.signal[0]))
                                ? nlohmann::json(std::stoi(o.signal))
                                : nlohmann::json(o.signal);
-      a.body = nlohmann::json{{"signal", sig}, {"batch_only", o.batch_only}}.dump();
+      a.body = nlohmann::json{{"signal", sig}, {"scope", api::SignalScopeText(o.scope)}}
+                   .dump();
     }
     return a;
   };

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "api/launch_spec.h"
 #include "cli/slurm/sinfo_format.h"
 #include "cli/slurm/slurm_text.h"
 #include "core/status.h"
@@ -20,7 +21,9 @@ struct ScancelOptions {
   std::vector<std::string> users, names, partitions, accounts;
   std::vector<state::JobState> states;
   std::string signal;  // "" cancel; else a name without SIG ("USR1") or a number
-  bool batch_only = false;
+  // Whom a signal is for, as Slurm's scancel: the steps' tasks; -b the batch shell;
+  // --full (or KILL, which Slurm sends to the batch step too) every process.
+  api::SignalScope scope = api::SignalScope::kSteps;
   bool quiet = false;
   bool verbose = false;
   std::string server;
@@ -33,7 +36,7 @@ Result<ScancelOptions> ParseScancelArgs(const std::vector<std::string>& args,
                                         const std::string& me);
 
 // One request: `target` as the API takes it ("12", "12_3"), and for a signal the body
-// of POST /jobs/{target}/signal ({"signal": "USR1" or 10, "batch_only": false}).
+// of POST /jobs/{target}/signal ({"signal": "USR1" or 10, "scope": "steps"}).
 struct ScancelAction {
   std::string target;
   std::string path;  // after the API prefix: "/jobs/12/cancel", "/jobs/12_3/signal"

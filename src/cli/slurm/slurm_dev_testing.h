@@ -28,7 +28,7 @@ class SlurmDevTest : public ::testing::Test {
     pid_ = ::fork();
     if (pid_ == 0) {
       const std::string cmd = BinaryDir() + "/hachi dev --state-dir " + dir_ +
-                              "/state --listen 127.0.0.1:0 2>" + log;
+                              "/state --listen 127.0.0.1:0 " + DevArgs() + " 2>" + log;
       ::execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), nullptr);
       ::_exit(127);
     }
@@ -44,6 +44,8 @@ class SlurmDevTest : public ::testing::Test {
     WaitFor([&] { return Run("sinfo -h -o %D").out.find('2') != std::string::npos; },
             std::chrono::seconds(5), std::chrono::milliseconds(50));
   }
+  // More of `hachi dev`'s options (--cgroup, --kill-grace), for a fixture to choose.
+  virtual std::string DevArgs() const { return ""; }
   void TearDown() override {
     if (pid_ > 0) {
       ::kill(pid_, SIGTERM);
