@@ -13,11 +13,13 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <sstream>
 #include <utility>
 #include <vector>
 
 #include "agent/launcher.h"
 #include "agent/launcher_testing.h"
+#include "agent/run_records.h"
 #include "agent/spawn.h"
 #include "agent/testing.h"
 #include "core/clock.h"
@@ -197,6 +199,39 @@ TEST_F(PreLimitSignalTest, WithoutBGoesToTheStepsAlone) {
   EXPECT_EQ(Lines(dir_ + "/shell"), 0) << "the batch shell got it";
   EXPECT_EQ(Lines(dir_ + "/child"), 0) << "the shell's child got it";
   Stop(4);
+}
+
+// A run's record keeps its --signal's scope by number: an earlier agent's records (0 for
+// every process, 1 for the batch shell) read as they meant, the steps' scope as 2.
+TEST(RunRecordTest, TheSignalsScopeReadsBackAsWritten) {
+  const std::string base = "v3 12 1700000000 345 678 1700003600 30 1 10 1700003510 ";
+  const std::pair<std::string, api::SignalScope> rows[] = {
+      {"0", api::SignalScope::kAll},
+      {"1", api::SignalScope::kBatch},
+      {"2", api::SignalScope::kSteps},
+  };
+  for (const auto& [scope, want] : rows) {
+    std::optional<RunRecord> r = ParseRunRecord(base + scope + " 0 -\n");
+    ASSERT_TRUE(r.has_value()) << scope;
+    EXPECT_EQ(r->scope, want) << scope;
+    EXPECT_EQ(r->signal, 10);
+  }
+  char tmpl[] = "/tmp/hachi-runrec-XXXXXX";
+  const std::string spool = mkdtemp(tmpl);
+  RunRecord w;
+  w.job = 12;
+  w.pid = 345;
+  w.signal = SIGUSR2;
+  w.signal_at = 1700003510;
+  w.scope = api::SignalScope::kSteps;
+  WriteRunRecord(spool, w);
+  std::ifstream in(RunRecordPath(spool, 12));
+  std::stringstream text;
+  text << in.rdbuf();
+  std::optional<RunRecord> back = ParseRunRecord(text.str());
+  ASSERT_TRUE(back.has_value()) << text.str();
+  EXPECT_EQ(back->scope, api::SignalScope::kSteps);
+  std::filesystem::remove_all(spool);
 }
 
 // An agent restart neither repeats a signal sent nor loses one still due: the run's
