@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "cli/slurm/slurm_text.h"
 #include "cli/slurm_format.h"
@@ -280,8 +281,15 @@ Result<std::vector<FormatItem>> ShortFormat(
   return ParseFormatString(format, "PRalLDFNnCcftTGEeom");
 }
 
+// The partition's own fields: a format without any of them shows nodes, not partitions.
+bool PartitionField(char c) {
+  return c == 'P' || c == 'R' || c == 'a' || c == 'l' || c == 'L';
+}
+
 // The lines: per partition, its nodes alike in every printed field but the aggregated
-// ones share one (sinfo -N: a line per node, by name).
+// ones share one (sinfo -N: a line per node, by name). A format that prints no field
+// of the partition's (sinfo -o "%n %G %C") groups the nodes of all of them, each node
+// once, as Slurm's sinfo does: its totals count no node twice.
 std::vector<Group> GroupNodes(const SinfoOptions& o,
                               const std::vector<PartitionInfo>& partitions,
                               const std::vector<NodeStatus>& nodes,
@@ -291,14 +299,36 @@ std::vector<Group> GroupNodes(const SinfoOptions& o,
   auto wanted = [](const std::vector<std::string>& list, const std::string& v) {
     return list.empty() || std::find(list.begin(), list.end(), v) != list.end();
   };
+  const bool per_partition =
+      o.node_lines || std::any_of(codes.begin(), codes.end(), PartitionField);
+  std::set<std::string> seen;  // without per_partition: the nodes on a line already
   std::vector<Group> groups;
+  std::vector<Group> mine;
+  std::vector<std::string> keys;
+  auto finish = [&](const PartitionInfo* empty_part) {
+    if (mine.empty() && empty_part != nullptr && o.nodes.empty() && !o.node_lines) {
+      mine.push_back(Group{empty_part, {}});
+    }
+    if (!o.node_lines) {
+      std::stable_sort(mine.begin(), mine.end(), [](const Group& a, const Group& b) {
+        auto rank = [](const Group& g) {
+          return g.nodes.empty() ? 7 : StateRank(NodeStateText(*g.nodes[0], false));
+        };
+        return rank(a) < rank(b);
+      });
+    }
+    groups.insert(groups.end(), mine.begin(), mine.end());
+    mine.clear();
+    keys.clear();
+  };
+  const PartitionInfo* first_shown = nullptr;
   for (const PartitionInfo& p : partitions) {
     if (!wanted(o.partitions, p.name)) continue;
-    std::vector<Group> mine;
-    std::vector<std::string> keys;
+    if (first_shown == nullptr) first_shown = &p;
     for (const std::string& name : p.nodes) {
       auto it = by_name.find(name);
       if (it == by_name.end() || !wanted(o.nodes, name)) continue;
+      if (!per_partition && !seen.insert(name).second) continue;
       Group single{&p, {it->second}};
       if (o.node_lines) {
         mine.push_back(single);
@@ -318,17 +348,9 @@ std::vector<Group> GroupNodes(const SinfoOptions& o,
         mine[static_cast<size_t>(k - keys.begin())].nodes.push_back(it->second);
       }
     }
-    if (mine.empty() && o.nodes.empty() && !o.node_lines) mine.push_back(Group{&p, {}});
-    if (!o.node_lines) {
-      std::stable_sort(mine.begin(), mine.end(), [](const Group& a, const Group& b) {
-        auto rank = [](const Group& g) {
-          return g.nodes.empty() ? 7 : StateRank(NodeStateText(*g.nodes[0], false));
-        };
-        return rank(a) < rank(b);
-      });
-    }
-    groups.insert(groups.end(), mine.begin(), mine.end());
+    if (per_partition) finish(&p);
   }
+  if (!per_partition) finish(first_shown);
   if (o.node_lines) {  // sinfo -N: by node name, then the partitions' order
     std::stable_sort(groups.begin(), groups.end(), [](const Group& a, const Group& b) {
       return a.nodes[0]->record.name < b.nodes[0]->record.name;

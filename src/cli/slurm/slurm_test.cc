@@ -282,6 +282,8 @@ TEST_F(Slurm, SinfoGolden) {
            {"-N", "-O", "NodeList,Gres,CPUsState,StateLong:12"},
            {"-o", "%Q"},
            {"-o", "%P %f %D"},
+           // No partition field: the nodes of both partitions, each once (Slurm's).
+           {"-o", "%n %G %C"},
        }) {
     out += "$ sinfo";
     for (const std::string& a : args) out += " " + a;
