@@ -138,6 +138,13 @@ Status ReadPartitionFields(const Reader& r, const toml::table& table,
   auto size = [&](const toml::node& v, const std::string& k) { return r.SizeMib(v, k); };
   HACHI_RETURN_IF_ERROR(
       Optional(*t, path, "default_mem_per_gpu", size, &p.default_mem_per_gpu_mib));
+  auto count = [&](const toml::node& v, const std::string& k) -> Result<int> {
+    Result<int64_t> c = r.Int(v, k, 1, 4096);
+    if (!c.ok()) return c.status();
+    return static_cast<int>(*c);
+  };
+  HACHI_RETURN_IF_ERROR(
+      Optional(*t, path, "default_cpus_per_gpu", count, &p.default_cpus_per_gpu));
 
   return Status::Ok();
 }
@@ -232,6 +239,7 @@ Result<PartitionConfig> ReadPartition(const Reader& r, const toml::node& n,
                                      "window",
                                      "allow_gpu_sharing",
                                      "default_mem_per_gpu",
+                                     "default_cpus_per_gpu",
                                      "allow_cpu_jobs",
                                      "idle_gpu_after",
                                      "idle_gpu_below",

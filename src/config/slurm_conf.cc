@@ -313,7 +313,7 @@ class Importer {
     static const std::vector<std::string> kDone = {
         "nodes",        "default",     "oversubscribe", "shared",
         "maxtime",      "defaulttime", "prioritytier",  "allowaccounts",
-        "defmempergpu", "preemptmode", "gracetime"};
+        "defmempergpu", "preemptmode", "gracetime",     "defcpupergpu"};
     for (const auto& [k, v] : words) {
       if (std::find(kDone.begin(), kDone.end(), k) != kDone.end()) continue;
       if (k == "state" && Lower(v) == "up") continue;
@@ -372,6 +372,10 @@ class Importer {
     }
     if (kv.count("allowaccounts") && Lower(kv["allowaccounts"]) != "all") {
       t += "allowed_accounts = " + TomlList(SplitComma(kv["allowaccounts"])) + "\n";
+    }
+    if (kv.count("defcpupergpu")) {
+      t += "default_cpus_per_gpu = " +
+           std::to_string(std::atol(kv["defcpupergpu"].c_str())) + "\n";
     }
     if (kv.count("defmempergpu")) {
       t += "default_mem_per_gpu = " +

@@ -34,8 +34,9 @@ TEST(ImportSlurmConf, TheBaselineClustersConf) {
   EXPECT_LT(shared, whole) << "the Default=YES partition comes first";
   EXPECT_NE(r->toml.find("mode = \"whole-node\"", whole), std::string::npos);
   EXPECT_NE(r->toml.find("max_time = \"3650d\""), std::string::npos);
-  EXPECT_TRUE(
-      HasNote(*r, "PartitionName=gpu-shared: defcpupergpu=8: no Hachi equivalent"));
+  EXPECT_NE(r->toml.find("default_cpus_per_gpu = 8\n", shared), std::string::npos)
+      << r->toml;
+  EXPECT_FALSE(HasNote(*r, "PartitionName=gpu-shared: defcpupergpu=8"));
   EXPECT_TRUE(HasNote(*r, "SchedulerType=sched/backfill"));
   EXPECT_TRUE(HasNote(*r, "slurm.conf:36: NodeName=gpu[01-04]: port=[17001-17004]") ==
               false)

@@ -149,6 +149,9 @@ struct Partition {
   // ApplyDefaultMemory); 0 = the built-in default, the smallest memory per GPU of the
   // partition's nodes, so that defaults alone never over-commit a node.
   int64_t default_mem_per_gpu_mib = 0;
+  // The CPUs per GPU a GPU job that asks for none gets (ApplyDefaultCpus, Slurm's
+  // DefCpuPerGPU); 0 = the smallest CPUs per GPU of the partition's nodes.
+  int default_cpus_per_gpu = 0;
   // Jobs without GPUs (CPUs and memory only: Snakemake rules, dask workers)
   // may run here; so may they where min_gpus is 0. They are never whole-node jobs
   // unless --exclusive, and keep clear of whole-node jobs (isolation, as shared jobs).

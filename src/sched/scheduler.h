@@ -71,5 +71,14 @@ Result<Job> ValidateRequest(const ClusterState& state, const JobRequest& req);
 // follow. Nothing changes when the job asked for memory or no node says its memory.
 // The simulator does not call it: a trace's jobs keep the memory they had.
 void ApplyDefaultMemory(const ClusterState& state, Job* job);
+// The same for CPUs (Slurm's DefCpuPerGPU): a GPU job that asks for none (neither -c nor
+// --cpus-per-gpu) gets its partition's default_cpus_per_gpu per GPU, or the smallest
+// CPUs per GPU among its nodes (node CPUs / its GPUs: an 8-GPU job has the node's CPUs,
+// a node full of such jobs is exactly full). A GPU share or a MIG device gets its part
+// of a GPU's worth, at least 1. The record then says what the job holds (NumCPUs, the
+// node's CPUAlloc, sinfo's %C) and the agent pins it to that many CPUs, its GPUs' NUMA
+// node's first. Nothing changes for a job that asked, one without GPUs (validation gave
+// it 1) or where no node says its CPUs. The simulator does not call it.
+void ApplyDefaultCpus(const ClusterState& state, Job* job);
 
 }  // namespace hachi::sched

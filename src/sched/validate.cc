@@ -165,6 +165,25 @@ Status CheckSelection(const ClusterState& state, const Partition& part,
 
 }  // namespace
 
+namespace {
+
+// The smallest `amount(node)` per GPU over the partition's nodes that have GPUs and say
+// it; 0 when none does. A node full of jobs given this much per GPU is exactly full.
+template <typename Amount>
+int64_t SmallestPerGpu(const ClusterState& state, const Partition& part, Amount amount) {
+  int64_t smallest = 0;
+  for (int n : part.nodes) {
+    const Node& node = state.nodes[n];
+    const int64_t have = amount(node);
+    if (node.gpu_count() <= 0 || have <= 0) continue;
+    const int64_t share = have / node.gpu_count();
+    if (share > 0 && (smallest <= 0 || share < smallest)) smallest = share;
+  }
+  return smallest;
+}
+
+}  // namespace
+
 void ApplyDefaultMemory(const ClusterState& state, Job* job) {
   JobRequest& req = job->req;
   if (req.memory_mib > 0 || req.memory_mib_per_gpu > 0) return;
@@ -173,12 +192,7 @@ void ApplyDefaultMemory(const ClusterState& state, Job* job) {
   const Partition& part = state.partitions[job->partition];
   int64_t per_gpu = part.default_mem_per_gpu_mib;
   if (per_gpu <= 0) {
-    for (int n : part.nodes) {
-      const Node& node = state.nodes[n];
-      if (node.gpu_count() <= 0 || node.memory_mib <= 0) continue;
-      const int64_t share = node.memory_mib / node.gpu_count();
-      if (per_gpu <= 0 || share < per_gpu) per_gpu = share;
-    }
+    per_gpu = SmallestPerGpu(state, part, [](const Node& n) { return n.memory_mib; });
   }
   if (per_gpu <= 0) return;
   if (req.TotalGpus() == 0) {
@@ -204,6 +218,28 @@ void ApplyDefaultMemory(const ClusterState& state, Job* job) {
     req.memory_mib = std::max<int64_t>(1, per_gpu * req.gpu_share_milli / 1000);
   } else {
     req.memory_mib_per_gpu = per_gpu;
+  }
+}
+
+void ApplyDefaultCpus(const ClusterState& state, Job* job) {
+  JobRequest& req = job->req;
+  if (req.cpus > 0 || req.cpus_per_gpu > 0 || req.TotalGpus() == 0) return;
+  if (job->partition < 0 || job->partition >= static_cast<int>(state.partitions.size()))
+    return;
+  const Partition& part = state.partitions[job->partition];
+  int per_gpu = part.default_cpus_per_gpu;
+  if (per_gpu <= 0) {
+    per_gpu = static_cast<int>(
+        SmallestPerGpu(state, part, [](const Node& n) { return int64_t{n.cpus}; }));
+  }
+  if (per_gpu <= 0) return;
+  if (req.Mig()) {
+    // A MIG device: at least one CPU, a seventh of a GPU's worth on a full GPU.
+    req.cpus = std::max(1, per_gpu / 7) * req.gpus;
+  } else if (req.Shared()) {
+    req.cpus = std::max(1, per_gpu * req.gpu_share_milli / 1000);
+  } else {
+    req.cpus_per_gpu = per_gpu;
   }
 }
 

@@ -155,6 +155,53 @@ TEST(ApplyDefaultMemoryTest, BoundedDefaultWhenTheJobAsksForNone) {
   EXPECT_EQ(j->req.memory_mib_per_gpu, 0);
 }
 
+// A GPU job that asked for no CPUs held none in the scheduler's books (NumCPUs=0, the
+// node's CPUAlloc 0 while it ran) and was pinned to every CPU of its node.
+TEST(ApplyDefaultCpusTest, TheGpusShareOfTheNodesCpusWhenTheJobAsksForNone) {
+  ClusterState s = Cluster();
+  auto given = [&](const testing::JobBuilder& b) {
+    Result<Job> j = ValidateRequest(s, b.job().req);
+    EXPECT_TRUE(j.ok()) << j.status().ToString();
+    if (!j.ok()) return std::pair<int, int>{-1, -1};
+    ApplyDefaultCpus(s, &*j);
+    return std::pair{j->req.cpus, j->req.cpus_per_gpu};
+  };
+  // The built-in default: the smallest CPUs per GPU of the partition's nodes.
+  int smallest = 0;
+  for (int n : s.partitions[0].nodes) {
+    const int per = s.nodes[n].cpus / s.nodes[n].gpu_count();
+    if (smallest == 0 || per < smallest) smallest = per;
+  }
+  ASSERT_GT(smallest, 0);
+  EXPECT_EQ(given(MakeJob(1).Gpus(2)), (std::pair<int, int>{0, smallest}));
+  // A whole node's job: the node's CPUs.
+  Result<Job> whole =
+      ValidateRequest(s, MakeJob(1).Gpus(8).Partition("gpu8").Account("ml").job().req);
+  ASSERT_TRUE(whole.ok());
+  ApplyDefaultCpus(s, &*whole);
+  const Node& node = s.nodes[s.partitions[whole->partition].nodes[0]];
+  EXPECT_EQ(NodeCpus(whole->req), node.cpus / node.gpu_count() * node.gpu_count());
+  // What the job asked for stays.
+  EXPECT_EQ(given(MakeJob(1).Gpus(2).Cpus(3)), (std::pair<int, int>{3, 0}));
+  // The partition's own default (Slurm's DefCpuPerGPU).
+  s.partitions[0].default_cpus_per_gpu = 5;
+  EXPECT_EQ(given(MakeJob(1).Gpus(4)), (std::pair<int, int>{0, 5}));
+  // A GPU share gets its fraction of a GPU's, at least one.
+  s.partitions[3].default_cpus_per_gpu = 8;
+  EXPECT_EQ(given(MakeJob(1).Share(250, 1024).Partition("mps")),
+            (std::pair<int, int>{2, 0}));
+  s.partitions[3].default_cpus_per_gpu = 2;
+  EXPECT_EQ(given(MakeJob(1).Share(250, 1024).Partition("mps")),
+            (std::pair<int, int>{1, 0}));
+  // Nodes that say no CPUs give no default.
+  ClusterState none = Cluster();
+  for (Node& n : none.nodes) n.cpus = 0;
+  Result<Job> j = ValidateRequest(none, MakeJob(1).Gpus(1).job().req);
+  ASSERT_TRUE(j.ok());
+  ApplyDefaultCpus(none, &*j);
+  EXPECT_EQ(NodeCpus(j->req), 0);
+}
+
 TEST(ValidateTest, EmptyPartitionSkipsPartitionsTheUserMayNotUse) {
   ClusterState s = Cluster();
   s.partitions[0].allowed_users = {"alice"};

@@ -114,6 +114,7 @@ Result<sched::Job> JobService::ValidateJobLocked(const sched::JobRequest& req,
   Result<sched::Job> valid = sched::ValidateRequest(fleet_->base.state, req);
   if (!valid.ok()) return valid.status();
   sched::ApplyDefaultMemory(fleet_->base.state, &*valid);  // no --mem: a bounded default
+  sched::ApplyDefaultCpus(fleet_->base.state, &*valid);    // no -c: the GPUs' share
   HACHI_RETURN_IF_ERROR(sched::CheckDependencies(first_id, req.dependencies));
   for (const sched::Dependency& d : req.dependencies) {
     if (d.kind == sched::DependencyKind::kSingleton) continue;  // names no job

@@ -231,5 +231,29 @@ TEST_F(SlurmE2e, AToolsDayThroughTheLinks) {
       << nojob.out;
 }
 
+// A GPU job without -c holds its GPUs' share of the node's CPUs (224 CPUs, 8 GPUs: 28
+// per GPU, Slurm's DefCpuPerGPU), and every view says so while it runs: it was NumCPUs=0,
+// TRES cpu=0, CPUAlloc=0 and sinfo's %C 0 allocated. sinfo -o "%n %G %C" (no partition
+// field) counts each node once.
+TEST_F(SlurmE2e, AGpuJobWithoutCpusHoldsItsGpusShareAndEveryViewSaysSo) {
+  CmdResult sub = Run("sbatch --parsable -G 2 -o " + dir_ +
+                      "/cpus.out --wrap 'echo cpus=$SLURM_CPUS_ON_NODE; sleep 60'");
+  ASSERT_EQ(sub.exit_code, 0) << sub.out;
+  const std::string id = sub.out.substr(0, sub.out.find('\n'));
+  ASSERT_TRUE(WaitState(id, "RUNNING")) << Run("squeue").out;
+  const std::string job = Run("scontrol show job " + id).out;
+  EXPECT_NE(job.find(" NumCPUs=56 "), std::string::npos) << job;
+  EXPECT_NE(job.find("TRES=cpu=56,"), std::string::npos) << job;
+  EXPECT_EQ(Run("sinfo -h -o '%n %G %C'").out, "node[1-2] gpu:h100:8 56/392/0/448\n");
+  const std::string node = Run("scontrol show node node1").out;
+  EXPECT_NE(node.find("CPUAlloc=56 "), std::string::npos) << node;
+  EXPECT_EQ(Run("squeue -h -o %C -j " + id).out, "56\n");
+  EXPECT_TRUE(WaitFor([&] { return ReadFile(dir_ + "/cpus.out") == "cpus=56\n"; }))
+      << ReadFile(dir_ + "/cpus.out");
+  EXPECT_EQ(Run("scancel " + id).exit_code, 0);
+  ASSERT_TRUE(WaitState(id, "CANCELLED"));
+  EXPECT_EQ(Run("sinfo -h -o '%n %G %C'").out, "node[1-2] gpu:h100:8 0/448/0/448\n");
+}
+
 }  // namespace
 }  // namespace hachi::cli
