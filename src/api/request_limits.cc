@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <tuple>
 
 namespace hachi::api {
 namespace {
@@ -64,13 +65,14 @@ Status CheckRequest(const sched::JobRequest& q, const std::string& path) {
   HACHI_RETURN_IF_ERROR(Range(Field(path, "cpus"), q.cpus, 0, kMaxCpusPerNode, "CPUs"));
   HACHI_RETURN_IF_ERROR(
       Range(Field(path, "cpus_per_gpu"), q.cpus_per_gpu, 0, kMaxCpusPerGpu, "CPUs"));
-  const std::pair<const char*, int64_t> memory[] = {
-      {"memory_mib", q.memory_mib},
-      {"memory_mib_per_gpu", q.memory_mib_per_gpu},
-      {"min_gpu_memory_mib", q.min_gpu_memory_mib},
-      {"gpu_memory_mib", q.gpu_memory_mib}};
-  for (const auto& [name, mib] : memory) {
-    HACHI_RETURN_IF_ERROR(Range(Field(path, name), mib, 0, kMaxMemoryMib, "MiB"));
+  // memory_mib -1: all of each node's memory (sched::kAllOfNodeMemory, --mem=0).
+  const std::tuple<const char*, int64_t, int64_t> memory[] = {
+      {"memory_mib", q.memory_mib, -1},
+      {"memory_mib_per_gpu", q.memory_mib_per_gpu, 0},
+      {"min_gpu_memory_mib", q.min_gpu_memory_mib, 0},
+      {"gpu_memory_mib", q.gpu_memory_mib, 0}};
+  for (const auto& [name, mib, lowest] : memory) {
+    HACHI_RETURN_IF_ERROR(Range(Field(path, name), mib, lowest, kMaxMemoryMib, "MiB"));
   }
   // -1: the partition's maximum (--time=UNLIMITED).
   HACHI_RETURN_IF_ERROR(

@@ -85,8 +85,9 @@ INSTANTIATE_TEST_SUITE_P(
                   "submit.req.cpus: -4 CPUs; at least 0"},
         LimitCase{"CpusPerGpu", [](SubmitRequest& r) { r.req.cpus_per_gpu = 5000; },
                   "submit.req.cpus_per_gpu: 5000 CPUs; at most 1024"},
-        LimitCase{"NegativeMemory", [](SubmitRequest& r) { r.req.memory_mib = -1; },
-                  "submit.req.memory_mib: -1 MiB; at least 0"},
+        // -1 is --mem=0, all of each node's memory.
+        LimitCase{"NegativeMemory", [](SubmitRequest& r) { r.req.memory_mib = -2; },
+                  "submit.req.memory_mib: -2 MiB; at least -1"},
         LimitCase{
             "MemoryOver64TiB",
             [](SubmitRequest& r) { r.req.memory_mib_per_gpu = (int64_t{64} << 20) + 1; },

@@ -166,6 +166,13 @@ TEST(Directives, Options) {
        {"--mem=2g"},
        "",
        [](const SubmitOptions& o) { EXPECT_EQ(o.req.memory_mib, 2048); }},
+      {"mem_zero_is_all_of_each_nodes",
+       {"--mem=0"},
+       "",
+       [](const SubmitOptions& o) {
+         EXPECT_EQ(o.req.memory_mib, sched::kAllOfNodeMemory);
+         EXPECT_TRUE(o.warnings.empty());
+       }},
       {"mem_per_gpu",
        {"--mem-per-gpu=80G"},
        "",

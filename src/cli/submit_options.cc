@@ -369,13 +369,14 @@ Status SetMemory(const OptionOccurrence& occ, SubmitBuild* b) {
   Result<int64_t> m = ParseSizeMib(occ.value);
   if (!m.ok()) return Err(occ, m.status());
   const bool per_node = occ.name == "mem";
-  b->o.req.memory_mib = per_node ? *m : 0;
+  // Slurm's --mem=0: all of each node's memory (the server resolves it).
+  b->o.req.memory_mib = !per_node ? 0 : *m == 0 ? sched::kAllOfNodeMemory : *m;
   b->o.req.memory_mib_per_gpu = per_node ? 0 : *m;
   b->mem_per_cpu = 0;
-  if (*m == 0) {  // Slurm: all of each node's memory; Hachi has no such request
+  if (*m == 0 && !per_node) {
     b->o.warnings.push_back(occ.where +
                             ": read as no memory request (the partition's default per "
-                            "GPU), not as all of the node's memory");
+                            "GPU)");
   }
   return Status::Ok();
 }

@@ -202,6 +202,9 @@ struct Dependency {
   bool operator==(const Dependency&) const = default;
 };
 
+// Slurm's --mem=0 in JobRequest::memory_mib: all of each node's memory.
+inline constexpr int64_t kAllOfNodeMemory = -1;
+
 // What a job asks for. `gpus` GPUs on one node, or a gang of `nodes` nodes with
 // `gpus_per_node` each (all or nothing).
 struct JobRequest {
@@ -211,6 +214,8 @@ struct JobRequest {
   int cpus_per_gpu = 0;   // CPUs = cpus + cpus_per_gpu * GPUs (per node)
   int cpus = 0;
   int64_t memory_mib_per_gpu = 0;
+  // Per node; kAllOfNodeMemory (--mem=0) until the server's submit resolves it
+  // (ApplyDefaultMemory).
   int64_t memory_mib = 0;
   std::string gpu_model;  // empty: any; "A|B": either (eligibility.h)
   int64_t min_gpu_memory_mib = 0;

@@ -70,6 +70,8 @@ Result<Job> ValidateRequest(const ClusterState& state, const JobRequest& req);
 // record then carries the memory it was given, and the agent's cgroup limit and /dev/shm
 // follow. Nothing changes when the job asked for memory or no node says its memory.
 // The simulator does not call it: a trace's jobs keep the memory they had.
+// kAllOfNodeMemory (Slurm's --mem=0) becomes the memory of the partition's smallest
+// node: a whole node's where the nodes are alike.
 void ApplyDefaultMemory(const ClusterState& state, Job* job);
 // The same for CPUs (Slurm's DefCpuPerGPU): a GPU job that asks for none (neither -c nor
 // --cpus-per-gpu) gets its partition's default_cpus_per_gpu per GPU, or the smallest

@@ -43,9 +43,10 @@ Status CheckAccess(const Partition& p, const JobRequest& req) {
 // The shape checks that need no cluster: numbers that can never make sense.
 Status CheckShape(const JobRequest& req) {
   if (req.gpus < 0 || req.nodes < 1 || req.gpus_per_node < 0 || req.cpus < 0 ||
-      req.cpus_per_gpu < 0 || req.memory_mib < 0 || req.memory_mib_per_gpu < 0 ||
-      req.min_gpu_memory_mib < 0 || req.time_limit < 0 || req.gpu_share_milli < 0 ||
-      req.gpu_memory_mib < 0) {
+      req.cpus_per_gpu < 0 ||
+      (req.memory_mib < 0 && req.memory_mib != kAllOfNodeMemory) ||
+      req.memory_mib_per_gpu < 0 || req.min_gpu_memory_mib < 0 || req.time_limit < 0 ||
+      req.gpu_share_milli < 0 || req.gpu_memory_mib < 0) {
     return InvalidArgument("negative number in the request (gpus " +
                            std::to_string(req.gpus) + ", nodes " +
                            std::to_string(req.nodes) + ")");
@@ -187,9 +188,20 @@ int64_t SmallestPerGpu(const ClusterState& state, const Partition& part, Amount 
 void ApplyDefaultMemory(const ClusterState& state, Job* job) {
   JobRequest& req = job->req;
   if (req.memory_mib > 0 || req.memory_mib_per_gpu > 0) return;
+  const bool all_of_node = req.memory_mib == kAllOfNodeMemory;
+  if (all_of_node) req.memory_mib = 0;
   if (job->partition < 0 || job->partition >= static_cast<int>(state.partitions.size()))
     return;
   const Partition& part = state.partitions[job->partition];
+  if (all_of_node) {
+    // --mem=0: the memory of the smallest of the partition's nodes, so that the job
+    // fits every one of them and has a whole one's where they are alike.
+    for (int n : part.nodes) {
+      const int64_t m = state.nodes[n].memory_mib;
+      if (m > 0 && (req.memory_mib == 0 || m < req.memory_mib)) req.memory_mib = m;
+    }
+    if (req.memory_mib > 0) return;
+  }
   int64_t per_gpu = part.default_mem_per_gpu_mib;
   if (per_gpu <= 0) {
     per_gpu = SmallestPerGpu(state, part, [](const Node& n) { return n.memory_mib; });

@@ -139,6 +139,15 @@ TEST(ApplyDefaultMemoryTest, BoundedDefaultWhenTheJobAsksForNone) {
   // What the job asked for stays.
   EXPECT_EQ(given(MakeJob(1).Gpus(2).MemoryMib(1000)),
             (std::pair<int64_t, int64_t>{1000, 0}));
+  // --mem=0: the memory of the partition's smallest node, all of a node's where they
+  // are alike.
+  int64_t smallest_node = 0;
+  for (int n : s.partitions[0].nodes) {
+    const int64_t m = s.nodes[n].memory_mib;
+    if (smallest_node == 0 || m < smallest_node) smallest_node = m;
+  }
+  EXPECT_EQ(given(MakeJob(1).Gpus(2).MemoryMib(kAllOfNodeMemory)),
+            (std::pair<int64_t, int64_t>{smallest_node, 0}));
   // The partition's own default.
   s.partitions[0].default_mem_per_gpu_mib = 65536;
   EXPECT_EQ(given(MakeJob(1).Gpus(4)), (std::pair<int64_t, int64_t>{0, 65536}));

@@ -253,6 +253,13 @@ TEST_F(SlurmE2e, AGpuJobWithoutCpusHoldsItsGpusShareAndEveryViewSaysSo) {
   EXPECT_EQ(Run("scancel " + id).exit_code, 0);
   ASSERT_TRUE(WaitState(id, "CANCELLED"));
   EXPECT_EQ(Run("sinfo -h -o '%n %G %C'").out, "node[1-2] gpu:h100:8 0/448/0/448\n");
+  // --mem=0: all of the node's memory (2 TiB here), not the per-GPU default.
+  CmdResult all = Run("sbatch --parsable -H -G 1 --mem=0 --wrap true");
+  ASSERT_EQ(all.exit_code, 0) << all.out;
+  EXPECT_EQ(all.out.find("warning"), std::string::npos) << all.out;
+  const std::string held =
+      Run("scontrol show job " + all.out.substr(0, all.out.find('\n'))).out;
+  EXPECT_NE(held.find(",mem=2097152M,"), std::string::npos) << held;
 }
 
 }  // namespace
