@@ -209,8 +209,9 @@ std::vector<std::string> Differences(const SubmitOptions& o,
   differ("CPUs/Task", get("CPUs/Task"),
          std::to_string(s.cpus_per_task > 0 ? s.cpus_per_task : 1));
   if (slurm.count("MinMemoryNode")) {
+    // --mem=0 is all of the node's memory to both; Slurm shows it as 0.
     differ("MinMemoryNode", std::to_string(SlurmMib(get("MinMemoryNode"))),
-           std::to_string(r.memory_mib));
+           std::to_string(r.memory_mib == sched::kAllOfNodeMemory ? 0 : r.memory_mib));
   }
   if (slurm.count("MemPerTres")) {
     differ("MemPerTres", get("MemPerTres"),

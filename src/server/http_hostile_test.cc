@@ -220,9 +220,10 @@ std::vector<Bad> HttpHostileTest::Table() const {
        "submit.req.nodes: 0 nodes; at least 1"},
       {"SubmitTooManyNodes", Http("POST", jobs, R"({"req":{"gpus":8,"nodes":10001}})"),
        400, "submit.req.nodes: 10001 nodes; at most 10000"},
+      // -1 is --mem=0, all of each node's memory.
       {"SubmitNegativeMemory",
-       Http("POST", jobs, R"({"req":{"gpus":1,"memory_mib":-1}})"), 400,
-       "submit.req.memory_mib: -1 MiB; at least 0"},
+       Http("POST", jobs, R"({"req":{"gpus":1,"memory_mib":-2}})"), 400,
+       "submit.req.memory_mib: -2 MiB; at least -1"},
       {"SubmitMemoryOver64TiB",
        Http("POST", jobs, R"({"req":{"gpus":1,"memory_mib":67108865}})"), 400,
        "submit.req.memory_mib: 67108865 MiB; at most 67108864"},
