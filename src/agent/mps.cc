@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,6 +14,7 @@
 #include <fstream>
 #include <utility>
 
+#include "agent/spawn.h"
 #include "core/strings.h"
 
 extern char** environ;
@@ -61,88 +61,54 @@ bool IsControlDaemon(pid_t pid) {
 
 // Runs `argv` with `env` as `user` (when the agent is root and the user is not), its
 // stdin from /dev/null or a pipe fed `input`, its output appended to `out` (a file of
-// the agent's, created 0640), in a session of its own with default signals.
+// the agent's, created 0640 and opened here, before the switch), in a session of its
+// own with default signals: the job's Spawn (spawn.h), without a cgroup or a waiter.
 Result<pid_t> SpawnProcess(const std::vector<std::string>& argv,
                            const std::vector<std::string>& env, const std::string& out,
                            const MpsUser& user, const std::string& input = "",
                            bool feed = false) {
-  // Everything the child needs is made before fork: after it, only async-signal-safe
-  // calls (the agent has threads).
-  std::vector<char*> args, envp;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-  const bool switch_user = geteuid() == 0 && user.uid != 0;
-  const int out_fd =
-      open(out.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0640);
-  if (out_fd < 0) return Unavailable("cannot open " + out + ": " + std::strerror(errno));
-  int in_pipe[2] = {-1, -1};
-  if (feed ? pipe2(in_pipe, O_CLOEXEC) != 0
-           : (in_pipe[0] = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
-    const int e = errno;
-    close(out_fd);
-    return Internal(std::string("stdin: ") + std::strerror(e));
+  SpawnRequest req;
+  req.argv = argv;
+  req.exec_paths = {argv[0]};
+  for (const std::string& e : env) {
+    const size_t eq = e.find('=');
+    req.env.emplace_back(e.substr(0, eq),
+                         eq == std::string::npos ? "" : e.substr(eq + 1));
   }
-  int err_pipe[2] = {-1, -1};  // the child's errno when it could not exec
-  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
+  req.workdir = "/";
+  req.switch_user = geteuid() == 0 && user.uid != 0;
+  req.uid = user.uid;
+  req.gid = user.gid;
+  req.groups = user.groups;
+  req.stdout_fd = req.stderr_fd =
+      open(out.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0640);
+  if (req.stdout_fd < 0) {
+    return Unavailable("cannot open " + out + ": " + std::strerror(errno));
+  }
+  int in_pipe[2] = {-1, -1};
+  if (feed && pipe2(in_pipe, O_CLOEXEC) != 0) {
     const int e = errno;
-    close(out_fd);
-    close(in_pipe[0]);
-    if (in_pipe[1] >= 0) close(in_pipe[1]);
+    close(req.stdout_fd);
     return Internal(std::string("pipe: ") + std::strerror(e));
   }
-  const pid_t pid = fork();
-  if (pid == 0) {
-    int step_errno = 0;
-    sigset_t none;
-    sigemptyset(&none);
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &dfl, nullptr);
-    if (sigprocmask(SIG_SETMASK, &none, nullptr) != 0 || setsid() < 0 ||
-        dup2(in_pipe[0], 0) < 0 || dup2(out_fd, 1) < 0 || dup2(out_fd, 2) < 0 ||
-        (switch_user &&
-         // The raw calls: glibc's wrappers would signal threads this child lacks.
-         (syscall(SYS_setgroups, user.groups.size(), user.groups.data()) != 0 ||
-          syscall(SYS_setresgid, user.gid, user.gid, user.gid) != 0 ||
-          syscall(SYS_setresuid, user.uid, user.uid, user.uid) != 0))) {
-      step_errno = errno;
-    } else {
-      execve(args[0], args.data(), envp.data());
-      step_errno = errno;
-    }
-    [[maybe_unused]] ssize_t w = write(err_pipe[1], &step_errno, sizeof step_errno);
-    _exit(127);
-  }
-  const int fork_errno = errno;
-  close(out_fd);
-  close(in_pipe[0]);
-  close(err_pipe[1]);
+  req.stdin_fd = in_pipe[0];  // -1 without input: /dev/null
+  Result<Spawned> child = Spawn(req);
+  close(req.stdout_fd);
   if (feed) {
-    if (pid > 0) {
+    close(in_pipe[0]);
+    if (child.ok()) {
       // A short command into an empty pipe: never blocks.
       [[maybe_unused]] ssize_t w = write(in_pipe[1], input.data(), input.size());
     }
     close(in_pipe[1]);
   }
-  if (pid < 0) {
-    close(err_pipe[0]);
-    return Unavailable("cannot run " + argv[0] + ": fork: " + std::strerror(fork_errno));
-  }
-  int child_errno = 0;
-  ssize_t n;
-  do {
-    n = read(err_pipe[0], &child_errno, sizeof child_errno);
-  } while (n < 0 && errno == EINTR);
-  close(err_pipe[0]);
-  if (n == static_cast<ssize_t>(sizeof child_errno)) {
-    waitpid(pid, nullptr, 0);
+  if (!child.ok()) {
     return Unavailable("cannot run " + argv[0] +
-                       (switch_user ? " as uid " + std::to_string(user.uid) : "") + ": " +
-                       std::strerror(child_errno));
+                       (req.switch_user ? " as uid " + std::to_string(user.uid) : "") +
+                       ": " + child.status().message());
   }
-  return pid;
+  close(child->pidfd);  // reaped by waitpid, as before
+  return child->pid;
 }
 
 // Makes `path` a directory of `user`'s alone (0700): one of another owner, or anything
