@@ -3,7 +3,8 @@
 // bytes must give options or an error, never a crash, hang or sanitizer report, and
 // whatever is accepted must make sense:
 //   - every directive occurrence is located in the script ("job.sh:N: ...");
-//   - the request has nodes >= 1 and no negative count; an array has 1..kMaxArrayTasks
+//   - the request has nodes >= 1 and no negative count (but --mem=0's all-of-node
+//     marker, sched::kAllOfNodeMemory); an array has 1..kMaxArrayTasks
 //     distinct, ascending task ids;
 //   - the submit body the CLI would send decodes on the server as the same request
 //     (or is refused by the server's limits, with a message), never as a form error.
@@ -17,6 +18,7 @@
 #include "api/request_limits.h"
 #include "cli/directives.h"
 #include "fuzz_check.h"
+#include "sched/cluster.h"
 
 namespace {
 
@@ -26,7 +28,8 @@ void CheckOptions(const cli::SubmitOptions& o) {
   const sched::JobRequest& r = o.req;
   FUZZ_CHECK(r.nodes >= 1, std::to_string(r.nodes));
   FUZZ_CHECK(r.gpus >= 0 && r.gpus_per_node >= 0 && r.cpus >= 0 && r.cpus_per_gpu >= 0 &&
-                 r.memory_mib >= 0 && r.memory_mib_per_gpu >= 0 && r.time_limit >= 0 &&
+                 (r.memory_mib >= 0 || r.memory_mib == sched::kAllOfNodeMemory) &&
+                 r.memory_mib_per_gpu >= 0 && r.time_limit >= 0 &&
                  r.gpu_share_milli >= 0 && r.gpu_share_milli < 1000 &&
                  r.gpu_memory_mib >= 0 && o.spec.shm_mib >= 0,
              "a negative number in the request");
