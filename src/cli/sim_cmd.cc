@@ -285,6 +285,8 @@ int RunSim(const SimFlags& f) {
       return kExitBadInput;
     }
     cluster_config = std::make_shared<const config::ClusterConfig>(std::move(*c));
+    config.sim.fairshare_half_life =
+        cluster_config->fairshare_half_life;  // as the server
     // Rows that name no partition: the config's account routing, else the first
     // partition the account may use (sched::ValidateRequest).
     const auto& routes = cluster_config->sim.account_partitions;

@@ -132,11 +132,19 @@ Status ReadLimits(const Reader& r, const toml::node& n, ClusterConfig* c) {
   return Status::Ok();
 }
 
-// [fairshare]: each account's shares.
+// [fairshare]: each account's shares, and the half-life of usage.
 Status ReadFairshare(const Reader& r, const toml::node& n, ClusterConfig* c) {
   const toml::table* t = nullptr;
   CONFIG_ASSIGN_OR_RETURN(t, r.Table(n, "fairshare"));
-  HACHI_RETURN_IF_ERROR(r.CheckKeys(*t, "fairshare", {"shares"}));
+  HACHI_RETURN_IF_ERROR(r.CheckKeys(*t, "fairshare", {"shares", "half_life"}));
+  HACHI_RETURN_IF_ERROR(Optional(
+      *t, "fairshare", "half_life",
+      [&](const toml::node& v, const std::string& k) -> Result<Duration> {
+        Result<Duration> d = r.DurationOf(v, k);
+        if (d.ok() && *d <= 0) return r.Error(v, k, "must be longer than 0s");
+        return d;
+      },
+      &c->fairshare_half_life));
   if (const toml::node* s = t->get("shares")) {
     auto share = [&](const toml::node& v, const std::string& k) -> Result<double> {
       Result<double> d = r.Number(v, k, 1e9);

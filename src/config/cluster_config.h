@@ -131,6 +131,8 @@ struct ClusterConfig {
   std::vector<sched::Qos> qos;
   sched::Limits limits;
   std::unordered_map<std::string, double> shares;  // [fairshare] shares
+  // [fairshare] half_life: how fast past usage stops counting (the server's meter).
+  Duration fairshare_half_life = 7 * kDay;
   sched::PriorityWeights weights;
   std::vector<NodeOverride> node_overrides;
   SimConfig sim;

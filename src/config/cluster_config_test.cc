@@ -55,6 +55,7 @@ account_gpus = { team-a = 32, "team b" = 8 }
 
 [fairshare]
 shares = { team-a = 2, team-b = 0.5 }
+half_life = "2d"
 
 [priority]
 age = 10
@@ -123,6 +124,7 @@ account_partitions = { "6214e9" = "night" }
   EXPECT_EQ(c->limits.user_gpus.at("alice"), 16);
   EXPECT_EQ(c->limits.account_gpus.at("team b"), 8);
   EXPECT_DOUBLE_EQ(c->shares.at("team-b"), 0.5);
+  EXPECT_EQ(c->fairshare_half_life, 2 * kDay);
   EXPECT_DOUBLE_EQ(c->weights.age, 10);
   EXPECT_EQ(c->weights.age_max, kDay);
   EXPECT_DOUBLE_EQ(c->weights.tier, 30.5);
@@ -343,6 +345,8 @@ TEST(ParseClusterConfigTest, Errors) {
        "c.toml:2: limits.node_gpus: unknown key (known: user_gpus, account_gpus)"},
       {"zero share", "[fairshare]\nshares = { a = 0 }\n",
        "c.toml:2: fairshare.shares.a: a share must be more than 0"},
+      {"zero half-life", "[fairshare]\nhalf_life = \"0s\"\n",
+       "c.toml:2: fairshare.half_life: must be longer than 0s"},
       {"negative weight", "[priority]\nage = -1\n",
        "c.toml:2: priority.age: must be a number from 0 to"},
       {"weight unknown key", "[priority]\nages = 1\n",

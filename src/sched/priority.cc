@@ -16,27 +16,23 @@ uint64_t Mix(uint64_t h, uint64_t v) {
 }
 uint64_t Bits(double d) { return std::bit_cast<uint64_t>(d); }
 
-Time RoundDown(Time now, Duration period) {
+}  // namespace
+
+Time PriorityTime(Time now, Duration period) {
   if (period <= 0) return now;
   Time r = now % period;
   if (r < 0) r += period;
   return now - r;
 }
 
-// The fair-share factor 2^(-usage/share), usage and share normalised over accounts,
-// rounded to 1/128: the caller's usage drifts every second, and the rounding keeps the
-// order (and its memo) unchanged until a factor moves by a visible step.
-double FairShareFactor(double share, double share_sum, double usage, double usage_sum) {
-  const double s = share_sum > 0 ? share / share_sum : 0;
-  if (s <= 0) return 0;
-  const double u = usage_sum > 0 ? usage / usage_sum : 0;
-  return std::round(std::exp2(-u / s) * 128) / 128;
+int LargestNode(const ClusterState& state) {
+  int largest = 1;
+  for (const Node& n : state.nodes) largest = std::max(largest, n.gpu_count());
+  return largest;
 }
 
-}  // namespace
-
-double JobPriority(const ClusterState& state, const Job& job, Time t,
-                   double fairshare_factor, int largest_node) {
+PriorityTerms JobPriorityTerms(const ClusterState& state, const Job& job, Time t,
+                               double fairshare_factor, int largest_node) {
   const PriorityWeights& w = state.weights;
   double age = 0;
   if (w.age_max > 0 && t > job.submit_time) {
@@ -56,8 +52,14 @@ double JobPriority(const ClusterState& state, const Job& job, Time t,
   const double size = largest_node > 0 ? static_cast<double>(job.req.TotalGpus()) /
                                              static_cast<double>(largest_node)
                                        : 0.0;
-  return w.age * age + w.fairshare * fairshare_factor + w.tier * tier +
-         w.qos * qos / 1000.0 + w.size * size - job.req.nice;  // --nice
+  PriorityTerms p;
+  p.age = w.age * age;
+  p.fairshare = w.fairshare * fairshare_factor;
+  p.tier = w.tier * tier;
+  p.qos = w.qos * qos / 1000.0;
+  p.size = w.size * size;
+  p.nice = job.req.nice;  // --nice
+  return p;
 }
 
 QueueOrder::Key QueueOrder::KeyOf(const Job& j) {
@@ -78,16 +80,11 @@ uint64_t QueueOrder::InputsHash(const ClusterState& state, Time rounded) const {
        {w.age, static_cast<double>(w.age_max), w.fairshare, w.tier, w.qos, w.size}) {
     h = Mix(h, Bits(d));
   }
-  // The rounded fair-share factors, combined order-independently (unordered maps).
+  // The rounded fair-share factors (sorted by account, so in a fixed order).
   uint64_t fs = 0;
   std::hash<std::string_view> hs;
-  double share_sum = 0, usage_sum = 0;
-  for (const auto& [k, v] : state.fairshare.shares) share_sum += v;
-  for (const auto& [k, v] : state.fairshare.usage) usage_sum += v;
-  for (const auto& [account, share] : state.fairshare.shares) {
-    auto it = state.fairshare.usage.find(account);
-    const double usage = it == state.fairshare.usage.end() ? 0 : it->second;
-    fs += Mix(hs(account), Bits(FairShareFactor(share, share_sum, usage, usage_sum)));
+  for (const FairShareAccount& a : FairShareFactors(state.fairshare)) {
+    fs = Mix(Mix(fs, hs(a.account)), Bits(a.factor));
   }
   h = Mix(h, fs);
   for (const Partition& p : state.partitions) h = Mix(h, static_cast<uint64_t>(p.tier));
@@ -98,35 +95,16 @@ uint64_t QueueOrder::InputsHash(const ClusterState& state, Time rounded) const {
 
 double QueueOrder::PriorityOf(const ClusterState& state, const Job& j) const {
   if (kind_ == OrderKind::kSubmit) return 0;
-  double factor = 1.0;
-  if (!fs_factor_.empty()) {
-    auto it = std::lower_bound(fs_factor_.begin(), fs_factor_.end(), j.req.account,
-                               [](const std::pair<std::string, double>& e,
-                                  const std::string& a) { return e.first < a; });
-    factor = it != fs_factor_.end() && it->first == j.req.account ? it->second : 0.0;
-  }
-  return JobPriority(state, j, rounded_, factor, largest_node_);
+  return JobPriority(state, j, rounded_, FactorOf(fs_factor_, j.req.account),
+                     largest_node_);
 }
 
 void QueueOrder::Rebuild(const ClusterState& state) {
   // Fair share: usage and share normalised over accounts; 2^(-usage/share). An
   // account without a share gets 0 when shares are configured; no shares: all 1.
   fs_factor_.clear();
-  double share_sum = 0, usage_sum = 0;
-  for (const auto& [k, v] : state.fairshare.shares) share_sum += v;
-  for (const auto& [k, v] : state.fairshare.usage) usage_sum += v;
-  if (kind_ == OrderKind::kMultifactor && share_sum > 0) {
-    for (const auto& [account, share] : state.fairshare.shares) {
-      auto it = state.fairshare.usage.find(account);
-      const double usage = it == state.fairshare.usage.end() ? 0 : it->second;
-      fs_factor_.emplace_back(account,
-                              FairShareFactor(share, share_sum, usage, usage_sum));
-    }
-    std::sort(fs_factor_.begin(), fs_factor_.end());
-  }
-  largest_node_ = 1;
-  for (const Node& n : state.nodes)
-    largest_node_ = std::max(largest_node_, n.gpu_count());
+  if (kind_ == OrderKind::kMultifactor) fs_factor_ = FairShareFactors(state.fairshare);
+  largest_node_ = LargestNode(state);
   entries_.clear();
   entries_.reserve(state.pending.size());
   for (size_t i = 0; i < state.pending.size(); ++i) {
@@ -198,7 +176,7 @@ void QueueOrder::Emit(const ClusterState& state) {
 }
 
 const std::vector<int>& QueueOrder::Order(const ClusterState& state, Time now) {
-  const Time rounded = RoundDown(now, period_);
+  const Time rounded = PriorityTime(now, period_);
   const uint64_t h = InputsHash(state, kind_ == OrderKind::kSubmit ? 0 : rounded);
   if (valid_ && h == inputs_hash_ && keys_.size() == state.pending.size()) {
     bool same = true;

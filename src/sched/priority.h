@@ -20,15 +20,34 @@
 #include <vector>
 
 #include "sched/cluster.h"
+#include "sched/fair_share.h"
 
 namespace hachi::sched {
 
 enum class OrderKind : uint8_t { kSubmit, kMultifactor };
 
-// The multifactor priority of `job` at time `t` (already rounded), with the account's
-// fair-share factor precomputed (FairShareFactors).
-double JobPriority(const ClusterState& state, const Job& job, Time t,
-                   double fairshare_factor, int largest_node);
+// The multifactor priority's terms for `job` at time `t` (already rounded), each
+// weighted, with the account's fair-share factor precomputed (FairShareFactors); what
+// the order sorts by is their Total(). `sprio` shows these.
+struct PriorityTerms {
+  double age = 0;
+  double fairshare = 0;
+  double tier = 0;  // the partition's
+  double qos = 0;
+  double size = 0;
+  double nice = 0;  // subtracted
+  double Total() const { return age + fairshare + tier + qos + size - nice; }
+};
+PriorityTerms JobPriorityTerms(const ClusterState& state, const Job& job, Time t,
+                               double fairshare_factor, int largest_node);
+inline double JobPriority(const ClusterState& state, const Job& job, Time t,
+                          double fairshare_factor, int largest_node) {
+  return JobPriorityTerms(state, job, t, fairshare_factor, largest_node).Total();
+}
+// The largest node's GPU count (the size term's denominator), at least 1.
+int LargestNode(const ClusterState& state);
+// `now` rounded down to the priority period, as the order uses it for the age term.
+Time PriorityTime(Time now, Duration period);
 
 class QueueOrder {
  public:
@@ -77,7 +96,7 @@ class QueueOrder {
   std::vector<double> prio_by_index_;
   std::vector<int> min_gpus_from_;
   // Derived per inputs: fair-share factor per account, largest node.
-  std::vector<std::pair<std::string, double>> fs_factor_;
+  std::vector<FairShareAccount> fs_factor_;
   int largest_node_ = 8;
 };
 

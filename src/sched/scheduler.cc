@@ -287,6 +287,11 @@ class SchedulerImpl final : public Scheduler {
 
 }  // namespace
 
+bool PolicyUsesPriority(std::string_view policy) {
+  const PolicySpec* spec = FindSpec(policy);
+  return spec != nullptr && spec->order == OrderKind::kMultifactor;
+}
+
 std::vector<std::string_view> PolicyNames() {
   std::vector<std::string_view> names;
   for (const PolicySpec& p : kPolicies) names.push_back(p.name);

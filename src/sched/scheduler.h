@@ -39,6 +39,8 @@ struct SchedConfig {
 };
 
 std::vector<std::string_view> PolicyNames();  // "hachi" first
+// Whether `policy` orders its queue by the multifactor priority (else by submit time).
+bool PolicyUsesPriority(std::string_view policy);
 
 class Scheduler {
  public:

@@ -7,6 +7,7 @@
 #include <queue>
 
 #include "sched/apply.h"
+#include "sched/fair_share.h"
 #include "sim/cluster_spec.h"
 
 namespace hachi::sim {
@@ -14,57 +15,43 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Decayed GPU-seconds per account, advanced lazily: between two events each account's
-// running GPU count g is constant, so usage(t) = usage(t0)·d + g·H/ln2·(1 − d) with
-// d = 2^(−(t − t0)/H) is exact and costs one exp2 per event time for all accounts.
+// Decayed GPU-seconds per account (sched::DecayedUsage, as the server's meter), copied
+// into the cluster's fair-share usage at every advance.
 class FairShareMeter {
  public:
   FairShareMeter(const std::vector<TraceJob>& trace, const SimOptions& options,
                  sched::FairShare* fs)
-      : half_life_(static_cast<double>(options.fairshare_half_life)) {
+      : usage_(options.fairshare_half_life) {
     for (const TraceJob& j : trace) {
-      if (index_.emplace(j.account, static_cast<int>(index_.size())).second) {
-        // An account's share: SimOptions, else the cluster's (a config file), else 1.
-        auto it = options.shares.find(j.account);
-        if (it != options.shares.end()) {
-          fs->shares[j.account] = it->second;
-        } else {
-          fs->shares.emplace(j.account, 1.0);
-        }
-        fs->usage[j.account] = 0;
+      if (usage_.Find(j.account) >= 0) continue;
+      usage_.Index(j.account);
+      // An account's share: SimOptions, else the cluster's (a config file), else 1.
+      auto it = options.shares.find(j.account);
+      if (it != options.shares.end()) {
+        fs->shares[j.account] = it->second;
+      } else {
+        fs->shares.emplace(j.account, 1.0);
       }
+      fs->usage[j.account] = 0;
     }
-    usage_.assign(index_.size(), 0);
-    running_gpus_.assign(index_.size(), 0);
     // Pointers into the map stay valid: no account is added after this point.
-    out_.resize(index_.size());
-    for (const auto& [name, i] : index_) out_[i] = &fs->usage[name];
+    out_.resize(usage_.size());
+    for (size_t i = 0; i < usage_.size(); ++i)
+      out_[i] = &fs->usage[usage_.key(static_cast<int>(i))];
   }
 
-  int AccountOf(const std::string& account) const { return index_.at(account); }
-  void AddRunning(int account, int gpus) { running_gpus_[account] += gpus; }
+  int AccountOf(const std::string& account) const { return usage_.Find(account); }
+  void AddRunning(int account, int gpus) { usage_.AddRunning(account, gpus); }
 
   void AdvanceTo(Time now) {
-    if (now <= last_ || half_life_ <= 0) {
-      last_ = std::max(last_, now);
-      return;
-    }
-    const double d = std::exp2(-static_cast<double>(now - last_) / half_life_);
-    const double gain = half_life_ / std::log(2.0) * (1 - d);
-    for (size_t a = 0; a < usage_.size(); ++a) {
-      usage_[a] = usage_[a] * d + running_gpus_[a] * gain;
-      *out_[a] = usage_[a];
-    }
-    last_ = now;
+    if (now <= usage_.now()) return;
+    usage_.AdvanceTo(now);
+    for (size_t i = 0; i < out_.size(); ++i) *out_[i] = usage_.usage(static_cast<int>(i));
   }
 
  private:
-  double half_life_;
-  std::unordered_map<std::string, int> index_;
-  std::vector<double> usage_;
-  std::vector<int> running_gpus_;
+  sched::DecayedUsage usage_;
   std::vector<double*> out_;
-  Time last_ = 0;
 };
 
 // The simulation's mutable state. Plans are applied by sched::PlanApplier, the server's
