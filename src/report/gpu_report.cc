@@ -5,6 +5,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "report/json_get.h"
+
 namespace hachi::report {
 namespace {
 
@@ -201,36 +203,18 @@ nlohmann::json JobJson(const ReportJob& r) {
           {"gpu_util", r.gpu_util}};
 }
 
-// Reads `key` of object `j` into `out`; false (and *error) when missing or mistyped.
-template <typename T>
-bool Get(const nlohmann::json& j, const char* key, const std::string& path, T* out,
-         std::string* error) {
-  auto it = j.find(key);
-  const bool ok = it != j.end() && (std::is_same_v<T, std::string> ? it->is_string()
-                                    : std::is_integral_v<T> ? it->is_number_integer()
-                                                            : it->is_number());
-  if (!ok) {
-    *error = path + "." + key + ": missing or not a " +
-             (std::is_same_v<T, std::string> ? "string"
-              : std::is_integral_v<T>        ? "integer"
-                                             : "number");
-    return false;
-  }
-  *out = it->get<T>();
-  return true;
-}
-
 bool ReadGroup(const nlohmann::json& j, const std::string& path, ReportGroup* g,
                std::string* error) {
   if (!j.is_object()) {
     *error = path + ": not an object";
     return false;
   }
-  return Get(j, "name", path, &g->name, error) && Get(j, "jobs", path, &g->jobs, error) &&
-         Get(j, "gpu_hours", path, &g->gpu_hours, error) &&
-         Get(j, "used_gpu_hours", path, &g->used_gpu_hours, error) &&
-         Get(j, "measured_gpu_hours", path, &g->measured_gpu_hours, error) &&
-         Get(j, "unmeasured_gpu_hours", path, &g->unmeasured_gpu_hours, error);
+  return GetField(j, "name", path, &g->name, error) &&
+         GetField(j, "jobs", path, &g->jobs, error) &&
+         GetField(j, "gpu_hours", path, &g->gpu_hours, error) &&
+         GetField(j, "used_gpu_hours", path, &g->used_gpu_hours, error) &&
+         GetField(j, "measured_gpu_hours", path, &g->measured_gpu_hours, error) &&
+         GetField(j, "unmeasured_gpu_hours", path, &g->unmeasured_gpu_hours, error);
 }
 
 bool ReadJob(const nlohmann::json& j, const std::string& path, ReportJob* r,
@@ -239,14 +223,15 @@ bool ReadJob(const nlohmann::json& j, const std::string& path, ReportJob* r,
     *error = path + ": not an object";
     return false;
   }
-  return Get(j, "id", path, &r->id, error) && Get(j, "user", path, &r->user, error) &&
-         Get(j, "account", path, &r->account, error) &&
-         Get(j, "partition", path, &r->partition, error) &&
-         Get(j, "gpus", path, &r->gpus, error) &&
-         Get(j, "gpu_hours", path, &r->gpu_hours, error) &&
-         Get(j, "used_gpu_hours", path, &r->used_gpu_hours, error) &&
-         Get(j, "idle_gpu_hours", path, &r->idle_gpu_hours, error) &&
-         Get(j, "gpu_util", path, &r->gpu_util, error);
+  return GetField(j, "id", path, &r->id, error) &&
+         GetField(j, "user", path, &r->user, error) &&
+         GetField(j, "account", path, &r->account, error) &&
+         GetField(j, "partition", path, &r->partition, error) &&
+         GetField(j, "gpus", path, &r->gpus, error) &&
+         GetField(j, "gpu_hours", path, &r->gpu_hours, error) &&
+         GetField(j, "used_gpu_hours", path, &r->used_gpu_hours, error) &&
+         GetField(j, "idle_gpu_hours", path, &r->idle_gpu_hours, error) &&
+         GetField(j, "gpu_util", path, &r->gpu_util, error);
 }
 
 }  // namespace
@@ -274,8 +259,10 @@ Result<GpuReport> GpuReportFromJson(std::string_view text) {
   GpuReport r;
   std::string error, by;
   const std::string root = "report";
-  if (!Get(j, "from", root, &r.from, &error) || !Get(j, "to", root, &r.to, &error) ||
-      !Get(j, "now", root, &r.now, &error) || !Get(j, "by", root, &by, &error)) {
+  if (!GetField(j, "from", root, &r.from, &error) ||
+      !GetField(j, "to", root, &r.to, &error) ||
+      !GetField(j, "now", root, &r.now, &error) ||
+      !GetField(j, "by", root, &by, &error)) {
     return InvalidArgument(error);
   }
   if (!ParseReportBy(by, &r.by)) {

@@ -19,6 +19,7 @@ Controller::Controller(ControllerOptions options, std::unique_ptr<Ledger> ledger
   Ledger* l = ledger_.get();
   fleet_ = std::make_unique<Fleet>(l, &hub_, &options_);
   usage_ = std::make_unique<UsageService>(l, config, options_.clock);
+  fair_share_ = std::make_unique<FairShareService>(l, fleet_.get(), &options_);
   burn_in_ = std::make_unique<BurnInService>(l, &hub_, config, options_.clock);
   tokens_ = std::make_unique<TokenService>(l, &authorizer_, options_.clock,
                                            options_.credential_key);
@@ -52,7 +53,8 @@ Result<std::unique_ptr<Controller>> Controller::Create(
       new Controller(std::move(options), std::move(*ledger), std::move(*authorizer)));
   c->loop_ = std::make_unique<SchedulingLoop>(
       c->ledger_.get(), c->fleet_.get(), &c->hub_, c->nodes_.get(), c->burn_in_.get(),
-      c->usage_.get(), c->metrics_.get(), &c->options_, std::move(*scheduler));
+      c->usage_.get(), c->fair_share_.get(), c->metrics_.get(), &c->options_,
+      std::move(*scheduler));
   // The write path's observers, in this order: a run's steps end with it (Extend), its
   // usage is written with it (Seal); after an apply, the steps' streams, what users
   // have pending, then the loop's wake-up.
@@ -61,6 +63,7 @@ Result<std::unique_ptr<Controller>> Controller::Create(
   ledger_ref.AddObserver(c->jobs_.get());
   ledger_ref.AddObserver(c->loop_.get());
   ledger_ref.AddObserver(c->usage_.get());
+  ledger_ref.AddObserver(c->fair_share_.get());
   // Metrics before any thread: the store reports each commit's latency (it knows no
   // metrics), and a scrape asks the views for the gauges.
   ledger_ref.SetCommitObserver(
@@ -73,6 +76,8 @@ Result<std::unique_ptr<Controller>> Controller::Create(
   MutexLock lock(&ledger_ref.mu());
   c->usage_->Held(&ledger_ref);
   c->usage_->ResumeLocked();  // the running jobs' usage so far
+  c->fair_share_->Held(&ledger_ref);
+  c->fair_share_->LoadLocked();  // the accounts' usage, from the records
   c->jobs_->Held(&ledger_ref);
   c->jobs_->LoadLocked();
   c->fleet_->Held(&ledger_ref);

@@ -9,6 +9,7 @@
 //   NodeService     agents (register, poll, exits, health), nodes   node_service.h
 //   BurnInService   the burn-in gate                                burn_in_service.h
 //   UsageService    what running jobs do with their GPUs            usage_service.h
+//   FairShareService accounts' decayed usage; sshare, sprio         fair_share_service.h
 //   TokenService    who is asking: API tokens                       token_service.h
 //   JobViews        jobs as shown, why one waits, its usage         views.h
 //   ClusterViews    nodes, partitions, gauges, GPU-hours            views.h
@@ -36,6 +37,7 @@
 #include "server/authorizer.h"  // Caller, Authorizer
 #include "server/burn_in_service.h"
 #include "server/controller_options.h"
+#include "server/fair_share_service.h"
 #include "server/fleet.h"
 #include "server/job_service.h"
 #include "server/ledger.h"
@@ -78,6 +80,7 @@ class Controller {
   StepService& steps() { return *steps_; }
   NodeService& nodes() { return *nodes_; }
   const JobViews& job_views() const { return *job_views_; }
+  FairShareService& fair_share() { return *fair_share_; }
   const ClusterViews& cluster_views() const { return *cluster_views_; }
   BurnInService& burn_in() { return *burn_in_; }
   TokenService& tokens() { return *tokens_; }
@@ -106,6 +109,7 @@ class Controller {
   ClockOffsets clocks_;
   std::unique_ptr<Fleet> fleet_;
   std::unique_ptr<UsageService> usage_;
+  std::unique_ptr<FairShareService> fair_share_;
   std::unique_ptr<BurnInService> burn_in_;
   std::unique_ptr<TokenService> tokens_;
   std::unique_ptr<StepService> steps_;

@@ -29,7 +29,8 @@ PortRange Ports(const ControllerOptions& o) {
 
 SchedulingLoop::SchedulingLoop(Ledger* ledger, Fleet* fleet, AgentHub* hub,
                                NodeService* nodes, BurnInService* burn_in,
-                               UsageService* usage, ControllerMetrics* metrics,
+                               UsageService* usage, FairShareService* fair_share,
+                               ControllerMetrics* metrics,
                                const ControllerOptions* options,
                                std::unique_ptr<sched::Scheduler> scheduler)
     : OnLedger(ledger),
@@ -38,6 +39,7 @@ SchedulingLoop::SchedulingLoop(Ledger* ledger, Fleet* fleet, AgentHub* hub,
       nodes_(nodes),
       burn_in_(burn_in),
       usage_(usage),
+      fair_share_(fair_share),
       metrics_(metrics),
       options_(options),
       scheduler_(std::move(scheduler)) {}
@@ -190,6 +192,8 @@ std::shared_ptr<sched::ClusterState> SchedulingLoop::SnapshotLocked(
   auto snap = std::make_shared<sched::ClusterState>(
       BuildSnapshot(fleet_->base, ledger_->image(), &ledger_->active()));
   fleet_->HoldStaleNodesLocked(snap.get());  // their GPUs are still in use
+  fair_share_->Held(ledger_);
+  fair_share_->FillLocked(&snap->fairshare);  // the accounts' usage as of now
   // The workload FGD's measure weighs placements by: refreshed every half minute, not
   // per submit, so the scheduler's fragmentation memo stays warm between cycles.
   if (workload_.empty() || now - workload_at_ >= 30) {

@@ -209,6 +209,7 @@ void HttpServer::Routes(HttpRouter& s) {
       {"GET", p + "/partitions", Route(&h.nodes, &NodeHandlers::ListPartitions)},
       {"GET", p + "/stats", Route(&h.nodes, &NodeHandlers::Stats)},
       {"GET", p + "/report", Route(&h.nodes, &NodeHandlers::Report)},
+      {"GET", p + "/priority", Route(&h.nodes, &NodeHandlers::Priority)},
       // Agents (http_agents.cc)
       {"POST", p + "/agents/register", Route(&h.agents, &AgentHandlers::RegisterAgent)},
       {"GET", agent + "/work", Route(&h.agents, &AgentHandlers::AgentWork)},

@@ -106,6 +106,7 @@ class NodeHandlers : public HandlerBase {
   void ListPartitions(const Request& req, Response& res) const;
   void Stats(const Request& req, Response& res) const;
   void Report(const Request& req, Response& res) const;
+  void Priority(const Request& req, Response& res) const;
 
  private:
   // The nodes as `req`'s caller may see them: stray processes' arguments are the

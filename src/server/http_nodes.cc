@@ -8,6 +8,7 @@
 #include "core/strings.h"
 #include "report/gpu_report.h"
 #include "report/job_stats.h"
+#include "report/priority_report.h"
 #include "server/http_auth.h"
 #include "server/http_handlers.h"
 #include "server/http_loop.h"
@@ -200,6 +201,13 @@ void NodeHandlers::Report(const Request& req, Response& res) const {
                                            "or nodegroup"));
   }
   Reply(res, 200, report::GpuReportToJson(c_->cluster_views().GpuHours(q)));
+}
+
+// Fair share and the pending jobs' priority terms (docs/api.md "Priority"; sshare,
+// sprio). Whoever may list the jobs may see it: it names accounts and users as the job
+// list does.
+void NodeHandlers::Priority(const Request&, Response& res) const {
+  Reply(res, 200, report::PriorityReportToJson(c_->fair_share().Report()));
 }
 
 }  // namespace hachi::server

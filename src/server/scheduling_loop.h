@@ -22,6 +22,7 @@
 #include "sched/scheduler.h"
 #include "server/burn_in_service.h"
 #include "server/controller_options.h"
+#include "server/fair_share_service.h"
 #include "server/fleet.h"
 #include "server/ledger.h"
 #include "server/node_service.h"
@@ -35,7 +36,8 @@ class SchedulingLoop : public OnLedger, public Ledger::Observer {
  public:
   // Not owned; all outlive it.
   SchedulingLoop(Ledger* ledger, Fleet* fleet, AgentHub* hub, NodeService* nodes,
-                 BurnInService* burn_in, UsageService* usage, ControllerMetrics* metrics,
+                 BurnInService* burn_in, UsageService* usage,
+                 FairShareService* fair_share, ControllerMetrics* metrics,
                  const ControllerOptions* options,
                  std::unique_ptr<sched::Scheduler> scheduler);
   ~SchedulingLoop() override;
@@ -84,6 +86,7 @@ class SchedulingLoop : public OnLedger, public Ledger::Observer {
   NodeService* const nodes_;
   BurnInService* const burn_in_;
   UsageService* const usage_;
+  FairShareService* const fair_share_;
   ControllerMetrics* const metrics_;
   const ControllerOptions* const options_;
 

@@ -139,6 +139,17 @@ std::vector<sched::WorkloadClass> RecentWorkload(const state::StateImage& image,
   return classes;
 }
 
+sched::Job ToSchedJob(const sched::ClusterState& s, const state::JobRecord& r) {
+  sched::Job j;
+  j.id = r.id;
+  j.req = r.req;
+  j.partition = s.PartitionIndex(r.req.partition);
+  j.submit_time = r.submit_time;
+  j.held = r.held;
+  j.start_time = r.start_time;
+  return j;
+}
+
 namespace {
 
 sched::NodeState SchedNodeState(state::NodeState s) {
@@ -166,17 +177,6 @@ sched::JobOutcome OutcomeOf(const state::StateImage& image, sched::JobId id) {
     default:
       return sched::JobOutcome::kFailed;
   }
-}
-
-sched::Job ToSchedJob(const sched::ClusterState& s, const state::JobRecord& r) {
-  sched::Job j;
-  j.id = r.id;
-  j.req = r.req;
-  j.partition = s.PartitionIndex(r.req.partition);
-  j.submit_time = r.submit_time;
-  j.held = r.held;
-  j.start_time = r.start_time;
-  return j;
 }
 
 // Calls fn(record) for the jobs `active` names (all jobs when it is null), in id order.

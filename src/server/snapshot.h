@@ -54,6 +54,9 @@ Result<BaseCluster> BuildBase(
     const std::unordered_map<std::string, NodeHardware>& hardware,
     const config::ClusterConfig* config);
 
+// A job record as the scheduler sees it (its partition as `s`'s index).
+sched::Job ToSchedJob(const sched::ClusterState& s, const state::JobRecord& r);
+
 // The base plus occupancy and jobs from `image`: running jobs' allocations taken off
 // their nodes (sched::PlanApplier::Take), pending jobs with their partition index and
 // dependency verdicts. Node states come from the records (up/drained/down) and
