@@ -81,6 +81,7 @@ constexpr char kScontrolUsage[] =
     "    Nice, Account, QOS, Features, ExcNodeList, ReqNodeList, StartTime, Deadline,\n"
     "    Dependency, NumNodes, Gres, MinMemoryNode; a running job: TimeLimit, JobName,\n"
     "    Comment)\n"
+    "  update NodeName=LIST State=DRAIN|FAIL|RESUME|UNDRAIN [Reason=WHY]\n"
     "See docs/cli.md \"scontrol\".\n";
 
 int ShowJobs(ApiClient& c, const std::vector<std::string>& ids) {
@@ -244,8 +245,38 @@ int JobAction(ApiClient& c, const std::string& cmd,
   return rc;
 }
 
-// scontrol update JobId=ID FIELD=VALUE...
+// scontrol update NodeName=LIST State=DRAIN|RESUME... Reason=...: each node drained or
+// resumed; nothing printed on success, Slurm's lines on errors.
+int UpdateNodes(ApiClient& c, const std::vector<std::string>& words) {
+  Result<NodeUpdate> u = ParseNodeUpdate(words);
+  if (!u.ok()) {
+    std::cerr << u.status().message() << "\n";
+    return 1;
+  }
+  int rc = 0;
+  for (const std::string& node : u->nodes) {
+    Status s = c.NodeAction(node, u->drain ? "drain" : "resume", u->reason);
+    if (!s.ok()) {
+      rc = 1;
+      std::cerr << "slurm_update error: "
+                << (IsNotFound(s) ? "Invalid node name specified" : s.message()) << " ("
+                << node << ")\n";
+    }
+  }
+  return rc;
+}
+
+// scontrol update JobId=ID FIELD=VALUE... (or NodeName=, above).
 int Update(ApiClient& c, const std::vector<std::string>& words) {
+  const std::vector<std::string> rest(words.begin() + 1, words.end());
+  if (IsNodeUpdate(rest)) return UpdateNodes(c, rest);
+  if (!rest.empty() && ToLower(rest[0]).rfind("partitionname=", 0) == 0) {
+    // Partitions are the cluster config's: one source of truth for every server.
+    std::cerr << "Update of this parameter is not supported: " << rest[0]
+              << " (partitions come from the cluster config: edit its [[partition]] and "
+                 "restart the server)\nRequest aborted\n";
+    return 1;
+  }
   // Each job's body is made against the job as it is (TimeLimit=+30 counts from its
   // limit), then POST /jobs/ID/update; nothing is printed on success, as Slurm's.
   // Slurm 22.05's words, bare (no "scontrol: error:"), as it prints them for updates.

@@ -1,10 +1,13 @@
 #include "cli/slurm/scontrol_update.h"
 
+#include <algorithm>
+#include <cctype>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string_view>
 
 #include "cli/directives.h"
+#include "core/hostlist.h"
 #include "core/strings.h"
 #include "sched/dependencies.h"
 #include "state/json_values.h"
@@ -366,6 +369,127 @@ Result<std::string> UpdateBody(
   }
   if (!req.empty()) body["req"] = std::move(req);
   return body.dump();
+}
+
+}  // namespace hachi::cli::slurm
+
+namespace hachi::cli::slurm {
+namespace {
+
+enum class NodeStateAction : uint8_t { kDrain, kResume, kNotByHand, kNotHachis };
+// update_node.c's states, in the order it tests them (a prefix of at least 3
+// characters), then node_state_string's base names.
+struct NodeStateRow {
+  std::string_view name;
+  NodeStateAction action;
+};
+constexpr NodeStateRow kNodeStates[] = {
+    {"NORESP", NodeStateAction::kNotHachis},
+    {"CANCEL_REBOOT", NodeStateAction::kNotHachis},
+    {"DRAIN", NodeStateAction::kDrain},
+    {"FAIL", NodeStateAction::kDrain},
+    {"FUTURE", NodeStateAction::kNotHachis},
+    {"RESUME", NodeStateAction::kResume},
+    {"POWER_DOWN_ASAP", NodeStateAction::kNotHachis},
+    {"POWER_DOWN_FORCE", NodeStateAction::kNotHachis},
+    {"POWER_DOWN", NodeStateAction::kNotHachis},
+    {"POWER_UP", NodeStateAction::kNotHachis},
+    {"UNDRAIN", NodeStateAction::kResume},
+    {"UNKNOWN", NodeStateAction::kNotHachis},
+    {"DOWN", NodeStateAction::kNotByHand},
+    {"IDLE", NodeStateAction::kResume},
+    {"ALLOCATED", NodeStateAction::kNotHachis},
+    {"ERROR", NodeStateAction::kNotHachis},
+    {"MIXED", NodeStateAction::kNotHachis},
+};
+
+const NodeStateRow* FindNodeState(std::string_view value) {
+  std::string v(value);
+  for (char& c : v) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (const NodeStateRow& r : kNodeStates) {
+    const size_t n = std::max<size_t>(v.size(), 3);
+    if (!v.empty() && v.size() <= r.name.size() && r.name.substr(0, n) == v) return &r;
+  }
+  return nullptr;
+}
+
+// One leading and one trailing '"' go, as scontrol takes them off.
+std::string Unquote(std::string v) {
+  if (!v.empty() && v.front() == '"') v.erase(0, 1);
+  if (!v.empty() && v.back() == '"') v.pop_back();
+  return v;
+}
+
+}  // namespace
+
+bool IsNodeUpdate(const std::vector<std::string>& words) {
+  if (words.empty()) return false;
+  const std::string k = ToLower(words[0].substr(0, words[0].find('=')));
+  return k == "nodename" || k == "node";
+}
+
+Result<NodeUpdate> ParseNodeUpdate(const std::vector<std::string>& words) {
+  NodeUpdate u;
+  const NodeStateRow* state = nullptr;
+  std::string state_word;
+  for (const std::string& w : words) {
+    const size_t eq = w.find('=');
+    if (eq == std::string::npos) {
+      return InvalidArgument("scontrol: error: Invalid input: " + w +
+                             "  Request aborted");
+    }
+    const std::string k = ToLower(w.substr(0, eq));
+    const std::string value = w.substr(eq + 1);
+    if (k == "nodename" || k == "node") {
+      Result<std::vector<std::string>> nodes = ExpandHostList(value);
+      if (!nodes.ok() || nodes->empty()) {
+        return InvalidArgument("slurm_update error: Invalid node name specified");
+      }
+      u.nodes.insert(u.nodes.end(), nodes->begin(), nodes->end());
+    } else if (k == "state") {
+      state = FindNodeState(value);
+      state_word = w;
+      if (state == nullptr) {
+        return InvalidArgument(
+            "Invalid input: " + w +
+            "\nRequest aborted\nValid states are: NoResp DRAIN FAIL FUTURE RESUME "
+            "POWER_DOWN POWER_UP UNDRAIN\nNot all states are valid given a node's prior "
+            "state");
+      }
+    } else if (k == "reason") {
+      u.reason = Unquote(value);
+    } else {
+      return InvalidArgument("Update of this parameter is not supported: " + w +
+                             "\nRequest aborted");
+    }
+  }
+  if (state == nullptr) {
+    return InvalidArgument(u.reason.empty()
+                               ? "No changes specified"
+                               : "Hachi keeps a reason with a drain: give State=DRAIN "
+                                 "with Reason=");
+  }
+  switch (state->action) {
+    case NodeStateAction::kDrain:
+      if (u.reason.empty()) {
+        return InvalidArgument(
+            "You must specify a reason when DOWNING or DRAINING a node. Request denied");
+      }
+      u.drain = true;
+      break;
+    case NodeStateAction::kResume:
+      u.drain = false;
+      break;
+    case NodeStateAction::kNotByHand:
+      return InvalidArgument("slurm_update error: " + state_word +
+                             ": a node is down when its agent falls silent, not by hand; "
+                             "State=DRAIN takes it out of service");
+    case NodeStateAction::kNotHachis:
+      return InvalidArgument("slurm_update error: " + state_word +
+                             ": Hachi sets no such node state (it takes DRAIN, FAIL, "
+                             "RESUME, UNDRAIN, IDLE)");
+  }
+  return u;
 }
 
 }  // namespace hachi::cli::slurm

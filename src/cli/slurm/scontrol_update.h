@@ -33,4 +33,19 @@ Result<std::string> UpdateBody(
     const std::vector<std::pair<std::string, std::string>>& fields,
     const state::JobRecord& job, Time now, int64_t utc_offset);
 
+// scontrol update NodeName=LIST State=STATE [Reason=WHY]: what to ask of each node.
+// DRAIN and FAIL drain it (POST /nodes/N/drain; Slurm requires a reason), RESUME, UNDRAIN
+// and IDLE put it back (POST /nodes/N/resume). A state Slurm knows that Hachi cannot set
+// by hand (DOWN: an agent's silence makes a node down; POWER_*, FUTURE, ...) is refused
+// naming it; an unknown one gets Slurm's lines ("Invalid input: State=X\nRequest
+// aborted\nValid states are: ..."). Errors are the lines scontrol prints, without a
+// prefix.
+struct NodeUpdate {
+  std::vector<std::string> nodes;  // the list expanded
+  bool drain = false;              // else resume
+  std::string reason;
+};
+bool IsNodeUpdate(const std::vector<std::string>& words);  // NodeName= first
+Result<NodeUpdate> ParseNodeUpdate(const std::vector<std::string>& words);
+
 }  // namespace hachi::cli::slurm

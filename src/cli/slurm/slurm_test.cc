@@ -528,6 +528,48 @@ TEST(ScontrolUpdate, WordsAndBodies) {
   EXPECT_EQ(error({{"JobName", ""}}), "JobName=: empty job name");
 }
 
+// scontrol update NodeName=: drain or resume each node, Slurm's refusals word for word.
+TEST(ScontrolUpdate, NodeStates) {
+  EXPECT_TRUE(IsNodeUpdate({"NodeName=gpu01", "State=DRAIN"}));
+  EXPECT_FALSE(IsNodeUpdate({"JobId=3", "TimeLimit=5"}));
+  Result<NodeUpdate> d =
+      ParseNodeUpdate({"NodeName=gpu[01-02]", "State=drain", "Reason=\"bad fan\""});
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->nodes, (std::vector<std::string>{"gpu01", "gpu02"}));
+  EXPECT_TRUE(d->drain);
+  EXPECT_EQ(d->reason, "bad fan");
+  // A prefix of three letters or more, in update_node.c's order: "RES" is RESUME.
+  for (const char* st : {"RESUME", "res", "Undrain", "IDLE"}) {
+    Result<NodeUpdate> r =
+        ParseNodeUpdate({"NodeName=gpu01", std::string("State=") + st});
+    ASSERT_TRUE(r.ok()) << st << ": " << r.status().ToString();
+    EXPECT_FALSE(r->drain) << st;
+  }
+  EXPECT_TRUE(ParseNodeUpdate({"NodeName=gpu01", "State=FAIL", "Reason=x"})->drain);
+  EXPECT_EQ(ParseNodeUpdate({"NodeName=gpu01", "State=DRAIN"}).status().message(),
+            "You must specify a reason when DOWNING or DRAINING a node. Request denied");
+  EXPECT_EQ(ParseNodeUpdate({"NodeName=gpu01", "State=BOGUS"}).status().message(),
+            "Invalid input: State=BOGUS\nRequest aborted\nValid states are: NoResp DRAIN "
+            "FAIL FUTURE RESUME POWER_DOWN POWER_UP UNDRAIN\nNot all states are valid "
+            "given a node's prior state");
+  EXPECT_EQ(ParseNodeUpdate({"NodeName=gpu01", "Weight=5"}).status().message(),
+            "Update of this parameter is not supported: Weight=5\nRequest aborted");
+  EXPECT_EQ(ParseNodeUpdate({"NodeName=gpu01"}).status().message(),
+            "No changes specified");
+  EXPECT_NE(ParseNodeUpdate({"NodeName=gpu01", "State=DOWN", "Reason=x"})
+                .status()
+                .message()
+                .find("a node is down when its agent falls silent"),
+            std::string::npos);
+  EXPECT_NE(ParseNodeUpdate({"NodeName=gpu01", "State=POWER_DOWN"})
+                .status()
+                .message()
+                .find("Hachi sets no such node state"),
+            std::string::npos);
+  EXPECT_EQ(ParseNodeUpdate({"NodeName=gpu[2-1]", "State=RESUME"}).status().message(),
+            "slurm_update error: Invalid node name specified");
+}
+
 TEST_F(Slurm, ScontrolGolden) {
   std::string out;
   for (const PartitionInfo& p : Partitions()) out += FormatShowPartition(p, Nodes());
