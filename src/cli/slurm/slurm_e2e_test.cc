@@ -262,5 +262,74 @@ TEST_F(SlurmE2e, AGpuJobWithoutCpusHoldsItsGpusShareAndEveryViewSaysSo) {
   EXPECT_NE(held.find(",mem=2097152M,"), std::string::npos) << held;
 }
 
+// sshare and sprio read the server's fair share and queue order; scontrol update
+// NodeName= drains and resumes a node, in Slurm's words.
+TEST_F(SlurmE2e, FairShareAndPriorityAndNodeStatesAsSlurmsCommands) {
+  CmdResult ran = Run("sbatch --parsable -A physics -G 8 --wrap 'sleep 2'");
+  ASSERT_EQ(ran.exit_code, 0) << ran.out;
+  const std::string ran_id = ran.out.substr(0, ran.out.find('\n'));
+  ASSERT_TRUE(WaitState(ran_id, "COMPLETED")) << Run("squeue").out;
+  // No shares configured: every account's factor is 1; physics used 8 GPUs for ~2 s.
+  const std::string share = Run("sshare -a -P -n").out;
+  EXPECT_EQ(share.rfind("root|||1.000000|", 0), 0u) << share;
+  EXPECT_NE(share.find("\n physics||0|0.000000|"), std::string::npos) << share;
+  EXPECT_NE(share.find("\n  physics|root|parent|0.000000|"), std::string::npos) << share;
+  EXPECT_NE(share.find("|1.000000|1.000000\n"), std::string::npos) << share;
+  CmdResult header = Run("sshare");
+  EXPECT_EQ(header.out.rfind("Account                    User  RawShares  NormShares    "
+                             "RawUsage  EffectvUsage  FairShare \n",
+                             0),
+            0u)
+      << header.out;
+
+  CmdResult held = Run("sbatch --parsable -H -A physics -G 2 --wrap true");
+  ASSERT_EQ(held.exit_code, 0) << held.out;
+  const std::string held_id = held.out.substr(0, held.out.find('\n'));
+  const std::string prio = Run("sprio -j " + held_id).out;
+  EXPECT_EQ(prio.rfind("          JOBID PARTITION   PRIORITY       SITE        AGE  "
+                       "FAIRSHARE    JOBSIZE  PARTITION        QOS\n",
+                       0),
+            0u)
+      << prio;
+  // Fair share 10000 x 1, size 500 x 2/8: 10125 (and an age of 0 to a few points).
+  EXPECT_NE(prio.find(" default        1012"), std::string::npos) << prio;
+  EXPECT_NE(prio.find("      10000        125          0          0\n"),
+            std::string::npos)
+      << prio;
+  EXPECT_EQ(
+      Run("sprio -w -h").out,
+      "        Weights                               1       1000      10000        "
+      "500     100000       2000\n");
+  EXPECT_EQ(Run("sprio -j 99999").out,
+            "Unable to find jobs matching user/id(s) specified\n");
+  EXPECT_EQ(Run("scancel " + held_id).exit_code, 0);
+
+  // sacctmgr: the tree the config and the jobs make; changes are the config's.
+  EXPECT_EQ(Run("sacctmgr -nP show assoc user=root format=Account,User,Share").out,
+            "physics|root|parent\n");
+  EXPECT_EQ(Run("sacctmgr -nP show user root").out, "root|root|Administrator\n");
+  CmdResult add = Run("sacctmgr -i add account chem");
+  EXPECT_EQ(add.exit_code, 1);
+  EXPECT_EQ(add.out.rfind("sacctmgr: error: Hachi's accounts", 0), 0u) << add.out;
+
+  // Drain and resume a node; a drain needs a reason; an unknown node is named.
+  EXPECT_EQ(Run("scontrol update NodeName=node2 State=DRAIN Reason='disk check'").out,
+            "");
+  EXPECT_NE(Run("scontrol show node node2").out.find("Reason=disk check"),
+            std::string::npos)
+      << Run("scontrol show node node2").out;
+  CmdResult no_reason = Run("scontrol update NodeName=node2 State=DRAIN");
+  EXPECT_EQ(no_reason.exit_code, 1);
+  EXPECT_EQ(
+      no_reason.out,
+      "You must specify a reason when DOWNING or DRAINING a node. Request denied\n");
+  EXPECT_EQ(Run("scontrol update NodeName=node2 State=RESUME").out, "");
+  EXPECT_EQ(Run("scontrol show node node2").out.find("Reason=disk check"),
+            std::string::npos);
+  CmdResult nobody = Run("scontrol update NodeName=node9 State=RESUME");
+  EXPECT_EQ(nobody.exit_code, 1);
+  EXPECT_EQ(nobody.out, "slurm_update error: Invalid node name specified (node9)\n");
+}
+
 }  // namespace
 }  // namespace hachi::cli

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <iostream>
 #include <optional>
+#include <utility>
 
 #include "cli/slurm/slurm_cmds.h"
 #include "cli/slurm/slurm_text.h"
@@ -34,15 +35,16 @@ int SlurmBadArgs(std::string_view prog, const Status& s) {
 }
 
 int SlurmMain(std::string_view name, const std::vector<std::string>& args) {
-  if (name == "sbatch") return SbatchMain(args);
-  if (name == "squeue") return SqueueMain(args);
-  if (name == "scancel") return ScancelMain(args);
-  if (name == "sinfo") return SinfoMain(args);
-  if (name == "sacct") return SacctMain(args);
-  if (name == "scontrol") return ScontrolMain(args);
-  if (name == "srun") return SrunMain(args);
-  if (name == "salloc") return SallocMain(args);
-  if (name == "seff") return SeffMain(args);
+  using Main = int (*)(const std::vector<std::string>&);
+  static constexpr std::pair<std::string_view, Main> kMains[] = {
+      {"sbatch", SbatchMain}, {"squeue", SqueueMain}, {"scancel", ScancelMain},
+      {"sinfo", SinfoMain},   {"sacct", SacctMain},   {"scontrol", ScontrolMain},
+      {"srun", SrunMain},     {"salloc", SallocMain}, {"seff", SeffMain},
+      {"sshare", SshareMain}, {"sprio", SprioMain},   {"sacctmgr", SacctmgrMain},
+  };
+  for (const auto& [n, main] : kMains) {
+    if (n == name) return main(args);
+  }
   return SlurmFail("hachi", "not a Slurm command: " + std::string(name));
 }
 
@@ -126,8 +128,8 @@ void AddSlurmCommands(CLI::App& app, int* exit_code) {
   auto f = std::make_shared<Flags>();
   CLI::App* links = slurm->add_subcommand(
       "install-links",
-      "Create sbatch, squeue, scancel, sinfo, sacct, scontrol, srun in "
-      "DIR as links to this binary");
+      "Create sbatch, squeue, scancel, sinfo, sacct, scontrol, srun, salloc, seff, "
+      "sshare, sprio, sacctmgr in DIR as links to this binary");
   links->add_option("dir", f->dir, "Directory (on $PATH)")->required();
   links->add_flag("--force", f->force, "Replace files of those names that are not ours");
   links->callback([f, exit_code] { *exit_code = InstallLinks(f->dir, f->force); });
