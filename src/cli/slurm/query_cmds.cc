@@ -13,6 +13,7 @@
 #include "cli/slurm/sinfo_format.h"
 #include "cli/slurm/slurm_cmds.h"
 #include "cli/slurm/squeue_format.h"
+#include "cli/slurm/sstat_format.h"
 
 namespace hachi::cli::slurm {
 namespace {
@@ -125,6 +126,33 @@ int SacctMain(const std::vector<std::string>& args) {
   Result<std::string> text = RenderSacct(*o, *jobs, Now(), uid_of, steps);
   if (!text.ok()) return SlurmFail("sacct", text.status().message());
   std::cout << *text;
+  return 0;
+}
+
+int SstatMain(const std::vector<std::string>& args) {
+  Result<SstatOptions> o = ParseSstatArgs(args);
+  if (!o.ok()) return SlurmBadArgs("sstat", o.status());
+  if (o->help || o->usage) {
+    std::cout << "Usage: sstat [-a] [-i] [-n] [-p|-P] [-o FIELDS[%WIDTH]] -j ID[,ID...]\n"
+                 "See docs/slurm.md \"sstat\".\n";
+    return 0;
+  }
+  Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(o->server);
+  if (!c.ok()) return SlurmFail("sstat", c.status().message());
+  // The jobs named, each read on its own: a running one carries its usage so far.
+  std::vector<state::JobRecord> jobs;
+  for (const JobSelector& s : o->jobs) {
+    Result<JobView> v = (*c)->Job(s.id);
+    if (v.ok()) {
+      jobs.push_back(v->job);
+    } else if (v.status().code() != StatusCode::kNotFound) {
+      return SlurmFail("sstat", v.status().message());
+    }
+  }
+  const SstatOutput out = RenderSstat(*o, jobs);
+  std::cout << out.text;
+  // Slurm's sstat says these with error() and still exits 0.
+  for (const std::string& e : out.errors) std::cerr << "sstat: error: " << e << "\n";
   return 0;
 }
 

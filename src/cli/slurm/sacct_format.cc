@@ -389,6 +389,10 @@ bool InWindow(const SacctOptions& o, const JobRecord& j, Time now) {
 
 }  // namespace
 
+std::string UsageFieldValue(const JobRecord& j, std::string_view lower_name) {
+  return UsageValue(j, std::string(lower_name));
+}
+
 Result<Time> ParseSacctTime(std::string_view text, Time now) {
   const Status bad = InvalidArgument("Invalid time specification (pos=0): " + Clip(text));
   std::string t = ToLower(Trim(text));

@@ -46,6 +46,11 @@ Result<SacctOptions> ParseSacctArgs(const std::vector<std::string>& args, Time n
 // hours, days, weeks), "YYYY-MM-DD[THH:MM[:SS]]", "MM/DD[/YY]", "HH:MM[:SS]" (today).
 Result<Time> ParseSacctTime(std::string_view text, Time now);
 
+// A usage field of sacct and sstat ("avecpu", "maxrss", "totalcpu", "tresusageinave",
+// "tresusageinmax", "tresusageintot"; lowercase) from the job's usage summary (a running
+// job's so far), in Slurm's forms; "" when not measured or not such a field.
+std::string UsageFieldValue(const state::JobRecord& j, std::string_view lower_name);
+
 using UidOf = std::function<std::optional<uint32_t>(const std::string&)>;
 // `steps`: job steps, shown after their job's ID.batch line without -X, those
 // of each job's latest run, as "ID.N".

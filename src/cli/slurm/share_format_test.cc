@@ -1,5 +1,5 @@
-// sshare and sprio as Slurm 22.05 prints them (print_fields.c; sprio's print.c), from a
-// fair-share report a server would send.
+// sshare, sprio, sacctmgr and sstat as Slurm 22.05 prints them (print_fields.c; sprio's
+// print.c), from what a server would send.
 #include "cli/slurm/share_format.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/slurm/sacctmgr_format.h"
+#include "cli/slurm/sstat_format.h"
 
 namespace hachi::cli::slurm {
 namespace {
@@ -210,6 +211,39 @@ TEST(Sacctmgr, ChangesAreTheConfigsAndMistakesAreNamed) {
   EXPECT_EQ(ParseSacctmgrArgs({"show", "assoc", "frob=1"}).status().message(),
             "Unknown condition: frob=1\n Use keyword 'set' to modify value");
   EXPECT_EQ(ParseSacctmgrArgs({"show", "qos", "format=Bogus"}).status().message(),
+            "Invalid field requested: \"Bogus\"");
+}
+
+TEST(Sstat, ARunningJobsUsageSoFarOneLineAJob) {
+  state::JobRecord running;
+  running.id = 5;
+  running.state = state::JobState::kRunning;
+  running.allocations.resize(1);
+  running.allocations[0].node = "n1";
+  running.usage.cpu_seconds = 125;
+  running.usage.mem_peak_mib = 2048;
+  running.usage.samples = 10;
+  running.usage.gpu_util = 80;
+  state::JobRecord ended = running;
+  ended.id = 6;
+  ended.state = state::JobState::kCompleted;
+  Result<SstatOptions> o = ParseSstatArgs(
+      {"-P", "-o", "JobID,AveCPU,MaxRSS,TRESUsageInAve,MaxDiskRead", "-j", "5.0,6", "7"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  const SstatOutput out = RenderSstat(*o, {running, ended});
+  EXPECT_EQ(out.text,
+            "JobID|AveCPU|MaxRSS|TRESUsageInAve|MaxDiskRead\n"
+            "5|00:02:05|2G|cpu=00:02:05,gres/gpuutil=80|\n");
+  EXPECT_EQ(out.errors, (std::vector<std::string>{"No steps running for job 6",
+                                                  "couldn't get steps for job 7"}));
+  // The default fields are Slurm's 47, JobID first; a field is sstat's by prefix.
+  Result<SstatOptions> all = ParseSstatArgs({"-n", "5"});
+  ASSERT_TRUE(all.ok());
+  const std::string line = RenderSstat(*all, {running}).text;
+  EXPECT_EQ(line.rfind("5            ", 0), 0u) << line;
+  EXPECT_EQ(ParseSstatArgs({}).status().message(),
+            "You didn't give me any jobs to stat.");
+  EXPECT_EQ(ParseSstatArgs({"-o", "Bogus", "5"}).status().message(),
             "Invalid field requested: \"Bogus\"");
 }
 

@@ -1,6 +1,6 @@
 // The Slurm front-ends (docs/cli.md "Slurm's names"): the `hachi` binary invoked as
-// sbatch, squeue, scancel, sinfo, sacct, scontrol, srun, salloc, seff, sshare, sprio or
-// sacctmgr (the base name of argv[0])
+// sbatch, squeue, scancel, sinfo, sacct, scontrol, srun, salloc, seff, sshare, sprio,
+// sacctmgr or sstat (the base name of argv[0])
 // behaves as that Slurm 22.05 command: its flags, output, exit codes and
 // "prog: error: ..." wording. Each command is a thin shell over a pure core
 // (squeue_format.h, sinfo_format.h, sacct_format.h, scancel_plan.h) and ApiClient.
@@ -16,8 +16,8 @@
 namespace hachi::cli::slurm {
 
 inline constexpr std::string_view kSlurmNames[] = {
-    "sbatch", "squeue", "scancel", "sinfo",  "sacct", "scontrol",
-    "srun",   "salloc", "seff",    "sshare", "sprio", "sacctmgr"};
+    "sbatch", "squeue", "scancel", "sinfo", "sacct",    "scontrol", "srun",
+    "salloc", "seff",   "sshare",  "sprio", "sacctmgr", "sstat"};
 bool IsSlurmName(std::string_view name);
 // Runs command `name` with its arguments (argv after argv[0]); the exit code.
 int SlurmMain(std::string_view name, const std::vector<std::string>& args);
@@ -34,6 +34,8 @@ int SeffMain(const std::vector<std::string>& args);      // eff_cmd.cc
 int SshareMain(const std::vector<std::string>& args);    // share_cmds.cc
 int SprioMain(const std::vector<std::string>& args);     // share_cmds.cc
 int SacctmgrMain(const std::vector<std::string>& args);  // share_cmds.cc
+int SstatMain(const std::vector<std::string>& args);     // query_cmds.cc
+int SstatMain(const std::vector<std::string>& args);     // query_cmds.cc
 
 // `hachi slurm install-links DIR [--force]`.
 void AddSlurmCommands(CLI::App& app, int* exit_code);

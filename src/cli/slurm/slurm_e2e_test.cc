@@ -329,6 +329,19 @@ TEST_F(SlurmE2e, FairShareAndPriorityAndNodeStatesAsSlurmsCommands) {
   CmdResult nobody = Run("scontrol update NodeName=node9 State=RESUME");
   EXPECT_EQ(nobody.exit_code, 1);
   EXPECT_EQ(nobody.out, "slurm_update error: Invalid node name specified (node9)\n");
+
+  // sstat: a running job's line; an ended one is Slurm's error, exit 0.
+  CmdResult sleeper = Run("sbatch --parsable -G1 --wrap 'sleep 60'");
+  ASSERT_EQ(sleeper.exit_code, 0) << sleeper.out;
+  const std::string sleeper_id = sleeper.out.substr(0, sleeper.out.find('\n'));
+  ASSERT_TRUE(WaitState(sleeper_id, "RUNNING"));
+  EXPECT_EQ(Run("sstat -n -P -o JobID -j " + sleeper_id).out, sleeper_id + "\n");
+  EXPECT_EQ(Run("sstat -j " + sleeper_id).out.rfind("JobID         MaxVMSize ", 0), 0u);
+  EXPECT_EQ(Run("scancel " + sleeper_id).exit_code, 0);
+  ASSERT_TRUE(WaitState(sleeper_id, "CANCELLED"));
+  CmdResult ended = Run("sstat -n -j " + sleeper_id);
+  EXPECT_EQ(ended.exit_code, 0);
+  EXPECT_EQ(ended.out, "sstat: error: No steps running for job " + sleeper_id + "\n");
 }
 
 }  // namespace
