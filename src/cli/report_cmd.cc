@@ -26,8 +26,11 @@ void AddReportCommand(CLI::App& app, int* exit_code) {
                   "Start of the period, as sacct -S takes it, or Unix seconds "
                   "(default now-7days)");
   cmd->add_option("-E,--to", f->to, "End of the period (default now)");
-  cmd->add_option("--by", f->by, "account, user, partition or nodegroup")
-      ->check(CLI::IsMember({"account", "user", "partition", "nodegroup"}));
+  cmd->add_option("--by", f->by,
+                  "account, user, accountuser (each account's users), partition or "
+                  "nodegroup")
+      ->check(
+          CLI::IsMember({"account", "user", "accountuser", "partition", "nodegroup"}));
   cmd->add_option("--top", f->top, "How many of the idlest jobs to list (0: none)")
       ->check(CLI::Range(0, 1000));
   cmd->add_flag("--csv", f->csv, "CSV");

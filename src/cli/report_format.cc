@@ -27,6 +27,8 @@ std::string GroupTitle(report::ReportBy by) {
       return "Account";
     case report::ReportBy::kUser:
       return "Login";
+    case report::ReportBy::kAccountUser:
+      return "Account/Login";
     case report::ReportBy::kPartition:
       return "Partition";
     case report::ReportBy::kNodeGroup:

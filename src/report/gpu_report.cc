@@ -19,12 +19,20 @@ int64_t MilliGpus(const state::NodeAllocation& a) {
 
 bool Measured(const state::UsageSummary& u) { return u.samples > 0 && u.gpu_util >= 0; }
 
+constexpr std::pair<ReportBy, std::string_view> kReportBy[] = {
+    {ReportBy::kAccount, "account"},         {ReportBy::kUser, "user"},
+    {ReportBy::kAccountUser, "accountuser"}, {ReportBy::kPartition, "partition"},
+    {ReportBy::kNodeGroup, "nodegroup"},
+};
+
 std::string GroupOf(ReportBy by, const state::JobRecord& j) {
   switch (by) {
     case ReportBy::kAccount:
       return j.req.account;
     case ReportBy::kUser:
       return j.req.user;
+    case ReportBy::kAccountUser:
+      return j.req.account + "/" + j.req.user;
     case ReportBy::kPartition:
       return j.req.partition;
     case ReportBy::kNodeGroup:
@@ -49,23 +57,15 @@ ReportGroup Hours(std::string name, int jobs, int64_t alloc, int64_t measured,
 }  // namespace
 
 std::string_view ReportByName(ReportBy by) {
-  switch (by) {
-    case ReportBy::kAccount:
-      return "account";
-    case ReportBy::kUser:
-      return "user";
-    case ReportBy::kPartition:
-      return "partition";
-    case ReportBy::kNodeGroup:
-      return "nodegroup";
+  for (const auto& [b, name] : kReportBy) {
+    if (b == by) return name;
   }
   return "account";
 }
 
 bool ParseReportBy(std::string_view text, ReportBy* out) {
-  for (ReportBy by : {ReportBy::kAccount, ReportBy::kUser, ReportBy::kPartition,
-                      ReportBy::kNodeGroup}) {
-    if (text == ReportByName(by)) {
+  for (const auto& [by, name] : kReportBy) {
+    if (text == name) {
       *out = by;
       return true;
     }

@@ -25,9 +25,11 @@
 
 namespace hachi::report {
 
-enum class ReportBy : uint8_t { kAccount, kUser, kPartition, kNodeGroup };
-std::string_view ReportByName(
-    ReportBy by);  // "account", "user", "partition", "nodegroup"
+// kAccountUser: each account's users apart, named "ACCOUNT/USER" (sreport's
+// AccountUtilizationByUser; a user name holds no '/').
+enum class ReportBy : uint8_t { kAccount, kUser, kAccountUser, kPartition, kNodeGroup };
+// "account", "user", "accountuser", "partition", "nodegroup"
+std::string_view ReportByName(ReportBy by);
 bool ParseReportBy(std::string_view text, ReportBy* out);
 
 struct ReportQuery {

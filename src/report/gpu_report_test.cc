@@ -130,6 +130,13 @@ TEST(GpuReport, ByUserAndPartition) {
   ExpectGroup(users.groups[3], "erin", 1, 2, 0, 0);
   ExpectGroup(users.groups[4], "carol", 1, 1, 1, 0.8);
 
+  // Each account's users apart (sreport's AccountUtilizationByUser).
+  const GpuReport pairs = Report(ReportBy::kAccountUser);
+  ASSERT_EQ(pairs.groups.size(), 5u);
+  ExpectGroup(pairs.groups[0], "nlp/dave", 1, 30, 30, 3);
+  ExpectGroup(pairs.groups[1], "vision/alice", 1, 16, 16, 8);
+  ExpectGroup(pairs.groups[4], "nlp/carol", 1, 1, 1, 0.8);
+
   const GpuReport parts = Report(ReportBy::kPartition);
   ASSERT_EQ(parts.groups.size(), 2u);
   ExpectGroup(parts.groups[0], "gpu8", 4, 52, 50, 12);
@@ -216,8 +223,8 @@ TEST(GpuReport, JsonRoundTrip) {
 }
 
 TEST(GpuReport, ByNames) {
-  for (ReportBy by : {ReportBy::kAccount, ReportBy::kUser, ReportBy::kPartition,
-                      ReportBy::kNodeGroup}) {
+  for (ReportBy by : {ReportBy::kAccount, ReportBy::kUser, ReportBy::kAccountUser,
+                      ReportBy::kPartition, ReportBy::kNodeGroup}) {
     ReportBy back = ReportBy::kAccount;
     ASSERT_TRUE(ParseReportBy(ReportByName(by), &back));
     EXPECT_EQ(back, by);

@@ -173,7 +173,8 @@ void NodeHandlers::Stats(const Request& req, Response& res) const {
 }
 
 // GPU-hours allocated and used over ?from=&to= (Unix seconds; default the last 7 days
-// to now) per ?by= account|user|partition|nodegroup, and the ?top= (default 10) jobs
+// to now) per ?by= account|user|accountuser|partition|nodegroup, and the ?top= (default
+// 10) jobs
 // that held the most idle GPU-hours (docs/api.md "Report"). Whoever may list the jobs
 // may see it: it names accounts and users as the job list does.
 void NodeHandlers::Report(const Request& req, Response& res) const {
@@ -197,8 +198,8 @@ void NodeHandlers::Report(const Request& req, Response& res) const {
   q.top = static_cast<int>(*top);
   if (req.has_param("by") && !report::ParseReportBy(req.get_param_value("by"), &q.by)) {
     return ReplyError(res, InvalidArgument("?by=" + Clip(req.get_param_value("by")) +
-                                           ": expected account, user, partition "
-                                           "or nodegroup"));
+                                           ": expected account, user, accountuser, "
+                                           "partition or nodegroup"));
   }
   Reply(res, 200, report::GpuReportToJson(c_->cluster_views().GpuHours(q)));
 }

@@ -13,7 +13,9 @@
 #include "cli/slurm/sinfo_format.h"
 #include "cli/slurm/slurm_cmds.h"
 #include "cli/slurm/squeue_format.h"
+#include "cli/slurm/sreport_format.h"
 #include "cli/slurm/sstat_format.h"
+#include "report/gpu_report.h"
 
 namespace hachi::cli::slurm {
 namespace {
@@ -125,6 +127,42 @@ int SacctMain(const std::vector<std::string>& args) {
   }
   Result<std::string> text = RenderSacct(*o, *jobs, Now(), uid_of, steps);
   if (!text.ok()) return SlurmFail("sacct", text.status().message());
+  std::cout << *text;
+  return 0;
+}
+
+int SreportMain(const std::vector<std::string>& args) {
+  Result<SreportOptions> o = ParseSreportArgs(args, Now());
+  if (!o.ok()) return SlurmFail("sreport", o.status().message());
+  if (o->help) {
+    std::cout << "Usage: sreport [-n] [-p|-P] [-t minutes|hours|seconds] [-T gres/gpu]\n"
+                 "  cluster AccountUtilizationByUser | user TopUsage\n"
+                 "  [start=TIME] [end=TIME] [accounts=LIST] [users=LIST] [TopCount=N] "
+                 "[group] [format=FIELDS]\nSee docs/slurm.md \"sreport\".\n";
+    return 0;
+  }
+  Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(o->server);
+  if (!c.ok()) return SlurmFail("sreport", c.status().message());
+  Result<std::string> body =
+      (*c)->Raw("/report?by=accountuser&top=0&from=" + std::to_string(o->start) +
+                "&to=" + std::to_string(o->end));
+  if (!body.ok()) return SlurmFail("sreport", body.status().message());
+  Result<report::GpuReport> r = report::GpuReportFromJson(*body);
+  if (!r.ok()) return SlurmFail("sreport", r.status().message());
+  // Proper Name: the GECOS field up to its first ','.
+  auto proper = [](const std::string& login) -> std::string {
+    struct passwd pw {};
+    struct passwd* found = nullptr;
+    char buf[4096];
+    if (login.empty() || ::getpwnam_r(login.c_str(), &pw, buf, sizeof buf, &found) != 0 ||
+        found == nullptr || found->pw_gecos == nullptr) {
+      return "";
+    }
+    const std::string gecos = found->pw_gecos;
+    return gecos.substr(0, gecos.find(','));
+  };
+  Result<std::string> text = RenderSreport(*o, *r, proper);
+  if (!text.ok()) return SlurmFail("sreport", text.status().message());
   std::cout << *text;
   return 0;
 }

@@ -248,12 +248,9 @@ std::vector<Row> Rows(const SacctmgrOptions& o, const report::PriorityReport& r)
 
 Result<SacctmgrOptions> ParseSacctmgrArgs(const std::vector<std::string>& args) {
   // Options come before the command; the command's words are positional.
-  std::vector<std::string> opts, words;
-  for (const std::string& a : args) {
-    (words.empty() && !a.empty() && a[0] == '-' ? opts : words).push_back(a);
-  }
-  Result<ParsedArgs> p = ParseArgs(opts, SacctmgrOpts());
+  Result<ParsedArgs> p = ParseArgs(args, SacctmgrOpts(), /*stop_at_positional=*/true);
   if (!p.ok()) return p.status();
+  const std::vector<std::string>& words = p->positional;
   SacctmgrOptions o;
   o.help = p->Has("help") || p->Has("usage");
   o.server = p->Get("server");

@@ -3,11 +3,14 @@
 #include "cli/slurm/share_format.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
+#include <time.h>
 
 #include <string>
 #include <vector>
 
 #include "cli/slurm/sacctmgr_format.h"
+#include "cli/slurm/sreport_format.h"
 #include "cli/slurm/sstat_format.h"
 
 namespace hachi::cli::slurm {
@@ -245,6 +248,78 @@ TEST(Sstat, ARunningJobsUsageSoFarOneLineAJob) {
             "You didn't give me any jobs to stat.");
   EXPECT_EQ(ParseSstatArgs({"-o", "Bogus", "5"}).status().message(),
             "Invalid field requested: \"Bogus\"");
+}
+
+report::GpuReport GpuHours() {
+  report::GpuReport r;
+  r.by = report::ReportBy::kAccountUser;
+  for (const auto& [name, hours] : std::vector<std::pair<std::string, double>>{
+           {"nlp/dave", 30}, {"vision/alice", 16}, {"vision/bob", 4}, {"nlp/carol", 1}}) {
+    report::ReportGroup g;
+    g.name = name;
+    g.gpu_hours = hours;
+    r.groups.push_back(g);
+  }
+  return r;
+}
+
+std::string Sreport(const std::vector<std::string>& args) {
+  setenv("TZ", "UTC", 1);
+  tzset();
+  constexpr Time kNow = 1'767'261'600;  // 2026-01-01T10:00:00Z
+  Result<SreportOptions> o = ParseSreportArgs(args, kNow);
+  EXPECT_TRUE(o.ok()) << o.status().ToString();
+  if (!o.ok()) return "";
+  Result<std::string> t = RenderSreport(*o, GpuHours(), [](const std::string& login) {
+    return login == "dave" ? std::string("Dave Smith") : std::string();
+  });
+  EXPECT_TRUE(t.ok()) << t.status().ToString();
+  return t.ok() ? *t : "";
+}
+
+TEST(Sreport, AccountUtilizationByUserInGpuMinutes) {
+  const std::string dashes(80, '-');
+  EXPECT_EQ(
+      Sreport({"cluster", "AccountUtilizationByUser"}),
+      dashes + "\n" +
+          "Cluster/Account/User Utilization 2025-12-31T00:00:00 - "
+          "2025-12-31T23:59:59 (86400 secs)\n"
+          "Usage reported in TRES Minutes\n" +
+          dashes + "\n" +
+          "  Cluster         Account     Login     Proper Name      TRES Name     Used \n"
+          "--------- --------------- --------- --------------- -------------- -------- \n"
+          "                     root                                 gres/gpu     3060 \n"
+          "                      nlp                                 gres/gpu     1860 \n"
+          "                      nlp     carol                       gres/gpu       60 \n"
+          "                      nlp      dave      Dave Smith       gres/gpu     1800 \n"
+          "                   vision                                 gres/gpu     1200 \n"
+          "                   vision     alice                       gres/gpu      960 \n"
+          "                   vision       bob                       gres/gpu      240 "
+          "\n");
+  EXPECT_EQ(Sreport({"-nP", "-t", "hours", "cluster", "AccountUtilizationByUser",
+                     "accounts=vision", "format=Account,Login,Used"}),
+            "root||20\nvision||20\nvision|alice|16\nvision|bob|4\n");
+}
+
+TEST(Sreport, TopUsersAndWhatHachiCannotReport) {
+  EXPECT_EQ(Sreport({"-nP", "-T", "gres/gpu", "user", "TopUsage", "TopCount=2",
+                     "start=2025-12-01", "end=2026-01-01"}),
+            "|dave|Dave Smith|nlp|gres/gpu|1800\n|alice||vision|gres/gpu|960\n");
+  EXPECT_EQ(
+      Sreport({"-p", "user", "top", "group", "format=Login,Account,Used"})
+          .substr(Sreport({"-p", "user", "top", "group", "format=Login,Account,Used"})
+                      .find("Login|")),
+      "Login|Account|Used|\ndave|nlp|1800|\nalice|vision|960|\nbob|vision|240|\n"
+      "carol|nlp|60|\n");
+  EXPECT_EQ(ParseSreportArgs({"cluster", "Utilization"}, 0).status().code(),
+            StatusCode::kUnsatisfiable);
+  EXPECT_EQ(ParseSreportArgs({"-t", "percent", "user", "top"}, 0).status().code(),
+            StatusCode::kUnsatisfiable);
+  EXPECT_EQ(ParseSreportArgs({"-T", "cpu", "user", "top"}, 0).status().message(),
+            "-T cpu: Hachi accounts GPU time: -T gres/gpu");
+  EXPECT_EQ(ParseSreportArgs({"job", "sizes"}, 0).status().message(),
+            "Not valid report job sizes (Hachi has cluster AccountUtilizationByUser and "
+            "user TopUsage)");
 }
 
 TEST(PriorityReport, ReadsBackWhatItWrites) {

@@ -275,6 +275,18 @@ TEST_F(SlurmE2e, FairShareAndPriorityAndNodeStatesAsSlurmsCommands) {
   EXPECT_NE(share.find("\n physics||0|0.000000|"), std::string::npos) << share;
   EXPECT_NE(share.find("\n  physics|root|parent|0.000000|"), std::string::npos) << share;
   EXPECT_NE(share.find("|1.000000|1.000000\n"), std::string::npos) << share;
+  // sreport: the same GPU time, by account and user, over a period around now.
+  const std::string by_user =
+      Run("sreport -nP -t seconds cluster AccountUtilizationByUser start=now-1hours "
+          "end=now+1hours format=Account,Login,TresName")
+          .out;
+  EXPECT_EQ(by_user, "root||gres/gpu\nphysics||gres/gpu\nphysics|root|gres/gpu\n");
+  const std::string top =
+      Run("sreport -P user TopUsage start=now-1hours end=now+1hours").out;
+  EXPECT_NE(top.find("\nCluster|Login|Proper Name|Account|TRES Name|Used\n|root|"),
+            std::string::npos)
+      << top;
+  EXPECT_NE(top.find("|physics|gres/gpu|"), std::string::npos) << top;
   CmdResult header = Run("sshare");
   EXPECT_EQ(header.out.rfind("Account                    User  RawShares  NormShares    "
                              "RawUsage  EffectvUsage  FairShare \n",

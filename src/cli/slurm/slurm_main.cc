@@ -37,11 +37,11 @@ int SlurmBadArgs(std::string_view prog, const Status& s) {
 int SlurmMain(std::string_view name, const std::vector<std::string>& args) {
   using Main = int (*)(const std::vector<std::string>&);
   static constexpr std::pair<std::string_view, Main> kMains[] = {
-      {"sbatch", SbatchMain}, {"squeue", SqueueMain}, {"scancel", ScancelMain},
-      {"sinfo", SinfoMain},   {"sacct", SacctMain},   {"scontrol", ScontrolMain},
-      {"srun", SrunMain},     {"salloc", SallocMain}, {"seff", SeffMain},
-      {"sshare", SshareMain}, {"sprio", SprioMain},   {"sacctmgr", SacctmgrMain},
-      {"sstat", SstatMain},
+      {"sbatch", SbatchMain}, {"squeue", SqueueMain},   {"scancel", ScancelMain},
+      {"sinfo", SinfoMain},   {"sacct", SacctMain},     {"scontrol", ScontrolMain},
+      {"srun", SrunMain},     {"salloc", SallocMain},   {"seff", SeffMain},
+      {"sshare", SshareMain}, {"sprio", SprioMain},     {"sacctmgr", SacctmgrMain},
+      {"sstat", SstatMain},   {"sreport", SreportMain},
   };
   for (const auto& [n, main] : kMains) {
     if (n == name) return main(args);
@@ -130,7 +130,7 @@ void AddSlurmCommands(CLI::App& app, int* exit_code) {
   CLI::App* links = slurm->add_subcommand(
       "install-links",
       "Create sbatch, squeue, scancel, sinfo, sacct, scontrol, srun, salloc, seff, "
-      "sshare, sprio, sacctmgr, sstat in DIR as links to this binary");
+      "sshare, sprio, sacctmgr, sstat, sreport in DIR as links to this binary");
   links->add_option("dir", f->dir, "Directory (on $PATH)")->required();
   links->add_flag("--force", f->force, "Replace files of those names that are not ours");
   links->callback([f, exit_code] { *exit_code = InstallLinks(f->dir, f->force); });
