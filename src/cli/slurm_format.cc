@@ -604,53 +604,87 @@ std::string GibText(int64_t mib) {
   return buf;
 }
 
+// GPU indices as Slurm's GRES IDX: ranges ("0-3,6").
+std::string IndexRanges(const GpuSet& gpus) {
+  std::string out;
+  const std::vector<int> idx = gpus.Indices();
+  for (size_t i = 0; i < idx.size();) {
+    size_t k = i;
+    while (k + 1 < idx.size() && idx[k + 1] == idx[k] + 1) ++k;
+    out += (out.empty() ? "" : ",") + std::to_string(idx[i]);
+    if (k > i) out += "-" + std::to_string(idx[k]);
+    i = k + 1;
+  }
+  return out;
+}
+
 }  // namespace
 
-std::string FormatShowJob(const JobRecord& j, std::string_view diagnosis, Time now) {
+std::string FormatShowJob(const JobRecord& j, std::string_view diagnosis, Time now,
+                          const ShowJobContext& context) {
   const bool pending = j.state == JobState::kPending;
   const bool running = j.state == JobState::kRunning;
   std::string o;
   auto line = [&](const std::string& s) { o += "   " + s + "\n"; };
+  auto time_or_unknown = [](Time t) { return t > 0 ? FormatSlurmLocal(t) : "Unknown"; };
   o += "JobId=" + std::to_string(j.id) + " JobName=" + PrintableText(j.spec.name) + "\n";
   line("UserId=" + j.req.user + "(" + std::to_string(j.spec.uid) +
-       ") GroupId=" + std::to_string(j.spec.gid) + " MCS_label=N/A");
-  line("Account=" + Or(j.req.account, "(null)") + " QOS=" + Or(j.req.qos, "(null)"));
+       ") GroupId=" + Or(context.group, "nobody") + "(" + std::to_string(j.spec.gid) +
+       ") MCS_label=N/A");
+  line("Priority=" + std::to_string(pending && !j.held ? context.priority : 0) +
+       " Nice=" + std::to_string(j.req.nice) + " Account=" + Or(j.req.account, "(null)") +
+       " QOS=" + Or(j.req.qos, "(null)"));
   line("JobState=" + std::string(StateName(j.state)) +
        " Reason=" + (pending ? PendingReason(j) : EndReasonWord(j)) +
        " Dependency=" + DependencyText(j));
   line("Requeue=" + std::string(j.spec.requeue ? "1" : "0") +
        " Restarts=" + std::to_string(j.requeues) +
-       " BatchFlag=" + (j.spec.script().empty() ? "0" : "1") +
-       " ExitCode=" + std::to_string(j.exit_code) + ":" + std::to_string(j.signal));
+       " BatchFlag=" + (j.spec.script().empty() ? "0" : "1") + " Reboot=0 ExitCode=" +
+       std::to_string(j.exit_code) + ":" + std::to_string(j.signal));
   line("RunTime=" + FormatHms(RunTime(j, now)) +
        " TimeLimit=" + LimitText(j.req.time_limit, true) + " TimeMin=N/A");
-  line("SubmitTime=" + TimeOrNa(j.submit_time));
+  // Eligible (and accruing age) from its submit or --begin, unless held.
+  const Time eligible = j.held ? 0 : std::max(j.submit_time, j.req.begin_time);
+  line("SubmitTime=" + TimeOrNa(j.submit_time) +
+       " EligibleTime=" + time_or_unknown(eligible));
+  line("AccrueTime=" + time_or_unknown(eligible));
   std::string start = "Unknown", end = "Unknown";
   if (!pending && j.start_time > 0) start = FormatSlurmLocal(j.start_time);
   if (running && j.req.time_limit > 0)
     end = FormatSlurmLocal(j.start_time + j.req.time_limit);
   if (state::IsFinal(j.state) && j.end_time > 0) end = FormatSlurmLocal(j.end_time);
-  line("StartTime=" + start + " EndTime=" + end + " Deadline=N/A");
+  line("StartTime=" + start + " EndTime=" + end +
+       " Deadline=" + TimeOrNa(j.req.deadline));
+  line("SuspendTime=None SecsPreSuspend=0 LastSchedEval=" +
+       time_or_unknown(pending ? 0 : j.start_time) + " Scheduler=Main");
   line("Partition=" + j.req.partition);
+  line("ReqNodeList=" + Or(j.req.nodelist, "(null)") +
+       " ExcNodeList=" + Or(j.req.exclude, "(null)"));
   const std::string nodelist = CompressHostList(NodeNames(j));
-  line("NodeList=" + nodelist);
+  line("NodeList=" + Or(nodelist, "(null)"));
   if (!j.allocations.empty()) line("BatchHost=" + j.allocations[0].node);
   const int cpus = TotalCpus(j);
+  // Tasks as asked (-n, or --ntasks-per-node on each node), else one a node.
+  const int tasks = j.spec.ntasks > 0            ? j.spec.ntasks
+                    : j.spec.ntasks_per_node > 0 ? j.spec.ntasks_per_node * NodeCount(j)
+                                                 : NodeCount(j);
   line("NumNodes=" + std::to_string(NodeCount(j)) + " NumCPUs=" + std::to_string(cpus) +
-       " NumTasks=" + std::to_string(NodeCount(j)) +
-       " CPUs/Task=" + std::to_string(std::max(1, cpus / std::max(1, NodeCount(j)))));
-  std::string tres = "cpu=" + std::to_string(cpus) +
-                     ",mem=" + std::to_string(TotalMem(j)) +
-                     "M,node=" + std::to_string(NodeCount(j));
+       " NumTasks=" + std::to_string(tasks) + " CPUs/Task=" +
+       std::to_string(std::max(1, j.spec.cpus_per_task)) + " ReqB:S:C:T=0:0:*:*");
+  std::string tres =
+      "cpu=" + std::to_string(cpus) + ",mem=" + std::to_string(TotalMem(j)) +
+      "M,node=" + std::to_string(NodeCount(j)) + ",billing=" + std::to_string(cpus);
   if (j.req.TotalGpus() > 0) tres += ",gres/gpu=" + std::to_string(j.req.TotalGpus());
   line("TRES=" + tres);
+  line("Socks/Node=* NtasksPerN:B:S:C=" + std::to_string(j.spec.ntasks_per_node) +
+       ":0:*:* CoreSpec=*");
   if (!j.allocations.empty() && j.req.TotalGpus() > 0) {
     line("JOB_GRES=gpu:" + std::to_string(j.req.TotalGpus()));
     for (const state::NodeAllocation& a : j.allocations) {
       std::string s = "  Nodes=" + a.node + " CPUs=" + std::to_string(a.cpus) +
                       " Mem=" + std::to_string(a.memory_mib) +
                       " GRES=gpu:" + std::to_string(a.gpus.size()) +
-                      "(IDX:" + a.gpus.ToString() + ")";
+                      "(IDX:" + IndexRanges(a.gpus) + ")";
       if (a.share_milli > 0) s += " GpuShare=" + ShareText(a.share_milli);
       if (a.gpu_memory_mib > 0) s += " GpuMem=" + std::to_string(a.gpu_memory_mib) + "M";
       // The MIG devices it holds, by UUID (its CUDA_VISIBLE_DEVICES).
@@ -662,7 +696,11 @@ std::string FormatShowJob(const JobRecord& j, std::string_view diagnosis, Time n
       line(s);
     }
   }
-  line("MinMemoryNode=" + std::to_string(ReqMemPerNode(j)) + "M");
+  line("MinCPUsNode=" + std::to_string(ReqCpusPerNode(j)) +
+       " MinMemoryNode=" + std::to_string(ReqMemPerNode(j)) + "M MinTmpDiskNode=0");
+  line("Features=" + Or(j.req.constraint, "(null)") + " DelayBoot=00:00:00");
+  line("OverSubscribe=" + std::string(j.req.exclusive ? "NO" : "OK") +
+       " Contiguous=0 Licenses=(null) Network=(null)");
   line("Command=" + Or(JoinArgs(j.spec.argv()), "(null)"));
   line("WorkDir=" + j.spec.workdir);
   const std::string out_path = ExpandPath(Or(j.spec.stdout_path, "hachi-%j.out"), j);
@@ -670,6 +708,7 @@ std::string FormatShowJob(const JobRecord& j, std::string_view diagnosis, Time n
        (j.spec.stderr_path.empty() ? out_path : ExpandPath(j.spec.stderr_path, j)));
   line("StdIn=/dev/null");
   line("StdOut=" + out_path);
+  line("Power=");
   if (j.req.TotalGpus() > 0) {
     const std::string& type = j.req.Mig() ? j.req.mig_profile : j.req.gpu_model;
     line("TresPerNode=gres:gpu:" + (type.empty() ? "" : type + ":") +

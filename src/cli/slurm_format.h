@@ -56,12 +56,22 @@ std::string NodeFieldValue(const state::NodeStatus& n, char code);
 
 // ---- hachi show ----
 
-// scontrol show job -d: key=value lines, Slurm's keys and order where they exist, the
-// GPUs of each node ("     Nodes=n1 CPUs=8 Mem=65536 GRES=gpu:4(IDX:0-3)"), Hachi's own
-// keys after, and for a pending job `diagnosis` (the scheduler's text, may be
-// multi-line) under "   Diagnosis:".
+// What scontrol show job knows besides the record: the job's group's name (getgrgid;
+// "" when unknown: "nobody", as Slurm's) and, for a pending job, its priority as the
+// queue order computes it (GET /priority; 0 otherwise: Hachi keeps no priority once a
+// job starts).
+struct ShowJobContext {
+  std::string group;
+  long long priority = 0;
+};
+
+// scontrol show job -d: key=value lines, Slurm 22.05's keys in its order where Hachi has
+// the value (AllocNode:Sid is left out: the submit host is not recorded), the GPUs of
+// each node ("     Nodes=n1 CPUs=8 Mem=65536 GRES=gpu:4(IDX:0-3)"), Hachi's own keys
+// after, and for a pending job `diagnosis` (the scheduler's text, may be multi-line)
+// under "   Diagnosis:".
 std::string FormatShowJob(const state::JobRecord& job, std::string_view diagnosis,
-                          Time now);
+                          Time now, const ShowJobContext& context = {});
 
 // ---- hachi nodes ----
 

@@ -208,6 +208,21 @@ TEST_F(SlurmFormat, ControlBytesInNamesAndCommentsArePrintedEscaped) {
   EXPECT_EQ(show.find('\x1b'), std::string::npos);
 }
 
+// What the record alone does not say: the group's name and a pending job's priority;
+// GPU indices as Slurm's ranges.
+TEST_F(SlurmFormat, ShowJobTakesItsGroupAndPriorityAndPrintsIndexRanges) {
+  JobRecord pending = MakeJob(3201).Gpus(1).Pending("Priority");
+  pending.spec.gid = 100;
+  const std::string p = FormatShowJob(pending, "", kNow, {"staff", 10512});
+  EXPECT_NE(p.find(" GroupId=staff(100) MCS_label=N/A\n   Priority=10512 Nice=0 "),
+            std::string::npos)
+      << p;
+  const std::string r = FormatShowJob(MakeJob(3202).Gpus(2).Running("gpu02", "0-1"), "",
+                                      kNow, {"staff", 7});
+  EXPECT_NE(r.find("GRES=gpu:2(IDX:0-1)"), std::string::npos) << r;
+  EXPECT_NE(r.find("   Priority=0 "), std::string::npos) << "not pending: none kept";
+}
+
 // The scheduler's reasons that Slurm lacks are printed in Slurm's words (scripts match
 // them: "Resources", "Priority", "JobHeldUser"); its own pass through.
 TEST_F(SlurmFormat, PendingReasonsInSlurmsWords) {

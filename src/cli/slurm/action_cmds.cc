@@ -1,13 +1,17 @@
 // scancel, scontrol: act on jobs through the API (scancel_plan.h builds the requests).
 // srun is srun.cc.
 #include <fcntl.h>
+#include <grp.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <iostream>
+#include <map>
+#include <optional>
 
 #include "api/job_errors.h"
 #include "cli/client.h"
@@ -19,6 +23,7 @@
 #include "core/hostlist.h"
 #include "core/slurm_time.h"
 #include "core/strings.h"
+#include "report/priority_report.h"
 
 namespace hachi::cli::slurm {
 namespace {
@@ -84,6 +89,15 @@ constexpr char kScontrolUsage[] =
     "  update NodeName=LIST State=DRAIN|FAIL|RESUME|UNDRAIN [Reason=WHY]\n"
     "See docs/cli.md \"scontrol\".\n";
 
+// A group's name ("" when the system has none for `gid`).
+std::string GroupName(uint32_t gid) {
+  struct group gr {};
+  struct group* found = nullptr;
+  char buf[4096];
+  if (::getgrgid_r(gid, &gr, buf, sizeof buf, &found) != 0 || found == nullptr) return "";
+  return found->gr_name;
+}
+
 int ShowJobs(ApiClient& c, const std::vector<std::string>& ids) {
   Result<std::vector<JobSelector>> sel = ParseJobSelectors(ids);
   if (!sel.ok()) return SlurmFail("scontrol", sel.status().message());
@@ -91,6 +105,24 @@ int ShowJobs(ApiClient& c, const std::vector<std::string>& ids) {
   Result<std::vector<state::JobRecord>> jobs = c.Jobs(!any);
   if (!jobs.ok()) return SlurmFail("scontrol", jobs.status().message());
   bool printed = false;
+  // Pending jobs' priorities, as the queue order has them (one request, when needed).
+  std::optional<std::map<state::JobId, long long>> priorities;
+  auto priority_of = [&](state::JobId id) -> long long {
+    if (!priorities) {
+      priorities.emplace();
+      Result<std::string> body = c.Call("GET", "/priority");
+      Result<report::PriorityReport> r =
+          body.ok() ? report::PriorityReportFromJson(*body)
+                    : Result<report::PriorityReport>(body.status());
+      if (r.ok()) {
+        for (const report::JobPriorityRow& row : r->jobs) {
+          (*priorities)[row.id] = std::llround(row.priority);
+        }
+      }
+    }
+    auto it = priorities->find(id);
+    return it == priorities->end() ? 0 : it->second;
+  };
   for (const state::JobRecord& j : *jobs) {
     bool want = any;
     for (const JobSelector& s : *sel) want = want || Matches(s, j);
@@ -99,7 +131,10 @@ int ShowJobs(ApiClient& c, const std::vector<std::string>& ids) {
     if (j.state == state::JobState::kPending && !any) {
       if (Result<JobView> v = c.Job(j.id); v.ok()) diagnosis = v->diagnosis;
     }
-    std::cout << FormatShowJob(j, diagnosis, Now()) << "\n";
+    ShowJobContext context;
+    context.group = GroupName(j.spec.gid);
+    if (j.state == state::JobState::kPending) context.priority = priority_of(j.id);
+    std::cout << FormatShowJob(j, diagnosis, Now(), context) << "\n";
     printed = true;
   }
   if (!printed) {

@@ -314,7 +314,31 @@ TEST_F(SlurmE2e, FairShareAndPriorityAndNodeStatesAsSlurmsCommands) {
       "500     100000       2000\n");
   EXPECT_EQ(Run("sprio -j 99999").out,
             "Unable to find jobs matching user/id(s) specified\n");
+  // scontrol show job: Slurm's lines, its priority (0 while held, as Slurm's), the
+  // group's name, the tasks as asked.
+  const std::string shown = Run("scontrol show job " + held_id).out;
+  EXPECT_NE(shown.find("   UserId=root(0) GroupId=root(0) MCS_label=N/A\n"
+                       "   Priority=0 Nice=0 Account=physics QOS=(null)\n"),
+            std::string::npos)
+      << shown;
+  EXPECT_NE(shown.find("   SuspendTime=None SecsPreSuspend=0 LastSchedEval=Unknown "
+                       "Scheduler=Main\n"),
+            std::string::npos)
+      << shown;
   EXPECT_EQ(Run("scancel " + held_id).exit_code, 0);
+  CmdResult tasks =
+      Run("sbatch --parsable -H --ntasks-per-node=4 -c 2 -G1 -x node1 --wrap true");
+  ASSERT_EQ(tasks.exit_code, 0) << tasks.out;
+  const std::string tasks_id = tasks.out.substr(0, tasks.out.find('\n'));
+  const std::string tasks_shown = Run("scontrol show job " + tasks_id).out;
+  EXPECT_NE(tasks_shown.find(" NumTasks=4 CPUs/Task=2 ReqB:S:C:T=0:0:*:*\n"),
+            std::string::npos)
+      << tasks_shown;
+  EXPECT_NE(tasks_shown.find("   ReqNodeList=(null) ExcNodeList=node1\n"),
+            std::string::npos)
+      << tasks_shown;
+  EXPECT_NE(tasks_shown.find("NtasksPerN:B:S:C=4:0:*:*"), std::string::npos);
+  EXPECT_EQ(Run("scancel " + tasks_id).exit_code, 0);
 
   // sacctmgr: the tree the config and the jobs make; changes are the config's.
   EXPECT_EQ(Run("sacctmgr -nP show assoc user=root format=Account,User,Share").out,
