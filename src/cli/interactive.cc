@@ -211,15 +211,26 @@ int RunStep(ApiClient& c, const std::string& server, state::JobId job,
   }
   Result<state::StepRecord> step = api::StepRecordFromJson(reply["step"].dump());
   if (!step.ok()) return Error(prog, step.status().message());
-  const std::string id = jid + "." + std::to_string(step->step);
-  const std::string base = "/jobs/" + jid + "/steps/" + std::to_string(step->step);
+  FollowOptions follow;
+  follow.label = label;
+  follow.quiet = quiet;
+  follow.pty = request.pty;
+  return FollowStep(c, server, job, step->step, follow, prog);
+}
+
+int FollowStep(ApiClient& c, const std::string& server, state::JobId job, int step_number,
+               const FollowOptions& options, const std::string& prog) {
+  const bool label = options.label, quiet = options.quiet;
+  const std::string jid = std::to_string(job);
+  const std::string id = jid + "." + std::to_string(step_number);
+  const std::string base = "/jobs/" + jid + "/steps/" + std::to_string(step_number);
   CatchSignals();
   const int interrupts_before = g_interrupts.load();
   // --pty: raw mode, and the keys to the step on a thread of their own.
   std::optional<RawTerminal> raw;
   std::atomic<bool> stop_input{false};
   std::thread input;
-  if (request.pty) {
+  if (options.pty) {
     struct sigaction sa {};
     sigemptyset(&sa.sa_mask);
     sa.sa_handler = OnInteractiveWinch;
@@ -244,6 +255,11 @@ int RunStep(ApiClient& c, const std::string& server, state::JobId job,
   bool cancelled = false;
   auto retry_until = std::chrono::steady_clock::time_point::max();
   for (;;) {
+    // An observer (sattach) leaves on Ctrl-C or SIGTERM; the step runs on.
+    if (options.observe &&
+        (g_interrupts.load() != interrupts_before || g_terminate.load())) {
+      return 0;
+    }
     // Ctrl-C once: to the tasks. Twice within a second, or SIGTERM: the step stops.
     if (const int n = g_interrupts.load(); n != seen_interrupts) {
       seen_interrupts = n;
@@ -264,7 +280,8 @@ int RunStep(ApiClient& c, const std::string& server, state::JobId job,
       (void)c.Call("POST", base + "/cancel", "");
     }
     Result<std::string> body =
-        c.Call("GET", base + "/output?from=" + std::to_string(next) + "&wait_ms=500");
+        c.Call("GET", base + "/output?from=" + std::to_string(next) + "&wait_ms=500" +
+                          (options.observe ? "&observe=1" : ""));
     if (!body.ok()) {
       // The server restarting, a network blink: ask again from where we are; what the
       // server still holds comes then.
@@ -284,6 +301,9 @@ int RunStep(ApiClient& c, const std::string& server, state::JobId job,
     retry_until = std::chrono::steady_clock::time_point::max();
     Result<api::StepOutput> out = api::StepOutputFromJson(*body);
     if (!out.ok()) return Error(prog, out.status().message());
+    // An observer attaching sees the output the server still keeps; what went before is
+    // not lost to it.
+    if (options.observe && next == 0) out->lost = 0;
     lost.Count(*out);
     if (out->lost > 0) {
       std::cerr << prog << ": warning: " << out->lost

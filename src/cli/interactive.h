@@ -34,6 +34,20 @@ Result<state::JobRecord> Allocate(ApiClient& c, api::SubmitRequest request,
 int RunStep(ApiClient& c, const std::string& server, state::JobId job,
             api::StepRequest step, bool label, bool quiet, const std::string& prog);
 
+// Follows step `step` of running job `job` as RunStep does once the step exists: its
+// output to this process's stdout and stderr until it ends, and its exit status. An
+// `observe`r (sattach) reads beside the step's srun (?observe=1: from the output the
+// server still keeps, taking nothing from srun) and leaves on Ctrl-C or SIGTERM (exit
+// 0) while the step runs on.
+struct FollowOptions {
+  bool label = false;
+  bool quiet = false;
+  bool pty = false;  // the step has a terminal: raw mode here, keys forwarded
+  bool observe = false;
+};
+int FollowStep(ApiClient& c, const std::string& server, state::JobId job, int step,
+               const FollowOptions& options, const std::string& prog);
+
 // Ends interactive allocation `job` with `exit_code` (POST /jobs/ID/complete).
 Status Relinquish(ApiClient& c, state::JobId job, int exit_code);
 

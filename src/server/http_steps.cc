@@ -56,7 +56,9 @@ void StepHandlers::StepOutput(const Request& req, Response& res, LongPoll& poll)
   }
   Result<Caller> who = CallerOf(req, *c_);
   if (!who.ok()) return ReplyError(res, who.status());
-  Result<api::StepOutput> out = c_->steps().ReadStepOutput(id, step, from, *who);
+  // ?observe=1 (sattach): read beside the step's srun, taking nothing from it.
+  const bool observe = req.has_param("observe") && req.get_param_value("observe") == "1";
+  Result<api::StepOutput> out = c_->steps().ReadStepOutput(id, step, from, *who, observe);
   if (!out.ok()) return ReplyError(res, out.status());
   const int wait_ms = IntParam(req, "wait_ms", 10000, 0, 60000);
   if (out->chunks.empty() && !out->done && out->lost == 0 && !poll.expired() &&

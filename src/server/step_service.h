@@ -46,9 +46,11 @@ class StepService : public OnLedger, public Ledger::Observer {
   Result<state::StepRecord> StepOf(state::JobId id, int step, const Caller& who) const
       EXCLUDES(ledger_->mu());
   // Its output from offset `from` (StepStreams), and once it ended and the reader has
-  // everything, `done` with the tasks' exits.
+  // everything, `done` with the tasks' exits. An `observe`r (sattach) takes nothing from
+  // the step's srun.
   Result<api::StepOutput> ReadStepOutput(state::JobId id, int step, int64_t from,
-                                         const Caller& who) EXCLUDES(ledger_->mu());
+                                         const Caller& who, bool observe = false)
+      EXCLUDES(ledger_->mu());
   // A signal to a running step's tasks, or (`cancel`) their stop: SIGTERM, the kill
   // grace, SIGKILL. Owner or admin; kBusy once it ended.
   Status SignalStep(state::JobId id, int step, int signal, bool cancel, const Caller& who)

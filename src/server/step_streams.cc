@@ -134,7 +134,7 @@ StepStreams::Added StepStreams::Add(const state::StepKey& key, const std::string
 }
 
 StepStreams::Read StepStreams::ReadFrom(const state::StepKey& key, int64_t from,
-                                        int64_t max_bytes) {
+                                        int64_t max_bytes, bool observe) {
   MutexLock lock(&mu_);
   Read r;
   auto it = streams_.find(key);
@@ -142,23 +142,35 @@ StepStreams::Read StepStreams::ReadFrom(const state::StepKey& key, int64_t from,
   Stream& s = it->second;
   r.known = true;
   from = std::clamp<int64_t>(from, 0, s.end);
-  // What lies below `from` the reader has: dropped.
-  while (!s.chunks.empty() && s.base + s.chunks.front().size() <= from) {
-    HoldLocked(key.job, &s, -static_cast<int64_t>(s.chunks.front().data.size()));
-    s.base += s.chunks.front().size();
+  // What lies below `from` the reader has: dropped, its last bytes kept for observers.
+  while (!observe && !s.chunks.empty() && s.base + s.chunks.front().size() <= from) {
+    api::OutputChunk& front = s.chunks.front();
+    const int64_t bytes = static_cast<int64_t>(front.data.size());
+    HoldLocked(key.job, &s, -bytes);
+    s.base += front.size();
+    s.seen_held += bytes;
+    s.seen.push_back(std::move(front));
     s.chunks.pop_front();
+    while (s.seen.size() > 1 && s.seen_held > kObserverTail) {
+      s.seen_held -= static_cast<int64_t>(s.seen.front().data.size());
+      s.seen.pop_front();
+    }
   }
-  r.lost = std::max<int64_t>(0, s.base - from);
-  r.from = std::max(from, s.base);
+  // An observer reads the kept tail, then what is held.
   int64_t at = s.base;
+  if (observe) {
+    for (const api::OutputChunk& c : s.seen) at -= c.size();
+  }
+  r.lost = std::max<int64_t>(0, at - from);
+  r.from = std::max(from, at);
   int64_t room = max_bytes;
-  for (const api::OutputChunk& c : s.chunks) {
+  auto take = [&](const api::OutputChunk& c) {
     const int64_t size = c.size();
     if (at + size <= r.from) {
       at += size;
-      continue;
+      return;
     }
-    if (room <= 0) break;
+    if (room <= 0) return;
     api::OutputChunk piece = c;
     const int64_t skip = r.from - at;  // > 0 only for the first chunk
     if (skip > 0) {
@@ -171,7 +183,11 @@ StepStreams::Read StepStreams::ReadFrom(const state::StepKey& key, int64_t from,
     room -= static_cast<int64_t>(piece.data.size());
     at += size;
     r.chunks.push_back(std::move(piece));
+  };
+  if (observe) {
+    for (const api::OutputChunk& c : s.seen) take(c);
   }
+  for (const api::OutputChunk& c : s.chunks) take(c);
   r.next = std::max(at, r.from);
   r.all_done = s.all_done;
   r.ended = s.ended;

@@ -15,6 +15,10 @@
 // unread steps of one job hold 300 MB. A reader that reconnects with its last offset
 // loses nothing; one that asks from below what was dropped sees it as `lost`.
 //
+// Observers (sattach) read without dropping: besides what srun has not read, a stream
+// keeps the last kObserverTail bytes srun has read, so an observer attaching or
+// following alongside srun sees what came lately without taking it from srun.
+//
 // Thread-safety: every method may be called from any thread; one mutex guards all
 // streams. Lock order: after the Controller's and the hub's locks. How long an ended
 // stream is kept is measured on the Clock it is given (a test moves a FakeClock).
@@ -44,6 +48,7 @@ class StepStreams {
  public:
   static constexpr int64_t kMaxHeld = 8 << 20;         // a step's unread output
   static constexpr int64_t kMaxHeldPerJob = 64 << 20;  // all of a job's steps'
+  static constexpr int64_t kObserverTail = 64 << 10;   // read output kept for observers
   // `clock`: not owned, outlives this; never null.
   explicit StepStreams(int64_t max_held = kMaxHeld, const Clock* clock = RealClock(),
                        int64_t max_held_per_job = kMaxHeldPerJob)
@@ -83,8 +88,10 @@ class StepStreams {
     bool ended = false;                // End was called
     std::vector<api::TaskExit> exits;  // by rank
   };
-  // From offset `from`, at most about `max_bytes` of data.
-  Read ReadFrom(const state::StepKey& key, int64_t from, int64_t max_bytes) EXCLUDES(mu_);
+  // From offset `from`, at most about `max_bytes` of data. The reader (srun) drops what
+  // lies below `from`; an `observe`r drops nothing and may read the tail srun has read.
+  Read ReadFrom(const state::StepKey& key, int64_t from, int64_t max_bytes,
+                bool observe = false) EXCLUDES(mu_);
   // The tasks' exits so far, by rank.
   std::vector<api::TaskExit> Exits(const state::StepKey& key) const EXCLUDES(mu_);
   // The step's end is recorded: the stream is kept until its reader was told it is done
@@ -108,8 +115,11 @@ class StepStreams {
     std::map<int, api::TaskExit> exits;
     std::deque<api::OutputChunk> chunks;  // from offset `base`
     int64_t base = 0;                     // the offset of chunks.front()
-    int64_t end = 0;                      // the offset after the last chunk
-    int64_t held = 0;                     // data bytes in `chunks`
+    // What the reader dropped lately, up to kObserverTail data bytes, ending at `base`.
+    std::deque<api::OutputChunk> seen;
+    int64_t seen_held = 0;
+    int64_t end = 0;   // the offset after the last chunk
+    int64_t held = 0;  // data bytes in `chunks`
     bool ended = false;
     bool delivered = false;
     int64_t ended_at_us = 0;  // the Clock's monotonic time

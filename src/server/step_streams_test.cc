@@ -166,6 +166,34 @@ TEST(StepStreams, AReaderThatAsksFromBelowWhatWasDroppedSeesItLost) {
   EXPECT_EQ(later.next, 16);
 }
 
+// sattach beside srun: the observer takes nothing from srun and sees the tail srun has
+// read; a long past beyond the tail is lost to it, never to srun.
+TEST(StepStreams, AnObserverReadsBesideTheReaderAndTakesNothing) {
+  StepStreams s;
+  s.Open(kKey, {"a"}, false);
+  s.Add(kKey, "a", Report(0, {Out(0, "one "), Out(0, "two ")}), {});
+  StepStreams::Read srun = s.ReadFrom(kKey, 0, 1 << 20);
+  EXPECT_EQ(Text(srun), "one two ");
+  s.Add(kKey, "a", Report(8, {Out(0, "three")}), {});
+  // The observer attaches: srun's read tail, then what srun has not read.
+  StepStreams::Read seen = s.ReadFrom(kKey, 0, 1 << 20, /*observe=*/true);
+  EXPECT_EQ(Text(seen), "one two three");
+  EXPECT_EQ(seen.lost, 0);
+  EXPECT_EQ(seen.next, 13);
+  // srun still gets all of what it had not read.
+  srun = s.ReadFrom(kKey, srun.next, 1 << 20);
+  EXPECT_EQ(Text(srun), "three");
+  EXPECT_EQ(srun.lost, 0);
+  // Past the tail's bound, the oldest of what srun read is gone for observers.
+  const std::string big(StepStreams::kObserverTail, 'x');
+  s.Add(kKey, "a", Report(13, {Out(0, big)}), {});
+  srun = s.ReadFrom(kKey, srun.next, 1 << 20);
+  s.ReadFrom(kKey, srun.next, 1 << 20);  // srun reads on: all it had is dropped
+  seen = s.ReadFrom(kKey, 0, 1 << 20, /*observe=*/true);
+  EXPECT_EQ(seen.lost, 13);
+  EXPECT_EQ(Text(seen), big);
+}
+
 TEST(StepStreams, AReaderThatReconnectsGetsWhatIsStillHeld) {
   StepStreams s;
   s.Open(kKey, {"a"}, false);

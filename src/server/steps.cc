@@ -187,11 +187,12 @@ Result<state::StepRecord> StepService::RunningStepOf(state::JobId id, int step,
 }
 
 Result<api::StepOutput> StepService::ReadStepOutput(state::JobId id, int step,
-                                                    int64_t from, const Caller& who) {
+                                                    int64_t from, const Caller& who,
+                                                    bool observe) {
   Result<state::StepRecord> rec = StepOf(id, step, who);
   if (!rec.ok()) return rec.status();
   const state::StepKey key{id, rec->job_start, step};
-  StepStreams::Read r = streams_.ReadFrom(key, from, 1 << 20);
+  StepStreams::Read r = streams_.ReadFrom(key, from, 1 << 20, observe);
   api::StepOutput out;
   out.step = *rec;
   out.from = r.known ? r.from : from;
@@ -203,7 +204,7 @@ Result<api::StepOutput> StepService::ReadStepOutput(state::JobId id, int step,
   out.done = ended && out.chunks.empty();
   if (out.done) {
     out.exits = std::move(r.exits);
-    streams_.Delivered(key);
+    if (!observe) streams_.Delivered(key);  // srun's reading ends the stream
   }
   return out;
 }

@@ -1,6 +1,6 @@
 // The Slurm front-ends (docs/cli.md "Slurm's names"): the `hachi` binary invoked as
 // sbatch, squeue, scancel, sinfo, sacct, scontrol, srun, salloc, seff, sshare, sprio,
-// sacctmgr, sstat or sreport (the base name of argv[0])
+// sacctmgr, sstat, sreport or sattach (the base name of argv[0])
 // behaves as that Slurm 22.05 command: its flags, output, exit codes and
 // "prog: error: ..." wording. Each command is a thin shell over a pure core
 // (squeue_format.h, sinfo_format.h, sacct_format.h, scancel_plan.h) and ApiClient.
@@ -16,8 +16,8 @@
 namespace hachi::cli::slurm {
 
 inline constexpr std::string_view kSlurmNames[] = {
-    "sbatch", "squeue", "scancel", "sinfo", "sacct",    "scontrol", "srun",
-    "salloc", "seff",   "sshare",  "sprio", "sacctmgr", "sstat",    "sreport"};
+    "sbatch", "squeue", "scancel", "sinfo",    "sacct", "scontrol", "srun",   "salloc",
+    "seff",   "sshare", "sprio",   "sacctmgr", "sstat", "sreport",  "sattach"};
 bool IsSlurmName(std::string_view name);
 // Runs command `name` with its arguments (argv after argv[0]); the exit code.
 int SlurmMain(std::string_view name, const std::vector<std::string>& args);
@@ -36,6 +36,7 @@ int SprioMain(const std::vector<std::string>& args);     // share_cmds.cc
 int SacctmgrMain(const std::vector<std::string>& args);  // share_cmds.cc
 int SstatMain(const std::vector<std::string>& args);     // query_cmds.cc
 int SreportMain(const std::vector<std::string>& args);   // query_cmds.cc
+int SattachMain(const std::vector<std::string>& args);   // srun.cc
 int SstatMain(const std::vector<std::string>& args);     // query_cmds.cc
 
 // `hachi slurm install-links DIR [--force]`.

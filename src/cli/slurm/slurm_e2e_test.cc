@@ -366,6 +366,29 @@ TEST_F(SlurmE2e, FairShareAndPriorityAndNodeStatesAsSlurmsCommands) {
   EXPECT_EQ(nobody.exit_code, 1);
   EXPECT_EQ(nobody.out, "slurm_update error: Invalid node name specified (node9)\n");
 
+  // sattach: a running step's output beside its srun, to its end; the batch script's
+  // srun still gets all of it.
+  CmdResult stepper = Run(
+      "sbatch --parsable -G1 --wrap \"srun bash -c 'for i in 1 2 3 4 5 6; do echo tick "
+      "\\$i; sleep 0.5; done'\"");
+  ASSERT_EQ(stepper.exit_code, 0) << stepper.out;
+  const std::string stepper_id = stepper.out.substr(0, stepper.out.find('\n'));
+  ASSERT_TRUE(WaitFor([&] {
+    return Run("sacct -n -P -o JobID,State -j " + stepper_id)
+               .out.find(stepper_id + ".0|RUNNING") != std::string::npos;
+  })) << Run("sacct -j " + stepper_id).out;
+  CmdResult attached = Run("sattach " + stepper_id + ".0");
+  EXPECT_EQ(attached.exit_code, 0) << attached.out;
+  EXPECT_EQ(attached.out.find("tick 1\n"), 0u) << attached.out;
+  EXPECT_NE(attached.out.find("tick 6\n"), std::string::npos) << attached.out;
+  CmdResult no_step = Run("sattach " + stepper_id + ".9");
+  EXPECT_EQ(no_step.exit_code, 1);
+  EXPECT_EQ(no_step.out,
+            "sattach: error: StepId=" + stepper_id + ".9 not found running\n");
+  ASSERT_TRUE(WaitState(stepper_id, "COMPLETED"));
+  EXPECT_EQ(ReadFile(dir_ + "/hachi-" + stepper_id + ".out"),
+            "tick 1\ntick 2\ntick 3\ntick 4\ntick 5\ntick 6\n");
+
   // sstat: a running job's line; an ended one is Slurm's error, exit 0.
   CmdResult sleeper = Run("sbatch --parsable -G1 --wrap 'sleep 60'");
   ASSERT_EQ(sleeper.exit_code, 0) << sleeper.out;

@@ -41,7 +41,7 @@ int SlurmMain(std::string_view name, const std::vector<std::string>& args) {
       {"sinfo", SinfoMain},   {"sacct", SacctMain},     {"scontrol", ScontrolMain},
       {"srun", SrunMain},     {"salloc", SallocMain},   {"seff", SeffMain},
       {"sshare", SshareMain}, {"sprio", SprioMain},     {"sacctmgr", SacctmgrMain},
-      {"sstat", SstatMain},   {"sreport", SreportMain},
+      {"sstat", SstatMain},   {"sreport", SreportMain}, {"sattach", SattachMain},
   };
   for (const auto& [n, main] : kMains) {
     if (n == name) return main(args);
@@ -130,7 +130,7 @@ void AddSlurmCommands(CLI::App& app, int* exit_code) {
   CLI::App* links = slurm->add_subcommand(
       "install-links",
       "Create sbatch, squeue, scancel, sinfo, sacct, scontrol, srun, salloc, seff, "
-      "sshare, sprio, sacctmgr, sstat, sreport in DIR as links to this binary");
+      "sshare, sprio, sacctmgr, sstat, sreport, sattach in DIR as links to this binary");
   links->add_option("dir", f->dir, "Directory (on $PATH)")->required();
   links->add_flag("--force", f->force, "Replace files of those names that are not ours");
   links->callback([f, exit_code] { *exit_code = InstallLinks(f->dir, f->force); });

@@ -14,9 +14,11 @@
 #include <iostream>
 #include <thread>
 
+#include "api/record_json.h"
 #include "cli/client.h"
 #include "cli/interactive.h"
 #include "cli/slurm/slurm_cmds.h"
+#include "cli/slurm/slurm_text.h"
 #include "cli/slurm/srun_plan.h"
 #include "cli/submit_options.h"
 #include "cli/submit_request.h"
@@ -229,6 +231,71 @@ int SallocMain(const std::vector<std::string>& args) {
     }
   }
   return rc;
+}
+
+// sattach JOB.STEP: the step's output beside its srun (from what the server still keeps)
+// until the step ends (its exit status, as srun's), or until Ctrl-C detaches (0; the
+// step runs on). --pty: this terminal's keys to a --pty step.
+int SattachMain(const std::vector<std::string>& args) {
+  static const std::vector<OptDef> kOpts = {
+      {'l', "label", false},     {'Q', "quiet", false},     {0, "pty", false},
+      {0, "layout", false},      {0, "input-filter", true}, {0, "output-filter", true},
+      {0, "error-filter", true}, {'h', "help", false},      {0, "usage", false},
+      {'v', "verbose", false},   {0, "server", true}};
+  Result<ParsedArgs> p = ParseArgs(args, kOpts);
+  if (!p.ok()) return SlurmBadArgs("sattach", p.status());
+  if (p->Has("help") || p->Has("usage")) {
+    std::cout << "Usage: sattach [-l] [-Q] [--pty] [--layout] JOBID.STEPID\n"
+                 "See docs/steps.md \"sattach\".\n";
+    return 0;
+  }
+  for (const char* filter : {"input-filter", "output-filter", "error-filter"}) {
+    if (p->Has(filter)) {
+      return SlurmFail("sattach", std::string("--") + filter +
+                                      " is not supported: every task's output is relayed "
+                                      "(-l labels each line with its task)");
+    }
+  }
+  if (p->positional.size() != 1) {
+    return SlurmFail("sattach", "give one job step: sattach JOBID.STEPID");
+  }
+  const std::string& word = p->positional[0];
+  const size_t dot = word.find('.');
+  const std::optional<long long> job = ParseInt(word.substr(0, dot));
+  const std::optional<long long> step =
+      dot == std::string::npos ? std::nullopt : ParseInt(word.substr(dot + 1));
+  if (!job || *job <= 0 || !step || *step < 0 || *step > 1'000'000) {
+    return SlurmFail("sattach", "Invalid job step id: " + Clip(word) + " (JOBID.STEPID)");
+  }
+  const std::string server = p->Get("server");
+  Result<std::unique_ptr<ApiClient>> c = ApiClient::Connect(server);
+  if (!c.ok()) return SlurmFail("sattach", c.status().message());
+  // The step, of the job's current run, still running.
+  Result<std::string> body =
+      (*c)->Call("GET", "/jobs/" + std::to_string(*job) + "/steps");
+  if (!body.ok()) return SlurmFail("sattach", body.status().message());
+  Result<std::vector<state::StepRecord>> steps = api::StepRecordsFromJson(*body);
+  if (!steps.ok()) return SlurmFail("sattach", steps.status().message());
+  const state::StepRecord* found = nullptr;
+  for (const state::StepRecord& st : *steps) {
+    if (st.step == *step && st.state == state::JobState::kRunning) found = &st;
+  }
+  const std::string id = std::to_string(*job) + "." + std::to_string(*step);
+  if (found == nullptr)
+    return SlurmFail("sattach", "StepId=" + id + " not found running");
+  if (p->Has("layout")) {
+    std::cout << "Job step layout:\n  " << found->ntasks << " tasks, "
+              << found->nodes.size() << " nodes (" << CompressHostList(found->nodes)
+              << ")\n";
+    return 0;
+  }
+  FollowOptions follow;
+  follow.label = p->Has("label");
+  follow.quiet = p->Has("quiet");
+  follow.pty = p->Has("pty");
+  follow.observe = true;
+  return FollowStep(**c, server, static_cast<state::JobId>(*job), static_cast<int>(*step),
+                    follow, "sattach");
 }
 
 }  // namespace hachi::cli::slurm
