@@ -468,7 +468,8 @@ Result<std::string> RenderSprio(const SprioOptions& o, const report::PriorityRep
   Result<std::pair<std::string, std::vector<SprioColumn>>> f =
       ParseSprioFormat(o.format.empty() ? DefaultSprioFormat(o, r.weights) : o.format);
   if (!f.ok()) return f.status();
-  const auto& [prefix, cols] = *f;
+  const std::string& prefix = f->first;
+  const std::vector<SprioColumn>& cols = f->second;
   auto line = [&](const std::function<std::string(const SprioColumn&)>& value) {
     std::string s = prefix;
     for (const SprioColumn& c : cols) s += SprioCell(value(c), c) + c.suffix;
