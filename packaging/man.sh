@@ -53,7 +53,8 @@ roff_block() {
   cat <<'ROFF'
 [SLURM NAMES]
 With the hachi\-slurm\-compat package, \fBsbatch\fR, \fBsqueue\fR, \fBscancel\fR,
-\fBsinfo\fR, \fBsacct\fR, \fBscontrol\fR, \fBsrun\fR, \fBsalloc\fR and \fBseff\fR are links to
+\fBsinfo\fR, \fBsacct\fR, \fBscontrol\fR, \fBsrun\fR, \fBsalloc\fR, \fBseff\fR,
+\fBsshare\fR, \fBsprio\fR, \fBsacctmgr\fR, \fBsstat\fR, \fBsreport\fR and \fBsattach\fR are links to
 this binary, which behaves as that Slurm command when invoked by its name
 (\fBhachi slurm install\-links DIR\fR makes the same links by hand).
 [ENVIRONMENT]
@@ -101,7 +102,8 @@ gzip -9n <"$work/hachi.1" >"$out/hachi.1.gz"
 
 # The Slurm names (cli/slurm/slurm_cmds.h kSlurmNames): each --help through a link.
 mkdir "$work/bin"
-for name in sbatch squeue scancel sinfo sacct scontrol srun salloc seff; do
+for name in sbatch squeue scancel sinfo sacct scontrol srun salloc seff sshare sprio sacctmgr \
+  sstat sreport sattach; do
   ln -s "$hachi" "$work/bin/$name"
   help2man --no-info --no-discard-stderr --version-string="$name $version" \
     --name="Slurm's $name, answered by the Hachi scheduler" --section=1 \
