@@ -59,9 +59,11 @@ struct PriorityReport {
   // Every account with a share, and every account with usage but none (factor 0,
   // shares 0), ascending by name.
   std::vector<sched::FairShareAccount> accounts;
-  double usage_total = 0;            // over every account
-  std::vector<UserUsage> users;      // ascending by (account, user)
-  std::vector<JobPriorityRow> jobs;  // the pending jobs, highest priority first
+  double usage_total = 0;        // over every account
+  std::vector<UserUsage> users;  // ascending by (account, user)
+  // The pending jobs, highest priority first; held ones and those before their --begin
+  // are not listed (Slurm's sprio leaves them out).
+  std::vector<JobPriorityRow> jobs;
   // Every account configured ([[account]], shares, limits) or used, ascending; every
   // user a member, an admin, limited or with usage, ascending; the QoS as configured.
   std::vector<AccountEntry> account_list;

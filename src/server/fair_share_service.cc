@@ -187,6 +187,9 @@ report::PriorityReport FairShareService::Report() {
       continue;
     }
     const state::JobRecord& rec = it->second;
+    // As Slurm's sprio: a held job (priority 0) or one not eligible yet (--begin) is not
+    // listed.
+    if (rec.held || rec.req.begin_time > now) continue;
     report::JobPriorityRow row;
     row.id = id;
     row.user = rec.req.user;

@@ -35,7 +35,7 @@ class FairShareService : public OnLedger, public Ledger::Observer {
   // The accounts' usage as of now, into the cycle's snapshot.
   void FillLocked(sched::FairShare* fs) REQUIRES(ledger_->mu());
   // The accounts, their users and the pending jobs' priority terms as the queue order
-  // computes them now.
+  // computes them now (held jobs and those before their --begin left out, as sprio's).
   report::PriorityReport Report() EXCLUDES(ledger_->mu());
 
   // Ledger::Observer: starts, ends and requeues move the running GPU counts.

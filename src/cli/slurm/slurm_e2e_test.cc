@@ -297,7 +297,15 @@ TEST_F(SlurmE2e, FairShareAndPriorityAndNodeStatesAsSlurmsCommands) {
   CmdResult held = Run("sbatch --parsable -H -A physics -G 2 --wrap true");
   ASSERT_EQ(held.exit_code, 0) << held.out;
   const std::string held_id = held.out.substr(0, held.out.find('\n'));
-  const std::string prio = Run("sprio -j " + held_id).out;
+  // A job waiting on the held one is pending and could start once it may: sprio lists
+  // it, not the held one (Slurm's sprio leaves held jobs out).
+  CmdResult waits =
+      Run("sbatch --parsable -A physics -G 2 -d afterok:" + held_id + " --wrap true");
+  ASSERT_EQ(waits.exit_code, 0) << waits.out;
+  const std::string waits_id = waits.out.substr(0, waits.out.find('\n'));
+  EXPECT_EQ(Run("sprio -j " + held_id).out,
+            "Unable to find jobs matching user/id(s) specified\n");
+  const std::string prio = Run("sprio -j " + waits_id).out;
   EXPECT_EQ(prio.rfind("          JOBID PARTITION   PRIORITY       SITE        AGE  "
                        "FAIRSHARE    JOBSIZE  PARTITION        QOS\n",
                        0),
@@ -325,7 +333,9 @@ TEST_F(SlurmE2e, FairShareAndPriorityAndNodeStatesAsSlurmsCommands) {
                        "Scheduler=Main\n"),
             std::string::npos)
       << shown;
-  EXPECT_EQ(Run("scancel " + held_id).exit_code, 0);
+  const std::string waits_shown = Run("scontrol show job " + waits_id).out;
+  EXPECT_NE(waits_shown.find("   Priority=1012"), std::string::npos) << waits_shown;
+  EXPECT_EQ(Run("scancel " + waits_id + " " + held_id).exit_code, 0);
   CmdResult tasks =
       Run("sbatch --parsable -H --ntasks-per-node=4 -c 2 -G1 -x node1 --wrap true");
   ASSERT_EQ(tasks.exit_code, 0) << tasks.out;
