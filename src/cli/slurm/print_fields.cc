@@ -97,6 +97,15 @@ Result<std::vector<FieldColumn>> ParseFieldList(std::string_view spec,
   return cols;
 }
 
+FieldOutput FieldOutputOf(const ParsedArgs& p) {
+  FieldOutput out;
+  out.header = !p.Has("noheader");
+  out.parsable = p.Has("parsable2")  ? Parsable::kNoEnding
+                 : p.Has("parsable") ? Parsable::kEnding
+                                     : Parsable::kNo;
+  return out;
+}
+
 std::string PrintFields(const std::vector<FieldColumn>& cols,
                         std::span<const FieldDef> defs,
                         const std::vector<std::vector<FieldValue>>& rows,

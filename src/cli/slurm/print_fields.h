@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cli/slurm/slurm_text.h"
 #include "core/status.h"
 
 namespace hachi::cli::slurm {
@@ -64,6 +65,10 @@ struct FieldOutput {
   Parsable parsable = Parsable::kNo;
   bool header = true;  // false: -n
 };
+
+// The output options as the commands name them: "noheader" (-n, and sshare's -h),
+// "parsable" (-p), "parsable2" (-P).
+FieldOutput FieldOutputOf(const ParsedArgs& p);
 
 // The header (unless !out.header) and one line per row, each row one value per column.
 std::string PrintFields(const std::vector<FieldColumn>& cols,

@@ -254,10 +254,7 @@ Result<SacctmgrOptions> ParseSacctmgrArgs(const std::vector<std::string>& args) 
   SacctmgrOptions o;
   o.help = p->Has("help") || p->Has("usage");
   o.server = p->Get("server");
-  o.out.header = !p->Has("noheader");
-  o.out.parsable = p->Has("parsable2")  ? Parsable::kNoEnding
-                   : p->Has("parsable") ? Parsable::kEnding
-                                        : Parsable::kNo;
+  o.out = FieldOutputOf(*p);
   if (o.help) return o;
   if (words.empty()) return InvalidArgument("no command given (sacctmgr --help)");
   const std::string cmd = ToLower(words[0]);

@@ -334,10 +334,7 @@ Result<SshareOptions> ParseSshareArgs(const std::vector<std::string>& args,
   o.users = p->List("users");
   o.users_only = p->Has("Users");
   o.long_list = p->Has("long");
-  o.out.header = !p->Has("noheader");
-  o.out.parsable = p->Has("parsable2")  ? Parsable::kNoEnding
-                   : p->Has("parsable") ? Parsable::kEnding
-                                        : Parsable::kNo;
+  o.out = FieldOutputOf(*p);
   for (const auto& [name, value] : p->opts) {
     if (name == "format") o.format += (o.format.empty() ? "" : ",") + value;
   }

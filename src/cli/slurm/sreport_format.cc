@@ -130,10 +130,7 @@ Result<SreportOptions> ParseSreportArgs(const std::vector<std::string>& args, Ti
   SreportOptions o;
   o.help = p->Has("help") || p->Has("usage");
   o.server = p->Get("server");
-  o.out.header = !p->Has("noheader");
-  o.out.parsable = p->Has("parsable2")  ? Parsable::kNoEnding
-                   : p->Has("parsable") ? Parsable::kEnding
-                                        : Parsable::kNo;
+  o.out = FieldOutputOf(*p);
   if (p->Has("time")) {
     Result<SreportUnit> u = ParseUnit(p->Get("time"));
     if (!u.ok()) return u.status();

@@ -124,10 +124,7 @@ Result<SstatOptions> ParseSstatArgs(const std::vector<std::string>& args) {
   o.all_steps = p->Has("allsteps");
   o.pids = p->Has("pidformat");
   o.format = p->Has("format") ? p->Get("format") : p->Get("fields");
-  o.out.header = !p->Has("noheader");
-  o.out.parsable = p->Has("parsable2")  ? Parsable::kNoEnding
-                   : p->Has("parsable") ? Parsable::kEnding
-                                        : Parsable::kNo;
+  o.out = FieldOutputOf(*p);
   o.server = p->Get("server");
   if (!o.format.empty()) {
     Result<std::vector<FieldColumn>> cols =
