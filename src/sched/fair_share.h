@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/clock.h"
+#include "core/time.h"
 #include "sched/cluster.h"
 
 namespace hachi::sched {
