@@ -6,6 +6,7 @@
 #include <ctime>
 #include <utility>
 
+#include "cli/slurm/print_fields.h"
 #include "cli/slurm_format.h"
 #include "core/hostlist.h"
 #include "core/printable.h"
@@ -92,68 +93,55 @@ std::string StepValue(const JobRecord& j, const state::StepRecord& st,
   return "";
 }
 
-// A field: its name as sacct prints it, its default width (negative: left-aligned).
-struct Field {
-  std::string_view name;
-  int width;
-};
-constexpr Field kFields[] = {
-    {"Account", 10},  {"AllocCPUS", 10},       {"AllocNodes", 10},   {"AllocTRES", -10},
-    {"Comment", -15}, {"DerivedExitCode", 15}, {"Elapsed", 10},      {"ElapsedRaw", 10},
-    {"End", 19},      {"ExitCode", 8},         {"GID", 6},           {"Group", 9},
-    {"JobID", -12},   {"JobIDRaw", -12},       {"JobName", 10},      {"NCPUS", 10},
-    {"NNodes", 8},    {"NodeList", -15},       {"Partition", 10},    {"Priority", 10},
-    {"QOS", 10},      {"Reason", -20},         {"ReqCPUS", 8},       {"ReqMem", 10},
-    {"ReqNodes", 8},  {"ReqTRES", -10},        {"Start", 19},        {"State", 10},
-    {"Submit", 19},   {"Timelimit", 10},       {"TimelimitRaw", 12}, {"UID", 6},
-    {"User", 9},      {"WorkDir", -15},        {"Eligible", 19},     {"Restarts", 8},
-};
-// What the job used, from its usage summary (UsageValue).
-constexpr Field kUsageFields[] = {
-    {"AveCPU", 10},         {"MaxRSS", 10},         {"TotalCPU", 10},
-    {"TRESUsageInAve", 14}, {"TRESUsageInMax", 14}, {"TRESUsageInTot", 14},
+// sacct's fields: the name it prints and its default width (negative: left-aligned);
+// then what the job used, from its usage summary (UsageValue).
+constexpr FieldDef kFields[] = {
+    {"Account", 10},
+    {"AllocCPUS", 10},
+    {"AllocNodes", 10},
+    {"AllocTRES", -10},
+    {"Comment", -15},
+    {"DerivedExitCode", 15},
+    {"Elapsed", 10},
+    {"ElapsedRaw", 10},
+    {"End", 19},
+    {"ExitCode", 8},
+    {"GID", 6},
+    {"Group", 9},
+    {"JobID", -12},
+    {"JobIDRaw", -12},
+    {"JobName", 10},
+    {"NCPUS", 10},
+    {"NNodes", 8},
+    {"NodeList", -15},
+    {"Partition", 10},
+    {"Priority", 10},
+    {"QOS", 10},
+    {"Reason", -20},
+    {"ReqCPUS", 8},
+    {"ReqMem", 10},
+    {"ReqNodes", 8},
+    {"ReqTRES", -10},
+    {"Start", 19},
+    {"State", 10},
+    {"Submit", 19},
+    {"Timelimit", 10},
+    {"TimelimitRaw", 12},
+    {"UID", 6},
+    {"User", 9},
+    {"WorkDir", -15},
+    {"Eligible", 19},
+    {"Restarts", 8},
+    {"AveCPU", 10},
+    {"MaxRSS", 10},
+    {"TotalCPU", 10},
+    {"TRESUsageInAve", 14},
+    {"TRESUsageInMax", 14},
+    {"TRESUsageInTot", 14},
 };
 
-const Field* FindField(const std::string& lower_name) {
-  auto match = [&](const Field& x) { return ToLower(x.name) == lower_name; };
-  if (auto f = std::find_if(std::begin(kFields), std::end(kFields), match);
-      f != std::end(kFields)) {
-    return f;
-  }
-  auto u = std::find_if(std::begin(kUsageFields), std::end(kUsageFields), match);
-  return u == std::end(kUsageFields) ? nullptr : u;
-}
-
-struct Column {
-  const Field* field;
-  int width;  // negative: left-aligned
-};
-
-Result<std::vector<Column>> ParseFields(std::string_view spec) {
-  std::vector<Column> cols;
-  std::string s(spec);
-  std::replace(s.begin(), s.end(), ' ', ',');
-  for (std::string_view item : Split(s, ',')) {
-    if (item.empty()) continue;
-    const size_t pct = item.find('%');
-    const std::string name = ToLower(item.substr(0, pct));
-    const Field* f = FindField(name);
-    if (f == nullptr) {
-      return InvalidArgument("Invalid field requested: \"" + Clip(item.substr(0, pct)) +
-                             "\"");
-    }
-    int width = f->width;
-    if (pct != std::string_view::npos) {
-      std::optional<long long> w = ParseInt(item.substr(pct + 1));
-      if (!w || *w == 0 || *w > 1000 || *w < -1000) {
-        return InvalidArgument("Invalid field width: \"" + Clip(item) + "\"");
-      }
-      width = f->width < 0 ? -static_cast<int>(std::abs(*w)) : static_cast<int>(*w);
-    }
-    cols.push_back({f, width});
-  }
-  if (cols.empty()) return InvalidArgument("No fields requested");
-  return cols;
+Result<std::vector<FieldColumn>> ParseFields(std::string_view spec) {
+  return ParseFieldList(spec, kFields, FieldMatch::kExact);
 }
 
 // 4096 -> "4G", 7500 -> "7500M" (Slurm's convert_num_unit: the largest exact unit).
@@ -370,14 +358,6 @@ std::string Value(const Line& l, std::string_view field, Time now, const UidOf& 
   return "";
 }
 
-// sacct cuts a long value to width-1 characters and a '+'.
-std::string Fit(const std::string& v, int width) {
-  const size_t w = static_cast<size_t>(std::abs(width));
-  if (v.size() > w) return v.substr(0, w - 1) + "+";
-  const std::string pad(w - v.size(), ' ');
-  return width < 0 ? v + pad : pad + v;
-}
-
 bool InWindow(const SacctOptions& o, const JobRecord& j, Time now) {
   const Time end = o.end > 0 ? o.end : now;
   if (j.submit_time > end) return false;
@@ -492,7 +472,7 @@ Result<SacctOptions> ParseSacctArgs(const std::vector<std::string>& args, Time n
   o.noheader = p->Has("noheader");
   o.fields = p->Has("brief") ? "JobID,State,ExitCode" : p->Get("format");
   if (!o.fields.empty()) {
-    Result<std::vector<Column>> cols = ParseFields(o.fields);
+    Result<std::vector<FieldColumn>> cols = ParseFields(o.fields);
     if (!cols.ok()) return cols.status();
   }
   o.server = p->Get("server");
@@ -517,7 +497,7 @@ Result<SacctOptions> ParseSacctArgs(const std::vector<std::string>& args, Time n
 Result<std::string> RenderSacct(const SacctOptions& o, const std::vector<JobRecord>& jobs,
                                 Time now, const UidOf& uid_of,
                                 const std::vector<state::StepRecord>& steps) {
-  Result<std::vector<Column>> cols =
+  Result<std::vector<FieldColumn>> cols =
       ParseFields(o.fields.empty() ? kSacctDefaultFields : o.fields);
   if (!cols.ok()) return cols.status();
   auto in = [](const std::vector<std::string>& list, const std::string& v) {
@@ -557,36 +537,21 @@ Result<std::string> RenderSacct(const SacctOptions& o, const std::vector<JobReco
       }
     }
   }
-  std::string out;
-  auto emit = [&](const std::function<std::string(const Column&)>& v) {
-    std::string s;
-    for (size_t i = 0; i < cols->size(); ++i) {
-      const Column& c = (*cols)[i];
-      if (o.parsable2) {
-        s += (i > 0 ? "|" : "") + v(c);
-      } else if (o.parsable) {
-        s += v(c) + "|";
-      } else {
-        s += Fit(v(c), c.width) + " ";
-      }
-    }
-    out += s + "\n";
-  };
-  if (!o.noheader) {
-    // Titles are cut without the '+' values get.
-    emit([](const Column& c) {
-      return std::string(c.field->name.substr(0, static_cast<size_t>(std::abs(c.width))));
-    });
-    if (!o.parsable && !o.parsable2) {
-      emit([](const Column& c) {
-        return std::string(static_cast<size_t>(std::abs(c.width)), '-');
-      });
-    }
-  }
+  std::vector<std::vector<FieldValue>> rows;
+  rows.reserve(lines.size());
   for (const Line& l : lines) {
-    emit([&](const Column& c) { return Value(l, c.field->name, now, uid_of); });
+    std::vector<FieldValue> row;
+    for (const FieldColumn& c : *cols) {
+      row.push_back(FieldValue::Str(Value(l, kFields[c.def].name, now, uid_of)));
+    }
+    rows.push_back(std::move(row));
   }
-  return out;
+  FieldOutput out;
+  out.header = !o.noheader;
+  out.parsable = o.parsable2  ? Parsable::kNoEnding
+                 : o.parsable ? Parsable::kEnding
+                              : Parsable::kNo;
+  return PrintFields(*cols, kFields, rows, out);
 }
 
 }  // namespace hachi::cli::slurm
