@@ -386,13 +386,14 @@ Status PgDb::ResolveCommit(const Status& commit_error) {
       break;
     }
     const std::string verdict = *row && !q->ColumnIsNull(0) ? q->ColumnText(0) : "";
-    ++resolved_;
-    if (verdict == "committed") return Status::Ok();
     if (verdict == "in progress") {
       // The old backend has not yet seen its client go: its COMMIT is still running.
+      // Not a verdict yet, so not counted as one (a loaded host sees this often).
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       continue;
     }
+    ++resolved_;
+    if (verdict == "committed") return Status::Ok();
     // Aborted, or unknown: nothing of it happened; the same work may run again.
     retry_ = true;
     return Unavailable(commit_error.message() + "; transaction " + xid +

@@ -249,6 +249,36 @@ TEST_F(PgStoreTest, ACommitWhoseAnswerWasLostIsResolvedFromTheDatabase) {
   EXPECT_EQ(image->last_job_id, 7);
 }
 
+// The answer was lost and the old backend is still committing when the new connection
+// asks: "in progress" is no verdict, so the store asks again until there is one. A
+// deferred trigger that sleeps makes the COMMIT itself slow.
+TEST_F(PgStoreTest, ACommitStillRunningWhenAskedIsAskedAgainUntilItEnds) {
+  PgDb* raw = nullptr;
+  std::unique_ptr<SqlStore> store = OpenOn({}, &raw);
+  ASSERT_TRUE(store);
+  ASSERT_TRUE(pg_->Psql(
+      "CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS "
+      "$$ BEGIN PERFORM pg_sleep(0.5); RETURN NULL; END $$; "
+      "CREATE CONSTRAINT TRIGGER slow AFTER INSERT ON jobs DEFERRABLE INITIALLY "
+      "DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_commit()",
+      DbName()));
+  bool cut = false;
+  raw->SetAfterCommitSentForTesting([&] {
+    if (cut) return;
+    cut = true;
+    const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    ::dup2(null, raw->SocketForTesting());
+    ::close(null);
+  });
+  Status st = store->Commit({JobSubmitted{Pending(9)}});
+  ASSERT_TRUE(cut);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(raw->resolved_for_testing(), 1);  // one verdict, however often it asked
+  Result<StateImage> image = Open()->Load();
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+  EXPECT_EQ(image->jobs.count(9), 1u);
+}
+
 // The group's COMMIT went out, its answer was lost, and the database cannot be asked in
 // time: the group may be stored, so its batches are not written again one by one (a
 // JobSubmitted would then be refused as a duplicate of itself, a toggle applied twice).
