@@ -39,6 +39,13 @@ struct SignalRequest {
   SignalScope scope = SignalScope::kAll;
 };
 
+// POST /jobs/ID/hold's body, optional: {"user": true} is a hold the job's user may
+// release (scontrol uhold). Without it an administrator's hold is an administrator's
+// (Slurm's JobHeldAdmin: only an administrator releases it), anyone else's the user's.
+struct HoldRequest {
+  bool user = false;
+};
+
 // POST /jobs/ID/update's body (scontrol update; docs/api.md "Update"):
 // {"req": {...}, "name": "...", "comment": "..."}, each optional. `req` holds fields of
 // the job's request (the job object's "req", docs/api.md) with their new values, all

@@ -653,6 +653,20 @@ std::string SignalRequestToJson(const SignalRequest& r) {
   return Dump(json{{"signal", r.signal}, {"scope", SignalScopeText(r.scope)}});
 }
 
+std::string HoldRequestToJson(const HoldRequest& r) {
+  return json{{"user", r.user}}.dump();
+}
+
+Result<HoldRequest> HoldRequestFromJson(std::string_view text) {
+  HoldRequest r;
+  if (text.empty()) return r;  // a plain POST, as before the body existed
+  Result<json> j = Parse(text, "hold");
+  if (!j.ok()) return j.status();
+  HACHI_RETURN_IF_ERROR(OnlyKeys(*j, "hold", {"user"}));
+  if (j->contains("user")) HACHI_RETURN_IF_ERROR(GetBool(*j, "user", "hold", &r.user));
+  return r;
+}
+
 Result<SignalRequest> SignalRequestFromJson(std::string_view text) {
   Result<json> j = Parse(text, "signal");
   if (!j.ok()) return j.status();

@@ -50,6 +50,8 @@ Result<StepInput> StepInputRequestFromJson(std::string_view text);
 // signal is kInvalidArgument naming it.
 std::string SignalRequestToJson(const SignalRequest& r);
 Result<SignalRequest> SignalRequestFromJson(std::string_view text);
+std::string HoldRequestToJson(const HoldRequest& r);
+Result<HoldRequest> HoldRequestFromJson(std::string_view text);  // "" is {}
 
 // POST /jobs/ID/update. FromJson checks the shape and the keys ("req"'s
 // among the request's fields, never "user"); the values are checked by

@@ -217,6 +217,16 @@ TEST(ProtocolJson, WorkSignals) {
   EXPECT_EQ(bad.status().message(), "work.signals[0].signal: 0 is not a signal");
 }
 
+TEST(ProtocolJson, HoldRequest) {
+  EXPECT_FALSE(HoldRequestFromJson("")->user);  // a bare POST, as older clients send
+  EXPECT_FALSE(HoldRequestFromJson("{}")->user);
+  EXPECT_TRUE(HoldRequestFromJson(HoldRequestToJson({.user = true}))->user);
+  EXPECT_EQ(HoldRequestFromJson(R"({"user":1})").status().message(),
+            "hold.user: expected a boolean, got number");
+  EXPECT_EQ(HoldRequestFromJson(R"({"admin":true})").status().message(),
+            "hold: unknown field 'admin'");
+}
+
 TEST(ProtocolJson, SignalRequest) {
   struct Case {
     std::string body;

@@ -431,6 +431,7 @@ json ToJson(const JobRecord& job) {
       {"requeues", job.requeues},
       {"master_port", job.master_port},
   };
+  if (job.held_by_admin) j["held_by_admin"] = true;  // only an administrator releases it
   // Measured by NVML on its agents; absent until a figure came.
   if (job.gpu_memory_peak_mib > 0) j["gpu_memory_peak_mib"] = job.gpu_memory_peak_mib;
   // What the last run did with its GPUs, CPUs and memory; absent until its
@@ -638,6 +639,7 @@ Status FromJson(const json& j, JobRecord* out, std::string_view path) {
     return ReadJobState(v, p, &job.state);
   });
   r.Bool("held", &job.held);
+  r.Bool("held_by_admin", &job.held_by_admin);
   r.Int("submit_time", &job.submit_time);
   r.Int("start_time", &job.start_time);
   r.Int("end_time", &job.end_time);

@@ -43,6 +43,7 @@ TEST(RecordJson, JobRoundTripKeepsEveryField) {
   EXPECT_EQ(back->allocations[1].gpus, GpuSet::FromIndices({4, 6}));
   EXPECT_EQ(back->allocations[1].share_milli, 500);
   EXPECT_TRUE(back->held);
+  EXPECT_TRUE(back->held_by_admin);
   EXPECT_EQ(back->requeues, 2);
   EXPECT_EQ(back->master_port, 29517);
   EXPECT_EQ(back->spec.argv().back(), "");
@@ -51,9 +52,9 @@ TEST(RecordJson, JobRoundTripKeepsEveryField) {
 
 TEST(RecordJson, EncoderWritesTheDocumentedFields) {
   const json j = ToJson(FullJob(12));
-  EXPECT_EQ(Keys(j).size(), 16u);                   // .. gpu_memory_peak_mib, usage
-  EXPECT_EQ(Keys(j["req"]).size(), 25u);            // constraint .. nice, mig_profile
-  EXPECT_EQ(Keys(j["spec"]).size(), 25u);           // ntasks .. open_append and 2 more
+  EXPECT_EQ(Keys(j).size(), 17u);          // .. gpu_memory_peak_mib, usage, held_by_admin
+  EXPECT_EQ(Keys(j["req"]).size(), 25u);   // constraint .. nice, mig_profile
+  EXPECT_EQ(Keys(j["spec"]).size(), 25u);  // ntasks .. open_append and 2 more
   EXPECT_EQ(Keys(j["allocations"][0]).size(), 7u);  // mig
   EXPECT_EQ(j["state"], "PENDING");
   EXPECT_EQ(j["allocations"][0]["gpus"], "0-3");

@@ -46,7 +46,7 @@ std::vector<std::string> NodeNames(const JobRecord& j) {
 // The scheduler's pending reasons (sched/plan.cc's words) that Slurm lacks, in the word
 // Slurm would print for the same wait; `hachi explain` keeps the detail.
 constexpr std::pair<std::string_view, std::string_view> kSlurmReasons[] = {
-    {"Held", "JobHeldUser"},  // sbatch -H, scontrol hold
+    {"Held", "JobHeldUser"},  // a cycle's word for a job released since
     {"Fragmented", "Resources"},
     {"Isolation", "Resources"},  // whole-node and shared jobs kept apart
     {"MpsOtherUser", "Resources"},
@@ -62,7 +62,9 @@ constexpr std::pair<std::string_view, std::string_view> kSlurmReasons[] = {
 
 // The pending reason word: the server's, in Slurm's words, or Slurm's defaults.
 std::string PendingReason(const JobRecord& j) {
-  if (j.reason.empty()) return j.held ? "JobHeldUser" : "None";
+  // Who held it, as Slurm says: sbatch -H, uhold and a user's hold are the user's.
+  if (j.held) return j.held_by_admin ? "JobHeldAdmin" : "JobHeldUser";
+  if (j.reason.empty()) return "None";
   for (const auto& [ours, slurm] : kSlurmReasons) {
     if (j.reason == ours) return std::string(slurm);
   }

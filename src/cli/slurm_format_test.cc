@@ -252,6 +252,20 @@ TEST_F(SlurmFormat, PendingReasonsInSlurmsWords) {
   }
 }
 
+// Who held a job decides Slurm's word, whatever the cycle last said of it.
+TEST_F(SlurmFormat, AHoldSaysWhoseItIs) {
+  for (const bool admin : {false, true}) {
+    JobRecord j = MakeJob(3301).Gpus(1).Pending("Held").Held();
+    j.held_by_admin = admin;
+    const std::string word = admin ? "JobHeldAdmin" : "JobHeldUser";
+    Result<std::string> q = FormatQueue({j}, kNow, "%r");
+    ASSERT_TRUE(q.ok()) << q.status().message();
+    EXPECT_EQ(*q, "REASON\n" + word + "\n");
+    EXPECT_NE(FormatShowJob(j, "", kNow).find(" Reason=" + word + " "),
+              std::string::npos);
+  }
+}
+
 TEST_F(SlurmFormat, QueueSlurmFormatString) {
   std::vector<JobRecord> jobs = FilterJobs(Jobs(), {});
   SortForQueue(&jobs);

@@ -220,6 +220,54 @@ TEST(Controller, HoldAndRelease) {
   EXPECT_EQ(h.StateOf(other), JobState::kPending);
 }
 
+// As Slurm: an administrator's hold (JobHeldAdmin) is released only by an administrator;
+// a user's own hold, sbatch -H or an administrator's uhold (JobHeldUser), by its user.
+// An administrator's hold on a job its user held makes it theirs; the reverse does not.
+TEST(Controller, AnAdministratorsHoldIsReleasedOnlyByAnAdministrator) {
+  topo::TempDir dir;
+  const std::string db = dir.path() + "/hachi.db";
+  state::JobId id = 0;
+  {
+    Result<std::unique_ptr<state::Store>> store = state::OpenSqliteStore(db);
+    ASSERT_TRUE(store.ok());
+    Harness h({}, std::move(*store));
+    h.Register("n1");
+    id = h.Submit(MakeSubmit().Hold());  // alice's own hold
+    EXPECT_FALSE(h.Job(id).held_by_admin);
+    ASSERT_TRUE(h->jobs().Hold(id, true, kRoot).ok());
+    EXPECT_TRUE(h.Job(id).held_by_admin);
+    ASSERT_TRUE(h->jobs().Hold(id, true, kAlice).ok());  // it stays root's
+    EXPECT_TRUE(h.Job(id).held_by_admin);
+    Status s = h->jobs().Hold(id, false, kAlice);
+    EXPECT_EQ(s.code(), StatusCode::kPermissionDenied);
+    EXPECT_EQ(s.message(), "job " + std::to_string(id) +
+                               " was held by an administrator; only an administrator "
+                               "can release it");
+    EXPECT_TRUE(h.Job(id).held);
+    ASSERT_TRUE(h->jobs().Hold(id, false, kRoot).ok());
+    EXPECT_FALSE(h.Job(id).held);
+    EXPECT_FALSE(h.Job(id).held_by_admin);
+    // uhold: the administrator places a hold the user may lift.
+    ASSERT_TRUE(h->jobs().Hold(id, true, kRoot, -1, /*user_hold=*/true).ok());
+    EXPECT_TRUE(h.Job(id).held);
+    EXPECT_FALSE(h.Job(id).held_by_admin);
+    ASSERT_TRUE(h->jobs().Hold(id, false, kAlice).ok());
+    EXPECT_FALSE(h.Job(id).held);
+    // An administrator's uhold of their own hold hands it to the user.
+    ASSERT_TRUE(h->jobs().Hold(id, true, kRoot).ok());
+    ASSERT_TRUE(h->jobs().Hold(id, true, kRoot, -1, /*user_hold=*/true).ok());
+    EXPECT_FALSE(h.Job(id).held_by_admin);
+    ASSERT_TRUE(h->jobs().Hold(id, true, kRoot).ok());
+  }
+  // A restart (or a standby's takeover) reads the hold's kind from the record.
+  Result<std::unique_ptr<state::Store>> store = state::OpenSqliteStore(db);
+  ASSERT_TRUE(store.ok());
+  Harness h({}, std::move(*store));
+  EXPECT_TRUE(h.Job(id).held_by_admin);
+  EXPECT_EQ(h->jobs().Hold(id, false, kAlice).code(), StatusCode::kPermissionDenied);
+  EXPECT_TRUE(h->jobs().Hold(id, false, kRoot).ok());
+}
+
 // Only the owner or an admin cancels, holds or releases a job, by the uid the kernel or a
 // token vouched for; an anonymous caller changes nothing.
 TEST(Controller, OnlyTheOwnerOrAnAdminChangesAJob) {

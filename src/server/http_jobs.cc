@@ -173,10 +173,13 @@ void JobHandlers::CancelJob(const Request& req, Response& res) const {
 }
 
 void JobHandlers::HoldJob(const Request& req, Response& res) const {
-  JobAction(req, res,
-            [this](state::JobId id, int task, const Caller& who, const std::string&) {
-              return c_->jobs().Hold(id, true, who, task);
-            });
+  JobAction(
+      req, res,
+      [this](state::JobId id, int task, const Caller& who, const std::string& body) {
+        Result<api::HoldRequest> r = api::HoldRequestFromJson(body);
+        if (!r.ok()) return r.status();
+        return c_->jobs().Hold(id, true, who, task, r->user);
+      });
 }
 
 void JobHandlers::ReleaseJob(const Request& req, Response& res) const {

@@ -65,9 +65,11 @@ class JobService : public OnLedger, public Ledger::Observer {
   // one job.
   Status Cancel(state::JobId id, const Caller& who, int task = -1)
       EXCLUDES(ledger_->writer_mu(), ledger_->mu());
-  // Holds or releases the same way: an array's id is its pending tasks.
-  Status Hold(state::JobId id, bool hold, const Caller& who, int task = -1)
-      EXCLUDES(ledger_->writer_mu(), ledger_->mu());
+  // Holds or releases the same way: an array's id is its pending tasks. An
+  // administrator's hold is an administrator's unless `user_hold` (scontrol uhold), and
+  // only an administrator releases it.
+  Status Hold(state::JobId id, bool hold, const Caller& who, int task = -1,
+              bool user_hold = false) EXCLUDES(ledger_->writer_mu(), ledger_->mu());
   // (job_control.cc) Sends `signal` to a running job's processes through its agents:
   // `scope` (api::SignalScope) every process on every node, its steps' tasks on every
   // node, or its batch shell on its first node; an array's id means its running tasks.

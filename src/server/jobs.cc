@@ -278,13 +278,15 @@ Status JobService::Cancel(state::JobId id, const Caller& who, int task) {
   return ledger_->Commit(std::move(edits));
 }
 
-Status JobService::Hold(state::JobId id, bool hold, const Caller& who, int task) {
+Status JobService::Hold(state::JobId id, bool hold, const Caller& who, int task,
+                        bool user_hold) {
   MutexLock writer(&ledger_->writer_mu());
   MutexLock lock(&ledger_->mu());
   fleet_->Held(ledger_);
   bool whole_array = false;
   Result<std::vector<state::JobId>> ids = TargetsLocked(id, task, &whole_array);
   if (!ids.ok()) return ids.status();
+  const bool by_admin = hold && who.admin && !user_hold;
   std::vector<state::Edit> edits;
   bool any_pending = false;
   for (state::JobId t : *ids) {
@@ -299,7 +301,19 @@ Status JobService::Hold(state::JobId id, bool hold, const Caller& who, int task)
                              (hold ? "held" : "released"));
     }
     any_pending = true;
-    if (job.held != hold) edits.push_back(state::JobHeld{t, hold});
+    if (!hold && job.held_by_admin && !who.admin) {
+      return PermissionDenied("job " + std::to_string(t) +
+                              " was held by an administrator; only an administrator "
+                              "can release it");
+    }
+    // As Slurm: an administrator's hold makes the hold theirs and their uhold makes it
+    // the user's; a user's hold leaves an administrator's as it is.
+    const bool changes = hold ? !job.held || (job.held_by_admin != by_admin &&
+                                              (who.admin || !job.held_by_admin))
+                              : job.held;
+    if (changes) {
+      edits.push_back(state::JobHeld{t, hold, by_admin});
+    }
   }
   if (!any_pending) {
     return InvalidArgument("array " + std::to_string(id) +

@@ -264,7 +264,11 @@ void Apply(StateImage* image, const JobRequeued& e) {
   job.signal = 0;
 }
 
-void Apply(StateImage* image, const JobHeld& e) { image->jobs.at(e.id).held = e.held; }
+void Apply(StateImage* image, const JobHeld& e) {
+  JobRecord& job = image->jobs.at(e.id);
+  job.held = e.held;
+  job.held_by_admin = e.held && e.by_admin;
+}
 
 void Apply(StateImage* image, const JobUpdated& e) {
   JobRecord& job = image->jobs.at(e.id);

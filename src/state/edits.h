@@ -43,6 +43,7 @@ struct JobRequeued {  // running -> pending, same id and submit time; requeues +
 struct JobHeld {  // pending only
   JobId id = 0;
   bool held = true;
+  bool by_admin = false;  // a hold: an administrator's (JobRecord::held_by_admin)
 };
 // scontrol update: a job's request, name and comment replaced, as the
 // server validated them. A pending job may change any of its request; a running one

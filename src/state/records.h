@@ -158,6 +158,9 @@ struct JobRecord {
   JobSpec spec;
   JobState state = JobState::kPending;
   bool held = false;
+  // Held by an administrator (Slurm's JobHeldAdmin): only an administrator releases it.
+  // False while not held, and for a hold of the user's own (JobHeldUser).
+  bool held_by_admin = false;
   Time submit_time = 0;  // seconds since the Unix epoch
   Time start_time = 0;   // last start (0 while it never ran)
   Time end_time = 0;

@@ -297,6 +297,7 @@ Status ReadJob(const json& j, json* unknown, JobRecord* job, JobId* payload_ref)
     return Status::Ok();
   });
   r.Bool("held", &job->held);
+  r.Bool("held_by_admin", &job->held_by_admin);
   r.Int("submit_time", &job->submit_time);
   r.Int("start_time", &job->start_time);
   r.Int("end_time", &job->end_time);
@@ -473,8 +474,14 @@ Status StepJobV6ToV7(json* /*row*/) { return Status::Ok(); }
 // script and environment, and a rewrite keeps it in the row).
 Status StepJobV7ToV8(json* /*row*/) { return Status::Ok(); }
 
+// Job rows 8 -> 9: the optional "held_by_admin", written only when true; a version 8 row
+// has none (false): a held job was the user's own hold. A version 8 reader carries the
+// key over unread and reads an administrator's hold as a user's (which its user could
+// release): no reason to refuse it the row.
+Status StepJobV8ToV9(json* /*row*/) { return Status::Ok(); }
+
 constexpr Step kJobSteps[] = {StepV1ToV2,    StepJobV2ToV3, StepJobV3ToV4, StepJobV4ToV5,
-                              StepJobV5ToV6, StepJobV6ToV7, StepJobV7ToV8};
+                              StepJobV5ToV6, StepJobV6ToV7, StepJobV7ToV8, StepJobV8ToV9};
 // Node rows 2 -> 3: the state "burn-in" (which a version 2 reader cannot
 // parse, hence min_reader 3) and the burn-in fields "burn_in_passed", "burn_in_run",
 // "burn_in", "burn_in_gpus". A version 2 row is a node that was in service before
@@ -685,6 +692,7 @@ std::string EncodeJobRow(const JobRecord& job, std::string_view unknown,
       {"master_port", job.master_port},
   };
   if (!job.submit_key.empty()) j["submit_key"] = job.submit_key;  // version 4
+  if (job.held_by_admin) j["held_by_admin"] = true;               // version 9
   if (job.gpu_memory_peak_mib > 0) j["gpu_memory_peak_mib"] = job.gpu_memory_peak_mib;
   if (job.usage != UsageSummary{}) {
     j["usage"] = {{"samples", job.usage.samples},

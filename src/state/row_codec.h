@@ -57,7 +57,7 @@ struct RowFormat {
 // copy per task: 500 tasks of 1 MB were 500 MB). A version-7 reader would run such a
 // task with no command: a row naming a payloads row without an argv of its own says
 // "_min_reader": 8; the others stay as they were.
-inline constexpr RowFormat kJobRowFormat{8, 6};  // jobs.record
+inline constexpr RowFormat kJobRowFormat{9, 6};  // jobs.record
 // Nodes 3: the state "burn-in" and the burn-in fields; a version-2 reader
 // cannot parse the state, so it must not read them.
 inline constexpr RowFormat kNodeRowFormat{3, 3};   // nodes.record

@@ -46,6 +46,7 @@ TEST(RowCodec, JobRoundTripKeepsEveryField) {
   EXPECT_EQ(b.allocations[1].gpus, GpuSet::FromIndices({4, 6}));
   EXPECT_EQ(b.allocations[1].gpu_memory_mib, 4096);
   EXPECT_TRUE(b.held);
+  EXPECT_TRUE(b.held_by_admin);  // version 9's
   EXPECT_EQ(b.requeues, 2);
   EXPECT_EQ(b.master_port, 29517);
   EXPECT_EQ(b.submit_key, "0123456789abcdef");
@@ -159,7 +160,7 @@ TEST(RowCodec, RowsCarryTheirVersion) {
   EXPECT_EQ(j["_v"], kJobRowFormat.version);
   EXPECT_EQ(j["_min_reader"], 7);  // FullJob asks for MIG devices
   EXPECT_EQ(j.size(),
-            19u);  // 17 fields (20: gpu_memory_peak_mib, 21: usage) + 2 versions
+            20u);  // 18 fields (+ gpu_memory_peak_mib, usage when set) + 2 versions
   EXPECT_EQ(j["req"].size(), 25u);            // FullJob sets the six optional fields;
                                               // 20: mig_profile
   EXPECT_EQ(j["allocations"][1].size(), 7u);  // mig, only where set
@@ -428,12 +429,12 @@ TEST(RowCodec, UnknownFieldsOfANewerRowLoadAndSurviveARewrite) {
 }
 
 TEST(RowCodec, ARowForNewerReadersIsRefusedNamingTheVersions) {
-  Result<Row<JobRecord>> job = DecodeJobRow(R"({"_v":10,"_min_reader":9,"id":1})");
+  Result<Row<JobRecord>> job = DecodeJobRow(R"({"_v":11,"_min_reader":10,"id":1})");
   ASSERT_FALSE(job.ok());
   EXPECT_EQ(job.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(job.status().message(),
-            "row format version 10 needs a reader of version 9 or later; this hachi "
-            "reads job rows up to version 8 (run a newer hachi)");
+            "row format version 11 needs a reader of version 10 or later; this hachi "
+            "reads job rows up to version 9 (run a newer hachi)");
   // A MIG job's row (version 7, min reader 7) is read by this binary.
   EXPECT_TRUE(DecodeJobRow(R"({"_v":7,"_min_reader":7,"id":1})").ok());
   // Without "_min_reader" a row needs a reader of its own version.

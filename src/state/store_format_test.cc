@@ -658,7 +658,7 @@ TEST(StoreFormat, RowsForNewerReadersAreRefused) {
   const std::string db = dir.File("state.db");
   MustOpen(db).reset();
   ExecSql(db, R"sql(
-INSERT INTO jobs (id, state, record) VALUES (17, 'PENDING', '{"_v":10,"_min_reader":9,"id":17,"state":"PENDING"}');
+INSERT INTO jobs (id, state, record) VALUES (17, 'PENDING', '{"_v":11,"_min_reader":10,"id":17,"state":"PENDING"}');
 )sql");
   Seal(db);
   std::unique_ptr<SqlStore> store = MustOpen(db);
@@ -667,11 +667,11 @@ INSERT INTO jobs (id, state, record) VALUES (17, 'PENDING', '{"_v":10,"_min_read
   ASSERT_FALSE(got.ok());
   EXPECT_EQ(got.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(got.status().message(),
-            db + ": jobs row 17: row format version 10 needs a reader of version 9 or "
-                 "later; this hachi reads job rows up to version 8 (run a newer hachi)");
+            db + ": jobs row 17: row format version 11 needs a reader of version 10 or "
+                 "later; this hachi reads job rows up to version 9 (run a newer hachi)");
   Status held = store->Commit({JobHeld{17, true}});
   EXPECT_EQ(held.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(held.message().find("jobs row 17: row format version 10"), std::string::npos)
+  EXPECT_NE(held.message().find("jobs row 17: row format version 11"), std::string::npos)
       << held.message();
 }
 

@@ -68,6 +68,7 @@ inline JobRecord FullJob(JobId id) {
   j.spec.interactive = true;
   j.state = JobState::kPending;
   j.held = true;
+  j.held_by_admin = true;  // version 9
   j.submit_time = 1700000000;
   j.start_time = 1700000100;
   j.end_time = 1700000200;

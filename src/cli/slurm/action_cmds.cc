@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "api/job_errors.h"
+#include "api/protocol_json.h"
 #include "cli/client.h"
 #include "cli/job_cmds.h"
 #include "cli/slurm/scancel_plan.h"
@@ -265,10 +266,13 @@ int JobAction(ApiClient& c, const std::string& cmd,
   if (ids.empty()) return SlurmFail("scontrol", "Invalid job id specified");
   Result<std::vector<JobSelector>> sel = ParseJobSelectors(ids);
   if (!sel.ok()) return SlurmFail("scontrol", sel.status().message());
+  // uhold: a hold the user may release, even when an administrator places it.
   const std::string action = cmd == "uhold" ? "hold" : cmd;
+  const std::string body = cmd == "uhold" ? api::HoldRequestToJson({.user = true}) : "";
   int rc = 0;
   for (const JobSelector& s : *sel) {
-    Result<std::string> r = c.Call("POST", "/jobs/" + SelectorText(s) + "/" + action, "");
+    Result<std::string> r =
+        c.Call("POST", "/jobs/" + SelectorText(s) + "/" + action, body);
     if (!r.ok()) {
       rc = 1;
       SlurmFail("scontrol",

@@ -335,6 +335,14 @@ TEST_F(SlurmE2e, FairShareAndPriorityAndNodeStatesAsSlurmsCommands) {
       << shown;
   const std::string waits_shown = Run("scontrol show job " + waits_id).out;
   EXPECT_NE(waits_shown.find("   Priority=1012"), std::string::npos) << waits_shown;
+  // Who held it: sbatch -H is the user's hold, root's scontrol hold an administrator's,
+  // and root's uhold hands it back to the user.
+  const std::string reason = "squeue -h -o %r -j " + held_id;
+  EXPECT_EQ(Run(reason).out, "JobHeldUser\n");
+  EXPECT_EQ(Run("scontrol hold " + held_id).exit_code, 0);
+  EXPECT_EQ(Run(reason).out, "JobHeldAdmin\n");
+  EXPECT_EQ(Run("scontrol uhold " + held_id).exit_code, 0);
+  EXPECT_EQ(Run(reason).out, "JobHeldUser\n");
   EXPECT_EQ(Run("scancel " + waits_id + " " + held_id).exit_code, 0);
   CmdResult tasks =
       Run("sbatch --parsable -H --ntasks-per-node=4 -c 2 -G1 -x node1 --wrap true");
