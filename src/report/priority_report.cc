@@ -78,8 +78,8 @@ std::string PriorityReportToJson(const PriorityReport& r) {
         {{"name", u.name}, {"gpu_limit", u.gpu_limit}, {"admin", u.admin}});
   }
   json qos = json::array();
-  for (const sched::Qos& q : r.qos)
-    qos.push_back({{"name", q.name}, {"priority", q.priority}});
+  for (const QosEntry& q : r.qos)
+    qos.push_back({{"name", q.name}, {"priority", q.priority}, {"usage", q.usage}});
   const sched::PriorityWeights& w = r.weights;
   return json{{"now", r.now},
               {"half_life_s", r.half_life},
@@ -184,10 +184,11 @@ Result<PriorityReport> PriorityReportFromJson(std::string_view text) {
     return GetField(e, "name", p, &u->name, &error) &&
            GetField(e, "gpu_limit", p, &u->gpu_limit, &error);
   };
-  auto qos = [&](const json& e, const std::string& path, sched::Qos* q) {
+  auto qos = [&](const json& e, const std::string& path, QosEntry* q) {
     const std::string p = root + "." + path;
     return GetField(e, "name", p, &q->name, &error) &&
-           GetField(e, "priority", p, &q->priority, &error);
+           GetField(e, "priority", p, &q->priority, &error) &&
+           GetField(e, "usage", p, &q->usage, &error);
   };
   if (!ReadArray(j, "accounts", &r.accounts, account, &error) ||
       !ReadArray(j, "users", &r.users, user, &error) ||

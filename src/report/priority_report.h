@@ -44,6 +44,13 @@ struct UserEntry {
   bool operator==(const UserEntry&) const = default;
 };
 
+struct QosEntry {
+  std::string name;
+  int priority = 0;  // 0..1000 ([[qos]] priority)
+  double usage = 0;  // decayed GPU-seconds of the jobs that ran under it
+  bool operator==(const QosEntry&) const = default;
+};
+
 struct JobPriorityRow {
   state::JobId id = 0;
   std::string user, account, partition, qos;
@@ -68,7 +75,7 @@ struct PriorityReport {
   // user a member, an admin, limited or with usage, ascending; the QoS as configured.
   std::vector<AccountEntry> account_list;
   std::vector<UserEntry> user_list;
-  std::vector<sched::Qos> qos;
+  std::vector<QosEntry> qos;
 };
 
 std::string PriorityReportToJson(const PriorityReport& r);

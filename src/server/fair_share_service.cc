@@ -20,6 +20,15 @@ std::string UserKey(const std::string& account, const std::string& user) {
   k.push_back('\0');
   return k + user;
 }
+std::string QosKey(const std::string& qos) { return "q:" + qos; }
+
+// The meter's keys a job's GPUs count under: its account, its user there, its QoS.
+std::vector<int> KeysOf(sched::DecayedUsage* usage, const state::JobRecord& r) {
+  std::vector<int> keys = {usage->Index(AccountKey(r.req.account)),
+                           usage->Index(UserKey(r.req.account, r.req.user))};
+  if (!r.req.qos.empty()) keys.push_back(usage->Index(QosKey(r.req.qos)));
+  return keys;
+}
 
 Duration HalfLife(const ControllerOptions& o) {
   return o.config ? o.config->fairshare_half_life
@@ -62,7 +71,7 @@ void AddAssociations(const config::ClusterConfig* config, const sched::ClusterSt
     r->account_list.push_back(std::move(a));
   }
   for (auto& [name, u] : users) r->user_list.push_back(std::move(u));
-  r->qos = base.qos;
+  for (const sched::Qos& q : base.qos) r->qos.push_back({q.name, q.priority, 0});
 }
 
 }  // namespace
@@ -80,10 +89,9 @@ void FairShareService::LoadLocked() {
     if (r.state == state::JobState::kRunning) {
       StartLocked(r);  // its past part, and its GPUs from now on
     } else if (state::IsFinal(r.state) && r.end_time > r.start_time) {
-      usage_.AddPast(usage_.Index(AccountKey(r.req.account)), gpus, r.start_time,
-                     r.end_time);
-      usage_.AddPast(usage_.Index(UserKey(r.req.account, r.req.user)), gpus, r.start_time,
-                     r.end_time);
+      for (int key : KeysOf(&usage_, r)) {
+        usage_.AddPast(key, gpus, r.start_time, r.end_time);
+      }
     }
   }
 }
@@ -91,21 +99,19 @@ void FairShareService::LoadLocked() {
 void FairShareService::StartLocked(const state::JobRecord& r) {
   const int gpus = r.req.TotalGpus();
   if (gpus <= 0 || running_.count(r.id)) return;
-  Running run{usage_.Index(AccountKey(r.req.account)),
-              usage_.Index(UserKey(r.req.account, r.req.user)), gpus};
-  // A start the meter learns of late (at load) counts from the run's own start.
-  usage_.AddPast(run.account, gpus, r.start_time, usage_.now());
-  usage_.AddPast(run.user, gpus, r.start_time, usage_.now());
-  usage_.AddRunning(run.account, gpus);
-  usage_.AddRunning(run.user, gpus);
-  running_.emplace(r.id, run);
+  Running run{KeysOf(&usage_, r), gpus};
+  for (int key : run.keys) {
+    // A start the meter learns of late (at load) counts from the run's own start.
+    usage_.AddPast(key, gpus, r.start_time, usage_.now());
+    usage_.AddRunning(key, gpus);
+  }
+  running_.emplace(r.id, std::move(run));
 }
 
 void FairShareService::StopLocked(state::JobId id) {
   auto it = running_.find(id);
   if (it == running_.end()) return;
-  usage_.AddRunning(it->second.account, -it->second.gpus);
-  usage_.AddRunning(it->second.user, -it->second.gpus);
+  for (int key : it->second.keys) usage_.AddRunning(key, -it->second.gpus);
   running_.erase(it);
 }
 
@@ -213,6 +219,10 @@ report::PriorityReport FairShareService::Report() {
   });
   for (auto& [submit, row] : jobs) r.jobs.push_back(std::move(row));
   AddAssociations(options_->config ? &*options_->config : nullptr, base, &r);
+  for (report::QosEntry& q : r.qos) {
+    if (const int key = usage_.Find(QosKey(q.name)); key >= 0)
+      q.usage = usage_.usage(key);
+  }
   return r;
 }
 

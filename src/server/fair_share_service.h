@@ -10,6 +10,8 @@
 // its record: the earlier runs of a requeued job count while this server watches them,
 // not after a restart (as `hachi report`'s GPU-hours).
 //
+// Each QoS's usage is kept the same way, for `scontrol show assoc_mgr`.
+//
 // Thread-safety: its state is guarded by the ledger's mu().
 #pragma once
 
@@ -43,8 +45,7 @@ class FairShareService : public OnLedger, public Ledger::Observer {
 
  private:
   struct Running {
-    int account = -1;  // keys in usage_
-    int user = -1;
+    std::vector<int> keys;  // in usage_: its account's, its user's there, its QoS's
     int gpus = 0;
   };
   void StartLocked(const state::JobRecord& r) REQUIRES(ledger_->mu());
@@ -53,7 +54,7 @@ class FairShareService : public OnLedger, public Ledger::Observer {
   Fleet* const fleet_;
   const ControllerOptions* const options_;
   // Keys: "a:" + account, "u:" + account + NUL + user (the API refuses a NUL in a
-  // name, so no two keys collide).
+  // name, so no two keys collide), "q:" + QoS.
   sched::DecayedUsage usage_ GUARDED_BY(ledger_->mu());
   std::unordered_map<state::JobId, Running> running_ GUARDED_BY(ledger_->mu());
 };

@@ -143,5 +143,34 @@ TEST(FairShare, ARequeuedOrCancelledRunStopsCounting) {
       << "pending again: only decay";
 }
 
+// A QoS's usage is metered as an account's (scontrol show assoc_mgr's QOS UsageRaw).
+TEST(FairShare, EachQosHasItsOwnUsage) {
+  FakeClock clock;
+  ControllerOptions o;
+  o.clock = &clock;
+  Result<config::ClusterConfig> cfg = config::ParseClusterConfig(
+      "[fairshare]\nhalf_life = \"1d\"\n[[qos]]\nname = \"high\"\npriority = 500\n"
+      "[[qos]]\nname = \"low\"\npriority = 0\n",
+      "c.toml");
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  o.config = *cfg;
+  Harness h(o);
+  h.Register("n1");
+  SubmitRequest req = Whole("physics");
+  req.req.qos = "high";
+  const state::JobId id = h.Submit(req);
+  h->RunCycle();
+  ASSERT_EQ(h.StateOf(id), state::JobState::kRunning);
+  clock.Advance(std::chrono::hours(1));
+  h.Work("n1");
+  h.Exit("n1", id, 0);
+  const report::PriorityReport r = h->fair_share().Report();
+  ASSERT_EQ(r.qos.size(), 2u);
+  EXPECT_EQ(r.qos[0].name, "high");
+  EXPECT_EQ(r.qos[0].priority, 500);
+  EXPECT_NEAR(r.qos[0].usage, EightGpuHour(0), 1e-6);
+  EXPECT_EQ(r.qos[1].usage, 0);
+}
+
 }  // namespace
 }  // namespace hachi::server

@@ -243,6 +243,10 @@ int Show(ApiClient& c, const std::vector<std::string>& words, const std::string&
   if (what == "partition" || what == "partitions") {
     return ShowNodesOrPartitions(c, true, rest.empty() ? "" : rest[0]);
   }
+  // scontrol matches "assoc_mgr" from its first two letters.
+  if (what.size() >= 2 && std::string_view("assoc_mgr").starts_with(what)) {
+    return ShowAssocMgr(c, rest);
+  }
   if (what == "config") {
     Result<std::string> body = c.Call("GET", "/partitions");
     if (!body.ok()) return SlurmFail("scontrol", body.status().message());

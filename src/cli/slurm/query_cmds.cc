@@ -92,6 +92,16 @@ int SinfoMain(const std::vector<std::string>& args) {
   return 0;
 }
 
+std::optional<uint32_t> LocalUid(const std::string& name) {
+  struct passwd pw {};
+  struct passwd* found = nullptr;
+  char buf[4096];
+  if (::getpwnam_r(name.c_str(), &pw, buf, sizeof buf, &found) != 0 || found == nullptr) {
+    return std::nullopt;
+  }
+  return found->pw_uid;
+}
+
 int SacctMain(const std::vector<std::string>& args) {
   const LocalUser me = CurrentUser();
   Result<SacctOptions> o = ParseSacctArgs(args, Now(), me.name, me.uid == 0);
@@ -106,16 +116,7 @@ int SacctMain(const std::vector<std::string>& args) {
   if (!c.ok()) return SlurmFail("sacct", c.status().message());
   Result<std::vector<state::JobRecord>> jobs = (*c)->Jobs(true);
   if (!jobs.ok()) return SlurmFail("sacct", jobs.status().message());
-  auto uid_of = [](const std::string& name) -> std::optional<uint32_t> {
-    struct passwd pw {};
-    struct passwd* found = nullptr;
-    char buf[4096];
-    if (::getpwnam_r(name.c_str(), &pw, buf, sizeof buf, &found) != 0 ||
-        found == nullptr) {
-      return std::nullopt;
-    }
-    return found->pw_uid;
-  };
+  auto uid_of = [](const std::string& name) { return LocalUid(name); };
   // Job steps, unless -X.
   std::vector<state::StepRecord> steps;
   if (!o->allocations) {

@@ -135,28 +135,43 @@ FieldValue GpuTres(int limit) {
                     : FieldValue::Unset();
 }
 
+}  // namespace
+
+double RawShares(const report::PriorityReport& r, const std::string& account) {
+  bool any_share = false;
+  for (const sched::FairShareAccount& a : r.accounts) {
+    if (a.account == account && a.shares > 0) return a.shares;
+    any_share = any_share || a.shares > 0;
+  }
+  return any_share ? 0 : 1;
+}
+
+std::vector<std::string> AccountUsers(const report::PriorityReport& r,
+                                      const report::AccountEntry& a) {
+  std::vector<std::string> users = a.members;
+  for (const report::UserUsage& u : r.users) {
+    if (u.account == a.name) users.push_back(u.user);
+  }
+  std::sort(users.begin(), users.end());
+  users.erase(std::unique(users.begin(), users.end()), users.end());
+  return users;
+}
+
+namespace {
+
 std::vector<Row> Rows(const SacctmgrOptions& o, const report::PriorityReport& r) {
   auto in = [](const std::vector<std::string>& list, const std::string& v) {
     return list.empty() || std::find(list.begin(), list.end(), v) != list.end();
   };
-  std::map<std::string, const sched::FairShareAccount*> shares;
-  for (const sched::FairShareAccount& a : r.accounts) shares[a.account] = &a;
   std::map<std::string, const report::UserEntry*> users;
   for (const report::UserEntry& u : r.user_list) users[u.name] = &u;
   std::string qos_names;
   std::vector<std::string> names;
-  for (const sched::Qos& q : r.qos) names.push_back(q.name);
+  for (const report::QosEntry& q : r.qos) names.push_back(q.name);
   std::sort(names.begin(), names.end());
   for (const std::string& n : names) qos_names += (qos_names.empty() ? "" : ",") + n;
-  // Shares as configured; an account without one has 0 while others have one, and
-  // with none configured every account shares alike (1), as the factors say.
-  const bool any_share =
-      std::any_of(r.accounts.begin(), r.accounts.end(),
-                  [](const sched::FairShareAccount& a) { return a.shares > 0; });
   auto share_of = [&](const std::string& account) {
-    auto it = shares.find(account);
-    const double s = it == shares.end() ? 0 : it->second->shares;
-    if (s <= 0) return FieldValue::Num(any_share ? 0 : 1);
+    const double s = RawShares(r, account);
     if (s == static_cast<double>(static_cast<long long>(s))) {
       return FieldValue::Num(static_cast<long long>(s));
     }
@@ -210,14 +225,7 @@ std::vector<Row> Rows(const SacctmgrOptions& o, const report::PriorityReport& r)
                           {"qos", FieldValue::Str(qos_names)},
                           {"parentname", FieldValue::Str("root")}});
         }
-        // Its users: its members, and whoever ran under it.
-        std::vector<std::string> members = a.members;
-        for (const report::UserUsage& u : r.users) {
-          if (u.account == a.name) members.push_back(u.user);
-        }
-        std::sort(members.begin(), members.end());
-        members.erase(std::unique(members.begin(), members.end()), members.end());
-        for (const std::string& m : members) {
+        for (const std::string& m : AccountUsers(r, a)) {
           if (!in(o.users, m)) continue;
           auto u = users.find(m);
           rows.push_back(
@@ -231,7 +239,7 @@ std::vector<Row> Rows(const SacctmgrOptions& o, const report::PriorityReport& r)
       break;
     }
     case SacctmgrEntity::kQos:
-      for (const sched::Qos& q : r.qos) {
+      for (const report::QosEntry& q : r.qos) {
         if (!in(o.names, q.name)) continue;
         rows.push_back({{"name", FieldValue::Str(q.name)},
                         {"priority", FieldValue::Num(q.priority)},

@@ -37,4 +37,12 @@ Result<SacctmgrOptions> ParseSacctmgrArgs(const std::vector<std::string>& args);
 Result<std::string> RenderSacctmgr(const SacctmgrOptions& o,
                                    const report::PriorityReport& r);
 
+// The association tree's pieces, shared with `scontrol show assoc_mgr`:
+// an account's raw shares as configured (0 without one while others have one; 1 for
+// every account when none is configured, as the factors treat them), and its users (its
+// members and whoever ran under it), ascending.
+double RawShares(const report::PriorityReport& r, const std::string& account);
+std::vector<std::string> AccountUsers(const report::PriorityReport& r,
+                                      const report::AccountEntry& a);
+
 }  // namespace hachi::cli::slurm

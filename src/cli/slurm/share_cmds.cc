@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/client.h"
+#include "cli/slurm/assoc_mgr_format.h"
 #include "cli/slurm/sacctmgr_format.h"
 #include "cli/slurm/share_format.h"
 #include "cli/slurm/slurm_cmds.h"
@@ -86,6 +87,26 @@ int SacctmgrMain(const std::vector<std::string>& args) {
   Result<std::string> text = RenderSacctmgr(*o, *r);
   if (!text.ok()) return SlurmFail("sacctmgr", text.status().message());
   std::cout << *text;
+  return 0;
+}
+
+int ShowAssocMgr(ApiClient& c, const std::vector<std::string>& words) {
+  Result<AssocMgrOptions> o = ParseAssocMgrArgs(words);
+  if (!o.ok()) {
+    std::cerr << o.status().message() << "\n";  // scontrol's lines, without a prefix
+    return 1;
+  }
+  Result<std::string> body = c.Call("GET", "/priority");
+  Result<report::PriorityReport> r =
+      body.ok() ? report::PriorityReportFromJson(*body) : body.status();
+  Result<std::vector<state::JobRecord>> jobs =
+      r.ok() ? c.Jobs(false) : Result<std::vector<state::JobRecord>>(r.status());
+  if (!jobs.ok()) {
+    return SlurmFail("scontrol",
+                     "slurm_load_assoc_mgr_info error: " + jobs.status().message());
+  }
+  std::cout << RenderAssocMgr(*o, *r, *jobs, r->now,
+                              [](const std::string& name) { return LocalUid(name); });
   return 0;
 }
 

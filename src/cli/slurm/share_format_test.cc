@@ -40,7 +40,7 @@ report::PriorityReport Report() {
   r.jobs = {a, b};  // the order's: highest first
   r.account_list = {{"chem", {"bob"}, 16}, {"physics", {}, -1}};
   r.user_list = {{"alice", -1, false}, {"bob", 8, false}, {"root", -1, true}};
-  r.qos = {{"high", 700}, {"normal", 0}};
+  r.qos = {{"high", 700, 3600.5}, {"normal", 0, 0}};
   return r;
 }
 
@@ -336,6 +336,9 @@ TEST(PriorityReport, ReadsBackWhatItWrites) {
   ASSERT_EQ(back->jobs.size(), 2u);
   EXPECT_EQ(back->jobs[0].id, 12);
   EXPECT_DOUBLE_EQ(back->jobs[0].terms.age, 12.4);
+  EXPECT_EQ(back->qos, r.qos);
+  EXPECT_EQ(back->account_list, r.account_list);
+  EXPECT_EQ(back->user_list, r.user_list);
   EXPECT_FALSE(report::PriorityReportFromJson("{\"multifactor\": true}").ok());
   EXPECT_EQ(report::PriorityReportFromJson("[]").status().message(),
             "priority: not a JSON object");

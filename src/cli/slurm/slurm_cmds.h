@@ -7,11 +7,17 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/status.h"
+
+namespace hachi::cli {
+class ApiClient;
+}  // namespace hachi::cli
 
 namespace hachi::cli::slurm {
 
@@ -35,9 +41,13 @@ int SshareMain(const std::vector<std::string>& args);    // share_cmds.cc
 int SprioMain(const std::vector<std::string>& args);     // share_cmds.cc
 int SacctmgrMain(const std::vector<std::string>& args);  // share_cmds.cc
 int SstatMain(const std::vector<std::string>& args);     // query_cmds.cc
-int SreportMain(const std::vector<std::string>& args);   // query_cmds.cc
-int SattachMain(const std::vector<std::string>& args);   // srun.cc
-int SstatMain(const std::vector<std::string>& args);     // query_cmds.cc
+// scontrol show assoc_mgr WORDS... (the words after "assoc_mgr"); share_cmds.cc.
+int ShowAssocMgr(ApiClient& c, const std::vector<std::string>& words);
+// A user's uid on this host (the password database), nullopt when it has none.
+std::optional<uint32_t> LocalUid(const std::string& name);  // query_cmds.cc
+int SreportMain(const std::vector<std::string>& args);      // query_cmds.cc
+int SattachMain(const std::vector<std::string>& args);      // srun.cc
+int SstatMain(const std::vector<std::string>& args);        // query_cmds.cc
 
 // `hachi slurm install-links DIR [--force]`.
 void AddSlurmCommands(CLI::App& app, int* exit_code);

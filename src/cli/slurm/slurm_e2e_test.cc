@@ -362,6 +362,19 @@ TEST_F(SlurmE2e, FairShareAndPriorityAndNodeStatesAsSlurmsCommands) {
   EXPECT_EQ(Run("sacctmgr -nP show assoc user=root format=Account,User,Share").out,
             "physics|root|parent\n");
   EXPECT_EQ(Run("sacctmgr -nP show user root").out, "root|root|Administrator\n");
+  // scontrol show assoc_mgr: physics's association with the job running under it.
+  const std::string assoc = Run("scontrol show assoc_mgr users=root flags=assoc").out;
+  EXPECT_EQ(assoc.rfind("Current Association Manager state\n\nAssociation Records\n\n"
+                        "ClusterName= Account=physics UserName=root(0) Partition= ",
+                        0),
+            0u)
+      << assoc;
+  EXPECT_NE(assoc.find("    GrpJobs=N(0) GrpJobsAccrue=N(0)\n"), std::string::npos)
+      << assoc;
+  CmdResult bad_flag = Run("scontrol show assoc_mgr flags=jobs");
+  EXPECT_EQ(bad_flag.exit_code, 1);
+  EXPECT_EQ(bad_flag.out,
+            "invalid flag 'jobs', valid options are 'Assoc, QOS, and/or Users'\n");
   CmdResult add = Run("sacctmgr -i add account chem");
   EXPECT_EQ(add.exit_code, 1);
   EXPECT_EQ(add.out.rfind("sacctmgr: error: Hachi's accounts", 0), 0u) << add.out;
