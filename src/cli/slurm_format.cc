@@ -11,7 +11,6 @@
 #include "core/printable.h"
 #include "core/strings.h"
 #include "core/time_format.h"
-#include "sched/dependencies.h"
 #include "sched/gpu_share.h"
 #include "topo/topology_file.h"
 
