@@ -622,7 +622,7 @@ std::shared_ptr<agent::MpsDaemons> GpuSharing(
     std::cerr << "hachi agent: " << node << ": " << msg << "\n";
     if (agent::AgentDaemon* d = daemon->load()) {
       d->ReportHealth(api::GpuHealthEvent{gpu, kind, 0, "info", msg,
-                                          static_cast<Time>(std::time(nullptr))});
+                                          RealClock()->Now()});
     }
   };
   std::cerr << "hachi agent: " << node
