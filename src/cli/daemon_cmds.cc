@@ -621,8 +621,7 @@ std::shared_ptr<agent::MpsDaemons> GpuSharing(
   o.on_event = [daemon, node](int gpu, const std::string& kind, const std::string& msg) {
     std::cerr << "hachi agent: " << node << ": " << msg << "\n";
     if (agent::AgentDaemon* d = daemon->load()) {
-      d->ReportHealth(api::GpuHealthEvent{gpu, kind, 0, "info", msg,
-                                          RealClock()->Now()});
+      d->ReportHealth(api::GpuHealthEvent{gpu, kind, 0, "info", msg, RealClock()->Now()});
     }
   };
   std::cerr << "hachi agent: " << node
