@@ -112,6 +112,14 @@ Status ReadQosList(const Reader& r, const toml::node& n, ClusterConfig* c) {
   return Status::Ok();
 }
 
+// [[pool]]: node pools, each name once, no node in two.
+Status ReadPools(const Reader& r, const toml::node& n, ClusterConfig* c) {
+  HACHI_RETURN_IF_ERROR(ReadArray(
+      r, n, "pool", internal::ReadPool,
+      [](const PoolConfig& p) -> const std::string& { return p.name; }, &c->pools));
+  return internal::CheckPools(c->pools);
+}
+
 // [limits]: GPUs per user and per account.
 Status ReadLimits(const Reader& r, const toml::node& n, ClusterConfig* c) {
   auto gpu_count = [&](const toml::node& v, const std::string& k) {
@@ -307,13 +315,14 @@ constexpr std::pair<const char*, SectionReader> kSections[] = {
     {"node", ReadNodeOverrides},
     {"server", ReadServer},
     {"sim", ReadSim},
+    {"pool", ReadPools},
 };
 
 Status ReadTop(const Reader& r, const toml::table& root, ClusterConfig* c) {
   HACHI_RETURN_IF_ERROR(
       r.CheckKeys(root, "",
                   {"partition", "qos", "limits", "fairshare", "priority", "node", "sim",
-                   "server", "auth", "account", "burn_in"}));
+                   "server", "auth", "account", "burn_in", "pool"}));
   for (const auto& [name, read] : kSections) {
     if (const toml::node* n = root.get(name)) HACHI_RETURN_IF_ERROR(read(r, *n, c));
   }

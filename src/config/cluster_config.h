@@ -123,6 +123,25 @@ struct AccountConfig {
   std::vector<std::string> members;
 };
 
+// [[pool]] (docs/pools.md): a set of nodes rented or powered as one. A fixed pool is
+// always on; a burst pool's nodes are powered up when the queue needs them (the
+// resume program, called with their names as one hostlist, Slurm's ResumeProgram
+// convention) and down after `suspend_after` idle (the suspend program). Every pool
+// has a price per GPU-hour, for the cost of what ran there.
+enum class PoolKind : uint8_t { kFixed, kBurst };
+std::string_view PoolKindName(PoolKind k);
+struct PoolConfig {
+  std::string name;
+  NodeSelector nodes;  // names (never "all")
+  PoolKind kind = PoolKind::kFixed;
+  std::string resume_program;              // burst: an absolute path
+  std::string suspend_program;             // burst: an absolute path
+  Duration suspend_after = 30 * kMinute;   // a burst node idle this long is suspended
+  Duration resume_timeout = 15 * kMinute;  // a resume not registered by then failed
+  int max_powered = 0;                     // burst nodes powered at once; 0: no cap
+  double price_per_gpu_hour = 0;           // in the site's currency; 0: not priced
+};
+
 struct ClusterConfig {
   std::string origin;  // the file name used in messages
   // Empty: ApplyClusterConfig keeps the cluster's partitions (e.g. hachi sim's
@@ -140,6 +159,7 @@ struct ClusterConfig {
   AuthConfig auth;
   std::vector<AccountConfig> accounts;
   BurnInConfig burn_in;
+  std::vector<PoolConfig> pools;  // no node in two
 };
 
 // The burn-in checks for `node` (the last override naming it that sets burn_in, else

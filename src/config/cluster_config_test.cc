@@ -221,6 +221,82 @@ burn_in = ["doctor"]
   }
 }
 
+TEST(ParseClusterConfigTest, Pools) {
+  Result<ClusterConfig> c = ParseClusterConfig(R"(
+[[pool]]
+name = "owned"
+nodes = "gpu[01-64]"
+price_per_gpu_hour = 1.1
+
+[[pool]]
+name = "burst-a"
+nodes = ["burst[01-16]", "burst20"]
+kind = "burst"
+resume_program = "/usr/local/sbin/hachi-resume"
+suspend_program = "/usr/local/sbin/hachi-suspend"
+suspend_after = "20m"
+resume_timeout = "12m"
+max_powered = 8
+price_per_gpu_hour = 2.85
+)",
+                                               "c.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_EQ(c->pools.size(), 2u);
+  const PoolConfig& owned = c->pools[0];
+  EXPECT_EQ(owned.kind, PoolKind::kFixed);
+  EXPECT_EQ(owned.nodes.names.size(), 64u);
+  EXPECT_DOUBLE_EQ(owned.price_per_gpu_hour, 1.1);
+  const PoolConfig& burst = c->pools[1];
+  EXPECT_EQ(burst.kind, PoolKind::kBurst);
+  EXPECT_EQ(PoolKindName(burst.kind), "burst");
+  EXPECT_EQ(burst.nodes.names.size(), 17u);
+  EXPECT_EQ(burst.nodes.names.back(), "burst20");
+  EXPECT_EQ(burst.resume_program, "/usr/local/sbin/hachi-resume");
+  EXPECT_EQ(burst.suspend_program, "/usr/local/sbin/hachi-suspend");
+  EXPECT_EQ(burst.suspend_after, 20 * kMinute);
+  EXPECT_EQ(burst.resume_timeout, 12 * kMinute);
+  EXPECT_EQ(burst.max_powered, 8);
+  EXPECT_DOUBLE_EQ(burst.price_per_gpu_hour, 2.85);
+}
+
+TEST(ParseClusterConfigTest, PoolErrors) {
+  const std::string burst =
+      "[[pool]]\nname = \"b\"\nnodes = \"b[1-4]\"\nkind = \"burst\"\n";  // 1-4
+  const std::string programs =
+      "resume_program = \"/r\"\nsuspend_program = \"/s\"\n";  // lines 5-6
+  const std::pair<std::string, std::string> cases[] = {
+      {"[[pool]]\nname = \"p\"\n", "c.toml:1: pool[0]: needs nodes (names or ranges)"},
+      {"[[pool]]\nname = \"p\"\nnodes = \"all\"\n",
+       "c.toml:3: pool[0].nodes: a pool names its nodes"},
+      {"[[pool]]\nname = \"p\"\nnodes = \"n1\"\nkind = \"spot\"\n",
+       "c.toml:4: pool[0].kind: 'spot' is not a pool kind (\"fixed\" or \"burst\")"},
+      {burst + "resume_program = \"/r\"\n",
+       "c.toml:1: pool[0]: a burst pool needs a suspend_program"},
+      {burst + "resume_program = \"r.sh\"\n",
+       "c.toml:5: pool[0].resume_program: 'r.sh' is not an absolute path to a program"},
+      {"[[pool]]\nname = \"f\"\nnodes = \"n1\"\nresume_program = \"/r\"\n",
+       "c.toml:4: pool[0].resume_program: a fixed pool's nodes are always powered"},
+      {"[[pool]]\nname = \"f\"\nnodes = \"n1\"\nsuspend_after = \"5m\"\n",
+       "c.toml:4: pool[0].suspend_after: only a burst pool is powered up and down"},
+      {burst + programs + "suspend_after = \"0s\"\n",
+       "c.toml:7: pool[0].suspend_after: must be longer than 0s"},
+      {burst + programs + "price_per_gpu_hour = -1\n",
+       "c.toml:7: pool[0].price_per_gpu_hour: must be a number from 0 to"},
+      {burst + programs + "max_powered = -2\n",
+       "c.toml:7: pool[0].max_powered: -2 is out of range 0..100000"},
+      {burst + programs + "[[pool]]\nname = \"f\"\nnodes = \"b3\"\n",
+       "c.toml:9: pool[1].nodes: node 'b3' is already in pool 'b'"},
+      {burst + programs + "[[pool]]\nname = \"b\"\nnodes = \"x1\"\n",
+       "c.toml:8: pool[1].name: 'b' is already the name of pool[0]"},
+  };
+  for (const auto& [text, want] : cases) {
+    Result<ClusterConfig> got = ParseClusterConfig(text, "c.toml");
+    ASSERT_FALSE(got.ok()) << text;
+    EXPECT_EQ(got.status().code(), StatusCode::kInvalidArgument) << text;
+    EXPECT_THAT(got.status().message(), HasSubstr(want)) << text;
+  }
+}
+
 TEST(ParseClusterConfigTest, EmptyFileKeepsDefaults) {
   Result<ClusterConfig> c = ParseClusterConfig("", "empty.toml");
   ASSERT_TRUE(c.ok()) << c.status().message();

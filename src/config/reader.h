@@ -249,5 +249,9 @@ Result<std::vector<std::string>> ReadBurnInChecks(const Reader& r, const toml::n
                                                   const std::string& path);
 Result<AccountConfig> ReadAccount(const Reader& r, const toml::node& n,
                                   const std::string& path);
+// [[pool]] tables, and that no node is in two (pool_reader.cc).
+Result<PoolConfig> ReadPool(const Reader& r, const toml::node& n,
+                            const std::string& path);
+Status CheckPools(const std::vector<PoolConfig>& pools);
 
 }  // namespace hachi::config::internal
