@@ -1,0 +1,170 @@
+#include "sched/power.h"
+
+#include <algorithm>
+#include <numeric>
+#include <unordered_map>
+
+#include "sched/eligibility.h"
+#include "sched/features.h"
+
+namespace hachi::sched {
+
+std::string_view PowerStateName(PowerState s) {
+  constexpr std::string_view kNames[] = {"on", "off", "resuming", "suspending",
+                                         "resume-failed"};
+  return kNames[static_cast<int>(s)];
+}
+
+namespace {
+
+// The reasons of a job that waits for capacity, which more nodes could give it.
+bool WaitsForCapacity(Reason r) {
+  constexpr Reason kCapacity[] = {Reason::kResources,  Reason::kPriority,
+                                  Reason::kFragmented, Reason::kReservedForOther,
+                                  Reason::kIsolation,  Reason::kNodesUnavailable};
+  return std::find(std::begin(kCapacity), std::end(kCapacity), r) != std::end(kCapacity);
+}
+
+// What a burst node can still take once up, as the jobs given it fill it.
+struct Room {
+  int node = -1;
+  int pool = -1;
+  int gpus = 0, cpus = 0;
+  int64_t memory_mib = 0;
+  bool coming = false;  // resuming already (else off: to resume)
+  bool given = false;   // a job was given it
+};
+
+bool Empty(const Node& n) {
+  return n.whole_node_jobs == 0 && n.shared_jobs == 0 &&
+         n.free_gpus.size() + n.unhealthy.size() == n.gpu_count() &&
+         n.free_cpus == n.cpus;
+}
+
+}  // namespace
+
+PowerPlan PlanPower(const ClusterState& state, const Plan& plan,
+                    const std::vector<PowerPool>& pools,
+                    const std::vector<NodePower>& power, Time now) {
+  PowerPlan out;
+  // The burst nodes that could be powered up (resuming or off), by pool price then
+  // pool then node, and how many of each pool's nodes are powered.
+  std::vector<int> order(pools.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return pools[a].price_per_gpu_hour < pools[b].price_per_gpu_hour;
+  });
+  std::vector<int> powered(pools.size(), 0);
+  std::vector<Room> rooms;
+  for (int p : order) {
+    const PowerPool& pool = pools[p];
+    if (!pool.burst) continue;
+    for (int i : pool.nodes) {
+      const NodePower& np = power[i];
+      if (np.state != PowerState::kOff && np.state != PowerState::kFailed) ++powered[p];
+      if (np.state == PowerState::kResuming && now - np.since >= pool.resume_timeout) {
+        out.timed_out.push_back(i);
+        continue;
+      }
+      if (np.state == PowerState::kResuming) {
+        out.wake_at = std::min(out.wake_at, np.since + pool.resume_timeout);
+      }
+      if (np.state != PowerState::kResuming && np.state != PowerState::kOff) continue;
+      const Node& n = state.nodes[i];
+      rooms.push_back({i, p, n.gpu_count(), n.cpus, n.memory_mib,
+                       np.state == PowerState::kResuming, false});
+    }
+  }
+  // Capacity already coming first.
+  std::stable_partition(rooms.begin(), rooms.end(),
+                        [](const Room& r) { return r.coming; });
+
+  std::unordered_map<JobId, const Job*> pending;
+  for (const Job& j : state.pending) pending.emplace(j.id, &j);
+  for (const Diagnosis& d : plan.pending) {
+    if (!WaitsForCapacity(d.reason)) continue;
+    auto it = pending.find(d.job);
+    if (it == pending.end() || it->second->partition < 0) continue;
+    const Job& job = *it->second;
+    const Partition& part = state.partitions[job.partition];
+    const JobRequest& r = job.req;
+    const bool whole = IsWholeNode(part, r);
+    const int gpn = r.Shared() ? 1 : r.GpusPerNode();
+    const int cpus = NodeCpus(r);
+    const int64_t mem = NodeMemory(r);
+    Result<NodeSelection> sel = ResolveSelection(state, r);
+    std::vector<size_t> chosen;
+    for (size_t k = 0; k < rooms.size() && static_cast<int>(chosen.size()) < r.nodes;
+         ++k) {
+      Room& room = rooms[k];
+      const PowerPool& pool = pools[room.pool];
+      // Not worth a resume: the plan starts it on powered nodes before one could be up.
+      if (d.earliest_start != kNever && d.earliest_start <= now + pool.resume_timeout) {
+        continue;
+      }
+      const Node& n = state.nodes[room.node];
+      const bool in_partition =
+          std::find(part.nodes.begin(), part.nodes.end(), room.node) != part.nodes.end();
+      if (!in_partition || !NodeMatchesStatic(n, r)) continue;
+      if (sel.ok() && !sel->empty() &&
+          !SelectionAllows(state, *sel, r.nodes, room.node)) {
+        continue;
+      }
+      if (whole ? room.given
+                : (room.gpus < gpn || room.cpus < cpus || room.memory_mib < mem)) {
+        continue;
+      }
+      // A node to resume counts against its pool's cap.
+      if (!room.coming && !room.given && pool.max_powered > 0 &&
+          powered[room.pool] >= pool.max_powered) {
+        continue;
+      }
+      chosen.push_back(k);
+      if (!room.coming && !room.given) ++powered[room.pool];  // held while deciding
+    }
+    if (static_cast<int>(chosen.size()) < r.nodes) {  // all or none
+      for (size_t k : chosen) {
+        if (!rooms[k].coming && !rooms[k].given) --powered[rooms[k].pool];
+      }
+      continue;
+    }
+    std::unordered_map<int, int> per_pool;
+    for (size_t k : chosen) {
+      Room& room = rooms[k];
+      room.given = true;
+      if (whole) {
+        room.gpus = room.cpus = 0;
+        room.memory_mib = 0;
+      } else {
+        room.gpus -= gpn;
+        room.cpus -= cpus;
+        room.memory_mib -= mem;
+      }
+      ++per_pool[room.pool];
+    }
+    for (const auto& [pool, count] : per_pool)
+      out.waiting.push_back({job.id, pool, count});
+  }
+  for (const Room& room : rooms) {
+    if (room.given && !room.coming) out.resume.push_back(room.node);
+  }
+
+  // Suspends: burst nodes on and empty past their pool's suspend_after.
+  for (const PowerPool& pool : pools) {
+    if (!pool.burst) continue;
+    for (int i : pool.nodes) {
+      const NodePower& np = power[i];
+      if (np.state != PowerState::kOn || np.idle_since <= 0) continue;
+      if (!Empty(state.nodes[i])) continue;
+      const Time due = np.idle_since + pool.suspend_after;
+      if (due <= now) {
+        out.suspend.push_back(i);
+      } else {
+        out.wake_at = std::min(out.wake_at, due);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace hachi::sched
