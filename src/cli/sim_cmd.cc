@@ -11,6 +11,7 @@
 
 #include "cli/placement_cmd.h"
 #include "config/cluster_config.h"
+#include "config/values.h"
 #include "core/strings.h"
 #include "core/time_format.h"
 #include "sched/lint.h"
@@ -35,8 +36,9 @@ struct SimFlags {
   int backfill_depth = -1;  // -1: the scheduler's default
   int64_t max_jobs = 0;     // 0: all
   bool json = false;
-  std::string config;      // cluster config file (docs/config.md); empty: none
-  std::string start_time;  // UTC at trace time 0; empty: the default (StartTime)
+  std::string config;               // cluster config file (docs/config.md); empty: none
+  std::string start_time;           // UTC at trace time 0; empty: the default (StartTime)
+  std::string resume_delay = "5m";  // how long a simulated burst node takes to come up
   // `--placement openb` (FGD's static placement protocol): a second mode of the same
   // command that reads a pod list instead of replaying time (docs/benchmarks.md).
   PlacementFlags placement;
@@ -101,6 +103,24 @@ std::string RenderText(const sim::SimMetrics& m, int64_t trace_jobs,
         Grouped(static_cast<double>(m.requeues)).c_str(),
         Grouped(static_cast<double>(m.cancelled)).c_str(), m.lost_gpu_hours);
   }
+  // Pools: what each was powered for and what that cost, over the run's span.
+  if (!m.pools.empty()) {
+    add("\n%-12s %-6s %6s %9s %9s %12s %12s %8s %12s\n", "pool", "kind", "nodes",
+        "resumes", "max on", "GPU-h on", "GPU-h busy", "busy %", "cost");
+    double total = 0;
+    for (const sim::PoolUse& p : m.pools) {
+      const double on = p.powered_gpu_seconds / 3600, busy = p.busy_gpu_seconds / 3600;
+      add("%-12s %-6s %6d %9s %9d %12s %12s %7.1f%% %12s\n", p.name.c_str(),
+          p.burst ? "burst" : "fixed", p.nodes,
+          Grouped(static_cast<double>(p.resumes)).c_str(), p.max_powered,
+          Grouped(on).c_str(), Grouped(busy).c_str(), on > 0 ? 100 * busy / on : 0.0,
+          Grouped(p.cost()).c_str());
+      total += p.cost();
+    }
+    add("cost %s over %s; %s per 30 days\n", Grouped(total).c_str(),
+        FormatDuration(static_cast<Duration>(m.span_s)).c_str(),
+        Grouped(m.span_s > 0 ? total * 30 * 86400 / m.span_s : 0).c_str());
+  }
   add("wall %.2f s, of which %.2f s in the scheduler (%.3f ms a cycle on average)\n",
       m.wall_s, m.sched_s, m.cycle_ms_mean);
   for (const std::string& r : m.rejections) out += "rejected: " + r + "\n";
@@ -153,6 +173,22 @@ std::string RenderJson(const sim::SimMetrics& m, const std::string& trace,
   j["sched_s"] = m.sched_s;
   j["wall_s"] = m.wall_s;
   j["rejections"] = m.rejections;
+  if (!m.pools.empty()) {
+    j["span_s"] = m.span_s;
+    for (const sim::PoolUse& p : m.pools) {
+      j["pools"].push_back({{"name", p.name},
+                            {"kind", p.burst ? "burst" : "fixed"},
+                            {"nodes", p.nodes},
+                            {"gpus", p.gpus},
+                            {"resumes", p.resumes},
+                            {"suspends", p.suspends},
+                            {"max_powered", p.max_powered},
+                            {"powered_gpu_hours", p.powered_gpu_seconds / 3600},
+                            {"busy_gpu_hours", p.busy_gpu_seconds / 3600},
+                            {"price_per_gpu_hour", p.price_per_gpu_hour},
+                            {"cost", p.cost()}});
+    }
+  }
   return j.dump(2) + "\n";
 }
 
@@ -297,6 +333,18 @@ int RunSim(const SimFlags& f) {
   }
   // Policy warnings (a partition mixing interconnect classes or GPU models) go to
   // stderr, so --json output stays one object.
+  if (cluster_config != nullptr && !cluster_config->pools.empty()) {
+    config.pools = [cluster_config](const sched::ClusterState& state) {
+      return config::PowerPools(*cluster_config, state);
+    };
+    Result<Duration> delay = config::ParseDuration(f.resume_delay);
+    if (!delay.ok() || *delay <= 0) {
+      PrintError(InvalidArgument("--resume-delay: '" + f.resume_delay +
+                                 "' is not a duration longer than 0s (e.g. 5m)"));
+      return kExitBadInput;
+    }
+    config.sim.resume_delay = *delay;
+  }
   config.configure = [cluster_config](sched::ClusterState* state) {
     if (cluster_config != nullptr) {
       HACHI_RETURN_IF_ERROR(config::ApplyClusterConfig(*cluster_config, state));
@@ -394,6 +442,9 @@ void AddSimCommands(CLI::App& app, int* exit_code) {
                   "UTC time of the trace start, for time windows: seconds since the "
                   "epoch or 2017-10-03T00:00:00Z (default: a Philly trace's first "
                   "timestamp, else 0)");
+  cmd->add_option("--resume-delay", flags->resume_delay,
+                  "with [[pool]] tables in --config: how long a burst node takes from "
+                  "its resume to taking jobs (default 5m)");
   cmd->add_flag("--json", flags->json, "print one JSON object");
   cmd->callback([flags, exit_code] { *exit_code = RunSim(*flags); });
 }

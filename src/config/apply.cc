@@ -158,4 +158,27 @@ Status ApplyClusterConfig(const ClusterConfig& config, sched::ClusterState* stat
   return Status::Ok();
 }
 
+Result<std::vector<sched::PowerPool>> PowerPools(const ClusterConfig& config,
+                                                 const sched::ClusterState& state) {
+  NodeIndex index;
+  for (size_t i = 0; i < state.nodes.size(); ++i) {
+    index.emplace(state.nodes[i].name, static_cast<int>(i));
+  }
+  std::vector<sched::PowerPool> out;
+  for (const PoolConfig& p : config.pools) {
+    sched::PowerPool pool;
+    pool.name = p.name;
+    pool.burst = p.kind == PoolKind::kBurst;
+    Result<std::vector<int>> nodes = Resolve(p.nodes, index, state);
+    if (!nodes.ok()) return nodes.status();
+    pool.nodes = std::move(*nodes);
+    pool.suspend_after = p.suspend_after;
+    pool.resume_timeout = p.resume_timeout;
+    pool.max_powered = p.max_powered;
+    pool.price_per_gpu_hour = p.price_per_gpu_hour;
+    out.push_back(std::move(pool));
+  }
+  return out;
+}
+
 }  // namespace hachi::config

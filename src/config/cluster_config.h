@@ -20,6 +20,7 @@
 
 #include "core/status.h"
 #include "sched/cluster.h"
+#include "sched/power.h"
 
 namespace hachi::config {
 
@@ -186,5 +187,10 @@ Result<ClusterConfig> LoadClusterConfig(const std::string& path);
 // nodes for a while.
 Status ApplyClusterConfig(const ClusterConfig& config, sched::ClusterState* state,
                           bool allow_empty_partitions = false);
+
+// The [[pool]] tables over `state`'s nodes, for sched::PlanPower (docs/pools.md). Every
+// node named must exist (the error names it and the line).
+Result<std::vector<sched::PowerPool>> PowerPools(const ClusterConfig& config,
+                                                 const sched::ClusterState& state);
 
 }  // namespace hachi::config

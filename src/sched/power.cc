@@ -31,7 +31,8 @@ struct Room {
   int pool = -1;
   int gpus = 0, cpus = 0;
   int64_t memory_mib = 0;
-  bool coming = false;  // resuming already (else off: to resume)
+  bool up = false;      // on and up now: a gang's part may go there without a resume
+  bool coming = false;  // resuming already (else off, or up: nothing to resume)
   bool given = false;   // a job was given it
 };
 
@@ -71,13 +72,38 @@ PowerPlan PlanPower(const ClusterState& state, const Plan& plan,
       }
       if (np.state != PowerState::kResuming && np.state != PowerState::kOff) continue;
       const Node& n = state.nodes[i];
-      rooms.push_back({i, p, n.gpu_count(), n.cpus, n.memory_mib,
-                       np.state == PowerState::kResuming, false});
+      Room room;
+      room.node = i;
+      room.pool = p;
+      room.gpus = n.gpu_count();
+      room.cpus = n.cpus;
+      room.memory_mib = n.memory_mib;
+      room.coming = np.state == PowerState::kResuming;
+      rooms.push_back(room);
     }
   }
-  // Capacity already coming first.
+  // What is up now first (for gangs: one that waits for 3 nodes while 1 is free needs
+  // 2 resumed, not 3), then capacity already coming, then nodes to resume.
   std::stable_partition(rooms.begin(), rooms.end(),
                         [](const Room& r) { return r.coming; });
+  std::vector<Room> up;
+  for (size_t i = 0; i < state.nodes.size(); ++i) {
+    const Node& n = state.nodes[i];
+    if (n.state != NodeState::kUp || power[i].state != PowerState::kOn) continue;
+    Room room;
+    room.node = static_cast<int>(i);
+    room.gpus = n.free_gpus.size();
+    room.cpus = n.free_cpus;
+    room.memory_mib = n.free_memory_mib;
+    room.up = true;
+    room.given = !Empty(n);  // a whole-node part needs it empty
+    up.push_back(room);
+  }
+  rooms.insert(rooms.begin(), up.begin(), up.end());
+  // Resuming `room` would power a node up (not up, not coming, not given yet).
+  const auto resumes = [](const Room& room) {
+    return !room.up && !room.coming && !room.given;
+  };
 
   std::unordered_map<JobId, const Job*> pending;
   for (const Job& j : state.pending) pending.emplace(j.id, &j);
@@ -97,9 +123,12 @@ PowerPlan PlanPower(const ClusterState& state, const Plan& plan,
     for (size_t k = 0; k < rooms.size() && static_cast<int>(chosen.size()) < r.nodes;
          ++k) {
       Room& room = rooms[k];
-      const PowerPool& pool = pools[room.pool];
-      // Not worth a resume: the plan starts it on powered nodes before one could be up.
-      if (d.earliest_start != kNever && d.earliest_start <= now + pool.resume_timeout) {
+      // A single-node job that waits while a node that is up has room waits for what a
+      // count cannot see (its GPUs' topology, a reservation): a resume is what helps.
+      if (room.up && r.nodes == 1) continue;
+      // Not worth a resume: the plan starts it on powered nodes before one is up.
+      if (!room.up && d.earliest_start != kNever &&
+          d.earliest_start <= now + pools[room.pool].resume_timeout) {
         continue;
       }
       const Node& n = state.nodes[room.node];
@@ -115,22 +144,30 @@ PowerPlan PlanPower(const ClusterState& state, const Plan& plan,
         continue;
       }
       // A node to resume counts against its pool's cap.
-      if (!room.coming && !room.given && pool.max_powered > 0 &&
-          powered[room.pool] >= pool.max_powered) {
+      if (resumes(room) && pools[room.pool].max_powered > 0 &&
+          powered[room.pool] >= pools[room.pool].max_powered) {
         continue;
       }
       chosen.push_back(k);
-      if (!room.coming && !room.given) ++powered[room.pool];  // held while deciding
+      if (resumes(room)) ++powered[room.pool];  // held while deciding
     }
-    if (static_cast<int>(chosen.size()) < r.nodes) {  // all or none
+    bool any_burst = false;
+    for (size_t k : chosen) any_burst = any_burst || !rooms[k].up;
+    // All or none; and a job that fits on what is up needs no resume.
+    if (static_cast<int>(chosen.size()) < r.nodes || !any_burst) {
       for (size_t k : chosen) {
-        if (!rooms[k].coming && !rooms[k].given) --powered[rooms[k].pool];
+        if (resumes(rooms[k])) --powered[rooms[k].pool];
       }
       continue;
     }
     std::unordered_map<int, int> per_pool;
     for (size_t k : chosen) {
       Room& room = rooms[k];
+      if (room.up) {
+        room.given = true;  // a gang's part: the node is taken
+        room.gpus = 0;
+        continue;
+      }
       room.given = true;
       if (whole) {
         room.gpus = room.cpus = 0;
@@ -146,7 +183,7 @@ PowerPlan PlanPower(const ClusterState& state, const Plan& plan,
       out.waiting.push_back({job.id, pool, count});
   }
   for (const Room& room : rooms) {
-    if (room.given && !room.coming) out.resume.push_back(room.node);
+    if (room.given && !room.coming && !room.up) out.resume.push_back(room.node);
   }
 
   // Suspends: burst nodes on and empty past their pool's suspend_after.

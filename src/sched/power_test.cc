@@ -72,6 +72,22 @@ TEST(PlanPower, AGangGetsAllItsNodesOrNone) {
   EXPECT_TRUE(capped.waiting.empty());
 }
 
+TEST(PlanPower, AGangCountsTheNodesThatAreUpAndFree) {
+  testing::ClusterBuilder b;
+  b.Nodes(4, "hgx-h100").Partition("p");
+  b.NodeState(2, NodeState::kDown).NodeState(3, NodeState::kDown);
+  b.Running(MakeJob(900).Gpus(8).Start(kNow - 60).Limit(10 * kHour), 0);
+  b.Pending(MakeJob(1).Gang(3, 8).Submit(1).Limit(kHour));  // n1 free: 2 more
+  const ClusterState s = b.Build();
+  std::vector<PowerPool> pools = {{"burst", true, {2, 3}}};
+  std::vector<NodePower> power(4);
+  power[2] = power[3] = {PowerState::kOff, 0, 0};
+  const PowerPlan p = Decide(s, pools, power);
+  EXPECT_EQ(p.resume, (std::vector<int>{2, 3}));
+  ASSERT_EQ(p.waiting.size(), 1u);
+  EXPECT_EQ(p.waiting[0].nodes, 2);
+}
+
 TEST(PlanPower, CapacityAlreadyComingIsUsedFirst) {
   testing::ClusterBuilder b = Fleet();
   b.Pending(MakeJob(1).Gpus(8).Submit(1).Limit(kHour));

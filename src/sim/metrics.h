@@ -29,6 +29,21 @@ struct JobOutcome {
   Time submit = 0, start = 0, end = 0;
 };
 
+// What one node pool was powered for (docs/pools.md). A burst node counts from the
+// moment its resume starts (rented capacity is billed while it boots) until it is
+// powered off; a fixed pool's nodes count for the whole run.
+struct PoolUse {
+  std::string name;
+  bool burst = false;
+  int nodes = 0, gpus = 0;
+  double price_per_gpu_hour = 0;
+  int64_t resumes = 0, suspends = 0;
+  int max_powered = 0;  // most of its nodes powered at once
+  double powered_gpu_seconds = 0;
+  double busy_gpu_seconds = 0;  // GPU-seconds of jobs on its nodes
+  double cost() const { return powered_gpu_seconds / 3600.0 * price_per_gpu_hour; }
+};
+
 struct SimMetrics {
   // What ran.
   std::string policy, cluster, time_limits;
@@ -53,6 +68,8 @@ struct SimMetrics {
   double cycle_ms_mean = 0, cycle_ms_p50 = 0, cycle_ms_p99 = 0, cycle_ms_max = 0;
   double sched_s = 0;  // all cycles together: the scheduler's share of wall_s
   double wall_s = 0;   // the whole run, trace reading included (set by the caller)
+  std::vector<PoolUse> pools;  // with pools configured
+  double span_s = 0;           // first submit to the last event (the pools' billing span)
 };
 
 // Fills the job statistics of `m` from `outcomes` and the cycle statistics from

@@ -243,5 +243,79 @@ TEST(SimEndToEndTest, RunSimulationFillsTheMetrics) {
   EXPECT_GT(m->cycles, 0);
 }
 
+// Pools: 2 fixed nodes and 2 burst nodes that take 300 s to come up and are powered
+// down after 600 s idle. Four whole-node jobs of 1,000 s at t=0: two start at once,
+// two when the burst nodes are up; the burst nodes go off at 1,300 + 600.
+SimOptions PoolOptions() {
+  SimOptions o;
+  o.time_limits = TimeLimitModel::kExact;
+  sched::PowerPool fixed{"owned", false, {0, 1}};
+  fixed.price_per_gpu_hour = 1;
+  sched::PowerPool burst{"burst", true, {2, 3}};
+  burst.suspend_after = 600;
+  burst.resume_timeout = 900;
+  burst.price_per_gpu_hour = 3;
+  o.pools = {fixed, burst};
+  o.resume_delay = 300;
+  return o;
+}
+
+Result<SimResult> RunPools(const std::vector<TraceJob>& trace, const SimOptions& o) {
+  Result<sched::ClusterState> cluster = BuildCluster("4x8:hgx-h100");
+  if (!cluster.ok()) return cluster.status();
+  Result<std::unique_ptr<sched::Scheduler>> s = sched::Scheduler::Create({});
+  if (!s.ok()) return s.status();
+  return Simulate(trace, std::move(*cluster), **s, o);
+}
+
+TEST(SimEndToEndTest, BurstNodesArePoweredUpForAPeakAndDownAfterIt) {
+  const std::vector<TraceJob> trace =
+      testing::Trace({{0, 8, 1000}, {0, 8, 1000}, {0, 8, 1000}, {0, 8, 1000}});
+  Result<SimResult> r = RunPools(trace, PoolOptions());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(Waits(*r), (std::vector<Time>{0, 0, 300, 300}));
+  ASSERT_EQ(r->pools.size(), 2u);
+  const PoolUse& burst = r->pools[1];
+  EXPECT_EQ(burst.resumes, 2);
+  EXPECT_EQ(burst.suspends, 2);
+  EXPECT_EQ(burst.max_powered, 2);
+  EXPECT_DOUBLE_EQ(burst.powered_gpu_seconds, 2 * 8 * 1900.0);  // 0 .. 1,300 + 600
+  EXPECT_DOUBLE_EQ(burst.busy_gpu_seconds, 2 * 8 * 1000.0);
+  EXPECT_DOUBLE_EQ(burst.cost(), 2 * 8 * 1900.0 / 3600 * 3);
+  EXPECT_EQ(r->end, 1900);
+  EXPECT_DOUBLE_EQ(r->pools[0].powered_gpu_seconds, 2 * 8 * 1900.0);  // always on
+  EXPECT_EQ(r->pools[0].resumes, 0);
+}
+
+TEST(SimEndToEndTest, AGangWaitsForAllItsBurstNodesAndACapHoldsIt) {
+  // A 3-node gang while a fixed node is busy: one fixed node free + 2 burst nodes.
+  const std::vector<TraceJob> trace = testing::Trace({{0, 8, 1000}, {1, 24, 500}});
+  Result<SimResult> r = RunPools(trace, PoolOptions());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(Waits(*r), (std::vector<Time>{0, 300}));  // up at 1 + 300
+  EXPECT_EQ(r->pools[1].resumes, 2);
+  // Capped at one powered burst node, the gang needs job 1's node too: no resume while
+  // 1 free + 1 burst is all it could have (all or none), one when job 1 ends at 1,000.
+  SimOptions capped = PoolOptions();
+  capped.pools[1].max_powered = 1;
+  r = RunPools(trace, capped);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->pools[1].max_powered, 1);
+  EXPECT_EQ(r->pools[1].resumes, 1);
+  EXPECT_EQ(Waits(*r)[1], 1299);  // up at 1,000 + 300
+}
+
+TEST(SimEndToEndTest, PoolsNeedAnExplainingScheduler) {
+  Result<sched::ClusterState> cluster = BuildCluster("4x8:hgx-h100");
+  ASSERT_TRUE(cluster.ok());
+  sched::SchedConfig lean;
+  lean.explain = false;
+  Result<std::unique_ptr<sched::Scheduler>> s = sched::Scheduler::Create(lean);
+  ASSERT_TRUE(s.ok());
+  Result<SimResult> r =
+      Simulate(testing::Trace({{0, 8, 10}}), std::move(*cluster), **s, PoolOptions());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace hachi::sim

@@ -78,6 +78,7 @@ class Run {
     for (size_t i = 0; i < trace.size(); ++i)
       account_[i] = fairshare_.AccountOf(trace[i].account);
     result_.outcomes.reserve(trace.size());
+    InitPools();
   }
 
   Result<SimResult> Go();
@@ -102,12 +103,20 @@ class Run {
   bool Current(const Completion& c) const {
     return running_pos_[c.index] >= 0 && runs_[c.index] == c.run;
   }
-  // Takes job `index` off its nodes and out of `running`.
-  sched::Job Leave(int64_t index);
+  // Takes job `index` off its nodes and out of `running` at `now`.
+  sched::Job Leave(int64_t index, Time now);
   void Complete(int64_t index, Time now);
   void Kill(int64_t index, Time now);
   Status Stuck(const sched::Plan& plan, Time now) const;
   void Report(Time now, bool force);
+  // Pools: burst nodes off at the start; PlanPower's resumes and suspends applied after
+  // each cycle; a resumed node up `resume_delay` later; the powered time counted.
+  void InitPools();
+  void Power(const sched::Plan& plan, Time now);
+  void PowerUp(int node, Time now);
+  void CountPowered(int node, Time now);  // since powered_since_, into its pool
+  void FinishPools(Time now);
+  bool Empty(int node) const;
 
   const std::vector<TraceJob>& trace_;
   sched::ClusterState state_;
@@ -127,7 +136,108 @@ class Run {
   SimResult result_;
   int64_t finished_ = 0;
   int64_t reported_permille_ = -1;
+  std::vector<sched::NodePower> power_;  // one per node (all kOn without pools)
+  std::vector<int> pool_of_;             // node -> index in options_.pools, -1: none
+  std::vector<Time> powered_since_;      // a burst node's resume start (billing)
+  EventHeap ups_;                        // resumes completing: {time, node}
+  Time power_wake_ = kNever;             // PlanPower's next timer
 };
+
+void Run::InitPools() {
+  power_.assign(state_.nodes.size(), sched::NodePower{});
+  pool_of_.assign(state_.nodes.size(), -1);
+  powered_since_.assign(state_.nodes.size(), 0);
+  for (size_t p = 0; p < options_.pools.size(); ++p) {
+    const sched::PowerPool& pool = options_.pools[p];
+    PoolUse use;
+    use.name = pool.name;
+    use.burst = pool.burst;
+    use.price_per_gpu_hour = pool.price_per_gpu_hour;
+    for (int n : pool.nodes) {
+      pool_of_[n] = static_cast<int>(p);
+      ++use.nodes;
+      use.gpus += state_.nodes[n].gpu_count();
+      if (pool.burst) {
+        power_[n] = {sched::PowerState::kOff, 0, 0};
+        state_.nodes[n].state = sched::NodeState::kDown;
+      }
+    }
+    if (!pool.burst) use.max_powered = use.nodes;
+    result_.pools.push_back(std::move(use));
+  }
+}
+
+bool Run::Empty(int node) const {
+  const sched::Node& n = state_.nodes[node];
+  return n.whole_node_jobs == 0 && n.shared_jobs == 0 &&
+         n.free_gpus.size() + n.unhealthy.size() == n.gpu_count();
+}
+
+void Run::CountPowered(int node, Time now) {
+  const int p = pool_of_[node];
+  result_.pools[p].powered_gpu_seconds +=
+      static_cast<double>(state_.nodes[node].gpu_count()) *
+      static_cast<double>(now - powered_since_[node]);
+  powered_since_[node] = now;
+}
+
+void Run::PowerUp(int node, Time now) {
+  if (power_[node].state != sched::PowerState::kResuming) return;
+  power_[node] = {sched::PowerState::kOn, now, now};
+  state_.nodes[node].state = sched::NodeState::kUp;
+  progress_ = now;
+}
+
+void Run::Power(const sched::Plan& plan, Time now) {
+  if (options_.pools.empty()) return;
+  const sched::PowerPlan p = sched::PlanPower(state_, plan, options_.pools, power_, now);
+  for (int n : p.resume) {
+    power_[n] = {sched::PowerState::kResuming, now, 0};
+    powered_since_[n] = now;
+    ++result_.pools[pool_of_[n]].resumes;
+    ups_.push({now + options_.resume_delay, n, 0});
+  }
+  // The simulated resume always succeeds after resume_delay; one slower than its
+  // pool's timeout fails, as the server would judge it.
+  for (int n : p.timed_out) {
+    CountPowered(n, now);
+    power_[n] = {sched::PowerState::kFailed, now, 0};
+  }
+  for (int n : p.suspend) {
+    CountPowered(n, now);
+    power_[n] = {sched::PowerState::kOff, now, 0};
+    state_.nodes[n].state = sched::NodeState::kDown;
+    ++result_.pools[pool_of_[n]].suspends;
+  }
+  power_wake_ = p.wake_at > now ? p.wake_at : kNever;
+  std::vector<int> powered(options_.pools.size(), 0);
+  for (size_t n = 0; n < power_.size(); ++n) {
+    if (pool_of_[n] >= 0 && options_.pools[pool_of_[n]].burst &&
+        (power_[n].state == sched::PowerState::kOn ||
+         power_[n].state == sched::PowerState::kResuming)) {
+      ++powered[pool_of_[n]];
+    }
+  }
+  for (size_t i = 0; i < powered.size(); ++i) {
+    if (options_.pools[i].burst) {
+      result_.pools[i].max_powered = std::max(result_.pools[i].max_powered, powered[i]);
+    }
+  }
+}
+
+void Run::FinishPools(Time now) {
+  for (size_t n = 0; n < power_.size(); ++n) {
+    const int p = pool_of_[n];
+    if (p < 0) continue;
+    if (!options_.pools[p].burst) {
+      powered_since_[n] = 0;  // a fixed node was on from trace time 0
+      CountPowered(static_cast<int>(n), now);
+    } else if (power_[n].state == sched::PowerState::kOn ||
+               power_[n].state == sched::PowerState::kResuming) {
+      CountPowered(static_cast<int>(n), now);
+    }
+  }
+}
 
 void Run::Arrive(size_t i) {
   const TraceJob& t = trace_[i];
@@ -173,6 +283,7 @@ Status Run::ApplyStart(const sched::Start& s, Time now) {
   HACHI_RETURN_IF_ERROR(applier_.Apply(job, s));
   job.start_time = now;
   job.allocations = s.allocations;
+  for (const sched::Allocation& a : s.allocations) power_[a.node].idle_since = 0;
   if (s.backfilled) ++result_.backfilled;
   fairshare_.AddRunning(account_[i], job.req.TotalGpus());
   completions_.push({now + trace_[i].duration, i, ++runs_[i]});
@@ -190,10 +301,17 @@ Status Run::ApplyStart(const sched::Start& s, Time now) {
   return Status::Ok();
 }
 
-sched::Job Run::Leave(int64_t i) {
+sched::Job Run::Leave(int64_t i, Time now) {
   const int32_t pos = running_pos_[i];
   sched::Job job = std::move(state_.running[pos]);
   applier_.Release(job);
+  for (const sched::Allocation& a : job.allocations) {
+    if (pool_of_[a.node] >= 0) {
+      result_.pools[pool_of_[a.node]].busy_gpu_seconds +=
+          static_cast<double>(a.gpus.size()) * static_cast<double>(now - job.start_time);
+    }
+    if (Empty(a.node)) power_[a.node].idle_since = now;
+  }
   fairshare_.AddRunning(account_[i], -job.req.TotalGpus());
   if (pos != static_cast<int32_t>(state_.running.size()) - 1) {
     state_.running[pos] = std::move(state_.running.back());
@@ -205,7 +323,7 @@ sched::Job Run::Leave(int64_t i) {
 }
 
 void Run::Complete(int64_t i, Time now) {
-  const sched::Job job = Leave(i);
+  const sched::Job job = Leave(i, now);
   result_.outcomes.push_back(
       JobOutcome{job.id, job.req.TotalGpus(), job.submit_time, job.start_time, now});
   ++finished_;
@@ -213,7 +331,7 @@ void Run::Complete(int64_t i, Time now) {
 }
 
 void Run::Kill(int64_t i, Time now) {
-  sched::Job job = Leave(i);
+  sched::Job job = Leave(i, now);
   progress_ = now;
   if (cancel_[i]) {  // the mode of the plan's Preemption
     ++result_.cancelled;
@@ -296,13 +414,20 @@ Result<SimResult> Run::Go() {
   size_t next = 0;  // next arrival
   Time now = 0;
   while (next < trace_.size() || !completions_.empty() || !kills_.empty() ||
+         !ups_.empty() || power_wake_ != kNever ||
          (!state_.pending.empty() && wake_ != kNever)) {
     now = kNever;
     if (next < trace_.size()) now = trace_[next].submit;
     if (!completions_.empty()) now = std::min(now, completions_.top().end);
     if (!kills_.empty()) now = std::min(now, kills_.top().end);
+    if (!ups_.empty()) now = std::min(now, ups_.top().end);
+    now = std::min(now, power_wake_);
     if (!state_.pending.empty()) now = std::min(now, wake_);
     fairshare_.AdvanceTo(now);
+    while (!ups_.empty() && ups_.top().end == now) {  // resumed nodes first: usable now
+      PowerUp(static_cast<int>(ups_.top().index), now);
+      ups_.pop();
+    }
     // Completions first: their GPUs are free for the jobs arriving at the same second,
     // and a job that ends on its own at its kill time is not killed.
     while (!completions_.empty() && completions_.top().end == now) {
@@ -320,9 +445,10 @@ Result<SimResult> Run::Go() {
       progress_ = now;
     }
     wake_ = kNever;
+    sched::Plan plan;
     if (!state_.pending.empty()) {
       const Clock::time_point t0 = Clock::now();
-      sched::Plan plan = scheduler_.Schedule(state_, now);
+      plan = scheduler_.Schedule(state_, now);
       const Clock::time_point t1 = Clock::now();
       result_.cycle_ms.push_back(
           std::chrono::duration<double, std::milli>(t1 - t0).count());
@@ -332,16 +458,20 @@ Result<SimResult> Run::Go() {
       }
       if (!plan.starts.empty()) progress_ = now;
       if (plan.wake_at > now) wake_ = plan.wake_at;
-      // Stuck: nothing runs or arrives, and waking up for windows has not helped for
-      // longer than any weekly window pattern.
-      if (plan.starts.empty() && state_.running.empty() && next == trace_.size() &&
-          (wake_ == kNever || now - progress_ > 8 * kDay)) {
-        return Stuck(plan, now);
-      }
+    }
+    Power(plan, now);
+    // Stuck: nothing runs, arrives or powers up, and waking up for windows has not
+    // helped for longer than any weekly window pattern.
+    if (!state_.pending.empty() && plan.starts.empty() && state_.running.empty() &&
+        next == trace_.size() && ups_.empty() &&
+        (wake_ == kNever || now - progress_ > 8 * kDay)) {
+      return Stuck(plan, now);
     }
     Report(now, false);
   }
   Report(now, true);
+  FinishPools(now);
+  result_.end = now;
   std::sort(result_.outcomes.begin(), result_.outcomes.end(),
             [](const JobOutcome& a, const JobOutcome& b) { return a.id < b.id; });
   return std::move(result_);
@@ -360,6 +490,10 @@ Result<SimResult> Simulate(const std::vector<TraceJob>& trace,
                              std::to_string(i + 1) + ")");
     }
   }
+  if (!options.pools.empty() && !scheduler.config().explain) {
+    return InvalidArgument(
+        "pools need the plan's diagnoses: run the scheduler with explain = true");
+  }
   Run run(trace, std::move(cluster), scheduler, options);
   return run.Go();
 }
@@ -371,11 +505,17 @@ Result<SimMetrics> RunSimulation(const std::vector<TraceJob>& trace,
       BuildCluster(config.cluster, config.cluster_options);
   if (!cluster.ok()) return cluster.status();
   if (config.configure) HACHI_RETURN_IF_ERROR(config.configure(&*cluster));
+  SimOptions options = config.sim;
+  if (config.pools) {
+    Result<std::vector<sched::PowerPool>> pools = config.pools(*cluster);
+    if (!pools.ok()) return pools.status();
+    options.pools = std::move(*pools);
+  }
   const int gpus = TotalGpus(*cluster);
   Result<std::unique_ptr<sched::Scheduler>> scheduler =
       sched::Scheduler::Create(config.sched);
   if (!scheduler.ok()) return scheduler.status();
-  Result<SimResult> r = Simulate(trace, std::move(*cluster), **scheduler, config.sim);
+  Result<SimResult> r = Simulate(trace, std::move(*cluster), **scheduler, options);
   if (!r.ok()) return r.status();
   SimMetrics m;
   m.policy = config.sched.policy;
@@ -390,6 +530,8 @@ Result<SimMetrics> RunSimulation(const std::vector<TraceJob>& trace,
   m.cancelled = r->cancelled;
   m.lost_gpu_hours = r->lost_gpu_seconds / 3600.0;
   ComputeMetrics(r->outcomes, gpus, r->cycle_ms, &m);
+  m.pools = r->pools;
+  m.span_s = static_cast<double>(r->end);
   m.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
   return m;
 }

@@ -24,6 +24,7 @@
 
 #include "core/status.h"
 #include "sched/cluster.h"
+#include "sched/power.h"
 #include "sched/scheduler.h"
 #include "sim/cluster_spec.h"
 #include "sim/metrics.h"
@@ -49,6 +50,11 @@ struct SimOptions {
   Duration clock_offset = 0;
   // Called about every 0.1 % of the jobs and once at the end; may be empty.
   std::function<void(const SimProgress&)> progress;
+  // Node pools (docs/pools.md): the nodes of burst pools start powered off; after each
+  // cycle sched::PlanPower, the server's rule, decides which to power up (each is up
+  // `resume_delay` later) and which idle ones to power down. Empty: all nodes always on.
+  std::vector<sched::PowerPool> pools;
+  Duration resume_delay = 5 * kMinute;
 };
 
 struct SimResult {
@@ -64,6 +70,8 @@ struct SimResult {
   int64_t requeues = 0;
   int64_t cancelled = 0;
   double lost_gpu_seconds = 0;
+  std::vector<PoolUse> pools;  // one per SimOptions::pools, in its order
+  Time end = 0;                // the last event's time (trace time 0 is the first submit)
 };
 
 // Replays `trace` (sorted by submit, ids 1..n as the readers return it) on `cluster`
@@ -86,6 +94,9 @@ struct RunConfig {
   // Applied to the built cluster before the run when set, e.g. a cluster config file
   // (`hachi sim --config`: config::ApplyClusterConfig); its error ends the run.
   std::function<Status(sched::ClusterState*)> configure;
+  // The node pools over the built (and configured) cluster, when set (`hachi sim
+  // --config` with [[pool]] tables: config::PowerPools); they go to SimOptions::pools.
+  std::function<Result<std::vector<sched::PowerPool>>(const sched::ClusterState&)> pools;
   sched::SchedConfig sched;
   SimOptions sim;
 };
