@@ -66,6 +66,11 @@ struct Node {
   // the config is applied.
   std::vector<std::string> features;
   std::string gres_type;
+  // Node pools (power.h, docs/pools.md): 0 for a node that is paid for anyway (no pool,
+  // a fixed pool); a burst pool's nodes 1 + the pool's rank by price. Placement takes
+  // the lowest rank that fits, so work drains off rented nodes and they can be
+  // powered down. ClusterState::max_cost_rank is the highest.
+  int cost_rank = 0;
 
   // Changing state.
   NodeState state = NodeState::kUp;
@@ -335,6 +340,7 @@ struct ClusterState {
   // shares and single-node jobs where cluster fragmentation rises least
   // (fragmentation.h, docs/scheduler.md "Placement").
   std::vector<WorkloadClass> workload;
+  int max_cost_rank = 0;  // the highest Node::cost_rank (0: placement as without pools)
 
   int PartitionIndex(const std::string& name) const;  // -1 if none
 };

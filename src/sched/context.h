@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -112,6 +113,8 @@ struct CycleContext {
 
   // Fills the working copy, buckets, quotas and timeline from the snapshot.
   void Init();
+  // Placement's pass over node costs (Node::cost_rank): nodes above it do not fit.
+  int cost_limit = std::numeric_limits<int>::max();
   // Resolves a pending job; finds or adds its eligible set.
   JobShape Shape(const Job& job);
   // Books `a` (a start of `job`) into the working copy, buckets, quotas, timeline.

@@ -48,6 +48,7 @@ NodeVerdict CheckNode(const CycleContext& ctx, const JobShape& job, int node, Ti
                       Timeline::Offer* offer) {
   const NodeWork& w = ctx.nodes[node];
   if (!w.up) return NodeVerdict::kDown;
+  if (ctx.state.nodes[node].cost_rank > ctx.cost_limit) return NodeVerdict::kIneligible;
   const EligibleSet& e = ctx.eligible[job.eligible];
   const int size = ctx.state.nodes[node].gpu_count();
   if (!e.ok[node] || size < job.gpn) return NodeVerdict::kIneligible;

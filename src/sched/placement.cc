@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <limits>
 #include <tuple>
 #include <unordered_map>
 
@@ -100,6 +101,20 @@ std::vector<int> Placer::SelectGang(const CycleContext& ctx, const JobShape& job
 
 bool Placer::PlaceNow(CycleContext& ctx, const JobShape& job,
                       std::vector<Allocation>* out, VerdictTally* tally) {
+  // With node pools, the cheapest nodes that fit: a pass per cost rank, the last over
+  // every node (its verdicts are the ones the diagnosis reports).
+  for (int rank = 0; rank < ctx.state.max_cost_rank; ++rank) {
+    ctx.cost_limit = rank;
+    VerdictTally scratch;
+    const bool placed = PlaceAt(ctx, job, out, &scratch);
+    ctx.cost_limit = std::numeric_limits<int>::max();
+    if (placed || failed_) return placed;
+  }
+  return PlaceAt(ctx, job, out, tally);
+}
+
+bool Placer::PlaceAt(CycleContext& ctx, const JobShape& job, std::vector<Allocation>* out,
+                     VerdictTally* tally) {
   out->clear();
   failed_ = false;
   if (job.nodes > 1) return PlaceGang(ctx, job, out, tally);

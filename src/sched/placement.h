@@ -103,9 +103,10 @@ class Placer {
   // Any style (tests: one whose allocator fails).
   explicit Placer(std::unique_ptr<Scorer> scorer) : scorer_(std::move(scorer)) {}
 
-  // Chooses node(s) and GPUs for `job` to start now, around this cycle's reservations.
-  // False when none fit; `tally` then counts why the nodes looked at refused. False
-  // with failed() when the allocator failed (the job is not started; errors()).
+  // Chooses node(s) and GPUs for `job` to start now, around this cycle's reservations,
+  // on the cheapest nodes that fit (Node::cost_rank). False when none fit; `tally` then
+  // counts why the nodes looked at refused. False with failed() when the allocator failed
+  // (the job is not started; errors()).
   bool PlaceNow(CycleContext& ctx, const JobShape& job, std::vector<Allocation>* out,
                 VerdictTally* tally);
   // The last PlaceNow ended on an allocator failure.
@@ -130,6 +131,9 @@ class Placer {
   std::vector<std::string> TakeErrors() { return std::exchange(errors_, {}); }
 
  private:
+  // PlaceNow over the nodes up to CycleContext::cost_limit.
+  bool PlaceAt(CycleContext& ctx, const JobShape& job, std::vector<Allocation>* out,
+               VerdictTally* tally);
   bool PlaceSingle(CycleContext& ctx, const JobShape& job, Allocation* out,
                    VerdictTally* tally);
   // A GPU share on a GPU that already holds shares of its user: the fullest that

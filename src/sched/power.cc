@@ -44,6 +44,25 @@ bool Empty(const Node& n) {
 
 }  // namespace
 
+void RankByCost(const std::vector<PowerPool>& pools, ClusterState* state) {
+  std::vector<double> prices;
+  for (const PowerPool& p : pools) {
+    if (p.burst) prices.push_back(p.price_per_gpu_hour);
+  }
+  std::sort(prices.begin(), prices.end());
+  prices.erase(std::unique(prices.begin(), prices.end()), prices.end());
+  for (Node& n : state->nodes) n.cost_rank = 0;
+  state->max_cost_rank = 0;
+  for (const PowerPool& p : pools) {
+    if (!p.burst) continue;
+    const int rank = 1 + static_cast<int>(std::lower_bound(prices.begin(), prices.end(),
+                                                           p.price_per_gpu_hour) -
+                                          prices.begin());
+    for (int i : p.nodes) state->nodes[i].cost_rank = rank;
+    state->max_cost_rank = std::max(state->max_cost_rank, rank);
+  }
+}
+
 PowerPlan PlanPower(const ClusterState& state, const Plan& plan,
                     const std::vector<PowerPool>& pools,
                     const std::vector<NodePower>& power, Time now) {

@@ -71,6 +71,10 @@ struct PowerPlan {
   Time wake_at = kNever;  // the next suspend timer or resume timeout
 };
 
+// Sets each node's Node::cost_rank from `pools` (0 unless in a burst pool; a burst
+// pool's nodes 1 + its rank by price, equal prices sharing one) and max_cost_rank.
+void RankByCost(const std::vector<PowerPool>& pools, ClusterState* state);
+
 // `power` has one entry per state.nodes; `pools` index state.nodes. Nodes in no pool,
 // and the nodes of fixed pools, are never resumed or suspended.
 PowerPlan PlanPower(const ClusterState& state, const Plan& plan,

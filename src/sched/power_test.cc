@@ -133,6 +133,34 @@ TEST(PlanPower, NoResumeForAJobThatStartsSoonerOnPoweredNodes) {
   EXPECT_EQ(Decide(s, pools, power).resume, std::vector<int>{2});
 }
 
+// Placement takes the cheapest nodes that fit: the fixed node, empty, before the burst
+// node the packing would pick (7 of its GPUs busy); the burst node when the fixed one
+// is full. Without pools the packing decides.
+TEST(RankByCost, PlacementDrainsWorkOffBurstNodes) {
+  testing::ClusterBuilder b;
+  b.Nodes(2, "hgx-h100").Partition("p");
+  b.Running(MakeJob(900).Gpus(7).Start(kNow - 60).Limit(10 * kHour), 1);
+  b.Pending(MakeJob(1).Gpus(1).Submit(1).Limit(kHour));
+  ClusterState s = b.Build();
+  Result<std::unique_ptr<Scheduler>> sched = Scheduler::Create(SchedConfig{});
+  ASSERT_TRUE(sched.ok());
+  Plan plan = (*sched)->Schedule(s, kNow);
+  ASSERT_EQ(plan.starts.size(), 1u);
+  EXPECT_EQ(plan.starts[0].allocations[0].node, 1);  // packing, without pools
+  RankByCost({{"owned", false, {0}}, {"burst", true, {1}}}, &s);
+  EXPECT_EQ(s.nodes[1].cost_rank, 1);
+  EXPECT_EQ(s.max_cost_rank, 1);
+  plan = (*sched)->Schedule(s, kNow);
+  ASSERT_EQ(plan.starts.size(), 1u);
+  EXPECT_EQ(plan.starts[0].allocations[0].node, 0);
+  b.Running(MakeJob(901).Gpus(8).Start(kNow - 60).Limit(10 * kHour), 0);
+  s = b.Build();
+  RankByCost({{"owned", false, {0}}, {"burst", true, {1}}}, &s);
+  plan = (*sched)->Schedule(s, kNow);
+  ASSERT_EQ(plan.starts.size(), 1u);
+  EXPECT_EQ(plan.starts[0].allocations[0].node, 1);
+}
+
 TEST(PlanPower, IdleNodesAreSuspendedAfterTheirTimeAndBusyOnesNever) {
   testing::ClusterBuilder b;
   b.Nodes(3, "hgx-h100").Partition("p");

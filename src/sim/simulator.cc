@@ -165,6 +165,7 @@ void Run::InitPools() {
     if (!pool.burst) use.max_powered = use.nodes;
     result_.pools.push_back(std::move(use));
   }
+  sched::RankByCost(options_.pools, &state_);
 }
 
 bool Run::Empty(int node) const {
