@@ -70,7 +70,7 @@ W, H, L, B = 640, 400, 70, 50
 xs = [p[1] for p in pts]; ys = [p[3] for p in pts] + [p[2] for p in pts]
 x0, x1 = min(xs) * 0.95, max(xs) * 1.05
 y1 = max(ys) * 1.1 or 1
-X = lambda v: L + (v - x0) / (x1 - x0) * (W - L - 20)
+X = lambda v: L + (v - x0) / (x1 - x0) * (W - L - 60)
 Y = lambda v: H - B - v / y1 * (H - B - 20)
 out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" '
        'font-family="sans-serif" font-size="12">',

@@ -268,6 +268,28 @@ TEST(Controller, AnAdministratorsHoldIsReleasedOnlyByAnAdministrator) {
   EXPECT_TRUE(h->jobs().Hold(id, false, kRoot).ok());
 }
 
+// A burst pool in the config: the server says it does not power nodes yet, and uses
+// the pool's nodes as they register.
+TEST(Controller, ABurstPoolIsNamedInTheWarningsUntilTheServerPowersNodes) {
+  ControllerOptions o;
+  Result<config::ClusterConfig> cfg = config::ParseClusterConfig(
+      "[[pool]]\nname = \"burst-a\"\nnodes = \"n[1-2]\"\nkind = \"burst\"\n"
+      "resume_program = \"/bin/true\"\nsuspend_program = \"/bin/true\"\n",
+      "c.toml");
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  o.config = *cfg;
+  Harness h(o);
+  h.Register("n1");
+  const state::JobId id = h.Submit(MakeSubmit().Gpus(1));
+  h->RunCycle();
+  EXPECT_EQ(h.StateOf(id), JobState::kRunning);
+  const std::vector<std::string> w = h->cluster_views().Warnings();
+  EXPECT_NE(std::find(w.begin(), w.end(),
+                      "pool burst-a: this server does not power burst nodes up or down "
+                      "yet (docs/pools.md); its nodes take jobs as they register"),
+            w.end());
+}
+
 // Only the owner or an admin cancels, holds or releases a job, by the uid the kernel or a
 // token vouched for; an anonymous caller changes nothing.
 TEST(Controller, OnlyTheOwnerOrAnAdminChangesAJob) {

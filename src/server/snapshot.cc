@@ -104,6 +104,14 @@ Result<BaseCluster> BuildBase(
     for (const std::string& n : missing) {
       base.warnings.push_back("node " + n + " is in the config but has not registered");
     }
+    // The rule and the simulator have burst pools; the server does not run their
+    // programs yet, so a burst pool's nodes are used as they register, never powered.
+    for (const config::PoolConfig& pool : c.pools) {
+      if (pool.kind != config::PoolKind::kBurst) continue;
+      base.warnings.push_back("pool " + pool.name +
+                              ": this server does not power burst nodes up or down yet "
+                              "(docs/pools.md); its nodes take jobs as they register");
+    }
   }
   for (const sched::PolicyWarning& f : sched::LintPartitions(s)) {
     base.warnings.push_back(f.message);
