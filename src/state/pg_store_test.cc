@@ -28,6 +28,19 @@ namespace {
 
 JobRecord Pending(JobId id) { return testing::SubmittedJob(id); }
 
+// The first COMMIT `raw` sends loses its answer: the client's socket becomes /dev/null
+// once the COMMIT is on its way, so the answer can never be read, whatever is buffered.
+// *cut says it happened.
+void LoseTheFirstCommitsAnswer(PgDb* raw, bool* cut) {
+  raw->SetAfterCommitSentForTesting([raw, cut] {
+    if (*cut) return;
+    *cut = true;
+    const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    ::dup2(null, raw->SocketForTesting());
+    ::close(null);
+  });
+}
+
 class PgStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -229,15 +242,7 @@ TEST_F(PgStoreTest, ACommitWhoseAnswerWasLostIsResolvedFromTheDatabase) {
   ASSERT_TRUE(EnsurePostgresSchema(raw).ok());
   SqlStore store(std::move(*db), "");
   bool cut = false;
-  // COMMIT is on its way; the client's socket goes before the answer comes back.
-  raw->SetAfterCommitSentForTesting([&] {
-    if (cut) return;
-    cut = true;
-    // The socket becomes /dev/null: the answer can never be read, whatever is buffered.
-    const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-    ::dup2(null, raw->SocketForTesting());
-    ::close(null);
-  });
+  LoseTheFirstCommitsAnswer(raw, &cut);
   Status st = store.Commit({JobSubmitted{Pending(7)}});
   ASSERT_TRUE(cut);
   EXPECT_TRUE(st.ok()) << st.ToString();  // pg_xact_status said 'committed'
@@ -263,13 +268,7 @@ TEST_F(PgStoreTest, ACommitStillRunningWhenAskedIsAskedAgainUntilItEnds) {
       "DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_commit()",
       DbName()));
   bool cut = false;
-  raw->SetAfterCommitSentForTesting([&] {
-    if (cut) return;
-    cut = true;
-    const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-    ::dup2(null, raw->SocketForTesting());
-    ::close(null);
-  });
+  LoseTheFirstCommitsAnswer(raw, &cut);
   Status st = store->Commit({JobSubmitted{Pending(9)}});
   ASSERT_TRUE(cut);
   EXPECT_TRUE(st.ok()) << st.ToString();
