@@ -27,10 +27,10 @@ void AddReportCommand(CLI::App& app, int* exit_code) {
                   "(default now-7days)");
   cmd->add_option("-E,--to", f->to, "End of the period (default now)");
   cmd->add_option("--by", f->by,
-                  "account, user, accountuser (each account's users), partition or "
-                  "nodegroup")
-      ->check(
-          CLI::IsMember({"account", "user", "accountuser", "partition", "nodegroup"}));
+                  "account, user, accountuser (each account's users), partition, "
+                  "nodegroup or pool")
+      ->check(CLI::IsMember(
+          {"account", "user", "accountuser", "partition", "nodegroup", "pool"}));
   cmd->add_option("--top", f->top, "How many of the idlest jobs to list (0: none)")
       ->check(CLI::Range(0, 1000));
   cmd->add_flag("--csv", f->csv, "CSV");

@@ -33,6 +33,8 @@ std::string GroupTitle(report::ReportBy by) {
       return "Partition";
     case report::ReportBy::kNodeGroup:
       return "NodeGroup";
+    case report::ReportBy::kPool:
+      return "Pool";
   }
   return "Account";
 }
@@ -100,13 +102,23 @@ std::string FormatReport(const report::GpuReport& r) {
                     "Usage reported in GPU hours (Used: allocated x mean GPU "
                     "utilisation; NotMeasured: never sampled)\n" +
                     rule + "\n";
-  SreportTable t(
-      {GroupTitle(r.by), "Jobs", "Allocated", "Used", "Util%", "Idle", "NotMeasured"});
+  // Cost: with pools that have prices (docs/pools.md), the GPU-hours at their price.
+  const bool priced = r.total.cost > 0;
+  std::vector<std::string> titles = {GroupTitle(r.by), "Jobs", "Allocated",  "Used",
+                                     "Util%",          "Idle", "NotMeasured"};
+  if (priced) titles.push_back("Cost");
+  SreportTable t(titles);
   auto row = [&](const report::ReportGroup& g, const std::string& name) {
-    t.Add({name, std::to_string(g.jobs), Fixed(g.gpu_hours, 2),
-           Fixed(g.used_gpu_hours, 2),
-           g.Utilisation() < 0 ? "-" : Percent(g.Utilisation()),
-           Fixed(g.IdleGpuHours(), 2), Fixed(g.unmeasured_gpu_hours, 2)});
+    std::vector<std::string> cells = {
+        name,
+        std::to_string(g.jobs),
+        Fixed(g.gpu_hours, 2),
+        Fixed(g.used_gpu_hours, 2),
+        g.Utilisation() < 0 ? "-" : Percent(g.Utilisation()),
+        Fixed(g.IdleGpuHours(), 2),
+        Fixed(g.unmeasured_gpu_hours, 2)};
+    if (priced) cells.push_back(Fixed(g.cost, 2));
+    t.Add(cells);
   };
   for (const report::ReportGroup& g : r.groups) row(g, Name(g.name, r.by));
   row(r.total, "TOTAL");
@@ -125,13 +137,16 @@ std::string FormatReport(const report::GpuReport& r) {
 }
 
 std::string FormatReportCsv(const report::GpuReport& r) {
+  const bool priced = r.total.cost > 0;
   std::string out = std::string(report::ReportByName(r.by)) +
                     ",jobs,gpu_hours,used_gpu_hours,utilisation,idle_gpu_hours,"
-                    "unmeasured_gpu_hours\n";
+                    "unmeasured_gpu_hours" +
+                    (priced ? ",cost\n" : "\n");
   auto row = [&](const report::ReportGroup& g, const std::string& name) {
     out += Csv(name) + "," + std::to_string(g.jobs) + "," + Fixed(g.gpu_hours, 4) + "," +
            Fixed(g.used_gpu_hours, 4) + "," + Percent(g.Utilisation()) + "," +
-           Fixed(g.IdleGpuHours(), 4) + "," + Fixed(g.unmeasured_gpu_hours, 4) + "\n";
+           Fixed(g.IdleGpuHours(), 4) + "," + Fixed(g.unmeasured_gpu_hours, 4) +
+           (priced ? "," + Fixed(g.cost, 4) : "") + "\n";
   };
   for (const report::ReportGroup& g : r.groups) row(g, g.name);
   row(r.total, "TOTAL");

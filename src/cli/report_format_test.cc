@@ -43,7 +43,8 @@ JobRecord Job(state::JobId id, const std::string& account, const std::string& us
   return j;
 }
 
-report::GpuReport Sample(report::ReportBy by, int top) {
+report::GpuReport Sample(report::ReportBy by, int top,
+                         const std::map<std::string, double>& prices = {}) {
   const std::vector<JobRecord> jobs = {
       Job(101, "vision", "alice", "n1", 8, 0, -2 * kH, 2 * kH, 50),
       Job(102, "vision", "bob", "n1", 4, 0, 5 * kH, 0, 25),
@@ -55,8 +56,12 @@ report::GpuReport Sample(report::ReportBy by, int top) {
   q.to = kDay0 + 10 * kH;
   q.by = by;
   q.top = top;
-  return report::ComputeGpuReport(
-      jobs, q, kDay0 + 8 * kH, {{"n1", "NVIDIA H100 80GB HBM3"}, {"n2", "NVIDIA L40S"}});
+  const std::map<std::string, std::string> groups =
+      by == report::ReportBy::kPool
+          ? std::map<std::string, std::string>{{"n1", "owned"}, {"n2", "burst"}}
+          : std::map<std::string, std::string>{{"n1", "NVIDIA H100 80GB HBM3"},
+                                               {"n2", "NVIDIA L40S"}};
+  return report::ComputeGpuReport(jobs, q, kDay0 + 8 * kH, groups, prices);
 }
 
 TEST(ReportFormat, Golden) {
@@ -68,6 +73,17 @@ TEST(ReportFormat, Golden) {
   testing::ExpectGolden("report.txt", out);
   testing::ExpectGolden("report.csv",
                         FormatReportCsv(Sample(report::ReportBy::kAccount, 3)));
+}
+
+// With priced pools (docs/pools.md) the table and the CSV gain a cost column.
+TEST(ReportFormat, CostWithPricedPools) {
+  setenv("TZ", "UTC", 1);
+  tzset();
+  const std::map<std::string, double> prices = {{"n1", 2.0}, {"n2", 4.5}};
+  testing::ExpectGolden(
+      "report-pools.txt",
+      FormatReport(Sample(report::ReportBy::kPool, 0, prices)) + "\n" +
+          FormatReportCsv(Sample(report::ReportBy::kAccount, 0, prices)));
 }
 
 TEST(ReportFormat, Times) {

@@ -22,7 +22,7 @@ bool Measured(const state::UsageSummary& u) { return u.samples > 0 && u.gpu_util
 constexpr std::pair<ReportBy, std::string_view> kReportBy[] = {
     {ReportBy::kAccount, "account"},         {ReportBy::kUser, "user"},
     {ReportBy::kAccountUser, "accountuser"}, {ReportBy::kPartition, "partition"},
-    {ReportBy::kNodeGroup, "nodegroup"},
+    {ReportBy::kNodeGroup, "nodegroup"},     {ReportBy::kPool, "pool"},
 };
 
 std::string GroupOf(ReportBy by, const state::JobRecord& j) {
@@ -36,14 +36,16 @@ std::string GroupOf(ReportBy by, const state::JobRecord& j) {
     case ReportBy::kPartition:
       return j.req.partition;
     case ReportBy::kNodeGroup:
+    case ReportBy::kPool:
       break;  // per allocation
   }
   return "";
 }
 
 ReportGroup Hours(std::string name, int jobs, int64_t alloc, int64_t measured,
-                  double used) {
+                  double used, double cost) {
   ReportGroup g;
+  g.cost = cost / kMilliGpuSecondsPerHour;
   g.name = std::move(name);
   g.jobs = jobs;
   g.gpu_hours = static_cast<double>(alloc) / kMilliGpuSecondsPerHour;
@@ -78,12 +80,21 @@ double ReportGroup::Utilisation() const {
 }
 
 GpuReportBuilder::GpuReportBuilder(const ReportQuery& q, Time now,
-                                   const std::map<std::string, std::string>* node_groups)
-    : q_(q), now_(now), node_groups_(node_groups) {}
+                                   const std::map<std::string, std::string>* node_groups,
+                                   const std::map<std::string, double>* node_prices)
+    : q_(q), now_(now), node_groups_(node_groups), node_prices_(node_prices) {}
 
-void GpuReportBuilder::AddTo(Acc* acc, int64_t alloc, bool measured, double util) {
+double GpuReportBuilder::PriceOf(const std::string& node) const {
+  if (node_prices_ == nullptr) return 0;
+  auto it = node_prices_->find(node);
+  return it == node_prices_->end() ? 0 : it->second;
+}
+
+void GpuReportBuilder::AddTo(Acc* acc, int64_t alloc, bool measured, double util,
+                             double cost) {
   ++acc->jobs;
   acc->alloc += alloc;
+  acc->cost += cost;
   if (measured) {
     acc->measured += alloc;
     acc->used += static_cast<double>(alloc) * util / 100.0;
@@ -102,9 +113,10 @@ void GpuReportBuilder::Add(const state::JobRecord& j, const state::UsageSummary&
   const bool measured = Measured(usage);
   const double util = measured ? std::clamp(usage.gpu_util, 0.0, 100.0) : 0.0;
   int64_t alloc = 0;
-  if (q_.by == ReportBy::kNodeGroup) {
+  double cost = 0;  // milli-GPU-seconds x price
+  if (q_.by == ReportBy::kNodeGroup || q_.by == ReportBy::kPool) {
     // The job's GPU time split over its nodes' groups by the GPUs it holds on each.
-    std::map<std::string, int64_t> parts;
+    std::map<std::string, std::pair<int64_t, double>> parts;
     for (const state::NodeAllocation& a : j.allocations) {
       const int64_t part = MilliGpus(a) * overlap;
       if (part <= 0) continue;
@@ -114,16 +126,25 @@ void GpuReportBuilder::Add(const state::JobRecord& j, const state::UsageSummary&
           group = it->second;
         }
       }
-      parts[group] += part;
+      const double priced = static_cast<double>(part) * PriceOf(a.node);
+      parts[group].first += part;
+      parts[group].second += priced;
       alloc += part;
+      cost += priced;
     }
-    for (const auto& [group, part] : parts) AddTo(&groups_[group], part, measured, util);
+    for (const auto& [group, part] : parts) {
+      AddTo(&groups_[group], part.first, measured, util, part.second);
+    }
   } else {
-    for (const state::NodeAllocation& a : j.allocations) alloc += MilliGpus(a) * overlap;
-    if (alloc > 0) AddTo(&groups_[GroupOf(q_.by, j)], alloc, measured, util);
+    for (const state::NodeAllocation& a : j.allocations) {
+      const int64_t part = MilliGpus(a) * overlap;
+      alloc += part;
+      cost += static_cast<double>(part) * PriceOf(a.node);
+    }
+    if (alloc > 0) AddTo(&groups_[GroupOf(q_.by, j)], alloc, measured, util, cost);
   }
   if (alloc <= 0) return;  // a job without GPUs
-  AddTo(&total_, alloc, measured, util);
+  AddTo(&total_, alloc, measured, util, cost);
 
   if (!measured || q_.top <= 0) return;
   ReportJob r;
@@ -148,13 +169,15 @@ GpuReport GpuReportBuilder::Finish() {
   out.now = now_;
   out.by = q_.by;
   for (const auto& [name, acc] : groups_) {
-    out.groups.push_back(Hours(name, acc.jobs, acc.alloc, acc.measured, acc.used));
+    out.groups.push_back(
+        Hours(name, acc.jobs, acc.alloc, acc.measured, acc.used, acc.cost));
   }
   std::stable_sort(out.groups.begin(), out.groups.end(),
                    [](const ReportGroup& a, const ReportGroup& b) {
                      return a.gpu_hours > b.gpu_hours;
                    });
-  out.total = Hours("total", total_.jobs, total_.alloc, total_.measured, total_.used);
+  out.total = Hours("total", total_.jobs, total_.alloc, total_.measured, total_.used,
+                    total_.cost);
   auto idler = [](const ReportJob& a, const ReportJob& b) {
     return a.idle_gpu_hours != b.idle_gpu_hours ? a.idle_gpu_hours > b.idle_gpu_hours
                                                 : a.id < b.id;
@@ -170,8 +193,9 @@ GpuReport GpuReportBuilder::Finish() {
 
 GpuReport ComputeGpuReport(const std::vector<state::JobRecord>& jobs,
                            const ReportQuery& q, Time now,
-                           const std::map<std::string, std::string>& node_groups) {
-  GpuReportBuilder b(q, now, &node_groups);
+                           const std::map<std::string, std::string>& node_groups,
+                           const std::map<std::string, double>& node_prices) {
+  GpuReportBuilder b(q, now, &node_groups, &node_prices);
   for (const state::JobRecord& j : jobs) b.Add(j, j.usage);
   return b.Finish();
 }
@@ -188,7 +212,8 @@ nlohmann::json GroupJson(const ReportGroup& g) {
           {"measured_gpu_hours", g.measured_gpu_hours},
           {"unmeasured_gpu_hours", g.unmeasured_gpu_hours},
           {"idle_gpu_hours", g.IdleGpuHours()},
-          {"utilisation", g.Utilisation()}};
+          {"utilisation", g.Utilisation()},
+          {"cost", g.cost}};
 }
 
 nlohmann::json JobJson(const ReportJob& r) {
@@ -214,7 +239,8 @@ bool ReadGroup(const nlohmann::json& j, const std::string& path, ReportGroup* g,
          GetField(j, "gpu_hours", path, &g->gpu_hours, error) &&
          GetField(j, "used_gpu_hours", path, &g->used_gpu_hours, error) &&
          GetField(j, "measured_gpu_hours", path, &g->measured_gpu_hours, error) &&
-         GetField(j, "unmeasured_gpu_hours", path, &g->unmeasured_gpu_hours, error);
+         GetField(j, "unmeasured_gpu_hours", path, &g->unmeasured_gpu_hours, error) &&
+         (!j.contains("cost") || GetField(j, "cost", path, &g->cost, error));
 }
 
 bool ReadJob(const nlohmann::json& j, const std::string& path, ReportJob* r,

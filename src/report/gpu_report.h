@@ -26,9 +26,17 @@
 namespace hachi::report {
 
 // kAccountUser: each account's users apart, named "ACCOUNT/USER" (sreport's
-// AccountUtilizationByUser; a user name holds no '/').
-enum class ReportBy : uint8_t { kAccount, kUser, kAccountUser, kPartition, kNodeGroup };
-// "account", "user", "accountuser", "partition", "nodegroup"
+// AccountUtilizationByUser; a user name holds no '/'). kNodeGroup and kPool split a job
+// over its nodes' groups (the GPU model; the [[pool]], docs/pools.md).
+enum class ReportBy : uint8_t {
+  kAccount,
+  kUser,
+  kAccountUser,
+  kPartition,
+  kNodeGroup,
+  kPool
+};
+// "account", "user", "accountuser", "partition", "nodegroup", "pool"
 std::string_view ReportByName(ReportBy by);
 bool ParseReportBy(std::string_view text, ReportBy* out);
 
@@ -48,6 +56,9 @@ struct ReportGroup {
   double measured_gpu_hours = 0;    // of those, runs with GPU samples
   double used_gpu_hours = 0;        // measured x utilisation
   double unmeasured_gpu_hours = 0;  // gpu_hours - measured_gpu_hours
+  // The pools' price of those GPU-hours: each node's part at its pool's
+  // price_per_gpu_hour (docs/pools.md); 0 without prices.
+  double cost = 0;
   // used / measured, %; -1 when nothing was measured.
   double Utilisation() const;
   double IdleGpuHours() const { return measured_gpu_hours - used_gpu_hours; }
@@ -79,10 +90,13 @@ struct GpuReport {
 // lock without copying them (server/report.cc).
 class GpuReportBuilder {
  public:
-  // `node_groups`: node name -> its group (the GPU model its topology names), read for
-  // ReportBy::kNodeGroup; a node it lacks is group "". Not owned; must outlive Add.
+  // `node_groups`: node name -> its group (the GPU model its topology names, or its
+  // pool), read for ReportBy::kNodeGroup and kPool; a node it lacks is group "".
+  // `node_prices`: node name -> its pool's price per GPU-hour (null or missing: 0).
+  // Not owned; both must outlive Add.
   GpuReportBuilder(const ReportQuery& q, Time now,
-                   const std::map<std::string, std::string>* node_groups);
+                   const std::map<std::string, std::string>* node_groups,
+                   const std::map<std::string, double>* node_prices = nullptr);
   // `usage`: what the run did (the record's own summary, or a running job's so far).
   void Add(const state::JobRecord& job, const state::UsageSummary& usage);
   GpuReport Finish();
@@ -93,12 +107,15 @@ class GpuReportBuilder {
     // Milli-GPU-seconds: a share is thousandths of a GPU, so these sums are exact.
     int64_t alloc = 0, measured = 0;
     double used = 0;  // milli-GPU-seconds x utilisation / 100
+    double cost = 0;  // milli-GPU-seconds x price per GPU-hour
   };
-  void AddTo(Acc* acc, int64_t alloc, bool measured, double util);
+  void AddTo(Acc* acc, int64_t alloc, bool measured, double util, double cost);
+  double PriceOf(const std::string& node) const;
 
   ReportQuery q_;
   Time now_;
   const std::map<std::string, std::string>* node_groups_;
+  const std::map<std::string, double>* node_prices_;
   std::map<std::string, Acc> groups_;
   Acc total_;
   std::vector<ReportJob> jobs_;  // measured jobs with GPU time in the period
@@ -107,13 +124,14 @@ class GpuReportBuilder {
 // The report of `jobs` (each with its own usage summary).
 GpuReport ComputeGpuReport(const std::vector<state::JobRecord>& jobs,
                            const ReportQuery& q, Time now,
-                           const std::map<std::string, std::string>& node_groups = {});
+                           const std::map<std::string, std::string>& node_groups = {},
+                           const std::map<std::string, double>& node_prices = {});
 
 // As JSON (GET /api/v1/report, `hachi report --json`, docs/api.md): {"from", "to",
 // "now", "by", "groups": [G...], "total": G, "idlest": [J...]}, G = {"name", "jobs",
 // "gpu_hours", "used_gpu_hours", "measured_gpu_hours", "unmeasured_gpu_hours",
-// "idle_gpu_hours", "utilisation"}, J = {"id", "user", "account", "partition", "gpus",
-// "gpu_hours", "used_gpu_hours", "idle_gpu_hours", "gpu_util"}.
+// "idle_gpu_hours", "utilisation", "cost"}, J = {"id", "user", "account", "partition",
+// "gpus", "gpu_hours", "used_gpu_hours", "idle_gpu_hours", "gpu_util"}.
 std::string GpuReportToJson(const GpuReport& r);
 // The same back; kInvalidArgument naming the first missing or mistyped field.
 Result<GpuReport> GpuReportFromJson(std::string_view text);

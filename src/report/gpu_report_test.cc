@@ -155,6 +155,36 @@ TEST(GpuReport, ByNodeGroupSplitsGangs) {
   EXPECT_DOUBLE_EQ(r.total.gpu_hours, 53);
 }
 
+// Pools (docs/pools.md): n1 owned at 2 a GPU-hour, n2 burst at 4, n3 in none. Each
+// part of a job costs its pool's price; by pool the gang splits as by node group.
+TEST(GpuReport, CostAtEachPoolsPrice) {
+  ReportQuery q;
+  q.from = 10 * kH;
+  q.to = 20 * kH;
+  const std::map<std::string, std::string> pools = {{"n1", "owned"}, {"n2", "burst"}};
+  const std::map<std::string, double> prices = {{"n1", 2.0}, {"n2", 4.0}};
+  q.by = ReportBy::kPool;
+  GpuReport r = ComputeGpuReport(History(), q, 22 * kH, pools, prices);
+  ASSERT_EQ(r.groups.size(), 3u);
+  ExpectGroup(r.groups[0], "owned", 3, 40, 40, 11);
+  EXPECT_DOUBLE_EQ(r.groups[0].cost, 80);
+  ExpectGroup(r.groups[1], "burst", 2, 11, 11, 1.8);
+  EXPECT_DOUBLE_EQ(r.groups[1].cost, 44);
+  EXPECT_DOUBLE_EQ(r.groups[2].cost, 0);  // n3: no pool, no price
+  EXPECT_DOUBLE_EQ(r.total.cost, 124);
+  q.by = ReportBy::kAccount;
+  r = ComputeGpuReport(History(), q, 22 * kH, {}, prices);
+  ASSERT_EQ(r.groups.size(), 3u);
+  EXPECT_EQ(r.groups[0].name, "nlp");  // 1 GPU-h on n2, 20 on n1, 10 on n2
+  EXPECT_DOUBLE_EQ(r.groups[0].cost, 4 + 40 + 40);
+  EXPECT_EQ(r.groups[1].name, "vision");  // 20 GPU-h on n1
+  EXPECT_DOUBLE_EQ(r.groups[1].cost, 40);
+  EXPECT_DOUBLE_EQ(r.total.cost, 124);
+  Result<GpuReport> back = GpuReportFromJson(GpuReportToJson(r));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, r);
+}
+
 TEST(GpuReport, IdlestJobs) {
   const GpuReport r = Report(ReportBy::kAccount, 3);
   ASSERT_EQ(r.idlest.size(), 3u);
@@ -224,7 +254,7 @@ TEST(GpuReport, JsonRoundTrip) {
 
 TEST(GpuReport, ByNames) {
   for (ReportBy by : {ReportBy::kAccount, ReportBy::kUser, ReportBy::kAccountUser,
-                      ReportBy::kPartition, ReportBy::kNodeGroup}) {
+                      ReportBy::kPartition, ReportBy::kNodeGroup, ReportBy::kPool}) {
     ReportBy back = ReportBy::kAccount;
     ASSERT_TRUE(ParseReportBy(ReportByName(by), &back));
     EXPECT_EQ(back, by);

@@ -271,10 +271,13 @@ TEST(Controller, AnAdministratorsHoldIsReleasedOnlyByAnAdministrator) {
 // A burst pool in the config: the server says it does not power nodes yet, and uses
 // the pool's nodes as they register.
 TEST(Controller, ABurstPoolIsNamedInTheWarningsUntilTheServerPowersNodes) {
+  FakeClock clock;
   ControllerOptions o;
+  o.clock = &clock;
   Result<config::ClusterConfig> cfg = config::ParseClusterConfig(
       "[[pool]]\nname = \"burst-a\"\nnodes = \"n[1-2]\"\nkind = \"burst\"\n"
-      "resume_program = \"/bin/true\"\nsuspend_program = \"/bin/true\"\n",
+      "resume_program = \"/bin/true\"\nsuspend_program = \"/bin/true\"\n"
+      "price_per_gpu_hour = 3.5\n",
       "c.toml");
   ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
   o.config = *cfg;
@@ -288,6 +291,20 @@ TEST(Controller, ABurstPoolIsNamedInTheWarningsUntilTheServerPowersNodes) {
                       "pool burst-a: this server does not power burst nodes up or down "
                       "yet (docs/pools.md); its nodes take jobs as they register"),
             w.end());
+  // The report by pool prices what ran there.
+  const Time start = clock.Now();
+  clock.Advance(std::chrono::hours(1));
+  h.Work("n1");
+  h.Exit("n1", id, 0);
+  report::ReportQuery q;
+  q.from = start - 10;
+  q.to = clock.Now() + 10;
+  q.by = report::ReportBy::kPool;
+  const report::GpuReport r = h->cluster_views().GpuHours(q);
+  ASSERT_EQ(r.groups.size(), 1u);
+  EXPECT_EQ(r.groups[0].name, "burst-a");
+  EXPECT_DOUBLE_EQ(r.groups[0].gpu_hours, 1);
+  EXPECT_DOUBLE_EQ(r.groups[0].cost, 3.5);
 }
 
 // Only the owner or an admin cancels, holds or releases a job, by the uid the kernel or a

@@ -305,7 +305,7 @@ std::vector<Bad> HttpHostileTest::Table() const {
       {"ReportFromAfterTo", Http("GET", kApi + "/report?from=200&to=100"), 400,
        "?from=200: must be before ?to=100"},
       {"ReportUnknownBy", Http("GET", kApi + "/report?by=cluster"), 400,
-       "?by=cluster: expected account, user, accountuser, partition or nodegroup"},
+       "?by=cluster: expected account, user, accountuser, partition, nodegroup or pool"},
       {"ReportTopTooLarge", Http("GET", kApi + "/report?top=5000"), 400,
        "?top=5000: expected an integer from 0 to 1000"},
       // ---- nodes ----

@@ -199,7 +199,7 @@ void NodeHandlers::Report(const Request& req, Response& res) const {
   if (req.has_param("by") && !report::ParseReportBy(req.get_param_value("by"), &q.by)) {
     return ReplyError(res, InvalidArgument("?by=" + Clip(req.get_param_value("by")) +
                                            ": expected account, user, accountuser, "
-                                           "partition or nodegroup"));
+                                           "partition, nodegroup or pool"));
   }
   Reply(res, 200, report::GpuReportToJson(c_->cluster_views().GpuHours(q)));
 }

@@ -277,8 +277,18 @@ report::GpuReport ClusterViews::GpuHours(const report::ReportQuery& q) const {
   if (q.by == report::ReportBy::kNodeGroup) {
     for (const auto& [name, hw] : fleet_->hardware) groups[name] = hw.gpu_model;
   }
+  // The pools (docs/pools.md): each node's pool, and its price for the cost columns.
+  std::map<std::string, double> prices;
+  if (options_->config) {
+    for (const config::PoolConfig& pool : options_->config->pools) {
+      for (const std::string& node : pool.nodes.names) {
+        prices[node] = pool.price_per_gpu_hour;
+        if (q.by == report::ReportBy::kPool) groups[node] = pool.name;
+      }
+    }
+  }
   usage_->Held(ledger_);
-  return usage_->ReportLocked(q, groups);
+  return usage_->ReportLocked(q, groups, prices);
 }
 
 }  // namespace hachi::server

@@ -256,9 +256,9 @@ Result<std::vector<state::JobUsage>> UsageService::Runs(state::JobId id) {
 // Counted under the lock without copying the records (a record is a few KB; a report
 // over 100,000 finished jobs adds numbers, it does not need their scripts).
 report::GpuReport UsageService::ReportLocked(
-    const report::ReportQuery& q,
-    const std::map<std::string, std::string>& groups) const {
-  report::GpuReportBuilder report(q, clock_->Now(), &groups);
+    const report::ReportQuery& q, const std::map<std::string, std::string>& groups,
+    const std::map<std::string, double>& prices) const {
+  report::GpuReportBuilder report(q, clock_->Now(), &groups, &prices);
   for (const auto& [id, job] : ledger_->image().jobs) {
     // A running job's summary is set when its run ends: until then it is here.
     auto track = runs_.find(id);

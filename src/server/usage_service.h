@@ -72,9 +72,11 @@ class UsageService : public OnLedger, public Ledger::Observer {
   // as it is now; ascending by start time. kNotFound: no such job.
   Result<std::vector<state::JobUsage>> Runs(state::JobId id) EXCLUDES(ledger_->mu());
   // GPU-hours over [q.from, q.to) from every record, running jobs with their usage so
-  // far; `groups`: node → its group (the GPU model) for q.by == kNodeGroup.
+  // far; `groups`: node → its group (the GPU model, the pool) for q.by == kNodeGroup or
+  // kPool; `prices`: node → its pool's price per GPU-hour, for the cost.
   report::GpuReport ReportLocked(const report::ReportQuery& q,
-                                 const std::map<std::string, std::string>& groups) const
+                                 const std::map<std::string, std::string>& groups,
+                                 const std::map<std::string, double>& prices) const
       REQUIRES(ledger_->mu());
 
   // Ledger::Observer: a run that ends (JobEnded) or is requeued takes its summary onto
