@@ -307,6 +307,30 @@ TEST(Controller, ABurstPoolIsNamedInTheWarningsUntilTheServerPowersNodes) {
   EXPECT_DOUBLE_EQ(r.groups[0].cost, 3.5);
 }
 
+// Placement by price: with both registered, a job goes to the fixed pool's node, not to
+// the burst pool's (node order alone would pick the burst one).
+TEST(Controller, JobsGoToTheFixedPoolsNodesFirst) {
+  ControllerOptions o;
+  Result<config::ClusterConfig> cfg = config::ParseClusterConfig(
+      "[[pool]]\nname = \"burst\"\nnodes = [\"a1\", \"a9\"]\nkind = \"burst\"\n"
+      "resume_program = \"/bin/true\"\nsuspend_program = \"/bin/true\"\n"
+      "[[pool]]\nname = \"owned\"\nnodes = \"b1\"\n",
+      "c.toml");
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  o.config = *cfg;
+  Harness h(o);
+  h.Register("a1");
+  h.Register("b1");
+  const state::JobId id = h.Submit(MakeSubmit().Gpus(1));
+  h->RunCycle();
+  ASSERT_EQ(h.StateOf(id), JobState::kRunning);
+  EXPECT_EQ(h.Job(id).allocations[0].node, "b1");
+  const std::vector<std::string> w = h->cluster_views().Warnings();
+  EXPECT_TRUE(std::none_of(w.begin(), w.end(), [](const std::string& s) {
+    return s.find("a9") != std::string::npos;  // off, not missing
+  }));
+}
+
 // Only the owner or an admin cancels, holds or releases a job, by the uid the kernel or a
 // token vouched for; an anonymous caller changes nothing.
 TEST(Controller, OnlyTheOwnerOrAnAdminChangesAJob) {

@@ -101,10 +101,20 @@ Result<BaseCluster> BuildBase(
     for (config::NodeOverride& o : c.node_overrides) keep_known(o.nodes);
     HACHI_RETURN_IF_ERROR(
         config::ApplyClusterConfig(c, &s, /*allow_empty_partitions=*/true));
+    // Placement by price (docs/pools.md): the registered nodes of burst pools rank
+    // above the others, so work goes to nodes that are paid for anyway first. A burst
+    // node not registered is off, not missing: it is left out without a warning.
+    for (config::PoolConfig& pool : c.pools) {
+      std::erase_if(pool.nodes.names,
+                    [&](const std::string& n) { return !base.node_index.count(n); });
+    }
+    Result<std::vector<sched::PowerPool>> pools = config::PowerPools(c, s);
+    if (!pools.ok()) return pools.status();
+    sched::RankByCost(*pools, &s);
     for (const std::string& n : missing) {
       base.warnings.push_back("node " + n + " is in the config but has not registered");
     }
-    // The rule and the simulator have burst pools; the server does not run their
+    // The rule and the simulator power burst pools; the server does not run their
     // programs yet, so a burst pool's nodes are used as they register, never powered.
     for (const config::PoolConfig& pool : c.pools) {
       if (pool.kind != config::PoolKind::kBurst) continue;
