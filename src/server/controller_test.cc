@@ -272,16 +272,11 @@ TEST(Controller, AnAdministratorsHoldIsReleasedOnlyByAnAdministrator) {
 // the pool's nodes as they register.
 TEST(Controller, ABurstPoolIsNamedInTheWarningsUntilTheServerPowersNodes) {
   FakeClock clock;
-  ControllerOptions o;
-  o.clock = &clock;
-  Result<config::ClusterConfig> cfg = config::ParseClusterConfig(
+  Harness h(testing::WithConfig(
       "[[pool]]\nname = \"burst-a\"\nnodes = \"n[1-2]\"\nkind = \"burst\"\n"
       "resume_program = \"/bin/true\"\nsuspend_program = \"/bin/true\"\n"
       "price_per_gpu_hour = 3.5\n",
-      "c.toml");
-  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
-  o.config = *cfg;
-  Harness h(o);
+      &clock));
   h.Register("n1");
   const state::JobId id = h.Submit(MakeSubmit().Gpus(1));
   h->RunCycle();
@@ -310,15 +305,10 @@ TEST(Controller, ABurstPoolIsNamedInTheWarningsUntilTheServerPowersNodes) {
 // Placement by price: with both registered, a job goes to the fixed pool's node, not to
 // the burst pool's (node order alone would pick the burst one).
 TEST(Controller, JobsGoToTheFixedPoolsNodesFirst) {
-  ControllerOptions o;
-  Result<config::ClusterConfig> cfg = config::ParseClusterConfig(
+  Harness h(testing::WithConfig(
       "[[pool]]\nname = \"burst\"\nnodes = [\"a1\", \"a9\"]\nkind = \"burst\"\n"
       "resume_program = \"/bin/true\"\nsuspend_program = \"/bin/true\"\n"
-      "[[pool]]\nname = \"owned\"\nnodes = \"b1\"\n",
-      "c.toml");
-  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
-  o.config = *cfg;
-  Harness h(o);
+      "[[pool]]\nname = \"owned\"\nnodes = \"b1\"\n"));
   h.Register("a1");
   h.Register("b1");
   const state::JobId id = h.Submit(MakeSubmit().Gpus(1));

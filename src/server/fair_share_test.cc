@@ -19,13 +19,8 @@ using testing::MakeSubmit;
 constexpr Duration kHalfLife = kDay;
 
 ControllerOptions SharesOptions(const Clock* clock) {
-  ControllerOptions o;
-  o.clock = clock;
-  Result<config::ClusterConfig> cfg = config::ParseClusterConfig(
-      "[fairshare]\nshares = { physics = 1, chem = 1 }\nhalf_life = \"1d\"\n", "c.toml");
-  EXPECT_TRUE(cfg.ok()) << cfg.status().ToString();
-  if (cfg.ok()) o.config = *cfg;
-  return o;
+  return testing::WithConfig(
+      "[fairshare]\nshares = { physics = 1, chem = 1 }\nhalf_life = \"1d\"\n", clock);
 }
 
 SubmitRequest Whole(const std::string& account) {
@@ -146,15 +141,10 @@ TEST(FairShare, ARequeuedOrCancelledRunStopsCounting) {
 // A QoS's usage is metered as an account's (scontrol show assoc_mgr's QOS UsageRaw).
 TEST(FairShare, EachQosHasItsOwnUsage) {
   FakeClock clock;
-  ControllerOptions o;
-  o.clock = &clock;
-  Result<config::ClusterConfig> cfg = config::ParseClusterConfig(
+  Harness h(testing::WithConfig(
       "[fairshare]\nhalf_life = \"1d\"\n[[qos]]\nname = \"high\"\npriority = 500\n"
       "[[qos]]\nname = \"low\"\npriority = 0\n",
-      "c.toml");
-  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
-  o.config = *cfg;
-  Harness h(o);
+      &clock));
   h.Register("n1");
   SubmitRequest req = Whole("physics");
   req.req.qos = "high";

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "config/cluster_config.h"
 #include "server/controller.h"
 #include "state/pg_testing.h"
 #include "state/store.h"
@@ -90,6 +91,18 @@ inline AgentRegistration MakeAgent(const std::string& node, Time agent_started =
   r.agent_started = agent_started;
   r.simulated = true;  // a preset's GPUs: no burn-in unless a test's config asks
   return r;
+}
+
+// Controller options with the cluster config `toml` and the clock `clock` (null: the
+// real one); a test failure when the config does not parse.
+inline ControllerOptions WithConfig(const std::string& toml,
+                                    const Clock* clock = nullptr) {
+  ControllerOptions o;
+  if (clock != nullptr) o.clock = clock;
+  Result<config::ClusterConfig> cfg = config::ParseClusterConfig(toml, "c.toml");
+  EXPECT_TRUE(cfg.ok()) << cfg.status().ToString();
+  if (cfg.ok()) o.config = *cfg;
+  return o;
 }
 
 // Callers as the HTTP layer makes them (server/http_auth.h): authenticated by the kernel
