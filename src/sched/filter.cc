@@ -1,5 +1,7 @@
 #include "sched/filter.h"
 
+#include <limits>
+
 namespace hachi::sched {
 
 Reason CheckJob(const CycleContext& ctx, const JobShape& job, int* used, int* limit) {
@@ -48,7 +50,11 @@ NodeVerdict CheckNode(const CycleContext& ctx, const JobShape& job, int node, Ti
                       Timeline::Offer* offer) {
   const NodeWork& w = ctx.nodes[node];
   if (!w.up) return NodeVerdict::kDown;
-  if (ctx.state.nodes[node].cost_rank > ctx.cost_limit) return NodeVerdict::kIneligible;
+  // Only during a placement pass by cost (pools): every other check skips the read.
+  if (ctx.cost_limit != std::numeric_limits<int>::max() &&
+      ctx.state.nodes[node].cost_rank > ctx.cost_limit) {
+    return NodeVerdict::kIneligible;
+  }
   const EligibleSet& e = ctx.eligible[job.eligible];
   const int size = ctx.state.nodes[node].gpu_count();
   if (!e.ok[node] || size < job.gpn) return NodeVerdict::kIneligible;

@@ -36,13 +36,13 @@ struct Room {
   bool given = false;   // a job was given it
 };
 
-bool Empty(const Node& n) {
+}  // namespace
+
+bool IsEmpty(const Node& n) {
   return n.whole_node_jobs == 0 && n.shared_jobs == 0 &&
          n.free_gpus.size() + n.unhealthy.size() == n.gpu_count() &&
          n.free_cpus == n.cpus;
 }
-
-}  // namespace
 
 void RankByCost(const std::vector<PowerPool>& pools, ClusterState* state) {
   std::vector<double> prices;
@@ -115,7 +115,7 @@ PowerPlan PlanPower(const ClusterState& state, const Plan& plan,
     room.cpus = n.free_cpus;
     room.memory_mib = n.free_memory_mib;
     room.up = true;
-    room.given = !Empty(n);  // a whole-node part needs it empty
+    room.given = !IsEmpty(n);  // a whole-node part needs it empty
     up.push_back(room);
   }
   rooms.insert(rooms.begin(), up.begin(), up.end());
@@ -137,7 +137,10 @@ PowerPlan PlanPower(const ClusterState& state, const Plan& plan,
     const int gpn = r.Shared() ? 1 : r.GpusPerNode();
     const int cpus = NodeCpus(r);
     const int64_t mem = NodeMemory(r);
-    Result<NodeSelection> sel = ResolveSelection(state, r);
+    const bool selects =
+        !r.constraint.empty() || !r.nodelist.empty() || !r.exclude.empty();
+    Result<NodeSelection> sel =
+        selects ? ResolveSelection(state, r) : Result<NodeSelection>(NodeSelection{});
     std::vector<size_t> chosen;
     for (size_t k = 0; k < rooms.size() && static_cast<int>(chosen.size()) < r.nodes;
          ++k) {
@@ -151,8 +154,8 @@ PowerPlan PlanPower(const ClusterState& state, const Plan& plan,
         continue;
       }
       const Node& n = state.nodes[room.node];
-      const bool in_partition =
-          std::find(part.nodes.begin(), part.nodes.end(), room.node) != part.nodes.end();
+      const bool in_partition = std::find(n.partitions.begin(), n.partitions.end(),
+                                          job.partition) != n.partitions.end();
       if (!in_partition || !NodeMatchesStatic(n, r)) continue;
       if (sel.ok() && !sel->empty() &&
           !SelectionAllows(state, *sel, r.nodes, room.node)) {
@@ -211,7 +214,7 @@ PowerPlan PlanPower(const ClusterState& state, const Plan& plan,
     for (int i : pool.nodes) {
       const NodePower& np = power[i];
       if (np.state != PowerState::kOn || np.idle_since <= 0) continue;
-      if (!Empty(state.nodes[i])) continue;
+      if (!IsEmpty(state.nodes[i])) continue;
       const Time due = np.idle_since + pool.suspend_after;
       if (due <= now) {
         out.suspend.push_back(i);

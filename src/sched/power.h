@@ -71,6 +71,9 @@ struct PowerPlan {
   Time wake_at = kNever;  // the next suspend timer or resume timeout
 };
 
+// No job on `node`: its healthy GPUs and its CPUs all free, no job counted on it.
+bool IsEmpty(const Node& node);
+
 // Sets each node's Node::cost_rank from `pools` (0 unless in a burst pool; a burst
 // pool's nodes 1 + its rank by price, equal prices sharing one) and max_cost_rank.
 void RankByCost(const std::vector<PowerPool>& pools, ClusterState* state);

@@ -116,7 +116,6 @@ class Run {
   void PowerUp(int node, Time now);
   void CountPowered(int node, Time now);  // since powered_since_, into its pool
   void FinishPools(Time now);
-  bool Empty(int node) const;
 
   const std::vector<TraceJob>& trace_;
   sched::ClusterState state_;
@@ -166,12 +165,6 @@ void Run::InitPools() {
     result_.pools.push_back(std::move(use));
   }
   sched::RankByCost(options_.pools, &state_);
-}
-
-bool Run::Empty(int node) const {
-  const sched::Node& n = state_.nodes[node];
-  return n.whole_node_jobs == 0 && n.shared_jobs == 0 &&
-         n.free_gpus.size() + n.unhealthy.size() == n.gpu_count();
 }
 
 void Run::CountPowered(int node, Time now) {
@@ -311,7 +304,7 @@ sched::Job Run::Leave(int64_t i, Time now) {
       result_.pools[pool_of_[a.node]].busy_gpu_seconds +=
           static_cast<double>(a.gpus.size()) * static_cast<double>(now - job.start_time);
     }
-    if (Empty(a.node)) power_[a.node].idle_since = now;
+    if (sched::IsEmpty(state_.nodes[a.node])) power_[a.node].idle_since = now;
   }
   fairshare_.AddRunning(account_[i], -job.req.TotalGpus());
   if (pos != static_cast<int32_t>(state_.running.size()) - 1) {
