@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "cli/slurm/sacctmgr_format.h"
+#include "cli/slurm_job_text.h"
 #include "core/strings.h"
 
 namespace hachi::cli::slurm {
@@ -41,14 +42,12 @@ struct InUse {
   TresCounts run_secs = {};  // each running job's TRES times its time left
 };
 
-// A running job's TRES, from its allocations.
+// A running job's TRES, as squeue and show job count them (slurm_job_text.h).
 TresCounts JobTres(const state::JobRecord& j) {
   TresCounts t = {};
-  for (const state::NodeAllocation& a : j.allocations) {
-    t[kCpu] += a.cpus;
-    t[kMem] += a.memory_mib;
-  }
-  t[kNode] = static_cast<int64_t>(j.allocations.size());
+  t[kCpu] = slurm_job::TotalCpus(j);
+  t[kMem] = slurm_job::TotalMem(j);
+  t[kNode] = slurm_job::NodeCount(j);
   t[kBilling] = t[kCpu];
   t[kGpu] = j.req.TotalGpus();
   return t;
