@@ -230,35 +230,65 @@ int ShowHostnames(const std::vector<std::string>& words) {
   return 0;
 }
 
-// scontrol show job|node|partition|config. `server`: --server's value ("" when not
-// given).
+// scontrol show config: the partitions' settings and the controllers as given (several:
+// SlurmctldHost[0], [1], ... as Slurm's backups). `server`: --server's value or "".
+int ShowConfig(ApiClient& c, const std::vector<std::string>&, const std::string& server) {
+  Result<std::string> body = c.Call("GET", "/partitions");
+  if (!body.ok()) return SlurmFail("scontrol", body.status().message());
+  Result<std::vector<PartitionInfo>> parts = PartitionsFromJson(*body);
+  if (!parts.ok()) return SlurmFail("scontrol", parts.status().message());
+  const char* env = std::getenv("HACHI_SERVER");
+  const std::string shown = !server.empty()                  ? server
+                            : env != nullptr && *env != '\0' ? env
+                                                             : "(local)";
+  std::cout << FormatShowConfig(Now(), shown, *parts);
+  return 0;
+}
+
+int ShowJobsOf(ApiClient& c, const std::vector<std::string>& rest, const std::string&) {
+  return ShowJobs(c, rest);
+}
+int ShowNodes(ApiClient& c, const std::vector<std::string>& rest, const std::string&) {
+  return ShowNodesOrPartitions(c, false, rest.empty() ? "" : rest[0]);
+}
+int ShowPartitions(ApiClient& c, const std::vector<std::string>& rest,
+                   const std::string&) {
+  return ShowNodesOrPartitions(c, true, rest.empty() ? "" : rest[0]);
+}
+int ShowAssoc(ApiClient& c, const std::vector<std::string>& rest, const std::string&) {
+  return ShowAssocMgr(c, rest);
+}
+
+// The entities of `scontrol show`: a word, or (min_prefix > 0) any prefix of it that
+// long or longer, as scontrol matches "assoc_mgr" from "as".
+struct ShowEntity {
+  std::string_view word;
+  size_t min_prefix = 0;
+  int (*show)(ApiClient&, const std::vector<std::string>& rest,
+              const std::string& server);
+};
+constexpr ShowEntity kShowEntities[] = {
+    {"job", 0, ShowJobsOf},
+    {"jobs", 0, ShowJobsOf},
+    {"jobid", 0, ShowJobsOf},
+    {"node", 0, ShowNodes},
+    {"nodes", 0, ShowNodes},
+    {"partition", 0, ShowPartitions},
+    {"partitions", 0, ShowPartitions},
+    {"assoc_mgr", 2, ShowAssoc},
+    {"config", 0, ShowConfig},
+};
+
+// scontrol show ENTITY [...]. `server`: --server's value ("" when not given).
 int Show(ApiClient& c, const std::vector<std::string>& words, const std::string& server) {
   const std::string what = words.size() >= 2 ? ToLower(words[1]) : "";
   const std::vector<std::string> rest(words.begin() + std::min<size_t>(2, words.size()),
                                       words.end());
-  if (what == "job" || what == "jobs" || what == "jobid") return ShowJobs(c, rest);
-  if (what == "node" || what == "nodes") {
-    return ShowNodesOrPartitions(c, false, rest.empty() ? "" : rest[0]);
-  }
-  if (what == "partition" || what == "partitions") {
-    return ShowNodesOrPartitions(c, true, rest.empty() ? "" : rest[0]);
-  }
-  // scontrol matches "assoc_mgr" from its first two letters.
-  if (what.size() >= 2 && std::string_view("assoc_mgr").starts_with(what)) {
-    return ShowAssocMgr(c, rest);
-  }
-  if (what == "config") {
-    Result<std::string> body = c.Call("GET", "/partitions");
-    if (!body.ok()) return SlurmFail("scontrol", body.status().message());
-    Result<std::vector<PartitionInfo>> parts = PartitionsFromJson(*body);
-    if (!parts.ok()) return SlurmFail("scontrol", parts.status().message());
-    // The controllers as given (several: SlurmctldHost[0], [1], ... as Slurm's backups).
-    const char* env = std::getenv("HACHI_SERVER");
-    const std::string shown = !server.empty()                  ? server
-                              : env != nullptr && *env != '\0' ? env
-                                                               : "(local)";
-    std::cout << FormatShowConfig(Now(), shown, *parts);
-    return 0;
+  for (const ShowEntity& e : kShowEntities) {
+    const bool match = e.min_prefix > 0
+                           ? what.size() >= e.min_prefix && e.word.starts_with(what)
+                           : what == e.word;
+    if (match) return e.show(c, rest, server);
   }
   return SlurmFail("scontrol", "invalid entity: " + what + " for keyword: show");
 }
