@@ -489,6 +489,8 @@ json ToJson(const NodeStatus& node) {
   if (!node.gpu_sharing_events.empty()) j["gpu_sharing_events"] = node.gpu_sharing_events;
   j["clock_offset_ms"] =
       node.clock_offset_ms ? json(*node.clock_offset_ms) : json(nullptr);
+  if (!node.pool.empty()) j["pool"] = node.pool;
+  if (!node.power.empty()) j["power"] = node.power;
   return j;
 }
 
@@ -691,6 +693,8 @@ Status FromJson(const json& j, NodeStatus* out, std::string_view path) {
   r.Int("alloc_memory_mib", &node.alloc_memory_mib);
   r.List<StrayGpuProcess>("stray_processes", &node.stray_processes, ReadStrayItem);
   r.List<std::string>("gpu_sharing_events", &node.gpu_sharing_events, ReadStringItem);
+  r.String("pool", &node.pool);
+  r.String("power", &node.power);
   r.Custom("clock_offset_ms", [&](const json& v, const std::string& p) {
     if (v.is_null()) return Status::Ok();  // unknown
     int64_t ms = 0;

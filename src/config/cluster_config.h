@@ -135,8 +135,15 @@ struct PoolConfig {
   std::string name;
   NodeSelector nodes;  // names (never "all")
   PoolKind kind = PoolKind::kFixed;
-  std::string resume_program;              // burst: an absolute path
-  std::string suspend_program;             // burst: an absolute path
+  std::string resume_program;   // burst: an absolute path
+  std::string suspend_program;  // burst: an absolute path
+  // burst, optional: run with the nodes whose resume failed (timed out, or the resume
+  // program exited non-zero), Slurm's ResumeFailProgram; before the suspend program.
+  std::string resume_fail_program;
+  // burst, optional: a topology preset (hachi topo show --preset list) that the pool's
+  // nodes register as: what the scheduler plans resumes with for a node that has never
+  // registered. Without it, such a node takes the shape of a node of its pool that has.
+  std::string preset;
   Duration suspend_after = 30 * kMinute;   // a burst node idle this long is suspended
   Duration resume_timeout = 15 * kMinute;  // a resume not registered by then failed
   int max_powered = 0;                     // burst nodes powered at once; 0: no cap

@@ -234,6 +234,8 @@ nodes = ["burst[01-16]", "burst20"]
 kind = "burst"
 resume_program = "/usr/local/sbin/hachi-resume"
 suspend_program = "/usr/local/sbin/hachi-suspend"
+resume_fail_program = "/usr/local/sbin/hachi-resume-failed"
+preset = "hgx-h100"
 suspend_after = "20m"
 resume_timeout = "12m"
 max_powered = 8
@@ -253,6 +255,8 @@ price_per_gpu_hour = 2.85
   EXPECT_EQ(burst.nodes.names.back(), "burst20");
   EXPECT_EQ(burst.resume_program, "/usr/local/sbin/hachi-resume");
   EXPECT_EQ(burst.suspend_program, "/usr/local/sbin/hachi-suspend");
+  EXPECT_EQ(burst.resume_fail_program, "/usr/local/sbin/hachi-resume-failed");
+  EXPECT_EQ(burst.preset, "hgx-h100");
   EXPECT_EQ(burst.suspend_after, 20 * kMinute);
   EXPECT_EQ(burst.resume_timeout, 12 * kMinute);
   EXPECT_EQ(burst.max_powered, 8);
@@ -282,6 +286,10 @@ TEST(ParseClusterConfigTest, PoolErrors) {
        "c.toml:7: pool[0].suspend_after: must be longer than 0s"},
       {burst + programs + "price_per_gpu_hour = -1\n",
        "c.toml:7: pool[0].price_per_gpu_hour: must be a number from 0 to"},
+      {burst + programs + "preset = \"hgx-h900\"\n",
+       "c.toml:7: pool[0].preset: 'hgx-h900' is not a preset (a800, "},
+      {"[[pool]]\nname = \"f\"\nnodes = \"n1\"\npreset = \"hgx-h100\"\n",
+       "c.toml:4: pool[0].preset: only a burst pool is powered up and down"},
       {burst + programs + "max_powered = -2\n",
        "c.toml:7: pool[0].max_powered: -2 is out of range 0..100000"},
       {burst + programs + "[[pool]]\nname = \"f\"\nnodes = \"b3\"\n",

@@ -1,8 +1,10 @@
 // [[pool]] (docs/pools.md): fixed and burst node pools, their power programs, timers,
 // caps and prices. A node belongs to one pool at most.
+#include <algorithm>
 #include <map>
 
 #include "config/reader.h"
+#include "topo/presets.h"
 
 namespace hachi::config {
 
@@ -36,10 +38,11 @@ Result<PoolConfig> ReadPool(const Reader& r, const toml::node& n,
                             const std::string& path) {
   const toml::table* t = nullptr;
   CONFIG_ASSIGN_OR_RETURN(t, r.Table(n, path));
-  HACHI_RETURN_IF_ERROR(r.CheckKeys(
-      *t, path,
-      {"name", "nodes", "kind", "resume_program", "suspend_program", "suspend_after",
-       "resume_timeout", "max_powered", "price_per_gpu_hour"}));
+  HACHI_RETURN_IF_ERROR(
+      r.CheckKeys(*t, path,
+                  {"name", "nodes", "kind", "resume_program", "suspend_program",
+                   "resume_fail_program", "preset", "suspend_after", "resume_timeout",
+                   "max_powered", "price_per_gpu_hour"}));
   PoolConfig p;
   const toml::node* name = t->get("name");
   if (name == nullptr) return r.Error(n, path, "needs a name");
@@ -68,6 +71,23 @@ Result<PoolConfig> ReadPool(const Reader& r, const toml::node& n,
       *t, path, "suspend_program",
       [&](const toml::node& v, const std::string& k) { return ReadProgram(r, v, k); },
       &p.suspend_program));
+  HACHI_RETURN_IF_ERROR(Optional(
+      *t, path, "resume_fail_program",
+      [&](const toml::node& v, const std::string& k) { return ReadProgram(r, v, k); },
+      &p.resume_fail_program));
+  HACHI_RETURN_IF_ERROR(Optional(
+      *t, path, "preset",
+      [&](const toml::node& v, const std::string& k) -> Result<std::string> {
+        Result<std::string> s = r.String(v, k);
+        if (!s.ok()) return s;
+        const std::vector<std::string> known = topo::PresetNames();
+        if (std::find(known.begin(), known.end(), *s) == known.end()) {
+          return r.Error(
+              v, k, Quoted(*s) + " is not a preset (" + topo::PresetNameList() + ")");
+        }
+        return s;
+      },
+      &p.preset));
   auto positive = [&](const toml::node& v, const std::string& k) {
     return ReadPositive(r, v, k);
   };
@@ -97,7 +117,8 @@ Result<PoolConfig> ReadPool(const Reader& r, const toml::node& n,
       return r.Error(*v, Join(path, key), "a fixed pool's nodes are always powered");
     }
   }
-  for (const char* key : {"suspend_after", "resume_timeout", "max_powered"}) {
+  for (const char* key : {"suspend_after", "resume_timeout", "max_powered",
+                          "resume_fail_program", "preset"}) {
     if (const toml::node* v = t->get(key); !burst && v != nullptr) {
       return r.Error(*v, Join(path, key), "only a burst pool is powered up and down");
     }

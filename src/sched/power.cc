@@ -10,8 +10,8 @@
 namespace hachi::sched {
 
 std::string_view PowerStateName(PowerState s) {
-  constexpr std::string_view kNames[] = {"on", "off", "resuming", "suspending",
-                                         "resume-failed"};
+  constexpr std::string_view kNames[] = {"on",         "off",           "resuming",
+                                         "suspending", "resume-failed", "burn-in"};
   return kNames[static_cast<int>(s)];
 }
 
@@ -89,7 +89,9 @@ PowerPlan PlanPower(const ClusterState& state, const Plan& plan,
       if (np.state == PowerState::kResuming) {
         out.wake_at = std::min(out.wake_at, np.since + pool.resume_timeout);
       }
-      if (np.state != PowerState::kResuming && np.state != PowerState::kOff) continue;
+      const bool coming =
+          np.state == PowerState::kResuming || np.state == PowerState::kBurnIn;
+      if (!coming && np.state != PowerState::kOff) continue;
       const Node& n = state.nodes[i];
       Room room;
       room.node = i;
@@ -97,7 +99,7 @@ PowerPlan PlanPower(const ClusterState& state, const Plan& plan,
       room.gpus = n.gpu_count();
       room.cpus = n.cpus;
       room.memory_mib = n.memory_mib;
-      room.coming = np.state == PowerState::kResuming;
+      room.coming = coming;
       rooms.push_back(room);
     }
   }

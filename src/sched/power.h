@@ -13,6 +13,9 @@
 // start on powered nodes within its pool's resume_timeout gets none: the resume would
 // not start it sooner.
 //
+// A node in burn-in after its resume counts as capacity coming, as a resuming one does,
+// with no resume timeout (its burn-in has its own).
+//
 // Suspends: a burst node that has been on and empty for its pool's suspend_after, and
 // that no waiting job was given.
 //
@@ -36,6 +39,7 @@ enum class PowerState : uint8_t {
   kResuming,    // its resume program ran; not registered yet
   kSuspending,  // its suspend program ran; not off yet
   kFailed,      // a resume that failed or timed out; not tried again until reset
+  kBurnIn,      // registered after a resume, proving itself (burn-in) before it works
 };
 std::string_view PowerStateName(PowerState s);  // "on", "off", "resuming", ...
 

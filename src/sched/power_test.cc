@@ -102,6 +102,19 @@ TEST(PlanPower, CapacityAlreadyComingIsUsedFirst) {
   EXPECT_EQ(p.wake_at, kNow - 120 + 15 * kMinute);  // its resume's timeout
 }
 
+TEST(PlanPower, ANodeInBurnInIsCapacityComingWithoutATimeout) {
+  testing::ClusterBuilder b = Fleet();
+  b.Pending(MakeJob(1).Gpus(8).Submit(1).Limit(kHour));
+  const ClusterState s = b.Build();
+  std::vector<NodePower> power = AllOff(s);
+  power[3] = {PowerState::kBurnIn, kNow - 40 * kMinute, 0};  // registered, checking
+  const PowerPlan p = Decide(s, OnePool(), power);
+  EXPECT_TRUE(p.resume.empty());  // the job waits for it, not for another resume
+  EXPECT_TRUE(p.timed_out.empty());
+  ASSERT_EQ(p.waiting.size(), 1u);
+  EXPECT_EQ(PowerStateName(PowerState::kBurnIn), "burn-in");
+}
+
 TEST(PlanPower, TheCheapestPoolFirstAndNeverAFixedOne) {
   testing::ClusterBuilder b = Fleet();
   b.Pending(MakeJob(1).Gpus(8).Submit(1).Limit(kHour));

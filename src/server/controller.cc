@@ -21,6 +21,11 @@ Controller::Controller(ControllerOptions options, std::unique_ptr<Ledger> ledger
   usage_ = std::make_unique<UsageService>(l, config, options_.clock);
   fair_share_ = std::make_unique<FairShareService>(l, fleet_.get(), &options_);
   burn_in_ = std::make_unique<BurnInService>(l, &hub_, config, options_.clock);
+  power_ = std::make_unique<PowerService>(
+      l, fleet_.get(), &options_,
+      options_.power_programs
+          ? options_.power_programs
+          : std::shared_ptr<PowerPrograms>(RealPowerPrograms(options_.clock)));
   tokens_ = std::make_unique<TokenService>(l, &authorizer_, options_.clock,
                                            options_.credential_key);
   steps_ = std::make_unique<StepService>(l, fleet_.get(), &hub_, &authorizer_, &options_);
@@ -28,9 +33,11 @@ Controller::Controller(ControllerOptions options, std::unique_ptr<Ledger> ledger
   nodes_ =
       std::make_unique<NodeService>(l, fleet_.get(), &hub_, steps_.get(), burn_in_.get(),
                                     usage_.get(), &clocks_, &authorizer_, &options_);
-  job_views_ = std::make_unique<JobViews>(l, fleet_.get(), usage_.get(), &options_);
-  cluster_views_ = std::make_unique<ClusterViews>(l, fleet_.get(), &hub_, usage_.get(),
-                                                  &clocks_, metrics_.get(), &options_);
+  job_views_ =
+      std::make_unique<JobViews>(l, fleet_.get(), usage_.get(), power_.get(), &options_);
+  cluster_views_ =
+      std::make_unique<ClusterViews>(l, fleet_.get(), &hub_, usage_.get(), power_.get(),
+                                     &clocks_, metrics_.get(), &options_);
 }
 
 Controller::~Controller() { Stop(); }
@@ -53,8 +60,8 @@ Result<std::unique_ptr<Controller>> Controller::Create(
       new Controller(std::move(options), std::move(*ledger), std::move(*authorizer)));
   c->loop_ = std::make_unique<SchedulingLoop>(
       c->ledger_.get(), c->fleet_.get(), &c->hub_, c->nodes_.get(), c->burn_in_.get(),
-      c->usage_.get(), c->fair_share_.get(), c->metrics_.get(), &c->options_,
-      std::move(*scheduler));
+      c->usage_.get(), c->fair_share_.get(), c->power_.get(), c->metrics_.get(),
+      &c->options_, std::move(*scheduler));
   // The write path's observers, in this order: a run's steps end with it (Extend), its
   // usage is written with it (Seal); after an apply, the steps' streams, what users
   // have pending, then the loop's wake-up.
@@ -64,6 +71,7 @@ Result<std::unique_ptr<Controller>> Controller::Create(
   ledger_ref.AddObserver(c->loop_.get());
   ledger_ref.AddObserver(c->usage_.get());
   ledger_ref.AddObserver(c->fair_share_.get());
+  ledger_ref.AddObserver(c->power_.get());
   // Metrics before any thread: the store reports each commit's latency (it knows no
   // metrics), and a scrape asks the views for the gauges.
   ledger_ref.SetCommitObserver(

@@ -8,6 +8,7 @@
 //   StepService     job steps (srun), salloc's end, their output    step_service.h
 //   NodeService     agents (register, poll, exits, health), nodes   node_service.h
 //   BurnInService   the burn-in gate                                burn_in_service.h
+//   PowerService    burst pools powered up and down                 power_service.h
 //   UsageService    what running jobs do with their GPUs            usage_service.h
 //   FairShareService accounts' decayed usage; sshare, sprio         fair_share_service.h
 //   TokenService    who is asking: API tokens                       token_service.h
@@ -42,6 +43,7 @@
 #include "server/job_service.h"
 #include "server/ledger.h"
 #include "server/node_service.h"
+#include "server/power_service.h"
 #include "server/scheduling_loop.h"
 #include "server/step_service.h"
 #include "server/token_service.h"
@@ -111,6 +113,7 @@ class Controller {
   std::unique_ptr<UsageService> usage_;
   std::unique_ptr<FairShareService> fair_share_;
   std::unique_ptr<BurnInService> burn_in_;
+  std::unique_ptr<PowerService> power_;
   std::unique_ptr<TokenService> tokens_;
   std::unique_ptr<StepService> steps_;
   std::unique_ptr<JobService> jobs_;

@@ -2,6 +2,8 @@
 
 #include <string_view>
 
+#include "sched/power.h"
+
 #ifndef HACHI_VERSION
 #define HACHI_VERSION "unknown"
 #endif
@@ -113,6 +115,20 @@ void WriteClusterGauges(const ClusterGauges& g, Writer& w) {
   for (const ClusterGauges::NodeRow& n : g.nodes) {
     for (std::string_view s : {"up", "drained", "down"}) {
       w.Sample({{"node", n.node}, {"state", s}}, n.state == s ? 1 : 0);
+    }
+  }
+  w.Begin(
+      "hachi_node_power_state",
+      "Nodes of burst pools: 1 for the node's power state (on, off, resuming, burn-in, "
+      "suspending, resume-failed), 0 for the others.",
+      Type::kGauge);
+  for (const ClusterGauges::NodeRow& n : g.nodes) {
+    if (n.power.empty()) continue;
+    for (int s = 0; s <= static_cast<int>(sched::PowerState::kBurnIn); ++s) {
+      const std::string_view name =
+          sched::PowerStateName(static_cast<sched::PowerState>(s));
+      w.Sample({{"node", n.node}, {"pool", n.pool}, {"state", name}},
+               n.power == name ? 1 : 0);
     }
   }
   w.Begin(

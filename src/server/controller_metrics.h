@@ -27,6 +27,7 @@ struct ClusterGauges {
     int allocated = 0;
     int unhealthy = 0;
     std::string state;            // "up", "drained", "down"
+    std::string pool, power;      // a burst pool's node: its pool, its power state
     double heartbeat_age_s = -1;  // since its agent's last poll began or ended; -1: none
   };
   struct PartitionRow {

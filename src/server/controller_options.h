@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -10,6 +11,7 @@
 #include "config/cluster_config.h"
 #include "core/clock.h"
 #include "sched/scheduler.h"
+#include "server/power_programs.h"
 #include "state/records.h"
 
 namespace hachi::server {
@@ -58,6 +60,9 @@ struct ControllerOptions {
   // Every time the controller decides by (records' times, agent silence, the workload
   // refresh) is read here; tests give a FakeClock. Not owned; outlives the controller.
   const Clock* clock = RealClock();
+  // How the burst pools' power programs run (power_programs.h); null: as child
+  // processes. Tests give their own.
+  std::shared_ptr<PowerPrograms> power_programs;
 };
 
 // An active job as the dashboard's history samples it (server/history.h): no spec, so a

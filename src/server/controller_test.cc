@@ -268,9 +268,8 @@ TEST(Controller, AnAdministratorsHoldIsReleasedOnlyByAnAdministrator) {
   EXPECT_TRUE(h->jobs().Hold(id, false, kRoot).ok());
 }
 
-// A burst pool in the config: the server says it does not power nodes yet, and uses
-// the pool's nodes as they register.
-TEST(Controller, ABurstPoolIsNamedInTheWarningsUntilTheServerPowersNodes) {
+// A burst pool's node that registered takes jobs, and the report by pool prices them.
+TEST(Controller, WhatRanOnABurstPoolIsPricedByPool) {
   FakeClock clock;
   Harness h(testing::WithConfig(
       "[[pool]]\nname = \"burst-a\"\nnodes = \"n[1-2]\"\nkind = \"burst\"\n"
@@ -281,12 +280,6 @@ TEST(Controller, ABurstPoolIsNamedInTheWarningsUntilTheServerPowersNodes) {
   const state::JobId id = h.Submit(MakeSubmit().Gpus(1));
   h->RunCycle();
   EXPECT_EQ(h.StateOf(id), JobState::kRunning);
-  const std::vector<std::string> w = h->cluster_views().Warnings();
-  EXPECT_NE(std::find(w.begin(), w.end(),
-                      "pool burst-a: this server does not power burst nodes up or down "
-                      "yet (docs/pools.md); its nodes take jobs as they register"),
-            w.end());
-  // The report by pool prices what ran there.
   const Time start = clock.Now();
   clock.Advance(std::chrono::hours(1));
   h.Work("n1");

@@ -30,7 +30,7 @@ PortRange Ports(const ControllerOptions& o) {
 SchedulingLoop::SchedulingLoop(Ledger* ledger, Fleet* fleet, AgentHub* hub,
                                NodeService* nodes, BurnInService* burn_in,
                                UsageService* usage, FairShareService* fair_share,
-                               ControllerMetrics* metrics,
+                               PowerService* power, ControllerMetrics* metrics,
                                const ControllerOptions* options,
                                std::unique_ptr<sched::Scheduler> scheduler)
     : OnLedger(ledger),
@@ -40,6 +40,7 @@ SchedulingLoop::SchedulingLoop(Ledger* ledger, Fleet* fleet, AgentHub* hub,
       burn_in_(burn_in),
       usage_(usage),
       fair_share_(fair_share),
+      power_(power),
       metrics_(metrics),
       options_(options),
       scheduler_(std::move(scheduler)) {}
@@ -171,7 +172,8 @@ void SchedulingLoop::Cycle() {
     return;
   }
   const auto apply_start = std::chrono::steady_clock::now();
-  ApplyPlanLocked(plan, std::move(snap), now);
+  ApplyPlanLocked(plan, snap, now);
+  PowerLocked(plan, *snap, now);
   EndPastDeadlineLocked(now);  // --deadline
   const auto end = std::chrono::steady_clock::now();
   metrics_->plan_apply().Observe(
@@ -192,6 +194,9 @@ std::shared_ptr<sched::ClusterState> SchedulingLoop::SnapshotLocked(
   auto snap = std::make_shared<sched::ClusterState>(
       BuildSnapshot(fleet_->base, ledger_->image(), &ledger_->active()));
   fleet_->HoldStaleNodesLocked(snap.get());  // their GPUs are still in use
+  power_->WriterHeld(ledger_);
+  power_->Held(ledger_);
+  power_->MaskLocked(snap.get());  // burst nodes not on take no job
   fair_share_->Held(ledger_);
   fair_share_->FillLocked(&snap->fairshare);  // the accounts' usage as of now
   // The workload FGD's measure weighs placements by: refreshed every half minute, not
@@ -365,6 +370,14 @@ void SchedulingLoop::ApplyPreemptionsLocked(const sched::Plan& plan, Time now) {
       hub_->Send(a.node, api::RunStop{p.job, it->second.start_time});
     }
   }
+}
+
+void SchedulingLoop::PowerLocked(const sched::Plan& plan, const sched::ClusterState& snap,
+                                 Time now) {
+  // The bridges, as in CheckLocked.
+  power_->WriterHeld(ledger_);
+  power_->Held(ledger_);
+  power_->PlanLocked(snap, plan, now);  // burst nodes up for the waiting, idle ones down
 }
 
 void SchedulingLoop::EndPastDeadlineLocked(Time now) {

@@ -63,8 +63,8 @@ void AddNodeGroups(const sched::NodeBreakdown& b, const state::JobRecord& job,
 }  // namespace
 
 JobViews::JobViews(Ledger* ledger, Fleet* fleet, UsageService* usage,
-                   const ControllerOptions* options)
-    : OnLedger(ledger), fleet_(fleet), usage_(usage), options_(options) {}
+                   const PowerService* power, const ControllerOptions* options)
+    : OnLedger(ledger), fleet_(fleet), usage_(usage), power_(power), options_(options) {}
 
 Result<state::JobRecord> JobViews::Job(state::JobId id) const {
   MutexLock lock(&ledger_->mu());
@@ -122,8 +122,13 @@ std::optional<PendingInfo> JobViews::Pending(state::JobId id) const {
   }
   auto d = fleet_->diagnoses.find(id);
   if (d == fleet_->diagnoses.end() || !fleet_->diagnosed) return std::nullopt;
-  return PendingInfo{std::string(sched::ReasonName(d->second.reason)),
-                     d->second.Format(*fleet_->diagnosed, fleet_->diagnosed_at)};
+  PendingInfo info{std::string(sched::ReasonName(d->second.reason)),
+                   d->second.Format(*fleet_->diagnosed, fleet_->diagnosed_at)};
+  power_->Held(ledger_);
+  if (std::string power = power_->WaitNoteLocked(id); !power.empty()) {
+    info.diagnosis += "; " + power;  // the capacity it waits for is coming
+  }
+  return info;
 }
 
 std::vector<JobBrief> JobViews::ActiveJobBriefs() const {
@@ -241,6 +246,10 @@ Result<report::JobExplain> JobViews::Explain(state::JobId id) const {
       const sched::Diagnosis& dg = d->second;
       e.reason = std::string(sched::ReasonName(dg.reason));
       e.diagnosis = dg.Format(*fleet_->diagnosed, fleet_->diagnosed_at);
+      power_->Held(ledger_);
+      if (std::string power = power_->WaitNoteLocked(id); !power.empty()) {
+        e.diagnosis += "; " + power;
+      }
       e.diagnosed_at = fleet_->diagnosed_at;
       // Positions among the jobs still pending that the cycle ordered (jobs it started
       // are gone from fleet_->diagnoses): 1 + those ahead.

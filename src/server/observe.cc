@@ -35,12 +35,14 @@ bool SamePartitions(const sched::ClusterState& a, const sched::ClusterState& b) 
 }  // namespace
 
 ClusterViews::ClusterViews(Ledger* ledger, Fleet* fleet, const AgentHub* hub,
-                           UsageService* usage, const ClockOffsets* clocks,
-                           ControllerMetrics* metrics, const ControllerOptions* options)
+                           UsageService* usage, const PowerService* power,
+                           const ClockOffsets* clocks, ControllerMetrics* metrics,
+                           const ControllerOptions* options)
     : OnLedger(ledger),
       fleet_(fleet),
       hub_(hub),
       usage_(usage),
+      power_(power),
       clocks_(clocks),
       metrics_(metrics),
       options_(options) {}
@@ -106,6 +108,15 @@ state::NodeStatus ClusterViews::NodeStatusLocked(const state::NodeRecord& rec,
   if (std::string stale = fleet_->StaleNoteLocked(rec.name); !stale.empty()) {
     st.record.state_reason = std::move(stale);
   }
+  power_->Held(ledger_);
+  if (std::optional<PowerService::NodeView> p = power_->NodeLocked(rec.name)) {
+    st.pool = p->pool;
+    st.power = p->state;
+    // Not on: why, rather than what its record said when it was ("agent silent").
+    if (p->state != "on" && p->state != "burn-in") {
+      st.record.state_reason = p->note.empty() ? "powered " + p->state : p->note;
+    }
+  }
   return st;
 }
 
@@ -140,8 +151,31 @@ std::vector<state::NodeStatus> ClusterViews::Nodes() const {
   const sched::ClusterState snap =
       BuildSnapshot(fleet_->base, ledger_->image(), &ledger_->active());
   std::vector<state::NodeStatus> out;
-  for (const auto& [name, rec] : ledger_->image().nodes)
-    out.push_back(NodeStatusLocked(rec, snap));
+  for (const sched::Node& n : snap.nodes) {
+    auto rec = ledger_->image().nodes.find(n.name);
+    if (rec != ledger_->image().nodes.end()) {
+      out.push_back(NodeStatusLocked(rec->second, snap));
+      continue;
+    }
+    // A burst node never registered: its pool's shape, down until it is up.
+    state::NodeRecord off;
+    off.name = n.name;
+    off.cpus = n.cpus;
+    off.memory_mib = n.memory_mib;
+    off.state = state::NodeState::kDown;
+    state::NodeStatus st = NodeStatusLocked(off, snap);
+    st.gpus = n.gpu_count();
+    st.gpu_model = n.gpu_model;
+    st.gpu_memory_mib = n.gpu_memory_mib;
+    st.interconnect = std::string(topo::InterconnectClassName(n.interconnect));
+    st.gpu_jobs.assign(st.gpus, 0);
+    st.gpu_share_milli.assign(st.gpus, 0);
+    st.gpu_util.assign(st.gpus, -1);
+    out.push_back(std::move(st));
+  }
+  for (const auto& [name, rec] : ledger_->image().nodes) {
+    if (!fleet_->base.node_index.count(name)) out.push_back(NodeStatusLocked(rec, snap));
+  }
   return out;
 }
 
@@ -189,8 +223,14 @@ ClusterGauges ClusterViews::Gauges() const {
       row.unhealthy = n.unhealthy.size();
       row.allocated = AllocatedGpus(n);
       auto rec = ledger_->image().nodes.find(n.name);
-      if (rec != ledger_->image().nodes.end())
-        row.state = std::string(state::NodeStateName(rec->second.state));
+      row.state = rec != ledger_->image().nodes.end()
+                      ? std::string(state::NodeStateName(rec->second.state))
+                      : "down";  // a burst node never registered
+      power_->Held(ledger_);
+      if (std::optional<PowerService::NodeView> p = power_->NodeLocked(n.name)) {
+        row.pool = p->pool;
+        row.power = p->state;
+      }
       if (const int64_t silent = hub_->SilentForMs(n.name); silent >= 0) {
         row.heartbeat_age_s = static_cast<double>(silent) / 1000.0;
       }

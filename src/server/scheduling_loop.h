@@ -26,6 +26,7 @@
 #include "server/fleet.h"
 #include "server/ledger.h"
 #include "server/node_service.h"
+#include "server/power_service.h"
 #include "server/usage_service.h"
 
 namespace hachi::server {
@@ -37,8 +38,8 @@ class SchedulingLoop : public OnLedger, public Ledger::Observer {
   // Not owned; all outlive it.
   SchedulingLoop(Ledger* ledger, Fleet* fleet, AgentHub* hub, NodeService* nodes,
                  BurnInService* burn_in, UsageService* usage,
-                 FairShareService* fair_share, ControllerMetrics* metrics,
-                 const ControllerOptions* options,
+                 FairShareService* fair_share, PowerService* power,
+                 ControllerMetrics* metrics, const ControllerOptions* options,
                  std::unique_ptr<sched::Scheduler> scheduler);
   ~SchedulingLoop() override;
 
@@ -67,6 +68,9 @@ class SchedulingLoop : public OnLedger, public Ledger::Observer {
   // Runs whose GPUs have stayed idle past their partition's policy: warned once per
   // idle spell, and requeued or cancelled when the policy says so.
   void CheckIdleLocked(Time now) REQUIRES(ledger_->writer_mu(), ledger_->mu());
+  // The burst pools' resumes and suspends after the cycle's starts (PowerService).
+  void PowerLocked(const sched::Plan& plan, const sched::ClusterState& snap, Time now)
+      REQUIRES(ledger_->writer_mu(), ledger_->mu());
   // Pending jobs whose --deadline can no longer be met (now + time limit past it) end
   // as DEADLINE, never started.
   void EndPastDeadlineLocked(Time now) REQUIRES(ledger_->writer_mu(), ledger_->mu());
@@ -87,6 +91,7 @@ class SchedulingLoop : public OnLedger, public Ledger::Observer {
   BurnInService* const burn_in_;
   UsageService* const usage_;
   FairShareService* const fair_share_;
+  PowerService* const power_;
   ControllerMetrics* const metrics_;
   const ControllerOptions* const options_;
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -9,6 +10,9 @@
 #include "sched/apply.h"
 #include "sched/dependencies.h"
 #include "sched/lint.h"
+#include "sched/power.h"
+#include "sim/cluster_spec.h"
+#include "topo/presets.h"
 #include "topo/topology_file.h"
 
 namespace hachi::server {
@@ -43,12 +47,36 @@ Result<NodeHardware> CompileNodeHardware(const state::NodeRecord& node) {
   return hw;
 }
 
+namespace {
+
+// The node a burst pool's nodes register as (config::PoolConfig::preset), else the
+// first of its nodes that has registered; nullopt when neither is known.
+std::optional<sched::Node> PoolShape(const config::PoolConfig& pool,
+                                     const std::vector<sched::Node>& registered,
+                                     const std::unordered_map<std::string, int>& index) {
+  if (!pool.preset.empty()) {
+    Result<topo::Topology> t = topo::LoadPreset(pool.preset);
+    if (t.ok()) {
+      Result<sched::ClusterState> one =
+          sim::BuildCluster("1x" + std::to_string(t->gpu_count()) + ":" + pool.preset);
+      if (one.ok() && !one->nodes.empty()) return std::move(one->nodes[0]);
+    }
+  }
+  for (const std::string& name : pool.nodes.names) {
+    if (auto it = index.find(name); it != index.end()) return registered[it->second];
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 Result<BaseCluster> BuildBase(
     const state::StateImage& image,
     const std::unordered_map<std::string, NodeHardware>& hardware,
     const config::ClusterConfig* config) {
   BaseCluster base;
   sched::ClusterState& s = base.state;
+  std::unordered_map<std::string, int> registered;
   for (const auto& [name, rec] : image.nodes) {  // std::map: name order
     auto hw = hardware.find(name);
     if (hw == hardware.end() || !hw->second.model) {
@@ -66,9 +94,42 @@ Result<BaseCluster> BuildBase(
     n.cpus = rec.cpus;
     n.memory_mib = rec.memory_mib;
     n.block = rec.block;
-    n.partitions = {0};
-    base.node_index[name] = static_cast<int>(s.nodes.size());
+    registered[name] = static_cast<int>(s.nodes.size());
     s.nodes.push_back(std::move(n));
+  }
+  // A burst pool's nodes that have not registered (powered off as far as this server
+  // knows): in the base with their pool's shape, so that the scheduler can plan their
+  // resume; their snapshots keep them down until they are up (PowerService).
+  if (config != nullptr) {
+    for (const config::PoolConfig& pool : config->pools) {
+      if (pool.kind != config::PoolKind::kBurst) continue;
+      std::optional<sched::Node> shape;  // the first time a node needs it
+      bool unshaped = false;
+      for (const std::string& name : pool.nodes.names) {
+        if (registered.count(name) || image.nodes.count(name)) continue;
+        if (!shape) shape = PoolShape(pool, s.nodes, registered);
+        if (!shape) {
+          unshaped = true;
+          break;
+        }
+        sched::Node n = *shape;
+        n.name = name;
+        n.block.clear();
+        n.state = sched::NodeState::kDown;
+        s.nodes.push_back(std::move(n));
+      }
+      if (unshaped) {
+        base.warnings.push_back("pool " + pool.name +
+                                ": nodes that have not registered are not resumed for "
+                                "jobs: give the pool a preset (docs/pools.md)");
+      }
+    }
+    std::sort(s.nodes.begin(), s.nodes.end(),
+              [](const sched::Node& a, const sched::Node& b) { return a.name < b.name; });
+  }
+  for (size_t i = 0; i < s.nodes.size(); ++i) {
+    s.nodes[i].partitions = {0};
+    base.node_index[s.nodes[i].name] = static_cast<int>(i);
   }
   sched::Partition p;
   p.name = "default";
@@ -101,9 +162,9 @@ Result<BaseCluster> BuildBase(
     for (config::NodeOverride& o : c.node_overrides) keep_known(o.nodes);
     HACHI_RETURN_IF_ERROR(
         config::ApplyClusterConfig(c, &s, /*allow_empty_partitions=*/true));
-    // Placement by price (docs/pools.md): the registered nodes of burst pools rank
-    // above the others, so work goes to nodes that are paid for anyway first. A burst
-    // node not registered is off, not missing: it is left out without a warning.
+    // Placement by price (docs/pools.md): the nodes of burst pools rank above the
+    // others, so work goes to nodes that are paid for anyway first. A burst node
+    // without a shape is left out of its pool (the warning above says why).
     for (config::PoolConfig& pool : c.pools) {
       std::erase_if(pool.nodes.names,
                     [&](const std::string& n) { return !base.node_index.count(n); });
@@ -111,16 +172,9 @@ Result<BaseCluster> BuildBase(
     Result<std::vector<sched::PowerPool>> pools = config::PowerPools(c, s);
     if (!pools.ok()) return pools.status();
     sched::RankByCost(*pools, &s);
+    base.pools = std::move(*pools);
     for (const std::string& n : missing) {
       base.warnings.push_back("node " + n + " is in the config but has not registered");
-    }
-    // The rule and the simulator power burst pools; the server does not run their
-    // programs yet, so a burst pool's nodes are used as they register, never powered.
-    for (const config::PoolConfig& pool : c.pools) {
-      if (pool.kind != config::PoolKind::kBurst) continue;
-      base.warnings.push_back("pool " + pool.name +
-                              ": this server does not power burst nodes up or down yet "
-                              "(docs/pools.md); its nodes take jobs as they register");
     }
   }
   for (const sched::PolicyWarning& f : sched::LintPartitions(s)) {
@@ -224,9 +278,14 @@ void BookRunning(const BaseCluster& base, const state::StateImage& image,
                  std::unordered_map<sched::JobId, int>* array_running) {
   for (size_t i = 0; i < s->nodes.size(); ++i) {
     sched::Node& n = s->nodes[i];
-    const state::NodeRecord& rec = image.nodes.at(n.name);
-    n.state = SchedNodeState(rec.state);
-    n.unhealthy = rec.unhealthy & n.model->all_gpus();
+    auto rec = image.nodes.find(n.name);
+    if (rec == image.nodes.end()) {  // a burst node never registered: off
+      n.state = sched::NodeState::kDown;
+      n.unhealthy = GpuSet();
+    } else {
+      n.state = SchedNodeState(rec->second.state);
+      n.unhealthy = rec->second.unhealthy & n.model->all_gpus();
+    }
     n.free_gpus = n.model->all_gpus() - n.unhealthy - n.mig_gpus;
     for (sched::MigSlot& m : n.mig) m.job = 0;  // the running jobs take theirs below
     n.free_cpus = n.cpus;

@@ -17,6 +17,7 @@
 #include "config/cluster_config.h"
 #include "core/status.h"
 #include "sched/cluster.h"
+#include "sched/power.h"
 #include "state/records.h"
 #include "topo/analysis.h"
 #include "topo/topology.h"
@@ -42,6 +43,10 @@ Result<NodeHardware> CompileNodeHardware(const state::NodeRecord& node);
 struct BaseCluster {
   sched::ClusterState state;  // nodes (all GPUs free) and partitions, QoS, limits, ...
   std::unordered_map<std::string, int> node_index;
+  // The config's pools (its order), their nodes as indices into state.nodes; empty
+  // without a config. A burst pool's nodes that have not registered are in state.nodes
+  // with their pool's shape (config::PoolConfig::preset), down.
+  std::vector<sched::PowerPool> pools;
   std::vector<std::string> warnings;  // nodes skipped (bad topology), lint findings
 };
 

@@ -23,6 +23,7 @@
 #include "server/controller_options.h"
 #include "server/fleet.h"
 #include "server/ledger.h"
+#include "server/power_service.h"
 #include "server/usage_service.h"
 
 namespace hachi::server {
@@ -33,7 +34,7 @@ struct ClusterGauges;
 class JobViews : public OnLedger {
  public:
   // Not owned; all outlive it.
-  JobViews(Ledger* ledger, Fleet* fleet, UsageService* usage,
+  JobViews(Ledger* ledger, Fleet* fleet, UsageService* usage, const PowerService* power,
            const ControllerOptions* options);
 
   Result<state::JobRecord> Job(state::JobId id) const EXCLUDES(ledger_->mu());
@@ -65,6 +66,7 @@ class JobViews : public OnLedger {
   // Constant after construction.
   Fleet* const fleet_;
   UsageService* const usage_;
+  const PowerService* const power_;
   const ControllerOptions* const options_;
 };
 
@@ -72,9 +74,11 @@ class ClusterViews : public OnLedger {
  public:
   // Not owned; all outlive it.
   ClusterViews(Ledger* ledger, Fleet* fleet, const AgentHub* hub, UsageService* usage,
-               const ClockOffsets* clocks, ControllerMetrics* metrics,
-               const ControllerOptions* options);
+               const PowerService* power, const ClockOffsets* clocks,
+               ControllerMetrics* metrics, const ControllerOptions* options);
 
+  // The cluster's nodes in the base's order (a burst node that has not registered
+  // included, powered off), then registered nodes the base left out.
   std::vector<state::NodeStatus> Nodes() const EXCLUDES(ledger_->mu());
   std::vector<sched::Partition> Partitions() const  // node indices as in Nodes()
       EXCLUDES(ledger_->mu());
@@ -104,6 +108,7 @@ class ClusterViews : public OnLedger {
   Fleet* const fleet_;
   const AgentHub* const hub_;
   UsageService* const usage_;
+  const PowerService* const power_;
   const ClockOffsets* const clocks_;
   ControllerMetrics* const metrics_;
   const ControllerOptions* const options_;

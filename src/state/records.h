@@ -297,6 +297,11 @@ struct NodeStatus {
   // (server/clock_offsets.h); none: not since the server started, or an older agent.
   // API only, in memory.
   std::optional<int64_t> clock_offset_ms;
+  // A node of a burst pool (docs/pools.md): its pool and its power state ("on", "off",
+  // "resuming", "burn-in", "suspending", "resume-failed"); both "" for another node.
+  // A burst node that has not registered is shown with its pool's shape, down.
+  std::string pool;
+  std::string power;
 };
 
 // An API token the server issued (`hachi token create`, server/auth.h). The token's

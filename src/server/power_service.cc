@@ -1,0 +1,354 @@
+#include "server/power_service.h"
+
+#include <algorithm>
+#include <iostream>
+#include <set>
+
+#include "core/hostlist.h"
+
+namespace hachi::server {
+
+using sched::PowerState;
+
+PowerService::PowerService(Ledger* ledger, Fleet* fleet, const ControllerOptions* options,
+                           std::shared_ptr<PowerPrograms> programs)
+    : OnLedger(ledger),
+      fleet_(fleet),
+      options_(options),
+      programs_(std::move(programs)) {}
+
+namespace {
+
+// The power a node's record says it has, for a server that has not watched it: up or
+// drained by an admin, on; in burn-in, in burn-in; down or never registered, off.
+PowerState FromRecord(const state::StateImage& image, const std::string& node) {
+  auto it = image.nodes.find(node);
+  if (it == image.nodes.end()) return PowerState::kOff;
+  switch (it->second.state) {
+    case state::NodeState::kUp:
+    case state::NodeState::kDrained:
+      return PowerState::kOn;
+    case state::NodeState::kBurnIn:
+      return PowerState::kBurnIn;
+    case state::NodeState::kDown:
+      return PowerState::kOff;
+  }
+  return PowerState::kOff;
+}
+
+std::string Nodes(int n) { return std::to_string(n) + (n == 1 ? " node" : " nodes"); }
+
+}  // namespace
+
+void PowerService::SyncLocked(Time now) {
+  fleet_->Held(ledger_);
+  std::set<std::string> seen;
+  const std::vector<sched::PowerPool>& pools = fleet_->base.pools;
+  for (size_t p = 0; p < pools.size(); ++p) {
+    if (!pools[p].burst) continue;
+    for (int i : pools[p].nodes) {
+      const std::string& name = fleet_->base.state.nodes[i].name;
+      seen.insert(name);
+      auto [it, fresh] = nodes_.try_emplace(name);
+      it->second.pool = static_cast<int>(p);
+      if (!fresh) continue;
+      const PowerState s = FromRecord(ledger_->image(), name);
+      it->second.power = {s, now, s == PowerState::kOn ? now : 0};
+    }
+  }
+  std::erase_if(nodes_, [&](const auto& kv) { return !seen.count(kv.first); });
+}
+
+void PowerService::SetLocked(const std::string& node, PowerState state, Time now,
+                             std::string note) {
+  auto it = nodes_.find(node);
+  if (it == nodes_.end()) return;
+  it->second.power = {state, now, state == PowerState::kOn ? now : 0};
+  it->second.note = std::move(note);
+}
+
+bool PowerService::RunLocked(const std::string& action, int pool,
+                             const std::vector<std::string>& nodes) {
+  fleet_->Held(ledger_);
+  if (nodes.empty() || !options_->config ||
+      pool >= static_cast<int>(options_->config->pools.size())) {
+    return false;
+  }
+  const config::PoolConfig& pc = options_->config->pools[pool];
+  PowerPrograms::Call call;
+  call.program = action == "resume"    ? pc.resume_program
+                 : action == "suspend" ? pc.suspend_program
+                                       : pc.resume_fail_program;
+  if (call.program.empty()) return false;
+  call.hostlist = CompressHostList(nodes);
+  call.pool = pc.name;
+  call.action = action;
+  // A program that hangs is ended: a resume by its pool's timeout (it failed), the
+  // others by the same span.
+  call.limit = pc.resume_timeout;
+  std::cerr << "hachi server: pool " << pc.name << ": " << action << " " << call.hostlist
+            << ": " << call.program << "\n";
+  Result<int> id = programs_->Start(call);
+  if (!id.ok()) {
+    std::cerr << "hachi server: pool " << pc.name << ": " << id.status().message()
+              << "\n";
+    return false;
+  }
+  calls_[*id] = Call{action, pool, nodes};
+  return true;
+}
+
+void PowerService::FailLocked(int pool, const std::vector<std::string>& nodes,
+                              const std::string& why, Time now) {
+  for (const std::string& n : nodes) SetLocked(n, PowerState::kFailed, now, why);
+  std::cerr << "hachi server: " << CompressHostList(nodes) << ": resume failed: " << why
+            << "\n";
+  RunLocked("resume-failed", pool, nodes);
+  RunLocked("suspend", pool, nodes);  // a half-booted node is not paid for
+}
+
+void PowerService::SuspendLocked(int pool, const std::vector<std::string>& nodes,
+                                 Time now) {
+  // Its burn-in pass no longer vouches for it: the node that boots next time may be
+  // other hardware (a cloud's new instance) or broken since.
+  std::vector<state::Edit> edits;
+  for (const std::string& n : nodes) {
+    auto rec = ledger_->image().nodes.find(n);
+    if (rec == ledger_->image().nodes.end() || rec->second.burn_in_passed.empty())
+      continue;
+    const state::NodeRecord& r = rec->second;
+    edits.push_back(
+        state::NodeBurnInChanged{n, "", r.burn_in_run, r.burn_in, r.burn_in_gpus});
+  }
+  if (!edits.empty()) {
+    if (Status s = ledger_->Commit(std::move(edits)); !s.ok()) {
+      std::cerr << "hachi server: suspend " << CompressHostList(nodes) << ": "
+                << s.message() << "\n";
+      return;  // tried again next cycle: the nodes are still on and idle
+    }
+  }
+  for (const std::string& n : nodes) {
+    SetLocked(n, PowerState::kSuspending, now, "suspend program running");
+  }
+  if (!RunLocked("suspend", pool, nodes)) {
+    for (const std::string& n : nodes) {
+      SetLocked(n, PowerState::kOff, now, "no suspend program ran");
+    }
+  }
+}
+
+void PowerService::TakeEndedLocked(Time now) {
+  for (const PowerPrograms::Ended& e : programs_->Poll()) {
+    auto it = calls_.find(e.id);
+    if (it == calls_.end()) continue;
+    const Call call = std::move(it->second);
+    calls_.erase(it);
+    const std::string what = call.action + " program " + e.how;
+    if (!e.ok) {
+      std::cerr << "hachi server: " << CompressHostList(call.nodes) << ": " << what
+                << "\n";
+    }
+    if (call.action == "resume" && !e.ok) {
+      // The nodes that have not registered meanwhile failed.
+      std::vector<std::string> failed;
+      for (const std::string& n : call.nodes) {
+        auto node = nodes_.find(n);
+        if (node != nodes_.end() && node->second.power.state == PowerState::kResuming)
+          failed.push_back(n);
+      }
+      if (!failed.empty()) FailLocked(call.pool, failed, what, now);
+    } else if (call.action == "suspend") {
+      for (const std::string& n : call.nodes) {
+        auto node = nodes_.find(n);
+        if (node == nodes_.end()) continue;
+        // A failed node stays failed (and off); one that registered meanwhile is on.
+        if (node->second.power.state == PowerState::kSuspending) {
+          SetLocked(n, PowerState::kOff, now, e.ok ? "" : what);
+        } else if (node->second.power.state == PowerState::kFailed && !e.ok) {
+          node->second.note += "; " + what;
+        }
+      }
+    }
+  }
+}
+
+void PowerService::MaskLocked(sched::ClusterState* snap) {
+  fleet_->Held(ledger_);
+  const Time now = options_->clock->Now();
+  SyncLocked(now);
+  TakeEndedLocked(now);
+  // Burn-in failures seen since the last cycle: reported and powered down.
+  std::map<int, std::vector<std::string>> broken;
+  for (const std::string& n : broken_) {
+    auto it = nodes_.find(n);
+    if (it != nodes_.end()) broken[it->second.pool].push_back(n);
+  }
+  broken_.clear();
+  for (const auto& [pool, names] : broken) {
+    std::cerr << "hachi server: " << CompressHostList(names)
+              << ": failed burn-in after resume: powering down\n";
+    RunLocked("resume-failed", pool, names);
+    RunLocked("suspend", pool, names);
+  }
+  for (sched::Node& n : snap->nodes) {
+    auto it = nodes_.find(n.name);
+    if (it != nodes_.end() && it->second.power.state != PowerState::kOn) {
+      n.state = sched::NodeState::kDown;
+    }
+  }
+}
+
+void PowerService::PlanLocked(const sched::ClusterState& snap, const sched::Plan& plan,
+                              Time now) {
+  fleet_->Held(ledger_);
+  waits_.clear();
+  const std::vector<sched::PowerPool>& pools = fleet_->base.pools;
+  if (nodes_.empty() || snap.nodes.size() != fleet_->base.state.nodes.size()) return;
+  // This cycle's starts: their nodes are not idle, whatever the snapshot said.
+  std::vector<bool> started(snap.nodes.size(), false);
+  for (const sched::Start& st : plan.starts) {
+    for (const sched::Allocation& a : st.allocations) {
+      if (a.node >= 0 && static_cast<size_t>(a.node) < started.size())
+        started[a.node] = true;
+    }
+  }
+  std::vector<sched::NodePower> power(snap.nodes.size());
+  for (size_t i = 0; i < snap.nodes.size(); ++i) {
+    auto it = nodes_.find(snap.nodes[i].name);
+    if (it == nodes_.end()) continue;
+    sched::NodePower& np = it->second.power;
+    if (np.state == PowerState::kOn) {
+      const bool idle = sched::IsEmpty(snap.nodes[i]) && !started[i];
+      np.idle_since = idle ? (np.idle_since > 0 ? np.idle_since : now) : 0;
+    }
+    power[i] = np;
+  }
+  const sched::PowerPlan p = sched::PlanPower(snap, plan, pools, power, now);
+  auto by_pool = [&](const std::vector<int>& nodes) {
+    std::map<int, std::vector<std::string>> out;
+    for (int i : nodes) {
+      const std::string& name = snap.nodes[i].name;
+      if (auto it = nodes_.find(name); it != nodes_.end())
+        out[it->second.pool].push_back(name);
+    }
+    return out;
+  };
+  for (const auto& [pool, names] : by_pool(p.timed_out)) {
+    FailLocked(pool, names,
+               "did not register within " + FormatDuration(pools[pool].resume_timeout),
+               now);
+  }
+  for (const auto& [pool, names] : by_pool(p.resume)) {
+    for (const std::string& n : names) {
+      SetLocked(n, PowerState::kResuming, now, "");
+    }
+    if (!RunLocked("resume", pool, names)) {
+      FailLocked(pool, names, "its resume program did not start", now);
+    }
+  }
+  std::vector<int> idle;  // never a node this cycle started a job on
+  for (int i : p.suspend) {
+    if (!started[i]) idle.push_back(i);
+  }
+  for (const auto& [pool, names] : by_pool(idle)) SuspendLocked(pool, names, now);
+  // What the waiting jobs are told.
+  for (const sched::PowerPlan::Waiting& w : p.waiting) {
+    if (w.pool < 0 || w.pool >= static_cast<int>(pools.size())) continue;
+    const sched::PowerPool& pool = pools[w.pool];
+    Time latest = -1;  // the last resume of the pool's nodes under way
+    int burning = 0;
+    for (int i : pool.nodes) {
+      auto it = nodes_.find(snap.nodes[i].name);
+      if (it == nodes_.end()) continue;
+      const sched::NodePower& np = it->second.power;
+      if (np.state == PowerState::kResuming) latest = std::max(latest, np.since);
+      if (np.state == PowerState::kBurnIn) ++burning;
+    }
+    std::string note = "resuming " + Nodes(w.nodes) + " of pool " + pool.name;
+    if (latest >= 0) {
+      note += ", " +
+              FormatDuration(std::max<Time>(0, latest + pool.resume_timeout - now)) +
+              " left of " + FormatDuration(pool.resume_timeout);
+    } else if (burning > 0) {
+      note += ", in burn-in";
+    }
+    std::string& text = waits_[w.job];
+    text += text.empty() ? note : "; " + note;
+  }
+  if (p.wake_at != kNever) fleet_->WakeLocked();
+}
+
+std::optional<PowerService::NodeView> PowerService::NodeLocked(
+    const std::string& node) const {
+  fleet_->Held(ledger_);
+  auto it = nodes_.find(node);
+  if (it == nodes_.end()) return std::nullopt;
+  const Node& n = it->second;
+  NodeView v;
+  if (n.pool >= 0 && n.pool < static_cast<int>(fleet_->base.pools.size())) {
+    v.pool = fleet_->base.pools[n.pool].name;
+  }
+  v.state = std::string(sched::PowerStateName(n.power.state));
+  v.note = n.note;
+  if (n.power.state == PowerState::kResuming && n.pool >= 0 &&
+      n.pool < static_cast<int>(fleet_->base.pools.size())) {
+    const Duration timeout = fleet_->base.pools[n.pool].resume_timeout;
+    const Time left = n.power.since + timeout - options_->clock->Now();
+    v.note = "resuming, " + FormatDuration(std::max<Time>(0, left)) + " left of " +
+             FormatDuration(timeout);
+  }
+  return v;
+}
+
+std::string PowerService::WaitNoteLocked(state::JobId job) const {
+  auto it = waits_.find(job);
+  return it == waits_.end() ? std::string() : it->second;
+}
+
+void PowerService::Applied(const std::vector<state::Edit>& edits) {
+  ledger_->mu().AssertHeld();
+  fleet_->Held(ledger_);
+  const Time now = options_->clock->Now();
+  bool changed = false;
+  for (const state::Edit& e : edits) {
+    if (const auto* up = std::get_if<state::NodeUpserted>(&e)) {
+      auto it = nodes_.find(up->record.name);
+      if (it == nodes_.end()) continue;
+      const PowerState s = it->second.power.state;
+      // Registered: powered, whatever this server asked (a node booted by hand counts).
+      // A node being suspended stays so: its agent is on its way out.
+      if (s == PowerState::kOn || s == PowerState::kBurnIn ||
+          s == PowerState::kSuspending) {
+        continue;
+      }
+      const bool checking = up->record.state == state::NodeState::kBurnIn;
+      SetLocked(up->record.name, checking ? PowerState::kBurnIn : PowerState::kOn, now,
+                "");
+      changed = true;
+    } else if (const auto* st = std::get_if<state::NodeStateChanged>(&e)) {
+      auto it = nodes_.find(st->name);
+      if (it == nodes_.end() || it->second.power.state != PowerState::kBurnIn) continue;
+      if (st->state == state::NodeState::kUp || st->state == state::NodeState::kDrained) {
+        SetLocked(st->name, PowerState::kOn, now, "");
+        changed = true;
+      }
+    } else if (const auto* b = std::get_if<state::NodeBurnInChanged>(&e)) {
+      auto it = nodes_.find(b->name);
+      if (it == nodes_.end() || it->second.power.state != PowerState::kBurnIn ||
+          b->phase != state::BurnInPhase::kFailed) {
+        continue;
+      }
+      auto rec = ledger_->image().nodes.find(b->name);
+      SetLocked(b->name, PowerState::kFailed, now,
+                "failed burn-in after resume" + (rec != ledger_->image().nodes.end() &&
+                                                         !rec->second.state_reason.empty()
+                                                     ? ": " + rec->second.state_reason
+                                                     : std::string()));
+      broken_.push_back(b->name);
+      changed = true;
+    }
+  }
+  if (changed) fleet_->WakeLocked();
+}
+
+}  // namespace hachi::server

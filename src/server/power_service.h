@@ -1,0 +1,113 @@
+// PowerService: burst pools powered up and down (docs/pools.md). After every cycle it
+// asks the shared rule (sched/power.h, the one `hachi sim` uses) which powered-off
+// nodes the waiting jobs need and which idle ones to let go, runs the pools' programs
+// for them (power_programs.h), and follows each node through its power states:
+//
+//   off ──resume──▶ resuming ──registers──▶ burn-in ──passes──▶ on ──idle──▶ suspending
+//    ▲                 │ times out, program fails      │ fails                 │
+//    │                 ▼                               ▼                       │
+//    │            resume-failed ◀──────────────────────┘                       │
+//    └─────────────────────────────── program ends ─────────────────────────────┘
+//
+// (a node that registers with no burn-in checks goes from resuming to on). A node
+// that is not on takes no job: the cycle's snapshot shows it down. A failed node is
+// reported and powered down (the pool's resume-failure program, then its suspend
+// program) and not resumed again until it registers or an admin resumes it. A node is
+// suspended only with nothing on it, and its burn-in pass is forgotten then, so it
+// proves itself again when it next boots.
+//
+// The power states are kept in memory: a server that starts (or a standby that takes
+// over) reads them from the records — a burst node registered and up is on, one in
+// burn-in is in burn-in, any other is off.
+//
+// Thread-safety: its state is guarded by the ledger's mu().
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "sched/plan.h"
+#include "sched/power.h"
+#include "server/controller_options.h"
+#include "server/fleet.h"
+#include "server/ledger.h"
+#include "server/power_programs.h"
+
+namespace hachi::server {
+
+class PowerService : public OnLedger, public Ledger::Observer {
+ public:
+  // Not owned; all outlive it.
+  PowerService(Ledger* ledger, Fleet* fleet, const ControllerOptions* options,
+               std::shared_ptr<PowerPrograms> programs);
+
+  // The cycle's snapshot: the burst nodes that are not on are down in it (and the
+  // programs that ended since the last cycle are taken in first).
+  void MaskLocked(sched::ClusterState* snap)
+      REQUIRES(ledger_->writer_mu(), ledger_->mu());
+  // After the cycle's starts are applied: resumes for the jobs that wait, suspends of
+  // idle nodes, resumes timed out. `snap` is the snapshot the plan was made on.
+  void PlanLocked(const sched::ClusterState& snap, const sched::Plan& plan, Time now)
+      REQUIRES(ledger_->writer_mu(), ledger_->mu());
+
+  // What the views show. A node of a burst pool: its pool, its power state's name and
+  // a note ("resuming, 3m10s left of 10m"); nullopt for any other node.
+  struct NodeView {
+    std::string pool;
+    std::string state;
+    std::string note;
+  };
+  std::optional<NodeView> NodeLocked(const std::string& node) const
+      REQUIRES(ledger_->mu());
+  // Why a pending job waits for power ("resuming 2 nodes of pool burst-a, 3m10s left
+  // of 10m"); "" when it does not.
+  std::string WaitNoteLocked(state::JobId job) const REQUIRES(ledger_->mu());
+
+  // Ledger::Observer: registrations and burn-in results move nodes on.
+  void Applied(const std::vector<state::Edit>& edits) override;
+
+ private:
+  struct Node {
+    int pool = -1;  // in fleet_->base.pools
+    sched::NodePower power;
+    std::string note;
+  };
+  struct Call {
+    std::string action;
+    int pool = -1;
+    std::vector<std::string> nodes;
+  };
+  // A node of the base's burst pools that this service has not met gets its state from
+  // the records; nodes no longer in a burst pool are dropped.
+  void SyncLocked(Time now) REQUIRES(ledger_->mu());
+  void TakeEndedLocked(Time now) REQUIRES(ledger_->mu());
+  // Runs `action`'s program of pool `pool` for `nodes`; false when it could not start
+  // (said on stderr and in the nodes' notes).
+  bool RunLocked(const std::string& action, int pool,
+                 const std::vector<std::string>& nodes) REQUIRES(ledger_->mu());
+  // `nodes` failed to resume (`why`): the failure program, then the suspend program.
+  void FailLocked(int pool, const std::vector<std::string>& nodes, const std::string& why,
+                  Time now) REQUIRES(ledger_->mu());
+  // Their burn-in passes forgotten, then the suspend program.
+  void SuspendLocked(int pool, const std::vector<std::string>& nodes, Time now)
+      REQUIRES(ledger_->writer_mu(), ledger_->mu());
+  void SetLocked(const std::string& node, sched::PowerState state, Time now,
+                 std::string note) REQUIRES(ledger_->mu());
+
+  // Constant after construction.
+  Fleet* const fleet_;
+  const ControllerOptions* const options_;
+  const std::shared_ptr<PowerPrograms> programs_;
+
+  std::map<std::string, Node> nodes_ GUARDED_BY(ledger_->mu());
+  std::unordered_map<int, Call> calls_ GUARDED_BY(ledger_->mu());  // by program run id
+  std::unordered_map<state::JobId, std::string> waits_ GUARDED_BY(ledger_->mu());
+  // Nodes whose burn-in failed since the last cycle: failed and powered down by it.
+  std::vector<std::string> broken_ GUARDED_BY(ledger_->mu());
+};
+
+}  // namespace hachi::server
