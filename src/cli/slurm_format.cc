@@ -345,7 +345,31 @@ std::string FormatElapsed(Duration d) { return FormatClock(d, false); }
 
 std::string FormatHms(Duration d) { return FormatClock(d, true); }
 
-std::string NodeStateText(const NodeStatus& n, bool long_form) {
+namespace {
+
+// A burst node's power as Slurm shows a powered node (docs/pools.md): the state it
+// shows, sinfo's suffix and scontrol's flag. On (and in burn-in) shows as any node.
+struct PowerShown {
+  std::string_view power;
+  std::string_view word;
+  std::string_view suffix;
+  std::string_view flag;
+};
+constexpr PowerShown kPowerShown[] = {
+    {"off", "idle", "~", "+POWERED_DOWN"},
+    {"resuming", "idle", "#", "+POWERING_UP"},
+    {"suspending", "idle", "%", "+POWERING_DOWN"},
+    {"resume-failed", "down", "~", "+POWERED_DOWN"},
+};
+
+const PowerShown* PowerOf(const NodeStatus& n) {
+  for (const PowerShown& p : kPowerShown) {
+    if (p.power == n.power) return &p;
+  }
+  return nullptr;
+}
+
+std::string StateWord(const NodeStatus& n, bool long_form) {
   GpuCounts c = CountGpus(n);
   const bool busy = c.alloc > 0 || n.alloc_cpus > 0;
   switch (n.record.state) {
@@ -363,6 +387,23 @@ std::string NodeStateText(const NodeStatus& n, bool long_form) {
   const bool full = c.idle == 0 && c.partial == 0 && c.alloc > 0;
   if (full) return long_form ? "allocated" : "alloc";
   return long_form ? "mixed" : "mix";
+}
+
+}  // namespace
+
+std::string NodeStateText(const NodeStatus& n, bool long_form) {
+  if (const PowerShown* p = PowerOf(n)) return std::string(p->word) + std::string(p->suffix);
+  return StateWord(n, long_form);
+}
+
+std::string NodeStateFlags(const NodeStatus& n) {
+  std::string out;
+  const PowerShown* p = PowerOf(n);
+  out = p != nullptr ? std::string(p->word) : StateWord(n, true);
+  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (!n.pool.empty()) out += "+CLOUD";  // Slurm's word for a node powered on demand
+  if (p != nullptr) out += p->flag;
+  return out;
 }
 
 // ---- queue ----

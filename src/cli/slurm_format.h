@@ -101,6 +101,10 @@ std::string FormatElapsed(Duration d);
 std::string FormatHms(Duration d);
 // The short node-state names of sinfo: "idle", "mix", "alloc", "drain", "drng", "down"
 // (long: "idle", "mixed", "allocated", "drained", "draining", "down").
+// A burst node not on shows as Slurm shows a powered-down or powering node: "idle~"
+// (off), "idle#" (resuming), "idle%" (suspending), "down~" (its resume failed).
 std::string NodeStateText(const state::NodeStatus& node, bool long_form);
+// scontrol show node's State=: "IDLE", "MIXED", "IDLE+CLOUD+POWERED_DOWN", ...
+std::string NodeStateFlags(const state::NodeStatus& node);
 
 }  // namespace hachi::cli

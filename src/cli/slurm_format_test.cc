@@ -497,6 +497,25 @@ TEST_F(SlurmFormat, GpuPictureShowsMigDevices) {
   EXPECT_EQ(FormatGpuPicture(n).find("MIG"), std::string::npos);
 }
 
+// Burst nodes as Slurm shows nodes it powers: sinfo's suffixes, scontrol's flags.
+TEST_F(SlurmFormat, BurstNodesShowTheirPower) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"off", "idle~ IDLE+CLOUD+POWERED_DOWN"},
+      {"resuming", "idle# IDLE+CLOUD+POWERING_UP"},
+      {"suspending", "idle% IDLE+CLOUD+POWERING_DOWN"},
+      {"resume-failed", "down~ DOWN+CLOUD+POWERED_DOWN"},
+      {"on", "idle IDLE+CLOUD"},
+      {"", "idle IDLE"},
+  };
+  for (const auto& [power, want] : cases) {
+    NodeStatus n = Nodes()[2];  // gpu03: up and idle
+    n.power = power;
+    n.pool = power.empty() ? "" : "burst";
+    if (power == "off" || power == "resume-failed") n.record.state = state::NodeState::kDown;
+    EXPECT_EQ(NodeStateText(n, false) + " " + NodeStateFlags(n), want) << power;
+  }
+}
+
 // `show node`'s line on its agent's clock: the offset, and what to do past 5 s.
 TEST_F(SlurmFormat, ClockLine) {
   NodeStatus n = Nodes()[0];

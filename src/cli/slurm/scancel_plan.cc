@@ -175,9 +175,7 @@ std::string FormatShowPartition(const PartitionInfo& p,
 
 std::string FormatShowNode(const state::NodeStatus& n) {
   const state::NodeRecord& r = n.record;
-  std::string state = NodeStateText(n, true);
-  for (char& c : state)
-    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  const std::string state = NodeStateFlags(n);
   std::string parts;
   for (const std::string& p : n.partitions) parts += (parts.empty() ? "" : ",") + p;
   std::string o = "NodeName=" + r.name + " Arch=x86_64 CoresPerSocket=1 \n";
