@@ -22,7 +22,7 @@ Controller::Controller(ControllerOptions options, std::unique_ptr<Ledger> ledger
   fair_share_ = std::make_unique<FairShareService>(l, fleet_.get(), &options_);
   burn_in_ = std::make_unique<BurnInService>(l, &hub_, config, options_.clock);
   power_ = std::make_unique<PowerService>(
-      l, fleet_.get(), &options_,
+      l, fleet_.get(), &authorizer_, &options_,
       options_.power_programs
           ? options_.power_programs
           : std::shared_ptr<PowerPrograms>(RealPowerPrograms(options_.clock)));

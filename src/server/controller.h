@@ -85,6 +85,7 @@ class Controller {
   FairShareService& fair_share() { return *fair_share_; }
   const ClusterViews& cluster_views() const { return *cluster_views_; }
   BurnInService& burn_in() { return *burn_in_; }
+  PowerService& power() { return *power_; }
   TokenService& tokens() { return *tokens_; }
   const TokenService& tokens() const { return *tokens_; }
   // Who may do what, for the HTTP layer's decisions too (its gate, the redaction of a

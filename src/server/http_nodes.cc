@@ -135,6 +135,13 @@ void NodeHandlers::ResumeNode(const Request& req, Response& res) const {
   if (!who.ok()) return ReplyError(res, who.status());
   Result<int> gpu = api::ResumeGpuFromJson(req.body);
   if (!gpu.ok()) return ReplyError(res, gpu.status());
+  // A burst node whose resume failed: resuming it clears the failure, so that the
+  // scheduler may power it up again.
+  if (*gpu < 0) {
+    Result<bool> reset = c_->power().ResetFailed(name, *who);
+    if (!reset.ok()) return ReplyError(res, reset.status());
+    if (*reset) return ReplyOk(res);
+  }
   Status st = c_->nodes().Resume(name, *gpu, *who);
   if (!st.ok()) return ReplyError(res, st);
   ReplyOk(res);

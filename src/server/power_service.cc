@@ -10,10 +10,12 @@ namespace hachi::server {
 
 using sched::PowerState;
 
-PowerService::PowerService(Ledger* ledger, Fleet* fleet, const ControllerOptions* options,
+PowerService::PowerService(Ledger* ledger, Fleet* fleet, const Authorizer* authorizer,
+                           const ControllerOptions* options,
                            std::shared_ptr<PowerPrograms> programs)
     : OnLedger(ledger),
       fleet_(fleet),
+      authorizer_(authorizer),
       options_(options),
       programs_(std::move(programs)) {}
 
@@ -303,6 +305,24 @@ std::optional<PowerService::NodeView> PowerService::NodeLocked(
 std::string PowerService::WaitNoteLocked(state::JobId job) const {
   auto it = waits_.find(job);
   return it == waits_.end() ? std::string() : it->second;
+}
+
+Result<bool> PowerService::ResetFailed(const std::string& node, const Caller& who) {
+  {
+    MutexLock lock(&ledger_->mu());
+    auto it = nodes_.find(node);
+    if (it == nodes_.end() || it->second.power.state != PowerState::kFailed) return false;
+  }
+  HACHI_RETURN_IF_ERROR(authorizer_->Authorize(who, Action::kResume, Resource::Node(node)));
+  MutexLock lock(&ledger_->mu());
+  fleet_->Held(ledger_);
+  auto it = nodes_.find(node);
+  if (it == nodes_.end() || it->second.power.state != PowerState::kFailed) return false;
+  SetLocked(node, PowerState::kOff, options_->clock->Now(), "");
+  std::cerr << "hachi server: " << node << ": resume failure cleared by " << who.user
+            << "\n";
+  fleet_->WakeLocked();
+  return true;
 }
 
 void PowerService::Applied(const std::vector<state::Edit>& edits) {

@@ -32,6 +32,7 @@
 
 #include "sched/plan.h"
 #include "sched/power.h"
+#include "server/authorizer.h"
 #include "server/controller_options.h"
 #include "server/fleet.h"
 #include "server/ledger.h"
@@ -42,7 +43,8 @@ namespace hachi::server {
 class PowerService : public OnLedger, public Ledger::Observer {
  public:
   // Not owned; all outlive it.
-  PowerService(Ledger* ledger, Fleet* fleet, const ControllerOptions* options,
+  PowerService(Ledger* ledger, Fleet* fleet, const Authorizer* authorizer,
+               const ControllerOptions* options,
                std::shared_ptr<PowerPrograms> programs);
 
   // The cycle's snapshot: the burst nodes that are not on are down in it (and the
@@ -66,6 +68,11 @@ class PowerService : public OnLedger, public Ledger::Observer {
   // Why a pending job waits for power ("resuming 2 nodes of pool burst-a, 3m10s left
   // of 10m"); "" when it does not.
   std::string WaitNoteLocked(state::JobId job) const REQUIRES(ledger_->mu());
+
+  // An admin's `hachi resume NODE` of a burst node whose resume failed: it is off again
+  // (the scheduler may power it up). False, and nothing changed, for any other node.
+  Result<bool> ResetFailed(const std::string& node, const Caller& who)
+      EXCLUDES(ledger_->mu());
 
   // Ledger::Observer: registrations and burn-in results move nodes on.
   void Applied(const std::vector<state::Edit>& edits) override;
@@ -100,6 +107,7 @@ class PowerService : public OnLedger, public Ledger::Observer {
 
   // Constant after construction.
   Fleet* const fleet_;
+  const Authorizer* const authorizer_;
   const ControllerOptions* const options_;
   const std::shared_ptr<PowerPrograms> programs_;
 

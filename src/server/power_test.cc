@@ -165,6 +165,14 @@ TEST(Power, AResumeProgramThatFailsMarksItsNodesAndPowersThemDown) {
   c.programs->End(3, true);  // b1's suspend: it stays failed
   h->RunCycle();
   EXPECT_EQ(c.Power("b1"), "resume-failed@burst");
+  // Until an admin resumes it: then it is off, and may be powered up again.
+  EXPECT_EQ(h->power().ResetFailed("b1", testing::kAlice).status().code(),
+            StatusCode::kPermissionDenied);
+  Result<bool> reset = h->power().ResetFailed("b1", testing::kRoot);
+  ASSERT_TRUE(reset.ok());
+  EXPECT_TRUE(*reset);
+  EXPECT_EQ(c.Power("b1"), "off@burst");
+  EXPECT_FALSE(*h->power().ResetFailed("n1", testing::kRoot));  // not failed: no-op
 }
 
 TEST(Power, AResumeThatNeverRegistersTimesOut) {
