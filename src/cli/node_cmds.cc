@@ -74,7 +74,9 @@ void AddNodeCommands(CLI::App& app, int* exit_code) {
   });
   auto r = std::make_shared<DrainFlags>();
   CLI::App* resume = app.add_subcommand(
-      "resume", "Put a drained node and its unhealthy GPUs back in service");
+      "resume",
+      "Put a drained node and its unhealthy GPUs back in service (a burst node whose "
+      "resume failed: may be powered up again)");
   resume->add_option("node", r->node, "Node name")->required();
   resume
       ->add_option("--gpu", r->gpu,

@@ -267,9 +267,9 @@ std::string NodeValue(const NodeStatus& n, char code) {
       return Or(out, "(none)");
     }
     case 't':  // hachi nodes says burn-in where sinfo says drain
-      return r.state == state::NodeState::kBurnIn ? "burn-in" : NodeStateText(n, false);
+      return InBurnIn(n) ? "burn-in" : NodeStateText(n, false);
     case 'T':
-      return r.state == state::NodeState::kBurnIn ? "burn-in" : NodeStateText(n, true);
+      return InBurnIn(n) ? "burn-in" : NodeStateText(n, true);
     case 'G':
       return GresText(n);
     case 'j': {
@@ -391,8 +391,13 @@ std::string StateWord(const NodeStatus& n, bool long_form) {
 
 }  // namespace
 
+bool InBurnIn(const NodeStatus& n) {
+  return n.record.state == state::NodeState::kBurnIn && PowerOf(n) == nullptr;
+}
+
 std::string NodeStateText(const NodeStatus& n, bool long_form) {
-  if (const PowerShown* p = PowerOf(n)) return std::string(p->word) + std::string(p->suffix);
+  if (const PowerShown* p = PowerOf(n))
+    return std::string(p->word) + std::string(p->suffix);
   return StateWord(n, long_form);
 }
 
@@ -540,10 +545,9 @@ std::string MigLines(const NodeStatus& n) {
 }  // namespace
 
 std::string FormatGpuPicture(const NodeStatus& n) {
-  std::string head =
-      n.record.name + "  " + std::to_string(n.gpus) + "x " + Or(n.gpu_model, "GPU") +
-      "  " + Or(n.interconnect, "unknown") + "  " +
-      (n.record.state == state::NodeState::kBurnIn ? "burn-in" : NodeStateText(n, true));
+  std::string head = n.record.name + "  " + std::to_string(n.gpus) + "x " +
+                     Or(n.gpu_model, "GPU") + "  " + Or(n.interconnect, "unknown") +
+                     "  " + (InBurnIn(n) ? "burn-in" : NodeStateText(n, true));
   if (!n.record.state_reason.empty()) head += " (" + n.record.state_reason + ")";
   if (!n.record.cgroup.empty()) head += "  cgroup " + n.record.cgroup;  // job isolation
   std::string o = head + "\n";

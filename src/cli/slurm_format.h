@@ -104,6 +104,9 @@ std::string FormatHms(Duration d);
 // A burst node not on shows as Slurm shows a powered-down or powering node: "idle~"
 // (off), "idle#" (resuming), "idle%" (suspending), "down~" (its resume failed).
 std::string NodeStateText(const state::NodeStatus& node, bool long_form);
+// Whether hachi nodes shows the node as "burn-in": its checks run (a burst node whose
+// burn-in failed after its resume shows its power instead: "down~").
+bool InBurnIn(const state::NodeStatus& node);
 // scontrol show node's State=: "IDLE", "MIXED", "IDLE+CLOUD+POWERED_DOWN", ...
 std::string NodeStateFlags(const state::NodeStatus& node);
 

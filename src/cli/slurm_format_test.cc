@@ -511,7 +511,8 @@ TEST_F(SlurmFormat, BurstNodesShowTheirPower) {
     NodeStatus n = Nodes()[2];  // gpu03: up and idle
     n.power = power;
     n.pool = power.empty() ? "" : "burst";
-    if (power == "off" || power == "resume-failed") n.record.state = state::NodeState::kDown;
+    if (power == "off" || power == "resume-failed")
+      n.record.state = state::NodeState::kDown;
     EXPECT_EQ(NodeStateText(n, false) + " " + NodeStateFlags(n), want) << power;
   }
 }

@@ -313,7 +313,8 @@ Result<bool> PowerService::ResetFailed(const std::string& node, const Caller& wh
     auto it = nodes_.find(node);
     if (it == nodes_.end() || it->second.power.state != PowerState::kFailed) return false;
   }
-  HACHI_RETURN_IF_ERROR(authorizer_->Authorize(who, Action::kResume, Resource::Node(node)));
+  HACHI_RETURN_IF_ERROR(
+      authorizer_->Authorize(who, Action::kResume, Resource::Node(node)));
   MutexLock lock(&ledger_->mu());
   fleet_->Held(ledger_);
   auto it = nodes_.find(node);

@@ -44,8 +44,7 @@ class PowerService : public OnLedger, public Ledger::Observer {
  public:
   // Not owned; all outlive it.
   PowerService(Ledger* ledger, Fleet* fleet, const Authorizer* authorizer,
-               const ControllerOptions* options,
-               std::shared_ptr<PowerPrograms> programs);
+               const ControllerOptions* options, std::shared_ptr<PowerPrograms> programs);
 
   // The cycle's snapshot: the burst nodes that are not on are down in it (and the
   // programs that ended since the last cycle are taken in first).
