@@ -12,6 +12,35 @@ function stateBadge(node) {
   return el('span', { class: `badge node-${node.state}` }, node.state);
 }
 
+// A burst pool's node (docs/pools.md): its pool and, when not simply on, its power.
+function powerBadge(node) {
+  if (!node.power) return null;
+  const text = node.power === 'on' ? node.pool : `${node.pool} · ${node.power}`;
+  return el('span', { class: `badge power power-${node.power}`, title: 'burst pool' }, text);
+}
+
+function money(x) {
+  return x.toLocaleString(undefined, { minimumFractionDigits: 2, maximumFractionDigits: 2 });
+}
+
+// The burst pools: nodes powered now, GPU-hours powered since the server started and
+// what they cost, and what this month's jobs on them cost (hachi report --by pool).
+async function poolSummary() {
+  const pools = (await api.pools()).filter((p) => p.kind === 'burst');
+  if (!pools.length) return '';
+  const now = new Date();
+  const month = Math.floor(new Date(now.getFullYear(), now.getMonth(), 1).getTime() / 1000);
+  const report = await api.report(`by=pool&from=${month}`);
+  const jobs = new Map(report.groups.map((g) => [g.name, g]));
+  return pools.map((p) => {
+    const held = jobs.get(p.name);
+    return `${p.name}: ${p.powered}/${p.nodes} nodes powered · ` +
+      `${p.powered_gpu_hours.toFixed(1)} GPU-h powered since the server started ` +
+      `(${money(p.powered_gpu_hours * p.price_per_gpu_hour)}) · this month's jobs ` +
+      `${(held ? held.gpu_hours : 0).toFixed(1)} GPU-h (${money(held ? held.cost : 0)})`;
+  }).join('\n');
+}
+
 async function act(what, fn, refresh) {
   try {
     await fn();
@@ -51,7 +80,7 @@ function nodeCard(node, jobsById, ctx) {
       ` ${j.spec?.name || ''} · ${j.req?.user || '?'} · ${jobGpuCount(j)} GPU`)));
   return el('section', { class: 'node', 'data-node': node.name },
     el('header', {},
-      el('h2', {}, node.name), stateBadge(node),
+      el('h2', {}, node.name), stateBadge(node), powerBadge(node),
       node.state_reason ? el('span', { class: 'muted' }, node.state_reason) : null,
       actions),
     el('p', { class: 'node-facts' },
@@ -72,12 +101,15 @@ export const clusterView = {
   title: 'Cluster',
   mount(main) {
     const summary = el('p', { class: 'summary', id: 'cluster-summary' });
+    const pools = el('p', { class: 'summary muted', id: 'pool-summary' });
     const list = el('div', { class: 'nodes' });
-    main.replaceChildren(summary, list);
-    return { summary, list };
+    main.replaceChildren(summary, pools, list);
+    return { summary, pools, list };
   },
   async refresh(st, ctx) {
-    const [nodes, jobs] = await Promise.all([api.nodes(), api.jobs()]);
+    const [nodes, jobs, pools] = await Promise.all([api.nodes(), api.jobs(), poolSummary()]);
+    st.pools.textContent = pools;
+    st.pools.hidden = !pools;
     const jobsById = new Map(jobs.map((j) => [j.id, j]));
     let healthy = 0;
     let busy = 0;

@@ -207,6 +207,7 @@ void HttpServer::Routes(HttpRouter& s) {
       {"POST", node + "/drain", Route(&h.nodes, &NodeHandlers::DrainNode)},
       {"POST", node + "/resume", Route(&h.nodes, &NodeHandlers::ResumeNode)},
       {"GET", p + "/partitions", Route(&h.nodes, &NodeHandlers::ListPartitions)},
+      {"GET", p + "/pools", Route(&h.nodes, &NodeHandlers::ListPools)},
       {"GET", p + "/stats", Route(&h.nodes, &NodeHandlers::Stats)},
       {"GET", p + "/report", Route(&h.nodes, &NodeHandlers::Report)},
       {"GET", p + "/priority", Route(&h.nodes, &NodeHandlers::Priority)},

@@ -104,6 +104,7 @@ class NodeHandlers : public HandlerBase {
   void DrainNode(const Request& req, Response& res) const;
   void ResumeNode(const Request& req, Response& res) const;
   void ListPartitions(const Request& req, Response& res) const;
+  void ListPools(const Request& req, Response& res) const;
   void Stats(const Request& req, Response& res) const;
   void Report(const Request& req, Response& res) const;
   void Priority(const Request& req, Response& res) const;

@@ -147,6 +147,21 @@ void NodeHandlers::ResumeNode(const Request& req, Response& res) const {
   ReplyOk(res);
 }
 
+// The config's pools and what their burst nodes are powered (docs/pools.md).
+void NodeHandlers::ListPools(const Request&, Response& res) const {
+  json pools = json::array();
+  for (const PowerService::PoolView& p : c_->cluster_views().Pools()) {
+    pools.push_back(json{{"name", p.name},
+                         {"kind", p.burst ? "burst" : "fixed"},
+                         {"nodes", p.nodes},
+                         {"gpus", p.gpus},
+                         {"powered", p.powered},
+                         {"price_per_gpu_hour", p.price_per_gpu_hour},
+                         {"powered_gpu_hours", p.powered_gpu_seconds / 3600.0}});
+  }
+  Reply(res, 200, json{{"pools", pools}}.dump());
+}
+
 void NodeHandlers::ListPartitions(const Request&, Response& res) const {
   const std::vector<state::NodeStatus> nodes = c_->cluster_views().Nodes();
   json parts = json::array();

@@ -179,6 +179,12 @@ std::vector<state::NodeStatus> ClusterViews::Nodes() const {
   return out;
 }
 
+std::vector<PowerService::PoolView> ClusterViews::Pools() const {
+  MutexLock lock(&ledger_->mu());
+  power_->Held(ledger_);
+  return power_->PoolsLocked();
+}
+
 std::vector<sched::Partition> ClusterViews::Partitions() const {
   MutexLock lock(&ledger_->mu());
   fleet_->Held(ledger_);
@@ -235,6 +241,11 @@ ClusterGauges ClusterViews::Gauges() const {
         row.heartbeat_age_s = static_cast<double>(silent) / 1000.0;
       }
       g.nodes.push_back(std::move(row));
+    }
+    power_->Held(ledger_);
+    for (const PowerService::PoolView& p : power_->PoolsLocked()) {
+      g.pools.push_back(
+          {p.name, p.burst, p.powered, p.powered_gpu_seconds, p.price_per_gpu_hour});
     }
     g.cycles = fleet_->stats.cycles;
     g.submits = fleet_->stats.submits;

@@ -40,6 +40,9 @@ PowerState FromRecord(const state::StateImage& image, const std::string& node) {
 
 std::string Nodes(int n) { return std::to_string(n) + (n == 1 ? " node" : " nodes"); }
 
+// Billed: from the resume's start until the node is off (a failed one is powered down).
+bool Powered(PowerState s) { return s != PowerState::kOff && s != PowerState::kFailed; }
+
 }  // namespace
 
 void PowerService::SyncLocked(Time now) {
@@ -53,9 +56,11 @@ void PowerService::SyncLocked(Time now) {
       seen.insert(name);
       auto [it, fresh] = nodes_.try_emplace(name);
       it->second.pool = static_cast<int>(p);
+      it->second.gpus = fleet_->base.state.nodes[i].gpu_count();
       if (!fresh) continue;
       const PowerState s = FromRecord(ledger_->image(), name);
       it->second.power = {s, now, s == PowerState::kOn ? now : 0};
+      it->second.powered_since = Powered(s) ? now : -1;
     }
   }
   std::erase_if(nodes_, [&](const auto& kv) { return !seen.count(kv.first); });
@@ -65,8 +70,16 @@ void PowerService::SetLocked(const std::string& node, PowerState state, Time now
                              std::string note) {
   auto it = nodes_.find(node);
   if (it == nodes_.end()) return;
-  it->second.power = {state, now, state == PowerState::kOn ? now : 0};
-  it->second.note = std::move(note);
+  Node& n = it->second;
+  if (Powered(state) && n.powered_since < 0) {
+    n.powered_since = now;
+  } else if (!Powered(state) && n.powered_since >= 0) {
+    powered_gpu_seconds_[PoolName(n.pool)] +=
+        static_cast<double>(n.gpus) * static_cast<double>(now - n.powered_since);
+    n.powered_since = -1;
+  }
+  n.power = {state, now, state == PowerState::kOn ? now : 0};
+  n.note = std::move(note);
 }
 
 bool PowerService::RunLocked(const std::string& action, int pool,
@@ -300,6 +313,41 @@ std::optional<PowerService::NodeView> PowerService::NodeLocked(
              FormatDuration(timeout);
   }
   return v;
+}
+
+std::string PowerService::PoolName(int pool) const {
+  fleet_->Held(ledger_);
+  const std::vector<sched::PowerPool>& pools = fleet_->base.pools;
+  return pool >= 0 && pool < static_cast<int>(pools.size()) ? pools[pool].name : "";
+}
+
+std::vector<PowerService::PoolView> PowerService::PoolsLocked() const {
+  fleet_->Held(ledger_);
+  const Time now = options_->clock->Now();
+  std::vector<PoolView> out;
+  for (const sched::PowerPool& p : fleet_->base.pools) {
+    PoolView v;
+    v.name = p.name;
+    v.burst = p.burst;
+    v.price_per_gpu_hour = p.price_per_gpu_hour;
+    v.nodes = static_cast<int>(p.nodes.size());
+    for (int i : p.nodes) v.gpus += fleet_->base.state.nodes[i].gpu_count();
+    v.powered = p.burst ? 0 : v.nodes;
+    if (auto it = powered_gpu_seconds_.find(p.name); it != powered_gpu_seconds_.end()) {
+      v.powered_gpu_seconds = it->second;
+    }
+    out.push_back(std::move(v));
+  }
+  for (const auto& [name, n] : nodes_) {
+    if (n.pool < 0 || n.pool >= static_cast<int>(out.size())) continue;
+    PoolView& v = out[n.pool];
+    if (Powered(n.power.state)) ++v.powered;
+    if (n.powered_since >= 0) {
+      v.powered_gpu_seconds +=
+          static_cast<double>(n.gpus) * static_cast<double>(now - n.powered_since);
+    }
+  }
+  return out;
 }
 
 std::string PowerService::WaitNoteLocked(state::JobId job) const {

@@ -64,6 +64,20 @@ class PowerService : public OnLedger, public Ledger::Observer {
   };
   std::optional<NodeView> NodeLocked(const std::string& node) const
       REQUIRES(ledger_->mu());
+  // Each pool of the config: its nodes and GPUs, how many of them are powered now (a
+  // fixed pool's all), and the GPU-seconds its burst nodes have been powered since this
+  // server started (in memory: /metrics' counter, which Prometheus carries across
+  // restarts) — what the cloud bills, whether jobs used them or not.
+  struct PoolView {
+    std::string name;
+    bool burst = false;
+    double price_per_gpu_hour = 0;
+    int nodes = 0;
+    int gpus = 0;
+    int powered = 0;
+    double powered_gpu_seconds = 0;
+  };
+  std::vector<PoolView> PoolsLocked() const REQUIRES(ledger_->mu());
   // Why a pending job waits for power ("resuming 2 nodes of pool burst-a, 3m10s left
   // of 10m"); "" when it does not.
   std::string WaitNoteLocked(state::JobId job) const REQUIRES(ledger_->mu());
@@ -81,6 +95,8 @@ class PowerService : public OnLedger, public Ledger::Observer {
     int pool = -1;  // in fleet_->base.pools
     sched::NodePower power;
     std::string note;
+    int gpus = 0;
+    Time powered_since = -1;  // -1: off or failed
   };
   struct Call {
     std::string action;
@@ -101,6 +117,7 @@ class PowerService : public OnLedger, public Ledger::Observer {
   // Their burn-in passes forgotten, then the suspend program.
   void SuspendLocked(int pool, const std::vector<std::string>& nodes, Time now)
       REQUIRES(ledger_->writer_mu(), ledger_->mu());
+  std::string PoolName(int pool) const REQUIRES(ledger_->mu());
   void SetLocked(const std::string& node, sched::PowerState state, Time now,
                  std::string note) REQUIRES(ledger_->mu());
 
@@ -115,6 +132,8 @@ class PowerService : public OnLedger, public Ledger::Observer {
   std::unordered_map<state::JobId, std::string> waits_ GUARDED_BY(ledger_->mu());
   // Nodes whose burn-in failed since the last cycle: failed and powered down by it.
   std::vector<std::string> broken_ GUARDED_BY(ledger_->mu());
+  // Per pool name: GPU-seconds of its nodes' powered spells that have ended.
+  std::map<std::string, double> powered_gpu_seconds_ GUARDED_BY(ledger_->mu());
 };
 
 }  // namespace hachi::server

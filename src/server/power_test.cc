@@ -234,6 +234,49 @@ TEST(Power, ANodeThatFailsBurnInAfterItsResumeIsPoweredDown) {
   EXPECT_EQ(said.back(), "resume b2");
 }
 
+// A burst pool's powered GPU time runs from the resume's start until the node is off:
+// what the cloud bills, used or not.
+TEST(Power, APoolsPoweredTimeIsCountedFromResumeUntilOff) {
+  Cluster c;
+  Harness& h = *c.h;
+  const state::JobId id = h.Submit(MakeSubmit().Gpus(8).Time(kHour));
+  h->RunCycle();  // resume b1
+  c.clock.Advance(std::chrono::minutes(2));
+  h.Register("b1");
+  h->RunCycle();
+  ASSERT_EQ(h.StateOf(id), JobState::kRunning);
+  c.clock.Advance(std::chrono::minutes(8));
+  auto burst = [&] {
+    for (const PowerService::PoolView& p : h->cluster_views().Pools()) {
+      if (p.name == "burst") return p;
+    }
+    return PowerService::PoolView{};
+  };
+  EXPECT_EQ(burst().powered, 1);
+  EXPECT_EQ(burst().nodes, 2);
+  EXPECT_EQ(burst().gpus, 16);
+  EXPECT_DOUBLE_EQ(burst().powered_gpu_seconds, 8.0 * 10 * 60);
+  h.Work("b1");
+  h.Exit("b1", id, 0);
+  h->RunCycle();
+  c.clock.Advance(std::chrono::minutes(10));  // suspend_after
+  h->RunCycle();
+  ASSERT_EQ(c.Power("b1"), "suspending@burst");
+  c.programs->End(2, true);
+  h->RunCycle();
+  ASSERT_EQ(c.Power("b1"), "off@burst");
+  c.clock.Advance(std::chrono::hours(5));  // off: not billed
+  EXPECT_EQ(burst().powered, 0);
+  EXPECT_DOUBLE_EQ(burst().powered_gpu_seconds, 8.0 * 20 * 60);
+  const std::string metrics = h->cluster_views().MetricsText();
+  EXPECT_NE(metrics.find("hachi_pool_powered_gpu_seconds_total{pool=\"burst\"} 9600"),
+            std::string::npos);
+  EXPECT_NE(metrics.find("hachi_pool_powered_nodes{pool=\"owned\"} 1"),
+            std::string::npos);
+  EXPECT_NE(metrics.find("hachi_pool_price_per_gpu_hour{pool=\"burst\"} 4"),
+            std::string::npos);
+}
+
 // A burst node that registers unasked is on; one never registered is off.
 TEST(Power, ABurstNodeThatRegistersIsOnAndTheMetricsSaySo) {
   Cluster c;

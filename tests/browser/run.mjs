@@ -20,7 +20,7 @@ if (!existsSync(join(here, 'node_modules', 'playwright-core'))) {
 const r = spawnSync(process.execPath,
   ['--test', '--test-concurrency=1', join(here, 'topology.test.mjs'), join(here, 'views.test.mjs'),
    join(here, 'dashboard.test.mjs'), join(here, 'boards.test.mjs'), join(here, 'burnin.test.mjs'),
-   join(here, 'mig.test.mjs'),
+   join(here, 'mig.test.mjs'), join(here, 'pools.test.mjs'),
    join(here, 'usage.test.mjs')],
   { stdio: 'inherit', cwd: here });
 process.exit(r.status ?? 1);
