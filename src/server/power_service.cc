@@ -213,6 +213,17 @@ void PowerService::MaskLocked(sched::ClusterState* snap) {
   }
 }
 
+std::map<int, std::vector<std::string>> PowerService::ByPoolLocked(
+    const sched::ClusterState& snap, const std::vector<int>& nodes) const {
+  std::map<int, std::vector<std::string>> out;
+  for (int i : nodes) {
+    const std::string& name = snap.nodes[i].name;
+    if (auto it = nodes_.find(name); it != nodes_.end())
+      out[it->second.pool].push_back(name);
+  }
+  return out;
+}
+
 void PowerService::PlanLocked(const sched::ClusterState& snap, const sched::Plan& plan,
                               Time now) {
   fleet_->Held(ledger_);
@@ -239,21 +250,12 @@ void PowerService::PlanLocked(const sched::ClusterState& snap, const sched::Plan
     power[i] = np;
   }
   const sched::PowerPlan p = sched::PlanPower(snap, plan, pools, power, now);
-  auto by_pool = [&](const std::vector<int>& nodes) {
-    std::map<int, std::vector<std::string>> out;
-    for (int i : nodes) {
-      const std::string& name = snap.nodes[i].name;
-      if (auto it = nodes_.find(name); it != nodes_.end())
-        out[it->second.pool].push_back(name);
-    }
-    return out;
-  };
-  for (const auto& [pool, names] : by_pool(p.timed_out)) {
+  for (const auto& [pool, names] : ByPoolLocked(snap, p.timed_out)) {
     FailLocked(pool, names,
                "did not register within " + FormatDuration(pools[pool].resume_timeout),
                now);
   }
-  for (const auto& [pool, names] : by_pool(p.resume)) {
+  for (const auto& [pool, names] : ByPoolLocked(snap, p.resume)) {
     for (const std::string& n : names) {
       SetLocked(n, PowerState::kResuming, now, "");
     }
@@ -265,7 +267,8 @@ void PowerService::PlanLocked(const sched::ClusterState& snap, const sched::Plan
   for (int i : p.suspend) {
     if (!started[i]) idle.push_back(i);
   }
-  for (const auto& [pool, names] : by_pool(idle)) SuspendLocked(pool, names, now);
+  for (const auto& [pool, names] : ByPoolLocked(snap, idle))
+    SuspendLocked(pool, names, now);
   // What the waiting jobs are told.
   for (const sched::PowerPlan::Waiting& w : p.waiting) {
     if (w.pool < 0 || w.pool >= static_cast<int>(pools.size())) continue;

@@ -118,6 +118,10 @@ class PowerService : public OnLedger, public Ledger::Observer {
   void SuspendLocked(int pool, const std::vector<std::string>& nodes, Time now)
       REQUIRES(ledger_->writer_mu(), ledger_->mu());
   std::string PoolName(int pool) const REQUIRES(ledger_->mu());
+  // The names of `nodes` (indices into `snap`), by their pool.
+  std::map<int, std::vector<std::string>> ByPoolLocked(
+      const sched::ClusterState& snap, const std::vector<int>& nodes) const
+      REQUIRES(ledger_->mu());
   void SetLocked(const std::string& node, sched::PowerState state, Time now,
                  std::string note) REQUIRES(ledger_->mu());
 
