@@ -53,6 +53,19 @@ struct PowerPool {
   double price_per_gpu_hour = 0;
 };
 
+// A pool's capacity as the server shows it (GET /pools, /metrics): its nodes and GPUs,
+// how many are powered now (a fixed pool's all), and the GPU-seconds its burst nodes
+// have been powered.
+struct PoolPower {
+  std::string name;
+  bool burst = false;
+  double price_per_gpu_hour = 0;
+  int nodes = 0;
+  int gpus = 0;
+  int powered = 0;
+  double powered_gpu_seconds = 0;
+};
+
 // A node's power, kept by the caller across cycles (one per ClusterState node).
 struct NodePower {
   PowerState state = PowerState::kOn;

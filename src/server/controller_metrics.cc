@@ -135,19 +135,19 @@ void WriteClusterGauges(const ClusterGauges& g, Writer& w) {
           "Nodes of a pool that are powered (resuming, in burn-in, on or suspending); a "
           "fixed pool's all.",
           Type::kGauge);
-  for (const ClusterGauges::PoolRow& p : g.pools) w.Sample({{"pool", p.pool}}, p.powered);
+  for (const sched::PoolPower& p : g.pools) w.Sample({{"pool", p.name}}, p.powered);
   w.Begin("hachi_pool_price_per_gpu_hour", "A pool's price per GPU-hour, as configured.",
           Type::kGauge);
-  for (const ClusterGauges::PoolRow& p : g.pools) {
-    w.Sample({{"pool", p.pool}}, p.price_per_gpu_hour);
+  for (const sched::PoolPower& p : g.pools) {
+    w.Sample({{"pool", p.name}}, p.price_per_gpu_hour);
   }
   w.Begin("hachi_pool_powered_gpu_seconds_total",
           "GPU-seconds a burst pool's nodes have been powered (from their resume until "
           "off), since this server started: times hachi_pool_price_per_gpu_hour / 3600, "
           "what the burst capacity cost.",
           Type::kCounter);
-  for (const ClusterGauges::PoolRow& p : g.pools) {
-    if (p.burst) w.Sample({{"pool", p.pool}}, p.powered_gpu_seconds);
+  for (const sched::PoolPower& p : g.pools) {
+    if (p.burst) w.Sample({{"pool", p.name}}, p.powered_gpu_seconds);
   }
   w.Begin(
       "hachi_agent_heartbeat_age_seconds",

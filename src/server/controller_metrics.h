@@ -14,6 +14,7 @@
 
 #include "core/mutex.h"
 #include "core/time.h"
+#include "sched/power.h"
 #include "server/metrics.h"
 #include "state/records.h"
 
@@ -49,16 +50,8 @@ struct ClusterGauges {
   std::vector<JobGpuRow> job_gpus;
   int64_t idle_jobs =
       0;  // running jobs whose GPUs are idle past their partition's policy
-  std::vector<NodeRow> nodes;  // by name
-  // The config's pools (PowerService::PoolView): burst pools' powered nodes and GPU time.
-  struct PoolRow {
-    std::string pool;
-    bool burst = false;
-    int powered = 0;
-    double powered_gpu_seconds = 0;
-    double price_per_gpu_hour = 0;
-  };
-  std::vector<PoolRow> pools;
+  std::vector<NodeRow> nodes;            // by name
+  std::vector<sched::PoolPower> pools;   // the config's (PowerService)
   std::vector<PartitionRow> partitions;  // in config order
   std::array<int64_t, 8> jobs{};         // per state::JobState, in the image
   int64_t held = 0;                      // pending jobs that are held

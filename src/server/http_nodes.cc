@@ -150,7 +150,7 @@ void NodeHandlers::ResumeNode(const Request& req, Response& res) const {
 // The config's pools and what their burst nodes are powered (docs/pools.md).
 void NodeHandlers::ListPools(const Request&, Response& res) const {
   json pools = json::array();
-  for (const PowerService::PoolView& p : c_->cluster_views().Pools()) {
+  for (const sched::PoolPower& p : c_->cluster_views().Pools()) {
     pools.push_back(json{{"name", p.name},
                          {"kind", p.burst ? "burst" : "fixed"},
                          {"nodes", p.nodes},

@@ -179,7 +179,7 @@ std::vector<state::NodeStatus> ClusterViews::Nodes() const {
   return out;
 }
 
-std::vector<PowerService::PoolView> ClusterViews::Pools() const {
+std::vector<sched::PoolPower> ClusterViews::Pools() const {
   MutexLock lock(&ledger_->mu());
   power_->Held(ledger_);
   return power_->PoolsLocked();
@@ -243,10 +243,7 @@ ClusterGauges ClusterViews::Gauges() const {
       g.nodes.push_back(std::move(row));
     }
     power_->Held(ledger_);
-    for (const PowerService::PoolView& p : power_->PoolsLocked()) {
-      g.pools.push_back(
-          {p.name, p.burst, p.powered, p.powered_gpu_seconds, p.price_per_gpu_hour});
-    }
+    g.pools = power_->PoolsLocked();
     g.cycles = fleet_->stats.cycles;
     g.submits = fleet_->stats.submits;
     g.starts = fleet_->stats.starts;

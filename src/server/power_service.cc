@@ -324,12 +324,12 @@ std::string PowerService::PoolName(int pool) const {
   return pool >= 0 && pool < static_cast<int>(pools.size()) ? pools[pool].name : "";
 }
 
-std::vector<PowerService::PoolView> PowerService::PoolsLocked() const {
+std::vector<sched::PoolPower> PowerService::PoolsLocked() const {
   fleet_->Held(ledger_);
   const Time now = options_->clock->Now();
-  std::vector<PoolView> out;
+  std::vector<sched::PoolPower> out;
   for (const sched::PowerPool& p : fleet_->base.pools) {
-    PoolView v;
+    sched::PoolPower v;
     v.name = p.name;
     v.burst = p.burst;
     v.price_per_gpu_hour = p.price_per_gpu_hour;
@@ -343,7 +343,7 @@ std::vector<PowerService::PoolView> PowerService::PoolsLocked() const {
   }
   for (const auto& [name, n] : nodes_) {
     if (n.pool < 0 || n.pool >= static_cast<int>(out.size())) continue;
-    PoolView& v = out[n.pool];
+    sched::PoolPower& v = out[n.pool];
     if (Powered(n.power.state)) ++v.powered;
     if (n.powered_since >= 0) {
       v.powered_gpu_seconds +=

@@ -64,20 +64,10 @@ class PowerService : public OnLedger, public Ledger::Observer {
   };
   std::optional<NodeView> NodeLocked(const std::string& node) const
       REQUIRES(ledger_->mu());
-  // Each pool of the config: its nodes and GPUs, how many of them are powered now (a
-  // fixed pool's all), and the GPU-seconds its burst nodes have been powered since this
-  // server started (in memory: /metrics' counter, which Prometheus carries across
-  // restarts) — what the cloud bills, whether jobs used them or not.
-  struct PoolView {
-    std::string name;
-    bool burst = false;
-    double price_per_gpu_hour = 0;
-    int nodes = 0;
-    int gpus = 0;
-    int powered = 0;
-    double powered_gpu_seconds = 0;
-  };
-  std::vector<PoolView> PoolsLocked() const REQUIRES(ledger_->mu());
+  // Each pool of the config; its powered GPU-seconds are since this server started (in
+  // memory: /metrics' counter, which Prometheus carries across restarts) — what the
+  // cloud bills, whether jobs used the nodes or not.
+  std::vector<sched::PoolPower> PoolsLocked() const REQUIRES(ledger_->mu());
   // Why a pending job waits for power ("resuming 2 nodes of pool burst-a, 3m10s left
   // of 10m"); "" when it does not.
   std::string WaitNoteLocked(state::JobId job) const REQUIRES(ledger_->mu());

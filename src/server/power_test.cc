@@ -247,10 +247,10 @@ TEST(Power, APoolsPoweredTimeIsCountedFromResumeUntilOff) {
   ASSERT_EQ(h.StateOf(id), JobState::kRunning);
   c.clock.Advance(std::chrono::minutes(8));
   auto burst = [&] {
-    for (const PowerService::PoolView& p : h->cluster_views().Pools()) {
+    for (const sched::PoolPower& p : h->cluster_views().Pools()) {
       if (p.name == "burst") return p;
     }
-    return PowerService::PoolView{};
+    return sched::PoolPower{};
   };
   EXPECT_EQ(burst().powered, 1);
   EXPECT_EQ(burst().nodes, 2);

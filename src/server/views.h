@@ -84,7 +84,7 @@ class ClusterViews : public OnLedger {
       EXCLUDES(ledger_->mu());
   std::vector<std::string> Warnings() const EXCLUDES(ledger_->mu());
   // The config's pools, with what their burst nodes are powered (docs/pools.md).
-  std::vector<PowerService::PoolView> Pools() const EXCLUDES(ledger_->mu());
+  std::vector<sched::PoolPower> Pools() const EXCLUDES(ledger_->mu());
   ControllerStats stats() const EXCLUDES(ledger_->mu());
   // GET /metrics: the registry's families, then the gauges of Gauges() (docs/metrics.md).
   std::string MetricsText() const;
