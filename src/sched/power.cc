@@ -31,9 +31,10 @@ struct Room {
   int pool = -1;
   int gpus = 0, cpus = 0;
   int64_t memory_mib = 0;
-  bool up = false;      // on and up now: a gang's part may go there without a resume
-  bool coming = false;  // resuming already (else off, or up: nothing to resume)
-  bool given = false;   // a job was given it
+  bool up = false;       // on and up now: a gang's part may go there without a resume
+  bool coming = false;   // resuming already (else off, or up: nothing to resume)
+  bool given = false;    // a job was given it
+  bool claimed = false;  // up and busy: a gang counts on it once its jobs end
 };
 
 }  // namespace
@@ -126,6 +127,21 @@ PowerPlan PlanPower(const ClusterState& state, const Plan& plan,
     return !room.up && !room.coming && !room.given;
   };
 
+  // When each node's running jobs end by their time limits (kNever: one has none).
+  std::vector<Time> free_at_memo;
+  const auto free_at = [&](int node) {
+    if (free_at_memo.empty()) {
+      free_at_memo.assign(state.nodes.size(), now);
+      for (const Job& j : state.running) {
+        const Time end = j.req.time_limit > 0 ? j.EndEstimate() : kNever;
+        for (const Allocation& a : j.allocations) {
+          if (a.node >= 0 && static_cast<size_t>(a.node) < free_at_memo.size())
+            free_at_memo[a.node] = std::max(free_at_memo[a.node], end);
+        }
+      }
+    }
+    return free_at_memo[node];
+  };
   std::unordered_map<JobId, const Job*> pending;
   for (const Job& j : state.pending) pending.emplace(j.id, &j);
   for (const Diagnosis& d : plan.pending) {
@@ -177,6 +193,44 @@ PowerPlan PlanPower(const ClusterState& state, const Plan& plan,
     }
     bool any_burst = false;
     for (size_t k : chosen) any_burst = any_burst || !rooms[k].up;
+    // A gang short of nodes may count busy nodes that are up, by when their jobs end
+    // (their time limits): the burst nodes are resumed so as to be up by then, not
+    // after the busy ones free and the gang still waits a resume.
+    if (static_cast<int>(chosen.size()) < r.nodes && any_burst && r.nodes > 1) {
+      std::vector<std::pair<Time, size_t>> busy;  // (free at, room)
+      for (size_t k = 0; k < rooms.size(); ++k) {
+        const Room& room = rooms[k];
+        if (!room.up || !room.given || room.claimed) continue;
+        if (std::find(chosen.begin(), chosen.end(), k) != chosen.end()) continue;
+        const Node& n = state.nodes[room.node];
+        const bool in_partition = std::find(n.partitions.begin(), n.partitions.end(),
+                                            job.partition) != n.partitions.end();
+        if (!in_partition || !NodeMatchesStatic(n, r)) continue;
+        if (sel.ok() && !sel->empty() &&
+            !SelectionAllows(state, *sel, r.nodes, room.node)) {
+          continue;
+        }
+        busy.push_back({free_at(room.node), k});
+      }
+      std::sort(busy.begin(), busy.end());
+      const size_t short_by = static_cast<size_t>(r.nodes) - chosen.size();
+      if (busy.size() >= short_by) {
+        const Time ready = busy[short_by - 1].first;  // the last of them to free
+        Duration slowest = 0;  // the longest resume among the burst nodes it takes
+        for (size_t k : chosen) {
+          if (!rooms[k].up)
+            slowest = std::max(slowest, pools[rooms[k].pool].resume_timeout);
+        }
+        if (ready != kNever && ready <= now + slowest) {
+          for (size_t i = 0; i < short_by; ++i) {
+            rooms[busy[i].second].claimed = true;  // counted once, for this gang
+            chosen.push_back(busy[i].second);
+          }
+        } else if (ready != kNever) {
+          out.wake_at = std::min(out.wake_at, ready - slowest);  // ask again then
+        }
+      }
+    }
     // All or none; and a job that fits on what is up needs no resume.
     if (static_cast<int>(chosen.size()) < r.nodes || !any_burst) {
       for (size_t k : chosen) {

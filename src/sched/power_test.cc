@@ -88,6 +88,32 @@ TEST(PlanPower, AGangCountsTheNodesThatAreUpAndFree) {
   EXPECT_EQ(p.waiting[0].nodes, 2);
 }
 
+// A gang that needs a busy fixed node and two burst nodes: resumed so as to be up when
+// the fixed node's job ends (its time limit), not after it.
+TEST(PlanPower, AGangCountsABusyNodeByWhenItFrees) {
+  auto cluster = [](Duration left) {
+    testing::ClusterBuilder b;
+    b.Nodes(3, "hgx-h100").Partition("p");
+    b.NodeState(1, NodeState::kDown).NodeState(2, NodeState::kDown);
+    b.Running(MakeJob(900).Gpus(8).Start(kNow - 60).Limit(60 + left), 0);
+    b.Pending(MakeJob(1).Gang(3, 8).Submit(1).Limit(kHour));
+    return b.Build();
+  };
+  std::vector<PowerPool> pools = {{"burst", true, {1, 2}}};  // resume_timeout 15m
+  std::vector<NodePower> power(3);
+  power[1] = power[2] = {PowerState::kOff, 0, 0};
+  const ClusterState soon = cluster(10 * kMinute);
+  const PowerPlan p = Decide(soon, pools, power);
+  EXPECT_EQ(p.resume, (std::vector<int>{1, 2}));
+  ASSERT_EQ(p.waiting.size(), 1u);
+  EXPECT_EQ(p.waiting[0].nodes, 2);
+  // Its job ends in an hour: nothing yet, and the rule asks again 15 minutes before.
+  const ClusterState later = cluster(kHour);
+  const PowerPlan q = Decide(later, pools, power);
+  EXPECT_TRUE(q.resume.empty());
+  EXPECT_EQ(q.wake_at, kNow + kHour - 15 * kMinute);
+}
+
 TEST(PlanPower, CapacityAlreadyComingIsUsedFirst) {
   testing::ClusterBuilder b = Fleet();
   b.Pending(MakeJob(1).Gpus(8).Submit(1).Limit(kHour));
