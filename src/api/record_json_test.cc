@@ -100,11 +100,14 @@ TEST(RecordJson, NodeStatusRoundTripIsFlat) {
       {3, 4242, 20480, "alice", "python train.py", 0, 1764500000});
   s.gpu_sharing_events = {"2026-12-03T10:00:00Z MPS control daemon for GPU 7 exited"};
   s.clock_offset_ms = -42;
+  s.pool = "burst-a";
+  s.power = "resuming";
   const std::string text = NodeStatusToJson(s);
   const json j = json::parse(text);
   EXPECT_EQ(j["stray_processes"][0]["command"], "python train.py");
-  EXPECT_EQ(Keys(j).size(), 33u);  // four burn-in fields, gpu_sharing(_events),
-                                   // mig_devices, gpu_util, clock_offset_ms
+  EXPECT_EQ(Keys(j).size(), 35u);  // four burn-in fields, gpu_sharing(_events),
+                                   // mig_devices, gpu_util, clock_offset_ms, pool, power
+  EXPECT_EQ(j["power"], "resuming");
   EXPECT_EQ(j["mig_devices"][1]["job"], 12);
   EXPECT_EQ(j["features"], json({"h100", "ib", "nvlink"}));
   EXPECT_EQ(j["name"], "n3");

@@ -294,15 +294,16 @@ TEST(SimEndToEndTest, AGangWaitsForAllItsBurstNodesAndACapHoldsIt) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(Waits(*r), (std::vector<Time>{0, 300}));  // up at 1 + 300
   EXPECT_EQ(r->pools[1].resumes, 2);
-  // Capped at one powered burst node, the gang needs job 1's node too: no resume while
-  // 1 free + 1 burst is all it could have (all or none), one when job 1 ends at 1,000.
+  // Capped at one powered burst node, the gang needs job 1's node too: 1 free + 1 burst
+  // is all it could have now (all or none), so the burst node is resumed to be up when
+  // job 1 ends at 1,000 (its time limit), and the gang starts then.
   SimOptions capped = PoolOptions();
   capped.pools[1].max_powered = 1;
   r = RunPools(trace, capped);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->pools[1].max_powered, 1);
   EXPECT_EQ(r->pools[1].resumes, 1);
-  EXPECT_EQ(Waits(*r)[1], 1299);  // up at 1,000 + 300
+  EXPECT_EQ(Waits(*r)[1], 999);  // not 1,299: a resume only once job 1 had ended
 }
 
 TEST(SimEndToEndTest, PoolsNeedAnExplainingScheduler) {

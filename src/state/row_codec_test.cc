@@ -520,9 +520,9 @@ TEST(RowCodec, RecordSizesMatchTheCodecs) {
   EXPECT_EQ(sizeof(sched::JobRequest), 416u);  // mig_profile
   EXPECT_EQ(sizeof(NodeAllocation), 96u);      // mig
   EXPECT_EQ(sizeof(NodeRecord), 392u);         // burn-in; 20: gpu_sharing
-  EXPECT_EQ(sizeof(NodeStatus), 696u);  // 17: features (API only); 19: burn-in; 20: MPS,
+  EXPECT_EQ(sizeof(NodeStatus), 760u);  // 17: features (API only); 19: burn-in; 20: MPS,
                                         // mig_devices; 21: gpu_util (API only);
-                                        // clock_offset_ms (API only)
+                                        // clock_offset_ms, pool, power (API only)
   EXPECT_EQ(sizeof(TokenRecord), 152u);
   EXPECT_EQ(sizeof(StepRecord), 184u);
 }
