@@ -159,6 +159,15 @@ PowerPlan PlanPower(const ClusterState& state, const Plan& plan,
         !r.constraint.empty() || !r.nodelist.empty() || !r.exclude.empty();
     Result<NodeSelection> sel =
         selects ? ResolveSelection(state, r) : Result<NodeSelection>(NodeSelection{});
+    // The node is one the job may run on: its partition's, its GPU model and
+    // features, its -w/-x.
+    const auto suits = [&](int node) {
+      const Node& n = state.nodes[node];
+      const bool in_partition = std::find(n.partitions.begin(), n.partitions.end(),
+                                          job.partition) != n.partitions.end();
+      return in_partition && NodeMatchesStatic(n, r) &&
+             !(sel.ok() && !sel->empty() && !SelectionAllows(state, *sel, r.nodes, node));
+    };
     std::vector<size_t> chosen;
     for (size_t k = 0; k < rooms.size() && static_cast<int>(chosen.size()) < r.nodes;
          ++k) {
@@ -171,14 +180,7 @@ PowerPlan PlanPower(const ClusterState& state, const Plan& plan,
           d.earliest_start <= now + pools[room.pool].resume_timeout) {
         continue;
       }
-      const Node& n = state.nodes[room.node];
-      const bool in_partition = std::find(n.partitions.begin(), n.partitions.end(),
-                                          job.partition) != n.partitions.end();
-      if (!in_partition || !NodeMatchesStatic(n, r)) continue;
-      if (sel.ok() && !sel->empty() &&
-          !SelectionAllows(state, *sel, r.nodes, room.node)) {
-        continue;
-      }
+      if (!suits(room.node)) continue;
       if (whole ? room.given
                 : (room.gpus < gpn || room.cpus < cpus || room.memory_mib < mem)) {
         continue;
@@ -202,14 +204,7 @@ PowerPlan PlanPower(const ClusterState& state, const Plan& plan,
         const Room& room = rooms[k];
         if (!room.up || !room.given || room.claimed) continue;
         if (std::find(chosen.begin(), chosen.end(), k) != chosen.end()) continue;
-        const Node& n = state.nodes[room.node];
-        const bool in_partition = std::find(n.partitions.begin(), n.partitions.end(),
-                                            job.partition) != n.partitions.end();
-        if (!in_partition || !NodeMatchesStatic(n, r)) continue;
-        if (sel.ok() && !sel->empty() &&
-            !SelectionAllows(state, *sel, r.nodes, room.node)) {
-          continue;
-        }
+        if (!suits(room.node)) continue;
         busy.push_back({free_at(room.node), k});
       }
       std::sort(busy.begin(), busy.end());

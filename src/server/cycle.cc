@@ -194,7 +194,6 @@ std::shared_ptr<sched::ClusterState> SchedulingLoop::SnapshotLocked(
   auto snap = std::make_shared<sched::ClusterState>(
       BuildSnapshot(fleet_->base, ledger_->image(), &ledger_->active()));
   fleet_->HoldStaleNodesLocked(snap.get());  // their GPUs are still in use
-  power_->WriterHeld(ledger_);
   power_->Held(ledger_);
   power_->MaskLocked(snap.get());  // burst nodes not on take no job
   fair_share_->Held(ledger_);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <iostream>
 #include <set>
+#include <string_view>
+#include <utility>
 
 #include "core/hostlist.h"
 
@@ -90,10 +92,15 @@ bool PowerService::RunLocked(const std::string& action, int pool,
     return false;
   }
   const config::PoolConfig& pc = options_->config->pools[pool];
+  // Each action's program in the pool's config.
+  static constexpr std::pair<std::string_view, std::string config::PoolConfig::*>
+      kPrograms[] = {{"resume", &config::PoolConfig::resume_program},
+                     {"suspend", &config::PoolConfig::suspend_program},
+                     {"resume-failed", &config::PoolConfig::resume_fail_program}};
   PowerPrograms::Call call;
-  call.program = action == "resume"    ? pc.resume_program
-                 : action == "suspend" ? pc.suspend_program
-                                       : pc.resume_fail_program;
+  for (const auto& [name, program] : kPrograms) {
+    if (name == action) call.program = pc.*program;
+  }
   if (call.program.empty()) return false;
   call.hostlist = CompressHostList(nodes);
   call.pool = pc.name;
@@ -205,6 +212,7 @@ void PowerService::MaskLocked(sched::ClusterState* snap) {
     RunLocked("resume-failed", pool, names);
     RunLocked("suspend", pool, names);
   }
+  if (nodes_.empty()) return;  // no burst pool: nothing to mask
   for (sched::Node& n : snap->nodes) {
     auto it = nodes_.find(n.name);
     if (it != nodes_.end() && it->second.power.state != PowerState::kOn) {

@@ -48,8 +48,7 @@ class PowerService : public OnLedger, public Ledger::Observer {
 
   // The cycle's snapshot: the burst nodes that are not on are down in it (and the
   // programs that ended since the last cycle are taken in first).
-  void MaskLocked(sched::ClusterState* snap)
-      REQUIRES(ledger_->writer_mu(), ledger_->mu());
+  void MaskLocked(sched::ClusterState* snap) REQUIRES(ledger_->mu());
   // After the cycle's starts are applied: resumes for the jobs that wait, suspends of
   // idle nodes, resumes timed out. `snap` is the snapshot the plan was made on.
   void PlanLocked(const sched::ClusterState& snap, const sched::Plan& plan, Time now)
