@@ -16,6 +16,10 @@
 # Reports how long the fleet took to pass, and checks that the failing node stays in
 # burn-in with the script's reason and that no job ever ran on it.
 #
+# With POOL=1 (docs/pools.md), the upper half of the nodes and N more that never register
+# are a burst pool (programs /bin/true, preset hgx-h100): the power service runs every
+# cycle over 2N pool nodes, and the jobs still all run once on the registered nodes.
+#
 #   scripts/scale-netns.sh BUILD_DIR            # N=60 JOBS=600 GANGS=20 STEP_NODES=0 BURN_IN=0
 set -euo pipefail
 build=${1:?usage: scripts/scale-netns.sh BUILD_DIR}
@@ -24,6 +28,7 @@ JOBS=${JOBS:-600}
 GANGS=${GANGS:-20}
 STEP_NODES=${STEP_NODES:-0}
 BURN_IN=${BURN_IN:-0}
+POOL=${POOL:-0}
 TIMEOUT=${TIMEOUT:-600}
 [ "$(id -u)" -eq 0 ] || { echo "scale-netns: needs root (ip netns)" >&2; exit 2; }
 tag=hs$$
@@ -42,6 +47,7 @@ cleanup() {
   for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
   ip netns del "$srv" 2>/dev/null || true
   ip netns del "$agt" 2>/dev/null || true
+  [ -n "${KEEP:-}" ] && cp "$dir/server.log" "$KEEP" 2>/dev/null || true
   rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -75,6 +81,13 @@ if [ "$BURN_IN" -eq 1 ]; then
   chmod 755 "$dir/check.sh"
   printf '[burn_in]\nchecks = ["%s"]\nsimulated = true\n' "$dir/check.sh" >"$dir/cluster.toml"
 fi
+if [ "$POOL" -eq 1 ]; then
+  printf '[[pool]]\nname = "burst"\nnodes = ["n[%04d-%04d]", "x[0001-%04d]"]\n' \
+    $((N / 2 + 1)) "$N" "$N" >>"$dir/cluster.toml"
+  printf 'kind = "burst"\npreset = "hgx-h100"\nresume_program = "/bin/true"\n' \
+    >>"$dir/cluster.toml"
+  printf 'suspend_program = "/bin/true"\nsuspend_after = "1h"\n' >>"$dir/cluster.toml"
+fi
 ip netns exec "$srv" "$hachi" server --state-dir "$dir/state" --listen 10.77.0.1:8686 \
   --config "$dir/cluster.toml" >"$dir/server.log" 2>&1 &
 pids+=($!)
@@ -96,7 +109,7 @@ up=0
 want_up=$N
 [ "$BURN_IN" -eq 1 ] && want_up=$((N - 1))
 for _ in $(seq 1200); do
-  up=$(cli nodes 2>/dev/null | grep -c ' idle\| mix\| alloc' || true)
+  up=$(cli nodes 2>/dev/null | grep -cE ' (idle|mix|alloc) ' || true)  # not idle~ (powered off)
   [ "$up" -ge "$want_up" ] && break
   sleep 0.1
 done
