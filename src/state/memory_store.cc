@@ -95,6 +95,23 @@ class MemoryStore final : public Store {
     }
     return out;
   }
+  Status SavePowerSpells(const std::vector<PowerSpell>& spells) override {
+    MutexLock lock(&mu_);
+    if (fail_after_ >= 0 && succeeded_ >= fail_after_) {
+      return Unavailable("memory store: injected failure after " +
+                         std::to_string(fail_after_) + " commits");
+    }
+    for (const PowerSpell& p : spells) power_[{p.since, p.node}] = p;
+    return Status::Ok();
+  }
+  Result<std::vector<PowerSpell>> LoadPowerSpells(Time from, Time to) override {
+    MutexLock lock(&mu_);
+    std::vector<PowerSpell> out;
+    for (const auto& [key, p] : power_) {
+      if (p.since < to && (p.until > from || p.open)) out.push_back(p);
+    }
+    return out;
+  }
   Result<StateImage> Load() override {
     MutexLock lock(&mu_);
     return image_;
@@ -137,6 +154,7 @@ class MemoryStore final : public Store {
   Mutex mu_;
   StateImage image_ GUARDED_BY(mu_);
   std::map<std::pair<JobId, Time>, JobUsage> usage_ GUARDED_BY(mu_);
+  std::map<std::pair<Time, std::string>, PowerSpell> power_ GUARDED_BY(mu_);  // by start
   int succeeded_ GUARDED_BY(mu_) = 0;
 
   std::atomic<int64_t> commits_{0};

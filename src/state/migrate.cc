@@ -31,6 +31,9 @@ const Table kTables[] = {
      {{"job", false}, {"job_start", false}, {"step", false}, kRecord, kSum},
      "job, job_start, step"},
     {"usage", {{"job", false}, {"job_start", false}, kRecord, kSum}, "job, job_start"},
+    {"power",
+     {{"node", true}, {"since", false}, {"until", false}, {"open", false}, kRecord, kSum},
+     "node, since"},
 };
 
 std::string Columns(const Table& t) {

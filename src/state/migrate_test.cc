@@ -51,6 +51,9 @@ TEST(Migrate, SqliteToPostgresAndBackLosesNothing) {
     u.job = 12;
     u.start_time = 1700000000;
     ASSERT_TRUE((*s)->SaveUsage({u}).ok());
+    ASSERT_TRUE(
+        (*s)->SavePowerSpells({{"b1", 1700000000, 1700000600, true, "burst", 8, 2.5}})
+            .ok());
     Result<StateImage> image = (*s)->Load();
     ASSERT_TRUE(image.ok());
     before = *image;
@@ -73,6 +76,7 @@ TEST(Migrate, SqliteToPostgresAndBackLosesNothing) {
     EXPECT_EQ(r->rows.at("payloads"), 1);
     EXPECT_EQ(r->rows.at("nodes"), 1);
     EXPECT_EQ(r->rows.at("usage"), 1);
+    EXPECT_EQ(r->rows.at("power"), 1);
     // Into a store that holds jobs: refused, naming the table.
     Result<MigrateReport> again = CopyState(a->get(), p.get());
     ASSERT_FALSE(again.ok());
@@ -92,6 +96,10 @@ TEST(Migrate, SqliteToPostgresAndBackLosesNothing) {
   Result<std::vector<JobUsage>> usage = (*on_pg)->LoadUsage(12);
   ASSERT_TRUE(usage.ok());
   EXPECT_EQ(usage->size(), 1u);
+  Result<std::vector<PowerSpell>> spells = (*on_pg)->LoadPowerSpells(0, 1800000000);
+  ASSERT_TRUE(spells.ok()) << spells.status().ToString();
+  ASSERT_EQ(spells->size(), 1u);
+  EXPECT_EQ((*spells)[0].price_per_gpu_hour, 2.5);
   {
     ASSERT_TRUE(SqliteStore::Open(dir + "/b.db", {}).ok());  // its tables
     Result<std::unique_ptr<Db>> b = Db::Open(dir + "/b.db", 1000);

@@ -93,7 +93,19 @@ CREATE OR REPLACE TRIGGER hachi_note_gone AFTER DELETE ON nodes
   FOR EACH ROW EXECUTE FUNCTION hachi_note_gone('name');
 CREATE OR REPLACE TRIGGER hachi_note_gone AFTER DELETE ON tokens
   FOR EACH ROW EXECUTE FUNCTION hachi_note_gone('id');
-INSERT INTO meta (key, value) VALUES ('schema_version', 2)
+-- Layout 3: burst nodes' powered spells (power_spells.h). A standby does not follow
+-- them: a new leader reads the open ones at its start.
+CREATE TABLE IF NOT EXISTS power (
+  node TEXT NOT NULL,
+  since BIGINT NOT NULL,
+  until BIGINT NOT NULL,
+  open BIGINT NOT NULL,
+  record TEXT NOT NULL,
+  sum BIGINT,
+  PRIMARY KEY (node, since)
+);
+CREATE INDEX IF NOT EXISTS power_by_until ON power(until);
+INSERT INTO meta (key, value) VALUES ('schema_version', 3)
   ON CONFLICT (key) DO UPDATE SET value = GREATEST(meta.value, excluded.value);
 COMMIT;
 )sql";

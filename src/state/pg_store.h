@@ -17,7 +17,8 @@ class Db;
 // 1: the tables of SQLite's layout 6, BIGINT and TEXT, and hachi_leader.
 // 2: each row's last writing transaction (tx) and hachi_gone, for a standby to follow
 //    the changes (state/pg_follow.h); readers of layout 1 still read and write it.
-inline constexpr int64_t kPostgresSchemaVersion = 2;
+// 3: power (burst nodes' powered spells); readers of layout 2 leave it alone.
+inline constexpr int64_t kPostgresSchemaVersion = 3;
 
 // Creates the tables and the lease row when missing (idempotent, safe when several
 // servers start at once: one transaction under an advisory lock) and checks the

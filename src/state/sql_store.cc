@@ -484,6 +484,64 @@ Result<std::vector<JobUsage>> SqlStore::LoadUsage(JobId job) {
   });
 }
 
+Status SqlStore::SavePowerSpells(const std::vector<PowerSpell>& spells) {
+  if (spells.empty()) return Status::Ok();
+  MutexLock lock(&db_mu_);
+  Db* db = db_.get();
+  return WriteTxn(db, &transactions_, [db, &spells]() -> Status {
+    for (const PowerSpell& p : spells) {
+      Result<Stmt> stmt = db->Prepare(
+          "INSERT INTO power (node, since, until, open, record, sum) "
+          "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (node, since) DO UPDATE SET "
+          "until = excluded.until, open = excluded.open, record = excluded.record, "
+          "sum = excluded.sum");
+      if (!stmt.ok()) return stmt.status();
+      const std::string record = PowerSpellToJson(p);
+      stmt->Bind(1, std::string_view(p.node))
+          .Bind(2, p.since)
+          .Bind(3, p.until)
+          .Bind(4, int64_t{p.open ? 1 : 0})
+          .Bind(5, record)
+          .Bind(6, RowSum(PowerSpellKey(p), record));
+      HACHI_RETURN_IF_ERROR(stmt->Run());
+    }
+    return Status::Ok();
+  });
+}
+
+Result<std::vector<PowerSpell>> SqlStore::LoadPowerSpells(Time from, Time to) {
+  MutexLock lock(&db_mu_);
+  Db* db = db_.get();
+  return Reading<std::vector<PowerSpell>>(
+      db, [db, from, to]() -> Result<std::vector<PowerSpell>> {
+        Result<Stmt> stmt = db->Prepare(
+            "SELECT node, since, record, sum FROM power WHERE since < ?2 AND "
+            "(until > ?1 OR open = 1) ORDER BY since, node");
+        if (!stmt.ok()) return stmt.status();
+        stmt->Bind(1, from).Bind(2, to);
+        std::vector<PowerSpell> out;
+        for (;;) {
+          Result<bool> row = stmt->Step();
+          if (!row.ok()) return row.status();
+          if (!*row) break;
+          const std::string key =
+              stmt->ColumnText(0) + "@" + std::to_string(stmt->ColumnInt(1));
+          const std::string record = stmt->ColumnText(2);
+          HACHI_RETURN_IF_ERROR(CheckSum(db, *stmt, 3, "power", key, record));
+          Result<PowerSpell> p = PowerSpellFromJson(record);
+          if (!p.ok()) return RowError(db, "power", key, p.status());
+          // The key's columns are the record's own (the checksum covers the key the
+          // columns make, the record what it says).
+          if (PowerSpellKey(*p) != key) {
+            return RowError(db, "power", key,
+                            InvalidArgument("the record says " + PowerSpellKey(*p)));
+          }
+          out.push_back(std::move(*p));
+        }
+        return out;
+      });
+}
+
 namespace {
 
 // Every table, in one read transaction (one consistent view).

@@ -15,6 +15,10 @@
 //                                           record: EncodeStepRow; job steps, by run
 //                                           (job_start: its start_time)
 //   usage(job, job_start, record, sum, PRIMARY KEY (job, job_start))
+//   power(node, since, until, open, record, sum, PRIMARY KEY (node, since))
+//                                           burst nodes' powered spells
+//                                           (power_spells.h); until and open repeat
+//                                           the record's, for the window's query
 //   meta(key PRIMARY KEY, value)            'last_job_id', 'min_reader_schema', ...
 // `sum`: each row's checksum over its key and record (RowSum), checked by Load: a row
 // edited outside Hachi is refused by name. The records are the store's own JSON, each
@@ -95,6 +99,9 @@ class SqlStore final : public Store {
   Status Commit(const std::vector<Edit>& edits) override EXCLUDES(mu_, db_mu_);
   Status SaveUsage(const std::vector<JobUsage>& usage) override EXCLUDES(db_mu_);
   Result<std::vector<JobUsage>> LoadUsage(JobId job) override EXCLUDES(db_mu_);
+  Status SavePowerSpells(const std::vector<PowerSpell>& spells) override EXCLUDES(db_mu_);
+  Result<std::vector<PowerSpell>> LoadPowerSpells(Time from, Time to) override
+      EXCLUDES(db_mu_);
   StoreStats stats() const override;
   std::string path() const override { return file_; }
 

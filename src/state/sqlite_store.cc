@@ -55,19 +55,29 @@ CREATE TABLE IF NOT EXISTS usage (
   sum INTEGER,
   PRIMARY KEY (job, job_start)
 ) STRICT;
+CREATE TABLE IF NOT EXISTS power (
+  node TEXT NOT NULL,
+  since INTEGER NOT NULL,
+  until INTEGER NOT NULL,
+  open INTEGER NOT NULL,
+  record TEXT NOT NULL,
+  sum INTEGER,
+  PRIMARY KEY (node, since)
+) STRICT;
+CREATE INDEX IF NOT EXISTS power_by_until ON power(until);
 )sql";
 
 // Columns layout 4 added to tables of older layouts: {table, column}.
 constexpr std::pair<const char*, const char*> kColumns[] = {
     {"jobs", "payload"}, {"jobs", "sum"}, {"nodes", "sum"}, {"tokens", "sum"}};
 
-// min_reader_schema stays 4 at layouts 5 and 6: they only add the steps and usage
-// tables, which a layout-4 binary never reads; the other tables are layout 4's.
+// min_reader_schema stays 4 at layouts 5, 6 and 7: they only add the steps, usage and
+// power tables, which a layout-4 binary never reads; the other tables are layout 4's.
 constexpr const char* kSchemaTail = R"sql(
 CREATE INDEX IF NOT EXISTS jobs_by_payload ON jobs(payload) WHERE payload IS NOT NULL;
 INSERT INTO meta (key, value) VALUES ('min_reader_schema', 4)
   ON CONFLICT (key) DO UPDATE SET value = excluded.value;
-PRAGMA user_version = 6;
+PRAGMA user_version = 7;
 )sql";
 
 // The tables whose rows carry a checksum: {table, the key's text as SQL}. A step's key
@@ -78,7 +88,8 @@ constexpr std::pair<const char*, const char*> kSummed[] = {
     {"tokens", "id"},
     {"payloads", "id"},
     {"steps", "job || '.' || step || '@' || job_start"},
-    {"usage", "job || '@' || job_start"}};
+    {"usage", "job || '@' || job_start"},
+    {"power", "node || '@' || since"}};
 
 Status Seal(Db* db, bool name_missing, std::vector<std::string>* resealed) {
   for (const auto& [table, key] : kSummed) {

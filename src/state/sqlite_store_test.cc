@@ -72,11 +72,11 @@ TEST(SqliteStore, NewerSchemaIsRefused) {
   {
     Result<std::unique_ptr<Db>> db = Db::Open(path, 1000);
     ASSERT_TRUE(db.ok());
-    ASSERT_TRUE((*db)->Exec("PRAGMA user_version = 7").ok());
+    ASSERT_TRUE((*db)->Exec("PRAGMA user_version = 8").ok());
   }
   Result<std::unique_ptr<Store>> store = OpenSqliteStore(path);
   ASSERT_FALSE(store.ok());
-  EXPECT_NE(store.status().message().find("schema version 7 is newer"), std::string::npos)
+  EXPECT_NE(store.status().message().find("schema version 8 is newer"), std::string::npos)
       << store.status().message();
 }
 

@@ -20,6 +20,7 @@
 
 #include "core/status.h"
 #include "state/edits.h"
+#include "state/power_spells.h"
 #include "state/records.h"
 
 namespace hachi::state {
@@ -64,6 +65,20 @@ class Store {
   virtual Result<std::vector<JobUsage>> LoadUsage(JobId job) {
     (void)job;
     return Unavailable("this store keeps no job usage");
+  }
+
+  // (state/power_spells.h): burst nodes' powered spells, measurements like the usage:
+  // written in batches, each row (node, since) replaced by its next write.
+  virtual Status SavePowerSpells(const std::vector<PowerSpell>& spells) {
+    (void)spells;
+    return Unavailable("this store keeps no powered spells");
+  }
+  // The spells that began before `to` and were powered after `from` (every open one
+  // among them, whatever its `until`), ordered by start then node.
+  virtual Result<std::vector<PowerSpell>> LoadPowerSpells(Time from, Time to) {
+    (void)from;
+    (void)to;
+    return Unavailable("this store keeps no powered spells");
   }
 
   // Called after each non-empty Commit with how long it took, in seconds — what the

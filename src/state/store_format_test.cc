@@ -459,8 +459,8 @@ TEST(StoreFormat, FixtureV4Loads) {
 }
 
 // Layout 5: a layout-4 file opens, gains the steps table in the upgrade's
-// transaction (user_version 5, min_reader_schema still 4), and takes steps; they load
-// after a reopen.
+// transaction (now user_version 7 with the usage and power tables, min_reader_schema
+// still 4), and takes steps; they load after a reopen.
 TEST(StoreFormat, FixtureV4GainsTheStepsTable) {
   TempDir dir;
   const std::string db = dir.File("state.db");
@@ -468,7 +468,7 @@ TEST(StoreFormat, FixtureV4GainsTheStepsTable) {
   EXPECT_EQ(RowText(db, "SELECT count(*) FROM sqlite_master WHERE name = 'steps'"), "0");
   std::unique_ptr<SqlStore> store = MustOpen(db);
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(RowText(db, "PRAGMA user_version"), "6");
+  EXPECT_EQ(RowText(db, "PRAGMA user_version"), "7");
   EXPECT_EQ(RowText(db, "SELECT value FROM meta WHERE key = 'min_reader_schema'"), "4");
   const std::vector<Edit> all = FixtureEditsV5();
   const std::vector<Edit> steps(all.begin() + FixtureEdits().size(), all.end());
@@ -618,7 +618,7 @@ PRAGMA user_version = 2;
   const json row = json::parse(RowText(db, "SELECT record FROM jobs WHERE id = 12"));
   EXPECT_EQ(row["_v"], kJobRowFormat.version);
   EXPECT_EQ(row["held"], true);
-  EXPECT_EQ(RowText(db, "PRAGMA user_version"), "6");
+  EXPECT_EQ(RowText(db, "PRAGMA user_version"), "7");
 }
 
 // A newer binary added fields (and said an older reader may read its rows): they load,
@@ -680,14 +680,14 @@ TEST(StoreFormat, NewerLayoutOpensWhenItsMinReaderAllows) {
   TempDir dir;
   const std::string db = dir.File("state.db");
   MustOpen(db).reset();
-  ExecSql(db, "PRAGMA user_version = 7");
+  ExecSql(db, "PRAGMA user_version = 8");
   EXPECT_NE(MustOpen(db), nullptr);                    // min_reader_schema is still 4
-  EXPECT_EQ(RowText(db, "PRAGMA user_version"), "7");  // left as it is
-  ExecSql(db, "UPDATE meta SET value = 7 WHERE key = 'min_reader_schema'");
+  EXPECT_EQ(RowText(db, "PRAGMA user_version"), "8");  // left as it is
+  ExecSql(db, "UPDATE meta SET value = 8 WHERE key = 'min_reader_schema'");
   Result<std::unique_ptr<SqlStore>> refused = SqliteStore::Open(db, {});
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find("schema version 7 is newer than this hachi "
-                                            "knows (6)"),
+  EXPECT_NE(refused.status().message().find("schema version 8 is newer than this hachi "
+                                            "knows (7)"),
             std::string::npos)
       << refused.status().message();
 }

@@ -285,6 +285,40 @@ TEST_P(UsageStoreTest, RunsAreReplacedAndSurviveAReopen) {
   EXPECT_TRUE(none->empty());
 }
 
+// The burst nodes' powered spells, the other measurement the stores keep: a spell is
+// replaced by its later writes, a window returns what overlaps it (an open spell
+// whatever its until), and all of it survives a reopen.
+TEST_P(UsageStoreTest, PowerSpellsAreReplacedAndReadByWindow) {
+  PowerSpell b1{"b1", kStart, kStart, true, "burst-a", 8, 2.5};
+  const PowerSpell b2{"b2", kStart + 100, kStart + 400, false, "burst-a", 8, 2.5};
+  const PowerSpell old{"b1", kStart - 9000, kStart - 5000, false, "burst-a", 8, 2.0};
+  {
+    std::unique_ptr<Store> s = Open();
+    ASSERT_TRUE(Get(s)->SavePowerSpells({b1, b2, old}).ok());
+    b1.until = kStart + 60;  // a minute on: the same row, moved on
+    ASSERT_TRUE(Get(s)->SavePowerSpells({b1}).ok());
+  }
+  std::unique_ptr<Store> s = Open();
+  Result<std::vector<PowerSpell>> all = Get(s)->LoadPowerSpells(0, kStart + 10000);
+  ASSERT_TRUE(all.ok()) << all.status().message();
+  EXPECT_EQ(*all, (std::vector<PowerSpell>{old, b1, b2}));
+  // After b2 ended: the open b1 only, though its until is before the window.
+  Result<std::vector<PowerSpell>> later =
+      Get(s)->LoadPowerSpells(kStart + 500, kStart + 600);
+  ASSERT_TRUE(later.ok());
+  EXPECT_EQ(*later, (std::vector<PowerSpell>{b1}));
+  // Before any began: none.
+  Result<std::vector<PowerSpell>> before = Get(s)->LoadPowerSpells(0, kStart - 9000);
+  ASSERT_TRUE(before.ok());
+  EXPECT_TRUE(before->empty());
+  b1.until = kStart + 200;
+  b1.open = false;
+  ASSERT_TRUE(Get(s)->SavePowerSpells({b1}).ok());
+  later = Get(s)->LoadPowerSpells(kStart + 500, kStart + 600);
+  ASSERT_TRUE(later.ok());
+  EXPECT_TRUE(later->empty()) << "closed before the window";
+}
+
 INSTANTIATE_TEST_SUITE_P(Stores, UsageStoreTest,
                          ::testing::Values("memory", "sqlite", "postgres"),
                          [](const auto& p) { return std::string(p.param); });
