@@ -80,7 +80,7 @@ export const api = {
   log: (id, lines = 200) => request('GET', `/jobs/${id}/log?tail=${lines}`),
   usage: (id) => request('GET', `/jobs/${id}/usage`),
   partitions: () => request('GET', '/partitions').then((d) => d.partitions),
-  pools: () => request('GET', '/pools').then((d) => d.pools),
+  pools: (from) => request('GET', `/pools${from ? `?from=${from}` : ''}`).then((d) => d.pools),
   report: (query) => request('GET', `/report?${query}`),
   history: (since = 0) => request('GET', `/history?since=${since}`),
   cancel: (id) => request('POST', `/jobs/${id}/cancel`),

@@ -23,20 +23,20 @@ function money(x) {
   return x.toLocaleString(undefined, { minimumFractionDigits: 2, maximumFractionDigits: 2 });
 }
 
-// The burst pools: nodes powered now, GPU-hours powered since the server started and
-// what they cost, and what this month's jobs on them cost (hachi report --by pool).
+// The burst pools: nodes powered now, and this month's powered GPU-hours and what they
+// cost (the stored spells: billed from each resume until the node is off, used or
+// not) beside what the month's jobs on them used (hachi report --by pool).
 async function poolSummary() {
-  const pools = (await api.pools()).filter((p) => p.kind === 'burst');
-  if (!pools.length) return '';
   const now = new Date();
   const month = Math.floor(new Date(now.getFullYear(), now.getMonth(), 1).getTime() / 1000);
+  const pools = (await api.pools(month)).filter((p) => p.kind === 'burst');
+  if (!pools.length) return '';
   const report = await api.report(`by=pool&from=${month}`);
   const jobs = new Map(report.groups.map((g) => [g.name, g]));
   return pools.map((p) => {
     const held = jobs.get(p.name);
-    return `${p.name}: ${p.powered}/${p.nodes} nodes powered · ` +
-      `${p.powered_gpu_hours.toFixed(1)} GPU-h powered since the server started ` +
-      `(${money(p.powered_gpu_hours * p.price_per_gpu_hour)}) · this month's jobs ` +
+    return `${p.name}: ${p.powered}/${p.nodes} nodes powered · this month ` +
+      `${p.powered_gpu_hours.toFixed(1)} GPU-h powered (${money(p.cost)}) · its jobs ` +
       `${(held ? held.gpu_hours : 0).toFixed(1)} GPU-h (${money(held ? held.cost : 0)})`;
   }).join('\n');
 }

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "cli/cli_testing.h"
@@ -228,6 +229,22 @@ TEST_F(PoolE2e, PeaksResumeBurnedInNodesAndIdleOnesAreSuspended) {
       << Logs();
   EXPECT_EQ(ReadFile(dir_ + "/suspend.log"), "suspend b[1-3]\n");
   EXPECT_EQ(State("f1"), "alloc");  // a fixed node is never suspended
+  // What the three nodes were powered, from their resume until off, in the report: at
+  // least the gang's second and the 15 s idle on each, at most this test's minutes.
+  const std::string report = Hachi("report --by pool").out;
+  const size_t powered = report.find("Burst pools powered");
+  ASSERT_NE(powered, std::string::npos) << report;
+  std::istringstream rows(report.substr(powered));
+  double gpu_hours = -1;
+  for (std::string line; std::getline(rows, line);) {
+    std::istringstream cells(line);
+    std::string pool;
+    int pool_nodes = 0, now = -1;
+    if (cells >> pool >> pool_nodes >> now >> gpu_hours && pool == "burst") break;
+    gpu_hours = -1;
+  }
+  EXPECT_GT(gpu_hours, 3 * 8 * 16 / 3600.0) << report;
+  EXPECT_LT(gpu_hours, 3 * 8 * 600 / 3600.0) << report;
 
   // B. b1 boots broken: its burn-in fails, it is powered down, b2 is resumed instead.
   std::ofstream(dir_ + "/broken-b1");

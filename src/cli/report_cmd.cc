@@ -1,16 +1,43 @@
-// `hachi report`: GET /report, printed by FormatReport / FormatReportCsv.
+// `hachi report`: GET /report, printed by FormatReport / FormatReportCsv; by pool, GET
+// /pools' burst pools over the same period too (FormatPoolsPowered).
 #include "cli/report_cmd.h"
 
 #include <ctime>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "cli/client.h"
 #include "cli/fail.h"
 #include "cli/report_format.h"
 
 namespace hachi::cli {
+namespace {
+
+// GET /pools' burst pools.
+Result<std::vector<PoolPowered>> BurstPools(const std::string& body) {
+  const nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.contains("pools") || !j["pools"].is_array()) {
+    return Internal("GET /pools: the server's reply has no pools");
+  }
+  std::vector<PoolPowered> out;
+  try {
+    for (const nlohmann::json& p : j["pools"]) {
+      if (p.value("kind", "") != "burst") continue;
+      out.push_back(PoolPowered{p.at("name").get<std::string>(), p.at("nodes").get<int>(),
+                                p.at("powered").get<int>(),
+                                p.at("powered_gpu_hours").get<double>(),
+                                p.at("cost").get<double>()});
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return Internal(std::string("GET /pools: ") + e.what());
+  }
+  return out;
+}
+
+}  // namespace
 
 void AddReportCommand(CLI::App& app, int* exit_code) {
   struct ReportFlags {
@@ -21,7 +48,8 @@ void AddReportCommand(CLI::App& app, int* exit_code) {
   auto f = std::make_shared<ReportFlags>();
   CLI::App* cmd = app.add_subcommand(
       "report",
-      "GPU-hours allocated and used by account, user, partition or node group (sreport)");
+      "GPU-hours allocated and used by account, user, partition, node group or pool "
+      "(sreport); by pool, also what the burst pools were powered and cost");
   cmd->add_option("-S,--from", f->from,
                   "Start of the period, as sacct -S takes it, or Unix seconds "
                   "(default now-7days)");
@@ -55,6 +83,14 @@ void AddReportCommand(CLI::App& app, int* exit_code) {
     Result<report::GpuReport> r = report::GpuReportFromJson(*body);
     if (!r.ok()) return void(*exit_code = Fail(r.status()));
     std::cout << (f->csv ? FormatReportCsv(*r) : FormatReport(*r));
+    if (f->csv || f->by != "pool") return;
+    // By pool: the burst pools' powered time too, over the same period.
+    Result<std::string> pools =
+        (*c)->Raw("/pools?from=" + std::to_string(*from) + "&to=" + std::to_string(*to));
+    if (!pools.ok()) return void(*exit_code = Fail(pools.status()));
+    Result<std::vector<PoolPowered>> burst = BurstPools(*pools);
+    if (!burst.ok()) return void(*exit_code = Fail(burst.status()));
+    std::cout << FormatPoolsPowered(*burst);
   });
 }
 

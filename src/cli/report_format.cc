@@ -136,6 +136,25 @@ std::string FormatReport(const report::GpuReport& r) {
   return out + jobs.Render();
 }
 
+std::string FormatPoolsPowered(const std::vector<PoolPowered>& pools) {
+  if (pools.empty()) return "";
+  SreportTable t({"Pool", "Nodes", "PoweredNow", "PoweredGPUh", "Cost"});
+  PoolPowered total{"TOTAL"};
+  for (const PoolPowered& p : pools) {
+    t.Add({p.name, std::to_string(p.nodes), std::to_string(p.powered),
+           Fixed(p.powered_gpu_hours, 2), Fixed(p.cost, 2)});
+    total.nodes += p.nodes;
+    total.powered += p.powered;
+    total.powered_gpu_hours += p.powered_gpu_hours;
+    total.cost += p.cost;
+  }
+  t.Add({total.name, std::to_string(total.nodes), std::to_string(total.powered),
+         Fixed(total.powered_gpu_hours, 2), Fixed(total.cost, 2)});
+  return "\nBurst pools powered over the period (billed from each resume until the node "
+         "is off, used or not)\n" +
+         t.Render();
+}
+
 std::string FormatReportCsv(const report::GpuReport& r) {
   const bool priced = r.total.cost > 0;
   std::string out = std::string(report::ReportByName(r.by)) +

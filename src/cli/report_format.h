@@ -6,6 +6,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/status.h"
 #include "core/time.h"
@@ -14,6 +15,18 @@
 namespace hachi::cli {
 
 std::string FormatReport(const report::GpuReport& r);
+
+// A burst pool's powered time over the report's period (GET /pools, docs/pools.md).
+struct PoolPowered {
+  std::string name;
+  int nodes = 0;
+  int powered = 0;  // now
+  double powered_gpu_hours = 0;
+  double cost = 0;
+};
+// `hachi report --by pool`'s second table: what the burst pools were powered (billed
+// from each resume until the node is off, used or not) and cost; "" without any.
+std::string FormatPoolsPowered(const std::vector<PoolPowered>& pools);
 
 // --from/--to as sacct's -S/-E take them ("now-7days", "2026-11-01",
 // "2026-11-01T08:00", "11/01", "midnight"; cli/slurm/sacct_format.h), or Unix seconds.

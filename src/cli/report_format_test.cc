@@ -82,8 +82,10 @@ TEST(ReportFormat, CostWithPricedPools) {
   const std::map<std::string, double> prices = {{"n1", 2.0}, {"n2", 4.5}};
   testing::ExpectGolden(
       "report-pools.txt",
-      FormatReport(Sample(report::ReportBy::kPool, 0, prices)) + "\n" +
-          FormatReportCsv(Sample(report::ReportBy::kAccount, 0, prices)));
+      FormatReport(Sample(report::ReportBy::kPool, 0, prices)) +
+          FormatPoolsPowered({{"burst", 4, 1, 31.25, 125.0}, {"spot", 2, 0, 0.5, 0.9}}) +
+          "\n" + FormatReportCsv(Sample(report::ReportBy::kAccount, 0, prices)));
+  EXPECT_EQ(FormatPoolsPowered({}), "");
 }
 
 TEST(ReportFormat, Times) {

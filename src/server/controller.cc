@@ -118,6 +118,7 @@ void Controller::Stop() {
   hub_.Stop();
   if (loop_) loop_->Join();
   usage_->Flush();  // what the running jobs did so far, for the next server
+  power_->Flush();  // and the burst nodes' powered spells
 }
 
 }  // namespace hachi::server

@@ -110,6 +110,7 @@ void SchedulingLoop::Loop() {
     if (const Time now = options_->clock->Now();
         options_->usage_flush_s > 0 && now - usage_flushed >= options_->usage_flush_s) {
       usage_->Flush();
+      power_->Flush();  // the burst nodes' powered spells, moved on
       usage_flushed = now;
     }
     // Big replies (GET /jobs?all=1 of 50k jobs: ~120 MB of JSON) leave freed memory in

@@ -1,7 +1,12 @@
 // The handlers of nodes, partitions, statistics, health and metrics
 // (server/http_handlers.h; docs/api.md, docs/metrics.md).
+#include <time.h>
+
 #include <algorithm>
+#include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "api/protocol_json.h"
 #include "api/record_json_nlohmann.h"
@@ -13,11 +18,39 @@
 #include "server/http_handlers.h"
 #include "server/http_loop.h"
 #include "server/metrics.h"
+#include "server/power_service.h"
 
 namespace hachi::server {
 namespace {
 
 using nlohmann::json;
+
+// A report's window, ?from=&to= (Unix seconds): `to` defaults to now, `from` to
+// default_from(to); 400 naming the parameter for a bad value or `from` not before `to`.
+Result<std::pair<Time, Time>> Window(const httplib::Request& req, Time now,
+                                     const std::function<Time(Time to)>& default_from) {
+  constexpr int64_t kMaxTime = int64_t{1} << 40;
+  Result<int64_t> to = NonNegativeParam(req, "to", now, kMaxTime);
+  if (!to.ok()) return to.status();
+  Result<int64_t> from =
+      NonNegativeParam(req, "from", std::max<Time>(0, default_from(*to)), kMaxTime);
+  if (!from.ok()) return from.status();
+  if (*from >= *to) {
+    return InvalidArgument("?from=" + std::to_string(*from) +
+                           ": must be before ?to=" + std::to_string(*to));
+  }
+  return std::pair<Time, Time>{*from, *to};
+}
+
+// The start of `t`'s month, UTC: the default window of what the burst pools cost.
+Time MonthStartUtc(Time t) {
+  const time_t tt = static_cast<time_t>(t);
+  struct tm tm = {};
+  gmtime_r(&tt, &tm);
+  tm.tm_mday = 1;
+  tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
+  return static_cast<Time>(timegm(&tm));
+}
 
 json PartitionJson(const sched::Partition& p,
                    const std::vector<state::NodeStatus>& nodes) {
@@ -148,18 +181,30 @@ void NodeHandlers::ResumeNode(const Request& req, Response& res) const {
 }
 
 // The config's pools and what their burst nodes are powered (docs/pools.md).
-void NodeHandlers::ListPools(const Request&, Response& res) const {
+// The config's pools, their nodes powered now, and each burst pool's powered GPU-hours
+// and cost over ?from=&to= (default this month, UTC, to now) from the stored spells.
+void NodeHandlers::ListPools(const Request& req, Response& res) const {
+  const Time now = c_->clock().Now();
+  Result<std::pair<Time, Time>> window = Window(req, now, MonthStartUtc);
+  if (!window.ok()) return ReplyError(res, window.status());
+  const auto [from, to] = *window;
+  Result<std::map<std::string, PowerService::PoolCost>> costs =
+      c_->power().Costs(from, to);
+  if (!costs.ok()) return ReplyError(res, costs.status());
   json pools = json::array();
   for (const sched::PoolPower& p : c_->cluster_views().Pools()) {
+    PowerService::PoolCost cost;
+    if (auto it = costs->find(p.name); it != costs->end()) cost = it->second;
     pools.push_back(json{{"name", p.name},
                          {"kind", p.burst ? "burst" : "fixed"},
                          {"nodes", p.nodes},
                          {"gpus", p.gpus},
                          {"powered", p.powered},
                          {"price_per_gpu_hour", p.price_per_gpu_hour},
-                         {"powered_gpu_hours", p.powered_gpu_seconds / 3600.0}});
+                         {"powered_gpu_hours", cost.gpu_seconds / 3600.0},
+                         {"cost", cost.cost}});
   }
-  Reply(res, 200, json{{"pools", pools}}.dump());
+  Reply(res, 200, json{{"from", from}, {"to", to}, {"pools", pools}}.dump());
 }
 
 void NodeHandlers::ListPartitions(const Request&, Response& res) const {
@@ -200,23 +245,14 @@ void NodeHandlers::Stats(const Request& req, Response& res) const {
 // that held the most idle GPU-hours (docs/api.md "Report"). Whoever may list the jobs
 // may see it: it names accounts and users as the job list does.
 void NodeHandlers::Report(const Request& req, Response& res) const {
-  constexpr int64_t kMaxTime = int64_t{1} << 40;
-  const Time now = c_->clock().Now();
-  Result<int64_t> to = NonNegativeParam(req, "to", now, kMaxTime);
-  if (!to.ok()) return ReplyError(res, to.status());
-  Result<int64_t> from =
-      NonNegativeParam(req, "from", std::max<int64_t>(0, *to - 7 * 86400), kMaxTime);
-  if (!from.ok()) return ReplyError(res, from.status());
-  if (*from >= *to) {
-    return ReplyError(res,
-                      InvalidArgument("?from=" + std::to_string(*from) +
-                                      ": must be before ?to=" + std::to_string(*to)));
-  }
+  Result<std::pair<Time, Time>> window =
+      Window(req, c_->clock().Now(), [](Time to) { return to - 7 * 86400; });
+  if (!window.ok()) return ReplyError(res, window.status());
   Result<int64_t> top = NonNegativeParam(req, "top", 10, 1000);
   if (!top.ok()) return ReplyError(res, top.status());
   report::ReportQuery q;
-  q.from = *from;
-  q.to = *to;
+  q.from = window->first;
+  q.to = window->second;
   q.top = static_cast<int>(*top);
   if (req.has_param("by") && !report::ParseReportBy(req.get_param_value("by"), &q.by)) {
     return ReplyError(res, InvalidArgument("?by=" + Clip(req.get_param_value("by")) +

@@ -196,6 +196,16 @@ Result<std::vector<state::JobUsage>> Ledger::LoadUsage(state::JobId id) {
   return store_->LoadUsage(id);
 }
 
+Status Ledger::SavePowerSpells(const std::vector<state::PowerSpell>& spells) {
+  Status saved = store_->SavePowerSpells(spells);
+  disk_full_log_.Note(saved);
+  return saved;
+}
+
+Result<std::vector<state::PowerSpell>> Ledger::LoadPowerSpells(Time from, Time to) {
+  return store_->LoadPowerSpells(from, to);
+}
+
 Result<std::shared_ptr<const state::JobPayload>> Ledger::LoadPayload(state::JobId id) {
   return store_->LoadPayload(id);
 }

@@ -122,6 +122,8 @@ class Ledger {
   // at start, before any thread runs.
   Status SaveUsage(const std::vector<state::JobUsage>& usage);
   Result<std::vector<state::JobUsage>> LoadUsage(state::JobId id);
+  Status SavePowerSpells(const std::vector<state::PowerSpell>& spells);
+  Result<std::vector<state::PowerSpell>> LoadPowerSpells(Time from, Time to);
   Result<std::shared_ptr<const state::JobPayload>> LoadPayload(state::JobId id);
 
   // A finished job's script and environment back in memory as the store has them

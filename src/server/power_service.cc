@@ -19,7 +19,27 @@ PowerService::PowerService(Ledger* ledger, Fleet* fleet, const Authorizer* autho
       fleet_(fleet),
       authorizer_(authorizer),
       options_(options),
-      programs_(std::move(programs)) {}
+      programs_(std::move(programs)) {
+  // The spells a server before this one left open (the first sync goes on with them or
+  // closes them). Before any thread runs: the disk is read without the lock.
+  if (!options_->config ||
+      std::none_of(options_->config->pools.begin(), options_->config->pools.end(),
+                   [](const config::PoolConfig& p) {
+                     return p.kind == config::PoolKind::kBurst;
+                   })) {
+    return;
+  }
+  const Time now = options_->clock->Now();
+  Result<std::vector<state::PowerSpell>> left = ledger_->LoadPowerSpells(now, now + 1);
+  if (!left.ok()) {
+    std::cerr << "hachi server: the burst nodes' powered spells were not read ("
+              << left.status().message() << "): the nodes powered now begin new ones\n";
+    return;
+  }
+  for (state::PowerSpell& spell : *left) {
+    if (spell.open) left_open_[spell.node] = std::move(spell);
+  }
+}
 
 namespace {
 
@@ -62,10 +82,53 @@ void PowerService::SyncLocked(Time now) {
       if (!fresh) continue;
       const PowerState s = FromRecord(ledger_->image(), name);
       it->second.power = {s, now, s == PowerState::kOn ? now : 0};
-      it->second.powered_since = Powered(s) ? now : -1;
+      std::optional<state::PowerSpell> left;
+      if (auto l = left_open_.find(name); l != left_open_.end()) {
+        left = std::move(l->second);
+        left_open_.erase(l);
+      }
+      if (Powered(s)) {
+        it->second.powered_since = now;
+        BeginSpellLocked(name, &it->second, now, std::move(left));
+      } else if (left) {  // off meanwhile: closed where it was last known powered
+        left->open = false;
+        unsaved_[state::PowerSpellKey(*left)] = *left;
+      }
     }
   }
+  // Spells of nodes no longer in a burst pool end where they were last known powered.
+  for (auto& [name, spell] : left_open_) {
+    spell.open = false;
+    unsaved_[state::PowerSpellKey(spell)] = spell;
+  }
+  left_open_.clear();
   std::erase_if(nodes_, [&](const auto& kv) { return !seen.count(kv.first); });
+}
+
+void PowerService::BeginSpellLocked(const std::string& name, Node* n, Time now,
+                                    std::optional<state::PowerSpell> resumed) {
+  fleet_->Held(ledger_);
+  if (resumed) {
+    // Powered all along (its agent kept the node registered): the time the server was
+    // away is billed too.
+    n->spell = std::move(*resumed);
+    n->spell->until = std::max(n->spell->until, now);
+  } else {
+    const std::vector<sched::PowerPool>& pools = fleet_->base.pools;
+    const double price = n->pool >= 0 && n->pool < static_cast<int>(pools.size())
+                             ? pools[n->pool].price_per_gpu_hour
+                             : 0.0;
+    n->spell = state::PowerSpell{name, now, now, true, PoolName(n->pool), n->gpus, price};
+  }
+  unsaved_[state::PowerSpellKey(*n->spell)] = *n->spell;
+}
+
+void PowerService::EndSpellLocked(Node* n, Time now) {
+  if (!n->spell) return;
+  n->spell->until = std::max(now, n->spell->since);
+  n->spell->open = false;
+  unsaved_[state::PowerSpellKey(*n->spell)] = *n->spell;
+  n->spell.reset();
 }
 
 void PowerService::SetLocked(const std::string& node, PowerState state, Time now,
@@ -75,10 +138,12 @@ void PowerService::SetLocked(const std::string& node, PowerState state, Time now
   Node& n = it->second;
   if (Powered(state) && n.powered_since < 0) {
     n.powered_since = now;
+    BeginSpellLocked(node, &n, now, std::nullopt);
   } else if (!Powered(state) && n.powered_since >= 0) {
     powered_gpu_seconds_[PoolName(n.pool)] +=
         static_cast<double>(n.gpus) * static_cast<double>(now - n.powered_since);
     n.powered_since = -1;
+    EndSpellLocked(&n, now);
   }
   n.power = {state, now, state == PowerState::kOn ? now : 0};
   n.note = std::move(note);
@@ -357,6 +422,46 @@ std::vector<sched::PoolPower> PowerService::PoolsLocked() const {
       v.powered_gpu_seconds +=
           static_cast<double>(n.gpus) * static_cast<double>(now - n.powered_since);
     }
+  }
+  return out;
+}
+
+void PowerService::Flush() {
+  MutexLock flushing(&flush_mu_);
+  std::vector<state::PowerSpell> save;
+  {
+    MutexLock lock(&ledger_->mu());
+    const Time now = options_->clock->Now();
+    for (auto& [name, n] : nodes_) {
+      if (!n.spell || n.spell->until >= now) continue;
+      n.spell->until = now;
+      unsaved_[state::PowerSpellKey(*n.spell)] = *n.spell;
+    }
+    for (auto& [key, spell] : unsaved_) save.push_back(std::move(spell));
+    unsaved_.clear();
+  }
+  if (save.empty()) return;
+  if (Status s = ledger_->SavePowerSpells(save); !s.ok()) {
+    std::cerr << "hachi server: " << save.size()
+              << " powered spells of burst nodes not written: " << s.message() << "\n";
+    MutexLock lock(&ledger_->mu());
+    for (state::PowerSpell& spell : save) {  // tried again; a newer copy stays
+      unsaved_.try_emplace(state::PowerSpellKey(spell), std::move(spell));
+    }
+  }
+}
+
+Result<std::map<std::string, PowerService::PoolCost>> PowerService::Costs(Time from,
+                                                                          Time to) {
+  Flush();  // the spells under way as of now
+  Result<std::vector<state::PowerSpell>> spells = ledger_->LoadPowerSpells(from, to);
+  if (!spells.ok()) return spells.status();
+  std::map<std::string, PoolCost> out;
+  for (const state::PowerSpell& spell : *spells) {
+    const double gpu_seconds = state::SpellGpuSeconds(spell, from, to);
+    PoolCost& c = out[spell.pool];
+    c.gpu_seconds += gpu_seconds;
+    c.cost += gpu_seconds / 3600.0 * spell.price_per_gpu_hour;
   }
   return out;
 }

@@ -18,7 +18,12 @@
 //
 // The power states are kept in memory: a server that starts (or a standby that takes
 // over) reads them from the records — a burst node registered and up is on, one in
-// burn-in is in burn-in, any other is off.
+// burn-in is in burn-in, any other is off. What the nodes cost is durable: each powered
+// spell (state/power_spells.h) is written to the store when it begins, moved on every
+// usage_flush_s (Flush) and closed when the node is off; a server that starts goes on
+// with the open spells of nodes still powered and closes the others where they were
+// last known powered, so a month's cost survives restarts and failovers (losing at
+// most the last flush interval of a crash).
 //
 // Thread-safety: its state is guarded by the ledger's mu().
 #pragma once
@@ -37,6 +42,7 @@
 #include "server/fleet.h"
 #include "server/ledger.h"
 #include "server/power_programs.h"
+#include "state/power_spells.h"
 
 namespace hachi::server {
 
@@ -67,6 +73,18 @@ class PowerService : public OnLedger, public Ledger::Observer {
   // memory: /metrics' counter, which Prometheus carries across restarts) — what the
   // cloud bills, whether jobs used the nodes or not.
   std::vector<sched::PoolPower> PoolsLocked() const REQUIRES(ledger_->mu());
+  // Each pool's powered GPU-seconds and what they cost over [from, to), from the
+  // stored spells (each at the price its pool had when it began) and the ones under way.
+  struct PoolCost {
+    double gpu_seconds = 0;
+    double cost = 0;
+  };
+  Result<std::map<std::string, PoolCost>> Costs(Time from, Time to)
+      EXCLUDES(flush_mu_, ledger_->mu());
+  // Writes the spells begun, ended or moved on since the last call (the scheduling
+  // loop, every usage_flush_s, and the controller's stop).
+  void Flush() EXCLUDES(flush_mu_, ledger_->mu());
+
   // Why a pending job waits for power ("resuming 2 nodes of pool burst-a, 3m10s left
   // of 10m"); "" when it does not.
   std::string WaitNoteLocked(state::JobId job) const REQUIRES(ledger_->mu());
@@ -85,7 +103,9 @@ class PowerService : public OnLedger, public Ledger::Observer {
     sched::NodePower power;
     std::string note;
     int gpus = 0;
-    Time powered_since = -1;  // -1: off or failed
+    Time powered_since =
+        -1;  // -1: off or failed; else since then, or this server's start
+    std::optional<state::PowerSpell> spell;  // powered: since the resume began
   };
   struct Call {
     std::string action;
@@ -113,6 +133,11 @@ class PowerService : public OnLedger, public Ledger::Observer {
       REQUIRES(ledger_->mu());
   void SetLocked(const std::string& node, sched::PowerState state, Time now,
                  std::string note) REQUIRES(ledger_->mu());
+  // A node's spell begins at `now` (or goes on with `resumed`, a spell a server before
+  // this one began), or ends at `now`.
+  void BeginSpellLocked(const std::string& name, Node* n, Time now,
+                        std::optional<state::PowerSpell> resumed) REQUIRES(ledger_->mu());
+  void EndSpellLocked(Node* n, Time now) REQUIRES(ledger_->mu());
 
   // Constant after construction.
   Fleet* const fleet_;
@@ -127,6 +152,13 @@ class PowerService : public OnLedger, public Ledger::Observer {
   std::vector<std::string> broken_ GUARDED_BY(ledger_->mu());
   // Per pool name: GPU-seconds of its nodes' powered spells that have ended.
   std::map<std::string, double> powered_gpu_seconds_ GUARDED_BY(ledger_->mu());
+  // The open spells a server before this one left in the store, by node: taken up by
+  // the first sync (a node still powered goes on with its spell; the others are closed).
+  std::map<std::string, state::PowerSpell> left_open_ GUARDED_BY(ledger_->mu());
+  // Spells to write at the next Flush, by key (a later change of one replaces it).
+  std::map<std::string, state::PowerSpell> unsaved_ GUARDED_BY(ledger_->mu());
+  // One Flush at a time, so that an older copy of a spell is never written after a newer.
+  Mutex flush_mu_ ACQUIRED_BEFORE(ledger_->mu());
 };
 
 }  // namespace hachi::server

@@ -9,6 +9,8 @@
 #include <map>
 
 #include "server/testing.h"
+#include "state/sqlite_store.h"
+#include "topo/topology_testing.h"
 
 namespace hachi::server {
 namespace {
@@ -41,22 +43,28 @@ class FakePrograms : public PowerPrograms {
   std::vector<Ended> ended;
 };
 
+// A fixed pool of node n1 and a burst pool b[1-burst] of HGX H100 nodes.
+ControllerOptions PoolOptions(FakeClock* clock, std::shared_ptr<PowerPrograms> programs,
+                              const std::string& extra = "", int burst = 2) {
+  ControllerOptions o = testing::WithConfig(
+      "[[pool]]\nname = \"owned\"\nnodes = \"n1\"\nprice_per_gpu_hour = 2.0\n"
+      "[[pool]]\nname = \"burst\"\nnodes = \"b[1-" +
+          std::to_string(burst) +
+          "]\"\nkind = \"burst\"\npreset = \"hgx-h100\"\n"
+          "resume_program = \"/opt/up\"\nsuspend_program = \"/opt/down\"\n"
+          "resume_fail_program = \"/opt/failed\"\n"
+          "suspend_after = \"10m\"\nresume_timeout = \"5m\"\n"
+          "price_per_gpu_hour = 4.0\n" +
+          extra,
+      clock);
+  o.power_programs = std::move(programs);
+  return o;
+}
+
 // A fixed node n1, full for ten hours, and a burst pool of HGX H100 nodes.
 struct Cluster {
   explicit Cluster(const std::string& extra = "", int burst = 2) {
-    ControllerOptions o = testing::WithConfig(
-        "[[pool]]\nname = \"owned\"\nnodes = \"n1\"\nprice_per_gpu_hour = 2.0\n"
-        "[[pool]]\nname = \"burst\"\nnodes = \"b[1-" +
-            std::to_string(burst) +
-            "]\"\nkind = \"burst\"\npreset = \"hgx-h100\"\n"
-            "resume_program = \"/opt/up\"\nsuspend_program = \"/opt/down\"\n"
-            "resume_fail_program = \"/opt/failed\"\n"
-            "suspend_after = \"10m\"\nresume_timeout = \"5m\"\n"
-            "price_per_gpu_hour = 4.0\n" +
-            extra,
-        &clock);
-    o.power_programs = programs;
-    h = std::make_unique<Harness>(std::move(o));
+    h = std::make_unique<Harness>(PoolOptions(&clock, programs, extra, burst));
     h->Register("n1");
     const state::JobId full = h->Submit(MakeSubmit().Gpus(8).Time(10 * kHour));
     (*h)->RunCycle();
@@ -275,6 +283,66 @@ TEST(Power, APoolsPoweredTimeIsCountedFromResumeUntilOff) {
             std::string::npos);
   EXPECT_NE(metrics.find("hachi_pool_price_per_gpu_hour{pool=\"burst\"} 4"),
             std::string::npos);
+}
+
+// What a pool cost is durable: the spells are in the store, a server that starts goes
+// on with the open spell of a node still powered (the time it was away billed too) and
+// closes the spell of a node found off where it was last known powered; each spell at
+// its pool's price when it began.
+TEST(Power, PoweredSpellsOutliveTheServer) {
+  topo::TempDir dir;
+  const std::string db = dir.path() + "/hachi.db";
+  auto open = [&] {
+    Result<std::unique_ptr<state::Store>> s = state::OpenSqliteStore(db);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? std::move(*s) : state::NewMemoryStore();
+  };
+  FakeClock clock;
+  const Time t0 = clock.Now();
+  auto programs = std::make_shared<FakePrograms>();
+  {
+    Harness h(PoolOptions(&clock, programs), open());
+    h.Register("n1");
+    h.Submit(MakeSubmit().Gpus(8).Time(10 * kHour));
+    h->RunCycle();
+    h.Register("b2");  // booted by hand: powered, billed from now
+    const state::JobId id = h.Submit(MakeSubmit().Gpus(8).Time(10 * kHour));
+    h.Submit(MakeSubmit().Gpus(8).Time(10 * kHour));
+    h->RunCycle();  // one job on b2, the other resumes b1
+    ASSERT_EQ(programs->Said(), std::vector<std::string>{"resume b1"});
+    ASSERT_EQ(h.StateOf(id), JobState::kRunning);
+    clock.Advance(std::chrono::minutes(2));
+    h.Register("b1");
+    h->RunCycle();
+    clock.Advance(std::chrono::minutes(10));
+  }  // the server stops at t0 + 12m (its last flush)
+  {
+    // While it was away, b2's agent was lost (as a standby's takeover would find it).
+    std::unique_ptr<state::Store> s = open();
+    ASSERT_TRUE(s->Commit({state::NodeStateChanged{"b2", state::NodeState::kDown,
+                                                   "agent lost", t0 + 13 * 60}})
+                    .ok());
+  }
+  clock.Advance(std::chrono::minutes(3));
+  Harness h(PoolOptions(&clock, programs, "", 2), open());
+  h->RunCycle();
+  auto costs = [&] {
+    Result<std::map<std::string, PowerService::PoolCost>> c =
+        h->power().Costs(0, clock.Now() + 1);
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    return c.ok() ? (*c)["burst"] : PowerService::PoolCost{};
+  };
+  // b1: from its resume (t0) until now (t0 + 15m); b2: from t0 until t0 + 12m.
+  EXPECT_DOUBLE_EQ(costs().gpu_seconds, 8.0 * 15 * 60 + 8.0 * 12 * 60);
+  EXPECT_DOUBLE_EQ(costs().cost, (8.0 * 27 * 60) / 3600 * 4.0);
+  clock.Advance(std::chrono::minutes(5));
+  EXPECT_DOUBLE_EQ(costs().gpu_seconds, 8.0 * 20 * 60 + 8.0 * 12 * 60);
+  // A window: the last 5 minutes hold b1's only.
+  Result<std::map<std::string, PowerService::PoolCost>> last =
+      h->power().Costs(clock.Now() - 5 * 60, clock.Now());
+  ASSERT_TRUE(last.ok());
+  EXPECT_DOUBLE_EQ((*last)["burst"].gpu_seconds, 8.0 * 5 * 60);
+  EXPECT_EQ(last->count("owned"), 0u);  // a fixed pool is not billed by the spell
 }
 
 // A burst node that registers unasked is on; one never registered is off.

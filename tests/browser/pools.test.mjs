@@ -50,8 +50,13 @@ describe('burst pools', { timeout: 120000 }, () => {
       // A fixed pool's node has no power badge.
       assert.equal(await page.$$eval('section.node[data-node="node1"] .badge.power',
                                      (b) => b.length), 0);
-      await page.waitForFunction(() => /burst-a: 0\/1 nodes powered · [0-9.]+ GPU-h powered since the server started \([0-9.,]+\) · this month's jobs 0\.0 GPU-h \(0\.00\)/
+      await page.waitForFunction(() => /burst-a: 0\/1 nodes powered · this month [0-9.]+ GPU-h powered \([0-9.,]+\) · its jobs 0\.0 GPU-h \(0\.00\)/
         .test(document.querySelector('#pool-summary').textContent), null, { timeout: 10000 });
+      // The spell node2 was powered (from its registration until its suspend) is stored:
+      // billed, though no job ran.
+      const burst = (await cluster.api('/pools')).pools.find((p) => p.name === 'burst-a');
+      assert.ok(burst.powered_gpu_hours > 0, JSON.stringify(burst));
+      assert.ok(Math.abs(burst.cost - burst.powered_gpu_hours * 4.0) < 1e-9, JSON.stringify(burst));
       await page.screenshot({ path: join(artifacts, 'pools.png') });
       await page.close();
     } catch (e) {
