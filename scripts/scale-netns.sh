@@ -95,6 +95,8 @@ for _ in $(seq 100); do [ -S "$dir/state/hachi.sock" ] && [ -f "$dir/state/clust
 cp "$dir/state/cluster-secret" "$dir/agent-secret"
 
 rss_of() { awk '/VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
+# CPU seconds (user + system) a process has used so far.
+cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 t0=$(date +%s.%N)
 for i in $(seq 1 "$N"); do
   name=$(printf 'n%04d' "$i")
@@ -127,6 +129,7 @@ if [ "$BURN_IN" -eq 1 ]; then
 fi
 
 t1=$(date +%s.%N)
+cpu1=$(cpu_of "${pids[0]}")
 for i in $(seq 1 "$JOBS"); do
   cli submit --gres=gpu:1 -t 5 -o "$dir/out/%j.out" --wrap 'echo run $HACHI_JOB_ID $HACHI_NODENAME' >/dev/null
 done
@@ -144,6 +147,11 @@ while [ "$(date +%s)" -lt "$deadline" ]; do
   sleep 0.5
 done
 t_all=$(awk -v a="$(date +%s.%N)" -v b="$t1" 'BEGIN {printf "%.2f", a - b}')
+cpu_jobs=$(awk -v a="$(cpu_of "${pids[0]}")" -v b="$cpu1" 'BEGIN {printf "%.2f", a - b}')
+# Idle, with every agent polling (and, with POOL=1, burst nodes idle and resuming).
+cpu2=$(cpu_of "${pids[0]}")
+sleep 3
+cpu_idle=$(awk -v a="$(cpu_of "${pids[0]}")" -v b="$cpu2" 'BEGIN {printf "%.2f", a - b}')
 completed=$(cli queue -a -t CD 2>/dev/null | tail -n +2 | wc -l)
 notok=$(cli queue -a 2>/dev/null | tail -n +2 | awk '$5 != "CD"' | wc -l)
 twice=0
@@ -158,6 +166,7 @@ files=$(ls "$dir"/out/*.out 2>/dev/null | wc -l)
 gang_meet=$(grep -h "rank=" "$dir"/out/*.out 2>/dev/null | grep -vc "master=10.77.0.2" || true)
 down=$(cli nodes -o '%T' 2>/dev/null | tail -n +2 | grep -c '^ *down' || true)
 echo "submitted $total jobs in ${t_sub}s; all ended ${t_all}s after the first submit"
+echo "server CPU from the first submit until all ended: ${cpu_jobs}s; over 3 s idle: ${cpu_idle}s"
 echo "completed $completed of $total; other states $notok; output files $files; wrong run counts $twice"
 echo "gang ranks with MASTER_ADDR other than the agents' address: $gang_meet; nodes down: $down"
 echo "server RSS $(rss_of "${pids[0]}") kB; one agent RSS $(rss_of "${pids[1]}") kB"

@@ -84,6 +84,7 @@ struct ControllerStats {
   int64_t starts = 0;
   int64_t submits = 0;
   int64_t internal_errors = 0;  // Plan::errors (a scheduler bug), all cycles together
+  bool cycle_due = false;       // a change waits for the next cycle, which runs at once
 };
 
 }  // namespace hachi::server

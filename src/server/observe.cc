@@ -200,7 +200,9 @@ std::vector<std::string> ClusterViews::Warnings() const {
 ControllerStats ClusterViews::stats() const {
   MutexLock lock(&ledger_->mu());
   fleet_->Held(ledger_);
-  return fleet_->stats;
+  ControllerStats s = fleet_->stats;
+  s.cycle_due = fleet_->dirty;
+  return s;
 }
 
 ClusterGauges ClusterViews::Gauges() const {

@@ -69,14 +69,21 @@ bool Powered(PowerState s) { return s != PowerState::kOff && s != PowerState::kF
 
 void PowerService::SyncLocked(Time now) {
   fleet_->Held(ledger_);
+  // The base changes when nodes register or the config does: every cycle in between
+  // finds the same nodes (a cycle of a few hundred burst nodes would otherwise spend
+  // its time comparing their names).
+  if (synced_generation_ == fleet_->base_generation) return;
+  synced_generation_ = fleet_->base_generation;
   std::set<std::string> seen;
   const std::vector<sched::PowerPool>& pools = fleet_->base.pools;
+  by_index_.assign(fleet_->base.state.nodes.size(), nullptr);
   for (size_t p = 0; p < pools.size(); ++p) {
     if (!pools[p].burst) continue;
     for (int i : pools[p].nodes) {
       const std::string& name = fleet_->base.state.nodes[i].name;
       seen.insert(name);
       auto [it, fresh] = nodes_.try_emplace(name);
+      by_index_[i] = &it->second;
       it->second.pool = static_cast<int>(p);
       it->second.gpus = fleet_->base.state.nodes[i].gpu_count();
       if (!fresh) continue;
@@ -277,22 +284,29 @@ void PowerService::MaskLocked(sched::ClusterState* snap) {
     RunLocked("resume-failed", pool, names);
     RunLocked("suspend", pool, names);
   }
-  if (nodes_.empty()) return;  // no burst pool: nothing to mask
-  for (sched::Node& n : snap->nodes) {
-    auto it = nodes_.find(n.name);
-    if (it != nodes_.end() && it->second.power.state != PowerState::kOn) {
-      n.state = sched::NodeState::kDown;
+  if (nodes_.empty()) return;                          // no burst pool: nothing to mask
+  if (snap->nodes.size() != by_index_.size()) return;  // not the base's (never)
+  for (size_t i = 0; i < snap->nodes.size(); ++i) {
+    if (by_index_[i] != nullptr && by_index_[i]->power.state != PowerState::kOn) {
+      snap->nodes[i].state = sched::NodeState::kDown;
     }
   }
+}
+
+const PowerService::Node* PowerService::NodeAt(const sched::ClusterState& snap,
+                                               int i) const {
+  if (i < 0 || static_cast<size_t>(i) >= by_index_.size() ||
+      snap.nodes.size() != by_index_.size()) {
+    return nullptr;
+  }
+  return by_index_[i];
 }
 
 std::map<int, std::vector<std::string>> PowerService::ByPoolLocked(
     const sched::ClusterState& snap, const std::vector<int>& nodes) const {
   std::map<int, std::vector<std::string>> out;
   for (int i : nodes) {
-    const std::string& name = snap.nodes[i].name;
-    if (auto it = nodes_.find(name); it != nodes_.end())
-      out[it->second.pool].push_back(name);
+    if (const Node* n = NodeAt(snap, i)) out[n->pool].push_back(snap.nodes[i].name);
   }
   return out;
 }
@@ -302,7 +316,7 @@ void PowerService::PlanLocked(const sched::ClusterState& snap, const sched::Plan
   fleet_->Held(ledger_);
   waits_.clear();
   const std::vector<sched::PowerPool>& pools = fleet_->base.pools;
-  if (nodes_.empty() || snap.nodes.size() != fleet_->base.state.nodes.size()) return;
+  if (nodes_.empty() || snap.nodes.size() != by_index_.size()) return;
   // This cycle's starts: their nodes are not idle, whatever the snapshot said.
   std::vector<bool> started(snap.nodes.size(), false);
   for (const sched::Start& st : plan.starts) {
@@ -313,9 +327,8 @@ void PowerService::PlanLocked(const sched::ClusterState& snap, const sched::Plan
   }
   std::vector<sched::NodePower> power(snap.nodes.size());
   for (size_t i = 0; i < snap.nodes.size(); ++i) {
-    auto it = nodes_.find(snap.nodes[i].name);
-    if (it == nodes_.end()) continue;
-    sched::NodePower& np = it->second.power;
+    if (by_index_[i] == nullptr) continue;
+    sched::NodePower& np = by_index_[i]->power;
     if (np.state == PowerState::kOn) {
       const bool idle = sched::IsEmpty(snap.nodes[i]) && !started[i];
       np.idle_since = idle ? (np.idle_since > 0 ? np.idle_since : now) : 0;
@@ -349,9 +362,9 @@ void PowerService::PlanLocked(const sched::ClusterState& snap, const sched::Plan
     Time latest = -1;  // the last resume of the pool's nodes under way
     int burning = 0;
     for (int i : pool.nodes) {
-      auto it = nodes_.find(snap.nodes[i].name);
-      if (it == nodes_.end()) continue;
-      const sched::NodePower& np = it->second.power;
+      const Node* n = NodeAt(snap, i);
+      if (n == nullptr) continue;
+      const sched::NodePower& np = n->power;
       if (np.state == PowerState::kResuming) latest = std::max(latest, np.since);
       if (np.state == PowerState::kBurnIn) ++burning;
     }
@@ -366,7 +379,9 @@ void PowerService::PlanLocked(const sched::ClusterState& snap, const sched::Plan
     std::string& text = waits_[w.job];
     text += text.empty() ? note : "; " + note;
   }
-  if (p.wake_at != kNever) fleet_->WakeLocked();
+  // p.wake_at (a resume's timeout, an idle node's suspend) is later, never now: the
+  // loop's timer (cycle_interval_ms) finds it due. A wake-up here would run cycles back
+  // to back for as long as a burst node is idle or resuming.
 }
 
 std::optional<PowerService::NodeView> PowerService::NodeLocked(

@@ -127,6 +127,9 @@ class PowerService : public OnLedger, public Ledger::Observer {
   void SuspendLocked(int pool, const std::vector<std::string>& nodes, Time now)
       REQUIRES(ledger_->writer_mu(), ledger_->mu());
   std::string PoolName(int pool) const REQUIRES(ledger_->mu());
+  // The burst node at index `i` of `snap` (a snapshot of the base); nullptr for another.
+  const Node* NodeAt(const sched::ClusterState& snap, int i) const
+      REQUIRES(ledger_->mu());
   // The names of `nodes` (indices into `snap`), by their pool.
   std::map<int, std::vector<std::string>> ByPoolLocked(
       const sched::ClusterState& snap, const std::vector<int>& nodes) const
@@ -146,6 +149,10 @@ class PowerService : public OnLedger, public Ledger::Observer {
   const std::shared_ptr<PowerPrograms> programs_;
 
   std::map<std::string, Node> nodes_ GUARDED_BY(ledger_->mu());
+  // The base's nodes in its order (its snapshots' too): each burst node's entry in
+  // nodes_, nullptr for the others. Made by SyncLocked when the base changes.
+  std::vector<Node*> by_index_ GUARDED_BY(ledger_->mu());
+  uint64_t synced_generation_ GUARDED_BY(ledger_->mu()) = ~uint64_t{0};
   std::unordered_map<int, Call> calls_ GUARDED_BY(ledger_->mu());  // by program run id
   std::unordered_map<state::JobId, std::string> waits_ GUARDED_BY(ledger_->mu());
   // Nodes whose burn-in failed since the last cycle: failed and powered down by it.

@@ -345,6 +345,26 @@ TEST(Power, PoweredSpellsOutliveTheServer) {
   EXPECT_EQ(last->count("owned"), 0u);  // a fixed pool is not billed by the spell
 }
 
+// A node idle until its suspend is due, or resuming until its timeout, asks for no
+// cycle now: the loop's timer finds them due (a wake-up each cycle made the loop run
+// cycles back to back, a core's worth of CPU while any burst node idled).
+TEST(Power, WaitingForASuspendOrAResumeRunsNoCycleAtOnce) {
+  Cluster c;
+  Harness& h = *c.h;
+  h.Register("b2");  // on and idle: suspended in 10 minutes
+  h->RunCycle();
+  EXPECT_FALSE(h->cluster_views().stats().cycle_due);
+  h.Submit(MakeSubmit().Gpus(8));
+  h.Submit(MakeSubmit().Gpus(8));
+  h->RunCycle();  // one job on b2; the other resumes b1 and waits for it
+  ASSERT_EQ(c.Power("b1"), "resuming@burst");
+  h->RunCycle();
+  EXPECT_FALSE(h->cluster_views().stats().cycle_due);
+  c.clock.Advance(std::chrono::minutes(10));
+  h->RunCycle();
+  EXPECT_FALSE(h->cluster_views().stats().cycle_due);
+}
+
 // A burst node that registers unasked is on; one never registered is off.
 TEST(Power, ABurstNodeThatRegistersIsOnAndTheMetricsSaySo) {
   Cluster c;
