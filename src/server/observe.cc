@@ -115,6 +115,8 @@ state::NodeStatus ClusterViews::NodeStatusLocked(const state::NodeRecord& rec,
     // Not on: why, rather than what its record said when it was ("agent silent").
     if (p->state != "on" && p->state != "burn-in") {
       st.record.state_reason = p->note.empty() ? "powered " + p->state : p->note;
+    } else if (st.record.state_reason.empty()) {
+      st.record.state_reason = p->note;  // on after a suspend that failed
     }
   }
   return st;

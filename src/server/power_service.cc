@@ -256,8 +256,12 @@ void PowerService::TakeEndedLocked(Time now) {
         auto node = nodes_.find(n);
         if (node == nodes_.end()) continue;
         // A failed node stays failed (and off); one that registered meanwhile is on.
+        // A suspend that failed leaves the node powered as far as anyone knows: on
+        // (billed, its spell goes on), idle from now, so it is tried again after
+        // suspend_after.
         if (node->second.power.state == PowerState::kSuspending) {
-          SetLocked(n, PowerState::kOff, now, e.ok ? "" : what);
+          SetLocked(n, e.ok ? PowerState::kOff : PowerState::kOn, now,
+                    e.ok ? "" : what + "; still powered, suspended again when idle");
         } else if (node->second.power.state == PowerState::kFailed && !e.ok) {
           node->second.note += "; " + what;
         }

@@ -345,6 +345,37 @@ TEST(Power, PoweredSpellsOutliveTheServer) {
   EXPECT_EQ(last->count("owned"), 0u);  // a fixed pool is not billed by the spell
 }
 
+// A suspend program that fails leaves the node powered (on, billed) and idle from then:
+// it is suspended again after suspend_after, not taken for off.
+TEST(Power, ASuspendThatFailsKeepsTheNodePoweredAndTriesAgain) {
+  Cluster c;
+  Harness& h = *c.h;
+  h.Register("b2");
+  h->RunCycle();  // idle from now
+  c.clock.Advance(std::chrono::minutes(10));
+  h->RunCycle();
+  ASSERT_EQ(c.programs->Said(), std::vector<std::string>{"suspend b2"});
+  c.programs->End(1, false);
+  h->RunCycle();
+  EXPECT_EQ(c.Power("b2"), "on@burst");
+  EXPECT_EQ(c.Reason("b2"),
+            "suspend program exited 3; still powered, suspended again when idle");
+  c.clock.Advance(std::chrono::minutes(9));
+  h->RunCycle();
+  EXPECT_EQ(c.programs->calls.size(), 1u);
+  c.clock.Advance(std::chrono::minutes(1));
+  h->RunCycle();
+  EXPECT_EQ(c.programs->Said(), (std::vector<std::string>{"suspend b2", "suspend b2"}));
+  c.programs->End(2, true);
+  h->RunCycle();
+  EXPECT_EQ(c.Power("b2"), "off@burst");
+  // Billed throughout: 20 minutes on, 8 GPUs.
+  Result<std::map<std::string, PowerService::PoolCost>> cost =
+      h->power().Costs(0, c.clock.Now() + 3600);
+  ASSERT_TRUE(cost.ok());
+  EXPECT_DOUBLE_EQ((*cost)["burst"].gpu_seconds, 8.0 * 20 * 60);
+}
+
 // A node idle until its suspend is due, or resuming until its timeout, asks for no
 // cycle now: the loop's timer finds them due (a wake-up each cycle made the loop run
 // cycles back to back, a core's worth of CPU while any burst node idled).
