@@ -472,11 +472,31 @@ void PowerService::Flush() {
 
 Result<std::map<std::string, PowerService::PoolCost>> PowerService::Costs(Time from,
                                                                           Time to) {
-  Flush();  // the spells under way as of now
-  Result<std::vector<state::PowerSpell>> spells = ledger_->LoadPowerSpells(from, to);
-  if (!spells.ok()) return spells.status();
+  // What the store has, and over it what is newer in memory: the spells under way as
+  // of now, and those changed since the last Flush (which cannot run meanwhile). A read
+  // writes nothing.
+  MutexLock flushing(&flush_mu_);
+  std::map<std::string, state::PowerSpell> newer;
+  {
+    MutexLock lock(&ledger_->mu());
+    const Time now = options_->clock->Now();
+    newer = unsaved_;
+    for (const auto& [name, n] : nodes_) {
+      if (!n.spell) continue;
+      state::PowerSpell s = *n.spell;
+      s.until = std::max(s.until, now);
+      newer[state::PowerSpellKey(s)] = std::move(s);
+    }
+  }
+  Result<std::vector<state::PowerSpell>> stored = ledger_->LoadPowerSpells(from, to);
+  if (!stored.ok()) return stored.status();
+  std::vector<state::PowerSpell> spells;
+  for (state::PowerSpell& s : *stored) {
+    if (!newer.count(state::PowerSpellKey(s))) spells.push_back(std::move(s));
+  }
+  for (auto& [key, s] : newer) spells.push_back(std::move(s));
   std::map<std::string, PoolCost> out;
-  for (const state::PowerSpell& spell : *spells) {
+  for (const state::PowerSpell& spell : spells) {
     const double gpu_seconds = state::SpellGpuSeconds(spell, from, to);
     PoolCost& c = out[spell.pool];
     c.gpu_seconds += gpu_seconds;

@@ -74,7 +74,8 @@ class PowerService : public OnLedger, public Ledger::Observer {
   // cloud bills, whether jobs used the nodes or not.
   std::vector<sched::PoolPower> PoolsLocked() const REQUIRES(ledger_->mu());
   // Each pool's powered GPU-seconds and what they cost over [from, to), from the
-  // stored spells (each at the price its pool had when it began) and the ones under way.
+  // stored spells (each at the price its pool had when it began) and, newer, the ones
+  // under way and those not written yet. Reads the store; writes nothing.
   struct PoolCost {
     double gpu_seconds = 0;
     double cost = 0;
