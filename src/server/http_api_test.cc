@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -267,6 +268,41 @@ TEST_F(HttpApiTest, Report) {
   EXPECT_EQ(report->from, 0);
   EXPECT_EQ(report->to, 1000);
   EXPECT_TRUE(report->groups.empty());  // the job started long after 1970
+}
+
+// GET /pools: the window it priced (default: this month, UTC, to now), and a bad window
+// refused by name. (Without [[pool]]s the list is empty.)
+TEST_F(HttpApiTest, PoolsWindow) {
+  Result<std::string> r = client_->Call("GET", kApi + "/pools");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  json j = json::parse(*r);
+  const int64_t to = j["to"].get<int64_t>();
+  const int64_t from = j["from"].get<int64_t>();
+  EXPECT_LT(from, to);
+  EXPECT_LE(to - from, 31 * 86400);
+  EXPECT_EQ(from % 86400, 0) << "midnight UTC";
+  const time_t f = static_cast<time_t>(from);
+  struct tm tm = {};
+  gmtime_r(&f, &tm);
+  EXPECT_EQ(tm.tm_mday, 1);
+  EXPECT_TRUE(j["pools"].empty());
+  r = client_->Call("GET", kApi + "/pools?from=100&to=200");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  j = json::parse(*r);
+  EXPECT_EQ(j["from"], 100);
+  EXPECT_EQ(j["to"], 200);
+  const struct {
+    const char* query;
+    const char* message;
+  } bad[] = {{"?from=200&to=100", "?from=200: must be before ?to=100"},
+             {"?from=abc", "from"},
+             {"?to=-5", "to"}};
+  for (const auto& b : bad) {
+    Result<api::HttpResponse> res = client_->Request("GET", kApi + "/pools" + b.query);
+    ASSERT_TRUE(res.ok());
+    EXPECT_EQ(res->status, 400) << b.query << " " << res->body;
+    EXPECT_NE(res->body.find(b.message), std::string::npos) << res->body;
+  }
 }
 
 TEST_F(HttpApiTest, NotFound) {
