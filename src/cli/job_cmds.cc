@@ -115,9 +115,11 @@ Result<api::SubmitRequest> BuildRequest(std::vector<std::string> args, bool run,
   Result<SubmitOptions> o = BuildSubmitOptions(directives, *flags);
   option_error = !o.ok();
   if (!o.ok()) return o.status();
-  {  // --begin / --deadline in the submitter's clock and time zone
+  {  // --begin / --deadline in the submitter's clock and time zone (read only for them:
+     // the zone file is one more file every submit would open and parse)
     const Time now = static_cast<Time>(std::time(nullptr));
-    const Status times = ResolveSubmitTimes(now, LocalUtcOffset(now), &*o);
+    const bool dated = !o->begin_text.empty() || !o->deadline_text.empty();
+    const Status times = ResolveSubmitTimes(now, dated ? LocalUtcOffset(now) : 0, &*o);
     option_error = !times.ok();
     if (!times.ok()) return times;
   }
