@@ -122,7 +122,8 @@ StepStreams::Added StepStreams::Add(const state::StepKey& key, const std::string
       out.bad_exit = true;
     }
   }
-  if (report.done && whole) s.nodes_done.insert(node);
+  // A last word is the node's last report: its agent drops the rest on `gone`.
+  if ((report.done || last_word) && whole) s.nodes_done.insert(node);
   if (!s.all_done &&
       std::all_of(s.nodes.begin(), s.nodes.end(),
                   [&](const std::string& n) { return s.nodes_done.count(n) > 0; })) {
@@ -191,6 +192,9 @@ StepStreams::Read StepStreams::ReadFrom(const state::StepKey& key, int64_t from,
   r.next = std::max(at, r.from);
   r.all_done = s.all_done;
   r.ended = s.ended;
+  if (s.ended) {
+    r.ended_for = std::chrono::microseconds(clock_->MonotonicMicros() - s.ended_at_us);
+  }
   for (const auto& [task, e] : s.exits) r.exits.push_back(e);
   return r;
 }

@@ -75,7 +75,7 @@ class StepStreams {
   // server learning of a step from its agents). Output is taken up to the bound, a
   // chunk at a time (`next` says how far; `done` counts only with all of it taken).
   // `last_word`: the step has ended and its agent sends nothing more, so what does not
-  // fit is kept as a gap the reader sees as lost.
+  // fit is kept as a gap the reader sees as lost, and the node is done.
   Added Add(const state::StepKey& key, const std::string& node,
             const api::StepReport& report, const std::vector<std::string>& nodes,
             bool last_word = false) EXCLUDES(mu_);
@@ -84,9 +84,10 @@ class StepStreams {
     bool known = false;
     int64_t from = 0, next = 0, lost = 0;
     std::vector<api::OutputChunk> chunks;
-    bool all_done = false;             // every node reported done
-    bool ended = false;                // End was called
-    std::vector<api::TaskExit> exits;  // by rank
+    bool all_done = false;                   // every node reported done
+    bool ended = false;                      // End was called
+    std::chrono::microseconds ended_for{0};  // since End, by the Clock
+    std::vector<api::TaskExit> exits;        // by rank
   };
   // From offset `from`, at most about `max_bytes` of data. The reader (srun) drops what
   // lies below `from`; an `observe`r drops nothing and may read the tail srun has read.

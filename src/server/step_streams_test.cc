@@ -216,6 +216,31 @@ TEST(StepStreams, AGapFromAnEarlierServerAndAgentLossesAreMarked) {
   EXPECT_EQ(r.chunks[1].data, "x");
 }
 
+// An ended step's stream says how long ago it ended (the reader waits that long at most
+// for a node that never says its last word); a last word makes its node done.
+TEST(StepStreams, AnEndedStreamSaysSinceWhenAndALastWordEndsItsNode) {
+  FakeClock clock;
+  StepStreams s(StepStreams::kMaxHeld, &clock);
+  const state::StepKey k{1, 100, 0};
+  s.Open(k, {"n1", "n2"}, false);
+  s.End(k);
+  clock.Advance(std::chrono::seconds(3));
+  StepStreams::Read r = s.ReadFrom(k, 0, 1 << 20);
+  EXPECT_TRUE(r.ended);
+  EXPECT_EQ(r.ended_for, std::chrono::seconds(3));
+  EXPECT_FALSE(r.all_done);
+  api::StepReport late;
+  late.job = 1;
+  late.job_start = 100;
+  late.chunks.push_back({0, 1, "bye\n", 0});
+  s.Add(k, "n1", late, {}, /*last_word=*/true);
+  s.Add(k, "n2", api::StepReport{}, {}, /*last_word=*/true);
+  r = s.ReadFrom(k, 0, 1 << 20);
+  EXPECT_TRUE(r.all_done);
+  ASSERT_EQ(r.chunks.size(), 1u);
+  EXPECT_EQ(r.chunks[0].data, "bye\n");
+}
+
 TEST(StepStreams, EndedStreamsAreSwept) {
   StepStreams s;
   s.Open(kKey, {"a"}, false);

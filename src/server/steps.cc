@@ -200,8 +200,14 @@ Result<api::StepOutput> StepService::ReadStepOutput(state::JobId id, int step,
   out.lost = r.lost;
   out.chunks = std::move(r.chunks);
   const bool ended = rec->state != state::JobState::kRunning;
-  // Done once the record says it ended and nothing more is held for the reader.
-  out.done = ended && out.chunks.empty();
+  // Done once the record says it ended, nothing more is held for the reader, and no
+  // node has more to send: a step ended by its job's end or requeue still gets what
+  // its tasks wrote before (an agent sends its last word once it has read their pipes
+  // to the end, within the kill grace), else the reader would leave without it. A node
+  // that never says more (its agent lost) is waited for the kill grace and 2 s more.
+  const auto grace = std::chrono::seconds(options_->kill_grace + 2);
+  const bool drained = !r.known || r.all_done || r.ended_for >= grace;
+  out.done = ended && out.chunks.empty() && drained;
   if (out.done) {
     out.exits = std::move(r.exits);
     if (!observe) streams_.Delivered(key);  // srun's reading ends the stream

@@ -195,11 +195,28 @@ TEST_F(StepsTest, TheJobsEndEndsItsSteps) {
   EXPECT_EQ(steps[0].state, JobState::kCancelled);
   EXPECT_NE(steps[0].reason.find("ended (CANCELLED)"), std::string::npos)
       << steps[0].reason;
-  // srun waiting on it learns that it ended.
+  // srun waiting on it is not done while a node may still send what its tasks wrote
+  // before the end (a requeue's checkpoint line): the agents' last words come, then
+  // it is done.
   Result<api::StepOutput> out = h_->steps().ReadStepOutput(job_, 0, 0, kAlice);
   ASSERT_TRUE(out.ok());
-  EXPECT_TRUE(out->done);
+  EXPECT_FALSE(out->done);
   EXPECT_EQ(out->step.state, JobState::kCancelled);
+  Result<std::vector<api::StepAck>> acks = h_->steps().ReportSteps(
+      "n1", Done(steps[0], {Exited(0, 143)}, "caught SIGTERM, saved\n"));
+  ASSERT_TRUE(acks.ok());
+  EXPECT_TRUE((*acks)[0].gone);  // the agent sends no more
+  out = h_->steps().ReadStepOutput(job_, 0, 0, kAlice);
+  ASSERT_TRUE(out.ok());
+  ASSERT_EQ(out->chunks.size(), 1u);
+  EXPECT_EQ(out->chunks[0].data, "caught SIGTERM, saved\n");
+  EXPECT_FALSE(out->done);  // n2 has not said its last word
+  api::StepReports partial = Done(steps[0], {});
+  partial.steps[0].done = false;  // what a node sends before its tasks ended
+  ASSERT_TRUE(h_->steps().ReportSteps("n2", partial).ok());
+  out = h_->steps().ReadStepOutput(job_, 0, out->next, kAlice);
+  ASSERT_TRUE(out.ok());
+  EXPECT_TRUE(out->done) << "a report after the end is its node's last word";
 }
 
 TEST_F(StepsTest, AnAgentThatComesBackWithoutTheStepFailsIt) {
