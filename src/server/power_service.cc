@@ -19,7 +19,8 @@ PowerService::PowerService(Ledger* ledger, Fleet* fleet, const Authorizer* autho
       fleet_(fleet),
       authorizer_(authorizer),
       options_(options),
-      programs_(std::move(programs)) {
+      programs_(std::move(programs)),
+      counting_since_(options->clock->Now()) {
   // The spells a server before this one left open (the first sync goes on with them or
   // closes them). Before any thread runs: the disk is read without the lock.
   if (!options_->config ||
@@ -95,7 +96,6 @@ void PowerService::SyncLocked(Time now) {
         left_open_.erase(l);
       }
       if (Powered(s)) {
-        it->second.powered_since = now;
         BeginSpellLocked(name, &it->second, now, std::move(left));
       } else if (left) {  // off meanwhile: closed where it was last known powered
         left->open = false;
@@ -130,6 +130,12 @@ void PowerService::BeginSpellLocked(const std::string& name, Node* n, Time now,
   unsaved_[state::PowerSpellKey(*n->spell)] = *n->spell;
 }
 
+double PowerService::CountedLocked(const Node& n, Time now) const {
+  if (!n.spell) return 0;
+  const Time from = std::max(n.spell->since, counting_since_);
+  return now > from ? static_cast<double>(n.gpus) * static_cast<double>(now - from) : 0;
+}
+
 void PowerService::EndSpellLocked(Node* n, Time now) {
   if (!n->spell) return;
   n->spell->until = std::max(now, n->spell->since);
@@ -143,13 +149,10 @@ void PowerService::SetLocked(const std::string& node, PowerState state, Time now
   auto it = nodes_.find(node);
   if (it == nodes_.end()) return;
   Node& n = it->second;
-  if (Powered(state) && n.powered_since < 0) {
-    n.powered_since = now;
+  if (Powered(state) && !n.spell) {
     BeginSpellLocked(node, &n, now, std::nullopt);
-  } else if (!Powered(state) && n.powered_since >= 0) {
-    powered_gpu_seconds_[PoolName(n.pool)] +=
-        static_cast<double>(n.gpus) * static_cast<double>(now - n.powered_since);
-    n.powered_since = -1;
+  } else if (!Powered(state) && n.spell) {
+    powered_gpu_seconds_[PoolName(n.pool)] += CountedLocked(n, now);
     EndSpellLocked(&n, now);
   }
   n.power = {state, now, state == PowerState::kOn ? now : 0};
@@ -437,10 +440,7 @@ std::vector<sched::PoolPower> PowerService::PoolsLocked() const {
     if (n.pool < 0 || n.pool >= static_cast<int>(out.size())) continue;
     sched::PoolPower& v = out[n.pool];
     if (Powered(n.power.state)) ++v.powered;
-    if (n.powered_since >= 0) {
-      v.powered_gpu_seconds +=
-          static_cast<double>(n.gpus) * static_cast<double>(now - n.powered_since);
-    }
+    v.powered_gpu_seconds += CountedLocked(n, now);
   }
   return out;
 }

@@ -104,8 +104,6 @@ class PowerService : public OnLedger, public Ledger::Observer {
     sched::NodePower power;
     std::string note;
     int gpus = 0;
-    Time powered_since =
-        -1;  // -1: off or failed; else since then, or this server's start
     std::optional<state::PowerSpell> spell;  // powered: since the resume began
   };
   struct Call {
@@ -158,6 +156,12 @@ class PowerService : public OnLedger, public Ledger::Observer {
   std::unordered_map<state::JobId, std::string> waits_ GUARDED_BY(ledger_->mu());
   // Nodes whose burn-in failed since the last cycle: failed and powered down by it.
   std::vector<std::string> broken_ GUARDED_BY(ledger_->mu());
+  // When this service began counting: /metrics' counter counts a spell from here at the
+  // earliest (one a server before it began is that server's). Constant after
+  // construction.
+  const Time counting_since_;
+  // GPU-seconds of `spell` from counting_since_ until `now`.
+  double CountedLocked(const Node& n, Time now) const REQUIRES(ledger_->mu());
   // Per pool name: GPU-seconds of its nodes' powered spells that have ended.
   std::map<std::string, double> powered_gpu_seconds_ GUARDED_BY(ledger_->mu());
   // The open spells a server before this one left in the store, by node: taken up by

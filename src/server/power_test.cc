@@ -337,6 +337,12 @@ TEST(Power, PoweredSpellsOutliveTheServer) {
   EXPECT_DOUBLE_EQ(costs().cost, (8.0 * 27 * 60) / 3600 * 4.0);
   clock.Advance(std::chrono::minutes(5));
   EXPECT_DOUBLE_EQ(costs().gpu_seconds, 8.0 * 20 * 60 + 8.0 * 12 * 60);
+  // /metrics' counter is this server's: b1's spell from its start (5 minutes ago).
+  for (const sched::PoolPower& p : h->cluster_views().Pools()) {
+    if (p.name == "burst") {
+      EXPECT_DOUBLE_EQ(p.powered_gpu_seconds, 8.0 * 5 * 60);
+    }
+  }
   // A window: the last 5 minutes hold b1's only.
   Result<std::map<std::string, PowerService::PoolCost>> last =
       h->power().Costs(clock.Now() - 5 * 60, clock.Now());
