@@ -51,7 +51,9 @@ Result<std::string> FormatQueue(const std::vector<state::JobRecord>& jobs, Time 
 // their own lines from them).
 std::string QueueFieldTitle(char code);
 std::string QueueFieldValue(const state::JobRecord& j, Time now, char code);
-// One `hachi nodes` (sinfo -N -o) code's value for a node.
+// One `hachi nodes` (sinfo -N -o) code's column title ("?" for none), and its value for
+// a node.
+std::string NodeFieldTitle(char code);
 std::string NodeFieldValue(const state::NodeStatus& n, char code);
 
 // ---- hachi show ----

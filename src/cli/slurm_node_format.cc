@@ -65,37 +65,21 @@ std::string GresText(const NodeStatus& n) {
                        : "gpu:" + model + ":" + std::to_string(n.gpus);
 }
 
+// Each `hachi nodes` (sinfo -N -o) code's column title, as sinfo names it.
+struct NodeTitleRow {
+  char code;
+  const char* title;
+};
+constexpr NodeTitleRow kNodeTitles[] = {
+    {'N', "NODELIST"}, {'n', "HOSTNAMES"}, {'P', "PARTITION"},     {'t', "STATE"},
+    {'T', "STATE"},    {'G', "GRES"},      {'j', "GPUS(A/I/O/T)"}, {'C', "CPUS(A/I/O/T)"},
+    {'c', "CPUS"},     {'m', "MEMORY"},    {'e', "FREE_MEM"},      {'O', "CPU_LOAD"},
+    {'E', "REASON"},   {'D', "NODES"},     {'o', "NODE_ADDR"},
+};
+
 std::string NodeTitle(char code) {
-  switch (code) {
-    case 'N':
-      return "NODELIST";
-    case 'n':
-      return "HOSTNAMES";
-    case 'P':
-      return "PARTITION";
-    case 't':
-    case 'T':
-      return "STATE";
-    case 'G':
-      return "GRES";
-    case 'j':
-      return "GPUS(A/I/O/T)";
-    case 'C':
-      return "CPUS(A/I/O/T)";
-    case 'c':
-      return "CPUS";
-    case 'm':
-      return "MEMORY";
-    case 'e':
-      return "FREE_MEM";
-    case 'O':
-      return "CPU_LOAD";
-    case 'E':
-      return "REASON";
-    case 'D':
-      return "NODES";
-    case 'o':
-      return "NODE_ADDR";
+  for (const NodeTitleRow& r : kNodeTitles) {
+    if (r.code == code) return r.title;
   }
   return "?";
 }
@@ -220,6 +204,7 @@ std::string NodeStateFlags(const NodeStatus& n) {
   return out;
 }
 
+std::string NodeFieldTitle(char code) { return NodeTitle(code); }
 std::string NodeFieldValue(const NodeStatus& n, char code) { return NodeValue(n, code); }
 
 Result<std::string> FormatNodes(const std::vector<NodeStatus>& nodes,

@@ -5,6 +5,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <utility>
 
 #include "cli/slurm/slurm_text.h"
 #include "cli/slurm_format.h"
@@ -123,46 +124,17 @@ std::string Value(const Group& g, char code) {
   return "";
 }
 
+// A column's title: the partition-level fields' here, a node field's as `hachi nodes`
+// names it.
 std::string Title(char code) {
-  switch (code) {
-    case 'P':
-    case 'R':
-      return "PARTITION";
-    case 'a':
-      return "AVAIL";
-    case 'l':
-      return "TIMELIMIT";
-    case 'L':
-      return "DEFAULTTIME";
-    case 'D':
-      return "NODES";
-    case 'F':
-      return "NODES(A/I/O/T)";
-    case 'N':
-      return "NODELIST";
-    case 'n':
-      return "HOSTNAMES";
-    case 'C':
-      return "CPUS(A/I/O/T)";
-    case 'c':
-      return "CPUS";
-    case 'm':
-      return "MEMORY";
-    case 'f':
-      return "AVAIL_FEATURES";
-    case 't':
-    case 'T':
-      return "STATE";
-    case 'G':
-      return "GRES";
-    case 'E':
-      return "REASON";
-    case 'e':
-      return "FREE_MEM";
-    case 'o':
-      return "NODE_ADDR";
+  static constexpr std::pair<char, const char*> kPartitionTitles[] = {
+      {'P', "PARTITION"},      {'R', "PARTITION"},     {'a', "AVAIL"},
+      {'l', "TIMELIMIT"},      {'L', "DEFAULTTIME"},   {'D', "NODES"},
+      {'F', "NODES(A/I/O/T)"}, {'f', "AVAIL_FEATURES"}};
+  for (const auto& [c, title] : kPartitionTitles) {
+    if (c == code) return title;
   }
-  return "?";
+  return NodeFieldTitle(code);
 }
 
 // -O names -> codes.
