@@ -22,7 +22,8 @@ bool WaitUntil(int seconds, Pred pred) {
 // Job `id`'s object from `hachi show job ID --json` (null when it cannot be read).
 inline nlohmann::json ShownJob(int64_t id) {
   const nlohmann::json j = nlohmann::json::parse(
-      Hachi("show job " + std::to_string(id) + " --json", false).out, nullptr, false);
+      testing::Hachi("show job " + std::to_string(id) + " --json", false).out, nullptr,
+      false);
   return j.is_object() && j.contains("job") ? j["job"] : nlohmann::json();
 }
 

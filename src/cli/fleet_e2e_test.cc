@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "cli/cli_testing.h"
+#include "cli/e2e_testing.h"
 #include "cli/fleet_testing.h"
 #include "core/testing/paths.h"
 #include "core/testing/wait_for.h"
@@ -69,12 +70,6 @@ else:
     if c.recv(10) != b"ack":
         sys.exit("no ack from rank 0")
 )py";
-
-json Job(int64_t id) {
-  json j = json::parse(Hachi("show job " + std::to_string(id) + " --json", false).out,
-                       nullptr, false);
-  return j.is_object() && j.contains("job") ? j["job"] : json();
-}
 
 class FleetE2e : public ::testing::Test {
  protected:
@@ -150,7 +145,7 @@ class FleetE2e : public ::testing::Test {
     return ReadFile(dir_ + "/" + std::to_string(id) + ".got");
   }
   std::string Logs(int64_t id) const {
-    return "job: " + Job(id).dump() + "\nout:\n" +
+    return "job: " + ShownJob(id).dump() + "\nout:\n" +
            ReadFile(dir_ + "/" + std::to_string(id) + ".out") + "server:\n" +
            ReadFile(dir_ + "/server.log");
   }
@@ -158,7 +153,7 @@ class FleetE2e : public ::testing::Test {
   // MASTER_ADDR is the rank-0 node's own fleet address and MASTER_PORT the one the
   // record holds. Returns the port.
   int ExpectMet(int64_t id) {
-    const json job = Job(id);
+    const json job = ShownJob(id);
     EXPECT_EQ(job["allocations"].size(), 2u) << job.dump();
     if (job["allocations"].size() != 2u) return 0;
     const std::string rank0 = job["allocations"][0]["node"];
@@ -216,12 +211,12 @@ TEST_F(FleetE2e, GangRank1ReachesRank0AtMasterAddrAndPort) {
   std::ofstream(dir_ + "/go");  // rank 0 need not wait
   const int64_t id = SubmitGang("go");
   ASSERT_GT(id, 0);
-  ASSERT_TRUE(
-      WaitFor([&] { return Job(id)["state"] == "COMPLETED"; }, std::chrono::seconds(25)))
+  ASSERT_TRUE(WaitFor([&] { return ShownJob(id)["state"] == "COMPLETED"; },
+                      std::chrono::seconds(25)))
       << Logs(id);
   EXPECT_EQ(ExpectMet(id), 29500) << "the lowest of the rank-0 node's range";
   // MASTER_ADDR is host 1's (h1 registered first: the gang's first node).
-  EXPECT_EQ(Job(id)["allocations"][0]["node"], "h1");
+  EXPECT_EQ(ShownJob(id)["allocations"][0]["node"], "h1");
 }
 
 TEST_F(FleetE2e, TwoGangsAtOnceGetDifferentPortsAndBothMeet) {
@@ -233,14 +228,16 @@ TEST_F(FleetE2e, TwoGangsAtOnceGetDifferentPortsAndBothMeet) {
   ASSERT_TRUE(WaitFor([&] { return !Got(a).empty() && !Got(b).empty(); },
                       std::chrono::seconds(25)))
       << Logs(a) << Logs(b);
-  EXPECT_EQ(Job(a)["state"], "RUNNING");
-  EXPECT_EQ(Job(b)["state"], "RUNNING");
+  EXPECT_EQ(ShownJob(a)["state"], "RUNNING");
+  EXPECT_EQ(ShownJob(b)["state"], "RUNNING");
   std::ofstream(dir_ + "/release");
   ASSERT_TRUE(WaitFor(
-      [&] { return Job(a)["state"] == "COMPLETED" && Job(b)["state"] == "COMPLETED"; },
+      [&] {
+        return ShownJob(a)["state"] == "COMPLETED" && ShownJob(b)["state"] == "COMPLETED";
+      },
       std::chrono::seconds(15)))
       << Logs(a) << Logs(b);
-  EXPECT_EQ(Job(a)["allocations"][0]["node"], Job(b)["allocations"][0]["node"])
+  EXPECT_EQ(ShownJob(a)["allocations"][0]["node"], ShownJob(b)["allocations"][0]["node"])
       << "one rank-0 node for both";
   const int pa = ExpectMet(a), pb = ExpectMet(b);
   EXPECT_NE(pa, pb);

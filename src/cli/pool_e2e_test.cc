@@ -22,6 +22,7 @@
 #include <string>
 
 #include "cli/cli_testing.h"
+#include "cli/e2e_testing.h"
 #include "cli/fleet_testing.h"
 #include "core/testing/paths.h"
 #include "core/testing/wait_for.h"
@@ -94,12 +95,6 @@ std::string Fill(std::string text, const std::string& dir) {
     text.replace(at, 3, dir);
   }
   return text;
-}
-
-json Job(int64_t id) {
-  json j = json::parse(Hachi("show job " + std::to_string(id) + " --json", false).out,
-                       nullptr, false);
-  return j.is_object() && j.contains("job") ? j["job"] : json();
 }
 
 class PoolE2e : public ::testing::Test {
@@ -205,18 +200,18 @@ TEST_F(PoolE2e, PeaksResumeBurnedInNodesAndIdleOnesAreSuspended) {
   for (int b = 1; b <= 3; ++b) EXPECT_EQ(State("b" + std::to_string(b)), "idle~");
   // f1 busy: anything more needs the burst pool.
   const int64_t blocker = Submit("--gpus 8 -- /bin/sleep 600");
-  ASSERT_TRUE(WaitFor([&] { return Job(blocker)["state"] == "RUNNING"; },
+  ASSERT_TRUE(WaitFor([&] { return ShownJob(blocker)["state"] == "RUNNING"; },
                       std::chrono::seconds(15)))
       << Logs();
 
   // A. A 3-node gang: all three burst nodes in one resume, burned in, then it runs.
   const int64_t gang = Submit("-N 3 --gpus-per-node 8 -- /bin/sleep 1");
   ASSERT_GT(gang, 0);
-  ASSERT_TRUE(WaitFor([&] { return Job(gang)["state"] == "COMPLETED"; },
+  ASSERT_TRUE(WaitFor([&] { return ShownJob(gang)["state"] == "COMPLETED"; },
                       std::chrono::seconds(60)))
-      << Job(gang).dump() << Logs();
+      << ShownJob(gang).dump() << Logs();
   EXPECT_EQ(ReadFile(dir_ + "/resume.log"), "resume b[1-3] burst\n");
-  const json ran = Job(gang);
+  const json ran = ShownJob(gang);
   std::string nodes;
   for (const json& a : ran["allocations"]) nodes += a["node"].get<std::string>() + " ";
   EXPECT_EQ(nodes, "b1 b2 b3 ") << ran.dump();
@@ -249,10 +244,10 @@ TEST_F(PoolE2e, PeaksResumeBurnedInNodesAndIdleOnesAreSuspended) {
   // B. b1 boots broken: its burn-in fails, it is powered down, b2 is resumed instead.
   std::ofstream(dir_ + "/broken-b1");
   const int64_t second = Submit("--gpus 8 -- /bin/sleep 600");
-  ASSERT_TRUE(WaitFor([&] { return Job(second)["state"] == "RUNNING"; },
+  ASSERT_TRUE(WaitFor([&] { return ShownJob(second)["state"] == "RUNNING"; },
                       std::chrono::seconds(60)))
-      << Job(second).dump() << Logs();
-  EXPECT_EQ(Job(second)["allocations"][0]["node"], "b2");
+      << ShownJob(second).dump() << Logs();
+  EXPECT_EQ(ShownJob(second)["allocations"][0]["node"], "b2");
   EXPECT_EQ(State("b1"), "down~") << Logs();
   EXPECT_NE(ReadFile(dir_ + "/failed.log").find("failed b1"), std::string::npos);
 
@@ -262,7 +257,7 @@ TEST_F(PoolE2e, PeaksResumeBurnedInNodesAndIdleOnesAreSuspended) {
   ASSERT_TRUE(WaitFor([&] { return State("b3") == "down~"; }, std::chrono::seconds(20)))
       << Logs();
   EXPECT_NE(ReadFile(dir_ + "/failed.log").find("failed b3"), std::string::npos);
-  EXPECT_EQ(Job(third)["state"], "PENDING");
+  EXPECT_EQ(ShownJob(third)["state"], "PENDING");
 
   // D. An admin clears b3's failure; its next resume never registers and times out.
   std::filesystem::remove(dir_ + "/fail-resume");
@@ -281,7 +276,7 @@ TEST_F(PoolE2e, PeaksResumeBurnedInNodesAndIdleOnesAreSuspended) {
       << Logs();
   const std::string shown = Hachi("show node b3").out;
   EXPECT_NE(shown.find("did not register within 20s"), std::string::npos) << shown;
-  EXPECT_EQ(Job(third)["state"], "PENDING");
+  EXPECT_EQ(ShownJob(third)["state"], "PENDING");
 }
 
 }  // namespace
