@@ -3,14 +3,9 @@
 // box. One `hachi dev --preset X --nodes 1` each; screenshots board-X.png.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { chromium } from 'playwright-core';
-
-import { DevCluster , artifacts, build, CHROMIUM, FLAGS, root } from './dev_cluster.mjs';
-
+import { DevCluster, artifacts, build, openBrowser, root } from './dev_cluster.mjs';
 
 // NVLinked pairs per the node's own topology_json (the server's copy of what the agent found).
 function nvlinkPairs(topologyJson) {
@@ -30,17 +25,13 @@ const cases = [
 
 describe('GPU boards of other presets', { timeout: 120000 }, () => {
   let context;
-  let profile;
+  let browser;
   before(async () => {
-    mkdirSync(artifacts, { recursive: true });
-    profile = mkdtempSync(join(tmpdir(), 'hachi-chromium-'));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM, headless: true, args: FLAGS, viewport: { width: 1400, height: 700 },
-    });
+    browser = await openBrowser();
+    ({ context } = browser);
   });
   after(async () => {
-    if (context) await context.close();
-    if (profile) rmSync(profile, { recursive: true, force: true });
+    if (browser) await browser.close();
   });
 
   for (const c of cases) {

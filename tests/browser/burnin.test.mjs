@@ -3,29 +3,23 @@
 // button; fixed and resumed, it passes and shows `up`. Screenshot burn-in.png.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { chromium } from 'playwright-core';
-
-import { DevCluster, artifacts, build, CHROMIUM, FLAGS, root, waitFor } from './dev_cluster.mjs';
+import { DevCluster, artifacts, build, openBrowser, root, waitFor } from './dev_cluster.mjs';
 
 describe('a node in burn-in', { timeout: 120000 }, () => {
   let context;
-  let profile;
+  let browser;
   let work;
   before(async () => {
-    mkdirSync(artifacts, { recursive: true });
-    profile = mkdtempSync(join(tmpdir(), 'hachi-chromium-'));
     work = mkdtempSync(join(tmpdir(), 'hachi-burnin-'));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM, headless: true, args: FLAGS, viewport: { width: 1400, height: 700 },
-    });
+    browser = await openBrowser();
+    ({ context } = browser);
   });
   after(async () => {
-    if (context) await context.close();
-    if (profile) rmSync(profile, { recursive: true, force: true });
+    if (browser) await browser.close();
     if (work) rmSync(work, { recursive: true, force: true });
   });
 

@@ -2,10 +2,12 @@
 // own state directory and the two-node example config (two simulated HGX H100 nodes),
 // and the real CLI to drive it over the server's Unix socket (the kernel says who we are).
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+
+import { chromium } from 'playwright-core';
 
 // Where the tests find the repository, the build, Chromium, and where they leave
 // screenshots; the same for every browser test.
@@ -17,6 +19,23 @@ export const CHROMIUM = process.env.HACHI_CHROMIUM || '/usr/bin/chromium';
 export const FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
                       '--disable-background-networking', '--disable-component-update',
                       '--disable-sync'];
+
+// A headless Chromium on a profile of its own, for one test file: `context` to open
+// pages in, `close()` to end it and remove the profile. Makes the artifacts directory.
+export async function openBrowser(viewport = { width: 1400, height: 700 }) {
+  mkdirSync(artifacts, { recursive: true });
+  const profile = mkdtempSync(join(tmpdir(), 'hachi-chromium-'));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM, headless: true, args: FLAGS, viewport,
+  });
+  return {
+    context,
+    async close() {
+      await context.close();
+      rmSync(profile, { recursive: true, force: true });
+    },
+  };
+}
 
 export class DevCluster {
   // config: a cluster config (default examples/two-nodes.toml), null for none; nodes and

@@ -8,30 +8,24 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { chromium } from 'playwright-core';
-
-import { DevCluster, artifacts, build, CHROMIUM, FLAGS, root, waitFor } from './dev_cluster.mjs';
+import { DevCluster, artifacts, build, openBrowser, root, waitFor } from './dev_cluster.mjs';
 
 describe('MIG devices', { timeout: 120000 }, () => {
   let context;
-  let profile;
+  let browser;
   let work;
   const saved = {};
   before(async () => {
-    mkdirSync(artifacts, { recursive: true });
-    profile = mkdtempSync(join(tmpdir(), 'hachi-chromium-'));
     work = mkdtempSync(join(tmpdir(), 'hachi-mig-'));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM, headless: true, args: FLAGS, viewport: { width: 1400, height: 700 },
-    });
+    browser = await openBrowser();
+    ({ context } = browser);
   });
   after(async () => {
     for (const [k, v] of Object.entries(saved)) {
       if (v === undefined) delete process.env[k];
       else process.env[k] = v;
     }
-    if (context) await context.close();
-    if (profile) rmSync(profile, { recursive: true, force: true });
+    if (browser) await browser.close();
     if (work) rmSync(work, { recursive: true, force: true });
   });
 
