@@ -215,6 +215,7 @@ int RunStep(ApiClient& c, const std::string& server, state::JobId job,
   follow.label = label;
   follow.quiet = quiet;
   follow.pty = request.pty;
+  follow.run = step->job_start;
   return FollowStep(c, server, job, step->step, follow, prog);
 }
 
@@ -279,9 +280,11 @@ int FollowStep(ApiClient& c, const std::string& server, state::JobId job, int st
       std::cerr << prog << ": forcing job termination\n";
       (void)c.Call("POST", base + "/cancel", "");
     }
-    Result<std::string> body =
-        c.Call("GET", base + "/output?from=" + std::to_string(next) + "&wait_ms=500" +
-                          (options.observe ? "&observe=1" : ""));
+    Result<std::string> body = c.Call(
+        "GET",
+        base + "/output?from=" + std::to_string(next) + "&wait_ms=500" +
+            (options.run > 0 ? "&run=" + std::to_string(options.run) : std::string()) +
+            (options.observe ? "&observe=1" : ""));
     if (!body.ok()) {
       // The server restarting, a network blink: ask again from where we are; what the
       // server still holds comes then.

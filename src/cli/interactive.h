@@ -44,6 +44,9 @@ struct FollowOptions {
   bool quiet = false;
   bool pty = false;  // the step has a terminal: raw mode here, keys forwarded
   bool observe = false;
+  // The start of the run the step belongs to: read that run's step even after the job
+  // was requeued (its srun reads until done while the next run starts); 0: the current.
+  Time run = 0;
 };
 int FollowStep(ApiClient& c, const std::string& server, state::JobId job, int step,
                const FollowOptions& options, const std::string& prog);

@@ -44,21 +44,29 @@ void StepHandlers::StepOutput(const Request& req, Response& res, LongPoll& poll)
   if (!key.ok()) return ReplyError(res, key.status());
   const state::JobId id = key->first;
   const int step = key->second;
-  int64_t from = 0;
-  if (req.has_param("from")) {
-    const std::string f = req.get_param_value("from");
+  // ?from=OFFSET; ?run=START: the run the reader's step belongs to (0: the current).
+  int64_t offsets[2] = {0, 0};
+  const char* const kNames[2] = {"from", "run"};
+  for (int i = 0; i < 2; ++i) {
+    if (!req.has_param(kNames[i])) continue;
+    const std::string f = req.get_param_value(kNames[i]);
     char* end = nullptr;
     errno = 0;
-    from = std::strtoll(f.c_str(), &end, 10);
-    if (f.empty() || *end != '\0' || errno != 0 || from < 0) {
-      return ReplyError(res, InvalidArgument("from: '" + Clip(f) + "' is not an offset"));
+    offsets[i] = std::strtoll(f.c_str(), &end, 10);
+    if (f.empty() || *end != '\0' || errno != 0 || offsets[i] < 0) {
+      return ReplyError(
+          res, InvalidArgument(std::string(kNames[i]) + ": '" + Clip(f) + "' is not " +
+                               (i == 0 ? "an offset" : "a start time")));
     }
   }
+  const int64_t from = offsets[0];
+  const Time run = offsets[1];
   Result<Caller> who = CallerOf(req, *c_);
   if (!who.ok()) return ReplyError(res, who.status());
   // ?observe=1 (sattach): read beside the step's srun, taking nothing from it.
   const bool observe = req.has_param("observe") && req.get_param_value("observe") == "1";
-  Result<api::StepOutput> out = c_->steps().ReadStepOutput(id, step, from, *who, observe);
+  Result<api::StepOutput> out =
+      c_->steps().ReadStepOutput(id, step, from, *who, observe, run);
   if (!out.ok()) return ReplyError(res, out.status());
   const int wait_ms = IntParam(req, "wait_ms", 10000, 0, 60000);
   if (out->chunks.empty() && !out->done && out->lost == 0 && !poll.expired() &&

@@ -42,15 +42,18 @@ class StepService : public OnLedger, public Ledger::Observer {
   Result<state::StepRecord> CreateStep(state::JobId id, const api::StepRequest& req,
                                        const Caller& who)
       EXCLUDES(ledger_->writer_mu(), ledger_->mu());
-  // Step `step` of the job's current run. Owner or admin.
-  Result<state::StepRecord> StepOf(state::JobId id, int step, const Caller& who) const
-      EXCLUDES(ledger_->mu());
+  // Step `step` of the job's current run (or of its run that started at `run`). Owner
+  // or admin.
+  Result<state::StepRecord> StepOf(state::JobId id, int step, const Caller& who,
+                                   Time run = 0) const EXCLUDES(ledger_->mu());
   // Its output from offset `from` (StepStreams), and once it ended and the reader has
   // everything, `done` with the tasks' exits. An `observe`r (sattach) takes nothing from
-  // the step's srun.
+  // the step's srun. `run`: the start time of the run the step belongs to (srun's own,
+  // which may have been requeued since; its srun still reads until done); 0: the job's
+  // current run.
   Result<api::StepOutput> ReadStepOutput(state::JobId id, int step, int64_t from,
-                                         const Caller& who, bool observe = false)
-      EXCLUDES(ledger_->mu());
+                                         const Caller& who, bool observe = false,
+                                         Time run = 0) EXCLUDES(ledger_->mu());
   // A signal to a running step's tasks, or (`cancel`) their stop: SIGTERM, the kill
   // grace, SIGKILL. Owner or admin; kBusy once it ended.
   Status SignalStep(state::JobId id, int step, int signal, bool cancel, const Caller& who)

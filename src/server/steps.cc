@@ -161,16 +161,18 @@ Result<state::StepRecord> StepService::CreateStep(state::JobId id,
 }
 
 Result<state::StepRecord> StepService::StepOf(state::JobId id, int step,
-                                              const Caller& who) const {
+                                              const Caller& who, Time run) const {
   MutexLock lock(&ledger_->mu());
   fleet_->Held(ledger_);
   auto it = ledger_->image().jobs.find(id);
   if (it == ledger_->image().jobs.end()) return NotFound("no job " + std::to_string(id));
   HACHI_RETURN_IF_ERROR(
       authorizer_->Authorize(who, Action::kRunStep, Resource::Job(it->second)));
-  auto s = ledger_->image().steps.find({id, it->second.start_time, step});
+  auto s = ledger_->image().steps.find({id, run > 0 ? run : it->second.start_time, step});
   if (s == ledger_->image().steps.end()) {
-    return NotFound("no step " + StepName(id, step) + " in the job's current run");
+    return NotFound("no step " + StepName(id, step) +
+                    (run > 0 ? " in the job's run that started at " + std::to_string(run)
+                             : std::string(" in the job's current run")));
   }
   return s->second;
 }
@@ -188,8 +190,8 @@ Result<state::StepRecord> StepService::RunningStepOf(state::JobId id, int step,
 
 Result<api::StepOutput> StepService::ReadStepOutput(state::JobId id, int step,
                                                     int64_t from, const Caller& who,
-                                                    bool observe) {
-  Result<state::StepRecord> rec = StepOf(id, step, who);
+                                                    bool observe, Time run) {
+  Result<state::StepRecord> rec = StepOf(id, step, who, run);
   if (!rec.ok()) return rec.status();
   const state::StepKey key{id, rec->job_start, step};
   StepStreams::Read r = streams_.ReadFrom(key, from, 1 << 20, observe);
